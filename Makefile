@@ -1,0 +1,96 @@
+# omniforge developer entry points (GNU make). `make` lists the targets.
+
+SELF := $(abspath $(firstword $(MAKEFILE_LIST)))
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+BUILD_DIR  ?= build
+BUILD_TYPE ?= RelWithDebInfo
+JOBS       ?= 2
+SANITIZE   ?= OFF
+# Extra arguments: `make configure CMAKE_ARGS=-DFOO=1`, `make run ARGS=...`.
+CMAKE_ARGS ?=
+ARGS       ?=
+
+# ccache: relative paths under the repo so a fresh clone (CI) hits the cache.
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
+CCACHE_DIR ?= $(if $(HOME),$(HOME),/tmp)/.cache/ccache
+export CCACHE_DIR
+$(shell mkdir -p "$(CCACHE_DIR)")
+
+CONFIGURE_ARGS := $(strip -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DOMNIFORGE_SANITIZE=$(SANITIZE) $(CMAKE_ARGS))
+CONFIGURE_STAMP := $(BUILD_DIR)/.omniforge-configure-args
+FORMAT_DIRS := libs services cli tests bench
+
+.PHONY: help deps configure build test run up down bench asan format clean
+
+help:
+	@echo "omniforge make targets (variables: BUILD_DIR=$(BUILD_DIR) BUILD_TYPE=$(BUILD_TYPE) JOBS=$(JOBS) SANITIZE=$(SANITIZE))"
+	@echo "  help       this list (default target)"
+	@echo "  deps       install missing apt packages (scripts/deps.sh)"
+	@echo "  configure  deps + cmake configure into \$$BUILD_DIR (only when needed)"
+	@echo "  build      configure + compile everything"
+	@echo "  test       build + run all tests with ctest"
+	@echo "  run        build + start the service locally (scripts/run.sh)"
+	@echo "  up         build + start the whole stack (scripts/stack.sh up)"
+	@echo "  down       stop the whole stack (scripts/stack.sh down)"
+	@echo "  bench      build + run the benchmarks (scripts/bench.sh)"
+	@echo "  asan       ASan/UBSan build and test in build-asan"
+	@echo "  format     clang-format -i all *.cc/*.h in $(FORMAT_DIRS)"
+	@echo "  clean      remove \$$BUILD_DIR"
+
+deps:
+	@bash scripts/deps.sh
+
+# Re-run cmake only when the build dir is missing/broken or the requested
+# options changed; afterwards cmake re-runs itself when CMakeLists change.
+configure: deps
+	@if [ ! -f "$(BUILD_DIR)/CMakeCache.txt" ] || [ ! -f "$(CONFIGURE_STAMP)" ] \
+	    || [ "$$(cat "$(CONFIGURE_STAMP)")" != "$(CONFIGURE_ARGS)" ]; then \
+	  rm -f "$(CONFIGURE_STAMP)"; \
+	  cmake -S . -B "$(BUILD_DIR)" $(CONFIGURE_ARGS); \
+	  echo "$(CONFIGURE_ARGS)" > "$(CONFIGURE_STAMP)"; \
+	fi
+
+build: configure
+	@cmake --build "$(BUILD_DIR)" -j$(JOBS)
+
+# ctest's summary line ("100% tests passed, ...") is moved to the very end of
+# the output; pipefail makes the recipe fail exactly when ctest fails.
+test: build
+	@cd "$(BUILD_DIR)" && ctest --output-on-failure -j$(JOBS) --timeout 600 2>&1 \
+	  | awk '/tests passed, [0-9]+ tests? failed out of [0-9]+/ { summary = $$0; next } \
+	         { print; fflush() } \
+	         END { if (summary != "") print summary }'
+
+run: build
+	@bash scripts/run.sh $(ARGS)
+
+up: build
+	@bash scripts/stack.sh up $(ARGS)
+
+down:
+	@bash scripts/stack.sh down $(ARGS)
+
+bench: build
+	@bash scripts/bench.sh $(ARGS)
+
+# UBSan only reports by default; halt_on_error makes undefined behaviour fail
+# the test (override by setting UBSAN_OPTIONS yourself).
+asan:
+	@UBSAN_OPTIONS="$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
+	  $(MAKE) --no-print-directory -f "$(SELF)" test BUILD_DIR=build-asan SANITIZE=ON
+
+format:
+	@command -v clang-format >/dev/null || { echo "format: clang-format not installed (apt-get install clang-format)" >&2; exit 1; }
+	@dirs=(); for d in $(FORMAT_DIRS); do [ -d "$$d" ] && dirs+=("$$d"); done; \
+	if [ $${#dirs[@]} -gt 0 ]; then \
+	  find "$${dirs[@]}" \( -type d \( -name build -o -name 'build-*' -o -name .cache \) -prune \) \
+	    -o -type f \( -name '*.cc' -o -name '*.h' \) -print0 | xargs -0 -r clang-format -i; \
+	fi
+
+clean:
+	@case "$(BUILD_DIR)" in ""|"."|"/"|"..") echo "clean: refusing to remove BUILD_DIR='$(BUILD_DIR)'" >&2; exit 1;; esac
+	rm -rf "$(BUILD_DIR)"

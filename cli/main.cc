@@ -1,0 +1,211 @@
+// omniforge: the command-line client.
+//
+//   omniforge conversations create [--title T]
+//   omniforge conversations list [--page-size N] [--page-token T]
+//   omniforge conversations show ID [--limit N]
+//   omniforge conversations append ID --role user|assistant|... TEXT [--idempotency-key K]
+//   omniforge conversations window ID [--budget N] [--recent N]
+//   omniforge conversations delete ID
+//
+// Identity: --tenant/--user or OMNIFORGE_TENANT/OMNIFORGE_USER. --json prints
+// the response messages as JSON, one per line, for scripts.
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/time_util.h>
+#include <grpcpp/grpcpp.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <map>
+
+#include "libs/core/grpc_identity.h"
+#include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
+
+namespace {
+
+namespace pb = omniforge::conversation::v1;
+
+struct Options {
+  std::string server = "127.0.0.1:50051";
+  std::string tenant = "demo";
+  std::string user = "demo-user";
+  bool json = false;
+  int timeout_s = 10;
+};
+
+const std::map<std::string, pb::Role> kRoles = {
+    {"user", pb::ROLE_USER},       {"assistant", pb::ROLE_ASSISTANT}, {"system", pb::ROLE_SYSTEM},
+    {"tool", pb::ROLE_TOOL},       {"planner", pb::ROLE_PLANNER},     {"executor", pb::ROLE_EXECUTOR}};
+
+std::string RoleName(pb::Role role) {
+  for (const auto& [name, value] : kRoles) {
+    if (value == role) return name;
+  }
+  return "unknown";
+}
+
+class Client {
+ public:
+  explicit Client(const Options& options)
+      : options_(options),
+        stub_(pb::ConversationService::NewStub(
+            grpc::CreateChannel(options.server, grpc::InsecureChannelCredentials()))) {}
+
+  std::unique_ptr<grpc::ClientContext> Context() const {
+    auto context = std::make_unique<grpc::ClientContext>();
+    omniforge::core::AttachIdentity(*context, {options_.tenant, options_.user});
+    context->set_deadline(std::chrono::system_clock::now() +
+                          std::chrono::seconds(options_.timeout_s));
+    return context;
+  }
+
+  pb::ConversationService::Stub& stub() { return *stub_; }
+
+ private:
+  const Options& options_;
+  std::unique_ptr<pb::ConversationService::Stub> stub_;
+};
+
+int Check(const grpc::Status& status) {
+  if (status.ok()) return 0;
+  std::cerr << "error: " << status.error_message() << " (code " << status.error_code() << ")\n";
+  return 1;
+}
+
+void PrintJson(const google::protobuf::Message& message) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions print;
+  print.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(message, &json, print);
+  std::cout << json << "\n";
+}
+
+void PrintConversation(const pb::Conversation& c) {
+  std::cout << c.id() << "  " << (c.title().empty() ? "(untitled)" : c.title()) << "  "
+            << c.message_count() << " messages, active "
+            << google::protobuf::util::TimeUtil::ToString(c.update_time()) << "\n";
+}
+
+void PrintMessage(const pb::Message& m) {
+  std::cout << "#" << m.seq() << " " << RoleName(m.role()) << ": " << m.content() << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"omniforge command-line client"};
+  Options options;
+  app.add_option("--server", options.server, "conversation service address")
+      ->envname("OMNIFORGE_CONVERSATION_ADDR");
+  app.add_option("--tenant", options.tenant, "tenant id")->envname("OMNIFORGE_TENANT");
+  app.add_option("--user", options.user, "user id")->envname("OMNIFORGE_USER");
+  app.add_option("--timeout", options.timeout_s, "seconds per call");
+  app.add_flag("--json", options.json, "print responses as JSON");
+  app.require_subcommand(1);
+
+  auto* conversations = app.add_subcommand("conversations", "conversation memory");
+  conversations->require_subcommand(1);
+  std::string id, title, role = "user", text, page_token, idempotency_key;
+  int page_size = 20, limit = 50, budget = 0, recent = 0;
+
+  auto* create = conversations->add_subcommand("create", "start a conversation");
+  create->add_option("--title", title, "title");
+  auto* list = conversations->add_subcommand("list", "list conversations, most recent first");
+  list->add_option("--page-size", page_size, "conversations per page");
+  list->add_option("--page-token", page_token, "token from a previous page");
+  auto* show = conversations->add_subcommand("show", "show a conversation and its messages");
+  show->add_option("id", id, "conversation id")->required();
+  show->add_option("--limit", limit, "newest messages to show");
+  auto* append = conversations->add_subcommand("append", "append a message");
+  append->add_option("id", id, "conversation id")->required();
+  append->add_option("text", text, "message text")->required();
+  append->add_option("--role", role, "user, assistant, system, tool, planner or executor");
+  append->add_option("--idempotency-key", idempotency_key, "retry key");
+  auto* window = conversations->add_subcommand("window", "show the context window");
+  window->add_option("id", id, "conversation id")->required();
+  window->add_option("--budget", budget, "token budget (default 2000)");
+  window->add_option("--recent", recent, "recent exchanges always kept (default 3)");
+  auto* remove = conversations->add_subcommand("delete", "delete a conversation");
+  remove->add_option("id", id, "conversation id")->required();
+  CLI11_PARSE(app, argc, argv);
+
+  Client client(options);
+  if (create->parsed()) {
+    pb::CreateConversationRequest request;
+    request.set_title(title);
+    pb::CreateConversationResponse response;
+    if (int rc = Check(client.stub().CreateConversation(client.Context().get(), request, &response))) return rc;
+    if (options.json) PrintJson(response); else std::cout << response.conversation().id() << "\n";
+  } else if (list->parsed()) {
+    pb::ListConversationsRequest request;
+    request.set_page_size(page_size);
+    request.set_page_token(page_token);
+    pb::ListConversationsResponse response;
+    if (int rc = Check(client.stub().ListConversations(client.Context().get(), request, &response))) return rc;
+    if (options.json) {
+      PrintJson(response);
+    } else {
+      for (const auto& c : response.conversations()) PrintConversation(c);
+      if (!response.next_page_token().empty()) {
+        std::cout << "more: --page-token " << response.next_page_token() << "\n";
+      }
+    }
+  } else if (show->parsed()) {
+    pb::GetConversationRequest get;
+    get.set_conversation_id(id);
+    pb::GetConversationResponse conversation;
+    if (int rc = Check(client.stub().GetConversation(client.Context().get(), get, &conversation))) return rc;
+    pb::ListMessagesRequest request;
+    request.set_conversation_id(id);
+    request.set_limit(limit);
+    pb::ListMessagesResponse messages;
+    if (int rc = Check(client.stub().ListMessages(client.Context().get(), request, &messages))) return rc;
+    if (options.json) {
+      PrintJson(conversation);
+      PrintJson(messages);
+    } else {
+      PrintConversation(conversation.conversation());
+      for (const auto& m : messages.messages()) PrintMessage(m);
+    }
+  } else if (append->parsed()) {
+    auto found = kRoles.find(role);
+    if (found == kRoles.end()) {
+      std::cerr << "error: unknown role '" << role << "'\n";
+      return 2;
+    }
+    pb::AppendMessageRequest request;
+    request.set_conversation_id(id);
+    request.set_role(found->second);
+    request.set_content(text);
+    request.set_idempotency_key(idempotency_key);
+    pb::AppendMessageResponse response;
+    if (int rc = Check(client.stub().AppendMessage(client.Context().get(), request, &response))) return rc;
+    if (options.json) {
+      PrintJson(response);
+    } else {
+      PrintMessage(response.message());
+      if (response.deduplicated()) std::cout << "(already stored under this idempotency key)\n";
+    }
+  } else if (window->parsed()) {
+    pb::GetContextWindowRequest request;
+    request.set_conversation_id(id);
+    request.set_token_budget(budget);
+    request.set_min_recent_exchanges(recent);
+    pb::GetContextWindowResponse response;
+    if (int rc = Check(client.stub().GetContextWindow(client.Context().get(), request, &response))) return rc;
+    if (options.json) {
+      PrintJson(response);
+    } else {
+      for (const auto& m : response.messages()) PrintMessage(m);
+      std::cout << response.messages_size() << " messages, " << response.total_tokens()
+                << " tokens (" << response.token_estimator() << ")"
+                << (response.truncated() ? ", older messages left out" : "") << "\n";
+    }
+  } else if (remove->parsed()) {
+    pb::DeleteConversationRequest request;
+    request.set_conversation_id(id);
+    pb::DeleteConversationResponse response;
+    if (int rc = Check(client.stub().DeleteConversation(client.Context().get(), request, &response))) return rc;
+    if (!options.json) std::cout << "deleted " << id << "\n";
+  }
+  return 0;
+}

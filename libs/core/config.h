@@ -1,0 +1,70 @@
+// Service configuration: one YAML file, every key overridable from the
+// environment, unknown keys rejected.
+//
+// A service declares its keys by reading them through ConfigReader; after the
+// last read, Finish() fails if the YAML held a key nobody asked for (a typo
+// must not silently fall back to a default). The environment variable for a
+// key is OMNIFORGE_ followed by the dotted path upper-cased with dots turned
+// into underscores: `database.pool_size` -> OMNIFORGE_DATABASE_POOL_SIZE.
+// Precedence: environment, then the file, then the default.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace omniforge::core {
+
+// Reads typed values by dotted path. Not thread-safe; used at start-up only.
+class ConfigReader final {
+ public:
+  using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+
+  // Parses `yaml_text` (may be empty). `env` defaults to getenv.
+  // Returns INVALID_ARGUMENT on a YAML syntax error.
+  static absl::StatusOr<ConfigReader> FromString(const std::string& yaml_text,
+                                                 EnvLookup env = nullptr);
+  // Reads the file at `path`; NOT_FOUND when it does not exist.
+  static absl::StatusOr<ConfigReader> FromFile(const std::string& path,
+                                               EnvLookup env = nullptr);
+
+  ConfigReader(ConfigReader&&) noexcept;
+  ConfigReader& operator=(ConfigReader&&) noexcept;
+  ~ConfigReader();
+
+  // Each getter records the key as known. A value of the wrong type, or one
+  // outside [min, max], is recorded as an error reported by Finish().
+  std::string String(const std::string& path, const std::string& fallback);
+  int64_t Int(const std::string& path, int64_t fallback,
+              int64_t min = INT64_MIN, int64_t max = INT64_MAX);
+  double Double(const std::string& path, double fallback);
+  bool Bool(const std::string& path, bool fallback);
+  // A list of strings; in the environment, a comma-separated value.
+  std::vector<std::string> StringList(const std::string& path,
+                                      const std::vector<std::string>& fallback);
+  // A map of string to string under `path` (e.g. per-tenant settings); the
+  // children are known keys. Environment: `k1=v1,k2=v2`.
+  std::map<std::string, std::string> StringMap(const std::string& path);
+
+  // Returns INVALID_ARGUMENT listing every unknown key and every bad value
+  // seen so far, or OK.
+  absl::Status Finish() const;
+
+  // The environment variable name for a dotted path.
+  static std::string EnvName(const std::string& path);
+
+ private:
+  struct State;
+  explicit ConfigReader(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace omniforge::core

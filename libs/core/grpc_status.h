@@ -1,0 +1,14 @@
+// Conversion between absl::Status (used inside services) and grpc::Status
+// (on the wire). The codes are numerically identical.
+#pragma once
+
+#include <grpcpp/support/status.h>
+
+#include "absl/status/status.h"
+
+namespace omniforge::core {
+
+grpc::Status ToGrpcStatus(const absl::Status& status);
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+}  // namespace omniforge::core

@@ -1,0 +1,131 @@
+#include "libs/core/logging.h"
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "libs/core/secrets.h"
+
+namespace omniforge::core {
+namespace {
+
+struct LoggerState {
+  std::mutex mu;
+  std::string service;                                  // Guarded by mu.
+  void (*sink)(const std::string& line) = nullptr;      // Guarded by mu.
+  std::atomic<int> min_level{static_cast<int>(LogLevel::kInfo)};
+  std::shared_ptr<spdlog::logger> stderr_logger;
+};
+
+LoggerState& State() {
+  // Never destroyed, so threads that log during exit stay safe.
+  static auto* const state = [] {
+    auto* s = new LoggerState();
+    // Not registered with spdlog's global registry: the name cannot clash
+    // with a library's logger, and our own level filter applies first.
+    s->stderr_logger = std::make_shared<spdlog::logger>(
+        "omniforge", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    s->stderr_logger->set_pattern("%v");
+    s->stderr_logger->set_level(spdlog::level::trace);
+    return s;
+  }();
+  return *state;
+}
+
+const char* LevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kError:
+      return "error";
+  }
+  return "info";
+}
+
+std::string NowRfc3339() {
+  const auto now = std::chrono::system_clock::now();
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      now.time_since_epoch())
+                      .count();
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+                tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+  return buf;
+}
+
+bool IsReservedKey(const std::string& key) {
+  return key == "ts" || key == "level" || key == "service" || key == "msg";
+}
+
+}  // namespace
+
+void InitLogging(const std::string& service, const std::string& level) {
+  LogLevel min = LogLevel::kInfo;
+  if (level == "debug") {
+    min = LogLevel::kDebug;
+  } else if (level == "warn") {
+    min = LogLevel::kWarn;
+  } else if (level == "error") {
+    min = LogLevel::kError;
+  }
+  LoggerState& state = State();
+  std::lock_guard<std::mutex> lock(state.mu);
+  state.service = service;
+  state.min_level = static_cast<int>(min);
+}
+
+void SetLogSinkForTesting(void (*sink)(const std::string& line)) {
+  LoggerState& state = State();
+  std::lock_guard<std::mutex> lock(state.mu);
+  state.sink = sink;
+}
+
+std::string FormatLogLine(LogLevel level, std::string_view service,
+                          std::string_view msg, const LogFields& fields) {
+  nlohmann::ordered_json line;
+  line["ts"] = NowRfc3339();
+  line["level"] = LevelName(level);
+  line["service"] = std::string(service);
+  line["msg"] = RedactSecrets(msg);
+  for (const auto& [key, value] : fields) {
+    // A field must not overwrite the envelope: "msg" becomes "_msg".
+    line[IsReservedKey(key) ? "_" + key : key] = RedactSecrets(value);
+  }
+  // Log text comes from anywhere (user input, peers); a bad byte becomes
+  // U+FFFD instead of an exception that would lose the line.
+  return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void Log(LogLevel level, std::string_view msg, const LogFields& fields) {
+  LoggerState& state = State();
+  if (static_cast<int>(level) < state.min_level.load()) return;
+  std::string service;
+  {
+    std::lock_guard<std::mutex> lock(state.mu);
+    service = state.service;
+  }
+  const std::string line = FormatLogLine(level, service, msg, fields);
+  std::lock_guard<std::mutex> lock(state.mu);
+  if (state.sink != nullptr) {
+    state.sink(line);
+  } else {
+    state.stderr_logger->info(line);
+  }
+}
+
+}  // namespace omniforge::core

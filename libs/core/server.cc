@@ -1,0 +1,159 @@
+#include "libs/core/server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "libs/core/logging.h"
+
+namespace omniforge::core {
+namespace {
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError("cannot read " + path);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+const char* CodeName(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kOk: return "OK";
+    case absl::StatusCode::kCancelled: return "CANCELLED";
+    case absl::StatusCode::kUnknown: return "UNKNOWN";
+    case absl::StatusCode::kInvalidArgument: return "INVALID_ARGUMENT";
+    case absl::StatusCode::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
+    case absl::StatusCode::kNotFound: return "NOT_FOUND";
+    case absl::StatusCode::kAlreadyExists: return "ALREADY_EXISTS";
+    case absl::StatusCode::kPermissionDenied: return "PERMISSION_DENIED";
+    case absl::StatusCode::kResourceExhausted: return "RESOURCE_EXHAUSTED";
+    case absl::StatusCode::kFailedPrecondition: return "FAILED_PRECONDITION";
+    case absl::StatusCode::kAborted: return "ABORTED";
+    case absl::StatusCode::kOutOfRange: return "OUT_OF_RANGE";
+    case absl::StatusCode::kUnimplemented: return "UNIMPLEMENTED";
+    case absl::StatusCode::kInternal: return "INTERNAL";
+    case absl::StatusCode::kUnavailable: return "UNAVAILABLE";
+    case absl::StatusCode::kDataLoss: return "DATA_LOSS";
+    case absl::StatusCode::kUnauthenticated: return "UNAUTHENTICATED";
+    default: return "UNKNOWN";
+  }
+}
+
+}  // namespace
+
+ServerOptions ReadServerOptions(ConfigReader& config, int default_port,
+                                int default_metrics_port) {
+  ServerOptions options;
+  options.host = config.String("server.host", options.host);
+  options.port = static_cast<int>(config.Int("server.port", default_port, 0, 65535));
+  options.metrics_host = config.String("server.metrics_host", options.metrics_host);
+  options.metrics_port = static_cast<int>(
+      config.Int("server.metrics_port", default_metrics_port, -1, 65535));
+  options.drain_timeout = std::chrono::seconds(config.Int("server.drain_timeout_s", 15, 0, 3600));
+  options.max_receive_bytes = static_cast<int>(
+      config.Int("server.max_receive_bytes", options.max_receive_bytes, 1024, 64 << 20));
+  options.tls_cert_file = config.String("server.tls_cert_file", "");
+  options.tls_key_file = config.String("server.tls_key_file", "");
+  return options;
+}
+
+RpcScope::RpcScope(const char* method)
+    : method_(method), start_(std::chrono::steady_clock::now()) {}
+
+void RpcScope::Finish(const absl::Status& status) {
+  auto& registry = MetricsRegistry::Global();
+  registry
+      .GetCounter("omniforge_rpc_total", "RPCs handled, by method and status code.",
+                  {{"method", method_}, {"code", CodeName(status.code())}})
+      .Inc();
+  registry
+      .GetHistogram("omniforge_rpc_duration_seconds", "RPC handling time.",
+                    {{"method", method_}})
+      .Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+}
+
+ServiceServer::ServiceServer(ServerOptions options) : options_(std::move(options)) {}
+
+ServiceServer::~ServiceServer() { Shutdown(); }
+
+void ServiceServer::AddService(grpc::Service* service) { services_.push_back(service); }
+
+absl::Status ServiceServer::Start() {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+
+  std::shared_ptr<grpc::ServerCredentials> credentials;
+  if (!options_.tls_cert_file.empty() || !options_.tls_key_file.empty()) {
+    auto cert = ReadWholeFile(options_.tls_cert_file);
+    auto key = ReadWholeFile(options_.tls_key_file);
+    if (!cert.ok()) return cert.status();
+    if (!key.ok()) return key.status();
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({*key, *cert});
+    credentials = grpc::SslServerCredentials(ssl);
+  } else {
+    credentials = grpc::InsecureServerCredentials();
+  }
+
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options_.host + ":" + std::to_string(options_.port),
+                           credentials, &port_);
+  builder.SetMaxReceiveMessageSize(options_.max_receive_bytes);
+  // Keepalive: let long-lived internal channels ping through idle periods.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
+  for (grpc::Service* service : services_) builder.RegisterService(service);
+  server_ = builder.BuildAndStart();
+  if (!server_ || port_ == 0) {
+    return absl::UnavailableError("cannot listen on " + options_.host + ":" +
+                                  std::to_string(options_.port));
+  }
+  server_->GetHealthCheckService()->SetServingStatus(true);
+
+  if (options_.metrics_port >= 0) {
+    metrics_server_ = std::make_unique<MetricsHttpServer>(MetricsRegistry::Global());
+    metrics_port_ = metrics_server_->Start(options_.metrics_host, options_.metrics_port);
+    if (metrics_port_ < 0) {
+      return absl::UnavailableError("cannot serve metrics on " + options_.metrics_host +
+                                    ":" + std::to_string(options_.metrics_port));
+    }
+  }
+  LogInfo("server started", {{"port", std::to_string(port_)},
+                             {"metrics_port", std::to_string(metrics_port_)},
+                             {"tls", options_.tls_cert_file.empty() ? "off" : "on"}});
+  return absl::OkStatus();
+}
+
+void ServiceServer::Shutdown() {
+  if (shut_down_ || !server_) return;
+  shut_down_ = true;
+  LogInfo("draining", {{"timeout_s", std::to_string(options_.drain_timeout.count())}});
+  server_->GetHealthCheckService()->SetServingStatus(false);
+  server_->Shutdown(std::chrono::system_clock::now() + options_.drain_timeout);
+  server_->Wait();
+  if (metrics_server_) metrics_server_->Stop();
+  LogInfo("stopped");
+}
+
+sigset_t BlockTerminationSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
+int WaitForTerminationSignal(const sigset_t& signals) {
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  return signal_number;
+}
+
+}  // namespace omniforge::core

@@ -1,0 +1,37 @@
+// A fixed set of threads running submitted tasks from a bounded queue, for
+// blocking work (database, model calls) that gRPC reactors must not do on
+// their own threads. Thread-safe; destruction finishes queued tasks.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace omniforge::core {
+
+class ThreadPool final {
+ public:
+  ThreadPool(int threads, size_t max_queued);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  // False when the queue is full or the pool is stopping; the task is dropped
+  // and the caller answers for it (e.g. RESOURCE_EXHAUSTED).
+  bool Submit(std::function<void()> task);
+
+ private:
+  void Run();
+
+  const size_t max_queued_;
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace omniforge::core

@@ -1,0 +1,15 @@
+# Generates a .cc that returns a component's migrations (NNNN_name.sql files)
+# compiled into the binary, so a container needs nothing beside it.
+# Invoked in script mode: -DSQL_DIR=... -DOUT=... -DFUNCTION=...
+file(GLOB sql_files "${SQL_DIR}/[0-9][0-9][0-9][0-9]_*.sql")
+list(SORT sql_files)
+set(body "")
+foreach(f IN LISTS sql_files)
+  get_filename_component(name "${f}" NAME)
+  string(SUBSTRING "${name}" 0 4 version)
+  math(EXPR version "${version}")
+  file(READ "${f}" sql)
+  string(APPEND body "      {${version}, \"${name}\", R\"omniforge_sql(${sql})omniforge_sql\"},\n")
+endforeach()
+file(WRITE "${OUT}.tmp" "// Generated from ${SQL_DIR}; do not edit.\n#include \"libs/pg/migrate.h\"\n\nnamespace omniforge::pg {\n\nconst std::vector<Migration>& ${FUNCTION}() {\n  static const std::vector<Migration> migrations = {\n${body}  };\n  return migrations;\n}\n\n}  // namespace omniforge::pg\n")
+file(COPY_FILE "${OUT}.tmp" "${OUT}" ONLY_IF_DIFFERENT)

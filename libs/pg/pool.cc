@@ -1,0 +1,140 @@
+#include "libs/pg/pool.h"
+
+#include <utility>
+
+#include "libs/core/logging.h"
+
+namespace omniforge::pg {
+
+PgLease::PgLease(PgPool* pool, std::unique_ptr<pqxx::connection> conn)
+    : pool_(pool), conn_(std::move(conn)) {}
+
+PgLease::PgLease(PgLease&& other) noexcept
+    : pool_(other.pool_), conn_(std::move(other.conn_)), discard_(other.discard_) {
+  other.pool_ = nullptr;
+}
+
+PgLease::~PgLease() {
+  if (pool_ != nullptr && conn_ != nullptr) {
+    pool_->Return(std::move(conn_), discard_ || !conn_->is_open());
+  }
+}
+
+absl::StatusOr<std::unique_ptr<PgPool>> PgPool::Create(PgOptions options) {
+  if (options.pool_size < 1) return absl::InvalidArgumentError("database pool_size must be >= 1");
+  std::unique_ptr<PgPool> pool(new PgPool(std::move(options)));
+  auto conn = pool->Open();
+  if (!conn.ok()) return conn.status();
+  std::lock_guard lock(pool->mu_);
+  pool->idle_.push_back(std::move(*conn));
+  pool->open_ = 1;
+  return pool;
+}
+
+absl::StatusOr<std::unique_ptr<pqxx::connection>> PgPool::Open() {
+  try {
+    auto conn = std::make_unique<pqxx::connection>(options_.dsn);
+    pqxx::nontransaction setup(*conn);
+    setup.exec("SET statement_timeout = " + std::to_string(options_.statement_timeout_ms));
+    if (!options_.role.empty()) setup.exec("SET ROLE " + setup.quote_name(options_.role));
+    return conn;
+  } catch (const std::exception& e) {
+    // libpq's message names host and port but never the password.
+    return absl::UnavailableError(std::string("database unavailable: ") + e.what());
+  }
+}
+
+absl::StatusOr<PgLease> PgPool::Acquire() {
+  std::unique_lock lock(mu_);
+  const auto deadline = std::chrono::steady_clock::now() + options_.acquire_timeout;
+  while (idle_.empty() && open_ >= options_.pool_size) {
+    if (available_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
+        open_ >= options_.pool_size) {
+      return absl::ResourceExhaustedError("database pool exhausted");
+    }
+  }
+  if (!idle_.empty()) {
+    auto conn = std::move(idle_.back());
+    idle_.pop_back();
+    return PgLease(this, std::move(conn));
+  }
+  ++open_;
+  lock.unlock();
+  auto conn = Open();
+  if (!conn.ok()) {
+    std::lock_guard relock(mu_);
+    --open_;
+    available_.notify_one();
+    return conn.status();
+  }
+  return PgLease(this, std::move(*conn));
+}
+
+void PgPool::Return(std::unique_ptr<pqxx::connection> conn, bool discard) {
+  std::lock_guard lock(mu_);
+  if (discard) {
+    --open_;
+  } else {
+    idle_.push_back(std::move(conn));
+  }
+  available_.notify_one();
+}
+
+absl::Status StatusFromException(const std::exception& e) {
+  if (dynamic_cast<const pqxx::in_doubt_error*>(&e) != nullptr) {
+    return absl::UnavailableError("database connection lost during commit; outcome unknown");
+  }
+  if (dynamic_cast<const pqxx::broken_connection*>(&e) != nullptr) {
+    return absl::UnavailableError("database connection lost");
+  }
+  if (dynamic_cast<const pqxx::serialization_failure*>(&e) != nullptr ||
+      dynamic_cast<const pqxx::deadlock_detected*>(&e) != nullptr) {
+    return absl::AbortedError("database transaction conflict; retry");
+  }
+  if (dynamic_cast<const pqxx::integrity_constraint_violation*>(&e) != nullptr) {
+    return absl::FailedPreconditionError("database constraint violated");
+  }
+  if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e); sql != nullptr) {
+    if (sql->sqlstate() == "57014") {
+      return absl::DeadlineExceededError("database statement timed out");
+    }
+    core::LogError("database error", {{"sqlstate", sql->sqlstate()}, {"error", sql->what()}});
+    return absl::InternalError("database error (sqlstate " + sql->sqlstate() + ")");
+  }
+  core::LogError("database error", {{"error", e.what()}});
+  return absl::InternalError("database error");
+}
+
+void SetTenant(pqxx::work& tx, const std::string& tenant) {
+  tx.exec_params("SELECT set_config('app.tenant_id', $1, true)", tenant);
+}
+
+absl::Status WithTenantTransaction(PgPool& pool, const std::string& tenant,
+                                   const std::function<absl::Status(pqxx::work&)>& body,
+                                   bool retry_on_broken) {
+  for (int attempt = 0;; ++attempt) {
+    auto lease = pool.Acquire();
+    if (!lease.ok()) return lease.status();
+    bool committing = false;
+    try {
+      pqxx::work tx(lease->conn());
+      SetTenant(tx, tenant);
+      absl::Status status = body(tx);
+      if (!status.ok()) {
+        tx.abort();
+        return status;
+      }
+      committing = true;
+      tx.commit();
+      return absl::OkStatus();
+    } catch (const pqxx::broken_connection& e) {
+      lease->Discard();
+      if (committing || !retry_on_broken || attempt > 0) return StatusFromException(e);
+    } catch (const std::exception& e) {
+      if (!lease->conn().is_open()) lease->Discard();
+      return StatusFromException(e);
+    }
+  }
+}
+
+}  // namespace omniforge::pg

@@ -1,0 +1,194 @@
+// omniforge-conversation: the memory service.
+//
+//   omniforge-conversation [--config FILE] [serve]      migrate (when enabled) and serve
+//   omniforge-conversation [--config FILE] migrate      apply migrations and exit
+//   omniforge-conversation [--config FILE] rotate-key --tenant T
+#include <CLI/CLI.hpp>
+
+#include "absl/strings/numbers.h"
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "libs/core/config.h"
+#include "libs/core/logging.h"
+#include "libs/core/server.h"
+#include "libs/core/text.h"
+#include "libs/core/thread_pool.h"
+#include "libs/pg/migrate.h"
+#include "libs/pg/pool.h"
+#include "services/conversation/src/grpc_service.h"
+#include "services/conversation/src/pg_repository.h"
+#include "services/conversation/src/retention.h"
+
+namespace omniforge::pg {
+const std::vector<Migration>& ConversationMigrations();
+}
+
+namespace omniforge::conversation {
+namespace {
+
+constexpr int kDefaultPort = 50051;
+constexpr int kDefaultMetricsPort = 9091;
+
+struct Settings {
+  core::ServerOptions server;
+  std::string log_level;
+  pg::PgOptions database;
+  std::string migrate_dsn;
+  bool migrate_on_start = true;
+  std::string master_key;
+  std::string master_key_file;
+  std::string master_key_id;
+  RetentionPolicy retention;
+  std::chrono::seconds retention_interval{3600};
+  PgRepositoryOptions appends;
+  int worker_threads = 16;
+};
+
+absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
+  auto reader = config_file.empty() ? core::ConfigReader::FromString("")
+                                    : core::ConfigReader::FromFile(config_file);
+  if (!reader.ok()) return reader.status();
+  core::ConfigReader& c = *reader;
+  Settings s;
+  s.server = core::ReadServerOptions(c, kDefaultPort, kDefaultMetricsPort);
+  s.worker_threads = static_cast<int>(c.Int("server.worker_threads", 16, 1, 1024));
+  s.log_level = c.String("log.level", "info");
+  s.database.dsn =
+      c.String("database.dsn", "host=127.0.0.1 port=55432 user=omniforge dbname=omniforge");
+  s.database.pool_size = static_cast<int>(c.Int("database.pool_size", 16, 1, 1000));
+  s.database.role = c.String("database.role", "omniforge_app");
+  s.database.statement_timeout_ms =
+      static_cast<int>(c.Int("database.statement_timeout_ms", 10000, 100, 600000));
+  s.migrate_dsn = c.String("database.migrate_dsn", "");
+  s.migrate_on_start = c.Bool("database.migrate_on_start", true);
+  s.master_key = c.String("encryption.master_key", "");
+  s.master_key_file = c.String("encryption.master_key_file", "");
+  s.master_key_id = c.String("encryption.master_key_id", "primary");
+  s.retention.default_days = static_cast<int>(c.Int("retention.default_days", 30, 1, 36500));
+  for (const auto& [tenant, days] : c.StringMap("retention.tenant_days")) {
+    int value = 0;
+    if (!absl::SimpleAtoi(days, &value) || value < 1) {
+      return absl::InvalidArgumentError("config: retention.tenant_days." + tenant +
+                                        ": expected a positive number of days");
+    }
+    s.retention.tenant_days[tenant] = value;
+  }
+  s.retention_interval = std::chrono::seconds(c.Int("retention.interval_s", 3600, 1, 86400 * 7));
+  s.appends.append_committers = static_cast<int>(c.Int("append.committers", 2, 1, 64));
+  s.appends.append_max_batch = static_cast<size_t>(c.Int("append.max_batch", 256, 1, 10000));
+  if (absl::Status status = c.Finish(); !status.ok()) return status;
+  if (s.migrate_dsn.empty()) s.migrate_dsn = s.database.dsn;
+  return s;
+}
+
+absl::StatusOr<KeyBytes> LoadMasterKey(const Settings& s) {
+  if (!s.master_key.empty()) return KeyRing::ParseMasterKey(s.master_key);
+  if (s.master_key_file.empty()) {
+    return absl::FailedPreconditionError(
+        "no encryption master key: set encryption.master_key_file or "
+        "OMNIFORGE_ENCRYPTION_MASTER_KEY (32 bytes as hex or base64)");
+  }
+  std::ifstream in(s.master_key_file);
+  if (!in) return absl::FailedPreconditionError("cannot read " + s.master_key_file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return KeyRing::ParseMasterKey(text.str());
+}
+
+absl::Status Migrate(const Settings& s) {
+  auto applied = pg::ApplyMigrations(s.migrate_dsn, "conversation", pg::ConversationMigrations());
+  if (!applied.ok()) return applied.status();
+  core::LogInfo("schema up to date", {{"applied", std::to_string(*applied)}});
+  return absl::OkStatus();
+}
+
+absl::Status Serve(const Settings& s, const sigset_t& signals) {
+  auto master_key = LoadMasterKey(s);
+  if (!master_key.ok()) return master_key.status();
+  if (s.migrate_on_start) {
+    if (absl::Status status = Migrate(s); !status.ok()) return status;
+  }
+  auto pool = pg::PgPool::Create(s.database);
+  if (!pool.ok()) return pool.status();
+  KeyRing keys(**pool, *master_key, s.master_key_id);
+  PgConversationRepository repository(**pool, keys, s.appends);
+  HeuristicTokenEstimator estimator;
+  ConversationLogic logic(repository, estimator);
+  core::ThreadPool workers(s.worker_threads, 4096);
+  ConversationGrpcService service(logic, workers);
+  RetentionPurger purger(
+      [&](int limit) {
+        const Micros now = std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+        return repository.PurgeIdle(s.retention, now, limit);
+      },
+      s.retention_interval);
+
+  core::ServiceServer server(s.server);
+  server.AddService(&service);
+  if (absl::Status status = server.Start(); !status.ok()) return status;
+  const int signal_number = core::WaitForTerminationSignal(signals);
+  core::LogInfo("shutting down", {{"signal", std::to_string(signal_number)}});
+  server.Shutdown();
+  purger.Stop();
+  return absl::OkStatus();
+}
+
+absl::Status RotateKey(const Settings& s, const std::string& tenant) {
+  auto master_key = LoadMasterKey(s);
+  if (!master_key.ok()) return master_key.status();
+  auto pool = pg::PgPool::Create(s.database);
+  if (!pool.ok()) return pool.status();
+  KeyRing keys(**pool, *master_key, s.master_key_id);
+  auto key_id = keys.Rotate(tenant);
+  if (!key_id.ok()) return key_id.status();
+  core::LogInfo("tenant key rotated", {{"tenant", tenant}, {"key_id", std::to_string(*key_id)}});
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace omniforge::conversation
+
+int main(int argc, char** argv) {
+  using namespace omniforge;
+  const sigset_t signals = core::BlockTerminationSignals();
+  CLI::App app{"omniforge conversation service"};
+  std::string config_file;
+  app.add_option("-c,--config", config_file, "YAML config file")->envname("OMNIFORGE_CONFIG");
+  app.require_subcommand(0, 1);
+  auto* serve = app.add_subcommand("serve", "apply migrations (when enabled) and serve (default)");
+  auto* migrate = app.add_subcommand("migrate", "apply database migrations and exit");
+  auto* rotate = app.add_subcommand("rotate-key", "start a new data key for a tenant");
+  std::string tenant;
+  rotate->add_option("--tenant", tenant, "tenant id")->required();
+  CLI11_PARSE(app, argc, argv);
+  (void)serve;
+
+  auto settings = conversation::LoadSettings(config_file);
+  if (!settings.ok()) {
+    core::InitLogging("conversation", "info");
+    core::LogError("invalid configuration", {{"error", std::string(settings.status().message())}});
+    return 2;
+  }
+  core::InitLogging("conversation", settings->log_level);
+  absl::Status status;
+  if (migrate->parsed()) {
+    status = conversation::Migrate(*settings);
+  } else if (rotate->parsed()) {
+    if (!core::IsSafeToken(tenant)) {
+      status = absl::InvalidArgumentError("--tenant must be 1..128 characters of [A-Za-z0-9._:@-]");
+    } else {
+      status = conversation::RotateKey(*settings, tenant);
+    }
+  } else {
+    status = conversation::Serve(*settings, signals);
+  }
+  if (!status.ok()) {
+    core::LogError("exiting", {{"error", std::string(status.message())}});
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,29 @@
+#include "services/conversation/src/context_window.h"
+
+#include <algorithm>
+
+namespace omniforge::conversation {
+
+bool ContextWindowAssembler::Offer(Message message) {
+  if (complete_) return false;
+  const bool in_recent_exchanges = user_messages_seen_ < options_.min_recent_exchanges;
+  if (!in_recent_exchanges && total_tokens_ + message.token_count > options_.token_budget) {
+    complete_ = true;
+    return false;
+  }
+  if (message.role == Role::kUser) ++user_messages_seen_;
+  total_tokens_ += message.token_count;
+  newest_first_.push_back(std::move(message));
+  return true;
+}
+
+ContextWindow ContextWindowAssembler::Finish(bool older_remain) && {
+  ContextWindow window;
+  window.total_tokens = total_tokens_;
+  window.truncated = complete_ || older_remain;
+  window.messages = std::move(newest_first_);
+  std::reverse(window.messages.begin(), window.messages.end());
+  return window;
+}
+
+}  // namespace omniforge::conversation

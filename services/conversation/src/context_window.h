@@ -1,0 +1,47 @@
+// Chooses the messages a planner sees before a turn.
+//
+// Fed newest-first, it keeps every message of the last N exchanges (an
+// exchange starts at a user message and runs to the next one), then older
+// messages while the running total stays within the token budget, stopping
+// at the first that does not fit so the window has no holes. The result is
+// oldest-first.
+#pragma once
+
+#include <vector>
+
+#include "services/conversation/src/model.h"
+
+namespace omniforge::conversation {
+
+struct ContextWindowOptions {
+  int token_budget = 2000;
+  int min_recent_exchanges = 3;
+};
+
+struct ContextWindow {
+  std::vector<Message> messages;  // ascending seq
+  int total_tokens = 0;
+  bool truncated = false;         // older messages were left out
+};
+
+class ContextWindowAssembler final {
+ public:
+  explicit ContextWindowAssembler(ContextWindowOptions options) : options_(options) {}
+
+  // Offers the next older message. Returns false once the window is complete:
+  // this message (and anything older) was left out.
+  bool Offer(Message message);
+
+  // The window, oldest first. `older_remain` says whether messages older than
+  // the last one offered exist.
+  ContextWindow Finish(bool older_remain) &&;
+
+ private:
+  ContextWindowOptions options_;
+  std::vector<Message> newest_first_;
+  int total_tokens_ = 0;
+  int user_messages_seen_ = 0;
+  bool complete_ = false;
+};
+
+}  // namespace omniforge::conversation

@@ -1,0 +1,227 @@
+#include "services/conversation/src/conversation_logic.h"
+
+#include <future>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "libs/core/ids.h"
+#include "libs/core/secrets.h"
+#include "libs/core/text.h"
+
+namespace omniforge::conversation {
+namespace {
+
+constexpr int kWindowPageSize = 64;
+
+absl::Status CheckConversationId(const std::string& id, const char* field) {
+  if (id.empty()) return absl::InvalidArgumentError(std::string(field) + " is required");
+  if (!core::IsUuid(id)) return absl::InvalidArgumentError(std::string(field) + " must be a UUID");
+  return absl::OkStatus();
+}
+
+// Parses optional metadata into a JSON object within the size limit.
+absl::StatusOr<nlohmann::json> ParseMetadata(const std::string& json, size_t max_bytes) {
+  if (json.empty()) return nlohmann::json::object();
+  if (json.size() > max_bytes) {
+    return absl::InvalidArgumentError("metadata exceeds " + std::to_string(max_bytes / 1024) +
+                                      " KiB");
+  }
+  nlohmann::json parsed = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded() || !parsed.is_object()) {
+    return absl::InvalidArgumentError("metadata must be a JSON object");
+  }
+  return parsed;
+}
+
+}  // namespace
+
+bool IsKnownRole(int value) { return value >= 1 && value <= 6; }
+bool IsKnownKind(int value) { return value == 1 || value == 2; }
+
+absl::StatusOr<AppendResult> AppendMessageAndWait(ConversationRepository& repository,
+                                                  const core::Identity& who, NewMessage message) {
+  std::promise<absl::StatusOr<AppendResult>> promise;
+  auto future = promise.get_future();
+  repository.AppendMessage(who, std::move(message),
+                           [&promise](absl::StatusOr<AppendResult> r) { promise.set_value(std::move(r)); });
+  return future.get();
+}
+
+ConversationLogic::ConversationLogic(ConversationRepository& repository,
+                                     const TokenEstimator& estimator, Limits limits)
+    : repository_(repository), estimator_(estimator), limits_(limits) {}
+
+absl::StatusOr<Conversation> ConversationLogic::Create(const core::Identity& who,
+                                                       const CreateConversationInput& input) {
+  if (input.title.size() > limits_.max_title_bytes) {
+    return absl::InvalidArgumentError("title exceeds " + std::to_string(limits_.max_title_bytes) +
+                                      " bytes");
+  }
+  if (!core::IsValidUtf8(input.title)) return absl::InvalidArgumentError("title is not valid UTF-8");
+  NewConversation conversation;
+  conversation.title = input.title;
+  const int kind = input.kind == 0 ? static_cast<int>(ConversationKind::kChat) : input.kind;
+  if (!IsKnownKind(kind)) {
+    return absl::InvalidArgumentError("kind " + std::to_string(input.kind) + " is not a known kind");
+  }
+  conversation.kind = static_cast<ConversationKind>(kind);
+  if (conversation.kind == ConversationKind::kAgentDialogue) {
+    if (auto s = CheckConversationId(input.parent_id, "parent_conversation_id"); !s.ok()) {
+      return absl::InvalidArgumentError(std::string(s.message()) + " for an agent dialogue");
+    }
+    conversation.parent_id = input.parent_id;
+  } else if (!input.parent_id.empty()) {
+    return absl::InvalidArgumentError("parent_conversation_id is only for agent dialogues");
+  }
+  auto metadata = ParseMetadata(input.metadata_json, limits_.max_metadata_bytes);
+  if (!metadata.ok()) return metadata.status();
+  conversation.metadata_json = metadata->dump();
+  return repository_.CreateConversation(who, conversation);
+}
+
+absl::StatusOr<Conversation> ConversationLogic::Get(const core::Identity& who,
+                                                    const std::string& id) {
+  if (auto s = CheckConversationId(id, "conversation_id"); !s.ok()) return s;
+  return repository_.GetConversation(who, id);
+}
+
+absl::StatusOr<ConversationListing> ConversationLogic::List(const core::Identity& who,
+                                                            const std::string& parent_id,
+                                                            int page_size,
+                                                            const std::string& page_token) {
+  if (page_size < 0 || page_size > limits_.max_page_size) {
+    return absl::InvalidArgumentError("page_size must be between 1 and " +
+                                      std::to_string(limits_.max_page_size));
+  }
+  if (page_size == 0) page_size = limits_.default_page_size;
+  if (!parent_id.empty()) {
+    if (auto s = CheckConversationId(parent_id, "parent_conversation_id"); !s.ok()) return s;
+  }
+  std::optional<ConversationCursor> after;
+  if (!page_token.empty()) {
+    auto cursor = DecodePageToken(page_token);
+    if (!cursor.ok()) return cursor.status();
+    after = *cursor;
+  }
+  auto page = repository_.ListConversations(who, parent_id, after, page_size);
+  if (!page.ok()) return page.status();
+  ConversationListing listing;
+  listing.conversations = std::move(page->conversations);
+  if (page->next) listing.next_page_token = EncodePageToken(*page->next);
+  return listing;
+}
+
+absl::StatusOr<NewMessage> ConversationLogic::PrepareMessage(const AppendMessageInput& input) const {
+  if (auto s = CheckConversationId(input.conversation_id, "conversation_id"); !s.ok()) return s;
+  if (!IsKnownRole(input.role)) {
+    return absl::InvalidArgumentError(
+        input.role == 0 ? std::string("role is required")
+                        : "role " + std::to_string(input.role) + " is not a known role");
+  }
+  if (input.content.size() > limits_.max_content_bytes) {
+    return absl::InvalidArgumentError("content exceeds " +
+                                      std::to_string(limits_.max_content_bytes / 1024) + " KiB");
+  }
+  if (!core::IsValidUtf8(input.content)) {
+    return absl::InvalidArgumentError("content is not valid UTF-8");
+  }
+  if (!input.idempotency_key.empty() &&
+      !core::IsSafeToken(input.idempotency_key, limits_.max_idempotency_key_bytes)) {
+    return absl::InvalidArgumentError(
+        "idempotency_key must be 1..128 characters of [A-Za-z0-9._:@-]");
+  }
+  auto metadata = ParseMetadata(input.metadata_json, limits_.max_metadata_bytes);
+  if (!metadata.ok()) return metadata.status();
+  // The server owns this annotation; a client cannot set or clear it.
+  metadata->erase("secrets_detected");
+  if (auto kinds = core::DetectSecrets(input.content); !kinds.empty()) {
+    (*metadata)["secrets_detected"] = kinds;
+  }
+  NewMessage message;
+  message.conversation_id = input.conversation_id;
+  message.role = static_cast<Role>(input.role);
+  message.content = input.content;
+  message.metadata_json = metadata->dump();
+  message.token_count = estimator_.CountMessage(input.content);
+  message.idempotency_key = input.idempotency_key;
+  return message;
+}
+
+void ConversationLogic::Append(const core::Identity& who, const AppendMessageInput& input,
+                               AppendCallback done) {
+  auto message = PrepareMessage(input);
+  if (!message.ok()) {
+    done(message.status());
+    return;
+  }
+  repository_.AppendMessage(who, *std::move(message), std::move(done));
+}
+
+absl::StatusOr<MessagePage> ConversationLogic::ListMessages(const core::Identity& who,
+                                                            const std::string& id,
+                                                            int64_t before_seq, int limit) {
+  if (auto s = CheckConversationId(id, "conversation_id"); !s.ok()) return s;
+  if (before_seq < 0) return absl::InvalidArgumentError("before_seq must not be negative");
+  if (limit < 0 || limit > limits_.max_message_limit) {
+    return absl::InvalidArgumentError("limit must be between 1 and " +
+                                      std::to_string(limits_.max_message_limit));
+  }
+  if (limit == 0) limit = limits_.default_message_limit;
+  return repository_.ListMessages(who, id, before_seq, limit);
+}
+
+absl::StatusOr<ContextWindow> ConversationLogic::GetContextWindow(const core::Identity& who,
+                                                                  const std::string& id,
+                                                                  int token_budget,
+                                                                  int min_recent_exchanges) {
+  if (auto s = CheckConversationId(id, "conversation_id"); !s.ok()) return s;
+  if (token_budget < 0 || token_budget > limits_.max_token_budget) {
+    return absl::InvalidArgumentError("token_budget must be between 1 and " +
+                                      std::to_string(limits_.max_token_budget));
+  }
+  if (min_recent_exchanges < 0 || min_recent_exchanges > limits_.max_recent_exchanges) {
+    return absl::InvalidArgumentError("min_recent_exchanges must be between 1 and " +
+                                      std::to_string(limits_.max_recent_exchanges));
+  }
+  ContextWindowAssembler assembler(ContextWindowOptions{
+      token_budget == 0 ? limits_.default_token_budget : token_budget,
+      min_recent_exchanges == 0 ? limits_.default_recent_exchanges : min_recent_exchanges});
+  int64_t before_seq = 0;
+  for (;;) {
+    auto page = repository_.ListMessages(who, id, before_seq, kWindowPageSize);
+    if (!page.ok()) return page.status();
+    if (page->messages.empty()) return std::move(assembler).Finish(false);
+    before_seq = page->messages.front().seq;
+    for (auto it = page->messages.rbegin(); it != page->messages.rend(); ++it) {
+      if (!assembler.Offer(std::move(*it))) return std::move(assembler).Finish(true);
+    }
+    if (!page->has_more) return std::move(assembler).Finish(false);
+  }
+}
+
+absl::Status ConversationLogic::Delete(const core::Identity& who, const std::string& id) {
+  if (auto s = CheckConversationId(id, "conversation_id"); !s.ok()) return s;
+  return repository_.DeleteConversation(who, id);
+}
+
+std::string ConversationLogic::EncodePageToken(const ConversationCursor& cursor) {
+  return absl::WebSafeBase64Escape("v1:" + std::to_string(cursor.updated_at) + ":" + cursor.id);
+}
+
+absl::StatusOr<ConversationCursor> ConversationLogic::DecodePageToken(const std::string& token) {
+  const auto invalid = absl::InvalidArgumentError("page_token is not a token this service issued");
+  std::string raw;
+  if (token.size() > 256 || !absl::WebSafeBase64Unescape(token, &raw)) return invalid;
+  std::vector<std::string> parts = absl::StrSplit(raw, ':');
+  ConversationCursor cursor;
+  if (parts.size() != 3 || parts[0] != "v1" || !absl::SimpleAtoi(parts[1], &cursor.updated_at) ||
+      !core::IsUuid(parts[2])) {
+    return invalid;
+  }
+  cursor.id = parts[2];
+  return cursor;
+}
+
+}  // namespace omniforge::conversation

@@ -1,0 +1,177 @@
+#include "services/conversation/src/key_ring.h"
+
+#include <sodium.h>
+
+#include <cctype>
+
+namespace omniforge::conversation {
+namespace {
+
+constexpr size_t kNonceBytes = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES;
+constexpr size_t kTagBytes = crypto_aead_xchacha20poly1305_ietf_ABYTES;
+
+std::string WrapAd(const std::string& tenant, int key_id) {
+  return "omniforge-tenant-key|" + tenant + "|" + std::to_string(key_id);
+}
+
+}  // namespace
+
+absl::StatusOr<KeyBytes> KeyRing::ParseMasterKey(std::string_view encoded) {
+  if (sodium_init() < 0) return absl::InternalError("libsodium failed to initialise");
+  while (!encoded.empty() && std::isspace(static_cast<unsigned char>(encoded.front()))) {
+    encoded.remove_prefix(1);
+  }
+  while (!encoded.empty() && std::isspace(static_cast<unsigned char>(encoded.back()))) {
+    encoded.remove_suffix(1);
+  }
+  KeyBytes key{};
+  size_t length = 0;
+  const std::string text(encoded);
+  if (text.size() == 64 && sodium_hex2bin(key.data(), key.size(), text.c_str(), text.size(),
+                                          nullptr, &length, nullptr) == 0 &&
+      length == key.size()) {
+    return key;
+  }
+  if (sodium_base642bin(key.data(), key.size(), text.c_str(), text.size(), nullptr, &length,
+                        nullptr, sodium_base64_VARIANT_ORIGINAL) == 0 &&
+      length == key.size()) {
+    return key;
+  }
+  return absl::InvalidArgumentError(
+      "the master key must be 32 bytes, written as 64 hex digits or base64");
+}
+
+KeyRing::KeyRing(pg::PgPool& pool, KeyBytes master_key, std::string master_key_id,
+                 std::chrono::seconds active_key_ttl)
+    : pool_(pool),
+      master_key_(master_key),
+      master_key_id_(std::move(master_key_id)),
+      active_key_ttl_(active_key_ttl) {}
+
+std::string KeyRing::Seal(const DataKey& key, std::string_view plaintext, std::string_view ad) {
+  std::string out(kNonceBytes + plaintext.size() + kTagBytes, '\0');
+  auto* nonce = reinterpret_cast<unsigned char*>(out.data());
+  randombytes_buf(nonce, kNonceBytes);
+  unsigned long long written = 0;
+  crypto_aead_xchacha20poly1305_ietf_encrypt(
+      nonce + kNonceBytes, &written, reinterpret_cast<const unsigned char*>(plaintext.data()),
+      plaintext.size(), reinterpret_cast<const unsigned char*>(ad.data()), ad.size(), nullptr,
+      nonce, key.bytes.data());
+  out.resize(kNonceBytes + written);
+  return out;
+}
+
+absl::StatusOr<std::string> KeyRing::Open(const DataKey& key, std::string_view sealed,
+                                          std::string_view ad) {
+  if (sealed.size() < kNonceBytes + kTagBytes) {
+    return absl::DataLossError("encrypted value is truncated");
+  }
+  const auto* nonce = reinterpret_cast<const unsigned char*>(sealed.data());
+  std::string out(sealed.size() - kNonceBytes - kTagBytes, '\0');
+  unsigned long long written = 0;
+  if (crypto_aead_xchacha20poly1305_ietf_decrypt(
+          reinterpret_cast<unsigned char*>(out.data()), &written, nullptr, nonce + kNonceBytes,
+          sealed.size() - kNonceBytes, reinterpret_cast<const unsigned char*>(ad.data()),
+          ad.size(), nonce, key.bytes.data()) != 0) {
+    return absl::DataLossError("encrypted value failed authentication");
+  }
+  out.resize(written);
+  return out;
+}
+
+absl::StatusOr<DataKey> KeyRing::Unwrap(const std::string& tenant, int key_id,
+                                        const std::string& master_key_id,
+                                        const std::string& wrapped) {
+  if (master_key_id != master_key_id_) {
+    return absl::DataLossError("tenant key " + std::to_string(key_id) +
+                               " is wrapped by master key '" + master_key_id +
+                               "', not the configured one");
+  }
+  DataKey master{0, master_key_};
+  auto raw = Open(master, wrapped, WrapAd(tenant, key_id));
+  if (!raw.ok() || raw->size() != sizeof(KeyBytes)) {
+    return absl::DataLossError("tenant key " + std::to_string(key_id) +
+                               " cannot be unwrapped with the configured master key");
+  }
+  DataKey key{key_id, {}};
+  std::copy(raw->begin(), raw->end(), key.bytes.begin());
+  sodium_memzero(raw->data(), raw->size());
+  std::lock_guard lock(mu_);
+  keys_[{tenant, key_id}] = key.bytes;
+  return key;
+}
+
+absl::StatusOr<int> KeyRing::LatestKeyId(const std::string& tenant, bool create_next) {
+  int key_id = 0;
+  absl::Status status = pg::WithTenantTransaction(pool_, tenant, [&](pqxx::work& tx) {
+    // Serialises key creation for this tenant across replicas.
+    tx.exec_params("SELECT pg_advisory_xact_lock(hashtext('omniforge-tenant-key:' || $1))",
+                   tenant);
+    pqxx::row latest = tx.exec_params1(
+        "SELECT COALESCE(max(key_id), 0) FROM conversation.tenant_keys WHERE tenant_id = $1",
+        tenant);
+    key_id = latest[0].as<int>();
+    if (key_id > 0 && !create_next) return absl::OkStatus();
+    ++key_id;
+    DataKey fresh{key_id, {}};
+    randombytes_buf(fresh.bytes.data(), fresh.bytes.size());
+    const std::string raw(reinterpret_cast<const char*>(fresh.bytes.data()), fresh.bytes.size());
+    const std::string wrapped = Seal(DataKey{0, master_key_}, raw, WrapAd(tenant, key_id));
+    tx.exec_params(
+        "INSERT INTO conversation.tenant_keys (tenant_id, key_id, master_key_id, wrapped_key)"
+        " VALUES ($1, $2, $3, $4)",
+        tenant, key_id, master_key_id_, pqxx::binarystring(wrapped));
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  std::lock_guard lock(mu_);
+  active_[tenant] = ActiveEntry{key_id, std::chrono::steady_clock::now()};
+  return key_id;
+}
+
+absl::StatusOr<DataKey> KeyRing::ActiveKey(const std::string& tenant) {
+  int key_id = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = active_.find(tenant);
+        it != active_.end() &&
+        std::chrono::steady_clock::now() - it->second.fetched < active_key_ttl_) {
+      key_id = it->second.key_id;
+      if (auto k = keys_.find({tenant, key_id}); k != keys_.end()) return DataKey{key_id, k->second};
+    }
+  }
+  if (key_id == 0) {
+    auto latest = LatestKeyId(tenant, /*create_next=*/false);
+    if (!latest.ok()) return latest.status();
+    key_id = *latest;
+  }
+  absl::StatusOr<DataKey> key;
+  absl::Status status = pg::WithTenantTransaction(pool_, tenant, [&](pqxx::work& tx) {
+    key = KeyById(tx, tenant, key_id);
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return key;
+}
+
+absl::StatusOr<DataKey> KeyRing::KeyById(pqxx::work& tx, const std::string& tenant, int key_id) {
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = keys_.find({tenant, key_id}); it != keys_.end()) return DataKey{key_id, it->second};
+  }
+  pqxx::result row = tx.exec_params(
+      "SELECT master_key_id, wrapped_key FROM conversation.tenant_keys"
+      " WHERE tenant_id = $1 AND key_id = $2",
+      tenant, key_id);
+  if (row.empty()) {
+    return absl::DataLossError("tenant key " + std::to_string(key_id) + " is missing");
+  }
+  return Unwrap(tenant, key_id, row[0][0].as<std::string>(),
+                pqxx::binarystring(row[0][1]).str());
+}
+
+absl::StatusOr<int> KeyRing::Rotate(const std::string& tenant) {
+  return LatestKeyId(tenant, /*create_next=*/true);
+}
+
+}  // namespace omniforge::conversation

@@ -1,0 +1,77 @@
+// Envelope encryption for conversation content at rest.
+//
+// Each tenant has numbered data keys (XChaCha20-Poly1305, 256-bit) stored in
+// conversation.tenant_keys wrapped by the master key; every encrypted value
+// records the key id that sealed it, so a tenant's key can rotate while old
+// rows stay readable. Associated data binds a ciphertext to its tenant and
+// row: a value copied to another row or tenant fails to open.
+// Thread-safe; unwrapped keys are cached in memory.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <pqxx/pqxx>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "libs/pg/pool.h"
+
+namespace omniforge::conversation {
+
+using KeyBytes = std::array<unsigned char, 32>;
+
+struct DataKey {
+  int id = 0;
+  KeyBytes bytes{};
+};
+
+class KeyRing final {
+ public:
+  // Parses a master key given as 64 hex digits or standard base64 of 32
+  // bytes (surrounding whitespace ignored). INVALID_ARGUMENT otherwise.
+  static absl::StatusOr<KeyBytes> ParseMasterKey(std::string_view encoded);
+
+  // `active_key_ttl` bounds how long a replica keeps writing with a key after
+  // another replica rotated it.
+  KeyRing(pg::PgPool& pool, KeyBytes master_key, std::string master_key_id,
+          std::chrono::seconds active_key_ttl = std::chrono::seconds(60));
+
+  // The key new data of `tenant` is sealed with; creates key 1 on first use.
+  absl::StatusOr<DataKey> ActiveKey(const std::string& tenant);
+
+  // A key by id, read inside the caller's tenant transaction when not cached.
+  // DATA_LOSS when the key is missing or was not wrapped by this master key.
+  absl::StatusOr<DataKey> KeyById(pqxx::work& tx, const std::string& tenant, int key_id);
+
+  // Creates the tenant's next key and makes it active; returns its id.
+  absl::StatusOr<int> Rotate(const std::string& tenant);
+
+  // nonce || ciphertext || tag.
+  static std::string Seal(const DataKey& key, std::string_view plaintext, std::string_view ad);
+  // DATA_LOSS when the value was tampered with or the associated data differs.
+  static absl::StatusOr<std::string> Open(const DataKey& key, std::string_view sealed,
+                                          std::string_view ad);
+
+ private:
+  absl::StatusOr<DataKey> Unwrap(const std::string& tenant, int key_id,
+                                 const std::string& master_key_id, const std::string& wrapped);
+  absl::StatusOr<int> LatestKeyId(const std::string& tenant, bool create_next);
+
+  pg::PgPool& pool_;
+  KeyBytes master_key_;
+  std::string master_key_id_;
+  std::chrono::seconds active_key_ttl_;
+
+  struct ActiveEntry {
+    int key_id;
+    std::chrono::steady_clock::time_point fetched;
+  };
+  std::mutex mu_;
+  std::map<std::pair<std::string, int>, KeyBytes> keys_;
+  std::map<std::string, ActiveEntry> active_;
+};
+
+}  // namespace omniforge::conversation

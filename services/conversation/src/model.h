@@ -1,0 +1,86 @@
+// The conversation domain: plain structs shared by the logic, the
+// repositories and the gRPC layer (which converts them to protos).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace omniforge::conversation {
+
+// Values match the proto enum omniforge.conversation.v1.Role.
+enum class Role : int { kUser = 1, kAssistant = 2, kSystem = 3, kTool = 4, kPlanner = 5, kExecutor = 6 };
+
+// Values match omniforge.conversation.v1.ConversationKind.
+enum class ConversationKind : int { kChat = 1, kAgentDialogue = 2 };
+
+bool IsKnownRole(int value);
+bool IsKnownKind(int value);
+
+// Times are microseconds since the Unix epoch, UTC.
+using Micros = int64_t;
+
+struct Conversation {
+  std::string id;
+  std::string tenant_id;
+  std::string user_id;
+  std::string title;
+  ConversationKind kind = ConversationKind::kChat;
+  std::string parent_id;     // empty for chats
+  std::string metadata_json = "{}";  // a JSON object
+  int64_t message_count = 0;
+  Micros created_at = 0;
+  Micros updated_at = 0;
+};
+
+struct Message {
+  std::string id;
+  std::string conversation_id;
+  int64_t seq = 0;
+  Role role = Role::kUser;
+  std::string content;
+  std::string metadata_json = "{}";
+  int32_t token_count = 0;
+  Micros created_at = 0;
+};
+
+struct NewConversation {
+  std::string title;
+  ConversationKind kind = ConversationKind::kChat;
+  std::string parent_id;
+  std::string metadata_json = "{}";
+};
+
+// A message ready to store: validated, annotated and counted by the logic.
+struct NewMessage {
+  std::string conversation_id;
+  Role role = Role::kUser;
+  std::string content;
+  std::string metadata_json = "{}";
+  int32_t token_count = 0;
+  std::string idempotency_key;  // empty: none
+};
+
+struct AppendResult {
+  Message message;
+  bool deduplicated = false;
+};
+
+// Keyset position for ListConversations: strictly older than this.
+struct ConversationCursor {
+  Micros updated_at = 0;
+  std::string id;
+};
+
+struct ConversationPage {
+  std::vector<Conversation> conversations;
+  std::optional<ConversationCursor> next;
+};
+
+struct MessagePage {
+  std::vector<Message> messages;  // ascending seq
+  bool has_more = false;
+};
+
+}  // namespace omniforge::conversation

@@ -1,0 +1,77 @@
+// ConversationRepository on PostgreSQL (schema `conversation`).
+//
+// Every transaction runs as the application role with app.tenant_id set, so
+// row-level security backs the tenant filter in each query; the user filter
+// is the application's. Content and titles are sealed by the KeyRing before
+// they reach the database. Appends go through a group-commit queue: the
+// messages waiting at one moment are written in one transaction, and each is
+// acknowledged only after that transaction commits.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "libs/pg/group_commit.h"
+#include "libs/pg/pool.h"
+#include "services/conversation/src/key_ring.h"
+#include "services/conversation/src/repository.h"
+
+namespace omniforge::conversation {
+
+struct PgRepositoryOptions {
+  int append_committers = 2;      // transactions in flight at once
+  size_t append_max_batch = 256;  // messages per transaction at most
+};
+
+struct RetentionPolicy {
+  int default_days = 30;
+  std::map<std::string, int> tenant_days;  // overrides by tenant id
+};
+
+class PgConversationRepository final : public ConversationRepository {
+ public:
+  PgConversationRepository(pg::PgPool& pool, KeyRing& keys, PgRepositoryOptions options = {});
+  ~PgConversationRepository() override;
+
+  absl::StatusOr<Conversation> CreateConversation(const core::Identity& who,
+                                                  const NewConversation& conversation) override;
+  absl::StatusOr<Conversation> GetConversation(const core::Identity& who,
+                                               const std::string& id) override;
+  absl::StatusOr<ConversationPage> ListConversations(const core::Identity& who,
+                                                     const std::string& parent_id,
+                                                     const std::optional<ConversationCursor>& after,
+                                                     int page_size) override;
+  void AppendMessage(const core::Identity& who, NewMessage message, AppendCallback done) override;
+  absl::StatusOr<MessagePage> ListMessages(const core::Identity& who,
+                                           const std::string& conversation_id, int64_t before_seq,
+                                           int limit) override;
+  absl::Status DeleteConversation(const core::Identity& who, const std::string& id) override;
+
+  // Deletes up to `limit` top-level conversations (with their messages and
+  // dialogues) whose last activity is older than their tenant's retention at
+  // `now`. Returns how many were deleted.
+  absl::StatusOr<int64_t> PurgeIdle(const RetentionPolicy& policy, Micros now, int limit);
+
+ private:
+  struct PendingAppend {
+    core::Identity who;
+    NewMessage message;
+    AppendCallback done;
+  };
+  void CommitBatch(std::vector<PendingAppend>& batch);
+  // Writes `items` (one tenant) inside `tx`; fills results for each item.
+  void WriteTenantAppends(pqxx::work& tx, const std::string& tenant, const DataKey& key,
+                          std::vector<PendingAppend*>& items,
+                          std::vector<absl::StatusOr<AppendResult>>& results);
+  absl::StatusOr<Conversation> ReadConversation(pqxx::work& tx, const std::string& tenant,
+                                                const pqxx::row& row);
+  absl::StatusOr<Message> ReadMessage(pqxx::work& tx, const std::string& tenant,
+                                      const std::string& conversation_id, const pqxx::row& row);
+
+  pg::PgPool& pool_;
+  KeyRing& keys_;
+  std::unique_ptr<pg::GroupCommitQueue<PendingAppend>> appends_;
+};
+
+}  // namespace omniforge::conversation

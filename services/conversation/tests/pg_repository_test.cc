@@ -1,0 +1,372 @@
+// The PostgreSQL repository against a real database: ordering under
+// concurrency, idempotency, tenant isolation (application and row-level
+// security), encryption at rest, key rotation and retention.
+#include "services/conversation/src/pg_repository.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "services/conversation/src/conversation_logic.h"
+#include "tests/support/test_database.h"
+
+namespace omniforge::conversation {
+namespace {
+
+const core::Identity kAlice{"acme", "alice"};
+const core::Identity kBob{"acme", "bob"};
+const core::Identity kEve{"evil-corp", "eve"};
+
+KeyBytes TestMasterKey() {
+  return *KeyRing::ParseMasterKey(
+      "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f");
+}
+
+Micros Now() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+class PgRepositoryTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { db_ = new testing::TestDatabase(); }
+  static void TearDownTestSuite() {
+    delete db_;
+    db_ = nullptr;
+  }
+
+  void SetUp() override {
+    pg::PgOptions options;
+    options.dsn = db_->dsn();
+    options.pool_size = 24;
+    auto pool = pg::PgPool::Create(options);
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    pool_ = *std::move(pool);
+    keys_ = std::make_unique<KeyRing>(*pool_, TestMasterKey(), "test");
+    repository_ = std::make_unique<PgConversationRepository>(*pool_, *keys_);
+    logic_ = std::make_unique<ConversationLogic>(*repository_, estimator_);
+  }
+
+  Conversation NewChat(const core::Identity& who, const std::string& title = "chat") {
+    auto c = logic_->Create(who, {title, 0, "", ""});
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *c : Conversation{};
+  }
+
+  absl::StatusOr<AppendResult> Append(const core::Identity& who, const AppendMessageInput& input) {
+    std::promise<absl::StatusOr<AppendResult>> done;
+    logic_->Append(who, input, [&](absl::StatusOr<AppendResult> r) { done.set_value(std::move(r)); });
+    return done.get_future().get();
+  }
+
+  // A superuser connection: sees raw rows, as a database dump would.
+  pqxx::result Raw(const std::string& sql) {
+    pqxx::connection conn(db_->dsn());
+    pqxx::work tx(conn);
+    pqxx::result r = tx.exec(sql);
+    tx.commit();
+    return r;
+  }
+
+  static testing::TestDatabase* db_;
+  std::unique_ptr<pg::PgPool> pool_;
+  std::unique_ptr<KeyRing> keys_;
+  std::unique_ptr<PgConversationRepository> repository_;
+  HeuristicTokenEstimator estimator_;
+  std::unique_ptr<ConversationLogic> logic_;
+};
+
+testing::TestDatabase* PgRepositoryTest::db_ = nullptr;
+
+TEST_F(PgRepositoryTest, CreateGetListDeleteRoundTrip) {
+  Conversation c = NewChat(kAlice, "Monday Notion updates");
+  auto got = logic_->Get(kAlice, c.id);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->title, "Monday Notion updates");
+  EXPECT_EQ(got->tenant_id, "acme");
+  EXPECT_EQ(got->user_id, "alice");
+  EXPECT_EQ(got->created_at, c.created_at);
+
+  ASSERT_TRUE(logic_->Delete(kAlice, c.id).ok());
+  EXPECT_EQ(logic_->Get(kAlice, c.id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(logic_->Delete(kAlice, c.id).code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(PgRepositoryTest, AppendAndListMessagesWithMetadata) {
+  Conversation c = NewChat(kAlice);
+  auto first = Append(kAlice, {c.id, 1, "our weekly reports are always late", "", ""});
+  auto second = Append(kAlice, {c.id, 2, "I can help with that.",
+                                R"({"routing":{"action":"CREATE_AGENT","confidence":0.92}})", ""});
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(first->message.seq, 1);
+  EXPECT_EQ(second->message.seq, 2);
+
+  auto page = logic_->ListMessages(kAlice, c.id, 0, 10);
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->messages.size(), 2u);
+  EXPECT_EQ(page->messages[0].content, "our weekly reports are always late");
+  EXPECT_EQ(page->messages[0].role, Role::kUser);
+  EXPECT_EQ(page->messages[1].role, Role::kAssistant);
+  EXPECT_EQ(nlohmann::json::parse(page->messages[1].metadata_json)["routing"]["action"],
+            "CREATE_AGENT");
+  EXPECT_EQ(page->messages[1].id, second->message.id);
+  EXPECT_EQ(page->messages[1].created_at, second->message.created_at);
+  EXPECT_FALSE(page->has_more);
+
+  auto conversation = logic_->Get(kAlice, c.id);
+  ASSERT_TRUE(conversation.ok());
+  EXPECT_EQ(conversation->message_count, 2);
+  EXPECT_GE(conversation->updated_at, second->message.created_at);
+}
+
+TEST_F(PgRepositoryTest, ListingIsMostRecentlyActiveFirstAcrossPages) {
+  const core::Identity carol{"acme", "carol"};
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(NewChat(carol, "c" + std::to_string(i)).id);
+  // Activity in c1 moves it to the top.
+  ASSERT_TRUE(Append(carol, {ids[1], 1, "bump", "", ""}).ok());
+  std::vector<std::string> seen;
+  std::string token;
+  do {
+    auto page = logic_->List(carol, "", 2, token);
+    ASSERT_TRUE(page.ok()) << page.status();
+    for (const auto& c : page->conversations) seen.push_back(c.id);
+    token = page->next_page_token;
+  } while (!token.empty());
+  EXPECT_EQ(seen, (std::vector<std::string>{ids[1], ids[4], ids[3], ids[2], ids[0]}));
+}
+
+TEST_F(PgRepositoryTest, IdempotentRetriesReturnTheOriginal) {
+  Conversation c = NewChat(kAlice);
+  auto first = Append(kAlice, {c.id, 1, "run the report", "", "req-42"});
+  auto retry = Append(kAlice, {c.id, 1, "run the report", "", "req-42"});
+  ASSERT_TRUE(first.ok() && retry.ok());
+  EXPECT_TRUE(retry->deduplicated);
+  EXPECT_EQ(retry->message.id, first->message.id);
+  EXPECT_EQ(retry->message.content, "run the report");
+  // Concurrent retries of one key: exactly one row.
+  std::vector<std::thread> threads;
+  std::atomic<int> fresh{0};
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&] {
+      auto r = Append(kAlice, {c.id, 1, "again", "", "req-43"});
+      ASSERT_TRUE(r.ok()) << r.status();
+      if (!r->deduplicated) ++fresh;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(fresh.load(), 1);
+  auto count = Raw("SELECT count(*) FROM conversation.messages WHERE conversation_id = '" + c.id +
+                   "'");
+  EXPECT_EQ(count[0][0].as<int>(), 2);
+}
+
+TEST_F(PgRepositoryTest, SixteenConcurrentClientsGetGaplessUniqueSeqs) {
+  Conversation c = NewChat(kAlice);
+  constexpr int kClients = 16;
+  constexpr int kPerClient = 40;
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  std::vector<int64_t> seqs;
+  for (int t = 0; t < kClients; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerClient; ++i) {
+        auto r = Append(kAlice, {c.id, 1, "client " + std::to_string(t) + " msg " + std::to_string(i),
+                                 "", ""});
+        ASSERT_TRUE(r.ok()) << r.status();
+        std::lock_guard lock(mu);
+        seqs.push_back(r->message.seq);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::sort(seqs.begin(), seqs.end());
+  ASSERT_EQ(seqs.size(), static_cast<size_t>(kClients * kPerClient));
+  for (size_t i = 0; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], static_cast<int64_t>(i + 1));
+
+  // Every acknowledged message is in the table, each client's in its order.
+  auto page = logic_->ListMessages(kAlice, c.id, 0, 500);
+  ASSERT_TRUE(page.ok());
+  std::vector<Message> all = page->messages;
+  auto older = logic_->ListMessages(kAlice, c.id, all.front().seq, 500);
+  ASSERT_TRUE(older.ok());
+  all.insert(all.begin(), older->messages.begin(), older->messages.end());
+  ASSERT_EQ(all.size(), static_cast<size_t>(kClients * kPerClient));
+  std::map<std::string, int> next_index;
+  for (const Message& m : all) {
+    const std::string client = m.content.substr(0, m.content.find(" msg "));
+    const int index = std::stoi(m.content.substr(m.content.find(" msg ") + 5));
+    EXPECT_EQ(index, next_index[client]++) << m.content;
+  }
+  EXPECT_EQ(logic_->Get(kAlice, c.id)->message_count, kClients * kPerClient);
+}
+
+TEST_F(PgRepositoryTest, AnotherTenantOrUserGetsNotFoundAndChangesNothing) {
+  Conversation c = NewChat(kAlice);
+  ASSERT_TRUE(Append(kAlice, {c.id, 1, "private plans", "", ""}).ok());
+  for (const core::Identity& other : {kBob, kEve}) {
+    EXPECT_EQ(logic_->Get(other, c.id).status().code(), absl::StatusCode::kNotFound);
+    EXPECT_EQ(Append(other, {c.id, 1, "injected", "", ""}).status().code(),
+              absl::StatusCode::kNotFound);
+    EXPECT_EQ(logic_->ListMessages(other, c.id, 0, 10).status().code(), absl::StatusCode::kNotFound);
+    EXPECT_EQ(logic_->Delete(other, c.id).code(), absl::StatusCode::kNotFound);
+    EXPECT_EQ(logic_->Create(other, {"x", 2, c.id, ""}).status().code(),
+              absl::StatusCode::kNotFound);
+    auto listing = logic_->List(other, "", 100, "");
+    ASSERT_TRUE(listing.ok());
+    for (const auto& seen : listing->conversations) EXPECT_NE(seen.id, c.id);
+  }
+  auto messages = logic_->ListMessages(kAlice, c.id, 0, 10);
+  ASSERT_TRUE(messages.ok());
+  ASSERT_EQ(messages->messages.size(), 1u);
+  EXPECT_EQ(messages->messages[0].content, "private plans");
+}
+
+TEST_F(PgRepositoryTest, RowLevelSecurityHidesOtherTenantsEvenWithoutAFilter) {
+  Conversation mine = NewChat(kAlice);
+  Conversation theirs = NewChat(kEve);
+  ASSERT_TRUE(Append(kEve, {theirs.id, 1, "eve's secret", "", ""}).ok());
+  auto lease = pool_->Acquire();
+  ASSERT_TRUE(lease.ok());
+  pqxx::work tx(lease->conn());
+  pg::SetTenant(tx, "acme");
+  // No tenant predicate: only row-level security stands in the way.
+  pqxx::result visible = tx.exec("SELECT tenant_id FROM conversation.conversations");
+  for (const auto& row : visible) EXPECT_EQ(row[0].as<std::string>(), "acme");
+  EXPECT_TRUE(tx.exec("SELECT 1 FROM conversation.messages WHERE tenant_id = 'evil-corp'").empty());
+  EXPECT_EQ(tx.exec("UPDATE conversation.conversations SET last_seq = 99 WHERE id = '" + theirs.id +
+                    "'").affected_rows(), 0u);
+  EXPECT_THROW(tx.exec("INSERT INTO conversation.conversations (tenant_id, id, user_id, kind, key_id,"
+                       " title, created_at, updated_at) VALUES ('evil-corp', gen_random_uuid(),"
+                       " 'x', 1, 1, ''::bytea, now(), now())"),
+               pqxx::sql_error);
+  (void)mine;
+}
+
+TEST_F(PgRepositoryTest, ContentAndTitlesAreEncryptedAtRest) {
+  const std::string title = "Quarterly layoffs planning";
+  const std::string content = "The layoff list is in the shared drive under HR-2026";
+  Conversation c = NewChat(kAlice, title);
+  ASSERT_TRUE(Append(kAlice, {c.id, 1, content, "", ""}).ok());
+  // Everything the database holds for this tenant, as text, like a dump.
+  pqxx::result rows = Raw(
+      "SELECT encode(title, 'escape') || metadata::text FROM conversation.conversations"
+      " UNION ALL SELECT encode(content, 'escape') || metadata::text FROM conversation.messages"
+      " UNION ALL SELECT encode(wrapped_key, 'escape') FROM conversation.tenant_keys");
+  ASSERT_FALSE(rows.empty());
+  for (const auto& row : rows) {
+    const std::string raw = row[0].c_str();
+    EXPECT_EQ(raw.find("layoff"), std::string::npos);
+    EXPECT_EQ(raw.find("Quarterly"), std::string::npos);
+  }
+  EXPECT_EQ(logic_->Get(kAlice, c.id)->title, title);
+}
+
+TEST_F(PgRepositoryTest, TamperedOrMovedCiphertextIsDetected) {
+  Conversation c = NewChat(kAlice);
+  ASSERT_TRUE(Append(kAlice, {c.id, 1, "first", "", ""}).ok());
+  ASSERT_TRUE(Append(kAlice, {c.id, 1, "second", "", ""}).ok());
+  // Copy message 1's ciphertext over message 2: the associated data differs.
+  Raw("UPDATE conversation.messages m SET content = o.content FROM conversation.messages o"
+      " WHERE m.conversation_id = '" + c.id + "' AND o.conversation_id = m.conversation_id"
+      " AND m.seq = 2 AND o.seq = 1");
+  EXPECT_EQ(logic_->ListMessages(kAlice, c.id, 0, 10).status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST_F(PgRepositoryTest, KeyRotationKeepsOldMessagesReadable) {
+  const core::Identity rotating{"rotating-tenant", "u1"};
+  Conversation c = NewChat(rotating);
+  ASSERT_TRUE(Append(rotating, {c.id, 1, "sealed with key 1", "", ""}).ok());
+  auto rotated = keys_->Rotate(rotating.tenant_id);
+  ASSERT_TRUE(rotated.ok()) << rotated.status();
+  EXPECT_EQ(*rotated, 2);
+  ASSERT_TRUE(Append(rotating, {c.id, 1, "sealed with key 2", "", ""}).ok());
+  auto key_ids = Raw("SELECT key_id FROM conversation.messages WHERE conversation_id = '" + c.id +
+                     "' ORDER BY seq");
+  ASSERT_EQ(key_ids.size(), 2u);
+  EXPECT_EQ(key_ids[0][0].as<int>(), 1);
+  EXPECT_EQ(key_ids[1][0].as<int>(), 2);
+
+  // A fresh process (empty key cache) reads both.
+  KeyRing fresh_keys(*pool_, TestMasterKey(), "test");
+  PgConversationRepository fresh(*pool_, fresh_keys);
+  auto page = fresh.ListMessages(rotating, c.id, 0, 10);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(page->messages[0].content, "sealed with key 1");
+  EXPECT_EQ(page->messages[1].content, "sealed with key 2");
+
+  // The wrong master key cannot read anything.
+  KeyBytes wrong = TestMasterKey();
+  wrong[0] ^= 1;
+  KeyRing wrong_keys(*pool_, wrong, "test");
+  PgConversationRepository wrong_repo(*pool_, wrong_keys);
+  EXPECT_EQ(wrong_repo.ListMessages(rotating, c.id, 0, 10).status().code(),
+            absl::StatusCode::kDataLoss);
+}
+
+TEST_F(PgRepositoryTest, RetentionPurgesIdleConversationsPerTenant) {
+  const core::Identity short_lived{"retention-short", "u"};
+  const core::Identity long_lived{"retention-long", "u"};
+  Conversation idle = NewChat(short_lived);
+  Conversation dialogue = *logic_->Create(short_lived, {"d", 2, idle.id, ""});
+  Conversation kept = NewChat(long_lived);
+  ASSERT_TRUE(Append(short_lived, {idle.id, 1, "old", "", ""}).ok());
+  RetentionPolicy policy;
+  policy.default_days = 30;
+  policy.tenant_days["retention-long"] = 90;
+  const Micros day = 86400LL * 1000000;
+  // Nothing is idle yet.
+  auto none = repository_->PurgeIdle(policy, Now(), 1000);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(*none, 0);
+  // 31 days later: the 30-day tenant's conversation goes, with its dialogue
+  // and messages; the 90-day tenant's stays.
+  auto purged = repository_->PurgeIdle(policy, Now() + 31 * day, 1000);
+  ASSERT_TRUE(purged.ok());
+  EXPECT_GE(*purged, 1);
+  EXPECT_EQ(logic_->Get(short_lived, idle.id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(logic_->Get(short_lived, dialogue.id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(logic_->Get(long_lived, kept.id).ok());
+  EXPECT_EQ(Raw("SELECT count(*) FROM conversation.messages WHERE conversation_id = '" + idle.id +
+                "'")[0][0].as<int>(), 0);
+}
+
+TEST_F(PgRepositoryTest, ContextWindowOnStoredConversation) {
+  Conversation c = NewChat(kAlice);
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_TRUE(Append(kAlice, {c.id, 1, "question number " + std::to_string(i), "", ""}).ok());
+    ASSERT_TRUE(Append(kAlice, {c.id, 2, std::string(400, 'a'), R"({"route":"x"})", ""}).ok());
+  }
+  auto window = logic_->GetContextWindow(kAlice, c.id, 0, 0);
+  ASSERT_TRUE(window.ok()) << window.status();
+  EXPECT_TRUE(window->truncated);
+  EXPECT_LE(window->total_tokens, 2000);
+  EXPECT_EQ(window->messages.back().seq, 60);
+  EXPECT_EQ(window->messages.back().metadata_json, R"({"route": "x"})");
+}
+
+TEST_F(PgRepositoryTest, BatchWithAMissingConversationFailsOnlyThatItem) {
+  Conversation c = NewChat(kAlice);
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0}, not_found{0};
+  for (int i = 0; i < 32; ++i) {
+    threads.emplace_back([&, i] {
+      const std::string target = i % 4 == 0 ? "0190a7e4-0000-7000-8000-00000000dead" : c.id;
+      auto r = Append(kAlice, {target, 1, "x", "", ""});
+      if (r.ok()) ++ok;
+      if (r.status().code() == absl::StatusCode::kNotFound) ++not_found;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 24);
+  EXPECT_EQ(not_found.load(), 8);
+}
+
+}  // namespace
+}  // namespace omniforge::conversation

@@ -1,0 +1,30 @@
+// A fresh, migrated database per test program on the test PostgreSQL cluster
+// (started by the ctest fixture through scripts/pg.sh on 127.0.0.1:55433).
+//
+// The admin connection string comes from OMNIFORGE_TEST_PG_DSN when set.
+#pragma once
+
+#include <string>
+
+namespace omniforge::testing {
+
+class TestDatabase final {
+ public:
+  // Creates database `omniforge_test_<random>` and applies the conversation
+  // migrations to it. Aborts the test program when the cluster is unreachable.
+  TestDatabase();
+  ~TestDatabase();
+  TestDatabase(const TestDatabase&) = delete;
+  TestDatabase& operator=(const TestDatabase&) = delete;
+
+  // Connection string for the new database, as the cluster's superuser.
+  const std::string& dsn() const { return dsn_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string admin_dsn_;
+  std::string name_;
+  std::string dsn_;
+};
+
+}  // namespace omniforge::testing
