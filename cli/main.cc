@@ -6,6 +6,7 @@
 //   omniforge conversations append ID --role user|assistant|... TEXT [--idempotency-key K]
 //   omniforge conversations window ID [--budget N] [--recent N]
 //   omniforge conversations delete ID
+//   omniforge health                      exit 0 when the server is SERVING
 //
 // Identity: --tenant/--user or OMNIFORGE_TENANT/OMNIFORGE_USER. --json prints
 // the response messages as JSON, one per line, for scripts.
@@ -18,6 +19,7 @@
 #include <map>
 
 #include "libs/core/grpc_identity.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
 
 namespace {
@@ -102,6 +104,7 @@ int main(int argc, char** argv) {
   app.add_flag("--json", options.json, "print responses as JSON");
   app.require_subcommand(1);
 
+  auto* health = app.add_subcommand("health", "check that the server is serving");
   auto* conversations = app.add_subcommand("conversations", "conversation memory");
   conversations->require_subcommand(1);
   std::string id, title, role = "user", text, page_token, idempotency_key;
@@ -129,6 +132,17 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   Client client(options);
+  if (health->parsed()) {
+    auto stub = grpc::health::v1::Health::NewStub(
+        grpc::CreateChannel(options.server, grpc::InsecureChannelCredentials()));
+    grpc::health::v1::HealthCheckRequest request;
+    grpc::health::v1::HealthCheckResponse response;
+    auto context = client.Context();
+    if (int rc = Check(stub->Check(context.get(), request, &response))) return rc;
+    const bool serving = response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
+    std::cout << (serving ? "SERVING" : "NOT_SERVING") << "\n";
+    return serving ? 0 : 1;
+  }
   if (create->parsed()) {
     pb::CreateConversationRequest request;
     request.set_title(title);

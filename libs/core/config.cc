@@ -26,9 +26,7 @@ std::optional<std::string> GetEnv(const std::string& name) {
   return std::string(value);
 }
 
-std::vector<std::string> SplitPath(const std::string& path) {
-  return absl::StrSplit(path, '.');
-}
+std::vector<std::string> SplitPath(const std::string& path) { return absl::StrSplit(path, '.'); }
 
 // std::string_view helpers: this abseil's string_view is its own type.
 std::string_view Trim(std::string_view s) {
@@ -56,8 +54,7 @@ const char* NodeKind(const YAML::Node& node) {
 
 // yaml-cpp keeps every occurrence of a repeated key and lookups see only the
 // first, so a later override in the same file would be silently ignored.
-absl::Status CheckDuplicateKeys(const YAML::Node& node,
-                                const std::string& prefix) {
+absl::Status CheckDuplicateKeys(const YAML::Node& node, const std::string& prefix) {
   if (node.IsSequence()) {
     for (const YAML::Node& item : node) {
       if (absl::Status s = CheckDuplicateKeys(item, prefix); !s.ok()) return s;
@@ -68,10 +65,9 @@ absl::Status CheckDuplicateKeys(const YAML::Node& node,
   std::set<std::string> seen;
   for (const auto& kv : node) {
     const std::string key = kv.first.Scalar();
-    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    const std::string path = prefix.empty() ? key : absl::StrCat(prefix, ".", key);
     if (!seen.insert(key).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("config: ", path, ": duplicate key"));
+      return absl::InvalidArgumentError(absl::StrCat("config: ", path, ": duplicate key"));
     }
     if (absl::Status s = CheckDuplicateKeys(kv.second, path); !s.ok()) return s;
   }
@@ -81,20 +77,17 @@ absl::Status CheckDuplicateKeys(const YAML::Node& node,
 bool ParseInt(std::string_view text, int64_t& out) {
   text = Trim(text);
   if (!text.empty() && text.front() == '+') text.remove_prefix(1);
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(),
-                                         out);
-  return ec == std::errc() && end == text.data() + text.size() &&
-         !text.empty();
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size() && !text.empty();
 }
 
 bool ParseDouble(std::string_view text, double& out) {
   text = Trim(text);
   if (!text.empty() && text.front() == '+') text.remove_prefix(1);
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(),
-                                         out);
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
   // inf and nan parse but are never a meaningful setting.
-  return ec == std::errc() && end == text.data() + text.size() &&
-         !text.empty() && std::isfinite(out);
+  return ec == std::errc() && end == text.data() + text.size() && !text.empty() &&
+         std::isfinite(out);
 }
 
 bool ParseBool(std::string_view text, bool& out) {
@@ -141,8 +134,7 @@ struct ConfigReader::State {
     std::string source;              // For messages: "" or " (from $VAR)".
   };
 
-  void AddError(const std::string& path, const std::string& what,
-                const std::string& source) {
+  void AddError(const std::string& path, const std::string& what, const std::string& source) {
     std::string message = absl::StrCat(path, ": ", what, source);
     for (const std::string& e : errors) {
       if (e == message) return;
@@ -167,8 +159,7 @@ struct ConfigReader::State {
     for (const std::string& part : SplitPath(path)) {
       if (current.IsNull()) return raw;
       if (!current.IsMap()) {
-        AddError(walked, absl::StrCat("expected a map, got ", NodeKind(current)),
-                 "");
+        AddError(walked, absl::StrCat("expected a map, got ", NodeKind(current)), "");
         return raw;
       }
       walked = walked.empty() ? part : absl::StrCat(walked, ".", part);
@@ -186,13 +177,11 @@ struct ConfigReader::State {
 
   // The scalar text of a raw value, or nullopt (with an error when the file
   // holds a map or list there).
-  std::optional<std::string> Scalar(const std::string& path, const Raw& raw,
-                                    const char* expected) {
+  std::optional<std::string> Scalar(const std::string& path, const Raw& raw, const char* expected) {
     if (raw.env.has_value()) return raw.env;
     if (!raw.node.has_value()) return std::nullopt;
     if (!raw.node->IsScalar()) {
-      AddError(path,
-               absl::StrCat("expected ", expected, ", got ", NodeKind(*raw.node)),
+      AddError(path, absl::StrCat("expected ", expected, ", got ", NodeKind(*raw.node)),
                raw.source);
       return std::nullopt;
     }
@@ -203,32 +192,27 @@ struct ConfigReader::State {
                       std::vector<std::string>& unknown) const {
     for (const auto& kv : node) {
       const std::string path =
-          prefix.empty() ? kv.first.Scalar()
-                         : absl::StrCat(prefix, ".", kv.first.Scalar());
+          prefix.empty() ? kv.first.Scalar() : absl::StrCat(prefix, ".", kv.first.Scalar());
       if (known.count(path) > 0) continue;
-      // Some known path lies below this one: descend to find the stray keys.
-      const auto below = known.lower_bound(path + ".");
-      if (below != known.end() && below->starts_with(path + ".") &&
-          kv.second.IsMap()) {
-        CollectUnknown(kv.second, path, unknown);
+      const std::string subtree = path + ".";
+      const auto below = known.lower_bound(subtree);
+      if (below == known.end() || !below->starts_with(subtree)) {
+        unknown.push_back(path);
         continue;
       }
-      if (below != known.end() && below->starts_with(path + ".")) {
-        continue;  // Not a map: Lookup reported it as an error already.
-      }
-      unknown.push_back(path);
+      // The program read keys below this one: look for stray siblings. A
+      // non-map here was already reported by Lookup.
+      if (kv.second.IsMap()) CollectUnknown(kv.second, path, unknown);
     }
   }
 };
 
-ConfigReader::ConfigReader(std::unique_ptr<State> state)
-    : state_(std::move(state)) {}
+ConfigReader::ConfigReader(std::unique_ptr<State> state) : state_(std::move(state)) {}
 ConfigReader::ConfigReader(ConfigReader&&) noexcept = default;
 ConfigReader& ConfigReader::operator=(ConfigReader&&) noexcept = default;
 ConfigReader::~ConfigReader() = default;
 
-absl::StatusOr<ConfigReader> ConfigReader::FromString(
-    const std::string& yaml_text, EnvLookup env) {
+absl::StatusOr<ConfigReader> ConfigReader::FromString(const std::string& yaml_text, EnvLookup env) {
   auto state = std::make_unique<State>();
   try {
     state->root = YAML::Load(yaml_text);
@@ -236,16 +220,15 @@ absl::StatusOr<ConfigReader> ConfigReader::FromString(
     return absl::InvalidArgumentError(absl::StrCat("config: ", e.what()));
   }
   if (!state->root.IsNull() && !state->root.IsMap()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config: the top level must be a map, got ", NodeKind(state->root)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("config: the top level must be a map, got ", NodeKind(state->root)));
   }
   if (absl::Status s = CheckDuplicateKeys(state->root, ""); !s.ok()) return s;
   state->env = env ? std::move(env) : EnvLookup(GetEnv);
   return ConfigReader(std::move(state));
 }
 
-absl::StatusOr<ConfigReader> ConfigReader::FromFile(const std::string& path,
-                                                    EnvLookup env) {
+absl::StatusOr<ConfigReader> ConfigReader::FromFile(const std::string& path, EnvLookup env) {
   const std::string where = absl::StrCat("config: ", path);
   std::error_code ec;
   const std::filesystem::file_status status = std::filesystem::status(path, ec);
@@ -262,40 +245,31 @@ absl::StatusOr<ConfigReader> ConfigReader::FromFile(const std::string& path,
   if (!in) return absl::ErrnoToStatus(errno, where);
   std::ostringstream text;
   text << in.rdbuf();
-  absl::StatusOr<ConfigReader> reader =
-      FromString(text.str(), std::move(env));
+  absl::StatusOr<ConfigReader> reader = FromString(text.str(), std::move(env));
   if (!reader.ok()) {
     return absl::Status(
         reader.status().code(),
-        absl::StrCat(where, ": ",
-                     absl::StripPrefix(reader.status().message(), "config: ")));
+        absl::StrCat(where, ": ", absl::StripPrefix(reader.status().message(), "config: ")));
   }
   return reader;
 }
 
-std::string ConfigReader::String(const std::string& path,
-                                 const std::string& fallback) {
+std::string ConfigReader::String(const std::string& path, const std::string& fallback) {
   const State::Raw raw = state_->Lookup(path);
   return state_->Scalar(path, raw, "a string").value_or(fallback);
 }
 
-int64_t ConfigReader::Int(const std::string& path, int64_t fallback,
-                          int64_t min, int64_t max) {
+int64_t ConfigReader::Int(const std::string& path, int64_t fallback, int64_t min, int64_t max) {
   const State::Raw raw = state_->Lookup(path);
-  const std::optional<std::string> text =
-      state_->Scalar(path, raw, "an integer");
+  const std::optional<std::string> text = state_->Scalar(path, raw, "an integer");
   if (!text.has_value()) return fallback;
   int64_t value = 0;
   if (!ParseInt(*text, value)) {
-    state_->AddError(path,
-                     absl::StrCat("expected an integer, got \"", *text, "\""),
-                     raw.source);
+    state_->AddError(path, absl::StrCat("expected an integer, got \"", *text, "\""), raw.source);
     return fallback;
   }
   if (value < min || value > max) {
-    state_->AddError(path,
-                     absl::StrCat(value, " is outside [", min, ", ", max, "]"),
-                     raw.source);
+    state_->AddError(path, absl::StrCat(value, " is outside [", min, ", ", max, "]"), raw.source);
     return fallback;
   }
   return value;
@@ -307,9 +281,7 @@ double ConfigReader::Double(const std::string& path, double fallback) {
   if (!text.has_value()) return fallback;
   double value = 0;
   if (!ParseDouble(*text, value)) {
-    state_->AddError(path,
-                     absl::StrCat("expected a number, got \"", *text, "\""),
-                     raw.source);
+    state_->AddError(path, absl::StrCat("expected a number, got \"", *text, "\""), raw.source);
     return fallback;
   }
   return value;
@@ -317,30 +289,25 @@ double ConfigReader::Double(const std::string& path, double fallback) {
 
 bool ConfigReader::Bool(const std::string& path, bool fallback) {
   const State::Raw raw = state_->Lookup(path);
-  const std::optional<std::string> text =
-      state_->Scalar(path, raw, "a boolean");
+  const std::optional<std::string> text = state_->Scalar(path, raw, "a boolean");
   if (!text.has_value()) return fallback;
   bool value = false;
   if (!ParseBool(*text, value)) {
-    state_->AddError(path,
-                     absl::StrCat("expected true/false/yes/no/1/0, got \"",
-                                  *text, "\""),
+    state_->AddError(path, absl::StrCat("expected true/false/yes/no/1/0, got \"", *text, "\""),
                      raw.source);
     return fallback;
   }
   return value;
 }
 
-std::vector<std::string> ConfigReader::StringList(
-    const std::string& path, const std::vector<std::string>& fallback) {
+std::vector<std::string> ConfigReader::StringList(const std::string& path,
+                                                  const std::vector<std::string>& fallback) {
   const State::Raw raw = state_->Lookup(path);
   if (raw.env.has_value()) return SplitList(*raw.env);
   if (!raw.node.has_value()) return fallback;
   const YAML::Node& list = *raw.node;
   if (!list.IsSequence()) {
-    state_->AddError(path,
-                     absl::StrCat("expected a list, got ", NodeKind(list)),
-                     raw.source);
+    state_->AddError(path, absl::StrCat("expected a list, got ", NodeKind(list)), raw.source);
     return fallback;
   }
   std::vector<std::string> items;
@@ -348,8 +315,7 @@ std::vector<std::string> ConfigReader::StringList(
     const YAML::Node item = list[i];
     if (!item.IsScalar()) {
       state_->AddError(absl::StrCat(path, "[", i, "]"),
-                       absl::StrCat("expected a string, got ", NodeKind(item)),
-                       raw.source);
+                       absl::StrCat("expected a string, got ", NodeKind(item)), raw.source);
       return fallback;
     }
     items.push_back(item.Scalar());
@@ -357,38 +323,31 @@ std::vector<std::string> ConfigReader::StringList(
   return items;
 }
 
-std::map<std::string, std::string> ConfigReader::StringMap(
-    const std::string& path) {
+std::map<std::string, std::string> ConfigReader::StringMap(const std::string& path) {
   const State::Raw raw = state_->Lookup(path);
   std::map<std::string, std::string> out;
   if (raw.env.has_value()) {
     for (const std::string& item : SplitList(*raw.env)) {
       const size_t eq = item.find('=');
       if (eq == std::string::npos) {
-        state_->AddError(path,
-                         absl::StrCat("expected key=value, got \"", item, "\""),
-                         raw.source);
+        state_->AddError(path, absl::StrCat("expected key=value, got \"", item, "\""), raw.source);
         return {};
       }
       const std::string_view view(item);
-      out[std::string(Trim(view.substr(0, eq)))] =
-          std::string(Trim(view.substr(eq + 1)));
+      out[std::string(Trim(view.substr(0, eq)))] = std::string(Trim(view.substr(eq + 1)));
     }
     return out;
   }
   if (!raw.node.has_value()) return out;
   const YAML::Node& map = *raw.node;
   if (!map.IsMap()) {
-    state_->AddError(path, absl::StrCat("expected a map, got ", NodeKind(map)),
-                     raw.source);
+    state_->AddError(path, absl::StrCat("expected a map, got ", NodeKind(map)), raw.source);
     return out;
   }
   for (const auto& kv : map) {
     if (!kv.second.IsScalar()) {
       state_->AddError(absl::StrCat(path, ".", kv.first.Scalar()),
-                       absl::StrCat("expected a string, got ",
-                                    NodeKind(kv.second)),
-                       raw.source);
+                       absl::StrCat("expected a string, got ", NodeKind(kv.second)), raw.source);
       return {};
     }
     out[kv.first.Scalar()] = kv.second.Scalar();
@@ -397,13 +356,11 @@ std::map<std::string, std::string> ConfigReader::StringMap(
 }
 
 absl::Status ConfigReader::Finish() const {
-  std::vector<std::string> problems;
-  for (const std::string& e : state_->errors) problems.push_back(e);
+  std::vector<std::string> problems = state_->errors;
   std::vector<std::string> unknown;
   if (state_->root.IsMap()) state_->CollectUnknown(state_->root, "", unknown);
   if (!unknown.empty()) {
-    problems.push_back(
-        absl::StrCat("unknown keys: ", absl::StrJoin(unknown, ", ")));
+    problems.push_back(absl::StrCat("unknown keys: ", absl::StrJoin(unknown, ", ")));
   }
   if (problems.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(

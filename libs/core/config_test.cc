@@ -15,25 +15,21 @@ using ::testing::Not;
 
 // A fake environment, so tests never depend on the real one.
 ConfigReader::EnvLookup FakeEnv(std::map<std::string, std::string> vars) {
-  return [vars = std::move(vars)](
-             const std::string& name) -> std::optional<std::string> {
+  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
     auto it = vars.find(name);
     if (it == vars.end()) return std::nullopt;
     return it->second;
   };
 }
 
-ConfigReader Parse(const std::string& yaml,
-                   std::map<std::string, std::string> env = {}) {
-  absl::StatusOr<ConfigReader> reader =
-      ConfigReader::FromString(yaml, FakeEnv(std::move(env)));
+ConfigReader Parse(const std::string& yaml, std::map<std::string, std::string> env = {}) {
+  absl::StatusOr<ConfigReader> reader = ConfigReader::FromString(yaml, FakeEnv(std::move(env)));
   EXPECT_TRUE(reader.ok()) << reader.status();
   return std::move(*reader);
 }
 
 TEST(ConfigTest, EnvNameUpperCasesAndReplacesDots) {
-  EXPECT_EQ(ConfigReader::EnvName("database.pool_size"),
-            "OMNIFORGE_DATABASE_POOL_SIZE");
+  EXPECT_EQ(ConfigReader::EnvName("database.pool_size"), "OMNIFORGE_DATABASE_POOL_SIZE");
   EXPECT_EQ(ConfigReader::EnvName("port"), "OMNIFORGE_PORT");
 }
 
@@ -54,11 +50,9 @@ tenants:
   EXPECT_EQ(c.String("database.url", ""), "postgres://db/app");
   EXPECT_DOUBLE_EQ(c.Double("database.timeout_s", 0), 2.5);
   EXPECT_TRUE(c.Bool("database.ssl", false));
-  EXPECT_THAT(c.StringList("server.hosts", {}),
-              ::testing::ElementsAre("a", "b"));
+  EXPECT_THAT(c.StringList("server.hosts", {}), ::testing::ElementsAre("a", "b"));
   EXPECT_EQ(c.StringMap("tenants"),
-            (std::map<std::string, std::string>{{"acme", "gold"},
-                                                {"initech", "silver"}}));
+            (std::map<std::string, std::string>{{"acme", "gold"}, {"initech", "silver"}}));
   EXPECT_TRUE(c.Finish().ok()) << c.Finish();
 }
 
@@ -74,21 +68,19 @@ TEST(ConfigTest, EmptyYamlGivesFallbacks) {
 
 TEST(ConfigTest, EnvironmentBeatsFileBeatsFallback) {
   ConfigReader c = Parse("database: {pool_size: 8, name: app}\nport: 1\n",
-                         {{"OMNIFORGE_DATABASE_POOL_SIZE", "16"},
-                          {"OMNIFORGE_TIMEOUT", "3"}});
-  EXPECT_EQ(c.Int("database.pool_size", 1), 16);  // env over file
+                         {{"OMNIFORGE_DATABASE_POOL_SIZE", "16"}, {"OMNIFORGE_TIMEOUT", "3"}});
+  EXPECT_EQ(c.Int("database.pool_size", 1), 16);     // env over file
   EXPECT_EQ(c.String("database.name", "x"), "app");  // file over fallback
-  EXPECT_EQ(c.Int("timeout", 9), 3);  // env without a file entry
+  EXPECT_EQ(c.Int("timeout", 9), 3);                 // env without a file entry
   EXPECT_EQ(c.Int("port", 2), 1);
   EXPECT_EQ(c.Int("missing", 7), 7);
   EXPECT_TRUE(c.Finish().ok());
 }
 
 TEST(ConfigTest, EnvironmentListAndMapForms) {
-  ConfigReader c = Parse("hosts: [x]\n", {{"OMNIFORGE_HOSTS", "a, b,,c"},
-                                          {"OMNIFORGE_TENANTS", "k1=v1,k2=v2"}});
-  EXPECT_THAT(c.StringList("hosts", {}),
-              ::testing::ElementsAre("a", "b", "c"));
+  ConfigReader c =
+      Parse("hosts: [x]\n", {{"OMNIFORGE_HOSTS", "a, b,,c"}, {"OMNIFORGE_TENANTS", "k1=v1,k2=v2"}});
+  EXPECT_THAT(c.StringList("hosts", {}), ::testing::ElementsAre("a", "b", "c"));
   EXPECT_EQ(c.StringMap("tenants"),
             (std::map<std::string, std::string>{{"k1", "v1"}, {"k2", "v2"}}));
   EXPECT_TRUE(c.Finish().ok());
@@ -119,9 +111,8 @@ TEST(ConfigTest, WrongTypeIsReportedWithKeyAndValue) {
   EXPECT_EQ(c.Int("database.pool_size", 5), 5);
   const absl::Status s = c.Finish();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(),
-              HasSubstr("config: database.pool_size: expected an integer, "
-                        "got \"abc\""));
+  EXPECT_THAT(s.message(), HasSubstr("config: database.pool_size: expected an integer, "
+                                     "got \"abc\""));
 }
 
 TEST(ConfigTest, WrongTypeFromEnvironmentNamesTheVariable) {
@@ -134,15 +125,13 @@ TEST(ConfigTest, WrongTypeFromEnvironmentNamesTheVariable) {
 TEST(ConfigTest, MapWhereScalarExpectedIsAnError) {
   ConfigReader c = Parse("name: {first: a}\n");
   EXPECT_EQ(c.String("name", "fb"), "fb");
-  EXPECT_THAT(c.Finish().message(),
-              HasSubstr("name: expected a string, got a map"));
+  EXPECT_THAT(c.Finish().message(), HasSubstr("name: expected a string, got a map"));
 }
 
 TEST(ConfigTest, ScalarWhereSectionExpectedIsAnError) {
   ConfigReader c = Parse("database: 5\n");
   EXPECT_EQ(c.Int("database.pool_size", 3), 3);
-  EXPECT_THAT(c.Finish().message(),
-              HasSubstr("database: expected a map, got a scalar"));
+  EXPECT_THAT(c.Finish().message(), HasSubstr("database: expected a map, got a scalar"));
 }
 
 TEST(ConfigTest, EmptySectionIsAllowed) {
@@ -167,8 +156,7 @@ TEST(ConfigTest, IntegerOverflowIsATypeError) {
 }
 
 TEST(ConfigTest, BoolSpellings) {
-  ConfigReader c = Parse(
-      "a: TRUE\nb: No\nc: 1\nd: 0\ne: yes\nf: false\ng: on\n");
+  ConfigReader c = Parse("a: TRUE\nb: No\nc: 1\nd: 0\ne: yes\nf: false\ng: on\n");
   EXPECT_TRUE(c.Bool("a", false));
   EXPECT_FALSE(c.Bool("b", true));
   EXPECT_TRUE(c.Bool("c", false));
@@ -208,14 +196,12 @@ TEST(ConfigTest, StringMapRejectsNestedValuesAndBadEnv) {
 }
 
 TEST(ConfigTest, SyntaxErrorIsInvalidArgument) {
-  absl::StatusOr<ConfigReader> c =
-      ConfigReader::FromString("a: [1, 2\n", FakeEnv({}));
+  absl::StatusOr<ConfigReader> c = ConfigReader::FromString("a: [1, 2\n", FakeEnv({}));
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ConfigTest, TopLevelMustBeAMap) {
-  absl::StatusOr<ConfigReader> c =
-      ConfigReader::FromString("- a\n- b\n", FakeEnv({}));
+  absl::StatusOr<ConfigReader> c = ConfigReader::FromString("- a\n- b\n", FakeEnv({}));
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
@@ -227,8 +213,8 @@ TEST(ConfigTest, DuplicateKeyIsInvalidArgument) {
 }
 
 TEST(ConfigTest, FromFileMissingIsNotFound) {
-  absl::StatusOr<ConfigReader> c = ConfigReader::FromFile(
-      "/nonexistent/omniforge/config.yaml", FakeEnv({}));
+  absl::StatusOr<ConfigReader> c =
+      ConfigReader::FromFile("/nonexistent/omniforge/config.yaml", FakeEnv({}));
   EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);
 }
 
@@ -246,8 +232,7 @@ TEST(ConfigTest, FromFileReadsTheFile) {
 }
 
 TEST(ConfigTest, FromFileOnADirectoryFails) {
-  absl::StatusOr<ConfigReader> c =
-      ConfigReader::FromFile(::testing::TempDir(), FakeEnv({}));
+  absl::StatusOr<ConfigReader> c = ConfigReader::FromFile(::testing::TempDir(), FakeEnv({}));
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
 }
 

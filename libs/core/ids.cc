@@ -17,8 +17,7 @@ void EnsureSodium() {
   // race-free and costs nothing afterwards.
   static const bool ok = sodium_init() >= 0;
   if (!ok) {
-    std::fputs("omniforge: sodium_init failed; no secure randomness\n",
-               stderr);
+    std::fputs("omniforge: sodium_init failed; no secure randomness\n", stderr);
     std::abort();
   }
 }
@@ -65,10 +64,9 @@ void Reseed(UuidV7State& s, uint64_t ms) {
 std::string NewUuid() {
   EnsureSodium();
   static UuidV7State state;
-  const auto now_ms = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count());
+  const auto now_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                std::chrono::system_clock::now().time_since_epoch())
+                                                .count());
 
   uint64_t ms = 0;
   uint16_t rand_a = 0;
@@ -113,8 +111,7 @@ bool IsUuid(std::string_view s) {
     const char c = s[i];
     if (i == 8 || i == 13 || i == 18 || i == 23) {
       if (c != '-') return false;
-    } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
-                 (c >= 'A' && c <= 'F'))) {
+    } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) {
       return false;
     }
   }

@@ -18,8 +18,8 @@ namespace {
 
 struct LoggerState {
   std::mutex mu;
-  std::string service;                                  // Guarded by mu.
-  void (*sink)(const std::string& line) = nullptr;      // Guarded by mu.
+  std::string service;                              // Guarded by mu.
+  void (*sink)(const std::string& line) = nullptr;  // Guarded by mu.
   std::atomic<int> min_level{static_cast<int>(LogLevel::kInfo)};
   std::shared_ptr<spdlog::logger> stderr_logger;
 };
@@ -55,16 +55,15 @@ const char* LevelName(LogLevel level) {
 
 std::string NowRfc3339() {
   const auto now = std::chrono::system_clock::now();
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      now.time_since_epoch())
-                      .count();
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
   const std::time_t secs = static_cast<std::time_t>(ms / 1000);
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-                tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                tm.tm_min, tm.tm_sec, static_cast<int>(ms % 1000));
+  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms % 1000));
   return buf;
 }
 
@@ -95,8 +94,8 @@ void SetLogSinkForTesting(void (*sink)(const std::string& line)) {
   state.sink = sink;
 }
 
-std::string FormatLogLine(LogLevel level, std::string_view service,
-                          std::string_view msg, const LogFields& fields) {
+std::string FormatLogLine(LogLevel level, std::string_view service, std::string_view msg,
+                          const LogFields& fields) {
   nlohmann::ordered_json line;
   line["ts"] = NowRfc3339();
   line["level"] = LevelName(level);

@@ -38,14 +38,12 @@ class LoggingTest : public ::testing::Test {
 };
 
 TEST(FormatLogLineTest, ProducesOrderedJson) {
-  const std::string line =
-      FormatLogLine(LogLevel::kWarn, "conversation", "slow query",
-                    {{"table", "messages"}, {"ms", "1200"}});
+  const std::string line = FormatLogLine(LogLevel::kWarn, "conversation", "slow query",
+                                         {{"table", "messages"}, {"ms", "1200"}});
   const nlohmann::ordered_json j = nlohmann::ordered_json::parse(line);
   std::vector<std::string> keys;
   for (const auto& item : j.items()) keys.push_back(item.key());
-  EXPECT_THAT(keys, ::testing::ElementsAre("ts", "level", "service", "msg",
-                                           "table", "ms"));
+  EXPECT_THAT(keys, ::testing::ElementsAre("ts", "level", "service", "msg", "table", "ms"));
   EXPECT_EQ(j["level"], "warn");
   EXPECT_EQ(j["service"], "conversation");
   EXPECT_EQ(j["msg"], "slow query");
@@ -57,8 +55,8 @@ TEST(FormatLogLineTest, ProducesOrderedJson) {
 }
 
 TEST(FormatLogLineTest, EscapesQuotesAndControlCharacters) {
-  const std::string line = FormatLogLine(LogLevel::kInfo, "svc",
-                                         "say \"hi\"\nbye\t\\", {{"k", "\x01"}});
+  const std::string line =
+      FormatLogLine(LogLevel::kInfo, "svc", "say \"hi\"\nbye\t\\", {{"k", "\x01"}});
   const nlohmann::json j = nlohmann::json::parse(line);
   EXPECT_EQ(j["msg"], "say \"hi\"\nbye\t\\");
   EXPECT_EQ(j["k"], "\x01");
@@ -67,10 +65,9 @@ TEST(FormatLogLineTest, EscapesQuotesAndControlCharacters) {
 
 TEST(FormatLogLineTest, RedactsSecretsInMessageAndFields) {
   const std::string key = "sk-proj-abcdefghijklmnopqrstuvwxyz012345";
-  const std::string line =
-      FormatLogLine(LogLevel::kError, "svc", "upstream rejected " + key,
-                    {{"auth", "Bearer abcdefghijklmnopqrstuvwx"},
-                     {"dsn", "host=db password=hunter2"}});
+  const std::string line = FormatLogLine(
+      LogLevel::kError, "svc", "upstream rejected " + key,
+      {{"auth", "Bearer abcdefghijklmnopqrstuvwx"}, {"dsn", "host=db password=hunter2"}});
   EXPECT_THAT(line, Not(HasSubstr(key)));
   EXPECT_THAT(line, Not(HasSubstr("abcdefghijklmnopqrstuvwx")));
   EXPECT_THAT(line, Not(HasSubstr("hunter2")));
@@ -81,16 +78,15 @@ TEST(FormatLogLineTest, RedactsSecretsInMessageAndFields) {
 
 TEST(FormatLogLineTest, InvalidUtf8IsReplacedNotThrown) {
   std::string line;
-  ASSERT_NO_THROW(line = FormatLogLine(LogLevel::kInfo, "svc", "bad \xff\xfe",
-                                       {{"v", "x\xc3"}}));
+  ASSERT_NO_THROW(line = FormatLogLine(LogLevel::kInfo, "svc", "bad \xff\xfe", {{"v", "x\xc3"}}));
   const nlohmann::json j = nlohmann::json::parse(line);
   EXPECT_EQ(j["msg"], "bad \xEF\xBF\xBD\xEF\xBF\xBD");
   EXPECT_EQ(j["v"], "x\xEF\xBF\xBD");
 }
 
 TEST(FormatLogLineTest, FieldCannotOverwriteEnvelope) {
-  const nlohmann::json j = nlohmann::json::parse(
-      FormatLogLine(LogLevel::kInfo, "svc", "real", {{"msg", "fake"}}));
+  const nlohmann::json j =
+      nlohmann::json::parse(FormatLogLine(LogLevel::kInfo, "svc", "real", {{"msg", "fake"}}));
   EXPECT_EQ(j["msg"], "real");
   EXPECT_EQ(j["_msg"], "fake");
 }

@@ -16,8 +16,7 @@ namespace {
 
 const std::vector<double>& DefaultLatencyBounds() {
   static const auto* const bounds = new std::vector<double>{
-      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-      0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
   return *bounds;
 }
 
@@ -32,17 +31,15 @@ bool IsValidName(const std::string& name, bool allow_colon) {
   if (name.empty()) return false;
   for (size_t i = 0; i < name.size(); ++i) {
     const char c = name[i];
-    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-                    c == '_' || (allow_colon && c == ':') ||
-                    (i > 0 && c >= '0' && c <= '9');
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
+                    (allow_colon && c == ':') || (i > 0 && c >= '0' && c <= '9');
     if (!ok) return false;
   }
   return true;
 }
 
 // Label sets are stored sorted by name, so {a,b} and {b,a} are one series.
-Labels CanonicalLabels(const std::string& metric, Labels labels,
-                       bool is_histogram) {
+Labels CanonicalLabels(const std::string& metric, Labels labels, bool is_histogram) {
   std::sort(labels.begin(), labels.end());
   for (size_t i = 0; i < labels.size(); ++i) {
     const std::string& name = labels[i].first;
@@ -79,8 +76,7 @@ void AppendEscaped(std::string& out, const std::string& s, bool escape_quote) {
 
 // Writes `{k="v",...}` (nothing for an empty set); `le` is the histogram
 // bucket label, appended last when given.
-void AppendLabels(std::string& out, const Labels& labels,
-                  const std::string* le) {
+void AppendLabels(std::string& out, const Labels& labels, const std::string* le) {
   if (labels.empty() && le == nullptr) return;
   out += '{';
   bool first = true;
@@ -101,9 +97,8 @@ void AppendLabels(std::string& out, const Labels& labels,
   out += '}';
 }
 
-void AppendSample(std::string& out, const std::string& name,
-                  const Labels& labels, const std::string* le,
-                  const std::string& value) {
+void AppendSample(std::string& out, const std::string& name, const Labels& labels,
+                  const std::string* le, const std::string& value) {
   out += name;
   AppendLabels(out, labels, le);
   out += ' ';
@@ -145,8 +140,8 @@ Histogram::Histogram(std::vector<double> upper_bounds)
 void Histogram::Observe(double v) {
   // NaN belongs to no bucket and would turn the sum into NaN for good.
   if (std::isnan(v)) return;
-  const auto bucket = static_cast<size_t>(
-      std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin());
+  const auto bucket =
+      static_cast<size_t>(std::lower_bound(bounds_.begin(), bounds_.end(), v) - bounds_.begin());
   buckets_[bucket].fetch_add(1, std::memory_order_relaxed);
   sum_.fetch_add(v, std::memory_order_relaxed);
   count_.fetch_add(1, std::memory_order_relaxed);
@@ -164,13 +159,11 @@ std::vector<uint64_t> Histogram::BucketCounts() const {
 
 double Histogram::Sum() const { return sum_.load(std::memory_order_relaxed); }
 
-uint64_t Histogram::Count() const {
-  return count_.load(std::memory_order_relaxed);
-}
+uint64_t Histogram::Count() const { return count_.load(std::memory_order_relaxed); }
 
 struct MetricsRegistry::Family {
-  using Series = std::variant<std::unique_ptr<Counter>, std::unique_ptr<Gauge>,
-                              std::unique_ptr<Histogram>>;
+  using Series =
+      std::variant<std::unique_ptr<Counter>, std::unique_ptr<Gauge>, std::unique_ptr<Histogram>>;
   const char* type;  // "counter", "gauge" or "histogram".
   std::string help;
   std::vector<double> bounds;  // Histograms only.
@@ -186,8 +179,7 @@ constexpr const char* kHistogramType = "histogram";
 // Templates so that they can work on the registry's private Family type.
 template <typename FamilyT>
 FamilyT& FamilyFor(std::map<std::string, std::unique_ptr<FamilyT>>& families,
-                   const std::string& name, const std::string& help,
-                   const char* type) {
+                   const std::string& name, const std::string& help, const char* type) {
   if (!IsValidName(name, /*allow_colon=*/true)) {
     DieMisuse("invalid metric name \"" + name + "\"");
   }
@@ -203,11 +195,9 @@ FamilyT& FamilyFor(std::map<std::string, std::unique_ptr<FamilyT>>& families,
 }
 
 template <typename Metric, typename FamilyT, typename Make>
-Metric& SeriesFor(FamilyT& family, const std::string& name,
-                  const Labels& labels, Make make) {
+Metric& SeriesFor(FamilyT& family, const std::string& name, const Labels& labels, Make make) {
   const bool is_histogram = std::string_view(family.type) == kHistogramType;
-  auto [it, inserted] = family.series.try_emplace(
-      CanonicalLabels(name, labels, is_histogram));
+  auto [it, inserted] = family.series.try_emplace(CanonicalLabels(name, labels, is_histogram));
   if (inserted) it->second = make();
   return *std::get<std::unique_ptr<Metric>>(it->second);
 }
@@ -217,43 +207,36 @@ Metric& SeriesFor(FamilyT& family, const std::string& name,
 MetricsRegistry::MetricsRegistry() = default;
 MetricsRegistry::~MetricsRegistry() = default;
 
-Counter& MetricsRegistry::GetCounter(const std::string& name,
-                                     const std::string& help,
+Counter& MetricsRegistry::GetCounter(const std::string& name, const std::string& help,
                                      const Labels& labels) {
   std::lock_guard<std::mutex> lock(mu_);
-  return SeriesFor<Counter>(FamilyFor(families_, name, help, kCounterType),
-                            name, labels,
+  return SeriesFor<Counter>(FamilyFor(families_, name, help, kCounterType), name, labels,
                             [] { return std::make_unique<Counter>(); });
 }
 
-Gauge& MetricsRegistry::GetGauge(const std::string& name,
-                                 const std::string& help,
+Gauge& MetricsRegistry::GetGauge(const std::string& name, const std::string& help,
                                  const Labels& labels) {
   std::lock_guard<std::mutex> lock(mu_);
-  return SeriesFor<Gauge>(FamilyFor(families_, name, help, kGaugeType), name,
-                          labels, [] { return std::make_unique<Gauge>(); });
+  return SeriesFor<Gauge>(FamilyFor(families_, name, help, kGaugeType), name, labels,
+                          [] { return std::make_unique<Gauge>(); });
 }
 
-Histogram& MetricsRegistry::GetHistogram(const std::string& name,
-                                         const std::string& help,
-                                         const Labels& labels,
-                                         std::vector<double> upper_bounds) {
+Histogram& MetricsRegistry::GetHistogram(const std::string& name, const std::string& help,
+                                         const Labels& labels, std::vector<double> upper_bounds) {
   std::lock_guard<std::mutex> lock(mu_);
   Family& family = FamilyFor(families_, name, help, kHistogramType);
   // Every series of a family shares its buckets (Prometheus aggregates
   // across series by `le`); the first request fixes them.
   const bool explicit_bounds = !upper_bounds.empty();
-  std::vector<double> bounds = explicit_bounds
-                                   ? NormalizeBounds(std::move(upper_bounds))
-                                   : DefaultLatencyBounds();
+  std::vector<double> bounds =
+      explicit_bounds ? NormalizeBounds(std::move(upper_bounds)) : DefaultLatencyBounds();
   if (family.series.empty()) {
     family.bounds = std::move(bounds);
   } else if (explicit_bounds && bounds != family.bounds) {
     DieMisuse(name + ": histogram requested with different buckets");
   }
-  return SeriesFor<Histogram>(family, name, labels, [&family] {
-    return std::make_unique<Histogram>(family.bounds);
-  });
+  return SeriesFor<Histogram>(family, name, labels,
+                              [&family] { return std::make_unique<Histogram>(family.bounds); });
 }
 
 std::string MetricsRegistry::Render() const {
@@ -279,16 +262,12 @@ std::string MetricsRegistry::Render() const {
         const std::vector<uint64_t> counts = h.BucketCounts();
         const std::string bucket_name = name + "_bucket";
         for (size_t i = 0; i < counts.size(); ++i) {
-          const std::string le = i < h.UpperBounds().size()
-                                     ? FormatValue(h.UpperBounds()[i])
-                                     : "+Inf";
-          AppendSample(out, bucket_name, labels, &le,
-                       std::to_string(counts[i]));
+          const std::string le =
+              i < h.UpperBounds().size() ? FormatValue(h.UpperBounds()[i]) : "+Inf";
+          AppendSample(out, bucket_name, labels, &le, std::to_string(counts[i]));
         }
-        AppendSample(out, name + "_sum", labels, nullptr,
-                     FormatValue(h.Sum()));
-        AppendSample(out, name + "_count", labels, nullptr,
-                     std::to_string(h.Count()));
+        AppendSample(out, name + "_sum", labels, nullptr, FormatValue(h.Sum()));
+        AppendSample(out, name + "_count", labels, nullptr, std::to_string(h.Count()));
       }
     }
   }
@@ -313,15 +292,12 @@ struct MetricsHttpServer::Impl {
 MetricsHttpServer::MetricsHttpServer(const MetricsRegistry& registry)
     : impl_(std::make_unique<Impl>(registry)) {
   const MetricsRegistry* reg = &registry;
-  impl_->server.Get("/metrics",
-                    [reg](const httplib::Request&, httplib::Response& res) {
-                      res.set_content(reg->Render(),
-                                      "text/plain; version=0.0.4");
-                    });
-  impl_->server.Get("/healthz",
-                    [](const httplib::Request&, httplib::Response& res) {
-                      res.set_content("ok", "text/plain");
-                    });
+  impl_->server.Get("/metrics", [reg](const httplib::Request&, httplib::Response& res) {
+    res.set_content(reg->Render(), "text/plain; version=0.0.4");
+  });
+  impl_->server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok", "text/plain");
+  });
   // httplib's default also sets SO_REUSEPORT, which would let a second
   // process bind the same port and silently take half of the scrapes.
   impl_->server.set_socket_options([](socket_t sock) {

@@ -14,8 +14,8 @@ using ::testing::HasSubstr;
 
 TEST(MetricsTest, CounterRendersExactly) {
   MetricsRegistry registry;
-  Counter& c = registry.GetCounter("omniforge_requests_total",
-                                   "Requests handled.", {{"method", "Chat"}});
+  Counter& c =
+      registry.GetCounter("omniforge_requests_total", "Requests handled.", {{"method", "Chat"}});
   c.Inc();
   c.Inc(2);
   EXPECT_EQ(registry.Render(),
@@ -54,8 +54,7 @@ TEST(MetricsTest, GaugeSetAndAdd) {
 
 TEST(MetricsTest, HistogramRendersCumulativeBuckets) {
   MetricsRegistry registry;
-  Histogram& h = registry.GetHistogram("omniforge_latency_seconds",
-                                       "Latency.", {{"method", "Get"}},
+  Histogram& h = registry.GetHistogram("omniforge_latency_seconds", "Latency.", {{"method", "Get"}},
                                        {0.25, 1});
   h.Observe(0.125);
   h.Observe(0.25);  // Upper bounds are inclusive.
@@ -77,9 +76,8 @@ TEST(MetricsTest, HistogramRendersCumulativeBuckets) {
 TEST(MetricsTest, HistogramDefaultBuckets) {
   MetricsRegistry registry;
   Histogram& h = registry.GetHistogram("d_seconds", "d");
-  EXPECT_THAT(h.UpperBounds(),
-              ElementsAre(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                          0.1, 0.25, 0.5, 1, 2.5, 5, 10));
+  EXPECT_THAT(h.UpperBounds(), ElementsAre(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                           0.25, 0.5, 1, 2.5, 5, 10));
   h.Observe(0.003);
   const std::string text = registry.Render();
   EXPECT_THAT(text, HasSubstr("d_seconds_bucket{le=\"0.0025\"} 0\n"));
@@ -91,9 +89,7 @@ TEST(MetricsTest, HistogramDefaultBuckets) {
 
 TEST(MetricsTest, EscapesLabelValuesAndHelp) {
   MetricsRegistry registry;
-  registry.GetCounter("e_total", "line one\nback\\slash",
-                      {{"path", "a\"b\\c\nd"}})
-      .Inc();
+  registry.GetCounter("e_total", "line one\nback\\slash", {{"path", "a\"b\\c\nd"}}).Inc();
   EXPECT_EQ(registry.Render(),
             "# HELP e_total line one\\nback\\\\slash\n"
             "# TYPE e_total counter\n"
@@ -144,8 +140,7 @@ TEST(MetricsHttpServerTest, ServesMetricsAndHealthOnAnyPort) {
   auto metrics = client.Get("/metrics");
   ASSERT_TRUE(metrics) << httplib::to_string(metrics.error());
   EXPECT_EQ(metrics->status, 200);
-  EXPECT_EQ(metrics->get_header_value("Content-Type"),
-            "text/plain; version=0.0.4");
+  EXPECT_EQ(metrics->get_header_value("Content-Type"), "text/plain; version=0.0.4");
   EXPECT_THAT(metrics->body, HasSubstr("served_total 7\n"));
 
   auto health = client.Get("/healthz");

@@ -51,9 +51,7 @@ struct Rule {
 };
 
 // The Anthropic prefix also fits the OpenAI pattern (RE2 has no lookahead).
-bool IsNotAnthropicKey(std::string_view value) {
-  return !value.starts_with("sk-ant-");
-}
+bool IsNotAnthropicKey(std::string_view value) { return !value.starts_with("sk-ant-"); }
 
 // Keeps redaction idempotent: an already masked value is not a password.
 bool IsNotRedacted(std::string_view value) { return value != kRedacted; }
@@ -88,20 +86,17 @@ constexpr Rule kRules[] = {
     {kOpenAiKey, R"(\bsk-[A-Za-z0-9_-]{20,})", IsNotAnthropicKey},
     {kAnthropicKey, R"(\bsk-ant-[A-Za-z0-9_-]{20,})", nullptr},
     {kAwsKey, R"(\b(?:AKIA|ASIA)[0-9A-Z]{16}\b)", nullptr},
-    {kGithubToken, R"(\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_\w{22,}))",
-     nullptr},
+    {kGithubToken, R"(\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_\w{22,}))", nullptr},
     {kSlackToken, R"(\bxox[abprs]-[A-Za-z0-9-]{10,})", nullptr},
     {kGoogleKey, R"(\bAIza[0-9A-Za-z_-]{35})", nullptr},
     {kStripeKey, R"(\b[sr]k_(?:live|test)_[0-9A-Za-z]{16,})", nullptr},
-    {kJwt, R"(\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)",
-     nullptr},
+    {kJwt, R"(\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)", nullptr},
     {kBearerToken, R"((?i)\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*)", nullptr},
     {kPassword,
      R"re((?i)(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token)["']?)re"
      R"re(\s*[:=]\s*(?:"([^"\r\n]+)"|'([^'\r\n]+)'|([^\s"',;&]+)))re",
      IsNotRedacted},
-    {kPassword, R"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@]+:([^\s/?#@]+)@)",
-     IsNotRedacted},
+    {kPassword, R"(\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@]+:([^\s/?#@]+)@)", IsNotRedacted},
 };
 
 constexpr size_t kRuleCount = std::size(kRules);
@@ -134,9 +129,8 @@ void FindRuleMatches(const Rule& rule, const RE2& re, std::string_view text,
   const int n_groups = 1 + re.NumberOfCapturingGroups();
   std::vector<re2::StringPiece> groups(n_groups);
   size_t pos = 0;
-  while (pos <= text.size() && re.Match(input, pos, text.size(),
-                                        RE2::UNANCHORED, groups.data(),
-                                        n_groups)) {
+  while (pos <= text.size() &&
+         re.Match(input, pos, text.size(), RE2::UNANCHORED, groups.data(), n_groups)) {
     re2::StringPiece value = groups[0];
     for (int g = 1; g < n_groups; ++g) {
       if (groups[g].data() != nullptr) {
@@ -144,13 +138,11 @@ void FindRuleMatches(const Rule& rule, const RE2& re, std::string_view text,
         break;
       }
     }
-    if (rule.accept == nullptr ||
-        rule.accept(std::string_view(value.data(), value.size()))) {
+    if (rule.accept == nullptr || rule.accept(std::string_view(value.data(), value.size()))) {
       const auto begin = static_cast<size_t>(value.data() - text.data());
       out.push_back({rule.kind, begin, begin + value.size()});
     }
-    const auto match_end =
-        static_cast<size_t>(groups[0].data() - text.data()) + groups[0].size();
+    const auto match_end = static_cast<size_t>(groups[0].data() - text.data()) + groups[0].size();
     pos = groups[0].empty() ? match_end + 1 : match_end;
   }
 }
@@ -158,8 +150,7 @@ void FindRuleMatches(const Rule& rule, const RE2& re, std::string_view text,
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 bool IsWordByte(char c) {
-  return IsDigit(c) || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-         c == '_';
+  return IsDigit(c) || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
 }
 
 bool PassesLuhn(std::string_view digits) {
@@ -194,8 +185,7 @@ size_t DigitsEnd(std::string_view text, size_t pos) {
 // Start of the group after one ending at `end`: the groups of a run are
 // joined by a single space or dash. npos when the run ends there.
 size_t NextGroup(std::string_view text, size_t end) {
-  if (end + 1 < text.size() && (text[end] == ' ' || text[end] == '-') &&
-      IsDigit(text[end + 1])) {
+  if (end + 1 < text.size() && (text[end] == ' ' || text[end] == '-') && IsDigit(text[end + 1])) {
     return end + 1;
   }
   return std::string_view::npos;
@@ -218,12 +208,11 @@ bool IsCardLayout(const DigitGroup* groups, size_t count) {
 }
 
 // Records the card numbers in the run of digit groups that starts at
-// `first` and ends with `text`: 13-19 digits in a card layout, starting
+// `first`: 13-19 digits in a card layout, starting
 // with 2-6 (the issuer ranges of the payment networks, which also rules out
 // millisecond timestamps), passing the Luhn check. Windows are tried from
 // each group in turn, so a card followed by an expiry date is still found.
-void FindCardsInRun(std::string_view text, size_t first,
-                    std::vector<Finding>& out) {
+void FindCardsInRun(std::string_view text, size_t first, std::vector<Finding>& out) {
   std::array<DigitGroup, kMaxCardDigits> window;
   std::array<char, kMaxCardDigits> digits;
   while (first != std::string_view::npos) {
@@ -275,7 +264,7 @@ void FindCardNumbers(std::string_view text, std::vector<Finding>& out) {
       end = DigitsEnd(text, next);
     }
     if (end == text.size() || !IsWordByte(text[end])) {
-      FindCardsInRun(text.substr(0, end), i, out);
+      FindCardsInRun(text, i, out);
     }
     i = end;
   }

@@ -47,9 +47,8 @@ bool IsValidUtf8(std::string_view s) {
 bool IsSafeToken(std::string_view s, size_t max_len) {
   if (s.empty() || s.size() > max_len) return false;
   for (const char c : s) {
-    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-                    (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-                    c == ':' || c == '@' || c == '-';
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == ':' || c == '@' || c == '-';
     if (!ok) return false;
   }
   return true;

@@ -44,8 +44,10 @@ TEST(Utf8Test, RejectsTruncatedAndStrayBytes) {
   EXPECT_FALSE(IsValidUtf8("ok\xE2\x82"));
   EXPECT_FALSE(IsValidUtf8("\xF0\x9F\x98"));
   EXPECT_FALSE(IsValidUtf8("\x80"));
-  EXPECT_FALSE(IsValidUtf8("a\xBF" "b"));
-  EXPECT_FALSE(IsValidUtf8("\xC3\x28"));       // Lead then ASCII.
+  EXPECT_FALSE(
+      IsValidUtf8("a\xBF"
+                  "b"));
+  EXPECT_FALSE(IsValidUtf8("\xC3\x28"));  // Lead then ASCII.
   EXPECT_FALSE(IsValidUtf8("\xE2\x82\x28"));
 }
 

@@ -116,3 +116,108 @@ AS $$
 $$;
 REVOKE ALL ON FUNCTION conversation.purge_idle(integer, jsonb, timestamptz, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION conversation.purge_idle(integer, jsonb, timestamptz, integer) TO omniforge_app;
+
+-- Appends a batch of prepared (already sealed) messages in one round trip.
+-- p_items: [{o, tenant, u, c, i, r, k, b, t, m, ik, at}] with o the caller's
+-- ordinal, u the caller's user id, b the sealed content in base64 and at the
+-- creation time in microseconds. Idempotency keys must be unique per
+-- conversation within one call. Returns one row per item: outcome 'stored'
+-- (with the assigned seq), 'duplicate' (the stored message for that key) or
+-- 'not_found' (no such conversation of that user).
+CREATE FUNCTION conversation.append_messages(p_items jsonb)
+RETURNS TABLE (ord integer, outcome text, id uuid, seq bigint, role smallint, key_id integer,
+               content bytea, token_count integer, metadata text, created_us bigint)
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_column
+DECLARE
+  v_tenant text;
+BEGIN
+  FOR v_tenant IN
+    SELECT DISTINCT x.tenant FROM jsonb_to_recordset(p_items) AS x(tenant text) ORDER BY 1
+  LOOP
+    PERFORM set_config('app.tenant_id', v_tenant, true);
+    -- Lock first, in id order (no deadlocks between concurrent batches);
+    -- the statement below then runs on a fresh snapshot, so it sees every
+    -- message a concurrent writer committed before we got the lock.
+    PERFORM 1 FROM conversation.conversations cv
+      WHERE cv.tenant_id = v_tenant
+        AND cv.id IN (SELECT x.c FROM jsonb_to_recordset(p_items) AS x(tenant text, c uuid)
+                      WHERE x.tenant = v_tenant)
+      ORDER BY cv.id FOR UPDATE;
+    RETURN QUERY
+    WITH items AS (
+      SELECT x.* FROM jsonb_to_recordset(p_items) AS x(o integer, tenant text, u text, c uuid,
+        i uuid, r smallint, k integer, b text, t integer, m jsonb, ik text, at bigint)
+      WHERE x.tenant = v_tenant
+    ), owned AS (
+      SELECT x.*, cv.last_seq FROM items x
+      JOIN conversation.conversations cv
+        ON cv.tenant_id = v_tenant AND cv.id = x.c AND cv.user_id = x.u
+    ), existing AS (
+      SELECT x.o, msg.* FROM owned x
+      JOIN conversation.messages msg
+        ON msg.tenant_id = v_tenant AND msg.conversation_id = x.c AND msg.idempotency_key = x.ik
+    ), fresh AS (
+      SELECT x.*, x.last_seq + row_number() OVER (PARTITION BY x.c ORDER BY x.o) AS new_seq
+      FROM owned x WHERE NOT EXISTS (SELECT 1 FROM existing e WHERE e.o = x.o)
+    ), inserted AS (
+      INSERT INTO conversation.messages (tenant_id, conversation_id, seq, id, role, key_id,
+        content, token_count, metadata, idempotency_key, created_at)
+      SELECT v_tenant, f.c, f.new_seq, f.i, f.r, f.k, decode(f.b, 'base64'), f.t, f.m, f.ik,
+             'epoch'::timestamptz + f.at * interval '1 microsecond'
+      FROM fresh f
+      RETURNING 1
+    ), bumped AS (
+      UPDATE conversation.conversations cv
+      SET last_seq = s.max_seq,
+          updated_at = GREATEST(cv.updated_at,
+                                'epoch'::timestamptz + s.max_at * interval '1 microsecond')
+      FROM (SELECT f.c, max(f.new_seq) AS max_seq, max(f.at) AS max_at FROM fresh f GROUP BY f.c) s
+      WHERE cv.tenant_id = v_tenant AND cv.id = s.c
+      RETURNING 1
+    )
+    SELECT x.o,
+           CASE WHEN f.o IS NOT NULL THEN 'stored'
+                WHEN e.o IS NOT NULL THEN 'duplicate'
+                ELSE 'not_found' END,
+           COALESCE(f.i, e.id), COALESCE(f.new_seq, e.seq), e.role, e.key_id, e.content,
+           e.token_count, e.metadata::text,
+           (extract(epoch FROM e.created_at) * 1000000)::bigint
+    FROM items x
+    LEFT JOIN fresh f ON f.o = x.o
+    LEFT JOIN existing e ON e.o = x.o;
+  END LOOP;
+END
+$$;
+GRANT EXECUTE ON FUNCTION conversation.append_messages(jsonb) TO omniforge_app;
+
+-- One page of a conversation's messages, newest first, in one round trip:
+-- sets the tenant for row-level security, checks that the conversation is
+-- the user's (no rows at all when it is not), then returns up to p_limit
+-- messages with seq < p_before_seq (0: no bound). A conversation without
+-- messages yields one row of NULLs.
+CREATE FUNCTION conversation.message_page(p_tenant text, p_user text, p_conversation uuid,
+                                          p_before_seq bigint, p_limit integer)
+RETURNS TABLE (id text, seq bigint, role smallint, key_id integer, content bytea,
+               token_count integer, metadata text, created_us bigint)
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_column
+BEGIN
+  PERFORM set_config('app.tenant_id', p_tenant, true);
+  RETURN QUERY
+  SELECT msg.id::text, msg.seq, msg.role, msg.key_id, msg.content, msg.token_count,
+         msg.metadata::text, (extract(epoch FROM msg.created_at) * 1000000)::bigint
+  FROM conversation.conversations cv
+  LEFT JOIN LATERAL (
+    SELECT * FROM conversation.messages m
+    WHERE m.tenant_id = p_tenant AND m.conversation_id = cv.id
+      AND (p_before_seq = 0 OR m.seq < p_before_seq)
+    ORDER BY m.seq DESC LIMIT p_limit
+  ) msg ON true
+  WHERE cv.tenant_id = p_tenant AND cv.id = p_conversation AND cv.user_id = p_user;
+END
+$$;
+GRANT EXECUTE ON FUNCTION conversation.message_page(text, text, uuid, bigint, integer)
+  TO omniforge_app;

@@ -145,6 +145,14 @@ absl::StatusOr<DataKey> KeyRing::ActiveKey(const std::string& tenant) {
     if (!latest.ok()) return latest.status();
     key_id = *latest;
   }
+  return Key(tenant, key_id);
+}
+
+absl::StatusOr<DataKey> KeyRing::Key(const std::string& tenant, int key_id) {
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = keys_.find({tenant, key_id}); it != keys_.end()) return DataKey{key_id, it->second};
+  }
   absl::StatusOr<DataKey> key;
   absl::Status status = pg::WithTenantTransaction(pool_, tenant, [&](pqxx::work& tx) {
     key = KeyById(tx, tenant, key_id);

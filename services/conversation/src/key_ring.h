@@ -46,6 +46,9 @@ class KeyRing final {
   // DATA_LOSS when the key is missing or was not wrapped by this master key.
   absl::StatusOr<DataKey> KeyById(pqxx::work& tx, const std::string& tenant, int key_id);
 
+  // A key by id from the cache, or read in a transaction of its own.
+  absl::StatusOr<DataKey> Key(const std::string& tenant, int key_id);
+
   // Creates the tenant's next key and makes it active; returns its id.
   absl::StatusOr<int> Rotate(const std::string& tenant);
 

@@ -17,9 +17,6 @@ constexpr char kConversationColumns[] =
     "id::text, user_id, kind, COALESCE(parent_id::text, ''), key_id, title, metadata::text,"
     " last_seq, (extract(epoch FROM created_at) * 1000000)::bigint,"
     " (extract(epoch FROM updated_at) * 1000000)::bigint";
-constexpr char kMessageColumns[] =
-    "id::text, seq, role, key_id, content, token_count, metadata::text,"
-    " (extract(epoch FROM created_at) * 1000000)::bigint";
 constexpr char kMicrosToTimestamp[] = "('epoch'::timestamptz + %s * interval '1 microsecond')";
 
 Micros NowMicros() {
@@ -88,8 +85,7 @@ absl::StatusOr<Conversation> PgConversationRepository::ReadConversation(pqxx::wo
   return c;
 }
 
-absl::StatusOr<Message> PgConversationRepository::ReadMessage(pqxx::work& tx,
-                                                              const std::string& tenant,
+absl::StatusOr<Message> PgConversationRepository::ReadMessage(const std::string& tenant,
                                                               const std::string& conversation_id,
                                                               const pqxx::row& row) {
   Message m;
@@ -97,7 +93,7 @@ absl::StatusOr<Message> PgConversationRepository::ReadMessage(pqxx::work& tx,
   m.conversation_id = conversation_id;
   m.seq = row[1].as<int64_t>();
   m.role = static_cast<Role>(row[2].as<int>());
-  auto key = keys_.KeyById(tx, tenant, row[3].as<int>());
+  auto key = keys_.Key(tenant, row[3].as<int>());
   if (!key.ok()) return key.status();
   auto content =
       KeyRing::Open(*key, pqxx::binarystring(row[4]).str(), ContentAd(tenant, conversation_id, m.id));
@@ -204,155 +200,94 @@ void PgConversationRepository::AppendMessage(const core::Identity& who, NewMessa
   appends_->Submit(PendingAppend{who, std::move(message), std::move(done)});
 }
 
-void PgConversationRepository::WriteTenantAppends(
-    pqxx::work& tx, const std::string& tenant, const DataKey& key,
-    std::vector<PendingAppend*>& items,
-    std::vector<absl::StatusOr<AppendResult>>& results) {
-  pg::SetTenant(tx, tenant);
-
-  // 1. Lock the conversations (in id order, so concurrent batches cannot
-  //    deadlock); the lock also orders seq assignment across replicas.
-  std::set<std::string> ids;
-  for (const PendingAppend* item : items) ids.insert(item->message.conversation_id);
-  std::string id_array = "{";
-  for (const std::string& id : ids) id_array += (id_array.size() > 1 ? "," : "") + id;
-  id_array += "}";
-  struct Locked {
-    std::string user_id;
-    int64_t last_seq;
-    int64_t first_new_seq;
-  };
-  std::unordered_map<std::string, Locked> locked;
-  for (const pqxx::row& row : tx.exec_params(
-           "SELECT id::text, user_id, last_seq FROM conversation.conversations"
-           " WHERE tenant_id = $1 AND id = ANY($2::uuid[]) ORDER BY id FOR UPDATE",
-           tenant, id_array)) {
-    const int64_t last_seq = row[2].as<int64_t>();
-    locked[row[0].as<std::string>()] = Locked{row[1].as<std::string>(), last_seq, last_seq + 1};
-  }
-
-  // 2. Idempotency: keys already stored (checked under the lock, so a
-  //    concurrent writer of the same key has committed or not started).
-  nlohmann::json keys = nlohmann::json::array();
-  for (const PendingAppend* item : items) {
-    if (!item->message.idempotency_key.empty()) {
-      keys.push_back({{"c", item->message.conversation_id}, {"k", item->message.idempotency_key}});
-    }
-  }
-  std::map<std::pair<std::string, std::string>, AppendResult> by_key;
-  if (!keys.empty()) {
-    for (const pqxx::row& row : tx.exec_params(
-             std::string("SELECT m.conversation_id::text, m.idempotency_key, ") + kMessageColumns +
-                 " FROM conversation.messages m"
-                 " JOIN jsonb_to_recordset($2::jsonb) AS k(c uuid, k text)"
-                 " ON m.tenant_id = $1 AND m.conversation_id = k.c AND m.idempotency_key = k.k",
-             tenant, keys.dump())) {
-      const std::string conversation_id = row[0].as<std::string>();
-      auto message = ReadMessage(tx, tenant, conversation_id, row.slice(2, row.size()));
-      if (!message.ok()) throw std::runtime_error(std::string(message.status().message()));
-      by_key[{conversation_id, row[1].as<std::string>()}] = AppendResult{*std::move(message), true};
-    }
-  }
-
-  // 3. Assign seqs, seal and write the new messages in one statement.
-  nlohmann::json rows = nlohmann::json::array();
+void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
+  std::vector<absl::StatusOr<AppendResult>> results(batch.size(),
+                                                    absl::InternalError("append not attempted"));
+  // The first item of each (tenant, conversation, idempotency key) goes to
+  // the database; later retries in the same batch share its result.
+  std::map<std::tuple<std::string, std::string, std::string>, size_t> leaders;
+  std::vector<std::pair<size_t, size_t>> followers;  // (item, leader)
+  std::unordered_map<std::string, DataKey> tenant_keys;
+  std::vector<Message> prepared(batch.size());
+  nlohmann::json items = nlohmann::json::array();
+  absl::Status status = absl::OkStatus();
   const Micros now = NowMicros();
-  for (size_t i = 0; i < items.size(); ++i) {
-    const NewMessage& in = items[i]->message;
-    auto conversation = locked.find(in.conversation_id);
-    if (conversation == locked.end() || conversation->second.user_id != items[i]->who.user_id) {
-      results[i] = NotFound(in.conversation_id);
-      continue;
-    }
+  for (size_t i = 0; i < batch.size() && status.ok(); ++i) {
+    const core::Identity& who = batch[i].who;
+    const NewMessage& in = batch[i].message;
     if (!in.idempotency_key.empty()) {
-      if (auto seen = by_key.find({in.conversation_id, in.idempotency_key}); seen != by_key.end()) {
-        results[i] = seen->second;
+      auto [it, first] = leaders.try_emplace({who.tenant_id, in.conversation_id, in.idempotency_key}, i);
+      if (!first) {
+        followers.emplace_back(i, it->second);
         continue;
       }
     }
-    Message m;
+    auto key = tenant_keys.find(who.tenant_id);
+    if (key == tenant_keys.end()) {
+      auto active = keys_.ActiveKey(who.tenant_id);
+      if (!active.ok()) {
+        status = active.status();
+        break;
+      }
+      key = tenant_keys.emplace(who.tenant_id, *active).first;
+    }
+    Message& m = prepared[i];
     m.id = core::NewUuid();
     m.conversation_id = in.conversation_id;
-    m.seq = ++conversation->second.last_seq;
     m.role = in.role;
     m.content = in.content;
     m.metadata_json = in.metadata_json;
     m.token_count = in.token_count;
     m.created_at = now;
-    rows.push_back({{"c", m.conversation_id},
-                    {"s", m.seq},
-                    {"i", m.id},
-                    {"r", static_cast<int>(m.role)},
-                    {"k", key.id},
-                    {"b", Base64(KeyRing::Seal(key, m.content, ContentAd(tenant, m.conversation_id, m.id)))},
-                    {"t", m.token_count},
-                    {"m", nlohmann::json::parse(m.metadata_json)},
-                    {"ik", in.idempotency_key.empty() ? nlohmann::json() : nlohmann::json(in.idempotency_key)},
-                    {"at", m.created_at}});
-    // A retry of this key later in the same batch gets this message back.
-    if (!in.idempotency_key.empty()) {
-      by_key[{in.conversation_id, in.idempotency_key}] = AppendResult{m, true};
-    }
-    results[i] = AppendResult{std::move(m), false};
+    items.push_back(
+        {{"o", i},
+         {"tenant", who.tenant_id},
+         {"u", who.user_id},
+         {"c", m.conversation_id},
+         {"i", m.id},
+         {"r", static_cast<int>(m.role)},
+         {"k", key->second.id},
+         {"b", Base64(KeyRing::Seal(key->second, m.content,
+                                    ContentAd(who.tenant_id, m.conversation_id, m.id)))},
+         {"t", m.token_count},
+         {"m", nlohmann::json::parse(m.metadata_json)},
+         {"ik", in.idempotency_key.empty() ? nlohmann::json() : nlohmann::json(in.idempotency_key)},
+         {"at", m.created_at}});
   }
-  if (rows.empty()) return;
-  const std::string payload = rows.dump();
-  tx.exec_params(
-      "INSERT INTO conversation.messages (tenant_id, conversation_id, seq, id, role, key_id,"
-      " content, token_count, metadata, idempotency_key, created_at)"
-      " SELECT $1, x.c, x.s, x.i, x.r, x.k, decode(x.b, 'base64'), x.t, x.m, x.ik, " +
-          MicrosToTimestamp("x.at") +
-          " FROM jsonb_to_recordset($2::jsonb) AS x(c uuid, s bigint, i uuid, r smallint, k integer,"
-          " b text, t integer, m jsonb, ik text, at bigint)",
-      tenant, payload);
-  tx.exec_params(
-      "UPDATE conversation.conversations c SET last_seq = x.s,"
-      " updated_at = GREATEST(c.updated_at, " + MicrosToTimestamp("x.at") + ")"
-      " FROM (SELECT x.c, max(x.s) AS s, max(x.at) AS at"
-      "       FROM jsonb_to_recordset($2::jsonb) AS x(c uuid, s bigint, at bigint) GROUP BY x.c) x"
-      " WHERE c.tenant_id = $1 AND c.id = x.c",
-      tenant, payload);
-}
 
-void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
-  // Tenants in first-seen order; each tenant's items keep their queue order.
-  std::vector<std::string> tenants;
-  std::unordered_map<std::string, std::vector<size_t>> by_tenant;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    auto [it, inserted] = by_tenant.try_emplace(batch[i].who.tenant_id);
-    if (inserted) tenants.push_back(batch[i].who.tenant_id);
-    it->second.push_back(i);
-  }
-  std::vector<absl::StatusOr<AppendResult>> results(batch.size(),
-                                                    absl::InternalError("append not attempted"));
-  // Keys first: fetching one may need a transaction of its own.
-  std::unordered_map<std::string, DataKey> tenant_keys;
-  absl::Status status = absl::OkStatus();
-  for (const std::string& tenant : tenants) {
-    auto key = keys_.ActiveKey(tenant);
-    if (!key.ok()) {
-      status = key.status();
-      break;
-    }
-    tenant_keys[tenant] = *key;
-  }
-  auto lease = pool_.Acquire();
-  if (status.ok()) status = lease.status();
   if (status.ok()) {
-    try {
-      pqxx::work tx(lease->conn());
-      for (const std::string& tenant : tenants) {
-        std::vector<PendingAppend*> items;
-        std::vector<absl::StatusOr<AppendResult>> tenant_results(by_tenant[tenant].size(),
-                                                                 absl::InternalError("unset"));
-        for (size_t i : by_tenant[tenant]) items.push_back(&batch[i]);
-        WriteTenantAppends(tx, tenant, tenant_keys[tenant], items, tenant_results);
-        for (size_t j = 0; j < items.size(); ++j) results[by_tenant[tenant][j]] = std::move(tenant_results[j]);
+    auto lease = pool_.Acquire();
+    status = lease.status();
+    if (lease.ok()) {
+      try {
+        // One statement in autocommit: the batch commits (or fails) whole,
+        // in one round trip.
+        pqxx::nontransaction tx(lease->conn());
+        pqxx::result rows =
+            tx.exec_params("SELECT * FROM conversation.append_messages($1::jsonb)", items.dump());
+        for (const pqxx::row& row : rows) {
+          const size_t i = row[0].as<size_t>();
+          const std::string outcome = row[1].as<std::string>();
+          const std::string& tenant = batch[i].who.tenant_id;
+          if (outcome == "stored") {
+            prepared[i].seq = row[3].as<int64_t>();
+            results[i] = AppendResult{std::move(prepared[i]), false};
+          } else if (outcome == "duplicate") {
+            // Columns 2..9 are the stored message.
+            pqxx::row stored = row.slice(2, row.size());
+            results[i] = [&]() -> absl::StatusOr<AppendResult> {
+              auto m = ReadMessage(tenant, batch[i].message.conversation_id, stored);
+              if (!m.ok()) return m.status();
+              return AppendResult{*std::move(m), true};
+            }();
+          } else {
+            results[i] = NotFound(batch[i].message.conversation_id);
+          }
+        }
+      } catch (const std::exception& e) {
+        if (!lease->conn().is_open()) lease->Discard();
+        status = pg::StatusFromException(e);
       }
-      tx.commit();
-    } catch (const std::exception& e) {
-      if (!lease->conn().is_open()) lease->Discard();
-      status = pg::StatusFromException(e);
     }
   }
   if (!status.ok()) {
@@ -368,35 +303,37 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
     for (PendingAppend& item : batch) item.done(status);
     return;
   }
+  for (auto [item, leader] : followers) {
+    results[item] = results[leader];
+    if (results[item].ok()) results[item]->deduplicated = true;
+  }
   for (size_t i = 0; i < batch.size(); ++i) batch[i].done(std::move(results[i]));
 }
 
 absl::StatusOr<MessagePage> PgConversationRepository::ListMessages(
     const core::Identity& who, const std::string& conversation_id, int64_t before_seq, int limit) {
+  auto lease = pool_.Acquire();
+  if (!lease.ok()) return lease.status();
+  pqxx::result rows;
+  try {
+    pqxx::nontransaction tx(lease->conn());
+    rows = tx.exec_params("SELECT * FROM conversation.message_page($1, $2, $3::uuid, $4, $5)",
+                          who.tenant_id, who.user_id, conversation_id, before_seq, limit + 1);
+  } catch (const std::exception& e) {
+    if (!lease->conn().is_open()) lease->Discard();
+    return pg::StatusFromException(e);
+  }
+  if (rows.empty()) return NotFound(conversation_id);
   MessagePage page;
-  absl::Status status = pg::WithTenantTransaction(pool_, who.tenant_id, [&](pqxx::work& tx) -> absl::Status {
-    pqxx::result owner = tx.exec_params(
-        "SELECT 1 FROM conversation.conversations"
-        " WHERE tenant_id = $1 AND id = $2::uuid AND user_id = $3",
-        who.tenant_id, conversation_id, who.user_id);
-    if (owner.empty()) return NotFound(conversation_id);
-    pqxx::result rows = tx.exec_params(
-        std::string("SELECT ") + kMessageColumns +
-            " FROM conversation.messages"
-            " WHERE tenant_id = $1 AND conversation_id = $2::uuid AND ($3 = 0 OR seq < $3)"
-            " ORDER BY seq DESC LIMIT $4",
-        who.tenant_id, conversation_id, before_seq, limit + 1);
-    page.has_more = static_cast<int>(rows.size()) > limit;
-    const int n = std::min<int>(rows.size(), limit);
-    page.messages.reserve(n);
-    for (int i = n - 1; i >= 0; --i) {
-      auto m = ReadMessage(tx, who.tenant_id, conversation_id, rows[i]);
-      if (!m.ok()) return m.status();
-      page.messages.push_back(*std::move(m));
-    }
-    return absl::OkStatus();
-  });
-  if (!status.ok()) return status;
+  if (rows[0][0].is_null()) return page;  // the conversation has no messages
+  page.has_more = static_cast<int>(rows.size()) > limit;
+  const int n = std::min<int>(rows.size(), limit);
+  page.messages.reserve(n);
+  for (int i = n - 1; i >= 0; --i) {
+    auto m = ReadMessage(who.tenant_id, conversation_id, rows[i]);
+    if (!m.ok()) return m.status();
+    page.messages.push_back(*std::move(m));
+  }
   return page;
 }
 

@@ -60,13 +60,10 @@ class PgConversationRepository final : public ConversationRepository {
     AppendCallback done;
   };
   void CommitBatch(std::vector<PendingAppend>& batch);
-  // Writes `items` (one tenant) inside `tx`; fills results for each item.
-  void WriteTenantAppends(pqxx::work& tx, const std::string& tenant, const DataKey& key,
-                          std::vector<PendingAppend*>& items,
-                          std::vector<absl::StatusOr<AppendResult>>& results);
   absl::StatusOr<Conversation> ReadConversation(pqxx::work& tx, const std::string& tenant,
                                                 const pqxx::row& row);
-  absl::StatusOr<Message> ReadMessage(pqxx::work& tx, const std::string& tenant,
+  // Row columns: id, seq, role, key_id, content, token_count, metadata, created_us.
+  absl::StatusOr<Message> ReadMessage(const std::string& tenant,
                                       const std::string& conversation_id, const pqxx::row& row);
 
   pg::PgPool& pool_;

@@ -1,0 +1,251 @@
+// Conversation service throughput and latency, with durable commits
+// (synchronous_commit on), all measured in one run on one database:
+//   raw_insert_per_s      libpqxx, one row per transaction, one connection:
+//                         what a naive service would get per client
+//   appends_per_s_c1/c64  AppendMessage over gRPC (loopback) to the real
+//                         service stack, 1 and 64 concurrent clients
+//   window_p50/p99_ms     GetContextWindow over gRPC on a 10,000-message
+//                         conversation
+// Prints a final line: RESULT appends_per_s_c1=... appends_per_s_c64=...
+//   raw_insert_per_s=... window_p50_ms=... window_p99_ms=...
+#include <grpcpp/grpcpp.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <pqxx/pqxx>
+#include <thread>
+
+#include "libs/core/grpc_identity.h"
+#include "libs/core/logging.h"
+#include "libs/core/server.h"
+#include "libs/core/thread_pool.h"
+#include "services/conversation/src/grpc_service.h"
+#include "services/conversation/src/pg_repository.h"
+#include "tests/support/test_database.h"
+
+namespace omniforge::conversation {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+double RawInsertRate(const std::string& dsn, double seconds) {
+  pqxx::connection conn(dsn);
+  {
+    pqxx::work tx(conn);
+    tx.exec("CREATE TABLE bench_raw (id bigserial PRIMARY KEY, conversation_id uuid,"
+            " content bytea, created_at timestamptz DEFAULT now())");
+    tx.commit();
+  }
+  const std::string content(200, 'x');
+  int64_t n = 0;
+  const auto start = Clock::now();
+  while (Seconds(Clock::now() - start) < seconds) {
+    pqxx::work tx(conn);
+    tx.exec_params("INSERT INTO bench_raw (conversation_id, content) VALUES ($1::uuid, $2)",
+                   "01a2016e-74e5-7791-b412-642b2ceacd98", pqxx::binarystring(content));
+    tx.commit();
+    ++n;
+  }
+  return n / Seconds(Clock::now() - start);
+}
+
+class Bench {
+ public:
+  Bench(const std::string& dsn, int pool_size) {
+    pg::PgOptions options;
+    options.dsn = dsn;
+    options.pool_size = pool_size;
+    pool_ = *pg::PgPool::Create(options);
+    keys_ = std::make_unique<KeyRing>(
+        *pool_, *KeyRing::ParseMasterKey(std::string(64, '7')), "bench");
+    repository_ = std::make_unique<PgConversationRepository>(*pool_, *keys_);
+    logic_ = std::make_unique<ConversationLogic>(*repository_, estimator_);
+    workers_ = std::make_unique<core::ThreadPool>(pool_size, 4096);
+    service_ = std::make_unique<ConversationGrpcService>(*logic_, *workers_);
+    core::ServerOptions server_options;
+    server_options.host = "127.0.0.1";
+    server_ = std::make_unique<core::ServiceServer>(server_options);
+    server_->AddService(service_.get());
+    if (!server_->Start().ok()) std::abort();
+    grpc::ChannelArguments args;
+    // Separate channels spread client load over several HTTP/2 connections,
+    // as several orchestrator replicas would.
+    for (int i = 0; i < 4; ++i) {
+      args.SetInt("omniforge.channel", i);
+      stubs_.push_back(pb::ConversationService::NewStub(grpc::CreateCustomChannel(
+          "127.0.0.1:" + std::to_string(server_->port()), grpc::InsecureChannelCredentials(),
+          args)));
+    }
+  }
+
+  ~Bench() { server_->Shutdown(); }
+
+  // Appends straight to the repository (no gRPC), one client: how much of
+  // the single-client latency the storage path accounts for.
+  double RepositoryAppendRate(double seconds) {
+    const std::string id = NewConversation();
+    int64_t n = 0;
+    const auto start = Clock::now();
+    while (Seconds(Clock::now() - start) < seconds) {
+      NewMessage m;
+      m.conversation_id = id;
+      m.content = "storage path only";
+      m.token_count = 8;
+      if (!AppendMessageAndWait(*repository_, {"bench-tenant", "bench-user"}, m).ok()) std::abort();
+      ++n;
+    }
+    return n / Seconds(Clock::now() - start);
+  }
+
+  pb::ConversationService::Stub& stub(int i) { return *stubs_[i % stubs_.size()]; }
+
+  static void Identify(grpc::ClientContext& context) {
+    core::AttachIdentity(context, {"bench-tenant", "bench-user"});
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  }
+
+  std::string NewConversation() {
+    pb::CreateConversationRequest request;
+    request.set_title("bench");
+    pb::CreateConversationResponse response;
+    grpc::ClientContext context;
+    Identify(context);
+    if (!stub(0).CreateConversation(&context, request, &response).ok()) std::abort();
+    return response.conversation().id();
+  }
+
+  // Appends from `clients` threads (each to its own conversation) for
+  // `seconds`; returns acknowledged appends per second.
+  double AppendRate(int clients, double seconds) {
+    std::vector<std::string> conversations;
+    for (int i = 0; i < clients; ++i) conversations.push_back(NewConversation());
+    std::atomic<int64_t> acknowledged{0};
+    std::atomic<int64_t> failed{0};
+    const auto start = Clock::now();
+    std::vector<std::thread> threads;
+    for (int c = 0; c < clients; ++c) {
+      threads.emplace_back([&, c] {
+        pb::AppendMessageRequest request;
+        request.set_conversation_id(conversations[c]);
+        request.set_role(pb::ROLE_USER);
+        request.set_content(
+            "Every Monday I copy the Notion status updates into a summary for the team; "
+            "it takes hours. Can an agent do it?");
+        while (Seconds(Clock::now() - start) < seconds) {
+          grpc::ClientContext context;
+          Identify(context);
+          pb::AppendMessageResponse response;
+          if (stub(c).AppendMessage(&context, request, &response).ok()) {
+            ++acknowledged;
+          } else {
+            ++failed;
+          }
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    if (failed > 0) std::fprintf(stderr, "warning: %lld appends failed\n", (long long)failed.load());
+    return acknowledged / Seconds(Clock::now() - start);
+  }
+
+  // Fills a conversation with `messages` messages quickly (64 writers).
+  std::string FilledConversation(int messages) {
+    const std::string id = NewConversation();
+    std::atomic<int> next{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 64; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = next++; i < messages; i = next++) {
+          pb::AppendMessageRequest request;
+          request.set_conversation_id(id);
+          request.set_role(i % 2 == 0 ? pb::ROLE_USER : pb::ROLE_ASSISTANT);
+          request.set_content(std::string(60 + (i * 37) % 400, 'w'));
+          grpc::ClientContext context;
+          Identify(context);
+          pb::AppendMessageResponse response;
+          if (!stub(t).AppendMessage(&context, request, &response).ok()) std::abort();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    return id;
+  }
+
+  std::pair<double, double> WindowLatency(const std::string& id, int calls) {
+    std::vector<double> ms;
+    pb::GetContextWindowRequest request;
+    request.set_conversation_id(id);
+    for (int i = 0; i < calls; ++i) {
+      grpc::ClientContext context;
+      Identify(context);
+      pb::GetContextWindowResponse response;
+      const auto start = Clock::now();
+      if (!stub(0).GetContextWindow(&context, request, &response).ok()) std::abort();
+      ms.push_back(Seconds(Clock::now() - start) * 1000.0);
+      if (i == 0) {
+        std::fprintf(stderr, "window: %d messages, %d tokens\n", response.messages_size(),
+                     response.total_tokens());
+      }
+    }
+    std::sort(ms.begin(), ms.end());
+    return {ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 99 / 100)]};
+  }
+
+ private:
+  std::unique_ptr<pg::PgPool> pool_;
+  std::unique_ptr<KeyRing> keys_;
+  std::unique_ptr<PgConversationRepository> repository_;
+  HeuristicTokenEstimator estimator_;
+  std::unique_ptr<ConversationLogic> logic_;
+  std::unique_ptr<core::ThreadPool> workers_;
+  std::unique_ptr<ConversationGrpcService> service_;
+  std::unique_ptr<core::ServiceServer> server_;
+  std::vector<std::unique_ptr<pb::ConversationService::Stub>> stubs_;
+};
+
+}  // namespace
+}  // namespace omniforge::conversation
+
+int main(int argc, char** argv) {
+  using namespace omniforge::conversation;
+  CLI::App app{"conversation service benchmark"};
+  double seconds = 5;
+  int window_messages = 10000;
+  int window_calls = 2000;
+  app.add_option("--seconds", seconds, "duration of each throughput phase");
+  app.add_option("--window-messages", window_messages, "messages in the window conversation");
+  app.add_option("--window-calls", window_calls, "GetContextWindow calls measured");
+  CLI11_PARSE(app, argc, argv);
+  omniforge::core::InitLogging("bench", "warn");
+
+  omniforge::testing::TestDatabase db;
+  {
+    pqxx::connection conn(db.dsn());
+    pqxx::nontransaction tx(conn);
+    if (tx.exec("SHOW synchronous_commit")[0][0].as<std::string>() != "on") {
+      std::fprintf(stderr, "synchronous_commit must be on for a durable benchmark\n");
+      return 1;
+    }
+  }
+  const double raw = RawInsertRate(db.dsn(), seconds);
+  std::fprintf(stderr, "raw single-row inserts: %.0f/s\n", raw);
+  Bench bench(db.dsn(), 16);
+  std::fprintf(stderr, "appends via the repository, 1 client: %.0f/s\n",
+               bench.RepositoryAppendRate(seconds / 2));
+  const double c1 = bench.AppendRate(1, seconds);
+  std::fprintf(stderr, "appends, 1 client: %.0f/s (%.2f x raw)\n", c1, c1 / raw);
+  const double c64 = bench.AppendRate(64, seconds);
+  std::fprintf(stderr, "appends, 64 clients: %.0f/s\n", c64);
+  const std::string id = bench.FilledConversation(window_messages);
+  auto [p50, p99] = bench.WindowLatency(id, window_calls);
+  std::printf(
+      "RESULT appends_per_s_c1=%.0f appends_per_s_c64=%.0f raw_insert_per_s=%.0f "
+      "c1_vs_raw=%.2f window_p50_ms=%.3f window_p99_ms=%.3f\n",
+      c1, c64, raw, c1 / raw, p50, p99);
+  return 0;
+}

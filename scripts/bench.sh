@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# `make bench`: runs every benchmark against its own PostgreSQL cluster
+# (127.0.0.1:55434, durable settings) and prints their RESULT lines.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+export OMNIFORGE_PG_PORT=55434 OMNIFORGE_PG_DIR=/tmp/omniforge-bench-pg
+bash "$ROOT/scripts/pg.sh" start
+trap 'bash "$ROOT/scripts/pg.sh" stop' EXIT
+export OMNIFORGE_TEST_PG_DSN="host=127.0.0.1 port=55434 user=omniforge dbname=postgres"
+"$BUILD_DIR/bin/conversation_bench" "$@"

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# `make run`: starts the local stack (scripts/stack.sh up) and walks a demo
+# conversation through it with the omniforge CLI, then says how to go on.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+CLI=("$BUILD_DIR/bin/omniforge" --server 127.0.0.1:50051 --tenant demo --user demo-user)
+
+bash "$ROOT/scripts/stack.sh" up
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "A user starts a conversation"
+id=$("${CLI[@]}" conversations create --title "Monday Notion updates")
+echo "conversation $id"
+
+step "The user describes a problem in their own words"
+"${CLI[@]}" conversations append "$id" --role user --idempotency-key "demo-$id-1" \
+  "our Monday Notion updates take hours, can you help?"
+echo "(the same append retried with its idempotency key is stored once:)"
+"${CLI[@]}" conversations append "$id" --role user --idempotency-key "demo-$id-1" \
+  "our Monday Notion updates take hours, can you help?"
+
+step "The assistant answers; a secret pasted by mistake is flagged, never logged"
+"${CLI[@]}" conversations append "$id" --role assistant \
+  "I can build an agent that drafts them from your Notion pages every Monday at 9:00."
+"${CLI[@]}" --json conversations append "$id" --role user \
+  "sure, here is our token: sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX123456" \
+  | grep -o '"secrets_detected":\[[^]]*\]' || true
+
+step "Another tenant cannot see it (NOT_FOUND, exactly like a missing id)"
+"${CLI[@]}" --tenant someone-else conversations show "$id" || true
+
+step "The context window a planner would read (recent exchanges + token budget)"
+"${CLI[@]}" conversations window "$id" --budget 2000
+
+step "The user's conversations, most recently active first"
+"${CLI[@]}" conversations list --page-size 5
+
+cat <<TXT
+
+omniforge's conversation memory is running on 127.0.0.1:50051
+(metrics: http://127.0.0.1:9091/metrics, logs: ${OMNIFORGE_STATE_DIR:-/tmp/omniforge}/logs).
+Try it yourself:
+  $BUILD_DIR/bin/omniforge conversations show $id
+  $BUILD_DIR/bin/omniforge conversations append $id --role user "hello"
+  $BUILD_DIR/bin/omniforge --help
+Stop everything with: make down
+TXT

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Starts and stops the local omniforge stack: PostgreSQL (scripts/pg.sh) and
+# the services, in the background, with logs and pid files under
+# $OMNIFORGE_STATE_DIR (default /tmp/omniforge).
+#
+#   stack.sh up       start what is not running yet, wait until it serves
+#   stack.sh down     stop the services and PostgreSQL
+#   stack.sh status   show what is running
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+STATE_DIR="${OMNIFORGE_STATE_DIR:-/tmp/omniforge}"
+SERVICES=(conversation)
+declare -A PORTS=([conversation]=50051)
+CLI="$BUILD_DIR/bin/omniforge"
+
+log() { printf 'stack: %s\n' "$*"; }
+
+pid_of() {
+  local pidfile="$STATE_DIR/run/$1.pid"
+  [[ -f "$pidfile" ]] || return 1
+  local pid
+  pid="$(cat "$pidfile")"
+  kill -0 "$pid" 2>/dev/null || return 1
+  echo "$pid"
+}
+
+ensure_master_key() {
+  local key="$STATE_DIR/master.key"
+  if [[ ! -s "$key" ]]; then
+    (umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$key")
+    log "generated a local encryption master key in $key"
+  fi
+}
+
+ensure_database() {
+  if ! bash "$ROOT/scripts/pg.sh" psql -tAc "SELECT 1 FROM pg_database WHERE datname = 'omniforge'" \
+      | grep -q 1; then
+    bash "$ROOT/scripts/pg.sh" psql -qc "CREATE DATABASE omniforge" >/dev/null
+    log "created database omniforge"
+  fi
+}
+
+wait_serving() {
+  local svc="$1" port="${PORTS[$1]}" deadline=$((SECONDS + 30))
+  while (( SECONDS < deadline )); do
+    if ! pid_of "$svc" >/dev/null; then
+      log "$svc exited during start; last log lines:"
+      tail -n 20 "$STATE_DIR/logs/$svc.log" >&2
+      return 1
+    fi
+    if "$CLI" --server "127.0.0.1:$port" --timeout 2 health >/dev/null 2>&1; then
+      return 0
+    fi
+    sleep 0.2
+  done
+  log "$svc did not become healthy within 30 s; see $STATE_DIR/logs/$svc.log"
+  return 1
+}
+
+up() {
+  mkdir -p "$STATE_DIR/run" "$STATE_DIR/logs"
+  bash "$ROOT/scripts/pg.sh" start
+  ensure_database
+  ensure_master_key
+  for svc in "${SERVICES[@]}"; do
+    if pid=$(pid_of "$svc"); then
+      log "$svc already running (pid $pid, 127.0.0.1:${PORTS[$svc]})"
+      continue
+    fi
+    OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE="$STATE_DIR/master.key" \
+      setsid "$BUILD_DIR/bin/omniforge-$svc" --config "$ROOT/deploy/local/$svc.yaml" \
+      >>"$STATE_DIR/logs/$svc.log" 2>&1 < /dev/null &
+    echo $! > "$STATE_DIR/run/$svc.pid"
+    wait_serving "$svc"
+    log "$svc serving on 127.0.0.1:${PORTS[$svc]} (log $STATE_DIR/logs/$svc.log)"
+  done
+}
+
+down() {
+  for svc in "${SERVICES[@]}"; do
+    if pid=$(pid_of "$svc"); then
+      kill -TERM "$pid"
+      for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; fi
+      log "$svc stopped"
+    fi
+    rm -f "$STATE_DIR/run/$svc.pid"
+  done
+  bash "$ROOT/scripts/pg.sh" stop
+}
+
+status() {
+  bash "$ROOT/scripts/pg.sh" status || true
+  for svc in "${SERVICES[@]}"; do
+    if pid=$(pid_of "$svc"); then
+      log "$svc running (pid $pid, 127.0.0.1:${PORTS[$svc]})"
+    else
+      log "$svc not running"
+    fi
+  done
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+esac

@@ -1,0 +1,799 @@
+// Black-box tests of the omniforge-conversation binary: the real process,
+// configured only through its environment, on a fresh PostgreSQL database,
+// driven over gRPC and HTTP exactly as clients drive it.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "libs/core/grpc_identity.h"
+#include "libs/core/ids.h"
+#include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
+#include "tests/support/test_database.h"
+
+extern char** environ;
+
+namespace omniforge::conversation {
+namespace {
+
+namespace pb = ::omniforge::conversation::v1;
+namespace health = ::grpc::health::v1;
+namespace reflection = ::grpc::reflection::v1alpha;
+using Clock = std::chrono::steady_clock;
+using ::google::protobuf::Struct;
+using ::google::protobuf::util::MessageDifferencer;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAreArray;
+
+constexpr char kMasterKey[] = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+constexpr char kServiceName[] = "omniforge.conversation.v1.ConversationService";
+constexpr auto kStartTimeout = std::chrono::seconds(20);
+constexpr auto kStopTimeout = std::chrono::seconds(10);
+constexpr auto kRpcTimeout = std::chrono::seconds(10);
+
+// The value of a string field in one JSON log line, e.g. "port" in
+// {"msg":"server started","port":"40123"}; empty when absent.
+std::string LogField(const std::string& line, const std::string& key) {
+  const std::string opening = "\"" + key + "\":\"";
+  const size_t start = line.find(opening);
+  if (start == std::string::npos) return "";
+  const size_t value = start + opening.size();
+  const size_t end = line.find('"', value);
+  return end == std::string::npos ? "" : line.substr(value, end - value);
+}
+
+// One omniforge-conversation process. Its stderr (JSON log lines) is read on a
+// background thread and kept for assertions.
+class ServerProcess final {
+ public:
+  ServerProcess() = default;
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+  ~ServerProcess() { Stop(); }
+
+  // Spawns the binary on `dsn` and waits for "server started". On failure the
+  // returned message carries the log lines seen so far.
+  std::optional<std::string> Start(const std::string& dsn) {
+    std::vector<std::string> env;
+    for (char** entry = environ; *entry != nullptr; ++entry) {
+      // An OMNIFORGE_* variable of the developer's shell must not reconfigure
+      // the server under test.
+      if (std::strncmp(*entry, "OMNIFORGE_", 10) != 0) env.emplace_back(*entry);
+    }
+    env.push_back("OMNIFORGE_DATABASE_DSN=" + dsn);
+    env.push_back(std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey);
+    env.push_back("OMNIFORGE_SERVER_HOST=127.0.0.1");
+    env.push_back("OMNIFORGE_SERVER_PORT=0");
+    env.push_back("OMNIFORGE_SERVER_METRICS_HOST=127.0.0.1");
+    env.push_back("OMNIFORGE_SERVER_METRICS_PORT=0");
+    env.push_back("OMNIFORGE_SERVER_DRAIN_TIMEOUT_S=10");
+    std::vector<char*> envp;
+    for (std::string& entry : env) envp.push_back(entry.data());
+    envp.push_back(nullptr);
+    std::string binary = OMNIFORGE_CONVERSATION_BIN;
+    char* argv[] = {binary.data(), nullptr};
+
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return std::string("pipe2: ") + std::strerror(errno);
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid < 0) {
+      close(fds[0]);
+      close(fds[1]);
+      return std::string("fork: ") + std::strerror(errno);
+    }
+    if (pid == 0) {
+      // Only async-signal-safe calls between fork and exec. The server dies
+      // with the test program, so a crashed test leaves no process behind.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      signal(SIGPIPE, SIG_DFL);
+      dup2(fds[1], STDERR_FILENO);
+      execve(argv[0], argv, envp.data());
+      _exit(127);
+    }
+    close(fds[1]);
+    pid_ = pid;
+    reader_ = std::thread([this, fd = fds[0]] { ReadLog(fd); });
+
+    std::unique_lock<std::mutex> lock(mu_);
+    const bool started = changed_.wait_for(
+        lock, kStartTimeout, [this] { return log_closed_ || started_line_.has_value(); });
+    if (!started || !started_line_) {
+      lock.unlock();
+      return "server did not start (" + std::string(started ? "exited" : "timed out") +
+             "); log:\n" + JoinedLog();
+    }
+    port_ = std::stoi(LogField(*started_line_, "port"));
+    metrics_port_ = std::stoi(LogField(*started_line_, "metrics_port"));
+    return std::nullopt;
+  }
+
+  // Sends SIGTERM (without waiting) so a test can race calls against a drain.
+  void Terminate() {
+    if (pid_ > 0) kill(pid_, SIGTERM);
+  }
+
+  // Waits up to `timeout` for the process to exit; SIGKILL after that.
+  // Returns the raw wait status, or nullopt when the process had to be killed.
+  std::optional<int> WaitForExit(Clock::duration timeout) {
+    if (pid_ <= 0) return exit_status_;
+    const Clock::time_point deadline = Clock::now() + timeout;
+    int status = 0;
+    for (;;) {
+      const pid_t done = waitpid(pid_, &status, WNOHANG);
+      if (done == pid_) {
+        exit_status_ = status;
+        break;
+      }
+      if (done < 0 || Clock::now() >= deadline) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        exit_status_ = std::nullopt;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    pid_ = -1;
+    if (reader_.joinable()) reader_.join();
+    return exit_status_;
+  }
+
+  // SIGTERM and a bounded wait. Idempotent.
+  std::optional<int> Stop() {
+    Terminate();
+    return WaitForExit(kStopTimeout);
+  }
+
+  int port() const { return port_; }
+  int metrics_port() const { return metrics_port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  std::vector<std::string> LogLines() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return log_;
+  }
+
+  std::string JoinedLog() const {
+    std::string joined;
+    for (const std::string& line : LogLines()) joined += line + "\n";
+    return joined;
+  }
+
+ private:
+  void ReadLog(int fd) {
+    std::string pending;
+    char buffer[4096];
+    for (;;) {
+      const ssize_t n = read(fd, buffer, sizeof(buffer));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      pending.append(buffer, static_cast<size_t>(n));
+      size_t newline;
+      while ((newline = pending.find('\n')) != std::string::npos) {
+        AddLine(pending.substr(0, newline));
+        pending.erase(0, newline + 1);
+      }
+    }
+    if (!pending.empty()) AddLine(pending);
+    close(fd);
+    std::lock_guard<std::mutex> lock(mu_);
+    log_closed_ = true;
+    changed_.notify_all();
+  }
+
+  void AddLine(std::string line) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!started_line_ && LogField(line, "msg") == "server started") started_line_ = line;
+    log_.push_back(std::move(line));
+    changed_.notify_all();
+  }
+
+  pid_t pid_ = -1;
+  std::optional<int> exit_status_;
+  std::thread reader_;
+  int port_ = 0;
+  int metrics_port_ = 0;
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::vector<std::string> log_;             // Guarded by mu_.
+  std::optional<std::string> started_line_;  // Guarded by mu_.
+  bool log_closed_ = false;                  // Guarded by mu_.
+};
+
+// A client context with the caller identity (when given) and a deadline.
+std::unique_ptr<grpc::ClientContext> Call(const std::optional<core::Identity>& who) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  if (who) core::AttachIdentity(*context, *who);
+  context->set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
+  return context;
+}
+
+Struct MakeStruct(const std::map<std::string, std::string>& fields) {
+  Struct s;
+  for (const auto& [key, value] : fields) (*s.mutable_fields())[key].set_string_value(value);
+  return s;
+}
+
+// A user of its own for every test, so listings see only that test's data.
+core::Identity FreshUser(const std::string& tenant = "acme") {
+  return {tenant, "user-" + core::NewUuid()};
+}
+
+class ConversationServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { database_ = new testing::TestDatabase(); }
+  static void TearDownTestSuite() {
+    delete database_;
+    database_ = nullptr;
+  }
+
+  void SetUp() override {
+    server_ = std::make_unique<ServerProcess>();
+    const auto error = server_->Start(database_->dsn());
+    ASSERT_FALSE(error.has_value()) << *error;
+    channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+    stub_ = pb::ConversationService::NewStub(channel_);
+  }
+
+  void TearDown() override {
+    const auto status = server_->Stop();
+    EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+        << "server did not exit cleanly; log:\n"
+        << server_->JoinedLog();
+  }
+
+  pb::Conversation Create(const core::Identity& who, const std::string& title,
+                          pb::ConversationKind kind = pb::CONVERSATION_KIND_UNSPECIFIED,
+                          const std::string& parent = "") {
+    pb::CreateConversationRequest request;
+    request.set_title(title);
+    request.set_kind(kind);
+    request.set_parent_conversation_id(parent);
+    pb::CreateConversationResponse response;
+    const grpc::Status status = stub_->CreateConversation(Call(who).get(), request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return response.conversation();
+  }
+
+  grpc::Status Append(const core::Identity& who, const pb::AppendMessageRequest& request,
+                      pb::AppendMessageResponse* response = nullptr) {
+    pb::AppendMessageResponse ignored;
+    return stub_->AppendMessage(Call(who).get(), request, response ? response : &ignored);
+  }
+
+  grpc::Status Get(const core::Identity& who, const std::string& id,
+                   pb::Conversation* out = nullptr) {
+    pb::GetConversationRequest request;
+    request.set_conversation_id(id);
+    pb::GetConversationResponse response;
+    grpc::Status status = stub_->GetConversation(Call(who).get(), request, &response);
+    if (out) *out = response.conversation();
+    return status;
+  }
+
+  int64_t MessageCount(const core::Identity& who, const std::string& id) {
+    pb::Conversation conversation;
+    const grpc::Status status = Get(who, id, &conversation);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return conversation.message_count();
+  }
+
+  grpc::Status List(const core::Identity& who, const pb::ListConversationsRequest& request,
+                    pb::ListConversationsResponse* response) {
+    return stub_->ListConversations(Call(who).get(), request, response);
+  }
+
+  grpc::Status Delete(const core::Identity& who, const std::string& id) {
+    pb::DeleteConversationRequest request;
+    request.set_conversation_id(id);
+    pb::DeleteConversationResponse response;
+    return stub_->DeleteConversation(Call(who).get(), request, &response);
+  }
+
+  static pb::AppendMessageRequest Message(const std::string& conversation_id, pb::Role role,
+                                          const std::string& content) {
+    pb::AppendMessageRequest request;
+    request.set_conversation_id(conversation_id);
+    request.set_role(role);
+    request.set_content(content);
+    return request;
+  }
+
+  static testing::TestDatabase* database_;
+  std::unique_ptr<ServerProcess> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<pb::ConversationService::Stub> stub_;
+};
+
+testing::TestDatabase* ConversationServerTest::database_ = nullptr;
+
+TEST_F(ConversationServerTest, HealthCheckReportsServing) {
+  auto stub = health::Health::NewStub(channel_);
+  health::HealthCheckRequest request;
+  request.set_service("");
+  health::HealthCheckResponse response;
+  const grpc::Status status = stub->Check(Call(std::nullopt).get(), request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.status(), health::HealthCheckResponse::SERVING);
+}
+
+TEST_F(ConversationServerTest, ReflectionDescribesTheService) {
+  auto stub = reflection::ServerReflection::NewStub(channel_);
+  auto context = Call(std::nullopt);
+  auto stream = stub->ServerReflectionInfo(context.get());
+
+  reflection::ServerReflectionRequest list;
+  list.set_list_services("");
+  ASSERT_TRUE(stream->Write(list));
+  reflection::ServerReflectionResponse listed;
+  ASSERT_TRUE(stream->Read(&listed));
+  ASSERT_TRUE(listed.has_list_services_response()) << listed.DebugString();
+  std::vector<std::string> names;
+  for (const auto& service : listed.list_services_response().service()) {
+    names.push_back(service.name());
+  }
+  EXPECT_THAT(names, ::testing::Contains(kServiceName));
+
+  reflection::ServerReflectionRequest symbol;
+  symbol.set_file_containing_symbol(kServiceName);
+  ASSERT_TRUE(stream->Write(symbol));
+  reflection::ServerReflectionResponse described;
+  ASSERT_TRUE(stream->Read(&described));
+  ASSERT_TRUE(described.has_file_descriptor_response()) << described.DebugString();
+  ASSERT_GE(described.file_descriptor_response().file_descriptor_proto_size(), 1);
+  // The first entry is the file that declares the symbol; the rest are its
+  // dependencies.
+  google::protobuf::FileDescriptorProto file;
+  ASSERT_TRUE(file.ParseFromString(described.file_descriptor_response().file_descriptor_proto(0)));
+  EXPECT_EQ(file.package(), "omniforge.conversation.v1");
+  ASSERT_EQ(file.service_size(), 1);
+  EXPECT_EQ(file.service(0).name(), "ConversationService");
+  EXPECT_EQ(file.service(0).method_size(), 7);
+
+  stream->WritesDone();
+  const grpc::Status status = stream->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
+TEST_F(ConversationServerTest, RoundTripThroughEveryMethod) {
+  const core::Identity alice = FreshUser();
+
+  pb::CreateConversationRequest create;
+  create.set_title("Trip to Lisbon");
+  *create.mutable_metadata() = MakeStruct({{"channel", "web"}});
+  (*create.mutable_metadata()->mutable_fields())["priority"].set_number_value(2);
+  pb::CreateConversationResponse created;
+  grpc::Status status = stub_->CreateConversation(Call(alice).get(), create, &created);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const pb::Conversation& conversation = created.conversation();
+  EXPECT_TRUE(core::IsUuid(conversation.id())) << conversation.id();
+  EXPECT_EQ(conversation.tenant_id(), alice.tenant_id);
+  EXPECT_EQ(conversation.user_id(), alice.user_id);
+  EXPECT_EQ(conversation.title(), "Trip to Lisbon");
+  EXPECT_EQ(conversation.kind(), pb::CONVERSATION_KIND_CHAT);
+  EXPECT_EQ(conversation.message_count(), 0);
+  EXPECT_TRUE(MessageDifferencer::Equals(conversation.metadata(), create.metadata()))
+      << conversation.metadata().DebugString();
+  const std::string id = conversation.id();
+
+  std::vector<pb::AppendMessageRequest> appended = {
+      Message(id, pb::ROLE_USER, "Find me a hotel in Lisbon for next weekend."),
+      Message(id, pb::ROLE_ASSISTANT, "Here are three hotels near Baixa: ..."),
+      Message(id, pb::ROLE_USER, "Book the second one."),
+  };
+  *appended[0].mutable_metadata() = MakeStruct({{"client", "web"}});
+  *appended[1].mutable_metadata() = MakeStruct({{"model", "planner-small"}, {"route", "travel"}});
+  *appended[2].mutable_metadata() = MakeStruct({{"client", "mobile"}});
+  for (size_t i = 0; i < appended.size(); ++i) {
+    pb::AppendMessageResponse response;
+    status = Append(alice, appended[i], &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(response.message().seq(), static_cast<int64_t>(i + 1));
+    EXPECT_FALSE(response.deduplicated());
+  }
+
+  pb::Conversation fetched;
+  status = Get(alice, id, &fetched);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(fetched.message_count(), 3);
+  EXPECT_EQ(fetched.title(), "Trip to Lisbon");
+
+  pb::ListMessagesRequest list_messages;
+  list_messages.set_conversation_id(id);
+  pb::ListMessagesResponse messages;
+  status = stub_->ListMessages(Call(alice).get(), list_messages, &messages);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(messages.messages_size(), 3);
+  EXPECT_FALSE(messages.has_more());
+  for (int i = 0; i < 3; ++i) {
+    const pb::Message& m = messages.messages(i);
+    SCOPED_TRACE("message " + std::to_string(i));
+    EXPECT_EQ(m.seq(), i + 1);
+    EXPECT_EQ(m.conversation_id(), id);
+    EXPECT_EQ(m.role(), appended[i].role());
+    EXPECT_EQ(m.content(), appended[i].content());
+    EXPECT_TRUE(MessageDifferencer::Equals(m.metadata(), appended[i].metadata()))
+        << m.metadata().DebugString();
+    EXPECT_GT(m.token_count(), 0);
+  }
+
+  pb::GetContextWindowRequest window_request;
+  window_request.set_conversation_id(id);
+  pb::GetContextWindowResponse window;
+  status = stub_->GetContextWindow(Call(alice).get(), window_request, &window);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(window.messages_size(), 3);
+  int sum = 0;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(window.messages(i).seq(), i + 1);
+    EXPECT_EQ(window.messages(i).content(), appended[i].content());
+    EXPECT_TRUE(MessageDifferencer::Equals(window.messages(i).metadata(), appended[i].metadata()));
+    sum += window.messages(i).token_count();
+  }
+  EXPECT_EQ(window.total_tokens(), sum);
+  EXPECT_FALSE(window.truncated());
+  EXPECT_EQ(window.token_estimator(), "heuristic-v1");
+
+  // Two newer conversations: the listing puts the most recently active first.
+  const std::string second = Create(alice, "second").id();
+  const std::string third = Create(alice, "third").id();
+  pb::ListConversationsResponse listing;
+  status = List(alice, pb::ListConversationsRequest(), &listing);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  std::vector<std::string> ids;
+  for (const pb::Conversation& c : listing.conversations()) ids.push_back(c.id());
+  EXPECT_THAT(ids, ElementsAre(third, second, id));
+  EXPECT_TRUE(listing.next_page_token().empty());
+
+  std::vector<std::string> paged;
+  pb::ListConversationsRequest page_request;
+  page_request.set_page_size(1);
+  for (int page = 0; page < 10; ++page) {
+    pb::ListConversationsResponse response;
+    status = List(alice, page_request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_LE(response.conversations_size(), 1);
+    for (const pb::Conversation& c : response.conversations()) paged.push_back(c.id());
+    if (response.next_page_token().empty()) break;
+    page_request.set_page_token(response.next_page_token());
+  }
+  EXPECT_THAT(paged, ElementsAre(third, second, id));
+
+  status = Delete(alice, id);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(Get(alice, id).error_code(), grpc::StatusCode::NOT_FOUND);
+  pb::ListMessagesResponse after_delete;
+  EXPECT_EQ(stub_->ListMessages(Call(alice).get(), list_messages, &after_delete).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(ConversationServerTest, AgentDialoguesBelongToTheirParent) {
+  const core::Identity alice = FreshUser();
+  const std::string parent = Create(alice, "parent chat").id();
+  const pb::Conversation dialogue =
+      Create(alice, "planner and executor", pb::CONVERSATION_KIND_AGENT_DIALOGUE, parent);
+  ASSERT_FALSE(dialogue.id().empty());
+  EXPECT_EQ(dialogue.kind(), pb::CONVERSATION_KIND_AGENT_DIALOGUE);
+  EXPECT_EQ(dialogue.parent_conversation_id(), parent);
+  ASSERT_TRUE(Append(alice, Message(dialogue.id(), pb::ROLE_PLANNER, "search flights")).ok());
+
+  pb::ListConversationsRequest by_parent;
+  by_parent.set_parent_conversation_id(parent);
+  pb::ListConversationsResponse children;
+  grpc::Status status = List(alice, by_parent, &children);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(children.conversations_size(), 1);
+  EXPECT_EQ(children.conversations(0).id(), dialogue.id());
+
+  // The caller's own listing holds chats only.
+  pb::ListConversationsResponse chats;
+  status = List(alice, pb::ListConversationsRequest(), &chats);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(chats.conversations_size(), 1);
+  EXPECT_EQ(chats.conversations(0).id(), parent);
+
+  ASSERT_TRUE(Delete(alice, parent).ok());
+  EXPECT_EQ(Get(alice, parent).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Get(alice, dialogue.id()).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(ConversationServerTest, IdentityScopesEveryCall) {
+  pb::CreateConversationResponse created;
+  EXPECT_EQ(
+      stub_->CreateConversation(Call(std::nullopt).get(), pb::CreateConversationRequest(), &created)
+          .error_code(),
+      grpc::StatusCode::UNAUTHENTICATED);
+
+  const core::Identity alice{"acme", "alice-" + core::NewUuid()};
+  const core::Identity other_tenant{"other", alice.user_id};
+  const std::string id = Create(alice, "private").id();
+  ASSERT_FALSE(id.empty());
+
+  EXPECT_EQ(Get(other_tenant, id).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Append(other_tenant, Message(id, pb::ROLE_USER, "let me in")).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Delete(other_tenant, id).error_code(), grpc::StatusCode::NOT_FOUND);
+  pb::ListConversationsResponse other_listing;
+  ASSERT_TRUE(List(other_tenant, pb::ListConversationsRequest(), &other_listing).ok());
+  EXPECT_EQ(other_listing.conversations_size(), 0);
+  EXPECT_EQ(MessageCount(alice, id), 0);
+
+  const core::Identity bad_tenant{"a b", "alice"};
+  EXPECT_EQ(Get(bad_tenant, id).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(
+      stub_->CreateConversation(Call(bad_tenant).get(), pb::CreateConversationRequest(), &created)
+          .error_code(),
+      grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(ConversationServerTest, BadInputIsRejectedAndChangesNothing) {
+  const core::Identity alice = FreshUser();
+  const std::string id = Create(alice, "valid").id();
+  ASSERT_TRUE(Append(alice, Message(id, pb::ROLE_USER, "hello")).ok());
+
+  Struct big_metadata = MakeStruct({{"blob", std::string(17 * 1024, 'm')}});
+  struct BadAppend {
+    std::string what;
+    pb::AppendMessageRequest request;
+  };
+  std::vector<BadAppend> bad_appends = {
+      {"content of 64 KiB + 1", Message(id, pb::ROLE_USER, std::string(64 * 1024 + 1, 'x'))},
+      {"ROLE_UNSPECIFIED", Message(id, pb::ROLE_UNSPECIFIED, "no role")},
+      {"unknown role 99", Message(id, static_cast<pb::Role>(99), "role from the future")},
+      {"malformed conversation_id", Message("not-a-uuid", pb::ROLE_USER, "hello")},
+      {"metadata over 16 KiB", Message(id, pb::ROLE_USER, "hello")},
+  };
+  *bad_appends.back().request.mutable_metadata() = big_metadata;
+  for (const BadAppend& bad : bad_appends) {
+    EXPECT_EQ(Append(alice, bad.request).error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << bad.what;
+  }
+
+  pb::CreateConversationRequest big_create;
+  *big_create.mutable_metadata() = big_metadata;
+  pb::CreateConversationResponse created;
+  EXPECT_EQ(stub_->CreateConversation(Call(alice).get(), big_create, &created).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+
+  pb::ListConversationsRequest huge_page;
+  huge_page.set_page_size(1000);
+  pb::ListConversationsResponse listing;
+  EXPECT_EQ(List(alice, huge_page, &listing).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  pb::ListConversationsRequest garbage_token;
+  garbage_token.set_page_token("not a token, just garbage!");
+  EXPECT_EQ(List(alice, garbage_token, &listing).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  pb::GetContextWindowRequest negative_budget;
+  negative_budget.set_conversation_id(id);
+  negative_budget.set_token_budget(-1);
+  pb::GetContextWindowResponse window;
+  EXPECT_EQ(stub_->GetContextWindow(Call(alice).get(), negative_budget, &window).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+
+  // Invalid UTF-8 in a proto3 string. The C++ client would only log while
+  // serializing it, so the field is written by hand onto a valid request:
+  // tag 3 (content), wire type 2, then the length and the bytes.
+  const std::string invalid_utf8 = "caf\xc3 \xff\xfe";
+  std::string wire = Message(id, pb::ROLE_USER, "").SerializeAsString();
+  wire += static_cast<char>((3 << 3) | 2);
+  wire += static_cast<char>(invalid_utf8.size());
+  wire += invalid_utf8;
+  grpc::Slice slice(wire);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  grpc::GenericStub generic(channel_);
+  auto context = Call(alice);
+  std::promise<grpc::Status> done;
+  generic.UnaryCall(context.get(), "/omniforge.conversation.v1.ConversationService/AppendMessage",
+                    grpc::StubOptions(), &request, &response,
+                    [&done](grpc::Status s) { done.set_value(std::move(s)); });
+  const grpc::Status utf8_status = done.get_future().get();
+  // gRPC 1.51 fails to parse the request and answers INTERNAL before the
+  // service sees it; the service's own check would say INVALID_ARGUMENT.
+  EXPECT_FALSE(utf8_status.ok());
+  EXPECT_THAT(utf8_status.error_code(),
+              ::testing::AnyOf(grpc::StatusCode::INVALID_ARGUMENT, grpc::StatusCode::INTERNAL))
+      << utf8_status.error_message();
+
+  EXPECT_EQ(MessageCount(alice, id), 1);
+  ASSERT_TRUE(List(alice, pb::ListConversationsRequest(), &listing).ok());
+  EXPECT_EQ(listing.conversations_size(), 1);
+
+  // The limit is exactly 64 KiB: content of that size is stored.
+  pb::AppendMessageResponse largest;
+  const grpc::Status status =
+      Append(alice, Message(id, pb::ROLE_USER, std::string(64 * 1024, 'x')), &largest);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(largest.message().seq(), 2);
+}
+
+TEST_F(ConversationServerTest, IdempotencyKeyDeduplicatesRetries) {
+  const core::Identity alice = FreshUser();
+  const std::string id = Create(alice, "retries").id();
+  pb::AppendMessageRequest request = Message(id, pb::ROLE_USER, "pay the invoice");
+  request.set_idempotency_key("retry-key-1");
+
+  pb::AppendMessageResponse first;
+  grpc::Status status = Append(alice, request, &first);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_FALSE(first.deduplicated());
+  pb::AppendMessageResponse second;
+  status = Append(alice, request, &second);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(second.deduplicated());
+  EXPECT_EQ(second.message().id(), first.message().id());
+  EXPECT_EQ(second.message().seq(), first.message().seq());
+  EXPECT_EQ(MessageCount(alice, id), 1);
+}
+
+TEST_F(ConversationServerTest, SecretsAreFlaggedAndNeverLogged) {
+  const std::string secret = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX123456";
+  const core::Identity alice = FreshUser();
+  const std::string id = Create(alice, "keys").id();
+  pb::AppendMessageResponse response;
+  const grpc::Status status =
+      Append(alice, Message(id, pb::ROLE_USER, "my api key is " + secret), &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const auto& fields = response.message().metadata().fields();
+  ASSERT_TRUE(fields.contains("secrets_detected")) << response.message().DebugString();
+  std::vector<std::string> kinds;
+  for (const auto& value : fields.at("secrets_detected").list_value().values()) {
+    kinds.push_back(value.string_value());
+  }
+  EXPECT_THAT(kinds, ElementsAre("openai_api_key"));
+
+  // Stop first so the shutdown lines are in the log too.
+  ASSERT_TRUE(server_->Stop().has_value());
+  const std::vector<std::string> log = server_->LogLines();
+  ASSERT_FALSE(log.empty());
+  for (const std::string& line : log) EXPECT_THAT(line, ::testing::Not(HasSubstr(secret)));
+}
+
+TEST_F(ConversationServerTest, MetricsCountRpcsByMethodAndCode) {
+  const std::string series = "omniforge_rpc_total{code=\"OK\",method=\"CreateConversation\"}";
+  httplib::Client metrics("127.0.0.1", server_->metrics_port());
+  metrics.set_connection_timeout(5);
+  metrics.set_read_timeout(5);
+
+  auto before = metrics.Get("/metrics");
+  ASSERT_TRUE(before) << httplib::to_string(before.error());
+  ASSERT_EQ(before->status, 200);
+  EXPECT_THAT(before->body, ::testing::Not(HasSubstr(series)));
+
+  Create(FreshUser(), "counted");
+  auto after = metrics.Get("/metrics");
+  ASSERT_TRUE(after) << httplib::to_string(after.error());
+  ASSERT_EQ(after->status, 200);
+  EXPECT_THAT(after->body, HasSubstr(series + " 1\n"));
+}
+
+// One in-flight AppendMessage of the drain test.
+struct DrainCall {
+  grpc::ClientContext context;
+  pb::AppendMessageRequest request;
+  pb::AppendMessageResponse response;
+  grpc::Status status;
+};
+
+TEST_F(ConversationServerTest, SigtermDrainsInFlightAppends) {
+  constexpr int kCalls = 200;
+  const core::Identity alice = FreshUser();
+  const std::string id = Create(alice, "drain").id();
+  ASSERT_FALSE(id.empty());
+
+  std::mutex mu;
+  std::condition_variable finished;
+  int done = 0;  // Guarded by mu.
+  std::vector<std::unique_ptr<DrainCall>> calls;
+  for (int i = 0; i < kCalls; ++i) {
+    auto call = std::make_unique<DrainCall>();
+    core::AttachIdentity(call->context, alice);
+    call->context.set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
+    call->request = Message(id, pb::ROLE_USER, "drain " + std::to_string(i));
+    calls.push_back(std::move(call));
+  }
+  for (auto& call : calls) {
+    DrainCall* c = call.get();
+    stub_->async()->AppendMessage(&c->context, &c->request, &c->response,
+                                  [c, &mu, &finished, &done](grpc::Status s) {
+                                    std::lock_guard<std::mutex> lock(mu);
+                                    c->status = std::move(s);
+                                    ++done;
+                                    finished.notify_all();
+                                  });
+  }
+  // SIGTERM once the server is demonstrably handling the burst, so most calls
+  // are in flight when the drain begins.
+  int done_at_sigterm = 0;
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(finished.wait_for(lock, kRpcTimeout, [&] { return done > 0; }));
+    server_->Terminate();
+    done_at_sigterm = done;
+  }
+  const Clock::time_point terminated = Clock::now();
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(finished.wait_for(lock, kRpcTimeout + std::chrono::seconds(5),
+                                  [&] { return done == kCalls; }));
+  }
+  const std::optional<int> exit_status = server_->WaitForExit(std::chrono::seconds(5));
+  ASSERT_TRUE(exit_status.has_value()) << "no exit 5 s after SIGTERM; log:\n"
+                                       << server_->JoinedLog();
+  EXPECT_TRUE(WIFEXITED(*exit_status) && WEXITSTATUS(*exit_status) == 0) << *exit_status;
+  EXPECT_LT(Clock::now() - terminated, std::chrono::seconds(5));
+
+  std::vector<std::string> acknowledged;
+  int unavailable = 0;
+  for (const auto& call : calls) {
+    if (call->status.ok()) {
+      acknowledged.push_back(call->request.content());
+    } else {
+      EXPECT_EQ(call->status.error_code(), grpc::StatusCode::UNAVAILABLE)
+          << call->status.error_message();
+      ++unavailable;
+    }
+  }
+  RecordProperty("done_at_sigterm", done_at_sigterm);
+  RecordProperty("acknowledged", static_cast<int>(acknowledged.size()));
+  RecordProperty("unavailable", unavailable);
+  // The drain finished calls that were still running when SIGTERM arrived.
+  EXPECT_GT(static_cast<int>(acknowledged.size()), done_at_sigterm);
+
+  // A second instance on the same database sees every acknowledged message,
+  // and nothing the client was told failed.
+  ServerProcess second;
+  const auto error = second.Start(database_->dsn());
+  ASSERT_FALSE(error.has_value()) << *error;
+  auto stub = pb::ConversationService::NewStub(
+      grpc::CreateChannel(second.address(), grpc::InsecureChannelCredentials()));
+  pb::ListMessagesRequest list;
+  list.set_conversation_id(id);
+  list.set_limit(500);
+  pb::ListMessagesResponse stored;
+  const grpc::Status status = stub->ListMessages(Call(alice).get(), list, &stored);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  std::vector<std::string> contents;
+  for (int i = 0; i < stored.messages_size(); ++i) {
+    EXPECT_EQ(stored.messages(i).seq(), i + 1);
+    contents.push_back(stored.messages(i).content());
+  }
+  EXPECT_THAT(contents, UnorderedElementsAreArray(acknowledged));
+  const auto second_exit = second.Stop();
+  EXPECT_TRUE(second_exit && WIFEXITED(*second_exit) && WEXITSTATUS(*second_exit) == 0);
+}
+
+}  // namespace
+}  // namespace omniforge::conversation
