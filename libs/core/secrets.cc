@@ -74,9 +74,10 @@ bool IsNotRedacted(std::string_view value) { return value != kRedacted; }
 //   stripe_key      (sk|rk)_(live|test)_<16+ alnum> (secret/restricted keys)
 //   jwt             eyJ<b64url>.eyJ<b64url>.<b64url signature, maybe empty>
 //   bearer_token    "Bearer " + a 16+ char token68 (case-insensitive)
-//   password        password|passwd|pwd|secret|api_key|access_token followed
-//                   by ':' or '=' (JSON quotes allowed): the value only; and
-//                   the password in a URL's user:password@ part.
+//   password        password|passwd|pwd|secret|api[_-]?key|access[_-]?token
+//                   (any case) followed by ':' or '=' (JSON quotes allowed):
+//                   the value only; and the password in a URL's
+//                   user:password@ part.
 //   credit_card     not a regex: see FindCardNumbers.
 constexpr Rule kRules[] = {
     {kPrivateKey,

@@ -268,10 +268,19 @@ class ConversationServerTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    const auto status = server_->Stop();
+    const auto status = StopServer();
     EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
         << "server did not exit cleanly; log:\n"
         << server_->JoinedLog();
+  }
+
+  // Closes the client side first: gRPC's drain waits for connected clients to
+  // hang up, and an idle blocking-API channel only notices the GOAWAY on its
+  // 5 s backup poll.
+  std::optional<int> StopServer() {
+    stub_.reset();
+    channel_.reset();
+    return server_->Stop();
   }
 
   pb::Conversation Create(const core::Identity& who, const std::string& title,
@@ -620,11 +629,14 @@ TEST_F(ConversationServerTest, BadInputIsRejectedAndChangesNothing) {
                     grpc::StubOptions(), &request, &response,
                     [&done](grpc::Status s) { done.set_value(std::move(s)); });
   const grpc::Status utf8_status = done.get_future().get();
-  // gRPC 1.51 fails to parse the request and answers INTERNAL before the
-  // service sees it; the service's own check would say INVALID_ARGUMENT.
+  // The request fails to parse before the service sees it. gRPC 1.51's
+  // callback API then answers UNIMPLEMENTED with an empty message (observed);
+  // other versions say INTERNAL, and the service's own check would say
+  // INVALID_ARGUMENT. What matters is that it fails and stores nothing.
   EXPECT_FALSE(utf8_status.ok());
   EXPECT_THAT(utf8_status.error_code(),
-              ::testing::AnyOf(grpc::StatusCode::INVALID_ARGUMENT, grpc::StatusCode::INTERNAL))
+              ::testing::AnyOf(grpc::StatusCode::INVALID_ARGUMENT, grpc::StatusCode::INTERNAL,
+                               grpc::StatusCode::UNIMPLEMENTED))
       << utf8_status.error_message();
 
   EXPECT_EQ(MessageCount(alice, id), 1);
@@ -675,7 +687,7 @@ TEST_F(ConversationServerTest, SecretsAreFlaggedAndNeverLogged) {
   EXPECT_THAT(kinds, ElementsAre("openai_api_key"));
 
   // Stop first so the shutdown lines are in the log too.
-  ASSERT_TRUE(server_->Stop().has_value());
+  ASSERT_TRUE(StopServer().has_value());
   const std::vector<std::string> log = server_->LogLines();
   ASSERT_FALSE(log.empty());
   for (const std::string& line : log) EXPECT_THAT(line, ::testing::Not(HasSubstr(secret)));
@@ -755,20 +767,29 @@ TEST_F(ConversationServerTest, SigtermDrainsInFlightAppends) {
   EXPECT_TRUE(WIFEXITED(*exit_status) && WEXITSTATUS(*exit_status) == 0) << *exit_status;
   EXPECT_LT(Clock::now() - terminated, std::chrono::seconds(5));
 
+  // A call the service never received fails without being stored: it came
+  // after the GOAWAY (UNAVAILABLE), or it was still in gRPC's queue of calls
+  // not yet handed to a handler, which gRPC 1.51 cancels at shutdown
+  // (CANCELLED, observed in about half of the runs).
   std::vector<std::string> acknowledged;
   int unavailable = 0;
+  int cancelled = 0;
   for (const auto& call : calls) {
     if (call->status.ok()) {
       acknowledged.push_back(call->request.content());
-    } else {
-      EXPECT_EQ(call->status.error_code(), grpc::StatusCode::UNAVAILABLE)
-          << call->status.error_message();
+    } else if (call->status.error_code() == grpc::StatusCode::UNAVAILABLE) {
       ++unavailable;
+    } else if (call->status.error_code() == grpc::StatusCode::CANCELLED) {
+      ++cancelled;
+    } else {
+      ADD_FAILURE() << "unexpected status " << call->status.error_code() << ": "
+                    << call->status.error_message();
     }
   }
   RecordProperty("done_at_sigterm", done_at_sigterm);
   RecordProperty("acknowledged", static_cast<int>(acknowledged.size()));
   RecordProperty("unavailable", unavailable);
+  RecordProperty("cancelled", cancelled);
   // The drain finished calls that were still running when SIGTERM arrived.
   EXPECT_GT(static_cast<int>(acknowledged.size()), done_at_sigterm);
 
