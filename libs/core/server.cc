@@ -1,5 +1,6 @@
 #include "libs/core/server.h"
 
+#include <google/protobuf/stubs/logging.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/security/server_credentials.h>
@@ -45,6 +46,20 @@ const char* CodeName(absl::StatusCode code) {
   }
 }
 
+// Protobuf reports parse problems (e.g. invalid UTF-8 in a request) through
+// its own logger; send them to the JSON log instead of raw stderr. The
+// messages name fields, never their content.
+void LogProtobufMessage(google::protobuf::LogLevel level, const char* filename, int line,
+                        const std::string& message) {
+  const LogFields fields = {{"component", "protobuf"},
+                            {"source", std::string(filename) + ":" + std::to_string(line)}};
+  if (level >= google::protobuf::LOGLEVEL_ERROR) {
+    LogWarn(message, fields);
+  } else {
+    LogDebug(message, fields);
+  }
+}
+
 }  // namespace
 
 ServerOptions ReadServerOptions(ConfigReader& config, int default_port,
@@ -85,6 +100,7 @@ ServiceServer::~ServiceServer() { Shutdown(); }
 void ServiceServer::AddService(grpc::Service* service) { services_.push_back(service); }
 
 absl::Status ServiceServer::Start() {
+  google::protobuf::SetLogHandler(&LogProtobufMessage);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 

@@ -2,6 +2,9 @@
 
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/time_util.h>
+#include <grpcpp/support/proto_buffer_reader.h>
+
+#include <memory>
 
 #include "libs/core/grpc_identity.h"
 #include "libs/core/grpc_status.h"
@@ -12,13 +15,66 @@ namespace {
 
 using google::protobuf::util::TimeUtil;
 
-absl::StatusOr<std::string> MetadataToJson(const pb::CreateConversationRequest& r) {
-  if (!r.has_metadata()) return std::string();
-  std::string json;
-  if (!google::protobuf::util::MessageToJsonString(r.metadata(), &json).ok()) {
-    return absl::InvalidArgumentError("metadata cannot be represented as JSON");
+// One unary call: its parsed request, the response being built, the caller.
+template <typename Request, typename Response>
+struct Call {
+  Request request;
+  Response response;
+  core::Identity who;
+};
+
+template <typename Request, typename Response>
+using Handler = std::function<void(std::shared_ptr<Call<Request, Response>> call,
+                                   std::function<void(absl::Status)> done)>;
+
+// Parses the request and the identity, then runs `handler`, which calls
+// `done` exactly once (on any thread) to finish the call.
+template <typename Request, typename Response>
+grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw,
+                                grpc::ByteBuffer* raw_response, const char* method,
+                                Handler<Request, Response> handler) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto scope = std::make_shared<core::RpcScope>(method);
+  auto call = std::make_shared<Call<Request, Response>>();
+  auto done = [reactor, scope, call, raw_response](absl::Status status) {
+    if (status.ok()) {
+      bool own_buffer = false;
+      grpc::Status serialized =
+          grpc::SerializationTraits<Response>::Serialize(call->response, raw_response, &own_buffer);
+      if (!serialized.ok()) status = absl::InternalError("cannot serialize the response");
+    }
+    scope->Finish(status);
+    reactor->Finish(core::ToGrpcStatus(status));
+  };
+  grpc::ByteBuffer copy(*raw);  // shares the slices; the reader consumes its own view
+  grpc::ProtoBufferReader reader(&copy);
+  if (!call->request.ParseFromZeroCopyStream(&reader)) {
+    done(absl::InvalidArgumentError("request is not a valid " + Request::descriptor()->full_name() +
+                                    ": every string field must be valid UTF-8"));
+    return reactor;
   }
-  return json;
+  auto who = core::IdentityFromContext(*context);
+  if (!who.ok()) {
+    done(who.status());
+    return reactor;
+  }
+  call->who = *std::move(who);
+  handler(std::move(call), std::move(done));
+  return reactor;
+}
+
+// Runs `body` on a worker thread (it blocks on the database).
+template <typename Request, typename Response>
+Handler<Request, Response> OnWorker(
+    core::ThreadPool& workers,
+    std::function<absl::Status(const core::Identity&, const Request&, Response*)> body) {
+  return [&workers, body = std::move(body)](std::shared_ptr<Call<Request, Response>> call,
+                                            std::function<void(absl::Status)> done) {
+    auto task = [body, call, done] { done(body(call->who, call->request, &call->response)); };
+    if (!workers.Submit(task)) {
+      done(absl::ResourceExhaustedError("conversation service is overloaded; retry"));
+    }
+  };
 }
 
 absl::StatusOr<std::string> StructToJson(const google::protobuf::Struct& s, bool present) {
@@ -61,138 +117,134 @@ void ToProto(const Message& m, pb::Message* out) {
 
 }  // namespace
 
-grpc::ServerUnaryReactor* ConversationGrpcService::Blocking(
-    grpc::CallbackServerContext* context, const char* method,
-    std::function<absl::Status(const core::Identity&)> body) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  auto scope = std::make_shared<core::RpcScope>(method);
-  auto who = core::IdentityFromContext(*context);
-  if (!who.ok()) {
-    scope->Finish(who.status());
-    reactor->Finish(core::ToGrpcStatus(who.status()));
-    return reactor;
-  }
-  const bool queued = workers_.Submit([reactor, scope, who = *who, body = std::move(body)] {
-    absl::Status status = body(who);
-    scope->Finish(status);
-    reactor->Finish(core::ToGrpcStatus(status));
-  });
-  if (!queued) {
-    absl::Status busy = absl::ResourceExhaustedError("conversation service is overloaded; retry");
-    scope->Finish(busy);
-    reactor->Finish(core::ToGrpcStatus(busy));
-  }
-  return reactor;
-}
-
 grpc::ServerUnaryReactor* ConversationGrpcService::CreateConversation(
-    grpc::CallbackServerContext* context, const pb::CreateConversationRequest* request,
-    pb::CreateConversationResponse* response) {
-  return Blocking(context, "CreateConversation", [this, request, response](const core::Identity& who) {
-    auto metadata = MetadataToJson(*request);
-    if (!metadata.ok()) return metadata.status();
-    CreateConversationInput input{request->title(), static_cast<int>(request->kind()),
-                                  request->parent_conversation_id(), *metadata};
-    auto created = logic_.Create(who, input);
-    if (!created.ok()) return created.status();
-    ToProto(*created, response->mutable_conversation());
-    return absl::OkStatus();
-  });
+    grpc::CallbackServerContext* context, const Raw* raw, Raw* raw_response) {
+  using Req = pb::CreateConversationRequest;
+  using Resp = pb::CreateConversationResponse;
+  return Serve<Req, Resp>(
+      context, raw, raw_response, "CreateConversation",
+      OnWorker<Req, Resp>(workers_, [this](const core::Identity& who, const Req& request,
+                                           Resp* response) {
+        auto metadata = StructToJson(request.metadata(), request.has_metadata());
+        if (!metadata.ok()) return metadata.status();
+        auto created = logic_.Create(who, {request.title(), static_cast<int>(request.kind()),
+                                           request.parent_conversation_id(), *metadata});
+        if (!created.ok()) return created.status();
+        ToProto(*created, response->mutable_conversation());
+        return absl::OkStatus();
+      }));
 }
 
 grpc::ServerUnaryReactor* ConversationGrpcService::GetConversation(
-    grpc::CallbackServerContext* context, const pb::GetConversationRequest* request,
-    pb::GetConversationResponse* response) {
-  return Blocking(context, "GetConversation", [this, request, response](const core::Identity& who) {
-    auto found = logic_.Get(who, request->conversation_id());
-    if (!found.ok()) return found.status();
-    ToProto(*found, response->mutable_conversation());
-    return absl::OkStatus();
-  });
+    grpc::CallbackServerContext* context, const Raw* raw, Raw* raw_response) {
+  using Req = pb::GetConversationRequest;
+  using Resp = pb::GetConversationResponse;
+  return Serve<Req, Resp>(
+      context, raw, raw_response, "GetConversation",
+      OnWorker<Req, Resp>(workers_, [this](const core::Identity& who, const Req& request,
+                                           Resp* response) {
+        auto found = logic_.Get(who, request.conversation_id());
+        if (!found.ok()) return found.status();
+        ToProto(*found, response->mutable_conversation());
+        return absl::OkStatus();
+      }));
 }
 
 grpc::ServerUnaryReactor* ConversationGrpcService::ListConversations(
-    grpc::CallbackServerContext* context, const pb::ListConversationsRequest* request,
-    pb::ListConversationsResponse* response) {
-  return Blocking(context, "ListConversations", [this, request, response](const core::Identity& who) {
-    auto listing = logic_.List(who, request->parent_conversation_id(), request->page_size(),
-                               request->page_token());
-    if (!listing.ok()) return listing.status();
-    for (const Conversation& c : listing->conversations) ToProto(c, response->add_conversations());
-    response->set_next_page_token(listing->next_page_token);
-    return absl::OkStatus();
-  });
+    grpc::CallbackServerContext* context, const Raw* raw, Raw* raw_response) {
+  using Req = pb::ListConversationsRequest;
+  using Resp = pb::ListConversationsResponse;
+  return Serve<Req, Resp>(
+      context, raw, raw_response, "ListConversations",
+      OnWorker<Req, Resp>(workers_, [this](const core::Identity& who, const Req& request,
+                                           Resp* response) {
+        auto listing = logic_.List(who, request.parent_conversation_id(), request.page_size(),
+                                   request.page_token());
+        if (!listing.ok()) return listing.status();
+        for (const Conversation& c : listing->conversations) {
+          ToProto(c, response->add_conversations());
+        }
+        response->set_next_page_token(listing->next_page_token);
+        return absl::OkStatus();
+      }));
 }
 
 grpc::ServerUnaryReactor* ConversationGrpcService::AppendMessage(
-    grpc::CallbackServerContext* context, const pb::AppendMessageRequest* request,
-    pb::AppendMessageResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  auto scope = std::make_shared<core::RpcScope>("AppendMessage");
-  auto finish = [reactor, scope](const absl::Status& status) {
-    scope->Finish(status);
-    reactor->Finish(core::ToGrpcStatus(status));
-  };
-  auto who = core::IdentityFromContext(*context);
-  if (!who.ok()) {
-    finish(who.status());
-    return reactor;
-  }
-  auto metadata = StructToJson(request->metadata(), request->has_metadata());
-  if (!metadata.ok()) {
-    finish(metadata.status());
-    return reactor;
-  }
-  AppendMessageInput input{request->conversation_id(), static_cast<int>(request->role()),
-                           request->content(), *metadata, request->idempotency_key()};
-  // The group-commit queue calls back after the commit; no worker is held
-  // while the message waits for its batch.
-  logic_.Append(*who, input, [response, finish](absl::StatusOr<AppendResult> result) {
-    if (!result.ok()) {
-      finish(result.status());
-      return;
-    }
-    ToProto(result->message, response->mutable_message());
-    response->set_deduplicated(result->deduplicated);
-    finish(absl::OkStatus());
-  });
-  return reactor;
+    grpc::CallbackServerContext* context, const Raw* raw, Raw* raw_response) {
+  using Req = pb::AppendMessageRequest;
+  using Resp = pb::AppendMessageResponse;
+  // No worker is held while the message waits for its group commit: the
+  // queue calls back once the batch holding it has committed.
+  return Serve<Req, Resp>(
+      context, raw, raw_response, "AppendMessage",
+      [this](std::shared_ptr<Call<Req, Resp>> call, std::function<void(absl::Status)> done) {
+        const Req& request = call->request;
+        auto metadata = StructToJson(request.metadata(), request.has_metadata());
+        if (!metadata.ok()) {
+          done(metadata.status());
+          return;
+        }
+        AppendMessageInput input{request.conversation_id(), static_cast<int>(request.role()),
+                                 request.content(), *metadata, request.idempotency_key()};
+        logic_.Append(call->who, input, [call, done](absl::StatusOr<AppendResult> result) {
+          if (!result.ok()) {
+            done(result.status());
+            return;
+          }
+          ToProto(result->message, call->response.mutable_message());
+          call->response.set_deduplicated(result->deduplicated);
+          done(absl::OkStatus());
+        });
+      });
 }
 
 grpc::ServerUnaryReactor* ConversationGrpcService::ListMessages(
-    grpc::CallbackServerContext* context, const pb::ListMessagesRequest* request,
-    pb::ListMessagesResponse* response) {
-  return Blocking(context, "ListMessages", [this, request, response](const core::Identity& who) {
-    auto page = logic_.ListMessages(who, request->conversation_id(), request->before_seq(),
-                                    request->limit());
-    if (!page.ok()) return page.status();
-    for (const Message& m : page->messages) ToProto(m, response->add_messages());
-    response->set_has_more(page->has_more);
-    return absl::OkStatus();
-  });
+    grpc::CallbackServerContext* context, const Raw* raw, Raw* raw_response) {
+  using Req = pb::ListMessagesRequest;
+  using Resp = pb::ListMessagesResponse;
+  return Serve<Req, Resp>(
+      context, raw, raw_response, "ListMessages",
+      OnWorker<Req, Resp>(workers_, [this](const core::Identity& who, const Req& request,
+                                           Resp* response) {
+        auto page = logic_.ListMessages(who, request.conversation_id(), request.before_seq(),
+                                        request.limit());
+        if (!page.ok()) return page.status();
+        for (const Message& m : page->messages) ToProto(m, response->add_messages());
+        response->set_has_more(page->has_more);
+        return absl::OkStatus();
+      }));
 }
 
 grpc::ServerUnaryReactor* ConversationGrpcService::GetContextWindow(
-    grpc::CallbackServerContext* context, const pb::GetContextWindowRequest* request,
-    pb::GetContextWindowResponse* response) {
-  return Blocking(context, "GetContextWindow", [this, request, response](const core::Identity& who) {
-    auto window = logic_.GetContextWindow(who, request->conversation_id(), request->token_budget(),
-                                          request->min_recent_exchanges());
-    if (!window.ok()) return window.status();
-    for (const Message& m : window->messages) ToProto(m, response->add_messages());
-    response->set_total_tokens(window->total_tokens);
-    response->set_truncated(window->truncated);
-    response->set_token_estimator(std::string(logic_.estimator().Name()));
-    return absl::OkStatus();
-  });
+    grpc::CallbackServerContext* context, const Raw* raw, Raw* raw_response) {
+  using Req = pb::GetContextWindowRequest;
+  using Resp = pb::GetContextWindowResponse;
+  return Serve<Req, Resp>(
+      context, raw, raw_response, "GetContextWindow",
+      OnWorker<Req, Resp>(workers_, [this](const core::Identity& who, const Req& request,
+                                           Resp* response) {
+        auto window = logic_.GetContextWindow(who, request.conversation_id(),
+                                              request.token_budget(),
+                                              request.min_recent_exchanges());
+        if (!window.ok()) return window.status();
+        for (const Message& m : window->messages) ToProto(m, response->add_messages());
+        response->set_total_tokens(window->total_tokens);
+        response->set_truncated(window->truncated);
+        response->set_token_estimator(std::string(logic_.estimator().Name()));
+        return absl::OkStatus();
+      }));
 }
 
 grpc::ServerUnaryReactor* ConversationGrpcService::DeleteConversation(
-    grpc::CallbackServerContext* context, const pb::DeleteConversationRequest* request,
-    pb::DeleteConversationResponse* /*response*/) {
-  return Blocking(context, "DeleteConversation", [this, request](const core::Identity& who) {
-    return logic_.Delete(who, request->conversation_id());
-  });
+    grpc::CallbackServerContext* context, const Raw* raw, Raw* raw_response) {
+  using Req = pb::DeleteConversationRequest;
+  using Resp = pb::DeleteConversationResponse;
+  return Serve<Req, Resp>(
+      context, raw, raw_response, "DeleteConversation",
+      OnWorker<Req, Resp>(workers_,
+                          [this](const core::Identity& who, const Req& request, Resp*) {
+                            return logic_.Delete(who, request.conversation_id());
+                          }));
 }
 
 }  // namespace omniforge::conversation

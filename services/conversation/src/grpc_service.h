@@ -1,7 +1,13 @@
-// The gRPC face of the conversation service: reads the caller identity,
-// converts protos to ConversationLogic calls and back, and keeps blocking
-// work off gRPC's threads.
+// The gRPC face of the conversation service: parses requests, reads the
+// caller identity, converts protos to ConversationLogic calls and back, and
+// keeps blocking work off gRPC's threads.
+//
+// Methods receive raw bytes and parse them here, so a request gRPC itself
+// would reject without a word (a string field holding invalid UTF-8) gets a
+// clear INVALID_ARGUMENT instead.
 #pragma once
+
+#include <functional>
 
 #include "libs/core/thread_pool.h"
 #include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
@@ -11,40 +17,32 @@ namespace omniforge::conversation {
 
 namespace pb = ::omniforge::conversation::v1;
 
-class ConversationGrpcService final : public pb::ConversationService::CallbackService {
+using RawConversationService = pb::ConversationService::WithRawCallbackMethod_CreateConversation<
+    pb::ConversationService::WithRawCallbackMethod_GetConversation<
+        pb::ConversationService::WithRawCallbackMethod_ListConversations<
+            pb::ConversationService::WithRawCallbackMethod_AppendMessage<
+                pb::ConversationService::WithRawCallbackMethod_ListMessages<
+                    pb::ConversationService::WithRawCallbackMethod_GetContextWindow<
+                        pb::ConversationService::WithRawCallbackMethod_DeleteConversation<
+                            pb::ConversationService::Service>>>>>>>;
+
+class ConversationGrpcService final : public RawConversationService {
  public:
   // `workers` runs the blocking calls; both must outlive the service.
   ConversationGrpcService(ConversationLogic& logic, core::ThreadPool& workers)
       : logic_(logic), workers_(workers) {}
 
-  grpc::ServerUnaryReactor* CreateConversation(grpc::CallbackServerContext* context,
-                                               const pb::CreateConversationRequest* request,
-                                               pb::CreateConversationResponse* response) override;
-  grpc::ServerUnaryReactor* GetConversation(grpc::CallbackServerContext* context,
-                                            const pb::GetConversationRequest* request,
-                                            pb::GetConversationResponse* response) override;
-  grpc::ServerUnaryReactor* ListConversations(grpc::CallbackServerContext* context,
-                                              const pb::ListConversationsRequest* request,
-                                              pb::ListConversationsResponse* response) override;
-  grpc::ServerUnaryReactor* AppendMessage(grpc::CallbackServerContext* context,
-                                          const pb::AppendMessageRequest* request,
-                                          pb::AppendMessageResponse* response) override;
-  grpc::ServerUnaryReactor* ListMessages(grpc::CallbackServerContext* context,
-                                         const pb::ListMessagesRequest* request,
-                                         pb::ListMessagesResponse* response) override;
-  grpc::ServerUnaryReactor* GetContextWindow(grpc::CallbackServerContext* context,
-                                             const pb::GetContextWindowRequest* request,
-                                             pb::GetContextWindowResponse* response) override;
-  grpc::ServerUnaryReactor* DeleteConversation(grpc::CallbackServerContext* context,
-                                               const pb::DeleteConversationRequest* request,
-                                               pb::DeleteConversationResponse* response) override;
+  using Reactor = grpc::ServerUnaryReactor;
+  using Raw = grpc::ByteBuffer;
+  Reactor* CreateConversation(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
+  Reactor* GetConversation(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
+  Reactor* ListConversations(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
+  Reactor* AppendMessage(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
+  Reactor* ListMessages(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
+  Reactor* GetContextWindow(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
+  Reactor* DeleteConversation(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
 
  private:
-  // Runs `body` on a worker with the caller's identity and finishes the call
-  // with its status.
-  grpc::ServerUnaryReactor* Blocking(grpc::CallbackServerContext* context, const char* method,
-                                     std::function<absl::Status(const core::Identity&)> body);
-
   ConversationLogic& logic_;
   core::ThreadPool& workers_;
 };

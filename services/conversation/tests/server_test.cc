@@ -11,6 +11,8 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 #include <httplib.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -629,17 +631,23 @@ TEST_F(ConversationServerTest, BadInputIsRejectedAndChangesNothing) {
                     grpc::StubOptions(), &request, &response,
                     [&done](grpc::Status s) { done.set_value(std::move(s)); });
   const grpc::Status utf8_status = done.get_future().get();
-  // The request fails to parse before the service sees it. gRPC 1.51's
-  // callback API then answers UNIMPLEMENTED with an empty message (observed);
-  // other versions say INTERNAL, and the service's own check would say
-  // INVALID_ARGUMENT. What matters is that it fails and stores nothing.
-  EXPECT_FALSE(utf8_status.ok());
-  EXPECT_THAT(utf8_status.error_code(),
-              ::testing::AnyOf(grpc::StatusCode::INVALID_ARGUMENT, grpc::StatusCode::INTERNAL,
-                               grpc::StatusCode::UNIMPLEMENTED))
+  // The service parses requests itself, so the client learns what is wrong.
+  EXPECT_EQ(utf8_status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
       << utf8_status.error_message();
+  EXPECT_THAT(utf8_status.error_message(), ::testing::HasSubstr("valid UTF-8"));
 
   EXPECT_EQ(MessageCount(alice, id), 1);
+  // Even the parser's complaint about that request arrives as a JSON log line.
+  const auto has_protobuf_line = [&] {
+    return server_->JoinedLog().find(R"("component":"protobuf")") != std::string::npos;
+  };
+  for (int i = 0; i < 100 && !has_protobuf_line(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(has_protobuf_line()) << server_->JoinedLog();
+  for (const std::string& line : server_->LogLines()) {
+    EXPECT_TRUE(nlohmann::json::accept(line)) << line;
+  }
   ASSERT_TRUE(List(alice, pb::ListConversationsRequest(), &listing).ok());
   EXPECT_EQ(listing.conversations_size(), 1);
 
