@@ -5,7 +5,9 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
-CLI=("$BUILD_DIR/bin/omniforge" --server 127.0.0.1:50051 --tenant demo --user demo-user)
+STATE_DIR="${OMNIFORGE_STATE_DIR:-/tmp/omniforge}"
+BASE=("$BUILD_DIR/bin/omniforge" --server 127.0.0.1:50051)
+CLI=("${BASE[@]}" --tenant demo --user demo-user)
 
 bash "$ROOT/scripts/stack.sh" up
 
@@ -25,12 +27,13 @@ echo "(the same append retried with its idempotency key is stored once:)"
 step "The assistant answers; a secret pasted by mistake is flagged, never logged"
 "${CLI[@]}" conversations append "$id" --role assistant \
   "I can build an agent that drafts them from your Notion pages every Monday at 9:00."
-"${CLI[@]}" --json conversations append "$id" --role user \
-  "sure, here is our token: sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX123456" \
+secret="sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX123456"
+"${CLI[@]}" --json conversations append "$id" --role user "sure, here is our token: $secret" \
   | grep -o '"secrets_detected":\[[^]]*\]' || true
+echo "(times the token appears in the service log: $(grep -c "$secret" "$STATE_DIR/logs/conversation.log" || true))"
 
 step "Another tenant cannot see it (NOT_FOUND, exactly like a missing id)"
-"${CLI[@]}" --tenant someone-else conversations show "$id" || true
+"${BASE[@]}" --tenant someone-else --user demo-user conversations show "$id" || true
 
 step "The context window a planner would read (recent exchanges + token budget)"
 "${CLI[@]}" conversations window "$id" --budget 2000
@@ -41,7 +44,7 @@ step "The user's conversations, most recently active first"
 cat <<TXT
 
 omniforge's conversation memory is running on 127.0.0.1:50051
-(metrics: http://127.0.0.1:9091/metrics, logs: ${OMNIFORGE_STATE_DIR:-/tmp/omniforge}/logs).
+(metrics: http://127.0.0.1:9091/metrics, logs: $STATE_DIR/logs).
 Try it yourself:
   $BUILD_DIR/bin/omniforge conversations show $id
   $BUILD_DIR/bin/omniforge conversations append $id --role user "hello"
