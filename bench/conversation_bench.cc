@@ -21,6 +21,8 @@
 #include <pqxx/pqxx>
 #include <thread>
 
+#include <sys/resource.h>
+
 #include "libs/core/grpc_identity.h"
 #include "libs/core/logging.h"
 #include "libs/core/server.h"
@@ -35,6 +37,29 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// CPU time of this process (client and server), user plus system.
+double ProcessCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+         (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+// Busy and total jiffies of the whole machine, from /proc/stat.
+std::pair<double, double> MachineCpuJiffies() {
+  std::FILE* f = std::fopen("/proc/stat", "r");
+  if (f == nullptr) return {0, 0};
+  double v[8] = {};
+  if (std::fscanf(f, "cpu %lf %lf %lf %lf %lf %lf %lf %lf", &v[0], &v[1], &v[2], &v[3], &v[4],
+                  &v[5], &v[6], &v[7]) != 8) {
+    v[3] = 0;
+  }
+  std::fclose(f);
+  double total = 0;
+  for (double x : v) total += x;
+  return {total - v[3] - v[4], total};
+}
 
 double RawInsertRate(const std::string& dsn, double seconds) {
   pqxx::connection conn(dsn);
@@ -59,14 +84,16 @@ double RawInsertRate(const std::string& dsn, double seconds) {
 
 class Bench {
  public:
-  Bench(const std::string& dsn, int pool_size) {
+  Bench(const std::string& dsn, int pool_size, int committers) {
     pg::PgOptions options;
     options.dsn = dsn;
     options.pool_size = pool_size;
     pool_ = *pg::PgPool::Create(options);
     keys_ = std::make_unique<KeyRing>(
         *pool_, *KeyRing::ParseMasterKey(std::string(64, '7')), "bench");
-    repository_ = std::make_unique<PgConversationRepository>(*pool_, *keys_);
+    PgRepositoryOptions append_options;
+    append_options.append_committers = committers;
+    repository_ = std::make_unique<PgConversationRepository>(*pool_, *keys_, append_options);
     logic_ = std::make_unique<ConversationLogic>(*repository_, estimator_);
     workers_ = std::make_unique<core::ThreadPool>(pool_size, 4096);
     service_ = std::make_unique<ConversationGrpcService>(*logic_, *workers_);
@@ -78,7 +105,7 @@ class Bench {
     grpc::ChannelArguments args;
     // Separate channels spread client load over several HTTP/2 connections,
     // as several orchestrator replicas would.
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < 2; ++i) {
       args.SetInt("omniforge.channel", i);
       stubs_.push_back(pb::ConversationService::NewStub(grpc::CreateCustomChannel(
           "127.0.0.1:" + std::to_string(server_->port()), grpc::InsecureChannelCredentials(),
@@ -105,7 +132,7 @@ class Bench {
     return n / Seconds(Clock::now() - start);
   }
 
-  pb::ConversationService::Stub& stub(int i) { return *stubs_[i % stubs_.size()]; }
+  pb::ConversationService::Stub& stub() { return *stub_; }
 
   static void Identify(grpc::ClientContext& context) {
     core::AttachIdentity(context, {"bench-tenant", "bench-user"});
@@ -118,7 +145,7 @@ class Bench {
     pb::CreateConversationResponse response;
     grpc::ClientContext context;
     Identify(context);
-    if (!stub(0).CreateConversation(&context, request, &response).ok()) std::abort();
+    if (!stub().CreateConversation(&context, request, &response).ok()) std::abort();
     return response.conversation().id();
   }
 
@@ -150,7 +177,7 @@ class Bench {
       Client& client = state[c];
       client.context = std::make_unique<grpc::ClientContext>();
       Identify(*client.context);
-      stub(c).async()->AppendMessage(
+      stub().async()->AppendMessage(
           client.context.get(), &client.request, &client.response, [&, c](grpc::Status status) {
             if (status.ok()) {
               ++acknowledged;
@@ -189,7 +216,7 @@ class Bench {
           grpc::ClientContext context;
           Identify(context);
           pb::AppendMessageResponse response;
-          if (!stub(t).AppendMessage(&context, request, &response).ok()) std::abort();
+          if (!stub().AppendMessage(&context, request, &response).ok()) std::abort();
         }
       });
     }
@@ -206,7 +233,7 @@ class Bench {
       Identify(context);
       pb::GetContextWindowResponse response;
       const auto start = Clock::now();
-      if (!stub(0).GetContextWindow(&context, request, &response).ok()) std::abort();
+      if (!stub().GetContextWindow(&context, request, &response).ok()) std::abort();
       ms.push_back(Seconds(Clock::now() - start) * 1000.0);
       if (i == 0) {
         std::fprintf(stderr, "window: %d messages, %d tokens\n", response.messages_size(),
@@ -226,7 +253,7 @@ class Bench {
   std::unique_ptr<core::ThreadPool> workers_;
   std::unique_ptr<ConversationGrpcService> service_;
   std::unique_ptr<core::ServiceServer> server_;
-  std::vector<std::unique_ptr<pb::ConversationService::Stub>> stubs_;
+  std::unique_ptr<pb::ConversationService::Stub> stub_;
 };
 
 }  // namespace
@@ -238,9 +265,11 @@ int main(int argc, char** argv) {
   double seconds = 5;
   int window_messages = 10000;
   int window_calls = 2000;
+  int committers = PgRepositoryOptions{}.append_committers;
   app.add_option("--seconds", seconds, "duration of each throughput phase");
   app.add_option("--window-messages", window_messages, "messages in the window conversation");
   app.add_option("--window-calls", window_calls, "GetContextWindow calls measured");
+  app.add_option("--committers", committers, "group-commit transactions in flight");
   CLI11_PARSE(app, argc, argv);
   omniforge::core::InitLogging("bench", "warn");
 
@@ -255,7 +284,7 @@ int main(int argc, char** argv) {
   }
   const double raw = RawInsertRate(db.dsn(), seconds);
   std::fprintf(stderr, "raw single-row inserts: %.0f/s\n", raw);
-  Bench bench(db.dsn(), 16);
+  Bench bench(db.dsn(), 16, committers);
   std::fprintf(stderr, "appends via the repository, 1 client: %.0f/s\n",
                bench.RepositoryAppendRate(seconds / 2));
   const double c1 = bench.AppendRate(1, seconds);
@@ -266,10 +295,39 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "  server-side AppendMessage time: %.0f us on average\n",
                  h.Sum() / h.Count() * 1e6);
   }
+  auto& registry = omniforge::core::MetricsRegistry::Global();
+  auto& sizes = registry.GetHistogram("omniforge_conversation_append_batch_size",
+                                      "Messages written per group commit.", {},
+                                      {1, 2, 4, 8, 16, 32, 64, 128, 256});
+  auto& commits = registry.GetHistogram("omniforge_conversation_append_commit_seconds",
+                                        "Time to write and commit one group of messages.");
+  const std::pair<double, double> sizes_before{sizes.Sum(), static_cast<double>(sizes.Count())};
+  const std::pair<double, double> commits_before{commits.Sum(),
+                                                 static_cast<double>(commits.Count())};
+  const auto machine_before = MachineCpuJiffies();
+  const double cpu_before = ProcessCpuSeconds();
+  const auto wall_before = Clock::now();
   const double c64 = bench.AppendRate(64, seconds);
-  std::fprintf(stderr, "appends, 64 clients: %.0f/s\n", c64);
+  const double cpu_cores = (ProcessCpuSeconds() - cpu_before) / Seconds(Clock::now() - wall_before);
+  const auto machine_after = MachineCpuJiffies();
+  std::fprintf(stderr, "  group commit: %.1f messages per batch, %.2f ms per batch\n",
+               (sizes.Sum() - sizes_before.first) / (sizes.Count() - sizes_before.second),
+               (commits.Sum() - commits_before.first) / (commits.Count() - commits_before.second) *
+                   1e3);
+  const double machine_busy = (machine_after.first - machine_before.first) /
+                              std::max(1.0, machine_after.second - machine_before.second);
+  std::fprintf(stderr,
+               "appends, 64 clients: %.0f/s (this process: %.2f cores, %.0f us CPU per append; "
+               "machine %.0f%% busy)\n",
+               c64, cpu_cores, cpu_cores * 1e6 / c64, machine_busy * 100);
   const std::string id = bench.FilledConversation(window_messages);
   auto [p50, p99] = bench.WindowLatency(id, window_calls);
+  {
+    auto& h = omniforge::core::MetricsRegistry::Global().GetHistogram(
+        "omniforge_rpc_duration_seconds", "RPC handling time.", {{"method", "GetContextWindow"}});
+    std::fprintf(stderr, "  server-side GetContextWindow time: %.0f us on average\n",
+                 h.Sum() / h.Count() * 1e6);
+  }
   std::printf(
       "RESULT appends_per_s_c1=%.0f appends_per_s_c64=%.0f raw_insert_per_s=%.0f "
       "c1_vs_raw=%.2f window_p50_ms=%.3f window_p99_ms=%.3f\n",

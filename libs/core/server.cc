@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/synchronization/mutex.h"
 #include "libs/core/logging.h"
 
 namespace omniforge::core {
@@ -101,6 +102,10 @@ void ServiceServer::AddService(grpc::Service* service) { services_.push_back(ser
 
 absl::Status ServiceServer::Start() {
   google::protobuf::SetLogHandler(&LogProtobufMessage);
+  // Debian builds abseil with lock-order (deadlock) detection on, which
+  // costs every absl::Mutex operation gRPC performs a graph update; it is a
+  // debugging aid, not something to pay for in a server.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 

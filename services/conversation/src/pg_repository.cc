@@ -9,6 +9,7 @@
 
 #include "libs/core/ids.h"
 #include "libs/core/logging.h"
+#include "libs/core/metrics.h"
 
 namespace omniforge::conversation {
 namespace {
@@ -201,6 +202,14 @@ void PgConversationRepository::AppendMessage(const core::Identity& who, NewMessa
 }
 
 void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
+  static core::Histogram& batch_sizes = core::MetricsRegistry::Global().GetHistogram(
+      "omniforge_conversation_append_batch_size", "Messages written per group commit.", {},
+      {1, 2, 4, 8, 16, 32, 64, 128, 256});
+  static core::Histogram& commit_seconds = core::MetricsRegistry::Global().GetHistogram(
+      "omniforge_conversation_append_commit_seconds",
+      "Time to write and commit one group of messages.");
+  const auto started = std::chrono::steady_clock::now();
+  batch_sizes.Observe(static_cast<double>(batch.size()));
   std::vector<absl::StatusOr<AppendResult>> results(batch.size(),
                                                     absl::InternalError("append not attempted"));
   // The first item of each (tenant, conversation, idempotency key) goes to
@@ -290,6 +299,8 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
       }
     }
   }
+  commit_seconds.Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   if (!status.ok()) {
     if (batch.size() > 1 && status.code() != absl::StatusCode::kUnavailable) {
       // One bad item must not fail its neighbours: write each on its own.
