@@ -102,15 +102,9 @@ class Bench {
     server_ = std::make_unique<core::ServiceServer>(server_options);
     server_->AddService(service_.get());
     if (!server_->Start().ok()) std::abort();
-    grpc::ChannelArguments args;
-    // Separate channels spread client load over several HTTP/2 connections,
-    // as several orchestrator replicas would.
-    for (int i = 0; i < 2; ++i) {
-      args.SetInt("omniforge.channel", i);
-      stubs_.push_back(pb::ConversationService::NewStub(grpc::CreateCustomChannel(
-          "127.0.0.1:" + std::to_string(server_->port()), grpc::InsecureChannelCredentials(),
-          args)));
-    }
+    // One long-lived channel, as a client service (the orchestrator) keeps.
+    stub_ = pb::ConversationService::NewStub(grpc::CreateChannel(
+        "127.0.0.1:" + std::to_string(server_->port()), grpc::InsecureChannelCredentials()));
   }
 
   ~Bench() { server_->Shutdown(); }
