@@ -826,3 +826,50 @@ TEST_F(ConversationServerTest, SigtermDrainsInFlightAppends) {
 
 }  // namespace
 }  // namespace omniforge::conversation
+
+namespace omniforge::conversation {
+namespace {
+
+// Runs the binary with a clean environment plus `env`, and returns its exit
+// status and everything it printed.
+std::pair<int, std::string> RunBinary(const std::string& env, const std::string& args) {
+  const std::string command = "env -i PATH=/usr/bin:/bin " + env + " " +
+                              OMNIFORGE_CONVERSATION_BIN + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  std::string output;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+TEST(ConversationConfigTest, UnknownKeyInTheFileStopsStartAndNamesIt) {
+  char path[] = "/tmp/omniforge-config-test-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string yaml = "server:\n  port: 0\ndatabse:\n  dsn: host=nowhere\n";
+  ASSERT_EQ(write(fd, yaml.data(), yaml.size()), static_cast<ssize_t>(yaml.size()));
+  close(fd);
+  const auto [status, output] = RunBinary("", std::string("--config ") + path);
+  unlink(path);
+  EXPECT_EQ(status, 2) << output;
+  EXPECT_THAT(output, HasSubstr("unknown keys: databse"));
+  EXPECT_TRUE(nlohmann::json::accept(output.substr(0, output.find('\n')))) << output;
+}
+
+TEST(ConversationConfigTest, MalformedEnvironmentValueStopsStartAndNamesIt) {
+  const auto [status, output] = RunBinary("OMNIFORGE_DATABASE_POOL_SIZE=lots", "");
+  EXPECT_EQ(status, 2) << output;
+  EXPECT_THAT(output, HasSubstr("database.pool_size"));
+  EXPECT_THAT(output, HasSubstr("OMNIFORGE_DATABASE_POOL_SIZE"));
+}
+
+TEST(ConversationConfigTest, MissingMasterKeyStopsStartWithHowToFixIt) {
+  const auto [status, output] = RunBinary("", "");
+  EXPECT_EQ(status, 1) << output;
+  EXPECT_THAT(output, HasSubstr("OMNIFORGE_ENCRYPTION_MASTER_KEY"));
+}
+
+}  // namespace
+}  // namespace omniforge::conversation
