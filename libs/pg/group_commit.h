@@ -4,6 +4,8 @@
 // (one WAL flush) instead of N. Each item's callback runs only after the
 // batch that holds it has committed, or with its error.
 //
+// The queue is bounded: when the database falls behind, new items are
+// rejected at once instead of piling up in memory.
 // Thread-safe. Destruction stops accepting items and commits what is queued.
 #pragma once
 
@@ -14,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
+
 namespace omniforge::pg {
 
 template <typename Item>
@@ -21,11 +25,15 @@ class GroupCommitQueue final {
  public:
   // Writes a batch and completes every item in it (success or error).
   using CommitFn = std::function<void(std::vector<Item>& batch)>;
-  // Completes an item that cannot be queued because the queue is stopping.
-  using RejectFn = std::function<void(Item& item)>;
+  // Completes an item that cannot be queued (full, or stopping).
+  using RejectFn = std::function<void(Item& item, absl::Status why)>;
 
-  GroupCommitQueue(int committers, size_t max_batch, CommitFn commit, RejectFn reject)
-      : max_batch_(max_batch), commit_(std::move(commit)), reject_(std::move(reject)) {
+  GroupCommitQueue(int committers, size_t max_batch, size_t max_queued, CommitFn commit,
+                   RejectFn reject)
+      : max_batch_(max_batch),
+        max_queued_(max_queued),
+        commit_(std::move(commit)),
+        reject_(std::move(reject)) {
     for (int i = 0; i < committers; ++i) threads_.emplace_back([this] { Run(); });
   }
 
@@ -42,15 +50,20 @@ class GroupCommitQueue final {
   }
 
   void Submit(Item item) {
+    absl::Status why;
     {
       std::lock_guard lock(mu_);
-      if (!stopping_) {
+      if (stopping_) {
+        why = absl::UnavailableError("service is shutting down");
+      } else if (queue_.size() >= max_queued_) {
+        why = absl::ResourceExhaustedError("too many writes waiting for the database; retry");
+      } else {
         queue_.push_back(std::move(item));
         ready_.notify_one();
         return;
       }
     }
-    reject_(item);
+    reject_(item, why);
   }
 
  private:
@@ -74,6 +87,7 @@ class GroupCommitQueue final {
   }
 
   const size_t max_batch_;
+  const size_t max_queued_;
   CommitFn commit_;
   RejectFn reject_;
   std::mutex mu_;

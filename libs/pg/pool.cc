@@ -98,11 +98,38 @@ absl::Status StatusFromException(const std::exception& e) {
     if (sql->sqlstate() == "57014") {
       return absl::DeadlineExceededError("database statement timed out");
     }
-    core::LogError("database error", {{"sqlstate", sql->sqlstate()}, {"error", sql->what()}});
+    // Only the first line: PostgreSQL's DETAIL and CONTEXT lines can quote
+    // the data of the statement.
+    const std::string what = sql->what();
+    core::LogError("database error", {{"sqlstate", sql->sqlstate()},
+                                      {"error", what.substr(0, what.find('\n'))}});
     return absl::InternalError("database error (sqlstate " + sql->sqlstate() + ")");
   }
   core::LogError("database error", {{"error", e.what()}});
   return absl::InternalError("database error");
+}
+
+absl::Status CheckRowLevelSecurityApplies(PgPool& pool, const std::string& schema) {
+  auto lease = pool.Acquire();
+  if (!lease.ok()) return lease.status();
+  try {
+    pqxx::nontransaction tx(lease->conn());
+    pqxx::row row = tx.exec_params1(
+        "SELECT current_user, r.rolsuper OR r.rolbypassrls,"
+        "       EXISTS (SELECT 1 FROM pg_tables t WHERE t.schemaname = $1"
+        "               AND t.tableowner = current_user)"
+        " FROM pg_roles r WHERE r.rolname = current_user",
+        schema);
+    if (row[1].as<bool>() || row[2].as<bool>()) {
+      return absl::FailedPreconditionError(
+          "database role " + row[0].as<std::string>() +
+          " is not subject to row-level security (superuser, BYPASSRLS or owner of schema " +
+          schema + "); set database.role to the application role");
+    }
+    return absl::OkStatus();
+  } catch (const std::exception& e) {
+    return StatusFromException(e);
+  }
 }
 
 void SetTenant(pqxx::work& tx, const std::string& tenant) {

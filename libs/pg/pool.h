@@ -89,6 +89,11 @@ absl::Status WithTenantTransaction(PgPool& pool, const std::string& tenant,
                                    const std::function<absl::Status(pqxx::work&)>& body,
                                    bool retry_on_broken = true);
 
+// FAILED_PRECONDITION when connections of `pool` would bypass row-level
+// security on `schema`'s tables: a superuser, a BYPASSRLS role or the
+// tables' owner. Services call it at start and refuse to serve otherwise.
+absl::Status CheckRowLevelSecurityApplies(PgPool& pool, const std::string& schema);
+
 // Sets app.tenant_id for the rest of the transaction.
 void SetTenant(pqxx::work& tx, const std::string& tenant);
 

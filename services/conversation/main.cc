@@ -10,6 +10,7 @@
 #include <memory>
 #include <sstream>
 
+#include "libs/core/clock.h"
 #include "libs/core/config.h"
 #include "libs/core/logging.h"
 #include "libs/core/server.h"
@@ -78,6 +79,8 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.retention_interval = std::chrono::seconds(c.Int("retention.interval_s", 3600, 1, 86400 * 7));
   s.appends.append_committers = static_cast<int>(c.Int("append.committers", 2, 1, 64));
   s.appends.append_max_batch = static_cast<size_t>(c.Int("append.max_batch", 256, 1, 10000));
+  s.appends.append_max_queued =
+      static_cast<size_t>(c.Int("append.max_queued", 10000, 1, 1000000));
   if (absl::Status status = c.Finish(); !status.ok()) return status;
   if (s.migrate_dsn.empty()) s.migrate_dsn = s.database.dsn;
   return s;
@@ -112,6 +115,10 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   }
   auto pool = pg::PgPool::Create(s.database);
   if (!pool.ok()) return pool.status();
+  if (absl::Status status = pg::CheckRowLevelSecurityApplies(**pool, "conversation");
+      !status.ok()) {
+    return status;
+  }
   KeyRing keys(**pool, *master_key, s.master_key_id);
   PgConversationRepository repository(**pool, keys, s.appends);
   HeuristicTokenEstimator estimator;
@@ -120,10 +127,7 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   ConversationGrpcService service(logic, workers);
   RetentionPurger purger(
       [&](int limit) {
-        const Micros now = std::chrono::duration_cast<std::chrono::microseconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count();
-        return repository.PurgeIdle(s.retention, now, limit);
+        return repository.PurgeIdle(s.retention, core::NowMicros(), limit);
       },
       s.retention_interval);
 

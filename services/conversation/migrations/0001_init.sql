@@ -107,9 +107,14 @@ AS $$
     ORDER BY c.updated_at
     LIMIT p_limit
   ), deleted AS (
+    -- The idle test is repeated here: if an append revived a conversation
+    -- after `doomed` was read, the delete waits for its row lock and then
+    -- re-checks this condition on the newest version, which keeps it.
     DELETE FROM conversation.conversations c
     USING doomed d
     WHERE c.tenant_id = d.tenant_id AND c.id = d.id
+      AND c.updated_at < p_now - make_interval(
+            days => COALESCE((p_tenant_days ->> c.tenant_id)::integer, p_default_days))
     RETURNING 1
   )
   SELECT count(*) FROM deleted
@@ -196,21 +201,22 @@ GRANT EXECUTE ON FUNCTION conversation.append_messages(jsonb) TO omniforge_app;
 -- sets the tenant for row-level security, checks that the conversation is
 -- the user's (no rows at all when it is not), then returns up to p_limit
 -- messages with seq < p_before_seq (0: no bound). A conversation without
--- messages yields one row of NULLs. The query is planned on every call with
+-- messages yields one row of NULL message columns. Every row carries the
+-- conversation's kind. The query is planned on every call with
 -- the actual values (EXECUTE): a cached generic plan does not know the
 -- limit and may sort a whole long conversation instead of reading the last
 -- few entries of the primary key backwards.
 CREATE FUNCTION conversation.message_page(p_tenant text, p_user text, p_conversation uuid,
                                           p_before_seq bigint, p_limit integer)
 RETURNS TABLE (id text, seq bigint, role smallint, key_id integer, content bytea,
-               token_count integer, metadata text, created_us bigint)
+               token_count integer, metadata text, created_us bigint, kind smallint)
 LANGUAGE plpgsql
 AS $$
 BEGIN
   PERFORM set_config('app.tenant_id', p_tenant, true);
   RETURN QUERY EXECUTE
     'SELECT msg.id::text, msg.seq, msg.role, msg.key_id, msg.content, msg.token_count,
-            msg.metadata::text, (extract(epoch FROM msg.created_at) * 1000000)::bigint
+            msg.metadata::text, (extract(epoch FROM msg.created_at) * 1000000)::bigint, cv.kind
      FROM conversation.conversations cv
      LEFT JOIN LATERAL (
        SELECT * FROM conversation.messages m

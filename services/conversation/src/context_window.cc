@@ -6,12 +6,14 @@ namespace omniforge::conversation {
 
 bool ContextWindowAssembler::Offer(Message message) {
   if (complete_) return false;
-  const bool in_recent_exchanges = user_messages_seen_ < options_.min_recent_exchanges;
-  if (!in_recent_exchanges && total_tokens_ + message.token_count > options_.token_budget) {
+  const bool in_recent_exchanges = exchanges_seen_ < options_.min_recent_exchanges;
+  const bool over_budget = total_tokens_ + message.token_count > options_.token_budget;
+  if ((!in_recent_exchanges && over_budget) ||
+      static_cast<int>(newest_first_.size()) >= options_.max_messages) {
     complete_ = true;
     return false;
   }
-  if (message.role == Role::kUser) ++user_messages_seen_;
+  if (message.role == options_.exchange_opener) ++exchanges_seen_;
   total_tokens_ += message.token_count;
   newest_first_.push_back(std::move(message));
   return true;

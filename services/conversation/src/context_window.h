@@ -1,9 +1,11 @@
 // Chooses the messages a planner sees before a turn.
 //
 // Fed newest-first, it keeps every message of the last N exchanges (an
-// exchange starts at a user message and runs to the next one), then older
-// messages while the running total stays within the token budget, stopping
-// at the first that does not fit so the window has no holes. The result is
+// exchange starts at a message of the opening role: the user's in a chat,
+// the planner's in an agent dialogue), then older messages while the running
+// total stays within the token budget, stopping at the first that does not
+// fit so the window has no holes. A hard cap on the number of messages
+// bounds the window even when the recent exchanges are huge. The result is
 // oldest-first.
 #pragma once
 
@@ -16,6 +18,8 @@ namespace omniforge::conversation {
 struct ContextWindowOptions {
   int token_budget = 2000;
   int min_recent_exchanges = 3;
+  Role exchange_opener = Role::kUser;
+  int max_messages = 500;
 };
 
 struct ContextWindow {
@@ -40,7 +44,7 @@ class ContextWindowAssembler final {
   ContextWindowOptions options_;
   std::vector<Message> newest_first_;
   int total_tokens_ = 0;
-  int user_messages_seen_ = 0;
+  int exchanges_seen_ = 0;
   bool complete_ = false;
 };
 

@@ -3,6 +3,7 @@
 #include <future>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -15,10 +16,29 @@ namespace {
 
 constexpr int kWindowPageSize = 64;
 
-absl::Status CheckConversationId(const std::string& id, const char* field) {
+// A conversation id in canonical (lower-case) form: ids take part in the
+// encryption's associated data and in idempotency, so one conversation must
+// have exactly one spelling.
+absl::StatusOr<std::string> CanonicalId(const std::string& id, const char* field) {
   if (id.empty()) return absl::InvalidArgumentError(std::string(field) + " is required");
   if (!core::IsUuid(id)) return absl::InvalidArgumentError(std::string(field) + " must be a UUID");
-  return absl::OkStatus();
+  return absl::AsciiStrToLower(id);
+}
+
+// PostgreSQL's jsonb cannot hold U+0000, so metadata must not either.
+bool HasNul(const nlohmann::json& value) {
+  if (value.is_string()) return value.get_ref<const std::string&>().find('\0') != std::string::npos;
+  if (value.is_object()) {
+    for (const auto& [key, child] : value.items()) {
+      if (key.find('\0') != std::string::npos || HasNul(child)) return true;
+    }
+  }
+  if (value.is_array()) {
+    for (const auto& child : value) {
+      if (HasNul(child)) return true;
+    }
+  }
+  return false;
 }
 
 // Parses optional metadata into a JSON object within the size limit.
@@ -32,13 +52,11 @@ absl::StatusOr<nlohmann::json> ParseMetadata(const std::string& json, size_t max
   if (parsed.is_discarded() || !parsed.is_object()) {
     return absl::InvalidArgumentError("metadata must be a JSON object");
   }
+  if (HasNul(parsed)) return absl::InvalidArgumentError("metadata must not contain NUL characters");
   return parsed;
 }
 
 }  // namespace
-
-bool IsKnownRole(int value) { return value >= 1 && value <= 6; }
-bool IsKnownKind(int value) { return value == 1 || value == 2; }
 
 absl::StatusOr<AppendResult> AppendMessageAndWait(ConversationRepository& repository,
                                                   const core::Identity& who, NewMessage message) {
@@ -68,10 +86,12 @@ absl::StatusOr<Conversation> ConversationLogic::Create(const core::Identity& who
   }
   conversation.kind = static_cast<ConversationKind>(kind);
   if (conversation.kind == ConversationKind::kAgentDialogue) {
-    if (auto s = CheckConversationId(input.parent_id, "parent_conversation_id"); !s.ok()) {
-      return absl::InvalidArgumentError(std::string(s.message()) + " for an agent dialogue");
+    auto parent = CanonicalId(input.parent_id, "parent_conversation_id");
+    if (!parent.ok()) {
+      return absl::InvalidArgumentError(std::string(parent.status().message()) +
+                                        " for an agent dialogue");
     }
-    conversation.parent_id = input.parent_id;
+    conversation.parent_id = *parent;
   } else if (!input.parent_id.empty()) {
     return absl::InvalidArgumentError("parent_conversation_id is only for agent dialogues");
   }
@@ -83,8 +103,9 @@ absl::StatusOr<Conversation> ConversationLogic::Create(const core::Identity& who
 
 absl::StatusOr<Conversation> ConversationLogic::Get(const core::Identity& who,
                                                     const std::string& id) {
-  if (auto s = CheckConversationId(id, "conversation_id"); !s.ok()) return s;
-  return repository_.GetConversation(who, id);
+  auto canonical = CanonicalId(id, "conversation_id");
+  if (!canonical.ok()) return canonical.status();
+  return repository_.GetConversation(who, *canonical);
 }
 
 absl::StatusOr<ConversationListing> ConversationLogic::List(const core::Identity& who,
@@ -96,8 +117,11 @@ absl::StatusOr<ConversationListing> ConversationLogic::List(const core::Identity
                                       std::to_string(limits_.max_page_size));
   }
   if (page_size == 0) page_size = limits_.default_page_size;
+  std::string parent;
   if (!parent_id.empty()) {
-    if (auto s = CheckConversationId(parent_id, "parent_conversation_id"); !s.ok()) return s;
+    auto canonical = CanonicalId(parent_id, "parent_conversation_id");
+    if (!canonical.ok()) return canonical.status();
+    parent = *canonical;
   }
   std::optional<ConversationCursor> after;
   if (!page_token.empty()) {
@@ -105,7 +129,7 @@ absl::StatusOr<ConversationListing> ConversationLogic::List(const core::Identity
     if (!cursor.ok()) return cursor.status();
     after = *cursor;
   }
-  auto page = repository_.ListConversations(who, parent_id, after, page_size);
+  auto page = repository_.ListConversations(who, parent, after, page_size);
   if (!page.ok()) return page.status();
   ConversationListing listing;
   listing.conversations = std::move(page->conversations);
@@ -114,7 +138,8 @@ absl::StatusOr<ConversationListing> ConversationLogic::List(const core::Identity
 }
 
 absl::StatusOr<NewMessage> ConversationLogic::PrepareMessage(const AppendMessageInput& input) const {
-  if (auto s = CheckConversationId(input.conversation_id, "conversation_id"); !s.ok()) return s;
+  auto conversation_id = CanonicalId(input.conversation_id, "conversation_id");
+  if (!conversation_id.ok()) return conversation_id.status();
   if (!IsKnownRole(input.role)) {
     return absl::InvalidArgumentError(
         input.role == 0 ? std::string("role is required")
@@ -140,7 +165,7 @@ absl::StatusOr<NewMessage> ConversationLogic::PrepareMessage(const AppendMessage
     (*metadata)["secrets_detected"] = kinds;
   }
   NewMessage message;
-  message.conversation_id = input.conversation_id;
+  message.conversation_id = *conversation_id;
   message.role = static_cast<Role>(input.role);
   message.content = input.content;
   message.metadata_json = metadata->dump();
@@ -162,21 +187,23 @@ void ConversationLogic::Append(const core::Identity& who, const AppendMessageInp
 absl::StatusOr<MessagePage> ConversationLogic::ListMessages(const core::Identity& who,
                                                             const std::string& id,
                                                             int64_t before_seq, int limit) {
-  if (auto s = CheckConversationId(id, "conversation_id"); !s.ok()) return s;
+  auto canonical = CanonicalId(id, "conversation_id");
+  if (!canonical.ok()) return canonical.status();
   if (before_seq < 0) return absl::InvalidArgumentError("before_seq must not be negative");
   if (limit < 0 || limit > limits_.max_message_limit) {
     return absl::InvalidArgumentError("limit must be between 1 and " +
                                       std::to_string(limits_.max_message_limit));
   }
   if (limit == 0) limit = limits_.default_message_limit;
-  return repository_.ListMessages(who, id, before_seq, limit);
+  return repository_.ListMessages(who, *canonical, before_seq, limit);
 }
 
 absl::StatusOr<ContextWindow> ConversationLogic::GetContextWindow(const core::Identity& who,
                                                                   const std::string& id,
                                                                   int token_budget,
                                                                   int min_recent_exchanges) {
-  if (auto s = CheckConversationId(id, "conversation_id"); !s.ok()) return s;
+  auto canonical = CanonicalId(id, "conversation_id");
+  if (!canonical.ok()) return canonical.status();
   if (token_budget < 0 || token_budget > limits_.max_token_budget) {
     return absl::InvalidArgumentError("token_budget must be between 1 and " +
                                       std::to_string(limits_.max_token_budget));
@@ -185,25 +212,33 @@ absl::StatusOr<ContextWindow> ConversationLogic::GetContextWindow(const core::Id
     return absl::InvalidArgumentError("min_recent_exchanges must be between 1 and " +
                                       std::to_string(limits_.max_recent_exchanges));
   }
-  ContextWindowAssembler assembler(ContextWindowOptions{
+  ContextWindowOptions options{
       token_budget == 0 ? limits_.default_token_budget : token_budget,
-      min_recent_exchanges == 0 ? limits_.default_recent_exchanges : min_recent_exchanges});
+      min_recent_exchanges == 0 ? limits_.default_recent_exchanges : min_recent_exchanges,
+      Role::kUser, limits_.max_window_messages};
+  std::optional<ContextWindowAssembler> assembler;
   int64_t before_seq = 0;
   for (;;) {
-    auto page = repository_.ListMessages(who, id, before_seq, kWindowPageSize);
+    auto page = repository_.ListMessages(who, *canonical, before_seq, kWindowPageSize);
     if (!page.ok()) return page.status();
-    if (page->messages.empty()) return std::move(assembler).Finish(false);
+    if (!assembler) {
+      // In a planner and executor dialogue, the planner opens each exchange.
+      if (page->kind == ConversationKind::kAgentDialogue) options.exchange_opener = Role::kPlanner;
+      assembler.emplace(options);
+    }
+    if (page->messages.empty()) return std::move(*assembler).Finish(false);
     before_seq = page->messages.front().seq;
     for (auto it = page->messages.rbegin(); it != page->messages.rend(); ++it) {
-      if (!assembler.Offer(std::move(*it))) return std::move(assembler).Finish(true);
+      if (!assembler->Offer(std::move(*it))) return std::move(*assembler).Finish(true);
     }
-    if (!page->has_more) return std::move(assembler).Finish(false);
+    if (!page->has_more) return std::move(*assembler).Finish(false);
   }
 }
 
 absl::Status ConversationLogic::Delete(const core::Identity& who, const std::string& id) {
-  if (auto s = CheckConversationId(id, "conversation_id"); !s.ok()) return s;
-  return repository_.DeleteConversation(who, id);
+  auto canonical = CanonicalId(id, "conversation_id");
+  if (!canonical.ok()) return canonical.status();
+  return repository_.DeleteConversation(who, *canonical);
 }
 
 std::string ConversationLogic::EncodePageToken(const ConversationCursor& cursor) {

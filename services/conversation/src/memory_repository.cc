@@ -8,10 +8,6 @@
 namespace omniforge::conversation {
 namespace {
 
-absl::Status NotFound(const std::string& id) {
-  return absl::NotFoundError("conversation " + id + " not found");
-}
-
 }  // namespace
 
 MemoryConversationRepository::Stored* MemoryConversationRepository::Find(
@@ -25,7 +21,7 @@ absl::StatusOr<Conversation> MemoryConversationRepository::CreateConversation(
     const core::Identity& who, const NewConversation& input) {
   std::lock_guard lock(mu_);
   if (!input.parent_id.empty() && Find(who, input.parent_id) == nullptr) {
-    return NotFound(input.parent_id);
+    return ConversationNotFound(input.parent_id);
   }
   Conversation c;
   c.id = core::NewUuid();
@@ -44,7 +40,7 @@ absl::StatusOr<Conversation> MemoryConversationRepository::GetConversation(
     const core::Identity& who, const std::string& id) {
   std::lock_guard lock(mu_);
   Stored* s = Find(who, id);
-  if (s == nullptr) return NotFound(id);
+  if (s == nullptr) return ConversationNotFound(id);
   return s->conversation;
 }
 
@@ -52,7 +48,7 @@ absl::StatusOr<ConversationPage> MemoryConversationRepository::ListConversations
     const core::Identity& who, const std::string& parent_id,
     const std::optional<ConversationCursor>& after, int page_size) {
   std::lock_guard lock(mu_);
-  if (!parent_id.empty() && Find(who, parent_id) == nullptr) return NotFound(parent_id);
+  if (!parent_id.empty() && Find(who, parent_id) == nullptr) return ConversationNotFound(parent_id);
   std::vector<Conversation> matching;
   for (const auto& [key, s] : stored_) {
     const Conversation& c = s.conversation;
@@ -79,7 +75,7 @@ void MemoryConversationRepository::AppendMessage(const core::Identity& who, NewM
     std::lock_guard lock(mu_);
     Stored* s = Find(who, in.conversation_id);
     if (s == nullptr) {
-      result = NotFound(in.conversation_id);
+      result = ConversationNotFound(in.conversation_id);
     } else if (auto seen = s->by_key.find(in.idempotency_key);
                !in.idempotency_key.empty() && seen != s->by_key.end()) {
       result = AppendResult{s->messages[seen->second], true};
@@ -107,11 +103,12 @@ absl::StatusOr<MessagePage> MemoryConversationRepository::ListMessages(
     const core::Identity& who, const std::string& conversation_id, int64_t before_seq, int limit) {
   std::lock_guard lock(mu_);
   Stored* s = Find(who, conversation_id);
-  if (s == nullptr) return NotFound(conversation_id);
+  if (s == nullptr) return ConversationNotFound(conversation_id);
   const int64_t end = before_seq == 0 ? static_cast<int64_t>(s->messages.size())
                                       : std::min<int64_t>(before_seq - 1, s->messages.size());
   const int64_t begin = std::max<int64_t>(0, end - limit);
   MessagePage page;
+  page.kind = s->conversation.kind;
   page.messages.assign(s->messages.begin() + begin, s->messages.begin() + end);
   page.has_more = begin > 0;
   return page;
@@ -120,11 +117,17 @@ absl::StatusOr<MessagePage> MemoryConversationRepository::ListMessages(
 absl::Status MemoryConversationRepository::DeleteConversation(const core::Identity& who,
                                                               const std::string& id) {
   std::lock_guard lock(mu_);
-  if (Find(who, id) == nullptr) return NotFound(id);
-  std::erase_if(stored_, [&](const auto& entry) {
-    return entry.first.first == who.tenant_id &&
-           (entry.first.second == id || entry.second.conversation.parent_id == id);
-  });
+  if (Find(who, id) == nullptr) return ConversationNotFound(id);
+  // Dialogues of dialogues go too, as PostgreSQL's cascade does.
+  std::vector<std::string> doomed = {id};
+  for (size_t i = 0; i < doomed.size(); ++i) {
+    for (const auto& [key, s] : stored_) {
+      if (key.first == who.tenant_id && s.conversation.parent_id == doomed[i]) {
+        doomed.push_back(key.second);
+      }
+    }
+  }
+  for (const std::string& gone : doomed) stored_.erase({who.tenant_id, gone});
   return absl::OkStatus();
 }
 

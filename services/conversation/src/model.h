@@ -15,8 +15,13 @@ enum class Role : int { kUser = 1, kAssistant = 2, kSystem = 3, kTool = 4, kPlan
 // Values match omniforge.conversation.v1.ConversationKind.
 enum class ConversationKind : int { kChat = 1, kAgentDialogue = 2 };
 
-bool IsKnownRole(int value);
-bool IsKnownKind(int value);
+inline bool IsKnownRole(int value) {
+  return value >= static_cast<int>(Role::kUser) && value <= static_cast<int>(Role::kExecutor);
+}
+inline bool IsKnownKind(int value) {
+  return value >= static_cast<int>(ConversationKind::kChat) &&
+         value <= static_cast<int>(ConversationKind::kAgentDialogue);
+}
 
 // Times are microseconds since the Unix epoch, UTC.
 using Micros = int64_t;
@@ -81,6 +86,7 @@ struct ConversationPage {
 struct MessagePage {
   std::vector<Message> messages;  // ascending seq
   bool has_more = false;
+  ConversationKind kind = ConversationKind::kChat;  // of the conversation
 };
 
 }  // namespace omniforge::conversation

@@ -7,6 +7,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "libs/core/clock.h"
 #include "libs/core/ids.h"
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
@@ -18,17 +19,9 @@ constexpr char kConversationColumns[] =
     "id::text, user_id, kind, COALESCE(parent_id::text, ''), key_id, title, metadata::text,"
     " last_seq, (extract(epoch FROM created_at) * 1000000)::bigint,"
     " (extract(epoch FROM updated_at) * 1000000)::bigint";
-constexpr char kMicrosToTimestamp[] = "('epoch'::timestamptz + %s * interval '1 microsecond')";
-
-Micros NowMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string MicrosToTimestamp(const std::string& placeholder) {
-  std::string sql = kMicrosToTimestamp;
-  return sql.replace(sql.find("%s"), 2, placeholder);
+// SQL turning a microseconds-since-epoch expression into a timestamptz.
+std::string MicrosToTimestamp(const std::string& micros) {
+  return "('epoch'::timestamptz + " + micros + " * interval '1 microsecond')";
 }
 
 std::string TitleAd(const std::string& tenant, const std::string& conversation_id) {
@@ -48,8 +41,13 @@ std::string Base64(const std::string& bytes) {
   return out;
 }
 
-absl::Status NotFound(const std::string& id) {
-  return absl::NotFoundError("conversation " + id + " not found");
+// Errors that one message's data can cause; a batch failing with one of
+// these is split to find the culprit. Anything else (overload, timeouts, a
+// lost connection) fails the whole batch at once.
+bool IsItemError(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kFailedPrecondition ||
+         status.code() == absl::StatusCode::kInternal ||
+         status.code() == absl::StatusCode::kInvalidArgument;
 }
 
 }  // namespace
@@ -58,9 +56,9 @@ PgConversationRepository::PgConversationRepository(pg::PgPool& pool, KeyRing& ke
                                                    PgRepositoryOptions options)
     : pool_(pool), keys_(keys) {
   appends_ = std::make_unique<pg::GroupCommitQueue<PendingAppend>>(
-      options.append_committers, options.append_max_batch,
+      options.append_committers, options.append_max_batch, options.append_max_queued,
       [this](std::vector<PendingAppend>& batch) { CommitBatch(batch); },
-      [](PendingAppend& item) { item.done(absl::UnavailableError("service is shutting down")); });
+      [](PendingAppend& item, absl::Status why) { item.done(std::move(why)); });
 }
 
 PgConversationRepository::~PgConversationRepository() { appends_.reset(); }
@@ -118,7 +116,7 @@ absl::StatusOr<Conversation> PgConversationRepository::CreateConversation(
   c.kind = input.kind;
   c.parent_id = input.parent_id;
   c.metadata_json = input.metadata_json;
-  c.created_at = c.updated_at = NowMicros();
+  c.created_at = c.updated_at = core::NowMicros();
   const std::string sealed_title = KeyRing::Seal(*key, c.title, TitleAd(c.tenant_id, c.id));
   absl::Status status = pg::WithTenantTransaction(pool_, who.tenant_id, [&](pqxx::work& tx) {
     if (!c.parent_id.empty()) {
@@ -126,7 +124,7 @@ absl::StatusOr<Conversation> PgConversationRepository::CreateConversation(
           "SELECT 1 FROM conversation.conversations"
           " WHERE tenant_id = $1 AND id = $2::uuid AND user_id = $3 FOR KEY SHARE",
           who.tenant_id, c.parent_id, who.user_id);
-      if (parent.empty()) return NotFound(c.parent_id);
+      if (parent.empty()) return ConversationNotFound(c.parent_id);
     }
     tx.exec_params(
         "INSERT INTO conversation.conversations (tenant_id, id, user_id, kind, parent_id, key_id,"
@@ -142,7 +140,7 @@ absl::StatusOr<Conversation> PgConversationRepository::CreateConversation(
 
 absl::StatusOr<Conversation> PgConversationRepository::GetConversation(const core::Identity& who,
                                                                        const std::string& id) {
-  absl::StatusOr<Conversation> result = NotFound(id);
+  absl::StatusOr<Conversation> result = ConversationNotFound(id);
   absl::Status status = pg::WithTenantTransaction(pool_, who.tenant_id, [&](pqxx::work& tx) {
     pqxx::result rows = tx.exec_params(std::string("SELECT ") + kConversationColumns +
                                            " FROM conversation.conversations"
@@ -160,6 +158,7 @@ absl::StatusOr<ConversationPage> PgConversationRepository::ListConversations(
     const std::optional<ConversationCursor>& after, int page_size) {
   ConversationPage page;
   absl::Status status = pg::WithTenantTransaction(pool_, who.tenant_id, [&](pqxx::work& tx) -> absl::Status {
+    page = ConversationPage{};  // the body may run again after a lost connection
     std::string where = " WHERE tenant_id = $1 AND user_id = $2";
     if (parent_id.empty()) {
       where += " AND parent_id IS NULL AND $3 = ''";
@@ -168,7 +167,7 @@ absl::StatusOr<ConversationPage> PgConversationRepository::ListConversations(
           "SELECT 1 FROM conversation.conversations"
           " WHERE tenant_id = $1 AND id = $2::uuid AND user_id = $3",
           who.tenant_id, parent_id, who.user_id);
-      if (parent.empty()) return NotFound(parent_id);
+      if (parent.empty()) return ConversationNotFound(parent_id);
       where += " AND parent_id = NULLIF($3, '')::uuid";
     }
     // Keyset pagination; the page token carries the last row's position.
@@ -210,6 +209,7 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
       "Time to write and commit one group of messages.");
   const auto started = std::chrono::steady_clock::now();
   batch_sizes.Observe(static_cast<double>(batch.size()));
+
   std::vector<absl::StatusOr<AppendResult>> results(batch.size(),
                                                     absl::InternalError("append not attempted"));
   // The first item of each (tenant, conversation, idempotency key) goes to
@@ -220,12 +220,13 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
   std::vector<Message> prepared(batch.size());
   nlohmann::json items = nlohmann::json::array();
   absl::Status status = absl::OkStatus();
-  const Micros now = NowMicros();
+  const Micros now = core::NowMicros();
   for (size_t i = 0; i < batch.size() && status.ok(); ++i) {
     const core::Identity& who = batch[i].who;
     const NewMessage& in = batch[i].message;
     if (!in.idempotency_key.empty()) {
-      auto [it, first] = leaders.try_emplace({who.tenant_id, in.conversation_id, in.idempotency_key}, i);
+      auto [it, first] =
+          leaders.try_emplace({who.tenant_id, in.conversation_id, in.idempotency_key}, i);
       if (!first) {
         followers.emplace_back(i, it->second);
         continue;
@@ -239,6 +240,11 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
         break;
       }
       key = tenant_keys.emplace(who.tenant_id, *active).first;
+    }
+    nlohmann::json metadata = nlohmann::json::parse(in.metadata_json, nullptr, false);
+    if (metadata.is_discarded()) {
+      status = absl::InternalError("prepared metadata is not JSON");
+      break;
     }
     Message& m = prepared[i];
     m.id = core::NewUuid();
@@ -259,40 +265,22 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
          {"b", Base64(KeyRing::Seal(key->second, m.content,
                                     ContentAd(who.tenant_id, m.conversation_id, m.id)))},
          {"t", m.token_count},
-         {"m", nlohmann::json::parse(m.metadata_json)},
+         {"m", std::move(metadata)},
          {"ik", in.idempotency_key.empty() ? nlohmann::json() : nlohmann::json(in.idempotency_key)},
          {"at", m.created_at}});
   }
 
+  // One statement in autocommit: the batch commits (or fails) whole, in one
+  // round trip. Only the statement is inside the try: once it has returned,
+  // the batch is committed and nothing may send it again.
+  pqxx::result rows;
   if (status.ok()) {
     auto lease = pool_.Acquire();
     status = lease.status();
     if (lease.ok()) {
       try {
-        // One statement in autocommit: the batch commits (or fails) whole,
-        // in one round trip.
         pqxx::nontransaction tx(lease->conn());
-        pqxx::result rows =
-            tx.exec_params("SELECT * FROM conversation.append_messages($1::jsonb)", items.dump());
-        for (const pqxx::row& row : rows) {
-          const size_t i = row[0].as<size_t>();
-          const std::string outcome = row[1].as<std::string>();
-          const std::string& tenant = batch[i].who.tenant_id;
-          if (outcome == "stored") {
-            prepared[i].seq = row[3].as<int64_t>();
-            results[i] = AppendResult{std::move(prepared[i]), false};
-          } else if (outcome == "duplicate") {
-            // Columns 2..9 are the stored message.
-            pqxx::row stored = row.slice(2, row.size());
-            results[i] = [&]() -> absl::StatusOr<AppendResult> {
-              auto m = ReadMessage(tenant, batch[i].message.conversation_id, stored);
-              if (!m.ok()) return m.status();
-              return AppendResult{*std::move(m), true};
-            }();
-          } else {
-            results[i] = NotFound(batch[i].message.conversation_id);
-          }
-        }
+        rows = tx.exec_params("SELECT * FROM conversation.append_messages($1::jsonb)", items.dump());
       } catch (const std::exception& e) {
         if (!lease->conn().is_open()) lease->Discard();
         status = pg::StatusFromException(e);
@@ -301,18 +289,36 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
   }
   commit_seconds.Observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+
   if (!status.ok()) {
-    if (batch.size() > 1 && status.code() != absl::StatusCode::kUnavailable) {
-      // One bad item must not fail its neighbours: write each on its own.
-      for (PendingAppend& item : batch) {
-        std::vector<PendingAppend> single;
-        single.push_back(std::move(item));
-        CommitBatch(single);
-      }
+    if (batch.size() > 1 && IsItemError(status)) {
+      // Halve until the item at fault fails alone and its neighbours land.
+      std::vector<PendingAppend> second(std::make_move_iterator(batch.begin() + batch.size() / 2),
+                                        std::make_move_iterator(batch.end()));
+      batch.resize(batch.size() / 2);
+      CommitBatch(batch);
+      CommitBatch(second);
       return;
     }
     for (PendingAppend& item : batch) item.done(status);
     return;
+  }
+
+  for (const pqxx::row& row : rows) {
+    const size_t i = row[0].as<size_t>();
+    const std::string outcome = row[1].as<std::string>();
+    if (outcome == "stored") {
+      prepared[i].seq = row[3].as<int64_t>();
+      results[i] = AppendResult{std::move(prepared[i]), false};
+    } else if (outcome == "duplicate") {
+      // Columns 2..9 are the stored message.
+      auto m = ReadMessage(batch[i].who.tenant_id, batch[i].message.conversation_id,
+                           row.slice(2, row.size()));
+      results[i] = m.ok() ? absl::StatusOr<AppendResult>(AppendResult{*std::move(m), true})
+                          : absl::StatusOr<AppendResult>(m.status());
+    } else {
+      results[i] = ConversationNotFound(batch[i].message.conversation_id);
+    }
   }
   for (auto [item, leader] : followers) {
     results[item] = results[leader];
@@ -323,19 +329,22 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
 
 absl::StatusOr<MessagePage> PgConversationRepository::ListMessages(
     const core::Identity& who, const std::string& conversation_id, int64_t before_seq, int limit) {
-  auto lease = pool_.Acquire();
-  if (!lease.ok()) return lease.status();
   pqxx::result rows;
-  try {
-    pqxx::nontransaction tx(lease->conn());
-    rows = tx.exec_params("SELECT * FROM conversation.message_page($1, $2, $3::uuid, $4, $5)",
-                          who.tenant_id, who.user_id, conversation_id, before_seq, limit + 1);
-  } catch (const std::exception& e) {
-    if (!lease->conn().is_open()) lease->Discard();
-    return pg::StatusFromException(e);
-  }
-  if (rows.empty()) return NotFound(conversation_id);
+  {
+    auto lease = pool_.Acquire();
+    if (!lease.ok()) return lease.status();
+    try {
+      pqxx::nontransaction tx(lease->conn());
+      rows = tx.exec_params("SELECT * FROM conversation.message_page($1, $2, $3::uuid, $4, $5)",
+                            who.tenant_id, who.user_id, conversation_id, before_seq, limit + 1);
+    } catch (const std::exception& e) {
+      if (!lease->conn().is_open()) lease->Discard();
+      return pg::StatusFromException(e);
+    }
+  }  // The connection goes back before decryption, which may need one itself.
+  if (rows.empty()) return ConversationNotFound(conversation_id);
   MessagePage page;
+  page.kind = static_cast<ConversationKind>(rows[0][8].as<int>());
   if (rows[0][0].is_null()) return page;  // the conversation has no messages
   page.has_more = static_cast<int>(rows.size()) > limit;
   const int n = std::min<int>(rows.size(), limit);
@@ -355,7 +364,7 @@ absl::Status PgConversationRepository::DeleteConversation(const core::Identity& 
         "DELETE FROM conversation.conversations"
         " WHERE tenant_id = $1 AND id = $2::uuid AND user_id = $3 RETURNING 1",
         who.tenant_id, id, who.user_id);
-    return deleted.empty() ? NotFound(id) : absl::OkStatus();
+    return deleted.empty() ? ConversationNotFound(id) : absl::OkStatus();
   });
 }
 

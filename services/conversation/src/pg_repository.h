@@ -22,6 +22,7 @@ namespace omniforge::conversation {
 struct PgRepositoryOptions {
   int append_committers = 2;      // transactions in flight at once
   size_t append_max_batch = 256;  // messages per transaction at most
+  size_t append_max_queued = 10000;  // waiting messages; beyond, RESOURCE_EXHAUSTED
 };
 
 struct RetentionPolicy {

@@ -16,6 +16,11 @@ namespace omniforge::conversation {
 
 using AppendCallback = std::function<void(absl::StatusOr<AppendResult>)>;
 
+// The one answer for a conversation that is missing or not the caller's.
+inline absl::Status ConversationNotFound(const std::string& id) {
+  return absl::NotFoundError("conversation " + id + " not found");
+}
+
 class ConversationRepository {
  public:
   virtual ~ConversationRepository() = default;
@@ -35,7 +40,8 @@ class ConversationRepository {
   // message is durable.
   virtual void AppendMessage(const core::Identity& who, NewMessage message,
                              AppendCallback done) = 0;
-  // The newest `limit` messages with seq < before_seq (0: no bound).
+  // The newest `limit` messages with seq < before_seq (0: no bound), and the
+  // conversation's kind.
   virtual absl::StatusOr<MessagePage> ListMessages(const core::Identity& who,
                                                    const std::string& conversation_id,
                                                    int64_t before_seq, int limit) = 0;

@@ -21,7 +21,7 @@ RetentionPurger::RetentionPurger(PurgeBatch purge_batch, std::chrono::seconds in
         core::LogInfo("retention purge", {{"conversations_deleted", std::to_string(*purged)}});
       }
       lock.lock();
-      wake_.wait_for(lock, interval_, [this] { return stopping_; });
+      wake_.wait_for(lock, interval_, [this] { return stopping_.load(); });
     }
   });
 }
@@ -47,7 +47,7 @@ absl::StatusOr<int64_t> RetentionPurger::RunOnce() {
     if (!deleted.ok()) return deleted.status();
     total += *deleted;
     deleted_total.Inc(static_cast<double>(*deleted));
-    if (*deleted < batch_size_) return total;
+    if (*deleted < batch_size_ || stopping_) return total;
   }
 }
 

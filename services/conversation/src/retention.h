@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -22,7 +23,7 @@ class RetentionPurger final {
   ~RetentionPurger();
   void Stop();
 
-  // One full pass (all full batches); returns the total deleted.
+  // One full pass (all full batches, until Stop); returns the total deleted.
   absl::StatusOr<int64_t> RunOnce();
 
  private:
@@ -31,7 +32,7 @@ class RetentionPurger final {
   int batch_size_;
   std::mutex mu_;
   std::condition_variable wake_;
-  bool stopping_ = false;
+  std::atomic<bool> stopping_{false};
   std::thread thread_;
 };
 

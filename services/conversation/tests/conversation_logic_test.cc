@@ -71,6 +71,7 @@ TEST_F(ConversationLogicTest, BadInputIsRejectedAndWritesNothing) {
       {"malformed id", {"not-a-uuid", 1, "hi", "", ""}, "conversation_id must be a UUID"},
       {"missing id", {"", 1, "hi", "", ""}, "conversation_id is required"},
       {"bad idempotency key", {c.id, 1, "hi", "", "has space"}, "idempotency_key"},
+      {"NUL in metadata", {c.id, 1, "hi", R"({"a":"x\u0000y"})", ""}, "NUL"},
   };
   for (const Case& tc : cases) {
     auto result = Append(kAlice, tc.input);
@@ -211,6 +212,25 @@ TEST_F(ConversationLogicTest, ListMessagesPagesBackwards) {
   ASSERT_EQ(oldest->messages.size(), 2u);
   EXPECT_EQ(oldest->messages.front().seq, 1);
   EXPECT_FALSE(oldest->has_more);
+}
+
+TEST_F(ConversationLogicTest, DeletingAConversationDeletesDialoguesOfDialogues) {
+  Conversation parent = NewChat(kAlice);
+  Conversation child = *logic_.Create(kAlice, {"child", 2, parent.id, ""});
+  Conversation grandchild = *logic_.Create(kAlice, {"grandchild", 2, child.id, ""});
+  ASSERT_TRUE(logic_.Delete(kAlice, parent.id).ok());
+  EXPECT_EQ(logic_.Get(kAlice, child.id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(logic_.Get(kAlice, grandchild.id).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ConversationLogicTest, WindowIsCappedEvenInsideRecentExchanges) {
+  Conversation c = NewChat(kAlice);
+  ASSERT_TRUE(Append(kAlice, {c.id, 1, "run the import", "", ""}).ok());
+  for (int i = 0; i < 700; ++i) ASSERT_TRUE(Append(kAlice, {c.id, 4, "row", "", ""}).ok());
+  auto window = logic_.GetContextWindow(kAlice, c.id, 0, 0);
+  ASSERT_TRUE(window.ok());
+  EXPECT_EQ(window->messages.size(), 500u);
+  EXPECT_TRUE(window->truncated);
 }
 
 }  // namespace

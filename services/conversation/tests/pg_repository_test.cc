@@ -368,5 +368,65 @@ TEST_F(PgRepositoryTest, BatchWithAMissingConversationFailsOnlyThatItem) {
   EXPECT_EQ(not_found.load(), 8);
 }
 
+TEST_F(PgRepositoryTest, IdsAreCaseInsensitive) {
+  Conversation c = NewChat(kAlice);
+  std::string upper = c.id;
+  for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  ASSERT_TRUE(Append(kAlice, {upper, 1, "written with an upper-case id", "", "k1"}).ok());
+  auto retry = Append(kAlice, {c.id, 1, "written with an upper-case id", "", "k1"});
+  ASSERT_TRUE(retry.ok()) << retry.status();
+  EXPECT_TRUE(retry->deduplicated);
+  auto page = logic_->ListMessages(kAlice, c.id, 0, 10);
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->messages.size(), 1u);
+  EXPECT_EQ(page->messages[0].content, "written with an upper-case id");
+  EXPECT_TRUE(logic_->Get(kAlice, upper).ok());
+}
+
+TEST_F(PgRepositoryTest, OneConnectionIsEnoughWithAColdKeyCache) {
+  Conversation c = NewChat(kAlice);
+  ASSERT_TRUE(Append(kAlice, {c.id, 1, "hello", "", ""}).ok());
+  pg::PgOptions options;
+  options.dsn = db_->dsn();
+  options.pool_size = 1;
+  options.acquire_timeout = std::chrono::milliseconds(2000);
+  auto pool = pg::PgPool::Create(options);
+  ASSERT_TRUE(pool.ok());
+  KeyRing cold_keys(**pool, TestMasterKey(), "test");
+  PgConversationRepository repository(**pool, cold_keys);
+  auto page = repository.ListMessages(kAlice, c.id, 0, 10);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(page->messages[0].content, "hello");
+  auto appended = AppendMessageAndWait(repository, kAlice, NewMessage{c.id, Role::kUser, "again"});
+  ASSERT_TRUE(appended.ok()) << appended.status();
+  EXPECT_EQ(appended->message.seq, 2);
+}
+
+TEST_F(PgRepositoryTest, ServingIsRefusedWhenRowLevelSecurityWouldNotApply) {
+  EXPECT_TRUE(pg::CheckRowLevelSecurityApplies(*pool_, "conversation").ok());
+  pg::PgOptions owner;
+  owner.dsn = db_->dsn();
+  owner.role = "";  // the login role: a superuser that owns the tables
+  auto pool = pg::PgPool::Create(owner);
+  ASSERT_TRUE(pool.ok());
+  absl::Status refused = pg::CheckRowLevelSecurityApplies(**pool, "conversation");
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("row-level security"), std::string::npos);
+}
+
+TEST_F(PgRepositoryTest, AgentDialogueWindowsAreBoundedByPlannerExchanges) {
+  Conversation parent = NewChat(kAlice);
+  Conversation dialogue = *logic_->Create(kAlice, {"step", 2, parent.id, ""});
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(Append(kAlice, {dialogue.id, 5, "do part " + std::to_string(i), "", ""}).ok());
+    ASSERT_TRUE(Append(kAlice, {dialogue.id, 6, std::string(200, 'r'), "", ""}).ok());
+  }
+  auto window = logic_->GetContextWindow(kAlice, dialogue.id, 100, 3);
+  ASSERT_TRUE(window.ok()) << window.status();
+  ASSERT_EQ(window->messages.size(), 6u);  // three planner-opened exchanges
+  EXPECT_EQ(window->messages.front().role, Role::kPlanner);
+  EXPECT_TRUE(window->truncated);
+}
+
 }  // namespace
 }  // namespace omniforge::conversation
