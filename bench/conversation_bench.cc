@@ -195,6 +195,25 @@ class Bench {
     return acknowledged / Seconds(Clock::now() - start);
   }
 
+  // One client with the blocking API: send, wait for the acknowledgement,
+  // send the next.
+  double BlockingAppendRate(double seconds) {
+    pb::AppendMessageRequest request;
+    request.set_conversation_id(NewConversation());
+    request.set_role(pb::ROLE_USER);
+    request.set_content("a single blocking client");
+    int64_t n = 0;
+    const auto start = Clock::now();
+    while (Seconds(Clock::now() - start) < seconds) {
+      grpc::ClientContext context;
+      Identify(context);
+      pb::AppendMessageResponse response;
+      if (!stub().AppendMessage(&context, request, &response).ok()) std::abort();
+      ++n;
+    }
+    return n / Seconds(Clock::now() - start);
+  }
+
   // Fills a conversation with `messages` messages quickly (64 writers).
   std::string FilledConversation(int messages) {
     const std::string id = NewConversation();
@@ -281,6 +300,7 @@ int main(int argc, char** argv) {
   Bench bench(db.dsn(), 16, committers);
   std::fprintf(stderr, "appends via the repository, 1 client: %.0f/s\n",
                bench.RepositoryAppendRate(seconds / 2));
+  std::fprintf(stderr, "appends, 1 blocking client: %.0f/s\n", bench.BlockingAppendRate(seconds / 2));
   const double c1 = bench.AppendRate(1, seconds);
   std::fprintf(stderr, "appends, 1 client: %.0f/s (%.2f x raw)\n", c1, c1 / raw);
   {
