@@ -1,6 +1,5 @@
 #include "services/conversation/src/grpc_service.h"
 
-#include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/time_util.h>
 #include <grpcpp/support/proto_buffer_reader.h>
 
@@ -9,6 +8,7 @@
 #include "libs/core/grpc_identity.h"
 #include "libs/core/grpc_status.h"
 #include "libs/core/server.h"
+#include "services/conversation/src/struct_json.h"
 
 namespace omniforge::conversation {
 namespace {
@@ -77,18 +77,13 @@ Handler<Request, Response> OnWorker(
   };
 }
 
-absl::StatusOr<std::string> StructToJson(const google::protobuf::Struct& s, bool present) {
-  if (!present) return std::string();
-  std::string json;
-  if (!google::protobuf::util::MessageToJsonString(s, &json).ok()) {
-    return absl::InvalidArgumentError("metadata cannot be represented as JSON");
-  }
-  return json;
+std::string StructToJson(const google::protobuf::Struct& s, bool present) {
+  return present ? StructToJsonText(s) : std::string();
 }
 
 void JsonToStruct(const std::string& json, google::protobuf::Struct* out) {
   // Stored metadata was validated as a JSON object on the way in.
-  (void)google::protobuf::util::JsonStringToMessage(json, out);
+  (void)JsonTextToStruct(json, out);
 }
 
 void ToProto(const Conversation& c, pb::Conversation* out) {
@@ -125,10 +120,9 @@ grpc::ServerUnaryReactor* ConversationGrpcService::CreateConversation(
       context, raw, raw_response, "CreateConversation",
       OnWorker<Req, Resp>(workers_, [this](const core::Identity& who, const Req& request,
                                            Resp* response) {
-        auto metadata = StructToJson(request.metadata(), request.has_metadata());
-        if (!metadata.ok()) return metadata.status();
         auto created = logic_.Create(who, {request.title(), static_cast<int>(request.kind()),
-                                           request.parent_conversation_id(), *metadata});
+                                           request.parent_conversation_id(),
+                                           StructToJson(request.metadata(), request.has_metadata())});
         if (!created.ok()) return created.status();
         ToProto(*created, response->mutable_conversation());
         return absl::OkStatus();
@@ -179,13 +173,10 @@ grpc::ServerUnaryReactor* ConversationGrpcService::AppendMessage(
       context, raw, raw_response, "AppendMessage",
       [this](std::shared_ptr<Call<Req, Resp>> call, std::function<void(absl::Status)> done) {
         const Req& request = call->request;
-        auto metadata = StructToJson(request.metadata(), request.has_metadata());
-        if (!metadata.ok()) {
-          done(metadata.status());
-          return;
-        }
         AppendMessageInput input{request.conversation_id(), static_cast<int>(request.role()),
-                                 request.content(), *metadata, request.idempotency_key()};
+                                 request.content(),
+                                 StructToJson(request.metadata(), request.has_metadata()),
+                                 request.idempotency_key()};
         logic_.Append(call->who, input, [call, done](absl::StatusOr<AppendResult> result) {
           if (!result.ok()) {
             done(result.status());
