@@ -54,7 +54,7 @@ bool IsItemError(const absl::Status& status) {
 
 PgConversationRepository::PgConversationRepository(pg::PgPool& pool, KeyRing& keys,
                                                    PgRepositoryOptions options)
-    : pool_(pool), keys_(keys) {
+    : pool_(pool), keys_(keys), completions_(std::make_unique<core::ThreadPool>(1, 1024)) {
   appends_ = std::make_unique<pg::GroupCommitQueue<PendingAppend>>(
       options.append_committers, options.append_max_batch, options.append_max_queued,
       [this](std::vector<PendingAppend>& batch) { CommitBatch(batch); },
@@ -324,7 +324,20 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
     results[item] = results[leader];
     if (results[item].ok()) results[item]->deduplicated = true;
   }
-  for (size_t i = 0; i < batch.size(); ++i) batch[i].done(std::move(results[i]));
+  struct Completion {
+    std::vector<PendingAppend> batch;
+    std::vector<absl::StatusOr<AppendResult>> results;
+    void Run() {
+      for (size_t i = 0; i < batch.size(); ++i) batch[i].done(std::move(results[i]));
+    }
+  };
+  auto completion = std::make_shared<Completion>(Completion{std::move(batch), std::move(results)});
+  // A lone message completes here: another thread hop would only add latency.
+  // When the completion thread is backed up, the committer completes itself.
+  if (completion->batch.size() > 1 && completions_->Submit([completion] { completion->Run(); })) {
+    return;
+  }
+  completion->Run();
 }
 
 absl::StatusOr<MessagePage> PgConversationRepository::ListMessages(

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "libs/core/thread_pool.h"
 #include "libs/pg/group_commit.h"
 #include "libs/pg/pool.h"
 #include "services/conversation/src/key_ring.h"
@@ -20,7 +21,7 @@
 namespace omniforge::conversation {
 
 struct PgRepositoryOptions {
-  int append_committers = 2;      // transactions in flight at once
+  int append_committers = 1;      // transactions in flight at once
   size_t append_max_batch = 256;  // messages per transaction at most
   size_t append_max_queued = 10000;  // waiting messages; beyond, RESOURCE_EXHAUSTED
 };
@@ -69,6 +70,11 @@ class PgConversationRepository final : public ConversationRepository {
 
   pg::PgPool& pool_;
   KeyRing& keys_;
+  // Finishing the calls of a batch (writing their responses) takes about as
+  // long as writing the batch; a committer hands multi-message batches to
+  // this thread and starts the next write at once. Declared before appends_
+  // so it outlives the queue's final drain.
+  std::unique_ptr<core::ThreadPool> completions_;
   std::unique_ptr<pg::GroupCommitQueue<PendingAppend>> appends_;
 };
 
