@@ -197,6 +197,59 @@ END
 $$;
 GRANT EXECUTE ON FUNCTION conversation.append_messages(jsonb) TO omniforge_app;
 
+-- The same as append_messages for a single message, with plain parameters:
+-- a lone append (any quiet moment) is the latency that users feel, and this
+-- path costs about what a bare INSERT does. Same result columns.
+CREATE FUNCTION conversation.append_message(p_tenant text, p_user text, p_conversation uuid,
+                                            p_id uuid, p_role smallint, p_key_id integer,
+                                            p_content bytea, p_token_count integer,
+                                            p_metadata jsonb, p_idempotency_key text,
+                                            p_created_us bigint)
+RETURNS TABLE (ord integer, outcome text, id uuid, seq bigint, role smallint, key_id integer,
+               content bytea, token_count integer, metadata text, created_us bigint)
+LANGUAGE plpgsql
+AS $$
+#variable_conflict use_column
+DECLARE
+  v_seq bigint;
+BEGIN
+  PERFORM set_config('app.tenant_id', p_tenant, true);
+  SELECT cv.last_seq INTO v_seq FROM conversation.conversations cv
+   WHERE cv.tenant_id = p_tenant AND cv.id = p_conversation AND cv.user_id = p_user
+   FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 0, 'not_found'::text, NULL::uuid, NULL::bigint, NULL::smallint,
+                        NULL::integer, NULL::bytea, NULL::integer, NULL::text, NULL::bigint;
+    RETURN;
+  END IF;
+  IF p_idempotency_key IS NOT NULL THEN
+    -- Under the lock, so a concurrent writer of the same key has committed.
+    RETURN QUERY
+    SELECT 0, 'duplicate'::text, m.id, m.seq, m.role, m.key_id, m.content, m.token_count,
+           m.metadata::text, (extract(epoch FROM m.created_at) * 1000000)::bigint
+    FROM conversation.messages m
+    WHERE m.tenant_id = p_tenant AND m.conversation_id = p_conversation
+      AND m.idempotency_key = p_idempotency_key;
+    IF FOUND THEN RETURN; END IF;
+  END IF;
+  INSERT INTO conversation.messages (tenant_id, conversation_id, seq, id, role, key_id, content,
+                                     token_count, metadata, idempotency_key, created_at)
+  VALUES (p_tenant, p_conversation, v_seq + 1, p_id, p_role, p_key_id, p_content, p_token_count,
+          p_metadata, p_idempotency_key,
+          'epoch'::timestamptz + p_created_us * interval '1 microsecond');
+  UPDATE conversation.conversations cv
+     SET last_seq = v_seq + 1,
+         updated_at = GREATEST(cv.updated_at,
+                               'epoch'::timestamptz + p_created_us * interval '1 microsecond')
+   WHERE cv.tenant_id = p_tenant AND cv.id = p_conversation;
+  RETURN QUERY SELECT 0, 'stored'::text, p_id, v_seq + 1, NULL::smallint, NULL::integer,
+                      NULL::bytea, NULL::integer, NULL::text, NULL::bigint;
+END
+$$;
+GRANT EXECUTE ON FUNCTION conversation.append_message(text, text, uuid, uuid, smallint, integer,
+                                                      bytea, integer, jsonb, text, bigint)
+  TO omniforge_app;
+
 -- One page of a conversation's messages, newest first, in one round trip:
 -- sets the tenant for row-level security, checks that the conversation is
 -- the user's (no rows at all when it is not), then returns up to p_limit

@@ -218,6 +218,8 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
   std::vector<std::pair<size_t, size_t>> followers;  // (item, leader)
   std::unordered_map<std::string, DataKey> tenant_keys;
   std::vector<Message> prepared(batch.size());
+  std::vector<int> key_ids(batch.size());
+  std::vector<std::string> sealed(batch.size());
   nlohmann::json items = nlohmann::json::array();
   absl::Status status = absl::OkStatus();
   const Micros now = core::NowMicros();
@@ -254,6 +256,10 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
     m.metadata_json = in.metadata_json;
     m.token_count = in.token_count;
     m.created_at = now;
+    key_ids[i] = key->second.id;
+    sealed[i] = KeyRing::Seal(key->second, m.content,
+                              ContentAd(who.tenant_id, m.conversation_id, m.id));
+    if (batch.size() == 1) break;  // written with plain parameters below
     items.push_back(
         {{"o", i},
          {"tenant", who.tenant_id},
@@ -261,9 +267,8 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
          {"c", m.conversation_id},
          {"i", m.id},
          {"r", static_cast<int>(m.role)},
-         {"k", key->second.id},
-         {"b", Base64(KeyRing::Seal(key->second, m.content,
-                                    ContentAd(who.tenant_id, m.conversation_id, m.id)))},
+         {"k", key_ids[i]},
+         {"b", Base64(sealed[i])},
          {"t", m.token_count},
          {"m", std::move(metadata)},
          {"ik", in.idempotency_key.empty() ? nlohmann::json() : nlohmann::json(in.idempotency_key)},
@@ -280,7 +285,19 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
     if (lease.ok()) {
       try {
         pqxx::nontransaction tx(lease->conn());
-        rows = tx.exec_params("SELECT * FROM conversation.append_messages($1::jsonb)", items.dump());
+        if (batch.size() == 1) {
+          const Message& m = prepared[0];
+          const std::string& key = batch[0].message.idempotency_key;
+          rows = tx.exec_params(
+              "SELECT * FROM conversation.append_message($1, $2, $3::uuid, $4::uuid,"
+              " $5::smallint, $6, $7, $8, $9::jsonb, NULLIF($10, ''), $11)",
+              batch[0].who.tenant_id, batch[0].who.user_id, m.conversation_id, m.id,
+              static_cast<int>(m.role), key_ids[0], pqxx::binarystring(sealed[0]),
+              m.token_count, m.metadata_json, key, m.created_at);
+        } else {
+          rows = tx.exec_params("SELECT * FROM conversation.append_messages($1::jsonb)",
+                                items.dump());
+        }
       } catch (const std::exception& e) {
         if (!lease->conn().is_open()) lease->Discard();
         status = pg::StatusFromException(e);
