@@ -1,6 +1,5 @@
 #include "services/conversation/src/conversation_logic.h"
 
-#include <future>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/ascii.h"
@@ -57,15 +56,6 @@ absl::StatusOr<nlohmann::json> ParseMetadata(const std::string& json, size_t max
 }
 
 }  // namespace
-
-absl::StatusOr<AppendResult> AppendMessageAndWait(ConversationRepository& repository,
-                                                  const core::Identity& who, NewMessage message) {
-  std::promise<absl::StatusOr<AppendResult>> promise;
-  auto future = promise.get_future();
-  repository.AppendMessage(who, std::move(message),
-                           [&promise](absl::StatusOr<AppendResult> r) { promise.set_value(std::move(r)); });
-  return future.get();
-}
 
 ConversationLogic::ConversationLogic(ConversationRepository& repository,
                                      const TokenEstimator& estimator, Limits limits)
