@@ -10,6 +10,9 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/byte_buffer.h>
+#include <fstream>
+#include <sstream>
+#include <filesystem>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -82,7 +85,8 @@ class ServerProcess final {
 
   // Spawns the binary on `dsn` and waits for "server started". On failure the
   // returned message carries the log lines seen so far.
-  std::optional<std::string> Start(const std::string& dsn) {
+  std::optional<std::string> Start(const std::string& dsn,
+                                   const std::vector<std::string>& extra_env = {}) {
     std::vector<std::string> env;
     for (char** entry = environ; *entry != nullptr; ++entry) {
       // An OMNIFORGE_* variable of the developer's shell must not reconfigure
@@ -96,6 +100,7 @@ class ServerProcess final {
     env.push_back("OMNIFORGE_SERVER_METRICS_HOST=127.0.0.1");
     env.push_back("OMNIFORGE_SERVER_METRICS_PORT=0");
     env.push_back("OMNIFORGE_SERVER_DRAIN_TIMEOUT_S=10");
+    env.insert(env.end(), extra_env.begin(), extra_env.end());
     std::vector<char*> envp;
     for (std::string& entry : env) envp.push_back(entry.data());
     envp.push_back(nullptr);
@@ -869,6 +874,65 @@ TEST(ConversationConfigTest, MissingMasterKeyStopsStartWithHowToFixIt) {
   const auto [status, output] = RunBinary("", "");
   EXPECT_EQ(status, 1) << output;
   EXPECT_THAT(output, HasSubstr("OMNIFORGE_ENCRYPTION_MASTER_KEY"));
+}
+
+}  // namespace
+}  // namespace omniforge::conversation
+
+namespace omniforge::conversation {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(ConversationTlsTest, ServesTlsWhenConfiguredAndRefusesPlaintext) {
+  char dir[] = "/tmp/omniforge-tls-test-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string cert = std::string(dir) + "/cert.pem";
+  const std::string key = std::string(dir) + "/key.pem";
+  const std::string openssl =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost"
+      " -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " + key + " -out " + cert +
+      " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(openssl.c_str()), 0) << "openssl could not make a test certificate";
+
+  testing::TestDatabase database;
+  ServerProcess server;
+  const auto error = server.Start(database.dsn(), {"OMNIFORGE_SERVER_TLS_CERT_FILE=" + cert,
+                                                   "OMNIFORGE_SERVER_TLS_KEY_FILE=" + key});
+  ASSERT_FALSE(error.has_value()) << *error;
+  EXPECT_THAT(server.JoinedLog(), HasSubstr(R"("tls":"on")"));
+  {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = ReadFile(cert);
+    grpc::ChannelArguments args;
+    args.SetSslTargetNameOverride("localhost");
+    auto secure = pb::ConversationService::NewStub(
+        grpc::CreateCustomChannel(server.address(), grpc::SslCredentials(ssl), args));
+    pb::CreateConversationRequest request;
+    request.set_title("over TLS");
+    pb::CreateConversationResponse response;
+    grpc::ClientContext context;
+    core::AttachIdentity(context, {"acme", "tls-user"});
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    const grpc::Status status = secure->CreateConversation(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(response.conversation().title(), "over TLS");
+
+    auto plain = pb::ConversationService::NewStub(
+        grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext plain_context;
+    core::AttachIdentity(plain_context, {"acme", "tls-user"});
+    plain_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+    EXPECT_FALSE(plain->CreateConversation(&plain_context, request, &response).ok());
+  }
+  const auto stopped = server.Stop();
+  EXPECT_TRUE(stopped && WIFEXITED(*stopped) && WEXITSTATUS(*stopped) == 0) << server.JoinedLog();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
