@@ -9,19 +9,18 @@
 // Prints a final line: RESULT appends_per_s_c1=... appends_per_s_c64=...
 //   raw_insert_per_s=... window_p50_ms=... window_p99_ms=...
 #include <grpcpp/grpcpp.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <functional>
 #include <mutex>
-#include <chrono>
-#include <cstdio>
 #include <pqxx/pqxx>
 #include <thread>
-
-#include <sys/resource.h>
 
 #include "libs/core/grpc_identity.h"
 #include "libs/core/logging.h"
@@ -65,8 +64,9 @@ double RawInsertRate(const std::string& dsn, double seconds) {
   pqxx::connection conn(dsn);
   {
     pqxx::work tx(conn);
-    tx.exec("CREATE TABLE bench_raw (id bigserial PRIMARY KEY, conversation_id uuid,"
-            " content bytea, created_at timestamptz DEFAULT now())");
+    tx.exec(
+        "CREATE TABLE bench_raw (id bigserial PRIMARY KEY, conversation_id uuid,"
+        " content bytea, created_at timestamptz DEFAULT now())");
     tx.commit();
   }
   const std::string content(200, 'x');
@@ -89,8 +89,8 @@ class Bench {
     options.dsn = dsn;
     options.pool_size = pool_size;
     pool_ = *pg::PgPool::Create(options);
-    keys_ = std::make_unique<KeyRing>(
-        *pool_, *KeyRing::ParseMasterKey(std::string(64, '7')), "bench");
+    keys_ =
+        std::make_unique<KeyRing>(*pool_, *KeyRing::ParseMasterKey(std::string(64, '7')), "bench");
     PgRepositoryOptions append_options;
     append_options.append_committers = committers;
     repository_ = std::make_unique<PgConversationRepository>(*pool_, *keys_, append_options);
@@ -171,27 +171,28 @@ class Bench {
       Client& client = state[c];
       client.context = std::make_unique<grpc::ClientContext>();
       Identify(*client.context);
-      stub().async()->AppendMessage(
-          client.context.get(), &client.request, &client.response, [&, c](grpc::Status status) {
-            if (status.ok()) {
-              ++acknowledged;
-            } else {
-              ++failed;
-            }
-            if (Seconds(Clock::now() - start) < seconds) {
-              send(c);
-              return;
-            }
-            std::lock_guard lock(mu);
-            if (--running == 0) all_done.notify_all();
-          });
+      stub().async()->AppendMessage(client.context.get(), &client.request, &client.response,
+                                    [&, c](grpc::Status status) {
+                                      if (status.ok()) {
+                                        ++acknowledged;
+                                      } else {
+                                        ++failed;
+                                      }
+                                      if (Seconds(Clock::now() - start) < seconds) {
+                                        send(c);
+                                        return;
+                                      }
+                                      std::lock_guard lock(mu);
+                                      if (--running == 0) all_done.notify_all();
+                                    });
     };
     for (int c = 0; c < clients; ++c) send(c);
     {
       std::unique_lock lock(mu);
       all_done.wait(lock, [&] { return running == 0; });
     }
-    if (failed > 0) std::fprintf(stderr, "warning: %lld appends failed\n", (long long)failed.load());
+    if (failed > 0)
+      std::fprintf(stderr, "warning: %lld appends failed\n", (long long)failed.load());
     return acknowledged / Seconds(Clock::now() - start);
   }
 
@@ -300,7 +301,8 @@ int main(int argc, char** argv) {
   Bench bench(db.dsn(), 16, committers);
   std::fprintf(stderr, "appends via the repository, 1 client: %.0f/s\n",
                bench.RepositoryAppendRate(seconds / 2));
-  std::fprintf(stderr, "appends, 1 blocking client: %.0f/s\n", bench.BlockingAppendRate(seconds / 2));
+  std::fprintf(stderr, "appends, 1 blocking client: %.0f/s\n",
+               bench.BlockingAppendRate(seconds / 2));
   const double c1 = bench.AppendRate(1, seconds);
   std::fprintf(stderr, "appends, 1 client: %.0f/s (%.2f x raw)\n", c1, c1 / raw);
   {
@@ -324,10 +326,10 @@ int main(int argc, char** argv) {
   const double c64 = bench.AppendRate(64, seconds);
   const double cpu_cores = (ProcessCpuSeconds() - cpu_before) / Seconds(Clock::now() - wall_before);
   const auto machine_after = MachineCpuJiffies();
-  std::fprintf(stderr, "  group commit: %.1f messages per batch, %.2f ms per batch\n",
-               (sizes.Sum() - sizes_before.first) / (sizes.Count() - sizes_before.second),
-               (commits.Sum() - commits_before.first) / (commits.Count() - commits_before.second) *
-                   1e3);
+  std::fprintf(
+      stderr, "  group commit: %.1f messages per batch, %.2f ms per batch\n",
+      (sizes.Sum() - sizes_before.first) / (sizes.Count() - sizes_before.second),
+      (commits.Sum() - commits_before.first) / (commits.Count() - commits_before.second) * 1e3);
   const double machine_busy = (machine_after.first - machine_before.first) /
                               std::max(1.0, machine_after.second - machine_before.second);
   std::fprintf(stderr,

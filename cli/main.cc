@@ -18,8 +18,8 @@
 #include <iostream>
 #include <map>
 
-#include "libs/core/grpc_identity.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "libs/core/grpc_identity.h"
 #include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
 
 namespace {
@@ -35,8 +35,8 @@ struct Options {
 };
 
 const std::map<std::string, pb::Role> kRoles = {
-    {"user", pb::ROLE_USER},       {"assistant", pb::ROLE_ASSISTANT}, {"system", pb::ROLE_SYSTEM},
-    {"tool", pb::ROLE_TOOL},       {"planner", pb::ROLE_PLANNER},     {"executor", pb::ROLE_EXECUTOR}};
+    {"user", pb::ROLE_USER}, {"assistant", pb::ROLE_ASSISTANT}, {"system", pb::ROLE_SYSTEM},
+    {"tool", pb::ROLE_TOOL}, {"planner", pb::ROLE_PLANNER},     {"executor", pb::ROLE_EXECUTOR}};
 
 std::string RoleName(pb::Role role) {
   for (const auto& [name, value] : kRoles) {
@@ -147,14 +147,20 @@ int main(int argc, char** argv) {
     pb::CreateConversationRequest request;
     request.set_title(title);
     pb::CreateConversationResponse response;
-    if (int rc = Check(client.stub().CreateConversation(client.Context().get(), request, &response))) return rc;
-    if (options.json) PrintJson(response); else std::cout << response.conversation().id() << "\n";
+    if (int rc =
+            Check(client.stub().CreateConversation(client.Context().get(), request, &response)))
+      return rc;
+    if (options.json)
+      PrintJson(response);
+    else
+      std::cout << response.conversation().id() << "\n";
   } else if (list->parsed()) {
     pb::ListConversationsRequest request;
     request.set_page_size(page_size);
     request.set_page_token(page_token);
     pb::ListConversationsResponse response;
-    if (int rc = Check(client.stub().ListConversations(client.Context().get(), request, &response))) return rc;
+    if (int rc = Check(client.stub().ListConversations(client.Context().get(), request, &response)))
+      return rc;
     if (options.json) {
       PrintJson(response);
     } else {
@@ -167,12 +173,14 @@ int main(int argc, char** argv) {
     pb::GetConversationRequest get;
     get.set_conversation_id(id);
     pb::GetConversationResponse conversation;
-    if (int rc = Check(client.stub().GetConversation(client.Context().get(), get, &conversation))) return rc;
+    if (int rc = Check(client.stub().GetConversation(client.Context().get(), get, &conversation)))
+      return rc;
     pb::ListMessagesRequest request;
     request.set_conversation_id(id);
     request.set_limit(limit);
     pb::ListMessagesResponse messages;
-    if (int rc = Check(client.stub().ListMessages(client.Context().get(), request, &messages))) return rc;
+    if (int rc = Check(client.stub().ListMessages(client.Context().get(), request, &messages)))
+      return rc;
     if (options.json) {
       PrintJson(conversation);
       PrintJson(messages);
@@ -192,7 +200,8 @@ int main(int argc, char** argv) {
     request.set_content(text);
     request.set_idempotency_key(idempotency_key);
     pb::AppendMessageResponse response;
-    if (int rc = Check(client.stub().AppendMessage(client.Context().get(), request, &response))) return rc;
+    if (int rc = Check(client.stub().AppendMessage(client.Context().get(), request, &response)))
+      return rc;
     if (options.json) {
       PrintJson(response);
     } else {
@@ -205,7 +214,8 @@ int main(int argc, char** argv) {
     request.set_token_budget(budget);
     request.set_min_recent_exchanges(recent);
     pb::GetContextWindowResponse response;
-    if (int rc = Check(client.stub().GetContextWindow(client.Context().get(), request, &response))) return rc;
+    if (int rc = Check(client.stub().GetContextWindow(client.Context().get(), request, &response)))
+      return rc;
     if (options.json) {
       PrintJson(response);
     } else {
@@ -218,7 +228,9 @@ int main(int argc, char** argv) {
     pb::DeleteConversationRequest request;
     request.set_conversation_id(id);
     pb::DeleteConversationResponse response;
-    if (int rc = Check(client.stub().DeleteConversation(client.Context().get(), request, &response))) return rc;
+    if (int rc =
+            Check(client.stub().DeleteConversation(client.Context().get(), request, &response)))
+      return rc;
     if (!options.json) std::cout << "deleted " << id << "\n";
   }
   return 0;

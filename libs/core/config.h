@@ -33,8 +33,7 @@ class ConfigReader final {
   static absl::StatusOr<ConfigReader> FromString(const std::string& yaml_text,
                                                  EnvLookup env = nullptr);
   // Reads the file at `path`; NOT_FOUND when it does not exist.
-  static absl::StatusOr<ConfigReader> FromFile(const std::string& path,
-                                               EnvLookup env = nullptr);
+  static absl::StatusOr<ConfigReader> FromFile(const std::string& path, EnvLookup env = nullptr);
 
   ConfigReader(ConfigReader&&) noexcept;
   ConfigReader& operator=(ConfigReader&&) noexcept;
@@ -43,8 +42,8 @@ class ConfigReader final {
   // Each getter records the key as known. A value of the wrong type, or one
   // outside [min, max], is recorded as an error reported by Finish().
   std::string String(const std::string& path, const std::string& fallback);
-  int64_t Int(const std::string& path, int64_t fallback,
-              int64_t min = INT64_MIN, int64_t max = INT64_MAX);
+  int64_t Int(const std::string& path, int64_t fallback, int64_t min = INT64_MIN,
+              int64_t max = INT64_MAX);
   double Double(const std::string& path, double fallback);
   bool Bool(const std::string& path, bool fallback);
   // A list of strings; in the environment, a comma-separated value.

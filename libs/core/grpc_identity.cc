@@ -8,9 +8,9 @@ namespace omniforge::core {
 
 absl::Status ValidateIdentity(const Identity& identity) {
   if (identity.tenant_id.empty() || identity.user_id.empty()) {
-    return absl::UnauthenticatedError(
-        std::string("missing caller identity: set the ") + kTenantMetadataKey +
-        " and " + kUserMetadataKey + " metadata");
+    return absl::UnauthenticatedError(std::string("missing caller identity: set the ") +
+                                      kTenantMetadataKey + " and " + kUserMetadataKey +
+                                      " metadata");
   }
   if (!IsSafeToken(identity.tenant_id) || !IsSafeToken(identity.user_id)) {
     return absl::InvalidArgumentError(

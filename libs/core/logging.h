@@ -35,7 +35,7 @@ inline void LogWarn(std::string_view m, const LogFields& f = {}) { Log(LogLevel:
 inline void LogError(std::string_view m, const LogFields& f = {}) { Log(LogLevel::kError, m, f); }
 
 // Formats one line exactly as Log would (no trailing newline). Exposed for tests.
-std::string FormatLogLine(LogLevel level, std::string_view service,
-                          std::string_view msg, const LogFields& fields);
+std::string FormatLogLine(LogLevel level, std::string_view service, std::string_view msg,
+                          const LogFields& fields);
 
 }  // namespace omniforge::core

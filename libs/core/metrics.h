@@ -61,14 +61,11 @@ class MetricsRegistry final {
   MetricsRegistry();
   ~MetricsRegistry();
 
-  Counter& GetCounter(const std::string& name, const std::string& help,
-                      const Labels& labels = {});
-  Gauge& GetGauge(const std::string& name, const std::string& help,
-                  const Labels& labels = {});
+  Counter& GetCounter(const std::string& name, const std::string& help, const Labels& labels = {});
+  Gauge& GetGauge(const std::string& name, const std::string& help, const Labels& labels = {});
   // Default buckets are latency seconds from 0.5 ms to 10 s.
   Histogram& GetHistogram(const std::string& name, const std::string& help,
-                          const Labels& labels = {},
-                          std::vector<double> upper_bounds = {});
+                          const Labels& labels = {}, std::vector<double> upper_bounds = {});
   std::string Render() const;
 
   // The process-wide registry.

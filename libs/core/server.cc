@@ -26,24 +26,42 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
 
 const char* CodeName(absl::StatusCode code) {
   switch (code) {
-    case absl::StatusCode::kOk: return "OK";
-    case absl::StatusCode::kCancelled: return "CANCELLED";
-    case absl::StatusCode::kUnknown: return "UNKNOWN";
-    case absl::StatusCode::kInvalidArgument: return "INVALID_ARGUMENT";
-    case absl::StatusCode::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
-    case absl::StatusCode::kNotFound: return "NOT_FOUND";
-    case absl::StatusCode::kAlreadyExists: return "ALREADY_EXISTS";
-    case absl::StatusCode::kPermissionDenied: return "PERMISSION_DENIED";
-    case absl::StatusCode::kResourceExhausted: return "RESOURCE_EXHAUSTED";
-    case absl::StatusCode::kFailedPrecondition: return "FAILED_PRECONDITION";
-    case absl::StatusCode::kAborted: return "ABORTED";
-    case absl::StatusCode::kOutOfRange: return "OUT_OF_RANGE";
-    case absl::StatusCode::kUnimplemented: return "UNIMPLEMENTED";
-    case absl::StatusCode::kInternal: return "INTERNAL";
-    case absl::StatusCode::kUnavailable: return "UNAVAILABLE";
-    case absl::StatusCode::kDataLoss: return "DATA_LOSS";
-    case absl::StatusCode::kUnauthenticated: return "UNAUTHENTICATED";
-    default: return "UNKNOWN";
+    case absl::StatusCode::kOk:
+      return "OK";
+    case absl::StatusCode::kCancelled:
+      return "CANCELLED";
+    case absl::StatusCode::kUnknown:
+      return "UNKNOWN";
+    case absl::StatusCode::kInvalidArgument:
+      return "INVALID_ARGUMENT";
+    case absl::StatusCode::kDeadlineExceeded:
+      return "DEADLINE_EXCEEDED";
+    case absl::StatusCode::kNotFound:
+      return "NOT_FOUND";
+    case absl::StatusCode::kAlreadyExists:
+      return "ALREADY_EXISTS";
+    case absl::StatusCode::kPermissionDenied:
+      return "PERMISSION_DENIED";
+    case absl::StatusCode::kResourceExhausted:
+      return "RESOURCE_EXHAUSTED";
+    case absl::StatusCode::kFailedPrecondition:
+      return "FAILED_PRECONDITION";
+    case absl::StatusCode::kAborted:
+      return "ABORTED";
+    case absl::StatusCode::kOutOfRange:
+      return "OUT_OF_RANGE";
+    case absl::StatusCode::kUnimplemented:
+      return "UNIMPLEMENTED";
+    case absl::StatusCode::kInternal:
+      return "INTERNAL";
+    case absl::StatusCode::kUnavailable:
+      return "UNAVAILABLE";
+    case absl::StatusCode::kDataLoss:
+      return "DATA_LOSS";
+    case absl::StatusCode::kUnauthenticated:
+      return "UNAUTHENTICATED";
+    default:
+      return "UNKNOWN";
   }
 }
 
@@ -63,14 +81,13 @@ void LogProtobufMessage(google::protobuf::LogLevel level, const char* filename, 
 
 }  // namespace
 
-ServerOptions ReadServerOptions(ConfigReader& config, int default_port,
-                                int default_metrics_port) {
+ServerOptions ReadServerOptions(ConfigReader& config, int default_port, int default_metrics_port) {
   ServerOptions options;
   options.host = config.String("server.host", options.host);
   options.port = static_cast<int>(config.Int("server.port", default_port, 0, 65535));
   options.metrics_host = config.String("server.metrics_host", options.metrics_host);
-  options.metrics_port = static_cast<int>(
-      config.Int("server.metrics_port", default_metrics_port, -1, 65535));
+  options.metrics_port =
+      static_cast<int>(config.Int("server.metrics_port", default_metrics_port, -1, 65535));
   options.drain_timeout = std::chrono::seconds(config.Int("server.drain_timeout_s", 15, 0, 3600));
   options.max_receive_bytes = static_cast<int>(
       config.Int("server.max_receive_bytes", options.max_receive_bytes, 1024, 64 << 20));
@@ -89,8 +106,7 @@ void RpcScope::Finish(const absl::Status& status) {
                   {{"method", method_}, {"code", CodeName(status.code())}})
       .Inc();
   registry
-      .GetHistogram("omniforge_rpc_duration_seconds", "RPC handling time.",
-                    {{"method", method_}})
+      .GetHistogram("omniforge_rpc_duration_seconds", "RPC handling time.", {{"method", method_}})
       .Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
 }
 
@@ -123,8 +139,8 @@ absl::Status ServiceServer::Start() {
   }
 
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options_.host + ":" + std::to_string(options_.port),
-                           credentials, &port_);
+  builder.AddListeningPort(options_.host + ":" + std::to_string(options_.port), credentials,
+                           &port_);
   builder.SetMaxReceiveMessageSize(options_.max_receive_bytes);
   // Keepalive: let long-lived internal channels ping through idle periods.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
@@ -141,8 +157,8 @@ absl::Status ServiceServer::Start() {
     metrics_server_ = std::make_unique<MetricsHttpServer>(MetricsRegistry::Global());
     metrics_port_ = metrics_server_->Start(options_.metrics_host, options_.metrics_port);
     if (metrics_port_ < 0) {
-      return absl::UnavailableError("cannot serve metrics on " + options_.metrics_host +
-                                    ":" + std::to_string(options_.metrics_port));
+      return absl::UnavailableError("cannot serve metrics on " + options_.metrics_host + ":" +
+                                    std::to_string(options_.metrics_port));
     }
   }
   LogInfo("server started", {{"port", std::to_string(port_)},

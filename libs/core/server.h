@@ -31,19 +31,18 @@ namespace omniforge::core {
 
 struct ServerOptions {
   std::string host = "0.0.0.0";
-  int port = 0;                    // 0 picks a free port
+  int port = 0;  // 0 picks a free port
   std::string metrics_host = "0.0.0.0";
-  int metrics_port = -1;           // -1 disables /metrics, 0 picks a free port
+  int metrics_port = -1;  // -1 disables /metrics, 0 picks a free port
   std::chrono::seconds drain_timeout{15};
   int max_receive_bytes = 4 * 1024 * 1024;
-  std::string tls_cert_file;       // both set: TLS; both empty: plaintext
+  std::string tls_cert_file;  // both set: TLS; both empty: plaintext
   std::string tls_key_file;
 };
 
 // Reads `server.*` keys: host, port, metrics_host, metrics_port,
 // drain_timeout_s, max_receive_bytes, tls_cert_file, tls_key_file.
-ServerOptions ReadServerOptions(ConfigReader& config, int default_port,
-                                int default_metrics_port);
+ServerOptions ReadServerOptions(ConfigReader& config, int default_port, int default_metrics_port);
 
 // Records per-RPC metrics (omniforge_rpc_total{method,code},
 // omniforge_rpc_duration_seconds{method}) when Finish is called.

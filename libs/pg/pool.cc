@@ -101,8 +101,8 @@ absl::Status StatusFromException(const std::exception& e) {
     // Only the first line: PostgreSQL's DETAIL and CONTEXT lines can quote
     // the data of the statement.
     const std::string what = sql->what();
-    core::LogError("database error", {{"sqlstate", sql->sqlstate()},
-                                      {"error", what.substr(0, what.find('\n'))}});
+    core::LogError("database error",
+                   {{"sqlstate", sql->sqlstate()}, {"error", what.substr(0, what.find('\n'))}});
     return absl::InternalError("database error (sqlstate " + sql->sqlstate() + ")");
   }
   core::LogError("database error", {{"error", e.what()}});

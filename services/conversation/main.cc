@@ -4,12 +4,11 @@
 //   omniforge-conversation [--config FILE] migrate      apply migrations and exit
 //   omniforge-conversation [--config FILE] rotate-key --tenant T
 #include <CLI/CLI.hpp>
-
-#include "absl/strings/numbers.h"
 #include <fstream>
 #include <memory>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "libs/core/clock.h"
 #include "libs/core/config.h"
 #include "libs/core/logging.h"
@@ -79,8 +78,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.retention_interval = std::chrono::seconds(c.Int("retention.interval_s", 3600, 1, 86400 * 7));
   s.appends.append_committers = static_cast<int>(c.Int("append.committers", 1, 1, 64));
   s.appends.append_max_batch = static_cast<size_t>(c.Int("append.max_batch", 256, 1, 10000));
-  s.appends.append_max_queued =
-      static_cast<size_t>(c.Int("append.max_queued", 10000, 1, 1000000));
+  s.appends.append_max_queued = static_cast<size_t>(c.Int("append.max_queued", 10000, 1, 1000000));
   if (absl::Status status = c.Finish(); !status.ok()) return status;
   if (s.migrate_dsn.empty()) s.migrate_dsn = s.database.dsn;
   return s;
@@ -126,9 +124,7 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   core::ThreadPool workers(s.worker_threads, 4096);
   ConversationGrpcService service(logic, workers);
   RetentionPurger purger(
-      [&](int limit) {
-        return repository.PurgeIdle(s.retention, core::NowMicros(), limit);
-      },
+      [&](int limit) { return repository.PurgeIdle(s.retention, core::NowMicros(), limit); },
       s.retention_interval);
 
   core::ServiceServer server(s.server);

@@ -25,7 +25,7 @@ struct ContextWindowOptions {
 struct ContextWindow {
   std::vector<Message> messages;  // ascending seq
   int total_tokens = 0;
-  bool truncated = false;         // older messages were left out
+  bool truncated = false;  // older messages were left out
 };
 
 class ContextWindowAssembler final {

@@ -67,12 +67,14 @@ absl::StatusOr<Conversation> ConversationLogic::Create(const core::Identity& who
     return absl::InvalidArgumentError("title exceeds " + std::to_string(limits_.max_title_bytes) +
                                       " bytes");
   }
-  if (!core::IsValidUtf8(input.title)) return absl::InvalidArgumentError("title is not valid UTF-8");
+  if (!core::IsValidUtf8(input.title))
+    return absl::InvalidArgumentError("title is not valid UTF-8");
   NewConversation conversation;
   conversation.title = input.title;
   const int kind = input.kind == 0 ? static_cast<int>(ConversationKind::kChat) : input.kind;
   if (!IsKnownKind(kind)) {
-    return absl::InvalidArgumentError("kind " + std::to_string(input.kind) + " is not a known kind");
+    return absl::InvalidArgumentError("kind " + std::to_string(input.kind) +
+                                      " is not a known kind");
   }
   conversation.kind = static_cast<ConversationKind>(kind);
   if (conversation.kind == ConversationKind::kAgentDialogue) {
@@ -127,13 +129,14 @@ absl::StatusOr<ConversationListing> ConversationLogic::List(const core::Identity
   return listing;
 }
 
-absl::StatusOr<NewMessage> ConversationLogic::PrepareMessage(const AppendMessageInput& input) const {
+absl::StatusOr<NewMessage> ConversationLogic::PrepareMessage(
+    const AppendMessageInput& input) const {
   auto conversation_id = CanonicalId(input.conversation_id, "conversation_id");
   if (!conversation_id.ok()) return conversation_id.status();
   if (!IsKnownRole(input.role)) {
-    return absl::InvalidArgumentError(
-        input.role == 0 ? std::string("role is required")
-                        : "role " + std::to_string(input.role) + " is not a known role");
+    return absl::InvalidArgumentError(input.role == 0 ? std::string("role is required")
+                                                      : "role " + std::to_string(input.role) +
+                                                            " is not a known role");
   }
   if (input.content.size() > limits_.max_content_bytes) {
     return absl::InvalidArgumentError("content exceeds " +

@@ -116,51 +116,49 @@ grpc::ServerUnaryReactor* ConversationGrpcService::CreateConversation(
     grpc::CallbackServerContext* context, const Raw* raw, Raw* raw_response) {
   using Req = pb::CreateConversationRequest;
   using Resp = pb::CreateConversationResponse;
-  return Serve<Req, Resp>(
-      context, raw, raw_response, "CreateConversation",
-      OnWorker<Req, Resp>(workers_, [this](const core::Identity& who, const Req& request,
-                                           Resp* response) {
-        auto created = logic_.Create(who, {request.title(), static_cast<int>(request.kind()),
-                                           request.parent_conversation_id(),
-                                           StructToJson(request.metadata(), request.has_metadata())});
-        if (!created.ok()) return created.status();
-        ToProto(*created, response->mutable_conversation());
-        return absl::OkStatus();
-      }));
+  return Serve<Req, Resp>(context, raw, raw_response, "CreateConversation",
+                          OnWorker<Req, Resp>(workers_, [this](const core::Identity& who,
+                                                               const Req& request, Resp* response) {
+                            auto created = logic_.Create(
+                                who, {request.title(), static_cast<int>(request.kind()),
+                                      request.parent_conversation_id(),
+                                      StructToJson(request.metadata(), request.has_metadata())});
+                            if (!created.ok()) return created.status();
+                            ToProto(*created, response->mutable_conversation());
+                            return absl::OkStatus();
+                          }));
 }
 
 grpc::ServerUnaryReactor* ConversationGrpcService::GetConversation(
     grpc::CallbackServerContext* context, const Raw* raw, Raw* raw_response) {
   using Req = pb::GetConversationRequest;
   using Resp = pb::GetConversationResponse;
-  return Serve<Req, Resp>(
-      context, raw, raw_response, "GetConversation",
-      OnWorker<Req, Resp>(workers_, [this](const core::Identity& who, const Req& request,
-                                           Resp* response) {
-        auto found = logic_.Get(who, request.conversation_id());
-        if (!found.ok()) return found.status();
-        ToProto(*found, response->mutable_conversation());
-        return absl::OkStatus();
-      }));
+  return Serve<Req, Resp>(context, raw, raw_response, "GetConversation",
+                          OnWorker<Req, Resp>(workers_, [this](const core::Identity& who,
+                                                               const Req& request, Resp* response) {
+                            auto found = logic_.Get(who, request.conversation_id());
+                            if (!found.ok()) return found.status();
+                            ToProto(*found, response->mutable_conversation());
+                            return absl::OkStatus();
+                          }));
 }
 
 grpc::ServerUnaryReactor* ConversationGrpcService::ListConversations(
     grpc::CallbackServerContext* context, const Raw* raw, Raw* raw_response) {
   using Req = pb::ListConversationsRequest;
   using Resp = pb::ListConversationsResponse;
-  return Serve<Req, Resp>(
-      context, raw, raw_response, "ListConversations",
-      OnWorker<Req, Resp>(workers_, [this](const core::Identity& who, const Req& request,
-                                           Resp* response) {
-        auto listing = logic_.List(who, request.parent_conversation_id(), request.page_size(),
-                                   request.page_token());
-        if (!listing.ok()) return listing.status();
-        for (const Conversation& c : listing->conversations) {
-          ToProto(c, response->add_conversations());
-        }
-        response->set_next_page_token(listing->next_page_token);
-        return absl::OkStatus();
-      }));
+  return Serve<Req, Resp>(context, raw, raw_response, "ListConversations",
+                          OnWorker<Req, Resp>(workers_, [this](const core::Identity& who,
+                                                               const Req& request, Resp* response) {
+                            auto listing = logic_.List(who, request.parent_conversation_id(),
+                                                       request.page_size(), request.page_token());
+                            if (!listing.ok()) return listing.status();
+                            for (const Conversation& c : listing->conversations) {
+                              ToProto(c, response->add_conversations());
+                            }
+                            response->set_next_page_token(listing->next_page_token);
+                            return absl::OkStatus();
+                          }));
 }
 
 grpc::ServerUnaryReactor* ConversationGrpcService::AppendMessage(
@@ -173,10 +171,9 @@ grpc::ServerUnaryReactor* ConversationGrpcService::AppendMessage(
       context, raw, raw_response, "AppendMessage",
       [this](std::shared_ptr<Call<Req, Resp>> call, std::function<void(absl::Status)> done) {
         const Req& request = call->request;
-        AppendMessageInput input{request.conversation_id(), static_cast<int>(request.role()),
-                                 request.content(),
-                                 StructToJson(request.metadata(), request.has_metadata()),
-                                 request.idempotency_key()};
+        AppendMessageInput input{
+            request.conversation_id(), static_cast<int>(request.role()), request.content(),
+            StructToJson(request.metadata(), request.has_metadata()), request.idempotency_key()};
         logic_.Append(call->who, input, [call, done](absl::StatusOr<AppendResult> result) {
           if (!result.ok()) {
             done(result.status());
@@ -193,37 +190,37 @@ grpc::ServerUnaryReactor* ConversationGrpcService::ListMessages(
     grpc::CallbackServerContext* context, const Raw* raw, Raw* raw_response) {
   using Req = pb::ListMessagesRequest;
   using Resp = pb::ListMessagesResponse;
-  return Serve<Req, Resp>(
-      context, raw, raw_response, "ListMessages",
-      OnWorker<Req, Resp>(workers_, [this](const core::Identity& who, const Req& request,
-                                           Resp* response) {
-        auto page = logic_.ListMessages(who, request.conversation_id(), request.before_seq(),
-                                        request.limit());
-        if (!page.ok()) return page.status();
-        for (const Message& m : page->messages) ToProto(m, response->add_messages());
-        response->set_has_more(page->has_more);
-        return absl::OkStatus();
-      }));
+  return Serve<Req, Resp>(context, raw, raw_response, "ListMessages",
+                          OnWorker<Req, Resp>(workers_, [this](const core::Identity& who,
+                                                               const Req& request, Resp* response) {
+                            auto page = logic_.ListMessages(who, request.conversation_id(),
+                                                            request.before_seq(), request.limit());
+                            if (!page.ok()) return page.status();
+                            for (const Message& m : page->messages)
+                              ToProto(m, response->add_messages());
+                            response->set_has_more(page->has_more);
+                            return absl::OkStatus();
+                          }));
 }
 
 grpc::ServerUnaryReactor* ConversationGrpcService::GetContextWindow(
     grpc::CallbackServerContext* context, const Raw* raw, Raw* raw_response) {
   using Req = pb::GetContextWindowRequest;
   using Resp = pb::GetContextWindowResponse;
-  return Serve<Req, Resp>(
-      context, raw, raw_response, "GetContextWindow",
-      OnWorker<Req, Resp>(workers_, [this](const core::Identity& who, const Req& request,
-                                           Resp* response) {
-        auto window = logic_.GetContextWindow(who, request.conversation_id(),
-                                              request.token_budget(),
-                                              request.min_recent_exchanges());
-        if (!window.ok()) return window.status();
-        for (const Message& m : window->messages) ToProto(m, response->add_messages());
-        response->set_total_tokens(window->total_tokens);
-        response->set_truncated(window->truncated);
-        response->set_token_estimator(std::string(logic_.estimator().Name()));
-        return absl::OkStatus();
-      }));
+  return Serve<Req, Resp>(context, raw, raw_response, "GetContextWindow",
+                          OnWorker<Req, Resp>(workers_, [this](const core::Identity& who,
+                                                               const Req& request, Resp* response) {
+                            auto window = logic_.GetContextWindow(who, request.conversation_id(),
+                                                                  request.token_budget(),
+                                                                  request.min_recent_exchanges());
+                            if (!window.ok()) return window.status();
+                            for (const Message& m : window->messages)
+                              ToProto(m, response->add_messages());
+                            response->set_total_tokens(window->total_tokens);
+                            response->set_truncated(window->truncated);
+                            response->set_token_estimator(std::string(logic_.estimator().Name()));
+                            return absl::OkStatus();
+                          }));
 }
 
 grpc::ServerUnaryReactor* ConversationGrpcService::DeleteConversation(
@@ -232,10 +229,9 @@ grpc::ServerUnaryReactor* ConversationGrpcService::DeleteConversation(
   using Resp = pb::DeleteConversationResponse;
   return Serve<Req, Resp>(
       context, raw, raw_response, "DeleteConversation",
-      OnWorker<Req, Resp>(workers_,
-                          [this](const core::Identity& who, const Req& request, Resp*) {
-                            return logic_.Delete(who, request.conversation_id());
-                          }));
+      OnWorker<Req, Resp>(workers_, [this](const core::Identity& who, const Req& request, Resp*) {
+        return logic_.Delete(who, request.conversation_id());
+      }));
 }
 
 }  // namespace omniforge::conversation

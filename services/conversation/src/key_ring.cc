@@ -27,8 +27,9 @@ absl::StatusOr<KeyBytes> KeyRing::ParseMasterKey(std::string_view encoded) {
   KeyBytes key{};
   size_t length = 0;
   const std::string text(encoded);
-  if (text.size() == 64 && sodium_hex2bin(key.data(), key.size(), text.c_str(), text.size(),
-                                          nullptr, &length, nullptr) == 0 &&
+  if (text.size() == 64 &&
+      sodium_hex2bin(key.data(), key.size(), text.c_str(), text.size(), nullptr, &length,
+                     nullptr) == 0 &&
       length == key.size()) {
     return key;
   }
@@ -71,8 +72,8 @@ absl::StatusOr<std::string> KeyRing::Open(const DataKey& key, std::string_view s
   unsigned long long written = 0;
   if (crypto_aead_xchacha20poly1305_ietf_decrypt(
           reinterpret_cast<unsigned char*>(out.data()), &written, nullptr, nonce + kNonceBytes,
-          sealed.size() - kNonceBytes, reinterpret_cast<const unsigned char*>(ad.data()),
-          ad.size(), nonce, key.bytes.data()) != 0) {
+          sealed.size() - kNonceBytes, reinterpret_cast<const unsigned char*>(ad.data()), ad.size(),
+          nonce, key.bytes.data()) != 0) {
     return absl::DataLossError("encrypted value failed authentication");
   }
   out.resize(written);
@@ -105,8 +106,7 @@ absl::StatusOr<int> KeyRing::LatestKeyId(const std::string& tenant, bool create_
   int key_id = 0;
   absl::Status status = pg::WithTenantTransaction(pool_, tenant, [&](pqxx::work& tx) {
     // Serialises key creation for this tenant across replicas.
-    tx.exec_params("SELECT pg_advisory_xact_lock(hashtext('omniforge-tenant-key:' || $1))",
-                   tenant);
+    tx.exec_params("SELECT pg_advisory_xact_lock(hashtext('omniforge-tenant-key:' || $1))", tenant);
     pqxx::row latest = tx.exec_params1(
         "SELECT COALESCE(max(key_id), 0) FROM conversation.tenant_keys WHERE tenant_id = $1",
         tenant);
@@ -137,7 +137,8 @@ absl::StatusOr<DataKey> KeyRing::ActiveKey(const std::string& tenant) {
         it != active_.end() &&
         std::chrono::steady_clock::now() - it->second.fetched < active_key_ttl_) {
       key_id = it->second.key_id;
-      if (auto k = keys_.find({tenant, key_id}); k != keys_.end()) return DataKey{key_id, k->second};
+      if (auto k = keys_.find({tenant, key_id}); k != keys_.end())
+        return DataKey{key_id, k->second};
     }
   }
   if (key_id == 0) {
@@ -151,7 +152,8 @@ absl::StatusOr<DataKey> KeyRing::ActiveKey(const std::string& tenant) {
 absl::StatusOr<DataKey> KeyRing::Key(const std::string& tenant, int key_id) {
   {
     std::lock_guard lock(mu_);
-    if (auto it = keys_.find({tenant, key_id}); it != keys_.end()) return DataKey{key_id, it->second};
+    if (auto it = keys_.find({tenant, key_id}); it != keys_.end())
+      return DataKey{key_id, it->second};
   }
   absl::StatusOr<DataKey> key;
   absl::Status status = pg::WithTenantTransaction(pool_, tenant, [&](pqxx::work& tx) {
@@ -165,7 +167,8 @@ absl::StatusOr<DataKey> KeyRing::Key(const std::string& tenant, int key_id) {
 absl::StatusOr<DataKey> KeyRing::KeyById(pqxx::work& tx, const std::string& tenant, int key_id) {
   {
     std::lock_guard lock(mu_);
-    if (auto it = keys_.find({tenant, key_id}); it != keys_.end()) return DataKey{key_id, it->second};
+    if (auto it = keys_.find({tenant, key_id}); it != keys_.end())
+      return DataKey{key_id, it->second};
   }
   pqxx::result row = tx.exec_params(
       "SELECT master_key_id, wrapped_key FROM conversation.tenant_keys"
@@ -174,8 +177,7 @@ absl::StatusOr<DataKey> KeyRing::KeyById(pqxx::work& tx, const std::string& tena
   if (row.empty()) {
     return absl::DataLossError("tenant key " + std::to_string(key_id) + " is missing");
   }
-  return Unwrap(tenant, key_id, row[0][0].as<std::string>(),
-                pqxx::binarystring(row[0][1]).str());
+  return Unwrap(tenant, key_id, row[0][0].as<std::string>(), pqxx::binarystring(row[0][1]).str());
 }
 
 absl::StatusOr<int> KeyRing::Rotate(const std::string& tenant) {

@@ -6,12 +6,10 @@
 #include "libs/core/ids.h"
 
 namespace omniforge::conversation {
-namespace {
+namespace {}  // namespace
 
-}  // namespace
-
-MemoryConversationRepository::Stored* MemoryConversationRepository::Find(
-    const core::Identity& who, const std::string& id) {
+MemoryConversationRepository::Stored* MemoryConversationRepository::Find(const core::Identity& who,
+                                                                         const std::string& id) {
   auto it = stored_.find({who.tenant_id, id});
   if (it == stored_.end() || it->second.conversation.user_id != who.user_id) return nullptr;
   return &it->second;
@@ -52,7 +50,8 @@ absl::StatusOr<ConversationPage> MemoryConversationRepository::ListConversations
   std::vector<Conversation> matching;
   for (const auto& [key, s] : stored_) {
     const Conversation& c = s.conversation;
-    if (key.first != who.tenant_id || c.user_id != who.user_id || c.parent_id != parent_id) continue;
+    if (key.first != who.tenant_id || c.user_id != who.user_id || c.parent_id != parent_id)
+      continue;
     if (after && std::tie(c.updated_at, c.id) >= std::tie(after->updated_at, after->id)) continue;
     matching.push_back(c);
   }

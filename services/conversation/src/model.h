@@ -10,7 +10,14 @@
 namespace omniforge::conversation {
 
 // Values match the proto enum omniforge.conversation.v1.Role.
-enum class Role : int { kUser = 1, kAssistant = 2, kSystem = 3, kTool = 4, kPlanner = 5, kExecutor = 6 };
+enum class Role : int {
+  kUser = 1,
+  kAssistant = 2,
+  kSystem = 3,
+  kTool = 4,
+  kPlanner = 5,
+  kExecutor = 6
+};
 
 // Values match omniforge.conversation.v1.ConversationKind.
 enum class ConversationKind : int { kChat = 1, kAgentDialogue = 2 };
@@ -32,7 +39,7 @@ struct Conversation {
   std::string user_id;
   std::string title;
   ConversationKind kind = ConversationKind::kChat;
-  std::string parent_id;     // empty for chats
+  std::string parent_id;             // empty for chats
   std::string metadata_json = "{}";  // a JSON object
   int64_t message_count = 0;
   Micros created_at = 0;

@@ -94,8 +94,8 @@ absl::StatusOr<Message> PgConversationRepository::ReadMessage(const std::string&
   m.role = static_cast<Role>(row[2].as<int>());
   auto key = keys_.Key(tenant, row[3].as<int>());
   if (!key.ok()) return key.status();
-  auto content =
-      KeyRing::Open(*key, pqxx::binarystring(row[4]).str(), ContentAd(tenant, conversation_id, m.id));
+  auto content = KeyRing::Open(*key, pqxx::binarystring(row[4]).str(),
+                               ContentAd(tenant, conversation_id, m.id));
   if (!content.ok()) return content.status();
   m.content = *std::move(content);
   m.token_count = row[5].as<int32_t>();
@@ -128,8 +128,10 @@ absl::StatusOr<Conversation> PgConversationRepository::CreateConversation(
     }
     tx.exec_params(
         "INSERT INTO conversation.conversations (tenant_id, id, user_id, kind, parent_id, key_id,"
-        " title, metadata, created_at, updated_at) VALUES ($1, $2::uuid, $3, $4, NULLIF($5, '')::uuid,"
-        " $6, $7, $8::jsonb, " + MicrosToTimestamp("$9") + ", " + MicrosToTimestamp("$9") + ")",
+        " title, metadata, created_at, updated_at) VALUES ($1, $2::uuid, $3, $4, NULLIF($5, "
+        "'')::uuid,"
+        " $6, $7, $8::jsonb, " +
+            MicrosToTimestamp("$9") + ", " + MicrosToTimestamp("$9") + ")",
         who.tenant_id, c.id, who.user_id, static_cast<int>(c.kind), c.parent_id, key->id,
         pqxx::binarystring(sealed_title), c.metadata_json, c.created_at);
     return absl::OkStatus();
@@ -142,10 +144,11 @@ absl::StatusOr<Conversation> PgConversationRepository::GetConversation(const cor
                                                                        const std::string& id) {
   absl::StatusOr<Conversation> result = ConversationNotFound(id);
   absl::Status status = pg::WithTenantTransaction(pool_, who.tenant_id, [&](pqxx::work& tx) {
-    pqxx::result rows = tx.exec_params(std::string("SELECT ") + kConversationColumns +
-                                           " FROM conversation.conversations"
-                                           " WHERE tenant_id = $1 AND id = $2::uuid AND user_id = $3",
-                                       who.tenant_id, id, who.user_id);
+    pqxx::result rows =
+        tx.exec_params(std::string("SELECT ") + kConversationColumns +
+                           " FROM conversation.conversations"
+                           " WHERE tenant_id = $1 AND id = $2::uuid AND user_id = $3",
+                       who.tenant_id, id, who.user_id);
     if (!rows.empty()) result = ReadConversation(tx, who.tenant_id, rows[0]);
     return absl::OkStatus();
   });
@@ -157,40 +160,41 @@ absl::StatusOr<ConversationPage> PgConversationRepository::ListConversations(
     const core::Identity& who, const std::string& parent_id,
     const std::optional<ConversationCursor>& after, int page_size) {
   ConversationPage page;
-  absl::Status status = pg::WithTenantTransaction(pool_, who.tenant_id, [&](pqxx::work& tx) -> absl::Status {
-    page = ConversationPage{};  // the body may run again after a lost connection
-    std::string where = " WHERE tenant_id = $1 AND user_id = $2";
-    if (parent_id.empty()) {
-      where += " AND parent_id IS NULL AND $3 = ''";
-    } else {
-      pqxx::result parent = tx.exec_params(
-          "SELECT 1 FROM conversation.conversations"
-          " WHERE tenant_id = $1 AND id = $2::uuid AND user_id = $3",
-          who.tenant_id, parent_id, who.user_id);
-      if (parent.empty()) return ConversationNotFound(parent_id);
-      where += " AND parent_id = NULLIF($3, '')::uuid";
-    }
-    // Keyset pagination; the page token carries the last row's position.
-    where += after ? " AND (updated_at, id) < (" + MicrosToTimestamp("$5") + ", $6::uuid)"
-                   : " AND $5::bigint IS NOT NULL AND $6 = ''";
-    const std::string sql = std::string("SELECT ") + kConversationColumns +
-                            " FROM conversation.conversations" + where +
-                            " ORDER BY updated_at DESC, id DESC LIMIT $4";
-    pqxx::result rows =
-        tx.exec_params(sql, who.tenant_id, who.user_id, parent_id, page_size + 1,
-                       after ? after->updated_at : 0, after ? after->id : std::string());
-    for (const pqxx::row& row : rows) {
-      if (static_cast<int>(page.conversations.size()) == page_size) {
-        const Conversation& last = page.conversations.back();
-        page.next = ConversationCursor{last.updated_at, last.id};
-        break;
-      }
-      auto c = ReadConversation(tx, who.tenant_id, row);
-      if (!c.ok()) return c.status();
-      page.conversations.push_back(*std::move(c));
-    }
-    return absl::OkStatus();
-  });
+  absl::Status status =
+      pg::WithTenantTransaction(pool_, who.tenant_id, [&](pqxx::work& tx) -> absl::Status {
+        page = ConversationPage{};  // the body may run again after a lost connection
+        std::string where = " WHERE tenant_id = $1 AND user_id = $2";
+        if (parent_id.empty()) {
+          where += " AND parent_id IS NULL AND $3 = ''";
+        } else {
+          pqxx::result parent = tx.exec_params(
+              "SELECT 1 FROM conversation.conversations"
+              " WHERE tenant_id = $1 AND id = $2::uuid AND user_id = $3",
+              who.tenant_id, parent_id, who.user_id);
+          if (parent.empty()) return ConversationNotFound(parent_id);
+          where += " AND parent_id = NULLIF($3, '')::uuid";
+        }
+        // Keyset pagination; the page token carries the last row's position.
+        where += after ? " AND (updated_at, id) < (" + MicrosToTimestamp("$5") + ", $6::uuid)"
+                       : " AND $5::bigint IS NOT NULL AND $6 = ''";
+        const std::string sql = std::string("SELECT ") + kConversationColumns +
+                                " FROM conversation.conversations" + where +
+                                " ORDER BY updated_at DESC, id DESC LIMIT $4";
+        pqxx::result rows =
+            tx.exec_params(sql, who.tenant_id, who.user_id, parent_id, page_size + 1,
+                           after ? after->updated_at : 0, after ? after->id : std::string());
+        for (const pqxx::row& row : rows) {
+          if (static_cast<int>(page.conversations.size()) == page_size) {
+            const Conversation& last = page.conversations.back();
+            page.next = ConversationCursor{last.updated_at, last.id};
+            break;
+          }
+          auto c = ReadConversation(tx, who.tenant_id, row);
+          if (!c.ok()) return c.status();
+          page.conversations.push_back(*std::move(c));
+        }
+        return absl::OkStatus();
+      });
   if (!status.ok()) return status;
   return page;
 }
@@ -257,8 +261,8 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
     m.token_count = in.token_count;
     m.created_at = now;
     key_ids[i] = key->second.id;
-    sealed[i] = KeyRing::Seal(key->second, m.content,
-                              ContentAd(who.tenant_id, m.conversation_id, m.id));
+    sealed[i] =
+        KeyRing::Seal(key->second, m.content, ContentAd(who.tenant_id, m.conversation_id, m.id));
     if (batch.size() == 1) break;  // written with plain parameters below
     items.push_back(
         {{"o", i},
@@ -292,11 +296,11 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
               "SELECT * FROM conversation.append_message($1, $2, $3::uuid, $4::uuid,"
               " $5::smallint, $6, $7, $8, $9::jsonb, NULLIF($10, ''), $11)",
               batch[0].who.tenant_id, batch[0].who.user_id, m.conversation_id, m.id,
-              static_cast<int>(m.role), key_ids[0], pqxx::binarystring(sealed[0]),
-              m.token_count, m.metadata_json, key, m.created_at);
+              static_cast<int>(m.role), key_ids[0], pqxx::binarystring(sealed[0]), m.token_count,
+              m.metadata_json, key, m.created_at);
         } else {
-          rows = tx.exec_params("SELECT * FROM conversation.append_messages($1::jsonb)",
-                                items.dump());
+          rows =
+              tx.exec_params("SELECT * FROM conversation.append_messages($1::jsonb)", items.dump());
         }
       } catch (const std::exception& e) {
         if (!lease->conn().is_open()) lease->Discard();

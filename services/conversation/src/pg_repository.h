@@ -21,8 +21,8 @@
 namespace omniforge::conversation {
 
 struct PgRepositoryOptions {
-  int append_committers = 1;      // transactions in flight at once
-  size_t append_max_batch = 256;  // messages per transaction at most
+  int append_committers = 1;         // transactions in flight at once
+  size_t append_max_batch = 256;     // messages per transaction at most
   size_t append_max_queued = 10000;  // waiting messages; beyond, RESOURCE_EXHAUSTED
 };
 
@@ -65,8 +65,8 @@ class PgConversationRepository final : public ConversationRepository {
   absl::StatusOr<Conversation> ReadConversation(pqxx::work& tx, const std::string& tenant,
                                                 const pqxx::row& row);
   // Row columns: id, seq, role, key_id, content, token_count, metadata, created_us.
-  absl::StatusOr<Message> ReadMessage(const std::string& tenant,
-                                      const std::string& conversation_id, const pqxx::row& row);
+  absl::StatusOr<Message> ReadMessage(const std::string& tenant, const std::string& conversation_id,
+                                      const pqxx::row& row);
 
   pg::PgPool& pool_;
   KeyRing& keys_;

@@ -16,7 +16,8 @@ RetentionPurger::RetentionPurger(PurgeBatch purge_batch, std::chrono::seconds in
       lock.unlock();
       auto purged = RunOnce();
       if (!purged.ok()) {
-        core::LogWarn("retention purge failed", {{"error", std::string(purged.status().message())}});
+        core::LogWarn("retention purge failed",
+                      {{"error", std::string(purged.status().message())}});
       } else if (*purged > 0) {
         core::LogInfo("retention purge", {{"conversations_deleted", std::to_string(*purged)}});
       }
@@ -38,9 +39,9 @@ void RetentionPurger::Stop() {
 }
 
 absl::StatusOr<int64_t> RetentionPurger::RunOnce() {
-  static core::Counter& deleted_total = core::MetricsRegistry::Global().GetCounter(
-      "omniforge_conversation_retention_deleted_total",
-      "Conversations deleted by the retention purge.");
+  static core::Counter& deleted_total =
+      core::MetricsRegistry::Global().GetCounter("omniforge_conversation_retention_deleted_total",
+                                                 "Conversations deleted by the retention purge.");
   int64_t total = 0;
   for (;;) {
     auto deleted = purge_batch_(batch_size_);

@@ -2,8 +2,8 @@
 // retention. Runs on its own thread; Stop() (or destruction) ends it.
 #pragma once
 
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>

@@ -62,9 +62,9 @@ TEST(ContextWindowTest, ToolAndPlannerMessagesBelongToTheirExchange) {
 }
 
 TEST(ContextWindowTest, OlderMessagesFillTheBudgetNewestFirstWithoutHoles) {
-  std::vector<Message> all = {Msg(1, Role::kUser, 10),  Msg(2, Role::kAssistant, 300),
-                              Msg(3, Role::kUser, 10),  Msg(4, Role::kAssistant, 50),
-                              Msg(5, Role::kUser, 10),  Msg(6, Role::kAssistant, 10)};
+  std::vector<Message> all = {Msg(1, Role::kUser, 10), Msg(2, Role::kAssistant, 300),
+                              Msg(3, Role::kUser, 10), Msg(4, Role::kAssistant, 50),
+                              Msg(5, Role::kUser, 10), Msg(6, Role::kAssistant, 10)};
   // Recent: 5, 6 (20 tokens). Then 4 (70 total) fits, 3 (80) fits, 2 (380)
   // does not fit in 100, and 1 would fit but must not leave a hole.
   ContextWindow w = Assemble(all, {100, 1});
@@ -83,9 +83,9 @@ TEST(ContextWindowTest, ExactlyFillingTheBudgetIsAllowed) {
 TEST(TokenEstimatorTest, CountsWordPiecesPunctuationAndFraming) {
   HeuristicTokenEstimator estimator;
   EXPECT_EQ(estimator.CountMessage(""), 4);
-  EXPECT_EQ(estimator.CountMessage("hello"), 4 + 2);             // 5 letters -> 2 pieces
+  EXPECT_EQ(estimator.CountMessage("hello"), 4 + 2);                 // 5 letters -> 2 pieces
   EXPECT_EQ(estimator.CountMessage("Hi, Bob!"), 4 + 1 + 1 + 1 + 1);  // Hi , Bob !
-  EXPECT_EQ(estimator.CountMessage("日本語"), 4 + 3);             // one per code point
+  EXPECT_EQ(estimator.CountMessage("日本語"), 4 + 3);                // one per code point
   EXPECT_EQ(estimator.Name(), "heuristic-v1");
 }
 

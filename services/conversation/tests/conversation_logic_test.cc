@@ -92,13 +92,15 @@ TEST_F(ConversationLogicTest, ErrorsNeverEchoContent) {
 
 TEST_F(ConversationLogicTest, SecretsAreFlaggedAndTheFlagCannotBeForged) {
   Conversation c = NewChat(kAlice);
-  auto flagged = Append(kAlice, {c.id, 1, "use key sk-abcdefghijklmnopqrstuvwxyz123456 please", "", ""});
+  auto flagged =
+      Append(kAlice, {c.id, 1, "use key sk-abcdefghijklmnopqrstuvwxyz123456 please", "", ""});
   ASSERT_TRUE(flagged.ok());
   auto metadata = nlohmann::json::parse(flagged->message.metadata_json);
   ASSERT_TRUE(metadata.contains("secrets_detected"));
   EXPECT_EQ(metadata["secrets_detected"], nlohmann::json::array({"openai_api_key"}));
 
-  auto forged = Append(kAlice, {c.id, 1, "nothing secret here", R"({"secrets_detected":["x"]})", ""});
+  auto forged =
+      Append(kAlice, {c.id, 1, "nothing secret here", R"({"secrets_detected":["x"]})", ""});
   ASSERT_TRUE(forged.ok());
   EXPECT_FALSE(nlohmann::json::parse(forged->message.metadata_json).contains("secrets_detected"));
 }

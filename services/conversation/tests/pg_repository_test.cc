@@ -60,7 +60,8 @@ class PgRepositoryTest : public ::testing::Test {
 
   absl::StatusOr<AppendResult> Append(const core::Identity& who, const AppendMessageInput& input) {
     std::promise<absl::StatusOr<AppendResult>> done;
-    logic_->Append(who, input, [&](absl::StatusOr<AppendResult> r) { done.set_value(std::move(r)); });
+    logic_->Append(who, input,
+                   [&](absl::StatusOr<AppendResult> r) { done.set_value(std::move(r)); });
     return done.get_future().get();
   }
 
@@ -162,8 +163,8 @@ TEST_F(PgRepositoryTest, IdempotentRetriesReturnTheOriginal) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(fresh.load(), 1);
-  auto count = Raw("SELECT count(*) FROM conversation.messages WHERE conversation_id = '" + c.id +
-                   "'");
+  auto count =
+      Raw("SELECT count(*) FROM conversation.messages WHERE conversation_id = '" + c.id + "'");
   EXPECT_EQ(count[0][0].as<int>(), 2);
 }
 
@@ -177,8 +178,8 @@ TEST_F(PgRepositoryTest, SixteenConcurrentClientsGetGaplessUniqueSeqs) {
   for (int t = 0; t < kClients; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kPerClient; ++i) {
-        auto r = Append(kAlice, {c.id, 1, "client " + std::to_string(t) + " msg " + std::to_string(i),
-                                 "", ""});
+        auto r = Append(
+            kAlice, {c.id, 1, "client " + std::to_string(t) + " msg " + std::to_string(i), "", ""});
         ASSERT_TRUE(r.ok()) << r.status();
         std::lock_guard lock(mu);
         seqs.push_back(r->message.seq);
@@ -214,7 +215,8 @@ TEST_F(PgRepositoryTest, AnotherTenantOrUserGetsNotFoundAndChangesNothing) {
     EXPECT_EQ(logic_->Get(other, c.id).status().code(), absl::StatusCode::kNotFound);
     EXPECT_EQ(Append(other, {c.id, 1, "injected", "", ""}).status().code(),
               absl::StatusCode::kNotFound);
-    EXPECT_EQ(logic_->ListMessages(other, c.id, 0, 10).status().code(), absl::StatusCode::kNotFound);
+    EXPECT_EQ(logic_->ListMessages(other, c.id, 0, 10).status().code(),
+              absl::StatusCode::kNotFound);
     EXPECT_EQ(logic_->Delete(other, c.id).code(), absl::StatusCode::kNotFound);
     EXPECT_EQ(logic_->Create(other, {"x", 2, c.id, ""}).status().code(),
               absl::StatusCode::kNotFound);
@@ -240,12 +242,15 @@ TEST_F(PgRepositoryTest, RowLevelSecurityHidesOtherTenantsEvenWithoutAFilter) {
   pqxx::result visible = tx.exec("SELECT tenant_id FROM conversation.conversations");
   for (const auto& row : visible) EXPECT_EQ(row[0].as<std::string>(), "acme");
   EXPECT_TRUE(tx.exec("SELECT 1 FROM conversation.messages WHERE tenant_id = 'evil-corp'").empty());
-  EXPECT_EQ(tx.exec("UPDATE conversation.conversations SET last_seq = 99 WHERE id = '" + theirs.id +
-                    "'").affected_rows(), 0u);
-  EXPECT_THROW(tx.exec("INSERT INTO conversation.conversations (tenant_id, id, user_id, kind, key_id,"
-                       " title, created_at, updated_at) VALUES ('evil-corp', gen_random_uuid(),"
-                       " 'x', 1, 1, ''::bytea, now(), now())"),
-               pqxx::sql_error);
+  EXPECT_EQ(
+      tx.exec("UPDATE conversation.conversations SET last_seq = 99 WHERE id = '" + theirs.id + "'")
+          .affected_rows(),
+      0u);
+  EXPECT_THROW(
+      tx.exec("INSERT INTO conversation.conversations (tenant_id, id, user_id, kind, key_id,"
+              " title, created_at, updated_at) VALUES ('evil-corp', gen_random_uuid(),"
+              " 'x', 1, 1, ''::bytea, now(), now())"),
+      pqxx::sql_error);
   (void)mine;
 }
 
@@ -255,10 +260,10 @@ TEST_F(PgRepositoryTest, ContentAndTitlesAreEncryptedAtRest) {
   Conversation c = NewChat(kAlice, title);
   ASSERT_TRUE(Append(kAlice, {c.id, 1, content, "", ""}).ok());
   // Everything the database holds for this tenant, as text, like a dump.
-  pqxx::result rows = Raw(
-      "SELECT encode(title, 'escape') || metadata::text FROM conversation.conversations"
-      " UNION ALL SELECT encode(content, 'escape') || metadata::text FROM conversation.messages"
-      " UNION ALL SELECT encode(wrapped_key, 'escape') FROM conversation.tenant_keys");
+  pqxx::result rows =
+      Raw("SELECT encode(title, 'escape') || metadata::text FROM conversation.conversations"
+          " UNION ALL SELECT encode(content, 'escape') || metadata::text FROM conversation.messages"
+          " UNION ALL SELECT encode(wrapped_key, 'escape') FROM conversation.tenant_keys");
   ASSERT_FALSE(rows.empty());
   for (const auto& row : rows) {
     const std::string raw = row[0].c_str();
@@ -274,7 +279,9 @@ TEST_F(PgRepositoryTest, TamperedOrMovedCiphertextIsDetected) {
   ASSERT_TRUE(Append(kAlice, {c.id, 1, "second", "", ""}).ok());
   // Copy message 1's ciphertext over message 2: the associated data differs.
   Raw("UPDATE conversation.messages m SET content = o.content FROM conversation.messages o"
-      " WHERE m.conversation_id = '" + c.id + "' AND o.conversation_id = m.conversation_id"
+      " WHERE m.conversation_id = '" +
+      c.id +
+      "' AND o.conversation_id = m.conversation_id"
       " AND m.seq = 2 AND o.seq = 1");
   EXPECT_EQ(logic_->ListMessages(kAlice, c.id, 0, 10).status().code(), absl::StatusCode::kDataLoss);
 }
@@ -334,7 +341,9 @@ TEST_F(PgRepositoryTest, RetentionPurgesIdleConversationsPerTenant) {
   EXPECT_EQ(logic_->Get(short_lived, dialogue.id).status().code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(logic_->Get(long_lived, kept.id).ok());
   EXPECT_EQ(Raw("SELECT count(*) FROM conversation.messages WHERE conversation_id = '" + idle.id +
-                "'")[0][0].as<int>(), 0);
+                "'")[0][0]
+                .as<int>(),
+            0);
 }
 
 TEST_F(PgRepositoryTest, ContextWindowOnStoredConversation) {

@@ -10,12 +10,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/byte_buffer.h>
-#include <fstream>
-#include <sstream>
-#include <filesystem>
 #include <gtest/gtest.h>
-
-#include <nlohmann/json.hpp>
 #include <httplib.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -26,11 +21,15 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -838,8 +837,8 @@ namespace {
 // Runs the binary with a clean environment plus `env`, and returns its exit
 // status and everything it printed.
 std::pair<int, std::string> RunBinary(const std::string& env, const std::string& args) {
-  const std::string command = "env -i PATH=/usr/bin:/bin " + env + " " +
-                              OMNIFORGE_CONVERSATION_BIN + " " + args + " 2>&1";
+  const std::string command =
+      "env -i PATH=/usr/bin:/bin " + env + " " + OMNIFORGE_CONVERSATION_BIN + " " + args + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return {-1, "popen failed"};
   std::string output;
@@ -896,8 +895,8 @@ TEST(ConversationTlsTest, ServesTlsWhenConfiguredAndRefusesPlaintext) {
   const std::string key = std::string(dir) + "/key.pem";
   const std::string openssl =
       "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost"
-      " -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " + key + " -out " + cert +
-      " >/dev/null 2>&1";
+      " -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
+      key + " -out " + cert + " >/dev/null 2>&1";
   ASSERT_EQ(std::system(openssl.c_str()), 0) << "openssl could not make a test certificate";
 
   testing::TestDatabase database;
