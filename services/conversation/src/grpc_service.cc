@@ -21,6 +21,7 @@ struct Call {
   Request request;
   Response response;
   core::Identity who;
+  grpc::CallbackServerContext* context = nullptr;  // valid until the call finishes
 };
 
 template <typename Request, typename Response>
@@ -59,6 +60,7 @@ grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context, const grpc
     return reactor;
   }
   call->who = *std::move(who);
+  call->context = context;
   handler(std::move(call), std::move(done));
   return reactor;
 }
@@ -70,7 +72,20 @@ Handler<Request, Response> OnWorker(
     std::function<absl::Status(const core::Identity&, const Request&, Response*)> body) {
   return [&workers, body = std::move(body)](std::shared_ptr<Call<Request, Response>> call,
                                             std::function<void(absl::Status)> done) {
-    auto task = [body, call, done] { done(body(call->who, call->request, &call->response)); };
+    auto task = [body, call, done] {
+      // A call its client gave up on while it waited for a worker gets no
+      // database work: under overload that work would only delay the calls
+      // still being waited for.
+      if (call->context->IsCancelled()) {
+        done(absl::CancelledError("the call was cancelled before it was served"));
+        return;
+      }
+      if (call->context->deadline() <= std::chrono::system_clock::now()) {
+        done(absl::DeadlineExceededError("the call's deadline passed before it was served"));
+        return;
+      }
+      done(body(call->who, call->request, &call->response));
+    };
     if (!workers.Submit(task)) {
       done(absl::ResourceExhaustedError("conversation service is overloaded; retry"));
     }

@@ -936,3 +936,71 @@ TEST(ConversationTlsTest, ServesTlsWhenConfiguredAndRefusesPlaintext) {
 
 }  // namespace
 }  // namespace omniforge::conversation
+
+namespace omniforge::conversation {
+namespace {
+
+TEST(ConversationOverloadTest, CallsAbandonedWhileQueuedGetNoDatabaseWork) {
+  testing::TestDatabase database;
+  ServerProcess server;
+  const auto error = server.Start(database.dsn(), {"OMNIFORGE_SERVER_WORKER_THREADS=1"});
+  ASSERT_FALSE(error.has_value()) << *error;
+  {
+    auto channel = grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
+    auto stub = pb::ConversationService::NewStub(channel);
+    const core::Identity who{"acme", "impatient"};
+    pb::CreateConversationRequest create;
+    pb::CreateConversationResponse created;
+    grpc::ClientContext create_context;
+    core::AttachIdentity(create_context, who);
+    ASSERT_TRUE(stub->CreateConversation(&create_context, create, &created).ok());
+
+    // Far more calls than one worker serves within their 5 ms deadline.
+    constexpr int kCalls = 300;
+    pb::GetContextWindowRequest request;
+    request.set_conversation_id(created.conversation().id());
+    std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+    std::vector<pb::GetContextWindowResponse> responses(kCalls);
+    std::mutex mu;
+    std::condition_variable finished;
+    int pending = kCalls;
+    for (int i = 0; i < kCalls; ++i) {
+      contexts.push_back(std::make_unique<grpc::ClientContext>());
+      core::AttachIdentity(*contexts.back(), who);
+      contexts.back()->set_deadline(std::chrono::system_clock::now() +
+                                    std::chrono::milliseconds(5));
+      stub->async()->GetContextWindow(contexts.back().get(), &request, &responses[i],
+                                      [&](grpc::Status) {
+                                        std::lock_guard lock(mu);
+                                        if (--pending == 0) finished.notify_all();
+                                      });
+    }
+    {
+      std::unique_lock lock(mu);
+      ASSERT_TRUE(finished.wait_for(lock, std::chrono::seconds(30), [&] { return pending == 0; }));
+    }
+
+    // The server answered the abandoned ones without doing their work, and
+    // still serves a patient caller.
+    grpc::ClientContext patient;
+    core::AttachIdentity(patient, who);
+    patient.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    pb::GetContextWindowResponse window;
+    EXPECT_TRUE(stub->GetContextWindow(&patient, request, &window).ok());
+  }
+  httplib::Client metrics("127.0.0.1", server.metrics_port());
+  auto page = metrics.Get("/metrics");
+  ASSERT_TRUE(page);
+  const std::string skipped =
+      R"(omniforge_rpc_total{code="DEADLINE_EXCEEDED",method="GetContextWindow"})";
+  const std::string served = R"(omniforge_rpc_total{code="OK",method="GetContextWindow"} )";
+  EXPECT_THAT(page->body, HasSubstr(skipped)) << page->body;
+  const size_t at = page->body.find(served);
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_LT(std::stod(page->body.substr(at + served.size())), 300);
+  const auto stopped = server.Stop();
+  EXPECT_TRUE(stopped && WIFEXITED(*stopped) && WEXITSTATUS(*stopped) == 0) << server.JoinedLog();
+}
+
+}  // namespace
+}  // namespace omniforge::conversation
