@@ -76,12 +76,12 @@ Handler<Request, Response> OnWorker(
       // A call its client gave up on while it waited for a worker gets no
       // database work: under overload that work would only delay the calls
       // still being waited for.
-      if (call->context->IsCancelled()) {
-        done(absl::CancelledError("the call was cancelled before it was served"));
-        return;
-      }
       if (call->context->deadline() <= std::chrono::system_clock::now()) {
         done(absl::DeadlineExceededError("the call's deadline passed before it was served"));
+        return;
+      }
+      if (call->context->IsCancelled()) {
+        done(absl::CancelledError("the call was cancelled before it was served"));
         return;
       }
       done(body(call->who, call->request, &call->response));

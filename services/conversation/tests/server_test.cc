@@ -955,7 +955,7 @@ TEST(ConversationOverloadTest, CallsAbandonedWhileQueuedGetNoDatabaseWork) {
     core::AttachIdentity(create_context, who);
     ASSERT_TRUE(stub->CreateConversation(&create_context, create, &created).ok());
 
-    // Far more calls than one worker serves within their 5 ms deadline.
+    // Far more calls than one worker serves within their 20 ms deadline.
     constexpr int kCalls = 300;
     pb::GetContextWindowRequest request;
     request.set_conversation_id(created.conversation().id());
@@ -968,7 +968,7 @@ TEST(ConversationOverloadTest, CallsAbandonedWhileQueuedGetNoDatabaseWork) {
       contexts.push_back(std::make_unique<grpc::ClientContext>());
       core::AttachIdentity(*contexts.back(), who);
       contexts.back()->set_deadline(std::chrono::system_clock::now() +
-                                    std::chrono::milliseconds(5));
+                                    std::chrono::milliseconds(20));
       stub->async()->GetContextWindow(contexts.back().get(), &request, &responses[i],
                                       [&](grpc::Status) {
                                         std::lock_guard lock(mu);
@@ -991,13 +991,17 @@ TEST(ConversationOverloadTest, CallsAbandonedWhileQueuedGetNoDatabaseWork) {
   httplib::Client metrics("127.0.0.1", server.metrics_port());
   auto page = metrics.Get("/metrics");
   ASSERT_TRUE(page);
-  const std::string skipped =
-      R"(omniforge_rpc_total{code="DEADLINE_EXCEEDED",method="GetContextWindow"})";
-  const std::string served = R"(omniforge_rpc_total{code="OK",method="GetContextWindow"} )";
-  EXPECT_THAT(page->body, HasSubstr(skipped)) << page->body;
-  const size_t at = page->body.find(served);
-  ASSERT_NE(at, std::string::npos);
-  EXPECT_LT(std::stod(page->body.substr(at + served.size())), 300);
+  // A call skipped for its deadline is counted as DEADLINE_EXCEEDED, or as
+  // CANCELLED when gRPC had already cancelled it; one the worker served is OK.
+  const auto count = [&](const std::string& code) {
+    const std::string series =
+        R"(omniforge_rpc_total{code=")" + code + R"(",method="GetContextWindow"} )";
+    const size_t at = page->body.find(series);
+    return at == std::string::npos ? 0.0 : std::stod(page->body.substr(at + series.size()));
+  };
+  EXPECT_GE(count("DEADLINE_EXCEEDED") + count("CANCELLED"), 1) << page->body;
+  EXPECT_GE(count("OK"), 1) << page->body;  // the patient call at least
+  EXPECT_LT(count("OK"), 300) << page->body;
   const auto stopped = server.Stop();
   EXPECT_TRUE(stopped && WIFEXITED(*stopped) && WEXITSTATUS(*stopped) == 0) << server.JoinedLog();
 }
