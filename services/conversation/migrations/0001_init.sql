@@ -255,30 +255,30 @@ GRANT EXECUTE ON FUNCTION conversation.append_message(text, text, uuid, uuid, sm
 -- the user's (no rows at all when it is not), then returns up to p_limit
 -- messages with seq < p_before_seq (0: no bound). A conversation without
 -- messages yields one row of NULL message columns. Every row carries the
--- conversation's kind. The query is planned on every call with
--- the actual values (EXECUTE): a cached generic plan does not know the
--- limit and may sort a whole long conversation instead of reading the last
--- few entries of the primary key backwards.
+-- conversation's kind. The seq bound is a plain range (no OR), so even the
+-- cached generic plan reads the last entries of the primary key backwards
+-- instead of sorting a long conversation.
 CREATE FUNCTION conversation.message_page(p_tenant text, p_user text, p_conversation uuid,
                                           p_before_seq bigint, p_limit integer)
 RETURNS TABLE (id text, seq bigint, role smallint, key_id integer, content bytea,
                token_count integer, metadata text, created_us bigint, kind smallint)
 LANGUAGE plpgsql
 AS $$
+#variable_conflict use_column
+DECLARE
+  v_below bigint := CASE WHEN p_before_seq = 0 THEN 9223372036854775807 ELSE p_before_seq END;
 BEGIN
   PERFORM set_config('app.tenant_id', p_tenant, true);
-  RETURN QUERY EXECUTE
-    'SELECT msg.id::text, msg.seq, msg.role, msg.key_id, msg.content, msg.token_count,
-            msg.metadata::text, (extract(epoch FROM msg.created_at) * 1000000)::bigint, cv.kind
-     FROM conversation.conversations cv
-     LEFT JOIN LATERAL (
-       SELECT * FROM conversation.messages m
-       WHERE m.tenant_id = $1 AND m.conversation_id = cv.id AND m.seq < $4
-       ORDER BY m.seq DESC LIMIT $5
-     ) msg ON true
-     WHERE cv.tenant_id = $1 AND cv.id = $3 AND cv.user_id = $2'
-    USING p_tenant, p_user, p_conversation,
-          CASE WHEN p_before_seq = 0 THEN 9223372036854775807 ELSE p_before_seq END, p_limit;
+  RETURN QUERY
+  SELECT msg.id::text, msg.seq, msg.role, msg.key_id, msg.content, msg.token_count,
+         msg.metadata::text, (extract(epoch FROM msg.created_at) * 1000000)::bigint, cv.kind
+  FROM conversation.conversations cv
+  LEFT JOIN LATERAL (
+    SELECT * FROM conversation.messages m
+    WHERE m.tenant_id = p_tenant AND m.conversation_id = cv.id AND m.seq < v_below
+    ORDER BY m.seq DESC LIMIT p_limit
+  ) msg ON true
+  WHERE cv.tenant_id = p_tenant AND cv.id = p_conversation AND cv.user_id = p_user;
 END
 $$;
 GRANT EXECUTE ON FUNCTION conversation.message_page(text, text, uuid, bigint, integer)
