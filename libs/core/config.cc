@@ -2,13 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string_view>
 
 #include "absl/strings/ascii.h"
@@ -16,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "libs/core/files.h"
 
 namespace omniforge::core {
 namespace {
@@ -230,22 +227,11 @@ absl::StatusOr<ConfigReader> ConfigReader::FromString(const std::string& yaml_te
 
 absl::StatusOr<ConfigReader> ConfigReader::FromFile(const std::string& path, EnvLookup env) {
   const std::string where = absl::StrCat("config: ", path);
-  std::error_code ec;
-  const std::filesystem::file_status status = std::filesystem::status(path, ec);
-  if (ec == std::errc::no_such_file_or_directory) {
-    return absl::NotFoundError(absl::StrCat(where, ": no such file"));
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(), absl::StrCat("config: ", text.status().message()));
   }
-  if (ec) return absl::ErrnoToStatus(ec.value(), where);
-  // An ifstream opens a directory fine and reads nothing, which would pass
-  // for an empty config.
-  if (std::filesystem::is_directory(status)) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": is a directory"));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::ErrnoToStatus(errno, where);
-  std::ostringstream text;
-  text << in.rdbuf();
-  absl::StatusOr<ConfigReader> reader = FromString(text.str(), std::move(env));
+  absl::StatusOr<ConfigReader> reader = FromString(*text, std::move(env));
   if (!reader.ok()) {
     return absl::Status(
         reader.status().code(),

@@ -7,63 +7,12 @@
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/synchronization/mutex.h"
+#include "libs/core/files.h"
 #include "libs/core/logging.h"
 
 namespace omniforge::core {
 namespace {
-
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError("cannot read " + path);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-const char* CodeName(absl::StatusCode code) {
-  switch (code) {
-    case absl::StatusCode::kOk:
-      return "OK";
-    case absl::StatusCode::kCancelled:
-      return "CANCELLED";
-    case absl::StatusCode::kUnknown:
-      return "UNKNOWN";
-    case absl::StatusCode::kInvalidArgument:
-      return "INVALID_ARGUMENT";
-    case absl::StatusCode::kDeadlineExceeded:
-      return "DEADLINE_EXCEEDED";
-    case absl::StatusCode::kNotFound:
-      return "NOT_FOUND";
-    case absl::StatusCode::kAlreadyExists:
-      return "ALREADY_EXISTS";
-    case absl::StatusCode::kPermissionDenied:
-      return "PERMISSION_DENIED";
-    case absl::StatusCode::kResourceExhausted:
-      return "RESOURCE_EXHAUSTED";
-    case absl::StatusCode::kFailedPrecondition:
-      return "FAILED_PRECONDITION";
-    case absl::StatusCode::kAborted:
-      return "ABORTED";
-    case absl::StatusCode::kOutOfRange:
-      return "OUT_OF_RANGE";
-    case absl::StatusCode::kUnimplemented:
-      return "UNIMPLEMENTED";
-    case absl::StatusCode::kInternal:
-      return "INTERNAL";
-    case absl::StatusCode::kUnavailable:
-      return "UNAVAILABLE";
-    case absl::StatusCode::kDataLoss:
-      return "DATA_LOSS";
-    case absl::StatusCode::kUnauthenticated:
-      return "UNAUTHENTICATED";
-    default:
-      return "UNKNOWN";
-  }
-}
 
 // Protobuf reports parse problems (e.g. invalid UTF-8 in a request) through
 // its own logger; send them to the JSON log instead of raw stderr. The
@@ -103,7 +52,7 @@ void RpcScope::Finish(const absl::Status& status) {
   auto& registry = MetricsRegistry::Global();
   registry
       .GetCounter("omniforge_rpc_total", "RPCs handled, by method and status code.",
-                  {{"method", method_}, {"code", CodeName(status.code())}})
+                  {{"method", method_}, {"code", absl::StatusCodeToString(status.code())}})
       .Inc();
   registry
       .GetHistogram("omniforge_rpc_duration_seconds", "RPC handling time.", {{"method", method_}})
@@ -127,8 +76,8 @@ absl::Status ServiceServer::Start() {
 
   std::shared_ptr<grpc::ServerCredentials> credentials;
   if (!options_.tls_cert_file.empty() || !options_.tls_key_file.empty()) {
-    auto cert = ReadWholeFile(options_.tls_cert_file);
-    auto key = ReadWholeFile(options_.tls_key_file);
+    auto cert = ReadFile(options_.tls_cert_file);
+    auto key = ReadFile(options_.tls_key_file);
     if (!cert.ok()) return cert.status();
     if (!key.ok()) return key.status();
     grpc::SslServerCredentialsOptions ssl;

@@ -4,13 +4,12 @@
 //   omniforge-conversation [--config FILE] migrate      apply migrations and exit
 //   omniforge-conversation [--config FILE] rotate-key --tenant T
 #include <CLI/CLI.hpp>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "libs/core/clock.h"
 #include "libs/core/config.h"
+#include "libs/core/files.h"
 #include "libs/core/logging.h"
 #include "libs/core/server.h"
 #include "libs/core/text.h"
@@ -91,11 +90,12 @@ absl::StatusOr<KeyBytes> LoadMasterKey(const Settings& s) {
         "no encryption master key: set encryption.master_key_file or "
         "OMNIFORGE_ENCRYPTION_MASTER_KEY (32 bytes as hex or base64)");
   }
-  std::ifstream in(s.master_key_file);
-  if (!in) return absl::FailedPreconditionError("cannot read " + s.master_key_file);
-  std::stringstream text;
-  text << in.rdbuf();
-  return KeyRing::ParseMasterKey(text.str());
+  auto text = core::ReadFile(s.master_key_file);
+  if (!text.ok()) {
+    return absl::FailedPreconditionError("encryption master key: " +
+                                         std::string(text.status().message()));
+  }
+  return KeyRing::ParseMasterKey(*text);
 }
 
 absl::Status Migrate(const Settings& s) {
