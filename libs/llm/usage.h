@@ -1,0 +1,38 @@
+// Usage records: one per ChatModel call made through the client, streamed or
+// not, successful or not.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "libs/llm/chat.h"
+#include "libs/llm/errors.h"
+
+namespace omniforge::llm {
+
+struct UsageRecord {
+  std::string operation_type;
+  std::string profile;
+  std::string provider;  // the provider that answered, or the last one tried
+  std::string model;
+  TokenUsage tokens;
+  double cost_usd = 0;
+  int64_t latency_us = 0;               // the whole call, retries included
+  int64_t time_to_first_token_us = -1;  // streamed calls that produced output
+  bool streamed = false;
+  int32_t attempts = 0;                 // HTTP requests made, all providers
+  bool fallback_used = false;           // answered by other than the first in the chain
+  bool ok = false;
+  LlmErrorKind error_kind = LlmErrorKind::kNone;
+  std::string error_message;
+};
+
+// Receives usage records. Implementations must be thread-safe and must not
+// block for long (the orchestrator persists them asynchronously).
+class UsageSink {
+ public:
+  virtual ~UsageSink() = default;
+  virtual void Record(const UsageRecord& record) = 0;
+};
+
+}  // namespace omniforge::llm
