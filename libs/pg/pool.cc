@@ -1,7 +1,9 @@
 #include "libs/pg/pool.h"
 
+#include <chrono>
 #include <utility>
 
+#include "libs/core/call_deadline.h"
 #include "libs/core/logging.h"
 
 namespace omniforge::pg {
@@ -140,12 +142,30 @@ absl::Status WithTenantTransaction(PgPool& pool, const std::string& tenant,
                                    const std::function<absl::Status(pqxx::work&)>& body,
                                    bool retry_on_broken) {
   for (int attempt = 0;; ++attempt) {
+    // Milliseconds the call has left, when that is less than the configured
+    // statement_timeout; 0 when the configured one applies.
+    int64_t capped_timeout_ms = 0;
+    if (const auto deadline = core::CallDeadline(); deadline.has_value()) {
+      const int64_t left_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  *deadline - std::chrono::system_clock::now())
+                                  .count();
+      if (left_ms <= 0) {
+        return absl::DeadlineExceededError("the call's deadline passed before the database work");
+      }
+      if (left_ms < pool.options().statement_timeout_ms) capped_timeout_ms = left_ms;
+    }
     auto lease = pool.Acquire();
     if (!lease.ok()) return lease.status();
     bool committing = false;
     try {
       pqxx::work tx(lease->conn());
-      SetTenant(tx, tenant);
+      if (capped_timeout_ms > 0) {
+        tx.exec_params(
+            "SELECT set_config('app.tenant_id', $1, true), set_config('statement_timeout', $2, true)",
+            tenant, std::to_string(capped_timeout_ms));
+      } else {
+        SetTenant(tx, tenant);
+      }
       absl::Status status = body(tx);
       if (!status.ok()) {
         tx.abort();

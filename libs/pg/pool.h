@@ -85,6 +85,11 @@ absl::Status StatusFromException(const std::exception& e);
 // committing when it returns OK and rolling back otherwise. A connection
 // that breaks before commit is retried once on a fresh connection when
 // `retry_on_broken` is true (only for bodies that are safe to repeat).
+// DEADLINE_EXCEEDED, without touching the database, when the thread's call
+// deadline (core::ScopedCallDeadline) has passed; while one is in scope the
+// transaction's statement_timeout is capped at the time that remains (at no
+// extra round trip), so the database stops work the caller stopped waiting for; DEADLINE_EXCEEDED too when a
+// statement runs past it.
 absl::Status WithTenantTransaction(PgPool& pool, const std::string& tenant,
                                    const std::function<absl::Status(pqxx::work&)>& body,
                                    bool retry_on_broken = true);

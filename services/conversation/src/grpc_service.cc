@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "libs/core/call_deadline.h"
 #include "libs/core/grpc_identity.h"
 #include "libs/core/grpc_status.h"
 #include "libs/core/server.h"
@@ -84,6 +85,7 @@ Handler<Request, Response> OnWorker(
         done(absl::CancelledError("the call was cancelled before it was served"));
         return;
       }
+      core::ScopedCallDeadline deadline(call->context->deadline());
       done(body(call->who, call->request, &call->response));
     };
     if (!workers.Submit(task)) {

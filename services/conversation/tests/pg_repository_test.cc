@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "libs/core/call_deadline.h"
 #include "services/conversation/src/conversation_logic.h"
 #include "tests/support/test_database.h"
 
@@ -375,6 +376,49 @@ TEST_F(PgRepositoryTest, BatchWithAMissingConversationFailsOnlyThatItem) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), 24);
   EXPECT_EQ(not_found.load(), 8);
+}
+
+TEST_F(PgRepositoryTest, StatementsStopAtTheCallDeadline) {
+  // A statement that would run for 5 s is cancelled by the database once the
+  // caller's 200 ms are up, well before the pool's 10 s statement_timeout.
+  const auto start = std::chrono::steady_clock::now();
+  absl::Status status;
+  {
+    core::ScopedCallDeadline deadline(std::chrono::system_clock::now() +
+                                      std::chrono::milliseconds(200));
+    status = pg::WithTenantTransaction(*pool_, "acme", [](pqxx::work& tx) {
+      tx.exec("SELECT pg_sleep(5)");
+      return absl::OkStatus();
+    });
+  }
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+  EXPECT_LT(elapsed, std::chrono::seconds(3));
+
+  // The cap was local to that transaction: the next one on the same
+  // connections runs with the configured timeout again.
+  absl::Status after = pg::WithTenantTransaction(*pool_, "acme", [](pqxx::work& tx) {
+    EXPECT_EQ(tx.exec1("SHOW statement_timeout")[0].as<std::string>(), "10s");
+    return absl::OkStatus();
+  });
+  EXPECT_TRUE(after.ok()) << after;
+}
+
+TEST_F(PgRepositoryTest, NoDatabaseWorkOnceTheCallDeadlinePassed) {
+  core::ScopedCallDeadline deadline(std::chrono::system_clock::now() -
+                                    std::chrono::milliseconds(1));
+  bool ran = false;
+  absl::Status status = pg::WithTenantTransaction(*pool_, "acme", [&](pqxx::work&) {
+    ran = true;
+    return absl::OkStatus();
+  });
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_FALSE(ran);
+  // Reads through the repository obey it too.
+  EXPECT_EQ(repository_->GetConversation(kAlice, "0190a0b2-0000-7000-8000-000000000000")
+                .status()
+                .code(),
+            absl::StatusCode::kDeadlineExceeded);
 }
 
 TEST_F(PgRepositoryTest, IdsAreCaseInsensitive) {
