@@ -161,7 +161,8 @@ absl::Status WithTenantTransaction(PgPool& pool, const std::string& tenant,
       pqxx::work tx(lease->conn());
       if (capped_timeout_ms > 0) {
         tx.exec_params(
-            "SELECT set_config('app.tenant_id', $1, true), set_config('statement_timeout', $2, true)",
+            "SELECT set_config('app.tenant_id', $1, true), set_config('statement_timeout', $2, "
+            "true)",
             tenant, std::to_string(capped_timeout_ms));
       } else {
         SetTenant(tx, tenant);

@@ -3,7 +3,9 @@
 //   omniforge-conversation [--config FILE] [serve]      migrate (when enabled) and serve
 //   omniforge-conversation [--config FILE] migrate      apply migrations and exit
 //   omniforge-conversation [--config FILE] rotate-key --tenant T
+//   omniforge-conversation [--config FILE] rewrap-keys  move tenant keys to the current master key
 #include <CLI/CLI.hpp>
+#include <map>
 #include <memory>
 
 #include "absl/strings/numbers.h"
@@ -39,6 +41,8 @@ struct Settings {
   std::string master_key;
   std::string master_key_file;
   std::string master_key_id;
+  std::map<std::string, std::string> previous_master_keys;       // id -> key text
+  std::map<std::string, std::string> previous_master_key_files;  // id -> path
   RetentionPolicy retention;
   std::chrono::seconds retention_interval{3600};
   PgRepositoryOptions appends;
@@ -65,6 +69,8 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.master_key = c.String("encryption.master_key", "");
   s.master_key_file = c.String("encryption.master_key_file", "");
   s.master_key_id = c.String("encryption.master_key_id", "primary");
+  s.previous_master_keys = c.StringMap("encryption.previous_master_keys");
+  s.previous_master_key_files = c.StringMap("encryption.previous_master_key_files");
   s.retention.default_days = static_cast<int>(c.Int("retention.default_days", 30, 1, 36500));
   for (const auto& [tenant, days] : c.StringMap("retention.tenant_days")) {
     int value = 0;
@@ -81,6 +87,40 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   if (absl::Status status = c.Finish(); !status.ok()) return status;
   if (s.migrate_dsn.empty()) s.migrate_dsn = s.database.dsn;
   return s;
+}
+
+absl::StatusOr<KeyBytes> ParseNamedMasterKey(const std::string& id, const std::string& text) {
+  auto key = KeyRing::ParseMasterKey(text);
+  if (!key.ok()) {
+    return absl::InvalidArgumentError("encryption master key '" + id +
+                                      "': " + std::string(key.status().message()));
+  }
+  return key;
+}
+
+// The earlier master keys still accepted for unwrapping, from values and files.
+absl::StatusOr<MasterKeys> LoadPreviousMasterKeys(const Settings& s) {
+  MasterKeys keys;
+  for (const auto& [id, text] : s.previous_master_keys) {
+    auto key = ParseNamedMasterKey(id, text);
+    if (!key.ok()) return key.status();
+    keys[id] = *key;
+  }
+  for (const auto& [id, path] : s.previous_master_key_files) {
+    auto text = core::ReadFile(path);
+    if (!text.ok()) {
+      return absl::FailedPreconditionError("encryption master key '" + id +
+                                           "': " + std::string(text.status().message()));
+    }
+    auto key = ParseNamedMasterKey(id, *text);
+    if (!key.ok()) return key.status();
+    keys[id] = *key;
+  }
+  if (keys.contains(s.master_key_id)) {
+    return absl::InvalidArgumentError("encryption.master_key_id '" + s.master_key_id +
+                                      "' is also listed as a previous master key");
+  }
+  return keys;
 }
 
 absl::StatusOr<KeyBytes> LoadMasterKey(const Settings& s) {
@@ -108,6 +148,8 @@ absl::Status Migrate(const Settings& s) {
 absl::Status Serve(const Settings& s, const sigset_t& signals) {
   auto master_key = LoadMasterKey(s);
   if (!master_key.ok()) return master_key.status();
+  auto previous_master_keys = LoadPreviousMasterKeys(s);
+  if (!previous_master_keys.ok()) return previous_master_keys.status();
   if (s.migrate_on_start) {
     if (absl::Status status = Migrate(s); !status.ok()) return status;
   }
@@ -117,7 +159,8 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
       !status.ok()) {
     return status;
   }
-  KeyRing keys(**pool, *master_key, s.master_key_id);
+  KeyRing keys(**pool, *master_key, s.master_key_id, std::chrono::seconds(60),
+               *std::move(previous_master_keys));
   PgConversationRepository repository(**pool, keys, s.appends);
   HeuristicTokenEstimator estimator;
   ConversationLogic logic(repository, estimator);
@@ -149,6 +192,26 @@ absl::Status RotateKey(const Settings& s, const std::string& tenant) {
   return absl::OkStatus();
 }
 
+absl::Status RewrapKeys(const Settings& s) {
+  auto master_key = LoadMasterKey(s);
+  if (!master_key.ok()) return master_key.status();
+  auto previous = LoadPreviousMasterKeys(s);
+  if (!previous.ok()) return previous.status();
+  // Every tenant's keys: connect as the schema owner, which row-level
+  // security does not filter.
+  pg::PgOptions owner = s.database;
+  owner.dsn = s.migrate_dsn;
+  owner.role.clear();
+  owner.pool_size = 1;
+  auto pool = pg::PgPool::Create(owner);
+  if (!pool.ok()) return pool.status();
+  auto count = KeyRing::RewrapTenantKeys(**pool, *master_key, s.master_key_id, *previous);
+  if (!count.ok()) return count.status();
+  core::LogInfo("tenant keys re-wrapped",
+                {{"master_key_id", s.master_key_id}, {"count", std::to_string(*count)}});
+  return absl::OkStatus();
+}
+
 }  // namespace
 }  // namespace omniforge::conversation
 
@@ -162,6 +225,9 @@ int main(int argc, char** argv) {
   auto* serve = app.add_subcommand("serve", "apply migrations (when enabled) and serve (default)");
   auto* migrate = app.add_subcommand("migrate", "apply database migrations and exit");
   auto* rotate = app.add_subcommand("rotate-key", "start a new data key for a tenant");
+  auto* rewrap = app.add_subcommand(
+      "rewrap-keys",
+      "re-wrap every tenant key with the current master key (after a master key change)");
   std::string tenant;
   rotate->add_option("--tenant", tenant, "tenant id")->required();
   CLI11_PARSE(app, argc, argv);
@@ -177,6 +243,8 @@ int main(int argc, char** argv) {
   absl::Status status;
   if (migrate->parsed()) {
     status = conversation::Migrate(*settings);
+  } else if (rewrap->parsed()) {
+    status = conversation::RewrapKeys(*settings);
   } else if (rotate->parsed()) {
     if (!core::IsSafeToken(tenant)) {
       status = absl::InvalidArgumentError("--tenant must be 1..128 characters of [A-Za-z0-9._:@-]");

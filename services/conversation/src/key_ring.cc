@@ -14,6 +14,21 @@ std::string WrapAd(const std::string& tenant, int key_id) {
   return "omniforge-tenant-key|" + tenant + "|" + std::to_string(key_id);
 }
 
+absl::StatusOr<DataKey> UnwrapWith(const KeyBytes& master, const std::string& master_key_id,
+                                   const std::string& tenant, int key_id,
+                                   const std::string& wrapped) {
+  auto raw = KeyRing::Open(DataKey{0, master}, wrapped, WrapAd(tenant, key_id));
+  if (!raw.ok() || raw->size() != sizeof(KeyBytes)) {
+    return absl::DataLossError("tenant key " + std::to_string(key_id) +
+                               " cannot be unwrapped with master key '" + master_key_id +
+                               "' (wrong key for that id?)");
+  }
+  DataKey key{key_id, {}};
+  std::copy(raw->begin(), raw->end(), key.bytes.begin());
+  sodium_memzero(raw->data(), raw->size());
+  return key;
+}
+
 }  // namespace
 
 absl::StatusOr<KeyBytes> KeyRing::ParseMasterKey(std::string_view encoded) {
@@ -43,10 +58,11 @@ absl::StatusOr<KeyBytes> KeyRing::ParseMasterKey(std::string_view encoded) {
 }
 
 KeyRing::KeyRing(pg::PgPool& pool, KeyBytes master_key, std::string master_key_id,
-                 std::chrono::seconds active_key_ttl)
+                 std::chrono::seconds active_key_ttl, MasterKeys previous_master_keys)
     : pool_(pool),
       master_key_(master_key),
       master_key_id_(std::move(master_key_id)),
+      previous_master_keys_(std::move(previous_master_keys)),
       active_key_ttl_(active_key_ttl) {}
 
 std::string KeyRing::Seal(const DataKey& key, std::string_view plaintext, std::string_view ad) {
@@ -83,22 +99,21 @@ absl::StatusOr<std::string> KeyRing::Open(const DataKey& key, std::string_view s
 absl::StatusOr<DataKey> KeyRing::Unwrap(const std::string& tenant, int key_id,
                                         const std::string& master_key_id,
                                         const std::string& wrapped) {
-  if (master_key_id != master_key_id_) {
+  const KeyBytes* master = nullptr;
+  if (master_key_id == master_key_id_) {
+    master = &master_key_;
+  } else if (auto it = previous_master_keys_.find(master_key_id);
+             it != previous_master_keys_.end()) {
+    master = &it->second;
+  } else {
     return absl::DataLossError("tenant key " + std::to_string(key_id) +
                                " is wrapped by master key '" + master_key_id +
-                               "', not the configured one");
+                               "', which is not configured");
   }
-  DataKey master{0, master_key_};
-  auto raw = Open(master, wrapped, WrapAd(tenant, key_id));
-  if (!raw.ok() || raw->size() != sizeof(KeyBytes)) {
-    return absl::DataLossError("tenant key " + std::to_string(key_id) +
-                               " cannot be unwrapped with the configured master key");
-  }
-  DataKey key{key_id, {}};
-  std::copy(raw->begin(), raw->end(), key.bytes.begin());
-  sodium_memzero(raw->data(), raw->size());
+  auto key = UnwrapWith(*master, master_key_id, tenant, key_id, wrapped);
+  if (!key.ok()) return key.status();
   std::lock_guard lock(mu_);
-  keys_[{tenant, key_id}] = key.bytes;
+  keys_[{tenant, key_id}] = key->bytes;
   return key;
 }
 
@@ -178,6 +193,62 @@ absl::StatusOr<DataKey> KeyRing::KeyById(pqxx::work& tx, const std::string& tena
     return absl::DataLossError("tenant key " + std::to_string(key_id) + " is missing");
   }
   return Unwrap(tenant, key_id, row[0][0].as<std::string>(), pqxx::binarystring(row[0][1]).str());
+}
+
+absl::StatusOr<int> KeyRing::RewrapTenantKeys(pg::PgPool& owner_pool, const KeyBytes& master_key,
+                                              const std::string& master_key_id,
+                                              const MasterKeys& previous, int batch) {
+  int rewrapped = 0;
+  for (;;) {
+    int in_batch = 0;
+    absl::Status failure;
+    auto lease = owner_pool.Acquire();
+    if (!lease.ok()) return lease.status();
+    try {
+      pqxx::work tx(lease->conn());
+      pqxx::result rows = tx.exec_params(
+          "SELECT tenant_id, key_id, master_key_id, wrapped_key FROM conversation.tenant_keys"
+          " WHERE master_key_id <> $1 ORDER BY tenant_id, key_id LIMIT $2 FOR UPDATE",
+          master_key_id, batch);
+      for (const pqxx::row& row : rows) {
+        const std::string tenant = row[0].as<std::string>();
+        const int key_id = row[1].as<int>();
+        const std::string old_id = row[2].as<std::string>();
+        auto old_master = previous.find(old_id);
+        if (old_master == previous.end()) {
+          failure =
+              absl::FailedPreconditionError("tenant key " + std::to_string(key_id) + " of tenant " +
+                                            tenant + " is wrapped by master key '" + old_id +
+                                            "', which is not configured as a previous key");
+          break;
+        }
+        auto key = UnwrapWith(old_master->second, old_id, tenant, key_id,
+                              pqxx::binarystring(row[3]).str());
+        if (!key.ok()) {
+          failure = key.status();
+          break;
+        }
+        const std::string raw(reinterpret_cast<const char*>(key->bytes.data()), key->bytes.size());
+        std::string raw_copy = raw;
+        const std::string wrapped = Seal(DataKey{0, master_key}, raw_copy, WrapAd(tenant, key_id));
+        sodium_memzero(raw_copy.data(), raw_copy.size());
+        tx.exec_params(
+            "UPDATE conversation.tenant_keys SET master_key_id = $3, wrapped_key = $4"
+            " WHERE tenant_id = $1 AND key_id = $2",
+            tenant, key_id, master_key_id, pqxx::binarystring(wrapped));
+        ++in_batch;
+      }
+      if (!failure.ok()) {
+        tx.abort();
+        return failure;
+      }
+      tx.commit();
+    } catch (const std::exception& e) {
+      return pg::StatusFromException(e);
+    }
+    rewrapped += in_batch;
+    if (in_batch < batch) return rewrapped;
+  }
 }
 
 absl::StatusOr<int> KeyRing::Rotate(const std::string& tenant) {

@@ -5,6 +5,9 @@
 // records the key id that sealed it, so a tenant's key can rotate while old
 // rows stay readable. Associated data binds a ciphertext to its tenant and
 // row: a value copied to another row or tenant fails to open.
+// The master key itself can rotate: a KeyRing also knows earlier master keys
+// by id, unwraps with whichever wrapped a row, always wraps new keys with the
+// current one, and RewrapTenantKeys moves every row to the current one.
 // Thread-safe; unwrapped keys are cached in memory.
 #pragma once
 
@@ -22,6 +25,8 @@
 namespace omniforge::conversation {
 
 using KeyBytes = std::array<unsigned char, 32>;
+// Earlier master keys by id, still accepted for unwrapping.
+using MasterKeys = std::map<std::string, KeyBytes>;
 
 struct DataKey {
   int id = 0;
@@ -37,7 +42,8 @@ class KeyRing final {
   // `active_key_ttl` bounds how long a replica keeps writing with a key after
   // another replica rotated it.
   KeyRing(pg::PgPool& pool, KeyBytes master_key, std::string master_key_id,
-          std::chrono::seconds active_key_ttl = std::chrono::seconds(60));
+          std::chrono::seconds active_key_ttl = std::chrono::seconds(60),
+          MasterKeys previous_master_keys = {});
 
   // The key new data of `tenant` is sealed with; creates key 1 on first use.
   absl::StatusOr<DataKey> ActiveKey(const std::string& tenant);
@@ -51,6 +57,17 @@ class KeyRing final {
 
   // Creates the tenant's next key and makes it active; returns its id.
   absl::StatusOr<int> Rotate(const std::string& tenant);
+
+  // Re-wraps every tenant key not wrapped by `master_key_id` (of every
+  // tenant: `owner_pool` must connect as the schema owner, which row-level
+  // security does not filter) with `master_key`, unwrapping each with the
+  // previous master key its row names, in transactions of up to `batch`
+  // keys. Returns how many keys were re-wrapped. FAILED_PRECONDITION naming
+  // the id when a row's master key is not among `previous`; DATA_LOSS when a
+  // key does not open with it. Safe to re-run; safe while services serve.
+  static absl::StatusOr<int> RewrapTenantKeys(pg::PgPool& owner_pool, const KeyBytes& master_key,
+                                              const std::string& master_key_id,
+                                              const MasterKeys& previous, int batch = 500);
 
   // nonce || ciphertext || tag.
   static std::string Seal(const DataKey& key, std::string_view plaintext, std::string_view ad);
@@ -66,6 +83,7 @@ class KeyRing final {
   pg::PgPool& pool_;
   KeyBytes master_key_;
   std::string master_key_id_;
+  MasterKeys previous_master_keys_;
   std::chrono::seconds active_key_ttl_;
 
   struct ActiveEntry {

@@ -318,6 +318,86 @@ TEST_F(PgRepositoryTest, KeyRotationKeepsOldMessagesReadable) {
             absl::StatusCode::kDataLoss);
 }
 
+TEST(MasterKeyRotationTest, RewrapsEveryTenantsKeys) {
+  // A database of its own: a re-wrap covers every tenant's keys.
+  testing::TestDatabase db;
+  pg::PgOptions options;
+  options.dsn = db.dsn();
+  auto app_pool = pg::PgPool::Create(options);
+  ASSERT_TRUE(app_pool.ok()) << app_pool.status();
+  pg::PgPool& pool = **app_pool;
+  auto Raw = [&](const std::string& sql) {
+    pqxx::connection conn(db.dsn());
+    pqxx::nontransaction tx(conn);
+    return tx.exec(sql);
+  };
+  // Two tenants whose data keys are wrapped by the old master key "m1".
+  KeyBytes old_master = TestMasterKey();
+  old_master[31] ^= 0x5a;
+  KeyBytes new_master = TestMasterKey();
+  new_master[30] ^= 0xa5;
+  const core::Identity t1{"rewrap-one", "u"};
+  const core::Identity t2{"rewrap-two", "u"};
+  std::map<std::string, std::string> conversation_of;
+  {
+    KeyRing old_keys(pool, old_master, "m1");
+    PgConversationRepository old_repo(pool, old_keys);
+    for (const core::Identity& who : {t1, t2}) {
+      auto c =
+          old_repo.CreateConversation(who, {"secret plans", ConversationKind::kChat, "", "{}"});
+      ASSERT_TRUE(c.ok()) << c.status();
+      ASSERT_TRUE(
+          AppendMessageAndWait(old_repo, who, {c->id, Role::kUser, "under m1", "{}", 3, ""}).ok());
+      conversation_of[who.tenant_id] = c->id;
+    }
+  }
+  auto read = [&](KeyRing& keys, const core::Identity& who) {
+    PgConversationRepository repo(pool, keys);
+    return repo.ListMessages(who, conversation_of[who.tenant_id], 0, 10);
+  };
+
+  // Step 1: the new master key is current and the old one still accepted.
+  KeyRing both(pool, new_master, "m2", std::chrono::seconds(60), {{"m1", old_master}});
+  auto before = read(both, t1);
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_EQ(before->messages[0].content, "under m1");
+
+  // A run without the old key refuses and changes nothing.
+  pg::PgOptions owner;
+  owner.dsn = db.dsn();
+  owner.role.clear();
+  auto owner_pool = pg::PgPool::Create(owner);
+  ASSERT_TRUE(owner_pool.ok()) << owner_pool.status();
+  EXPECT_EQ(KeyRing::RewrapTenantKeys(**owner_pool, new_master, "m2", {}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Raw("SELECT count(*) FROM conversation.tenant_keys WHERE master_key_id = 'm2'")[0][0]
+                .as<int>(),
+            0);
+
+  // Step 2: re-wrap, in batches smaller than the number of keys.
+  auto rewrapped =
+      KeyRing::RewrapTenantKeys(**owner_pool, new_master, "m2", {{"m1", old_master}}, 1);
+  ASSERT_TRUE(rewrapped.ok()) << rewrapped.status();
+  EXPECT_EQ(*rewrapped, 2);
+  EXPECT_EQ(Raw("SELECT count(*) FROM conversation.tenant_keys WHERE master_key_id = 'm1'")[0][0]
+                .as<int>(),
+            0);
+  auto again = KeyRing::RewrapTenantKeys(**owner_pool, new_master, "m2", {{"m1", old_master}});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, 0);
+
+  // Step 3: the old master key is retired; everything reads with the new one
+  // alone, and the old one alone can no longer read anything.
+  KeyRing only_new(pool, new_master, "m2");
+  for (const core::Identity& who : {t1, t2}) {
+    auto page = read(only_new, who);
+    ASSERT_TRUE(page.ok()) << page.status();
+    EXPECT_EQ(page->messages[0].content, "under m1");
+  }
+  KeyRing only_old(pool, old_master, "m1");
+  EXPECT_EQ(read(only_old, t2).status().code(), absl::StatusCode::kDataLoss);
+}
+
 TEST_F(PgRepositoryTest, RetentionPurgesIdleConversationsPerTenant) {
   const core::Identity short_lived{"retention-short", "u"};
   const core::Identity long_lived{"retention-long", "u"};
@@ -415,10 +495,9 @@ TEST_F(PgRepositoryTest, NoDatabaseWorkOnceTheCallDeadlinePassed) {
   EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_FALSE(ran);
   // Reads through the repository obey it too.
-  EXPECT_EQ(repository_->GetConversation(kAlice, "0190a0b2-0000-7000-8000-000000000000")
-                .status()
-                .code(),
-            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(
+      repository_->GetConversation(kAlice, "0190a0b2-0000-7000-8000-000000000000").status().code(),
+      absl::StatusCode::kDeadlineExceeded);
 }
 
 TEST_F(PgRepositoryTest, IdsAreCaseInsensitive) {
