@@ -34,6 +34,19 @@ for pkg in "${PACKAGES[@]}"; do
   [[ -n "${installed[$pkg]:-}" ]] || missing+=("$pkg")
 done
 
+# The official client SDKs that fidelity tests run against the fake LLM
+# provider (tests/node), when Node.js is installed; those tests skip without
+# node. Placed before the apt step, which exits early when nothing is missing.
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 &&
+    [[ ! -d "$repo_root/tests/node/node_modules/openai" ]]; then
+  if ! npm ci --prefix "$repo_root/tests/node" --no-audit --no-fund --silent; then
+    echo "deps: npm ci failed in tests/node" >&2
+    exit 1
+  fi
+  echo "deps: npm packages installed in tests/node"
+fi
+
 if ((${#missing[@]} == 0)); then
   exit 0
 fi

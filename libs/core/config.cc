@@ -122,6 +122,9 @@ struct ConfigReader::State {
   EnvLookup env;
   // Paths the program read; a known path covers its whole subtree.
   std::set<std::string> known;
+  // Maps whose keys the program listed: known themselves, but each child
+  // still has to be read to count as known.
+  std::set<std::string> listed;
   std::vector<std::string> errors;
 
   // One raw value for a path: the environment variable wins over the file.
@@ -151,25 +154,31 @@ struct ConfigReader::State {
       raw.source = absl::StrCat(" (from $", var, ")");
       return raw;
     }
+    raw.node = FileNode(path);
+    return raw;
+  }
+
+  // The file's non-null value at `path`, if any.
+  std::optional<YAML::Node> FileNode(const std::string& path) {
     YAML::Node current(root);
     std::string walked;
     for (const std::string& part : SplitPath(path)) {
-      if (current.IsNull()) return raw;
+      if (current.IsNull()) return std::nullopt;
       if (!current.IsMap()) {
         AddError(walked, absl::StrCat("expected a map, got ", NodeKind(current)), "");
-        return raw;
+        return std::nullopt;
       }
       walked = walked.empty() ? part : absl::StrCat(walked, ".", part);
       // Through a const reference: yaml-cpp's non-const operator[] inserts.
       const YAML::Node& parent = current;
       YAML::Node child = parent[part];
-      if (!child.IsDefined()) return raw;
+      if (!child.IsDefined()) return std::nullopt;
       // reset(), not operator=: assignment would overwrite the parent's
       // value in the tree instead of rebinding `current`.
       current.reset(child);
     }
-    if (!current.IsNull()) raw.node.emplace(current);
-    return raw;
+    if (current.IsNull()) return std::nullopt;
+    return current;
   }
 
   // The scalar text of a raw value, or nullopt (with an error when the file
@@ -185,15 +194,23 @@ struct ConfigReader::State {
     return raw.node->Scalar();
   }
 
+  static bool AnyBelow(const std::set<std::string>& paths, const std::string& path) {
+    const std::string subtree = path + ".";
+    const auto below = paths.lower_bound(subtree);
+    return below != paths.end() && below->starts_with(subtree);
+  }
+
   void CollectUnknown(const YAML::Node& node, const std::string& prefix,
                       std::vector<std::string>& unknown) const {
     for (const auto& kv : node) {
       const std::string path =
           prefix.empty() ? kv.first.Scalar() : absl::StrCat(prefix, ".", kv.first.Scalar());
       if (known.count(path) > 0) continue;
-      const std::string subtree = path + ".";
-      const auto below = known.lower_bound(subtree);
-      if (below == known.end() || !below->starts_with(subtree)) {
+      if (listed.count(path) > 0) {
+        if (kv.second.IsMap()) CollectUnknown(kv.second, path, unknown);
+        continue;
+      }
+      if (!AnyBelow(known, path) && !AnyBelow(listed, path)) {
         unknown.push_back(path);
         continue;
       }
@@ -339,6 +356,29 @@ std::map<std::string, std::string> ConfigReader::StringMap(const std::string& pa
     out[kv.first.Scalar()] = kv.second.Scalar();
   }
   return out;
+}
+
+std::vector<std::string> ConfigReader::Keys(const std::string& path) {
+  state_->listed.insert(path);
+  const std::optional<YAML::Node> node = state_->FileNode(path);
+  if (!node.has_value()) return {};
+  if (!node->IsMap()) {
+    state_->AddError(path, absl::StrCat("expected a map, got ", NodeKind(*node)), "");
+    return {};
+  }
+  std::vector<std::string> keys;
+  for (const auto& kv : *node) {
+    const std::string key = kv.first.Scalar();
+    if (key.find('.') != std::string::npos) {
+      const std::string child = absl::StrCat(path, ".", key);
+      state_->AddError(child, "a key here cannot contain '.'", "");
+      // Reported once, as the error above, not again as an unknown key.
+      state_->known.insert(child);
+      continue;
+    }
+    keys.push_back(key);
+  }
+  return keys;
 }
 
 absl::Status ConfigReader::Finish() const {

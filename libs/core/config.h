@@ -52,6 +52,14 @@ class ConfigReader final {
   // A map of string to string under `path` (e.g. per-tenant settings); the
   // children are known keys. Environment: `k1=v1,k2=v2`.
   std::map<std::string, std::string> StringMap(const std::string& path);
+  // The keys of the map at `path`, in file order, for sections whose children
+  // are named by the user (e.g. one entry per provider). Read from the file
+  // only: the environment can override values below the keys but not add
+  // keys. Listing does not make the children known: the caller reads each
+  // one's keys, and Finish() reports whatever it did not read. Absent or null
+  // gives no keys; a scalar or list there, or a key containing '.' (it could
+  // not be addressed by a dotted path), is an error reported by Finish().
+  std::vector<std::string> Keys(const std::string& path);
 
   // Returns INVALID_ARGUMENT listing every unknown key and every bad value
   // seen so far, or OK.

@@ -195,6 +195,48 @@ TEST(ConfigTest, StringMapRejectsNestedValuesAndBadEnv) {
   EXPECT_THAT(message, HasSubstr("n: expected key=value, got \"oops\""));
 }
 
+TEST(ConfigTest, StringMapKeysMayContainDots) {
+  ConfigReader c = Parse("prices:\n  gpt-4.1: \"2 0.5 8\"\n  meta-llama/Llama-3.1-8B: \"0 0 0\"\n");
+  EXPECT_EQ(c.StringMap("prices"),
+            (std::map<std::string, std::string>{{"gpt-4.1", "2 0.5 8"},
+                                                {"meta-llama/Llama-3.1-8B", "0 0 0"}}));
+  EXPECT_TRUE(c.Finish().ok()) << c.Finish();
+}
+
+TEST(ConfigTest, KeysListsAMapInFileOrder) {
+  ConfigReader c = Parse("providers:\n  zeta: {api: x}\n  alpha: {api: y}\n");
+  EXPECT_THAT(c.Keys("providers"), ::testing::ElementsAre("zeta", "alpha"));
+  EXPECT_EQ(c.String("providers.zeta.api", ""), "x");
+  EXPECT_EQ(c.String("providers.alpha.api", ""), "y");
+  EXPECT_TRUE(c.Finish().ok()) << c.Finish();
+}
+
+TEST(ConfigTest, KeysAbsentOrNullIsEmptyAndAccepted) {
+  ConfigReader c = Parse("llm:\n  providers:\n");
+  EXPECT_TRUE(c.Keys("llm.providers").empty());
+  EXPECT_TRUE(c.Keys("llm.profiles").empty());
+  EXPECT_TRUE(c.Finish().ok()) << c.Finish();
+}
+
+TEST(ConfigTest, KeysDoesNotMakeUnreadChildrenKnown) {
+  ConfigReader c = Parse("providers:\n  a: {api: x, tyop: 1}\n  b: {api: y}\n");
+  for (const std::string& name : c.Keys("providers")) c.String("providers." + name + ".api", "");
+  const std::string message(c.Finish().message());
+  EXPECT_THAT(message, HasSubstr("unknown keys: providers.a.tyop"));
+  EXPECT_THAT(message, Not(HasSubstr("providers.b")));
+}
+
+TEST(ConfigTest, KeysRejectsNonMapsAndDottedKeys) {
+  ConfigReader c = Parse("a: [x]\nb:\n  ok: {v: 1}\n  not.ok: {v: 2}\n");
+  EXPECT_TRUE(c.Keys("a").empty());
+  EXPECT_THAT(c.Keys("b"), ::testing::ElementsAre("ok"));
+  c.Int("b.ok.v", 0);
+  const std::string message(c.Finish().message());
+  EXPECT_THAT(message, HasSubstr("a: expected a map, got a list"));
+  EXPECT_THAT(message, HasSubstr("b.not.ok: a key here cannot contain '.'"));
+  EXPECT_THAT(message, Not(HasSubstr("unknown keys")));
+}
+
 TEST(ConfigTest, SyntaxErrorIsInvalidArgument) {
   absl::StatusOr<ConfigReader> c = ConfigReader::FromString("a: [1, 2\n", FakeEnv({}));
   EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);

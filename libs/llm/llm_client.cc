@@ -1,0 +1,342 @@
+#include "libs/llm/llm_client.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "libs/core/logging.h"
+
+namespace omniforge::llm {
+namespace {
+
+// LLM calls run from a fraction of a second to minutes.
+const std::vector<double>& DurationBuckets() {
+  static const std::vector<double> buckets = {0.1, 0.25, 0.5, 1,   2.5, 5,  10,
+                                              20,  30,   60,  120, 300, 600};
+  return buckets;
+}
+
+std::string TargetName(const ModelTarget& target) {
+  return absl::StrCat(target.provider, "/", target.model);
+}
+
+std::string OperationLabel(const std::string& operation) {
+  return operation.empty() ? "unspecified" : operation;
+}
+
+bool IsCancelled(const CallContext& context) { return context.cancelled && context.cancelled(); }
+
+// Providers should only return LlmErrors; anything else is treated as a
+// transient server fault so it is retried rather than mistaken for success
+// or for a configuration problem.
+absl::Status Normalized(const absl::Status& status) {
+  if (ErrorKindOf(status) != LlmErrorKind::kNone) return status;
+  return LlmError(LlmErrorKind::kServerError,
+                  absl::StrCat("untyped provider error: ", status.ToString()));
+}
+
+// What happens after a failed attempt; logged with it.
+enum class Next { kRetry, kFallback, kGiveUp };
+
+std::string_view NextName(Next next) {
+  switch (next) {
+    case Next::kRetry:
+      return "retry";
+    case Next::kFallback:
+      return "fallback";
+    case Next::kGiveUp:
+      return "give_up";
+  }
+  return "give_up";
+}
+
+struct AttemptResult {
+  absl::StatusOr<ChatResponse> response;
+  int64_t first_delta_at = -1;  // when output reached the caller; -1: it did not
+  bool caller_stopped = false;  // the caller's callback returned false
+};
+
+// One request to one target, watching a stream for the moment output first
+// reaches the caller (after which it may not be retried).
+AttemptResult Attempt(ChatModel& model, const ChatRequest& request, const CallContext& context,
+                      const StreamCallback* on_delta, Clock& clock) {
+  AttemptResult result;
+  if (on_delta == nullptr) {
+    result.response = model.Complete(request, context);
+    return result;
+  }
+  const StreamCallback watched = [&](const StreamDelta& delta) {
+    if (result.first_delta_at < 0) result.first_delta_at = clock.NowMicros();
+    result.caller_stopped = !(*on_delta)(delta);
+    return !result.caller_stopped;
+  };
+  result.response = model.Stream(request, context, watched);
+  return result;
+}
+
+class ProfileChatModel final : public ChatModel {
+ public:
+  ProfileChatModel(LlmClient& client, std::string profile)
+      : client_(client), profile_(std::move(profile)) {}
+
+  absl::StatusOr<ChatResponse> Complete(const ChatRequest& request,
+                                        const CallContext& context) override {
+    return client_.Complete(profile_, request, context);
+  }
+
+  absl::StatusOr<ChatResponse> Stream(const ChatRequest& request, const CallContext& context,
+                                      const StreamCallback& on_delta) override {
+    return client_.Stream(profile_, request, context, on_delta);
+  }
+
+ private:
+  LlmClient& client_;
+  const std::string profile_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LlmClient>> LlmClient::Create(LlmClientOptions options) {
+  for (const auto& [profile, chain] : options.profiles) {
+    if (chain.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("LLM profile \"", profile, "\" is empty"));
+    }
+    for (const ModelTarget& target : chain) {
+      const auto provider = options.providers.find(target.provider);
+      if (provider == options.providers.end() || provider->second == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "LLM profile \"", profile, "\" names unknown provider \"", target.provider, "\""));
+      }
+    }
+  }
+  return std::unique_ptr<LlmClient>(new LlmClient(std::move(options)));
+}
+
+LlmClient::LlmClient(LlmClientOptions options)
+    : providers_(std::move(options.providers)),
+      retry_(options.retry),
+      prices_(std::move(options.prices)),
+      usage_sink_(std::move(options.usage_sink)),
+      default_timeout_micros_(options.default_timeout_micros),
+      clock_(options.clock != nullptr ? options.clock : &DefaultClock()),
+      random_(options.random != nullptr ? options.random : &DefaultRandom()),
+      metrics_(options.metrics != nullptr ? *options.metrics : core::MetricsRegistry::Global()) {
+  for (const auto& [profile, chain] : options.profiles) {
+    std::vector<Target>& targets = profiles_[profile];
+    for (const ModelTarget& target : chain) {
+      const std::string name = TargetName(target);
+      std::unique_ptr<CircuitBreaker>& breaker = breakers_[name];
+      if (breaker == nullptr) {
+        breaker = std::make_unique<CircuitBreaker>(name, options.breaker, clock_);
+      }
+      targets.push_back(Target{target, providers_.at(target.provider).get(), breaker.get()});
+    }
+  }
+}
+
+absl::StatusOr<ChatResponse> LlmClient::Complete(std::string_view profile, ChatRequest request,
+                                                 const CallContext& context) {
+  return Call(profile, std::move(request), context, nullptr);
+}
+
+absl::StatusOr<ChatResponse> LlmClient::Stream(std::string_view profile, ChatRequest request,
+                                               const CallContext& context,
+                                               const StreamCallback& on_delta) {
+  return Call(profile, std::move(request), context, &on_delta);
+}
+
+bool LlmClient::HasProfile(std::string_view profile) const {
+  return profiles_.find(profile) != profiles_.end();
+}
+
+std::unique_ptr<ChatModel> LlmClient::ForProfile(std::string profile) {
+  return std::make_unique<ProfileChatModel>(*this, std::move(profile));
+}
+
+absl::StatusOr<ChatResponse> LlmClient::Call(std::string_view profile, ChatRequest request,
+                                             const CallContext& context,
+                                             const StreamCallback* on_delta) {
+  const int64_t start = clock_->NowMicros();
+  UsageRecord record;
+  record.operation_type = context.operation_type;
+  record.profile = std::string(profile);
+  record.streamed = on_delta != nullptr;
+
+  absl::StatusOr<ChatResponse> result;
+  const auto chain = profiles_.find(profile);
+  if (chain == profiles_.end()) {
+    result = LlmError(LlmErrorKind::kNotConfigured,
+                      absl::StrCat("no LLM profile \"", std::string(profile), "\" is configured"));
+  } else {
+    result = RunChain(chain->second, std::move(request), context, on_delta, start, record);
+  }
+
+  record.latency_us = clock_->NowMicros() - start;
+  record.ok = result.ok();
+  if (result.ok()) {
+    record.tokens = result->usage;
+    record.cost_usd = prices_.Cost(record.provider, record.model, record.tokens);
+  } else {
+    record.error_kind = ErrorKindOf(result.status());
+    record.error_message = std::string(result.status().message());
+  }
+  Report(record);
+  return result;
+}
+
+absl::StatusOr<ChatResponse> LlmClient::RunChain(const std::vector<Target>& chain,
+                                                 ChatRequest request, const CallContext& context,
+                                                 const StreamCallback* on_delta,
+                                                 int64_t start_micros, UsageRecord& record) {
+  const int64_t deadline = context.deadline_micros > 0 ? context.deadline_micros
+                                                       : start_micros + default_timeout_micros_;
+  CallContext attempt_context = context;
+  attempt_context.deadline_micros = deadline;
+  const std::string operation = OperationLabel(context.operation_type);
+
+  absl::Status last_error;
+  const auto deadline_error = [&] {
+    return LlmError(LlmErrorKind::kTimeout,
+                    last_error.ok() ? std::string("the call's deadline passed")
+                                    : absl::StrCat("the call's deadline passed; last error: ",
+                                                   last_error.message()));
+  };
+  for (size_t index = 0; index < chain.size(); ++index) {
+    const Target& target = chain[index];
+    if (index > 0) {
+      const ModelTarget& previous = chain[index - 1].name;
+      metrics_
+          .GetCounter("omniforge_llm_fallbacks_total",
+                      "Calls that gave up on a target and moved on to the next in their chain, "
+                      "by the target given up and the reason.",
+                      {{"provider", previous.provider},
+                       {"model", previous.model},
+                       {"reason", std::string(ErrorKindName(ErrorKindOf(last_error)))}})
+          .Inc();
+    }
+    record.provider = target.name.provider;
+    record.model = target.name.model;
+    record.fallback_used = index > 0;
+    request.model = target.name.model;
+
+    for (int attempt = 1;; ++attempt) {
+      if (IsCancelled(context)) {
+        return LlmError(LlmErrorKind::kCancelled, "the caller cancelled the call");
+      }
+      if (clock_->NowMicros() >= deadline) return deadline_error();
+      const CircuitBreaker::Admission admission = target.breaker->TryAcquire();
+      if (admission == CircuitBreaker::Admission::kRefused) {
+        last_error = LlmError(LlmErrorKind::kCircuitOpen,
+                              absl::StrCat(TargetName(target.name), ": circuit open"));
+        break;
+      }
+
+      ++record.attempts;
+      const int64_t attempt_start = clock_->NowMicros();
+      auto [response, first_delta_at, caller_stopped] =
+          Attempt(*target.model, request, attempt_context, on_delta, *clock_);
+      if (response.ok()) {
+        target.breaker->OnResult(admission, LlmErrorKind::kNone);
+        if (response->time_to_first_token_us >= 0) {
+          record.time_to_first_token_us =
+              attempt_start - start_micros + response->time_to_first_token_us;
+        } else if (first_delta_at >= 0) {
+          record.time_to_first_token_us = first_delta_at - start_micros;
+        }
+        return std::move(response);
+      }
+
+      // Our caller ending the stream says nothing about the target.
+      const absl::Status status =
+          caller_stopped ? LlmError(LlmErrorKind::kCancelled, "the caller stopped the stream")
+                         : Normalized(response.status());
+      const LlmErrorKind kind = ErrorKindOf(status);
+      target.breaker->OnResult(admission, kind);
+      last_error = status;
+
+      // Cancellation is the caller's choice, not a failure worth a warning.
+      if (kind == LlmErrorKind::kCancelled) return status;
+      const bool output_began = first_delta_at >= 0;
+      if (output_began) record.time_to_first_token_us = first_delta_at - start_micros;
+      int64_t wait = 0;
+      Next next = Next::kGiveUp;
+      if (kind == LlmErrorKind::kStreamBroken || output_began) {
+        next = Next::kGiveUp;
+      } else if (IsRetryable(kind) && attempt < retry_.max_attempts) {
+        wait = RetryWaitMicros(retry_, attempt, random_->Uniform(), RetryAfterMicrosOf(status));
+        next = clock_->NowMicros() + wait < deadline ? Next::kRetry : Next::kFallback;
+      } else {
+        next = Next::kFallback;
+      }
+      if (next == Next::kFallback && index + 1 == chain.size()) next = Next::kGiveUp;
+      core::LogWarn("llm attempt failed", {{"provider", target.name.provider},
+                                           {"model", target.name.model},
+                                           {"operation", operation},
+                                           {"error_kind", std::string(ErrorKindName(kind))},
+                                           {"attempt", absl::StrCat(attempt)},
+                                           {"next", std::string(NextName(next))}});
+
+      if (output_began && kind != LlmErrorKind::kStreamBroken) {
+        return LlmError(LlmErrorKind::kStreamBroken,
+                        absl::StrCat("the stream failed after output began: ", status.message()));
+      }
+      if (kind == LlmErrorKind::kStreamBroken) return status;
+      if (next != Next::kRetry) break;
+
+      metrics_
+          .GetCounter("omniforge_llm_retries_total",
+                      "Attempts repeated on the same target after a retryable failure.",
+                      {{"provider", target.name.provider},
+                       {"model", target.name.model},
+                       {"reason", std::string(ErrorKindName(kind))}})
+          .Inc();
+      if (!clock_->SleepFor(wait, context.cancelled)) {
+        return LlmError(LlmErrorKind::kCancelled, "the caller cancelled the call");
+      }
+    }
+  }
+  if (clock_->NowMicros() >= deadline) return deadline_error();
+  return last_error;
+}
+
+void LlmClient::Report(const UsageRecord& record) {
+  const std::string operation = OperationLabel(record.operation_type);
+  const std::string outcome =
+      record.ok ? std::string("ok") : std::string(ErrorKindName(record.error_kind));
+  metrics_
+      .GetCounter("omniforge_llm_calls_total",
+                  "LLM calls (retries and fallbacks included in one), by the target that "
+                  "answered or was tried last and the outcome (ok or the error kind).",
+                  {{"provider", record.provider},
+                   {"model", record.model},
+                   {"operation", operation},
+                   {"outcome", outcome}})
+      .Inc();
+  metrics_
+      .GetHistogram(
+          "omniforge_llm_call_duration_seconds",
+          "Duration of LLM calls, retries and fallbacks included.",
+          {{"provider", record.provider}, {"model", record.model}, {"operation", operation}},
+          DurationBuckets())
+      .Observe(static_cast<double>(record.latency_us) / 1e6);
+  if (record.ok) {
+    const std::pair<const char*, int64_t> kinds[] = {
+        {"prompt", record.tokens.prompt_tokens},
+        {"completion", record.tokens.completion_tokens},
+        {"cached", record.tokens.cached_tokens}};
+    for (const auto& [kind, count] : kinds) {
+      metrics_
+          .GetCounter("omniforge_llm_tokens_total",
+                      "Tokens used by successful LLM calls; cached is the part of prompt served "
+                      "from the provider's cache.",
+                      {{"provider", record.provider}, {"model", record.model}, {"kind", kind}})
+          .Inc(static_cast<double>(count));
+    }
+    metrics_
+        .GetCounter("omniforge_llm_cost_usd_total", "Cost of successful LLM calls in USD.",
+                    {{"provider", record.provider}, {"model", record.model}})
+        .Inc(record.cost_usd);
+  }
+  if (usage_sink_ != nullptr) usage_sink_->Record(record);
+}
+
+}  // namespace omniforge::llm

@@ -1,0 +1,85 @@
+#include "libs/llm/sse.h"
+
+#include <utility>
+
+namespace omniforge::llm {
+namespace {
+
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+
+}  // namespace
+
+SseParser::SseParser(EventCallback on_event) : on_event_(std::move(on_event)) {}
+
+bool SseParser::Feed(std::string_view bytes) {
+  size_t pos = 0;
+  while (!stopped_ && pos < bytes.size()) {
+    if (after_cr_) {
+      after_cr_ = false;
+      if (bytes[pos] == '\n') {
+        ++pos;
+        continue;
+      }
+    }
+    size_t end = bytes.find_first_of("\r\n", pos);
+    if (end == std::string_view::npos) {
+      line_.append(bytes.substr(pos));
+      break;
+    }
+    after_cr_ = bytes[end] == '\r';
+    std::string_view piece = bytes.substr(pos, end - pos);
+    if (line_.empty()) {
+      // The common case: the whole line is in this chunk, no copy needed.
+      ProcessLine(piece);
+    } else {
+      line_.append(piece);
+      ProcessLine(line_);
+      line_.clear();
+    }
+    pos = end + 1;
+  }
+  return !stopped_;
+}
+
+void SseParser::ProcessLine(std::string_view line) {
+  if (at_stream_start_) {
+    at_stream_start_ = false;
+    if (line.substr(0, kByteOrderMark.size()) == kByteOrderMark) {
+      line.remove_prefix(kByteOrderMark.size());
+    }
+  }
+  if (line.empty()) {
+    Dispatch();
+    return;
+  }
+  if (line.front() == ':') return;
+  std::string_view field = line;
+  std::string_view value;
+  if (size_t colon = line.find(':'); colon != std::string_view::npos) {
+    field = line.substr(0, colon);
+    value = line.substr(colon + 1);
+    if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  }
+  if (field == "event") {
+    event_type_.assign(value);
+  } else if (field == "data") {
+    if (has_data_) data_.push_back('\n');
+    data_.append(value);
+    has_data_ = true;
+  }
+}
+
+void SseParser::Dispatch() {
+  if (!has_data_) {
+    event_type_.clear();
+    return;
+  }
+  SseEvent event{event_type_.empty() ? std::string("message") : std::move(event_type_),
+                 std::move(data_)};
+  event_type_.clear();
+  data_.clear();
+  has_data_ = false;
+  if (!on_event_(event)) stopped_ = true;
+}
+
+}  // namespace omniforge::llm

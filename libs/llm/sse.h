@@ -1,0 +1,51 @@
+// An incremental Server-Sent Events parser (WHATWG HTML "event stream
+// interpretation"): the providers stream their answers as SSE, and the bytes
+// arrive in pieces cut anywhere, even between the CR and LF of a line end.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace omniforge::llm {
+
+// One dispatched event. `type` is the last `event:` field, "message" when
+// there was none; `data` is the `data:` lines joined with "\n".
+struct SseEvent {
+  std::string type;
+  std::string data;
+
+  friend bool operator==(const SseEvent&, const SseEvent&) = default;
+};
+
+// An event still incomplete when the stream ends is never dispatched, as the
+// spec requires, so a cut stream cannot yield a truncated event. `id:` and
+// `retry:` fields are accepted and ignored (nobody reconnects a model answer).
+// Not thread-safe: one parser per stream.
+class SseParser final {
+ public:
+  // Receives each complete event; returning false stops the parser (later
+  // Feed calls then ignore their input).
+  using EventCallback = std::function<bool(const SseEvent&)>;
+
+  explicit SseParser(EventCallback on_event);
+
+  // Consumes the next bytes of the stream and dispatches every event they
+  // complete. Returns false once the callback has stopped the parser.
+  bool Feed(std::string_view bytes);
+
+ private:
+  void ProcessLine(std::string_view line);
+  void Dispatch();
+
+  EventCallback on_event_;
+  std::string line_;
+  std::string event_type_;
+  std::string data_;
+  bool has_data_ = false;
+  bool after_cr_ = false;  // the last byte fed was a CR: a following LF ends no line
+  bool at_stream_start_ = true;
+  bool stopped_ = false;
+};
+
+}  // namespace omniforge::llm

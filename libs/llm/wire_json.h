@@ -1,0 +1,51 @@
+// Internal to omniforge_llm_wire: lenient field access on provider JSON, so
+// the wire decoders read optional and null fields the same way, and the JSON
+// text helpers both encoders need.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace omniforge::llm::wire_internal {
+
+// Ordered: schemas and tool arguments keep the key order the caller or the
+// model chose (models generate structured output in schema order, and a
+// stable prompt keeps the provider's prompt cache warm).
+using Json = nlohmann::ordered_json;
+
+// The parsed value, or nullopt when `text` is not JSON.
+inline std::optional<Json> ParseJson(std::string_view text) {
+  Json value = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) return std::nullopt;
+  return value;
+}
+
+// Compact JSON text; invalid UTF-8 in strings is replaced instead of thrown.
+inline std::string DumpJson(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// The member `key` of `object` when `object` is an object that has it,
+// else nullptr.
+inline const Json* Member(const Json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+// The string member `key`; empty when absent, null or not a string.
+inline std::string StringMember(const Json& object, const char* key) {
+  const Json* value = Member(object, key);
+  return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
+}
+
+// The integer member `key`; 0 when absent, null or not an integer.
+inline int64_t IntMember(const Json& object, const char* key) {
+  const Json* value = Member(object, key);
+  return value != nullptr && value->is_number_integer() ? value->get<int64_t>() : 0;
+}
+
+}  // namespace omniforge::llm::wire_internal
