@@ -15,7 +15,8 @@ namespace omniforge::llm {
 // Per-call context. Deadlines are absolute, in core::NowMicros() time.
 struct CallContext {
   // The whole call (retries and fallbacks included) ends by then; 0 means the
-  // configured default timeout.
+  // configured default timeout, cut short by the deadline of the call this
+  // thread is serving (core::ScopedCallDeadline) when there is one.
   int64_t deadline_micros = 0;
   // What the call is for: intent_analysis, planner_stream, plan_generation,
   // plan_review, executor_turn, ... Recorded with usage.

@@ -1,8 +1,11 @@
 #include "libs/llm/llm_client.h"
 
+#include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "libs/core/call_deadline.h"
 #include "libs/core/logging.h"
 
 namespace omniforge::llm {
@@ -187,8 +190,15 @@ absl::StatusOr<ChatResponse> LlmClient::RunChain(const std::vector<Target>& chai
                                                  ChatRequest request, const CallContext& context,
                                                  const StreamCallback* on_delta,
                                                  int64_t start_micros, UsageRecord& record) {
-  const int64_t deadline = context.deadline_micros > 0 ? context.deadline_micros
-                                                       : start_micros + default_timeout_micros_;
+  int64_t deadline = context.deadline_micros > 0 ? context.deadline_micros
+                                                 : start_micros + default_timeout_micros_;
+  // Without an explicit deadline, the call being served on this thread
+  // bounds the model call: nobody waits for an answer after it ends.
+  if (const auto served = core::CallDeadline(); context.deadline_micros == 0 && served) {
+    deadline = std::min(deadline, std::chrono::duration_cast<std::chrono::microseconds>(
+                                      served->time_since_epoch())
+                                      .count());
+  }
   CallContext attempt_context = context;
   attempt_context.deadline_micros = deadline;
   const std::string operation = OperationLabel(context.operation_type);
