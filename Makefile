@@ -12,6 +12,8 @@ SANITIZE   ?= OFF
 # Extra arguments: `make configure CMAKE_ARGS=-DFOO=1`, `make run ARGS=...`.
 CMAKE_ARGS ?=
 ARGS       ?=
+# Tests of llm_integration_test that also hold against a real provider.
+LIVE_LLM_FILTER ?= *Conformance*
 
 # ccache: relative paths under the repo so a fresh clone (CI) hits the cache.
 export CCACHE_BASEDIR := $(CURDIR)
@@ -24,12 +26,12 @@ CONFIGURE_ARGS := $(strip -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DOMNIFORGE_SANITIZE=
 CONFIGURE_STAMP := $(BUILD_DIR)/.omniforge-configure-args
 FORMAT_DIRS := libs services cli tests bench
 
-.PHONY: help deps configure build test run up down bench asan format clean
+.PHONY: help deps configure build test run up down bench live-llm asan format clean
 
 help:
 	@echo "omniforge make targets (variables: BUILD_DIR=$(BUILD_DIR) BUILD_TYPE=$(BUILD_TYPE) JOBS=$(JOBS) SANITIZE=$(SANITIZE))"
 	@echo "  help       this list (default target)"
-	@echo "  deps       install missing apt packages (scripts/deps.sh)"
+	@echo "  deps       install missing apt packages and npm test peers (scripts/deps.sh)"
 	@echo "  configure  deps + cmake configure into \$$BUILD_DIR (only when needed)"
 	@echo "  build      configure + compile everything"
 	@echo "  test       build + run all tests with ctest"
@@ -37,6 +39,7 @@ help:
 	@echo "  up         build + start the whole stack (scripts/stack.sh up)"
 	@echo "  down       stop the whole stack (scripts/stack.sh down)"
 	@echo "  bench      build + run the benchmarks (scripts/bench.sh)"
+	@echo "  live-llm   the LLM conformance tests against a real endpoint (OMNIFORGE_LLM_* env)"
 	@echo "  asan       ASan/UBSan build and test in build-asan"
 	@echo "  format     clang-format -i all *.cc/*.h in $(FORMAT_DIRS)"
 	@echo "  clean      remove \$$BUILD_DIR"
@@ -76,6 +79,16 @@ down:
 
 bench: build
 	@bash scripts/bench.sh $(ARGS)
+
+# The LLM conformance suite against a real provider instead of the fake:
+#   OMNIFORGE_LLM_BASE_URL=https://api.openai.com/v1 OMNIFORGE_LLM_API_KEY=sk-...
+#   OMNIFORGE_LLM_MODEL=gpt-4o-mini [OMNIFORGE_LLM_API=openai|anthropic] make live-llm
+live-llm: build
+	@if [ -z "$${OMNIFORGE_LLM_BASE_URL:-}" ] || [ -z "$${OMNIFORGE_LLM_MODEL:-}" ]; then \
+	  echo "live-llm: set OMNIFORGE_LLM_BASE_URL, OMNIFORGE_LLM_MODEL and OMNIFORGE_LLM_API_KEY (and OMNIFORGE_LLM_API=anthropic for Anthropic)" >&2; \
+	  exit 2; \
+	fi
+	@OMNIFORGE_LLM_LIVE=1 "$(BUILD_DIR)/tests/llm_integration_test" --gtest_filter='$(LIVE_LLM_FILTER)'
 
 # UBSan only reports by default; halt_on_error makes undefined behaviour fail
 # the test (override by setting UBSAN_OPTIONS yourself).

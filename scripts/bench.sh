@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `make bench`: runs every benchmark against its own PostgreSQL cluster
-# (127.0.0.1:55434, durable settings) and prints their RESULT lines.
+# `make bench`: runs every benchmark and prints their RESULT lines; the
+# database ones against their own PostgreSQL cluster (127.0.0.1:55434,
+# durable settings). Arguments go to conversation_bench.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -10,3 +11,5 @@ bash "$ROOT/scripts/pg.sh" start
 trap 'bash "$ROOT/scripts/pg.sh" stop' EXIT
 export OMNIFORGE_TEST_PG_DSN="host=127.0.0.1 port=55434 user=omniforge dbname=postgres"
 "$BUILD_DIR/bin/conversation_bench" "$@"
+# The LLM client against the fake provider (no database).
+"$BUILD_DIR/bin/llm_bench"

@@ -394,7 +394,9 @@ class FakeLlmServer::Impl {
     }
   }
 
-  RecordedRequest Record(std::string_view api, const httplib::Request& req, bool stream) {
+  // Records the request; returns it and its index in requests_.
+  std::pair<RecordedRequest, size_t> Record(std::string_view api, const httplib::Request& req,
+                                            bool stream) {
     // httplib adds the peer's and its own address as pseudo headers.
     static const std::set<std::string> kPseudoHeaders = {"REMOTE_ADDR", "REMOTE_PORT", "LOCAL_ADDR",
                                                          "LOCAL_PORT"};
@@ -410,12 +412,20 @@ class FakeLlmServer::Impl {
     }
     record.stream = stream;
     record.time_micros = core::NowMicros();
+    size_t index = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      index = requests_.size();
       requests_.push_back(record);
     }
     cv_.notify_all();
-    return record;
+    return {std::move(record), index};
+  }
+
+  void MarkFinished(size_t index) {
+    const int64_t now = core::NowMicros();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (index < requests_.size()) requests_[index].finished_micros = now;
   }
 
   // The rule answering this request (consuming one of its `times`), if any.
@@ -486,7 +496,7 @@ class FakeLlmServer::Impl {
   void Serve(const WireFormat& wire, const httplib::Request& req, httplib::Response& res) {
     const json body = json::parse(req.body, nullptr, false);
     const bool stream = body.is_object() && body.contains("stream") && body["stream"] == json(true);
-    const RecordedRequest record = Record(wire.api(), req, stream);
+    const auto [record, index] = Record(wire.api(), req, stream);
     auto inspected = wire.Inspect(record.headers, body, options_.api_key);
     if (const auto* error = std::get_if<HttpAnswer>(&inspected)) {
       Send(*error, res);
@@ -511,7 +521,7 @@ class FakeLlmServer::Impl {
     }
     const Answer answer = Compose(wire, view, rule, matched.has_value());
     if (view.stream) {
-      StartStream(wire, answer, view, rule, res);
+      StartStream(wire, answer, view, rule, index, res);
       return;
     }
     if (rule.first_byte_delay_ms > 0 && !Pause(rule.first_byte_delay_ms)) {
@@ -536,7 +546,7 @@ class FakeLlmServer::Impl {
   }
 
   void StartStream(const WireFormat& wire, const Answer& answer, const RequestView& view,
-                   const FakeRule& rule, httplib::Response& res) {
+                   const FakeRule& rule, size_t index, httplib::Response& res) {
     struct Plan {
       std::vector<std::string> chunks;
       bool cut = false;
@@ -573,9 +583,10 @@ class FakeLlmServer::Impl {
     // Exactly "text/event-stream": httplib would gzip any other text/* type
     // for clients that accept it, holding events back in the compressor.
     res.set_chunked_content_provider(
-        "text/event-stream", [this, plan](size_t, httplib::DataSink& sink) {
+        "text/event-stream", [this, plan, index](size_t, httplib::DataSink& sink) {
           if (plan->next == plan->chunks.size()) {
             if (plan->cut) return false;  // closes without the terminating chunk
+            MarkFinished(index);
             sink.done();
             return true;
           }

@@ -156,6 +156,9 @@ struct RecordedRequest {
   std::string operation;  // x-omniforge-operation, empty when absent
   bool stream = false;
   int64_t time_micros = 0;  // core::NowMicros() at arrival
+  // core::NowMicros() when a streamed answer's last chunk was written, so
+  // callers can tell the fake's own time from theirs; 0 otherwise.
+  int64_t finished_micros = 0;
 };
 
 struct FakeOptions {

@@ -1,0 +1,215 @@
+// The LLM client's own cost per streamed call: the whole client stack (YAML
+// config -> LlmClient -> HTTP provider -> libcurl -> SSE parsing -> JSON
+// decoding -> delta callback -> usage record) against the fake provider on
+// loopback.
+//
+// The overhead of a call is the caller's wall-clock time minus the fake's
+// own time for it (from the request's arrival to its last chunk written, as
+// the fake records it): sending the request, reading and decoding what the
+// fake has not yet finished writing, and everything after. Beside it,
+// interleaved in the same run: the CPU time of the calling thread per call
+// (all client work happens there, libcurl's included) and the same for a
+// bare libcurl loop that fetches the same stream and discards it.
+//
+//   llm_bench [--calls N] [--text-chars N] [--chunk-chars N]
+//
+// Final line: RESULT llm_overhead_p50_us=... llm_overhead_p99_us=...
+#include <curl/curl.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "libs/core/config.h"
+#include "libs/llm/llm_config.h"
+#include "libs/llm/llm_factory.h"
+#include "libs/llm/testing/fake_provider.h"
+
+namespace omniforge::llm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kWarmUpCalls = 200;
+
+double ThreadCpuMicros() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_nsec) / 1e3;
+}
+
+double Percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+size_t Discard(char*, size_t size, size_t n, void*) { return size * n; }
+
+// One streamed request with a reused libcurl handle and nothing else.
+class BareStream final {
+ public:
+  BareStream(const std::string& url, const std::string& body) : body_(body) {
+    curl_ = curl_easy_init();
+    headers_ = curl_slist_append(headers_, "content-type: application/json");
+    headers_ = curl_slist_append(headers_, "authorization: Bearer bench-key");
+    headers_ = curl_slist_append(headers_, "accept: text/event-stream");
+    headers_ = curl_slist_append(headers_, "x-omniforge-operation: bare");
+    curl_easy_setopt(curl_, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(curl_, CURLOPT_HTTPHEADER, headers_);
+    curl_easy_setopt(curl_, CURLOPT_POSTFIELDS, body_.c_str());
+    curl_easy_setopt(curl_, CURLOPT_POSTFIELDSIZE, static_cast<long>(body_.size()));
+    curl_easy_setopt(curl_, CURLOPT_WRITEFUNCTION, Discard);
+    curl_easy_setopt(curl_, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(curl_, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl_, CURLOPT_TIMEOUT_MS, 60000L);
+  }
+  ~BareStream() {
+    curl_slist_free_all(headers_);
+    curl_easy_cleanup(curl_);
+  }
+  bool Run() {
+    long status = 0;
+    return curl_easy_perform(curl_) == CURLE_OK &&
+           curl_easy_getinfo(curl_, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status == 200;
+  }
+
+ private:
+  std::string body_;
+  CURL* curl_ = nullptr;
+  curl_slist* headers_ = nullptr;
+};
+
+int Run(int calls, int text_chars, int chunk_chars) {
+  std::string text;
+  while (static_cast<int>(text.size()) < text_chars) text += "omniforge plans, calls tools. ";
+  text.resize(text_chars);
+  testing::FakeRule rule;
+  rule.reply.text = text;
+  rule.reply.usage = testing::FakeUsage{420, static_cast<int64_t>(text_chars / 4), 0};
+  rule.chunk_chars = chunk_chars;
+  auto fake = testing::FakeLlmServer::Start({rule}, {.api_key = "bench-key"});
+  if (!fake.ok()) {
+    std::fprintf(stderr, "fake provider: %s\n", std::string(fake.status().message()).c_str());
+    return 1;
+  }
+  const std::string yaml = "llm:\n  providers:\n    fake:\n      api: openai\n      base_url: " +
+                           (*fake)->openai_base_url() +
+                           "\n      api_key_env: BENCH_KEY\n      prices:\n        bench-model: "
+                           "\"0.15 0.075 0.60\"\n  profiles:\n    speed: [fake/bench-model]\n";
+  auto reader = core::ConfigReader::FromString(yaml);
+  const core::ConfigReader::EnvLookup env =
+      [](const std::string& name) -> std::optional<std::string> {
+    if (name == "BENCH_KEY") return "bench-key";
+    return std::nullopt;
+  };
+  auto config = ReadLlmConfig(*reader, env);
+  if (!config.ok() || !reader->Finish().ok()) {
+    std::fprintf(stderr, "config: %s\n", std::string(config.status().message()).c_str());
+    return 1;
+  }
+  auto client = MakeLlmClient(*config, nullptr);
+  if (!client.ok()) {
+    std::fprintf(stderr, "client: %s\n", std::string(client.status().message()).c_str());
+    return 1;
+  }
+
+  ChatRequest request;
+  request.messages = {{Role::kSystem, "You are omniforge."},
+                      {Role::kUser, "Summarise what you can do for my Monday Notion updates."}};
+  CallContext context;
+  context.operation_type = "planner_stream";
+  std::atomic<int64_t> deltas{0};
+  const StreamCallback on_delta = [&](const StreamDelta&) {
+    deltas.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  };
+  BareStream bare(
+      (*fake)->openai_base_url() + "/chat/completions",
+      R"({"model":"bench-model","stream":true,"stream_options":{"include_usage":true},)"
+      R"("messages":[{"role":"system","content":"You are omniforge."},)"
+      R"({"role":"user","content":"Summarise what you can do for my Monday Notion updates."}]})");
+
+  auto client_call = [&] {
+    auto answer = (*client)->Stream("speed", request, context, on_delta);
+    return answer.ok() && answer->content == text;
+  };
+  for (int i = 0; i < kWarmUpCalls; ++i) {
+    if (!client_call() || !bare.Run()) {
+      std::fprintf(stderr, "warm-up call failed\n");
+      return 1;
+    }
+  }
+  deltas = 0;
+  std::vector<double> client_us, bare_us, client_cpu_us, bare_cpu_us;
+  for (int i = 0; i < calls; ++i) {
+    // Alternate which goes first, so neither always follows the other.
+    bool ok = true;
+    for (int k = 0; k < 2; ++k) {
+      const bool bare_turn = (i + k) % 2 == 0;
+      const double cpu_start = ThreadCpuMicros();
+      const auto start = Clock::now();
+      ok = ok && (bare_turn ? bare.Run() : client_call());
+      const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+      (bare_turn ? bare_us : client_us).push_back(us);
+      (bare_turn ? bare_cpu_us : client_cpu_us).push_back(ThreadCpuMicros() - cpu_start);
+    }
+    if (!ok) {
+      std::fprintf(stderr, "call %d failed\n", i);
+      return 1;
+    }
+  }
+  // The fake's own time for each measured client call, in call order.
+  std::vector<double> overhead_us;
+  std::vector<double> fake_us;
+  int seen = 0;
+  for (const testing::RecordedRequest& r : (*fake)->Requests()) {
+    if (r.operation != "planner_stream" || seen++ < kWarmUpCalls) continue;
+    fake_us.push_back(static_cast<double>(r.finished_micros - r.time_micros));
+    overhead_us.push_back(client_us[overhead_us.size()] - fake_us.back());
+  }
+  if (overhead_us.size() != client_us.size()) {
+    std::fprintf(stderr, "the fake recorded %zu measured calls, expected %zu\n", overhead_us.size(),
+                 client_us.size());
+    return 1;
+  }
+  const double cpu_p50 = Percentile(client_cpu_us, 0.50), cpu_p99 = Percentile(client_cpu_us, 0.99);
+  const double overhead_p50 = Percentile(overhead_us, 0.50);
+  const double overhead_p99 = Percentile(overhead_us, 0.99);
+  std::printf("streamed answer: %d chars in %lld deltas per call, %d calls\n", text_chars,
+              static_cast<long long>(deltas.load() / calls), calls);
+  std::printf("fake's own time per call: p50 %.0f us  p99 %.0f us\n", Percentile(fake_us, 0.50),
+              Percentile(fake_us, 0.99));
+  std::printf("client wall clock per call: p50 %.0f us  p99 %.0f us (bare libcurl p50 %.0f us)\n",
+              Percentile(client_us, 0.50), Percentile(client_us, 0.99), Percentile(bare_us, 0.50));
+  std::printf("client thread CPU per call: p50 %.0f us  p99 %.0f us (bare libcurl p50 %.0f us)\n",
+              cpu_p50, cpu_p99, Percentile(bare_cpu_us, 0.50));
+  std::printf(
+      "RESULT llm_overhead_p50_us=%.0f llm_overhead_p99_us=%.0f client_cpu_p50_us=%.0f "
+      "client_cpu_p99_us=%.0f bare_curl_cpu_p50_us=%.0f deltas_per_call=%lld\n",
+      overhead_p50, overhead_p99, cpu_p50, cpu_p99, Percentile(bare_cpu_us, 0.50),
+      static_cast<long long>(deltas.load() / calls));
+  return 0;
+}
+
+}  // namespace
+}  // namespace omniforge::llm
+
+int main(int argc, char** argv) {
+  CLI::App app{"LLM client overhead per streamed call against the fake provider"};
+  int calls = 2000;
+  int text_chars = 600;
+  int chunk_chars = 4;
+  app.add_option("--calls", calls, "measured calls of each kind")->check(CLI::PositiveNumber);
+  app.add_option("--text-chars", text_chars, "characters in the streamed answer")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--chunk-chars", chunk_chars, "characters per streamed chunk")
+      ->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  return omniforge::llm::Run(calls, text_chars, chunk_chars);
+}
