@@ -33,8 +33,9 @@ absl::StatusOr<Json> ObjectFromText(std::string_view text, absl::string_view wha
   return std::move(*parsed);
 }
 
-absl::StatusOr<Json> EncodeAssistant(const ChatMessage& message) {
-  if (message.tool_calls.empty()) return Json{{"role", "assistant"}, {"content", message.content}};
+// The content of an assistant turn: its text, or blocks when it called tools.
+absl::StatusOr<Json> AssistantContent(const ChatMessage& message) {
+  if (message.tool_calls.empty()) return Json(message.content);
   Json blocks = Json::array();
   if (!message.content.empty()) blocks.push_back({{"type", "text"}, {"text", message.content}});
   for (const ToolCall& call : message.tool_calls) {
@@ -48,43 +49,60 @@ absl::StatusOr<Json> EncodeAssistant(const ChatMessage& message) {
     blocks.push_back(
         {{"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", *std::move(input)}});
   }
-  return Json{{"role", "assistant"}, {"content", std::move(blocks)}};
+  return blocks;
+}
+
+// `content` (text or blocks) as blocks; empty text, which the API rejects as
+// a block, as none.
+Json AsBlocks(Json content) {
+  if (!content.is_string()) return content;
+  Json blocks = Json::array();
+  if (!content.get_ref<const std::string&>().empty()) {
+    blocks.push_back({{"type", "text"}, {"text", std::move(content)}});
+  }
+  return blocks;
+}
+
+// Appends a turn to `out`, merged into the last one when that has the same
+// role: the API wants user and assistant turns to alternate, so the results
+// of one assistant turn's tool calls, and any user text after them, travel
+// in one user turn.
+void AppendTurn(const char* role, Json content, Json& out) {
+  if (!out.empty() && out.back()["role"] == role) {
+    Json& merged = out.back()["content"];
+    merged = AsBlocks(std::move(merged));
+    for (Json& block : AsBlocks(std::move(content))) merged.push_back(std::move(block));
+    return;
+  }
+  out.push_back({{"role", role}, {"content", std::move(content)}});
 }
 
 // Appends every message but the system ones; returns the system text.
 absl::StatusOr<std::string> EncodeMessages(const std::vector<ChatMessage>& messages, Json& out) {
   std::string system;
-  bool last_is_tool_results = false;
   for (const ChatMessage& message : messages) {
-    bool is_tool_result = message.role == Role::kTool;
     switch (message.role) {
       case Role::kSystem:
         if (!system.empty()) system += "\n\n";
         system += message.content;
-        continue;  // a system message does not separate tool results
+        break;
       case Role::kUser:
-        out.push_back({{"role", "user"}, {"content", message.content}});
+        AppendTurn("user", message.content, out);
         break;
       case Role::kAssistant: {
-        absl::StatusOr<Json> encoded = EncodeAssistant(message);
-        if (!encoded.ok()) return encoded.status();
-        out.push_back(*std::move(encoded));
+        absl::StatusOr<Json> content = AssistantContent(message);
+        if (!content.ok()) return content.status();
+        AppendTurn("assistant", *std::move(content), out);
         break;
       }
       case Role::kTool: {
-        Json block = {{"type", "tool_result"},
-                      {"tool_use_id", message.tool_call_id},
-                      {"content", message.content}};
-        // The API wants all results of one assistant turn in one user turn.
-        if (last_is_tool_results) {
-          out.back()["content"].push_back(std::move(block));
-        } else {
-          out.push_back({{"role", "user"}, {"content", Json::array({std::move(block)})}});
-        }
+        Json result = {{"type", "tool_result"},
+                       {"tool_use_id", message.tool_call_id},
+                       {"content", message.content}};
+        AppendTurn("user", Json::array({std::move(result)}), out);
         break;
       }
     }
-    last_is_tool_results = is_tool_result;
   }
   return system;
 }
@@ -109,10 +127,12 @@ absl::StatusOr<Json> EncodeToolChoice(const ChatRequest& request) {
 }
 
 // Takes the counts `usage` has; message_delta repeats them cumulatively, so
-// a later value replaces an earlier one.
+// a later value replaces an earlier one. A null count (message_delta sends
+// the input counts as null when it does not repeat them) is no count.
 void UpdateUsage(const Json& usage, AnthropicUsage& into) {
   auto update = [&usage](const char* key, int64_t& field) {
-    if (Member(usage, key) != nullptr) field = IntMember(usage, key);
+    const Json* value = Member(usage, key);
+    if (value != nullptr && value->is_number_integer()) field = value->get<int64_t>();
   };
   update("input_tokens", into.input_tokens);
   update("cache_read_input_tokens", into.cache_read_input_tokens);

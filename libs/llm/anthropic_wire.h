@@ -26,8 +26,9 @@ namespace omniforge::llm {
 std::string AnthropicStructuredToolName(const ChatRequest& request);
 
 // The JSON body for POST <base_url>/v1/messages. System messages become
-// `system` (joined by blank lines); consecutive tool results merge into one
-// user message of tool_result blocks; a response_format adds the forced tool
+// `system` (joined by blank lines); tool results become tool_result blocks
+// of a user message; consecutive messages of one role merge into one message
+// (the API wants roles to alternate); a response_format adds the forced tool
 // and overrides tool_choice. kInvalidRequest when max_tokens is not positive
 // (the API requires it), a schema or an earlier tool call's arguments are not
 // a JSON object, tool_choice requires a tool but none is offered or names one

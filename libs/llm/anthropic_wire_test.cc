@@ -74,6 +74,28 @@ TEST(AnthropicEncodeTest, SystemExtractionAndToolResultMerging) {
   EXPECT_EQ(body["tool_choice"], Json::parse(R"({"type":"auto"})"));
 }
 
+TEST(AnthropicEncodeTest, ConsecutiveMessagesOfOneRoleMergeSoRolesAlternate) {
+  ChatRequest request = WeatherRequest();
+  request.messages.push_back({.role = Role::kAssistant,
+                              .tool_calls = {{"toolu_1", "get_weather", R"({"city":"Paris"})"}}});
+  request.messages.push_back({.role = Role::kTool, .content = "18 C", .tool_call_id = "toolu_1"});
+  request.messages.push_back({.role = Role::kUser, .content = "And in Rome?"});
+  request.messages.push_back({.role = Role::kAssistant, .content = "Rome: 24 C."});
+  request.messages.push_back({.role = Role::kAssistant, .content = ""});
+  request.messages.push_back({.role = Role::kUser, .content = "Thanks"});
+  request.messages.push_back({.role = Role::kUser, .content = "Bye"});
+
+  EXPECT_EQ(Encode(request)["messages"], Json::parse(R"([
+    {"role":"user","content":"Weather in Paris and Rome?"},
+    {"role":"assistant","content":[
+      {"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}]},
+    {"role":"user","content":[
+      {"type":"tool_result","tool_use_id":"toolu_1","content":"18 C"},
+      {"type":"text","text":"And in Rome?"}]},
+    {"role":"assistant","content":[{"type":"text","text":"Rome: 24 C."}]},
+    {"role":"user","content":[{"type":"text","text":"Thanks"},{"type":"text","text":"Bye"}]}])"));
+}
+
 TEST(AnthropicEncodeTest, ToolCallWithoutArgumentsSendsEmptyInput) {
   ChatRequest request = WeatherRequest();
   request.messages.push_back(
@@ -269,6 +291,20 @@ TEST(AnthropicStreamDecoderTest, TextThenTwoToolUses) {
   EXPECT_EQ(response.finish_reason, FinishReason::kToolCalls);
   // Normalised: every input token counts as prompt, cache reads as cached.
   EXPECT_EQ(response.usage, (TokenUsage{220, 57, 200}));
+}
+
+TEST(AnthropicStreamDecoderTest, NullCountsInMessageDeltaKeepTheStartCounts) {
+  AnthropicStreamDecoder decoder("");
+  FeedAll(decoder,
+          {kMessageStart,
+           BlockStart(0, R"({"type":"text","text":"Hi"})"),
+           BlockStop(0),
+           {"message_delta",
+            R"({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},
+                "usage":{"input_tokens":null,"cache_creation_input_tokens":null,
+                         "cache_read_input_tokens":null,"output_tokens":7}})"},
+           kMessageStop});
+  EXPECT_EQ(decoder.TakeResponse().usage, (TokenUsage{220, 7, 200}));
 }
 
 TEST(AnthropicStreamDecoderTest, ForcedToolStreamsAsText) {

@@ -3,9 +3,11 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -28,9 +30,11 @@ void InitCurlOnce() {
 struct Exchange {
   const std::function<void(const HttpResponseHead&)>* on_head = nullptr;
   const std::function<bool(std::string_view)>* on_body = nullptr;
+  const std::function<bool()>* cancelled = nullptr;
   HttpResponseHead head;
   bool head_delivered = false;
-  bool aborted = false;  // on_body asked to stop
+  bool aborted = false;              // on_body asked to stop
+  bool cancelled_by_caller = false;  // request.cancelled turned true
   std::exception_ptr exception;
 
   void DeliverHead() {
@@ -79,6 +83,22 @@ size_t OnBodyPiece(char* data, size_t size, size_t count, void* user) {
     return 0;
   }
   return bytes;
+}
+
+// Curl calls this about once a second even while nothing arrives, so a
+// cancelled call frees its thread without waiting for the model's answer.
+int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  auto* exchange = static_cast<Exchange*>(user);
+  try {
+    if ((*exchange->cancelled)()) {
+      exchange->cancelled_by_caller = true;
+      return 1;  // non-zero aborts the transfer
+    }
+  } catch (...) {
+    exchange->exception = std::current_exception();
+    return 1;
+  }
+  return 0;
 }
 
 bool HasLineBreakOrNul(std::string_view text) {
@@ -188,6 +208,12 @@ absl::Status CurlTransport::Post(const HttpRequest& request,
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, connect_timeout_ms);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_text);
+  if (request.cancelled) {
+    exchange.cancelled = &request.cancelled;
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, OnProgress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &exchange);
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  }
 
   CURLcode result = curl_easy_perform(curl);
   long request_bytes = 0;  // NOLINT(runtime/int): curl's type
@@ -202,6 +228,9 @@ absl::Status CurlTransport::Post(const HttpRequest& request,
     return absl::OkStatus();
   }
   if (exchange.aborted) return LlmError(LlmErrorKind::kCancelled, "response aborted by receiver");
+  if (exchange.cancelled_by_caller) {
+    return LlmError(LlmErrorKind::kCancelled, "exchange cancelled by the caller");
+  }
   std::string detail = error_text[0] != '\0'
                            ? absl::StrCat(curl_easy_strerror(result), ": ", error_text)
                            : std::string(curl_easy_strerror(result));
@@ -211,6 +240,17 @@ absl::Status CurlTransport::Post(const HttpRequest& request,
   bool connect_timed_out =
       request_bytes == 0 && (timeout_ms == 0 || connect_timeout_ms < timeout_ms);
   if (result == CURLE_OPERATION_TIMEDOUT && !connect_timed_out) {
+    // Curl times on the monotonic clock, deadlines are wall-clock time: as
+    // the two drift apart curl can give up a little before the deadline by
+    // this clock, and a caller finding time left would start another attempt
+    // with none. A timeout is reported once the deadline has passed. The
+    // wait is capped: after a wall-clock step backwards the gap can be large,
+    // and the caller would rather hear of the timeout than wait it out.
+    constexpr int64_t kMaxDriftMicros = 20'000;
+    if (const int64_t early = request.deadline_micros - core::NowMicros();
+        request.deadline_micros != 0 && early > 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(std::min(early, kMaxDriftMicros)));
+    }
     return LlmError(LlmErrorKind::kTimeout, absl::StrCat("request timed out: ", detail));
   }
   return LlmError(LlmErrorKind::kConnection, absl::StrCat("HTTP exchange failed: ", detail));

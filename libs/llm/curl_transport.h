@@ -29,7 +29,9 @@ class CurlTransport final : public HttpTransport {
   // See HttpTransport. The deadline becomes curl's total timeout (kTimeout
   // when it passes, or has already passed before sending); the connect
   // timeout is capped by it, and running out of it first is kConnection (the
-  // host is unreachable). Refused, unresolvable, reset and cut connections are
+  // host is unreachable). request.cancelled is polled about once a second
+  // while nothing arrives, and as data does; it turning true is kCancelled.
+  // Refused, unresolvable, reset and cut connections are
   // kConnection; so is anything else curl reports, with its error text. A
   // header with a line break is kInvalidRequest, nothing sent. on_head runs
   // once before the first body byte, or after the exchange when the body is

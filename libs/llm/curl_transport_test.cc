@@ -219,6 +219,34 @@ TEST(CurlTransportTest, DeadlineEndsAStalledExchange) {
   cv.notify_all();
 }
 
+TEST(CurlTransportTest, CancellationEndsAnExchangeStillWaitingForItsAnswer) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool released = false;
+  TestServer server([&](httplib::Server& s) {
+    s.Post("/x", [&](const httplib::Request&, httplib::Response& res) {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return released; });
+      res.set_content("late", "text/plain");
+    });
+  });
+  CurlTransport transport;
+  const int64_t start = core::NowMicros();
+  // Cancelled 100 ms in, while the server has not answered at all.
+  Received received =
+      Post(transport, {.url = server.Url("/x"),
+                       .deadline_micros = start + 30'000'000,
+                       .cancelled = [start] { return core::NowMicros() - start > 100'000; }});
+  EXPECT_EQ(ErrorKindOf(received.status), LlmErrorKind::kCancelled) << received.status;
+  EXPECT_LT(core::NowMicros() - start, 5'000'000);
+  EXPECT_EQ(received.heads, 0);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    released = true;
+  }
+  cv.notify_all();
+}
+
 TEST(CurlTransportTest, PassedDeadlineFailsWithoutSending) {
   CurlTransport transport;
   Received received =

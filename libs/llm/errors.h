@@ -16,9 +16,9 @@ namespace omniforge::llm {
 enum class LlmErrorKind {
   kNone,
   kRateLimited,     // HTTP 429                         -> RESOURCE_EXHAUSTED
-  kServerError,     // HTTP 5xx                         -> UNAVAILABLE
+  kServerError,     // HTTP 5xx, 409                    -> UNAVAILABLE
   kConnection,      // refused, reset, DNS, TLS          -> UNAVAILABLE
-  kTimeout,         // an attempt or the call ran out    -> DEADLINE_EXCEEDED
+  kTimeout,         // attempt or call ran out, HTTP 408 -> DEADLINE_EXCEEDED
   kBadResponse,     // unparsable or malformed body      -> INTERNAL
   kStreamBroken,    // stream ended after output began   -> ABORTED
   kInvalidRequest,  // HTTP 400/404/413/422              -> INVALID_ARGUMENT

@@ -93,7 +93,8 @@ absl::StatusOr<HttpRequest> HttpProvider::BuildRequest(const ChatRequest& reques
   }
   const bool openai = options_.api == ProviderOptions::Api::kOpenAi;
   absl::StatusOr<std::string> body =
-      openai ? EncodeOpenAiRequest(*effective, stream) : EncodeAnthropicRequest(*effective, stream);
+      openai ? EncodeOpenAiRequest(*effective, stream, options_.openai_token_limit_field)
+             : EncodeAnthropicRequest(*effective, stream);
   if (!body.ok()) return Failure(body.status());
 
   HttpRequest http;
@@ -118,6 +119,7 @@ absl::StatusOr<HttpRequest> HttpProvider::BuildRequest(const ChatRequest& reques
     http.deadline_micros = context.deadline_micros;
   }
   http.connect_timeout_micros = options_.connect_timeout_micros;
+  http.cancelled = context.cancelled;
   return http;
 }
 
@@ -188,6 +190,7 @@ absl::StatusOr<ChatResponse> HttpProvider::Stream(const ChatRequest& request,
   const int64_t sent_at = core::NowMicros();
   int64_t first_delta_at = -1;  // also: whether output began
   absl::Status stopped;         // why reading stopped early
+  size_t answer_bytes = 0;      // of the deltas, bounding the assembled answer
   SseParser parser([&](const SseEvent& event) {
     deltas.clear();
     if (absl::Status consumed = decoder.Consume(event, &deltas); !consumed.ok()) {
@@ -195,6 +198,12 @@ absl::StatusOr<ChatResponse> HttpProvider::Stream(const ChatRequest& request,
       return false;
     }
     for (const StreamDelta& delta : deltas) {
+      answer_bytes += delta.text.size() + delta.tool_call_id.size() + delta.tool_name.size() +
+                      delta.arguments_fragment.size();
+      if (answer_bytes > kMaxProviderResponseBytes) {
+        stopped = LlmError(LlmErrorKind::kBadResponse, "answer larger than 8 MiB");
+        return false;
+      }
       if (first_delta_at < 0) first_delta_at = core::NowMicros();
       if (!on_delta(delta)) {
         stopped = LlmError(LlmErrorKind::kCancelled, "stream cancelled by the receiver");
@@ -206,7 +215,6 @@ absl::StatusOr<ChatResponse> HttpProvider::Stream(const ChatRequest& request,
 
   HttpResponseHead head;
   std::string error_body;
-  size_t received = 0;
   absl::Status sent = transport_->Post(
       *http, [&](const HttpResponseHead& answer) { head = answer; },
       [&](std::string_view piece) {
@@ -214,16 +222,20 @@ absl::StatusOr<ChatResponse> HttpProvider::Stream(const ChatRequest& request,
           stopped = LlmError(LlmErrorKind::kCancelled, "cancelled while streaming");
           return false;
         }
-        received += piece.size();
-        if (received > kMaxProviderResponseBytes) {
-          stopped = LlmError(LlmErrorKind::kBadResponse, "answer larger than 8 MiB");
-          return false;
-        }
         if (!IsSuccess(head.status)) {
+          if (error_body.size() + piece.size() > kMaxProviderResponseBytes) {
+            stopped = LlmError(LlmErrorKind::kBadResponse, "error answer larger than 8 MiB");
+            return false;
+          }
           error_body.append(piece);
           return true;
         }
-        return parser.Feed(piece);
+        if (!parser.Feed(piece)) return false;
+        if (parser.buffered_bytes() > kMaxProviderResponseBytes) {
+          stopped = LlmError(LlmErrorKind::kBadResponse, "stream event larger than 8 MiB");
+          return false;
+        }
+        return true;
       });
 
   const bool output_began = first_delta_at >= 0;

@@ -153,6 +153,17 @@ TEST_F(HttpProviderTest, OpenAiCompleteSendsTheRightRequest) {
   EXPECT_EQ(sent.connect_timeout_micros, 5'000'000);
 }
 
+TEST_F(HttpProviderTest, OpenAiTokenLimitFieldIsConfigurable) {
+  ProviderOptions options = Options(ProviderOptions::Api::kOpenAi);
+  options.openai_token_limit_field = OpenAiTokenLimitField::kMaxCompletionTokens;
+  std::unique_ptr<ChatModel> provider = MakeHttpProvider(std::move(options), transport_);
+  transport_->pieces = {kOpenAiAnswer};
+  ASSERT_TRUE(provider->Complete(Hello(), Context()).ok());
+  Json body = Json::parse(transport_->last_request.body);
+  EXPECT_EQ(body["max_completion_tokens"], 1024);
+  EXPECT_FALSE(body.contains("max_tokens"));
+}
+
 TEST_F(HttpProviderTest, SoonerCallDeadlineBoundsTheAttempt) {
   transport_->pieces = {kOpenAiAnswer};
   CallContext context = Context();
@@ -328,6 +339,43 @@ TEST_F(HttpProviderTest, OversizedAnswerIsBadResponse) {
             LlmErrorKind::kBadResponse);
 }
 
+TEST_F(HttpProviderTest, LongStreamIsNotHeldToTheSizeLimitForItsFraming) {
+  // Each one-character delta costs over a hundred bytes of framing, so this
+  // answer of ~70k characters streams more than the limit in total.
+  const std::string delta = OpenAiChunk(R"({"content":"x"})");
+  const size_t count = kMaxProviderResponseBytes / delta.size() + 1000;
+  transport_->pieces = {kRoleChunk};
+  for (size_t i = 0; i < count; ++i) transport_->pieces.push_back(delta);
+  transport_->pieces.push_back(OpenAiChunk("{}", R"("stop")"));
+  transport_->pieces.push_back("data: [DONE]\n\n");
+  absl::StatusOr<ChatResponse> response =
+      openai_->Stream(Hello(), Context(), [](const StreamDelta&) { return true; });
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->content.size(), count);
+}
+
+TEST_F(HttpProviderTest, OversizedStreamEventOrAnswerIsBadResponse) {
+  // One endless line: refused once it outgrows the limit, before output.
+  transport_->pieces = {"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\""};
+  for (size_t sent = 0; sent <= kMaxProviderResponseBytes; sent += 1 << 16) {
+    transport_->pieces.push_back(std::string(1 << 16, 'x'));
+  }
+  std::vector<std::string> seen;
+  absl::StatusOr<ChatResponse> response = StreamFrom(*openai_, &seen);
+  EXPECT_EQ(ErrorKindOf(response.status()), LlmErrorKind::kBadResponse) << response.status();
+
+  // Events of a fair size adding up to an oversized answer: refused too,
+  // broken since output began.
+  const std::string third(kMaxProviderResponseBytes / 3 + 1, 'y');
+  transport_->pieces = {kRoleChunk};
+  for (int i = 0; i < 3; ++i)
+    transport_->pieces.push_back(OpenAiChunk(Json{{"content", third}}.dump()));
+  seen.clear();
+  response = StreamFrom(*openai_, &seen);
+  EXPECT_EQ(ErrorKindOf(response.status()), LlmErrorKind::kStreamBroken) << response.status();
+  EXPECT_EQ(seen.size(), 2u);
+}
+
 TEST_F(HttpProviderTest, ReceiverReturningFalseCancels) {
   transport_->pieces = {kOpenAiStream};
   int deltas = 0;
@@ -354,6 +402,18 @@ TEST_F(HttpProviderTest, CancelledContextStopsTheCall) {
         return true;
       });
   EXPECT_EQ(ErrorKindOf(response.status()), LlmErrorKind::kCancelled);
+}
+
+TEST_F(HttpProviderTest, TheTransportWatchesTheCallsCancellation) {
+  transport_->pieces = {kOpenAiAnswer};
+  CallContext context = Context();
+  bool cancelled = false;
+  context.cancelled = [&] { return cancelled; };
+  ASSERT_TRUE(openai_->Complete(Hello(), context).ok());
+  ASSERT_TRUE(transport_->last_request.cancelled);
+  EXPECT_FALSE(transport_->last_request.cancelled());
+  cancelled = true;
+  EXPECT_TRUE(transport_->last_request.cancelled());
 }
 
 TEST_F(HttpProviderTest, InvalidRequestIsRejectedBeforeSending) {

@@ -22,6 +22,9 @@ struct HttpRequest {
   // Absolute deadline (core::NowMicros() time) for the whole exchange; 0: none.
   int64_t deadline_micros = 0;
   int64_t connect_timeout_micros = 5'000'000;
+  // Optional: polled while the exchange runs, also while it waits for the
+  // first byte (a model may think for minutes); true aborts it.
+  std::function<bool()> cancelled;
 };
 
 struct HttpResponseHead {
@@ -36,7 +39,8 @@ class HttpTransport {
 
   // Sends `request`. `on_head` runs once when the status line and headers are
   // in; `on_body` for every piece of the body as it arrives (return false to
-  // abort: the call then returns CANCELLED). Returns OK when the body ended
+  // abort: the call then returns CANCELLED, as it does once
+  // request.cancelled returns true). Returns OK when the body ended
   // normally, whatever the HTTP status; otherwise an LlmError of kind
   // kConnection or kTimeout (or kCancelled). Thread-safe.
   virtual absl::Status Post(const HttpRequest& request,

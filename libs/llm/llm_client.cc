@@ -76,6 +76,31 @@ AttemptResult Attempt(ChatModel& model, const ChatRequest& request, const CallCo
   return result;
 }
 
+// Reports an admitted attempt's outcome to its target's breaker exactly
+// once. An attempt that throws (a caller's stream callback may) reports as
+// cancelled on the way out: a half-open probe that never reported would hold
+// the circuit's one probe slot and so refuse every later call for good.
+class BreakerAdmission final {
+ public:
+  BreakerAdmission(CircuitBreaker& breaker, CircuitBreaker::Admission admission)
+      : breaker_(breaker), admission_(admission) {}
+  ~BreakerAdmission() {
+    if (!reported_) breaker_.OnResult(admission_, LlmErrorKind::kCancelled);
+  }
+  BreakerAdmission(const BreakerAdmission&) = delete;
+  BreakerAdmission& operator=(const BreakerAdmission&) = delete;
+
+  void Report(LlmErrorKind kind) {
+    reported_ = true;
+    breaker_.OnResult(admission_, kind);
+  }
+
+ private:
+  CircuitBreaker& breaker_;
+  const CircuitBreaker::Admission admission_;
+  bool reported_ = false;
+};
+
 class ProfileChatModel final : public ChatModel {
  public:
   ProfileChatModel(LlmClient& client, std::string profile)
@@ -170,10 +195,22 @@ absl::StatusOr<ChatResponse> LlmClient::Call(std::string_view profile, ChatReque
     result = LlmError(LlmErrorKind::kNotConfigured,
                       absl::StrCat("no LLM profile \"", std::string(profile), "\" is configured"));
   } else {
-    result = RunChain(chain->second, std::move(request), context, on_delta, start, record);
+    try {
+      result = RunChain(chain->second, std::move(request), context, on_delta, start, record);
+    } catch (...) {
+      // The caller's stream callback threw: the call still leaves its record
+      // before the exception goes on to the caller.
+      Finish(LlmError(LlmErrorKind::kCancelled, "the call ended with an exception"), start, record);
+      throw;
+    }
   }
+  Finish(result, start, record);
+  return result;
+}
 
-  record.latency_us = clock_->NowMicros() - start;
+void LlmClient::Finish(const absl::StatusOr<ChatResponse>& result, int64_t start_micros,
+                       UsageRecord& record) {
+  record.latency_us = clock_->NowMicros() - start_micros;
   record.ok = result.ok();
   if (result.ok()) {
     record.tokens = result->usage;
@@ -183,21 +220,21 @@ absl::StatusOr<ChatResponse> LlmClient::Call(std::string_view profile, ChatReque
     record.error_message = std::string(result.status().message());
   }
   Report(record);
-  return result;
 }
 
 absl::StatusOr<ChatResponse> LlmClient::RunChain(const std::vector<Target>& chain,
                                                  ChatRequest request, const CallContext& context,
                                                  const StreamCallback* on_delta,
                                                  int64_t start_micros, UsageRecord& record) {
-  int64_t deadline = context.deadline_micros > 0 ? context.deadline_micros
-                                                 : start_micros + default_timeout_micros_;
+  // Only 0 means "none given"; a negative deadline has long passed.
+  int64_t deadline = context.deadline_micros != 0 ? context.deadline_micros
+                                                  : start_micros + default_timeout_micros_;
   // Without an explicit deadline, the call being served on this thread
   // bounds the model call: nobody waits for an answer after it ends.
   if (const auto served = core::CallDeadline(); context.deadline_micros == 0 && served) {
-    deadline = std::min(deadline, std::chrono::duration_cast<std::chrono::microseconds>(
-                                      served->time_since_epoch())
-                                      .count());
+    deadline = std::min(
+        deadline,
+        std::chrono::duration_cast<std::chrono::microseconds>(served->time_since_epoch()).count());
   }
   CallContext attempt_context = context;
   attempt_context.deadline_micros = deadline;
@@ -239,13 +276,14 @@ absl::StatusOr<ChatResponse> LlmClient::RunChain(const std::vector<Target>& chai
                               absl::StrCat(TargetName(target.name), ": circuit open"));
         break;
       }
+      BreakerAdmission admitted(*target.breaker, admission);
 
       ++record.attempts;
       const int64_t attempt_start = clock_->NowMicros();
       auto [response, first_delta_at, caller_stopped] =
           Attempt(*target.model, request, attempt_context, on_delta, *clock_);
       if (response.ok()) {
-        target.breaker->OnResult(admission, LlmErrorKind::kNone);
+        admitted.Report(LlmErrorKind::kNone);
         if (response->time_to_first_token_us >= 0) {
           record.time_to_first_token_us =
               attempt_start - start_micros + response->time_to_first_token_us;
@@ -260,7 +298,7 @@ absl::StatusOr<ChatResponse> LlmClient::RunChain(const std::vector<Target>& chai
           caller_stopped ? LlmError(LlmErrorKind::kCancelled, "the caller stopped the stream")
                          : Normalized(response.status());
       const LlmErrorKind kind = ErrorKindOf(status);
-      target.breaker->OnResult(admission, kind);
+      admitted.Report(kind);
       last_error = status;
 
       // Cancellation is the caller's choice, not a failure worth a warning.

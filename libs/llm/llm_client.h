@@ -64,6 +64,9 @@ struct LlmClientOptions {
 // The usage record's time_to_first_token_us counts from the start of the
 // call, retries included: what the user waited.
 //
+// An exception thrown by `on_delta` ends the call and propagates to the
+// caller, the attempt's circuit-breaker admission released.
+//
 // Each call emits exactly one UsageRecord and updates the metrics
 // omniforge_llm_calls_total, omniforge_llm_tokens_total,
 // omniforge_llm_cost_usd_total, omniforge_llm_call_duration_seconds,
@@ -112,6 +115,9 @@ class LlmClient final {
   absl::StatusOr<ChatResponse> RunChain(const std::vector<Target>& chain, ChatRequest request,
                                         const CallContext& context, const StreamCallback* on_delta,
                                         int64_t start_micros, UsageRecord& record);
+  // Completes `record` with the call's outcome and reports it.
+  void Finish(const absl::StatusOr<ChatResponse>& result, int64_t start_micros,
+              UsageRecord& record);
   void Report(const UsageRecord& record);
 
   std::map<std::string, std::shared_ptr<ChatModel>> providers_;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -167,6 +168,15 @@ TEST_F(LlmClientTest, NoDeadlineMeansTheDefaultTimeout) {
   EXPECT_EQ(a_->contexts()[0].deadline_micros, start + 60 * kSecond);
 }
 
+TEST_F(LlmClientTest, NegativeDeadlineHasPassed) {
+  a_->PushAnswer("too late");
+  CallContext context = Context();
+  context.deadline_micros = -1;
+  absl::StatusOr<ChatResponse> response = Client().Complete("main", Hello(), context);
+  EXPECT_EQ(ErrorKindOf(response.status()), LlmErrorKind::kTimeout);
+  EXPECT_EQ(a_->calls(), 0u);
+}
+
 TEST_F(LlmClientTest, FallsBackWhenRetriesAreExhausted) {
   for (int i = 0; i < 3; ++i) a_->PushError(LlmErrorKind::kServerError);
   b_->PushAnswer("from b", {.prompt_tokens = 100, .completion_tokens = 10, .cached_tokens = 0});
@@ -275,6 +285,29 @@ TEST_F(LlmClientTest, OpenCircuitSkipsToTheFallback) {
   ASSERT_TRUE(third.ok()) << third.status();
   EXPECT_EQ(third->content, "a again");
   EXPECT_FALSE(sink_->records().back().fallback_used);
+}
+
+TEST_F(LlmClientTest, AProbeEndedByAThrowingCallbackFreesTheProbeSlot) {
+  options_.retry.max_attempts = 1;
+  options_.breaker.failure_threshold = 1;
+  options_.breaker.open_micros = 30 * kSecond;
+  a_->PushError(LlmErrorKind::kServerError);
+  EXPECT_FALSE(Client().Complete("single", Hello(), Context()).ok());
+
+  // The half-open probe ends with the caller's callback throwing: the call
+  // still has its record, and the slot is free for the next probe.
+  clock_.Advance(30 * kSecond);
+  a_->Push({{TextDelta("boom")}, Answer("never"), 0});
+  EXPECT_THROW(Client().Stream("single", Hello(), Context(),
+                               [](const StreamDelta&) -> bool { throw std::runtime_error("x"); }),
+               std::runtime_error);
+  ASSERT_EQ(sink_->records().size(), 2u);
+  EXPECT_EQ(sink_->records().back().error_kind, LlmErrorKind::kCancelled);
+
+  a_->PushAnswer("probe");
+  absl::StatusOr<ChatResponse> response = Client().Complete("single", Hello(), Context());
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->content, "probe");
 }
 
 TEST_F(LlmClientTest, EveryCircuitOpenIsCircuitOpen) {

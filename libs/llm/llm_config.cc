@@ -52,6 +52,14 @@ std::optional<Price> ParsePrice(const std::string& text) {
   return Price{values[0], values[1], values[2]};
 }
 
+// Whether `base_url` points at OpenAI's own API, not a compatible server.
+bool IsOpenAiItself(const std::string& base_url) {
+  const size_t scheme = base_url.find("://");
+  const size_t start = scheme == std::string::npos ? 0 : scheme + 3;
+  const std::string host = base_url.substr(start, base_url.find_first_of("/:", start) - start);
+  return absl::AsciiStrToLower(host) == "api.openai.com";
+}
+
 std::string Trimmed(std::string text) {
   absl::StripAsciiWhitespace(&text);
   return text;
@@ -175,6 +183,16 @@ class LlmConfigReader final {
         reader_.Int(path + ".request_timeout_ms", provider.request_timeout_ms, 1, 3'600'000);
     provider.default_max_tokens = static_cast<int32_t>(
         reader_.Int(path + ".default_max_tokens", provider.default_max_tokens, 1, 10'000'000));
+    const std::string field =
+        reader_.String(path + ".max_tokens_field",
+                       IsOpenAiItself(provider.base_url) ? "max_completion_tokens" : "max_tokens");
+    if (field == "max_completion_tokens") {
+      provider.max_tokens_field = OpenAiTokenLimitField::kMaxCompletionTokens;
+    } else if (field != "max_tokens") {
+      Fail(path + ".max_tokens_field",
+           absl::StrCat("unknown field \"", field,
+                        "\" (expected max_tokens or max_completion_tokens)"));
+    }
     provider.anthropic_version =
         reader_.String(path + ".anthropic_version", provider.anthropic_version);
     for (const auto& [model, text] : reader_.StringMap(path + ".prices")) {

@@ -25,6 +25,10 @@
 //         connect_timeout_ms: 10000
 //         request_timeout_ms: 120000    # ceiling for one HTTP attempt
 //         default_max_tokens: 4096      # when a request leaves max_tokens at 0
+//         max_tokens_field: max_completion_tokens   # openai only: or max_tokens;
+//                                       # default max_completion_tokens at
+//                                       # api.openai.com (its reasoning models
+//                                       # reject max_tokens), else max_tokens
 //         anthropic_version: 2023-06-01 # anthropic only
 //         prices:                       # model: "input cached_input output" USD per Mtok
 //           gpt-4.1: "2.00 0.50 8.00"
@@ -54,6 +58,7 @@
 #include "libs/core/config.h"
 #include "libs/llm/circuit_breaker.h"
 #include "libs/llm/llm_client.h"
+#include "libs/llm/openai_wire.h"
 #include "libs/llm/pricing.h"
 #include "libs/llm/retry.h"
 
@@ -73,6 +78,7 @@ struct ProviderConfig {
   int64_t connect_timeout_ms = 10'000;
   int64_t request_timeout_ms = 120'000;
   int32_t default_max_tokens = 4096;
+  OpenAiTokenLimitField max_tokens_field = OpenAiTokenLimitField::kMaxTokens;  // openai only
   std::string anthropic_version = "2023-06-01";
   std::map<std::string, Price> prices;  // by model
 };
@@ -95,11 +101,11 @@ struct LlmConfig {
 // Reads the `llm:` section through `reader`. Type and range errors and
 // unknown keys are reported by reader.Finish() like every other section's;
 // this returns INVALID_ARGUMENT naming the key for what only makes sense
-// here: an unknown api, a base_url that is not http(s), a bad price, a
-// profile naming an unknown provider or an empty model, a bad provider or
-// profile name, a key variable that is unset with no file to fall back on, an
-// unreadable key file. `env` looks up the api_key_env variables (default:
-// getenv); pass the reader's lookup in tests.
+// here: an unknown api, a base_url that is not http(s), an unknown
+// max_tokens_field, a bad price, a profile naming an unknown provider or an
+// empty model, a bad provider or profile name, a key variable that is unset
+// with no file to fall back on, an unreadable key file. `env` looks up the
+// api_key_env variables (default: getenv); pass the reader's lookup in tests.
 absl::StatusOr<LlmConfig> ReadLlmConfig(core::ConfigReader& reader,
                                         const core::ConfigReader::EnvLookup& env = nullptr);
 

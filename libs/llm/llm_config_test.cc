@@ -101,6 +101,10 @@ TEST(LlmConfigTest, ReadsAFullConfig) {
   const ProviderConfig& local = config->providers.at("local");
   EXPECT_EQ(local.base_url, "http://127.0.0.1:11434/v1");
   EXPECT_EQ(local.api_key, "");
+  // OpenAI's reasoning models reject max_tokens; compatible servers may know
+  // only it.
+  EXPECT_EQ(openai.max_tokens_field, OpenAiTokenLimitField::kMaxCompletionTokens);
+  EXPECT_EQ(local.max_tokens_field, OpenAiTokenLimitField::kMaxTokens);
 
   EXPECT_THAT(config->profiles.at("speed"),
               ElementsAre(ModelTarget{"openai", "gpt-4.1-mini"},
@@ -147,7 +151,7 @@ llm:
   retry: {multiplier: 0.5}
   providers:
     a: {api: gemini}
-    b: {api: openai, base_url: "ftp://h"}
+    b: {api: openai, base_url: "ftp://h", max_tokens_field: max_output_tokens}
     c:
       api: anthropic
       prices: {claude-x.1: "3 0.3"}
@@ -163,10 +167,29 @@ llm:
   EXPECT_THAT(message, HasSubstr("llm.retry.multiplier: 0.5 is outside [1, 100]"));
   EXPECT_THAT(message, HasSubstr("llm.providers.a.api: unknown api \"gemini\""));
   EXPECT_THAT(message, HasSubstr("llm.providers.b.base_url: \"ftp://h\" is not an http(s) URL"));
+  EXPECT_THAT(message, HasSubstr("llm.providers.b.max_tokens_field: unknown field "
+                                 "\"max_output_tokens\""));
   EXPECT_THAT(message, HasSubstr("llm.providers.c.prices.claude-x.1: \"3 0.3\" is not"));
   EXPECT_THAT(message, HasSubstr("llm.profiles.speed: \"nowhere/m\" names unknown provider"));
   EXPECT_THAT(message, HasSubstr("llm.profiles.speed: \"b\" is not provider/model"));
   EXPECT_THAT(message, HasSubstr("llm.profiles.speed: \"c/\" is not provider/model"));
+}
+
+TEST(LlmConfigTest, MaxTokensFieldCanBeChosen) {
+  absl::StatusOr<LlmConfig> config = Read(R"(
+llm:
+  providers:
+    openai: {api: openai, max_tokens_field: max_tokens}
+    vllm: {api: openai, base_url: "http://vllm:8000/v1", max_tokens_field: max_completion_tokens}
+    explicit_port: {api: openai, base_url: "https://api.openai.com:443/v1"}
+)",
+                                          {});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->providers.at("openai").max_tokens_field, OpenAiTokenLimitField::kMaxTokens);
+  EXPECT_EQ(config->providers.at("vllm").max_tokens_field,
+            OpenAiTokenLimitField::kMaxCompletionTokens);
+  EXPECT_EQ(config->providers.at("explicit_port").max_tokens_field,
+            OpenAiTokenLimitField::kMaxCompletionTokens);
 }
 
 TEST(LlmConfigTest, ProviderNamesMustBePlain) {

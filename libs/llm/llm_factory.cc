@@ -27,6 +27,7 @@ absl::StatusOr<std::unique_ptr<LlmClient>> MakeLlmClient(const LlmConfig& config
     p.connect_timeout_micros = provider.connect_timeout_ms * 1000;
     p.request_timeout_micros = provider.request_timeout_ms * 1000;
     p.default_max_tokens = provider.default_max_tokens;
+    p.openai_token_limit_field = provider.max_tokens_field;
     p.anthropic_version = provider.anthropic_version;
     options.providers[name] = MakeHttpProvider(std::move(p), transport);
   }

@@ -110,7 +110,8 @@ FinishReason OpenAiFinishReason(std::string_view reason) {
   return FinishReason::kUnspecified;
 }
 
-absl::StatusOr<std::string> EncodeOpenAiRequest(const ChatRequest& request, bool stream) {
+absl::StatusOr<std::string> EncodeOpenAiRequest(const ChatRequest& request, bool stream,
+                                                OpenAiTokenLimitField token_limit_field) {
   Json body = Json::object();
   body["model"] = request.model;
   Json messages = Json::array();
@@ -147,7 +148,12 @@ absl::StatusOr<std::string> EncodeOpenAiRequest(const ChatRequest& request, bool
          {{"name", format.name}, {"schema", *std::move(schema)}, {"strict", format.strict}}}};
   }
   if (request.temperature.has_value()) body["temperature"] = *request.temperature;
-  if (request.max_tokens > 0) body["max_tokens"] = request.max_tokens;
+  if (request.max_tokens > 0) {
+    const char* field = token_limit_field == OpenAiTokenLimitField::kMaxCompletionTokens
+                            ? "max_completion_tokens"
+                            : "max_tokens";
+    body[field] = request.max_tokens;
+  }
   if (stream) {
     body["stream"] = true;
     body["stream_options"] = {{"include_usage", true}};

@@ -17,12 +17,20 @@
 
 namespace omniforge::llm {
 
+// The request field that carries ChatRequest::max_tokens. OpenAI replaced
+// max_tokens by max_completion_tokens, and its reasoning models (o-series,
+// gpt-5) reject max_tokens; many compatible servers know only max_tokens.
+enum class OpenAiTokenLimitField { kMaxTokens, kMaxCompletionTokens };
+
 // The JSON body for POST <base_url>/chat/completions. Streaming adds
 // stream_options.include_usage so the stream ends with the token counts.
-// max_tokens is sent when positive. kInvalidRequest when a tool's parameters
-// or the response schema is not a JSON object, when tool_choice requires a
-// tool but none is offered, or when a named tool_choice names no offered tool.
-absl::StatusOr<std::string> EncodeOpenAiRequest(const ChatRequest& request, bool stream);
+// max_tokens is sent, as `token_limit_field`, when positive. kInvalidRequest
+// when a tool's parameters or the response schema is not a JSON object, when
+// tool_choice requires a tool but none is offered, or when a named
+// tool_choice names no offered tool.
+absl::StatusOr<std::string> EncodeOpenAiRequest(
+    const ChatRequest& request, bool stream,
+    OpenAiTokenLimitField token_limit_field = OpenAiTokenLimitField::kMaxTokens);
 
 // Decodes a chat.completion body (the first choice). kBadResponse when the
 // body is not one.

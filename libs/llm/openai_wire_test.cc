@@ -69,9 +69,23 @@ TEST(OpenAiEncodeTest, UnsetOptionalsAreOmitted) {
   request.model = "m";
   request.messages = {{.role = Role::kUser, .content = "hi"}};
   Json body = Encode(request);
-  for (const char* key : {"tools", "tool_choice", "response_format", "temperature", "max_tokens"}) {
+  for (const char* key : {"tools", "tool_choice", "response_format", "temperature", "max_tokens",
+                          "max_completion_tokens"}) {
     EXPECT_FALSE(body.contains(key)) << key;
   }
+}
+
+TEST(OpenAiEncodeTest, TokenLimitTravelsInTheChosenField) {
+  ChatRequest request;
+  request.model = "o3";
+  request.messages = {{.role = Role::kUser, .content = "hi"}};
+  request.max_tokens = 300;
+  absl::StatusOr<std::string> body =
+      EncodeOpenAiRequest(request, /*stream=*/false, OpenAiTokenLimitField::kMaxCompletionTokens);
+  ASSERT_TRUE(body.ok()) << body.status();
+  Json parsed = Json::parse(*body);
+  EXPECT_EQ(parsed["max_completion_tokens"], 300);
+  EXPECT_FALSE(parsed.contains("max_tokens"));
 }
 
 TEST(OpenAiEncodeTest, SchemaKeyOrderIsKept) {

@@ -46,7 +46,8 @@ std::string PrintablePrefix(std::string_view body) {
 
 LlmErrorKind ErrorKindForHttpStatus(int status) {
   if (status == 429) return LlmErrorKind::kRateLimited;
-  if (status >= 500 && status <= 599) return LlmErrorKind::kServerError;
+  if (status == 408) return LlmErrorKind::kTimeout;
+  if (status == 409 || (status >= 500 && status <= 599)) return LlmErrorKind::kServerError;
   if (status == 401 || status == 403) return LlmErrorKind::kAuth;
   return LlmErrorKind::kInvalidRequest;
 }

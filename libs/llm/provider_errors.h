@@ -15,8 +15,10 @@
 
 namespace omniforge::llm {
 
-// 429 kRateLimited; 5xx (529 "overloaded" included) kServerError; 401/403
-// kAuth; any other status kInvalidRequest. Only meaningful for non-2xx.
+// 429 kRateLimited; 5xx (529 "overloaded" included) and 409 (a conflict the
+// providers' own SDKs retry) kServerError; 408 (the server gave up waiting
+// for the request) kTimeout; 401/403 kAuth; any other status kInvalidRequest.
+// Only meaningful for non-2xx.
 LlmErrorKind ErrorKindForHttpStatus(int status);
 
 // A Retry-After value as a wait from `now_micros`: delta-seconds (a

@@ -16,12 +16,15 @@ constexpr int64_t kDateMicros = int64_t{784111777} * 1'000'000;
 
 TEST(ProviderErrorsTest, StatusMapping) {
   EXPECT_EQ(ErrorKindForHttpStatus(429), LlmErrorKind::kRateLimited);
-  for (int status : {500, 502, 503, 504, 529, 599}) {
+  // 409 is a lock timeout at both providers (their SDKs retry it); 408 the
+  // server timing the request out: both worth another attempt.
+  for (int status : {409, 500, 502, 503, 504, 529, 599}) {
     EXPECT_EQ(ErrorKindForHttpStatus(status), LlmErrorKind::kServerError) << status;
   }
+  EXPECT_EQ(ErrorKindForHttpStatus(408), LlmErrorKind::kTimeout);
   EXPECT_EQ(ErrorKindForHttpStatus(401), LlmErrorKind::kAuth);
   EXPECT_EQ(ErrorKindForHttpStatus(403), LlmErrorKind::kAuth);
-  for (int status : {400, 404, 409, 413, 422, 418}) {
+  for (int status : {400, 404, 413, 422, 418}) {
     EXPECT_EQ(ErrorKindForHttpStatus(status), LlmErrorKind::kInvalidRequest) << status;
   }
 }

@@ -3,6 +3,7 @@
 // arrive in pieces cut anywhere, even between the CR and LF of a line end.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -33,6 +34,11 @@ class SseParser final {
   // Consumes the next bytes of the stream and dispatches every event they
   // complete. Returns false once the callback has stopped the parser.
   bool Feed(std::string_view bytes);
+
+  // Bytes held for the event in progress (its unfinished line and data so
+  // far): what a caller bounds to keep one endless line or event from
+  // growing without limit.
+  size_t buffered_bytes() const { return line_.size() + data_.size() + event_type_.size(); }
 
  private:
   void ProcessLine(std::string_view line);

@@ -19,9 +19,12 @@ using Json = nlohmann::json;
 constexpr size_t kMaxErrors = 10;
 constexpr size_t kMaxValueChars = 80;
 
+// Cut at a UTF-8 boundary: the text goes into a status and a prompt.
 std::string Shorten(std::string text) {
   if (text.size() > kMaxValueChars) {
-    text.resize(kMaxValueChars);
+    size_t cut = kMaxValueChars;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    text.resize(cut);
     text += "...";
   }
   return text;

@@ -54,6 +54,14 @@ TEST(ValidateJsonTest, EnumMismatchNamesThePathAndTheOptions) {
             R"($.entities[1].type: "foo" is not one of ["person","place"])");
 }
 
+TEST(ValidateJsonTest, ShortenedValuesAreCutBetweenCharacters) {
+  // Shown as JSON text, the value's "é" would straddle the 80-byte cut.
+  const std::string value = std::string(78, 'a') + "\u00e9zzz";
+  EXPECT_EQ(
+      ErrorOf(R"({"entities":[{"name":"Ada","type":")" + value + R"("}]})"),
+      "$.entities[0].type: \"" + std::string(78, 'a') + R"(... is not one of ["person","place"])");
+}
+
 TEST(ValidateJsonTest, MissingRequiredAndWrongTypes) {
   EXPECT_EQ(ErrorOf(R"({"entity":[]})"), R"($: missing required property "entities")");
   EXPECT_EQ(ErrorOf(R"({"entities":{}})"), "$.entities: expected array, got object");

@@ -28,11 +28,6 @@ HttpAnswer InvalidRequest(const std::string& message) {
   return ErrorAnswer(400, "invalid_request_error", message);
 }
 
-std::string StringOr(const json& object, const char* key) {
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 std::string StopReason(const std::string& finish_reason) {
   if (finish_reason == "length") return "max_tokens";
   if (finish_reason == "tool_calls") return "tool_use";

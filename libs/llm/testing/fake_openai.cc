@@ -57,11 +57,6 @@ std::string MaskKey(const std::string& key) {
                       key.substr(key.size() - 4));
 }
 
-std::string StringOr(const json& object, const char* key) {
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 // Message content is a string or an array of parts; only text parts count.
 std::string ContentText(const json& message) {
   const auto it = message.find("content");

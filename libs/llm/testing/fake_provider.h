@@ -31,8 +31,9 @@
 //
 // Usage numbers are provider-neutral: Anthropic answers report
 // input_tokens = prompt - cached, cache_read_input_tokens = cached and
-// cache_creation_input_tokens = 0, so a client that normalises usage as the
-// shared brief says reads back exactly the rule's numbers.
+// cache_creation_input_tokens = 0, so a client that normalises usage like
+// NormaliseAnthropicUsage (llm/anthropic_wire.h) reads back exactly the
+// rule's numbers.
 #pragma once
 
 #include <cstdint>

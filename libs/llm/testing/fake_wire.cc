@@ -44,6 +44,11 @@ std::string Dump(const nlohmann::ordered_json& value) {
   return value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
+std::string StringOr(const nlohmann::json& object, const char* key) {
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 std::string JsonTypeName(const nlohmann::json& value) {
   switch (value.type()) {
     case nlohmann::json::value_t::object:

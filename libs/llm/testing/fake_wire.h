@@ -99,6 +99,8 @@ std::vector<std::string> SplitText(std::string_view text, int chars);
 std::vector<std::string> SplitArguments(std::string_view json_text);
 // Compact JSON; invalid UTF-8 is replaced rather than thrown on.
 std::string Dump(const nlohmann::ordered_json& value);
+// The string member `key` of `object`; empty when absent or not a string.
+std::string StringOr(const nlohmann::json& object, const char* key);
 // "an object", "a string"...: how the real APIs name a JSON type in errors.
 std::string JsonTypeName(const nlohmann::json& value);
 
