@@ -13,6 +13,7 @@ namespace {
 using wire_internal::DumpJson;
 using wire_internal::IntMember;
 using wire_internal::Json;
+using wire_internal::JsonObjectFromText;
 using wire_internal::Member;
 using wire_internal::ParseJson;
 using wire_internal::StringMember;
@@ -26,11 +27,10 @@ absl::Status BadResponse(absl::string_view why) {
 }
 
 absl::StatusOr<Json> ObjectFromText(std::string_view text, absl::string_view what) {
-  std::optional<Json> parsed = ParseJson(text);
-  if (!parsed.has_value() || !parsed->is_object()) {
-    return InvalidRequest(absl::StrCat(what, " is not a JSON object"));
-  }
-  return std::move(*parsed);
+  absl::StatusOr<Json> object =
+      JsonObjectFromText(text, std::string_view(what.data(), what.size()));
+  if (!object.ok()) return InvalidRequest(object.status().message());
+  return object;
 }
 
 // The content of an assistant turn: its text, or blocks when it called tools.

@@ -12,17 +12,10 @@ namespace {
 using wire_internal::DumpJson;
 using wire_internal::IntMember;
 using wire_internal::Json;
+using wire_internal::JsonObjectFromText;
 using wire_internal::Member;
 using wire_internal::ParseJson;
 using wire_internal::StringMember;
-
-absl::StatusOr<Json> SchemaObject(std::string_view schema, absl::string_view what) {
-  std::optional<Json> parsed = ParseJson(schema);
-  if (!parsed.has_value() || !parsed->is_object()) {
-    return LlmError(LlmErrorKind::kInvalidRequest, absl::StrCat(what, " is not a JSON object"));
-  }
-  return std::move(*parsed);
-}
 
 Json EncodeMessage(const ChatMessage& message) {
   Json out = Json::object();
@@ -123,7 +116,7 @@ absl::StatusOr<std::string> EncodeOpenAiRequest(const ChatRequest& request, bool
       Json function = {{"name", tool.name}};
       if (!tool.description.empty()) function["description"] = tool.description;
       if (!tool.parameters_schema.empty()) {
-        absl::StatusOr<Json> schema = SchemaObject(
+        absl::StatusOr<Json> schema = JsonObjectFromText(
             tool.parameters_schema, absl::StrCat("parameters of tool \"", tool.name, "\""));
         if (!schema.ok()) return schema.status();
         function["parameters"] = *std::move(schema);
@@ -140,7 +133,7 @@ absl::StatusOr<std::string> EncodeOpenAiRequest(const ChatRequest& request, bool
   }
   if (request.response_format.has_value()) {
     const ResponseFormat& format = *request.response_format;
-    absl::StatusOr<Json> schema = SchemaObject(format.schema, "response schema");
+    absl::StatusOr<Json> schema = JsonObjectFromText(format.schema, "response schema");
     if (!schema.ok()) return schema.status();
     body["response_format"] = {
         {"type", "json_schema"},

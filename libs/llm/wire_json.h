@@ -8,6 +8,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "libs/llm/errors.h"
 
 namespace omniforge::llm::wire_internal {
 
@@ -24,6 +28,16 @@ inline std::optional<Json> ParseJson(std::string_view text) {
 }
 
 // Compact JSON text; invalid UTF-8 in strings is replaced instead of thrown.
+// `text` parsed as a JSON object (a tool's schema or arguments, a response
+// schema), or kInvalidRequest saying that `what` is not one.
+inline absl::StatusOr<Json> JsonObjectFromText(std::string_view text, std::string_view what) {
+  std::optional<Json> parsed = ParseJson(text);
+  if (!parsed.has_value() || !parsed->is_object()) {
+    return LlmError(LlmErrorKind::kInvalidRequest, std::string(what) + " is not a JSON object");
+  }
+  return std::move(*parsed);
+}
+
 inline std::string DumpJson(const Json& value) {
   return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
