@@ -101,6 +101,9 @@ struct ChatResponse {
   // Microseconds from sending the request to the first content or tool-call
   // byte of a streamed answer; -1 when not streamed or nothing was produced.
   int64_t time_to_first_token_us = -1;
+  // What the call cost by the configured price table (set by LlmClient; 0
+  // from a bare provider).
+  double cost_usd = 0;
 };
 
 // One increment of a streamed answer. Exactly one of the two forms:

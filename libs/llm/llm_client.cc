@@ -205,6 +205,7 @@ absl::StatusOr<ChatResponse> LlmClient::Call(std::string_view profile, ChatReque
     }
   }
   Finish(result, start, record);
+  if (result.ok()) result->cost_usd = record.cost_usd;
   return result;
 }
 

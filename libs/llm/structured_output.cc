@@ -98,6 +98,17 @@ class Validator final {
     if (const auto it = schema.find("const"); it != schema.end() && *it != value) {
       Add(path, absl::StrCat(Show(value), " is not ", Show(*it)));
     }
+    if (value.is_number()) {
+      const double number = value.get<double>();
+      if (const auto it = schema.find("minimum");
+          it != schema.end() && it->is_number() && number < it->get<double>()) {
+        Add(path, absl::StrCat(Show(value), " is less than the minimum ", Show(*it)));
+      }
+      if (const auto it = schema.find("maximum");
+          it != schema.end() && it->is_number() && number > it->get<double>()) {
+        Add(path, absl::StrCat(Show(value), " is more than the maximum ", Show(*it)));
+      }
+    }
     if (const auto it = schema.find("anyOf"); it != schema.end() && it->is_array()) {
       CheckAnyOf(value, *it, path);
     }
@@ -257,6 +268,7 @@ absl::StatusOr<StructuredResult> CompleteStructured(ChatModel& model, ChatReques
   second->usage.prompt_tokens += first->usage.prompt_tokens;
   second->usage.completion_tokens += first->usage.completion_tokens;
   second->usage.cached_tokens += first->usage.cached_tokens;
+  second->cost_usd += first->cost_usd;
   json = std::string(StripJsonFence(second->content));
   const absl::Status still = ValidateJsonAgainstSchema(json, schema);
   if (still.ok()) return StructuredResult{std::move(json), *std::move(second), true};

@@ -16,7 +16,7 @@ namespace omniforge::llm {
 
 // Checks `json_text` against the JSON Schema `schema_json`. Supported: type
 // (object, array, string, number, integer, boolean, null, or a list of
-// them), enum, const, required, properties, additionalProperties (false or
+// them), enum, const, minimum, maximum, required, properties, additionalProperties (false or
 // a schema), items (one schema), anyOf, and boolean schemas. Other keywords
 // ($ref, pattern, minLength, ...) are not checked. Returns INVALID_ARGUMENT
 // when the text is not JSON, when the schema is not a JSON schema, or with

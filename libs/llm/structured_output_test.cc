@@ -200,3 +200,14 @@ TEST_F(CompleteStructuredTest, NeedsAResponseFormatWithAJsonSchema) {
 
 }  // namespace
 }  // namespace omniforge::llm
+
+TEST(ValidateJsonTest, NumbersOutsideMinimumOrMaximumAreRejected) {
+  const std::string schema = R"({"type":"object","properties":{
+      "confidence":{"type":"number","minimum":0,"maximum":1}}})";
+  EXPECT_TRUE(ValidateJsonAgainstSchema(R"({"confidence":0})", schema).ok());
+  EXPECT_TRUE(ValidateJsonAgainstSchema(R"({"confidence":1})", schema).ok());
+  absl::Status high = ValidateJsonAgainstSchema(R"({"confidence":1.5})", schema);
+  EXPECT_THAT(high.message(), HasSubstr("$.confidence: 1.5 is more than the maximum 1"));
+  absl::Status low = ValidateJsonAgainstSchema(R"({"confidence":-0.1})", schema);
+  EXPECT_THAT(low.message(), HasSubstr("$.confidence: -0.1 is less than the minimum 0"));
+}

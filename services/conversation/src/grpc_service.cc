@@ -1,14 +1,10 @@
 #include "services/conversation/src/grpc_service.h"
 
 #include <google/protobuf/util/time_util.h>
-#include <grpcpp/support/proto_buffer_reader.h>
 
 #include <memory>
 
-#include "libs/core/call_deadline.h"
-#include "libs/core/grpc_identity.h"
-#include "libs/core/grpc_status.h"
-#include "libs/core/server.h"
+#include "libs/core/grpc_unary.h"
 #include "services/conversation/src/struct_json.h"
 
 namespace omniforge::conversation {
@@ -16,82 +12,12 @@ namespace {
 
 using google::protobuf::util::TimeUtil;
 
-// One unary call: its parsed request, the response being built, the caller.
 template <typename Request, typename Response>
-struct Call {
-  Request request;
-  Response response;
-  core::Identity who;
-  grpc::CallbackServerContext* context = nullptr;  // valid until the call finishes
-};
-
-template <typename Request, typename Response>
-using Handler = std::function<void(std::shared_ptr<Call<Request, Response>> call,
-                                   std::function<void(absl::Status)> done)>;
-
-// Parses the request and the identity, then runs `handler`, which calls
-// `done` exactly once (on any thread) to finish the call.
-template <typename Request, typename Response>
-grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw,
-                                grpc::ByteBuffer* raw_response, const char* method,
-                                Handler<Request, Response> handler) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  auto scope = std::make_shared<core::RpcScope>(method);
-  auto call = std::make_shared<Call<Request, Response>>();
-  auto done = [reactor, scope, call, raw_response](absl::Status status) {
-    if (status.ok()) {
-      bool own_buffer = false;
-      grpc::Status serialized =
-          grpc::SerializationTraits<Response>::Serialize(call->response, raw_response, &own_buffer);
-      if (!serialized.ok()) status = absl::InternalError("cannot serialize the response");
-    }
-    scope->Finish(status);
-    reactor->Finish(core::ToGrpcStatus(status));
-  };
-  grpc::ByteBuffer copy(*raw);  // shares the slices; the reader consumes its own view
-  grpc::ProtoBufferReader reader(&copy);
-  if (!call->request.ParseFromZeroCopyStream(&reader)) {
-    done(absl::InvalidArgumentError("request is not a valid " + Request::descriptor()->full_name() +
-                                    ": every string field must be valid UTF-8"));
-    return reactor;
-  }
-  auto who = core::IdentityFromContext(*context);
-  if (!who.ok()) {
-    done(who.status());
-    return reactor;
-  }
-  call->who = *std::move(who);
-  call->context = context;
-  handler(std::move(call), std::move(done));
-  return reactor;
-}
-
-// Runs `body` on a worker thread (it blocks on the database).
-template <typename Request, typename Response>
-Handler<Request, Response> OnWorker(
+core::UnaryHandler<Request, Response> OnWorker(
     core::ThreadPool& workers,
     std::function<absl::Status(const core::Identity&, const Request&, Response*)> body) {
-  return [&workers, body = std::move(body)](std::shared_ptr<Call<Request, Response>> call,
-                                            std::function<void(absl::Status)> done) {
-    auto task = [body, call, done] {
-      // A call its client gave up on while it waited for a worker gets no
-      // database work: under overload that work would only delay the calls
-      // still being waited for.
-      if (call->context->deadline() <= std::chrono::system_clock::now()) {
-        done(absl::DeadlineExceededError("the call's deadline passed before it was served"));
-        return;
-      }
-      if (call->context->IsCancelled()) {
-        done(absl::CancelledError("the call was cancelled before it was served"));
-        return;
-      }
-      core::ScopedCallDeadline deadline(call->context->deadline());
-      done(body(call->who, call->request, &call->response));
-    };
-    if (!workers.Submit(task)) {
-      done(absl::ResourceExhaustedError("conversation service is overloaded; retry"));
-    }
-  };
+  return core::OnWorker<Request, Response>(workers, "conversation service is overloaded; retry",
+                                           std::move(body));
 }
 
 std::string StructToJson(const google::protobuf::Struct& s, bool present) {
@@ -133,26 +59,28 @@ grpc::ServerUnaryReactor* ConversationGrpcService::CreateConversation(
     grpc::CallbackServerContext* context, const Raw* raw, Raw* raw_response) {
   using Req = pb::CreateConversationRequest;
   using Resp = pb::CreateConversationResponse;
-  return Serve<Req, Resp>(context, raw, raw_response, "CreateConversation",
-                          OnWorker<Req, Resp>(workers_, [this](const core::Identity& who,
-                                                               const Req& request, Resp* response) {
-                            auto created = logic_.Create(
-                                who, {request.title(), static_cast<int>(request.kind()),
-                                      request.parent_conversation_id(),
-                                      StructToJson(request.metadata(), request.has_metadata())});
-                            if (!created.ok()) return created.status();
-                            ToProto(*created, response->mutable_conversation());
-                            return absl::OkStatus();
-                          }));
+  return core::ServeUnary<Req, Resp>(
+      context, raw, raw_response, "CreateConversation",
+      OnWorker<Req, Resp>(
+          workers_, [this](const core::Identity& who, const Req& request, Resp* response) {
+            auto created =
+                logic_.Create(who, {request.title(), static_cast<int>(request.kind()),
+                                    request.parent_conversation_id(),
+                                    StructToJson(request.metadata(), request.has_metadata())});
+            if (!created.ok()) return created.status();
+            ToProto(*created, response->mutable_conversation());
+            return absl::OkStatus();
+          }));
 }
 
 grpc::ServerUnaryReactor* ConversationGrpcService::GetConversation(
     grpc::CallbackServerContext* context, const Raw* raw, Raw* raw_response) {
   using Req = pb::GetConversationRequest;
   using Resp = pb::GetConversationResponse;
-  return Serve<Req, Resp>(context, raw, raw_response, "GetConversation",
-                          OnWorker<Req, Resp>(workers_, [this](const core::Identity& who,
-                                                               const Req& request, Resp* response) {
+  return core::ServeUnary<Req, Resp>(
+      context, raw, raw_response, "GetConversation",
+      OnWorker<Req, Resp>(workers_,
+                          [this](const core::Identity& who, const Req& request, Resp* response) {
                             auto found = logic_.Get(who, request.conversation_id());
                             if (!found.ok()) return found.status();
                             ToProto(*found, response->mutable_conversation());
@@ -164,9 +92,10 @@ grpc::ServerUnaryReactor* ConversationGrpcService::ListConversations(
     grpc::CallbackServerContext* context, const Raw* raw, Raw* raw_response) {
   using Req = pb::ListConversationsRequest;
   using Resp = pb::ListConversationsResponse;
-  return Serve<Req, Resp>(context, raw, raw_response, "ListConversations",
-                          OnWorker<Req, Resp>(workers_, [this](const core::Identity& who,
-                                                               const Req& request, Resp* response) {
+  return core::ServeUnary<Req, Resp>(
+      context, raw, raw_response, "ListConversations",
+      OnWorker<Req, Resp>(workers_,
+                          [this](const core::Identity& who, const Req& request, Resp* response) {
                             auto listing = logic_.List(who, request.parent_conversation_id(),
                                                        request.page_size(), request.page_token());
                             if (!listing.ok()) return listing.status();
@@ -184,9 +113,10 @@ grpc::ServerUnaryReactor* ConversationGrpcService::AppendMessage(
   using Resp = pb::AppendMessageResponse;
   // No worker is held while the message waits for its group commit: the
   // queue calls back once the batch holding it has committed.
-  return Serve<Req, Resp>(
+  return core::ServeUnary<Req, Resp>(
       context, raw, raw_response, "AppendMessage",
-      [this](std::shared_ptr<Call<Req, Resp>> call, std::function<void(absl::Status)> done) {
+      [this](std::shared_ptr<core::UnaryCall<Req, Resp>> call,
+             std::function<void(absl::Status)> done) {
         const Req& request = call->request;
         AppendMessageInput input{
             request.conversation_id(), static_cast<int>(request.role()), request.content(),
@@ -207,9 +137,10 @@ grpc::ServerUnaryReactor* ConversationGrpcService::ListMessages(
     grpc::CallbackServerContext* context, const Raw* raw, Raw* raw_response) {
   using Req = pb::ListMessagesRequest;
   using Resp = pb::ListMessagesResponse;
-  return Serve<Req, Resp>(context, raw, raw_response, "ListMessages",
-                          OnWorker<Req, Resp>(workers_, [this](const core::Identity& who,
-                                                               const Req& request, Resp* response) {
+  return core::ServeUnary<Req, Resp>(
+      context, raw, raw_response, "ListMessages",
+      OnWorker<Req, Resp>(workers_,
+                          [this](const core::Identity& who, const Req& request, Resp* response) {
                             auto page = logic_.ListMessages(who, request.conversation_id(),
                                                             request.before_seq(), request.limit());
                             if (!page.ok()) return page.status();
@@ -224,27 +155,26 @@ grpc::ServerUnaryReactor* ConversationGrpcService::GetContextWindow(
     grpc::CallbackServerContext* context, const Raw* raw, Raw* raw_response) {
   using Req = pb::GetContextWindowRequest;
   using Resp = pb::GetContextWindowResponse;
-  return Serve<Req, Resp>(context, raw, raw_response, "GetContextWindow",
-                          OnWorker<Req, Resp>(workers_, [this](const core::Identity& who,
-                                                               const Req& request, Resp* response) {
-                            auto window = logic_.GetContextWindow(who, request.conversation_id(),
-                                                                  request.token_budget(),
-                                                                  request.min_recent_exchanges());
-                            if (!window.ok()) return window.status();
-                            for (const Message& m : window->messages)
-                              ToProto(m, response->add_messages());
-                            response->set_total_tokens(window->total_tokens);
-                            response->set_truncated(window->truncated);
-                            response->set_token_estimator(std::string(logic_.estimator().Name()));
-                            return absl::OkStatus();
-                          }));
+  return core::ServeUnary<Req, Resp>(
+      context, raw, raw_response, "GetContextWindow",
+      OnWorker<Req, Resp>(workers_, [this](const core::Identity& who, const Req& request,
+                                           Resp* response) {
+        auto window = logic_.GetContextWindow(
+            who, request.conversation_id(), request.token_budget(), request.min_recent_exchanges());
+        if (!window.ok()) return window.status();
+        for (const Message& m : window->messages) ToProto(m, response->add_messages());
+        response->set_total_tokens(window->total_tokens);
+        response->set_truncated(window->truncated);
+        response->set_token_estimator(std::string(logic_.estimator().Name()));
+        return absl::OkStatus();
+      }));
 }
 
 grpc::ServerUnaryReactor* ConversationGrpcService::DeleteConversation(
     grpc::CallbackServerContext* context, const Raw* raw, Raw* raw_response) {
   using Req = pb::DeleteConversationRequest;
   using Resp = pb::DeleteConversationResponse;
-  return Serve<Req, Resp>(
+  return core::ServeUnary<Req, Resp>(
       context, raw, raw_response, "DeleteConversation",
       OnWorker<Req, Resp>(workers_, [this](const core::Identity& who, const Req& request, Resp*) {
         return logic_.Delete(who, request.conversation_id());

@@ -1,0 +1,311 @@
+// omniforge-intent-eval: measures the running intent service over gRPC.
+//
+//   omniforge-intent-eval [--target HOST:PORT] [--spawn] [--followups FILE]
+//
+// Sends the dev split (the shipped utterances the model never trains on)
+// and the follow-up set (conversations with history and agents, in
+// data/followups.jsonl) to AnalyzeIntent, then prints accuracy, per-label
+// precision and recall, the confusion matrix, follow-up resolution accuracy
+// (action, and agent_name where one is expected) and client-side latency
+// p50/p99. The last line is
+//   RESULT intent_accuracy=… followup_accuracy=… p50_ms=… p99_ms=…
+// --spawn starts build/bin/omniforge-intent (next to this binary) on a free
+// port in local mode and stops it afterwards.
+#include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "libs/core/grpc_identity.h"
+#include "omniforge/intent/v1/intent_service.grpc.pb.h"
+#include "services/intent/src/labeled_data.h"
+
+extern char** environ;
+
+namespace omniforge::intent {
+namespace {
+
+namespace pb = ::omniforge::intent::v1;
+using Json = nlohmann::json;
+
+struct Outcome {
+  pb::IntentAnalysis analysis;
+  double round_trip_ms = 0;
+};
+
+class Client {
+ public:
+  explicit Client(const std::string& target)
+      : stub_(pb::IntentService::NewStub(
+            grpc::CreateChannel(target, grpc::InsecureChannelCredentials()))) {}
+
+  absl::StatusOr<Outcome> Analyze(const pb::AnalyzeIntentRequest& request) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    core::AttachIdentity(context, {"eval-tenant", "eval-user"});
+    pb::AnalyzeIntentResponse response;
+    const auto start = std::chrono::steady_clock::now();
+    grpc::Status status = stub_->AnalyzeIntent(&context, request, &response);
+    const auto end = std::chrono::steady_clock::now();
+    if (!status.ok()) {
+      return absl::UnavailableError("AnalyzeIntent failed: " + status.error_message());
+    }
+    return Outcome{response.analysis(),
+                   std::chrono::duration<double, std::milli>(end - start).count()};
+  }
+
+ private:
+  std::unique_ptr<pb::IntentService::Stub> stub_;
+};
+
+pb::ActionType ParseActionType(const std::string& name) {
+  pb::ActionType value = pb::ACTION_TYPE_UNSPECIFIED;
+  if (!pb::ActionType_Parse("ACTION_TYPE_" + name, &value)) return pb::ACTION_TYPE_UNSPECIFIED;
+  return value;
+}
+
+std::string ShortName(int action) {
+  std::string name = pb::ActionType_Name(static_cast<pb::ActionType>(action));
+  return name.substr(std::string("ACTION_TYPE_").size());
+}
+
+absl::StatusOr<pb::AnalyzeIntentRequest> FollowupRequest(const Json& c) {
+  pb::AnalyzeIntentRequest request;
+  request.set_message(c.at("message").get<std::string>());
+  for (const Json& a : c.value("agents", Json::array())) {
+    auto* item = request.add_available_agents();
+    item->set_name(a.at("name").get<std::string>());
+    item->set_description(a.value("description", ""));
+  }
+  for (const Json& t : c.value("history", Json::array())) {
+    auto* turn = request.add_history();
+    const std::string role = t.at("role").get<std::string>();
+    turn->set_role(role == "assistant" ? pb::TURN_ROLE_ASSISTANT : pb::TURN_ROLE_USER);
+    turn->set_content(t.at("content").get<std::string>());
+  }
+  return request;
+}
+
+double Percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t index = std::min(values.size() - 1, static_cast<size_t>(p * values.size()));
+  return values[index];
+}
+
+// Starts the service binary on `port`; returns its pid.
+pid_t Spawn(const std::string& binary, int port) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::string_view(*e).starts_with("OMNIFORGE_")) continue;  // local mode, defaults
+    env_strings.emplace_back(*e);
+  }
+  env_strings.push_back("OMNIFORGE_SERVER_PORT=" + std::to_string(port));
+  env_strings.push_back("OMNIFORGE_SERVER_HOST=127.0.0.1");
+  env_strings.push_back("OMNIFORGE_SERVER_METRICS_PORT=-1");
+  env_strings.push_back("OMNIFORGE_LOG_LEVEL=warn");
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string arg0 = binary;
+  char* argv[] = {arg0.data(), nullptr};
+  pid_t pid = 0;
+  if (posix_spawn(&pid, binary.c_str(), nullptr, nullptr, argv, envp.data()) != 0) return -1;
+  return pid;
+}
+
+int FreePort() {
+  // Let the kernel pick, then release it for the service.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+int Run(const std::string& target_flag, bool spawn, const std::string& followups_path) {
+  std::string target = target_flag;
+  pid_t child = -1;
+  if (spawn) {
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0) return 2;
+    self[n] = '\0';
+    std::string dir(self);
+    dir = dir.substr(0, dir.rfind('/'));
+    const int port = FreePort();
+    if (port <= 0) return 2;
+    child = Spawn(dir + "/omniforge-intent", port);
+    if (child < 0) {
+      std::fprintf(stderr, "cannot start %s/omniforge-intent\n", dir.c_str());
+      return 2;
+    }
+    target = "127.0.0.1:" + std::to_string(port);
+  }
+  auto stop_child = [&] {
+    if (child > 0) {
+      kill(child, SIGTERM);
+      waitpid(child, nullptr, 0);
+    }
+  };
+  Client client(target);
+  // Wait for the service (it trains its model at start).
+  {
+    pb::AnalyzeIntentRequest ping;
+    ping.set_message("hello");
+    bool up = false;
+    for (int i = 0; i < 200 && !up; ++i) {
+      up = client.Analyze(ping).ok();
+      if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (!up) {
+      std::fprintf(stderr, "the intent service at %s does not answer\n", target.c_str());
+      stop_child();
+      return 2;
+    }
+    for (int i = 0; i < 200; ++i) (void)client.Analyze(ping);  // warm-up
+  }
+
+  std::vector<double> latencies;
+  // Dev split.
+  const std::vector<LabeledUtterance> dev = DevSplit();
+  std::map<std::pair<int, int>, int> confusion;  // (expected, got) -> count
+  int correct = 0;
+  for (const LabeledUtterance& u : dev) {
+    pb::AnalyzeIntentRequest request;
+    request.set_message(u.text);
+    auto outcome = client.Analyze(request);
+    if (!outcome.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(outcome.status().message()).c_str());
+      stop_child();
+      return 1;
+    }
+    latencies.push_back(outcome->round_trip_ms);
+    const int expected = static_cast<int>(u.action);
+    const int got = outcome->analysis.action_type();
+    ++confusion[{expected, got}];
+    if (expected == got) ++correct;
+  }
+  std::printf("dev split: %zu utterances, %d correct\n\n", dev.size(), correct);
+  std::printf("%-16s %9s %9s %7s\n", "label", "precision", "recall", "n");
+  for (int a = 1; a <= 8; ++a) {
+    int tp = confusion[{a, a}], predicted = 0, actual = 0;
+    for (int b = 1; b <= 8; ++b) {
+      predicted += confusion[{b, a}];
+      actual += confusion[{a, b}];
+    }
+    std::printf("%-16s %9.3f %9.3f %7d\n", ShortName(a).c_str(),
+                predicted ? static_cast<double>(tp) / predicted : 0.0,
+                actual ? static_cast<double>(tp) / actual : 0.0, actual);
+  }
+  std::printf("\nconfusion (rows: expected, columns: predicted)\n%-16s", "");
+  for (int b = 1; b <= 8; ++b) std::printf(" %5.5s", ShortName(b).c_str());
+  std::printf("\n");
+  for (int a = 1; a <= 8; ++a) {
+    std::printf("%-16s", ShortName(a).c_str());
+    for (int b = 1; b <= 8; ++b) std::printf(" %5d", confusion[{a, b}]);
+    std::printf("\n");
+  }
+
+  // Follow-ups.
+  std::ifstream in(followups_path);
+  if (!in) {
+    std::fprintf(stderr, "cannot read %s\n", followups_path.c_str());
+    stop_child();
+    return 2;
+  }
+  int cases = 0, action_ok = 0, agent_ok = 0, both_ok = 0;
+  std::map<std::string, std::pair<int, int>> by_category;  // prefix of id -> (ok, n)
+  std::vector<std::string> misses;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const Json c = Json::parse(line, nullptr, false);
+    if (c.is_discarded()) {
+      std::fprintf(stderr, "%s: a line is not JSON\n", followups_path.c_str());
+      stop_child();
+      return 2;
+    }
+    auto request = FollowupRequest(c);
+    auto outcome = client.Analyze(*request);
+    if (!outcome.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(outcome.status().message()).c_str());
+      stop_child();
+      return 1;
+    }
+    latencies.push_back(outcome->round_trip_ms);
+    const Json& expect = c.at("expect");
+    const pb::IntentAnalysis& got = outcome->analysis;
+    const bool action_match =
+        got.action_type() == ParseActionType(expect.at("action_type").get<std::string>());
+    const auto agent = got.entities().find("agent_name");
+    const std::string got_agent = agent == got.entities().end() ? "" : agent->second;
+    const std::string want_agent = expect.value("agent_name", "");
+    const bool agent_match = got_agent == want_agent;
+    ++cases;
+    action_ok += action_match;
+    agent_ok += agent_match;
+    both_ok += action_match && agent_match;
+    const std::string id = c.value("id", "");
+    auto& cat = by_category[id.substr(0, id.rfind('-'))];
+    cat.first += action_match && agent_match;
+    ++cat.second;
+    if (!(action_match && agent_match)) {
+      misses.push_back(id + ": \"" + c.at("message").get<std::string>() + "\" expected " +
+                       expect.at("action_type").get<std::string>() +
+                       (want_agent.empty() ? "" : "/" + want_agent) + ", got " +
+                       ShortName(got.action_type()) + (got_agent.empty() ? "" : "/" + got_agent));
+    }
+  }
+  std::printf("\nfollow-ups: %d cases; action %d, agent_name %d, both %d\n", cases, action_ok,
+              agent_ok, both_ok);
+  for (const auto& [category, counts] : by_category) {
+    std::printf("  %-14s %3d / %3d\n", category.c_str(), counts.first, counts.second);
+  }
+  if (!misses.empty()) {
+    std::printf("misses:\n");
+    for (const auto& m : misses) std::printf("  %s\n", m.c_str());
+  }
+  stop_child();
+
+  const double accuracy = dev.empty() ? 0 : static_cast<double>(correct) / dev.size();
+  const double followup = cases == 0 ? 0 : static_cast<double>(both_ok) / cases;
+  std::printf("\nRESULT intent_accuracy=%.4f followup_accuracy=%.4f p50_ms=%.3f p99_ms=%.3f\n",
+              accuracy, followup, Percentile(latencies, 0.50), Percentile(latencies, 0.99));
+  return 0;
+}
+
+}  // namespace
+}  // namespace omniforge::intent
+
+int main(int argc, char** argv) {
+  CLI::App app{"omniforge intent evaluation"};
+  std::string target = "127.0.0.1:50052";
+  bool spawn = false;
+  std::string followups = OMNIFORGE_INTENT_FOLLOWUPS;
+  app.add_option("--target", target, "intent service address");
+  app.add_flag("--spawn", spawn, "start the intent service next to this binary, local mode");
+  app.add_option("--followups", followups, "follow-up cases (JSON lines)");
+  CLI11_PARSE(app, argc, argv);
+  return omniforge::intent::Run(target, spawn, followups);
+}

@@ -1,0 +1,870 @@
+#include "services/intent/src/analyzer.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "services/intent/src/entities.h"
+#include "services/intent/src/text.h"
+
+namespace omniforge::intent {
+namespace {
+
+// ---------------------------------------------------------------- lexicons
+
+bool OnlyWordsFrom(const std::vector<std::string_view>& words,
+                   const std::set<std::string_view>& allowed,
+                   const std::set<std::string_view>& required) {
+  bool has_required = false;
+  for (std::string_view w : words) {
+    if (required.contains(w)) {
+      has_required = true;
+    } else if (!allowed.contains(w)) {
+      return false;
+    }
+  }
+  return has_required;
+}
+
+const std::set<std::string_view>& Filler() {
+  static const std::set<std::string_view> words = {
+      "please", "pls",   "plz",     "thanks", "thank", "you",     "thx",    "ty",     "it",
+      "that",   "this",  "do",      "go",     "ahead", "lets",    "let",    "us",     "just",
+      "now",    "then",  "and",     "so",     "one",   "for",     "me",     "the",    "a",
+      "can",    "will",  "would",   "be",     "good",  "great",   "fine",   "sounds", "sound",
+      "is",     "all",   "im",      "i",      "am",    "totally", "really", "very",   "much",
+      "right",  "away",  "on",      "with",   "make",  "create",  "run",    "set",    "up",
+      "course", "of",    "exactly", "works",  "work",  "idea",    "plan",   "deal",   "cool",
+      "nice",   "looks", "look",    "ok",     "okay",  "?"};
+  return words;
+}
+
+bool IsConfirmation(const std::vector<std::string_view>& words) {
+  static const std::set<std::string_view> yes = {
+      "yes",     "yeah",      "yep",     "yup",     "ya",       "yea",        "sure",
+      "ok",      "okay",      "k",       "kk",      "y",        "absolutely", "definitely",
+      "confirm", "confirmed", "correct", "proceed", "approved", "approve",    "agreed",
+      "agree",   "perfect",   "great",   "go",      "do",       "please",     "affirmative",
+      "alright", "aight",     "sounds",  "lgtm",    "fine",     "certainly",  "indeed",
+      "cool",    "works",     "good",    "nice"};
+  if (words.empty() || words.size() > 10) return false;
+  std::set<std::string_view> allowed = Filler();
+  allowed.insert(yes.begin(), yes.end());
+  return OnlyWordsFrom(words, allowed, yes);
+}
+
+bool IsDecline(const std::vector<std::string_view>& words) {
+  static const std::set<std::string_view> no = {
+      "no",    "nope", "nah",   "cancel", "never",    "mind",   "nevermind",
+      "dont",  "not",  "skip",  "forget", "stop",     "hold",   "off",
+      "later", "wait", "leave", "n",      "negative", "neither"};
+  static const std::set<std::string_view> extra = {
+      "yet",     "anymore", "about", "it",    "bother", "need", "needed",
+      "changed", "my",      "mind",  "thats", "ok",     "okay", "actually"};
+  if (words.empty() || words.size() > 8) return false;
+  std::set<std::string_view> allowed = Filler();
+  allowed.erase("do");  // "no, do it" is not a decline
+  allowed.insert(no.begin(), no.end());
+  allowed.insert(extra.begin(), extra.end());
+  return OnlyWordsFrom(words, allowed, no);
+}
+
+bool IsRecap(const std::vector<std::string_view>& words) {
+  for (std::string_view phrase : {"where were we",
+                                  "where was i",
+                                  "what were we",
+                                  "what was i",
+                                  "remind me",
+                                  "recap",
+                                  "catch me up",
+                                  "fill me in",
+                                  "what did we decide",
+                                  "what did we agree",
+                                  "what did we talk",
+                                  "what did we discuss",
+                                  "where did we leave",
+                                  "where we left",
+                                  "pick up where",
+                                  "pick it up where",
+                                  "what were we doing",
+                                  "summarize our conversation",
+                                  "summarise our conversation",
+                                  "summary of our conversation",
+                                  "where are we at",
+                                  "where are we with",
+                                  "what have we done so far",
+                                  "lost track",
+                                  "bring me up to speed",
+                                  "what was the plan",
+                                  "refresh my memory",
+                                  "where were u"}) {
+    if (ContainsPhrase(words, phrase)) return true;
+  }
+  return false;
+}
+
+bool HasCorrectionCue(const std::vector<std::string_view>& words) {
+  for (std::string_view phrase : {"actually",
+                                  "instead",
+                                  "rather",
+                                  "wait",
+                                  "no",
+                                  "not",
+                                  "make it",
+                                  "change it",
+                                  "switch it",
+                                  "switch to",
+                                  "use",
+                                  "oh and",
+                                  "also",
+                                  "and",
+                                  "but",
+                                  "scratch that",
+                                  "on second thought",
+                                  "hmm",
+                                  "oops",
+                                  "sorry",
+                                  "correction",
+                                  "i meant",
+                                  "i mean",
+                                  "only",
+                                  "plus",
+                                  "add",
+                                  "except",
+                                  "without",
+                                  "change",
+                                  "make that",
+                                  "how about",
+                                  "what about",
+                                  "better",
+                                  "too"}) {
+    if (ContainsPhrase(words, phrase)) return true;
+  }
+  return false;
+}
+
+bool AsksForSameAgain(const std::vector<std::string_view>& words) {
+  for (std::string_view phrase : {"same for", "same with", "same thing for", "do the same",
+                                  "and the other", "what about", "how about", "and for", "and"}) {
+    if (FindPhrase(words, phrase) == 0) return true;
+  }
+  return false;
+}
+
+// A sentence in which the assistant offers to do something and waits for a
+// yes.
+bool IsProposal(std::string_view text) {
+  const std::string normalized = NormalizeText(text);
+  const std::vector<std::string_view> words = Words(normalized);
+  if (!ContainsPhrase(words, "?")) {
+    for (std::string_view phrase : {"let me know", "say yes", "confirm", "reply yes",
+                                    "just say the word", "give me the go ahead"}) {
+      if (ContainsPhrase(words, phrase)) return true;
+    }
+    return false;
+  }
+  // "Create it?", "Send the invite?": a closing question that starts with a
+  // verb.
+  const std::vector<std::string_view> sentences = SplitAny(text, ".!\n");
+  if (!sentences.empty() && sentences.back().ends_with("?")) {
+    const std::string last = NormalizeText(sentences.back());
+    const std::vector<std::string_view> last_words = Words(last);
+    if (!last_words.empty() && last_words[0] != "what" && last_words[0] != "which" &&
+        last_words[0] != "how" && last_words[0] != "why" && last_words[0] != "when" &&
+        last_words[0] != "who" && last_words[0] != "where" && last_words[0] != "is" &&
+        last_words[0] != "does" && last_words[0] != "did" && VerbAction(last).has_value()) {
+      return true;
+    }
+  }
+  for (std::string_view phrase :
+       {"want me to", "shall i",     "should i",      "would you like", "do you want",
+        "like me to", "ok to",       "okay to",       "go ahead",       "proceed",
+        "confirm",    "sound good",  "sounds good",   "look good",      "looks good",
+        "look right", "looks right", "ready to",      "can i",          "may i",
+        "i can",      "i could",     "ill",           "i will",         "all set",
+        "want it",    "want this",   "want that",     "does that work", "does this work",
+        "is that ok", "is this ok",  "is that right", "good to go",     "happy with",
+        "should we",  "shall we"}) {
+    if (ContainsPhrase(words, phrase)) return true;
+  }
+  return false;
+}
+
+constexpr std::string_view kOfferCues[] = {"want me to",
+                                           "shall i",
+                                           "should i",
+                                           "would you like me to",
+                                           "do you want me to",
+                                           "like me to",
+                                           "i can",
+                                           "i could",
+                                           "ill",
+                                           "i will",
+                                           "let me",
+                                           "ok to",
+                                           "okay to",
+                                           "can i",
+                                           "ready to"};
+
+// The action an assistant turn offers: the verb right after an offer ("I can
+// set up ...", "Want me to pause ...?"), sentence by sentence, else the verb
+// of a closing imperative question ("Rotate it?").
+std::optional<Action> ProposalAction(std::string_view text) {
+  const std::vector<std::string_view> sentences = SplitAny(text, ".!?\n");
+  std::optional<Action> found;
+  for (std::string_view sentence : sentences) {
+    const std::string normalized = NormalizeText(sentence);
+    const std::vector<std::string_view> words = Words(normalized);
+    for (std::string_view cue : kOfferCues) {
+      const int at = FindPhrase(words, cue);
+      if (at < 0) continue;
+      std::string rest;
+      for (size_t i = at + Words(cue).size(); i < words.size(); ++i) {
+        // "go ahead and pause it": skip the filler before the real verb.
+        if (rest.empty() && (words[i] == "go" || words[i] == "ahead" || words[i] == "and" ||
+                             words[i] == "also" || words[i] == "just" || words[i] == "quickly")) {
+          continue;
+        }
+        rest.append(words[i]);
+        rest.push_back(' ');
+      }
+      std::optional<Action> verb = VerbAction(rest);
+      if (verb && *verb != Action::kQueryInfo) found = verb;  // the latest offer counts
+      break;
+    }
+  }
+  if (found) return found;
+  if (!sentences.empty()) {
+    std::optional<Action> verb = VerbAction(sentences.back());
+    if (verb && *verb != Action::kQueryInfo) return verb;
+  }
+  return std::nullopt;
+}
+
+// The sentences that name what is offered (for entities).
+std::string ProposalText(std::string_view text) {
+  const std::vector<std::string_view> sentences = SplitAny(text, ".!?\n");
+  for (size_t i = sentences.size(); i-- > 0;) {
+    const std::string normalized = NormalizeText(sentences[i]);
+    const std::vector<std::string_view> words = Words(normalized);
+    for (std::string_view cue : kOfferCues) {
+      if (!ContainsPhrase(words, cue)) continue;
+      const size_t from = i > 0 && ContainsPhrase(words, "it") ? i - 1 : i;
+      std::string out;
+      for (size_t j = from; j < sentences.size(); ++j) {
+        out.append(sentences[j]);
+        out.append(". ");
+      }
+      return out;
+    }
+  }
+  return std::string(text);
+}
+
+// ----------------------------------------------------------- the context
+
+struct Context {
+  std::vector<std::string> last_list;     // agents of the last turn that listed two or more
+  std::optional<std::string> last_agent;  // the agent last talked about
+  std::optional<Action> proposal;         // the assistant's last turn offers this
+  std::map<std::string, std::string> proposal_entities;
+  std::optional<Action> in_progress;  // an agent or skill being drafted
+  std::map<std::string, std::string> in_progress_entities;
+  std::optional<Action> previous_action;  // what the user last asked for
+  std::map<std::string, std::string> previous_entities;
+  bool has_history = false;
+};
+
+std::vector<std::string> AgentsOf(const HistoryTurn& turn, const std::vector<CatalogItem>& agents) {
+  if (!turn.listed_agents.empty()) return turn.listed_agents;
+  return CatalogItemsInOrder(turn.content, agents);
+}
+
+std::optional<std::string> SingleAgentOf(const HistoryTurn& turn,
+                                         const std::vector<CatalogItem>& agents) {
+  if (auto it = turn.entities.find("agent_name"); it != turn.entities.end()) return it->second;
+  std::vector<std::string> named = CatalogItemsInOrder(turn.content, agents);
+  if (named.size() == 1) return named[0];
+  if (named.empty() && turn.role == Role::kUser) return MatchCatalogItem(turn.content, agents);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Action> VerbAction(std::string_view text) {
+  const std::string normalized = NormalizeText(text);
+  const std::vector<std::string_view> words = Words(normalized);
+  const bool skill = ContainsPhrase(words, "skill") || ContainsPhrase(words, "skills");
+  static const std::vector<std::pair<std::string_view, Action>> kVerbs = {
+      {"run", Action::kExecuteTask},
+      {"rerun", Action::kExecuteTask},
+      {"re run", Action::kExecuteTask},
+      {"trigger", Action::kExecuteTask},
+      {"kick", Action::kExecuteTask},
+      {"execute", Action::kExecuteTask},
+      {"launch", Action::kExecuteTask},
+      {"fire", Action::kExecuteTask},
+      {"start", Action::kExecuteTask},
+      {"try", Action::kExecuteTask},
+      {"test", Action::kExecuteTask},
+      {"retry", Action::kExecuteTask},
+      {"pause", Action::kManagePlatform},
+      {"unpause", Action::kManagePlatform},
+      {"resume", Action::kManagePlatform},
+      {"stop", Action::kManagePlatform},
+      {"halt", Action::kManagePlatform},
+      {"disable", Action::kManagePlatform},
+      {"enable", Action::kManagePlatform},
+      {"delete", Action::kManagePlatform},
+      {"remove", Action::kManagePlatform},
+      {"kill", Action::kManagePlatform},
+      {"archive", Action::kManagePlatform},
+      {"unarchive", Action::kManagePlatform},
+      {"deactivate", Action::kManagePlatform},
+      {"activate", Action::kManagePlatform},
+      {"reactivate", Action::kManagePlatform},
+      {"suspend", Action::kManagePlatform},
+      {"restore", Action::kManagePlatform},
+      {"duplicate", Action::kManagePlatform},
+      {"clone", Action::kManagePlatform},
+      {"copy", Action::kManagePlatform},
+      {"share", Action::kManagePlatform},
+      {"transfer", Action::kManagePlatform},
+      {"turn off", Action::kManagePlatform},
+      {"turn on", Action::kManagePlatform},
+      {"switch off", Action::kManagePlatform},
+      {"shut", Action::kManagePlatform},
+      {"get rid", Action::kManagePlatform},
+      {"trash", Action::kManagePlatform},
+      {"nuke", Action::kManagePlatform},
+      {"mute", Action::kManagePlatform},
+      {"unmute", Action::kManagePlatform},
+      {"freeze", Action::kManagePlatform},
+      {"invite", Action::kManagePlatform},
+      {"rotate", Action::kManagePlatform},
+      {"revoke", Action::kManagePlatform},
+      {"grant", Action::kManagePlatform},
+      {"disconnect", Action::kManagePlatform},
+      {"connect", Action::kManagePlatform},
+      {"hold", Action::kManagePlatform},
+      {"take it offline", Action::kManagePlatform},
+      {"snooze", Action::kManagePlatform},
+      {"retire", Action::kManagePlatform},
+      {"push", Action::kExecuteTask},
+      {"post", Action::kUpdateAgent},
+      {"fix", Action::kUpdateAgent},
+      {"have it", Action::kUpdateAgent},
+      {"raise", Action::kUpdateAgent},
+      {"lower", Action::kUpdateAgent},
+      {"whitelist", Action::kUpdateAgent},
+      {"rephrase", Action::kUpdateAgent},
+      {"route", Action::kUpdateAgent},
+      {"limit", Action::kUpdateAgent},
+      {"what", Action::kQueryInfo},
+      {"whats", Action::kQueryInfo},
+      {"how", Action::kQueryInfo},
+      {"when", Action::kQueryInfo},
+      {"why", Action::kQueryInfo},
+      {"who", Action::kQueryInfo},
+      {"which", Action::kQueryInfo},
+      {"where", Action::kQueryInfo},
+      {"did", Action::kQueryInfo},
+      {"does", Action::kQueryInfo},
+      {"is", Action::kQueryInfo},
+      {"was", Action::kQueryInfo},
+      {"show", Action::kQueryInfo},
+      {"tell", Action::kQueryInfo},
+      {"explain", Action::kQueryInfo},
+      {"list", Action::kQueryInfo},
+      {"check", Action::kQueryInfo},
+      {"status", Action::kQueryInfo},
+      {"logs", Action::kQueryInfo},
+      {"describe", Action::kQueryInfo},
+      {"details", Action::kQueryInfo},
+      {"info", Action::kQueryInfo},
+      {"change", Action::kUpdateAgent},
+      {"update", Action::kUpdateAgent},
+      {"edit", Action::kUpdateAgent},
+      {"modify", Action::kUpdateAgent},
+      {"set", Action::kUpdateAgent},
+      {"rename", Action::kUpdateAgent},
+      {"switch", Action::kUpdateAgent},
+      {"make", Action::kUpdateAgent},
+      {"add", Action::kUpdateAgent},
+      {"include", Action::kUpdateAgent},
+      {"exclude", Action::kUpdateAgent},
+      {"cc", Action::kUpdateAgent},
+      {"move", Action::kUpdateAgent},
+      {"adjust", Action::kUpdateAgent},
+      {"tweak", Action::kUpdateAgent},
+      {"shorten", Action::kUpdateAgent},
+      {"reschedule", Action::kUpdateAgent},
+      {"configure", Action::kUpdateAgent},
+      {"use", Action::kUpdateAgent},
+      {"send", Action::kUpdateAgent},
+      {"create", Action::kCreateAgent},
+      {"build", Action::kCreateAgent},
+      {"set up", Action::kCreateAgent},
+      {"setup", Action::kCreateAgent},
+      {"spin up", Action::kCreateAgent},
+      {"draft", Action::kCreateAgent},
+  };
+  // Scan word by word so the earliest verb wins; two-word verbs first.
+  for (size_t i = 0; i < words.size(); ++i) {
+    for (const auto& [verb, action] : kVerbs) {
+      const std::vector<std::string_view> parts = Words(verb);
+      if (i + parts.size() > words.size()) continue;
+      bool match = true;
+      for (size_t j = 0; j < parts.size() && match; ++j) match = words[i + j] == parts[j];
+      if (!match) continue;
+      const std::string_view next = i + parts.size() < words.size() ? words[i + parts.size()] : "";
+      const bool platform_object = next == "project" || next == "a" || next == "the";
+      if (action == Action::kCreateAgent) {
+        if (platform_object && (ContainsPhrase(words, "project") || ContainsPhrase(words, "task") ||
+                                ContainsPhrase(words, "tasks"))) {
+          return Action::kManagePlatform;
+        }
+        return skill ? Action::kCreateSkill : Action::kCreateAgent;
+      }
+      if ((verb == "post" || verb == "push") && ContainsPhrase(words, "now")) {
+        return Action::kExecuteTask;
+      }
+      if (verb == "list" && i > 0) continue;  // a noun ("the founders list")
+      // "set up a new ..." is creation; "set it to fridays" is a change.
+      if (verb == "make" && (next == "a" || next == "an" || next == "new")) {
+        return skill ? Action::kCreateSkill : Action::kCreateAgent;
+      }
+      if ((verb == "remove" || verb == "delete") && ContainsPhrase(words, "from")) {
+        return Action::kUpdateAgent;
+      }
+      if (verb == "send" && (ContainsPhrase(words, "now") || ContainsPhrase(words, "again"))) {
+        return Action::kExecuteTask;
+      }
+      if (verb == "stop" && (next == "sending" || next == "emailing" || next == "including")) {
+        return Action::kUpdateAgent;
+      }
+      if ((verb == "is" || verb == "does" || verb == "did" || verb == "was") && i > 0) continue;
+      return action;
+    }
+  }
+  for (std::string_view cue : {"instead", "from now on", "anymore", "rather than", "only"}) {
+    if (ContainsPhrase(words, cue)) return Action::kUpdateAgent;
+  }
+  if (ContainsPhrase(words, "?")) return Action::kQueryInfo;
+  return std::nullopt;
+}
+
+namespace {
+
+Context ReadContext(const IntentRequest& request, const LocalClassifier& classifier,
+                    int max_turns) {
+  Context c;
+  const auto& history = request.history;
+  const size_t begin =
+      history.size() > static_cast<size_t>(max_turns) ? history.size() - max_turns : 0;
+  c.has_history = begin < history.size();
+
+  // The last list and the agent last talked about, newest turn first.
+  bool list_done = false;
+  bool agent_done = false;
+  for (size_t i = history.size(); i-- > begin && !(list_done && agent_done);) {
+    const HistoryTurn& turn = history[i];
+    if (turn.role != Role::kUser && turn.role != Role::kAssistant) continue;
+    if (!list_done && turn.role == Role::kAssistant) {
+      std::vector<std::string> listed = AgentsOf(turn, request.agents);
+      if (listed.size() >= 2) {
+        c.last_list = std::move(listed);
+        list_done = true;
+      }
+    }
+    if (!agent_done) {
+      if (auto single = SingleAgentOf(turn, request.agents)) {
+        c.last_agent = single;
+        agent_done = true;
+      }
+    }
+  }
+
+  // The last user turn: what the user asked for.
+  const HistoryTurn* last_user = nullptr;
+  const HistoryTurn* last_assistant = nullptr;
+  for (size_t i = history.size(); i-- > begin;) {
+    if (history[i].role == Role::kAssistant && last_assistant == nullptr && last_user == nullptr) {
+      last_assistant = &history[i];
+    }
+    if (history[i].role == Role::kUser) {
+      last_user = &history[i];
+      break;
+    }
+  }
+  if (last_user != nullptr) {
+    if (last_user->action) {
+      c.previous_action = last_user->action;
+    } else {
+      std::vector<Prediction> ranked = classifier.Predict(last_user->content);
+      if (!ranked.empty()) c.previous_action = ranked[0].action;
+    }
+    c.previous_entities =
+        last_user->entities.empty() ? ExtractEntities(last_user->content) : last_user->entities;
+    if (auto agent = SingleAgentOf(*last_user, request.agents)) {
+      c.previous_entities["agent_name"] = *agent;
+    }
+  }
+
+  // The assistant's last turn (after the last user turn): a proposal?
+  if (last_assistant != nullptr) {
+    const HistoryTurn& turn = *last_assistant;
+    std::optional<Action> offered;
+    if (turn.action && turn.pending_action) {
+      offered = turn.action;
+    } else if (IsProposal(turn.content)) {
+      offered = ProposalAction(turn.content);
+      if (!offered) {
+        // An offer with no known verb: ask the model about it.
+        std::vector<Prediction> ranked = classifier.Predict(ProposalText(turn.content));
+        if (!ranked.empty()) offered = ranked[0].action;
+      }
+      // A draft of something new that the user asked for keeps its kind.
+      if (offered == Action::kUpdateAgent && c.previous_action &&
+          (*c.previous_action == Action::kCreateAgent ||
+           *c.previous_action == Action::kCreateSkill)) {
+        offered = c.previous_action;
+      }
+    }
+    if (offered) {
+      c.proposal = offered;
+      c.proposal_entities = turn.entities.empty() ? ExtractEntities(turn.content) : turn.entities;
+      std::vector<std::string> named =
+          CatalogItemsInOrder(ProposalText(turn.content), request.agents);
+      if (named.empty()) named = CatalogItemsInOrder(turn.content, request.agents);
+      if (!c.proposal_entities.contains("agent_name") && named.size() == 1 &&
+          *offered != Action::kCreateAgent && *offered != Action::kCreateSkill) {
+        c.proposal_entities["agent_name"] = named[0];
+      }
+    }
+    auto drafting = [](std::optional<Action> a) {
+      return a && (*a == Action::kCreateAgent || *a == Action::kUpdateAgent ||
+                   *a == Action::kCreateSkill);
+    };
+    if (drafting(c.proposal)) {
+      c.in_progress = c.proposal;
+      c.in_progress_entities = c.proposal_entities;
+    } else if (drafting(c.previous_action) && absl::StrContains(turn.content, "?")) {
+      c.in_progress = c.previous_action;
+      c.in_progress_entities = c.previous_entities;
+    }
+    if (c.in_progress == Action::kUpdateAgent && !c.in_progress_entities.contains("agent_name")) {
+      if (auto it = c.previous_entities.find("agent_name"); it != c.previous_entities.end()) {
+        c.in_progress_entities["agent_name"] = it->second;
+      } else if (c.last_agent) {
+        c.in_progress_entities["agent_name"] = *c.last_agent;
+      }
+    }
+  }
+  return c;
+}
+
+void Merge(std::map<std::string, std::string>& into,
+           const std::map<std::string, std::string>& from) {
+  for (const auto& [k, v] : from) into[k] = v;
+}
+
+std::string AgentPhrase(const std::map<std::string, std::string>& entities,
+                        std::string_view fallback) {
+  auto it = entities.find("agent_name");
+  return it != entities.end() ? it->second : std::string(fallback);
+}
+
+std::string ActionChoice(Action action, const std::map<std::string, std::string>& e) {
+  auto get = [&](const char* key) {
+    auto it = e.find(key);
+    return it == e.end() ? std::string() : it->second;
+  };
+  std::string out;
+  switch (action) {
+    case Action::kCreateAgent:
+      out = "set up a new agent";
+      if (!get("data_source").empty()) absl::StrAppend(&out, " for ", get("data_source"));
+      if (!get("schedule").empty()) absl::StrAppend(&out, " that runs ", get("schedule"));
+      return out;
+    case Action::kUpdateAgent:
+      return "change " + AgentPhrase(e, "one of your existing agents");
+    case Action::kCreateSkill:
+      out = "add a reusable skill";
+      if (!get("data_source").empty()) absl::StrAppend(&out, " for ", get("data_source"));
+      return out;
+    case Action::kExecuteTask:
+      return "run " + AgentPhrase(e, "it") + " now";
+    case Action::kQueryInfo:
+      return e.contains("agent_name") ? "look up how " + get("agent_name") + " is doing"
+                                      : "look that up for you";
+    case Action::kManagePlatform:
+      return e.contains("agent_name") ? "pause, resume or remove " + get("agent_name")
+                                      : "change a workspace setting";
+    case Action::kConversation:
+      return "just talk it through";
+    case Action::kUnknown:
+      return "something else";
+  }
+  return "something else";
+}
+
+}  // namespace
+
+std::string ClarifyingQuestion(Action first, std::optional<Action> second,
+                               const std::map<std::string, std::string>& entities) {
+  if (!second || *second == first) {
+    return "Just to be sure: should I " + ActionChoice(first, entities) + "?";
+  }
+  return "Should I " + ActionChoice(first, entities) + ", or " + ActionChoice(*second, entities) +
+         "?";
+}
+
+LocalAnalyzer::LocalAnalyzer(const LocalClassifier& classifier, AnalyzerOptions options)
+    : classifier_(classifier), options_(options) {}
+
+LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
+  LocalResult result;
+  IntentAnalysis& a = result.analysis;
+  a.source = Source::kLocalModel;
+  const std::string normalized = NormalizeText(request.message);
+  const std::vector<std::string_view> words = Words(normalized);
+
+  // 1. Fast path: an empty message.
+  if (std::all_of(words.begin(), words.end(), [](std::string_view w) { return w == "?"; })) {
+    a.source = Source::kFastPath;
+    a.action = Action::kUnknown;
+    a.confidence = 0;
+    a.is_ambiguous = true;
+    a.reasoning = "The message is empty.";
+    std::vector<std::string> names;
+    for (size_t i = 0; i < request.agents.size() && i < 3; ++i)
+      names.push_back(request.agents[i].name);
+    a.clarifying_question =
+        names.empty()
+            ? "What would you like to do? I can set up a new agent, run or change one, or answer "
+              "questions about your workspace."
+            : "What would you like to do? I can set up a new agent, run or change one of yours (" +
+                  absl::StrJoin(names, ", ") + "), or answer questions about them.";
+    return result;
+  }
+
+  a.entities = ExtractEntities(request.message);
+
+  // 1. Fast path: "@agent-name" naming one of the user's agents.
+  {
+    const std::string& m = request.message;
+    for (size_t at = m.find('@'); at != std::string::npos; at = m.find('@', at + 1)) {
+      if (at > 0 &&
+          (absl::ascii_isalnum(static_cast<unsigned char>(m[at - 1])) || m[at - 1] == '.')) {
+        continue;  // an e-mail address
+      }
+      size_t end = at + 1;
+      while (end < m.size() && (absl::ascii_isalnum(static_cast<unsigned char>(m[end])) ||
+                                m[end] == '-' || m[end] == '_' || m[end] == '.')) {
+        ++end;
+      }
+      while (end > at + 1 && m[end - 1] == '.') --end;  // a sentence's full stop
+      const std::string name = m.substr(at + 1, end - at - 1);
+      auto agent =
+          std::find_if(request.agents.begin(), request.agents.end(),
+                       [&](const CatalogItem& c) { return absl::EqualsIgnoreCase(c.name, name); });
+      if (agent == request.agents.end()) continue;
+      a.source = Source::kFastPath;
+      a.entities["agent_name"] = agent->name;
+      std::string rest = m.substr(0, at) + " " + m.substr(end);
+      std::optional<Action> verb = VerbAction(rest);
+      // "@x" alone or with a task runs it; a verb that says otherwise wins.
+      a.action = verb && *verb != Action::kCreateAgent && *verb != Action::kCreateSkill &&
+                         *verb != Action::kUpdateAgent
+                     ? *verb
+                     : Action::kExecuteTask;
+      if (verb == Action::kUpdateAgent) {
+        const std::string rest_normalized = NormalizeText(rest);
+        const std::vector<std::string_view> rest_words = Words(rest_normalized);
+        // "@x change the schedule" is a change; "@x make a summary" is a task.
+        for (std::string_view cue : {"change", "update", "edit", "modify", "rename", "reschedule",
+                                     "configure", "switch", "tweak", "adjust"}) {
+          if (FindPhrase(rest_words, cue) >= 0 && FindPhrase(rest_words, cue) <= 2) {
+            a.action = Action::kUpdateAgent;
+          }
+        }
+      }
+      a.confidence = 0.97f;
+      a.reasoning =
+          a.action == Action::kExecuteTask
+              ? "The message addresses @" + agent->name + " directly, so it is a task for it."
+              : "The message addresses @" + agent->name + " and asks to " +
+                    std::string(ActionPhrase(a.action)) + ".";
+      return result;
+    }
+  }
+
+  const Context context = ReadContext(request, classifier_, options_.history_turns);
+  std::optional<std::string> named_agent = MatchCatalogItem(request.message, request.agents);
+  if (named_agent) a.entities["agent_name"] = *named_agent;
+  if (auto skill = MatchCatalogItem(request.message, request.skills))
+    a.entities["skill_name"] = *skill;
+
+  auto finish_rule = [&](Action action, float confidence, Reference reference, std::string why) {
+    a.action = action;
+    a.confidence = confidence;
+    a.reference = reference;
+    a.reasoning = std::move(why);
+    return result;
+  };
+
+  // 3. References into the conversation.
+  if (IsRecap(words)) {
+    a.summary_worthy = true;
+    return finish_rule(Action::kConversation, 0.95f, Reference::kRecap,
+                       "The user wants to pick the conversation back up: a recap is due.");
+  }
+  if (context.proposal && IsConfirmation(words)) {
+    Merge(a.entities, context.proposal_entities);
+    return finish_rule(*context.proposal, 0.92f, Reference::kConfirmation,
+                       "The user said yes to the assistant's offer to " +
+                           std::string(ActionPhrase(*context.proposal)) + ".");
+  }
+  if (context.proposal && IsDecline(words)) {
+    a.alternative = context.proposal;
+    return finish_rule(Action::kConversation, 0.9f, Reference::kDecline,
+                       "The user declined the assistant's offer to " +
+                           std::string(ActionPhrase(*context.proposal)) + ".");
+  }
+
+  std::optional<OrdinalRef> ordinal = FindOrdinal(request.message);
+  if (ordinal && !named_agent && !context.last_list.empty()) {
+    const int size = static_cast<int>(context.last_list.size());
+    const int index = ordinal->index < 0 ? size - 1 : ordinal->index;
+    if (index < size) {
+      a.entities["agent_name"] = context.last_list[index];
+      a.entities["ordinal"] = std::to_string(index + 1);
+      std::optional<Action> verb = VerbAction(request.message);
+      if (verb == Action::kCreateAgent || verb == Action::kCreateSkill) verb.reset();
+      Action action;
+      std::string why;
+      if (verb) {
+        action = *verb;
+        why = "\"" + ordinal->text + "\" is " + context.last_list[index] +
+              " in the list the assistant gave; the verb asks to " +
+              std::string(ActionPhrase(action)) + ".";
+      } else {
+        // A bare "the second one": the action the list was offered for.
+        action = context.proposal && *context.proposal != Action::kCreateAgent
+                     ? *context.proposal
+                     : context.previous_action.value_or(Action::kQueryInfo);
+        if (action == Action::kCreateAgent || action == Action::kCreateSkill ||
+            action == Action::kConversation || action == Action::kUnknown) {
+          action = Action::kQueryInfo;
+        }
+        why = "\"" + ordinal->text + "\" picks " + context.last_list[index] +
+              " from the assistant's list, for what the user was doing: " +
+              std::string(ActionPhrase(action)) + ".";
+      }
+      return finish_rule(action, 0.9f, Reference::kOrdinal, std::move(why));
+    }
+  }
+
+  // Corrections continue the draft in progress.
+  if (context.in_progress && words.size() <= 16 && !named_agent &&
+      (HasCorrectionCue(words) || !a.entities.empty()) &&
+      !(VerbAction(request.message) == Action::kExecuteTask) && !ordinal) {
+    std::map<std::string, std::string> merged = context.in_progress_entities;
+    Merge(merged, a.entities);
+    a.entities = std::move(merged);
+    return finish_rule(
+        *context.in_progress, 0.85f, Reference::kCorrection,
+        "The user adjusts the " +
+            std::string(*context.in_progress == Action::kUpdateAgent ? "change" : "draft") +
+            " in progress (" + std::string(ActionPhrase(*context.in_progress)) + ").");
+  }
+
+  // "same for X", "what about X": the previous request, for another agent.
+  if (named_agent && context.previous_action && AsksForSameAgain(words) && words.size() <= 8 &&
+      !VerbAction(request.message).has_value()) {
+    Merge(a.entities, {{"agent_name", *named_agent}});
+    return finish_rule(*context.previous_action, 0.85f, Reference::kNone,
+                       "A follow-up asking for the same as before (" +
+                           std::string(ActionPhrase(*context.previous_action)) + ") for " +
+                           *named_agent + ".");
+  }
+
+  // Pronouns to the agent last talked about.
+  const bool pronoun = !named_agent && HasAgentPronoun(request.message);
+  if (pronoun && context.last_agent) {
+    std::optional<Action> verb = VerbAction(request.message);
+    if (verb && *verb != Action::kCreateAgent && *verb != Action::kCreateSkill) {
+      a.entities["agent_name"] = *context.last_agent;
+      return finish_rule(*verb, 0.88f, Reference::kPronoun,
+                         "\"it\" is " + *context.last_agent +
+                             ", the agent last talked about; the verb asks to " +
+                             std::string(ActionPhrase(*verb)) + ".");
+    }
+  }
+
+  // 2. The model, on the message alone.
+  std::vector<Prediction> ranked = classifier_.Predict(request.message);
+  if (ranked.empty()) {
+    a.action = Action::kUnknown;
+    a.confidence = 0.3f;
+    a.is_ambiguous = true;
+    a.reasoning = "No word of the message is known to the model.";
+    a.clarifying_question = ClarifyingQuestion(Action::kUnknown, std::nullopt, a.entities);
+    result.needs_llm = true;
+    result.llm_reason = "unknown words";
+    return result;
+  }
+  Prediction top = ranked[0];
+  std::optional<Prediction> second;
+  if (ranked.size() > 1) second = ranked[1];
+
+  // An existing agent named with a verb that only makes sense for existing
+  // agents is not a request for a new one.
+  if (named_agent && (top.action == Action::kCreateAgent || top.action == Action::kCreateSkill ||
+                      top.action == Action::kUnknown || top.action == Action::kConversation)) {
+    std::optional<Action> verb = VerbAction(request.message);
+    if (verb && *verb != Action::kCreateAgent && *verb != Action::kCreateSkill) {
+      second = top;
+      top = Prediction{*verb, std::max(top.probability, 0.6f)};
+    }
+  }
+  a.action = top.action;
+  a.confidence = top.probability;
+  if (second && second->probability >= 0.05f && second->action != top.action) {
+    a.alternative = second->action;
+  }
+  const float second_p = second ? second->probability : 0.0f;
+  a.is_ambiguous = top.probability < options_.low_confidence ||
+                   top.probability - second_p < options_.ambiguity_margin;
+  a.reasoning =
+      absl::StrCat("The local model reads this as ", std::string(ActionPhrase(top.action)), " (",
+                   static_cast<int>(top.probability * 100 + 0.5f), "%)");
+  if (a.alternative) {
+    absl::StrAppend(&a.reasoning, "; runner-up: ", std::string(ActionPhrase(*a.alternative)), " (",
+                    static_cast<int>(second_p * 100 + 0.5f), "%)");
+  }
+  absl::StrAppend(&a.reasoning, ".");
+  if (a.is_ambiguous)
+    a.clarifying_question = ClarifyingQuestion(top.action, a.alternative, a.entities);
+
+  if (pronoun && !context.last_agent && context.has_history) {
+    result.needs_llm = true;
+    result.llm_reason = "a pronoun with no agent to refer to";
+  } else if (ordinal && context.last_list.empty() && context.has_history) {
+    result.needs_llm = true;
+    result.llm_reason = "an ordinal with no list to refer to";
+  } else if (a.is_ambiguous || a.confidence < options_.llm_threshold) {
+    result.needs_llm = true;
+    result.llm_reason = "low local confidence";
+  } else if (words.size() <= 3 && context.has_history) {
+    result.needs_llm = true;
+    result.llm_reason = "a short follow-up";
+  }
+  return result;
+}
+
+}  // namespace omniforge::intent

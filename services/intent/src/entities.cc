@@ -1,0 +1,302 @@
+#include "services/intent/src/entities.h"
+
+#include <re2/re2.h>
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "services/intent/src/text.h"
+
+namespace omniforge::intent {
+namespace {
+
+// Words too common in agent names to identify one on their own.
+const std::set<std::string_view>& WeakNameWords() {
+  static const std::set<std::string_view> words = {
+      "agent", "bot", "the", "a", "my", "our", "weekly", "daily", "monthly", "hourly", "nightly",
+      "report", "reports", "summary", "update", "updates", "sync", "alert", "alerts", "new", "auto",
+      "email", "emails", "team", "notifier", "helper", "assistant", "tracker", "watcher", "monitor",
+      "digest",
+      // Verbs and words every request uses.
+      "run", "runs", "runner", "send", "sender", "post", "poster", "check", "checker", "get",
+      "make", "maker", "syncer", "list", "data", "and", "for", "from", "all", "one", "it", "writer",
+      "generator", "builder", "bot", "collector", "reminder", "remind"};
+  return words;
+}
+
+bool SameWord(std::string_view a, std::string_view b) {
+  if (a == b) return true;
+  // Plural or possessive forms: "invoices" / "invoice".
+  auto strip = [](std::string_view w) {
+    return w.size() > 3 && w.back() == 's' ? w.substr(0, w.size() - 1) : w;
+  };
+  return strip(a) == strip(b);
+}
+
+struct NameMatch {
+  int strong = 0;  // distinctive name words present
+  int total = 0;   // all name words present
+  int words = 0;   // name words
+  bool exact = false;
+};
+
+NameMatch Score(std::string_view lowered_text, const std::vector<std::string_view>& words,
+                const CatalogItem& item) {
+  NameMatch m;
+  const std::string name = Lowercase(item.name);
+  if (!name.empty() && name.size() >= 3) {
+    // The exact name, not inside a longer one.
+    size_t pos = 0;
+    while ((pos = lowered_text.find(name, pos)) != std::string_view::npos) {
+      auto is_name_char = [](char c) {
+        return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+      };
+      const bool left = pos == 0 || !is_name_char(lowered_text[pos - 1]);
+      const size_t end = pos + name.size();
+      const bool right = end >= lowered_text.size() || !is_name_char(lowered_text[end]);
+      if (left && right) {
+        m.exact = true;
+        break;
+      }
+      pos = end;
+    }
+  }
+  const std::string normalized_name = NormalizeText(item.name);
+  for (std::string_view part : Words(normalized_name)) {
+    ++m.words;
+    const bool present = std::any_of(words.begin(), words.end(),
+                                     [&](std::string_view w) { return SameWord(w, part); });
+    if (!present) continue;
+    ++m.total;
+    if (!WeakNameWords().contains(part) && part.size() >= 3) ++m.strong;
+  }
+  return m;
+}
+
+// A loose match names at least one distinctive word of the name; two items
+// matching equally well are a tie, resolved by nobody.
+bool LooseMatch(const NameMatch& m) { return m.strong > 0; }
+
+}  // namespace
+
+std::optional<std::string> MatchCatalogItem(std::string_view text,
+                                            const std::vector<CatalogItem>& items) {
+  if (items.empty()) return std::nullopt;
+  const std::string lowered = Lowercase(text);
+  const std::string normalized = NormalizeText(text);
+  const std::vector<std::string_view> words = Words(normalized);
+  const CatalogItem* best = nullptr;
+  NameMatch best_match;
+  bool tie = false;
+  for (const CatalogItem& item : items) {
+    const NameMatch m = Score(lowered, words, item);
+    if (m.exact) {
+      // The longest exact name wins ("sales-digest" inside "weekly-sales-digest"
+      // cannot happen thanks to the boundary check, but two exact names can).
+      if (best == nullptr || !best_match.exact || item.name.size() > best->name.size()) {
+        best = &item;
+        best_match = m;
+        tie = false;
+      }
+      continue;
+    }
+    if (best_match.exact || !LooseMatch(m)) continue;
+    const auto key = [](const NameMatch& x) { return std::make_pair(x.strong, x.total); };
+    if (best == nullptr || key(m) > key(best_match)) {
+      best = &item;
+      best_match = m;
+      tie = false;
+    } else if (key(m) == key(best_match)) {
+      tie = true;
+    }
+  }
+  if (best == nullptr || (tie && !best_match.exact)) return std::nullopt;
+  return best->name;
+}
+
+std::vector<std::string> CatalogItemsInOrder(std::string_view text,
+                                             const std::vector<CatalogItem>& items) {
+  const std::string lowered = Lowercase(text);
+  std::vector<std::pair<size_t, std::string>> found;
+  for (const CatalogItem& item : items) {
+    const std::string name = Lowercase(item.name);
+    if (name.empty()) continue;
+    const size_t pos = lowered.find(name);
+    if (pos != std::string::npos) found.emplace_back(pos, item.name);
+  }
+  // A name inside a longer one at the same place ("digest" in
+  // "sales-digest") is not a separate item.
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second.size() > b.second.size();
+  });
+  std::vector<std::string> out;
+  size_t covered_until = 0;
+  for (const auto& [pos, name] : found) {
+    if (!out.empty() && pos < covered_until) continue;
+    out.push_back(name);
+    covered_until = pos + name.size();
+  }
+  return out;
+}
+
+std::map<std::string, std::string> ExtractEntities(std::string_view text) {
+  std::map<std::string, std::string> out;
+  const std::string lowered = Lowercase(text);
+
+  static const RE2 kSchedule(
+      R"((?:every|each)\s+(?:other\s+)?(?:\d+\s+)?(?:day|morning|evening|night|weekday|week|month|quarter|year|hour|minute|minutes|hours|monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tue|wed|thu|fri|sat|sun)s?(?:\s+(?:at|by|around)\s+\d{1,2}(?::\d{2})?\s*(?:am|pm)?)?|\b(?:daily|weekly|biweekly|monthly|quarterly|hourly|nightly|yearly|annually)\b(?:\s+(?:at|by|around)\s+\d{1,2}(?::\d{2})?\s*(?:am|pm)?)?|\bon\s+(?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekdays|weekends)\b|\b(?:at|by)\s+\d{1,2}(?::\d{2})?\s*(?:am|pm)\b|\bcron\s+[\d*/,\- ]{9,})");
+  re2::StringPiece schedule;
+  if (RE2::PartialMatch(lowered, "(" + kSchedule.pattern() + ")", &schedule)) {
+    out["schedule"] =
+        std::string(TrimWhitespace(std::string_view(schedule.data(), schedule.size())));
+  }
+
+  // Known tools and stores, in order of appearance.
+  static const std::vector<std::pair<std::string_view, std::string_view>> kSources = {
+      {"google sheets", "google_sheets"},
+      {"google sheet", "google_sheets"},
+      {"spreadsheet", "google_sheets"},
+      {"google drive", "google_drive"},
+      {"gdrive", "google_drive"},
+      {"google calendar", "google_calendar"},
+      {"notion", "notion"},
+      {"slack", "slack"},
+      {"gmail", "gmail"},
+      {"outlook", "outlook"},
+      {"hubspot", "hubspot"},
+      {"salesforce", "salesforce"},
+      {"sfdc", "salesforce"},
+      {"jira", "jira"},
+      {"github", "github"},
+      {"gitlab", "gitlab"},
+      {"stripe", "stripe"},
+      {"postgres", "postgres"},
+      {"postgresql", "postgres"},
+      {"mysql", "mysql"},
+      {"bigquery", "bigquery"},
+      {"snowflake", "snowflake"},
+      {"zendesk", "zendesk"},
+      {"intercom", "intercom"},
+      {"airtable", "airtable"},
+      {"linear", "linear"},
+      {"asana", "asana"},
+      {"trello", "trello"},
+      {"shopify", "shopify"},
+      {"confluence", "confluence"},
+      {"quickbooks", "quickbooks"},
+      {"xero", "xero"},
+      {"mailchimp", "mailchimp"},
+      {"dropbox", "dropbox"},
+      {"excel", "excel"},
+      {"teams", "teams"},
+      {"zoom", "zoom"},
+      {"s3", "s3"},
+      {"pipedrive", "pipedrive"},
+      {"freshdesk", "freshdesk"},
+      {"calendly", "calendly"},
+      {"typeform", "typeform"},
+  };
+  const std::string normalized = NormalizeText(text);
+  const std::vector<std::string_view> words = Words(normalized);
+  std::vector<std::pair<int, std::string_view>> sources;
+  for (const auto& [phrase, id] : kSources) {
+    const int at = FindPhrase(words, phrase);
+    if (at < 0) continue;
+    if (std::none_of(sources.begin(), sources.end(),
+                     [&](const auto& s) { return s.second == id; })) {
+      sources.emplace_back(at, id);
+    }
+  }
+  std::sort(sources.begin(), sources.end());
+  if (!sources.empty()) {
+    std::vector<std::string> ids;
+    for (const auto& s : sources) ids.emplace_back(s.second);
+    out["data_source"] = absl::StrJoin(ids, ",");
+  }
+
+  // Recipients: e-mail addresses, #channels, "to/cc <someone>" phrases.
+  std::vector<std::string> recipients;
+  static const RE2 kEmail(R"(([a-z0-9._%+\-]+@[a-z0-9.\-]+\.[a-z]{2,}))");
+  static const RE2 kChannel(R"((?:^|\s)(#[a-z][a-z0-9_\-]{1,79}))");
+  static const RE2 kTeam(
+      R"(\b(?:to|cc|for|with|notify|ping|tell)\s+((?:the\s+)?[a-z]+(?:\s+[a-z]+)?\s+(?:team|channel|group|department|managers|leads))\b)");
+  static const RE2 kPerson(
+      R"(\b(?:cc|notify|ping|loop in)\s+([a-z]+)\b|\b(?:to|email|tell)\s+(me|us|everyone)\b)");
+  re2::StringPiece input(lowered);
+  std::string match;
+  while (RE2::FindAndConsume(&input, kEmail, &match)) recipients.push_back(match);
+  input = re2::StringPiece(lowered);
+  while (RE2::FindAndConsume(&input, kChannel, &match)) recipients.push_back(match);
+  input = re2::StringPiece(lowered);
+  while (RE2::FindAndConsume(&input, kTeam, &match)) recipients.push_back(match);
+  if (recipients.empty()) {
+    input = re2::StringPiece(lowered);
+    std::string person, group;
+    if (RE2::FindAndConsume(&input, kPerson, &person, &group)) {
+      recipients.push_back(person.empty() ? group : person);
+    }
+  }
+  if (!recipients.empty()) out["recipients"] = absl::StrJoin(recipients, ",");
+  return out;
+}
+
+std::optional<OrdinalRef> FindOrdinal(std::string_view text) {
+  const std::string normalized = NormalizeText(text);
+  const std::vector<std::string_view> words = Words(normalized);
+  static const std::vector<std::pair<std::string_view, int>> kOrdinals = {
+      {"first", 0},   {"1st", 0},  {"second", 1}, {"2nd", 1},    {"third", 2},   {"3rd", 2},
+      {"fourth", 3},  {"4th", 3},  {"fifth", 4},  {"5th", 4},    {"sixth", 5},   {"6th", 5},
+      {"seventh", 6}, {"7th", 6},  {"eighth", 7}, {"8th", 7},    {"ninth", 8},   {"9th", 8},
+      {"tenth", 9},   {"10th", 9}, {"last", -1},  {"final", -1}, {"bottom", -1}, {"top", 0}};
+  // Nouns that make "last"/"first" a time or a thing rather than a list
+  // position ("the last run", "first thing tomorrow").
+  static const std::set<std::string_view> kNotAListItem = {
+      "run",  "runs",  "time", "week", "night",  "month",   "day",   "year", "thing",   "things",
+      "step", "steps", "hour", "few",  "couple", "message", "email", "sync", "quarter", "of"};
+  for (size_t i = 0; i < words.size(); ++i) {
+    for (const auto& [word, index] : kOrdinals) {
+      if (words[i] != word) continue;
+      const std::string_view next = i + 1 < words.size() ? words[i + 1] : "";
+      if (kNotAListItem.contains(next)) continue;
+      // "top"/"final"/"bottom"/"last"/"first" alone mean many things; they
+      // count only with a determiner before them.
+      const std::string_view prev = i > 0 ? words[i - 1] : "";
+      const bool determiner = prev == "the" || prev == "that" || prev == "this";
+      const bool weak =
+          word == "top" || word == "bottom" || word == "final" || word == "last" || word == "first";
+      if (weak && !determiner) continue;
+      return OrdinalRef{index, std::string(word)};
+    }
+    // "#2", "number 2", "no 2", "option 2", "item 2", or just "2".
+    int n = 0;
+    if (absl::SimpleAtoi(std::string(words[i]), &n) && n >= 1 && n <= 50) {
+      const std::string_view prev = i > 0 ? words[i - 1] : "";
+      const bool hash =
+          i < normalized.size() && text.find("#" + std::string(words[i])) != std::string_view::npos;
+      const bool counted = prev == "number" || prev == "no" || prev == "option" || prev == "item" ||
+                           prev == "num" || prev == "nr";
+      if (hash || counted || words.size() <= 2) {
+        return OrdinalRef{n - 1, (hash ? "#" : "") + std::string(words[i])};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+bool HasAgentPronoun(std::string_view text) {
+  const std::string normalized = NormalizeText(text);
+  const std::vector<std::string_view> words = Words(normalized);
+  for (std::string_view phrase :
+       {"it", "its", "that one", "this one", "that agent", "this agent", "that bot", "this bot",
+        "the same one", "that thing", "this thing", "the agent", "the bot", "him"}) {
+    if (ContainsPhrase(words, phrase)) return true;
+  }
+  return false;
+}
+
+}  // namespace omniforge::intent

@@ -1,0 +1,44 @@
+// Entities in a user message: the agent or skill it names, the data sources
+// and recipients, a schedule, and references into the conversation
+// (ordinals like "the second one", pronouns like "it").
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "services/intent/src/model.h"
+
+namespace omniforge::intent {
+
+// The catalog item (agent or skill) `text` names, by its exact name
+// ("weekly-sales-digest", any case) or loosely by its distinctive words
+// ("the sales digest", "the invoice thing"). Nullopt when none does, or when
+// two match equally well.
+std::optional<std::string> MatchCatalogItem(std::string_view text,
+                                            const std::vector<CatalogItem>& items);
+
+// Every catalog item named in `text`, in the order they first appear (used
+// to read the lists an assistant gave).
+std::vector<std::string> CatalogItemsInOrder(std::string_view text,
+                                             const std::vector<CatalogItem>& items);
+
+// schedule ("every monday at 9am", "weekly"), data_source ("notion,slack"),
+// recipients ("maria@example.com", "#finance", "the finance team").
+std::map<std::string, std::string> ExtractEntities(std::string_view text);
+
+// An ordinal reference into a list: 0-based index, or -1 for "the last one".
+// "first", "2nd", "#3", "number 4", "option 2", a bare "2".
+struct OrdinalRef {
+  int index;
+  std::string text;  // as written, for reasoning
+};
+std::optional<OrdinalRef> FindOrdinal(std::string_view text);
+
+// "it", "that one", "this agent", "the same one": a pronoun that stands for
+// an agent.
+bool HasAgentPronoun(std::string_view text);
+
+}  // namespace omniforge::intent

@@ -1,0 +1,90 @@
+#include "services/intent/src/text.h"
+
+namespace omniforge::intent {
+
+std::string NormalizeText(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 8);
+  bool pending_space = false;
+  auto put = [&](char c) {
+    if (pending_space && !out.empty()) out.push_back(' ');
+    pending_space = false;
+    out.push_back(c);
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x80) {
+      // Typographic apostrophe (U+2019) is dropped like the ASCII one.
+      if (c == 0xE2 && i + 2 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0x80 &&
+          static_cast<unsigned char>(text[i + 2]) == 0x99) {
+        i += 2;
+        continue;
+      }
+      put(static_cast<char>(c));
+    } else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
+      put(static_cast<char>(c));
+    } else if (c >= 'A' && c <= 'Z') {
+      put(static_cast<char>(c - 'A' + 'a'));
+    } else if (c == '\'' || c == '`') {
+      continue;
+    } else if (c == '?') {
+      pending_space = true;
+      put('?');
+      pending_space = true;
+    } else {
+      pending_space = true;
+    }
+  }
+  return out;
+}
+
+std::string Lowercase(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+std::string_view TrimWhitespace(std::string_view s) {
+  auto space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+  };
+  while (!s.empty() && space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string_view> SplitAny(std::string_view s, std::string_view delimiters) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t end = s.find_first_of(delimiters, start);
+    if (end == std::string_view::npos) end = s.size();
+    std::string_view piece = TrimWhitespace(s.substr(start, end - start));
+    if (!piece.empty()) out.push_back(piece);
+    start = end + 1;
+  }
+  return out;
+}
+
+std::vector<std::string_view> Words(std::string_view normalized) {
+  return SplitAny(normalized, " ");
+}
+
+int FindPhrase(const std::vector<std::string_view>& words, std::string_view phrase) {
+  const std::vector<std::string_view> parts = Words(phrase);
+  if (parts.empty() || parts.size() > words.size()) return -1;
+  for (size_t i = 0; i + parts.size() <= words.size(); ++i) {
+    size_t j = 0;
+    while (j < parts.size() && words[i + j] == parts[j]) ++j;
+    if (j == parts.size()) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+bool ContainsPhrase(const std::vector<std::string_view>& words, std::string_view phrase) {
+  return FindPhrase(words, phrase) >= 0;
+}
+
+}  // namespace omniforge::intent

@@ -1,0 +1,360 @@
+// The local layers: text normalisation, the shipped data and its split, the
+// fastText model, entities, the fast path and references into the history.
+#include "services/intent/src/analyzer.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+#include <thread>
+
+#include "services/intent/src/entities.h"
+#include "services/intent/src/keywords.h"
+#include "services/intent/src/labeled_data.h"
+#include "services/intent/src/text.h"
+
+namespace omniforge::intent {
+namespace {
+
+using ::testing::HasSubstr;
+
+const LocalClassifier& Shipped() {
+  static const std::unique_ptr<LocalClassifier> model = [] {
+    auto trained = LocalClassifier::Train(TrainingSplit());
+    EXPECT_TRUE(trained.ok()) << trained.status();
+    return *std::move(trained);
+  }();
+  return *model;
+}
+
+const LocalAnalyzer& Analyzer() {
+  static const LocalAnalyzer analyzer(Shipped());
+  return analyzer;
+}
+
+std::vector<CatalogItem> Agents() {
+  return {{"weekly-sales-digest", "Emails the sales team a digest of closed deals every Monday"},
+          {"invoice-chaser", "Reminds customers about overdue invoices"},
+          {"notion-standup-summary", "Posts a summary of the Notion standup page to Slack"}};
+}
+
+HistoryTurn User(std::string text) { return {Role::kUser, std::move(text)}; }
+HistoryTurn Assistant(std::string text) { return {Role::kAssistant, std::move(text)}; }
+
+IntentAnalysis Analyze(std::string message, std::vector<HistoryTurn> history = {}) {
+  IntentRequest request;
+  request.message = std::move(message);
+  request.history = std::move(history);
+  request.agents = Agents();
+  return Analyzer().Analyze(request).analysis;
+}
+
+std::string AgentOf(const IntentAnalysis& a) {
+  auto it = a.entities.find("agent_name");
+  return it == a.entities.end() ? "" : it->second;
+}
+
+TEST(TextTest, NormalizesCasePunctuationAndApostrophes) {
+  EXPECT_EQ(NormalizeText("  Don't RUN the Weekly-Sales-Digest, ok?? "),
+            "dont run the weekly sales digest ok ? ?");
+  EXPECT_EQ(NormalizeText("it\xE2\x80\x99s fine"), "its fine");
+  EXPECT_EQ(NormalizeText("caf\xC3\xA9 #2"), "caf\xC3\xA9 2");
+  EXPECT_EQ(NormalizeText("...!!"), "");
+  EXPECT_THAT(Words("a  b ? c"), ::testing::ElementsAre("a", "b", "?", "c"));
+  EXPECT_EQ(FindPhrase(Words("please set it up now"), "set it up"), 1);
+  EXPECT_EQ(FindPhrase(Words("please set it"), "set it up"), -1);
+}
+
+TEST(LabeledDataTest, ShipsAtLeastTwoThousandUtterancesOverAllEightLabels) {
+  const auto& all = ShippedUtterances();
+  EXPECT_GE(all.size(), 2000u);
+  std::map<Action, int> per_label;
+  std::set<std::string> distinct;
+  for (const auto& u : all) {
+    ++per_label[u.action];
+    EXPECT_TRUE(distinct.insert(NormalizeText(u.text)).second || NormalizeText(u.text).empty())
+        << "duplicate utterance: " << u.text;
+  }
+  for (Action a : kAllActions) EXPECT_GE(per_label[a], 250) << ActionName(a);
+}
+
+TEST(LabeledDataTest, DevSplitIsAboutOneFifthDisjointAndStable) {
+  const auto train = TrainingSplit();
+  const auto dev = DevSplit();
+  EXPECT_EQ(train.size() + dev.size(), ShippedUtterances().size());
+  const double share = static_cast<double>(dev.size()) / ShippedUtterances().size();
+  EXPECT_GT(share, 0.15);
+  EXPECT_LT(share, 0.25);
+  std::set<std::string> trained;
+  for (const auto& u : train) trained.insert(NormalizeText(u.text));
+  for (const auto& u : dev) EXPECT_FALSE(trained.contains(NormalizeText(u.text))) << u.text;
+  // Only the text decides the side: case and punctuation do not move it.
+  for (const auto& u : dev) {
+    EXPECT_TRUE(IsDevUtterance(u.text));
+    EXPECT_TRUE(IsDevUtterance(Lowercase(u.text) + "!"));
+  }
+}
+
+TEST(LabeledDataTest, UnknownLabelsAreRejected) {
+  EXPECT_FALSE(ParseLabeledLines("create_agents", "hello\n").ok());
+  auto parsed = ParseLabeledLines("query_info", "a\n\n  b  \n");
+  ASSERT_TRUE(parsed.ok());
+  ASSERT_EQ(parsed->size(), 2u);
+  EXPECT_EQ((*parsed)[1].text, "b");
+}
+
+TEST(ClassifierTest, TrainingIsDeterministic) {
+  auto again = LocalClassifier::Train(TrainingSplit());
+  ASSERT_TRUE(again.ok());
+  for (const auto& u : DevSplit()) {
+    const auto a = Shipped().Predict(u.text);
+    const auto b = (*again)->Predict(u.text);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      EXPECT_EQ(a[i].action, b[i].action) << u.text;
+      EXPECT_EQ(a[i].probability, b[i].probability) << u.text;
+    }
+  }
+}
+
+TEST(ClassifierTest, RanksAllEightActionsWithProbabilities) {
+  const auto ranked = Shipped().Predict("our weekly reports are always late");
+  ASSERT_EQ(ranked.size(), 8u);
+  float sum = 0;
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    sum += ranked[i].probability;
+    if (i > 0) {
+      EXPECT_GE(ranked[i - 1].probability, ranked[i].probability);
+    }
+  }
+  EXPECT_NEAR(sum, 1.0f, 0.01f);
+  EXPECT_EQ(ranked[0].action, Action::kCreateAgent);
+}
+
+TEST(ClassifierTest, IsSharedAcrossThreads) {
+  const auto dev = DevSplit();
+  std::vector<Action> expected;
+  for (const auto& u : dev) expected.push_back(Shipped().Predict(u.text)[0].action);
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (size_t i = 0; i < dev.size(); ++i) {
+        if (Shipped().Predict(dev[i].text)[0].action != expected[i]) ++mismatches;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
+TEST(ClassifierTest, NoExamplesIsAnError) {
+  EXPECT_EQ(LocalClassifier::Train({}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(EntitiesTest, MatchesAgentsExactlyOrByDistinctiveWords) {
+  const auto agents = Agents();
+  EXPECT_EQ(MatchCatalogItem("run Weekly-Sales-Digest now", agents), "weekly-sales-digest");
+  EXPECT_EQ(MatchCatalogItem("is the sales digest working?", agents), "weekly-sales-digest");
+  EXPECT_EQ(MatchCatalogItem("the invoice thing spams people", agents), "invoice-chaser");
+  EXPECT_EQ(MatchCatalogItem("build me a weekly report", agents), std::nullopt);
+  EXPECT_EQ(MatchCatalogItem("run it again", {{"dbt-run-monitor", ""}}), std::nullopt);
+  // Two agents share the only word: nobody is chosen.
+  EXPECT_EQ(MatchCatalogItem("the invoice one", {{"invoice-chaser", ""}, {"invoice-sync", ""}}),
+            std::nullopt);
+  EXPECT_THAT(CatalogItemsInOrder("1. invoice-chaser\n2. weekly-sales-digest", agents),
+              ::testing::ElementsAre("invoice-chaser", "weekly-sales-digest"));
+}
+
+TEST(EntitiesTest, ExtractsScheduleSourcesAndRecipients) {
+  auto e = ExtractEntities(
+      "every monday at 9am pull deals from HubSpot and Google Sheets, email maria@acme.io and "
+      "post in #sales");
+  EXPECT_EQ(e["schedule"], "every monday at 9am");
+  EXPECT_EQ(e["data_source"], "hubspot,google_sheets");
+  EXPECT_EQ(e["recipients"], "maria@acme.io,#sales");
+  EXPECT_EQ(ExtractEntities("make it weekly")["schedule"], "weekly");
+  EXPECT_EQ(ExtractEntities("send it to the finance team")["recipients"], "the finance team");
+  EXPECT_TRUE(ExtractEntities("hello there").empty());
+}
+
+TEST(EntitiesTest, FindsOrdinalsButNotTimes) {
+  EXPECT_EQ(FindOrdinal("run the first one")->index, 0);
+  EXPECT_EQ(FindOrdinal("#2 please")->index, 1);
+  EXPECT_EQ(FindOrdinal("number 3")->index, 2);
+  EXPECT_EQ(FindOrdinal("the last one")->index, -1);
+  EXPECT_EQ(FindOrdinal("2")->index, 1);
+  EXPECT_FALSE(FindOrdinal("what happened in the last run?").has_value());
+  EXPECT_FALSE(FindOrdinal("first thing tomorrow, send the report").has_value());
+  EXPECT_FALSE(FindOrdinal("we have 3 agents that post to slack every day").has_value());
+}
+
+TEST(FastPathTest, AtAgentNameRunsTheAgentUnlessTheMessageSaysOtherwise) {
+  IntentAnalysis run = Analyze("@invoice-chaser the overdue ones from march");
+  EXPECT_EQ(run.source, Source::kFastPath);
+  EXPECT_EQ(run.action, Action::kExecuteTask);
+  EXPECT_EQ(AgentOf(run), "invoice-chaser");
+
+  IntentAnalysis pause = Analyze("@Invoice-Chaser pause until monday");
+  EXPECT_EQ(pause.source, Source::kFastPath);
+  EXPECT_EQ(pause.action, Action::kManagePlatform);
+  EXPECT_EQ(AgentOf(pause), "invoice-chaser");
+
+  IntentAnalysis change = Analyze("@weekly-sales-digest change the schedule to fridays");
+  EXPECT_EQ(change.action, Action::kUpdateAgent);
+
+  // Not one of the user's agents, and not an e-mail address.
+  EXPECT_NE(Analyze("@someone-else do this").source, Source::kFastPath);
+  EXPECT_NE(Analyze("mail bob@invoice-chaser.com the totals").source, Source::kFastPath);
+}
+
+TEST(FastPathTest, AnEmptyMessageGetsAClarifyingQuestionNamingTheAgents) {
+  for (const char* empty : {"", "   \n\t ", "?!"}) {
+    IntentAnalysis a = Analyze(empty);
+    EXPECT_EQ(a.source, Source::kFastPath);
+    EXPECT_TRUE(a.is_ambiguous);
+    EXPECT_THAT(a.clarifying_question, HasSubstr("weekly-sales-digest"));
+  }
+}
+
+TEST(ReferenceTest, OrdinalsPickFromTheLastListTheAssistantGave) {
+  std::vector<HistoryTurn> history = {
+      User("what agents do i have?"),
+      Assistant("You have three:\n1. weekly-sales-digest\n2. invoice-chaser\n"
+                "3. notion-standup-summary")};
+  IntentAnalysis run = Analyze("run the second one", history);
+  EXPECT_EQ(run.action, Action::kExecuteTask);
+  EXPECT_EQ(AgentOf(run), "invoice-chaser");
+  EXPECT_EQ(run.reference, Reference::kOrdinal);
+
+  IntentAnalysis pause = Analyze("pause the last one", history);
+  EXPECT_EQ(pause.action, Action::kManagePlatform);
+  EXPECT_EQ(AgentOf(pause), "notion-standup-summary");
+
+  IntentAnalysis what = Analyze("what does #1 do?", history);
+  EXPECT_EQ(what.action, Action::kQueryInfo);
+  EXPECT_EQ(AgentOf(what), "weekly-sales-digest");
+}
+
+TEST(ReferenceTest, ABareOrdinalContinuesWhatTheListWasFor) {
+  IntentAnalysis a =
+      Analyze("the last one", {User("run one of my agents"), Assistant("Which one should I run?\n"
+                                                                       "- weekly-sales-digest\n"
+                                                                       "- invoice-chaser")});
+  EXPECT_EQ(a.action, Action::kExecuteTask);
+  EXPECT_EQ(AgentOf(a), "invoice-chaser");
+}
+
+TEST(ReferenceTest, PronounsMeanTheAgentLastTalkedAbout) {
+  IntentAnalysis a =
+      Analyze("pause it", {User("did the invoice-chaser run last night?"),
+                           Assistant("Yes, at 02:00. It sent 14 reminders and 2 bounced.")});
+  EXPECT_EQ(a.action, Action::kManagePlatform);
+  EXPECT_EQ(AgentOf(a), "invoice-chaser");
+  EXPECT_EQ(a.reference, Reference::kPronoun);
+}
+
+TEST(ReferenceTest, AYesTakesTheProposedActionWithItsEntities) {
+  IntentAnalysis create = Analyze(
+      "yes, do that", {User("our standup notes never reach the managers"),
+                       Assistant("I can set up an agent that posts the Notion standup summary to "
+                                 "#managers every Monday at 9. Want me to create it?")});
+  EXPECT_EQ(create.action, Action::kCreateAgent);
+  EXPECT_EQ(create.reference, Reference::kConfirmation);
+  EXPECT_EQ(create.entities["recipients"], "#managers");
+  EXPECT_THAT(create.entities["schedule"], HasSubstr("every monday"));
+
+  IntentAnalysis pause =
+      Analyze("sure", {User("invoice-chaser keeps emailing paid customers"),
+                       Assistant("I can pause invoice-chaser until the sync is fixed. Pause it?")});
+  EXPECT_EQ(pause.action, Action::kManagePlatform);
+  EXPECT_EQ(AgentOf(pause), "invoice-chaser");
+
+  IntentAnalysis no = Analyze("no thanks", {Assistant("Want me to run weekly-sales-digest now?")});
+  EXPECT_EQ(no.action, Action::kConversation);
+  EXPECT_EQ(no.reference, Reference::kDecline);
+  EXPECT_EQ(no.alternative, Action::kExecuteTask);
+}
+
+TEST(ReferenceTest, CorrectionsContinueTheDraftInProgress) {
+  IntentAnalysis a =
+      Analyze("actually make it weekly",
+              {User("i want something that sends our MRR numbers to the founders"),
+               Assistant("Here's a draft:\n- Source: Stripe\n- Schedule: every day at 8:00\n"
+                         "- Delivery: email to the founders list\nShould I create it?")});
+  EXPECT_EQ(a.action, Action::kCreateAgent);
+  EXPECT_EQ(a.reference, Reference::kCorrection);
+  EXPECT_EQ(a.entities["schedule"], "weekly");
+}
+
+TEST(ReferenceTest, WhereWereWeAsksForARecap) {
+  IntentAnalysis a = Analyze("where were we?", {User("help me with the invoices"),
+                                                Assistant("Sure, what is going wrong?")});
+  EXPECT_EQ(a.action, Action::kConversation);
+  EXPECT_TRUE(a.summary_worthy);
+  EXPECT_EQ(a.reference, Reference::kRecap);
+}
+
+TEST(ReferenceTest, RoutingMetadataBeatsReadingTheText) {
+  HistoryTurn offer = Assistant("Shall I?");
+  offer.action = Action::kUpdateAgent;
+  offer.pending_action = true;
+  offer.entities = {{"agent_name", "weekly-sales-digest"}, {"schedule", "every friday"}};
+  IntentAnalysis a = Analyze("yes", {offer});
+  EXPECT_EQ(a.action, Action::kUpdateAgent);
+  EXPECT_EQ(AgentOf(a), "weekly-sales-digest");
+  EXPECT_EQ(a.entities["schedule"], "every friday");
+
+  HistoryTurn list = Assistant("Here they are.");
+  list.listed_agents = {"invoice-chaser", "weekly-sales-digest"};
+  EXPECT_EQ(AgentOf(Analyze("run the second one", {list})), "weekly-sales-digest");
+}
+
+TEST(AmbiguityTest, ClarifyingQuestionNamesBothActionsAndTheEntities) {
+  const std::string q = ClarifyingQuestion(Action::kCreateAgent, Action::kUpdateAgent,
+                                           {{"agent_name", "weekly-sales-digest"},
+                                            {"data_source", "notion"},
+                                            {"schedule", "every monday"}});
+  EXPECT_EQ(q,
+            "Should I set up a new agent for notion that runs every monday, or change "
+            "weekly-sales-digest?");
+}
+
+TEST(AmbiguityTest, LowConfidenceAnswersAreFlaggedWithTheRunnerUp) {
+  // Whatever the model says about a borderline message, the flags agree with
+  // its numbers.
+  for (const char* text : {"the digest", "hmm reports", "sales stuff again"}) {
+    IntentRequest request;
+    request.message = text;
+    LocalResult r = Analyzer().Analyze(request);
+    const auto ranked = Shipped().Predict(text);
+    const bool close =
+        ranked[0].probability < 0.45f || ranked[0].probability - ranked[1].probability < 0.12f;
+    EXPECT_EQ(r.analysis.is_ambiguous, close) << text;
+    if (close) {
+      EXPECT_FALSE(r.analysis.clarifying_question.empty());
+      EXPECT_TRUE(r.needs_llm);
+    }
+  }
+}
+
+TEST(VerbActionTest, MapsVerbsAboutExistingAgents) {
+  EXPECT_EQ(VerbAction("please run it"), Action::kExecuteTask);
+  EXPECT_EQ(VerbAction("kill that one"), Action::kManagePlatform);
+  EXPECT_EQ(VerbAction("why did it fail"), Action::kQueryInfo);
+  EXPECT_EQ(VerbAction("make it weekly"), Action::kUpdateAgent);
+  EXPECT_EQ(VerbAction("remove maria from it"), Action::kUpdateAgent);
+  EXPECT_EQ(VerbAction("create a skill for pdfs"), Action::kCreateSkill);
+  EXPECT_EQ(VerbAction("create a project for the launch"), Action::kManagePlatform);
+  EXPECT_EQ(VerbAction("hello"), std::nullopt);
+}
+
+TEST(KeywordTest, FallsBackOnPlainKeywords) {
+  EXPECT_EQ(ClassifyByKeywords("please pause the bot")->action, Action::kManagePlatform);
+  EXPECT_EQ(ClassifyByKeywords("create an agent that automates invoices")->action,
+            Action::kCreateAgent);
+  EXPECT_FALSE(ClassifyByKeywords("zxqv blorp").has_value());
+}
+
+}  // namespace
+}  // namespace omniforge::intent
