@@ -274,7 +274,8 @@ int Run(const std::string& target_flag, bool spawn, const std::string& followups
       misses.push_back(id + ": \"" + c.at("message").get<std::string>() + "\" expected " +
                        expect.at("action_type").get<std::string>() +
                        (want_agent.empty() ? "" : "/" + want_agent) + ", got " +
-                       ShortName(got.action_type()) + (got_agent.empty() ? "" : "/" + got_agent));
+                       ShortName(got.action_type()) + (got_agent.empty() ? "" : "/" + got_agent) +
+                       " — " + got.reasoning());
     }
   }
   std::printf("\nfollow-ups: %d cases; action %d, agent_name %d, both %d\n", cases, action_ok,

@@ -42,18 +42,81 @@ const std::set<std::string_view>& Filler() {
   return words;
 }
 
+bool IsAffirmative(std::string_view w) {
+  static const std::set<std::string_view> yes = {"yes",
+                                                 "yeah",
+                                                 "yep",
+                                                 "yup",
+                                                 "ya",
+                                                 "yea",
+                                                 "yess",
+                                                 "yesss",
+                                                 "sure",
+                                                 "ok",
+                                                 "okay",
+                                                 "k",
+                                                 "kk",
+                                                 "y",
+                                                 "si",
+                                                 "oui",
+                                                 "ja",
+                                                 "absolutely",
+                                                 "definitely",
+                                                 "confirm",
+                                                 "confirmed",
+                                                 "correct",
+                                                 "proceed",
+                                                 "approved",
+                                                 "approve",
+                                                 "agreed",
+                                                 "perfect",
+                                                 "great",
+                                                 "alright",
+                                                 "aight",
+                                                 "lgtm",
+                                                 "certainly",
+                                                 "please",
+                                                 "go",
+                                                 "do",
+                                                 "sounds",
+                                                 "love",
+                                                 "affirmative",
+                                                 "fine",
+                                                 "cool",
+                                                 "nice",
+                                                 "\xF0\x9F\x91\x8D",
+                                                 "\xF0\x9F\x91\x8C",
+                                                 "\xE2\x9C\x85",
+                                                 "\xF0\x9F\x99\x8C"};
+  return yes.contains(w);
+}
+
+// "yes", "sure thing", "yes please, asap", "love it, yes", "yes, delete":
+// short, with an affirmative word among the first three and no "no" before it.
 bool IsConfirmation(const std::vector<std::string_view>& words) {
-  static const std::set<std::string_view> yes = {
-      "yes",     "yeah",      "yep",     "yup",     "ya",       "yea",        "sure",
-      "ok",      "okay",      "k",       "kk",      "y",        "absolutely", "definitely",
-      "confirm", "confirmed", "correct", "proceed", "approved", "approve",    "agreed",
-      "agree",   "perfect",   "great",   "go",      "do",       "please",     "affirmative",
-      "alright", "aight",     "sounds",  "lgtm",    "fine",     "certainly",  "indeed",
-      "cool",    "works",     "good",    "nice"};
-  if (words.empty() || words.size() > 10) return false;
-  std::set<std::string_view> allowed = Filler();
-  allowed.insert(yes.begin(), yes.end());
-  return OnlyWordsFrom(words, allowed, yes);
+  if (words.empty() || words.size() > 12) return false;
+  // "yeah what does the fourth one do?" asks something new.
+  if (ContainsPhrase(words, "?")) {
+    for (std::string_view q : {"what", "how", "why", "which", "when", "who", "where", "whats"}) {
+      if (ContainsPhrase(words, q)) return false;
+    }
+  }
+  for (size_t i = 0; i < words.size() && i < 3; ++i) {
+    const std::string_view w = words[i];
+    if (w == "no" || w == "not" || w == "dont" || w == "nope" || w == "nah" || w == "cancel" ||
+        w == "wait" || w == "stop") {
+      return false;
+    }
+    if (!IsAffirmative(w)) continue;
+    // "do" and "go" only count as "do it", "do that", "go ahead", "go for it".
+    const std::string_view next = i + 1 < words.size() ? words[i + 1] : "";
+    if (w == "do" && next != "it" && next != "that" && next != "this") continue;
+    if (w == "go" && next != "ahead" && next != "for") continue;
+    if (w == "please" && next != "do" && !next.empty()) continue;
+    if ((w == "sounds" || w == "love") && next.empty()) continue;
+    return true;
+  }
+  return false;
 }
 
 bool IsDecline(const std::vector<std::string_view>& words) {
@@ -100,7 +163,12 @@ bool IsRecap(const std::vector<std::string_view>& words) {
                                   "bring me up to speed",
                                   "what was the plan",
                                   "refresh my memory",
-                                  "where were u"}) {
+                                  "where were u",
+                                  "what did we end up",
+                                  "end up deciding",
+                                  "where we landed",
+                                  "where did we land",
+                                  "what did we land on"}) {
     if (ContainsPhrase(words, phrase)) return true;
   }
   return false;
@@ -207,7 +275,11 @@ constexpr std::string_view kOfferCues[] = {"want me to",
                                            "ok to",
                                            "okay to",
                                            "can i",
-                                           "ready to"};
+                                           "ready to",
+                                           "id",
+                                           "i would",
+                                           "do you want to",
+                                           "want to"};
 
 // The action an assistant turn offers: the verb right after an offer ("I can
 // set up ...", "Want me to pause ...?"), sentence by sentence, else the verb
@@ -225,13 +297,19 @@ std::optional<Action> ProposalAction(std::string_view text) {
       for (size_t i = at + Words(cue).size(); i < words.size(); ++i) {
         // "go ahead and pause it": skip the filler before the real verb.
         if (rest.empty() && (words[i] == "go" || words[i] == "ahead" || words[i] == "and" ||
-                             words[i] == "also" || words[i] == "just" || words[i] == "quickly")) {
+                             words[i] == "also" || words[i] == "just" || words[i] == "quickly" ||
+                             words[i] == "to" || words[i] == "now" || words[i] == "first")) {
           continue;
         }
         rest.append(words[i]);
         rest.push_back(' ');
       }
-      std::optional<Action> verb = VerbAction(rest);
+      std::optional<Action> verb = VerbAction(rest, 3);
+      // "I can build a skill that ...": what is built decides.
+      if (verb == Action::kCreateAgent &&
+          (ContainsPhrase(words, "skill") || ContainsPhrase(words, "skills"))) {
+        verb = Action::kCreateSkill;
+      }
       if (verb && *verb != Action::kQueryInfo) found = verb;  // the latest offer counts
       break;
     }
@@ -267,7 +345,8 @@ std::string ProposalText(std::string_view text) {
 // ----------------------------------------------------------- the context
 
 struct Context {
-  std::vector<std::string> last_list;     // agents of the last turn that listed two or more
+  std::vector<std::string> last_list;  // agents of the last turn that listed two or more
+  std::optional<Action> list_action;   // what that list was offered for ("which one should I run?")
   std::optional<std::string> last_agent;  // the agent last talked about
   std::optional<Action> proposal;         // the assistant's last turn offers this
   std::map<std::string, std::string> proposal_entities;
@@ -294,7 +373,7 @@ std::optional<std::string> SingleAgentOf(const HistoryTurn& turn,
 
 }  // namespace
 
-std::optional<Action> VerbAction(std::string_view text) {
+std::optional<Action> VerbAction(std::string_view text, size_t within_words) {
   const std::string normalized = NormalizeText(text);
   const std::vector<std::string_view> words = Words(normalized);
   const bool skill = ContainsPhrase(words, "skill") || ContainsPhrase(words, "skills");
@@ -363,6 +442,17 @@ std::optional<Action> VerbAction(std::string_view text) {
       {"rephrase", Action::kUpdateAgent},
       {"route", Action::kUpdateAgent},
       {"limit", Action::kUpdateAgent},
+      {"give", Action::kManagePlatform},
+      {"turn it off", Action::kManagePlatform},
+      {"turn it on", Action::kManagePlatform},
+      {"switch it off", Action::kManagePlatform},
+      {"shut it down", Action::kManagePlatform},
+      {"take it down", Action::kManagePlatform},
+      {"undo", Action::kManagePlatform},
+      {"apply", Action::kUpdateAgent},
+      {"ignore", Action::kUpdateAgent},
+      {"skip", Action::kUpdateAgent},
+      {"do the same", Action::kExecuteTask},
       {"what", Action::kQueryInfo},
       {"whats", Action::kQueryInfo},
       {"how", Action::kQueryInfo},
@@ -413,7 +503,7 @@ std::optional<Action> VerbAction(std::string_view text) {
       {"draft", Action::kCreateAgent},
   };
   // Scan word by word so the earliest verb wins; two-word verbs first.
-  for (size_t i = 0; i < words.size(); ++i) {
+  for (size_t i = 0; i < words.size() && i < within_words; ++i) {
     for (const auto& [verb, action] : kVerbs) {
       const std::vector<std::string_view> parts = Words(verb);
       if (i + parts.size() > words.size()) continue;
@@ -433,12 +523,18 @@ std::optional<Action> VerbAction(std::string_view text) {
         return Action::kExecuteTask;
       }
       if (verb == "list" && i > 0) continue;  // a noun ("the founders list")
+      if (verb == "give" && (next == "me" || next == "us")) continue;  // "give me the numbers"
       // "set up a new ..." is creation; "set it to fridays" is a change.
       if (verb == "make" && (next == "a" || next == "an" || next == "new")) {
         return skill ? Action::kCreateSkill : Action::kCreateAgent;
       }
       if ((verb == "remove" || verb == "delete") && ContainsPhrase(words, "from")) {
         return Action::kUpdateAgent;
+      }
+      if (verb == "send" &&
+          (ContainsPhrase(words, "invite") || ContainsPhrase(words, "invitation") ||
+           ContainsPhrase(words, "request"))) {
+        return Action::kManagePlatform;
       }
       if (verb == "send" && (ContainsPhrase(words, "now") || ContainsPhrase(words, "again"))) {
         return Action::kExecuteTask;
@@ -478,6 +574,23 @@ Context ReadContext(const IntentRequest& request, const LocalClassifier& classif
       if (listed.size() >= 2) {
         c.last_list = std::move(listed);
         list_done = true;
+        if (turn.action) {
+          c.list_action = turn.action;
+        } else {
+          // "Which one should I run?", "Which one do you want to delete?"
+          for (std::string_view sentence : SplitAny(turn.content, ".!\n")) {
+            const std::string normalized = NormalizeText(sentence);
+            const std::vector<std::string_view> words = Words(normalized);
+            const int at = FindPhrase(words, "which");
+            if (at < 0) continue;
+            std::string rest;
+            for (size_t i = at + 1; i < words.size(); ++i) {
+              rest.append(words[i]);
+              rest.push_back(' ');
+            }
+            c.list_action = VerbAction(rest);
+          }
+        }
       }
     }
     if (!agent_done) {
@@ -612,6 +725,71 @@ std::string ActionChoice(Action action, const std::map<std::string, std::string>
   return "something else";
 }
 
+// True when the message starts (after filler like "ok", "please", "can
+// you") with a verb of the lexicon: "run the sales digest anyway".
+bool LeadingVerb(const std::vector<std::string_view>& words) {
+  static const std::set<std::string_view> filler = {
+      "ok",      "okay", "so",     "then", "please", "pls",  "can",  "could",
+      "would",   "you",  "just",   "now",  "right",  "fine", "good", "great",
+      "alright", "hey",  "and",    "also", "yeah",   "hmm",  "well", "actually",
+      "oh",      "u",    "kindly", "lets", "let",    "us",   "go",   "ahead"};
+  for (std::string_view w : words) {
+    if (filler.contains(w)) continue;
+    const std::optional<Action> verb = VerbAction(w);
+    return verb.has_value() && *verb != Action::kQueryInfo;
+  }
+  return false;
+}
+
+// True when the verb is a real word of the message, not only a closing "?".
+bool verb_is_explicit(std::string_view text) {
+  const std::string normalized = NormalizeText(text);
+  std::string without_question;
+  for (std::string_view w : Words(normalized)) {
+    if (w == "?") continue;
+    without_question.append(w);
+    without_question.push_back(' ');
+  }
+  return VerbAction(without_question).has_value();
+}
+
+// The list item whose name or description shares the most distinctive
+// words with the message ("the salesforce one"); nullopt on a tie.
+std::optional<std::string> PickByDescription(const std::vector<std::string_view>& words,
+                                             const std::vector<std::string>& list,
+                                             const std::vector<CatalogItem>& agents) {
+  static const std::set<std::string_view> ignore = {
+      "the",    "one",   "ones", "no",   "not",   "that", "this",  "a",   "an", "other",
+      "please", "ok",    "okay", "yes",  "i",     "mean", "meant", "?",   "it", "of",
+      "for",    "to",    "and",  "with", "agent", "bot",  "thing", "run", "do", "is",
+      "was",    "which", "on",   "in",   "my",    "our",  "sorry"};
+  std::optional<std::string> best;
+  int best_score = 0;
+  bool tie = false;
+  for (const std::string& name : list) {
+    std::string text = name;
+    for (const CatalogItem& a : agents) {
+      if (a.name == name) text += " " + a.description;
+    }
+    const std::string normalized = NormalizeText(text);
+    const std::vector<std::string_view> item_words = Words(normalized);
+    int score = 0;
+    for (std::string_view w : words) {
+      if (ignore.contains(w) || w.size() < 3) continue;
+      if (std::find(item_words.begin(), item_words.end(), w) != item_words.end()) ++score;
+    }
+    if (score > best_score) {
+      best = name;
+      best_score = score;
+      tie = false;
+    } else if (score > 0 && score == best_score) {
+      tie = true;
+    }
+  }
+  if (tie) return std::nullopt;
+  return best;
+}
+
 }  // namespace
 
 std::string ClarifyingQuestion(Action first, std::optional<Action> second,
@@ -736,43 +914,68 @@ LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
                            std::string(ActionPhrase(*context.proposal)) + ".");
   }
 
+  std::optional<Action> verb = VerbAction(request.message);
+  // Verbs that can apply to an agent the user already has.
+  const bool has_agent_verb =
+      verb.has_value() && *verb != Action::kCreateAgent && *verb != Action::kCreateSkill;
+  const Action agent_verb = has_agent_verb ? *verb : Action::kUnknown;
+
+  // Ordinals ("the second one") and descriptions ("the salesforce one") pick
+  // from the last list the assistant gave.
   std::optional<OrdinalRef> ordinal = FindOrdinal(request.message);
-  if (ordinal && !named_agent && !context.last_list.empty()) {
+  if (ordinal && context.last_list.empty()) ordinal.reset();  // "no, 45": a number, not a pick
+  if (!named_agent && !context.last_list.empty()) {
     const int size = static_cast<int>(context.last_list.size());
-    const int index = ordinal->index < 0 ? size - 1 : ordinal->index;
-    if (index < size) {
-      a.entities["agent_name"] = context.last_list[index];
-      a.entities["ordinal"] = std::to_string(index + 1);
-      std::optional<Action> verb = VerbAction(request.message);
-      if (verb == Action::kCreateAgent || verb == Action::kCreateSkill) verb.reset();
+    int current = -1;
+    for (int i = 0; i < size && context.last_agent; ++i) {
+      if (context.last_list[i] == *context.last_agent) current = i;
+    }
+    std::optional<std::string> picked;
+    std::string how;
+    if (ordinal) {
+      const int index = ordinal->Resolve(size, current);
+      if (index >= 0) {
+        picked = context.last_list[index];
+        how = "\"" + ordinal->text + "\"";
+        a.entities["ordinal"] = std::to_string(index + 1);
+      }
+    } else if (words.size() <= 8 && ContainsPhrase(words, "one")) {
+      picked = PickByDescription(words, context.last_list, request.agents);
+      how = "the description";
+    }
+    if (picked) {
+      a.entities["agent_name"] = *picked;
       Action action;
       std::string why;
-      if (verb) {
-        action = *verb;
-        why = "\"" + ordinal->text + "\" is " + context.last_list[index] +
-              " in the list the assistant gave; the verb asks to " +
+      if (has_agent_verb &&
+          !(agent_verb == Action::kQueryInfo && !verb_is_explicit(request.message))) {
+        action = agent_verb;
+        why = how + " is " + *picked + " in the list the assistant gave; the verb asks to " +
               std::string(ActionPhrase(action)) + ".";
       } else {
-        // A bare "the second one": the action the list was offered for.
-        action = context.proposal && *context.proposal != Action::kCreateAgent
-                     ? *context.proposal
-                     : context.previous_action.value_or(Action::kQueryInfo);
+        // A bare "the second one": what the list was offered for.
+        std::optional<Action> wanted = context.list_action;
+        if (!wanted && context.proposal) wanted = context.proposal;
+        if (!wanted) wanted = context.previous_action;
+        action = wanted.value_or(Action::kQueryInfo);
         if (action == Action::kCreateAgent || action == Action::kCreateSkill ||
             action == Action::kConversation || action == Action::kUnknown) {
           action = Action::kQueryInfo;
         }
-        why = "\"" + ordinal->text + "\" picks " + context.last_list[index] +
-              " from the assistant's list, for what the user was doing: " +
+        why = how + " picks " + *picked + " from the assistant's list, for what was being done: " +
               std::string(ActionPhrase(action)) + ".";
       }
       return finish_rule(action, 0.9f, Reference::kOrdinal, std::move(why));
     }
   }
 
-  // Corrections continue the draft in progress.
-  if (context.in_progress && words.size() <= 16 && !named_agent &&
-      (HasCorrectionCue(words) || !a.entities.empty()) &&
-      !(VerbAction(request.message) == Action::kExecuteTask) && !ordinal) {
+  // Corrections continue the draft in progress: "actually make it weekly",
+  // "no, 45", "thursday at noon instead".
+  if (context.in_progress && words.size() <= 16 && !ordinal &&
+      (!named_agent || (context.in_progress_entities.count("agent_name") > 0 &&
+                        context.in_progress_entities.at("agent_name") == *named_agent)) &&
+      (!has_agent_verb || agent_verb == Action::kUpdateAgent ||
+       (agent_verb == Action::kQueryInfo && HasCorrectionCue(words)))) {
     std::map<std::string, std::string> merged = context.in_progress_entities;
     Merge(merged, a.entities);
     a.entities = std::move(merged);
@@ -784,8 +987,8 @@ LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
   }
 
   // "same for X", "what about X": the previous request, for another agent.
-  if (named_agent && context.previous_action && AsksForSameAgain(words) && words.size() <= 8 &&
-      !VerbAction(request.message).has_value()) {
+  if (named_agent && context.previous_action && AsksForSameAgain(words) && words.size() <= 10 &&
+      (!has_agent_verb || !verb_is_explicit(request.message))) {
     Merge(a.entities, {{"agent_name", *named_agent}});
     return finish_rule(*context.previous_action, 0.85f, Reference::kNone,
                        "A follow-up asking for the same as before (" +
@@ -795,15 +998,23 @@ LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
 
   // Pronouns to the agent last talked about.
   const bool pronoun = !named_agent && HasAgentPronoun(request.message);
-  if (pronoun && context.last_agent) {
-    std::optional<Action> verb = VerbAction(request.message);
-    if (verb && *verb != Action::kCreateAgent && *verb != Action::kCreateSkill) {
-      a.entities["agent_name"] = *context.last_agent;
-      return finish_rule(*verb, 0.88f, Reference::kPronoun,
-                         "\"it\" is " + *context.last_agent +
-                             ", the agent last talked about; the verb asks to " +
-                             std::string(ActionPhrase(*verb)) + ".");
-    }
+  size_t content_words = 0;
+  for (std::string_view w : words) content_words += w != "?";
+  const bool implicit_object = content_words <= 5 && verb_is_explicit(request.message);
+  if ((pronoun || implicit_object) && context.last_agent && has_agent_verb) {
+    a.entities["agent_name"] = *context.last_agent;
+    return finish_rule(agent_verb, 0.88f, Reference::kPronoun,
+                       "\"it\" is " + *context.last_agent +
+                           ", the agent last talked about; the verb asks to " +
+                           std::string(ActionPhrase(agent_verb)) + ".");
+  }
+
+  // An agent named with a leading verb: "run the sales digest anyway",
+  // "ok, have the pager thing ignore outage tickets".
+  if (named_agent && has_agent_verb && LeadingVerb(words)) {
+    return finish_rule(agent_verb, 0.85f, Reference::kNone,
+                       "The message names " + *named_agent + " and starts with a verb asking to " +
+                           std::string(ActionPhrase(agent_verb)) + ".");
   }
 
   // 2. The model, on the message alone.
@@ -850,6 +1061,14 @@ LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
   absl::StrAppend(&a.reasoning, ".");
   if (a.is_ambiguous)
     a.clarifying_question = ClarifyingQuestion(top.action, a.alternative, a.entities);
+
+  // A short follow-up about the agent just discussed ("why?", "how much did
+  // that cost?") is about that agent.
+  if (!a.entities.contains("agent_name") && context.last_agent && words.size() <= 6 &&
+      (a.action == Action::kQueryInfo || a.action == Action::kExecuteTask ||
+       a.action == Action::kManagePlatform || a.action == Action::kUpdateAgent)) {
+    a.entities["agent_name"] = *context.last_agent;
+  }
 
   if (pronoun && !context.last_agent && context.has_history) {
     result.needs_llm = true;

@@ -3,6 +3,7 @@
 // Pure computation, microseconds per message; thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,7 +61,8 @@ std::string ClarifyingQuestion(Action first, std::optional<Action> second,
 // The action a verb in `text` asks for when it is about an existing agent:
 // "run" -> EXECUTE_TASK, "pause"/"delete" -> MANAGE_PLATFORM, "what"/"why"
 // -> QUERY_INFO, "change"/"make" -> UPDATE_AGENT; "create"/"set up" ->
-// CREATE_AGENT or CREATE_SKILL. The first such verb wins.
-std::optional<Action> VerbAction(std::string_view text);
+// CREATE_AGENT or CREATE_SKILL. The first such verb wins; only the first
+// `within_words` words are searched for it.
+std::optional<Action> VerbAction(std::string_view text, size_t within_words = SIZE_MAX);
 
 }  // namespace omniforge::intent

@@ -259,33 +259,62 @@ std::optional<OrdinalRef> FindOrdinal(std::string_view text) {
       "run",  "runs",  "time", "week", "night",  "month",   "day",   "year", "thing",   "things",
       "step", "steps", "hour", "few",  "couple", "message", "email", "sync", "quarter", "of"};
   for (size_t i = 0; i < words.size(); ++i) {
+    const std::string_view prev = i > 0 ? words[i - 1] : "";
+    const std::string_view next = i + 1 < words.size() ? words[i + 1] : "";
+    if ((words[i] == "middle" || words[i] == "other") && prev == "the" &&
+        (next.empty() || next == "one" || next == "agent" || next == "bot" || next == "?")) {
+      return OrdinalRef{words[i] == "middle" ? OrdinalRef::Kind::kMiddle : OrdinalRef::Kind::kOther,
+                        0, "the " + std::string(words[i]) + " one"};
+    }
+    // "the second to last", "second-to-last".
+    if (i + 2 < words.size() && words[i + 1] == "to" && words[i + 2] == "last") {
+      for (const auto& [word, index] : kOrdinals) {
+        if (words[i] == word && index > 0) {
+          return OrdinalRef{OrdinalRef::Kind::kFromEnd, index, std::string(word) + " to last"};
+        }
+      }
+    }
     for (const auto& [word, index] : kOrdinals) {
       if (words[i] != word) continue;
-      const std::string_view next = i + 1 < words.size() ? words[i + 1] : "";
       if (kNotAListItem.contains(next)) continue;
       // "top"/"final"/"bottom"/"last"/"first" alone mean many things; they
-      // count only with a determiner before them.
-      const std::string_view prev = i > 0 ? words[i - 1] : "";
-      const bool determiner = prev == "the" || prev == "that" || prev == "this";
+      // count only with a determiner before them (or alone).
+      const bool determiner =
+          prev == "the" || prev == "that" || prev == "this" || words.size() == 1;
       const bool weak =
           word == "top" || word == "bottom" || word == "final" || word == "last" || word == "first";
       if (weak && !determiner) continue;
-      return OrdinalRef{index, std::string(word)};
+      if (index < 0) return OrdinalRef{OrdinalRef::Kind::kFromEnd, 0, std::string(word)};
+      return OrdinalRef{OrdinalRef::Kind::kFromStart, index, std::string(word)};
     }
     // "#2", "number 2", "no 2", "option 2", "item 2", or just "2".
     int n = 0;
     if (absl::SimpleAtoi(std::string(words[i]), &n) && n >= 1 && n <= 50) {
-      const std::string_view prev = i > 0 ? words[i - 1] : "";
       const bool hash =
           i < normalized.size() && text.find("#" + std::string(words[i])) != std::string_view::npos;
       const bool counted = prev == "number" || prev == "no" || prev == "option" || prev == "item" ||
                            prev == "num" || prev == "nr";
       if (hash || counted || words.size() <= 2) {
-        return OrdinalRef{n - 1, (hash ? "#" : "") + std::string(words[i])};
+        return OrdinalRef{OrdinalRef::Kind::kFromStart, n - 1,
+                          (hash ? "#" : "") + std::string(words[i])};
       }
     }
   }
   return std::nullopt;
+}
+
+int OrdinalRef::Resolve(int size, int current) const {
+  switch (kind) {
+    case Kind::kFromStart:
+      return index < size ? index : -1;
+    case Kind::kFromEnd:
+      return index < size ? size - 1 - index : -1;
+    case Kind::kMiddle:
+      return size % 2 == 1 ? size / 2 : -1;
+    case Kind::kOther:
+      return size == 2 && current >= 0 ? 1 - current : -1;
+  }
+  return -1;
 }
 
 bool HasAgentPronoun(std::string_view text) {

@@ -29,11 +29,18 @@ std::vector<std::string> CatalogItemsInOrder(std::string_view text,
 // recipients ("maria@example.com", "#finance", "the finance team").
 std::map<std::string, std::string> ExtractEntities(std::string_view text);
 
-// An ordinal reference into a list: 0-based index, or -1 for "the last one".
-// "first", "2nd", "#3", "number 4", "option 2", a bare "2".
+// An ordinal reference into a list: "first", "2nd", "#3", "number 4",
+// "option 2", a bare "2", "the last one", "the second to last", "the middle
+// one", "the other one".
 struct OrdinalRef {
-  int index;
+  enum class Kind { kFromStart, kFromEnd, kMiddle, kOther };
+  Kind kind = Kind::kFromStart;
+  int index = 0;     // 0-based, counted from the start or (kFromEnd) the end
   std::string text;  // as written, for reasoning
+
+  // The 0-based position in a list of `size`, given the item talked about
+  // last (for "the other one"); -1 when it does not resolve.
+  int Resolve(int size, int current) const;
 };
 std::optional<OrdinalRef> FindOrdinal(std::string_view text);
 
