@@ -26,7 +26,7 @@ CONFIGURE_ARGS := $(strip -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DOMNIFORGE_SANITIZE=
 CONFIGURE_STAMP := $(BUILD_DIR)/.omniforge-configure-args
 FORMAT_DIRS := libs services cli tests bench
 
-.PHONY: help deps configure build test run up down bench live-llm asan format clean
+.PHONY: help deps configure build test run up down bench intent-eval live-llm asan format clean
 
 help:
 	@echo "omniforge make targets (variables: BUILD_DIR=$(BUILD_DIR) BUILD_TYPE=$(BUILD_TYPE) JOBS=$(JOBS) SANITIZE=$(SANITIZE))"
@@ -39,6 +39,7 @@ help:
 	@echo "  up         build + start the whole stack (scripts/stack.sh up)"
 	@echo "  down       stop the whole stack (scripts/stack.sh down)"
 	@echo "  bench      build + run the benchmarks (scripts/bench.sh)"
+	@echo "  intent-eval  build + measure the intent service over gRPC (dev split, follow-ups)"
 	@echo "  live-llm   the LLM conformance tests against a real endpoint (OMNIFORGE_LLM_* env)"
 	@echo "  asan       ASan/UBSan build and test in build-asan"
 	@echo "  format     clang-format -i all *.cc/*.h in $(FORMAT_DIRS)"
@@ -79,6 +80,11 @@ down:
 
 bench: build
 	@bash scripts/bench.sh $(ARGS)
+
+# Accuracy, confusion matrix, follow-up resolution and latency of a freshly
+# started intent service in local mode; the last line is its RESULT.
+intent-eval: build
+	@"$(BUILD_DIR)/bin/omniforge-intent-eval" --spawn $(ARGS)
 
 # The LLM conformance suite against a real provider instead of the fake:
 #   OMNIFORGE_LLM_BASE_URL=https://api.openai.com/v1 OMNIFORGE_LLM_API_KEY=sk-...

@@ -6,7 +6,12 @@
 //   omniforge conversations append ID --role user|assistant|... TEXT [--idempotency-key K]
 //   omniforge conversations window ID [--budget N] [--recent N]
 //   omniforge conversations delete ID
+//   omniforge intent analyze TEXT [--conversation ID] [--agent NAME[=DESCRIPTION]]...
 //   omniforge health                      exit 0 when the server is SERVING
+//
+// `intent analyze` sends TEXT to the intent service (--intent-server) with
+// the agents given and, with --conversation, the conversation's context
+// window as history, and prints the analysis.
 //
 // Identity: --tenant/--user or OMNIFORGE_TENANT/OMNIFORGE_USER. --json prints
 // the response messages as JSON, one per line, for scripts.
@@ -21,13 +26,16 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "libs/core/grpc_identity.h"
 #include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
+#include "omniforge/intent/v1/intent_service.grpc.pb.h"
 
 namespace {
 
 namespace pb = omniforge::conversation::v1;
+namespace ipb = omniforge::intent::v1;
 
 struct Options {
   std::string server = "127.0.0.1:50051";
+  std::string intent_server = "127.0.0.1:50052";
   std::string tenant = "demo";
   std::string user = "demo-user";
   bool json = false;
@@ -91,6 +99,29 @@ void PrintMessage(const pb::Message& m) {
   std::cout << "#" << m.seq() << " " << RoleName(m.role()) << ": " << m.content() << "\n";
 }
 
+std::string EnumSuffix(const std::string& name, const std::string& prefix) {
+  return name.starts_with(prefix) ? name.substr(prefix.size()) : name;
+}
+
+void PrintAnalysis(const ipb::IntentAnalysis& a) {
+  std::cout << EnumSuffix(ipb::ActionType_Name(a.action_type()), "ACTION_TYPE_") << "  confidence "
+            << a.confidence() << "  via "
+            << EnumSuffix(ipb::IntentSource_Name(a.source()), "INTENT_SOURCE_") << "  "
+            << a.latency_ms() << " ms";
+  if (a.cost_usd() > 0) std::cout << "  $" << a.cost_usd();
+  std::cout << "\n";
+  for (const auto& [key, value] :
+       std::map<std::string, std::string>(a.entities().begin(), a.entities().end())) {
+    std::cout << "  " << key << ": " << value << "\n";
+  }
+  if (a.reference() != ipb::REFERENCE_KIND_UNSPECIFIED) {
+    std::cout << "  refers to the conversation: "
+              << EnumSuffix(ipb::ReferenceKind_Name(a.reference()), "REFERENCE_KIND_") << "\n";
+  }
+  std::cout << "  " << a.reasoning() << "\n";
+  if (a.is_ambiguous()) std::cout << "  ambiguous; would ask: " << a.clarifying_question() << "\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -98,6 +129,8 @@ int main(int argc, char** argv) {
   Options options;
   app.add_option("--server", options.server, "conversation service address")
       ->envname("OMNIFORGE_CONVERSATION_ADDR");
+  app.add_option("--intent-server", options.intent_server, "intent service address")
+      ->envname("OMNIFORGE_INTENT_ADDR");
   app.add_option("--tenant", options.tenant, "tenant id")->envname("OMNIFORGE_TENANT");
   app.add_option("--user", options.user, "user id")->envname("OMNIFORGE_USER");
   app.add_option("--timeout", options.timeout_s, "seconds per call");
@@ -129,6 +162,16 @@ int main(int argc, char** argv) {
   window->add_option("--recent", recent, "recent exchanges always kept (default 3)");
   auto* remove = conversations->add_subcommand("delete", "delete a conversation");
   remove->add_option("id", id, "conversation id")->required();
+
+  auto* intent = app.add_subcommand("intent", "intent analysis");
+  intent->require_subcommand(1);
+  auto* analyze = intent->add_subcommand("analyze", "what does a message want?");
+  std::vector<std::string> agents;
+  std::string conversation_id;
+  analyze->add_option("text", text, "the user's message")->required();
+  analyze->add_option("--agent", agents, "an agent the user has: NAME or NAME=DESCRIPTION");
+  analyze->add_option("--conversation", conversation_id,
+                      "read the history from this conversation's context window");
   CLI11_PARSE(app, argc, argv);
 
   Client client(options);
@@ -223,6 +266,38 @@ int main(int argc, char** argv) {
       std::cout << response.messages_size() << " messages, " << response.total_tokens()
                 << " tokens (" << response.token_estimator() << ")"
                 << (response.truncated() ? ", older messages left out" : "") << "\n";
+    }
+  } else if (analyze->parsed()) {
+    ipb::AnalyzeIntentRequest request;
+    request.set_message(text);
+    for (const std::string& agent : agents) {
+      auto* item = request.add_available_agents();
+      const size_t eq = agent.find('=');
+      item->set_name(agent.substr(0, eq));
+      if (eq != std::string::npos) item->set_description(agent.substr(eq + 1));
+    }
+    if (!conversation_id.empty()) {
+      pb::GetContextWindowRequest window_request;
+      window_request.set_conversation_id(conversation_id);
+      pb::GetContextWindowResponse window_response;
+      if (int rc = Check(client.stub().GetContextWindow(client.Context().get(), window_request,
+                                                        &window_response)))
+        return rc;
+      for (const auto& m : window_response.messages()) {
+        if (m.role() != pb::ROLE_USER && m.role() != pb::ROLE_ASSISTANT) continue;
+        auto* turn = request.add_history();
+        turn->set_role(m.role() == pb::ROLE_USER ? ipb::TURN_ROLE_USER : ipb::TURN_ROLE_ASSISTANT);
+        turn->set_content(m.content());
+      }
+    }
+    auto stub = ipb::IntentService::NewStub(
+        grpc::CreateChannel(options.intent_server, grpc::InsecureChannelCredentials()));
+    ipb::AnalyzeIntentResponse response;
+    if (int rc = Check(stub->AnalyzeIntent(client.Context().get(), request, &response))) return rc;
+    if (options.json) {
+      PrintJson(response);
+    } else {
+      PrintAnalysis(response.analysis());
     }
   } else if (remove->parsed()) {
     pb::DeleteConversationRequest request;

@@ -17,16 +17,21 @@ step "A user starts a conversation"
 id=$("${CLI[@]}" conversations create --title "Monday Notion updates")
 echo "conversation $id"
 
-step "The user describes a problem in their own words"
+step "The user describes a problem in their own words; the intent service reads it"
+"${CLI[@]}" intent analyze --agent "weekly-sales-digest=Emails the sales team closed deals every Monday" \
+  "our Monday Notion updates take hours, can you help?"
 "${CLI[@]}" conversations append "$id" --role user --idempotency-key "demo-$id-1" \
   "our Monday Notion updates take hours, can you help?"
 echo "(the same append retried with its idempotency key is stored once:)"
 "${CLI[@]}" conversations append "$id" --role user --idempotency-key "demo-$id-1" \
   "our Monday Notion updates take hours, can you help?"
 
-step "The assistant answers; a secret pasted by mistake is flagged, never logged"
+step "The assistant proposes; a short \"yes, do that\" is understood from the history"
 "${CLI[@]}" conversations append "$id" --role assistant \
-  "I can build an agent that drafts them from your Notion pages every Monday at 9:00."
+  "I can build an agent that drafts them from your Notion pages every Monday at 9:00. Want me to create it?"
+"${CLI[@]}" intent analyze --conversation "$id" "yes, do that"
+
+step "A secret pasted by mistake is flagged, never logged"
 secret="sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX123456"
 "${CLI[@]}" --json conversations append "$id" --role user "sure, here is our token: $secret" \
   | grep -o '"secrets_detected":\[[^]]*\]' || true
@@ -43,11 +48,12 @@ step "The user's conversations, most recently active first"
 
 cat <<TXT
 
-omniforge's conversation memory is running on 127.0.0.1:50051
-(metrics: http://127.0.0.1:9091/metrics, logs: $STATE_DIR/logs).
-Try it yourself:
+omniforge's conversation memory is running on 127.0.0.1:50051 and intent
+analysis on 127.0.0.1:50052 (metrics: http://127.0.0.1:9091/metrics and
+:9092/metrics, logs: $STATE_DIR/logs). Try it yourself:
   $BUILD_DIR/bin/omniforge conversations show $id
   $BUILD_DIR/bin/omniforge conversations append $id --role user "hello"
+  $BUILD_DIR/bin/omniforge intent analyze --conversation $id "actually make it weekly"
   $BUILD_DIR/bin/omniforge --help
 Stop everything with: make down
 TXT

@@ -502,10 +502,22 @@ std::optional<Action> VerbAction(std::string_view text, size_t within_words) {
       {"spin up", Action::kCreateAgent},
       {"draft", Action::kCreateAgent},
   };
-  // Scan word by word so the earliest verb wins; two-word verbs first.
+  struct Verb {
+    std::string_view verb;
+    std::vector<std::string_view> parts;
+    Action action;
+  };
+  // Longer verbs first, so "set up" wins over "set" at the same word.
+  static const std::vector<Verb> kSplitVerbs = [] {
+    std::vector<Verb> out;
+    for (const auto& [verb, action] : kVerbs) out.push_back({verb, Words(verb), action});
+    std::stable_sort(out.begin(), out.end(),
+                     [](const Verb& a, const Verb& b) { return a.parts.size() > b.parts.size(); });
+    return out;
+  }();
+  // Scan word by word so the earliest verb wins.
   for (size_t i = 0; i < words.size() && i < within_words; ++i) {
-    for (const auto& [verb, action] : kVerbs) {
-      const std::vector<std::string_view> parts = Words(verb);
+    for (const auto& [verb, parts, action] : kSplitVerbs) {
       if (i + parts.size() > words.size()) continue;
       bool match = true;
       for (size_t j = 0; j < parts.size() && match; ++j) match = words[i + j] == parts[j];

@@ -149,9 +149,9 @@ std::map<std::string, std::string> ExtractEntities(std::string_view text) {
   const std::string lowered = Lowercase(text);
 
   static const RE2 kSchedule(
-      R"((?:every|each)\s+(?:other\s+)?(?:\d+\s+)?(?:day|morning|evening|night|weekday|week|month|quarter|year|hour|minute|minutes|hours|monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tue|wed|thu|fri|sat|sun)s?(?:\s+(?:at|by|around)\s+\d{1,2}(?::\d{2})?\s*(?:am|pm)?)?|\b(?:daily|weekly|biweekly|monthly|quarterly|hourly|nightly|yearly|annually)\b(?:\s+(?:at|by|around)\s+\d{1,2}(?::\d{2})?\s*(?:am|pm)?)?|\bon\s+(?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekdays|weekends)\b|\b(?:at|by)\s+\d{1,2}(?::\d{2})?\s*(?:am|pm)\b|\bcron\s+[\d*/,\- ]{9,})");
+      R"(((?:every|each)\s+(?:other\s+)?(?:\d+\s+)?(?:day|morning|evening|night|weekday|week|month|quarter|year|hour|minute|minutes|hours|monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tue|wed|thu|fri|sat|sun)s?(?:\s+(?:at|by|around)\s+\d{1,2}(?::\d{2})?\s*(?:am|pm)?)?|\b(?:daily|weekly|biweekly|monthly|quarterly|hourly|nightly|yearly|annually)\b(?:\s+(?:at|by|around)\s+\d{1,2}(?::\d{2})?\s*(?:am|pm)?)?|\bon\s+(?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekdays|weekends)\b|\b(?:at|by)\s+\d{1,2}(?::\d{2})?\s*(?:am|pm)\b|\bcron\s+[\d*/,\- ]{9,}))");
   re2::StringPiece schedule;
-  if (RE2::PartialMatch(lowered, "(" + kSchedule.pattern() + ")", &schedule)) {
+  if (RE2::PartialMatch(lowered, kSchedule, &schedule)) {
     out["schedule"] =
         std::string(TrimWhitespace(std::string_view(schedule.data(), schedule.size())));
   }

@@ -73,12 +73,21 @@ std::vector<std::string_view> Words(std::string_view normalized) {
 }
 
 int FindPhrase(const std::vector<std::string_view>& words, std::string_view phrase) {
-  const std::vector<std::string_view> parts = Words(phrase);
-  if (parts.empty() || parts.size() > words.size()) return -1;
-  for (size_t i = 0; i + parts.size() <= words.size(); ++i) {
+  // Phrases are short and normalized (single spaces): split without
+  // allocating, this runs many times per message.
+  std::string_view parts[8];
+  size_t count = 0;
+  for (size_t start = 0; start < phrase.size() && count < 8;) {
+    size_t end = phrase.find(' ', start);
+    if (end == std::string_view::npos) end = phrase.size();
+    if (end > start) parts[count++] = phrase.substr(start, end - start);
+    start = end + 1;
+  }
+  if (count == 0 || count > words.size()) return -1;
+  for (size_t i = 0; i + count <= words.size(); ++i) {
     size_t j = 0;
-    while (j < parts.size() && words[i + j] == parts[j]) ++j;
-    if (j == parts.size()) return static_cast<int>(i);
+    while (j < count && words[i + j] == parts[j]) ++j;
+    if (j == count) return static_cast<int>(i);
   }
   return -1;
 }

@@ -30,7 +30,8 @@ std::vector<std::string_view> Words(std::string_view normalized);
 // consecutive words.
 bool ContainsPhrase(const std::vector<std::string_view>& words, std::string_view phrase);
 
-// Index of the first word of the first occurrence of `phrase`, or -1.
+// Index of the first word of the first occurrence of `phrase` (normalized,
+// up to 8 words), or -1.
 int FindPhrase(const std::vector<std::string_view>& words, std::string_view phrase);
 
 }  // namespace omniforge::intent

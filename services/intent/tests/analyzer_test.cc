@@ -182,7 +182,14 @@ TEST(EntitiesTest, FindsOrdinalsButNotTimes) {
   EXPECT_EQ(FindOrdinal("run the first one")->index, 0);
   EXPECT_EQ(FindOrdinal("#2 please")->index, 1);
   EXPECT_EQ(FindOrdinal("number 3")->index, 2);
-  EXPECT_EQ(FindOrdinal("the last one")->index, -1);
+  EXPECT_EQ(FindOrdinal("the last one")->kind, OrdinalRef::Kind::kFromEnd);
+  EXPECT_EQ(FindOrdinal("the last one")->Resolve(3, -1), 2);
+  EXPECT_EQ(FindOrdinal("the second to last")->Resolve(3, -1), 1);
+  EXPECT_EQ(FindOrdinal("the middle one")->Resolve(3, -1), 1);
+  EXPECT_EQ(FindOrdinal("the middle one")->Resolve(4, -1), -1);
+  EXPECT_EQ(FindOrdinal("and the other one?")->Resolve(2, 0), 1);
+  EXPECT_EQ(FindOrdinal("and the other one?")->Resolve(3, 0), -1);
+  EXPECT_EQ(FindOrdinal("#7")->Resolve(3, -1), -1);
   EXPECT_EQ(FindOrdinal("2")->index, 1);
   EXPECT_FALSE(FindOrdinal("what happened in the last run?").has_value());
   EXPECT_FALSE(FindOrdinal("first thing tomorrow, send the report").has_value());

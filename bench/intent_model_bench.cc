@@ -1,0 +1,80 @@
+// intent_model_bench: the local intent model on its own, in-process.
+//
+// Trains the model from the shipped training split (as the service does at
+// start) several times and reports the median training time, then measures
+// its accuracy on the dev split (the model alone, no rules) and the latency
+// of one prediction. Options override the training settings, to compare
+// alternatives on the same data:
+//   intent_model_bench [--runs N] [--dim D] [--epoch E] [--lr R] [--ngrams N]
+//                      [--minn M] [--maxn M] [--buckets B]
+// Final line:
+//   RESULT train_ms=… dev_accuracy=… predict_p50_us=… predict_p99_us=… train_utterances=…
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "services/intent/src/classifier.h"
+#include "services/intent/src/labeled_data.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  return values[std::min(values.size() - 1, static_cast<size_t>(p * values.size()))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace omniforge::intent;
+  CLI::App app{"local intent model benchmark"};
+  ClassifierOptions options;
+  int runs = 3;
+  app.add_option("--runs", runs, "trainings to time");
+  app.add_option("--dim", options.dim);
+  app.add_option("--epoch", options.epoch);
+  app.add_option("--lr", options.learning_rate);
+  app.add_option("--ngrams", options.word_ngrams);
+  app.add_option("--minn", options.min_char_ngram);
+  app.add_option("--maxn", options.max_char_ngram);
+  app.add_option("--buckets", options.buckets);
+  CLI11_PARSE(app, argc, argv);
+
+  const std::vector<LabeledUtterance> train = TrainingSplit();
+  const std::vector<LabeledUtterance> dev = DevSplit();
+  std::vector<double> train_ms;
+  std::unique_ptr<LocalClassifier> model;
+  for (int i = 0; i < std::max(1, runs); ++i) {
+    const auto start = Clock::now();
+    auto trained = LocalClassifier::Train(train, options);
+    train_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    if (!trained.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(trained.status().message()).c_str());
+      return 1;
+    }
+    model = *std::move(trained);
+  }
+  int correct = 0;
+  std::vector<double> predict_us;
+  for (int round = 0; round < 5; ++round) {
+    for (const LabeledUtterance& u : dev) {
+      const auto start = Clock::now();
+      const std::vector<Prediction> ranked = model->Predict(u.text);
+      predict_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+      if (round == 0 && !ranked.empty() && ranked[0].action == u.action) ++correct;
+    }
+  }
+  std::printf("training: %zu utterances, runs (ms):", train.size());
+  for (double ms : train_ms) std::printf(" %.0f", ms);
+  std::printf("\ndev: %zu utterances, %d correct by the model alone\n", dev.size(), correct);
+  std::printf(
+      "RESULT train_ms=%.0f dev_accuracy=%.4f predict_p50_us=%.1f predict_p99_us=%.1f "
+      "train_utterances=%zu\n",
+      Percentile(train_ms, 0.5), dev.empty() ? 0.0 : static_cast<double>(correct) / dev.size(),
+      Percentile(predict_us, 0.5), Percentile(predict_us, 0.99), train.size());
+  return 0;
+}
