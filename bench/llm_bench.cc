@@ -13,8 +13,14 @@
 //
 //   llm_bench [--calls N] [--text-chars N] [--chunk-chars N]
 //
+// Before it, DIAG lines split the overhead into the time until the request
+// reached the fake's handler and the time after its last chunk was written,
+// with the calling thread's context switches per call (getrusage), overall
+// and for the worst 1% of calls.
+//
 // Final line: RESULT llm_overhead_p50_us=... llm_overhead_p99_us=...
 #include <curl/curl.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -25,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "libs/core/clock.h"
 #include "libs/core/config.h"
 #include "libs/llm/llm_config.h"
 #include "libs/llm/llm_factory.h"
@@ -146,15 +153,29 @@ int Run(int calls, int text_chars, int chunk_chars) {
   }
   deltas = 0;
   std::vector<double> client_us, bare_us, client_cpu_us, bare_cpu_us;
+  std::vector<int64_t> client_wall_start, client_wall_end;
+  std::vector<long> client_ivcsw, client_vcsw;
   for (int i = 0; i < calls; ++i) {
     // Alternate which goes first, so neither always follows the other.
     bool ok = true;
     for (int k = 0; k < 2; ++k) {
       const bool bare_turn = (i + k) % 2 == 0;
+      rusage ru0{};
+      getrusage(RUSAGE_THREAD, &ru0);
+      const int64_t wall0 = core::NowMicros();
       const double cpu_start = ThreadCpuMicros();
       const auto start = Clock::now();
       ok = ok && (bare_turn ? bare.Run() : client_call());
       const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+      const int64_t wall1 = core::NowMicros();
+      rusage ru1{};
+      getrusage(RUSAGE_THREAD, &ru1);
+      if (!bare_turn) {
+        client_wall_start.push_back(wall0);
+        client_wall_end.push_back(wall1);
+        client_ivcsw.push_back(ru1.ru_nivcsw - ru0.ru_nivcsw);
+        client_vcsw.push_back(ru1.ru_nvcsw - ru0.ru_nvcsw);
+      }
       (bare_turn ? bare_us : client_us).push_back(us);
       (bare_turn ? bare_cpu_us : client_cpu_us).push_back(ThreadCpuMicros() - cpu_start);
     }
@@ -165,11 +186,14 @@ int Run(int calls, int text_chars, int chunk_chars) {
   }
   // The fake's own time for each measured client call, in call order.
   std::vector<double> overhead_us;
-  std::vector<double> fake_us;
+  std::vector<double> fake_us, pre_us, post_us;
   int seen = 0;
   for (const testing::RecordedRequest& r : (*fake)->Requests()) {
     if (r.operation != "planner_stream" || seen++ < kWarmUpCalls) continue;
     fake_us.push_back(static_cast<double>(r.finished_micros - r.time_micros));
+    const size_t n = overhead_us.size();
+    pre_us.push_back(static_cast<double>(r.time_micros - client_wall_start[n]));
+    post_us.push_back(static_cast<double>(client_wall_end[n] - r.finished_micros));
     overhead_us.push_back(client_us[overhead_us.size()] - fake_us.back());
   }
   if (overhead_us.size() != client_us.size()) {
@@ -180,6 +204,37 @@ int Run(int calls, int text_chars, int chunk_chars) {
   const double cpu_p50 = Percentile(client_cpu_us, 0.50), cpu_p99 = Percentile(client_cpu_us, 0.99);
   const double overhead_p50 = Percentile(overhead_us, 0.50);
   const double overhead_p99 = Percentile(overhead_us, 0.99);
+  {
+    std::vector<size_t> order(overhead_us.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return overhead_us[a] > overhead_us[b]; });
+    const size_t top = std::max<size_t>(1, order.size() / 100);
+    double ivc_top = 0, vc_top = 0, ivc_all = 0, vc_all = 0, pre_top = 0, post_top = 0, cpu_top = 0,
+           fake_top = 0;
+    for (size_t i = 0; i < order.size(); ++i) {
+      ivc_all += client_ivcsw[i];
+      vc_all += client_vcsw[i];
+    }
+    for (size_t k = 0; k < top; ++k) {
+      const size_t i = order[k];
+      ivc_top += client_ivcsw[i];
+      vc_top += client_vcsw[i];
+      pre_top += pre_us[i];
+      post_top += post_us[i];
+      cpu_top += client_cpu_us[i];
+      fake_top += fake_us[i];
+    }
+    std::printf(
+        "DIAG pre(start->fake arrival) p50 %.0f p99 %.0f; post(fake done->end) p50 %.0f p99 %.0f\n",
+        Percentile(pre_us, 0.5), Percentile(pre_us, 0.99), Percentile(post_us, 0.5),
+        Percentile(post_us, 0.99));
+    std::printf(
+        "DIAG all calls: ivcsw/call %.2f vcsw/call %.1f; worst 1%%: ivcsw %.2f vcsw %.1f pre %.0f "
+        "post %.0f cpu %.0f fake %.0f\n",
+        ivc_all / order.size(), vc_all / order.size(), ivc_top / top, vc_top / top, pre_top / top,
+        post_top / top, cpu_top / top, fake_top / top);
+  }
   std::printf("streamed answer: %d chars in %lld deltas per call, %d calls\n", text_chars,
               static_cast<long long>(deltas.load() / calls), calls);
   std::printf("fake's own time per call: p50 %.0f us  p99 %.0f us\n", Percentile(fake_us, 0.50),

@@ -13,3 +13,6 @@ export OMNIFORGE_TEST_PG_DSN="host=127.0.0.1 port=55434 user=omniforge dbname=po
 "$BUILD_DIR/bin/conversation_bench" "$@"
 # The LLM client against the fake provider (no database).
 "$BUILD_DIR/bin/llm_bench"
+# Intent analysis over loopback gRPC: accuracy on the dev split and the
+# follow-up set, latency p50/p99 (a fresh service in local mode).
+"$BUILD_DIR/bin/omniforge-intent-eval" --spawn

@@ -3,6 +3,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "libs/llm/errors.h"
 #include "libs/llm/wire_json.h"
@@ -31,6 +32,10 @@ absl::StatusOr<Json> ObjectFromText(std::string_view text, absl::string_view wha
       JsonObjectFromText(text, std::string_view(what.data(), what.size()));
   if (!object.ok()) return InvalidRequest(object.status().message());
   return object;
+}
+
+bool IsBlank(std::string_view text) {
+  return absl::StripAsciiWhitespace(absl::string_view(text.data(), text.size())).empty();
 }
 
 // The content of an assistant turn: its text, or blocks when it called tools.
@@ -90,6 +95,10 @@ absl::StatusOr<std::string> EncodeMessages(const std::vector<ChatMessage>& messa
         AppendTurn("user", message.content, out);
         break;
       case Role::kAssistant: {
+        // The API rejects an assistant turn without content; one with no
+        // text and no tool calls says nothing, so it is left out (the turns
+        // around it then merge if they share a role).
+        if (message.tool_calls.empty() && IsBlank(message.content)) break;
         absl::StatusOr<Json> content = AssistantContent(message);
         if (!content.ok()) return content.status();
         AppendTurn("assistant", *std::move(content), out);
@@ -159,7 +168,8 @@ TokenUsage NormaliseAnthropicUsage(const AnthropicUsage& usage) {
   return {.prompt_tokens = usage.input_tokens + usage.cache_read_input_tokens +
                            usage.cache_creation_input_tokens,
           .completion_tokens = usage.output_tokens,
-          .cached_tokens = usage.cache_read_input_tokens};
+          .cached_tokens = usage.cache_read_input_tokens,
+          .cache_write_tokens = usage.cache_creation_input_tokens};
 }
 
 std::string AnthropicStructuredToolName(const ChatRequest& request) {
@@ -167,9 +177,8 @@ std::string AnthropicStructuredToolName(const ChatRequest& request) {
 }
 
 FinishReason AnthropicFinishReason(std::string_view stop_reason) {
-  if (stop_reason == "end_turn" || stop_reason == "stop_sequence" || stop_reason == "pause_turn") {
-    return FinishReason::kStop;
-  }
+  if (stop_reason == "end_turn" || stop_reason == "stop_sequence") return FinishReason::kStop;
+  if (stop_reason == "pause_turn") return FinishReason::kPauseTurn;
   if (stop_reason == "max_tokens") return FinishReason::kLength;
   if (stop_reason == "tool_use") return FinishReason::kToolCalls;
   if (stop_reason == "refusal") return FinishReason::kContentFilter;

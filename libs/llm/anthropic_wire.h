@@ -27,8 +27,10 @@ std::string AnthropicStructuredToolName(const ChatRequest& request);
 
 // The JSON body for POST <base_url>/v1/messages. System messages become
 // `system` (joined by blank lines); tool results become tool_result blocks
-// of a user message; consecutive messages of one role merge into one message
-// (the API wants roles to alternate); a response_format adds the forced tool
+// of a user message; an assistant message with neither text (blank counts as
+// none) nor tool calls is left out (the API rejects empty content);
+// consecutive messages of one role merge into one message (the API wants
+// roles to alternate); a response_format adds the forced tool
 // and overrides tool_choice. kInvalidRequest when max_tokens is not positive
 // (the API requires it), a schema or an earlier tool call's arguments are not
 // a JSON object, tool_choice requires a tool but none is offered or names one
@@ -41,8 +43,9 @@ absl::StatusOr<std::string> EncodeAnthropicRequest(const ChatRequest& request, b
 absl::StatusOr<ChatResponse> DecodeAnthropicResponse(std::string_view body,
                                                      std::string_view structured_tool);
 
-// end_turn and stop_sequence (and pause_turn) kStop, max_tokens kLength,
-// tool_use kToolCalls, refusal kContentFilter; anything else kUnspecified.
+// end_turn and stop_sequence kStop, max_tokens kLength, tool_use
+// kToolCalls, refusal kContentFilter, pause_turn kPauseTurn; anything else
+// kUnspecified.
 FinishReason AnthropicFinishReason(std::string_view stop_reason);
 
 // Token counts as Anthropic reports them.
@@ -54,7 +57,8 @@ struct AnthropicUsage {
 };
 
 // The provider-neutral counts: prompt_tokens is all input (uncached, cache
-// reads and cache writes), cached_tokens the cache reads.
+// reads and cache writes), cached_tokens the cache reads, cache_write_tokens
+// the cache writes.
 TokenUsage NormaliseAnthropicUsage(const AnthropicUsage& usage);
 
 // Consumes the (event type, data) pairs of a streamed message and assembles
@@ -77,6 +81,9 @@ class AnthropicStreamDecoder final {
 
   // True once message_stop arrived: only then is the answer complete.
   bool done() const { return done_; }
+
+  // The usage reported so far, normalised (message_start reports the input).
+  TokenUsage usage() const { return NormaliseAnthropicUsage(usage_); }
 
   // The answer assembled so far. Call once, at the end.
   ChatResponse TakeResponse();

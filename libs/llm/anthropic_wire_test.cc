@@ -92,8 +92,24 @@ TEST(AnthropicEncodeTest, ConsecutiveMessagesOfOneRoleMergeSoRolesAlternate) {
     {"role":"user","content":[
       {"type":"tool_result","tool_use_id":"toolu_1","content":"18 C"},
       {"type":"text","text":"And in Rome?"}]},
-    {"role":"assistant","content":[{"type":"text","text":"Rome: 24 C."}]},
+    {"role":"assistant","content":"Rome: 24 C."},
     {"role":"user","content":[{"type":"text","text":"Thanks"},{"type":"text","text":"Bye"}]}])"));
+}
+
+TEST(AnthropicEncodeTest, AssistantTurnWithoutTextOrToolCallsIsLeftOut) {
+  ChatRequest request = WeatherRequest();
+  request.messages.push_back({.role = Role::kAssistant, .content = ""});
+  request.messages.push_back({.role = Role::kUser, .content = "Hello?"});
+  request.messages.push_back({.role = Role::kAssistant, .content = " \n "});
+  request.messages.push_back({.role = Role::kAssistant, .content = "Sunny."});
+  request.messages.push_back({.role = Role::kAssistant, .content = ""});
+
+  // The empty turns vanish, the user turns around the first one merge, and no
+  // message carries empty content.
+  EXPECT_EQ(Encode(request)["messages"], Json::parse(R"([
+    {"role":"user","content":[
+      {"type":"text","text":"Weather in Paris and Rome?"},{"type":"text","text":"Hello?"}]},
+    {"role":"assistant","content":"Sunny."}])"));
 }
 
 TEST(AnthropicEncodeTest, ToolCallWithoutArgumentsSendsEmptyInput) {
@@ -168,7 +184,7 @@ TEST(AnthropicDecodeTest, TextAndToolUseWithCacheUsage) {
   EXPECT_THAT(response->tool_calls,
               ElementsAre(ToolCall{"toolu_1", "get_weather", R"({"city":"Paris","z":1,"a":2})"}));
   EXPECT_EQ(response->finish_reason, FinishReason::kToolCalls);
-  EXPECT_EQ(response->usage, (TokenUsage{115, 30, 100}));
+  EXPECT_EQ(response->usage, (TokenUsage{115, 30, 100, 5}));
 }
 
 TEST(AnthropicDecodeTest, ForcedToolInputBecomesContent) {
@@ -196,6 +212,9 @@ TEST(AnthropicDecodeTest, FinishReasons) {
   EXPECT_EQ(AnthropicFinishReason("max_tokens"), FinishReason::kLength);
   EXPECT_EQ(AnthropicFinishReason("tool_use"), FinishReason::kToolCalls);
   EXPECT_EQ(AnthropicFinishReason("refusal"), FinishReason::kContentFilter);
+  // Not done: the caller must send the turn back for the model to go on.
+  EXPECT_EQ(AnthropicFinishReason("pause_turn"), FinishReason::kPauseTurn);
+  EXPECT_EQ(FinishReasonName(FinishReason::kPauseTurn), "pause_turn");
   EXPECT_EQ(AnthropicFinishReason("new_reason"), FinishReason::kUnspecified);
 }
 
@@ -290,7 +309,7 @@ TEST(AnthropicStreamDecoderTest, TextThenTwoToolUses) {
                           ToolCall{"toolu_2", "get_time", "{}"}));
   EXPECT_EQ(response.finish_reason, FinishReason::kToolCalls);
   // Normalised: every input token counts as prompt, cache reads as cached.
-  EXPECT_EQ(response.usage, (TokenUsage{220, 57, 200}));
+  EXPECT_EQ(response.usage, (TokenUsage{220, 57, 200, 8}));
 }
 
 TEST(AnthropicStreamDecoderTest, NullCountsInMessageDeltaKeepTheStartCounts) {
@@ -304,7 +323,7 @@ TEST(AnthropicStreamDecoderTest, NullCountsInMessageDeltaKeepTheStartCounts) {
                 "usage":{"input_tokens":null,"cache_creation_input_tokens":null,
                          "cache_read_input_tokens":null,"output_tokens":7}})"},
            kMessageStop});
-  EXPECT_EQ(decoder.TakeResponse().usage, (TokenUsage{220, 7, 200}));
+  EXPECT_EQ(decoder.TakeResponse().usage, (TokenUsage{220, 7, 200, 8}));
 }
 
 TEST(AnthropicStreamDecoderTest, ForcedToolStreamsAsText) {

@@ -28,6 +28,8 @@ std::string_view FinishReasonName(FinishReason reason) {
       return "tool_calls";
     case FinishReason::kContentFilter:
       return "content_filter";
+    case FinishReason::kPauseTurn:
+      return "pause_turn";
   }
   return "unknown";
 }

@@ -78,14 +78,22 @@ enum class FinishReason {
   kLength,         // token limit ("length", "max_tokens")
   kToolCalls,      // the model wants tools run ("tool_calls", "tool_use")
   kContentFilter,  // withheld by the provider ("content_filter", "refusal")
+  // Anthropic "pause_turn": the model paused a long turn (server tools) and
+  // is not done; send the conversation back with this answer as the last
+  // assistant turn to let it continue.
+  kPauseTurn,
 };
 
 std::string_view FinishReasonName(FinishReason reason);
 
 struct TokenUsage {
-  int64_t prompt_tokens = 0;      // all input tokens, cached ones included
+  int64_t prompt_tokens = 0;  // all input tokens, cached ones included
   int64_t completion_tokens = 0;
-  int64_t cached_tokens = 0;      // part of prompt_tokens served from the provider's cache
+  int64_t cached_tokens = 0;  // part of prompt_tokens served from the provider's cache
+  // Part of prompt_tokens written to the provider's cache (Anthropic's
+  // cache_creation_input_tokens; billed above the input price). 0 where the
+  // provider does not report it (OpenAI caches without a write charge).
+  int64_t cache_write_tokens = 0;
 
   friend bool operator==(const TokenUsage&, const TokenUsage&) = default;
 };

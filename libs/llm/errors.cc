@@ -1,15 +1,20 @@
 #include "libs/llm/errors.h"
 
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace omniforge::llm {
 namespace {
 
 constexpr char kKindPayload[] = "type.omniforge.dev/llm.error_kind";
 constexpr char kRetryAfterPayload[] = "type.omniforge.dev/llm.retry_after_micros";
+constexpr char kBilledUsagePayload[] = "type.omniforge.dev/llm.billed_usage";
 
 absl::StatusCode CodeFor(LlmErrorKind kind) {
   switch (kind) {
@@ -41,10 +46,10 @@ absl::StatusCode CodeFor(LlmErrorKind kind) {
 }
 
 constexpr LlmErrorKind kAllKinds[] = {
-    LlmErrorKind::kRateLimited,   LlmErrorKind::kServerError,    LlmErrorKind::kConnection,
-    LlmErrorKind::kTimeout,       LlmErrorKind::kBadResponse,    LlmErrorKind::kStreamBroken,
-    LlmErrorKind::kInvalidRequest, LlmErrorKind::kAuth,          LlmErrorKind::kCircuitOpen,
-    LlmErrorKind::kInvalidOutput, LlmErrorKind::kCancelled,      LlmErrorKind::kNotConfigured,
+    LlmErrorKind::kRateLimited,    LlmErrorKind::kServerError, LlmErrorKind::kConnection,
+    LlmErrorKind::kTimeout,        LlmErrorKind::kBadResponse, LlmErrorKind::kStreamBroken,
+    LlmErrorKind::kInvalidRequest, LlmErrorKind::kAuth,        LlmErrorKind::kCircuitOpen,
+    LlmErrorKind::kInvalidOutput,  LlmErrorKind::kCancelled,   LlmErrorKind::kNotConfigured,
 };
 
 }  // namespace
@@ -110,6 +115,28 @@ std::optional<int64_t> RetryAfterMicrosOf(const absl::Status& status) {
     return std::nullopt;
   }
   return micros;
+}
+
+absl::Status WithBilledUsage(absl::Status status, const TokenUsage& usage) {
+  if (status.ok()) return status;
+  status.SetPayload(kBilledUsagePayload,
+                    absl::Cord(absl::StrCat(usage.prompt_tokens, " ", usage.completion_tokens, " ",
+                                            usage.cached_tokens, " ", usage.cache_write_tokens)));
+  return status;
+}
+
+std::optional<TokenUsage> BilledUsageOf(const absl::Status& status) {
+  absl::optional<absl::Cord> payload = status.GetPayload(kBilledUsagePayload);
+  if (!payload.has_value()) return std::nullopt;
+  const std::vector<std::string> counts = absl::StrSplit(std::string(*payload), ' ');
+  TokenUsage usage;
+  int64_t* const fields[] = {&usage.prompt_tokens, &usage.completion_tokens, &usage.cached_tokens,
+                             &usage.cache_write_tokens};
+  if (counts.size() != std::size(fields)) return std::nullopt;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (!absl::SimpleAtoi(counts[i], fields[i])) return std::nullopt;
+  }
+  return usage;
 }
 
 bool IsRetryable(LlmErrorKind kind) {

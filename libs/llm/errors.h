@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "libs/llm/chat.h"
 
 namespace omniforge::llm {
 
@@ -39,6 +40,13 @@ absl::Status LlmError(LlmErrorKind kind, std::string_view message,
 // kNone for OK and for statuses not made by LlmError.
 LlmErrorKind ErrorKindOf(const absl::Status& status);
 std::optional<int64_t> RetryAfterMicrosOf(const absl::Status& status);
+
+// `status` carrying the tokens its attempt was billed for although it failed
+// (a stream that broke or was cancelled after the provider reported usage);
+// the client adds them to the call's usage record. OK stays OK.
+absl::Status WithBilledUsage(absl::Status status, const TokenUsage& usage);
+// What WithBilledUsage attached; nullopt when nothing was.
+std::optional<TokenUsage> BilledUsageOf(const absl::Status& status);
 
 // Whether trying again (same or another provider) may succeed:
 // rate limits, server errors, connection failures, per-attempt timeouts and

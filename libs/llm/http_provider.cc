@@ -47,6 +47,10 @@ class WireStreamDecoder final {
     return std::visit([](const auto& decoder) { return decoder.done(); }, decoder_);
   }
 
+  TokenUsage usage() const {
+    return std::visit([](const auto& decoder) { return TokenUsage(decoder.usage()); }, decoder_);
+  }
+
   ChatResponse TakeResponse() {
     return std::visit([](auto& decoder) { return decoder.TakeResponse(); }, decoder_);
   }
@@ -242,18 +246,25 @@ absl::StatusOr<ChatResponse> HttpProvider::Stream(const ChatRequest& request,
   if (stopped.ok() && head.status != 0 && !IsSuccess(head.status)) {
     return HttpFailure(head, error_body);  // even when cut short, it says what went wrong
   }
+  // The provider bills what it reported, answer or not.
+  const auto billed = [&decoder](absl::Status status) {
+    const TokenUsage usage = decoder.usage();
+    return usage == TokenUsage() ? status : WithBilledUsage(std::move(status), usage);
+  };
   absl::Status failure = !stopped.ok() ? stopped : sent;
   if (!failure.ok()) {
     // Once output began, a retry would repeat it: the stream is broken.
-    if (!output_began || KindOf(failure) == LlmErrorKind::kCancelled) return Failure(failure);
-    return Failure(LlmErrorKind::kStreamBroken,
-                   absl::StrCat("stream broken after output began: ", failure.message()));
+    if (!output_began || KindOf(failure) == LlmErrorKind::kCancelled) {
+      return billed(Failure(failure));
+    }
+    return billed(Failure(LlmErrorKind::kStreamBroken,
+                          absl::StrCat("stream broken after output began: ", failure.message())));
   }
   if (!decoder.done()) {
     if (output_began) {
-      return Failure(LlmErrorKind::kStreamBroken, "stream ended before its end marker");
+      return billed(Failure(LlmErrorKind::kStreamBroken, "stream ended before its end marker"));
     }
-    return Failure(LlmErrorKind::kConnection, "stream ended before any output");
+    return billed(Failure(LlmErrorKind::kConnection, "stream ended before any output"));
   }
   ChatResponse response = decoder.TakeResponse();
   response.time_to_first_token_us = output_began ? first_delta_at - sent_at : -1;

@@ -60,6 +60,8 @@ inline constexpr size_t kMaxProviderResponseBytes = size_t{8} << 20;
 //    malformed chunk, an error event) is kConnection, kBadResponse or
 //    kServerError (kRateLimited for a rate-limit error event) while nothing
 //    was delivered, and kStreamBroken once a delta was;
+//  - a failed stream carries the usage the provider had reported by then
+//    (WithBilledUsage), as the provider bills it;
 //  - context.cancelled() turning true (checked before sending, as bytes
 //    arrive, and by the transport while it waits: HttpRequest::cancelled)
 //    or on_delta returning false: kCancelled.

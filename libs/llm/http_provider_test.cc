@@ -261,6 +261,36 @@ TEST_F(HttpProviderTest, StreamCutAfterADeltaIsBroken) {
   EXPECT_EQ(ErrorKindOf(StreamFrom(*openai_, &seen).status()), LlmErrorKind::kStreamBroken);
 }
 
+TEST_F(HttpProviderTest, FailedStreamCarriesTheUsageItWasBilled) {
+  std::vector<std::string> seen;
+  // OpenAI: everything up to the usage chunk, then the connection drops
+  // before [DONE].
+  const std::string until_usage = kOpenAiStream.substr(0, kOpenAiStream.find("data: [DONE]"));
+  transport_->pieces = {until_usage};
+  transport_->end = LlmError(LlmErrorKind::kConnection, "transfer closed");
+  absl::StatusOr<ChatResponse> response = StreamFrom(*openai_, &seen);
+  EXPECT_EQ(ErrorKindOf(response.status()), LlmErrorKind::kStreamBroken);
+  EXPECT_THAT(BilledUsageOf(response.status()), Optional(TokenUsage{5, 2, 1}));
+
+  // Anthropic reports the input at message_start: an overload error after it
+  // still bills those tokens.
+  transport_->end = absl::OkStatus();
+  transport_->pieces = {
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\","
+      "\"usage\":{\"input_tokens\":7,\"cache_creation_input_tokens\":3,\"output_tokens\":1}}}\n\n"
+      "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\","
+      "\"message\":\"Overloaded\"}}\n\n"};
+  response = StreamFrom(*anthropic_, &seen);
+  EXPECT_EQ(ErrorKindOf(response.status()), LlmErrorKind::kServerError);
+  EXPECT_THAT(
+      BilledUsageOf(response.status()),
+      Optional(TokenUsage{.prompt_tokens = 10, .completion_tokens = 1, .cache_write_tokens = 3}));
+
+  // Nothing reported, nothing attached.
+  transport_->pieces = {kRoleChunk};
+  EXPECT_EQ(BilledUsageOf(StreamFrom(*openai_, &seen).status()), std::nullopt);
+}
+
 TEST_F(HttpProviderTest, TimeoutBeforeOutputStaysATimeout) {
   std::vector<std::string> seen;
   transport_->pieces = {kRoleChunk};

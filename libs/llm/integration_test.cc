@@ -712,8 +712,19 @@ class FaultsTest : public ::testing::TestWithParam<std::string> {
     return records.empty() ? UsageRecord{} : records.back();
   }
 
-  // The record of a call the primary answered after `attempts` requests.
-  void ExpectPrimaryAnswered(int attempts) {
+  // What an attempt that failed after the stream began was billed: Anthropic
+  // reports the input (and one output token) in message_start, OpenAI only
+  // at the end of a stream.
+  TokenUsage BilledAtStreamStart() const {
+    if (api() != "anthropic") return {};
+    return {.prompt_tokens = kPrimaryUsage.prompt_tokens,
+            .completion_tokens = 1,
+            .cached_tokens = kPrimaryUsage.cached_tokens};
+  }
+
+  // The record of a call the primary answered after `attempts` requests, of
+  // which `billed_failures` failed after their stream began.
+  void ExpectPrimaryAnswered(int attempts, int billed_failures = 0) {
     const UsageRecord record = OnlyRecord();
     EXPECT_TRUE(record.ok) << record.error_message;
     EXPECT_EQ(record.provider, "primary");
@@ -721,20 +732,26 @@ class FaultsTest : public ::testing::TestWithParam<std::string> {
     EXPECT_EQ(record.attempts, attempts);
     EXPECT_EQ(primary_->RequestCount(), static_cast<size_t>(attempts));
     EXPECT_EQ(backup_->RequestCount(), 0u);
-    const TokenUsage tokens{.prompt_tokens = kPrimaryUsage.prompt_tokens,
+    const TokenUsage answer{.prompt_tokens = kPrimaryUsage.prompt_tokens,
                             .completion_tokens = kPrimaryUsage.completion_tokens};
+    const TokenUsage failed = BilledAtStreamStart();
+    const TokenUsage tokens{
+        .prompt_tokens = answer.prompt_tokens + billed_failures * failed.prompt_tokens,
+        .completion_tokens = answer.completion_tokens + billed_failures * failed.completion_tokens,
+        .cached_tokens = billed_failures * failed.cached_tokens};
     EXPECT_EQ(record.tokens, tokens);
     EXPECT_DOUBLE_EQ(record.cost_usd, ExpectedCost(kPrimaryPrice, tokens));
   }
 
-  // The record of a failed call.
-  void ExpectFailedRecord(LlmErrorKind kind, int attempts) {
+  // The record of a failed call; `billed` is what its attempts were billed.
+  void ExpectFailedRecord(LlmErrorKind kind, int attempts, const TokenUsage& billed = {}) {
     const UsageRecord record = OnlyRecord();
     EXPECT_FALSE(record.ok);
     EXPECT_EQ(record.error_kind, kind);
     EXPECT_THAT(record.error_message, Not(IsEmpty()));
     EXPECT_EQ(record.attempts, attempts);
-    EXPECT_EQ(record.cost_usd, 0);
+    EXPECT_EQ(record.tokens, billed);
+    EXPECT_DOUBLE_EQ(record.cost_usd, ExpectedCost(kPrimaryPrice, billed));
   }
 
   std::unique_ptr<FakeLlmServer> primary_;
@@ -855,7 +872,7 @@ TEST_P(FaultsTest, MalformedStreamEventBeforeOutputIsRetried) {
   const Streamed streamed = StreamThrough(Client(), "main", UserAsks("hi"), Context());
   ASSERT_TRUE(streamed.response.ok()) << streamed.response.status();
   EXPECT_EQ(streamed.text, kPrimaryText);
-  ExpectPrimaryAnswered(2);
+  ExpectPrimaryAnswered(2, /*billed_failures=*/1);
 }
 
 TEST_P(FaultsTest, MalformedStreamEventAfterOutputBreaksTheStream) {
@@ -867,7 +884,7 @@ TEST_P(FaultsTest, MalformedStreamEventAfterOutputBreaksTheStream) {
   EXPECT_EQ(streamed.text, std::string_view(kPrimaryText).substr(0, 8));
   EXPECT_EQ(primary_->RequestCount(), 1u);
   EXPECT_EQ(backup_->RequestCount(), 0u);
-  ExpectFailedRecord(LlmErrorKind::kStreamBroken, 1);
+  ExpectFailedRecord(LlmErrorKind::kStreamBroken, 1, BilledAtStreamStart());
 }
 
 TEST_P(FaultsTest, StreamCutBeforeOutputIsRetriedTransparently) {
@@ -879,7 +896,7 @@ TEST_P(FaultsTest, StreamCutBeforeOutputIsRetriedTransparently) {
   EXPECT_EQ(streamed.text, kPrimaryText);
   EXPECT_THAT(streamed.deltas, SizeIs((std::string_view(kPrimaryText).size() + 3) / 4));
   EXPECT_EQ(streamed.response->content, kPrimaryText);
-  ExpectPrimaryAnswered(3);
+  ExpectPrimaryAnswered(3, /*billed_failures=*/2);
   EXPECT_GE(OnlyRecord().time_to_first_token_us, 0);
 }
 
@@ -893,7 +910,7 @@ TEST_P(FaultsTest, StreamCutAfterOutputIsBrokenWithoutRetryOrFallback) {
   EXPECT_EQ(streamed.text, std::string_view(kPrimaryText).substr(0, 12));
   EXPECT_EQ(primary_->RequestCount(), 1u);
   EXPECT_EQ(backup_->RequestCount(), 0u);
-  ExpectFailedRecord(LlmErrorKind::kStreamBroken, 1);
+  ExpectFailedRecord(LlmErrorKind::kStreamBroken, 1, BilledAtStreamStart());
   const UsageRecord record = OnlyRecord();
   EXPECT_FALSE(record.fallback_used);
   EXPECT_GE(record.time_to_first_token_us, 0);
@@ -913,7 +930,7 @@ TEST_P(FaultsTest, StreamErrorEventBeforeOutputIsRetried) {
   const Streamed streamed = StreamThrough(Client(), "main", UserAsks("hi"), Context());
   ASSERT_TRUE(streamed.response.ok()) << streamed.response.status();
   EXPECT_EQ(streamed.text, kPrimaryText);
-  ExpectPrimaryAnswered(2);
+  ExpectPrimaryAnswered(2, /*billed_failures=*/1);
 }
 
 TEST_P(FaultsTest, StreamErrorEventAfterOutputBreaksTheStream) {
@@ -925,7 +942,7 @@ TEST_P(FaultsTest, StreamErrorEventAfterOutputBreaksTheStream) {
   EXPECT_EQ(streamed.text, std::string_view(kPrimaryText).substr(0, 4));
   EXPECT_EQ(primary_->RequestCount(), 1u);
   EXPECT_EQ(backup_->RequestCount(), 0u);
-  ExpectFailedRecord(LlmErrorKind::kStreamBroken, 1);
+  ExpectFailedRecord(LlmErrorKind::kStreamBroken, 1, BilledAtStreamStart());
 }
 
 // Not streamed, the stream-error fault is a plain error status.
@@ -1180,7 +1197,7 @@ TEST_P(FaultsTest, CancellationAfterOutputBeganEndsTheStream) {
   EXPECT_EQ(streamed.text, std::string_view(kPrimaryText).substr(0, 4));
   EXPECT_EQ(primary_->RequestCount(), 1u);
   EXPECT_EQ(backup_->RequestCount(), 0u);
-  ExpectFailedRecord(LlmErrorKind::kCancelled, 1);
+  ExpectFailedRecord(LlmErrorKind::kCancelled, 1, BilledAtStreamStart());
 }
 
 TEST_P(FaultsTest, CallbackReturningFalseCancels) {
@@ -1192,7 +1209,7 @@ TEST_P(FaultsTest, CallbackReturningFalseCancels) {
   EXPECT_THAT(streamed.deltas, SizeIs(2));
   EXPECT_EQ(primary_->RequestCount(), 1u);
   EXPECT_EQ(backup_->RequestCount(), 0u);
-  ExpectFailedRecord(LlmErrorKind::kCancelled, 1);
+  ExpectFailedRecord(LlmErrorKind::kCancelled, 1, BilledAtStreamStart());
 }
 
 // A call without its own deadline ends when the call this thread serves

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -214,8 +215,7 @@ void LlmClient::Finish(const absl::StatusOr<ChatResponse>& result, int64_t start
   record.latency_us = clock_->NowMicros() - start_micros;
   record.ok = result.ok();
   if (result.ok()) {
-    record.tokens = result->usage;
-    record.cost_usd = prices_.Cost(record.provider, record.model, record.tokens);
+    AddBilled(ModelTarget{record.provider, record.model}, result->usage, record);
   } else {
     record.error_kind = ErrorKindOf(result.status());
     record.error_message = std::string(result.status().message());
@@ -294,12 +294,21 @@ absl::StatusOr<ChatResponse> LlmClient::RunChain(const std::vector<Target>& chai
         return std::move(response);
       }
 
+      if (const std::optional<TokenUsage> billed = BilledUsageOf(response.status())) {
+        AddBilled(target.name, *billed, record);
+      }
       // Our caller ending the stream says nothing about the target.
       const absl::Status status =
           caller_stopped ? LlmError(LlmErrorKind::kCancelled, "the caller stopped the stream")
                          : Normalized(response.status());
       const LlmErrorKind kind = ErrorKindOf(status);
-      admitted.Report(kind);
+      // Nor does running out of the call's own time (the caller's deadline or
+      // the served call's): only a target too slow within its per-attempt
+      // timeout counts against it. Attempts never run past the call's
+      // deadline, so a timeout at or after it is the call's.
+      const bool call_deadline_passed =
+          kind == LlmErrorKind::kTimeout && clock_->NowMicros() >= deadline;
+      admitted.Report(call_deadline_passed ? LlmErrorKind::kCancelled : kind);
       last_error = status;
 
       // Cancellation is the caller's choice, not a failure worth a warning.
@@ -347,6 +356,37 @@ absl::StatusOr<ChatResponse> LlmClient::RunChain(const std::vector<Target>& chai
   return last_error;
 }
 
+void LlmClient::AddBilled(const ModelTarget& target, const TokenUsage& usage,
+                          UsageRecord& record) const {
+  record.tokens.prompt_tokens += usage.prompt_tokens;
+  record.tokens.completion_tokens += usage.completion_tokens;
+  record.tokens.cached_tokens += usage.cached_tokens;
+  record.tokens.cache_write_tokens += usage.cache_write_tokens;
+  // Priced and counted per target: a fallback's tokens may cost differently.
+  const double cost = prices_.Cost(target.provider, target.model, usage);
+  record.cost_usd += cost;
+  const std::pair<const char*, int64_t> kinds[] = {{"prompt", usage.prompt_tokens},
+                                                   {"completion", usage.completion_tokens},
+                                                   {"cached", usage.cached_tokens},
+                                                   {"cache_write", usage.cache_write_tokens}};
+  for (const auto& [kind, count] : kinds) {
+    metrics_
+        .GetCounter("omniforge_llm_tokens_total",
+                    "Tokens billed for LLM calls, by the target that billed them (failed "
+                    "attempts included when the provider reported usage); cached and "
+                    "cache_write are the parts of prompt read from and written to the "
+                    "provider's cache.",
+                    {{"provider", target.provider}, {"model", target.model}, {"kind", kind}})
+        .Inc(static_cast<double>(count));
+  }
+  metrics_
+      .GetCounter("omniforge_llm_cost_usd_total",
+                  "Cost of LLM calls in USD by the price table, failed attempts' billed tokens "
+                  "included.",
+                  {{"provider", target.provider}, {"model", target.model}})
+      .Inc(cost);
+}
+
 void LlmClient::Report(const UsageRecord& record) {
   const std::string operation = OperationLabel(record.operation_type);
   const std::string outcome =
@@ -367,24 +407,6 @@ void LlmClient::Report(const UsageRecord& record) {
           {{"provider", record.provider}, {"model", record.model}, {"operation", operation}},
           DurationBuckets())
       .Observe(static_cast<double>(record.latency_us) / 1e6);
-  if (record.ok) {
-    const std::pair<const char*, int64_t> kinds[] = {
-        {"prompt", record.tokens.prompt_tokens},
-        {"completion", record.tokens.completion_tokens},
-        {"cached", record.tokens.cached_tokens}};
-    for (const auto& [kind, count] : kinds) {
-      metrics_
-          .GetCounter("omniforge_llm_tokens_total",
-                      "Tokens used by successful LLM calls; cached is the part of prompt served "
-                      "from the provider's cache.",
-                      {{"provider", record.provider}, {"model", record.model}, {"kind", kind}})
-          .Inc(static_cast<double>(count));
-    }
-    metrics_
-        .GetCounter("omniforge_llm_cost_usd_total", "Cost of successful LLM calls in USD.",
-                    {{"provider", record.provider}, {"model", record.model}})
-        .Inc(record.cost_usd);
-  }
   if (usage_sink_ != nullptr) usage_sink_->Record(record);
 }
 

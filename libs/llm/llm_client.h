@@ -62,7 +62,15 @@ struct LlmClientOptions {
 // deadline passed ends with kTimeout. Errors otherwise are the last
 // target's last error (kCircuitOpen when every circuit was open).
 // The usage record's time_to_first_token_us counts from the start of the
-// call, retries included: what the user waited.
+// call, retries included: what the user waited. Its tokens and cost are
+// everything the call was billed: the answer's, plus what failed attempts
+// reported (BilledUsageOf), each priced at its own target.
+//
+// A failed attempt counts against its target's circuit breaker when the
+// error is retryable, except a timeout once the call's own deadline (the
+// caller's, or the served gRPC call's) has passed: that is the caller's
+// budget running out, not the target failing. A per-attempt timeout
+// (ProviderOptions::request_timeout_micros) before it does count.
 //
 // An exception thrown by `on_delta` ends the call and propagates to the
 // caller, the attempt's circuit-breaker admission released.
@@ -115,6 +123,8 @@ class LlmClient final {
   absl::StatusOr<ChatResponse> RunChain(const std::vector<Target>& chain, ChatRequest request,
                                         const CallContext& context, const StreamCallback* on_delta,
                                         int64_t start_micros, UsageRecord& record);
+  // Adds tokens billed by `target` to `record`, with their cost.
+  void AddBilled(const ModelTarget& target, const TokenUsage& usage, UsageRecord& record) const;
   // Completes `record` with the call's outcome and reports it.
   void Finish(const absl::StatusOr<ChatResponse>& result, int64_t start_micros,
               UsageRecord& record);

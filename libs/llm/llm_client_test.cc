@@ -3,11 +3,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "libs/core/call_deadline.h"
 #include "libs/core/logging.h"
 #include "libs/llm/client_test_fakes.h"
 
@@ -285,6 +287,88 @@ TEST_F(LlmClientTest, OpenCircuitSkipsToTheFallback) {
   ASSERT_TRUE(third.ok()) << third.status();
   EXPECT_EQ(third->content, "a again");
   EXPECT_FALSE(sink_->records().back().fallback_used);
+}
+
+TEST_F(LlmClientTest, TimeoutsAtTheCallersDeadlineDoNotCountAgainstTheCircuit) {
+  options_.retry.max_attempts = 1;
+  options_.breaker.failure_threshold = 2;
+  // The caller's own short deadline runs out, three times in a row: the
+  // target is merely slower than the caller can wait.
+  for (int i = 0; i < 3; ++i) {
+    a_->Push({{}, Answer("too late"), 10 * kSecond});
+    CallContext context = Context();
+    context.deadline_micros = clock_.NowMicros() + kSecond;
+    EXPECT_EQ(ErrorKindOf(Client().Complete("single", Hello(), context).status()),
+              LlmErrorKind::kTimeout);
+  }
+  // So does the deadline of the gRPC call being served, when the caller
+  // gives none.
+  for (int i = 0; i < 3; ++i) {
+    a_->Push({{}, Answer("too late"), 10 * kSecond});
+    const core::ScopedCallDeadline served(std::chrono::system_clock::time_point(
+        std::chrono::microseconds(clock_.NowMicros() + kSecond)));
+    CallContext context = Context();
+    context.deadline_micros = 0;
+    EXPECT_EQ(ErrorKindOf(Client().Complete("single", Hello(), context).status()),
+              LlmErrorKind::kTimeout);
+  }
+  a_->PushAnswer("still trusted");
+  absl::StatusOr<ChatResponse> answer = Client().Complete("single", Hello(), Context());
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_EQ(a_->calls(), 7u);
+
+  // Per-attempt timeouts well before the call's deadline do count.
+  a_->PushError(LlmErrorKind::kTimeout);
+  a_->PushError(LlmErrorKind::kTimeout);
+  EXPECT_EQ(ErrorKindOf(Client().Complete("single", Hello(), Context()).status()),
+            LlmErrorKind::kTimeout);
+  EXPECT_EQ(ErrorKindOf(Client().Complete("single", Hello(), Context()).status()),
+            LlmErrorKind::kTimeout);
+  EXPECT_EQ(ErrorKindOf(Client().Complete("single", Hello(), Context()).status()),
+            LlmErrorKind::kCircuitOpen);
+  EXPECT_EQ(a_->calls(), 9u);
+}
+
+TEST_F(LlmClientTest, TokensBilledToFailedAttemptsAreRecordedAndPriced) {
+  // A stream that broke after its usage arrived (before output reached the
+  // caller, so it falls back), then a fallback that answers.
+  a_->Push({{},
+            WithBilledUsage(LlmError(LlmErrorKind::kConnection, "cut after usage"),
+                            TokenUsage{.prompt_tokens = 1000, .completion_tokens = 100}),
+            0});
+  options_.retry.max_attempts = 1;
+  b_->PushAnswer("b", TokenUsage{.prompt_tokens = 1000, .completion_tokens = 50});
+  absl::StatusOr<ChatResponse> response =
+      Client().Stream("main", Hello(), Context(), [](const StreamDelta&) { return true; });
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->usage, (TokenUsage{.prompt_tokens = 1000, .completion_tokens = 50}));
+  UsageRecord record = OnlyRecord();
+  EXPECT_EQ(record.tokens, (TokenUsage{.prompt_tokens = 2000, .completion_tokens = 150}));
+  // a: 1000 * 2 + 100 * 8 = 2800; b: 1000 * 1 + 50 * 4 = 1200 micro-USD.
+  EXPECT_DOUBLE_EQ(record.cost_usd, 0.004);
+  EXPECT_DOUBLE_EQ(response->cost_usd, 0.004);
+
+  // A call that fails outright still records what was billed.
+  a_->Push({{TextDelta("partial")},
+            WithBilledUsage(LlmError(LlmErrorKind::kStreamBroken, "broken"),
+                            TokenUsage{.prompt_tokens = 10, .completion_tokens = 3}),
+            0});
+  EXPECT_EQ(
+      ErrorKindOf(Client()
+                      .Stream("main", Hello(), Context(), [](const StreamDelta&) { return true; })
+                      .status()),
+      LlmErrorKind::kStreamBroken);
+  record = sink_->records().back();
+  EXPECT_FALSE(record.ok);
+  EXPECT_EQ(record.tokens, (TokenUsage{.prompt_tokens = 10, .completion_tokens = 3}));
+  EXPECT_DOUBLE_EQ(record.cost_usd, (10 * 2.0 + 3 * 8.0) / 1e6);
+  // Metrics count tokens by the target that billed them.
+  EXPECT_EQ(CounterValue("omniforge_llm_tokens_total",
+                         {{"provider", "a"}, {"model", "model-1"}, {"kind", "completion"}}),
+            103);
+  EXPECT_EQ(CounterValue("omniforge_llm_tokens_total",
+                         {{"provider", "b"}, {"model", "model-2"}, {"kind", "completion"}}),
+            50);
 }
 
 TEST_F(LlmClientTest, AProbeEndedByAThrowingCallbackFreesTheProbeSlot) {

@@ -42,14 +42,16 @@ bool IsValidName(const std::string& name) {
 std::optional<Price> ParsePrice(const std::string& text) {
   const std::vector<std::string> parts =
       absl::StrSplit(text, absl::ByAnyChar(" \t"), absl::SkipWhitespace());
-  if (parts.size() != 3) return std::nullopt;
-  double values[3];
-  for (size_t i = 0; i < 3; ++i) {
+  if (parts.size() != 3 && parts.size() != 4) return std::nullopt;
+  double values[4];
+  for (size_t i = 0; i < parts.size(); ++i) {
     if (!absl::SimpleAtod(parts[i], &values[i]) || !std::isfinite(values[i]) || values[i] < 0) {
       return std::nullopt;
     }
   }
-  return Price{values[0], values[1], values[2]};
+  Price price{values[0], values[1], values[2]};
+  if (parts.size() == 4) price.cache_write_input_per_mtok = values[3];
+  return price;
 }
 
 // Whether `base_url` points at OpenAI's own API, not a compatible server.
@@ -200,7 +202,8 @@ class LlmConfigReader final {
       if (!price.has_value()) {
         Fail(absl::StrCat(path, ".prices.", model),
              absl::StrCat("\"", text,
-                          "\" is not \"input cached_input output\" (USD per million tokens)"));
+                          "\" is not \"input cached_input output [cache_write_input]\" (USD per "
+                          "million tokens)"));
         continue;
       }
       provider.prices[model] = *price;

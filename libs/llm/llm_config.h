@@ -30,9 +30,11 @@
 //                                       # api.openai.com (its reasoning models
 //                                       # reject max_tokens), else max_tokens
 //         anthropic_version: 2023-06-01 # anthropic only
-//         prices:                       # model: "input cached_input output" USD per Mtok
-//           gpt-4.1: "2.00 0.50 8.00"
-//           gpt-4.1-mini: "0.40 0.10 1.60"
+//         prices:                       # model: "input cached_input output [cache_write_input]"
+//           gpt-4.1: "2.00 0.50 8.00"   # USD per Mtok; cache_write_input (prompt tokens
+//           gpt-4.1-mini: "0.40 0.10 1.60"  # written to the cache, reported by Anthropic)
+//                                       # defaults to 1.25 x input, Anthropic's rule for
+//                                       # its 5-minute cache: "3.00 0.30 15.00 3.75"
 //       local:
 //         api: openai
 //         base_url: http://127.0.0.1:11434/v1   # no key: no Authorization header

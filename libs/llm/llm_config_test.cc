@@ -58,6 +58,8 @@ llm:
       api: anthropic
       api_key_env: TEST_ANTHROPIC_KEY
       default_max_tokens: 8192
+      prices:
+        claude-sonnet-4-5: "3 0.3 15 3.75"
     local:
       api: openai
       base_url: http://127.0.0.1:11434/v1/
@@ -94,6 +96,9 @@ TEST(LlmConfigTest, ReadsAFullConfig) {
   EXPECT_EQ(openai.prices.at("gpt-4.1-mini"), (Price{0.4, 0.1, 1.6}));
   const ProviderConfig& claude = config->providers.at("claude");
   EXPECT_EQ(claude.api, ProviderApi::kAnthropic);
+  EXPECT_EQ(claude.prices.at("claude-sonnet-4-5"),
+            (Price{3, 0.3, 15, std::optional<double>(3.75)}));
+  EXPECT_EQ(openai.prices.at("gpt-4.1").cache_write_input_per_mtok, std::nullopt);
   EXPECT_EQ(claude.base_url, "https://api.anthropic.com");
   EXPECT_EQ(claude.api_key, "sk-ant-test");
   EXPECT_EQ(claude.default_max_tokens, 8192);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/llm/errors.h"
+#include "libs/llm/openai_chunk_reader.h"
 #include "libs/llm/wire_json.h"
 
 namespace omniforge::llm {
@@ -192,6 +193,11 @@ absl::Status OpenAiStreamDecoder::Consume(std::string_view data, std::vector<Str
     done_ = true;
     return absl::OkStatus();
   }
+  if (wire_internal::OpenAiChunk read; wire_internal::ReadOpenAiChunk(data, read)) {
+    ConsumeRead(read, deltas);
+    return absl::OkStatus();
+  }
+  // Unusual chunks (errors included) from a document, which tells them apart.
   std::optional<Json> chunk = ParseJson(data);
   if (!chunk.has_value() || !chunk->is_object()) return BadResponse("malformed stream chunk");
   if (const Json* error = Member(*chunk, "error"); error != nullptr && !error->is_null()) {
@@ -239,6 +245,28 @@ absl::Status OpenAiStreamDecoder::Consume(std::string_view data, std::vector<Str
     }
   }
   return absl::OkStatus();
+}
+
+void OpenAiStreamDecoder::ConsumeRead(wire_internal::OpenAiChunk& chunk,
+                                      std::vector<StreamDelta>* deltas) {
+  if (response_.id.empty()) response_.id = std::move(chunk.id);
+  if (response_.model.empty()) response_.model = std::move(chunk.model);
+  if (chunk.usage.has_value()) response_.usage = *chunk.usage;
+  for (wire_internal::OpenAiChunkChoice& choice : chunk.choices) {
+    if (choice.index != 0) continue;  // n > 1 is never requested
+    if (!choice.finish_reason.empty()) {
+      response_.finish_reason = OpenAiFinishReason(choice.finish_reason);
+    }
+    if (choice.refusal) refused_ = true;
+    if (!choice.content.empty()) {
+      response_.content += choice.content;
+      deltas->push_back({.text = std::move(choice.content)});
+    }
+    for (wire_internal::OpenAiChunkToolCall& call : choice.tool_calls) {
+      AddToolCallDelta(call.index, std::move(call.id), std::move(call.name),
+                       std::move(call.arguments), deltas);
+    }
+  }
 }
 
 void OpenAiStreamDecoder::AddToolCallDelta(std::optional<int64_t> wire_index, std::string id,

@@ -16,6 +16,9 @@
 #include "libs/llm/chat.h"
 
 namespace omniforge::llm {
+namespace wire_internal {
+struct OpenAiChunk;
+}  // namespace wire_internal
 
 // The request field that carries ChatRequest::max_tokens. OpenAI replaced
 // max_tokens by max_completion_tokens, and its reasoning models (o-series,
@@ -56,10 +59,16 @@ class OpenAiStreamDecoder final {
   // True once "[DONE]" arrived: only then is the answer complete.
   bool done() const { return done_; }
 
+  // The usage reported so far (zero until the usage chunk arrived).
+  const TokenUsage& usage() const { return response_.usage; }
+
   // The answer assembled so far. Call once, at the end.
   ChatResponse TakeResponse();
 
  private:
+  // Applies a chunk read by ReadOpenAiChunk (the common case), as Consume
+  // would the same chunk from a document.
+  void ConsumeRead(wire_internal::OpenAiChunk& chunk, std::vector<StreamDelta>* deltas);
   // Records one entry of a delta's tool_calls and emits its StreamDelta.
   void AddToolCallDelta(std::optional<int64_t> wire_index, std::string id, std::string name,
                         std::string fragment, std::vector<StreamDelta>* deltas);

@@ -39,12 +39,17 @@ double PriceTable::Cost(std::string_view provider, std::string_view model,
     }
     return 0;
   }
-  // Defensive: a provider reporting more cached than prompt tokens must not
-  // produce a negative uncached count.
+  // Defensive: a provider reporting more cached (or written) than prompt
+  // tokens must not produce a negative uncached count.
   const int64_t cached = std::max<int64_t>(0, std::min(usage.cached_tokens, usage.prompt_tokens));
+  const int64_t written =
+      std::max<int64_t>(0, std::min(usage.cache_write_tokens, usage.prompt_tokens - cached));
+  const double write_price =
+      price->cache_write_input_per_mtok.value_or(kDefaultCacheWriteFactor * price->input_per_mtok);
   const double micro_usd =
-      static_cast<double>(usage.prompt_tokens - cached) * price->input_per_mtok +
+      static_cast<double>(usage.prompt_tokens - cached - written) * price->input_per_mtok +
       static_cast<double>(cached) * price->cached_input_per_mtok +
+      static_cast<double>(written) * write_price +
       static_cast<double>(usage.completion_tokens) * price->output_per_mtok;
   return micro_usd / 1e6;
 }

@@ -24,6 +24,23 @@ TEST(PricingTest, CostSplitsCachedPromptTokens) {
   EXPECT_DOUBLE_EQ(prices.Cost("openai", "gpt-4.1", usage), 0.0057);
 }
 
+TEST(PricingTest, CacheWritesCostTheirOwnPriceOrOneAndAQuarterInput) {
+  PriceTable prices;
+  prices.Set("claude", "sonnet", Price{3.0, 0.3, 15.0, 6.0});  // e.g. the 1-hour cache rate
+  prices.Set("claude", "haiku", Price{1.0, 0.1, 5.0});
+  const TokenUsage usage{.prompt_tokens = 1000,
+                         .completion_tokens = 100,
+                         .cached_tokens = 600,
+                         .cache_write_tokens = 300};
+  // 100 * 3 + 600 * 0.3 + 300 * 6 + 100 * 15 = 3780 micro-USD.
+  EXPECT_DOUBLE_EQ(prices.Cost("claude", "sonnet", usage), 0.00378);
+  // No cache-write price: 1.25 x input. 100 * 1 + 600 * 0.1 + 300 * 1.25 + 100 * 5 = 1035.
+  EXPECT_DOUBLE_EQ(prices.Cost("claude", "haiku", usage), 0.001035);
+  // More written than the uncached prompt holds is capped there.
+  const TokenUsage odd{.prompt_tokens = 100, .cached_tokens = 80, .cache_write_tokens = 50};
+  EXPECT_DOUBLE_EQ(prices.Cost("claude", "sonnet", odd), (80 * 0.3 + 20 * 6.0) / 1e6);
+}
+
 TEST(PricingTest, PricesAreKeyedByProviderAndModel) {
   PriceTable prices;
   prices.Set("openai", "llama", Price{1, 1, 1});

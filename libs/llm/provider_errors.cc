@@ -70,6 +70,17 @@ std::optional<int64_t> ParseRetryAfterMicros(std::string_view value, int64_t now
   return std::nullopt;
 }
 
+std::optional<int64_t> ParseRetryAfterMsMicros(std::string_view value) {
+  const absl::string_view text =
+      absl::StripAsciiWhitespace(absl::string_view(value.data(), value.size()));
+  double millis = 0;
+  if (text.empty() || !absl::ascii_isdigit(static_cast<unsigned char>(text[0])) ||
+      !absl::SimpleAtod(text, &millis) || !std::isfinite(millis)) {
+    return std::nullopt;
+  }
+  return static_cast<int64_t>(std::min(millis * 1e3, static_cast<double>(kMaxRetryAfterMicros)));
+}
+
 std::string ProviderErrorMessage(std::string_view body) {
   nlohmann::json parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_object()) {
@@ -94,7 +105,10 @@ std::string ProviderErrorMessage(std::string_view body) {
 absl::Status HttpErrorStatus(std::string_view provider, const HttpResponseHead& head,
                              std::string_view body, int64_t now_micros) {
   std::optional<int64_t> retry_after;
-  if (auto it = head.headers.find("retry-after"); it != head.headers.end()) {
+  if (auto it = head.headers.find("retry-after-ms"); it != head.headers.end()) {
+    retry_after = ParseRetryAfterMsMicros(it->second);
+  }
+  if (auto it = head.headers.find("retry-after"); !retry_after && it != head.headers.end()) {
     retry_after = ParseRetryAfterMicros(it->second, now_micros);
   }
   std::string message =

@@ -27,6 +27,11 @@ LlmErrorKind ErrorKindForHttpStatus(int status);
 // nullopt when the value is neither.
 std::optional<int64_t> ParseRetryAfterMicros(std::string_view value, int64_t now_micros);
 
+// A retry-after-ms value (OpenAI's, more precise than its Retry-After) as a
+// wait: non-negative milliseconds, a fraction accepted, capped at one day.
+// nullopt when it is not such a number.
+std::optional<int64_t> ParseRetryAfterMsMicros(std::string_view value);
+
 // The provider's explanation in an error body: `error.message` (OpenAI,
 // Anthropic), `error` when it is a string, or top-level `message`; failing
 // those, a printable prefix of the body (a proxy's HTML page, say). At most
@@ -34,8 +39,8 @@ std::optional<int64_t> ParseRetryAfterMicros(std::string_view value, int64_t now
 std::string ProviderErrorMessage(std::string_view body);
 
 // The status for a non-2xx answer: "<provider>: HTTP <status>: <message>",
-// of the kind ErrorKindForHttpStatus gives, carrying the Retry-After wait
-// when the header is present and valid.
+// of the kind ErrorKindForHttpStatus gives, carrying the server's wait when
+// a header gives a valid one: retry-after-ms, else Retry-After.
 absl::Status HttpErrorStatus(std::string_view provider, const HttpResponseHead& head,
                              std::string_view body, int64_t now_micros);
 

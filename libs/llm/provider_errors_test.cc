@@ -89,5 +89,25 @@ TEST(ProviderErrorsTest, HttpErrorStatusCarriesKindMessageAndRetryAfter) {
   EXPECT_EQ(RetryAfterMicrosOf(overloaded), std::nullopt);
 }
 
+TEST(ProviderErrorsTest, RetryAfterMsIsPreferredOverRetryAfter) {
+  EXPECT_THAT(ParseRetryAfterMsMicros("1500"), Optional(1'500'000));
+  EXPECT_THAT(ParseRetryAfterMsMicros(" 20.5 "), Optional(20'500));
+  EXPECT_THAT(ParseRetryAfterMsMicros("999999999999"), Optional(int64_t{86'400} * 1'000'000));
+  for (const char* value : {"", "-5", "soon", "nan", "1e999"}) {
+    EXPECT_EQ(ParseRetryAfterMsMicros(value), std::nullopt) << value;
+  }
+
+  // OpenAI sends both; the milliseconds are the precise one.
+  HttpResponseHead both{.status = 429,
+                        .headers = {{"retry-after", "1"}, {"retry-after-ms", "250"}}};
+  EXPECT_THAT(RetryAfterMicrosOf(HttpErrorStatus("openai", both, "", 0)), Optional(250'000));
+  HttpResponseHead only_ms{.status = 503, .headers = {{"retry-after-ms", "40"}}};
+  EXPECT_THAT(RetryAfterMicrosOf(HttpErrorStatus("openai", only_ms, "", 0)), Optional(40'000));
+  // An unusable retry-after-ms leaves Retry-After in charge.
+  HttpResponseHead bad_ms{.status = 429,
+                          .headers = {{"retry-after", "2"}, {"retry-after-ms", "x"}}};
+  EXPECT_THAT(RetryAfterMicrosOf(HttpErrorStatus("openai", bad_ms, "", 0)), Optional(2'000'000));
+}
+
 }  // namespace
 }  // namespace omniforge::llm

@@ -74,12 +74,18 @@ void SseParser::Dispatch() {
     event_type_.clear();
     return;
   }
-  SseEvent event{event_type_.empty() ? std::string("message") : std::move(event_type_),
-                 std::move(data_)};
+  // Swapped, not moved: both buffers keep their capacity for the next event,
+  // so a stream of small events costs no allocation per event.
+  if (event_type_.empty()) {
+    event_.type.assign("message");
+  } else {
+    event_.type.swap(event_type_);
+  }
+  event_.data.swap(data_);
   event_type_.clear();
   data_.clear();
   has_data_ = false;
-  if (!on_event_(event)) stopped_ = true;
+  if (!on_event_(event_)) stopped_ = true;
 }
 
 }  // namespace omniforge::llm

@@ -45,6 +45,7 @@ class SseParser final {
   void Dispatch();
 
   EventCallback on_event_;
+  SseEvent event_;  // the event being dispatched
   std::string line_;
   std::string event_type_;
   std::string data_;

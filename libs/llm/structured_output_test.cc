@@ -198,9 +198,6 @@ TEST_F(CompleteStructuredTest, NeedsAResponseFormatWithAJsonSchema) {
   EXPECT_EQ(model_.calls(), 0u);
 }
 
-}  // namespace
-}  // namespace omniforge::llm
-
 TEST(ValidateJsonTest, NumbersOutsideMinimumOrMaximumAreRejected) {
   const std::string schema = R"({"type":"object","properties":{
       "confidence":{"type":"number","minimum":0,"maximum":1}}})";
@@ -211,3 +208,6 @@ TEST(ValidateJsonTest, NumbersOutsideMinimumOrMaximumAreRejected) {
   absl::Status low = ValidateJsonAgainstSchema(R"({"confidence":-0.1})", schema);
   EXPECT_THAT(low.message(), HasSubstr("$.confidence: -0.1 is less than the minimum 0"));
 }
+
+}  // namespace
+}  // namespace omniforge::llm

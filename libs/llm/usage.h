@@ -15,13 +15,16 @@ struct UsageRecord {
   std::string profile;
   std::string provider;  // the provider that answered, or the last one tried
   std::string model;
+  // Everything the call was billed: the answer's tokens plus those failed
+  // attempts reported (a stream broken after its usage arrived), and their
+  // cost by the price table.
   TokenUsage tokens;
   double cost_usd = 0;
   int64_t latency_us = 0;               // the whole call, retries included
   int64_t time_to_first_token_us = -1;  // streamed calls that produced output
   bool streamed = false;
-  int32_t attempts = 0;                 // HTTP requests made, all providers
-  bool fallback_used = false;           // answered by other than the first in the chain
+  int32_t attempts = 0;        // HTTP requests made, all providers
+  bool fallback_used = false;  // answered by other than the first in the chain
   bool ok = false;
   LlmErrorKind error_kind = LlmErrorKind::kNone;
   std::string error_message;

@@ -147,9 +147,12 @@ TEST_F(IntentLlmTest, AgentNamesTheUserDoesNotHaveAreDropped) {
   FakeRule loose_name = Reply(Answer("UPDATE_AGENT", 0.8, "Weekly Sales Digest"));
   loose_name.times = 1;
   Start({loose_name, Reply(Answer("UPDATE_AGENT", 0.8, "payroll-bot"))});
-  IntentAnalysis loose = Run(Unsure());
+  // No history: nothing local names an agent either.
+  IntentRequest r = Unsure();
+  r.history.clear();
+  IntentAnalysis loose = Run(r);
   EXPECT_EQ(loose.entities["agent_name"], "weekly-sales-digest");
-  IntentAnalysis invented = Run(Unsure());
+  IntentAnalysis invented = Run(r);
   EXPECT_FALSE(invented.entities.contains("agent_name"));
 }
 
@@ -176,7 +179,7 @@ TEST_F(IntentLlmTest, StillInvalidAfterRepairFallsBackToKeywords) {
   bad.reply.json = Answer("QUERY_INFO", 0.7);
   Start({bad});
   IntentRequest r = Unsure();
-  r.message = "please pause the digest thing";
+  r.message = "could you please pause the whole digest thing for a few weeks";
   IntentAnalysis a = Run(r);
   EXPECT_EQ(a.source, Source::kKeywordFallback);
   EXPECT_EQ(a.action, Action::kManagePlatform);
