@@ -1,6 +1,7 @@
 // omniforge-intent-eval: measures the running intent service over gRPC.
 //
 //   omniforge-intent-eval [--target HOST:PORT] [--spawn] [--followups FILE]
+//                         [--show-dev-misses]
 //
 // Sends the dev split (the shipped utterances the model never trains on)
 // and the follow-up set (conversations with history and agents, in
@@ -143,7 +144,8 @@ int FreePort() {
   return port;
 }
 
-int Run(const std::string& target_flag, bool spawn, const std::string& followups_path) {
+int Run(const std::string& target_flag, bool spawn, const std::string& followups_path,
+        bool show_dev_misses) {
   std::string target = target_flag;
   pid_t child = -1;
   if (spawn) {
@@ -204,7 +206,12 @@ int Run(const std::string& target_flag, bool spawn, const std::string& followups
     const int expected = static_cast<int>(u.action);
     const int got = outcome->analysis.action_type();
     ++confusion[{expected, got}];
-    if (expected == got) ++correct;
+    if (expected == got) {
+      ++correct;
+    } else if (show_dev_misses) {
+      std::printf("dev miss: %s -> %s: %s\n", ShortName(expected).c_str(), ShortName(got).c_str(),
+                  u.text.c_str());
+    }
   }
   std::printf("dev split: %zu utterances, %d correct\n\n", dev.size(), correct);
   std::printf("%-16s %9s %9s %7s\n", "label", "precision", "recall", "n");
@@ -307,6 +314,8 @@ int main(int argc, char** argv) {
   app.add_option("--target", target, "intent service address");
   app.add_flag("--spawn", spawn, "start the intent service next to this binary, local mode");
   app.add_option("--followups", followups, "follow-up cases (JSON lines)");
+  bool show_dev_misses = false;
+  app.add_flag("--show-dev-misses", show_dev_misses, "print every misclassified dev utterance");
   CLI11_PARSE(app, argc, argv);
-  return omniforge::intent::Run(target, spawn, followups);
+  return omniforge::intent::Run(target, spawn, followups, show_dev_misses);
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "services/intent/src/entities.h"
+#include "services/intent/src/lexicon.h"
 #include "services/intent/src/text.h"
 
 namespace omniforge::intent {
@@ -377,131 +378,7 @@ std::optional<Action> VerbAction(std::string_view text, size_t within_words) {
   const std::string normalized = NormalizeText(text);
   const std::vector<std::string_view> words = Words(normalized);
   const bool skill = ContainsPhrase(words, "skill") || ContainsPhrase(words, "skills");
-  static const std::vector<std::pair<std::string_view, Action>> kVerbs = {
-      {"run", Action::kExecuteTask},
-      {"rerun", Action::kExecuteTask},
-      {"re run", Action::kExecuteTask},
-      {"trigger", Action::kExecuteTask},
-      {"kick", Action::kExecuteTask},
-      {"execute", Action::kExecuteTask},
-      {"launch", Action::kExecuteTask},
-      {"fire", Action::kExecuteTask},
-      {"start", Action::kExecuteTask},
-      {"try", Action::kExecuteTask},
-      {"test", Action::kExecuteTask},
-      {"retry", Action::kExecuteTask},
-      {"pause", Action::kManagePlatform},
-      {"unpause", Action::kManagePlatform},
-      {"resume", Action::kManagePlatform},
-      {"stop", Action::kManagePlatform},
-      {"halt", Action::kManagePlatform},
-      {"disable", Action::kManagePlatform},
-      {"enable", Action::kManagePlatform},
-      {"delete", Action::kManagePlatform},
-      {"remove", Action::kManagePlatform},
-      {"kill", Action::kManagePlatform},
-      {"archive", Action::kManagePlatform},
-      {"unarchive", Action::kManagePlatform},
-      {"deactivate", Action::kManagePlatform},
-      {"activate", Action::kManagePlatform},
-      {"reactivate", Action::kManagePlatform},
-      {"suspend", Action::kManagePlatform},
-      {"restore", Action::kManagePlatform},
-      {"duplicate", Action::kManagePlatform},
-      {"clone", Action::kManagePlatform},
-      {"copy", Action::kManagePlatform},
-      {"share", Action::kManagePlatform},
-      {"transfer", Action::kManagePlatform},
-      {"turn off", Action::kManagePlatform},
-      {"turn on", Action::kManagePlatform},
-      {"switch off", Action::kManagePlatform},
-      {"shut", Action::kManagePlatform},
-      {"get rid", Action::kManagePlatform},
-      {"trash", Action::kManagePlatform},
-      {"nuke", Action::kManagePlatform},
-      {"mute", Action::kManagePlatform},
-      {"unmute", Action::kManagePlatform},
-      {"freeze", Action::kManagePlatform},
-      {"invite", Action::kManagePlatform},
-      {"rotate", Action::kManagePlatform},
-      {"revoke", Action::kManagePlatform},
-      {"grant", Action::kManagePlatform},
-      {"disconnect", Action::kManagePlatform},
-      {"connect", Action::kManagePlatform},
-      {"hold", Action::kManagePlatform},
-      {"take it offline", Action::kManagePlatform},
-      {"snooze", Action::kManagePlatform},
-      {"retire", Action::kManagePlatform},
-      {"push", Action::kExecuteTask},
-      {"post", Action::kUpdateAgent},
-      {"fix", Action::kUpdateAgent},
-      {"have it", Action::kUpdateAgent},
-      {"raise", Action::kUpdateAgent},
-      {"lower", Action::kUpdateAgent},
-      {"whitelist", Action::kUpdateAgent},
-      {"rephrase", Action::kUpdateAgent},
-      {"route", Action::kUpdateAgent},
-      {"limit", Action::kUpdateAgent},
-      {"give", Action::kManagePlatform},
-      {"turn it off", Action::kManagePlatform},
-      {"turn it on", Action::kManagePlatform},
-      {"switch it off", Action::kManagePlatform},
-      {"shut it down", Action::kManagePlatform},
-      {"take it down", Action::kManagePlatform},
-      {"undo", Action::kManagePlatform},
-      {"apply", Action::kUpdateAgent},
-      {"ignore", Action::kUpdateAgent},
-      {"skip", Action::kUpdateAgent},
-      {"do the same", Action::kExecuteTask},
-      {"what", Action::kQueryInfo},
-      {"whats", Action::kQueryInfo},
-      {"how", Action::kQueryInfo},
-      {"when", Action::kQueryInfo},
-      {"why", Action::kQueryInfo},
-      {"who", Action::kQueryInfo},
-      {"which", Action::kQueryInfo},
-      {"where", Action::kQueryInfo},
-      {"did", Action::kQueryInfo},
-      {"does", Action::kQueryInfo},
-      {"is", Action::kQueryInfo},
-      {"was", Action::kQueryInfo},
-      {"show", Action::kQueryInfo},
-      {"tell", Action::kQueryInfo},
-      {"explain", Action::kQueryInfo},
-      {"list", Action::kQueryInfo},
-      {"check", Action::kQueryInfo},
-      {"status", Action::kQueryInfo},
-      {"logs", Action::kQueryInfo},
-      {"describe", Action::kQueryInfo},
-      {"details", Action::kQueryInfo},
-      {"info", Action::kQueryInfo},
-      {"change", Action::kUpdateAgent},
-      {"update", Action::kUpdateAgent},
-      {"edit", Action::kUpdateAgent},
-      {"modify", Action::kUpdateAgent},
-      {"set", Action::kUpdateAgent},
-      {"rename", Action::kUpdateAgent},
-      {"switch", Action::kUpdateAgent},
-      {"make", Action::kUpdateAgent},
-      {"add", Action::kUpdateAgent},
-      {"include", Action::kUpdateAgent},
-      {"exclude", Action::kUpdateAgent},
-      {"cc", Action::kUpdateAgent},
-      {"move", Action::kUpdateAgent},
-      {"adjust", Action::kUpdateAgent},
-      {"tweak", Action::kUpdateAgent},
-      {"shorten", Action::kUpdateAgent},
-      {"reschedule", Action::kUpdateAgent},
-      {"configure", Action::kUpdateAgent},
-      {"use", Action::kUpdateAgent},
-      {"send", Action::kUpdateAgent},
-      {"create", Action::kCreateAgent},
-      {"build", Action::kCreateAgent},
-      {"set up", Action::kCreateAgent},
-      {"setup", Action::kCreateAgent},
-      {"spin up", Action::kCreateAgent},
-      {"draft", Action::kCreateAgent},
-  };
+  static const auto& kVerbs = VerbLexicon();
   struct Verb {
     std::string_view verb;
     std::vector<std::string_view> parts;
@@ -753,6 +630,38 @@ bool LeadingVerb(const std::vector<std::string_view>& words) {
   return false;
 }
 
+// The action an unmistakable command asks for: a message starting (after
+// filler) with a lifecycle verb (MANAGE_PLATFORM) or a run verb
+// (EXECUTE_TASK), or asking for a new skill.
+std::optional<Action> ImperativeCue(const std::vector<std::string_view>& words) {
+  static const std::set<std::string_view> filler = {
+      "ok",    "okay",  "so",     "then", "please", "pls",     "plz", "can",
+      "could", "would", "you",    "u",    "just",   "now",     "hey", "hi",
+      "and",   "also",  "kindly", "go",   "ahead",  "quickly", "pls"};
+  static const std::set<std::string_view> manage = {
+      "pause",      "unpause", "resume", "halt",    "stop",      "delete",
+      "remove",     "disable", "enable", "archive", "unarchive", "deactivate",
+      "reactivate", "suspend", "invite", "revoke",  "rotate",    "disconnect",
+      "kill",       "mute",    "unmute", "freeze",  "retire",    "snooze"};
+  static const std::set<std::string_view> run = {"run",     "rerun",  "trigger", "kick",
+                                                 "execute", "launch", "retry"};
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (filler.contains(words[i])) continue;
+    // "stop sending x" changes behaviour; "remove x from y" too.
+    const std::string_view next = i + 1 < words.size() ? words[i + 1] : "";
+    if (manage.contains(words[i]) && !next.ends_with("ing") && !ContainsPhrase(words, "from")) {
+      return Action::kManagePlatform;
+    }
+    if (run.contains(words[i])) return Action::kExecuteTask;
+    break;
+  }
+  for (std::string_view phrase :
+       {"new skill", "a skill", "skill for", "skill that", "skill to", "reusable skill"}) {
+    if (ContainsPhrase(words, phrase)) return Action::kCreateSkill;
+  }
+  return std::nullopt;
+}
+
 // True when the verb is a real word of the message, not only a closing "?".
 bool verb_is_explicit(std::string_view text) {
   const std::string normalized = NormalizeText(text);
@@ -915,6 +824,12 @@ LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
   }
   if (context.proposal && IsConfirmation(words)) {
     Merge(a.entities, context.proposal_entities);
+    // "Want me to send it now?" about the agent the conversation is on.
+    if (!a.entities.contains("agent_name") && context.last_agent &&
+        *context.proposal != Action::kCreateAgent && *context.proposal != Action::kCreateSkill &&
+        *context.proposal != Action::kManagePlatform) {
+      a.entities["agent_name"] = *context.last_agent;
+    }
     return finish_rule(*context.proposal, 0.92f, Reference::kConfirmation,
                        "The user said yes to the assistant's offer to " +
                            std::string(ActionPhrase(*context.proposal)) + ".");
@@ -1053,6 +968,20 @@ LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
     if (verb && *verb != Action::kCreateAgent && *verb != Action::kCreateSkill) {
       second = top;
       top = Prediction{*verb, std::max(top.probability, 0.6f)};
+    }
+  }
+  // An unsure model yields to a command that starts with an unmistakable
+  // lifecycle or run verb ("halt the etl", "kick off the invoice run") and
+  // to an explicit request for a new skill.
+  if (top.probability < 0.7f) {
+    std::optional<Action> cue = ImperativeCue(words);
+    if (cue && *cue != top.action) {
+      float cue_p = 0;
+      for (const Prediction& p : ranked) {
+        if (p.action == *cue) cue_p = p.probability;
+      }
+      second = top;
+      top = Prediction{*cue, std::max(0.6f, cue_p)};
     }
   }
   a.action = top.action;

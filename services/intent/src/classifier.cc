@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -36,6 +37,36 @@ class TempFile final {
   std::string path_;
   int fd_ = -1;
 };
+
+// Crude stemming: "reports" -> "report", "scheduled" -> "schedul",
+// "running" -> "runn". Both training and prediction see the same stems, so
+// only consistency matters; it pools the few examples each form has.
+std::string_view Stem(std::string_view w) {
+  if (w.size() <= 4) return w;
+  for (std::string_view suffix : {"ing", "ed", "es", "ly", "s"}) {
+    if (w.size() > suffix.size() + 3 && w.ends_with(suffix)) {
+      return w.substr(0, w.size() - suffix.size());
+    }
+  }
+  return w;
+}
+
+}  // namespace
+
+std::string ModelInput(std::string_view text) {
+  const std::string normalized = NormalizeText(text);
+  std::string out;
+  out.reserve(normalized.size() + 16);
+  for (std::string_view w : Words(normalized)) {
+    if (!out.empty()) out.push_back(' ');
+    const bool digits =
+        std::all_of(w.begin(), w.end(), [](char c) { return c >= '0' && c <= '9'; });
+    out.append(digits ? std::string_view("__num__") : Stem(w));
+  }
+  return out;
+}
+
+namespace {
 
 fasttext::Args MakeArgs(const ClassifierOptions& o, const std::string& input) {
   // Every field is set: the defaults are the unsupervised ones.
@@ -82,7 +113,7 @@ absl::StatusOr<std::unique_ptr<LocalClassifier>> LocalClassifier::Train(
   {
     std::ofstream out(file.path());
     for (const LabeledUtterance& u : examples) {
-      out << kLabelPrefix << ActionLabel(u.action) << ' ' << NormalizeText(u.text) << '\n';
+      out << kLabelPrefix << ActionLabel(u.action) << ' ' << ModelInput(u.text) << '\n';
     }
     if (!out.good()) return absl::InternalError("cannot write the training file");
   }
@@ -101,7 +132,7 @@ LocalClassifier::LocalClassifier(std::unique_ptr<fasttext::FastText> model)
 LocalClassifier::~LocalClassifier() = default;
 
 std::vector<Prediction> LocalClassifier::Predict(std::string_view text) const {
-  std::istringstream in(NormalizeText(text) + "\n");
+  std::istringstream in(ModelInput(text) + "\n");
   std::vector<std::pair<fasttext::real, std::string>> raw;
   model_->predictLine(in, raw, static_cast<int32_t>(kAllActions.size()), 0.0);
   std::vector<Prediction> out;

@@ -119,6 +119,8 @@ llm::ChatRequest BuildIntentRequest(const IntentRequest& request, const LocalRes
     }
     return out;
   };
+  static constexpr const char* kContextTypes[] = {
+      "", "GLOBAL", "PROJECT", "PROJECT_CREATE", "TASK", "PROJECT_AUDIT"};
   Json input = {
       {"message", Shorten(request.message, 4000)},
       {"history", std::move(history)},
@@ -129,6 +131,11 @@ llm::ChatRequest BuildIntentRequest(const IntentRequest& request, const LocalRes
         {"confidence", local.analysis.confidence},
         {"why_unsure", local.llm_reason}}},
   };
+  if (request.context_type > 0 && request.context_type < 6) {
+    // Where the user is in the client: a message in a project's chat is
+    // more likely about that project.
+    input["context_type"] = kContextTypes[request.context_type];
+  }
   llm::ChatRequest out;
   out.messages.push_back({llm::Role::kSystem, std::string(kSystemPrompt), {}, {}});
   out.messages.push_back({llm::Role::kUser, input.dump(), {}, {}});

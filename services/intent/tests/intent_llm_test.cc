@@ -79,6 +79,7 @@ class IntentLlmTest : public ::testing::Test {
     r.message = "the digest thing again";
     r.history = {{Role::kUser, "how did the last quarter close?"},
                  {Role::kAssistant, "Revenue was up 12%; weekly-sales-digest has the details."}};
+    r.context_type = 2;  // PROJECT
     r.agents = {{"weekly-sales-digest", "Emails a digest of closed deals every Monday"},
                 {"invoice-chaser", "Reminds customers about overdue invoices"}};
     return r;
@@ -130,6 +131,7 @@ TEST_F(IntentLlmTest, UnsureAnswersGoToTheLlmWithHistoryAgentsAndSchema) {
   EXPECT_THAT(user, HasSubstr("weekly-sales-digest has the details"));
   EXPECT_THAT(user, HasSubstr("invoice-chaser"));
   EXPECT_THAT(user, HasSubstr("Reminds customers about overdue invoices"));
+  EXPECT_THAT(user, HasSubstr(R"("context_type":"PROJECT")"));
 }
 
 TEST_F(IntentLlmTest, ConfidentLocalAnswersMakeNoLlmCall) {
