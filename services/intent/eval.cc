@@ -1,15 +1,17 @@
 // omniforge-intent-eval: measures the running intent service over gRPC.
 //
 //   omniforge-intent-eval [--target HOST:PORT] [--spawn] [--followups FILE]
-//                         [--show-dev-misses]
+//                         [--holdout FILE] [--show-dev-misses] [--show-holdout-misses]
 //
 // Sends the dev split (the shipped utterances the model never trains on)
 // and the follow-up set (conversations with history and agents, in
 // data/followups.jsonl) to AnalyzeIntent, then prints accuracy, per-label
 // precision and recall, the confusion matrix, follow-up resolution accuracy
 // (action, and agent_name where one is expected) and client-side latency
-// p50/p99. The last line is
-//   RESULT intent_accuracy=… followup_accuracy=… p50_ms=… p99_ms=…
+// p50/p99. A second, held-out follow-up set (data/followups_holdout.jsonl,
+// written separately and never used to tune the rules) is measured the same
+// way. The last line is
+//   RESULT intent_accuracy=… followup_accuracy=… followup_holdout_accuracy=… p50_ms=… p99_ms=…
 // --spawn starts build/bin/omniforge-intent (next to this binary) on a free
 // port in local mode and stops it afterwards.
 #include <arpa/inet.h>
@@ -128,6 +130,60 @@ pid_t Spawn(const std::string& binary, int port) {
   return pid;
 }
 
+// Runs one follow-up file; returns the share resolved exactly (action, and
+// agent_name where one is expected), or an error.
+absl::StatusOr<double> RunFollowups(Client& client, const std::string& path, bool print_misses,
+                                    std::vector<double>& latencies) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError("cannot read " + path);
+  int cases = 0, action_ok = 0, agent_ok = 0, both_ok = 0;
+  std::map<std::string, std::pair<int, int>> by_category;  // prefix of id -> (ok, n)
+  std::vector<std::string> misses;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const Json c = Json::parse(line, nullptr, false);
+    if (c.is_discarded()) return absl::InvalidArgumentError(path + ": a line is not JSON");
+    auto request = FollowupRequest(c);
+    auto outcome = client.Analyze(*request);
+    if (!outcome.ok()) return outcome.status();
+    latencies.push_back(outcome->round_trip_ms);
+    const Json& expect = c.at("expect");
+    const pb::IntentAnalysis& got = outcome->analysis;
+    const bool action_match =
+        got.action_type() == ParseActionType(expect.at("action_type").get<std::string>());
+    const auto agent = got.entities().find("agent_name");
+    const std::string got_agent = agent == got.entities().end() ? "" : agent->second;
+    const std::string want_agent = expect.value("agent_name", "");
+    const bool agent_match = got_agent == want_agent;
+    ++cases;
+    action_ok += action_match;
+    agent_ok += agent_match;
+    both_ok += action_match && agent_match;
+    const std::string id = c.value("id", "");
+    auto& cat = by_category[id.substr(0, id.rfind('-'))];
+    cat.first += action_match && agent_match;
+    ++cat.second;
+    if (!(action_match && agent_match)) {
+      misses.push_back(id + ": \"" + c.at("message").get<std::string>() + "\" expected " +
+                       expect.at("action_type").get<std::string>() +
+                       (want_agent.empty() ? "" : "/" + want_agent) + ", got " +
+                       ShortName(got.action_type()) + (got_agent.empty() ? "" : "/" + got_agent) +
+                       " — " + got.reasoning());
+    }
+  }
+  std::printf("\nfollow-ups (%s): %d cases; action %d, agent_name %d, both %d\n", path.c_str(),
+              cases, action_ok, agent_ok, both_ok);
+  for (const auto& [category, counts] : by_category) {
+    std::printf("  %-14s %3d / %3d\n", category.c_str(), counts.first, counts.second);
+  }
+  if (print_misses && !misses.empty()) {
+    std::printf("misses:\n");
+    for (const auto& m : misses) std::printf("  %s\n", m.c_str());
+  }
+  return cases == 0 ? 0.0 : static_cast<double>(both_ok) / cases;
+}
+
 int FreePort() {
   // Let the kernel pick, then release it for the service.
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -145,7 +201,7 @@ int FreePort() {
 }
 
 int Run(const std::string& target_flag, bool spawn, const std::string& followups_path,
-        bool show_dev_misses) {
+        const std::string& holdout_path, bool show_dev_misses, bool show_holdout_misses) {
   std::string target = target_flag;
   pid_t child = -1;
   if (spawn) {
@@ -234,72 +290,31 @@ int Run(const std::string& target_flag, bool spawn, const std::string& followups
     std::printf("\n");
   }
 
-  // Follow-ups.
-  std::ifstream in(followups_path);
-  if (!in) {
-    std::fprintf(stderr, "cannot read %s\n", followups_path.c_str());
+  auto followup = RunFollowups(client, followups_path, true, latencies);
+  if (!followup.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(followup.status().message()).c_str());
     stop_child();
-    return 2;
+    return 1;
   }
-  int cases = 0, action_ok = 0, agent_ok = 0, both_ok = 0;
-  std::map<std::string, std::pair<int, int>> by_category;  // prefix of id -> (ok, n)
-  std::vector<std::string> misses;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    const Json c = Json::parse(line, nullptr, false);
-    if (c.is_discarded()) {
-      std::fprintf(stderr, "%s: a line is not JSON\n", followups_path.c_str());
-      stop_child();
-      return 2;
-    }
-    auto request = FollowupRequest(c);
-    auto outcome = client.Analyze(*request);
-    if (!outcome.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(outcome.status().message()).c_str());
+  // The held-out set is never used to tune the rules: it says how they do
+  // on conversations nobody tuned them for.
+  double holdout = -1;
+  if (!holdout_path.empty()) {
+    auto measured = RunFollowups(client, holdout_path, show_holdout_misses, latencies);
+    if (!measured.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(measured.status().message()).c_str());
       stop_child();
       return 1;
     }
-    latencies.push_back(outcome->round_trip_ms);
-    const Json& expect = c.at("expect");
-    const pb::IntentAnalysis& got = outcome->analysis;
-    const bool action_match =
-        got.action_type() == ParseActionType(expect.at("action_type").get<std::string>());
-    const auto agent = got.entities().find("agent_name");
-    const std::string got_agent = agent == got.entities().end() ? "" : agent->second;
-    const std::string want_agent = expect.value("agent_name", "");
-    const bool agent_match = got_agent == want_agent;
-    ++cases;
-    action_ok += action_match;
-    agent_ok += agent_match;
-    both_ok += action_match && agent_match;
-    const std::string id = c.value("id", "");
-    auto& cat = by_category[id.substr(0, id.rfind('-'))];
-    cat.first += action_match && agent_match;
-    ++cat.second;
-    if (!(action_match && agent_match)) {
-      misses.push_back(id + ": \"" + c.at("message").get<std::string>() + "\" expected " +
-                       expect.at("action_type").get<std::string>() +
-                       (want_agent.empty() ? "" : "/" + want_agent) + ", got " +
-                       ShortName(got.action_type()) + (got_agent.empty() ? "" : "/" + got_agent) +
-                       " — " + got.reasoning());
-    }
-  }
-  std::printf("\nfollow-ups: %d cases; action %d, agent_name %d, both %d\n", cases, action_ok,
-              agent_ok, both_ok);
-  for (const auto& [category, counts] : by_category) {
-    std::printf("  %-14s %3d / %3d\n", category.c_str(), counts.first, counts.second);
-  }
-  if (!misses.empty()) {
-    std::printf("misses:\n");
-    for (const auto& m : misses) std::printf("  %s\n", m.c_str());
+    holdout = *measured;
   }
   stop_child();
 
   const double accuracy = dev.empty() ? 0 : static_cast<double>(correct) / dev.size();
-  const double followup = cases == 0 ? 0 : static_cast<double>(both_ok) / cases;
-  std::printf("\nRESULT intent_accuracy=%.4f followup_accuracy=%.4f p50_ms=%.3f p99_ms=%.3f\n",
-              accuracy, followup, Percentile(latencies, 0.50), Percentile(latencies, 0.99));
+  std::printf("\nRESULT intent_accuracy=%.4f followup_accuracy=%.4f", accuracy, *followup);
+  if (holdout >= 0) std::printf(" followup_holdout_accuracy=%.4f", holdout);
+  std::printf(" p50_ms=%.3f p99_ms=%.3f\n", Percentile(latencies, 0.50),
+              Percentile(latencies, 0.99));
   return 0;
 }
 
@@ -314,8 +329,14 @@ int main(int argc, char** argv) {
   app.add_option("--target", target, "intent service address");
   app.add_flag("--spawn", spawn, "start the intent service next to this binary, local mode");
   app.add_option("--followups", followups, "follow-up cases (JSON lines)");
+  std::string holdout = OMNIFORGE_INTENT_FOLLOWUPS_HOLDOUT;
+  app.add_option("--holdout", holdout, "held-out follow-up cases (JSON lines; empty: none)");
   bool show_dev_misses = false;
+  bool show_holdout_misses = false;
   app.add_flag("--show-dev-misses", show_dev_misses, "print every misclassified dev utterance");
+  app.add_flag("--show-holdout-misses", show_holdout_misses,
+               "print the held-out follow-ups that were missed");
   CLI11_PARSE(app, argc, argv);
-  return omniforge::intent::Run(target, spawn, followups, show_dev_misses);
+  return omniforge::intent::Run(target, spawn, followups, holdout, show_dev_misses,
+                                show_holdout_misses);
 }

@@ -662,6 +662,19 @@ std::optional<Action> ImperativeCue(const std::vector<std::string_view>& words) 
   return std::nullopt;
 }
 
+// "change that", "undo that", "fix this": a verb whose object is a bare
+// "that" or "this" at the end of a clause.
+bool VerbOnThat(const std::vector<std::string_view>& words) {
+  for (size_t i = 0; i + 1 < words.size(); ++i) {
+    if ((words[i + 1] == "that" || words[i + 1] == "this") &&
+        (i + 2 == words.size() || words[i + 2] == "?" || words[i + 2] == "one") &&
+        SingleWordVerb(words[i]).has_value()) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // True when the verb is a real word of the message, not only a closing "?".
 bool verb_is_explicit(std::string_view text) {
   const std::string normalized = NormalizeText(text);
@@ -697,7 +710,11 @@ std::optional<std::string> PickByDescription(const std::vector<std::string_view>
     int score = 0;
     for (std::string_view w : words) {
       if (ignore.contains(w) || w.size() < 3) continue;
-      if (std::find(item_words.begin(), item_words.end(), w) != item_words.end()) ++score;
+      // "routing" finds "router": the same first four letters of longer words.
+      const bool found = std::any_of(item_words.begin(), item_words.end(), [&](std::string_view x) {
+        return x == w || (x.size() >= 5 && w.size() >= 5 && x.substr(0, 4) == w.substr(0, 4));
+      });
+      if (found) ++score;
     }
     if (score > best_score) {
       best = name;
@@ -824,6 +841,11 @@ LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
   }
   if (context.proposal && IsConfirmation(words)) {
     Merge(a.entities, context.proposal_entities);
+    if (*context.proposal == Action::kCreateAgent &&
+        (ContainsPhrase(words, "skill") || ContainsPhrase(words, "skills"))) {
+      return finish_rule(Action::kCreateSkill, 0.9f, Reference::kConfirmation,
+                         "The user said yes to the assistant's offer, for a skill.");
+    }
     // "Want me to send it now?" about the agent the conversation is on.
     if (!a.entities.contains("agent_name") && context.last_agent &&
         *context.proposal != Action::kCreateAgent && *context.proposal != Action::kCreateSkill &&
@@ -851,6 +873,13 @@ LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
   // from the last list the assistant gave.
   std::optional<OrdinalRef> ordinal = FindOrdinal(request.message);
   if (ordinal && context.last_list.empty()) ordinal.reset();  // "no, 45": a number, not a pick
+  // "the first, we do birthdays in person now": the ordinal and the loose
+  // name agree, so the ordinal rules still apply.
+  if (ordinal && named_agent && !context.last_list.empty()) {
+    const int size = static_cast<int>(context.last_list.size());
+    const int index = ordinal->Resolve(size, -1);
+    if (index >= 0 && context.last_list[index] == *named_agent) named_agent.reset();
+  }
   if (!named_agent && !context.last_list.empty()) {
     const int size = static_cast<int>(context.last_list.size());
     int current = -1;
@@ -923,8 +952,22 @@ LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
                            *named_agent + ".");
   }
 
+  // "do the same for march": the previous request again, on the agent the
+  // conversation is about.
+  if (!named_agent && context.previous_action && context.last_agent &&
+      *context.previous_action != Action::kCreateAgent &&
+      *context.previous_action != Action::kCreateSkill &&
+      (ContainsPhrase(words, "do the same") || ContainsPhrase(words, "same thing") ||
+       FindPhrase(words, "same for") == 0 || FindPhrase(words, "same with") == 0)) {
+    a.entities["agent_name"] = *context.last_agent;
+    return finish_rule(*context.previous_action, 0.85f, Reference::kPronoun,
+                       "A follow-up asking for the same as before (" +
+                           std::string(ActionPhrase(*context.previous_action)) + ") on " +
+                           *context.last_agent + ".");
+  }
+
   // Pronouns to the agent last talked about.
-  const bool pronoun = !named_agent && HasAgentPronoun(request.message);
+  const bool pronoun = !named_agent && (HasAgentPronoun(request.message) || VerbOnThat(words));
   size_t content_words = 0;
   for (std::string_view w : words) content_words += w != "?";
   const bool implicit_object = content_words <= 5 && verb_is_explicit(request.message);

@@ -117,9 +117,17 @@ absl::StatusOr<std::unique_ptr<LocalClassifier>> LocalClassifier::Train(
     }
     if (!out.good()) return absl::InternalError("cannot write the training file");
   }
+  TempFile saved;
+  if (!saved.ok()) return absl::InternalError("cannot create a temporary file for the model");
   auto model = std::make_unique<fasttext::FastText>();
   try {
-    model->train(MakeArgs(options, file.path()));
+    auto trainer = std::make_unique<fasttext::FastText>();
+    trainer->train(MakeArgs(options, file.path()));
+    // A trained model's dictionary keeps a 30-million-slot hash table
+    // (120 MB); a loaded one sizes it to the vocabulary. Save and reload.
+    trainer->saveModel(saved.path());
+    trainer.reset();
+    model->loadModel(saved.path());
   } catch (const std::exception& e) {
     return absl::InternalError(std::string("training the intent model failed: ") + e.what());
   }
