@@ -24,8 +24,8 @@ namespace omniforge::intent {
 // times the training time and lowered dev accuracy by 3-4 points on this
 // data, so they are off.
 struct ClassifierOptions {
-  int dim = 32;
-  int epoch = 50;
+  int dim = 24;
+  int epoch = 40;
   double learning_rate = 0.6;
   int word_ngrams = 2;
   int min_char_ngram = 0;
