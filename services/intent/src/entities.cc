@@ -320,12 +320,9 @@ int OrdinalRef::Resolve(int size, int current) const {
 bool HasAgentPronoun(std::string_view text) {
   const std::string normalized = NormalizeText(text);
   const std::vector<std::string_view> words = Words(normalized);
-  for (std::string_view phrase :
-       {"it", "its", "that one", "this one", "that agent", "this agent", "that bot", "this bot",
-        "the same one", "that thing", "this thing", "the agent", "the bot", "him"}) {
-    if (ContainsPhrase(words, phrase)) return true;
-  }
-  return false;
+  return ContainsAnyPhrase(words, {"it", "its", "that one", "this one", "that agent", "this agent",
+                                   "that bot", "this bot", "the same one", "that thing",
+                                   "this thing", "the agent", "the bot", "him"});
 }
 
 }  // namespace omniforge::intent

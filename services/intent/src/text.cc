@@ -96,4 +96,12 @@ bool ContainsPhrase(const std::vector<std::string_view>& words, std::string_view
   return FindPhrase(words, phrase) >= 0;
 }
 
+bool ContainsAnyPhrase(const std::vector<std::string_view>& words,
+                       std::initializer_list<std::string_view> phrases) {
+  for (std::string_view phrase : phrases) {
+    if (FindPhrase(words, phrase) >= 0) return true;
+  }
+  return false;
+}
+
 }  // namespace omniforge::intent

@@ -1,6 +1,7 @@
 // Text as the intent layers see it: lowercase words without punctuation.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,10 @@ std::vector<std::string_view> Words(std::string_view normalized);
 // True when `words` contains `phrase` (normalized, one or more words) as
 // consecutive words.
 bool ContainsPhrase(const std::vector<std::string_view>& words, std::string_view phrase);
+
+// True when `words` contains any of `phrases` (see ContainsPhrase).
+bool ContainsAnyPhrase(const std::vector<std::string_view>& words,
+                       std::initializer_list<std::string_view> phrases);
 
 // Index of the first word of the first occurrence of `phrase` (normalized,
 // up to 8 words), or -1.
