@@ -16,3 +16,5 @@ export OMNIFORGE_TEST_PG_DSN="host=127.0.0.1 port=55434 user=omniforge dbname=po
 # Intent analysis over loopback gRPC: accuracy on the dev split and the
 # follow-up set, latency p50/p99 (a fresh service in local mode).
 "$BUILD_DIR/bin/omniforge-intent-eval" --spawn
+# The local intent model alone: training time, dev accuracy, prediction latency.
+"$BUILD_DIR/bin/intent_model_bench"
