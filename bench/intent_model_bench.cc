@@ -6,7 +6,8 @@
 // of one prediction. Options override the training settings, to compare
 // alternatives on the same data:
 //   intent_model_bench [--runs N] [--dim D] [--epoch E] [--lr R] [--ngrams N]
-//                      [--minn M] [--maxn M] [--buckets B]
+//                      [--minn M] [--maxn M] [--buckets B] [--seed S]
+//                      [--concepts 0|1] [--noise 0|1]
 // Final line:
 //   RESULT train_ms=… dev_accuracy=… predict_p50_us=… predict_p99_us=… train_utterances=…
 #include <CLI/CLI.hpp>
@@ -42,6 +43,9 @@ int main(int argc, char** argv) {
   app.add_option("--minn", options.min_char_ngram);
   app.add_option("--maxn", options.max_char_ngram);
   app.add_option("--buckets", options.buckets);
+  app.add_option("--seed", options.seed);
+  app.add_option("--concepts", options.concepts, "concept tokens (0/1)");
+  app.add_option("--noise", options.noise, "noise tokens (0/1)");
   CLI11_PARSE(app, argc, argv);
 
   const std::vector<LabeledUtterance> train = TrainingSplit();

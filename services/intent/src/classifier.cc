@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "services/intent/src/concepts.h"
 #include "services/intent/src/text.h"
 
 namespace omniforge::intent {
@@ -53,15 +54,22 @@ std::string_view Stem(std::string_view w) {
 
 }  // namespace
 
-std::string ModelInput(std::string_view text) {
+std::string ModelInput(std::string_view text, const ClassifierOptions& options) {
   const std::string normalized = NormalizeText(text);
   std::string out;
-  out.reserve(normalized.size() + 16);
+  out.reserve(normalized.size() * 2 + 16);
   for (std::string_view w : Words(normalized)) {
     if (!out.empty()) out.push_back(' ');
     const bool digits =
         std::all_of(w.begin(), w.end(), [](char c) { return c >= '0' && c <= '9'; });
     out.append(digits ? std::string_view("__num__") : Stem(w));
+    if (options.concepts) {
+      if (std::string_view c = ConceptOf(w); !c.empty()) {
+        out.push_back(' ');
+        out.append(c);
+      }
+    }
+    if (options.noise && LooksLikeNoise(w)) out.append(" _noise");
   }
   return out;
 }
@@ -113,7 +121,7 @@ absl::StatusOr<std::unique_ptr<LocalClassifier>> LocalClassifier::Train(
   {
     std::ofstream out(file.path());
     for (const LabeledUtterance& u : examples) {
-      out << kLabelPrefix << ActionLabel(u.action) << ' ' << ModelInput(u.text) << '\n';
+      out << kLabelPrefix << ActionLabel(u.action) << ' ' << ModelInput(u.text, options) << '\n';
     }
     if (!out.good()) return absl::InternalError("cannot write the training file");
   }
@@ -131,16 +139,17 @@ absl::StatusOr<std::unique_ptr<LocalClassifier>> LocalClassifier::Train(
   } catch (const std::exception& e) {
     return absl::InternalError(std::string("training the intent model failed: ") + e.what());
   }
-  return std::unique_ptr<LocalClassifier>(new LocalClassifier(std::move(model)));
+  return std::unique_ptr<LocalClassifier>(new LocalClassifier(std::move(model), options));
 }
 
-LocalClassifier::LocalClassifier(std::unique_ptr<fasttext::FastText> model)
-    : model_(std::move(model)) {}
+LocalClassifier::LocalClassifier(std::unique_ptr<fasttext::FastText> model,
+                                 const ClassifierOptions& options)
+    : model_(std::move(model)), options_(options) {}
 
 LocalClassifier::~LocalClassifier() = default;
 
 std::vector<Prediction> LocalClassifier::Predict(std::string_view text) const {
-  std::istringstream in(ModelInput(text) + "\n");
+  std::istringstream in(ModelInput(text, options_) + "\n");
   std::vector<std::pair<fasttext::real, std::string>> raw;
   model_->predictLine(in, raw, static_cast<int32_t>(kAllActions.size()), 0.0);
   std::vector<Prediction> out;

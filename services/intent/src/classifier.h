@@ -32,6 +32,10 @@ struct ClassifierOptions {
   int max_char_ngram = 0;
   int buckets = 100000;
   int seed = 7;
+  // Concept tokens beside the words they stand for (concepts.h).
+  bool concepts = true;
+  // A token for words that read as noise (keyboard mash).
+  bool noise = true;
 };
 
 struct Prediction {
@@ -40,8 +44,9 @@ struct Prediction {
 };
 
 // What the model reads for `text`: normalized words (NormalizeText), crudely
-// stemmed, numbers as one token.
-std::string ModelInput(std::string_view text);
+// stemmed, numbers as one token, each followed by its concept token and
+// noise marked, as `options` ask.
+std::string ModelInput(std::string_view text, const ClassifierOptions& options = {});
 
 class LocalClassifier final {
  public:
@@ -56,8 +61,9 @@ class LocalClassifier final {
   std::vector<Prediction> Predict(std::string_view text) const;
 
  private:
-  explicit LocalClassifier(std::unique_ptr<fasttext::FastText> model);
+  LocalClassifier(std::unique_ptr<fasttext::FastText> model, const ClassifierOptions& options);
   std::unique_ptr<fasttext::FastText> model_;
+  const ClassifierOptions options_;
 };
 
 }  // namespace omniforge::intent
