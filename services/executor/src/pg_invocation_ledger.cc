@@ -1,0 +1,95 @@
+#include "services/executor/src/pg_invocation_ledger.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace omniforge::executor {
+namespace {
+
+// A claim without a deadline still expires, so a crashed call's key frees up.
+constexpr auto kMaxLease = std::chrono::hours(1);
+
+std::string LeaseMicros(std::chrono::system_clock::time_point lease_until) {
+  const auto now = std::chrono::system_clock::now();
+  lease_until = std::min(lease_until, now + kMaxLease);
+  return std::to_string(
+      std::chrono::duration_cast<std::chrono::microseconds>(lease_until.time_since_epoch())
+          .count());
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<RecordedResult>> PgInvocationLedger::Claim(
+    const InvocationKey& key, std::chrono::system_clock::time_point lease_until) {
+  std::optional<RecordedResult> recorded;
+  const std::string lease = LeaseMicros(lease_until);
+  absl::Status status =
+      pg::WithTenantTransaction(pool_, key.who.tenant_id, [&](pqxx::work& tx) -> absl::Status {
+        // A concurrent claim of the same key makes this insert wait for that
+        // transaction, so at most one call holds the key.
+        pqxx::result inserted = tx.exec_params(
+            "INSERT INTO platform.tool_invocations (tenant_id, user_id, idempotency_key, "
+            "tool_name, arguments_hash, status, lease_until) VALUES ($1, $2, $3, $4, $5, "
+            "'running', 'epoch'::timestamptz + $6::bigint * interval '1 microsecond') "
+            "ON CONFLICT DO NOTHING RETURNING 1",
+            key.who.tenant_id, key.who.user_id, key.idempotency_key, key.tool_name,
+            key.arguments_hash, lease);
+        if (!inserted.empty()) return absl::OkStatus();
+        pqxx::result row = tx.exec_params(
+            "SELECT tool_name, arguments_hash, status, lease_until < now(), result, is_error, "
+            "truncated, duration_us FROM platform.tool_invocations "
+            "WHERE tenant_id = $1 AND user_id = $2 AND idempotency_key = $3 FOR UPDATE",
+            key.who.tenant_id, key.who.user_id, key.idempotency_key);
+        if (row.empty()) return absl::AbortedError("idempotency_key: claim raced; retry");
+        const auto& r = row[0];
+        if (r[0].as<std::string>() != key.tool_name ||
+            r[1].as<std::string>() != key.arguments_hash) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("idempotency_key: already used for a call of ", r[0].as<std::string>(),
+                           " with other arguments; use a new key for a new call"));
+        }
+        if (r[2].as<std::string>() == "done") {
+          recorded = RecordedResult{r[4].as<std::string>(), r[5].as<bool>(), r[6].as<bool>(),
+                                    r[7].as<int64_t>()};
+          return absl::OkStatus();
+        }
+        if (!r[3].as<bool>()) {
+          return absl::AbortedError(
+              "idempotency_key: a call with this key is still running; retry after it ends");
+        }
+        // The earlier call died holding the key: this one takes it over.
+        tx.exec_params(
+            "UPDATE platform.tool_invocations SET lease_until = 'epoch'::timestamptz + "
+            "$4::bigint * interval '1 microsecond' "
+            "WHERE tenant_id = $1 AND user_id = $2 AND idempotency_key = $3",
+            key.who.tenant_id, key.who.user_id, key.idempotency_key, lease);
+        return absl::OkStatus();
+      });
+  if (!status.ok()) return status;
+  return recorded;
+}
+
+absl::Status PgInvocationLedger::Complete(const InvocationKey& key, const RecordedResult& result) {
+  return pg::WithTenantTransaction(pool_, key.who.tenant_id, [&](pqxx::work& tx) {
+    tx.exec_params(
+        "UPDATE platform.tool_invocations SET status = 'done', result = $4, is_error = $5, "
+        "truncated = $6, duration_us = $7, completed_at = now() "
+        "WHERE tenant_id = $1 AND user_id = $2 AND idempotency_key = $3",
+        key.who.tenant_id, key.who.user_id, key.idempotency_key, result.json, result.is_error,
+        result.truncated, result.duration_us);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status PgInvocationLedger::Release(const InvocationKey& key) {
+  return pg::WithTenantTransaction(pool_, key.who.tenant_id, [&](pqxx::work& tx) {
+    tx.exec_params(
+        "DELETE FROM platform.tool_invocations "
+        "WHERE tenant_id = $1 AND user_id = $2 AND idempotency_key = $3 AND status = 'running'",
+        key.who.tenant_id, key.who.user_id, key.idempotency_key);
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace omniforge::executor

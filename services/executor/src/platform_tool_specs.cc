@@ -1,0 +1,146 @@
+// The descriptors of the built-in platform tools: what a model reads to
+// choose a tool and fill its arguments.
+#include "services/executor/src/platform_tools.h"
+
+namespace omniforge::executor {
+namespace {
+
+constexpr char kAgentRef[] =
+    R"("agent": {"type": "string", "description": "The agent's id or its exact name (case-insensitive)."})";
+
+ToolSpec Spec(std::string name, ToolRisk risk, std::string description, std::string properties,
+              std::string required) {
+  return ToolSpec{std::move(name), std::move(description),
+                  R"({"type": "object", "properties": {)" + properties + R"(}, "required": [)" +
+                      required + R"(], "additionalProperties": false})",
+                  risk, std::string(kBuiltinSource)};
+}
+
+std::string With(const char* a, const std::string& b) { return std::string(a) + ", " + b; }
+
+}  // namespace
+
+std::vector<ToolSpec> PlatformToolSpecs() {
+  const std::string limit =
+      R"("limit": {"type": "integer", "minimum": 1, "maximum": 200, "description": "At most this many (default 50)."})";
+  const std::string agent_fields =
+      R"("description": {"type": "string", "description": "What the agent does, in a sentence or two (up to 2000 characters)."},
+         "instructions": {"type": "string", "description": "How the agent works, step by step (up to 20000 characters)."},
+         "schedule": {"type": "string", "description": "When it runs on its own, e.g. 'every Monday 09:00' or a cron expression; empty: only on demand."},
+         "skills": {"type": "array", "items": {"type": "string"}, "description": "Names of skills the agent uses."},
+         "config": {"type": "object", "description": "Free-form settings (integrations, channels, thresholds)."})";
+  return {
+      Spec(
+          "list_agents", ToolRisk::kRead,
+          "List the user's agents (name, description, status, schedule), by name.",
+          R"("status": {"type": "string", "enum": ["active", "paused"], "description": "Only agents in this state."}, )" +
+              limit,
+          ""),
+      Spec("get_agent", ToolRisk::kRead,
+           "Get one agent with its instructions, skills, config and its five latest runs.",
+           kAgentRef, R"("agent")"),
+      Spec(
+          "create_agent", ToolRisk::kWrite,
+          "Create an agent. Names are unique per user (1 to 100 characters).",
+          R"("name": {"type": "string", "description": "A short unique name, e.g. 'weekly-sales-digest'."}, )" +
+              agent_fields,
+          R"("name", "description")"),
+      Spec("update_agent", ToolRisk::kWrite,
+           "Change an agent: only the fields given change (skills and config are replaced "
+           "whole).",
+           With(kAgentRef, R"("name": {"type": "string", "description": "A new unique name."}, )" +
+                               agent_fields),
+           R"("agent")"),
+      Spec("pause_agent", ToolRisk::kWrite,
+           "Pause an agent: it stops running on its schedule and cannot be run until resumed.",
+           kAgentRef, R"("agent")"),
+      Spec("resume_agent", ToolRisk::kWrite, "Resume a paused agent.", kAgentRef, R"("agent")"),
+      Spec("delete_agent", ToolRisk::kHigh,
+           "Delete an agent and its run history for good. Cannot be undone.", kAgentRef,
+           R"("agent")"),
+      Spec(
+          "run_agent", ToolRisk::kWrite,
+          "Run an agent now. The run is recorded with its status and output (see get_run).",
+          With(
+              kAgentRef,
+              R"("input": {"type": "object", "description": "What this run works on (free-form)."})"),
+          R"("agent")"),
+      Spec(
+          "list_skills", ToolRisk::kRead, "List the user's skills, by name.",
+          R"("query": {"type": "string", "description": "Only skills whose name or description contains this text."}, )" +
+              limit,
+          ""),
+      Spec(
+          "create_skill", ToolRisk::kWrite,
+          "Create a reusable skill that agents can use. Names are unique per user.",
+          R"("name": {"type": "string", "description": "A short unique name (1 to 100 characters)."},
+              "description": {"type": "string", "description": "What the skill does (up to 2000 characters)."},
+              "instructions": {"type": "string", "description": "How to perform it (up to 20000 characters)."})",
+          R"("name", "description")"),
+      Spec(
+          "list_runs", ToolRisk::kRead, "List agent runs, newest first.",
+          With(
+              R"("agent": {"type": "string", "description": "Only runs of this agent (id or exact name)."},
+                   "status": {"type": "string", "enum": ["running", "succeeded", "failed"], "description": "Only runs in this state."})",
+              limit),
+          ""),
+      Spec("get_run", ToolRisk::kRead, "Get one run with its input, output and error.",
+           R"("run_id": {"type": "string", "description": "The run's id (a UUID)."})",
+           R"("run_id")"),
+      Spec(
+          "search_projects", ToolRisk::kRead,
+          "Find the user's projects whose name or description contains the query (all projects "
+          "when it is empty), with their task counts.",
+          With(R"("query": {"type": "string", "description": "Text to look for, e.g. 'marketing'."},
+                   "status": {"type": "string", "enum": ["active", "archived"], "description": "Only projects in this state."})",
+               limit),
+          ""),
+      Spec(
+          "get_project_details", ToolRisk::kRead,
+          "Get one project with its tasks (in order) and context documents.",
+          R"("project": {"type": "string", "description": "The project's id or its exact name (case-insensitive)."})",
+          R"("project")"),
+      Spec("list_tasks", ToolRisk::kRead, "List a project's tasks in order.",
+           R"("project": {"type": "string", "description": "The project's id or its exact name."},
+              "status": {"type": "string", "enum": ["todo", "in_progress", "blocked", "done"], "description": "Only tasks in this state."})",
+           R"("project")"),
+      Spec(
+          "create_project", ToolRisk::kWrite,
+          "Create a project, optionally from a template (its tasks are copied into the new "
+          "project). Names are unique per user.",
+          R"("name": {"type": "string", "description": "The project's name (1 to 100 characters)."},
+              "description": {"type": "string", "description": "What the project is for (up to 2000 characters)."},
+              "template": {"type": "string", "description": "A project template's id or exact name (see list_project_templates)."})",
+          R"("name")"),
+      Spec("update_task", ToolRisk::kWrite, "Change a task: only the fields given change.",
+           R"("task_id": {"type": "string", "description": "The task's id (a UUID)."},
+              "title": {"type": "string", "description": "A new title (1 to 200 characters)."},
+              "description": {"type": "string", "description": "A new description (up to 5000 characters)."},
+              "status": {"type": "string", "enum": ["todo", "in_progress", "blocked", "done"]},
+              "assignee": {"type": "string", "description": "Who works on it; empty to unassign."},
+              "due_date": {"type": "string", "description": "YYYY-MM-DD; empty to clear."})",
+           R"("task_id")"),
+      Spec(
+          "list_project_templates", ToolRisk::kRead,
+          "List project templates with the tasks each starts a project with.",
+          R"("query": {"type": "string", "description": "Only templates whose name or description contains this text."}, )" +
+              limit,
+          ""),
+      Spec("create_project_template", ToolRisk::kWrite,
+           "Create a project template: a name, a description and the tasks a project made from "
+           "it starts with (up to 100).",
+           R"("name": {"type": "string", "description": "A unique name (1 to 100 characters)."},
+              "description": {"type": "string", "description": "When to use it (up to 2000 characters)."},
+              "tasks": {"type": "array", "description": "The starting tasks, in order.", "items": {"type": "object", "properties": {"title": {"type": "string"}, "description": {"type": "string"}}, "required": ["title"], "additionalProperties": false}})",
+           R"("name")"),
+      Spec("create_context_document", ToolRisk::kWrite,
+           "Attach a context document (brief, goals, constraints) to a project, for the people "
+           "and agents working on it.",
+           R"("project": {"type": "string", "description": "The project's id or its exact name."},
+              "title": {"type": "string", "description": "1 to 200 characters."},
+              "content": {"type": "string", "description": "The document, up to 100000 characters."})",
+           R"("project", "title", "content")"),
+  };
+}
+
+}  // namespace omniforge::executor

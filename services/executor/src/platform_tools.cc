@@ -1,0 +1,163 @@
+#include "services/executor/src/platform_tools.h"
+
+#include <map>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "libs/core/ids.h"
+#include "services/executor/src/platform_handlers.h"
+
+namespace omniforge::executor {
+namespace platform {
+namespace {
+
+size_t CountChars(std::string_view s) {
+  size_t n = 0;
+  for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+bool HasControl(std::string_view s) {
+  for (char c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void Args::Fail(const std::string& field, const std::string& problem) {
+  problems_.push_back(absl::StrCat("$.", field, ": ", problem));
+}
+
+std::optional<std::string> Args::OptionalText(const char* field, size_t min_chars,
+                                              size_t max_chars) {
+  auto it = json_.find(field);
+  if (it == json_.end()) return std::nullopt;
+  std::string value = it->get<std::string>();
+  const size_t n = CountChars(value);
+  if (n < min_chars || n > max_chars) {
+    Fail(field,
+         min_chars > 0
+             ? absl::StrCat("must be ", min_chars, " to ", max_chars, " characters (got ", n, ")")
+             : absl::StrCat("must be at most ", max_chars, " characters (got ", n, ")"));
+  }
+  return value;
+}
+
+std::string Args::Text(const char* field, size_t min_chars, size_t max_chars) {
+  return OptionalText(field, min_chars, max_chars).value_or("");
+}
+
+std::optional<std::string> Args::OptionalName(const char* field, size_t max_chars) {
+  auto value = OptionalText(field, 1, max_chars);
+  if (!value.has_value()) return value;
+  std::string trimmed(absl::StripAsciiWhitespace(*value));
+  if (trimmed.empty()) {
+    Fail(field, "must not be blank");
+  } else if (HasControl(trimmed)) {
+    Fail(field, "must not contain control characters");
+  }
+  return trimmed;
+}
+
+std::string Args::Name(const char* field, size_t max_chars) {
+  return OptionalName(field, max_chars).value_or("");
+}
+
+std::string Args::Uuid(const char* field) {
+  std::string value = Text(field, 1, 64);
+  if (!value.empty() && !core::IsUuid(value)) {
+    Fail(field, absl::StrCat("'", value, "' is not an id (a UUID)"));
+  }
+  return value;
+}
+
+int Args::Limit(const char* field, int fallback) {
+  auto it = json_.find(field);
+  return it == json_.end() ? fallback : it->get<int>();
+}
+
+std::optional<std::string> Args::JsonText(const char* field) const {
+  auto it = json_.find(field);
+  if (it == json_.end()) return std::nullopt;
+  return it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+absl::Status Args::status() const {
+  if (problems_.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrJoin(problems_, "; "));
+}
+
+std::string JsonObject(std::initializer_list<std::pair<const char*, std::string>> fields) {
+  std::string out = "{";
+  for (const auto& [key, value] : fields) {
+    if (out.size() > 1) out += ",";
+    absl::StrAppend(&out, "\"", key, "\":", value);
+  }
+  out += "}";
+  return out;
+}
+
+std::string ByIdOrName(const std::string& ref, int n, const char* alias) {
+  return core::IsUuid(ref) ? absl::StrCat(alias, "id = $", n, "::uuid")
+                           : absl::StrCat("lower(", alias, "name) = lower($", n, ")");
+}
+
+}  // namespace platform
+
+namespace {
+
+const std::map<std::string, platform::Handler, std::less<>>& Handlers() {
+  static const auto* handlers = new std::map<std::string, platform::Handler, std::less<>>{
+      {"list_agents", platform::ListAgents},
+      {"get_agent", platform::GetAgent},
+      {"create_agent", platform::CreateAgent},
+      {"update_agent", platform::UpdateAgent},
+      {"pause_agent", platform::PauseAgent},
+      {"resume_agent", platform::ResumeAgent},
+      {"delete_agent", platform::DeleteAgent},
+      {"run_agent", platform::RunAgent},
+      {"list_skills", platform::ListSkills},
+      {"create_skill", platform::CreateSkill},
+      {"list_runs", platform::ListRuns},
+      {"get_run", platform::GetRun},
+      {"search_projects", platform::SearchProjects},
+      {"get_project_details", platform::GetProjectDetails},
+      {"list_tasks", platform::ListTasks},
+      {"create_project", platform::CreateProject},
+      {"update_task", platform::UpdateTask},
+      {"list_project_templates", platform::ListProjectTemplates},
+      {"create_project_template", platform::CreateProjectTemplate},
+      {"create_context_document", platform::CreateContextDocument},
+  };
+  return *handlers;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<ToolSpec>> PlatformTools::ListTools() { return PlatformToolSpecs(); }
+
+absl::StatusOr<ToolResult> PlatformTools::Invoke(const ToolCall& call) {
+  auto it = Handlers().find(call.tool_name);
+  if (it == Handlers().end()) {
+    return absl::NotFoundError(absl::StrCat("no built-in tool named '", call.tool_name, "'"));
+  }
+  if (call.deadline <= std::chrono::system_clock::now()) {
+    return absl::DeadlineExceededError("the call's deadline passed before the tool ran");
+  }
+  absl::StatusOr<ToolResult> result;
+  absl::Status status =
+      pg::WithTenantTransaction(pool_, call.who.tenant_id, [&](pqxx::work& tx) -> absl::Status {
+        result = it->second(tx, call);
+        if (!result.ok()) return result.status();
+        // A business failure changed nothing worth keeping: roll it back.
+        return result->is_error ? absl::CancelledError("") : absl::OkStatus();
+      });
+  if (absl::IsCancelled(status) && result.ok()) return result;
+  if (!status.ok()) return status;
+  return result;
+}
+
+}  // namespace omniforge::executor

@@ -1,0 +1,36 @@
+// The built-in platform tools: agents, skills, runs, projects, tasks,
+// project templates and context documents, on PostgreSQL (schema
+// `platform`). Every tool reads and writes only the calling tenant's and
+// user's rows (row-level security enforces the tenant). Thread-safe.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "libs/pg/pool.h"
+#include "services/executor/src/tool.h"
+
+namespace omniforge::executor {
+
+inline constexpr std::string_view kBuiltinSource = "builtin";
+
+// The descriptors of every built-in tool.
+std::vector<ToolSpec> PlatformToolSpecs();
+
+class PlatformTools final : public ToolProvider {
+ public:
+  explicit PlatformTools(pg::PgPool& pool) : pool_(pool) {}
+
+  absl::StatusOr<std::vector<ToolSpec>> ListTools() override;
+
+  // Each tool runs in one tenant transaction: it commits everything or
+  // nothing. Business failures are results with is_error (codes not_found,
+  // already_exists, failed_precondition); INVALID_ARGUMENT names the field
+  // (a malformed id, text too long) and writes nothing.
+  absl::StatusOr<ToolResult> Invoke(const ToolCall& call) override;
+
+ private:
+  pg::PgPool& pool_;
+};
+
+}  // namespace omniforge::executor
