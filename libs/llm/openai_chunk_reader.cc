@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <limits>
 
-#include "libs/llm/wire_json.h"
+#include "libs/llm/json_scan.h"
 
 namespace omniforge::llm::wire_internal {
 namespace {
@@ -81,31 +81,26 @@ struct Scalar {
   std::string* text = nullptr;
 };
 
-class ChunkSax final : public nlohmann::json_sax<Json> {
+class ChunkSax final {
  public:
   explicit ChunkSax(OpenAiChunk& chunk) : chunk_(chunk) {}
 
-  bool null() override { return OnScalar({Scalar::Type::kNull}); }
-  bool boolean(bool) override { return OnScalar({Scalar::Type::kBool}); }
-  bool number_integer(number_integer_t value) override {
-    return OnScalar({Scalar::Type::kInteger, value});
-  }
-  bool number_unsigned(number_unsigned_t value) override {
+  bool null() { return OnScalar({Scalar::Type::kNull}); }
+  bool boolean(bool) { return OnScalar({Scalar::Type::kBool}); }
+  bool number_integer(int64_t value) { return OnScalar({Scalar::Type::kInteger, value}); }
+  bool number_unsigned(uint64_t value) {
     // Beyond int64 a document's get<int64_t>() wraps too; no provider sends one.
     return OnScalar({Scalar::Type::kInteger, static_cast<int64_t>(value)});
   }
-  bool number_float(number_float_t, const string_t&) override {
-    return OnScalar({Scalar::Type::kFloat});
-  }
-  bool string(string_t& value) override { return OnScalar({Scalar::Type::kString, 0, &value}); }
-  bool binary(binary_t&) override { return false; }
+  bool number_float(double, const std::string&) { return OnScalar({Scalar::Type::kFloat}); }
+  bool string(std::string& value) { return OnScalar({Scalar::Type::kString, 0, &value}); }
 
-  bool start_object(std::size_t) override { return Open(/*object=*/true); }
-  bool start_array(std::size_t) override { return Open(/*object=*/false); }
-  bool end_object() override { return Close(); }
-  bool end_array() override { return Close(); }
+  bool start_object(std::size_t) { return Open(/*object=*/true); }
+  bool start_array(std::size_t) { return Open(/*object=*/false); }
+  bool end_object() { return Close(); }
+  bool end_array() { return Close(); }
 
-  bool key(string_t& name) override {
+  bool key(std::string& name) {
     if (ignored_depth_ > 0) return true;
     Frame& frame = frames_[depth_ - 1];
     frame.key = frame.place == Place::kIgnored ? Key::kOther : KeyOf(name);
@@ -115,10 +110,6 @@ class ChunkSax final : public nlohmann::json_sax<Json> {
     if ((frame.seen & bit) != 0) return false;
     frame.seen |= bit;
     return true;
-  }
-
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return false;
   }
 
  private:
@@ -279,9 +270,15 @@ class ChunkSax final : public nlohmann::json_sax<Json> {
 }  // namespace
 
 bool ReadOpenAiChunk(std::string_view data, OpenAiChunk& chunk) {
-  chunk = OpenAiChunk();
+  // Cleared rather than replaced: a chunk read again and again keeps the
+  // capacity of its strings and vector.
+  chunk.id.clear();
+  chunk.model.clear();
+  chunk.usage.reset();
+  chunk.choices.clear();
   ChunkSax sax(chunk);
-  return Json::sax_parse(data.begin(), data.end(), &sax);
+  thread_local std::string scratch;
+  return ScanJson(data, sax, scratch);
 }
 
 }  // namespace omniforge::llm::wire_internal

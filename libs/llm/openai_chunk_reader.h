@@ -2,8 +2,8 @@
 // read without building a JSON document. A stream carries one chunk per few
 // characters of the answer, and building and freeing a document for each
 // cost more CPU than libcurl spends reading the whole stream; this reader
-// walks the text once (nlohmann's SAX interface) and keeps only what the
-// stream decoder uses.
+// walks the text once (json_scan.h) and keeps only what the stream decoder
+// uses.
 #pragma once
 
 #include <cstdint>

@@ -193,8 +193,8 @@ absl::Status OpenAiStreamDecoder::Consume(std::string_view data, std::vector<Str
     done_ = true;
     return absl::OkStatus();
   }
-  if (wire_internal::OpenAiChunk read; wire_internal::ReadOpenAiChunk(data, read)) {
-    ConsumeRead(read, deltas);
+  if (wire_internal::ReadOpenAiChunk(data, read_)) {
+    ConsumeRead(read_, deltas);
     return absl::OkStatus();
   }
   // Unusual chunks (errors included) from a document, which tells them apart.

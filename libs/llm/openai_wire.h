@@ -14,11 +14,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "libs/llm/chat.h"
+#include "libs/llm/openai_chunk_reader.h"
 
 namespace omniforge::llm {
-namespace wire_internal {
-struct OpenAiChunk;
-}  // namespace wire_internal
 
 // The request field that carries ChatRequest::max_tokens. OpenAI replaced
 // max_tokens by max_completion_tokens, and its reasoning models (o-series,
@@ -76,6 +74,7 @@ class OpenAiStreamDecoder final {
   // and `id`) continues; -1 when it starts a call.
   int ResolveToolIndex(std::optional<int64_t> wire_index, const std::string& id) const;
 
+  wire_internal::OpenAiChunk read_;  // reused for every chunk, keeping its capacity
   ChatResponse response_;
   std::map<int64_t, int> tool_index_by_wire_index_;
   bool refused_ = false;
