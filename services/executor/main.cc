@@ -1,0 +1,129 @@
+// omniforge-executor: the tool runtime and executor agents.
+//
+//   omniforge-executor [--config FILE] [serve]   migrate (when enabled) and serve
+//   omniforge-executor [--config FILE] migrate   apply migrations and exit
+#include <CLI/CLI.hpp>
+#include <memory>
+
+#include "libs/core/config.h"
+#include "libs/core/logging.h"
+#include "libs/core/server.h"
+#include "libs/core/thread_pool.h"
+#include "libs/pg/migrate.h"
+#include "libs/pg/pool.h"
+#include "services/executor/src/grpc_service.h"
+#include "services/executor/src/pg_invocation_ledger.h"
+#include "services/executor/src/platform_tools.h"
+#include "services/executor/src/tool_catalog.h"
+#include "services/executor/src/tool_runtime.h"
+
+namespace omniforge::pg {
+const std::vector<Migration>& ExecutorMigrations();
+}
+
+namespace omniforge::executor {
+namespace {
+
+constexpr int kDefaultPort = 50053;
+constexpr int kDefaultMetricsPort = 9093;
+
+struct Settings {
+  core::ServerOptions server;
+  int worker_threads = 16;
+  std::string log_level;
+  pg::PgOptions database;
+  std::string migrate_dsn;
+  bool migrate_on_start = true;
+  ToolRuntimeOptions tools;
+};
+
+absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
+  auto reader = config_file.empty() ? core::ConfigReader::FromString("")
+                                    : core::ConfigReader::FromFile(config_file);
+  if (!reader.ok()) return reader.status();
+  core::ConfigReader& c = *reader;
+  Settings s;
+  s.server = core::ReadServerOptions(c, kDefaultPort, kDefaultMetricsPort);
+  s.worker_threads = static_cast<int>(c.Int("server.worker_threads", 16, 1, 1024));
+  s.log_level = c.String("log.level", "info");
+  s.database.dsn =
+      c.String("database.dsn", "host=127.0.0.1 port=55432 user=omniforge dbname=omniforge");
+  s.database.pool_size = static_cast<int>(c.Int("database.pool_size", 16, 1, 1000));
+  s.database.role = c.String("database.role", "omniforge_app");
+  s.database.statement_timeout_ms =
+      static_cast<int>(c.Int("database.statement_timeout_ms", 10000, 100, 600000));
+  s.migrate_dsn = c.String("database.migrate_dsn", "");
+  s.migrate_on_start = c.Bool("database.migrate_on_start", true);
+  s.tools.max_result_bytes =
+      static_cast<size_t>(c.Int("tools.max_result_bytes", 64 * 1024, 1024, 16 * 1024 * 1024));
+  s.tools.max_argument_bytes =
+      static_cast<size_t>(c.Int("tools.max_argument_bytes", 256 * 1024, 1024, 4 * 1024 * 1024));
+  if (absl::Status status = c.Finish(); !status.ok()) return status;
+  if (s.migrate_dsn.empty()) s.migrate_dsn = s.database.dsn;
+  return s;
+}
+
+absl::Status Migrate(const Settings& s) {
+  auto applied = pg::ApplyMigrations(s.migrate_dsn, "executor", pg::ExecutorMigrations());
+  if (!applied.ok()) return applied.status();
+  core::LogInfo("schema up to date", {{"applied", std::to_string(*applied)}});
+  return absl::OkStatus();
+}
+
+absl::Status Serve(const Settings& s, const sigset_t& signals) {
+  if (s.migrate_on_start) {
+    if (absl::Status status = Migrate(s); !status.ok()) return status;
+  }
+  auto pool = pg::PgPool::Create(s.database);
+  if (!pool.ok()) return pool.status();
+  if (absl::Status status = pg::CheckRowLevelSecurityApplies(**pool, "platform"); !status.ok()) {
+    return status;
+  }
+  PlatformTools platform_tools(**pool);
+  ToolCatalog catalog;
+  if (absl::Status status = catalog.AddProvider(platform_tools); !status.ok()) return status;
+  PgInvocationLedger ledger(**pool);
+  ToolRuntime runtime(catalog, &ledger, s.tools);
+  core::ThreadPool workers(s.worker_threads, 4096);
+  ExecutorGrpcService service(runtime, workers);
+
+  core::ServiceServer server(s.server);
+  server.AddService(&service);
+  if (absl::Status status = server.Start(); !status.ok()) return status;
+  core::LogInfo("tools ready", {{"count", std::to_string(catalog.size())}});
+  const int signal_number = core::WaitForTerminationSignal(signals);
+  core::LogInfo("shutting down", {{"signal", std::to_string(signal_number)}});
+  server.Shutdown();
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace omniforge::executor
+
+int main(int argc, char** argv) {
+  using namespace omniforge;
+  const sigset_t signals = core::BlockTerminationSignals();
+  CLI::App app{"omniforge executor service"};
+  std::string config_file;
+  app.add_option("-c,--config", config_file, "YAML config file")->envname("OMNIFORGE_CONFIG");
+  app.require_subcommand(0, 1);
+  auto* serve = app.add_subcommand("serve", "apply migrations (when enabled) and serve (default)");
+  auto* migrate = app.add_subcommand("migrate", "apply database migrations and exit");
+  CLI11_PARSE(app, argc, argv);
+  (void)serve;
+
+  auto settings = executor::LoadSettings(config_file);
+  if (!settings.ok()) {
+    core::InitLogging("executor", "info");
+    core::LogError("invalid configuration", {{"error", std::string(settings.status().message())}});
+    return 2;
+  }
+  core::InitLogging("executor", settings->log_level);
+  const absl::Status status =
+      migrate->parsed() ? executor::Migrate(*settings) : executor::Serve(*settings, signals);
+  if (!status.ok()) {
+    core::LogError("exiting", {{"error", std::string(status.message())}});
+    return 1;
+  }
+  return 0;
+}

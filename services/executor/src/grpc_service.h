@@ -1,0 +1,36 @@
+// The gRPC face of the executor: parses requests, reads the caller identity,
+// hands tool calls to the ToolRuntime on worker threads (the caller's
+// deadline bounds each call) and converts results to protos.
+//
+// Converse is declared but not served yet: it answers UNIMPLEMENTED.
+#pragma once
+
+#include "libs/core/thread_pool.h"
+#include "omniforge/executor/v1/executor_service.grpc.pb.h"
+#include "services/executor/src/tool_runtime.h"
+
+namespace omniforge::executor {
+
+namespace pb = ::omniforge::executor::v1;
+
+using RawExecutorService = pb::ExecutorService::WithRawCallbackMethod_ListTools<
+    pb::ExecutorService::WithRawCallbackMethod_InvokeTool<
+        pb::ExecutorService::WithCallbackMethod_Converse<pb::ExecutorService::Service>>>;
+
+class ExecutorGrpcService final : public RawExecutorService {
+ public:
+  // `runtime` and `workers` must outlive the service.
+  ExecutorGrpcService(const ToolRuntime& runtime, core::ThreadPool& workers)
+      : runtime_(runtime), workers_(workers) {}
+
+  using Reactor = grpc::ServerUnaryReactor;
+  using Raw = grpc::ByteBuffer;
+  Reactor* ListTools(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
+  Reactor* InvokeTool(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
+
+ private:
+  const ToolRuntime& runtime_;
+  core::ThreadPool& workers_;
+};
+
+}  // namespace omniforge::executor
