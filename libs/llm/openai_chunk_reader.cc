@@ -47,31 +47,63 @@ enum class Key : uint8_t {
   kArguments,
 };
 
+// Called for every member of every chunk: candidates are told apart by
+// length first, so most names cost one or two comparisons.
 Key KeyOf(std::string_view name) {
-  static constexpr std::pair<std::string_view, Key> kKeys[] = {
-      {"id", Key::kId},
-      {"model", Key::kModel},
-      {"error", Key::kError},
-      {"usage", Key::kUsage},
-      {"choices", Key::kChoices},
-      {"prompt_tokens", Key::kPromptTokens},
-      {"completion_tokens", Key::kCompletionTokens},
-      {"prompt_tokens_details", Key::kPromptTokensDetails},
-      {"cached_tokens", Key::kCachedTokens},
-      {"index", Key::kIndex},
-      {"finish_reason", Key::kFinishReason},
-      {"delta", Key::kDelta},
-      {"content", Key::kContent},
-      {"refusal", Key::kRefusal},
-      {"tool_calls", Key::kToolCalls},
-      {"function", Key::kFunction},
-      {"name", Key::kName},
-      {"arguments", Key::kArguments},
-  };
-  for (const auto& [text, key] : kKeys) {
-    if (text == name) return key;
+  auto is = [&](std::string_view text, Key key) { return name == text ? key : Key::kOther; };
+  switch (name.size()) {
+    case 2:
+      return is("id", Key::kId);
+    case 4:
+      return is("name", Key::kName);
+    case 5:
+      switch (name[0]) {
+        case 'm':
+          return is("model", Key::kModel);
+        case 'e':
+          return is("error", Key::kError);
+        case 'u':
+          return is("usage", Key::kUsage);
+        case 'i':
+          return is("index", Key::kIndex);
+        case 'd':
+          return is("delta", Key::kDelta);
+        default:
+          return Key::kOther;
+      }
+    case 7:
+      switch (name[0]) {
+        case 'c':
+          return name[1] == 'h' ? is("choices", Key::kChoices) : is("content", Key::kContent);
+        case 'r':
+          return is("refusal", Key::kRefusal);
+        default:
+          return Key::kOther;
+      }
+    case 8:
+      return is("function", Key::kFunction);
+    case 9:
+      return is("arguments", Key::kArguments);
+    case 10:
+      return is("tool_calls", Key::kToolCalls);
+    case 13:
+      switch (name[0]) {
+        case 'p':
+          return is("prompt_tokens", Key::kPromptTokens);
+        case 'c':
+          return is("cached_tokens", Key::kCachedTokens);
+        case 'f':
+          return is("finish_reason", Key::kFinishReason);
+        default:
+          return Key::kOther;
+      }
+    case 17:
+      return is("completion_tokens", Key::kCompletionTokens);
+    case 21:
+      return is("prompt_tokens_details", Key::kPromptTokensDetails);
+    default:
+      return Key::kOther;
   }
-  return Key::kOther;
 }
 
 struct Scalar {

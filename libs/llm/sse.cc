@@ -1,11 +1,26 @@
 #include "libs/llm/sse.h"
 
+#include <cstring>
 #include <utility>
 
 namespace omniforge::llm {
 namespace {
 
 constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+
+// The first CR or LF in `bytes` at or after `pos`, or npos. Two memchr scans
+// instead of string_view::find_first_of, which tests every byte against the
+// set one call at a time; CR is rare, so its scan stops at the next LF.
+size_t FindLineEnd(std::string_view bytes, size_t pos) {
+  const char* begin = bytes.data() + pos;
+  const size_t length = bytes.size() - pos;
+  const void* lf = std::memchr(begin, '\n', length);
+  const size_t lf_at =
+      lf == nullptr ? length : static_cast<size_t>(static_cast<const char*>(lf) - begin);
+  const void* cr = std::memchr(begin, '\r', lf_at);
+  if (cr != nullptr) return pos + static_cast<size_t>(static_cast<const char*>(cr) - begin);
+  return lf == nullptr ? std::string_view::npos : pos + lf_at;
+}
 
 }  // namespace
 
@@ -21,7 +36,7 @@ bool SseParser::Feed(std::string_view bytes) {
         continue;
       }
     }
-    size_t end = bytes.find_first_of("\r\n", pos);
+    size_t end = FindLineEnd(bytes, pos);
     if (end == std::string_view::npos) {
       line_.append(bytes.substr(pos));
       break;
