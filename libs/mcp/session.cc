@@ -1,0 +1,533 @@
+#include "libs/mcp/session.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "libs/core/logging.h"
+#include "libs/mcp/json_rpc.h"
+
+namespace omniforge::mcp {
+namespace {
+
+using nlohmann::json;
+
+int64_t MillisUntil(Clock::time_point deadline) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+}
+
+Clock::time_point EarlierOf(Clock::time_point deadline, std::chrono::milliseconds timeout) {
+  const Clock::time_point now = Clock::now();
+  if (deadline <= now) return deadline;
+  return deadline - now < timeout ? deadline : now + timeout;
+}
+
+// Maps an MCP logging level onto ours.
+core::LogLevel LevelOf(const json& level) {
+  const std::string name = level.is_string() ? level.get<std::string>() : "info";
+  if (name == "debug") return core::LogLevel::kDebug;
+  if (name == "info" || name == "notice") return core::LogLevel::kInfo;
+  if (name == "warning") return core::LogLevel::kWarn;
+  return core::LogLevel::kError;
+}
+
+std::string DescribeId(const json& id) { return id.dump(); }
+
+}  // namespace
+
+struct McpSession::Pending {
+  std::string method;
+  bool done = false;
+  absl::StatusOr<json> result = absl::UnknownError("no answer");
+  std::condition_variable cv;
+  // Held while the progress callback runs; `callbacks_closed` set under it
+  // guarantees no callback runs after Request returned.
+  std::mutex callback_mu;
+  bool callbacks_closed = false;
+  ProgressCallback on_progress;
+};
+
+McpSession::McpSession(std::unique_ptr<McpTransport> transport, SessionOptions options)
+    : options_(std::move(options)), transport_(std::move(transport)) {
+  outbox_thread_ = std::thread([this] { RunOutbox(); });
+}
+
+McpSession::~McpSession() { Shutdown(); }
+
+absl::Status McpSession::Connect(Clock::time_point deadline) {
+  return EnsureReady(EarlierOf(deadline, options_.initialize_timeout)).status();
+}
+
+absl::StatusOr<json> McpSession::Request(std::string_view method, json params,
+                                         const RequestOptions& options) {
+  const Clock::time_point deadline = EarlierOf(options.deadline, options_.request_timeout);
+  for (int attempt = 0;; ++attempt) {
+    absl::StatusOr<uint64_t> epoch = EnsureReady(deadline);
+    if (!epoch.ok()) return epoch.status();
+    absl::StatusOr<json> result =
+        SendRequest(*epoch, method, params, deadline, options.on_progress, false);
+    if (result.ok()) {
+      std::lock_guard lock(mu_);
+      restarts_in_a_row_ = 0;
+      return result;
+    }
+    if (!IsSessionExpired(result.status())) return result;
+    if (attempt > 0) {
+      return absl::UnavailableError(absl::StrCat("MCP server '", options_.server_name,
+                                                 "' forgot the session again right after it was "
+                                                 "re-initialized: ",
+                                                 result.status().message()));
+    }
+    core::LogInfo("mcp session expired; initializing a new one",
+                  {{"server", options_.server_name}, {"method", std::string(method)}});
+    std::lock_guard lock(mu_);
+    if (*epoch == epoch_ && state_ == State::kReady) {
+      state_ = State::kIdle;
+      reinitialize_now_ = true;
+      server_info_.reset();
+    }
+  }
+}
+
+absl::StatusOr<uint64_t> McpSession::EnsureReady(Clock::time_point deadline) {
+  std::unique_lock lock(mu_);
+  bool restart = false;
+  for (;;) {
+    switch (state_) {
+      case State::kReady:
+        return epoch_;
+      case State::kShutdown:
+        return absl::UnavailableError(
+            absl::StrCat("MCP client for '", options_.server_name, "' is shut down"));
+      case State::kFailed:
+        return absl::UnavailableError(absl::StrCat(
+            "MCP server '", options_.server_name, "' is down: gave up after ",
+            options_.max_restarts, " restarts in a row; last error: ", last_failure_.message()));
+      case State::kConnecting:
+        if (state_cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
+            state_ == State::kConnecting) {
+          return absl::DeadlineExceededError(absl::StrCat("timed out waiting for MCP server '",
+                                                          options_.server_name, "' to start"));
+        }
+        continue;
+      case State::kIdle:
+        break;
+    }
+    restart = opened_once_ && !reinitialize_now_;
+    if (!restart) break;
+    if (restarts_in_a_row_ >= options_.max_restarts) {
+      state_ = State::kFailed;
+      core::LogError("mcp server given up", {{"server", options_.server_name},
+                                             {"restarts", std::to_string(restarts_in_a_row_)},
+                                             {"error", std::string(last_failure_.message())}});
+      state_cv_.notify_all();
+      continue;
+    }
+    if (Clock::now() >= next_restart_at_) break;
+    if (next_restart_at_ > deadline) {
+      return absl::UnavailableError(
+          absl::StrCat("MCP server '", options_.server_name, "' is down (", last_failure_.message(),
+                       "); its restart waits ", MillisUntil(next_restart_at_),
+                       " ms of backoff, longer than the call's deadline"));
+    }
+    // Waits out the backoff; Shutdown wakes it.
+    state_cv_.wait_until(lock, next_restart_at_);
+  }
+  state_ = State::kConnecting;
+  connect_in_progress_ = true;
+  reinitialize_now_ = false;
+  if (restart) {
+    ++restarts_in_a_row_;
+    ++restarts_total_;
+  }
+  const uint64_t epoch = ++epoch_;
+  server_info_.reset();
+  lock.unlock();
+
+  if (restart) {
+    core::LogInfo("mcp server restarting", {{"server", options_.server_name},
+                                            {"attempt", std::to_string(restarts_in_a_row_)},
+                                            {"after", std::string(last_failure_.message())}});
+  }
+  absl::Status status = Handshake(epoch, deadline);
+
+  lock.lock();
+  connect_in_progress_ = false;
+  opened_once_ = true;
+  if (state_ == State::kShutdown) {
+    state_cv_.notify_all();
+    return absl::UnavailableError(
+        absl::StrCat("MCP client for '", options_.server_name, "' is shut down"));
+  }
+  if (status.ok() && epoch == epoch_) {
+    state_ = State::kReady;
+  } else {
+    if (status.ok()) {
+      status = absl::UnavailableError(
+          absl::StrCat("MCP server '", options_.server_name, "' went away right after initialize"));
+    }
+    state_ = State::kIdle;
+    last_failure_ = status;
+    next_restart_at_ = Clock::now() + BackoffLocked();
+  }
+  state_cv_.notify_all();
+  if (!status.ok()) return status;
+  return epoch;
+}
+
+absl::Status McpSession::Handshake(uint64_t epoch, Clock::time_point deadline) {
+  TransportHandlers handlers;
+  handlers.on_message = [this, epoch](std::string_view text) { OnMessage(epoch, text); };
+  handlers.on_closed = [this, epoch](const absl::Status& reason) { OnClosed(epoch, reason); };
+  if (absl::Status opened = transport_->Open(std::move(handlers), epoch); !opened.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot start MCP server '", options_.server_name, "': ", opened.message()));
+  }
+  json params = {
+      {"protocolVersion", kSupportedProtocolVersions[0]},
+      {"capabilities", json::object()},
+      {"clientInfo", {{"name", options_.client_name}, {"version", options_.client_version}}}};
+  absl::StatusOr<json> result =
+      SendRequest(epoch, "initialize", std::move(params), deadline, nullptr, true);
+  if (!result.ok()) {
+    transport_->Close();
+    const absl::Status& error = result.status();
+    return absl::Status(error.code(), absl::StrCat("initialize failed: ", error.message()));
+  }
+  ServerInfo info;
+  if (result->is_object()) {
+    const json& r = *result;
+    if (auto v = r.find("protocolVersion"); v != r.end() && v->is_string()) {
+      info.protocol_version = v->get<std::string>();
+    }
+    if (auto s = r.find("serverInfo"); s != r.end() && s->is_object()) {
+      info.name = s->value("name", "");
+      info.version = s->value("version", "");
+    }
+    if (auto i = r.find("instructions"); i != r.end() && i->is_string()) {
+      info.instructions = i->get<std::string>();
+    }
+    if (auto c = r.find("capabilities"); c != r.end() && c->is_object()) {
+      if (auto t = c->find("tools"); t != c->end() && t->is_object()) {
+        info.has_tools = true;
+        info.tools_list_changed = t->value("listChanged", false);
+      }
+    }
+  }
+  if (!IsSupportedProtocolVersion(info.protocol_version)) {
+    transport_->Close();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "MCP server '", options_.server_name, "' answered initialize with protocol version '",
+        Excerpt(info.protocol_version, 40), "'; this client speaks ", kSupportedProtocolVersions[0],
+        ", ", kSupportedProtocolVersions[1], " and ", kSupportedProtocolVersions[2]));
+  }
+  transport_->SetProtocolVersion(info.protocol_version);
+  SendOptions send;
+  send.deadline = deadline;
+  send.epoch = epoch;
+  if (absl::Status sent =
+          transport_->Send(EncodeNotification("notifications/initialized", nullptr), send);
+      !sent.ok()) {
+    transport_->Close();
+    return absl::Status(sent.code(),
+                        absl::StrCat("sending notifications/initialized: ", sent.message()));
+  }
+  core::LogInfo("mcp server initialized", {{"server", options_.server_name},
+                                           {"server_name", info.name},
+                                           {"server_version", info.version},
+                                           {"protocol_version", info.protocol_version}});
+  std::lock_guard lock(mu_);
+  if (epoch == epoch_) server_info_ = std::move(info);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<json> McpSession::SendRequest(uint64_t epoch, std::string_view method, json params,
+                                             Clock::time_point deadline,
+                                             const ProgressCallback& on_progress,
+                                             bool is_initialize) {
+  auto pending = std::make_shared<Pending>();
+  pending->method = std::string(method);
+  pending->on_progress = on_progress;
+  int64_t id = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (epoch != epoch_ || state_ == State::kShutdown) {
+      return absl::UnavailableError(absl::StrCat("MCP server '", options_.server_name,
+                                                 "' connection was reset before ", Sv(method),
+                                                 " was sent"));
+    }
+    id = next_id_++;
+    pending_[id] = pending;
+  }
+  // Progress tokens are the request ids: unique among active requests.
+  if (on_progress) {
+    if (!params.is_object()) params = json::object();
+    params["_meta"]["progressToken"] = id;
+  }
+  const auto close_callbacks = [&pending] {
+    std::lock_guard lock(pending->callback_mu);
+    pending->callbacks_closed = true;
+  };
+
+  SendOptions send;
+  send.deadline = deadline;
+  send.is_initialize = is_initialize;
+  send.epoch = epoch;
+  const absl::Status sent = transport_->Send(EncodeRequest(id, method, params), send);
+
+  std::unique_lock lock(mu_);
+  if (!pending->done && (!sent.ok() || transport_->AnswersWithinSend())) {
+    pending_.erase(id);
+    lock.unlock();
+    close_callbacks();
+    if (sent.ok()) {
+      return absl::UnavailableError(absl::StrCat("MCP server '", options_.server_name,
+                                                 "' ended its answer stream for ", Sv(method),
+                                                 " without a result"));
+    }
+    if (absl::IsDeadlineExceeded(sent) && !is_initialize) {
+      Post(epoch, EncodeNotification("notifications/cancelled",
+                                     {{"requestId", id}, {"reason", "deadline exceeded"}}));
+    }
+    if (IsSessionExpired(sent)) return sent;
+    return absl::Status(sent.code(), absl::StrCat("MCP server '", options_.server_name, "' ",
+                                                  Sv(method), ": ", sent.message()));
+  }
+  const bool answered =
+      pending->cv.wait_until(lock, deadline, [&pending] { return pending->done; });
+  if (!answered) {
+    pending_.erase(id);
+    lock.unlock();
+    close_callbacks();
+    if (!is_initialize) {
+      Post(epoch, EncodeNotification("notifications/cancelled",
+                                     {{"requestId", id}, {"reason", "deadline exceeded"}}));
+    }
+    return absl::DeadlineExceededError(absl::StrCat("MCP server '", options_.server_name,
+                                                    "' did not answer ", Sv(method),
+                                                    " before the deadline"));
+  }
+  absl::StatusOr<json> result = std::move(pending->result);
+  lock.unlock();
+  close_callbacks();
+  return result;
+}
+
+void McpSession::OnMessage(uint64_t epoch, std::string_view text) {
+  {
+    std::lock_guard lock(mu_);
+    if (epoch != epoch_ || state_ == State::kShutdown) return;
+  }
+  absl::StatusOr<std::vector<IncomingMessage>> messages = ParseIncoming(text);
+  if (!messages.ok()) {
+    core::LogWarn(
+        "mcp server sent an unreadable message",
+        {{"server", options_.server_name}, {"error", std::string(messages.status().message())}});
+    return;
+  }
+  for (IncomingMessage& message : *messages) {
+    switch (message.kind) {
+      case IncomingMessage::Kind::kResult:
+      case IncomingMessage::Kind::kError: {
+        if (!message.id.is_number_integer()) {
+          core::LogWarn("mcp server reported an error",
+                        {{"server", options_.server_name},
+                         {"id", DescribeId(message.id)},
+                         {"code", std::to_string(message.error_code)},
+                         {"error", Excerpt(message.error_message)}});
+          break;
+        }
+        std::lock_guard lock(mu_);
+        auto it = pending_.find(message.id.get<int64_t>());
+        if (it == pending_.end()) {
+          core::LogDebug("mcp answer to no pending request (cancelled or timed out)",
+                         {{"server", options_.server_name}, {"id", DescribeId(message.id)}});
+          break;
+        }
+        Pending& pending = *it->second;
+        if (message.kind == IncomingMessage::Kind::kResult) {
+          pending.result = std::move(message.result);
+        } else {
+          pending.result = StatusFromJsonRpcError(options_.server_name, pending.method,
+                                                  message.error_code, message.error_message);
+        }
+        pending.done = true;
+        pending.cv.notify_all();
+        pending_.erase(it);
+        break;
+      }
+      case IncomingMessage::Kind::kRequest: {
+        std::string answer;
+        if (message.method == "ping") {
+          answer = EncodeResult(message.id, json::object());
+        } else {
+          core::LogDebug("mcp server request not supported",
+                         {{"server", options_.server_name}, {"method", message.method}});
+          answer = EncodeError(message.id, kMethodNotFound,
+                               absl::StrCat("Method not found: ", message.method,
+                                            " (this client offers no roots, sampling or "
+                                            "elicitation)"));
+        }
+        Post(epoch, std::move(answer));
+        break;
+      }
+      case IncomingMessage::Kind::kNotification:
+        HandleNotification(message.method, message.params);
+        break;
+    }
+  }
+}
+
+void McpSession::HandleNotification(const std::string& method, const json& params) {
+  if (method == "notifications/progress") {
+    if (!params.is_object()) return;
+    const auto token = params.find("progressToken");
+    const auto value = params.find("progress");
+    if (token == params.end() || !token->is_number_integer() || value == params.end() ||
+        !value->is_number()) {
+      return;
+    }
+    std::shared_ptr<Pending> pending;
+    {
+      std::lock_guard lock(mu_);
+      auto it = pending_.find(token->get<int64_t>());
+      if (it == pending_.end()) return;
+      pending = it->second;
+    }
+    Progress progress;
+    progress.progress = value->get<double>();
+    if (auto total = params.find("total"); total != params.end() && total->is_number()) {
+      progress.total = total->get<double>();
+    }
+    if (auto text = params.find("message"); text != params.end() && text->is_string()) {
+      progress.message = text->get<std::string>();
+    }
+    std::lock_guard callback_lock(pending->callback_mu);
+    if (!pending->callbacks_closed && pending->on_progress) pending->on_progress(progress);
+    return;
+  }
+  if (method == "notifications/message") {
+    if (!params.is_object()) return;
+    core::LogFields fields = {{"server", options_.server_name}};
+    if (auto logger = params.find("logger"); logger != params.end() && logger->is_string()) {
+      fields.emplace_back("logger", logger->get<std::string>());
+    }
+    const auto data = params.find("data");
+    if (data != params.end()) {
+      fields.emplace_back(
+          "data", Excerpt(data->is_string() ? data->get<std::string>() : data->dump(), 2000));
+    }
+    core::Log(LevelOf(params.value("level", json())), "mcp server log", fields);
+    return;
+  }
+  if (method == "notifications/tools/list_changed") {
+    std::function<void()> listener;
+    {
+      std::lock_guard lock(mu_);
+      listener = tools_changed_;
+    }
+    if (listener) listener();
+    return;
+  }
+  core::LogDebug("mcp notification ignored",
+                 {{"server", options_.server_name}, {"method", method}});
+}
+
+void McpSession::OnClosed(uint64_t epoch, const absl::Status& reason) {
+  std::lock_guard lock(mu_);
+  if (epoch != epoch_ || state_ == State::kShutdown) return;
+  const absl::Status status = absl::UnavailableError(
+      absl::StrCat("MCP server '", options_.server_name, "' went away: ", reason.message()));
+  core::LogWarn("mcp server went away", {{"server", options_.server_name},
+                                         {"reason", std::string(reason.message())},
+                                         {"pending_requests", std::to_string(pending_.size())}});
+  FailPendingLocked(status);
+  last_failure_ = status;
+  // A connecting thread sees its handshake fail and moves to idle itself.
+  if (state_ == State::kReady) {
+    state_ = State::kIdle;
+    next_restart_at_ = Clock::now() + BackoffLocked();
+    server_info_.reset();
+  }
+  state_cv_.notify_all();
+}
+
+void McpSession::FailPendingLocked(const absl::Status& status) {
+  for (auto& [id, pending] : pending_) {
+    pending->result = status;
+    pending->done = true;
+    pending->cv.notify_all();
+  }
+  pending_.clear();
+}
+
+Clock::duration McpSession::BackoffLocked() const {
+  if (restarts_in_a_row_ == 0) return Clock::duration::zero();
+  auto backoff = options_.restart_backoff;
+  for (int i = 1; i < restarts_in_a_row_ && backoff < options_.restart_backoff_max; ++i) {
+    backoff *= 2;
+  }
+  return std::min<Clock::duration>(backoff, options_.restart_backoff_max);
+}
+
+void McpSession::Post(uint64_t epoch, std::string message) {
+  std::lock_guard lock(mu_);
+  if (outbox_stop_) return;
+  outbox_.emplace_back(epoch, std::move(message));
+  outbox_cv_.notify_one();
+}
+
+void McpSession::RunOutbox() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    outbox_cv_.wait(lock, [this] { return outbox_stop_ || !outbox_.empty(); });
+    if (outbox_stop_) return;
+    auto [epoch, message] = std::move(outbox_.front());
+    outbox_.pop_front();
+    if (epoch != epoch_) continue;
+    lock.unlock();
+    SendOptions send;
+    send.deadline = Clock::now() + options_.notification_timeout;
+    send.epoch = epoch;
+    const absl::Status sent = transport_->Send(message, send);
+    if (!sent.ok()) {
+      core::LogDebug("mcp message not delivered",
+                     {{"server", options_.server_name}, {"error", std::string(sent.message())}});
+    }
+    lock.lock();
+  }
+}
+
+void McpSession::Shutdown() {
+  {
+    std::unique_lock lock(mu_);
+    if (state_ == State::kShutdown) return;
+    state_ = State::kShutdown;
+    FailPendingLocked(absl::UnavailableError(
+        absl::StrCat("MCP client for '", options_.server_name, "' is shutting down")));
+    state_cv_.notify_all();
+    state_cv_.wait(lock, [this] { return !connect_in_progress_; });
+    outbox_stop_ = true;
+    outbox_cv_.notify_all();
+  }
+  if (outbox_thread_.joinable()) outbox_thread_.join();
+  transport_->Close();
+}
+
+std::optional<ServerInfo> McpSession::server_info() const {
+  std::lock_guard lock(mu_);
+  return server_info_;
+}
+
+void McpSession::SetToolsChangedListener(std::function<void()> listener) {
+  std::lock_guard lock(mu_);
+  tools_changed_ = std::move(listener);
+}
+
+int McpSession::restarts() const {
+  std::lock_guard lock(mu_);
+  return restarts_total_;
+}
+
+}  // namespace omniforge::mcp

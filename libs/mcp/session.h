@@ -1,0 +1,142 @@
+// An MCP client session over one transport: the initialize handshake and
+// version negotiation, requests with ids and deadlines, cancellation of
+// requests that ran out of time, progress routing, answers to the server's
+// own requests, and reconnection when the server went away.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "libs/mcp/transport.h"
+#include "libs/mcp/types.h"
+#include "nlohmann/json.hpp"
+
+namespace omniforge::mcp {
+
+struct SessionOptions {
+  std::string server_name = "server";  // in logs and error messages
+  std::string client_name = "omniforge";
+  std::string client_version = "0.1.0";
+  // Upper bound of any request; a caller's deadline can only shorten it.
+  std::chrono::milliseconds request_timeout{60'000};
+  // Upper bound of starting the server and the initialize handshake.
+  std::chrono::milliseconds initialize_timeout{30'000};
+  // Restarts in a row without one successful request before the session
+  // gives up for good (every call then fails with UNAVAILABLE).
+  int max_restarts = 5;
+  // The first restart after a healthy run is immediate; each further one in
+  // a row waits twice as long as the one before, from `restart_backoff` up
+  // to `restart_backoff_max`.
+  std::chrono::milliseconds restart_backoff{250};
+  std::chrono::milliseconds restart_backoff_max{10'000};
+  // How long a fire-and-forget message (a cancellation, an answer to a
+  // server's request) may take to send.
+  std::chrono::milliseconds notification_timeout{5'000};
+};
+
+struct RequestOptions {
+  Clock::time_point deadline = Clock::time_point::max();
+  // Receives notifications/progress for this request. Runs on a transport
+  // thread, never after Request returned; it must not block for long.
+  ProgressCallback on_progress;
+};
+
+// Thread-safe: any number of requests may run at once over one connection.
+class McpSession final {
+ public:
+  McpSession(std::unique_ptr<McpTransport> transport, SessionOptions options);
+  ~McpSession();  // Shutdown()
+
+  McpSession(const McpSession&) = delete;
+  McpSession& operator=(const McpSession&) = delete;
+
+  // Starts the server and initializes it unless that is done. Errors as for
+  // Request.
+  absl::Status Connect(Clock::time_point deadline);
+
+  // Sends `method` with `params` (an object, or null for none) and returns
+  // the result. Connects first (restarting a server that went away).
+  // Errors: DEADLINE_EXCEEDED (notifications/cancelled was sent),
+  // UNAVAILABLE (cannot start or reach the server, it went away during the
+  // request, or restarts were given up), FAILED_PRECONDITION (the server
+  // speaks no protocol version this client supports), or the code mapped
+  // from a JSON-RPC error (json_rpc.h). An HTTP session the server forgot is
+  // re-initialized once and the request retried.
+  absl::StatusOr<nlohmann::json> Request(std::string_view method, nlohmann::json params,
+                                         const RequestOptions& options);
+
+  // Fails pending requests (UNAVAILABLE) and closes the transport. Later
+  // requests fail with UNAVAILABLE. Idempotent.
+  void Shutdown();
+
+  // The initialize result of the current connection; nullopt before one.
+  std::optional<ServerInfo> server_info() const;
+
+  // Called (on a transport thread) when the server sends
+  // notifications/tools/list_changed.
+  void SetToolsChangedListener(std::function<void()> listener);
+
+  // Restarts so far (each reconnection after the first connection).
+  int restarts() const;
+
+  const SessionOptions& options() const { return options_; }
+
+ private:
+  struct Pending;
+  enum class State { kIdle, kConnecting, kReady, kFailed, kShutdown };
+
+  absl::StatusOr<uint64_t> EnsureReady(Clock::time_point deadline);
+  absl::Status Handshake(uint64_t epoch, Clock::time_point deadline);
+  absl::StatusOr<nlohmann::json> SendRequest(uint64_t epoch, std::string_view method,
+                                             nlohmann::json params, Clock::time_point deadline,
+                                             const ProgressCallback& on_progress,
+                                             bool is_initialize);
+  void OnMessage(uint64_t epoch, std::string_view text);
+  void OnClosed(uint64_t epoch, const absl::Status& reason);
+  void HandleNotification(const std::string& method, const nlohmann::json& params);
+  void Post(uint64_t epoch, std::string message);
+  void RunOutbox();
+  void FailPendingLocked(const absl::Status& status);
+  Clock::duration BackoffLocked() const;
+
+  const SessionOptions options_;
+  const std::unique_ptr<McpTransport> transport_;
+
+  mutable std::mutex mu_;
+  std::condition_variable state_cv_;
+  State state_ = State::kIdle;
+  uint64_t epoch_ = 0;  // bumped by every Open
+  bool opened_once_ = false;
+  bool connect_in_progress_ = false;
+  bool reinitialize_now_ = false;  // the HTTP session expired: no backoff, not a restart
+  int restarts_in_a_row_ = 0;
+  int restarts_total_ = 0;
+  Clock::time_point next_restart_at_{};
+  absl::Status last_failure_;
+  int64_t next_id_ = 1;
+  std::map<int64_t, std::shared_ptr<Pending>> pending_;
+  std::optional<ServerInfo> server_info_;
+  std::function<void()> tools_changed_;
+
+  // Fire-and-forget messages, sent in order by one thread so that no
+  // transport thread ever waits on a write.
+  std::condition_variable outbox_cv_;
+  std::deque<std::pair<uint64_t, std::string>> outbox_;
+  bool outbox_stop_ = false;
+  std::thread outbox_thread_;
+};
+
+}  // namespace omniforge::mcp

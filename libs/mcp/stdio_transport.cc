@@ -1,0 +1,406 @@
+#include "libs/mcp/stdio_transport.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "libs/core/logging.h"
+#include "libs/mcp/json_rpc.h"
+
+extern char** environ;
+
+namespace omniforge::mcp {
+namespace {
+
+constexpr size_t kMaxStderrLine = 8192;
+
+std::string ErrnoText(int error) { return std::strerror(error); }
+
+void CloseFd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+bool SetNonBlocking(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  return flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0;
+}
+
+std::optional<std::string> ParentEnv(const std::string& name) {
+  const char* value = std::getenv(name.c_str());
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+std::map<std::string, std::string> ChildEnvironment(const StdioServerConfig& config) {
+  std::map<std::string, std::string> env;
+  for (const std::string& name : config.inherit_env) {
+    if (auto value = ParentEnv(name)) env[name] = *value;
+  }
+  for (const auto& [name, value] : config.env) env[name] = value;
+  return env;
+}
+
+// Looks `command` up on the child's PATH, as the child would.
+absl::StatusOr<std::string> ResolveCommand(const std::string& command,
+                                           const std::map<std::string, std::string>& env) {
+  if (command.empty()) return absl::InvalidArgumentError("no command configured");
+  if (command.find('/') != std::string::npos) return command;
+  const auto path = env.find("PATH");
+  const std::string search = path != env.end() ? path->second : "/usr/local/bin:/usr/bin:/bin";
+  for (absl::string_view dir : absl::StrSplit(search, ':', absl::SkipEmpty())) {
+    std::string candidate = absl::StrCat(dir, "/", command);
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return absl::NotFoundError(absl::StrCat("'", command, "' is not on PATH (", search, ")"));
+}
+
+// Waits up to `timeout` for the process behind `pid_fd` to exit.
+bool WaitForExit(int pid_fd, std::chrono::milliseconds timeout) {
+  pollfd fd{pid_fd, POLLIN, 0};
+  for (;;) {
+    const int ready = ::poll(&fd, 1, static_cast<int>(timeout.count()));
+    if (ready >= 0) return ready > 0;
+    if (errno != EINTR) return false;
+  }
+}
+
+std::string DescribeExit(const siginfo_t& info) {
+  if (info.si_code == CLD_EXITED) return absl::StrCat("exited with status ", info.si_status);
+  if (info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED) {
+    return absl::StrCat("was killed by signal ", info.si_status, " (", strsignal(info.si_status),
+                        ")");
+  }
+  return "stopped";
+}
+
+// Blocks SIGPIPE on this thread for its lifetime; a write to a closed pipe
+// then fails with EPIPE, and the signal it raised is consumed, instead of
+// killing the process.
+class ScopedSigpipeBlock final {
+ public:
+  ScopedSigpipeBlock() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &previous_);
+  }
+  ~ScopedSigpipeBlock() {
+    if (raised_) {
+      const timespec zero{0, 0};
+      while (sigtimedwait(&pipe_, nullptr, &zero) < 0 && errno == EINTR) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  }
+  void Raised() { raised_ = true; }
+
+ private:
+  sigset_t pipe_;
+  sigset_t previous_;
+  bool raised_ = false;
+};
+
+}  // namespace
+
+StdioTransport::StdioTransport(StdioServerConfig config) : config_(std::move(config)) {}
+
+StdioTransport::~StdioTransport() { Close(); }
+
+std::string StdioTransport::Describe() const {
+  std::vector<std::string> parts = {config_.command};
+  parts.insert(parts.end(), config_.args.begin(), config_.args.end());
+  return absl::StrJoin(parts, " ");
+}
+
+pid_t StdioTransport::pid() const {
+  std::lock_guard lock(mu_);
+  return pid_;
+}
+
+absl::Status StdioTransport::Open(TransportHandlers handlers, uint64_t epoch) {
+  Close();
+  std::lock_guard open_lock(close_mu_);
+  const std::map<std::string, std::string> env = ChildEnvironment(config_);
+  absl::StatusOr<std::string> path = ResolveCommand(config_.command, env);
+  if (!path.ok()) return absl::UnavailableError(path.status().message());
+
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+    const int error = errno;
+    for (int* fds : {in, out, err}) {
+      CloseFd(fds[0]);
+      CloseFd(fds[1]);
+    }
+    return absl::UnavailableError(absl::StrCat("pipe: ", ErrnoText(error)));
+  }
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
+  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
+  if (!config_.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, config_.cwd.c_str());
+
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // Its own process group (so a signal reaches the server's children too),
+  // no blocked signals (services block SIGTERM to sigwait for it), and the
+  // default action for the signals a service may ignore or handle.
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t mask;
+  sigemptyset(&mask);
+  posix_spawnattr_setsigmask(&attr, &mask);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2}) {
+    sigaddset(&defaults, sig);
+  }
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+
+  std::vector<std::string> argv_storage = {config_.command};
+  argv_storage.insert(argv_storage.end(), config_.args.begin(), config_.args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : argv_storage) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_storage;
+  for (const auto& [name, value] : env) env_storage.push_back(absl::StrCat(name, "=", value));
+  std::vector<char*> envp;
+  for (std::string& entry : env_storage) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+
+  pid_t pid = -1;
+  const int spawned = ::posix_spawn(&pid, path->c_str(), &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  CloseFd(in[0]);
+  CloseFd(out[1]);
+  CloseFd(err[1]);
+  if (spawned != 0) {
+    CloseFd(in[1]);
+    CloseFd(out[0]);
+    CloseFd(err[0]);
+    return absl::UnavailableError(
+        absl::StrCat("cannot run '", Describe(), "': ", ErrnoText(spawned)));
+  }
+  int pid_fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  int wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (pid_fd < 0 || wake_fd < 0 || !SetNonBlocking(in[1]) || !SetNonBlocking(out[0]) ||
+      !SetNonBlocking(err[0])) {
+    const int error = errno;
+    ::kill(-pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    for (int* fd : {&in[1], &out[0], &err[0], &pid_fd, &wake_fd}) CloseFd(*fd);
+    return absl::UnavailableError(
+        absl::StrCat("setting up the server's pipes: ", ErrnoText(error)));
+  }
+  {
+    std::lock_guard lock(mu_);
+    pid_ = pid;
+    stdin_fd_ = in[1];
+    pid_fd_ = pid_fd;
+    wake_fd_ = wake_fd;
+    epoch_ = epoch;
+    closing_ = false;
+    reader_ = std::thread(&StdioTransport::ReadLoop, this, std::move(handlers), out[0], err[0],
+                          pid_fd, wake_fd, pid);
+  }
+  core::LogInfo(
+      "mcp server started",
+      {{"server", config_.server_name}, {"pid", std::to_string(pid)}, {"command", Describe()}});
+  return absl::OkStatus();
+}
+
+absl::Status StdioTransport::Send(std::string_view message, const SendOptions& options) {
+  std::lock_guard lock(mu_);
+  if (stdin_fd_ < 0 || options.epoch != epoch_) {
+    return absl::UnavailableError("the server process is not running");
+  }
+  std::string line(message);
+  line.push_back('\n');
+  ScopedSigpipeBlock sigpipe;
+  size_t written = 0;
+  while (written < line.size()) {
+    const ssize_t n = ::write(stdin_fd_, line.data() + written, line.size() - written);
+    if (n > 0) {
+      written += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      const auto left =
+          std::chrono::ceil<std::chrono::milliseconds>(options.deadline - Clock::now());
+      if (left.count() <= 0) {
+        return absl::DeadlineExceededError("the server is not reading its stdin");
+      }
+      pollfd fd{stdin_fd_, POLLOUT, 0};
+      ::poll(&fd, 1, static_cast<int>(std::min<int64_t>(left.count(), 60'000)));
+      continue;
+    }
+    if (n < 0 && errno == EPIPE) {
+      sigpipe.Raised();
+      return absl::UnavailableError("the server closed its stdin");
+    }
+    return absl::UnavailableError(absl::StrCat("writing to the server: ", ErrnoText(errno)));
+  }
+  return absl::OkStatus();
+}
+
+void StdioTransport::ReadLoop(TransportHandlers handlers, int out_fd, int err_fd, int pid_fd,
+                              int wake_fd, pid_t pid) {
+  std::string out_buffer;
+  std::string err_buffer;
+  bool dropping = false;  // inside a line longer than max_message_bytes
+  bool out_open = true;
+  bool err_open = true;
+  bool exited = false;
+
+  const auto emit_stderr_line = [this](std::string_view line) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) return;
+    core::LogInfo("mcp server stderr",
+                  {{"server", config_.server_name}, {"line", Excerpt(line, kMaxStderrLine)}});
+  };
+  const auto take_stdout = [&](std::string_view chunk) {
+    while (!chunk.empty()) {
+      const size_t newline = chunk.find('\n');
+      const std::string_view piece = chunk.substr(0, newline);
+      if (!dropping) out_buffer.append(piece);
+      if (out_buffer.size() > config_.max_message_bytes) {
+        core::LogError("mcp server message too large; dropped",
+                       {{"server", config_.server_name},
+                        {"limit_bytes", std::to_string(config_.max_message_bytes)}});
+        out_buffer.clear();
+        dropping = true;
+      }
+      if (newline == std::string_view::npos) return;
+      chunk.remove_prefix(newline + 1);
+      if (!dropping) {
+        std::string_view line = out_buffer;
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        if (line.find_first_not_of(" \t") != std::string_view::npos) handlers.on_message(line);
+      }
+      out_buffer.clear();
+      dropping = false;
+    }
+  };
+  const auto take_stderr = [&](std::string_view chunk) {
+    err_buffer.append(chunk);
+    size_t start = 0;
+    for (size_t newline; (newline = err_buffer.find('\n', start)) != std::string::npos;
+         start = newline + 1) {
+      emit_stderr_line(std::string_view(err_buffer).substr(start, newline - start));
+    }
+    err_buffer.erase(0, start);
+    if (err_buffer.size() > kMaxStderrLine) {
+      emit_stderr_line(err_buffer);
+      err_buffer.clear();
+    }
+  };
+  // Reads what `fd` has now; false at end of file or on an error.
+  const auto drain = [](int fd, const auto& take) {
+    char buffer[65536];
+    for (;;) {
+      const ssize_t n = ::read(fd, buffer, sizeof buffer);
+      if (n > 0) {
+        take(std::string_view(buffer, static_cast<size_t>(n)));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      return n < 0 && errno == EAGAIN;
+    }
+  };
+
+  bool woken = false;
+  while (out_open && !exited && !woken) {
+    pollfd fds[4] = {{out_fd, POLLIN, 0},
+                     {err_open ? err_fd : -1, POLLIN, 0},
+                     {pid_fd, POLLIN, 0},
+                     {wake_fd, POLLIN, 0}};
+    if (::poll(fds, 4, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (fds[0].revents != 0) out_open = drain(out_fd, take_stdout);
+    if (err_open && fds[1].revents != 0) err_open = drain(err_fd, take_stderr);
+    exited = fds[2].revents != 0;
+    woken = fds[3].revents != 0;
+  }
+  // What the process wrote before it went is still worth reading.
+  if (out_open) drain(out_fd, take_stdout);
+  if (err_open) drain(err_fd, take_stderr);
+  if (!err_buffer.empty()) emit_stderr_line(err_buffer);
+  ::close(out_fd);
+  ::close(err_fd);
+  if (closing_) return;
+
+  std::string reason = "closed its stdout";
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+      info.si_pid == pid) {
+    reason = DescribeExit(info);
+  }
+  if (handlers.on_closed) {
+    handlers.on_closed(absl::UnavailableError(absl::StrCat("the server process ", reason)));
+  }
+}
+
+void StdioTransport::Close() {
+  std::lock_guard close_lock(close_mu_);
+  pid_t pid;
+  int pid_fd;
+  {
+    std::lock_guard lock(mu_);
+    if (pid_ < 0) return;
+    closing_ = true;
+    CloseFd(stdin_fd_);
+    pid = pid_;
+    pid_fd = pid_fd_;
+  }
+  // The spec's order: closed stdin, then SIGTERM, then SIGKILL.
+  if (!WaitForExit(pid_fd, config_.shutdown_grace)) {
+    ::kill(-pid, SIGTERM);
+    if (!WaitForExit(pid_fd, config_.shutdown_grace)) ::kill(-pid, SIGKILL);
+  }
+  // The exited leader still holds the group id, so this reaches only the
+  // server's own leftovers.
+  ::kill(-pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  {
+    std::lock_guard lock(mu_);
+    const uint64_t one = 1;
+    if (::write(wake_fd_, &one, sizeof one) < 0) {
+      // The reader also stops on the process's exit, which has happened.
+    }
+  }
+  if (reader_.joinable()) reader_.join();
+  std::lock_guard lock(mu_);
+  CloseFd(pid_fd_);
+  CloseFd(wake_fd_);
+  pid_ = -1;
+  core::LogInfo("mcp server stopped",
+                {{"server", config_.server_name},
+                 {"pid", std::to_string(pid)},
+                 {"status", WIFEXITED(status) ? absl::StrCat("exit ", WEXITSTATUS(status))
+                                              : absl::StrCat("signal ", WTERMSIG(status))}});
+}
+
+}  // namespace omniforge::mcp

@@ -1,0 +1,75 @@
+// The MCP stdio transport: the server is a child process speaking
+// newline-delimited JSON-RPC on its stdin and stdout; what it writes to
+// stderr goes to our logs.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "libs/mcp/transport.h"
+
+namespace omniforge::mcp {
+
+struct StdioServerConfig {
+  std::string server_name;  // for logs
+  // Resolved on the child's PATH when it holds no '/'.
+  std::string command;
+  std::vector<std::string> args;
+  // The child's whole environment: the variables in `inherit_env` that this
+  // process has, then `env`. Nothing else is passed on, so the service's own
+  // secrets never reach a third-party server.
+  std::map<std::string, std::string> env;
+  std::vector<std::string> inherit_env = {"PATH", "HOME", "USER",   "LOGNAME", "SHELL",
+                                          "TERM", "LANG", "LC_ALL", "TZ",      "TMPDIR"};
+  std::string cwd;  // empty: ours
+  // How long Close waits after closing stdin, and again after SIGTERM.
+  std::chrono::milliseconds shutdown_grace{2'000};
+  // A longer line from the server is dropped (and logged).
+  size_t max_message_bytes = 16u << 20;
+};
+
+// Spawns the server with posix_spawn in its own process group, with only
+// the three pipes open. One thread reads stdout, stderr and the process's
+// exit. Thread-safe.
+class StdioTransport final : public McpTransport {
+ public:
+  explicit StdioTransport(StdioServerConfig config);
+  ~StdioTransport() override;  // Close()
+
+  absl::Status Open(TransportHandlers handlers, uint64_t epoch) override;
+  absl::Status Send(std::string_view message, const SendOptions& options) override;
+  void SetProtocolVersion(const std::string&) override {}
+  bool AnswersWithinSend() const override { return false; }
+  void Close() override;
+  std::string Describe() const override;
+
+  // The running server's process id, or -1 (tests kill it).
+  pid_t pid() const;
+
+ private:
+  void ReadLoop(TransportHandlers handlers, int out_fd, int err_fd, int pid_fd, int wake_fd,
+                pid_t pid);
+
+  const StdioServerConfig config_;
+
+  mutable std::mutex mu_;  // guards the fields below; held while writing
+  pid_t pid_ = -1;
+  int stdin_fd_ = -1;
+  int pid_fd_ = -1;
+  int wake_fd_ = -1;
+  uint64_t epoch_ = 0;
+  std::thread reader_;
+  std::atomic<bool> closing_{false};
+
+  std::mutex close_mu_;  // serializes Open and Close
+};
+
+}  // namespace omniforge::mcp
