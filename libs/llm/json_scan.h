@@ -39,6 +39,14 @@ namespace json_scan_internal {
 
 inline bool IsWhitespace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
+// Bytes a string can hold as they are: printable ASCII but the quote and
+// the backslash. One table load per byte in the common case.
+inline constexpr std::array<bool, 256> kPlainStringByte = [] {
+  std::array<bool, 256> plain{};
+  for (int c = 0x20; c < 0x80; ++c) plain[c] = c != '"' && c != '\\';
+  return plain;
+}();
+
 inline int HexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -193,7 +201,7 @@ class Scanner final {
     text_.clear();
     for (;;) {
       const unsigned char* run = p_;
-      while (p_ != end_ && *p_ >= 0x20 && *p_ < 0x80 && *p_ != '"' && *p_ != '\\') ++p_;
+      while (p_ != end_ && kPlainStringByte[*p_]) ++p_;
       text_.append(reinterpret_cast<const char*>(run), static_cast<size_t>(p_ - run));
       if (p_ == end_) return false;
       const unsigned char c = *p_;
