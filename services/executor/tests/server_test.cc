@@ -1,0 +1,474 @@
+// Black-box tests of the omniforge-executor binary: the real process,
+// configured only through its environment, on a fresh PostgreSQL database,
+// driven over gRPC and HTTP exactly as the orchestrator and operators drive it.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "libs/core/grpc_identity.h"
+#include "libs/core/ids.h"
+#include "omniforge/executor/v1/executor_service.grpc.pb.h"
+#include "tests/support/test_database.h"
+
+extern char** environ;
+
+namespace omniforge::executor {
+namespace {
+
+namespace pb = ::omniforge::executor::v1;
+namespace health = ::grpc::health::v1;
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::json;
+using ::testing::HasSubstr;
+
+constexpr auto kStartTimeout = std::chrono::seconds(20);
+constexpr auto kStopTimeout = std::chrono::seconds(10);
+constexpr auto kRpcTimeout = std::chrono::seconds(10);
+
+// The value of a string field in one JSON log line, e.g. "port" in
+// {"msg":"server started","port":"40123"}; empty when absent.
+std::string LogField(const std::string& line, const std::string& key) {
+  const std::string opening = "\"" + key + "\":\"";
+  const size_t start = line.find(opening);
+  if (start == std::string::npos) return "";
+  const size_t value = start + opening.size();
+  const size_t end = line.find('"', value);
+  return end == std::string::npos ? "" : line.substr(value, end - value);
+}
+
+// One omniforge-executor process. Its stderr (JSON log lines) is read on a
+// background thread and kept for assertions.
+class ServerProcess final {
+ public:
+  ServerProcess() = default;
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+  ~ServerProcess() { Stop(); }
+
+  // Spawns the binary on `dsn` and waits for "server started". On failure the
+  // returned message carries the log lines seen so far.
+  std::optional<std::string> Start(const std::string& dsn,
+                                   const std::vector<std::string>& extra_env = {}) {
+    std::vector<std::string> env;
+    for (char** entry = environ; *entry != nullptr; ++entry) {
+      // An OMNIFORGE_* variable of the developer's shell must not reconfigure
+      // the server under test.
+      if (std::strncmp(*entry, "OMNIFORGE_", 10) != 0) env.emplace_back(*entry);
+    }
+    env.push_back("OMNIFORGE_DATABASE_DSN=" + dsn);
+    env.push_back("OMNIFORGE_SERVER_HOST=127.0.0.1");
+    env.push_back("OMNIFORGE_SERVER_PORT=0");
+    env.push_back("OMNIFORGE_SERVER_METRICS_HOST=127.0.0.1");
+    env.push_back("OMNIFORGE_SERVER_METRICS_PORT=0");
+    env.push_back("OMNIFORGE_SERVER_DRAIN_TIMEOUT_S=10");
+    env.insert(env.end(), extra_env.begin(), extra_env.end());
+    std::vector<char*> envp;
+    for (std::string& entry : env) envp.push_back(entry.data());
+    envp.push_back(nullptr);
+    std::string binary = OMNIFORGE_EXECUTOR_BIN;
+    char* argv[] = {binary.data(), nullptr};
+
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return std::string("pipe2: ") + std::strerror(errno);
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid < 0) {
+      close(fds[0]);
+      close(fds[1]);
+      return std::string("fork: ") + std::strerror(errno);
+    }
+    if (pid == 0) {
+      // Only async-signal-safe calls between fork and exec. The server dies
+      // with the test program, so a crashed test leaves no process behind.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      signal(SIGPIPE, SIG_DFL);
+      dup2(fds[1], STDERR_FILENO);
+      execve(argv[0], argv, envp.data());
+      _exit(127);
+    }
+    close(fds[1]);
+    pid_ = pid;
+    reader_ = std::thread([this, fd = fds[0]] { ReadLog(fd); });
+
+    std::unique_lock<std::mutex> lock(mu_);
+    const bool started = changed_.wait_for(
+        lock, kStartTimeout, [this] { return log_closed_ || started_line_.has_value(); });
+    if (!started || !started_line_) {
+      lock.unlock();
+      return "server did not start (" + std::string(started ? "exited" : "timed out") +
+             "); log:\n" + JoinedLog();
+    }
+    port_ = std::stoi(LogField(*started_line_, "port"));
+    metrics_port_ = std::stoi(LogField(*started_line_, "metrics_port"));
+    return std::nullopt;
+  }
+
+  // Sends SIGTERM (without waiting) so a test can race calls against a drain.
+  void Terminate() {
+    if (pid_ > 0) kill(pid_, SIGTERM);
+  }
+
+  // Waits up to `timeout` for the process to exit; SIGKILL after that.
+  // Returns the raw wait status, or nullopt when the process had to be killed.
+  std::optional<int> WaitForExit(Clock::duration timeout) {
+    if (pid_ <= 0) return exit_status_;
+    const Clock::time_point deadline = Clock::now() + timeout;
+    int status = 0;
+    for (;;) {
+      const pid_t done = waitpid(pid_, &status, WNOHANG);
+      if (done == pid_) {
+        exit_status_ = status;
+        break;
+      }
+      if (done < 0 || Clock::now() >= deadline) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        exit_status_ = std::nullopt;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    pid_ = -1;
+    if (reader_.joinable()) reader_.join();
+    return exit_status_;
+  }
+
+  // SIGTERM and a bounded wait. Idempotent.
+  std::optional<int> Stop() {
+    Terminate();
+    return WaitForExit(kStopTimeout);
+  }
+
+  int port() const { return port_; }
+  int metrics_port() const { return metrics_port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  std::vector<std::string> LogLines() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return log_;
+  }
+
+  std::string JoinedLog() const {
+    std::string joined;
+    for (const std::string& line : LogLines()) joined += line + "\n";
+    return joined;
+  }
+
+ private:
+  void ReadLog(int fd) {
+    std::string pending;
+    char buffer[4096];
+    for (;;) {
+      const ssize_t n = read(fd, buffer, sizeof(buffer));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      pending.append(buffer, static_cast<size_t>(n));
+      size_t newline;
+      while ((newline = pending.find('\n')) != std::string::npos) {
+        AddLine(pending.substr(0, newline));
+        pending.erase(0, newline + 1);
+      }
+    }
+    if (!pending.empty()) AddLine(pending);
+    close(fd);
+    std::lock_guard<std::mutex> lock(mu_);
+    log_closed_ = true;
+    changed_.notify_all();
+  }
+
+  void AddLine(std::string line) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!started_line_ && LogField(line, "msg") == "server started") started_line_ = line;
+    log_.push_back(std::move(line));
+    changed_.notify_all();
+  }
+
+  pid_t pid_ = -1;
+  std::optional<int> exit_status_;
+  std::thread reader_;
+  int port_ = 0;
+  int metrics_port_ = 0;
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::vector<std::string> log_;             // Guarded by mu_.
+  std::optional<std::string> started_line_;  // Guarded by mu_.
+  bool log_closed_ = false;                  // Guarded by mu_.
+};
+
+std::unique_ptr<grpc::ClientContext> Call(const std::optional<core::Identity>& who) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  if (who) core::AttachIdentity(*context, *who);
+  context->set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
+  return context;
+}
+
+core::Identity FreshUser(const std::string& tenant = "acme") {
+  return {tenant, "user-" + core::NewUuid()};
+}
+
+class ExecutorServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { database_ = new testing::TestDatabase(); }
+  static void TearDownTestSuite() {
+    delete database_;
+    database_ = nullptr;
+  }
+
+  void SetUp() override {
+    server_ = std::make_unique<ServerProcess>();
+    const auto error = server_->Start(database_->dsn());
+    ASSERT_FALSE(error.has_value()) << *error;
+    channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+    stub_ = pb::ExecutorService::NewStub(channel_);
+  }
+
+  void TearDown() override {
+    stub_.reset();
+    channel_.reset();
+    const auto status = server_->Stop();
+    EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+        << "server did not exit cleanly; log:\n"
+        << server_->JoinedLog();
+  }
+
+  grpc::Status Invoke(const std::optional<core::Identity>& who, const std::string& tool,
+                      const std::string& args, pb::InvokeToolResponse* response,
+                      const std::string& key = "") {
+    pb::InvokeToolRequest request;
+    request.set_tool_name(tool);
+    request.set_arguments_json(args);
+    request.set_idempotency_key(key);
+    return stub_->InvokeTool(Call(who).get(), request, response);
+  }
+
+  Json InvokeOk(const core::Identity& who, const std::string& tool, const Json& args) {
+    pb::InvokeToolResponse response;
+    const grpc::Status status = Invoke(who, tool, args.dump(), &response);
+    EXPECT_TRUE(status.ok()) << tool << ": " << status.error_message();
+    EXPECT_FALSE(response.is_error()) << response.result_json();
+    return Json::parse(response.result_json(), nullptr, false);
+  }
+
+  static testing::TestDatabase* database_;
+  std::unique_ptr<ServerProcess> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<pb::ExecutorService::Stub> stub_;
+};
+
+testing::TestDatabase* ExecutorServerTest::database_ = nullptr;
+
+TEST_F(ExecutorServerTest, HealthCheckReportsServing) {
+  auto stub = health::Health::NewStub(channel_);
+  health::HealthCheckRequest request;
+  health::HealthCheckResponse response;
+  const grpc::Status status = stub->Check(Call(std::nullopt).get(), request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.status(), health::HealthCheckResponse::SERVING);
+}
+
+TEST_F(ExecutorServerTest, ListToolsDescribesEveryToolAndFiltersByRisk) {
+  const auto alice = FreshUser();
+  pb::ListToolsRequest request;
+  pb::ListToolsResponse all;
+  ASSERT_TRUE(stub_->ListTools(Call(alice).get(), request, &all).ok());
+  ASSERT_EQ(all.tools_size(), 20);
+  for (int i = 1; i < all.tools_size(); ++i) {
+    EXPECT_LT(all.tools(i - 1).name(), all.tools(i).name());
+  }
+  for (const auto& tool : all.tools()) {
+    EXPECT_EQ(tool.source(), "builtin");
+    EXPECT_FALSE(tool.description().empty());
+    EXPECT_EQ(Json::parse(tool.parameters_json_schema())["type"], "object") << tool.name();
+    EXPECT_NE(tool.risk(), pb::TOOL_RISK_UNSPECIFIED);
+  }
+
+  request.set_max_risk(pb::TOOL_RISK_READ);
+  pb::ListToolsResponse reads;
+  ASSERT_TRUE(stub_->ListTools(Call(alice).get(), request, &reads).ok());
+  EXPECT_EQ(reads.tools_size(), 9);
+  for (const auto& tool : reads.tools()) EXPECT_EQ(tool.risk(), pb::TOOL_RISK_READ);
+
+  request.set_max_risk(pb::TOOL_RISK_UNSPECIFIED);
+  request.add_names("delete_agent");
+  pb::ListToolsResponse one;
+  ASSERT_TRUE(stub_->ListTools(Call(alice).get(), request, &one).ok());
+  ASSERT_EQ(one.tools_size(), 1);
+  EXPECT_EQ(one.tools(0).risk(), pb::TOOL_RISK_HIGH);
+
+  request.set_max_risk(static_cast<pb::ToolRisk>(42));
+  pb::ListToolsResponse ignored;
+  const grpc::Status bad = stub_->ListTools(Call(alice).get(), request, &ignored);
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(bad.error_message(), HasSubstr("max_risk"));
+}
+
+TEST_F(ExecutorServerTest, InvokeToolRunsBuiltinToolsForTheCaller) {
+  const auto alice = FreshUser();
+  pb::InvokeToolResponse created;
+  grpc::Status status =
+      Invoke(alice, "create_agent", R"({"name": "digest", "description": "weekly"})", &created);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_FALSE(created.is_error());
+  EXPECT_EQ(created.risk(), pb::TOOL_RISK_WRITE);
+  EXPECT_FALSE(created.deduplicated());
+  EXPECT_TRUE(created.has_duration());
+  const std::string id = Json::parse(created.result_json())["agent"]["id"];
+
+  Json listed = InvokeOk(alice, "list_agents", Json::object());
+  ASSERT_EQ(listed["count"], 1);
+  EXPECT_EQ(listed["agents"][0]["id"], id);
+
+  // Another tenant cannot see it, by id or by name: a tool error, not an RPC error.
+  pb::InvokeToolResponse other;
+  ASSERT_TRUE(Invoke(FreshUser("globex"), "get_agent", Json({{"agent", id}}).dump(), &other).ok());
+  EXPECT_TRUE(other.is_error());
+  EXPECT_EQ(Json::parse(other.result_json())["error"]["code"], "not_found");
+  EXPECT_EQ(InvokeOk(FreshUser("globex"), "list_agents", Json::object())["count"], 0);
+
+  pb::InvokeToolResponse deleted;
+  ASSERT_TRUE(Invoke(alice, "delete_agent", Json({{"agent", id}}).dump(), &deleted).ok());
+  EXPECT_EQ(deleted.risk(), pb::TOOL_RISK_HIGH);
+}
+
+TEST_F(ExecutorServerTest, BadCallsGetClearErrorsAndChangeNothing) {
+  const auto alice = FreshUser();
+  pb::InvokeToolResponse response;
+  grpc::Status status = Invoke(alice, "create_agent", R"({"name": 7})", &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("$.name: expected string, got integer"));
+  EXPECT_THAT(status.error_message(), HasSubstr("missing required property \"description\""));
+
+  status = Invoke(alice, "create_agent",
+                  Json({{"name", std::string(300, 'x')}, {"description", ""}}).dump(), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("$.name: must be 1 to 100 characters"));
+
+  status = Invoke(alice, "create_agent", "not json", &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("arguments_json"));
+
+  status = Invoke(alice, "launch_rockets", "{}", &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(), HasSubstr("launch_rockets"));
+
+  status = Invoke(std::nullopt, "list_agents", "{}", &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+
+  status = Invoke(core::Identity{"acme", "bad user!"}, "list_agents", "{}", &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  EXPECT_EQ(InvokeOk(alice, "list_agents", Json::object())["count"], 0);
+}
+
+TEST_F(ExecutorServerTest, RetriedCallWithTheSameKeyIsNotRunAgain) {
+  const auto alice = FreshUser();
+  InvokeOk(alice, "create_agent", {{"name", "reporter"}, {"description", "reports"}});
+  pb::InvokeToolResponse first, retry;
+  ASSERT_TRUE(Invoke(alice, "run_agent", R"({"agent": "reporter"})", &first, "turn-1:0").ok());
+  ASSERT_TRUE(Invoke(alice, "run_agent", R"({"agent": "reporter"})", &retry, "turn-1:0").ok());
+  EXPECT_FALSE(first.deduplicated());
+  EXPECT_TRUE(retry.deduplicated());
+  EXPECT_EQ(retry.result_json(), first.result_json());
+  EXPECT_EQ(InvokeOk(alice, "list_runs", Json::object())["count"], 1);
+
+  pb::InvokeToolResponse reused;
+  const grpc::Status status =
+      Invoke(alice, "run_agent", R"({"agent": "reporter", "input": {}})", &reused, "turn-1:0");
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+TEST_F(ExecutorServerTest, ConverseIsDeclaredButNotServedYet) {
+  grpc::ClientContext context;
+  core::AttachIdentity(context, FreshUser());
+  context.set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
+  auto stream = stub_->Converse(&context);
+  pb::ConverseRequest request;
+  request.mutable_task_assignment()->set_task("list my agents");
+  stream->Write(request);
+  stream->WritesDone();
+  pb::ConverseResponse response;
+  EXPECT_FALSE(stream->Read(&response));
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNIMPLEMENTED);
+}
+
+TEST_F(ExecutorServerTest, MetricsCountToolCallsByToolAndOutcome) {
+  const auto alice = FreshUser();
+  InvokeOk(alice, "list_agents", Json::object());
+  pb::InvokeToolResponse ignored;
+  (void)Invoke(alice, "list_agents", R"({"limit": -1})", &ignored);
+  httplib::Client client("127.0.0.1", server_->metrics_port());
+  auto response = client.Get("/metrics");
+  ASSERT_TRUE(response);
+  EXPECT_THAT(response->body,
+              HasSubstr("omniforge_executor_tool_calls_total{outcome=\"ok\",risk=\"read\",tool="
+                        "\"list_agents\"} 1"));
+  EXPECT_THAT(response->body, HasSubstr("outcome=\"INVALID_ARGUMENT\""));
+  EXPECT_THAT(response->body, HasSubstr("omniforge_rpc_total{code=\"OK\",method=\"InvokeTool\"}"));
+}
+
+std::pair<int, std::string> RunBinary(const std::string& env, const std::string& args) {
+  const std::string command =
+      "env -i PATH=/usr/bin:/bin " + env + " " + OMNIFORGE_EXECUTOR_BIN + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  std::string output;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+TEST(ExecutorConfigTest, UnknownKeyStopsStartAndNamesIt) {
+  const auto [status, output] = RunBinary("OMNIFORGE_TOOLS_MAX_RESULT_BYTES=lots", "");
+  EXPECT_EQ(status, 2) << output;
+  EXPECT_THAT(output, HasSubstr("tools.max_result_bytes"));
+  char path[] = "/tmp/omniforge-executor-config-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string yaml = "tools:\n  max_result_byte: 10\n";
+  ASSERT_EQ(write(fd, yaml.data(), yaml.size()), static_cast<ssize_t>(yaml.size()));
+  close(fd);
+  const auto [file_status, file_output] = RunBinary("", std::string("--config ") + path);
+  unlink(path);
+  EXPECT_EQ(file_status, 2) << file_output;
+  EXPECT_THAT(file_output, HasSubstr("max_result_byte"));
+}
+
+TEST(ExecutorMigrateTest, MigrateAppliesTheSchemaOnceAndExits) {
+  testing::TestDatabase database;
+  const std::string env = "OMNIFORGE_DATABASE_DSN='" + database.dsn() + "'";
+  auto [status, output] = RunBinary(env, "migrate");
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_THAT(output, HasSubstr("\"applied\":\"1\""));
+  std::tie(status, output) = RunBinary(env, "migrate");
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_THAT(output, HasSubstr("\"applied\":\"0\""));
+}
+
+}  // namespace
+}  // namespace omniforge::executor
