@@ -46,6 +46,11 @@ int main(int argc, char** argv) {
   app.add_option("--seed", options.seed);
   app.add_option("--concepts", options.concepts, "concept tokens (0/1)");
   app.add_option("--noise", options.noise, "noise tokens (0/1)");
+  app.add_option("--first-word", options.first_word, "first-word token (0/1)");
+  app.add_option("--length", options.length, "length token (0/1)");
+  app.add_option("--linear-weight", options.linear_weight, "share of the linear model (0..1)");
+  app.add_option("--linear-epochs", options.linear_epochs);
+  app.add_option("--linear-lr", options.linear_learning_rate);
   CLI11_PARSE(app, argc, argv);
 
   const std::vector<LabeledUtterance> train = TrainingSplit();

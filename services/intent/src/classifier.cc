@@ -52,13 +52,31 @@ std::string_view Stem(std::string_view w) {
   return w;
 }
 
+// The position of `action` in kAllActions: its class in the linear model.
+int ClassIndex(Action action) {
+  return static_cast<int>(std::find(kAllActions.begin(), kAllActions.end(), action) -
+                          kAllActions.begin());
+}
+
 }  // namespace
 
 std::string ModelInput(std::string_view text, const ClassifierOptions& options) {
   const std::string normalized = NormalizeText(text);
   std::string out;
   out.reserve(normalized.size() * 2 + 16);
-  for (std::string_view w : Words(normalized)) {
+  const std::vector<std::string_view> words = Words(normalized);
+  if (options.first_word && !words.empty()) {
+    out.append("_first_");
+    out.append(Stem(words[0]));
+  }
+  if (options.length) {
+    if (!out.empty()) out.push_back(' ');
+    out.append(words.size() <= 2    ? "_len_tiny"
+               : words.size() <= 5  ? "_len_short"
+               : words.size() <= 15 ? "_len_mid"
+                                    : "_len_long");
+  }
+  for (std::string_view w : words) {
     if (!out.empty()) out.push_back(' ');
     const bool digits =
         std::all_of(w.begin(), w.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -139,28 +157,58 @@ absl::StatusOr<std::unique_ptr<LocalClassifier>> LocalClassifier::Train(
   } catch (const std::exception& e) {
     return absl::InternalError(std::string("training the intent model failed: ") + e.what());
   }
-  return std::unique_ptr<LocalClassifier>(new LocalClassifier(std::move(model), options));
+  LinearModel linear;
+  if (options.linear_weight > 0) {
+    std::vector<std::string> inputs;
+    std::vector<int> labels;
+    inputs.reserve(examples.size());
+    labels.reserve(examples.size());
+    for (const LabeledUtterance& u : examples) {
+      inputs.push_back(ModelInput(u.text, options));
+      labels.push_back(ClassIndex(u.action));
+    }
+    LinearModelOptions linear_options;
+    linear_options.epochs = options.linear_epochs;
+    linear_options.learning_rate = options.linear_learning_rate;
+    linear_options.seed = static_cast<unsigned>(options.seed);
+    linear = LinearModel::Train(inputs, labels, linear_options);
+  }
+  return std::unique_ptr<LocalClassifier>(
+      new LocalClassifier(std::move(model), std::move(linear), options));
 }
 
-LocalClassifier::LocalClassifier(std::unique_ptr<fasttext::FastText> model,
+LocalClassifier::LocalClassifier(std::unique_ptr<fasttext::FastText> model, LinearModel linear,
                                  const ClassifierOptions& options)
-    : model_(std::move(model)), options_(options) {}
+    : model_(std::move(model)), linear_(std::move(linear)), options_(options) {}
 
 LocalClassifier::~LocalClassifier() = default;
 
 std::vector<Prediction> LocalClassifier::Predict(std::string_view text) const {
-  std::istringstream in(ModelInput(text, options_) + "\n");
+  const std::string input = ModelInput(text, options_);
+  std::istringstream in(input + "\n");
   std::vector<std::pair<fasttext::real, std::string>> raw;
   model_->predictLine(in, raw, static_cast<int32_t>(kAllActions.size()), 0.0);
-  std::vector<Prediction> out;
-  out.reserve(raw.size());
+  LinearModel::Scores fast{};
   for (const auto& [probability, label] : raw) {
     std::string_view name = label;
     if (name.starts_with(kLabelPrefix)) name.remove_prefix(kLabelPrefix.size());
-    if (auto action = ParseAction(name)) {
-      out.push_back({*action, static_cast<float>(probability)});
-    }
+    if (auto action = ParseAction(name))
+      fast[ClassIndex(*action)] = static_cast<float>(probability);
   }
+  const bool linear = options_.linear_weight > 0 && linear_.Knows(input);
+  if (raw.empty() && !linear) return {};
+  LinearModel::Scores combined = fast;
+  if (linear) {
+    const LinearModel::Scores l = linear_.Predict(input);
+    const float w = raw.empty() ? 1.0f : static_cast<float>(options_.linear_weight);
+    for (size_t c = 0; c < combined.size(); ++c) combined[c] = (1 - w) * fast[c] + w * l[c];
+  }
+  std::vector<Prediction> out;
+  out.reserve(kAllActions.size());
+  for (size_t c = 0; c < kAllActions.size(); ++c) out.push_back({kAllActions[c], combined[c]});
+  std::stable_sort(out.begin(), out.end(), [](const Prediction& a, const Prediction& b) {
+    return a.probability > b.probability;
+  });
   return out;
 }
 
