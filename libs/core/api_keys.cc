@@ -1,0 +1,187 @@
+#include "libs/core/api_keys.h"
+
+#include <sodium.h>
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+#include <vector>
+
+#include "libs/core/files.h"
+#include "libs/core/text.h"
+
+namespace omniforge::core {
+namespace {
+
+constexpr size_t kKeyIdHexDigits = 12;
+constexpr size_t kSecretBytes = 32;
+constexpr char kHashPrefix[] = "sha256:";
+
+bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+std::string_view Strip(std::string_view s) {
+  while (!s.empty() && IsBlank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsBlank(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// The blank-separated words of `line`.
+std::vector<std::string_view> Words(std::string_view line) {
+  std::vector<std::string_view> words;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && IsBlank(line[i])) ++i;
+    size_t start = i;
+    while (i < line.size() && !IsBlank(line[i])) ++i;
+    if (i > start) words.push_back(line.substr(start, i - start));
+  }
+  return words;
+}
+
+bool IsLowerHex(std::string_view s, size_t digits) {
+  if (s.size() != digits) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+std::string ToHex(const uint8_t* bytes, size_t n) {
+  std::string hex(n * 2 + 1, '\0');
+  sodium_bin2hex(hex.data(), hex.size(), bytes, n);
+  hex.pop_back();
+  return hex;
+}
+
+std::array<uint8_t, 32> Sha256(std::string_view text) {
+  std::array<uint8_t, 32> digest;
+  crypto_hash_sha256(digest.data(), reinterpret_cast<const unsigned char*>(text.data()),
+                     text.size());
+  return digest;
+}
+
+absl::Status LineError(size_t line, std::string_view what) {
+  return absl::InvalidArgumentError("API key file line " + std::to_string(line) + ": " +
+                                    std::string(what));
+}
+
+// The key id of a well-formed key, or empty.
+std::string_view KeyIdOf(std::string_view key) {
+  constexpr std::string_view kPrefix = kApiKeyPrefix;
+  if (key.substr(0, kPrefix.size()) != kPrefix) return {};
+  key.remove_prefix(kPrefix.size());
+  if (key.size() != kKeyIdHexDigits + 1 + kSecretBytes * 2 || key[kKeyIdHexDigits] != '_') {
+    return {};
+  }
+  std::string_view id = key.substr(0, kKeyIdHexDigits);
+  if (!IsLowerHex(id, kKeyIdHexDigits) ||
+      !IsLowerHex(key.substr(kKeyIdHexDigits + 1), kSecretBytes * 2)) {
+    return {};
+  }
+  return id;
+}
+
+}  // namespace
+
+absl::StatusOr<ApiKeyStore> ApiKeyStore::Parse(std::string_view text) {
+  if (sodium_init() < 0) return absl::InternalError("libsodium failed to initialise");
+  ApiKeyStore store;
+  size_t number = 0;
+  while (!text.empty()) {
+    const size_t end = std::min(text.find('\n'), text.size());
+    std::string_view line = Strip(text.substr(0, end));
+    text.remove_prefix(std::min(end + 1, text.size()));
+    ++number;
+    if (line.empty() || line.front() == '#') continue;
+    const std::vector<std::string_view> fields = Words(line);
+    if (fields.size() < 4) {
+      return LineError(number, "expected `<key id> sha256:<hex> <tenant> <user> [label]`");
+    }
+    if (!IsLowerHex(fields[0], kKeyIdHexDigits)) {
+      return LineError(number, "the key id must be 12 lower-case hex digits");
+    }
+    constexpr std::string_view kHash = kHashPrefix;
+    std::string_view hash = fields[1];
+    if (hash.substr(0, kHash.size()) != kHash || !IsLowerHex(hash.substr(kHash.size()), 64)) {
+      return LineError(number, "the hash must be sha256: and 64 lower-case hex digits");
+    }
+    hash.remove_prefix(kHash.size());
+    Entry entry;
+    size_t decoded = 0;
+    if (sodium_hex2bin(entry.key_hash.data(), entry.key_hash.size(), hash.data(), hash.size(),
+                       nullptr, &decoded, nullptr) != 0 ||
+        decoded != entry.key_hash.size()) {
+      return LineError(number, "the hash is not hex");
+    }
+    entry.identity = {std::string(fields[2]), std::string(fields[3])};
+    if (!IsSafeToken(entry.identity.tenant_id) || !IsSafeToken(entry.identity.user_id)) {
+      return LineError(number, "tenant and user must be 1..128 characters of [A-Za-z0-9._:@-]");
+    }
+    if (!store.entries_.emplace(std::string(fields[0]), std::move(entry)).second) {
+      return LineError(number, "key id " + std::string(fields[0]) + " is listed twice");
+    }
+  }
+  return store;
+}
+
+absl::StatusOr<ApiKeyStore> ApiKeyStore::Load(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<ApiKeyStore> store = Parse(*text);
+  if (!store.ok()) {
+    return absl::Status(store.status().code(), path + ": " + std::string(store.status().message()));
+  }
+  return store;
+}
+
+absl::StatusOr<Identity> ApiKeyStore::Authenticate(std::string_view key) const {
+  const absl::Status denied = absl::UnauthenticatedError("invalid API key");
+  std::string_view id = KeyIdOf(key);
+  if (id.empty()) return denied;
+  auto it = entries_.find(std::string(id));
+  if (it == entries_.end()) return denied;
+  const std::array<uint8_t, 32> presented = Sha256(key);
+  if (sodium_memcmp(presented.data(), it->second.key_hash.data(), presented.size()) != 0) {
+    return denied;
+  }
+  return it->second.identity;
+}
+
+absl::StatusOr<NewApiKey> GenerateApiKey(const Identity& who, std::string_view label) {
+  if (!IsSafeToken(who.tenant_id) || !IsSafeToken(who.user_id)) {
+    return absl::InvalidArgumentError(
+        "tenant and user must be 1..128 characters of [A-Za-z0-9._:@-]");
+  }
+  for (char c : label) {
+    if (c == '\n' || c == '\r') return absl::InvalidArgumentError("the label must be one line");
+  }
+  if (sodium_init() < 0) return absl::InternalError("libsodium failed to initialise");
+  uint8_t id[kKeyIdHexDigits / 2];
+  uint8_t secret[kSecretBytes];
+  randombytes_buf(id, sizeof(id));
+  randombytes_buf(secret, sizeof(secret));
+  NewApiKey out;
+  const std::string key_id = ToHex(id, sizeof(id));
+  out.key = kApiKeyPrefix + key_id + "_" + ToHex(secret, sizeof(secret));
+  const std::array<uint8_t, 32> hash = Sha256(out.key);
+  out.file_line = key_id + " " + kHashPrefix + ToHex(hash.data(), hash.size()) + " " +
+                  who.tenant_id + " " + who.user_id;
+  if (!label.empty()) out.file_line += " " + std::string(label);
+  sodium_memzero(secret, sizeof(secret));
+  return out;
+}
+
+std::string_view PresentedApiKey(std::string_view authorization, std::string_view x_api_key) {
+  authorization = Strip(authorization);
+  constexpr std::string_view kScheme = "bearer ";
+  if (authorization.size() > kScheme.size()) {
+    bool bearer = true;
+    for (size_t i = 0; i < kScheme.size(); ++i) {
+      bearer = bearer && std::tolower(static_cast<unsigned char>(authorization[i])) == kScheme[i];
+    }
+    if (bearer) return Strip(authorization.substr(kScheme.size()));
+  }
+  return Strip(x_api_key);
+}
+
+}  // namespace omniforge::core

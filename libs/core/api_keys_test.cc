@@ -1,0 +1,112 @@
+#include "libs/core/api_keys.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <string>
+
+namespace omniforge::core {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ApiKeysTest, AGeneratedKeyAuthenticatesAsItsTenantAndUser) {
+  absl::StatusOr<NewApiKey> alice = GenerateApiKey({"acme", "alice"}, "laptop CLI");
+  absl::StatusOr<NewApiKey> bob = GenerateApiKey({"globex", "bob"}, "");
+  ASSERT_TRUE(alice.ok() && bob.ok());
+  EXPECT_THAT(alice->key, ::testing::StartsWith("ofk_"));
+  EXPECT_EQ(alice->key.size(), 4 + 12 + 1 + 64);
+  // The file holds the hash, never the key or its secret.
+  EXPECT_EQ(alice->file_line.find(alice->key.substr(17)), std::string::npos);
+  EXPECT_THAT(alice->file_line, HasSubstr(" acme alice laptop CLI"));
+
+  absl::StatusOr<ApiKeyStore> store =
+      ApiKeyStore::Parse("# keys\n\n" + alice->file_line + "\n  " + bob->file_line + "  \n");
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_EQ(store->size(), 2u);
+  absl::StatusOr<Identity> who = store->Authenticate(alice->key);
+  ASSERT_TRUE(who.ok());
+  EXPECT_EQ(who->tenant_id, "acme");
+  EXPECT_EQ(who->user_id, "alice");
+  who = store->Authenticate(bob->key);
+  ASSERT_TRUE(who.ok());
+  EXPECT_EQ(who->tenant_id, "globex");
+}
+
+TEST(ApiKeysTest, WrongUnknownAndMalformedKeysAreRefusedAlike) {
+  absl::StatusOr<NewApiKey> alice = GenerateApiKey({"acme", "alice"}, "");
+  absl::StatusOr<NewApiKey> stranger = GenerateApiKey({"acme", "mallory"}, "");
+  ASSERT_TRUE(alice.ok() && stranger.ok());
+  absl::StatusOr<ApiKeyStore> store = ApiKeyStore::Parse(alice->file_line);
+  ASSERT_TRUE(store.ok());
+
+  std::string wrong_secret = alice->key;
+  wrong_secret.back() = wrong_secret.back() == '0' ? '1' : '0';
+  const std::string cases[] = {
+      wrong_secret,
+      stranger->key,                                                    // unknown key id
+      "",                                                               // nothing
+      alice->key.substr(0, alice->key.size() - 1),                      // cut short
+      alice->key + "0",                                                 // too long
+      "ofk_" + alice->key.substr(4, 12) + "-" + alice->key.substr(17),  // bad separator
+      "sk-" + alice->key.substr(3),                                     // another prefix
+  };
+  for (const std::string& key : cases) {
+    absl::StatusOr<Identity> who = store->Authenticate(key);
+    ASSERT_FALSE(who.ok()) << key;
+    EXPECT_EQ(who.status().code(), absl::StatusCode::kUnauthenticated);
+    EXPECT_EQ(who.status().message(), "invalid API key");
+  }
+  std::string upper = alice->key;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  EXPECT_FALSE(store->Authenticate(upper).ok());
+}
+
+TEST(ApiKeysTest, MalformedKeyFilesNameTheLine) {
+  absl::StatusOr<NewApiKey> key = GenerateApiKey({"acme", "alice"}, "");
+  ASSERT_TRUE(key.ok());
+  const std::string hash = "sha256:" + std::string(64, 'a');
+  const struct {
+    std::string text;
+    std::string message;
+  } cases[] = {
+      {"abcdefabcdef " + hash + " acme", "line 1: expected"},
+      {"\nABCDEFABCDEF " + hash + " acme alice", "line 2: the key id"},
+      {"abcdefabcde " + hash + " acme alice", "the key id"},
+      {"abcdefabcdef md5:" + std::string(64, 'a') + " acme alice", "the hash"},
+      {"abcdefabcdef sha256:" + std::string(63, 'a') + " acme alice", "the hash"},
+      {"abcdefabcdef " + hash + " ac/me alice", "tenant and user"},
+      {key->file_line + "\n" + key->file_line, "line 2: key id"},
+  };
+  for (const auto& c : cases) {
+    absl::StatusOr<ApiKeyStore> store = ApiKeyStore::Parse(c.text);
+    ASSERT_FALSE(store.ok()) << c.text;
+    EXPECT_EQ(store.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(store.status().message(), HasSubstr(c.message)) << c.text;
+  }
+  EXPECT_EQ(ApiKeyStore::Load("/nonexistent/omniforge-keys").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(ApiKeysTest, GenerationRefusesBadIdentitiesAndMultiLineLabels) {
+  EXPECT_FALSE(GenerateApiKey({"", "alice"}, "").ok());
+  EXPECT_FALSE(GenerateApiKey({"acme", "al ice"}, "").ok());
+  EXPECT_FALSE(GenerateApiKey({"acme", "alice"}, "two\nlines").ok());
+  absl::StatusOr<NewApiKey> a = GenerateApiKey({"acme", "alice"}, "");
+  absl::StatusOr<NewApiKey> b = GenerateApiKey({"acme", "alice"}, "");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(a->key, b->key);
+}
+
+TEST(ApiKeysTest, TheKeyComesFromABearerTokenOrTheApiKeyHeader) {
+  EXPECT_EQ(PresentedApiKey("Bearer ofk_x", ""), "ofk_x");
+  EXPECT_EQ(PresentedApiKey("bearer   ofk_x  ", "ofk_y"), "ofk_x");
+  EXPECT_EQ(PresentedApiKey("", " ofk_y "), "ofk_y");
+  EXPECT_EQ(PresentedApiKey("Basic dXNlcjpwYXNz", "ofk_y"), "ofk_y");
+  EXPECT_EQ(PresentedApiKey("Bearer ", ""), "");
+  EXPECT_EQ(PresentedApiKey("", ""), "");
+}
+
+}  // namespace
+}  // namespace omniforge::core
