@@ -169,7 +169,59 @@ bool IsRecap(const std::vector<std::string_view>& words) {
                                    "end up deciding",
                                    "where we landed",
                                    "where did we land",
-                                   "what did we land on"});
+                                   "what did we land on",
+                                   "summarize this conversation",
+                                   "summarise this conversation",
+                                   "summarize this chat",
+                                   "summarise this chat",
+                                   "summarize our chat",
+                                   "summarise our chat",
+                                   "summary of this conversation",
+                                   "summary of this chat",
+                                   "recap this",
+                                   "step were we on",
+                                   "step are we on",
+                                   "were we on",
+                                   "have we agreed",
+                                   "have we decided",
+                                   "agreed so far",
+                                   "decided so far",
+                                   "done so far",
+                                   "covered so far"});
+}
+
+// "nope that's all, cheers", "no thanks, all good": the user has nothing
+// more to ask.
+bool IsClosing(const std::vector<std::string_view>& words) {
+  static const std::set<std::string_view> allowed = {
+      "no",      "nope",     "nah",    "thats",      "that",       "is",      "its",     "all",
+      "thanks",  "thank",    "you",    "cheers",     "ty",         "thx",     "nothing", "else",
+      "im",      "i",        "am",     "good",       "were",       "we",      "are",     "done",
+      "for",     "now",      "ok",     "okay",       "great",      "perfect", "bye",     "so",
+      "much",    "fine",     "all",    "set",        "it",         "for",     "today",   "cool",
+      "awesome", "then",     "really", "appreciate", "everything", "covered", "sorted",  "need",
+      "dont",    "anything", "more"};
+  static const std::set<std::string_view> closing = {
+      "thats all", "nothing else", "all good", "all set",   "im good", "were good",
+      "thats it",  "all done",     "im done",  "were done", "for now", "for today"};
+  if (words.empty() || words.size() > 10) return false;
+  for (std::string_view w : words) {
+    if (!allowed.contains(w)) return false;
+  }
+  for (size_t i = 0; i + 1 < words.size(); ++i) {
+    std::string pair = std::string(words[i]) + " " + std::string(words[i + 1]);
+    if (closing.contains(pair)) return true;
+  }
+  return false;
+}
+
+// "Anything else?", "Can I help with anything else?": a question that
+// closes a request rather than asking about it.
+bool AsksForAnythingElse(std::string_view text) {
+  const std::string normalized = NormalizeText(text);
+  const std::vector<std::string_view> words = Words(normalized);
+  return ContainsAnyPhrase(words, {"anything else", "something else", "what else", "anything more",
+                                   "help with anything"});
 }
 
 bool HasCorrectionCue(const std::vector<std::string_view>& words) {
@@ -520,10 +572,12 @@ Context ReadContext(const IntentRequest& request, const LocalClassifier& classif
         std::vector<Prediction> ranked = classifier.Predict(ProposalText(turn.content));
         if (!ranked.empty()) offered = ranked[0].action;
       }
-      // A draft of something new that the user asked for keeps its kind.
+      // A draft of something new that the user asked for keeps its kind;
+      // an offer to change one of the user's agents by name is a change.
       if (offered == Action::kUpdateAgent && c.previous_action &&
           (*c.previous_action == Action::kCreateAgent ||
-           *c.previous_action == Action::kCreateSkill)) {
+           *c.previous_action == Action::kCreateSkill) &&
+          CatalogItemsInOrder(turn.content, request.agents).empty()) {
         offered = c.previous_action;
       }
     }
@@ -545,7 +599,8 @@ Context ReadContext(const IntentRequest& request, const LocalClassifier& classif
     if (drafting(c.proposal)) {
       c.in_progress = c.proposal;
       c.in_progress_entities = c.proposal_entities;
-    } else if (drafting(c.previous_action) && absl::StrContains(turn.content, "?")) {
+    } else if (drafting(c.previous_action) && absl::StrContains(turn.content, "?") &&
+               !AsksForAnythingElse(turn.content)) {
       c.in_progress = c.previous_action;
       c.in_progress_entities = c.previous_entities;
     }
@@ -829,6 +884,12 @@ LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
     a.summary_worthy = true;
     return finish_rule(Action::kConversation, 0.95f, Reference::kRecap,
                        "The user wants to pick the conversation back up: a recap is due.");
+  }
+  if (IsClosing(words)) {
+    if (context.proposal) a.alternative = context.proposal;
+    return finish_rule(Action::kConversation, 0.9f,
+                       context.proposal ? Reference::kDecline : Reference::kNone,
+                       "The user has nothing more to ask for now.");
   }
   if (context.proposal && IsConfirmation(words)) {
     Merge(a.entities, context.proposal_entities);
