@@ -14,20 +14,11 @@ constexpr size_t kScheduleChars = 200;
 constexpr size_t kMaxSkills = 50;
 
 constexpr char kAgentJson[] = "(to_jsonb(a) - 'tenant_id' - 'user_id')::text";
-constexpr char kAgentSummary[] =
-    "jsonb_build_object('id', a.id, 'name', a.name, 'description', a.description, 'status', "
-    "a.status, 'schedule', a.schedule, 'skills', to_jsonb(a.skills), 'updated_at', a.updated_at)";
 
 ToolResult AgentNotFound(const std::string& ref) {
   return ToolResult::Error("not_found", absl::StrCat("no agent '", ref,
                                                      "' among the user's agents (list_agents "
                                                      "shows them)"));
-}
-
-// LIKE pattern for "contains `text`", wildcards in `text` taken literally.
-std::string ContainsPattern(const std::string& text) {
-  return absl::StrCat("%", absl::StrReplaceAll(text, {{"\\", "\\\\"}, {"%", "\\%"}, {"_", "\\_"}}),
-                      "%");
 }
 
 // The skills argument as a JSON array text, checked.
@@ -93,38 +84,6 @@ absl::StatusOr<ToolResult> SetAgentStatus(pqxx::work& tx, const ToolCall& call,
 }
 
 }  // namespace
-
-absl::StatusOr<ToolResult> ListAgents(pqxx::work& tx, const ToolCall& call) {
-  Args args(call.arguments);
-  const std::string status = args.Text("status", 0, 20);
-  const int limit = args.Limit();
-  if (absl::Status bad = args.status(); !bad.ok()) return bad;
-  pqxx::result r = tx.exec_params(
-      absl::StrCat("SELECT coalesce(jsonb_agg(x.j ORDER BY x.n), '[]'::jsonb)::text, count(*) "
-                   "FROM (SELECT ",
-                   kAgentSummary,
-                   " AS j, lower(a.name) AS n FROM platform.agents a WHERE a.tenant_id = $1 AND "
-                   "a.user_id = $2 AND ($3 = '' OR a.status = $3) ORDER BY lower(a.name) LIMIT "
-                   "$4) x"),
-      call.who.tenant_id, call.who.user_id, status, limit);
-  return ToolResult{JsonObject({{"agents", r[0][0].c_str()}, {"count", r[0][1].c_str()}}), false};
-}
-
-absl::StatusOr<ToolResult> GetAgent(pqxx::work& tx, const ToolCall& call) {
-  Args args(call.arguments);
-  const std::string ref = args.Text("agent", 1, 200);
-  if (absl::Status bad = args.status(); !bad.ok()) return bad;
-  auto agent = FindAgent(tx, call, ref, false);
-  if (!agent.has_value()) return AgentNotFound(ref);
-  pqxx::result runs = tx.exec_params(
-      "SELECT coalesce(jsonb_agg(x.j ORDER BY x.s DESC), '[]'::jsonb)::text FROM (SELECT "
-      "jsonb_build_object('id', r.id, 'status', r.status, 'started_at', r.started_at, "
-      "'finished_at', r.finished_at) AS j, r.started_at AS s FROM platform.runs r WHERE "
-      "r.tenant_id = $1 AND r.agent_id = $2::uuid ORDER BY r.started_at DESC LIMIT 5) x",
-      call.who.tenant_id, agent->id);
-  return ToolResult{JsonObject({{"agent", agent->json}, {"recent_runs", runs[0][0].c_str()}}),
-                    false};
-}
 
 absl::StatusOr<ToolResult> CreateAgent(pqxx::work& tx, const ToolCall& call) {
   Args args(call.arguments);
@@ -235,20 +194,6 @@ absl::StatusOr<ToolResult> RunAgent(pqxx::work& tx, const ToolCall& call) {
   return ToolResult{JsonObject({{"run", r[0][0].c_str()}}), false};
 }
 
-absl::StatusOr<ToolResult> ListSkills(pqxx::work& tx, const ToolCall& call) {
-  Args args(call.arguments);
-  const std::string query = args.Text("query", 0, 200);
-  const int limit = args.Limit();
-  if (absl::Status bad = args.status(); !bad.ok()) return bad;
-  pqxx::result r = tx.exec_params(
-      "SELECT coalesce(jsonb_agg(x.j ORDER BY x.n), '[]'::jsonb)::text, count(*) FROM (SELECT "
-      "jsonb_build_object('id', s.id, 'name', s.name, 'description', s.description) AS j, "
-      "lower(s.name) AS n FROM platform.skills s WHERE s.tenant_id = $1 AND s.user_id = $2 AND "
-      "(s.name ILIKE $3 OR s.description ILIKE $3) ORDER BY lower(s.name) LIMIT $4) x",
-      call.who.tenant_id, call.who.user_id, ContainsPattern(query), limit);
-  return ToolResult{JsonObject({{"skills", r[0][0].c_str()}, {"count", r[0][1].c_str()}}), false};
-}
-
 absl::StatusOr<ToolResult> CreateSkill(pqxx::work& tx, const ToolCall& call) {
   Args args(call.arguments);
   const std::string name = args.Name("name", kNameChars);
@@ -265,44 +210,6 @@ absl::StatusOr<ToolResult> CreateSkill(pqxx::work& tx, const ToolCall& call) {
                              absl::StrCat("a skill named '", name, "' already exists"));
   }
   return ToolResult{JsonObject({{"skill", r[0][0].c_str()}, {"created", "true"}}), false};
-}
-
-absl::StatusOr<ToolResult> ListRuns(pqxx::work& tx, const ToolCall& call) {
-  Args args(call.arguments);
-  const auto ref = args.OptionalText("agent", 1, 200);
-  const std::string status = args.Text("status", 0, 20);
-  const int limit = args.Limit();
-  if (absl::Status bad = args.status(); !bad.ok()) return bad;
-  std::string agent_id;
-  if (ref.has_value()) {
-    auto agent = FindAgent(tx, call, *ref, false);
-    if (!agent.has_value()) return AgentNotFound(*ref);
-    agent_id = agent->id;
-  }
-  pqxx::result r = tx.exec_params(
-      "SELECT coalesce(jsonb_agg(x.j ORDER BY x.s DESC, x.i DESC), '[]'::jsonb)::text, count(*) "
-      "FROM (SELECT jsonb_build_object('id', r.id, 'agent_id', r.agent_id, 'agent_name', "
-      "r.agent_name, 'status', r.status, 'started_at', r.started_at, 'finished_at', "
-      "r.finished_at) AS j, r.started_at AS s, r.id AS i FROM platform.runs r WHERE r.tenant_id = "
-      "$1 AND r.user_id = $2 AND ($3 = '' OR r.agent_id::text = $3) AND ($4 = '' OR r.status = "
-      "$4) ORDER BY r.started_at DESC, r.id DESC LIMIT $5) x",
-      call.who.tenant_id, call.who.user_id, agent_id, status, limit);
-  return ToolResult{JsonObject({{"runs", r[0][0].c_str()}, {"count", r[0][1].c_str()}}), false};
-}
-
-absl::StatusOr<ToolResult> GetRun(pqxx::work& tx, const ToolCall& call) {
-  Args args(call.arguments);
-  const std::string id = args.Uuid("run_id");
-  if (absl::Status bad = args.status(); !bad.ok()) return bad;
-  pqxx::result r = tx.exec_params(
-      "SELECT (to_jsonb(r) - 'tenant_id' - 'user_id')::text FROM platform.runs r WHERE "
-      "r.tenant_id = $1 AND r.user_id = $2 AND r.id = $3::uuid",
-      call.who.tenant_id, call.who.user_id, id);
-  if (r.empty()) {
-    return ToolResult::Error("not_found",
-                             absl::StrCat("no run '", id, "' (list_runs shows the runs)"));
-  }
-  return ToolResult{JsonObject({{"run", r[0][0].c_str()}}), false};
 }
 
 }  // namespace omniforge::executor::platform

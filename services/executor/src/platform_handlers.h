@@ -41,29 +41,53 @@ class Args final {
   std::vector<std::string> problems_;
 };
 
-using Handler = absl::StatusOr<ToolResult> (*)(pqxx::work& tx, const ToolCall& call);
+// Quotes a value as an SQL literal for the connection it was made from.
+class Quote final {
+ public:
+  explicit Quote(pqxx::connection_base& conn) : conn_(conn) {}
+  std::string operator()(const std::string& value) const { return conn_.quote(value); }
 
-// Agents, skills, runs.
-absl::StatusOr<ToolResult> ListAgents(pqxx::work& tx, const ToolCall& call);
-absl::StatusOr<ToolResult> GetAgent(pqxx::work& tx, const ToolCall& call);
+ private:
+  pqxx::connection_base& conn_;
+};
+
+// A read tool as one SQL statement (values quoted in) yielding one text
+// column: the result JSON, or no row / NULL when the thing asked for does
+// not exist, which becomes a not_found tool error with `not_found_message`.
+struct ReadPlan {
+  std::string sql;
+  std::string not_found_message;
+};
+
+// A write tool runs statements in a transaction; a read tool plans one
+// statement. Both return INVALID_ARGUMENT (naming the field) for arguments
+// the schema could not rule out.
+using WriteHandler = absl::StatusOr<ToolResult> (*)(pqxx::work& tx, const ToolCall& call);
+using ReadHandler = absl::StatusOr<ReadPlan> (*)(const Quote& quote, const ToolCall& call);
+
+// Reads (read_tools.cc).
+absl::StatusOr<ReadPlan> ListAgents(const Quote& q, const ToolCall& call);
+absl::StatusOr<ReadPlan> GetAgent(const Quote& q, const ToolCall& call);
+absl::StatusOr<ReadPlan> ListSkills(const Quote& q, const ToolCall& call);
+absl::StatusOr<ReadPlan> ListRuns(const Quote& q, const ToolCall& call);
+absl::StatusOr<ReadPlan> GetRun(const Quote& q, const ToolCall& call);
+absl::StatusOr<ReadPlan> SearchProjects(const Quote& q, const ToolCall& call);
+absl::StatusOr<ReadPlan> GetProjectDetails(const Quote& q, const ToolCall& call);
+absl::StatusOr<ReadPlan> ListTasks(const Quote& q, const ToolCall& call);
+absl::StatusOr<ReadPlan> ListProjectTemplates(const Quote& q, const ToolCall& call);
+
+// Agents, skills, runs (agent_tools.cc).
 absl::StatusOr<ToolResult> CreateAgent(pqxx::work& tx, const ToolCall& call);
 absl::StatusOr<ToolResult> UpdateAgent(pqxx::work& tx, const ToolCall& call);
 absl::StatusOr<ToolResult> PauseAgent(pqxx::work& tx, const ToolCall& call);
 absl::StatusOr<ToolResult> ResumeAgent(pqxx::work& tx, const ToolCall& call);
 absl::StatusOr<ToolResult> DeleteAgent(pqxx::work& tx, const ToolCall& call);
 absl::StatusOr<ToolResult> RunAgent(pqxx::work& tx, const ToolCall& call);
-absl::StatusOr<ToolResult> ListSkills(pqxx::work& tx, const ToolCall& call);
 absl::StatusOr<ToolResult> CreateSkill(pqxx::work& tx, const ToolCall& call);
-absl::StatusOr<ToolResult> ListRuns(pqxx::work& tx, const ToolCall& call);
-absl::StatusOr<ToolResult> GetRun(pqxx::work& tx, const ToolCall& call);
 
-// Projects, tasks, templates, context documents.
-absl::StatusOr<ToolResult> SearchProjects(pqxx::work& tx, const ToolCall& call);
-absl::StatusOr<ToolResult> GetProjectDetails(pqxx::work& tx, const ToolCall& call);
-absl::StatusOr<ToolResult> ListTasks(pqxx::work& tx, const ToolCall& call);
+// Projects, tasks, templates, context documents (project_tools.cc).
 absl::StatusOr<ToolResult> CreateProject(pqxx::work& tx, const ToolCall& call);
 absl::StatusOr<ToolResult> UpdateTask(pqxx::work& tx, const ToolCall& call);
-absl::StatusOr<ToolResult> ListProjectTemplates(pqxx::work& tx, const ToolCall& call);
 absl::StatusOr<ToolResult> CreateProjectTemplate(pqxx::work& tx, const ToolCall& call);
 absl::StatusOr<ToolResult> CreateContextDocument(pqxx::work& tx, const ToolCall& call);
 
@@ -74,5 +98,10 @@ std::string JsonObject(std::initializer_list<std::pair<const char*, std::string>
 // The SQL condition matching a row by `ref` (an id when it is a UUID,
 // otherwise the exact name, case-insensitive) as parameter $n.
 std::string ByIdOrName(const std::string& ref, int n, const char* alias = "");
+// The same with `ref` quoted in.
+std::string ByIdOrNameLiteral(const Quote& q, const std::string& ref, const char* alias);
+
+// The LIKE pattern for "contains `text`", wildcards in `text` taken literally.
+std::string ContainsPattern(const std::string& text);
 
 }  // namespace omniforge::executor::platform

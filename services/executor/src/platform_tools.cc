@@ -5,6 +5,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "libs/core/call_deadline.h"
 #include "libs/core/ids.h"
 #include "services/executor/src/platform_handlers.h"
 
@@ -36,6 +38,10 @@ std::optional<std::string> Args::OptionalText(const char* field, size_t min_char
   auto it = json_.find(field);
   if (it == json_.end()) return std::nullopt;
   std::string value = it->get<std::string>();
+  if (value.find('\0') != std::string::npos) {
+    Fail(field, "must not contain NUL characters");
+    return value;
+  }
   const size_t n = CountChars(value);
   if (n < min_chars || n > max_chars) {
     Fail(field,
@@ -105,34 +111,59 @@ std::string ByIdOrName(const std::string& ref, int n, const char* alias) {
                            : absl::StrCat("lower(", alias, "name) = lower($", n, ")");
 }
 
+std::string ByIdOrNameLiteral(const Quote& q, const std::string& ref, const char* alias) {
+  return core::IsUuid(ref) ? absl::StrCat(alias, "id = ", q(ref), "::uuid")
+                           : absl::StrCat("lower(", alias, "name) = lower(", q(ref), ")");
+}
+
+std::string ContainsPattern(const std::string& text) {
+  return absl::StrCat("%", absl::StrReplaceAll(text, {{"\\", "\\\\"}, {"%", "\\%"}, {"_", "\\_"}}),
+                      "%");
+}
+
 }  // namespace platform
 
 namespace {
 
-const std::map<std::string, platform::Handler, std::less<>>& Handlers() {
-  static const auto* handlers = new std::map<std::string, platform::Handler, std::less<>>{
+const std::map<std::string, platform::ReadHandler, std::less<>>& Reads() {
+  static const auto* reads = new std::map<std::string, platform::ReadHandler, std::less<>>{
       {"list_agents", platform::ListAgents},
       {"get_agent", platform::GetAgent},
+      {"list_skills", platform::ListSkills},
+      {"list_runs", platform::ListRuns},
+      {"get_run", platform::GetRun},
+      {"search_projects", platform::SearchProjects},
+      {"get_project_details", platform::GetProjectDetails},
+      {"list_tasks", platform::ListTasks},
+      {"list_project_templates", platform::ListProjectTemplates},
+  };
+  return *reads;
+}
+
+const std::map<std::string, platform::WriteHandler, std::less<>>& Writes() {
+  static const auto* writes = new std::map<std::string, platform::WriteHandler, std::less<>>{
       {"create_agent", platform::CreateAgent},
       {"update_agent", platform::UpdateAgent},
       {"pause_agent", platform::PauseAgent},
       {"resume_agent", platform::ResumeAgent},
       {"delete_agent", platform::DeleteAgent},
       {"run_agent", platform::RunAgent},
-      {"list_skills", platform::ListSkills},
       {"create_skill", platform::CreateSkill},
-      {"list_runs", platform::ListRuns},
-      {"get_run", platform::GetRun},
-      {"search_projects", platform::SearchProjects},
-      {"get_project_details", platform::GetProjectDetails},
-      {"list_tasks", platform::ListTasks},
       {"create_project", platform::CreateProject},
       {"update_task", platform::UpdateTask},
-      {"list_project_templates", platform::ListProjectTemplates},
       {"create_project_template", platform::CreateProjectTemplate},
       {"create_context_document", platform::CreateContextDocument},
   };
-  return *handlers;
+  return *writes;
+}
+
+// Milliseconds until `deadline`, at most `cap`; 0 or less when it passed.
+int64_t MillisLeft(std::chrono::system_clock::time_point deadline, int64_t cap) {
+  if (deadline == std::chrono::system_clock::time_point::max()) return cap;
+  const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           deadline - std::chrono::system_clock::now())
+                           .count();
+  return std::min(left, cap);
 }
 
 }  // namespace
@@ -140,17 +171,21 @@ const std::map<std::string, platform::Handler, std::less<>>& Handlers() {
 absl::StatusOr<std::vector<ToolSpec>> PlatformTools::ListTools() { return PlatformToolSpecs(); }
 
 absl::StatusOr<ToolResult> PlatformTools::Invoke(const ToolCall& call) {
-  auto it = Handlers().find(call.tool_name);
-  if (it == Handlers().end()) {
-    return absl::NotFoundError(absl::StrCat("no built-in tool named '", call.tool_name, "'"));
-  }
   if (call.deadline <= std::chrono::system_clock::now()) {
     return absl::DeadlineExceededError("the call's deadline passed before the tool ran");
   }
+  if (auto read = Reads().find(call.tool_name); read != Reads().end()) {
+    return RunRead(read->second, call);
+  }
+  auto write = Writes().find(call.tool_name);
+  if (write == Writes().end()) {
+    return absl::NotFoundError(absl::StrCat("no built-in tool named '", call.tool_name, "'"));
+  }
   absl::StatusOr<ToolResult> result;
+  core::ScopedCallDeadline scope(call.deadline);
   absl::Status status =
       pg::WithTenantTransaction(pool_, call.who.tenant_id, [&](pqxx::work& tx) -> absl::Status {
-        result = it->second(tx, call);
+        result = write->second(tx, call);
         if (!result.ok()) return result.status();
         // A business failure changed nothing worth keeping: roll it back.
         return result->is_error ? absl::CancelledError("") : absl::OkStatus();
@@ -158,6 +193,41 @@ absl::StatusOr<ToolResult> PlatformTools::Invoke(const ToolCall& call) {
   if (absl::IsCancelled(status) && result.ok()) return result;
   if (!status.ok()) return status;
   return result;
+}
+
+// One round trip: the tenant (for row-level security), the statement
+// timeout capped at the caller's deadline and the query travel in one
+// simple-protocol message, which PostgreSQL runs as one implicit
+// transaction (so the settings end with it) and times per statement.
+absl::StatusOr<ToolResult> PlatformTools::RunRead(platform::ReadHandler handler,
+                                                  const ToolCall& call) {
+  for (int attempt = 0;; ++attempt) {
+    const int64_t timeout_ms = MillisLeft(call.deadline, pool_.options().statement_timeout_ms);
+    if (timeout_ms <= 0) {
+      return absl::DeadlineExceededError("the call's deadline passed before the database work");
+    }
+    auto lease = pool_.Acquire();
+    if (!lease.ok()) return lease.status();
+    try {
+      const platform::Quote quote(lease->conn());
+      auto plan = handler(quote, call);
+      if (!plan.ok()) return plan.status();
+      pqxx::nontransaction tx(lease->conn());
+      pqxx::result r = tx.exec(absl::StrCat(
+          "SELECT set_config('app.tenant_id', ", quote(call.who.tenant_id),
+          ", true), set_config('statement_timeout', '", timeout_ms, "', true); ", plan->sql));
+      if (r.empty() || r[0][0].is_null()) {
+        return ToolResult::Error("not_found", plan->not_found_message);
+      }
+      return ToolResult{r[0][0].c_str(), false};
+    } catch (const pqxx::broken_connection& e) {
+      lease->Discard();
+      if (attempt > 0) return pg::StatusFromException(e);
+    } catch (const std::exception& e) {
+      if (!lease->conn().is_open()) lease->Discard();
+      return pg::StatusFromException(e);
+    }
+  }
 }
 
 }  // namespace omniforge::executor

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "libs/pg/pool.h"
+#include "services/executor/src/platform_handlers.h"
 #include "services/executor/src/tool.h"
 
 namespace omniforge::executor {
@@ -30,6 +31,8 @@ class PlatformTools final : public ToolProvider {
   absl::StatusOr<ToolResult> Invoke(const ToolCall& call) override;
 
  private:
+  absl::StatusOr<ToolResult> RunRead(platform::ReadHandler handler, const ToolCall& call);
+
   pg::PgPool& pool_;
 };
 

@@ -19,11 +19,6 @@ constexpr size_t kMaxTemplateTasks = 100;
 
 constexpr char kTaskJson[] = "(to_jsonb(t) - 'tenant_id')";
 
-std::string ContainsPattern(const std::string& text) {
-  return absl::StrCat("%", absl::StrReplaceAll(text, {{"\\", "\\\\"}, {"%", "\\%"}, {"_", "\\_"}}),
-                      "%");
-}
-
 ToolResult ProjectNotFound(const std::string& ref) {
   return ToolResult::Error("not_found", absl::StrCat("no project '", ref,
                                                      "' among the user's projects "
@@ -69,56 +64,6 @@ bool IsDate(const std::string& text) {
 }
 
 }  // namespace
-
-absl::StatusOr<ToolResult> SearchProjects(pqxx::work& tx, const ToolCall& call) {
-  Args args(call.arguments);
-  const std::string query = args.Text("query", 0, 200);
-  const std::string status = args.Text("status", 0, 20);
-  const int limit = args.Limit();
-  if (absl::Status bad = args.status(); !bad.ok()) return bad;
-  pqxx::result r = tx.exec_params(
-      "SELECT coalesce(jsonb_agg(x.j ORDER BY x.n), '[]'::jsonb)::text, count(*) FROM (SELECT "
-      "jsonb_build_object('id', p.id, 'name', p.name, 'description', p.description, 'status', "
-      "p.status, 'task_count', (SELECT count(*) FROM platform.tasks t WHERE t.tenant_id = $1 AND "
-      "t.project_id = p.id), 'open_task_count', (SELECT count(*) FROM platform.tasks t WHERE "
-      "t.tenant_id = $1 AND t.project_id = p.id AND t.status <> 'done'), 'updated_at', "
-      "p.updated_at) AS j, lower(p.name) AS n FROM platform.projects p WHERE p.tenant_id = $1 AND "
-      "p.user_id = $2 AND (p.name ILIKE $3 OR p.description ILIKE $3) AND ($4 = '' OR p.status = "
-      "$4) ORDER BY lower(p.name) LIMIT $5) x",
-      call.who.tenant_id, call.who.user_id, ContainsPattern(query), status, limit);
-  return ToolResult{JsonObject({{"projects", r[0][0].c_str()}, {"count", r[0][1].c_str()}}), false};
-}
-
-absl::StatusOr<ToolResult> GetProjectDetails(pqxx::work& tx, const ToolCall& call) {
-  Args args(call.arguments);
-  const std::string ref = args.Text("project", 1, 200);
-  if (absl::Status bad = args.status(); !bad.ok()) return bad;
-  auto project = FindProject(tx, call, ref);
-  if (!project.has_value()) return ProjectNotFound(ref);
-  pqxx::result docs = tx.exec_params(
-      "SELECT coalesce(jsonb_agg(jsonb_build_object('id', d.id, 'title', d.title, 'content', "
-      "d.content, 'created_at', d.created_at) ORDER BY d.created_at, d.id), '[]'::jsonb)::text "
-      "FROM platform.context_documents d WHERE d.tenant_id = $1 AND d.project_id = $2::uuid",
-      call.who.tenant_id, project->id);
-  return ToolResult{JsonObject({{"project", project->json},
-                                {"tasks", ProjectTasks(tx, call, project->id, "")},
-                                {"context_documents", docs[0][0].c_str()}}),
-                    false};
-}
-
-absl::StatusOr<ToolResult> ListTasks(pqxx::work& tx, const ToolCall& call) {
-  Args args(call.arguments);
-  const std::string ref = args.Text("project", 1, 200);
-  const std::string status = args.Text("status", 0, 20);
-  if (absl::Status bad = args.status(); !bad.ok()) return bad;
-  auto project = FindProject(tx, call, ref);
-  if (!project.has_value()) return ProjectNotFound(ref);
-  const nlohmann::json summary = {{"id", project->id}, {"name", project->name}};
-  return ToolResult{JsonObject({{"project", summary.dump(-1, ' ', false,
-                                                         nlohmann::json::error_handler_t::replace)},
-                                {"tasks", ProjectTasks(tx, call, project->id, status)}}),
-                    false};
-}
 
 absl::StatusOr<ToolResult> CreateProject(pqxx::work& tx, const ToolCall& call) {
   Args args(call.arguments);
@@ -195,21 +140,6 @@ absl::StatusOr<ToolResult> UpdateTask(pqxx::work& tx, const ToolCall& call) {
                                                        "shows a project's tasks)"));
   }
   return ToolResult{JsonObject({{"task", r[0][0].c_str()}}), false};
-}
-
-absl::StatusOr<ToolResult> ListProjectTemplates(pqxx::work& tx, const ToolCall& call) {
-  Args args(call.arguments);
-  const std::string query = args.Text("query", 0, 200);
-  const int limit = args.Limit();
-  if (absl::Status bad = args.status(); !bad.ok()) return bad;
-  pqxx::result r = tx.exec_params(
-      "SELECT coalesce(jsonb_agg(x.j ORDER BY x.n), '[]'::jsonb)::text, count(*) FROM (SELECT "
-      "(to_jsonb(pt) - 'tenant_id' - 'user_id') AS j, lower(pt.name) AS n FROM "
-      "platform.project_templates pt WHERE pt.tenant_id = $1 AND pt.user_id = $2 AND (pt.name "
-      "ILIKE $3 OR pt.description ILIKE $3) ORDER BY lower(pt.name) LIMIT $4) x",
-      call.who.tenant_id, call.who.user_id, ContainsPattern(query), limit);
-  return ToolResult{JsonObject({{"templates", r[0][0].c_str()}, {"count", r[0][1].c_str()}}),
-                    false};
 }
 
 absl::StatusOr<ToolResult> CreateProjectTemplate(pqxx::work& tx, const ToolCall& call) {

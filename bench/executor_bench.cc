@@ -1,0 +1,157 @@
+// Executor InvokeTool latency over gRPC (loopback) against the real service
+// stack and a real PostgreSQL (synchronous_commit on), one client calling
+// one after another as the orchestrator's planner does:
+//   invoke_p50/p99_ms        get_agent (a built-in read tool, one indexed
+//                            lookup and the agent's latest runs) on a user
+//                            with 50 agents
+//   list_p50/p99_ms          list_agents of those 50 agents
+//   keyed_write_p50/p99_ms   run_agent with an idempotency key (claim, run,
+//                            record: three transactions)
+// Prints a final line: RESULT invoke_p50_ms=... invoke_p99_ms=...
+#include <grpcpp/grpcpp.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+#include "libs/core/grpc_identity.h"
+#include "libs/core/ids.h"
+#include "libs/core/logging.h"
+#include "libs/core/server.h"
+#include "libs/core/thread_pool.h"
+#include "libs/pg/migrate.h"
+#include "libs/pg/pool.h"
+#include "omniforge/executor/v1/executor_service.grpc.pb.h"
+#include "services/executor/src/grpc_service.h"
+#include "services/executor/src/pg_invocation_ledger.h"
+#include "services/executor/src/platform_tools.h"
+#include "tests/support/test_database.h"
+
+namespace omniforge::pg {
+const std::vector<Migration>& ExecutorMigrations();
+}
+
+namespace omniforge::executor {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
+  return v[i];
+}
+
+class Bench {
+ public:
+  explicit Bench(const std::string& dsn) {
+    if (!pg::ApplyMigrations(dsn, "executor", pg::ExecutorMigrations()).ok()) std::abort();
+    pool_ = *pg::PgPool::Create({.dsn = dsn, .pool_size = 16});
+    tools_ = std::make_unique<PlatformTools>(*pool_);
+    if (!catalog_.AddProvider(*tools_).ok()) std::abort();
+    ledger_ = std::make_unique<PgInvocationLedger>(*pool_);
+    runtime_ = std::make_unique<ToolRuntime>(catalog_, ledger_.get());
+    workers_ = std::make_unique<core::ThreadPool>(16, 4096);
+    service_ = std::make_unique<ExecutorGrpcService>(*runtime_, *workers_);
+    core::ServerOptions options;
+    options.host = "127.0.0.1";
+    server_ = std::make_unique<core::ServiceServer>(options);
+    server_->AddService(service_.get());
+    if (!server_->Start().ok()) std::abort();
+    // One long-lived channel, as the orchestrator keeps.
+    stub_ = pb::ExecutorService::NewStub(grpc::CreateChannel(
+        "127.0.0.1:" + std::to_string(server_->port()), grpc::InsecureChannelCredentials()));
+  }
+  ~Bench() { server_->Shutdown(); }
+
+  // Milliseconds per call of `calls` calls after `warmup` unmeasured ones.
+  std::vector<double> Measure(const std::string& tool, const std::string& args, int calls,
+                              int warmup, bool keyed) {
+    std::vector<double> ms;
+    ms.reserve(static_cast<size_t>(calls));
+    for (int i = 0; i < warmup + calls; ++i) {
+      pb::InvokeToolRequest request;
+      request.set_tool_name(tool);
+      request.set_arguments_json(args);
+      if (keyed) request.set_idempotency_key(core::NewUuid());
+      grpc::ClientContext context;
+      core::AttachIdentity(context, who_);
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+      pb::InvokeToolResponse response;
+      const auto start = Clock::now();
+      const grpc::Status status = stub_->InvokeTool(&context, request, &response);
+      const double elapsed =
+          std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      if (!status.ok() || response.is_error()) {
+        std::fprintf(stderr, "%s failed: %s %s\n", tool.c_str(), status.error_message().c_str(),
+                     response.result_json().c_str());
+        std::abort();
+      }
+      if (i >= warmup) ms.push_back(elapsed);
+    }
+    return ms;
+  }
+
+  void Seed(int agents) {
+    for (int i = 0; i < agents; ++i) {
+      char name[32];
+      std::snprintf(name, sizeof name, "agent-%03d", i);
+      const std::string args = std::string(R"({"name": ")") + name +
+                               R"(", "description": "Sums up the week's updates", "instructions": )"
+                               R"("Read the pages and write five bullets.", "schedule": "weekly"})";
+      Measure("create_agent", args, 1, 0, false);
+    }
+    for (int i = 0; i < 5; ++i) Measure("run_agent", R"({"agent": "agent-007"})", 1, 0, false);
+  }
+
+ private:
+  core::Identity who_{"bench-tenant", "bench-user"};
+  std::unique_ptr<pg::PgPool> pool_;
+  std::unique_ptr<PlatformTools> tools_;
+  ToolCatalog catalog_;
+  std::unique_ptr<PgInvocationLedger> ledger_;
+  std::unique_ptr<ToolRuntime> runtime_;
+  std::unique_ptr<core::ThreadPool> workers_;
+  std::unique_ptr<ExecutorGrpcService> service_;
+  std::unique_ptr<core::ServiceServer> server_;
+  std::unique_ptr<pb::ExecutorService::Stub> stub_;
+};
+
+}  // namespace
+}  // namespace omniforge::executor
+
+int main(int argc, char** argv) {
+  using namespace omniforge;
+  CLI::App app{"executor InvokeTool benchmark"};
+  int calls = 5000;
+  int warmup = 500;
+  app.add_option("--calls", calls, "measured calls per tool");
+  app.add_option("--warmup", warmup, "unmeasured calls first");
+  CLI11_PARSE(app, argc, argv);
+  core::InitLogging("executor_bench", "warn");
+
+  testing::TestDatabase database;
+  executor::Bench bench(database.dsn());
+  bench.Seed(50);
+  const auto read = bench.Measure("get_agent", R"({"agent": "agent-007"})", calls, warmup, false);
+  const auto list = bench.Measure("list_agents", "{}", calls, warmup, false);
+  const auto keyed =
+      bench.Measure("run_agent", R"({"agent": "agent-011"})", calls / 5, warmup / 5, true);
+  std::printf("get_agent    p50 %.3f ms  p90 %.3f ms  p99 %.3f ms  (%d calls)\n",
+              executor::Percentile(read, 0.5), executor::Percentile(read, 0.9),
+              executor::Percentile(read, 0.99), calls);
+  std::printf("list_agents  p50 %.3f ms  p99 %.3f ms  (50 agents)\n",
+              executor::Percentile(list, 0.5), executor::Percentile(list, 0.99));
+  std::printf("run_agent with idempotency key  p50 %.3f ms  p99 %.3f ms\n",
+              executor::Percentile(keyed, 0.5), executor::Percentile(keyed, 0.99));
+  std::printf(
+      "RESULT invoke_p50_ms=%.3f invoke_p99_ms=%.3f list_p50_ms=%.3f list_p99_ms=%.3f "
+      "keyed_write_p50_ms=%.3f keyed_write_p99_ms=%.3f\n",
+      executor::Percentile(read, 0.5), executor::Percentile(read, 0.99),
+      executor::Percentile(list, 0.5), executor::Percentile(list, 0.99),
+      executor::Percentile(keyed, 0.5), executor::Percentile(keyed, 0.99));
+  return 0;
+}
