@@ -7,6 +7,7 @@
 //   list_p50/p99_ms          list_agents of those 50 agents
 //   keyed_write_p50/p99_ms   run_agent with an idempotency key (claim, run,
 //                            record: three transactions)
+// A DIAG line gives get_agent through the ToolRuntime without gRPC.
 // Prints a final line: RESULT invoke_p50_ms=... invoke_p99_ms=...
 #include <grpcpp/grpcpp.h>
 
@@ -95,6 +96,23 @@ class Bench {
     return ms;
   }
 
+  // The same calls straight into the ToolRuntime (no gRPC, no thread hop):
+  // how much of the latency is the tool and its database round trip.
+  std::vector<double> MeasureDirect(const std::string& tool, const std::string& args, int calls,
+                                    int warmup) {
+    std::vector<double> ms;
+    for (int i = 0; i < warmup + calls; ++i) {
+      const auto start = Clock::now();
+      auto out = runtime_->Invoke(who_, {tool, args, ""},
+                                  std::chrono::system_clock::now() + std::chrono::seconds(5));
+      const double elapsed =
+          std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      if (!out.ok() || out->is_error) std::abort();
+      if (i >= warmup) ms.push_back(elapsed);
+    }
+    return ms;
+  }
+
   void Seed(int agents) {
     for (int i = 0; i < agents; ++i) {
       char name[32];
@@ -140,6 +158,9 @@ int main(int argc, char** argv) {
   const auto list = bench.Measure("list_agents", "{}", calls, warmup, false);
   const auto keyed =
       bench.Measure("run_agent", R"({"agent": "agent-011"})", calls / 5, warmup / 5, true);
+  const auto direct = bench.MeasureDirect("get_agent", R"({"agent": "agent-007"})", calls, warmup);
+  std::printf("DIAG get_agent without gRPC (ToolRuntime::Invoke)  p50 %.3f ms  p99 %.3f ms\n",
+              executor::Percentile(direct, 0.5), executor::Percentile(direct, 0.99));
   std::printf("get_agent    p50 %.3f ms  p90 %.3f ms  p99 %.3f ms  (%d calls)\n",
               executor::Percentile(read, 0.5), executor::Percentile(read, 0.9),
               executor::Percentile(read, 0.99), calls);

@@ -11,6 +11,8 @@ bash "$ROOT/scripts/pg.sh" start
 trap 'bash "$ROOT/scripts/pg.sh" stop' EXIT
 export OMNIFORGE_TEST_PG_DSN="host=127.0.0.1 port=55434 user=omniforge dbname=postgres"
 "$BUILD_DIR/bin/conversation_bench" "$@"
+# Executor InvokeTool latency over gRPC for a built-in read tool.
+"$BUILD_DIR/bin/executor_bench"
 # The LLM client against the fake provider (no database).
 "$BUILD_DIR/bin/llm_bench"
 # Intent analysis over loopback gRPC: accuracy on the dev split and the
