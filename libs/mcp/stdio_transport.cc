@@ -27,6 +27,7 @@ namespace omniforge::mcp {
 namespace {
 
 constexpr size_t kMaxStderrLine = 8192;
+constexpr std::chrono::milliseconds kExitAfterEofWait{500};
 
 std::string ErrnoText(int error) { return std::strerror(error); }
 
@@ -350,6 +351,9 @@ void StdioTransport::ReadLoop(TransportHandlers handlers, int out_fd, int err_fd
   ::close(err_fd);
   if (closing_) return;
 
+  // A process that closed its stdout is usually exiting: give it a moment,
+  // so the reason names its exit status rather than the closed pipe.
+  if (!exited && !woken) WaitForExit(pid_fd, kExitAfterEofWait);
   std::string reason = "closed its stdout";
   siginfo_t info{};
   if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
