@@ -7,7 +7,12 @@
 //   omniforge conversations window ID [--budget N] [--recent N]
 //   omniforge conversations delete ID
 //   omniforge intent analyze TEXT [--conversation ID] [--agent NAME[=DESCRIPTION]]...
+//   omniforge tools list [--max-risk read|write|high]
+//   omniforge tools invoke NAME [ARGUMENTS_JSON] [--idempotency-key K]
 //   omniforge health                      exit 0 when the server is SERVING
+//
+// `tools` calls the executor service (--executor-server): `invoke` prints the
+// tool's result as indented JSON and exits 1 when the tool reported an error.
 //
 // `intent analyze` sends TEXT to the intent service (--intent-server) with
 // the agents given and, with --conversation, the conversation's context
@@ -22,20 +27,24 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "libs/core/grpc_identity.h"
 #include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
+#include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "omniforge/intent/v1/intent_service.grpc.pb.h"
 
 namespace {
 
 namespace pb = omniforge::conversation::v1;
 namespace ipb = omniforge::intent::v1;
+namespace epb = omniforge::executor::v1;
 
 struct Options {
   std::string server = "127.0.0.1:50051";
   std::string intent_server = "127.0.0.1:50052";
+  std::string executor_server = "127.0.0.1:50053";
   std::string tenant = "demo";
   std::string user = "demo-user";
   bool json = false;
@@ -122,6 +131,20 @@ void PrintAnalysis(const ipb::IntentAnalysis& a) {
   if (a.is_ambiguous()) std::cout << "  ambiguous; would ask: " << a.clarifying_question() << "\n";
 }
 
+const std::map<std::string, epb::ToolRisk> kRisks = {
+    {"read", epb::TOOL_RISK_READ}, {"write", epb::TOOL_RISK_WRITE}, {"high", epb::TOOL_RISK_HIGH}};
+
+void PrintTool(const epb::ToolDescriptor& tool) {
+  std::cout << tool.name() << "  " << EnumSuffix(epb::ToolRisk_Name(tool.risk()), "TOOL_RISK_")
+            << "  " << tool.source() << "\n  " << tool.description() << "\n";
+}
+
+// The result indented when it is JSON, as received otherwise.
+std::string Indented(const std::string& json) {
+  const auto parsed = nlohmann::json::parse(json, nullptr, false);
+  return parsed.is_discarded() ? json : parsed.dump(2);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -131,6 +154,8 @@ int main(int argc, char** argv) {
       ->envname("OMNIFORGE_CONVERSATION_ADDR");
   app.add_option("--intent-server", options.intent_server, "intent service address")
       ->envname("OMNIFORGE_INTENT_ADDR");
+  app.add_option("--executor-server", options.executor_server, "executor service address")
+      ->envname("OMNIFORGE_EXECUTOR_ADDR");
   app.add_option("--tenant", options.tenant, "tenant id")->envname("OMNIFORGE_TENANT");
   app.add_option("--user", options.user, "user id")->envname("OMNIFORGE_USER");
   app.add_option("--timeout", options.timeout_s, "seconds per call");
@@ -172,6 +197,16 @@ int main(int argc, char** argv) {
   analyze->add_option("--agent", agents, "an agent the user has: NAME or NAME=DESCRIPTION");
   analyze->add_option("--conversation", conversation_id,
                       "read the history from this conversation's context window");
+
+  auto* tools = app.add_subcommand("tools", "the executor's tools");
+  tools->require_subcommand(1);
+  auto* tools_list = tools->add_subcommand("list", "list the tools");
+  std::string max_risk, tool_name, arguments = "{}";
+  tools_list->add_option("--max-risk", max_risk, "only tools up to this risk: read, write, high");
+  auto* tools_invoke = tools->add_subcommand("invoke", "run a tool");
+  tools_invoke->add_option("name", tool_name, "tool name")->required();
+  tools_invoke->add_option("arguments", arguments, "arguments as a JSON object (default {})");
+  tools_invoke->add_option("--idempotency-key", idempotency_key, "retry key");
   CLI11_PARSE(app, argc, argv);
 
   Client client(options);
@@ -299,6 +334,45 @@ int main(int argc, char** argv) {
     } else {
       PrintAnalysis(response.analysis());
     }
+  } else if (tools_list->parsed() || tools_invoke->parsed()) {
+    auto stub = epb::ExecutorService::NewStub(
+        grpc::CreateChannel(options.executor_server, grpc::InsecureChannelCredentials()));
+    if (tools_list->parsed()) {
+      epb::ListToolsRequest request;
+      if (!max_risk.empty()) {
+        auto found = kRisks.find(max_risk);
+        if (found == kRisks.end()) {
+          std::cerr << "error: --max-risk must be read, write or high\n";
+          return 2;
+        }
+        request.set_max_risk(found->second);
+      }
+      epb::ListToolsResponse response;
+      if (int rc = Check(stub->ListTools(client.Context().get(), request, &response))) return rc;
+      if (options.json) {
+        PrintJson(response);
+      } else {
+        for (const auto& tool : response.tools()) PrintTool(tool);
+      }
+      return 0;
+    }
+    epb::InvokeToolRequest request;
+    request.set_tool_name(tool_name);
+    request.set_arguments_json(arguments);
+    request.set_idempotency_key(idempotency_key);
+    epb::InvokeToolResponse response;
+    if (int rc = Check(stub->InvokeTool(client.Context().get(), request, &response))) return rc;
+    if (options.json) {
+      PrintJson(response);
+    } else {
+      std::cout << Indented(response.result_json()) << "\n";
+      std::cerr << EnumSuffix(epb::ToolRisk_Name(response.risk()), "TOOL_RISK_") << " tool, "
+                << google::protobuf::util::TimeUtil::ToString(response.duration())
+                << (response.is_error() ? ", the tool reported an error" : "")
+                << (response.deduplicated() ? ", recorded result of an earlier call" : "")
+                << (response.truncated() ? ", result cut at the size limit" : "") << "\n";
+    }
+    return response.is_error() ? 1 : 0;
   } else if (remove->parsed()) {
     pb::DeleteConversationRequest request;
     request.set_conversation_id(id);

@@ -11,8 +11,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 STATE_DIR="${OMNIFORGE_STATE_DIR:-/tmp/omniforge}"
-SERVICES=(conversation intent)
-declare -A PORTS=([conversation]=50051 [intent]=50052)
+SERVICES=(conversation intent executor)
+declare -A PORTS=([conversation]=50051 [intent]=50052 [executor]=50053)
 CLI="$BUILD_DIR/bin/omniforge"
 
 log() { printf 'stack: %s\n' "$*"; }
