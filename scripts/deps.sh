@@ -34,17 +34,34 @@ for pkg in "${PACKAGES[@]}"; do
   [[ -n "${installed[$pkg]:-}" ]] || missing+=("$pkg")
 done
 
-# The official client SDKs that fidelity tests run against the fake LLM
-# provider (tests/node), when Node.js is installed; those tests skip without
-# node. Placed before the apt step, which exits early when nothing is missing.
+# The npm packages tests run against (tests/node): the official openai SDK
+# (fidelity checks of the fake LLM provider) and real MCP servers (the MCP
+# client's integration tests), when Node.js is installed; those tests skip
+# without node. Every dependency in tests/node/package.json is checked, so a
+# package added there is installed on a machine that has the older ones.
+# Placed before the apt step, which exits early when nothing is missing.
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 &&
-    [[ ! -d "$repo_root/tests/node/node_modules/openai" ]]; then
-  if ! npm ci --prefix "$repo_root/tests/node" --no-audit --no-fund --silent; then
-    echo "deps: npm ci failed in tests/node" >&2
-    exit 1
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  node_dir="$repo_root/tests/node"
+  npm_missing=$(node -e '
+    const fs = require("fs");
+    const path = require("path");
+    const dir = process.argv[1];
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"));
+    for (const [name, version] of Object.entries(manifest.dependencies || {})) {
+      const installed = path.join(dir, "node_modules", name, "package.json");
+      if (!fs.existsSync(installed) ||
+          JSON.parse(fs.readFileSync(installed, "utf8")).version !== version) {
+        console.log(name);
+      }
+    }' "$node_dir")
+  if [[ -n "$npm_missing" ]]; then
+    if ! npm ci --prefix "$node_dir" --no-audit --no-fund --silent; then
+      echo "deps: npm ci failed in tests/node" >&2
+      exit 1
+    fi
+    echo "deps: npm packages installed in tests/node:" $npm_missing
   fi
-  echo "deps: npm packages installed in tests/node"
 fi
 
 if ((${#missing[@]} == 0)); then
