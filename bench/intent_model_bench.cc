@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "services/intent/src/analyzer.h"
 #include "services/intent/src/classifier.h"
 #include "services/intent/src/labeled_data.h"
 
@@ -51,6 +52,10 @@ int main(int argc, char** argv) {
   app.add_option("--linear-weight", options.linear_weight, "share of the linear model (0..1)");
   app.add_option("--linear-epochs", options.linear_epochs);
   app.add_option("--linear-lr", options.linear_learning_rate);
+  app.add_option("--linear-l2", options.linear_l2);
+  bool show_rule_changes = false;
+  app.add_flag("--show-rule-changes", show_rule_changes,
+               "list dev utterances where the rules around the model change its answer");
   CLI11_PARSE(app, argc, argv);
 
   const std::vector<LabeledUtterance> train = TrainingSplit();
@@ -76,6 +81,32 @@ int main(int argc, char** argv) {
       predict_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
       if (round == 0 && !ranked.empty() && ranked[0].action == u.action) ++correct;
     }
+  }
+  if (show_rule_changes) {
+    // The message alone, as the evaluation sends the dev split.
+    const LocalAnalyzer analyzer(*model);
+    int gained = 0;
+    int lost = 0;
+    for (const LabeledUtterance& u : dev) {
+      const std::vector<Prediction> ranked = model->Predict(u.text);
+      const Action alone = ranked.empty() ? Action::kUnknown : ranked[0].action;
+      IntentRequest request;
+      request.message = u.text;
+      const LocalResult result = analyzer.Analyze(request);
+      if (result.analysis.action == alone) continue;
+      const bool right = result.analysis.action == u.action;
+      if (right) ++gained;
+      if (alone == u.action) ++lost;
+      std::printf("rules %s: %s -> %s (expected %s): %s — %s\n",
+                  right               ? "fix"
+                  : alone == u.action ? "break"
+                                      : "change",
+                  std::string(ActionName(alone)).c_str(),
+                  std::string(ActionName(result.analysis.action)).c_str(),
+                  std::string(ActionName(u.action)).c_str(), u.text.c_str(),
+                  result.analysis.reasoning.c_str());
+    }
+    std::printf("rules: %d fixed, %d broken\n", gained, lost);
   }
   std::printf("training: %zu utterances, runs (ms):", train.size());
   for (double ms : train_ms) std::printf(" %.0f", ms);

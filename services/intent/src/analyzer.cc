@@ -137,12 +137,25 @@ bool IsDecline(const std::vector<std::string_view>& words) {
 }
 
 bool IsRecap(const std::vector<std::string_view>& words) {
-  return ContainsAnyPhrase(words, {"where were we",
+  // "recap?", "quick recap please": a bare recap is of the conversation; "the
+  // sales recap" is a report.
+  if (ContainsPhrase(words, "recap") && words.size() <= 4 &&
+      !ContainsAnyPhrase(words, {"the recap", "a recap of the", "recap bot", "recap agent"})) {
+    return true;
+  }
+  return ContainsAnyPhrase(words, {"recap what",
+                                   "recap where",
+                                   "recap so far",
+                                   "recap of our",
+                                   "recap of this",
+                                   "recap of the conversation",
+                                   "recap of the chat",
+                                   "recap for me",
+                                   "where were we",
                                    "where was i",
                                    "what were we",
                                    "what was i",
                                    "remind me",
-                                   "recap",
                                    "catch me up",
                                    "fill me in",
                                    "what did we decide",
@@ -695,10 +708,15 @@ std::optional<Action> ImperativeCue(const std::vector<std::string_view>& words) 
     if (filler.contains(words[i])) continue;
     // "stop sending x" changes behaviour; "remove x from y" too.
     const std::string_view next = i + 1 < words.size() ? words[i + 1] : "";
-    if (manage.contains(words[i]) && !next.ends_with("ing") && !ContainsPhrase(words, "from")) {
+    // "invite the attendees to the webinar" is a task, not a new member;
+    // "kick off a project" is the workspace's project list.
+    const bool to_an_event = ContainsAnyPhrase(
+        words, {"webinar", "meeting", "call", "event", "session", "demo", "party", "workshop"});
+    if (manage.contains(words[i]) && !next.ends_with("ing") && !ContainsPhrase(words, "from") &&
+        !(words[i] == "invite" && to_an_event)) {
       return Action::kManagePlatform;
     }
-    if (run.contains(words[i])) return Action::kExecuteTask;
+    if (run.contains(words[i]) && !ContainsPhrase(words, "project")) return Action::kExecuteTask;
     break;
   }
   for (std::string_view phrase :

@@ -170,6 +170,7 @@ absl::StatusOr<std::unique_ptr<LocalClassifier>> LocalClassifier::Train(
     LinearModelOptions linear_options;
     linear_options.epochs = options.linear_epochs;
     linear_options.learning_rate = options.linear_learning_rate;
+    linear_options.l2 = options.linear_l2;
     linear_options.seed = static_cast<unsigned>(options.seed);
     linear = LinearModel::Train(inputs, labels, linear_options);
   }

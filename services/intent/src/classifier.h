@@ -49,6 +49,7 @@ struct ClassifierOptions {
   double linear_weight = 0.8;
   int linear_epochs = 20;
   double linear_learning_rate = 2.0;
+  double linear_l2 = 1e-5;
 };
 
 struct Prediction {
