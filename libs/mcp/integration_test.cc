@@ -3,7 +3,9 @@
 // from YAML. Skips only where node is absent.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <future>
@@ -216,6 +218,30 @@ TEST_P(EverythingTest, ConcurrentCalls) {
     ASSERT_TRUE(result.ok()) << result.status();
     EXPECT_EQ(result->content[0].text, "Echo: call " + std::to_string(i));
   }
+}
+
+// Measures an echo round trip (reported, not asserted: the machine is shared).
+TEST_P(EverythingTest, EchoRoundTripLatency) {
+  constexpr int kWarmup = 50;
+  constexpr int kCalls = 500;
+  std::vector<double> micros;
+  for (int i = 0; i < kWarmup + kCalls; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<CallToolResult> result =
+        client_->CallTool("echo", R"({"message":"ping"})", Within(std::chrono::seconds(10)));
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    ASSERT_TRUE(result.ok()) << result.status();
+    if (i >= kWarmup) {
+      micros.push_back(std::chrono::duration<double, std::micro>(elapsed).count());
+    }
+  }
+  std::sort(micros.begin(), micros.end());
+  const double p50 = micros[micros.size() / 2];
+  const double p99 = micros[micros.size() * 99 / 100];
+  RecordProperty("echo_p50_us", static_cast<int>(p50));
+  RecordProperty("echo_p99_us", static_cast<int>(p99));
+  std::printf("RESULT mcp_echo transport=%s calls=%d p50_us=%.0f p99_us=%.0f\n",
+              GetParam() == Kind::kStdio ? "stdio" : "http", kCalls, p50, p99);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, EverythingTest, ::testing::Values(Kind::kStdio, Kind::kHttp),
