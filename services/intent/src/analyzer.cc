@@ -933,6 +933,8 @@ LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
                            std::string(ActionPhrase(*context.proposal)) + ".");
   }
 
+  size_t content_words = 0;
+  for (std::string_view w : words) content_words += w != "?";
   std::optional<Action> verb = VerbAction(request.message);
   // Verbs that can apply to an agent the user already has.
   const bool has_agent_verb =
@@ -982,6 +984,17 @@ LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
         // A bare "the second one": what the list was offered for.
         std::optional<Action> wanted = context.list_action;
         if (!wanted && context.proposal) wanted = context.proposal;
+        // A pick that says what it wants ("number 2, i need the report
+        // before my 1:1"): the model reads the rest of the message.
+        if (!wanted && content_words >= 5) {
+          const std::vector<Prediction> ranked = classifier_.Predict(request.message);
+          if (!ranked.empty() && ranked[0].probability >= 0.5f &&
+              (ranked[0].action == Action::kExecuteTask ||
+               ranked[0].action == Action::kUpdateAgent ||
+               ranked[0].action == Action::kManagePlatform)) {
+            wanted = ranked[0].action;
+          }
+        }
         if (!wanted) wanted = context.previous_action;
         action = wanted.value_or(Action::kQueryInfo);
         if (action == Action::kCreateAgent || action == Action::kCreateSkill ||
@@ -1036,10 +1049,23 @@ LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
                            *context.last_agent + ".");
   }
 
+  // "and last week?", "what about yesterday?": the previous question or
+  // request again, with a new detail, about the agent the conversation is on.
+  if (!named_agent && context.previous_action && context.last_agent && words.size() <= 6 &&
+      (FindPhrase(words, "and") == 0 || FindPhrase(words, "what about") == 0 ||
+       FindPhrase(words, "how about") == 0) &&
+      !verb_is_explicit(request.message) &&
+      (*context.previous_action == Action::kQueryInfo ||
+       *context.previous_action == Action::kExecuteTask)) {
+    a.entities["agent_name"] = *context.last_agent;
+    return finish_rule(*context.previous_action, 0.8f, Reference::kPronoun,
+                       "A follow-up asking for the same as before (" +
+                           std::string(ActionPhrase(*context.previous_action)) + ") on " +
+                           *context.last_agent + ", with a new detail.");
+  }
+
   // Pronouns to the agent last talked about.
   const bool pronoun = !named_agent && (HasAgentPronoun(request.message) || VerbOnThat(words));
-  size_t content_words = 0;
-  for (std::string_view w : words) content_words += w != "?";
   const bool implicit_object = content_words <= 5 && verb_is_explicit(request.message);
   if ((pronoun || implicit_object) && context.last_agent && has_agent_verb) {
     a.entities["agent_name"] = *context.last_agent;
