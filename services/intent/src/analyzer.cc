@@ -1008,6 +1008,33 @@ LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
     }
   }
 
+  // "the newsletter one", "not that one, the routing one" with no list to
+  // pick from: the agent whose name or description fits, among all of the
+  // user's agents (other than the one just talked about when the user says
+  // "not that" or "the other"), for what the user was asking about.
+  if (!named_agent && !ordinal && context.last_list.empty() && context.previous_action &&
+      words.size() <= 8 && ContainsPhrase(words, "one")) {
+    const bool another = ContainsAnyPhrase(words, {"not", "no", "other", "another"});
+    std::vector<std::string> candidates;
+    for (const CatalogItem& agent : request.agents) {
+      if (another && context.last_agent && agent.name == *context.last_agent) continue;
+      candidates.push_back(agent.name);
+    }
+    if (std::optional<std::string> picked = PickByDescription(words, candidates, request.agents)) {
+      Action action = has_agent_verb && verb_is_explicit(request.message)
+                          ? agent_verb
+                          : *context.previous_action;
+      if (action == Action::kCreateAgent || action == Action::kCreateSkill ||
+          action == Action::kConversation || action == Action::kUnknown) {
+        action = Action::kQueryInfo;
+      }
+      a.entities["agent_name"] = *picked;
+      return finish_rule(action, 0.8f, Reference::kOrdinal,
+                         "The description picks " + *picked + " among the user's agents, for " +
+                             std::string(ActionPhrase(action)) + ".");
+    }
+  }
+
   // Corrections continue the draft in progress: "actually make it weekly",
   // "no, 45", "thursday at noon instead".
   if (context.in_progress && words.size() <= 16 && !ordinal &&
