@@ -371,6 +371,7 @@ TEST(McpSessionTest, DroppedConnectionFailsPendingCallsAndTheNextCallReconnects)
 TEST(McpSessionTest, GivesUpAfterMaxRestartsInARow) {
   SessionOptions options = FastOptions();
   options.max_restarts = 2;
+  options.restart_backoff_max = std::chrono::minutes(10);
   Harness h(ScriptedTransport::Server([](const json&, ScriptedTransport& t) {
               std::thread([&t] { t.Drop("crashed"); }).detach();
               return absl::OkStatus();
@@ -384,6 +385,32 @@ TEST(McpSessionTest, GivesUpAfterMaxRestartsInARow) {
       h.client->CallTool("x", "{}", Within(std::chrono::seconds(5))).status();
   EXPECT_EQ(given_up.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(given_up.message(), HasSubstr("gave up after 2 restarts"));
+  EXPECT_EQ(h.transport->opens(), 3);
+}
+
+TEST(McpSessionTest, TriesAgainAfterTheCoolDown) {
+  SessionOptions options = FastOptions();
+  options.max_restarts = 1;
+  options.restart_backoff_max = std::chrono::milliseconds(50);
+  std::atomic<int> crashes{2};
+  Harness h(ScriptedTransport::Server([&](const json& m, ScriptedTransport& t) {
+              if (crashes-- > 0) {
+                std::thread([&t] { t.Drop("crashed"); }).detach();
+                return absl::OkStatus();
+              }
+              t.Deliver(Result(m, TextResult("healthy again")));
+              return absl::OkStatus();
+            }),
+            false, options);
+  EXPECT_EQ(h.client->CallTool("x", "{}", Within(std::chrono::seconds(5))).status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(h.client->CallTool("x", "{}", Within(std::chrono::seconds(5))).status().code(),
+            absl::StatusCode::kUnavailable);
+  // Given up now; a call that can wait out the cool-down gets one more restart.
+  absl::StatusOr<CallToolResult> result =
+      h.client->CallTool("x", "{}", Within(std::chrono::seconds(5)));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->content[0].text, "healthy again");
   EXPECT_EQ(h.transport->opens(), 3);
 }
 

@@ -101,9 +101,23 @@ absl::StatusOr<uint64_t> McpSession::EnsureReady(Clock::time_point deadline) {
         return absl::UnavailableError(
             absl::StrCat("MCP client for '", options_.server_name, "' is shut down"));
       case State::kFailed:
-        return absl::UnavailableError(absl::StrCat(
-            "MCP server '", options_.server_name, "' is down: gave up after ",
-            options_.max_restarts, " restarts in a row; last error: ", last_failure_.message()));
+        if (Clock::now() >= next_restart_at_) {
+          // The cool-down is over: one more restart, given up again if it fails.
+          state_ = State::kIdle;
+          restarts_in_a_row_ = options_.max_restarts - 1;
+          continue;
+        }
+        if (next_restart_at_ > deadline) {
+          return absl::UnavailableError(absl::StrCat(
+              "MCP server '", options_.server_name, "' is down: gave up after ",
+              options_.max_restarts, " restarts in a row",
+              next_restart_at_ == Clock::time_point::max()
+                  ? std::string()
+                  : absl::StrCat(" (next attempt in ", MillisUntil(next_restart_at_), " ms)"),
+              "; last error: ", last_failure_.message()));
+        }
+        state_cv_.wait_until(lock, next_restart_at_);
+        continue;
       case State::kConnecting:
         if (state_cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
             state_ == State::kConnecting) {
@@ -118,6 +132,8 @@ absl::StatusOr<uint64_t> McpSession::EnsureReady(Clock::time_point deadline) {
     if (!restart) break;
     if (restarts_in_a_row_ >= options_.max_restarts) {
       state_ = State::kFailed;
+      next_restart_at_ = options_.max_restarts > 0 ? Clock::now() + options_.restart_backoff_max
+                                                   : Clock::time_point::max();
       core::LogError("mcp server given up", {{"server", options_.server_name},
                                              {"restarts", std::to_string(restarts_in_a_row_)},
                                              {"error", std::string(last_failure_.message())}});

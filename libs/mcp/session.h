@@ -35,7 +35,8 @@ struct SessionOptions {
   // Upper bound of starting the server and the initialize handshake.
   std::chrono::milliseconds initialize_timeout{30'000};
   // Restarts in a row without one successful request before the session
-  // gives up for good (every call then fails with UNAVAILABLE).
+  // gives up: calls then fail at once with UNAVAILABLE, and one more restart
+  // is tried after each `restart_backoff_max` (never when max_restarts is 0).
   int max_restarts = 5;
   // The first restart after a healthy run is immediate; each further one in
   // a row waits twice as long as the one before, from `restart_backoff` up
