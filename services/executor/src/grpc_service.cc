@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "libs/core/grpc_unary.h"
 #include "libs/core/metrics.h"
+#include "services/executor/src/converse_reactor.h"
 
 namespace omniforge::executor {
 namespace {
@@ -96,6 +97,11 @@ grpc::ServerUnaryReactor* ExecutorGrpcService::InvokeTool(grpc::CallbackServerCo
             response->set_truncated(outcome->truncated);
             return absl::OkStatus();
           }));
+}
+
+grpc::ServerBidiReactor<pb::ConverseRequest, pb::ConverseResponse>* ExecutorGrpcService::Converse(
+    grpc::CallbackServerContext* context) {
+  return new ConverseReactor(context, runtime_, workers_);
 }
 
 }  // namespace omniforge::executor

@@ -1,8 +1,7 @@
 // The gRPC face of the executor: parses requests, reads the caller identity,
 // hands tool calls to the ToolRuntime on worker threads (the caller's
 // deadline bounds each call) and converts results to protos.
-//
-// Converse is declared but not served yet: it answers UNIMPLEMENTED.
+// Converse runs the executor agent of one plan step (ConverseReactor).
 #pragma once
 
 #include "libs/core/thread_pool.h"
@@ -27,6 +26,8 @@ class ExecutorGrpcService final : public RawExecutorService {
   using Raw = grpc::ByteBuffer;
   Reactor* ListTools(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
   Reactor* InvokeTool(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
+  grpc::ServerBidiReactor<pb::ConverseRequest, pb::ConverseResponse>* Converse(
+      grpc::CallbackServerContext* context) override;
 
  private:
   const ToolRuntime& runtime_;

@@ -1,0 +1,243 @@
+#include "services/executor/src/converse_reactor.h"
+
+#include "libs/core/grpc_identity.h"
+#include "libs/core/grpc_status.h"
+#include "libs/core/logging.h"
+
+namespace omniforge::executor {
+namespace {
+
+namespace pb = ::omniforge::executor::v1;
+
+void SetDuration(int64_t micros, google::protobuf::Duration* out) {
+  out->set_seconds(micros / 1000000);
+  out->set_nanos(static_cast<int32_t>(micros % 1000000) * 1000);
+}
+
+void ToProto(const PartialResult& r, pb::PartialResult* out) {
+  out->set_tool_name(r.tool_name);
+  out->set_result_json(r.result_json);
+  out->set_is_error(r.is_error);
+  out->set_risk(static_cast<pb::ToolRisk>(static_cast<int>(r.risk)));
+}
+
+pb::ConverseResponse ToProto(const DialogueEvent& e, const std::string& step_id) {
+  pb::ConverseResponse out;
+  out.set_step_id(step_id);
+  out.set_turn(e.turn);
+  switch (e.kind) {
+    case DialogueEvent::Kind::kProgress: {
+      auto* p = out.mutable_progress_update();
+      p->set_message(e.message);
+      p->set_tool_name(e.tool_name);
+      p->set_arguments_json(e.arguments_json);
+      p->set_fraction(e.fraction);
+      break;
+    }
+    case DialogueEvent::Kind::kPartialResult:
+      ToProto(e.partial, out.mutable_partial_result());
+      break;
+    case DialogueEvent::Kind::kQuestion: {
+      auto* q = out.mutable_question();
+      q->set_question_id(e.question_id);
+      q->set_text(e.question);
+      for (const auto& option : e.options) q->add_options(option);
+      break;
+    }
+    case DialogueEvent::Kind::kComplete: {
+      auto* c = out.mutable_task_complete();
+      c->set_status(e.partial_success ? pb::TASK_STATUS_PARTIAL : pb::TASK_STATUS_SUCCESS);
+      c->set_summary(e.summary);
+      c->set_result_json(e.result_json);
+      c->set_confidence(e.confidence);
+      for (const auto& l : e.limitations) c->add_limitations(l);
+      for (const auto& call : e.tool_calls) {
+        auto* record = c->add_tool_calls();
+        record->set_tool_name(call.tool_name);
+        record->set_arguments_json(call.arguments_json);
+        record->set_is_error(call.is_error);
+        SetDuration(call.duration_us, record->mutable_duration());
+      }
+      break;
+    }
+    case DialogueEvent::Kind::kError: {
+      auto* err = out.mutable_error();
+      err->set_code(static_cast<pb::ErrorCode>(static_cast<int>(e.error)));
+      err->set_message(e.message);
+      err->set_retryable(e.retryable);
+      for (const auto& r : e.partial_results) ToProto(r, err->add_partial_results());
+      break;
+    }
+  }
+  return out;
+}
+
+Assignment FromProto(const pb::TaskAssignment& a) {
+  Assignment out;
+  out.task = a.task();
+  out.goal = a.goal();
+  out.allowed_tools.assign(a.allowed_tools().begin(), a.allowed_tools().end());
+  out.writes_approved = a.writes_approved();
+  out.max_turns = a.max_turns();
+  out.parent_conversation_id = a.parent_conversation_id();
+  out.step_id = a.step_id();
+  out.inputs_json = a.inputs_json();
+  out.idempotency_key = a.idempotency_key();
+  for (const auto& call : a.tool_calls()) {
+    out.tool_calls.push_back({call.tool_name(), call.arguments_json()});
+  }
+  return out;
+}
+
+}  // namespace
+
+ConverseReactor::ConverseReactor(grpc::CallbackServerContext* context, const ToolRuntime& runtime,
+                                 core::ThreadPool& workers)
+    : context_(context), workers_(workers) {
+  auto who = core::IdentityFromContext(*context);
+  if (!who.ok()) {
+    finished_ = true;
+    Finish(core::ToGrpcStatus(who.status()));
+    return;
+  }
+  dialogue_ = std::make_unique<LocalDialogue>(runtime, *std::move(who), context->deadline(),
+                                              [this](DialogueEvent e) { Enqueue(e); });
+  StartRead(&incoming_);
+}
+
+void ConverseReactor::OnReadDone(bool ok) {
+  std::lock_guard lock(mu_);
+  if (!ok) {
+    inbox_.emplace_back(std::nullopt);
+    Schedule();
+    return;
+  }
+  // A cancel takes effect at the next safe point even while a tool runs.
+  if (incoming_.has_cancel() && dialogue_ != nullptr) dialogue_->RequestCancel();
+  inbox_.emplace_back(std::move(incoming_));
+  incoming_.Clear();
+  Schedule();
+  if (!finished_) StartRead(&incoming_);
+}
+
+void ConverseReactor::Schedule() {
+  if (processing_ || dialogue_ == nullptr) return;
+  processing_ = true;
+  ++refs_;
+  if (!workers_.Submit([this] { Process(); })) {
+    processing_ = false;
+    --refs_;
+    if (!finished_) {
+      finished_ = true;
+      Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "executor is overloaded; retry"));
+    }
+  }
+}
+
+void ConverseReactor::Process() {
+  for (;;) {
+    std::optional<Request> message;
+    {
+      std::lock_guard lock(mu_);
+      if (inbox_.empty() || finished_) {
+        inbox_.clear();
+        processing_ = false;
+        break;
+      }
+      message = std::move(inbox_.front());
+      inbox_.pop_front();
+    }
+    Handle(message);
+  }
+  Release();
+}
+
+void ConverseReactor::Handle(const std::optional<Request>& message) {
+  LocalDialogue& d = *dialogue_;
+  if (d.finished()) return;
+  if (!message.has_value()) {
+    d.ProtocolError(!d.started() ? "the stream ended before a task_assignment"
+                                 : "the planner closed the stream without answering the question");
+    return;
+  }
+  switch (message->message_case()) {
+    case Request::kTaskAssignment:
+      if (d.started()) {
+        d.ProtocolError("only the first message may be a task_assignment");
+        return;
+      }
+      step_id_ = message->task_assignment().step_id();
+      d.Start(FromProto(message->task_assignment()));
+      return;
+    case Request::kClarification:
+      if (!d.started()) {
+        d.ProtocolError("the first message must be a task_assignment");
+        return;
+      }
+      d.Answer(message->clarification().question_id(), message->clarification().answer());
+      return;
+    case Request::kCancel:
+      d.ApplyCancel();
+      return;
+    case Request::MESSAGE_NOT_SET:
+      d.ProtocolError("a message with none of task_assignment, clarification or cancel");
+      return;
+  }
+}
+
+void ConverseReactor::Enqueue(const DialogueEvent& event) {
+  std::lock_guard lock(mu_);
+  if (finished_) return;
+  outbox_.push_back(ToProto(event, step_id_));
+  if (event.final()) final_queued_ = true;
+  MaybeWrite();
+}
+
+void ConverseReactor::MaybeWrite() {
+  if (writing_ || finished_) return;
+  if (!outbox_.empty()) {
+    writing_ = true;
+    writing_message_ = std::move(outbox_.front());
+    outbox_.pop_front();
+    StartWrite(&writing_message_);
+  } else if (final_queued_) {
+    finished_ = true;
+    Finish(grpc::Status::OK);
+  }
+}
+
+void ConverseReactor::OnWriteDone(bool ok) {
+  std::lock_guard lock(mu_);
+  writing_ = false;
+  if (!ok) {
+    outbox_.clear();
+    if (!finished_) {
+      finished_ = true;
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the planner went away"));
+    }
+    return;
+  }
+  MaybeWrite();
+}
+
+void ConverseReactor::OnCancel() {
+  if (dialogue_ != nullptr) dialogue_->RequestCancel();
+  std::lock_guard lock(mu_);
+  if (!finished_) {
+    finished_ = true;
+    Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the planner cancelled the call"));
+  }
+}
+
+void ConverseReactor::OnDone() { Release(); }
+
+void ConverseReactor::Release() {
+  bool last = false;
+  {
+    std::lock_guard lock(mu_);
+    last = --refs_ == 0;
+  }
+  if (last) delete this;
+}
+
+}  // namespace omniforge::executor

@@ -1,0 +1,60 @@
+// One Converse stream: reads the planner's messages, runs the executor
+// agent (LocalDialogue) on worker threads, one message at a time, and
+// writes its events in order, finishing the stream after the final one.
+//
+// Include only from the gRPC layer: it pulls in grpcpp.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "libs/core/thread_pool.h"
+#include "omniforge/executor/v1/executor_service.grpc.pb.h"
+#include "services/executor/src/local_dialogue.h"
+
+namespace omniforge::executor {
+
+class ConverseReactor final
+    : public grpc::ServerBidiReactor<::omniforge::executor::v1::ConverseRequest,
+                                     ::omniforge::executor::v1::ConverseResponse> {
+ public:
+  using Request = ::omniforge::executor::v1::ConverseRequest;
+  using Response = ::omniforge::executor::v1::ConverseResponse;
+
+  // Deletes itself once gRPC is done with it and no worker task holds it.
+  ConverseReactor(grpc::CallbackServerContext* context, const ToolRuntime& runtime,
+                  core::ThreadPool& workers);
+
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+ private:
+  void Schedule();                                     // mu_ held
+  void Process();                                      // on a worker
+  void Handle(const std::optional<Request>& message);  // on a worker
+  void Enqueue(const DialogueEvent& event);            // from the dialogue
+  void MaybeWrite();                                   // mu_ held
+  void Release();
+
+  grpc::CallbackServerContext* context_;
+  core::ThreadPool& workers_;
+  std::unique_ptr<LocalDialogue> dialogue_;
+  std::string step_id_;  // written by the worker before any event
+  Request incoming_;
+
+  std::mutex mu_;
+  std::deque<std::optional<Request>> inbox_;  // nullopt: the planner closed its side
+  bool processing_ = false;
+  std::deque<Response> outbox_;
+  Response writing_message_;
+  bool writing_ = false;
+  bool final_queued_ = false;
+  bool finished_ = false;  // Finish was called
+  int refs_ = 1;           // gRPC's, plus one per queued or running worker task
+};
+
+}  // namespace omniforge::executor

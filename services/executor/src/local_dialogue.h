@@ -1,0 +1,96 @@
+// The executor agent without an LLM (local mode): a deterministic runner
+// that carries out a step's planned tool calls in order, streams what it
+// does, and asks the planner when a name in the arguments is ambiguous
+// (two projects match "marketing") or unknown but close to some.
+//
+// Use from one thread at a time (the gRPC layer serialises the calls);
+// Cancel may be called from any thread and takes effect before the next
+// tool call.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "services/executor/src/dialogue.h"
+#include "services/executor/src/tool_runtime.h"
+
+namespace omniforge::executor {
+
+class LocalDialogue final {
+ public:
+  // `runtime` must outlive the dialogue. Tool calls run as `who`, each
+  // bounded by `deadline`.
+  LocalDialogue(const ToolRuntime& runtime, core::Identity who,
+                std::chrono::system_clock::time_point deadline, EventSink sink)
+      : runtime_(runtime), who_(std::move(who)), deadline_(deadline), sink_(std::move(sink)) {}
+
+  // Checks the assignment (error kInvalidAssignment or kWriteNotApproved
+  // before anything runs), then runs calls until it needs an answer or ends.
+  void Start(Assignment assignment);
+
+  // The planner's answer to the pending question; kProtocol error when no
+  // question is pending or the id does not match.
+  void Answer(const std::string& question_id, const std::string& answer);
+
+  // Ends the dialogue with kCancelled (and the partial results) at the next
+  // safe point: now when waiting for an answer, else after the running tool
+  // call. Thread-safe.
+  void RequestCancel() { cancel_requested_ = true; }
+  // Applies a requested cancel now if the dialogue is waiting; true when the
+  // dialogue ended.
+  bool ApplyCancel();
+
+  // A message that does not fit the protocol at this point.
+  void ProtocolError(const std::string& message);
+
+  bool started() const { return started_; }
+  bool finished() const { return finished_; }
+  bool waiting_for_answer() const { return pending_.has_value(); }
+
+ private:
+  struct Pending {
+    std::string question_id;
+    std::string field;                                         // the argument being resolved
+    std::vector<std::pair<std::string, std::string>> options;  // name, id
+  };
+
+  void Run();
+  // Runs call `next_`; false when the dialogue stopped (question or end).
+  bool RunCall();
+  // For a not_found on a name: asks, or substitutes the one match and
+  // returns true to retry.
+  bool ResolveName(const std::string& field, const std::string& name);
+  void Emit(DialogueEvent event);
+  void Fail(DialogueError code, const std::string& message, bool retryable = false);
+  bool CheckCancel();
+  bool UseTurn();
+
+  const ToolRuntime& runtime_;
+  core::Identity who_;
+  std::chrono::system_clock::time_point deadline_;
+  EventSink sink_;
+  Assignment assignment_;
+  std::vector<nlohmann::json> arguments_;  // per planned call, resolved names substituted
+  size_t next_ = 0;
+  int turns_ = 0;
+  int questions_ = 0;
+  std::optional<Pending> pending_;
+  std::vector<PartialResult> partials_;
+  std::vector<ToolCallRecord> records_;
+  nlohmann::json results_ = nlohmann::json::array();
+  std::vector<std::string> limitations_;
+  std::atomic<bool> cancel_requested_ = false;
+  bool started_ = false;
+  bool finished_ = false;
+};
+
+// Checks an assignment against the catalog: task 1..10,000 characters,
+// max_turns 0..50, allowed tools known, 1..20 planned calls of allowed
+// tools with JSON-object arguments. WRITE and HIGH calls need
+// writes_approved (kWriteNotApproved). Returns the problem, or nullopt.
+std::optional<std::pair<DialogueError, std::string>> CheckAssignment(const ToolCatalog& catalog,
+                                                                     const Assignment& a);
+
+}  // namespace omniforge::executor
