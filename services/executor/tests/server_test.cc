@@ -402,18 +402,130 @@ TEST_F(ExecutorServerTest, RetriedCallWithTheSameKeyIsNotRunAgain) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
 }
 
-TEST_F(ExecutorServerTest, ConverseIsDeclaredButNotServedYet) {
-  grpc::ClientContext context;
-  core::AttachIdentity(context, FreshUser());
-  context.set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
-  auto stream = stub_->Converse(&context);
+// A planner's side of one Converse dialogue.
+class Dialogue {
+ public:
+  Dialogue(pb::ExecutorService::Stub& stub, const std::optional<core::Identity>& who) {
+    if (who) core::AttachIdentity(context_, *who);
+    context_.set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
+    stream_ = stub.Converse(&context_);
+  }
+  bool Send(const pb::ConverseRequest& request) { return stream_->Write(request); }
+  std::optional<pb::ConverseResponse> Next() {
+    pb::ConverseResponse response;
+    if (!stream_->Read(&response)) return std::nullopt;
+    return response;
+  }
+  // Reads up to and including the next question or final event.
+  std::vector<pb::ConverseResponse> Until() {
+    std::vector<pb::ConverseResponse> out;
+    while (auto r = Next()) {
+      out.push_back(*r);
+      if (r->has_question() || r->has_task_complete() || r->has_error()) break;
+    }
+    return out;
+  }
+  grpc::Status Finish() {
+    stream_->WritesDone();
+    while (Next()) {
+    }
+    return stream_->Finish();
+  }
+
+ private:
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<pb::ConverseRequest, pb::ConverseResponse>> stream_;
+};
+
+pb::ConverseRequest Assign(const std::vector<std::pair<std::string, std::string>>& calls,
+                           bool writes = false) {
   pb::ConverseRequest request;
-  request.mutable_task_assignment()->set_task("list my agents");
-  stream->Write(request);
-  stream->WritesDone();
-  pb::ConverseResponse response;
-  EXPECT_FALSE(stream->Read(&response));
-  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  auto* a = request.mutable_task_assignment();
+  a->set_task("prepare the marketing review");
+  a->set_goal("a quarterly review");
+  a->set_step_id("step-7");
+  a->set_writes_approved(writes);
+  for (const auto& [tool, args] : calls) {
+    auto* call = a->add_tool_calls();
+    call->set_tool_name(tool);
+    call->set_arguments_json(args);
+    if (writes) a->add_allowed_tools(tool);
+  }
+  return request;
+}
+
+TEST_F(ExecutorServerTest, ConverseRunsAStepAndAsksWhenANameIsAmbiguous) {
+  const auto alice = FreshUser();
+  InvokeOk(alice, "create_project", {{"name", "Spring marketing"}});
+  InvokeOk(alice, "create_project", {{"name", "Autumn marketing"}});
+  Dialogue dialogue(*stub_, alice);
+  ASSERT_TRUE(
+      dialogue.Send(Assign({{"search_projects", R"({"query": "marketing"})"},
+                            {"create_context_document",
+                             R"({"project": "marketing", "title": "Review", "content": "Q3"})"}},
+                           /*writes=*/true)));
+  auto events = dialogue.Until();
+  ASSERT_FALSE(events.empty());
+  ASSERT_TRUE(events.back().has_question()) << events.back().DebugString();
+  EXPECT_TRUE(events[0].has_progress_update());
+  EXPECT_EQ(events[0].step_id(), "step-7");
+  EXPECT_TRUE(events[1].has_partial_result());
+  EXPECT_EQ(Json::parse(events[1].partial_result().result_json())["count"], 2);
+  const auto& question = events.back().question();
+  EXPECT_THAT(question.options(), ::testing::ElementsAre("Autumn marketing", "Spring marketing"));
+
+  pb::ConverseRequest answer;
+  answer.mutable_clarification()->set_question_id(question.question_id());
+  answer.mutable_clarification()->set_answer("Spring marketing");
+  ASSERT_TRUE(dialogue.Send(answer));
+  events = dialogue.Until();
+  ASSERT_TRUE(events.back().has_task_complete()) << events.back().DebugString();
+  const auto& done = events.back().task_complete();
+  EXPECT_EQ(done.status(), pb::TASK_STATUS_SUCCESS);
+  EXPECT_EQ(done.tool_calls_size(), 4);  // search, the failed lookup, the name search, the retry
+  EXPECT_TRUE(dialogue.Finish().ok());
+  Json details = InvokeOk(alice, "get_project_details", {{"project", "Spring marketing"}});
+  EXPECT_EQ(details["context_documents"][0]["title"], "Review");
+}
+
+TEST_F(ExecutorServerTest, ConverseCancelAndProtocolErrorsEndWithAnErrorEvent) {
+  const auto alice = FreshUser();
+  InvokeOk(alice, "create_project", {{"name", "North sales"}});
+  InvokeOk(alice, "create_project", {{"name", "South sales"}});
+  {
+    Dialogue dialogue(*stub_, alice);
+    ASSERT_TRUE(dialogue.Send(Assign({{"list_tasks", R"({"project": "sales"})"}})));
+    ASSERT_TRUE(dialogue.Until().back().has_question());
+    pb::ConverseRequest cancel;
+    cancel.mutable_cancel()->set_reason("the user changed their mind");
+    ASSERT_TRUE(dialogue.Send(cancel));
+    auto events = dialogue.Until();
+    ASSERT_TRUE(events.back().has_error());
+    EXPECT_EQ(events.back().error().code(), pb::ERROR_CODE_CANCELLED);
+    EXPECT_TRUE(dialogue.Finish().ok());
+  }
+  {
+    Dialogue dialogue(*stub_, alice);
+    pb::ConverseRequest answer;
+    answer.mutable_clarification()->set_answer("yes");
+    ASSERT_TRUE(dialogue.Send(answer));
+    auto events = dialogue.Until();
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].error().code(), pb::ERROR_CODE_PROTOCOL);
+    EXPECT_TRUE(dialogue.Finish().ok());
+  }
+  {
+    Dialogue dialogue(*stub_, alice);
+    ASSERT_TRUE(dialogue.Send(Assign({{"delete_agent", R"({"agent": "x"})"}})));
+    auto events = dialogue.Until();
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].error().code(), pb::ERROR_CODE_INVALID_ASSIGNMENT);
+    EXPECT_TRUE(dialogue.Finish().ok());
+  }
+  {
+    Dialogue dialogue(*stub_, std::nullopt);
+    EXPECT_EQ(dialogue.Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
 }
 
 TEST_F(ExecutorServerTest, MetricsCountToolCallsByToolAndOutcome) {
