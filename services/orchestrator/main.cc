@@ -1,0 +1,127 @@
+// omniforge-orchestrator: the public chat API and the planner.
+//
+//   omniforge-orchestrator [--config FILE]
+//   omniforge-orchestrator keys create --tenant T --user U [--label TEXT]
+//
+// Serves omniforge.orchestrator.v1.ChatService. Callers authenticate with an
+// API key from the key file (`auth.api_keys_file`); `keys create` makes a new
+// key and prints the line to add to that file. Without an LLM configured,
+// turns are planned by the local policy (local mode).
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+
+#include "libs/core/api_keys.h"
+#include "libs/core/config.h"
+#include "libs/core/logging.h"
+#include "libs/core/server.h"
+#include "libs/core/thread_pool.h"
+#include "services/orchestrator/src/chat_service.h"
+#include "services/orchestrator/src/grpc_downstream.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+constexpr int kDefaultPort = 50050;
+constexpr int kDefaultMetricsPort = 9090;
+
+struct Settings {
+  core::ServerOptions server;
+  std::string log_level;
+  int worker_threads = 64;
+  std::string api_keys_file;
+  DownstreamAddresses downstream;
+  TurnOptions turn;
+};
+
+absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
+  auto reader = config_file.empty() ? core::ConfigReader::FromString("")
+                                    : core::ConfigReader::FromFile(config_file);
+  if (!reader.ok()) return reader.status();
+  core::ConfigReader& c = *reader;
+  Settings s;
+  s.server = core::ReadServerOptions(c, kDefaultPort, kDefaultMetricsPort);
+  s.worker_threads = static_cast<int>(c.Int("server.worker_threads", 64, 1, 4096));
+  s.log_level = c.String("log.level", "info");
+  s.api_keys_file = c.String("auth.api_keys_file", "");
+  s.downstream.conversation = c.String("downstream.conversation", s.downstream.conversation);
+  s.downstream.intent = c.String("downstream.intent", s.downstream.intent);
+  s.downstream.executor = c.String("downstream.executor", s.downstream.executor);
+  s.turn.turn_timeout = std::chrono::milliseconds(c.Int("turn.timeout_ms", 90000, 1000, 3600000));
+  s.turn.max_tool_calls = static_cast<int>(c.Int("turn.max_tool_calls", 8, 1, 100));
+  s.turn.max_clarifications = static_cast<int>(c.Int("turn.max_clarifications", 2, 0, 10));
+  s.turn.context_token_budget =
+      static_cast<int>(c.Int("turn.context_token_budget", 2000, 100, 100000));
+  s.turn.call_timeout =
+      std::chrono::milliseconds(c.Int("turn.call_timeout_ms", 10000, 100, 600000));
+  if (absl::Status status = c.Finish(); !status.ok()) return status;
+  if (s.api_keys_file.empty()) {
+    return absl::InvalidArgumentError(
+        "config: auth.api_keys_file is required (create keys with `omniforge-orchestrator keys "
+        "create`)");
+  }
+  return s;
+}
+
+absl::Status Serve(const Settings& s, const sigset_t& signals) {
+  absl::StatusOr<core::ApiKeyStore> keys = core::ApiKeyStore::Load(s.api_keys_file);
+  if (!keys.ok()) return keys.status();
+  core::LogInfo("API keys loaded", {{"keys", std::to_string(keys->size())}});
+  std::unique_ptr<Memory> memory = MakeGrpcMemory(s.downstream.conversation);
+  std::unique_ptr<Understanding> understanding = MakeGrpcUnderstanding(s.downstream.intent);
+  std::unique_ptr<Tools> tools = MakeGrpcTools(s.downstream.executor);
+  TurnRunner runner(*memory, *understanding, *tools, s.turn);
+  core::LogInfo("local mode: turns are planned by the local policy");
+  core::ThreadPool workers(s.worker_threads, 4096);
+  ChatGrpcService service(*keys, runner, *memory, workers);
+
+  core::ServiceServer server(s.server);
+  server.AddService(&service);
+  if (absl::Status status = server.Start(); !status.ok()) return status;
+  const int signal_number = core::WaitForTerminationSignal(signals);
+  core::LogInfo("shutting down", {{"signal", std::to_string(signal_number)}});
+  server.Shutdown();
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace omniforge::orchestrator
+
+int main(int argc, char** argv) {
+  using namespace omniforge;
+  const sigset_t signals = core::BlockTerminationSignals();
+  CLI::App app{"omniforge orchestrator: the public chat API"};
+  std::string config_file;
+  app.add_option("-c,--config", config_file, "YAML config file")->envname("OMNIFORGE_CONFIG");
+  CLI::App* keys = app.add_subcommand("keys", "API keys");
+  CLI::App* create =
+      keys->add_subcommand("create", "make a new API key and print its key-file line");
+  keys->require_subcommand(1);
+  core::Identity who;
+  std::string label;
+  create->add_option("--tenant", who.tenant_id, "the tenant the key acts for")->required();
+  create->add_option("--user", who.user_id, "the user the key acts for")->required();
+  create->add_option("--label", label, "a note kept in the key file");
+  CLI11_PARSE(app, argc, argv);
+  if (create->parsed()) {
+    absl::StatusOr<core::NewApiKey> key = core::GenerateApiKey(who, label);
+    if (!key.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(key.status().message()).c_str());
+      return 2;
+    }
+    std::printf("key:  %s\nline: %s\n", key->key.c_str(), key->file_line.c_str());
+    return 0;
+  }
+  auto settings = orchestrator::LoadSettings(config_file);
+  if (!settings.ok()) {
+    core::InitLogging("orchestrator", "info");
+    core::LogError("invalid configuration", {{"error", std::string(settings.status().message())}});
+    return 2;
+  }
+  core::InitLogging("orchestrator", settings->log_level);
+  if (absl::Status status = orchestrator::Serve(*settings, signals); !status.ok()) {
+    core::LogError("exiting", {{"error", std::string(status.message())}});
+    return 1;
+  }
+  return 0;
+}

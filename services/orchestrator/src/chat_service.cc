@@ -1,0 +1,328 @@
+#include "services/orchestrator/src/chat_service.h"
+
+#include <grpcpp/support/proto_buffer_reader.h>
+
+#include <condition_variable>
+#include <deque>
+#include <utility>
+
+#include "libs/core/clock.h"
+#include "libs/core/grpc_status.h"
+#include "libs/core/logging.h"
+#include "libs/core/server.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+// Reads of history never wait longer than this, whatever the client's deadline.
+constexpr int64_t kMaxReadMicros = 30'000'000;
+// Events waiting to be written before the turn's thread waits for the client.
+constexpr size_t kMaxQueuedEvents = 256;
+
+std::string_view MetadataValue(const grpc::CallbackServerContext& context, const char* key) {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find(key);
+  if (it == metadata.end()) return {};
+  return std::string_view(it->second.data(), it->second.size());
+}
+
+absl::StatusOr<core::Identity> Authenticate(const core::ApiKeyStore& keys,
+                                            const grpc::CallbackServerContext& context) {
+  const std::string_view key = core::PresentedApiKey(MetadataValue(context, "authorization"),
+                                                     MetadataValue(context, "x-api-key"));
+  if (key.empty()) {
+    return absl::UnauthenticatedError(
+        "missing API key: send `authorization: Bearer <key>` or `x-api-key: <key>`");
+  }
+  return keys.Authenticate(key);
+}
+
+template <typename Message>
+bool Parse(const grpc::ByteBuffer& raw, Message& message) {
+  grpc::ByteBuffer copy(raw);
+  grpc::ProtoBufferReader reader(&copy);
+  return message.ParseFromZeroCopyStream(&reader);
+}
+
+template <typename Message>
+std::string ParseError() {
+  return "request is not a valid " + Message::descriptor()->full_name() +
+         ": every string field must be valid UTF-8";
+}
+
+int64_t DeadlineMicros(const grpc::CallbackServerContext& context, int64_t cap_micros) {
+  const int64_t cap = core::NowMicros() + cap_micros;
+  const auto deadline = context.deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return cap;
+  const int64_t micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(deadline.time_since_epoch()).count();
+  return std::min(micros, cap);
+}
+
+// A unary call: authenticated, parsed, then `body` on a worker thread.
+template <typename Request, typename Response>
+grpc::ServerUnaryReactor* ServeUnary(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw,
+    grpc::ByteBuffer* raw_response, const char* method, const core::ApiKeyStore& keys,
+    core::ThreadPool& workers,
+    std::function<absl::Status(const core::Identity&, const Request&, Response*, int64_t)> body) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto scope = std::make_shared<core::RpcScope>(method);
+  auto finish = [reactor, scope](absl::Status status) {
+    scope->Finish(status);
+    reactor->Finish(core::ToGrpcStatus(status));
+  };
+  auto who = Authenticate(keys, *context);
+  if (!who.ok()) {
+    finish(who.status());
+    return reactor;
+  }
+  auto request = std::make_shared<Request>();
+  if (!Parse(*raw, *request)) {
+    finish(absl::InvalidArgumentError(ParseError<Request>()));
+    return reactor;
+  }
+  const int64_t deadline = DeadlineMicros(*context, kMaxReadMicros);
+  auto task = [finish, body, request, raw_response, who = *who, deadline] {
+    Response response;
+    absl::Status status = body(who, *request, &response, deadline);
+    if (status.ok()) {
+      bool own = false;
+      if (!grpc::SerializationTraits<Response>::Serialize(response, raw_response, &own).ok()) {
+        status = absl::InternalError("cannot serialize the response");
+      }
+    }
+    finish(status);
+  };
+  if (!workers.Submit(task)) finish(absl::ResourceExhaustedError("too many calls in progress"));
+  return reactor;
+}
+
+// One StreamChat call: the turn runs on a worker thread and hands its events
+// here; they are written one at a time, in order. When the client reads
+// slowly, the turn's thread waits (bounded queue). The call finishes once
+// the turn has returned and every event is written, or at once when the
+// client has gone.
+class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, public EventSink {
+ public:
+  explicit TurnStream(RunningTurns& running) : running_(running), scope_("StreamChat") {}
+
+  // Starts the turn; the reactor deletes itself when the call is done.
+  void Start(const core::Identity& who, pb::StreamChatRequest request, const TurnRunner& runner,
+             core::ThreadPool& workers) {
+    who_ = who;
+    auto task = [this, request = std::move(request), &runner] {
+      absl::Status status = runner.Run(
+          who_, request, [this] { return cancelled_->load(); }, *this);
+      TurnEnded(status);
+    };
+    if (!workers.Submit(task)) {
+      TurnEnded(absl::ResourceExhaustedError("too many turns in progress; retry shortly"));
+    }
+  }
+
+  void Emit(pb::ChatEvent event) override {
+    if (event.has_session()) {
+      turn_key_ = RunningTurns::Key(who_, event.session().conversation_id());
+      turn_id_ = event.session().turn_id();
+      running_.Add(turn_key_, turn_id_, cancelled_);
+    }
+    grpc::ByteBuffer buffer;
+    bool own = false;
+    if (!grpc::SerializationTraits<pb::ChatEvent>::Serialize(event, &buffer, &own).ok()) return;
+    std::unique_lock<std::mutex> lock(mu_);
+    drained_.wait(lock, [this] { return broken_ || queue_.size() < kMaxQueuedEvents; });
+    if (broken_) return;
+    queue_.push_back(std::move(buffer));
+    if (writing_) return;
+    writing_ = true;
+    lock.unlock();
+    StartWrite(&queue_.front());
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    queue_.pop_front();
+    if (!ok) {
+      // The client is gone: stop the turn and drop what is left.
+      broken_ = true;
+      cancelled_->store(true);
+      queue_.clear();
+    }
+    drained_.notify_all();
+    if (!queue_.empty()) {
+      lock.unlock();
+      StartWrite(&queue_.front());
+      return;
+    }
+    writing_ = false;
+    MaybeFinish(lock);
+  }
+
+  void OnCancel() override { cancelled_->store(true); }
+
+  void OnDone() override {
+    if (!turn_key_.empty()) running_.Remove(turn_key_, turn_id_);
+    delete this;
+  }
+
+ private:
+  void TurnEnded(const absl::Status& status) {
+    std::unique_lock<std::mutex> lock(mu_);
+    turn_done_ = true;
+    status_ = status;
+    if (!writing_) MaybeFinish(lock);
+  }
+
+  // Finishes once the turn returned and nothing is left to write.
+  void MaybeFinish(std::unique_lock<std::mutex>& lock) {
+    if (!turn_done_ || finished_ || (!queue_.empty() && !broken_)) return;
+    finished_ = true;
+    const absl::Status status = status_;
+    lock.unlock();
+    scope_.Finish(status);
+    Finish(core::ToGrpcStatus(status));
+  }
+
+  RunningTurns& running_;
+  core::RpcScope scope_;
+  core::Identity who_;
+  RunningTurns::Flag cancelled_ = std::make_shared<std::atomic<bool>>(false);
+  std::string turn_key_;  // set by the session event, on the turn's thread
+  std::string turn_id_;
+
+  std::mutex mu_;
+  std::condition_variable drained_;
+  std::deque<grpc::ByteBuffer> queue_;  // front: being written. Guarded by mu_.
+  bool writing_ = false;                // Guarded by mu_.
+  bool broken_ = false;                 // Guarded by mu_.
+  bool turn_done_ = false;              // Guarded by mu_.
+  bool finished_ = false;               // Guarded by mu_.
+  absl::Status status_;                 // Guarded by mu_.
+};
+
+}  // namespace
+
+void RunningTurns::Add(const std::string& key, const std::string& turn_id, Flag flag) {
+  std::lock_guard<std::mutex> lock(mu_);
+  turns_.emplace(key, std::make_pair(turn_id, std::move(flag)));
+}
+
+void RunningTurns::Remove(const std::string& key, const std::string& turn_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [begin, end] = turns_.equal_range(key);
+  for (auto it = begin; it != end; ++it) {
+    if (it->second.first == turn_id) {
+      turns_.erase(it);
+      return;
+    }
+  }
+}
+
+bool RunningTurns::Cancel(const std::string& key, const std::string& turn_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  bool any = false;
+  auto [begin, end] = turns_.equal_range(key);
+  for (auto it = begin; it != end; ++it) {
+    if (turn_id.empty() || it->second.first == turn_id) {
+      it->second.second->store(true);
+      any = true;
+    }
+  }
+  return any;
+}
+
+std::string RunningTurns::Key(const core::Identity& who, const std::string& conversation_id) {
+  return who.tenant_id + "\n" + who.user_id + "\n" + conversation_id;
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw) {
+  pb::StreamChatRequest request;
+  absl::StatusOr<core::Identity> who = Authenticate(keys_, *context);
+  if (who.ok() && !Parse(*raw, request)) {
+    who = absl::InvalidArgumentError(ParseError<pb::StreamChatRequest>());
+  }
+  if (!who.ok()) {
+    // Fails the call without running a turn.
+    struct Refusal final : grpc::ServerWriteReactor<grpc::ByteBuffer> {
+      explicit Refusal(const absl::Status& status) {
+        core::RpcScope scope("StreamChat");
+        scope.Finish(status);
+        Finish(core::ToGrpcStatus(status));
+      }
+      void OnDone() override { delete this; }
+    };
+    return new Refusal(who.status());
+  }
+  auto* stream = new TurnStream(running_);
+  stream->Start(*who, std::move(request), runner_, workers_);
+  return stream;
+}
+
+grpc::ServerUnaryReactor* ChatGrpcService::CancelTurn(grpc::CallbackServerContext* context,
+                                                      const Raw* raw, Raw* raw_response) {
+  return ServeUnary<pb::CancelTurnRequest, pb::CancelTurnResponse>(
+      context, raw, raw_response, "CancelTurn", keys_, workers_,
+      [this](const core::Identity& who, const pb::CancelTurnRequest& request,
+             pb::CancelTurnResponse* response, int64_t) {
+        if (request.conversation_id().empty()) {
+          return absl::InvalidArgumentError("conversation_id: required");
+        }
+        response->set_cancelled(
+            running_.Cancel(RunningTurns::Key(who, request.conversation_id()), request.turn_id()));
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* ChatGrpcService::ListConversations(grpc::CallbackServerContext* context,
+                                                             const Raw* raw, Raw* raw_response) {
+  return ServeUnary<pb::ListConversationsRequest, pb::ListConversationsResponse>(
+      context, raw, raw_response, "ListConversations", keys_, workers_,
+      [this](const core::Identity& who, const pb::ListConversationsRequest& request,
+             pb::ListConversationsResponse* response, int64_t deadline) {
+        convpb::ListConversationsRequest down;
+        down.set_page_size(request.page_size());
+        down.set_page_token(request.page_token());
+        auto answer = memory_.ListConversations(who, down, deadline);
+        if (!answer.ok()) return answer.status();
+        *response->mutable_conversations() = answer->conversations();
+        response->set_next_page_token(answer->next_page_token());
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* ChatGrpcService::GetConversation(grpc::CallbackServerContext* context,
+                                                           const Raw* raw, Raw* raw_response) {
+  return ServeUnary<pb::GetConversationRequest, pb::GetConversationResponse>(
+      context, raw, raw_response, "GetConversation", keys_, workers_,
+      [this](const core::Identity& who, const pb::GetConversationRequest& request,
+             pb::GetConversationResponse* response, int64_t deadline) {
+        convpb::GetConversationRequest down;
+        down.set_conversation_id(request.conversation_id());
+        auto answer = memory_.GetConversation(who, down, deadline);
+        if (!answer.ok()) return answer.status();
+        *response->mutable_conversation() = answer->conversation();
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* ChatGrpcService::ListMessages(grpc::CallbackServerContext* context,
+                                                        const Raw* raw, Raw* raw_response) {
+  return ServeUnary<pb::ListMessagesRequest, pb::ListMessagesResponse>(
+      context, raw, raw_response, "ListMessages", keys_, workers_,
+      [this](const core::Identity& who, const pb::ListMessagesRequest& request,
+             pb::ListMessagesResponse* response, int64_t deadline) {
+        convpb::ListMessagesRequest down;
+        down.set_conversation_id(request.conversation_id());
+        down.set_before_seq(request.before_seq());
+        down.set_limit(request.limit());
+        auto answer = memory_.ListMessages(who, down, deadline);
+        if (!answer.ok()) return answer.status();
+        *response->mutable_messages() = answer->messages();
+        response->set_has_more(answer->has_more());
+        return absl::OkStatus();
+      });
+}
+
+}  // namespace omniforge::orchestrator

@@ -1,0 +1,71 @@
+// The gRPC face of the orchestrator: the public ChatService. It
+// authenticates each call by its API key, parses requests itself (so invalid
+// UTF-8 is a clear INVALID_ARGUMENT), runs each turn on a worker thread and
+// streams its events with backpressure, and reads conversations through to
+// the conversation service with the caller's identity.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "libs/core/api_keys.h"
+#include "libs/core/thread_pool.h"
+#include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
+#include "services/orchestrator/src/turn_runner.h"
+
+namespace omniforge::orchestrator {
+
+using RawChatService = pb::ChatService::WithRawCallbackMethod_StreamChat<
+    pb::ChatService::WithRawCallbackMethod_CancelTurn<
+        pb::ChatService::WithRawCallbackMethod_ListConversations<
+            pb::ChatService::WithRawCallbackMethod_GetConversation<
+                pb::ChatService::WithRawCallbackMethod_ListMessages<pb::ChatService::Service>>>>>;
+
+// The turns running now, so that CancelTurn can reach them. Thread-safe.
+class RunningTurns final {
+ public:
+  using Flag = std::shared_ptr<std::atomic<bool>>;
+  void Add(const std::string& key, const std::string& turn_id, Flag flag);
+  void Remove(const std::string& key, const std::string& turn_id);
+  // Sets the flag of the turn (any turn of the conversation when `turn_id`
+  // is empty); false when none runs.
+  bool Cancel(const std::string& key, const std::string& turn_id);
+
+  static std::string Key(const core::Identity& who, const std::string& conversation_id);
+
+ private:
+  std::mutex mu_;
+  std::multimap<std::string, std::pair<std::string, Flag>> turns_;  // Guarded by mu_.
+};
+
+class ChatGrpcService final : public RawChatService {
+ public:
+  // Everything must outlive the service.
+  ChatGrpcService(const core::ApiKeyStore& keys, const TurnRunner& runner, Memory& memory,
+                  core::ThreadPool& workers)
+      : keys_(keys), runner_(runner), memory_(memory), workers_(workers) {}
+
+  using Raw = grpc::ByteBuffer;
+  grpc::ServerWriteReactor<Raw>* StreamChat(grpc::CallbackServerContext* context,
+                                            const Raw* request) override;
+  grpc::ServerUnaryReactor* CancelTurn(grpc::CallbackServerContext* context, const Raw* request,
+                                       Raw* response) override;
+  grpc::ServerUnaryReactor* ListConversations(grpc::CallbackServerContext* context,
+                                              const Raw* request, Raw* response) override;
+  grpc::ServerUnaryReactor* GetConversation(grpc::CallbackServerContext* context,
+                                            const Raw* request, Raw* response) override;
+  grpc::ServerUnaryReactor* ListMessages(grpc::CallbackServerContext* context, const Raw* request,
+                                         Raw* response) override;
+
+ private:
+  const core::ApiKeyStore& keys_;
+  const TurnRunner& runner_;
+  Memory& memory_;
+  core::ThreadPool& workers_;
+  RunningTurns running_;
+};
+
+}  // namespace omniforge::orchestrator

@@ -1,0 +1,131 @@
+#include "services/orchestrator/src/grpc_downstream.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+
+#include "libs/core/grpc_identity.h"
+#include "libs/core/grpc_status.h"
+#include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
+#include "omniforge/executor/v1/executor_service.grpc.pb.h"
+#include "omniforge/intent/v1/intent_service.grpc.pb.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+std::shared_ptr<grpc::Channel> Connect(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
+  // Several replicas behind one DNS name share the calls.
+  args.SetLoadBalancingPolicyName("round_robin");
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+// Runs one unary call for `who` by `deadline`.
+template <typename Stub, typename Request, typename Response>
+absl::StatusOr<Response> Call(Stub& stub,
+                              grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
+                                                           Response*),
+                              const core::Identity& who, const Request& request, int64_t deadline) {
+  grpc::ClientContext context;
+  core::AttachIdentity(context, who);
+  context.set_deadline(std::chrono::system_clock::time_point(std::chrono::microseconds(deadline)));
+  Response response;
+  grpc::Status status = (stub.*method)(&context, request, &response);
+  if (!status.ok()) return core::FromGrpcStatus(status);
+  return response;
+}
+
+class GrpcMemory final : public Memory {
+ public:
+  explicit GrpcMemory(const std::string& address)
+      : stub_(convpb::ConversationService::NewStub(Connect(address))) {}
+
+  absl::StatusOr<convpb::CreateConversationResponse> CreateConversation(
+      const core::Identity& who, const convpb::CreateConversationRequest& request,
+      int64_t deadline) override {
+    return Call(*stub_, &Stub::CreateConversation, who, request, deadline);
+  }
+  absl::StatusOr<convpb::GetConversationResponse> GetConversation(
+      const core::Identity& who, const convpb::GetConversationRequest& request,
+      int64_t deadline) override {
+    return Call(*stub_, &Stub::GetConversation, who, request, deadline);
+  }
+  absl::StatusOr<convpb::ListConversationsResponse> ListConversations(
+      const core::Identity& who, const convpb::ListConversationsRequest& request,
+      int64_t deadline) override {
+    return Call(*stub_, &Stub::ListConversations, who, request, deadline);
+  }
+  absl::StatusOr<convpb::AppendMessageResponse> AppendMessage(
+      const core::Identity& who, const convpb::AppendMessageRequest& request,
+      int64_t deadline) override {
+    return Call(*stub_, &Stub::AppendMessage, who, request, deadline);
+  }
+  absl::StatusOr<convpb::ListMessagesResponse> ListMessages(
+      const core::Identity& who, const convpb::ListMessagesRequest& request,
+      int64_t deadline) override {
+    return Call(*stub_, &Stub::ListMessages, who, request, deadline);
+  }
+  absl::StatusOr<convpb::GetContextWindowResponse> GetContextWindow(
+      const core::Identity& who, const convpb::GetContextWindowRequest& request,
+      int64_t deadline) override {
+    return Call(*stub_, &Stub::GetContextWindow, who, request, deadline);
+  }
+
+ private:
+  using Stub = convpb::ConversationService::Stub;
+  std::unique_ptr<Stub> stub_;
+};
+
+class GrpcUnderstanding final : public Understanding {
+ public:
+  explicit GrpcUnderstanding(const std::string& address)
+      : stub_(intentpb::IntentService::NewStub(Connect(address))) {}
+
+  absl::StatusOr<intentpb::AnalyzeIntentResponse> AnalyzeIntent(
+      const core::Identity& who, const intentpb::AnalyzeIntentRequest& request,
+      int64_t deadline) override {
+    return Call(*stub_, &Stub::AnalyzeIntent, who, request, deadline);
+  }
+
+ private:
+  using Stub = intentpb::IntentService::Stub;
+  std::unique_ptr<Stub> stub_;
+};
+
+class GrpcTools final : public Tools {
+ public:
+  explicit GrpcTools(const std::string& address)
+      : stub_(execpb::ExecutorService::NewStub(Connect(address))) {}
+
+  absl::StatusOr<execpb::ListToolsResponse> ListTools(const core::Identity& who,
+                                                      const execpb::ListToolsRequest& request,
+                                                      int64_t deadline) override {
+    return Call(*stub_, &Stub::ListTools, who, request, deadline);
+  }
+  absl::StatusOr<execpb::InvokeToolResponse> InvokeTool(const core::Identity& who,
+                                                        const execpb::InvokeToolRequest& request,
+                                                        int64_t deadline) override {
+    return Call(*stub_, &Stub::InvokeTool, who, request, deadline);
+  }
+
+ private:
+  using Stub = execpb::ExecutorService::Stub;
+  std::unique_ptr<Stub> stub_;
+};
+
+}  // namespace
+
+std::unique_ptr<Memory> MakeGrpcMemory(const std::string& address) {
+  return std::make_unique<GrpcMemory>(address);
+}
+std::unique_ptr<Understanding> MakeGrpcUnderstanding(const std::string& address) {
+  return std::make_unique<GrpcUnderstanding>(address);
+}
+std::unique_ptr<Tools> MakeGrpcTools(const std::string& address) {
+  return std::make_unique<GrpcTools>(address);
+}
+
+}  // namespace omniforge::orchestrator

@@ -1,0 +1,81 @@
+// The planner of local mode (no LLM configured): a deterministic policy that
+// turns the intent analysis and the flow so far into the turn's moves.
+//
+// The risk rules hold as for the LLM planner: READ tools run at once; WRITE
+// calls are drafted and wait for the user's "yes"; HIGH calls get a detailed
+// preview (who is affected, why it is risky) and wait. The next message
+// approves ("yes"), revises ("make it weekly instead") or drops ("cancel")
+// the pending action. At most `max_clarifications` clarifying questions in a
+// row; after that the policy proceeds with the best interpretation.
+//
+// Pure functions: no I/O, deterministic, thread-safe.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "omniforge/intent/v1/intent_service.pb.h"
+#include "services/orchestrator/src/routing.h"
+
+namespace omniforge::orchestrator {
+
+// One of the user's agents, as list_agents reports it.
+struct AgentInfo {
+  std::string name;
+  std::string description;
+  std::string status;
+  std::string schedule;
+};
+
+// The agents in a list_agents result ({"agents": [...]}); empty when the
+// result is not one.
+std::vector<AgentInfo> AgentsFromListResult(const nlohmann::json& result);
+
+struct ToolStep {
+  std::string tool;
+  nlohmann::json arguments = nlohmann::json::object();
+};
+
+struct PolicyInput {
+  ::omniforge::intent::v1::IntentAnalysis intent;
+  std::string message;
+  // The routing of the last assistant turn of the conversation, if any.
+  std::optional<Routing> last;
+  std::vector<AgentInfo> agents;
+  int max_clarifications = 2;
+};
+
+// What the turn does.
+struct Move {
+  // Run now, in order: READ tools, or the action the user just approved.
+  std::vector<ToolStep> run;
+  // A risky action to preview; the flow then waits for the user.
+  std::optional<PendingAction> propose;
+  // The reply before tool results (a question, a preview, a template).
+  std::string reply;
+  // This turn asks a clarifying question.
+  bool clarifying = false;
+  // The pending action of the last turn was dropped (declined or replaced).
+  bool dropped_pending = false;
+  // Routing to store with the reply.
+  ::omniforge::intent::v1::ActionType action_type =
+      ::omniforge::intent::v1::ACTION_TYPE_UNSPECIFIED;
+  std::map<std::string, std::string> entities;
+  std::vector<std::string> listed_agents;
+};
+
+Move DecideLocally(const PolicyInput& input);
+
+// The words that follow `move.reply` once `step` ran and produced
+// `result` (a tool result object; is_error when the tool failed). May set
+// the names the reply listed, in order, in `listed_agents`.
+std::string DescribeResult(const ToolStep& step, const nlohmann::json& result, bool is_error,
+                           std::vector<std::string>* listed_agents);
+
+// A short, unique agent name (lower-case words joined by '-') for what
+// `message` asks, avoiding the names in `taken`.
+std::string SuggestAgentName(const std::string& message, const std::vector<AgentInfo>& taken);
+
+}  // namespace omniforge::orchestrator

@@ -1,0 +1,46 @@
+// Routing metadata: what the orchestrator stores with each assistant message
+// so that later turns, in this process or another one after a restart, can
+// resolve "the first one", "yes, do that" and "make it weekly instead". The
+// conversation service keeps it as the message's metadata (a JSON object);
+// the intent service reads the same fields from the history it is given.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "omniforge/executor/v1/executor_service.pb.h"
+#include "omniforge/intent/v1/intent_service.pb.h"
+
+namespace omniforge::orchestrator {
+
+// A risky tool call that waits for the user's approval.
+struct PendingAction {
+  std::string action_id;
+  std::string tool;
+  nlohmann::json arguments = nlohmann::json::object();
+  ::omniforge::executor::v1::ToolRisk risk = ::omniforge::executor::v1::TOOL_RISK_WRITE;
+  std::string summary;  // what would happen, in words
+};
+
+struct Routing {
+  std::string turn_id;
+  std::string flow_id;
+  ::omniforge::intent::v1::ActionType action_type =
+      ::omniforge::intent::v1::ACTION_TYPE_UNSPECIFIED;
+  std::map<std::string, std::string> entities;
+  std::vector<std::string> listed_agents;  // in the order shown to the user
+  std::optional<PendingAction> pending;
+  int clarifications = 0;  // clarifying questions in a row, this turn's included
+  std::vector<std::string> tools_used;
+};
+
+nlohmann::json RoutingToJson(const Routing& routing);
+
+// Lenient: missing or mistyped fields read as their defaults, so metadata
+// written by an older version still routes.
+Routing RoutingFromJson(const nlohmann::json& json);
+
+}  // namespace omniforge::orchestrator

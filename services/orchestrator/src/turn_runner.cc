@@ -1,0 +1,456 @@
+#include "services/orchestrator/src/turn_runner.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <utility>
+#include <vector>
+
+#include "libs/core/clock.h"
+#include "libs/core/ids.h"
+#include "libs/core/logging.h"
+#include "libs/core/text.h"
+#include "services/orchestrator/src/local_policy.h"
+#include "services/orchestrator/src/routing.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxMessageBytes = 64 * 1024;
+constexpr int64_t kRiskRefreshMicros = 60'000'000;
+
+std::string Shortened(const std::string& text, size_t max) {
+  if (text.size() <= max) return text;
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "…";
+}
+
+json JsonFromStruct(const google::protobuf::Struct& value) {
+  std::string text;
+  if (!google::protobuf::util::MessageToJsonString(value, &text).ok()) return json::object();
+  json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return parsed.is_discarded() ? json::object() : parsed;
+}
+
+google::protobuf::Struct StructFromJson(const json& value) {
+  google::protobuf::Struct out;
+  // Routing metadata is built here from plain strings, numbers and lists, so
+  // it always converts; a failure would leave the metadata empty, not wrong.
+  if (!google::protobuf::util::JsonStringToMessage(value.dump(), &out).ok()) out.Clear();
+  return out;
+}
+
+json ParseObject(const std::string& text) {
+  json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return parsed.is_discarded() ? json::object() : parsed;
+}
+
+// Numbers each event of a turn and hands it to the sink.
+class Emitter final {
+ public:
+  explicit Emitter(EventSink& sink) : sink_(sink) {}
+
+  pb::ChatEvent& Next() {
+    event_.Clear();
+    event_.set_seq(++seq_);
+    return event_;
+  }
+  void Send() { sink_.Emit(std::move(event_)); }
+
+  void State(pb::AgentState state, const std::string& details) {
+    pb::AgentStateEvent* e = Next().mutable_agent_state();
+    e->set_state(state);
+    e->set_details(details);
+    Send();
+  }
+  void Error(pb::ChatErrorCode code, const std::string& message, bool fatal) {
+    pb::ErrorEvent* e = Next().mutable_error();
+    e->set_code(code);
+    e->set_message(message);
+    e->set_fatal(fatal);
+    Send();
+  }
+
+ private:
+  EventSink& sink_;
+  pb::ChatEvent event_;
+  int seq_ = 0;
+};
+
+// The routing of the newest assistant message in `window`, if any.
+std::optional<Routing> LastRouting(const convpb::GetContextWindowResponse& window) {
+  for (int i = window.messages_size() - 1; i >= 0; --i) {
+    const convpb::Message& m = window.messages(i);
+    if (m.role() == convpb::ROLE_ASSISTANT) return RoutingFromJson(JsonFromStruct(m.metadata()));
+  }
+  return std::nullopt;
+}
+
+// The window as the intent service reads history: user and assistant
+// turns, the assistant's with the routing stored beside them.
+void AddHistory(const convpb::GetContextWindowResponse& window,
+                intentpb::AnalyzeIntentRequest& request) {
+  for (const convpb::Message& m : window.messages()) {
+    intentpb::Turn* turn = nullptr;
+    if (m.role() == convpb::ROLE_USER) {
+      turn = request.add_history();
+      turn->set_role(intentpb::TURN_ROLE_USER);
+    } else if (m.role() == convpb::ROLE_ASSISTANT) {
+      turn = request.add_history();
+      turn->set_role(intentpb::TURN_ROLE_ASSISTANT);
+      const Routing routing = RoutingFromJson(JsonFromStruct(m.metadata()));
+      turn->set_action_type(routing.action_type);
+      turn->mutable_entities()->insert(routing.entities.begin(), routing.entities.end());
+      for (const std::string& name : routing.listed_agents) turn->add_listed_agents(name);
+      turn->set_pending_action(routing.pending.has_value());
+    } else {
+      continue;
+    }
+    turn->set_content(m.content());
+  }
+}
+
+// Who or what a pending action touches, and why it needs approval.
+void FillPreview(const PendingAction& action, pb::PreviewEvent& preview) {
+  preview.set_action_id(action.action_id);
+  preview.set_tool_name(action.tool);
+  preview.set_arguments_json(action.arguments.dump());
+  preview.set_risk(action.risk);
+  preview.set_summary(action.summary);
+  for (const char* key : {"agent", "name", "project"}) {
+    if (action.arguments.contains(key) && action.arguments[key].is_string()) {
+      preview.add_affected(action.arguments[key].get<std::string>());
+    }
+  }
+  if (action.arguments.contains("config") && action.arguments["config"].is_object() &&
+      action.arguments["config"].contains("recipients")) {
+    preview.add_affected(action.arguments["config"].value("recipients", std::string()));
+  }
+  if (action.risk == execpb::TOOL_RISK_HIGH) {
+    preview.add_risk_factors("deletes data that cannot be recovered");
+    preview.add_risk_factors("cannot be undone");
+  } else {
+    preview.add_risk_factors("changes your workspace");
+  }
+}
+
+}  // namespace
+
+absl::Status ValidateStreamChatRequest(const pb::StreamChatRequest& request) {
+  if (request.message().empty()) return absl::InvalidArgumentError("message: must not be empty");
+  if (request.message().size() > kMaxMessageBytes) {
+    return absl::InvalidArgumentError("message: at most 64 KiB");
+  }
+  if (!core::IsValidUtf8(request.message())) {
+    return absl::InvalidArgumentError("message: must be valid UTF-8");
+  }
+  if (!intentpb::ContextType_IsValid(request.context_type())) {
+    return absl::InvalidArgumentError("context_type: unknown value " +
+                                      std::to_string(request.context_type()));
+  }
+  if (!request.conversation_id().empty() && !core::IsUuid(request.conversation_id())) {
+    return absl::InvalidArgumentError("conversation_id: must be a UUID");
+  }
+  if (!request.turn_id().empty() && !core::IsSafeToken(request.turn_id())) {
+    return absl::InvalidArgumentError("turn_id: 1..128 characters of [A-Za-z0-9._:@-]");
+  }
+  if (!request.entity_id().empty() && !core::IsSafeToken(request.entity_id())) {
+    return absl::InvalidArgumentError("entity_id: 1..128 characters of [A-Za-z0-9._:@-]");
+  }
+  return absl::OkStatus();
+}
+
+TurnRunner::TurnRunner(Memory& memory, Understanding& understanding, Tools& tools,
+                       TurnOptions options)
+    : memory_(memory), understanding_(understanding), tools_(tools), options_(options) {}
+
+execpb::ToolRisk TurnRunner::RiskOf(const core::Identity& who, const std::string& tool,
+                                    int64_t deadline) const {
+  std::lock_guard<std::mutex> lock(risk_mu_);
+  const int64_t now = core::NowMicros();
+  if (risk_by_tool_.empty() || now - risk_fetched_at_ > kRiskRefreshMicros) {
+    absl::StatusOr<execpb::ListToolsResponse> tools =
+        tools_.ListTools(who, execpb::ListToolsRequest(), deadline);
+    if (tools.ok()) {
+      risk_by_tool_.clear();
+      for (const execpb::ToolDescriptor& d : tools->tools()) risk_by_tool_[d.name()] = d.risk();
+      risk_fetched_at_ = now;
+    }
+  }
+  auto it = risk_by_tool_.find(tool);
+  return it == risk_by_tool_.end() ? execpb::TOOL_RISK_UNSPECIFIED : it->second;
+}
+
+absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequest& request,
+                             const std::function<bool()>& cancelled, EventSink& sink) const {
+  if (absl::Status valid = ValidateStreamChatRequest(request); !valid.ok()) return valid;
+  const int64_t started = core::NowMicros();
+  const int64_t turn_deadline =
+      started +
+      std::chrono::duration_cast<std::chrono::microseconds>(options_.turn_timeout).count();
+  const int64_t call_micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(options_.call_timeout).count();
+  auto call_deadline = [&] { return std::min(turn_deadline, core::NowMicros() + call_micros); };
+
+  // The conversation: the caller's own, or a new one.
+  std::string conversation_id = request.conversation_id();
+  bool created = false;
+  if (conversation_id.empty()) {
+    convpb::CreateConversationRequest create;
+    create.set_title(Shortened(request.message(), 80));
+    absl::StatusOr<convpb::CreateConversationResponse> made =
+        memory_.CreateConversation(who, create, call_deadline());
+    if (!made.ok()) return made.status();
+    conversation_id = made->conversation().id();
+    created = true;
+  } else {
+    convpb::GetConversationRequest get;
+    get.set_conversation_id(conversation_id);
+    absl::StatusOr<convpb::GetConversationResponse> found =
+        memory_.GetConversation(who, get, call_deadline());
+    if (!found.ok()) return found.status();
+  }
+
+  // The user's message, once per turn_id.
+  const std::string turn_id = request.turn_id().empty() ? core::NewUuid() : request.turn_id();
+  convpb::AppendMessageRequest user_message;
+  user_message.set_conversation_id(conversation_id);
+  user_message.set_role(convpb::ROLE_USER);
+  user_message.set_content(request.message());
+  user_message.set_idempotency_key("turn:" + turn_id + ":user");
+  *user_message.mutable_metadata() =
+      StructFromJson({{"turn_id", turn_id},
+                      {"context_type", intentpb::ContextType_Name(request.context_type())},
+                      {"entity_id", request.entity_id()}});
+  absl::StatusOr<convpb::AppendMessageResponse> stored_user =
+      memory_.AppendMessage(who, user_message, call_deadline());
+  if (!stored_user.ok()) return stored_user.status();
+
+  Emitter emit(sink);
+  convpb::GetContextWindowRequest window_request;
+  window_request.set_conversation_id(conversation_id);
+  window_request.set_token_budget(options_.context_token_budget);
+  absl::StatusOr<convpb::GetContextWindowResponse> window =
+      memory_.GetContextWindow(who, window_request, call_deadline());
+
+  // A retried turn that already finished: replay its stored reply.
+  if (stored_user->deduplicated()) {
+    convpb::ListMessagesRequest after;
+    after.set_conversation_id(conversation_id);
+    after.set_limit(500);
+    absl::StatusOr<convpb::ListMessagesResponse> recent =
+        memory_.ListMessages(who, after, call_deadline());
+    if (recent.ok()) {
+      for (const convpb::Message& m : recent->messages()) {
+        if (m.role() != convpb::ROLE_ASSISTANT || m.seq() <= stored_user->message().seq()) continue;
+        const Routing routing = RoutingFromJson(JsonFromStruct(m.metadata()));
+        if (routing.turn_id != turn_id) continue;
+        pb::SessionEvent* session = emit.Next().mutable_session();
+        session->set_conversation_id(conversation_id);
+        session->set_turn_id(turn_id);
+        session->set_flow_id(routing.flow_id);
+        session->set_replayed(true);
+        emit.Send();
+        emit.Next().mutable_text()->set_delta(m.content());
+        emit.Send();
+        pb::DoneEvent* done = emit.Next().mutable_done();
+        done->set_is_final(!routing.pending.has_value() && routing.clarifications == 0);
+        done->set_assistant_message_id(m.id());
+        done->mutable_usage()->set_duration_ms((core::NowMicros() - started) / 1000.0);
+        emit.Send();
+        return absl::OkStatus();
+      }
+    }
+  }
+
+  // Drop the message just stored (and anything after it) from the history.
+  convpb::GetContextWindowResponse history;
+  if (window.ok()) {
+    for (const convpb::Message& m : window->messages()) {
+      if (m.seq() >= stored_user->message().seq()) break;
+      *history.add_messages() = m;
+    }
+  }
+  const std::optional<Routing> last = LastRouting(history);
+  const bool continuing = last && (last->pending || last->clarifications > 0);
+  const std::string flow_id =
+      continuing && !last->flow_id.empty() ? last->flow_id : core::NewUuid();
+
+  {
+    pb::SessionEvent* session = emit.Next().mutable_session();
+    session->set_conversation_id(conversation_id);
+    session->set_conversation_created(created);
+    session->set_turn_id(turn_id);
+    session->set_flow_id(flow_id);
+    emit.Send();
+  }
+  emit.State(pb::AGENT_STATE_THINKING, "Reading what you asked");
+  if (!window.ok()) {
+    emit.Error(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE,
+               "the conversation history could not be read; answering from this message alone",
+               /*fatal=*/false);
+  }
+
+  // The user's agents, for the intent service and the planner.
+  int tool_calls = 0;
+  std::vector<AgentInfo> agents;
+  {
+    execpb::InvokeToolRequest list;
+    list.set_tool_name("list_agents");
+    absl::StatusOr<execpb::InvokeToolResponse> listed =
+        tools_.InvokeTool(who, list, call_deadline());
+    if (listed.ok() && !listed->is_error()) {
+      agents = AgentsFromListResult(ParseObject(listed->result_json()));
+    } else if (!listed.ok()) {
+      core::LogWarn("agents could not be listed",
+                    {{"component", "orchestrator"},
+                     {"stage", "list_agents"},
+                     {"error", std::string(listed.status().message())}});
+    }
+  }
+
+  intentpb::AnalyzeIntentRequest analyze;
+  analyze.set_message(request.message());
+  analyze.set_context_type(request.context_type());
+  AddHistory(history, analyze);
+  for (const AgentInfo& agent : agents) {
+    intentpb::CatalogItem* item = analyze.add_available_agents();
+    item->set_name(agent.name);
+    item->set_description(Shortened(agent.description, 2000));
+  }
+  intentpb::IntentAnalysis analysis;
+  if (absl::StatusOr<intentpb::AnalyzeIntentResponse> analyzed =
+          understanding_.AnalyzeIntent(who, analyze, call_deadline());
+      analyzed.ok()) {
+    analysis = analyzed->analysis();
+  } else {
+    analysis.set_action_type(intentpb::ACTION_TYPE_UNKNOWN);
+    analysis.set_reasoning("the intent service could not be reached");
+    emit.Error(pb::CHAT_ERROR_CODE_INTERNAL,
+               "understanding is unavailable right now; answering with what I can",
+               /*fatal=*/false);
+    core::LogWarn("intent analysis failed", {{"component", "orchestrator"},
+                                             {"stage", "analyze_intent"},
+                                             {"error", std::string(analyzed.status().message())}});
+  }
+  *emit.Next().mutable_intent()->mutable_analysis() = analysis;
+  emit.Send();
+
+  PolicyInput input{analysis, request.message(), last, agents, options_.max_clarifications};
+  Move move = DecideLocally(input);
+
+  // What may run now.
+  std::string text = move.reply;
+  std::vector<std::string> listed = move.listed_agents;
+  std::vector<std::string> tools_used;
+  for (size_t i = 0; i < move.run.size(); ++i) {
+    const ToolStep& step = move.run[i];
+    if (tool_calls >= options_.max_tool_calls) {
+      emit.Error(pb::CHAT_ERROR_CODE_TOOL_CALL_LIMIT,
+                 "this turn reached its limit of " + std::to_string(options_.max_tool_calls) +
+                     " tool calls; what was done so far is kept",
+                 /*fatal=*/true);
+      break;
+    }
+    if (cancelled()) {
+      emit.Error(pb::CHAT_ERROR_CODE_CANCELLED, "the turn was cancelled", /*fatal=*/true);
+      break;
+    }
+    if (core::NowMicros() >= turn_deadline) {
+      emit.Error(pb::CHAT_ERROR_CODE_TIME_LIMIT,
+                 "this turn ran out of time; what was done so far is kept",
+                 /*fatal=*/true);
+      break;
+    }
+    emit.State(pb::AGENT_STATE_EXECUTING_TOOL, "Running " + step.tool);
+    const std::string call_id = core::NewUuid();
+    {
+      pb::ToolCallEvent* call = emit.Next().mutable_tool_call();
+      call->set_call_id(call_id);
+      call->set_tool_name(step.tool);
+      call->set_arguments_json(step.arguments.dump());
+      call->set_risk(RiskOf(who, step.tool, call_deadline()));
+      emit.Send();
+    }
+    execpb::InvokeToolRequest invoke;
+    invoke.set_tool_name(step.tool);
+    invoke.set_arguments_json(step.arguments.dump());
+    // A retried turn does not run a tool twice.
+    invoke.set_idempotency_key("turn:" + turn_id + ":" + std::to_string(i));
+    ++tool_calls;
+    tools_used.push_back(step.tool);
+    const int64_t call_started = core::NowMicros();
+    absl::StatusOr<execpb::InvokeToolResponse> result =
+        tools_.InvokeTool(who, invoke, call_deadline());
+    pb::ToolResultEvent* out = emit.Next().mutable_tool_result();
+    out->set_call_id(call_id);
+    out->set_tool_name(step.tool);
+    out->set_duration_ms((core::NowMicros() - call_started) / 1000.0);
+    std::string described;
+    if (result.ok()) {
+      out->set_result_json(result->result_json());
+      out->set_is_error(result->is_error());
+      emit.Send();
+      described =
+          DescribeResult(step, ParseObject(result->result_json()), result->is_error(), &listed);
+    } else {
+      const json error = {{"error",
+                           {{"code", absl::StatusCodeToString(result.status().code())},
+                            {"message", std::string(result.status().message())}}}};
+      out->set_result_json(error.dump());
+      out->set_is_error(true);
+      emit.Send();
+      emit.Error(pb::CHAT_ERROR_CODE_TOOL_FAILED, step.tool + " failed", /*fatal=*/false);
+      described = DescribeResult(step, error, /*is_error=*/true, nullptr);
+    }
+    text += (text.empty() ? "" : "\n") + described;
+  }
+
+  const bool waiting = move.propose.has_value() || move.clarifying;
+  if (move.propose) {
+    FillPreview(*move.propose, *emit.Next().mutable_preview());
+    emit.Send();
+  }
+  if (waiting) emit.State(pb::AGENT_STATE_WAITING_ON_USER, "Waiting for your answer");
+  emit.Next().mutable_text()->set_delta(text);
+  emit.Send();
+
+  Routing routing;
+  routing.turn_id = turn_id;
+  routing.flow_id = flow_id;
+  routing.action_type = move.action_type;
+  routing.entities = move.entities;
+  routing.listed_agents = listed;
+  routing.pending = move.propose;
+  routing.clarifications = move.clarifying ? (last ? last->clarifications : 0) + 1 : 0;
+  routing.tools_used = tools_used;
+  convpb::AppendMessageRequest reply;
+  reply.set_conversation_id(conversation_id);
+  reply.set_role(convpb::ROLE_ASSISTANT);
+  reply.set_content(text.empty() ? " " : text);
+  reply.set_idempotency_key("turn:" + turn_id + ":assistant");
+  *reply.mutable_metadata() = StructFromJson(RoutingToJson(routing));
+  absl::StatusOr<convpb::AppendMessageResponse> stored_reply =
+      memory_.AppendMessage(who, reply, call_deadline());
+  if (!stored_reply.ok()) {
+    emit.Error(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE,
+               "the reply could not be stored; the next turn will not know it",
+               /*fatal=*/false);
+    core::LogWarn("reply not stored", {{"component", "orchestrator"},
+                                       {"stage", "store_reply"},
+                                       {"error", std::string(stored_reply.status().message())}});
+  }
+
+  pb::DoneEvent* done = emit.Next().mutable_done();
+  done->set_is_final(!waiting);
+  if (stored_reply.ok()) done->set_assistant_message_id(stored_reply->message().id());
+  pb::TurnUsage* usage = done->mutable_usage();
+  usage->set_tool_calls(tool_calls);
+  usage->set_duration_ms((core::NowMicros() - started) / 1000.0);
+  emit.Send();
+  return absl::OkStatus();
+}
+
+}  // namespace omniforge::orchestrator

@@ -1,0 +1,82 @@
+// One chat turn, start to end: store the user's message (idempotently),
+// read the context window, ask the intent service what the message wants,
+// let the planner decide, run what may run, preview what needs approval,
+// store the reply with its routing metadata, and stream every step.
+//
+// No gRPC here: the downstream services are interfaces (downstream.h) and
+// the events go to an EventSink, so the logic is tested on fakes.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/status.h"
+#include "libs/core/identity.h"
+#include "omniforge/orchestrator/v1/chat_service.pb.h"
+#include "services/orchestrator/src/downstream.h"
+
+namespace omniforge::orchestrator {
+
+namespace pb = ::omniforge::orchestrator::v1;
+
+struct TurnOptions {
+  // Guardrails: a turn ends with an error event naming the cap it reached.
+  std::chrono::milliseconds turn_timeout{90000};
+  int max_tool_calls = 8;
+  // At most this many clarifying questions in a row; then proceed.
+  int max_clarifications = 2;
+  // The context window's token budget beyond the recent exchanges.
+  int context_token_budget = 2000;
+  // Upper bound of each downstream call (within the turn's own deadline).
+  std::chrono::milliseconds call_timeout{10000};
+};
+
+// Receives a turn's events in order. Emit may block (backpressure); it is
+// called from the thread that runs the turn.
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void Emit(pb::ChatEvent event) = 0;
+};
+
+// INVALID_ARGUMENT naming the field: an empty or oversized message (over
+// 64 KiB), invalid UTF-8, an unknown context type, a malformed conversation
+// id, turn id or entity id.
+absl::Status ValidateStreamChatRequest(const pb::StreamChatRequest& request);
+
+class TurnRunner final {
+ public:
+  // The services must outlive the runner. Thread-safe: turns run
+  // concurrently.
+  TurnRunner(Memory& memory, Understanding& understanding, Tools& tools, TurnOptions options);
+
+  // Runs one turn for `who`. Returns an error, having emitted nothing and
+  // stored nothing, for a request that fails validation, a conversation that
+  // is not the caller's (NOT_FOUND) or conversation storage that cannot take
+  // the user's message (UNAVAILABLE: nothing was acknowledged, safe to
+  // retry with the same turn_id). Everything later is an event; the last is
+  // `done`. `cancelled` is polled between steps.
+  absl::Status Run(const core::Identity& who, const pb::StreamChatRequest& request,
+                   const std::function<bool()>& cancelled, EventSink& sink) const;
+
+ private:
+  // The risk of each tool by name, refreshed from ListTools at most once a
+  // minute.
+  execpb::ToolRisk RiskOf(const core::Identity& who, const std::string& tool,
+                          int64_t deadline) const;
+
+  Memory& memory_;
+  Understanding& understanding_;
+  Tools& tools_;
+  const TurnOptions options_;
+
+  mutable std::mutex risk_mu_;
+  mutable std::map<std::string, execpb::ToolRisk> risk_by_tool_;  // Guarded by risk_mu_.
+  mutable int64_t risk_fetched_at_ = 0;                           // Guarded by risk_mu_.
+};
+
+}  // namespace omniforge::orchestrator
