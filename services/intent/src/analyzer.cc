@@ -698,10 +698,10 @@ std::optional<Action> ImperativeCue(const std::vector<std::string_view>& words) 
       "could", "would", "you",    "u",    "just",   "now",     "hey", "hi",
       "and",   "also",  "kindly", "go",   "ahead",  "quickly", "pls"};
   static const std::set<std::string_view> manage = {
-      "pause",      "unpause", "resume", "halt",    "stop",      "delete",
-      "remove",     "disable", "enable", "archive", "unarchive", "deactivate",
-      "reactivate", "suspend", "invite", "revoke",  "rotate",    "disconnect",
-      "kill",       "mute",    "unmute", "freeze",  "retire",    "snooze"};
+      "pause",   "unpause", "resume",  "halt",       "stop",       "delete",     "remove",
+      "disable", "enable",  "archive", "unarchive",  "deactivate", "reactivate", "suspend",
+      "invite",  "revoke",  "rotate",  "disconnect", "kill",       "mute",       "unmute",
+      "freeze",  "retire",  "snooze",  "connect",    "reconnect"};
   static const std::set<std::string_view> run = {"run",     "rerun",  "trigger", "kick",
                                                  "execute", "launch", "retry"};
   for (size_t i = 0; i < words.size(); ++i) {
@@ -717,6 +717,12 @@ std::optional<Action> ImperativeCue(const std::vector<std::string_view>& words) 
       return Action::kManagePlatform;
     }
     if (run.contains(words[i]) && !ContainsPhrase(words, "project")) return Action::kExecuteTask;
+    // "turn the digest off until march", "shut the old importer down".
+    if (words[i] == "turn" || words[i] == "switch" || words[i] == "shut") {
+      for (size_t j = i + 1; j < words.size() && j <= i + 5; ++j) {
+        if (words[j] == "off" || words[j] == "down") return Action::kManagePlatform;
+      }
+    }
     break;
   }
   for (std::string_view phrase :
