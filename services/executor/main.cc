@@ -2,6 +2,9 @@
 //
 //   omniforge-executor [--config FILE] [serve]   migrate (when enabled) and serve
 //   omniforge-executor [--config FILE] migrate   apply migrations and exit
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
 #include <CLI/CLI.hpp>
 #include <memory>
 
@@ -11,6 +14,7 @@
 #include "libs/core/thread_pool.h"
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
+#include "services/executor/src/conversation_recorder.h"
 #include "services/executor/src/grpc_service.h"
 #include "services/executor/src/pg_invocation_ledger.h"
 #include "services/executor/src/platform_tools.h"
@@ -35,6 +39,8 @@ struct Settings {
   std::string migrate_dsn;
   bool migrate_on_start = true;
   ToolRuntimeOptions tools;
+  std::string conversation_address;
+  std::chrono::milliseconds conversation_timeout{5000};
 };
 
 absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
@@ -58,6 +64,9 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
       static_cast<size_t>(c.Int("tools.max_result_bytes", 64 * 1024, 1024, 16 * 1024 * 1024));
   s.tools.max_argument_bytes =
       static_cast<size_t>(c.Int("tools.max_argument_bytes", 256 * 1024, 1024, 4 * 1024 * 1024));
+  s.conversation_address = c.String("conversation.address", "");
+  s.conversation_timeout =
+      std::chrono::milliseconds(c.Int("conversation.timeout_ms", 5000, 100, 600000));
   if (absl::Status status = c.Finish(); !status.ok()) return status;
   if (s.migrate_dsn.empty()) s.migrate_dsn = s.database.dsn;
   return s;
@@ -85,7 +94,15 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   PgInvocationLedger ledger(**pool);
   ToolRuntime runtime(catalog, &ledger, s.tools);
   core::ThreadPool workers(s.worker_threads, 4096);
-  ExecutorGrpcService service(runtime, workers);
+  // One long-lived channel to the conversation service, which stores the
+  // planner<->executor dialogues; without an address they are not stored.
+  std::unique_ptr<ConversationRecorder> recorder;
+  if (!s.conversation_address.empty()) {
+    recorder = std::make_unique<ConversationRecorder>(
+        grpc::CreateChannel(s.conversation_address, grpc::InsecureChannelCredentials()),
+        s.conversation_timeout);
+  }
+  ExecutorGrpcService service(runtime, workers, recorder.get());
 
   core::ServiceServer server(s.server);
   server.AddService(&service);

@@ -21,9 +21,11 @@ void ToProto(const PartialResult& r, pb::PartialResult* out) {
   out->set_risk(static_cast<pb::ToolRisk>(static_cast<int>(r.risk)));
 }
 
-pb::ConverseResponse ToProto(const DialogueEvent& e, const std::string& step_id) {
+pb::ConverseResponse ToProto(const DialogueEvent& e, const std::string& step_id,
+                             const std::string& dialogue_id) {
   pb::ConverseResponse out;
   out.set_step_id(step_id);
+  out.set_dialogue_conversation_id(dialogue_id);
   out.set_turn(e.turn);
   switch (e.kind) {
     case DialogueEvent::Kind::kProgress: {
@@ -89,17 +91,64 @@ Assignment FromProto(const pb::TaskAssignment& a) {
   return out;
 }
 
+constexpr size_t kMaxRecordedBytes = 60000;  // the conversation service takes 64 KiB
+
+std::string Capped(std::string text) {
+  if (text.size() <= kMaxRecordedBytes) return text;
+  size_t keep = kMaxRecordedBytes;
+  while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80) --keep;
+  text.resize(keep);
+  return text + " [cut]";
+}
+
+std::string ErrorCodeName(DialogueError code) {
+  return pb::ErrorCode_Name(static_cast<pb::ErrorCode>(static_cast<int>(code)));
+}
+
+// What an executor event looks like as a stored message.
+std::pair<std::string, nlohmann::json> AsMessage(const DialogueEvent& e) {
+  nlohmann::json meta = {{"turn", e.turn}};
+  switch (e.kind) {
+    case DialogueEvent::Kind::kProgress:
+      meta["type"] = "progress_update";
+      if (!e.tool_name.empty()) meta["tool_name"] = e.tool_name;
+      return {e.message, meta};
+    case DialogueEvent::Kind::kPartialResult:
+      meta["type"] = "partial_result";
+      meta["tool_name"] = e.partial.tool_name;
+      meta["is_error"] = e.partial.is_error;
+      return {e.partial.result_json, meta};
+    case DialogueEvent::Kind::kQuestion:
+      meta["type"] = "question";
+      meta["question_id"] = e.question_id;
+      meta["options"] = e.options;
+      return {e.question, meta};
+    case DialogueEvent::Kind::kComplete:
+      meta["type"] = "task_complete";
+      meta["status"] = "completed";
+      meta["confidence"] = e.confidence;
+      return {e.summary + "\n" + e.result_json, meta};
+    case DialogueEvent::Kind::kError:
+      meta["type"] = "error";
+      meta["status"] = "failed";
+      meta["code"] = ErrorCodeName(e.error);
+      return {e.message, meta};
+  }
+  return {"", meta};
+}
+
 }  // namespace
 
 ConverseReactor::ConverseReactor(grpc::CallbackServerContext* context, const ToolRuntime& runtime,
-                                 core::ThreadPool& workers)
-    : context_(context), workers_(workers) {
+                                 core::ThreadPool& workers, DialogueRecorder* recorder)
+    : context_(context), workers_(workers), recorder_(recorder) {
   auto who = core::IdentityFromContext(*context);
   if (!who.ok()) {
     finished_ = true;
     Finish(core::ToGrpcStatus(who.status()));
     return;
   }
+  who_ = *who;
   dialogue_ = std::make_unique<LocalDialogue>(runtime, *std::move(who), context->deadline(),
                                               [this](DialogueEvent e) { Enqueue(e); });
   StartRead(&incoming_);
@@ -166,17 +215,51 @@ void ConverseReactor::Handle(const std::optional<Request>& message) {
         d.ProtocolError("only the first message may be a task_assignment");
         return;
       }
-      step_id_ = message->task_assignment().step_id();
-      d.Start(FromProto(message->task_assignment()));
-      return;
+      {
+        const auto& a = message->task_assignment();
+        step_id_ = a.step_id();
+        if (recorder_ != nullptr && !a.parent_conversation_id().empty()) {
+          auto opened = recorder_->Open(
+              who_, a.parent_conversation_id(),
+              "Step " + a.step_id() + ": " + a.task().substr(0, 200),
+              nlohmann::json({{"step_id", a.step_id()}, {"status", "active"}, {"goal", a.goal()}})
+                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+          if (opened.ok()) {
+            dialogue_id_ = *opened;
+          } else {
+            core::LogWarn(
+                "agent dialogue not stored",
+                {{"step_id", a.step_id()}, {"error", std::string(opened.status().message())}});
+          }
+        }
+        nlohmann::json calls = nlohmann::json::array();
+        for (const auto& call : a.tool_calls()) {
+          calls.push_back(
+              {{"tool_name", call.tool_name()}, {"arguments_json", call.arguments_json()}});
+        }
+        Record(DialogueRecorder::Speaker::kPlanner, a.task(),
+               {{"type", "task_assignment"},
+                {"step_id", a.step_id()},
+                {"writes_approved", a.writes_approved()},
+                {"max_turns", a.max_turns()},
+                {"allowed_tools",
+                 std::vector<std::string>(a.allowed_tools().begin(), a.allowed_tools().end())},
+                {"tool_calls", calls}});
+        d.Start(FromProto(a));
+        return;
+      }
     case Request::kClarification:
       if (!d.started()) {
         d.ProtocolError("the first message must be a task_assignment");
         return;
       }
+      Record(DialogueRecorder::Speaker::kPlanner, message->clarification().answer(),
+             {{"type", "clarification"}, {"question_id", message->clarification().question_id()}});
       d.Answer(message->clarification().question_id(), message->clarification().answer());
       return;
     case Request::kCancel:
+      Record(DialogueRecorder::Speaker::kPlanner, "cancel: " + message->cancel().reason(),
+             {{"type", "cancel"}});
       d.ApplyCancel();
       return;
     case Request::MESSAGE_NOT_SET:
@@ -185,10 +268,27 @@ void ConverseReactor::Handle(const std::optional<Request>& message) {
   }
 }
 
+void ConverseReactor::Record(DialogueRecorder::Speaker speaker, const std::string& content,
+                             const nlohmann::json& metadata) {
+  if (dialogue_id_.empty()) return;
+  const std::string key = dialogue_id_ + ":" + std::to_string(recorded_++);
+  absl::Status stored = recorder_->Append(
+      who_, dialogue_id_, speaker, Capped(content),
+      metadata.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), key);
+  if (!stored.ok()) {
+    core::LogWarn("agent dialogue message not stored",
+                  {{"dialogue_id", dialogue_id_}, {"error", std::string(stored.message())}});
+  }
+}
+
 void ConverseReactor::Enqueue(const DialogueEvent& event) {
+  if (!dialogue_id_.empty()) {
+    auto [content, metadata] = AsMessage(event);
+    Record(DialogueRecorder::Speaker::kExecutor, content, metadata);
+  }
   std::lock_guard lock(mu_);
   if (finished_) return;
-  outbox_.push_back(ToProto(event, step_id_));
+  outbox_.push_back(ToProto(event, step_id_, dialogue_id_));
   if (event.final()) final_queued_ = true;
   MaybeWrite();
 }

@@ -12,6 +12,7 @@
 
 #include "libs/core/thread_pool.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
+#include "services/executor/src/dialogue_recorder.h"
 #include "services/executor/src/local_dialogue.h"
 
 namespace omniforge::executor {
@@ -24,8 +25,10 @@ class ConverseReactor final
   using Response = ::omniforge::executor::v1::ConverseResponse;
 
   // Deletes itself once gRPC is done with it and no worker task holds it.
+  // With a `recorder`, a dialogue whose assignment names a parent
+  // conversation is stored as an agent dialogue under it.
   ConverseReactor(grpc::CallbackServerContext* context, const ToolRuntime& runtime,
-                  core::ThreadPool& workers);
+                  core::ThreadPool& workers, DialogueRecorder* recorder);
 
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
@@ -39,11 +42,20 @@ class ConverseReactor final
   void Enqueue(const DialogueEvent& event);            // from the dialogue
   void MaybeWrite();                                   // mu_ held
   void Release();
+  // Stores one message of the dialogue (on a worker); a storage failure is
+  // logged and the dialogue goes on.
+  void Record(DialogueRecorder::Speaker speaker, const std::string& content,
+              const nlohmann::json& metadata);
 
   grpc::CallbackServerContext* context_;
   core::ThreadPool& workers_;
+  DialogueRecorder* recorder_;
+  core::Identity who_;
   std::unique_ptr<LocalDialogue> dialogue_;
-  std::string step_id_;  // written by the worker before any event
+  // Written by the worker before any event.
+  std::string step_id_;
+  std::string dialogue_id_;  // the stored dialogue, when there is one
+  int recorded_ = 0;         // messages stored so far
   Request incoming_;
 
   std::mutex mu_;

@@ -101,7 +101,7 @@ grpc::ServerUnaryReactor* ExecutorGrpcService::InvokeTool(grpc::CallbackServerCo
 
 grpc::ServerBidiReactor<pb::ConverseRequest, pb::ConverseResponse>* ExecutorGrpcService::Converse(
     grpc::CallbackServerContext* context) {
-  return new ConverseReactor(context, runtime_, workers_);
+  return new ConverseReactor(context, runtime_, workers_, recorder_);
 }
 
 }  // namespace omniforge::executor

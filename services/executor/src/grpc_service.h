@@ -6,6 +6,7 @@
 
 #include "libs/core/thread_pool.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
+#include "services/executor/src/dialogue_recorder.h"
 #include "services/executor/src/tool_runtime.h"
 
 namespace omniforge::executor {
@@ -18,9 +19,11 @@ using RawExecutorService = pb::ExecutorService::WithRawCallbackMethod_ListTools<
 
 class ExecutorGrpcService final : public RawExecutorService {
  public:
-  // `runtime` and `workers` must outlive the service.
-  ExecutorGrpcService(const ToolRuntime& runtime, core::ThreadPool& workers)
-      : runtime_(runtime), workers_(workers) {}
+  // `runtime`, `workers` and `recorder` (optional: dialogues are then not
+  // stored) must outlive the service.
+  ExecutorGrpcService(const ToolRuntime& runtime, core::ThreadPool& workers,
+                      DialogueRecorder* recorder = nullptr)
+      : runtime_(runtime), workers_(workers), recorder_(recorder) {}
 
   using Reactor = grpc::ServerUnaryReactor;
   using Raw = grpc::ByteBuffer;
@@ -32,6 +35,7 @@ class ExecutorGrpcService final : public RawExecutorService {
  private:
   const ToolRuntime& runtime_;
   core::ThreadPool& workers_;
+  DialogueRecorder* recorder_;
 };
 
 }  // namespace omniforge::executor

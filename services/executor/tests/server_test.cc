@@ -27,6 +27,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "libs/core/grpc_identity.h"
 #include "libs/core/ids.h"
+#include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "tests/support/test_database.h"
 
@@ -60,7 +61,8 @@ std::string LogField(const std::string& line, const std::string& key) {
 // background thread and kept for assertions.
 class ServerProcess final {
  public:
-  ServerProcess() = default;
+  explicit ServerProcess(std::string binary = OMNIFORGE_EXECUTOR_BIN)
+      : binary_(std::move(binary)) {}
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
   ~ServerProcess() { Stop(); }
@@ -85,7 +87,7 @@ class ServerProcess final {
     std::vector<char*> envp;
     for (std::string& entry : env) envp.push_back(entry.data());
     envp.push_back(nullptr);
-    std::string binary = OMNIFORGE_EXECUTOR_BIN;
+    std::string binary = binary_;
     char* argv[] = {binary.data(), nullptr};
 
     int fds[2];
@@ -207,6 +209,7 @@ class ServerProcess final {
     changed_.notify_all();
   }
 
+  std::string binary_;
   pid_t pid_ = -1;
   std::optional<int> exit_status_;
   std::thread reader_;
@@ -541,6 +544,93 @@ TEST_F(ExecutorServerTest, MetricsCountToolCallsByToolAndOutcome) {
                         "\"list_agents\"} 1"));
   EXPECT_THAT(response->body, HasSubstr("outcome=\"INVALID_ARGUMENT\""));
   EXPECT_THAT(response->body, HasSubstr("omniforge_rpc_total{code=\"OK\",method=\"InvokeTool\"}"));
+}
+
+TEST(ExecutorDialogueStorageTest, TheStoredDialogueMatchesWhatWasStreamed) {
+  namespace cpb = ::omniforge::conversation::v1;
+  testing::TestDatabase database;
+  ServerProcess conversation(OMNIFORGE_CONVERSATION_BIN);
+  auto error = conversation.Start(
+      database.dsn(), {"OMNIFORGE_ENCRYPTION_MASTER_KEY="
+                       "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"});
+  ASSERT_FALSE(error.has_value()) << *error;
+  ServerProcess executor;
+  error =
+      executor.Start(database.dsn(), {"OMNIFORGE_CONVERSATION_ADDRESS=" + conversation.address()});
+  ASSERT_FALSE(error.has_value()) << *error;
+  const auto alice = FreshUser();
+  {
+    auto memory = cpb::ConversationService::NewStub(
+        grpc::CreateChannel(conversation.address(), grpc::InsecureChannelCredentials()));
+    auto tools = pb::ExecutorService::NewStub(
+        grpc::CreateChannel(executor.address(), grpc::InsecureChannelCredentials()));
+    cpb::CreateConversationRequest create;
+    create.set_title("quarterly review");
+    cpb::CreateConversationResponse parent;
+    ASSERT_TRUE(memory->CreateConversation(Call(alice).get(), create, &parent).ok());
+
+    for (const char* name : {"Spring marketing", "Autumn marketing"}) {
+      pb::InvokeToolRequest request;
+      request.set_tool_name("create_project");
+      request.set_arguments_json(Json({{"name", name}}).dump());
+      pb::InvokeToolResponse response;
+      ASSERT_TRUE(tools->InvokeTool(Call(alice).get(), request, &response).ok());
+    }
+
+    Dialogue dialogue(*tools, alice);
+    pb::ConverseRequest assign = Assign({{"list_tasks", R"({"project": "marketing"})"}});
+    assign.mutable_task_assignment()->set_parent_conversation_id(parent.conversation().id());
+    ASSERT_TRUE(dialogue.Send(assign));
+    std::vector<pb::ConverseResponse> streamed = dialogue.Until();
+    ASSERT_TRUE(streamed.back().has_question());
+    pb::ConverseRequest answer;
+    answer.mutable_clarification()->set_question_id(streamed.back().question().question_id());
+    answer.mutable_clarification()->set_answer("1");
+    ASSERT_TRUE(dialogue.Send(answer));
+    for (auto& event : dialogue.Until()) streamed.push_back(event);
+    ASSERT_TRUE(streamed.back().has_task_complete());
+    EXPECT_TRUE(dialogue.Finish().ok());
+    const std::string dialogue_id = streamed[0].dialogue_conversation_id();
+    ASSERT_FALSE(dialogue_id.empty());
+    for (const auto& event : streamed) EXPECT_EQ(event.dialogue_conversation_id(), dialogue_id);
+
+    cpb::ListConversationsRequest children;
+    children.set_parent_conversation_id(parent.conversation().id());
+    cpb::ListConversationsResponse listed;
+    ASSERT_TRUE(memory->ListConversations(Call(alice).get(), children, &listed).ok());
+    ASSERT_EQ(listed.conversations_size(), 1);
+    EXPECT_EQ(listed.conversations(0).id(), dialogue_id);
+    EXPECT_EQ(listed.conversations(0).kind(), cpb::CONVERSATION_KIND_AGENT_DIALOGUE);
+
+    cpb::ListMessagesRequest read;
+    read.set_conversation_id(dialogue_id);
+    read.set_limit(500);
+    cpb::ListMessagesResponse stored;
+    ASSERT_TRUE(memory->ListMessages(Call(alice).get(), read, &stored).ok());
+    // The assignment and the clarification from the planner, every event
+    // from the executor, in the order they happened.
+    std::vector<std::string> expected = {"planner:task_assignment"};
+    for (const auto& event : streamed) {
+      std::string type = event.has_progress_update()  ? "progress_update"
+                         : event.has_partial_result() ? "partial_result"
+                         : event.has_question()       ? "question"
+                         : event.has_task_complete()  ? "task_complete"
+                                                      : "error";
+      expected.push_back("executor:" + type);
+      if (type == "question") expected.push_back("planner:clarification");
+    }
+    std::vector<std::string> actual;
+    for (const auto& m : stored.messages()) {
+      actual.push_back(std::string(m.role() == cpb::ROLE_PLANNER ? "planner:" : "executor:") +
+                       m.metadata().fields().at("type").string_value());
+    }
+    EXPECT_EQ(actual, expected);
+    const auto& last = stored.messages(stored.messages_size() - 1);
+    EXPECT_EQ(last.metadata().fields().at("status").string_value(), "completed");
+    EXPECT_THAT(last.content(), HasSubstr(streamed.back().task_complete().summary()));
+  }
+  EXPECT_TRUE(executor.Stop().has_value());
+  EXPECT_TRUE(conversation.Stop().has_value());
 }
 
 std::pair<int, std::string> RunBinary(const std::string& env, const std::string& args) {
