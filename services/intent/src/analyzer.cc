@@ -500,6 +500,43 @@ std::optional<Action> VerbAction(std::string_view text, size_t within_words) {
 
 namespace {
 
+// What an assistant turn offers to do, if it offers anything; `asked` is
+// what the user asked for just before it.
+std::optional<Action> OfferOf(const HistoryTurn& turn, std::optional<Action> asked,
+                              const IntentRequest& request, const LocalClassifier& classifier) {
+  if (turn.action && turn.pending_action) return turn.action;
+  if (turn.role != Role::kAssistant || !IsProposal(turn.content)) return std::nullopt;
+  std::optional<Action> offered = ProposalAction(turn.content);
+  if (!offered) {
+    // An offer with no known verb: ask the model about it.
+    std::vector<Prediction> ranked = classifier.Predict(ProposalText(turn.content));
+    if (!ranked.empty()) offered = ranked[0].action;
+  }
+  // A draft of something new that the user asked for keeps its kind; an
+  // offer to change one of the user's agents by name is a change.
+  if (offered == Action::kUpdateAgent && asked &&
+      (*asked == Action::kCreateAgent || *asked == Action::kCreateSkill) &&
+      CatalogItemsInOrder(turn.content, request.agents).empty()) {
+    offered = asked;
+  }
+  return offered;
+}
+
+// A user turn that neither answers an offer nor asks for something new: a
+// question ("how many alerts would that give?") or a short acknowledgement
+// ("nice", "hmm ok").
+bool IsSideTalk(std::string_view text) {
+  const std::string normalized = NormalizeText(text);
+  const std::vector<std::string_view> words = Words(normalized);
+  if (words.empty() || IsConfirmation(words) || IsDecline(words)) return false;
+  if (ContainsPhrase(words, "?")) return true;
+  static const std::set<std::string_view> question_starts = {
+      "what", "whats", "how", "why",  "when", "which", "who",   "where", "does", "doesnt",
+      "do",   "dont",  "is",  "isnt", "are",  "can",   "could", "would", "will"};
+  if (question_starts.contains(words[0])) return true;
+  return words.size() <= 3 && !VerbAction(normalized).has_value();
+}
+
 Context ReadContext(const IntentRequest& request, const LocalClassifier& classifier,
                     int max_turns) {
   Context c;
@@ -549,12 +586,14 @@ Context ReadContext(const IntentRequest& request, const LocalClassifier& classif
   // The last user turn: what the user asked for.
   const HistoryTurn* last_user = nullptr;
   const HistoryTurn* last_assistant = nullptr;
+  size_t last_user_index = 0;
   for (size_t i = history.size(); i-- > begin;) {
     if (history[i].role == Role::kAssistant && last_assistant == nullptr && last_user == nullptr) {
       last_assistant = &history[i];
     }
     if (history[i].role == Role::kUser) {
       last_user = &history[i];
+      last_user_index = i;
       break;
     }
   }
@@ -574,26 +613,36 @@ Context ReadContext(const IntentRequest& request, const LocalClassifier& classif
 
   // The assistant's last turn (after the last user turn): a proposal?
   if (last_assistant != nullptr) {
-    const HistoryTurn& turn = *last_assistant;
-    std::optional<Action> offered;
-    if (turn.action && turn.pending_action) {
-      offered = turn.action;
-    } else if (IsProposal(turn.content)) {
-      offered = ProposalAction(turn.content);
-      if (!offered) {
-        // An offer with no known verb: ask the model about it.
-        std::vector<Prediction> ranked = classifier.Predict(ProposalText(turn.content));
-        if (!ranked.empty()) offered = ranked[0].action;
+    const HistoryTurn* offer_turn = last_assistant;
+    std::optional<Action> offered =
+        OfferOf(*last_assistant, c.previous_action, request, classifier);
+    // An offer the user has not answered yet stays open while the user only
+    // asked about it or acknowledged it ("how many alerts would that give?",
+    // "nice"): up to two exchanges back.
+    for (size_t i = last_user_index, exchanges = 0; !offered && exchanges < 2 && i > begin;) {
+      if (!IsSideTalk(history[i].content)) break;
+      size_t assistant = i;
+      while (assistant-- > begin && history[assistant].role != Role::kAssistant) {
       }
-      // A draft of something new that the user asked for keeps its kind;
-      // an offer to change one of the user's agents by name is a change.
-      if (offered == Action::kUpdateAgent && c.previous_action &&
-          (*c.previous_action == Action::kCreateAgent ||
-           *c.previous_action == Action::kCreateSkill) &&
-          CatalogItemsInOrder(turn.content, request.agents).empty()) {
-        offered = c.previous_action;
+      if (assistant < begin || assistant >= i) break;
+      size_t user = assistant;
+      while (user-- > begin && history[user].role != Role::kUser) {
       }
+      std::optional<Action> asked;
+      if (user >= begin && user < assistant) {
+        if (history[user].action) {
+          asked = history[user].action;
+        } else if (auto ranked = classifier.Predict(history[user].content); !ranked.empty()) {
+          asked = ranked[0].action;
+        }
+      }
+      offered = OfferOf(history[assistant], asked, request, classifier);
+      if (offered) offer_turn = &history[assistant];
+      if (user < begin || user >= assistant) break;
+      i = user;
+      ++exchanges;
     }
+    const HistoryTurn& turn = *offer_turn;
     if (offered) {
       c.proposal = offered;
       c.proposal_entities = turn.entities.empty() ? ExtractEntities(turn.content) : turn.entities;
@@ -1043,11 +1092,20 @@ LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
 
   // Corrections continue the draft in progress: "actually make it weekly",
   // "no, 45", "thursday at noon instead".
+  // While a new agent or skill is drafted, a loose mention of an existing
+  // one ("use hubspot" beside hubspot-deal-updater) is a detail of the
+  // draft; only its exact name points elsewhere.
+  const bool named_exactly =
+      named_agent && absl::StrContains(Lowercase(request.message), Lowercase(*named_agent));
+  const bool drafting_new =
+      context.in_progress == Action::kCreateAgent || context.in_progress == Action::kCreateSkill;
   if (context.in_progress && words.size() <= 16 && !ordinal &&
-      (!named_agent || (context.in_progress_entities.count("agent_name") > 0 &&
-                        context.in_progress_entities.at("agent_name") == *named_agent)) &&
+      (!named_agent || (drafting_new && !named_exactly) ||
+       (context.in_progress_entities.count("agent_name") > 0 &&
+        context.in_progress_entities.at("agent_name") == *named_agent)) &&
       (!has_agent_verb || agent_verb == Action::kUpdateAgent ||
        (agent_verb == Action::kQueryInfo && HasCorrectionCue(words)))) {
+    if (drafting_new && !named_exactly) a.entities.erase("agent_name");
     std::map<std::string, std::string> merged = context.in_progress_entities;
     Merge(merged, a.entities);
     a.entities = std::move(merged);
@@ -1100,7 +1158,7 @@ LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
   // Pronouns to the agent last talked about.
   const bool pronoun = !named_agent && (HasAgentPronoun(request.message) || VerbOnThat(words));
   const bool implicit_object = content_words <= 5 && verb_is_explicit(request.message);
-  if ((pronoun || implicit_object) && context.last_agent && has_agent_verb) {
+  if ((pronoun || (implicit_object && !named_agent)) && context.last_agent && has_agent_verb) {
     a.entities["agent_name"] = *context.last_agent;
     return finish_rule(agent_verb, 0.88f, Reference::kPronoun,
                        "\"it\" is " + *context.last_agent +
