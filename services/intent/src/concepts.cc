@@ -251,6 +251,13 @@ bool IsVowel(char c) {
 }  // namespace
 
 std::string_view ConceptOf(std::string_view word) {
+  // Pictographs (U+1F300..U+1FAFF) and dingbats and symbols (U+2600..U+27BF):
+  // reactions, whichever one was typed.
+  if (word.size() >= 3) {
+    const auto b0 = static_cast<unsigned char>(word[0]);
+    const auto b1 = static_cast<unsigned char>(word[1]);
+    if ((b0 == 0xF0 && b1 == 0x9F) || (b0 == 0xE2 && b1 >= 0x98 && b1 <= 0x9E)) return "_emoji";
+  }
   const auto& index = ConceptIndex();
   if (auto it = index.find(word); it != index.end()) return it->second;
   for (std::string_view suffix : {"s", "es", "ing", "ed", "d", "er"}) {

@@ -9,8 +9,9 @@
 
 namespace omniforge::intent {
 
-// The concept token for a normalized word ("bots" -> "_agent"), or empty.
-// Concept tokens start with '_' so they never collide with a user's word.
+// The concept token for a normalized word ("bots" -> "_agent"; any emoji
+// -> "_emoji"), or empty. Concept tokens start with '_' so they never
+// collide with a user's word.
 std::string_view ConceptOf(std::string_view word);
 
 // True for a word that reads as noise rather than language: keyboard mash
