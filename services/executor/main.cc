@@ -12,10 +12,13 @@
 #include "libs/core/logging.h"
 #include "libs/core/server.h"
 #include "libs/core/thread_pool.h"
+#include "libs/mcp/mcp_config.h"
+#include "libs/mcp/registry.h"
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
 #include "services/executor/src/conversation_recorder.h"
 #include "services/executor/src/grpc_service.h"
+#include "services/executor/src/mcp_tools.h"
 #include "services/executor/src/pg_invocation_ledger.h"
 #include "services/executor/src/platform_tools.h"
 #include "services/executor/src/tool_catalog.h"
@@ -41,6 +44,7 @@ struct Settings {
   ToolRuntimeOptions tools;
   std::string conversation_address;
   std::chrono::milliseconds conversation_timeout{5000};
+  mcp::McpConfig mcp;
 };
 
 absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
@@ -67,6 +71,9 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.conversation_address = c.String("conversation.address", "");
   s.conversation_timeout =
       std::chrono::milliseconds(c.Int("conversation.timeout_ms", 5000, 100, 600000));
+  auto mcp_config = mcp::ReadMcpConfig(c);
+  if (!mcp_config.ok()) return mcp_config.status();
+  s.mcp = *std::move(mcp_config);
   if (absl::Status status = c.Finish(); !status.ok()) return status;
   if (s.migrate_dsn.empty()) s.migrate_dsn = s.database.dsn;
   return s;
@@ -91,6 +98,18 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   PlatformTools platform_tools(**pool);
   ToolCatalog catalog;
   if (absl::Status status = catalog.AddProvider(platform_tools); !status.ok()) return status;
+  // MCP servers: a server that cannot be reached at start is logged and
+  // left out; the others' tools are served.
+  mcp::McpRegistry registry(s.mcp);
+  McpTools mcp_tools(registry);
+  if (!s.mcp.servers.empty()) {
+    mcp::CallOptions within;
+    within.deadline = std::chrono::system_clock::now() + std::chrono::seconds(30);
+    if (absl::Status status = registry.Refresh(within); !status.ok()) {
+      core::LogWarn("some MCP servers are unavailable", {{"error", std::string(status.message())}});
+    }
+    if (absl::Status status = catalog.AddProvider(mcp_tools); !status.ok()) return status;
+  }
   PgInvocationLedger ledger(**pool);
   ToolRuntime runtime(catalog, &ledger, s.tools);
   core::ThreadPool workers(s.worker_threads, 4096);

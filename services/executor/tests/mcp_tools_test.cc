@@ -1,0 +1,102 @@
+// MCP tools through the executor's runtime, against the real
+// @modelcontextprotocol/server-everything over stdio (tests/node): the
+// catalog names and risks, a call, arguments checked before the server sees
+// them, and the caller's deadline. Skips only where node is absent.
+#include "services/executor/src/mcp_tools.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "libs/mcp/registry.h"
+#include "libs/mcp/testing/node_servers.h"
+#include "services/executor/src/tool_runtime.h"
+
+namespace omniforge::executor {
+namespace {
+
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+class McpToolsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!mcp::testing::NodeAvailable()) GTEST_SKIP() << "node is not on PATH";
+    ASSERT_TRUE(std::filesystem::exists(mcp::testing::ServerScript("server-everything")))
+        << mcp::testing::MissingPackageMessage("server-everything");
+    mcp::McpServerConfig server;
+    server.name = "everything";
+    server.transport = mcp::TransportKind::kStdio;
+    server.stdio.server_name = "everything";
+    server.stdio.command = "node";
+    server.stdio.args = {mcp::testing::ServerScript("server-everything").string(), "stdio"};
+    registry_ = std::make_unique<mcp::McpRegistry>(mcp::McpConfig{{server}});
+    mcp::CallOptions within;
+    within.deadline = std::chrono::system_clock::now() + std::chrono::seconds(30);
+    ASSERT_TRUE(registry_->Refresh(within).ok());
+    tools_ = std::make_unique<McpTools>(*registry_);
+    ASSERT_TRUE(catalog_.AddProvider(*tools_).ok());
+  }
+
+  absl::StatusOr<InvokeOutcome> Invoke(
+      const std::string& tool, const std::string& args,
+      std::chrono::milliseconds within = std::chrono::seconds(10)) {
+    return runtime_.Invoke({"acme", "alice"}, {tool, args, ""},
+                           std::chrono::system_clock::now() + within);
+  }
+
+  std::unique_ptr<mcp::McpRegistry> registry_;
+  std::unique_ptr<McpTools> tools_;
+  ToolCatalog catalog_;
+  ToolRuntime runtime_{catalog_, nullptr};
+};
+
+TEST_F(McpToolsTest, ServerToolsAreNamespacedWithTheirRisk) {
+  auto echo = catalog_.Find("everything__echo");
+  ASSERT_TRUE(echo.has_value());
+  EXPECT_EQ(echo->spec.source, "everything");
+  EXPECT_THAT(echo->spec.description, HasSubstr("Echo"));
+  EXPECT_EQ(Json::parse(echo->spec.parameters_schema)["type"], "object");
+  for (const auto& registered : registry_->Tools()) {
+    auto entry = catalog_.Find(registered.name);
+    ASSERT_TRUE(entry.has_value()) << registered.name;
+    EXPECT_EQ(static_cast<int>(entry->spec.risk), static_cast<int>(registered.risk) + 1)
+        << registered.name;
+  }
+}
+
+TEST_F(McpToolsTest, CallsReachTheServerAndComeBackAsJson) {
+  auto out = Invoke("everything__echo", R"({"message": "hello from the executor"})");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_FALSE(out->is_error);
+  EXPECT_EQ(Json::parse(out->result_json)["text"], "Echo: hello from the executor");
+}
+
+TEST_F(McpToolsTest, StructuredContentIsKeptAsJson) {
+  auto out = Invoke("everything__get-structured-content", R"({"location": "New York"})");
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Json result = Json::parse(out->result_json);
+  EXPECT_TRUE(result["structured_content"].is_object()) << out->result_json;
+  EXPECT_FALSE(result["text"].get<std::string>().empty());
+}
+
+TEST_F(McpToolsTest, BadArgumentsNeverReachTheServer) {
+  auto out = Invoke("everything__echo", R"({"message": 5})");
+  EXPECT_TRUE(absl::IsInvalidArgument(out.status()));
+  EXPECT_THAT(out.status().message(), HasSubstr("$.message: expected string"));
+  out = Invoke("everything__echo", "{}");
+  EXPECT_THAT(out.status().message(), HasSubstr("missing required property \"message\""));
+}
+
+TEST_F(McpToolsTest, ASlowToolStopsAtTheCallersDeadline) {
+  ASSERT_TRUE(catalog_.Find("everything__trigger-long-running-operation").has_value());
+  const auto start = std::chrono::steady_clock::now();
+  auto out = Invoke("everything__trigger-long-running-operation", R"({"duration": 10, "steps": 5})",
+                    std::chrono::milliseconds(500));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(out.status())) << out.status();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+}  // namespace
+}  // namespace omniforge::executor
