@@ -296,7 +296,8 @@ bool LooksLikeNoise(std::string_view word) {
       if (row.find(word.substr(0, 4)) != std::string_view::npos) return true;
     }
   }
-  // Long words without a vowel, or with a run of five consonants.
+  // Long words without a vowel, or with a run of six consonants ("strengths"
+  // has five).
   size_t vowels = 0;
   size_t consonant_run = 0;
   size_t longest_consonants = 0;
@@ -309,7 +310,7 @@ bool LooksLikeNoise(std::string_view word) {
     }
   }
   if (word.size() >= 5 && vowels == 0) return true;
-  if (longest_consonants >= 5) return true;
+  if (longest_consonants >= 6) return true;
   // A short syllable repeated: "lkjlkjlkj", "fghfghfgh", "pqpqpqpq".
   for (size_t period = 2; period <= 3 && word.size() >= period * 3; ++period) {
     bool repeats = true;

@@ -8,9 +8,11 @@
 #include <set>
 #include <thread>
 
+#include "services/intent/src/concepts.h"
 #include "services/intent/src/entities.h"
 #include "services/intent/src/keywords.h"
 #include "services/intent/src/labeled_data.h"
+#include "services/intent/src/linear_model.h"
 #include "services/intent/src/text.h"
 
 namespace omniforge::intent {
@@ -146,6 +148,50 @@ TEST(ClassifierTest, IsSharedAcrossThreads) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(mismatches.load(), 0);
+}
+
+TEST(ConceptTest, ManySurfaceWordsShareOneToken) {
+  EXPECT_EQ(ConceptOf("bot"), ConceptOf("automation"));
+  EXPECT_EQ(ConceptOf("bots"), ConceptOf("agent"));
+  EXPECT_EQ(ConceptOf("inbox"), ConceptOf("gmail"));
+  EXPECT_EQ(ConceptOf("digest"), ConceptOf("summary"));
+  EXPECT_EQ(ConceptOf("hooray"), ConceptOf("yay"));
+  EXPECT_EQ(ConceptOf("\xF0\x9F\x91\x8D"), ConceptOf("\xF0\x9F\x8E\x89"));  // any emoji
+  EXPECT_NE(ConceptOf("pause"), ConceptOf("change"));
+  EXPECT_EQ(ConceptOf("the"), "");
+}
+
+TEST(ConceptTest, KeyboardMashIsNoiseButWordsAndNumbersAreNot) {
+  for (std::string_view noise : {"asdfgh", "kkkkkkk", "lkjlkjlkj", "xcvbnm", "zzzzz"}) {
+    EXPECT_TRUE(LooksLikeNoise(noise)) << noise;
+  }
+  for (std::string_view word : {"digest", "strengths", "hi", "ok", "12345", "rhythm"}) {
+    EXPECT_FALSE(LooksLikeNoise(word)) << word;
+  }
+}
+
+TEST(ClassifierTest, ModelInputCarriesConceptsBesideTheWords) {
+  const std::string input = ModelInput("Pause the BOTS");
+  EXPECT_THAT(input, HasSubstr("paus"));
+  EXPECT_THAT(input, HasSubstr(std::string(ConceptOf("bots"))));
+  EXPECT_THAT(input, HasSubstr("_first_paus"));
+}
+
+TEST(LinearModelTest, LearnsSeparableExamplesDeterministically) {
+  const std::vector<std::string> inputs = {"run it now", "run the digest", "pause it",
+                                           "pause the digest"};
+  const std::vector<int> labels = {3, 3, 5, 5};
+  const LinearModel a = LinearModel::Train(inputs, labels);
+  const LinearModel b = LinearModel::Train(inputs, labels);
+  const auto run = a.Predict("run");
+  EXPECT_GT(run[3], run[5]);
+  const auto pause = a.Predict("pause the thing");
+  EXPECT_GT(pause[5], pause[3]);
+  EXPECT_EQ(a.Predict("run it"), b.Predict("run it"));
+  EXPECT_FALSE(a.Knows("completely unseen words"));
+  float sum = 0;
+  for (float p : a.Predict("completely unseen words")) sum += p;
+  EXPECT_NEAR(sum, 1.0f, 1e-5f);
 }
 
 TEST(ClassifierTest, NoExamplesIsAnError) {
@@ -300,6 +346,52 @@ TEST(ReferenceTest, WhereWereWeAsksForARecap) {
   EXPECT_EQ(a.action, Action::kConversation);
   EXPECT_TRUE(a.summary_worthy);
   EXPECT_EQ(a.reference, Reference::kRecap);
+}
+
+TEST(ReferenceTest, RecapsOfThisConversationButNotReportsCalledRecaps) {
+  EXPECT_TRUE(Analyze("summarize this conversation for me").summary_worthy);
+  EXPECT_TRUE(Analyze("what have we agreed so far?").summary_worthy);
+  EXPECT_TRUE(Analyze("quick recap?").summary_worthy);
+  EXPECT_FALSE(Analyze("send the meeting recap to everyone who attended").summary_worthy);
+}
+
+TEST(ReferenceTest, ThatsAllClosesInsteadOfContinuingADraft) {
+  IntentAnalysis a = Analyze("nope that's all, cheers",
+                             {User("can you make invoice-chaser wait 14 days"),
+                              Assistant("Done, invoice-chaser now waits 14 days. Anything else?")});
+  EXPECT_EQ(a.action, Action::kConversation);
+}
+
+TEST(ReferenceTest, AnOfferStaysOpenWhileTheUserAsksAboutIt) {
+  const std::vector<HistoryTurn> history = {
+      User("i need something that emails new customers a welcome note"),
+      Assistant("Draft:\n- Trigger: a new customer in Stripe\n- Send: a welcome email from "
+                "support@\nCreate it?"),
+      User("does invoice-chaser use the same sender?"),
+      Assistant("No, invoice-chaser sends from billing@.")};
+  IntentAnalysis correction = Analyze("but send it from hello@ instead", history);
+  EXPECT_EQ(correction.action, Action::kCreateAgent);
+  EXPECT_EQ(correction.reference, Reference::kCorrection);
+  IntentAnalysis yes = Analyze("yes, create it", history);
+  EXPECT_EQ(yes.action, Action::kCreateAgent);
+  EXPECT_EQ(yes.reference, Reference::kConfirmation);
+}
+
+TEST(ReferenceTest, AnElidedFollowUpRepeatsThePreviousQuestion) {
+  IntentAnalysis a =
+      Analyze("and last week?", {User("how many reminders did invoice-chaser send today?"),
+                                 Assistant("invoice-chaser sent 14 reminders today.")});
+  EXPECT_EQ(a.action, Action::kQueryInfo);
+  EXPECT_EQ(AgentOf(a), "invoice-chaser");
+}
+
+TEST(ReferenceTest, ADescriptionPicksAmongAllAgentsWithoutAList) {
+  IntentAnalysis a =
+      Analyze("no, not that one, the overdue one",
+              {User("what does the digest do?"),
+               Assistant("weekly-sales-digest emails the closed deals of the week.")});
+  EXPECT_EQ(AgentOf(a), "invoice-chaser");
+  EXPECT_EQ(a.action, Action::kQueryInfo);
 }
 
 TEST(ReferenceTest, RoutingMetadataBeatsReadingTheText) {
