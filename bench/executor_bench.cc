@@ -7,6 +7,9 @@
 //   list_p50/p99_ms          list_agents of those 50 agents
 //   keyed_write_p50/p99_ms   run_agent with an idempotency key (claim, run,
 //                            record: three transactions)
+//   mcp_invoke_p50/p99_ms    everything__echo: the echo tool of
+//                            @modelcontextprotocol/server-everything over
+//                            stdio (tests/node), when node is installed
 // A DIAG line gives get_agent through the ToolRuntime without gRPC.
 // Prints a final line: RESULT invoke_p50_ms=... invoke_p99_ms=...
 #include <grpcpp/grpcpp.h>
@@ -15,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <vector>
 
@@ -23,10 +27,12 @@
 #include "libs/core/logging.h"
 #include "libs/core/server.h"
 #include "libs/core/thread_pool.h"
+#include "libs/mcp/registry.h"
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "services/executor/src/grpc_service.h"
+#include "services/executor/src/mcp_tools.h"
 #include "services/executor/src/pg_invocation_ledger.h"
 #include "services/executor/src/platform_tools.h"
 #include "tests/support/test_database.h"
@@ -53,6 +59,7 @@ class Bench {
     pool_ = *pg::PgPool::Create({.dsn = dsn, .pool_size = 16});
     tools_ = std::make_unique<PlatformTools>(*pool_);
     if (!catalog_.AddProvider(*tools_).ok()) std::abort();
+    AddEverythingServer();
     ledger_ = std::make_unique<PgInvocationLedger>(*pool_);
     runtime_ = std::make_unique<ToolRuntime>(catalog_, ledger_.get());
     workers_ = std::make_unique<core::ThreadPool>(16, 4096);
@@ -113,6 +120,8 @@ class Bench {
     return ms;
   }
 
+  bool has_mcp() const { return mcp_tools_ != nullptr; }
+
   void Seed(int agents) {
     for (int i = 0; i < agents; ++i) {
       char name[32];
@@ -126,10 +135,34 @@ class Bench {
   }
 
  private:
+  // server-everything over stdio, when node and the npm package are there.
+  void AddEverythingServer() {
+    const auto script = std::filesystem::path(OMNIFORGE_SOURCE_DIR) /
+                        "tests/node/node_modules/@modelcontextprotocol/server-everything/dist/"
+                        "index.js";
+    if (std::system("command -v node >/dev/null 2>&1") != 0 || !std::filesystem::exists(script)) {
+      std::fprintf(stderr, "node or server-everything missing: no MCP figures\n");
+      return;
+    }
+    mcp::McpServerConfig server;
+    server.name = "everything";
+    server.stdio.server_name = "everything";
+    server.stdio.command = "node";
+    server.stdio.args = {script.string(), "stdio"};
+    registry_ = std::make_unique<mcp::McpRegistry>(mcp::McpConfig{{server}});
+    mcp::CallOptions within;
+    within.deadline = std::chrono::system_clock::now() + std::chrono::seconds(30);
+    if (!registry_->Refresh(within).ok()) std::abort();
+    mcp_tools_ = std::make_unique<McpTools>(*registry_);
+    if (!catalog_.AddProvider(*mcp_tools_).ok()) std::abort();
+  }
+
   core::Identity who_{"bench-tenant", "bench-user"};
   std::unique_ptr<pg::PgPool> pool_;
   std::unique_ptr<PlatformTools> tools_;
   ToolCatalog catalog_;
+  std::unique_ptr<mcp::McpRegistry> registry_;
+  std::unique_ptr<McpTools> mcp_tools_;
   std::unique_ptr<PgInvocationLedger> ledger_;
   std::unique_ptr<ToolRuntime> runtime_;
   std::unique_ptr<core::ThreadPool> workers_;
@@ -168,11 +201,22 @@ int main(int argc, char** argv) {
               executor::Percentile(list, 0.5), executor::Percentile(list, 0.99));
   std::printf("run_agent with idempotency key  p50 %.3f ms  p99 %.3f ms\n",
               executor::Percentile(keyed, 0.5), executor::Percentile(keyed, 0.99));
+  std::string mcp_fields;
+  if (bench.has_mcp()) {
+    const auto echo =
+        bench.Measure("everything__echo", R"({"message": "hello"})", calls / 5, warmup / 5, false);
+    std::printf("everything__echo (MCP, stdio)  p50 %.3f ms  p99 %.3f ms\n",
+                executor::Percentile(echo, 0.5), executor::Percentile(echo, 0.99));
+    char buffer[128];
+    std::snprintf(buffer, sizeof buffer, " mcp_invoke_p50_ms=%.3f mcp_invoke_p99_ms=%.3f",
+                  executor::Percentile(echo, 0.5), executor::Percentile(echo, 0.99));
+    mcp_fields = buffer;
+  }
   std::printf(
       "RESULT invoke_p50_ms=%.3f invoke_p99_ms=%.3f list_p50_ms=%.3f list_p99_ms=%.3f "
-      "keyed_write_p50_ms=%.3f keyed_write_p99_ms=%.3f\n",
+      "keyed_write_p50_ms=%.3f keyed_write_p99_ms=%.3f%s\n",
       executor::Percentile(read, 0.5), executor::Percentile(read, 0.99),
       executor::Percentile(list, 0.5), executor::Percentile(list, 0.99),
-      executor::Percentile(keyed, 0.5), executor::Percentile(keyed, 0.99));
+      executor::Percentile(keyed, 0.5), executor::Percentile(keyed, 0.99), mcp_fields.c_str());
   return 0;
 }
