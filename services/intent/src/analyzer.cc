@@ -738,10 +738,26 @@ bool LeadingVerb(const std::vector<std::string_view>& words) {
   return false;
 }
 
-// The action an unmistakable command asks for: a message starting (after
-// filler) with a lifecycle verb (MANAGE_PLATFORM) or a run verb
-// (EXECUTE_TASK), or asking for a new skill.
+// The action an unmistakable message asks for: a question about what agents
+// or skills can do (QUERY_INFO), something done once (EXECUTE_TASK), a
+// message starting (after filler) with a lifecycle verb (MANAGE_PLATFORM)
+// or a run verb (EXECUTE_TASK), or a request for a new skill.
 std::optional<Action> ImperativeCue(const std::vector<std::string_view>& words) {
+  // "can agents call other agents?", "does a skill cost extra?"
+  static const std::set<std::string_view> asks = {"can", "could", "do",  "does",
+                                                  "is",  "are",   "will"};
+  static const std::set<std::string_view> subjects = {"agent", "agents", "bot",
+                                                      "bots",  "skill",  "skills"};
+  if (words.size() >= 3 && asks.contains(words[0])) {
+    const bool article = words[1] == "a" || words[1] == "an" || words[1] == "the";
+    if (subjects.contains(words[article ? 2 : 1])) return Action::kQueryInfo;
+  }
+  // "just this once, send it to the whole company" (LABELS.md: a one-off
+  // is a task, not a change).
+  if (ContainsAnyPhrase(words, {"just this once", "this once", "just once", "one time more",
+                                "this time only", "only this time", "one off"})) {
+    return Action::kExecuteTask;
+  }
   static const std::set<std::string_view> filler = {
       "ok",    "okay",  "so",     "then", "please", "pls",     "plz", "can",
       "could", "would", "you",    "u",    "just",   "now",     "hey", "hi",
