@@ -139,7 +139,7 @@ std::pair<std::string, nlohmann::json> AsMessage(const DialogueEvent& e) {
 
 }  // namespace
 
-ConverseReactor::ConverseReactor(grpc::CallbackServerContext* context, const ToolRuntime& runtime,
+ConverseReactor::ConverseReactor(grpc::CallbackServerContext* context, const AgentFactory& agents,
                                  core::ThreadPool& workers, DialogueRecorder* recorder)
     : context_(context), workers_(workers), recorder_(recorder) {
   auto who = core::IdentityFromContext(*context);
@@ -149,8 +149,7 @@ ConverseReactor::ConverseReactor(grpc::CallbackServerContext* context, const Too
     return;
   }
   who_ = *who;
-  dialogue_ = std::make_unique<LocalDialogue>(runtime, *std::move(who), context->deadline(),
-                                              [this](DialogueEvent e) { Enqueue(e); });
+  dialogue_ = agents(*std::move(who), context->deadline(), [this](DialogueEvent e) { Enqueue(e); });
   StartRead(&incoming_);
 }
 
@@ -202,7 +201,7 @@ void ConverseReactor::Process() {
 }
 
 void ConverseReactor::Handle(const std::optional<Request>& message) {
-  LocalDialogue& d = *dialogue_;
+  ExecutorAgent& d = *dialogue_;
   if (d.finished()) return;
   if (!message.has_value()) {
     d.ProtocolError(!d.started() ? "the stream ended before a task_assignment"

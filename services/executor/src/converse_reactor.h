@@ -1,5 +1,5 @@
 // One Converse stream: reads the planner's messages, runs the executor
-// agent (LocalDialogue) on worker threads, one message at a time, and
+// agent (an ExecutorAgent) on worker threads, one message at a time, and
 // writes its events in order, finishing the stream after the final one.
 //
 // Include only from the gRPC layer: it pulls in grpcpp.
@@ -12,8 +12,8 @@
 
 #include "libs/core/thread_pool.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
+#include "services/executor/src/dialogue.h"
 #include "services/executor/src/dialogue_recorder.h"
-#include "services/executor/src/local_dialogue.h"
 
 namespace omniforge::executor {
 
@@ -27,7 +27,7 @@ class ConverseReactor final
   // Deletes itself once gRPC is done with it and no worker task holds it.
   // With a `recorder`, a dialogue whose assignment names a parent
   // conversation is stored as an agent dialogue under it.
-  ConverseReactor(grpc::CallbackServerContext* context, const ToolRuntime& runtime,
+  ConverseReactor(grpc::CallbackServerContext* context, const AgentFactory& agents,
                   core::ThreadPool& workers, DialogueRecorder* recorder);
 
   void OnReadDone(bool ok) override;
@@ -51,7 +51,7 @@ class ConverseReactor final
   core::ThreadPool& workers_;
   DialogueRecorder* recorder_;
   core::Identity who_;
-  std::unique_ptr<LocalDialogue> dialogue_;
+  std::unique_ptr<ExecutorAgent> dialogue_;
   // Written by the worker before any event.
   std::string step_id_;
   std::string dialogue_id_;  // the stored dialogue, when there is one

@@ -4,11 +4,15 @@
 // with exactly one final event: complete or error.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "libs/core/identity.h"
 #include "services/executor/src/tool.h"
 
 namespace omniforge::executor {
@@ -93,5 +97,38 @@ struct DialogueEvent {
 };
 
 using EventSink = std::function<void(DialogueEvent)>;
+
+// The executor's side of one dialogue: LocalDialogue (no LLM) or
+// LlmDialogue. Events go to the sink given at construction, synchronously,
+// during these calls. Use from one thread at a time; RequestCancel from any.
+class ExecutorAgent {
+ public:
+  virtual ~ExecutorAgent() = default;
+
+  // Checks the assignment (an error event, nothing run, when it is invalid)
+  // and works until it needs an answer or ends.
+  virtual void Start(Assignment assignment) = 0;
+  // The planner's answer to the pending question; a kProtocol error when no
+  // question is pending or the id does not match.
+  virtual void Answer(const std::string& question_id, const std::string& answer) = 0;
+  // Asks the agent to stop at the next safe point (before its next tool or
+  // model call). Thread-safe.
+  void RequestCancel() { cancel_requested_ = true; }
+  // Ends the dialogue now with kCancelled when a cancel was requested and
+  // the agent is waiting (for an answer or its assignment); true when it did.
+  virtual bool ApplyCancel() = 0;
+  // Ends the dialogue with kProtocol (a message that does not fit).
+  virtual void ProtocolError(const std::string& message) = 0;
+
+  virtual bool started() const = 0;
+  virtual bool finished() const = 0;
+
+ protected:
+  std::atomic<bool> cancel_requested_ = false;
+};
+
+// Makes the agent of one Converse stream.
+using AgentFactory = std::function<std::unique_ptr<ExecutorAgent>(
+    core::Identity who, std::chrono::system_clock::time_point deadline, EventSink sink)>;
 
 }  // namespace omniforge::executor

@@ -6,6 +6,7 @@
 #include "libs/core/grpc_unary.h"
 #include "libs/core/metrics.h"
 #include "services/executor/src/converse_reactor.h"
+#include "services/executor/src/local_dialogue.h"
 
 namespace omniforge::executor {
 namespace {
@@ -32,6 +33,17 @@ void CountCall(const std::string& tool, ToolRisk risk, const std::string& outcom
 }
 
 }  // namespace
+
+ExecutorGrpcService::ExecutorGrpcService(const ToolRuntime& runtime, core::ThreadPool& workers,
+                                         DialogueRecorder* recorder, AgentFactory agents)
+    : runtime_(runtime), workers_(workers), recorder_(recorder), agents_(std::move(agents)) {
+  if (!agents_) {
+    agents_ = [&runtime](core::Identity who, std::chrono::system_clock::time_point deadline,
+                         EventSink sink) -> std::unique_ptr<ExecutorAgent> {
+      return std::make_unique<LocalDialogue>(runtime, std::move(who), deadline, std::move(sink));
+    };
+  }
+}
 
 grpc::ServerUnaryReactor* ExecutorGrpcService::ListTools(grpc::CallbackServerContext* context,
                                                          const Raw* raw, Raw* raw_response) {
@@ -101,7 +113,7 @@ grpc::ServerUnaryReactor* ExecutorGrpcService::InvokeTool(grpc::CallbackServerCo
 
 grpc::ServerBidiReactor<pb::ConverseRequest, pb::ConverseResponse>* ExecutorGrpcService::Converse(
     grpc::CallbackServerContext* context) {
-  return new ConverseReactor(context, runtime_, workers_, recorder_);
+  return new ConverseReactor(context, agents_, workers_, recorder_);
 }
 
 }  // namespace omniforge::executor

@@ -6,6 +6,7 @@
 
 #include "libs/core/thread_pool.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
+#include "services/executor/src/dialogue.h"
 #include "services/executor/src/dialogue_recorder.h"
 #include "services/executor/src/tool_runtime.h"
 
@@ -20,10 +21,10 @@ using RawExecutorService = pb::ExecutorService::WithRawCallbackMethod_ListTools<
 class ExecutorGrpcService final : public RawExecutorService {
  public:
   // `runtime`, `workers` and `recorder` (optional: dialogues are then not
-  // stored) must outlive the service.
+  // stored) must outlive the service. `agents` makes the executor agent of
+  // each Converse stream; by default the local one (LocalDialogue).
   ExecutorGrpcService(const ToolRuntime& runtime, core::ThreadPool& workers,
-                      DialogueRecorder* recorder = nullptr)
-      : runtime_(runtime), workers_(workers), recorder_(recorder) {}
+                      DialogueRecorder* recorder = nullptr, AgentFactory agents = nullptr);
 
   using Reactor = grpc::ServerUnaryReactor;
   using Raw = grpc::ByteBuffer;
@@ -36,6 +37,7 @@ class ExecutorGrpcService final : public RawExecutorService {
   const ToolRuntime& runtime_;
   core::ThreadPool& workers_;
   DialogueRecorder* recorder_;
+  AgentFactory agents_;
 };
 
 }  // namespace omniforge::executor

@@ -42,7 +42,8 @@ bool Retryable(const absl::Status& s) {
 }  // namespace
 
 std::optional<std::pair<DialogueError, std::string>> CheckAssignment(const ToolCatalog& catalog,
-                                                                     const Assignment& a) {
+                                                                     const Assignment& a,
+                                                                     bool require_planned_calls) {
   auto invalid = [](std::string message) {
     return std::make_pair(DialogueError::kInvalidAssignment, std::move(message));
   };
@@ -59,7 +60,7 @@ std::optional<std::pair<DialogueError, std::string>> CheckAssignment(const ToolC
       return invalid(absl::StrCat("allowed_tools: no tool named '", name, "'"));
     }
   }
-  if (a.tool_calls.empty()) {
+  if (a.tool_calls.empty() && require_planned_calls) {
     return invalid(
         "tool_calls: without an LLM the executor runs the step's planned tool calls, and none "
         "were given");

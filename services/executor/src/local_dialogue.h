@@ -18,7 +18,7 @@
 
 namespace omniforge::executor {
 
-class LocalDialogue final {
+class LocalDialogue final : public ExecutorAgent {
  public:
   // `runtime` must outlive the dialogue. Tool calls run as `who`, each
   // bounded by `deadline`.
@@ -26,27 +26,16 @@ class LocalDialogue final {
                 std::chrono::system_clock::time_point deadline, EventSink sink)
       : runtime_(runtime), who_(std::move(who)), deadline_(deadline), sink_(std::move(sink)) {}
 
-  // Checks the assignment (error kInvalidAssignment or kWriteNotApproved
-  // before anything runs), then runs calls until it needs an answer or ends.
-  void Start(Assignment assignment);
+  // Errors kInvalidAssignment or kWriteNotApproved before anything runs.
+  void Start(Assignment assignment) override;
+  void Answer(const std::string& question_id, const std::string& answer) override;
+  // A cancel takes effect at once while waiting for an answer, else after
+  // the running tool call; the error carries the partial results.
+  bool ApplyCancel() override;
+  void ProtocolError(const std::string& message) override;
 
-  // The planner's answer to the pending question; kProtocol error when no
-  // question is pending or the id does not match.
-  void Answer(const std::string& question_id, const std::string& answer);
-
-  // Ends the dialogue with kCancelled (and the partial results) at the next
-  // safe point: now when waiting for an answer, else after the running tool
-  // call. Thread-safe.
-  void RequestCancel() { cancel_requested_ = true; }
-  // Applies a requested cancel now if the dialogue is waiting; true when the
-  // dialogue ended.
-  bool ApplyCancel();
-
-  // A message that does not fit the protocol at this point.
-  void ProtocolError(const std::string& message);
-
-  bool started() const { return started_; }
-  bool finished() const { return finished_; }
+  bool started() const override { return started_; }
+  bool finished() const override { return finished_; }
   bool waiting_for_answer() const { return pending_.has_value(); }
 
  private:
@@ -81,16 +70,16 @@ class LocalDialogue final {
   std::vector<ToolCallRecord> records_;
   nlohmann::json results_ = nlohmann::json::array();
   std::vector<std::string> limitations_;
-  std::atomic<bool> cancel_requested_ = false;
   bool started_ = false;
   bool finished_ = false;
 };
 
 // Checks an assignment against the catalog: task 1..10,000 characters,
-// max_turns 0..50, allowed tools known, 1..20 planned calls of allowed
-// tools with JSON-object arguments. WRITE and HIGH calls need
-// writes_approved (kWriteNotApproved). Returns the problem, or nullopt.
-std::optional<std::pair<DialogueError, std::string>> CheckAssignment(const ToolCatalog& catalog,
-                                                                     const Assignment& a);
+// max_turns 0..50, allowed tools known, up to 20 planned calls (at least one
+// when `require_planned_calls`) of allowed tools with JSON-object
+// arguments. WRITE and HIGH calls need writes_approved (kWriteNotApproved).
+// Returns the problem, or nullopt.
+std::optional<std::pair<DialogueError, std::string>> CheckAssignment(
+    const ToolCatalog& catalog, const Assignment& a, bool require_planned_calls = true);
 
 }  // namespace omniforge::executor
