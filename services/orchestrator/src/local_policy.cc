@@ -204,7 +204,7 @@ Move ProposeCreateAgent(const PolicyInput& in) {
   move.entities.insert(in.intent.entities().begin(), in.intent.entities().end());
   move.reply = "I can set up an agent for that. " + PreviewText(action);
   if (!args.contains("schedule")) {
-    move.reply += " (When should it run — for example every Monday at 9:00?)";
+    move.reply += " It runs only when asked until you tell me when it should run on its own.";
   }
   move.propose = std::move(action);
   return move;
@@ -457,8 +457,8 @@ Move DecideLocally(const PolicyInput& in) {
     std::string question = intent.clarifying_question();
     if (question.empty()) {
       question =
-          "I'm not sure what you would like me to do. Should I set up a new agent, run "
-          "or change one of yours, or tell you about them?";
+          "I didn't catch what you would like me to do. You can ask me to set up a new "
+          "agent, to run, change or pause one of yours, or to list them.";
     }
     return Clarify(in, question);
   }

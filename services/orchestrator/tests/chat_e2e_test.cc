@@ -1,0 +1,458 @@
+// End-to-end tests of a chat turn over the real stack: PostgreSQL and the
+// four service binaries on loopback, in local mode, driven through the
+// public ChatService exactly as a gateway client drives it.
+#include <gmock/gmock.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/security/credentials.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "libs/core/api_keys.h"
+#include "libs/core/grpc_identity.h"
+#include "libs/core/ids.h"
+#include "omniforge/executor/v1/executor_service.grpc.pb.h"
+#include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
+#include "tests/support/server_process.h"
+#include "tests/support/test_database.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+namespace pb = ::omniforge::orchestrator::v1;
+namespace execpb = ::omniforge::executor::v1;
+namespace intentpb = ::omniforge::intent::v1;
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+constexpr char kMasterKey[] = "4f6d6e69666f7267652d746573742d6d61737465722d6b65792d303030303030";
+constexpr int kUsers = 16;
+
+struct Turn {
+  grpc::Status status;
+  std::vector<pb::ChatEvent> events;
+
+  // The events of one kind, in order.
+  std::vector<pb::ChatEvent> Of(pb::ChatEvent::EventCase kind) const {
+    std::vector<pb::ChatEvent> out;
+    for (const pb::ChatEvent& e : events) {
+      if (e.event_case() == kind) out.push_back(e);
+    }
+    return out;
+  }
+  const pb::SessionEvent& session() const { return events.front().session(); }
+  const pb::DoneEvent& done() const { return events.back().done(); }
+  std::string text() const {
+    std::string joined;
+    for (const pb::ChatEvent& e : Of(pb::ChatEvent::kText)) joined += e.text().delta();
+    return joined;
+  }
+  std::optional<pb::PreviewEvent> preview() const {
+    auto previews = Of(pb::ChatEvent::kPreview);
+    if (previews.empty()) return std::nullopt;
+    return previews.back().preview();
+  }
+  std::vector<std::string> tools_called() const {
+    std::vector<std::string> names;
+    for (const pb::ChatEvent& e : Of(pb::ChatEvent::kToolCall)) {
+      names.push_back(e.tool_call().tool_name());
+    }
+    return names;
+  }
+};
+
+class ChatEndToEndTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    db_ = new testing::TestDatabase();
+    dir_ = new std::filesystem::path(std::filesystem::temp_directory_path() /
+                                     ("omniforge-e2e-" + core::NewUuid()));
+    std::filesystem::create_directories(*dir_);
+    keys_ = new std::vector<std::pair<core::Identity, std::string>>();
+    std::ofstream key_file(*dir_ / "api_keys");
+    for (int i = 0; i < kUsers; ++i) {
+      core::Identity who{i == kUsers - 1 ? "globex" : "acme", "user-" + std::to_string(i)};
+      absl::StatusOr<core::NewApiKey> key = core::GenerateApiKey(who, "e2e");
+      ASSERT_TRUE(key.ok());
+      key_file << key->file_line << "\n";
+      keys_->emplace_back(who, key->key);
+    }
+    key_file.close();
+
+    const std::string dsn = "OMNIFORGE_DATABASE_DSN=" + db_->dsn();
+    conversation_ = new testing::ServerProcess(OMNIFORGE_CONVERSATION_BIN);
+    ASSERT_EQ(
+        conversation_->Start({dsn, std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey}),
+        std::nullopt);
+    intent_ = new testing::ServerProcess(OMNIFORGE_INTENT_BIN);
+    ASSERT_EQ(intent_->Start({}), std::nullopt);
+    executor_ = new testing::ServerProcess(OMNIFORGE_EXECUTOR_BIN);
+    ASSERT_EQ(executor_->Start({dsn}), std::nullopt);
+    orchestrator_ = new testing::ServerProcess(OMNIFORGE_ORCHESTRATOR_BIN);
+    StartOrchestrator();
+    executor_stub_ =
+        execpb::ExecutorService::NewStub(
+            grpc::CreateChannel(executor_->address(), grpc::InsecureChannelCredentials()))
+            .release();
+  }
+
+  static void StartOrchestrator() {
+    ASSERT_EQ(orchestrator_->Start({
+                  "OMNIFORGE_AUTH_API_KEYS_FILE=" + (*dir_ / "api_keys").string(),
+                  "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation_->address(),
+                  "OMNIFORGE_DOWNSTREAM_INTENT=" + intent_->address(),
+                  "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor_->address(),
+              }),
+              std::nullopt);
+    stub_ = pb::ChatService::NewStub(
+        grpc::CreateChannel(orchestrator_->address(), grpc::InsecureChannelCredentials()));
+  }
+
+  static void TearDownTestSuite() {
+    delete executor_stub_;
+    stub_.reset();
+    for (testing::ServerProcess* p : {orchestrator_, executor_, intent_, conversation_}) delete p;
+    delete keys_;
+    std::filesystem::remove_all(*dir_);
+    delete dir_;
+    delete db_;
+  }
+
+  // A user of its own for every test (the last key is another tenant's).
+  static int NextUser() {
+    static int next = 0;
+    return next++ % (kUsers - 1);
+  }
+
+  void SetUp() override { user_ = NextUser(); }
+
+  const std::string& key() const { return (*keys_)[user_].second; }
+  const core::Identity& who() const { return (*keys_)[user_].first; }
+
+  static std::unique_ptr<grpc::ClientContext> Context(const std::string& key) {
+    auto context = std::make_unique<grpc::ClientContext>();
+    if (!key.empty()) context->AddMetadata("authorization", "Bearer " + key);
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    return context;
+  }
+
+  Turn Chat(const std::string& message, const std::string& conversation_id = "",
+            const std::string& turn_id = "", const std::string& as_key = "") const {
+    pb::StreamChatRequest request;
+    request.set_message(message);
+    request.set_conversation_id(conversation_id);
+    request.set_turn_id(turn_id);
+    auto context = Context(as_key.empty() ? key() : as_key);
+    auto reader = stub_->StreamChat(context.get(), request);
+    Turn turn;
+    pb::ChatEvent event;
+    while (reader->Read(&event)) turn.events.push_back(event);
+    turn.status = reader->Finish();
+    return turn;
+  }
+
+  // Runs a tool as this test's user, straight on the executor.
+  json Invoke(const std::string& tool, const json& args) const {
+    grpc::ClientContext context;
+    core::AttachIdentity(context, who());
+    execpb::InvokeToolRequest request;
+    request.set_tool_name(tool);
+    request.set_arguments_json(args.dump());
+    execpb::InvokeToolResponse response;
+    grpc::Status status = executor_stub_->InvokeTool(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    json result = json::parse(response.result_json(), nullptr, false);
+    if (response.is_error()) result["is_error"] = true;
+    return result;
+  }
+
+  // Checks what every turn guarantees: session first, done last, seq 1..n.
+  static void ExpectWellFormed(const Turn& turn) {
+    ASSERT_TRUE(turn.status.ok()) << turn.status.error_message();
+    ASSERT_GE(turn.events.size(), 3u);
+    EXPECT_TRUE(turn.events.front().has_session());
+    EXPECT_TRUE(turn.events.back().has_done());
+    for (size_t i = 0; i < turn.events.size(); ++i) {
+      EXPECT_EQ(turn.events[i].seq(), static_cast<int>(i + 1));
+      if (i + 1 < turn.events.size()) {
+        EXPECT_FALSE(turn.events[i].has_done());
+      }
+    }
+    EXPECT_EQ(turn.Of(pb::ChatEvent::kIntent).size(), 1u);
+  }
+
+  int user_ = 0;
+  static testing::TestDatabase* db_;
+  static std::filesystem::path* dir_;
+  static std::vector<std::pair<core::Identity, std::string>>* keys_;
+  static testing::ServerProcess* conversation_;
+  static testing::ServerProcess* intent_;
+  static testing::ServerProcess* executor_;
+  static testing::ServerProcess* orchestrator_;
+  static std::unique_ptr<pb::ChatService::Stub> stub_;
+  static execpb::ExecutorService::Stub* executor_stub_;
+};
+
+testing::TestDatabase* ChatEndToEndTest::db_ = nullptr;
+std::filesystem::path* ChatEndToEndTest::dir_ = nullptr;
+std::vector<std::pair<core::Identity, std::string>>* ChatEndToEndTest::keys_ = nullptr;
+testing::ServerProcess* ChatEndToEndTest::conversation_ = nullptr;
+testing::ServerProcess* ChatEndToEndTest::intent_ = nullptr;
+testing::ServerProcess* ChatEndToEndTest::executor_ = nullptr;
+testing::ServerProcess* ChatEndToEndTest::orchestrator_ = nullptr;
+std::unique_ptr<pb::ChatService::Stub> ChatEndToEndTest::stub_;
+execpb::ExecutorService::Stub* ChatEndToEndTest::executor_stub_ = nullptr;
+
+TEST_F(ChatEndToEndTest, AProblemInPlainWordsLeadsToAnAgentProposal) {
+  Turn turn = Chat("our Monday Notion updates take hours — can you help?");
+  ExpectWellFormed(turn);
+  EXPECT_TRUE(turn.session().conversation_created());
+  EXPECT_FALSE(turn.session().conversation_id().empty());
+  EXPECT_EQ(turn.Of(pb::ChatEvent::kIntent)[0].intent().analysis().action_type(),
+            intentpb::ACTION_TYPE_CREATE_AGENT);
+  ASSERT_TRUE(turn.preview().has_value());
+  EXPECT_EQ(turn.preview()->tool_name(), "create_agent");
+  EXPECT_EQ(turn.preview()->risk(), execpb::TOOL_RISK_WRITE);
+  EXPECT_THAT(turn.text(), HasSubstr("Shall I go ahead?"));
+  EXPECT_FALSE(turn.done().is_final());
+  EXPECT_TRUE(turn.tools_called().empty()) << "nothing is written before the user agrees";
+  EXPECT_EQ(Invoke("list_agents", json::object())["count"], 0);
+}
+
+TEST_F(ChatEndToEndTest, LaterAnswersFillTheDraftAndTheAgentIsCreatedWithAllOfThem) {
+  Turn first = Chat("our Monday Notion updates take hours — can you help?");
+  ExpectWellFormed(first);
+  const std::string conversation = first.session().conversation_id();
+  Turn second =
+      Chat("make it run every monday at 9am and send it to the team channel", conversation);
+  ExpectWellFormed(second);
+  ASSERT_TRUE(second.preview().has_value());
+  const json draft = json::parse(second.preview()->arguments_json());
+  EXPECT_EQ(draft["schedule"], "every monday at 9am");
+  EXPECT_EQ(draft["config"]["recipients"], "the team channel");
+  EXPECT_EQ(draft["config"]["data_source"], "notion");
+  EXPECT_EQ(second.session().flow_id(), first.session().flow_id());
+
+  Turn third = Chat("yes, do that", conversation);
+  ExpectWellFormed(third);
+  EXPECT_EQ(third.tools_called(), std::vector<std::string>{"create_agent"});
+  auto results = third.Of(pb::ChatEvent::kToolResult);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_FALSE(results[0].tool_result().is_error()) << results[0].tool_result().result_json();
+  EXPECT_TRUE(third.done().is_final());
+
+  const json agent = Invoke("get_agent", {{"agent", draft["name"]}})["agent"];
+  EXPECT_EQ(agent["schedule"], "every monday at 9am");
+  EXPECT_EQ(agent["config"]["recipients"], "the team channel");
+  EXPECT_EQ(agent["config"]["data_source"], "notion");
+}
+
+TEST_F(ChatEndToEndTest, TheConversationResumesAfterTheOrchestratorRestarts) {
+  Turn first = Chat("our weekly sales reports are always late");
+  ExpectWellFormed(first);
+  ASSERT_TRUE(first.preview().has_value());
+  orchestrator_->Stop();
+  StartOrchestrator();
+  Turn second = Chat("yes", first.session().conversation_id());
+  ExpectWellFormed(second);
+  EXPECT_EQ(second.tools_called(), std::vector<std::string>{"create_agent"});
+  EXPECT_EQ(Invoke("list_agents", json::object())["count"], 1);
+}
+
+TEST_F(ChatEndToEndTest, ListThenRunTheFirstOneRunsTheRightAgent) {
+  Invoke("create_agent", {{"name", "weekly-sales-digest"}, {"description", "Sums up sales"}});
+  Invoke("create_agent", {{"name", "invoice-chaser"}, {"description", "Chases invoices"}});
+  Turn list = Chat("list my agents");
+  ExpectWellFormed(list);
+  EXPECT_EQ(list.tools_called(), std::vector<std::string>{"list_agents"});
+  EXPECT_THAT(list.text(), HasSubstr("1. invoice-chaser"));
+  EXPECT_THAT(list.text(), HasSubstr("2. weekly-sales-digest"));
+  const std::string conversation = list.session().conversation_id();
+
+  Turn run = Chat("run the first one", conversation);
+  ExpectWellFormed(run);
+  ASSERT_TRUE(run.preview().has_value());
+  EXPECT_EQ(run.preview()->tool_name(), "run_agent");
+  EXPECT_EQ(json::parse(run.preview()->arguments_json())["agent"], "invoice-chaser");
+
+  Turn yes = Chat("yes", conversation);
+  ExpectWellFormed(yes);
+  EXPECT_EQ(yes.tools_called(), std::vector<std::string>{"run_agent"});
+  const json runs = Invoke("list_runs", json::object());
+  ASSERT_EQ(runs["runs"].size(), 1u);
+  EXPECT_EQ(runs["runs"][0]["agent_name"], "invoice-chaser");
+}
+
+TEST_F(ChatEndToEndTest, AnUnclearRequestGetsOptionsTiedToTheUsersAgents) {
+  Invoke("create_agent", {{"name", "weekly-sales-digest"}, {"description", "Sums up sales"}});
+  Invoke("create_agent", {{"name", "invoice-chaser"}, {"description", "Chases invoices"}});
+  Turn ask = Chat("run one of my agents");
+  ExpectWellFormed(ask);
+  EXPECT_THAT(ask.text(), HasSubstr("Which agent should I run?"));
+  EXPECT_THAT(ask.text(), HasSubstr("1. invoice-chaser"));
+  EXPECT_FALSE(ask.done().is_final());
+  Turn answer = Chat("the second one", ask.session().conversation_id());
+  ExpectWellFormed(answer);
+  ASSERT_TRUE(answer.preview().has_value());
+  EXPECT_EQ(json::parse(answer.preview()->arguments_json())["agent"], "weekly-sales-digest");
+}
+
+TEST_F(ChatEndToEndTest, AHighRiskActionWaitsForApprovalThenIsCancelledOrDone) {
+  Invoke("create_agent", {{"name", "invoice-chaser"}, {"description", "Chases invoices"}});
+  Turn ask = Chat("delete invoice-chaser");
+  ExpectWellFormed(ask);
+  ASSERT_TRUE(ask.preview().has_value());
+  EXPECT_EQ(ask.preview()->risk(), execpb::TOOL_RISK_HIGH);
+  EXPECT_THAT(ask.preview()->risk_factors(), ::testing::Contains(HasSubstr("cannot be undone")));
+  EXPECT_THAT(ask.preview()->affected(), ::testing::Contains("invoice-chaser"));
+  const std::string conversation = ask.session().conversation_id();
+
+  Turn cancel = Chat("cancel", conversation);
+  ExpectWellFormed(cancel);
+  EXPECT_TRUE(cancel.tools_called().empty());
+  EXPECT_EQ(Invoke("list_agents", json::object())["count"], 1);
+
+  ExpectWellFormed(Chat("delete invoice-chaser", conversation));
+  Turn yes = Chat("yes", conversation);
+  ExpectWellFormed(yes);
+  EXPECT_EQ(yes.tools_called(), std::vector<std::string>{"delete_agent"});
+  EXPECT_EQ(Invoke("list_agents", json::object())["count"], 0);
+}
+
+TEST_F(ChatEndToEndTest, AtMostTwoClarifyingQuestionsInARow) {
+  Turn first = Chat("asdf qwerty zxcv");
+  ExpectWellFormed(first);
+  const std::string conversation = first.session().conversation_id();
+  EXPECT_FALSE(first.done().is_final());
+  Turn second = Chat("asdf qwerty zxcv", conversation);
+  EXPECT_FALSE(second.done().is_final());
+  EXPECT_TRUE(second.tools_called().empty());
+  Turn third = Chat("asdf qwerty zxcv", conversation);
+  ExpectWellFormed(third);
+  EXPECT_TRUE(third.done().is_final()) << third.text();
+  EXPECT_FALSE(third.tools_called().empty()) << "the third turn proceeds instead of asking";
+}
+
+TEST_F(ChatEndToEndTest, ARetriedTurnIsReplayedNotRunAgain) {
+  Turn draft = Chat("our weekly sales reports are always late");
+  const std::string conversation = draft.session().conversation_id();
+  Turn yes = Chat("yes", conversation, "turn-yes-1");
+  ExpectWellFormed(yes);
+  EXPECT_EQ(yes.tools_called(), std::vector<std::string>{"create_agent"});
+  Turn again = Chat("yes", conversation, "turn-yes-1");
+  ASSERT_TRUE(again.status.ok());
+  EXPECT_TRUE(again.session().replayed());
+  EXPECT_EQ(again.text(), yes.text());
+  EXPECT_TRUE(again.tools_called().empty());
+  EXPECT_EQ(Invoke("list_agents", json::object())["count"], 1);
+}
+
+TEST_F(ChatEndToEndTest, HistoryReadsThroughWithRoutingMetadata) {
+  Turn turn = Chat("list my agents");
+  ExpectWellFormed(turn);
+  const std::string conversation = turn.session().conversation_id();
+  auto context = Context(key());
+  pb::ListMessagesRequest request;
+  request.set_conversation_id(conversation);
+  pb::ListMessagesResponse messages;
+  ASSERT_TRUE(stub_->ListMessages(context.get(), request, &messages).ok());
+  ASSERT_EQ(messages.messages_size(), 2);
+  EXPECT_EQ(messages.messages(0).content(), "list my agents");
+  EXPECT_EQ(messages.messages(1).content(), turn.text());
+  EXPECT_EQ(messages.messages(1).metadata().fields().at("turn_id").string_value(),
+            turn.session().turn_id());
+  EXPECT_EQ(messages.messages(1).id(), turn.done().assistant_message_id());
+
+  context = Context(key());
+  pb::ListConversationsResponse list;
+  ASSERT_TRUE(stub_->ListConversations(context.get(), pb::ListConversationsRequest(), &list).ok());
+  ASSERT_GE(list.conversations_size(), 1);
+  EXPECT_EQ(list.conversations(0).id(), conversation);
+}
+
+TEST_F(ChatEndToEndTest, CredentialsAndTenantsAreChecked) {
+  Turn mine = Chat("list my agents");
+  ExpectWellFormed(mine);
+  const std::string conversation = mine.session().conversation_id();
+
+  pb::StreamChatRequest request;
+  request.set_message("hello");
+  for (const std::string& bad : {std::string(), std::string("ofk_nope"), key() + "0"}) {
+    auto context = Context(bad);
+    auto reader = stub_->StreamChat(context.get(), request);
+    pb::ChatEvent event;
+    EXPECT_FALSE(reader->Read(&event));
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
+  // Another tenant cannot continue, read or list this conversation.
+  const std::string other = keys_->back().second;
+  Turn theirs = Chat("list my agents", conversation, "", other);
+  EXPECT_EQ(theirs.status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_TRUE(theirs.events.empty());
+  auto context = Context(other);
+  pb::GetConversationRequest get;
+  get.set_conversation_id(conversation);
+  pb::GetConversationResponse got;
+  EXPECT_EQ(stub_->GetConversation(context.get(), get, &got).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(ChatEndToEndTest, BadInputIsRefusedAndStoresNothing) {
+  EXPECT_EQ(Chat("").status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Chat(std::string(64 * 1024 + 1, 'a')).status.error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Chat("hi", "not-a-uuid").status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Chat("hi", core::NewUuid()).status.error_code(), grpc::StatusCode::NOT_FOUND);
+
+  // Invalid UTF-8 and an unknown enum value, sent as raw bytes.
+  grpc::GenericStub generic(
+      grpc::CreateChannel(orchestrator_->address(), grpc::InsecureChannelCredentials()));
+  auto raw_call = [&](const std::string& bytes) {
+    auto context = Context(key());
+    grpc::CompletionQueue cq;
+    grpc::Slice slice(bytes);
+    grpc::ByteBuffer buffer(&slice, 1);
+    std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call = generic.PrepareCall(
+        context.get(), "/omniforge.orchestrator.v1.ChatService/StreamChat", &cq);
+    void* tag = nullptr;
+    bool ok = false;
+    call->StartCall(reinterpret_cast<void*>(1));
+    cq.Next(&tag, &ok);
+    call->Write(buffer, reinterpret_cast<void*>(2));
+    cq.Next(&tag, &ok);
+    call->WritesDone(reinterpret_cast<void*>(3));
+    cq.Next(&tag, &ok);
+    grpc::ByteBuffer reply;
+    call->Read(&reply, reinterpret_cast<void*>(4));
+    cq.Next(&tag, &ok);
+    grpc::Status status;
+    call->Finish(&status, reinterpret_cast<void*>(5));
+    cq.Next(&tag, &ok);
+    return status.error_code();
+  };
+  pb::StreamChatRequest bad_enum;
+  bad_enum.set_message("hi");
+  bad_enum.set_context_type(static_cast<intentpb::ContextType>(99));
+  EXPECT_EQ(raw_call(bad_enum.SerializeAsString()), grpc::StatusCode::INVALID_ARGUMENT);
+  pb::StreamChatRequest utf8;
+  utf8.set_message("placeholder");
+  std::string bytes = utf8.SerializeAsString();
+  bytes.replace(bytes.find("placeholder"), 2, "\xC3\x28");
+  EXPECT_EQ(raw_call(bytes), grpc::StatusCode::INVALID_ARGUMENT);
+
+  auto context = Context(key());
+  pb::ListConversationsResponse list;
+  ASSERT_TRUE(stub_->ListConversations(context.get(), pb::ListConversationsRequest(), &list).ok());
+  EXPECT_EQ(list.conversations_size(), 0);
+}
+
+}  // namespace
+}  // namespace omniforge::orchestrator

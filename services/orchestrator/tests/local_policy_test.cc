@@ -1,0 +1,205 @@
+#include "services/orchestrator/src/local_policy.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "services/orchestrator/src/routing.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+namespace intentpb = ::omniforge::intent::v1;
+namespace execpb = ::omniforge::executor::v1;
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+intentpb::IntentAnalysis Intent(
+    intentpb::ActionType action, std::map<std::string, std::string> entities = {},
+    intentpb::ReferenceKind reference = intentpb::REFERENCE_KIND_UNSPECIFIED) {
+  intentpb::IntentAnalysis analysis;
+  analysis.set_action_type(action);
+  analysis.set_confidence(0.9f);
+  analysis.mutable_entities()->insert(entities.begin(), entities.end());
+  analysis.set_reference(reference);
+  return analysis;
+}
+
+const std::vector<AgentInfo> kAgents = {{"invoice-chaser", "Chases invoices", "active", ""},
+                                        {"weekly-sales-digest", "Sums up sales", "paused", ""}};
+
+Routing WithPending(const std::string& tool, json args,
+                    execpb::ToolRisk risk = execpb::TOOL_RISK_WRITE) {
+  Routing routing;
+  routing.flow_id = "flow-1";
+  routing.action_type = intentpb::ACTION_TYPE_CREATE_AGENT;
+  routing.pending = PendingAction{"action-1", tool, std::move(args), risk, "a draft."};
+  return routing;
+}
+
+TEST(LocalPolicyTest, AProblemBecomesAnAgentDraftThatWaits) {
+  Move move = DecideLocally({Intent(intentpb::ACTION_TYPE_CREATE_AGENT,
+                                    {{"data_source", "notion"}, {"schedule", "every monday"}}),
+                             "our Monday Notion updates take hours - can you help?", std::nullopt,
+                             kAgents});
+  EXPECT_TRUE(move.run.empty()) << "nothing is written before the user agrees";
+  ASSERT_TRUE(move.propose.has_value());
+  EXPECT_EQ(move.propose->tool, "create_agent");
+  EXPECT_EQ(move.propose->risk, execpb::TOOL_RISK_WRITE);
+  EXPECT_EQ(move.propose->arguments["schedule"], "every monday");
+  EXPECT_EQ(move.propose->arguments["config"]["data_source"], "notion");
+  EXPECT_EQ(move.propose->arguments["name"], "monday-notion-updates");
+  EXPECT_THAT(move.propose->arguments["description"].get<std::string>(),
+              ::testing::Not(HasSubstr("can you help")));
+  EXPECT_THAT(move.reply, HasSubstr("Shall I go ahead?"));
+}
+
+TEST(LocalPolicyTest, YesRunsThePendingActionAsDrafted) {
+  const json args = {{"name", "digest"}, {"description", "d"}, {"schedule", "daily"}};
+  Move move = DecideLocally(
+      {Intent(intentpb::ACTION_TYPE_CREATE_AGENT, {}, intentpb::REFERENCE_KIND_CONFIRMATION),
+       "yes, do that", WithPending("create_agent", args), kAgents});
+  ASSERT_EQ(move.run.size(), 1u);
+  EXPECT_EQ(move.run[0].tool, "create_agent");
+  EXPECT_EQ(move.run[0].arguments, args);
+  EXPECT_FALSE(move.propose.has_value());
+}
+
+TEST(LocalPolicyTest, CancelDropsThePendingActionAndRunsNothing) {
+  for (const char* message : {"cancel", "no", "never mind"}) {
+    const intentpb::ReferenceKind reference = std::string(message) == "never mind"
+                                                  ? intentpb::REFERENCE_KIND_DECLINE
+                                                  : intentpb::REFERENCE_KIND_UNSPECIFIED;
+    Move move = DecideLocally(
+        {Intent(intentpb::ACTION_TYPE_CONVERSATION, {}, reference), message,
+         WithPending("delete_agent", {{"agent", "invoice-chaser"}}, execpb::TOOL_RISK_HIGH),
+         kAgents});
+    EXPECT_TRUE(move.run.empty()) << message;
+    EXPECT_FALSE(move.propose.has_value()) << message;
+    EXPECT_TRUE(move.dropped_pending) << message;
+    EXPECT_THAT(move.reply, HasSubstr("Nothing was changed")) << message;
+  }
+}
+
+TEST(LocalPolicyTest, NewDetailsReviseTheDraftAndAskAgain) {
+  const json args = {{"name", "digest"}, {"description", "d"}};
+  Move move = DecideLocally({Intent(intentpb::ACTION_TYPE_CREATE_AGENT,
+                                    {{"schedule", "weekly"}, {"recipients", "the team"}},
+                                    intentpb::REFERENCE_KIND_CORRECTION),
+                             "actually make it weekly and send it to the team",
+                             WithPending("create_agent", args), kAgents});
+  EXPECT_TRUE(move.run.empty());
+  ASSERT_TRUE(move.propose.has_value());
+  EXPECT_EQ(move.propose->arguments["schedule"], "weekly");
+  EXPECT_EQ(move.propose->arguments["config"]["recipients"], "the team");
+  EXPECT_EQ(move.propose->arguments["name"], "digest");
+  EXPECT_NE(move.propose->action_id, "action-1");
+}
+
+TEST(LocalPolicyTest, DeletingIsHighRiskAndWaits) {
+  Move move = DecideLocally(
+      {Intent(intentpb::ACTION_TYPE_MANAGE_PLATFORM, {{"agent_name", "invoice-chaser"}}),
+       "delete invoice-chaser", std::nullopt, kAgents});
+  ASSERT_TRUE(move.propose.has_value());
+  EXPECT_EQ(move.propose->tool, "delete_agent");
+  EXPECT_EQ(move.propose->risk, execpb::TOOL_RISK_HIGH);
+  EXPECT_THAT(move.reply, HasSubstr("cannot be undone"));
+  Move pause = DecideLocally(
+      {Intent(intentpb::ACTION_TYPE_MANAGE_PLATFORM, {{"agent_name", "invoice-chaser"}}),
+       "pause invoice-chaser for now", std::nullopt, kAgents});
+  ASSERT_TRUE(pause.propose.has_value());
+  EXPECT_EQ(pause.propose->tool, "pause_agent");
+  EXPECT_EQ(pause.propose->risk, execpb::TOOL_RISK_WRITE);
+}
+
+TEST(LocalPolicyTest, ReadsRunAtOnce) {
+  Move list = DecideLocally(
+      {Intent(intentpb::ACTION_TYPE_QUERY_INFO), "what agents do I have", std::nullopt, kAgents});
+  ASSERT_EQ(list.run.size(), 1u);
+  EXPECT_EQ(list.run[0].tool, "list_agents");
+  EXPECT_FALSE(list.propose.has_value());
+  Move runs =
+      DecideLocally({Intent(intentpb::ACTION_TYPE_QUERY_INFO, {{"agent_name", "invoice-chaser"}}),
+                     "did invoice-chaser fail last night?", std::nullopt, kAgents});
+  ASSERT_EQ(runs.run.size(), 1u);
+  EXPECT_EQ(runs.run[0].tool, "list_runs");
+  EXPECT_EQ(runs.run[0].arguments["agent"], "invoice-chaser");
+}
+
+TEST(LocalPolicyTest, RunningWithoutAnAgentAsksWhichWithTheAgentsNumbered) {
+  Move move = DecideLocally(
+      {Intent(intentpb::ACTION_TYPE_EXECUTE_TASK), "run one of my agents", std::nullopt, kAgents});
+  EXPECT_TRUE(move.clarifying);
+  EXPECT_THAT(move.reply, HasSubstr("1. invoice-chaser"));
+  EXPECT_THAT(move.reply, HasSubstr("2. weekly-sales-digest"));
+  EXPECT_EQ(move.listed_agents,
+            (std::vector<std::string>{"invoice-chaser", "weekly-sales-digest"}));
+}
+
+TEST(LocalPolicyTest, ClarifiesAtMostTwiceInARowThenProceeds) {
+  intentpb::IntentAnalysis unsure = Intent(intentpb::ACTION_TYPE_UNKNOWN);
+  unsure.set_is_ambiguous(true);
+  unsure.set_clarifying_question("Create a new agent, or change invoice-chaser?");
+  Routing asked;
+  for (int before = 0; before < 2; ++before) {
+    asked.clarifications = before;
+    Move move = DecideLocally({unsure, "hmm", asked, kAgents});
+    EXPECT_TRUE(move.clarifying) << before;
+    EXPECT_EQ(move.reply, "Create a new agent, or change invoice-chaser?");
+  }
+  asked.clarifications = 2;
+  Move move = DecideLocally({unsure, "hmm", asked, kAgents});
+  EXPECT_FALSE(move.clarifying);
+  EXPECT_FALSE(move.run.empty());
+}
+
+TEST(LocalPolicyTest, SuggestedNamesAreShortAndUnique) {
+  EXPECT_EQ(SuggestAgentName("our weekly sales reports are always late", {}),
+            "weekly-sales-reports");
+  EXPECT_EQ(SuggestAgentName("our weekly sales reports are always late",
+                             {{"weekly-sales-reports", "", "", ""}}),
+            "weekly-sales-reports-2");
+  EXPECT_EQ(SuggestAgentName("help me please", {}), "assistant-agent");
+}
+
+TEST(LocalPolicyTest, ResultsReadAsSentencesAndListsNumberTheAgents) {
+  std::vector<std::string> listed;
+  const std::string text = DescribeResult(
+      {"list_agents", json::object()},
+      {{"agents", {{{"name", "a1"}, {"description", "first"}}, {{"name", "a2"}}}}, {"count", 2}},
+      false, &listed);
+  EXPECT_THAT(text, HasSubstr("1. a1 — first"));
+  EXPECT_THAT(text, HasSubstr("2. a2"));
+  EXPECT_EQ(listed, (std::vector<std::string>{"a1", "a2"}));
+  EXPECT_THAT(DescribeResult({"pause_agent", {{"agent", "a1"}}},
+                             {{"error", {{"code", "not_found"}, {"message", "no agent 'a1'"}}}},
+                             true, nullptr),
+              HasSubstr("no agent 'a1'"));
+}
+
+TEST(RoutingTest, RoundTripsThroughJsonAndReadsOldOrBrokenMetadataLeniently) {
+  Routing routing = WithPending("create_agent", {{"name", "x"}});
+  routing.turn_id = "t1";
+  routing.entities = {{"schedule", "daily"}};
+  routing.listed_agents = {"a", "b"};
+  routing.clarifications = 1;
+  routing.tools_used = {"list_agents"};
+  const Routing back = RoutingFromJson(RoutingToJson(routing));
+  EXPECT_EQ(back.turn_id, "t1");
+  EXPECT_EQ(back.flow_id, "flow-1");
+  EXPECT_EQ(back.action_type, intentpb::ACTION_TYPE_CREATE_AGENT);
+  EXPECT_EQ(back.entities, routing.entities);
+  EXPECT_EQ(back.listed_agents, routing.listed_agents);
+  ASSERT_TRUE(back.pending.has_value());
+  EXPECT_EQ(back.pending->arguments, routing.pending->arguments);
+  EXPECT_EQ(back.clarifications, 1);
+
+  const Routing broken = RoutingFromJson(
+      {{"action_type", "NOT_AN_ACTION"}, {"pending", {{"tool", 5}}}, {"entities", "x"}});
+  EXPECT_EQ(broken.action_type, intentpb::ACTION_TYPE_UNSPECIFIED);
+  EXPECT_FALSE(broken.pending.has_value());
+  EXPECT_TRUE(broken.entities.empty());
+  EXPECT_FALSE(RoutingFromJson(json::array()).pending.has_value());
+}
+
+}  // namespace
+}  // namespace omniforge::orchestrator

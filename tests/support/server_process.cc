@@ -1,0 +1,156 @@
+#include "tests/support/server_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+extern char** environ;
+
+namespace omniforge::testing {
+
+std::string LogField(const std::string& line, const std::string& key) {
+  const std::string opening = "\"" + key + "\":\"";
+  const size_t start = line.find(opening);
+  if (start == std::string::npos) return "";
+  const size_t value = start + opening.size();
+  const size_t end = line.find('"', value);
+  return end == std::string::npos ? "" : line.substr(value, end - value);
+}
+
+std::optional<std::string> ServerProcess::Start(const std::vector<std::string>& extra_env,
+                                                const std::vector<std::string>& args,
+                                                std::chrono::seconds timeout) {
+  std::vector<std::string> env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    // The developer's shell must not reconfigure the server under test.
+    if (std::strncmp(*entry, "OMNIFORGE_", 10) != 0) env.emplace_back(*entry);
+  }
+  env.push_back("OMNIFORGE_SERVER_HOST=127.0.0.1");
+  env.push_back("OMNIFORGE_SERVER_PORT=0");
+  env.push_back("OMNIFORGE_SERVER_METRICS_HOST=127.0.0.1");
+  env.push_back("OMNIFORGE_SERVER_METRICS_PORT=0");
+  env.push_back("OMNIFORGE_SERVER_DRAIN_TIMEOUT_S=5");
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
+  std::vector<char*> envp;
+  for (std::string& entry : env) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_strings = {binary_};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : argv_strings) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    log_.clear();
+    started_line_.reset();
+    log_closed_ = false;
+  }
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return std::string("pipe2: ") + std::strerror(errno);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return std::string("fork: ") + std::strerror(errno);
+  }
+  if (pid == 0) {
+    // Only async-signal-safe calls between fork and exec.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    signal(SIGPIPE, SIG_DFL);
+    dup2(fds[1], STDERR_FILENO);
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  pid_ = pid;
+  reader_ = std::thread([this, fd = fds[0]] { ReadLog(fd); });
+
+  std::unique_lock<std::mutex> lock(mu_);
+  const bool started =
+      changed_.wait_for(lock, timeout, [this] { return log_closed_ || started_line_.has_value(); });
+  if (!started || !started_line_) {
+    lock.unlock();
+    return binary_ + " did not start (" + (started ? "exited" : "timed out") + "); log:\n" +
+           JoinedLog();
+  }
+  port_ = std::stoi(LogField(*started_line_, "port"));
+  const std::string metrics = LogField(*started_line_, "metrics_port");
+  metrics_port_ = metrics.empty() ? 0 : std::stoi(metrics);
+  return std::nullopt;
+}
+
+std::optional<int> ServerProcess::Stop(std::chrono::seconds timeout) {
+  std::optional<int> exit_status;
+  if (pid_ > 0) {
+    kill(pid_, SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    int status = 0;
+    for (;;) {
+      const pid_t done = waitpid(pid_, &status, WNOHANG);
+      if (done == pid_) {
+        exit_status = status;
+        break;
+      }
+      if (done < 0 || std::chrono::steady_clock::now() >= deadline) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    pid_ = -1;
+  }
+  if (reader_.joinable()) reader_.join();
+  return exit_status;
+}
+
+std::vector<std::string> ServerProcess::LogLines() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return log_;
+}
+
+std::string ServerProcess::JoinedLog() const {
+  std::string joined;
+  for (const std::string& line : LogLines()) joined += line + "\n";
+  return joined;
+}
+
+void ServerProcess::ReadLog(int fd) {
+  std::string pending;
+  char buffer[4096];
+  auto add = [this](std::string line) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!started_line_ && LogField(line, "msg") == "server started") started_line_ = line;
+    log_.push_back(std::move(line));
+    changed_.notify_all();
+  };
+  for (;;) {
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    pending.append(buffer, static_cast<size_t>(n));
+    size_t newline;
+    while ((newline = pending.find('\n')) != std::string::npos) {
+      add(pending.substr(0, newline));
+      pending.erase(0, newline + 1);
+    }
+  }
+  if (!pending.empty()) add(pending);
+  close(fd);
+  std::lock_guard<std::mutex> lock(mu_);
+  log_closed_ = true;
+  changed_.notify_all();
+}
+
+}  // namespace omniforge::testing

@@ -1,0 +1,62 @@
+// One omniforge service binary run by a test: configured only through its
+// environment, on free loopback ports, with its JSON log lines kept for
+// assertions. The process dies with the test program.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace omniforge::testing {
+
+class ServerProcess final {
+ public:
+  explicit ServerProcess(std::string binary) : binary_(std::move(binary)) {}
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+  ~ServerProcess() { Stop(); }
+
+  // Spawns the binary with the caller's environment minus OMNIFORGE_*
+  // variables, plus loopback server settings on free ports and `env`
+  // (NAME=value), then waits for its "server started" log line. On failure
+  // returns a message with the log lines seen so far.
+  std::optional<std::string> Start(const std::vector<std::string>& env,
+                                   const std::vector<std::string>& args = {},
+                                   std::chrono::seconds timeout = std::chrono::seconds(30));
+
+  // SIGTERM and a wait of up to `timeout`, then SIGKILL. Idempotent; returns
+  // the wait status, or nullopt when the process had to be killed.
+  std::optional<int> Stop(std::chrono::seconds timeout = std::chrono::seconds(10));
+
+  int port() const { return port_; }
+  int metrics_port() const { return metrics_port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  std::vector<std::string> LogLines() const;
+  std::string JoinedLog() const;
+
+ private:
+  void ReadLog(int fd);
+
+  const std::string binary_;
+  pid_t pid_ = -1;
+  std::thread reader_;
+  int port_ = 0;
+  int metrics_port_ = 0;
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::vector<std::string> log_;             // Guarded by mu_.
+  std::optional<std::string> started_line_;  // Guarded by mu_.
+  bool log_closed_ = false;                  // Guarded by mu_.
+};
+
+// The value of a string field in one JSON log line ("" when absent).
+std::string LogField(const std::string& line, const std::string& key);
+
+}  // namespace omniforge::testing
