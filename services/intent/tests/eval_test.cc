@@ -3,8 +3,8 @@
 // mode and sends it the dev split, the follow-up set and the held-out
 // follow-up set over gRPC.
 //
-// The floors below are just under what the service reaches today (0.924 on
-// the dev split, 0.947 on the follow-ups, 0.914 on the held-out follow-ups;
+// The floors below are just under what the service reaches today (0.922 on
+// the dev split, 0.951 on the follow-ups, 0.922 on the held-out follow-ups;
 // see README, Performance), so a change that makes understanding worse
 // fails here. The dev floor stays at the target (0.92); one held-out case
 // is about 0.008.
@@ -42,8 +42,8 @@ TEST(IntentEvalTest, UnderstandingDoesNotFallBelowWhatItReaches) {
   ASSERT_TRUE(result.contains("intent_accuracy")) << output;
   ASSERT_TRUE(result.contains("followup_holdout_accuracy")) << output;
   EXPECT_GE(result.at("intent_accuracy"), 0.92) << output;
-  EXPECT_GE(result.at("followup_accuracy"), 0.94) << output;
-  EXPECT_GE(result.at("followup_holdout_accuracy"), 0.90) << output;
+  EXPECT_GE(result.at("followup_accuracy"), 0.945) << output;
+  EXPECT_GE(result.at("followup_holdout_accuracy"), 0.91) << output;
   EXPECT_GT(result.at("p50_ms"), 0);
 }
 
