@@ -12,12 +12,15 @@
 #include "libs/core/logging.h"
 #include "libs/core/server.h"
 #include "libs/core/thread_pool.h"
+#include "libs/llm/llm_config.h"
+#include "libs/llm/llm_factory.h"
 #include "libs/mcp/mcp_config.h"
 #include "libs/mcp/registry.h"
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
 #include "services/executor/src/conversation_recorder.h"
 #include "services/executor/src/grpc_service.h"
+#include "services/executor/src/llm_dialogue.h"
 #include "services/executor/src/mcp_tools.h"
 #include "services/executor/src/pg_invocation_ledger.h"
 #include "services/executor/src/platform_tools.h"
@@ -45,6 +48,8 @@ struct Settings {
   std::string conversation_address;
   std::chrono::milliseconds conversation_timeout{5000};
   mcp::McpConfig mcp;
+  llm::LlmConfig llm;
+  std::string llm_profile;
 };
 
 absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
@@ -71,6 +76,10 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.conversation_address = c.String("conversation.address", "");
   s.conversation_timeout =
       std::chrono::milliseconds(c.Int("conversation.timeout_ms", 5000, 100, 600000));
+  s.llm_profile = c.String("executor.llm_profile", "balanced");
+  auto llm_config = llm::ReadLlmConfig(c);
+  if (!llm_config.ok()) return llm_config.status();
+  s.llm = *std::move(llm_config);
   auto mcp_config = mcp::ReadMcpConfig(c);
   if (!mcp_config.ok()) return mcp_config.status();
   s.mcp = *std::move(mcp_config);
@@ -121,7 +130,31 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
         grpc::CreateChannel(s.conversation_address, grpc::InsecureChannelCredentials()),
         s.conversation_timeout);
   }
-  ExecutorGrpcService service(runtime, workers, recorder.get());
+  // The executor agents: with an LLM provider configured, the model drives
+  // each step (operation executor_turn); otherwise the local agent runs the
+  // step's planned calls.
+  std::unique_ptr<llm::LlmClient> llm_client;
+  std::unique_ptr<llm::ChatModel> model;
+  AgentFactory agents;
+  if (s.llm.enabled()) {
+    auto made = llm::MakeLlmClient(s.llm, nullptr);
+    if (!made.ok()) return made.status();
+    llm_client = *std::move(made);
+    if (!llm_client->HasProfile(s.llm_profile)) {
+      return absl::InvalidArgumentError("executor.llm_profile '" + s.llm_profile +
+                                        "' is not a profile of the llm: section");
+    }
+    model = llm_client->ForProfile(s.llm_profile);
+    agents = [&model, &runtime](core::Identity who, std::chrono::system_clock::time_point deadline,
+                                EventSink sink) -> std::unique_ptr<ExecutorAgent> {
+      return std::make_unique<LlmDialogue>(*model, runtime, std::move(who), deadline,
+                                           std::move(sink));
+    };
+    core::LogInfo("executor agents use the LLM", {{"profile", s.llm_profile}});
+  } else {
+    core::LogInfo("local mode: executor agents run planned tool calls (no LLM configured)");
+  }
+  ExecutorGrpcService service(runtime, workers, recorder.get(), std::move(agents));
 
   core::ServiceServer server(s.server);
   server.AddService(&service);
