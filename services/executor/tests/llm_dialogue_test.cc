@@ -9,8 +9,12 @@
 
 #include <deque>
 
+#include "libs/core/config.h"
 #include "libs/core/ids.h"
 #include "libs/llm/errors.h"
+#include "libs/llm/llm_config.h"
+#include "libs/llm/llm_factory.h"
+#include "libs/llm/testing/fake_provider.h"
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
 #include "services/executor/src/platform_tools.h"
@@ -248,6 +252,53 @@ TEST_F(LlmDialogueTest, MaxTurnsModelFailureAndCancel) {
   waiting.RequestCancel();
   EXPECT_TRUE(waiting.ApplyCancel());
   EXPECT_EQ(Last().error, DialogueError::kCancelled);
+}
+
+// The same agent through the real LLM client and the fake provider speaking
+// the OpenAI wire format: tools offered, a tool call, its result sent back,
+// the final protocol call.
+TEST_F(LlmDialogueTest, ThroughTheLlmClientAndTheFakeProvider) {
+  using llm::testing::FakeRule;
+  Tool("create_project", {{"name", "Spring marketing"}});
+  FakeRule first;
+  first.match.operation = "executor_turn";
+  first.match.tool_offered = "search_projects";
+  first.match.last_is_tool_result = false;
+  first.reply.tool_calls = {{"call_a", "search_projects", R"({"query": "marketing"})"}};
+  FakeRule second;
+  second.match.operation = "executor_turn";
+  second.match.last_is_tool_result = true;
+  second.reply.tool_calls = {
+      {"call_b", "complete_task",
+       R"({"summary": "One marketing project", "result": {"projects": 1}, "confidence": 0.9})"}};
+  auto fake = llm::testing::FakeLlmServer::Start({first, second});
+  ASSERT_TRUE(fake.ok()) << fake.status();
+  auto reader = core::ConfigReader::FromString(
+      "llm:\n  retry:\n    max_attempts: 1\n  providers:\n    fake:\n      api: openai\n"
+      "      base_url: " +
+          (*fake)->openai_base_url() + "\n  profiles:\n    balanced: [fake/small]\n",
+      [](const std::string&) { return std::optional<std::string>(); });
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto config = llm::ReadLlmConfig(*reader);
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto client = llm::MakeLlmClient(*config, nullptr);
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto model = (*client)->ForProfile("balanced");
+  LlmDialogue dialogue(*model, *runtime_, who_,
+                       std::chrono::system_clock::now() + std::chrono::seconds(30),
+                       [this](DialogueEvent e) { events_.push_back(std::move(e)); });
+  dialogue.Start(Step());
+  ASSERT_EQ(Last().kind, Kind::kComplete) << Last().message;
+  EXPECT_EQ(Last().summary, "One marketing project");
+  EXPECT_EQ(Json::parse(Last().result_json)["projects"], 1);
+  ASSERT_EQ(Last().tool_calls.size(), 1u);
+  const auto requests = (*fake)->Requests();
+  ASSERT_EQ(requests.size(), 2u);
+  const Json body = Json::parse(requests[1].body);
+  const Json& tool_message = body["messages"].back();
+  EXPECT_EQ(tool_message["role"], "tool");
+  EXPECT_EQ(tool_message["tool_call_id"], "call_a");
+  EXPECT_EQ(Json::parse(tool_message["content"].get<std::string>())["count"], 1);
 }
 
 }  // namespace
