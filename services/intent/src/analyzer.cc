@@ -790,6 +790,10 @@ std::optional<Action> ImperativeCue(const std::vector<std::string_view>& words) 
     }
     break;
   }
+  // "has anyone made a skill that ...?" asks; it does not order one.
+  static const std::set<std::string_view> question_starts = {
+      "has", "have", "is", "are", "does", "do", "did", "what", "which", "who", "where", "how"};
+  if (!words.empty() && question_starts.contains(words[0])) return std::nullopt;
   for (std::string_view phrase :
        {"new skill", "a skill", "skill for", "skill that", "skill to", "reusable skill"}) {
     if (ContainsPhrase(words, phrase)) return Action::kCreateSkill;

@@ -48,8 +48,8 @@ struct ClassifierOptions {
   // The share of the linear model (linear_model.h) in the answer; the rest
   // is fastText's. 0 trains no linear model.
   double linear_weight = 0.9;
-  int linear_epochs = 20;
-  double linear_learning_rate = 2.0;
+  int linear_epochs = 30;
+  double linear_learning_rate = 4.0;
   double linear_l2 = 1e-5;
 };
 
