@@ -243,7 +243,8 @@ bool LocalDialogue::RunCall() {
 }
 
 bool LocalDialogue::ResolveName(const std::string& field, const std::string& name) {
-  const NameLookup* lookup = nullptr;
+  // RunCall passes one of kLookups' fields.
+  const NameLookup* lookup = &kLookups[0];
   for (const NameLookup& l : kLookups) {
     if (field == l.field) lookup = &l;
   }
