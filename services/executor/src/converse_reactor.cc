@@ -3,6 +3,7 @@
 #include "libs/core/grpc_identity.h"
 #include "libs/core/grpc_status.h"
 #include "libs/core/logging.h"
+#include "libs/core/metrics.h"
 
 namespace omniforge::executor {
 namespace {
@@ -281,6 +282,15 @@ void ConverseReactor::Record(DialogueRecorder::Speaker speaker, const std::strin
 }
 
 void ConverseReactor::Enqueue(const DialogueEvent& event) {
+  if (event.final()) {
+    // omniforge_executor_dialogues_total{outcome}: completed, or the error code.
+    core::MetricsRegistry::Global()
+        .GetCounter("omniforge_executor_dialogues_total", "Converse dialogues by how they ended",
+                    {{"outcome", event.kind == DialogueEvent::Kind::kComplete
+                                     ? std::string("completed")
+                                     : ErrorCodeName(event.error)}})
+        .Inc();
+  }
   if (!dialogue_id_.empty()) {
     auto [content, metadata] = AsMessage(event);
     Record(DialogueRecorder::Speaker::kExecutor, content, metadata);

@@ -525,6 +525,11 @@ TEST_F(ExecutorServerTest, ConverseCancelAndProtocolErrorsEndWithAnErrorEvent) {
     EXPECT_EQ(events[0].error().code(), pb::ERROR_CODE_INVALID_ASSIGNMENT);
     EXPECT_TRUE(dialogue.Finish().ok());
   }
+  httplib::Client client("127.0.0.1", server_->metrics_port());
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_THAT(metrics->body, HasSubstr("omniforge_executor_dialogues_total{outcome="
+                                       "\"ERROR_CODE_CANCELLED\"} 1"));
   {
     Dialogue dialogue(*stub_, std::nullopt);
     EXPECT_EQ(dialogue.Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
