@@ -45,6 +45,8 @@ struct Settings {
   std::string migrate_dsn;
   bool migrate_on_start = true;
   ToolRuntimeOptions tools;
+  std::chrono::seconds idempotency_retention{7 * 24 * 3600};
+  std::chrono::seconds purge_interval{3600};
   std::string conversation_address;
   std::chrono::milliseconds conversation_timeout{5000};
   mcp::McpConfig mcp;
@@ -73,6 +75,9 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
       static_cast<size_t>(c.Int("tools.max_result_bytes", 64 * 1024, 1024, 16 * 1024 * 1024));
   s.tools.max_argument_bytes =
       static_cast<size_t>(c.Int("tools.max_argument_bytes", 256 * 1024, 1024, 4 * 1024 * 1024));
+  s.idempotency_retention =
+      std::chrono::hours(c.Int("tools.idempotency_retention_hours", 168, 1, 24 * 365));
+  s.purge_interval = std::chrono::seconds(c.Int("tools.purge_interval_s", 3600, 1, 86400 * 7));
   s.conversation_address = c.String("conversation.address", "");
   s.conversation_timeout =
       std::chrono::milliseconds(c.Int("conversation.timeout_ms", 5000, 100, 600000));
@@ -120,6 +125,7 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
     if (absl::Status status = catalog.AddProvider(mcp_tools); !status.ok()) return status;
   }
   PgInvocationLedger ledger(**pool);
+  InvocationPurger purger(**pool, s.idempotency_retention, s.purge_interval);
   ToolRuntime runtime(catalog, &ledger, s.tools);
   core::ThreadPool workers(s.worker_threads, 4096);
   // One long-lived channel to the conversation service, which stores the

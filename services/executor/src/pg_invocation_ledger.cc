@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "libs/core/logging.h"
 
 namespace omniforge::executor {
 namespace {
@@ -90,6 +91,62 @@ absl::Status PgInvocationLedger::Release(const InvocationKey& key) {
         key.who.tenant_id, key.who.user_id, key.idempotency_key);
     return absl::OkStatus();
   });
+}
+
+absl::StatusOr<int64_t> PurgeInvocations(pg::PgPool& pool,
+                                         std::chrono::system_clock::time_point before, int limit) {
+  auto lease = pool.Acquire();
+  if (!lease.ok()) return lease.status();
+  try {
+    pqxx::nontransaction tx(lease->conn());
+    return tx
+        .exec_params1(
+            "SELECT platform.purge_tool_invocations('epoch'::timestamptz + $1::bigint * "
+            "interval '1 microsecond', $2)",
+            std::to_string(
+                std::chrono::duration_cast<std::chrono::microseconds>(before.time_since_epoch())
+                    .count()),
+            limit)[0]
+        .as<int64_t>();
+  } catch (const std::exception& e) {
+    if (!lease->conn().is_open()) lease->Discard();
+    return pg::StatusFromException(e);
+  }
+}
+
+InvocationPurger::InvocationPurger(pg::PgPool& pool, std::chrono::seconds retention,
+                                   std::chrono::seconds interval)
+    : pool_(pool), retention_(retention), interval_(interval), thread_([this] { Run(); }) {}
+
+InvocationPurger::~InvocationPurger() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void InvocationPurger::Run() {
+  constexpr int kBatch = 1000;
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    lock.unlock();
+    int64_t total = 0;
+    for (;;) {
+      auto purged = PurgeInvocations(pool_, std::chrono::system_clock::now() - retention_, kBatch);
+      if (!purged.ok()) {
+        core::LogWarn("idempotency record purge failed",
+                      {{"error", std::string(purged.status().message())}});
+        break;
+      }
+      total += *purged;
+      if (*purged < kBatch) break;
+    }
+    if (total > 0) core::LogInfo("idempotency records purged", {{"count", std::to_string(total)}});
+    lock.lock();
+    wake_.wait_for(lock, interval_, [this] { return stopping_; });
+  }
 }
 
 }  // namespace omniforge::executor

@@ -430,5 +430,36 @@ TEST_F(PlatformToolsTest, APassedDeadlineWritesNothing) {
             0);
 }
 
+TEST_F(PlatformToolsTest, OldIdempotencyRecordsArePurgedAcrossTenants) {
+  const auto alice = Fresh("purge-a");
+  const auto bob = Fresh("purge-b");
+  ASSERT_TRUE(Call(alice, "list_agents", Json::object(), "old-a").ok());
+  ASSERT_TRUE(Call(bob, "list_agents", Json::object(), "old-b").ok());
+  ASSERT_TRUE(Call(alice, "list_agents", Json::object(), "recent-a").ok());
+  {
+    pqxx::connection conn(database_->dsn());
+    pqxx::work tx(conn);
+    tx.exec(
+        "UPDATE platform.tool_invocations SET completed_at = now() - interval '10 days' "
+        "WHERE idempotency_key IN ('old-a', 'old-b')");
+    tx.commit();
+  }
+  auto purged =
+      PurgeInvocations(*pool_, std::chrono::system_clock::now() - std::chrono::hours(24 * 7), 100);
+  ASSERT_TRUE(purged.ok()) << purged.status();
+  EXPECT_EQ(*purged, 2);
+  EXPECT_EQ(Count("SELECT count(*) FROM platform.tool_invocations WHERE idempotency_key IN "
+                  "('old-a', 'old-b')"),
+            0);
+  // The recent one still deduplicates.
+  auto again = Call(alice, "list_agents", Json::object(), "recent-a");
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->deduplicated);
+  // A purged key is free again: the call runs.
+  auto old = Call(alice, "list_agents", Json::object(), "old-a");
+  ASSERT_TRUE(old.ok());
+  EXPECT_FALSE(old->deduplicated);
+}
+
 }  // namespace
 }  // namespace omniforge::executor

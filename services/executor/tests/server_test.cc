@@ -666,12 +666,13 @@ TEST(ExecutorConfigTest, UnknownKeyStopsStartAndNamesIt) {
   EXPECT_THAT(file_output, HasSubstr("max_result_byte"));
 }
 
-TEST(ExecutorMigrateTest, MigrateAppliesTheSchemaOnceAndExits) {
+TEST(ExecutorMigrateTest, MigrateAppliesEachMigrationOnceAndExits) {
   testing::TestDatabase database;
   const std::string env = "OMNIFORGE_DATABASE_DSN='" + database.dsn() + "'";
   auto [status, output] = RunBinary(env, "migrate");
   EXPECT_EQ(status, 0) << output;
-  EXPECT_THAT(output, HasSubstr("\"applied\":\"1\""));
+  EXPECT_THAT(output, HasSubstr("0001_init.sql"));
+  EXPECT_THAT(output, HasSubstr("0002_invocation_retention.sql"));
   std::tie(status, output) = RunBinary(env, "migrate");
   EXPECT_EQ(status, 0) << output;
   EXPECT_THAT(output, HasSubstr("\"applied\":\"0\""));
