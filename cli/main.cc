@@ -9,7 +9,14 @@
 //   omniforge intent analyze TEXT [--conversation ID] [--agent NAME[=DESCRIPTION]]...
 //   omniforge tools list [--max-risk read|write|high]
 //   omniforge tools invoke NAME [ARGUMENTS_JSON] [--idempotency-key K]
+//   omniforge chat [MESSAGE] [--conversation ID] [--context global|project|...]
 //   omniforge health                      exit 0 when the server is SERVING
+//
+// `chat` talks to the orchestrator (--chat-server, OMNIFORGE_ADDR) with an API
+// key (--api-key, OMNIFORGE_API_KEY) and shows every step of each turn as it
+// streams: the agent's state, what was understood, tool calls and results,
+// previews waiting for approval, the answer. With MESSAGE it runs one turn;
+// without, one turn per line of standard input (a prompt on a terminal).
 //
 // `tools` calls the executor service (--executor-server): `invoke` prints the
 // tool's result as indented JSON and exits 1 when the tool reported an error.
@@ -29,6 +36,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "cli/chat.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "libs/core/grpc_identity.h"
 #include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
@@ -163,6 +171,16 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   auto* health = app.add_subcommand("health", "check that the server is serving");
+  omniforge::cli::ChatOptions chat_options;
+  auto* chat = app.add_subcommand("chat", "chat with omniforge (the orchestrator)");
+  chat->add_option("message", chat_options.message,
+                   "one message; without it, one message per line of standard input");
+  chat->add_option("--conversation", chat_options.conversation_id, "continue this conversation");
+  chat->add_option("--context", chat_options.context,
+                   "global, project, project_create, task or project_audit");
+  chat->add_option("--api-key", chat_options.api_key, "API key")->envname("OMNIFORGE_API_KEY");
+  chat->add_option("--chat-server", chat_options.server, "orchestrator address")
+      ->envname("OMNIFORGE_ADDR");
   auto* conversations = app.add_subcommand("conversations", "conversation memory");
   conversations->require_subcommand(1);
   std::string id, title, role = "user", text, page_token, idempotency_key;
@@ -209,6 +227,10 @@ int main(int argc, char** argv) {
   tools_invoke->add_option("--idempotency-key", idempotency_key, "retry key");
   CLI11_PARSE(app, argc, argv);
 
+  if (chat->parsed()) {
+    chat_options.json = options.json;
+    return omniforge::cli::RunChat(chat_options);
+  }
   Client client(options);
   if (health->parsed()) {
     auto stub = grpc::health::v1::Health::NewStub(

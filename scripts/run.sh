@@ -13,47 +13,62 @@ bash "$ROOT/scripts/stack.sh" up
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "A user starts a conversation"
-id=$("${CLI[@]}" conversations create --title "Monday Notion updates")
-echo "conversation $id"
+# `chat MESSAGE [--conversation ID]`: one turn through the orchestrator,
+# shown as it streams; prints nothing else.
+export OMNIFORGE_API_KEY
+OMNIFORGE_API_KEY="$(cat "$STATE_DIR/demo.key")"
+chat() { "$BUILD_DIR/bin/omniforge" chat "$@"; }
+# The conversation a turn's output names ("· conversation <id>").
+conversation_of() { sed -n 's/^· conversation //p' <<<"$1" | head -n 1; }
 
-step "The user describes a problem in their own words; the intent service reads it"
-"${CLI[@]}" intent analyze --agent "weekly-sales-digest=Emails the sales team closed deals every Monday" \
-  "our Monday Notion updates take hours, can you help?"
-"${CLI[@]}" conversations append "$id" --role user --idempotency-key "demo-$id-1" \
-  "our Monday Notion updates take hours, can you help?"
-echo "(the same append retried with its idempotency key is stored once:)"
-"${CLI[@]}" conversations append "$id" --role user --idempotency-key "demo-$id-1" \
-  "our Monday Notion updates take hours, can you help?"
+step "1. A problem in the user's own words: omniforge proposes an agent and waits"
+out=$(chat "our Monday Notion updates take hours — can you help?")
+echo "$out"
+id=$(conversation_of "$out")
 
-step "The assistant proposes; a short \"yes, do that\" is understood from the history"
-"${CLI[@]}" conversations append "$id" --role assistant \
-  "I can build an agent that drafts them from your Notion pages every Monday at 9:00. Want me to create it?"
-"${CLI[@]}" intent analyze --conversation "$id" "yes, do that"
+step "2. Later answers fill in the draft; a yes creates the agent with all of them"
+chat --conversation "$id" "make it run every monday at 9am and send it to the team channel"
+out=$(chat --conversation "$id" "yes, do that")
+echo "$out"
+agent=$(sed -n "s/.*the agent '\([^']*\)' is created.*/\1/p" <<<"$out" | head -n 1)
+
+step "3. In a new conversation: list the agents, then \"run the first one\""
+out=$(chat "list my agents")
+echo "$out"
+id2=$(conversation_of "$out")
+chat --conversation "$id2" "run the first one"
+chat --conversation "$id2" "yes"
+
+step "4. A risky action waits for approval; \"cancel\" leaves everything as it was"
+chat --conversation "$id2" "delete ${agent:-monday-notion-updates}"
+chat --conversation "$id2" "cancel"
+
+step "5. An unclear request gets options tied to the user's own agents"
+out=$(chat "run one of my agents")
+echo "$out"
+id3=$(conversation_of "$out")
+chat --conversation "$id3" "the second one"
+
+step "Memory: the conversation is stored, in order, with what was decided"
+"${CLI[@]}" conversations show "$id" --limit 4
 
 step "A secret pasted by mistake is flagged, never logged"
 secret="sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX123456"
-"${CLI[@]}" --json conversations append "$id" --role user "sure, here is our token: $secret" \
-  | grep -o '"secrets_detected":\[[^]]*\]' || true
-echo "(times the token appears in the service log: $(grep -c "$secret" "$STATE_DIR/logs/conversation.log" || true))"
+"$BUILD_DIR/bin/omniforge" --json chat --conversation "$id" "sure, here is our token: $secret" >/dev/null
+"${CLI[@]}" --json conversations show "$id" --limit 2 | grep -o '"secrets_detected":\[[^]]*\]' | head -n 1 || true
+echo "(times the token appears in the service logs: $(cat "$STATE_DIR"/logs/*.log | grep -c "$secret" || true))"
 
 step "Another tenant cannot see it (NOT_FOUND, exactly like a missing id)"
 "${BASE[@]}" --tenant someone-else --user demo-user conversations show "$id" || true
 
-step "The context window a planner would read (recent exchanges + token budget)"
-"${CLI[@]}" conversations window "$id" --budget 2000
-
-step "The user's conversations, most recently active first"
-"${CLI[@]}" conversations list --page-size 5
-
 cat <<TXT
 
-omniforge's conversation memory is running on 127.0.0.1:50051 and intent
-analysis on 127.0.0.1:50052 (metrics: http://127.0.0.1:9091/metrics and
-:9092/metrics, logs: $STATE_DIR/logs). Try it yourself:
-  $BUILD_DIR/bin/omniforge conversations show $id
-  $BUILD_DIR/bin/omniforge conversations append $id --role user "hello"
-  $BUILD_DIR/bin/omniforge intent analyze --conversation $id "actually make it weekly"
+omniforge is running: the chat API on 127.0.0.1:50050 (orchestrator), with
+conversation memory on :50051, intent analysis on :50052 and the executor on
+:50053 (metrics on :9090-:9093, logs in $STATE_DIR/logs). Chat yourself:
+  export OMNIFORGE_API_KEY=\$(cat $STATE_DIR/demo.key)
+  $BUILD_DIR/bin/omniforge chat                          # one message per line
+  $BUILD_DIR/bin/omniforge chat --conversation $id "where were we?"
   $BUILD_DIR/bin/omniforge --help
 Stop everything with: make down
 TXT

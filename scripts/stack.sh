@@ -11,8 +11,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
 STATE_DIR="${OMNIFORGE_STATE_DIR:-/tmp/omniforge}"
-SERVICES=(conversation intent executor)
-declare -A PORTS=([conversation]=50051 [intent]=50052 [executor]=50053)
+SERVICES=(conversation intent executor orchestrator)
+declare -A PORTS=([conversation]=50051 [intent]=50052 [executor]=50053 [orchestrator]=50050)
 CLI="$BUILD_DIR/bin/omniforge"
 
 log() { printf 'stack: %s\n' "$*"; }
@@ -31,6 +31,19 @@ ensure_master_key() {
   if [[ ! -s "$key" ]]; then
     (umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$key")
     log "generated a local encryption master key in $key"
+  fi
+}
+
+# The API key of the local demo user (tenant demo, user demo-user): the key
+# in $STATE_DIR/demo.key, its hash in the orchestrator's key file.
+ensure_api_key() {
+  if [[ ! -s "$STATE_DIR/demo.key" || ! -s "$STATE_DIR/api_keys" ]]; then
+    local out
+    out="$("$BUILD_DIR/bin/omniforge-orchestrator" keys create --tenant demo --user demo-user \
+      --label "local demo")"
+    (umask 077 && sed -n 's/^key:  *//p' <<<"$out" > "$STATE_DIR/demo.key" &&
+      sed -n 's/^line:  *//p' <<<"$out" > "$STATE_DIR/api_keys")
+    log "created an API key for the demo user in $STATE_DIR/demo.key"
   fi
 }
 
@@ -64,12 +77,14 @@ up() {
   bash "$ROOT/scripts/pg.sh" start
   ensure_database
   ensure_master_key
+  ensure_api_key
   for svc in "${SERVICES[@]}"; do
     if pid=$(pid_of "$svc"); then
       log "$svc already running (pid $pid, 127.0.0.1:${PORTS[$svc]})"
       continue
     fi
     OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE="$STATE_DIR/master.key" \
+      OMNIFORGE_AUTH_API_KEYS_FILE="$STATE_DIR/api_keys" \
       setsid "$BUILD_DIR/bin/omniforge-$svc" --config "$ROOT/deploy/local/$svc.yaml" \
       >>"$STATE_DIR/logs/$svc.log" 2>&1 < /dev/null &
     echo $! > "$STATE_DIR/run/$svc.pid"

@@ -193,9 +193,10 @@ Move AskWhichAgent(const PolicyInput& in, const std::string& what) {
 }
 
 Move ProposeCreateAgent(const PolicyInput& in) {
+  const std::string& goal = in.goal.empty() ? in.message : in.goal;
   json args = json::object();
-  args["name"] = SuggestAgentName(in.message, in.agents);
-  args["description"] = Shortened(Purpose(in.message), 2000);
+  args["name"] = SuggestAgentName(goal, in.agents);
+  args["description"] = Shortened(Purpose(goal), 2000);
   ApplyDraftEntities(in.intent, args);
   PendingAction action = Pending("create_agent", args, execpb::TOOL_RISK_WRITE,
                                  "a new agent " + DescribeAgentDraft(args));
@@ -307,12 +308,12 @@ Move DecideUpdate(const PolicyInput& in) {
 }
 
 Move DecideCreateSkill(const PolicyInput& in) {
+  const std::string& goal = in.goal.empty() ? in.message : in.goal;
   std::string name = Entity(in.intent, "skill_name");
-  if (name.empty()) name = SuggestAgentName(in.message, {});
-  json args = {{"name", name}, {"description", Shortened(in.message, 2000)}};
-  PendingAction action =
-      Pending("create_skill", args, execpb::TOOL_RISK_WRITE,
-              "a new skill " + Quoted(name) + ": " + Shortened(in.message, 200) + ".");
+  if (name.empty()) name = SuggestAgentName(goal, {});
+  json args = {{"name", name}, {"description", Shortened(goal, 2000)}};
+  PendingAction action = Pending("create_skill", args, execpb::TOOL_RISK_WRITE,
+                                 "a new skill " + Quoted(name) + ": " + Shortened(goal, 200) + ".");
   Move move;
   move.action_type = intentpb::ACTION_TYPE_CREATE_SKILL;
   move.entities.insert(in.intent.entities().begin(), in.intent.entities().end());

@@ -45,6 +45,10 @@ struct PolicyInput {
   std::optional<Routing> last;
   std::vector<AgentInfo> agents;
   int max_clarifications = 2;
+  // The message that started the flow this turn continues (after a
+  // clarifying question, what a draft is named and described after); empty:
+  // this message.
+  std::string goal;
 };
 
 // What the turn does.

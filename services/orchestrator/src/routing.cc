@@ -17,6 +17,7 @@ nlohmann::json RoutingToJson(const Routing& routing) {
   nlohmann::json json = nlohmann::json::object();
   json["turn_id"] = routing.turn_id;
   json["flow_id"] = routing.flow_id;
+  json["goal"] = routing.goal;
   json["action_type"] = intentpb::ActionType_Name(routing.action_type);
   json["entities"] = routing.entities;
   json["listed_agents"] = routing.listed_agents;
@@ -38,6 +39,7 @@ Routing RoutingFromJson(const nlohmann::json& json) {
   if (!json.is_object()) return routing;
   routing.turn_id = StringAt(json, "turn_id");
   routing.flow_id = StringAt(json, "flow_id");
+  routing.goal = StringAt(json, "goal");
   intentpb::ActionType action = intentpb::ACTION_TYPE_UNSPECIFIED;
   if (intentpb::ActionType_Parse(StringAt(json, "action_type"), &action)) {
     routing.action_type = action;

@@ -28,6 +28,8 @@ struct PendingAction {
 struct Routing {
   std::string turn_id;
   std::string flow_id;
+  // What the flow is about: the user's message that started it.
+  std::string goal;
   ::omniforge::intent::v1::ActionType action_type =
       ::omniforge::intent::v1::ACTION_TYPE_UNSPECIFIED;
   std::map<std::string, std::string> entities;

@@ -338,7 +338,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   *emit.Next().mutable_intent()->mutable_analysis() = analysis;
   emit.Send();
 
-  PolicyInput input{analysis, request.message(), last, agents, options_.max_clarifications};
+  const std::string goal = continuing && !last->goal.empty() ? last->goal : request.message();
+  PolicyInput input{analysis, request.message(), last, agents, options_.max_clarifications, goal};
   Move move = DecideLocally(input);
 
   // What may run now.
@@ -420,6 +421,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   Routing routing;
   routing.turn_id = turn_id;
   routing.flow_id = flow_id;
+  routing.goal = Shortened(goal, 2000);
   routing.action_type = move.action_type;
   routing.entities = move.entities;
   routing.listed_agents = listed;
