@@ -227,7 +227,7 @@ absl::Status HttpTransport::Send(std::string_view message, const SendOptions& op
   headers.Add("Expect:");
   if (!session_id.empty()) headers.Add("Mcp-Session-Id: " + session_id);
   if (!protocol_version.empty()) headers.Add("MCP-Protocol-Version: " + protocol_version);
-  for (const auto& [name, value] : config_.headers) headers.Add(name + ": " + value);
+  for (const auto& [name, value] : config_.headers) headers.Add(absl::StrCat(name, ": ", value));
 
   Exchange exchange;
   exchange.max_bytes = config_.max_message_bytes;
@@ -291,7 +291,7 @@ void HttpTransport::DeleteSession(const std::string& session_id,
   HeaderList headers;
   headers.Add("Mcp-Session-Id: " + session_id);
   if (!protocol_version.empty()) headers.Add("MCP-Protocol-Version: " + protocol_version);
-  for (const auto& [name, value] : config_.headers) headers.Add(name + ": " + value);
+  for (const auto& [name, value] : config_.headers) headers.Add(absl::StrCat(name, ": ", value));
   Exchange exchange;
   exchange.max_bytes = 65536;
   TransportHandlers ignore;

@@ -19,7 +19,7 @@ std::unique_ptr<McpTransport> MakeTransport(const McpServerConfig& config) {
   return std::make_unique<StdioTransport>(config.stdio);
 }
 
-McpRegistry::McpRegistry(McpConfig config, TransportFactory factory) {
+McpRegistry::McpRegistry(McpConfig config, const TransportFactory& factory) {
   for (McpServerConfig& server_config : config.servers) {
     auto server = std::make_unique<Server>();
     std::unique_ptr<McpTransport> transport = factory(server_config);

@@ -48,7 +48,7 @@ class McpRegistry final {
   using TransportFactory = std::function<std::unique_ptr<McpTransport>(const McpServerConfig&)>;
 
   // Contacts no server yet; `factory` is for tests.
-  explicit McpRegistry(McpConfig config, TransportFactory factory = MakeTransport);
+  explicit McpRegistry(McpConfig config, const TransportFactory& factory = MakeTransport);
   ~McpRegistry();  // Shutdown()
 
   McpRegistry(const McpRegistry&) = delete;

@@ -59,7 +59,7 @@ absl::Status McpSession::Connect(Clock::time_point deadline) {
   return EnsureReady(EarlierOf(deadline, options_.initialize_timeout)).status();
 }
 
-absl::StatusOr<json> McpSession::Request(std::string_view method, json params,
+absl::StatusOr<json> McpSession::Request(std::string_view method, const json& params,
                                          const RequestOptions& options) {
   const Clock::time_point deadline = EarlierOf(options.deadline, options_.request_timeout);
   for (int attempt = 0;; ++attempt) {

@@ -76,7 +76,7 @@ class McpSession final {
   // speaks no protocol version this client supports), or the code mapped
   // from a JSON-RPC error (json_rpc.h). An HTTP session the server forgot is
   // re-initialized once and the request retried.
-  absl::StatusOr<nlohmann::json> Request(std::string_view method, nlohmann::json params,
+  absl::StatusOr<nlohmann::json> Request(std::string_view method, const nlohmann::json& params,
                                          const RequestOptions& options);
 
   // Fails pending requests (UNAVAILABLE) and closes the transport. Later
