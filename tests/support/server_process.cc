@@ -30,11 +30,21 @@ std::optional<std::string> ServerProcess::Start(const std::vector<std::string>& 
     // The developer's shell must not reconfigure the server under test.
     if (std::strncmp(*entry, "OMNIFORGE_", 10) != 0) env.emplace_back(*entry);
   }
-  env.push_back("OMNIFORGE_SERVER_HOST=127.0.0.1");
-  env.push_back("OMNIFORGE_SERVER_PORT=0");
-  env.push_back("OMNIFORGE_SERVER_METRICS_HOST=127.0.0.1");
-  env.push_back("OMNIFORGE_SERVER_METRICS_PORT=0");
-  env.push_back("OMNIFORGE_SERVER_DRAIN_TIMEOUT_S=5");
+  // getenv takes the first of repeated names: a setting in `extra_env`
+  // replaces the default.
+  auto given = [&](const std::string& entry) {
+    const std::string name = entry.substr(0, entry.find('=') + 1);
+    for (const std::string& extra : extra_env) {
+      if (extra.rfind(name, 0) == 0) return true;
+    }
+    return false;
+  };
+  for (const char* entry :
+       {"OMNIFORGE_SERVER_HOST=127.0.0.1", "OMNIFORGE_SERVER_PORT=0",
+        "OMNIFORGE_SERVER_METRICS_HOST=127.0.0.1", "OMNIFORGE_SERVER_METRICS_PORT=0",
+        "OMNIFORGE_SERVER_DRAIN_TIMEOUT_S=5"}) {
+    if (!given(entry)) env.emplace_back(entry);
+  }
   env.insert(env.end(), extra_env.begin(), extra_env.end());
   std::vector<char*> envp;
   for (std::string& entry : env) envp.push_back(entry.data());
@@ -45,6 +55,7 @@ std::optional<std::string> ServerProcess::Start(const std::vector<std::string>& 
   for (std::string& arg : argv_strings) argv.push_back(arg.data());
   argv.push_back(nullptr);
 
+  exit_status_.reset();
   {
     std::lock_guard<std::mutex> lock(mu_);
     log_.clear();
@@ -90,29 +101,36 @@ std::optional<std::string> ServerProcess::Start(const std::vector<std::string>& 
   return std::nullopt;
 }
 
-std::optional<int> ServerProcess::Stop(std::chrono::seconds timeout) {
-  std::optional<int> exit_status;
-  if (pid_ > 0) {
-    kill(pid_, SIGTERM);
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    int status = 0;
-    for (;;) {
-      const pid_t done = waitpid(pid_, &status, WNOHANG);
-      if (done == pid_) {
-        exit_status = status;
-        break;
-      }
-      if (done < 0 || std::chrono::steady_clock::now() >= deadline) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+void ServerProcess::Terminate() {
+  if (pid_ > 0) kill(pid_, SIGTERM);
+}
+
+std::optional<int> ServerProcess::WaitForExit(std::chrono::steady_clock::duration timeout) {
+  if (pid_ <= 0) return exit_status_;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  for (;;) {
+    const pid_t done = waitpid(pid_, &status, WNOHANG);
+    if (done == pid_) {
+      exit_status_ = status;
+      break;
     }
-    pid_ = -1;
+    if (done < 0 || std::chrono::steady_clock::now() >= deadline) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+      exit_status_ = std::nullopt;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  pid_ = -1;
   if (reader_.joinable()) reader_.join();
-  return exit_status;
+  return exit_status_;
+}
+
+std::optional<int> ServerProcess::Stop(std::chrono::seconds timeout) {
+  Terminate();
+  return WaitForExit(timeout);
 }
 
 std::vector<std::string> ServerProcess::LogLines() const {

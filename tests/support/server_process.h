@@ -23,15 +23,20 @@ class ServerProcess final {
   ~ServerProcess() { Stop(); }
 
   // Spawns the binary with the caller's environment minus OMNIFORGE_*
-  // variables, plus loopback server settings on free ports and `env`
-  // (NAME=value), then waits for its "server started" log line. On failure
-  // returns a message with the log lines seen so far.
+  // variables, plus loopback server settings on free ports (a 5 s drain) and
+  // `env` (NAME=value; it overrides those settings), then waits for its
+  // "server started" log line. On failure returns a message with the log
+  // lines seen so far.
   std::optional<std::string> Start(const std::vector<std::string>& env,
                                    const std::vector<std::string>& args = {},
                                    std::chrono::seconds timeout = std::chrono::seconds(30));
 
-  // SIGTERM and a wait of up to `timeout`, then SIGKILL. Idempotent; returns
-  // the wait status, or nullopt when the process had to be killed.
+  // Sends SIGTERM without waiting, so a test can race calls against a drain.
+  void Terminate();
+  // Waits up to `timeout` for the process to exit, then SIGKILL. Returns the
+  // wait status, or nullopt when the process had to be killed.
+  std::optional<int> WaitForExit(std::chrono::steady_clock::duration timeout);
+  // Terminate and WaitForExit. Idempotent.
   std::optional<int> Stop(std::chrono::seconds timeout = std::chrono::seconds(10));
 
   int port() const { return port_; }
@@ -45,6 +50,7 @@ class ServerProcess final {
 
   const std::string binary_;
   pid_t pid_ = -1;
+  std::optional<int> exit_status_;
   std::thread reader_;
   int port_ = 0;
   int metrics_port_ = 0;

@@ -39,9 +39,8 @@
 #include "libs/core/grpc_identity.h"
 #include "libs/core/ids.h"
 #include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
+#include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
-
-extern char** environ;
 
 namespace omniforge::conversation {
 namespace {
@@ -58,185 +57,17 @@ using ::testing::UnorderedElementsAreArray;
 
 constexpr char kMasterKey[] = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 constexpr char kServiceName[] = "omniforge.conversation.v1.ConversationService";
-constexpr auto kStartTimeout = std::chrono::seconds(20);
-constexpr auto kStopTimeout = std::chrono::seconds(10);
 constexpr auto kRpcTimeout = std::chrono::seconds(10);
 
-// The value of a string field in one JSON log line, e.g. "port" in
-// {"msg":"server started","port":"40123"}; empty when absent.
-std::string LogField(const std::string& line, const std::string& key) {
-  const std::string opening = "\"" + key + "\":\"";
-  const size_t start = line.find(opening);
-  if (start == std::string::npos) return "";
-  const size_t value = start + opening.size();
-  const size_t end = line.find('"', value);
-  return end == std::string::npos ? "" : line.substr(value, end - value);
+using testing::ServerProcess;
+
+// The environment of an omniforge-conversation process on `dsn`, plus `extra`.
+std::vector<std::string> ServerEnv(const std::string& dsn, std::vector<std::string> extra = {}) {
+  extra.insert(extra.begin(), {"OMNIFORGE_DATABASE_DSN=" + dsn,
+                               std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey,
+                               "OMNIFORGE_SERVER_DRAIN_TIMEOUT_S=10"});
+  return extra;
 }
-
-// One omniforge-conversation process. Its stderr (JSON log lines) is read on a
-// background thread and kept for assertions.
-class ServerProcess final {
- public:
-  ServerProcess() = default;
-  ServerProcess(const ServerProcess&) = delete;
-  ServerProcess& operator=(const ServerProcess&) = delete;
-  ~ServerProcess() { Stop(); }
-
-  // Spawns the binary on `dsn` and waits for "server started". On failure the
-  // returned message carries the log lines seen so far.
-  std::optional<std::string> Start(const std::string& dsn,
-                                   const std::vector<std::string>& extra_env = {}) {
-    std::vector<std::string> env;
-    for (char** entry = environ; *entry != nullptr; ++entry) {
-      // An OMNIFORGE_* variable of the developer's shell must not reconfigure
-      // the server under test.
-      if (std::strncmp(*entry, "OMNIFORGE_", 10) != 0) env.emplace_back(*entry);
-    }
-    env.push_back("OMNIFORGE_DATABASE_DSN=" + dsn);
-    env.push_back(std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey);
-    env.push_back("OMNIFORGE_SERVER_HOST=127.0.0.1");
-    env.push_back("OMNIFORGE_SERVER_PORT=0");
-    env.push_back("OMNIFORGE_SERVER_METRICS_HOST=127.0.0.1");
-    env.push_back("OMNIFORGE_SERVER_METRICS_PORT=0");
-    env.push_back("OMNIFORGE_SERVER_DRAIN_TIMEOUT_S=10");
-    env.insert(env.end(), extra_env.begin(), extra_env.end());
-    std::vector<char*> envp;
-    for (std::string& entry : env) envp.push_back(entry.data());
-    envp.push_back(nullptr);
-    std::string binary = OMNIFORGE_CONVERSATION_BIN;
-    char* argv[] = {binary.data(), nullptr};
-
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return std::string("pipe2: ") + std::strerror(errno);
-    const pid_t parent = getpid();
-    const pid_t pid = fork();
-    if (pid < 0) {
-      close(fds[0]);
-      close(fds[1]);
-      return std::string("fork: ") + std::strerror(errno);
-    }
-    if (pid == 0) {
-      // Only async-signal-safe calls between fork and exec. The server dies
-      // with the test program, so a crashed test leaves no process behind.
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(127);
-      sigset_t none;
-      sigemptyset(&none);
-      sigprocmask(SIG_SETMASK, &none, nullptr);
-      signal(SIGPIPE, SIG_DFL);
-      dup2(fds[1], STDERR_FILENO);
-      execve(argv[0], argv, envp.data());
-      _exit(127);
-    }
-    close(fds[1]);
-    pid_ = pid;
-    reader_ = std::thread([this, fd = fds[0]] { ReadLog(fd); });
-
-    std::unique_lock<std::mutex> lock(mu_);
-    const bool started = changed_.wait_for(
-        lock, kStartTimeout, [this] { return log_closed_ || started_line_.has_value(); });
-    if (!started || !started_line_) {
-      lock.unlock();
-      return "server did not start (" + std::string(started ? "exited" : "timed out") +
-             "); log:\n" + JoinedLog();
-    }
-    port_ = std::stoi(LogField(*started_line_, "port"));
-    metrics_port_ = std::stoi(LogField(*started_line_, "metrics_port"));
-    return std::nullopt;
-  }
-
-  // Sends SIGTERM (without waiting) so a test can race calls against a drain.
-  void Terminate() {
-    if (pid_ > 0) kill(pid_, SIGTERM);
-  }
-
-  // Waits up to `timeout` for the process to exit; SIGKILL after that.
-  // Returns the raw wait status, or nullopt when the process had to be killed.
-  std::optional<int> WaitForExit(Clock::duration timeout) {
-    if (pid_ <= 0) return exit_status_;
-    const Clock::time_point deadline = Clock::now() + timeout;
-    int status = 0;
-    for (;;) {
-      const pid_t done = waitpid(pid_, &status, WNOHANG);
-      if (done == pid_) {
-        exit_status_ = status;
-        break;
-      }
-      if (done < 0 || Clock::now() >= deadline) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &status, 0);
-        exit_status_ = std::nullopt;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    pid_ = -1;
-    if (reader_.joinable()) reader_.join();
-    return exit_status_;
-  }
-
-  // SIGTERM and a bounded wait. Idempotent.
-  std::optional<int> Stop() {
-    Terminate();
-    return WaitForExit(kStopTimeout);
-  }
-
-  int port() const { return port_; }
-  int metrics_port() const { return metrics_port_; }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-
-  std::vector<std::string> LogLines() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return log_;
-  }
-
-  std::string JoinedLog() const {
-    std::string joined;
-    for (const std::string& line : LogLines()) joined += line + "\n";
-    return joined;
-  }
-
- private:
-  void ReadLog(int fd) {
-    std::string pending;
-    char buffer[4096];
-    for (;;) {
-      const ssize_t n = read(fd, buffer, sizeof(buffer));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      pending.append(buffer, static_cast<size_t>(n));
-      size_t newline;
-      while ((newline = pending.find('\n')) != std::string::npos) {
-        AddLine(pending.substr(0, newline));
-        pending.erase(0, newline + 1);
-      }
-    }
-    if (!pending.empty()) AddLine(pending);
-    close(fd);
-    std::lock_guard<std::mutex> lock(mu_);
-    log_closed_ = true;
-    changed_.notify_all();
-  }
-
-  void AddLine(std::string line) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!started_line_ && LogField(line, "msg") == "server started") started_line_ = line;
-    log_.push_back(std::move(line));
-    changed_.notify_all();
-  }
-
-  pid_t pid_ = -1;
-  std::optional<int> exit_status_;
-  std::thread reader_;
-  int port_ = 0;
-  int metrics_port_ = 0;
-
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  std::vector<std::string> log_;             // Guarded by mu_.
-  std::optional<std::string> started_line_;  // Guarded by mu_.
-  bool log_closed_ = false;                  // Guarded by mu_.
-};
 
 // A client context with the caller identity (when given) and a deadline.
 std::unique_ptr<grpc::ClientContext> Call(const std::optional<core::Identity>& who) {
@@ -266,8 +97,8 @@ class ConversationServerTest : public ::testing::Test {
   }
 
   void SetUp() override {
-    server_ = std::make_unique<ServerProcess>();
-    const auto error = server_->Start(database_->dsn());
+    server_ = std::make_unique<ServerProcess>(OMNIFORGE_CONVERSATION_BIN);
+    const auto error = server_->Start(ServerEnv(database_->dsn()));
     ASSERT_FALSE(error.has_value()) << *error;
     channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
     stub_ = pb::ConversationService::NewStub(channel_);
@@ -807,8 +638,8 @@ TEST_F(ConversationServerTest, SigtermDrainsInFlightAppends) {
 
   // A second instance on the same database sees every acknowledged message,
   // and nothing the client was told failed.
-  ServerProcess second;
-  const auto error = second.Start(database_->dsn());
+  ServerProcess second(OMNIFORGE_CONVERSATION_BIN);
+  const auto error = second.Start(ServerEnv(database_->dsn()));
   ASSERT_FALSE(error.has_value()) << *error;
   auto stub = pb::ConversationService::NewStub(
       grpc::CreateChannel(second.address(), grpc::InsecureChannelCredentials()));
@@ -900,9 +731,10 @@ TEST(ConversationTlsTest, ServesTlsWhenConfiguredAndRefusesPlaintext) {
   ASSERT_EQ(std::system(openssl.c_str()), 0) << "openssl could not make a test certificate";
 
   testing::TestDatabase database;
-  ServerProcess server;
-  const auto error = server.Start(database.dsn(), {"OMNIFORGE_SERVER_TLS_CERT_FILE=" + cert,
-                                                   "OMNIFORGE_SERVER_TLS_KEY_FILE=" + key});
+  ServerProcess server(OMNIFORGE_CONVERSATION_BIN);
+  const auto error =
+      server.Start(ServerEnv(database.dsn(), {"OMNIFORGE_SERVER_TLS_CERT_FILE=" + cert,
+                                              "OMNIFORGE_SERVER_TLS_KEY_FILE=" + key}));
   ASSERT_FALSE(error.has_value()) << *error;
   EXPECT_THAT(server.JoinedLog(), HasSubstr(R"("tls":"on")"));
   {
@@ -942,8 +774,8 @@ namespace {
 
 TEST(ConversationOverloadTest, CallsAbandonedWhileQueuedGetNoDatabaseWork) {
   testing::TestDatabase database;
-  ServerProcess server;
-  const auto error = server.Start(database.dsn(), {"OMNIFORGE_SERVER_WORKER_THREADS=1"});
+  ServerProcess server(OMNIFORGE_CONVERSATION_BIN);
+  const auto error = server.Start(ServerEnv(database.dsn(), {"OMNIFORGE_SERVER_WORKER_THREADS=1"}));
   ASSERT_FALSE(error.has_value()) << *error;
   {
     auto channel = grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());
