@@ -39,6 +39,7 @@ class ServerProcess final {
   // Terminate and WaitForExit. Idempotent.
   std::optional<int> Stop(std::chrono::seconds timeout = std::chrono::seconds(10));
 
+  pid_t pid() const { return pid_; }
   int port() const { return port_; }
   int metrics_port() const { return metrics_port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }

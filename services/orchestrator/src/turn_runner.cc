@@ -296,6 +296,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   // The user's agents, for the intent service and the planner.
   int tool_calls = 0;
   std::vector<AgentInfo> agents;
+  // Kept so that a planner step listing the agents again reuses it.
+  std::optional<execpb::InvokeToolResponse> agent_list;
   {
     execpb::InvokeToolRequest list;
     list.set_tool_name("list_agents");
@@ -303,6 +305,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
         tools_.InvokeTool(who, list, call_deadline());
     if (listed.ok() && !listed->is_error()) {
       agents = AgentsFromListResult(ParseObject(listed->result_json()));
+      agent_list = *std::move(listed);
     } else if (!listed.ok()) {
       core::LogWarn("agents could not be listed",
                     {{"component", "orchestrator"},
@@ -367,24 +370,32 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     }
     emit.State(pb::AGENT_STATE_EXECUTING_TOOL, "Running " + step.tool);
     const std::string call_id = core::NewUuid();
+    const execpb::ToolRisk risk = RiskOf(who, step.tool, call_deadline());
     {
       pb::ToolCallEvent* call = emit.Next().mutable_tool_call();
       call->set_call_id(call_id);
       call->set_tool_name(step.tool);
       call->set_arguments_json(step.arguments.dump());
-      call->set_risk(RiskOf(who, step.tool, call_deadline()));
+      call->set_risk(risk);
       emit.Send();
     }
     execpb::InvokeToolRequest invoke;
     invoke.set_tool_name(step.tool);
     invoke.set_arguments_json(step.arguments.dump());
-    // A retried turn does not run a tool twice.
-    invoke.set_idempotency_key("turn:" + turn_id + ":" + std::to_string(i));
+    // A retried turn does not run a tool twice. Reads change nothing, so
+    // they go without a key and its bookkeeping (two writes).
+    if (risk != execpb::TOOL_RISK_READ) {
+      invoke.set_idempotency_key("turn:" + turn_id + ":" + std::to_string(i));
+    }
     ++tool_calls;
     tools_used.push_back(step.tool);
     const int64_t call_started = core::NowMicros();
-    absl::StatusOr<execpb::InvokeToolResponse> result =
-        tools_.InvokeTool(who, invoke, call_deadline());
+    absl::StatusOr<execpb::InvokeToolResponse> result;
+    if (step.tool == "list_agents" && step.arguments.empty() && agent_list) {
+      result = *agent_list;  // read a moment ago in this turn
+    } else {
+      result = tools_.InvokeTool(who, invoke, call_deadline());
+    }
     pb::ToolResultEvent* out = emit.Next().mutable_tool_result();
     out->set_call_id(call_id);
     out->set_tool_name(step.tool);

@@ -1,0 +1,214 @@
+// Chat turns through the public API over the real stack, in local mode: the
+// four service binaries on loopback and a real PostgreSQL (fsync and
+// synchronous_commit on). A turn is "list my agents": the user's message is
+// stored, the context window read, the agents listed (for the intent
+// service), the intent analysed, list_agents run as the planner's READ tool,
+// and the reply stored with its routing metadata; every event is streamed.
+// Each client owns one conversation and sends its turns one after another,
+// so the history grows as in real use.
+//
+//   turn_p50/p99_ms        `--turns` turns at 1 client
+//   turns_per_s_c16/c64    `--seconds` at 16 and at 64 clients
+//   pg_rows_per_turn       rows inserted, updated or deleted in PostgreSQL per
+//                          turn (pg_stat_database, over the 1-client phase)
+//   rss_mb                 the orchestrator's peak resident memory
+//
+// Prints a final line: RESULT turn_p50_ms=... turn_p99_ms=... turns_per_s_c16=...
+//   turns_per_s_c64=... pg_rows_per_turn=... rss_mb=...
+#include <grpcpp/grpcpp.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <pqxx/pqxx>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "libs/core/api_keys.h"
+#include "libs/core/ids.h"
+#include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
+#include "tests/support/server_process.h"
+#include "tests/support/test_database.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+namespace pb = ::omniforge::orchestrator::v1;
+using Clock = std::chrono::steady_clock;
+
+constexpr char kMasterKey[] = "6f6d6e69666f7267652d62656e63682d6d61737465722d6b65792d3030303030";
+
+double Percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+// Rows PostgreSQL wrote in the database so far.
+int64_t RowsWritten(const std::string& dsn, const std::string& database) {
+  pqxx::connection conn(dsn);
+  pqxx::nontransaction tx(conn);
+  // The statistics collector reports with a delay; ask for a fresh snapshot.
+  tx.exec("SELECT pg_stat_clear_snapshot()");
+  return tx
+      .exec_params1(
+          "SELECT tup_inserted + tup_updated + tup_deleted FROM pg_stat_database "
+          "WHERE datname = $1",
+          database)[0]
+      .as<int64_t>();
+}
+
+int64_t PeakRssKb(int pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6));
+  }
+  return 0;
+}
+
+class Client {
+ public:
+  Client(pb::ChatService::Stub& stub, std::string key) : stub_(stub), key_(std::move(key)) {}
+
+  // One turn; its wall time in ms, or a negative number on failure.
+  double Turn() {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer " + key_);
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    pb::StreamChatRequest request;
+    request.set_conversation_id(conversation_);
+    request.set_message("list my agents");
+    const auto start = Clock::now();
+    auto reader = stub_.StreamChat(&context, request);
+    pb::ChatEvent event;
+    bool listed = false;
+    while (reader->Read(&event)) {
+      if (event.has_session()) conversation_ = event.session().conversation_id();
+      if (event.has_tool_result() && !event.tool_result().is_error()) listed = true;
+    }
+    const bool ok = reader->Finish().ok() && listed;
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    return ok ? ms : -1;
+  }
+
+ private:
+  pb::ChatService::Stub& stub_;
+  const std::string key_;
+  std::string conversation_;
+};
+
+int Run(int turns, double seconds) {
+  testing::TestDatabase db;
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("omniforge-chat-bench-" + core::NewUuid());
+  std::filesystem::create_directories(dir);
+  std::vector<std::string> keys;
+  {
+    std::ofstream key_file(dir / "api_keys");
+    for (int i = 0; i < 64; ++i) {
+      auto key = core::GenerateApiKey({"bench", "user-" + std::to_string(i)}, "");
+      key_file << key->file_line << "\n";
+      keys.push_back(key->key);
+    }
+  }
+  const std::string dsn = "OMNIFORGE_DATABASE_DSN=" + db.dsn();
+  testing::ServerProcess conversation(OMNIFORGE_CONVERSATION_BIN);
+  testing::ServerProcess intent(OMNIFORGE_INTENT_BIN);
+  testing::ServerProcess executor(OMNIFORGE_EXECUTOR_BIN);
+  testing::ServerProcess orchestrator(OMNIFORGE_ORCHESTRATOR_BIN);
+  using Env = std::vector<std::string>;
+  for (auto [process, env] :
+       {std::pair{&conversation,
+                  Env{dsn, std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey}},
+        std::pair{&intent, Env{}}, std::pair{&executor, Env{dsn}}}) {
+    if (auto error = process->Start(env)) {
+      std::fprintf(stderr, "%s\n", error->c_str());
+      return 1;
+    }
+  }
+  if (auto error =
+          orchestrator.Start({"OMNIFORGE_AUTH_API_KEYS_FILE=" + (dir / "api_keys").string(),
+                              "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation.address(),
+                              "OMNIFORGE_DOWNSTREAM_INTENT=" + intent.address(),
+                              "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor.address()})) {
+    std::fprintf(stderr, "%s\n", error->c_str());
+    return 1;
+  }
+  auto stub = pb::ChatService::NewStub(
+      grpc::CreateChannel(orchestrator.address(), grpc::InsecureChannelCredentials()));
+
+  // One client, one conversation, turn after turn.
+  Client single(*stub, keys[0]);
+  for (int i = 0; i < 20; ++i) single.Turn();  // warm-up
+  const int64_t rows_before = RowsWritten(db.dsn(), db.name());
+  std::vector<double> ms;
+  for (int i = 0; i < turns; ++i) {
+    const double t = single.Turn();
+    if (t < 0) {
+      std::fprintf(stderr, "turn %d failed\n", i);
+      return 1;
+    }
+    ms.push_back(t);
+  }
+  const double rows_per_turn =
+      static_cast<double>(RowsWritten(db.dsn(), db.name()) - rows_before) / turns;
+  std::printf("1 client: %d turns, p50 %.2f ms, p99 %.2f ms, %.1f rows written per turn\n", turns,
+              Percentile(ms, 0.5), Percentile(ms, 0.99), rows_per_turn);
+
+  auto throughput = [&](int clients) {
+    std::atomic<int64_t> done{0}, failed{0};
+    std::vector<std::thread> threads;
+    std::vector<std::vector<double>> latencies(clients);
+    const auto start = Clock::now();
+    for (int c = 0; c < clients; ++c) {
+      threads.emplace_back([&, c] {
+        Client client(*stub, keys[c]);
+        while (std::chrono::duration<double>(Clock::now() - start).count() < seconds) {
+          const double t = client.Turn();
+          if (t < 0) {
+            ++failed;
+          } else {
+            ++done;
+            latencies[c].push_back(t);
+          }
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    std::vector<double> all;
+    for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
+    std::printf("%d clients: %.0f turns/s, p50 %.1f ms, p99 %.1f ms, %lld failed\n", clients,
+                done / elapsed, Percentile(all, 0.5), Percentile(all, 0.99),
+                static_cast<long long>(failed.load()));
+    return failed > 0 ? -1.0 : done / elapsed;
+  };
+  const double c16 = throughput(16);
+  const double c64 = throughput(64);
+  const double rss_mb = static_cast<double>(PeakRssKb(orchestrator.pid())) / 1024.0;
+  std::filesystem::remove_all(dir);
+  std::printf(
+      "RESULT turn_p50_ms=%.2f turn_p99_ms=%.2f turns_per_s_c16=%.0f turns_per_s_c64=%.0f "
+      "pg_rows_per_turn=%.1f rss_mb=%.1f\n",
+      Percentile(ms, 0.5), Percentile(ms, 0.99), c16, c64, rows_per_turn, rss_mb);
+  return c16 < 0 || c64 < 0 ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace omniforge::orchestrator
+
+int main(int argc, char** argv) {
+  CLI::App app{"chat turns through the public API over the real stack, local mode"};
+  int turns = 300;
+  double seconds = 20;
+  app.add_option("--turns", turns, "turns measured at 1 client")->check(CLI::PositiveNumber);
+  app.add_option("--seconds", seconds, "duration of the 16- and 64-client phases")
+      ->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+  return omniforge::orchestrator::Run(turns, seconds);
+}
