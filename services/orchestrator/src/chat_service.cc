@@ -16,6 +16,8 @@ namespace {
 
 // Reads of history never wait longer than this, whatever the client's deadline.
 constexpr int64_t kMaxReadMicros = 30'000'000;
+// A turn's bound when the client set no deadline (turn.timeout_ms applies too).
+constexpr int64_t kMaxTurnMicros = 3'600'000'000;
 // Events waiting to be written before the turn's thread waits for the client.
 constexpr size_t kMaxQueuedEvents = 256;
 
@@ -107,13 +109,14 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
  public:
   explicit TurnStream(RunningTurns& running) : running_(running), scope_("StreamChat") {}
 
-  // Starts the turn; the reactor deletes itself when the call is done.
-  void Start(const core::Identity& who, pb::StreamChatRequest request, const TurnRunner& runner,
-             core::ThreadPool& workers) {
+  // Starts the turn, bounded by `deadline` (the client's); the reactor
+  // deletes itself when the call is done.
+  void Start(const core::Identity& who, pb::StreamChatRequest request, int64_t deadline,
+             const TurnRunner& runner, core::ThreadPool& workers) {
     who_ = who;
-    auto task = [this, request = std::move(request), &runner] {
+    auto task = [this, request = std::move(request), deadline, &runner] {
       absl::Status status = runner.Run(
-          who_, request, [this] { return cancelled_->load(); }, *this);
+          who_, request, [this] { return cancelled_->load(); }, *this, deadline);
       TurnEnded(status);
     };
     if (!workers.Submit(task)) {
@@ -256,7 +259,9 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
     return new Refusal(who.status());
   }
   auto* stream = new TurnStream(running_);
-  stream->Start(*who, std::move(request), runner_, workers_);
+  // The client's deadline bounds the turn (the turn's own timeout caps it).
+  const int64_t deadline = DeadlineMicros(*context, kMaxTurnMicros);
+  stream->Start(*who, std::move(request), deadline, runner_, workers_);
   return stream;
 }
 

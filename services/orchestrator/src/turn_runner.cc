@@ -184,12 +184,14 @@ execpb::ToolRisk TurnRunner::RiskOf(const core::Identity& who, const std::string
 }
 
 absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequest& request,
-                             const std::function<bool()>& cancelled, EventSink& sink) const {
+                             const std::function<bool()>& cancelled, EventSink& sink,
+                             int64_t client_deadline) const {
   if (absl::Status valid = ValidateStreamChatRequest(request); !valid.ok()) return valid;
   const int64_t started = core::NowMicros();
-  const int64_t turn_deadline =
+  int64_t turn_deadline =
       started +
       std::chrono::duration_cast<std::chrono::microseconds>(options_.turn_timeout).count();
+  if (client_deadline > 0) turn_deadline = std::min(turn_deadline, client_deadline);
   const int64_t call_micros =
       std::chrono::duration_cast<std::chrono::microseconds>(options_.call_timeout).count();
   auto call_deadline = [&] { return std::min(turn_deadline, core::NowMicros() + call_micros); };

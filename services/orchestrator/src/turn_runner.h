@@ -59,9 +59,12 @@ class TurnRunner final {
   // is not the caller's (NOT_FOUND) or conversation storage that cannot take
   // the user's message (UNAVAILABLE: nothing was acknowledged, safe to
   // retry with the same turn_id). Everything later is an event; the last is
-  // `done`. `cancelled` is polled between steps.
+  // `done`. `cancelled` is polled between steps. `client_deadline`
+  // (microseconds since the epoch; 0: none) bounds the turn and every
+  // downstream call together with the turn's own timeout.
   absl::Status Run(const core::Identity& who, const pb::StreamChatRequest& request,
-                   const std::function<bool()>& cancelled, EventSink& sink) const;
+                   const std::function<bool()>& cancelled, EventSink& sink,
+                   int64_t client_deadline = 0) const;
 
  private:
   // The risk of each tool by name, refreshed from ListTools at most once a
