@@ -16,6 +16,8 @@
 #include "libs/core/logging.h"
 #include "libs/core/server.h"
 #include "libs/core/thread_pool.h"
+#include "libs/llm/llm_config.h"
+#include "libs/llm/llm_factory.h"
 #include "services/orchestrator/src/chat_service.h"
 #include "services/orchestrator/src/grpc_downstream.h"
 
@@ -32,6 +34,8 @@ struct Settings {
   std::string api_keys_file;
   DownstreamAddresses downstream;
   TurnOptions turn;
+  std::string planner_profile;
+  llm::LlmConfig llm;
 };
 
 absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
@@ -54,6 +58,11 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
       static_cast<int>(c.Int("turn.context_token_budget", 2000, 100, 100000));
   s.turn.call_timeout =
       std::chrono::milliseconds(c.Int("turn.call_timeout_ms", 10000, 100, 600000));
+  s.turn.max_iterations = static_cast<int>(c.Int("planner.max_iterations", 10, 1, 100));
+  s.planner_profile = c.String("planner.profile", "balanced");
+  auto llm_config = llm::ReadLlmConfig(c);
+  if (!llm_config.ok()) return llm_config.status();
+  s.llm = *std::move(llm_config);
   if (absl::Status status = c.Finish(); !status.ok()) return status;
   if (s.api_keys_file.empty()) {
     return absl::InvalidArgumentError(
@@ -70,8 +79,22 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   std::unique_ptr<Memory> memory = MakeGrpcMemory(s.downstream.conversation);
   std::unique_ptr<Understanding> understanding = MakeGrpcUnderstanding(s.downstream.intent);
   std::unique_ptr<Tools> tools = MakeGrpcTools(s.downstream.executor);
-  TurnRunner runner(*memory, *understanding, *tools, s.turn);
-  core::LogInfo("local mode: turns are planned by the local policy");
+  std::unique_ptr<llm::LlmClient> client;
+  std::unique_ptr<llm::ChatModel> planner;
+  if (s.llm.enabled()) {
+    auto made = llm::MakeLlmClient(s.llm, nullptr);
+    if (!made.ok()) return made.status();
+    client = *std::move(made);
+    if (!client->HasProfile(s.planner_profile)) {
+      return absl::InvalidArgumentError("planner.profile '" + s.planner_profile +
+                                        "' is not a profile of the llm: section");
+    }
+    planner = client->ForProfile(s.planner_profile);
+    core::LogInfo("planner uses the language model", {{"profile", s.planner_profile}});
+  } else {
+    core::LogInfo("local mode: turns are planned by the local policy");
+  }
+  TurnRunner runner(*memory, *understanding, *tools, s.turn, planner.get());
   core::ThreadPool workers(s.worker_threads, 4096);
   ChatGrpcService service(*keys, runner, *memory, workers);
 

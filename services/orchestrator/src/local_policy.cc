@@ -389,6 +389,19 @@ std::optional<Move> ResolvePending(const PolicyInput& in, const std::vector<std:
 
 }  // namespace
 
+std::optional<Move> ResolveApproval(const PolicyInput& in) {
+  std::optional<Move> move = ResolvePending(in, Words(in.message));
+  if (!move || move->propose) return std::nullopt;  // a revision: not a yes or a no
+  return move;
+}
+
+std::string ApprovalQuestion(const PendingAction& action) {
+  return action.risk == execpb::TOOL_RISK_HIGH
+             ? "This needs your approval and cannot be undone. Reply \"yes\" to go ahead or "
+               "\"cancel\" to keep things as they are."
+             : "Shall I go ahead? Say \"yes\", tell me what to change, or \"cancel\".";
+}
+
 std::vector<AgentInfo> AgentsFromListResult(const json& result) {
   std::vector<AgentInfo> agents;
   if (!result.is_object() || !result.contains("agents") || !result["agents"].is_array()) {

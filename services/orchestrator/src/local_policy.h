@@ -72,6 +72,14 @@ struct Move {
 
 Move DecideLocally(const PolicyInput& input);
 
+// The last turn's pending action approved ("yes") or dropped ("cancel"),
+// as DecideLocally would answer it; nullopt for anything else (a revision
+// or a new request, which a model planner handles).
+std::optional<Move> ResolveApproval(const PolicyInput& input);
+
+// The words that end a preview: what the user can answer.
+std::string ApprovalQuestion(const PendingAction& action);
+
 // The words that follow `move.reply` once `step` ran and produced
 // `result` (a tool result object; is_error when the tool failed). May set
 // the names the reply listed, in order, in `listed_agents`.

@@ -10,6 +10,7 @@
 #include "libs/core/logging.h"
 #include "libs/core/text.h"
 #include "services/orchestrator/src/local_policy.h"
+#include "services/orchestrator/src/model_planner.h"
 #include "services/orchestrator/src/routing.h"
 
 namespace omniforge::orchestrator {
@@ -163,8 +164,12 @@ absl::Status ValidateStreamChatRequest(const pb::StreamChatRequest& request) {
 }
 
 TurnRunner::TurnRunner(Memory& memory, Understanding& understanding, Tools& tools,
-                       TurnOptions options)
-    : memory_(memory), understanding_(understanding), tools_(tools), options_(options) {}
+                       TurnOptions options, llm::ChatModel* planner)
+    : memory_(memory),
+      understanding_(understanding),
+      tools_(tools),
+      options_(options),
+      planner_(planner) {}
 
 execpb::ToolRisk TurnRunner::RiskOf(const core::Identity& who, const std::string& tool,
                                     int64_t deadline) const {
@@ -345,30 +350,28 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
 
   const std::string goal = continuing && !last->goal.empty() ? last->goal : request.message();
   PolicyInput input{analysis, request.message(), last, agents, options_.max_clarifications, goal};
-  Move move = DecideLocally(input);
 
-  // What may run now.
-  std::string text = move.reply;
-  std::vector<std::string> listed = move.listed_agents;
+  // Runs one tool with its events, under the turn's guardrails; nullopt when
+  // a guardrail stopped the turn (its error event is out).
+  std::vector<std::string> listed;
   std::vector<std::string> tools_used;
-  for (size_t i = 0; i < move.run.size(); ++i) {
-    const ToolStep& step = move.run[i];
+  auto run_tool = [&](const ToolStep& step, std::string* described) -> std::optional<ToolRun> {
     if (tool_calls >= options_.max_tool_calls) {
       emit.Error(pb::CHAT_ERROR_CODE_TOOL_CALL_LIMIT,
                  "this turn reached its limit of " + std::to_string(options_.max_tool_calls) +
                      " tool calls; what was done so far is kept",
                  /*fatal=*/true);
-      break;
+      return std::nullopt;
     }
     if (cancelled()) {
       emit.Error(pb::CHAT_ERROR_CODE_CANCELLED, "the turn was cancelled", /*fatal=*/true);
-      break;
+      return std::nullopt;
     }
     if (core::NowMicros() >= turn_deadline) {
       emit.Error(pb::CHAT_ERROR_CODE_TIME_LIMIT,
                  "this turn ran out of time; what was done so far is kept",
                  /*fatal=*/true);
-      break;
+      return std::nullopt;
     }
     emit.State(pb::AGENT_STATE_EXECUTING_TOOL, "Running " + step.tool);
     const std::string call_id = core::NewUuid();
@@ -387,7 +390,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     // A retried turn does not run a tool twice. Reads change nothing, so
     // they go without a key and its bookkeeping (two writes).
     if (risk != execpb::TOOL_RISK_READ) {
-      invoke.set_idempotency_key("turn:" + turn_id + ":" + std::to_string(i));
+      invoke.set_idempotency_key("turn:" + turn_id + ":" + std::to_string(tool_calls));
     }
     ++tool_calls;
     tools_used.push_back(step.tool);
@@ -402,23 +405,114 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     out->set_call_id(call_id);
     out->set_tool_name(step.tool);
     out->set_duration_ms((core::NowMicros() - call_started) / 1000.0);
-    std::string described;
+    ToolRun ran;
     if (result.ok()) {
-      out->set_result_json(result->result_json());
-      out->set_is_error(result->is_error());
+      ran = {result->result_json(), result->is_error()};
+      out->set_result_json(ran.result_json);
+      out->set_is_error(ran.is_error);
       emit.Send();
-      described =
-          DescribeResult(step, ParseObject(result->result_json()), result->is_error(), &listed);
+      if (described != nullptr) {
+        *described = DescribeResult(step, ParseObject(ran.result_json), ran.is_error, &listed);
+      }
     } else {
       const json error = {{"error",
                            {{"code", absl::StatusCodeToString(result.status().code())},
                             {"message", std::string(result.status().message())}}}};
-      out->set_result_json(error.dump());
+      ran = {error.dump(), true};
+      out->set_result_json(ran.result_json);
       out->set_is_error(true);
       emit.Send();
       emit.Error(pb::CHAT_ERROR_CODE_TOOL_FAILED, step.tool + " failed", /*fatal=*/false);
-      described = DescribeResult(step, error, /*is_error=*/true, nullptr);
+      if (described != nullptr) *described = DescribeResult(step, error, true, nullptr);
     }
+    return ran;
+  };
+
+  Move move;
+  std::string text;
+  bool text_sent = false;  // the model streamed the answer already
+  PlannerResult planned;
+  std::optional<Move> approval;
+  if (planner_ != nullptr) approval = ResolveApproval(input);
+  if (planner_ != nullptr && !approval) {
+    // The model plans; it streams its answer and runs READ tools itself.
+    class Io final : public PlannerIo {
+     public:
+      Io(Emitter& emit, decltype(run_tool)& run, const std::function<bool()>& cancelled,
+         int64_t deadline)
+          : emit_(emit), run_(run), cancelled_(cancelled), deadline_(deadline) {}
+      void Text(const std::string& delta) override {
+        emit_.Next().mutable_text()->set_delta(delta);
+        emit_.Send();
+      }
+      std::optional<ToolRun> RunTool(const ToolStep& step) override { return run_(step, nullptr); }
+      bool Stopped() override { return cancelled_() || core::NowMicros() >= deadline_; }
+
+     private:
+      Emitter& emit_;
+      decltype(run_tool)& run_;
+      const std::function<bool()>& cancelled_;
+      int64_t deadline_;
+    };
+    PlannerRequest plan;
+    plan.message = request.message();
+    plan.context_type = request.context_type() == intentpb::CONTEXT_TYPE_UNSPECIFIED
+                            ? intentpb::CONTEXT_TYPE_GLOBAL
+                            : request.context_type();
+    plan.entity_id = request.entity_id();
+    for (const convpb::Message& m : history.messages()) {
+      if (m.role() == convpb::ROLE_USER || m.role() == convpb::ROLE_ASSISTANT) {
+        plan.history.emplace_back(m.role() == convpb::ROLE_USER, m.content());
+      }
+    }
+    plan.agents = agents;
+    if (last) plan.pending = last->pending;
+    if (absl::StatusOr<execpb::ListToolsResponse> catalog =
+            tools_.ListTools(who, execpb::ListToolsRequest(), call_deadline());
+        catalog.ok()) {
+      plan.tools.assign(catalog->tools().begin(), catalog->tools().end());
+    }
+    plan.max_iterations = options_.max_iterations;
+    plan.deadline_micros = turn_deadline;
+    plan.cancelled = cancelled;
+    emit.State(pb::AGENT_STATE_THINKING, "Planning");
+    Io io(emit, run_tool, cancelled, turn_deadline);
+    planned = RunModelPlanner(*planner_, plan, io);
+    if (planned.answered) {
+      move.action_type = analysis.action_type();
+      move.entities.insert(analysis.entities().begin(), analysis.entities().end());
+      move.propose = planned.propose;
+      text = planned.text;
+      text_sent = !text.empty();
+      if (planned.iteration_limit) {
+        emit.Error(pb::CHAT_ERROR_CODE_ITERATION_LIMIT,
+                   "the planner reached its limit of " + std::to_string(options_.max_iterations) +
+                       " steps; what was done so far is kept",
+                   /*fatal=*/true);
+      }
+    } else {
+      emit.Error(pb::CHAT_ERROR_CODE_MODEL_FAILED,
+                 "the language model could not answer; answering without it", /*fatal=*/false);
+      core::LogWarn(
+          "planner model failed",
+          {{"component", "orchestrator"}, {"stage", "planner_stream"}, {"error", planned.error}});
+    }
+  }
+  if (approval) {
+    move = *std::move(approval);
+  } else if (planner_ == nullptr || !planned.answered) {
+    move = DecideLocally(input);
+  }
+  if (!text_sent) text = move.reply;
+  if (planned.answered && !text_sent && move.propose) {
+    text = "Here is what I would do: " + move.propose->summary;  // the model wrote no text
+  }
+  if (listed.empty()) listed = move.listed_agents;
+
+  // What the policy runs now (an approved action, or the local planner's reads).
+  for (const ToolStep& step : move.run) {
+    std::string described;
+    if (!run_tool(step, &described)) break;
     text += (text.empty() ? "" : "\n") + described;
   }
 
@@ -428,8 +522,18 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     emit.Send();
   }
   if (waiting) emit.State(pb::AGENT_STATE_WAITING_ON_USER, "Waiting for your answer");
-  emit.Next().mutable_text()->set_delta(text);
-  emit.Send();
+  if (planned.answered && move.propose) {
+    const std::string ask = (text.empty() ? "" : "\n") + ApprovalQuestion(*move.propose);
+    text += ask;
+    if (text_sent) {
+      emit.Next().mutable_text()->set_delta(ask);
+      emit.Send();
+    }
+  }
+  if (!text_sent) {
+    emit.Next().mutable_text()->set_delta(text);
+    emit.Send();
+  }
 
   Routing routing;
   routing.turn_id = turn_id;
@@ -463,6 +567,10 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   if (stored_reply.ok()) done->set_assistant_message_id(stored_reply->message().id());
   pb::TurnUsage* usage = done->mutable_usage();
   usage->set_tool_calls(tool_calls);
+  usage->set_llm_calls(planned.llm_calls);
+  usage->set_prompt_tokens(planned.usage.prompt_tokens);
+  usage->set_completion_tokens(planned.usage.completion_tokens);
+  usage->set_cost_usd(planned.cost_usd);
   usage->set_duration_ms((core::NowMicros() - started) / 1000.0);
   emit.Send();
   return absl::OkStatus();

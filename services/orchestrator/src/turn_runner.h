@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "libs/core/identity.h"
+#include "libs/llm/chat_model.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
 #include "services/orchestrator/src/downstream.h"
 
@@ -29,6 +30,8 @@ struct TurnOptions {
   int max_tool_calls = 8;
   // At most this many clarifying questions in a row; then proceed.
   int max_clarifications = 2;
+  // Model calls of the planner per turn.
+  int max_iterations = 10;
   // The context window's token budget beyond the recent exchanges.
   int context_token_budget = 2000;
   // Upper bound of each downstream call (within the turn's own deadline).
@@ -50,9 +53,11 @@ absl::Status ValidateStreamChatRequest(const pb::StreamChatRequest& request);
 
 class TurnRunner final {
  public:
-  // The services must outlive the runner. Thread-safe: turns run
-  // concurrently.
-  TurnRunner(Memory& memory, Understanding& understanding, Tools& tools, TurnOptions options);
+  // The services (and `planner`) must outlive the runner. Without a
+  // planner model, turns are planned by the local policy. Thread-safe:
+  // turns run concurrently.
+  TurnRunner(Memory& memory, Understanding& understanding, Tools& tools, TurnOptions options,
+             llm::ChatModel* planner = nullptr);
 
   // Runs one turn for `who`. Returns an error, having emitted nothing and
   // stored nothing, for a request that fails validation, a conversation that
@@ -76,6 +81,7 @@ class TurnRunner final {
   Understanding& understanding_;
   Tools& tools_;
   const TurnOptions options_;
+  llm::ChatModel* const planner_;
 
   mutable std::mutex risk_mu_;
   mutable std::map<std::string, execpb::ToolRisk> risk_by_tool_;  // Guarded by risk_mu_.

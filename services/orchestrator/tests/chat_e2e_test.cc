@@ -19,6 +19,7 @@
 #include "libs/core/api_keys.h"
 #include "libs/core/grpc_identity.h"
 #include "libs/core/ids.h"
+#include "libs/llm/testing/fake_provider.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
 #include "tests/support/server_process.h"
@@ -104,13 +105,16 @@ class ChatEndToEndTest : public ::testing::Test {
             .release();
   }
 
-  static void StartOrchestrator() {
-    ASSERT_EQ(orchestrator_->Start({
-                  "OMNIFORGE_AUTH_API_KEYS_FILE=" + (*dir_ / "api_keys").string(),
-                  "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation_->address(),
-                  "OMNIFORGE_DOWNSTREAM_INTENT=" + intent_->address(),
-                  "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor_->address(),
-              }),
+  static void StartOrchestrator(const std::vector<std::string>& args = {}) {
+    ASSERT_EQ(orchestrator_->Start(
+                  {
+                      "OMNIFORGE_AUTH_API_KEYS_FILE=" + (*dir_ / "api_keys").string(),
+                      "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation_->address(),
+                      "OMNIFORGE_DOWNSTREAM_INTENT=" + intent_->address(),
+                      "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor_->address(),
+                      "FAKE_LLM_KEY=fake-key",
+                  },
+                  args),
               std::nullopt);
     stub_ = pb::ChatService::NewStub(
         grpc::CreateChannel(orchestrator_->address(), grpc::InsecureChannelCredentials()));
@@ -452,6 +456,129 @@ TEST_F(ChatEndToEndTest, BadInputIsRefusedAndStoresNothing) {
   pb::ListConversationsResponse list;
   ASSERT_TRUE(stub_->ListConversations(context.get(), pb::ListConversationsRequest(), &list).ok());
   EXPECT_EQ(list.conversations_size(), 0);
+}
+
+// The same stack with the planner on a model: the fake provider (real
+// HTTP/SSE wire format) answers the planner's streaming calls.
+class ModelPlannerEndToEndTest : public ChatEndToEndTest {
+ protected:
+  static void SetUpTestSuite() {
+    auto fake = llm::testing::FakeLlmServer::Start({}, {.api_key = "fake-key"});
+    ASSERT_TRUE(fake.ok()) << fake.status();
+    fake_ = fake->release();
+    ChatEndToEndTest::SetUpTestSuite();
+    std::ofstream config(*dir_ / "orchestrator.yaml");
+    config << "llm:\n  providers:\n    fake:\n      api: openai\n      base_url: "
+           << fake_->openai_base_url()
+           << "\n      api_key_env: FAKE_LLM_KEY\n      prices:\n        planner-model: \"1.0 0.5 "
+              "2.0\"\n  profiles:\n    balanced: [fake/planner-model]\n"
+              "  retry: {max_attempts: 1}\nplanner:\n  max_iterations: 3\n";
+    config.close();
+    orchestrator_->Stop();
+    StartOrchestrator({"--config", (*dir_ / "orchestrator.yaml").string()});
+  }
+  static void TearDownTestSuite() {
+    ChatEndToEndTest::TearDownTestSuite();
+    delete fake_;
+  }
+
+  static llm::testing::FakeRule Rule(const std::string& user_contains, bool after_tool,
+                                     llm::testing::FakeReply reply) {
+    llm::testing::FakeRule rule;
+    rule.match.operation = "planner_stream";
+    rule.match.last_user_contains = user_contains;
+    rule.match.last_is_tool_result = after_tool;
+    rule.reply = std::move(reply);
+    return rule;
+  }
+
+  static llm::testing::FakeLlmServer* fake_;
+};
+
+llm::testing::FakeLlmServer* ModelPlannerEndToEndTest::fake_ = nullptr;
+
+TEST_F(ModelPlannerEndToEndTest, TheAnswerStreamsAndReadToolsRunInTheSameSession) {
+  Invoke("create_agent", {{"name", "invoice-chaser"}, {"description", "Chases invoices"}});
+  llm::testing::FakeReply call;
+  call.tool_calls = {{"", "list_agents", "{}"}};
+  call.usage = llm::testing::FakeUsage{100, 10, 0};
+  llm::testing::FakeReply answer;
+  answer.text = "You have one agent, invoice-chaser, which chases invoices.";
+  answer.usage = llm::testing::FakeUsage{150, 20, 0};
+  ASSERT_TRUE(
+      fake_->SetRules({Rule("which agents", false, call), Rule("which agents", true, answer)})
+          .ok());
+  const size_t before = fake_->RequestCount();
+  Turn turn = Chat("which agents do I have running?");
+  ExpectWellFormed(turn);
+  EXPECT_EQ(turn.tools_called(), std::vector<std::string>{"list_agents"});
+  EXPECT_EQ(turn.text(), answer.text);
+  EXPECT_GT(turn.Of(pb::ChatEvent::kText).size(), 5u) << "the answer streams in pieces";
+  EXPECT_EQ(turn.done().usage().llm_calls(), 2);
+  EXPECT_EQ(turn.done().usage().prompt_tokens(), 250);
+  EXPECT_EQ(turn.done().usage().completion_tokens(), 30);
+  EXPECT_NEAR(turn.done().usage().cost_usd(), (250 * 1.0 + 30 * 2.0) / 1e6, 1e-9);
+  EXPECT_TRUE(turn.done().is_final());
+  ASSERT_EQ(fake_->RequestCount(), before + 2);
+  // The session carried the tool's result back to the model, and the tools.
+  const json second = json::parse(fake_->Requests()[before + 1].body);
+  EXPECT_EQ(second["messages"].back()["role"], "tool");
+  EXPECT_THAT(second["messages"].back()["content"].get<std::string>(), HasSubstr("invoice-chaser"));
+  EXPECT_FALSE(second["tools"].empty());
+}
+
+TEST_F(ModelPlannerEndToEndTest, AWriteTheModelCallsIsPreviewedAndRunsOnlyAfterYes) {
+  llm::testing::FakeReply draft;
+  draft.text = "I'll set that up.";
+  draft.tool_calls = {
+      {"", "create_agent",
+       R"({"name":"standup-digest","description":"Sums up standups","schedule":"daily"})"}};
+  ASSERT_TRUE(fake_->SetRules({Rule("standup", false, draft)}).ok());
+  Turn ask = Chat("our standup notes pile up, can you make something that sums them up daily?");
+  ExpectWellFormed(ask);
+  ASSERT_TRUE(ask.preview().has_value());
+  EXPECT_EQ(ask.preview()->tool_name(), "create_agent");
+  EXPECT_TRUE(ask.tools_called().empty()) << "nothing is written before the user agrees";
+  EXPECT_THAT(ask.text(), HasSubstr("Shall I go ahead?"));
+  EXPECT_FALSE(ask.done().is_final());
+  EXPECT_EQ(Invoke("list_agents", json::object())["count"], 0);
+
+  const size_t before = fake_->RequestCount();
+  Turn yes = Chat("yes", ask.session().conversation_id());
+  ExpectWellFormed(yes);
+  EXPECT_EQ(yes.tools_called(), std::vector<std::string>{"create_agent"});
+  EXPECT_EQ(fake_->RequestCount(), before) << "an approval needs no model call";
+  EXPECT_EQ(Invoke("get_agent", {{"agent", "standup-digest"}})["agent"]["schedule"], "daily");
+}
+
+TEST_F(ModelPlannerEndToEndTest, AFailingModelFallsBackToTheLocalPlanner) {
+  llm::testing::FakeRule broken = Rule("", false, {});
+  broken.match.last_user_contains = "";
+  broken.fault.kind = llm::testing::FakeFault::Kind::kStatus;
+  broken.fault.status = 401;
+  ASSERT_TRUE(fake_->SetRules({broken}).ok());
+  Turn turn = Chat("list my agents");
+  ExpectWellFormed(turn);
+  auto errors = turn.Of(pb::ChatEvent::kError);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].error().code(), pb::CHAT_ERROR_CODE_MODEL_FAILED);
+  EXPECT_FALSE(errors[0].error().fatal());
+  EXPECT_EQ(turn.tools_called(), std::vector<std::string>{"list_agents"});
+  EXPECT_TRUE(turn.done().is_final());
+}
+
+TEST_F(ModelPlannerEndToEndTest, ThePlannerStopsAtItsIterationLimit) {
+  llm::testing::FakeReply again;
+  again.tool_calls = {{"", "list_agents", "{}"}};
+  llm::testing::FakeRule loop = Rule("", false, again);
+  loop.match.last_is_tool_result.reset();
+  ASSERT_TRUE(fake_->SetRules({loop}).ok());
+  Turn turn = Chat("keep checking my agents");
+  ExpectWellFormed(turn);
+  auto errors = turn.Of(pb::ChatEvent::kError);
+  ASSERT_FALSE(errors.empty());
+  EXPECT_EQ(errors.back().error().code(), pb::CHAT_ERROR_CODE_ITERATION_LIMIT);
+  EXPECT_EQ(turn.done().usage().llm_calls(), 3);
 }
 
 }  // namespace

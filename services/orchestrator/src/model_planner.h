@@ -1,0 +1,79 @@
+// The planner with a model: one streaming session per turn with the
+// conversation so far, the user's message, guidance for the client context
+// and the executor's tools. Text streams to the user as it arrives; READ
+// tool calls run at once and their results go back into the same session;
+// the first WRITE or HIGH call is not run but drafted for the user's
+// approval, and the session ends there. At most `max_iterations` model
+// calls per turn.
+//
+// No gRPC and no I/O of its own: the turn supplies a PlannerIo.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "libs/llm/chat_model.h"
+#include "omniforge/executor/v1/executor_service.pb.h"
+#include "omniforge/intent/v1/intent_service.pb.h"
+#include "services/orchestrator/src/local_policy.h"
+#include "services/orchestrator/src/routing.h"
+
+namespace omniforge::orchestrator {
+
+// What a tool call produced.
+struct ToolRun {
+  std::string result_json;
+  bool is_error = false;
+};
+
+// The turn the planner runs in.
+class PlannerIo {
+ public:
+  virtual ~PlannerIo() = default;
+  // The next piece of the answer, as the model writes it.
+  virtual void Text(const std::string& delta) = 0;
+  // Runs a tool now (its events included); nullopt when a guardrail stopped
+  // the turn instead (the error event is already out).
+  virtual std::optional<ToolRun> RunTool(const ToolStep& step) = 0;
+  // True once the turn must stop (cancelled, out of time).
+  virtual bool Stopped() = 0;
+};
+
+struct PlannerRequest {
+  std::string message;
+  ::omniforge::intent::v1::ContextType context_type = ::omniforge::intent::v1::CONTEXT_TYPE_GLOBAL;
+  std::string entity_id;
+  // Earlier turns, oldest first: (true for the user, content).
+  std::vector<std::pair<bool, std::string>> history;
+  std::vector<AgentInfo> agents;
+  // A drafted action still waiting for approval, if any.
+  std::optional<PendingAction> pending;
+  std::vector<::omniforge::executor::v1::ToolDescriptor> tools;
+  int max_iterations = 10;
+  int64_t deadline_micros = 0;
+  std::function<bool()> cancelled;
+};
+
+struct PlannerResult {
+  // False when the model failed before it wrote anything: the turn falls
+  // back to the local policy. `error` says why.
+  bool answered = false;
+  std::string error;
+  // The iteration cap was reached.
+  bool iteration_limit = false;
+  std::string text;
+  std::optional<PendingAction> propose;
+  std::vector<std::string> tools_used;
+  int llm_calls = 0;
+  llm::TokenUsage usage;
+  double cost_usd = 0;
+};
+
+PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& request, PlannerIo& io);
+
+// The system prompt of a planner session (exposed for tests).
+std::string PlannerSystemPrompt(const PlannerRequest& request);
+
+}  // namespace omniforge::orchestrator
