@@ -1,9 +1,14 @@
-// Chat turns through the public API over the real stack, in local mode: the
-// four service binaries on loopback and a real PostgreSQL (fsync and
-// synchronous_commit on). A turn is "list my agents": the user's message is
-// stored, the context window read, the agents listed (for the intent
-// service), the intent analysed, list_agents run as the planner's READ tool,
-// and the reply stored with its routing metadata; every event is streamed.
+// Chat turns through the public API over the real stack: the four service
+// binaries on loopback and a real PostgreSQL (fsync and synchronous_commit
+// on). A turn is "list my agents": the user's message is stored, the context
+// window read, the agents listed (for the intent service), the intent
+// analysed, then the planner runs list_agents as a READ tool and the reply is
+// stored with its routing metadata; every event is streamed.
+//   --mode llm (default)  the planner is a model: the fake provider (real
+//                         OpenAI wire format, streamed, answering at once)
+//                         asks for list_agents, gets its result in the same
+//                         session and answers
+//   --mode local          the local policy plans (no model)
 // Each client owns one conversation and sends its turns one after another,
 // so the history grows as in real use.
 //
@@ -31,6 +36,7 @@
 
 #include "libs/core/api_keys.h"
 #include "libs/core/ids.h"
+#include "libs/llm/testing/fake_provider.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
@@ -102,7 +108,7 @@ class Client {
   std::string conversation_;
 };
 
-int Run(int turns, double seconds) {
+int Run(int turns, double seconds, bool model) {
   testing::TestDatabase db;
   const auto dir =
       std::filesystem::temp_directory_path() / ("omniforge-chat-bench-" + core::NewUuid());
@@ -192,6 +198,7 @@ int Run(int turns, double seconds) {
   const double c64 = throughput(64);
   const double rss_mb = static_cast<double>(PeakRssKb(orchestrator.pid())) / 1024.0;
   std::filesystem::remove_all(dir);
+  std::printf("planner: %s\n", model ? "model (fake provider)" : "local policy");
   std::printf(
       "RESULT turn_p50_ms=%.2f turn_p99_ms=%.2f turns_per_s_c16=%.0f turns_per_s_c64=%.0f "
       "pg_rows_per_turn=%.1f rss_mb=%.1f\n",
@@ -206,9 +213,12 @@ int main(int argc, char** argv) {
   CLI::App app{"chat turns through the public API over the real stack, local mode"};
   int turns = 300;
   double seconds = 20;
+  std::string mode = "llm";
+  app.add_option("--mode", mode, "llm: the planner on the fake provider; local: the local policy")
+      ->check(CLI::IsMember({"llm", "local"}));
   app.add_option("--turns", turns, "turns measured at 1 client")->check(CLI::PositiveNumber);
   app.add_option("--seconds", seconds, "duration of the 16- and 64-client phases")
       ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
-  return omniforge::orchestrator::Run(turns, seconds);
+  return omniforge::orchestrator::Run(turns, seconds, mode == "llm");
 }

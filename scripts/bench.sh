@@ -13,8 +13,10 @@ export OMNIFORGE_TEST_PG_DSN="host=127.0.0.1 port=55434 user=omniforge dbname=po
 "$BUILD_DIR/bin/conversation_bench" "$@"
 # Executor InvokeTool latency over gRPC for a built-in read tool.
 "$BUILD_DIR/bin/executor_bench"
-# Chat turns through the public API over the four binaries (local mode).
+# Chat turns through the public API over the four binaries: the planner on
+# the fake provider, then the local policy.
 "$BUILD_DIR/bin/chat_bench"
+"$BUILD_DIR/bin/chat_bench" --mode local
 # The LLM client against the fake provider (no database).
 "$BUILD_DIR/bin/llm_bench"
 # Intent analysis over loopback gRPC: accuracy on the dev split and the
