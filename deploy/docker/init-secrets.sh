@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Creates the secrets docker-compose.yml mounts, in deploy/docker/secrets/
+# (git-ignored), keeping any that exist:
+#   master.key         the conversation service's encryption master key (32 random bytes, hex)
+#   postgres_password  the password of PostgreSQL's omniforge user
+#   api_keys           the orchestrator's API key file (one key for TENANT/USER)
+#   demo.key           that key, for clients (OMNIFORGE_API_KEY)
+# The API key is made by the image itself (omniforge-orchestrator keys create),
+# so build the image first: docker-compose build.
+#
+#   deploy/docker/init-secrets.sh [TENANT [USER]]     default: demo demo-user
+set -euo pipefail
+
+dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/secrets"
+image="${OMNIFORGE_IMAGE:-omniforge:latest}"
+tenant="${1:-demo}"
+user="${2:-demo-user}"
+
+mkdir -p "$dir"
+# The directory keeps other host users out; the files stay readable by the
+# containers' non-root user, which compose bind-mounts them for.
+chmod 700 "$dir"
+
+if [[ ! -s "$dir/master.key" ]]; then
+  od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$dir/master.key"
+  echo "init-secrets: made master.key"
+fi
+if [[ ! -s "$dir/postgres_password" ]]; then
+  od -An -tx1 -N24 /dev/urandom | tr -d ' \n' > "$dir/postgres_password"
+  echo "init-secrets: made postgres_password"
+fi
+if [[ ! -s "$dir/api_keys" ]]; then
+  out="$(docker run --rm "$image" omniforge-orchestrator keys create \
+    --tenant "$tenant" --user "$user" --label compose)"
+  sed -n 's/^key:  *//p' <<<"$out" > "$dir/demo.key"
+  sed -n 's/^line:  *//p' <<<"$out" > "$dir/api_keys"
+  [[ -s "$dir/demo.key" && -s "$dir/api_keys" ]] || {
+    echo "init-secrets: unexpected output of keys create" >&2
+    exit 1
+  }
+  echo "init-secrets: made an API key for $tenant/$user in demo.key (its hash in api_keys)"
+fi
+chmod 644 "$dir/master.key" "$dir/postgres_password" "$dir/api_keys" "$dir/demo.key"
