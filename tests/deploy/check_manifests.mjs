@@ -1,0 +1,272 @@
+// Checks rendered Kubernetes manifests (multi-document YAML, as written by
+// `kubectl kustomize`):
+//   1. schema: every object against the Kubernetes API schema of the npm
+//      package kubernetes-models (types, formats, required fields), and,
+//      through TypeScript's excess-property check against the same package's
+//      type definitions, that no object has a field the API does not know
+//      (a misspelt key is silently dropped by the API server otherwise);
+//   2. the CloudNativePG Cluster, for which no schema package exists: the
+//      fields omniforge uses, by hand (see checkCnpgCluster);
+//   3. omniforge's deployment rules: hardened pods, gRPC probes, resources,
+//      an autoscaler and a disruption budget per Deployment, headless
+//      internal Services, dns:/// addresses in the render's namespace.
+//
+//   node check_manifests.mjs [--no-policy] FILE...
+//
+// Prints one line per problem and exits 1 when there is any, 0 otherwise.
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { createRequire } from "node:module";
+
+const nodeDir = process.env.OMNIFORGE_NODE_DIR ||
+    path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../node");
+const require = createRequire(path.join(nodeDir, "package.json"));
+const YAML = (await import(require.resolve("yaml"))).default;
+
+const args = process.argv.slice(2);
+const policy = !args.includes("--no-policy");
+const files = args.filter((a) => a !== "--no-policy");
+if (files.length === 0) {
+  console.error("usage: node check_manifests.mjs [--no-policy] FILE...");
+  process.exit(2);
+}
+
+const problems = [];
+const objects = [];
+for (const file of files) {
+  const docs = YAML.parseAllDocuments(fs.readFileSync(file, "utf8"));
+  for (const doc of docs) {
+    if (doc.errors.length > 0) {
+      problems.push(`${file}: ${doc.errors[0].message}`);
+      continue;
+    }
+    const object = doc.toJS();
+    if (object === null || object === undefined) continue;
+    objects.push({ file, object });
+  }
+}
+if (objects.length === 0) problems.push("no objects found");
+
+const nameOf = ({ object }) =>
+  `${object?.kind ?? "?"}/${object?.metadata?.name ?? "?"}`;
+
+// The kubernetes-models module of an apiVersion and kind: "apps/v1" +
+// Deployment -> kubernetes-models/apps/v1/Deployment; "v1" + Service ->
+// kubernetes-models/v1/Service.
+function modelPath(apiVersion, kind) {
+  return `kubernetes-models/${apiVersion}/${kind}`;
+}
+
+// --- 1. schema ---------------------------------------------------------
+const typed = [];
+for (const entry of objects) {
+  const { object } = entry;
+  if (typeof object.apiVersion !== "string" || typeof object.kind !== "string") {
+    problems.push(`${entry.file}: an object without apiVersion or kind`);
+    continue;
+  }
+  if (typeof object.metadata?.name !== "string" || object.metadata.name === "") {
+    problems.push(`${nameOf(entry)}: metadata.name is missing`);
+  }
+  if (object.apiVersion === "postgresql.cnpg.io/v1" && object.kind === "Cluster") {
+    checkCnpgCluster(entry);
+    continue;
+  }
+  let model;
+  try {
+    // The package exports ES modules only, which require.resolve cannot
+    // see: import the file of the model itself.
+    const file = path.join(nodeDir, "node_modules", `${modelPath(object.apiVersion, object.kind)}.js`);
+    if (!/^[A-Za-z0-9./-]+$/.test(`${object.apiVersion}/${object.kind}`) || !fs.existsSync(file)) {
+      throw new Error("unknown kind");
+    }
+    const module = await import(pathToFileURL(file).href);
+    model = module[object.kind];
+  } catch {
+    problems.push(`${nameOf(entry)}: no schema for ${object.apiVersion} ${object.kind}`);
+    continue;
+  }
+  try {
+    new model(object).validate();
+  } catch (error) {
+    problems.push(`${nameOf(entry)}: ${error.message}`);
+  }
+  typed.push(entry);
+}
+
+// Excess-property check: one typed constant per object, compiled by tsc.
+if (typed.length > 0) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "omniforge-manifests-"));
+  try {
+    fs.symlinkSync(path.join(nodeDir, "node_modules"), path.join(dir, "node_modules"));
+    const lines = [];
+    const lineOwner = new Map();
+    typed.forEach((entry, i) => {
+      const { apiVersion, kind } = entry.object;
+      lines.push(`import type { I${kind} as T${i} } from "${modelPath(apiVersion, kind)}";`);
+    });
+    typed.forEach((entry, i) => {
+      lineOwner.set(lines.length + 1, entry);
+      lines.push(`export const o${i}: T${i} = ${JSON.stringify(entry.object)};`);
+    });
+    fs.writeFileSync(path.join(dir, "manifests.ts"), lines.join("\n") + "\n");
+    fs.writeFileSync(path.join(dir, "tsconfig.json"), JSON.stringify({
+      compilerOptions: {
+        strict: true, noEmit: true, module: "nodenext", moduleResolution: "nodenext",
+        skipLibCheck: true, types: [],
+      },
+      files: ["manifests.ts"],
+    }));
+    const tsc = path.join(nodeDir, "node_modules", ".bin", "tsc");
+    try {
+      execFileSync(tsc, ["-p", dir], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    } catch (error) {
+      const output = `${error.stdout ?? ""}${error.stderr ?? ""}`;
+      const found = [...output.matchAll(/manifests\.ts\((\d+),\d+\): error (TS\d+: .*)/g)];
+      if (found.length === 0) problems.push(`tsc failed: ${output.trim() || error.message}`);
+      for (const [, line, message] of found) {
+        const owner = lineOwner.get(Number(line));
+        problems.push(`${owner ? nameOf(owner) : `line ${line}`}: ${message}`);
+      }
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// --- 2. CloudNativePG Cluster ------------------------------------------
+// Not the CRD's schema: the fields omniforge's component sets, their types,
+// and no spec key outside those the Cluster kind documents.
+function checkCnpgCluster(entry) {
+  const spec = entry.object.spec;
+  const where = nameOf(entry);
+  const known = new Set([
+    "affinity", "backup", "bootstrap", "certificates", "description", "enableSuperuserAccess",
+    "env", "envFrom", "imageCatalogRef", "imageName", "imagePullPolicy", "imagePullSecrets",
+    "inheritedMetadata", "instances", "logLevel", "managed", "maxSyncReplicas", "minSyncReplicas",
+    "monitoring", "nodeMaintenanceWindow", "postgresGID", "postgresUID", "postgresql",
+    "primaryUpdateMethod", "primaryUpdateStrategy", "priorityClassName", "projectedVolumeTemplate",
+    "replica", "replicationSlots", "resources", "schedulerName", "seccompProfile",
+    "serviceAccountTemplate", "smartShutdownTimeout", "startDelay", "stopDelay", "storage",
+    "superuserSecret", "switchoverDelay", "tablespaces", "topologySpreadConstraints",
+    "walStorage", "plugins", "probes", "failoverDelay", "externalClusters", "livenessProbeTimeout",
+  ]);
+  if (typeof spec !== "object" || spec === null) {
+    problems.push(`${where}: spec is missing`);
+    return;
+  }
+  for (const key of Object.keys(spec)) {
+    if (!known.has(key)) problems.push(`${where}: spec.${key} is not a Cluster field`);
+  }
+  if (!Number.isInteger(spec.instances) || spec.instances < 1) {
+    problems.push(`${where}: spec.instances must be an integer >= 1`);
+  }
+  if (typeof spec.storage?.size !== "string" || !/^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti)$/.test(spec.storage.size)) {
+    problems.push(`${where}: spec.storage.size must be a quantity such as 20Gi`);
+  }
+  if (spec.imageName !== undefined && typeof spec.imageName !== "string") {
+    problems.push(`${where}: spec.imageName must be a string`);
+  }
+  if (!["unsupervised", "supervised", undefined].includes(spec.primaryUpdateStrategy)) {
+    problems.push(`${where}: spec.primaryUpdateStrategy must be unsupervised or supervised`);
+  }
+  const initdb = spec.bootstrap?.initdb;
+  if (typeof initdb?.database !== "string" || typeof initdb?.owner !== "string") {
+    problems.push(`${where}: spec.bootstrap.initdb needs database and owner`);
+  }
+  const sql = initdb?.postInitApplicationSQL ?? [];
+  if (!Array.isArray(sql) || sql.some((s) => typeof s !== "string")) {
+    problems.push(`${where}: spec.bootstrap.initdb.postInitApplicationSQL must be a list of strings`);
+  }
+  for (const [key, value] of Object.entries(spec.postgresql?.parameters ?? {})) {
+    if (typeof value !== "string") {
+      problems.push(`${where}: spec.postgresql.parameters.${key} must be a string`);
+    }
+  }
+}
+
+// --- 3. omniforge's rules ------------------------------------------------
+if (policy) {
+  const byKind = (kind) => objects.filter((e) => e.object.kind === kind);
+  const deployments = byKind("Deployment");
+  const namespaces = new Set(objects.map((e) => e.object.metadata?.namespace).filter(Boolean));
+  if (deployments.length === 0) problems.push("no Deployment found");
+  if (namespaces.size > 1) problems.push(`objects in several namespaces: ${[...namespaces].join(", ")}`);
+  const namespace = [...namespaces][0];
+
+  const podChecks = (where, pod) => {
+    if (pod?.securityContext?.runAsNonRoot !== true) problems.push(`${where}: pod runAsNonRoot is not true`);
+    if (pod?.automountServiceAccountToken !== false) {
+      problems.push(`${where}: the service account token is mounted`);
+    }
+    for (const c of pod?.containers ?? []) {
+      const sc = c.securityContext ?? {};
+      const at = `${where} container ${c.name}`;
+      if (sc.readOnlyRootFilesystem !== true) problems.push(`${at}: root filesystem is writable`);
+      if (sc.allowPrivilegeEscalation !== false) problems.push(`${at}: allowPrivilegeEscalation is not false`);
+      if (!(sc.capabilities?.drop ?? []).includes("ALL")) problems.push(`${at}: capabilities are not all dropped`);
+      if (!c.resources?.requests?.cpu || !c.resources?.requests?.memory || !c.resources?.limits?.memory) {
+        problems.push(`${at}: needs cpu and memory requests and a memory limit`);
+      }
+    }
+  };
+
+  for (const entry of deployments) {
+    const where = nameOf(entry);
+    const pod = entry.object.spec?.template?.spec;
+    podChecks(where, pod);
+    for (const c of pod?.containers ?? []) {
+      const grpcPort = c.ports?.find((p) => p.name === "grpc")?.containerPort;
+      for (const probe of ["readinessProbe", "livenessProbe"]) {
+        if (c[probe]?.grpc?.port === undefined || c[probe].grpc.port !== grpcPort) {
+          problems.push(`${where} container ${c.name}: ${probe} is not a gRPC probe on the grpc port`);
+        }
+      }
+    }
+    const name = entry.object.metadata?.name;
+    const hpa = byKind("HorizontalPodAutoscaler").find(
+        (h) => h.object.spec?.scaleTargetRef?.kind === "Deployment" &&
+            h.object.spec.scaleTargetRef.name === name);
+    if (!hpa) problems.push(`${where}: no HorizontalPodAutoscaler scales it`);
+    const labels = entry.object.spec?.template?.metadata?.labels ?? {};
+    const selects = (selector) => Object.entries(selector?.matchLabels ?? {}).every(([k, v]) => labels[k] === v) &&
+        Object.keys(selector?.matchLabels ?? {}).length > 0;
+    if (!byKind("PodDisruptionBudget").some((p) => selects(p.object.spec?.selector))) {
+      problems.push(`${where}: no PodDisruptionBudget selects its pods`);
+    }
+    if (!byKind("NetworkPolicy").some((p) => (p.object.spec?.policyTypes ?? []).includes("Ingress") &&
+        (Object.keys(p.object.spec?.podSelector?.matchLabels ?? {}).length === 0 ||
+         selects(p.object.spec.podSelector)))) {
+      problems.push(`${where}: no ingress NetworkPolicy applies to its pods`);
+    }
+  }
+  for (const entry of byKind("Job")) podChecks(nameOf(entry), entry.object.spec?.template?.spec);
+
+  for (const entry of byKind("Service")) {
+    const internal = entry.object.metadata?.name !== "omniforge-orchestrator";
+    if (internal && entry.object.spec?.clusterIP !== "None") {
+      problems.push(`${nameOf(entry)}: an internal service must be headless (clusterIP: None)`);
+    }
+  }
+  const env = byKind("ConfigMap").find((e) => e.object.metadata?.name?.startsWith("omniforge-env"));
+  if (!env) {
+    problems.push("no omniforge-env ConfigMap");
+  } else {
+    for (const [key, value] of Object.entries(env.object.data ?? {})) {
+      if (!key.startsWith("OMNIFORGE_DOWNSTREAM_") && key !== "OMNIFORGE_CONVERSATION_ADDRESS") continue;
+      const m = /^dns:\/\/\/omniforge-[a-z]+\.([a-z0-9-]+)\.svc\.cluster\.local:\d+$/.exec(value);
+      if (!m) {
+        problems.push(`${nameOf(env)}: ${key}=${value} is not dns:///<service>.<namespace>.svc.cluster.local:<port>`);
+      } else if (namespace && m[1] !== namespace) {
+        problems.push(`${nameOf(env)}: ${key} names namespace ${m[1]}, the objects are in ${namespace}`);
+      }
+    }
+  }
+}
+
+for (const problem of problems) console.log(problem);
+console.log(`${objects.length} objects checked, ${problems.length} problems`);
+process.exit(problems.length === 0 ? 0 : 1);

