@@ -11,6 +11,9 @@
 #   validate.sh manifest-check-rejects      check_manifests.mjs must report every mistake of
 #                                           fixtures/bad-manifests.yaml
 #   validate.sh buf-lint                    buf lint on protos/ (buf.yaml)
+#   validate.sh configs BIN_DIR             every service config the deployments ship (deploy/local,
+#                                           deploy/k8s/base/config, deploy/docker/ollama) is accepted
+#                                           by its service's binary, and a misspelt key is not
 #
 # Exit 0: passed; 1: failed; 77: skipped (a tool that cannot be had here),
 # with the reason on stderr.
@@ -135,8 +138,61 @@ case "${1:-}" in
     echo "buf lint: protos are clean"
     ;;
 
+  configs)
+    bin_dir="${2:?usage: validate.sh configs BIN_DIR}"
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$tmp/master.key"
+    : > "$tmp/api_keys"
+    printf 'server:\n  prot: 50052\n' > "$tmp/misspelt.yaml"
+    # Starts one service with a config file: loopback, ports the kernel picks,
+    # no metrics, a database that refuses connections. Prints what happened
+    # once it is known: "started", "rejected: <error>" or "no database".
+    try_config() {
+      local svc="$1" config="$2" log="$tmp/log.$RANDOM" pid outcome=""
+      OMNIFORGE_SERVER_HOST=127.0.0.1 OMNIFORGE_SERVER_PORT=0 OMNIFORGE_SERVER_METRICS_PORT=-1 \
+        OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE="$tmp/master.key" OMNIFORGE_AUTH_API_KEYS_FILE="$tmp/api_keys" \
+        OMNIFORGE_DATABASE_DSN="host=127.0.0.1 port=1 user=omniforge dbname=omniforge connect_timeout=2" \
+        OMNIFORGE_CONVERSATION_ADDRESS= \
+        "$bin_dir/omniforge-$svc" --config "$config" > "$log" 2>&1 &
+      pid=$!
+      for _ in $(seq 1 150); do
+        if grep -q '"invalid configuration"' "$log"; then
+          outcome="rejected: $(grep -o '"error":"[^"]*"' "$log" | head -n 1)"
+        elif grep -q '"server started"' "$log"; then
+          outcome=started
+        elif grep -q 'database unavailable' "$log"; then
+          outcome="no database"
+        elif ! kill -0 "$pid" 2>/dev/null; then
+          outcome="exited: $(tail -n 1 "$log")"
+        fi
+        [[ -n "$outcome" ]] && break
+        sleep 0.1
+      done
+      kill "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+      echo "${outcome:-no outcome within 15 s: $(tail -n 1 "$log")}"
+    }
+    failed=0
+    for svc in conversation intent executor orchestrator; do
+      [[ -x "$bin_dir/omniforge-$svc" ]] || fail "$bin_dir/omniforge-$svc is not built"
+      for config in "$ROOT/deploy/local/$svc.yaml" "$ROOT/deploy/k8s/base/config/$svc.yaml" \
+          "$ROOT/deploy/docker/ollama/$svc.yaml"; do
+        [[ -f "$config" ]] || continue
+        outcome=$(try_config "$svc" "$config")
+        echo "omniforge-$svc ${config#"$ROOT"/}: $outcome"
+        # The database services read their config before they connect.
+        [[ "$outcome" == started || "$outcome" == "no database" ]] || failed=1
+      done
+    done
+    outcome=$(try_config intent "$tmp/misspelt.yaml")
+    echo "omniforge-intent with a misspelt key: $outcome"
+    [[ "$outcome" == rejected:*server.prot* ]] || failed=1
+    ((failed == 0)) || fail "a config file was not accepted as expected"
+    ;;
+
   *)
-    echo "usage: $0 yamllint|compose|compose-rejects|kustomize OVERLAY|manifest-check-rejects|buf-lint" >&2
+    echo "usage: $0 yamllint|compose|compose-rejects|kustomize OVERLAY|manifest-check-rejects|buf-lint|configs BIN_DIR" >&2
     exit 2
     ;;
 esac
