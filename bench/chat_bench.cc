@@ -54,18 +54,29 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
 }
 
-// Rows PostgreSQL wrote in the database so far.
+// Rows PostgreSQL wrote in the database so far. Backends report their
+// counts with a delay of up to a few seconds, so this reads until the count
+// stops moving (the services are idle meanwhile).
 int64_t RowsWritten(const std::string& dsn, const std::string& database) {
   pqxx::connection conn(dsn);
-  pqxx::nontransaction tx(conn);
-  // The statistics collector reports with a delay; ask for a fresh snapshot.
-  tx.exec("SELECT pg_stat_clear_snapshot()");
-  return tx
-      .exec_params1(
-          "SELECT tup_inserted + tup_updated + tup_deleted FROM pg_stat_database "
-          "WHERE datname = $1",
-          database)[0]
-      .as<int64_t>();
+  auto read = [&] {
+    pqxx::nontransaction tx(conn);
+    tx.exec("SELECT pg_stat_clear_snapshot()");
+    return tx
+        .exec_params1(
+            "SELECT tup_inserted + tup_updated + tup_deleted FROM pg_stat_database "
+            "WHERE datname = $1",
+            database)[0]
+        .as<int64_t>();
+  };
+  int64_t last = read();
+  for (int stable = 0, tries = 0; stable < 3 && tries < 40; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const int64_t now = read();
+    stable = now == last ? stable + 1 : 0;
+    last = now;
+  }
+  return last;
 }
 
 int64_t PeakRssKb(int pid) {

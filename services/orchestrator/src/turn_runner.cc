@@ -2,6 +2,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <future>
 #include <utility>
 #include <vector>
 
@@ -19,7 +20,7 @@ namespace {
 using nlohmann::json;
 
 constexpr size_t kMaxMessageBytes = 64 * 1024;
-constexpr int64_t kRiskRefreshMicros = 60'000'000;
+constexpr int64_t kCatalogRefreshMicros = 60'000'000;
 
 std::string Shortened(const std::string& text, size_t max) {
   if (text.size() <= max) return text;
@@ -171,21 +172,27 @@ TurnRunner::TurnRunner(Memory& memory, Understanding& understanding, Tools& tool
       options_(options),
       planner_(planner) {}
 
-execpb::ToolRisk TurnRunner::RiskOf(const core::Identity& who, const std::string& tool,
-                                    int64_t deadline) const {
-  std::lock_guard<std::mutex> lock(risk_mu_);
+std::vector<execpb::ToolDescriptor> TurnRunner::Catalog(const core::Identity& who,
+                                                        int64_t deadline) const {
+  std::lock_guard<std::mutex> lock(catalog_mu_);
   const int64_t now = core::NowMicros();
-  if (risk_by_tool_.empty() || now - risk_fetched_at_ > kRiskRefreshMicros) {
+  if (catalog_.empty() || now - catalog_fetched_at_ > kCatalogRefreshMicros) {
     absl::StatusOr<execpb::ListToolsResponse> tools =
         tools_.ListTools(who, execpb::ListToolsRequest(), deadline);
     if (tools.ok()) {
-      risk_by_tool_.clear();
-      for (const execpb::ToolDescriptor& d : tools->tools()) risk_by_tool_[d.name()] = d.risk();
-      risk_fetched_at_ = now;
+      catalog_.assign(tools->tools().begin(), tools->tools().end());
+      catalog_fetched_at_ = now;
     }
   }
-  auto it = risk_by_tool_.find(tool);
-  return it == risk_by_tool_.end() ? execpb::TOOL_RISK_UNSPECIFIED : it->second;
+  return catalog_;
+}
+
+execpb::ToolRisk TurnRunner::RiskOf(const core::Identity& who, const std::string& tool,
+                                    int64_t deadline) const {
+  for (const execpb::ToolDescriptor& d : Catalog(who, deadline)) {
+    if (d.name() == tool) return d.risk();
+  }
+  return execpb::TOOL_RISK_UNSPECIFIED;
 }
 
 absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequest& request,
@@ -201,6 +208,15 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       std::chrono::duration_cast<std::chrono::microseconds>(options_.call_timeout).count();
   auto call_deadline = [&] { return std::min(turn_deadline, core::NowMicros() + call_micros); };
 
+  // The user's agents, for the intent service and the planner: listed while
+  // the message is stored and the window read.
+  std::future<absl::StatusOr<execpb::InvokeToolResponse>> agents_listed =
+      std::async(std::launch::async, [&] {
+        execpb::InvokeToolRequest list;
+        list.set_tool_name("list_agents");
+        return tools_.InvokeTool(who, list, call_deadline());
+      });
+
   // The conversation: the caller's own, or a new one.
   std::string conversation_id = request.conversation_id();
   bool created = false;
@@ -212,13 +228,9 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     if (!made.ok()) return made.status();
     conversation_id = made->conversation().id();
     created = true;
-  } else {
-    convpb::GetConversationRequest get;
-    get.set_conversation_id(conversation_id);
-    absl::StatusOr<convpb::GetConversationResponse> found =
-        memory_.GetConversation(who, get, call_deadline());
-    if (!found.ok()) return found.status();
   }
+  // (An existing conversation is checked by the append below: memory
+  // answers NOT_FOUND for one that is not the caller's, and stores nothing.)
 
   // The user's message, once per turn_id.
   const std::string turn_id = request.turn_id().empty() ? core::NewUuid() : request.turn_id();
@@ -300,16 +312,12 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
                /*fatal=*/false);
   }
 
-  // The user's agents, for the intent service and the planner.
   int tool_calls = 0;
   std::vector<AgentInfo> agents;
   // Kept so that a planner step listing the agents again reuses it.
   std::optional<execpb::InvokeToolResponse> agent_list;
   {
-    execpb::InvokeToolRequest list;
-    list.set_tool_name("list_agents");
-    absl::StatusOr<execpb::InvokeToolResponse> listed =
-        tools_.InvokeTool(who, list, call_deadline());
+    absl::StatusOr<execpb::InvokeToolResponse> listed = agents_listed.get();
     if (listed.ok() && !listed->is_error()) {
       agents = AgentsFromListResult(ParseObject(listed->result_json()));
       agent_list = *std::move(listed);
@@ -467,11 +475,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     }
     plan.agents = agents;
     if (last) plan.pending = last->pending;
-    if (absl::StatusOr<execpb::ListToolsResponse> catalog =
-            tools_.ListTools(who, execpb::ListToolsRequest(), call_deadline());
-        catalog.ok()) {
-      plan.tools.assign(catalog->tools().begin(), catalog->tools().end());
-    }
+    plan.tools = Catalog(who, call_deadline());
     plan.max_iterations = options_.max_iterations;
     plan.deadline_micros = turn_deadline;
     plan.cancelled = cancelled;

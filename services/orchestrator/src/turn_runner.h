@@ -9,10 +9,10 @@
 
 #include <chrono>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "libs/core/identity.h"
@@ -72,8 +72,9 @@ class TurnRunner final {
                    int64_t client_deadline = 0) const;
 
  private:
-  // The risk of each tool by name, refreshed from ListTools at most once a
-  // minute.
+  // The executor's tools, refreshed from ListTools at most once a minute
+  // (kept from the last listing while the executor cannot be reached).
+  std::vector<execpb::ToolDescriptor> Catalog(const core::Identity& who, int64_t deadline) const;
   execpb::ToolRisk RiskOf(const core::Identity& who, const std::string& tool,
                           int64_t deadline) const;
 
@@ -83,9 +84,9 @@ class TurnRunner final {
   const TurnOptions options_;
   llm::ChatModel* const planner_;
 
-  mutable std::mutex risk_mu_;
-  mutable std::map<std::string, execpb::ToolRisk> risk_by_tool_;  // Guarded by risk_mu_.
-  mutable int64_t risk_fetched_at_ = 0;                           // Guarded by risk_mu_.
+  mutable std::mutex catalog_mu_;
+  mutable std::vector<execpb::ToolDescriptor> catalog_;  // Guarded by catalog_mu_.
+  mutable int64_t catalog_fetched_at_ = 0;               // Guarded by catalog_mu_.
 };
 
 }  // namespace omniforge::orchestrator
