@@ -10,6 +10,11 @@
 #                                           and check the output (check_manifests.mjs)
 #   validate.sh manifest-check-rejects      check_manifests.mjs must report every mistake of
 #                                           fixtures/bad-manifests.yaml
+#   validate.sh dockerfile                  deploy/docker/Dockerfile: stages, COPY sources in the
+#                                           context, non-root (check_dockerfile.mjs)
+#   validate.sh dockerfile-check-rejects    check_dockerfile.mjs must report every mistake of
+#                                           fixtures/bad.Dockerfile
+#   validate.sh image-runtime-packages BIN_DIR  the runtime-stage package list for the built binaries
 #   validate.sh buf-lint                    buf lint on protos/ (buf.yaml)
 #   validate.sh configs BIN_DIR             every service config the deployments ship (deploy/local,
 #                                           deploy/k8s/base/config, deploy/docker/ollama) is accepted
@@ -56,6 +61,34 @@ find_kubectl() {
     fi
   done
   return 1
+}
+
+# Runs a check that must fail, and fails unless its output holds every line
+# of EXPECTED (blank lines and # comments aside).
+expect_problems() {
+  local expected_file="$1" out missing=0 expected
+  shift
+  out=$(mktemp)
+  if OMNIFORGE_NODE_DIR="$NODE_DIR" "$@" > "$out"; then
+    cat "$out" >&2
+    rm -f "$out"
+    fail "the check accepted a fixture made of mistakes: $*"
+  fi
+  while IFS= read -r expected; do
+    [[ -z "$expected" || "$expected" == \#* ]] && continue
+    if ! grep -qF -- "$expected" "$out"; then
+      echo "not reported: $expected" >&2
+      missing=1
+    fi
+  done < "$expected_file"
+  if ((missing)); then
+    echo "--- what the check reported:" >&2
+    cat "$out" >&2
+    rm -f "$out"
+    fail "the check missed mistakes of its fixture"
+  fi
+  rm -f "$out"
+  echo "the check reports every mistake of its fixture ($(grep -c '^[^#]' "$expected_file") expected)"
 }
 
 case "${1:-}" in
@@ -108,27 +141,33 @@ case "${1:-}" in
 
   manifest-check-rejects)
     need_node_packages kubernetes-models yaml typescript
-    tmp=$(mktemp)
-    trap 'rm -f "$tmp"' EXIT
-    if OMNIFORGE_NODE_DIR="$NODE_DIR" node "$HERE/check_manifests.mjs" \
-        "$HERE/fixtures/bad-manifests.yaml" > "$tmp"; then
-      cat "$tmp" >&2
-      fail "check_manifests.mjs accepted fixtures/bad-manifests.yaml"
-    fi
-    missing=0
-    while IFS= read -r expected; do
-      [[ -z "$expected" || "$expected" == \#* ]] && continue
-      if ! grep -qF -- "$expected" "$tmp"; then
-        echo "not reported: $expected" >&2
-        missing=1
-      fi
-    done < "$HERE/fixtures/expected-manifest-problems.txt"
-    if ((missing)); then
-      echo "--- what check_manifests.mjs reported:" >&2
-      cat "$tmp" >&2
-      fail "check_manifests.mjs missed mistakes of fixtures/bad-manifests.yaml"
-    fi
-    echo "check_manifests.mjs reports every mistake of fixtures/bad-manifests.yaml"
+    expect_problems "$HERE/fixtures/expected-manifest-problems.txt" \
+      node "$HERE/check_manifests.mjs" "$HERE/fixtures/bad-manifests.yaml"
+    ;;
+
+  dockerfile)
+    need_node_packages dockerfile-ast @balena/dockerignore
+    node "$HERE/check_dockerfile.mjs" "$ROOT"
+    ;;
+
+  dockerfile-check-rejects)
+    need_node_packages dockerfile-ast @balena/dockerignore
+    expect_problems "$HERE/fixtures/expected-dockerfile-problems.txt" \
+      node "$HERE/check_dockerfile.mjs" "$ROOT" "$HERE/fixtures/bad.Dockerfile"
+    ;;
+
+  image-runtime-packages)
+    bin_dir="${2:?usage: validate.sh image-runtime-packages BIN_DIR}"
+    binaries=()
+    for b in omniforge-conversation omniforge-intent omniforge-executor omniforge-orchestrator omniforge; do
+      [[ -x "$bin_dir/$b" ]] || fail "$bin_dir/$b is not built"
+      binaries+=("$bin_dir/$b")
+    done
+    packages=$(bash "$ROOT/deploy/docker/runtime-packages.sh" "${binaries[@]}")
+    for expected in libgrpc++1.51 libpqxx-6.4 libsodium23 libfasttext0 libyaml-cpp0.7; do
+      grep -qx -- "$expected" <<<"$packages" || fail "runtime-packages.sh did not list $expected: $packages"
+    done
+    echo "the image's runtime stage installs $(wc -l <<<"$packages") packages:" $packages
     ;;
 
   buf-lint)
@@ -192,7 +231,7 @@ case "${1:-}" in
     ;;
 
   *)
-    echo "usage: $0 yamllint|compose|compose-rejects|kustomize OVERLAY|manifest-check-rejects|buf-lint|configs BIN_DIR" >&2
+    echo "usage: $0 yamllint|compose|compose-rejects|kustomize OVERLAY|manifest-check-rejects|dockerfile|dockerfile-check-rejects|image-runtime-packages BIN_DIR|buf-lint|configs BIN_DIR" >&2
     exit 2
     ;;
 esac
