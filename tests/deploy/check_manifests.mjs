@@ -231,6 +231,9 @@ if (policy) {
         (h) => h.object.spec?.scaleTargetRef?.kind === "Deployment" &&
             h.object.spec.scaleTargetRef.name === name);
     if (!hpa) problems.push(`${where}: no HorizontalPodAutoscaler scales it`);
+    if (hpa && entry.object.spec?.replicas !== undefined) {
+      problems.push(`${where}: sets replicas, which every apply would reset under its autoscaler`);
+    }
     const labels = entry.object.spec?.template?.metadata?.labels ?? {};
     const selects = (selector) => Object.entries(selector?.matchLabels ?? {}).every(([k, v]) => labels[k] === v) &&
         Object.keys(selector?.matchLabels ?? {}).length > 0;
