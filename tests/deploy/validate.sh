@@ -52,10 +52,11 @@ need_node_packages() {
 # $OMNIFORGE_KUBECTL, the one scripts/deps.sh extracts to tests/deploy/.tools,
 # or kubectl on PATH.
 find_kubectl() {
-  local candidate
+  local candidate version
   for candidate in "${OMNIFORGE_KUBECTL:-}" "$HERE/.tools/kubectl" "$(command -v kubectl || true)"; do
     [[ -n "$candidate" && -x "$candidate" ]] || continue
-    if "$candidate" version --client 2>/dev/null | grep -Eq '^Kustomize Version: v([4-9]|[1-9][0-9])\.'; then
+    version=$("$candidate" version --client 2>/dev/null) || continue
+    if grep -Eq '^Kustomize Version: v([4-9]|[1-9][0-9])\.' <<<"$version"; then
       echo "$candidate"
       return 0
     fi
