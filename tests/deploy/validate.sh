@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Validates what CI cannot run: the YAML, the compose file, the Kubernetes
-# overlays and the protos. One check per call (each is its own ctest test):
+# overlays, the Dockerfile, the service configs the deployments ship and the
+# protos. One check per call (each is its own ctest test):
 #
 #   validate.sh yamllint                    yamllint --strict on every YAML file (.yamllint)
 #   validate.sh compose                     docker-compose config -q, default and ollama profile,
@@ -197,7 +198,7 @@ case "${1:-}" in
         OMNIFORGE_CONVERSATION_ADDRESS= \
         "$bin_dir/omniforge-$svc" --config "$config" > "$log" 2>&1 &
       pid=$!
-      for _ in $(seq 1 150); do
+      for _ in $(seq 1 300); do
         if grep -q '"invalid configuration"' "$log"; then
           outcome="rejected: $(grep -o '"error":"[^"]*"' "$log" | head -n 1)"
         elif grep -q '"server started"' "$log"; then
@@ -212,7 +213,7 @@ case "${1:-}" in
       done
       kill "$pid" 2>/dev/null || true
       wait "$pid" 2>/dev/null || true
-      echo "${outcome:-no outcome within 15 s: $(tail -n 1 "$log")}"
+      echo "${outcome:-no outcome within 30 s: $(tail -n 1 "$log")}"
     }
     failed=0
     for svc in conversation intent executor orchestrator; do
