@@ -5,14 +5,21 @@
 #   postgres_password  the password of PostgreSQL's omniforge user
 #   api_keys           the orchestrator's API key file (one key for TENANT/USER)
 #   demo.key           that key, for clients (OMNIFORGE_API_KEY)
-# The API key is made by the image itself (omniforge-orchestrator keys create),
-# so build the image first: docker-compose build.
+# The API key is made by omniforge-orchestrator keys create: from
+# OMNIFORGE_BIN_DIR (default build/bin) when built, else from the image
+# (OMNIFORGE_IMAGE, default omniforge:latest; docker-compose build first).
 #
-#   deploy/docker/init-secrets.sh [TENANT [USER]]     default: demo demo-user
+#   deploy/docker/init-secrets.sh [-d DIR] [TENANT [USER]]     default: demo demo-user
 set -euo pipefail
 
-dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/secrets"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+dir="$here/secrets"
+if [[ "${1:-}" == -d ]]; then
+  dir="${2:?-d needs a directory}"
+  shift 2
+fi
 image="${OMNIFORGE_IMAGE:-omniforge:latest}"
+bin_dir="${OMNIFORGE_BIN_DIR:-$here/../../build/bin}"
 tenant="${1:-demo}"
 user="${2:-demo-user}"
 
@@ -30,8 +37,12 @@ if [[ ! -s "$dir/postgres_password" ]]; then
   echo "init-secrets: made postgres_password"
 fi
 if [[ ! -s "$dir/api_keys" ]]; then
-  out="$(docker run --rm "$image" omniforge-orchestrator keys create \
-    --tenant "$tenant" --user "$user" --label compose)"
+  if [[ -x "$bin_dir/omniforge-orchestrator" ]]; then
+    out="$("$bin_dir/omniforge-orchestrator" keys create --tenant "$tenant" --user "$user" --label compose)"
+  else
+    out="$(docker run --rm "$image" omniforge-orchestrator keys create \
+      --tenant "$tenant" --user "$user" --label compose)"
+  fi
   sed -n 's/^key:  *//p' <<<"$out" > "$dir/demo.key"
   sed -n 's/^line:  *//p' <<<"$out" > "$dir/api_keys"
   [[ -s "$dir/demo.key" && -s "$dir/api_keys" ]] || {

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Checks the shape of docker-compose.yml as docker-compose resolved it.
 
-    check_compose.py DEFAULT.yml OLLAMA.yml
+    check_compose.py DEFAULT.yml OLLAMA.yml [SECRETS_DIR]
 
 DEFAULT.yml and OLLAMA.yml are `docker-compose config` without and with the
 ollama profile. What must hold: the four services and the migration step
@@ -10,8 +10,13 @@ secrets; the services have gRPC health checks and start in dependency order
 (migrations before the database services, the orchestrator last); only the
 orchestrator publishes a port; PostgreSQL is 15 and reachable on the
 internal network only; the ollama profile adds Ollama and its model pull.
+With SECRETS_DIR (what deploy/docker/init-secrets.sh -d made): every secret
+the compose file mounts is a file there, the master key is 32 bytes in hex
+and the API key file holds key-file lines.
 Prints every problem and exits 1 when there is any.
 """
+import os
+import re
 import sys
 
 import yaml
@@ -119,8 +124,24 @@ def check(config, with_ollama, problems):
             problems.append("ollama: not on the services' network")
 
 
+def check_secrets(config, secrets_dir, problems):
+    for name, secret in (config.get("secrets") or {}).items():
+        source = secret.get("file", "")
+        if os.path.dirname(os.path.abspath(source)) != os.path.abspath("deploy/docker/secrets"):
+            problems.append(f"secret {name}: {source} is not in deploy/docker/secrets")
+        if not os.path.isfile(os.path.join(secrets_dir, os.path.basename(source))):
+            problems.append(f"secret {name}: init-secrets.sh made no {os.path.basename(source)}")
+    with open(os.path.join(secrets_dir, "master.key"), encoding="ascii") as f:
+        if not re.fullmatch(r"[0-9a-f]{64}", f.read().strip()):
+            problems.append("master.key is not 32 bytes in hex")
+    with open(os.path.join(secrets_dir, "api_keys"), encoding="ascii") as f:
+        lines = [line for line in f.read().splitlines() if line.strip()]
+        if not lines or not all(re.fullmatch(r"\S+ sha256:[0-9a-f]{64} \S+ \S+( .*)?", line) for line in lines):
+            problems.append(f"api_keys does not hold key-file lines: {lines}")
+
+
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         print(__doc__, file=sys.stderr)
         return 2
     problems = []
@@ -130,6 +151,8 @@ def main():
         found = []
         check(config, with_ollama, found)
         problems += [f"{'ollama profile' if with_ollama else 'default'}: {p}" for p in found]
+        if len(sys.argv) == 4 and not with_ollama:
+            check_secrets(config, sys.argv[3], problems)
     for problem in problems:
         print(problem)
     print(f"docker-compose.yml: {len(problems)} problems")

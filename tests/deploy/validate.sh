@@ -4,8 +4,9 @@
 # protos. One check per call (each is its own ctest test):
 #
 #   validate.sh yamllint                    yamllint --strict on every YAML file (.yamllint)
-#   validate.sh compose                     docker-compose config -q, default and ollama profile,
-#                                           plus the shape of the result (check_compose.py)
+#   validate.sh compose [BIN_DIR]           docker-compose config -q, default and ollama profile,
+#                                           plus the shape of the result (check_compose.py) and,
+#                                           with BIN_DIR, the secrets init-secrets.sh makes
 #   validate.sh compose-rejects             a broken compose file must be rejected
 #   validate.sh kustomize OVERLAY           render deploy/k8s/overlays/OVERLAY with kubectl kustomize
 #                                           and check the output (check_manifests.mjs)
@@ -113,7 +114,15 @@ case "${1:-}" in
     docker-compose -f docker-compose.yml --profile ollama config -q
     docker-compose -f docker-compose.yml config > "$tmp/default.yml"
     docker-compose -f docker-compose.yml --profile ollama config > "$tmp/ollama.yml"
-    /usr/bin/python3 "$HERE/check_compose.py" "$tmp/default.yml" "$tmp/ollama.yml"
+    secrets=()
+    if [[ -n "${2:-}" ]]; then
+      # The secrets as deploy/docker/init-secrets.sh makes them with the
+      # built orchestrator.
+      [[ -x "$2/omniforge-orchestrator" ]] || fail "$2/omniforge-orchestrator is not built"
+      OMNIFORGE_BIN_DIR="$2" bash "$ROOT/deploy/docker/init-secrets.sh" -d "$tmp/secrets" acme alice
+      secrets=("$tmp/secrets")
+    fi
+    /usr/bin/python3 "$HERE/check_compose.py" "$tmp/default.yml" "$tmp/ollama.yml" "${secrets[@]}"
     ;;
 
   compose-rejects)
@@ -262,7 +271,7 @@ case "${1:-}" in
     ;;
 
   *)
-    echo "usage: $0 yamllint|compose|compose-rejects|kustomize OVERLAY|manifest-check-rejects|dockerfile|dockerfile-check-rejects|image-runtime-packages BIN_DIR|buf-lint|configs BIN_DIR|secrets BIN_DIR" >&2
+    echo "usage: $0 yamllint|compose [BIN_DIR]|compose-rejects|kustomize OVERLAY|manifest-check-rejects|dockerfile|dockerfile-check-rejects|image-runtime-packages BIN_DIR|buf-lint|configs BIN_DIR|secrets BIN_DIR" >&2
     exit 2
     ;;
 esac
