@@ -6,7 +6,9 @@
 //     repository and that Dockerfile.dockerignore lets through (evaluated
 //     with @balena/dockerignore, Docker's own matching rules), and every
 //     COPY --from names an earlier stage;
-//   - the final stage runs as a non-root user and has an ENTRYPOINT.
+//   - the final stage runs as a non-root user and has an ENTRYPOINT; when
+//     the entry point is a file copied from the context, that file is
+//     executable.
 //
 //   node check_dockerfile.mjs REPO_ROOT [DOCKERFILE]
 //
@@ -62,6 +64,8 @@ function contextFiles(relative) {
 const stages = [];
 let user = null;
 let entrypoint = false;
+let entrypointPath = null;
+const copiedFrom = new Map();  // destination in the final stage -> context path
 for (const instruction of instructions) {
   const keyword = instruction.getKeyword();
   const args = instruction.getArguments().map((a) => a.getValue());
@@ -72,6 +76,8 @@ for (const instruction of instructions) {
     stages.push({ image: args[0], name });
     user = null;
     entrypoint = false;
+    entrypointPath = null;
+    copiedFrom.clear();
   } else if (keyword === "COPY") {
     const from = instruction.getFlags().find((f) => f.getName() === "from");
     const sources = args.slice(0, -1);
@@ -82,6 +88,7 @@ for (const instruction of instructions) {
       }
       continue;
     }
+    if (sources.length === 1) copiedFrom.set(args[args.length - 1], sources[0]);
     for (const source of sources) {
       const relative = path.posix.normalize(source.replace(/^\.\//, "")).replace(/\/$/, "");
       const files = contextFiles(relative);
@@ -100,6 +107,11 @@ for (const instruction of instructions) {
     user = args[0];
   } else if (keyword === "ENTRYPOINT") {
     entrypoint = true;
+    try {
+      entrypointPath = JSON.parse(instruction.getTextContent().replace(/^\s*ENTRYPOINT\s+/i, ""))[0];
+    } catch {
+      entrypointPath = args[0];
+    }
   }
 }
 
@@ -113,6 +125,11 @@ if (last && !/^debian:12-slim(@|$)/.test(last.image)) {
 }
 if (user === null || /^(0|root)(:|$)/.test(user)) problems.push("the runtime stage does not run as a non-root user");
 if (!entrypoint) problems.push("the runtime stage has no ENTRYPOINT");
+const entrySource = entrypointPath && copiedFrom.get(entrypointPath);
+if (entrySource && fs.existsSync(path.join(root, entrySource)) &&
+    (fs.statSync(path.join(root, entrySource)).mode & 0o111) === 0) {
+  problems.push(`the entry point ${entrypointPath} is copied from ${entrySource}, which is not executable`);
+}
 
 for (const problem of problems) console.log(problem);
 console.log(`${instructions.length} instructions checked, ${problems.length} problems`);
