@@ -40,6 +40,8 @@ ServerOptions ReadServerOptions(ConfigReader& config, int default_port, int defa
   options.drain_timeout = std::chrono::seconds(config.Int("server.drain_timeout_s", 15, 0, 3600));
   options.max_receive_bytes = static_cast<int>(
       config.Int("server.max_receive_bytes", options.max_receive_bytes, 1024, 64 << 20));
+  options.max_connection_age =
+      std::chrono::seconds(config.Int("server.max_connection_age_s", 300, 0, 86400));
   options.tls_cert_file = config.String("server.tls_cert_file", "");
   options.tls_key_file = config.String("server.tls_key_file", "");
   return options;
@@ -94,6 +96,13 @@ absl::Status ServiceServer::Start() {
   // Keepalive: let long-lived internal channels ping through idle periods.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
+  if (options_.max_connection_age.count() > 0) {
+    builder.AddChannelArgument(
+        GRPC_ARG_MAX_CONNECTION_AGE_MS,
+        static_cast<int>(std::chrono::milliseconds(options_.max_connection_age).count()));
+    // Longer than a chat turn may run, so a turn is never cut by the GOAWAY.
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, 120000);
+  }
   for (grpc::Service* service : services_) builder.RegisterService(service);
   server_ = builder.BuildAndStart();
   if (!server_ || port_ == 0) {

@@ -36,12 +36,17 @@ struct ServerOptions {
   int metrics_port = -1;  // -1 disables /metrics, 0 picks a free port
   std::chrono::seconds drain_timeout{15};
   int max_receive_bytes = 4 * 1024 * 1024;
+  // Connections older than this get a GOAWAY (calls in flight finish, for up
+  // to two minutes), so callers reconnect and re-resolve: replicas added by
+  // an autoscaler join their round robin. 0: no limit.
+  std::chrono::seconds max_connection_age{300};
   std::string tls_cert_file;  // both set: TLS; both empty: plaintext
   std::string tls_key_file;
 };
 
 // Reads `server.*` keys: host, port, metrics_host, metrics_port,
-// drain_timeout_s, max_receive_bytes, tls_cert_file, tls_key_file.
+// drain_timeout_s, max_receive_bytes, max_connection_age_s, tls_cert_file,
+// tls_key_file.
 ServerOptions ReadServerOptions(ConfigReader& config, int default_port, int default_metrics_port);
 
 // Records per-RPC metrics (omniforge_rpc_total{method,code},
