@@ -232,6 +232,18 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   // (An existing conversation is checked by the append below: memory
   // answers NOT_FOUND for one that is not the caller's, and stores nothing.)
 
+  // The history so far, read while the message is stored (the window then
+  // holds the turns before it; a new conversation has none).
+  std::future<absl::StatusOr<convpb::GetContextWindowResponse>> window_read;
+  if (!created) {
+    window_read = std::async(std::launch::async, [&] {
+      convpb::GetContextWindowRequest window_request;
+      window_request.set_conversation_id(conversation_id);
+      window_request.set_token_budget(options_.context_token_budget);
+      return memory_.GetContextWindow(who, window_request, call_deadline());
+    });
+  }
+
   // The user's message, once per turn_id.
   const std::string turn_id = request.turn_id().empty() ? core::NewUuid() : request.turn_id();
   convpb::AppendMessageRequest user_message;
@@ -248,11 +260,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   if (!stored_user.ok()) return stored_user.status();
 
   Emitter emit(sink);
-  convpb::GetContextWindowRequest window_request;
-  window_request.set_conversation_id(conversation_id);
-  window_request.set_token_budget(options_.context_token_budget);
   absl::StatusOr<convpb::GetContextWindowResponse> window =
-      memory_.GetContextWindow(who, window_request, call_deadline());
+      created ? convpb::GetContextWindowResponse() : window_read.get();
 
   // A retried turn that already finished: replay its stored reply.
   if (stored_user->deduplicated()) {
