@@ -113,11 +113,12 @@ PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& reque
             result.text += delta.text;
             io.Text(delta.text);
           }
-          return true;
+          return !io.Stopped();  // a cancelled turn stops the stream at once
         });
     ++result.llm_calls;
     if (!answer.ok()) {
       result.error = std::string(answer.status().message());
+      result.stopped = io.Stopped();
       // Nothing shown yet: the turn can still be answered another way.
       result.answered = wrote_before || !result.text.empty() || !result.tools_used.empty();
       return result;

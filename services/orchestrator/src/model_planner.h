@@ -63,6 +63,8 @@ struct PlannerResult {
   std::string error;
   // The iteration cap was reached.
   bool iteration_limit = false;
+  // The turn was cancelled or ran out of time while the model wrote.
+  bool stopped = false;
   std::string text;
   std::optional<PendingAction> propose;
   std::vector<std::string> tools_used;

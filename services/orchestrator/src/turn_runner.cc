@@ -372,6 +372,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   // a guardrail stopped the turn (its error event is out).
   std::vector<std::string> listed;
   std::vector<std::string> tools_used;
+  bool cancel_reported = false;
   auto run_tool = [&](const ToolStep& step, std::string* described) -> std::optional<ToolRun> {
     if (tool_calls >= options_.max_tool_calls) {
       emit.Error(pb::CHAT_ERROR_CODE_TOOL_CALL_LIMIT,
@@ -382,6 +383,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     }
     if (cancelled()) {
       emit.Error(pb::CHAT_ERROR_CODE_CANCELLED, "the turn was cancelled", /*fatal=*/true);
+      cancel_reported = true;
       return std::nullopt;
     }
     if (core::NowMicros() >= turn_deadline) {
@@ -491,6 +493,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     emit.State(pb::AGENT_STATE_THINKING, "Planning");
     Io io(emit, run_tool, cancelled, turn_deadline);
     planned = RunModelPlanner(*planner_, plan, io);
+    if (planned.stopped) planned.answered = true;  // cancelled: no fallback, keep what was said
     if (planned.answered) {
       move.action_type = analysis.action_type();
       move.entities.insert(analysis.entities().begin(), analysis.entities().end());
@@ -529,6 +532,9 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     text += (text.empty() ? "" : "\n") + described;
   }
 
+  if (cancelled() && !cancel_reported) {
+    emit.Error(pb::CHAT_ERROR_CODE_CANCELLED, "the turn was cancelled", /*fatal=*/true);
+  }
   const bool waiting = move.propose.has_value() || move.clarifying;
   if (move.propose) {
     FillPreview(*move.propose, *emit.Next().mutable_preview());

@@ -14,6 +14,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "libs/core/api_keys.h"
@@ -579,6 +580,40 @@ TEST_F(ModelPlannerEndToEndTest, ThePlannerStopsAtItsIterationLimit) {
   ASSERT_FALSE(errors.empty());
   EXPECT_EQ(errors.back().error().code(), pb::CHAT_ERROR_CODE_ITERATION_LIMIT);
   EXPECT_EQ(turn.done().usage().llm_calls(), 3);
+}
+
+TEST_F(ModelPlannerEndToEndTest, CancelTurnStopsARunningTurn) {
+  llm::testing::FakeRule slow = Rule("long story", false, {});
+  slow.reply.text = "This answer takes a long time to write, one piece at a time.";
+  slow.chunk_delay_ms = 300;
+  ASSERT_TRUE(fake_->SetRules({slow}).ok());
+  Turn first = Chat("hello");  // makes the conversation (the model echoes at once)
+  ASSERT_TRUE(first.status.ok());
+  const std::string conversation = first.session().conversation_id();
+
+  const size_t before = fake_->RequestCount();
+  std::optional<Turn> running;
+  std::thread turn([&] { running = Chat("tell me a long story", conversation, "turn-to-cancel"); });
+  ASSERT_TRUE(fake_->WaitForRequests(before + 1, 10000)) << "the turn never reached the model";
+  auto context = Context(key());
+  pb::CancelTurnRequest cancel;
+  cancel.set_conversation_id(conversation);
+  cancel.set_turn_id("turn-to-cancel");
+  pb::CancelTurnResponse cancelled;
+  ASSERT_TRUE(stub_->CancelTurn(context.get(), cancel, &cancelled).ok());
+  EXPECT_TRUE(cancelled.cancelled());
+  turn.join();
+  ASSERT_TRUE(running.has_value());
+  ExpectWellFormed(*running);
+  EXPECT_LT(running->done().usage().duration_ms(), 3000) << "the stream stops at the next piece";
+  auto errors = running->Of(pb::ChatEvent::kError);
+  ASSERT_FALSE(errors.empty());
+  EXPECT_EQ(errors.back().error().code(), pb::CHAT_ERROR_CODE_CANCELLED);
+
+  // Nothing runs any more: a second cancel finds no turn.
+  context = Context(key());
+  ASSERT_TRUE(stub_->CancelTurn(context.get(), cancel, &cancelled).ok());
+  EXPECT_FALSE(cancelled.cancelled());
 }
 
 }  // namespace
