@@ -21,6 +21,20 @@ chat() { "$BUILD_DIR/bin/omniforge" chat "$@"; }
 # The conversation a turn's output names ("· conversation <id>").
 conversation_of() { sed -n 's/^· conversation //p' <<<"$1" | head -n 1; }
 
+step "The demo user's workspace: two agents, a project template and a project with tasks"
+# Each call carries an idempotency key, so running the demo again seeds
+# nothing twice.
+seed() {
+  "${CLI[@]}" --executor-server 127.0.0.1:50053 tools invoke "$1" "$2" \
+    --idempotency-key "demo-seed-$1-$3" >/dev/null 2>&1 || true
+}
+seed create_agent '{"name": "weekly-sales-digest", "description": "Emails the sales team the deals closed each week", "schedule": "every Monday 08:00"}' 1
+seed create_agent '{"name": "invoice-chaser", "description": "Reminds customers about overdue invoices"}' 2
+seed create_project_template '{"name": "Launch checklist", "description": "For product and website launches", "tasks": [{"title": "Write the announcement"}, {"title": "Update the pricing page"}, {"title": "Brief the support team"}]}' 3
+seed create_project '{"name": "Website relaunch", "description": "The new marketing site", "template": "Launch checklist"}' 4
+"${CLI[@]}" --executor-server 127.0.0.1:50053 tools invoke list_agents '{}' 2>/dev/null \
+  | sed -n 's/^ *"name": "\(.*\)",*$/  agent: \1/p'
+
 step "1. A problem in the user's own words: omniforge proposes an agent and waits"
 out=$(chat "our Monday Notion updates take hours — can you help?")
 echo "$out"

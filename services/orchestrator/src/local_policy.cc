@@ -121,7 +121,8 @@ std::string DescribeAgentDraft(const json& args) {
     text += " (" + description + ")";
   }
   const std::string schedule = args.value("schedule", std::string());
-  text += schedule.empty() ? ". It runs when you ask." : ". It runs " + schedule + ".";
+  text += schedule.empty() ? ". It runs when you ask, or on a schedule you name."
+                           : ". It runs " + schedule + ".";
   if (args.contains("config") && args["config"].is_object()) {
     const json& config = args["config"];
     if (config.contains("data_source")) {
@@ -204,9 +205,6 @@ Move ProposeCreateAgent(const PolicyInput& in) {
   move.action_type = intentpb::ACTION_TYPE_CREATE_AGENT;
   move.entities.insert(in.intent.entities().begin(), in.intent.entities().end());
   move.reply = "I can set up an agent for that. " + PreviewText(action);
-  if (!args.contains("schedule")) {
-    move.reply += " It runs only when asked until you tell me when it should run on its own.";
-  }
   move.propose = std::move(action);
   return move;
 }
