@@ -18,8 +18,15 @@
 #include "libs/core/thread_pool.h"
 #include "libs/llm/llm_config.h"
 #include "libs/llm/llm_factory.h"
+#include "libs/pg/migrate.h"
+#include "libs/pg/pool.h"
 #include "services/orchestrator/src/chat_service.h"
 #include "services/orchestrator/src/grpc_downstream.h"
+#include "services/orchestrator/src/usage_recorder.h"
+
+namespace omniforge::pg {
+const std::vector<Migration>& OrchestratorMigrations();
+}
 
 namespace omniforge::orchestrator {
 namespace {
@@ -36,6 +43,10 @@ struct Settings {
   TurnOptions turn;
   std::string planner_profile;
   llm::LlmConfig llm;
+  // Where model-call usage is recorded; an empty dsn records nothing.
+  pg::PgOptions database;
+  std::string migrate_dsn;
+  bool migrate_on_start = true;
 };
 
 absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
@@ -60,10 +71,18 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
       std::chrono::milliseconds(c.Int("turn.call_timeout_ms", 10000, 100, 600000));
   s.turn.max_iterations = static_cast<int>(c.Int("planner.max_iterations", 10, 1, 100));
   s.planner_profile = c.String("planner.profile", "balanced");
+  s.database.dsn = c.String("database.dsn", "");
+  s.database.pool_size = static_cast<int>(c.Int("database.pool_size", 4, 1, 1000));
+  s.database.role = c.String("database.role", "omniforge_app");
+  s.database.statement_timeout_ms =
+      static_cast<int>(c.Int("database.statement_timeout_ms", 10000, 100, 600000));
+  s.migrate_dsn = c.String("database.migrate_dsn", "");
+  s.migrate_on_start = c.Bool("database.migrate_on_start", true);
   auto llm_config = llm::ReadLlmConfig(c);
   if (!llm_config.ok()) return llm_config.status();
   s.llm = *std::move(llm_config);
   if (absl::Status status = c.Finish(); !status.ok()) return status;
+  if (s.migrate_dsn.empty()) s.migrate_dsn = s.database.dsn;
   if (s.api_keys_file.empty()) {
     return absl::InvalidArgumentError(
         "config: auth.api_keys_file is required (create keys with `omniforge-orchestrator keys "
@@ -79,10 +98,30 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   std::unique_ptr<Memory> memory = MakeGrpcMemory(s.downstream.conversation);
   std::unique_ptr<Understanding> understanding = MakeGrpcUnderstanding(s.downstream.intent);
   std::unique_ptr<Tools> tools = MakeGrpcTools(s.downstream.executor);
+  std::unique_ptr<pg::PgPool> pool;
+  std::shared_ptr<PgUsageRecorder> usage;  // before the client: it outlives its calls
+  if (s.llm.enabled() && !s.database.dsn.empty()) {
+    if (s.migrate_on_start) {
+      auto applied =
+          pg::ApplyMigrations(s.migrate_dsn, "orchestrator", pg::OrchestratorMigrations());
+      if (!applied.ok()) return applied.status();
+    }
+    auto made_pool = pg::PgPool::Create(s.database);
+    if (!made_pool.ok()) return made_pool.status();
+    pool = *std::move(made_pool);
+    if (absl::Status status = pg::CheckRowLevelSecurityApplies(*pool, "orchestration");
+        !status.ok()) {
+      return status;
+    }
+    usage = std::make_shared<PgUsageRecorder>(*pool);
+    core::LogInfo("model calls are recorded in orchestration.llm_usage");
+  } else if (s.llm.enabled()) {
+    core::LogWarn("model calls are not recorded: database.dsn is empty");
+  }
   std::unique_ptr<llm::LlmClient> client;
   std::unique_ptr<llm::ChatModel> planner;
   if (s.llm.enabled()) {
-    auto made = llm::MakeLlmClient(s.llm, nullptr);
+    auto made = llm::MakeLlmClient(s.llm, usage);
     if (!made.ok()) return made.status();
     client = *std::move(made);
     if (!client->HasProfile(s.planner_profile)) {

@@ -13,6 +13,7 @@
 #include "services/orchestrator/src/local_policy.h"
 #include "services/orchestrator/src/model_planner.h"
 #include "services/orchestrator/src/routing.h"
+#include "services/orchestrator/src/usage_attribution.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -492,6 +493,9 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     plan.cancelled = cancelled;
     emit.State(pb::AGENT_STATE_THINKING, "Planning");
     Io io(emit, run_tool, cancelled, turn_deadline);
+    const UsageAttribution attribution{who.tenant_id, who.user_id, conversation_id, turn_id,
+                                       intentpb::ContextType_Name(plan.context_type)};
+    ScopedUsageAttribution attributed(attribution);  // model calls are recorded for this turn
     planned = RunModelPlanner(*planner_, plan, io);
     if (planned.stopped) planned.answered = true;  // cancelled: no fallback, keep what was said
     if (planned.answered) {

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
 #include <string>
 #include <thread>
 #include <vector>
@@ -106,17 +107,14 @@ class ChatEndToEndTest : public ::testing::Test {
             .release();
   }
 
-  static void StartOrchestrator(const std::vector<std::string>& args = {}) {
-    ASSERT_EQ(orchestrator_->Start(
-                  {
-                      "OMNIFORGE_AUTH_API_KEYS_FILE=" + (*dir_ / "api_keys").string(),
-                      "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation_->address(),
-                      "OMNIFORGE_DOWNSTREAM_INTENT=" + intent_->address(),
-                      "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor_->address(),
-                      "FAKE_LLM_KEY=fake-key",
-                  },
-                  args),
-              std::nullopt);
+  static void StartOrchestrator(const std::vector<std::string>& args = {},
+                                std::vector<std::string> env = {}) {
+    env.insert(env.end(),
+               {"OMNIFORGE_AUTH_API_KEYS_FILE=" + (*dir_ / "api_keys").string(),
+                "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation_->address(),
+                "OMNIFORGE_DOWNSTREAM_INTENT=" + intent_->address(),
+                "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor_->address(), "FAKE_LLM_KEY=fake-key"});
+    ASSERT_EQ(orchestrator_->Start(env, args), std::nullopt);
     stub_ = pb::ChatService::NewStub(
         grpc::CreateChannel(orchestrator_->address(), grpc::InsecureChannelCredentials()));
   }
@@ -476,7 +474,8 @@ class ModelPlannerEndToEndTest : public ChatEndToEndTest {
               "  retry: {max_attempts: 1}\nplanner:\n  max_iterations: 3\n";
     config.close();
     orchestrator_->Stop();
-    StartOrchestrator({"--config", (*dir_ / "orchestrator.yaml").string()});
+    StartOrchestrator({"--config", (*dir_ / "orchestrator.yaml").string()},
+                      {"OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
   }
   static void TearDownTestSuite() {
     ChatEndToEndTest::TearDownTestSuite();
@@ -491,6 +490,25 @@ class ModelPlannerEndToEndTest : public ChatEndToEndTest {
     rule.match.last_is_tool_result = after_tool;
     rule.reply = std::move(reply);
     return rule;
+  }
+
+  // The usage rows recorded for a turn (written in the background: waits
+  // up to 10 s for `count` of them).
+  static pqxx::result UsageOf(const std::string& turn_id, size_t count) {
+    pqxx::connection conn(db_->dsn());
+    pqxx::result rows;
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+         std::chrono::steady_clock::now() < until;
+         std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+      pqxx::nontransaction tx(conn);
+      rows = tx.exec_params(
+          "SELECT tenant_id, user_id, operation_type, profile, model, prompt_tokens, "
+          "completion_tokens, cost_usd, outcome, error_kind, context_type, conversation_id::text "
+          "FROM orchestration.llm_usage WHERE turn_id = $1 ORDER BY created_at",
+          turn_id);
+      if (rows.size() >= count) break;
+    }
+    return rows;
   }
 
   static llm::testing::FakeLlmServer* fake_;
@@ -521,6 +539,22 @@ TEST_F(ModelPlannerEndToEndTest, TheAnswerStreamsAndReadToolsRunInTheSameSession
   EXPECT_NEAR(turn.done().usage().cost_usd(), (250 * 1.0 + 30 * 2.0) / 1e6, 1e-9);
   EXPECT_TRUE(turn.done().is_final());
   ASSERT_EQ(fake_->RequestCount(), before + 2);
+  // Both model calls are recorded for this turn, with who and what they cost.
+  const pqxx::result usage = UsageOf(turn.session().turn_id(), 2);
+  ASSERT_EQ(usage.size(), 2u);
+  int64_t prompt = 0;
+  for (const pqxx::row& row : usage) {
+    EXPECT_EQ(row[0].as<std::string>(), who().tenant_id);
+    EXPECT_EQ(row[1].as<std::string>(), who().user_id);
+    EXPECT_EQ(row[2].as<std::string>(), "planner_stream");
+    EXPECT_EQ(row[3].as<std::string>(), "balanced");
+    EXPECT_EQ(row[4].as<std::string>(), "planner-model");
+    EXPECT_EQ(row[8].as<std::string>(), "ok");
+    EXPECT_EQ(row[10].as<std::string>(), "CONTEXT_TYPE_GLOBAL");
+    EXPECT_EQ(row[11].as<std::string>(), turn.session().conversation_id());
+    prompt += row[5].as<int64_t>();
+  }
+  EXPECT_EQ(prompt, 250);
   // The session carried the tool's result back to the model, and the tools.
   const json second = json::parse(fake_->Requests()[before + 1].body);
   EXPECT_EQ(second["messages"].back()["role"], "tool");
@@ -566,6 +600,10 @@ TEST_F(ModelPlannerEndToEndTest, AFailingModelFallsBackToTheLocalPlanner) {
   EXPECT_FALSE(errors[0].error().fatal());
   EXPECT_EQ(turn.tools_called(), std::vector<std::string>{"list_agents"});
   EXPECT_TRUE(turn.done().is_final());
+  const pqxx::result usage = UsageOf(turn.session().turn_id(), 1);
+  ASSERT_EQ(usage.size(), 1u);
+  EXPECT_EQ(usage[0][8].as<std::string>(), "error");
+  EXPECT_EQ(usage[0][9].as<std::string>(), "auth");
 }
 
 TEST_F(ModelPlannerEndToEndTest, ThePlannerStopsAtItsIterationLimit) {
