@@ -18,6 +18,7 @@
 #include "libs/core/thread_pool.h"
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
+#include "libs/pg/settings.h"
 #include "services/conversation/src/grpc_service.h"
 #include "services/conversation/src/pg_repository.h"
 #include "services/conversation/src/retention.h"
@@ -35,9 +36,7 @@ constexpr int kDefaultMetricsPort = 9091;
 struct Settings {
   core::ServerOptions server;
   std::string log_level;
-  pg::PgOptions database;
-  std::string migrate_dsn;
-  bool migrate_on_start = true;
+  pg::DatabaseSettings database;
   std::string master_key;
   std::string master_key_file;
   std::string master_key_id;
@@ -58,14 +57,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.server = core::ReadServerOptions(c, kDefaultPort, kDefaultMetricsPort);
   s.worker_threads = static_cast<int>(c.Int("server.worker_threads", 16, 1, 1024));
   s.log_level = c.String("log.level", "info");
-  s.database.dsn =
-      c.String("database.dsn", "host=127.0.0.1 port=55432 user=omniforge dbname=omniforge");
-  s.database.pool_size = static_cast<int>(c.Int("database.pool_size", 16, 1, 1000));
-  s.database.role = c.String("database.role", "omniforge_app");
-  s.database.statement_timeout_ms =
-      static_cast<int>(c.Int("database.statement_timeout_ms", 10000, 100, 600000));
-  s.migrate_dsn = c.String("database.migrate_dsn", "");
-  s.migrate_on_start = c.Bool("database.migrate_on_start", true);
+  s.database = pg::ReadDatabaseSettings(c, pg::kLocalDsn, 16);
   s.master_key = c.String("encryption.master_key", "");
   s.master_key_file = c.String("encryption.master_key_file", "");
   s.master_key_id = c.String("encryption.master_key_id", "primary");
@@ -85,7 +77,6 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.appends.append_max_batch = static_cast<size_t>(c.Int("append.max_batch", 256, 1, 10000));
   s.appends.append_max_queued = static_cast<size_t>(c.Int("append.max_queued", 10000, 1, 1000000));
   if (absl::Status status = c.Finish(); !status.ok()) return status;
-  if (s.migrate_dsn.empty()) s.migrate_dsn = s.database.dsn;
   return s;
 }
 
@@ -139,7 +130,8 @@ absl::StatusOr<KeyBytes> LoadMasterKey(const Settings& s) {
 }
 
 absl::Status Migrate(const Settings& s) {
-  auto applied = pg::ApplyMigrations(s.migrate_dsn, "conversation", pg::ConversationMigrations());
+  auto applied =
+      pg::ApplyMigrations(s.database.migrate_dsn, "conversation", pg::ConversationMigrations());
   if (!applied.ok()) return applied.status();
   core::LogInfo("schema up to date", {{"applied", std::to_string(*applied)}});
   return absl::OkStatus();
@@ -150,10 +142,10 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   if (!master_key.ok()) return master_key.status();
   auto previous_master_keys = LoadPreviousMasterKeys(s);
   if (!previous_master_keys.ok()) return previous_master_keys.status();
-  if (s.migrate_on_start) {
+  if (s.database.migrate_on_start) {
     if (absl::Status status = Migrate(s); !status.ok()) return status;
   }
-  auto pool = pg::PgPool::Create(s.database);
+  auto pool = pg::PgPool::Create(s.database.pool);
   if (!pool.ok()) return pool.status();
   if (absl::Status status = pg::CheckRowLevelSecurityApplies(**pool, "conversation");
       !status.ok()) {
@@ -183,7 +175,7 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
 absl::Status RotateKey(const Settings& s, const std::string& tenant) {
   auto master_key = LoadMasterKey(s);
   if (!master_key.ok()) return master_key.status();
-  auto pool = pg::PgPool::Create(s.database);
+  auto pool = pg::PgPool::Create(s.database.pool);
   if (!pool.ok()) return pool.status();
   KeyRing keys(**pool, *master_key, s.master_key_id);
   auto key_id = keys.Rotate(tenant);
@@ -199,8 +191,8 @@ absl::Status RewrapKeys(const Settings& s) {
   if (!previous.ok()) return previous.status();
   // Every tenant's keys: connect as the schema owner, which row-level
   // security does not filter.
-  pg::PgOptions owner = s.database;
-  owner.dsn = s.migrate_dsn;
+  pg::PgOptions owner = s.database.pool;
+  owner.dsn = s.database.migrate_dsn;
   owner.role.clear();
   owner.pool_size = 1;
   auto pool = pg::PgPool::Create(owner);

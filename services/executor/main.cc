@@ -18,6 +18,7 @@
 #include "libs/mcp/registry.h"
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
+#include "libs/pg/settings.h"
 #include "services/executor/src/conversation_recorder.h"
 #include "services/executor/src/grpc_service.h"
 #include "services/executor/src/llm_dialogue.h"
@@ -41,9 +42,7 @@ struct Settings {
   core::ServerOptions server;
   int worker_threads = 16;
   std::string log_level;
-  pg::PgOptions database;
-  std::string migrate_dsn;
-  bool migrate_on_start = true;
+  pg::DatabaseSettings database;
   ToolRuntimeOptions tools;
   std::chrono::seconds idempotency_retention{7 * 24 * 3600};
   std::chrono::seconds purge_interval{3600};
@@ -63,14 +62,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.server = core::ReadServerOptions(c, kDefaultPort, kDefaultMetricsPort);
   s.worker_threads = static_cast<int>(c.Int("server.worker_threads", 16, 1, 1024));
   s.log_level = c.String("log.level", "info");
-  s.database.dsn =
-      c.String("database.dsn", "host=127.0.0.1 port=55432 user=omniforge dbname=omniforge");
-  s.database.pool_size = static_cast<int>(c.Int("database.pool_size", 16, 1, 1000));
-  s.database.role = c.String("database.role", "omniforge_app");
-  s.database.statement_timeout_ms =
-      static_cast<int>(c.Int("database.statement_timeout_ms", 10000, 100, 600000));
-  s.migrate_dsn = c.String("database.migrate_dsn", "");
-  s.migrate_on_start = c.Bool("database.migrate_on_start", true);
+  s.database = pg::ReadDatabaseSettings(c, pg::kLocalDsn, 16);
   s.tools.max_result_bytes =
       static_cast<size_t>(c.Int("tools.max_result_bytes", 64 * 1024, 1024, 16 * 1024 * 1024));
   s.tools.max_argument_bytes =
@@ -89,22 +81,21 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   if (!mcp_config.ok()) return mcp_config.status();
   s.mcp = *std::move(mcp_config);
   if (absl::Status status = c.Finish(); !status.ok()) return status;
-  if (s.migrate_dsn.empty()) s.migrate_dsn = s.database.dsn;
   return s;
 }
 
 absl::Status Migrate(const Settings& s) {
-  auto applied = pg::ApplyMigrations(s.migrate_dsn, "executor", pg::ExecutorMigrations());
+  auto applied = pg::ApplyMigrations(s.database.migrate_dsn, "executor", pg::ExecutorMigrations());
   if (!applied.ok()) return applied.status();
   core::LogInfo("schema up to date", {{"applied", std::to_string(*applied)}});
   return absl::OkStatus();
 }
 
 absl::Status Serve(const Settings& s, const sigset_t& signals) {
-  if (s.migrate_on_start) {
+  if (s.database.migrate_on_start) {
     if (absl::Status status = Migrate(s); !status.ok()) return status;
   }
-  auto pool = pg::PgPool::Create(s.database);
+  auto pool = pg::PgPool::Create(s.database.pool);
   if (!pool.ok()) return pool.status();
   if (absl::Status status = pg::CheckRowLevelSecurityApplies(**pool, "platform"); !status.ok()) {
     return status;

@@ -20,6 +20,7 @@
 #include "libs/llm/llm_factory.h"
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
+#include "libs/pg/settings.h"
 #include "services/orchestrator/src/chat_service.h"
 #include "services/orchestrator/src/grpc_downstream.h"
 #include "services/orchestrator/src/usage_recorder.h"
@@ -44,9 +45,7 @@ struct Settings {
   std::string planner_profile;
   llm::LlmConfig llm;
   // Where model-call usage is recorded; an empty dsn records nothing.
-  pg::PgOptions database;
-  std::string migrate_dsn;
-  bool migrate_on_start = true;
+  pg::DatabaseSettings database;
 };
 
 absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
@@ -71,18 +70,11 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
       std::chrono::milliseconds(c.Int("turn.call_timeout_ms", 10000, 100, 600000));
   s.turn.max_iterations = static_cast<int>(c.Int("planner.max_iterations", 10, 1, 100));
   s.planner_profile = c.String("planner.profile", "balanced");
-  s.database.dsn = c.String("database.dsn", "");
-  s.database.pool_size = static_cast<int>(c.Int("database.pool_size", 4, 1, 1000));
-  s.database.role = c.String("database.role", "omniforge_app");
-  s.database.statement_timeout_ms =
-      static_cast<int>(c.Int("database.statement_timeout_ms", 10000, 100, 600000));
-  s.migrate_dsn = c.String("database.migrate_dsn", "");
-  s.migrate_on_start = c.Bool("database.migrate_on_start", true);
+  s.database = pg::ReadDatabaseSettings(c, "", 4);
   auto llm_config = llm::ReadLlmConfig(c);
   if (!llm_config.ok()) return llm_config.status();
   s.llm = *std::move(llm_config);
   if (absl::Status status = c.Finish(); !status.ok()) return status;
-  if (s.migrate_dsn.empty()) s.migrate_dsn = s.database.dsn;
   if (s.api_keys_file.empty()) {
     return absl::InvalidArgumentError(
         "config: auth.api_keys_file is required (create keys with `omniforge-orchestrator keys "
@@ -100,13 +92,13 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   std::unique_ptr<Tools> tools = MakeGrpcTools(s.downstream.executor);
   std::unique_ptr<pg::PgPool> pool;
   std::shared_ptr<PgUsageRecorder> usage;  // before the client: it outlives its calls
-  if (s.llm.enabled() && !s.database.dsn.empty()) {
-    if (s.migrate_on_start) {
+  if (s.llm.enabled() && !s.database.pool.dsn.empty()) {
+    if (s.database.migrate_on_start) {
       auto applied =
-          pg::ApplyMigrations(s.migrate_dsn, "orchestrator", pg::OrchestratorMigrations());
+          pg::ApplyMigrations(s.database.migrate_dsn, "orchestrator", pg::OrchestratorMigrations());
       if (!applied.ok()) return applied.status();
     }
-    auto made_pool = pg::PgPool::Create(s.database);
+    auto made_pool = pg::PgPool::Create(s.database.pool);
     if (!made_pool.ok()) return made_pool.status();
     pool = *std::move(made_pool);
     if (absl::Status status = pg::CheckRowLevelSecurityApplies(*pool, "orchestration");
