@@ -7,6 +7,8 @@
 #include <iostream>
 #include <map>
 
+#include "absl/strings/ascii.h"
+#include "libs/core/text.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
 
 namespace omniforge::cli {
@@ -37,27 +39,20 @@ std::string Suffix(const std::string& name, const std::string& prefix) {
   return name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
 }
 
-std::string Lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
-
-std::string Shortened(const std::string& text, size_t max) {
-  return text.size() <= max ? text : text.substr(0, max) + "…";
-}
-
 void Show(const pb::ChatEvent& event, const Style& s) {
   switch (event.event_case()) {
     case pb::ChatEvent::kAgentState:
       std::cout << s.dim() << "· "
-                << Lower(Suffix(pb::AgentState_Name(event.agent_state().state()), "AGENT_STATE_"))
+                << absl::AsciiStrToLower(
+                       Suffix(pb::AgentState_Name(event.agent_state().state()), "AGENT_STATE_"))
                 << ": " << event.agent_state().details() << s.reset() << "\n";
       break;
     case pb::ChatEvent::kIntent: {
       const ipb::IntentAnalysis& a = event.intent().analysis();
       std::cout << s.dim() << "· understood: "
-                << Lower(Suffix(ipb::ActionType_Name(a.action_type()), "ACTION_TYPE_")) << " ("
-                << static_cast<int>(a.confidence() * 100) << "%)";
+                << absl::AsciiStrToLower(
+                       Suffix(ipb::ActionType_Name(a.action_type()), "ACTION_TYPE_"))
+                << " (" << static_cast<int>(a.confidence() * 100) << "%)";
       for (const auto& [key, value] :
            std::map<std::string, std::string>(a.entities().begin(), a.entities().end())) {
         std::cout << " " << key << "=" << value;
@@ -67,7 +62,8 @@ void Show(const pb::ChatEvent& event, const Style& s) {
     }
     case pb::ChatEvent::kToolCall:
       std::cout << s.dim() << "→ " << event.tool_call().tool_name() << " "
-                << Shortened(event.tool_call().arguments_json(), 200) << s.reset() << "\n";
+                << omniforge::core::Shortened(event.tool_call().arguments_json(), 200) << s.reset()
+                << "\n";
       break;
     case pb::ChatEvent::kToolResult:
       std::cout << s.dim() << "← " << event.tool_result().tool_name() << ": "
@@ -78,9 +74,9 @@ void Show(const pb::ChatEvent& event, const Style& s) {
     case pb::ChatEvent::kPreview: {
       const pb::PreviewEvent& p = event.preview();
       std::cout << s.yellow() << "⚠ waiting for your approval ("
-                << Lower(Suffix(epb::ToolRisk_Name(p.risk()), "TOOL_RISK_"))
-                << "): " << p.tool_name() << " " << Shortened(p.arguments_json(), 300) << s.reset()
-                << "\n";
+                << absl::AsciiStrToLower(Suffix(epb::ToolRisk_Name(p.risk()), "TOOL_RISK_"))
+                << "): " << p.tool_name() << " "
+                << omniforge::core::Shortened(p.arguments_json(), 300) << s.reset() << "\n";
       break;
     }
     case pb::ChatEvent::kPlanCreated:

@@ -44,6 +44,18 @@ bool IsValidUtf8(std::string_view s) {
   return true;
 }
 
+std::string_view Utf8Prefix(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return s.substr(0, cut);
+}
+
+std::string Shortened(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return std::string(s);
+  return std::string(Utf8Prefix(s, max_bytes)) + "\u2026";
+}
+
 bool IsSafeToken(std::string_view s, size_t max_len) {
   if (s.empty() || s.size() > max_len) return false;
   for (const char c : s) {

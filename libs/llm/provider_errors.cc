@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "libs/core/text.h"
 
 namespace omniforge::llm {
 namespace {
@@ -27,11 +28,7 @@ constexpr const char* kHttpDateFormats[] = {
 // Cuts at a UTF-8 boundary so the message stays valid text.
 std::string Truncate(std::string text) {
   if (text.size() <= kMaxMessageBytes) return text;
-  size_t cut = kMaxMessageBytes;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  text.resize(cut);
-  text += "...";
-  return text;
+  return std::string(core::Utf8Prefix(text, kMaxMessageBytes)) + "...";
 }
 
 std::string PrintablePrefix(std::string_view body) {

@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "libs/core/text.h"
 #include "libs/llm/errors.h"
 
 namespace omniforge::llm {
@@ -21,13 +22,8 @@ constexpr size_t kMaxValueChars = 80;
 
 // Cut at a UTF-8 boundary: the text goes into a status and a prompt.
 std::string Shorten(std::string text) {
-  if (text.size() > kMaxValueChars) {
-    size_t cut = kMaxValueChars;
-    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-    text.resize(cut);
-    text += "...";
-  }
-  return text;
+  if (text.size() <= kMaxValueChars) return text;
+  return std::string(core::Utf8Prefix(text, kMaxValueChars)) + "...";
 }
 
 std::string Show(const Json& value) {

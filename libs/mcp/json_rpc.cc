@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "libs/core/text.h"
 
 namespace omniforge::mcp {
 namespace {
@@ -126,10 +127,7 @@ absl::Status StatusFromJsonRpcError(std::string_view server, std::string_view me
 
 std::string Excerpt(std::string_view text, size_t max_bytes) {
   if (text.size() <= max_bytes) return std::string(text);
-  size_t cut = max_bytes;
-  // Never split a UTF-8 sequence: back up to the start of the cut character.
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return absl::StrCat(Sv(text.substr(0, cut)), "... (", text.size(), " bytes)");
+  return absl::StrCat(Sv(core::Utf8Prefix(text, max_bytes)), "... (", text.size(), " bytes)");
 }
 
 }  // namespace omniforge::mcp

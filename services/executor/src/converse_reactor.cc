@@ -4,6 +4,7 @@
 #include "libs/core/grpc_status.h"
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
+#include "libs/core/text.h"
 
 namespace omniforge::executor {
 namespace {
@@ -96,9 +97,7 @@ constexpr size_t kMaxRecordedBytes = 60000;  // the conversation service takes 6
 
 std::string Capped(std::string text) {
   if (text.size() <= kMaxRecordedBytes) return text;
-  size_t keep = kMaxRecordedBytes;
-  while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80) --keep;
-  text.resize(keep);
+  text.resize(core::Utf8Prefix(text, kMaxRecordedBytes).size());
   return text + " [cut]";
 }
 

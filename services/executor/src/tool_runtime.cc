@@ -5,6 +5,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "libs/core/call_deadline.h"
+#include "libs/core/text.h"
 #include "libs/llm/structured_output.h"
 
 namespace omniforge::executor {
@@ -39,10 +40,10 @@ InvokeOutcome ToolRuntime::Capped(std::string json, bool is_error) const {
   }
   // Keep the start of the text, cut at a UTF-8 boundary, so the model sees
   // what the result looked like and knows it was cut.
-  size_t keep = options_.max_result_bytes / 2;
-  while (keep > 0 && (static_cast<unsigned char>(json[keep]) & 0xC0) == 0x80) --keep;
   nlohmann::json capped = {
-      {"truncated", true}, {"original_bytes", json.size()}, {"text", json.substr(0, keep)}};
+      {"truncated", true},
+      {"original_bytes", json.size()},
+      {"text", std::string(core::Utf8Prefix(json, options_.max_result_bytes / 2))}};
   out.result_json = capped.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   out.truncated = true;
   return out;

@@ -4,7 +4,9 @@
 #include <cctype>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "libs/core/ids.h"
+#include "libs/core/text.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -12,11 +14,6 @@ namespace {
 namespace intentpb = ::omniforge::intent::v1;
 namespace execpb = ::omniforge::executor::v1;
 using nlohmann::json;
-
-std::string Lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
 
 // The message's lower-case words (letters and digits only).
 std::vector<std::string> Words(const std::string& message) {
@@ -59,7 +56,7 @@ std::string Quoted(const std::string& name) { return "'" + name + "'"; }
 // words without a trailing request for help ("can you help?").
 std::string Purpose(const std::string& message) {
   std::string text = message;
-  const std::string lower = Lower(text);
+  const std::string lower = absl::AsciiStrToLower(text);
   for (const char* ask : {"can you help", "could you help", "can you do something", "any ideas",
                           "help me", "please help"}) {
     const size_t at = lower.rfind(ask);
@@ -84,18 +81,11 @@ std::string Purpose(const std::string& message) {
   return "Takes care of this for you: " + text + ".";
 }
 
-std::string Shortened(const std::string& text, size_t max) {
-  if (text.size() <= max) return text;
-  size_t cut = max;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return text.substr(0, cut) + "…";
-}
-
 std::string NumberedAgents(const std::vector<AgentInfo>& agents) {
   std::string text;
   for (size_t i = 0; i < agents.size(); ++i) {
     text += "\n" + std::to_string(i + 1) + ". " + agents[i].name;
-    if (!agents[i].description.empty()) text += " — " + Shortened(agents[i].description, 80);
+    if (!agents[i].description.empty()) text += " — " + core::Shortened(agents[i].description, 80);
     if (agents[i].status == "paused") text += " (paused)";
   }
   return text;
@@ -116,7 +106,7 @@ std::string Entity(const intentpb::IntentAnalysis& intent, const char* key) {
 std::string DescribeAgentDraft(const json& args) {
   std::string text = Quoted(args.value("name", std::string()));
   if (args.contains("description")) {
-    std::string description = Shortened(args.value("description", std::string()), 200);
+    std::string description = core::Shortened(args.value("description", std::string()), 200);
     while (!description.empty() && description.back() == '.') description.pop_back();
     text += " (" + description + ")";
   }
@@ -197,7 +187,7 @@ Move ProposeCreateAgent(const PolicyInput& in) {
   const std::string& goal = in.goal.empty() ? in.message : in.goal;
   json args = json::object();
   args["name"] = SuggestAgentName(goal, in.agents);
-  args["description"] = Shortened(Purpose(goal), 2000);
+  args["description"] = core::Shortened(Purpose(goal), 2000);
   ApplyDraftEntities(in.intent, args);
   PendingAction action = Pending("create_agent", args, execpb::TOOL_RISK_WRITE,
                                  "a new agent " + DescribeAgentDraft(args));
@@ -309,9 +299,10 @@ Move DecideCreateSkill(const PolicyInput& in) {
   const std::string& goal = in.goal.empty() ? in.message : in.goal;
   std::string name = Entity(in.intent, "skill_name");
   if (name.empty()) name = SuggestAgentName(goal, {});
-  json args = {{"name", name}, {"description", Shortened(goal, 2000)}};
-  PendingAction action = Pending("create_skill", args, execpb::TOOL_RISK_WRITE,
-                                 "a new skill " + Quoted(name) + ": " + Shortened(goal, 200) + ".");
+  json args = {{"name", name}, {"description", core::Shortened(goal, 2000)}};
+  PendingAction action =
+      Pending("create_skill", args, execpb::TOOL_RISK_WRITE,
+              "a new skill " + Quoted(name) + ": " + core::Shortened(goal, 200) + ".");
   Move move;
   move.action_type = intentpb::ACTION_TYPE_CREATE_SKILL;
   move.entities.insert(in.intent.entities().begin(), in.intent.entities().end());
@@ -362,7 +353,7 @@ std::optional<Move> ResolvePending(const PolicyInput& in, const std::vector<std:
   if (reference == intentpb::REFERENCE_KIND_DECLINE ||
       (words.size() <= 3 && HasWord(words, {"cancel", "abort", "nevermind", "no", "nope"}))) {
     move.dropped_pending = true;
-    move.reply = "OK, I won't " + Shortened(pending.summary, 200) +
+    move.reply = "OK, I won't " + core::Shortened(pending.summary, 200) +
                  " Nothing was changed. What would you like to do instead?";
     return move;
   }
@@ -451,9 +442,10 @@ std::string SuggestAgentName(const std::string& message, const std::vector<Agent
   base = base.substr(0, 60);
   base += picked.size() < 3 ? "-agent" : "";
   std::set<std::string> names;
-  for (const AgentInfo& agent : taken) names.insert(Lower(agent.name));
+  for (const AgentInfo& agent : taken) names.insert(absl::AsciiStrToLower(agent.name));
   std::string name = base;
-  for (int n = 2; names.count(Lower(name)) != 0; ++n) name = base + "-" + std::to_string(n);
+  for (int n = 2; names.count(absl::AsciiStrToLower(name)) != 0; ++n)
+    name = base + "-" + std::to_string(n);
   return name;
 }
 
@@ -585,9 +577,9 @@ std::string DescribeResult(const ToolStep& step, const json& result, bool is_err
   }
   if (result.is_object() && result.contains("count") && result["count"].is_number()) {
     return "Found " + std::to_string(result["count"].get<int64_t>()) + ": " +
-           Shortened(result.dump(), 1500);
+           core::Shortened(result.dump(), 1500);
   }
-  return Shortened(result.dump(), 1500);
+  return core::Shortened(result.dump(), 1500);
 }
 
 }  // namespace omniforge::orchestrator

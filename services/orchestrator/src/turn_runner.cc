@@ -23,13 +23,6 @@ using nlohmann::json;
 constexpr size_t kMaxMessageBytes = 64 * 1024;
 constexpr int64_t kCatalogRefreshMicros = 60'000'000;
 
-std::string Shortened(const std::string& text, size_t max) {
-  if (text.size() <= max) return text;
-  size_t cut = max;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return text.substr(0, cut) + "…";
-}
-
 json JsonFromStruct(const google::protobuf::Struct& value) {
   std::string text;
   if (!google::protobuf::util::MessageToJsonString(value, &text).ok()) return json::object();
@@ -223,7 +216,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   bool created = false;
   if (conversation_id.empty()) {
     convpb::CreateConversationRequest create;
-    create.set_title(Shortened(request.message(), 80));
+    create.set_title(core::Shortened(request.message(), 80));
     absl::StatusOr<convpb::CreateConversationResponse> made =
         memory_.CreateConversation(who, create, call_deadline());
     if (!made.ok()) return made.status();
@@ -346,7 +339,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   for (const AgentInfo& agent : agents) {
     intentpb::CatalogItem* item = analyze.add_available_agents();
     item->set_name(agent.name);
-    item->set_description(Shortened(agent.description, 2000));
+    item->set_description(core::Shortened(agent.description, 2000));
   }
   intentpb::IntentAnalysis analysis;
   if (absl::StatusOr<intentpb::AnalyzeIntentResponse> analyzed =
@@ -561,7 +554,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   Routing routing;
   routing.turn_id = turn_id;
   routing.flow_id = flow_id;
-  routing.goal = Shortened(goal, 2000);
+  routing.goal = core::Shortened(goal, 2000);
   routing.action_type = move.action_type;
   routing.entities = move.entities;
   routing.listed_agents = listed;
