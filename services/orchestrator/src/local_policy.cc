@@ -352,7 +352,6 @@ std::optional<Move> ResolvePending(const PolicyInput& in, const std::vector<std:
   }
   if (reference == intentpb::REFERENCE_KIND_DECLINE ||
       (words.size() <= 3 && HasWord(words, {"cancel", "abort", "nevermind", "no", "nope"}))) {
-    move.dropped_pending = true;
     move.reply = "OK, I won't " + core::Shortened(pending.summary, 200) +
                  " Nothing was changed. What would you like to do instead?";
     return move;
@@ -505,7 +504,6 @@ Move DecideLocally(const PolicyInput& in) {
       move = DecideQuery(in, words);
       break;
   }
-  if (in.last && in.last->pending && !move.propose) move.dropped_pending = true;
   return move;
 }
 

@@ -61,8 +61,6 @@ struct Move {
   std::string reply;
   // This turn asks a clarifying question.
   bool clarifying = false;
-  // The pending action of the last turn was dropped (declined or replaced).
-  bool dropped_pending = false;
   // Routing to store with the reply.
   ::omniforge::intent::v1::ActionType action_type =
       ::omniforge::intent::v1::ACTION_TYPE_UNSPECIFIED;

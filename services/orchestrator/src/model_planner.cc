@@ -106,7 +106,6 @@ PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& reque
       return result;
     }
     if (io.Stopped()) return result;
-    const bool wrote_before = !result.text.empty();
     absl::StatusOr<llm::ChatResponse> answer =
         model.Stream(chat, context, [&](const llm::StreamDelta& delta) {
           if (delta.tool_index < 0 && !delta.text.empty()) {
@@ -120,7 +119,7 @@ PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& reque
       result.error = std::string(answer.status().message());
       result.stopped = io.Stopped();
       // Nothing shown yet: the turn can still be answered another way.
-      result.answered = wrote_before || !result.text.empty() || !result.tools_used.empty();
+      result.answered = !result.text.empty() || !result.tools_used.empty();
       return result;
     }
     result.answered = true;

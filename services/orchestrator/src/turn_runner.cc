@@ -166,27 +166,29 @@ TurnRunner::TurnRunner(Memory& memory, Understanding& understanding, Tools& tool
       options_(options),
       planner_(planner) {}
 
-std::vector<execpb::ToolDescriptor> TurnRunner::Catalog(const core::Identity& who,
-                                                        int64_t deadline) const {
+std::shared_ptr<const TurnRunner::ToolCatalog> TurnRunner::Catalog(const core::Identity& who,
+                                                                   int64_t deadline) const {
   std::lock_guard<std::mutex> lock(catalog_mu_);
   const int64_t now = core::NowMicros();
-  if (catalog_.empty() || now - catalog_fetched_at_ > kCatalogRefreshMicros) {
-    absl::StatusOr<execpb::ListToolsResponse> tools =
+  if (catalog_ == nullptr || now - catalog_fetched_at_ > kCatalogRefreshMicros) {
+    absl::StatusOr<execpb::ListToolsResponse> listed =
         tools_.ListTools(who, execpb::ListToolsRequest(), deadline);
-    if (tools.ok()) {
-      catalog_.assign(tools->tools().begin(), tools->tools().end());
+    if (listed.ok()) {
+      auto fresh = std::make_shared<ToolCatalog>();
+      fresh->tools.assign(listed->tools().begin(), listed->tools().end());
+      for (const execpb::ToolDescriptor& d : fresh->tools) fresh->risk_by_name[d.name()] = d.risk();
+      catalog_ = std::move(fresh);
       catalog_fetched_at_ = now;
     }
   }
-  return catalog_;
+  return catalog_ != nullptr ? catalog_ : std::make_shared<const ToolCatalog>();
 }
 
 execpb::ToolRisk TurnRunner::RiskOf(const core::Identity& who, const std::string& tool,
                                     int64_t deadline) const {
-  for (const execpb::ToolDescriptor& d : Catalog(who, deadline)) {
-    if (d.name() == tool) return d.risk();
-  }
-  return execpb::TOOL_RISK_UNSPECIFIED;
+  const std::shared_ptr<const ToolCatalog> catalog = Catalog(who, deadline);
+  auto it = catalog->risk_by_name.find(tool);
+  return it == catalog->risk_by_name.end() ? execpb::TOOL_RISK_UNSPECIFIED : it->second;
 }
 
 absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequest& request,
@@ -480,7 +482,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     }
     plan.agents = agents;
     if (last) plan.pending = last->pending;
-    plan.tools = Catalog(who, call_deadline());
+    plan.tools = Catalog(who, call_deadline())->tools;
     plan.max_iterations = options_.max_iterations;
     plan.deadline_micros = turn_deadline;
     plan.cancelled = cancelled;

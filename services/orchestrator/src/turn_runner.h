@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -74,7 +75,12 @@ class TurnRunner final {
  private:
   // The executor's tools, refreshed from ListTools at most once a minute
   // (kept from the last listing while the executor cannot be reached).
-  std::vector<execpb::ToolDescriptor> Catalog(const core::Identity& who, int64_t deadline) const;
+  struct ToolCatalog {
+    std::vector<execpb::ToolDescriptor> tools;
+    std::map<std::string, execpb::ToolRisk> risk_by_name;
+  };
+  // Shared, not copied: a turn reads it on every tool call.
+  std::shared_ptr<const ToolCatalog> Catalog(const core::Identity& who, int64_t deadline) const;
   execpb::ToolRisk RiskOf(const core::Identity& who, const std::string& tool,
                           int64_t deadline) const;
 
@@ -85,8 +91,8 @@ class TurnRunner final {
   llm::ChatModel* const planner_;
 
   mutable std::mutex catalog_mu_;
-  mutable std::vector<execpb::ToolDescriptor> catalog_;  // Guarded by catalog_mu_.
-  mutable int64_t catalog_fetched_at_ = 0;               // Guarded by catalog_mu_.
+  mutable std::shared_ptr<const ToolCatalog> catalog_;  // Guarded by catalog_mu_.
+  mutable int64_t catalog_fetched_at_ = 0;              // Guarded by catalog_mu_.
 };
 
 }  // namespace omniforge::orchestrator

