@@ -117,14 +117,30 @@ class ExecutorAgent {
   // Ends the dialogue now with kCancelled when a cancel was requested and
   // the agent is waiting (for an answer or its assignment); true when it did.
   virtual bool ApplyCancel() = 0;
-  // Ends the dialogue with kProtocol (a message that does not fit).
-  virtual void ProtocolError(const std::string& message) = 0;
+  // Ends the dialogue with kProtocol (a message that does not fit), unless
+  // it already ended.
+  void ProtocolError(const std::string& message);
 
-  virtual bool started() const = 0;
-  virtual bool finished() const = 0;
+  bool started() const { return started_; }
+  bool finished() const { return finished_; }
 
  protected:
+  explicit ExecutorAgent(EventSink sink) : sink_(std::move(sink)) {}
+
+  // Sends `event` stamped with the current turn; a final event ends the
+  // dialogue.
+  void Emit(DialogueEvent event);
+  // Ends the dialogue with an error carrying the partial results so far.
+  void Fail(DialogueError code, const std::string& message, bool retryable = false);
+  // Drops the question waiting for an answer, if any (the dialogue ended).
+  virtual void ForgetQuestion() = 0;
+
   std::atomic<bool> cancel_requested_ = false;
+  EventSink sink_;
+  int turns_ = 0;
+  std::vector<PartialResult> partials_;
+  bool started_ = false;
+  bool finished_ = false;
 };
 
 // Makes the agent of one Converse stream.

@@ -46,27 +46,6 @@ int64_t DeadlineMicros(std::chrono::system_clock::time_point deadline) {
 
 }  // namespace
 
-void LlmDialogue::Emit(DialogueEvent event) {
-  event.turn = turns_;
-  if (event.final()) finished_ = true;
-  sink_(std::move(event));
-}
-
-void LlmDialogue::Fail(DialogueError code, const std::string& message, bool retryable) {
-  DialogueEvent e;
-  e.kind = DialogueEvent::Kind::kError;
-  e.error = code;
-  e.message = message;
-  e.partial_results = partials_;
-  e.retryable = retryable;
-  pending_.reset();
-  Emit(std::move(e));
-}
-
-void LlmDialogue::ProtocolError(const std::string& message) {
-  if (!finished_) Fail(DialogueError::kProtocol, message);
-}
-
 bool LlmDialogue::ApplyCancel() {
   if (finished_ || !cancel_requested_ || (started_ && !pending_.has_value())) return false;
   Fail(DialogueError::kCancelled, "the planner cancelled the step");

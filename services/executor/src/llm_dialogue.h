@@ -21,18 +21,15 @@ class LlmDialogue final : public ExecutorAgent {
   // `model` and `runtime` must outlive the dialogue.
   LlmDialogue(llm::ChatModel& model, const ToolRuntime& runtime, core::Identity who,
               std::chrono::system_clock::time_point deadline, EventSink sink)
-      : model_(model),
+      : ExecutorAgent(std::move(sink)),
+        model_(model),
         runtime_(runtime),
         who_(std::move(who)),
-        deadline_(deadline),
-        sink_(std::move(sink)) {}
+        deadline_(deadline) {}
 
   void Start(Assignment assignment) override;
   void Answer(const std::string& question_id, const std::string& answer) override;
   bool ApplyCancel() override;
-  void ProtocolError(const std::string& message) override;
-  bool started() const override { return started_; }
-  bool finished() const override { return finished_; }
 
  private:
   struct Pending {
@@ -44,25 +41,19 @@ class LlmDialogue final : public ExecutorAgent {
   // Runs one real tool call and adds its result to the conversation.
   void RunTool(const llm::ToolCall& call);
   void Complete(const std::string& arguments);
-  void Emit(DialogueEvent event);
-  void Fail(DialogueError code, const std::string& message, bool retryable = false);
+  void ForgetQuestion() override { pending_.reset(); }
   bool UseTurn();
 
   llm::ChatModel& model_;
   const ToolRuntime& runtime_;
   core::Identity who_;
   std::chrono::system_clock::time_point deadline_;
-  EventSink sink_;
   Assignment assignment_;
   std::vector<llm::ToolSpec> tools_;
   std::set<std::string> offered_;  // real tools the model may call
   std::vector<llm::ChatMessage> messages_;
   std::optional<Pending> pending_;
-  std::vector<PartialResult> partials_;
   std::vector<ToolCallRecord> records_;
-  int turns_ = 0;
-  bool started_ = false;
-  bool finished_ = false;
 };
 
 }  // namespace omniforge::executor

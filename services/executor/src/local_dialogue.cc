@@ -95,27 +95,6 @@ std::optional<std::pair<DialogueError, std::string>> CheckAssignment(const ToolC
   return std::nullopt;
 }
 
-void LocalDialogue::Emit(DialogueEvent event) {
-  event.turn = turns_;
-  if (event.final()) finished_ = true;
-  sink_(std::move(event));
-}
-
-void LocalDialogue::Fail(DialogueError code, const std::string& message, bool retryable) {
-  DialogueEvent e;
-  e.kind = DialogueEvent::Kind::kError;
-  e.error = code;
-  e.message = message;
-  e.partial_results = partials_;
-  e.retryable = retryable;
-  pending_.reset();
-  Emit(std::move(e));
-}
-
-void LocalDialogue::ProtocolError(const std::string& message) {
-  if (!finished_) Fail(DialogueError::kProtocol, message);
-}
-
 bool LocalDialogue::CheckCancel() {
   if (!cancel_requested_) return false;
   Fail(DialogueError::kCancelled, "the planner cancelled the step");

@@ -24,7 +24,10 @@ class LocalDialogue final : public ExecutorAgent {
   // bounded by `deadline`.
   LocalDialogue(const ToolRuntime& runtime, core::Identity who,
                 std::chrono::system_clock::time_point deadline, EventSink sink)
-      : runtime_(runtime), who_(std::move(who)), deadline_(deadline), sink_(std::move(sink)) {}
+      : ExecutorAgent(std::move(sink)),
+        runtime_(runtime),
+        who_(std::move(who)),
+        deadline_(deadline) {}
 
   // Errors kInvalidAssignment or kWriteNotApproved before anything runs.
   void Start(Assignment assignment) override;
@@ -32,10 +35,7 @@ class LocalDialogue final : public ExecutorAgent {
   // A cancel takes effect at once while waiting for an answer, else after
   // the running tool call; the error carries the partial results.
   bool ApplyCancel() override;
-  void ProtocolError(const std::string& message) override;
 
-  bool started() const override { return started_; }
-  bool finished() const override { return finished_; }
   bool waiting_for_answer() const { return pending_.has_value(); }
 
  private:
@@ -51,27 +51,21 @@ class LocalDialogue final : public ExecutorAgent {
   // For a not_found on a name: asks, or substitutes the one match and
   // returns true to retry.
   bool ResolveName(const std::string& field, const std::string& name);
-  void Emit(DialogueEvent event);
-  void Fail(DialogueError code, const std::string& message, bool retryable = false);
+  void ForgetQuestion() override { pending_.reset(); }
   bool CheckCancel();
   bool UseTurn();
 
   const ToolRuntime& runtime_;
   core::Identity who_;
   std::chrono::system_clock::time_point deadline_;
-  EventSink sink_;
   Assignment assignment_;
   std::vector<nlohmann::json> arguments_;  // per planned call, resolved names substituted
   size_t next_ = 0;
-  int turns_ = 0;
   int questions_ = 0;
   std::optional<Pending> pending_;
-  std::vector<PartialResult> partials_;
   std::vector<ToolCallRecord> records_;
   nlohmann::json results_ = nlohmann::json::array();
   std::vector<std::string> limitations_;
-  bool started_ = false;
-  bool finished_ = false;
 };
 
 // Checks an assignment against the catalog: task 1..10,000 characters,
