@@ -116,6 +116,60 @@ class GrpcTools final : public Tools {
   std::unique_ptr<Stub> stub_;
 };
 
+// One plan step's dialogue with an executor agent (Converse).
+class GrpcStepDialogue final : public StepDialogue {
+ public:
+  GrpcStepDialogue(execpb::ExecutorService::Stub& stub, const core::Identity& who,
+                   int64_t deadline_micros) {
+    core::AttachIdentity(context_, who);
+    context_.set_deadline(
+        std::chrono::system_clock::time_point(std::chrono::microseconds(deadline_micros)));
+    stream_ = stub.Converse(&context_);
+  }
+
+  ~GrpcStepDialogue() override {
+    // A dialogue dropped half-way (the plan paused or failed) is cancelled,
+    // so the executor stops and Finish does not wait for it.
+    if (!finished_) {
+      context_.TryCancel();
+      stream_->Finish().ok();
+    }
+  }
+
+  bool Send(const execpb::ConverseRequest& message) override { return stream_->Write(message); }
+
+  std::optional<execpb::ConverseResponse> Read() override {
+    execpb::ConverseResponse response;
+    if (!stream_->Read(&response)) return std::nullopt;
+    return response;
+  }
+
+  absl::Status Finish() override {
+    finished_ = true;
+    stream_->WritesDone();
+    return core::FromGrpcStatus(stream_->Finish());
+  }
+
+ private:
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReaderWriter<execpb::ConverseRequest, execpb::ConverseResponse>>
+      stream_;
+  bool finished_ = false;
+};
+
+class GrpcStepExecutors final : public StepExecutors {
+ public:
+  explicit GrpcStepExecutors(const std::string& address)
+      : stub_(execpb::ExecutorService::NewStub(Connect(address))) {}
+
+  std::unique_ptr<StepDialogue> Open(const core::Identity& who, int64_t deadline_micros) override {
+    return std::make_unique<GrpcStepDialogue>(*stub_, who, deadline_micros);
+  }
+
+ private:
+  std::unique_ptr<execpb::ExecutorService::Stub> stub_;
+};
+
 }  // namespace
 
 std::unique_ptr<Memory> MakeGrpcMemory(const std::string& address) {
@@ -126,6 +180,9 @@ std::unique_ptr<Understanding> MakeGrpcUnderstanding(const std::string& address)
 }
 std::unique_ptr<Tools> MakeGrpcTools(const std::string& address) {
   return std::make_unique<GrpcTools>(address);
+}
+std::unique_ptr<StepExecutors> MakeGrpcStepExecutors(const std::string& address) {
+  return std::make_unique<GrpcStepExecutors>(address);
 }
 
 }  // namespace omniforge::orchestrator

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "services/orchestrator/src/downstream.h"
+#include "services/orchestrator/src/plan_executor.h"
 
 namespace omniforge::orchestrator {
 
@@ -19,5 +20,7 @@ struct DownstreamAddresses {
 std::unique_ptr<Memory> MakeGrpcMemory(const std::string& address);
 std::unique_ptr<Understanding> MakeGrpcUnderstanding(const std::string& address);
 std::unique_ptr<Tools> MakeGrpcTools(const std::string& address);
+// The executor's Converse, one dialogue per plan step.
+std::unique_ptr<StepExecutors> MakeGrpcStepExecutors(const std::string& address);
 
 }  // namespace omniforge::orchestrator
