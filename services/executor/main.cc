@@ -118,15 +118,16 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   PgInvocationLedger ledger(**pool);
   InvocationPurger purger(**pool, s.idempotency_retention, s.purge_interval);
   ToolRuntime runtime(catalog, &ledger, s.tools);
-  core::ThreadPool workers(s.worker_threads, 4096);
   // One long-lived channel to the conversation service, which stores the
   // planner<->executor dialogues; without an address they are not stored.
+  // Made before the workers, whose last queued tasks may still store.
   std::unique_ptr<ConversationRecorder> recorder;
   if (!s.conversation_address.empty()) {
     recorder = std::make_unique<ConversationRecorder>(
         grpc::CreateChannel(s.conversation_address, grpc::InsecureChannelCredentials()),
         s.conversation_timeout);
   }
+  core::ThreadPool workers(s.worker_threads, 4096);
   // The executor agents: with an LLM provider configured, the model drives
   // each step (operation executor_turn); otherwise the local agent runs the
   // step's planned calls.

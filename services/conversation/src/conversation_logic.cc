@@ -234,6 +234,19 @@ absl::Status ConversationLogic::Delete(const core::Identity& who, const std::str
   return repository_.DeleteConversation(who, *canonical);
 }
 
+absl::StatusOr<Conversation> ConversationLogic::SetDialogueStatus(const core::Identity& who,
+                                                                  const std::string& id,
+                                                                  int status) {
+  auto canonical = CanonicalId(id, "conversation_id");
+  if (!canonical.ok()) return canonical.status();
+  if (!IsKnownDialogueStatus(status)) {
+    return absl::InvalidArgumentError(status == 0 ? std::string("status is required")
+                                                  : "status " + std::to_string(status) +
+                                                        " is not a known dialogue status");
+  }
+  return repository_.SetDialogueStatus(who, *canonical, static_cast<DialogueStatus>(status));
+}
+
 std::string ConversationLogic::EncodePageToken(const ConversationCursor& cursor) {
   return absl::WebSafeBase64Escape("v1:" + std::to_string(cursor.updated_at) + ":" + cursor.id);
 }

@@ -71,6 +71,10 @@ class ConversationLogic final {
   absl::StatusOr<ContextWindow> GetContextWindow(const core::Identity& who, const std::string& id,
                                                  int token_budget, int min_recent_exchanges);
   absl::Status Delete(const core::Identity& who, const std::string& id);
+  // `status` is the proto value; UNSPECIFIED or an unknown value is
+  // INVALID_ARGUMENT.
+  absl::StatusOr<Conversation> SetDialogueStatus(const core::Identity& who, const std::string& id,
+                                                 int status);
 
   const TokenEstimator& estimator() const { return estimator_; }
 

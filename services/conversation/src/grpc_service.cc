@@ -40,6 +40,7 @@ void ToProto(const Conversation& c, pb::Conversation* out) {
   *out->mutable_update_time() = TimeUtil::MicrosecondsToTimestamp(c.updated_at);
   JsonToStruct(c.metadata_json, out->mutable_metadata());
   out->set_message_count(c.message_count);
+  out->set_status(static_cast<pb::DialogueStatus>(c.status));
 }
 
 void ToProto(const Message& m, pb::Message* out) {
@@ -179,6 +180,22 @@ grpc::ServerUnaryReactor* ConversationGrpcService::DeleteConversation(
       OnWorker<Req, Resp>(workers_, [this](const core::Identity& who, const Req& request, Resp*) {
         return logic_.Delete(who, request.conversation_id());
       }));
+}
+
+grpc::ServerUnaryReactor* ConversationGrpcService::SetDialogueStatus(
+    grpc::CallbackServerContext* context, const Raw* raw, Raw* raw_response) {
+  using Req = pb::SetDialogueStatusRequest;
+  using Resp = pb::SetDialogueStatusResponse;
+  return core::ServeUnary<Req, Resp>(
+      context, raw, raw_response, "SetDialogueStatus",
+      OnWorker<Req, Resp>(workers_,
+                          [this](const core::Identity& who, const Req& request, Resp* response) {
+                            auto updated = logic_.SetDialogueStatus(
+                                who, request.conversation_id(), static_cast<int>(request.status()));
+                            if (!updated.ok()) return updated.status();
+                            ToProto(*updated, response->mutable_conversation());
+                            return absl::OkStatus();
+                          }));
 }
 
 }  // namespace omniforge::conversation

@@ -24,7 +24,8 @@ using RawConversationService = pb::ConversationService::WithRawCallbackMethod_Cr
                 pb::ConversationService::WithRawCallbackMethod_ListMessages<
                     pb::ConversationService::WithRawCallbackMethod_GetContextWindow<
                         pb::ConversationService::WithRawCallbackMethod_DeleteConversation<
-                            pb::ConversationService::Service>>>>>>>;
+                            pb::ConversationService::WithRawCallbackMethod_SetDialogueStatus<
+                                pb::ConversationService::Service>>>>>>>>;
 
 class ConversationGrpcService final : public RawConversationService {
  public:
@@ -41,6 +42,7 @@ class ConversationGrpcService final : public RawConversationService {
   Reactor* ListMessages(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
   Reactor* GetContextWindow(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
   Reactor* DeleteConversation(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
+  Reactor* SetDialogueStatus(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
 
  private:
   ConversationLogic& logic_;

@@ -6,7 +6,6 @@
 #include "libs/core/ids.h"
 
 namespace omniforge::conversation {
-namespace {}  // namespace
 
 MemoryConversationRepository::Stored* MemoryConversationRepository::Find(const core::Identity& who,
                                                                          const std::string& id) {
@@ -29,6 +28,7 @@ absl::StatusOr<Conversation> MemoryConversationRepository::CreateConversation(
   c.kind = input.kind;
   c.parent_id = input.parent_id;
   c.metadata_json = input.metadata_json;
+  if (c.kind == ConversationKind::kAgentDialogue) c.status = DialogueStatus::kActive;
   c.created_at = c.updated_at = ++clock_;
   stored_[{who.tenant_id, c.id}].conversation = c;
   return c;
@@ -128,6 +128,19 @@ absl::Status MemoryConversationRepository::DeleteConversation(const core::Identi
   }
   for (const std::string& gone : doomed) stored_.erase({who.tenant_id, gone});
   return absl::OkStatus();
+}
+
+absl::StatusOr<Conversation> MemoryConversationRepository::SetDialogueStatus(
+    const core::Identity& who, const std::string& id, DialogueStatus status) {
+  std::lock_guard lock(mu_);
+  Stored* s = Find(who, id);
+  if (s == nullptr) return ConversationNotFound(id);
+  if (absl::Status allowed = CheckDialogueStatusChange(id, s->conversation.status, status);
+      !allowed.ok()) {
+    return allowed;
+  }
+  s->conversation.status = status;
+  return s->conversation;
 }
 
 }  // namespace omniforge::conversation

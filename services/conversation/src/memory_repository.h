@@ -24,6 +24,8 @@ class MemoryConversationRepository final : public ConversationRepository {
                                            const std::string& conversation_id, int64_t before_seq,
                                            int limit) override;
   absl::Status DeleteConversation(const core::Identity& who, const std::string& id) override;
+  absl::StatusOr<Conversation> SetDialogueStatus(const core::Identity& who, const std::string& id,
+                                                 DialogueStatus status) override;
 
  private:
   struct Stored {

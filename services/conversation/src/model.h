@@ -22,12 +22,25 @@ enum class Role : int {
 // Values match omniforge.conversation.v1.ConversationKind.
 enum class ConversationKind : int { kChat = 1, kAgentDialogue = 2 };
 
+// Values match omniforge.conversation.v1.DialogueStatus; kNone for chats.
+enum class DialogueStatus : int {
+  kNone = 0,
+  kActive = 1,
+  kCompleted = 2,
+  kFailed = 3,
+  kCancelled = 4
+};
+
 inline bool IsKnownRole(int value) {
   return value >= static_cast<int>(Role::kUser) && value <= static_cast<int>(Role::kExecutor);
 }
 inline bool IsKnownKind(int value) {
   return value >= static_cast<int>(ConversationKind::kChat) &&
          value <= static_cast<int>(ConversationKind::kAgentDialogue);
+}
+inline bool IsKnownDialogueStatus(int value) {
+  return value >= static_cast<int>(DialogueStatus::kActive) &&
+         value <= static_cast<int>(DialogueStatus::kCancelled);
 }
 
 // Times are microseconds since the Unix epoch, UTC.
@@ -42,6 +55,7 @@ struct Conversation {
   std::string parent_id;             // empty for chats
   std::string metadata_json = "{}";  // a JSON object
   int64_t message_count = 0;
+  DialogueStatus status = DialogueStatus::kNone;  // kActive.. for agent dialogues
   Micros created_at = 0;
   Micros updated_at = 0;
 };

@@ -18,7 +18,7 @@ namespace {
 constexpr char kConversationColumns[] =
     "id::text, user_id, kind, COALESCE(parent_id::text, ''), key_id, title, metadata::text,"
     " last_seq, (extract(epoch FROM created_at) * 1000000)::bigint,"
-    " (extract(epoch FROM updated_at) * 1000000)::bigint";
+    " (extract(epoch FROM updated_at) * 1000000)::bigint, COALESCE(status, 0)";
 // SQL turning a microseconds-since-epoch expression into a timestamptz.
 std::string MicrosToTimestamp(const std::string& micros) {
   return "('epoch'::timestamptz + " + micros + " * interval '1 microsecond')";
@@ -81,6 +81,7 @@ absl::StatusOr<Conversation> PgConversationRepository::ReadConversation(pqxx::wo
   c.message_count = row[7].as<int64_t>();
   c.created_at = row[8].as<int64_t>();
   c.updated_at = row[9].as<int64_t>();
+  c.status = static_cast<DialogueStatus>(row[10].as<int>());
   return c;
 }
 
@@ -116,6 +117,7 @@ absl::StatusOr<Conversation> PgConversationRepository::CreateConversation(
   c.kind = input.kind;
   c.parent_id = input.parent_id;
   c.metadata_json = input.metadata_json;
+  if (c.kind == ConversationKind::kAgentDialogue) c.status = DialogueStatus::kActive;
   c.created_at = c.updated_at = core::NowMicros();
   const std::string sealed_title = KeyRing::Seal(*key, c.title, TitleAd(c.tenant_id, c.id));
   absl::Status status = pg::WithTenantTransaction(pool_, who.tenant_id, [&](pqxx::work& tx) {
@@ -128,12 +130,12 @@ absl::StatusOr<Conversation> PgConversationRepository::CreateConversation(
     }
     tx.exec_params(
         "INSERT INTO conversation.conversations (tenant_id, id, user_id, kind, parent_id, key_id,"
-        " title, metadata, created_at, updated_at) VALUES ($1, $2::uuid, $3, $4, NULLIF($5, "
-        "'')::uuid,"
-        " $6, $7, $8::jsonb, " +
-            MicrosToTimestamp("$9") + ", " + MicrosToTimestamp("$9") + ")",
+        " title, metadata, created_at, updated_at, status) VALUES ($1, $2::uuid, $3, $4,"
+        " NULLIF($5, '')::uuid, $6, $7, $8::jsonb, " +
+            MicrosToTimestamp("$9") + ", " + MicrosToTimestamp("$9") + ", NULLIF($10, 0))",
         who.tenant_id, c.id, who.user_id, static_cast<int>(c.kind), c.parent_id, key->id,
-        pqxx::binarystring(sealed_title), c.metadata_json, c.created_at);
+        pqxx::binarystring(sealed_title), c.metadata_json, c.created_at,
+        static_cast<int>(c.status));
     return absl::OkStatus();
   });
   if (!status.ok()) return status;
@@ -400,6 +402,39 @@ absl::Status PgConversationRepository::DeleteConversation(const core::Identity& 
         who.tenant_id, id, who.user_id);
     return deleted.empty() ? ConversationNotFound(id) : absl::OkStatus();
   });
+}
+
+absl::StatusOr<Conversation> PgConversationRepository::SetDialogueStatus(const core::Identity& who,
+                                                                         const std::string& id,
+                                                                         DialogueStatus status) {
+  absl::StatusOr<Conversation> result = ConversationNotFound(id);
+  absl::Status stored =
+      pg::WithTenantTransaction(pool_, who.tenant_id, [&](pqxx::work& tx) -> absl::Status {
+        // The row lock orders concurrent changes: the second one sees the
+        // first one's status and is checked against it.
+        pqxx::result rows =
+            tx.exec_params(std::string("SELECT ") + kConversationColumns +
+                               " FROM conversation.conversations"
+                               " WHERE tenant_id = $1 AND id = $2::uuid AND user_id = $3"
+                               " FOR UPDATE",
+                           who.tenant_id, id, who.user_id);
+        if (rows.empty()) return ConversationNotFound(id);
+        result = ReadConversation(tx, who.tenant_id, rows[0]);
+        if (!result.ok()) return result.status();
+        if (absl::Status allowed = CheckDialogueStatusChange(id, result->status, status);
+            !allowed.ok()) {
+          return allowed;
+        }
+        if (result->status == status) return absl::OkStatus();
+        tx.exec_params(
+            "UPDATE conversation.conversations SET status = $3"
+            " WHERE tenant_id = $1 AND id = $2::uuid",
+            who.tenant_id, id, static_cast<int>(status));
+        result->status = status;
+        return absl::OkStatus();
+      });
+  if (!stored.ok()) return stored;
+  return result;
 }
 
 absl::StatusOr<int64_t> PgConversationRepository::PurgeIdle(const RetentionPolicy& policy,

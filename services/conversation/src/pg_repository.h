@@ -49,6 +49,8 @@ class PgConversationRepository final : public ConversationRepository {
                                            const std::string& conversation_id, int64_t before_seq,
                                            int limit) override;
   absl::Status DeleteConversation(const core::Identity& who, const std::string& id) override;
+  absl::StatusOr<Conversation> SetDialogueStatus(const core::Identity& who, const std::string& id,
+                                                 DialogueStatus status) override;
 
   // Deletes up to `limit` top-level conversations (with their messages and
   // dialogues) whose last activity is older than their tenant's retention at

@@ -21,6 +21,12 @@ inline absl::Status ConversationNotFound(const std::string& id) {
   return absl::NotFoundError("conversation " + id + " not found");
 }
 
+// Whether a dialogue in `current` may take `next`: an active dialogue may end
+// once; asking for the status it already has is allowed (a retry). Otherwise
+// FAILED_PRECONDITION, also for a chat (`current` kNone).
+absl::Status CheckDialogueStatusChange(const std::string& id, DialogueStatus current,
+                                       DialogueStatus next);
+
 class ConversationRepository {
  public:
   virtual ~ConversationRepository() = default;
@@ -47,6 +53,11 @@ class ConversationRepository {
                                                    int64_t before_seq, int limit) = 0;
   // Deletes the conversation, its messages and its dialogues.
   virtual absl::Status DeleteConversation(const core::Identity& who, const std::string& id) = 0;
+  // Sets an agent dialogue's status as CheckDialogueStatusChange allows and
+  // returns the dialogue; NOT_FOUND like the other methods.
+  virtual absl::StatusOr<Conversation> SetDialogueStatus(const core::Identity& who,
+                                                         const std::string& id,
+                                                         DialogueStatus status) = 0;
 };
 
 // Synchronous convenience over AppendMessage.

@@ -235,5 +235,38 @@ TEST_F(ConversationLogicTest, WindowIsCappedEvenInsideRecentExchanges) {
   EXPECT_TRUE(window->truncated);
 }
 
+TEST_F(ConversationLogicTest, AgentDialoguesEndOnceWithAKnownStatus) {
+  Conversation chat = NewChat(kAlice);
+  EXPECT_EQ(chat.status, DialogueStatus::kNone);
+  auto dialogue = logic_.Create(kAlice, {"step 1", 2, chat.id, ""});
+  ASSERT_TRUE(dialogue.ok()) << dialogue.status();
+  EXPECT_EQ(dialogue->status, DialogueStatus::kActive);
+
+  EXPECT_EQ(logic_.SetDialogueStatus(kAlice, dialogue->id, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(logic_.SetDialogueStatus(kAlice, dialogue->id, 99).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(logic_.SetDialogueStatus(kAlice, "not-a-uuid", 2).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(logic_.SetDialogueStatus(kAlice, chat.id, 2).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(logic_.Get(kAlice, chat.id)->status, DialogueStatus::kNone);
+  for (const core::Identity& other : {kBob, kEve}) {
+    EXPECT_EQ(logic_.SetDialogueStatus(other, dialogue->id, 3).status().code(),
+              absl::StatusCode::kNotFound);
+  }
+  EXPECT_EQ(logic_.Get(kAlice, dialogue->id)->status, DialogueStatus::kActive);
+
+  auto completed = logic_.SetDialogueStatus(kAlice, dialogue->id, 2);
+  ASSERT_TRUE(completed.ok()) << completed.status();
+  EXPECT_EQ(completed->status, DialogueStatus::kCompleted);
+  EXPECT_TRUE(logic_.SetDialogueStatus(kAlice, dialogue->id, 2).ok());  // a retry
+  EXPECT_EQ(logic_.SetDialogueStatus(kAlice, dialogue->id, 3).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(logic_.SetDialogueStatus(kAlice, dialogue->id, 1).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(logic_.Get(kAlice, dialogue->id)->status, DialogueStatus::kCompleted);
+}
+
 }  // namespace
 }  // namespace omniforge::conversation

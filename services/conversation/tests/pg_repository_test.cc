@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <nlohmann/json.hpp>
@@ -12,8 +13,14 @@
 #include <thread>
 
 #include "libs/core/call_deadline.h"
+#include "libs/core/ids.h"
+#include "libs/pg/migrate.h"
 #include "services/conversation/src/conversation_logic.h"
 #include "tests/support/test_database.h"
+
+namespace omniforge::pg {
+const std::vector<Migration>& ConversationMigrations();
+}  // namespace omniforge::pg
 
 namespace omniforge::conversation {
 namespace {
@@ -558,6 +565,99 @@ TEST_F(PgRepositoryTest, AgentDialogueWindowsAreBoundedByPlannerExchanges) {
   ASSERT_EQ(window->messages.size(), 6u);  // three planner-opened exchanges
   EXPECT_EQ(window->messages.front().role, Role::kPlanner);
   EXPECT_TRUE(window->truncated);
+}
+
+TEST_F(PgRepositoryTest, DialogueStatusEndsOnceForItsOwnerOnly) {
+  Conversation chat = NewChat(kAlice);
+  auto dialogue = logic_->Create(kAlice, {"step 1", 2, chat.id, ""});
+  ASSERT_TRUE(dialogue.ok()) << dialogue.status();
+  EXPECT_EQ(dialogue->status, DialogueStatus::kActive);
+  EXPECT_EQ(logic_->Get(kAlice, chat.id)->status, DialogueStatus::kNone);
+  EXPECT_EQ(logic_->SetDialogueStatus(kAlice, chat.id, 2).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  for (const core::Identity& other : {kBob, kEve}) {
+    EXPECT_EQ(logic_->SetDialogueStatus(other, dialogue->id, 4).status().code(),
+              absl::StatusCode::kNotFound);
+  }
+  EXPECT_EQ(logic_->SetDialogueStatus(kAlice, core::NewUuid(), 4).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(logic_->Get(kAlice, dialogue->id)->status, DialogueStatus::kActive);
+
+  // Two enders at once: exactly one status wins, the other is refused.
+  std::vector<std::future<absl::StatusOr<Conversation>>> enders;
+  for (int status : {3, 4}) {
+    enders.push_back(std::async(std::launch::async, [&, status] {
+      return logic_->SetDialogueStatus(kAlice, dialogue->id, status);
+    }));
+  }
+  std::vector<absl::StatusCode> codes;
+  DialogueStatus winner = DialogueStatus::kNone;
+  for (auto& ender : enders) {
+    auto result = ender.get();
+    codes.push_back(result.status().code());
+    if (result.ok()) winner = result->status;
+  }
+  std::sort(codes.begin(), codes.end());
+  EXPECT_EQ(codes, (std::vector<absl::StatusCode>{absl::StatusCode::kOk,
+                                                  absl::StatusCode::kFailedPrecondition}));
+  EXPECT_EQ(logic_->Get(kAlice, dialogue->id)->status, winner);
+  auto retried = logic_->SetDialogueStatus(kAlice, dialogue->id, static_cast<int>(winner));
+  ASSERT_TRUE(retried.ok()) << retried.status();
+  EXPECT_EQ(retried->title, "step 1");
+
+  auto listing = logic_->List(kAlice, chat.id, 10, "");
+  ASSERT_TRUE(listing.ok()) << listing.status();
+  ASSERT_EQ(listing->conversations.size(), 1u);
+  EXPECT_EQ(listing->conversations[0].status, winner);
+}
+
+// 0002 gives dialogues stored before it the status their last message
+// recorded; a chat gets none.
+TEST(DialogueStatusMigrationTest, EarlierDialoguesTakeTheStatusTheirLastMessageRecorded) {
+  testing::TestDatabase db;
+  pqxx::connection conn(db.dsn());
+  {
+    pqxx::work tx(conn);
+    // Back to the 0001 shape, with rows as the executor stored them then.
+    tx.exec(
+        "ALTER TABLE conversation.conversations DROP CONSTRAINT dialogue_status_matches_kind;"
+        "ALTER TABLE conversation.conversations DROP COLUMN status;");
+    const std::string chat = core::NewUuid();
+    tx.exec_params(
+        "INSERT INTO conversation.conversations (tenant_id, id, user_id, kind, parent_id, key_id,"
+        " title, created_at, updated_at) VALUES ('acme', $1::uuid, 'alice', 1, NULL, 1, '', now(),"
+        " now())",
+        chat);
+    int n = 0;
+    for (const char* last : {"completed", "failed", "", "none"}) {
+      const std::string id = "00000000-0000-0000-0000-00000000000" + std::to_string(++n);
+      tx.exec_params(
+          "INSERT INTO conversation.conversations (tenant_id, id, user_id, kind, parent_id,"
+          " key_id, title, last_seq, created_at, updated_at) VALUES ('acme', $1::uuid, 'alice',"
+          " 2, $2::uuid, 1, '', 1, now(), now())",
+          id, chat);
+      if (std::string(last) == "none") continue;  // no message yet
+      tx.exec_params(
+          "INSERT INTO conversation.messages (tenant_id, conversation_id, seq, id, role, key_id,"
+          " content, token_count, metadata, created_at) VALUES ('acme', $1::uuid, 1,"
+          " gen_random_uuid(), 6, 1, '', 0, $2::jsonb, now())",
+          id,
+          nlohmann::json(std::string(last).empty() ? nlohmann::json::object()
+                                                   : nlohmann::json{{"status", last}})
+              .dump());
+    }
+    const auto& migrations = pg::ConversationMigrations();
+    ASSERT_GE(migrations.size(), 2u);
+    ASSERT_EQ(migrations[1].name, "0002_dialogue_status.sql");
+    tx.exec(migrations[1].sql);
+    tx.commit();
+  }
+  pqxx::work tx(conn);
+  pqxx::result rows =
+      tx.exec("SELECT kind, COALESCE(status, 0) FROM conversation.conversations ORDER BY kind, id");
+  std::vector<std::pair<int, int>> seen;
+  for (const auto& row : rows) seen.emplace_back(row[0].as<int>(), row[1].as<int>());
+  EXPECT_EQ(seen, (std::vector<std::pair<int, int>>{{1, 0}, {2, 2}, {2, 3}, {2, 1}, {2, 1}}));
 }
 
 }  // namespace

@@ -226,7 +226,7 @@ TEST_F(ConversationServerTest, ReflectionDescribesTheService) {
   EXPECT_EQ(file.package(), "omniforge.conversation.v1");
   ASSERT_EQ(file.service_size(), 1);
   EXPECT_EQ(file.service(0).name(), "ConversationService");
-  EXPECT_EQ(file.service(0).method_size(), 7);
+  EXPECT_EQ(file.service(0).method_size(), 8);
 
   stream->WritesDone();
   const grpc::Status status = stream->Finish();
@@ -373,6 +373,64 @@ TEST_F(ConversationServerTest, AgentDialoguesBelongToTheirParent) {
   ASSERT_TRUE(Delete(alice, parent).ok());
   EXPECT_EQ(Get(alice, parent).error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(Get(alice, dialogue.id()).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(ConversationServerTest, AgentDialoguesEndOnceWithAStatus) {
+  const core::Identity alice = FreshUser();
+  const pb::Conversation parent = Create(alice, "parent chat");
+  EXPECT_EQ(parent.status(), pb::DIALOGUE_STATUS_UNSPECIFIED);
+  const pb::Conversation dialogue =
+      Create(alice, "step 1", pb::CONVERSATION_KIND_AGENT_DIALOGUE, parent.id());
+  EXPECT_EQ(dialogue.status(), pb::DIALOGUE_STATUS_ACTIVE);
+  auto set_status = [&](const core::Identity& who, const std::string& id, int status,
+                        pb::SetDialogueStatusResponse* response = nullptr) {
+    pb::SetDialogueStatusRequest request;
+    request.set_conversation_id(id);
+    request.set_status(static_cast<pb::DialogueStatus>(status));
+    pb::SetDialogueStatusResponse ignored;
+    return stub_->SetDialogueStatus(Call(who).get(), request, response ? response : &ignored);
+  };
+
+  // Bad input, someone else's dialogue, a chat: refused, nothing changes.
+  EXPECT_EQ(set_status(alice, dialogue.id(), pb::DIALOGUE_STATUS_UNSPECIFIED).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  const grpc::Status unknown = set_status(alice, dialogue.id(), 42);
+  EXPECT_EQ(unknown.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(unknown.error_message(), HasSubstr("status 42"));
+  EXPECT_EQ(set_status(alice, "", pb::DIALOGUE_STATUS_FAILED).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  const core::Identity bob{alice.tenant_id, "bob-" + core::NewUuid()};
+  const core::Identity other_tenant{"other", alice.user_id};
+  for (const core::Identity& other : {bob, other_tenant}) {
+    EXPECT_EQ(set_status(other, dialogue.id(), pb::DIALOGUE_STATUS_FAILED).error_code(),
+              grpc::StatusCode::NOT_FOUND);
+  }
+  EXPECT_EQ(set_status(alice, core::NewUuid(), pb::DIALOGUE_STATUS_FAILED).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(set_status(alice, parent.id(), pb::DIALOGUE_STATUS_COMPLETED).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  pb::Conversation read;
+  ASSERT_TRUE(Get(alice, dialogue.id(), &read).ok());
+  EXPECT_EQ(read.status(), pb::DIALOGUE_STATUS_ACTIVE);
+
+  pb::SetDialogueStatusResponse completed;
+  grpc::Status status = set_status(alice, dialogue.id(), pb::DIALOGUE_STATUS_COMPLETED, &completed);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(completed.conversation().status(), pb::DIALOGUE_STATUS_COMPLETED);
+  EXPECT_EQ(completed.conversation().title(), "step 1");
+  ASSERT_TRUE(set_status(alice, dialogue.id(), pb::DIALOGUE_STATUS_COMPLETED).ok());  // a retry
+  const grpc::Status changed = set_status(alice, dialogue.id(), pb::DIALOGUE_STATUS_FAILED);
+  EXPECT_EQ(changed.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(changed.error_message(), HasSubstr("already ended as completed"));
+
+  ASSERT_TRUE(Get(alice, dialogue.id(), &read).ok());
+  EXPECT_EQ(read.status(), pb::DIALOGUE_STATUS_COMPLETED);
+  pb::ListConversationsRequest by_parent;
+  by_parent.set_parent_conversation_id(parent.id());
+  pb::ListConversationsResponse children;
+  ASSERT_TRUE(List(alice, by_parent, &children).ok());
+  ASSERT_EQ(children.conversations_size(), 1);
+  EXPECT_EQ(children.conversations(0).status(), pb::DIALOGUE_STATUS_COMPLETED);
 }
 
 TEST_F(ConversationServerTest, IdentityScopesEveryCall) {

@@ -73,4 +73,24 @@ absl::Status ConversationRecorder::Append(const core::Identity& who, const std::
                   "storing a dialogue message");
 }
 
+absl::Status ConversationRecorder::End(const core::Identity& who, const std::string& dialogue_id,
+                                       Outcome outcome) {
+  cpb::SetDialogueStatusRequest request;
+  request.set_conversation_id(dialogue_id);
+  switch (outcome) {
+    case Outcome::kCompleted:
+      request.set_status(cpb::DIALOGUE_STATUS_COMPLETED);
+      break;
+    case Outcome::kFailed:
+      request.set_status(cpb::DIALOGUE_STATUS_FAILED);
+      break;
+    case Outcome::kCancelled:
+      request.set_status(cpb::DIALOGUE_STATUS_CANCELLED);
+      break;
+  }
+  cpb::SetDialogueStatusResponse response;
+  return FromGrpc(stub_->SetDialogueStatus(Context(who).get(), request, &response),
+                  "ending the agent dialogue");
+}
+
 }  // namespace omniforge::executor

@@ -21,6 +21,8 @@ class ConversationRecorder final : public DialogueRecorder {
   absl::Status Append(const core::Identity& who, const std::string& dialogue_id, Speaker speaker,
                       const std::string& content, const std::string& metadata_json,
                       const std::string& idempotency_key) override;
+  absl::Status End(const core::Identity& who, const std::string& dialogue_id,
+                   Outcome outcome) override;
 
  private:
   std::unique_ptr<grpc::ClientContext> Context(const core::Identity& who) const;

@@ -130,11 +130,24 @@ std::pair<std::string, nlohmann::json> AsMessage(const DialogueEvent& e) {
       return {e.summary + "\n" + e.result_json, meta};
     case DialogueEvent::Kind::kError:
       meta["type"] = "error";
-      meta["status"] = "failed";
+      meta["status"] = e.error == DialogueError::kCancelled ? "cancelled" : "failed";
       meta["code"] = ErrorCodeName(e.error);
       return {e.message, meta};
   }
   return {"", meta};
+}
+
+DialogueRecorder::Outcome OutcomeOf(const DialogueEvent& final_event) {
+  if (final_event.kind == DialogueEvent::Kind::kComplete) {
+    return DialogueRecorder::Outcome::kCompleted;
+  }
+  return final_event.error == DialogueError::kCancelled ? DialogueRecorder::Outcome::kCancelled
+                                                        : DialogueRecorder::Outcome::kFailed;
+}
+
+void LogUnrecordedEnd(const std::string& dialogue_id, const absl::Status& status) {
+  core::LogWarn("agent dialogue status not stored",
+                {{"dialogue_id", dialogue_id}, {"error", std::string(status.message())}});
 }
 
 }  // namespace
@@ -218,11 +231,11 @@ void ConverseReactor::Handle(const std::optional<Request>& message) {
         const auto& a = message->task_assignment();
         step_id_ = a.step_id();
         if (recorder_ != nullptr && !a.parent_conversation_id().empty()) {
-          auto opened = recorder_->Open(
-              who_, a.parent_conversation_id(),
-              "Step " + a.step_id() + ": " + a.task().substr(0, 200),
-              nlohmann::json({{"step_id", a.step_id()}, {"status", "active"}, {"goal", a.goal()}})
-                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+          auto opened =
+              recorder_->Open(who_, a.parent_conversation_id(),
+                              "Step " + a.step_id() + ": " + a.task().substr(0, 200),
+                              nlohmann::json({{"step_id", a.step_id()}, {"goal", a.goal()}})
+                                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
           if (opened.ok()) {
             dialogue_id_ = *opened;
           } else {
@@ -280,6 +293,14 @@ void ConverseReactor::Record(DialogueRecorder::Speaker speaker, const std::strin
   }
 }
 
+void ConverseReactor::RecordEnd(DialogueRecorder::Outcome outcome) {
+  if (dialogue_id_.empty() || ended_) return;
+  ended_ = true;
+  if (absl::Status stored = recorder_->End(who_, dialogue_id_, outcome); !stored.ok()) {
+    LogUnrecordedEnd(dialogue_id_, stored);
+  }
+}
+
 void ConverseReactor::Enqueue(const DialogueEvent& event) {
   if (event.final()) {
     // omniforge_executor_dialogues_total{outcome}: completed, or the error code.
@@ -293,6 +314,7 @@ void ConverseReactor::Enqueue(const DialogueEvent& event) {
   if (!dialogue_id_.empty()) {
     auto [content, metadata] = AsMessage(event);
     Record(DialogueRecorder::Speaker::kExecutor, content, metadata);
+    if (event.final()) RecordEnd(OutcomeOf(event));
   }
   std::lock_guard lock(mu_);
   if (finished_) return;
@@ -345,7 +367,22 @@ void ConverseReactor::Release() {
     std::lock_guard lock(mu_);
     last = --refs_ == 0;
   }
-  if (last) delete this;
+  if (!last) return;
+  // The stream ended (the planner cancelled the call or went away) while the
+  // stored dialogue was still open, e.g. waiting for an answer: no worker
+  // runs any more, so the dialogue is closed as cancelled from here, off the
+  // gRPC thread this may be on.
+  if (!dialogue_id_.empty() && !ended_) {
+    const bool queued = workers_.Submit([recorder = recorder_, who = who_, id = dialogue_id_] {
+      if (absl::Status stored = recorder->End(who, id, DialogueRecorder::Outcome::kCancelled);
+          !stored.ok()) {
+        LogUnrecordedEnd(id, stored);
+      }
+    });
+    if (!queued)
+      LogUnrecordedEnd(dialogue_id_, absl::ResourceExhaustedError("executor overloaded"));
+  }
+  delete this;
 }
 
 }  // namespace omniforge::executor

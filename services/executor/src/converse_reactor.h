@@ -26,7 +26,9 @@ class ConverseReactor final
 
   // Deletes itself once gRPC is done with it and no worker task holds it.
   // With a `recorder`, a dialogue whose assignment names a parent
-  // conversation is stored as an agent dialogue under it.
+  // conversation is stored as an agent dialogue under it, and ends completed
+  // or failed with its final event, or cancelled when the stream ends first.
+  // The recorder must outlive `workers`' queued tasks.
   ConverseReactor(grpc::CallbackServerContext* context, const AgentFactory& agents,
                   core::ThreadPool& workers, DialogueRecorder* recorder);
 
@@ -46,6 +48,8 @@ class ConverseReactor final
   // logged and the dialogue goes on.
   void Record(DialogueRecorder::Speaker speaker, const std::string& content,
               const nlohmann::json& metadata);
+  // Stores how the dialogue ended (on a worker); a failure is logged.
+  void RecordEnd(DialogueRecorder::Outcome outcome);
 
   grpc::CallbackServerContext* context_;
   core::ThreadPool& workers_;
@@ -56,6 +60,7 @@ class ConverseReactor final
   std::string step_id_;
   std::string dialogue_id_;  // the stored dialogue, when there is one
   int recorded_ = 0;         // messages stored so far
+  bool ended_ = false;       // its final event was seen
   Request incoming_;
 
   std::mutex mu_;

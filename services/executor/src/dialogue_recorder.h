@@ -1,6 +1,7 @@
 // Where planner↔executor dialogues are kept: each Converse dialogue becomes
 // an agent-dialogue conversation under the user's conversation, with the
-// planner's and the executor's messages in order. No gRPC here.
+// planner's and the executor's messages in order, active until it ends as
+// completed, failed or cancelled. No gRPC here.
 #pragma once
 
 #include <string>
@@ -13,6 +14,8 @@ namespace omniforge::executor {
 class DialogueRecorder {
  public:
   enum class Speaker { kPlanner, kExecutor };
+  // How a dialogue ended.
+  enum class Outcome { kCompleted, kFailed, kCancelled };
 
   virtual ~DialogueRecorder() = default;
 
@@ -28,6 +31,11 @@ class DialogueRecorder {
                               Speaker speaker, const std::string& content,
                               const std::string& metadata_json,
                               const std::string& idempotency_key) = 0;
+
+  // Marks the dialogue as ended with `outcome`. Harmless to repeat with the
+  // same outcome; FAILED_PRECONDITION when it already ended otherwise.
+  virtual absl::Status End(const core::Identity& who, const std::string& dialogue_id,
+                           Outcome outcome) = 0;
 };
 
 }  // namespace omniforge::executor

@@ -36,6 +36,7 @@ namespace omniforge::executor {
 namespace {
 
 namespace pb = ::omniforge::executor::v1;
+namespace cpb = ::omniforge::conversation::v1;
 namespace health = ::grpc::health::v1;
 using Clock = std::chrono::steady_clock;
 using Json = nlohmann::json;
@@ -257,6 +258,8 @@ class Dialogue {
     }
     return out;
   }
+  // Drops the call, as a planner that crashed or timed out would.
+  void Cancel() { context_.TryCancel(); }
   grpc::Status Finish() {
     stream_->WritesDone();
     while (Next()) {
@@ -380,91 +383,171 @@ TEST_F(ExecutorServerTest, MetricsCountToolCallsByToolAndOutcome) {
   EXPECT_THAT(response->body, HasSubstr("omniforge_rpc_total{code=\"OK\",method=\"InvokeTool\"}"));
 }
 
-TEST(ExecutorDialogueStorageTest, TheStoredDialogueMatchesWhatWasStreamed) {
-  namespace cpb = ::omniforge::conversation::v1;
-  testing::TestDatabase database;
-  ServerProcess conversation(OMNIFORGE_CONVERSATION_BIN);
-  auto error = conversation.Start(ServerEnv(
-      database.dsn(), {"OMNIFORGE_ENCRYPTION_MASTER_KEY="
-                       "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"}));
-  ASSERT_FALSE(error.has_value()) << *error;
-  ServerProcess executor(OMNIFORGE_EXECUTOR_BIN);
-  error = executor.Start(
-      ServerEnv(database.dsn(), {"OMNIFORGE_CONVERSATION_ADDRESS=" + conversation.address()}));
-  ASSERT_FALSE(error.has_value()) << *error;
-  const auto alice = FreshUser();
-  {
-    auto memory = cpb::ConversationService::NewStub(
-        grpc::CreateChannel(conversation.address(), grpc::InsecureChannelCredentials()));
-    auto tools = pb::ExecutorService::NewStub(
-        grpc::CreateChannel(executor.address(), grpc::InsecureChannelCredentials()));
+// An executor that stores its dialogues in a conversation service, both on
+// one fresh database, and a parent chat of a fresh user's to store them under.
+class ExecutorDialogueStorageTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto error = conversation_.Start(ServerEnv(
+        database_.dsn(), {"OMNIFORGE_ENCRYPTION_MASTER_KEY="
+                          "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"}));
+    ASSERT_FALSE(error.has_value()) << *error;
+    error = executor_.Start(
+        ServerEnv(database_.dsn(), {"OMNIFORGE_CONVERSATION_ADDRESS=" + conversation_.address()}));
+    ASSERT_FALSE(error.has_value()) << *error;
+    memory_ = cpb::ConversationService::NewStub(
+        grpc::CreateChannel(conversation_.address(), grpc::InsecureChannelCredentials()));
+    tools_ = pb::ExecutorService::NewStub(
+        grpc::CreateChannel(executor_.address(), grpc::InsecureChannelCredentials()));
     cpb::CreateConversationRequest create;
     create.set_title("quarterly review");
     cpb::CreateConversationResponse parent;
-    ASSERT_TRUE(memory->CreateConversation(Call(alice).get(), create, &parent).ok());
-
-    for (const char* name : {"Spring marketing", "Autumn marketing"}) {
-      pb::InvokeToolRequest request;
-      request.set_tool_name("create_project");
-      request.set_arguments_json(Json({{"name", name}}).dump());
-      pb::InvokeToolResponse response;
-      ASSERT_TRUE(tools->InvokeTool(Call(alice).get(), request, &response).ok());
-    }
-
-    Dialogue dialogue(*tools, alice);
-    pb::ConverseRequest assign = Assign({{"list_tasks", R"({"project": "marketing"})"}});
-    assign.mutable_task_assignment()->set_parent_conversation_id(parent.conversation().id());
-    ASSERT_TRUE(dialogue.Send(assign));
-    std::vector<pb::ConverseResponse> streamed = dialogue.Until();
-    ASSERT_TRUE(streamed.back().has_question());
-    pb::ConverseRequest answer;
-    answer.mutable_clarification()->set_question_id(streamed.back().question().question_id());
-    answer.mutable_clarification()->set_answer("1");
-    ASSERT_TRUE(dialogue.Send(answer));
-    for (auto& event : dialogue.Until()) streamed.push_back(event);
-    ASSERT_TRUE(streamed.back().has_task_complete());
-    EXPECT_TRUE(dialogue.Finish().ok());
-    const std::string dialogue_id = streamed[0].dialogue_conversation_id();
-    ASSERT_FALSE(dialogue_id.empty());
-    for (const auto& event : streamed) EXPECT_EQ(event.dialogue_conversation_id(), dialogue_id);
-
-    cpb::ListConversationsRequest children;
-    children.set_parent_conversation_id(parent.conversation().id());
-    cpb::ListConversationsResponse listed;
-    ASSERT_TRUE(memory->ListConversations(Call(alice).get(), children, &listed).ok());
-    ASSERT_EQ(listed.conversations_size(), 1);
-    EXPECT_EQ(listed.conversations(0).id(), dialogue_id);
-    EXPECT_EQ(listed.conversations(0).kind(), cpb::CONVERSATION_KIND_AGENT_DIALOGUE);
-
-    cpb::ListMessagesRequest read;
-    read.set_conversation_id(dialogue_id);
-    read.set_limit(500);
-    cpb::ListMessagesResponse stored;
-    ASSERT_TRUE(memory->ListMessages(Call(alice).get(), read, &stored).ok());
-    // The assignment and the clarification from the planner, every event
-    // from the executor, in the order they happened.
-    std::vector<std::string> expected = {"planner:task_assignment"};
-    for (const auto& event : streamed) {
-      std::string type = event.has_progress_update()  ? "progress_update"
-                         : event.has_partial_result() ? "partial_result"
-                         : event.has_question()       ? "question"
-                         : event.has_task_complete()  ? "task_complete"
-                                                      : "error";
-      expected.push_back("executor:" + type);
-      if (type == "question") expected.push_back("planner:clarification");
-    }
-    std::vector<std::string> actual;
-    for (const auto& m : stored.messages()) {
-      actual.push_back(std::string(m.role() == cpb::ROLE_PLANNER ? "planner:" : "executor:") +
-                       m.metadata().fields().at("type").string_value());
-    }
-    EXPECT_EQ(actual, expected);
-    const auto& last = stored.messages(stored.messages_size() - 1);
-    EXPECT_EQ(last.metadata().fields().at("status").string_value(), "completed");
-    EXPECT_THAT(last.content(), HasSubstr(streamed.back().task_complete().summary()));
+    ASSERT_TRUE(memory_->CreateConversation(Call(alice_).get(), create, &parent).ok());
+    parent_id_ = parent.conversation().id();
   }
-  EXPECT_TRUE(executor.Stop().has_value());
-  EXPECT_TRUE(conversation.Stop().has_value());
+
+  void TearDown() override {
+    memory_.reset();
+    tools_.reset();
+    EXPECT_TRUE(executor_.Stop().has_value());
+    EXPECT_TRUE(conversation_.Stop().has_value());
+  }
+
+  // An assignment of `calls` stored under the parent chat.
+  pb::ConverseRequest StoredAssign(const std::vector<std::pair<std::string, std::string>>& calls) {
+    pb::ConverseRequest assign = Assign(calls);
+    assign.mutable_task_assignment()->set_parent_conversation_id(parent_id_);
+    return assign;
+  }
+
+  bool InvokeTool(const core::Identity& who, const std::string& tool, const std::string& args) {
+    pb::InvokeToolRequest request;
+    request.set_tool_name(tool);
+    request.set_arguments_json(args);
+    pb::InvokeToolResponse response;
+    const grpc::Status status = tools_->InvokeTool(Call(who).get(), request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return status.ok() && !response.is_error();
+  }
+
+  cpb::DialogueStatus StatusOf(const std::string& dialogue_id) {
+    cpb::GetConversationRequest request;
+    request.set_conversation_id(dialogue_id);
+    cpb::GetConversationResponse response;
+    const grpc::Status status = memory_->GetConversation(Call(alice_).get(), request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return response.conversation().status();
+  }
+
+  testing::TestDatabase database_;
+  ServerProcess conversation_{OMNIFORGE_CONVERSATION_BIN};
+  ServerProcess executor_{OMNIFORGE_EXECUTOR_BIN};
+  std::unique_ptr<cpb::ConversationService::Stub> memory_;
+  std::unique_ptr<pb::ExecutorService::Stub> tools_;
+  const core::Identity alice_ = FreshUser();
+  std::string parent_id_;
+};
+
+TEST_F(ExecutorDialogueStorageTest, TheStoredDialogueMatchesWhatWasStreamed) {
+  for (const char* name : {"Spring marketing", "Autumn marketing"}) {
+    ASSERT_TRUE(InvokeTool(alice_, "create_project", Json({{"name", name}}).dump()));
+  }
+
+  Dialogue dialogue(*tools_, alice_);
+  ASSERT_TRUE(dialogue.Send(StoredAssign({{"list_tasks", R"({"project": "marketing"})"}})));
+  std::vector<pb::ConverseResponse> streamed = dialogue.Until();
+  ASSERT_TRUE(streamed.back().has_question());
+  EXPECT_EQ(StatusOf(streamed[0].dialogue_conversation_id()), cpb::DIALOGUE_STATUS_ACTIVE);
+  pb::ConverseRequest answer;
+  answer.mutable_clarification()->set_question_id(streamed.back().question().question_id());
+  answer.mutable_clarification()->set_answer("1");
+  ASSERT_TRUE(dialogue.Send(answer));
+  for (auto& event : dialogue.Until()) streamed.push_back(event);
+  ASSERT_TRUE(streamed.back().has_task_complete());
+  EXPECT_TRUE(dialogue.Finish().ok());
+  const std::string dialogue_id = streamed[0].dialogue_conversation_id();
+  ASSERT_FALSE(dialogue_id.empty());
+  for (const auto& event : streamed) EXPECT_EQ(event.dialogue_conversation_id(), dialogue_id);
+
+  cpb::ListConversationsRequest children;
+  children.set_parent_conversation_id(parent_id_);
+  cpb::ListConversationsResponse listed;
+  ASSERT_TRUE(memory_->ListConversations(Call(alice_).get(), children, &listed).ok());
+  ASSERT_EQ(listed.conversations_size(), 1);
+  EXPECT_EQ(listed.conversations(0).id(), dialogue_id);
+  EXPECT_EQ(listed.conversations(0).kind(), cpb::CONVERSATION_KIND_AGENT_DIALOGUE);
+  EXPECT_EQ(listed.conversations(0).status(), cpb::DIALOGUE_STATUS_COMPLETED);
+
+  cpb::ListMessagesRequest read;
+  read.set_conversation_id(dialogue_id);
+  read.set_limit(500);
+  cpb::ListMessagesResponse stored;
+  ASSERT_TRUE(memory_->ListMessages(Call(alice_).get(), read, &stored).ok());
+  // The assignment and the clarification from the planner, every event
+  // from the executor, in the order they happened.
+  std::vector<std::string> expected = {"planner:task_assignment"};
+  for (const auto& event : streamed) {
+    std::string type = event.has_progress_update()  ? "progress_update"
+                       : event.has_partial_result() ? "partial_result"
+                       : event.has_question()       ? "question"
+                       : event.has_task_complete()  ? "task_complete"
+                                                    : "error";
+    expected.push_back("executor:" + type);
+    if (type == "question") expected.push_back("planner:clarification");
+  }
+  std::vector<std::string> actual;
+  for (const auto& m : stored.messages()) {
+    actual.push_back(std::string(m.role() == cpb::ROLE_PLANNER ? "planner:" : "executor:") +
+                     m.metadata().fields().at("type").string_value());
+  }
+  EXPECT_EQ(actual, expected);
+  const auto& last = stored.messages(stored.messages_size() - 1);
+  EXPECT_EQ(last.metadata().fields().at("status").string_value(), "completed");
+  EXPECT_THAT(last.content(), HasSubstr(streamed.back().task_complete().summary()));
+}
+
+TEST_F(ExecutorDialogueStorageTest, EachDialogueEndsWithTheStatusOfHowItEnded) {
+  ASSERT_TRUE(InvokeTool(alice_, "create_project", R"({"name": "Spring sales"})"));
+  ASSERT_TRUE(InvokeTool(alice_, "create_project", R"({"name": "Autumn sales"})"));
+  {  // A write the step was not approved for: failed.
+    Dialogue dialogue(*tools_, alice_);
+    ASSERT_TRUE(dialogue.Send(StoredAssign({{"delete_agent", R"({"agent": "x"})"}})));
+    auto events = dialogue.Until();
+    ASSERT_TRUE(events.back().has_error());
+    EXPECT_TRUE(dialogue.Finish().ok());
+    EXPECT_EQ(StatusOf(events.back().dialogue_conversation_id()), cpb::DIALOGUE_STATUS_FAILED);
+  }
+  {  // The planner cancels while the executor waits for an answer: cancelled.
+    Dialogue dialogue(*tools_, alice_);
+    ASSERT_TRUE(dialogue.Send(StoredAssign({{"list_tasks", R"({"project": "sales"})"}})));
+    auto events = dialogue.Until();
+    ASSERT_TRUE(events.back().has_question());
+    pb::ConverseRequest cancel;
+    cancel.mutable_cancel()->set_reason("the user changed their mind");
+    ASSERT_TRUE(dialogue.Send(cancel));
+    events = dialogue.Until();
+    ASSERT_TRUE(events.back().has_error());
+    EXPECT_TRUE(dialogue.Finish().ok());
+    EXPECT_EQ(StatusOf(events.back().dialogue_conversation_id()), cpb::DIALOGUE_STATUS_CANCELLED);
+  }
+  // The planner's call goes away while the executor waits for an answer:
+  // cancelled, once the executor has seen the stream end.
+  std::string dropped_id;
+  {
+    Dialogue dialogue(*tools_, alice_);
+    ASSERT_TRUE(dialogue.Send(StoredAssign({{"list_tasks", R"({"project": "sales"})"}})));
+    auto events = dialogue.Until();
+    ASSERT_TRUE(events.back().has_question());
+    dropped_id = events.back().dialogue_conversation_id();
+    EXPECT_EQ(StatusOf(dropped_id), cpb::DIALOGUE_STATUS_ACTIVE);
+    dialogue.Cancel();
+    EXPECT_EQ(dialogue.Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
+  while (StatusOf(dropped_id) == cpb::DIALOGUE_STATUS_ACTIVE && Clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(StatusOf(dropped_id), cpb::DIALOGUE_STATUS_CANCELLED);
 }
 
 std::pair<int, std::string> RunBinary(const std::string& env, const std::string& args) {
