@@ -1,8 +1,14 @@
-// Group commit: concurrent writers hand their items to a queue; a few
-// committer threads each take everything waiting (up to a batch size) and
-// write it in one transaction, so N concurrent writes cost about one commit
-// (one WAL flush) instead of N. Each item's callback runs only after the
-// batch that holds it has committed, or with its error.
+// Group commit: concurrent writers hand their items to a queue; committer
+// threads each take everything waiting (up to a batch size) and write it in
+// one transaction, so N concurrent writes cost about one commit (one WAL
+// flush) instead of N. Each item's callback runs only after the batch that
+// holds it has committed, or with its error.
+//
+// Committers take turns: one at a time collects a batch and runs its
+// statement. A pipelined commit function hands the turn on as soon as only
+// the commit (the wait for the WAL flush) is left, so the next batch runs
+// while the previous one is being flushed, and the database never runs two
+// batches' statements at once on a machine that has few cores to give.
 //
 // The queue is bounded: when the database falls behind, new items are
 // rejected at once instead of piling up in memory.
@@ -25,10 +31,23 @@ class GroupCommitQueue final {
  public:
   // Writes a batch and completes every item in it (success or error).
   using CommitFn = std::function<void(std::vector<Item>& batch)>;
+  // The same, calling `executed` (at most once) when the batch's work is
+  // done and only its commit is left: another committer may then start.
+  using PipelinedCommitFn =
+      std::function<void(std::vector<Item>& batch, const std::function<void()>& executed)>;
   // Completes an item that cannot be queued (full, or stopping).
   using RejectFn = std::function<void(Item& item, absl::Status why)>;
 
   GroupCommitQueue(int committers, size_t max_batch, size_t max_queued, CommitFn commit,
+                   RejectFn reject)
+      : GroupCommitQueue(
+            committers, max_batch, max_queued,
+            [commit = std::move(commit)](std::vector<Item>& batch, const std::function<void()>&) {
+              commit(batch);
+            },
+            std::move(reject)) {}
+
+  GroupCommitQueue(int committers, size_t max_batch, size_t max_queued, PipelinedCommitFn commit,
                    RejectFn reject)
       : max_batch_(max_batch),
         max_queued_(max_queued),
@@ -70,6 +89,7 @@ class GroupCommitQueue final {
   void Run() {
     std::vector<Item> batch;
     for (;;) {
+      std::unique_lock turn(turn_mu_);
       {
         std::unique_lock lock(mu_);
         ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
@@ -78,18 +98,20 @@ class GroupCommitQueue final {
           batch.push_back(std::move(queue_.front()));
           queue_.pop_front();
         }
-        // Another committer can start on what is left while this one writes.
-        if (!queue_.empty()) ready_.notify_one();
       }
-      commit_(batch);
+      const std::function<void()> executed = [&turn] {
+        if (turn.owns_lock()) turn.unlock();
+      };
+      commit_(batch, executed);
       batch.clear();
     }
   }
 
   const size_t max_batch_;
   const size_t max_queued_;
-  CommitFn commit_;
+  PipelinedCommitFn commit_;
   RejectFn reject_;
+  std::mutex turn_mu_;  // held by the committer collecting or running a batch
   std::mutex mu_;
   std::condition_variable ready_;
   std::deque<Item> queue_;

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <future>
+#include <thread>
 
 namespace omniforge::pg {
 namespace {
@@ -71,6 +72,63 @@ TEST(GroupCommitQueueTest, AFullQueueRejectsAtOnce) {
     EXPECT_EQ(statuses[3].code(), absl::StatusCode::kResourceExhausted);
   }
   release.set_value();
+}
+
+TEST(GroupCommitQueueTest, ACommitterHandsTheTurnOnOnceOnlyItsCommitIsLeft) {
+  // The first batch says it has executed, then waits in its "commit" until
+  // the second batch has been taken: that can only happen if the turn
+  // passed on while the first one was still committing.
+  std::promise<void> second_started;
+  std::atomic<int> taken{0};
+  std::atomic<bool> overlapped{false};
+  std::vector<std::future<absl::Status>> results;
+  {
+    GroupCommitQueue<Item> queue(
+        2, 1, 100,
+        [&](std::vector<Item>& batch, const std::function<void()>& executed) {
+          const int n = taken++;
+          executed();
+          if (n == 0) {
+            overlapped = second_started.get_future().wait_for(std::chrono::seconds(10)) ==
+                         std::future_status::ready;
+          } else if (n == 1) {
+            second_started.set_value();
+          }
+          for (Item& item : batch) item.done(absl::OkStatus());
+        },
+        [](Item& item, absl::Status why) { item.done(why); });
+    for (int i = 0; i < 2; ++i) {
+      auto promise = std::make_shared<std::promise<absl::Status>>();
+      results.push_back(promise->get_future());
+      queue.Submit({i, [promise](absl::Status s) { promise->set_value(s); }});
+    }
+    for (auto& r : results) EXPECT_TRUE(r.get().ok());
+  }
+  EXPECT_TRUE(overlapped);
+}
+
+TEST(GroupCommitQueueTest, BatchesThatDoNotHandTheTurnOnNeverOverlap) {
+  std::atomic<int> running{0};
+  std::atomic<int> most{0};
+  std::vector<std::future<absl::Status>> results;
+  {
+    GroupCommitQueue<Item> queue(
+        4, 1, 1000,
+        [&](std::vector<Item>& batch) {
+          most = std::max(most.load(), ++running);
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          --running;
+          for (Item& item : batch) item.done(absl::OkStatus());
+        },
+        [](Item& item, absl::Status why) { item.done(why); });
+    for (int i = 0; i < 20; ++i) {
+      auto promise = std::make_shared<std::promise<absl::Status>>();
+      results.push_back(promise->get_future());
+      queue.Submit({i, [promise](absl::Status s) { promise->set_value(s); }});
+    }
+    for (auto& r : results) EXPECT_TRUE(r.get().ok());
+  }
+  EXPECT_EQ(most.load(), 1);
 }
 
 }  // namespace

@@ -73,7 +73,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
     s.retention.tenant_days[tenant] = value;
   }
   s.retention_interval = std::chrono::seconds(c.Int("retention.interval_s", 3600, 1, 86400 * 7));
-  s.appends.append_committers = static_cast<int>(c.Int("append.committers", 1, 1, 64));
+  s.appends.append_committers = static_cast<int>(c.Int("append.committers", 2, 1, 64));
   s.appends.append_max_batch = static_cast<size_t>(c.Int("append.max_batch", 256, 1, 10000));
   s.appends.append_max_queued = static_cast<size_t>(c.Int("append.max_queued", 10000, 1, 1000000));
   if (absl::Status status = c.Finish(); !status.ok()) return status;

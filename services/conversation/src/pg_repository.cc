@@ -1,6 +1,5 @@
 #include "services/conversation/src/pg_repository.h"
 
-#include <sodium.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
@@ -11,6 +10,7 @@
 #include "libs/core/ids.h"
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
+#include "libs/pg/array_literal.h"
 
 namespace omniforge::conversation {
 namespace {
@@ -33,14 +33,6 @@ std::string ContentAd(const std::string& tenant, const std::string& conversation
   return "message|" + tenant + "|" + conversation_id + "|" + message_id;
 }
 
-std::string Base64(const std::string& bytes) {
-  std::string out(sodium_base64_ENCODED_LEN(bytes.size(), sodium_base64_VARIANT_ORIGINAL), '\0');
-  sodium_bin2base64(out.data(), out.size(), reinterpret_cast<const unsigned char*>(bytes.data()),
-                    bytes.size(), sodium_base64_VARIANT_ORIGINAL);
-  out.resize(out.size() - 1);  // the terminating NUL
-  return out;
-}
-
 // Errors that one message's data can cause; a batch failing with one of
 // these is split to find the culprit. Anything else (overload, timeouts, a
 // lost connection) fails the whole batch at once.
@@ -57,7 +49,9 @@ PgConversationRepository::PgConversationRepository(pg::PgPool& pool, KeyRing& ke
     : pool_(pool), keys_(keys), completions_(std::make_unique<core::ThreadPool>(1, 1024)) {
   appends_ = std::make_unique<pg::GroupCommitQueue<PendingAppend>>(
       options.append_committers, options.append_max_batch, options.append_max_queued,
-      [this](std::vector<PendingAppend>& batch) { CommitBatch(batch); },
+      [this](std::vector<PendingAppend>& batch, const std::function<void()>& executed) {
+        CommitBatch(batch, executed);
+      },
       [](PendingAppend& item, absl::Status why) { item.done(std::move(why)); });
 }
 
@@ -206,7 +200,8 @@ void PgConversationRepository::AppendMessage(const core::Identity& who, NewMessa
   appends_->Submit(PendingAppend{who, std::move(message), std::move(done)});
 }
 
-void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
+void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch,
+                                           const std::function<void()>& executed) {
   static core::Histogram& batch_sizes = core::MetricsRegistry::Global().GetHistogram(
       "omniforge_conversation_append_batch_size", "Messages written per group commit.", {},
       {1, 2, 4, 8, 16, 32, 64, 128, 256});
@@ -226,7 +221,10 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
   std::vector<Message> prepared(batch.size());
   std::vector<int> key_ids(batch.size());
   std::vector<std::string> sealed(batch.size());
-  nlohmann::json items = nlohmann::json::array();
+  // The statement's columns, one array each; element n is batch[sent[n]].
+  std::vector<size_t> sent;
+  pg::ArrayLiteral tenants, users, conversations, ids, roles, key_id_column, contents, tokens,
+      metadata_column, idempotency_keys, created;
   absl::Status status = absl::OkStatus();
   const Micros now = core::NowMicros();
   for (size_t i = 0; i < batch.size() && status.ok(); ++i) {
@@ -249,11 +247,6 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
       }
       key = tenant_keys.emplace(who.tenant_id, *active).first;
     }
-    nlohmann::json metadata = nlohmann::json::parse(in.metadata_json, nullptr, false);
-    if (metadata.is_discarded()) {
-      status = absl::InternalError("prepared metadata is not JSON");
-      break;
-    }
     Message& m = prepared[i];
     m.id = core::NewUuid();
     m.conversation_id = in.conversation_id;
@@ -266,32 +259,38 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
     sealed[i] =
         KeyRing::Seal(key->second, m.content, ContentAd(who.tenant_id, m.conversation_id, m.id));
     if (batch.size() == 1) break;  // written with plain parameters below
-    items.push_back(
-        {{"o", i},
-         {"tenant", who.tenant_id},
-         {"u", who.user_id},
-         {"c", m.conversation_id},
-         {"i", m.id},
-         {"r", static_cast<int>(m.role)},
-         {"k", key_ids[i]},
-         {"b", Base64(sealed[i])},
-         {"t", m.token_count},
-         {"m", std::move(metadata)},
-         {"ik", in.idempotency_key.empty() ? nlohmann::json() : nlohmann::json(in.idempotency_key)},
-         {"at", m.created_at}});
+    sent.push_back(i);
+    tenants.Add(who.tenant_id);
+    users.Add(who.user_id);
+    conversations.Add(m.conversation_id);
+    ids.Add(m.id);
+    roles.Add(static_cast<int64_t>(m.role));
+    key_id_column.Add(int64_t{key_ids[i]});
+    contents.AddBytes(sealed[i]);
+    tokens.Add(int64_t{m.token_count});
+    metadata_column.Add(m.metadata_json);
+    if (in.idempotency_key.empty()) {
+      idempotency_keys.AddNull();
+    } else {
+      idempotency_keys.Add(in.idempotency_key);
+    }
+    created.Add(m.created_at);
   }
 
-  // One statement in autocommit: the batch commits (or fails) whole, in one
-  // round trip. Only the statement is inside the try: once it has returned,
-  // the batch is committed and nothing may send it again.
+  // A lone message: one statement in autocommit, one round trip (the latency
+  // a quiet conversation feels). A batch: the statement in a transaction
+  // whose commit waits for the WAL flush after the turn has passed to the
+  // next committer, so that batch runs while this one is being flushed.
+  // Only the statements are inside the try: once the commit has returned,
+  // the batch is stored and nothing may send it again.
   pqxx::result rows;
   if (status.ok()) {
     auto lease = pool_.Acquire();
     status = lease.status();
     if (lease.ok()) {
       try {
-        pqxx::nontransaction tx(lease->conn());
         if (batch.size() == 1) {
+          pqxx::nontransaction tx(lease->conn());
           const Message& m = prepared[0];
           const std::string& key = batch[0].message.idempotency_key;
           rows = tx.exec_params(
@@ -301,8 +300,16 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
               static_cast<int>(m.role), key_ids[0], pqxx::binarystring(sealed[0]), m.token_count,
               m.metadata_json, key, m.created_at);
         } else {
-          rows =
-              tx.exec_params("SELECT * FROM conversation.append_messages($1::jsonb)", items.dump());
+          pqxx::work tx(lease->conn());
+          rows = tx.exec_params(
+              "SELECT * FROM conversation.append_message_batch($1::text[], $2::text[],"
+              " $3::uuid[], $4::uuid[], $5::smallint[], $6::integer[], $7::bytea[],"
+              " $8::integer[], $9::jsonb[], $10::text[], $11::bigint[])",
+              tenants.Text(), users.Text(), conversations.Text(), ids.Text(), roles.Text(),
+              key_id_column.Text(), contents.Text(), tokens.Text(), metadata_column.Text(),
+              idempotency_keys.Text(), created.Text());
+          executed();
+          tx.commit();
         }
       } catch (const std::exception& e) {
         if (!lease->conn().is_open()) lease->Discard();
@@ -319,8 +326,8 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
       std::vector<PendingAppend> second(std::make_move_iterator(batch.begin() + batch.size() / 2),
                                         std::make_move_iterator(batch.end()));
       batch.resize(batch.size() / 2);
-      CommitBatch(batch);
-      CommitBatch(second);
+      CommitBatch(batch, executed);
+      CommitBatch(second, executed);
       return;
     }
     for (PendingAppend& item : batch) item.done(status);
@@ -328,7 +335,8 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch) {
   }
 
   for (const pqxx::row& row : rows) {
-    const size_t i = row[0].as<size_t>();
+    // A lone message's row says 0; a batch's rows give the 1-based element.
+    const size_t i = batch.size() == 1 ? 0 : sent.at(row[0].as<size_t>() - 1);
     const std::string outcome = row[1].as<std::string>();
     if (outcome == "stored") {
       prepared[i].seq = row[3].as<int64_t>();

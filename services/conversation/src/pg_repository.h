@@ -21,7 +21,7 @@
 namespace omniforge::conversation {
 
 struct PgRepositoryOptions {
-  int append_committers = 1;         // transactions in flight at once
+  int append_committers = 2;         // batches in flight: one running, one flushing
   size_t append_max_batch = 256;     // messages per transaction at most
   size_t append_max_queued = 10000;  // waiting messages; beyond, RESOURCE_EXHAUSTED
 };
@@ -63,7 +63,7 @@ class PgConversationRepository final : public ConversationRepository {
     NewMessage message;
     AppendCallback done;
   };
-  void CommitBatch(std::vector<PendingAppend>& batch);
+  void CommitBatch(std::vector<PendingAppend>& batch, const std::function<void()>& executed);
   absl::StatusOr<Conversation> ReadConversation(pqxx::work& tx, const std::string& tenant,
                                                 const pqxx::row& row);
   // Row columns: id, seq, role, key_id, content, token_count, metadata, created_us.
