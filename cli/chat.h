@@ -1,5 +1,5 @@
 // `omniforge chat`: talk to the orchestrator's ChatService and show each step
-// of a turn as it streams in.
+// of a turn as it streams in (cli/chat_view.h says how).
 #pragma once
 
 #include <string>
@@ -10,14 +10,16 @@ struct ChatOptions {
   std::string server = "127.0.0.1:50050";
   std::string api_key;
   std::string conversation_id;  // empty: a new conversation
-  std::string message;          // empty: read messages from stdin, one per line
+  std::string message;          // empty: a session, one turn per line of stdin
   std::string context = "global";
   bool json = false;
   int timeout_s = 120;
 };
 
-// Runs one turn (with a message) or a session (one turn per line of stdin).
-// Returns 0, or 1 when a turn failed.
+// Runs one turn (with a message) or a session: one turn per line of standard
+// input in the same conversation, with a prompt when stdin is a terminal,
+// until /quit or end of input. Returns 0; 1 when a turn failed (the RPC
+// error is on stderr); 2 for bad options.
 int RunChat(const ChatOptions& options);
 
 }  // namespace omniforge::cli

@@ -15,8 +15,13 @@
 // `chat` talks to the orchestrator (--chat-server, OMNIFORGE_ADDR) with an API
 // key (--api-key, OMNIFORGE_API_KEY) and shows every step of each turn as it
 // streams: the agent's state, what was understood, tool calls and results,
-// previews waiting for approval, the answer. With MESSAGE it runs one turn;
-// without, one turn per line of standard input (a prompt on a terminal).
+// previews waiting for approval, plans, the answer as it is written. With
+// MESSAGE it runs one turn; without, it is a session: one turn per line of
+// standard input in the same conversation (a prompt on a terminal; /quit or
+// end of input ends it). Colour and a spinner only when stdout is a terminal
+// and NO_COLOR is unset; with --json one JSON object per event and line.
+//
+// A failed call prints "error: <gRPC code>: <message>" to stderr and exits 1.
 //
 // `tools` calls the executor service (--executor-server): `invoke` prints the
 // tool's result as indented JSON and exits 1 when the tool reported an error.
@@ -37,6 +42,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/chat.h"
+#include "cli/rpc_error.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "libs/core/grpc_identity.h"
 #include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
@@ -45,6 +51,7 @@
 
 namespace {
 
+using omniforge::cli::ReportRpcError;
 namespace pb = omniforge::conversation::v1;
 namespace ipb = omniforge::intent::v1;
 namespace epb = omniforge::executor::v1;
@@ -91,12 +98,6 @@ class Client {
   const Options& options_;
   std::unique_ptr<pb::ConversationService::Stub> stub_;
 };
-
-int Check(const grpc::Status& status) {
-  if (status.ok()) return 0;
-  std::cerr << "error: " << status.error_message() << " (code " << status.error_code() << ")\n";
-  return 1;
-}
 
 void PrintJson(const google::protobuf::Message& message) {
   std::string json;
@@ -238,7 +239,7 @@ int main(int argc, char** argv) {
     grpc::health::v1::HealthCheckRequest request;
     grpc::health::v1::HealthCheckResponse response;
     auto context = client.Context();
-    if (int rc = Check(stub->Check(context.get(), request, &response))) return rc;
+    if (int rc = ReportRpcError(stub->Check(context.get(), request, &response))) return rc;
     const bool serving = response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
     std::cout << (serving ? "SERVING" : "NOT_SERVING") << "\n";
     return serving ? 0 : 1;
@@ -247,8 +248,8 @@ int main(int argc, char** argv) {
     pb::CreateConversationRequest request;
     request.set_title(title);
     pb::CreateConversationResponse response;
-    if (int rc =
-            Check(client.stub().CreateConversation(client.Context().get(), request, &response)))
+    if (int rc = ReportRpcError(
+            client.stub().CreateConversation(client.Context().get(), request, &response)))
       return rc;
     if (options.json)
       PrintJson(response);
@@ -259,7 +260,8 @@ int main(int argc, char** argv) {
     request.set_page_size(page_size);
     request.set_page_token(page_token);
     pb::ListConversationsResponse response;
-    if (int rc = Check(client.stub().ListConversations(client.Context().get(), request, &response)))
+    if (int rc = ReportRpcError(
+            client.stub().ListConversations(client.Context().get(), request, &response)))
       return rc;
     if (options.json) {
       PrintJson(response);
@@ -273,13 +275,15 @@ int main(int argc, char** argv) {
     pb::GetConversationRequest get;
     get.set_conversation_id(id);
     pb::GetConversationResponse conversation;
-    if (int rc = Check(client.stub().GetConversation(client.Context().get(), get, &conversation)))
+    if (int rc = ReportRpcError(
+            client.stub().GetConversation(client.Context().get(), get, &conversation)))
       return rc;
     pb::ListMessagesRequest request;
     request.set_conversation_id(id);
     request.set_limit(limit);
     pb::ListMessagesResponse messages;
-    if (int rc = Check(client.stub().ListMessages(client.Context().get(), request, &messages)))
+    if (int rc =
+            ReportRpcError(client.stub().ListMessages(client.Context().get(), request, &messages)))
       return rc;
     if (options.json) {
       PrintJson(conversation);
@@ -300,7 +304,8 @@ int main(int argc, char** argv) {
     request.set_content(text);
     request.set_idempotency_key(idempotency_key);
     pb::AppendMessageResponse response;
-    if (int rc = Check(client.stub().AppendMessage(client.Context().get(), request, &response)))
+    if (int rc =
+            ReportRpcError(client.stub().AppendMessage(client.Context().get(), request, &response)))
       return rc;
     if (options.json) {
       PrintJson(response);
@@ -314,7 +319,8 @@ int main(int argc, char** argv) {
     request.set_token_budget(budget);
     request.set_min_recent_exchanges(recent);
     pb::GetContextWindowResponse response;
-    if (int rc = Check(client.stub().GetContextWindow(client.Context().get(), request, &response)))
+    if (int rc = ReportRpcError(
+            client.stub().GetContextWindow(client.Context().get(), request, &response)))
       return rc;
     if (options.json) {
       PrintJson(response);
@@ -337,8 +343,8 @@ int main(int argc, char** argv) {
       pb::GetContextWindowRequest window_request;
       window_request.set_conversation_id(conversation_id);
       pb::GetContextWindowResponse window_response;
-      if (int rc = Check(client.stub().GetContextWindow(client.Context().get(), window_request,
-                                                        &window_response)))
+      if (int rc = ReportRpcError(client.stub().GetContextWindow(client.Context().get(),
+                                                                 window_request, &window_response)))
         return rc;
       for (const auto& m : window_response.messages()) {
         if (m.role() != pb::ROLE_USER && m.role() != pb::ROLE_ASSISTANT) continue;
@@ -350,7 +356,8 @@ int main(int argc, char** argv) {
     auto stub = ipb::IntentService::NewStub(
         grpc::CreateChannel(options.intent_server, grpc::InsecureChannelCredentials()));
     ipb::AnalyzeIntentResponse response;
-    if (int rc = Check(stub->AnalyzeIntent(client.Context().get(), request, &response))) return rc;
+    if (int rc = ReportRpcError(stub->AnalyzeIntent(client.Context().get(), request, &response)))
+      return rc;
     if (options.json) {
       PrintJson(response);
     } else {
@@ -370,7 +377,8 @@ int main(int argc, char** argv) {
         request.set_max_risk(found->second);
       }
       epb::ListToolsResponse response;
-      if (int rc = Check(stub->ListTools(client.Context().get(), request, &response))) return rc;
+      if (int rc = ReportRpcError(stub->ListTools(client.Context().get(), request, &response)))
+        return rc;
       if (options.json) {
         PrintJson(response);
       } else {
@@ -383,7 +391,8 @@ int main(int argc, char** argv) {
     request.set_arguments_json(arguments);
     request.set_idempotency_key(idempotency_key);
     epb::InvokeToolResponse response;
-    if (int rc = Check(stub->InvokeTool(client.Context().get(), request, &response))) return rc;
+    if (int rc = ReportRpcError(stub->InvokeTool(client.Context().get(), request, &response)))
+      return rc;
     if (options.json) {
       PrintJson(response);
     } else {
@@ -399,8 +408,8 @@ int main(int argc, char** argv) {
     pb::DeleteConversationRequest request;
     request.set_conversation_id(id);
     pb::DeleteConversationResponse response;
-    if (int rc =
-            Check(client.stub().DeleteConversation(client.Context().get(), request, &response)))
+    if (int rc = ReportRpcError(
+            client.stub().DeleteConversation(client.Context().get(), request, &response)))
       return rc;
     if (!options.json) std::cout << "deleted " << id << "\n";
   }

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # `make run`: starts the local stack (scripts/stack.sh up) and walks a demo
 # conversation through it with the omniforge CLI, then says how to go on.
+# Ports and directories come from the environment (scripts/stack_env.sh).
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
-STATE_DIR="${OMNIFORGE_STATE_DIR:-/tmp/omniforge}"
-BASE=("$BUILD_DIR/bin/omniforge" --server 127.0.0.1:50051)
+source "$(dirname "${BASH_SOURCE[0]}")/stack_env.sh"
+# The CLI reads the services' addresses from these.
+export OMNIFORGE_ADDR OMNIFORGE_CONVERSATION_ADDR OMNIFORGE_EXECUTOR_ADDR
+OMNIFORGE_ADDR="$(addr orchestrator)"
+OMNIFORGE_CONVERSATION_ADDR="$(addr conversation)"
+OMNIFORGE_EXECUTOR_ADDR="$(addr executor)"
+BASE=("$BUILD_DIR/bin/omniforge")
 CLI=("${BASE[@]}" --tenant demo --user demo-user)
 
 bash "$ROOT/scripts/stack.sh" up
@@ -25,14 +29,14 @@ step "The demo user's workspace: two agents, a project template and a project wi
 # Each call carries an idempotency key, so running the demo again seeds
 # nothing twice.
 seed() {
-  "${CLI[@]}" --executor-server 127.0.0.1:50053 tools invoke "$1" "$2" \
+  "${CLI[@]}" tools invoke "$1" "$2" \
     --idempotency-key "demo-seed-$1-$3" >/dev/null 2>&1 || true
 }
 seed create_agent '{"name": "weekly-sales-digest", "description": "Emails the sales team the deals closed each week", "schedule": "every Monday 08:00"}' 1
 seed create_agent '{"name": "invoice-chaser", "description": "Reminds customers about overdue invoices"}' 2
 seed create_project_template '{"name": "Launch checklist", "description": "For product and website launches", "tasks": [{"title": "Write the announcement"}, {"title": "Update the pricing page"}, {"title": "Brief the support team"}]}' 3
 seed create_project '{"name": "Website relaunch", "description": "The new marketing site", "template": "Launch checklist"}' 4
-"${CLI[@]}" --executor-server 127.0.0.1:50053 tools invoke list_agents '{}' 2>/dev/null \
+"${CLI[@]}" tools invoke list_agents '{}' 2>/dev/null \
   | sed -n 's/^ *"name": "\(.*\)",*$/  agent: \1/p'
 
 step "1. A problem in the user's own words: omniforge proposes an agent and waits"
@@ -77,10 +81,11 @@ step "Another tenant cannot see it (NOT_FOUND, exactly like a missing id)"
 
 cat <<TXT
 
-omniforge is running: the chat API on 127.0.0.1:50050 (orchestrator), with
-conversation memory on :50051, intent analysis on :50052 and the executor on
-:50053 (metrics on :9090-:9093, logs in $STATE_DIR/logs). Chat yourself:
-  export OMNIFORGE_API_KEY=\$(cat $STATE_DIR/demo.key)
+omniforge is running: the chat API on $(addr orchestrator) (orchestrator), with
+conversation memory on $(addr conversation), intent analysis on $(addr intent) and the
+executor on $(addr executor) (metrics on :${METRICS_PORTS[orchestrator]}-:${METRICS_PORTS[executor]}, logs in $STATE_DIR/logs).
+Chat yourself:
+  export OMNIFORGE_API_KEY=\$(cat $STATE_DIR/demo.key) OMNIFORGE_ADDR=$OMNIFORGE_ADDR
   $BUILD_DIR/bin/omniforge chat                          # one message per line
   $BUILD_DIR/bin/omniforge chat --conversation $id "where were we?"
   $BUILD_DIR/bin/omniforge --help

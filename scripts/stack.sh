@@ -1,18 +1,15 @@
 #!/usr/bin/env bash
 # Starts and stops the local omniforge stack: PostgreSQL (scripts/pg.sh) and
 # the services, in the background, with logs and pid files under
-# $OMNIFORGE_STATE_DIR (default /tmp/omniforge).
+# $OMNIFORGE_STATE_DIR (default /tmp/omniforge). Ports, directories and the
+# build are set by the environment (scripts/stack_env.sh lists the variables).
 #
 #   stack.sh up       start what is not running yet, wait until it serves
 #   stack.sh down     stop the services and PostgreSQL
 #   stack.sh status   show what is running
 set -euo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
-STATE_DIR="${OMNIFORGE_STATE_DIR:-/tmp/omniforge}"
-SERVICES=(conversation intent executor orchestrator)
-declare -A PORTS=([conversation]=50051 [intent]=50052 [executor]=50053 [orchestrator]=50050)
+source "$(dirname "${BASH_SOURCE[0]}")/stack_env.sh"
 CLI="$BUILD_DIR/bin/omniforge"
 
 log() { printf 'stack: %s\n' "$*"; }
@@ -56,14 +53,14 @@ ensure_database() {
 }
 
 wait_serving() {
-  local svc="$1" port="${PORTS[$1]}" deadline=$((SECONDS + 30))
+  local svc="$1" deadline=$((SECONDS + 30))
   while (( SECONDS < deadline )); do
     if ! pid_of "$svc" >/dev/null; then
       log "$svc exited during start; last log lines:"
       tail -n 20 "$STATE_DIR/logs/$svc.log" >&2
       return 1
     fi
-    if "$CLI" --server "127.0.0.1:$port" --timeout 2 health >/dev/null 2>&1; then
+    if "$CLI" --server "$(addr "$svc")" --timeout 2 health >/dev/null 2>&1; then
       return 0
     fi
     sleep 0.2
@@ -83,8 +80,14 @@ up() {
       log "$svc already running (pid $pid, 127.0.0.1:${PORTS[$svc]})"
       continue
     fi
-    OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE="$STATE_DIR/master.key" \
+    env OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE="$STATE_DIR/master.key" \
       OMNIFORGE_AUTH_API_KEYS_FILE="$STATE_DIR/api_keys" \
+      OMNIFORGE_SERVER_PORT="${PORTS[$svc]}" OMNIFORGE_SERVER_METRICS_PORT="${METRICS_PORTS[$svc]}" \
+      OMNIFORGE_DATABASE_DSN="$DATABASE_DSN" \
+      OMNIFORGE_CONVERSATION_ADDRESS="$(addr conversation)" \
+      OMNIFORGE_DOWNSTREAM_CONVERSATION="$(addr conversation)" \
+      OMNIFORGE_DOWNSTREAM_INTENT="$(addr intent)" \
+      OMNIFORGE_DOWNSTREAM_EXECUTOR="$(addr executor)" \
       setsid "$BUILD_DIR/bin/omniforge-$svc" --config "$ROOT/deploy/local/$svc.yaml" \
       >>"$STATE_DIR/logs/$svc.log" 2>&1 < /dev/null &
     echo $! > "$STATE_DIR/run/$svc.pid"

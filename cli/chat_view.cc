@@ -1,0 +1,279 @@
+#include "cli/chat_view.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <map>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "libs/core/text.h"
+
+namespace omniforge::cli {
+namespace {
+
+namespace pb = ::omniforge::orchestrator::v1;
+namespace ipb = ::omniforge::intent::v1;
+namespace epb = ::omniforge::executor::v1;
+
+constexpr char kDim[] = "\033[2m";
+constexpr char kBold[] = "\033[1m";
+constexpr char kRed[] = "\033[31m";
+constexpr char kGreen[] = "\033[32m";
+constexpr char kYellow[] = "\033[33m";
+constexpr char kCyan[] = "\033[36m";
+constexpr char kReset[] = "\033[0m";
+constexpr char kClearLine[] = "\r\033[K";
+constexpr const char* kSpinnerFrames[] = {"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"};
+
+// Tool arguments and results are shown cut to this many bytes.
+constexpr size_t kArgumentsShown = 200;
+constexpr size_t kResultShown = 160;
+
+// "AGENT_STATE_EXECUTING_TOOL" -> "executing tool".
+std::string Words(const std::string& enum_name, const std::string& prefix) {
+  std::string name = enum_name.starts_with(prefix) ? enum_name.substr(prefix.size()) : enum_name;
+  return absl::StrReplaceAll(absl::AsciiStrToLower(name), {{"_", " "}});
+}
+
+// One line of JSON (results may hold newlines).
+std::string OneLine(const std::string& text) {
+  return absl::StrReplaceAll(text, {{"\r", " "}, {"\n", " "}});
+}
+
+std::string Plural(int64_t n, const std::string& one, const std::string& many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+}  // namespace
+
+ChatOutput ChooseChatOutput(bool json, bool stdout_is_terminal, const char* no_color) {
+  if (json) return ChatOutput::kJson;
+  if (stdout_is_terminal && no_color == nullptr) return ChatOutput::kTerminal;
+  return ChatOutput::kPlain;
+}
+
+std::string ChatView::Styled(const std::string& style, const std::string& text) const {
+  if (mode_ != ChatOutput::kTerminal || style.empty()) return text;
+  return style + text + kReset;
+}
+
+void ChatView::ClearSpinner() {
+  if (!spinner_drawn_) return;
+  out_ << kClearLine;
+  spinner_drawn_ = false;
+}
+
+void ChatView::DrawSpinner() {
+  if (mode_ != ChatOutput::kTerminal || spinner_label_.empty() || text_open_) return;
+  out_ << kClearLine << kCyan << kSpinnerFrames[frame_ % std::size(kSpinnerFrames)] << kReset << " "
+       << Styled(kDim, spinner_label_) << std::flush;
+  spinner_drawn_ = true;
+}
+
+void ChatView::CloseText() {
+  if (!text_open_) return;
+  out_ << "\n";
+  text_open_ = false;
+}
+
+// A whole line, below which the spinner (if on) is drawn again.
+void ChatView::Line(const std::string& style, const std::string& text) {
+  CloseText();
+  ClearSpinner();
+  out_ << Styled(style, text) << "\n";
+  DrawSpinner();
+  out_ << std::flush;
+}
+
+void ChatView::ShowPreview(const pb::PreviewEvent& p) {
+  const std::string risk = Words(epb::ToolRisk_Name(p.risk()), "TOOL_RISK_");
+  Line(std::string(kBold) + kYellow,
+       "⚠ waiting for your approval: " + (p.summary().empty() ? p.tool_name() : p.summary()));
+  Line(kYellow, "    action:   " + p.tool_name() + " " +
+                    core::Shortened(OneLine(p.arguments_json()), kArgumentsShown));
+  if (!p.affected().empty()) {
+    Line(kYellow, "    affects:  " + absl::StrJoin(p.affected(), ", "));
+  }
+  Line(kYellow,
+       "    risk:     " + risk +
+           (p.risk_factors().empty() ? "" : " — " + absl::StrJoin(p.risk_factors(), "; ")));
+  Line(kDim, "    reply \"yes\" to go ahead, \"cancel\" to drop it, or say what to change");
+}
+
+void ChatView::ShowPlan(const std::string& heading, const pb::Plan& plan) {
+  Line(kBold, heading + ": " + plan.objective() + " (" +
+                  Words(pb::ExecutionMode_Name(plan.execution_mode()), "EXECUTION_MODE_") + ", " +
+                  Plural(plan.steps_size(), "step", "steps") + ")");
+  int number = 0;
+  for (const pb::PlanStep& step : plan.steps()) {
+    std::string line = "    " + std::to_string(++number) + ". " + step.description();
+    if (!step.tools().empty()) line += " [" + absl::StrJoin(step.tools(), ", ") + "]";
+    if (!step.depends_on().empty()) line += " after " + absl::StrJoin(step.depends_on(), ", ");
+    Line("", line);
+  }
+}
+
+void ChatView::Show(const pb::ChatEvent& event) {
+  std::lock_guard lock(mu_);
+  if (mode_ == ChatOutput::kJson) {
+    std::string json;
+    google::protobuf::util::JsonPrintOptions print;
+    print.preserve_proto_field_names = true;
+    (void)google::protobuf::util::MessageToJsonString(event, &json, print);
+    out_ << json << "\n" << std::flush;
+    return;
+  }
+  switch (event.event_case()) {
+    case pb::ChatEvent::kSession: {
+      const pb::SessionEvent& s = event.session();
+      if (s.conversation_created()) Line(kDim, "· conversation " + s.conversation_id());
+      if (s.replayed()) Line(kDim, "· this turn ran before: its stored answer follows");
+      if (!s.suspended_flow_id().empty()) {
+        Line(kDim, "· the request still running is on hold while this one is answered");
+      }
+      break;
+    }
+    case pb::ChatEvent::kAgentState: {
+      const pb::AgentStateEvent& state = event.agent_state();
+      std::string label = Words(pb::AgentState_Name(state.state()), "AGENT_STATE_");
+      if (!state.details().empty()) label += ": " + state.details();
+      if (mode_ == ChatOutput::kTerminal) {
+        CloseText();
+        ClearSpinner();
+        spinner_label_ = label;
+        DrawSpinner();
+      } else {
+        Line("", "· " + label);
+      }
+      break;
+    }
+    case pb::ChatEvent::kIntent: {
+      const ipb::IntentAnalysis& a = event.intent().analysis();
+      std::string line =
+          "· understood: " + Words(ipb::ActionType_Name(a.action_type()), "ACTION_TYPE_") + " (" +
+          std::to_string(static_cast<int>(a.confidence() * 100)) + "%)";
+      for (const auto& [key, value] :
+           std::map<std::string, std::string>(a.entities().begin(), a.entities().end())) {
+        line += " " + key + "=" + value;
+      }
+      Line(kDim, line);
+      break;
+    }
+    case pb::ChatEvent::kToolCall: {
+      const pb::ToolCallEvent& call = event.tool_call();
+      std::string line = "→ " + call.tool_name() + " " +
+                         core::Shortened(OneLine(call.arguments_json()), kArgumentsShown);
+      if (call.risk() != epb::TOOL_RISK_UNSPECIFIED) {
+        line += "  (" + Words(epb::ToolRisk_Name(call.risk()), "TOOL_RISK_") + ")";
+      }
+      Line(kCyan, line);
+      break;
+    }
+    case pb::ChatEvent::kToolResult: {
+      const pb::ToolResultEvent& result = event.tool_result();
+      Line(result.is_error() ? kRed : kCyan,
+           "← " + result.tool_name() + (result.is_error() ? " failed" : " ok") + " (" +
+               std::to_string(static_cast<int>(result.duration_ms())) +
+               " ms): " + core::Shortened(OneLine(result.result_json()), kResultShown));
+      break;
+    }
+    case pb::ChatEvent::kText:
+      ClearSpinner();
+      spinner_label_.clear();
+      if (!text_open_) {
+        out_ << Styled(kBold, "omniforge:") << " ";
+        text_open_ = true;
+      }
+      out_ << event.text().delta() << std::flush;
+      break;
+    case pb::ChatEvent::kPreview:
+      ShowPreview(event.preview());
+      break;
+    case pb::ChatEvent::kPlanCreated:
+      ShowPlan("plan", event.plan_created().plan());
+      break;
+    case pb::ChatEvent::kPlanReadyForReview:
+      ShowPlan("plan waiting for your review", event.plan_ready_for_review().plan());
+      Line(kDim, "    reply \"yes\" to run it, or say what to change");
+      break;
+    case pb::ChatEvent::kPlanReview: {
+      const pb::PlanReviewEvent& review = event.plan_review();
+      const pb::ReviewVerdict verdict = review.verdict();
+      Line(verdict == pb::REVIEW_VERDICT_APPROVED   ? kGreen
+           : verdict == pb::REVIEW_VERDICT_REJECTED ? kRed
+                                                    : kYellow,
+           "· reviewer: " + Words(pb::ReviewVerdict_Name(verdict), "REVIEW_VERDICT_") +
+               (review.notes().empty() ? "" : " — " + review.notes()));
+      break;
+    }
+    case pb::ChatEvent::kStepStart:
+      Line("", "▸ step " + event.step_start().step_id() + ": " + event.step_start().description());
+      break;
+    case pb::ChatEvent::kStepComplete: {
+      const pb::StepCompleteEvent& step = event.step_complete();
+      const bool ok = step.status() == pb::STEP_STATUS_COMPLETED;
+      Line(ok ? kGreen : kRed, std::string(ok ? "✓" : "✗") + " step " + step.step_id() + " " +
+                                   Words(pb::StepStatus_Name(step.status()), "STEP_STATUS_") +
+                                   (step.summary().empty() ? "" : ": " + step.summary()));
+      break;
+    }
+    case pb::ChatEvent::kExecutorSpawned:
+      Line(kDim, "· an executor agent takes step " + event.executor_spawned().step_id());
+      break;
+    case pb::ChatEvent::kExecutorMessage: {
+      const pb::ExecutorMessageEvent& m = event.executor_message();
+      const bool from_planner = m.sender() == pb::DIALOGUE_PARTY_PLANNER;
+      Line(kDim, std::string("    ") +
+                     (from_planner ? "planner → executor" : "executor → planner") + " (" +
+                     m.kind() + "): " + core::Shortened(OneLine(m.text()), kResultShown));
+      break;
+    }
+    case pb::ChatEvent::kExecutorResult: {
+      const pb::ExecutorResultEvent& r = event.executor_result();
+      Line(kDim, "· executor result for step " + r.step_id() + ": " +
+                     Words(epb::TaskStatus_Name(r.status()), "TASK_STATUS_") +
+                     (r.summary().empty() ? "" : " — " + r.summary()));
+      break;
+    }
+    case pb::ChatEvent::kError: {
+      const pb::ErrorEvent& error = event.error();
+      Line(kRed, "! " + error.message() + " (" +
+                     Words(pb::ChatErrorCode_Name(error.code()), "CHAT_ERROR_CODE_") +
+                     (error.fatal() ? ", the turn stopped)" : ")"));
+      break;
+    }
+    case pb::ChatEvent::kDone: {
+      spinner_label_.clear();
+      const pb::TurnUsage& usage = event.done().usage();
+      std::string line = "· done in " + std::to_string(static_cast<int>(usage.duration_ms())) +
+                         " ms, " + Plural(usage.tool_calls(), "tool call", "tool calls");
+      if (usage.llm_calls() > 0) {
+        line += ", " + Plural(usage.llm_calls(), "model call", "model calls") + " (" +
+                std::to_string(usage.prompt_tokens() + usage.completion_tokens()) + " tokens)";
+      }
+      if (!event.done().is_final()) line += "; waiting for your answer";
+      Line(kDim, line);
+      break;
+    }
+    case pb::ChatEvent::EVENT_NOT_SET:
+      break;
+  }
+}
+
+void ChatView::Tick() {
+  std::lock_guard lock(mu_);
+  if (!spinner_drawn_) return;
+  ++frame_;
+  DrawSpinner();
+}
+
+void ChatView::EndTurn() {
+  std::lock_guard lock(mu_);
+  spinner_label_.clear();
+  CloseText();
+  ClearSpinner();
+  out_ << std::flush;
+}
+
+}  // namespace omniforge::cli

@@ -1,0 +1,18 @@
+// How the CLI reports a failed call: the gRPC code by name, then the
+// server's message, so a script and a person both see what went wrong.
+#pragma once
+
+#include <grpcpp/support/status.h>
+
+#include <string>
+
+namespace omniforge::cli {
+
+// "UNAUTHENTICATED: missing or invalid API key".
+std::string DescribeRpcError(const grpc::Status& status);
+
+// Prints "error: <DescribeRpcError>" to stderr when `status` is not OK.
+// Returns 0 when OK, else 1 (the CLI's exit code for a failed call).
+int ReportRpcError(const grpc::Status& status);
+
+}  // namespace omniforge::cli

@@ -1,0 +1,265 @@
+// The omniforge CLI against the real stack: PostgreSQL and the four service
+// binaries on loopback in local mode, the `omniforge` binary run exactly as a
+// user or a script runs it (piped, on a terminal, with NDJSON output).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "libs/core/api_keys.h"
+#include "libs/core/ids.h"
+#include "tests/support/command.h"
+#include "tests/support/service_stack.h"
+#include "tests/support/test_database.h"
+
+namespace omniforge {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr char kTenant[] = "cli-tenant";
+
+// What one `omniforge --json chat` printed, one object per line.
+struct JsonTurns {
+  std::vector<json> events;
+
+  std::vector<json> Of(const std::string& kind) const {
+    std::vector<json> out;
+    for (const json& e : events) {
+      if (e.contains(kind)) out.push_back(e[kind]);
+    }
+    return out;
+  }
+};
+
+JsonTurns ParseNdjson(const std::string& out) {
+  JsonTurns turns;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    json event = json::parse(line, nullptr, false);
+    EXPECT_FALSE(event.is_discarded()) << "not a JSON object: " << line;
+    if (!event.is_discarded()) turns.events.push_back(std::move(event));
+  }
+  return turns;
+}
+
+class CliEndToEndTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    db_ = new testing::TestDatabase();
+    dir_ = new std::filesystem::path(std::filesystem::temp_directory_path() /
+                                     ("omniforge-cli-e2e-" + core::NewUuid()));
+    std::filesystem::create_directories(*dir_);
+    keys_ = new std::vector<std::string>();
+    std::ofstream key_file(*dir_ / "api_keys");
+    for (int i = 0; i < kUsers; ++i) {
+      absl::StatusOr<core::NewApiKey> key =
+          core::GenerateApiKey({kTenant, "user-" + std::to_string(i)}, "cli e2e");
+      ASSERT_TRUE(key.ok());
+      key_file << key->file_line << "\n";
+      keys_->push_back(key->key);
+    }
+    key_file.close();
+    stack_ = new testing::ServiceStack({OMNIFORGE_CONVERSATION_BIN, OMNIFORGE_INTENT_BIN,
+                                        OMNIFORGE_EXECUTOR_BIN, OMNIFORGE_ORCHESTRATOR_BIN});
+    ASSERT_EQ(stack_->Start(db_->dsn(), (*dir_ / "api_keys").string()), std::nullopt);
+  }
+
+  static void TearDownTestSuite() {
+    delete stack_;
+    delete keys_;
+    std::filesystem::remove_all(*dir_);
+    delete dir_;
+    delete db_;
+  }
+
+  // A user of its own for every test.
+  void SetUp() override {
+    static int next = 0;
+    user_ = next++ % kUsers;
+  }
+
+  std::string user() const { return "user-" + std::to_string(user_); }
+
+  // `omniforge [--json] chat ARGS...` as this test's user.
+  std::vector<std::string> Chat(bool json_output, const std::vector<std::string>& args,
+                                const std::string& key = "") const {
+    std::vector<std::string> argv = {OMNIFORGE_CLI_BIN};
+    if (json_output) argv.push_back("--json");
+    argv.insert(argv.end(), {"chat", "--chat-server", stack_->orchestrator().address(), "--api-key",
+                             key.empty() ? (*keys_)[user_] : key});
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+
+  // `omniforge ARGS...` against the conversation and executor services as
+  // this test's user.
+  std::vector<std::string> Cli(const std::vector<std::string>& args) const {
+    std::vector<std::string> argv = {OMNIFORGE_CLI_BIN,
+                                     "--server",
+                                     stack_->conversation().address(),
+                                     "--executor-server",
+                                     stack_->executor().address(),
+                                     "--tenant",
+                                     kTenant,
+                                     "--user",
+                                     user()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+
+  // Every turn's events: session first, done last, seq 1..n within the turn.
+  static void ExpectWellFormedTurns(const JsonTurns& turns, size_t expected_turns) {
+    ASSERT_EQ(turns.Of("session").size(), expected_turns);
+    ASSERT_EQ(turns.Of("done").size(), expected_turns);
+    ASSERT_FALSE(turns.events.empty());
+    EXPECT_TRUE(turns.events.front().contains("session"));
+    EXPECT_TRUE(turns.events.back().contains("done"));
+    int expected_seq = 0;
+    for (const json& event : turns.events) {
+      if (event.contains("session")) expected_seq = 0;
+      EXPECT_EQ(event.value("seq", 0), ++expected_seq) << event.dump();
+    }
+  }
+
+  static constexpr int kUsers = 8;
+  int user_ = 0;
+  static testing::TestDatabase* db_;
+  static std::filesystem::path* dir_;
+  static std::vector<std::string>* keys_;
+  static testing::ServiceStack* stack_;
+};
+
+testing::TestDatabase* CliEndToEndTest::db_ = nullptr;
+std::filesystem::path* CliEndToEndTest::dir_ = nullptr;
+std::vector<std::string>* CliEndToEndTest::keys_ = nullptr;
+testing::ServiceStack* CliEndToEndTest::stack_ = nullptr;
+
+TEST_F(CliEndToEndTest, JsonTurnStartsAConversationThatResumesAndIsListed) {
+  const testing::CommandResult first = testing::RunCommand(Chat(true, {"list my agents"}));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const JsonTurns turns = ParseNdjson(first.out);
+  ExpectWellFormedTurns(turns, 1);
+  const json session = turns.Of("session")[0];
+  const std::string conversation = session.value("conversation_id", "");
+  ASSERT_FALSE(conversation.empty());
+  EXPECT_TRUE(session.value("conversation_created", false));
+  EXPECT_FALSE(turns.Of("text").empty());
+  EXPECT_EQ(turns.Of("tool_call").at(0).value("tool_name", ""), "list_agents");
+
+  const testing::CommandResult second =
+      testing::RunCommand(Chat(true, {"--conversation", conversation, "what did I just ask?"}));
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  const JsonTurns resumed = ParseNdjson(second.out);
+  ExpectWellFormedTurns(resumed, 1);
+  EXPECT_EQ(resumed.Of("session")[0].value("conversation_id", ""), conversation);
+  EXPECT_FALSE(resumed.Of("session")[0].value("conversation_created", false));
+
+  const testing::CommandResult listed =
+      testing::RunCommand(Cli({"--json", "conversations", "list"}));
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const json list = json::parse(listed.out);
+  ASSERT_EQ(list["conversations"].size(), 1u) << listed.out;
+  EXPECT_EQ(list["conversations"][0]["id"], conversation);
+  // proto3 JSON writes 64-bit integers as strings.
+  EXPECT_EQ(list["conversations"][0]["message_count"], "4")
+      << "two turns, each a question and a reply";
+}
+
+TEST_F(CliEndToEndTest, SessionRunsEachLineAsATurnOfOneConversationUntilQuit) {
+  const testing::CommandResult run = testing::RunCommand(
+      Chat(true, {}), "list my agents\n\n  what can you do?  \n/quit\nthis is never sent\n");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const JsonTurns turns = ParseNdjson(run.out);
+  ExpectWellFormedTurns(turns, 2);
+  const std::string conversation = turns.Of("session")[0].value("conversation_id", "");
+  EXPECT_EQ(turns.Of("session")[1].value("conversation_id", ""), conversation);
+
+  // The readable session names the conversation so it can be resumed; end
+  // of input ends it like /quit.
+  const testing::CommandResult resumed =
+      testing::RunCommand(Chat(false, {"--conversation", conversation}), "and now?\n");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_THAT(resumed.out, HasSubstr("omniforge: "));
+  EXPECT_THAT(resumed.err,
+              HasSubstr("resume it with: omniforge chat --conversation " + conversation + "\n"));
+  const testing::CommandResult shown =
+      testing::RunCommand(Cli({"conversations", "show", conversation}));
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_THAT(shown.out, HasSubstr("6 messages"));
+  EXPECT_THAT(shown.out, HasSubstr("user: and now?"));
+  EXPECT_THAT(shown.out, Not(HasSubstr("never sent")));
+}
+
+TEST_F(CliEndToEndTest, BadApiKeyFailsWithUnauthenticatedAndNoEvents) {
+  const testing::CommandResult run =
+      testing::RunCommand(Chat(true, {"list my agents"}, "ofk_000000000000_not-a-real-key"));
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_EQ(run.out, "");
+  EXPECT_THAT(run.err, HasSubstr("error: UNAUTHENTICATED: "));
+
+  std::vector<std::string> without_key = Chat(false, {"hello"});
+  without_key.erase(without_key.begin() + 4, without_key.begin() + 6);  // --api-key KEY
+  const testing::CommandResult missing = testing::RunCommand(without_key);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("an API key is needed"));
+}
+
+TEST_F(CliEndToEndTest, PipedOutputIsPlainLinesWithoutEscapes) {
+  const testing::CommandResult run =
+      testing::RunCommand(Chat(false, {"list my agents"}), "", {"TERM=xterm-256color"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.out, Not(HasSubstr("\033")));
+  EXPECT_THAT(run.out, HasSubstr("· conversation "));
+  EXPECT_THAT(run.out, HasSubstr("· thinking: "));
+  EXPECT_THAT(run.out, HasSubstr("→ list_agents {}"));
+  EXPECT_THAT(run.out, HasSubstr("← list_agents ok ("));
+  EXPECT_THAT(run.out, HasSubstr("\nomniforge: "));
+  EXPECT_THAT(run.out, HasSubstr("· done in "));
+}
+
+TEST_F(CliEndToEndTest, ATerminalGetsColourAndTheSpinnerUnlessNoColorIsSet) {
+  const testing::CommandResult styled =
+      testing::RunInTerminal(Chat(false, {"list my agents"}), {"TERM=xterm-256color"});
+  ASSERT_EQ(styled.exit_code, 0) << styled.out;
+  EXPECT_THAT(styled.out, HasSubstr("\033[1momniforge:\033[0m "));
+  EXPECT_THAT(styled.out, HasSubstr("thinking: Reading what you asked"));
+  EXPECT_THAT(styled.out, HasSubstr("\r\033[K")) << "the spinner line is cleared";
+
+  const testing::CommandResult plain = testing::RunInTerminal(
+      Chat(false, {"list my agents"}), {"TERM=xterm-256color", "NO_COLOR=1"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  EXPECT_THAT(plain.out, Not(HasSubstr("\033")));
+  EXPECT_THAT(plain.out, HasSubstr("· thinking: Reading what you asked"));
+}
+
+TEST_F(CliEndToEndTest, ARiskyActionShowsWhatWhoAndTheRiskThenCancelKeepsEverything) {
+  const testing::CommandResult seeded = testing::RunCommand(Cli(
+      {"tools", "invoke", "create_agent",
+       R"({"name": "invoice-chaser", "description": "Reminds customers about overdue invoices"})"}));
+  ASSERT_EQ(seeded.exit_code, 0) << seeded.err;
+
+  const testing::CommandResult asked =
+      testing::RunCommand(Chat(false, {}), "delete invoice-chaser\ncancel\n");
+  ASSERT_EQ(asked.exit_code, 0) << asked.err;
+  EXPECT_THAT(asked.out, HasSubstr("⚠ waiting for your approval: "));
+  EXPECT_THAT(asked.out, HasSubstr("    action:   delete_agent "));
+  EXPECT_THAT(asked.out, HasSubstr("    affects:  invoice-chaser\n"));
+  EXPECT_THAT(asked.out, HasSubstr("    risk:     high — "));
+  EXPECT_THAT(asked.out, HasSubstr("; waiting for your answer\n"));
+
+  const testing::CommandResult agents =
+      testing::RunCommand(Cli({"tools", "invoke", "list_agents", "{}"}));
+  ASSERT_EQ(agents.exit_code, 0) << agents.err;
+  EXPECT_THAT(agents.out, HasSubstr("\"invoice-chaser\""));
+}
+
+}  // namespace
+}  // namespace omniforge

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# `make run` end to end, as CI runs it: scripts/run.sh twice against a stack
+# of its own (free ports, its own PostgreSQL cluster and state directory, so
+# it never meets other tests or a developer's running stack), then
+# `stack.sh down` (what `make down` runs). Checks the outcome of each of the
+# demo's five journeys, that the second run seeds nothing twice, and that
+# down leaves no process behind.
+#
+#   make_run_test.sh BUILD_DIR
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+export BUILD_DIR="${1:?usage: make_run_test.sh BUILD_DIR}"
+WORK="$(mktemp -d /tmp/omniforge-demo-test-XXXXXX)"
+# PostgreSQL runs as its own user, which must reach its data directory.
+chmod 755 "$WORK"
+export OMNIFORGE_STATE_DIR="$WORK/state" OMNIFORGE_PG_DIR="$WORK/pg"
+# One run of the demo may take this long (the first takes about 15 s on a
+# busy 2-core machine, the second about 3 s).
+RUN_TIMEOUT_S=75
+
+# Free loopback ports: 4 for gRPC, 4 for metrics, 1 for PostgreSQL.
+read -r OMNIFORGE_PORT_BASE OMNIFORGE_METRICS_PORT_BASE OMNIFORGE_PG_PORT < <(
+  /usr/bin/python3 - <<'PY'
+import random, socket
+
+def free(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+def block(n):
+    while True:
+        base = random.randrange(20000, 32000)
+        if all(free(base + i) for i in range(n)):
+            return base
+
+print(block(4), block(4), block(1))
+PY
+)
+export OMNIFORGE_PORT_BASE OMNIFORGE_METRICS_PORT_BASE OMNIFORGE_PG_PORT
+
+stop_stack() { bash "$ROOT/scripts/stack.sh" down >"$WORK/down.log" 2>&1; }
+cleanup() {
+  stop_stack || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+failures=0
+check() {  # check LOG TEXT WHAT: LOG contains TEXT
+  if grep -qF -- "$2" "$1"; then
+    echo "ok   $3"
+  else
+    echo "FAIL $3: '$2' not in $(basename "$1")"
+    failures=$((failures + 1))
+  fi
+}
+check_count() {  # check_count LOG TEXT N WHAT: TEXT on exactly N lines of LOG
+  local n
+  n=$(grep -cF -- "$2" "$1" || true)
+  if [[ "$n" == "$3" ]]; then
+    echo "ok   $4"
+  else
+    echo "FAIL $4: '$2' on $n lines of $(basename "$1"), expected $3"
+    failures=$((failures + 1))
+  fi
+}
+
+run_demo() {  # run_demo LOG
+  local start=$SECONDS
+  if ! timeout "$RUN_TIMEOUT_S" bash "$ROOT/scripts/run.sh" >"$1" 2>&1; then
+    echo "FAIL scripts/run.sh did not finish within ${RUN_TIMEOUT_S} s or failed; its output:"
+    cat "$1"
+    exit 1
+  fi
+  echo "scripts/run.sh took $((SECONDS - start)) s"
+  if grep -q $'\033' "$1"; then
+    echo "FAIL the demo's piped output holds terminal escapes"
+    failures=$((failures + 1))
+  fi
+}
+
+check_journeys() {  # check_journeys LOG
+  local log="$1"
+  check "$log" "⚠ waiting for your approval: a new agent 'monday-notion-updates" \
+    "1. a problem in plain words becomes an agent draft that waits for approval"
+  check "$log" "It runs every monday at 9am. It reads from notion. It sends the result to the team channel." \
+    "2. later answers fill in the draft"
+  check "$log" "← create_agent ok" "2. \"yes\" creates the agent"
+  check "$log" "→ list_agents {}  (read)" "3. \"list my agents\" lists them"
+  check "$log" "Done: 'invoice-chaser' ran (succeeded)." "3. \"run the first one\" runs the first agent after a yes"
+  check "$log" "risk:     high — deletes data that cannot be recovered" "4. a delete waits for approval as a high risk"
+  check "$log" "Nothing was changed." "4. \"cancel\" leaves everything as it was"
+  check "$log" "omniforge: Which agent should I run?" "5. an unclear request gets the user's own agents as options"
+  check "$log" "⚠ waiting for your approval: run 'monday-notion-updates" "5. \"the second one\" picks the second agent"
+  check "$log" "#5 user: yes, do that" "memory keeps the conversation in order"
+  check "$log" "\"secrets_detected\":[\"openai_api_key\"]" "a pasted secret is flagged"
+  check "$log" "times the token appears in the service logs: 0)" "a pasted secret never reaches the logs"
+  check "$log" "error: NOT_FOUND: conversation" "another tenant cannot see the conversation"
+}
+
+# The seeded workspace, read from the executor after both runs: each item
+# once.
+check_seeded_once() {
+  local out="$WORK/seeded.json"
+  local cli=("$BUILD_DIR/bin/omniforge" --executor-server "127.0.0.1:$((OMNIFORGE_PORT_BASE + 3))"
+             --tenant demo --user demo-user tools invoke)
+  {
+    "${cli[@]}" list_agents '{}'
+    "${cli[@]}" list_project_templates '{}'
+    "${cli[@]}" search_projects '{}'
+  } >"$out" 2>/dev/null
+  local name
+  for name in weekly-sales-digest invoice-chaser "Launch checklist" "Website relaunch"; do
+    check_count "$out" "\"name\": \"$name\"," 1 "after two runs the workspace holds $name once"
+  done
+}
+
+echo "== first run (stack on 127.0.0.1:$OMNIFORGE_PORT_BASE, PostgreSQL on :$OMNIFORGE_PG_PORT)"
+run_demo "$WORK/run1.log"
+check "$WORK/run1.log" "created an API key for the demo user" "the first run creates the demo key"
+check_journeys "$WORK/run1.log"
+for agent in weekly-sales-digest invoice-chaser; do
+  check_count "$WORK/run1.log" "  agent: $agent" 1 "the workspace is seeded with $agent"
+done
+
+echo "== second run, on the running stack"
+run_demo "$WORK/run2.log"
+check "$WORK/run2.log" "orchestrator already running" "the second run reuses the running stack"
+check_journeys "$WORK/run2.log"
+for agent in weekly-sales-digest invoice-chaser; do
+  check_count "$WORK/run2.log" "  agent: $agent" 1 "the second run does not seed $agent again"
+done
+
+check_seeded_once
+
+echo "== make down"
+pids=()
+for pidfile in "$OMNIFORGE_STATE_DIR"/run/*.pid; do pids+=("$(cat "$pidfile")"); done
+pids+=("$(head -n 1 "$OMNIFORGE_PG_DIR/data/postmaster.pid")")
+stop_stack || { echo "FAIL stack.sh down failed:"; cat "$WORK/down.log"; exit 1; }
+# A process counts while it runs: an exited one the system has not reaped
+# yet (a zombie) does not.
+running() {
+  local state
+  state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2>/dev/null || true)
+  [[ -n "$state" && "$state" != Z && "$state" != X ]]
+}
+left=()
+for _ in $(seq 1 50); do
+  left=()
+  for pid in "${pids[@]}"; do
+    if running "$pid"; then left+=("$pid"); fi
+  done
+  # Anything else started from this stack's directories (PostgreSQL's
+  # workers name its data directory).
+  while read -r pid; do
+    if running "$pid"; then left+=("$pid"); fi
+  done < <(pgrep -f "$WORK" || true)
+  ((${#left[@]} == 0)) && break
+  sleep 0.1
+done
+if ((${#left[@]} == 0)); then
+  echo "ok   down stopped the ${#pids[@]} processes it started (4 services, PostgreSQL) and nothing is left"
+else
+  echo "FAIL processes left after down: ${left[*]}"
+  ps -o pid,args -p "$(IFS=,; echo "${left[*]}")" || true
+  failures=$((failures + 1))
+fi
+
+if ((failures > 0)); then
+  echo "$failures checks failed"
+  exit 1
+fi
+echo "all checks passed"

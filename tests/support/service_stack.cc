@@ -1,0 +1,34 @@
+#include "tests/support/service_stack.h"
+
+namespace omniforge::testing {
+namespace {
+
+// The encryption master key of test stacks (64 hex digits; test data only).
+constexpr char kTestMasterKey[] =
+    "4f6d6e69666f7267652d746573742d6d61737465722d6b65792d303030303030";
+
+}  // namespace
+
+std::optional<std::string> ServiceStack::Start(const std::string& dsn,
+                                               const std::string& api_keys_file) {
+  const std::string database = "OMNIFORGE_DATABASE_DSN=" + dsn;
+  if (auto error = conversation_.Start(
+          {database, std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kTestMasterKey})) {
+    return error;
+  }
+  if (auto error = intent_.Start({})) return error;
+  if (auto error = executor_.Start({database})) return error;
+  return orchestrator_.Start({"OMNIFORGE_AUTH_API_KEYS_FILE=" + api_keys_file,
+                              "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation_.address(),
+                              "OMNIFORGE_DOWNSTREAM_INTENT=" + intent_.address(),
+                              "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor_.address()});
+}
+
+ServiceStack::~ServiceStack() {
+  // Callers first, so no call in flight meets a stopped downstream.
+  for (ServerProcess* process : {&orchestrator_, &executor_, &intent_, &conversation_}) {
+    process->Stop();
+  }
+}
+
+}  // namespace omniforge::testing

@@ -1,0 +1,47 @@
+// The four omniforge services in local mode on free loopback ports, over one
+// test database, with an API key file: what a client of the public chat API
+// talks to. Stopped (orchestrator first) when destroyed.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "tests/support/server_process.h"
+
+namespace omniforge::testing {
+
+struct ServiceBinaries {
+  std::string conversation;
+  std::string intent;
+  std::string executor;
+  std::string orchestrator;
+};
+
+class ServiceStack final {
+ public:
+  explicit ServiceStack(const ServiceBinaries& binaries)
+      : conversation_(binaries.conversation),
+        intent_(binaries.intent),
+        executor_(binaries.executor),
+        orchestrator_(binaries.orchestrator) {}
+  ~ServiceStack();
+  ServiceStack(const ServiceStack&) = delete;
+  ServiceStack& operator=(const ServiceStack&) = delete;
+
+  // Starts the services on database `dsn` with the orchestrator's keys from
+  // `api_keys_file`. Returns the first service's error (with its log).
+  std::optional<std::string> Start(const std::string& dsn, const std::string& api_keys_file);
+
+  ServerProcess& conversation() { return conversation_; }
+  ServerProcess& intent() { return intent_; }
+  ServerProcess& executor() { return executor_; }
+  ServerProcess& orchestrator() { return orchestrator_; }
+
+ private:
+  ServerProcess conversation_;
+  ServerProcess intent_;
+  ServerProcess executor_;
+  ServerProcess orchestrator_;
+};
+
+}  // namespace omniforge::testing
