@@ -91,7 +91,7 @@ void MemoryConversationRepository::AppendMessage(const core::Identity& who, NewM
       if (!in.idempotency_key.empty()) s->by_key[in.idempotency_key] = s->messages.size();
       s->messages.push_back(m);
       s->conversation.message_count = m.seq;
-      s->conversation.updated_at = m.created_at;
+      if (StartsTurn(m.role)) s->conversation.updated_at = m.created_at;
       result = AppendResult{std::move(m), false};
     }
   }

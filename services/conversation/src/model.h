@@ -34,6 +34,11 @@ enum class DialogueStatus : int {
 inline bool IsKnownRole(int value) {
   return value >= static_cast<int>(Role::kUser) && value <= static_cast<int>(Role::kExecutor);
 }
+// Messages from the side that starts a turn (the user in a chat, the
+// planner in an agent dialogue) move the conversation's activity time; the
+// replies that follow them within seconds do not, so a turn writes the
+// conversation row once. conversation.append_message* in SQL say the same.
+inline bool StartsTurn(Role role) { return role == Role::kUser || role == Role::kPlanner; }
 inline bool IsKnownKind(int value) {
   return value >= static_cast<int>(ConversationKind::kChat) &&
          value <= static_cast<int>(ConversationKind::kAgentDialogue);
@@ -57,7 +62,7 @@ struct Conversation {
   int64_t message_count = 0;
   DialogueStatus status = DialogueStatus::kNone;  // kActive.. for agent dialogues
   Micros created_at = 0;
-  Micros updated_at = 0;
+  Micros updated_at = 0;  // the newest message that started a turn, or creation
 };
 
 struct Message {

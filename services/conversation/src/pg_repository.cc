@@ -17,7 +17,7 @@ namespace {
 
 constexpr char kConversationColumns[] =
     "id::text, user_id, kind, COALESCE(parent_id::text, ''), key_id, title, metadata::text,"
-    " last_seq, (extract(epoch FROM created_at) * 1000000)::bigint,"
+    " conversation.newest_seq(tenant_id, id), (extract(epoch FROM created_at) * 1000000)::bigint,"
     " (extract(epoch FROM updated_at) * 1000000)::bigint, COALESCE(status, 0)";
 // SQL turning a microseconds-since-epoch expression into a timestamptz.
 std::string MicrosToTimestamp(const std::string& micros) {

@@ -131,24 +131,77 @@ TEST_F(PgRepositoryTest, AppendAndListMessagesWithMetadata) {
   auto conversation = logic_->Get(kAlice, c.id);
   ASSERT_TRUE(conversation.ok());
   EXPECT_EQ(conversation->message_count, 2);
-  EXPECT_GE(conversation->updated_at, second->message.created_at);
+  // The user's message started the turn; the reply does not move the
+  // conversation's activity time.
+  EXPECT_EQ(conversation->updated_at, first->message.created_at);
 }
 
 TEST_F(PgRepositoryTest, ListingIsMostRecentlyActiveFirstAcrossPages) {
   const core::Identity carol{"acme", "carol"};
   std::vector<std::string> ids;
   for (int i = 0; i < 5; ++i) ids.push_back(NewChat(carol, "c" + std::to_string(i)).id);
-  // Activity in c1 moves it to the top.
+  auto listed = [&] {
+    std::vector<std::string> seen;
+    std::string token;
+    do {
+      auto page = logic_->List(carol, "", 2, token);
+      EXPECT_TRUE(page.ok()) << page.status();
+      if (!page.ok()) break;
+      for (const auto& c : page->conversations) seen.push_back(c.id);
+      token = page->next_page_token;
+    } while (!token.empty());
+    return seen;
+  };
+  // A user's message in c1 moves it to the top.
   ASSERT_TRUE(Append(carol, {ids[1], 1, "bump", "", ""}).ok());
-  std::vector<std::string> seen;
-  std::string token;
-  do {
-    auto page = logic_->List(carol, "", 2, token);
-    ASSERT_TRUE(page.ok()) << page.status();
-    for (const auto& c : page->conversations) seen.push_back(c.id);
-    token = page->next_page_token;
-  } while (!token.empty());
-  EXPECT_EQ(seen, (std::vector<std::string>{ids[1], ids[4], ids[3], ids[2], ids[0]}));
+  EXPECT_EQ(listed(), (std::vector<std::string>{ids[1], ids[4], ids[3], ids[2], ids[0]}));
+  // Replies (assistant, tool) do not; a user's message does, also when they
+  // arrive together and are written in one batch.
+  std::vector<std::thread> writers;
+  std::atomic<int> stored{0};
+  for (const auto& [id, role] : std::vector<std::pair<std::string, int>>{
+           {ids[3], 2}, {ids[2], 4}, {ids[0], 1}, {ids[4], 2}}) {
+    writers.emplace_back([&, id, role] {
+      if (Append(carol, {id, role, "later", "", ""}).ok()) ++stored;
+    });
+  }
+  for (auto& w : writers) w.join();
+  ASSERT_EQ(stored.load(), 4);
+  EXPECT_EQ(listed(), (std::vector<std::string>{ids[0], ids[1], ids[4], ids[3], ids[2]}));
+}
+
+// Instances of the previous release write batches with the JSON function
+// while a rolling update replaces them: its seqs continue the same sequence.
+TEST_F(PgRepositoryTest, ThePreviousReleasesBatchCallContinuesTheSameSequence) {
+  Conversation c = NewChat(kAlice);
+  ASSERT_TRUE(Append(kAlice, {c.id, 1, "first", "", ""}).ok());
+  const std::string items = nlohmann::json::array({
+      {{"o", 7}, {"tenant", kAlice.tenant_id}, {"u", kAlice.user_id}, {"c", c.id},
+       {"i", core::NewUuid()}, {"r", 1}, {"k", 1}, {"b", "AAEC"}, {"t", 3}, {"m", {{"a", 1}}},
+       {"ik", nullptr}, {"at", 1700000000000000}},
+      {{"o", 9}, {"tenant", kAlice.tenant_id}, {"u", "mallory"}, {"c", c.id},
+       {"i", core::NewUuid()}, {"r", 1}, {"k", 1}, {"b", "AAEC"}, {"t", 3}, {"m", nlohmann::json::object()},
+       {"ik", nullptr}, {"at", 1700000000000000}},
+      {{"o", 8}, {"tenant", kAlice.tenant_id}, {"u", kAlice.user_id}, {"c", c.id},
+       {"i", core::NewUuid()}, {"r", 2}, {"k", 1}, {"b", "AAEC"}, {"t", 3}, {"m", nlohmann::json::object()},
+       {"ik", "retry-1"}, {"at", 1700000000000000}}}).dump();
+  pqxx::connection conn(db_->dsn());
+  pqxx::work tx(conn);
+  pqxx::result rows = tx.exec_params(
+      "SELECT ord, outcome, seq FROM conversation.append_messages($1::jsonb) ORDER BY ord", items);
+  tx.commit();
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0][0].as<int>(), 7);
+  EXPECT_EQ(rows[0][1].as<std::string>(), "stored");
+  EXPECT_EQ(rows[0][2].as<int64_t>(), 2);
+  EXPECT_EQ(rows[1][0].as<int>(), 8);
+  EXPECT_EQ(rows[1][1].as<std::string>(), "stored");
+  EXPECT_EQ(rows[1][2].as<int64_t>(), 3);
+  EXPECT_EQ(rows[2][0].as<int>(), 9);  // another user's conversation
+  EXPECT_EQ(rows[2][1].as<std::string>(), "not_found");
+  auto next = Append(kAlice, {c.id, 1, "after the update", "", ""});
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(next->message.seq, 4);
 }
 
 TEST_F(PgRepositoryTest, IdempotentRetriesReturnTheOriginal) {

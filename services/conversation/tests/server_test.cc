@@ -96,9 +96,11 @@ class ConversationServerTest : public ::testing::Test {
     database_ = nullptr;
   }
 
-  void SetUp() override {
+  void SetUp() override { StartServer({}); }
+
+  void StartServer(std::vector<std::string> extra_env) {
     server_ = std::make_unique<ServerProcess>(OMNIFORGE_CONVERSATION_BIN);
-    const auto error = server_->Start(ServerEnv(database_->dsn()));
+    const auto error = server_->Start(ServerEnv(database_->dsn(), std::move(extra_env)));
     ASSERT_FALSE(error.has_value()) << *error;
     channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
     stub_ = pb::ConversationService::NewStub(channel_);
@@ -622,6 +624,11 @@ struct DrainCall {
 
 TEST_F(ConversationServerTest, SigtermDrainsInFlightAppends) {
   constexpr int kCalls = 200;
+  // Batches of four: the burst takes dozens of commits, so calls are still
+  // queued or being written when SIGTERM arrives, however fast the machine.
+  // (With the default batch size one commit can take the whole burst.)
+  ASSERT_TRUE(StopServer().has_value());
+  StartServer({"OMNIFORGE_APPEND_MAX_BATCH=4"});
   const core::Identity alice = FreshUser();
   const std::string id = Create(alice, "drain").id();
   ASSERT_FALSE(id.empty());
