@@ -339,4 +339,34 @@ bool ScanJson(std::string_view text, Handler& handler, std::string& scratch) {
   return json_scan_internal::Scanner<Handler>(text, handler, scratch).Run();
 }
 
+namespace json_scan_internal {
+
+// A handler that takes everything: ScanJson with it only checks the text.
+struct AcceptAll {
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(int64_t) { return true; }
+  bool number_unsigned(uint64_t) { return true; }
+  bool number_float(double, const std::string&) { return true; }
+  bool string(std::string&) { return true; }
+  bool key(std::string&) { return true; }
+  bool start_object(size_t) { return true; }
+  bool end_object() { return true; }
+  bool start_array(size_t) { return true; }
+  bool end_array() { return true; }
+};
+
+}  // namespace json_scan_internal
+
+// Whether `text` is one JSON object, checked without building a document:
+// true means a full parser accepts it. false means it is not, or that it
+// is one the scanner declines (see above), which a full parser must judge.
+inline bool ScansAsJsonObject(std::string_view text) {
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || text[first] != '{') return false;
+  json_scan_internal::AcceptAll accept;
+  std::string scratch;
+  return ScanJson(text, accept, scratch);
+}
+
 }  // namespace omniforge::llm::wire_internal

@@ -151,6 +151,17 @@ TEST(JsonScanTest, LeavesValidTextItDoesNotConvertToAFullParser) {
   EXPECT_TRUE(Scan(std::string(kMaxJsonScanDepth, '[') + std::string(kMaxJsonScanDepth, ']')));
 }
 
+TEST(JsonScanTest, TellsAJsonObjectFromEverythingElse) {
+  EXPECT_TRUE(ScansAsJsonObject(R"({"type":"object","properties":{"a":{"enum":[1,2.5,null]}}})"));
+  EXPECT_TRUE(ScansAsJsonObject(" \n{}\t"));
+  for (const char* other : {"", "   ", "[]", "\"{}\"", "{", "{} {}", "{\"a\":}", "{'a':1}",
+                            "{\"a\":\"\xff\"}", "nul"}) {
+    EXPECT_FALSE(ScansAsJsonObject(other)) << other;
+    EXPECT_FALSE(nlohmann::json::accept(other) && nlohmann::json::parse(other).is_object())
+        << other;
+  }
+}
+
 // Every text one edit away from a real chunk: wherever the scanner accepts,
 // nlohmann's parser accepts and reads the same value.
 TEST(JsonScanTest, NeverAcceptsWhatAParserRejectsNearARealChunk) {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/llm/errors.h"
+#include "libs/llm/json_scan.h"
 #include "libs/llm/openai_chunk_reader.h"
 #include "libs/llm/wire_json.h"
 
@@ -16,6 +17,7 @@ using wire_internal::Json;
 using wire_internal::JsonObjectFromText;
 using wire_internal::Member;
 using wire_internal::ParseJson;
+using wire_internal::ScansAsJsonObject;
 using wire_internal::StringMember;
 
 Json EncodeMessage(const ChatMessage& message) {
@@ -111,23 +113,34 @@ absl::StatusOr<std::string> EncodeOpenAiRequest(const ChatRequest& request, bool
   Json messages = Json::array();
   for (const ChatMessage& message : request.messages) messages.push_back(EncodeMessage(message));
   body["messages"] = std::move(messages);
+  // The tools go in as text: their schemas are JSON already, and a planner
+  // offers the whole catalog on every call, so parsing each schema into a
+  // document only to write it out again was most of the encoding's work.
+  std::string tools;
   if (!request.tools.empty()) {
-    Json tools = Json::array();
+    tools = ",\"tools\":[";
     for (const ToolSpec& tool : request.tools) {
-      Json function = {{"name", tool.name}};
-      if (!tool.description.empty()) function["description"] = tool.description;
-      if (!tool.parameters_schema.empty()) {
-        absl::StatusOr<Json> schema = JsonObjectFromText(
-            tool.parameters_schema, absl::StrCat("parameters of tool \"", tool.name, "\""));
-        if (!schema.ok()) return schema.status();
-        function["parameters"] = *std::move(schema);
+      if (tools.back() != '[') tools += ',';
+      absl::StrAppend(&tools, R"({"type":"function","function":{"name":)", DumpJson(tool.name));
+      if (!tool.description.empty()) {
+        absl::StrAppend(&tools, ",\"description\":", DumpJson(tool.description));
       }
-      tools.push_back({{"type", "function"}, {"function", std::move(function)}});
+      if (!tool.parameters_schema.empty()) {
+        const std::string& schema = tool.parameters_schema;
+        if (!ScansAsJsonObject(schema)) {
+          absl::StatusOr<Json> parsed = JsonObjectFromText(
+              schema, absl::StrCat("parameters of tool \"", tool.name, "\""));
+          if (!parsed.ok()) return parsed.status();
+          absl::StrAppend(&tools, ",\"parameters\":", DumpJson(*parsed), "}}");
+          continue;
+        }
+        absl::StrAppend(&tools, ",\"parameters\":", schema);
+      }
+      tools += "}}";
     }
-    body["tools"] = std::move(tools);
     absl::StatusOr<Json> choice = EncodeToolChoice(request);
     if (!choice.ok()) return choice.status();
-    body["tool_choice"] = *std::move(choice);
+    absl::StrAppend(&tools, "],\"tool_choice\":", DumpJson(*choice));
   } else if (request.tool_choice.mode == ToolChoiceMode::kRequired ||
              request.tool_choice.mode == ToolChoiceMode::kNamed) {
     return LlmError(LlmErrorKind::kInvalidRequest, "tool_choice requires a tool, none is offered");
@@ -152,7 +165,9 @@ absl::StatusOr<std::string> EncodeOpenAiRequest(const ChatRequest& request, bool
     body["stream"] = true;
     body["stream_options"] = {{"include_usage", true}};
   }
-  return DumpJson(body);
+  std::string text = DumpJson(body);
+  text.insert(text.size() - 1, tools);  // before the object's closing brace
+  return text;
 }
 
 absl::StatusOr<ChatResponse> DecodeOpenAiResponse(std::string_view body) {

@@ -98,6 +98,28 @@ TEST(OpenAiEncodeTest, SchemaKeyOrderIsKept) {
   EXPECT_THAT(*body, HasSubstr(R"("parameters":{"type":"object","properties":{"z":{},"a":{}}})"));
 }
 
+TEST(OpenAiEncodeTest, EveryToolOfACatalogGoesOutWithItsSchema) {
+  ChatRequest request = WeatherRequest();
+  // A schema the fast check leaves to the full parser (an integer beyond
+  // 64 bits, nesting deeper than it follows) is still sent, as the parser
+  // writes it.
+  std::string deep = R"({"type":"object","x":)";
+  for (int i = 0; i < 70; ++i) deep += "[";
+  for (int i = 0; i < 70; ++i) deep += "]";
+  deep += "}";
+  request.tools.push_back({.name = "huge", .parameters_schema = R"({"maximum":123456789012345678901234})"});
+  request.tools.push_back({.name = "deep", .description = "nested \"quotes\"", .parameters_schema = deep});
+  request.tools.push_back({.name = "bare"});
+  const Json body = Encode(request);
+  ASSERT_EQ(body["tools"].size(), 4u);
+  EXPECT_EQ(body["tools"][0]["function"]["parameters"]["required"], Json::array({"city"}));
+  EXPECT_EQ(body["tools"][1]["function"]["parameters"], Json::parse(R"({"maximum":123456789012345678901234})"));
+  EXPECT_EQ(body["tools"][2]["function"]["description"], "nested \"quotes\"");
+  EXPECT_EQ(body["tools"][2]["function"]["parameters"], Json::parse(deep));
+  EXPECT_EQ(body["tools"][3], Json::parse(R"({"type":"function","function":{"name":"bare"}})"));
+  EXPECT_EQ(body["tool_choice"], "auto");
+}
+
 TEST(OpenAiEncodeTest, ToolChoiceVariants) {
   ChatRequest request = WeatherRequest();
   request.tool_choice = {ToolChoiceMode::kNone};
@@ -119,6 +141,14 @@ TEST(OpenAiEncodeTest, InvalidToolSetupsAreRejected) {
   request.tools[0].parameters_schema = "{not json";
   EXPECT_EQ(ErrorKindOf(EncodeOpenAiRequest(request, false).status()),
             LlmErrorKind::kInvalidRequest);
+  for (const char* not_an_object : {R"(["type","object"])", R"({"type":"object"} trailing)",
+                                    "{\"a\":\"\xC3\x28\"}"}) {
+    request = WeatherRequest();
+    request.tools[0].parameters_schema = not_an_object;
+    EXPECT_EQ(ErrorKindOf(EncodeOpenAiRequest(request, false).status()),
+              LlmErrorKind::kInvalidRequest)
+        << not_an_object;
+  }
 
   request = WeatherRequest();
   request.tools.clear();
