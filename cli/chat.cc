@@ -11,7 +11,6 @@
 #include <thread>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/strip.h"
 #include "cli/chat_view.h"
 #include "cli/rpc_error.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"

@@ -240,6 +240,16 @@ TEST_F(CliEndToEndTest, ATerminalGetsColourAndTheSpinnerUnlessNoColorIsSet) {
   EXPECT_THAT(plain.out, HasSubstr("· thinking: Reading what you asked"));
 }
 
+TEST_F(CliEndToEndTest, OnATerminalTheSessionPromptsAndSaysHowToResume) {
+  const testing::CommandResult run = testing::RunInTerminal(
+      Chat(false, {}), {"TERM=xterm-256color", "NO_COLOR=1"}, "list my agents\n\x04");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_THAT(run.out, HasSubstr("omniforge chat: one message per line"));
+  EXPECT_THAT(run.out, HasSubstr("you> "));
+  EXPECT_THAT(run.out, HasSubstr("· done in "));
+  EXPECT_THAT(run.out, HasSubstr("resume it with: omniforge chat --conversation "));
+}
+
 TEST_F(CliEndToEndTest, ARiskyActionShowsWhatWhoAndTheRiskThenCancelKeepsEverything) {
   const testing::CommandResult seeded = testing::RunCommand(Cli(
       {"tools", "invoke", "create_agent",

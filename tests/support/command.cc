@@ -114,7 +114,7 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const std::string
 }
 
 CommandResult RunInTerminal(const std::vector<std::string>& argv,
-                            const std::vector<std::string>& env) {
+                            const std::vector<std::string>& env, const std::string& input) {
   CommandResult result;
   const ExecArgs exec(argv, env);
   int terminal = -1;
@@ -125,6 +125,11 @@ CommandResult RunInTerminal(const std::vector<std::string>& argv,
     return result;
   }
   if (pid == 0) ExecChild(exec, parent);
+  // The terminal keeps what is typed until the program reads it.
+  if (!input.empty() &&
+      write(terminal, input.data(), input.size()) != static_cast<ssize_t>(input.size())) {
+    result.err = std::string("typing into the terminal: ") + std::strerror(errno);
+  }
   // Reading ends with EIO once the program closed its side of the terminal.
   char buffer[4096];
   for (;;) {

@@ -20,8 +20,11 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const std::string
                          const std::vector<std::string>& env = {});
 
 // The same with standard input, output and error on a new pseudo-terminal,
-// as in an interactive shell (the terminal turns "\n" into "\r\n").
+// as in an interactive shell: `input` is typed in at once (the terminal
+// echoes it and turns "\n" into "\r\n"; "\x04" at the start of a line is
+// end of input).
 CommandResult RunInTerminal(const std::vector<std::string>& argv,
-                            const std::vector<std::string>& env = {});
+                            const std::vector<std::string>& env = {},
+                            const std::string& input = "");
 
 }  // namespace omniforge::testing
