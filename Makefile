@@ -35,7 +35,7 @@ help:
 	@echo "  configure  deps + cmake configure into \$$BUILD_DIR (only when needed)"
 	@echo "  build      configure + compile everything"
 	@echo "  test       build + run all tests with ctest"
-	@echo "  run        build + start the service locally (scripts/run.sh)"
+	@echo "  run        build + start the local stack and walk the demo conversations (scripts/run.sh)"
 	@echo "  up         build + start the whole stack (scripts/stack.sh up)"
 	@echo "  down       stop the whole stack (scripts/stack.sh down)"
 	@echo "  bench      build + run the benchmarks (scripts/bench.sh)"
