@@ -17,6 +17,9 @@ export OMNIFORGE_TEST_PG_DSN="host=127.0.0.1 port=55434 user=omniforge dbname=po
 # the fake provider, then the local policy.
 "$BUILD_DIR/bin/chat_bench"
 "$BUILD_DIR/bin/chat_bench" --mode local
+# The plan engine: a 6-step plan of 3 branches over the executor binary
+# (its agents on the fake provider), wall time against the steps' sum.
+"$BUILD_DIR/bin/plan_bench"
 # The LLM client against the fake provider (no database).
 "$BUILD_DIR/bin/llm_bench"
 # Intent analysis over loopback gRPC: accuracy on the dev split and the
