@@ -6,7 +6,10 @@
 // Serves omniforge.orchestrator.v1.ChatService. Callers authenticate with an
 // API key from the key file (`auth.api_keys_file`); `keys create` makes a new
 // key and prints the line to add to that file. Without an LLM configured,
-// turns are planned by the local policy (local mode).
+// turns are planned by the local policy (local mode). With database.dsn,
+// flows (context boxes), turn errors and model-call usage are stored in
+// schema orchestration; without it, context boxes ride in the routing
+// metadata of the conversation and nothing else is stored.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -23,6 +26,8 @@
 #include "libs/pg/settings.h"
 #include "services/orchestrator/src/chat_service.h"
 #include "services/orchestrator/src/grpc_downstream.h"
+#include "services/orchestrator/src/pg_error_log.h"
+#include "services/orchestrator/src/pg_flow_store.h"
 #include "services/orchestrator/src/usage_recorder.h"
 
 namespace omniforge::pg {
@@ -44,7 +49,8 @@ struct Settings {
   TurnOptions turn;
   std::string planner_profile;
   llm::LlmConfig llm;
-  // Where model-call usage is recorded; an empty dsn records nothing.
+  // Schema orchestration (flows, turn errors, model-call usage); an empty
+  // dsn stores nothing there.
   pg::DatabaseSettings database;
 };
 
@@ -91,8 +97,10 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   std::unique_ptr<Understanding> understanding = MakeGrpcUnderstanding(s.downstream.intent);
   std::unique_ptr<Tools> tools = MakeGrpcTools(s.downstream.executor);
   std::unique_ptr<pg::PgPool> pool;
+  std::unique_ptr<PgFlowStore> flows;
+  std::unique_ptr<PgErrorLog> errors;
   std::shared_ptr<PgUsageRecorder> usage;  // before the client: it outlives its calls
-  if (s.llm.enabled() && !s.database.pool.dsn.empty()) {
+  if (!s.database.pool.dsn.empty()) {
     if (s.database.migrate_on_start) {
       auto applied =
           pg::ApplyMigrations(s.database.migrate_dsn, "orchestrator", pg::OrchestratorMigrations());
@@ -105,10 +113,17 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
         !status.ok()) {
       return status;
     }
-    usage = std::make_shared<PgUsageRecorder>(*pool);
-    core::LogInfo("model calls are recorded in orchestration.llm_usage");
-  } else if (s.llm.enabled()) {
-    core::LogWarn("model calls are not recorded: database.dsn is empty");
+    flows = std::make_unique<PgFlowStore>(*pool);
+    errors = std::make_unique<PgErrorLog>(*pool);
+    core::LogInfo("flows are kept in orchestration.flows, turn errors in orchestration.error_log");
+    if (s.llm.enabled()) {
+      usage = std::make_shared<PgUsageRecorder>(*pool);
+      core::LogInfo("model calls are recorded in orchestration.llm_usage");
+    }
+  } else {
+    core::LogWarn(
+        "database.dsn is empty: context boxes ride in the routing metadata; turn errors and "
+        "model calls are not recorded");
   }
   std::unique_ptr<llm::LlmClient> client;
   std::unique_ptr<llm::ChatModel> planner;
@@ -125,7 +140,8 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   } else {
     core::LogInfo("local mode: turns are planned by the local policy");
   }
-  TurnRunner runner(*memory, *understanding, *tools, s.turn, planner.get());
+  TurnRunner runner(*memory, *understanding, *tools, s.turn, planner.get(), flows.get(),
+                    errors.get());
   core::ThreadPool workers(s.worker_threads, 4096);
   ChatGrpcService service(*keys, runner, *memory, workers);
 

@@ -109,14 +109,16 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
  public:
   explicit TurnStream(RunningTurns& running) : running_(running), scope_("StreamChat") {}
 
-  // Starts the turn, bounded by `deadline` (the client's); the reactor
-  // deletes itself when the call is done.
+  // Starts the turn, bounded by `deadline` (the client's), suspending the
+  // turn `interrupted` controls (if any); the reactor deletes itself when
+  // the call is done.
   void Start(const core::Identity& who, pb::StreamChatRequest request, int64_t deadline,
-             const TurnRunner& runner, core::ThreadPool& workers) {
+             const TurnRunner& runner, core::ThreadPool& workers,
+             RunningTurns::Control interrupted) {
     who_ = who;
-    auto task = [this, request = std::move(request), deadline, &runner] {
-      absl::Status status = runner.Run(
-          who_, request, [this] { return cancelled_->load(); }, *this, deadline);
+    auto task = [this, request = std::move(request), deadline, &runner,
+                 interrupted = std::move(interrupted)] {
+      absl::Status status = runner.Run(who_, request, *control_, *this, deadline, interrupted);
       TurnEnded(status);
     };
     if (!workers.Submit(task)) {
@@ -128,7 +130,7 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
     if (event.has_session()) {
       turn_key_ = RunningTurns::Key(who_, event.session().conversation_id());
       turn_id_ = event.session().turn_id();
-      running_.Add(turn_key_, turn_id_, cancelled_);
+      running_.Add(turn_key_, turn_id_, control_);
     }
     grpc::ByteBuffer buffer;
     bool own = false;
@@ -149,7 +151,7 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
     if (!ok) {
       // The client is gone: stop the turn and drop what is left.
       broken_ = true;
-      cancelled_->store(true);
+      control_->Cancel();
       queue_.clear();
     }
     drained_.notify_all();
@@ -162,7 +164,7 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
     MaybeFinish(lock);
   }
 
-  void OnCancel() override { cancelled_->store(true); }
+  void OnCancel() override { control_->Cancel(); }
 
   void OnDone() override {
     if (!turn_key_.empty()) running_.Remove(turn_key_, turn_id_);
@@ -190,7 +192,7 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
   RunningTurns& running_;
   core::RpcScope scope_;
   core::Identity who_;
-  RunningTurns::Flag cancelled_ = std::make_shared<std::atomic<bool>>(false);
+  RunningTurns::Control control_ = std::make_shared<TurnControl>();
   std::string turn_key_;  // set by the session event, on the turn's thread
   std::string turn_id_;
 
@@ -206,9 +208,9 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
 
 }  // namespace
 
-void RunningTurns::Add(const std::string& key, const std::string& turn_id, Flag flag) {
+void RunningTurns::Add(const std::string& key, const std::string& turn_id, Control control) {
   std::lock_guard<std::mutex> lock(mu_);
-  turns_.emplace(key, std::make_pair(turn_id, std::move(flag)));
+  turns_.emplace(key, std::make_pair(turn_id, std::move(control)));
 }
 
 void RunningTurns::Remove(const std::string& key, const std::string& turn_id) {
@@ -228,11 +230,23 @@ bool RunningTurns::Cancel(const std::string& key, const std::string& turn_id) {
   auto [begin, end] = turns_.equal_range(key);
   for (auto it = begin; it != end; ++it) {
     if (turn_id.empty() || it->second.first == turn_id) {
-      it->second.second->store(true);
+      it->second.second->Cancel();
       any = true;
     }
   }
   return any;
+}
+
+RunningTurns::Control RunningTurns::Suspend(const std::string& key, const std::string& turn_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Control newest;
+  auto [begin, end] = turns_.equal_range(key);
+  for (auto it = begin; it != end; ++it) {
+    if (!turn_id.empty() && it->second.first == turn_id) continue;
+    it->second.second->RequestSuspend();
+    newest = it->second.second;  // equal keys keep their insertion order
+  }
+  return newest;
 }
 
 std::string RunningTurns::Key(const core::Identity& who, const std::string& conversation_id) {
@@ -261,7 +275,14 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
   auto* stream = new TurnStream(running_);
   // The client's deadline bounds the turn (the turn's own timeout caps it).
   const int64_t deadline = DeadlineMicros(*context, kMaxTurnMicros);
-  stream->Start(*who, std::move(request), deadline, runner_, workers_);
+  // A turn still running on this conversation is suspended for this one.
+  // Valid requests only: one that fails validation changes nothing.
+  RunningTurns::Control interrupted;
+  if (!request.conversation_id().empty() && ValidateStreamChatRequest(request).ok()) {
+    interrupted =
+        running_.Suspend(RunningTurns::Key(*who, request.conversation_id()), request.turn_id());
+  }
+  stream->Start(*who, std::move(request), deadline, runner_, workers_, std::move(interrupted));
   return stream;
 }
 

@@ -5,7 +5,6 @@
 // the conversation service with the caller's identity.
 #pragma once
 
-#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,21 +23,25 @@ using RawChatService = pb::ChatService::WithRawCallbackMethod_StreamChat<
             pb::ChatService::WithRawCallbackMethod_GetConversation<
                 pb::ChatService::WithRawCallbackMethod_ListMessages<pb::ChatService::Service>>>>>;
 
-// The turns running now, so that CancelTurn can reach them. Thread-safe.
+// The turns running now in this process, so that CancelTurn and a newer
+// message on the same conversation can reach them. Thread-safe.
 class RunningTurns final {
  public:
-  using Flag = std::shared_ptr<std::atomic<bool>>;
-  void Add(const std::string& key, const std::string& turn_id, Flag flag);
+  using Control = std::shared_ptr<TurnControl>;
+  void Add(const std::string& key, const std::string& turn_id, Control control);
   void Remove(const std::string& key, const std::string& turn_id);
-  // Sets the flag of the turn (any turn of the conversation when `turn_id`
-  // is empty); false when none runs.
+  // Cancels the turn (any turn of the conversation when `turn_id` is
+  // empty); false when none runs.
   bool Cancel(const std::string& key, const std::string& turn_id);
+  // Asks every turn of the conversation but `turn_id` (a retry of itself) to
+  // suspend; returns the newest one's control, null when none runs.
+  Control Suspend(const std::string& key, const std::string& turn_id);
 
   static std::string Key(const core::Identity& who, const std::string& conversation_id);
 
  private:
   std::mutex mu_;
-  std::multimap<std::string, std::pair<std::string, Flag>> turns_;  // Guarded by mu_.
+  std::multimap<std::string, std::pair<std::string, Control>> turns_;  // Guarded by mu_.
 };
 
 class ChatGrpcService final : public RawChatService {

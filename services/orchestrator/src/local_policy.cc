@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "libs/core/ids.h"
 #include "libs/core/text.h"
+#include "services/intent/src/entities.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -158,9 +159,16 @@ std::string PreviewText(const PendingAction& action) {
          " Shall I go ahead? Say \"yes\", tell me what to change, or \"cancel\".";
 }
 
-Move Clarify(const PolicyInput& in, std::string question, std::vector<std::string> listed = {}) {
+// Clarifying questions asked in a row before this turn.
+int AskedInARow(const PolicyInput& in) { return in.last ? in.last->clarifications : 0; }
+
+bool MayAsk(const PolicyInput& in) { return AskedInARow(in) < in.max_clarifications; }
+
+Move Clarify(const PolicyInput& in, const char* about, std::string question,
+             std::vector<std::string> listed = {}) {
   Move move;
   move.clarifying = true;
+  move.asked = about;
   move.reply = std::move(question);
   move.action_type = in.intent.action_type();
   move.entities.insert(in.intent.entities().begin(), in.intent.entities().end());
@@ -168,9 +176,19 @@ Move Clarify(const PolicyInput& in, std::string question, std::vector<std::strin
   return move;
 }
 
+Move ProposeOnAgent(const PolicyInput& in, const std::string& agent, const std::string& tool);
+
+// The agent the user most likely means when they did not say: the first of
+// the list they were shown, else the first of their agents.
+std::string LikeliestAgent(const PolicyInput& in) {
+  if (in.last && !in.last->listed_agents.empty()) return in.last->listed_agents.front();
+  return in.agents.front().name;
+}
+
 // "Which agent ...?" with the user's agents numbered, so "the first one"
-// answers it.
-Move AskWhichAgent(const PolicyInput& in, const std::string& what) {
+// answers it. Past the clarification cap (or with a single agent), the
+// likeliest agent is taken instead, and the preview lets the user correct it.
+Move AskWhichAgent(const PolicyInput& in, const std::string& what, const std::string& tool) {
   if (in.agents.empty()) {
     Move move;
     move.action_type = in.intent.action_type();
@@ -179,7 +197,14 @@ Move AskWhichAgent(const PolicyInput& in, const std::string& what) {
         "draft one.";
     return move;
   }
-  return Clarify(in, "Which agent should I " + what + "?" + NumberedAgents(in.agents),
+  if (in.agents.size() == 1 || !MayAsk(in)) {
+    const std::string agent = LikeliestAgent(in);
+    Move move = ProposeOnAgent(in, agent, tool);
+    move.entities["agent_name"] = agent;
+    move.reply = "I'll take " + Quoted(agent) + " as the agent you mean. " + move.reply;
+    return move;
+  }
+  return Clarify(in, kAskedAgent, "Which agent should I " + what + "?" + NumberedAgents(in.agents),
                  Names(in.agents));
 }
 
@@ -267,19 +292,38 @@ Move DecideManage(const PolicyInput& in, const std::vector<std::string>& words) 
     move.action_type = intentpb::ACTION_TYPE_MANAGE_PLATFORM;
     return move;
   }
-  if (agent.empty()) return AskWhichAgent(in, verb);
+  if (agent.empty()) return AskWhichAgent(in, verb, tool);
   return ProposeOnAgent(in, agent, tool);
 }
 
 Move DecideUpdate(const PolicyInput& in) {
-  const std::string agent = Entity(in.intent, "agent_name");
-  if (agent.empty()) return AskWhichAgent(in, "change");
+  std::string agent = Entity(in.intent, "agent_name");
+  if (agent.empty()) {
+    if (in.agents.empty() || (in.agents.size() > 1 && MayAsk(in))) {
+      return AskWhichAgent(in, "change", "update_agent");
+    }
+    agent = LikeliestAgent(in);
+  }
   json args = {{"agent", agent}};
   ApplyDraftEntities(in.intent, args);
   if (args.size() == 1) {
-    return Clarify(in, "What should change about " + Quoted(agent) +
-                           "? For example when it runs, where it reads from or who gets "
-                           "the result.");
+    if (!MayAsk(in)) {
+      // Past the cap: show how the agent is set up, so the user can say
+      // what to change without another question.
+      Move move;
+      move.action_type = intentpb::ACTION_TYPE_UPDATE_AGENT;
+      move.entities.insert(in.intent.entities().begin(), in.intent.entities().end());
+      move.entities["agent_name"] = agent;
+      move.reply = "Here is how " + Quoted(agent) + " is set up now; tell me what to change.";
+      move.run.push_back({"get_agent", {{"agent", agent}}});
+      return move;
+    }
+    Move move = Clarify(in, kAskedChange,
+                        "What should change about " + Quoted(agent) +
+                            "? For example when it runs, where it reads from or who gets "
+                            "the result.");
+    move.entities["agent_name"] = agent;
+    return move;
   }
   std::string changes;
   if (args.contains("schedule"))
@@ -453,17 +497,16 @@ Move DecideLocally(const PolicyInput& in) {
   if (std::optional<Move> move = ResolvePending(in, words)) return *std::move(move);
 
   const intentpb::IntentAnalysis& intent = in.intent;
-  const int asked = in.last ? in.last->clarifications : 0;
   const bool unsure =
       intent.is_ambiguous() || intent.action_type() == intentpb::ACTION_TYPE_UNKNOWN;
-  if (unsure && asked < in.max_clarifications) {
+  if (unsure && MayAsk(in)) {
     std::string question = intent.clarifying_question();
     if (question.empty()) {
       question =
           "I didn't catch what you would like me to do. You can ask me to set up a new "
           "agent, to run, change or pause one of yours, or to list them.";
     }
-    return Clarify(in, question);
+    return Clarify(in, kAskedIntent, question);
   }
   intentpb::ActionType action = intent.action_type();
   if (action == intentpb::ACTION_TYPE_UNKNOWN) {
@@ -490,7 +533,7 @@ Move DecideLocally(const PolicyInput& in) {
       } else if (in.agents.empty()) {
         move = ProposeCreateAgent(in);  // no agent can do it yet: draft one
       } else {
-        move = AskWhichAgent(in, "run");
+        move = AskWhichAgent(in, "run", "run_agent");
       }
       break;
     }
@@ -505,6 +548,53 @@ Move DecideLocally(const PolicyInput& in) {
       break;
   }
   return move;
+}
+
+bool AnswerSkipsAnalysis(const Routing& last) {
+  return last.clarifications > 0 &&
+         (last.asked == kAskedAgent || last.asked == kAskedChange || last.asked == kAskedModel);
+}
+
+intentpb::IntentAnalysis AnalysisOfAnswer(const Routing& last, const std::string& answer,
+                                          const std::vector<AgentInfo>& agents) {
+  intentpb::IntentAnalysis analysis;
+  analysis.set_action_type(last.action_type == intentpb::ACTION_TYPE_UNSPECIFIED
+                               ? intentpb::ACTION_TYPE_UNKNOWN
+                               : last.action_type);
+  analysis.set_confidence(1.0f);
+  analysis.set_source(intentpb::INTENT_SOURCE_FAST_PATH);
+  analysis.set_reasoning(
+      "the answer to the clarifying question of the flow; merged in without "
+      "a new analysis");
+  auto& entities = *analysis.mutable_entities();
+  entities.insert(last.entities.begin(), last.entities.end());
+  for (const auto& [key, value] : intent::ExtractEntities(answer)) entities[key] = value;
+  // Which agent: by position in the list the question gave, else by name.
+  std::vector<std::string> names = last.listed_agents;
+  if (names.empty()) names = Names(agents);
+  std::vector<intent::CatalogItem> catalog;
+  for (const AgentInfo& agent : agents) catalog.push_back({agent.name, agent.description});
+  if (std::optional<intent::OrdinalRef> ordinal = intent::FindOrdinal(answer)) {
+    const int at = ordinal->Resolve(static_cast<int>(names.size()), -1);
+    if (at >= 0) {
+      entities["agent_name"] = names[static_cast<size_t>(at)];
+      analysis.set_reference(intentpb::REFERENCE_KIND_ORDINAL);
+    }
+  } else if (std::optional<std::string> named = intent::MatchCatalogItem(answer, catalog)) {
+    entities["agent_name"] = *named;
+  }
+  return analysis;
+}
+
+bool IsResumeRequest(const std::string& message) {
+  const std::vector<std::string> words = Words(message);
+  if (HasPrefix(words, {"continu", "resum"})) return true;
+  const std::string lower = absl::AsciiStrToLower(message);
+  for (const char* phrase : {"go on", "carry on", "keep going", "pick up", "pick it up",
+                             "where you left", "where we left", "back to"}) {
+    if (lower.find(phrase) != std::string::npos) return true;
+  }
+  return false;
 }
 
 std::string DescribeResult(const ToolStep& step, const json& result, bool is_error,

@@ -59,8 +59,9 @@ struct Move {
   std::optional<PendingAction> propose;
   // The reply before tool results (a question, a preview, a template).
   std::string reply;
-  // This turn asks a clarifying question.
+  // This turn asks a clarifying question, about what (kAsked*).
   bool clarifying = false;
+  std::string asked;
   // Routing to store with the reply.
   ::omniforge::intent::v1::ActionType action_type =
       ::omniforge::intent::v1::ACTION_TYPE_UNSPECIFIED;
@@ -69,6 +70,32 @@ struct Move {
 };
 
 Move DecideLocally(const PolicyInput& input);
+
+// What a clarifying question asks for (Move::asked, Routing::asked).
+inline constexpr char kAskedAgent[] = "agent";    // which of the user's agents
+inline constexpr char kAskedChange[] = "change";  // what to change about an agent
+inline constexpr char kAskedIntent[] = "intent";  // what the user wants at all
+inline constexpr char kAskedModel[] = "model";    // the planner model's own question
+
+// True when the last turn asked a question whose answer continues its flow
+// as it is (which agent, what to change, the model's question): the answer
+// is merged in without the intent service. An answer to "what would you
+// like me to do?" is a request of its own and is analysed.
+bool AnswerSkipsAnalysis(const Routing& last);
+
+// The analysis of `answer` to the clarifying question `last` asked, made
+// without the intent service: the flow's action and entities, plus what the
+// answer adds: an agent picked by position in the list the question gave
+// ("the second one") or by name, a schedule, a data source, recipients.
+// Never ambiguous: the answer settles the question, or the flow asks again
+// within the clarification cap and then proceeds on its best reading.
+::omniforge::intent::v1::IntentAnalysis AnalysisOfAnswer(const Routing& last,
+                                                         const std::string& answer,
+                                                         const std::vector<AgentInfo>& agents);
+
+// "continue what you were doing", "go on with that", "resume", "carry on":
+// the user asks to pick up a suspended flow.
+bool IsResumeRequest(const std::string& message);
 
 // The last turn's pending action approved ("yes") or dropped ("cancel"),
 // as DecideLocally would answer it; nullopt for anything else (a revision

@@ -1,6 +1,8 @@
 #include "services/orchestrator/src/model_planner.h"
 
+#include <cctype>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "libs/core/ids.h"
 
@@ -69,6 +71,20 @@ std::string PlannerSystemPrompt(const PlannerRequest& request) {
     }
     prompt += "\n";
   }
+  if (!request.box.empty()) {
+    prompt += "Context box of this task (its goal and where it stands; keep to it):\n" +
+              RenderContextBox(request.box);
+  }
+  if (request.resuming) {
+    prompt +=
+        "RESUMING: a newer message interrupted this task; the user now asked to resume it. "
+        "Carry on from its PROGRESS and NEXT without redoing what is done.\n";
+  }
+  if (request.clarifications >= request.max_clarifications) {
+    prompt += "Do not ask a clarifying question now (" + std::to_string(request.clarifications) +
+              " asked in a row, at most " + std::to_string(request.max_clarifications) +
+              "): proceed with the most likely reading and say briefly what you assumed.\n";
+  }
   if (request.pending) {
     prompt += "Waiting for the user's approval: " + request.pending->tool + " with " +
               request.pending->arguments.dump() +
@@ -105,7 +121,10 @@ PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& reque
       result.iteration_limit = true;
       return result;
     }
-    if (io.Stopped()) return result;
+    if (io.Stopped()) {
+      result.stopped = true;
+      return result;
+    }
     absl::StatusOr<llm::ChatResponse> answer =
         model.Stream(chat, context, [&](const llm::StreamDelta& delta) {
           if (delta.tool_index < 0 && !delta.text.empty()) {
@@ -127,7 +146,14 @@ PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& reque
     result.usage.completion_tokens += answer->usage.completion_tokens;
     result.usage.cached_tokens += answer->usage.cached_tokens;
     result.cost_usd += answer->cost_usd;
-    if (answer->tool_calls.empty()) return result;
+    if (answer->tool_calls.empty()) {
+      std::string_view text = result.text;
+      while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+        text.remove_suffix(1);
+      }
+      result.asked = !result.propose && !text.empty() && text.back() == '?';
+      return result;
+    }
 
     llm::ChatMessage assistant{llm::Role::kAssistant, answer->content, answer->tool_calls, {}};
     chat.messages.push_back(assistant);

@@ -4,7 +4,8 @@
 // tool calls run at once and their results go back into the same session;
 // the first WRITE or HIGH call is not run but drafted for the user's
 // approval, and the session ends there. At most `max_iterations` model
-// calls per turn.
+// calls per turn. The flow's context box is part of the system message, so
+// every call sees the task's goal and state in a few lines.
 //
 // No gRPC and no I/O of its own: the turn supplies a PlannerIo.
 #pragma once
@@ -37,7 +38,8 @@ class PlannerIo {
   // Runs a tool now (its events included); nullopt when a guardrail stopped
   // the turn instead (the error event is already out).
   virtual std::optional<ToolRun> RunTool(const ToolStep& step) = 0;
-  // True once the turn must stop (cancelled, out of time).
+  // True once the turn must stop (cancelled, out of time, suspended by a
+  // newer message).
   virtual bool Stopped() = 0;
 };
 
@@ -50,6 +52,14 @@ struct PlannerRequest {
   std::vector<AgentInfo> agents;
   // A drafted action still waiting for approval, if any.
   std::optional<PendingAction> pending;
+  // The flow's context box.
+  ContextBox box;
+  // Clarifying questions asked in a row before this turn, and the cap: at
+  // the cap the model is told to proceed instead of asking again.
+  int clarifications = 0;
+  int max_clarifications = 2;
+  // The user asked to resume this flow after a newer message suspended it.
+  bool resuming = false;
   std::vector<::omniforge::executor::v1::ToolDescriptor> tools;
   int max_iterations = 10;
   int64_t deadline_micros = 0;
@@ -63,8 +73,12 @@ struct PlannerResult {
   std::string error;
   // The iteration cap was reached.
   bool iteration_limit = false;
-  // The turn was cancelled or ran out of time while the model wrote.
+  // The turn was cancelled, ran out of time or was suspended while the
+  // model wrote.
   bool stopped = false;
+  // The answer ends with a question to the user and drafts nothing: a
+  // clarifying question.
+  bool asked = false;
   std::string text;
   std::optional<PendingAction> propose;
   std::vector<std::string> tools_used;

@@ -11,6 +11,29 @@ std::string StringAt(const nlohmann::json& json, const char* key) {
   return it != json.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+intentpb::ActionType ActionAt(const nlohmann::json& json, const char* key) {
+  intentpb::ActionType action = intentpb::ACTION_TYPE_UNSPECIFIED;
+  return intentpb::ActionType_Parse(StringAt(json, key), &action)
+             ? action
+             : intentpb::ACTION_TYPE_UNSPECIFIED;
+}
+
+std::map<std::string, std::string> EntitiesAt(const nlohmann::json& json, const char* key) {
+  std::map<std::string, std::string> entities;
+  if (auto it = json.find(key); it != json.end() && it->is_object()) {
+    for (const auto& [name, value] : it->items()) {
+      if (value.is_string()) entities[name] = value.get<std::string>();
+    }
+  }
+  return entities;
+}
+
+std::optional<ContextBox> BoxAt(const nlohmann::json& json) {
+  auto it = json.find("context_box");
+  if (it == json.end() || !it->is_object()) return std::nullopt;
+  return ContextBoxFromJson(*it);
+}
+
 }  // namespace
 
 nlohmann::json RoutingToJson(const Routing& routing) {
@@ -30,7 +53,18 @@ nlohmann::json RoutingToJson(const Routing& routing) {
                        {"summary", routing.pending->summary}};
   }
   json["clarifications"] = routing.clarifications;
+  if (!routing.asked.empty()) json["asked"] = routing.asked;
   json["tools_used"] = routing.tools_used;
+  if (routing.box) json["context_box"] = ContextBoxToJson(*routing.box);
+  if (routing.suspended) json["suspended"] = true;
+  if (routing.suspended_flow) {
+    const SuspendedFlow& flow = *routing.suspended_flow;
+    json["suspended_flow"] = {{"flow_id", flow.flow_id},
+                              {"goal", flow.goal},
+                              {"action_type", intentpb::ActionType_Name(flow.action_type)},
+                              {"entities", flow.entities}};
+    if (flow.box) json["suspended_flow"]["context_box"] = ContextBoxToJson(*flow.box);
+  }
   return json;
 }
 
@@ -40,15 +74,8 @@ Routing RoutingFromJson(const nlohmann::json& json) {
   routing.turn_id = StringAt(json, "turn_id");
   routing.flow_id = StringAt(json, "flow_id");
   routing.goal = StringAt(json, "goal");
-  intentpb::ActionType action = intentpb::ACTION_TYPE_UNSPECIFIED;
-  if (intentpb::ActionType_Parse(StringAt(json, "action_type"), &action)) {
-    routing.action_type = action;
-  }
-  if (auto it = json.find("entities"); it != json.end() && it->is_object()) {
-    for (const auto& [key, value] : it->items()) {
-      if (value.is_string()) routing.entities[key] = value.get<std::string>();
-    }
-  }
+  routing.action_type = ActionAt(json, "action_type");
+  routing.entities = EntitiesAt(json, "entities");
   if (auto it = json.find("listed_agents"); it != json.end() && it->is_array()) {
     for (const auto& name : *it) {
       if (name.is_string()) routing.listed_agents.push_back(name.get<std::string>());
@@ -69,10 +96,24 @@ Routing RoutingFromJson(const nlohmann::json& json) {
   if (auto it = json.find("clarifications"); it != json.end() && it->is_number_integer()) {
     routing.clarifications = it->get<int>();
   }
+  routing.asked = StringAt(json, "asked");
   if (auto it = json.find("tools_used"); it != json.end() && it->is_array()) {
     for (const auto& name : *it) {
       if (name.is_string()) routing.tools_used.push_back(name.get<std::string>());
     }
+  }
+  routing.box = BoxAt(json);
+  if (auto it = json.find("suspended"); it != json.end() && it->is_boolean()) {
+    routing.suspended = it->get<bool>();
+  }
+  if (auto it = json.find("suspended_flow"); it != json.end() && it->is_object()) {
+    SuspendedFlow flow;
+    flow.flow_id = StringAt(*it, "flow_id");
+    flow.goal = StringAt(*it, "goal");
+    flow.action_type = ActionAt(*it, "action_type");
+    flow.entities = EntitiesAt(*it, "entities");
+    flow.box = BoxAt(*it);
+    if (!flow.flow_id.empty()) routing.suspended_flow = std::move(flow);
   }
   return routing;
 }

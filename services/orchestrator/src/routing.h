@@ -13,6 +13,7 @@
 
 #include "omniforge/executor/v1/executor_service.pb.h"
 #include "omniforge/intent/v1/intent_service.pb.h"
+#include "services/orchestrator/src/context_box.h"
 
 namespace omniforge::orchestrator {
 
@@ -23,6 +24,19 @@ struct PendingAction {
   nlohmann::json arguments = nlohmann::json::object();
   ::omniforge::executor::v1::ToolRisk risk = ::omniforge::executor::v1::TOOL_RISK_WRITE;
   std::string summary;  // what would happen, in words
+};
+
+// A flow that a newer message suspended while it ran. Later turns carry it
+// until the user resumes it ("continue what you were doing") or another
+// flow is suspended in its place.
+struct SuspendedFlow {
+  std::string flow_id;
+  std::string goal;
+  ::omniforge::intent::v1::ActionType action_type =
+      ::omniforge::intent::v1::ACTION_TYPE_UNSPECIFIED;
+  std::map<std::string, std::string> entities;
+  // Its context box, when no flow store keeps boxes (see Routing::box).
+  std::optional<ContextBox> box;
 };
 
 struct Routing {
@@ -36,7 +50,18 @@ struct Routing {
   std::vector<std::string> listed_agents;  // in the order shown to the user
   std::optional<PendingAction> pending;
   int clarifications = 0;  // clarifying questions in a row, this turn's included
+  // What this turn's clarifying question asked for (see ClarifyAbout in
+  // local_policy.h); empty when it asked none.
+  std::string asked;
   std::vector<std::string> tools_used;
+  // The flow's context box, when the orchestrator runs without a database
+  // (no flow store): the box then rides with the routing from turn to turn.
+  std::optional<ContextBox> box;
+  // This turn stopped early because a newer message suspended its flow.
+  bool suspended = false;
+  // The flow suspended by this turn's message or an earlier one, not yet
+  // resumed.
+  std::optional<SuspendedFlow> suspended_flow;
 };
 
 nlohmann::json RoutingToJson(const Routing& routing);

@@ -43,10 +43,12 @@ json ParseObject(const std::string& text) {
   return parsed.is_discarded() ? json::object() : parsed;
 }
 
-// Numbers each event of a turn and hands it to the sink.
+// Numbers each event of a turn and hands it to the sink; error events are
+// also handed to `on_error` (with the cause behind them, when known).
 class Emitter final {
  public:
-  explicit Emitter(EventSink& sink) : sink_(sink) {}
+  using ErrorHook = std::function<void(pb::ChatErrorCode, const std::string& message)>;
+  Emitter(EventSink& sink, ErrorHook on_error) : sink_(sink), on_error_(std::move(on_error)) {}
 
   pb::ChatEvent& Next() {
     event_.Clear();
@@ -61,16 +63,19 @@ class Emitter final {
     e->set_details(details);
     Send();
   }
-  void Error(pb::ChatErrorCode code, const std::string& message, bool fatal) {
+  void Error(pb::ChatErrorCode code, const std::string& message, bool fatal,
+             const std::string& cause = "") {
     pb::ErrorEvent* e = Next().mutable_error();
     e->set_code(code);
     e->set_message(message);
     e->set_fatal(fatal);
     Send();
+    on_error_(code, cause.empty() ? message : message + ": " + cause);
   }
 
  private:
   EventSink& sink_;
+  ErrorHook on_error_;
   pb::ChatEvent event_;
   int seq_ = 0;
 };
@@ -132,7 +137,94 @@ void FillPreview(const PendingAction& action, pb::PreviewEvent& preview) {
   }
 }
 
+// The error log's kind of an error event; empty for what is not a failure
+// of the orchestration (a cancel is the user's choice).
+std::string ErrorKind(pb::ChatErrorCode code) {
+  switch (code) {
+    case pb::CHAT_ERROR_CODE_TOOL_CALL_LIMIT:
+      return "tool_call_limit";
+    case pb::CHAT_ERROR_CODE_TIME_LIMIT:
+      return "time_limit";
+    case pb::CHAT_ERROR_CODE_ITERATION_LIMIT:
+      return "iteration_limit";
+    case pb::CHAT_ERROR_CODE_MODEL_FAILED:
+      return "model_failed";
+    case pb::CHAT_ERROR_CODE_TOOL_FAILED:
+      return "tool_failed";
+    case pb::CHAT_ERROR_CODE_PLAN_FAILED:
+      return "plan_failed";
+    case pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE:
+    case pb::CHAT_ERROR_CODE_INTERNAL:  // only for a service out of reach
+      return "downstream_unavailable";
+    default:
+      return "";
+  }
+}
+
+// The analysis of a turn that resumes a suspended flow: the flow's own,
+// without the intent service.
+intentpb::IntentAnalysis ResumeAnalysis(const SuspendedFlow& flow) {
+  intentpb::IntentAnalysis analysis;
+  analysis.set_action_type(flow.action_type == intentpb::ACTION_TYPE_UNSPECIFIED
+                               ? intentpb::ACTION_TYPE_UNKNOWN
+                               : flow.action_type);
+  analysis.set_confidence(1.0f);
+  analysis.set_source(intentpb::INTENT_SOURCE_FAST_PATH);
+  analysis.set_reasoning("resumes the flow a newer message suspended: " +
+                         core::Shortened(flow.goal, 200));
+  analysis.mutable_entities()->insert(flow.entities.begin(), flow.entities.end());
+  return analysis;
+}
+
+// What the client's context constrains, for the context box.
+std::string ContextConstraint(const pb::StreamChatRequest& request) {
+  if (request.context_type() == intentpb::CONTEXT_TYPE_UNSPECIFIED ||
+      request.context_type() == intentpb::CONTEXT_TYPE_GLOBAL) {
+    return "";
+  }
+  std::string text = "context " + intentpb::ContextType_Name(request.context_type());
+  if (!request.entity_id().empty()) text += ", on screen: " + request.entity_id();
+  return text;
+}
+
+// Ends the turn's control with "not suspended" on every path that did not
+// suspend, early returns included.
+class EndsControl final {
+ public:
+  explicit EndsControl(TurnControl& control) : control_(control) {}
+  ~EndsControl() { control_.Ended(std::nullopt); }
+  EndsControl(const EndsControl&) = delete;
+  EndsControl& operator=(const EndsControl&) = delete;
+
+ private:
+  TurnControl& control_;
+};
+
 }  // namespace
+
+void TurnControl::SetFlow(SuspendedFlow flow) {
+  std::lock_guard<std::mutex> lock(mu_);
+  flow_ = std::move(flow);
+}
+
+void TurnControl::Ended(std::optional<SuspendedFlow> suspended) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ended_) return;
+    ended_ = true;
+    suspended_ = std::move(suspended);
+  }
+  ended_cv_.notify_all();
+}
+
+std::optional<SuspendedFlow> TurnControl::AwaitSuspension(int64_t deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto until = std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::microseconds(deadline)));
+  if (ended_cv_.wait_until(lock, until, [this] { return ended_; })) return suspended_;
+  return flow_;
+}
 
 absl::Status ValidateStreamChatRequest(const pb::StreamChatRequest& request) {
   if (request.message().empty()) return absl::InvalidArgumentError("message: must not be empty");
@@ -159,12 +251,15 @@ absl::Status ValidateStreamChatRequest(const pb::StreamChatRequest& request) {
 }
 
 TurnRunner::TurnRunner(Memory& memory, Understanding& understanding, Tools& tools,
-                       TurnOptions options, llm::ChatModel* planner)
+                       TurnOptions options, llm::ChatModel* planner, FlowStore* flows,
+                       TurnErrorLog* errors)
     : memory_(memory),
       understanding_(understanding),
       tools_(tools),
       options_(options),
-      planner_(planner) {}
+      planner_(planner),
+      flows_(flows),
+      errors_(errors) {}
 
 std::shared_ptr<const TurnRunner::ToolCatalog> TurnRunner::Catalog(const core::Identity& who,
                                                                    int64_t deadline) const {
@@ -192,8 +287,9 @@ execpb::ToolRisk TurnRunner::RiskOf(const core::Identity& who, const std::string
 }
 
 absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequest& request,
-                             const std::function<bool()>& cancelled, EventSink& sink,
-                             int64_t client_deadline) const {
+                             TurnControl& control, EventSink& sink, int64_t client_deadline,
+                             const std::shared_ptr<TurnControl>& interrupted) const {
+  const EndsControl ends_control(control);
   if (absl::Status valid = ValidateStreamChatRequest(request); !valid.ok()) return valid;
   const int64_t started = core::NowMicros();
   int64_t turn_deadline =
@@ -255,7 +351,14 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       memory_.AppendMessage(who, user_message, call_deadline());
   if (!stored_user.ok()) return stored_user.status();
 
-  Emitter emit(sink);
+  // Failures of the orchestration go to the error log as well as to the user.
+  auto record_error = [&](const std::string& kind, const std::string& message) {
+    if (errors_ == nullptr || kind.empty()) return;
+    errors_->Record({who.tenant_id, who.user_id, conversation_id, turn_id, kind, message});
+  };
+  Emitter emit(sink, [&](pb::ChatErrorCode code, const std::string& message) {
+    record_error(ErrorKind(code), message);
+  });
   absl::StatusOr<convpb::GetContextWindowResponse> window =
       created ? convpb::GetContextWindowResponse() : window_read.get();
 
@@ -280,7 +383,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
         emit.Next().mutable_text()->set_delta(m.content());
         emit.Send();
         pb::DoneEvent* done = emit.Next().mutable_done();
-        done->set_is_final(!routing.pending.has_value() && routing.clarifications == 0);
+        done->set_is_final(!routing.pending.has_value() && routing.clarifications == 0 &&
+                           !routing.suspended);
         done->set_assistant_message_id(m.id());
         done->mutable_usage()->set_duration_ms((core::NowMicros() - started) / 1000.0);
         emit.Send();
@@ -298,9 +402,51 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     }
   }
   const std::optional<Routing> last = LastRouting(history);
-  const bool continuing = last && (last->pending || last->clarifications > 0);
-  const std::string flow_id =
-      continuing && !last->flow_id.empty() ? last->flow_id : core::NewUuid();
+
+  // The flow this message suspends, once it has stopped at a safe point (or
+  // as far as it is known when it takes longer than a call's time); else the
+  // one an earlier message suspended, still waiting to be resumed.
+  std::optional<SuspendedFlow> suspended_now;
+  if (interrupted != nullptr) suspended_now = interrupted->AwaitSuspension(call_deadline());
+  std::optional<SuspendedFlow> set_aside =
+      suspended_now ? suspended_now : (last ? last->suspended_flow : std::nullopt);
+  const bool resuming = set_aside.has_value() && IsResumeRequest(request.message());
+  const bool continuing = !resuming && last && (last->pending || last->clarifications > 0);
+  // An answer to the flow's own clarifying question needs no new analysis.
+  const bool answering = continuing && AnswerSkipsAnalysis(*last);
+  std::string flow_id = core::NewUuid();
+  std::string goal = request.message();
+  if (resuming) {
+    flow_id = set_aside->flow_id;
+    goal = set_aside->goal;
+  } else if (continuing) {
+    if (!last->flow_id.empty()) flow_id = last->flow_id;
+    if (!last->goal.empty()) goal = last->goal;
+  }
+  goal = core::Shortened(goal, 2000);
+  control.SetFlow({flow_id, goal, intentpb::ACTION_TYPE_UNSPECIFIED, {}, std::nullopt});
+
+  // The flow's context box: kept by the flow store, else in the routing.
+  ContextBox box;
+  if (resuming || continuing) {
+    std::optional<ContextBox> kept = resuming ? set_aside->box : last->box;
+    if (flows_ != nullptr) {
+      absl::StatusOr<ContextBox> loaded = flows_->Load(who, flow_id, call_deadline());
+      if (loaded.ok()) {
+        kept = *std::move(loaded);
+      } else if (!absl::IsNotFound(loaded.status())) {
+        record_error("downstream_unavailable", "the flow's context box could not be read: " +
+                                                   std::string(loaded.status().message()));
+      }
+    }
+    if (kept) box = *std::move(kept);
+  }
+  box.goal = goal;
+  ContextBox::Add(box.constraints, ContextConstraint(request));
+  if (resuming) ContextBox::Add(box.progress, "resumed after an interruption");
+  if (set_aside && !resuming) {
+    ContextBox::Add(box.notes, "set aside, can be resumed: " + set_aside->goal);
+  }
 
   {
     pb::SessionEvent* session = emit.Next().mutable_session();
@@ -308,13 +454,14 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     session->set_conversation_created(created);
     session->set_turn_id(turn_id);
     session->set_flow_id(flow_id);
+    if (suspended_now) session->set_suspended_flow_id(suspended_now->flow_id);
     emit.Send();
   }
   emit.State(pb::AGENT_STATE_THINKING, "Reading what you asked");
   if (!window.ok()) {
     emit.Error(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE,
                "the conversation history could not be read; answering from this message alone",
-               /*fatal=*/false);
+               /*fatal=*/false, std::string(window.status().message()));
   }
 
   int tool_calls = 0;
@@ -331,53 +478,80 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
                     {{"component", "orchestrator"},
                      {"stage", "list_agents"},
                      {"error", std::string(listed.status().message())}});
+      record_error("downstream_unavailable",
+                   "the agents could not be listed: " + std::string(listed.status().message()));
     }
   }
 
-  intentpb::AnalyzeIntentRequest analyze;
-  analyze.set_message(request.message());
-  analyze.set_context_type(request.context_type());
-  AddHistory(history, analyze);
-  for (const AgentInfo& agent : agents) {
-    intentpb::CatalogItem* item = analyze.add_available_agents();
-    item->set_name(agent.name);
-    item->set_description(core::Shortened(agent.description, 2000));
-  }
   intentpb::IntentAnalysis analysis;
-  if (absl::StatusOr<intentpb::AnalyzeIntentResponse> analyzed =
-          understanding_.AnalyzeIntent(who, analyze, call_deadline());
-      analyzed.ok()) {
-    analysis = analyzed->analysis();
+  if (resuming) {
+    analysis = ResumeAnalysis(*set_aside);
+  } else if (answering) {
+    analysis = AnalysisOfAnswer(*last, request.message(), agents);
+    ContextBox::Add(box.progress, "the user answered: " + request.message());
   } else {
-    analysis.set_action_type(intentpb::ACTION_TYPE_UNKNOWN);
-    analysis.set_reasoning("the intent service could not be reached");
-    emit.Error(pb::CHAT_ERROR_CODE_INTERNAL,
-               "understanding is unavailable right now; answering with what I can",
-               /*fatal=*/false);
-    core::LogWarn("intent analysis failed", {{"component", "orchestrator"},
-                                             {"stage", "analyze_intent"},
-                                             {"error", std::string(analyzed.status().message())}});
+    intentpb::AnalyzeIntentRequest analyze;
+    analyze.set_message(request.message());
+    analyze.set_context_type(request.context_type());
+    AddHistory(history, analyze);
+    for (const AgentInfo& agent : agents) {
+      intentpb::CatalogItem* item = analyze.add_available_agents();
+      item->set_name(agent.name);
+      item->set_description(core::Shortened(agent.description, 2000));
+    }
+    if (absl::StatusOr<intentpb::AnalyzeIntentResponse> analyzed =
+            understanding_.AnalyzeIntent(who, analyze, call_deadline());
+        analyzed.ok()) {
+      analysis = analyzed->analysis();
+    } else {
+      analysis.set_action_type(intentpb::ACTION_TYPE_UNKNOWN);
+      analysis.set_reasoning("the intent service could not be reached");
+      emit.Error(pb::CHAT_ERROR_CODE_INTERNAL,
+                 "understanding is unavailable right now; answering with what I can",
+                 /*fatal=*/false, std::string(analyzed.status().message()));
+      core::LogWarn("intent analysis failed",
+                    {{"component", "orchestrator"},
+                     {"stage", "analyze_intent"},
+                     {"error", std::string(analyzed.status().message())}});
+    }
   }
   *emit.Next().mutable_intent()->mutable_analysis() = analysis;
   emit.Send();
+  for (const auto& [key, value] : analysis.entities()) box.entities[key] = value;
+  ContextBox::Add(box.notes, "understood as " + intentpb::ActionType_Name(analysis.action_type()) +
+                                 " (" + intentpb::IntentSource_Name(analysis.source()) + ")");
 
-  const std::string goal = continuing && !last->goal.empty() ? last->goal : request.message();
-  PolicyInput input{analysis, request.message(), last, agents, options_.max_clarifications, goal};
+  // A newer message on this conversation suspends the flow at a safe point:
+  // after the analysis, before each tool call, while the model writes.
+  bool suspended = false;
+  auto suspend_now = [&] {
+    if (!suspended && control.suspend_requested()) suspended = true;
+    return suspended;
+  };
+
+  PolicyInput input{analysis, resuming ? goal : request.message(), resuming ? std::nullopt : last,
+                    agents,   options_.max_clarifications,         goal};
 
   // Runs one tool with its events, under the turn's guardrails; nullopt when
-  // a guardrail stopped the turn (its error event is out).
+  // a guardrail stopped the turn (its error event is out) or the flow was
+  // suspended.
   std::vector<std::string> listed;
   std::vector<std::string> tools_used;
   bool cancel_reported = false;
   auto run_tool = [&](const ToolStep& step, std::string* described) -> std::optional<ToolRun> {
+    if (suspend_now()) {
+      ContextBox::Add(box.next, "run " + step.tool + " " + step.arguments.dump());
+      return std::nullopt;
+    }
     if (tool_calls >= options_.max_tool_calls) {
       emit.Error(pb::CHAT_ERROR_CODE_TOOL_CALL_LIMIT,
                  "this turn reached its limit of " + std::to_string(options_.max_tool_calls) +
                      " tool calls; what was done so far is kept",
                  /*fatal=*/true);
+      ContextBox::Add(box.blockers, "the turn reached its tool call limit");
       return std::nullopt;
     }
-    if (cancelled()) {
+    if (control.cancelled()) {
       emit.Error(pb::CHAT_ERROR_CODE_CANCELLED, "the turn was cancelled", /*fatal=*/true);
       cancel_reported = true;
       return std::nullopt;
@@ -386,6 +560,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       emit.Error(pb::CHAT_ERROR_CODE_TIME_LIMIT,
                  "this turn ran out of time; what was done so far is kept",
                  /*fatal=*/true);
+      ContextBox::Add(box.blockers, "the turn ran out of time");
       return std::nullopt;
     }
     emit.State(pb::AGENT_STATE_EXECUTING_TOOL, "Running " + step.tool);
@@ -437,37 +612,52 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       out->set_result_json(ran.result_json);
       out->set_is_error(true);
       emit.Send();
-      emit.Error(pb::CHAT_ERROR_CODE_TOOL_FAILED, step.tool + " failed", /*fatal=*/false);
+      emit.Error(pb::CHAT_ERROR_CODE_TOOL_FAILED, step.tool + " failed", /*fatal=*/false,
+                 std::string(result.status().message()));
       if (described != nullptr) *described = DescribeResult(step, error, true, nullptr);
     }
+    ContextBox::Add(box.progress, (ran.is_error ? step.tool + " failed" : "ran " + step.tool));
+    ContextBox::Add(box.data, step.tool + ": " + core::Shortened(ran.result_json, 240));
+    if (ran.is_error) ContextBox::Add(box.blockers, step.tool + " failed");
     return ran;
   };
+
+  // The local policy resolves what the message refers to with the flow's
+  // entities too ("run it" once the flow has named an agent); the
+  // message's own entities win.
+  if (resuming || continuing)
+    input.intent.mutable_entities()->insert(box.entities.begin(), box.entities.end());
+  // The planner sees the flow as the last turn left it; what blocks it and
+  // what comes next are this turn's to say.
+  const ContextBox carried = box;
+  box.blockers.clear();
+  box.next.clear();
 
   Move move;
   std::string text;
   bool text_sent = false;  // the model streamed the answer already
   PlannerResult planned;
   std::optional<Move> approval;
-  if (planner_ != nullptr) approval = ResolveApproval(input);
-  if (planner_ != nullptr && !approval) {
+  if (planner_ != nullptr && !resuming) approval = ResolveApproval(input);
+  if (suspend_now()) {
+    ContextBox::Add(box.next, "plan the answer to: " + goal);
+  } else if (planner_ != nullptr && !approval) {
     // The model plans; it streams its answer and runs READ tools itself.
     class Io final : public PlannerIo {
      public:
-      Io(Emitter& emit, decltype(run_tool)& run, const std::function<bool()>& cancelled,
-         int64_t deadline)
-          : emit_(emit), run_(run), cancelled_(cancelled), deadline_(deadline) {}
+      Io(Emitter& emit, decltype(run_tool)& run, std::function<bool()> stopped)
+          : emit_(emit), run_(run), stopped_(std::move(stopped)) {}
       void Text(const std::string& delta) override {
         emit_.Next().mutable_text()->set_delta(delta);
         emit_.Send();
       }
       std::optional<ToolRun> RunTool(const ToolStep& step) override { return run_(step, nullptr); }
-      bool Stopped() override { return cancelled_() || core::NowMicros() >= deadline_; }
+      bool Stopped() override { return stopped_(); }
 
      private:
       Emitter& emit_;
       decltype(run_tool)& run_;
-      const std::function<bool()>& cancelled_;
-      int64_t deadline_;
+      std::function<bool()> stopped_;
     };
     PlannerRequest plan;
     plan.message = request.message();
@@ -481,22 +671,36 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       }
     }
     plan.agents = agents;
-    if (last) plan.pending = last->pending;
+    if (last && !resuming) plan.pending = last->pending;
+    plan.box = carried;
+    plan.clarifications = last && continuing ? last->clarifications : 0;
+    plan.max_clarifications = options_.max_clarifications;
+    plan.resuming = resuming;
     plan.tools = Catalog(who, call_deadline())->tools;
     plan.max_iterations = options_.max_iterations;
     plan.deadline_micros = turn_deadline;
-    plan.cancelled = cancelled;
+    // Polled while the model streams, possibly off this thread: atomics only.
+    plan.cancelled = [&control] { return control.cancelled() || control.suspend_requested(); };
     emit.State(pb::AGENT_STATE_THINKING, "Planning");
-    Io io(emit, run_tool, cancelled, turn_deadline);
+    Io io(emit, run_tool, [&control, turn_deadline] {
+      return control.cancelled() || control.suspend_requested() ||
+             core::NowMicros() >= turn_deadline;
+    });
     const UsageAttribution attribution{who.tenant_id, who.user_id, conversation_id, turn_id,
                                        intentpb::ContextType_Name(plan.context_type)};
     ScopedUsageAttribution attributed(attribution);  // model calls are recorded for this turn
     planned = RunModelPlanner(*planner_, plan, io);
-    if (planned.stopped) planned.answered = true;  // cancelled: no fallback, keep what was said
+    if (planned.stopped) {
+      planned.answered = true;  // cancelled or suspended: no fallback, keep what was said
+      if (!control.cancelled()) suspend_now();
+    }
     if (planned.answered) {
       move.action_type = analysis.action_type();
       move.entities.insert(analysis.entities().begin(), analysis.entities().end());
       move.propose = planned.propose;
+      // A question counts against the cap; past it, the flow does not wait.
+      move.clarifying = planned.asked && plan.clarifications < options_.max_clarifications;
+      if (move.clarifying) move.asked = kAskedModel;
       text = planned.text;
       text_sent = !text.empty();
       if (planned.iteration_limit) {
@@ -504,16 +708,23 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
                    "the planner reached its limit of " + std::to_string(options_.max_iterations) +
                        " steps; what was done so far is kept",
                    /*fatal=*/true);
+        ContextBox::Add(box.blockers, "the planner reached its iteration limit");
       }
+      if (suspended) ContextBox::Add(box.next, "finish the answer to: " + goal);
     } else {
       emit.Error(pb::CHAT_ERROR_CODE_MODEL_FAILED,
-                 "the language model could not answer; answering without it", /*fatal=*/false);
+                 "the language model could not answer; answering without it", /*fatal=*/false,
+                 planned.error);
       core::LogWarn(
           "planner model failed",
           {{"component", "orchestrator"}, {"stage", "planner_stream"}, {"error", planned.error}});
+      // An answer to a question is not met with another question.
+      if (continuing && last->clarifications > 0) input.max_clarifications = 0;
     }
   }
-  if (approval) {
+  if (suspended) {
+    move.propose.reset();  // drafted again when the flow resumes
+  } else if (approval) {
     move = *std::move(approval);
   } else if (planner_ == nullptr || !planned.answered) {
     move = DecideLocally(input);
@@ -527,17 +738,30 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   // What the policy runs now (an approved action, or the local planner's reads).
   for (const ToolStep& step : move.run) {
     std::string described;
-    if (!run_tool(step, &described)) break;
+    if (!run_tool(step, &described)) {
+      if (!suspended) break;
+      continue;  // each step left is noted as NEXT of the suspended flow
+    }
     text += (text.empty() ? "" : "\n") + described;
   }
 
-  if (cancelled() && !cancel_reported) {
+  if (control.cancelled() && !cancel_reported && !suspended) {
     emit.Error(pb::CHAT_ERROR_CODE_CANCELLED, "the turn was cancelled", /*fatal=*/true);
   }
-  const bool waiting = move.propose.has_value() || move.clarifying;
+  const bool waiting = !suspended && (move.propose.has_value() || move.clarifying);
   if (move.propose) {
     FillPreview(*move.propose, *emit.Next().mutable_preview());
     emit.Send();
+    ContextBox::Add(box.progress, "drafted " + move.propose->tool);
+    ContextBox::Add(box.blockers, "waiting for the user's approval: " + move.propose->summary);
+    ContextBox::Add(box.next, "run " + move.propose->tool + " once approved");
+  } else if (move.clarifying) {
+    ContextBox::Add(box.progress, "asked: " + core::Shortened(text, 200));
+    ContextBox::Add(box.blockers, "waiting for the user's answer");
+    ContextBox::Add(box.next, "continue with the answer");
+  } else if (continuing && last->pending) {
+    const bool approved = !move.run.empty() && move.run.front().tool == last->pending->tool;
+    ContextBox::Add(box.progress, (approved ? "approved " : "set aside ") + last->pending->tool);
   }
   if (waiting) emit.State(pb::AGENT_STATE_WAITING_ON_USER, "Waiting for your answer");
   if (planned.answered && move.propose) {
@@ -548,6 +772,18 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       emit.Send();
     }
   }
+  if (suspended) {
+    const std::string note = std::string(text.empty() ? "" : "\n") +
+                             "(Set aside for your new message; say \"continue\" to pick it "
+                             "up again.)";
+    text += note;
+    if (text_sent) {
+      emit.Next().mutable_text()->set_delta(note);
+      emit.Send();
+    }
+    ContextBox::Add(box.blockers, "suspended by a newer message");
+    emit.State(pb::AGENT_STATE_SUSPENDED, "Set aside for your newer message; its state is saved");
+  }
   if (!text_sent) {
     emit.Next().mutable_text()->set_delta(text);
     emit.Send();
@@ -556,32 +792,64 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   Routing routing;
   routing.turn_id = turn_id;
   routing.flow_id = flow_id;
-  routing.goal = core::Shortened(goal, 2000);
-  routing.action_type = move.action_type;
+  routing.goal = goal;
+  routing.action_type = move.action_type != intentpb::ACTION_TYPE_UNSPECIFIED
+                            ? move.action_type
+                            : analysis.action_type();
   routing.entities = move.entities;
   routing.listed_agents = listed;
   routing.pending = move.propose;
   routing.clarifications = move.clarifying ? (last ? last->clarifications : 0) + 1 : 0;
+  routing.asked = move.asked;
   routing.tools_used = tools_used;
+  routing.suspended = suspended;
+  if (suspended) {
+    SuspendedFlow self{flow_id, goal, routing.action_type, box.entities, std::nullopt};
+    if (flows_ == nullptr) self.box = box;
+    routing.suspended_flow = self;
+    control.Ended(std::move(self));  // the newer turn goes on from here
+  } else if (!resuming) {
+    routing.suspended_flow = std::move(set_aside);
+  }
+  if (flows_ == nullptr) routing.box = box;
   convpb::AppendMessageRequest reply;
   reply.set_conversation_id(conversation_id);
   reply.set_role(convpb::ROLE_ASSISTANT);
   reply.set_content(text.empty() ? " " : text);
   reply.set_idempotency_key("turn:" + turn_id + ":assistant");
   *reply.mutable_metadata() = StructFromJson(RoutingToJson(routing));
+  // The flow's record is written while the reply is stored: one upsert.
+  std::future<absl::Status> flow_saved;
+  if (flows_ != nullptr) {
+    flow_saved = std::async(std::launch::async, [&] {
+      const FlowStatus status = suspended ? FlowStatus::kSuspended
+                                : waiting ? FlowStatus::kWaiting
+                                          : FlowStatus::kDone;
+      return flows_->Save(who, {flow_id, conversation_id, turn_id, status, box}, call_deadline());
+    });
+  }
   absl::StatusOr<convpb::AppendMessageResponse> stored_reply =
       memory_.AppendMessage(who, reply, call_deadline());
   if (!stored_reply.ok()) {
     emit.Error(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE,
                "the reply could not be stored; the next turn will not know it",
-               /*fatal=*/false);
+               /*fatal=*/false, std::string(stored_reply.status().message()));
     core::LogWarn("reply not stored", {{"component", "orchestrator"},
                                        {"stage", "store_reply"},
                                        {"error", std::string(stored_reply.status().message())}});
   }
+  if (flow_saved.valid()) {
+    if (absl::Status saved = flow_saved.get(); !saved.ok()) {
+      core::LogWarn("flow not stored", {{"component", "orchestrator"},
+                                        {"stage", "store_flow"},
+                                        {"error", std::string(saved.message())}});
+      record_error("downstream_unavailable",
+                   "the flow's context box could not be stored: " + std::string(saved.message()));
+    }
+  }
 
   pb::DoneEvent* done = emit.Next().mutable_done();
-  done->set_is_final(!waiting);
+  done->set_is_final(!waiting && !suspended);
   if (stored_reply.ok()) done->set_assistant_message_id(stored_reply->message().id());
   pb::TurnUsage* usage = done->mutable_usage();
   usage->set_tool_calls(tool_calls);

@@ -1,17 +1,28 @@
 // One chat turn, start to end: store the user's message (idempotently),
-// read the context window, ask the intent service what the message wants,
-// let the planner decide, run what may run, preview what needs approval,
-// store the reply with its routing metadata, and stream every step.
+// read the context window, ask the intent service what the message wants
+// (unless it answers the flow's own clarifying question, or asks to resume a
+// suspended flow), let the planner decide, run what may run, preview what
+// needs approval, store the reply with its routing metadata and the flow's
+// context box, and stream every step.
+//
+// A newer message on the same conversation suspends a running turn at its
+// next safe point (before a tool call, between model iterations, while the
+// model streams): the turn saves its flow, says so with an
+// AGENT_STATE_SUSPENDED event and ends; the newer turn learns what was set
+// aside and can resume it when asked.
 //
 // No gRPC here: the downstream services are interfaces (downstream.h) and
 // the events go to an EventSink, so the logic is tested on fakes.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +31,9 @@
 #include "libs/llm/chat_model.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
 #include "services/orchestrator/src/downstream.h"
+#include "services/orchestrator/src/error_log.h"
+#include "services/orchestrator/src/flow_store.h"
+#include "services/orchestrator/src/routing.h"
 
 namespace omniforge::orchestrator {
 
@@ -47,6 +61,38 @@ class EventSink {
   virtual void Emit(pb::ChatEvent event) = 0;
 };
 
+// How a running turn is reached from outside (CancelTurn, a client gone, a
+// newer message on its conversation), and what it hands to the turn that
+// suspended it. Thread-safe; shared by the turn and those who reach it.
+class TurnControl final {
+ public:
+  void Cancel() { cancelled_.store(true); }
+  bool cancelled() const { return cancelled_.load(); }
+  // Asks the turn to suspend its flow at its next safe point.
+  void RequestSuspend() { suspend_.store(true); }
+  bool suspend_requested() const { return suspend_.load(); }
+
+  // The turn's flow, once it is known.
+  void SetFlow(SuspendedFlow flow);
+  // The turn is over: `suspended` is its flow's saved state when it was
+  // suspended, nullopt when it ended otherwise. Only the first call counts.
+  void Ended(std::optional<SuspendedFlow> suspended);
+  // Waits until the turn is over or `deadline` (microseconds since the
+  // epoch) passes. Returns the flow it suspended; when it is still running
+  // (it suspends at its next safe point), its flow as known so far; nullopt
+  // when it finished without suspending.
+  std::optional<SuspendedFlow> AwaitSuspension(int64_t deadline);
+
+ private:
+  std::atomic<bool> cancelled_{false};
+  std::atomic<bool> suspend_{false};
+  std::mutex mu_;
+  std::condition_variable ended_cv_;
+  std::optional<SuspendedFlow> flow_;       // Guarded by mu_.
+  bool ended_ = false;                      // Guarded by mu_.
+  std::optional<SuspendedFlow> suspended_;  // Guarded by mu_.
+};
+
 // INVALID_ARGUMENT naming the field: an empty or oversized message (over
 // 64 KiB), invalid UTF-8, an unknown context type, a malformed conversation
 // id, turn id or entity id.
@@ -54,23 +100,29 @@ absl::Status ValidateStreamChatRequest(const pb::StreamChatRequest& request);
 
 class TurnRunner final {
  public:
-  // The services (and `planner`) must outlive the runner. Without a
-  // planner model, turns are planned by the local policy. Thread-safe:
-  // turns run concurrently.
+  // The services (and `planner`, `flows`, `errors`) must outlive the
+  // runner. Without a planner model, turns are planned by the local policy.
+  // Without a flow store, context boxes ride in the routing metadata.
+  // Without an error log, failures are only logged. Thread-safe: turns run
+  // concurrently.
   TurnRunner(Memory& memory, Understanding& understanding, Tools& tools, TurnOptions options,
-             llm::ChatModel* planner = nullptr);
+             llm::ChatModel* planner = nullptr, FlowStore* flows = nullptr,
+             TurnErrorLog* errors = nullptr);
 
   // Runs one turn for `who`. Returns an error, having emitted nothing and
   // stored nothing, for a request that fails validation, a conversation that
   // is not the caller's (NOT_FOUND) or conversation storage that cannot take
   // the user's message (UNAVAILABLE: nothing was acknowledged, safe to
   // retry with the same turn_id). Everything later is an event; the last is
-  // `done`. `cancelled` is polled between steps. `client_deadline`
+  // `done`. `control` is polled between steps (cancel, suspend) and told
+  // when the turn ends. `interrupted`, when set, is the control of the turn
+  // this message suspends (its suspension was requested): this turn waits
+  // for its state, up to one call timeout, before it plans. `client_deadline`
   // (microseconds since the epoch; 0: none) bounds the turn and every
   // downstream call together with the turn's own timeout.
   absl::Status Run(const core::Identity& who, const pb::StreamChatRequest& request,
-                   const std::function<bool()>& cancelled, EventSink& sink,
-                   int64_t client_deadline = 0) const;
+                   TurnControl& control, EventSink& sink, int64_t client_deadline = 0,
+                   const std::shared_ptr<TurnControl>& interrupted = nullptr) const;
 
  private:
   // The executor's tools, refreshed from ListTools at most once a minute
@@ -89,6 +141,8 @@ class TurnRunner final {
   Tools& tools_;
   const TurnOptions options_;
   llm::ChatModel* const planner_;
+  FlowStore* const flows_;
+  TurnErrorLog* const errors_;
 
   mutable std::mutex catalog_mu_;
   mutable std::shared_ptr<const ToolCatalog> catalog_;  // Guarded by catalog_mu_.

@@ -12,6 +12,7 @@
 
 #include "libs/llm/usage.h"
 #include "libs/pg/pool.h"
+#include "services/orchestrator/src/tenant_row_writer.h"
 #include "services/orchestrator/src/usage_attribution.h"
 
 namespace omniforge::orchestrator {
@@ -22,13 +23,11 @@ namespace omniforge::orchestrator {
 class PgUsageRecorder final : public llm::UsageSink {
  public:
   explicit PgUsageRecorder(pg::PgPool& pool, size_t max_queued = 10000);
-  ~PgUsageRecorder() override;
 
   void Record(const llm::UsageRecord& record) override;
 
  private:
-  struct Queue;
-  std::unique_ptr<Queue> queue_;
+  TenantRowWriter rows_;
 };
 
 }  // namespace omniforge::orchestrator

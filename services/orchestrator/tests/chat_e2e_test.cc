@@ -2,6 +2,7 @@
 // four service binaries on loopback, in local mode, driven through the
 // public ChatService exactly as a gateway client drives it.
 #include <gmock/gmock.h>
+#include <google/protobuf/util/json_util.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/security/credentials.h>
@@ -177,6 +178,32 @@ class ChatEndToEndTest : public ::testing::Test {
     return result;
   }
 
+  // The routing metadata stored with the newest assistant message.
+  json LastRouting(const std::string& conversation) const {
+    auto context = Context(key());
+    pb::ListMessagesRequest request;
+    request.set_conversation_id(conversation);
+    pb::ListMessagesResponse messages;
+    EXPECT_TRUE(stub_->ListMessages(context.get(), request, &messages).ok());
+    for (int i = messages.messages_size() - 1; i >= 0; --i) {
+      if (messages.messages(i).role() != ::omniforge::conversation::v1::ROLE_ASSISTANT) continue;
+      std::string text;
+      EXPECT_TRUE(
+          google::protobuf::util::MessageToJsonString(messages.messages(i).metadata(), &text).ok());
+      return json::parse(text);
+    }
+    return json::object();
+  }
+
+  // The states the turn went through.
+  static std::vector<pb::AgentState> States(const Turn& turn) {
+    std::vector<pb::AgentState> states;
+    for (const pb::ChatEvent& e : turn.Of(pb::ChatEvent::kAgentState)) {
+      states.push_back(e.agent_state().state());
+    }
+    return states;
+  }
+
   // Checks what every turn guarantees: session first, done last, seq 1..n.
   static void ExpectWellFormed(const Turn& turn) {
     ASSERT_TRUE(turn.status.ok()) << turn.status.error_message();
@@ -306,6 +333,65 @@ TEST_F(ChatEndToEndTest, AnUnclearRequestGetsOptionsTiedToTheUsersAgents) {
   ExpectWellFormed(answer);
   ASSERT_TRUE(answer.preview().has_value());
   EXPECT_EQ(json::parse(answer.preview()->arguments_json())["agent"], "weekly-sales-digest");
+  // The answer continues the flow without a new analysis by the intent service.
+  EXPECT_EQ(answer.session().flow_id(), ask.session().flow_id());
+  const intentpb::IntentAnalysis merged = answer.Of(pb::ChatEvent::kIntent)[0].intent().analysis();
+  EXPECT_EQ(merged.source(), intentpb::INTENT_SOURCE_FAST_PATH);
+  EXPECT_EQ(merged.action_type(), intentpb::ACTION_TYPE_EXECUTE_TASK);
+  EXPECT_THAT(merged.reasoning(), HasSubstr("clarifying question"));
+}
+
+TEST_F(ChatEndToEndTest, UnhelpfulAnswersGetTwoQuestionsThenTheLikeliestReading) {
+  Invoke("create_agent", {{"name", "weekly-sales-digest"}, {"description", "Sums up sales"}});
+  Invoke("create_agent", {{"name", "invoice-chaser"}, {"description", "Chases invoices"}});
+  Turn first = Chat("run one of my agents");
+  ExpectWellFormed(first);
+  EXPECT_THAT(first.text(), HasSubstr("Which agent should I run?"));
+  const std::string conversation = first.session().conversation_id();
+  Turn second = Chat("hmm, not sure", conversation);
+  ExpectWellFormed(second);
+  EXPECT_THAT(second.text(), HasSubstr("Which agent should I run?"));
+  EXPECT_FALSE(second.done().is_final());
+  EXPECT_EQ(LastRouting(conversation)["clarifications"], 2);
+  Turn third = Chat("no idea really", conversation);
+  ExpectWellFormed(third);
+  EXPECT_THAT(third.text(), ::testing::Not(HasSubstr("Which agent")));
+  ASSERT_TRUE(third.preview().has_value()) << third.text();
+  EXPECT_EQ(json::parse(third.preview()->arguments_json())["agent"], "invoice-chaser")
+      << "the first agent of the list the user was shown";
+  EXPECT_THAT(third.text(), HasSubstr("I'll take 'invoice-chaser'"));
+  EXPECT_EQ(LastRouting(conversation)["clarifications"], 0);
+  for (const Turn* answer : {&second, &third}) {
+    EXPECT_EQ(answer->Of(pb::ChatEvent::kIntent)[0].intent().analysis().source(),
+              intentpb::INTENT_SOURCE_FAST_PATH);
+    EXPECT_EQ(answer->session().flow_id(), first.session().flow_id());
+  }
+  EXPECT_TRUE(third.tools_called().empty()) << "the guess is previewed, not run";
+}
+
+TEST_F(ChatEndToEndTest, WithoutADatabaseTheContextBoxRidesInTheRouting) {
+  Turn draft = Chat("our Monday Notion updates take hours — can you help?");
+  ExpectWellFormed(draft);
+  const std::string conversation = draft.session().conversation_id();
+  json box = LastRouting(conversation)["context_box"];
+  EXPECT_EQ(box["goal"], "our Monday Notion updates take hours — can you help?");
+  EXPECT_EQ(box["entities"]["data_source"], "notion");
+  EXPECT_THAT(box["progress"].dump(), HasSubstr("drafted create_agent"));
+  EXPECT_THAT(box["blockers"].dump(), HasSubstr("waiting for the user's approval"));
+  EXPECT_THAT(box["next"].dump(), HasSubstr("run create_agent once approved"));
+
+  Turn yes = Chat("yes", conversation);
+  ExpectWellFormed(yes);
+  EXPECT_EQ(yes.tools_called(), std::vector<std::string>{"create_agent"});
+  box = LastRouting(conversation)["context_box"];
+  EXPECT_EQ(box["goal"], "our Monday Notion updates take hours — can you help?")
+      << "the flow keeps its goal";
+  EXPECT_THAT(box["progress"].dump(), HasSubstr("drafted create_agent"));
+  EXPECT_THAT(box["progress"].dump(), HasSubstr("ran create_agent"));
+  EXPECT_THAT(box["progress"].dump(), HasSubstr("approved create_agent"));
+  EXPECT_THAT(box["data"].dump(), HasSubstr("create_agent: "));
+  EXPECT_TRUE(box["blockers"].empty());
+  EXPECT_TRUE(box["next"].empty());
 }
 
 TEST_F(ChatEndToEndTest, AHighRiskActionWaitsForApprovalThenIsCancelledOrDone) {
@@ -492,23 +578,50 @@ class ModelPlannerEndToEndTest : public ChatEndToEndTest {
     return rule;
   }
 
-  // The usage rows recorded for a turn (written in the background: waits
-  // up to 10 s for `count` of them).
-  static pqxx::result UsageOf(const std::string& turn_id, size_t count) {
+  // The rows `query` ($1 = `key`) returns once there are `count` of them
+  // (records written in the background: waits up to 10 s).
+  static pqxx::result RowsOf(const std::string& query, const std::string& key, size_t count) {
     pqxx::connection conn(db_->dsn());
     pqxx::result rows;
     for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
          std::chrono::steady_clock::now() < until;
          std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
       pqxx::nontransaction tx(conn);
-      rows = tx.exec_params(
-          "SELECT tenant_id, user_id, operation_type, profile, model, prompt_tokens, "
-          "completion_tokens, cost_usd, outcome, error_kind, context_type, conversation_id::text "
-          "FROM orchestration.llm_usage WHERE turn_id = $1 ORDER BY created_at",
-          turn_id);
+      rows = tx.exec_params(query, key);
       if (rows.size() >= count) break;
     }
     return rows;
+  }
+
+  // The usage rows recorded for a turn.
+  static pqxx::result UsageOf(const std::string& turn_id, size_t count) {
+    return RowsOf(
+        "SELECT tenant_id, user_id, operation_type, profile, model, prompt_tokens, "
+        "completion_tokens, cost_usd, outcome, error_kind, context_type, conversation_id::text "
+        "FROM orchestration.llm_usage WHERE turn_id = $1 ORDER BY created_at",
+        turn_id, count);
+  }
+
+  // The error log of a turn: tenant, user, conversation, kind, message.
+  static pqxx::result ErrorsOf(const std::string& turn_id, size_t count) {
+    return RowsOf(
+        "SELECT tenant_id, user_id, conversation_id::text, kind, message "
+        "FROM orchestration.error_log WHERE turn_id = $1 ORDER BY created_at",
+        turn_id, count);
+  }
+
+  // A flow's row: status, box, turn_id, conversation_id, user_id (none
+  // when it is not stored).
+  static pqxx::result FlowOf(const std::string& flow_id) {
+    return RowsOf(
+        "SELECT status, box::text, turn_id, conversation_id::text, user_id "
+        "FROM orchestration.flows WHERE flow_id = $1",
+        flow_id, 1);
+  }
+
+  // The system message of a recorded model request.
+  static std::string SystemPrompt(const llm::testing::RecordedRequest& request) {
+    return json::parse(request.body)["messages"][0]["content"].get<std::string>();
   }
 
   static llm::testing::FakeLlmServer* fake_;
@@ -604,6 +717,14 @@ TEST_F(ModelPlannerEndToEndTest, AFailingModelFallsBackToTheLocalPlanner) {
   ASSERT_EQ(usage.size(), 1u);
   EXPECT_EQ(usage[0][8].as<std::string>(), "error");
   EXPECT_EQ(usage[0][9].as<std::string>(), "auth");
+  // The failure is in the error log, for this tenant, user and conversation.
+  const pqxx::result logged = ErrorsOf(turn.session().turn_id(), 1);
+  ASSERT_EQ(logged.size(), 1u);
+  EXPECT_EQ(logged[0][0].as<std::string>(), who().tenant_id);
+  EXPECT_EQ(logged[0][1].as<std::string>(), who().user_id);
+  EXPECT_EQ(logged[0][2].as<std::string>(), turn.session().conversation_id());
+  EXPECT_EQ(logged[0][3].as<std::string>(), "model_failed");
+  EXPECT_THAT(logged[0][4].as<std::string>(), HasSubstr("could not answer"));
 }
 
 TEST_F(ModelPlannerEndToEndTest, ThePlannerStopsAtItsIterationLimit) {
@@ -618,6 +739,105 @@ TEST_F(ModelPlannerEndToEndTest, ThePlannerStopsAtItsIterationLimit) {
   ASSERT_FALSE(errors.empty());
   EXPECT_EQ(errors.back().error().code(), pb::CHAT_ERROR_CODE_ITERATION_LIMIT);
   EXPECT_EQ(turn.done().usage().llm_calls(), 3);
+  const pqxx::result logged = ErrorsOf(turn.session().turn_id(), 1);
+  ASSERT_EQ(logged.size(), 1u);
+  EXPECT_EQ(logged[0][3].as<std::string>(), "iteration_limit");
+}
+
+TEST_F(ModelPlannerEndToEndTest, TheContextBoxIsStoredPerFlowAndFedToEveryPlannerCall) {
+  llm::testing::FakeReply draft;
+  draft.text = "I'll set that up.";
+  draft.tool_calls = {
+      {"", "create_agent",
+       R"({"name":"standup-digest","description":"Sums up standups","schedule":"daily"})"}};
+  llm::testing::FakeReply weekly = draft;
+  weekly.tool_calls[0].arguments_json =
+      R"({"name":"standup-digest","description":"Sums up standups","schedule":"weekly"})";
+  ASSERT_TRUE(fake_->SetRules({Rule("standup", false, draft), Rule("weekly", false, weekly)}).ok());
+  Turn ask = Chat("our standup notes pile up, can you make something that sums them up daily?");
+  ExpectWellFormed(ask);
+  ASSERT_TRUE(ask.preview().has_value());
+  const std::string flow = ask.session().flow_id();
+  pqxx::result row = FlowOf(flow);
+  ASSERT_EQ(row.size(), 1u);
+  EXPECT_EQ(row[0][0].as<std::string>(), "waiting");
+  json box = json::parse(row[0][1].as<std::string>());
+  EXPECT_THAT(box["goal"].get<std::string>(), HasSubstr("our standup notes pile up"));
+  EXPECT_THAT(box["blockers"].dump(), HasSubstr("waiting for the user's approval"));
+  EXPECT_THAT(box["next"].dump(), HasSubstr("run create_agent once approved"));
+  EXPECT_EQ(row[0][3].as<std::string>(), ask.session().conversation_id());
+  EXPECT_EQ(row[0][4].as<std::string>(), who().user_id);
+  EXPECT_FALSE(LastRouting(ask.session().conversation_id()).contains("context_box"))
+      << "with a database the box lives in orchestration.flows only";
+
+  const size_t before = fake_->RequestCount();
+  Turn revise = Chat("make it weekly instead", ask.session().conversation_id());
+  ExpectWellFormed(revise);
+  EXPECT_EQ(revise.session().flow_id(), flow);
+  ASSERT_EQ(fake_->RequestCount(), before + 1);
+  const std::string prompt = SystemPrompt(fake_->Requests()[before]);
+  EXPECT_THAT(prompt, HasSubstr("GOAL: our standup notes pile up"));
+  EXPECT_THAT(prompt, HasSubstr("BLOCKERS: waiting for the user's approval"));
+  EXPECT_THAT(prompt, HasSubstr("NEXT: run create_agent once approved"));
+
+  Turn yes = Chat("yes", ask.session().conversation_id());
+  ExpectWellFormed(yes);
+  EXPECT_EQ(yes.tools_called(), std::vector<std::string>{"create_agent"});
+  row = FlowOf(flow);
+  ASSERT_EQ(row.size(), 1u) << "one row per flow, updated by each turn";
+  EXPECT_EQ(row[0][0].as<std::string>(), "done");
+  EXPECT_EQ(row[0][2].as<std::string>(), yes.session().turn_id());
+  box = json::parse(row[0][1].as<std::string>());
+  EXPECT_THAT(box["progress"].dump(), HasSubstr("approved create_agent"));
+  EXPECT_THAT(box["progress"].dump(), HasSubstr("ran create_agent"));
+  EXPECT_THAT(box["data"].dump(), HasSubstr("standup-digest"));
+  EXPECT_TRUE(box["blockers"].empty());
+}
+
+TEST_F(ModelPlannerEndToEndTest, TheModelsQuestionsStopAtTheCapAndAnswersSkipTheAnalysis) {
+  llm::testing::FakeRule question = Rule("", false, {});
+  question.reply.text = "Which report do you mean?";
+  ASSERT_TRUE(fake_->SetRules({question}).ok());
+  Turn first = Chat("show me the report");
+  ExpectWellFormed(first);
+  EXPECT_FALSE(first.done().is_final());
+  const std::string conversation = first.session().conversation_id();
+  Turn second = Chat("the usual one", conversation);
+  ExpectWellFormed(second);
+  EXPECT_FALSE(second.done().is_final());
+  EXPECT_EQ(second.session().flow_id(), first.session().flow_id());
+  EXPECT_EQ(second.Of(pb::ChatEvent::kIntent)[0].intent().analysis().source(),
+            intentpb::INTENT_SOURCE_FAST_PATH);
+  const size_t before = fake_->RequestCount();
+  Turn third = Chat("you know, that one", conversation);
+  ExpectWellFormed(third);
+  ASSERT_EQ(fake_->RequestCount(), before + 1);
+  EXPECT_THAT(SystemPrompt(fake_->Requests()[before]),
+              HasSubstr("Do not ask a clarifying question now (2 asked in a row, at most 2)"));
+  EXPECT_TRUE(third.done().is_final()) << "a third question does not hold the flow";
+  EXPECT_EQ(LastRouting(conversation)["clarifications"], 0);
+}
+
+TEST_F(ModelPlannerEndToEndTest, WhenTheModelFailsOnAnAnswerTheTurnProceedsInsteadOfAsking) {
+  llm::testing::FakeRule question = Rule("", false, {});
+  question.reply.text = "Do you mean the active agents or all of them?";
+  ASSERT_TRUE(fake_->SetRules({question}).ok());
+  Turn ask = Chat("list my agents");
+  ExpectWellFormed(ask);
+  EXPECT_FALSE(ask.done().is_final());
+  llm::testing::FakeRule broken = Rule("", false, {});
+  broken.fault.kind = llm::testing::FakeFault::Kind::kStatus;
+  broken.fault.status = 401;
+  ASSERT_TRUE(fake_->SetRules({broken}).ok());
+  Turn answer = Chat("hmm", ask.session().conversation_id());
+  ExpectWellFormed(answer);
+  auto errors = answer.Of(pb::ChatEvent::kError);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].error().code(), pb::CHAT_ERROR_CODE_MODEL_FAILED);
+  EXPECT_EQ(answer.Of(pb::ChatEvent::kIntent)[0].intent().analysis().source(),
+            intentpb::INTENT_SOURCE_FAST_PATH);
+  EXPECT_TRUE(answer.done().is_final()) << answer.text();
+  EXPECT_EQ(answer.tools_called(), std::vector<std::string>{"list_agents"});
 }
 
 TEST_F(ModelPlannerEndToEndTest, CancelTurnStopsARunningTurn) {
@@ -652,6 +872,70 @@ TEST_F(ModelPlannerEndToEndTest, CancelTurnStopsARunningTurn) {
   context = Context(key());
   ASSERT_TRUE(stub_->CancelTurn(context.get(), cancel, &cancelled).ok());
   EXPECT_FALSE(cancelled.cancelled());
+}
+
+TEST_F(ModelPlannerEndToEndTest, ANewMessageSuspendsTheRunningFlowWhichResumesOnRequest) {
+  llm::testing::FakeRule slow = Rule("long story", false, {});
+  slow.reply.text = "Once upon a time there was a team whose reports were always late.";
+  slow.chunk_delay_ms = 300;
+  llm::testing::FakeRule quick = Rule("quick question", false, {});
+  quick.reply.text = "You have no agents yet.";
+  llm::testing::FakeRule resumed = Rule("go on with that", false, {});
+  resumed.reply.text = "Where was I: the reports were always late, until an agent took over.";
+  ASSERT_TRUE(fake_->SetRules({slow, quick, resumed}).ok());
+  Turn first = Chat("hello");
+  ASSERT_TRUE(first.status.ok());
+  const std::string conversation = first.session().conversation_id();
+
+  const size_t before = fake_->RequestCount();
+  std::optional<Turn> running;
+  std::thread turn([&] { running = Chat("tell me a long story", conversation); });
+  ASSERT_TRUE(fake_->WaitForRequests(before + 1, 10000)) << "the turn never reached the model";
+  Turn interrupting = Chat("quick question: which agents do I have?", conversation);
+  turn.join();
+  ASSERT_TRUE(running.has_value());
+
+  // The running turn ends cleanly, saying it was suspended, not failed.
+  ExpectWellFormed(*running);
+  EXPECT_LT(running->done().usage().duration_ms(), 5000) << "it stops at the next piece";
+  EXPECT_THAT(States(*running), ::testing::Contains(pb::AGENT_STATE_SUSPENDED));
+  EXPECT_TRUE(running->Of(pb::ChatEvent::kError).empty());
+  EXPECT_FALSE(running->done().is_final());
+  EXPECT_THAT(running->text(), HasSubstr("say \"continue\""));
+  const std::string suspended_flow = running->session().flow_id();
+  pqxx::result row = FlowOf(suspended_flow);
+  ASSERT_EQ(row.size(), 1u);
+  EXPECT_EQ(row[0][0].as<std::string>(), "suspended");
+  json box = json::parse(row[0][1].as<std::string>());
+  EXPECT_EQ(box["goal"], "tell me a long story");
+  EXPECT_THAT(box["next"].dump(), HasSubstr("finish the answer to: tell me a long story"));
+  EXPECT_THAT(box["blockers"].dump(), HasSubstr("suspended by a newer message"));
+
+  // The new turn knows what it suspended, and answers its own message.
+  ExpectWellFormed(interrupting);
+  EXPECT_EQ(interrupting.session().suspended_flow_id(), suspended_flow);
+  EXPECT_NE(interrupting.session().flow_id(), suspended_flow);
+  EXPECT_EQ(interrupting.text(), quick.reply.text);
+  EXPECT_TRUE(interrupting.done().is_final());
+
+  // Asked to, a later turn resumes the suspended flow with its state.
+  const size_t resume_from = fake_->RequestCount();
+  Turn resume = Chat("go on with that", conversation);
+  ExpectWellFormed(resume);
+  EXPECT_EQ(resume.session().flow_id(), suspended_flow);
+  EXPECT_EQ(resume.Of(pb::ChatEvent::kIntent)[0].intent().analysis().source(),
+            intentpb::INTENT_SOURCE_FAST_PATH);
+  EXPECT_EQ(resume.text(), resumed.reply.text);
+  ASSERT_EQ(fake_->RequestCount(), resume_from + 1);
+  const std::string prompt = SystemPrompt(fake_->Requests()[resume_from]);
+  EXPECT_THAT(prompt, HasSubstr("GOAL: tell me a long story"));
+  EXPECT_THAT(prompt, HasSubstr("RESUMING"));
+  EXPECT_THAT(prompt, HasSubstr("finish the answer to: tell me a long story"));
+  row = FlowOf(suspended_flow);
+  ASSERT_EQ(row.size(), 1u);
+  EXPECT_EQ(row[0][0].as<std::string>(), "done");
+  EXPECT_FALSE(LastRouting(conversation).contains("suspended_flow"))
+      << "resumed: nothing set aside";
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "services/orchestrator/src/context_box.h"
+#include "services/orchestrator/src/model_planner.h"
 #include "services/orchestrator/src/routing.h"
 
 namespace omniforge::orchestrator {
@@ -151,6 +153,106 @@ TEST(LocalPolicyTest, ClarifiesAtMostTwiceInARowThenProceeds) {
   EXPECT_FALSE(move.run.empty());
 }
 
+TEST(LocalPolicyTest, AnAnswerToWhichAgentIsMergedWithoutANewAnalysis) {
+  Move ask = DecideLocally(
+      {Intent(intentpb::ACTION_TYPE_EXECUTE_TASK), "run one of my agents", std::nullopt, kAgents});
+  ASSERT_TRUE(ask.clarifying);
+  Routing asked;
+  asked.action_type = ask.action_type;
+  asked.listed_agents = ask.listed_agents;
+  asked.clarifications = 1;
+  asked.asked = ask.asked;
+  ASSERT_TRUE(AnswerSkipsAnalysis(asked));
+  const intentpb::IntentAnalysis answer = AnalysisOfAnswer(asked, "the second one", kAgents);
+  EXPECT_EQ(answer.action_type(), intentpb::ACTION_TYPE_EXECUTE_TASK);
+  EXPECT_EQ(answer.entities().at("agent_name"), "weekly-sales-digest");
+  EXPECT_FALSE(answer.is_ambiguous());
+  Move move = DecideLocally({answer, "the second one", asked, kAgents});
+  ASSERT_TRUE(move.propose.has_value());
+  EXPECT_EQ(move.propose->tool, "run_agent");
+  EXPECT_EQ(move.propose->arguments["agent"], "weekly-sales-digest");
+  // By name, with a schedule, for an agent being changed.
+  asked.action_type = intentpb::ACTION_TYPE_UPDATE_AGENT;
+  const intentpb::IntentAnalysis named =
+      AnalysisOfAnswer(asked, "invoice-chaser, every friday at 5pm", kAgents);
+  EXPECT_EQ(named.entities().at("agent_name"), "invoice-chaser");
+  EXPECT_THAT(named.entities().at("schedule"), HasSubstr("friday"));
+  // "What would you like me to do?" is answered by a request of its own.
+  asked.asked = kAskedIntent;
+  EXPECT_FALSE(AnswerSkipsAnalysis(asked));
+}
+
+TEST(LocalPolicyTest, PastTheCapTheLikeliestAgentIsProposedInsteadOfAskingAgain) {
+  Routing asked;
+  asked.clarifications = 2;
+  asked.asked = kAskedAgent;
+  asked.listed_agents = {"weekly-sales-digest", "invoice-chaser"};
+  Move move =
+      DecideLocally({Intent(intentpb::ACTION_TYPE_EXECUTE_TASK), "not sure", asked, kAgents});
+  EXPECT_FALSE(move.clarifying);
+  ASSERT_TRUE(move.propose.has_value()) << move.reply;
+  EXPECT_EQ(move.propose->arguments["agent"], "weekly-sales-digest");
+  // Nothing to change named, past the cap: the agent is shown, not asked about.
+  Move update =
+      DecideLocally({Intent(intentpb::ACTION_TYPE_UPDATE_AGENT, {{"agent_name", "invoice-chaser"}}),
+                     "hmm", asked, kAgents, 2});
+  EXPECT_FALSE(update.clarifying);
+  ASSERT_EQ(update.run.size(), 1u);
+  EXPECT_EQ(update.run[0].tool, "get_agent");
+  // A cap of zero never asks.
+  Move none = DecideLocally(
+      {Intent(intentpb::ACTION_TYPE_EXECUTE_TASK), "run one", std::nullopt, kAgents, 0});
+  EXPECT_FALSE(none.clarifying);
+}
+
+TEST(LocalPolicyTest, ResumeRequestsAreRecognised) {
+  for (const char* message : {"continue what you were doing", "go on with that", "resume",
+                              "ok, carry on", "let's get back to that"}) {
+    EXPECT_TRUE(IsResumeRequest(message)) << message;
+  }
+  for (const char* message : {"list my agents", "delete invoice-chaser", "yes"}) {
+    EXPECT_FALSE(IsResumeRequest(message)) << message;
+  }
+}
+
+TEST(ContextBoxTest, KeepsTheNewestEntriesAndRendersOneLinePerSection) {
+  ContextBox box;
+  box.goal = "weekly sales report";
+  box.entities = {{"agent_name", "weekly-sales-digest"}, {"schedule", "every monday"}};
+  for (int i = 0; i < 12; ++i) ContextBox::Add(box.progress, "step " + std::to_string(i));
+  ContextBox::Add(box.progress, "step 11");  // the newest again: not repeated
+  ContextBox::Add(box.data, std::string(1000, 'x'));
+  ContextBox::Add(box.next, "run create_agent once approved");
+  EXPECT_EQ(box.progress.size(), 8u);
+  EXPECT_EQ(box.progress.front(), "step 4");
+  EXPECT_LT(box.data[0].size(), 310u);
+  const std::string text = RenderContextBox(box);
+  EXPECT_THAT(text, HasSubstr("GOAL: weekly sales report\n"));
+  EXPECT_THAT(text, HasSubstr("ENTITIES: agent_name=weekly-sales-digest; schedule=every monday"));
+  EXPECT_THAT(text, HasSubstr("NEXT: run create_agent once approved"));
+  EXPECT_EQ(text.find("BLOCKERS"), std::string::npos) << "empty sections are left out";
+  const ContextBox back = ContextBoxFromJson(ContextBoxToJson(box));
+  EXPECT_EQ(RenderContextBox(back), text);
+  EXPECT_TRUE(ContextBoxFromJson(json::array()).empty());
+}
+
+TEST(ModelPlannerTest, ThePromptCarriesTheBoxAndStopsQuestionsAtTheCap) {
+  PlannerRequest request;
+  request.box.goal = "our standup notes pile up";
+  ContextBox::Add(request.box.blockers, "waiting for the user's approval");
+  request.clarifications = 1;
+  request.max_clarifications = 2;
+  std::string prompt = PlannerSystemPrompt(request);
+  EXPECT_THAT(prompt, HasSubstr("GOAL: our standup notes pile up"));
+  EXPECT_THAT(prompt, HasSubstr("BLOCKERS: waiting for the user's approval"));
+  EXPECT_EQ(prompt.find("Do not ask"), std::string::npos);
+  request.clarifications = 2;
+  request.resuming = true;
+  prompt = PlannerSystemPrompt(request);
+  EXPECT_THAT(prompt, HasSubstr("Do not ask a clarifying question now"));
+  EXPECT_THAT(prompt, HasSubstr("RESUMING"));
+}
+
 TEST(LocalPolicyTest, SuggestedNamesAreShortAndUnique) {
   EXPECT_EQ(SuggestAgentName("our weekly sales reports are always late", {}),
             "weekly-sales-reports");
@@ -191,6 +293,21 @@ TEST(RoutingTest, RoundTripsThroughJsonAndReadsOldOrBrokenMetadataLeniently) {
   ASSERT_TRUE(back.pending.has_value());
   EXPECT_EQ(back.pending->arguments, routing.pending->arguments);
   EXPECT_EQ(back.clarifications, 1);
+  EXPECT_FALSE(back.box.has_value());
+  EXPECT_FALSE(back.suspended_flow.has_value());
+
+  routing.box = ContextBox{"goal", {{"k", "v"}}, {}, {"d"}, {"p"}, {}, {"n"}, {}};
+  routing.suspended = true;
+  routing.suspended_flow =
+      SuspendedFlow{"flow-0", "earlier goal", intentpb::ACTION_TYPE_QUERY_INFO, {}, routing.box};
+  const Routing with_box = RoutingFromJson(RoutingToJson(routing));
+  ASSERT_TRUE(with_box.box.has_value());
+  EXPECT_EQ(RenderContextBox(*with_box.box), RenderContextBox(*routing.box));
+  EXPECT_TRUE(with_box.suspended);
+  ASSERT_TRUE(with_box.suspended_flow.has_value());
+  EXPECT_EQ(with_box.suspended_flow->flow_id, "flow-0");
+  EXPECT_EQ(with_box.suspended_flow->action_type, intentpb::ACTION_TYPE_QUERY_INFO);
+  ASSERT_TRUE(with_box.suspended_flow->box.has_value());
 
   const Routing broken = RoutingFromJson(
       {{"action_type", "NOT_AN_ACTION"}, {"pending", {{"tool", 5}}}, {"entities", "x"}});

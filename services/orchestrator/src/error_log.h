@@ -1,0 +1,31 @@
+// The orchestration-level failures of turns: guardrails reached, downstream
+// services unavailable, the model failing after its fallbacks. The turn
+// reports each one as it emits its error event; pg_error_log.h stores them
+// in orchestration.error_log in background batches.
+#pragma once
+
+#include <string>
+
+namespace omniforge::orchestrator {
+
+struct TurnError {
+  std::string tenant_id;
+  std::string user_id;
+  std::string conversation_id;
+  std::string turn_id;
+  // tool_call_limit, time_limit, iteration_limit, model_failed,
+  // downstream_unavailable, tool_failed.
+  std::string kind;
+  // What happened, for operators (the downstream's own status message when
+  // there is one; never the user's content).
+  std::string message;
+};
+
+class TurnErrorLog {
+ public:
+  virtual ~TurnErrorLog() = default;
+  // Never blocks the turn; thread-safe.
+  virtual void Record(TurnError error) = 0;
+};
+
+}  // namespace omniforge::orchestrator

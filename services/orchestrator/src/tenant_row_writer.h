@@ -1,0 +1,46 @@
+// Records a turn must never wait for (model-call usage, turn errors) are
+// written by a background thread in batches: rows queue up, a committer takes
+// what waits and inserts it with one statement per tenant, each in its own
+// tenant transaction so row-level security applies. Built on
+// pg::GroupCommitQueue.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "libs/pg/pool.h"
+
+namespace omniforge::orchestrator {
+
+struct TenantRowWriterOptions {
+  // Takes $1 = the tenant and $2 = that tenant's rows of the batch as a JSON
+  // array, e.g. "INSERT INTO t (tenant_id, a) SELECT $1, x.a FROM
+  // jsonb_to_recordset($2::jsonb) AS x(a text)".
+  std::string insert_sql;
+  // What the rows are, for logs ("LLM usage").
+  std::string what;
+  // Counter of rows not stored, by reason (queue_full, database, and what
+  // the owner counts itself with CountDropped).
+  std::string dropped_metric;
+  std::string dropped_help;
+  size_t max_queued = 10000;
+};
+
+// Thread-safe. Rows submitted while `max_queued` wait are dropped and
+// counted. Destruction writes what is queued.
+class TenantRowWriter final {
+ public:
+  TenantRowWriter(pg::PgPool& pool, TenantRowWriterOptions options);
+  ~TenantRowWriter();
+
+  void Submit(std::string tenant_id, nlohmann::json row);
+  void CountDropped(const char* reason, double rows = 1) const;
+
+ private:
+  struct Queue;
+  const TenantRowWriterOptions options_;
+  std::unique_ptr<Queue> queue_;
+};
+
+}  // namespace omniforge::orchestrator
