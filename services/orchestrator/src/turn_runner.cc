@@ -818,9 +818,12 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   reply.set_content(text.empty() ? " " : text);
   reply.set_idempotency_key("turn:" + turn_id + ":assistant");
   *reply.mutable_metadata() = StructFromJson(RoutingToJson(routing));
-  // The flow's record is written while the reply is stored: one upsert.
+  // The flow's record is written while the reply is stored: one upsert,
+  // for a flow that spans turns (it waits, is suspended, or was stored by an
+  // earlier turn). A flow done within its first turn needs no record: its
+  // box is never read again, and most turns are such flows.
   std::future<absl::Status> flow_saved;
-  if (flows_ != nullptr) {
+  if (flows_ != nullptr && (waiting || suspended || continuing || resuming)) {
     flow_saved = std::async(std::launch::async, [&] {
       const FlowStatus status = suspended ? FlowStatus::kSuspended
                                 : waiting ? FlowStatus::kWaiting

@@ -917,6 +917,10 @@ TEST_F(ModelPlannerEndToEndTest, ANewMessageSuspendsTheRunningFlowWhichResumesOn
   EXPECT_NE(interrupting.session().flow_id(), suspended_flow);
   EXPECT_EQ(interrupting.text(), quick.reply.text);
   EXPECT_TRUE(interrupting.done().is_final());
+  EXPECT_TRUE(RowsOf("SELECT 1 FROM orchestration.flows WHERE flow_id = $1",
+                     interrupting.session().flow_id(), 0)
+                  .empty())
+      << "a flow done within its first turn writes no row";
 
   // Asked to, a later turn resumes the suspended flow with its state.
   const size_t resume_from = fake_->RequestCount();
