@@ -28,6 +28,8 @@ McpRegistry::McpRegistry(McpConfig config, const TransportFactory& factory) {
     server->client->SetToolsChangedListener([this, name = server_config.name] {
       core::LogInfo("mcp server tool list changed", {{"server", name}});
       stale_ = true;
+      std::lock_guard lock(listener_mu_);
+      if (change_listener_) change_listener_();
     });
     server->config = std::move(server_config);
     servers_.push_back(std::move(server));
@@ -35,6 +37,11 @@ McpRegistry::McpRegistry(McpConfig config, const TransportFactory& factory) {
 }
 
 McpRegistry::~McpRegistry() { Shutdown(); }
+
+void McpRegistry::SetChangeListener(std::function<void()> listener) {
+  std::lock_guard lock(listener_mu_);
+  change_listener_ = std::move(listener);
+}
 
 absl::Status McpRegistry::Refresh(const CallOptions& options) {
   std::lock_guard refresh_lock(refresh_mu_);

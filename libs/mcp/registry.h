@@ -63,6 +63,10 @@ class McpRegistry final {
   // Whether a server reported a changed tool list since the last Refresh.
   bool stale() const { return stale_.load(); }
 
+  // Called (on a transport thread; it must not block) each time a server
+  // reports a changed tool list; an empty function stops the calls.
+  void SetChangeListener(std::function<void()> listener);
+
   // The catalog, servers in config order, each server's tools in its order.
   std::vector<RegisteredTool> Tools() const;
   std::optional<RegisteredTool> FindTool(std::string_view name) const;
@@ -90,6 +94,8 @@ class McpRegistry final {
 
   std::vector<std::unique_ptr<Server>> servers_;
   std::atomic<bool> stale_{false};
+  std::mutex listener_mu_;
+  std::function<void()> change_listener_;
   std::mutex refresh_mu_;  // one Refresh at a time
   mutable std::mutex mu_;  // guards the catalog and each server's tools/last_error
   std::vector<RegisteredTool> catalog_;

@@ -20,12 +20,14 @@
 #include "libs/pg/pool.h"
 #include "libs/pg/settings.h"
 #include "services/executor/src/conversation_recorder.h"
+#include "services/executor/src/domain_tools.h"
 #include "services/executor/src/grpc_service.h"
 #include "services/executor/src/llm_dialogue.h"
 #include "services/executor/src/mcp_tools.h"
 #include "services/executor/src/pg_invocation_ledger.h"
 #include "services/executor/src/platform_tools.h"
 #include "services/executor/src/tool_catalog.h"
+#include "services/executor/src/tool_list_refresher.h"
 #include "services/executor/src/tool_runtime.h"
 
 namespace omniforge::pg {
@@ -49,6 +51,8 @@ struct Settings {
   std::string conversation_address;
   std::chrono::milliseconds conversation_timeout{5000};
   mcp::McpConfig mcp;
+  std::vector<DomainConfig> domains;
+  std::chrono::seconds mcp_retry_unavailable{30};
   llm::LlmConfig llm;
   std::string llm_profile;
 };
@@ -80,6 +84,10 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   auto mcp_config = mcp::ReadMcpConfig(c);
   if (!mcp_config.ok()) return mcp_config.status();
   s.mcp = *std::move(mcp_config);
+  s.mcp_retry_unavailable = std::chrono::seconds(c.Int("mcp.retry_unavailable_s", 30, 1, 86400));
+  auto domains = ReadDomainConfig(c, s.mcp);
+  if (!domains.ok()) return domains.status();
+  s.domains = *std::move(domains);
   if (absl::Status status = c.Finish(); !status.ok()) return status;
   return s;
 }
@@ -106,7 +114,11 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   // MCP servers: a server that cannot be reached at start is logged and
   // left out; the others' tools are served.
   mcp::McpRegistry registry(s.mcp);
-  McpTools mcp_tools(registry);
+  // The servers of the email, calendar and contacts domains are served as
+  // domain tools (`email__...`) only; a domain without servers explains so.
+  DomainTools domain_tools(registry, s.domains);
+  const std::vector<std::string> domain_servers = domain_tools.DomainServers();
+  McpTools mcp_tools(registry, {domain_servers.begin(), domain_servers.end()});
   if (!s.mcp.servers.empty()) {
     mcp::CallOptions within;
     within.deadline = std::chrono::system_clock::now() + std::chrono::seconds(30);
@@ -114,6 +126,15 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
       core::LogWarn("some MCP servers are unavailable", {{"error", std::string(status.message())}});
     }
     if (absl::Status status = catalog.AddProvider(mcp_tools); !status.ok()) return status;
+  }
+  if (absl::Status status = catalog.AddProvider(domain_tools); !status.ok()) return status;
+  // Tool lists that change while the executor runs reach the catalog.
+  std::unique_ptr<ToolListRefresher> refresher;
+  if (!s.mcp.servers.empty()) {
+    RefresherOptions options;
+    options.retry_unavailable = s.mcp_retry_unavailable;
+    refresher = std::make_unique<ToolListRefresher>(
+        registry, catalog, std::vector<ToolProvider*>{&mcp_tools, &domain_tools}, options);
   }
   PgInvocationLedger ledger(**pool);
   InvocationPurger purger(**pool, s.idempotency_retention, s.purge_interval);

@@ -20,27 +20,31 @@ ToolRisk FromMcp(mcp::ToolRisk risk) {
 
 }  // namespace
 
+std::optional<ToolSpec> McpToolSpec(const mcp::RegisteredTool& registered) {
+  const auto schema = nlohmann::json::parse(registered.tool.input_schema_json, nullptr, false);
+  if (!schema.is_object() || schema.value("type", "") != "object") {
+    core::LogWarn("mcp tool left out: its input schema is not an object schema",
+                  {{"server", registered.server}, {"tool", registered.tool.name}});
+    return std::nullopt;
+  }
+  std::string description = registered.tool.description;
+  const std::string& title = registered.tool.title;
+  if (!title.empty() && !description.starts_with(title)) {
+    description = description.empty() ? title : title + ": " + description;
+  }
+  if (description.empty()) {
+    description = absl::StrCat("Tool '", registered.tool.name, "' of the MCP server '",
+                               registered.server, "'.");
+  }
+  return ToolSpec{registered.name, std::move(description), registered.tool.input_schema_json,
+                  FromMcp(registered.risk), registered.server};
+}
+
 absl::StatusOr<std::vector<ToolSpec>> McpTools::ListTools() {
   std::vector<ToolSpec> specs;
   for (const mcp::RegisteredTool& registered : registry_.Tools()) {
-    const auto schema = nlohmann::json::parse(registered.tool.input_schema_json, nullptr, false);
-    if (!schema.is_object() || schema.value("type", "") != "object") {
-      core::LogWarn("mcp tool left out: its input schema is not an object schema",
-                    {{"server", registered.server}, {"tool", registered.tool.name}});
-      continue;
-    }
-    std::string description = registered.tool.description;
-    const std::string& title = registered.tool.title;
-    if (!title.empty() && !description.starts_with(title)) {
-      description = description.empty() ? title : title + ": " + description;
-    }
-    if (description.empty()) {
-      description = absl::StrCat("Tool '", registered.tool.name, "' of the MCP server '",
-                                 registered.server, "'.");
-    }
-    specs.push_back(ToolSpec{registered.name, std::move(description),
-                             registered.tool.input_schema_json, FromMcp(registered.risk),
-                             registered.server});
+    if (excluded_servers_.contains(registered.server)) continue;
+    if (auto spec = McpToolSpec(registered)) specs.push_back(*std::move(spec));
   }
   return specs;
 }

@@ -5,19 +5,28 @@
 // {"text": <the content rendered as text>, "structured_content": {...}}.
 #pragma once
 
+#include <optional>
+#include <set>
+#include <string>
+
 #include "libs/mcp/registry.h"
 #include "services/executor/src/tool.h"
 
 namespace omniforge::executor {
 
+// The spec of one registry tool, named and sourced as in the registry;
+// nullopt (logged) when its input schema is not a JSON object schema of type
+// "object": no call to it could be validated.
+std::optional<ToolSpec> McpToolSpec(const mcp::RegisteredTool& registered);
+
 class McpTools final : public ToolProvider {
  public:
-  // `registry` must outlive this provider; Refresh it before ListTools.
-  explicit McpTools(mcp::McpRegistry& registry) : registry_(registry) {}
+  // `registry` must outlive this provider; Refresh it before ListTools. The
+  // tools of `excluded_servers` (those serving a domain) are not listed.
+  explicit McpTools(mcp::McpRegistry& registry, std::set<std::string> excluded_servers = {})
+      : registry_(registry), excluded_servers_(std::move(excluded_servers)) {}
 
-  // The registry's current catalog. Tools whose input schema is not a JSON
-  // object schema of type "object" are left out (and logged): no call to
-  // them could be validated.
+  // The registry's current catalog, each tool as McpToolSpec makes it.
   absl::StatusOr<std::vector<ToolSpec>> ListTools() override;
 
   // Calls the server within call.deadline. A tool that ran and failed is a
@@ -27,6 +36,7 @@ class McpTools final : public ToolProvider {
 
  private:
   mcp::McpRegistry& registry_;
+  const std::set<std::string> excluded_servers_;
 };
 
 }  // namespace omniforge::executor

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +66,14 @@ class ToolProvider {
   // DEADLINE_EXCEEDED past call.deadline; UNAVAILABLE when the backend is
   // down; NOT_FOUND for a tool it does not have.
   virtual absl::StatusOr<ToolResult> Invoke(const ToolCall& call) = 0;
+
+  // Why a tool called `tool_name`, which this provider would serve, is not
+  // there now (its service is not configured or down); nullopt when the
+  // name is none of its business.
+  virtual std::optional<std::string> WhyAbsent(std::string_view tool_name) const {
+    (void)tool_name;
+    return std::nullopt;
+  }
 };
 
 }  // namespace omniforge::executor

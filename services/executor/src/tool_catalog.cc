@@ -16,7 +16,11 @@ bool IsValidToolName(std::string_view name) {
   });
 }
 
-absl::Status ToolCatalog::AddProvider(ToolProvider& provider) {
+absl::Status ToolCatalog::AddProvider(ToolProvider& provider) { return Install(provider, false); }
+
+absl::Status ToolCatalog::Reload(ToolProvider& provider) { return Install(provider, true); }
+
+absl::Status ToolCatalog::Install(ToolProvider& provider, bool replace) {
   auto specs = provider.ListTools();
   if (!specs.ok()) return specs.status();
   std::unique_lock lock(mu_);
@@ -35,15 +39,32 @@ absl::Status ToolCatalog::AddProvider(ToolProvider& provider) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": parameters must be a JSON schema of type \"object\""));
     }
-    if (tools_.contains(spec.name) || !seen.insert(spec.name).second) {
+    const auto taken = tools_.find(spec.name);
+    const bool taken_by_other =
+        taken != tools_.end() && !(replace && taken->second.provider == &provider);
+    if (taken_by_other || !seen.insert(spec.name).second) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": the name is already taken"));
     }
+  }
+  if (replace) {
+    std::erase_if(tools_,
+                  [&provider](const auto& item) { return item.second.provider == &provider; });
+  } else {
+    providers_.push_back(&provider);
   }
   for (ToolSpec& spec : *specs) {
     std::string name = spec.name;
     tools_.emplace(std::move(name), Entry{std::move(spec), &provider});
   }
   return absl::OkStatus();
+}
+
+std::optional<std::string> ToolCatalog::WhyAbsent(std::string_view name) const {
+  std::shared_lock lock(mu_);
+  for (const ToolProvider* provider : providers_) {
+    if (auto why = provider->WhyAbsent(name)) return why;
+  }
+  return std::nullopt;
 }
 
 std::vector<ToolSpec> ToolCatalog::List(std::optional<ToolRisk> max_risk,

@@ -29,6 +29,14 @@ class ToolCatalog final {
   // own error when it cannot list its tools.
   absl::Status AddProvider(ToolProvider& provider);
 
+  // Lists `provider` (added before) again and replaces its tools with what it
+  // lists now, at once: calls see the old set or the new one. On the errors
+  // of AddProvider nothing changes.
+  absl::Status Reload(ToolProvider& provider);
+
+  // Why no tool is called `name`, when a provider knows (ToolProvider::WhyAbsent).
+  std::optional<std::string> WhyAbsent(std::string_view name) const;
+
   // Tools with risk at most `max_risk` (nullopt: any) and, when `names` is
   // not empty, only those named; sorted by name.
   std::vector<ToolSpec> List(std::optional<ToolRisk> max_risk = std::nullopt,
@@ -40,8 +48,12 @@ class ToolCatalog final {
   size_t size() const;
 
  private:
+  // Adds what `provider` lists; with `replace`, its previous tools go.
+  absl::Status Install(ToolProvider& provider, bool replace);
+
   mutable std::shared_mutex mu_;
   std::map<std::string, Entry> tools_;
+  std::vector<ToolProvider*> providers_;
 };
 
 // True when `name` is usable as an LLM function name: [A-Za-z0-9_-]{1,64}.

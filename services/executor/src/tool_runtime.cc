@@ -54,6 +54,10 @@ absl::StatusOr<InvokeOutcome> ToolRuntime::Invoke(
     std::chrono::system_clock::time_point deadline) const {
   auto entry = catalog_.Find(request.tool_name);
   if (!entry.has_value()) {
+    if (auto why = catalog_.WhyAbsent(request.tool_name)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("tool_name: '", request.tool_name, "' is not available: ", *why));
+    }
     return absl::NotFoundError(absl::StrCat("tool_name: no tool named '", request.tool_name,
                                             "' (ListTools lists the tools)"));
   }

@@ -44,7 +44,9 @@ class ToolRuntime final {
       : catalog_(catalog), ledger_(ledger), options_(options) {}
 
   // Runs one tool for `who`, bounded by `deadline`. Errors, having run and
-  // written nothing: NOT_FOUND (unknown tool); INVALID_ARGUMENT (arguments
+  // written nothing: NOT_FOUND (unknown tool); FAILED_PRECONDITION with the
+  // reason for a tool whose service is not configured or down (e.g. a domain
+  // tool, ToolCatalog::WhyAbsent); INVALID_ARGUMENT (arguments
   // not a JSON object, not matching the schema, too large; key too long),
   // naming each bad field by JSON path; FAILED_PRECONDITION (key reused for
   // another call); ABORTED (same key still running); DEADLINE_EXCEEDED.

@@ -578,6 +578,21 @@ TEST(ExecutorConfigTest, UnknownKeyStopsStartAndNamesIt) {
   EXPECT_THAT(file_output, HasSubstr("max_result_byte"));
 }
 
+TEST(ExecutorConfigTest, ADomainNamingNoConfiguredServerStopsStartAndNamesIt) {
+  char path[] = "/tmp/omniforge-executor-config-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string yaml =
+      "mcp:\n  servers:\n    mail: {transport: stdio, command: node}\n"
+      "domains:\n  email: {servers: [mail]}\n  calendar: {servers: [gcal]}\n";
+  ASSERT_EQ(write(fd, yaml.data(), yaml.size()), static_cast<ssize_t>(yaml.size()));
+  close(fd);
+  const auto [status, output] = RunBinary("", std::string("--config ") + path);
+  unlink(path);
+  EXPECT_EQ(status, 2) << output;
+  EXPECT_THAT(output, HasSubstr("domains.calendar.servers: 'gcal' is not an enabled server"));
+}
+
 TEST(ExecutorMigrateTest, MigrateAppliesEachMigrationOnceAndExits) {
   testing::TestDatabase database;
   const std::string env = "OMNIFORGE_DATABASE_DSN='" + database.dsn() + "'";

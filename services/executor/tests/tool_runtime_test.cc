@@ -31,6 +31,8 @@ class FakeProvider final : public ToolProvider {
   explicit FakeProvider(std::vector<ToolSpec> specs) : specs_(std::move(specs)) {}
 
   absl::StatusOr<std::vector<ToolSpec>> ListTools() override { return specs_; }
+  // What the next ListTools returns, as a server whose tools changed.
+  void Offer(std::vector<ToolSpec> specs) { specs_ = std::move(specs); }
 
   absl::StatusOr<ToolResult> Invoke(const ToolCall& call) override {
     ++calls;
@@ -144,6 +146,26 @@ TEST(ToolCatalogTest, NamesAreUniqueAcrossProviders) {
   EXPECT_THAT(status.message(), HasSubstr("already taken"));
   EXPECT_EQ(catalog.size(), 1u);
   EXPECT_FALSE(catalog.Find("other").has_value());
+}
+
+TEST(ToolCatalogTest, AReloadReplacesOneProvidersToolsOrChangesNothing) {
+  FakeProvider first({Echo("echo")});
+  FakeProvider second({Echo("search"), Echo("send")});
+  ToolCatalog catalog;
+  ASSERT_TRUE(catalog.AddProvider(first).ok());
+  ASSERT_TRUE(catalog.AddProvider(second).ok());
+  second.Offer({Echo("search"), Echo("schedule")});
+  ASSERT_TRUE(catalog.Reload(second).ok());
+  EXPECT_TRUE(catalog.Find("schedule").has_value());
+  EXPECT_FALSE(catalog.Find("send").has_value());
+  EXPECT_TRUE(catalog.Find("echo").has_value());
+  // A new list that takes another provider's name is refused whole.
+  second.Offer({Echo("archive"), Echo("echo")});
+  EXPECT_THAT(catalog.Reload(second).message(), HasSubstr("already taken"));
+  EXPECT_FALSE(catalog.Find("archive").has_value());
+  EXPECT_TRUE(catalog.Find("schedule").has_value());
+  EXPECT_EQ(catalog.Find("echo")->provider, &first);
+  EXPECT_EQ(catalog.size(), 3u);
 }
 
 TEST(ToolCatalogTest, ListsByRiskAndNameSorted) {
