@@ -21,15 +21,20 @@
 // Prints a final line: RESULT turn_p50_ms=... turn_p99_ms=... turns_per_s_c16=...
 //   turns_per_s_c64=... pg_rows_per_turn=... rss_mb=...
 #include <grpcpp/grpcpp.h>
+#include <httplib.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <pqxx/pqxx>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -77,6 +82,45 @@ int64_t RowsWritten(const std::string& dsn, const std::string& database) {
     last = now;
   }
   return last;
+}
+
+// Every histogram series ending in _seconds a service exports, as
+// {series: (sum, count)}, read from its Prometheus endpoint.
+using Timings = std::map<std::string, std::pair<double, double>>;
+
+Timings ScrapeTimings(int metrics_port) {
+  Timings out;
+  httplib::Client client("127.0.0.1", metrics_port);
+  auto response = client.Get("/metrics");
+  if (!response || response->status != 200) return out;
+  std::istringstream lines(response->body);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const size_t space = line.rfind(' ');
+    if (line.empty() || line[0] == '#' || space == std::string::npos) continue;
+    std::string series = line.substr(0, space);
+    const double value = std::strtod(line.c_str() + space + 1, nullptr);
+    for (const auto& [suffix, is_sum] : {std::pair{"_seconds_sum", true}, {"_seconds_count", false}}) {
+      const size_t at = series.find(suffix);
+      if (at == std::string::npos) continue;
+      const std::string key = series.substr(0, at) + series.substr(at + std::strlen(suffix));
+      (is_sum ? out[key].first : out[key].second) = value;
+    }
+  }
+  return out;
+}
+
+// Where a turn's time went: per service and series, calls per turn and the
+// mean time of one, between two scrapes.
+void PrintTimings(const char* service, const Timings& before, const Timings& after, int turns) {
+  for (const auto& [series, totals] : after) {
+    auto it = before.find(series);
+    const double sum = totals.first - (it == before.end() ? 0 : it->second.first);
+    const double count = totals.second - (it == before.end() ? 0 : it->second.second);
+    if (count < 1) continue;
+    std::printf("  %-13s %-70s %5.2f per turn, %7.3f ms each\n", service, series.c_str(),
+                count / turns, sum / count * 1000.0);
+  }
 }
 
 int64_t PeakRssKb(int pid) {
@@ -163,6 +207,14 @@ int Run(int turns, double seconds, bool model) {
   Client single(*stub, keys[0]);
   for (int i = 0; i < 20; ++i) single.Turn();  // warm-up
   const int64_t rows_before = RowsWritten(db.dsn(), db.name());
+  const std::vector<std::pair<const char*, testing::ServerProcess*>> services = {
+      {"orchestrator", &orchestrator},
+      {"conversation", &conversation},
+      {"intent", &intent},
+      {"executor", &executor}};
+  std::vector<Timings> timings_before;
+  for (const auto& [name, process] : services)
+    timings_before.push_back(ScrapeTimings(process->metrics_port()));
   std::vector<double> ms;
   for (int i = 0; i < turns; ++i) {
     const double t = single.Turn();
@@ -176,6 +228,11 @@ int Run(int turns, double seconds, bool model) {
       static_cast<double>(RowsWritten(db.dsn(), db.name()) - rows_before) / turns;
   std::printf("1 client: %d turns, p50 %.2f ms, p99 %.2f ms, %.1f rows written per turn\n", turns,
               Percentile(ms, 0.5), Percentile(ms, 0.99), rows_per_turn);
+  std::printf("  server-side time of the 1-client turns:\n");
+  for (size_t i = 0; i < services.size(); ++i) {
+    PrintTimings(services[i].first, timings_before[i],
+                 ScrapeTimings(services[i].second->metrics_port()), turns);
+  }
 
   auto throughput = [&](int clients) {
     std::atomic<int64_t> done{0}, failed{0};
