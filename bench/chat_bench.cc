@@ -123,6 +123,18 @@ void PrintTimings(const char* service, const Timings& before, const Timings& aft
   }
 }
 
+// Rows written so far per table (schema.table: inserted + updated + deleted).
+std::map<std::string, int64_t> RowsByTable(const std::string& dsn) {
+  pqxx::connection conn(dsn);
+  pqxx::nontransaction tx(conn);
+  std::map<std::string, int64_t> out;
+  for (const pqxx::row& row :
+       tx.exec("SELECT schemaname || '.' || relname, n_tup_ins + n_tup_upd + n_tup_del"
+               " FROM pg_stat_user_tables"))
+    out[row[0].as<std::string>()] = row[1].as<int64_t>();
+  return out;
+}
+
 int64_t PeakRssKb(int pid) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;
@@ -192,11 +204,39 @@ int Run(int turns, double seconds, bool model) {
       return 1;
     }
   }
-  if (auto error =
-          orchestrator.Start({"OMNIFORGE_AUTH_API_KEYS_FILE=" + (dir / "api_keys").string(),
-                              "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation.address(),
-                              "OMNIFORGE_DOWNSTREAM_INTENT=" + intent.address(),
-                              "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor.address()})) {
+  // The model: asked "list my agents", it calls list_agents; given the
+  // tool's result, it answers. At once, streamed in the real wire format.
+  std::unique_ptr<llm::testing::FakeLlmServer> provider;
+  Env orchestrator_env = {"OMNIFORGE_AUTH_API_KEYS_FILE=" + (dir / "api_keys").string(),
+                          "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation.address(),
+                          "OMNIFORGE_DOWNSTREAM_INTENT=" + intent.address(),
+                          "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor.address()};
+  std::vector<std::string> orchestrator_args;
+  if (model) {
+    llm::testing::FakeRule call;
+    call.match.operation = "planner_stream";
+    call.match.last_is_tool_result = false;
+    call.reply.tool_calls = {{"", "list_agents", "{}"}};
+    llm::testing::FakeRule answer;
+    answer.match.operation = "planner_stream";
+    answer.match.last_is_tool_result = true;
+    answer.reply.text = "You have no agents yet. Shall I draft one for your weekly reports?";
+    auto started = llm::testing::FakeLlmServer::Start({call, answer}, {.api_key = "bench-key"});
+    if (!started.ok()) {
+      std::fprintf(stderr, "fake provider: %s\n", started.status().ToString().c_str());
+      return 1;
+    }
+    provider = *std::move(started);
+    std::ofstream config(dir / "orchestrator.yaml");
+    config << "llm:\n  providers:\n    fake:\n      api: openai\n      base_url: "
+           << provider->openai_base_url()
+           << "\n      api_key_env: BENCH_LLM_KEY\n  profiles:\n    balanced: [fake/planner]\n";
+    orchestrator_args = {"--config", (dir / "orchestrator.yaml").string()};
+    // With a model, every call is recorded in orchestration.llm_usage.
+    orchestrator_env.push_back(dsn);
+    orchestrator_env.push_back("BENCH_LLM_KEY=bench-key");
+  }
+  if (auto error = orchestrator.Start(orchestrator_env, orchestrator_args)) {
     std::fprintf(stderr, "%s\n", error->c_str());
     return 1;
   }
@@ -207,6 +247,7 @@ int Run(int turns, double seconds, bool model) {
   Client single(*stub, keys[0]);
   for (int i = 0; i < 20; ++i) single.Turn();  // warm-up
   const int64_t rows_before = RowsWritten(db.dsn(), db.name());
+  const auto tables_before = RowsByTable(db.dsn());
   const std::vector<std::pair<const char*, testing::ServerProcess*>> services = {
       {"orchestrator", &orchestrator},
       {"conversation", &conversation},
@@ -228,6 +269,12 @@ int Run(int turns, double seconds, bool model) {
       static_cast<double>(RowsWritten(db.dsn(), db.name()) - rows_before) / turns;
   std::printf("1 client: %d turns, p50 %.2f ms, p99 %.2f ms, %.1f rows written per turn\n", turns,
               Percentile(ms, 0.5), Percentile(ms, 0.99), rows_per_turn);
+  for (const auto& [table, rows] : RowsByTable(db.dsn())) {
+    const int64_t written = rows - (tables_before.contains(table) ? tables_before.at(table) : 0);
+    if (written > 0)
+      std::printf("  %-36s %.2f rows per turn\n", table.c_str(),
+                  static_cast<double>(written) / turns);
+  }
   std::printf("  server-side time of the 1-client turns:\n");
   for (size_t i = 0; i < services.size(); ++i) {
     PrintTimings(services[i].first, timings_before[i],
