@@ -27,17 +27,20 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <pqxx/pqxx>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "libs/core/api_keys.h"
 #include "libs/core/ids.h"
@@ -133,6 +136,21 @@ std::map<std::string, int64_t> RowsByTable(const std::string& dsn) {
                " FROM pg_stat_user_tables"))
     out[row[0].as<std::string>()] = row[1].as<int64_t>();
   return out;
+}
+
+// CPU seconds a process has used (user + system), from /proc/<pid>/stat.
+double CpuSeconds(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  // Fields after the command name (which may hold spaces) start at ") ".
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; fields >> field; ++i) {
+    if (i == 14 || i == 15) ticks += std::strtod(field.c_str(), nullptr);
+    if (i == 15) break;
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 int64_t PeakRssKb(int pid) {
@@ -282,6 +300,8 @@ int Run(int turns, double seconds, bool model) {
   }
 
   auto throughput = [&](int clients) {
+    std::vector<double> cpu_before;
+    for (const auto& [name, process] : services) cpu_before.push_back(CpuSeconds(process->pid()));
     std::atomic<int64_t> done{0}, failed{0};
     std::vector<std::thread> threads;
     std::vector<std::vector<double>> latencies(clients);
@@ -307,6 +327,13 @@ int Run(int turns, double seconds, bool model) {
     std::printf("%d clients: %.0f turns/s, p50 %.1f ms, p99 %.1f ms, %lld failed\n", clients,
                 done / elapsed, Percentile(all, 0.5), Percentile(all, 0.99),
                 static_cast<long long>(failed.load()));
+    std::printf("  CPU per turn:");
+    for (size_t i = 0; i < services.size(); ++i) {
+      std::printf(" %s %.0f us", services[i].first,
+                  (CpuSeconds(services[i].second->pid()) - cpu_before[i]) * 1e6 /
+                      static_cast<double>(std::max<int64_t>(1, done.load())));
+    }
+    std::printf("\n");
     return failed > 0 ? -1.0 : done / elapsed;
   };
   const double c16 = throughput(16);
