@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "libs/core/grpc_unary.h"
-#include "services/conversation/src/struct_json.h"
+#include "libs/core/struct_json.h"
 
 namespace omniforge::conversation {
 namespace {
@@ -21,12 +21,12 @@ core::UnaryHandler<Request, Response> OnWorker(
 }
 
 std::string StructToJson(const google::protobuf::Struct& s, bool present) {
-  return present ? StructToJsonText(s) : std::string();
+  return present ? core::StructToJsonText(s) : std::string();
 }
 
 void JsonToStruct(const std::string& json, google::protobuf::Struct* out) {
   // Stored metadata was validated as a JSON object on the way in.
-  (void)JsonTextToStruct(json, out);
+  (void)core::JsonTextToStruct(json, out);
 }
 
 void ToProto(const Conversation& c, pb::Conversation* out) {

@@ -1,7 +1,5 @@
 #include "services/orchestrator/src/turn_runner.h"
 
-#include <google/protobuf/util/json_util.h>
-
 #include <future>
 #include <utility>
 #include <vector>
@@ -9,6 +7,7 @@
 #include "libs/core/clock.h"
 #include "libs/core/ids.h"
 #include "libs/core/logging.h"
+#include "libs/core/struct_json.h"
 #include "libs/core/text.h"
 #include "services/orchestrator/src/local_policy.h"
 #include "services/orchestrator/src/model_planner.h"
@@ -23,20 +22,8 @@ using nlohmann::json;
 constexpr size_t kMaxMessageBytes = 64 * 1024;
 constexpr int64_t kCatalogRefreshMicros = 60'000'000;
 
-json JsonFromStruct(const google::protobuf::Struct& value) {
-  std::string text;
-  if (!google::protobuf::util::MessageToJsonString(value, &text).ok()) return json::object();
-  json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  return parsed.is_discarded() ? json::object() : parsed;
-}
-
-google::protobuf::Struct StructFromJson(const json& value) {
-  google::protobuf::Struct out;
-  // Routing metadata is built here from plain strings, numbers and lists, so
-  // it always converts; a failure would leave the metadata empty, not wrong.
-  if (!google::protobuf::util::JsonStringToMessage(value.dump(), &out).ok()) out.Clear();
-  return out;
-}
+using core::JsonFromStruct;
+using core::StructFromJson;
 
 json ParseObject(const std::string& text) {
   json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);

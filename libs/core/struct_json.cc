@@ -1,8 +1,9 @@
-#include "services/conversation/src/struct_json.h"
+#include "libs/core/struct_json.h"
 
-#include <nlohmann/json.hpp>
+#include <cmath>
+#include <cstdint>
 
-namespace omniforge::conversation {
+namespace omniforge::core {
 namespace {
 
 using google::protobuf::Value;
@@ -17,8 +18,16 @@ nlohmann::json ToJson(const google::protobuf::Struct& s) {
 
 nlohmann::json ToJson(const Value& value) {
   switch (value.kind_case()) {
-    case Value::kNumberValue:
-      return value.number_value();
+    case Value::kNumberValue: {
+      // A Struct holds every number as a double; one that is a whole number
+      // comes back as an integer, as protobuf's JSON printer writes it, so
+      // that counts stored as 2 read back as 2 and not 2.0.
+      const double number = value.number_value();
+      if (number == std::trunc(number) && std::abs(number) <= 9007199254740992.0) {
+        return static_cast<int64_t>(number);
+      }
+      return number;
+    }
     case Value::kStringValue:
       return value.string_value();
     case Value::kBoolValue:
@@ -72,6 +81,14 @@ void FromJson(const nlohmann::json& json, Value* out) {
 
 }  // namespace
 
+nlohmann::json JsonFromStruct(const google::protobuf::Struct& value) { return ToJson(value); }
+
+google::protobuf::Struct StructFromJson(const nlohmann::json& value) {
+  google::protobuf::Struct out;
+  if (value.is_object()) FromJson(value, &out);
+  return out;
+}
+
 std::string StructToJsonText(const google::protobuf::Struct& metadata) {
   // Strings in a parsed Struct are valid UTF-8 (protobuf checked them).
   return ToJson(metadata).dump();
@@ -85,4 +102,4 @@ bool JsonTextToStruct(const std::string& json, google::protobuf::Struct* out) {
   return true;
 }
 
-}  // namespace omniforge::conversation
+}  // namespace omniforge::core
