@@ -22,6 +22,7 @@
 //   turns_per_s_c64=... pg_rows_per_turn=... rss_mb=...
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -39,8 +40,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <unistd.h>
 
 #include "libs/core/api_keys.h"
 #include "libs/core/ids.h"
@@ -103,7 +102,8 @@ Timings ScrapeTimings(int metrics_port) {
     if (line.empty() || line[0] == '#' || space == std::string::npos) continue;
     std::string series = line.substr(0, space);
     const double value = std::strtod(line.c_str() + space + 1, nullptr);
-    for (const auto& [suffix, is_sum] : {std::pair{"_seconds_sum", true}, {"_seconds_count", false}}) {
+    for (const auto& [suffix, is_sum] :
+         {std::pair{"_seconds_sum", true}, {"_seconds_count", false}}) {
       const size_t at = series.find(suffix);
       if (at == std::string::npos) continue;
       const std::string key = series.substr(0, at) + series.substr(at + std::strlen(suffix));

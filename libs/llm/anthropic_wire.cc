@@ -16,8 +16,10 @@ using wire_internal::IntMember;
 using wire_internal::Json;
 using wire_internal::JsonObjectFromText;
 using wire_internal::Member;
+using wire_internal::ObjectText;
 using wire_internal::ParseJson;
 using wire_internal::StringMember;
+using wire_internal::WithMembers;
 
 absl::Status InvalidRequest(absl::string_view why) {
   return LlmError(LlmErrorKind::kInvalidRequest, absl::StrCat("anthropic: ", why));
@@ -196,19 +198,23 @@ absl::StatusOr<std::string> EncodeAnthropicRequest(const ChatRequest& request, b
   if (!system->empty()) body["system"] = *std::move(system);
   body["messages"] = std::move(messages);
 
-  Json tools = Json::array();
+  // The tools go in as text (see ObjectText), after the other members.
+  std::string tools;
+  auto add_tool = [&tools](const std::string& name, const std::string& description,
+                           const std::string& schema) {
+    tools += tools.empty() ? ",\"tools\":[" : ",";
+    absl::StrAppend(&tools, "{\"name\":", DumpJson(name));
+    if (!description.empty()) absl::StrAppend(&tools, ",\"description\":", DumpJson(description));
+    absl::StrAppend(&tools, ",\"input_schema\":", schema, "}");
+  };
   for (const ToolSpec& tool : request.tools) {
-    Json encoded = {{"name", tool.name}};
-    if (!tool.description.empty()) encoded["description"] = tool.description;
-    if (tool.parameters_schema.empty()) {
-      encoded["input_schema"] = {{"type", "object"}};
-    } else {
-      absl::StatusOr<Json> schema = ObjectFromText(
-          tool.parameters_schema, absl::StrCat("parameters of tool \"", tool.name, "\""));
-      if (!schema.ok()) return schema.status();
-      encoded["input_schema"] = *std::move(schema);
-    }
-    tools.push_back(std::move(encoded));
+    absl::StatusOr<std::string> schema =
+        tool.parameters_schema.empty()
+            ? std::string(R"({"type":"object"})")
+            : ObjectText(tool.parameters_schema,
+                         absl::StrCat("parameters of tool \"", tool.name, "\""));
+    if (!schema.ok()) return InvalidRequest(schema.status().message());
+    add_tool(tool.name, tool.description, *schema);
   }
   if (request.response_format.has_value()) {
     const ResponseFormat& format = *request.response_format;
@@ -218,25 +224,22 @@ absl::StatusOr<std::string> EncodeAnthropicRequest(const ChatRequest& request, b
                                            "\" clashes with a tool of that name"));
       }
     }
-    absl::StatusOr<Json> schema = ObjectFromText(format.schema, "response schema");
-    if (!schema.ok()) return schema.status();
-    tools.push_back({{"name", format.name},
-                     {"description", "Give the answer as this tool's input."},
-                     {"input_schema", *std::move(schema)}});
-    body["tools"] = std::move(tools);
-    body["tool_choice"] = {{"type", "tool"}, {"name", format.name}};
+    absl::StatusOr<std::string> schema = ObjectText(format.schema, "response schema");
+    if (!schema.ok()) return InvalidRequest(schema.status().message());
+    add_tool(format.name, "Give the answer as this tool's input.", *schema);
+    absl::StrAppend(&tools,
+                    "],\"tool_choice\":", DumpJson(Json{{"type", "tool"}, {"name", format.name}}));
   } else if (!tools.empty()) {
-    body["tools"] = std::move(tools);
     absl::StatusOr<Json> choice = EncodeToolChoice(request);
     if (!choice.ok()) return choice.status();
-    body["tool_choice"] = *std::move(choice);
+    absl::StrAppend(&tools, "],\"tool_choice\":", DumpJson(*choice));
   } else if (request.tool_choice.mode == ToolChoiceMode::kRequired ||
              request.tool_choice.mode == ToolChoiceMode::kNamed) {
     return InvalidRequest("tool_choice requires a tool, none is offered");
   }
   if (request.temperature.has_value()) body["temperature"] = *request.temperature;
   if (stream) body["stream"] = true;
-  return DumpJson(body);
+  return WithMembers(DumpJson(body), tools);
 }
 
 absl::StatusOr<ChatResponse> DecodeAnthropicResponse(std::string_view body,

@@ -145,6 +145,29 @@ TEST(AnthropicEncodeTest, StructuredOutputIsAForcedTool) {
   EXPECT_EQ(AnthropicStructuredToolName(request), "location");
 }
 
+TEST(AnthropicEncodeTest, ToolsAndAStructuredAnswerGoOutWithTheirSchemas) {
+  ChatRequest request = WeatherRequest();
+  std::string deep = R"({"type":"object","x":)" + std::string(70, '[') + std::string(70, ']') + "}";
+  request.tools.push_back({.name = "deep", .parameters_schema = deep});
+  request.tools.push_back({.name = "bare", .description = "says \"hi\""});
+  request.response_format = ResponseFormat{.name = "answer", .schema = kCitySchema};
+  const Json body = Encode(request);
+  ASSERT_EQ(body["tools"].size(), 4u);
+  EXPECT_EQ(body["tools"][0]["input_schema"], Json::parse(kCitySchema));
+  EXPECT_EQ(body["tools"][1]["input_schema"], Json::parse(deep));
+  EXPECT_EQ(body["tools"][2],
+            Json::parse(
+                R"({"name":"bare","description":"says \"hi\"","input_schema":{"type":"object"}})"));
+  EXPECT_EQ(body["tools"][3]["name"], "answer");
+  EXPECT_EQ(body["tool_choice"], Json::parse(R"({"type":"tool","name":"answer"})"));
+
+  request.response_format.reset();
+  request.tools[1].parameters_schema = R"(["not", "an", "object"])";
+  const absl::Status status = EncodeAnthropicRequest(request, false).status();
+  EXPECT_EQ(ErrorKindOf(status), LlmErrorKind::kInvalidRequest);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("parameters of tool \"deep\""));
+}
+
 TEST(AnthropicEncodeTest, InvalidRequestsAreRejected) {
   ChatRequest request = WeatherRequest();
   request.max_tokens = 0;

@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/llm/errors.h"
-#include "libs/llm/json_scan.h"
 #include "libs/llm/openai_chunk_reader.h"
 #include "libs/llm/wire_json.h"
 
@@ -16,9 +15,10 @@ using wire_internal::IntMember;
 using wire_internal::Json;
 using wire_internal::JsonObjectFromText;
 using wire_internal::Member;
+using wire_internal::ObjectText;
 using wire_internal::ParseJson;
-using wire_internal::ScansAsJsonObject;
 using wire_internal::StringMember;
+using wire_internal::WithMembers;
 
 Json EncodeMessage(const ChatMessage& message) {
   Json out = Json::object();
@@ -113,9 +113,7 @@ absl::StatusOr<std::string> EncodeOpenAiRequest(const ChatRequest& request, bool
   Json messages = Json::array();
   for (const ChatMessage& message : request.messages) messages.push_back(EncodeMessage(message));
   body["messages"] = std::move(messages);
-  // The tools go in as text: their schemas are JSON already, and a planner
-  // offers the whole catalog on every call, so parsing each schema into a
-  // document only to write it out again was most of the encoding's work.
+  // The tools go in as text (see ObjectText), after the other members.
   std::string tools;
   if (!request.tools.empty()) {
     tools = ",\"tools\":[";
@@ -126,15 +124,10 @@ absl::StatusOr<std::string> EncodeOpenAiRequest(const ChatRequest& request, bool
         absl::StrAppend(&tools, ",\"description\":", DumpJson(tool.description));
       }
       if (!tool.parameters_schema.empty()) {
-        const std::string& schema = tool.parameters_schema;
-        if (!ScansAsJsonObject(schema)) {
-          absl::StatusOr<Json> parsed = JsonObjectFromText(
-              schema, absl::StrCat("parameters of tool \"", tool.name, "\""));
-          if (!parsed.ok()) return parsed.status();
-          absl::StrAppend(&tools, ",\"parameters\":", DumpJson(*parsed), "}}");
-          continue;
-        }
-        absl::StrAppend(&tools, ",\"parameters\":", schema);
+        absl::StatusOr<std::string> schema = ObjectText(
+            tool.parameters_schema, absl::StrCat("parameters of tool \"", tool.name, "\""));
+        if (!schema.ok()) return schema.status();
+        absl::StrAppend(&tools, ",\"parameters\":", *schema);
       }
       tools += "}}";
     }
@@ -165,9 +158,7 @@ absl::StatusOr<std::string> EncodeOpenAiRequest(const ChatRequest& request, bool
     body["stream"] = true;
     body["stream_options"] = {{"include_usage", true}};
   }
-  std::string text = DumpJson(body);
-  text.insert(text.size() - 1, tools);  // before the object's closing brace
-  return text;
+  return WithMembers(DumpJson(body), tools);
 }
 
 absl::StatusOr<ChatResponse> DecodeOpenAiResponse(std::string_view body) {

@@ -107,13 +107,16 @@ TEST(OpenAiEncodeTest, EveryToolOfACatalogGoesOutWithItsSchema) {
   for (int i = 0; i < 70; ++i) deep += "[";
   for (int i = 0; i < 70; ++i) deep += "]";
   deep += "}";
-  request.tools.push_back({.name = "huge", .parameters_schema = R"({"maximum":123456789012345678901234})"});
-  request.tools.push_back({.name = "deep", .description = "nested \"quotes\"", .parameters_schema = deep});
+  request.tools.push_back(
+      {.name = "huge", .parameters_schema = R"({"maximum":123456789012345678901234})"});
+  request.tools.push_back(
+      {.name = "deep", .description = "nested \"quotes\"", .parameters_schema = deep});
   request.tools.push_back({.name = "bare"});
   const Json body = Encode(request);
   ASSERT_EQ(body["tools"].size(), 4u);
   EXPECT_EQ(body["tools"][0]["function"]["parameters"]["required"], Json::array({"city"}));
-  EXPECT_EQ(body["tools"][1]["function"]["parameters"], Json::parse(R"({"maximum":123456789012345678901234})"));
+  EXPECT_EQ(body["tools"][1]["function"]["parameters"],
+            Json::parse(R"({"maximum":123456789012345678901234})"));
   EXPECT_EQ(body["tools"][2]["function"]["description"], "nested \"quotes\"");
   EXPECT_EQ(body["tools"][2]["function"]["parameters"], Json::parse(deep));
   EXPECT_EQ(body["tools"][3], Json::parse(R"({"type":"function","function":{"name":"bare"}})"));
@@ -141,8 +144,8 @@ TEST(OpenAiEncodeTest, InvalidToolSetupsAreRejected) {
   request.tools[0].parameters_schema = "{not json";
   EXPECT_EQ(ErrorKindOf(EncodeOpenAiRequest(request, false).status()),
             LlmErrorKind::kInvalidRequest);
-  for (const char* not_an_object : {R"(["type","object"])", R"({"type":"object"} trailing)",
-                                    "{\"a\":\"\xC3\x28\"}"}) {
+  for (const char* not_an_object :
+       {R"(["type","object"])", R"({"type":"object"} trailing)", "{\"a\":\"\xC3\x28\"}"}) {
     request = WeatherRequest();
     request.tools[0].parameters_schema = not_an_object;
     EXPECT_EQ(ErrorKindOf(EncodeOpenAiRequest(request, false).status()),

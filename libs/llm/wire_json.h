@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "libs/llm/errors.h"
+#include "libs/llm/json_scan.h"
 
 namespace omniforge::llm::wire_internal {
 
@@ -40,6 +41,26 @@ inline absl::StatusOr<Json> JsonObjectFromText(std::string_view text, std::strin
 
 inline std::string DumpJson(const Json& value) {
   return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// `text` as it goes into a request, where it must be a JSON object (a tool's
+// schema, a response schema): the text itself when the strict scanner
+// accepts it, else what a full parser makes of it, else kInvalidRequest
+// saying that `what` is not a JSON object. Schemas are JSON already and a
+// planner offers its whole catalog on every call, so parsing each one into a
+// document only to write it out again would be most of an encoder's work.
+inline absl::StatusOr<std::string> ObjectText(const std::string& text, std::string_view what) {
+  if (ScansAsJsonObject(text)) return text;
+  absl::StatusOr<Json> parsed = JsonObjectFromText(text, what);
+  if (!parsed.ok()) return parsed.status();
+  return DumpJson(*parsed);
+}
+
+// `object_text` (compact JSON of an object, as DumpJson gives) with
+// `members` (",\"key\":value..." text) added before its closing brace.
+inline std::string WithMembers(std::string object_text, std::string_view members) {
+  object_text.insert(object_text.size() - 1, members);
+  return object_text;
 }
 
 // The member `key` of `object` when `object` is an object that has it,

@@ -36,8 +36,8 @@ class ArrayLiteralTest : public ::testing::Test {
 
 TEST_F(ArrayLiteralTest, TextComesBackExactlyWhateverItHolds) {
   const std::vector<std::string> texts = {
-      "", "plain", "comma, and {braces}", "\"quoted\"", "back\\slash\\", "NULL", " spaced ",
-      "line\nbreak\ttab", "ünïcødé ✓", "{\"json\": [1, 2]}"};
+      "",     "plain",    "comma, and {braces}", "\"quoted\"", "back\\slash\\",
+      "NULL", " spaced ", "line\nbreak\ttab",    "ünïcødé ✓",  "{\"json\": [1, 2]}"};
   ArrayLiteral a;
   for (const std::string& t : texts) a.Add(t);
   a.AddNull();

@@ -1,6 +1,5 @@
 #include "services/conversation/src/pg_repository.h"
 
-
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <set>

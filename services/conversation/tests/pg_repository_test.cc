@@ -175,16 +175,24 @@ TEST_F(PgRepositoryTest, ListingIsMostRecentlyActiveFirstAcrossPages) {
 TEST_F(PgRepositoryTest, ThePreviousReleasesBatchCallContinuesTheSameSequence) {
   Conversation c = NewChat(kAlice);
   ASSERT_TRUE(Append(kAlice, {c.id, 1, "first", "", ""}).ok());
-  const std::string items = nlohmann::json::array({
-      {{"o", 7}, {"tenant", kAlice.tenant_id}, {"u", kAlice.user_id}, {"c", c.id},
-       {"i", core::NewUuid()}, {"r", 1}, {"k", 1}, {"b", "AAEC"}, {"t", 3}, {"m", {{"a", 1}}},
-       {"ik", nullptr}, {"at", 1700000000000000}},
-      {{"o", 9}, {"tenant", kAlice.tenant_id}, {"u", "mallory"}, {"c", c.id},
-       {"i", core::NewUuid()}, {"r", 1}, {"k", 1}, {"b", "AAEC"}, {"t", 3}, {"m", nlohmann::json::object()},
-       {"ik", nullptr}, {"at", 1700000000000000}},
-      {{"o", 8}, {"tenant", kAlice.tenant_id}, {"u", kAlice.user_id}, {"c", c.id},
-       {"i", core::NewUuid()}, {"r", 2}, {"k", 1}, {"b", "AAEC"}, {"t", 3}, {"m", nlohmann::json::object()},
-       {"ik", "retry-1"}, {"at", 1700000000000000}}}).dump();
+  auto item = [&](int o, const std::string& user, int role, const nlohmann::json& key) {
+    return nlohmann::json{{"o", o},
+                          {"tenant", kAlice.tenant_id},
+                          {"u", user},
+                          {"c", c.id},
+                          {"i", core::NewUuid()},
+                          {"r", role},
+                          {"k", 1},
+                          {"b", "AAEC"},
+                          {"t", 3},
+                          {"m", nlohmann::json::object()},
+                          {"ik", key},
+                          {"at", 1700000000000000}};
+  };
+  const std::string items =
+      nlohmann::json::array({item(7, kAlice.user_id, 1, nullptr), item(9, "mallory", 1, nullptr),
+                             item(8, kAlice.user_id, 2, "retry-1")})
+          .dump();
   pqxx::connection conn(db_->dsn());
   pqxx::work tx(conn);
   pqxx::result rows = tx.exec_params(
