@@ -101,10 +101,13 @@ grpc::ServerUnaryReactor* ServeUnary(
 }
 
 // One StreamChat call: the turn runs on a worker thread and hands its events
-// here; they are written one at a time, in order. When the client reads
-// slowly, the turn's thread waits (bounded queue). The call finishes once
-// the turn has returned and every event is written, or at once when the
-// client has gone.
+// here; they are written one at a time, in order. Text that arrives while a
+// write is in flight joins the text event waiting behind it, so a model
+// streaming faster than the client reads costs one write per wait rather
+// than one per piece (events are numbered as they are written, so seq stays
+// 1, 2, 3...). When the client reads slowly, the turn's thread waits
+// (bounded queue). The call finishes once the turn has returned and every
+// event is written, or at once when the client has gone.
 class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, public EventSink {
  public:
   explicit TurnStream(RunningTurns& running) : running_(running), scope_("StreamChat") {}
@@ -132,32 +135,30 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
       turn_id_ = event.session().turn_id();
       running_.Add(turn_key_, turn_id_, control_);
     }
-    grpc::ByteBuffer buffer;
-    bool own = false;
-    if (!grpc::SerializationTraits<pb::ChatEvent>::Serialize(event, &buffer, &own).ok()) return;
     std::unique_lock<std::mutex> lock(mu_);
     drained_.wait(lock, [this] { return broken_ || queue_.size() < kMaxQueuedEvents; });
     if (broken_) return;
-    queue_.push_back(std::move(buffer));
+    if (event.has_text() && !queue_.empty() && queue_.back().has_text()) {
+      queue_.back().mutable_text()->mutable_delta()->append(event.text().delta());
+      return;
+    }
+    queue_.push_back(std::move(event));
     if (writing_) return;
     writing_ = true;
-    lock.unlock();
-    StartWrite(&queue_.front());
+    WriteNext(lock);
   }
 
   void OnWriteDone(bool ok) override {
     std::unique_lock<std::mutex> lock(mu_);
-    queue_.pop_front();
     if (!ok) {
       // The client is gone: stop the turn and drop what is left.
       broken_ = true;
       control_->Cancel();
       queue_.clear();
+      drained_.notify_all();
     }
-    drained_.notify_all();
     if (!queue_.empty()) {
-      lock.unlock();
-      StartWrite(&queue_.front());
+      WriteNext(lock);
       return;
     }
     writing_ = false;
@@ -179,6 +180,33 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
     if (!writing_) MaybeFinish(lock);
   }
 
+  // Takes the next event off the queue and starts writing it; the caller
+  // has set writing_ and holds the lock, which this releases.
+  void WriteNext(std::unique_lock<std::mutex>& lock) {
+    pb::ChatEvent event = std::move(queue_.front());
+    queue_.pop_front();
+    event.set_seq(++written_);
+    drained_.notify_all();
+    lock.unlock();
+    bool own = false;
+    in_flight_.Clear();  // the serializer writes into an empty buffer only
+    if (grpc::SerializationTraits<pb::ChatEvent>::Serialize(event, &in_flight_, &own).ok()) {
+      StartWrite(&in_flight_);
+      return;
+    }
+    // Only a message beyond protobuf's 2 GiB limit fails to serialize, far
+    // past anything a turn sends: stop as if the client had gone rather
+    // than skip an event.
+    core::LogError("chat event not serialized", {{"turn_id", turn_id_}});
+    lock.lock();
+    broken_ = true;
+    control_->Cancel();
+    queue_.clear();
+    drained_.notify_all();
+    writing_ = false;
+    MaybeFinish(lock);
+  }
+
   // Finishes once the turn returned and nothing is left to write.
   void MaybeFinish(std::unique_lock<std::mutex>& lock) {
     if (!turn_done_ || finished_ || (!queue_.empty() && !broken_)) return;
@@ -198,12 +226,14 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
 
   std::mutex mu_;
   std::condition_variable drained_;
-  std::deque<grpc::ByteBuffer> queue_;  // front: being written. Guarded by mu_.
-  bool writing_ = false;                // Guarded by mu_.
-  bool broken_ = false;                 // Guarded by mu_.
-  bool turn_done_ = false;              // Guarded by mu_.
-  bool finished_ = false;               // Guarded by mu_.
-  absl::Status status_;                 // Guarded by mu_.
+  std::deque<pb::ChatEvent> queue_;  // waiting to be written. Guarded by mu_.
+  grpc::ByteBuffer in_flight_;       // the event being written
+  int written_ = 0;                  // events taken to be written. Guarded by mu_.
+  bool writing_ = false;             // Guarded by mu_.
+  bool broken_ = false;              // Guarded by mu_.
+  bool turn_done_ = false;           // Guarded by mu_.
+  bool finished_ = false;            // Guarded by mu_.
+  absl::Status status_;              // Guarded by mu_.
 };
 
 }  // namespace

@@ -637,9 +637,12 @@ TEST_F(ModelPlannerEndToEndTest, TheAnswerStreamsAndReadToolsRunInTheSameSession
   llm::testing::FakeReply answer;
   answer.text = "You have one agent, invoice-chaser, which chases invoices.";
   answer.usage = llm::testing::FakeUsage{150, 20, 0};
-  ASSERT_TRUE(
-      fake_->SetRules({Rule("which agents", false, call), Rule("which agents", true, answer)})
-          .ok());
+  // The answer's pieces come a few milliseconds apart, as a model's do, so
+  // each is written as it comes (pieces that arrive while one is being
+  // written are sent together).
+  llm::testing::FakeRule answer_rule = Rule("which agents", true, answer);
+  answer_rule.chunk_delay_ms = 3;
+  ASSERT_TRUE(fake_->SetRules({Rule("which agents", false, call), answer_rule}).ok());
   const size_t before = fake_->RequestCount();
   Turn turn = Chat("which agents do I have running?");
   ExpectWellFormed(turn);
