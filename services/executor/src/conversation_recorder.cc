@@ -1,11 +1,11 @@
 #include "services/executor/src/conversation_recorder.h"
 
-#include <google/protobuf/util/json_util.h>
 #include <grpcpp/channel.h>
 
 #include "libs/core/call_deadline.h"
 #include "libs/core/grpc_identity.h"
 #include "libs/core/grpc_status.h"
+#include "libs/core/struct_json.h"
 
 namespace omniforge::executor {
 namespace {
@@ -42,8 +42,7 @@ absl::StatusOr<std::string> ConversationRecorder::Open(const core::Identity& who
   request.set_title(title);
   request.set_kind(cpb::CONVERSATION_KIND_AGENT_DIALOGUE);
   request.set_parent_conversation_id(parent_conversation_id);
-  if (!google::protobuf::util::JsonStringToMessage(metadata_json, request.mutable_metadata())
-           .ok()) {
+  if (!core::JsonTextToStruct(metadata_json, request.mutable_metadata())) {
     return absl::InvalidArgumentError("dialogue metadata is not a JSON object");
   }
   cpb::CreateConversationResponse response;
@@ -64,8 +63,7 @@ absl::Status ConversationRecorder::Append(const core::Identity& who, const std::
   request.set_role(speaker == Speaker::kPlanner ? cpb::ROLE_PLANNER : cpb::ROLE_EXECUTOR);
   request.set_content(content);
   request.set_idempotency_key(idempotency_key);
-  if (!google::protobuf::util::JsonStringToMessage(metadata_json, request.mutable_metadata())
-           .ok()) {
+  if (!core::JsonTextToStruct(metadata_json, request.mutable_metadata())) {
     return absl::InvalidArgumentError("message metadata is not a JSON object");
   }
   cpb::AppendMessageResponse response;
