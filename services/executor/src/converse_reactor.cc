@@ -217,8 +217,17 @@ void ConverseReactor::Handle(const std::optional<Request>& message) {
   ExecutorAgent& d = *dialogue_;
   if (d.finished()) return;
   if (!message.has_value()) {
-    d.ProtocolError(!d.started() ? "the stream ended before a task_assignment"
-                                 : "the planner closed the stream without answering the question");
+    if (!d.started()) {
+      d.ProtocolError("the stream ended before a task_assignment");
+      return;
+    }
+    // The planner's side ended while the agent waits for an answer: it
+    // closed the stream or its call was cancelled (gRPC may report either
+    // first). No answer will come, so the step ends cancelled either way.
+    d.RequestCancel();
+    if (!d.ApplyCancel()) {
+      d.ProtocolError("the planner closed the stream without answering the question");
+    }
     return;
   }
   switch (message->message_case()) {
