@@ -167,13 +167,13 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
 
   void OnCancel() override { control_->Cancel(); }
 
-  void OnDone() override {
-    if (!turn_key_.empty()) running_.Remove(turn_key_, turn_id_);
-    delete this;
-  }
+  void OnDone() override { delete this; }
 
  private:
+  // On the turn's thread, once it returned: nothing can cancel or suspend it
+  // any more, even while its last events are still being written.
   void TurnEnded(const absl::Status& status) {
+    if (!turn_key_.empty()) running_.Remove(turn_key_, turn_id_);
     std::unique_lock<std::mutex> lock(mu_);
     turn_done_ = true;
     status_ = status;
