@@ -238,7 +238,7 @@ int Run(int turns, double seconds, bool model) {
     llm::testing::FakeRule answer;
     answer.match.operation = "planner_stream";
     answer.match.last_is_tool_result = true;
-    answer.reply.text = "You have no agents yet. Shall I draft one for your weekly reports?";
+    answer.reply.text = "You have no agents yet: none is listed for your account.";
     auto started = llm::testing::FakeLlmServer::Start({call, answer}, {.api_key = "bench-key"});
     if (!started.ok()) {
       std::fprintf(stderr, "fake provider: %s\n", started.status().ToString().c_str());

@@ -8,17 +8,6 @@
 -- for instances of the previous release while a rolling update replaces
 -- them; message counts are read from the messages.
 
--- The newest seq of a conversation (0 without messages): one descent of the
--- messages' primary key.
-CREATE FUNCTION conversation.newest_seq(p_tenant text, p_conversation uuid)
-RETURNS bigint
-LANGUAGE sql STABLE
-AS $$
-  SELECT COALESCE(max(m.seq), 0) FROM conversation.messages m
-  WHERE m.tenant_id = p_tenant AND m.conversation_id = p_conversation
-$$;
-GRANT EXECUTE ON FUNCTION conversation.newest_seq(text, uuid) TO omniforge_app;
-
 CREATE OR REPLACE FUNCTION conversation.append_message(p_tenant text, p_user text,
                                                        p_conversation uuid, p_id uuid,
                                                        p_role smallint, p_key_id integer,
@@ -53,7 +42,11 @@ BEGIN
       AND m.idempotency_key = p_idempotency_key;
     IF FOUND THEN RETURN; END IF;
   END IF;
-  v_seq := conversation.newest_seq(p_tenant, p_conversation) + 1;
+  -- The newest seq: one step into the messages' primary key from its end
+  -- (written as ORDER BY ... LIMIT 1 so the plan never reads them all).
+  v_seq := COALESCE((SELECT m.seq FROM conversation.messages m
+                      WHERE m.tenant_id = p_tenant AND m.conversation_id = p_conversation
+                      ORDER BY m.seq DESC LIMIT 1), 0) + 1;
   INSERT INTO conversation.messages (tenant_id, conversation_id, seq, id, role, key_id, content,
                                      token_count, metadata, idempotency_key, created_at)
   VALUES (p_tenant, p_conversation, v_seq, p_id, p_role, p_key_id, p_content, p_token_count,
@@ -100,9 +93,12 @@ BEGIN
                       WITH ORDINALITY AS x(tenant, u, c, i, r, k, b, t, m, ik, at, o)
       WHERE x.tenant = v_tenant
     ), owned AS (
-      SELECT x.*, conversation.newest_seq(v_tenant, x.c) AS newest FROM items x
+      SELECT x.*, newest.seq AS newest FROM items x
       JOIN conversation.conversations cv
         ON cv.tenant_id = v_tenant AND cv.id = x.c AND cv.user_id = x.u
+      CROSS JOIN LATERAL (SELECT COALESCE((SELECT m.seq FROM conversation.messages m
+                                           WHERE m.tenant_id = v_tenant AND m.conversation_id = x.c
+                                           ORDER BY m.seq DESC LIMIT 1), 0) AS seq) newest
     ), existing AS (
       SELECT x.o, msg.* FROM owned x
       JOIN conversation.messages msg

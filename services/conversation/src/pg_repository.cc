@@ -16,7 +16,10 @@ namespace {
 
 constexpr char kConversationColumns[] =
     "id::text, user_id, kind, COALESCE(parent_id::text, ''), key_id, title, metadata::text,"
-    " conversation.newest_seq(tenant_id, id), (extract(epoch FROM created_at) * 1000000)::bigint,"
+    " COALESCE((SELECT m.seq FROM conversation.messages m WHERE m.tenant_id ="
+    "  conversations.tenant_id AND m.conversation_id = conversations.id"
+    "  ORDER BY m.seq DESC LIMIT 1), 0),"
+    " (extract(epoch FROM created_at) * 1000000)::bigint,"
     " (extract(epoch FROM updated_at) * 1000000)::bigint, COALESCE(status, 0)";
 // SQL turning a microseconds-since-epoch expression into a timestamptz.
 std::string MicrosToTimestamp(const std::string& micros) {
