@@ -1,12 +1,24 @@
+-- Appends, as of this version:
+--
 -- A turn writes three rows instead of four: the user's message, the
--- conversation's activity time and the reply. seq is now the newest
--- message's seq plus one, read from the messages' primary key under the
+-- conversation's activity time and the reply. seq is the newest message's
+-- seq plus one, read from the messages' primary key under the
 -- conversation's row lock, so appending no longer updates the conversation
 -- row to count; and updated_at moves with the messages that start a turn
 -- (role user, or planner in an agent dialogue), not with the replies that
 -- follow them within seconds. last_seq is no longer maintained: it stays only
 -- for instances of the previous release while a rolling update replaces
 -- them; message counts are read from the messages.
+--
+-- A group-commit batch comes as parallel arrays, one per column, instead of
+-- a JSON document (append_message_batch): the server unnests them instead of
+-- parsing JSON three times and decoding base64, and the caller builds a few
+-- array literals instead of a JSON tree. Element n of every array is the
+-- n-th message; results carry n (1-based) as ord. The caller's user id, the
+-- sealed content, the creation time in microseconds; idempotency keys unique
+-- per conversation within one call; one row per message with outcome
+-- 'stored' (and the assigned seq), 'duplicate' (the stored message for that
+-- key) or 'not_found' (no such conversation of that user).
 
 CREATE OR REPLACE FUNCTION conversation.append_message(p_tenant text, p_user text,
                                                        p_conversation uuid, p_id uuid,
@@ -63,7 +75,7 @@ BEGIN
 END
 $$;
 
-CREATE OR REPLACE FUNCTION conversation.append_message_batch(
+CREATE FUNCTION conversation.append_message_batch(
     p_tenant text[], p_user text[], p_conversation uuid[], p_id uuid[], p_role smallint[],
     p_key_id integer[], p_content bytea[], p_token_count integer[], p_metadata jsonb[],
     p_idempotency_key text[], p_created_us bigint[])
@@ -134,6 +146,10 @@ BEGIN
   END LOOP;
 END
 $$;
+REVOKE ALL ON FUNCTION conversation.append_message_batch(text[], text[], uuid[], uuid[],
+    smallint[], integer[], bytea[], integer[], jsonb[], text[], bigint[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION conversation.append_message_batch(text[], text[], uuid[], uuid[],
+    smallint[], integer[], bytea[], integer[], jsonb[], text[], bigint[]) TO omniforge_app;
 
 -- The previous release's batch call, answered by the array version so that
 -- both assign seq the same way while they run side by side.
