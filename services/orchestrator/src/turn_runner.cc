@@ -30,7 +30,7 @@ json ParseObject(const std::string& text) {
   return parsed.is_discarded() ? json::object() : parsed;
 }
 
-// Numbers each event of a turn and hands it to the sink; error events are
+// Builds each event of a turn and hands it to the sink; error events are
 // also handed to `on_error` (with the cause behind them, when known).
 class Emitter final {
  public:
@@ -39,7 +39,6 @@ class Emitter final {
 
   pb::ChatEvent& Next() {
     event_.Clear();
-    event_.set_seq(++seq_);
     return event_;
   }
   void Send() { sink_.Emit(std::move(event_)); }
@@ -64,7 +63,6 @@ class Emitter final {
   EventSink& sink_;
   ErrorHook on_error_;
   pb::ChatEvent event_;
-  int seq_ = 0;
 };
 
 // The routing of the newest assistant message in `window`, if any.

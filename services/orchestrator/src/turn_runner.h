@@ -53,8 +53,9 @@ struct TurnOptions {
   std::chrono::milliseconds call_timeout{10000};
 };
 
-// Receives a turn's events in order. Emit may block (backpressure); it is
-// called from the thread that runs the turn.
+// Receives a turn's events in order and numbers them (seq) as it sends
+// them, so it may join pieces of text into one event. Emit may block
+// (backpressure); it is called from the thread that runs the turn.
 class EventSink {
  public:
   virtual ~EventSink() = default;
