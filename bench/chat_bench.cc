@@ -15,7 +15,7 @@
 //   turn_p50/p99_ms        `--turns` turns at 1 client
 //   turns_per_s_c16/c64    `--seconds` at 16 and at 64 clients
 //   pg_rows_per_turn       rows inserted, updated or deleted in PostgreSQL per
-//                          turn (pg_stat_database, over the 1-client phase)
+//                          turn (pg_stat_user_tables, over the 1-client phase)
 //   rss_mb                 the orchestrator's peak resident memory
 //
 // Prints a final line: RESULT turn_p50_ms=... turn_p99_ms=... turns_per_s_c16=...
@@ -61,31 +61,6 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
 }
 
-// Rows PostgreSQL wrote in the database so far. Backends report their
-// counts with a delay of up to a few seconds, so this reads until the count
-// stops moving (the services are idle meanwhile).
-int64_t RowsWritten(const std::string& dsn, const std::string& database) {
-  pqxx::connection conn(dsn);
-  auto read = [&] {
-    pqxx::nontransaction tx(conn);
-    tx.exec("SELECT pg_stat_clear_snapshot()");
-    return tx
-        .exec_params1(
-            "SELECT tup_inserted + tup_updated + tup_deleted FROM pg_stat_database "
-            "WHERE datname = $1",
-            database)[0]
-        .as<int64_t>();
-  };
-  int64_t last = read();
-  for (int stable = 0, tries = 0; stable < 3 && tries < 40; ++tries) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    const int64_t now = read();
-    stable = now == last ? stable + 1 : 0;
-    last = now;
-  }
-  return last;
-}
-
 // Every histogram series ending in _seconds a service exports, as
 // {series: (sum, count)}, read from its Prometheus endpoint.
 using Timings = std::map<std::string, std::pair<double, double>>;
@@ -126,16 +101,31 @@ void PrintTimings(const char* service, const Timings& before, const Timings& aft
   }
 }
 
-// Rows written so far per table (schema.table: inserted + updated + deleted).
+// Rows written so far per table (schema.table: inserted + updated +
+// deleted). An idle backend reports its counts up to 10 s late (PostgreSQL
+// 15 flushes statistics at most once a second, and an idle backend's
+// leftovers after 10 s), so this reads until the counts have not moved for
+// 12 s (the services are idle meanwhile).
 std::map<std::string, int64_t> RowsByTable(const std::string& dsn) {
   pqxx::connection conn(dsn);
-  pqxx::nontransaction tx(conn);
-  std::map<std::string, int64_t> out;
-  for (const pqxx::row& row :
-       tx.exec("SELECT schemaname || '.' || relname, n_tup_ins + n_tup_upd + n_tup_del"
-               " FROM pg_stat_user_tables"))
-    out[row[0].as<std::string>()] = row[1].as<int64_t>();
-  return out;
+  auto read = [&] {
+    pqxx::nontransaction tx(conn);
+    tx.exec("SELECT pg_stat_clear_snapshot()");
+    std::map<std::string, int64_t> out;
+    for (const pqxx::row& row :
+         tx.exec("SELECT schemaname || '.' || relname, n_tup_ins + n_tup_upd + n_tup_del"
+                 " FROM pg_stat_user_tables"))
+      out[row[0].as<std::string>()] = row[1].as<int64_t>();
+    return out;
+  };
+  std::map<std::string, int64_t> last = read();
+  for (int stable = 0, tries = 0; stable < 24 && tries < 120; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    std::map<std::string, int64_t> now = read();
+    stable = now == last ? stable + 1 : 0;
+    last = std::move(now);
+  }
+  return last;
 }
 
 // CPU seconds a process has used (user + system), from /proc/<pid>/stat.
@@ -264,7 +254,6 @@ int Run(int turns, double seconds, bool model) {
   // One client, one conversation, turn after turn.
   Client single(*stub, keys[0]);
   for (int i = 0; i < 20; ++i) single.Turn();  // warm-up
-  const int64_t rows_before = RowsWritten(db.dsn(), db.name());
   const auto tables_before = RowsByTable(db.dsn());
   const std::vector<std::pair<const char*, testing::ServerProcess*>> services = {
       {"orchestrator", &orchestrator},
@@ -283,15 +272,19 @@ int Run(int turns, double seconds, bool model) {
     }
     ms.push_back(t);
   }
-  const double rows_per_turn =
-      static_cast<double>(RowsWritten(db.dsn(), db.name()) - rows_before) / turns;
+  std::map<std::string, int64_t> written;  // per table, during these turns
+  int64_t rows = 0;
+  for (const auto& [table, total] : RowsByTable(db.dsn())) {
+    auto before = tables_before.find(table);
+    written[table] = total - (before == tables_before.end() ? 0 : before->second);
+    rows += written[table];
+  }
+  const double rows_per_turn = static_cast<double>(rows) / turns;
   std::printf("1 client: %d turns, p50 %.2f ms, p99 %.2f ms, %.1f rows written per turn\n", turns,
               Percentile(ms, 0.5), Percentile(ms, 0.99), rows_per_turn);
-  for (const auto& [table, rows] : RowsByTable(db.dsn())) {
-    const int64_t written = rows - (tables_before.contains(table) ? tables_before.at(table) : 0);
-    if (written > 0)
-      std::printf("  %-36s %.2f rows per turn\n", table.c_str(),
-                  static_cast<double>(written) / turns);
+  for (const auto& [table, n] : written) {
+    if (n > 0)
+      std::printf("  %-36s %.2f rows per turn\n", table.c_str(), static_cast<double>(n) / turns);
   }
   std::printf("  server-side time of the 1-client turns:\n");
   for (size_t i = 0; i < services.size(); ++i) {
