@@ -30,6 +30,7 @@
 #include "libs/pg/migrate.h"
 #include "services/orchestrator/src/grpc_downstream.h"
 #include "services/orchestrator/src/plan_engine.h"
+#include "services/orchestrator/src/pg_plan_store.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
 
@@ -126,7 +127,7 @@ int Main(int iterations, int step_ms) {
   options.dsn = db.dsn();
   auto pool = pg::PgPool::Create(options);
   if (!pool.ok()) Die(std::string(pool.status().message()));
-  PlanStore store(**pool);
+  PgPlanStore store(**pool);
   auto steps = MakeGrpcStepExecutors(executor.address());
   PlanGenerator generator(model.get());
   PlanAdvisor advisor(nullptr, model.get());

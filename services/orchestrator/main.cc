@@ -7,9 +7,10 @@
 // API key from the key file (`auth.api_keys_file`); `keys create` makes a new
 // key and prints the line to add to that file. Without an LLM configured,
 // turns are planned by the local policy (local mode). With database.dsn,
-// flows (context boxes), turn errors and model-call usage are stored in
-// schema orchestration; without it, context boxes ride in the routing
-// metadata of the conversation and nothing else is stored.
+// flows (context boxes), turn errors, model-call usage and plans are stored
+// in schema orchestration; without it, context boxes ride in the routing
+// metadata of the conversation, nothing else is stored and no plans are
+// made (agent_create_plan is not offered).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -28,6 +29,7 @@
 #include "services/orchestrator/src/grpc_downstream.h"
 #include "services/orchestrator/src/pg_error_log.h"
 #include "services/orchestrator/src/pg_flow_store.h"
+#include "services/orchestrator/src/pg_plan_store.h"
 #include "services/orchestrator/src/usage_recorder.h"
 
 namespace omniforge::pg {
@@ -48,6 +50,10 @@ struct Settings {
   DownstreamAddresses downstream;
   TurnOptions turn;
   std::string planner_profile;
+  // The reviewer of agent_review plans; plans in that mode fail when the
+  // llm: section has no such profile.
+  std::string reviewer_profile;
+  PlanEngineOptions plans;
   llm::LlmConfig llm;
   // Schema orchestration (flows, turn errors, model-call usage); an empty
   // dsn stores nothing there.
@@ -76,6 +82,13 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
       std::chrono::milliseconds(c.Int("turn.call_timeout_ms", 10000, 100, 600000));
   s.turn.max_iterations = static_cast<int>(c.Int("planner.max_iterations", 10, 1, 100));
   s.planner_profile = c.String("planner.profile", "balanced");
+  s.reviewer_profile = c.String("plans.reviewer_profile", "quality");
+  s.plans.max_parallel_steps = static_cast<int>(c.Int("plans.max_parallel_steps", 3, 1, 32));
+  s.plans.max_turns = static_cast<int>(c.Int("plans.executor_max_turns", 10, 1, 100));
+  s.plans.step_timeout =
+      std::chrono::milliseconds(c.Int("plans.step_timeout_ms", 120000, 1000, 3600000));
+  s.plans.model_timeout =
+      std::chrono::milliseconds(c.Int("plans.model_timeout_ms", 60000, 1000, 600000));
   s.database = pg::ReadDatabaseSettings(c, "", 4);
   auto llm_config = llm::ReadLlmConfig(c);
   if (!llm_config.ok()) return llm_config.status();
@@ -140,8 +153,29 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   } else {
     core::LogInfo("local mode: turns are planned by the local policy");
   }
+  // Plans need the database: their steps' progress is what a restarted
+  // orchestrator resumes from.
+  std::unique_ptr<PgPlanStore> plan_store;
+  std::unique_ptr<StepExecutors> step_executors;
+  std::unique_ptr<llm::ChatModel> reviewer;
+  std::unique_ptr<PlanGenerator> plan_generator;
+  std::unique_ptr<PlanAdvisor> plan_advisor;
+  std::unique_ptr<PlanEngine> plans;
+  if (pool != nullptr) {
+    plan_store = std::make_unique<PgPlanStore>(*pool);
+    step_executors = MakeGrpcStepExecutors(s.downstream.executor);
+    if (client != nullptr && client->HasProfile(s.reviewer_profile)) {
+      reviewer = client->ForProfile(s.reviewer_profile);
+    }
+    plan_generator = std::make_unique<PlanGenerator>(planner.get());
+    plan_advisor = std::make_unique<PlanAdvisor>(reviewer.get(), planner.get());
+    plans = std::make_unique<PlanEngine>(*plan_store, *step_executors, *plan_generator,
+                                         *plan_advisor, s.plans);
+    core::LogInfo("plans are kept in orchestration.plans",
+                  {{"reviewer", reviewer != nullptr ? s.reviewer_profile : "none"}});
+  }
   TurnRunner runner(*memory, *understanding, *tools, s.turn, planner.get(), flows.get(),
-                    errors.get());
+                    errors.get(), plans.get());
   core::ThreadPool workers(s.worker_threads, 4096);
   ChatGrpcService service(*keys, runner, *memory, workers);
 

@@ -427,6 +427,34 @@ std::optional<Move> ResolveApproval(const PolicyInput& in) {
   return move;
 }
 
+PlanReply ClassifyPlanReply(const std::string& message) {
+  const std::vector<std::string> words = Words(message);
+  const std::string lower = absl::AsciiStrToLower(message);
+  auto has_phrase = [&lower](std::initializer_list<const char*> phrases) {
+    for (const char* phrase : phrases) {
+      if (lower.find(phrase) != std::string::npos) return true;
+    }
+    return false;
+  };
+  if ((words.size() <= 4 &&
+       HasWord(words, {"cancel", "abort", "nevermind", "no", "nope", "reject", "drop", "stop"})) ||
+      has_phrase({"never mind", "forget it", "don't run", "do not run", "scrap it", "drop it",
+                  "reject"})) {
+    return PlanReply::kReject;
+  }
+  // "looks good, but add a milestone first" asks for a change.
+  const bool change = HasWord(words, {"but", "add", "remove", "change", "instead", "first",
+                                      "before", "after", "without", "also", "replace", "skip",
+                                      "rename", "swap", "move"});
+  const bool approve =
+      HasWord(words, {"yes", "yep", "yeah", "ok", "okay", "sure", "approve", "approved", "lgtm",
+                      "proceed", "perfect", "great", "fine"}) ||
+      has_phrase({"looks good", "sounds good", "go ahead", "run it", "do it", "go for it",
+                  "ship it", "execute it", "start it", "let's go", "lets go"});
+  if (approve && !change) return PlanReply::kApprove;
+  return PlanReply::kRevise;
+}
+
 std::string ApprovalQuestion(const PendingAction& action) {
   return action.risk == execpb::TOOL_RISK_HIGH
              ? "This needs your approval and cannot be undone. Reply \"yes\" to go ahead or "
@@ -497,6 +525,19 @@ Move DecideLocally(const PolicyInput& in) {
   if (std::optional<Move> move = ResolvePending(in, words)) return *std::move(move);
 
   const intentpb::IntentAnalysis& intent = in.intent;
+  // Creating or auditing a project is work of several steps: a plan (the
+  // engine's template for the context). Creating writes, so its plan is
+  // shown for review first; an audit only reads and runs at once.
+  const bool project_work = in.context_type == intentpb::CONTEXT_TYPE_PROJECT_CREATE ||
+                            in.context_type == intentpb::CONTEXT_TYPE_PROJECT_AUDIT;
+  if (in.plans && project_work && intent.action_type() != intentpb::ACTION_TYPE_CONVERSATION) {
+    Move move;
+    move.action_type = intent.action_type();
+    move.entities.insert(intent.entities().begin(), intent.entities().end());
+    move.plan = LocalPlan{in.goal.empty() ? in.message : in.goal,
+                          in.context_type == intentpb::CONTEXT_TYPE_PROJECT_CREATE};
+    return move;
+  }
   const bool unsure =
       intent.is_ambiguous() || intent.action_type() == intentpb::ACTION_TYPE_UNKNOWN;
   if (unsure && MayAsk(in)) {

@@ -49,6 +49,19 @@ struct PolicyInput {
   // clarifying question, what a draft is named and described after); empty:
   // this message.
   std::string goal;
+  // Where the user is in the client, and whether plans can be made (the
+  // orchestrator keeps plans in its database).
+  ::omniforge::intent::v1::ContextType context_type = ::omniforge::intent::v1::CONTEXT_TYPE_GLOBAL;
+  bool plans = false;
+};
+
+// Multi-step work the local policy hands to the plan engine (a template
+// per context, filled from the intent's entities).
+struct LocalPlan {
+  std::string objective;
+  // The plan is shown for the user's review before it runs (it writes);
+  // otherwise it runs at once (it only reads).
+  bool draft = false;
 };
 
 // What the turn does.
@@ -57,6 +70,8 @@ struct Move {
   std::vector<ToolStep> run;
   // A risky action to preview; the flow then waits for the user.
   std::optional<PendingAction> propose;
+  // Work of several steps: a plan is made (and run or shown for review).
+  std::optional<LocalPlan> plan;
   // The reply before tool results (a question, a preview, a template).
   std::string reply;
   // This turn asks a clarifying question, about what (kAsked*).
@@ -101,6 +116,12 @@ bool IsResumeRequest(const std::string& message);
 // as DecideLocally would answer it; nullopt for anything else (a revision
 // or a new request, which a model planner handles).
 std::optional<Move> ResolveApproval(const PolicyInput& input);
+
+// What the user's words do to a plan shown for review: "looks good, run
+// it" approves it, "cancel" drops it, anything else ("add a milestone
+// first") is a change to make.
+enum class PlanReply { kApprove, kReject, kRevise };
+PlanReply ClassifyPlanReply(const std::string& message);
 
 // The words that end a preview: what the user can answer.
 std::string ApprovalQuestion(const PendingAction& action);

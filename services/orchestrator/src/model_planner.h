@@ -3,7 +3,9 @@
 // and the executor's tools. Text streams to the user as it arrives; READ
 // tool calls run at once and their results go back into the same session;
 // the first WRITE or HIGH call is not run but drafted for the user's
-// approval, and the session ends there. At most `max_iterations` model
+// approval, and the session ends there. Work of several steps goes to
+// agent_create_plan (when offered): the plan's result comes back into the
+// session, once per turn, and the model sums it up. At most `max_iterations` model
 // calls per turn. The flow's context box is part of the system message, so
 // every call sees the task's goal and state in a few lines.
 //
@@ -38,6 +40,10 @@ class PlannerIo {
   // Runs a tool now (its events included); nullopt when a guardrail stopped
   // the turn instead (the error event is already out).
   virtual std::optional<ToolRun> RunTool(const ToolStep& step) = 0;
+  // agent_create_plan with the model's arguments (a JSON object's text):
+  // the plan is made and run, or stored for review, with its events; the
+  // result is the plan's tool result. nullopt as for RunTool.
+  virtual std::optional<ToolRun> CreatePlan(const std::string& arguments_json) = 0;
   // True once the turn must stop (cancelled, out of time, suspended by a
   // newer message).
   virtual bool Stopped() = 0;
@@ -61,6 +67,8 @@ struct PlannerRequest {
   // The user asked to resume this flow after a newer message suspended it.
   bool resuming = false;
   std::vector<::omniforge::executor::v1::ToolDescriptor> tools;
+  // The model is offered agent_create_plan (plans can be kept).
+  bool offer_plans = false;
   int max_iterations = 10;
   int64_t deadline_micros = 0;
   std::function<bool()> cancelled;

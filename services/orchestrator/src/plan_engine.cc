@@ -173,6 +173,30 @@ struct PlanEngine::Run {
   PlanEventSink& sink;
 };
 
+// A call's hold on one plan (see PlanEngine): released when it returns.
+class PlanEngine::Claim final {
+ public:
+  static absl::StatusOr<std::unique_ptr<Claim>> On(PlanEngine& engine, const std::string& plan_id) {
+    std::lock_guard lock(engine.claims_mu_);
+    if (!engine.claimed_.insert(plan_id).second) {
+      return absl::AbortedError(absl::StrCat(
+          "plan ", plan_id, " is being run or changed by another request; try again when it ends"));
+    }
+    return std::unique_ptr<Claim>(new Claim(engine, plan_id));
+  }
+  ~Claim() {
+    std::lock_guard lock(engine_.claims_mu_);
+    engine_.claimed_.erase(plan_id_);
+  }
+  Claim(const Claim&) = delete;
+  Claim& operator=(const Claim&) = delete;
+
+ private:
+  Claim(PlanEngine& engine, std::string plan_id) : engine_(engine), plan_id_(std::move(plan_id)) {}
+  PlanEngine& engine_;
+  const std::string plan_id_;
+};
+
 PlanEngine::PlanEngine(PlanStore& store, StepExecutors& executors, const PlanGenerator& generator,
                        const PlanAdvisor& advisor, PlanEngineOptions options)
     : store_(store),
@@ -302,6 +326,8 @@ absl::StatusOr<PlanOutcome> PlanEngine::ReviewAndRun(Plan plan, const PlanReques
 absl::StatusOr<PlanOutcome> PlanEngine::Approve(const core::Identity& who,
                                                 const std::string& plan_id, PlanEventSink& sink,
                                                 const std::function<bool()>& cancelled) {
+  auto claim = Claim::On(*this, plan_id);
+  if (!claim.ok()) return claim.status();
   auto plan = store_.Get(who, plan_id);
   if (!plan.ok()) return plan.status();
   plan->status = PlanStatus::kApproved;
@@ -314,6 +340,8 @@ absl::StatusOr<PlanOutcome> PlanEngine::Revise(const core::Identity& who,
                                                const std::string& plan_id,
                                                const std::string& feedback,
                                                const PlanContext& context, PlanEventSink& sink) {
+  auto claim = Claim::On(*this, plan_id);
+  if (!claim.ok()) return claim.status();
   if (feedback.find_first_not_of(" \t\r\n") == std::string::npos) {
     return absl::InvalidArgumentError("feedback: say what to change");
   }
@@ -344,6 +372,8 @@ absl::StatusOr<PlanOutcome> PlanEngine::Revise(const core::Identity& who,
 absl::StatusOr<PlanOutcome> PlanEngine::Reject(const core::Identity& who,
                                                const std::string& plan_id,
                                                const std::string& reason) {
+  auto claim = Claim::On(*this, plan_id);
+  if (!claim.ok()) return claim.status();
   auto plan = store_.Get(who, plan_id);
   if (!plan.ok()) return plan.status();
   plan->status = PlanStatus::kRejected;
@@ -362,6 +392,8 @@ absl::StatusOr<PlanOutcome> PlanEngine::Reject(const core::Identity& who,
 absl::StatusOr<PlanOutcome> PlanEngine::Execute(const core::Identity& who,
                                                 const std::string& plan_id, PlanEventSink& sink,
                                                 const std::function<bool()>& cancelled) {
+  auto claim = Claim::On(*this, plan_id);
+  if (!claim.ok()) return claim.status();
   auto plan = store_.Get(who, plan_id);
   if (!plan.ok()) return plan.status();
   if (plan->status != PlanStatus::kApproved && plan->status != PlanStatus::kRunning) {
@@ -377,6 +409,8 @@ absl::StatusOr<PlanOutcome> PlanEngine::AnswerQuestion(const core::Identity& who
                                                        const std::string& answer,
                                                        PlanEventSink& sink,
                                                        const std::function<bool()>& cancelled) {
+  auto claim = Claim::On(*this, plan_id);
+  if (!claim.ok()) return claim.status();
   if (answer.find_first_not_of(" \t\r\n") == std::string::npos) {
     return absl::InvalidArgumentError("answer: must not be empty");
   }

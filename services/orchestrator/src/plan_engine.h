@@ -32,6 +32,8 @@
 
 #include <chrono>
 #include <functional>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -96,6 +98,10 @@ class PlanEngine final {
                                          PlanEventSink& sink,
                                          const std::function<bool()>& cancelled = nullptr);
 
+  // Approve, Revise, Reject, Execute and AnswerQuestion act on a plan one
+  // call at a time: a second call on a plan another one is still acting on
+  // (in this process) is ABORTED, so a plan never runs twice at once.
+
   // The user approved a pending_review plan ("looks good, run it"): it runs.
   // FAILED_PRECONDITION for a plan in another status; NOT_FOUND for a plan
   // that is not the caller's.
@@ -138,6 +144,7 @@ class PlanEngine final {
 
  private:
   struct Run;
+  class Claim;
 
   absl::StatusOr<PlanOutcome> ReviewAndRun(Plan plan, const PlanRequest& request,
                                            const PlanContext& context, PlanEventSink& sink,
@@ -153,6 +160,9 @@ class PlanEngine final {
   const PlanGenerator& generator_;
   const PlanAdvisor& advisor_;
   const PlanEngineOptions options_;
+
+  std::mutex claims_mu_;
+  std::set<std::string> claimed_;  // Guarded by claims_mu_: plans a call acts on.
 };
 
 // The tool result JSON of a plan (exposed for tests and for the turn).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "libs/core/text.h"
@@ -136,6 +137,36 @@ std::string FirstOf(std::initializer_list<std::string> values) {
   return "";
 }
 
+// A project's name from the words that asked for it: "Set up a project
+// for the spring campaign launch" names "Spring campaign launch". Empty
+// when nothing is left once the request words are gone.
+std::string ProjectNameFrom(const std::string& objective) {
+  static const std::set<std::string> kLeading = {
+      "please", "can",   "could", "you",   "set",     "up",   "create", "start", "make",
+      "build",  "open",  "new",   "a",     "an",      "the",  "me",     "us",    "our",
+      "my",     "for",   "called", "named", "project", "about", "on",   "i",     "we",
+      "want",   "need",  "to",    "would", "like",    "let's", "lets"};
+  std::string rest = objective;
+  for (;;) {
+    const size_t start = rest.find_first_not_of(" \t,.:;!?");
+    if (start == std::string::npos) return "";
+    const size_t end = rest.find_first_of(" \t,.:;!?", start);
+    const std::string word = absl::AsciiStrToLower(rest.substr(start, end - start));
+    if (kLeading.count(word) == 0) {
+      rest = rest.substr(start);
+      break;
+    }
+    if (end == std::string::npos) return "";
+    rest = rest.substr(end);
+  }
+  while (!rest.empty() && std::string_view(" \t,.:;!?").find(rest.back()) != std::string::npos) {
+    rest.pop_back();
+  }
+  rest = core::Shortened(rest, 80);
+  if (!rest.empty()) rest[0] = absl::ascii_toupper(static_cast<unsigned char>(rest[0]));
+  return rest;
+}
+
 }  // namespace
 
 std::optional<std::string> PlanRuleViolation(const std::vector<PlanStep>& steps,
@@ -227,7 +258,8 @@ absl::StatusOr<std::vector<PlanStep>> LocalPlanTemplate(const PlanRequest& reque
 
   if (context.context_type == intentpb::CONTEXT_TYPE_PROJECT_CREATE) {
     const std::string name =
-        FirstOf({Entity(context, "project_name"), focus, core::Shortened(request.objective, 80)});
+        FirstOf({Entity(context, "project_name"), focus, ProjectNameFrom(request.objective),
+                 core::Shortened(request.objective, 80)});
     const std::string template_name = Entity(context, "template");
     nlohmann::json discovery = nlohmann::json::object();
     if (!template_name.empty()) discovery["query"] = template_name;

@@ -452,4 +452,83 @@ nlohmann::json StepsToJson(const std::vector<PlanStep>& steps) {
   return out;
 }
 
+std::string PlanReplyText(const Plan& plan) {
+  auto step_line = [&plan](size_t i) {
+    const PlanStep& step = plan.steps[i];
+    std::string line = absl::StrCat("\n", i + 1, ". ", step.description);
+    if (!step.depends_on.empty()) {
+      std::vector<std::string> after;
+      for (const std::string& id : step.depends_on) {
+        for (size_t j = 0; j < plan.steps.size(); ++j) {
+          if (plan.steps[j].id == id) after.push_back(absl::StrCat(j + 1));
+        }
+      }
+      if (!after.empty()) absl::StrAppend(&line, " (after ", absl::StrJoin(after, ", "), ")");
+    }
+    return line;
+  };
+  auto outcome_line = [&plan](size_t i) {
+    const PlanStep& step = plan.steps[i];
+    std::string line = absl::StrCat("\n", i + 1, ". ", step.description, ": ");
+    switch (step.status) {
+      case StepStatus::kCompleted:
+        absl::StrAppend(&line, step.result_summary.empty() ? "done" : step.result_summary);
+        break;
+      case StepStatus::kFailed:
+        absl::StrAppend(&line, "failed", step.error.empty() ? "" : " (" + step.error + ")");
+        break;
+      case StepStatus::kSkipped:
+        absl::StrAppend(&line, "not run");
+        break;
+      case StepStatus::kRunning:
+        absl::StrAppend(&line, "interrupted, runs again when the plan goes on");
+        break;
+      case StepStatus::kPending:
+        absl::StrAppend(&line, "not started");
+        break;
+    }
+    return line;
+  };
+  std::string text;
+  switch (plan.status) {
+    case PlanStatus::kDraft:
+    case PlanStatus::kPendingReview:
+      text = absl::StrCat("Here is the plan to ", plan.objective, ":");
+      for (size_t i = 0; i < plan.steps.size(); ++i) absl::StrAppend(&text, step_line(i));
+      if (plan.review_verdict.has_value() && !plan.review_notes.empty()) {
+        absl::StrAppend(&text, "\nThe reviewer's notes: ", plan.review_notes);
+      }
+      absl::StrAppend(&text, "\n", kPlanReviewQuestion);
+      return text;
+    case PlanStatus::kRejected:
+      return absl::StrCat("OK, I dropped the plan to ", plan.objective,
+                          "; nothing more of it will run.");
+    case PlanStatus::kWaitingOnUser:
+      text = absl::StrCat("The plan to ", plan.objective, " needs your answer to go on.");
+      for (size_t i = 0; i < plan.steps.size(); ++i) absl::StrAppend(&text, outcome_line(i));
+      if (plan.pending_question.has_value()) {
+        absl::StrAppend(&text, "\n", plan.pending_question->question);
+        if (!plan.pending_question->options.empty()) {
+          absl::StrAppend(&text, " (", absl::StrJoin(plan.pending_question->options, " / "), ")");
+        }
+      }
+      return text;
+    case PlanStatus::kApproved:
+    case PlanStatus::kRunning:
+      text = absl::StrCat("The plan to ", plan.objective, " stopped before its end:");
+      for (size_t i = 0; i < plan.steps.size(); ++i) absl::StrAppend(&text, outcome_line(i));
+      absl::StrAppend(&text, "\nSay \"continue\" to finish it; steps that are done will not run again.");
+      return text;
+    case PlanStatus::kCompleted:
+      text = absl::StrCat("Done: ", plan.objective, ".");
+      break;
+    case PlanStatus::kFailed:
+      text = absl::StrCat("The plan to ", plan.objective, " failed",
+                          plan.summary.empty() ? "" : ": " + plan.summary, ".");
+      break;
+  }
+  for (size_t i = 0; i < plan.steps.size(); ++i) absl::StrAppend(&text, outcome_line(i));
+  return text;
+}
+
 }  // namespace omniforge::orchestrator

@@ -159,6 +159,16 @@ absl::Status ValidateStepGraph(const std::vector<PlanStep>& steps);
 // that it never runs in parallel with it).
 std::optional<std::string> ProjectCreateOrderViolation(const std::vector<PlanStep>& steps);
 
+// The plan in words for the chat reply, by where it stands: the steps and
+// the review question (pending_review), each step's outcome (completed,
+// failed), the question a step asks (waiting_on_user), what is left
+// (running: stopped before its end), or that it was dropped (rejected).
+std::string PlanReplyText(const Plan& plan);
+
+// The words that end a plan shown for review: what the user can answer.
+inline constexpr char kPlanReviewQuestion[] =
+    "Shall I run it? Say \"looks good, run it\", tell me what to change, or \"cancel\".";
+
 // The plan as ChatEvents carry it.
 planpb::Plan ToProto(const Plan& plan);
 planpb::StepStatus ToProto(StepStatus status);

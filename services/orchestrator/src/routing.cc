@@ -34,6 +34,18 @@ std::optional<ContextBox> BoxAt(const nlohmann::json& json) {
   return ContextBoxFromJson(*it);
 }
 
+nlohmann::json PlanRefToJson(const PlanRef& plan) {
+  return {{"plan_id", plan.plan_id}, {"status", plan.status}, {"objective", plan.objective}};
+}
+
+std::optional<PlanRef> PlanRefAt(const nlohmann::json& json) {
+  auto it = json.find("plan");
+  if (it == json.end() || !it->is_object()) return std::nullopt;
+  PlanRef plan{StringAt(*it, "plan_id"), StringAt(*it, "status"), StringAt(*it, "objective")};
+  if (plan.plan_id.empty() || plan.status.empty()) return std::nullopt;
+  return plan;
+}
+
 }  // namespace
 
 nlohmann::json RoutingToJson(const Routing& routing) {
@@ -64,7 +76,9 @@ nlohmann::json RoutingToJson(const Routing& routing) {
                               {"action_type", intentpb::ActionType_Name(flow.action_type)},
                               {"entities", flow.entities}};
     if (flow.box) json["suspended_flow"]["context_box"] = ContextBoxToJson(*flow.box);
+    if (flow.plan) json["suspended_flow"]["plan"] = PlanRefToJson(*flow.plan);
   }
+  if (routing.plan) json["plan"] = PlanRefToJson(*routing.plan);
   return json;
 }
 
@@ -113,8 +127,10 @@ Routing RoutingFromJson(const nlohmann::json& json) {
     flow.action_type = ActionAt(*it, "action_type");
     flow.entities = EntitiesAt(*it, "entities");
     flow.box = BoxAt(*it);
+    flow.plan = PlanRefAt(*it);
     if (!flow.flow_id.empty()) routing.suspended_flow = std::move(flow);
   }
+  routing.plan = PlanRefAt(json);
   return routing;
 }
 

@@ -26,6 +26,15 @@ struct PendingAction {
   std::string summary;  // what would happen, in words
 };
 
+// A plan of the flow that waits for the user: for their review
+// (pending_review), for an answer to a step's question (waiting_on_user), or
+// to be resumed after the turn running it stopped (running).
+struct PlanRef {
+  std::string plan_id;
+  std::string status;  // the plan's status name (plan_model.h)
+  std::string objective;
+};
+
 // A flow that a newer message suspended while it ran. Later turns carry it
 // until the user resumes it ("continue what you were doing") or another
 // flow is suspended in its place.
@@ -37,6 +46,8 @@ struct SuspendedFlow {
   std::map<std::string, std::string> entities;
   // Its context box, when no flow store keeps boxes (see Routing::box).
   std::optional<ContextBox> box;
+  // The plan it was running, resumed with it.
+  std::optional<PlanRef> plan;
 };
 
 struct Routing {
@@ -62,6 +73,8 @@ struct Routing {
   // The flow suspended by this turn's message or an earlier one, not yet
   // resumed.
   std::optional<SuspendedFlow> suspended_flow;
+  // The plan this turn left waiting, if any.
+  std::optional<PlanRef> plan;
 };
 
 nlohmann::json RoutingToJson(const Routing& routing);

@@ -185,6 +185,74 @@ class EndsControl final {
   TurnControl& control_;
 };
 
+
+// What the user's message does to the plan the flow waits on.
+enum class PlanMove { kApprove, kRevise, kReject, kAnswer, kContinue };
+
+std::optional<PlanMove> PlanMoveFor(const PlanRef& plan, const std::string& message) {
+  const std::optional<PlanStatus> status = ParsePlanStatus(plan.status);
+  if (status == PlanStatus::kPendingReview) {
+    switch (ClassifyPlanReply(message)) {
+      case PlanReply::kApprove:
+        return PlanMove::kApprove;
+      case PlanReply::kReject:
+        return PlanMove::kReject;
+      case PlanReply::kRevise:
+        return PlanMove::kRevise;
+    }
+  }
+  if (status == PlanStatus::kWaitingOnUser) {
+    return ClassifyPlanReply(message) == PlanReply::kReject ? PlanMove::kReject
+                                                             : PlanMove::kAnswer;
+  }
+  if ((status == PlanStatus::kRunning || status == PlanStatus::kApproved) &&
+      IsResumeRequest(message)) {
+    return PlanMove::kContinue;
+  }
+  return std::nullopt;  // a new request: the plan is left as it is
+}
+
+// The analysis of a reply to the flow's plan, made without the intent
+// service: the flow's action and entities, and what the reply does.
+intentpb::IntentAnalysis PlanReplyAnalysis(const Routing& last, PlanMove move) {
+  intentpb::IntentAnalysis analysis;
+  analysis.set_action_type(last.action_type);
+  analysis.mutable_entities()->insert(last.entities.begin(), last.entities.end());
+  analysis.set_confidence(1.0);
+  switch (move) {
+    case PlanMove::kApprove:
+    case PlanMove::kContinue:
+      analysis.set_reference(intentpb::REFERENCE_KIND_CONFIRMATION);
+      analysis.set_reasoning("the user approved the plan, or asked to finish it");
+      break;
+    case PlanMove::kReject:
+      analysis.set_reference(intentpb::REFERENCE_KIND_DECLINE);
+      analysis.set_reasoning("the user dropped the plan");
+      break;
+    case PlanMove::kRevise:  // analysed by the intent service: its entities change the plan
+    case PlanMove::kAnswer:
+      analysis.set_reasoning("the user answered the question of a plan step");
+      break;
+  }
+  return analysis;
+}
+
+// A plan's events go out with the turn's, numbered by the same stream; the
+// engine's threads take turns.
+class PlanEvents final : public PlanEventSink {
+ public:
+  explicit PlanEvents(Emitter& emit) : emit_(emit) {}
+  void Emit(pb::ChatEvent event) override {
+    std::lock_guard lock(mu_);
+    emit_.Next() = std::move(event);
+    emit_.Send();
+  }
+
+ private:
+  std::mutex mu_;
+  Emitter& emit_;
+};
+
 }  // namespace
 
 void TurnControl::SetFlow(SuspendedFlow flow) {
@@ -237,14 +305,15 @@ absl::Status ValidateStreamChatRequest(const pb::StreamChatRequest& request) {
 
 TurnRunner::TurnRunner(Memory& memory, Understanding& understanding, Tools& tools,
                        TurnOptions options, llm::ChatModel* planner, FlowStore* flows,
-                       TurnErrorLog* errors)
+                       TurnErrorLog* errors, PlanEngine* plans)
     : memory_(memory),
       understanding_(understanding),
       tools_(tools),
       options_(options),
       planner_(planner),
       flows_(flows),
-      errors_(errors) {}
+      errors_(errors),
+      plans_(plans) {}
 
 std::shared_ptr<const TurnRunner::ToolCatalog> TurnRunner::Catalog(const core::Identity& who,
                                                                    int64_t deadline) const {
@@ -396,9 +465,25 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   std::optional<SuspendedFlow> set_aside =
       suspended_now ? suspended_now : (last ? last->suspended_flow : std::nullopt);
   const bool resuming = set_aside.has_value() && IsResumeRequest(request.message());
-  const bool continuing = !resuming && last && (last->pending || last->clarifications > 0);
-  // An answer to the flow's own clarifying question needs no new analysis.
-  const bool answering = continuing && AnswerSkipsAnalysis(*last);
+  // A plan of the flow waits for this message (its review, a step's
+  // question, "continue").
+  // A resumed flow goes on with the plan it was running.
+  std::optional<PlanMove> plan_move;
+  std::optional<PlanRef> plan_target;
+  if (plans_ != nullptr && resuming && set_aside->plan) {
+    plan_target = set_aside->plan;
+    plan_move = PlanMove::kContinue;
+  } else if (plans_ != nullptr && !resuming && last && last->plan) {
+    plan_target = last->plan;
+    plan_move = PlanMoveFor(*last->plan, request.message());
+  }
+  const bool continuing =
+      !resuming && last && (last->pending || last->clarifications > 0 || plan_move.has_value());
+  // An answer to the flow's own clarifying question needs no new analysis,
+  // nor does a reply to its plan (unless it changes the plan: the analysis
+  // then finds what changed).
+  const bool plan_reply = plan_move.has_value() && *plan_move != PlanMove::kRevise;
+  const bool answering = continuing && !plan_reply && AnswerSkipsAnalysis(*last);
   std::string flow_id = core::NewUuid();
   std::string goal = request.message();
   if (resuming) {
@@ -471,6 +556,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   intentpb::IntentAnalysis analysis;
   if (resuming) {
     analysis = ResumeAnalysis(*set_aside);
+  } else if (plan_reply) {
+    analysis = PlanReplyAnalysis(*last, *plan_move);
   } else if (answering) {
     analysis = AnalysisOfAnswer(*last, request.message(), agents);
     ContextBox::Add(box.progress, "the user answered: " + request.message());
@@ -516,6 +603,11 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
 
   PolicyInput input{analysis, resuming ? goal : request.message(), resuming ? std::nullopt : last,
                     agents,   options_.max_clarifications,         goal};
+  const intentpb::ContextType context_type =
+      request.context_type() == intentpb::CONTEXT_TYPE_UNSPECIFIED ? intentpb::CONTEXT_TYPE_GLOBAL
+                                                                   : request.context_type();
+  input.context_type = context_type;
+  input.plans = plans_ != nullptr;
 
   // Runs one tool with its events, under the turn's guardrails; nullopt when
   // a guardrail stopped the turn (its error event is out) or the flow was
@@ -523,31 +615,37 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   std::vector<std::string> listed;
   std::vector<std::string> tools_used;
   bool cancel_reported = false;
-  auto run_tool = [&](const ToolStep& step, std::string* described) -> std::optional<ToolRun> {
-    if (suspend_now()) {
-      ContextBox::Add(box.next, "run " + step.tool + " " + step.arguments.dump());
-      return std::nullopt;
-    }
+  // The guardrails before a tool call: true (its error event out) when the
+  // turn must stop instead.
+  auto stopped_before_call = [&]() -> bool {
     if (tool_calls >= options_.max_tool_calls) {
       emit.Error(pb::CHAT_ERROR_CODE_TOOL_CALL_LIMIT,
                  "this turn reached its limit of " + std::to_string(options_.max_tool_calls) +
                      " tool calls; what was done so far is kept",
                  /*fatal=*/true);
       ContextBox::Add(box.blockers, "the turn reached its tool call limit");
-      return std::nullopt;
+      return true;
     }
     if (control.cancelled()) {
       emit.Error(pb::CHAT_ERROR_CODE_CANCELLED, "the turn was cancelled", /*fatal=*/true);
       cancel_reported = true;
-      return std::nullopt;
+      return true;
     }
     if (core::NowMicros() >= turn_deadline) {
       emit.Error(pb::CHAT_ERROR_CODE_TIME_LIMIT,
                  "this turn ran out of time; what was done so far is kept",
                  /*fatal=*/true);
       ContextBox::Add(box.blockers, "the turn ran out of time");
+      return true;
+    }
+    return false;
+  };
+  auto run_tool = [&](const ToolStep& step, std::string* described) -> std::optional<ToolRun> {
+    if (suspend_now()) {
+      ContextBox::Add(box.next, "run " + step.tool + " " + step.arguments.dump());
       return std::nullopt;
     }
+    if (stopped_before_call()) return std::nullopt;
     emit.State(pb::AGENT_STATE_EXECUTING_TOOL, "Running " + step.tool);
     const std::string call_id = core::NewUuid();
     const execpb::ToolRisk risk = RiskOf(who, step.tool, call_deadline());
@@ -607,6 +705,100 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     return ran;
   };
 
+  // Plans: one call of the engine per turn, under the same guardrails as a
+  // tool call; its events go out with the turn's. The plan it leaves waiting
+  // for the user (for review, for an answer, or stopped before its end:
+  // cancelled, out of time, suspended) is named in the routing.
+  std::optional<Plan> plan_held;
+  std::string plan_words;  // the last plan in words, should the model write none
+  PlanEvents plan_events(emit);
+  const std::function<bool()> plan_stopped = [&control, turn_deadline] {
+    return control.cancelled() || control.suspend_requested() ||
+           core::NowMicros() >= turn_deadline;
+  };
+  auto plan_context = [&] {
+    PlanContext context;
+    context.context_type = context_type;
+    context.entity_id = request.entity_id();
+    context.intent = input.intent;
+    context.tools = Catalog(who, call_deadline())->tools;
+    return context;
+  };
+  // nullopt: a guardrail stopped the turn first (its event is out).
+  using PlanCall = std::function<absl::StatusOr<PlanOutcome>()>;
+  auto run_plan = [&](const std::string& doing,
+                      const PlanCall& call) -> std::optional<absl::StatusOr<PlanOutcome>> {
+    if (suspend_now()) {
+      ContextBox::Add(box.next, doing + ": " + goal);
+      return std::nullopt;
+    }
+    if (stopped_before_call()) return std::nullopt;
+    ++tool_calls;
+    tools_used.push_back(kCreatePlanTool);
+    emit.State(pb::AGENT_STATE_EXECUTING_PLAN, doing);
+    absl::StatusOr<PlanOutcome> outcome = call();
+    if (!outcome.ok()) {
+      emit.Error(pb::CHAT_ERROR_CODE_PLAN_FAILED, doing + " failed", /*fatal=*/false,
+                 std::string(outcome.status().message()));
+      ContextBox::Add(box.blockers, "the plan: " + std::string(outcome.status().message()));
+      return outcome;
+    }
+    const Plan& plan = outcome->plan;
+    plan_held.reset();
+    switch (plan.status) {
+      case PlanStatus::kPendingReview:
+        ContextBox::Add(box.blockers, "waiting for the user's review of the plan");
+        plan_held = plan;
+        break;
+      case PlanStatus::kWaitingOnUser:
+        ContextBox::Add(box.blockers, "a plan step waits for the user's answer");
+        plan_held = plan;
+        break;
+      case PlanStatus::kApproved:
+      case PlanStatus::kRunning:
+        ContextBox::Add(box.blockers, "the plan stopped before its end");
+        ContextBox::Add(box.next, "finish the plan when the user says continue");
+        plan_held = plan;
+        break;
+      default:
+        break;
+    }
+    ContextBox::Add(box.progress, "plan " + PlanStatusName(plan.status) + ": " +
+                                      core::Shortened(plan.objective, 200));
+    plan_words = PlanReplyText(plan);
+    return outcome;
+  };
+  auto plan_text = [](const std::optional<absl::StatusOr<PlanOutcome>>& outcome,
+                      const std::string& doing) -> std::string {
+    if (!outcome) return "";
+    if (!outcome->ok()) {
+      return "I could not finish this (" + doing + "): " + std::string(outcome->status().message());
+    }
+    return PlanReplyText((*outcome)->plan);
+  };
+  // agent_create_plan as the model called it.
+  auto create_plan = [&](const std::string& arguments_json) -> std::optional<ToolRun> {
+    auto error_result = [](const absl::Status& status) {
+      return ToolRun{json{{"error",
+                           {{"code", absl::StatusCodeToString(status.code())},
+                            {"message", std::string(status.message())}}}}
+                         .dump(),
+                     true};
+    };
+    absl::StatusOr<PlanRequest> asked = ParsePlanRequest(arguments_json);
+    if (!asked.ok()) return error_result(asked.status());
+    std::optional<absl::StatusOr<PlanOutcome>> outcome =
+        run_plan(asked->mode == ExecutionMode::kAutoExecute ? "Making and running a plan"
+                                                            : "Making a plan",
+                 [&] {
+                   return plans_->CreatePlan(who, conversation_id, *asked, plan_context(),
+                                             plan_events, plan_stopped);
+                 });
+    if (!outcome) return std::nullopt;
+    if (!outcome->ok()) return error_result(outcome->status());
+    return ToolRun{(*outcome)->tool_result_json, false};
+  };
+
   // The local policy resolves what the message refers to with the flow's
   // entities too ("run it" once the flow has named an agent); the
   // message's own entities win.
@@ -626,29 +818,80 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   if (planner_ != nullptr && !resuming) approval = ResolveApproval(input);
   if (suspend_now()) {
     ContextBox::Add(box.next, "plan the answer to: " + goal);
+  } else if (plan_move) {
+    // The user's reply to the flow's plan goes to the engine.
+    move.action_type = analysis.action_type();
+    move.entities.insert(analysis.entities().begin(), analysis.entities().end());
+    if (last) move.entities.insert(last->entities.begin(), last->entities.end());
+    const std::string plan_id = plan_target->plan_id;
+    std::optional<absl::StatusOr<PlanOutcome>> outcome;
+    std::string doing;
+    switch (*plan_move) {
+      case PlanMove::kApprove:
+        doing = "running the plan";
+        outcome = run_plan("Running the plan", [&] {
+          return plans_->Approve(who, plan_id, plan_events, plan_stopped);
+        });
+        break;
+      case PlanMove::kContinue:
+        doing = "finishing the plan";
+        outcome = run_plan("Running what is left of the plan", [&] {
+          return plans_->Execute(who, plan_id, plan_events, plan_stopped);
+        });
+        break;
+      case PlanMove::kAnswer:
+        doing = "going on with the plan";
+        outcome = run_plan("Going on with the plan", [&] {
+          return plans_->AnswerQuestion(who, plan_id, request.message(), plan_events,
+                                        plan_stopped);
+        });
+        break;
+      case PlanMove::kRevise:
+        doing = "revising the plan";
+        outcome = run_plan("Revising the plan", [&] {
+          return plans_->Revise(who, plan_id, request.message(), plan_context(), plan_events);
+        });
+        break;
+      case PlanMove::kReject:
+        doing = "dropping the plan";
+        outcome = run_plan("Dropping the plan",
+                           [&] { return plans_->Reject(who, plan_id, request.message()); });
+        break;
+    }
+    move.reply = plan_text(outcome, doing);
+    // A plan that could not be reached now still waits (another call acts
+    // on it, or storage is down); one that moved on or is gone does not.
+    if (outcome && !outcome->ok() && !absl::IsFailedPrecondition(outcome->status()) &&
+        !absl::IsNotFound(outcome->status())) {
+      auto kept = plans_->Get(who, plan_id);
+      if (kept.ok()) plan_held = *std::move(kept);
+    }
   } else if (planner_ != nullptr && !approval) {
     // The model plans; it streams its answer and runs READ tools itself.
     class Io final : public PlannerIo {
      public:
-      Io(Emitter& emit, decltype(run_tool)& run, std::function<bool()> stopped)
-          : emit_(emit), run_(run), stopped_(std::move(stopped)) {}
+      Io(Emitter& emit, decltype(run_tool)& run, decltype(create_plan)& plan,
+         std::function<bool()> stopped)
+          : emit_(emit), run_(run), plan_(plan), stopped_(std::move(stopped)) {}
       void Text(const std::string& delta) override {
         emit_.Next().mutable_text()->set_delta(delta);
         emit_.Send();
       }
       std::optional<ToolRun> RunTool(const ToolStep& step) override { return run_(step, nullptr); }
+      std::optional<ToolRun> CreatePlan(const std::string& arguments_json) override {
+        return plan_(arguments_json);
+      }
       bool Stopped() override { return stopped_(); }
 
      private:
       Emitter& emit_;
       decltype(run_tool)& run_;
+      decltype(create_plan)& plan_;
       std::function<bool()> stopped_;
     };
     PlannerRequest plan;
     plan.message = request.message();
-    plan.context_type = request.context_type() == intentpb::CONTEXT_TYPE_UNSPECIFIED
-                            ? intentpb::CONTEXT_TYPE_GLOBAL
-                            : request.context_type();
+    plan.context_type = context_type;
     plan.entity_id = request.entity_id();
     for (const convpb::Message& m : history.messages()) {
       if (m.role() == convpb::ROLE_USER || m.role() == convpb::ROLE_ASSISTANT) {
@@ -662,12 +905,13 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     plan.max_clarifications = options_.max_clarifications;
     plan.resuming = resuming;
     plan.tools = Catalog(who, call_deadline())->tools;
+    plan.offer_plans = plans_ != nullptr;
     plan.max_iterations = options_.max_iterations;
     plan.deadline_micros = turn_deadline;
     // Polled while the model streams, possibly off this thread: atomics only.
     plan.cancelled = [&control] { return control.cancelled() || control.suspend_requested(); };
     emit.State(pb::AGENT_STATE_THINKING, "Planning");
-    Io io(emit, run_tool, [&control, turn_deadline] {
+    Io io(emit, run_tool, create_plan, [&control, turn_deadline] {
       return control.cancelled() || control.suspend_requested() ||
              core::NowMicros() >= turn_deadline;
     });
@@ -711,10 +955,23 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     move.propose.reset();  // drafted again when the flow resumes
   } else if (approval) {
     move = *std::move(approval);
-  } else if (planner_ == nullptr || !planned.answered) {
+  } else if (!plan_move && (planner_ == nullptr || !planned.answered)) {
     move = DecideLocally(input);
   }
+  if (move.plan && plans_ != nullptr && !suspended) {
+    PlanRequest asked;
+    asked.objective = move.plan->objective;
+    asked.mode = move.plan->draft ? ExecutionMode::kDraftOnly : ExecutionMode::kAutoExecute;
+    move.reply = plan_text(
+        run_plan(move.plan->draft ? "Making a plan" : "Making and running a plan",
+                 [&] {
+                   return plans_->CreatePlan(who, conversation_id, asked, plan_context(),
+                                             plan_events, plan_stopped);
+                 }),
+        "making the plan");
+  }
   if (!text_sent) text = move.reply;
+  if (planned.answered && !text_sent && text.empty()) text = plan_words;
   if (planned.answered && !text_sent && move.propose) {
     text = "Here is what I would do: " + move.propose->summary;  // the model wrote no text
   }
@@ -733,7 +990,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   if (control.cancelled() && !cancel_reported && !suspended) {
     emit.Error(pb::CHAT_ERROR_CODE_CANCELLED, "the turn was cancelled", /*fatal=*/true);
   }
-  const bool waiting = !suspended && (move.propose.has_value() || move.clarifying);
+  const bool waiting =
+      !suspended && (move.propose.has_value() || move.clarifying || plan_held.has_value());
   if (move.propose) {
     FillPreview(*move.propose, *emit.Next().mutable_preview());
     emit.Send();
@@ -749,6 +1007,15 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     ContextBox::Add(box.progress, (approved ? "approved " : "set aside ") + last->pending->tool);
   }
   if (waiting) emit.State(pb::AGENT_STATE_WAITING_ON_USER, "Waiting for your answer");
+  if (planned.answered && plan_held && plan_held->status == PlanStatus::kPendingReview) {
+    // The model presented its draft: the user is told how to answer.
+    const std::string ask = std::string(text.empty() ? "" : "\n") + kPlanReviewQuestion;
+    text += ask;
+    if (text_sent) {
+      emit.Next().mutable_text()->set_delta(ask);
+      emit.Send();
+    }
+  }
   if (planned.answered && move.propose) {
     const std::string ask = (text.empty() ? "" : "\n") + ApprovalQuestion(*move.propose);
     text += ask;
@@ -788,8 +1055,12 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   routing.asked = move.asked;
   routing.tools_used = tools_used;
   routing.suspended = suspended;
+  if (plan_held) {
+    routing.plan = PlanRef{plan_held->id, PlanStatusName(plan_held->status), plan_held->objective};
+  }
   if (suspended) {
-    SuspendedFlow self{flow_id, goal, routing.action_type, box.entities, std::nullopt};
+    SuspendedFlow self{flow_id, goal, routing.action_type, box.entities, std::nullopt,
+                       routing.plan};
     if (flows_ == nullptr) self.box = box;
     routing.suspended_flow = self;
     control.Ended(std::move(self));  // the newer turn goes on from here

@@ -5,6 +5,13 @@
 // needs approval, store the reply with its routing metadata and the flow's
 // context box, and stream every step.
 //
+// Work of several steps becomes a plan (PlanEngine): the model planner calls
+// agent_create_plan, the local policy makes one for project work. A plan
+// waiting for the user (a draft to review, a step's question, a plan that
+// stopped before its end) is named in the routing, so the next message
+// approves, revises or drops it, answers the question, or ("continue") runs
+// what is left.
+//
 // A newer message on the same conversation suspends a running turn at its
 // next safe point (before a tool call, between model iterations, while the
 // model streams): the turn saves its flow, says so with an
@@ -33,6 +40,7 @@
 #include "services/orchestrator/src/downstream.h"
 #include "services/orchestrator/src/error_log.h"
 #include "services/orchestrator/src/flow_store.h"
+#include "services/orchestrator/src/plan_engine.h"
 #include "services/orchestrator/src/routing.h"
 
 namespace omniforge::orchestrator {
@@ -101,14 +109,14 @@ absl::Status ValidateStreamChatRequest(const pb::StreamChatRequest& request);
 
 class TurnRunner final {
  public:
-  // The services (and `planner`, `flows`, `errors`) must outlive the
-  // runner. Without a planner model, turns are planned by the local policy.
-  // Without a flow store, context boxes ride in the routing metadata.
-  // Without an error log, failures are only logged. Thread-safe: turns run
-  // concurrently.
+  // The services (and `planner`, `flows`, `errors`, `plans`) must outlive
+  // the runner. Without a planner model, turns are planned by the local
+  // policy. Without a flow store, context boxes ride in the routing
+  // metadata. Without an error log, failures are only logged. Without a
+  // plan engine, no plans are made. Thread-safe: turns run concurrently.
   TurnRunner(Memory& memory, Understanding& understanding, Tools& tools, TurnOptions options,
              llm::ChatModel* planner = nullptr, FlowStore* flows = nullptr,
-             TurnErrorLog* errors = nullptr);
+             TurnErrorLog* errors = nullptr, PlanEngine* plans = nullptr);
 
   // Runs one turn for `who`. Returns an error, having emitted nothing and
   // stored nothing, for a request that fails validation, a conversation that
@@ -144,6 +152,7 @@ class TurnRunner final {
   llm::ChatModel* const planner_;
   FlowStore* const flows_;
   TurnErrorLog* const errors_;
+  PlanEngine* const plans_;
 
   mutable std::mutex catalog_mu_;
   mutable std::shared_ptr<const ToolCatalog> catalog_;  // Guarded by catalog_mu_.

@@ -154,6 +154,21 @@ class ChatEndToEndTest : public ::testing::Test {
     request.set_message(message);
     request.set_conversation_id(conversation_id);
     request.set_turn_id(turn_id);
+    return Send(request, as_key);
+  }
+
+  // A turn from a screen of the client (a project being created, audited).
+  Turn ChatIn(intentpb::ContextType context_type, const std::string& message,
+              const std::string& conversation_id = "", const std::string& entity_id = "") const {
+    pb::StreamChatRequest request;
+    request.set_message(message);
+    request.set_conversation_id(conversation_id);
+    request.set_context_type(context_type);
+    request.set_entity_id(entity_id);
+    return Send(request);
+  }
+
+  Turn Send(const pb::StreamChatRequest& request, const std::string& as_key = "") const {
     auto context = Context(as_key.empty() ? key() : as_key);
     auto reader = stub_->StreamChat(context.get(), request);
     Turn turn;
@@ -545,6 +560,119 @@ TEST_F(ChatEndToEndTest, BadInputIsRefusedAndStoresNothing) {
 
 // The same stack with the planner on a model: the fake provider (real
 // HTTP/SSE wire format) answers the planner's streaming calls.
+// Local mode with the orchestrator's database: plans from the local
+// policy's templates, carried out by the executor's deterministic agents.
+class LocalPlanEndToEndTest : public ChatEndToEndTest {
+ protected:
+  static void SetUpTestSuite() {
+    ChatEndToEndTest::SetUpTestSuite();
+    orchestrator_->Stop();
+    StartOrchestrator({}, {"OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
+  }
+
+  // The index of the first event of `kind` for `step_id`, or -1.
+  static int IndexOf(const Turn& turn, pb::ChatEvent::EventCase kind, const std::string& step_id) {
+    for (size_t i = 0; i < turn.events.size(); ++i) {
+      const pb::ChatEvent& e = turn.events[i];
+      if (e.event_case() != kind) continue;
+      if ((kind == pb::ChatEvent::kStepStart && e.step_start().step_id() == step_id) ||
+          (kind == pb::ChatEvent::kStepComplete && e.step_complete().step_id() == step_id)) {
+        return static_cast<int>(i);
+      }
+    }
+    return -1;
+  }
+};
+
+TEST_F(LocalPlanEndToEndTest, AProjectIsCreatedByAPlanTheUserReviewsThenApproves) {
+  Turn draft = ChatIn(intentpb::CONTEXT_TYPE_PROJECT_CREATE,
+                      "Set up a project for the spring campaign launch");
+  ExpectWellFormed(draft);
+  const std::string conversation = draft.session().conversation_id();
+  ASSERT_EQ(draft.Of(pb::ChatEvent::kPlanCreated).size(), 1u);
+  ASSERT_EQ(draft.Of(pb::ChatEvent::kPlanReadyForReview).size(), 1u);
+  const pb::Plan plan = draft.Of(pb::ChatEvent::kPlanReadyForReview)[0].plan_ready_for_review().plan();
+  EXPECT_EQ(plan.status(), pb::PLAN_STATUS_PENDING_REVIEW);
+  ASSERT_EQ(plan.steps_size(), 3);
+  EXPECT_TRUE(draft.Of(pb::ChatEvent::kStepStart).empty()) << "nothing runs before the review";
+  EXPECT_THAT(draft.text(), HasSubstr("Here is the plan"));
+  EXPECT_THAT(draft.text(), HasSubstr(plan.steps(1).description()));
+  EXPECT_THAT(draft.text(), HasSubstr("looks good, run it"));
+  EXPECT_FALSE(draft.done().is_final());
+  EXPECT_THAT(States(draft), ::testing::Contains(pb::AGENT_STATE_EXECUTING_PLAN));
+  EXPECT_EQ(States(draft).back(), pb::AGENT_STATE_WAITING_ON_USER);
+  json routing = LastRouting(conversation);
+  EXPECT_EQ(routing["plan"]["plan_id"], plan.plan_id());
+  EXPECT_EQ(routing["plan"]["status"], "pending_review");
+
+  Turn run = Chat("looks good, run it", conversation);
+  ExpectWellFormed(run);
+  EXPECT_EQ(run.session().flow_id(), draft.session().flow_id()) << "the same flow goes on";
+  EXPECT_TRUE(run.Of(pb::ChatEvent::kPlanCreated).empty()) << "the reviewed plan runs, no new one";
+  const auto completes = run.Of(pb::ChatEvent::kStepComplete);
+  ASSERT_EQ(completes.size(), 3u);
+  for (const auto& e : completes) {
+    EXPECT_EQ(e.step_complete().plan_id(), plan.plan_id());
+    EXPECT_EQ(e.step_complete().status(), pb::STEP_STATUS_COMPLETED) << e.step_complete().summary();
+  }
+  EXPECT_EQ(run.Of(pb::ChatEvent::kExecutorSpawned).size(), 3u);
+  EXPECT_EQ(run.Of(pb::ChatEvent::kExecutorResult).size(), 3u);
+  // Template discovery, then the project, then its brief: one after another.
+  const std::string s1 = plan.steps(0).step_id(), s2 = plan.steps(1).step_id(),
+                    s3 = plan.steps(2).step_id();
+  EXPECT_LT(IndexOf(run, pb::ChatEvent::kStepComplete, s1),
+            IndexOf(run, pb::ChatEvent::kStepStart, s2));
+  EXPECT_LT(IndexOf(run, pb::ChatEvent::kStepComplete, s2),
+            IndexOf(run, pb::ChatEvent::kStepStart, s3));
+  EXPECT_THAT(run.text(), HasSubstr("Done:"));
+  EXPECT_TRUE(run.done().is_final());
+  EXPECT_FALSE(LastRouting(conversation).contains("plan")) << "nothing waits any more";
+
+  // The project exists with its brief.
+  const json created = json::parse(completes[1].step_complete().result_json());
+  ASSERT_EQ(created["results"][0]["tool"], "create_project") << created.dump();
+  EXPECT_EQ(created["results"][0]["result"]["project"]["name"], "Spring campaign launch")
+      << "named from the request, not after the whole sentence";
+  const json project = Invoke("get_project_details", {{"project", "Spring campaign launch"}});
+  ASSERT_FALSE(project.contains("is_error")) << project.dump();
+  EXPECT_THAT(project.dump(), HasSubstr("Project brief"));
+}
+
+TEST_F(LocalPlanEndToEndTest, AnAuditPlanOnlyReadsAndRunsAtOnce) {
+  const json project =
+      Invoke("create_project", {{"name", "Harbor"}, {"description", "The harbor rebuild"}});
+  ASSERT_FALSE(project.contains("is_error")) << project.dump();
+  Turn audit = ChatIn(intentpb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", "",
+                      "Harbor");
+  ExpectWellFormed(audit);
+  ASSERT_EQ(audit.Of(pb::ChatEvent::kPlanCreated).size(), 1u);
+  EXPECT_TRUE(audit.Of(pb::ChatEvent::kPlanReadyForReview).empty()) << "reads need no review";
+  const auto completes = audit.Of(pb::ChatEvent::kStepComplete);
+  ASSERT_EQ(completes.size(), 3u);
+  for (const auto& e : completes) {
+    EXPECT_EQ(e.step_complete().status(), pb::STEP_STATUS_COMPLETED) << e.step_complete().summary();
+  }
+  EXPECT_THAT(audit.text(), HasSubstr("Done:"));
+  EXPECT_TRUE(audit.done().is_final());
+}
+
+TEST_F(LocalPlanEndToEndTest, ADraftPlanTheUserDropsNeverRuns) {
+  Turn draft = ChatIn(intentpb::CONTEXT_TYPE_PROJECT_CREATE, "Create a project for the Q4 audit");
+  ExpectWellFormed(draft);
+  ASSERT_EQ(draft.Of(pb::ChatEvent::kPlanReadyForReview).size(), 1u);
+  const std::string conversation = draft.session().conversation_id();
+  Turn drop = Chat("cancel", conversation);
+  ExpectWellFormed(drop);
+  EXPECT_TRUE(drop.Of(pb::ChatEvent::kStepStart).empty());
+  EXPECT_THAT(drop.text(), HasSubstr("dropped the plan"));
+  EXPECT_TRUE(drop.done().is_final());
+  EXPECT_FALSE(LastRouting(conversation).contains("plan"));
+  // A later "run it" is a new request, not the dropped plan.
+  Turn later = Chat("looks good, run it", conversation);
+  ExpectWellFormed(later);
+  EXPECT_TRUE(later.Of(pb::ChatEvent::kStepStart).empty());
+}
+
 class ModelPlannerEndToEndTest : public ChatEndToEndTest {
  protected:
   static void SetUpTestSuite() {
@@ -628,6 +756,138 @@ class ModelPlannerEndToEndTest : public ChatEndToEndTest {
 };
 
 llm::testing::FakeLlmServer* ModelPlannerEndToEndTest::fake_ = nullptr;
+
+// The fake provider's answer to plan generation: these steps.
+llm::testing::FakeRule PlanGeneration(const std::string& user_contains, const json& steps) {
+  llm::testing::FakeRule rule;
+  rule.match.operation = "plan_generation";
+  rule.match.last_user_contains = user_contains;
+  rule.reply.json = json{{"steps", steps}}.dump();
+  return rule;
+}
+
+// A plan step the executor's deterministic agent carries out: one call.
+json PlannedStep(const std::string& id, const std::string& description, const std::string& tool,
+                 const json& arguments, const std::vector<std::string>& depends_on = {}) {
+  return {{"id", id},
+          {"description", description},
+          {"tools", {tool}},
+          {"needs_executor", true},
+          {"depends_on", depends_on},
+          {"expected_output", ""},
+          {"tool_calls", json::array({{{"tool", tool}, {"arguments", arguments}}})}};
+}
+
+size_t RequestsOf(llm::testing::FakeLlmServer& fake, const std::string& operation) {
+  size_t n = 0;
+  for (const auto& request : fake.Requests()) n += request.operation == operation;
+  return n;
+}
+
+TEST_F(ModelPlannerEndToEndTest, ThePlannerMakesAPlanWhoseStepsRunAndSumsItUp) {
+  llm::testing::FakeReply call;
+  call.tool_calls = {{"", "agent_create_plan",
+                      R"({"objective":"Set up onboarding for new hires",)"
+                      R"("execution_mode":"auto_execute"})"}};
+  llm::testing::FakeReply answer;
+  answer.text = "All set: onboarding-buddy now welcomes new hires.";
+  ASSERT_TRUE(
+      fake_
+          ->SetRules(
+              {Rule("onboarding", false, call), Rule("onboarding", true, answer),
+               PlanGeneration("", json::array({PlannedStep("s1", "List the agents", "list_agents",
+                                                           json::object()),
+                                               PlannedStep("s2", "Find the onboarding projects",
+                                                           "search_projects",
+                                                           {{"query", "onboarding"}}),
+                                               PlannedStep("s3", "Create the onboarding agent",
+                                                           "create_agent",
+                                                           {{"name", "onboarding-buddy"},
+                                                            {"description", "Welcomes new hires"}},
+                                                           {"s1"})}))})
+          .ok());
+  const size_t before = fake_->RequestCount();
+  Turn turn = Chat("we keep forgetting steps when onboarding new hires, can you sort it out?");
+  ExpectWellFormed(turn);
+  ASSERT_EQ(turn.Of(pb::ChatEvent::kPlanCreated).size(), 1u);
+  EXPECT_TRUE(turn.Of(pb::ChatEvent::kPlanReadyForReview).empty());
+  const auto completes = turn.Of(pb::ChatEvent::kStepComplete);
+  ASSERT_EQ(completes.size(), 3u);
+  for (const auto& e : completes) {
+    EXPECT_EQ(e.step_complete().status(), pb::STEP_STATUS_COMPLETED) << e.step_complete().summary();
+  }
+  EXPECT_EQ(turn.Of(pb::ChatEvent::kExecutorSpawned).size(), 3u);
+  EXPECT_THAT(States(turn), ::testing::Contains(pb::AGENT_STATE_EXECUTING_PLAN));
+  EXPECT_EQ(turn.text(), answer.text);
+  EXPECT_TRUE(turn.done().is_final());
+  EXPECT_EQ(Invoke("get_agent", {{"agent", "onboarding-buddy"}})["agent"]["name"],
+            "onboarding-buddy");
+  // The plan's result went back into the planner's session as the tool's.
+  ASSERT_EQ(fake_->RequestCount(), before + 3) << "planner, generation, planner";
+  const json first = json::parse(fake_->Requests()[before].body);
+  bool offered = false;
+  for (const json& tool : first["tools"]) offered |= tool["function"]["name"] == "agent_create_plan";
+  EXPECT_TRUE(offered);
+  const json last = json::parse(fake_->Requests()[before + 2].body);
+  EXPECT_EQ(last["messages"].back()["role"], "tool");
+  const json result = json::parse(last["messages"].back()["content"].get<std::string>());
+  EXPECT_EQ(result["status"], "completed");
+  EXPECT_EQ(result["steps"].size(), 3u);
+  EXPECT_THAT(LastRouting(turn.session().conversation_id())["tools_used"].dump(),
+              HasSubstr("agent_create_plan"));
+}
+
+TEST_F(ModelPlannerEndToEndTest, ADraftPlanIsRevisedThenApprovedAndRunsWithoutTheModel) {
+  llm::testing::FakeReply call;
+  call.tool_calls = {{"", "agent_create_plan",
+                      R"({"objective":"Automate the weekly report","auto_execute":false})"}};
+  llm::testing::FakeReply shown;
+  shown.text = "Here is how I would automate the weekly report.";
+  const json one = json::array({PlannedStep("s1", "List the agents", "list_agents", json::object())});
+  const json two = json::array(
+      {PlannedStep("s1", "Find the reporting projects", "search_projects", {{"query", "report"}}),
+       PlannedStep("s2", "List the agents", "list_agents", json::object(), {"s1"})});
+  ASSERT_TRUE(fake_
+                  ->SetRules({Rule("weekly report", false, call), Rule("weekly report", true, shown),
+                              PlanGeneration("reporting projects", two), PlanGeneration("", one)})
+                  .ok());
+  Turn draft = Chat("can you take the weekly report off my plate?");
+  ExpectWellFormed(draft);
+  const std::string conversation = draft.session().conversation_id();
+  ASSERT_EQ(draft.Of(pb::ChatEvent::kPlanReadyForReview).size(), 1u);
+  const pb::Plan plan = draft.Of(pb::ChatEvent::kPlanReadyForReview)[0].plan_ready_for_review().plan();
+  EXPECT_EQ(plan.execution_mode(), pb::EXECUTION_MODE_DRAFT_ONLY) << "auto_execute: false";
+  EXPECT_EQ(plan.steps_size(), 1);
+  EXPECT_TRUE(draft.Of(pb::ChatEvent::kStepStart).empty());
+  EXPECT_THAT(draft.text(), HasSubstr(shown.text));
+  EXPECT_THAT(draft.text(), HasSubstr("looks good, run it"));
+  EXPECT_FALSE(draft.done().is_final());
+
+  // A change: the plan is made again with it, and shown again.
+  const size_t planner_calls = RequestsOf(*fake_, "planner_stream");
+  Turn revise = Chat("add a step that finds the reporting projects first", conversation);
+  ExpectWellFormed(revise);
+  ASSERT_EQ(revise.Of(pb::ChatEvent::kPlanReadyForReview).size(), 1u);
+  const pb::Plan revised =
+      revise.Of(pb::ChatEvent::kPlanReadyForReview)[0].plan_ready_for_review().plan();
+  EXPECT_EQ(revised.plan_id(), plan.plan_id());
+  EXPECT_EQ(revised.steps_size(), 2);
+  EXPECT_TRUE(revise.Of(pb::ChatEvent::kStepStart).empty());
+  EXPECT_THAT(revise.text(), HasSubstr("Find the reporting projects"));
+  EXPECT_FALSE(revise.done().is_final());
+  EXPECT_EQ(LastRouting(conversation)["plan"]["status"], "pending_review");
+
+  // Approved: it runs, with no model call.
+  const size_t before = fake_->RequestCount();
+  Turn run = Chat("looks good, run it", conversation);
+  ExpectWellFormed(run);
+  EXPECT_EQ(run.Of(pb::ChatEvent::kStepComplete).size(), 2u);
+  EXPECT_THAT(run.text(), HasSubstr("Done: Automate the weekly report"));
+  EXPECT_TRUE(run.done().is_final());
+  EXPECT_EQ(fake_->RequestCount(), before);
+  EXPECT_EQ(RequestsOf(*fake_, "planner_stream"), planner_calls)
+      << "reviewing the plan takes no planner call";
+}
 
 TEST_F(ModelPlannerEndToEndTest, TheAnswerStreamsAndReadToolsRunInTheSameSession) {
   Invoke("create_agent", {{"name", "invoice-chaser"}, {"description", "Chases invoices"}});

@@ -308,6 +308,19 @@ TEST(RoutingTest, RoundTripsThroughJsonAndReadsOldOrBrokenMetadataLeniently) {
   EXPECT_EQ(with_box.suspended_flow->flow_id, "flow-0");
   EXPECT_EQ(with_box.suspended_flow->action_type, intentpb::ACTION_TYPE_QUERY_INFO);
   ASSERT_TRUE(with_box.suspended_flow->box.has_value());
+  EXPECT_FALSE(with_box.plan.has_value());
+
+  // The plan a flow waits on rides along, also with a suspended flow.
+  routing.plan = PlanRef{"plan-1", "pending_review", "ship it"};
+  routing.suspended_flow->plan = PlanRef{"plan-0", "running", "earlier"};
+  const Routing with_plan = RoutingFromJson(RoutingToJson(routing));
+  ASSERT_TRUE(with_plan.plan.has_value());
+  EXPECT_EQ(with_plan.plan->plan_id, "plan-1");
+  EXPECT_EQ(with_plan.plan->status, "pending_review");
+  EXPECT_EQ(with_plan.plan->objective, "ship it");
+  ASSERT_TRUE(with_plan.suspended_flow->plan.has_value());
+  EXPECT_EQ(with_plan.suspended_flow->plan->status, "running");
+  EXPECT_FALSE(RoutingFromJson({{"plan", {{"plan_id", ""}, {"status", "running"}}}}).plan);
 
   const Routing broken = RoutingFromJson(
       {{"action_type", "NOT_AN_ACTION"}, {"pending", {{"tool", 5}}}, {"entities", "x"}});
@@ -315,6 +328,52 @@ TEST(RoutingTest, RoundTripsThroughJsonAndReadsOldOrBrokenMetadataLeniently) {
   EXPECT_FALSE(broken.pending.has_value());
   EXPECT_TRUE(broken.entities.empty());
   EXPECT_FALSE(RoutingFromJson(json::array()).pending.has_value());
+}
+
+TEST(PlanReplyTest, ApprovalsRejectionsAndChangesAreToldApart) {
+  for (const char* yes : {"looks good, run it", "yes", "ok go ahead", "LGTM", "sounds good!",
+                          "approve", "perfect, do it"}) {
+    EXPECT_EQ(ClassifyPlanReply(yes), PlanReply::kApprove) << yes;
+  }
+  for (const char* no : {"cancel", "no", "never mind", "don't run it", "drop it", "reject"}) {
+    EXPECT_EQ(ClassifyPlanReply(no), PlanReply::kReject) << no;
+  }
+  for (const char* change : {"add a milestone first", "looks good but remove step 2",
+                             "call the project Apollo instead", "what about the budget?"}) {
+    EXPECT_EQ(ClassifyPlanReply(change), PlanReply::kRevise) << change;
+  }
+}
+
+PolicyInput Input(intentpb::ActionType action, const std::string& message) {
+  PolicyInput in;
+  in.intent = Intent(action);
+  in.message = message;
+  in.agents = kAgents;
+  return in;
+}
+
+TEST(LocalPolicyPlanTest, ProjectWorkBecomesAPlanDraftedWhenItWritesAndOnlyWithAPlanStore) {
+  PolicyInput in = Input(intentpb::ACTION_TYPE_MANAGE_PLATFORM, "set up the Apollo project");
+  in.context_type = intentpb::CONTEXT_TYPE_PROJECT_CREATE;
+  EXPECT_FALSE(DecideLocally(in).plan.has_value()) << "no plan store: no plans";
+  in.plans = true;
+  Move move = DecideLocally(in);
+  ASSERT_TRUE(move.plan.has_value());
+  EXPECT_EQ(move.plan->objective, "set up the Apollo project");
+  EXPECT_TRUE(move.plan->draft) << "creating writes: the user reviews the plan first";
+  EXPECT_TRUE(move.run.empty());
+
+  in.context_type = intentpb::CONTEXT_TYPE_PROJECT_AUDIT;
+  move = DecideLocally(in);
+  ASSERT_TRUE(move.plan.has_value());
+  EXPECT_FALSE(move.plan->draft) << "an audit only reads: it runs at once";
+
+  in.intent.set_action_type(intentpb::ACTION_TYPE_CONVERSATION);
+  in.message = "thanks!";
+  EXPECT_FALSE(DecideLocally(in).plan.has_value()) << "small talk is not project work";
+  in = Input(intentpb::ACTION_TYPE_QUERY_INFO, "list my agents");
+  in.plans = true;
+  EXPECT_FALSE(DecideLocally(in).plan.has_value()) << "the general workspace plans nothing";
 }
 
 }  // namespace

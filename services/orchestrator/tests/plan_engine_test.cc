@@ -4,6 +4,7 @@
 // models (generation, review, clarification, the executor's turns) are the
 // fake provider speaking the real OpenAI wire format.
 #include "services/orchestrator/src/plan_engine.h"
+#include "services/orchestrator/src/pg_plan_store.h"
 
 #include <gmock/gmock.h>
 #include <grpcpp/create_channel.h>
@@ -167,7 +168,7 @@ class PlanEngineTest : public ::testing::Test {
     auto pool = pg::PgPool::Create(options);
     ASSERT_TRUE(pool.ok()) << pool.status();
     pool_ = pool->release();
-    store_ = new PlanStore(*pool_);
+    store_ = new PgPlanStore(*pool_);
     local_steps_ = MakeGrpcStepExecutors(local_executor_->address()).release();
     model_steps_ = MakeGrpcStepExecutors(model_executor_->address()).release();
     executor_stub_ =
@@ -691,6 +692,42 @@ TEST_F(PlanEngineTest, ADraftWaitsForTheUserWhoApprovesRevisesOrRejects) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+TEST_F(PlanEngineTest, APlanIsRunByOneCallAtATime) {
+  ASSERT_TRUE(fake_
+                  ->SetRules({
+                      Rule("plan_generation", "",
+                           Json({{"steps", {StepJson("s1", "Survey slowly", {"list_agents"}, {})}}})),
+                      ExecutorTurn("Survey slowly", false, "", {}, 800),
+                  })
+                  .ok());
+  auto engine = MakeEngine(true, true);
+  RecordingSink sink;
+  auto draft = engine->engine.CreatePlan(
+      who_, "", Objective("Survey my workspace", ExecutionMode::kDraftOnly),
+      InContext(intentpb::CONTEXT_TYPE_GLOBAL), sink);
+  ASSERT_TRUE(draft.ok()) << draft.status();
+  const std::string id = draft->plan.id;
+
+  absl::StatusOr<PlanOutcome> approved = absl::UnknownError("not run");
+  std::thread first([&] { approved = engine->engine.Approve(who_, id, sink); });
+  for (int i = 0; i < 500 && sink.Of(pb::ChatEvent::kStepStart).empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_FALSE(sink.Of(pb::ChatEvent::kStepStart).empty()) << "the step never started";
+  // While the approval runs the plan, nothing else may run or change it.
+  RecordingSink other;
+  EXPECT_EQ(engine->engine.Execute(who_, id, other).status().code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(engine->engine.Reject(who_, id, "stop").status().code(), absl::StatusCode::kAborted);
+  first.join();
+  ASSERT_TRUE(approved.ok()) << approved.status();
+  EXPECT_EQ(approved->plan.status, PlanStatus::kCompleted);
+  EXPECT_TRUE(other.Kinds().empty());
+  EXPECT_EQ(sink.Of(pb::ChatEvent::kStepStart).size(), 1u) << "the step ran once";
+  // Once the call is over, the plan is free again (and completed).
+  EXPECT_EQ(engine->engine.Execute(who_, id, other).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
 // An orchestrator that dies during a step: its database access is cut (as
 // a dead process's would be), the step it was running stays `running` in
 // the database, and another engine resumes the plan.
@@ -716,7 +753,7 @@ TEST_F(PlanEngineTest, APlanResumedAfterACrashKeepsFinishedStepsAndRepeatsNoTool
   options.acquire_timeout = std::chrono::milliseconds(2000);
   auto crash_pool = pg::PgPool::Create(options);
   ASSERT_TRUE(crash_pool.ok()) << crash_pool.status();
-  PlanStore crash_store(**crash_pool);
+  PgPlanStore crash_store(**crash_pool);
 
   const std::string name = "Resume " + core::NewUuid().substr(24);
   FakeRule hang = ExecutorTurn("Create the project", true, "", {});

@@ -156,5 +156,52 @@ TEST(PlanToolResult, ShortensLongResultsAndCarriesTheQuestion) {
   EXPECT_EQ(result["question"]["options"], nlohmann::json({"A", "B"}));
 }
 
+TEST(PlanReplyText, SaysWhereThePlanStandsAndWhatTheUserCanAnswer) {
+  Plan plan;
+  plan.objective = "launch the site";
+  plan.status = PlanStatus::kPendingReview;
+  plan.steps = {Step("s1", {"list_project_templates"}), Step("s2", {"create_project"}, {"s1"})};
+  std::string text = PlanReplyText(plan);
+  EXPECT_THAT(text, HasSubstr("Here is the plan to launch the site:"));
+  EXPECT_THAT(text, HasSubstr("\n1. do s1"));
+  EXPECT_THAT(text, HasSubstr("\n2. do s2 (after 1)"));
+  EXPECT_THAT(text, HasSubstr(kPlanReviewQuestion));
+
+  plan.status = PlanStatus::kFailed;
+  plan.summary = "step s2 failed";
+  plan.steps[0].status = StepStatus::kCompleted;
+  plan.steps[0].result_summary = "found 2 templates";
+  plan.steps[1].status = StepStatus::kFailed;
+  plan.steps[1].error = "name taken";
+  text = PlanReplyText(plan);
+  EXPECT_THAT(text, HasSubstr("failed: step s2 failed."));
+  EXPECT_THAT(text, HasSubstr("1. do s1: found 2 templates"));
+  EXPECT_THAT(text, HasSubstr("2. do s2: failed (name taken)"));
+
+  plan.status = PlanStatus::kWaitingOnUser;
+  plan.pending_question = PendingQuestion{"s2", "Which name?", {"Apollo", "Artemis"}};
+  EXPECT_THAT(PlanReplyText(plan), HasSubstr("Which name? (Apollo / Artemis)"));
+  plan.status = PlanStatus::kRunning;
+  EXPECT_THAT(PlanReplyText(plan), HasSubstr("Say \"continue\" to finish it"));
+  plan.status = PlanStatus::kRejected;
+  EXPECT_THAT(PlanReplyText(plan), HasSubstr("dropped the plan"));
+}
+
+TEST(LocalPlanTemplate, AProjectIsNamedFromTheRequestNotAfterTheWholeSentence) {
+  PlanContext context;
+  context.context_type = intentpb::CONTEXT_TYPE_PROJECT_CREATE;
+  PlanRequest request;
+  request.objective = "Could you set up a new project for the spring campaign launch?";
+  auto steps = LocalPlanTemplate(request, context);
+  ASSERT_TRUE(steps.ok()) << steps.status();
+  ASSERT_EQ(steps->size(), 3u);
+  EXPECT_EQ((*steps)[1].tool_calls.at(0).arguments["name"], "Spring campaign launch");
+  request.objective = "set up a project";
+  steps = LocalPlanTemplate(request, context);
+  ASSERT_TRUE(steps.ok());
+  EXPECT_EQ((*steps)[1].tool_calls.at(0).arguments["name"], "set up a project")
+      << "nothing but request words: the request itself";
+}
+
 }  // namespace
 }  // namespace omniforge::orchestrator

@@ -1,4 +1,4 @@
-#include "services/orchestrator/src/plan_store.h"
+#include "services/orchestrator/src/pg_plan_store.h"
 
 #include <optional>
 #include <pqxx/pqxx>
@@ -61,7 +61,7 @@ std::vector<std::string> Strings(const pqxx::field& field) {
 
 }  // namespace
 
-absl::Status PlanStore::Create(const Plan& plan) {
+absl::Status PgPlanStore::Create(const Plan& plan) {
   return pg::WithTenantTransaction(pool_, plan.tenant_id, [&](pqxx::work& tx) {
     tx.exec_params(
         "INSERT INTO orchestration.plans (tenant_id, id, user_id, conversation_id, objective, "
@@ -82,7 +82,7 @@ absl::Status PlanStore::Create(const Plan& plan) {
   });
 }
 
-absl::StatusOr<Plan> PlanStore::Get(const core::Identity& who, const std::string& plan_id) {
+absl::StatusOr<Plan> PgPlanStore::Get(const core::Identity& who, const std::string& plan_id) {
   if (!core::IsUuid(plan_id)) return absl::NotFoundError("no plan " + plan_id);
   Plan plan;
   absl::Status status = pg::WithTenantTransaction(pool_, who.tenant_id, [&](pqxx::work& tx) {
@@ -156,7 +156,7 @@ absl::StatusOr<Plan> PlanStore::Get(const core::Identity& who, const std::string
   return plan;
 }
 
-absl::Status PlanStore::Update(const Plan& plan, std::initializer_list<PlanStatus> from,
+absl::Status PgPlanStore::Update(const Plan& plan, std::initializer_list<PlanStatus> from,
                                bool replace_steps) {
   std::vector<std::string> allowed;
   for (PlanStatus s : from) allowed.emplace_back(PlanStatusName(s));
@@ -190,7 +190,7 @@ absl::Status PlanStore::Update(const Plan& plan, std::initializer_list<PlanStatu
   });
 }
 
-absl::Status PlanStore::UpdateStep(const Plan& plan, const PlanStep& step) {
+absl::Status PgPlanStore::UpdateStep(const Plan& plan, const PlanStep& step) {
   return pg::WithTenantTransaction(pool_, plan.tenant_id, [&](pqxx::work& tx) {
     pqxx::result updated = tx.exec_params(
         "UPDATE orchestration.plan_steps SET status = $4, result_summary = $5, "
