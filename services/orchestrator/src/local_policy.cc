@@ -448,7 +448,7 @@ PlanReply ClassifyPlanReply(const std::string& message) {
                                       "rename", "swap", "move"});
   const bool approve =
       HasWord(words, {"yes", "yep", "yeah", "ok", "okay", "sure", "approve", "approved", "lgtm",
-                      "proceed", "perfect", "great", "fine"}) ||
+                      "proceed", "perfect", "great", "fine", "continue"}) ||
       has_phrase({"looks good", "sounds good", "go ahead", "run it", "do it", "go for it",
                   "ship it", "execute it", "start it", "let's go", "lets go"});
   if (approve && !change) return PlanReply::kApprove;

@@ -82,6 +82,23 @@ absl::Status PgPlanStore::Create(const Plan& plan) {
   });
 }
 
+absl::StatusOr<std::optional<std::string>> PgPlanStore::LatestUnfinished(
+    const core::Identity& who, const std::string& conversation_id) {
+  if (!core::IsUuid(conversation_id)) return std::optional<std::string>();
+  std::optional<std::string> id;
+  absl::Status status = pg::WithTenantTransaction(pool_, who.tenant_id, [&](pqxx::work& tx) {
+    pqxx::result rows = tx.exec_params(
+        "SELECT id::text FROM orchestration.plans "
+        "WHERE tenant_id = $1 AND conversation_id = $2 AND user_id = $3 "
+        "AND status IN ('approved', 'running') ORDER BY created_at DESC LIMIT 1",
+        who.tenant_id, conversation_id, who.user_id);
+    if (!rows.empty()) id = rows[0][0].as<std::string>();
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return id;
+}
+
 absl::StatusOr<Plan> PgPlanStore::Get(const core::Identity& who, const std::string& plan_id) {
   if (!core::IsUuid(plan_id)) return absl::NotFoundError("no plan " + plan_id);
   Plan plan;

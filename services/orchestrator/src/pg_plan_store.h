@@ -15,6 +15,8 @@ class PgPlanStore final : public PlanStore {
 
   absl::Status Create(const Plan& plan) override;
   absl::StatusOr<Plan> Get(const core::Identity& who, const std::string& plan_id) override;
+  absl::StatusOr<std::optional<std::string>> LatestUnfinished(
+      const core::Identity& who, const std::string& conversation_id) override;
   absl::Status Update(const Plan& plan, std::initializer_list<PlanStatus> from,
                       bool replace_steps = false) override;
   absl::Status UpdateStep(const Plan& plan, const PlanStep& step) override;

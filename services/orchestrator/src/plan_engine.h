@@ -137,6 +137,13 @@ class PlanEngine final {
                                              const std::string& answer, PlanEventSink& sink,
                                              const std::function<bool()>& cancelled = nullptr);
 
+  // The newest plan of `who` in `conversation_id` left approved or running
+  // by a turn that ended first (a crashed orchestrator), if any.
+  absl::StatusOr<std::optional<std::string>> LatestUnfinished(const core::Identity& who,
+                                                              const std::string& conversation_id) {
+    return store_.LatestUnfinished(who, conversation_id);
+  }
+
   // The plan as stored. NOT_FOUND for a plan that is not the caller's.
   absl::StatusOr<Plan> Get(const core::Identity& who, const std::string& plan_id) {
     return store_.Get(who, plan_id);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -26,6 +27,12 @@ class PlanStore {
   // The plan of `who` with its steps in order. NOT_FOUND for an id that is
   // not a UUID or not a plan of this user.
   virtual absl::StatusOr<Plan> Get(const core::Identity& who, const std::string& plan_id) = 0;
+
+  // The id of the newest plan of `who` in `conversation_id` that was left
+  // approved or running (its turn ended before the plan did: the
+  // orchestrator running it stopped); nullopt when there is none.
+  virtual absl::StatusOr<std::optional<std::string>> LatestUnfinished(
+      const core::Identity& who, const std::string& conversation_id) = 0;
 
   // Writes the plan's own fields (status, writes_approved, review, pending
   // question, summary) when its stored status is one of `from`; with

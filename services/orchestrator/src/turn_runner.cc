@@ -466,19 +466,30 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       suspended_now ? suspended_now : (last ? last->suspended_flow : std::nullopt);
   const bool resuming = set_aside.has_value() && IsResumeRequest(request.message());
   // A plan of the flow waits for this message (its review, a step's
-  // question, "continue").
-  // A resumed flow goes on with the plan it was running.
+  // question, "continue"); a resumed flow goes on with the plan it was
+  // running.
   std::optional<PlanMove> plan_move;
   std::optional<PlanRef> plan_target;
+  bool plan_from_last = false;  // the plan is the last reply's: its flow goes on
   if (plans_ != nullptr && resuming && set_aside->plan) {
     plan_target = set_aside->plan;
     plan_move = PlanMove::kContinue;
   } else if (plans_ != nullptr && !resuming && last && last->plan) {
     plan_target = last->plan;
     plan_move = PlanMoveFor(*last->plan, request.message());
+    plan_from_last = plan_move.has_value();
+  } else if (plans_ != nullptr && !created && IsResumeRequest(request.message())) {
+    // "continue" after the orchestrator running a plan stopped mid-turn:
+    // no reply named the plan, the plan store still has it.
+    absl::StatusOr<std::optional<std::string>> left =
+        plans_->LatestUnfinished(who, conversation_id);
+    if (left.ok() && left->has_value()) {
+      plan_target = PlanRef{**left, PlanStatusName(PlanStatus::kRunning), ""};
+      plan_move = PlanMove::kContinue;
+    }
   }
   const bool continuing =
-      !resuming && last && (last->pending || last->clarifications > 0 || plan_move.has_value());
+      !resuming && last && (last->pending || last->clarifications > 0 || plan_from_last);
   // An answer to the flow's own clarifying question needs no new analysis,
   // nor does a reply to its plan (unless it changes the plan: the analysis
   // then finds what changed).
@@ -557,7 +568,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   if (resuming) {
     analysis = ResumeAnalysis(*set_aside);
   } else if (plan_reply) {
-    analysis = PlanReplyAnalysis(*last, *plan_move);
+    analysis = PlanReplyAnalysis(last.value_or(Routing{}), *plan_move);
   } else if (answering) {
     analysis = AnalysisOfAnswer(*last, request.message(), agents);
     ContextBox::Add(box.progress, "the user answered: " + request.message());

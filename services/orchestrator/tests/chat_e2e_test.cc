@@ -20,11 +20,14 @@
 #include <vector>
 
 #include "libs/core/api_keys.h"
+#include "libs/core/clock.h"
 #include "libs/core/grpc_identity.h"
 #include "libs/core/ids.h"
 #include "libs/llm/testing/fake_provider.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
+#include "libs/pg/pool.h"
+#include "services/orchestrator/src/pg_plan_store.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
 
@@ -673,6 +676,95 @@ TEST_F(LocalPlanEndToEndTest, ADraftPlanTheUserDropsNeverRuns) {
   EXPECT_TRUE(later.Of(pb::ChatEvent::kStepStart).empty());
 }
 
+TEST_F(LocalPlanEndToEndTest, AStepsQuestionGoesToTheUserWhoseAnswerLetsThePlanGoOn) {
+  for (const char* name : {"Harbor north", "Harbor south"}) {
+    ASSERT_FALSE(Invoke("create_project", {{"name", name}, {"description", "rebuild"}})
+                     .contains("is_error"));
+  }
+  // "Harbor" names two projects: the executor asks which, the planner
+  // cannot know (local mode), so the user is asked and the plan waits.
+  Turn audit = ChatIn(intentpb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", "", "Harbor");
+  ExpectWellFormed(audit);
+  const std::string conversation = audit.session().conversation_id();
+  EXPECT_THAT(audit.text(), HasSubstr("needs your answer"));
+  EXPECT_THAT(audit.text(), HasSubstr("Harbor north"));
+  EXPECT_FALSE(audit.done().is_final());
+  EXPECT_EQ(States(audit).back(), pb::AGENT_STATE_WAITING_ON_USER);
+  EXPECT_EQ(LastRouting(conversation)["plan"]["status"], "waiting_on_user");
+
+  // Each answer lets the plan go on (every step that names the project asks
+  // once) until it is done.
+  Turn answer = Chat("Harbor north", conversation);
+  for (int round = 0; round < 3 && !answer.done().is_final(); ++round) {
+    ExpectWellFormed(answer);
+    ASSERT_EQ(LastRouting(conversation)["plan"]["status"], "waiting_on_user") << answer.text();
+    answer = Chat("Harbor north", conversation);
+  }
+  ExpectWellFormed(answer);
+  EXPECT_TRUE(answer.done().is_final()) << answer.text();
+  EXPECT_THAT(answer.text(), HasSubstr("Done:"));
+  EXPECT_FALSE(LastRouting(conversation).contains("plan"));
+}
+
+TEST_F(LocalPlanEndToEndTest, ContinueAfterACrashFinishesThePlanWithoutRepeatingFinishedSteps) {
+  Turn hello = Chat("hello");
+  ExpectWellFormed(hello);
+  const std::string conversation = hello.session().conversation_id();
+  // The state an orchestrator leaves when it dies during a plan: the plan
+  // running, its first step done, the second not started, no reply stored.
+  Plan plan;
+  plan.id = core::NewUuid();
+  plan.tenant_id = who().tenant_id;
+  plan.user_id = who().user_id;
+  plan.conversation_id = conversation;
+  plan.objective = "Set up the harbor review";
+  plan.status = PlanStatus::kRunning;
+  plan.writes_approved = true;
+  PlanStep first;
+  first.id = "s1";
+  first.description = "List the agents";
+  first.tools = {"list_agents"};
+  first.tool_calls = {{"list_agents", json::object()}};
+  first.status = StepStatus::kCompleted;
+  first.result_summary = "no agents yet";
+  first.started_micros = first.finished_micros = core::NowMicros();
+  PlanStep second;
+  second.id = "s2";
+  second.description = "Create the review agent";
+  second.tools = {"create_agent"};
+  second.depends_on = {"s1"};
+  second.tool_calls = {
+      {"create_agent", {{"name", "harbor-review"}, {"description", "Reviews the harbor"}}}};
+  plan.steps = {first, second};
+  {
+    pg::PgOptions options;
+    options.dsn = db_->dsn();
+    auto pool = pg::PgPool::Create(options);
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    PgPlanStore store(**pool);
+    ASSERT_TRUE(store.Create(plan).ok());
+  }
+  orchestrator_->Stop();
+  StartOrchestrator({}, {"OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
+
+  Turn resumed = Chat("continue", conversation);
+  ExpectWellFormed(resumed);
+  std::vector<std::string> started;
+  for (const auto& e : resumed.Of(pb::ChatEvent::kStepStart)) {
+    EXPECT_EQ(e.step_start().plan_id(), plan.id);
+    started.push_back(e.step_start().step_id());
+  }
+  EXPECT_EQ(started, std::vector<std::string>{"s2"}) << "the finished step is not run again";
+  EXPECT_THAT(resumed.text(), HasSubstr("Done: Set up the harbor review"));
+  EXPECT_THAT(resumed.text(), HasSubstr("List the agents: no agents yet"));
+  EXPECT_TRUE(resumed.done().is_final());
+  EXPECT_EQ(Invoke("get_agent", {{"agent", "harbor-review"}})["agent"]["name"], "harbor-review");
+  // Said again, "continue" finds nothing left to run.
+  Turn again = Chat("continue", conversation);
+  ExpectWellFormed(again);
+  EXPECT_TRUE(again.Of(pb::ChatEvent::kStepStart).empty()) << "a finished plan stays finished";
+}
+
 class ModelPlannerEndToEndTest : public ChatEndToEndTest {
  protected:
   static void SetUpTestSuite() {
@@ -685,6 +777,7 @@ class ModelPlannerEndToEndTest : public ChatEndToEndTest {
            << fake_->openai_base_url()
            << "\n      api_key_env: FAKE_LLM_KEY\n      prices:\n        planner-model: \"1.0 0.5 "
               "2.0\"\n  profiles:\n    balanced: [fake/planner-model]\n"
+              "    quality: [fake/reviewer-model]\n"
               "  retry: {max_attempts: 1}\nplanner:\n  max_iterations: 3\n";
     config.close();
     orchestrator_->Stop();
@@ -887,6 +980,90 @@ TEST_F(ModelPlannerEndToEndTest, ADraftPlanIsRevisedThenApprovedAndRunsWithoutTh
   EXPECT_EQ(fake_->RequestCount(), before);
   EXPECT_EQ(RequestsOf(*fake_, "planner_stream"), planner_calls)
       << "reviewing the plan takes no planner call";
+}
+
+TEST_F(ModelPlannerEndToEndTest, AReviewedPlanIsRevisedWithTheReviewersNotesThenRuns) {
+  llm::testing::FakeReply call;
+  call.tool_calls = {{"", "agent_create_plan",
+                      R"({"objective":"Tidy up my agents","execution_mode":"agent_review"})"}};
+  llm::testing::FakeReply answer;
+  answer.text = "Your agents are tidy now.";
+  llm::testing::FakeRule needs_changes;
+  needs_changes.match.operation = "plan_review";
+  needs_changes.times = 1;
+  needs_changes.reply.json =
+      json{{"verdict", "needs_changes"}, {"notes", "look at the projects too"}}.dump();
+  llm::testing::FakeRule approved = needs_changes;
+  approved.times = -1;
+  approved.reply.json = json{{"verdict", "approved"}, {"notes", "complete"}}.dump();
+  ASSERT_TRUE(
+      fake_
+          ->SetRules({Rule("tidy", false, call), Rule("tidy", true, answer), needs_changes,
+                      approved,
+                      PlanGeneration("look at the projects too",
+                                     json::array({PlannedStep("s1", "List the agents",
+                                                              "list_agents", json::object()),
+                                                  PlannedStep("s2", "Find the projects",
+                                                              "search_projects", json::object())})),
+                      PlanGeneration("", json::array({PlannedStep("s1", "List the agents",
+                                                                  "list_agents", json::object())}))})
+          .ok());
+  Turn turn = Chat("please tidy up my agents");
+  ExpectWellFormed(turn);
+  const auto reviews = turn.Of(pb::ChatEvent::kPlanReview);
+  ASSERT_EQ(reviews.size(), 2u);
+  EXPECT_EQ(reviews[0].plan_review().verdict(), pb::REVIEW_VERDICT_NEEDS_CHANGES);
+  EXPECT_EQ(reviews[0].plan_review().notes(), "look at the projects too");
+  EXPECT_EQ(reviews[1].plan_review().verdict(), pb::REVIEW_VERDICT_APPROVED);
+  EXPECT_TRUE(turn.Of(pb::ChatEvent::kPlanReadyForReview).empty()) << "the reviewer, not the user";
+  EXPECT_EQ(turn.Of(pb::ChatEvent::kStepComplete).size(), 2u) << "the revised plan ran";
+  EXPECT_EQ(turn.text(), answer.text);
+  EXPECT_TRUE(turn.done().is_final());
+  EXPECT_EQ(RequestsOf(*fake_, "plan_review"), 2u);
+}
+
+TEST_F(ModelPlannerEndToEndTest, APlanSuspendedByANewMessageRunsWhenTheFlowIsResumed) {
+  llm::testing::FakeReply call;
+  call.tool_calls = {{"", "agent_create_plan", R"({"objective":"Survey my workspace"})"}};
+  llm::testing::FakeRule slow_generation =
+      PlanGeneration("", json::array({PlannedStep("s1", "List the agents", "list_agents",
+                                                  json::object()),
+                                      PlannedStep("s2", "Find the projects", "search_projects",
+                                                  json::object())}));
+  slow_generation.first_byte_delay_ms = 1500;
+  llm::testing::FakeReply quick;
+  quick.text = "You have no agents yet.";
+  ASSERT_TRUE(fake_
+                  ->SetRules({Rule("survey", false, call), slow_generation,
+                              Rule("quick question", false, quick)})
+                  .ok());
+  Turn hello = Chat("hello");
+  ASSERT_TRUE(hello.status.ok());
+  const std::string conversation = hello.session().conversation_id();
+  const size_t before = RequestsOf(*fake_, "plan_generation");
+  std::optional<Turn> running;
+  std::thread turn([&] { running = Chat("survey my workspace for me", conversation); });
+  for (int i = 0; i < 1000 && RequestsOf(*fake_, "plan_generation") == before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(RequestsOf(*fake_, "plan_generation"), before) << "the plan was never asked for";
+  Turn interrupting = Chat("quick question: which agents do I have?", conversation);
+  turn.join();
+  ASSERT_TRUE(running.has_value());
+  ExpectWellFormed(*running);
+  EXPECT_THAT(States(*running), ::testing::Contains(pb::AGENT_STATE_SUSPENDED));
+  EXPECT_EQ(running->Of(pb::ChatEvent::kPlanCreated).size(), 1u);
+  EXPECT_TRUE(running->Of(pb::ChatEvent::kStepStart).empty()) << "no step starts once suspended";
+  ExpectWellFormed(interrupting);
+  EXPECT_EQ(interrupting.session().suspended_flow_id(), running->session().flow_id());
+
+  Turn resumed = Chat("go on with that", conversation);
+  ExpectWellFormed(resumed);
+  EXPECT_EQ(resumed.session().flow_id(), running->session().flow_id());
+  EXPECT_TRUE(resumed.Of(pb::ChatEvent::kPlanCreated).empty()) << "the same plan, not a new one";
+  EXPECT_EQ(resumed.Of(pb::ChatEvent::kStepComplete).size(), 2u);
+  EXPECT_THAT(resumed.text(), HasSubstr("Done: Survey my workspace"));
+  EXPECT_TRUE(resumed.done().is_final());
 }
 
 TEST_F(ModelPlannerEndToEndTest, TheAnswerStreamsAndReadToolsRunInTheSameSession) {
