@@ -30,6 +30,7 @@
 #include "services/orchestrator/src/pg_error_log.h"
 #include "services/orchestrator/src/pg_flow_store.h"
 #include "services/orchestrator/src/pg_plan_store.h"
+#include "services/orchestrator/src/pg_turn_bus.h"
 #include "services/orchestrator/src/usage_recorder.h"
 
 namespace omniforge::pg {
@@ -176,8 +177,18 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   }
   TurnRunner runner(*memory, *understanding, *tools, s.turn, planner.get(), flows.get(),
                     errors.get(), plans.get());
+  // Replicas sharing the database reach each other's running turns (a newer
+  // message suspends, CancelTurn cancels, wherever the turn runs).
+  std::unique_ptr<PgTurnBus> turn_bus;
+  if (pool != nullptr) {
+    turn_bus = std::make_unique<PgTurnBus>(s.database.pool.dsn);
+    if (turn_bus->WaitListening(std::chrono::seconds(2))) {
+      core::LogInfo("turns on other replicas are reached through the database",
+                    {{"replica", turn_bus->origin()}});
+    }
+  }
   core::ThreadPool workers(s.worker_threads, 4096);
-  ChatGrpcService service(*keys, runner, *memory, workers);
+  ChatGrpcService service(*keys, runner, *memory, workers, turn_bus.get());
 
   core::ServiceServer server(s.server);
   server.AddService(&service);

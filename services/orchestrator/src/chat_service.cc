@@ -238,33 +238,55 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
 
 }  // namespace
 
+RunningTurns::RunningTurns(TurnBus* bus) : bus_(bus) {
+  if (bus_ != nullptr) bus_->Subscribe([this](const TurnSignal& signal) { OnSignal(signal); });
+}
+
 void RunningTurns::Add(const std::string& key, const std::string& turn_id, Control control) {
-  std::lock_guard<std::mutex> lock(mu_);
-  turns_.emplace(key, std::make_pair(turn_id, std::move(control)));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    turns_.emplace(key, std::make_pair(turn_id, std::move(control)));
+  }
+  if (bus_ != nullptr) bus_->Publish({TurnSignal::Kind::kStarted, key, turn_id, std::nullopt});
 }
 
 void RunningTurns::Remove(const std::string& key, const std::string& turn_id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto [begin, end] = turns_.equal_range(key);
-  for (auto it = begin; it != end; ++it) {
-    if (it->second.first == turn_id) {
-      turns_.erase(it);
-      return;
+  Control ended;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto [begin, end] = turns_.equal_range(key);
+    for (auto it = begin; it != end; ++it) {
+      if (it->second.first == turn_id) {
+        ended = std::move(it->second.second);
+        turns_.erase(it);
+        break;
+      }
     }
+  }
+  if (bus_ != nullptr && ended != nullptr) {
+    bus_->Publish({TurnSignal::Kind::kEnded, key, turn_id, ended->SuspendedState()});
   }
 }
 
 bool RunningTurns::Cancel(const std::string& key, const std::string& turn_id) {
-  std::lock_guard<std::mutex> lock(mu_);
   bool any = false;
-  auto [begin, end] = turns_.equal_range(key);
-  for (auto it = begin; it != end; ++it) {
-    if (turn_id.empty() || it->second.first == turn_id) {
-      it->second.second->Cancel();
-      any = true;
+  bool elsewhere = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto [begin, end] = turns_.equal_range(key);
+    for (auto it = begin; it != end; ++it) {
+      if (turn_id.empty() || it->second.first == turn_id) {
+        it->second.second->Cancel();
+        any = true;
+      }
+    }
+    auto [remote_begin, remote_end] = remote_.equal_range(key);
+    for (auto it = remote_begin; it != remote_end; ++it) {
+      elsewhere |= turn_id.empty() || it->second.turn_id == turn_id;
     }
   }
-  return any;
+  if (elsewhere) bus_->Publish({TurnSignal::Kind::kCancel, key, turn_id, std::nullopt});
+  return any || elsewhere;
 }
 
 RunningTurns::Control RunningTurns::Suspend(const std::string& key, const std::string& turn_id) {
@@ -276,11 +298,72 @@ RunningTurns::Control RunningTurns::Suspend(const std::string& key, const std::s
     it->second.second->RequestSuspend();
     newest = it->second.second;  // equal keys keep their insertion order
   }
-  return newest;
+  if (newest != nullptr || bus_ == nullptr) return newest;
+  // None here: one on another replica is asked, and stood in for until its
+  // end says what it set aside. Turns whose end never came (their replica
+  // died) are forgotten after the longest a turn can take.
+  const int64_t now = core::NowMicros();
+  bool elsewhere = false;
+  for (auto it = remote_.begin(); it != remote_.end();) {
+    if (now - it->second.started_micros > kMaxTurnMicros) {
+      it = remote_.erase(it);
+      continue;
+    }
+    elsewhere |= it->first == key && it->second.turn_id != turn_id;
+    ++it;
+  }
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    it = now - it->second.since_micros > kMaxTurnMicros ? waiting_.erase(it) : std::next(it);
+  }
+  if (!elsewhere) return nullptr;
+  bus_->Publish({TurnSignal::Kind::kSuspend, key, turn_id, std::nullopt});
+  Control stand_in = std::make_shared<TurnControl>();
+  waiting_.emplace(key, Waiting{stand_in, now});
+  return stand_in;
+}
+
+void RunningTurns::OnSignal(const TurnSignal& signal) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string& key = signal.conversation;
+  switch (signal.kind) {
+    case TurnSignal::Kind::kStarted:
+      remote_.emplace(key, Remote{signal.turn_id, core::NowMicros()});
+      return;
+    case TurnSignal::Kind::kEnded: {
+      auto [begin, end] = remote_.equal_range(key);
+      for (auto it = begin; it != end; ++it) {
+        if (it->second.turn_id == signal.turn_id) {
+          remote_.erase(it);
+          break;
+        }
+      }
+      // The turns here waiting for it learn what it set aside.
+      auto [wait_begin, wait_end] = waiting_.equal_range(key);
+      for (auto it = wait_begin; it != wait_end; ++it) it->second.control->Ended(signal.suspended);
+      waiting_.erase(wait_begin, wait_end);
+      return;
+    }
+    case TurnSignal::Kind::kSuspend: {
+      auto [begin, end] = turns_.equal_range(key);
+      for (auto it = begin; it != end; ++it) {
+        if (it->second.first != signal.turn_id) it->second.second->RequestSuspend();
+      }
+      return;
+    }
+    case TurnSignal::Kind::kCancel: {
+      auto [begin, end] = turns_.equal_range(key);
+      for (auto it = begin; it != end; ++it) {
+        if (signal.turn_id.empty() || it->second.first == signal.turn_id) {
+          it->second.second->Cancel();
+        }
+      }
+      return;
+    }
+  }
 }
 
 std::string RunningTurns::Key(const core::Identity& who, const std::string& conversation_id) {
-  return who.tenant_id + "\n" + who.user_id + "\n" + conversation_id;
+  return TurnConversationDigest(who.tenant_id, who.user_id, conversation_id);
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(

@@ -13,6 +13,7 @@
 #include "libs/core/api_keys.h"
 #include "libs/core/thread_pool.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
+#include "services/orchestrator/src/turn_bus.h"
 #include "services/orchestrator/src/turn_runner.h"
 
 namespace omniforge::orchestrator {
@@ -23,33 +24,58 @@ using RawChatService = pb::ChatService::WithRawCallbackMethod_StreamChat<
             pb::ChatService::WithRawCallbackMethod_GetConversation<
                 pb::ChatService::WithRawCallbackMethod_ListMessages<pb::ChatService::Service>>>>>;
 
-// The turns running now in this process, so that CancelTurn and a newer
-// message on the same conversation can reach them. Thread-safe.
+// The turns running now, so that CancelTurn and a newer message on the same
+// conversation can reach them: this process's own, and, with a bus, those
+// other replicas announced. A turn running elsewhere is reached through the
+// bus; its suspension comes back as the flow it set aside when it ends.
+// Thread-safe.
 class RunningTurns final {
  public:
   using Control = std::shared_ptr<TurnControl>;
+  // `bus` (may be null: one replica) must outlive this.
+  explicit RunningTurns(TurnBus* bus = nullptr);
+
   void Add(const std::string& key, const std::string& turn_id, Control control);
   void Remove(const std::string& key, const std::string& turn_id);
   // Cancels the turn (any turn of the conversation when `turn_id` is
-  // empty); false when none runs.
+  // empty), here or on another replica; false when none runs.
   bool Cancel(const std::string& key, const std::string& turn_id);
   // Asks every turn of the conversation but `turn_id` (a retry of itself) to
-  // suspend; returns the newest one's control, null when none runs.
+  // suspend; returns the newest one's control, null when none runs. For a
+  // turn on another replica the control stands in for it: it ends with the
+  // flow that turn set aside.
   Control Suspend(const std::string& key, const std::string& turn_id);
 
   static std::string Key(const core::Identity& who, const std::string& conversation_id);
 
  private:
+  void OnSignal(const TurnSignal& signal);
+
+  // A turn another replica runs, as far as its signals tell.
+  struct Remote {
+    std::string turn_id;
+    int64_t started_micros = 0;
+  };
+  // Stands in for a remote turn asked to suspend, until it ends.
+  struct Waiting {
+    Control control;
+    int64_t since_micros = 0;
+  };
+
+  TurnBus* const bus_;
   std::mutex mu_;
   std::multimap<std::string, std::pair<std::string, Control>> turns_;  // Guarded by mu_.
+  std::multimap<std::string, Remote> remote_;                          // Guarded by mu_.
+  std::multimap<std::string, Waiting> waiting_;                        // Guarded by mu_.
 };
 
 class ChatGrpcService final : public RawChatService {
  public:
   // Everything must outlive the service.
+  // Without a bus, a turn is reached only on the replica running it.
   ChatGrpcService(const core::ApiKeyStore& keys, const TurnRunner& runner, Memory& memory,
-                  core::ThreadPool& workers)
-      : keys_(keys), runner_(runner), memory_(memory), workers_(workers) {}
+                  core::ThreadPool& workers, TurnBus* bus = nullptr)
+      : keys_(keys), runner_(runner), memory_(memory), workers_(workers), running_(bus) {}
 
   using Raw = grpc::ByteBuffer;
   grpc::ServerWriteReactor<Raw>* StreamChat(grpc::CallbackServerContext* context,

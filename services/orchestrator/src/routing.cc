@@ -48,6 +48,29 @@ std::optional<PlanRef> PlanRefAt(const nlohmann::json& json) {
 
 }  // namespace
 
+nlohmann::json SuspendedFlowToJson(const SuspendedFlow& flow) {
+  nlohmann::json json = {{"flow_id", flow.flow_id},
+                         {"goal", flow.goal},
+                         {"action_type", intentpb::ActionType_Name(flow.action_type)},
+                         {"entities", flow.entities}};
+  if (flow.box) json["context_box"] = ContextBoxToJson(*flow.box);
+  if (flow.plan) json["plan"] = PlanRefToJson(*flow.plan);
+  return json;
+}
+
+std::optional<SuspendedFlow> SuspendedFlowFromJson(const nlohmann::json& json) {
+  if (!json.is_object()) return std::nullopt;
+  SuspendedFlow flow;
+  flow.flow_id = StringAt(json, "flow_id");
+  flow.goal = StringAt(json, "goal");
+  flow.action_type = ActionAt(json, "action_type");
+  flow.entities = EntitiesAt(json, "entities");
+  flow.box = BoxAt(json);
+  flow.plan = PlanRefAt(json);
+  if (flow.flow_id.empty()) return std::nullopt;
+  return flow;
+}
+
 nlohmann::json RoutingToJson(const Routing& routing) {
   nlohmann::json json = nlohmann::json::object();
   json["turn_id"] = routing.turn_id;
@@ -69,15 +92,7 @@ nlohmann::json RoutingToJson(const Routing& routing) {
   json["tools_used"] = routing.tools_used;
   if (routing.box) json["context_box"] = ContextBoxToJson(*routing.box);
   if (routing.suspended) json["suspended"] = true;
-  if (routing.suspended_flow) {
-    const SuspendedFlow& flow = *routing.suspended_flow;
-    json["suspended_flow"] = {{"flow_id", flow.flow_id},
-                              {"goal", flow.goal},
-                              {"action_type", intentpb::ActionType_Name(flow.action_type)},
-                              {"entities", flow.entities}};
-    if (flow.box) json["suspended_flow"]["context_box"] = ContextBoxToJson(*flow.box);
-    if (flow.plan) json["suspended_flow"]["plan"] = PlanRefToJson(*flow.plan);
-  }
+  if (routing.suspended_flow) json["suspended_flow"] = SuspendedFlowToJson(*routing.suspended_flow);
   if (routing.plan) json["plan"] = PlanRefToJson(*routing.plan);
   return json;
 }
@@ -120,15 +135,8 @@ Routing RoutingFromJson(const nlohmann::json& json) {
   if (auto it = json.find("suspended"); it != json.end() && it->is_boolean()) {
     routing.suspended = it->get<bool>();
   }
-  if (auto it = json.find("suspended_flow"); it != json.end() && it->is_object()) {
-    SuspendedFlow flow;
-    flow.flow_id = StringAt(*it, "flow_id");
-    flow.goal = StringAt(*it, "goal");
-    flow.action_type = ActionAt(*it, "action_type");
-    flow.entities = EntitiesAt(*it, "entities");
-    flow.box = BoxAt(*it);
-    flow.plan = PlanRefAt(*it);
-    if (!flow.flow_id.empty()) routing.suspended_flow = std::move(flow);
+  if (auto it = json.find("suspended_flow"); it != json.end()) {
+    routing.suspended_flow = SuspendedFlowFromJson(*it);
   }
   routing.plan = PlanRefAt(json);
   return routing;

@@ -79,6 +79,11 @@ struct Routing {
 
 nlohmann::json RoutingToJson(const Routing& routing);
 
+// A suspended flow alone, as it rides in the routing (and between replicas).
+nlohmann::json SuspendedFlowToJson(const SuspendedFlow& flow);
+// nullopt for anything without a flow id.
+std::optional<SuspendedFlow> SuspendedFlowFromJson(const nlohmann::json& json);
+
 // Lenient: missing or mistyped fields read as their defaults, so metadata
 // written by an older version still routes.
 Routing RoutingFromJson(const nlohmann::json& json);

@@ -270,6 +270,11 @@ void TurnControl::Ended(std::optional<SuspendedFlow> suspended) {
   ended_cv_.notify_all();
 }
 
+std::optional<SuspendedFlow> TurnControl::SuspendedState() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ended_ ? suspended_ : std::nullopt;
+}
+
 std::optional<SuspendedFlow> TurnControl::AwaitSuspension(int64_t deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   const auto until = std::chrono::system_clock::time_point(
@@ -448,12 +453,16 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   }
 
   // Drop the message just stored (and anything after it) from the history.
+  // The window is this turn's own: its messages move, none is copied.
   convpb::GetContextWindowResponse history;
   if (window.ok()) {
-    for (const convpb::Message& m : window->messages()) {
-      if (m.seq() >= stored_user->message().seq()) break;
-      *history.add_messages() = m;
+    history.Swap(&*window);
+    int keep = 0;
+    while (keep < history.messages_size() &&
+           history.messages(keep).seq() < stored_user->message().seq()) {
+      ++keep;
     }
+    history.mutable_messages()->DeleteSubrange(keep, history.messages_size() - keep);
   }
   const std::optional<Routing> last = LastRouting(history);
 

@@ -91,6 +91,8 @@ class TurnControl final {
   // (it suspends at its next safe point), its flow as known so far; nullopt
   // when it finished without suspending.
   std::optional<SuspendedFlow> AwaitSuspension(int64_t deadline);
+  // The flow the turn set aside, once it ended suspended; else nullopt.
+  std::optional<SuspendedFlow> SuspendedState();
 
  private:
   std::atomic<bool> cancelled_{false};
