@@ -9,7 +9,9 @@
 // turns are planned by the local policy (local mode). With database.dsn,
 // flows (context boxes), turn errors and model-call usage are stored in
 // schema orchestration; without it, context boxes ride in the routing
-// metadata of the conversation and nothing else is stored.
+// metadata of the conversation and nothing else is stored. Messages that
+// conversation storage cannot take wait in the append spool (`spool.dir`)
+// until it is back.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -52,6 +54,9 @@ struct Settings {
   // Schema orchestration (flows, turn errors, model-call usage); an empty
   // dsn stores nothing there.
   pg::DatabaseSettings database;
+  // Where messages wait while conversation storage is unreachable: one
+  // directory per process, on a disk that outlives the process.
+  AppendSpoolOptions spool;
 };
 
 absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
@@ -77,10 +82,14 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.turn.max_iterations = static_cast<int>(c.Int("planner.max_iterations", 10, 1, 100));
   s.planner_profile = c.String("planner.profile", "balanced");
   s.database = pg::ReadDatabaseSettings(c, "", 4);
+  s.spool.dir = c.String("spool.dir", "/tmp/omniforge-orchestrator-spool");
+  s.spool.max_bytes = c.Int("spool.max_bytes", 64LL << 20, 1LL << 20, 1LL << 40);
+  s.spool.call_timeout = s.turn.call_timeout;
   auto llm_config = llm::ReadLlmConfig(c);
   if (!llm_config.ok()) return llm_config.status();
   s.llm = *std::move(llm_config);
   if (absl::Status status = c.Finish(); !status.ok()) return status;
+  if (s.spool.dir.empty()) return absl::InvalidArgumentError("config: spool.dir must not be empty");
   if (s.api_keys_file.empty()) {
     return absl::InvalidArgumentError(
         "config: auth.api_keys_file is required (create keys with `omniforge-orchestrator keys "
@@ -96,6 +105,11 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   std::unique_ptr<Memory> memory = MakeGrpcMemory(s.downstream.conversation);
   std::unique_ptr<Understanding> understanding = MakeGrpcUnderstanding(s.downstream.intent);
   std::unique_ptr<Tools> tools = MakeGrpcTools(s.downstream.executor);
+  absl::StatusOr<std::unique_ptr<AppendSpool>> spool = AppendSpool::Open(*memory, s.spool);
+  if (!spool.ok()) return spool.status();
+  (*spool)->StartDrainer();
+  core::LogInfo("messages wait in the append spool while conversation storage is unreachable",
+                {{"dir", s.spool.dir.string()}, {"spooled", std::to_string((*spool)->depth())}});
   std::unique_ptr<pg::PgPool> pool;
   std::unique_ptr<PgFlowStore> flows;
   std::unique_ptr<PgErrorLog> errors;
@@ -141,7 +155,7 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
     core::LogInfo("local mode: turns are planned by the local policy");
   }
   TurnRunner runner(*memory, *understanding, *tools, s.turn, planner.get(), flows.get(),
-                    errors.get());
+                    errors.get(), spool->get());
   core::ThreadPool workers(s.worker_threads, 4096);
   ChatGrpcService service(*keys, runner, *memory, workers);
 
