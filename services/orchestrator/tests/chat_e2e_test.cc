@@ -7,6 +7,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/security/credentials.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <chrono>
 #include <cstdio>
@@ -453,6 +454,15 @@ std::optional<pb::ErrorEvent> StorageNotice(const Turn& turn) {
   return std::nullopt;
 }
 
+// The orchestrator's /metrics page.
+std::string MetricsOf(const testing::ServerProcess& process) {
+  httplib::Client client("127.0.0.1", process.metrics_port());
+  client.set_connection_timeout(5);
+  client.set_read_timeout(5);
+  auto page = client.Get("/metrics");
+  return page && page->status == 200 ? page->body : "";
+}
+
 TEST_F(ChatEndToEndTest, WithStorageDownTurnsStillAnswerAndTheirMessagesAreStoredOnceItIsBack) {
   Turn first = Chat("list my agents");
   ExpectWellFormed(first);
@@ -486,6 +496,10 @@ TEST_F(ChatEndToEndTest, WithStorageDownTurnsStillAnswerAndTheirMessagesAreStore
   EXPECT_THAT(StorageNotice(fresh)->message(), HasSubstr("not remembered"));
   EXPECT_FALSE(fresh.text().empty());
 
+  const std::string spooled = MetricsOf(*orchestrator_);
+  EXPECT_THAT(spooled, HasSubstr("omniforge_orchestrator_spooled_appends_total 4\n"));
+  EXPECT_THAT(spooled, HasSubstr("omniforge_orchestrator_spool_depth 4\n"));
+
   // The orchestrator restarts with both turns still spooled, then storage
   // comes back.
   orchestrator_->Stop();
@@ -517,6 +531,11 @@ TEST_F(ChatEndToEndTest, WithStorageDownTurnsStillAnswerAndTheirMessagesAreStore
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   ASSERT_EQ(messages.messages_size(), 6);
+  const std::string drained = MetricsOf(*orchestrator_);
+  EXPECT_THAT(
+      drained,
+      HasSubstr("omniforge_orchestrator_spool_drained_appends_total{outcome=\"stored\"} 4\n"));
+  EXPECT_THAT(drained, HasSubstr("omniforge_orchestrator_spool_depth 0\n"));
   const std::vector<std::pair<std::string, std::string>> expected = {
       {"user", "list my agents"},          {"assistant", first.text()},
       {"user", "what can you do for me?"}, {"assistant", offline.text()},
