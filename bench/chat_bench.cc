@@ -216,6 +216,7 @@ int Run(int turns, double seconds, bool model) {
   // tool's result, it answers. At once, streamed in the real wire format.
   std::unique_ptr<llm::testing::FakeLlmServer> provider;
   Env orchestrator_env = {"OMNIFORGE_AUTH_API_KEYS_FILE=" + (dir / "api_keys").string(),
+                          "OMNIFORGE_SPOOL_DIR=" + (dir / "spool").string(),
                           "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation.address(),
                           "OMNIFORGE_DOWNSTREAM_INTENT=" + intent.address(),
                           "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor.address()};

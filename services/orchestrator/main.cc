@@ -8,9 +8,11 @@
 // key and prints the line to add to that file. Without an LLM configured,
 // turns are planned by the local policy (local mode). With database.dsn,
 // flows (context boxes), turn errors, model-call usage and plans are stored
-// in schema orchestration; without it, context boxes ride in the routing
-// metadata of the conversation, nothing else is stored and no plans are
-// made (agent_create_plan is not offered).
+// in schema orchestration, and replicas reach each other's running turns;
+// without it, context boxes ride in the routing metadata of the
+// conversation, nothing else is stored and no plans are made
+// (agent_create_plan is not offered). Messages that conversation storage
+// cannot take wait in the append spool (`spool.dir`) until it is back.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -59,6 +61,9 @@ struct Settings {
   // Schema orchestration (flows, turn errors, model-call usage); an empty
   // dsn stores nothing there.
   pg::DatabaseSettings database;
+  // Where messages wait while conversation storage is unreachable: one
+  // directory per process, on a disk that outlives the process.
+  AppendSpoolOptions spool;
 };
 
 absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
@@ -91,10 +96,14 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.plans.model_timeout =
       std::chrono::milliseconds(c.Int("plans.model_timeout_ms", 60000, 1000, 600000));
   s.database = pg::ReadDatabaseSettings(c, "", 4);
+  s.spool.dir = c.String("spool.dir", "/tmp/omniforge-orchestrator-spool");
+  s.spool.max_bytes = c.Int("spool.max_bytes", 64LL << 20, 1LL << 20, 1LL << 40);
+  s.spool.call_timeout = s.turn.call_timeout;
   auto llm_config = llm::ReadLlmConfig(c);
   if (!llm_config.ok()) return llm_config.status();
   s.llm = *std::move(llm_config);
   if (absl::Status status = c.Finish(); !status.ok()) return status;
+  if (s.spool.dir.empty()) return absl::InvalidArgumentError("config: spool.dir must not be empty");
   if (s.api_keys_file.empty()) {
     return absl::InvalidArgumentError(
         "config: auth.api_keys_file is required (create keys with `omniforge-orchestrator keys "
@@ -110,6 +119,11 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   std::unique_ptr<Memory> memory = MakeGrpcMemory(s.downstream.conversation);
   std::unique_ptr<Understanding> understanding = MakeGrpcUnderstanding(s.downstream.intent);
   std::unique_ptr<Tools> tools = MakeGrpcTools(s.downstream.executor);
+  absl::StatusOr<std::unique_ptr<AppendSpool>> spool = AppendSpool::Open(*memory, s.spool);
+  if (!spool.ok()) return spool.status();
+  (*spool)->StartDrainer();
+  core::LogInfo("messages wait in the append spool while conversation storage is unreachable",
+                {{"dir", s.spool.dir.string()}, {"spooled", std::to_string((*spool)->depth())}});
   std::unique_ptr<pg::PgPool> pool;
   std::unique_ptr<PgFlowStore> flows;
   std::unique_ptr<PgErrorLog> errors;
@@ -176,7 +190,7 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
                   {{"reviewer", reviewer != nullptr ? s.reviewer_profile : "none"}});
   }
   TurnRunner runner(*memory, *understanding, *tools, s.turn, planner.get(), flows.get(),
-                    errors.get(), plans.get());
+                    errors.get(), plans.get(), spool->get());
   // Replicas sharing the database reach each other's running turns (a newer
   // message suspends, CancelTurn cancels, wherever the turn runs).
   std::unique_ptr<PgTurnBus> turn_bus;

@@ -231,6 +231,7 @@ case "${1:-}" in
       local svc="$1" config="$2" log="$tmp/log.$RANDOM" pid outcome=""
       OMNIFORGE_SERVER_HOST=127.0.0.1 OMNIFORGE_SERVER_PORT=0 OMNIFORGE_SERVER_METRICS_PORT=-1 \
         OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE="$tmp/master.key" OMNIFORGE_AUTH_API_KEYS_FILE="$tmp/api_keys" \
+        OMNIFORGE_SPOOL_DIR="$tmp/spool" \
         OMNIFORGE_DATABASE_DSN="host=127.0.0.1 port=1 user=omniforge dbname=omniforge connect_timeout=2" \
         OMNIFORGE_CONVERSATION_ADDRESS= \
         "$bin_dir/omniforge-$svc" --config "$config" > "$log" 2>&1 &

@@ -1,5 +1,9 @@
 #include "tests/support/service_stack.h"
 
+#include <filesystem>
+
+#include "libs/core/ids.h"
+
 namespace omniforge::testing {
 namespace {
 
@@ -18,7 +22,10 @@ std::optional<std::string> ServiceStack::Start(const std::string& dsn,
   }
   if (auto error = intent_.Start({})) return error;
   if (auto error = executor_.Start({database})) return error;
+  spool_dir_ =
+      (std::filesystem::temp_directory_path() / ("omniforge-spool-" + core::NewUuid())).string();
   return orchestrator_.Start({"OMNIFORGE_AUTH_API_KEYS_FILE=" + api_keys_file,
+                              "OMNIFORGE_SPOOL_DIR=" + spool_dir_,
                               "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation_.address(),
                               "OMNIFORGE_DOWNSTREAM_INTENT=" + intent_.address(),
                               "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor_.address()});
@@ -28,6 +35,10 @@ ServiceStack::~ServiceStack() {
   // Callers first, so no call in flight meets a stopped downstream.
   for (ServerProcess* process : {&orchestrator_, &executor_, &intent_, &conversation_}) {
     process->Stop();
+  }
+  if (!spool_dir_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(spool_dir_, ignored);
   }
 }
 

@@ -1,6 +1,7 @@
 // The four omniforge services in local mode on free loopback ports, over one
 // test database, with an API key file: what a client of the public chat API
-// talks to. Stopped (orchestrator first) when destroyed.
+// talks to. Stopped (orchestrator first) when destroyed; the orchestrator's
+// append spool is a temporary directory removed then.
 #pragma once
 
 #include <optional>
@@ -42,6 +43,8 @@ class ServiceStack final {
   ServerProcess intent_;
   ServerProcess executor_;
   ServerProcess orchestrator_;
+  // The orchestrator's append spool, a directory of this stack's own.
+  std::string spool_dir_;
 };
 
 }  // namespace omniforge::testing

@@ -14,7 +14,8 @@ const std::vector<Migration>& ConversationMigrations();
 namespace omniforge::testing {
 namespace {
 
-constexpr char kDefaultAdminDsn[] = "host=127.0.0.1 port=55433 user=omniforge dbname=postgres";
+constexpr char kDefaultAdminDsn[] =
+    "host=127.0.0.1 port=" OMNIFORGE_TEST_PG_PORT " user=omniforge dbname=postgres";
 
 [[noreturn]] void Fail(const std::string& what) {
   std::cerr << "test database: " << what

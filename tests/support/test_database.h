@@ -1,5 +1,6 @@
 // A fresh, migrated database per test program on the test PostgreSQL cluster
-// (started by the ctest fixture through scripts/pg.sh on 127.0.0.1:55433).
+// (started by the ctest fixture through scripts/pg.sh on 127.0.0.1 at the
+// port chosen at configure time, OMNIFORGE_TEST_PG_PORT, 55433 by default).
 //
 // The admin connection string comes from OMNIFORGE_TEST_PG_DSN when set.
 #pragma once

@@ -18,6 +18,9 @@ std::shared_ptr<grpc::Channel> Connect(const std::string& address) {
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
+  // A service back from an outage is reached within seconds (gRPC's own
+  // limit is two minutes), so spooled messages reach storage soon after.
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
   // Several replicas behind one DNS name share the calls.
   args.SetLoadBalancingPolicyName("round_robin");
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);

@@ -310,7 +310,7 @@ absl::Status ValidateStreamChatRequest(const pb::StreamChatRequest& request) {
 
 TurnRunner::TurnRunner(Memory& memory, Understanding& understanding, Tools& tools,
                        TurnOptions options, llm::ChatModel* planner, FlowStore* flows,
-                       TurnErrorLog* errors, PlanEngine* plans)
+                       TurnErrorLog* errors, PlanEngine* plans, AppendSpool* spool)
     : memory_(memory),
       understanding_(understanding),
       tools_(tools),
@@ -318,7 +318,8 @@ TurnRunner::TurnRunner(Memory& memory, Understanding& understanding, Tools& tool
       planner_(planner),
       flows_(flows),
       errors_(errors),
-      plans_(plans) {}
+      plans_(plans),
+      spool_(spool) {}
 
 std::shared_ptr<const TurnRunner::ToolCatalog> TurnRunner::Catalog(const core::Identity& who,
                                                                    int64_t deadline) const {
@@ -371,14 +372,26 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   // The conversation: the caller's own, or a new one.
   std::string conversation_id = request.conversation_id();
   bool created = false;
+  // Set when storage cannot start the new conversation: the turn answers
+  // without storing anything. The spool does not start it later: the
+  // service picks a conversation's id and CreateConversation has no
+  // idempotency key, so the client would hold no id for it, and a retried
+  // create that had landed would start a second one. The client sends the
+  // message again once storage is back.
+  bool unstored = false;
   if (conversation_id.empty()) {
     convpb::CreateConversationRequest create;
     create.set_title(core::Shortened(request.message(), 80));
     absl::StatusOr<convpb::CreateConversationResponse> made =
         memory_.CreateConversation(who, create, call_deadline());
-    if (!made.ok()) return made.status();
-    conversation_id = made->conversation().id();
-    created = true;
+    if (made.ok()) {
+      conversation_id = made->conversation().id();
+      created = true;
+    } else if (spool_ != nullptr && IsStorageUnreachable(made.status())) {
+      unstored = true;
+    } else {
+      return made.status();
+    }
   }
   // (An existing conversation is checked by the append below: memory
   // answers NOT_FOUND for one that is not the caller's, and stores nothing.)
@@ -386,7 +399,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   // The history so far, read while the message is stored (the window then
   // holds the turns before it; a new conversation has none).
   std::future<absl::StatusOr<convpb::GetContextWindowResponse>> window_read;
-  if (!created) {
+  if (!created && !unstored) {
     window_read = std::async(std::launch::async, [&] {
       convpb::GetContextWindowRequest window_request;
       window_request.set_conversation_id(conversation_id);
@@ -406,9 +419,22 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       StructFromJson({{"turn_id", turn_id},
                       {"context_type", intentpb::ContextType_Name(request.context_type())},
                       {"entity_id", request.entity_id()}});
-  absl::StatusOr<convpb::AppendMessageResponse> stored_user =
-      memory_.AppendMessage(who, user_message, call_deadline());
+  // Through the spool, a message storage cannot take now waits there
+  // (nullopt) and the turn goes on.
+  auto store = [&](const convpb::AppendMessageRequest& message)
+      -> absl::StatusOr<std::optional<convpb::AppendMessageResponse>> {
+    if (spool_ != nullptr) return spool_->Append(who, message, call_deadline());
+    absl::StatusOr<convpb::AppendMessageResponse> stored =
+        memory_.AppendMessage(who, message, call_deadline());
+    if (!stored.ok()) return stored.status();
+    return std::optional<convpb::AppendMessageResponse>(*std::move(stored));
+  };
+  absl::StatusOr<std::optional<convpb::AppendMessageResponse>> stored_user =
+      unstored ? std::optional<convpb::AppendMessageResponse>() : store(user_message);
   if (!stored_user.ok()) return stored_user.status();
+  const bool user_spooled = !unstored && !stored_user->has_value();
+  const convpb::AppendMessageResponse stored_user_message =
+      stored_user->value_or(convpb::AppendMessageResponse());
 
   // Failures of the orchestration go to the error log as well as to the user.
   auto record_error = [&](const std::string& kind, const std::string& message) {
@@ -419,10 +445,10 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     record_error(ErrorKind(code), message);
   });
   absl::StatusOr<convpb::GetContextWindowResponse> window =
-      created ? convpb::GetContextWindowResponse() : window_read.get();
+      window_read.valid() ? window_read.get() : convpb::GetContextWindowResponse();
 
   // A retried turn that already finished: replay its stored reply.
-  if (stored_user->deduplicated()) {
+  if (stored_user_message.deduplicated()) {
     convpb::ListMessagesRequest after;
     after.set_conversation_id(conversation_id);
     after.set_limit(500);
@@ -430,7 +456,9 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
         memory_.ListMessages(who, after, call_deadline());
     if (recent.ok()) {
       for (const convpb::Message& m : recent->messages()) {
-        if (m.role() != convpb::ROLE_ASSISTANT || m.seq() <= stored_user->message().seq()) continue;
+        if (m.role() != convpb::ROLE_ASSISTANT || m.seq() <= stored_user_message.message().seq()) {
+          continue;
+        }
         const Routing routing = RoutingFromJson(JsonFromStruct(m.metadata()));
         if (routing.turn_id != turn_id) continue;
         pb::SessionEvent* session = emit.Next().mutable_session();
@@ -459,7 +487,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     history.Swap(&*window);
     int keep = 0;
     while (keep < history.messages_size() &&
-           history.messages(keep).seq() < stored_user->message().seq()) {
+           (user_spooled || history.messages(keep).seq() < stored_user_message.message().seq())) {
       ++keep;
     }
     history.mutable_messages()->DeleteSubrange(keep, history.messages_size() - keep);
@@ -548,7 +576,17 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     emit.Send();
   }
   emit.State(pb::AGENT_STATE_THINKING, "Reading what you asked");
-  if (!window.ok()) {
+  if (unstored) {
+    emit.Error(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE,
+               "conversation storage is unreachable: this answer is not remembered and no "
+               "conversation was started; send the message again later to start one",
+               /*fatal=*/false);
+  } else if (user_spooled) {
+    emit.Error(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE,
+               "conversation storage is unreachable: answering without the history; this turn "
+               "is not remembered yet, its messages are stored once storage is back",
+               /*fatal=*/false);
+  } else if (!window.ok()) {
     emit.Error(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE,
                "the conversation history could not be read; answering from this message alone",
                /*fatal=*/false, std::string(window.status().message()));
@@ -1099,7 +1137,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   // earlier turn). A flow done within its first turn needs no record: its
   // box is never read again, and most turns are such flows.
   std::future<absl::Status> flow_saved;
-  if (flows_ != nullptr && (waiting || suspended || continuing || resuming)) {
+  if (flows_ != nullptr && !unstored && (waiting || suspended || continuing || resuming)) {
     flow_saved = std::async(std::launch::async, [&] {
       const FlowStatus status = suspended ? FlowStatus::kSuspended
                                 : waiting ? FlowStatus::kWaiting
@@ -1107,8 +1145,13 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       return flows_->Save(who, {flow_id, conversation_id, turn_id, status, box}, call_deadline());
     });
   }
-  absl::StatusOr<convpb::AppendMessageResponse> stored_reply =
-      memory_.AppendMessage(who, reply, call_deadline());
+  absl::StatusOr<std::optional<convpb::AppendMessageResponse>> stored_reply =
+      unstored ? std::optional<convpb::AppendMessageResponse>() : store(reply);
+  if (stored_reply.ok() && !stored_reply->has_value() && !unstored && !user_spooled) {
+    emit.Error(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE,
+               "conversation storage became unreachable: the reply is stored once it is back",
+               /*fatal=*/false);
+  }
   if (!stored_reply.ok()) {
     emit.Error(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE,
                "the reply could not be stored; the next turn will not know it",
@@ -1129,7 +1172,9 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
 
   pb::DoneEvent* done = emit.Next().mutable_done();
   done->set_is_final(!waiting && !suspended);
-  if (stored_reply.ok()) done->set_assistant_message_id(stored_reply->message().id());
+  if (stored_reply.ok() && stored_reply->has_value()) {
+    done->set_assistant_message_id((*stored_reply)->message().id());
+  }
   pb::TurnUsage* usage = done->mutable_usage();
   usage->set_tool_calls(tool_calls);
   usage->set_llm_calls(planned.llm_calls);

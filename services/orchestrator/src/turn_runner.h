@@ -37,6 +37,7 @@
 #include "libs/core/identity.h"
 #include "libs/llm/chat_model.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
+#include "services/orchestrator/src/append_spool.h"
 #include "services/orchestrator/src/downstream.h"
 #include "services/orchestrator/src/error_log.h"
 #include "services/orchestrator/src/flow_store.h"
@@ -111,20 +112,29 @@ absl::Status ValidateStreamChatRequest(const pb::StreamChatRequest& request);
 
 class TurnRunner final {
  public:
-  // The services (and `planner`, `flows`, `errors`, `plans`) must outlive
-  // the runner. Without a planner model, turns are planned by the local
-  // policy. Without a flow store, context boxes ride in the routing
+  // The services (and `planner`, `flows`, `errors`, `plans`, `spool`) must
+  // outlive the runner. Without a planner model, turns are planned by the
+  // local policy. Without a flow store, context boxes ride in the routing
   // metadata. Without an error log, failures are only logged. Without a
-  // plan engine, no plans are made. Thread-safe: turns run concurrently.
+  // plan engine, no plans are made. With a spool, a turn goes on while
+  // conversation storage is unreachable (see Run); without one, it fails.
+  // Thread-safe: turns run concurrently.
   TurnRunner(Memory& memory, Understanding& understanding, Tools& tools, TurnOptions options,
              llm::ChatModel* planner = nullptr, FlowStore* flows = nullptr,
-             TurnErrorLog* errors = nullptr, PlanEngine* plans = nullptr);
+             TurnErrorLog* errors = nullptr, PlanEngine* plans = nullptr,
+             AppendSpool* spool = nullptr);
 
   // Runs one turn for `who`. Returns an error, having emitted nothing and
   // stored nothing, for a request that fails validation, a conversation that
   // is not the caller's (NOT_FOUND) or conversation storage that cannot take
-  // the user's message (UNAVAILABLE: nothing was acknowledged, safe to
-  // retry with the same turn_id). Everything later is an event; the last is
+  // the user's message (UNAVAILABLE without a spool, RESOURCE_EXHAUSTED
+  // when the spool is full: nothing was acknowledged, safe to retry with the
+  // same turn_id). With a spool and storage unreachable the turn runs
+  // without history and says so in a STORAGE_UNAVAILABLE error event (not
+  // fatal): the messages of a known conversation wait in the spool until
+  // storage takes them; a new conversation cannot be started, so such a
+  // turn answers without storing anything (its session event has no
+  // conversation id). Everything later is an event; the last is
   // `done`. `control` is polled between steps (cancel, suspend) and told
   // when the turn ends. `interrupted`, when set, is the control of the turn
   // this message suspends (its suspension was requested): this turn waits
@@ -155,6 +165,7 @@ class TurnRunner final {
   FlowStore* const flows_;
   TurnErrorLog* const errors_;
   PlanEngine* const plans_;
+  AppendSpool* const spool_;
 
   mutable std::mutex catalog_mu_;
   mutable std::shared_ptr<const ToolCatalog> catalog_;  // Guarded by catalog_mu_.

@@ -7,6 +7,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/security/credentials.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <chrono>
 #include <cstdio>
@@ -115,6 +116,7 @@ class ChatEndToEndTest : public ::testing::Test {
                                 std::vector<std::string> env = {}) {
     env.insert(env.end(),
                {"OMNIFORGE_AUTH_API_KEYS_FILE=" + (*dir_ / "api_keys").string(),
+                "OMNIFORGE_SPOOL_DIR=" + (*dir_ / "spool").string(),
                 "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation_->address(),
                 "OMNIFORGE_DOWNSTREAM_INTENT=" + intent_->address(),
                 "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor_->address(), "FAKE_LLM_KEY=fake-key"});
@@ -460,6 +462,121 @@ TEST_F(ChatEndToEndTest, ARetriedTurnIsReplayedNotRunAgain) {
   EXPECT_EQ(again.text(), yes.text());
   EXPECT_TRUE(again.tools_called().empty());
   EXPECT_EQ(Invoke("list_agents", json::object())["count"], 1);
+}
+
+// The turn's notice that storage was unreachable (nullopt when none came).
+std::optional<pb::ErrorEvent> StorageNotice(const Turn& turn) {
+  for (const pb::ChatEvent& e : turn.Of(pb::ChatEvent::kError)) {
+    if (e.error().code() == pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE) return e.error();
+  }
+  return std::nullopt;
+}
+
+// The orchestrator's /metrics page.
+std::string MetricsOf(const testing::ServerProcess& process) {
+  httplib::Client client("127.0.0.1", process.metrics_port());
+  client.set_connection_timeout(5);
+  client.set_read_timeout(5);
+  auto page = client.Get("/metrics");
+  return page && page->status == 200 ? page->body : "";
+}
+
+TEST_F(ChatEndToEndTest, WithStorageDownTurnsStillAnswerAndTheirMessagesAreStoredOnceItIsBack) {
+  Turn first = Chat("list my agents");
+  ExpectWellFormed(first);
+  EXPECT_FALSE(StorageNotice(first).has_value());
+  const std::string conversation = first.session().conversation_id();
+  const int port = conversation_->port();
+  // The conversation service dies.
+  conversation_->Stop(std::chrono::seconds(0));
+
+  // The reply still streams, and the client learns this turn is not
+  // remembered yet.
+  Turn offline = Chat("what can you do for me?", conversation, "offline-1");
+  ExpectWellFormed(offline);
+  EXPECT_FALSE(offline.text().empty());
+  std::optional<pb::ErrorEvent> notice = StorageNotice(offline);
+  ASSERT_TRUE(notice.has_value());
+  EXPECT_FALSE(notice->fatal());
+  EXPECT_THAT(notice->message(), HasSubstr("not remembered yet"));
+  EXPECT_EQ(offline.session().conversation_id(), conversation);
+  EXPECT_TRUE(offline.done().assistant_message_id().empty());
+  Turn offline_again = Chat("list my agents", conversation, "offline-2");
+  ExpectWellFormed(offline_again);
+  ASSERT_TRUE(StorageNotice(offline_again).has_value());
+
+  // A new conversation cannot be started: answered, nothing stored.
+  Turn fresh = Chat("hello, what is this?");
+  ExpectWellFormed(fresh);
+  EXPECT_TRUE(fresh.session().conversation_id().empty());
+  EXPECT_FALSE(fresh.session().conversation_created());
+  ASSERT_TRUE(StorageNotice(fresh).has_value());
+  EXPECT_THAT(StorageNotice(fresh)->message(), HasSubstr("not remembered"));
+  EXPECT_FALSE(fresh.text().empty());
+
+  const std::string spooled = MetricsOf(*orchestrator_);
+  EXPECT_THAT(spooled, HasSubstr("omniforge_orchestrator_spooled_appends_total 4\n"));
+  EXPECT_THAT(spooled, HasSubstr("omniforge_orchestrator_spool_depth 4\n"));
+
+  // The orchestrator restarts with both turns still spooled, then storage
+  // comes back.
+  orchestrator_->Stop();
+  StartOrchestrator();
+  bool found_spooled = false;
+  for (const std::string& line : orchestrator_->LogLines()) {
+    if (line.find("left by an earlier process") != std::string::npos) {
+      found_spooled = testing::LogField(line, "messages") == "4";
+    }
+  }
+  EXPECT_TRUE(found_spooled) << orchestrator_->JoinedLog();
+  ASSERT_EQ(conversation_->Start({"OMNIFORGE_DATABASE_DSN=" + db_->dsn(),
+                                  std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey,
+                                  "OMNIFORGE_SERVER_PORT=" + std::to_string(port)}),
+            std::nullopt);
+
+  // Every message lands, in order, exactly once.
+  pb::ListMessagesResponse messages;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (std::chrono::steady_clock::now() < give_up) {
+    auto context = Context(key());
+    pb::ListMessagesRequest request;
+    request.set_conversation_id(conversation);
+    messages.Clear();
+    if (stub_->ListMessages(context.get(), request, &messages).ok() &&
+        messages.messages_size() >= 6) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(messages.messages_size(), 6);
+  const std::string drained = MetricsOf(*orchestrator_);
+  EXPECT_THAT(
+      drained,
+      HasSubstr("omniforge_orchestrator_spool_drained_appends_total{outcome=\"stored\"} 4\n"));
+  EXPECT_THAT(drained, HasSubstr("omniforge_orchestrator_spool_depth 0\n"));
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"user", "list my agents"},          {"assistant", first.text()},
+      {"user", "what can you do for me?"}, {"assistant", offline.text()},
+      {"user", "list my agents"},          {"assistant", offline_again.text()}};
+  for (int i = 0; i < 6; ++i) {
+    const auto& m = messages.messages(i);
+    EXPECT_EQ(m.role() == ::omniforge::conversation::v1::ROLE_USER ? "user" : "assistant",
+              expected[i].first)
+        << i;
+    EXPECT_EQ(m.content(), expected[i].second) << i;
+  }
+  EXPECT_EQ(messages.messages(3).metadata().fields().at("turn_id").string_value(), "offline-1");
+
+  // The stored turn is now what a retry of it replays; nothing is added.
+  Turn retried = Chat("what can you do for me?", conversation, "offline-1");
+  ASSERT_TRUE(retried.status.ok()) << retried.status.error_message();
+  EXPECT_TRUE(retried.session().replayed());
+  EXPECT_EQ(retried.text(), offline.text());
+  auto context = Context(key());
+  pb::ListMessagesRequest request;
+  request.set_conversation_id(conversation);
+  ASSERT_TRUE(stub_->ListMessages(context.get(), request, &messages).ok());
+  EXPECT_EQ(messages.messages_size(), 6);
 }
 
 TEST_F(ChatEndToEndTest, HistoryReadsThroughWithRoutingMetadata) {

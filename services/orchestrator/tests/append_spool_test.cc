@@ -1,0 +1,326 @@
+// The append spool against the real conversation service (its binary on
+// PostgreSQL), stopped and started again on the same port to take storage
+// away and bring it back.
+#include "services/orchestrator/src/append_spool.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "libs/core/clock.h"
+#include "libs/core/ids.h"
+#include "services/orchestrator/src/grpc_downstream.h"
+#include "tests/support/server_process.h"
+#include "tests/support/test_database.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+constexpr char kMasterKey[] = "4f6d6e69666f7267652d746573742d6d61737465722d6b65792d303030303030";
+
+class AppendSpoolTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    db_ = new testing::TestDatabase();
+    conversation_ = new testing::ServerProcess(OMNIFORGE_CONVERSATION_BIN);
+    ASSERT_EQ(conversation_->Start(ConversationEnv()), std::nullopt);
+    port_ = conversation_->port();
+    memory_ = MakeGrpcMemory(conversation_->address()).release();
+  }
+  static void TearDownTestSuite() {
+    delete memory_;
+    delete conversation_;
+    delete db_;
+  }
+
+  static std::vector<std::string> ConversationEnv() {
+    std::vector<std::string> env = {"OMNIFORGE_DATABASE_DSN=" + db_->dsn(),
+                                    std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey};
+    if (port_ != 0) env.push_back("OMNIFORGE_SERVER_PORT=" + std::to_string(port_));
+    return env;
+  }
+
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("omniforge-spool-test-" + core::NewUuid());
+    who_ = {"acme", "user-" + core::NewUuid().substr(0, 8)};
+  }
+  void TearDown() override {
+    // Every test leaves storage up for the next one.
+    if (!up_) StartStorage();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // Storage goes away at once, as a crashed service or a cut network does.
+  void StopStorage() {
+    conversation_->Stop(std::chrono::seconds(0));
+    up_ = false;
+  }
+  // Starts storage and waits until this process's channel reaches it again
+  // (it reconnects with a backoff of its own).
+  void StartStorage() {
+    ASSERT_EQ(conversation_->Start(ConversationEnv()), std::nullopt);
+    up_ = true;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < give_up) {
+      if (memory_->ListConversations(who_, convpb::ListConversationsRequest(), Deadline()).ok()) {
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    FAIL() << "the conversation service is not reachable again";
+  }
+
+  std::unique_ptr<AppendSpool> OpenSpool(int64_t max_bytes = 64LL << 20) {
+    AppendSpoolOptions options;
+    options.dir = dir_;
+    options.max_bytes = max_bytes;
+    options.call_timeout = std::chrono::milliseconds(10000);
+    options.min_backoff = std::chrono::milliseconds(20);
+    options.max_backoff = std::chrono::milliseconds(200);
+    absl::StatusOr<std::unique_ptr<AppendSpool>> spool = AppendSpool::Open(*memory_, options);
+    EXPECT_TRUE(spool.ok()) << spool.status();
+    return spool.ok() ? *std::move(spool) : nullptr;
+  }
+
+  static int64_t Deadline() { return core::NowMicros() + 15'000'000; }
+
+  // Drains until nothing is left (a pass stops early when a call to storage
+  // times out on a loaded machine, though its message may have landed).
+  // Returns how many messages left the spool.
+  static size_t DrainAll(AppendSpool& spool) {
+    size_t removed = 0;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (spool.depth() > 0 && std::chrono::steady_clock::now() < give_up) {
+      const size_t pass = spool.DrainOnce();
+      if (pass == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      removed += pass;
+    }
+    return removed;
+  }
+
+  std::string NewConversation() {
+    convpb::CreateConversationRequest request;
+    request.set_title("spool test");
+    auto made = memory_->CreateConversation(who_, request, Deadline());
+    EXPECT_TRUE(made.ok()) << made.status();
+    return made.ok() ? made->conversation().id() : "";
+  }
+
+  static convpb::AppendMessageRequest Message(const std::string& conversation,
+                                              const std::string& content,
+                                              convpb::Role role = convpb::ROLE_USER) {
+    convpb::AppendMessageRequest request;
+    request.set_conversation_id(conversation);
+    request.set_role(role);
+    request.set_content(content);
+    request.set_idempotency_key("test:" + core::NewUuid());
+    return request;
+  }
+
+  // The conversation's messages, oldest first.
+  std::vector<std::string> Contents(const std::string& conversation) {
+    convpb::ListMessagesRequest request;
+    request.set_conversation_id(conversation);
+    request.set_limit(500);
+    auto listed = memory_->ListMessages(who_, request, Deadline());
+    EXPECT_TRUE(listed.ok()) << listed.status();
+    std::vector<std::string> contents;
+    if (listed.ok()) {
+      for (const convpb::Message& m : listed->messages()) contents.push_back(m.content());
+    }
+    return contents;
+  }
+
+  // Spools `request` while storage is down: the append is kept, not stored.
+  void Spool(AppendSpool& spool, const convpb::AppendMessageRequest& request) {
+    auto appended = spool.Append(who_, request, Deadline());
+    ASSERT_TRUE(appended.ok()) << appended.status();
+    EXPECT_FALSE(appended->has_value());
+  }
+
+  static testing::TestDatabase* db_;
+  static testing::ServerProcess* conversation_;
+  static Memory* memory_;
+  static int port_;
+  std::filesystem::path dir_;
+  core::Identity who_;
+  bool up_ = true;
+};
+
+testing::TestDatabase* AppendSpoolTest::db_ = nullptr;
+testing::ServerProcess* AppendSpoolTest::conversation_ = nullptr;
+Memory* AppendSpoolTest::memory_ = nullptr;
+int AppendSpoolTest::port_ = 0;
+
+TEST_F(AppendSpoolTest, WhileStorageIsUpAMessageIsStoredAtOnceAndNothingIsSpooled) {
+  std::unique_ptr<AppendSpool> spool = OpenSpool();
+  const std::string conversation = NewConversation();
+  auto appended = spool->Append(who_, Message(conversation, "hello"), Deadline());
+  ASSERT_TRUE(appended.ok()) << appended.status();
+  ASSERT_TRUE(appended->has_value());
+  EXPECT_EQ((*appended)->message().content(), "hello");
+  EXPECT_EQ(spool->depth(), 0u);
+  EXPECT_EQ(spool->file_bytes(), 0);
+}
+
+TEST_F(AppendSpoolTest, SpooledMessagesSurviveACrashAndAreStoredInOrderPerConversation) {
+  const std::string first = NewConversation();
+  const std::string second = NewConversation();
+  {
+    std::unique_ptr<AppendSpool> spool = OpenSpool();
+    StopStorage();
+    Spool(*spool, Message(first, "first 1"));
+    Spool(*spool, Message(second, "second 1"));
+    Spool(*spool, Message(first, "first 2", convpb::ROLE_ASSISTANT));
+    Spool(*spool, Message(second, "second 2", convpb::ROLE_ASSISTANT));
+    Spool(*spool, Message(first, "first 3"));
+    EXPECT_EQ(spool->depth(), 5u);
+  }
+  // The process died while writing a sixth record: only part of it is in
+  // the file, and its turn was never told it was kept.
+  {
+    std::ofstream file(dir_ / "appends.log", std::ios::app | std::ios::binary);
+    const char torn[] = {'\x40', '\x00', '\x00', '\x00', '\x12', '\x34', 'p', 'a', 'r'};
+    file.write(torn, sizeof(torn));
+  }
+  std::unique_ptr<AppendSpool> reopened = OpenSpool();
+  EXPECT_EQ(reopened->depth(), 5u);
+  StartStorage();
+  EXPECT_EQ(DrainAll(*reopened), 5u);
+  EXPECT_EQ(reopened->depth(), 0u);
+  EXPECT_EQ(reopened->file_bytes(), 0);
+  EXPECT_EQ(Contents(first), (std::vector<std::string>{"first 1", "first 2", "first 3"}));
+  EXPECT_EQ(Contents(second), (std::vector<std::string>{"second 1", "second 2"}));
+  // Nothing is left for the next process.
+  reopened.reset();
+  EXPECT_EQ(OpenSpool()->depth(), 0u);
+}
+
+TEST_F(AppendSpoolTest, AMessageThatLandedBeforeItsDeadlinePassedIsNotStoredTwice) {
+  std::unique_ptr<AppendSpool> spool = OpenSpool();
+  const std::string conversation = NewConversation();
+  const convpb::AppendMessageRequest message = Message(conversation, "said once");
+  // The first try reached storage, but its answer was lost with the
+  // connection: the turn spools the same message (same key) again.
+  ASSERT_TRUE(memory_->AppendMessage(who_, message, Deadline()).ok());
+  StopStorage();
+  Spool(*spool, message);
+  Spool(*spool, Message(conversation, "said after"));
+  StartStorage();
+  EXPECT_EQ(DrainAll(*spool), 2u);
+  EXPECT_EQ(Contents(conversation), (std::vector<std::string>{"said once", "said after"}));
+}
+
+TEST_F(AppendSpoolTest, AMessageWithoutAKeyIsGivenOneSoItsRetriesStoreItOnce) {
+  std::unique_ptr<AppendSpool> spool = OpenSpool();
+  const std::string conversation = NewConversation();
+  StopStorage();
+  convpb::AppendMessageRequest message = Message(conversation, "no key");
+  message.clear_idempotency_key();
+  Spool(*spool, message);
+  spool.reset();
+  // Two processes' worth of draining: the first stores it and dies before
+  // its file is rewritten, so the second finds it again.
+  const std::filesystem::path kept = dir_ / "kept.log";
+  std::filesystem::copy_file(dir_ / "appends.log", kept);
+  StartStorage();
+  spool = OpenSpool();
+  EXPECT_EQ(DrainAll(*spool), 1u);
+  spool.reset();
+  std::filesystem::copy_file(kept, dir_ / "appends.log",
+                             std::filesystem::copy_options::overwrite_existing);
+  spool = OpenSpool();
+  EXPECT_EQ(spool->depth(), 1u);
+  EXPECT_EQ(DrainAll(*spool), 1u);
+  EXPECT_EQ(Contents(conversation), std::vector<std::string>{"no key"});
+}
+
+TEST_F(AppendSpoolTest, NewMessagesQueueBehindSpooledOnesAndAreStoredOnceStorageIsBack) {
+  std::unique_ptr<AppendSpool> spool = OpenSpool();
+  const std::string conversation = NewConversation();
+  StopStorage();
+  Spool(*spool, Message(conversation, "question"));
+  StartStorage();
+  // Storage is back before the drainer ran: the reply does not overtake
+  // the question, and its caller still gets it stored.
+  auto reply =
+      spool->Append(who_, Message(conversation, "answer", convpb::ROLE_ASSISTANT), Deadline());
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  ASSERT_TRUE(reply->has_value());
+  EXPECT_EQ((*reply)->message().content(), "answer");
+  EXPECT_EQ(spool->depth(), 0u);
+  EXPECT_EQ(Contents(conversation), (std::vector<std::string>{"question", "answer"}));
+}
+
+TEST_F(AppendSpoolTest, AFullSpoolRefusesWithAClearErrorAndTakesMessagesAgainOnceDrained) {
+  std::unique_ptr<AppendSpool> spool = OpenSpool(/*max_bytes=*/2048);
+  const std::string conversation = NewConversation();
+  StopStorage();
+  const std::string text(400, 'x');
+  size_t spooled = 0;
+  absl::Status refused;
+  for (int i = 0; i < 10 && refused.ok(); ++i) {
+    auto appended = spool->Append(who_, Message(conversation, text), Deadline());
+    if (appended.ok()) {
+      ++spooled;
+    } else {
+      refused = appended.status();
+    }
+  }
+  ASSERT_TRUE(absl::IsResourceExhausted(refused)) << refused;
+  EXPECT_NE(refused.message().find("append spool is full"), std::string::npos) << refused;
+  EXPECT_EQ(spool->depth(), spooled);
+  EXPECT_LE(spool->file_bytes(), 2048);
+  // What was kept before the spool filled up is stored in full.
+  StartStorage();
+  EXPECT_EQ(DrainAll(*spool), spooled);
+  EXPECT_EQ(Contents(conversation).size(), spooled);
+  StopStorage();
+  Spool(*spool, Message(conversation, "room again"));
+}
+
+TEST_F(AppendSpoolTest, AMessageStorageRefusesForGoodIsDroppedAndHoldsNothingBack) {
+  std::unique_ptr<AppendSpool> spool = OpenSpool();
+  const std::string conversation = NewConversation();
+  StopStorage();
+  // Not this user's conversation (or deleted meanwhile): NOT_FOUND.
+  Spool(*spool, Message(core::NewUuid(), "lost cause"));
+  Spool(*spool, Message(conversation, "kept"));
+  StartStorage();
+  EXPECT_EQ(DrainAll(*spool), 2u);
+  EXPECT_EQ(spool->depth(), 0u);
+  EXPECT_EQ(Contents(conversation), std::vector<std::string>{"kept"});
+}
+
+TEST_F(AppendSpoolTest, TheDrainerStoresSpooledMessagesOnceStorageIsBack) {
+  std::unique_ptr<AppendSpool> spool = OpenSpool();
+  spool->StartDrainer();
+  const std::string conversation = NewConversation();
+  StopStorage();
+  Spool(*spool, Message(conversation, "one"));
+  Spool(*spool, Message(conversation, "two"));
+  StartStorage();
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (spool->depth() > 0 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(spool->depth(), 0u);
+  EXPECT_EQ(Contents(conversation), (std::vector<std::string>{"one", "two"}));
+}
+
+TEST_F(AppendSpoolTest, ASecondProcessCannotOpenTheSameSpool) {
+  std::unique_ptr<AppendSpool> spool = OpenSpool();
+  AppendSpoolOptions options;
+  options.dir = dir_;
+  absl::StatusOr<std::unique_ptr<AppendSpool>> second = AppendSpool::Open(*memory_, options);
+  EXPECT_TRUE(absl::IsFailedPrecondition(second.status())) << second.status();
+}
+
+}  // namespace
+}  // namespace omniforge::orchestrator
