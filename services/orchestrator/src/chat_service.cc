@@ -315,8 +315,10 @@ RunningTurns::Control RunningTurns::Suspend(const std::string& key, const std::s
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     it = now - it->second.since_micros > kMaxTurnMicros ? waiting_.erase(it) : std::next(it);
   }
-  if (!elsewhere) return nullptr;
+  // Asked even when no turn is known elsewhere: one that began a moment ago
+  // may not have been announced yet. Only a known one is waited for.
   bus_->Publish({TurnSignal::Kind::kSuspend, key, turn_id, std::nullopt});
+  if (!elsewhere) return nullptr;
   Control stand_in = std::make_shared<TurnControl>();
   waiting_.emplace(key, Waiting{stand_in, now});
   return stand_in;

@@ -112,15 +112,21 @@ class ChatEndToEndTest : public ::testing::Test {
             .release();
   }
 
-  static void StartOrchestrator(const std::vector<std::string>& args = {},
-                                std::vector<std::string> env = {}) {
+  // What every orchestrator of the tests runs with (its spool in `spool`).
+  static std::vector<std::string> OrchestratorEnv(std::vector<std::string> env,
+                                                  const std::string& spool = "spool") {
     env.insert(env.end(),
                {"OMNIFORGE_AUTH_API_KEYS_FILE=" + (*dir_ / "api_keys").string(),
-                "OMNIFORGE_SPOOL_DIR=" + (*dir_ / "spool").string(),
+                "OMNIFORGE_SPOOL_DIR=" + (*dir_ / spool).string(),
                 "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation_->address(),
                 "OMNIFORGE_DOWNSTREAM_INTENT=" + intent_->address(),
                 "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor_->address(), "FAKE_LLM_KEY=fake-key"});
-    ASSERT_EQ(orchestrator_->Start(env, args), std::nullopt);
+    return env;
+  }
+
+  static void StartOrchestrator(const std::vector<std::string>& args = {},
+                                std::vector<std::string> env = {}) {
+    ASSERT_EQ(orchestrator_->Start(OrchestratorEnv(std::move(env)), args), std::nullopt);
     stub_ = pb::ChatService::NewStub(
         grpc::CreateChannel(orchestrator_->address(), grpc::InsecureChannelCredentials()));
   }
@@ -173,9 +179,10 @@ class ChatEndToEndTest : public ::testing::Test {
     return Send(request);
   }
 
-  Turn Send(const pb::StreamChatRequest& request, const std::string& as_key = "") const {
+  Turn Send(const pb::StreamChatRequest& request, const std::string& as_key = "",
+            pb::ChatService::Stub* through = nullptr) const {
     auto context = Context(as_key.empty() ? key() : as_key);
-    auto reader = stub_->StreamChat(context.get(), request);
+    auto reader = (through != nullptr ? through : stub_.get())->StreamChat(context.get(), request);
     Turn turn;
     pb::ChatEvent event;
     while (reader->Read(&event)) turn.events.push_back(event);
@@ -1181,6 +1188,71 @@ TEST_F(ModelPlannerEndToEndTest, APlanSuspendedByANewMessageRunsWhenTheFlowIsRes
   EXPECT_EQ(resumed.Of(pb::ChatEvent::kStepComplete).size(), 2u);
   EXPECT_THAT(resumed.text(), HasSubstr("Done: Survey my workspace"));
   EXPECT_TRUE(resumed.done().is_final());
+}
+
+TEST_F(ModelPlannerEndToEndTest, ATurnOnAnotherReplicaIsSuspendedOrCancelledThroughTheDatabase) {
+  // A second replica: same database, same services, its own spool.
+  testing::ServerProcess second(OMNIFORGE_ORCHESTRATOR_BIN);
+  ASSERT_EQ(second.Start(OrchestratorEnv({"OMNIFORGE_DATABASE_DSN=" + db_->dsn()}, "spool-2"),
+                         {"--config", (*dir_ / "orchestrator.yaml").string()}),
+            std::nullopt);
+  auto other = pb::ChatService::NewStub(
+      grpc::CreateChannel(second.address(), grpc::InsecureChannelCredentials()));
+  llm::testing::FakeRule slow = Rule("long story", false, {});
+  slow.reply.text = "Once upon a time there was a team whose reports were always late.";
+  slow.chunk_delay_ms = 300;
+  llm::testing::FakeRule quick = Rule("quick question", false, {});
+  quick.reply.text = "You have no agents yet.";
+  ASSERT_TRUE(fake_->SetRules({slow, quick}).ok());
+  Turn hello = Chat("hello");
+  ASSERT_TRUE(hello.status.ok());
+  const std::string conversation = hello.session().conversation_id();
+
+  // A newer message on the second replica suspends the turn on the first.
+  const auto on_other = [&](const std::string& message) {
+    pb::StreamChatRequest request;
+    request.set_message(message);
+    request.set_conversation_id(conversation);
+    return Send(request, "", other.get());
+  };
+  size_t before = fake_->RequestCount();
+  std::optional<Turn> running;
+  std::thread turn([&] { running = Chat("tell me a long story", conversation); });
+  ASSERT_TRUE(fake_->WaitForRequests(before + 1, 10000)) << "the turn never reached the model";
+  Turn interrupting = on_other("quick question: which agents do I have?");
+  turn.join();
+  ASSERT_TRUE(running.has_value());
+  ExpectWellFormed(*running);
+  EXPECT_THAT(States(*running), ::testing::Contains(pb::AGENT_STATE_SUSPENDED));
+  EXPECT_LT(running->done().usage().duration_ms(), 5000) << "it stops at the next piece";
+  ExpectWellFormed(interrupting);
+  EXPECT_EQ(interrupting.session().suspended_flow_id(), running->session().flow_id())
+      << "the second replica learns what it set aside";
+  EXPECT_EQ(interrupting.text(), quick.reply.text);
+
+  // CancelTurn on the second replica cancels a turn running on the first.
+  before = fake_->RequestCount();
+  std::optional<Turn> cancelled;
+  std::thread second_turn([&] { cancelled = Chat("tell me a long story again", conversation); });
+  ASSERT_TRUE(fake_->WaitForRequests(before + 1, 10000));
+  pb::CancelTurnRequest cancel;
+  cancel.set_conversation_id(conversation);
+  pb::CancelTurnResponse response;
+  auto context = Context(key());
+  ASSERT_TRUE(other->CancelTurn(context.get(), cancel, &response).ok());
+  EXPECT_TRUE(response.cancelled());
+  second_turn.join();
+  ASSERT_TRUE(cancelled.has_value());
+  ExpectWellFormed(*cancelled);
+  auto errors = cancelled->Of(pb::ChatEvent::kError);
+  ASSERT_FALSE(errors.empty());
+  EXPECT_EQ(errors.back().error().code(), pb::CHAT_ERROR_CODE_CANCELLED);
+  EXPECT_LT(cancelled->done().usage().duration_ms(), 5000);
+
+  // Nothing runs now: a cancel anywhere says so.
+  auto quiet = Context(key());
+  ASSERT_TRUE(other->CancelTurn(quiet.get(), cancel, &response).ok());
+  EXPECT_FALSE(response.cancelled());
 }
 
 TEST_F(ModelPlannerEndToEndTest, TheAnswerStreamsAndReadToolsRunInTheSameSession) {

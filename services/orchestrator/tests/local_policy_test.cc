@@ -1,4 +1,5 @@
 #include "services/orchestrator/src/local_policy.h"
+#include "services/orchestrator/src/turn_bus.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -374,6 +375,38 @@ TEST(LocalPolicyPlanTest, ProjectWorkBecomesAPlanDraftedWhenItWritesAndOnlyWithA
   in = Input(intentpb::ACTION_TYPE_QUERY_INFO, "list my agents");
   in.plans = true;
   EXPECT_FALSE(DecideLocally(in).plan.has_value()) << "the general workspace plans nothing";
+}
+
+TEST(TurnBusTest, SignalsRoundTripNameNoIdsAndFitThePayloadLimit) {
+  const std::string digest = TurnConversationDigest("acme", "alice", "c-1");
+  EXPECT_EQ(digest.size(), 32u);
+  EXPECT_EQ(digest, TurnConversationDigest("acme", "alice", "c-1"));
+  EXPECT_NE(digest, TurnConversationDigest("acme", "bob", "c-1"));
+  EXPECT_EQ(digest.find("acme"), std::string::npos);
+
+  TurnSignal ended{TurnSignal::Kind::kEnded, digest, "turn-1", std::nullopt};
+  SuspendedFlow flow{"flow-1", std::string(5000, 'g'), intentpb::ACTION_TYPE_QUERY_INFO, {}, {}};
+  flow.box = ContextBox{"goal", {}, {}, {std::string(5000, 'd')}, {}, {}, {}, {}};
+  flow.plan = PlanRef{"plan-1", "running", "survey"};
+  ended.suspended = flow;
+  const std::string text = TurnSignalToText(ended, "replica-a", 7000);
+  EXPECT_LE(text.size(), 7000u);
+  std::string origin;
+  const std::optional<TurnSignal> back = TurnSignalFromText(text, &origin);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(origin, "replica-a");
+  EXPECT_EQ(back->kind, TurnSignal::Kind::kEnded);
+  EXPECT_EQ(back->conversation, digest);
+  EXPECT_EQ(back->turn_id, "turn-1");
+  ASSERT_TRUE(back->suspended.has_value());
+  EXPECT_EQ(back->suspended->flow_id, "flow-1");
+  EXPECT_FALSE(back->suspended->box.has_value()) << "the box is dropped first: the store has it";
+  ASSERT_TRUE(back->suspended->plan.has_value());
+  EXPECT_EQ(back->suspended->plan->plan_id, "plan-1");
+
+  EXPECT_FALSE(TurnSignalFromText("not json", nullptr).has_value());
+  EXPECT_FALSE(TurnSignalFromText(R"({"kind":"explode","conversation":"x"})", nullptr));
+  EXPECT_FALSE(TurnSignalFromText(R"({"kind":"cancel"})", nullptr)) << "no conversation";
 }
 
 }  // namespace
