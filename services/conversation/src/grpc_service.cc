@@ -43,14 +43,18 @@ void ToProto(const Conversation& c, pb::Conversation* out) {
   out->set_status(static_cast<pb::DialogueStatus>(c.status));
 }
 
-void ToProto(const Message& m, pb::Message* out) {
+void ToProto(const Message& m, pb::Message* out, bool metadata_as_json = false) {
   out->set_id(m.id);
   out->set_conversation_id(m.conversation_id);
   out->set_seq(m.seq);
   out->set_role(static_cast<pb::Role>(m.role));
   out->set_content(m.content);
   *out->mutable_create_time() = TimeUtil::MicrosecondsToTimestamp(m.created_at);
-  JsonToStruct(m.metadata_json, out->mutable_metadata());
+  if (metadata_as_json) {
+    out->set_metadata_json(m.metadata_json);
+  } else {
+    JsonToStruct(m.metadata_json, out->mutable_metadata());
+  }
   out->set_token_count(m.token_count);
 }
 
@@ -119,15 +123,22 @@ grpc::ServerUnaryReactor* ConversationGrpcService::AppendMessage(
       [this](std::shared_ptr<core::UnaryCall<Req, Resp>> call,
              std::function<void(absl::Status)> done) {
         const Req& request = call->request;
-        AppendMessageInput input{
-            request.conversation_id(), static_cast<int>(request.role()), request.content(),
-            StructToJson(request.metadata(), request.has_metadata()), request.idempotency_key()};
-        logic_.Append(call->who, input, [call, done](absl::StatusOr<AppendResult> result) {
+        if (request.has_metadata() && !request.metadata_json().empty()) {
+          done(absl::InvalidArgumentError("metadata, metadata_json: set at most one of them"));
+          return;
+        }
+        const bool as_json = !request.metadata_json().empty();
+        AppendMessageInput input{request.conversation_id(), static_cast<int>(request.role()),
+                                 request.content(),
+                                 as_json ? request.metadata_json()
+                                         : StructToJson(request.metadata(), request.has_metadata()),
+                                 request.idempotency_key()};
+        logic_.Append(call->who, input, [call, done, as_json](absl::StatusOr<AppendResult> result) {
           if (!result.ok()) {
             done(result.status());
             return;
           }
-          ToProto(result->message, call->response.mutable_message());
+          ToProto(result->message, call->response.mutable_message(), as_json);
           call->response.set_deduplicated(result->deduplicated);
           done(absl::OkStatus());
         });
@@ -146,7 +157,7 @@ grpc::ServerUnaryReactor* ConversationGrpcService::ListMessages(
                                                             request.before_seq(), request.limit());
                             if (!page.ok()) return page.status();
                             for (const Message& m : page->messages)
-                              ToProto(m, response->add_messages());
+                              ToProto(m, response->add_messages(), request.metadata_as_json());
                             response->set_has_more(page->has_more);
                             return absl::OkStatus();
                           }));
@@ -163,7 +174,9 @@ grpc::ServerUnaryReactor* ConversationGrpcService::GetContextWindow(
         auto window = logic_.GetContextWindow(
             who, request.conversation_id(), request.token_budget(), request.min_recent_exchanges());
         if (!window.ok()) return window.status();
-        for (const Message& m : window->messages) ToProto(m, response->add_messages());
+        for (const Message& m : window->messages) {
+          ToProto(m, response->add_messages(), request.metadata_as_json());
+        }
         response->set_total_tokens(window->total_tokens);
         response->set_truncated(window->truncated);
         response->set_token_estimator(std::string(logic_.estimator().Name()));

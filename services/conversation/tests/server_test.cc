@@ -573,6 +573,51 @@ TEST_F(ConversationServerTest, IdempotencyKeyDeduplicatesRetries) {
   EXPECT_EQ(MessageCount(alice, id), 1);
 }
 
+TEST_F(ConversationServerTest, MetadataCanTravelAsJsonTextBothWays) {
+  const core::Identity alice = FreshUser();
+  const std::string id = Create(alice, "json metadata").id();
+  pb::AppendMessageRequest request = Message(id, pb::ROLE_ASSISTANT, "here you are");
+  request.set_metadata_json(R"({"route":"travel","tools":["a","b"],"n":2})");
+  pb::AppendMessageResponse appended;
+  grpc::Status status = Append(alice, request, &appended);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_FALSE(appended.message().has_metadata()) << "asked in text, answered in text";
+  EXPECT_EQ(nlohmann::json::parse(appended.message().metadata_json()),
+            nlohmann::json::parse(request.metadata_json()));
+
+  // Read back as text, or as a Struct by default.
+  pb::GetContextWindowRequest window_request;
+  window_request.set_conversation_id(id);
+  window_request.set_metadata_as_json(true);
+  pb::GetContextWindowResponse window;
+  ASSERT_TRUE(stub_->GetContextWindow(Call(alice).get(), window_request, &window).ok());
+  ASSERT_EQ(window.messages_size(), 1);
+  EXPECT_EQ(nlohmann::json::parse(window.messages(0).metadata_json())["route"], "travel");
+  EXPECT_FALSE(window.messages(0).has_metadata());
+  pb::ListMessagesRequest list_request;
+  list_request.set_conversation_id(id);
+  pb::ListMessagesResponse listed;
+  ASSERT_TRUE(stub_->ListMessages(Call(alice).get(), list_request, &listed).ok());
+  ASSERT_EQ(listed.messages_size(), 1);
+  EXPECT_TRUE(listed.messages(0).metadata_json().empty());
+  EXPECT_EQ(listed.messages(0).metadata().fields().at("route").string_value(), "travel");
+
+  // Text that is not a JSON object, or both forms at once: refused, nothing stored.
+  for (const char* bad : {"[1,2]", "{\"a\":", "\"text\""}) {
+    pb::AppendMessageRequest wrong = Message(id, pb::ROLE_ASSISTANT, "x");
+    wrong.set_metadata_json(bad);
+    pb::AppendMessageResponse ignored;
+    EXPECT_EQ(Append(alice, wrong, &ignored).error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << bad;
+  }
+  pb::AppendMessageRequest both = Message(id, pb::ROLE_ASSISTANT, "x");
+  both.set_metadata_json("{}");
+  *both.mutable_metadata() = MakeStruct({{"a", "b"}});
+  pb::AppendMessageResponse ignored;
+  EXPECT_EQ(Append(alice, both, &ignored).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(MessageCount(alice, id), 1);
+}
+
 TEST_F(ConversationServerTest, SecretsAreFlaggedAndNeverLogged) {
   const std::string secret = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX123456";
   const core::Identity alice = FreshUser();

@@ -23,7 +23,6 @@ constexpr size_t kMaxMessageBytes = 64 * 1024;
 constexpr int64_t kCatalogRefreshMicros = 60'000'000;
 
 using core::JsonFromStruct;
-using core::StructFromJson;
 
 json ParseObject(const std::string& text) {
   json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -65,11 +64,18 @@ class Emitter final {
   pb::ChatEvent event_;
 };
 
+// A stored message's metadata: asked for as JSON text (metadata_as_json),
+// read from the Struct when storage sent one instead.
+json MetadataOf(const convpb::Message& m) {
+  if (m.metadata_json().empty()) return JsonFromStruct(m.metadata());
+  return ParseObject(m.metadata_json());
+}
+
 // The routing of the newest assistant message in `window`, if any.
 std::optional<Routing> LastRouting(const convpb::GetContextWindowResponse& window) {
   for (int i = window.messages_size() - 1; i >= 0; --i) {
     const convpb::Message& m = window.messages(i);
-    if (m.role() == convpb::ROLE_ASSISTANT) return RoutingFromJson(JsonFromStruct(m.metadata()));
+    if (m.role() == convpb::ROLE_ASSISTANT) return RoutingFromJson(MetadataOf(m));
   }
   return std::nullopt;
 }
@@ -86,7 +92,7 @@ void AddHistory(const convpb::GetContextWindowResponse& window,
     } else if (m.role() == convpb::ROLE_ASSISTANT) {
       turn = request.add_history();
       turn->set_role(intentpb::TURN_ROLE_ASSISTANT);
-      const Routing routing = RoutingFromJson(JsonFromStruct(m.metadata()));
+      const Routing routing = RoutingFromJson(MetadataOf(m));
       turn->set_action_type(routing.action_type);
       turn->mutable_entities()->insert(routing.entities.begin(), routing.entities.end());
       for (const std::string& name : routing.listed_agents) turn->add_listed_agents(name);
@@ -404,6 +410,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       convpb::GetContextWindowRequest window_request;
       window_request.set_conversation_id(conversation_id);
       window_request.set_token_budget(options_.context_token_budget);
+      window_request.set_metadata_as_json(true);
       return memory_.GetContextWindow(who, window_request, call_deadline());
     });
   }
@@ -415,10 +422,11 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   user_message.set_role(convpb::ROLE_USER);
   user_message.set_content(request.message());
   user_message.set_idempotency_key("turn:" + turn_id + ":user");
-  *user_message.mutable_metadata() =
-      StructFromJson({{"turn_id", turn_id},
-                      {"context_type", intentpb::ContextType_Name(request.context_type())},
-                      {"entity_id", request.entity_id()}});
+  user_message.set_metadata_json(
+      json{{"turn_id", turn_id},
+           {"context_type", intentpb::ContextType_Name(request.context_type())},
+           {"entity_id", request.entity_id()}}
+          .dump());
   // Through the spool, a message storage cannot take now waits there
   // (nullopt) and the turn goes on.
   auto store = [&](const convpb::AppendMessageRequest& message)
@@ -452,6 +460,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     convpb::ListMessagesRequest after;
     after.set_conversation_id(conversation_id);
     after.set_limit(500);
+    after.set_metadata_as_json(true);
     absl::StatusOr<convpb::ListMessagesResponse> recent =
         memory_.ListMessages(who, after, call_deadline());
     if (recent.ok()) {
@@ -459,7 +468,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
         if (m.role() != convpb::ROLE_ASSISTANT || m.seq() <= stored_user_message.message().seq()) {
           continue;
         }
-        const Routing routing = RoutingFromJson(JsonFromStruct(m.metadata()));
+        const Routing routing = RoutingFromJson(MetadataOf(m));
         if (routing.turn_id != turn_id) continue;
         pb::SessionEvent* session = emit.Next().mutable_session();
         session->set_conversation_id(conversation_id);
@@ -1131,7 +1140,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   reply.set_role(convpb::ROLE_ASSISTANT);
   reply.set_content(text.empty() ? " " : text);
   reply.set_idempotency_key("turn:" + turn_id + ":assistant");
-  *reply.mutable_metadata() = StructFromJson(RoutingToJson(routing));
+  reply.set_metadata_json(RoutingToJson(routing).dump());
   // The flow's record is written while the reply is stored: one upsert,
   // for a flow that spans turns (it waits, is suspended, or was stored by an
   // earlier turn). A flow done within its first turn needs no record: its
