@@ -235,9 +235,10 @@ intentpb::IntentAnalysis PlanReplyAnalysis(const Routing& last, PlanMove move) {
       analysis.set_reference(intentpb::REFERENCE_KIND_DECLINE);
       analysis.set_reasoning("the user dropped the plan");
       break;
-    case PlanMove::kRevise:  // analysed by the intent service: its entities change the plan
     case PlanMove::kAnswer:
       analysis.set_reasoning("the user answered the question of a plan step");
+      break;
+    case PlanMove::kRevise:  // not used: the intent service reads what a revision changes
       break;
   }
   return analysis;
