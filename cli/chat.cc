@@ -73,6 +73,7 @@ std::string Turn(pb::ChatService::Stub& stub, const ChatOptions& options,
   request.set_conversation_id(conversation_id);
   request.set_message(message);
   request.set_context_type(context_type);
+  request.set_entity_id(options.entity_id);
   std::string conversation = conversation_id;
   grpc::Status status;
   {

@@ -12,6 +12,8 @@ struct ChatOptions {
   std::string conversation_id;  // empty: a new conversation
   std::string message;          // empty: a session, one turn per line of stdin
   std::string context = "global";
+  // The item the client shows (a project or task id), sent as entity_id.
+  std::string entity_id;
   bool json = false;
   int timeout_s = 120;
 };

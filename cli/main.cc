@@ -179,6 +179,8 @@ int main(int argc, char** argv) {
   chat->add_option("--conversation", chat_options.conversation_id, "continue this conversation");
   chat->add_option("--context", chat_options.context,
                    "global, project, project_create, task or project_audit");
+  chat->add_option("--entity", chat_options.entity_id,
+                   "the project or task the message is about (its id)");
   chat->add_option("--api-key", chat_options.api_key, "API key")->envname("OMNIFORGE_API_KEY");
   chat->add_option("--chat-server", chat_options.server, "orchestrator address")
       ->envname("OMNIFORGE_ADDR");

@@ -67,6 +67,11 @@ echo "$out"
 id3=$(conversation_of "$out")
 chat --conversation "$id3" "the second one"
 
+step "6. Work of several steps becomes a plan, carried out by executor agents side by side"
+project=$("${CLI[@]}" tools invoke search_projects '{"query": "Website relaunch"}' 2>/dev/null \
+  | sed -n 's/^ *"id": "\([0-9a-f-]*\)",*$/\1/p' | head -n 1)
+chat --context project_audit --entity "${project:-unknown}" "how is this project doing?"
+
 step "Memory: the conversation is stored, in order, with what was decided"
 "${CLI[@]}" conversations show "$id" --limit 4
 

@@ -12,6 +12,41 @@
 namespace omniforge::executor {
 namespace {
 
+// What a tool's result holds, in a few words, for the step's summary: the
+// lists it returned with their size and first names ("3 tasks (Write the
+// announcement, ...)"), the items it named ("project 'Harbor'"), whether it
+// created something.
+std::string DescribeToolResult(const std::string& tool, const nlohmann::json& result) {
+  if (!result.is_object()) return tool;
+  std::vector<std::string> parts;
+  for (const auto& [key, value] : result.items()) {
+    if (value.is_array()) {
+      std::vector<std::string> names;
+      for (const nlohmann::json& item : value) {
+        if (!item.is_object() || names.size() == 3) continue;
+        for (const char* field : {"name", "title"}) {
+          if (item.contains(field) && item[field].is_string()) {
+            names.push_back(item[field].get<std::string>());
+            break;
+          }
+        }
+      }
+      std::string part = absl::StrCat(value.size(), " ", key);
+      if (!names.empty()) {
+        absl::StrAppend(&part, " (", absl::StrJoin(names, ", "),
+                        value.size() > names.size() ? ", ..." : "", ")");
+      }
+      parts.push_back(std::move(part));
+    } else if (value.is_object() && value.contains("name") && value["name"].is_string()) {
+      parts.push_back(absl::StrCat(key, " '", value["name"].get<std::string>(), "'"));
+    }
+  }
+  const auto created = result.find("created");
+  const bool made = created != result.end() && created->is_boolean() && created->get<bool>();
+  if (parts.empty()) return made ? tool + ": done" : tool;
+  return absl::StrCat(tool, ": ", made ? "created " : "", absl::StrJoin(parts, ", "));
+}
+
 constexpr size_t kMaxTaskChars = 10000;
 constexpr size_t kMaxPlannedCalls = 20;
 
@@ -137,14 +172,15 @@ void LocalDialogue::Run() {
     if (CheckCancel() || !RunCall()) return;
   }
   if (finished_) return;
-  std::vector<std::string> names;
-  for (const PlannedCall& call : assignment_.tool_calls) names.push_back(call.tool_name);
+  std::vector<std::string> described;
+  for (const nlohmann::json& ran : results_) {
+    described.push_back(DescribeToolResult(ran.value("tool", ""), ran["result"]));
+  }
   DialogueEvent e;
   e.kind = DialogueEvent::Kind::kComplete;
   e.summary = absl::StrCat(
-      "Ran ", names.size(),
-      names.size() == 1 ? " tool call: " : " tool calls: ", absl::StrJoin(names, ", "),
-      questions_ > 0 ? absl::StrCat(", after ", questions_, " clarification(s) from the planner")
+      absl::StrJoin(described, "; "),
+      questions_ > 0 ? absl::StrCat(" (after ", questions_, " clarification(s) from the planner)")
                      : "",
       ".");
   e.result_json = Dump({{"results", results_}});

@@ -493,7 +493,7 @@ std::string PlanReplyText(const Plan& plan) {
   switch (plan.status) {
     case PlanStatus::kDraft:
     case PlanStatus::kPendingReview:
-      text = absl::StrCat("Here is the plan to ", plan.objective, ":");
+      text = absl::StrCat("Here is the plan for \"", plan.objective, "\":");
       for (size_t i = 0; i < plan.steps.size(); ++i) absl::StrAppend(&text, step_line(i));
       if (plan.review_verdict.has_value() && !plan.review_notes.empty()) {
         absl::StrAppend(&text, "\nThe reviewer's notes: ", plan.review_notes);
@@ -501,10 +501,10 @@ std::string PlanReplyText(const Plan& plan) {
       absl::StrAppend(&text, "\n", kPlanReviewQuestion);
       return text;
     case PlanStatus::kRejected:
-      return absl::StrCat("OK, I dropped the plan to ", plan.objective,
-                          "; nothing more of it will run.");
+      return absl::StrCat("OK, I dropped the plan for \"", plan.objective,
+                          "\"; nothing more of it will run.");
     case PlanStatus::kWaitingOnUser:
-      text = absl::StrCat("The plan to ", plan.objective, " needs your answer to go on.");
+      text = absl::StrCat("The plan for \"", plan.objective, "\" needs your answer to go on.");
       for (size_t i = 0; i < plan.steps.size(); ++i) absl::StrAppend(&text, outcome_line(i));
       if (plan.pending_question.has_value()) {
         absl::StrAppend(&text, "\n", plan.pending_question->question);
@@ -515,15 +515,15 @@ std::string PlanReplyText(const Plan& plan) {
       return text;
     case PlanStatus::kApproved:
     case PlanStatus::kRunning:
-      text = absl::StrCat("The plan to ", plan.objective, " stopped before its end:");
+      text = absl::StrCat("The plan for \"", plan.objective, "\" stopped before its end:");
       for (size_t i = 0; i < plan.steps.size(); ++i) absl::StrAppend(&text, outcome_line(i));
       absl::StrAppend(&text, "\nSay \"continue\" to finish it; steps that are done will not run again.");
       return text;
     case PlanStatus::kCompleted:
-      text = absl::StrCat("Done: ", plan.objective, ".");
+      text = absl::StrCat("Done: the plan for \"", plan.objective, "\".");
       break;
     case PlanStatus::kFailed:
-      text = absl::StrCat("The plan to ", plan.objective, " failed",
+      text = absl::StrCat("The plan for \"", plan.objective, "\" failed",
                           plan.summary.empty() ? "" : ": " + plan.summary, ".");
       break;
   }

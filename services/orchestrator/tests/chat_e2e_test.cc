@@ -780,6 +780,9 @@ TEST_F(LocalPlanEndToEndTest, AnAuditPlanOnlyReadsAndRunsAtOnce) {
     EXPECT_EQ(e.step_complete().status(), pb::STEP_STATUS_COMPLETED) << e.step_complete().summary();
   }
   EXPECT_THAT(audit.text(), HasSubstr("Done:"));
+  // Each step says what it found.
+  EXPECT_THAT(audit.text(), HasSubstr("get_project_details: project 'Harbor'"));
+  EXPECT_THAT(audit.text(), HasSubstr("list_tasks: 0 tasks"));
   EXPECT_TRUE(audit.done().is_final());
 }
 
@@ -879,7 +882,7 @@ TEST_F(LocalPlanEndToEndTest, ContinueAfterACrashFinishesThePlanWithoutRepeating
     started.push_back(e.step_start().step_id());
   }
   EXPECT_EQ(started, std::vector<std::string>{"s2"}) << "the finished step is not run again";
-  EXPECT_THAT(resumed.text(), HasSubstr("Done: Set up the harbor review"));
+  EXPECT_THAT(resumed.text(), HasSubstr("Done: the plan for \"Set up the harbor review\""));
   EXPECT_THAT(resumed.text(), HasSubstr("List the agents: no agents yet"));
   EXPECT_TRUE(resumed.done().is_final());
   EXPECT_EQ(Invoke("get_agent", {{"agent", "harbor-review"}})["agent"]["name"], "harbor-review");
@@ -1099,7 +1102,7 @@ TEST_F(ModelPlannerEndToEndTest, ADraftPlanIsRevisedThenApprovedAndRunsWithoutTh
   Turn run = Chat("looks good, run it", conversation);
   ExpectWellFormed(run);
   EXPECT_EQ(run.Of(pb::ChatEvent::kStepComplete).size(), 2u);
-  EXPECT_THAT(run.text(), HasSubstr("Done: Automate the weekly report"));
+  EXPECT_THAT(run.text(), HasSubstr("Done: the plan for \"Automate the weekly report\""));
   EXPECT_TRUE(run.done().is_final());
   EXPECT_EQ(fake_->RequestCount(), before);
   EXPECT_EQ(RequestsOf(*fake_, "planner_stream"), planner_calls)
@@ -1186,7 +1189,7 @@ TEST_F(ModelPlannerEndToEndTest, APlanSuspendedByANewMessageRunsWhenTheFlowIsRes
   EXPECT_EQ(resumed.session().flow_id(), running->session().flow_id());
   EXPECT_TRUE(resumed.Of(pb::ChatEvent::kPlanCreated).empty()) << "the same plan, not a new one";
   EXPECT_EQ(resumed.Of(pb::ChatEvent::kStepComplete).size(), 2u);
-  EXPECT_THAT(resumed.text(), HasSubstr("Done: Survey my workspace"));
+  EXPECT_THAT(resumed.text(), HasSubstr("Done: the plan for \"Survey my workspace\""));
   EXPECT_TRUE(resumed.done().is_final());
 }
 

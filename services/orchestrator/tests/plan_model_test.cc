@@ -162,7 +162,7 @@ TEST(PlanReplyText, SaysWhereThePlanStandsAndWhatTheUserCanAnswer) {
   plan.status = PlanStatus::kPendingReview;
   plan.steps = {Step("s1", {"list_project_templates"}), Step("s2", {"create_project"}, {"s1"})};
   std::string text = PlanReplyText(plan);
-  EXPECT_THAT(text, HasSubstr("Here is the plan to launch the site:"));
+  EXPECT_THAT(text, HasSubstr("Here is the plan for \"launch the site\":"));
   EXPECT_THAT(text, HasSubstr("\n1. do s1"));
   EXPECT_THAT(text, HasSubstr("\n2. do s2 (after 1)"));
   EXPECT_THAT(text, HasSubstr(kPlanReviewQuestion));
@@ -174,7 +174,7 @@ TEST(PlanReplyText, SaysWhereThePlanStandsAndWhatTheUserCanAnswer) {
   plan.steps[1].status = StepStatus::kFailed;
   plan.steps[1].error = "name taken";
   text = PlanReplyText(plan);
-  EXPECT_THAT(text, HasSubstr("failed: step s2 failed."));
+  EXPECT_THAT(text, HasSubstr("\"launch the site\" failed: step s2 failed."));
   EXPECT_THAT(text, HasSubstr("1. do s1: found 2 templates"));
   EXPECT_THAT(text, HasSubstr("2. do s2: failed (name taken)"));
 
