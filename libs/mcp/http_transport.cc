@@ -19,6 +19,9 @@ namespace {
 
 constexpr size_t kMaxIdleHandles = 8;
 constexpr std::chrono::milliseconds kDeleteTimeout{2'000};
+// How often a resumed answer stream checks whether its answer came another
+// way or the connection closed.
+constexpr std::chrono::milliseconds kAnswerPoll{100};
 
 void GlobalInit() {
   static std::once_flag once;
@@ -473,7 +476,8 @@ HttpTransport::StreamResult HttpTransport::GetStream(const std::string& last_eve
       if (exchange.stopped || (stop && stop())) break;
       // Woken at once by StopListener; a resumed answer looks at `stop`
       // (answered, closed) every 100 ms.
-      curl_multi_poll(multi, nullptr, 0, wakeable ? 1000 : 100, nullptr);
+      curl_multi_poll(multi, nullptr, 0, wakeable ? 1000 : static_cast<int>(kAnswerPoll.count()),
+                      nullptr);
     }
     if (running == 0 && code == CURLE_OK) {
       int left = 0;
@@ -517,6 +521,19 @@ absl::Status HttpTransport::ResumeAnswer(std::string last_event_id, long long re
       retry_ms >= 0 ? std::chrono::milliseconds(retry_ms) : config_.reconnect_backoff;
   int fruitless = 0;
   for (int attempt = 1;; ++attempt) {
+    // The server's `retry:` (SSE, and MCP since 2025-11-25) is the wait
+    // before reconnecting, the first time too. The answer may come on the
+    // GET stream meanwhile: looked for every 100 ms.
+    const Clock::time_point until =
+        std::min(options.deadline,
+                 Clock::now() + ReconnectDelay(base, config_.reconnect_backoff_max, fruitless));
+    while (Clock::now() < until && !options.answered()) {
+      std::unique_lock lock(mu_);
+      if (listener_cv_.wait_until(lock, std::min(until, Clock::now() + kAnswerPoll),
+                                  [&] { return !open_ || options.epoch != epoch_; })) {
+        break;
+      }
+    }
     if (options.answered()) return absl::OkStatus();
     if (!EpochLive(options.epoch)) return absl::UnavailableError("the connection is closed");
     if (Clock::now() >= options.deadline) {
@@ -556,10 +573,6 @@ absl::Status HttpTransport::ResumeAnswer(std::string last_event_id, long long re
       }
     }
     fruitless = r.events > 0 ? 0 : fruitless + 1;
-    auto delay = ReconnectDelay(base, config_.reconnect_backoff_max, fruitless - 1);
-    std::unique_lock lock(mu_);
-    listener_cv_.wait_until(lock, std::min(options.deadline, Clock::now() + delay),
-                            [&] { return !open_ || options.epoch != epoch_; });
   }
 }
 
