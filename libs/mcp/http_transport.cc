@@ -622,6 +622,13 @@ void HttpTransport::RunListener(uint64_t epoch) {
     StreamResult r = GetStream(last_event_id, session_id, protocol_version, *handlers, stop,
                                Clock::time_point::max(), true);
     if (r.stopped || stop()) return;
+    if (r.too_large) {
+      // A reconnection would have the same event replayed.
+      core::LogError("mcp GET stream given up: an event exceeded max_message_bytes",
+                     {{"server", config_.server_name},
+                      {"max_message_bytes", std::to_string(config_.max_message_bytes)}});
+      return;
+    }
     if (!r.last_event_id.empty()) last_event_id = r.last_event_id;
     if (r.retry_ms >= 0) base = std::chrono::milliseconds(r.retry_ms);
     if (r.is_sse) {
@@ -643,6 +650,15 @@ void HttpTransport::RunListener(uint64_t epoch) {
                       {{"server", config_.server_name}, {"url", config_.url}});
         handlers->on_closed(SessionExpiredError(
             absl::StrCat(config_.url, " answered 404 to the GET stream of session ", session_id)));
+        return;
+      }
+      if (r.status >= 400 && r.status < 500 && r.status != 408 && r.status != 409 &&
+          r.status != 429) {
+        // Asking again the same way would be refused the same way.
+        core::LogWarn(
+            "mcp GET stream refused; calls go on without it",
+            {{"server", config_.server_name},
+             {"error", std::string(StatusFromHttp(r.status, config_.url, r.body).message())}});
         return;
       }
     }

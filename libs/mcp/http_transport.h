@@ -41,7 +41,8 @@ struct HttpServerConfig {
 //
 // After the handshake (Listen) a thread keeps a GET stream open for the
 // requests and notifications the server sends on its own; a 405 means the
-// server offers none. Streams are resumable (MCP "Resumability and
+// server offers none (other client errors end it too; server errors and
+// broken connections are retried). Streams are resumable (MCP "Resumability and
 // Redelivery"): when the GET stream, or a POST's answer stream before its
 // answer, drops, it is reopened with GET and Last-Event-ID set to the id of
 // the last event received, so the server replays what was missed and
