@@ -1,6 +1,8 @@
 #include "libs/llm/sse.h"
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 #include <utility>
 
 namespace omniforge::llm {
@@ -81,10 +83,21 @@ void SseParser::ProcessLine(std::string_view line) {
     if (has_data_) data_.push_back('\n');
     data_.append(value);
     has_data_ = true;
+  } else if (field == "id") {
+    // The spec ignores an id containing NUL.
+    if (value.find('\0') == std::string_view::npos) id_buffer_.assign(value);
+  } else if (field == "retry") {
+    // Only ASCII digits; anything else is ignored. Values past an hour are
+    // clamped: no server means them, and they would overflow.
+    if (!value.empty() && value.size() <= 18 &&
+        value.find_first_not_of("0123456789") == std::string_view::npos) {
+      retry_ms_ = std::min(std::stoll(std::string(value)), 3'600'000LL);
+    }
   }
 }
 
 void SseParser::Dispatch() {
+  last_event_id_ = id_buffer_;
   if (!has_data_) {
     event_type_.clear();
     return;

@@ -21,8 +21,10 @@ struct SseEvent {
 
 // An event still incomplete when the stream ends is never dispatched, as the
 // spec requires, so a cut stream cannot yield a truncated event. `id:` and
-// `retry:` fields are accepted and ignored (nobody reconnects a model answer).
-// Not thread-safe: one parser per stream.
+// `retry:` are kept for a client that resumes a stream (MCP sends
+// Last-Event-ID when it reconnects): last_event_id() is the id of the last
+// dispatched event, so an id whose event was cut off is never reported as
+// received. Not thread-safe: one parser per stream.
 class SseParser final {
  public:
   // Receives each complete event; returning false stops the parser (later
@@ -40,6 +42,15 @@ class SseParser final {
   // growing without limit.
   size_t buffered_bytes() const { return line_.size() + data_.size() + event_type_.size(); }
 
+  // The spec's "last event ID string": set from the `id:` field when an
+  // event is dispatched (also an event without data); it carries over to
+  // events without an id. Empty before any. Valid inside the callback too.
+  const std::string& last_event_id() const { return last_event_id_; }
+
+  // The reconnection time the server asked for with `retry:` in
+  // milliseconds; -1 when it sent none.
+  long long retry_ms() const { return retry_ms_; }
+
  private:
   void ProcessLine(std::string_view line);
   void Dispatch();
@@ -49,6 +60,9 @@ class SseParser final {
   std::string line_;
   std::string event_type_;
   std::string data_;
+  std::string id_buffer_;      // the `id:` field of the event in progress
+  std::string last_event_id_;  // the id as of the last dispatched event
+  long long retry_ms_ = -1;
   bool has_data_ = false;
   bool after_cr_ = false;  // the last byte fed was a CR: a following LF ends no line
   bool at_stream_start_ = true;

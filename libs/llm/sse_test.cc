@@ -124,5 +124,41 @@ TEST(SseParserTest, CallbackReturningFalseStopsTheParser) {
   EXPECT_THAT(seen, ElementsAre("1"));
 }
 
+TEST(SseParserTest, LastEventIdIsTheIdOfTheLastDispatchedEvent) {
+  std::vector<std::string> ids_seen_in_callback;
+  SseParser parser([&](const SseEvent&) {
+    ids_seen_in_callback.push_back(parser.last_event_id());
+    return true;
+  });
+  EXPECT_EQ(parser.last_event_id(), "");
+  EXPECT_EQ(parser.retry_ms(), -1);
+  parser.Feed("id: a1\ndata: x\n\ndata: y\n\n");
+  // An event without an id keeps the last one.
+  EXPECT_THAT(ids_seen_in_callback, ElementsAre("a1", "a1"));
+  // An id on an event without data (a resumption point) counts too.
+  parser.Feed("id: p2\ndata: \n\n");
+  EXPECT_EQ(parser.last_event_id(), "p2");
+  // The id of an event cut off before its blank line was never received.
+  parser.Feed("id: b3\ndata: z\n");
+  EXPECT_EQ(parser.last_event_id(), "p2");
+  parser.Feed("\n");
+  EXPECT_EQ(parser.last_event_id(), "b3");
+  // An empty id resets it; an id containing NUL is ignored.
+  parser.Feed("id\ndata: w\n\n");
+  EXPECT_EQ(parser.last_event_id(), "");
+  parser.Feed(std::string("id: bad\0id\ndata: v\n\n", 20));
+  EXPECT_EQ(parser.last_event_id(), "");
+}
+
+TEST(SseParserTest, RetryTakesOnlyDigits) {
+  SseParser parser([](const SseEvent&) { return true; });
+  parser.Feed("retry: 1500\n\n");
+  EXPECT_EQ(parser.retry_ms(), 1500);
+  parser.Feed("retry: 2s\nretry: -1\nretry:\n\n");
+  EXPECT_EQ(parser.retry_ms(), 1500);
+  parser.Feed("retry: 99999999999999\n\n");
+  EXPECT_EQ(parser.retry_ms(), 3'600'000);
+}
+
 }  // namespace
 }  // namespace omniforge::llm

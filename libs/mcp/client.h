@@ -65,7 +65,8 @@ class McpClient final {
 
   // The initialize answer of the current connection, nullopt before one.
   std::optional<ServerInfo> server_info() const;
-  // Called when the server reports that its tool list changed.
+  // Called when the server reports that its tool list changed, and when an
+  // HTTP server forgot the session (it was restarted; its tools may differ).
   void SetToolsChangedListener(std::function<void()> listener);
   // Restarts of the server so far.
   int restarts() const;

@@ -1,6 +1,7 @@
 // The Streamable HTTP transport over real loopback sockets against a fake
 // MCP endpoint: session ids, the protocol version header, JSON and SSE
-// answers, an expired session, DELETE on shutdown, HTTP errors.
+// answers, an expired session, DELETE on shutdown, HTTP errors, the GET
+// stream (405, reconnection with Last-Event-ID).
 #include "libs/mcp/http_transport.h"
 
 #include <arpa/inet.h>
@@ -29,6 +30,20 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
+
+// What the fake answers to GET on the endpoint.
+enum class GetMode {
+  kNoRoute,       // httplib's 404 for a path without a GET handler
+  kNotAllowed,    // 405: no GET stream offered
+  kOneCutStream,  // the first GET: two events, then a third cut off; later ones 405
+  kHeldOpen,      // a stream that stays open until the client goes
+};
+
+struct SeenGet {
+  std::string session_id;
+  std::string last_event_id;
+  std::string accept;
+};
 
 struct SeenRequest {
   std::string method;  // JSON-RPC method, or "DELETE"
@@ -113,6 +128,36 @@ class FakeMcpEndpoint {
       Record(req, "DELETE");
       res.status = 200;
     });
+    server_.Get("/mcp", [this](const httplib::Request& req, httplib::Response& res) {
+      size_t count = 0;
+      {
+        std::lock_guard lock(mu_);
+        gets_.push_back({req.get_header_value("Mcp-Session-Id"),
+                         req.get_header_value("Last-Event-ID"), req.get_header_value("Accept")});
+        count = gets_.size();
+      }
+      if (get_mode_ == GetMode::kNoRoute) {
+        res.status = 404;
+      } else if (get_mode_ == GetMode::kHeldOpen) {
+        res.set_chunked_content_provider("text/event-stream", [](size_t, httplib::DataSink& sink) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+          return sink.write(": open\n\n", 8);
+        });
+      } else if (get_mode_ == GetMode::kNotAllowed || count > 1) {
+        res.status = 405;
+      } else {
+        res.set_chunked_content_provider("text/event-stream", [](size_t, httplib::DataSink& sink) {
+          const std::string changed =
+              R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})";
+          const std::string stream = "id: e1\nevent: message\ndata: " + changed +
+                                     "\n\nid: e2\ndata: " + changed +
+                                     "\n\nid: e3\ndata: " + changed + "\n";
+          sink.write(stream.data(), stream.size());
+          sink.done();
+          return true;
+        });
+      }
+    });
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
   }
@@ -134,6 +179,20 @@ class FakeMcpEndpoint {
     live_session_.clear();
   }
   void AnswerEverythingWith(int status) { forced_status_ = status; }
+  void AnswerGetWith(GetMode mode) { get_mode_ = mode; }
+  std::vector<SeenGet> gets() {
+    std::lock_guard lock(mu_);
+    return gets_;
+  }
+  // Waits up to 5 s for `n` GETs.
+  bool AwaitGets(size_t n) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (gets().size() < n) {
+      if (std::chrono::steady_clock::now() > give_up) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+  }
 
  private:
   void Record(const httplib::Request& req, const std::string& method) {
@@ -148,6 +207,8 @@ class FakeMcpEndpoint {
   std::thread thread_;
   std::mutex mu_;
   std::vector<SeenRequest> seen_;
+  std::vector<SeenGet> gets_;
+  std::atomic<GetMode> get_mode_{GetMode::kNoRoute};
   std::string live_session_;
   std::atomic<int> sessions_{0};
   std::atomic<int> forced_status_{0};
@@ -165,6 +226,7 @@ std::unique_ptr<McpClient> ClientFor(const std::string& url) {
   config.url = url;
   config.headers = {{"Authorization", "Bearer secret-token"}};
   config.connect_timeout = std::chrono::milliseconds(2000);
+  config.reconnect_backoff = std::chrono::milliseconds(20);
   SessionOptions options;
   options.server_name = "fake";
   return std::make_unique<McpClient>(std::make_unique<HttpTransport>(config), options);
@@ -249,6 +311,58 @@ TEST(HttpTransportTest, HttpErrorsMapToStatusCodes) {
     EXPECT_EQ(status.code(), code) << http << ": " << status;
     EXPECT_THAT(status.message(), HasSubstr("go away"));
   }
+}
+
+TEST(HttpTransportTest, A405MeansNoGetStreamAndIsNotRetried) {
+  FakeMcpEndpoint endpoint;
+  endpoint.AnswerGetWith(GetMode::kNotAllowed);
+  std::unique_ptr<McpClient> client = ClientFor(endpoint.url());
+  ASSERT_TRUE(client->Connect(Within(std::chrono::seconds(5))).ok());
+  ASSERT_TRUE(endpoint.AwaitGets(1));
+  const SeenGet get = endpoint.gets()[0];
+  EXPECT_EQ(get.session_id, "session-1");
+  EXPECT_EQ(get.last_event_id, "");
+  EXPECT_EQ(get.accept, "text/event-stream");
+  // Calls go on over POST; the GET is not asked again (reconnects would
+  // have come after 20 ms).
+  ASSERT_TRUE(client->ListTools(Within(std::chrono::seconds(5))).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_THAT(endpoint.gets(), SizeIs(1));
+}
+
+TEST(HttpTransportTest, GetStreamNotificationsArriveAndAReconnectSendsTheLastEventId) {
+  FakeMcpEndpoint endpoint;
+  endpoint.AnswerGetWith(GetMode::kOneCutStream);
+  std::unique_ptr<McpClient> client = ClientFor(endpoint.url());
+  std::atomic<int> changes{0};
+  client->SetToolsChangedListener([&changes] { ++changes; });
+  ASSERT_TRUE(client->Connect(Within(std::chrono::seconds(5))).ok());
+  ASSERT_TRUE(endpoint.AwaitGets(2));
+  const std::vector<SeenGet> gets = endpoint.gets();
+  EXPECT_EQ(gets[0].last_event_id, "");
+  // e3's event was cut off before its end: it was not received, so the
+  // server is asked for what follows e2.
+  EXPECT_EQ(gets[1].last_event_id, "e2");
+  EXPECT_EQ(gets[1].session_id, "session-1");
+  EXPECT_EQ(changes.load(), 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_THAT(endpoint.gets(), SizeIs(2));  // the 405 ended the retries
+}
+
+TEST(HttpTransportTest, ShutdownEndsAnOpenGetStreamAtOnce) {
+  FakeMcpEndpoint endpoint;
+  endpoint.AnswerGetWith(GetMode::kHeldOpen);
+  std::unique_ptr<McpClient> client = ClientFor(endpoint.url());
+  ASSERT_TRUE(client->Connect(Within(std::chrono::seconds(5))).ok());
+  ASSERT_TRUE(endpoint.AwaitGets(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the stream is open and idle
+  const auto start = std::chrono::steady_clock::now();
+  client->Shutdown();
+  // Without waking the transfer it would wait out its 1 s poll.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500));
+  const std::vector<SeenRequest> seen = endpoint.seen();
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back().method, "DELETE");
 }
 
 TEST(HttpTransportTest, RefusedConnectionIsUnavailable) {

@@ -64,7 +64,8 @@ class McpRegistry final {
   bool stale() const { return stale_.load(); }
 
   // Called (on a transport thread; it must not block) each time a server
-  // reports a changed tool list; an empty function stops the calls.
+  // reports a changed tool list (or an HTTP server forgot the session, see
+  // McpClient::SetToolsChangedListener); an empty function stops the calls.
   void SetChangeListener(std::function<void()> listener);
 
   // The catalog, servers in config order, each server's tools in its order.

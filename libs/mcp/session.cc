@@ -249,6 +249,7 @@ absl::Status McpSession::Handshake(uint64_t epoch, Clock::time_point deadline) {
     return absl::Status(sent.code(),
                         absl::StrCat("sending notifications/initialized: ", sent.message()));
   }
+  transport_->Listen(epoch);
   core::LogInfo("mcp server initialized", {{"server", options_.server_name},
                                            {"server_name", info.name},
                                            {"server_version", info.version},
@@ -290,6 +291,10 @@ absl::StatusOr<json> McpSession::SendRequest(uint64_t epoch, std::string_view me
   send.deadline = deadline;
   send.is_initialize = is_initialize;
   send.epoch = epoch;
+  send.answered = [this, pending] {
+    std::lock_guard lock(mu_);
+    return pending->done;
+  };
   const absl::Status sent = transport_->Send(EncodeRequest(id, method, params), send);
 
   std::unique_lock lock(mu_);
@@ -451,8 +456,26 @@ void McpSession::HandleNotification(const std::string& method, const json& param
 }
 
 void McpSession::OnClosed(uint64_t epoch, const absl::Status& reason) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   if (epoch != epoch_ || state_ == State::kShutdown) return;
+  if (IsSessionExpired(reason)) {
+    // An HTTP server that forgot the session was most likely restarted: the
+    // next request starts a new session at once (not a restart of ours),
+    // and requests under way learn of it from their own answers. Its tools
+    // may have changed, and only a new session reopens the stream it sends
+    // notifications on: the listener hears of it as of a changed list.
+    core::LogInfo("mcp session expired; the next request initializes a new one",
+                  {{"server", options_.server_name}, {"reason", std::string(reason.message())}});
+    if (state_ == State::kReady) {
+      state_ = State::kIdle;
+      reinitialize_now_ = true;
+      server_info_.reset();
+    }
+    std::function<void()> listener = tools_changed_;
+    lock.unlock();
+    if (listener) listener();
+    return;
+  }
   const absl::Status status = absl::UnavailableError(
       absl::StrCat("MCP server '", options_.server_name, "' went away: ", reason.message()));
   core::LogWarn("mcp server went away", {{"server", options_.server_name},

@@ -87,7 +87,8 @@ class McpSession final {
   std::optional<ServerInfo> server_info() const;
 
   // Called (on a transport thread) when the server sends
-  // notifications/tools/list_changed.
+  // notifications/tools/list_changed, and when an HTTP server forgot the
+  // session while nothing was asked of it (its tools may be others now).
   void SetToolsChangedListener(std::function<void()> listener);
 
   // Restarts so far (each reconnection after the first connection).

@@ -33,6 +33,10 @@ struct SendOptions {
   // is refused (UNAVAILABLE) instead of reaching a new server that never
   // saw its initialize.
   uint64_t epoch = 0;
+  // For a request: whether its answer has arrived (thread-safe). HTTP asks
+  // it when an answer stream ends, to resume a stream that dropped before
+  // the answer; unset for a message that expects no answer.
+  std::function<bool()> answered;
 };
 
 class McpTransport {
@@ -54,6 +58,12 @@ class McpTransport {
   // The protocol version negotiated by initialize (HTTP sends it on every
   // later request as MCP-Protocol-Version).
   virtual void SetProtocolVersion(const std::string& version) = 0;
+
+  // The handshake of connection `epoch` is complete: from now on the server
+  // may send requests and notifications of its own. HTTP opens its GET
+  // stream for them; transports that hear everything anyway (stdio) do
+  // nothing. Messages arrive through the handlers of that Open.
+  virtual void Listen(uint64_t /*epoch*/) {}
 
   // Whether the answer to a request always arrives within Send (HTTP), so a
   // Send that returned OK without one means it will never come.

@@ -1,5 +1,5 @@
 // The real MCP servers from npm (tests/node) that the integration tests run
-// against, and a Streamable HTTP server process bound to loopback.
+// against, and Streamable HTTP server processes bound to loopback.
 #pragma once
 
 #include <signal.h>
@@ -32,16 +32,22 @@ inline std::string MissingPackageMessage(const std::string& package) {
          "npm are installed)";
 }
 
-// server-everything's Streamable HTTP transport on 127.0.0.1 and a port the
+// tests/node/resumable_mcp_server.mjs: the official SDK's Streamable HTTP
+// server transport with an event store, driven by its tools.
+inline std::filesystem::path ResumableServerScript() {
+  return NodeModules().parent_path() / "resumable_mcp_server.mjs";
+}
+
+// A Node.js MCP server speaking Streamable HTTP on 127.0.0.1 and a port the
 // kernel chose; stopped (SIGKILL) on destruction.
-class EverythingHttpServer final {
+class NodeHttpServer {
  public:
-  EverythingHttpServer() {
+  // `script` run by node with `arguments` (shell words).
+  NodeHttpServer(const std::filesystem::path& script, const std::string& arguments) {
     const std::filesystem::path preload = std::filesystem::path(OMNIFORGE_SOURCE_DIR) / "libs" /
                                           "mcp" / "testing" / "loopback_listen.cjs";
     const std::string command = "echo $$; PORT=0 exec node -r '" + preload.string() + "' '" +
-                                ServerScript("server-everything").string() +
-                                "' streamableHttp 2>&1";
+                                script.string() + "' " + arguments + " 2>&1";
     pipe_ = ::popen(command.c_str(), "r");
     if (pipe_ == nullptr) return;
     char line[4096];
@@ -61,7 +67,9 @@ class EverythingHttpServer final {
       }
     });
   }
-  ~EverythingHttpServer() {
+  NodeHttpServer(const NodeHttpServer&) = delete;
+  NodeHttpServer& operator=(const NodeHttpServer&) = delete;
+  virtual ~NodeHttpServer() {
     Kill();
     if (drain_.joinable()) drain_.join();
     if (pipe_ != nullptr) ::pclose(pipe_);
@@ -77,6 +85,12 @@ class EverythingHttpServer final {
   pid_t pid_ = -1;
   int port_ = 0;
   std::thread drain_;
+};
+
+// server-everything's Streamable HTTP transport.
+class EverythingHttpServer final : public NodeHttpServer {
+ public:
+  EverythingHttpServer() : NodeHttpServer(ServerScript("server-everything"), "streamableHttp") {}
 };
 
 }  // namespace omniforge::mcp::testing

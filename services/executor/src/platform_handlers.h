@@ -54,6 +54,7 @@ class Quote final {
 // A read tool as one SQL statement (values quoted in) yielding one text
 // column: the result JSON, or no row / NULL when the thing asked for does
 // not exist, which becomes a not_found tool error with `not_found_message`.
+// The statement calls the tool's read function, which sets the tenant.
 struct ReadPlan {
   std::string sql;
   std::string not_found_message;
@@ -98,8 +99,6 @@ std::string JsonObject(std::initializer_list<std::pair<const char*, std::string>
 // The SQL condition matching a row by `ref` (an id when it is a UUID,
 // otherwise the exact name, case-insensitive) as parameter $n.
 std::string ByIdOrName(const std::string& ref, int n, const char* alias = "");
-// The same with `ref` quoted in.
-std::string ByIdOrNameLiteral(const Quote& q, const std::string& ref, const char* alias);
 
 // The LIKE pattern for "contains `text`", wildcards in `text` taken literally.
 std::string ContainsPattern(const std::string& text);

@@ -111,11 +111,6 @@ std::string ByIdOrName(const std::string& ref, int n, const char* alias) {
                            : absl::StrCat("lower(", alias, "name) = lower($", n, ")");
 }
 
-std::string ByIdOrNameLiteral(const Quote& q, const std::string& ref, const char* alias) {
-  return core::IsUuid(ref) ? absl::StrCat(alias, "id = ", q(ref), "::uuid")
-                           : absl::StrCat("lower(", alias, "name) = lower(", q(ref), ")");
-}
-
 std::string ContainsPattern(const std::string& text) {
   return absl::StrCat("%", absl::StrReplaceAll(text, {{"\\", "\\\\"}, {"%", "\\%"}, {"_", "\\_"}}),
                       "%");
@@ -195,10 +190,11 @@ absl::StatusOr<ToolResult> PlatformTools::Invoke(const ToolCall& call) {
   return result;
 }
 
-// One round trip: the tenant (for row-level security), the statement
-// timeout capped at the caller's deadline and the query travel in one
-// simple-protocol message, which PostgreSQL runs as one implicit
-// transaction (so the settings end with it) and times per statement.
+// One round trip: the statement timeout capped at the caller's deadline and
+// the call of the tool's read function (which sets the tenant for
+// row-level security) travel in one simple-protocol message, which
+// PostgreSQL runs as one implicit transaction (so both settings end with
+// it) and times per statement.
 absl::StatusOr<ToolResult> PlatformTools::RunRead(platform::ReadHandler handler,
                                                   const ToolCall& call) {
   for (int attempt = 0;; ++attempt) {
@@ -213,9 +209,8 @@ absl::StatusOr<ToolResult> PlatformTools::RunRead(platform::ReadHandler handler,
       auto plan = handler(quote, call);
       if (!plan.ok()) return plan.status();
       pqxx::nontransaction tx(lease->conn());
-      pqxx::result r = tx.exec(absl::StrCat(
-          "SELECT set_config('app.tenant_id', ", quote(call.who.tenant_id),
-          ", true), set_config('statement_timeout', '", timeout_ms, "', true); ", plan->sql));
+      pqxx::result r = tx.exec(absl::StrCat("SELECT set_config('statement_timeout', '", timeout_ms,
+                                            "', true); ", plan->sql));
       if (r.empty() || r[0][0].is_null()) {
         return ToolResult::Error("not_found", plan->not_found_message);
       }

@@ -1,8 +1,9 @@
 // Keeps the executor's catalog in step with its MCP servers while it runs:
-// a server that sends notifications/tools/list_changed, or a stdio server
-// that was restarted (its new process may offer other tools), is listed
-// again and the MCP and domain tools in the catalog are replaced with what
-// the servers offer now. Servers that could not be listed are retried every
+// a server that sends notifications/tools/list_changed (a Streamable HTTP
+// server on its GET stream), an HTTP server that forgot the session, or a
+// stdio server that was restarted (its new process may offer other tools),
+// is listed again and the MCP and domain tools in the catalog are replaced
+// with what the servers offer now. Servers that could not be listed are retried every
 // `retry_unavailable`. No restart of the executor is needed.
 #pragma once
 

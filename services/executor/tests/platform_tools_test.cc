@@ -211,6 +211,35 @@ TEST_F(PlatformToolsTest, RowLevelSecurityHidesOtherTenantsFromTheAppRole) {
                pqxx::sql_error);
 }
 
+TEST_F(PlatformToolsTest, ReadFunctionsRunWithTheCallersRights) {
+  // The read tools are functions (migration 0003). One running with its
+  // owner's rights would read as the tables' owner, whom row-level security
+  // does not restrict: each must run as the application role that calls it.
+  pqxx::connection conn(database_->dsn());
+  pqxx::work tx(conn);
+  const pqxx::row row = tx.exec1(
+      "SELECT count(*), count(*) FILTER (WHERE prosecdef) FROM pg_proc WHERE pronamespace = "
+      "'platform'::regnamespace AND (proname LIKE 'read\\_%' OR proname LIKE 'resolve\\_%')");
+  EXPECT_EQ(row[0].as<int>(), 11);
+  EXPECT_EQ(row[1].as<int>(), 0);
+  tx.commit();
+  // The tenant a read function sets ends with the statement that called it
+  // (autocommit, as the tools call them): a pooled connection never carries
+  // one tenant into the next caller's statement.
+  const auto alice = Fresh("initech");
+  Ok(alice, "create_agent", {{"name", "walled"}, {"description", "x"}});
+  pqxx::nontransaction auto_commit(conn);
+  auto_commit.exec("SET ROLE omniforge_app");
+  EXPECT_FALSE(auto_commit
+                   .exec1("SELECT platform.read_get_agent(" + auto_commit.quote(alice.tenant_id) +
+                          ", " + auto_commit.quote(alice.user_id) + ", NULL, 'walled')")[0]
+                   .is_null());
+  EXPECT_EQ(auto_commit.exec1("SELECT coalesce(current_setting('app.tenant_id', true), '')")[0]
+                .as<std::string>(),
+            "");
+  EXPECT_EQ(auto_commit.exec1("SELECT count(*) FROM platform.agents")[0].as<int>(), 0);
+}
+
 TEST_F(PlatformToolsTest, Skills) {
   const auto alice = Fresh();
   Json skill = Ok(alice, "create_skill",
