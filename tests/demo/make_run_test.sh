@@ -3,7 +3,7 @@
 # of its own (free ports, its own PostgreSQL cluster and state directory, so
 # it never meets other tests or a developer's running stack), then
 # `stack.sh down` (what `make down` runs). Checks the outcome of each of the
-# demo's five journeys, that the second run seeds nothing twice, and that
+# demo's six journeys, that the second run seeds nothing twice, and that
 # down leaves no process behind.
 #
 #   make_run_test.sh BUILD_DIR
@@ -97,6 +97,10 @@ check_journeys() {  # check_journeys LOG
   check "$log" "Nothing was changed." "4. \"cancel\" leaves everything as it was"
   check "$log" "omniforge: Which agent should I run?" "5. an unclear request gets the user's own agents as options"
   check "$log" "⚠ waiting for your approval: run 'monday-notion-updates" "5. \"the second one\" picks the second agent"
+  check "$log" "get_project_details: 0 context documents, project 'Website relaunch', 3 tasks" \
+    "6. an audit becomes a plan whose steps say what they found"
+  check "$log" "list_tasks: project 'Website relaunch', 3 tasks (Write the announcement" \
+    "6. the plan's steps run and report"
   check "$log" "#5 user: yes, do that" "memory keeps the conversation in order"
   check "$log" "\"secrets_detected\":[\"openai_api_key\"]" "a pasted secret is flagged"
   check "$log" "times the token appears in the service logs: 0)" "a pasted secret never reaches the logs"

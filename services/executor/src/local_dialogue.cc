@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "libs/core/ids.h"
 
 namespace omniforge::executor {
@@ -31,7 +32,7 @@ std::string DescribeToolResult(const std::string& tool, const nlohmann::json& re
           }
         }
       }
-      std::string part = absl::StrCat(value.size(), " ", key);
+      std::string part = absl::StrCat(value.size(), " ", absl::StrReplaceAll(key, {{"_", " "}}));
       if (!names.empty()) {
         absl::StrAppend(&part, " (", absl::StrJoin(names, ", "),
                         value.size() > names.size() ? ", ..." : "", ")");

@@ -781,8 +781,9 @@ TEST_F(LocalPlanEndToEndTest, AnAuditPlanOnlyReadsAndRunsAtOnce) {
   }
   EXPECT_THAT(audit.text(), HasSubstr("Done:"));
   // Each step says what it found.
-  EXPECT_THAT(audit.text(), HasSubstr("get_project_details: project 'Harbor'"));
-  EXPECT_THAT(audit.text(), HasSubstr("list_tasks: 0 tasks"));
+  EXPECT_THAT(audit.text(),
+              HasSubstr("get_project_details: 0 context documents, project 'Harbor', 0 tasks"));
+  EXPECT_THAT(audit.text(), HasSubstr("list_tasks: project 'Harbor', 0 tasks"));
   EXPECT_TRUE(audit.done().is_final());
 }
 
