@@ -32,14 +32,21 @@ std::string DescribeToolResult(const std::string& tool, const nlohmann::json& re
           }
         }
       }
-      std::string part = absl::StrCat(value.size(), " ", absl::StrReplaceAll(key, {{"_", " "}}));
+      std::string noun = absl::StrReplaceAll(key, {{"_", " "}});
+      if (value.size() == 1 && noun.size() > 1 && noun.back() == 's') noun.pop_back();
+      std::string part = absl::StrCat(value.size(), " ", noun);
       if (!names.empty()) {
         absl::StrAppend(&part, " (", absl::StrJoin(names, ", "),
                         value.size() > names.size() ? ", ..." : "", ")");
       }
       parts.push_back(std::move(part));
-    } else if (value.is_object() && value.contains("name") && value["name"].is_string()) {
-      parts.push_back(absl::StrCat(key, " '", value["name"].get<std::string>(), "'"));
+    } else if (value.is_object()) {
+      for (const char* field : {"name", "title"}) {
+        if (value.contains(field) && value[field].is_string()) {
+          parts.push_back(absl::StrCat(key, " '", value[field].get<std::string>(), "'"));
+          break;
+        }
+      }
     }
   }
   const auto created = result.find("created");

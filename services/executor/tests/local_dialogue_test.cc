@@ -121,8 +121,10 @@ TEST_F(LocalDialogueTest, SeveralToolsRunInOrderWithApprovedWrites) {
            /*writes=*/true));
   ASSERT_EQ(Last().kind, Kind::kComplete) << Last().message;
   EXPECT_EQ(Last().turn, 3);
-  EXPECT_THAT(Last().summary, HasSubstr("create_project_template, create_project, "
-                                        "create_context_document"));
+  // The summary says what each call made, in order.
+  EXPECT_THAT(Last().summary, HasSubstr("create_project_template: created template 'Launch'; "
+                                        "create_project: created project 'Q3 launch', 1 task "
+                                        "(Plan); create_context_document: created"));
   Json details = Tool("get_project_details", {{"project", "Q3 launch"}});
   EXPECT_EQ(details["tasks"][0]["title"], "Plan");
   EXPECT_EQ(details["context_documents"][0]["content"], "EU first");
