@@ -36,6 +36,15 @@ std::string Guidance(intentpb::ContextType context) {
   }
 }
 
+// A tool's result as the model reads it: capped, an error wrapped as one.
+std::string ForTheModel(const ToolRun& ran) {
+  std::string content = ran.result_json.size() > kMaxToolResultChars
+                            ? ran.result_json.substr(0, kMaxToolResultChars)
+                            : ran.result_json;
+  if (ran.is_error) content = json{{"error", content}}.dump();
+  return content;
+}
+
 std::string RiskName(execpb::ToolRisk risk) {
   switch (risk) {
     case execpb::TOOL_RISK_READ:
@@ -180,10 +189,7 @@ PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& reque
           std::optional<ToolRun> ran = io.CreatePlan(call.arguments);
           if (!ran) return result;  // a guardrail stopped the turn
           result.tools_used.push_back(call.name);
-          content = ran->result_json.size() > kMaxToolResultChars
-                        ? ran->result_json.substr(0, kMaxToolResultChars)
-                        : ran->result_json;
-          if (ran->is_error) content = json{{"error", content}}.dump();
+          content = ForTheModel(*ran);
         }
       } else if (risk == risk_by_tool.end()) {
         content = json{{"error", "no tool named " + call.name}}.dump();
@@ -197,10 +203,7 @@ PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& reque
         std::optional<ToolRun> ran = io.RunTool({call.name, arguments});
         if (!ran) return result;  // a guardrail stopped the turn
         result.tools_used.push_back(call.name);
-        content = ran->result_json.size() > kMaxToolResultChars
-                      ? ran->result_json.substr(0, kMaxToolResultChars)
-                      : ran->result_json;
-        if (ran->is_error) content = json{{"error", content}}.dump();
+        content = ForTheModel(*ran);
       }
       chat.messages.push_back({llm::Role::kTool, content, {}, call.id});
     }
