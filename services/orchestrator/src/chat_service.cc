@@ -242,6 +242,10 @@ RunningTurns::RunningTurns(TurnBus* bus) : bus_(bus) {
   if (bus_ != nullptr) bus_->Subscribe([this](const TurnSignal& signal) { OnSignal(signal); });
 }
 
+RunningTurns::~RunningTurns() {
+  if (bus_ != nullptr) bus_->Subscribe(nullptr);
+}
+
 void RunningTurns::Add(const std::string& key, const std::string& turn_id, Control control) {
   {
     std::lock_guard<std::mutex> lock(mu_);

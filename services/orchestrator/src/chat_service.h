@@ -34,6 +34,9 @@ class RunningTurns final {
   using Control = std::shared_ptr<TurnControl>;
   // `bus` (may be null: one replica) must outlive this.
   explicit RunningTurns(TurnBus* bus = nullptr);
+  ~RunningTurns();
+  RunningTurns(const RunningTurns&) = delete;
+  RunningTurns& operator=(const RunningTurns&) = delete;
 
   void Add(const std::string& key, const std::string& turn_id, Control control);
   void Remove(const std::string& key, const std::string& turn_id);

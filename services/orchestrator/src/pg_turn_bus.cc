@@ -55,7 +55,7 @@ void PgTurnBus::Publish(const TurnSignal& signal) {
 }
 
 void PgTurnBus::Subscribe(std::function<void(const TurnSignal&)> on_signal) {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(deliver_mu_);  // waits for a signal being delivered
   on_signal_ = std::move(on_signal);
 }
 
@@ -74,12 +74,8 @@ void PgTurnBus::Deliver(const std::string& payload) {
   std::string origin;
   std::optional<TurnSignal> signal = TurnSignalFromText(payload, &origin);
   if (!signal || origin == origin_) return;  // our own, or not a signal
-  std::function<void(const TurnSignal&)> on_signal;
-  {
-    std::lock_guard lock(mu_);
-    on_signal = on_signal_;
-  }
-  if (on_signal) on_signal(*signal);
+  std::lock_guard lock(deliver_mu_);
+  if (on_signal_) on_signal_(*signal);
 }
 
 void PgTurnBus::Listen() {

@@ -44,10 +44,14 @@ class PgTurnBus final : public TurnBus {
   const std::string dsn_;
   const std::string origin_;
 
+  // Held while a signal is delivered, so that a subscriber that goes away
+  // (Subscribe(nullptr)) never receives one afterwards.
+  std::mutex deliver_mu_;
+  std::function<void(const TurnSignal&)> on_signal_;  // Guarded by deliver_mu_.
+
   std::mutex mu_;
   std::condition_variable changed_;
   std::deque<std::string> outbox_;                    // Guarded by mu_.
-  std::function<void(const TurnSignal&)> on_signal_;  // Guarded by mu_.
   bool listening_ = false;                            // Guarded by mu_.
   bool stopping_ = false;                             // Guarded by mu_.
 

@@ -36,7 +36,8 @@ class TurnBus {
   // Sends `signal` to the other replicas.
   virtual void Publish(const TurnSignal& signal) = 0;
   // Where other replicas' signals go (never this replica's own), called on
-  // the bus's thread. Set once, before the first Publish.
+  // the bus's thread. Set before the first Publish; an empty function
+  // unsubscribes, and once Subscribe returns no signal reaches the old one.
   virtual void Subscribe(std::function<void(const TurnSignal&)> on_signal) = 0;
 };
 
