@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -222,7 +224,10 @@ TEST(LlmConfigTest, EnvironmentOverridesKeysAndProfiles) {
 class ApiKeyTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = ::testing::TempDir() + "/omniforge_llm_config_test_key";
+    // One file per test and process: ctest runs these tests side by side.
+    path_ = ::testing::TempDir() + "/omniforge_llm_config_test_key_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+            std::to_string(::getpid());
     std::ofstream(path_) << "  sk-from-file\n";
   }
   void TearDown() override { std::filesystem::remove(path_); }
