@@ -13,6 +13,11 @@
 namespace omniforge::conversation {
 namespace {
 
+// The window reads the newest messages a page at a time. Every message read
+// is decrypted and sent, so the first page is about what a default window
+// holds (three exchanges and 2,000 tokens of chat); a larger window reads on
+// in bigger pages.
+constexpr int kFirstWindowPageSize = 32;
 constexpr int kWindowPageSize = 64;
 
 // A conversation id in canonical (lower-case) form: ids take part in the
@@ -212,7 +217,8 @@ absl::StatusOr<ContextWindow> ConversationLogic::GetContextWindow(const core::Id
   std::optional<ContextWindowAssembler> assembler;
   int64_t before_seq = 0;
   for (;;) {
-    auto page = repository_.ListMessages(who, *canonical, before_seq, kWindowPageSize);
+    auto page = repository_.ListMessages(who, *canonical, before_seq,
+                                         assembler ? kWindowPageSize : kFirstWindowPageSize);
     if (!page.ok()) return page.status();
     if (!assembler) {
       // In a planner and executor dialogue, the planner opens each exchange.

@@ -182,7 +182,7 @@ TEST_F(ConversationLogicTest, AgentDialoguesNeedTheCallersParent) {
 
 TEST_F(ConversationLogicTest, ContextWindowSpansPages) {
   Conversation c = NewChat(kAlice);
-  // 200 short exchanges: the window needs more than one 64-message page.
+  // 200 short exchanges: the window needs several pages (32, then 64 each).
   for (int i = 0; i < 200; ++i) {
     ASSERT_TRUE(Append(kAlice, {c.id, 1, "question " + std::to_string(i), "", ""}).ok());
     ASSERT_TRUE(Append(kAlice, {c.id, 2, "answer " + std::to_string(i), "", ""}).ok());
