@@ -197,6 +197,15 @@ class PlanEngine::Claim final {
   const std::string plan_id_;
 };
 
+absl::StatusOr<Plan> PlanEngine::ClaimAndGet(const core::Identity& who,
+                                             const std::string& plan_id,
+                                             std::unique_ptr<Claim>& claim) {
+  auto held = Claim::On(*this, plan_id);
+  if (!held.ok()) return held.status();
+  claim = *std::move(held);
+  return store_.Get(who, plan_id);
+}
+
 PlanEngine::PlanEngine(PlanStore& store, StepExecutors& executors, const PlanGenerator& generator,
                        const PlanAdvisor& advisor, PlanEngineOptions options)
     : store_(store),
@@ -326,9 +335,8 @@ absl::StatusOr<PlanOutcome> PlanEngine::ReviewAndRun(Plan plan, const PlanReques
 absl::StatusOr<PlanOutcome> PlanEngine::Approve(const core::Identity& who,
                                                 const std::string& plan_id, PlanEventSink& sink,
                                                 const std::function<bool()>& cancelled) {
-  auto claim = Claim::On(*this, plan_id);
-  if (!claim.ok()) return claim.status();
-  auto plan = store_.Get(who, plan_id);
+  std::unique_ptr<Claim> claim;
+  auto plan = ClaimAndGet(who, plan_id, claim);
   if (!plan.ok()) return plan.status();
   plan->status = PlanStatus::kApproved;
   plan->writes_approved = true;
@@ -340,12 +348,11 @@ absl::StatusOr<PlanOutcome> PlanEngine::Revise(const core::Identity& who,
                                                const std::string& plan_id,
                                                const std::string& feedback,
                                                const PlanContext& context, PlanEventSink& sink) {
-  auto claim = Claim::On(*this, plan_id);
-  if (!claim.ok()) return claim.status();
   if (feedback.find_first_not_of(" \t\r\n") == std::string::npos) {
     return absl::InvalidArgumentError("feedback: say what to change");
   }
-  auto plan = store_.Get(who, plan_id);
+  std::unique_ptr<Claim> claim;
+  auto plan = ClaimAndGet(who, plan_id, claim);
   if (!plan.ok()) return plan.status();
   if (plan->status != PlanStatus::kPendingReview) {
     return absl::FailedPreconditionError(
@@ -372,9 +379,8 @@ absl::StatusOr<PlanOutcome> PlanEngine::Revise(const core::Identity& who,
 absl::StatusOr<PlanOutcome> PlanEngine::Reject(const core::Identity& who,
                                                const std::string& plan_id,
                                                const std::string& reason) {
-  auto claim = Claim::On(*this, plan_id);
-  if (!claim.ok()) return claim.status();
-  auto plan = store_.Get(who, plan_id);
+  std::unique_ptr<Claim> claim;
+  auto plan = ClaimAndGet(who, plan_id, claim);
   if (!plan.ok()) return plan.status();
   plan->status = PlanStatus::kRejected;
   plan->pending_question.reset();
@@ -392,9 +398,8 @@ absl::StatusOr<PlanOutcome> PlanEngine::Reject(const core::Identity& who,
 absl::StatusOr<PlanOutcome> PlanEngine::Execute(const core::Identity& who,
                                                 const std::string& plan_id, PlanEventSink& sink,
                                                 const std::function<bool()>& cancelled) {
-  auto claim = Claim::On(*this, plan_id);
-  if (!claim.ok()) return claim.status();
-  auto plan = store_.Get(who, plan_id);
+  std::unique_ptr<Claim> claim;
+  auto plan = ClaimAndGet(who, plan_id, claim);
   if (!plan.ok()) return plan.status();
   if (plan->status != PlanStatus::kApproved && plan->status != PlanStatus::kRunning) {
     return absl::FailedPreconditionError(
@@ -409,12 +414,11 @@ absl::StatusOr<PlanOutcome> PlanEngine::AnswerQuestion(const core::Identity& who
                                                        const std::string& answer,
                                                        PlanEventSink& sink,
                                                        const std::function<bool()>& cancelled) {
-  auto claim = Claim::On(*this, plan_id);
-  if (!claim.ok()) return claim.status();
   if (answer.find_first_not_of(" \t\r\n") == std::string::npos) {
     return absl::InvalidArgumentError("answer: must not be empty");
   }
-  auto plan = store_.Get(who, plan_id);
+  std::unique_ptr<Claim> claim;
+  auto plan = ClaimAndGet(who, plan_id, claim);
   if (!plan.ok()) return plan.status();
   if (plan->status != PlanStatus::kWaitingOnUser || !plan->pending_question.has_value()) {
     return absl::FailedPreconditionError(absl::StrCat("plan ", plan_id, " is ",

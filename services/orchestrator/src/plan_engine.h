@@ -32,6 +32,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -153,6 +154,10 @@ class PlanEngine final {
   struct Run;
   class Claim;
 
+  // Claims `plan_id` for the calling operation (`claim` holds it until the
+  // operation returns) and reads the plan.
+  absl::StatusOr<Plan> ClaimAndGet(const core::Identity& who, const std::string& plan_id,
+                                   std::unique_ptr<Claim>& claim);
   absl::StatusOr<PlanOutcome> ReviewAndRun(Plan plan, const PlanRequest& request,
                                            const PlanContext& context, PlanEventSink& sink,
                                            const std::function<bool()>& cancelled);
