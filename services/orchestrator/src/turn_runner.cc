@@ -64,6 +64,13 @@ class Emitter final {
   pb::ChatEvent event_;
 };
 
+// A call that failed, as a tool result the planner (and the user) reads.
+json ErrorResult(const absl::Status& status) {
+  return {{"error",
+           {{"code", absl::StatusCodeToString(status.code())},
+            {"message", std::string(status.message())}}}};
+}
+
 // A stored message's metadata: asked for as JSON text (metadata_as_json),
 // read from the Struct when storage sent one instead.
 json MetadataOf(const convpb::Message& m) {
@@ -756,9 +763,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
         *described = DescribeResult(step, ParseObject(ran.result_json), ran.is_error, &listed);
       }
     } else {
-      const json error = {{"error",
-                           {{"code", absl::StatusCodeToString(result.status().code())},
-                            {"message", std::string(result.status().message())}}}};
+      const json error = ErrorResult(result.status());
       ran = {error.dump(), true};
       out->set_result_json(ran.result_json);
       out->set_is_error(true);
@@ -840,30 +845,25 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
                       const std::string& doing) -> std::string {
     if (!outcome) return "";
     if (!outcome->ok()) {
-      return "I could not finish this (" + doing + "): " + std::string(outcome->status().message());
+      return doing + " did not work: " + std::string(outcome->status().message());
     }
     return PlanReplyText((*outcome)->plan);
   };
-  // agent_create_plan as the model called it.
+  // agent_create_plan, as the model called it or the local policy asked.
+  auto make_plan = [&](const PlanRequest& asked) {
+    return run_plan(
+        asked.mode == ExecutionMode::kAutoExecute ? "Making and running a plan" : "Making a plan",
+        [&] {
+          return plans_->CreatePlan(who, conversation_id, asked, plan_context(), plan_events,
+                                    plan_stopped);
+        });
+  };
   auto create_plan = [&](const std::string& arguments_json) -> std::optional<ToolRun> {
-    auto error_result = [](const absl::Status& status) {
-      return ToolRun{json{{"error",
-                           {{"code", absl::StatusCodeToString(status.code())},
-                            {"message", std::string(status.message())}}}}
-                         .dump(),
-                     true};
-    };
     absl::StatusOr<PlanRequest> asked = ParsePlanRequest(arguments_json);
-    if (!asked.ok()) return error_result(asked.status());
-    std::optional<absl::StatusOr<PlanOutcome>> outcome =
-        run_plan(asked->mode == ExecutionMode::kAutoExecute ? "Making and running a plan"
-                                                            : "Making a plan",
-                 [&] {
-                   return plans_->CreatePlan(who, conversation_id, *asked, plan_context(),
-                                             plan_events, plan_stopped);
-                 });
+    if (!asked.ok()) return ToolRun{ErrorResult(asked.status()).dump(), true};
+    std::optional<absl::StatusOr<PlanOutcome>> outcome = make_plan(*asked);
     if (!outcome) return std::nullopt;
-    if (!outcome->ok()) return error_result(outcome->status());
+    if (!outcome->ok()) return ToolRun{ErrorResult(outcome->status()).dump(), true};
     return ToolRun{(*outcome)->tool_result_json, false};
   };
 
@@ -892,40 +892,36 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     move.entities.insert(analysis.entities().begin(), analysis.entities().end());
     if (last) move.entities.insert(last->entities.begin(), last->entities.end());
     const std::string plan_id = plan_target->plan_id;
-    std::optional<absl::StatusOr<PlanOutcome>> outcome;
     std::string doing;
+    PlanCall call;
     switch (*plan_move) {
       case PlanMove::kApprove:
-        doing = "running the plan";
-        outcome = run_plan("Running the plan", [&] {
-          return plans_->Approve(who, plan_id, plan_events, plan_stopped);
-        });
+        doing = "Running the plan";
+        call = [&] { return plans_->Approve(who, plan_id, plan_events, plan_stopped); };
         break;
       case PlanMove::kContinue:
-        doing = "finishing the plan";
-        outcome = run_plan("Running what is left of the plan", [&] {
-          return plans_->Execute(who, plan_id, plan_events, plan_stopped);
-        });
+        doing = "Running what is left of the plan";
+        call = [&] { return plans_->Execute(who, plan_id, plan_events, plan_stopped); };
         break;
       case PlanMove::kAnswer:
-        doing = "going on with the plan";
-        outcome = run_plan("Going on with the plan", [&] {
+        doing = "Going on with the plan";
+        call = [&] {
           return plans_->AnswerQuestion(who, plan_id, request.message(), plan_events,
                                         plan_stopped);
-        });
+        };
         break;
       case PlanMove::kRevise:
-        doing = "revising the plan";
-        outcome = run_plan("Revising the plan", [&] {
+        doing = "Revising the plan";
+        call = [&] {
           return plans_->Revise(who, plan_id, request.message(), plan_context(), plan_events);
-        });
+        };
         break;
       case PlanMove::kReject:
-        doing = "dropping the plan";
-        outcome = run_plan("Dropping the plan",
-                           [&] { return plans_->Reject(who, plan_id, request.message()); });
+        doing = "Dropping the plan";
+        call = [&] { return plans_->Reject(who, plan_id, request.message()); };
         break;
     }
+    const std::optional<absl::StatusOr<PlanOutcome>> outcome = run_plan(doing, call);
     move.reply = plan_text(outcome, doing);
     // A plan that could not be reached now still waits (another call acts
     // on it, or storage is down); one that moved on or is gone does not.
@@ -1030,13 +1026,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     PlanRequest asked;
     asked.objective = move.plan->objective;
     asked.mode = move.plan->draft ? ExecutionMode::kDraftOnly : ExecutionMode::kAutoExecute;
-    move.reply = plan_text(
-        run_plan(move.plan->draft ? "Making a plan" : "Making and running a plan",
-                 [&] {
-                   return plans_->CreatePlan(who, conversation_id, asked, plan_context(),
-                                             plan_events, plan_stopped);
-                 }),
-        "making the plan");
+    move.reply = plan_text(make_plan(asked), "Making the plan");
   }
   if (!text_sent) text = move.reply;
   if (planned.answered && !text_sent && text.empty()) text = plan_words;
