@@ -122,6 +122,18 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
   return bytes.size();
 }
 
+// The options every exchange with the server shares: where to, the headers,
+// and `exchange` receiving the answer's headers and body.
+void Aim(CURL* curl, const std::string& url, const HeaderList& headers, Exchange& exchange) {
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.list);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &OnHeader);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &exchange);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &OnBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &exchange);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+}
+
 // The server's explanation in an error body: a JSON-RPC error's message, or
 // the start of the text.
 std::string ErrorDetail(const std::string& body) {
@@ -289,17 +301,11 @@ absl::Status HttpTransport::Send(std::string_view message, const SendOptions& op
 
   CURL* curl = pool_->Acquire();
   if (curl == nullptr) return absl::InternalError("curl_easy_init failed");
-  curl_easy_setopt(curl, CURLOPT_URL, config_.url.c_str());
+  Aim(curl, config_.url, headers, exchange);
   curl_easy_setopt(curl, CURLOPT_POST, 1L);
   curl_easy_setopt(curl, CURLOPT_POSTFIELDS, message.data());
   curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(message.size()));
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.list);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &OnHeader);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &exchange);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &OnBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &exchange);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_text);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
   const long connect_ms =
       static_cast<long>(bounded ? std::min<int64_t>(left.count(), config_.connect_timeout.count())
@@ -364,14 +370,8 @@ void HttpTransport::DeleteSession(const std::string& session_id,
   exchange.handlers = &ignore;
   CURL* curl = pool_->Acquire();
   if (curl == nullptr) return;
-  curl_easy_setopt(curl, CURLOPT_URL, config_.url.c_str());
+  Aim(curl, config_.url, headers, exchange);
   curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "DELETE");
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.list);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &OnHeader);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &exchange);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &OnBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &exchange);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(kDeleteTimeout.count()));
   const CURLcode code = curl_easy_perform(curl);
   pool_->Release(curl);
@@ -434,15 +434,9 @@ HttpTransport::StreamResult HttpTransport::GetStream(const std::string& last_eve
     result.error = "curl init failed";
     return result;
   }
-  curl_easy_setopt(curl, CURLOPT_URL, config_.url.c_str());
+  Aim(curl, config_.url, headers, exchange);
   curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.list);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &OnHeader);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &exchange);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &OnBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &exchange);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_text);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
   const bool bounded = deadline != Clock::time_point::max();
   int64_t connect_ms = config_.connect_timeout.count();
