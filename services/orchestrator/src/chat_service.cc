@@ -18,6 +18,8 @@ namespace {
 constexpr int64_t kMaxReadMicros = 30'000'000;
 // A turn's bound when the client set no deadline (turn.timeout_ms applies too).
 constexpr int64_t kMaxTurnMicros = 3'600'000'000;
+// How often the turns other replicas never said had ended are forgotten.
+constexpr int64_t kPruneEveryMicros = 60'000'000;
 // Events waiting to be written before the turn's thread waits for the client.
 constexpr size_t kMaxQueuedEvents = 256;
 
@@ -307,17 +309,19 @@ RunningTurns::Control RunningTurns::Suspend(const std::string& key, const std::s
   // end says what it set aside. Turns whose end never came (their replica
   // died) are forgotten after the longest a turn can take.
   const int64_t now = core::NowMicros();
-  bool elsewhere = false;
-  for (auto it = remote_.begin(); it != remote_.end();) {
-    if (now - it->second.started_micros > kMaxTurnMicros) {
-      it = remote_.erase(it);
-      continue;
-    }
-    elsewhere |= it->first == key && it->second.turn_id != turn_id;
-    ++it;
+  if (now - pruned_micros_ > kPruneEveryMicros) {
+    pruned_micros_ = now;
+    std::erase_if(remote_, [now](const auto& entry) {
+      return now - entry.second.started_micros > kMaxTurnMicros;
+    });
+    std::erase_if(waiting_, [now](const auto& entry) {
+      return now - entry.second.since_micros > kMaxTurnMicros;
+    });
   }
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    it = now - it->second.since_micros > kMaxTurnMicros ? waiting_.erase(it) : std::next(it);
+  bool elsewhere = false;
+  auto [remote_begin, remote_end] = remote_.equal_range(key);
+  for (auto it = remote_begin; it != remote_end; ++it) {
+    elsewhere |= it->second.turn_id != turn_id && now - it->second.started_micros <= kMaxTurnMicros;
   }
   // Asked even when no turn is known elsewhere: one that began a moment ago
   // may not have been announced yet. Only a known one is waited for.

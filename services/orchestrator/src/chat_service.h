@@ -70,6 +70,7 @@ class RunningTurns final {
   std::multimap<std::string, std::pair<std::string, Control>> turns_;  // Guarded by mu_.
   std::multimap<std::string, Remote> remote_;                          // Guarded by mu_.
   std::multimap<std::string, Waiting> waiting_;                        // Guarded by mu_.
+  int64_t pruned_micros_ = 0;                                          // Guarded by mu_.
 };
 
 class ChatGrpcService final : public RawChatService {
