@@ -254,7 +254,7 @@ absl::StatusOr<Conversation> ConversationLogic::SetDialogueStatus(const core::Id
 }
 
 std::string ConversationLogic::EncodePageToken(const ConversationCursor& cursor) {
-  return absl::WebSafeBase64Escape("v1:" + std::to_string(cursor.updated_at) + ":" + cursor.id);
+  return absl::WebSafeBase64Escape("v1:" + std::to_string(cursor.listed_at) + ":" + cursor.id);
 }
 
 absl::StatusOr<ConversationCursor> ConversationLogic::DecodePageToken(const std::string& token) {
@@ -263,7 +263,7 @@ absl::StatusOr<ConversationCursor> ConversationLogic::DecodePageToken(const std:
   if (token.size() > 256 || !absl::WebSafeBase64Unescape(token, &raw)) return invalid;
   std::vector<std::string> parts = absl::StrSplit(raw, ':');
   ConversationCursor cursor;
-  if (parts.size() != 3 || parts[0] != "v1" || !absl::SimpleAtoi(parts[1], &cursor.updated_at) ||
+  if (parts.size() != 3 || parts[0] != "v1" || !absl::SimpleAtoi(parts[1], &cursor.listed_at) ||
       !core::IsUuid(parts[2])) {
     return invalid;
   }

@@ -29,7 +29,7 @@ absl::StatusOr<Conversation> MemoryConversationRepository::CreateConversation(
   c.parent_id = input.parent_id;
   c.metadata_json = input.metadata_json;
   if (c.kind == ConversationKind::kAgentDialogue) c.status = DialogueStatus::kActive;
-  c.created_at = c.updated_at = ++clock_;
+  c.created_at = c.updated_at = c.listed_at = ++clock_;
   stored_[{who.tenant_id, c.id}].conversation = c;
   return c;
 }
@@ -52,16 +52,16 @@ absl::StatusOr<ConversationPage> MemoryConversationRepository::ListConversations
     const Conversation& c = s.conversation;
     if (key.first != who.tenant_id || c.user_id != who.user_id || c.parent_id != parent_id)
       continue;
-    if (after && std::tie(c.updated_at, c.id) >= std::tie(after->updated_at, after->id)) continue;
+    if (after && std::tie(c.listed_at, c.id) >= std::tie(after->listed_at, after->id)) continue;
     matching.push_back(c);
   }
   std::sort(matching.begin(), matching.end(), [](const Conversation& a, const Conversation& b) {
-    return std::tie(a.updated_at, a.id) > std::tie(b.updated_at, b.id);
+    return std::tie(a.listed_at, a.id) > std::tie(b.listed_at, b.id);
   });
   ConversationPage page;
   if (static_cast<int>(matching.size()) > page_size) {
     matching.resize(page_size);
-    page.next = ConversationCursor{matching.back().updated_at, matching.back().id};
+    page.next = ConversationCursor{matching.back().listed_at, matching.back().id};
   }
   page.conversations = std::move(matching);
   return page;
@@ -91,7 +91,9 @@ void MemoryConversationRepository::AppendMessage(const core::Identity& who, NewM
       if (!in.idempotency_key.empty()) s->by_key[in.idempotency_key] = s->messages.size();
       s->messages.push_back(m);
       s->conversation.message_count = m.seq;
-      if (StartsTurn(m.role)) s->conversation.updated_at = m.created_at;
+      if (StartsTurn(m.role)) {
+        s->conversation.updated_at = s->conversation.listed_at = m.created_at;
+      }
       result = AppendResult{std::move(m), false};
     }
   }

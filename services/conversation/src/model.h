@@ -63,6 +63,9 @@ struct Conversation {
   DialogueStatus status = DialogueStatus::kNone;  // kActive.. for agent dialogues
   Micros created_at = 0;
   Micros updated_at = 0;  // the newest message that started a turn, or creation
+  // Its place in the list (newest first): the stored activity time, which a
+  // storage may move only when the order changes (at most `updated_at`).
+  Micros listed_at = 0;
 };
 
 struct Message {
@@ -100,7 +103,7 @@ struct AppendResult {
 
 // Keyset position for ListConversations: strictly older than this.
 struct ConversationCursor {
-  Micros updated_at = 0;
+  Micros listed_at = 0;
   std::string id;
 };
 

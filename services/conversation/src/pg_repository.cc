@@ -20,7 +20,13 @@ constexpr char kConversationColumns[] =
     "  conversations.tenant_id AND m.conversation_id = conversations.id"
     "  ORDER BY m.seq DESC LIMIT 1), 0),"
     " (extract(epoch FROM created_at) * 1000000)::bigint,"
-    " (extract(epoch FROM updated_at) * 1000000)::bigint, COALESCE(status, 0)";
+    // The activity shown: the stored time, or the newest message that started
+    // a turn when that is newer (the stored time moves only when the list's
+    // order changes or it is 10 minutes behind; migration 0004).
+    " (extract(epoch FROM GREATEST(updated_at, (SELECT m.created_at FROM conversation.messages m"
+    "  WHERE m.tenant_id = conversations.tenant_id AND m.conversation_id = conversations.id"
+    "  AND m.role IN (1, 5) ORDER BY m.seq DESC LIMIT 1))) * 1000000)::bigint,"
+    " COALESCE(status, 0), (extract(epoch FROM updated_at) * 1000000)::bigint";
 // SQL turning a microseconds-since-epoch expression into a timestamptz.
 std::string MicrosToTimestamp(const std::string& micros) {
   return "('epoch'::timestamptz + " + micros + " * interval '1 microsecond')";
@@ -78,6 +84,7 @@ absl::StatusOr<Conversation> PgConversationRepository::ReadConversation(pqxx::wo
   c.created_at = row[8].as<int64_t>();
   c.updated_at = row[9].as<int64_t>();
   c.status = static_cast<DialogueStatus>(row[10].as<int>());
+  c.listed_at = row[11].as<int64_t>();
   return c;
 }
 
@@ -114,7 +121,7 @@ absl::StatusOr<Conversation> PgConversationRepository::CreateConversation(
   c.parent_id = input.parent_id;
   c.metadata_json = input.metadata_json;
   if (c.kind == ConversationKind::kAgentDialogue) c.status = DialogueStatus::kActive;
-  c.created_at = c.updated_at = core::NowMicros();
+  c.created_at = c.updated_at = c.listed_at = core::NowMicros();
   const std::string sealed_title = KeyRing::Seal(*key, c.title, TitleAd(c.tenant_id, c.id));
   absl::Status status = pg::WithTenantTransaction(pool_, who.tenant_id, [&](pqxx::work& tx) {
     if (!c.parent_id.empty()) {
@@ -180,11 +187,11 @@ absl::StatusOr<ConversationPage> PgConversationRepository::ListConversations(
                                 " ORDER BY updated_at DESC, id DESC LIMIT $4";
         pqxx::result rows =
             tx.exec_params(sql, who.tenant_id, who.user_id, parent_id, page_size + 1,
-                           after ? after->updated_at : 0, after ? after->id : std::string());
+                           after ? after->listed_at : 0, after ? after->id : std::string());
         for (const pqxx::row& row : rows) {
           if (static_cast<int>(page.conversations.size()) == page_size) {
             const Conversation& last = page.conversations.back();
-            page.next = ConversationCursor{last.updated_at, last.id};
+            page.next = ConversationCursor{last.listed_at, last.id};
             break;
           }
           auto c = ReadConversation(tx, who.tenant_id, row);

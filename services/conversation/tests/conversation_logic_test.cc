@@ -153,7 +153,7 @@ TEST_F(ConversationLogicTest, PageTokensRoundTrip) {
   ConversationCursor cursor{1700000000123456, "0190a7e4-0000-7000-8000-000000000001"};
   auto decoded = ConversationLogic::DecodePageToken(ConversationLogic::EncodePageToken(cursor));
   ASSERT_TRUE(decoded.ok());
-  EXPECT_EQ(decoded->updated_at, cursor.updated_at);
+  EXPECT_EQ(decoded->listed_at, cursor.listed_at);
   EXPECT_EQ(decoded->id, cursor.id);
 }
 

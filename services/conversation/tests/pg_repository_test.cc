@@ -170,6 +170,64 @@ TEST_F(PgRepositoryTest, ListingIsMostRecentlyActiveFirstAcrossPages) {
   EXPECT_EQ(listed(), (std::vector<std::string>{ids[0], ids[1], ids[4], ids[3], ids[2]}));
 }
 
+// The stored activity time moves only when a reader would see it: a user
+// talking on in their most recent conversation writes no conversation row,
+// and the list's order and the shown time are still exact.
+TEST_F(PgRepositoryTest, TalkingOnInTheNewestConversationWritesNoConversationRow) {
+  const core::Identity dave{"acme", "dave"};
+  Conversation older = NewChat(dave, "older");
+  Conversation newer = NewChat(dave, "newer");
+  auto stored = [&](const Conversation& c) {
+    return Raw("SELECT (extract(epoch FROM updated_at) * 1000000)::bigint"
+               " FROM conversation.conversations WHERE id = '" +
+               c.id + "'")[0][0]
+        .as<int64_t>();
+  };
+  auto listed = [&] {
+    std::vector<std::string> seen;
+    auto page = logic_->List(dave, "", 10, "");
+    EXPECT_TRUE(page.ok()) << page.status();
+    if (page.ok()) {
+      for (const auto& c : page->conversations) seen.push_back(c.id);
+    }
+    return seen;
+  };
+  // Three turns in the newest conversation: its row is not written...
+  absl::StatusOr<AppendResult> last;
+  for (int i = 0; i < 3; ++i) {
+    last = Append(dave, {newer.id, 1, "turn " + std::to_string(i), "", ""});
+    ASSERT_TRUE(last.ok()) << last.status();
+    ASSERT_TRUE(Append(dave, {newer.id, 2, "reply", "", ""}).ok());
+  }
+  EXPECT_EQ(stored(newer), newer.updated_at);
+  // ...yet it shows the last turn's time, and stays on top.
+  EXPECT_EQ(logic_->Get(dave, newer.id)->updated_at, last->message.created_at);
+  EXPECT_EQ(listed(), (std::vector<std::string>{newer.id, older.id}));
+  auto page = logic_->List(dave, "", 10, "");
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->conversations[0].updated_at, last->message.created_at);
+
+  // A turn in the other conversation moves it above: its time is stored.
+  auto switched = Append(dave, {older.id, 1, "back to this one", "", ""});
+  ASSERT_TRUE(switched.ok());
+  EXPECT_EQ(stored(older), switched->message.created_at);
+  EXPECT_EQ(listed(), (std::vector<std::string>{older.id, newer.id}));
+  // And back: the first one is moved above again, past every earlier turn.
+  auto again = Append(dave, {newer.id, 1, "and again", "", ""});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(stored(newer), again->message.created_at);
+  EXPECT_EQ(listed(), (std::vector<std::string>{newer.id, older.id}));
+
+  // A stored time more than 10 minutes behind moves even on top, so it is
+  // never further behind than that.
+  Raw("UPDATE conversation.conversations SET updated_at = now() - interval '11 minutes'"
+      " WHERE id = '" +
+      newer.id + "'");
+  auto late = Append(dave, {newer.id, 1, "after a break", "", ""});
+  ASSERT_TRUE(late.ok());
+  EXPECT_EQ(stored(newer), late->message.created_at);
+}
+
 // Instances of the previous release write batches with the JSON function
 // while a rolling update replaces them: its seqs continue the same sequence.
 TEST_F(PgRepositoryTest, ThePreviousReleasesBatchCallContinuesTheSameSequence) {
@@ -481,6 +539,12 @@ TEST_F(PgRepositoryTest, RetentionPurgesIdleConversationsPerTenant) {
   auto none = repository_->PurgeIdle(policy, Now(), 1000);
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_EQ(*none, 0);
+  // The stored activity time may be up to 10 minutes behind the newest turn
+  // (the turn above did not move it): 5 minutes past 30 days is not idle.
+  auto margin = repository_->PurgeIdle(policy, Now() + 30 * day + 5 * 60 * 1000000LL, 1000);
+  ASSERT_TRUE(margin.ok()) << margin.status();
+  EXPECT_EQ(*margin, 0);
+  EXPECT_TRUE(logic_->Get(short_lived, idle.id).ok());
   // 31 days later: the 30-day tenant's conversation goes, with its dialogue
   // and messages; the 90-day tenant's stays.
   auto purged = repository_->PurgeIdle(policy, Now() + 31 * day, 1000);
