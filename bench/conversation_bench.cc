@@ -4,11 +4,18 @@
 //                         what a naive service would get per client; measured
 //                         in turns with appends_per_s_c1 (--rounds)
 //   appends_per_s_c1/c64  AppendMessage over gRPC (loopback) to the real
-//                         service stack, 1 and 64 concurrent clients
+//                         service stack, 1 and 64 concurrent clients (each
+//                         client a user with their own conversation)
+//   appends_per_s_c64_one_user
+//                         64 clients of one user, each in their own
+//                         conversation: every append moves its conversation
+//                         above the others, so each also writes the
+//                         conversation's activity time
 //   window_p50/p99_ms     GetContextWindow over gRPC on a 10,000-message
 //                         conversation
 // Prints a final line: RESULT appends_per_s_c1=... appends_per_s_c64=...
 //   raw_insert_per_s=... window_p50_ms=... window_p99_ms=...
+//   appends_per_s_c64_one_user=...
 #include <grpcpp/grpcpp.h>
 #include <sys/resource.h>
 
@@ -139,17 +146,17 @@ class Bench {
 
   pb::ConversationService::Stub& stub() { return *stub_; }
 
-  static void Identify(grpc::ClientContext& context) {
-    core::AttachIdentity(context, {"bench-tenant", "bench-user"});
+  static void Identify(grpc::ClientContext& context, const std::string& user = "bench-user") {
+    core::AttachIdentity(context, {"bench-tenant", user});
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   }
 
-  std::string NewConversation() {
+  std::string NewConversation(const std::string& user = "bench-user") {
     pb::CreateConversationRequest request;
     request.set_title("bench");
     pb::CreateConversationResponse response;
     grpc::ClientContext context;
-    Identify(context);
+    Identify(context, user);
     if (!stub().CreateConversation(&context, request, &response).ok()) std::abort();
     return response.conversation().id();
   }
@@ -157,9 +164,13 @@ class Bench {
   // Keeps `clients` appends in flight (each client to its own conversation,
   // sending its next message when the previous one is acknowledged) for
   // `seconds`, using gRPC's callback API so the load generator itself stays
-  // cheap; returns acknowledged appends per second.
-  double AppendRate(int clients, double seconds) {
+  // cheap; returns acknowledged appends per second. Each client is its own
+  // user, as concurrent clients are; with `one_user`, all are the same user,
+  // so every append moves its conversation above the others (the activity
+  // time is written each time).
+  double AppendRate(int clients, double seconds, bool one_user = false) {
     struct Client {
+      std::string user;
       pb::AppendMessageRequest request;
       pb::AppendMessageResponse response;
       std::unique_ptr<grpc::ClientContext> context;
@@ -171,7 +182,8 @@ class Bench {
     std::condition_variable all_done;
     int running = clients;
     for (int c = 0; c < clients; ++c) {
-      state[c].request.set_conversation_id(NewConversation());
+      state[c].user = one_user ? "bench-user" : "bench-user-" + std::to_string(c);
+      state[c].request.set_conversation_id(NewConversation(state[c].user));
       state[c].request.set_role(pb::ROLE_USER);
       state[c].request.set_content(
           "Every Monday I copy the Notion status updates into a summary for the team; "
@@ -181,7 +193,7 @@ class Bench {
     std::function<void(int)> send = [&](int c) {
       Client& client = state[c];
       client.context = std::make_unique<grpc::ClientContext>();
-      Identify(*client.context);
+      Identify(*client.context, client.user);
       stub().async()->AppendMessage(client.context.get(), &client.request, &client.response,
                                     [&, c](grpc::Status status) {
                                       if (status.ok()) {
@@ -369,6 +381,8 @@ int main(int argc, char** argv) {
                "appends, 64 clients: %.0f/s (this process: %.2f cores, %.0f us CPU per append; "
                "machine %.0f%% busy)\n",
                c64, cpu_cores, cpu_cores * 1e6 / c64, machine_busy * 100);
+  const double c64_one_user = bench.AppendRate(64, seconds, /*one_user=*/true);
+  std::fprintf(stderr, "appends, 64 clients of one user: %.0f/s\n", c64_one_user);
   const std::string id = bench.FilledConversation(window_messages);
   auto [p50, p99] = bench.WindowLatency(id, window_calls);
   {
@@ -379,7 +393,7 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "RESULT appends_per_s_c1=%.0f appends_per_s_c64=%.0f raw_insert_per_s=%.0f "
-      "c1_vs_raw=%.2f window_p50_ms=%.3f window_p99_ms=%.3f\n",
-      c1, c64, raw, c1 / raw, p50, p99);
+      "c1_vs_raw=%.2f window_p50_ms=%.3f window_p99_ms=%.3f appends_per_s_c64_one_user=%.0f\n",
+      c1, c64, raw, c1 / raw, p50, p99, c64_one_user);
   return 0;
 }

@@ -18,32 +18,6 @@
 -- update_time); the retention purge adds the 10 minutes to its idle time, so
 -- it never deletes a conversation that had a turn within its retention.
 
--- Whether moving the activity time of conversation p_id (of p_user, under
--- p_parent, stored p_updated) to p_at is seen by a reader: it moves the
--- conversation up its list, or the stored time is more than 10 minutes old.
-CREATE FUNCTION conversation.activity_shows(p_tenant text, p_user text, p_parent uuid,
-                                            p_id uuid, p_updated timestamptz,
-                                            p_at timestamptz)
-RETURNS boolean
-LANGUAGE sql
-STABLE
-AS $$
-  SELECT p_at > p_updated
-     AND (p_updated < p_at - interval '10 minutes'
-          OR p_id IS DISTINCT FROM
-             CASE WHEN p_parent IS NULL THEN
-               (SELECT o.id FROM conversation.conversations o
-                 WHERE o.tenant_id = p_tenant AND o.user_id = p_user AND o.parent_id IS NULL
-                 ORDER BY o.updated_at DESC, o.id DESC LIMIT 1)
-             ELSE
-               (SELECT o.id FROM conversation.conversations o
-                 WHERE o.tenant_id = p_tenant AND o.user_id = p_user AND o.parent_id = p_parent
-                 ORDER BY o.updated_at DESC, o.id DESC LIMIT 1)
-             END)
-$$;
-GRANT EXECUTE ON FUNCTION conversation.activity_shows(text, text, uuid, uuid, timestamptz,
-                                                      timestamptz) TO omniforge_app;
-
 CREATE OR REPLACE FUNCTION conversation.append_message(p_tenant text, p_user text,
                                                        p_conversation uuid, p_id uuid,
                                                        p_role smallint, p_key_id integer,
@@ -91,12 +65,21 @@ BEGIN
   VALUES (p_tenant, p_conversation, v_seq, p_id, p_role, p_key_id, p_content, p_token_count,
           p_metadata, p_idempotency_key,
           'epoch'::timestamptz + p_created_us * interval '1 microsecond');
-  IF p_role IN (1, 5)  -- user, planner: a turn starts
-     AND conversation.activity_shows(p_tenant, p_user, v_parent, p_conversation, v_updated, v_at)
-  THEN
+  IF p_role IN (1, 5) AND v_at > v_updated THEN  -- user, planner: a turn starts
+    -- Written when it shows: the stored time is 10 minutes behind, or
+    -- another conversation of the list is above this one (or level with it).
     UPDATE conversation.conversations cv
        SET updated_at = v_at
-     WHERE cv.tenant_id = p_tenant AND cv.id = p_conversation;
+     WHERE cv.tenant_id = p_tenant AND cv.id = p_conversation
+       AND (v_updated < v_at - interval '10 minutes'
+            OR EXISTS (SELECT 1 FROM conversation.conversations o
+                        WHERE o.tenant_id = p_tenant AND o.user_id = p_user
+                          AND o.parent_id IS NULL AND v_parent IS NULL
+                          AND o.updated_at >= v_updated AND o.id <> p_conversation)
+            OR EXISTS (SELECT 1 FROM conversation.conversations o
+                        WHERE o.tenant_id = p_tenant AND o.user_id = p_user
+                          AND o.parent_id = v_parent
+                          AND o.updated_at >= v_updated AND o.id <> p_conversation));
   END IF;
   RETURN QUERY SELECT 0, 'stored'::text, p_id, v_seq, NULL::smallint, NULL::integer,
                       NULL::bytea, NULL::integer, NULL::text, NULL::bigint;
@@ -158,9 +141,18 @@ BEGIN
       SET updated_at = s.max_at
       FROM (SELECT f.c, max('epoch'::timestamptz + f.at * interval '1 microsecond') AS max_at
             FROM fresh f WHERE f.r IN (1, 5) GROUP BY f.c) s
-      WHERE cv.tenant_id = v_tenant AND cv.id = s.c
-        AND conversation.activity_shows(v_tenant, cv.user_id, cv.parent_id, cv.id,
-                                        cv.updated_at, s.max_at)
+      WHERE cv.tenant_id = v_tenant AND cv.id = s.c AND s.max_at > cv.updated_at
+        -- Written when it shows: the stored time is 10 minutes behind, or
+        -- another conversation of the list is above this one (or level with it).
+        AND (cv.updated_at < s.max_at - interval '10 minutes'
+             OR EXISTS (SELECT 1 FROM conversation.conversations o
+                         WHERE o.tenant_id = v_tenant AND o.user_id = cv.user_id
+                           AND o.parent_id IS NULL AND cv.parent_id IS NULL
+                           AND o.updated_at >= cv.updated_at AND o.id <> cv.id)
+             OR EXISTS (SELECT 1 FROM conversation.conversations o
+                         WHERE o.tenant_id = v_tenant AND o.user_id = cv.user_id
+                           AND o.parent_id = cv.parent_id
+                           AND o.updated_at >= cv.updated_at AND o.id <> cv.id))
       RETURNING 1
     )
     SELECT x.o::integer,
