@@ -241,7 +241,7 @@ int Run(int turns, double seconds, bool model) {
            << provider->openai_base_url()
            << "\n      api_key_env: BENCH_LLM_KEY\n  profiles:\n    balanced: [fake/planner]\n";
     orchestrator_args = {"--config", (dir / "orchestrator.yaml").string()};
-    // With a model, every call is recorded in orchestration.llm_usage.
+    // With a model, every turn's calls are recorded in orchestration.llm_turn_usage.
     orchestrator_env.push_back(dsn);
     orchestrator_env.push_back("BENCH_LLM_KEY=bench-key");
   }

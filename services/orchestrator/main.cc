@@ -146,7 +146,7 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
     core::LogInfo("flows are kept in orchestration.flows, turn errors in orchestration.error_log");
     if (s.llm.enabled()) {
       usage = std::make_shared<PgUsageRecorder>(*pool);
-      core::LogInfo("model calls are recorded in orchestration.llm_usage");
+      core::LogInfo("model calls are recorded in orchestration.llm_turn_usage, one row per turn");
     }
   } else {
     core::LogWarn(

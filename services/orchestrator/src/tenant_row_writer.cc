@@ -15,6 +15,7 @@ namespace {
 struct TenantRow {
   std::string tenant_id;
   nlohmann::json row;
+  double records = 1;
 };
 
 }  // namespace
@@ -26,14 +27,17 @@ struct TenantRowWriter::Queue {
         commits(
             1, 256, owner.options_.max_queued,
             [this](std::vector<TenantRow>& batch) { Write(batch); },
-            [&owner](TenantRow&, absl::Status) { owner.CountDropped("queue_full"); }) {}
+            [&owner](TenantRow& r, absl::Status) { owner.CountDropped("queue_full", r.records); }) {
+  }
 
   void Write(std::vector<TenantRow>& batch) {
     std::map<std::string, nlohmann::json> rows_by_tenant;
+    std::map<std::string, double> records_by_tenant;
     for (TenantRow& r : batch) {
       nlohmann::json& rows = rows_by_tenant[r.tenant_id];
       if (rows.is_null()) rows = nlohmann::json::array();
       rows.push_back(std::move(r.row));
+      records_by_tenant[r.tenant_id] += r.records;
     }
     for (const auto& [tenant, rows] : rows_by_tenant) {
       absl::Status status = pg::WithTenantTransaction(pool, tenant, [&](pqxx::work& tx) {
@@ -41,7 +45,7 @@ struct TenantRowWriter::Queue {
         return absl::OkStatus();
       });
       if (!status.ok()) {
-        owner.CountDropped("database", static_cast<double>(rows.size()));
+        owner.CountDropped("database", records_by_tenant[tenant]);
         core::LogWarn(owner.options_.what + " not stored",
                       {{"component", "orchestrator"},
                        {"rows", std::to_string(rows.size())},
@@ -60,8 +64,8 @@ TenantRowWriter::TenantRowWriter(pg::PgPool& pool, TenantRowWriterOptions option
 
 TenantRowWriter::~TenantRowWriter() = default;
 
-void TenantRowWriter::Submit(std::string tenant_id, nlohmann::json row) {
-  queue_->commits.Submit({std::move(tenant_id), std::move(row)});
+void TenantRowWriter::Submit(std::string tenant_id, nlohmann::json row, double records) {
+  queue_->commits.Submit({std::move(tenant_id), std::move(row), records});
 }
 
 void TenantRowWriter::CountDropped(const char* reason, double rows) const {

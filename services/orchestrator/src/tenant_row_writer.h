@@ -34,7 +34,9 @@ class TenantRowWriter final {
   TenantRowWriter(pg::PgPool& pool, TenantRowWriterOptions options);
   ~TenantRowWriter();
 
-  void Submit(std::string tenant_id, nlohmann::json row);
+  // `records`: what the row counts for in the dropped metric should it not
+  // be stored (a row holding several records counts each).
+  void Submit(std::string tenant_id, nlohmann::json row, double records = 1);
   void CountDropped(const char* reason, double rows = 1) const;
 
  private:
