@@ -1,6 +1,5 @@
 #include "services/orchestrator/src/turn_runner.h"
 
-#include <future>
 #include <utility>
 #include <vector>
 
@@ -376,8 +375,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
 
   // The user's agents, for the intent service and the planner: listed while
   // the message is stored and the window read.
-  std::future<absl::StatusOr<execpb::InvokeToolResponse>> agents_listed =
-      std::async(std::launch::async, [&] {
+  core::SideCall<absl::StatusOr<execpb::InvokeToolResponse>> agents_listed =
+      side_calls_.Async([&] {
         execpb::InvokeToolRequest list;
         list.set_tool_name("list_agents");
         return tools_.InvokeTool(who, list, call_deadline());
@@ -412,9 +411,9 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
 
   // The history so far, read while the message is stored (the window then
   // holds the turns before it; a new conversation has none).
-  std::future<absl::StatusOr<convpb::GetContextWindowResponse>> window_read;
+  core::SideCall<absl::StatusOr<convpb::GetContextWindowResponse>> window_read;
   if (!created && !unstored) {
-    window_read = std::async(std::launch::async, [&] {
+    window_read = side_calls_.Async([&] {
       convpb::GetContextWindowRequest window_request;
       window_request.set_conversation_id(conversation_id);
       window_request.set_token_budget(options_.context_token_budget);
@@ -1136,9 +1135,9 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   // for a flow that spans turns (it waits, is suspended, or was stored by an
   // earlier turn). A flow done within its first turn needs no record: its
   // box is never read again, and most turns are such flows.
-  std::future<absl::Status> flow_saved;
+  core::SideCall<absl::Status> flow_saved;
   if (flows_ != nullptr && !unstored && (waiting || suspended || continuing || resuming)) {
-    flow_saved = std::async(std::launch::async, [&] {
+    flow_saved = side_calls_.Async([&] {
       const FlowStatus status = suspended ? FlowStatus::kSuspended
                                 : waiting ? FlowStatus::kWaiting
                                           : FlowStatus::kDone;

@@ -35,6 +35,7 @@
 
 #include "absl/status/status.h"
 #include "libs/core/identity.h"
+#include "libs/core/side_threads.h"
 #include "libs/llm/chat_model.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
 #include "services/orchestrator/src/append_spool.h"
@@ -166,6 +167,10 @@ class TurnRunner final {
   TurnErrorLog* const errors_;
   PlanEngine* const plans_;
   AppendSpool* const spool_;
+
+  // Calls a turn makes beside its own work (listing the agents, reading the
+  // window, saving the flow), on threads kept from turn to turn.
+  mutable core::SideThreads side_calls_;
 
   mutable std::mutex catalog_mu_;
   mutable std::shared_ptr<const ToolCatalog> catalog_;  // Guarded by catalog_mu_.

@@ -1,0 +1,50 @@
+#include "libs/core/side_threads.h"
+
+namespace omniforge::core {
+
+SideThreads::~SideThreads() {
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    threads.swap(threads_);
+  }
+  ready_.notify_all();
+  for (std::thread& t : threads) t.join();
+}
+
+size_t SideThreads::threads() const {
+  std::lock_guard lock(mu_);
+  return threads_.size();
+}
+
+void SideThreads::Post(std::function<void()> call) {
+  std::unique_lock lock(mu_);
+  calls_.push_back(std::move(call));
+  // An idle thread for each waiting call, or a new one: no call waits for
+  // another to finish.
+  if (calls_.size() > idle_) {
+    threads_.emplace_back([this] { Work(); });
+    return;
+  }
+  lock.unlock();
+  ready_.notify_one();
+}
+
+void SideThreads::Work() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    ++idle_;
+    ready_.wait(lock, [this] { return stopping_ || !calls_.empty(); });
+    --idle_;
+    if (calls_.empty()) return;  // stopping
+    std::function<void()> call = std::move(calls_.front());
+    calls_.pop_front();
+    lock.unlock();
+    call();
+    call = nullptr;  // its captures go before the thread counts as idle
+    lock.lock();
+  }
+}
+
+}  // namespace omniforge::core

@@ -1,0 +1,79 @@
+// Threads for calls a task starts beside its own work (std::async without a
+// new thread per call): each call runs at once on an idle thread, or on a
+// new one when none is idle, so a call never waits in a queue; threads stay
+// for the next calls instead of being created and torn down every time
+// (a thread's start and exit cost more than a short loopback call).
+//
+// The handle a call returns waits for the call in its destructor, as a
+// std::future from std::async does, so a call may use its caller's locals.
+// Thread-safe. Destruction waits for running calls and ends the threads.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace omniforge::core {
+
+// The result of a call on SideThreads; waits for it when destroyed.
+template <typename T>
+class SideCall final {
+ public:
+  SideCall() = default;
+  explicit SideCall(std::future<T> future) : future_(std::move(future)) {}
+  SideCall(SideCall&&) noexcept = default;
+  SideCall& operator=(SideCall&& other) noexcept {
+    Wait();
+    future_ = std::move(other.future_);
+    return *this;
+  }
+  ~SideCall() { Wait(); }
+
+  bool valid() const { return future_.valid(); }
+  T get() { return future_.get(); }
+
+ private:
+  void Wait() {
+    if (future_.valid()) future_.wait();
+  }
+
+  std::future<T> future_;
+};
+
+class SideThreads final {
+ public:
+  SideThreads() = default;
+  ~SideThreads();
+  SideThreads(const SideThreads&) = delete;
+  SideThreads& operator=(const SideThreads&) = delete;
+
+  template <typename F>
+  SideCall<std::invoke_result_t<F>> Async(F call) {
+    auto task = std::make_shared<std::packaged_task<std::invoke_result_t<F>()>>(std::move(call));
+    SideCall<std::invoke_result_t<F>> result(task->get_future());
+    Post([task] { (*task)(); });
+    return result;
+  }
+
+  // Threads started so far (idle or busy).
+  size_t threads() const;
+
+ private:
+  void Post(std::function<void()> call);
+  void Work();
+
+  mutable std::mutex mu_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> calls_;  // Guarded by mu_.
+  size_t idle_ = 0;                          // Guarded by mu_.
+  bool stopping_ = false;                    // Guarded by mu_.
+  std::vector<std::thread> threads_;         // Guarded by mu_.
+};
+
+}  // namespace omniforge::core

@@ -1,0 +1,90 @@
+#include "libs/core/side_threads.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+#include <stdexcept>
+#include <string>
+
+namespace omniforge::core {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Calls that wait for each other all run: none waits in a queue behind
+// another (a fixed pool smaller than the calls would never finish them).
+TEST(SideThreadsTest, ConcurrentCallsNeverQueueBehindEachOther) {
+  SideThreads threads;
+  constexpr int kCalls = 12;
+  std::mutex mu;
+  std::condition_variable all_started;
+  int started = 0;
+  std::vector<SideCall<bool>> calls;
+  for (int i = 0; i < kCalls; ++i) {
+    calls.push_back(threads.Async([&] {
+      std::unique_lock lock(mu);
+      ++started;
+      all_started.notify_all();
+      return all_started.wait_for(lock, 10s, [&] { return started == kCalls; });
+    }));
+  }
+  for (auto& call : calls) EXPECT_TRUE(call.get());
+  EXPECT_EQ(threads.threads(), static_cast<size_t>(kCalls));
+}
+
+// One call after another reuses the threads instead of starting one per
+// call. (A call's result is ready a moment before its thread is idle again,
+// so a second thread may start once; with two, one is always idle.)
+TEST(SideThreadsTest, SequentialCallsReuseTheirThreads) {
+  SideThreads threads;
+  int sum = 0;
+  for (int i = 1; i <= 100; ++i) sum += threads.Async([i] { return i; }).get();
+  EXPECT_EQ(sum, 5050);
+  EXPECT_LE(threads.threads(), 2u);
+}
+
+// Like std::async's future, the handle waits for its call when it goes, so
+// a call may write to its caller's locals.
+TEST(SideThreadsTest, TheHandleWaitsForItsCallWhenDestroyed) {
+  SideThreads threads;
+  std::string written;
+  {
+    SideCall<void> call = threads.Async([&] {
+      std::this_thread::sleep_for(50ms);
+      written = "done";
+    });
+  }
+  EXPECT_EQ(written, "done");
+  // Assigning over a running call waits for it as well.
+  std::atomic<bool> first_done{false};
+  SideCall<void> call = threads.Async([&] {
+    std::this_thread::sleep_for(30ms);
+    first_done = true;
+  });
+  call = threads.Async([] {});
+  EXPECT_TRUE(first_done.load());
+  call.get();
+}
+
+TEST(SideThreadsTest, ExceptionsReachTheCaller) {
+  SideThreads threads;
+  SideCall<int> call = threads.Async([]() -> int { throw std::runtime_error("boom"); });
+  EXPECT_THROW(call.get(), std::runtime_error);
+}
+
+TEST(SideThreadsTest, DestructionEndsIdleThreads) {
+  std::atomic<int> ran{0};
+  {
+    SideThreads threads;
+    for (int i = 0; i < 3; ++i) threads.Async([&] { ++ran; }).get();
+  }
+  EXPECT_EQ(ran.load(), 3);
+}
+
+}  // namespace
+}  // namespace omniforge::core
