@@ -84,6 +84,8 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.turn.max_clarifications = static_cast<int>(c.Int("turn.max_clarifications", 2, 0, 10));
   s.turn.context_token_budget =
       static_cast<int>(c.Int("turn.context_token_budget", 2000, 100, 100000));
+  s.turn.window_cache_bytes =
+      static_cast<size_t>(c.Int("turn.window_cache_bytes", 32 << 20, 0, int64_t{1} << 34));
   s.turn.call_timeout =
       std::chrono::milliseconds(c.Int("turn.call_timeout_ms", 10000, 100, 600000));
   s.turn.max_iterations = static_cast<int>(c.Int("planner.max_iterations", 10, 1, 100));

@@ -332,7 +332,9 @@ TurnRunner::TurnRunner(Memory& memory, Understanding& understanding, Tools& tool
       flows_(flows),
       errors_(errors),
       plans_(plans),
-      spool_(spool) {}
+      spool_(spool),
+      windows_({.max_bytes = options.window_cache_bytes,
+                .token_budget = options.context_token_budget}) {}
 
 std::shared_ptr<const TurnRunner::ToolCatalog> TurnRunner::Catalog(const core::Identity& who,
                                                                    int64_t deadline) const {
@@ -410,17 +412,19 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   // answers NOT_FOUND for one that is not the caller's, and stores nothing.)
 
   // The history so far, read while the message is stored (the window then
-  // holds the turns before it; a new conversation has none).
+  // holds the turns before it; a new conversation has none), unless the
+  // window this orchestrator kept after the conversation's last turn still
+  // holds (known once the message has its seq).
+  auto read_window = [&] {
+    convpb::GetContextWindowRequest window_request;
+    window_request.set_conversation_id(conversation_id);
+    window_request.set_token_budget(options_.context_token_budget);
+    window_request.set_metadata_as_json(true);
+    return memory_.GetContextWindow(who, window_request, call_deadline());
+  };
+  const bool window_kept = !created && !unstored && windows_.Has(who, conversation_id);
   core::SideCall<absl::StatusOr<convpb::GetContextWindowResponse>> window_read;
-  if (!created && !unstored) {
-    window_read = side_calls_.Async([&] {
-      convpb::GetContextWindowRequest window_request;
-      window_request.set_conversation_id(conversation_id);
-      window_request.set_token_budget(options_.context_token_budget);
-      window_request.set_metadata_as_json(true);
-      return memory_.GetContextWindow(who, window_request, call_deadline());
-    });
-  }
+  if (!created && !unstored && !window_kept) window_read = side_calls_.Async(read_window);
 
   // The user's message, once per turn_id.
   const std::string turn_id = request.turn_id().empty() ? core::NewUuid() : request.turn_id();
@@ -459,8 +463,17 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   Emitter emit(sink, [&](pb::ChatErrorCode code, const std::string& message) {
     record_error(ErrorKind(code), message);
   });
+  // The turn's messages are stored in order, each once: the window kept for
+  // the next turn can follow them.
+  const bool user_stored_now =
+      !unstored && !user_spooled && !stored_user_message.deduplicated();
   absl::StatusOr<convpb::GetContextWindowResponse> window =
       window_read.valid() ? window_read.get() : convpb::GetContextWindowResponse();
+  if (window_kept) {
+    std::optional<convpb::GetContextWindowResponse> kept;
+    if (user_stored_now) kept = windows_.Take(who, conversation_id, stored_user_message.message());
+    window = kept.has_value() ? *std::move(kept) : read_window();
+  }
 
   // A retried turn that already finished: replay its stored reply.
   if (stored_user_message.deduplicated()) {
@@ -508,6 +521,10 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     }
     history.mutable_messages()->DeleteSubrange(keep, history.messages_size() - keep);
   }
+  // What the window kept for the next turn starts from (the turn's own
+  // history is consumed on the way).
+  std::optional<convpb::GetContextWindowResponse> history_before;
+  if (user_stored_now && window.ok()) history_before = history;
   const std::optional<Routing> last = LastRouting(history);
 
   // The flow this message suspends, once it has stopped at a safe point (or
@@ -1158,6 +1175,13 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     core::LogWarn("reply not stored", {{"component", "orchestrator"},
                                        {"stage", "store_reply"},
                                        {"error", std::string(stored_reply.status().message())}});
+  }
+  if (history_before.has_value() && stored_reply.ok() && stored_reply->has_value() &&
+      !(*stored_reply)->deduplicated()) {
+    windows_.Advance(who, conversation_id, *history_before, stored_user_message.message(),
+                     (*stored_reply)->message());
+  } else if (!unstored) {
+    windows_.Forget(who, conversation_id);
   }
   if (flow_saved.valid()) {
     if (absl::Status saved = flow_saved.get(); !saved.ok()) {

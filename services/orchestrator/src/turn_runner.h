@@ -44,6 +44,7 @@
 #include "services/orchestrator/src/flow_store.h"
 #include "services/orchestrator/src/plan_engine.h"
 #include "services/orchestrator/src/routing.h"
+#include "services/orchestrator/src/window_cache.h"
 
 namespace omniforge::orchestrator {
 
@@ -59,6 +60,9 @@ struct TurnOptions {
   int max_iterations = 10;
   // The context window's token budget beyond the recent exchanges.
   int context_token_budget = 2000;
+  // Context windows kept after a turn for the conversation's next one
+  // (window_cache.h); 0: every turn reads its window.
+  size_t window_cache_bytes = 32 << 20;
   // Upper bound of each downstream call (within the turn's own deadline).
   std::chrono::milliseconds call_timeout{10000};
 };
@@ -171,6 +175,7 @@ class TurnRunner final {
   // Calls a turn makes beside its own work (listing the agents, reading the
   // window, saving the flow), on threads kept from turn to turn.
   mutable core::SideThreads side_calls_;
+  mutable WindowCache windows_;
 
   mutable std::mutex catalog_mu_;
   mutable std::shared_ptr<const ToolCatalog> catalog_;  // Guarded by catalog_mu_.

@@ -25,6 +25,7 @@
 #include "libs/core/grpc_identity.h"
 #include "libs/core/ids.h"
 #include "libs/llm/testing/fake_provider.h"
+#include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
 #include "libs/pg/pool.h"
@@ -1312,6 +1313,65 @@ TEST_F(ModelPlannerEndToEndTest, TheAnswerStreamsAndReadToolsRunInTheSameSession
   EXPECT_EQ(second["messages"].back()["role"], "tool");
   EXPECT_THAT(second["messages"].back()["content"].get<std::string>(), HasSubstr("invoice-chaser"));
   EXPECT_FALSE(second["tools"].empty());
+}
+
+// The window an orchestrator keeps after a turn serves the next turn only
+// while nothing else is written to the conversation: a message another
+// client stores in between reaches the next turn's model call.
+TEST_F(ModelPlannerEndToEndTest, AMessageStoredBetweenTurnsByAnotherClientReachesTheNextTurn) {
+  llm::testing::FakeReply noted;
+  noted.text = "Noted.";
+  ASSERT_TRUE(fake_->SetRules({Rule("", false, noted)}).ok());
+  auto history_of = [&](size_t request) {
+    std::vector<std::string> contents;
+    const json body = json::parse(fake_->Requests()[request].body);
+    for (const json& m : body["messages"]) {
+      if (m["role"] == "user" || m["role"] == "assistant") {
+        contents.push_back(m["content"].is_string() ? m["content"].get<std::string>() : "");
+      }
+    }
+    return contents;
+  };
+  Turn first = Chat("the invoices are numbered by month");
+  ExpectWellFormed(first);
+  const std::string conversation_id = first.session().conversation_id();
+  size_t before = fake_->RequestCount();
+  Turn second = Chat("and they are due after 30 days", conversation_id);
+  ExpectWellFormed(second);
+  ASSERT_EQ(fake_->RequestCount(), before + 1);
+  EXPECT_THAT(history_of(before),
+              ::testing::IsSupersetOf({"the invoices are numbered by month", "Noted.",
+                                       "and they are due after 30 days"}));
+
+  // Another client of the conversation service stores a message.
+  auto conversations = conversation::v1::ConversationService::NewStub(
+      grpc::CreateChannel(conversation_->address(), grpc::InsecureChannelCredentials()));
+  conversation::v1::AppendMessageRequest note;
+  note.set_conversation_id(conversation_id);
+  note.set_role(conversation::v1::ROLE_USER);
+  note.set_content("also: the customer prefers email reminders");
+  conversation::v1::AppendMessageResponse stored;
+  grpc::ClientContext context;
+  core::AttachIdentity(context, who());
+  ASSERT_TRUE(conversations->AppendMessage(&context, note, &stored).ok());
+
+  before = fake_->RequestCount();
+  Turn third = Chat("what do you know so far?", conversation_id);
+  ExpectWellFormed(third);
+  ASSERT_EQ(fake_->RequestCount(), before + 1);
+  EXPECT_THAT(history_of(before),
+              ::testing::IsSupersetOf({"the invoices are numbered by month",
+                                       "and they are due after 30 days",
+                                       "also: the customer prefers email reminders",
+                                       "what do you know so far?"}));
+  // And the turn after it, from the window kept again, still has it all.
+  before = fake_->RequestCount();
+  Turn fourth = Chat("thanks", conversation_id);
+  ExpectWellFormed(fourth);
+  ASSERT_EQ(fake_->RequestCount(), before + 1);
+  EXPECT_THAT(history_of(before),
+              ::testing::IsSupersetOf({"also: the customer prefers email reminders",
+                                       "what do you know so far?", "thanks"}));
 }
 
 TEST_F(ModelPlannerEndToEndTest, AWriteTheModelCallsIsPreviewedAndRunsOnlyAfterYes) {
