@@ -142,4 +142,24 @@ Routing RoutingFromJson(const nlohmann::json& json) {
   return routing;
 }
 
+std::shared_ptr<const Routing> RoutingMemo::Of(const std::string& message_id,
+                                               const std::function<Routing()>& parse) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = by_id_.find(message_id);
+    if (it != by_id_.end()) return it->second;
+  }
+  auto routing = std::make_shared<const Routing>(parse());
+  std::lock_guard lock(mu_);
+  auto [it, added] = by_id_.emplace(message_id, routing);
+  if (added) {
+    order_.push_back(message_id);
+    while (order_.size() > max_entries_) {
+      by_id_.erase(order_.front());
+      order_.pop_front();
+    }
+  }
+  return it->second;
+}
+
 }  // namespace omniforge::orchestrator

@@ -5,10 +5,15 @@
 // the intent service reads the same fields from the history it is given.
 #pragma once
 
+#include <deque>
+#include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "omniforge/executor/v1/executor_service.pb.h"
@@ -87,5 +92,23 @@ std::optional<SuspendedFlow> SuspendedFlowFromJson(const nlohmann::json& json);
 // Lenient: missing or mistyped fields read as their defaults, so metadata
 // written by an older version still routes.
 Routing RoutingFromJson(const nlohmann::json& json);
+
+// The routing of stored messages by message id, parsed once: a stored
+// message never changes, and every turn reads the routings of its whole
+// window. Holds at most `max_entries` (the oldest go first). Thread-safe.
+class RoutingMemo final {
+ public:
+  explicit RoutingMemo(size_t max_entries) : max_entries_(max_entries) {}
+
+  // The routing of message `message_id`, from `parse` the first time.
+  std::shared_ptr<const Routing> Of(const std::string& message_id,
+                                    const std::function<Routing()>& parse);
+
+ private:
+  const size_t max_entries_;
+  std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<const Routing>> by_id_;  // Guarded by mu_.
+  std::deque<std::string> order_;  // oldest first; guarded by mu_
+};
 
 }  // namespace omniforge::orchestrator

@@ -77,18 +77,24 @@ json MetadataOf(const convpb::Message& m) {
   return ParseObject(m.metadata_json());
 }
 
+// The routing stored with message `m`, parsed once per message.
+std::shared_ptr<const Routing> RoutingOf(RoutingMemo& memo, const convpb::Message& m) {
+  return memo.Of(m.id(), [&m] { return RoutingFromJson(MetadataOf(m)); });
+}
+
 // The routing of the newest assistant message in `window`, if any.
-std::optional<Routing> LastRouting(const convpb::GetContextWindowResponse& window) {
+std::optional<Routing> LastRouting(RoutingMemo& memo,
+                                   const convpb::GetContextWindowResponse& window) {
   for (int i = window.messages_size() - 1; i >= 0; --i) {
     const convpb::Message& m = window.messages(i);
-    if (m.role() == convpb::ROLE_ASSISTANT) return RoutingFromJson(MetadataOf(m));
+    if (m.role() == convpb::ROLE_ASSISTANT) return *RoutingOf(memo, m);
   }
   return std::nullopt;
 }
 
 // The window as the intent service reads history: user and assistant
 // turns, the assistant's with the routing stored beside them.
-void AddHistory(const convpb::GetContextWindowResponse& window,
+void AddHistory(RoutingMemo& memo, const convpb::GetContextWindowResponse& window,
                 intentpb::AnalyzeIntentRequest& request) {
   for (const convpb::Message& m : window.messages()) {
     intentpb::Turn* turn = nullptr;
@@ -98,11 +104,11 @@ void AddHistory(const convpb::GetContextWindowResponse& window,
     } else if (m.role() == convpb::ROLE_ASSISTANT) {
       turn = request.add_history();
       turn->set_role(intentpb::TURN_ROLE_ASSISTANT);
-      const Routing routing = RoutingFromJson(MetadataOf(m));
-      turn->set_action_type(routing.action_type);
-      turn->mutable_entities()->insert(routing.entities.begin(), routing.entities.end());
-      for (const std::string& name : routing.listed_agents) turn->add_listed_agents(name);
-      turn->set_pending_action(routing.pending.has_value());
+      const std::shared_ptr<const Routing> routing = RoutingOf(memo, m);
+      turn->set_action_type(routing->action_type);
+      turn->mutable_entities()->insert(routing->entities.begin(), routing->entities.end());
+      for (const std::string& name : routing->listed_agents) turn->add_listed_agents(name);
+      turn->set_pending_action(routing->pending.has_value());
     } else {
       continue;
     }
@@ -525,7 +531,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   // history is consumed on the way).
   std::optional<convpb::GetContextWindowResponse> history_before;
   if (user_stored_now && window.ok()) history_before = history;
-  const std::optional<Routing> last = LastRouting(history);
+  const std::optional<Routing> last = LastRouting(routings_, history);
 
   // The flow this message suspends, once it has stopped at a safe point (or
   // as far as it is known when it takes longer than a call's time); else the
@@ -656,7 +662,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     intentpb::AnalyzeIntentRequest analyze;
     analyze.set_message(request.message());
     analyze.set_context_type(request.context_type());
-    AddHistory(history, analyze);
+    AddHistory(routings_, history, analyze);
     for (const AgentInfo& agent : agents) {
       intentpb::CatalogItem* item = analyze.add_available_agents();
       item->set_name(agent.name);

@@ -176,6 +176,7 @@ class TurnRunner final {
   // window, saving the flow), on threads kept from turn to turn.
   mutable core::SideThreads side_calls_;
   mutable WindowCache windows_;
+  mutable RoutingMemo routings_{4096};  // the routings of the windows read
 
   mutable std::mutex catalog_mu_;
   mutable std::shared_ptr<const ToolCatalog> catalog_;  // Guarded by catalog_mu_.
