@@ -10,6 +10,7 @@
 namespace omniforge::llm {
 namespace {
 
+using wire_internal::AppendJsonString;
 using wire_internal::DumpJson;
 using wire_internal::IntMember;
 using wire_internal::Json;
@@ -18,37 +19,50 @@ using wire_internal::Member;
 using wire_internal::ObjectText;
 using wire_internal::ParseJson;
 using wire_internal::StringMember;
-using wire_internal::WithMembers;
 
-Json EncodeMessage(const ChatMessage& message) {
-  Json out = Json::object();
-  out["role"] = std::string(RoleName(message.role));
+// One message of the request, as JSON text appended to `out` (members in
+// the order the provider documents; no JSON value is built: a request
+// carries the whole history on every call).
+void AppendMessage(std::string& out, const ChatMessage& message) {
+  out += "{\"role\":";
+  AppendJsonString(out, RoleName(message.role));
   switch (message.role) {
     case Role::kSystem:
     case Role::kUser:
-      out["content"] = message.content;
+      out += ",\"content\":";
+      AppendJsonString(out, message.content);
       break;
     case Role::kAssistant:
       // OpenAI wants null, not "", for a turn that only called tools.
-      out["content"] = message.content.empty() && !message.tool_calls.empty()
-                           ? Json(nullptr)
-                           : Json(message.content);
+      out += ",\"content\":";
+      if (message.content.empty() && !message.tool_calls.empty()) {
+        out += "null";
+      } else {
+        AppendJsonString(out, message.content);
+      }
       if (!message.tool_calls.empty()) {
-        Json calls = Json::array();
+        out += ",\"tool_calls\":[";
         for (const ToolCall& call : message.tool_calls) {
-          calls.push_back({{"id", call.id},
-                           {"type", "function"},
-                           {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+          if (out.back() != '[') out += ',';
+          out += "{\"id\":";
+          AppendJsonString(out, call.id);
+          out += ",\"type\":\"function\",\"function\":{\"name\":";
+          AppendJsonString(out, call.name);
+          out += ",\"arguments\":";
+          AppendJsonString(out, call.arguments);
+          out += "}}";
         }
-        out["tool_calls"] = std::move(calls);
+        out += ']';
       }
       break;
     case Role::kTool:
-      out["tool_call_id"] = message.tool_call_id;
-      out["content"] = message.content;
+      out += ",\"tool_call_id\":";
+      AppendJsonString(out, message.tool_call_id);
+      out += ",\"content\":";
+      AppendJsonString(out, message.content);
       break;
   }
-  return out;
+  out += '}';
 }
 
 absl::StatusOr<Json> EncodeToolChoice(const ChatRequest& request) {
@@ -108,11 +122,17 @@ FinishReason OpenAiFinishReason(std::string_view reason) {
 
 absl::StatusOr<std::string> EncodeOpenAiRequest(const ChatRequest& request, bool stream,
                                                 OpenAiTokenLimitField token_limit_field) {
+  // The model and the messages as text; the other members follow from
+  // `body`, then the tools (as text as well).
+  std::string head = "{\"model\":";
+  AppendJsonString(head, request.model);
+  head += ",\"messages\":[";
+  for (const ChatMessage& message : request.messages) {
+    if (head.back() != '[') head += ',';
+    AppendMessage(head, message);
+  }
+  head += ']';
   Json body = Json::object();
-  body["model"] = request.model;
-  Json messages = Json::array();
-  for (const ChatMessage& message : request.messages) messages.push_back(EncodeMessage(message));
-  body["messages"] = std::move(messages);
   // The tools go in as text (see ObjectText), after the other members.
   std::string tools;
   if (!request.tools.empty()) {
@@ -158,7 +178,10 @@ absl::StatusOr<std::string> EncodeOpenAiRequest(const ChatRequest& request, bool
     body["stream"] = true;
     body["stream_options"] = {{"include_usage", true}};
   }
-  return WithMembers(DumpJson(body), tools);
+  const std::string members = DumpJson(body);  // "{...}"
+  if (members.size() > 2) absl::StrAppend(&head, ",", members.substr(1, members.size() - 2));
+  absl::StrAppend(&head, tools, "}");
+  return head;
 }
 
 absl::StatusOr<ChatResponse> DecodeOpenAiResponse(std::string_view body) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "libs/llm/errors.h"
+#include "libs/llm/wire_json.h"
 
 namespace omniforge::llm {
 namespace {
@@ -62,6 +63,49 @@ TEST(OpenAiEncodeTest, ConversationWithToolTurn) {
     "name":"get_weather","description":"Current weather",
     "parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}}])"));
   EXPECT_EQ(body["tool_choice"], "auto");
+}
+
+// Message text is written straight into the request: exactly as the JSON
+// library writes it, for every kind of character (ill-formed UTF-8 is
+// replaced as the library replaces it).
+TEST(OpenAiEncodeTest, TextIsEscapedExactlyAsTheJsonLibraryWritesIt) {
+  std::string every_byte;
+  for (int c = 0; c < 256; ++c) every_byte += static_cast<char>(c);
+  for (const std::string& text :
+       {std::string(), std::string("plain words"), std::string("quote \" and \\ backslash"),
+        std::string("tab\tnew\nline\rcr\bback\fform"), std::string("\x01\x1f\x7f", 3),
+        std::string("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+        std::string("nul \0 inside", 13), std::string("bad \xff\xfe utf-8"),
+        std::string("cut \xe2\x82"), every_byte}) {
+    std::string written;
+    wire_internal::AppendJsonString(written, text);
+    EXPECT_EQ(written, wire_internal::DumpJson(wire_internal::Json(text))) << text;
+  }
+}
+
+// The whole request survives the trip: every message, tool call and id is
+// read back as it was sent.
+TEST(OpenAiEncodeTest, MessagesAreReadBackAsTheyWereSent) {
+  ChatRequest request = WeatherRequest();
+  request.messages.push_back({.role = Role::kAssistant,
+                              .content = "",
+                              .tool_calls = {{"call \"1\"", "get_weather", R"({"city":"Paris"})"}}});
+  request.messages.push_back(
+      {.role = Role::kTool, .content = "18\u00b0C\nsunny", .tool_call_id = "call \"1\""});
+  request.messages.push_back({.role = Role::kAssistant, .content = "It is \"sunny\"."});
+  const Json body = Encode(request, /*stream=*/true);
+  ASSERT_EQ(body["messages"].size(), 5u);
+  EXPECT_EQ(body["model"], "gpt-4o-mini");
+  EXPECT_EQ(body["messages"][0], (Json{{"role", "system"}, {"content", "Be brief."}}));
+  EXPECT_EQ(body["messages"][1], (Json{{"role", "user"}, {"content", "Weather in Paris?"}}));
+  EXPECT_TRUE(body["messages"][2]["content"].is_null());
+  EXPECT_EQ(body["messages"][2]["tool_calls"][0]["id"], "call \"1\"");
+  EXPECT_EQ(body["messages"][2]["tool_calls"][0]["function"]["arguments"], R"({"city":"Paris"})");
+  EXPECT_EQ(body["messages"][3],
+            (Json{{"role", "tool"}, {"tool_call_id", "call \"1\""}, {"content", "18\u00b0C\nsunny"}}));
+  EXPECT_EQ(body["messages"][4]["content"], "It is \"sunny\".");
+  EXPECT_EQ(body["stream"], true);
+  EXPECT_EQ(body["tools"][0]["function"]["name"], "get_weather");
 }
 
 TEST(OpenAiEncodeTest, UnsetOptionalsAreOmitted) {

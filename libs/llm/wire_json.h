@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "libs/llm/errors.h"
+#include "libs/core/text.h"
 #include "libs/llm/json_scan.h"
 
 namespace omniforge::llm::wire_internal {
@@ -41,6 +42,56 @@ inline absl::StatusOr<Json> JsonObjectFromText(std::string_view text, std::strin
 
 inline std::string DumpJson(const Json& value) {
   return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// `text` as a JSON string appended to `out`, exactly as DumpJson(Json(text))
+// writes it, but without making a JSON value of it when it is well-formed
+// UTF-8 (ill-formed text goes through DumpJson, which replaces what is not
+// UTF-8). A request carries the conversation's history on every model call.
+inline void AppendJsonString(std::string& out, std::string_view text) {
+  if (!core::IsValidUtf8(text)) {
+    out += DumpJson(Json(std::string(text)));
+    return;
+  }
+  out.reserve(out.size() + text.size() + 2);
+  out += '"';
+  size_t plain = 0;  // start of the run of characters written as they are
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(text, plain, i - plain);
+    plain = i + 1;
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default: {
+        static constexpr char kHex[] = "0123456789abcdef";
+        const char escaped[] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 0xF]};
+        out.append(escaped, sizeof escaped);
+      }
+    }
+  }
+  out.append(text, plain, text.size() - plain);
+  out += '"';
 }
 
 // `text` as it goes into a request, where it must be a JSON object (a tool's
