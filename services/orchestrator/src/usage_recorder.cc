@@ -1,9 +1,8 @@
 #include "services/orchestrator/src/usage_recorder.h"
 
-#include <cstdio>
-#include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "absl/time/time.h"
 #include "libs/core/clock.h"
 #include "libs/core/ids.h"
 
@@ -12,14 +11,8 @@ namespace {
 
 // RFC 3339 in UTC with microseconds, as PostgreSQL reads a timestamptz.
 std::string Timestamp(int64_t micros) {
-  const time_t secs = static_cast<time_t>(micros / 1000000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char out[64];
-  std::snprintf(out, sizeof out, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(micros % 1000000));
-  return out;
+  return absl::FormatTime("%Y-%m-%d%ET%H:%M:%E6SZ", absl::FromUnixMicros(micros),
+                          absl::UTCTimeZone());
 }
 
 nlohmann::json Call(const AttributedCall& call) {
