@@ -527,10 +527,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     }
     history.mutable_messages()->DeleteSubrange(keep, history.messages_size() - keep);
   }
-  // What the window kept for the next turn starts from (the turn's own
-  // history is consumed on the way).
-  std::optional<convpb::GetContextWindowResponse> history_before;
-  if (user_stored_now && window.ok()) history_before = history;
+  // The window kept for the next turn starts from this history.
+  const bool history_known = user_stored_now && window.ok();
   const std::optional<Routing> last = LastRouting(routings_, history);
 
   // The flow this message suspends, once it has stopped at a safe point (or
@@ -1182,9 +1180,9 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
                                        {"stage", "store_reply"},
                                        {"error", std::string(stored_reply.status().message())}});
   }
-  if (history_before.has_value() && stored_reply.ok() && stored_reply->has_value() &&
+  if (history_known && stored_reply.ok() && stored_reply->has_value() &&
       !(*stored_reply)->deduplicated()) {
-    windows_.Advance(who, conversation_id, *history_before, stored_user_message.message(),
+    windows_.Advance(who, conversation_id, std::move(history), stored_user_message.message(),
                      (*stored_reply)->message());
   } else if (!unstored) {
     windows_.Forget(who, conversation_id);

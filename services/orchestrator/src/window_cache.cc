@@ -35,17 +35,17 @@ std::optional<convpb::GetContextWindowResponse> WindowCache::Take(
   std::lock_guard lock(mu_);
   auto it = entries_.find(KeyOf(who, conversation_id));
   if (it == entries_.end()) return std::nullopt;
-  if (it->second.user_id != who.user_id || user_message.seq() != it->second.last_seq + 1) {
-    EraseLocked(it);
-    return std::nullopt;
+  std::optional<convpb::GetContextWindowResponse> window;
+  if (it->second.user_id == who.user_id && user_message.seq() == it->second.last_seq + 1) {
+    window = std::move(it->second.window);
   }
-  lru_.splice(lru_.begin(), lru_, it->second.lru);
-  return it->second.window;
+  EraseLocked(it);
+  return window;
 }
 
 void WindowCache::Advance(const core::Identity& who, const std::string& conversation_id,
-                          const convpb::GetContextWindowResponse& history,
-                          const convpb::Message& user, const convpb::Message& reply) {
+                          convpb::GetContextWindowResponse history, const convpb::Message& user,
+                          const convpb::Message& reply) {
   const std::string key = KeyOf(who, conversation_id);
   const int n = history.messages_size();
   const bool follows = n == 0 ? user.seq() == 1 : history.messages(n - 1).seq() + 1 == user.seq();
@@ -55,11 +55,13 @@ void WindowCache::Advance(const core::Identity& who, const std::string& conversa
   }
 
   // The conversation service's rule, fed newest first (context_window.h).
-  std::vector<const convpb::Message*> newest_first;
+  std::vector<convpb::Message*> newest_first;
   int total_tokens = 0;
   int exchanges_seen = 0;
   bool complete = false;
-  auto offer = [&](const convpb::Message& m) {
+  convpb::Message user_copy = user;
+  convpb::Message reply_copy = reply;
+  auto offer = [&](convpb::Message& m) {
     if (complete) return;
     const bool in_recent_exchanges = exchanges_seen < options_.min_recent_exchanges;
     const bool over_budget = total_tokens + m.token_count() > options_.token_budget;
@@ -72,15 +74,17 @@ void WindowCache::Advance(const core::Identity& who, const std::string& conversa
     total_tokens += m.token_count();
     newest_first.push_back(&m);
   };
-  offer(reply);
-  offer(user);
-  for (int i = n - 1; i >= 0; --i) offer(history.messages(i));
+  offer(reply_copy);
+  offer(user_copy);
+  for (int i = n - 1; i >= 0; --i) offer(*history.mutable_messages(i));
 
   convpb::GetContextWindowResponse next;
   next.set_total_tokens(total_tokens);
   next.set_truncated(complete || history.truncated());
   next.set_token_estimator(history.token_estimator());
-  for (auto m = newest_first.rbegin(); m != newest_first.rend(); ++m) *next.add_messages() = **m;
+  for (auto m = newest_first.rbegin(); m != newest_first.rend(); ++m) {
+    *next.add_messages() = std::move(**m);
+  }
   const size_t bytes = BytesOf(next);
 
   std::lock_guard lock(mu_);

@@ -46,8 +46,9 @@ class WindowCache final {
   bool Has(const core::Identity& who, const std::string& conversation_id) const;
 
   // The window before `user_message` (just stored): the kept one when the
-  // message came right after the kept reply; else nullopt, and the kept
-  // window is dropped.
+  // message came right after the kept reply; else nullopt. Either way the
+  // conversation's window leaves the cache: the turn hands the next one to
+  // Advance when it has stored its reply.
   std::optional<conversation::v1::GetContextWindowResponse> Take(
       const core::Identity& who, const std::string& conversation_id,
       const conversation::v1::Message& user_message);
@@ -57,7 +58,7 @@ class WindowCache final {
   // `reply` (stored right after `user`) added. Otherwise, or for a reply not
   // stored, nothing is kept and a kept window is dropped.
   void Advance(const core::Identity& who, const std::string& conversation_id,
-               const conversation::v1::GetContextWindowResponse& history,
+               conversation::v1::GetContextWindowResponse history,
                const conversation::v1::Message& user, const conversation::v1::Message& reply);
 
   // Drops the conversation's window.

@@ -135,8 +135,13 @@ TEST(WindowCacheTest, TheLeastRecentlyUsedGoFirstWithinTheBytes) {
   ASSERT_TRUE(cache.Has(kAlice, "c1"));
   ASSERT_TRUE(cache.Has(kAlice, "c2"));
   EXPECT_LE(cache.bytes(), 3000u);
-  // c1 is used again; c3 needs room: c2 goes.
-  ASSERT_TRUE(cache.Take(kAlice, "c1", Msg(3, convpb::ROLE_USER, 5)).has_value());
+  // A turn takes c1's window out and hands the next one back.
+  auto kept = cache.Take(kAlice, "c1", Msg(3, convpb::ROLE_USER, 5));
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_FALSE(cache.Has(kAlice, "c1"));
+  cache.Advance(kAlice, "c1", *kept, Msg(3, convpb::ROLE_USER, 5),
+                Msg(4, convpb::ROLE_ASSISTANT, 5));
+  // c3 needs room: c2, used least recently, goes.
   cache.Advance(kAlice, "c3", none, Msg(1, convpb::ROLE_USER, 125),
                 Msg(2, convpb::ROLE_ASSISTANT, 125));
   EXPECT_TRUE(cache.Has(kAlice, "c1"));
