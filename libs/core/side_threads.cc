@@ -18,12 +18,13 @@ size_t SideThreads::threads() const {
   return threads_.size();
 }
 
-void SideThreads::Post(std::function<void()> call) {
+void SideThreads::Post(Call call) {
   std::unique_lock lock(mu_);
   calls_.push_back(std::move(call));
   // An idle thread for each waiting call, or a new one: no call waits for
   // another to finish.
   if (calls_.size() > idle_) {
+    ++idle_;  // the new thread, until it takes a call
     threads_.emplace_back([this] { Work(); });
     return;
   }
@@ -34,15 +35,19 @@ void SideThreads::Post(std::function<void()> call) {
 void SideThreads::Work() {
   std::unique_lock lock(mu_);
   for (;;) {
-    ++idle_;
     ready_.wait(lock, [this] { return stopping_ || !calls_.empty(); });
-    --idle_;
     if (calls_.empty()) return;  // stopping
-    std::function<void()> call = std::move(calls_.front());
+    Call call = std::move(calls_.front());
     calls_.pop_front();
+    --idle_;
     lock.unlock();
-    call();
-    call = nullptr;  // its captures go before the thread counts as idle
+    std::function<void()> hand_over = call();
+    call = nullptr;  // its captures go before the caller has the result
+    lock.lock();
+    ++idle_;  // idle before the caller can see the result and call again
+    lock.unlock();
+    hand_over();
+    hand_over = nullptr;
     lock.lock();
   }
 }

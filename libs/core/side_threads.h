@@ -11,6 +11,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <future>
 #include <memory>
@@ -55,9 +56,22 @@ class SideThreads final {
 
   template <typename F>
   SideCall<std::invoke_result_t<F>> Async(F call) {
-    auto task = std::make_shared<std::packaged_task<std::invoke_result_t<F>()>>(std::move(call));
-    SideCall<std::invoke_result_t<F>> result(task->get_future());
-    Post([task] { (*task)(); });
+    using R = std::invoke_result_t<F>;
+    auto promise = std::make_shared<std::promise<R>>();
+    SideCall<R> result(promise->get_future());
+    Post([promise, call = std::move(call)]() mutable -> std::function<void()> {
+      try {
+        if constexpr (std::is_void_v<R>) {
+          call();
+          return [promise] { promise->set_value(); };
+        } else {
+          auto value = std::make_shared<R>(call());
+          return [promise, value] { promise->set_value(std::move(*value)); };
+        }
+      } catch (...) {
+        return [promise, error = std::current_exception()] { promise->set_exception(error); };
+      }
+    });
     return result;
   }
 
@@ -65,12 +79,17 @@ class SideThreads final {
   size_t threads() const;
 
  private:
-  void Post(std::function<void()> call);
+  // A call runs its work and returns what hands the result to its caller;
+  // the thread counts as idle again before that, so the caller's next call
+  // finds it.
+  using Call = std::function<std::function<void()>()>;
+
+  void Post(Call call);
   void Work();
 
   mutable std::mutex mu_;
   std::condition_variable ready_;
-  std::deque<std::function<void()>> calls_;  // Guarded by mu_.
+  std::deque<Call> calls_;                   // Guarded by mu_.
   size_t idle_ = 0;                          // Guarded by mu_.
   bool stopping_ = false;                    // Guarded by mu_.
   std::vector<std::thread> threads_;         // Guarded by mu_.
