@@ -24,8 +24,13 @@ void SideThreads::Post(Call call) {
   // An idle thread for each waiting call, or a new one: no call waits for
   // another to finish.
   if (calls_.size() > idle_) {
+    try {
+      threads_.emplace_back([this] { Work(); });
+    } catch (...) {
+      calls_.pop_back();  // not run: the caller gets the error instead
+      throw;
+    }
     ++idle_;  // the new thread, until it takes a call
-    threads_.emplace_back([this] { Work(); });
     return;
   }
   lock.unlock();
