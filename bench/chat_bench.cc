@@ -5,7 +5,8 @@
 // analysed, then the planner runs list_agents as a READ tool and the reply is
 // stored with its routing metadata; every event is streamed.
 //   --mode llm (default)  the planner is a model: the fake provider (real
-//                         OpenAI wire format, streamed, answering at once)
+//                         OpenAI wire format, streamed, answering at once:
+//                         each answer's events leave in one write)
 //                         asks for list_agents, gets its result in the same
 //                         session and answers
 //   --mode local          the local policy plans (no model)
@@ -213,7 +214,9 @@ int Run(int turns, double seconds, bool model) {
     }
   }
   // The model: asked "list my agents", it calls list_agents; given the
-  // tool's result, it answers. At once, streamed in the real wire format.
+  // tool's result, it answers. At once, streamed in the real wire format:
+  // an answer that is ready at once leaves in one write, as the events of
+  // a finished answer would (the client still parses every event).
   std::unique_ptr<llm::testing::FakeLlmServer> provider;
   Env orchestrator_env = {"OMNIFORGE_AUTH_API_KEYS_FILE=" + (dir / "api_keys").string(),
                           "OMNIFORGE_SPOOL_DIR=" + (dir / "spool").string(),
@@ -230,6 +233,7 @@ int Run(int turns, double seconds, bool model) {
     answer.match.operation = "planner_stream";
     answer.match.last_is_tool_result = true;
     answer.reply.text = "You have no agents yet: none is listed for your account.";
+    call.one_write = answer.one_write = true;
     auto started = llm::testing::FakeLlmServer::Start({call, answer}, {.api_key = "bench-key"});
     if (!started.ok()) {
       std::fprintf(stderr, "fake provider: %s\n", started.status().ToString().c_str());

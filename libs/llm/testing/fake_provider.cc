@@ -22,6 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "libs/core/clock.h"
 #include "libs/llm/testing/fake_wire.h"
 
@@ -132,6 +133,9 @@ absl::StatusOr<CompiledRule> Compile(FakeRule rule, size_t index) {
   if (rule.first_byte_delay_ms < 0 || rule.chunk_delay_ms < 0 || rule.fault.hang_ms < 0 ||
       rule.fault.after_deltas < 0) {
     return absl::InvalidArgumentError(at + "delays, hang_ms and after_deltas must be >= 0");
+  }
+  if (rule.one_write && rule.chunk_delay_ms > 0) {
+    return absl::InvalidArgumentError(at + "one_write needs chunk_delay_ms 0");
   }
   const FakeFault::Kind kind = rule.fault.kind;
   if ((kind == FakeFault::Kind::kStatus || kind == FakeFault::Kind::kStreamError) &&
@@ -577,6 +581,9 @@ class FakeLlmServer::Impl {
         if (plan->cut || rule.fault.kind == FakeFault::Kind::kStreamError) break;
       }
       plan->chunks.push_back(std::move(events[i].bytes));
+    }
+    if (rule.one_write && plan->chunks.size() > 1) {
+      plan->chunks = {absl::StrJoin(plan->chunks, "")};
     }
     res.status = 200;
     res.set_header("cache-control", "no-cache");

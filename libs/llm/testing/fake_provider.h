@@ -24,7 +24,8 @@
 //             (a ping after the first content_block_start), message_delta,
 //             message_stop. tool_use blocks stream input_json_delta fragments
 //             (an empty one first, then 2, 5, 3... characters).
-// Each event is one HTTP chunk; Content-Type is exactly text/event-stream.
+// Each event is one HTTP chunk (with FakeRule::one_write, the whole stream is
+// one); Content-Type is exactly text/event-stream.
 // A cut stream (kCutStream) ends after the last complete chunk with a plain
 // close (FIN) and no terminating zero-length chunk: curl reports error 18
 // (CURLE_PARTIAL_FILE), httplib Error::Read.
@@ -145,6 +146,10 @@ struct FakeRule {
   int chunk_chars = 4;              // characters (code points) per streamed text piece
   int64_t first_byte_delay_ms = 0;  // before the body (streams: after headers)
   int64_t chunk_delay_ms = 0;       // between stream events
+  // A stream's events leave together, in one HTTP chunk (one write), as from
+  // a provider whose whole answer is ready at once; the bytes are the same.
+  // Needs chunk_delay_ms 0.
+  bool one_write = false;
 };
 
 // One request as received; recorded before validation, so rejected requests
@@ -229,7 +234,8 @@ class FakeLlmServer final {
 //                "finish_reason": "stop"},
 //      "fault": {"kind": "status", "status": 429, "retry_after": "2",
 //                "body": "...", "hang_ms": 0, "after_deltas": 1},
-//      "chunk_chars": 4, "first_byte_delay_ms": 0, "chunk_delay_ms": 0}]}
+//      "chunk_chars": 4, "first_byte_delay_ms": 0, "chunk_delay_ms": 0,
+//      "one_write": false}]}
 // "arguments" and "json" given as a JSON string are used verbatim as JSON
 // text (so they may be invalid JSON); any other value is serialised
 // compactly; absent arguments are {}. fault.kind: none, status, hang,

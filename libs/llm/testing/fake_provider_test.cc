@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_join.h"
+
 namespace omniforge::llm::testing {
 namespace {
 
@@ -60,6 +62,42 @@ Exchange PostRaw(int port, const std::string& path, const std::string& body,
   };
   out.error = client.send(request).error();
   return out;
+}
+
+// The HTTP chunks of a streamed answer to `body`, as framed on the wire:
+// a raw HTTP/1.1 exchange on its own connection.
+std::vector<std::string> StreamChunks(int port, const std::string& body) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return {};
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0) {
+    const std::string request =
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: fake\r\nConnection: close\r\n"
+        "Content-Type: application/json\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body;
+    if (send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+      char buffer[4096];
+      for (ssize_t n; (n = recv(fd, buffer, sizeof(buffer), 0)) > 0;) response.append(buffer, n);
+    }
+  }
+  close(fd);
+  std::vector<std::string> chunks;
+  size_t at = response.find("\r\n\r\n");
+  if (at == std::string::npos) return chunks;
+  at += 4;
+  for (;;) {
+    const size_t line_end = response.find("\r\n", at);
+    if (line_end == std::string::npos) break;
+    const size_t size = std::stoul(response.substr(at, line_end - at), nullptr, 16);
+    if (size == 0) break;
+    chunks.push_back(response.substr(line_end + 2, size));
+    at = line_end + 2 + size + 2;
+  }
+  return chunks;
 }
 
 httplib::Headers AnthropicHeaders() { return {{"anthropic-version", "2023-06-01"}}; }
@@ -225,6 +263,34 @@ TEST(FakeOpenAiTest, StreamedTextComesInPiecesThenFinishUsageAndDone) {
   EXPECT_EQ(chunks[6]["usage"]["prompt_tokens"], 7);
   EXPECT_EQ(chunks[6]["usage"]["completion_tokens"], 4);
   EXPECT_EQ(chunks[6]["usage"]["total_tokens"], 11);
+}
+
+TEST(FakeOpenAiTest, OneWriteSendsTheSameEventsAsOneChunk) {
+  FakeRule pieces = TextRule("Hello, world! A longer answer, in many pieces.");
+  pieces.reply.usage = FakeUsage{7, 4, 0};
+  FakeRule together = pieces;
+  together.one_write = true;
+  std::vector<std::vector<json>> seen;
+  std::vector<size_t> http_chunks;
+  for (const FakeRule& rule : {pieces, together}) {
+    auto fake = StartFake({rule});
+    const std::vector<std::string> wire =
+        StreamChunks(fake->port(), OpenAiRequest("hi", true, true).dump());
+    const std::vector<SseEvent> events = ParseSse(absl::StrJoin(wire, ""));
+    ASSERT_FALSE(events.empty());
+    EXPECT_EQ(events.back().data, "[DONE]");
+    std::vector<json> chunks = OpenAiChunks(events);
+    for (json& chunk : chunks) {  // the only fields that differ between two answers
+      chunk.erase("id");
+      chunk.erase("created");
+    }
+    seen.push_back(std::move(chunks));
+    http_chunks.push_back(wire.size());
+  }
+  ASSERT_GE(seen[0].size(), 12u);
+  EXPECT_EQ(seen[0], seen[1]);
+  EXPECT_EQ(http_chunks[0], seen[0].size() + 1);  // one per event, [DONE] included
+  EXPECT_EQ(http_chunks[1], 1u);
 }
 
 TEST(FakeOpenAiTest, StreamWithoutIncludeUsageHasNoUsageAtAll) {

@@ -183,7 +183,7 @@ absl::Status ParseFault(const json& value, const std::string& path, FakeFault& o
 absl::Status ParseRule(const json& value, const std::string& path, FakeRule& out) {
   RETURN_IF_ERROR(CheckObject(value, path,
                               {"match", "times", "reply", "fault", "chunk_chars",
-                               "first_byte_delay_ms", "chunk_delay_ms"}));
+                               "first_byte_delay_ms", "chunk_delay_ms", "one_write"}));
   const Reader r(value, path);
   if (const json* match = r.Find("match"))
     RETURN_IF_ERROR(ParseMatch(*match, r.At("match"), out.match));
@@ -194,6 +194,9 @@ absl::Status ParseRule(const json& value, const std::string& path, FakeRule& out
   RETURN_IF_ERROR(r.Int("times", out.times));
   RETURN_IF_ERROR(r.Int("chunk_chars", out.chunk_chars));
   RETURN_IF_ERROR(r.Int("first_byte_delay_ms", out.first_byte_delay_ms));
+  std::optional<bool> one_write;
+  RETURN_IF_ERROR(r.Bool("one_write", one_write));
+  out.one_write = one_write.value_or(false);
   return r.Int("chunk_delay_ms", out.chunk_delay_ms);
 }
 

@@ -23,7 +23,7 @@ TEST(ParseFakeScriptTest, ReadsEveryField) {
                "finish_reason": "length"},
      "fault": {"kind": "status", "status": 429, "retry_after": "3", "body": "slow down",
                "hang_ms": 5, "after_deltas": 2},
-     "chunk_chars": 7, "first_byte_delay_ms": 11, "chunk_delay_ms": 13},
+     "chunk_chars": 7, "first_byte_delay_ms": 11, "chunk_delay_ms": 13, "one_write": true},
     {}
   ]})");
   ASSERT_TRUE(rules.ok()) << rules.status();
@@ -60,11 +60,13 @@ TEST(ParseFakeScriptTest, ReadsEveryField) {
   EXPECT_EQ(rule.chunk_chars, 7);
   EXPECT_EQ(rule.first_byte_delay_ms, 11);
   EXPECT_EQ(rule.chunk_delay_ms, 13);
+  EXPECT_TRUE(rule.one_write);
 
   const FakeRule& defaults = (*rules)[1];
   EXPECT_EQ(defaults.times, -1);
   EXPECT_EQ(defaults.fault.kind, FakeFault::Kind::kNone);
   EXPECT_EQ(defaults.chunk_chars, 4);
+  EXPECT_FALSE(defaults.one_write);
   EXPECT_FALSE(defaults.reply.usage.has_value());
   EXPECT_FALSE(defaults.reply.json.has_value());
 }
@@ -109,6 +111,7 @@ TEST(ParseFakeScriptTest, RejectsMalformedScriptsNamingTheKey) {
       {R"({"rules": [{"match": {"last_is_tool_result": "yes"}}]})",
        "rules[0].match.last_is_tool_result: must be true or false"},
       {R"({"rules": [{"chunk_chars": 99999999999}]})", "rules[0].chunk_chars: out of range"},
+      {R"({"rules": [{"one_write": 1}]})", "rules[0].one_write: must be true or false"},
   };
   for (const Case& c : cases) {
     const auto rules = ParseFakeScript(c.script);
@@ -123,6 +126,14 @@ TEST(ParseFakeScriptTest, ValuesAreCheckedWhenTheServerStarts) {
   const auto server = FakeLlmServer::Start(*rules);
   EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(server.status().message()), HasSubstr("rule 0: bad last_user_regex"));
+
+  // One write cannot be paced.
+  const auto paced = ParseFakeScript(R"({"rules": [{"one_write": true, "chunk_delay_ms": 5}]})");
+  ASSERT_TRUE(paced.ok());
+  const auto refused = FakeLlmServer::Start(*paced);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("one_write needs chunk_delay_ms 0"));
 }
 
 }  // namespace
