@@ -116,6 +116,23 @@ void AddHistory(RoutingMemo& memo, const convpb::GetContextWindowResponse& windo
   }
 }
 
+void AddAgents(const std::vector<AgentInfo>& agents, intentpb::AnalyzeIntentRequest& request) {
+  for (const AgentInfo& agent : agents) {
+    intentpb::CatalogItem* item = request.add_available_agents();
+    item->set_name(agent.name);
+    item->set_description(core::Shortened(agent.description, 2000));
+  }
+}
+
+// Whether the newest reply in `window` leaves nothing for this message to
+// continue (no pending action, question, plan or suspended flow): the
+// message then gets a new analysis.
+bool StartsAFreshFlow(RoutingMemo& memo, const convpb::GetContextWindowResponse& window) {
+  const std::optional<Routing> last = LastRouting(memo, window);
+  return !last || (!last->pending && last->clarifications == 0 && !last->plan &&
+                   !last->suspended_flow);
+}
+
 // Who or what a pending action touches, and why it needs approval.
 void FillPreview(const PendingAction& action, pb::PreviewEvent& preview) {
   preview.set_action_id(action.action_id);
@@ -429,8 +446,42 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     return memory_.GetContextWindow(who, window_request, call_deadline());
   };
   const bool window_kept = !created && !unstored && windows_.Has(who, conversation_id);
+  uint64_t kept_version = 0;  // of the kept window the turn took, if any
   core::SideCall<absl::StatusOr<convpb::GetContextWindowResponse>> window_read;
   if (!created && !unstored && !window_kept) window_read = side_calls_.Async(read_window);
+
+  // A fresh request on a conversation whose window is kept: its analysis
+  // runs while the message is stored, from the kept window and the agents
+  // being listed. The turn uses it only if that window is the one it takes
+  // once the message is stored (so its own request would be the same);
+  // otherwise it asks again.
+  struct EarlyAnalysis {
+    absl::StatusOr<execpb::InvokeToolResponse> listed;
+    uint64_t window = 0;  // the version of the window read; 0: not asked
+    absl::StatusOr<intentpb::AnalyzeIntentResponse> response = absl::UnknownError("not asked");
+  };
+  core::SideCall<EarlyAnalysis> early;
+  if (window_kept && interrupted == nullptr && !IsResumeRequest(request.message())) {
+    early = side_calls_.Async([&] {
+      intentpb::AnalyzeIntentRequest analyze;
+      bool fresh = false;
+      const std::optional<uint64_t> version =
+          windows_.Read(who, conversation_id, [&](const convpb::GetContextWindowResponse& kept) {
+            fresh = StartsAFreshFlow(routings_, kept);
+            if (fresh) AddHistory(routings_, kept, analyze);
+          });
+      EarlyAnalysis out{agents_listed.get()};
+      if (!fresh) return out;
+      out.window = *version;
+      analyze.set_message(request.message());
+      analyze.set_context_type(request.context_type());
+      if (out.listed.ok() && !out.listed->is_error()) {
+        AddAgents(AgentsFromListResult(ParseObject(out.listed->result_json())), analyze);
+      }
+      out.response = understanding_.AnalyzeIntent(who, analyze, call_deadline());
+      return out;
+    });
+  }
 
   // The user's message, once per turn_id.
   const std::string turn_id = request.turn_id().empty() ? core::NewUuid() : request.turn_id();
@@ -477,7 +528,9 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       window_read.valid() ? window_read.get() : convpb::GetContextWindowResponse();
   if (window_kept) {
     std::optional<convpb::GetContextWindowResponse> kept;
-    if (user_stored_now) kept = windows_.Take(who, conversation_id, stored_user_message.message());
+    if (user_stored_now) {
+      kept = windows_.Take(who, conversation_id, stored_user_message.message(), &kept_version);
+    }
     window = kept.has_value() ? *std::move(kept) : read_window();
   }
 
@@ -633,8 +686,11 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   std::vector<AgentInfo> agents;
   // Kept so that a planner step listing the agents again reuses it.
   std::optional<execpb::InvokeToolResponse> agent_list;
+  std::optional<EarlyAnalysis> early_analysis;
+  if (early.valid()) early_analysis = early.get();
   {
-    absl::StatusOr<execpb::InvokeToolResponse> listed = agents_listed.get();
+    absl::StatusOr<execpb::InvokeToolResponse> listed =
+        early_analysis ? std::move(early_analysis->listed) : agents_listed.get();
     if (listed.ok() && !listed->is_error()) {
       agents = AgentsFromListResult(ParseObject(listed->result_json()));
       agent_list = *std::move(listed);
@@ -657,18 +713,21 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     analysis = AnalysisOfAnswer(*last, request.message(), agents);
     ContextBox::Add(box.progress, "the user answered: " + request.message());
   } else {
-    intentpb::AnalyzeIntentRequest analyze;
-    analyze.set_message(request.message());
-    analyze.set_context_type(request.context_type());
-    AddHistory(routings_, history, analyze);
-    for (const AgentInfo& agent : agents) {
-      intentpb::CatalogItem* item = analyze.add_available_agents();
-      item->set_name(agent.name);
-      item->set_description(core::Shortened(agent.description, 2000));
+    absl::StatusOr<intentpb::AnalyzeIntentResponse> analyzed = absl::UnknownError("not asked");
+    // The early analysis read the window this turn took (all of it is
+    // history: the message came right after it), with the same agents.
+    if (early_analysis && early_analysis->window != 0 &&
+        early_analysis->window == kept_version) {
+      analyzed = std::move(early_analysis->response);
+    } else {
+      intentpb::AnalyzeIntentRequest analyze;
+      analyze.set_message(request.message());
+      analyze.set_context_type(request.context_type());
+      AddHistory(routings_, history, analyze);
+      AddAgents(agents, analyze);
+      analyzed = understanding_.AnalyzeIntent(who, analyze, call_deadline());
     }
-    if (absl::StatusOr<intentpb::AnalyzeIntentResponse> analyzed =
-            understanding_.AnalyzeIntent(who, analyze, call_deadline());
-        analyzed.ok()) {
+    if (analyzed.ok()) {
       analysis = analyzed->analysis();
     } else {
       analysis.set_action_type(intentpb::ACTION_TYPE_UNKNOWN);

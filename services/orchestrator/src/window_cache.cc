@@ -29,15 +29,26 @@ bool WindowCache::Has(const core::Identity& who, const std::string& conversation
   return it != entries_.end() && it->second.user_id == who.user_id;
 }
 
+std::optional<uint64_t> WindowCache::Read(
+    const core::Identity& who, const std::string& conversation_id,
+    const std::function<void(const convpb::GetContextWindowResponse&)>& read) const {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(KeyOf(who, conversation_id));
+  if (it == entries_.end() || it->second.user_id != who.user_id) return std::nullopt;
+  read(it->second.window);
+  return it->second.version;
+}
+
 std::optional<convpb::GetContextWindowResponse> WindowCache::Take(
     const core::Identity& who, const std::string& conversation_id,
-    const convpb::Message& user_message) {
+    const convpb::Message& user_message, uint64_t* version) {
   std::lock_guard lock(mu_);
   auto it = entries_.find(KeyOf(who, conversation_id));
   if (it == entries_.end()) return std::nullopt;
   std::optional<convpb::GetContextWindowResponse> window;
   if (it->second.user_id == who.user_id && user_message.seq() == it->second.last_seq + 1) {
     window = std::move(it->second.window);
+    if (version != nullptr) *version = it->second.version;
   }
   EraseLocked(it);
   return window;
@@ -98,6 +109,7 @@ void WindowCache::Advance(const core::Identity& who, const std::string& conversa
   Entry& entry = entries_[key];
   entry.user_id = who.user_id;
   entry.last_seq = reply.seq();
+  entry.version = ++versions_;
   entry.window = std::move(next);
   entry.bytes = bytes;
   entry.lru = lru_.begin();

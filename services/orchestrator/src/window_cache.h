@@ -19,6 +19,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -45,13 +47,22 @@ class WindowCache final {
   // need not start reading it before its message is stored).
   bool Has(const core::Identity& who, const std::string& conversation_id) const;
 
+  // Calls `read` with the window kept for `who`, in place (under the
+  // cache's lock: `read` must not call the cache), leaving it kept. Returns
+  // its version (each window kept gets a new one), nullopt when none is kept.
+  // The window may be replaced before Take: Take tells its version.
+  std::optional<uint64_t> Read(
+      const core::Identity& who, const std::string& conversation_id,
+      const std::function<void(const conversation::v1::GetContextWindowResponse&)>& read) const;
+
   // The window before `user_message` (just stored): the kept one when the
   // message came right after the kept reply; else nullopt. Either way the
   // conversation's window leaves the cache: the turn hands the next one to
-  // Advance when it has stored its reply.
+  // Advance when it has stored its reply. `version`, when given, receives
+  // the version of the window returned.
   std::optional<conversation::v1::GetContextWindowResponse> Take(
       const core::Identity& who, const std::string& conversation_id,
-      const conversation::v1::Message& user_message);
+      const conversation::v1::Message& user_message, uint64_t* version = nullptr);
 
   // Keeps the window the next turn will see: `history` (the window before
   // `user`: its messages' seqs end right before user's) with `user` and
@@ -70,6 +81,7 @@ class WindowCache final {
   struct Entry {
     std::string user_id;
     int64_t last_seq = 0;  // the newest message of the conversation
+    uint64_t version = 0;
     conversation::v1::GetContextWindowResponse window;
     size_t bytes = 0;
     std::list<std::string>::iterator lru;
@@ -82,6 +94,7 @@ class WindowCache final {
   std::unordered_map<std::string, Entry> entries_;  // by tenant and conversation
   std::list<std::string> lru_;                      // most recently used first
   size_t bytes_ = 0;
+  uint64_t versions_ = 0;  // the newest version given
 };
 
 }  // namespace omniforge::orchestrator

@@ -349,6 +349,49 @@ TEST_F(ChatEndToEndTest, ListThenRunTheFirstOneRunsTheRightAgent) {
   EXPECT_EQ(runs["runs"][0]["agent_name"], "invoice-chaser");
 }
 
+// The next turn's analysis starts while its message is stored, from the
+// window kept after the last turn; a reply stored in between by another
+// client makes that window stale, and the analysis must see the new reply.
+TEST_F(ChatEndToEndTest, AListStoredBetweenTurnsByAnotherClientIsTheOneTheNextTurnReads) {
+  Invoke("create_agent", {{"name", "weekly-sales-digest"}, {"description", "Sums up sales"}});
+  Invoke("create_agent", {{"name", "invoice-chaser"}, {"description", "Chases invoices"}});
+  Turn list = Chat("list my agents");
+  ExpectWellFormed(list);
+  EXPECT_THAT(list.text(), HasSubstr("1. invoice-chaser"));
+  const std::string conversation_id = list.session().conversation_id();
+
+  // Another client stores a reply listing them the other way round.
+  auto conversations = conversation::v1::ConversationService::NewStub(
+      grpc::CreateChannel(conversation_->address(), grpc::InsecureChannelCredentials()));
+  conversation::v1::AppendMessageRequest reply;
+  reply.set_conversation_id(conversation_id);
+  reply.set_role(conversation::v1::ROLE_ASSISTANT);
+  reply.set_content("Your agents:\n1. weekly-sales-digest\n2. invoice-chaser");
+  reply.set_metadata_json(
+      json{{"listed_agents", {"weekly-sales-digest", "invoice-chaser"}}}.dump());
+  conversation::v1::AppendMessageResponse stored;
+  grpc::ClientContext context;
+  core::AttachIdentity(context, who());
+  ASSERT_TRUE(conversations->AppendMessage(&context, reply, &stored).ok());
+
+  Turn run = Chat("run the first one", conversation_id);
+  ExpectWellFormed(run);
+  const intentpb::IntentAnalysis analysis = run.Of(pb::ChatEvent::kIntent)[0].intent().analysis();
+  EXPECT_EQ(analysis.entities().at("agent_name"), "weekly-sales-digest");
+  ASSERT_TRUE(run.preview().has_value());
+  EXPECT_EQ(json::parse(run.preview()->arguments_json())["agent"], "weekly-sales-digest");
+
+  // Without anything in between, the next turn reads the kept window.
+  Turn cancel = Chat("cancel", conversation_id);
+  ExpectWellFormed(cancel);
+  Turn again = Chat("list my agents", conversation_id);
+  ExpectWellFormed(again);
+  Turn second = Chat("run the second one", conversation_id);
+  ExpectWellFormed(second);
+  EXPECT_EQ(second.Of(pb::ChatEvent::kIntent)[0].intent().analysis().entities().at("agent_name"),
+            "weekly-sales-digest");
+}
+
 TEST_F(ChatEndToEndTest, AnUnclearRequestGetsOptionsTiedToTheUsersAgents) {
   Invoke("create_agent", {{"name", "weekly-sales-digest"}, {"description", "Sums up sales"}});
   Invoke("create_agent", {{"name", "invoice-chaser"}, {"description", "Chases invoices"}});

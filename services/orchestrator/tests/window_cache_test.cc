@@ -113,6 +113,46 @@ TEST(WindowCacheTest, AWindowIsKeptOnlyForMessagesStoredInARow) {
   EXPECT_EQ(Seqs(*kept), (std::vector<int64_t>{1, 2, 3, 4}));
 }
 
+// Read looks at the kept window without taking it; the version it tells is
+// the one Take tells for the same window, and a window kept later has
+// another.
+TEST(WindowCacheTest, ReadLeavesTheWindowAndTakeTellsWhichOneItWas) {
+  WindowCache cache({});
+  auto seqs_read = [&](const core::Identity& who) {
+    std::vector<int64_t> seqs;
+    const std::optional<uint64_t> version = cache.Read(
+        who, "c1", [&](const convpb::GetContextWindowResponse& kept) { seqs = Seqs(kept); });
+    return std::make_pair(version, seqs);
+  };
+  EXPECT_FALSE(seqs_read(kAlice).first.has_value());
+
+  convpb::GetContextWindowResponse none;
+  cache.Advance(kAlice, "c1", none, Msg(1, convpb::ROLE_USER, 5), Msg(2, convpb::ROLE_ASSISTANT, 5));
+  const auto [first, first_seqs] = seqs_read(kAlice);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first_seqs, (std::vector<int64_t>{1, 2}));
+  EXPECT_FALSE(seqs_read(kBob).first.has_value());
+  EXPECT_TRUE(cache.Has(kAlice, "c1"));
+
+  // Replaced before the turn takes it: the versions differ.
+  convpb::GetContextWindowResponse history;
+  *history.add_messages() = Msg(1, convpb::ROLE_USER, 5);
+  *history.add_messages() = Msg(2, convpb::ROLE_ASSISTANT, 5);
+  cache.Advance(kAlice, "c1", history, Msg(3, convpb::ROLE_USER, 5),
+                Msg(4, convpb::ROLE_ASSISTANT, 5));
+  const auto [second, second_seqs] = seqs_read(kAlice);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_NE(*second, *first);
+  EXPECT_EQ(second_seqs, (std::vector<int64_t>{1, 2, 3, 4}));
+
+  uint64_t taken = 0;
+  auto kept = cache.Take(kAlice, "c1", Msg(5, convpb::ROLE_USER, 5), &taken);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(taken, *second);
+  EXPECT_EQ(Seqs(*kept), second_seqs);
+  EXPECT_FALSE(seqs_read(kAlice).first.has_value());
+}
+
 TEST(WindowCacheTest, AnotherUserOrTenantGetsNothing) {
   WindowCache cache({});
   convpb::GetContextWindowResponse none;
