@@ -234,7 +234,7 @@ int Run(int turns, double seconds, bool model) {
     answer.match.last_is_tool_result = true;
     answer.reply.text = "You have no agents yet: none is listed for your account.";
     call.one_write = answer.one_write = true;
-    auto started = llm::testing::FakeLlmServer::Start({call, answer}, {.api_key = "bench-key"});
+    auto started = llm::testing::FakeLlmServer::Start({call, answer}, {.api_key = "bench-key", .record_bodies = false});
     if (!started.ok()) {
       std::fprintf(stderr, "fake provider: %s\n", started.status().ToString().c_str());
       return 1;
@@ -300,6 +300,7 @@ int Run(int turns, double seconds, bool model) {
   auto throughput = [&](int clients) {
     std::vector<double> cpu_before;
     for (const auto& [name, process] : services) cpu_before.push_back(CpuSeconds(process->pid()));
+    const double own_cpu_before = CpuSeconds(getpid());
     std::atomic<int64_t> done{0}, failed{0};
     std::vector<std::thread> threads;
     std::vector<std::vector<double>> latencies(clients);
@@ -331,7 +332,10 @@ int Run(int turns, double seconds, bool model) {
                   (CpuSeconds(services[i].second->pid()) - cpu_before[i]) * 1e6 /
                       static_cast<double>(std::max<int64_t>(1, done.load())));
     }
-    std::printf("\n");
+    // This process: the clients, and the fake provider when the model plans.
+    std::printf(" (load and fake provider %.0f us)\n",
+                (CpuSeconds(getpid()) - own_cpu_before) * 1e6 /
+                    static_cast<double>(std::max<int64_t>(1, done.load())));
     return failed > 0 ? -1.0 : done / elapsed;
   };
   const double c16 = throughput(16);

@@ -410,7 +410,7 @@ class FakeLlmServer::Impl {
     for (const auto& [name, value] : req.headers) {
       if (!kPseudoHeaders.contains(name)) record.headers[absl::AsciiStrToLower(name)] = value;
     }
-    record.body = req.body;
+    if (options_.record_bodies) record.body = req.body;
     if (const auto it = record.headers.find(kOperationHeader); it != record.headers.end()) {
       record.operation = it->second;
     }

@@ -177,6 +177,9 @@ struct FakeOptions {
   int max_threads = 256;
   // Idle keep-alive connections are closed after this.
   int keep_alive_timeout_s = 5;
+  // false: Requests() lists the requests without their bodies, so a long
+  // benchmark keeps no copy of each.
+  bool record_bodies = true;
 };
 
 class FakeLlmServer final {

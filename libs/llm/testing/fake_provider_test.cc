@@ -1026,6 +1026,22 @@ TEST(FakeServerTest, BaseUrlsFollowEachSdksConvention) {
   EXPECT_EQ(fake->anthropic_base_url(), "http://127.0.0.1:" + port);
 }
 
+TEST(FakeServerTest, WithoutRecordedBodiesRequestsAreStillListed) {
+  FakeOptions options;
+  options.record_bodies = false;
+  auto fake = StartFake({TextRule("Hello")}, options);
+  httplib::Headers headers = {{"x-omniforge-operation", "summarize"}};
+  const Exchange ex =
+      PostRaw(fake->port(), kOpenAiPath, OpenAiRequest("hi", true).dump(), headers);
+  ASSERT_EQ(ex.status, 200);
+  EXPECT_EQ(ParseSse(ex.body).back().data, "[DONE]");
+  ASSERT_EQ(fake->RequestCount(), 1u);
+  const RecordedRequest recorded = fake->Requests()[0];
+  EXPECT_EQ(recorded.operation, "summarize");
+  EXPECT_TRUE(recorded.stream);
+  EXPECT_EQ(recorded.body, "");
+}
+
 TEST(FakeServerTest, StopDoesNotWaitForIdleKeepAliveConnections) {
   FakeOptions options;
   options.keep_alive_timeout_s = 60;
