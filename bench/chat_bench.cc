@@ -268,6 +268,7 @@ int Run(int turns, double seconds, bool model) {
   std::vector<Timings> timings_before;
   for (const auto& [name, process] : services)
     timings_before.push_back(ScrapeTimings(process->metrics_port()));
+  const size_t provider_calls_before = provider ? provider->RequestCount() : 0;
   std::vector<double> ms;
   for (int i = 0; i < turns; ++i) {
     const double t = single.Turn();
@@ -295,6 +296,18 @@ int Run(int turns, double seconds, bool model) {
   for (size_t i = 0; i < services.size(); ++i) {
     PrintTimings(services[i].first, timings_before[i],
                  ScrapeTimings(services[i].second->metrics_port()), turns);
+  }
+  if (provider) {
+    // The fake's own time: from a request's arrival to its answer's last byte.
+    const std::vector<llm::testing::RecordedRequest> calls = provider->Requests();
+    double fake_ms = 0;
+    for (size_t i = provider_calls_before; i < calls.size(); ++i) {
+      fake_ms += static_cast<double>(calls[i].finished_micros - calls[i].time_micros) / 1000.0;
+    }
+    const size_t n = calls.size() - provider_calls_before;
+    std::printf("  %-13s %-70s %5.2f per turn, %7.3f ms each\n", "fake provider",
+                "request received to answer written", static_cast<double>(n) / turns,
+                fake_ms / static_cast<double>(std::max<size_t>(1, n)));
   }
 
   auto throughput = [&](int clients) {
