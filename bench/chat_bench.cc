@@ -234,7 +234,8 @@ int Run(int turns, double seconds, bool model) {
     answer.match.last_is_tool_result = true;
     answer.reply.text = "You have no agents yet: none is listed for your account.";
     call.one_write = answer.one_write = true;
-    auto started = llm::testing::FakeLlmServer::Start({call, answer}, {.api_key = "bench-key", .record_bodies = false});
+    auto started = llm::testing::FakeLlmServer::Start(
+        {call, answer}, {.api_key = "bench-key", .record_bodies = false});
     if (!started.ok()) {
       std::fprintf(stderr, "fake provider: %s\n", started.status().ToString().c_str());
       return 1;

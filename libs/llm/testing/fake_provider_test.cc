@@ -1031,8 +1031,7 @@ TEST(FakeServerTest, WithoutRecordedBodiesRequestsAreStillListed) {
   options.record_bodies = false;
   auto fake = StartFake({TextRule("Hello")}, options);
   httplib::Headers headers = {{"x-omniforge-operation", "summarize"}};
-  const Exchange ex =
-      PostRaw(fake->port(), kOpenAiPath, OpenAiRequest("hi", true).dump(), headers);
+  const Exchange ex = PostRaw(fake->port(), kOpenAiPath, OpenAiRequest("hi", true).dump(), headers);
   ASSERT_EQ(ex.status, 200);
   EXPECT_EQ(ParseSse(ex.body).back().data, "[DONE]");
   ASSERT_EQ(fake->RequestCount(), 1u);
