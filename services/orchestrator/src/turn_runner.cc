@@ -463,13 +463,14 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   core::SideCall<EarlyAnalysis> early;
   if (window_kept && interrupted == nullptr && !IsResumeRequest(request.message())) {
     early = side_calls_.Async([&] {
+      // A copy, so that other turns need not wait for the cache meanwhile.
+      convpb::GetContextWindowResponse kept;
+      const std::optional<uint64_t> version = windows_.Read(
+          who, conversation_id,
+          [&kept](const convpb::GetContextWindowResponse& window) { kept = window; });
+      const bool fresh = version.has_value() && StartsAFreshFlow(routings_, kept);
       intentpb::AnalyzeIntentRequest analyze;
-      bool fresh = false;
-      const std::optional<uint64_t> version =
-          windows_.Read(who, conversation_id, [&](const convpb::GetContextWindowResponse& kept) {
-            fresh = StartsAFreshFlow(routings_, kept);
-            if (fresh) AddHistory(routings_, kept, analyze);
-          });
+      if (fresh) AddHistory(routings_, kept, analyze);
       EarlyAnalysis out{agents_listed.get()};
       if (!fresh) return out;
       out.window = *version;
