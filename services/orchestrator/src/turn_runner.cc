@@ -457,6 +457,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   // otherwise it asks again.
   struct EarlyAnalysis {
     absl::StatusOr<execpb::InvokeToolResponse> listed;
+    std::vector<AgentInfo> agents;  // read from `listed`
     uint64_t window = 0;  // the version of the window read; 0: not asked
     absl::StatusOr<intentpb::AnalyzeIntentResponse> response = absl::UnknownError("not asked");
   };
@@ -472,13 +473,14 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       intentpb::AnalyzeIntentRequest analyze;
       if (fresh) AddHistory(routings_, kept, analyze);
       EarlyAnalysis out{agents_listed.get()};
+      if (out.listed.ok() && !out.listed->is_error()) {
+        out.agents = AgentsFromListResult(ParseObject(out.listed->result_json()));
+      }
       if (!fresh) return out;
       out.window = *version;
       analyze.set_message(request.message());
       analyze.set_context_type(request.context_type());
-      if (out.listed.ok() && !out.listed->is_error()) {
-        AddAgents(AgentsFromListResult(ParseObject(out.listed->result_json())), analyze);
-      }
+      AddAgents(out.agents, analyze);
       out.response = understanding_.AnalyzeIntent(who, analyze, call_deadline());
       return out;
     });
@@ -693,7 +695,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     absl::StatusOr<execpb::InvokeToolResponse> listed =
         early_analysis ? std::move(early_analysis->listed) : agents_listed.get();
     if (listed.ok() && !listed->is_error()) {
-      agents = AgentsFromListResult(ParseObject(listed->result_json()));
+      agents = early_analysis ? std::move(early_analysis->agents)
+                              : AgentsFromListResult(ParseObject(listed->result_json()));
       agent_list = *std::move(listed);
     } else if (!listed.ok()) {
       core::LogWarn("agents could not be listed",
