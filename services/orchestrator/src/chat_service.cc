@@ -9,6 +9,7 @@
 #include "libs/core/clock.h"
 #include "libs/core/grpc_status.h"
 #include "libs/core/logging.h"
+#include "libs/core/metrics.h"
 #include "libs/core/server.h"
 
 namespace omniforge::orchestrator {
@@ -22,6 +23,14 @@ constexpr int64_t kMaxTurnMicros = 3'600'000'000;
 constexpr int64_t kPruneEveryMicros = 60'000'000;
 // Events waiting to be written before the turn's thread waits for the client.
 constexpr size_t kMaxQueuedEvents = 256;
+
+// Turns other replicas announced and have not ended, as far as this one knows.
+core::Gauge& RemoteTurnsGauge() {
+  static core::Gauge& gauge = core::MetricsRegistry::Global().GetGauge(
+      "omniforge_orchestrator_remote_turns",
+      "Turns running on other replicas, as far as their signals have reached this one.");
+  return gauge;
+}
 
 std::string_view MetadataValue(const grpc::CallbackServerContext& context, const char* key) {
   const auto& metadata = context.client_metadata();
@@ -314,6 +323,7 @@ RunningTurns::Control RunningTurns::Suspend(const std::string& key, const std::s
     std::erase_if(remote_, [now](const auto& entry) {
       return now - entry.second.started_micros > kMaxTurnMicros;
     });
+    RemoteTurnsGauge().Set(static_cast<double>(remote_.size()));
     std::erase_if(waiting_, [now](const auto& entry) {
       return now - entry.second.since_micros > kMaxTurnMicros;
     });
@@ -338,6 +348,7 @@ void RunningTurns::OnSignal(const TurnSignal& signal) {
   switch (signal.kind) {
     case TurnSignal::Kind::kStarted:
       remote_.emplace(key, Remote{signal.turn_id, core::NowMicros()});
+      RemoteTurnsGauge().Set(static_cast<double>(remote_.size()));
       return;
     case TurnSignal::Kind::kEnded: {
       auto [begin, end] = remote_.equal_range(key);
@@ -347,6 +358,7 @@ void RunningTurns::OnSignal(const TurnSignal& signal) {
           break;
         }
       }
+      RemoteTurnsGauge().Set(static_cast<double>(remote_.size()));
       // The turns here waiting for it learn what it set aside.
       auto [wait_begin, wait_end] = waiting_.equal_range(key);
       for (auto it = wait_begin; it != wait_end; ++it) it->second.control->Ended(signal.suspended);

@@ -206,6 +206,24 @@ class ChatEndToEndTest : public ::testing::Test {
     return result;
   }
 
+  // Stores a message in `conversation` straight through the conversation
+  // service, as another of the user's clients would (not through a turn).
+  grpc::Status StoreAsAnotherClient(const std::string& conversation,
+                                    conversation::v1::Role role, const std::string& content,
+                                    const std::string& metadata_json = "") const {
+    auto conversations = conversation::v1::ConversationService::NewStub(
+        grpc::CreateChannel(conversation_->address(), grpc::InsecureChannelCredentials()));
+    conversation::v1::AppendMessageRequest message;
+    message.set_conversation_id(conversation);
+    message.set_role(role);
+    message.set_content(content);
+    message.set_metadata_json(metadata_json);
+    conversation::v1::AppendMessageResponse stored;
+    grpc::ClientContext context;
+    core::AttachIdentity(context, who());
+    return conversations->AppendMessage(&context, message, &stored);
+  }
+
   // The routing metadata stored with the newest assistant message.
   json LastRouting(const std::string& conversation) const {
     auto context = Context(key());
@@ -361,18 +379,11 @@ TEST_F(ChatEndToEndTest, AListStoredBetweenTurnsByAnotherClientIsTheOneTheNextTu
   const std::string conversation_id = list.session().conversation_id();
 
   // Another client stores a reply listing them the other way round.
-  auto conversations = conversation::v1::ConversationService::NewStub(
-      grpc::CreateChannel(conversation_->address(), grpc::InsecureChannelCredentials()));
-  conversation::v1::AppendMessageRequest reply;
-  reply.set_conversation_id(conversation_id);
-  reply.set_role(conversation::v1::ROLE_ASSISTANT);
-  reply.set_content("Your agents:\n1. weekly-sales-digest\n2. invoice-chaser");
-  reply.set_metadata_json(
-      json{{"listed_agents", {"weekly-sales-digest", "invoice-chaser"}}}.dump());
-  conversation::v1::AppendMessageResponse stored;
-  grpc::ClientContext context;
-  core::AttachIdentity(context, who());
-  ASSERT_TRUE(conversations->AppendMessage(&context, reply, &stored).ok());
+  ASSERT_TRUE(StoreAsAnotherClient(
+                  conversation_id, conversation::v1::ROLE_ASSISTANT,
+                  "Your agents:\n1. weekly-sales-digest\n2. invoice-chaser",
+                  json{{"listed_agents", {"weekly-sales-digest", "invoice-chaser"}}}.dump())
+                  .ok());
 
   Turn run = Chat("run the first one", conversation_id);
   ExpectWellFormed(run);
@@ -1256,6 +1267,19 @@ TEST_F(ModelPlannerEndToEndTest, ATurnOnAnotherReplicaIsSuspendedOrCancelledThro
   ASSERT_TRUE(hello.status.ok());
   const std::string conversation = hello.session().conversation_id();
 
+  // Whether the second replica has heard that a turn runs on the first (the
+  // start is a signal, so it arrives a moment after the turn began; until
+  // then the second replica neither waits for that turn nor cancels it).
+  const auto heard_of_it = [&] {
+    for (int i = 0; i < 250; ++i) {
+      if (MetricsOf(second).find("omniforge_orchestrator_remote_turns 1\n") != std::string::npos) {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  };
+
   // A newer message on the second replica suspends the turn on the first.
   const auto on_other = [&](const std::string& message) {
     pb::StreamChatRequest request;
@@ -1267,6 +1291,7 @@ TEST_F(ModelPlannerEndToEndTest, ATurnOnAnotherReplicaIsSuspendedOrCancelledThro
   std::optional<Turn> running;
   std::thread turn([&] { running = Chat("tell me a long story", conversation); });
   ASSERT_TRUE(fake_->WaitForRequests(before + 1, 10000)) << "the turn never reached the model";
+  ASSERT_TRUE(heard_of_it()) << "the turn's start never reached the second replica";
   Turn interrupting = on_other("quick question: which agents do I have?");
   turn.join();
   ASSERT_TRUE(running.has_value());
@@ -1283,6 +1308,7 @@ TEST_F(ModelPlannerEndToEndTest, ATurnOnAnotherReplicaIsSuspendedOrCancelledThro
   std::optional<Turn> cancelled;
   std::thread second_turn([&] { cancelled = Chat("tell me a long story again", conversation); });
   ASSERT_TRUE(fake_->WaitForRequests(before + 1, 10000));
+  ASSERT_TRUE(heard_of_it()) << "the turn's start never reached the second replica";
   pb::CancelTurnRequest cancel;
   cancel.set_conversation_id(conversation);
   pb::CancelTurnResponse response;
@@ -1387,16 +1413,9 @@ TEST_F(ModelPlannerEndToEndTest, AMessageStoredBetweenTurnsByAnotherClientReache
                                        "and they are due after 30 days"}));
 
   // Another client of the conversation service stores a message.
-  auto conversations = conversation::v1::ConversationService::NewStub(
-      grpc::CreateChannel(conversation_->address(), grpc::InsecureChannelCredentials()));
-  conversation::v1::AppendMessageRequest note;
-  note.set_conversation_id(conversation_id);
-  note.set_role(conversation::v1::ROLE_USER);
-  note.set_content("also: the customer prefers email reminders");
-  conversation::v1::AppendMessageResponse stored;
-  grpc::ClientContext context;
-  core::AttachIdentity(context, who());
-  ASSERT_TRUE(conversations->AppendMessage(&context, note, &stored).ok());
+  ASSERT_TRUE(StoreAsAnotherClient(conversation_id, conversation::v1::ROLE_USER,
+                                   "also: the customer prefers email reminders")
+                  .ok());
 
   before = fake_->RequestCount();
   Turn third = Chat("what do you know so far?", conversation_id);
