@@ -187,11 +187,13 @@ FinishReason AnthropicFinishReason(std::string_view stop_reason) {
   return FinishReason::kUnspecified;
 }
 
-absl::StatusOr<std::string> EncodeAnthropicRequest(const ChatRequest& request, bool stream) {
-  if (request.max_tokens <= 0) return InvalidRequest("max_tokens must be positive");
+absl::StatusOr<std::string> EncodeAnthropicRequest(const ChatRequest& request, bool stream,
+                                                   std::string_view model, int32_t max_tokens) {
+  if (max_tokens <= 0) max_tokens = request.max_tokens;
+  if (max_tokens <= 0) return InvalidRequest("max_tokens must be positive");
   Json body = Json::object();
-  body["model"] = request.model;
-  body["max_tokens"] = request.max_tokens;
+  body["model"] = model.empty() ? request.model : std::string(model);
+  body["max_tokens"] = max_tokens;
   Json messages = Json::array();
   absl::StatusOr<std::string> system = EncodeMessages(request.messages, messages);
   if (!system.ok()) return system.status();

@@ -35,7 +35,11 @@ std::string AnthropicStructuredToolName(const ChatRequest& request);
 // (the API requires it), a schema or an earlier tool call's arguments are not
 // a JSON object, tool_choice requires a tool but none is offered or names one
 // not offered, or the structured-output tool's name clashes with a tool's.
-absl::StatusOr<std::string> EncodeAnthropicRequest(const ChatRequest& request, bool stream);
+// `model` and `max_tokens`, when given (not empty, positive), are sent in
+// place of the request's own.
+absl::StatusOr<std::string> EncodeAnthropicRequest(const ChatRequest& request, bool stream,
+                                                   std::string_view model = {},
+                                                   int32_t max_tokens = 0);
 
 // Decodes a Messages answer. `structured_tool` is
 // AnthropicStructuredToolName(request). kBadResponse when the body is not a

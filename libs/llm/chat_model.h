@@ -24,6 +24,10 @@ struct CallContext {
   // Optional: returns true once the caller has given up; checked between
   // attempts and while streaming.
   std::function<bool()> cancelled;
+  // The model to ask for in place of ChatRequest::model; LlmClient sets it
+  // to each target's model, so the caller's request is sent as it is,
+  // without a copy per call.
+  std::string model;
 };
 
 // Receives the increments of a streamed answer, in order, on the calling

@@ -88,17 +88,16 @@ class HttpProvider final : public ChatModel {
 absl::StatusOr<HttpRequest> HttpProvider::BuildRequest(const ChatRequest& request,
                                                        const CallContext& context,
                                                        bool stream) const {
-  const ChatRequest* effective = &request;
-  ChatRequest with_default_max_tokens;
-  if (request.max_tokens <= 0 && options_.default_max_tokens > 0) {
-    with_default_max_tokens = request;
-    with_default_max_tokens.max_tokens = options_.default_max_tokens;
-    effective = &with_default_max_tokens;
-  }
+  // The target's model and the default token limit go straight into the
+  // body: the request (the whole history) is not copied to carry them.
+  const std::string_view model = context.model.empty() ? request.model : context.model;
+  const int32_t max_tokens =
+      request.max_tokens > 0 ? request.max_tokens : options_.default_max_tokens;
   const bool openai = options_.api == ProviderOptions::Api::kOpenAi;
   absl::StatusOr<std::string> body =
-      openai ? EncodeOpenAiRequest(*effective, stream, options_.openai_token_limit_field)
-             : EncodeAnthropicRequest(*effective, stream);
+      openai ? EncodeOpenAiRequest(request, stream, options_.openai_token_limit_field, model,
+                                   max_tokens)
+             : EncodeAnthropicRequest(request, stream, model, max_tokens);
   if (!body.ok()) return Failure(body.status());
 
   HttpRequest http;

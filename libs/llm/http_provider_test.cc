@@ -164,6 +164,37 @@ TEST_F(HttpProviderTest, OpenAiTokenLimitFieldIsConfigurable) {
   EXPECT_FALSE(body.contains("max_tokens"));
 }
 
+TEST_F(HttpProviderTest, TheCallersModelAndTokenLimitGoInTheBodyAndTheRequestStaysAsItIs) {
+  // LlmClient names each target's model in the call's context; the request
+  // itself (the whole history) is sent as the caller built it.
+  for (const auto& [provider, answer] :
+       {std::pair{openai_.get(), std::string(kOpenAiAnswer)},
+        std::pair{anthropic_.get(),
+                  std::string(R"({"id":"msg_1","type":"message","model":"claude","content":[
+                      {"type":"text","text":"hi"}],"stop_reason":"end_turn",
+                      "usage":{"input_tokens":4,"output_tokens":3}})")}}) {
+    transport_->pieces = {answer};
+    const ChatRequest request = Hello();
+    CallContext context = Context();
+    context.model = "model-2";
+    ASSERT_TRUE(provider->Complete(request, context).ok());
+    Json body = Json::parse(transport_->last_request.body);
+    EXPECT_EQ(body["model"], "model-2");
+    EXPECT_EQ(body["max_tokens"], 1024);
+    EXPECT_EQ(request.model, "model-1");
+    EXPECT_EQ(request.max_tokens, 0);
+
+    // Without one, the request's own model is sent; its own limit wins.
+    ChatRequest limited = Hello();
+    limited.max_tokens = 77;
+    transport_->pieces = {answer};
+    ASSERT_TRUE(provider->Complete(limited, Context()).ok());
+    body = Json::parse(transport_->last_request.body);
+    EXPECT_EQ(body["model"], "model-1");
+    EXPECT_EQ(body["max_tokens"], 77);
+  }
+}
+
 TEST_F(HttpProviderTest, SoonerCallDeadlineBoundsTheAttempt) {
   transport_->pieces = {kOpenAiAnswer};
   CallContext context = Context();

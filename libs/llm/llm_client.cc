@@ -162,15 +162,15 @@ LlmClient::LlmClient(LlmClientOptions options)
   }
 }
 
-absl::StatusOr<ChatResponse> LlmClient::Complete(std::string_view profile, ChatRequest request,
+absl::StatusOr<ChatResponse> LlmClient::Complete(std::string_view profile, const ChatRequest& request,
                                                  const CallContext& context) {
-  return Call(profile, std::move(request), context, nullptr);
+  return Call(profile, request, context, nullptr);
 }
 
-absl::StatusOr<ChatResponse> LlmClient::Stream(std::string_view profile, ChatRequest request,
+absl::StatusOr<ChatResponse> LlmClient::Stream(std::string_view profile, const ChatRequest& request,
                                                const CallContext& context,
                                                const StreamCallback& on_delta) {
-  return Call(profile, std::move(request), context, &on_delta);
+  return Call(profile, request, context, &on_delta);
 }
 
 bool LlmClient::HasProfile(std::string_view profile) const {
@@ -181,7 +181,7 @@ std::unique_ptr<ChatModel> LlmClient::ForProfile(std::string profile) {
   return std::make_unique<ProfileChatModel>(*this, std::move(profile));
 }
 
-absl::StatusOr<ChatResponse> LlmClient::Call(std::string_view profile, ChatRequest request,
+absl::StatusOr<ChatResponse> LlmClient::Call(std::string_view profile, const ChatRequest& request,
                                              const CallContext& context,
                                              const StreamCallback* on_delta) {
   const int64_t start = clock_->NowMicros();
@@ -197,7 +197,7 @@ absl::StatusOr<ChatResponse> LlmClient::Call(std::string_view profile, ChatReque
                       absl::StrCat("no LLM profile \"", std::string(profile), "\" is configured"));
   } else {
     try {
-      result = RunChain(chain->second, std::move(request), context, on_delta, start, record);
+      result = RunChain(chain->second, request, context, on_delta, start, record);
     } catch (...) {
       // The caller's stream callback threw: the call still leaves its record
       // before the exception goes on to the caller.
@@ -224,7 +224,8 @@ void LlmClient::Finish(const absl::StatusOr<ChatResponse>& result, int64_t start
 }
 
 absl::StatusOr<ChatResponse> LlmClient::RunChain(const std::vector<Target>& chain,
-                                                 ChatRequest request, const CallContext& context,
+                                                 const ChatRequest& request,
+                                                 const CallContext& context,
                                                  const StreamCallback* on_delta,
                                                  int64_t start_micros, UsageRecord& record) {
   // Only 0 means "none given"; a negative deadline has long passed.
@@ -264,7 +265,7 @@ absl::StatusOr<ChatResponse> LlmClient::RunChain(const std::vector<Target>& chai
     record.provider = target.name.provider;
     record.model = target.name.model;
     record.fallback_used = index > 0;
-    request.model = target.name.model;
+    attempt_context.model = target.name.model;
 
     for (int attempt = 1;; ++attempt) {
       if (IsCancelled(context)) {

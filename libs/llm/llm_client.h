@@ -51,7 +51,8 @@ struct LlmClientOptions {
 // Thread-safe; one instance serves the whole process.
 //
 // A call walks its profile's chain. For each target (skipped while its
-// circuit is open) it sets request.model and tries up to retry.max_attempts
+// circuit is open) it asks for the target's model (CallContext::model) and
+// tries up to retry.max_attempts
 // times, waiting between attempts (RetryWaitMicros), while the error is
 // retryable. Exhausted retries and non-retryable errors (an invalid request
 // or bad key may be specific to one provider) move on to the next target;
@@ -92,13 +93,13 @@ class LlmClient final {
 
   // The answer of the first target that gives one. kNotConfigured for an
   // unknown profile; see the class comment for everything else.
-  absl::StatusOr<ChatResponse> Complete(std::string_view profile, ChatRequest request,
+  absl::StatusOr<ChatResponse> Complete(std::string_view profile, const ChatRequest& request,
                                         const CallContext& context);
 
   // Streams the answer to `on_delta` (on the calling thread). A target that
   // fails before its first delta is retried or replaced like in Complete.
   // `on_delta` returning false ends the call with kCancelled.
-  absl::StatusOr<ChatResponse> Stream(std::string_view profile, ChatRequest request,
+  absl::StatusOr<ChatResponse> Stream(std::string_view profile, const ChatRequest& request,
                                       const CallContext& context, const StreamCallback& on_delta);
 
   bool HasProfile(std::string_view profile) const;
@@ -117,10 +118,11 @@ class LlmClient final {
   explicit LlmClient(LlmClientOptions options);
 
   // Complete when `on_delta` is null, else Stream. Emits the usage record.
-  absl::StatusOr<ChatResponse> Call(std::string_view profile, ChatRequest request,
+  absl::StatusOr<ChatResponse> Call(std::string_view profile, const ChatRequest& request,
                                     const CallContext& context, const StreamCallback* on_delta);
   // Walks the chain, filling the call-dependent fields of `record`.
-  absl::StatusOr<ChatResponse> RunChain(const std::vector<Target>& chain, ChatRequest request,
+  absl::StatusOr<ChatResponse> RunChain(const std::vector<Target>& chain,
+                                        const ChatRequest& request,
                                         const CallContext& context, const StreamCallback* on_delta,
                                         int64_t start_micros, UsageRecord& record);
   // Adds tokens billed by `target` to `record`, with their cost.

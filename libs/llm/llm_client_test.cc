@@ -105,7 +105,7 @@ TEST_F(LlmClientTest, RetriesRetryableErrorsWithJitteredBackoff) {
   // Uniform 0.5 of the 200 ms and 400 ms ceilings.
   EXPECT_THAT(clock_.sleeps(), ElementsAre(100'000, 200'000));
   EXPECT_EQ(b_->calls(), 0u);
-  for (const ChatRequest& request : a_->requests()) EXPECT_EQ(request.model, "model-1");
+  for (const CallContext& context : a_->contexts()) EXPECT_EQ(context.model, "model-1");
   EXPECT_EQ(OnlyRecord().attempts, 3);
   EXPECT_EQ(CounterValue("omniforge_llm_retries_total",
                          {{"provider", "a"}, {"model", "model-1"}, {"reason", "server_error"}}),
@@ -186,7 +186,7 @@ TEST_F(LlmClientTest, FallsBackWhenRetriesAreExhausted) {
   ASSERT_TRUE(response.ok()) << response.status();
   EXPECT_EQ(response->content, "from b");
   ASSERT_EQ(b_->requests().size(), 1u);
-  EXPECT_EQ(b_->requests()[0].model, "model-2");
+  EXPECT_EQ(b_->contexts()[0].model, "model-2");
   const UsageRecord record = OnlyRecord();
   EXPECT_EQ(record.provider, "b");
   EXPECT_EQ(record.model, "model-2");

@@ -121,11 +121,14 @@ FinishReason OpenAiFinishReason(std::string_view reason) {
 }
 
 absl::StatusOr<std::string> EncodeOpenAiRequest(const ChatRequest& request, bool stream,
-                                                OpenAiTokenLimitField token_limit_field) {
+                                                OpenAiTokenLimitField token_limit_field,
+                                                std::string_view model, int32_t max_tokens) {
+  if (model.empty()) model = request.model;
+  if (max_tokens <= 0) max_tokens = request.max_tokens;
   // The model and the messages as text; the other members follow from
   // `body`, then the tools (as text as well).
   std::string head = "{\"model\":";
-  AppendJsonString(head, request.model);
+  AppendJsonString(head, model);
   head += ",\"messages\":[";
   for (const ChatMessage& message : request.messages) {
     if (head.back() != '[') head += ',';
@@ -168,11 +171,11 @@ absl::StatusOr<std::string> EncodeOpenAiRequest(const ChatRequest& request, bool
          {{"name", format.name}, {"schema", *std::move(schema)}, {"strict", format.strict}}}};
   }
   if (request.temperature.has_value()) body["temperature"] = *request.temperature;
-  if (request.max_tokens > 0) {
+  if (max_tokens > 0) {
     const char* field = token_limit_field == OpenAiTokenLimitField::kMaxCompletionTokens
                             ? "max_completion_tokens"
                             : "max_tokens";
-    body[field] = request.max_tokens;
+    body[field] = max_tokens;
   }
   if (stream) {
     body["stream"] = true;

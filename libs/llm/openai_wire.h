@@ -25,13 +25,15 @@ enum class OpenAiTokenLimitField { kMaxTokens, kMaxCompletionTokens };
 
 // The JSON body for POST <base_url>/chat/completions. Streaming adds
 // stream_options.include_usage so the stream ends with the token counts.
-// max_tokens is sent, as `token_limit_field`, when positive. kInvalidRequest
-// when a tool's parameters or the response schema is not a JSON object, when
-// tool_choice requires a tool but none is offered, or when a named
-// tool_choice names no offered tool.
+// max_tokens is sent, as `token_limit_field`, when positive. `model` and
+// `max_tokens`, when given (not empty, positive), are sent in place of the
+// request's own. kInvalidRequest when a tool's parameters or the response
+// schema is not a JSON object, when tool_choice requires a tool but none is
+// offered, or when a named tool_choice names no offered tool.
 absl::StatusOr<std::string> EncodeOpenAiRequest(
     const ChatRequest& request, bool stream,
-    OpenAiTokenLimitField token_limit_field = OpenAiTokenLimitField::kMaxTokens);
+    OpenAiTokenLimitField token_limit_field = OpenAiTokenLimitField::kMaxTokens,
+    std::string_view model = {}, int32_t max_tokens = 0);
 
 // Decodes a chat.completion body (the first choice). kBadResponse when the
 // body is not one.
