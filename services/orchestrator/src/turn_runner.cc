@@ -464,20 +464,20 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   core::SideCall<EarlyAnalysis> early;
   if (window_kept && interrupted == nullptr && !IsResumeRequest(request.message())) {
     early = side_calls_.Async([&] {
-      // A copy, so that other turns need not wait for the cache meanwhile.
-      convpb::GetContextWindowResponse kept;
-      const std::optional<uint64_t> version = windows_.Read(
-          who, conversation_id,
-          [&kept](const convpb::GetContextWindowResponse& window) { kept = window; });
-      const bool fresh = version.has_value() && StartsAFreshFlow(routings_, kept);
+      // Shared with the cache, and let go of before anything waits, so that
+      // the turn's Take can move it out instead of copying it.
+      std::optional<WindowCache::Kept> kept = windows_.Read(who, conversation_id);
+      const bool fresh = kept.has_value() && StartsAFreshFlow(routings_, *kept->window);
       intentpb::AnalyzeIntentRequest analyze;
-      if (fresh) AddHistory(routings_, kept, analyze);
+      if (fresh) AddHistory(routings_, *kept->window, analyze);
+      const uint64_t version = fresh ? kept->version : 0;
+      kept.reset();
       EarlyAnalysis out{agents_listed.get()};
       if (out.listed.ok() && !out.listed->is_error()) {
         out.agents = AgentsFromListResult(ParseObject(out.listed->result_json()));
       }
       if (!fresh) return out;
-      out.window = *version;
+      out.window = version;
       analyze.set_message(request.message());
       analyze.set_context_type(request.context_type());
       AddAgents(out.agents, analyze);

@@ -29,14 +29,12 @@ bool WindowCache::Has(const core::Identity& who, const std::string& conversation
   return it != entries_.end() && it->second.user_id == who.user_id;
 }
 
-std::optional<uint64_t> WindowCache::Read(
-    const core::Identity& who, const std::string& conversation_id,
-    const std::function<void(const convpb::GetContextWindowResponse&)>& read) const {
+std::optional<WindowCache::Kept> WindowCache::Read(const core::Identity& who,
+                                                   const std::string& conversation_id) const {
   std::lock_guard lock(mu_);
   auto it = entries_.find(KeyOf(who, conversation_id));
   if (it == entries_.end() || it->second.user_id != who.user_id) return std::nullopt;
-  read(it->second.window);
-  return it->second.version;
+  return Kept{it->second.window, it->second.version};
 }
 
 std::optional<convpb::GetContextWindowResponse> WindowCache::Take(
@@ -47,7 +45,10 @@ std::optional<convpb::GetContextWindowResponse> WindowCache::Take(
   if (it == entries_.end()) return std::nullopt;
   std::optional<convpb::GetContextWindowResponse> window;
   if (it->second.user_id == who.user_id && user_message.seq() == it->second.last_seq + 1) {
-    window = std::move(it->second.window);
+    // Only Read hands out the window, under this lock: when the cache's is
+    // the one reference left, nobody else can reach it.
+    std::shared_ptr<convpb::GetContextWindowResponse>& kept = it->second.window;
+    window = kept.use_count() == 1 ? std::move(*kept) : *kept;
     if (version != nullptr) *version = it->second.version;
   }
   EraseLocked(it);
@@ -110,7 +111,7 @@ void WindowCache::Advance(const core::Identity& who, const std::string& conversa
   entry.user_id = who.user_id;
   entry.last_seq = reply.seq();
   entry.version = ++versions_;
-  entry.window = std::move(next);
+  entry.window = std::make_shared<convpb::GetContextWindowResponse>(std::move(next));
   entry.bytes = bytes;
   entry.lru = lru_.begin();
   bytes_ += bytes;

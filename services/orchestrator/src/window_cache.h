@@ -14,14 +14,18 @@
 // fit. Messages a window left out never fit again (the total before them only
 // grows), so the kept window holds all the next one needs.
 //
+// A kept window is never changed: Advance keeps a new one, Take hands it
+// over. Read therefore shares it instead of copying it, and Take moves it
+// out unless a reader still holds it.
+//
 // Bounded by the bytes of the messages kept; least recently used windows go
 // first. Thread-safe.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -47,13 +51,15 @@ class WindowCache final {
   // need not start reading it before its message is stored).
   bool Has(const core::Identity& who, const std::string& conversation_id) const;
 
-  // Calls `read` with the window kept for `who`, in place (under the
-  // cache's lock: `read` must not call the cache), leaving it kept. Returns
-  // its version (each window kept gets a new one), nullopt when none is kept.
-  // The window may be replaced before Take: Take tells its version.
-  std::optional<uint64_t> Read(
-      const core::Identity& who, const std::string& conversation_id,
-      const std::function<void(const conversation::v1::GetContextWindowResponse&)>& read) const;
+  // The window kept for `who`, shared (not copied), and its version (each
+  // window kept gets a new one); nullopt when none is kept. The window stays
+  // kept, and may be replaced before Take: Take tells its version. A reader
+  // lets go of it soon: Take copies a window that is still being read.
+  struct Kept {
+    std::shared_ptr<const conversation::v1::GetContextWindowResponse> window;
+    uint64_t version = 0;
+  };
+  std::optional<Kept> Read(const core::Identity& who, const std::string& conversation_id) const;
 
   // The window before `user_message` (just stored): the kept one when the
   // message came right after the kept reply; else nullopt. Either way the
@@ -82,7 +88,7 @@ class WindowCache final {
     std::string user_id;
     int64_t last_seq = 0;  // the newest message of the conversation
     uint64_t version = 0;
-    conversation::v1::GetContextWindowResponse window;
+    std::shared_ptr<conversation::v1::GetContextWindowResponse> window;  // never null
     size_t bytes = 0;
     std::list<std::string>::iterator lru;
   };

@@ -119,10 +119,9 @@ TEST(WindowCacheTest, AWindowIsKeptOnlyForMessagesStoredInARow) {
 TEST(WindowCacheTest, ReadLeavesTheWindowAndTakeTellsWhichOneItWas) {
   WindowCache cache({});
   auto seqs_read = [&](const core::Identity& who) {
-    std::vector<int64_t> seqs;
-    const std::optional<uint64_t> version = cache.Read(
-        who, "c1", [&](const convpb::GetContextWindowResponse& kept) { seqs = Seqs(kept); });
-    return std::make_pair(version, seqs);
+    std::optional<WindowCache::Kept> kept = cache.Read(who, "c1");
+    return kept ? std::make_pair(std::optional<uint64_t>(kept->version), Seqs(*kept->window))
+                : std::make_pair(std::optional<uint64_t>(), std::vector<int64_t>());
   };
   EXPECT_FALSE(seqs_read(kAlice).first.has_value());
 
@@ -151,6 +150,29 @@ TEST(WindowCacheTest, ReadLeavesTheWindowAndTakeTellsWhichOneItWas) {
   EXPECT_EQ(taken, *second);
   EXPECT_EQ(Seqs(*kept), second_seqs);
   EXPECT_FALSE(seqs_read(kAlice).first.has_value());
+}
+
+// A window being read when the turn takes it stays whole for its reader:
+// Take copies it then, and moves it out once nobody else holds it.
+TEST(WindowCacheTest, AWindowStillBeingReadIsCopiedByTake) {
+  WindowCache cache({});
+  convpb::GetContextWindowResponse none;
+  cache.Advance(kAlice, "c1", none, Msg(1, convpb::ROLE_USER, 5), Msg(2, convpb::ROLE_ASSISTANT, 5));
+  std::optional<WindowCache::Kept> reading = cache.Read(kAlice, "c1");
+  ASSERT_TRUE(reading.has_value());
+  auto taken = cache.Take(kAlice, "c1", Msg(3, convpb::ROLE_USER, 5));
+  ASSERT_TRUE(taken.has_value());
+  taken->mutable_messages()->Clear();  // the turn trims what it took
+  EXPECT_EQ(Seqs(*reading->window), (std::vector<int64_t>{1, 2}));
+
+  cache.Advance(kAlice, "c1", none, Msg(1, convpb::ROLE_USER, 5), Msg(2, convpb::ROLE_ASSISTANT, 5));
+  std::shared_ptr<const convpb::GetContextWindowResponse> read = cache.Read(kAlice, "c1")->window;
+  const convpb::Message* first = &read->messages(0);
+  read.reset();
+  taken = cache.Take(kAlice, "c1", Msg(3, convpb::ROLE_USER, 5));
+  ASSERT_TRUE(taken.has_value());
+  EXPECT_EQ(Seqs(*taken), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(&taken->messages(0), first);  // moved, not copied
 }
 
 TEST(WindowCacheTest, AnotherUserOrTenantGetsNothing) {
