@@ -1,6 +1,7 @@
 #include "services/orchestrator/src/window_cache.h"
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 namespace omniforge::orchestrator {
@@ -48,7 +49,13 @@ std::optional<convpb::GetContextWindowResponse> WindowCache::Take(
     // Only Read hands out the window, under this lock: when the cache's is
     // the one reference left, nobody else can reach it.
     std::shared_ptr<convpb::GetContextWindowResponse>& kept = it->second.window;
-    window = kept.use_count() == 1 ? std::move(*kept) : *kept;
+    if (kept.use_count() == 1) {
+      // The last reader's release of its reference happens before the move.
+      std::atomic_thread_fence(std::memory_order_acquire);
+      window = std::move(*kept);
+    } else {
+      window = *kept;
+    }
     if (version != nullptr) *version = it->second.version;
   }
   EraseLocked(it);
