@@ -162,7 +162,8 @@ LlmClient::LlmClient(LlmClientOptions options)
   }
 }
 
-absl::StatusOr<ChatResponse> LlmClient::Complete(std::string_view profile, const ChatRequest& request,
+absl::StatusOr<ChatResponse> LlmClient::Complete(std::string_view profile,
+                                                 const ChatRequest& request,
                                                  const CallContext& context) {
   return Call(profile, request, context, nullptr);
 }

@@ -50,18 +50,17 @@ struct LlmClientOptions {
 
 // Thread-safe; one instance serves the whole process.
 //
-// A call walks its profile's chain. For each target (skipped while its
-// circuit is open) it asks for the target's model (CallContext::model) and
-// tries up to retry.max_attempts
-// times, waiting between attempts (RetryWaitMicros), while the error is
-// retryable. Exhausted retries and non-retryable errors (an invalid request
-// or bad key may be specific to one provider) move on to the next target;
-// kCancelled and kStreamBroken end the call at once. A stream whose output
-// reached the caller is never retried or re-routed: its failure is returned
-// as kStreamBroken. Every attempt gets the call's remaining time; no wait
-// crosses the deadline (the target is given up instead), and a call whose
-// deadline passed ends with kTimeout. Errors otherwise are the last
-// target's last error (kCircuitOpen when every circuit was open).
+// A call walks its profile's chain. For each target (skipped while its circuit
+// is open) it asks for the target's model (CallContext::model) and tries up to
+// retry.max_attempts times, waiting between attempts (RetryWaitMicros), while
+// the error is retryable. Exhausted retries and non-retryable errors (an
+// invalid request or bad key may be specific to one provider) move on to the
+// next target; kCancelled and kStreamBroken end the call at once. A stream
+// whose output reached the caller is never retried or re-routed: its failure is
+// returned as kStreamBroken. Every attempt gets the call's remaining time; no
+// wait crosses the deadline (the target is given up instead), and a call whose
+// deadline passed ends with kTimeout. Errors otherwise are the last target's
+// last error (kCircuitOpen when every circuit was open).
 // The usage record's time_to_first_token_us counts from the start of the
 // call, retries included: what the user waited. Its tokens and cost are
 // everything the call was billed: the answer's, plus what failed attempts
