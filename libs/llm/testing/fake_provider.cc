@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "libs/core/clock.h"
+#include "libs/llm/json_scan.h"
 #include "libs/llm/testing/fake_wire.h"
 
 namespace omniforge::llm::testing {
@@ -35,6 +36,19 @@ using internal::RequestView;
 using internal::StreamEvent;
 using internal::WireFormat;
 using nlohmann::json;
+
+// A request body as a document. The client library's scanner reads it
+// (nlohmann's lexer takes a long body one character at a time through an
+// input adapter); what the scanner leaves to a full parser (integers beyond
+// 64 bits, deep nesting) and what is not JSON go to nlohmann's parser, which
+// gives the same document or a discarded value.
+json ParseBody(const std::string& body) {
+  json parsed;
+  nlohmann::detail::json_sax_dom_parser<json> builder(parsed, /*allow_exceptions_=*/false);
+  std::string scratch;
+  if (wire_internal::ScanJson(body, builder, scratch)) return parsed;
+  return json::parse(body, nullptr, false);
+}
 
 constexpr char kOperationHeader[] = "x-omniforge-operation";
 
@@ -498,7 +512,7 @@ class FakeLlmServer::Impl {
   }
 
   void Serve(const WireFormat& wire, const httplib::Request& req, httplib::Response& res) {
-    const json body = json::parse(req.body, nullptr, false);
+    const json body = ParseBody(req.body);
     const bool stream = body.is_object() && body.contains("stream") && body["stream"] == json(true);
     const auto [record, index] = Record(wire.api(), req, stream);
     auto inspected = wire.Inspect(record.headers, body, options_.api_key);

@@ -848,6 +848,25 @@ json OpenAiError(const Exchange& ex) {
   return body["error"];
 }
 
+// Bodies are read by a fast scanner that leaves some valid JSON (integers
+// beyond 64 bits, deep nesting) to a full parser: such a body is still read.
+TEST(FakeValidationTest, ABodyOnlyAFullParserReadsIsStillAnswered) {
+  auto fake = StartFake();
+  // Each before the members the fake needs, so a half-read body lacks them.
+  const std::string request = OpenAiRequest("big numbers").dump();
+  const std::string body = R"({"seed":123456789012345678901234567890,)" + request.substr(1);
+  std::string nested = R"({"metadata":)";
+  for (int i = 0; i < 100; ++i) nested += "[";
+  for (int i = 0; i < 100; ++i) nested += "]";
+  nested += "," + request.substr(1);
+  for (const std::string& text : {body, nested}) {
+    const Exchange ex = PostRaw(fake->port(), kOpenAiPath, text);
+    EXPECT_EQ(ex.status, 200) << ex.body;
+  }
+  const Exchange broken = PostRaw(fake->port(), kOpenAiPath, body.substr(0, body.size() - 1));
+  EXPECT_EQ(broken.status, 400) << broken.body;
+}
+
 TEST(FakeValidationTest, OpenAiRejectsMalformedRequestsLikeTheRealApi) {
   auto fake = StartFake();
   const int port = fake->port();
