@@ -111,6 +111,10 @@ class ChatEndToEndTest : public ::testing::Test {
         execpb::ExecutorService::NewStub(
             grpc::CreateChannel(executor_->address(), grpc::InsecureChannelCredentials()))
             .release();
+    conversation_stub_ =
+        conversation::v1::ConversationService::NewStub(
+            grpc::CreateChannel(conversation_->address(), grpc::InsecureChannelCredentials()))
+            .release();
   }
 
   // What every orchestrator of the tests runs with (its spool in `spool`).
@@ -134,6 +138,7 @@ class ChatEndToEndTest : public ::testing::Test {
 
   static void TearDownTestSuite() {
     delete executor_stub_;
+    delete conversation_stub_;
     stub_.reset();
     for (testing::ServerProcess* p : {orchestrator_, executor_, intent_, conversation_}) delete p;
     delete keys_;
@@ -206,13 +211,18 @@ class ChatEndToEndTest : public ::testing::Test {
     return result;
   }
 
+  // The user's two agents of the list tests: listed by name, invoice-chaser
+  // comes first.
+  void CreateTwoAgents() const {
+    Invoke("create_agent", {{"name", "weekly-sales-digest"}, {"description", "Sums up sales"}});
+    Invoke("create_agent", {{"name", "invoice-chaser"}, {"description", "Chases invoices"}});
+  }
+
   // Stores a message in `conversation` straight through the conversation
   // service, as another of the user's clients would (not through a turn).
   grpc::Status StoreAsAnotherClient(const std::string& conversation,
                                     conversation::v1::Role role, const std::string& content,
                                     const std::string& metadata_json = "") const {
-    auto conversations = conversation::v1::ConversationService::NewStub(
-        grpc::CreateChannel(conversation_->address(), grpc::InsecureChannelCredentials()));
     conversation::v1::AppendMessageRequest message;
     message.set_conversation_id(conversation);
     message.set_role(role);
@@ -221,7 +231,7 @@ class ChatEndToEndTest : public ::testing::Test {
     conversation::v1::AppendMessageResponse stored;
     grpc::ClientContext context;
     core::AttachIdentity(context, who());
-    return conversations->AppendMessage(&context, message, &stored);
+    return conversation_stub_->AppendMessage(&context, message, &stored);
   }
 
   // The routing metadata stored with the newest assistant message.
@@ -275,6 +285,8 @@ class ChatEndToEndTest : public ::testing::Test {
   static testing::ServerProcess* orchestrator_;
   static std::unique_ptr<pb::ChatService::Stub> stub_;
   static execpb::ExecutorService::Stub* executor_stub_;
+  // Straight to the conversation service, as another client of the user's.
+  static conversation::v1::ConversationService::Stub* conversation_stub_;
 };
 
 testing::TestDatabase* ChatEndToEndTest::db_ = nullptr;
@@ -286,6 +298,7 @@ testing::ServerProcess* ChatEndToEndTest::executor_ = nullptr;
 testing::ServerProcess* ChatEndToEndTest::orchestrator_ = nullptr;
 std::unique_ptr<pb::ChatService::Stub> ChatEndToEndTest::stub_;
 execpb::ExecutorService::Stub* ChatEndToEndTest::executor_stub_ = nullptr;
+conversation::v1::ConversationService::Stub* ChatEndToEndTest::conversation_stub_ = nullptr;
 
 TEST_F(ChatEndToEndTest, AProblemInPlainWordsLeadsToAnAgentProposal) {
   Turn turn = Chat("our Monday Notion updates take hours — can you help?");
@@ -344,8 +357,7 @@ TEST_F(ChatEndToEndTest, TheConversationResumesAfterTheOrchestratorRestarts) {
 }
 
 TEST_F(ChatEndToEndTest, ListThenRunTheFirstOneRunsTheRightAgent) {
-  Invoke("create_agent", {{"name", "weekly-sales-digest"}, {"description", "Sums up sales"}});
-  Invoke("create_agent", {{"name", "invoice-chaser"}, {"description", "Chases invoices"}});
+  CreateTwoAgents();
   Turn list = Chat("list my agents");
   ExpectWellFormed(list);
   EXPECT_EQ(list.tools_called(), std::vector<std::string>{"list_agents"});
@@ -371,8 +383,7 @@ TEST_F(ChatEndToEndTest, ListThenRunTheFirstOneRunsTheRightAgent) {
 // window kept after the last turn; a reply stored in between by another
 // client makes that window stale, and the analysis must see the new reply.
 TEST_F(ChatEndToEndTest, AListStoredBetweenTurnsByAnotherClientIsTheOneTheNextTurnReads) {
-  Invoke("create_agent", {{"name", "weekly-sales-digest"}, {"description", "Sums up sales"}});
-  Invoke("create_agent", {{"name", "invoice-chaser"}, {"description", "Chases invoices"}});
+  CreateTwoAgents();
   Turn list = Chat("list my agents");
   ExpectWellFormed(list);
   EXPECT_THAT(list.text(), HasSubstr("1. invoice-chaser"));
@@ -404,8 +415,7 @@ TEST_F(ChatEndToEndTest, AListStoredBetweenTurnsByAnotherClientIsTheOneTheNextTu
 }
 
 TEST_F(ChatEndToEndTest, AnUnclearRequestGetsOptionsTiedToTheUsersAgents) {
-  Invoke("create_agent", {{"name", "weekly-sales-digest"}, {"description", "Sums up sales"}});
-  Invoke("create_agent", {{"name", "invoice-chaser"}, {"description", "Chases invoices"}});
+  CreateTwoAgents();
   Turn ask = Chat("run one of my agents");
   ExpectWellFormed(ask);
   EXPECT_THAT(ask.text(), HasSubstr("Which agent should I run?"));
@@ -424,8 +434,7 @@ TEST_F(ChatEndToEndTest, AnUnclearRequestGetsOptionsTiedToTheUsersAgents) {
 }
 
 TEST_F(ChatEndToEndTest, UnhelpfulAnswersGetTwoQuestionsThenTheLikeliestReading) {
-  Invoke("create_agent", {{"name", "weekly-sales-digest"}, {"description", "Sums up sales"}});
-  Invoke("create_agent", {{"name", "invoice-chaser"}, {"description", "Chases invoices"}});
+  CreateTwoAgents();
   Turn first = Chat("run one of my agents");
   ExpectWellFormed(first);
   EXPECT_THAT(first.text(), HasSubstr("Which agent should I run?"));
