@@ -400,12 +400,22 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
 
   // The user's agents, for the intent service and the planner: listed while
   // the message is stored and the window read.
-  core::SideCall<absl::StatusOr<execpb::InvokeToolResponse>> agents_listed =
-      side_calls_.Async([&] {
-        execpb::InvokeToolRequest list;
-        list.set_tool_name("list_agents");
-        return tools_.InvokeTool(who, list, call_deadline());
-      });
+  auto list_agents = [&] {
+    execpb::InvokeToolRequest list;
+    list.set_tool_name("list_agents");
+    return tools_.InvokeTool(who, list, call_deadline());
+  };
+  // A fresh request on a conversation whose window is kept: its analysis
+  // runs while the message is stored, from the kept window and the agents,
+  // on the side thread that lists them. The turn uses it only if that
+  // window is the one it takes once the message is stored (so its own
+  // request would be the same); otherwise it asks again.
+  const bool window_kept_before =
+      !request.conversation_id().empty() && windows_.Has(who, request.conversation_id());
+  const bool analyze_early =
+      window_kept_before && interrupted == nullptr && !IsResumeRequest(request.message());
+  core::SideCall<absl::StatusOr<execpb::InvokeToolResponse>> agents_listed;
+  if (!analyze_early) agents_listed = side_calls_.Async(list_agents);
 
   // The conversation: the caller's own, or a new one.
   std::string conversation_id = request.conversation_id();
@@ -445,16 +455,11 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     window_request.set_metadata_as_json(true);
     return memory_.GetContextWindow(who, window_request, call_deadline());
   };
-  const bool window_kept = !created && !unstored && windows_.Has(who, conversation_id);
+  const bool window_kept = !created && !unstored && window_kept_before;
   uint64_t kept_version = 0;  // of the kept window the turn took, if any
   core::SideCall<absl::StatusOr<convpb::GetContextWindowResponse>> window_read;
   if (!created && !unstored && !window_kept) window_read = side_calls_.Async(read_window);
 
-  // A fresh request on a conversation whose window is kept: its analysis
-  // runs while the message is stored, from the kept window and the agents
-  // being listed. The turn uses it only if that window is the one it takes
-  // once the message is stored (so its own request would be the same);
-  // otherwise it asks again.
   struct EarlyAnalysis {
     absl::StatusOr<execpb::InvokeToolResponse> listed;
     std::vector<AgentInfo> agents;  // read from `listed`
@@ -462,7 +467,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     absl::StatusOr<intentpb::AnalyzeIntentResponse> response = absl::UnknownError("not asked");
   };
   core::SideCall<EarlyAnalysis> early;
-  if (window_kept && interrupted == nullptr && !IsResumeRequest(request.message())) {
+  if (analyze_early) {
     early = side_calls_.Async([&] {
       // Shared with the cache, and let go of before anything waits, so that
       // the turn's Take can move it out instead of copying it.
@@ -472,7 +477,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       if (fresh) AddHistory(routings_, *kept->window, analyze);
       const uint64_t version = fresh ? kept->version : 0;
       kept.reset();
-      EarlyAnalysis out{agents_listed.get()};
+      EarlyAnalysis out{list_agents()};
       if (out.listed.ok() && !out.listed->is_error()) {
         out.agents = AgentsFromListResult(ParseObject(out.listed->result_json()));
       }
