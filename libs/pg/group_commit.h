@@ -15,6 +15,7 @@
 // Thread-safe. Destruction stops accepting items and commits what is queued.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -38,19 +39,25 @@ class GroupCommitQueue final {
   // Completes an item that cannot be queued (full, or stopping).
   using RejectFn = std::function<void(Item& item, absl::Status why)>;
 
+  // `linger`: how long a committer that finds items waiting lets more
+  // gather before it takes them. For writes nobody waits on: a batch then
+  // holds what arrived in that time rather than the one item that woke the
+  // committer, so a steady trickle costs a transaction (and a wake-up) per
+  // `linger` instead of one per item. Zero takes them at once.
   GroupCommitQueue(int committers, size_t max_batch, size_t max_queued, CommitFn commit,
-                   RejectFn reject)
+                   RejectFn reject, std::chrono::microseconds linger = {})
       : GroupCommitQueue(
             committers, max_batch, max_queued,
             [commit = std::move(commit)](std::vector<Item>& batch, const std::function<void()>&) {
               commit(batch);
             },
-            std::move(reject)) {}
+            std::move(reject), linger) {}
 
   GroupCommitQueue(int committers, size_t max_batch, size_t max_queued, PipelinedCommitFn commit,
-                   RejectFn reject)
+                   RejectFn reject, std::chrono::microseconds linger = {})
       : max_batch_(max_batch),
         max_queued_(max_queued),
+        linger_(linger),
         commit_(std::move(commit)),
         reject_(std::move(reject)) {
     for (int i = 0; i < committers; ++i) threads_.emplace_back([this] { Run(); });
@@ -94,6 +101,13 @@ class GroupCommitQueue final {
         std::unique_lock lock(mu_);
         ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
         if (queue_.empty()) return;  // stopping and drained
+        if (linger_.count() > 0 && queue_.size() < max_batch_ && !stopping_) {
+          // Asleep rather than waiting on ready_, which every Submit would
+          // wake: the point is to wake once for all of them.
+          lock.unlock();
+          std::this_thread::sleep_for(linger_);
+          lock.lock();
+        }
         while (!queue_.empty() && batch.size() < max_batch_) {
           batch.push_back(std::move(queue_.front()));
           queue_.pop_front();
@@ -109,6 +123,7 @@ class GroupCommitQueue final {
 
   const size_t max_batch_;
   const size_t max_queued_;
+  const std::chrono::microseconds linger_;
   PipelinedCommitFn commit_;
   RejectFn reject_;
   std::mutex turn_mu_;  // held by the committer collecting or running a batch

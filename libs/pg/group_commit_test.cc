@@ -131,5 +131,37 @@ TEST(GroupCommitQueueTest, BatchesThatDoNotHandTheTurnOnNeverOverlap) {
   EXPECT_EQ(most.load(), 1);
 }
 
+TEST(GroupCommitQueueTest, ItemsThatArriveWhileTheCommitterLingersShareOneBatch) {
+  std::mutex mu;
+  std::vector<size_t> batch_sizes;
+  std::promise<void> all_written;
+  int written = 0;
+  GroupCommitQueue<Item> queue(
+      1, 64, 1000,
+      [&](std::vector<Item>& batch) {
+        std::lock_guard lock(mu);
+        batch_sizes.push_back(batch.size());
+        written += static_cast<int>(batch.size());
+        if (written == 5) all_written.set_value();
+      },
+      [](Item&, absl::Status) {}, std::chrono::milliseconds(300));
+  // The first wakes the committer; the other four come while it lingers.
+  for (int i = 0; i < 5; ++i) queue.Submit({i, nullptr});
+  all_written.get_future().wait();
+  std::lock_guard lock(mu);
+  EXPECT_EQ(batch_sizes, std::vector<size_t>{5});
+}
+
+TEST(GroupCommitQueueTest, DestructionWritesWhatIsLingering) {
+  std::atomic<int> written{0};
+  {
+    GroupCommitQueue<Item> queue(
+        1, 64, 1000, [&](std::vector<Item>& batch) { written += static_cast<int>(batch.size()); },
+        [](Item&, absl::Status) {}, std::chrono::milliseconds(100));
+    for (int i = 0; i < 3; ++i) queue.Submit({i, nullptr});
+  }
+  EXPECT_EQ(written.load(), 3);
+}
+
 }  // namespace
 }  // namespace omniforge::pg

@@ -6,6 +6,7 @@
 #include <deque>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "libs/core/clock.h"
 #include "libs/core/grpc_status.h"
 #include "libs/core/logging.h"
@@ -328,17 +329,19 @@ RunningTurns::Control RunningTurns::Suspend(const std::string& key, const std::s
       return now - entry.second.since_micros > kMaxTurnMicros;
     });
   }
-  bool elsewhere = false;
+  std::vector<std::string> elsewhere;
   auto [remote_begin, remote_end] = remote_.equal_range(key);
   for (auto it = remote_begin; it != remote_end; ++it) {
-    elsewhere |= it->second.turn_id != turn_id && now - it->second.started_micros <= kMaxTurnMicros;
+    if (it->second.turn_id != turn_id && now - it->second.started_micros <= kMaxTurnMicros) {
+      elsewhere.push_back(it->second.turn_id);
+    }
   }
   // Asked even when no turn is known elsewhere: one that began a moment ago
   // may not have been announced yet. Only a known one is waited for.
   bus_->Publish({TurnSignal::Kind::kSuspend, key, turn_id, std::nullopt});
-  if (!elsewhere) return nullptr;
+  if (elsewhere.empty()) return nullptr;
   Control stand_in = std::make_shared<TurnControl>();
-  waiting_.emplace(key, Waiting{stand_in, now});
+  waiting_.emplace(key, Waiting{stand_in, now, std::move(elsewhere)});
   return stand_in;
 }
 
@@ -361,8 +364,14 @@ void RunningTurns::OnSignal(const TurnSignal& signal) {
       RemoteTurnsGauge().Set(static_cast<double>(remote_.size()));
       // The turns here waiting for it learn what it set aside.
       auto [wait_begin, wait_end] = waiting_.equal_range(key);
-      for (auto it = wait_begin; it != wait_end; ++it) it->second.control->Ended(signal.suspended);
-      waiting_.erase(wait_begin, wait_end);
+      for (auto it = wait_begin; it != wait_end;) {
+        if (absl::c_linear_search(it->second.turn_ids, signal.turn_id)) {
+          it->second.control->Ended(signal.suspended);
+          it = waiting_.erase(it);
+        } else {
+          ++it;
+        }
+      }
       return;
     }
     case TurnSignal::Kind::kSuspend: {

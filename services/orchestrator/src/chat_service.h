@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "libs/core/api_keys.h"
 #include "libs/core/thread_pool.h"
@@ -59,10 +60,13 @@ class RunningTurns final {
     std::string turn_id;
     int64_t started_micros = 0;
   };
-  // Stands in for a remote turn asked to suspend, until it ends.
+  // Stands in for the remote turns asked to suspend, until one of them ends
+  // (the end of a turn that had ended before the asking says nothing of
+  // what was set aside, however late its signal comes).
   struct Waiting {
     Control control;
     int64_t since_micros = 0;
+    std::vector<std::string> turn_ids;  // the turns asked
   };
 
   TurnBus* const bus_;

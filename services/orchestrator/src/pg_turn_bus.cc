@@ -1,6 +1,8 @@
 #include "services/orchestrator/src/pg_turn_bus.h"
 
+#include <chrono>
 #include <pqxx/pqxx>
+#include <thread>
 
 #include "libs/core/ids.h"
 #include "libs/core/logging.h"
@@ -16,6 +18,12 @@ constexpr size_t kMaxPayloadBytes = 7000;
 // out of reach, and a turn's signals are worth nothing minutes later).
 constexpr size_t kMaxOutbox = 10000;
 constexpr size_t kMaxBatch = 200;
+// How long signals gather before they are sent: every turn publishes two
+// (started, ended), and each statement that sends them wakes every
+// replica's listener, this one's included. A few milliseconds are nothing
+// next to the time between a user's messages, and under load one statement
+// carries the signals of several turns.
+constexpr std::chrono::milliseconds kLinger{5};
 
 class Receiver final : public pqxx::notification_receiver {
  public:
@@ -124,6 +132,11 @@ void PgTurnBus::Send() {
     {
       std::unique_lock lock(mu_);
       changed_.wait(lock, [this] { return stopping_ || !outbox_.empty(); });
+      if (stopping_) return;
+      // Asleep rather than waiting on changed_, which every Publish wakes.
+      lock.unlock();
+      std::this_thread::sleep_for(kLinger);
+      lock.lock();
       if (stopping_) return;
       while (!outbox_.empty() && batch.size() < kMaxBatch) {
         batch.push_back(std::move(outbox_.front()));

@@ -27,8 +27,8 @@ struct TenantRowWriter::Queue {
         commits(
             1, 256, owner.options_.max_queued,
             [this](std::vector<TenantRow>& batch) { Write(batch); },
-            [&owner](TenantRow& r, absl::Status) { owner.CountDropped("queue_full", r.records); }) {
-  }
+            [&owner](TenantRow& r, absl::Status) { owner.CountDropped("queue_full", r.records); },
+            owner.options_.linger) {}
 
   void Write(std::vector<TenantRow>& batch) {
     std::map<std::string, nlohmann::json> rows_by_tenant;

@@ -5,6 +5,7 @@
 // pg::GroupCommitQueue.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -25,6 +26,12 @@ struct TenantRowWriterOptions {
   std::string dropped_metric;
   std::string dropped_help;
   size_t max_queued = 10000;
+  // How long rows gather before a batch is written: under a steady stream
+  // of turns one transaction (one WAL flush, one wake-up of the writer)
+  // carries this long's rows instead of one row each. Rows not yet written
+  // when the process dies are lost either way; this widens that window by
+  // as much.
+  std::chrono::milliseconds linger{10};
 };
 
 // Thread-safe. Rows submitted while `max_queued` wait are dropped and

@@ -1276,18 +1276,21 @@ TEST_F(ModelPlannerEndToEndTest, ATurnOnAnotherReplicaIsSuspendedOrCancelledThro
   ASSERT_TRUE(hello.status.ok());
   const std::string conversation = hello.session().conversation_id();
 
-  // Whether the second replica has heard that a turn runs on the first (the
-  // start is a signal, so it arrives a moment after the turn began; until
-  // then the second replica neither waits for that turn nor cancels it).
-  const auto heard_of_it = [&] {
+  // Whether the second replica counts `n` turns running on the first. The
+  // start and the end of a turn are signals, so they arrive a moment after
+  // the turn began or ended; until the start arrives the second replica
+  // neither waits for that turn nor cancels it.
+  const auto knows_of = [&](int n) {
+    const std::string line = "omniforge_orchestrator_remote_turns " + std::to_string(n) + "\n";
     for (int i = 0; i < 250; ++i) {
-      if (MetricsOf(second).find("omniforge_orchestrator_remote_turns 1\n") != std::string::npos) {
-        return true;
-      }
+      if (MetricsOf(second).find(line) != std::string::npos) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     return false;
   };
+  // So that it is this turn's start that is heard, not the last one's.
+  ASSERT_TRUE(knows_of(0)) << "the end of the last turn never reached the second replica";
+  const auto heard_of_it = [&] { return knows_of(1); };
 
   // A newer message on the second replica suspends the turn on the first.
   const auto on_other = [&](const std::string& message) {
@@ -1313,6 +1316,7 @@ TEST_F(ModelPlannerEndToEndTest, ATurnOnAnotherReplicaIsSuspendedOrCancelledThro
   EXPECT_EQ(interrupting.text(), quick.reply.text);
 
   // CancelTurn on the second replica cancels a turn running on the first.
+  ASSERT_TRUE(knows_of(0)) << "the end of the suspended turn never reached the second replica";
   before = fake_->RequestCount();
   std::optional<Turn> cancelled;
   std::thread second_turn([&] { cancelled = Chat("tell me a long story again", conversation); });

@@ -1,0 +1,85 @@
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "libs/core/clock.h"
+#include "services/orchestrator/src/chat_service.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+// The other replicas, played by the test: what this replica publishes is
+// kept, and the test says what it hears.
+class TestBus final : public TurnBus {
+ public:
+  void Publish(const TurnSignal& signal) override { published.push_back(signal); }
+  void Subscribe(std::function<void(const TurnSignal&)> on_signal) override {
+    on_signal_ = std::move(on_signal);
+  }
+  void Hear(TurnSignal signal) { on_signal_(signal); }
+
+  std::vector<TurnSignal> published;
+
+ private:
+  std::function<void(const TurnSignal&)> on_signal_;
+};
+
+TurnSignal Ended(const std::string& turn_id, const std::string& flow_id) {
+  return {TurnSignal::Kind::kEnded, "conversation", turn_id, SuspendedFlow{flow_id, "a goal"}};
+}
+
+// What the stand-in says was set aside, waiting at most a moment.
+std::optional<std::string> SetAside(RunningTurns::Control& control) {
+  const std::optional<SuspendedFlow> flow = control->AwaitSuspension(core::NowMicros() + 20'000);
+  if (!flow) return std::nullopt;
+  return flow->flow_id;
+}
+
+TEST(RunningTurnsTest, ATurnOnAnotherReplicaIsAskedAndItsEndSaysWhatItSetAside) {
+  TestBus bus;
+  RunningTurns running(&bus);
+  bus.Hear({TurnSignal::Kind::kStarted, "conversation", "remote-turn", std::nullopt});
+
+  RunningTurns::Control stand_in = running.Suspend("conversation", "new-turn");
+  ASSERT_NE(stand_in, nullptr) << "a turn known to run elsewhere is waited for";
+  ASSERT_EQ(bus.published.size(), 1u);
+  EXPECT_EQ(bus.published[0].kind, TurnSignal::Kind::kSuspend);
+  EXPECT_EQ(bus.published[0].turn_id, "new-turn");
+
+  bus.Hear(Ended("remote-turn", "its-flow"));
+  EXPECT_EQ(SetAside(stand_in), "its-flow");
+}
+
+TEST(RunningTurnsTest, TheEndOfATurnThatWasNotAskedLeavesTheStandInWaiting) {
+  TestBus bus;
+  RunningTurns running(&bus);
+  bus.Hear({TurnSignal::Kind::kStarted, "conversation", "remote-turn", std::nullopt});
+  RunningTurns::Control stand_in = running.Suspend("conversation", "new-turn");
+  ASSERT_NE(stand_in, nullptr);
+
+  // A late end of another turn of the conversation (its start never heard
+  // here) says nothing of what the asked turn set aside.
+  bus.Hear(Ended("an-older-turn", "older-flow"));
+  EXPECT_EQ(SetAside(stand_in), std::nullopt) << "still waiting for the turn it asked";
+
+  bus.Hear(Ended("remote-turn", "its-flow"));
+  EXPECT_EQ(SetAside(stand_in), "its-flow");
+}
+
+TEST(RunningTurnsTest, WithNoTurnKnownElsewhereTheTurnsAreAskedButNoneIsWaitedFor) {
+  TestBus bus;
+  RunningTurns running(&bus);
+  bus.Hear({TurnSignal::Kind::kStarted, "conversation", "remote-turn", std::nullopt});
+  bus.Hear(Ended("remote-turn", ""));
+
+  EXPECT_EQ(running.Suspend("conversation", "new-turn"), nullptr);
+  ASSERT_EQ(bus.published.size(), 1u) << "one that began a moment ago is asked all the same";
+  EXPECT_EQ(bus.published[0].kind, TurnSignal::Kind::kSuspend);
+}
+
+}  // namespace
+}  // namespace omniforge::orchestrator
