@@ -39,46 +39,49 @@ std::optional<std::string> SetAside(RunningTurns::Control& control) {
   return flow->flow_id;
 }
 
-TEST(RunningTurnsTest, ATurnOnAnotherReplicaIsAskedAndItsEndSaysWhatItSetAside) {
-  TestBus bus;
-  RunningTurns running(&bus);
-  bus.Hear({TurnSignal::Kind::kStarted, "conversation", "remote-turn", std::nullopt});
+class RunningTurnsTest : public ::testing::Test {
+ protected:
+  // A newer message here, while another replica runs `remote_turn`.
+  RunningTurns::Control AskWhileRunningElsewhere(const std::string& remote_turn) {
+    bus_.Hear({TurnSignal::Kind::kStarted, "conversation", remote_turn, std::nullopt});
+    return running_.Suspend("conversation", "new-turn");
+  }
 
-  RunningTurns::Control stand_in = running.Suspend("conversation", "new-turn");
+  TestBus bus_;
+  RunningTurns running_{&bus_};
+};
+
+TEST_F(RunningTurnsTest, ATurnOnAnotherReplicaIsAskedAndItsEndSaysWhatItSetAside) {
+  RunningTurns::Control stand_in = AskWhileRunningElsewhere("remote-turn");
   ASSERT_NE(stand_in, nullptr) << "a turn known to run elsewhere is waited for";
-  ASSERT_EQ(bus.published.size(), 1u);
-  EXPECT_EQ(bus.published[0].kind, TurnSignal::Kind::kSuspend);
-  EXPECT_EQ(bus.published[0].turn_id, "new-turn");
+  ASSERT_EQ(bus_.published.size(), 1u);
+  EXPECT_EQ(bus_.published[0].kind, TurnSignal::Kind::kSuspend);
+  EXPECT_EQ(bus_.published[0].turn_id, "new-turn");
 
-  bus.Hear(Ended("remote-turn", "its-flow"));
+  bus_.Hear(Ended("remote-turn", "its-flow"));
   EXPECT_EQ(SetAside(stand_in), "its-flow");
 }
 
-TEST(RunningTurnsTest, TheEndOfATurnThatWasNotAskedLeavesTheStandInWaiting) {
-  TestBus bus;
-  RunningTurns running(&bus);
-  bus.Hear({TurnSignal::Kind::kStarted, "conversation", "remote-turn", std::nullopt});
-  RunningTurns::Control stand_in = running.Suspend("conversation", "new-turn");
+TEST_F(RunningTurnsTest, TheEndOfATurnThatWasNotAskedLeavesTheStandInWaiting) {
+  RunningTurns::Control stand_in = AskWhileRunningElsewhere("remote-turn");
   ASSERT_NE(stand_in, nullptr);
 
   // A late end of another turn of the conversation (its start never heard
   // here) says nothing of what the asked turn set aside.
-  bus.Hear(Ended("an-older-turn", "older-flow"));
+  bus_.Hear(Ended("an-older-turn", "older-flow"));
   EXPECT_EQ(SetAside(stand_in), std::nullopt) << "still waiting for the turn it asked";
 
-  bus.Hear(Ended("remote-turn", "its-flow"));
+  bus_.Hear(Ended("remote-turn", "its-flow"));
   EXPECT_EQ(SetAside(stand_in), "its-flow");
 }
 
-TEST(RunningTurnsTest, WithNoTurnKnownElsewhereTheTurnsAreAskedButNoneIsWaitedFor) {
-  TestBus bus;
-  RunningTurns running(&bus);
-  bus.Hear({TurnSignal::Kind::kStarted, "conversation", "remote-turn", std::nullopt});
-  bus.Hear(Ended("remote-turn", ""));
+TEST_F(RunningTurnsTest, WithNoTurnKnownElsewhereTheTurnsAreAskedButNoneIsWaitedFor) {
+  bus_.Hear({TurnSignal::Kind::kStarted, "conversation", "remote-turn", std::nullopt});
+  bus_.Hear(Ended("remote-turn", ""));
 
-  EXPECT_EQ(running.Suspend("conversation", "new-turn"), nullptr);
-  ASSERT_EQ(bus.published.size(), 1u) << "one that began a moment ago is asked all the same";
-  EXPECT_EQ(bus.published[0].kind, TurnSignal::Kind::kSuspend);
+  EXPECT_EQ(running_.Suspend("conversation", "new-turn"), nullptr);
+  ASSERT_EQ(bus_.published.size(), 1u) << "one that began a moment ago is asked all the same";
+  EXPECT_EQ(bus_.published[0].kind, TurnSignal::Kind::kSuspend);
 }
 
 }  // namespace
