@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,13 @@ class Tools {
       const core::Identity& who, const execpb::ListToolsRequest& request, int64_t deadline) = 0;
   virtual absl::StatusOr<execpb::InvokeToolResponse> InvokeTool(
       const core::Identity& who, const execpb::InvokeToolRequest& request, int64_t deadline) = 0;
+  // The same, answered through `done` (once, on another thread or before
+  // this returns), so that the caller can work while the tool runs.
+  using ToolDone = std::function<void(absl::StatusOr<execpb::InvokeToolResponse>)>;
+  virtual void InvokeToolThen(const core::Identity& who, const execpb::InvokeToolRequest& request,
+                              int64_t deadline, ToolDone done) {
+    done(InvokeTool(who, request, deadline));
+  }
 };
 
 }  // namespace omniforge::orchestrator

@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <memory>
 
 #include "libs/core/grpc_identity.h"
 #include "libs/core/grpc_status.h"
@@ -112,6 +113,28 @@ class GrpcTools final : public Tools {
                                                         const execpb::InvokeToolRequest& request,
                                                         int64_t deadline) override {
     return Call(*stub_, &Stub::InvokeTool, who, request, deadline);
+  }
+  void InvokeToolThen(const core::Identity& who, const execpb::InvokeToolRequest& request,
+                      int64_t deadline, ToolDone done) override {
+    struct Pending {
+      grpc::ClientContext context;
+      execpb::InvokeToolRequest request;
+      execpb::InvokeToolResponse response;
+      ToolDone done;
+    };
+    auto* pending = new Pending{{}, request, {}, std::move(done)};
+    core::AttachIdentity(pending->context, who);
+    pending->context.set_deadline(
+        std::chrono::system_clock::time_point(std::chrono::microseconds(deadline)));
+    stub_->async()->InvokeTool(&pending->context, &pending->request, &pending->response,
+                               [pending](grpc::Status status) {
+                                 std::unique_ptr<Pending> owned(pending);
+                                 if (!status.ok()) {
+                                   owned->done(core::FromGrpcStatus(status));
+                                 } else {
+                                   owned->done(std::move(owned->response));
+                                 }
+                               });
   }
 
  private:

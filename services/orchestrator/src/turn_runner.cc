@@ -1,5 +1,7 @@
 #include "services/orchestrator/src/turn_runner.h"
 
+#include <algorithm>
+#include <future>
 #include <utility>
 #include <vector>
 
@@ -122,6 +124,14 @@ void AddAgents(const std::vector<AgentInfo>& agents, intentpb::AnalyzeIntentRequ
     item->set_name(agent.name);
     item->set_description(core::Shortened(agent.description, 2000));
   }
+}
+
+// Whether the intent service would be given the same agents (AddAgents).
+bool SameForAnalysis(const std::vector<AgentInfo>& a, const std::vector<AgentInfo>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const AgentInfo& x, const AgentInfo& y) {
+                      return x.name == y.name && x.description == y.description;
+                    });
 }
 
 // Whether the newest reply in `window` leaves nothing for this message to
@@ -384,6 +394,20 @@ execpb::ToolRisk TurnRunner::RiskOf(const core::Identity& who, const std::string
   return it == catalog->risk_by_name.end() ? execpb::TOOL_RISK_UNSPECIFIED : it->second;
 }
 
+std::optional<std::vector<AgentInfo>> TurnRunner::AgentsSeen(const core::Identity& who) const {
+  std::lock_guard<std::mutex> lock(agents_mu_);
+  auto it = agents_seen_.find(AgentsKey(who));
+  if (it == agents_seen_.end()) return std::nullopt;
+  return it->second;
+}
+
+void TurnRunner::SawAgents(const core::Identity& who, const std::vector<AgentInfo>& agents) const {
+  std::lock_guard<std::mutex> lock(agents_mu_);
+  // A bound on memory; the next turn of each user fills it again.
+  if (agents_seen_.size() >= kMaxUsersSeen) agents_seen_.clear();
+  agents_seen_[AgentsKey(who)] = agents;
+}
+
 absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequest& request,
                              TurnControl& control, EventSink& sink, int64_t client_deadline,
                              const std::shared_ptr<TurnControl>& interrupted) const {
@@ -407,9 +431,9 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   };
   // A fresh request on a conversation whose window is kept: its analysis
   // runs while the message is stored, from the kept window and the agents,
-  // on the side thread that lists them. The turn uses it only if that
-  // window is the one it takes once the message is stored (so its own
-  // request would be the same); otherwise it asks again.
+  // on a side thread of its own (which also lists them). The turn uses it
+  // only if that window is the one it takes once the message is stored (so
+  // its own request would be the same); otherwise it asks again.
   const bool window_kept_before =
       !request.conversation_id().empty() && windows_.Has(who, request.conversation_id());
   const bool analyze_early =
@@ -469,6 +493,21 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   core::SideCall<EarlyAnalysis> early;
   if (analyze_early) {
     early = side_calls_.Async([&] {
+      // The agents are listed while the history is built and, when this
+      // user's agents at their last turn are known, while the intent
+      // service reads the message with those: that analysis stands if the
+      // list is the same (what the service was given is then exactly what
+      // it would be given now), else it is asked again.
+      std::promise<absl::StatusOr<execpb::InvokeToolResponse>> listing;
+      std::future<absl::StatusOr<execpb::InvokeToolResponse>> listed = listing.get_future();
+      {
+        execpb::InvokeToolRequest list;
+        list.set_tool_name("list_agents");
+        tools_.InvokeToolThen(who, list, call_deadline(),
+                              [&listing](absl::StatusOr<execpb::InvokeToolResponse> result) {
+                                listing.set_value(std::move(result));
+                              });
+      }
       // Shared with the cache, and let go of before anything waits, so that
       // the turn's Take can move it out instead of copying it.
       std::optional<WindowCache::Kept> kept = windows_.Read(who, conversation_id);
@@ -477,14 +516,25 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       if (fresh) AddHistory(routings_, *kept->window, analyze);
       const uint64_t version = fresh ? kept->version : 0;
       kept.reset();
-      EarlyAnalysis out{list_agents()};
+      analyze.set_message(request.message());
+      analyze.set_context_type(request.context_type());
+      std::optional<std::vector<AgentInfo>> seen = fresh ? AgentsSeen(who) : std::nullopt;
+      absl::StatusOr<intentpb::AnalyzeIntentResponse> guessed = absl::UnknownError("not asked");
+      if (seen) {
+        AddAgents(*seen, analyze);
+        guessed = understanding_.AnalyzeIntent(who, analyze, call_deadline());
+      }
+      EarlyAnalysis out{listed.get()};
       if (out.listed.ok() && !out.listed->is_error()) {
         out.agents = AgentsFromListResult(ParseObject(out.listed->result_json()));
       }
       if (!fresh) return out;
       out.window = version;
-      analyze.set_message(request.message());
-      analyze.set_context_type(request.context_type());
+      if (seen && SameForAnalysis(*seen, out.agents)) {
+        out.response = std::move(guessed);
+        return out;
+      }
+      analyze.clear_available_agents();
       AddAgents(out.agents, analyze);
       out.response = understanding_.AnalyzeIntent(who, analyze, call_deadline());
       return out;
@@ -702,6 +752,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     if (listed.ok() && !listed->is_error()) {
       agents = early_analysis ? std::move(early_analysis->agents)
                               : AgentsFromListResult(ParseObject(listed->result_json()));
+      SawAgents(who, agents);
       agent_list = *std::move(listed);
     } else if (!listed.ok()) {
       core::LogWarn("agents could not be listed",

@@ -31,6 +31,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -42,6 +43,7 @@
 #include "services/orchestrator/src/downstream.h"
 #include "services/orchestrator/src/error_log.h"
 #include "services/orchestrator/src/flow_store.h"
+#include "services/orchestrator/src/local_policy.h"
 #include "services/orchestrator/src/plan_engine.h"
 #include "services/orchestrator/src/routing.h"
 #include "services/orchestrator/src/window_cache.h"
@@ -177,6 +179,19 @@ class TurnRunner final {
   mutable core::SideThreads side_calls_;
   mutable WindowCache windows_;
   mutable RoutingMemo routings_{4096};  // the routings of the windows read
+
+  // The agents each user had at their last turn, as the intent service is
+  // given them (name, description): the next turn's early analysis starts
+  // with them while the list is read again (see Run).
+  static constexpr size_t kMaxUsersSeen = 4096;
+  static std::string AgentsKey(const core::Identity& who) {
+    return who.tenant_id + std::string(1, '\0') + who.user_id;
+  }
+  std::optional<std::vector<AgentInfo>> AgentsSeen(const core::Identity& who) const;
+  void SawAgents(const core::Identity& who, const std::vector<AgentInfo>& agents) const;
+  mutable std::mutex agents_mu_;
+  // Guarded by agents_mu_.
+  mutable std::unordered_map<std::string, std::vector<AgentInfo>> agents_seen_;
 
   mutable std::mutex catalog_mu_;
   mutable std::shared_ptr<const ToolCatalog> catalog_;  // Guarded by catalog_mu_.

@@ -379,6 +379,30 @@ TEST_F(ChatEndToEndTest, ListThenRunTheFirstOneRunsTheRightAgent) {
   EXPECT_EQ(runs["runs"][0]["agent_name"], "invoice-chaser");
 }
 
+// The next turn's analysis starts with the agents the user had at the last
+// turn while they are listed again; an agent made in between (here straight
+// through the executor, as the platform's own pages would) is one the
+// analysis must know.
+TEST_F(ChatEndToEndTest, AnAgentMadeBetweenTurnsIsOneTheNextTurnKnows) {
+  CreateTwoAgents();
+  Turn list = Chat("list my agents");
+  ExpectWellFormed(list);
+  const std::string conversation_id = list.session().conversation_id();
+
+  Invoke("create_agent", {{"name", "standup-notes"}, {"description", "Writes standup notes"}});
+  Turn run = Chat("run standup-notes", conversation_id);
+  ExpectWellFormed(run);
+  ASSERT_TRUE(run.preview().has_value()) << run.text();
+  EXPECT_EQ(run.preview()->tool_name(), "run_agent");
+  EXPECT_EQ(json::parse(run.preview()->arguments_json())["agent"], "standup-notes");
+
+  // With nothing changed, the next turn reads the same agents.
+  Turn again = Chat("run invoice-chaser", conversation_id);
+  ExpectWellFormed(again);
+  ASSERT_TRUE(again.preview().has_value()) << again.text();
+  EXPECT_EQ(json::parse(again.preview()->arguments_json())["agent"], "invoice-chaser");
+}
+
 // The next turn's analysis starts while its message is stored, from the
 // window kept after the last turn; a reply stored in between by another
 // client makes that window stale, and the analysis must see the new reply.
