@@ -394,18 +394,26 @@ execpb::ToolRisk TurnRunner::RiskOf(const core::Identity& who, const std::string
   return it == catalog->risk_by_name.end() ? execpb::TOOL_RISK_UNSPECIFIED : it->second;
 }
 
-std::optional<std::vector<AgentInfo>> TurnRunner::AgentsSeen(const core::Identity& who) const {
+std::shared_ptr<const std::vector<AgentInfo>> TurnRunner::AgentsSeen(
+    const core::Identity& who) const {
   std::lock_guard<std::mutex> lock(agents_mu_);
   auto it = agents_seen_.find(AgentsKey(who));
-  if (it == agents_seen_.end()) return std::nullopt;
-  return it->second;
+  return it == agents_seen_.end() ? nullptr : it->second;
 }
 
 void TurnRunner::SawAgents(const core::Identity& who, const std::vector<AgentInfo>& agents) const {
+  const std::string key = AgentsKey(who);
+  {
+    std::lock_guard<std::mutex> lock(agents_mu_);
+    auto it = agents_seen_.find(key);
+    // Most turns see what the last one saw: nothing to copy.
+    if (it != agents_seen_.end() && SameForAnalysis(*it->second, agents)) return;
+  }
+  auto seen = std::make_shared<const std::vector<AgentInfo>>(agents);
   std::lock_guard<std::mutex> lock(agents_mu_);
   // A bound on memory; the next turn of each user fills it again.
   if (agents_seen_.size() >= kMaxUsersSeen) agents_seen_.clear();
-  agents_seen_[AgentsKey(who)] = agents;
+  agents_seen_[key] = std::move(seen);
 }
 
 absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequest& request,
@@ -424,22 +432,23 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
 
   // The user's agents, for the intent service and the planner: listed while
   // the message is stored and the window read.
-  auto list_agents = [&] {
-    execpb::InvokeToolRequest list;
-    list.set_tool_name("list_agents");
-    return tools_.InvokeTool(who, list, call_deadline());
-  };
+  execpb::InvokeToolRequest list_agents;
+  list_agents.set_tool_name("list_agents");
   // A fresh request on a conversation whose window is kept: its analysis
   // runs while the message is stored, from the kept window and the agents,
   // on a side thread of its own (which also lists them). The turn uses it
   // only if that window is the one it takes once the message is stored (so
   // its own request would be the same); otherwise it asks again.
-  const bool window_kept_before =
+  // (Only a conversation the request names can have a kept window.)
+  const bool window_kept =
       !request.conversation_id().empty() && windows_.Has(who, request.conversation_id());
   const bool analyze_early =
-      window_kept_before && interrupted == nullptr && !IsResumeRequest(request.message());
+      window_kept && interrupted == nullptr && !IsResumeRequest(request.message());
   core::SideCall<absl::StatusOr<execpb::InvokeToolResponse>> agents_listed;
-  if (!analyze_early) agents_listed = side_calls_.Async(list_agents);
+  if (!analyze_early) {
+    agents_listed =
+        side_calls_.Async([&] { return tools_.InvokeTool(who, list_agents, call_deadline()); });
+  }
 
   // The conversation: the caller's own, or a new one.
   std::string conversation_id = request.conversation_id();
@@ -479,7 +488,6 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     window_request.set_metadata_as_json(true);
     return memory_.GetContextWindow(who, window_request, call_deadline());
   };
-  const bool window_kept = !created && !unstored && window_kept_before;
   uint64_t kept_version = 0;  // of the kept window the turn took, if any
   core::SideCall<absl::StatusOr<convpb::GetContextWindowResponse>> window_read;
   if (!created && !unstored && !window_kept) window_read = side_calls_.Async(read_window);
@@ -500,14 +508,10 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       // it would be given now), else it is asked again.
       std::promise<absl::StatusOr<execpb::InvokeToolResponse>> listing;
       std::future<absl::StatusOr<execpb::InvokeToolResponse>> listed = listing.get_future();
-      {
-        execpb::InvokeToolRequest list;
-        list.set_tool_name("list_agents");
-        tools_.InvokeToolThen(who, list, call_deadline(),
-                              [&listing](absl::StatusOr<execpb::InvokeToolResponse> result) {
-                                listing.set_value(std::move(result));
-                              });
-      }
+      tools_.InvokeToolThen(who, list_agents, call_deadline(),
+                            [&listing](absl::StatusOr<execpb::InvokeToolResponse> result) {
+                              listing.set_value(std::move(result));
+                            });
       // Shared with the cache, and let go of before anything waits, so that
       // the turn's Take can move it out instead of copying it.
       std::optional<WindowCache::Kept> kept = windows_.Read(who, conversation_id);
@@ -518,7 +522,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       kept.reset();
       analyze.set_message(request.message());
       analyze.set_context_type(request.context_type());
-      std::optional<std::vector<AgentInfo>> seen = fresh ? AgentsSeen(who) : std::nullopt;
+      const std::shared_ptr<const std::vector<AgentInfo>> seen =
+          fresh ? AgentsSeen(who) : nullptr;
       absl::StatusOr<intentpb::AnalyzeIntentResponse> guessed = absl::UnknownError("not asked");
       if (seen) {
         AddAgents(*seen, analyze);

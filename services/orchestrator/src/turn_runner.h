@@ -187,11 +187,13 @@ class TurnRunner final {
   static std::string AgentsKey(const core::Identity& who) {
     return who.tenant_id + std::string(1, '\0') + who.user_id;
   }
-  std::optional<std::vector<AgentInfo>> AgentsSeen(const core::Identity& who) const;
+  // Null when the user's last turn is not known.
+  std::shared_ptr<const std::vector<AgentInfo>> AgentsSeen(const core::Identity& who) const;
   void SawAgents(const core::Identity& who, const std::vector<AgentInfo>& agents) const;
   mutable std::mutex agents_mu_;
   // Guarded by agents_mu_.
-  mutable std::unordered_map<std::string, std::vector<AgentInfo>> agents_seen_;
+  mutable std::unordered_map<std::string, std::shared_ptr<const std::vector<AgentInfo>>>
+      agents_seen_;
 
   mutable std::mutex catalog_mu_;
   mutable std::shared_ptr<const ToolCatalog> catalog_;  // Guarded by catalog_mu_.
