@@ -6,11 +6,13 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "libs/llm/errors.h"
+#include "libs/llm/tools_text.h"
 #include "libs/llm/wire_json.h"
 
 namespace omniforge::llm {
 namespace {
 
+using wire_internal::AppendJsonString;
 using wire_internal::DumpJson;
 using wire_internal::IntMember;
 using wire_internal::Json;
@@ -19,6 +21,7 @@ using wire_internal::Member;
 using wire_internal::ObjectText;
 using wire_internal::ParseJson;
 using wire_internal::StringMember;
+using wire_internal::ToolsTextMemo;
 using wire_internal::WithMembers;
 
 absl::Status InvalidRequest(absl::string_view why) {
@@ -202,21 +205,33 @@ absl::StatusOr<std::string> EncodeAnthropicRequest(const ChatRequest& request, b
 
   // The tools go in as text (see ObjectText), after the other members.
   std::string tools;
-  auto add_tool = [&tools](const std::string& name, const std::string& description,
-                           const std::string& schema) {
-    tools += tools.empty() ? ",\"tools\":[" : ",";
-    absl::StrAppend(&tools, "{\"name\":", DumpJson(name));
-    if (!description.empty()) absl::StrAppend(&tools, ",\"description\":", DumpJson(description));
-    absl::StrAppend(&tools, ",\"input_schema\":", schema, "}");
+  auto add_tool = [](std::string& out, const std::string& name, const std::string& description,
+                     const std::string& schema) {
+    out += "{\"name\":";
+    AppendJsonString(out, name);
+    if (!description.empty()) {
+      out += ",\"description\":";
+      AppendJsonString(out, description);
+    }
+    absl::StrAppend(&out, ",\"input_schema\":", schema, "}");
   };
-  for (const ToolSpec& tool : request.tools) {
-    absl::StatusOr<std::string> schema =
-        tool.parameters_schema.empty()
-            ? std::string(R"({"type":"object"})")
-            : ObjectText(tool.parameters_schema,
-                         absl::StrCat("parameters of tool \"", tool.name, "\""));
-    if (!schema.ok()) return InvalidRequest(schema.status().message());
-    add_tool(tool.name, tool.description, *schema);
+  if (!request.tools.empty()) {
+    tools = ",\"tools\":[";
+    static ToolsTextMemo memo;
+    absl::Status encoded = memo.AppendTo(tools, request.tools, [&](std::string& out) {
+      for (const ToolSpec& tool : request.tools) {
+        absl::StatusOr<std::string> schema =
+            tool.parameters_schema.empty()
+                ? std::string(R"({"type":"object"})")
+                : ObjectText(tool.parameters_schema,
+                             absl::StrCat("parameters of tool \"", tool.name, "\""));
+        if (!schema.ok()) return schema.status();
+        if (!out.empty()) out += ',';
+        add_tool(out, tool.name, tool.description, *schema);
+      }
+      return absl::OkStatus();
+    });
+    if (!encoded.ok()) return InvalidRequest(encoded.message());
   }
   if (request.response_format.has_value()) {
     const ResponseFormat& format = *request.response_format;
@@ -228,7 +243,8 @@ absl::StatusOr<std::string> EncodeAnthropicRequest(const ChatRequest& request, b
     }
     absl::StatusOr<std::string> schema = ObjectText(format.schema, "response schema");
     if (!schema.ok()) return InvalidRequest(schema.status().message());
-    add_tool(format.name, "Give the answer as this tool's input.", *schema);
+    tools += tools.empty() ? ",\"tools\":[" : ",";
+    add_tool(tools, format.name, "Give the answer as this tool's input.", *schema);
     absl::StrAppend(&tools,
                     "],\"tool_choice\":", DumpJson(Json{{"type", "tool"}, {"name", format.name}}));
   } else if (!tools.empty()) {

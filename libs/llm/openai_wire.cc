@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "libs/llm/errors.h"
 #include "libs/llm/openai_chunk_reader.h"
+#include "libs/llm/tools_text.h"
 #include "libs/llm/wire_json.h"
 
 namespace omniforge::llm {
@@ -140,20 +141,27 @@ absl::StatusOr<std::string> EncodeOpenAiRequest(const ChatRequest& request, bool
   std::string tools;
   if (!request.tools.empty()) {
     tools = ",\"tools\":[";
-    for (const ToolSpec& tool : request.tools) {
-      if (tools.back() != '[') tools += ',';
-      absl::StrAppend(&tools, R"({"type":"function","function":{"name":)", DumpJson(tool.name));
-      if (!tool.description.empty()) {
-        absl::StrAppend(&tools, ",\"description\":", DumpJson(tool.description));
+    static wire_internal::ToolsTextMemo memo;
+    absl::Status encoded = memo.AppendTo(tools, request.tools, [&request](std::string& out) {
+      for (const ToolSpec& tool : request.tools) {
+        if (!out.empty()) out += ',';
+        out += R"({"type":"function","function":{"name":)";
+        AppendJsonString(out, tool.name);
+        if (!tool.description.empty()) {
+          out += ",\"description\":";
+          AppendJsonString(out, tool.description);
+        }
+        if (!tool.parameters_schema.empty()) {
+          absl::StatusOr<std::string> schema = ObjectText(
+              tool.parameters_schema, absl::StrCat("parameters of tool \"", tool.name, "\""));
+          if (!schema.ok()) return schema.status();
+          absl::StrAppend(&out, ",\"parameters\":", *schema);
+        }
+        out += "}}";
       }
-      if (!tool.parameters_schema.empty()) {
-        absl::StatusOr<std::string> schema = ObjectText(
-            tool.parameters_schema, absl::StrCat("parameters of tool \"", tool.name, "\""));
-        if (!schema.ok()) return schema.status();
-        absl::StrAppend(&tools, ",\"parameters\":", *schema);
-      }
-      tools += "}}";
-    }
+      return absl::OkStatus();
+    });
+    if (!encoded.ok()) return encoded;
     absl::StatusOr<Json> choice = EncodeToolChoice(request);
     if (!choice.ok()) return choice.status();
     absl::StrAppend(&tools, "],\"tool_choice\":", DumpJson(*choice));

@@ -1,5 +1,7 @@
 #include "services/orchestrator/src/routing.h"
 
+#include <algorithm>
+
 namespace omniforge::orchestrator {
 namespace {
 
@@ -142,21 +144,37 @@ Routing RoutingFromJson(const nlohmann::json& json) {
   return routing;
 }
 
+RoutingMemo::RoutingMemo(size_t max_entries)
+    : max_per_shard_(std::max<size_t>(1, max_entries / kShards)) {}
+
+RoutingMemo::Shard& RoutingMemo::ShardOf(const std::string& message_id) {
+  return shards_[std::hash<std::string>{}(message_id) % kShards];
+}
+
 std::shared_ptr<const Routing> RoutingMemo::Of(const std::string& message_id,
                                                const std::function<Routing()>& parse) {
+  Shard& shard = ShardOf(message_id);
   {
-    std::lock_guard lock(mu_);
-    auto it = by_id_.find(message_id);
-    if (it != by_id_.end()) return it->second;
+    std::lock_guard lock(shard.mu);
+    auto it = shard.by_id.find(message_id);
+    if (it != shard.by_id.end()) return it->second;
   }
-  auto routing = std::make_shared<const Routing>(parse());
-  std::lock_guard lock(mu_);
-  auto [it, added] = by_id_.emplace(message_id, routing);
+  return Keep(shard, message_id, std::make_shared<const Routing>(parse()));
+}
+
+void RoutingMemo::Remember(const std::string& message_id, Routing routing) {
+  Keep(ShardOf(message_id), message_id, std::make_shared<const Routing>(std::move(routing)));
+}
+
+std::shared_ptr<const Routing> RoutingMemo::Keep(Shard& shard, const std::string& message_id,
+                                                 std::shared_ptr<const Routing> routing) {
+  std::lock_guard lock(shard.mu);
+  auto [it, added] = shard.by_id.emplace(message_id, std::move(routing));
   if (added) {
-    order_.push_back(message_id);
-    while (order_.size() > max_entries_) {
-      by_id_.erase(order_.front());
-      order_.pop_front();
+    shard.order.push_back(message_id);
+    while (shard.order.size() > max_per_shard_) {
+      shard.by_id.erase(shard.order.front());
+      shard.order.pop_front();
     }
   }
   return it->second;

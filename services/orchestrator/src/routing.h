@@ -5,6 +5,7 @@
 // the intent service reads the same fields from the history it is given.
 #pragma once
 
+#include <array>
 #include <deque>
 #include <functional>
 #include <map>
@@ -95,20 +96,36 @@ Routing RoutingFromJson(const nlohmann::json& json);
 
 // The routing of stored messages by message id, parsed once: a stored
 // message never changes, and every turn reads the routings of its whole
-// window. Holds at most `max_entries` (the oldest go first). Thread-safe.
+// window. Holds about `max_entries` (the oldest go first). Thread-safe: the
+// ids are spread over shards, each with its own lock, so concurrent turns
+// reading their windows seldom wait for each other.
 class RoutingMemo final {
  public:
-  explicit RoutingMemo(size_t max_entries) : max_entries_(max_entries) {}
+  explicit RoutingMemo(size_t max_entries);
 
   // The routing of message `message_id`, from `parse` the first time.
   std::shared_ptr<const Routing> Of(const std::string& message_id,
                                     const std::function<Routing()>& parse);
 
+  // Records the routing of a message just stored with it, so that the
+  // turns reading it back need not parse it.
+  void Remember(const std::string& message_id, Routing routing);
+
  private:
-  const size_t max_entries_;
-  std::mutex mu_;
-  std::unordered_map<std::string, std::shared_ptr<const Routing>> by_id_;  // Guarded by mu_.
-  std::deque<std::string> order_;  // oldest first; guarded by mu_
+  static constexpr size_t kShards = 16;
+  struct Shard {
+    std::mutex mu;
+    std::unordered_map<std::string, std::shared_ptr<const Routing>> by_id;  // Guarded by mu.
+    std::deque<std::string> order;  // oldest first; guarded by mu
+  };
+
+  Shard& ShardOf(const std::string& message_id);
+  // Adds `routing` unless the id is known; returns the routing kept.
+  std::shared_ptr<const Routing> Keep(Shard& shard, const std::string& message_id,
+                                      std::shared_ptr<const Routing> routing);
+
+  const size_t max_per_shard_;
+  std::array<Shard, kShards> shards_;
 };
 
 }  // namespace omniforge::orchestrator

@@ -1275,7 +1275,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   reply.set_role(convpb::ROLE_ASSISTANT);
   reply.set_content(text.empty() ? " " : text);
   reply.set_idempotency_key("turn:" + turn_id + ":assistant");
-  reply.set_metadata_json(RoutingToJson(routing).dump());
+  const json routing_json = RoutingToJson(routing);
+  reply.set_metadata_json(routing_json.dump());
   // The flow's record is written while the reply is stored: one upsert,
   // for a flow that spans turns (it waits, is suspended, or was stored by an
   // earlier turn). A flow done within its first turn needs no record: its
@@ -1304,8 +1305,12 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
                                        {"stage", "store_reply"},
                                        {"error", std::string(stored_reply.status().message())}});
   }
-  if (history_known && stored_reply.ok() && stored_reply->has_value() &&
-      !(*stored_reply)->deduplicated()) {
+  const bool stored_now =
+      stored_reply.ok() && stored_reply->has_value() && !(*stored_reply)->deduplicated();
+  // Read back from the stored JSON, exactly as a later turn (or another
+  // replica) would parse it, only without the text.
+  if (stored_now) routings_.Remember((*stored_reply)->message().id(), RoutingFromJson(routing_json));
+  if (history_known && stored_now) {
     windows_.Advance(who, conversation_id, std::move(history), stored_user_message.message(),
                      (*stored_reply)->message());
   } else if (!unstored) {
