@@ -37,7 +37,8 @@ TEST(ToolsTextMemoTest, AnEqualListIsEncodedOnceAndAnyDifferenceIsEncodedAgain) 
   ASSERT_TRUE(memo.AppendTo(again, copy, encode_names(copy)).ok());
   EXPECT_EQ(encodes, 1);
   EXPECT_EQ(first, again);
-  EXPECT_EQ(first, R"([list_agents:{"type":"object"};run_agent:{"type":"object","required":["name"]};)");
+  EXPECT_EQ(first,
+            R"([list_agents:{"type":"object"};run_agent:{"type":"object","required":["name"]};)");
 
   // The same names with another schema, description or order are other lists.
   std::vector<ToolSpec> schema = Catalog();

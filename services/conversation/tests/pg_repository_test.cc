@@ -16,6 +16,7 @@
 #include "libs/core/ids.h"
 #include "libs/pg/migrate.h"
 #include "services/conversation/src/conversation_logic.h"
+#include "services/conversation/src/retention.h"
 #include "tests/support/test_database.h"
 
 namespace omniforge::pg {
@@ -557,6 +558,63 @@ TEST_F(PgRepositoryTest, RetentionPurgesIdleConversationsPerTenant) {
                 "'")[0][0]
                 .as<int>(),
             0);
+}
+
+// The purge as the service runs it: a background thread that deletes
+// batch after batch while they come back full, then sleeps, and stops at
+// once when asked even in the middle of its sleep.
+TEST_F(PgRepositoryTest, TheBackgroundPurgeDeletesEveryIdleConversationBatchByBatch) {
+  const core::Identity who{"retention-background", "u"};
+  std::vector<std::string> idle;
+  for (int i = 0; i < 5; ++i) {
+    idle.push_back(NewChat(who).id);
+    ASSERT_TRUE(Append(who, {idle.back(), 1, "old news", "", ""}).ok());
+  }
+  const std::string fresh = NewChat(who).id;
+  std::string ids;
+  for (const std::string& id : idle) ids += (ids.empty() ? "'" : ",'") + id + "'";
+  Raw("UPDATE conversation.conversations SET updated_at = now() - interval '40 days'"
+      " WHERE tenant_id = 'retention-background' AND id IN (" + ids + ")");
+
+  RetentionPolicy policy;
+  policy.default_days = 30;
+  std::atomic<int> batches{0};
+  std::vector<int64_t> deleted;  // per batch, in order; written by the purger's thread
+  std::mutex mu;
+  auto purger = std::make_unique<RetentionPurger>(
+      [&](int limit) {
+        auto n = repository_->PurgeIdle(policy, Now(), limit);
+        if (n.ok()) {
+          std::lock_guard lock(mu);
+          deleted.push_back(*n);
+        }
+        ++batches;
+        return n;
+      },
+      std::chrono::seconds(3600), /*batch_size=*/2);
+  // The first pass starts at once: 2 + 2 + 1 (the short batch ends it).
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (batches.load() < 3 && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // no fourth batch follows
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(deleted, (std::vector<int64_t>{2, 2, 1}));
+  }
+  for (const std::string& id : idle) {
+    EXPECT_EQ(logic_->Get(who, id).status().code(), absl::StatusCode::kNotFound) << id;
+  }
+  EXPECT_TRUE(logic_->Get(who, fresh).ok());
+  EXPECT_EQ(Raw("SELECT count(*) FROM conversation.messages WHERE tenant_id = "
+                "'retention-background'")[0][0]
+                .as<int>(),
+            0);
+  // Asleep for an hour, it still stops at once.
+  const auto stop_started = std::chrono::steady_clock::now();
+  purger.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - stop_started, std::chrono::seconds(2));
+  EXPECT_EQ(batches.load(), 3);
 }
 
 TEST_F(PgRepositoryTest, ContextWindowOnStoredConversation) {

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -34,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_replace.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "libs/core/grpc_identity.h"
@@ -462,6 +464,62 @@ TEST_F(ConversationServerTest, IdentityScopesEveryCall) {
       stub_->CreateConversation(Call(bad_tenant).get(), pb::CreateConversationRequest(), &created)
           .error_code(),
       grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// Another tenant's or user's conversation cannot be told from one that does
+// not exist: every call that names a conversation answers both with the same
+// code and the same message (the id the caller sent put aside).
+TEST_F(ConversationServerTest, AnotherTenantsConversationLooksExactlyLikeAMissingOne) {
+  const core::Identity alice = FreshUser();
+  const std::string id = Create(alice, "private").id();
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(Append(alice, Message(id, pb::ROLE_USER, "my plans")).ok());
+  const std::string missing = "0190a7e4-0000-7000-8000-00000000beef";
+
+  // Each call, by `who` on conversation `target`.
+  using Rpc = std::function<grpc::Status(const core::Identity&, const std::string&)>;
+  const std::vector<std::pair<std::string, Rpc>> calls = {
+      {"GetConversation", [&](const core::Identity& who,
+                              const std::string& target) { return Get(who, target); }},
+      {"AppendMessage",
+       [&](const core::Identity& who, const std::string& target) {
+         return Append(who, Message(target, pb::ROLE_USER, "let me in"));
+       }},
+      {"ListMessages",
+       [&](const core::Identity& who, const std::string& target) {
+         pb::ListMessagesRequest request;
+         request.set_conversation_id(target);
+         pb::ListMessagesResponse response;
+         return stub_->ListMessages(Call(who).get(), request, &response);
+       }},
+      {"GetContextWindow",
+       [&](const core::Identity& who, const std::string& target) {
+         pb::GetContextWindowRequest request;
+         request.set_conversation_id(target);
+         pb::GetContextWindowResponse response;
+         return stub_->GetContextWindow(Call(who).get(), request, &response);
+       }},
+      {"DeleteConversation", [&](const core::Identity& who, const std::string& target) {
+         return Delete(who, target);
+       }}};
+  const std::vector<core::Identity> strangers = {{"other-tenant", alice.user_id},
+                                                 FreshUser(alice.tenant_id)};
+  for (const auto& [name, call] : calls) {
+    for (const core::Identity& stranger : strangers) {
+      SCOPED_TRACE(name + " by " + stranger.tenant_id + "/" + stranger.user_id);
+      const grpc::Status theirs = call(stranger, id);
+      const grpc::Status nothing = call(stranger, missing);
+      EXPECT_EQ(theirs.error_code(), grpc::StatusCode::NOT_FOUND);
+      EXPECT_EQ(theirs.error_code(), nothing.error_code());
+      EXPECT_EQ(absl::StrReplaceAll(theirs.error_message(), {{id, "<id>"}}),
+                absl::StrReplaceAll(nothing.error_message(), {{missing, "<id>"}}));
+      EXPECT_EQ(theirs.error_details(), nothing.error_details());
+    }
+  }
+  // None of it touched Alice's conversation.
+  pb::Conversation mine;
+  ASSERT_TRUE(Get(alice, id, &mine).ok());
+  EXPECT_EQ(mine.message_count(), 1);
 }
 
 TEST_F(ConversationServerTest, BadInputIsRejectedAndChangesNothing) {

@@ -1309,7 +1309,9 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       stored_reply.ok() && stored_reply->has_value() && !(*stored_reply)->deduplicated();
   // Read back from the stored JSON, exactly as a later turn (or another
   // replica) would parse it, only without the text.
-  if (stored_now) routings_.Remember((*stored_reply)->message().id(), RoutingFromJson(routing_json));
+  if (stored_now) {
+    routings_.Remember((*stored_reply)->message().id(), RoutingFromJson(routing_json));
+  }
   if (history_known && stored_now) {
     windows_.Advance(who, conversation_id, std::move(history), stored_user_message.message(),
                      (*stored_reply)->message());
