@@ -560,16 +560,17 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
           .dump());
   // Through the spool, a message storage cannot take now waits there
   // (nullopt) and the turn goes on.
-  auto store = [&](const convpb::AppendMessageRequest& message)
+  auto store = [&](const convpb::AppendMessageRequest& message, int64_t deadline)
       -> absl::StatusOr<std::optional<convpb::AppendMessageResponse>> {
-    if (spool_ != nullptr) return spool_->Append(who, message, call_deadline());
+    if (spool_ != nullptr) return spool_->Append(who, message, deadline);
     absl::StatusOr<convpb::AppendMessageResponse> stored =
-        memory_.AppendMessage(who, message, call_deadline());
+        memory_.AppendMessage(who, message, deadline);
     if (!stored.ok()) return stored.status();
     return std::optional<convpb::AppendMessageResponse>(*std::move(stored));
   };
   absl::StatusOr<std::optional<convpb::AppendMessageResponse>> stored_user =
-      unstored ? std::optional<convpb::AppendMessageResponse>() : store(user_message);
+      unstored ? std::optional<convpb::AppendMessageResponse>()
+               : store(user_message, call_deadline());
   if (!stored_user.ok()) return stored_user.status();
   const bool user_spooled = !unstored && !stored_user->has_value();
   const convpb::AppendMessageResponse stored_user_message =
@@ -834,6 +835,16 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   std::vector<std::string> listed;
   std::vector<std::string> tools_used;
   bool cancel_reported = false;
+  bool time_reported = false;
+  // The time guardrail's end of the turn, said once.
+  auto report_out_of_time = [&] {
+    if (time_reported) return;
+    time_reported = true;
+    emit.Error(pb::CHAT_ERROR_CODE_TIME_LIMIT,
+               "this turn ran out of time; what was done so far is kept",
+               /*fatal=*/true);
+    ContextBox::Add(box.blockers, "the turn ran out of time");
+  };
   // The guardrails before a tool call: true (its error event out) when the
   // turn must stop instead.
   auto stopped_before_call = [&]() -> bool {
@@ -851,10 +862,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       return true;
     }
     if (core::NowMicros() >= turn_deadline) {
-      emit.Error(pb::CHAT_ERROR_CODE_TIME_LIMIT,
-                 "this turn ran out of time; what was done so far is kept",
-                 /*fatal=*/true);
-      ContextBox::Add(box.blockers, "the turn ran out of time");
+      report_out_of_time();
       return true;
     }
     return false;
@@ -1128,8 +1136,14 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     ScopedUsageAttribution attributed(attribution);  // model calls are recorded for this turn
     planned = RunModelPlanner(*planner_, plan, io);
     if (planned.stopped) {
-      planned.answered = true;  // cancelled or suspended: no fallback, keep what was said
+      // Cancelled, suspended or out of time: no fallback, keep what was said.
+      planned.answered = true;
       if (!control.cancelled()) suspend_now();
+      // Time ran out while the model answered (the stream is cut at the
+      // turn's deadline) or between its steps.
+      if (!control.cancelled() && !suspended && core::NowMicros() >= turn_deadline) {
+        report_out_of_time();
+      }
     }
     if (planned.answered) {
       move.action_type = analysis.action_type();
@@ -1281,17 +1295,20 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   // for a flow that spans turns (it waits, is suspended, or was stored by an
   // earlier turn). A flow done within its first turn needs no record: its
   // box is never read again, and most turns are such flows.
+  // The turn's closing writes (its reply, its flow) get a call's time of
+  // their own, also when the turn ran out of time: what was done is kept.
+  const int64_t closing_deadline = core::NowMicros() + call_micros;
   core::SideCall<absl::Status> flow_saved;
   if (flows_ != nullptr && !unstored && (waiting || suspended || continuing || resuming)) {
     flow_saved = side_calls_.Async([&] {
       const FlowStatus status = suspended ? FlowStatus::kSuspended
                                 : waiting ? FlowStatus::kWaiting
                                           : FlowStatus::kDone;
-      return flows_->Save(who, {flow_id, conversation_id, turn_id, status, box}, call_deadline());
+      return flows_->Save(who, {flow_id, conversation_id, turn_id, status, box}, closing_deadline);
     });
   }
   absl::StatusOr<std::optional<convpb::AppendMessageResponse>> stored_reply =
-      unstored ? std::optional<convpb::AppendMessageResponse>() : store(reply);
+      unstored ? std::optional<convpb::AppendMessageResponse>() : store(reply, closing_deadline);
   if (stored_reply.ok() && !stored_reply->has_value() && !unstored && !user_spooled) {
     emit.Error(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE,
                "conversation storage became unreachable: the reply is stored once it is back",

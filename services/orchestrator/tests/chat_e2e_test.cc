@@ -988,17 +988,24 @@ class ModelPlannerEndToEndTest : public ChatEndToEndTest {
     ASSERT_TRUE(fake.ok()) << fake.status();
     fake_ = fake->release();
     ChatEndToEndTest::SetUpTestSuite();
-    std::ofstream config(*dir_ / "orchestrator.yaml");
+    RestartWithConfig("");
+  }
+
+  // Restarts the orchestrator on the fake provider, with `extra` YAML
+  // sections added to the suite's configuration.
+  static void RestartWithConfig(const std::string& extra) {
+    const std::filesystem::path path = *dir_ / "orchestrator.yaml";
+    std::ofstream config(path);
     config << "llm:\n  providers:\n    fake:\n      api: openai\n      base_url: "
            << fake_->openai_base_url()
            << "\n      api_key_env: FAKE_LLM_KEY\n      prices:\n        planner-model: \"1.0 0.5 "
               "2.0\"\n  profiles:\n    balanced: [fake/planner-model]\n"
               "    quality: [fake/reviewer-model]\n"
-              "  retry: {max_attempts: 1}\nplanner:\n  max_iterations: 3\n";
+              "  retry: {max_attempts: 1}\nplanner:\n  max_iterations: 3\n"
+           << extra;
     config.close();
     orchestrator_->Stop();
-    StartOrchestrator({"--config", (*dir_ / "orchestrator.yaml").string()},
-                      {"OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
+    StartOrchestrator({"--config", path.string()}, {"OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
   }
   static void TearDownTestSuite() {
     ChatEndToEndTest::TearDownTestSuite();
@@ -1540,6 +1547,70 @@ TEST_F(ModelPlannerEndToEndTest, ThePlannerStopsAtItsIterationLimit) {
   const pqxx::result logged = ErrorsOf(turn.session().turn_id(), 1);
   ASSERT_EQ(logged.size(), 1u);
   EXPECT_EQ(logged[0][3].as<std::string>(), "iteration_limit");
+}
+
+TEST_F(ModelPlannerEndToEndTest, TheTurnStopsAtItsToolCallLimitAndKeepsWhatWasDone) {
+  // One answer asks for nine reads; a turn may make eight tool calls.
+  llm::testing::FakeReply greedy;
+  for (int i = 0; i < 9; ++i) greedy.tool_calls.push_back({"", "list_agents", "{}"});
+  llm::testing::FakeReply summary;
+  summary.text = "Here is everything.";
+  ASSERT_TRUE(
+      fake_->SetRules({Rule("check everything", false, greedy), Rule("", true, summary)}).ok());
+  const size_t before = RequestsOf(*fake_, "planner_stream");
+  Turn turn = Chat("check everything about my agents, again and again");
+  ExpectWellFormed(turn);
+  EXPECT_EQ(turn.Of(pb::ChatEvent::kToolCall).size(), 8u);
+  EXPECT_EQ(turn.Of(pb::ChatEvent::kToolResult).size(), 8u) << "the calls made are kept";
+  auto errors = turn.Of(pb::ChatEvent::kError);
+  ASSERT_FALSE(errors.empty());
+  EXPECT_EQ(errors.back().error().code(), pb::CHAT_ERROR_CODE_TOOL_CALL_LIMIT);
+  EXPECT_TRUE(errors.back().error().fatal());
+  EXPECT_THAT(errors.back().error().message(), HasSubstr("8 tool calls"));
+  EXPECT_EQ(turn.done().usage().tool_calls(), 8);
+  EXPECT_EQ(RequestsOf(*fake_, "planner_stream"), before + 1) << "the model is not asked again";
+  const pqxx::result logged = ErrorsOf(turn.session().turn_id(), 1);
+  ASSERT_EQ(logged.size(), 1u);
+  EXPECT_EQ(logged[0][3].as<std::string>(), "tool_call_limit");
+  // The turn and its reply are stored: the conversation goes on.
+  Turn next = Chat("thanks", turn.session().conversation_id());
+  ExpectWellFormed(next);
+  EXPECT_TRUE(next.Of(pb::ChatEvent::kError).empty());
+}
+
+TEST_F(ModelPlannerEndToEndTest, TheTurnStopsWhenItsTimeRunsOutEvenWhileTheModelAnswers) {
+  // A turn of 1 s, and a model that takes 3 s to say its piece.
+  struct Restore {
+    ~Restore() { RestartWithConfig(""); }
+  } restore;
+  RestartWithConfig("turn:\n  timeout_ms: 1000\n");
+  llm::testing::FakeReply slow;
+  slow.text = "Let me go through every one of your agents very carefully, one at a time.";
+  llm::testing::FakeRule rule = Rule("take your time", false, slow);
+  rule.chunk_chars = 3;
+  rule.chunk_delay_ms = 120;  // 25 pieces: 3 s
+  ASSERT_TRUE(fake_->SetRules({rule}).ok());
+  const auto start = std::chrono::steady_clock::now();
+  Turn turn = Chat("take your time and tell me about my agents");
+  const auto took = std::chrono::steady_clock::now() - start;
+  ExpectWellFormed(turn);
+  EXPECT_LT(took, std::chrono::milliseconds(2500)) << "the turn ends at its deadline";
+  EXPECT_FALSE(turn.text().empty()) << "what the model said in time is shown";
+  EXPECT_LT(turn.text().size(), slow.text.size());
+  auto errors = turn.Of(pb::ChatEvent::kError);
+  ASSERT_FALSE(errors.empty());
+  EXPECT_EQ(errors.back().error().code(), pb::CHAT_ERROR_CODE_TIME_LIMIT);
+  EXPECT_TRUE(errors.back().error().fatal());
+  size_t time_limits = 0;
+  for (const auto& e : errors) time_limits += e.error().code() == pb::CHAT_ERROR_CODE_TIME_LIMIT;
+  EXPECT_EQ(time_limits, 1u) << "said once";
+  const pqxx::result logged = ErrorsOf(turn.session().turn_id(), 1);
+  ASSERT_EQ(logged.size(), 1u);
+  EXPECT_EQ(logged[0][3].as<std::string>(), "time_limit");
+  // What was said is stored as the reply, at once (not left to the spool).
+  EXPECT_FALSE(turn.done().assistant_message_id().empty());
+  EXPECT_EQ(LastRouting(turn.session().conversation_id()).value("turn_id", ""),
+            turn.session().turn_id());
 }
 
 TEST_F(ModelPlannerEndToEndTest, TheContextBoxIsStoredPerFlowAndFedToEveryPlannerCall) {
