@@ -120,17 +120,35 @@ grpc::ServerUnaryReactor* ServeUnary(
 // 1, 2, 3...). When the client reads slowly, the turn's thread waits
 // (bounded queue). The call finishes once the turn has returned and every
 // event is written, or at once when the client has gone.
+// Fails a StreamChat call without running a turn.
+class Refusal final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  explicit Refusal(const absl::Status& status) {
+    core::RpcScope scope("StreamChat");
+    scope.Finish(status);
+    Finish(core::ToGrpcStatus(status));
+  }
+  void OnDone() override { delete this; }
+};
+
 class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, public EventSink {
  public:
-  explicit TurnStream(RunningTurns& running) : running_(running), scope_("StreamChat") {}
+  TurnStream(RunningTurns& running, RunningTurns::Control control)
+      : running_(running), scope_("StreamChat"), control_(std::move(control)) {}
 
   // Starts the turn, bounded by `deadline` (the client's), suspending the
   // turn `interrupted` controls (if any); the reactor deletes itself when
   // the call is done.
+  // `claimed_key`: the conversation's key when the turn was claimed under
+  // its turn_id already (RunningTurns::Claim), else empty.
   void Start(const core::Identity& who, pb::StreamChatRequest request, int64_t deadline,
              const TurnRunner& runner, core::ThreadPool& workers,
-             RunningTurns::Control interrupted) {
+             RunningTurns::Control interrupted, std::string claimed_key) {
     who_ = who;
+    if (!claimed_key.empty()) {
+      turn_key_ = std::move(claimed_key);
+      turn_id_ = request.turn_id();
+    }
     auto task = [this, request = std::move(request), deadline, &runner,
                  interrupted = std::move(interrupted)] {
       absl::Status status = runner.Run(who_, request, *control_, *this, deadline, interrupted);
@@ -142,7 +160,7 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
   }
 
   void Emit(pb::ChatEvent event) override {
-    if (event.has_session()) {
+    if (event.has_session() && turn_key_.empty()) {
       turn_key_ = RunningTurns::Key(who_, event.session().conversation_id());
       turn_id_ = event.session().turn_id();
       running_.Add(turn_key_, turn_id_, control_);
@@ -232,7 +250,7 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
   RunningTurns& running_;
   core::RpcScope scope_;
   core::Identity who_;
-  RunningTurns::Control control_ = std::make_shared<TurnControl>();
+  const RunningTurns::Control control_;
   std::string turn_key_;  // set by the session event, on the turn's thread
   std::string turn_id_;
 
@@ -264,6 +282,26 @@ void RunningTurns::Add(const std::string& key, const std::string& turn_id, Contr
     turns_.emplace(key, std::make_pair(turn_id, std::move(control)));
   }
   if (bus_ != nullptr) bus_->Publish({TurnSignal::Kind::kStarted, key, turn_id, std::nullopt});
+}
+
+bool RunningTurns::Claim(const std::string& key, const std::string& turn_id, Control control) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto [begin, end] = turns_.equal_range(key);
+    for (auto it = begin; it != end; ++it) {
+      if (it->second.first == turn_id) return false;
+    }
+    const int64_t now = core::NowMicros();
+    auto [remote_begin, remote_end] = remote_.equal_range(key);
+    for (auto it = remote_begin; it != remote_end; ++it) {
+      if (it->second.turn_id == turn_id && now - it->second.started_micros <= kMaxTurnMicros) {
+        return false;
+      }
+    }
+    turns_.emplace(key, std::make_pair(turn_id, std::move(control)));
+  }
+  if (bus_ != nullptr) bus_->Publish({TurnSignal::Kind::kStarted, key, turn_id, std::nullopt});
+  return true;
 }
 
 void RunningTurns::Remove(const std::string& key, const std::string& turn_id) {
@@ -404,29 +442,30 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
   if (who.ok() && !Parse(*raw, request)) {
     who = absl::InvalidArgumentError(ParseError<pb::StreamChatRequest>());
   }
-  if (!who.ok()) {
-    // Fails the call without running a turn.
-    struct Refusal final : grpc::ServerWriteReactor<grpc::ByteBuffer> {
-      explicit Refusal(const absl::Status& status) {
-        core::RpcScope scope("StreamChat");
-        scope.Finish(status);
-        Finish(core::ToGrpcStatus(status));
-      }
-      void OnDone() override { delete this; }
-    };
-    return new Refusal(who.status());
-  }
-  auto* stream = new TurnStream(running_);
+  if (!who.ok()) return new Refusal(who.status());
   // The client's deadline bounds the turn (the turn's own timeout caps it).
   const int64_t deadline = DeadlineMicros(*context, kMaxTurnMicros);
-  // A turn still running on this conversation is suspended for this one.
-  // Valid requests only: one that fails validation changes nothing.
+  auto control = std::make_shared<TurnControl>();
+  // A turn still running on this conversation is suspended for this one;
+  // a retry of a turn that is still running waits for it instead. Valid
+  // requests only: one that fails validation changes nothing.
   RunningTurns::Control interrupted;
+  std::string claimed_key;
   if (!request.conversation_id().empty() && ValidateStreamChatRequest(request).ok()) {
-    interrupted =
-        running_.Suspend(RunningTurns::Key(*who, request.conversation_id()), request.turn_id());
+    const std::string key = RunningTurns::Key(*who, request.conversation_id());
+    if (!request.turn_id().empty()) {
+      if (!running_.Claim(key, request.turn_id(), control)) {
+        return new Refusal(absl::AbortedError(
+            "turn " + request.turn_id() +
+            " is still running; retry once it has ended, and it is replayed"));
+      }
+      claimed_key = key;
+    }
+    interrupted = running_.Suspend(key, request.turn_id());
   }
-  stream->Start(*who, std::move(request), deadline, runner_, workers_, std::move(interrupted));
+  auto* stream = new TurnStream(running_, std::move(control));
+  stream->Start(*who, std::move(request), deadline, runner_, workers_, std::move(interrupted),
+                std::move(claimed_key));
   return stream;
 }
 

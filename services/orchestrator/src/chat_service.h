@@ -40,6 +40,11 @@ class RunningTurns final {
   RunningTurns& operator=(const RunningTurns&) = delete;
 
   void Add(const std::string& key, const std::string& turn_id, Control control);
+  // Adds the turn unless one with the same turn_id runs on the
+  // conversation, here or (as far as its signals tell) on another replica:
+  // false then, and nothing is added. A retry of a running turn must wait
+  // for it to end (it is then replayed), not run it a second time.
+  bool Claim(const std::string& key, const std::string& turn_id, Control control);
   void Remove(const std::string& key, const std::string& turn_id);
   // Cancels the turn (any turn of the conversation when `turn_id` is
   // empty), here or on another replica; false when none runs.

@@ -1613,6 +1613,43 @@ TEST_F(ModelPlannerEndToEndTest, TheTurnStopsWhenItsTimeRunsOutEvenWhileTheModel
             turn.session().turn_id());
 }
 
+// A client that retries a turn it lost sight of while the turn still runs
+// is told to wait (ABORTED), and the turn is not run a second time; once it
+// has ended, the retry replays it.
+TEST_F(ModelPlannerEndToEndTest, ARetryOfATurnStillRunningIsAbortedAndLaterReplayed) {
+  llm::testing::FakeReply slow;
+  slow.text = "Looking at each of your agents in turn, slowly.";
+  llm::testing::FakeRule rule = Rule("look slowly", false, slow);
+  rule.chunk_chars = 4;
+  rule.chunk_delay_ms = 60;  // about 0.8 s
+  ASSERT_TRUE(fake_->SetRules({rule}).ok());
+  Turn hello = Chat("hello");
+  ASSERT_TRUE(hello.status.ok());
+  const std::string conversation = hello.session().conversation_id();
+  const size_t before = RequestsOf(*fake_, "planner_stream");
+  std::optional<Turn> first;
+  std::thread running([&] { first = Chat("look slowly at my agents", conversation, "retry-1"); });
+  for (int i = 0; i < 500 && RequestsOf(*fake_, "planner_stream") == before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(RequestsOf(*fake_, "planner_stream"), before) << "the turn never reached the model";
+  Turn retry = Chat("look slowly at my agents", conversation, "retry-1");
+  running.join();
+  EXPECT_EQ(retry.status.error_code(), grpc::StatusCode::ABORTED) << retry.status.error_message();
+  EXPECT_THAT(retry.status.error_message(), HasSubstr("still running"));
+  EXPECT_TRUE(retry.events.empty());
+  ASSERT_TRUE(first.has_value());
+  ExpectWellFormed(*first);
+  EXPECT_EQ(first->text(), slow.text) << "the first run was not disturbed";
+  EXPECT_EQ(RequestsOf(*fake_, "planner_stream"), before + 1) << "the model was asked once";
+
+  Turn later = Chat("look slowly at my agents", conversation, "retry-1");
+  ASSERT_TRUE(later.status.ok()) << later.status.error_message();
+  EXPECT_TRUE(later.session().replayed());
+  EXPECT_EQ(later.text(), first->text());
+  EXPECT_EQ(RequestsOf(*fake_, "planner_stream"), before + 1);
+}
+
 TEST_F(ModelPlannerEndToEndTest, TheContextBoxIsStoredPerFlowAndFedToEveryPlannerCall) {
   llm::testing::FakeReply draft;
   draft.text = "I'll set that up.";

@@ -84,5 +84,27 @@ TEST_F(RunningTurnsTest, WithNoTurnKnownElsewhereTheTurnsAreAskedButNoneIsWaited
   EXPECT_EQ(bus_.published[0].kind, TurnSignal::Kind::kSuspend);
 }
 
+TEST_F(RunningTurnsTest, ATurnIdIsClaimedOnceWhileItsTurnRunsHereOrElsewhere) {
+  auto first = std::make_shared<TurnControl>();
+  ASSERT_TRUE(running_.Claim("conversation", "turn-1", first));
+  ASSERT_EQ(bus_.published.size(), 1u);
+  EXPECT_EQ(bus_.published[0].kind, TurnSignal::Kind::kStarted) << "the other replicas learn of it";
+  EXPECT_FALSE(running_.Claim("conversation", "turn-1", std::make_shared<TurnControl>()));
+  EXPECT_TRUE(running_.Claim("conversation", "turn-2", std::make_shared<TurnControl>()));
+  EXPECT_TRUE(running_.Claim("another-conversation", "turn-1", std::make_shared<TurnControl>()));
+  // A claimed turn is running: a newer message suspends it, cancel reaches it.
+  EXPECT_NE(running_.Suspend("conversation", "turn-3"), nullptr);
+  EXPECT_TRUE(first->suspend_requested());
+  running_.Remove("conversation", "turn-1");
+  EXPECT_TRUE(running_.Claim("conversation", "turn-1", std::make_shared<TurnControl>()))
+      << "once it ended, the turn id may run again (and is replayed)";
+
+  // A turn another replica announced cannot be claimed here until it ends.
+  bus_.Hear({TurnSignal::Kind::kStarted, "conversation", "remote-turn", std::nullopt});
+  EXPECT_FALSE(running_.Claim("conversation", "remote-turn", std::make_shared<TurnControl>()));
+  bus_.Hear(Ended("remote-turn", ""));
+  EXPECT_TRUE(running_.Claim("conversation", "remote-turn", std::make_shared<TurnControl>()));
+}
+
 }  // namespace
 }  // namespace omniforge::orchestrator
