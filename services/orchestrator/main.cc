@@ -15,8 +15,11 @@
 // cannot take wait in the append spool (`spool.dir`) until it is back.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <map>
 #include <memory>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "libs/core/api_keys.h"
 #include "libs/core/config.h"
 #include "libs/core/logging.h"
@@ -42,6 +45,8 @@ const std::vector<Migration>& OrchestratorMigrations();
 namespace omniforge::orchestrator {
 namespace {
 
+namespace intentpb = ::omniforge::intent::v1;
+
 constexpr int kDefaultPort = 50050;
 constexpr int kDefaultMetricsPort = 9090;
 
@@ -53,6 +58,9 @@ struct Settings {
   DownstreamAddresses downstream;
   TurnOptions turn;
   std::string planner_profile;
+  // Another profile for the planner of some context types (PROJECT_AUDIT:
+  // quality, say), by context type.
+  std::map<intentpb::ContextType, std::string> planner_profiles;
   // The reviewer of agent_review plans; plans in that mode fail when the
   // llm: section has no such profile.
   std::string reviewer_profile;
@@ -90,6 +98,18 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
       std::chrono::milliseconds(c.Int("turn.call_timeout_ms", 10000, 100, 600000));
   s.turn.max_iterations = static_cast<int>(c.Int("planner.max_iterations", 10, 1, 100));
   s.planner_profile = c.String("planner.profile", "balanced");
+  for (const auto& [name, profile] : c.StringMap("planner.profiles")) {
+    // GLOBAL, project_audit and CONTEXT_TYPE_TASK all name a context type.
+    std::string upper = absl::AsciiStrToUpper(name);
+    if (!absl::StartsWith(upper, "CONTEXT_TYPE_")) upper = "CONTEXT_TYPE_" + upper;
+    intentpb::ContextType type = intentpb::CONTEXT_TYPE_UNSPECIFIED;
+    if (!intentpb::ContextType_Parse(upper, &type) || type == intentpb::CONTEXT_TYPE_UNSPECIFIED) {
+      return absl::InvalidArgumentError(
+          "config: planner.profiles." + name +
+          ": not a context type (GLOBAL, PROJECT, PROJECT_CREATE, TASK, PROJECT_AUDIT)");
+    }
+    s.planner_profiles[type] = profile;
+  }
   s.reviewer_profile = c.String("plans.reviewer_profile", "quality");
   s.plans.max_parallel_steps = static_cast<int>(c.Int("plans.max_parallel_steps", 3, 1, 32));
   s.plans.max_turns = static_cast<int>(c.Int("plans.executor_max_turns", 10, 1, 100));
@@ -157,6 +177,8 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   }
   std::unique_ptr<llm::LlmClient> client;
   std::unique_ptr<llm::ChatModel> planner;
+  std::map<std::string, std::unique_ptr<llm::ChatModel>> planners_by_profile;
+  TurnOptions turn_options = s.turn;
   if (s.llm.enabled()) {
     auto made = llm::MakeLlmClient(s.llm, usage);
     if (!made.ok()) return made.status();
@@ -167,6 +189,18 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
     }
     planner = client->ForProfile(s.planner_profile);
     core::LogInfo("planner uses the language model", {{"profile", s.planner_profile}});
+    for (const auto& [type, profile] : s.planner_profiles) {
+      if (!client->HasProfile(profile)) {
+        return absl::InvalidArgumentError("planner.profiles." + intentpb::ContextType_Name(type) +
+                                          ": '" + profile + "' is not a profile of the llm: section");
+      }
+      if (profile == s.planner_profile) continue;
+      std::unique_ptr<llm::ChatModel>& model = planners_by_profile[profile];
+      if (model == nullptr) model = client->ForProfile(profile);
+      turn_options.planner_by_context[type] = model.get();
+      core::LogInfo("planner profile for a context type",
+                    {{"context_type", intentpb::ContextType_Name(type)}, {"profile", profile}});
+    }
   } else {
     core::LogInfo("local mode: turns are planned by the local policy");
   }
@@ -191,7 +225,7 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
     core::LogInfo("plans are kept in orchestration.plans",
                   {{"reviewer", reviewer != nullptr ? s.reviewer_profile : "none"}});
   }
-  TurnRunner runner(*memory, *understanding, *tools, s.turn, planner.get(), flows.get(),
+  TurnRunner runner(*memory, *understanding, *tools, turn_options, planner.get(), flows.get(),
                     errors.get(), plans.get(), spool->get());
   // Replicas sharing the database reach each other's running turns (a newer
   // message suspends, CancelTurn cancels, wherever the turn runs).

@@ -1134,7 +1134,10 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     const UsageAttribution attribution{who.tenant_id, who.user_id, conversation_id, turn_id,
                                        intentpb::ContextType_Name(plan.context_type)};
     ScopedUsageAttribution attributed(attribution);  // model calls are recorded for this turn
-    planned = RunModelPlanner(*planner_, plan, io);
+    const auto profiled = options_.planner_by_context.find(plan.context_type);
+    llm::ChatModel& model =
+        profiled != options_.planner_by_context.end() ? *profiled->second : *planner_;
+    planned = RunModelPlanner(model, plan, io);
     if (planned.stopped) {
       // Cancelled, suspended or out of time: no fallback, keep what was said.
       planned.answered = true;

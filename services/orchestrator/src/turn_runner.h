@@ -67,6 +67,10 @@ struct TurnOptions {
   size_t window_cache_bytes = 32 << 20;
   // Upper bound of each downstream call (within the turn's own deadline).
   std::chrono::milliseconds call_timeout{10000};
+  // The planner model of a context type whose profile is not the planner's
+  // own (planner.profiles); the models must outlive the runner. Used only
+  // when the runner has a planner model.
+  std::map<::omniforge::intent::v1::ContextType, llm::ChatModel*> planner_by_context;
 };
 
 // Receives a turn's events in order and numbers them (seq) as it sends

@@ -1002,6 +1002,7 @@ class ModelPlannerEndToEndTest : public ChatEndToEndTest {
               "2.0\"\n  profiles:\n    balanced: [fake/planner-model]\n"
               "    quality: [fake/reviewer-model]\n"
               "  retry: {max_attempts: 1}\nplanner:\n  max_iterations: 3\n"
+              "  profiles: {task: quality}\n"
            << extra;
     config.close();
     orchestrator_->Stop();
@@ -1648,6 +1649,30 @@ TEST_F(ModelPlannerEndToEndTest, ARetryOfATurnStillRunningIsAbortedAndLaterRepla
   EXPECT_TRUE(later.session().replayed());
   EXPECT_EQ(later.text(), first->text());
   EXPECT_EQ(RequestsOf(*fake_, "planner_stream"), before + 1);
+}
+
+// The planner's profile follows the client's context type (planner.profiles:
+// a task screen plans on `quality` here, everything else on `balanced`).
+TEST_F(ModelPlannerEndToEndTest, ThePlannerProfileFollowsTheContextType) {
+  llm::testing::FakeReply answer;
+  answer.text = "Start with the checklist.";
+  ASSERT_TRUE(fake_->SetRules({Rule("", false, answer)}).ok());
+  auto model_of_next_planner_call = [&](intentpb::ContextType type) {
+    const size_t before = fake_->RequestCount();
+    const std::string entity = type == intentpb::CONTEXT_TYPE_GLOBAL ? "" : "entity-1";
+    Turn turn = ChatIn(type, "what should I do next here?", "", entity);
+    ExpectWellFormed(turn);
+    EXPECT_EQ(turn.text(), answer.text);
+    std::string model;
+    for (size_t i = before; i < fake_->RequestCount(); ++i) {
+      const llm::testing::RecordedRequest request = fake_->Requests()[i];
+      if (request.operation == "planner_stream") model = json::parse(request.body)["model"];
+    }
+    return model;
+  };
+  EXPECT_EQ(model_of_next_planner_call(intentpb::CONTEXT_TYPE_TASK), "reviewer-model");
+  EXPECT_EQ(model_of_next_planner_call(intentpb::CONTEXT_TYPE_GLOBAL), "planner-model");
+  EXPECT_EQ(model_of_next_planner_call(intentpb::CONTEXT_TYPE_PROJECT), "planner-model");
 }
 
 TEST_F(ModelPlannerEndToEndTest, TheContextBoxIsStoredPerFlowAndFedToEveryPlannerCall) {
