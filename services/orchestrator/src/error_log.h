@@ -19,6 +19,13 @@ struct TurnError {
   // What happened, for operators (the downstream's own status message when
   // there is one; never the user's content).
   std::string message;
+  // Where: the part that failed (conversation, executor, intent, llm, plans,
+  // orchestration, or turn for a guardrail), the turn's step (e.g.
+  // planner_stream, tool_call, store_reply) and the tool being called, if
+  // any (migration 0005_error_log_where.sql).
+  std::string component;
+  std::string stage;
+  std::string tool;
 };
 
 class TurnErrorLog {

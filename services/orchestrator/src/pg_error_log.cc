@@ -10,11 +10,12 @@ namespace omniforge::orchestrator {
 PgErrorLog::PgErrorLog(pg::PgPool& pool, size_t max_queued)
     : rows_(pool,
             {.insert_sql = "INSERT INTO orchestration.error_log (tenant_id, id, user_id, "
-                           "conversation_id, turn_id, kind, message) "
+                           "conversation_id, turn_id, kind, message, component, stage, tool) "
                            "SELECT $1, x.id, x.user_id, x.conversation_id, x.turn_id, x.kind, "
-                           "x.message FROM jsonb_to_recordset($2::jsonb) AS x(id uuid, "
+                           "x.message, x.component, x.stage, x.tool "
+                           "FROM jsonb_to_recordset($2::jsonb) AS x(id uuid, "
                            "user_id text, conversation_id uuid, turn_id text, kind text, "
-                           "message text)",
+                           "message text, component text, stage text, tool text)",
              .what = "turn errors",
              .dropped_metric = "omniforge_orchestrator_turn_errors_dropped_total",
              .dropped_help = "Turn errors not stored in orchestration.error_log",
@@ -28,7 +29,10 @@ void PgErrorLog::Record(TurnError error) {
        error.conversation_id.empty() ? nlohmann::json() : nlohmann::json(error.conversation_id)},
       {"turn_id", error.turn_id},
       {"kind", error.kind},
-      {"message", core::Shortened(error.message, 2000)}};
+      {"message", core::Shortened(error.message, 2000)},
+      {"component", error.component},
+      {"stage", error.stage},
+      {"tool", error.tool}};
   rows_.Submit(std::move(error.tenant_id), std::move(row));
 }
 

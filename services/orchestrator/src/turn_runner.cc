@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "libs/core/clock.h"
 #include "libs/core/ids.h"
 #include "libs/core/logging.h"
@@ -189,6 +190,24 @@ std::string ErrorKind(pb::ChatErrorCode code) {
     default:
       return "";
   }
+}
+
+// The part of the system an error log row blames (TurnError::component):
+// the turn itself for its guardrails, else the service or store that the
+// turn's step `stage` was waiting for.
+std::string ErrorComponent(const std::string& kind, const std::string& stage) {
+  if (kind == "tool_call_limit" || kind == "time_limit" || kind == "iteration_limit") {
+    return "turn";
+  }
+  if (stage == "store_user_message" || stage == "read_window" || stage == "store_reply") {
+    return "conversation";
+  }
+  if (stage == "tool_call" || stage == "list_agents") return "executor";
+  if (stage == "analyze_intent") return "intent";
+  if (stage == "planner_stream") return "llm";
+  if (stage == "plan") return "plans";
+  if (stage == "read_flow" || stage == "store_flow") return "orchestration";
+  return "orchestrator";
 }
 
 // The analysis of a turn that resumes a suspended flow: the flow's own,
@@ -576,10 +595,14 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   const convpb::AppendMessageResponse stored_user_message =
       stored_user->value_or(convpb::AppendMessageResponse());
 
-  // Failures of the orchestration go to the error log as well as to the user.
+  // Failures of the orchestration go to the error log as well as to the
+  // user, with the step of the turn they happened in (and the tool called).
+  std::string stage = "store_user_message";
+  std::string stage_tool;
   auto record_error = [&](const std::string& kind, const std::string& message) {
     if (errors_ == nullptr || kind.empty()) return;
-    errors_->Record({who.tenant_id, who.user_id, conversation_id, turn_id, kind, message});
+    errors_->Record({who.tenant_id, who.user_id, conversation_id, turn_id, kind, message,
+                     ErrorComponent(kind, stage), stage, stage_tool});
   };
   Emitter emit(sink, [&](pb::ChatErrorCode code, const std::string& message) {
     record_error(ErrorKind(code), message);
@@ -703,6 +726,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   if (resuming || continuing) {
     std::optional<ContextBox> kept = resuming ? set_aside->box : last->box;
     if (flows_ != nullptr) {
+      stage = "read_flow";
       absl::StatusOr<ContextBox> loaded = flows_->Load(who, flow_id, call_deadline());
       if (loaded.ok()) {
         kept = *std::move(loaded);
@@ -730,6 +754,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     emit.Send();
   }
   emit.State(pb::AGENT_STATE_THINKING, "Reading what you asked");
+  stage = "store_user_message";
   if (unstored) {
     emit.Error(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE,
                "conversation storage is unreachable: this answer is not remembered and no "
@@ -741,6 +766,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
                "is not remembered yet, its messages are stored once storage is back",
                /*fatal=*/false);
   } else if (!window.ok()) {
+    stage = "read_window";
     emit.Error(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE,
                "the conversation history could not be read; answering from this message alone",
                /*fatal=*/false, std::string(window.status().message()));
@@ -761,6 +787,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       SawAgents(who, agents);
       agent_list = *std::move(listed);
     } else if (!listed.ok()) {
+      stage = "list_agents";
       core::LogWarn("agents could not be listed",
                     {{"component", "orchestrator"},
                      {"stage", "list_agents"},
@@ -798,6 +825,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     } else {
       analysis.set_action_type(intentpb::ACTION_TYPE_UNKNOWN);
       analysis.set_reasoning("the intent service could not be reached");
+      stage = "analyze_intent";
       emit.Error(pb::CHAT_ERROR_CODE_INTERNAL,
                  "understanding is unavailable right now; answering with what I can",
                  /*fatal=*/false, std::string(analyzed.status().message()));
@@ -868,6 +896,12 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     return false;
   };
   auto run_tool = [&](const ToolStep& step, std::string* described) -> std::optional<ToolRun> {
+    const std::string outer_stage = std::exchange(stage, "tool_call");
+    const std::string outer_tool = std::exchange(stage_tool, step.tool);
+    absl::Cleanup restore_stage = [&] {
+      stage = outer_stage;
+      stage_tool = outer_tool;
+    };
     if (suspend_now()) {
       ContextBox::Add(box.next, "run " + step.tool + " " + step.arguments.dump());
       return std::nullopt;
@@ -953,6 +987,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   using PlanCall = std::function<absl::StatusOr<PlanOutcome>()>;
   auto run_plan = [&](const std::string& doing,
                       const PlanCall& call) -> std::optional<absl::StatusOr<PlanOutcome>> {
+    const std::string outer_stage = std::exchange(stage, "plan");
+    absl::Cleanup restore_stage = [&] { stage = outer_stage; };
     if (suspend_now()) {
       ContextBox::Add(box.next, doing + ": " + goal);
       return std::nullopt;
@@ -1137,6 +1173,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     const auto profiled = options_.planner_by_context.find(plan.context_type);
     llm::ChatModel& model =
         profiled != options_.planner_by_context.end() ? *profiled->second : *planner_;
+    stage = "planner_stream";
     planned = RunModelPlanner(model, plan, io);
     if (planned.stopped) {
       // Cancelled, suspended or out of time: no fallback, keep what was said.
@@ -1301,6 +1338,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   // The turn's closing writes (its reply, its flow) get a call's time of
   // their own, also when the turn ran out of time: what was done is kept.
   const int64_t closing_deadline = core::NowMicros() + call_micros;
+  stage = "store_reply";
   core::SideCall<absl::Status> flow_saved;
   if (flows_ != nullptr && !unstored && (waiting || suspended || continuing || resuming)) {
     flow_saved = side_calls_.Async([&] {
@@ -1340,6 +1378,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   }
   if (flow_saved.valid()) {
     if (absl::Status saved = flow_saved.get(); !saved.ok()) {
+      stage = "store_flow";
       core::LogWarn("flow not stored", {{"component", "orchestrator"},
                                         {"stage", "store_flow"},
                                         {"error", std::string(saved.message())}});

@@ -1047,10 +1047,12 @@ class ModelPlannerEndToEndTest : public ChatEndToEndTest {
         turn_id, count);
   }
 
-  // The error log of a turn: tenant, user, conversation, kind, message.
+  // The error log of a turn: tenant, user, conversation, kind, message,
+  // component, stage, tool.
   static pqxx::result ErrorsOf(const std::string& turn_id, size_t count) {
     return RowsOf(
-        "SELECT tenant_id, user_id, conversation_id::text, kind, message "
+        "SELECT tenant_id, user_id, conversation_id::text, kind, message, component, stage, "
+        "tool "
         "FROM orchestration.error_log WHERE turn_id = $1 ORDER BY created_at",
         turn_id, count);
   }
@@ -1531,6 +1533,8 @@ TEST_F(ModelPlannerEndToEndTest, AFailingModelFallsBackToTheLocalPlanner) {
   EXPECT_EQ(logged[0][2].as<std::string>(), turn.session().conversation_id());
   EXPECT_EQ(logged[0][3].as<std::string>(), "model_failed");
   EXPECT_THAT(logged[0][4].as<std::string>(), HasSubstr("could not answer"));
+  EXPECT_EQ(logged[0][5].as<std::string>(), "llm");
+  EXPECT_EQ(logged[0][6].as<std::string>(), "planner_stream");
 }
 
 TEST_F(ModelPlannerEndToEndTest, ThePlannerStopsAtItsIterationLimit) {
@@ -1573,6 +1577,9 @@ TEST_F(ModelPlannerEndToEndTest, TheTurnStopsAtItsToolCallLimitAndKeepsWhatWasDo
   const pqxx::result logged = ErrorsOf(turn.session().turn_id(), 1);
   ASSERT_EQ(logged.size(), 1u);
   EXPECT_EQ(logged[0][3].as<std::string>(), "tool_call_limit");
+  EXPECT_EQ(logged[0][5].as<std::string>(), "turn");
+  EXPECT_EQ(logged[0][6].as<std::string>(), "tool_call");
+  EXPECT_EQ(logged[0][7].as<std::string>(), "list_agents") << "the call that was not made";
   // The turn and its reply are stored: the conversation goes on.
   Turn next = Chat("thanks", turn.session().conversation_id());
   ExpectWellFormed(next);
@@ -1608,6 +1615,9 @@ TEST_F(ModelPlannerEndToEndTest, TheTurnStopsWhenItsTimeRunsOutEvenWhileTheModel
   const pqxx::result logged = ErrorsOf(turn.session().turn_id(), 1);
   ASSERT_EQ(logged.size(), 1u);
   EXPECT_EQ(logged[0][3].as<std::string>(), "time_limit");
+  EXPECT_EQ(logged[0][5].as<std::string>(), "turn");
+  EXPECT_EQ(logged[0][6].as<std::string>(), "planner_stream");
+  EXPECT_EQ(logged[0][7].as<std::string>(), "");
   // What was said is stored as the reply, at once (not left to the spool).
   EXPECT_FALSE(turn.done().assistant_message_id().empty());
   EXPECT_EQ(LastRouting(turn.session().conversation_id()).value("turn_id", ""),
