@@ -1685,6 +1685,111 @@ TEST_F(ModelPlannerEndToEndTest, ThePlannerProfileFollowsTheContextType) {
   EXPECT_EQ(model_of_next_planner_call(intentpb::CONTEXT_TYPE_PROJECT), "planner-model");
 }
 
+// The journeys with the planner on the model (the fake provider plays the
+// model; what is checked is what the orchestrator gives it and does with
+// its answers).
+
+// (3) A draft the model proposed survives a restart of the orchestrator:
+// the "yes" after it runs the draft, without asking the model again.
+TEST_F(ModelPlannerEndToEndTest, WithTheModelTheConversationResumesAfterTheOrchestratorRestarts) {
+  llm::testing::FakeReply draft;
+  draft.text = "I can set up an agent that chases them.";
+  draft.tool_calls = {{"", "create_agent",
+                       R"({"name":"sales-report-chaser","description":"Chases late weekly )"
+                       R"(sales reports","schedule":"every friday at 4pm"})"}};
+  ASSERT_TRUE(fake_->SetRules({Rule("sales reports", false, draft)}).ok());
+  Turn first = Chat("our weekly sales reports are always late");
+  ExpectWellFormed(first);
+  ASSERT_TRUE(first.preview().has_value());
+  EXPECT_EQ(first.preview()->tool_name(), "create_agent");
+  EXPECT_TRUE(first.tools_called().empty());
+
+  RestartWithConfig("");
+  const size_t before = RequestsOf(*fake_, "planner_stream");
+  Turn yes = Chat("yes", first.session().conversation_id());
+  ExpectWellFormed(yes);
+  EXPECT_EQ(yes.tools_called(), std::vector<std::string>{"create_agent"});
+  EXPECT_EQ(RequestsOf(*fake_, "planner_stream"), before) << "a yes needs no model call";
+  const json agent = Invoke("get_agent", {{"agent", "sales-report-chaser"}})["agent"];
+  EXPECT_EQ(agent["schedule"], "every friday at 4pm");
+  EXPECT_EQ(agent["description"], "Chases late weekly sales reports");
+}
+
+// (4) "list my agents" then "run the first one": the model is given the
+// listing it wrote and the intent service's reading of "the first one", and
+// its run_agent call waits for the user's yes, then runs that agent.
+TEST_F(ModelPlannerEndToEndTest, WithTheModelListThenRunTheFirstOneRunsTheRightAgent) {
+  CreateTwoAgents();
+  llm::testing::FakeReply list_call;
+  list_call.tool_calls = {{"", "list_agents", "{}"}};
+  llm::testing::FakeReply listing;
+  listing.text = "Your agents:\n1. invoice-chaser\n2. weekly-sales-digest";
+  llm::testing::FakeReply run_call;
+  run_call.text = "Running invoice-chaser.";
+  run_call.tool_calls = {{"", "run_agent", R"({"agent":"invoice-chaser"})"}};
+  ASSERT_TRUE(fake_
+                  ->SetRules({Rule("list my agents", false, list_call),
+                              Rule("list my agents", true, listing),
+                              Rule("run the first one", false, run_call)})
+                  .ok());
+  Turn list = Chat("list my agents");
+  ExpectWellFormed(list);
+  EXPECT_EQ(list.tools_called(), std::vector<std::string>{"list_agents"});
+  EXPECT_EQ(list.text(), listing.text);
+  const std::string conversation = list.session().conversation_id();
+
+  const size_t before = fake_->RequestCount();
+  Turn run = Chat("run the first one", conversation);
+  ExpectWellFormed(run);
+  EXPECT_EQ(run.Of(pb::ChatEvent::kIntent)[0].intent().analysis().entities().at("agent_name"),
+            "invoice-chaser");
+  ASSERT_GT(fake_->RequestCount(), before);
+  const json asked = json::parse(fake_->Requests()[before].body);
+  EXPECT_THAT(asked["messages"].dump(), HasSubstr("1. invoice-chaser")) << "the listing";
+  ASSERT_TRUE(run.preview().has_value());
+  EXPECT_EQ(run.preview()->tool_name(), "run_agent");
+  EXPECT_EQ(json::parse(run.preview()->arguments_json())["agent"], "invoice-chaser");
+  EXPECT_TRUE(run.tools_called().empty()) << "nothing runs before the yes";
+
+  Turn yes = Chat("yes", conversation);
+  ExpectWellFormed(yes);
+  EXPECT_EQ(yes.tools_called(), std::vector<std::string>{"run_agent"});
+  const json runs = Invoke("list_runs", json::object());
+  ASSERT_EQ(runs["runs"].size(), 1u);
+  EXPECT_EQ(runs["runs"][0]["agent_name"], "invoice-chaser");
+}
+
+// (5) An unclear request: the model is told the user's agents, so its
+// question offers those; the answer continues the same flow and leads to
+// the agent picked.
+TEST_F(ModelPlannerEndToEndTest, WithTheModelAnUnclearRequestGetsOptionsTiedToTheUsersAgents) {
+  CreateTwoAgents();
+  llm::testing::FakeReply question;
+  question.text = "Which agent should I run: invoice-chaser or weekly-sales-digest?";
+  llm::testing::FakeReply pick;
+  pick.tool_calls = {{"", "run_agent", R"({"agent":"weekly-sales-digest"})"}};
+  ASSERT_TRUE(fake_
+                  ->SetRules({Rule("run one of my agents", false, question),
+                              Rule("the second one", false, pick)})
+                  .ok());
+  const size_t before = fake_->RequestCount();
+  Turn ask = Chat("run one of my agents");
+  ExpectWellFormed(ask);
+  ASSERT_GT(fake_->RequestCount(), before);
+  const std::string prompt = SystemPrompt(fake_->Requests()[before]);
+  EXPECT_THAT(prompt, HasSubstr("invoice-chaser"));
+  EXPECT_THAT(prompt, HasSubstr("weekly-sales-digest"));
+  EXPECT_EQ(ask.text(), question.text);
+  EXPECT_FALSE(ask.done().is_final()) << "the flow waits for the answer";
+  EXPECT_EQ(LastRouting(ask.session().conversation_id())["clarifications"], 1);
+
+  Turn answer = Chat("the second one", ask.session().conversation_id());
+  ExpectWellFormed(answer);
+  EXPECT_EQ(answer.session().flow_id(), ask.session().flow_id());
+  ASSERT_TRUE(answer.preview().has_value());
+  EXPECT_EQ(json::parse(answer.preview()->arguments_json())["agent"], "weekly-sales-digest");
+}
+
 TEST_F(ModelPlannerEndToEndTest, TheContextBoxIsStoredPerFlowAndFedToEveryPlannerCall) {
   llm::testing::FakeReply draft;
   draft.text = "I'll set that up.";
