@@ -363,6 +363,17 @@ TEST_F(ChatEndToEndTest, ListThenRunTheFirstOneRunsTheRightAgent) {
   EXPECT_EQ(list.tools_called(), std::vector<std::string>{"list_agents"});
   EXPECT_THAT(list.text(), HasSubstr("1. invoice-chaser"));
   EXPECT_THAT(list.text(), HasSubstr("2. weekly-sales-digest"));
+  // What the client shows while it waits: thinking, then the tool running.
+  const std::vector<pb::AgentState> states = States(list);
+  ASSERT_GE(states.size(), 2u);
+  EXPECT_EQ(states.front(), pb::AGENT_STATE_THINKING);
+  EXPECT_THAT(states, ::testing::Contains(pb::AGENT_STATE_EXECUTING_TOOL));
+  bool named = false;
+  for (const pb::ChatEvent& e : list.Of(pb::ChatEvent::kAgentState)) {
+    named |= e.agent_state().state() == pb::AGENT_STATE_EXECUTING_TOOL &&
+             e.agent_state().details().find("list_agents") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << "the running tool is named in the state's details";
   const std::string conversation = list.session().conversation_id();
 
   Turn run = Chat("run the first one", conversation);
@@ -695,6 +706,15 @@ TEST_F(ChatEndToEndTest, HistoryReadsThroughWithRoutingMetadata) {
   ASSERT_TRUE(stub_->ListConversations(context.get(), pb::ListConversationsRequest(), &list).ok());
   ASSERT_GE(list.conversations_size(), 1);
   EXPECT_EQ(list.conversations(0).id(), conversation);
+
+  context = Context(key());
+  pb::GetConversationRequest get;
+  get.set_conversation_id(conversation);
+  pb::GetConversationResponse got;
+  ASSERT_TRUE(stub_->GetConversation(context.get(), get, &got).ok());
+  EXPECT_EQ(got.conversation().id(), conversation);
+  EXPECT_EQ(got.conversation().message_count(), 2);
+  EXPECT_EQ(got.conversation().user_id(), who().user_id);
 }
 
 TEST_F(ChatEndToEndTest, CredentialsAndTenantsAreChecked) {
@@ -722,6 +742,13 @@ TEST_F(ChatEndToEndTest, CredentialsAndTenantsAreChecked) {
   pb::GetConversationResponse got;
   EXPECT_EQ(stub_->GetConversation(context.get(), get, &got).error_code(),
             grpc::StatusCode::NOT_FOUND);
+  context = Context(other);
+  pb::ListMessagesRequest messages;
+  messages.set_conversation_id(conversation);
+  pb::ListMessagesResponse listed;
+  EXPECT_EQ(stub_->ListMessages(context.get(), messages, &listed).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(listed.messages_size(), 0);
 }
 
 TEST_F(ChatEndToEndTest, BadInputIsRefusedAndStoresNothing) {
@@ -1788,6 +1815,36 @@ TEST_F(ModelPlannerEndToEndTest, WithTheModelAnUnclearRequestGetsOptionsTiedToTh
   EXPECT_EQ(answer.session().flow_id(), ask.session().flow_id());
   ASSERT_TRUE(answer.preview().has_value());
   EXPECT_EQ(json::parse(answer.preview()->arguments_json())["agent"], "weekly-sales-digest");
+}
+
+// CancelTurn reaches only the caller's own turns: another tenant naming the
+// conversation cancels nothing, and the turn ends as it would have.
+TEST_F(ModelPlannerEndToEndTest, AnotherTenantCannotCancelATurn) {
+  llm::testing::FakeReply slow;
+  slow.text = "A careful answer, written slowly.";
+  llm::testing::FakeRule rule = Rule("carefully", false, slow);
+  rule.chunk_chars = 4;
+  rule.chunk_delay_ms = 50;
+  ASSERT_TRUE(fake_->SetRules({rule}).ok());
+  Turn hello = Chat("hello");
+  ASSERT_TRUE(hello.status.ok());
+  const std::string conversation = hello.session().conversation_id();
+  const size_t before = fake_->RequestCount();
+  std::optional<Turn> running;
+  std::thread turn([&] { running = Chat("answer carefully", conversation); });
+  ASSERT_TRUE(fake_->WaitForRequests(before + 1, 10000));
+  pb::CancelTurnRequest cancel;
+  cancel.set_conversation_id(conversation);
+  pb::CancelTurnResponse response;
+  auto context = Context(keys_->back().second);
+  const grpc::Status status = stub_->CancelTurn(context.get(), cancel, &response);
+  turn.join();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_FALSE(response.cancelled());
+  ASSERT_TRUE(running.has_value());
+  ExpectWellFormed(*running);
+  EXPECT_TRUE(running->Of(pb::ChatEvent::kError).empty());
+  EXPECT_EQ(running->text(), slow.text);
 }
 
 TEST_F(ModelPlannerEndToEndTest, TheContextBoxIsStoredPerFlowAndFedToEveryPlannerCall) {
