@@ -5,6 +5,7 @@
 #include <chrono>
 #include <memory>
 
+#include "libs/core/call_cancellation.h"
 #include "libs/core/grpc_identity.h"
 #include "libs/core/grpc_status.h"
 #include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
@@ -36,8 +37,14 @@ absl::StatusOr<Response> Call(Stub& stub,
   grpc::ClientContext context;
   core::AttachIdentity(context, who);
   context.set_deadline(std::chrono::system_clock::time_point(std::chrono::microseconds(deadline)));
+  // Work cancelled on the caller's side (a cancelled turn) cancels the call.
+  core::CancelSignal* const cancel = core::CallCancellation();
+  if (cancel != nullptr && cancel->cancelled()) return absl::CancelledError("cancelled");
+  const uint64_t hook = cancel != nullptr ? cancel->OnCancel([&context] { context.TryCancel(); })
+                                          : 0;
   Response response;
   grpc::Status status = (stub.*method)(&context, request, &response);
+  if (cancel != nullptr) cancel->Forget(hook);
   if (!status.ok()) return core::FromGrpcStatus(status);
   return response;
 }

@@ -440,6 +440,9 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
                              const std::shared_ptr<TurnControl>& interrupted) const {
   const EndsControl ends_control(control);
   if (absl::Status valid = ValidateStreamChatRequest(request); !valid.ok()) return valid;
+  // Cancelling the turn cancels its downstream calls in flight (the writes
+  // that keep what it did open scopes of their own that are not cancelled).
+  const core::ScopedCallCancellation cancellable(&control.cancel_signal());
   const int64_t started = core::NowMicros();
   int64_t turn_deadline =
       started +
@@ -520,6 +523,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   core::SideCall<EarlyAnalysis> early;
   if (analyze_early) {
     early = side_calls_.Async([&] {
+      const core::ScopedCallCancellation cancellable(&control.cancel_signal());
       // The agents are listed while the history is built and, when this
       // user's agents at their last turn are known, while the intent
       // service reads the message with those: that analysis stands if the
@@ -581,6 +585,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   // (nullopt) and the turn goes on.
   auto store = [&](const convpb::AppendMessageRequest& message, int64_t deadline)
       -> absl::StatusOr<std::optional<convpb::AppendMessageResponse>> {
+    const core::ScopedCallCancellation kept(nullptr);  // a message is stored once taken
     if (spool_ != nullptr) return spool_->Append(who, message, deadline);
     absl::StatusOr<convpb::AppendMessageResponse> stored =
         memory_.AppendMessage(who, message, deadline);

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "libs/core/call_cancellation.h"
 #include "libs/core/identity.h"
 #include "libs/core/side_threads.h"
 #include "libs/llm/chat_model.h"
@@ -87,8 +88,14 @@ class EventSink {
 // suspended it. Thread-safe; shared by the turn and those who reach it.
 class TurnControl final {
  public:
-  void Cancel() { cancelled_.store(true); }
+  // Also cancels the turn's downstream calls in flight (cancel_signal()).
+  void Cancel() {
+    cancelled_.store(true);
+    signal_.Cancel();
+  }
   bool cancelled() const { return cancelled_.load(); }
+  // What the turn's downstream calls listen to (core::ScopedCallCancellation).
+  core::CancelSignal& cancel_signal() { return signal_; }
   // Asks the turn to suspend its flow at its next safe point.
   void RequestSuspend() { suspend_.store(true); }
   bool suspend_requested() const { return suspend_.load(); }
@@ -108,6 +115,7 @@ class TurnControl final {
 
  private:
   std::atomic<bool> cancelled_{false};
+  core::CancelSignal signal_;
   std::atomic<bool> suspend_{false};
   std::mutex mu_;
   std::condition_variable ended_cv_;

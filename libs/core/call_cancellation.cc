@@ -1,0 +1,42 @@
+#include "libs/core/call_cancellation.h"
+
+#include <utility>
+
+namespace omniforge::core {
+namespace {
+
+thread_local CancelSignal* current_signal = nullptr;
+
+}  // namespace
+
+void CancelSignal::Cancel() {
+  std::lock_guard lock(mu_);
+  if (cancelled_.exchange(true)) return;
+  for (auto& [id, hook] : hooks_) hook();
+}
+
+uint64_t CancelSignal::OnCancel(std::function<void()> hook) {
+  std::lock_guard lock(mu_);
+  const uint64_t id = next_id_++;
+  if (cancelled_.load()) {
+    hook();
+    return id;
+  }
+  hooks_.emplace(id, std::move(hook));
+  return id;
+}
+
+void CancelSignal::Forget(uint64_t id) {
+  std::lock_guard lock(mu_);
+  hooks_.erase(id);
+}
+
+ScopedCallCancellation::ScopedCallCancellation(CancelSignal* signal) : previous_(current_signal) {
+  current_signal = signal;
+}
+
+ScopedCallCancellation::~ScopedCallCancellation() { current_signal = previous_; }
+
+CancelSignal* CallCancellation() { return current_signal; }
+
+}  // namespace omniforge::core

@@ -1,0 +1,57 @@
+// The cancellation of the work a thread does for someone (a chat turn the
+// user cancelled, or whose client went away), so that calls it makes further
+// down stop at once instead of running to their deadline. The work opens a
+// scope with its signal; a client library registers a hook (cancel the
+// outgoing call) for as long as its call runs.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+
+namespace omniforge::core {
+
+// Thread-safe. Cancel() is final and runs every registered hook once.
+class CancelSignal final {
+ public:
+  CancelSignal() = default;
+  CancelSignal(const CancelSignal&) = delete;
+  CancelSignal& operator=(const CancelSignal&) = delete;
+
+  void Cancel();
+  bool cancelled() const { return cancelled_.load(); }
+
+  // Runs `hook` on cancellation: at once (before returning) when already
+  // cancelled. Returns an id for Forget.
+  uint64_t OnCancel(std::function<void()> hook);
+  // Removes the hook; once this returns it is not running and will not run,
+  // so it may refer to the caller's stack.
+  void Forget(uint64_t id);
+
+ private:
+  std::atomic<bool> cancelled_{false};
+  std::mutex mu_;  // held while hooks run
+  uint64_t next_id_ = 1;                            // Guarded by mu_.
+  std::map<uint64_t, std::function<void()>> hooks_;  // Guarded by mu_.
+};
+
+// Sets the thread's cancel signal for its lifetime (null: calls made in the
+// scope are not cancelled, e.g. the writes that keep what a cancelled turn
+// did). Scopes nest; the innermost one counts.
+class ScopedCallCancellation final {
+ public:
+  explicit ScopedCallCancellation(CancelSignal* signal);
+  ~ScopedCallCancellation();
+  ScopedCallCancellation(const ScopedCallCancellation&) = delete;
+  ScopedCallCancellation& operator=(const ScopedCallCancellation&) = delete;
+
+ private:
+  CancelSignal* previous_;
+};
+
+// The innermost scope's signal on this thread; null outside any scope.
+CancelSignal* CallCancellation();
+
+}  // namespace omniforge::core

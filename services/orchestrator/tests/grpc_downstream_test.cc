@@ -1,0 +1,119 @@
+// The downstream clients against a real gRPC server on loopback: a turn's
+// cancellation cancels its calls in flight, and calls made after it are not
+// made; writes in a scope of their own go through.
+#include "services/orchestrator/src/grpc_downstream.h"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "libs/core/call_cancellation.h"
+#include "libs/core/clock.h"
+#include "omniforge/executor/v1/executor_service.grpc.pb.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+namespace execpb = ::omniforge::executor::v1;
+using Clock = std::chrono::steady_clock;
+
+// An executor whose one tool takes as long as its name says ("wait_ms:300"),
+// unless the call is cancelled first.
+class SlowExecutor final : public execpb::ExecutorService::Service {
+ public:
+  grpc::Status InvokeTool(grpc::ServerContext* context, const execpb::InvokeToolRequest* request,
+                          execpb::InvokeToolResponse* response) override {
+    ++started;
+    const std::string& name = request->tool_name();
+    const auto until =
+        Clock::now() + std::chrono::milliseconds(std::stoi(name.substr(name.find(':') + 1)));
+    while (!context->IsCancelled() && Clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (context->IsCancelled()) saw_cancel = true;
+    response->set_result_json("{}");
+    return grpc::Status::OK;
+  }
+
+  std::atomic<int> started{0};
+  std::atomic<bool> saw_cancel{false};
+};
+
+class GrpcDownstreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&executor_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    tools_ = MakeGrpcTools("127.0.0.1:" + std::to_string(port));
+  }
+  void TearDown() override {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  }
+
+  absl::StatusOr<execpb::InvokeToolResponse> Invoke(int wait_ms) {
+    execpb::InvokeToolRequest request;
+    request.set_tool_name("wait_ms:" + std::to_string(wait_ms));
+    return tools_->InvokeTool({"acme", "alice"}, request, core::NowMicros() + 20'000'000);
+  }
+
+  SlowExecutor executor_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<Tools> tools_;
+};
+
+TEST_F(GrpcDownstreamTest, ACancelledTurnCancelsItsCallInFlight) {
+  core::CancelSignal turn;
+  absl::StatusOr<execpb::InvokeToolResponse> result = absl::UnknownError("not run");
+  const auto start = Clock::now();
+  std::thread call([&] {
+    const core::ScopedCallCancellation scope(&turn);
+    result = Invoke(10'000);
+  });
+  while (executor_.started.load() == 0 && Clock::now() - start < std::chrono::seconds(5)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(executor_.started.load(), 1);
+  turn.Cancel();
+  call.join();
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled) << result.status();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(3)) << "not left to run to its deadline";
+  for (int i = 0; i < 200 && !executor_.saw_cancel.load(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(executor_.saw_cancel.load()) << "the executor learns the call was cancelled";
+}
+
+TEST_F(GrpcDownstreamTest, ACallAfterTheCancelIsNotMade) {
+  core::CancelSignal turn;
+  turn.Cancel();
+  const core::ScopedCallCancellation scope(&turn);
+  EXPECT_EQ(Invoke(10).status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(executor_.started.load(), 0);
+}
+
+TEST_F(GrpcDownstreamTest, CallsInAScopeOfTheirOwnGoThroughACancel) {
+  core::CancelSignal turn;
+  const core::ScopedCallCancellation scope(&turn);
+  absl::StatusOr<execpb::InvokeToolResponse> kept = absl::UnknownError("not run");
+  std::thread call([&] {
+    const core::ScopedCallCancellation write(nullptr);  // as a turn's closing writes
+    kept = Invoke(300);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  turn.Cancel();
+  call.join();
+  EXPECT_TRUE(kept.ok()) << kept.status();
+  EXPECT_FALSE(executor_.saw_cancel.load());
+}
+
+}  // namespace
+}  // namespace omniforge::orchestrator
