@@ -36,6 +36,7 @@
 #include "services/orchestrator/src/pg_flow_store.h"
 #include "services/orchestrator/src/pg_plan_store.h"
 #include "services/orchestrator/src/pg_turn_bus.h"
+#include "services/orchestrator/src/usage_meter.h"
 #include "services/orchestrator/src/usage_recorder.h"
 
 namespace omniforge::pg {
@@ -209,6 +210,8 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   std::unique_ptr<PgPlanStore> plan_store;
   std::unique_ptr<StepExecutors> step_executors;
   std::unique_ptr<llm::ChatModel> reviewer;
+  std::unique_ptr<MeteredChatModel> metered_plan_model;
+  std::unique_ptr<MeteredChatModel> metered_reviewer;
   std::unique_ptr<PlanGenerator> plan_generator;
   std::unique_ptr<PlanAdvisor> plan_advisor;
   std::unique_ptr<PlanEngine> plans;
@@ -218,8 +221,12 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
     if (client != nullptr && client->HasProfile(s.reviewer_profile)) {
       reviewer = client->ForProfile(s.reviewer_profile);
     }
-    plan_generator = std::make_unique<PlanGenerator>(planner.get());
-    plan_advisor = std::make_unique<PlanAdvisor>(reviewer.get(), planner.get());
+    // Metered: a plan made or reviewed inside a turn counts in its `done`.
+    if (planner != nullptr) metered_plan_model = std::make_unique<MeteredChatModel>(*planner);
+    if (reviewer != nullptr) metered_reviewer = std::make_unique<MeteredChatModel>(*reviewer);
+    plan_generator = std::make_unique<PlanGenerator>(metered_plan_model.get());
+    plan_advisor =
+        std::make_unique<PlanAdvisor>(metered_reviewer.get(), metered_plan_model.get());
     plans = std::make_unique<PlanEngine>(*plan_store, *step_executors, *plan_generator,
                                          *plan_advisor, s.plans);
     core::LogInfo("plans are kept in orchestration.plans",

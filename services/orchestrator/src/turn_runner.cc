@@ -15,6 +15,7 @@
 #include "services/orchestrator/src/model_planner.h"
 #include "services/orchestrator/src/routing.h"
 #include "services/orchestrator/src/usage_attribution.h"
+#include "services/orchestrator/src/usage_meter.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -386,7 +387,13 @@ TurnRunner::TurnRunner(Memory& memory, Understanding& understanding, Tools& tool
       plans_(plans),
       spool_(spool),
       windows_({.max_bytes = options.window_cache_bytes,
-                .token_budget = options.context_token_budget}) {}
+                .token_budget = options.context_token_budget}) {
+  if (planner_ == nullptr) return;
+  metered_planner_ = std::make_unique<MeteredChatModel>(*planner_);
+  for (const auto& [type, model] : options_.planner_by_context) {
+    metered_by_context_[type] = std::make_unique<MeteredChatModel>(*model);
+  }
+}
 
 std::shared_ptr<const TurnRunner::ToolCatalog> TurnRunner::Catalog(const core::Identity& who,
                                                                    int64_t deadline) const {
@@ -443,6 +450,9 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   // Cancelling the turn cancels its downstream calls in flight (the writes
   // that keep what it did open scopes of their own that are not cancelled).
   const core::ScopedCallCancellation cancellable(&control.cancel_signal());
+  // What the turn's model calls cost, for `done` (plans made in the turn too).
+  UsageTotals model_usage;
+  const ScopedUsageMeter metered(&model_usage);
   const int64_t started = core::NowMicros();
   int64_t turn_deadline =
       started +
@@ -1175,9 +1185,9 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     const UsageAttribution attribution{who.tenant_id, who.user_id, conversation_id, turn_id,
                                        intentpb::ContextType_Name(plan.context_type)};
     ScopedUsageAttribution attributed(attribution);  // model calls are recorded for this turn
-    const auto profiled = options_.planner_by_context.find(plan.context_type);
+    const auto profiled = metered_by_context_.find(plan.context_type);
     llm::ChatModel& model =
-        profiled != options_.planner_by_context.end() ? *profiled->second : *planner_;
+        profiled != metered_by_context_.end() ? *profiled->second : *metered_planner_;
     stage = "planner_stream";
     planned = RunModelPlanner(model, plan, io);
     if (planned.stopped) {
@@ -1399,10 +1409,10 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   }
   pb::TurnUsage* usage = done->mutable_usage();
   usage->set_tool_calls(tool_calls);
-  usage->set_llm_calls(planned.llm_calls);
-  usage->set_prompt_tokens(planned.usage.prompt_tokens);
-  usage->set_completion_tokens(planned.usage.completion_tokens);
-  usage->set_cost_usd(planned.cost_usd);
+  usage->set_llm_calls(model_usage.llm_calls);
+  usage->set_prompt_tokens(model_usage.prompt_tokens);
+  usage->set_completion_tokens(model_usage.completion_tokens);
+  usage->set_cost_usd(model_usage.cost_usd);
   usage->set_duration_ms((core::NowMicros() - started) / 1000.0);
   emit.Send();
   return absl::OkStatus();

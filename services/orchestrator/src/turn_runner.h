@@ -181,6 +181,11 @@ class TurnRunner final {
   Tools& tools_;
   const TurnOptions options_;
   llm::ChatModel* const planner_;
+  // The planner models as the turn calls them: metered (usage_meter.h), so
+  // `done` carries what the turn's model calls cost. Null without a planner.
+  std::unique_ptr<llm::ChatModel> metered_planner_;
+  std::map<::omniforge::intent::v1::ContextType, std::unique_ptr<llm::ChatModel>>
+      metered_by_context_;
   FlowStore* const flows_;
   TurnErrorLog* const errors_;
   PlanEngine* const plans_;

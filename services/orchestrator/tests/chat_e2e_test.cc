@@ -1170,6 +1170,7 @@ TEST_F(ModelPlannerEndToEndTest, ThePlannerMakesAPlanWhoseStepsRunAndSumsItUp) {
             "onboarding-buddy");
   // The plan's result went back into the planner's session as the tool's.
   ASSERT_EQ(fake_->RequestCount(), before + 3) << "planner, generation, planner";
+  EXPECT_EQ(turn.done().usage().llm_calls(), 3) << "the plan's generation counts too";
   const json first = json::parse(fake_->Requests()[before].body);
   bool offered = false;
   for (const json& tool : first["tools"]) offered |= tool["function"]["name"] == "agent_create_plan";
@@ -1261,8 +1262,19 @@ TEST_F(ModelPlannerEndToEndTest, AReviewedPlanIsRevisedWithTheReviewersNotesThen
                       PlanGeneration("", json::array({PlannedStep("s1", "List the agents",
                                                                   "list_agents", json::object())}))})
           .ok());
+  const size_t before = fake_->RequestCount();
   Turn turn = Chat("please tidy up my agents");
   ExpectWellFormed(turn);
+  // Every model call of the turn is in its usage: the planner's, the plan's
+  // two generations and its two reviews.
+  int orchestrator_calls = 0;
+  const std::vector<llm::testing::RecordedRequest> requests = fake_->Requests();
+  for (size_t i = before; i < requests.size(); ++i) {
+    const std::string& op = requests[i].operation;
+    orchestrator_calls += op == "planner_stream" || op == "plan_generation" || op == "plan_review";
+  }
+  EXPECT_GE(orchestrator_calls, 6);
+  EXPECT_EQ(turn.done().usage().llm_calls(), orchestrator_calls);
   const auto reviews = turn.Of(pb::ChatEvent::kPlanReview);
   ASSERT_EQ(reviews.size(), 2u);
   EXPECT_EQ(reviews[0].plan_review().verdict(), pb::REVIEW_VERDICT_NEEDS_CHANGES);
