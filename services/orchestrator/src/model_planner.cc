@@ -187,7 +187,10 @@ PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& reque
         } else {
           planned = true;
           std::optional<ToolRun> ran = io.CreatePlan(call.arguments);
-          if (!ran) return result;  // a guardrail stopped the turn
+          if (!ran) {  // a guardrail stopped the turn (its event is out)
+            result.stopped = true;
+            return result;
+          }
           result.tools_used.push_back(call.name);
           content = ForTheModel(*ran);
         }
@@ -201,7 +204,10 @@ PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& reque
         content = json{{"status", "waiting for the user's approval; not run"}}.dump();
       } else {
         std::optional<ToolRun> ran = io.RunTool({call.name, arguments});
-        if (!ran) return result;  // a guardrail stopped the turn
+        if (!ran) {  // a guardrail stopped the turn (its event is out)
+          result.stopped = true;
+          return result;
+        }
         result.tools_used.push_back(call.name);
         content = ForTheModel(*ran);
       }

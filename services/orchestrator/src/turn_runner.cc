@@ -478,8 +478,10 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       window_kept && interrupted == nullptr && !IsResumeRequest(request.message());
   core::SideCall<absl::StatusOr<execpb::InvokeToolResponse>> agents_listed;
   if (!analyze_early) {
-    agents_listed =
-        side_calls_.Async([&] { return tools_.InvokeTool(who, list_agents, call_deadline()); });
+    agents_listed = side_calls_.Async([&] {
+      const core::ScopedCallCancellation cancellable(&control.cancel_signal());
+      return tools_.InvokeTool(who, list_agents, call_deadline());
+    });
   }
 
   // The conversation: the caller's own, or a new one.
@@ -514,6 +516,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   // window this orchestrator kept after the conversation's last turn still
   // holds (known once the message has its seq).
   auto read_window = [&] {
+    const core::ScopedCallCancellation cancellable(&control.cancel_signal());
     convpb::GetContextWindowRequest window_request;
     window_request.set_conversation_id(conversation_id);
     window_request.set_token_budget(options_.context_token_budget);
@@ -615,7 +618,9 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   std::string stage = "store_user_message";
   std::string stage_tool;
   auto record_error = [&](const std::string& kind, const std::string& message) {
-    if (errors_ == nullptr || kind.empty()) return;
+    // A cancelled turn's calls fail because it was cancelled: the user's
+    // choice, not a failure of the orchestration.
+    if (errors_ == nullptr || kind.empty() || control.cancelled()) return;
     errors_->Record({who.tenant_id, who.user_id, conversation_id, turn_id, kind, message,
                      ErrorComponent(kind, stage), stage, stage_tool});
   };
@@ -780,7 +785,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
                "conversation storage is unreachable: answering without the history; this turn "
                "is not remembered yet, its messages are stored once storage is back",
                /*fatal=*/false);
-  } else if (!window.ok()) {
+  } else if (!window.ok() && !control.cancelled()) {
     stage = "read_window";
     emit.Error(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE,
                "the conversation history could not be read; answering from this message alone",
@@ -837,6 +842,9 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     }
     if (analyzed.ok()) {
       analysis = analyzed->analysis();
+    } else if (control.cancelled()) {
+      analysis.set_action_type(intentpb::ACTION_TYPE_UNKNOWN);
+      analysis.set_reasoning("the turn was cancelled");
     } else {
       analysis.set_action_type(intentpb::ACTION_TYPE_UNKNOWN);
       analysis.set_reasoning("the intent service could not be reached");
@@ -870,6 +878,12 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       request.context_type() == intentpb::CONTEXT_TYPE_UNSPECIFIED ? intentpb::CONTEXT_TYPE_GLOBAL
                                                                    : request.context_type();
   input.context_type = context_type;
+  // Every model call of the turn from here on is recorded for it: the
+  // planner's, and a plan's generation and reviews, whichever way the plan
+  // came (the model, the policy, the user's answer to a plan).
+  const UsageAttribution attribution{who.tenant_id, who.user_id, conversation_id, turn_id,
+                                     intentpb::ContextType_Name(context_type)};
+  const ScopedUsageAttribution attributed(attribution);
   input.plans = plans_ != nullptr;
 
   // Runs one tool with its events, under the turn's guardrails; nullopt when
@@ -969,8 +983,14 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       out->set_result_json(ran.result_json);
       out->set_is_error(true);
       emit.Send();
-      emit.Error(pb::CHAT_ERROR_CODE_TOOL_FAILED, step.tool + " failed", /*fatal=*/false,
-                 std::string(result.status().message()));
+      if (control.cancelled()) {
+        // Cut short by the cancel: the turn says CANCELLED, once.
+      } else if (core::NowMicros() >= turn_deadline) {
+        report_out_of_time();  // cut at the turn's deadline, not the tool's failure
+      } else {
+        emit.Error(pb::CHAT_ERROR_CODE_TOOL_FAILED, step.tool + " failed", /*fatal=*/false,
+                   std::string(result.status().message()));
+      }
       if (described != nullptr) *described = DescribeResult(step, error, true, nullptr);
     }
     ContextBox::Add(box.progress, (ran.is_error ? step.tool + " failed" : "ran " + step.tool));
@@ -1013,11 +1033,23 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     tools_used.push_back(kCreatePlanTool);
     emit.State(pb::AGENT_STATE_EXECUTING_PLAN, doing);
     absl::StatusOr<PlanOutcome> outcome = call();
+    // Cut by the turn's deadline (the plan stops at its next step): the
+    // time guardrail's end, whichever way the plan came.
+    const bool out_of_time = !control.cancelled() && !control.suspend_requested() &&
+                             core::NowMicros() >= turn_deadline;
     if (!outcome.ok()) {
-      emit.Error(pb::CHAT_ERROR_CODE_PLAN_FAILED, doing + " failed", /*fatal=*/false,
-                 std::string(outcome.status().message()));
+      if (out_of_time) {
+        report_out_of_time();
+      } else if (!control.cancelled()) {
+        emit.Error(pb::CHAT_ERROR_CODE_PLAN_FAILED, doing + " failed", /*fatal=*/false,
+                   std::string(outcome.status().message()));
+      }
       ContextBox::Add(box.blockers, "the plan: " + std::string(outcome.status().message()));
       return outcome;
+    }
+    if (out_of_time && (outcome->plan.status == PlanStatus::kApproved ||
+                        outcome->plan.status == PlanStatus::kRunning)) {
+      report_out_of_time();
     }
     const Plan& plan = outcome->plan;
     plan_held.reset();
@@ -1182,9 +1214,6 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       return control.cancelled() || control.suspend_requested() ||
              core::NowMicros() >= turn_deadline;
     });
-    const UsageAttribution attribution{who.tenant_id, who.user_id, conversation_id, turn_id,
-                                       intentpb::ContextType_Name(plan.context_type)};
-    ScopedUsageAttribution attributed(attribution);  // model calls are recorded for this turn
     const auto profiled = metered_by_context_.find(plan.context_type);
     llm::ChatModel& model =
         profiled != metered_by_context_.end() ? *profiled->second : *metered_planner_;

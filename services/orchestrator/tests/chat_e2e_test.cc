@@ -1223,6 +1223,13 @@ TEST_F(ModelPlannerEndToEndTest, ADraftPlanIsRevisedThenApprovedAndRunsWithoutTh
   EXPECT_THAT(revise.text(), HasSubstr("Find the reporting projects"));
   EXPECT_FALSE(revise.done().is_final());
   EXPECT_EQ(LastRouting(conversation)["plan"]["status"], "pending_review");
+  // The plan made again without the planner is still the turn's model call:
+  // in its usage and in orchestration.llm_usage.
+  EXPECT_EQ(RequestsOf(*fake_, "planner_stream"), planner_calls);
+  EXPECT_EQ(revise.done().usage().llm_calls(), 1);
+  const pqxx::result revise_usage = UsageOf(revise.session().turn_id(), 1);
+  ASSERT_EQ(revise_usage.size(), 1u);
+  EXPECT_EQ(revise_usage[0][2].as<std::string>(), "plan_generation");
 
   // Approved: it runs, with no model call.
   const size_t before = fake_->RequestCount();
@@ -1980,8 +1987,19 @@ TEST_F(ModelPlannerEndToEndTest, CancelTurnStopsARunningTurn) {
   ExpectWellFormed(*running);
   EXPECT_LT(running->done().usage().duration_ms(), 3000) << "the stream stops at the next piece";
   auto errors = running->Of(pb::ChatEvent::kError);
-  ASSERT_FALSE(errors.empty());
+  ASSERT_EQ(errors.size(), 1u) << "cancelled, and nothing else reported as failing";
   EXPECT_EQ(errors.back().error().code(), pb::CHAT_ERROR_CODE_CANCELLED);
+  // The user's choice, not a failure: the error log stays empty (its rows
+  // are written within milliseconds).
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  {
+    pqxx::connection conn(db_->dsn());
+    pqxx::nontransaction tx(conn);
+    EXPECT_EQ(tx.exec_params("SELECT count(*) FROM orchestration.error_log WHERE turn_id = $1",
+                             std::string("turn-to-cancel"))[0][0]
+                  .as<int>(),
+              0);
+  }
 
   // Nothing runs any more: a second cancel finds no turn.
   context = Context(key());
