@@ -112,14 +112,6 @@ grpc::ServerUnaryReactor* ServeUnary(
   return reactor;
 }
 
-// One StreamChat call: the turn runs on a worker thread and hands its events
-// here; they are written one at a time, in order. Text that arrives while a
-// write is in flight joins the text event waiting behind it, so a model
-// streaming faster than the client reads costs one write per wait rather
-// than one per piece (events are numbered as they are written, so seq stays
-// 1, 2, 3...). When the client reads slowly, the turn's thread waits
-// (bounded queue). The call finishes once the turn has returned and every
-// event is written, or at once when the client has gone.
 // Fails a StreamChat call without running a turn.
 class Refusal final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
@@ -131,6 +123,14 @@ class Refusal final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void OnDone() override { delete this; }
 };
 
+// One StreamChat call: the turn runs on a worker thread and hands its events
+// here; they are written one at a time, in order. Text that arrives while a
+// write is in flight joins the text event waiting behind it, so a model
+// streaming faster than the client reads costs one write per wait rather
+// than one per piece (events are numbered as they are written, so seq stays
+// 1, 2, 3...). When the client reads slowly, the turn's thread waits
+// (bounded queue). The call finishes once the turn has returned and every
+// event is written, or at once when the client has gone.
 class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, public EventSink {
  public:
   TurnStream(RunningTurns& running, RunningTurns::Control control)
@@ -138,9 +138,8 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
 
   // Starts the turn, bounded by `deadline` (the client's), suspending the
   // turn `interrupted` controls (if any); the reactor deletes itself when
-  // the call is done.
-  // `claimed_key`: the conversation's key when the turn was claimed under
-  // its turn_id already (RunningTurns::Claim), else empty.
+  // the call is done. `claimed_key`: the conversation's key when the turn
+  // was claimed under its turn_id already (RunningTurns::Claim), else empty.
   void Start(const core::Identity& who, pb::StreamChatRequest request, int64_t deadline,
              const TurnRunner& runner, core::ThreadPool& workers,
              RunningTurns::Control interrupted, std::string claimed_key) {
@@ -251,7 +250,7 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
   core::RpcScope scope_;
   core::Identity who_;
   const RunningTurns::Control control_;
-  std::string turn_key_;  // set by the session event, on the turn's thread
+  std::string turn_key_;  // set when claimed, else by the session event on the turn's thread
   std::string turn_id_;
 
   std::mutex mu_;
