@@ -32,8 +32,8 @@ class CancelSignal final {
 
  private:
   std::atomic<bool> cancelled_{false};
-  std::mutex mu_;  // held while hooks run
-  uint64_t next_id_ = 1;                            // Guarded by mu_.
+  std::mutex mu_;                                    // held while hooks run
+  uint64_t next_id_ = 1;                             // Guarded by mu_.
   std::map<uint64_t, std::function<void()>> hooks_;  // Guarded by mu_.
 };
 

@@ -80,8 +80,8 @@ TEST(MigrateTest, AnAppliedMigrationThatWasEditedIsRefused) {
 TEST(MigrateTest, AFailingMigrationIsRolledBackAndNotRecorded) {
   testing::TestDatabase db;
   std::vector<Migration> broken = FirstTwo();
-  broken.push_back({3, "0003_broken.sql",
-                    "CREATE TABLE mt_half (id int); INSERT INTO mt_missing VALUES (1)"});
+  broken.push_back(
+      {3, "0003_broken.sql", "CREATE TABLE mt_half (id int); INSERT INTO mt_missing VALUES (1)"});
   absl::StatusOr<int> failed = ApplyMigrations(db.dsn(), "mt", broken);
   EXPECT_EQ(failed.status().code(), absl::StatusCode::kInternal);
   // The two before it stand; nothing of the third does.
@@ -122,9 +122,8 @@ TEST(MigrateTest, ReplicasStartingTogetherApplyEachMigrationOnce) {
 }
 
 TEST(MigrateTest, AnUnreachableDatabaseIsUnavailable) {
-  absl::StatusOr<int> n =
-      ApplyMigrations("host=127.0.0.1 port=1 user=nobody dbname=none connect_timeout=2", "mt",
-                      FirstTwo());
+  absl::StatusOr<int> n = ApplyMigrations(
+      "host=127.0.0.1 port=1 user=nobody dbname=none connect_timeout=2", "mt", FirstTwo());
   EXPECT_EQ(n.status().code(), absl::StatusCode::kUnavailable) << n.status();
 }
 

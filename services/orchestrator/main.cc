@@ -193,7 +193,8 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
     for (const auto& [type, profile] : s.planner_profiles) {
       if (!client->HasProfile(profile)) {
         return absl::InvalidArgumentError("planner.profiles." + intentpb::ContextType_Name(type) +
-                                          ": '" + profile + "' is not a profile of the llm: section");
+                                          ": '" + profile +
+                                          "' is not a profile of the llm: section");
       }
       if (profile == s.planner_profile) continue;
       std::unique_ptr<llm::ChatModel>& model = planners_by_profile[profile];

@@ -13,6 +13,7 @@
 #include "libs/core/text.h"
 #include "services/orchestrator/src/local_policy.h"
 #include "services/orchestrator/src/model_planner.h"
+#include "services/orchestrator/src/preview.h"
 #include "services/orchestrator/src/routing.h"
 #include "services/orchestrator/src/usage_attribution.h"
 #include "services/orchestrator/src/usage_meter.h"
@@ -143,30 +144,6 @@ bool StartsAFreshFlow(RoutingMemo& memo, const convpb::GetContextWindowResponse&
   const std::optional<Routing> last = LastRouting(memo, window);
   return !last || (!last->pending && last->clarifications == 0 && !last->plan &&
                    !last->suspended_flow);
-}
-
-// Who or what a pending action touches, and why it needs approval.
-void FillPreview(const PendingAction& action, pb::PreviewEvent& preview) {
-  preview.set_action_id(action.action_id);
-  preview.set_tool_name(action.tool);
-  preview.set_arguments_json(action.arguments.dump());
-  preview.set_risk(action.risk);
-  preview.set_summary(action.summary);
-  for (const char* key : {"agent", "name", "project"}) {
-    if (action.arguments.contains(key) && action.arguments[key].is_string()) {
-      preview.add_affected(action.arguments[key].get<std::string>());
-    }
-  }
-  if (action.arguments.contains("config") && action.arguments["config"].is_object() &&
-      action.arguments["config"].contains("recipients")) {
-    preview.add_affected(action.arguments["config"].value("recipients", std::string()));
-  }
-  if (action.risk == execpb::TOOL_RISK_HIGH) {
-    preview.add_risk_factors("deletes data that cannot be recovered");
-    preview.add_risk_factors("cannot be undone");
-  } else {
-    preview.add_risk_factors("changes your workspace");
-  }
 }
 
 // The error log's kind of an error event; empty for what is not a failure

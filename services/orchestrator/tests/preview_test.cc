@@ -1,0 +1,83 @@
+#include "services/orchestrator/src/preview.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace omniforge::orchestrator {
+namespace {
+
+namespace execpb = ::omniforge::executor::v1;
+namespace pb = ::omniforge::orchestrator::v1;
+using ::testing::ElementsAre;
+
+std::vector<std::string> RiskFactors(const PendingAction& action) {
+  pb::PreviewEvent preview;
+  FillPreview(action, preview);
+  return {preview.risk_factors().begin(), preview.risk_factors().end()};
+}
+
+TEST(PreviewTest, ADeletionSaysItCannotBeUndoneAndWhatItTouches) {
+  PendingAction action{"a1",
+                       "delete_agent",
+                       {{"agent", "invoice-chaser"}},
+                       execpb::TOOL_RISK_HIGH,
+                       "Delete the agent invoice-chaser."};
+  pb::PreviewEvent preview;
+  FillPreview(action, preview);
+  EXPECT_EQ(preview.action_id(), "a1");
+  EXPECT_EQ(preview.tool_name(), "delete_agent");
+  EXPECT_EQ(preview.risk(), execpb::TOOL_RISK_HIGH);
+  EXPECT_EQ(preview.summary(), "Delete the agent invoice-chaser.");
+  EXPECT_THAT(preview.affected(), ElementsAre("invoice-chaser"));
+  EXPECT_THAT(preview.risk_factors(),
+              ElementsAre("deletes data that cannot be recovered", "cannot be undone"));
+}
+
+TEST(PreviewTest, AConnectedServicesToolIsNamedAsSuchNotAsADeletion) {
+  EXPECT_THAT(
+      RiskFactors(
+          {"a2", "crm__merge_contacts", {{"ids", {1, 2}}}, execpb::TOOL_RISK_HIGH, "merge"}),
+      ElementsAre("a tool of the connected service \"crm\": it may change or delete "
+                  "data there",
+                  "omniforge cannot undo what it does"));
+  EXPECT_THAT(RiskFactors({"a3", "crm__add_note", nlohmann::json::object(), execpb::TOOL_RISK_WRITE,
+                           "note"}),
+              ElementsAre("changes data in the connected service \"crm\""));
+}
+
+TEST(PreviewTest, OtherHighRiskToolsAreNotCalledDeletions) {
+  EXPECT_THAT(RiskFactors({"a4", "publish_template", nlohmann::json::object(),
+                           execpb::TOOL_RISK_HIGH, "publish"}),
+              ElementsAre("a high-risk change to your workspace", "may not be undone"));
+}
+
+TEST(PreviewTest, SchedulesAndRecipientsAreSaid) {
+  PendingAction draft{"a5",
+                      "create_agent",
+                      {{"name", "monday-notion-updates"},
+                       {"schedule", "every monday at 9am"},
+                       {"config", {{"recipients", "the team channel"}}}},
+                      execpb::TOOL_RISK_WRITE,
+                      "Create monday-notion-updates."};
+  pb::PreviewEvent preview;
+  FillPreview(draft, preview);
+  EXPECT_THAT(preview.affected(), ElementsAre("monday-notion-updates", "the team channel"));
+  EXPECT_THAT(preview.risk_factors(),
+              ElementsAre("changes your workspace", "runs on its own: every monday at 9am",
+                          "sends to the team channel"));
+}
+
+TEST(PreviewTest, ArgumentsThatAreNotAnObjectAreShownAsTheyAre) {
+  pb::PreviewEvent preview;
+  FillPreview({"a6", "run_agent", nlohmann::json::array({1}), execpb::TOOL_RISK_WRITE, "run"},
+              preview);
+  EXPECT_EQ(preview.arguments_json(), "[1]");
+  EXPECT_TRUE(preview.affected().empty());
+  EXPECT_THAT(preview.risk_factors(), ElementsAre("changes your workspace"));
+}
+
+}  // namespace
+}  // namespace omniforge::orchestrator
