@@ -213,6 +213,16 @@ class ChatEndToEndTest : public ::testing::Test {
 
   // The user's two agents of the list tests: listed by name, invoice-chaser
   // comes first.
+  // "yes" to a run_agent preview in `conversation` runs `agent`, once.
+  void YesRunsTheAgent(const std::string& conversation, const std::string& agent) const {
+    Turn yes = Chat("yes", conversation);
+    ExpectWellFormed(yes);
+    EXPECT_EQ(yes.tools_called(), std::vector<std::string>{"run_agent"});
+    const json runs = Invoke("list_runs", json::object());
+    ASSERT_EQ(runs["runs"].size(), 1u);
+    EXPECT_EQ(runs["runs"][0]["agent_name"], agent);
+  }
+
   void CreateTwoAgents() const {
     Invoke("create_agent", {{"name", "weekly-sales-digest"}, {"description", "Sums up sales"}});
     Invoke("create_agent", {{"name", "invoice-chaser"}, {"description", "Chases invoices"}});
@@ -382,12 +392,7 @@ TEST_F(ChatEndToEndTest, ListThenRunTheFirstOneRunsTheRightAgent) {
   EXPECT_EQ(run.preview()->tool_name(), "run_agent");
   EXPECT_EQ(json::parse(run.preview()->arguments_json())["agent"], "invoice-chaser");
 
-  Turn yes = Chat("yes", conversation);
-  ExpectWellFormed(yes);
-  EXPECT_EQ(yes.tools_called(), std::vector<std::string>{"run_agent"});
-  const json runs = Invoke("list_runs", json::object());
-  ASSERT_EQ(runs["runs"].size(), 1u);
-  EXPECT_EQ(runs["runs"][0]["agent_name"], "invoice-chaser");
+  YesRunsTheAgent(conversation, "invoice-chaser");
 }
 
 // The next turn's analysis starts with the agents the user had at the last
@@ -1797,12 +1802,7 @@ TEST_F(ModelPlannerEndToEndTest, WithTheModelListThenRunTheFirstOneRunsTheRightA
   EXPECT_EQ(json::parse(run.preview()->arguments_json())["agent"], "invoice-chaser");
   EXPECT_TRUE(run.tools_called().empty()) << "nothing runs before the yes";
 
-  Turn yes = Chat("yes", conversation);
-  ExpectWellFormed(yes);
-  EXPECT_EQ(yes.tools_called(), std::vector<std::string>{"run_agent"});
-  const json runs = Invoke("list_runs", json::object());
-  ASSERT_EQ(runs["runs"].size(), 1u);
-  EXPECT_EQ(runs["runs"][0]["agent_name"], "invoice-chaser");
+  YesRunsTheAgent(conversation, "invoice-chaser");
 }
 
 // (5) An unclear request: the model is told the user's agents, so its
