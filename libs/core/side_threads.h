@@ -20,6 +20,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "libs/core/call_cancellation.h"
+
 namespace omniforge::core {
 
 // The result of a call on SideThreads; waits for it when destroyed.
@@ -59,7 +61,10 @@ class SideThreads final {
     using R = std::invoke_result_t<F>;
     auto promise = std::make_shared<std::promise<R>>();
     SideCall<R> result(promise->get_future());
-    Post([promise, call = std::move(call)]() mutable -> std::function<void()> {
+    // The call is its caller's work: the caller's cancellation reaches it.
+    Post([promise, call = std::move(call),
+          cancel = CallCancellation()]() mutable -> std::function<void()> {
+      const ScopedCallCancellation cancellable(cancel);
       try {
         if constexpr (std::is_void_v<R>) {
           call();

@@ -85,5 +85,20 @@ TEST(SideThreadsTest, DestructionEndsIdleThreads) {
   EXPECT_EQ(ran.load(), 3);
 }
 
+// A side call is its caller's work: it runs under the caller's cancel
+// signal (so a cancelled turn's side calls stop), and a caller that opted
+// out (a write that must go through) passes that on too.
+TEST(SideThreadsTest, ASideCallRunsUnderItsCallersCancelSignal) {
+  SideThreads threads;
+  CancelSignal turn;
+  {
+    const ScopedCallCancellation scope(&turn);
+    EXPECT_EQ(threads.Async([] { return CallCancellation(); }).get(), &turn);
+    const ScopedCallCancellation kept(nullptr);
+    EXPECT_EQ(threads.Async([] { return CallCancellation(); }).get(), nullptr);
+  }
+  EXPECT_EQ(threads.Async([] { return CallCancellation(); }).get(), nullptr);
+}
+
 }  // namespace
 }  // namespace omniforge::core

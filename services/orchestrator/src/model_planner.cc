@@ -152,7 +152,6 @@ PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& reque
           }
           return !io.Stopped();  // a cancelled turn stops the stream at once
         });
-    ++result.llm_calls;
     if (!answer.ok()) {
       result.error = std::string(answer.status().message());
       result.stopped = io.Stopped();
@@ -161,10 +160,6 @@ PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& reque
       return result;
     }
     result.answered = true;
-    result.usage.prompt_tokens += answer->usage.prompt_tokens;
-    result.usage.completion_tokens += answer->usage.completion_tokens;
-    result.usage.cached_tokens += answer->usage.cached_tokens;
-    result.cost_usd += answer->cost_usd;
     if (answer->tool_calls.empty()) {
       std::string_view text = result.text;
       while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {

@@ -90,9 +90,6 @@ struct PlannerResult {
   std::string text;
   std::optional<PendingAction> propose;
   std::vector<std::string> tools_used;
-  int llm_calls = 0;
-  llm::TokenUsage usage;
-  double cost_usd = 0;
 };
 
 PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& request, PlannerIo& io);

@@ -455,10 +455,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       window_kept && interrupted == nullptr && !IsResumeRequest(request.message());
   core::SideCall<absl::StatusOr<execpb::InvokeToolResponse>> agents_listed;
   if (!analyze_early) {
-    agents_listed = side_calls_.Async([&] {
-      const core::ScopedCallCancellation cancellable(&control.cancel_signal());
-      return tools_.InvokeTool(who, list_agents, call_deadline());
-    });
+    agents_listed =
+        side_calls_.Async([&] { return tools_.InvokeTool(who, list_agents, call_deadline()); });
   }
 
   // The conversation: the caller's own, or a new one.
@@ -493,7 +491,6 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   // window this orchestrator kept after the conversation's last turn still
   // holds (known once the message has its seq).
   auto read_window = [&] {
-    const core::ScopedCallCancellation cancellable(&control.cancel_signal());
     convpb::GetContextWindowRequest window_request;
     window_request.set_conversation_id(conversation_id);
     window_request.set_token_budget(options_.context_token_budget);
@@ -513,7 +510,6 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   core::SideCall<EarlyAnalysis> early;
   if (analyze_early) {
     early = side_calls_.Async([&] {
-      const core::ScopedCallCancellation cancellable(&control.cancel_signal());
       // The agents are listed while the history is built and, when this
       // user's agents at their last turn are known, while the intent
       // service reads the message with those: that analysis stands if the
@@ -1362,6 +1358,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   stage = "store_reply";
   core::SideCall<absl::Status> flow_saved;
   if (flows_ != nullptr && !unstored && (waiting || suspended || continuing || resuming)) {
+    const core::ScopedCallCancellation kept(nullptr);  // not cancelled with the turn
     flow_saved = side_calls_.Async([&] {
       const FlowStatus status = suspended ? FlowStatus::kSuspended
                                 : waiting ? FlowStatus::kWaiting
