@@ -12,7 +12,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libcurl4-openssl-dev libcpp-httplib-dev libsodium-dev libre2-dev
-  libfasttext-dev
+  libfasttext-dev libjemalloc-dev
   curl ca-certificates
 )
 # The deployment checks (tests/deploy): YAML lint, docker-compose v1 (it
