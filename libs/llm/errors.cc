@@ -86,6 +86,14 @@ std::string_view ErrorKindName(LlmErrorKind kind) {
   return "unknown";
 }
 
+std::optional<LlmErrorKind> ErrorKindFromName(std::string_view name) {
+  for (int k = static_cast<int>(LlmErrorKind::kNone);
+       k <= static_cast<int>(LlmErrorKind::kNotConfigured); ++k) {
+    if (ErrorKindName(static_cast<LlmErrorKind>(k)) == name) return static_cast<LlmErrorKind>(k);
+  }
+  return std::nullopt;
+}
+
 absl::Status LlmError(LlmErrorKind kind, std::string_view message,
                       std::optional<int64_t> retry_after_micros) {
   if (kind == LlmErrorKind::kNone) return absl::OkStatus();

@@ -31,6 +31,8 @@ enum class LlmErrorKind {
 };
 
 std::string_view ErrorKindName(LlmErrorKind kind);
+// The kind ErrorKindName gives `name`; nullopt for another name.
+std::optional<LlmErrorKind> ErrorKindFromName(std::string_view name);
 
 // Builds the status for `kind` with `message`. `retry_after_micros` (from a
 // Retry-After header) is carried along when given.

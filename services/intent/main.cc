@@ -15,6 +15,7 @@
 #include "libs/core/thread_pool.h"
 #include "libs/llm/llm_config.h"
 #include "libs/llm/llm_factory.h"
+#include "libs/llm/usage_collection.h"
 #include "services/intent/src/grpc_service.h"
 #include "services/intent/src/labeled_data.h"
 
@@ -76,7 +77,9 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   std::unique_ptr<llm::LlmClient> client;
   std::unique_ptr<llm::ChatModel> model;
   if (s.llm.enabled()) {
-    auto made = llm::MakeLlmClient(s.llm, nullptr);
+    // Each analysis collects its own model calls and returns them with the
+    // analysis (the orchestrator records them under its turn).
+    auto made = llm::MakeLlmClient(s.llm, std::make_shared<llm::CollectingUsageSink>());
     if (!made.ok()) return made.status();
     client = *std::move(made);
     if (!client->HasProfile(s.llm_profile)) {

@@ -167,10 +167,10 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
     flows = std::make_unique<PgFlowStore>(*pool);
     errors = std::make_unique<PgErrorLog>(*pool);
     core::LogInfo("flows are kept in orchestration.flows, turn errors in orchestration.error_log");
-    if (s.llm.enabled()) {
-      usage = std::make_shared<PgUsageRecorder>(*pool);
-      core::LogInfo("model calls are recorded in orchestration.llm_turn_usage, one row per turn");
-    }
+    // The planner's model calls, and the intent service's for the turns
+    // (which it may make while the planner is local).
+    usage = std::make_shared<PgUsageRecorder>(*pool);
+    core::LogInfo("model calls are recorded in orchestration.llm_turn_usage, one row per turn");
   } else {
     core::LogWarn(
         "database.dsn is empty: context boxes ride in the routing metadata; turn errors and "
@@ -180,6 +180,7 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   std::unique_ptr<llm::ChatModel> planner;
   std::map<std::string, std::unique_ptr<llm::ChatModel>> planners_by_profile;
   TurnOptions turn_options = s.turn;
+  turn_options.usage_sink = usage.get();
   if (s.llm.enabled()) {
     auto made = llm::MakeLlmClient(s.llm, usage);
     if (!made.ok()) return made.status();

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "libs/core/clock.h"
 #include "libs/core/grpc_unary.h"
+#include "libs/llm/errors.h"
 
 namespace omniforge::intent {
 namespace {
@@ -56,7 +57,29 @@ absl::StatusOr<IntentRequest> FromProto(const pb::AnalyzeIntentRequest& request)
   return out;
 }
 
-void ToProto(const IntentAnalysis& a, pb::IntentAnalysis* out) {
+namespace {
+
+void ToProto(const llm::UsageRecord& r, pb::ModelCall* out) {
+  out->set_operation_type(r.operation_type);
+  out->set_profile(r.profile);
+  out->set_provider(r.provider);
+  out->set_model(r.model);
+  out->set_prompt_tokens(r.tokens.prompt_tokens);
+  out->set_completion_tokens(r.tokens.completion_tokens);
+  out->set_cached_tokens(r.tokens.cached_tokens);
+  out->set_cost_usd(r.cost_usd);
+  out->set_latency_us(r.latency_us);
+  out->set_attempts(r.attempts);
+  out->set_fallback_used(r.fallback_used);
+  out->set_ok(r.ok);
+  if (!r.ok) out->set_error_kind(std::string(llm::ErrorKindName(r.error_kind)));
+}
+
+}  // namespace
+
+void ToProto(const IntentAnalysis& a, pb::AnalyzeIntentResponse* response) {
+  for (const llm::UsageRecord& call : a.model_calls) ToProto(call, response->add_model_calls());
+  pb::IntentAnalysis* out = response->mutable_analysis();
   out->set_action_type(static_cast<pb::ActionType>(a.action));
   out->set_confidence(a.confidence);
   out->mutable_entities()->insert(a.entities.begin(), a.entities.end());
@@ -93,8 +116,7 @@ grpc::ServerUnaryReactor* IntentGrpcService::AnalyzeIntent(grpc::CallbackServerC
           return;
         }
         if (!service_.WillCallLlm(*local)) {
-          ToProto(service_.Finish(**request, *std::move(local), start),
-                  call->response.mutable_analysis());
+          ToProto(service_.Finish(**request, *std::move(local), start), &call->response);
           done(absl::OkStatus());
           return;
         }
@@ -103,8 +125,7 @@ grpc::ServerUnaryReactor* IntentGrpcService::AnalyzeIntent(grpc::CallbackServerC
         auto on_worker = core::OnWorker<Req, Resp>(
             workers_, "intent service is overloaded; retry",
             [this, request, pending, start](const core::Identity&, const Req&, Resp* response) {
-              ToProto(service_.Finish(**request, std::move(*pending), start),
-                      response->mutable_analysis());
+              ToProto(service_.Finish(**request, std::move(*pending), start), response);
               return absl::OkStatus();
             });
         on_worker(std::move(call), std::move(done));

@@ -14,7 +14,8 @@ namespace pb = ::omniforge::intent::v1;
 
 // Converts a request; INVALID_ARGUMENT for an unknown enum value.
 absl::StatusOr<IntentRequest> FromProto(const pb::AnalyzeIntentRequest& request);
-void ToProto(const IntentAnalysis& analysis, pb::IntentAnalysis* out);
+// The analysis and the model calls it made.
+void ToProto(const IntentAnalysis& analysis, pb::AnalyzeIntentResponse* out);
 
 class IntentGrpcService final
     : public pb::IntentService::WithRawCallbackMethod_AnalyzeIntent<pb::IntentService::Service> {

@@ -4,6 +4,7 @@
 #include "libs/core/clock.h"
 #include "libs/core/logging.h"
 #include "libs/llm/errors.h"
+#include "libs/llm/usage_collection.h"
 #include "services/intent/src/keywords.h"
 
 namespace omniforge::intent {
@@ -100,7 +101,12 @@ IntentAnalysis IntentService::Finish(const IntentRequest& request, LocalResult l
   if (!WillCallLlm(local)) {
     analysis = std::move(local.analysis);
   } else {
-    auto answer = AnalyzeWithLlm(*llm_, request, local, llm_options_);
+    std::vector<llm::UsageRecord> model_calls;
+    absl::StatusOr<IntentAnalysis> answer = absl::UnknownError("not asked");
+    {
+      const llm::ScopedUsageCollection collect(&model_calls);
+      answer = AnalyzeWithLlm(*llm_, request, local, llm_options_);
+    }
     if (answer.ok()) {
       analysis = *std::move(answer);
     } else {
@@ -111,6 +117,7 @@ IntentAnalysis IntentService::Finish(const IntentRequest& request, LocalResult l
            {"error", std::string(answer.status().message())}});
       analysis = KeywordFallback(request, local, answer.status());
     }
+    analysis.model_calls = std::move(model_calls);
   }
   analysis.latency_ms = static_cast<double>(core::NowMicros() - start_micros) / 1000.0;
   Record(analysis);

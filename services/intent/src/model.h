@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "libs/llm/usage.h"
 #include "services/intent/src/action.h"
 
 namespace omniforge::intent {
@@ -63,6 +64,10 @@ struct IntentAnalysis {
   double cost_usd = 0;
   Reference reference = Reference::kNone;
   bool summary_worthy = false;
+  // The model calls the analysis made, in order, answered or not (those of
+  // a client whose usage sink is an llm::CollectingUsageSink; none when the
+  // local model was sure).
+  std::vector<llm::UsageRecord> model_calls;
 };
 
 }  // namespace omniforge::intent

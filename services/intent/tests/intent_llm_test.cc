@@ -11,6 +11,7 @@
 #include "libs/llm/llm_config.h"
 #include "libs/llm/llm_factory.h"
 #include "libs/llm/testing/fake_provider.h"
+#include "libs/llm/usage_collection.h"
 #include "services/intent/src/intent_service.h"
 #include "services/intent/src/labeled_data.h"
 
@@ -58,7 +59,8 @@ class IntentLlmTest : public ::testing::Test {
     ASSERT_TRUE(reader.ok()) << reader.status();
     auto config = llm::ReadLlmConfig(*reader);
     ASSERT_TRUE(config.ok()) << config.status();
-    auto client = llm::MakeLlmClient(*config, nullptr);
+    // As the service runs: each analysis collects its own model calls.
+    auto client = llm::MakeLlmClient(*config, std::make_shared<llm::CollectingUsageSink>());
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = *std::move(client);
     model_ = client_->ForProfile("speed");
@@ -117,6 +119,18 @@ TEST_F(IntentLlmTest, UnsureAnswersGoToTheLlmWithHistoryAgentsAndSchema) {
   EXPECT_EQ(a.entities["agent_name"], "weekly-sales-digest");
   // 1000 prompt tokens at $1/M + 100 completion tokens at $2/M.
   EXPECT_NEAR(a.cost_usd, 0.0012, 1e-9);
+  // The call is handed back with the analysis, for the caller's accounts.
+  ASSERT_EQ(a.model_calls.size(), 1u);
+  const llm::UsageRecord& call = a.model_calls[0];
+  EXPECT_EQ(call.operation_type, "intent_analysis");
+  EXPECT_EQ(call.profile, "speed");
+  EXPECT_EQ(call.provider, "fake");
+  EXPECT_EQ(call.model, "small");
+  EXPECT_EQ(call.tokens.prompt_tokens, 1000);
+  EXPECT_EQ(call.tokens.completion_tokens, 100);
+  EXPECT_NEAR(call.cost_usd, 0.0012, 1e-9);
+  EXPECT_TRUE(call.ok);
+  EXPECT_GT(call.latency_us, 0);
 
   auto requests = fake_->Requests();
   ASSERT_EQ(requests.size(), 1u);
@@ -143,6 +157,7 @@ TEST_F(IntentLlmTest, ConfidentLocalAnswersMakeNoLlmCall) {
   ASSERT_TRUE(analysis.ok());
   EXPECT_EQ(analysis->source, Source::kFastPath);
   EXPECT_EQ(fake_->RequestCount(), 0u);
+  EXPECT_TRUE(analysis->model_calls.empty());
 }
 
 TEST_F(IntentLlmTest, AgentNamesTheUserDoesNotHaveAreDropped) {
@@ -170,8 +185,11 @@ TEST_F(IntentLlmTest, InvalidOutputIsRepairedOnce) {
   // The repair round quotes what was wrong.
   EXPECT_THAT(requests[1].body, HasSubstr("DO_STUFF"));
   EXPECT_THAT(requests[1].body, HasSubstr("maximum"));
-  // Both calls are paid for.
+  // Both calls are paid for, and both are handed back.
   EXPECT_NEAR(a.cost_usd, 0.0012 + 0.0006, 1e-9);
+  ASSERT_EQ(a.model_calls.size(), 2u);
+  EXPECT_NEAR(a.model_calls[0].cost_usd, 0.0012, 1e-9);
+  EXPECT_NEAR(a.model_calls[1].cost_usd, 0.0006, 1e-9);
 }
 
 TEST_F(IntentLlmTest, StillInvalidAfterRepairFallsBackToKeywords) {
@@ -200,6 +218,10 @@ TEST_F(IntentLlmTest, ProviderErrorsFallBackToKeywords) {
   EXPECT_EQ(a.source, Source::kKeywordFallback);
   EXPECT_EQ(a.cost_usd, 0);
   EXPECT_FALSE(a.reasoning.empty());
+  // The failed call is handed back too: it was made.
+  ASSERT_EQ(a.model_calls.size(), 1u);
+  EXPECT_FALSE(a.model_calls[0].ok);
+  EXPECT_EQ(a.model_calls[0].error_kind, llm::LlmErrorKind::kServerError);
 }
 
 TEST_F(IntentLlmTest, ATimeoutFallsBackWithinTheBudget) {

@@ -506,6 +506,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     std::vector<AgentInfo> agents;  // read from `listed`
     uint64_t window = 0;  // the version of the window read; 0: not asked
     absl::StatusOr<intentpb::AnalyzeIntentResponse> response = absl::UnknownError("not asked");
+    // The model calls of an analysis asked again with the listed agents.
+    std::vector<intentpb::ModelCall> discarded_calls;
   };
   core::SideCall<EarlyAnalysis> early;
   if (analyze_early) {
@@ -547,6 +549,9 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       if (seen && SameForAnalysis(*seen, out.agents)) {
         out.response = std::move(guessed);
         return out;
+      }
+      if (guessed.ok()) {
+        out.discarded_calls.assign(guessed->model_calls().begin(), guessed->model_calls().end());
       }
       analyze.clear_available_agents();
       AddAgents(out.agents, analyze);
@@ -771,6 +776,18 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   std::optional<execpb::InvokeToolResponse> agent_list;
   std::optional<EarlyAnalysis> early_analysis;
   if (early.valid()) early_analysis = early.get();
+  // The model calls the intent service made for this turn, used or not:
+  // recorded with the turn's own once its attribution is known.
+  std::vector<intentpb::ModelCall> intent_calls;
+  auto add_intent_calls = [&](const absl::StatusOr<intentpb::AnalyzeIntentResponse>& answer) {
+    if (answer.ok()) {
+      intent_calls.insert(intent_calls.end(), answer->model_calls().begin(),
+                          answer->model_calls().end());
+    }
+  };
+  if (early_analysis) {
+    intent_calls = std::move(early_analysis->discarded_calls);
+  }
   {
     absl::StatusOr<execpb::InvokeToolResponse> listed =
         early_analysis ? std::move(early_analysis->listed) : agents_listed.get();
@@ -806,6 +823,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
         early_analysis->window == kept_version) {
       analyzed = std::move(early_analysis->response);
     } else {
+      if (early_analysis) add_intent_calls(early_analysis->response);
       intentpb::AnalyzeIntentRequest analyze;
       analyze.set_message(request.message());
       analyze.set_context_type(request.context_type());
@@ -813,6 +831,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       AddAgents(agents, analyze);
       analyzed = understanding_.AnalyzeIntent(who, analyze, call_deadline());
     }
+    add_intent_calls(analyzed);
     if (analyzed.ok()) {
       analysis = analyzed->analysis();
     } else if (control.cancelled()) {
@@ -857,6 +876,11 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   const UsageAttribution attribution{who.tenant_id, who.user_id, conversation_id, turn_id,
                                      intentpb::ContextType_Name(context_type)};
   const ScopedUsageAttribution attributed(attribution);
+  for (const intentpb::ModelCall& call : intent_calls) {
+    const llm::UsageRecord record = UsageRecordOf(call);
+    model_usage.Add(record);
+    if (options_.usage_sink != nullptr) options_.usage_sink->Record(record);
+  }
   input.plans = plans_ != nullptr;
 
   // Runs one tool with its events, under the turn's guardrails; nullopt when

@@ -39,6 +39,7 @@
 #include "libs/core/identity.h"
 #include "libs/core/side_threads.h"
 #include "libs/llm/chat_model.h"
+#include "libs/llm/usage.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
 #include "services/orchestrator/src/append_spool.h"
 #include "services/orchestrator/src/downstream.h"
@@ -72,6 +73,10 @@ struct TurnOptions {
   // own (planner.profiles); the models must outlive the runner. Used only
   // when the runner has a planner model.
   std::map<::omniforge::intent::v1::ContextType, llm::ChatModel*> planner_by_context;
+  // Where the model calls the intent service made for a turn are recorded,
+  // with the turn's own (orchestration.llm_usage); null: they only count in
+  // `done`. Must outlive the runner.
+  llm::UsageSink* usage_sink = nullptr;
 };
 
 // Receives a turn's events in order and numbers them (seq) as it sends

@@ -9,6 +9,8 @@
 #include <memory>
 
 #include "libs/llm/chat_model.h"
+#include "libs/llm/usage.h"
+#include "omniforge/intent/v1/intent_service.pb.h"
 
 namespace omniforge::orchestrator {
 
@@ -17,7 +19,14 @@ struct UsageTotals {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   double cost_usd = 0;
+
+  // A call made for the turn elsewhere (the intent service's): its billed
+  // tokens and cost.
+  void Add(const llm::UsageRecord& call);
 };
+
+// The usage record of a model call the intent service made for a turn.
+llm::UsageRecord UsageRecordOf(const ::omniforge::intent::v1::ModelCall& call);
 
 // Sums the metered calls this thread makes while it lives into `totals`
 // (which must outlive it). Scopes nest; the innermost one counts.

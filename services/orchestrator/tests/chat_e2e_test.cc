@@ -1045,6 +1045,27 @@ class ModelPlannerEndToEndTest : public ChatEndToEndTest {
     delete fake_;
   }
 
+  // Restarts the intent service, on the fake provider (every message it
+  // cannot read by rule goes to its model) or local, then the orchestrator
+  // on it.
+  static void RestartIntent(bool with_model) {
+    std::vector<std::string> args;
+    if (with_model) {
+      const std::filesystem::path path = *dir_ / "intent.yaml";
+      std::ofstream config(path);
+      config << "llm:\n  providers:\n    fake:\n      api: openai\n      base_url: "
+             << fake_->openai_base_url()
+             << "\n      api_key_env: FAKE_LLM_KEY\n      prices:\n        intent-model: \"1.0 "
+                "0.5 2.0\"\n  profiles:\n    speed: [fake/intent-model]\n"
+                "  retry: {max_attempts: 1}\nintent:\n  llm_threshold: 1.0\n";
+      config.close();
+      args = {"--config", path.string()};
+    }
+    intent_->Stop();
+    ASSERT_EQ(intent_->Start({"FAKE_LLM_KEY=fake-key"}, args), std::nullopt);
+    RestartWithConfig("");
+  }
+
   static llm::testing::FakeRule Rule(const std::string& user_contains, bool after_tool,
                                      llm::testing::FakeReply reply) {
     llm::testing::FakeRule rule;
@@ -1480,6 +1501,55 @@ TEST_F(ModelPlannerEndToEndTest, TheAnswerStreamsAndReadToolsRunInTheSameSession
   EXPECT_EQ(second["messages"].back()["role"], "tool");
   EXPECT_THAT(second["messages"].back()["content"].get<std::string>(), HasSubstr("invoice-chaser"));
   EXPECT_FALSE(second["tools"].empty());
+}
+
+// The intent service's model calls for a turn are the turn's too: they count
+// in its `done` and are recorded under it, beside the planner's.
+TEST_F(ModelPlannerEndToEndTest, TheIntentServicesModelCallsAreCountedAndRecordedWithTheTurn) {
+  RestartIntent(/*with_model=*/true);
+  llm::testing::FakeRule understood;
+  understood.match.operation = "intent_analysis";
+  understood.reply.json =
+      json{{"action_type", "QUERY_INFO"}, {"confidence", 0.9},
+           {"entities", json::array()},   {"reasoning", "a question about the digest"},
+           {"is_ambiguous", false},       {"alternative_action", "NONE"},
+           {"clarifying_question", ""}}
+          .dump();
+  understood.reply.usage = llm::testing::FakeUsage{300, 30, 0};
+  llm::testing::FakeReply answer;
+  answer.text = "The digest went out on Monday.";
+  answer.usage = llm::testing::FakeUsage{100, 10, 0};
+  ASSERT_TRUE(fake_->SetRules({understood, Rule("digest", false, answer)}).ok());
+  Turn turn = Chat("how did the digest go this week?");
+  RestartIntent(/*with_model=*/false);
+  ExpectWellFormed(turn);
+  ASSERT_EQ(turn.Of(pb::ChatEvent::kIntent).size(), 1u);
+  EXPECT_EQ(turn.Of(pb::ChatEvent::kIntent)[0].intent().analysis().source(),
+            intentpb::INTENT_SOURCE_LLM);
+  EXPECT_EQ(turn.text(), answer.text);
+  EXPECT_EQ(turn.done().usage().llm_calls(), 2);
+  EXPECT_EQ(turn.done().usage().prompt_tokens(), 400);
+  EXPECT_EQ(turn.done().usage().completion_tokens(), 40);
+  EXPECT_NEAR(turn.done().usage().cost_usd(), (400 * 1.0 + 40 * 2.0) / 1e6, 1e-9);
+  const pqxx::result usage = UsageOf(turn.session().turn_id(), 2);
+  ASSERT_EQ(usage.size(), 2u);
+  std::map<std::string, pqxx::row> by_operation;
+  for (const pqxx::row& row : usage) {
+    EXPECT_EQ(row[0].as<std::string>(), who().tenant_id);
+    EXPECT_EQ(row[1].as<std::string>(), who().user_id);
+    EXPECT_EQ(row[8].as<std::string>(), "ok");
+    EXPECT_EQ(row[11].as<std::string>(), turn.session().conversation_id());
+    by_operation.emplace(row[2].as<std::string>(), row);
+  }
+  ASSERT_TRUE(by_operation.contains("intent_analysis"));
+  const pqxx::row& intent = by_operation.at("intent_analysis");
+  EXPECT_EQ(intent[3].as<std::string>(), "speed");
+  EXPECT_EQ(intent[4].as<std::string>(), "intent-model");
+  EXPECT_EQ(intent[5].as<int64_t>(), 300);
+  EXPECT_EQ(intent[6].as<int64_t>(), 30);
+  EXPECT_NEAR(intent[7].as<double>(), (300 * 1.0 + 30 * 2.0) / 1e6, 1e-9);
+  ASSERT_TRUE(by_operation.contains("planner_stream"));
+  EXPECT_EQ(by_operation.at("planner_stream")[5].as<int64_t>(), 100);
 }
 
 // The window an orchestrator keeps after a turn serves the next turn only
