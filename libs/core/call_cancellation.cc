@@ -12,7 +12,13 @@ thread_local CancelSignal* current_signal = nullptr;
 void CancelSignal::Cancel() {
   std::lock_guard lock(mu_);
   if (cancelled_.exchange(true)) return;
-  for (auto& [id, hook] : hooks_) hook();
+  // Each hook is taken out before it runs, so that a hook (or what it sets
+  // off on this thread) may call Forget: the lock is recursive, and a hook
+  // forgotten before its turn does not run.
+  while (!hooks_.empty()) {
+    auto hook = hooks_.extract(hooks_.begin());
+    hook.mapped()();
+  }
 }
 
 uint64_t CancelSignal::OnCancel(std::function<void()> hook) {

@@ -27,12 +27,14 @@ class CancelSignal final {
   // cancelled. Returns an id for Forget.
   uint64_t OnCancel(std::function<void()> hook);
   // Removes the hook; once this returns it is not running and will not run,
-  // so it may refer to the caller's stack.
+  // so it may refer to the caller's stack. May be called from a hook, or
+  // from what a hook sets off on its thread (a call's completion that
+  // cancelling it runs at once).
   void Forget(uint64_t id);
 
  private:
   std::atomic<bool> cancelled_{false};
-  std::mutex mu_;                                    // held while hooks run
+  std::recursive_mutex mu_;                          // held while hooks run
   uint64_t next_id_ = 1;                             // Guarded by mu_.
   std::map<uint64_t, std::function<void()>> hooks_;  // Guarded by mu_.
 };

@@ -64,5 +64,22 @@ TEST(CallCancellationTest, ForgetNeverLeavesAHookRunning) {
   }
 }
 
+// Cancelling a call may end it at once, on the cancelling thread: its
+// completion, which forgets its hook, then runs inside Cancel.
+TEST(CallCancellationTest, AHookMayForgetItselfAndOthersWhileItRuns) {
+  CancelSignal signal;
+  int ran = 0;
+  uint64_t first = 0, second = 0;
+  first = signal.OnCancel([&] {
+    ++ran;
+    signal.Forget(first);
+    signal.Forget(second);
+  });
+  second = signal.OnCancel([&] { ++ran; });
+  signal.Cancel();  // returns: no deadlock
+  // The second was forgotten before its turn came.
+  EXPECT_EQ(ran, 1);
+}
+
 }  // namespace
 }  // namespace omniforge::core

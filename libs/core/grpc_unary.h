@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 
+#include "libs/core/call_cancellation.h"
 #include "libs/core/call_deadline.h"
 #include "libs/core/grpc_identity.h"
 #include "libs/core/grpc_status.h"
@@ -33,6 +34,22 @@ struct UnaryCall {
   Response response;
   Identity who;
   grpc::CallbackServerContext* context = nullptr;  // valid until the call finishes
+  // Cancelled when the client cancels the call or gives up on it; valid
+  // until the call finishes. The handlers below run their body in its scope
+  // (call_cancellation.h), so the calls the body makes further down stop too.
+  CancelSignal* cancel = nullptr;
+};
+
+// The reactor of every unary call: the default one, plus the call's cancel
+// signal. Deletes itself when gRPC is done with the call.
+class CancellableUnaryReactor final : public grpc::ServerUnaryReactor {
+ public:
+  CancelSignal& cancel() { return cancel_; }
+  void OnCancel() override { cancel_.Cancel(); }
+  void OnDone() override { delete this; }
+
+ private:
+  CancelSignal cancel_;
 };
 
 template <typename Request, typename Response>
@@ -45,7 +62,7 @@ template <typename Request, typename Response>
 grpc::ServerUnaryReactor* ServeUnary(grpc::CallbackServerContext* context,
                                      const grpc::ByteBuffer* raw, grpc::ByteBuffer* raw_response,
                                      const char* method, UnaryHandler<Request, Response> handler) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto* reactor = new CancellableUnaryReactor();
   auto scope = std::make_shared<RpcScope>(method);
   auto call = std::make_shared<UnaryCall<Request, Response>>();
   auto done = [reactor, scope, call, raw_response](absl::Status status) {
@@ -72,6 +89,7 @@ grpc::ServerUnaryReactor* ServeUnary(grpc::CallbackServerContext* context,
   }
   call->who = *std::move(who);
   call->context = context;
+  call->cancel = &reactor->cancel();
   handler(std::move(call), std::move(done));
   return reactor;
 }
@@ -84,6 +102,7 @@ UnaryHandler<Request, Response> Inline(
   return [body = std::move(body)](std::shared_ptr<UnaryCall<Request, Response>> call,
                                   std::function<void(absl::Status)> done) {
     ScopedCallDeadline deadline(call->context->deadline());
+    const ScopedCallCancellation cancellable(call->cancel);
     done(body(call->who, call->request, &call->response));
   };
 }
@@ -111,6 +130,7 @@ UnaryHandler<Request, Response> OnWorker(
         return;
       }
       ScopedCallDeadline deadline(call->context->deadline());
+      const ScopedCallCancellation cancellable(call->cancel);
       done(body(call->who, call->request, &call->response));
     };
     if (!workers.Submit(task)) done(absl::ResourceExhaustedError(overloaded));

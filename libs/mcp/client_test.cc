@@ -13,6 +13,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "libs/core/call_cancellation.h"
 #include "libs/mcp/json_rpc.h"
 #include "libs/mcp/session.h"
 #include "libs/mcp/testing/scripted_transport.h"
@@ -312,6 +313,50 @@ TEST(McpClientTest, DeadlineSendsCancellationAndTheSessionGoesOn) {
   ASSERT_TRUE(next.ok()) << next.status();
   EXPECT_EQ(next->content[0].text, "second");
   EXPECT_EQ(h.transport->opens(), 1);
+}
+
+// The call serves work that is cancelled (the executor's gRPC call whose
+// client gave up): it ends at once, CANCELLED, and the server is told.
+TEST(McpClientTest, ACancelOfTheCallersWorkEndsTheCallAndTellsTheServer) {
+  std::atomic<int> calls{0};
+  json unanswered;
+  Harness h(ScriptedTransport::Server([&](const json& m, ScriptedTransport& t) {
+    if (calls++ == 0) {
+      unanswered = m;  // a long operation
+      return absl::OkStatus();
+    }
+    t.Deliver(Result(m, TextResult("next")));
+    return absl::OkStatus();
+  }));
+  core::CancelSignal work;
+  absl::StatusOr<CallToolResult> result = absl::UnknownError("not run");
+  const auto start = std::chrono::steady_clock::now();
+  std::thread caller([&] {
+    const core::ScopedCallCancellation scope(&work);
+    result = h.client->CallTool("slow", "{}", Within(std::chrono::seconds(30)));
+  });
+  while (calls.load() == 0 && std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  work.Cancel();
+  caller.join();
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kCancelled) << result.status();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  std::optional<json> cancel = h.transport->WaitForSent("notifications/cancelled");
+  ASSERT_TRUE(cancel.has_value());
+  EXPECT_EQ((*cancel)["params"]["requestId"], unanswered["id"]);
+  EXPECT_EQ((*cancel)["params"]["reason"], "cancelled by the caller");
+  // A call made for work already cancelled is not sent; work that is not
+  // cancelled goes on in the same session.
+  {
+    const core::ScopedCallCancellation scope(&work);
+    EXPECT_EQ(h.client->CallTool("fast", "{}", Within(std::chrono::seconds(5))).status().code(),
+              absl::StatusCode::kCancelled);
+  }
+  absl::StatusOr<CallToolResult> next =
+      h.client->CallTool("fast", "{}", Within(std::chrono::seconds(5)));
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(next->content[0].text, "next");
 }
 
 TEST(McpClientTest, ServerTimeoutCapsTheCallersDeadline) {

@@ -4,7 +4,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "libs/core/call_cancellation.h"
 #include "libs/core/logging.h"
 #include "libs/mcp/json_rpc.h"
 
@@ -39,6 +41,7 @@ std::string DescribeId(const json& id) { return id.dump(); }
 struct McpSession::Pending {
   std::string method;
   bool done = false;
+  bool cancelled = false;  // the caller's work was cancelled (call_cancellation.h)
   absl::StatusOr<json> result = absl::UnknownError("no answer");
   std::condition_variable cv;
   // Held while the progress callback runs; `callbacks_closed` set under it
@@ -263,6 +266,11 @@ absl::StatusOr<json> McpSession::SendRequest(uint64_t epoch, std::string_view me
                                              Clock::time_point deadline,
                                              const ProgressCallback& on_progress,
                                              bool is_initialize) {
+  core::CancelSignal* const cancel = core::CallCancellation();
+  if (cancel != nullptr && cancel->cancelled()) {
+    return absl::CancelledError(absl::StrCat("MCP server '", options_.server_name, "' ", Sv(method),
+                                             ": cancelled by the caller"));
+  }
   auto pending = std::make_shared<Pending>();
   pending->method = std::string(method);
   pending->on_progress = on_progress;
@@ -286,6 +294,21 @@ absl::StatusOr<json> McpSession::SendRequest(uint64_t epoch, std::string_view me
     std::lock_guard lock(pending->callback_mu);
     pending->callbacks_closed = true;
   };
+  // A request made for work that is cancelled (the gRPC call it serves) is
+  // given up at once, and the server is told, as at its deadline. The hook
+  // is forgotten after `lock` below is released (the hook takes mu_).
+  const uint64_t hook = cancel == nullptr ? 0 : cancel->OnCancel([this, pending] {
+    std::lock_guard lock(mu_);
+    pending->cancelled = true;
+    pending->cv.notify_all();
+  });
+  const absl::Cleanup forget_hook = [cancel, hook] {
+    if (cancel != nullptr) cancel->Forget(hook);
+  };
+  const auto cancelled_error = [&] {
+    return absl::CancelledError(absl::StrCat("MCP server '", options_.server_name, "' ", Sv(method),
+                                             ": cancelled by the caller"));
+  };
 
   SendOptions send;
   send.deadline = deadline;
@@ -293,11 +316,21 @@ absl::StatusOr<json> McpSession::SendRequest(uint64_t epoch, std::string_view me
   send.epoch = epoch;
   send.answered = [this, pending] {
     std::lock_guard lock(mu_);
-    return pending->done;
+    return pending->done || pending->cancelled;
   };
   const absl::Status sent = transport_->Send(EncodeRequest(id, method, params), send);
 
   std::unique_lock lock(mu_);
+  if (!pending->done && pending->cancelled) {
+    pending_.erase(id);
+    lock.unlock();
+    close_callbacks();
+    if (!is_initialize) {
+      Post(epoch, EncodeNotification("notifications/cancelled",
+                                     {{"requestId", id}, {"reason", "cancelled by the caller"}}));
+    }
+    return cancelled_error();
+  }
   if (!pending->done && (!sent.ok() || transport_->AnswersWithinSend())) {
     pending_.erase(id);
     lock.unlock();
@@ -315,16 +348,20 @@ absl::StatusOr<json> McpSession::SendRequest(uint64_t epoch, std::string_view me
     return absl::Status(sent.code(), absl::StrCat("MCP server '", options_.server_name, "' ",
                                                   Sv(method), ": ", sent.message()));
   }
-  const bool answered =
-      pending->cv.wait_until(lock, deadline, [&pending] { return pending->done; });
-  if (!answered) {
+  pending->cv.wait_until(lock, deadline,
+                         [&pending] { return pending->done || pending->cancelled; });
+  if (!pending->done) {
+    const bool cancelled = pending->cancelled;
     pending_.erase(id);
     lock.unlock();
     close_callbacks();
     if (!is_initialize) {
-      Post(epoch, EncodeNotification("notifications/cancelled",
-                                     {{"requestId", id}, {"reason", "deadline exceeded"}}));
+      Post(epoch, EncodeNotification(
+                      "notifications/cancelled",
+                      {{"requestId", id},
+                       {"reason", cancelled ? "cancelled by the caller" : "deadline exceeded"}}));
     }
+    if (cancelled) return cancelled_error();
     return absl::DeadlineExceededError(absl::StrCat("MCP server '", options_.server_name,
                                                     "' did not answer ", Sv(method),
                                                     " before the deadline"));

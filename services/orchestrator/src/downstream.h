@@ -64,7 +64,9 @@ class Tools {
   virtual absl::StatusOr<execpb::InvokeToolResponse> InvokeTool(
       const core::Identity& who, const execpb::InvokeToolRequest& request, int64_t deadline) = 0;
   // The same, answered through `done` (once, on another thread or before
-  // this returns), so that the caller can work while the tool runs.
+  // this returns), so that the caller can work while the tool runs. The
+  // caller's cancel signal (core::CallCancellation()) cancels it too, and
+  // must outlive it.
   using ToolDone = std::function<void(absl::StatusOr<execpb::InvokeToolResponse>)>;
   virtual void InvokeToolThen(const core::Identity& who, const execpb::InvokeToolRequest& request,
                               int64_t deadline, ToolDone done) {

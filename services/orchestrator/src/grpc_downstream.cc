@@ -40,8 +40,8 @@ absl::StatusOr<Response> Call(Stub& stub,
   // Work cancelled on the caller's side (a cancelled turn) cancels the call.
   core::CancelSignal* const cancel = core::CallCancellation();
   if (cancel != nullptr && cancel->cancelled()) return absl::CancelledError("cancelled");
-  const uint64_t hook = cancel != nullptr ? cancel->OnCancel([&context] { context.TryCancel(); })
-                                          : 0;
+  const uint64_t hook =
+      cancel != nullptr ? cancel->OnCancel([&context] { context.TryCancel(); }) : 0;
   Response response;
   grpc::Status status = (stub.*method)(&context, request, &response);
   if (cancel != nullptr) cancel->Forget(hook);
@@ -123,23 +123,38 @@ class GrpcTools final : public Tools {
   }
   void InvokeToolThen(const core::Identity& who, const execpb::InvokeToolRequest& request,
                       int64_t deadline, ToolDone done) override {
+    // Cancelled, as Call's are, with the caller's work: its signal's hook
+    // and the completion share the call, so that a completion run at once
+    // by the cancel (on the cancelling thread, inside the hook) leaves the
+    // call alive until the hook returns.
+    core::CancelSignal* const cancel = core::CallCancellation();
+    if (cancel != nullptr && cancel->cancelled()) {
+      done(absl::CancelledError("cancelled"));
+      return;
+    }
     struct Pending {
       grpc::ClientContext context;
       execpb::InvokeToolRequest request;
       execpb::InvokeToolResponse response;
       ToolDone done;
+      uint64_t hook = 0;
     };
-    auto* pending = new Pending{{}, request, {}, std::move(done)};
+    auto pending = std::make_shared<Pending>();
+    pending->request = request;
+    pending->done = std::move(done);
     core::AttachIdentity(pending->context, who);
     pending->context.set_deadline(
         std::chrono::system_clock::time_point(std::chrono::microseconds(deadline)));
+    if (cancel != nullptr) {
+      pending->hook = cancel->OnCancel([pending] { pending->context.TryCancel(); });
+    }
     stub_->async()->InvokeTool(&pending->context, &pending->request, &pending->response,
-                               [pending](grpc::Status status) {
-                                 std::unique_ptr<Pending> owned(pending);
+                               [pending, cancel](grpc::Status status) {
+                                 if (cancel != nullptr) cancel->Forget(pending->hook);
                                  if (!status.ok()) {
-                                   owned->done(core::FromGrpcStatus(status));
+                                   pending->done(core::FromGrpcStatus(status));
                                  } else {
-                                   owned->done(std::move(owned->response));
+                                   pending->done(std::move(pending->response));
                                  }
                                });
   }

@@ -8,6 +8,7 @@
 #include "libs/core/ids.h"
 #include "libs/core/text.h"
 #include "services/intent/src/entities.h"
+#include "services/orchestrator/src/preview.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -104,27 +105,6 @@ std::string Entity(const intentpb::IntentAnalysis& intent, const char* key) {
 }
 
 // The words of a preview that say what an agent draft does.
-std::string DescribeAgentDraft(const json& args) {
-  std::string text = Quoted(args.value("name", std::string()));
-  if (args.contains("description")) {
-    std::string description = core::Shortened(args.value("description", std::string()), 200);
-    while (!description.empty() && description.back() == '.') description.pop_back();
-    text += " (" + description + ")";
-  }
-  const std::string schedule = args.value("schedule", std::string());
-  text += schedule.empty() ? ". It runs when you ask, or on a schedule you name."
-                           : ". It runs " + schedule + ".";
-  if (args.contains("config") && args["config"].is_object()) {
-    const json& config = args["config"];
-    if (config.contains("data_source")) {
-      text += " It reads from " + config.value("data_source", std::string()) + ".";
-    }
-    if (config.contains("recipients")) {
-      text += " It sends the result to " + config.value("recipients", std::string()) + ".";
-    }
-  }
-  return text;
-}
 
 // Entities that fill in an agent draft: schedule, data source, recipients.
 bool ApplyDraftEntities(const intentpb::IntentAnalysis& intent, json& args) {
@@ -227,19 +207,8 @@ Move ProposeCreateAgent(const PolicyInput& in) {
 Move ProposeOnAgent(const PolicyInput& in, const std::string& agent, const std::string& tool) {
   json args = {{"agent", agent}};
   execpb::ToolRisk risk = execpb::TOOL_RISK_WRITE;
-  std::string summary;
-  if (tool == "run_agent") {
-    summary = "run " + Quoted(agent) + " now.";
-  } else if (tool == "pause_agent") {
-    summary = "pause " + Quoted(agent) + ": it stops running on its schedule until resumed.";
-  } else if (tool == "resume_agent") {
-    summary = "resume " + Quoted(agent) + ": it runs on its schedule again.";
-  } else if (tool == "delete_agent") {
-    risk = execpb::TOOL_RISK_HIGH;
-    summary = "delete " + Quoted(agent) +
-              " and its whole run history. Affected: the agent, its schedule and every "
-              "recorded run.";
-  }
+  if (tool == "delete_agent") risk = execpb::TOOL_RISK_HIGH;
+  const std::string summary = ActionSummary(tool, args, "");
   PendingAction action = Pending(tool, std::move(args), risk, summary);
   Move move;
   move.action_type = in.intent.action_type();

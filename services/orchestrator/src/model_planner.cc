@@ -6,6 +6,7 @@
 
 #include "libs/core/ids.h"
 #include "services/orchestrator/src/plan_model.h"
+#include "services/orchestrator/src/preview.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -124,10 +125,16 @@ PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& reque
   }
   chat.messages.push_back({llm::Role::kUser, request.message, {}, {}});
   std::map<std::string, execpb::ToolRisk> risk_by_tool;
+  std::map<std::string, const std::string*> description_by_tool;
   for (const execpb::ToolDescriptor& tool : request.tools) {
     chat.tools.push_back({tool.name(), tool.description(), tool.parameters_json_schema()});
     risk_by_tool[tool.name()] = tool.risk();
+    description_by_tool[tool.name()] = &tool.description();
   }
+  auto description_of = [&description_by_tool](const std::string& tool) {
+    auto it = description_by_tool.find(tool);
+    return it == description_by_tool.end() ? std::string() : *it->second;
+  };
   if (request.offer_plans) chat.tools.push_back(CreatePlanToolSpec());
   bool planned = false;  // one plan per turn
 
@@ -193,8 +200,9 @@ PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& reque
         content = json{{"error", "no tool named " + call.name}}.dump();
       } else if (risk->second != execpb::TOOL_RISK_READ) {
         if (!result.propose) {
-          result.propose = PendingAction{core::NewUuid(), call.name, arguments, risk->second,
-                                         call.name + " with " + arguments.dump() + "."};
+          result.propose =
+              PendingAction{core::NewUuid(), call.name, arguments, risk->second,
+                            ActionSummary(call.name, arguments, description_of(call.name))};
         }
         content = json{{"status", "waiting for the user's approval; not run"}}.dump();
       } else {

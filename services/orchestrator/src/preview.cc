@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "libs/core/text.h"
+
 namespace omniforge::orchestrator {
 namespace {
 
@@ -14,7 +16,93 @@ std::string StringAt(const nlohmann::json& object, const char* key) {
   return it != object.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
+std::string Quoted(const std::string& name) { return "'" + name + "'"; }
+
+// A value as the summary shows it: text quoted, numbers and yes/no as they
+// are, lists and objects as compact JSON.
+std::string Worded(const nlohmann::json& value) {
+  std::string text;
+  if (value.is_string()) {
+    text = "\"" + core::Shortened(value.get<std::string>(), 200) + "\"";
+  } else if (value.is_boolean()) {
+    text = value.get<bool>() ? "yes" : "no";
+  } else {
+    text = core::Shortened(value.dump(), 200);
+  }
+  return text;
+}
+
+// The first sentence of a tool's description, without its full stop.
+std::string FirstSentence(const std::string& description) {
+  std::string sentence = description.substr(0, description.find(". "));
+  sentence = sentence.substr(0, sentence.find('\n'));
+  while (!sentence.empty() && (sentence.back() == '.' || sentence.back() == ' ')) {
+    sentence.pop_back();
+  }
+  return core::Shortened(sentence, 200);
+}
+
 }  // namespace
+
+std::string DescribeAgentDraft(const nlohmann::json& args) {
+  std::string text = Quoted(args.value("name", std::string()));
+  if (args.contains("description")) {
+    std::string description = core::Shortened(args.value("description", std::string()), 200);
+    while (!description.empty() && description.back() == '.') description.pop_back();
+    text += " (" + description + ")";
+  }
+  const std::string schedule = args.value("schedule", std::string());
+  text += schedule.empty() ? ". It runs when you ask, or on a schedule you name."
+                           : ". It runs " + schedule + ".";
+  if (args.contains("config") && args["config"].is_object()) {
+    const nlohmann::json& config = args["config"];
+    if (config.contains("data_source")) {
+      text += " It reads from " + config.value("data_source", std::string()) + ".";
+    }
+    if (config.contains("recipients")) {
+      text += " It sends the result to " + config.value("recipients", std::string()) + ".";
+    }
+  }
+  return text;
+}
+
+std::string ActionSummary(const std::string& tool, const nlohmann::json& arguments,
+                          const std::string& description) {
+  const std::string agent = StringAt(arguments, "agent");
+  if (!agent.empty()) {
+    if (tool == "run_agent") return "run " + Quoted(agent) + " now.";
+    if (tool == "pause_agent") {
+      return "pause " + Quoted(agent) + ": it stops running on its schedule until resumed.";
+    }
+    if (tool == "resume_agent")
+      return "resume " + Quoted(agent) + ": it runs on its schedule again.";
+    if (tool == "delete_agent") {
+      return "delete " + Quoted(agent) +
+             " and its whole run history. Affected: the agent, its schedule and every recorded "
+             "run.";
+    }
+  }
+  if (tool == "create_agent" && arguments.is_object() && !StringAt(arguments, "name").empty()) {
+    return "a new agent " + DescribeAgentDraft(arguments);
+  }
+  std::string text = tool;
+  if (const std::string does = FirstSentence(description); !does.empty()) {
+    text += " (" + does + ")";
+  }
+  if (!arguments.is_object() || arguments.empty()) return text + ", with no arguments.";
+  text += ", with ";
+  size_t shown = 0;
+  for (auto it = arguments.begin(); it != arguments.end(); ++it) {
+    if (shown == 8) {
+      text += " and " + std::to_string(arguments.size() - shown) + " more";
+      break;
+    }
+    if (shown > 0) text += shown + 1 == arguments.size() ? " and " : ", ";
+    text += it.key() + " " + Worded(it.value());
+    ++shown;
+  }
+  return text + ".";
+}
 
 void FillPreview(const PendingAction& action,
                  ::omniforge::orchestrator::v1::PreviewEvent& preview) {

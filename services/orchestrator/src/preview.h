@@ -3,11 +3,27 @@
 // tool (a deletion, a connected service's tool, a schedule, recipients).
 #pragma once
 
+#include <nlohmann/json.hpp>
+#include <string>
+
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
 #include "services/orchestrator/src/routing.h"
 
 namespace omniforge::orchestrator {
 
 void FillPreview(const PendingAction& action, ::omniforge::orchestrator::v1::PreviewEvent& preview);
+
+// The words of an agent draft (create_agent's arguments): its name, what it
+// does, when it runs, what it reads and whom it sends to.
+std::string DescribeAgentDraft(const nlohmann::json& args);
+
+// What `tool` called with `arguments` would do, as a preview's summary says
+// it. The platform's agent tools say what happens to the agent (a deletion
+// names what goes with it) and a draft what the new agent does; another
+// tool is named with what its catalog `description` says it does (its
+// first sentence) and the arguments it was given, each value cut to 200
+// characters.
+std::string ActionSummary(const std::string& tool, const nlohmann::json& arguments,
+                          const std::string& description);
 
 }  // namespace omniforge::orchestrator

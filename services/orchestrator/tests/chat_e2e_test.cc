@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 #include <string>
@@ -25,6 +26,7 @@
 #include "libs/core/grpc_identity.h"
 #include "libs/core/ids.h"
 #include "libs/llm/testing/fake_provider.h"
+#include "libs/mcp/testing/node_servers.h"
 #include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
@@ -1615,6 +1617,9 @@ TEST_F(ModelPlannerEndToEndTest, AWriteTheModelCallsIsPreviewedAndRunsOnlyAfterY
   ExpectWellFormed(ask);
   ASSERT_TRUE(ask.preview().has_value());
   EXPECT_EQ(ask.preview()->tool_name(), "create_agent");
+  // The preview says in words what the model's call would do.
+  EXPECT_EQ(ask.preview()->summary(),
+            "a new agent 'standup-digest' (Sums up standups). It runs daily.");
   EXPECT_TRUE(ask.tools_called().empty()) << "nothing is written before the user agrees";
   EXPECT_THAT(ask.text(), HasSubstr("Shall I go ahead?"));
   EXPECT_FALSE(ask.done().is_final());
@@ -1870,6 +1875,7 @@ TEST_F(ModelPlannerEndToEndTest, WithTheModelListThenRunTheFirstOneRunsTheRightA
   ASSERT_TRUE(run.preview().has_value());
   EXPECT_EQ(run.preview()->tool_name(), "run_agent");
   EXPECT_EQ(json::parse(run.preview()->arguments_json())["agent"], "invoice-chaser");
+  EXPECT_EQ(run.preview()->summary(), "run 'invoice-chaser' now.");
   EXPECT_TRUE(run.tools_called().empty()) << "nothing runs before the yes";
 
   YesRunsTheAgent(conversation, "invoice-chaser");
@@ -2075,6 +2081,90 @@ TEST_F(ModelPlannerEndToEndTest, CancelTurnStopsARunningTurn) {
   context = Context(key());
   ASSERT_TRUE(stub_->CancelTurn(context.get(), cancel, &cancelled).ok());
   EXPECT_FALSE(cancelled.cancelled());
+}
+
+// A CancelTurn while a slow tool runs (a connected MCP server's 30-second
+// operation) cuts the tool's call: the turn ends at once, cancelled, with
+// nothing reported as failing.
+TEST_F(ModelPlannerEndToEndTest, CancelTurnDuringASlowToolCallEndsTheTurnAtOnce) {
+  if (!mcp::testing::NodeAvailable()) GTEST_SKIP() << "node is not on PATH";
+  const std::filesystem::path everything = mcp::testing::ServerScript("server-everything");
+  ASSERT_TRUE(std::filesystem::exists(everything))
+      << mcp::testing::MissingPackageMessage("server-everything");
+  // An executor of its own, connected to the MCP server, and an
+  // orchestrator on it.
+  const std::filesystem::path config_path = *dir_ / "executor-mcp.yaml";
+  {
+    std::ofstream config(config_path);
+    config << "mcp:\n  servers:\n    everything:\n      transport: stdio\n      command: node\n"
+           << "      args: [" << everything.string() << ", stdio]\n";
+  }
+  testing::ServerProcess slow_executor(OMNIFORGE_EXECUTOR_BIN);
+  ASSERT_EQ(slow_executor.Start({"OMNIFORGE_DATABASE_DSN=" + db_->dsn()},
+                                {"--config", config_path.string()}),
+            std::nullopt);
+  orchestrator_->Stop();
+  StartOrchestrator({"--config", (*dir_ / "orchestrator.yaml").string()},
+                    {"OMNIFORGE_DOWNSTREAM_EXECUTOR=" + slow_executor.address(),
+                     "OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
+  llm::testing::FakeReply call;
+  call.tool_calls = {
+      {"", "everything__trigger-long-running-operation", R"({"duration":30,"steps":30})"}};
+  ASSERT_TRUE(fake_->SetRules({Rule("long job", false, call)}).ok());
+
+  pb::StreamChatRequest request;
+  request.set_message("start the long job");
+  request.set_turn_id("slow-tool-turn");
+  auto context = Context(key());
+  auto reader = stub_->StreamChat(context.get(), request);
+  Turn turn;
+  pb::ChatEvent event;
+  while (reader->Read(&event)) {
+    turn.events.push_back(event);
+    if (event.has_tool_call()) break;
+  }
+  ASSERT_FALSE(turn.Of(pb::ChatEvent::kToolCall).empty()) << "the model's tool call never came";
+  EXPECT_EQ(turn.tools_called(),
+            std::vector<std::string>{"everything__trigger-long-running-operation"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the tool is running
+  const auto cancelled_at = std::chrono::steady_clock::now();
+  auto cancel_context = Context(key());
+  pb::CancelTurnRequest cancel;
+  cancel.set_conversation_id(turn.session().conversation_id());
+  cancel.set_turn_id("slow-tool-turn");
+  pb::CancelTurnResponse cancelled;
+  ASSERT_TRUE(stub_->CancelTurn(cancel_context.get(), cancel, &cancelled).ok());
+  EXPECT_TRUE(cancelled.cancelled());
+  while (reader->Read(&event)) turn.events.push_back(event);
+  turn.status = reader->Finish();
+  const auto took = std::chrono::steady_clock::now() - cancelled_at;
+  // The executor's call to the MCP server is cut as well, not left to run
+  // its 30 seconds: the executor counts the tool's call as CANCELLED.
+  bool executor_cancelled = false;
+  httplib::Client metrics("127.0.0.1", slow_executor.metrics_port());
+  for (int i = 0; i < 150 && !executor_cancelled; ++i) {
+    if (auto page = metrics.Get("/metrics")) {
+      std::istringstream lines(page->body);
+      for (std::string line; std::getline(lines, line);) {
+        executor_cancelled |= line.find("trigger-long-running-operation") != std::string::npos &&
+                              line.find("outcome=\"CANCELLED\"") != std::string::npos;
+      }
+    }
+    if (!executor_cancelled) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const auto executor_took = std::chrono::steady_clock::now() - cancelled_at;
+  RestartWithConfig("");  // back on the suite's executor
+
+  ExpectWellFormed(turn);
+  EXPECT_LT(took, std::chrono::seconds(3)) << "the tool's call is cut, not waited for";
+  EXPECT_TRUE(executor_cancelled) << "the executor's MCP call ran on";
+  EXPECT_LT(executor_took, std::chrono::seconds(4));
+  auto errors = turn.Of(pb::ChatEvent::kError);
+  ASSERT_EQ(errors.size(), 1u) << "cancelled, and the cut call not reported as failing";
+  EXPECT_EQ(errors[0].error().code(), pb::CHAT_ERROR_CODE_CANCELLED);
+  for (const pb::ChatEvent& result : turn.Of(pb::ChatEvent::kToolResult)) {
+    EXPECT_THAT(result.tool_result().result_json(), ::testing::Not(HasSubstr("completed")));
+  }
 }
 
 TEST_F(ModelPlannerEndToEndTest, ANewMessageSuspendsTheRunningFlowWhichResumesOnRequest) {

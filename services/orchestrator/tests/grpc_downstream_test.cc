@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <memory>
 #include <string>
 #include <thread>
@@ -113,6 +114,43 @@ TEST_F(GrpcDownstreamTest, CallsInAScopeOfTheirOwnGoThroughACancel) {
   call.join();
   EXPECT_TRUE(kept.ok()) << kept.status();
   EXPECT_FALSE(executor_.saw_cancel.load());
+}
+
+// The answered-later form (the early agent listing of a turn) is cancelled
+// the same way, whether the cancel comes while it runs or before it starts.
+TEST_F(GrpcDownstreamTest, ACallAnsweredLaterIsCancelledWithTheTurn) {
+  core::CancelSignal turn;
+  const core::ScopedCallCancellation scope(&turn);
+  std::promise<absl::Status> answered;
+  const auto start = Clock::now();
+  execpb::InvokeToolRequest request;
+  request.set_tool_name("wait_ms:10000");
+  tools_->InvokeToolThen({"acme", "alice"}, request, core::NowMicros() + 20'000'000,
+                         [&answered](absl::StatusOr<execpb::InvokeToolResponse> result) {
+                           answered.set_value(result.status());
+                         });
+  while (executor_.started.load() == 0 && Clock::now() - start < std::chrono::seconds(5)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(executor_.started.load(), 1);
+  turn.Cancel();
+  std::future<absl::Status> result = answered.get_future();
+  ASSERT_EQ(result.wait_for(std::chrono::seconds(3)), std::future_status::ready)
+      << "not left to run to its deadline";
+  EXPECT_EQ(result.get().code(), absl::StatusCode::kCancelled);
+  for (int i = 0; i < 200 && !executor_.saw_cancel.load(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(executor_.saw_cancel.load()) << "the executor learns the call was cancelled";
+
+  // After the cancel, such a call is not made.
+  std::promise<absl::Status> refused;
+  tools_->InvokeToolThen({"acme", "alice"}, request, core::NowMicros() + 20'000'000,
+                         [&refused](absl::StatusOr<execpb::InvokeToolResponse> result) {
+                           refused.set_value(result.status());
+                         });
+  EXPECT_EQ(refused.get_future().get().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(executor_.started.load(), 1);
 }
 
 }  // namespace

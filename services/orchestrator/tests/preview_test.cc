@@ -12,6 +12,7 @@ namespace {
 namespace execpb = ::omniforge::executor::v1;
 namespace pb = ::omniforge::orchestrator::v1;
 using ::testing::ElementsAre;
+using json = nlohmann::json;
 
 std::vector<std::string> RiskFactors(const PendingAction& action) {
   pb::PreviewEvent preview;
@@ -77,6 +78,39 @@ TEST(PreviewTest, ArgumentsThatAreNotAnObjectAreShownAsTheyAre) {
   EXPECT_EQ(preview.arguments_json(), "[1]");
   EXPECT_TRUE(preview.affected().empty());
   EXPECT_THAT(preview.risk_factors(), ElementsAre("changes your workspace"));
+}
+
+// What a model-proposed action would do, in words: the agent tools say what
+// happens to the agent, a draft what the new agent does, any other tool what
+// its catalog says it does and with what.
+TEST(PreviewTest, TheSummaryOfAnActionSaysWhatItDoesInWords) {
+  EXPECT_EQ(ActionSummary("run_agent", {{"agent", "invoice-chaser"}}, "Runs an agent now."),
+            "run 'invoice-chaser' now.");
+  EXPECT_EQ(ActionSummary("delete_agent", {{"agent", "invoice-chaser"}}, ""),
+            "delete 'invoice-chaser' and its whole run history. Affected: the agent, its "
+            "schedule and every recorded run.");
+  EXPECT_EQ(ActionSummary("create_agent",
+                          {{"name", "weekly-digest"},
+                           {"description", "Sums up the week's sales."},
+                           {"schedule", "every Monday at 9:00"},
+                           {"config", {{"recipients", "sales@acme.test"}}}},
+                          ""),
+            "a new agent 'weekly-digest' (Sums up the week's sales). It runs every Monday at "
+            "9:00. It sends the result to sales@acme.test.");
+  // A connected service's tool: the first sentence of its description and
+  // its arguments, text quoted.
+  EXPECT_EQ(ActionSummary("crm__delete_contact",
+                          {{"contact_id", 42}, {"hard", true}, {"reason", "duplicate"}},
+                          "Deletes a contact. Its deals stay.\nUse with care."),
+            "crm__delete_contact (Deletes a contact), with contact_id 42, hard yes and reason "
+            "\"duplicate\".");
+  EXPECT_EQ(ActionSummary("crm__sync", json::object(), ""), "crm__sync, with no arguments.");
+  // Long values are cut; many arguments are counted, not listed.
+  json many = json::object();
+  for (int i = 0; i < 10; ++i) many["k" + std::to_string(i)] = i;
+  EXPECT_THAT(ActionSummary("bulk", many, ""), ::testing::EndsWith("k7 7 and 2 more."));
+  const std::string long_text = ActionSummary("note", {{"text", std::string(1000, 'x')}}, "");
+  EXPECT_LT(long_text.size(), 260u);
 }
 
 }  // namespace
