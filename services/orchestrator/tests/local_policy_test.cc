@@ -237,6 +237,66 @@ TEST(ContextBoxTest, KeepsTheNewestEntriesAndRendersOneLinePerSection) {
   EXPECT_TRUE(ContextBoxFromJson(json::array()).empty());
 }
 
+// A model that asks for the same tool calls each time it is asked.
+class ToolCallingModel final : public llm::ChatModel {
+ public:
+  explicit ToolCallingModel(std::vector<llm::ToolCall> calls) : calls_(std::move(calls)) {}
+  absl::StatusOr<llm::ChatResponse> Complete(const llm::ChatRequest& request,
+                                             const llm::CallContext& context) override {
+    return Stream(request, context, nullptr);
+  }
+  absl::StatusOr<llm::ChatResponse> Stream(const llm::ChatRequest&, const llm::CallContext&,
+                                           const llm::StreamCallback&) override {
+    ++asked;
+    llm::ChatResponse answer;
+    answer.tool_calls = calls_;
+    answer.finish_reason = llm::FinishReason::kToolCalls;
+    return answer;
+  }
+  int asked = 0;
+
+ private:
+  std::vector<llm::ToolCall> calls_;
+};
+
+// A turn whose guardrail refuses every tool call (its time ran out, its
+// tool calls are used up; the error event is the turn's to send).
+class GuardedIo final : public PlannerIo {
+ public:
+  void Text(const std::string&) override {}
+  std::optional<ToolRun> RunTool(const ToolStep& step) override {
+    tried.push_back(step.tool);
+    return std::nullopt;
+  }
+  std::optional<ToolRun> CreatePlan(const std::string&) override { return std::nullopt; }
+  bool Stopped() override { return false; }
+  std::vector<std::string> tried;
+};
+
+// A guardrail that stops a tool call the model asked for ends the planner as
+// stopped: the model is not asked again, no later call of the same answer
+// runs, and nothing reads as the model failing (which would bring the local
+// policy in).
+TEST(ModelPlannerTest, AGuardrailThatStopsAToolCallEndsThePlannerAsStopped) {
+  ToolCallingModel model({{"c1", "list_agents", "{}"}, {"c2", "list_runs", "{}"}});
+  PlannerRequest request;
+  request.message = "what do I have?";
+  for (const char* name : {"list_agents", "list_runs"}) {
+    execpb::ToolDescriptor tool;
+    tool.set_name(name);
+    tool.set_risk(execpb::TOOL_RISK_READ);
+    request.tools.push_back(tool);
+  }
+  GuardedIo io;
+  const PlannerResult result = RunModelPlanner(model, request, io);
+  EXPECT_TRUE(result.stopped);
+  EXPECT_TRUE(result.error.empty()) << result.error;
+  EXPECT_FALSE(result.iteration_limit);
+  EXPECT_EQ(model.asked, 1);
+  EXPECT_EQ(io.tried, std::vector<std::string>{"list_agents"});
+  EXPECT_TRUE(result.tools_used.empty());
+}
+
 TEST(ModelPlannerTest, ThePromptCarriesTheBoxAndStopsQuestionsAtTheCap) {
   PlannerRequest request;
   request.box.goal = "our standup notes pile up";
