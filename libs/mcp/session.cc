@@ -65,6 +65,12 @@ absl::Status McpSession::Connect(Clock::time_point deadline) {
 absl::StatusOr<json> McpSession::Request(std::string_view method, const json& params,
                                          const RequestOptions& options) {
   const Clock::time_point deadline = EarlierOf(options.deadline, options_.request_timeout);
+  // Work already cancelled does not start the server either.
+  if (const core::CancelSignal* cancel = core::CallCancellation();
+      cancel != nullptr && cancel->cancelled()) {
+    return absl::CancelledError(absl::StrCat("MCP server '", options_.server_name, "' ",
+                                             Sv(method), ": cancelled by the caller"));
+  }
   for (int attempt = 0;; ++attempt) {
     absl::StatusOr<uint64_t> epoch = EnsureReady(deadline);
     if (!epoch.ok()) return epoch.status();
@@ -169,7 +175,12 @@ absl::StatusOr<uint64_t> McpSession::EnsureReady(Clock::time_point deadline) {
                                             {"attempt", std::to_string(restarts_in_a_row_)},
                                             {"after", std::string(last_failure_.message())}});
   }
-  absl::Status status = Handshake(epoch, deadline);
+  absl::Status status;
+  {
+    // The session is everyone's: a caller's cancel does not cut its start.
+    const core::ScopedCallCancellation shared(nullptr);
+    status = Handshake(epoch, deadline);
+  }
 
   lock.lock();
   connect_in_progress_ = false;

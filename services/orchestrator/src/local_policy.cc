@@ -104,8 +104,6 @@ std::string Entity(const intentpb::IntentAnalysis& intent, const char* key) {
   return it == intent.entities().end() ? std::string() : it->second;
 }
 
-// The words of a preview that say what an agent draft does.
-
 // Entities that fill in an agent draft: schedule, data source, recipients.
 bool ApplyDraftEntities(const intentpb::IntentAnalysis& intent, json& args) {
   bool changed = false;

@@ -45,22 +45,27 @@ std::string FirstSentence(const std::string& description) {
 }  // namespace
 
 std::string DescribeAgentDraft(const nlohmann::json& args) {
-  std::string text = Quoted(args.value("name", std::string()));
-  if (args.contains("description")) {
-    std::string description = core::Shortened(args.value("description", std::string()), 200);
+  // A model writes these arguments: any field may be of any type.
+  std::string text = Quoted(StringAt(args, "name"));
+  if (args.is_object() && args.contains("description")) {
+    std::string description = args["description"].is_string()
+                                  ? core::Shortened(args["description"].get<std::string>(), 200)
+                                  : Worded(args["description"]);
     while (!description.empty() && description.back() == '.') description.pop_back();
     text += " (" + description + ")";
   }
-  const std::string schedule = args.value("schedule", std::string());
+  const std::string schedule = StringAt(args, "schedule");
   text += schedule.empty() ? ". It runs when you ask, or on a schedule you name."
                            : ". It runs " + schedule + ".";
-  if (args.contains("config") && args["config"].is_object()) {
+  if (args.is_object() && args.contains("config") && args["config"].is_object()) {
     const nlohmann::json& config = args["config"];
-    if (config.contains("data_source")) {
-      text += " It reads from " + config.value("data_source", std::string()) + ".";
-    }
+    auto said = [&config](const char* key) {
+      const nlohmann::json& value = config[key];
+      return value.is_string() ? value.get<std::string>() : Worded(value);
+    };
+    if (config.contains("data_source")) text += " It reads from " + said("data_source") + ".";
     if (config.contains("recipients")) {
-      text += " It sends the result to " + config.value("recipients", std::string()) + ".";
+      text += " It sends the result to " + said("recipients") + ".";
     }
   }
   return text;

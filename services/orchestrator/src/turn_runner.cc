@@ -787,6 +787,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   };
   if (early_analysis) {
     intent_calls = std::move(early_analysis->discarded_calls);
+    add_intent_calls(early_analysis->response);
   }
   {
     absl::StatusOr<execpb::InvokeToolResponse> listed =
@@ -823,15 +824,14 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
         early_analysis->window == kept_version) {
       analyzed = std::move(early_analysis->response);
     } else {
-      if (early_analysis) add_intent_calls(early_analysis->response);
       intentpb::AnalyzeIntentRequest analyze;
       analyze.set_message(request.message());
       analyze.set_context_type(request.context_type());
       AddHistory(routings_, history, analyze);
       AddAgents(agents, analyze);
       analyzed = understanding_.AnalyzeIntent(who, analyze, call_deadline());
+      add_intent_calls(analyzed);
     }
-    add_intent_calls(analyzed);
     if (analyzed.ok()) {
       analysis = analyzed->analysis();
     } else if (control.cancelled()) {

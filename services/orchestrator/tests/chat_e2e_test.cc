@@ -1508,6 +1508,9 @@ TEST_F(ModelPlannerEndToEndTest, TheAnswerStreamsAndReadToolsRunInTheSameSession
 // The intent service's model calls for a turn are the turn's too: they count
 // in its `done` and are recorded under it, beside the planner's.
 TEST_F(ModelPlannerEndToEndTest, TheIntentServicesModelCallsAreCountedAndRecordedWithTheTurn) {
+  struct Restore {
+    ~Restore() { RestartIntent(/*with_model=*/false); }
+  } restore;
   RestartIntent(/*with_model=*/true);
   llm::testing::FakeRule understood;
   understood.match.operation = "intent_analysis";
@@ -1522,9 +1525,10 @@ TEST_F(ModelPlannerEndToEndTest, TheIntentServicesModelCallsAreCountedAndRecorde
   answer.text = "The digest went out on Monday.";
   answer.usage = llm::testing::FakeUsage{100, 10, 0};
   ASSERT_TRUE(fake_->SetRules({understood, Rule("digest", false, answer)}).ok());
+  size_t before = fake_->RequestCount();
   Turn turn = Chat("how did the digest go this week?");
-  RestartIntent(/*with_model=*/false);
   ExpectWellFormed(turn);
+  EXPECT_EQ(fake_->RequestCount(), before + 2) << "the intent service's call and the planner's";
   ASSERT_EQ(turn.Of(pb::ChatEvent::kIntent).size(), 1u);
   EXPECT_EQ(turn.Of(pb::ChatEvent::kIntent)[0].intent().analysis().source(),
             intentpb::INTENT_SOURCE_LLM);
@@ -1552,6 +1556,16 @@ TEST_F(ModelPlannerEndToEndTest, TheIntentServicesModelCallsAreCountedAndRecorde
   EXPECT_NEAR(intent[7].as<double>(), (300 * 1.0 + 30 * 2.0) / 1e6, 1e-9);
   ASSERT_TRUE(by_operation.contains("planner_stream"));
   EXPECT_EQ(by_operation.at("planner_stream")[5].as<int64_t>(), 100);
+
+  // The next turn of the conversation is read while its message is stored
+  // (the early analysis): its model call counts once, like the first's.
+  before = fake_->RequestCount();
+  Turn next = Chat("and how did the digest go last week?", turn.session().conversation_id());
+  ExpectWellFormed(next);
+  const size_t calls = fake_->RequestCount() - before;
+  EXPECT_GE(calls, 2u);
+  EXPECT_EQ(next.done().usage().llm_calls(), static_cast<int>(calls));
+  EXPECT_EQ(UsageOf(next.session().turn_id(), calls).size(), calls);
 }
 
 // The window an orchestrator keeps after a turn serves the next turn only
@@ -2103,6 +2117,9 @@ TEST_F(ModelPlannerEndToEndTest, CancelTurnDuringASlowToolCallEndsTheTurnAtOnce)
   ASSERT_EQ(slow_executor.Start({"OMNIFORGE_DATABASE_DSN=" + db_->dsn()},
                                 {"--config", config_path.string()}),
             std::nullopt);
+  struct Restore {  // back on the suite's executor, whatever happens below
+    ~Restore() { RestartWithConfig(""); }
+  } restore;
   orchestrator_->Stop();
   StartOrchestrator({"--config", (*dir_ / "orchestrator.yaml").string()},
                     {"OMNIFORGE_DOWNSTREAM_EXECUTOR=" + slow_executor.address(),
@@ -2153,7 +2170,6 @@ TEST_F(ModelPlannerEndToEndTest, CancelTurnDuringASlowToolCallEndsTheTurnAtOnce)
     if (!executor_cancelled) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   const auto executor_took = std::chrono::steady_clock::now() - cancelled_at;
-  RestartWithConfig("");  // back on the suite's executor
 
   ExpectWellFormed(turn);
   EXPECT_LT(took, std::chrono::seconds(3)) << "the tool's call is cut, not waited for";

@@ -113,5 +113,24 @@ TEST(PreviewTest, TheSummaryOfAnActionSaysWhatItDoesInWords) {
   EXPECT_LT(long_text.size(), 260u);
 }
 
+// A model writes the arguments: a draft whose fields are not text is still
+// worded, never a failure.
+TEST(PreviewTest, ADraftWithFieldsOfAnyTypeIsStillWorded) {
+  EXPECT_EQ(ActionSummary("create_agent",
+                          {{"name", "digest"},
+                           {"description", nullptr},
+                           {"schedule", 7},
+                           {"config",
+                            {{"recipients", json::array({"a@acme.test", "b@acme.test"})},
+                             {"data_source", {{"table", "sales"}}}}}},
+                          ""),
+            "a new agent 'digest' (null). It runs when you ask, or on a schedule you name. It "
+            "reads from {\"table\":\"sales\"}. It sends the result to "
+            "[\"a@acme.test\",\"b@acme.test\"].");
+  EXPECT_EQ(ActionSummary("create_agent", {{"name", 3}}, ""), "create_agent, with name 3.");
+  EXPECT_EQ(DescribeAgentDraft(json::array()),
+            "''. It runs when you ask, or on a schedule you name.");
+}
+
 }  // namespace
 }  // namespace omniforge::orchestrator
