@@ -1025,19 +1025,25 @@ class ModelPlannerEndToEndTest : public ChatEndToEndTest {
     RestartWithConfig("");
   }
 
+  // The llm: section of a service on the fake provider: `model` priced at
+  // $1 (input), $0.5 (cached) and $2 (output) per million tokens, and
+  // `profiles` (the YAML lines under profiles:), one attempt per call.
+  static std::string FakeLlmSection(const std::string& model, const std::string& profiles) {
+    return "llm:\n  providers:\n    fake:\n      api: openai\n      base_url: " +
+           fake_->openai_base_url() +
+           "\n      api_key_env: FAKE_LLM_KEY\n      prices:\n        " + model +
+           ": \"1.0 0.5 2.0\"\n  profiles:\n" + profiles + "  retry: {max_attempts: 1}\n";
+  }
+
   // Restarts the orchestrator on the fake provider, with `extra` YAML
   // sections added to the suite's configuration.
   static void RestartWithConfig(const std::string& extra) {
     const std::filesystem::path path = *dir_ / "orchestrator.yaml";
     std::ofstream config(path);
-    config << "llm:\n  providers:\n    fake:\n      api: openai\n      base_url: "
-           << fake_->openai_base_url()
-           << "\n      api_key_env: FAKE_LLM_KEY\n      prices:\n        planner-model: \"1.0 0.5 "
-              "2.0\"\n  profiles:\n    balanced: [fake/planner-model]\n"
-              "    quality: [fake/reviewer-model]\n"
-              "  retry: {max_attempts: 1}\nplanner:\n  max_iterations: 3\n"
-              "  profiles: {task: quality}\n"
-           << extra;
+    config << FakeLlmSection("planner-model",
+                             "    balanced: [fake/planner-model]\n"
+                             "    quality: [fake/reviewer-model]\n")
+           << "planner:\n  max_iterations: 3\n  profiles: {task: quality}\n" << extra;
     config.close();
     orchestrator_->Stop();
     StartOrchestrator({"--config", path.string()}, {"OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
@@ -1055,11 +1061,8 @@ class ModelPlannerEndToEndTest : public ChatEndToEndTest {
     if (with_model) {
       const std::filesystem::path path = *dir_ / "intent.yaml";
       std::ofstream config(path);
-      config << "llm:\n  providers:\n    fake:\n      api: openai\n      base_url: "
-             << fake_->openai_base_url()
-             << "\n      api_key_env: FAKE_LLM_KEY\n      prices:\n        intent-model: \"1.0 "
-                "0.5 2.0\"\n  profiles:\n    speed: [fake/intent-model]\n"
-                "  retry: {max_attempts: 1}\nintent:\n  llm_threshold: 1.0\n";
+      config << FakeLlmSection("intent-model", "    speed: [fake/intent-model]\n")
+             << "intent:\n  llm_threshold: 1.0\n";
       config.close();
       args = {"--config", path.string()};
     }
