@@ -41,7 +41,9 @@ struct UnaryCall {
 };
 
 // The reactor of every unary call: the default one, plus the call's cancel
-// signal. Deletes itself when gRPC is done with the call.
+// signal. Deletes itself when gRPC is done with the call. A passed deadline
+// reaches it as a cancel too (the client's RST_STREAM, which arrives before
+// the server's own copy of the deadline passes).
 class CancellableUnaryReactor final : public grpc::ServerUnaryReactor {
  public:
   CancelSignal& cancel() { return cancel_; }
