@@ -1,5 +1,7 @@
 #include "services/executor/src/llm_dialogue.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "libs/core/clock.h"
@@ -224,12 +226,27 @@ void LlmDialogue::Complete(const std::string& arguments) {
   DialogueEvent done;
   done.kind = DialogueEvent::Kind::kComplete;
   if (args.is_object()) {
-    done.summary = args.value("summary", "");
-    done.result_json = Dump(args.value("result", nlohmann::json::object()));
-    done.confidence = args.value("confidence", 0.7);
-    done.partial_success = args.value("status", "success") == "partial";
-    for (const auto& l : args.value("limitations", nlohmann::json::array())) {
-      if (l.is_string()) done.limitations.push_back(l.get<std::string>());
+    // The model wrote these: a field of another type than asked is not a
+    // failure (summary as JSON text, confidence 0.7, status success).
+    auto field = [&args](const char* key) {
+      auto it = args.find(key);
+      return it == args.end() ? nlohmann::json() : *it;
+    };
+    const nlohmann::json summary = field("summary");
+    done.summary = summary.is_string() ? summary.get<std::string>()
+                   : summary.is_null() ? ""
+                                       : Dump(summary);
+    const nlohmann::json result = field("result");
+    done.result_json = Dump(result.is_null() ? nlohmann::json::object() : result);
+    const nlohmann::json confidence = field("confidence");
+    done.confidence = confidence.is_number() ? std::clamp(confidence.get<double>(), 0.0, 1.0) : 0.7;
+    const nlohmann::json status = field("status");
+    done.partial_success = status.is_string() && status.get<std::string>() == "partial";
+    const nlohmann::json limitations = field("limitations");
+    if (limitations.is_array()) {
+      for (const auto& l : limitations) {
+        if (l.is_string()) done.limitations.push_back(l.get<std::string>());
+      }
     }
   } else {
     done.summary = arguments;

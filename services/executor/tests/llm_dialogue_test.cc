@@ -162,6 +162,23 @@ TEST_F(LlmDialogueTest, OneTurnCompletion) {
   EXPECT_THAT(Offered(request), Not(Contains("delete_agent")));
 }
 
+// The model writes complete_task's arguments: fields of other types than
+// asked end the step all the same, never the executor.
+TEST_F(LlmDialogueTest, ACompletionWithFieldsOfOtherTypesStillCompletes) {
+  model_.ThenCall({{"complete_task",
+                    {{"summary", {{"projects", 2}}},
+                     {"confidence", "high"},
+                     {"status", 1},
+                     {"limitations", "none"}}}});
+  dialogue_->Start(Step());
+  ASSERT_EQ(Last().kind, Kind::kComplete) << Last().message;
+  EXPECT_EQ(Last().summary, R"({"projects":2})");
+  EXPECT_EQ(Last().confidence, 0.7);
+  EXPECT_FALSE(Last().partial_success);
+  EXPECT_TRUE(Last().limitations.empty());
+  EXPECT_EQ(Json::parse(Last().result_json), Json::object());
+}
+
 TEST_F(LlmDialogueTest, SeveralToolsTheirResultsGoBackToTheModel) {
   Tool("create_project", {{"name", "Spring marketing"}});
   model_.ThenCall({{"search_projects", {{"query", "marketing"}}}, {"list_agents", Json::object()}});
