@@ -14,6 +14,7 @@
 #include "libs/core/thread_pool.h"
 #include "libs/llm/llm_config.h"
 #include "libs/llm/llm_factory.h"
+#include "libs/llm/usage_collection.h"
 #include "libs/mcp/mcp_config.h"
 #include "libs/mcp/registry.h"
 #include "libs/pg/migrate.h"
@@ -156,7 +157,9 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   std::unique_ptr<llm::ChatModel> model;
   AgentFactory agents;
   if (s.llm.enabled()) {
-    auto made = llm::MakeLlmClient(s.llm, nullptr);
+    // Each agent collects its own model calls and hands them to the planner
+    // with its next message (the orchestrator records them under the step).
+    auto made = llm::MakeLlmClient(s.llm, std::make_shared<llm::CollectingUsageSink>());
     if (!made.ok()) return made.status();
     llm_client = *std::move(made);
     if (!llm_client->HasProfile(s.llm_profile)) {

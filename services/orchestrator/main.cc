@@ -229,8 +229,10 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
     plan_generator = std::make_unique<PlanGenerator>(metered_plan_model.get());
     plan_advisor =
         std::make_unique<PlanAdvisor>(metered_reviewer.get(), metered_plan_model.get());
+    PlanEngineOptions plan_options = s.plans;
+    plan_options.usage_sink = usage.get();  // executor agents' model calls, per step
     plans = std::make_unique<PlanEngine>(*plan_store, *step_executors, *plan_generator,
-                                         *plan_advisor, s.plans);
+                                         *plan_advisor, plan_options);
     core::LogInfo("plans are kept in orchestration.plans",
                   {{"reviewer", reviewer != nullptr ? s.reviewer_profile : "none"}});
   }

@@ -5,6 +5,7 @@
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
 #include "libs/core/text.h"
+#include "libs/llm/model_call_proto.h"
 
 namespace omniforge::executor {
 namespace {
@@ -29,6 +30,7 @@ pb::ConverseResponse ToProto(const DialogueEvent& e, const std::string& step_id,
   out.set_step_id(step_id);
   out.set_dialogue_conversation_id(dialogue_id);
   out.set_turn(e.turn);
+  for (const llm::UsageRecord& call : e.model_calls) llm::ToProto(call, out.add_model_calls());
   switch (e.kind) {
     case DialogueEvent::Kind::kProgress: {
       auto* p = out.mutable_progress_update();

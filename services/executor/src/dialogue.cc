@@ -10,6 +10,8 @@ void ExecutorAgent::ProtocolError(const std::string& message) {
 
 void ExecutorAgent::Emit(DialogueEvent event) {
   event.turn = turns_;
+  event.model_calls = std::move(model_calls_);
+  model_calls_.clear();
   if (event.final()) finished_ = true;
   sink_(std::move(event));
 }

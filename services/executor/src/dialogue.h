@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "libs/core/identity.h"
+#include "libs/llm/usage.h"
 #include "services/executor/src/tool.h"
 
 namespace omniforge::executor {
@@ -92,6 +93,9 @@ struct DialogueEvent {
   DialogueError error = DialogueError::kInternal;
   std::vector<PartialResult> partial_results;
   bool retryable = false;
+  // Every kind: the model calls the agent made since its last event, for
+  // the planner's accounts (an LlmDialogue's; none for a LocalDialogue).
+  std::vector<llm::UsageRecord> model_calls;
 
   bool final() const { return kind == Kind::kComplete || kind == Kind::kError; }
 };
@@ -127,8 +131,8 @@ class ExecutorAgent {
  protected:
   explicit ExecutorAgent(EventSink sink) : sink_(std::move(sink)) {}
 
-  // Sends `event` stamped with the current turn; a final event ends the
-  // dialogue.
+  // Sends `event` stamped with the current turn and carrying the model
+  // calls made since the last event; a final event ends the dialogue.
   void Emit(DialogueEvent event);
   // Ends the dialogue with an error carrying the partial results so far.
   void Fail(DialogueError code, const std::string& message, bool retryable = false);
@@ -139,6 +143,8 @@ class ExecutorAgent {
   EventSink sink_;
   int turns_ = 0;
   std::vector<PartialResult> partials_;
+  // The model calls not yet handed on with an event (llm::ScopedUsageCollection).
+  std::vector<llm::UsageRecord> model_calls_;
   bool started_ = false;
   bool finished_ = false;
 };

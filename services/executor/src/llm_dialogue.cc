@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "libs/core/clock.h"
 #include "libs/llm/errors.h"
+#include "libs/llm/usage_collection.h"
 #include "services/executor/src/local_dialogue.h"
 
 namespace omniforge::executor {
@@ -122,7 +123,11 @@ void LlmDialogue::Run() {
     context.deadline_micros = DeadlineMicros(deadline_);
     context.operation_type = "executor_turn";
     context.cancelled = [this] { return cancel_requested_.load(); };
-    auto response = model_.Complete(request, context);
+    absl::StatusOr<llm::ChatResponse> response = absl::UnknownError("not asked");
+    {
+      const llm::ScopedUsageCollection collect(&model_calls_);
+      response = model_.Complete(request, context);
+    }
     if (!response.ok()) {
       Fail(DialogueError::kModelFailed,
            absl::StrCat("the executor's model failed: ", response.status().message()),

@@ -15,6 +15,7 @@
 #include "libs/llm/llm_config.h"
 #include "libs/llm/llm_factory.h"
 #include "libs/llm/testing/fake_provider.h"
+#include "libs/llm/usage_collection.h"
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
 #include "services/executor/src/platform_tools.h"
@@ -298,7 +299,8 @@ TEST_F(LlmDialogueTest, ThroughTheLlmClientAndTheFakeProvider) {
   ASSERT_TRUE(reader.ok()) << reader.status();
   auto config = llm::ReadLlmConfig(*reader);
   ASSERT_TRUE(config.ok()) << config.status();
-  auto client = llm::MakeLlmClient(*config, nullptr);
+  // As the service runs: the agent collects its own model calls.
+  auto client = llm::MakeLlmClient(*config, std::make_shared<llm::CollectingUsageSink>());
   ASSERT_TRUE(client.ok()) << client.status();
   auto model = (*client)->ForProfile("balanced");
   LlmDialogue dialogue(*model, *runtime_, who_,
@@ -316,6 +318,18 @@ TEST_F(LlmDialogueTest, ThroughTheLlmClientAndTheFakeProvider) {
   EXPECT_EQ(tool_message["role"], "tool");
   EXPECT_EQ(tool_message["tool_call_id"], "call_a");
   EXPECT_EQ(Json::parse(tool_message["content"].get<std::string>())["count"], 1);
+  // Each model call goes to the planner with the agent's next message: the
+  // first with the tool call's progress, the second with the completion.
+  ASSERT_GE(events_.size(), 2u);
+  ASSERT_EQ(events_.front().model_calls.size(), 1u);
+  EXPECT_EQ(events_.front().model_calls[0].operation_type, "executor_turn");
+  EXPECT_EQ(events_.front().model_calls[0].profile, "balanced");
+  EXPECT_EQ(events_.front().model_calls[0].model, "small");
+  EXPECT_TRUE(events_.front().model_calls[0].ok);
+  ASSERT_EQ(Last().model_calls.size(), 1u);
+  size_t calls = 0;
+  for (const DialogueEvent& e : events_) calls += e.model_calls.size();
+  EXPECT_EQ(calls, 2u) << "each call handed on once";
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "libs/core/clock.h"
 #include "libs/core/grpc_unary.h"
-#include "libs/llm/errors.h"
+#include "libs/llm/model_call_proto.h"
 
 namespace omniforge::intent {
 namespace {
@@ -57,28 +57,9 @@ absl::StatusOr<IntentRequest> FromProto(const pb::AnalyzeIntentRequest& request)
   return out;
 }
 
-namespace {
-
-void ToProto(const llm::UsageRecord& r, pb::ModelCall* out) {
-  out->set_operation_type(r.operation_type);
-  out->set_profile(r.profile);
-  out->set_provider(r.provider);
-  out->set_model(r.model);
-  out->set_prompt_tokens(r.tokens.prompt_tokens);
-  out->set_completion_tokens(r.tokens.completion_tokens);
-  out->set_cached_tokens(r.tokens.cached_tokens);
-  out->set_cost_usd(r.cost_usd);
-  out->set_latency_us(r.latency_us);
-  out->set_attempts(r.attempts);
-  out->set_fallback_used(r.fallback_used);
-  out->set_ok(r.ok);
-  if (!r.ok) out->set_error_kind(std::string(llm::ErrorKindName(r.error_kind)));
-}
-
-}  // namespace
-
 void ToProto(const IntentAnalysis& a, pb::AnalyzeIntentResponse* response) {
-  for (const llm::UsageRecord& call : a.model_calls) ToProto(call, response->add_model_calls());
+  for (const llm::UsageRecord& call : a.model_calls)
+    llm::ToProto(call, response->add_model_calls());
   pb::IntentAnalysis* out = response->mutable_analysis();
   out->set_action_type(static_cast<pb::ActionType>(a.action));
   out->set_confidence(a.confidence);

@@ -16,6 +16,7 @@
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
 #include "libs/core/text.h"
+#include "libs/llm/model_call_proto.h"
 #include "services/orchestrator/src/usage_attribution.h"
 
 namespace omniforge::orchestrator {
@@ -626,6 +627,12 @@ void PlanEngine::RunStep(Run& run, const std::string& step_id) {
   while (sent) {
     std::optional<execpb::ConverseResponse> message = dialogue->Read();
     if (!message.has_value()) break;
+    // The agent's model calls are the step's: recorded in its row.
+    if (options_.usage_sink != nullptr) {
+      for (const auto& call : message->model_calls()) {
+        options_.usage_sink->Record(llm::FromProto(call));
+      }
+    }
     if (!spawned) {
       spawned = true;
       step.dialogue_conversation_id = message->dialogue_conversation_id();

@@ -39,6 +39,7 @@
 
 #include "absl/status/statusor.h"
 #include "libs/core/identity.h"
+#include "libs/llm/usage.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
 #include "services/orchestrator/src/plan_advisor.h"
 #include "services/orchestrator/src/plan_executor.h"
@@ -57,6 +58,10 @@ struct PlanEngineOptions {
   std::chrono::milliseconds step_timeout{120000};
   // How long one model call (generation, review, an answer) may take.
   std::chrono::milliseconds model_timeout{60000};
+  // Where the model calls an executor's agent made for a step are recorded,
+  // in the step's row (orchestration.llm_usage); null: not recorded. Must
+  // outlive the engine.
+  llm::UsageSink* usage_sink = nullptr;
 };
 
 // Receives a plan's events (plan_created, plan_ready_for_review,

@@ -11,6 +11,7 @@
 #include "libs/core/logging.h"
 #include "libs/core/struct_json.h"
 #include "libs/core/text.h"
+#include "libs/llm/model_call_proto.h"
 #include "services/orchestrator/src/local_policy.h"
 #include "services/orchestrator/src/model_planner.h"
 #include "services/orchestrator/src/preview.h"
@@ -507,7 +508,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     uint64_t window = 0;  // the version of the window read; 0: not asked
     absl::StatusOr<intentpb::AnalyzeIntentResponse> response = absl::UnknownError("not asked");
     // The model calls of an analysis asked again with the listed agents.
-    std::vector<intentpb::ModelCall> discarded_calls;
+    std::vector<::omniforge::llm::v1::ModelCall> discarded_calls;
   };
   core::SideCall<EarlyAnalysis> early;
   if (analyze_early) {
@@ -778,7 +779,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   if (early.valid()) early_analysis = early.get();
   // The model calls the intent service made for this turn, used or not:
   // recorded with the turn's own once its attribution is known.
-  std::vector<intentpb::ModelCall> intent_calls;
+  std::vector<::omniforge::llm::v1::ModelCall> intent_calls;
   auto add_intent_calls = [&](const absl::StatusOr<intentpb::AnalyzeIntentResponse>& answer) {
     if (answer.ok()) {
       intent_calls.insert(intent_calls.end(), answer->model_calls().begin(),
@@ -876,8 +877,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   const UsageAttribution attribution{who.tenant_id, who.user_id, conversation_id, turn_id,
                                      intentpb::ContextType_Name(context_type)};
   const ScopedUsageAttribution attributed(attribution);
-  for (const intentpb::ModelCall& call : intent_calls) {
-    const llm::UsageRecord record = UsageRecordOf(call);
+  for (const ::omniforge::llm::v1::ModelCall& call : intent_calls) {
+    const llm::UsageRecord record = llm::FromProto(call);
     model_usage.Add(record);
     if (options_.usage_sink != nullptr) options_.usage_sink->Record(record);
   }

@@ -1,7 +1,5 @@
 #include "services/orchestrator/src/usage_meter.h"
 
-#include "libs/llm/errors.h"
-
 namespace omniforge::orchestrator {
 namespace {
 
@@ -23,28 +21,6 @@ void UsageTotals::Add(const llm::UsageRecord& call) {
   prompt_tokens += call.tokens.prompt_tokens;
   completion_tokens += call.tokens.completion_tokens;
   cost_usd += call.cost_usd;
-}
-
-llm::UsageRecord UsageRecordOf(const ::omniforge::intent::v1::ModelCall& call) {
-  llm::UsageRecord record;
-  record.operation_type = call.operation_type();
-  record.profile = call.profile();
-  record.provider = call.provider();
-  record.model = call.model();
-  record.tokens.prompt_tokens = call.prompt_tokens();
-  record.tokens.completion_tokens = call.completion_tokens();
-  record.tokens.cached_tokens = call.cached_tokens();
-  record.cost_usd = call.cost_usd();
-  record.latency_us = call.latency_us();
-  record.attempts = call.attempts();
-  record.fallback_used = call.fallback_used();
-  record.ok = call.ok();
-  if (!call.ok()) {
-    // A kind this release does not know is still a failure.
-    record.error_kind =
-        llm::ErrorKindFromName(call.error_kind()).value_or(llm::LlmErrorKind::kBadResponse);
-  }
-  return record;
 }
 
 ScopedUsageMeter::ScopedUsageMeter(UsageTotals* totals) : previous_(current_meter) {

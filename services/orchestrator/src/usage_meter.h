@@ -10,7 +10,6 @@
 
 #include "libs/llm/chat_model.h"
 #include "libs/llm/usage.h"
-#include "omniforge/intent/v1/intent_service.pb.h"
 
 namespace omniforge::orchestrator {
 
@@ -24,9 +23,6 @@ struct UsageTotals {
   // tokens and cost.
   void Add(const llm::UsageRecord& call);
 };
-
-// The usage record of a model call the intent service made for a turn.
-llm::UsageRecord UsageRecordOf(const ::omniforge::intent::v1::ModelCall& call);
 
 // Sums the metered calls this thread makes while it lives into `totals`
 // (which must outlive it). Scopes nest; the innermost one counts.

@@ -31,6 +31,7 @@
 #include "libs/pg/migrate.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "services/orchestrator/src/grpc_downstream.h"
+#include "services/orchestrator/src/usage_attribution.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
 
@@ -449,6 +450,62 @@ TEST_F(PlanEngineTest, IndependentStepsRunInParallelAndTheirDependentAfterThem) 
                    request.body.find("Done: Survey the") != std::string::npos;
   }
   EXPECT_TRUE(inputs_seen);
+}
+
+// Keeps each usage record with the turn it was attributed to.
+class AttributedUsage final : public llm::UsageSink {
+ public:
+  void Record(const llm::UsageRecord& record) override {
+    const UsageAttribution* who = CurrentUsageAttribution();
+    std::lock_guard lock(mu_);
+    calls_.emplace_back(record, who != nullptr ? who->turn_id : "");
+  }
+  std::vector<std::pair<llm::UsageRecord, std::string>> calls() {
+    std::lock_guard lock(mu_);
+    return calls_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<llm::UsageRecord, std::string>> calls_;
+};
+
+// The executor's agent reports the model calls it made for a step; the
+// engine records them where the step's calls go (the turn that ran the plan).
+TEST_F(PlanEngineTest, TheExecutorAgentsModelCallsAreRecordedForTheStep) {
+  ASSERT_TRUE(
+      fake_
+          ->SetRules(
+              {Rule("plan_generation", "",
+                    Json({{"steps", {StepJson("a", "Count the agents", {"list_agents"}, {})}}})),
+               ExecutorTurn("Count the agents", false, "list_agents", {}),
+               ExecutorTurn("Count the agents", true, "", {})})
+          .ok());
+  AttributedUsage usage;
+  PlanEngineOptions options;
+  options.usage_sink = &usage;
+  auto engine = MakeEngine(true, true, options);
+  RecordingSink sink;
+  const UsageAttribution turn{who_.tenant_id, who_.user_id, "", "turn-with-a-plan",
+                              "CONTEXT_TYPE_GLOBAL"};
+  absl::StatusOr<PlanOutcome> outcome = absl::UnknownError("not run");
+  {
+    const ScopedUsageAttribution attributed(turn);
+    outcome = engine->engine.CreatePlan(who_, "",
+                                        Objective("Count my agents", ExecutionMode::kAutoExecute),
+                                        InContext(intentpb::CONTEXT_TYPE_GLOBAL), sink);
+  }
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  ASSERT_EQ(outcome->plan.status, PlanStatus::kCompleted) << outcome->plan.summary;
+  const auto calls = usage.calls();
+  ASSERT_EQ(calls.size(), 2u) << "the agent's two turns";
+  for (const auto& [record, turn_id] : calls) {
+    EXPECT_EQ(record.operation_type, "executor_turn");
+    EXPECT_EQ(record.profile, "balanced");
+    EXPECT_EQ(record.model, "model");
+    EXPECT_TRUE(record.ok);
+    EXPECT_EQ(turn_id, "turn-with-a-plan");
+  }
 }
 
 TEST_F(PlanEngineTest, AFailingStepFailsItsDependentsAndThePlanWithAClearSummary) {
