@@ -42,8 +42,8 @@ struct UnaryCall {
 
 // The reactor of every unary call: the default one, plus the call's cancel
 // signal. Deletes itself when gRPC is done with the call. A passed deadline
-// reaches it as a cancel too (the client's RST_STREAM, which arrives before
-// the server's own copy of the deadline passes).
+// reaches it as a cancel too (the client's RST_STREAM or the server's own
+// copy of the deadline, whichever comes first).
 class CancellableUnaryReactor final : public grpc::ServerUnaryReactor {
  public:
   CancelSignal& cancel() { return cancel_; }

@@ -257,7 +257,7 @@ void LlmDialogue::Complete(const std::string& arguments) {
     done.summary = arguments;
     done.result_json = "{}";
     done.confidence = 0.5;
-    done.limitations.push_back("the executor's final answer was not valid JSON");
+    done.limitations.push_back("the executor's final answer was not a JSON object");
   }
   done.tool_calls = records_;
   Emit(std::move(done));
