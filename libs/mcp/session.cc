@@ -36,6 +36,9 @@ core::LogLevel LevelOf(const json& level) {
 
 std::string DescribeId(const json& id) { return id.dump(); }
 
+// The reason a request for cancelled work gives, to its caller and the server.
+constexpr char kCancelledByCaller[] = "cancelled by the caller";
+
 }  // namespace
 
 struct McpSession::Pending {
@@ -51,6 +54,11 @@ struct McpSession::Pending {
   ProgressCallback on_progress;
 };
 
+absl::Status McpSession::CancelledByCaller(std::string_view method) const {
+  return absl::CancelledError(absl::StrCat("MCP server '", options_.server_name, "' ", Sv(method),
+                                           ": ", kCancelledByCaller));
+}
+
 McpSession::McpSession(std::unique_ptr<McpTransport> transport, SessionOptions options)
     : options_(std::move(options)), transport_(std::move(transport)) {
   outbox_thread_ = std::thread([this] { RunOutbox(); });
@@ -65,13 +73,10 @@ absl::Status McpSession::Connect(Clock::time_point deadline) {
 absl::StatusOr<json> McpSession::Request(std::string_view method, const json& params,
                                          const RequestOptions& options) {
   const Clock::time_point deadline = EarlierOf(options.deadline, options_.request_timeout);
-  // Work already cancelled does not start the server either.
-  if (const core::CancelSignal* cancel = core::CallCancellation();
-      cancel != nullptr && cancel->cancelled()) {
-    return absl::CancelledError(absl::StrCat("MCP server '", options_.server_name, "' ",
-                                             Sv(method), ": cancelled by the caller"));
-  }
+  const core::CancelSignal* const cancel = core::CallCancellation();
   for (int attempt = 0;; ++attempt) {
+    // Work already cancelled sends nothing, nor starts the server.
+    if (cancel != nullptr && cancel->cancelled()) return CancelledByCaller(method);
     absl::StatusOr<uint64_t> epoch = EnsureReady(deadline);
     if (!epoch.ok()) return epoch.status();
     absl::StatusOr<json> result =
@@ -278,10 +283,6 @@ absl::StatusOr<json> McpSession::SendRequest(uint64_t epoch, std::string_view me
                                              const ProgressCallback& on_progress,
                                              bool is_initialize) {
   core::CancelSignal* const cancel = core::CallCancellation();
-  if (cancel != nullptr && cancel->cancelled()) {
-    return absl::CancelledError(absl::StrCat("MCP server '", options_.server_name, "' ", Sv(method),
-                                             ": cancelled by the caller"));
-  }
   auto pending = std::make_shared<Pending>();
   pending->method = std::string(method);
   pending->on_progress = on_progress;
@@ -316,10 +317,6 @@ absl::StatusOr<json> McpSession::SendRequest(uint64_t epoch, std::string_view me
   const absl::Cleanup forget_hook = [cancel, hook] {
     if (cancel != nullptr) cancel->Forget(hook);
   };
-  const auto cancelled_error = [&] {
-    return absl::CancelledError(absl::StrCat("MCP server '", options_.server_name, "' ", Sv(method),
-                                             ": cancelled by the caller"));
-  };
 
   SendOptions send;
   send.deadline = deadline;
@@ -338,9 +335,9 @@ absl::StatusOr<json> McpSession::SendRequest(uint64_t epoch, std::string_view me
     close_callbacks();
     if (!is_initialize) {
       Post(epoch, EncodeNotification("notifications/cancelled",
-                                     {{"requestId", id}, {"reason", "cancelled by the caller"}}));
+                                     {{"requestId", id}, {"reason", kCancelledByCaller}}));
     }
-    return cancelled_error();
+    return CancelledByCaller(method);
   }
   if (!pending->done && (!sent.ok() || transport_->AnswersWithinSend())) {
     pending_.erase(id);
@@ -367,12 +364,12 @@ absl::StatusOr<json> McpSession::SendRequest(uint64_t epoch, std::string_view me
     lock.unlock();
     close_callbacks();
     if (!is_initialize) {
-      Post(epoch, EncodeNotification(
-                      "notifications/cancelled",
-                      {{"requestId", id},
-                       {"reason", cancelled ? "cancelled by the caller" : "deadline exceeded"}}));
+      Post(epoch,
+           EncodeNotification("notifications/cancelled",
+                              {{"requestId", id},
+                               {"reason", cancelled ? kCancelledByCaller : "deadline exceeded"}}));
     }
-    if (cancelled) return cancelled_error();
+    if (cancelled) return CancelledByCaller(method);
     return absl::DeadlineExceededError(absl::StrCat("MCP server '", options_.server_name,
                                                     "' did not answer ", Sv(method),
                                                     " before the deadline"));

@@ -110,6 +110,9 @@ class McpSession final {
   void OnClosed(uint64_t epoch, const absl::Status& reason);
   void HandleNotification(const std::string& method, const nlohmann::json& params);
   void Post(uint64_t epoch, std::string message);
+  // CANCELLED for `method` of work its caller cancelled
+  // (core::CallCancellation()).
+  absl::Status CancelledByCaller(std::string_view method) const;
   void RunOutbox();
   void FailPendingLocked(const absl::Status& status);
   Clock::duration BackoffLocked() const;

@@ -32,6 +32,11 @@ std::string Worded(const nlohmann::json& value) {
   return text;
 }
 
+// A value said in a sentence: text as it is, anything else as Worded.
+std::string Plain(const nlohmann::json& value) {
+  return value.is_string() ? core::Shortened(value.get<std::string>(), 200) : Worded(value);
+}
+
 // The first sentence of a tool's description, without its full stop.
 std::string FirstSentence(const std::string& description) {
   std::string sentence = description.substr(0, description.find(". "));
@@ -48,9 +53,7 @@ std::string DescribeAgentDraft(const nlohmann::json& args) {
   // A model writes these arguments: any field may be of any type.
   std::string text = Quoted(StringAt(args, "name"));
   if (args.is_object() && args.contains("description")) {
-    std::string description = args["description"].is_string()
-                                  ? core::Shortened(args["description"].get<std::string>(), 200)
-                                  : Worded(args["description"]);
+    std::string description = Plain(args["description"]);
     while (!description.empty() && description.back() == '.') description.pop_back();
     text += " (" + description + ")";
   }
@@ -59,13 +62,11 @@ std::string DescribeAgentDraft(const nlohmann::json& args) {
                            : ". It runs " + schedule + ".";
   if (args.is_object() && args.contains("config") && args["config"].is_object()) {
     const nlohmann::json& config = args["config"];
-    auto said = [&config](const char* key) {
-      const nlohmann::json& value = config[key];
-      return value.is_string() ? value.get<std::string>() : Worded(value);
-    };
-    if (config.contains("data_source")) text += " It reads from " + said("data_source") + ".";
+    if (config.contains("data_source")) {
+      text += " It reads from " + Plain(config["data_source"]) + ".";
+    }
     if (config.contains("recipients")) {
-      text += " It sends the result to " + said("recipients") + ".";
+      text += " It sends the result to " + Plain(config["recipients"]) + ".";
     }
   }
   return text;
