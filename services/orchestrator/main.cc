@@ -122,6 +122,10 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.spool.dir = c.String("spool.dir", "/tmp/omniforge-orchestrator-spool");
   s.spool.max_bytes = c.Int("spool.max_bytes", 64LL << 20, 1LL << 20, 1LL << 40);
   s.spool.call_timeout = s.turn.call_timeout;
+  absl::StatusOr<ApprovalPolicy> approvals = ReadApprovalPolicy(c);
+  if (!approvals.ok()) return approvals.status();
+  s.turn.approvals = *approvals;
+  s.plans.approvals = *std::move(approvals);
   auto llm_config = llm::ReadLlmConfig(c);
   if (!llm_config.ok()) return llm_config.status();
   s.llm = *std::move(llm_config);

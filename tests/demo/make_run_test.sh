@@ -46,7 +46,7 @@ export OMNIFORGE_PORT_BASE OMNIFORGE_METRICS_PORT_BASE OMNIFORGE_PG_PORT
 stop_stack() { bash "$ROOT/scripts/stack.sh" down >"$WORK/down.log" 2>&1; }
 cleanup() {
   stop_stack || true
-  rm -rf "$WORK"
+  [ -n "${KEEP_DEMO_LOGS:-}" ] || rm -rf "$WORK"
 }
 trap cleanup EXIT
 

@@ -11,11 +11,6 @@
 #include "services/orchestrator/src/preview.h"
 
 namespace omniforge::orchestrator {
-namespace {
-
-namespace intentpb = ::omniforge::intent::v1;
-namespace execpb = ::omniforge::executor::v1;
-using nlohmann::json;
 
 // The message's lower-case words (letters and digits only).
 std::vector<std::string> Words(const std::string& message) {
@@ -33,6 +28,13 @@ std::vector<std::string> Words(const std::string& message) {
   if (!word.empty()) words.push_back(std::move(word));
   return words;
 }
+
+namespace {
+
+namespace intentpb = ::omniforge::intent::v1;
+namespace execpb = ::omniforge::executor::v1;
+using nlohmann::json;
+
 
 bool HasWord(const std::vector<std::string>& words, std::initializer_list<const char*> any) {
   for (const std::string& w : words) {
@@ -198,7 +200,7 @@ Move ProposeCreateAgent(const PolicyInput& in) {
   move.action_type = intentpb::ACTION_TYPE_CREATE_AGENT;
   move.entities.insert(in.intent.entities().begin(), in.intent.entities().end());
   move.reply = "I can set up an agent for that. " + PreviewText(action);
-  move.propose = std::move(action);
+  move.propose.push_back(std::move(action));
   return move;
 }
 
@@ -212,7 +214,7 @@ Move ProposeOnAgent(const PolicyInput& in, const std::string& agent, const std::
   move.action_type = in.intent.action_type();
   move.entities.insert(in.intent.entities().begin(), in.intent.entities().end());
   move.reply = PreviewText(action);
-  move.propose = std::move(action);
+  move.propose.push_back(std::move(action));
   return move;
 }
 
@@ -302,7 +304,7 @@ Move DecideUpdate(const PolicyInput& in) {
   move.action_type = intentpb::ACTION_TYPE_UPDATE_AGENT;
   move.entities.insert(in.intent.entities().begin(), in.intent.entities().end());
   move.reply = PreviewText(action);
-  move.propose = std::move(action);
+  move.propose.push_back(std::move(action));
   return move;
 }
 
@@ -318,7 +320,7 @@ Move DecideCreateSkill(const PolicyInput& in) {
   move.action_type = intentpb::ACTION_TYPE_CREATE_SKILL;
   move.entities.insert(in.intent.entities().begin(), in.intent.entities().end());
   move.reply = PreviewText(action);
-  move.propose = std::move(action);
+  move.propose.push_back(std::move(action));
   return move;
 }
 
@@ -326,8 +328,8 @@ Move DecideConversation(const PolicyInput& in, const std::vector<std::string>& w
   Move move;
   move.action_type = intentpb::ACTION_TYPE_CONVERSATION;
   if (in.intent.summary_worthy()) {
-    if (in.last && in.last->pending) {
-      move.reply = "We were about to " + in.last->pending->summary +
+    if (in.last && !in.last->pending.empty()) {
+      move.reply = "We were about to " + in.last->pending.front().summary +
                    " It is still waiting for your go-ahead: say \"yes\", tell me what to change, "
                    "or \"cancel\".";
     } else {
@@ -336,7 +338,7 @@ Move DecideConversation(const PolicyInput& in, const std::vector<std::string>& w
                    (in.agents.size() == 1 ? " agent" : " agents") +
                    "; ask me to list them, run one, or set up a new one.";
     }
-    if (in.last && in.last->pending) move.propose = in.last->pending;  // still waiting
+    if (in.last) move.propose = in.last->pending;  // still waiting
     return move;
   }
   if (HasPrefix(words, {"thank", "thx", "cheers"})) {
@@ -349,77 +351,40 @@ Move DecideConversation(const PolicyInput& in, const std::vector<std::string>& w
   return move;
 }
 
-// The pending action of the last turn: approved, declined, revised, or left.
-std::optional<Move> ResolvePending(const PolicyInput& in, const std::vector<std::string>& words) {
-  if (!in.last || !in.last->pending) return std::nullopt;
-  const PendingAction& pending = *in.last->pending;
-  const intentpb::ReferenceKind reference = in.intent.reference();
+}  // namespace
+
+std::optional<Move> ReviseLocally(const PolicyInput& in, const std::string& other_agent) {
+  if (!in.last || in.last->pending.empty()) return std::nullopt;
+  const PendingAction& pending = in.last->pending.front();
   Move move;
   move.action_type = in.last->action_type;
   move.entities = in.last->entities;
-  if (reference == intentpb::REFERENCE_KIND_CONFIRMATION) {
-    move.run.push_back({pending.tool, pending.arguments});
-    return move;
-  }
-  if (reference == intentpb::REFERENCE_KIND_DECLINE ||
-      (words.size() <= 3 && HasWord(words, {"cancel", "abort", "nevermind", "no", "nope"}))) {
-    move.reply = "OK, I won't " + core::Shortened(pending.summary, 200) +
-                 " Nothing was changed. What would you like to do instead?";
-    return move;
+  for (const auto& [key, value] : in.intent.entities()) move.entities[key] = value;
+  // "ok but delete beta instead": the same action on the agent named now.
+  if (!other_agent.empty() && pending.arguments.contains("agent")) {
+    Move retargeted = ProposeOnAgent(in, other_agent, pending.tool);
+    retargeted.action_type = move.action_type;
+    retargeted.entities = move.entities;
+    retargeted.entities["agent_name"] = other_agent;
+    retargeted.reply = "Changed: nothing was done to the first one. " + retargeted.reply;
+    return retargeted;
   }
   // "make it weekly instead", "send it to the sales channel": a revision.
   json args = pending.arguments;
   const bool revised = (pending.tool == "create_agent" || pending.tool == "update_agent") &&
                        ApplyDraftEntities(in.intent, args);
-  if (revised || reference == intentpb::REFERENCE_KIND_CORRECTION) {
-    PendingAction action = pending;
-    action.action_id = core::NewUuid();
-    action.arguments = std::move(args);
-    if (action.tool == "create_agent") {
-      action.summary = "a new agent " + DescribeAgentDraft(action.arguments);
-    }
-    for (const auto& [key, value] : in.intent.entities()) move.entities[key] = value;
-    move.reply = (revised ? "Updated. " : "") + PreviewText(action);
-    move.propose = std::move(action);
-    return move;
+  if (!revised) return std::nullopt;
+  PendingAction action = pending;
+  action.action_id = core::NewUuid();
+  action.arguments = std::move(args);
+  action.digest.clear();  // sealed anew by the gate
+  action.targets = json::object();
+  if (action.tool == "create_agent") {
+    action.summary = "a new agent " + DescribeAgentDraft(action.arguments);
   }
-  return std::nullopt;  // a new request: the pending action is set aside
-}
-
-}  // namespace
-
-std::optional<Move> ResolveApproval(const PolicyInput& in) {
-  std::optional<Move> move = ResolvePending(in, Words(in.message));
-  if (!move || move->propose) return std::nullopt;  // a revision: not a yes or a no
+  move.reply = "Updated. " + PreviewText(action);
+  move.propose.push_back(std::move(action));
   return move;
-}
-
-PlanReply ClassifyPlanReply(const std::string& message) {
-  const std::vector<std::string> words = Words(message);
-  const std::string lower = absl::AsciiStrToLower(message);
-  auto has_phrase = [&lower](std::initializer_list<const char*> phrases) {
-    for (const char* phrase : phrases) {
-      if (lower.find(phrase) != std::string::npos) return true;
-    }
-    return false;
-  };
-  if ((words.size() <= 4 &&
-       HasWord(words, {"cancel", "abort", "nevermind", "no", "nope", "reject", "drop", "stop"})) ||
-      has_phrase({"never mind", "forget it", "don't run", "do not run", "scrap it", "drop it",
-                  "reject"})) {
-    return PlanReply::kReject;
-  }
-  // "looks good, but add a milestone first" asks for a change.
-  const bool change = HasWord(words, {"but", "add", "remove", "change", "instead", "first",
-                                      "before", "after", "without", "also", "replace", "skip",
-                                      "rename", "swap", "move"});
-  const bool approve =
-      HasWord(words, {"yes", "yep", "yeah", "ok", "okay", "sure", "approve", "approved", "lgtm",
-                      "proceed", "perfect", "great", "fine", "continue"}) ||
-      has_phrase({"looks good", "sounds good", "go ahead", "run it", "do it", "go for it",
-                  "ship it", "execute it", "start it", "let's go", "lets go"});
-  if (approve && !change) return PlanReply::kApprove;
-  return PlanReply::kRevise;
 }
 
 std::string ApprovalQuestion(const PendingAction& action) {
@@ -427,6 +392,13 @@ std::string ApprovalQuestion(const PendingAction& action) {
              ? "This needs your approval and cannot be undone. Reply \"yes\" to go ahead or "
                "\"cancel\" to keep things as they are."
              : "Shall I go ahead? Say \"yes\", tell me what to change, or \"cancel\".";
+}
+
+std::string ApprovalQuestion(const std::vector<PendingAction>& actions) {
+  if (actions.size() == 1) return ApprovalQuestion(actions.front());
+  return std::to_string(actions.size()) +
+         " actions wait for your approval. Say \"yes\" to run them all, \"cancel\" to drop "
+         "them, or tell me what to change; a client can approve each one by its action id.";
 }
 
 std::vector<AgentInfo> AgentsFromListResult(const json& result) {
@@ -438,6 +410,7 @@ std::vector<AgentInfo> AgentsFromListResult(const json& result) {
     if (!item.is_object()) continue;
     AgentInfo agent;
     agent.name = item.value("name", std::string());
+    agent.id = item.contains("id") && item["id"].is_string() ? item["id"].get<std::string>() : "";
     agent.description = item.contains("description") && item["description"].is_string()
                             ? item["description"].get<std::string>()
                             : "";
@@ -489,8 +462,6 @@ std::string SuggestAgentName(const std::string& message, const std::vector<Agent
 
 Move DecideLocally(const PolicyInput& in) {
   const std::vector<std::string> words = Words(in.message);
-  if (std::optional<Move> move = ResolvePending(in, words)) return *std::move(move);
-
   const intentpb::IntentAnalysis& intent = in.intent;
   // Creating or auditing a project is work of several steps: a plan (the
   // engine's template for the context). Creating writes, so its plan is

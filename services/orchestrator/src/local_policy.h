@@ -3,9 +3,9 @@
 //
 // The risk rules hold as for the LLM planner: READ tools run at once; WRITE
 // calls are drafted and wait for the user's "yes"; HIGH calls get a detailed
-// preview (who is affected, why it is risky) and wait. The next message
-// approves ("yes"), revises ("make it weekly instead") or drops ("cancel")
-// the pending action. At most `max_clarifications` clarifying questions in a
+// preview (who is affected, why it is risky) and wait. The approval gate
+// (approval_gate.h) reads the next message: it approves exactly the pending
+// action, drops it, or asks the policy to revise it (ReviseLocally). At most `max_clarifications` clarifying questions in a
 // row; after that the policy proceeds with the best interpretation.
 //
 // Pure functions: no I/O, deterministic, thread-safe.
@@ -27,7 +27,11 @@ struct AgentInfo {
   std::string description;
   std::string status;
   std::string schedule;
+  std::string id;  // empty when the list did not say
 };
+
+// The message's lower-case words (letters and digits only).
+std::vector<std::string> Words(const std::string& message);
 
 // The agents in a list_agents result ({"agents": [...]}); empty when the
 // result is not one.
@@ -36,6 +40,12 @@ std::vector<AgentInfo> AgentsFromListResult(const nlohmann::json& result);
 struct ToolStep {
   std::string tool;
   nlohmann::json arguments = nlohmann::json::object();
+  // The call's idempotency key when it is not the turn's own (an approved
+  // action's: ApprovedStepKey).
+  std::string idempotency_key;
+  // The arguments as the user knows them (targets by name, not id), for the
+  // words about the result; null: `arguments`.
+  nlohmann::json shown_arguments;
 };
 
 struct PolicyInput {
@@ -69,7 +79,8 @@ struct Move {
   // Run now, in order: READ tools, or the action the user just approved.
   std::vector<ToolStep> run;
   // A risky action to preview; the flow then waits for the user.
-  std::optional<PendingAction> propose;
+  // Actions to preview; the flow then waits for the user.
+  std::vector<PendingAction> propose;
   // Work of several steps: a plan is made (and run or shown for review).
   std::optional<LocalPlan> plan;
   // The reply before tool results (a question, a preview, a template).
@@ -112,19 +123,21 @@ bool AnswerSkipsAnalysis(const Routing& last);
 // the user asks to pick up a suspended flow.
 bool IsResumeRequest(const std::string& message);
 
-// The last turn's pending action approved ("yes") or dropped ("cancel"),
-// as DecideLocally would answer it; nullopt for anything else (a revision
-// or a new request, which a model planner handles).
-std::optional<Move> ResolveApproval(const PolicyInput& input);
+// The change the user asked to the last turn's pending action, once the
+// approval gate read the reply as an edit: the same action on `other_agent`
+// (when the reply named another agent), or a draft with the schedule,
+// recipients or data source the reply gave, previewed anew. nullopt when the
+// reply changes nothing the policy can apply: it is then a new request.
+// Approving and dropping are the gate's (approval_gate.h), never the
+// policy's.
+std::optional<Move> ReviseLocally(const PolicyInput& input, const std::string& other_agent);
 
-// What the user's words do to a plan shown for review: "looks good, run
-// it" approves it, "cancel" drops it, anything else ("add a milestone
-// first") is a change to make.
-enum class PlanReply { kApprove, kReject, kRevise };
-PlanReply ClassifyPlanReply(const std::string& message);
 
 // The words that end a preview: what the user can answer.
 std::string ApprovalQuestion(const PendingAction& action);
+// The same for the previews of one turn (one, or several approved together
+// or one by one).
+std::string ApprovalQuestion(const std::vector<PendingAction>& actions);
 
 // The words that follow `move.reply` once `step` ran and produced
 // `result` (a tool result object; is_error when the tool failed). May set

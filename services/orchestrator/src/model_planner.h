@@ -1,9 +1,12 @@
 // The planner with a model: one streaming session per turn with the
 // conversation so far, the user's message, guidance for the client context
-// and the executor's tools. Text streams to the user as it arrives; READ
-// tool calls run at once and their results go back into the same session;
-// the first WRITE or HIGH call is not run but drafted for the user's
-// approval, and the session ends there. Work of several steps goes to
+// and the executor's tools. Text streams to the user as it arrives. Every
+// tool call passes the approval gate (approval_gate.h): a call the policy
+// runs unasked (READ tools, by default) runs at once and its result goes
+// back into the same session; every call that needs the user's approval is
+// drafted, none dropped, and the session ends after that response; a call
+// the policy denies is refused to the model. Tool results are data in tool
+// messages only (the context box's DATA too), never in the system prompt. Work of several steps goes to
 // agent_create_plan (when offered): the plan's result comes back into the
 // session, once per turn, and the model sums it up. At most `max_iterations` model
 // calls per turn. The flow's context box is part of the system message, so
@@ -20,6 +23,7 @@
 #include "libs/llm/chat_model.h"
 #include "omniforge/executor/v1/executor_service.pb.h"
 #include "omniforge/intent/v1/intent_service.pb.h"
+#include "services/orchestrator/src/approval_gate.h"
 #include "services/orchestrator/src/local_policy.h"
 #include "services/orchestrator/src/routing.h"
 
@@ -56,8 +60,11 @@ struct PlannerRequest {
   // Earlier turns, oldest first: (true for the user, content).
   std::vector<std::pair<bool, std::string>> history;
   std::vector<AgentInfo> agents;
-  // A drafted action still waiting for approval, if any.
-  std::optional<PendingAction> pending;
+  // Drafted actions still waiting for approval.
+  std::vector<PendingAction> pending;
+  // What runs unasked, waits for approval, or is refused. Must outlive the
+  // call; null: the default policy.
+  const ApprovalPolicy* approvals = nullptr;
   // The flow's context box.
   ContextBox box;
   // Clarifying questions asked in a row before this turn, and the cap: at
@@ -88,7 +95,10 @@ struct PlannerResult {
   // clarifying question.
   bool asked = false;
   std::string text;
-  std::optional<PendingAction> propose;
+  // Every call of the response that needs the user's approval, in order.
+  std::vector<PendingAction> propose;
+  // Calls the policy refused (tool names).
+  std::vector<std::string> denied;
   std::vector<std::string> tools_used;
 };
 

@@ -17,6 +17,7 @@
 #include "libs/core/metrics.h"
 #include "libs/core/text.h"
 #include "libs/llm/model_call_proto.h"
+#include "services/orchestrator/src/preview.h"
 #include "services/orchestrator/src/usage_attribution.h"
 
 namespace omniforge::orchestrator {
@@ -110,6 +111,13 @@ std::string Summarise(const Plan& plan) {
   }
   absl::StrAppend(&out, completed.size(), " of ", plan.steps.size(), " steps completed.");
   return out;
+}
+
+// A plan naming a tool the approval policy refuses is not made.
+absl::Status Denied(const PlanVerdict& verdict) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("the approval policy does not allow the tool ", verdict.denied_tool,
+                   "; make the plan without it"));
 }
 
 }  // namespace
@@ -229,6 +237,8 @@ absl::StatusOr<PlanOutcome> PlanEngine::CreatePlan(const core::Identity& who,
   if (bounded.deadline_micros == 0) bounded.deadline_micros = ModelDeadline();
   auto steps = generator_.Generate(request, bounded);
   if (!steps.ok()) return steps.status();
+  const PlanVerdict verdict = DecidePlan(options_.approvals, *steps, context.tools);
+  if (verdict.verdict == GateVerdict::kDeny) return Denied(verdict);
   Plan plan;
   plan.id = core::NewUuid();
   plan.tenant_id = who.tenant_id;
@@ -243,8 +253,13 @@ absl::StatusOr<PlanOutcome> PlanEngine::CreatePlan(const core::Identity& who,
   plan.steps = *std::move(steps);
   switch (plan.mode) {
     case ExecutionMode::kAutoExecute:
-      plan.status = PlanStatus::kApproved;
-      plan.writes_approved = true;
+      // Runs at once only when nothing in it needs the user's approval.
+      if (verdict.verdict == GateVerdict::kRun) {
+        plan.status = PlanStatus::kApproved;
+        plan.writes_approved = true;
+      } else {
+        plan.status = PlanStatus::kPendingReview;
+      }
       break;
     case ExecutionMode::kDraftOnly:
       plan.status = PlanStatus::kPendingReview;
@@ -259,15 +274,10 @@ absl::StatusOr<PlanOutcome> PlanEngine::CreatePlan(const core::Identity& who,
                                  {"plan_id", plan.id},
                                  {"mode", ExecutionModeName(plan.mode)},
                                  {"steps", std::to_string(plan.steps.size())}});
-  switch (plan.mode) {
-    case ExecutionMode::kAutoExecute:
-      return RunPlan(std::move(plan), sink, cancelled);
-    case ExecutionMode::kDraftOnly:
-      sink.Emit(ReadyForReview(plan));
-      CountPlan(plan.status);
-      return PlanOutcome{plan, PlanToolResult(plan)};
-    case ExecutionMode::kAgentReview:
-      break;
+  if (plan.status == PlanStatus::kApproved) return RunPlan(std::move(plan), sink, cancelled);
+  if (plan.status == PlanStatus::kPendingReview) {
+    CountPlan(plan.status);
+    return ShowForReview(plan, context, sink);
   }
   return ReviewAndRun(std::move(plan), request, bounded, sink, cancelled);
 }
@@ -293,7 +303,11 @@ absl::StatusOr<PlanOutcome> PlanEngine::ReviewAndRun(Plan plan, const PlanReques
     event.mutable_plan_review()->set_verdict(ToProto(review->verdict));
     event.mutable_plan_review()->set_notes(review->notes);
     sink.Emit(std::move(event));
-    if (review->verdict == ReviewVerdict::kApproved) {
+    // The reviewer's approval runs a plan that only does what the policy
+    // runs unasked; a plan with writes still waits for the user's.
+    const bool runs_unasked =
+        DecidePlan(options_.approvals, plan.steps, context.tools).verdict == GateVerdict::kRun;
+    if (review->verdict == ReviewVerdict::kApproved && runs_unasked) {
       plan.status = PlanStatus::kApproved;
       plan.writes_approved = true;
       if (absl::Status s = store_.Update(plan, {PlanStatus::kDraft}); !s.ok()) return s;
@@ -306,12 +320,11 @@ absl::StatusOr<PlanOutcome> PlanEngine::ReviewAndRun(Plan plan, const PlanReques
       CountPlan(plan.status);
       return PlanOutcome{plan, PlanToolResult(plan)};
     }
-    if (round >= 1) {
+    if (review->verdict == ReviewVerdict::kApproved || round >= 1) {
       plan.status = PlanStatus::kPendingReview;
       if (absl::Status s = store_.Update(plan, {PlanStatus::kDraft}); !s.ok()) return s;
-      sink.Emit(ReadyForReview(plan));
       CountPlan(plan.status);
-      return PlanOutcome{plan, PlanToolResult(plan)};
+      return ShowForReview(plan, context, sink);
     }
     PlanContext revision_context = context;
     revision_context.deadline_micros = ModelDeadline();
@@ -320,6 +333,14 @@ absl::StatusOr<PlanOutcome> PlanEngine::ReviewAndRun(Plan plan, const PlanReques
     if (!revised.ok()) {
       plan.status = PlanStatus::kFailed;
       plan.summary = absl::StrCat("The plan could not be revised: ", revised.status().message());
+      if (absl::Status s = store_.Update(plan, {PlanStatus::kDraft}); !s.ok()) return s;
+      CountPlan(plan.status);
+      return PlanOutcome{plan, PlanToolResult(plan)};
+    }
+    if (const PlanVerdict verdict = DecidePlan(options_.approvals, *revised, context.tools);
+        verdict.verdict == GateVerdict::kDeny) {
+      plan.status = PlanStatus::kFailed;
+      plan.summary = std::string(Denied(verdict).message());
       if (absl::Status s = store_.Update(plan, {PlanStatus::kDraft}); !s.ok()) return s;
       CountPlan(plan.status);
       return PlanOutcome{plan, PlanToolResult(plan)};
@@ -335,10 +356,21 @@ absl::StatusOr<PlanOutcome> PlanEngine::ReviewAndRun(Plan plan, const PlanReques
 
 absl::StatusOr<PlanOutcome> PlanEngine::Approve(const core::Identity& who,
                                                 const std::string& plan_id, PlanEventSink& sink,
-                                                const std::function<bool()>& cancelled) {
+                                                const std::function<bool()>& cancelled,
+                                                const std::string& digest) {
   std::unique_ptr<Claim> claim;
   auto plan = ClaimAndGet(who, plan_id, claim);
   if (!plan.ok()) return plan.status();
+  if (plan->status != PlanStatus::kPendingReview) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("plan ", plan_id, " is ", PlanStatusName(plan->status),
+                     "; only a plan waiting for review can be approved"));
+  }
+  if (!digest.empty() && PlanDigest(plan->steps) != digest) {
+    return absl::FailedPreconditionError(
+        "the plan changed since it was previewed; nothing ran; look at it again before "
+        "approving");
+  }
   plan->status = PlanStatus::kApproved;
   plan->writes_approved = true;
   if (absl::Status s = store_.Update(*plan, {PlanStatus::kPendingReview}); !s.ok()) return s;
@@ -368,13 +400,43 @@ absl::StatusOr<PlanOutcome> PlanEngine::Revise(const core::Identity& who,
   if (bounded.deadline_micros == 0) bounded.deadline_micros = ModelDeadline();
   auto steps = generator_.Generate(request, bounded, PlanRevision{plan->steps, feedback});
   if (!steps.ok()) return steps.status();
+  if (const PlanVerdict verdict = DecidePlan(options_.approvals, *steps, bounded.tools);
+      verdict.verdict == GateVerdict::kDeny) {
+    return Denied(verdict);
+  }
   plan->steps = *std::move(steps);
   if (absl::Status s = store_.Update(*plan, {PlanStatus::kPendingReview}, true); !s.ok()) {
     return s;
   }
   sink.Emit(PlanCreated(*plan));
-  sink.Emit(ReadyForReview(*plan));
-  return PlanOutcome{*plan, PlanToolResult(*plan)};
+  return ShowForReview(*plan, bounded, sink);
+}
+
+absl::StatusOr<PlanOutcome> PlanEngine::Preview(const core::Identity& who,
+                                                const std::string& plan_id,
+                                                const PlanContext& context, PlanEventSink& sink) {
+  std::unique_ptr<Claim> claim;
+  auto plan = ClaimAndGet(who, plan_id, claim);
+  if (!plan.ok()) return plan.status();
+  if (plan->status != PlanStatus::kPendingReview) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "plan ", plan_id, " is ", PlanStatusName(plan->status), "; it is not waiting for review"));
+  }
+  return ShowForReview(*plan, context, sink);
+}
+
+PlanOutcome PlanEngine::ShowForReview(const Plan& plan, const PlanContext& context,
+                                      PlanEventSink& sink) const {
+  PlanOutcome outcome{plan, PlanToolResult(plan), PlanDigest(plan.steps),
+                      core::NowMicros() + std::chrono::duration_cast<std::chrono::microseconds>(
+                                              options_.approvals.pending_ttl)
+                                              .count()};
+  sink.Emit(ReadyForReview(plan));
+  pb::ChatEvent preview;
+  FillPlanPreview(plan, context.tools, options_.approvals, outcome.digest,
+                  outcome.expires_at_micros, *preview.mutable_preview());
+  sink.Emit(std::move(preview));
+  return outcome;
 }
 
 absl::StatusOr<PlanOutcome> PlanEngine::Reject(const core::Identity& who,
@@ -588,6 +650,8 @@ void PlanEngine::RunStep(Run& run, const std::string& step_id) {
   task->set_goal(header.objective);
   for (const std::string& tool : step.tools) task->add_allowed_tools(tool);
   task->set_writes_approved(header.writes_approved);
+  // The user approved the steps as previewed: their tools and targets only.
+  task->set_approved_targets_only(header.writes_approved);
   task->set_max_turns(options_.max_turns);
   if (core::IsUuid(header.conversation_id))
     task->set_parent_conversation_id(header.conversation_id);

@@ -24,10 +24,19 @@
 // again with the same idempotency key, so its tool calls that already ran
 // are not repeated.
 //
-// Writes: an auto_execute plan was asked to run by the planner, a draft
-// was approved by the user, an agent_review plan by the reviewer; their
-// steps run with writes approved. The engine never includes gRPC: executor
-// dialogues come from a StepExecutors.
+// Writes pass the approval gate (approval_gate.h): a plan whose steps may
+// call a tool the policy does not run unasked (a WRITE or HIGH tool, by
+// default) never runs before the user approves it as previewed. Such a plan
+// waits for review (pending_review, with a PreviewEvent listing each such
+// step's tool and its planned arguments or the constraint an executor agent
+// works within) whatever its mode: auto_execute behaves as draft_only, and
+// an agent_review verdict of "approved" does not replace the user's
+// approval. Only Approve with the digest of the steps the user saw sets
+// writes_approved; its steps then run with approved_targets_only, so an
+// executor agent may call only the step's tools and the targets its planned
+// calls name. A plan naming a tool the policy denies is not made. A plan
+// whose steps only read runs at once. The engine never includes gRPC:
+// executor dialogues come from a StepExecutors.
 #pragma once
 
 #include <chrono>
@@ -41,6 +50,7 @@
 #include "libs/core/identity.h"
 #include "libs/llm/usage.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
+#include "services/orchestrator/src/approval_gate.h"
 #include "services/orchestrator/src/plan_advisor.h"
 #include "services/orchestrator/src/plan_executor.h"
 #include "services/orchestrator/src/plan_generator.h"
@@ -62,6 +72,8 @@ struct PlanEngineOptions {
   // in the step's row (orchestration.llm_usage); null: not recorded. Must
   // outlive the engine.
   llm::UsageSink* usage_sink = nullptr;
+  // What runs unasked, and how long a plan's preview can be approved.
+  ApprovalPolicy approvals;
 };
 
 // Receives a plan's events (plan_created, plan_ready_for_review,
@@ -83,6 +95,10 @@ struct PlanOutcome {
   // question when the plan waits for the user, the review when there was
   // one.
   std::string tool_result_json;
+  // Set when the plan waits for the user's approval of its writes: the
+  // digest of the steps previewed and when the preview expires.
+  std::string digest;
+  int64_t expires_at_micros = 0;
 };
 
 class PlanEngine final {
@@ -109,11 +125,18 @@ class PlanEngine final {
   // (in this process) is ABORTED, so a plan never runs twice at once.
 
   // The user approved a pending_review plan ("looks good, run it"): it runs.
-  // FAILED_PRECONDITION for a plan in another status; NOT_FOUND for a plan
-  // that is not the caller's.
+  // With `digest` (the preview's), only the steps the user saw run:
+  // FAILED_PRECONDITION when the plan changed since. FAILED_PRECONDITION for
+  // a plan in another status; NOT_FOUND for a plan that is not the caller's.
   absl::StatusOr<PlanOutcome> Approve(const core::Identity& who, const std::string& plan_id,
                                       PlanEventSink& sink,
-                                      const std::function<bool()>& cancelled = nullptr);
+                                      const std::function<bool()>& cancelled = nullptr,
+                                      const std::string& digest = "");
+
+  // The preview of a pending_review plan again, with a fresh expiry (its
+  // last one expired). FAILED_PRECONDITION for a plan in another status.
+  absl::StatusOr<PlanOutcome> Preview(const core::Identity& who, const std::string& plan_id,
+                                      const PlanContext& context, PlanEventSink& sink);
 
   // The user asked for changes to a pending_review plan: new steps from the
   // generator with `feedback`, stored, and the plan is ready for review
@@ -168,6 +191,10 @@ class PlanEngine final {
                                            const std::function<bool()>& cancelled);
   absl::StatusOr<PlanOutcome> RunPlan(Plan plan, PlanEventSink& sink,
                                       const std::function<bool()>& cancelled);
+  // Emits the review and preview events of `plan`, stored as
+  // pending_review; the outcome carries the preview's digest and expiry.
+  PlanOutcome ShowForReview(const Plan& plan, const PlanContext& context,
+                            PlanEventSink& sink) const;
   // One step's dialogue, on its own thread.
   void RunStep(Run& run, const std::string& step_id);
   int64_t ModelDeadline() const;

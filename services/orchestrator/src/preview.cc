@@ -3,6 +3,7 @@
 #include <string>
 
 #include "libs/core/text.h"
+#include "services/orchestrator/src/approval_gate.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -117,10 +118,13 @@ void FillPreview(const PendingAction& action,
   preview.set_arguments_json(action.arguments.dump());
   preview.set_risk(action.risk);
   preview.set_summary(action.summary);
+  preview.set_digest(action.digest);
+  preview.set_expires_at_unix_ms(action.expires_at_micros / 1000);
   for (const char* key : {"agent", "name", "project"}) {
-    if (std::string value = StringAt(action.arguments, key); !value.empty()) {
-      preview.add_affected(value);
-    }
+    // A target resolved to its id is named as the user knows it.
+    std::string value = StringAt(action.targets.value(key, nlohmann::json::object()), "name");
+    if (value.empty()) value = StringAt(action.arguments, key);
+    if (!value.empty()) preview.add_affected(value);
   }
   const nlohmann::json config = action.arguments.is_object()
                                     ? action.arguments.value("config", nlohmann::json::object())
@@ -152,6 +156,68 @@ void FillPreview(const PendingAction& action,
   const std::string schedule = StringAt(action.arguments, "schedule");
   if (!schedule.empty()) preview.add_risk_factors("runs on its own: " + schedule);
   if (!recipients.empty()) preview.add_risk_factors("sends to " + recipients);
+}
+
+void FillPlanPreview(const Plan& plan, const std::vector<execpb::ToolDescriptor>& tools,
+                     const ApprovalPolicy& policy, const std::string& digest,
+                     int64_t expires_at_micros,
+                     ::omniforge::orchestrator::v1::PreviewEvent& preview) {
+  preview.set_action_id(plan.id);
+  preview.set_plan_id(plan.id);
+  preview.set_tool_name(kCreatePlanTool);
+  preview.set_digest(digest);
+  preview.set_expires_at_unix_ms(expires_at_micros / 1000);
+  execpb::ToolRisk highest = execpb::TOOL_RISK_READ;
+  int changing = 0;
+  for (const PlanStep& step : plan.steps) {
+    bool changes = false;
+    for (const std::string& tool : step.tools) {
+      const execpb::ToolRisk risk = RiskIn(tools, tool);
+      if (policy.Decide(tool, risk) == GateVerdict::kRun) continue;
+      const execpb::ToolRisk shown =
+          risk == execpb::TOOL_RISK_UNSPECIFIED ? execpb::TOOL_RISK_HIGH : risk;
+      if (shown > highest) highest = shown;
+      changes = true;
+      bool planned = false;
+      for (const PlannedCall& call : step.tool_calls) {
+        if (call.tool != tool) continue;
+        planned = true;
+        auto* shown_step = preview.add_steps();
+        shown_step->set_step_id(step.id);
+        shown_step->set_description(step.description);
+        shown_step->set_tool_name(tool);
+        shown_step->set_arguments_json(call.arguments.dump());
+        shown_step->set_risk(shown);
+        for (const char* key : {"agent", "name", "project"}) {
+          if (std::string value = StringAt(call.arguments, key); !value.empty()) {
+            preview.add_affected(value);
+          }
+        }
+      }
+      if (!planned) {
+        auto* shown_step = preview.add_steps();
+        shown_step->set_step_id(step.id);
+        shown_step->set_description(step.description);
+        shown_step->set_tool_name(tool);
+        shown_step->set_risk(shown);
+        shown_step->set_constraint(
+            "the executor agent chooses the arguments, within this step's task and only with "
+            "this step's tools");
+      }
+      if (shown == execpb::TOOL_RISK_HIGH) {
+        preview.add_risk_factors("step " + step.id + " may call " + tool +
+                                 ", which is hard or impossible to undo");
+      }
+    }
+    changing += changes ? 1 : 0;
+  }
+  preview.set_risk(highest);
+  preview.set_arguments_json(StepsToJson(plan.steps).dump());
+  preview.set_summary("a plan of " + std::to_string(plan.steps.size()) + " steps to " +
+                      core::Shortened(plan.objective, 300) + "; " + std::to_string(changing) +
+                      (changing == 1 ? " step changes" : " steps change") +
+                      " your workspace and runs only once you approve the plan.");
+  if (changing > 0) preview.add_risk_factors("changes your workspace");
 }
 
 }  // namespace omniforge::orchestrator

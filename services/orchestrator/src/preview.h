@@ -7,11 +7,23 @@
 #include <string>
 
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
+#include "services/orchestrator/src/approval_gate.h"
+#include "services/orchestrator/src/plan_model.h"
 #include "services/orchestrator/src/routing.h"
 
 namespace omniforge::orchestrator {
 
 void FillPreview(const PendingAction& action, ::omniforge::orchestrator::v1::PreviewEvent& preview);
+
+// The preview of `plan` waiting for the user's approval: each step's tools
+// that the policy does not run unasked, with the planned arguments or, where
+// an executor agent will choose them, the constraint it works within.
+// action_id and plan_id are the plan's id.
+void FillPlanPreview(const Plan& plan,
+                     const std::vector<::omniforge::executor::v1::ToolDescriptor>& tools,
+                     const ApprovalPolicy& policy, const std::string& digest,
+                     int64_t expires_at_micros,
+                     ::omniforge::orchestrator::v1::PreviewEvent& preview);
 
 // The words of an agent draft (create_agent's arguments): its name, what it
 // does, when it runs, what it reads and whom it sends to.

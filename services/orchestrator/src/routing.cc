@@ -37,13 +37,57 @@ std::optional<ContextBox> BoxAt(const nlohmann::json& json) {
 }
 
 nlohmann::json PlanRefToJson(const PlanRef& plan) {
-  return {{"plan_id", plan.plan_id}, {"status", plan.status}, {"objective", plan.objective}};
+  nlohmann::json json = {
+      {"plan_id", plan.plan_id}, {"status", plan.status}, {"objective", plan.objective}};
+  if (!plan.digest.empty()) {
+    json["digest"] = plan.digest;
+    json["expires_at_micros"] = plan.expires_at_micros;
+  }
+  return json;
+}
+
+int64_t IntAt(const nlohmann::json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+}
+
+nlohmann::json PendingToJson(const PendingAction& action) {
+  return {{"action_id", action.action_id},
+          {"tool", action.tool},
+          {"arguments", action.arguments},
+          {"risk", execpb::ToolRisk_Name(action.risk)},
+          {"summary", action.summary},
+          {"digest", action.digest},
+          {"expires_at_micros", action.expires_at_micros},
+          {"targets", action.targets}};
+}
+
+std::optional<PendingAction> PendingFromJson(const nlohmann::json& json) {
+  if (!json.is_object()) return std::nullopt;
+  PendingAction pending;
+  pending.action_id = StringAt(json, "action_id");
+  pending.tool = StringAt(json, "tool");
+  pending.summary = StringAt(json, "summary");
+  pending.digest = StringAt(json, "digest");
+  pending.expires_at_micros = IntAt(json, "expires_at_micros");
+  if (auto args = json.find("arguments"); args != json.end() && args->is_object()) {
+    pending.arguments = *args;
+  }
+  if (auto targets = json.find("targets"); targets != json.end() && targets->is_object()) {
+    pending.targets = *targets;
+  }
+  // An unknown risk reads as HIGH: the preview says more, never less.
+  execpb::ToolRisk risk = execpb::TOOL_RISK_HIGH;
+  if (execpb::ToolRisk_Parse(StringAt(json, "risk"), &risk)) pending.risk = risk;
+  if (pending.tool.empty()) return std::nullopt;
+  return pending;
 }
 
 std::optional<PlanRef> PlanRefAt(const nlohmann::json& json) {
   auto it = json.find("plan");
   if (it == json.end() || !it->is_object()) return std::nullopt;
-  PlanRef plan{StringAt(*it, "plan_id"), StringAt(*it, "status"), StringAt(*it, "objective")};
+  PlanRef plan{StringAt(*it, "plan_id"), StringAt(*it, "status"), StringAt(*it, "objective"),
+               StringAt(*it, "digest"), IntAt(*it, "expires_at_micros")};
   if (plan.plan_id.empty() || plan.status.empty()) return std::nullopt;
   return plan;
 }
@@ -81,13 +125,11 @@ nlohmann::json RoutingToJson(const Routing& routing) {
   json["action_type"] = intentpb::ActionType_Name(routing.action_type);
   json["entities"] = routing.entities;
   json["listed_agents"] = routing.listed_agents;
-  json["pending_action"] = routing.pending.has_value();
-  if (routing.pending) {
-    json["pending"] = {{"action_id", routing.pending->action_id},
-                       {"tool", routing.pending->tool},
-                       {"arguments", routing.pending->arguments},
-                       {"risk", execpb::ToolRisk_Name(routing.pending->risk)},
-                       {"summary", routing.pending->summary}};
+  json["pending_action"] = !routing.pending.empty();
+  if (!routing.pending.empty()) {
+    nlohmann::json actions = nlohmann::json::array();
+    for (const PendingAction& action : routing.pending) actions.push_back(PendingToJson(action));
+    json["pending_actions"] = std::move(actions);
   }
   json["clarifications"] = routing.clarifications;
   if (!routing.asked.empty()) json["asked"] = routing.asked;
@@ -112,17 +154,18 @@ Routing RoutingFromJson(const nlohmann::json& json) {
       if (name.is_string()) routing.listed_agents.push_back(name.get<std::string>());
     }
   }
-  if (auto it = json.find("pending"); it != json.end() && it->is_object()) {
-    PendingAction pending;
-    pending.action_id = StringAt(*it, "action_id");
-    pending.tool = StringAt(*it, "tool");
-    pending.summary = StringAt(*it, "summary");
-    if (auto args = it->find("arguments"); args != it->end() && args->is_object()) {
-      pending.arguments = *args;
+  if (auto it = json.find("pending_actions"); it != json.end() && it->is_array()) {
+    for (const nlohmann::json& item : *it) {
+      if (std::optional<PendingAction> action = PendingFromJson(item)) {
+        routing.pending.push_back(*std::move(action));
+      }
     }
-    execpb::ToolRisk risk = execpb::TOOL_RISK_WRITE;
-    if (execpb::ToolRisk_Parse(StringAt(*it, "risk"), &risk)) pending.risk = risk;
-    if (!pending.tool.empty()) routing.pending = std::move(pending);
+  } else if (auto old = json.find("pending"); old != json.end()) {
+    // One action, as the previous release stored it (no digest: it is
+    // previewed again before anything runs).
+    if (std::optional<PendingAction> action = PendingFromJson(*old)) {
+      routing.pending.push_back(*std::move(action));
+    }
   }
   if (auto it = json.find("clarifications"); it != json.end() && it->is_number_integer()) {
     routing.clarifications = it->get<int>();

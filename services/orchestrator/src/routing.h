@@ -23,13 +23,26 @@
 
 namespace omniforge::orchestrator {
 
-// A risky tool call that waits for the user's approval.
+// A risky tool call that waits for the user's approval (approval_gate.h):
+// exactly this call runs when the user approves it, and only before it
+// expires.
 struct PendingAction {
   std::string action_id;
   std::string tool;
+  // With its targets resolved to ids at preview time (an agent's name is
+  // replaced by its id; `targets` keeps what the name was).
   nlohmann::json arguments = nlohmann::json::object();
   ::omniforge::executor::v1::ToolRisk risk = ::omniforge::executor::v1::TOOL_RISK_WRITE;
   std::string summary;  // what would happen, in words
+  // ActionDigest(tool, arguments): what the preview showed and an approval
+  // runs. Empty for an action stored by an older version: it is previewed
+  // again rather than run.
+  std::string digest;
+  // When the preview stops being approvable (microseconds since the epoch).
+  int64_t expires_at_micros = 0;
+  // The targets as resolved at preview time, by argument: {"agent": {"id":
+  // ..., "name": ...}}. An approval checks they still are what they were.
+  nlohmann::json targets = nlohmann::json::object();
 };
 
 // A plan of the flow that waits for the user: for their review
@@ -39,6 +52,10 @@ struct PlanRef {
   std::string plan_id;
   std::string status;  // the plan's status name (plan_model.h)
   std::string objective;
+  // For a plan previewed for review: PlanDigest of the steps shown and when
+  // the preview expires (approval_gate.h); empty and 0 otherwise.
+  std::string digest;
+  int64_t expires_at_micros = 0;
 };
 
 // A flow that a newer message suspended while it ran. Later turns carry it
@@ -65,7 +82,8 @@ struct Routing {
       ::omniforge::intent::v1::ACTION_TYPE_UNSPECIFIED;
   std::map<std::string, std::string> entities;
   std::vector<std::string> listed_agents;  // in the order shown to the user
-  std::optional<PendingAction> pending;
+  // The actions this turn previewed, each waiting for the user's approval.
+  std::vector<PendingAction> pending;
   int clarifications = 0;  // clarifying questions in a row, this turn's included
   // What this turn's clarifying question asked for (see ClarifyAbout in
   // local_policy.h); empty when it asked none.

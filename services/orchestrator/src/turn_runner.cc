@@ -12,6 +12,7 @@
 #include "libs/core/struct_json.h"
 #include "libs/core/text.h"
 #include "libs/llm/model_call_proto.h"
+#include "services/orchestrator/src/approval_gate.h"
 #include "services/orchestrator/src/local_policy.h"
 #include "services/orchestrator/src/model_planner.h"
 #include "services/orchestrator/src/preview.h"
@@ -114,7 +115,7 @@ void AddHistory(RoutingMemo& memo, const convpb::GetContextWindowResponse& windo
       turn->set_action_type(routing->action_type);
       turn->mutable_entities()->insert(routing->entities.begin(), routing->entities.end());
       for (const std::string& name : routing->listed_agents) turn->add_listed_agents(name);
-      turn->set_pending_action(routing->pending.has_value());
+      turn->set_pending_action(!routing->pending.empty());
     } else {
       continue;
     }
@@ -143,7 +144,7 @@ bool SameForAnalysis(const std::vector<AgentInfo>& a, const std::vector<AgentInf
 // message then gets a new analysis.
 bool StartsAFreshFlow(RoutingMemo& memo, const convpb::GetContextWindowResponse& window) {
   const std::optional<Routing> last = LastRouting(memo, window);
-  return !last || (!last->pending && last->clarifications == 0 && !last->plan &&
+  return !last || (last->pending.empty() && last->clarifications == 0 && !last->plan &&
                    !last->suspended_flow);
 }
 
@@ -229,24 +230,56 @@ class EndsControl final {
 };
 
 
+// The words stored for a structured decision sent without a message.
+std::string DecisionWords(const pb::ApprovalDecision& decision) {
+  switch (decision.kind()) {
+    case pb::DECISION_KIND_APPROVE:
+      return "Approve " + decision.action_id();
+    case pb::DECISION_KIND_REJECT:
+      return "Reject " + decision.action_id();
+    default:
+      return "Change " + decision.action_id() + ": " + core::Shortened(decision.arguments_json(), 2000);
+  }
+}
+
 // What the user's message does to the plan the flow waits on.
 enum class PlanMove { kApprove, kRevise, kReject, kAnswer, kContinue };
 
-std::optional<PlanMove> PlanMoveFor(const PlanRef& plan, const std::string& message) {
+std::optional<PlanMove> PlanMoveFor(const PlanRef& plan, const std::string& message,
+                                    const pb::ApprovalDecision& decision) {
   const std::optional<PlanStatus> status = ParsePlanStatus(plan.status);
-  if (status == PlanStatus::kPendingReview) {
-    switch (ClassifyPlanReply(message)) {
-      case PlanReply::kApprove:
+  if (decision.kind() != pb::DECISION_KIND_UNSPECIFIED) {
+    // A structured decision acts on the plan it names, and only one waiting
+    // for review.
+    if (decision.action_id() != plan.plan_id || status != PlanStatus::kPendingReview) {
+      return std::nullopt;
+    }
+    switch (decision.kind()) {
+      case pb::DECISION_KIND_APPROVE:
         return PlanMove::kApprove;
-      case PlanReply::kReject:
+      case pb::DECISION_KIND_REJECT:
         return PlanMove::kReject;
-      case PlanReply::kRevise:
+      default:
         return PlanMove::kRevise;
     }
   }
+  if (status == PlanStatus::kPendingReview) {
+    // The approval gate's rule for a plan: a change is a revision, a
+    // question leaves the plan waiting.
+    switch (ReadPlanReviewReply(message)) {
+      case PendingReply::kApprove:
+        return PlanMove::kApprove;
+      case PendingReply::kReject:
+        return PlanMove::kReject;
+      case PendingReply::kEdit:
+        return PlanMove::kRevise;
+      case PendingReply::kOther:
+        return std::nullopt;
+    }
+  }
   if (status == PlanStatus::kWaitingOnUser) {
-    return ClassifyPlanReply(message) == PlanReply::kReject ? PlanMove::kReject
-                                                             : PlanMove::kAnswer;
+    return ReadPlanReviewReply(message) == PendingReply::kReject ? PlanMove::kReject
+                                                                 : PlanMove::kAnswer;
   }
   if ((status == PlanStatus::kRunning || status == PlanStatus::kApproved) &&
       IsResumeRequest(message)) {
@@ -279,6 +312,98 @@ intentpb::IntentAnalysis PlanReplyAnalysis(const Routing& last, PlanMove move) {
       break;
   }
   return analysis;
+}
+
+// A call's arguments as the user knows them: a target resolved to its id is
+// named again.
+json NamedArguments(const PendingAction& action) {
+  json args = action.arguments;
+  for (auto& [key, target] : action.targets.items()) {
+    if (target.is_object() && target.contains("name") && args.contains(key)) {
+      args[key] = target["name"];
+    }
+  }
+  return args;
+}
+
+// The move the approval gate decided, if it decided one: approved actions
+// run with their own keys, a rejection or refusal says so, a structured edit
+// previews the changed action; a spoken edit goes to the local policy's
+// revision (`local`) or to the model. nullopt: the planner decides.
+std::optional<Move> GateMove(const PendingResolution& gate, const Routing& last, bool local,
+                             const PolicyInput& input) {
+  Move move;
+  move.action_type = last.action_type;
+  move.entities = last.entities;
+  switch (gate.reply) {
+    case PendingReply::kApprove:
+    case PendingReply::kReject:
+      for (const PendingAction& action : gate.approved) {
+        move.run.push_back(
+            {action.tool, action.arguments, ApprovedStepKey(action), NamedArguments(action)});
+      }
+      move.propose = gate.previewed_again;
+      move.reply = gate.reply_text;
+      return move;
+    case PendingReply::kEdit:
+      if (!gate.previewed_again.empty()) {
+        move.propose = gate.previewed_again;
+        move.reply = "Changed as you asked; nothing has run yet.";
+        return move;
+      }
+      if (local) return ReviseLocally(input, gate.other_agent);
+      return std::nullopt;
+    case PendingReply::kOther:
+      if (gate.refusal.empty()) return std::nullopt;
+      move.reply = gate.reply_text;
+      return move;
+  }
+  return std::nullopt;
+}
+
+// The proposals of a turn through the gate's policy: those it runs go to
+// `move.run` (each with its own key), those it refuses are recorded in
+// `decisions` and returned as words in `denied`; the rest are sealed
+// (targets, digest, expiry) and returned to preview.
+std::vector<PendingAction> PassProposals(Move& move,
+                                         const std::vector<execpb::ToolDescriptor>& tools,
+                                         const std::vector<AgentInfo>& agents,
+                                         const ApprovalPolicy& policy, int64_t now_micros,
+                                         std::vector<GateDecision>& decisions,
+                                         std::vector<std::string>& denied) {
+  std::vector<PendingAction> asking;
+  for (PendingAction& action : move.propose) {
+    // Never less than the catalog says.
+    if (const execpb::ToolRisk known = RiskIn(tools, action.tool); known > action.risk) {
+      action.risk = known;
+    }
+    if (action.digest.empty()) SealPendingAction(action, agents, now_micros, policy.pending_ttl);
+    if (action.summary.empty()) {
+      std::string description;
+      for (const execpb::ToolDescriptor& d : tools) {
+        if (d.name() == action.tool) description = d.description();
+      }
+      action.summary = ActionSummary(action.tool, NamedArguments(action), description);
+    }
+    switch (policy.Decide(action.tool, action.risk)) {
+      case GateVerdict::kRun:
+        decisions.push_back({action.action_id, action.digest, action.tool, action.summary,
+                             action.risk, pb::ACTION_OUTCOME_AUTO_APPROVED, "policy"});
+        move.run.push_back(
+            {action.tool, action.arguments, ApprovedStepKey(action), NamedArguments(action)});
+        break;
+      case GateVerdict::kDeny:
+        decisions.push_back({action.action_id, action.digest, action.tool, action.summary,
+                             action.risk, pb::ACTION_OUTCOME_DENIED, "policy"});
+        denied.push_back(action.summary);
+        break;
+      case GateVerdict::kAsk:
+        asking.push_back(action);
+        break;
+    }
+  }
+  move.propose.clear();
+  return asking;
 }
 
 // A plan's events go out with the turn's, numbered by the same stream; the
@@ -329,7 +454,39 @@ std::optional<SuspendedFlow> TurnControl::AwaitSuspension(int64_t deadline) {
 }
 
 absl::Status ValidateStreamChatRequest(const pb::StreamChatRequest& request) {
-  if (request.message().empty()) return absl::InvalidArgumentError("message: must not be empty");
+  const pb::ApprovalDecision& decision = request.decision();
+  if (!pb::DecisionKind_IsValid(decision.kind())) {
+    return absl::InvalidArgumentError("decision.kind: unknown value " +
+                                      std::to_string(decision.kind()));
+  }
+  const bool decides = decision.kind() != pb::DECISION_KIND_UNSPECIFIED;
+  if (decides || !decision.action_id().empty() || !decision.arguments_json().empty()) {
+    if (!decides) return absl::InvalidArgumentError("decision.kind: must be set");
+    if (!core::IsSafeToken(decision.action_id())) {
+      return absl::InvalidArgumentError(
+          "decision.action_id: the preview's action_id (1..128 characters of "
+          "[A-Za-z0-9._:@-])");
+    }
+    if (request.conversation_id().empty()) {
+      return absl::InvalidArgumentError(
+          "conversation_id: a decision answers a preview of an existing conversation");
+    }
+    if (!decision.arguments_json().empty()) {
+      if (decision.kind() != pb::DECISION_KIND_EDIT) {
+        return absl::InvalidArgumentError("decision.arguments_json: only with DECISION_KIND_EDIT");
+      }
+      if (decision.arguments_json().size() > kMaxMessageBytes) {
+        return absl::InvalidArgumentError("decision.arguments_json: at most 64 KiB");
+      }
+      const json args = json::parse(decision.arguments_json(), nullptr, false);
+      if (!args.is_object()) {
+        return absl::InvalidArgumentError("decision.arguments_json: must be a JSON object");
+      }
+    }
+  }
+  if (request.message().empty() && !decides) {
+    return absl::InvalidArgumentError("message: must not be empty");
+  }
   if (request.message().size() > kMaxMessageBytes) {
     return absl::InvalidArgumentError("message: at most 64 KiB");
   }
@@ -420,11 +577,19 @@ void TurnRunner::SawAgents(const core::Identity& who, const std::vector<AgentInf
   agents_seen_[key] = std::move(seen);
 }
 
-absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequest& request,
+absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequest& asked,
                              TurnControl& control, EventSink& sink, int64_t client_deadline,
                              const std::shared_ptr<TurnControl>& interrupted) const {
   const EndsControl ends_control(control);
-  if (absl::Status valid = ValidateStreamChatRequest(request); !valid.ok()) return valid;
+  if (absl::Status valid = ValidateStreamChatRequest(asked); !valid.ok()) return valid;
+  // A decision sent without words is stored as words that say it.
+  pb::StreamChatRequest worded;
+  if (asked.message().empty()) {
+    worded = asked;
+    worded.set_message(DecisionWords(asked.decision()));
+  }
+  const pb::StreamChatRequest& request = asked.message().empty() ? worded : asked;
+  const bool decides = request.decision().kind() != pb::DECISION_KIND_UNSPECIFIED;
   // Cancelling the turn cancels its downstream calls in flight (the writes
   // that keep what it did open scopes of their own that are not cancelled).
   const core::ScopedCallCancellation cancellable(&control.cancel_signal());
@@ -644,7 +809,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
         emit.Next().mutable_text()->set_delta(m.content());
         emit.Send();
         pb::DoneEvent* done = emit.Next().mutable_done();
-        done->set_is_final(!routing.pending.has_value() && routing.clarifications == 0 &&
+        done->set_is_final(routing.pending.empty() && routing.clarifications == 0 &&
                            !routing.suspended);
         done->set_assistant_message_id(m.id());
         done->mutable_usage()->set_duration_ms((core::NowMicros() - started) / 1000.0);
@@ -689,7 +854,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     plan_move = PlanMove::kContinue;
   } else if (plans_ != nullptr && !resuming && last && last->plan) {
     plan_target = last->plan;
-    plan_move = PlanMoveFor(*last->plan, request.message());
+    plan_move = PlanMoveFor(*last->plan, request.message(), request.decision());
     plan_from_last = plan_move.has_value();
   } else if (plans_ != nullptr && !created && IsResumeRequest(request.message())) {
     // "continue" after the orchestrator running a plan stopped mid-turn:
@@ -701,8 +866,15 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       plan_move = PlanMove::kContinue;
     }
   }
-  const bool continuing =
-      !resuming && last && (last->pending || last->clarifications > 0 || plan_from_last);
+  const bool continuing = !resuming && last &&
+                          (!last->pending.empty() || last->clarifications > 0 || plan_from_last);
+  // A plan waiting for review that this message does not answer (a
+  // question, another request) keeps waiting.
+  std::optional<PlanRef> plan_carried;
+  if (!resuming && !plan_from_last && last && last->plan &&
+      ParsePlanStatus(last->plan->status) == PlanStatus::kPendingReview) {
+    plan_carried = last->plan;
+  }
   // An answer to the flow's own clarifying question needs no new analysis,
   // nor does a reply to its plan (unless it changes the plan: the analysis
   // then finds what changed).
@@ -948,10 +1120,14 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     execpb::InvokeToolRequest invoke;
     invoke.set_tool_name(step.tool);
     invoke.set_arguments_json(step.arguments.dump());
-    // A retried turn does not run a tool twice. Reads change nothing, so
-    // they go without a key and its bookkeeping (two writes).
-    if (risk != execpb::TOOL_RISK_READ) {
-      invoke.set_idempotency_key("turn:" + turn_id + ":" + std::to_string(tool_calls));
+    // A retried turn does not run a tool twice, nor an approved action a
+    // second approval. Reads change nothing, so they go without a key and
+    // its bookkeeping (two writes).
+    if (!step.idempotency_key.empty()) {
+      invoke.set_idempotency_key(step.idempotency_key);
+    } else if (risk != execpb::TOOL_RISK_READ) {
+      invoke.set_idempotency_key("turn:" + conversation_id + ":" + turn_id + ":" +
+                                 std::to_string(tool_calls));
     }
     ++tool_calls;
     tools_used.push_back(step.tool);
@@ -973,7 +1149,9 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       out->set_is_error(ran.is_error);
       emit.Send();
       if (described != nullptr) {
-        *described = DescribeResult(step, ParseObject(ran.result_json), ran.is_error, &listed);
+        ToolStep shown = step;
+        if (!step.shown_arguments.is_null()) shown.arguments = step.shown_arguments;
+        *described = DescribeResult(shown, ParseObject(ran.result_json), ran.is_error, &listed);
       }
     } else {
       const json error = ErrorResult(result.status());
@@ -1002,6 +1180,9 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   // for the user (for review, for an answer, or stopped before its end:
   // cancelled, out of time, suspended) is named in the routing.
   std::optional<Plan> plan_held;
+  // The preview of plan_held when it waits for review: digest and expiry.
+  std::string plan_digest;
+  int64_t plan_expires = 0;
   std::string plan_words;  // the last plan in words, should the model write none
   PlanEvents plan_events(emit);
   const std::function<bool()> plan_stopped = [&control, turn_deadline] {
@@ -1051,6 +1232,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     }
     const Plan& plan = outcome->plan;
     plan_held.reset();
+    plan_digest = outcome->digest;
+    plan_expires = outcome->expires_at_micros;
     switch (plan.status) {
       case PlanStatus::kPendingReview:
         ContextBox::Add(box.blockers, "waiting for the user's review of the plan");
@@ -1115,8 +1298,30 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   std::string text;
   bool text_sent = false;  // the model streamed the answer already
   PlannerResult planned;
-  std::optional<Move> approval;
-  if (planner_ != nullptr && !resuming) approval = ResolveApproval(input);
+  // The approval gate reads this message (or the client's decision) for the
+  // actions the last turn left pending: it approves exactly those, drops
+  // them, has them revised, or leaves them pending.
+  std::vector<GateDecision> decisions;
+  std::optional<PendingResolution> gate;
+  std::optional<Move> approval;  // the gate decided this turn's move
+  if (!resuming && !plan_move && last && !last->pending.empty()) {
+    gate = ResolvePending(request.message(), request.decision(), analysis, last->pending, agents,
+                          core::NowMicros(), options_.approvals.pending_ttl);
+    decisions = gate->decisions;
+    approval = GateMove(*gate, *last, planner_ == nullptr, input);
+    // What the gate decided is not the policy's to decide again.
+    if (gate->reply != PendingReply::kOther) input.last->pending.clear();
+  } else if (decides && !plan_move) {
+    Move refused;
+    refused.reply = "Nothing ran: no action " + request.decision().action_id() +
+                    " is waiting for your decision (it was decided already, replaced, or never "
+                    "existed).";
+    emit.Error(pb::CHAT_ERROR_CODE_APPROVAL_REFUSED, refused.reply, /*fatal=*/false);
+    approval = std::move(refused);
+  }
+  if (gate && !gate->refusal.empty()) {
+    emit.Error(pb::CHAT_ERROR_CODE_APPROVAL_REFUSED, gate->refusal, /*fatal=*/false);
+  }
   if (suspend_now()) {
     ContextBox::Add(box.next, "plan the answer to: " + goal);
   } else if (plan_move) {
@@ -1129,8 +1334,17 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     PlanCall call;
     switch (*plan_move) {
       case PlanMove::kApprove:
+        if (plan_target->expires_at_micros != 0 &&
+            core::NowMicros() >= plan_target->expires_at_micros) {
+          // Approved too late: shown again, nothing runs.
+          doing = "Showing the plan again (its preview expired)";
+          call = [&] { return plans_->Preview(who, plan_id, plan_context(), plan_events); };
+          break;
+        }
         doing = "Running the plan";
-        call = [&] { return plans_->Approve(who, plan_id, plan_events, plan_stopped); };
+        call = [&] {
+          return plans_->Approve(who, plan_id, plan_events, plan_stopped, plan_target->digest);
+        };
         break;
       case PlanMove::kContinue:
         doing = "Running what is left of the plan";
@@ -1163,8 +1377,24 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       auto kept = plans_->Get(who, plan_id);
       if (kept.ok()) plan_held = *std::move(kept);
     }
+    // An approval of a plan that changed since its preview ran nothing: the
+    // plan as it is now is shown for approval.
+    if (*plan_move == PlanMove::kApprove && outcome && !outcome->ok() &&
+        absl::IsFailedPrecondition(outcome->status())) {
+      emit.Error(pb::CHAT_ERROR_CODE_APPROVAL_REFUSED, std::string(outcome->status().message()),
+                 /*fatal=*/false);
+      absl::StatusOr<PlanOutcome> again =
+          plans_->Preview(who, plan_id, plan_context(), plan_events);
+      if (again.ok()) {
+        plan_held = again->plan;
+        plan_digest = again->digest;
+        plan_expires = again->expires_at_micros;
+        move.reply += "\n" + PlanReplyText(again->plan);
+      }
+    }
   } else if (planner_ != nullptr && !approval) {
-    // The model plans; it streams its answer and runs READ tools itself.
+    // The model plans; it streams its answer and runs what the gate lets
+    // run unasked itself.
     class Io final : public PlannerIo {
      public:
       Io(Emitter& emit, decltype(run_tool)& run, decltype(create_plan)& plan,
@@ -1196,7 +1426,9 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       }
     }
     plan.agents = agents;
+    // A spoken edit goes to the model with what it changes.
     if (last && !resuming) plan.pending = last->pending;
+    plan.approvals = &options_.approvals;
     plan.box = carried;
     plan.clarifications = last && continuing ? last->clarifications : 0;
     plan.max_clarifications = options_.max_clarifications;
@@ -1231,6 +1463,11 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       move.action_type = analysis.action_type();
       move.entities.insert(analysis.entities().begin(), analysis.entities().end());
       move.propose = planned.propose;
+      for (const std::string& tool : planned.denied) {
+        decisions.push_back({core::NewUuid(), "", tool, "the model asked for " + tool,
+                             RiskOf(who, tool, call_deadline()), pb::ACTION_OUTCOME_DENIED,
+                             "policy"});
+      }
       // A question counts against the cap; past it, the flow does not wait.
       move.clarifying = planned.asked && plan.clarifications < options_.max_clarifications;
       if (move.clarifying) move.asked = kAskedModel;
@@ -1256,7 +1493,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     }
   }
   if (suspended) {
-    move.propose.reset();  // drafted again when the flow resumes
+    move.propose.clear();  // drafted again when the flow resumes
   } else if (approval) {
     move = *std::move(approval);
   } else if (!plan_move && (planner_ == nullptr || !planned.answered)) {
@@ -1268,10 +1505,49 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     asked.mode = move.plan->draft ? ExecutionMode::kDraftOnly : ExecutionMode::kAutoExecute;
     move.reply = plan_text(make_plan(asked), "Making the plan");
   }
+  // Every action proposed passes the gate: it runs (the policy lets it),
+  // waits for the user's approval of exactly what is previewed, or is
+  // refused. What waited and nothing replaced keeps waiting.
+  std::vector<std::string> denied;
+  std::vector<PendingAction> pending_after =
+      PassProposals(move, Catalog(who, call_deadline())->tools, agents, options_.approvals,
+                    core::NowMicros(), decisions, denied);
+  for (const std::string& what : denied) {
+    const std::string said = "The approval policy does not allow this, so it was not run: " + what;
+    emit.Error(pb::CHAT_ERROR_CODE_ACTION_DENIED, said, /*fatal=*/false);
+    move.reply += (move.reply.empty() ? "" : "\n") + said;
+  }
+  if (pending_after.empty() && gate && !suspended) {
+    pending_after = gate->carried;
+  } else if (gate) {
+    for (const PendingAction& old : gate->carried) {
+      const bool kept = std::any_of(pending_after.begin(), pending_after.end(),
+                                    [&old](const PendingAction& a) {
+                                      return a.action_id == old.action_id;
+                                    });
+      if (!kept) {
+        GateDecision replaced{old.action_id, old.digest, old.tool, old.summary, old.risk,
+                              pb::ACTION_OUTCOME_STALE, "words"};
+        decisions.push_back(std::move(replaced));
+      }
+    }
+  }
+  // Previews made now (the ones carried were shown before).
+  std::vector<PendingAction> previews;
+  for (const PendingAction& action : pending_after) {
+    const bool shown_before =
+        gate && std::any_of(gate->carried.begin(), gate->carried.end(),
+                            [&action](const PendingAction& a) {
+                              return a.action_id == action.action_id;
+                            });
+    if (!shown_before) previews.push_back(action);
+  }
   if (!text_sent) text = move.reply;
   if (planned.answered && !text_sent && text.empty()) text = plan_words;
-  if (planned.answered && !text_sent && move.propose) {
-    text = "Here is what I would do: " + move.propose->summary;  // the model wrote no text
+  if (planned.answered && !text_sent && !previews.empty()) {
+    // The model wrote no text.
+    text = "Here is what I would do:";
+    for (const PendingAction& action : previews) text += " " + action.summary;
   }
   if (listed.empty()) listed = move.listed_agents;
 
@@ -1288,21 +1564,24 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   if (control.cancelled() && !cancel_reported && !suspended) {
     emit.Error(pb::CHAT_ERROR_CODE_CANCELLED, "the turn was cancelled", /*fatal=*/true);
   }
-  const bool waiting =
-      !suspended && (move.propose.has_value() || move.clarifying || plan_held.has_value());
-  if (move.propose) {
-    FillPreview(*move.propose, *emit.Next().mutable_preview());
+  const bool waiting = !suspended && (!pending_after.empty() || move.clarifying ||
+                                      plan_held.has_value() || plan_carried.has_value());
+  for (const PendingAction& action : previews) {
+    FillPreview(action, *emit.Next().mutable_preview());
     emit.Send();
-    ContextBox::Add(box.progress, "drafted " + move.propose->tool);
-    ContextBox::Add(box.blockers, "waiting for the user's approval: " + move.propose->summary);
-    ContextBox::Add(box.next, "run " + move.propose->tool + " once approved");
+    ContextBox::Add(box.progress, "drafted " + action.tool);
+    ContextBox::Add(box.blockers, "waiting for the user's approval: " + action.summary);
+    ContextBox::Add(box.next, "run " + action.tool + " once approved");
+  }
+  if (!previews.empty()) {
   } else if (move.clarifying) {
     ContextBox::Add(box.progress, "asked: " + core::Shortened(text, 200));
     ContextBox::Add(box.blockers, "waiting for the user's answer");
     ContextBox::Add(box.next, "continue with the answer");
-  } else if (continuing && last->pending) {
-    const bool approved = !move.run.empty() && move.run.front().tool == last->pending->tool;
-    ContextBox::Add(box.progress, (approved ? "approved " : "set aside ") + last->pending->tool);
+  } else if (gate) {
+    for (const PendingAction& action : gate->approved) {
+      ContextBox::Add(box.progress, "approved " + action.tool);
+    }
   }
   if (waiting) emit.State(pb::AGENT_STATE_WAITING_ON_USER, "Waiting for your answer");
   if (planned.answered && plan_held && plan_held->status == PlanStatus::kPendingReview) {
@@ -1314,8 +1593,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       emit.Send();
     }
   }
-  if (planned.answered && move.propose) {
-    const std::string ask = (text.empty() ? "" : "\n") + ApprovalQuestion(*move.propose);
+  if (planned.answered && !previews.empty()) {
+    const std::string ask = (text.empty() ? "" : "\n") + ApprovalQuestion(previews);
     text += ask;
     if (text_sent) {
       emit.Next().mutable_text()->set_delta(ask);
@@ -1348,13 +1627,16 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
                             : analysis.action_type();
   routing.entities = move.entities;
   routing.listed_agents = listed;
-  routing.pending = move.propose;
+  routing.pending = pending_after;
   routing.clarifications = move.clarifying ? (last ? last->clarifications : 0) + 1 : 0;
   routing.asked = move.asked;
   routing.tools_used = tools_used;
   routing.suspended = suspended;
   if (plan_held) {
-    routing.plan = PlanRef{plan_held->id, PlanStatusName(plan_held->status), plan_held->objective};
+    routing.plan = PlanRef{plan_held->id, PlanStatusName(plan_held->status), plan_held->objective,
+                           plan_digest, plan_expires};
+  } else if (plan_carried && !suspended) {
+    routing.plan = plan_carried;
   }
   if (suspended) {
     SuspendedFlow self{flow_id, goal, routing.action_type, box.entities, std::nullopt,

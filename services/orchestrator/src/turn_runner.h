@@ -42,6 +42,7 @@
 #include "libs/llm/usage.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
 #include "services/orchestrator/src/append_spool.h"
+#include "services/orchestrator/src/approval_gate.h"
 #include "services/orchestrator/src/downstream.h"
 #include "services/orchestrator/src/error_log.h"
 #include "services/orchestrator/src/flow_store.h"
@@ -77,6 +78,10 @@ struct TurnOptions {
   // with the turn's own (orchestration.llm_usage); null: they only count in
   // `done`. Must outlive the runner.
   llm::UsageSink* usage_sink = nullptr;
+  // The approval gate's policy (approval_gate.h): what runs unasked, what
+  // waits for the user's approval of exactly what was previewed, what is
+  // refused, and how long a preview can be approved.
+  ApprovalPolicy approvals;
 };
 
 // Receives a turn's events in order and numbers them (seq) as it sends
@@ -129,9 +134,12 @@ class TurnControl final {
   std::optional<SuspendedFlow> suspended_;  // Guarded by mu_.
 };
 
-// INVALID_ARGUMENT naming the field: an empty or oversized message (over
-// 64 KiB), invalid UTF-8, an unknown context type, a malformed conversation
-// id, turn id or entity id.
+// INVALID_ARGUMENT naming the field: an empty (without a decision) or
+// oversized message (over 64 KiB), invalid UTF-8, an unknown context type,
+// a malformed conversation id, turn id or entity id, a decision with an
+// unknown kind, without an action id, or with arguments that are not a JSON
+// object (or given with another kind than EDIT), a decision without a
+// conversation.
 absl::Status ValidateStreamChatRequest(const pb::StreamChatRequest& request);
 
 class TurnRunner final {

@@ -44,6 +44,15 @@ namespace intentpb = ::omniforge::intent::v1;
 using nlohmann::json;
 using ::testing::HasSubstr;
 
+// The agent a preview acts on, as the user knows it: its arguments name the
+// agent's id (resolved when the preview was made), `affected` its name.
+std::string PreviewTarget(const pb::PreviewEvent& preview) {
+  const json args = json::parse(preview.arguments_json());
+  EXPECT_TRUE(args["agent"].is_string() && args["agent"].get<std::string>().size() == 36)
+      << "the target is resolved to its id: " << preview.arguments_json();
+  return preview.affected_size() > 0 ? preview.affected(0) : "";
+}
+
 constexpr char kMasterKey[] = "4f6d6e69666f7267652d746573742d6d61737465722d6b65792d303030303030";
 constexpr int kUsers = 16;
 
@@ -392,7 +401,7 @@ TEST_F(ChatEndToEndTest, ListThenRunTheFirstOneRunsTheRightAgent) {
   ExpectWellFormed(run);
   ASSERT_TRUE(run.preview().has_value());
   EXPECT_EQ(run.preview()->tool_name(), "run_agent");
-  EXPECT_EQ(json::parse(run.preview()->arguments_json())["agent"], "invoice-chaser");
+  EXPECT_EQ(PreviewTarget(*run.preview()), "invoice-chaser");
 
   YesRunsTheAgent(conversation, "invoice-chaser");
 }
@@ -412,13 +421,13 @@ TEST_F(ChatEndToEndTest, AnAgentMadeBetweenTurnsIsOneTheNextTurnKnows) {
   ExpectWellFormed(run);
   ASSERT_TRUE(run.preview().has_value()) << run.text();
   EXPECT_EQ(run.preview()->tool_name(), "run_agent");
-  EXPECT_EQ(json::parse(run.preview()->arguments_json())["agent"], "standup-notes");
+  EXPECT_EQ(PreviewTarget(*run.preview()), "standup-notes");
 
   // With nothing changed, the next turn reads the same agents.
   Turn again = Chat("run invoice-chaser", conversation_id);
   ExpectWellFormed(again);
   ASSERT_TRUE(again.preview().has_value()) << again.text();
-  EXPECT_EQ(json::parse(again.preview()->arguments_json())["agent"], "invoice-chaser");
+  EXPECT_EQ(PreviewTarget(*again.preview()), "invoice-chaser");
 }
 
 // The next turn's analysis starts while its message is stored, from the
@@ -443,7 +452,7 @@ TEST_F(ChatEndToEndTest, AListStoredBetweenTurnsByAnotherClientIsTheOneTheNextTu
   const intentpb::IntentAnalysis analysis = run.Of(pb::ChatEvent::kIntent)[0].intent().analysis();
   EXPECT_EQ(analysis.entities().at("agent_name"), "weekly-sales-digest");
   ASSERT_TRUE(run.preview().has_value());
-  EXPECT_EQ(json::parse(run.preview()->arguments_json())["agent"], "weekly-sales-digest");
+  EXPECT_EQ(PreviewTarget(*run.preview()), "weekly-sales-digest");
 
   // Without anything in between, the next turn reads the kept window.
   Turn cancel = Chat("cancel", conversation_id);
@@ -466,7 +475,7 @@ TEST_F(ChatEndToEndTest, AnUnclearRequestGetsOptionsTiedToTheUsersAgents) {
   Turn answer = Chat("the second one", ask.session().conversation_id());
   ExpectWellFormed(answer);
   ASSERT_TRUE(answer.preview().has_value());
-  EXPECT_EQ(json::parse(answer.preview()->arguments_json())["agent"], "weekly-sales-digest");
+  EXPECT_EQ(PreviewTarget(*answer.preview()), "weekly-sales-digest");
   // The answer continues the flow without a new analysis by the intent service.
   EXPECT_EQ(answer.session().flow_id(), ask.session().flow_id());
   const intentpb::IntentAnalysis merged = answer.Of(pb::ChatEvent::kIntent)[0].intent().analysis();
@@ -490,7 +499,7 @@ TEST_F(ChatEndToEndTest, UnhelpfulAnswersGetTwoQuestionsThenTheLikeliestReading)
   ExpectWellFormed(third);
   EXPECT_THAT(third.text(), ::testing::Not(HasSubstr("Which agent")));
   ASSERT_TRUE(third.preview().has_value()) << third.text();
-  EXPECT_EQ(json::parse(third.preview()->arguments_json())["agent"], "invoice-chaser")
+  EXPECT_EQ(PreviewTarget(*third.preview()), "invoice-chaser")
       << "the first agent of the list the user was shown";
   EXPECT_THAT(third.text(), HasSubstr("I'll take 'invoice-chaser'"));
   EXPECT_EQ(LastRouting(conversation)["clarifications"], 0);
@@ -1184,10 +1193,35 @@ TEST_F(ModelPlannerEndToEndTest, ThePlannerMakesAPlanWhoseStepsRunAndSumsItUp) {
                                                            {"s1"})}))})
           .ok());
   const size_t before = fake_->RequestCount();
-  Turn turn = Chat("we keep forgetting steps when onboarding new hires, can you sort it out?");
+  Turn shown = Chat("we keep forgetting steps when onboarding new hires, can you sort it out?");
+  ExpectWellFormed(shown);
+  const std::string conversation = shown.session().conversation_id();
+  // The plan creates an agent: auto_execute or not, it waits for the user's
+  // approval of its preview, and nothing runs before.
+  ASSERT_EQ(shown.Of(pb::ChatEvent::kPlanCreated).size(), 1u);
+  ASSERT_EQ(shown.Of(pb::ChatEvent::kPlanReadyForReview).size(), 1u);
+  ASSERT_TRUE(shown.preview().has_value());
+  const pb::PreviewEvent preview = *shown.preview();
+  EXPECT_FALSE(preview.plan_id().empty());
+  EXPECT_EQ(preview.action_id(), preview.plan_id());
+  ASSERT_EQ(preview.steps_size(), 1);
+  EXPECT_EQ(preview.steps(0).tool_name(), "create_agent");
+  EXPECT_EQ(json::parse(preview.steps(0).arguments_json())["name"], "onboarding-buddy");
+  EXPECT_TRUE(shown.Of(pb::ChatEvent::kStepComplete).empty());
+  EXPECT_FALSE(shown.done().is_final());
+  EXPECT_TRUE(Invoke("get_agent", {{"agent", "onboarding-buddy"}}).contains("error"));
+  ASSERT_EQ(fake_->RequestCount(), before + 3) << "planner, generation, planner";
+  const json result_then = json::parse(
+      json::parse(fake_->Requests()[before + 2].body)["messages"].back()["content"].get<std::string>());
+  EXPECT_EQ(result_then["status"], "pending_review");
+
+  // A client's button approves it: exactly the plan previewed runs.
+  pb::StreamChatRequest approve;
+  approve.set_conversation_id(conversation);
+  approve.mutable_decision()->set_kind(pb::DECISION_KIND_APPROVE);
+  approve.mutable_decision()->set_action_id(preview.action_id());
+  Turn turn = Send(approve);
   ExpectWellFormed(turn);
-  ASSERT_EQ(turn.Of(pb::ChatEvent::kPlanCreated).size(), 1u);
-  EXPECT_TRUE(turn.Of(pb::ChatEvent::kPlanReadyForReview).empty());
   const auto completes = turn.Of(pb::ChatEvent::kStepComplete);
   ASSERT_EQ(completes.size(), 3u);
   for (const auto& e : completes) {
@@ -1195,24 +1229,24 @@ TEST_F(ModelPlannerEndToEndTest, ThePlannerMakesAPlanWhoseStepsRunAndSumsItUp) {
   }
   EXPECT_EQ(turn.Of(pb::ChatEvent::kExecutorSpawned).size(), 3u);
   EXPECT_THAT(States(turn), ::testing::Contains(pb::AGENT_STATE_EXECUTING_PLAN));
-  EXPECT_EQ(turn.text(), answer.text);
   EXPECT_TRUE(turn.done().is_final());
   EXPECT_EQ(Invoke("get_agent", {{"agent", "onboarding-buddy"}})["agent"]["name"],
             "onboarding-buddy");
-  // The plan's result went back into the planner's session as the tool's.
-  ASSERT_EQ(fake_->RequestCount(), before + 3) << "planner, generation, planner";
-  EXPECT_EQ(turn.done().usage().llm_calls(), 3) << "the plan's generation counts too";
   const json first = json::parse(fake_->Requests()[before].body);
   bool offered = false;
   for (const json& tool : first["tools"]) offered |= tool["function"]["name"] == "agent_create_plan";
   EXPECT_TRUE(offered);
-  const json last = json::parse(fake_->Requests()[before + 2].body);
-  EXPECT_EQ(last["messages"].back()["role"], "tool");
-  const json result = json::parse(last["messages"].back()["content"].get<std::string>());
-  EXPECT_EQ(result["status"], "completed");
-  EXPECT_EQ(result["steps"].size(), 3u);
-  EXPECT_THAT(LastRouting(turn.session().conversation_id())["tools_used"].dump(),
-              HasSubstr("agent_create_plan"));
+  EXPECT_THAT(LastRouting(conversation)["tools_used"].dump(), HasSubstr("agent_create_plan"));
+
+  // The same approval again runs nothing: the plan is no longer waiting.
+  Turn twice = Send(approve);
+  ExpectWellFormed(twice);
+  EXPECT_TRUE(twice.Of(pb::ChatEvent::kStepStart).empty());
+  bool refused = false;
+  for (const auto& e : twice.Of(pb::ChatEvent::kError)) {
+    refused |= e.error().code() == pb::CHAT_ERROR_CODE_APPROVAL_REFUSED;
+  }
+  EXPECT_TRUE(refused);
 }
 
 TEST_F(ModelPlannerEndToEndTest, ADraftPlanIsRevisedThenApprovedAndRunsWithoutTheModel) {
@@ -1891,7 +1925,7 @@ TEST_F(ModelPlannerEndToEndTest, WithTheModelListThenRunTheFirstOneRunsTheRightA
   EXPECT_THAT(asked["messages"].dump(), HasSubstr("1. invoice-chaser")) << "the listing";
   ASSERT_TRUE(run.preview().has_value());
   EXPECT_EQ(run.preview()->tool_name(), "run_agent");
-  EXPECT_EQ(json::parse(run.preview()->arguments_json())["agent"], "invoice-chaser");
+  EXPECT_EQ(PreviewTarget(*run.preview()), "invoice-chaser");
   EXPECT_EQ(run.preview()->summary(), "run 'invoice-chaser' now.");
   EXPECT_TRUE(run.tools_called().empty()) << "nothing runs before the yes";
 
@@ -1926,7 +1960,7 @@ TEST_F(ModelPlannerEndToEndTest, WithTheModelAnUnclearRequestGetsOptionsTiedToTh
   ExpectWellFormed(answer);
   EXPECT_EQ(answer.session().flow_id(), ask.session().flow_id());
   ASSERT_TRUE(answer.preview().has_value());
-  EXPECT_EQ(json::parse(answer.preview()->arguments_json())["agent"], "weekly-sales-digest");
+  EXPECT_EQ(PreviewTarget(*answer.preview()), "weekly-sales-digest");
 }
 
 // CancelTurn reaches only the caller's own turns: another tenant naming the

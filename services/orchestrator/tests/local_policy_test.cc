@@ -35,7 +35,7 @@ Routing WithPending(const std::string& tool, json args,
   Routing routing;
   routing.flow_id = "flow-1";
   routing.action_type = intentpb::ACTION_TYPE_CREATE_AGENT;
-  routing.pending = PendingAction{"action-1", tool, std::move(args), risk, "a draft."};
+  routing.pending = {PendingAction{"action-1", tool, std::move(args), risk, "a draft."}};
   return routing;
 }
 
@@ -45,72 +45,50 @@ TEST(LocalPolicyTest, AProblemBecomesAnAgentDraftThatWaits) {
                              "our Monday Notion updates take hours - can you help?", std::nullopt,
                              kAgents});
   EXPECT_TRUE(move.run.empty()) << "nothing is written before the user agrees";
-  ASSERT_TRUE(move.propose.has_value());
-  EXPECT_EQ(move.propose->tool, "create_agent");
-  EXPECT_EQ(move.propose->risk, execpb::TOOL_RISK_WRITE);
-  EXPECT_EQ(move.propose->arguments["schedule"], "every monday");
-  EXPECT_EQ(move.propose->arguments["config"]["data_source"], "notion");
-  EXPECT_EQ(move.propose->arguments["name"], "monday-notion-updates");
-  EXPECT_THAT(move.propose->arguments["description"].get<std::string>(),
+  ASSERT_EQ(move.propose.size(), 1u);
+  EXPECT_EQ(move.propose[0].tool, "create_agent");
+  EXPECT_EQ(move.propose[0].risk, execpb::TOOL_RISK_WRITE);
+  EXPECT_EQ(move.propose[0].arguments["schedule"], "every monday");
+  EXPECT_EQ(move.propose[0].arguments["config"]["data_source"], "notion");
+  EXPECT_EQ(move.propose[0].arguments["name"], "monday-notion-updates");
+  EXPECT_THAT(move.propose[0].arguments["description"].get<std::string>(),
               ::testing::Not(HasSubstr("can you help")));
   EXPECT_THAT(move.reply, HasSubstr("Shall I go ahead?"));
 }
 
-TEST(LocalPolicyTest, YesRunsThePendingActionAsDrafted) {
-  const json args = {{"name", "digest"}, {"description", "d"}, {"schedule", "daily"}};
-  Move move = DecideLocally(
-      {Intent(intentpb::ACTION_TYPE_CREATE_AGENT, {}, intentpb::REFERENCE_KIND_CONFIRMATION),
-       "yes, do that", WithPending("create_agent", args), kAgents});
-  ASSERT_EQ(move.run.size(), 1u);
-  EXPECT_EQ(move.run[0].tool, "create_agent");
-  EXPECT_EQ(move.run[0].arguments, args);
-  EXPECT_FALSE(move.propose.has_value());
-}
-
-TEST(LocalPolicyTest, CancelDropsThePendingActionAndRunsNothing) {
-  for (const char* message : {"cancel", "no", "never mind"}) {
-    const intentpb::ReferenceKind reference = std::string(message) == "never mind"
-                                                  ? intentpb::REFERENCE_KIND_DECLINE
-                                                  : intentpb::REFERENCE_KIND_UNSPECIFIED;
-    Move move = DecideLocally(
-        {Intent(intentpb::ACTION_TYPE_CONVERSATION, {}, reference), message,
-         WithPending("delete_agent", {{"agent", "invoice-chaser"}}, execpb::TOOL_RISK_HIGH),
-         kAgents});
-    EXPECT_TRUE(move.run.empty()) << message;
-    EXPECT_FALSE(move.propose.has_value()) << message;
-    EXPECT_THAT(move.reply, HasSubstr("Nothing was changed")) << message;
-  }
-}
-
 TEST(LocalPolicyTest, NewDetailsReviseTheDraftAndAskAgain) {
   const json args = {{"name", "digest"}, {"description", "d"}};
-  Move move = DecideLocally({Intent(intentpb::ACTION_TYPE_CREATE_AGENT,
-                                    {{"schedule", "weekly"}, {"recipients", "the team"}},
-                                    intentpb::REFERENCE_KIND_CORRECTION),
-                             "actually make it weekly and send it to the team",
-                             WithPending("create_agent", args), kAgents});
+  std::optional<Move> revised = ReviseLocally(
+      {Intent(intentpb::ACTION_TYPE_CREATE_AGENT,
+              {{"schedule", "weekly"}, {"recipients", "the team"}},
+              intentpb::REFERENCE_KIND_CORRECTION),
+       "actually make it weekly and send it to the team", WithPending("create_agent", args),
+       kAgents},
+      "");
+  ASSERT_TRUE(revised.has_value());
+  const Move& move = *revised;
   EXPECT_TRUE(move.run.empty());
-  ASSERT_TRUE(move.propose.has_value());
-  EXPECT_EQ(move.propose->arguments["schedule"], "weekly");
-  EXPECT_EQ(move.propose->arguments["config"]["recipients"], "the team");
-  EXPECT_EQ(move.propose->arguments["name"], "digest");
-  EXPECT_NE(move.propose->action_id, "action-1");
+  ASSERT_EQ(move.propose.size(), 1u);
+  EXPECT_EQ(move.propose[0].arguments["schedule"], "weekly");
+  EXPECT_EQ(move.propose[0].arguments["config"]["recipients"], "the team");
+  EXPECT_EQ(move.propose[0].arguments["name"], "digest");
+  EXPECT_NE(move.propose[0].action_id, "action-1");
 }
 
 TEST(LocalPolicyTest, DeletingIsHighRiskAndWaits) {
   Move move = DecideLocally(
       {Intent(intentpb::ACTION_TYPE_MANAGE_PLATFORM, {{"agent_name", "invoice-chaser"}}),
        "delete invoice-chaser", std::nullopt, kAgents});
-  ASSERT_TRUE(move.propose.has_value());
-  EXPECT_EQ(move.propose->tool, "delete_agent");
-  EXPECT_EQ(move.propose->risk, execpb::TOOL_RISK_HIGH);
+  ASSERT_EQ(move.propose.size(), 1u);
+  EXPECT_EQ(move.propose[0].tool, "delete_agent");
+  EXPECT_EQ(move.propose[0].risk, execpb::TOOL_RISK_HIGH);
   EXPECT_THAT(move.reply, HasSubstr("cannot be undone"));
   Move pause = DecideLocally(
       {Intent(intentpb::ACTION_TYPE_MANAGE_PLATFORM, {{"agent_name", "invoice-chaser"}}),
        "pause invoice-chaser for now", std::nullopt, kAgents});
-  ASSERT_TRUE(pause.propose.has_value());
-  EXPECT_EQ(pause.propose->tool, "pause_agent");
-  EXPECT_EQ(pause.propose->risk, execpb::TOOL_RISK_WRITE);
+  ASSERT_EQ(pause.propose.size(), 1u);
+  EXPECT_EQ(pause.propose[0].tool, "pause_agent");
+  EXPECT_EQ(pause.propose[0].risk, execpb::TOOL_RISK_WRITE);
 }
 
 TEST(LocalPolicyTest, ReadsRunAtOnce) {
@@ -118,7 +96,7 @@ TEST(LocalPolicyTest, ReadsRunAtOnce) {
       {Intent(intentpb::ACTION_TYPE_QUERY_INFO), "what agents do I have", std::nullopt, kAgents});
   ASSERT_EQ(list.run.size(), 1u);
   EXPECT_EQ(list.run[0].tool, "list_agents");
-  EXPECT_FALSE(list.propose.has_value());
+  EXPECT_TRUE(list.propose.empty());
   Move runs =
       DecideLocally({Intent(intentpb::ACTION_TYPE_QUERY_INFO, {{"agent_name", "invoice-chaser"}}),
                      "did invoice-chaser fail last night?", std::nullopt, kAgents});
@@ -169,9 +147,9 @@ TEST(LocalPolicyTest, AnAnswerToWhichAgentIsMergedWithoutANewAnalysis) {
   EXPECT_EQ(answer.entities().at("agent_name"), "weekly-sales-digest");
   EXPECT_FALSE(answer.is_ambiguous());
   Move move = DecideLocally({answer, "the second one", asked, kAgents});
-  ASSERT_TRUE(move.propose.has_value());
-  EXPECT_EQ(move.propose->tool, "run_agent");
-  EXPECT_EQ(move.propose->arguments["agent"], "weekly-sales-digest");
+  ASSERT_EQ(move.propose.size(), 1u);
+  EXPECT_EQ(move.propose[0].tool, "run_agent");
+  EXPECT_EQ(move.propose[0].arguments["agent"], "weekly-sales-digest");
   // By name, with a schedule, for an agent being changed.
   asked.action_type = intentpb::ACTION_TYPE_UPDATE_AGENT;
   const intentpb::IntentAnalysis named =
@@ -191,8 +169,8 @@ TEST(LocalPolicyTest, PastTheCapTheLikeliestAgentIsProposedInsteadOfAskingAgain)
   Move move =
       DecideLocally({Intent(intentpb::ACTION_TYPE_EXECUTE_TASK), "not sure", asked, kAgents});
   EXPECT_FALSE(move.clarifying);
-  ASSERT_TRUE(move.propose.has_value()) << move.reply;
-  EXPECT_EQ(move.propose->arguments["agent"], "weekly-sales-digest");
+  ASSERT_EQ(move.propose.size(), 1u) << move.reply;
+  EXPECT_EQ(move.propose[0].arguments["agent"], "weekly-sales-digest");
   // Nothing to change named, past the cap: the agent is shown, not asked about.
   Move update =
       DecideLocally({Intent(intentpb::ACTION_TYPE_UPDATE_AGENT, {{"agent_name", "invoice-chaser"}}),
@@ -351,8 +329,8 @@ TEST(RoutingTest, RoundTripsThroughJsonAndReadsOldOrBrokenMetadataLeniently) {
   EXPECT_EQ(back.action_type, intentpb::ACTION_TYPE_CREATE_AGENT);
   EXPECT_EQ(back.entities, routing.entities);
   EXPECT_EQ(back.listed_agents, routing.listed_agents);
-  ASSERT_TRUE(back.pending.has_value());
-  EXPECT_EQ(back.pending->arguments, routing.pending->arguments);
+  ASSERT_EQ(back.pending.size(), 1u);
+  EXPECT_EQ(back.pending[0].arguments, routing.pending[0].arguments);
   EXPECT_EQ(back.clarifications, 1);
   EXPECT_FALSE(back.box.has_value());
   EXPECT_FALSE(back.suspended_flow.has_value());
@@ -386,23 +364,9 @@ TEST(RoutingTest, RoundTripsThroughJsonAndReadsOldOrBrokenMetadataLeniently) {
   const Routing broken = RoutingFromJson(
       {{"action_type", "NOT_AN_ACTION"}, {"pending", {{"tool", 5}}}, {"entities", "x"}});
   EXPECT_EQ(broken.action_type, intentpb::ACTION_TYPE_UNSPECIFIED);
-  EXPECT_FALSE(broken.pending.has_value());
+  EXPECT_TRUE(broken.pending.empty());
   EXPECT_TRUE(broken.entities.empty());
-  EXPECT_FALSE(RoutingFromJson(json::array()).pending.has_value());
-}
-
-TEST(PlanReplyTest, ApprovalsRejectionsAndChangesAreToldApart) {
-  for (const char* yes : {"looks good, run it", "yes", "ok go ahead", "LGTM", "sounds good!",
-                          "approve", "perfect, do it"}) {
-    EXPECT_EQ(ClassifyPlanReply(yes), PlanReply::kApprove) << yes;
-  }
-  for (const char* no : {"cancel", "no", "never mind", "don't run it", "drop it", "reject"}) {
-    EXPECT_EQ(ClassifyPlanReply(no), PlanReply::kReject) << no;
-  }
-  for (const char* change : {"add a milestone first", "looks good but remove step 2",
-                             "call the project Apollo instead", "what about the budget?"}) {
-    EXPECT_EQ(ClassifyPlanReply(change), PlanReply::kRevise) << change;
-  }
+  EXPECT_TRUE(RoutingFromJson(json::array()).pending.empty());
 }
 
 PolicyInput Input(intentpb::ActionType action, const std::string& message) {

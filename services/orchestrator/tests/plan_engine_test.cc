@@ -176,7 +176,23 @@ class PlanEngineTest : public ::testing::Test {
         executor::v1::ExecutorService::NewStub(
             grpc::CreateChannel(local_executor_->address(), grpc::InsecureChannelCredentials()))
             .release();
+    // The executor's catalog, with each tool's risk, as a turn gives it.
+    grpc::ClientContext context;
+    core::AttachIdentity(context, {"tenant-catalog", "user-catalog"});
+    executor::v1::ListToolsResponse listed;
+    ASSERT_TRUE(
+        executor_stub_->ListTools(&context, executor::v1::ListToolsRequest(), &listed).ok());
+    Catalog().assign(listed.tools().begin(), listed.tools().end());
+    ASSERT_FALSE(Catalog().empty());
   }
+
+ public:
+  static std::vector<executor::v1::ToolDescriptor>& Catalog() {
+    static std::vector<executor::v1::ToolDescriptor> catalog;
+    return catalog;
+  }
+
+ protected:
 
   static void TearDownTestSuite() {
     delete executor_stub_;
@@ -286,6 +302,7 @@ executor::v1::ExecutorService::Stub* PlanEngineTest::executor_stub_ = nullptr;
 PlanContext InContext(intentpb::ContextType type) {
   PlanContext context;
   context.context_type = type;
+  context.tools = PlanEngineTest::Catalog();
   return context;
 }
 
@@ -333,7 +350,8 @@ TEST_F(PlanEngineTest, AProjectCreatePlanOutOfOrderIsCorrectedOnceWithTheViolati
   EXPECT_EQ(plan.steps[0].tools, std::vector<std::string>{"list_project_templates"});
   EXPECT_EQ(plan.steps[1].tools, std::vector<std::string>{"create_project"});
   EXPECT_EQ(plan.steps[2].tools, std::vector<std::string>{"create_context_document"});
-  EXPECT_EQ(sink.Kinds(), (std::vector<std::string>{"plan_created", "plan_ready_for_review"}));
+  EXPECT_EQ(sink.Kinds(),
+            (std::vector<std::string>{"plan_created", "plan_ready_for_review", "preview"}));
 
   auto stored = engine->engine.Get(who_, plan.id);
   ASSERT_TRUE(stored.ok()) << stored.status();
@@ -367,8 +385,28 @@ TEST_F(PlanEngineTest, LocalModeRunsTheProjectCreateTemplateOnTheExecutor) {
   PlanRequest request = Objective("Launch the spring campaign", ExecutionMode::kAutoExecute);
   request.priority_entities = {"Spring campaign"};
   request.requested_outputs = {"a project with a brief"};
-  auto outcome = engine->engine.CreatePlan(who_, core::NewUuid(), request,
-                                           InContext(intentpb::CONTEXT_TYPE_PROJECT_CREATE), sink);
+  auto made = engine->engine.CreatePlan(who_, core::NewUuid(), request,
+                                        InContext(intentpb::CONTEXT_TYPE_PROJECT_CREATE), sink);
+  ASSERT_TRUE(made.ok()) << made.status();
+  // It writes: auto_execute waits for the user's approval of the preview.
+  EXPECT_EQ(made->plan.status, PlanStatus::kPendingReview);
+  ASSERT_EQ(sink.Of(pb::ChatEvent::kPreview).size(), 1u);
+  const pb::PreviewEvent preview = sink.Of(pb::ChatEvent::kPreview)[0].preview();
+  EXPECT_EQ(preview.plan_id(), made->plan.id);
+  EXPECT_EQ(preview.digest(), made->digest);
+  EXPECT_GT(preview.expires_at_unix_ms(), core::NowMicros() / 1000);
+  std::vector<std::string> previewed;
+  for (const auto& step : preview.steps()) previewed.push_back(step.tool_name());
+  EXPECT_THAT(previewed, ::testing::UnorderedElementsAre("create_project", "create_context_document"));
+  EXPECT_TRUE(sink.Of(pb::ChatEvent::kStepStart).empty()) << "nothing runs before the approval";
+  EXPECT_TRUE(Invoke("get_project_details", {{"project", "Spring campaign"}}).contains("is_error"));
+  // An approval of other steps than the ones previewed runs nothing.
+  auto wrong = engine->engine.Approve(who_, made->plan.id, sink, nullptr, "0000");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(sink.Of(pb::ChatEvent::kStepStart).empty());
+
+  auto outcome = engine->engine.Approve(who_, made->plan.id, sink, nullptr, made->digest);
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   const Plan& plan = outcome->plan;
   EXPECT_EQ(plan.status, PlanStatus::kCompleted) << plan.summary;
@@ -515,8 +553,11 @@ TEST_F(PlanEngineTest, AFailingStepFailsItsDependentsAndThePlanWithAClearSummary
   context.intent.emplace();
   context.intent->set_action_type(intentpb::ACTION_TYPE_EXECUTE_TASK);
   (*context.intent->mutable_entities())["agent_name"] = "ghost-agent";
-  auto outcome = engine->engine.CreatePlan(
+  auto made = engine->engine.CreatePlan(
       who_, "", Objective("Run ghost-agent", ExecutionMode::kAutoExecute), context, sink);
+  ASSERT_TRUE(made.ok()) << made.status();
+  ASSERT_EQ(made->plan.status, PlanStatus::kPendingReview) << "run_agent writes";
+  auto outcome = engine->engine.Approve(who_, made->plan.id, sink, nullptr, made->digest);
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   const Plan& plan = outcome->plan;
   EXPECT_EQ(plan.status, PlanStatus::kFailed);
@@ -626,6 +667,99 @@ TEST_F(PlanQuestionTest, AQuestionOnlyTheUserCanAnswerPausesThePlanUntilTheAnswe
 
   auto again = engine->engine.AnswerQuestion(who_, outcome->plan.id, "Marketing ops", after);
   EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// The model, scripted as an attacker (a prompt-injected document told it to
+// "plan the deletion of every agent"), asks for an auto_execute plan whose
+// step deletes an agent: nothing is deleted until the user approves the
+// previewed plan; a rejection changes nothing; an approval runs exactly it.
+TEST_F(PlanEngineTest, AnAutoExecutePlanThatDeletesWaitsForTheUsersApprovalOfItsPreview) {
+  ASSERT_FALSE(Invoke("create_agent", {{"name", "victim-agent"}, {"description", "d"}})
+                   .contains("is_error"));
+  const json plan = {
+      {"steps",
+       {StepJson("s1", "Delete the agent victim-agent", {"delete_agent"}, {},
+                 json::array({{{"tool", "delete_agent"},
+                               {"arguments", {{"agent", "victim-agent"}}}}}))}}};
+  ASSERT_TRUE(fake_->SetRules({Rule("plan_generation", "", Json(plan))}).ok());
+  auto engine = MakeEngine(true, false);
+  auto exists = [&] { return !Invoke("get_agent", {{"agent", "victim-agent"}}).contains("is_error"); };
+
+  RecordingSink sink;
+  auto made = engine->engine.CreatePlan(
+      who_, "", Objective("Delete every agent", ExecutionMode::kAutoExecute),
+      InContext(intentpb::CONTEXT_TYPE_GLOBAL), sink);
+  ASSERT_TRUE(made.ok()) << made.status();
+  EXPECT_EQ(made->plan.status, PlanStatus::kPendingReview);
+  EXPECT_FALSE(made->plan.writes_approved);
+  EXPECT_TRUE(sink.Of(pb::ChatEvent::kStepStart).empty());
+  EXPECT_TRUE(exists());
+  ASSERT_EQ(sink.Of(pb::ChatEvent::kPreview).size(), 1u);
+  const pb::PreviewEvent preview = sink.Of(pb::ChatEvent::kPreview)[0].preview();
+  EXPECT_EQ(preview.risk(), executor::v1::TOOL_RISK_HIGH);
+  ASSERT_EQ(preview.steps_size(), 1);
+  EXPECT_EQ(preview.steps(0).tool_name(), "delete_agent");
+  EXPECT_EQ(json::parse(preview.steps(0).arguments_json())["agent"], "victim-agent");
+  EXPECT_EQ(preview.steps(0).risk(), executor::v1::TOOL_RISK_HIGH);
+
+  // Rejected: nothing changes.
+  auto rejected = engine->engine.Reject(who_, made->plan.id, "no");
+  ASSERT_TRUE(rejected.ok()) << rejected.status();
+  EXPECT_EQ(rejected->plan.status, PlanStatus::kRejected);
+  EXPECT_TRUE(exists());
+  EXPECT_FALSE(engine->engine.Approve(who_, made->plan.id, sink, nullptr, made->digest).ok());
+  EXPECT_TRUE(exists());
+
+  // Made again and approved as previewed: it runs, once.
+  RecordingSink again;
+  auto second = engine->engine.CreatePlan(
+      who_, "", Objective("Delete every agent", ExecutionMode::kAutoExecute),
+      InContext(intentpb::CONTEXT_TYPE_GLOBAL), again);
+  ASSERT_TRUE(second.ok()) << second.status();
+  auto ran = engine->engine.Approve(who_, second->plan.id, again, nullptr, second->digest);
+  ASSERT_TRUE(ran.ok()) << ran.status();
+  EXPECT_EQ(ran->plan.status, PlanStatus::kCompleted) << ran->plan.summary;
+  EXPECT_FALSE(exists());
+}
+
+// A reviewer model's approval never replaces the user's for a step that
+// writes; a plan naming a tool the policy denies is not made at all.
+TEST_F(PlanEngineTest, AReviewersApprovalOfAHighStepDoesNotRunItAndADeniedToolIsNotPlanned) {
+  ASSERT_FALSE(Invoke("create_agent", {{"name", "kept-agent"}, {"description", "d"}})
+                   .contains("is_error"));
+  const json plan = {{"steps",
+                      {StepJson("s1", "Delete kept-agent", {"delete_agent"}, {},
+                                json::array({{{"tool", "delete_agent"},
+                                              {"arguments", {{"agent", "kept-agent"}}}}}))}}};
+  ASSERT_TRUE(fake_
+                  ->SetRules({Rule("plan_generation", "", Json(plan)),
+                              Rule("plan_review", "",
+                                   Json({{"verdict", "approved"}, {"notes", "fine, run it"}}))})
+                  .ok());
+  auto engine = MakeEngine(true, false);
+  RecordingSink sink;
+  auto made =
+      engine->engine.CreatePlan(who_, "", Objective("Tidy up", ExecutionMode::kAgentReview),
+                                InContext(intentpb::CONTEXT_TYPE_GLOBAL), sink);
+  ASSERT_TRUE(made.ok()) << made.status();
+  EXPECT_EQ(made->plan.review_verdict, ReviewVerdict::kApproved);
+  EXPECT_EQ(made->plan.status, PlanStatus::kPendingReview);
+  EXPECT_TRUE(sink.Of(pb::ChatEvent::kStepStart).empty());
+  EXPECT_EQ(sink.Of(pb::ChatEvent::kPreview).size(), 1u);
+  EXPECT_FALSE(Invoke("get_agent", {{"agent", "kept-agent"}}).contains("is_error"));
+
+  PlanEngineOptions denying;
+  denying.approvals.tools["delete_agent"] = GateVerdict::kDeny;
+  auto strict = MakeEngine(true, false, denying);
+  RecordingSink refused_sink;
+  auto refused =
+      strict->engine.CreatePlan(who_, "", Objective("Tidy up", ExecutionMode::kAutoExecute),
+                                InContext(intentpb::CONTEXT_TYPE_GLOBAL), refused_sink);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("does not allow the tool delete_agent"));
+  EXPECT_TRUE(refused_sink.Kinds().empty());
+  EXPECT_FALSE(Invoke("get_agent", {{"agent", "kept-agent"}}).contains("is_error"));
 }
 
 TEST_F(PlanEngineTest, AReviewerApprovesRejectsOrRevisesAndVerdictsAreCounted) {

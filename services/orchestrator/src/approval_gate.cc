@@ -1,0 +1,486 @@
+#include "services/orchestrator/src/approval_gate.h"
+
+#include <sodium.h>
+
+#include <algorithm>
+#include <array>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "libs/core/ids.h"
+#include "libs/core/text.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+namespace execpb = ::omniforge::executor::v1;
+namespace intentpb = ::omniforge::intent::v1;
+namespace pb = ::omniforge::orchestrator::v1;
+using nlohmann::json;
+
+std::string Sha256Hex(const std::string& text) {
+  std::array<unsigned char, crypto_hash_sha256_BYTES> digest{};
+  crypto_hash_sha256(digest.data(), reinterpret_cast<const unsigned char*>(text.data()),
+                     text.size());
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(digest.size() * 2);
+  for (unsigned char b : digest) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 0xf]);
+  }
+  return out;
+}
+
+// nlohmann's object keeps its keys sorted: dump() is canonical.
+std::string Canonical(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+bool Has(const std::vector<std::string>& words, std::initializer_list<const char*> any) {
+  for (const std::string& w : words) {
+    for (const char* candidate : any) {
+      if (w == candidate) return true;
+    }
+  }
+  return false;
+}
+
+bool HasPhrase(const std::string& lower, std::initializer_list<const char*> phrases) {
+  for (const char* phrase : phrases) {
+    if (lower.find(phrase) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Whether `needle` occurs in `words` as consecutive words.
+bool ContainsRun(const std::vector<std::string>& words, const std::vector<std::string>& needle) {
+  if (needle.empty() || needle.size() > words.size()) return false;
+  return std::search(words.begin(), words.end(), needle.begin(), needle.end()) != words.end();
+}
+
+// Words that change what was asked: a reply with one of them is an edit.
+bool HasChangeMarker(const std::vector<std::string>& words, const std::string& lower) {
+  return Has(words, {"but",     "instead", "except",  "rather",    "change", "make",
+                     "only",    "unless",  "if",      "also",      "add",    "remove",
+                     "without", "replace", "rename",  "swap",      "switch", "however",
+                     "though",  "although", "different", "another", "skip",  "move",
+                     "first",   "before",  "after",   "not",     "second", "third",
+                     "last",    "other",   "others"}) ||
+         HasPhrase(lower, {"n't", "n’t"});
+}
+
+bool IsDecline(const std::vector<std::string>& words, const std::string& lower) {
+  return (words.size() <= 4 && Has(words, {"cancel", "abort", "nevermind", "no", "nope", "stop",
+                                           "reject", "decline", "drop", "dont"})) ||
+         HasPhrase(lower, {"never mind", "forget it", "don't", "do not", "dont ", "leave it",
+                           "scrap it", "drop it", "reject", "cancel", "don’t"});
+}
+
+bool IsConfirmation(const std::vector<std::string>& words, const std::string& lower) {
+  return Has(words, {"yes", "yep", "yeah", "yup", "ok", "okay", "sure", "approve", "approved",
+                     "confirm", "confirmed", "proceed", "lgtm", "agreed", "perfect", "great",
+                     "fine", "absolutely", "definitely", "execute", "continue"}) ||
+         HasPhrase(lower, {"go ahead", "do it", "run it", "do that", "sounds good", "looks good",
+                           "go for it", "ship it", "let's go", "lets go", "as proposed",
+                           "proposed plan", "the plan", "please do", "that's right", "start it"});
+}
+
+// What a pending action targets by name (lower case): its resolved agent, or
+// the agent argument as written.
+std::set<std::string> TargetNames(const std::vector<PendingAction>& pending) {
+  std::set<std::string> names;
+  for (const PendingAction& action : pending) {
+    if (auto it = action.targets.find("agent");
+        it != action.targets.end() && it->is_object() && it->contains("name") &&
+        (*it)["name"].is_string()) {
+      names.insert(absl::AsciiStrToLower((*it)["name"].get<std::string>()));
+    }
+    if (auto it = action.arguments.find("agent");
+        it != action.arguments.end() && it->is_string()) {
+      names.insert(absl::AsciiStrToLower(it->get<std::string>()));
+    }
+    if (auto it = action.arguments.find("name"); it != action.arguments.end() && it->is_string()) {
+      names.insert(absl::AsciiStrToLower(it->get<std::string>()));
+    }
+  }
+  return names;
+}
+
+// Whether `value` appears anywhere among the actions' arguments.
+bool ArgumentsHold(const std::vector<PendingAction>& pending, const std::string& value) {
+  const std::string lower = absl::AsciiStrToLower(value);
+  for (const PendingAction& action : pending) {
+    if (absl::AsciiStrToLower(action.arguments.dump()).find(lower) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+const AgentInfo* FindAgent(const std::vector<AgentInfo>& agents, const std::string& ref) {
+  const std::string lower = absl::AsciiStrToLower(ref);
+  for (const AgentInfo& agent : agents) {
+    if ((!agent.id.empty() && agent.id == ref) || absl::AsciiStrToLower(agent.name) == lower) {
+      return &agent;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string GateVerdictName(GateVerdict verdict) {
+  switch (verdict) {
+    case GateVerdict::kRun:
+      return "run";
+    case GateVerdict::kAsk:
+      return "ask";
+    case GateVerdict::kDeny:
+      return "deny";
+  }
+  return "ask";
+}
+
+std::optional<GateVerdict> ParseGateVerdict(std::string_view name) {
+  if (name == "run") return GateVerdict::kRun;
+  if (name == "ask") return GateVerdict::kAsk;
+  if (name == "deny") return GateVerdict::kDeny;
+  return std::nullopt;
+}
+
+GateVerdict ApprovalPolicy::Decide(const std::string& tool, execpb::ToolRisk risk) const {
+  if (auto it = tools.find(tool); it != tools.end()) return it->second;
+  switch (risk) {
+    case execpb::TOOL_RISK_READ:
+      return read;
+    case execpb::TOOL_RISK_WRITE:
+      return write;
+    default:
+      return high;
+  }
+}
+
+absl::StatusOr<ApprovalPolicy> ReadApprovalPolicy(core::ConfigReader& reader) {
+  ApprovalPolicy policy;
+  std::vector<std::string> errors;
+  auto level = [&](const char* key, GateVerdict fallback) {
+    const std::string path = absl::StrCat("approvals.", key);
+    const std::string name = reader.String(path, GateVerdictName(fallback));
+    std::optional<GateVerdict> verdict = ParseGateVerdict(name);
+    if (!verdict) {
+      errors.push_back(absl::StrCat(path, ": '", name, "' is not run, ask or deny"));
+      return fallback;
+    }
+    return *verdict;
+  };
+  policy.read = level("read", GateVerdict::kRun);
+  policy.write = level("write", GateVerdict::kAsk);
+  policy.high = level("high", GateVerdict::kAsk);
+  if (policy.high == GateVerdict::kRun) {
+    errors.push_back(
+        "approvals.high: 'run' is not allowed for the whole level; name each HIGH tool that may "
+        "run without asking under approvals.tools");
+  }
+  for (const auto& [tool, name] : reader.StringMap("approvals.tools")) {
+    std::optional<GateVerdict> verdict = ParseGateVerdict(name);
+    if (!verdict) {
+      errors.push_back(absl::StrCat("approvals.tools.", tool, ": '", name,
+                                    "' is not run, ask or deny"));
+      continue;
+    }
+    policy.tools[tool] = *verdict;
+  }
+  policy.pending_ttl =
+      std::chrono::seconds(reader.Int("approvals.pending_ttl_s", 900, 10, 7 * 24 * 3600));
+  if (!errors.empty()) return absl::InvalidArgumentError("config: " + errors.front());
+  return policy;
+}
+
+std::string ActionDigest(const std::string& tool, const json& arguments) {
+  return Sha256Hex(Canonical(json{{"tool", tool}, {"arguments", arguments}}));
+}
+
+std::string PlanDigest(const std::vector<PlanStep>& steps) {
+  return Sha256Hex(Canonical(StepsToJson(steps)));
+}
+
+void SealPendingAction(PendingAction& action, const std::vector<AgentInfo>& agents,
+                       int64_t now_micros, std::chrono::seconds ttl) {
+  if (auto it = action.arguments.find("agent");
+      it != action.arguments.end() && it->is_string()) {
+    if (const AgentInfo* agent = FindAgent(agents, it->get<std::string>()); agent != nullptr) {
+      action.targets["agent"] = {{"id", agent->id}, {"name", agent->name}};
+      if (!agent->id.empty()) *it = agent->id;
+    }
+  }
+  action.digest = ActionDigest(action.tool, action.arguments);
+  action.expires_at_micros =
+      now_micros + std::chrono::duration_cast<std::chrono::microseconds>(ttl).count();
+}
+
+std::optional<std::string> WhyNotApprovable(const PendingAction& action,
+                                            const std::vector<AgentInfo>& agents,
+                                            int64_t now_micros) {
+  if (action.digest.empty() || action.digest != ActionDigest(action.tool, action.arguments)) {
+    return "the action is not the one that was previewed";
+  }
+  if (now_micros >= action.expires_at_micros) {
+    return "the preview expired before it was approved";
+  }
+  if (auto it = action.targets.find("agent"); it != action.targets.end() && it->is_object()) {
+    const std::string id = it->value("id", std::string());
+    const std::string name = it->value("name", std::string());
+    const AgentInfo* now = FindAgent(agents, id.empty() ? name : id);
+    if (now == nullptr) return absl::StrCat("the agent '", name, "' no longer exists");
+    if (now->name != name) {
+      return absl::StrCat("the agent '", name, "' is now called '", now->name, "'");
+    }
+  }
+  return std::nullopt;
+}
+
+execpb::ToolRisk RiskIn(const std::vector<execpb::ToolDescriptor>& tools, const std::string& tool) {
+  for (const execpb::ToolDescriptor& d : tools) {
+    if (d.name() == tool) return d.risk();
+  }
+  return execpb::TOOL_RISK_UNSPECIFIED;
+}
+
+PlanVerdict DecidePlan(const ApprovalPolicy& policy, const std::vector<PlanStep>& steps,
+                       const std::vector<execpb::ToolDescriptor>& tools) {
+  PlanVerdict out;
+  for (const PlanStep& step : steps) {
+    std::vector<std::string> names = step.tools;
+    for (const PlannedCall& call : step.tool_calls) names.push_back(call.tool);
+    for (const std::string& name : names) {
+      const GateVerdict verdict = policy.Decide(name, RiskIn(tools, name));
+      if (verdict == GateVerdict::kDeny) return {GateVerdict::kDeny, name};
+      if (verdict == GateVerdict::kAsk) out.verdict = GateVerdict::kAsk;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> MentionedAgents(const std::string& message,
+                                         const std::vector<AgentInfo>& agents) {
+  const std::vector<std::string> words = Words(message);
+  std::vector<std::string> found;
+  for (const AgentInfo& agent : agents) {
+    if (ContainsRun(words, Words(agent.name))) found.push_back(agent.name);
+  }
+  std::sort(found.begin(), found.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  return found;
+}
+
+PendingReply ReadPendingReply(const std::string& message, const intentpb::IntentAnalysis& analysis,
+                              const std::vector<PendingAction>& pending,
+                              const std::vector<AgentInfo>& agents) {
+  const std::vector<std::string> words = Words(message);
+  const std::string lower = absl::AsciiStrToLower(message);
+  // A question decides nothing: it is answered, and the action waits.
+  std::string_view trimmed = message;
+  while (!trimmed.empty() && absl::ascii_isspace(static_cast<unsigned char>(trimmed.back()))) {
+    trimmed.remove_suffix(1);
+  }
+  if (!trimmed.empty() && trimmed.back() == '?') return PendingReply::kOther;
+  const std::set<std::string> targets = TargetNames(pending);
+  // Another target than the previewed one: never an approval of it.
+  std::vector<std::string> mentioned = MentionedAgents(message, agents);
+  // A name that contains a target's name ("alpha-2" beside "alpha") is the
+  // longer one; the shorter is the same words inside it.
+  bool other_target = false;
+  for (const std::string& name : mentioned) {
+    if (targets.count(absl::AsciiStrToLower(name)) != 0) continue;
+    bool inside_target = false;
+    for (const std::string& target : targets) {
+      inside_target |= ContainsRun(Words(target), Words(name));
+    }
+    other_target |= !inside_target;
+  }
+  // (The analysis's agent_name is not used: it carries the flow's agent
+  // from earlier turns, not only what this reply names.)
+  // A setting the previewed actions do not have.
+  bool other_setting = false;
+  for (const char* key : {"schedule", "recipients", "data_source"}) {
+    if (auto it = analysis.entities().find(key);
+        it != analysis.entities().end() && !it->second.empty()) {
+      other_setting |= !ArgumentsHold(pending, it->second);
+    }
+  }
+  if (other_target || other_setting || HasChangeMarker(words, lower) ||
+      analysis.reference() == intentpb::REFERENCE_KIND_CORRECTION) {
+    // "no, delete beta instead" changes it; "no, don't" only drops it.
+    if (IsDecline(words, lower) && !other_target && !other_setting &&
+        !Has(words, {"but", "instead", "rather", "make", "change"})) {
+      return PendingReply::kReject;
+    }
+    return PendingReply::kEdit;
+  }
+  if (IsDecline(words, lower) || analysis.reference() == intentpb::REFERENCE_KIND_DECLINE) {
+    return PendingReply::kReject;
+  }
+  if (IsConfirmation(words, lower) ||
+      analysis.reference() == intentpb::REFERENCE_KIND_CONFIRMATION) {
+    return PendingReply::kApprove;
+  }
+  return PendingReply::kOther;
+}
+
+PendingReply ReadPlanReviewReply(const std::string& message) {
+  const std::vector<std::string> words = Words(message);
+  const std::string lower = absl::AsciiStrToLower(message);
+  if (IsDecline(words, lower) && !Has(words, {"but", "instead", "rather", "make", "change"})) {
+    return PendingReply::kReject;
+  }
+  std::string_view trimmed = message;
+  while (!trimmed.empty() && absl::ascii_isspace(static_cast<unsigned char>(trimmed.back()))) {
+    trimmed.remove_suffix(1);
+  }
+  const bool question = !trimmed.empty() && trimmed.back() == '?';
+  if (HasChangeMarker(words, lower)) return PendingReply::kEdit;
+  if (question) return PendingReply::kOther;
+  if (IsConfirmation(words, lower)) return PendingReply::kApprove;
+  return PendingReply::kEdit;  // "add a milestone": a change to make
+}
+
+std::string ApprovedStepKey(const PendingAction& action) { return "action:" + action.action_id; }
+
+namespace {
+
+GateDecision DecisionOf(const PendingAction& action, pb::ActionOutcome outcome,
+                        const std::string& via) {
+  return {action.action_id, action.digest, action.tool, action.summary,
+          action.risk,      outcome,       via};
+}
+
+std::string WhatWaits(const std::vector<PendingAction>& pending) {
+  if (pending.empty()) return "Nothing is waiting for your approval now.";
+  std::string text = "Waiting for your approval now:";
+  for (const PendingAction& action : pending) {
+    text += " " + action.summary + " (action " + action.action_id + ")";
+  }
+  return text;
+}
+
+}  // namespace
+
+PendingResolution ResolvePending(const std::string& message, const pb::ApprovalDecision& decision,
+                                 const intentpb::IntentAnalysis& analysis,
+                                 const std::vector<PendingAction>& pending,
+                                 const std::vector<AgentInfo>& agents, int64_t now_micros,
+                                 std::chrono::seconds ttl) {
+  PendingResolution out;
+  std::vector<PendingAction> chosen;
+  std::string via = "words";
+  if (decision.kind() != pb::DECISION_KIND_UNSPECIFIED) {
+    via = "api";
+    for (const PendingAction& action : pending) {
+      (action.action_id == decision.action_id() ? chosen : out.carried).push_back(action);
+    }
+    if (chosen.empty()) {
+      out.reply = PendingReply::kOther;
+      out.carried = pending;
+      out.refusal = "no action " + decision.action_id() +
+                    " is waiting for your decision: it was replaced by a newer preview, was "
+                    "already decided, or never existed; nothing ran. " +
+                    WhatWaits(pending);
+      out.reply_text = "Nothing ran. " + WhatWaits(pending);
+      return out;
+    }
+    switch (decision.kind()) {
+      case pb::DECISION_KIND_APPROVE:
+        out.reply = PendingReply::kApprove;
+        break;
+      case pb::DECISION_KIND_REJECT:
+        out.reply = PendingReply::kReject;
+        break;
+      default:
+        out.reply = PendingReply::kEdit;
+        out.edited_arguments =
+            nlohmann::json::parse(decision.arguments_json(), nullptr, /*allow_exceptions=*/false);
+        if (!out.edited_arguments.is_object()) out.edited_arguments = nlohmann::json::object();
+        break;
+    }
+  } else {
+    chosen = pending;
+    out.reply = ReadPendingReply(message, analysis, pending, agents);
+  }
+  switch (out.reply) {
+    case PendingReply::kApprove: {
+      std::vector<std::string> refused;
+      for (PendingAction& action : chosen) {
+        std::optional<std::string> why = WhyNotApprovable(action, agents, now_micros);
+        if (!why) {
+          out.decisions.push_back(DecisionOf(action, pb::ACTION_OUTCOME_APPROVED, via));
+          out.approved.push_back(std::move(action));
+          continue;
+        }
+        const bool expired = !action.digest.empty() &&
+                             action.digest == ActionDigest(action.tool, action.arguments) &&
+                             now_micros >= action.expires_at_micros;
+        out.decisions.push_back(DecisionOf(
+            action, expired ? pb::ACTION_OUTCOME_EXPIRED : pb::ACTION_OUTCOME_STALE, via));
+        refused.push_back(action.summary + " did not run: " + *why);
+        if (expired || action.digest.empty()) {
+          // Asked again, exactly as it was, under a new id.
+          PendingAction again = action;
+          again.action_id = core::NewUuid();
+          again.digest.clear();
+          SealPendingAction(again, agents, now_micros, ttl);
+          out.previewed_again.push_back(std::move(again));
+        }
+      }
+      if (!refused.empty()) {
+        std::string text;
+        for (const std::string& line : refused) text += (text.empty() ? "" : " ") + line + ".";
+        out.refusal = text;
+        out.reply_text =
+            text + (out.previewed_again.empty()
+                        ? " Nothing else was changed. Tell me what you would like to do now."
+                        : " Here it is again for your approval.");
+      }
+      break;
+    }
+    case PendingReply::kReject: {
+      std::string text = "OK, I won't ";
+      for (size_t i = 0; i < chosen.size(); ++i) {
+        out.decisions.push_back(DecisionOf(chosen[i], pb::ACTION_OUTCOME_REJECTED, via));
+        text += (i == 0 ? "" : "; nor ") + core::Shortened(chosen[i].summary, 200);
+      }
+      out.reply_text = text + " Nothing was changed. What would you like to do instead?";
+      break;
+    }
+    case PendingReply::kEdit: {
+      for (const PendingAction& action : chosen) {
+        out.decisions.push_back(DecisionOf(action, pb::ACTION_OUTCOME_EDITED, via));
+        if (via != "api") continue;
+        // The client's new arguments over the previewed ones, previewed anew
+        // (sealed and worded by the turn).
+        PendingAction changed = action;
+        changed.action_id = core::NewUuid();
+        changed.arguments.update(out.edited_arguments);
+        changed.digest.clear();
+        changed.targets = nlohmann::json::object();
+        changed.summary.clear();
+        out.previewed_again.push_back(std::move(changed));
+      }
+      const std::set<std::string> targets = TargetNames(chosen);
+      for (const std::string& name : MentionedAgents(message, agents)) {
+        if (targets.count(absl::AsciiStrToLower(name)) == 0) {
+          out.other_agent = name;
+          break;
+        }
+      }
+      break;
+    }
+    case PendingReply::kOther:
+      out.carried = pending;
+      break;
+  }
+  return out;
+}
+
+}  // namespace omniforge::orchestrator

@@ -1,0 +1,281 @@
+#include "services/orchestrator/src/approval_gate.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "libs/core/config.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+namespace execpb = ::omniforge::executor::v1;
+namespace intentpb = ::omniforge::intent::v1;
+namespace pb = ::omniforge::orchestrator::v1;
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+constexpr int64_t kNow = 1'700'000'000'000'000;
+constexpr std::chrono::seconds kTtl{900};
+
+const std::vector<AgentInfo> kAgents = {
+    {"alpha-reports", "Sends reports", "active", "", "11111111-1111-1111-1111-111111111111"},
+    {"beta-digest", "Digests", "active", "", "22222222-2222-2222-2222-222222222222"},
+    {"alpha-reports-2", "Another", "active", "", "33333333-3333-3333-3333-333333333333"}};
+
+PendingAction Sealed(const std::string& tool, json args,
+                     execpb::ToolRisk risk = execpb::TOOL_RISK_HIGH) {
+  PendingAction action{"action-1", tool, std::move(args), risk, "delete 'alpha-reports'."};
+  SealPendingAction(action, kAgents, kNow, kTtl);
+  return action;
+}
+
+intentpb::IntentAnalysis Analysis(intentpb::ReferenceKind reference = {},
+                                  std::map<std::string, std::string> entities = {}) {
+  intentpb::IntentAnalysis analysis;
+  analysis.set_reference(reference);
+  analysis.mutable_entities()->insert(entities.begin(), entities.end());
+  return analysis;
+}
+
+TEST(ApprovalPolicyTest, DefaultsAskForWritesAndHighAndRunReads) {
+  const ApprovalPolicy policy;
+  EXPECT_EQ(policy.Decide("list_agents", execpb::TOOL_RISK_READ), GateVerdict::kRun);
+  EXPECT_EQ(policy.Decide("create_agent", execpb::TOOL_RISK_WRITE), GateVerdict::kAsk);
+  EXPECT_EQ(policy.Decide("delete_agent", execpb::TOOL_RISK_HIGH), GateVerdict::kAsk);
+  // A tool the catalog does not know is treated as HIGH.
+  EXPECT_EQ(policy.Decide("mystery", execpb::TOOL_RISK_UNSPECIFIED), GateVerdict::kAsk);
+}
+
+TEST(ApprovalPolicyTest, ConfigLoosensNamedToolsOnlyAndRefusesHighRunAsALevel) {
+  auto reader = core::ConfigReader::FromString(
+      "approvals:\n  write: ask\n  tools:\n    create_skill: run\n    delete_agent: deny\n"
+      "  pending_ttl_s: 60\n");
+  ASSERT_TRUE(reader.ok());
+  absl::StatusOr<ApprovalPolicy> policy = ReadApprovalPolicy(*reader);
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  EXPECT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(policy->Decide("create_skill", execpb::TOOL_RISK_WRITE), GateVerdict::kRun);
+  EXPECT_EQ(policy->Decide("create_agent", execpb::TOOL_RISK_WRITE), GateVerdict::kAsk);
+  EXPECT_EQ(policy->Decide("delete_agent", execpb::TOOL_RISK_HIGH), GateVerdict::kDeny);
+  EXPECT_EQ(policy->pending_ttl, std::chrono::seconds(60));
+
+  auto high_run = core::ConfigReader::FromString("approvals:\n  high: run\n");
+  ASSERT_TRUE(high_run.ok());
+  absl::StatusOr<ApprovalPolicy> refused = ReadApprovalPolicy(*high_run);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("approvals.high"));
+
+  auto bad = core::ConfigReader::FromString("approvals:\n  tools:\n    x: maybe\n");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_THAT(std::string(ReadApprovalPolicy(*bad).status().message()),
+              HasSubstr("approvals.tools.x"));
+}
+
+TEST(ApprovalGateTest, APreviewResolvesItsTargetToAnIdAndBindsTheExactCall) {
+  const PendingAction action = Sealed("delete_agent", {{"agent", "Alpha-Reports"}});
+  EXPECT_EQ(action.arguments["agent"], "11111111-1111-1111-1111-111111111111");
+  EXPECT_EQ(action.targets["agent"]["name"], "alpha-reports");
+  EXPECT_EQ(action.digest, ActionDigest("delete_agent", action.arguments));
+  EXPECT_EQ(action.expires_at_micros, kNow + 900'000'000);
+  EXPECT_NE(action.digest, ActionDigest("delete_agent", {{"agent", "beta-digest"}}));
+  EXPECT_FALSE(WhyNotApprovable(action, kAgents, kNow + 1).has_value());
+}
+
+TEST(ApprovalGateTest, AnExpiredChangedOrStaleActionIsNotApprovable) {
+  const PendingAction action = Sealed("delete_agent", {{"agent", "alpha-reports"}});
+  EXPECT_THAT(WhyNotApprovable(action, kAgents, kNow + 900'000'000).value_or(""),
+              HasSubstr("expired"));
+  PendingAction tampered = action;
+  tampered.arguments["agent"] = "22222222-2222-2222-2222-222222222222";
+  EXPECT_THAT(WhyNotApprovable(tampered, kAgents, kNow).value_or(""),
+              HasSubstr("not the one that was previewed"));
+  std::vector<AgentInfo> renamed = kAgents;
+  renamed[0].name = "alpha-old";
+  EXPECT_THAT(WhyNotApprovable(action, renamed, kNow).value_or(""),
+              HasSubstr("is now called 'alpha-old'"));
+  const std::vector<AgentInfo> gone(kAgents.begin() + 1, kAgents.end());
+  EXPECT_THAT(WhyNotApprovable(action, gone, kNow).value_or(""), HasSubstr("no longer exists"));
+  PendingAction old_release = action;
+  old_release.digest.clear();
+  EXPECT_TRUE(WhyNotApprovable(old_release, kAgents, kNow).has_value());
+}
+
+TEST(ApprovalGateTest, AReplyNamingAnotherTargetOrAddingAConditionIsNeverAnApproval) {
+  const std::vector<PendingAction> pending = {Sealed("delete_agent", {{"agent", "alpha-reports"}})};
+  const auto confirmation = Analysis(intentpb::REFERENCE_KIND_CONFIRMATION);
+  for (const char* edit :
+       {"ok but delete beta-digest instead", "yes, delete beta-digest", "ok, beta-digest",
+        "no, delete beta-digest instead", "yes but only if it failed", "yes, but make it weekly",
+        "ok delete alpha-reports-2", "sure, but not today"}) {
+    EXPECT_EQ(ReadPendingReply(edit, confirmation, pending, kAgents), PendingReply::kEdit)
+        << edit;
+  }
+  // Another agent by position in a list is a change too.
+  EXPECT_EQ(ReadPendingReply("yes, the second one", confirmation, pending, kAgents),
+            PendingReply::kEdit);
+  // The analysis's agent carries the flow's agent from earlier turns: a
+  // plain yes is still a yes.
+  EXPECT_EQ(ReadPendingReply("yes, do that", Analysis(intentpb::REFERENCE_KIND_CONFIRMATION,
+                                                      {{"agent_name", "beta-digest"}}),
+                             pending, kAgents),
+            PendingReply::kApprove);
+  // A setting the action does not have.
+  EXPECT_EQ(ReadPendingReply("yes", Analysis(intentpb::REFERENCE_KIND_CONFIRMATION,
+                                             {{"schedule", "every friday"}}),
+                             pending, kAgents),
+            PendingReply::kEdit);
+}
+
+TEST(ApprovalGateTest, ConfirmationsApproveDeclinesDropQuestionsLeaveItPending) {
+  const std::vector<PendingAction> pending = {Sealed("delete_agent", {{"agent", "alpha-reports"}})};
+  for (const char* yes : {"yes", "ok", "go ahead", "yes, delete alpha-reports", "do it",
+                          "Please execute the proposed plan", "approve", "Yes please."}) {
+    EXPECT_EQ(ReadPendingReply(yes, Analysis(), pending, kAgents), PendingReply::kApprove) << yes;
+  }
+  for (const char* no : {"no", "cancel", "never mind", "don't", "stop"}) {
+    EXPECT_EQ(ReadPendingReply(no, Analysis(), pending, kAgents), PendingReply::kReject) << no;
+  }
+  for (const char* other : {"what does beta-digest do?", "how many runs did it have?",
+                            "tell me a joke"}) {
+    const PendingReply reply = ReadPendingReply(other, Analysis(), pending, kAgents);
+    EXPECT_NE(reply, PendingReply::kApprove) << other;
+    EXPECT_NE(reply, PendingReply::kReject) << other;
+  }
+  EXPECT_EQ(ReadPendingReply("what does it do?", Analysis(), pending, kAgents),
+            PendingReply::kOther);
+}
+
+TEST(ApprovalGateTest, PlanReviewRepliesFollowTheSameRule) {
+  for (const char* yes : {"looks good, run it", "yes", "ok go ahead", "LGTM", "sounds good!",
+                          "approve", "perfect, do it", "Please execute the proposed plan"}) {
+    EXPECT_EQ(ReadPlanReviewReply(yes), PendingReply::kApprove) << yes;
+  }
+  for (const char* no : {"cancel", "no", "never mind", "don't run it", "drop it", "reject"}) {
+    EXPECT_EQ(ReadPlanReviewReply(no), PendingReply::kReject) << no;
+  }
+  for (const char* change : {"add a milestone first", "looks good but remove step 2",
+                             "call the project Apollo instead", "yes, but make it weekly"}) {
+    EXPECT_EQ(ReadPlanReviewReply(change), PendingReply::kEdit) << change;
+  }
+  EXPECT_EQ(ReadPlanReviewReply("what does step 2 do?"), PendingReply::kOther);
+}
+
+TEST(ApprovalGateTest, ApprovingRunsExactlyThePendingActionsWithTheirOwnKeys) {
+  const std::vector<PendingAction> pending = {
+      Sealed("delete_agent", {{"agent", "alpha-reports"}}),
+      Sealed("pause_agent", {{"agent", "beta-digest"}}, execpb::TOOL_RISK_WRITE)};
+  PendingResolution yes =
+      ResolvePending("yes", pb::ApprovalDecision(), Analysis(), pending, kAgents, kNow, kTtl);
+  EXPECT_EQ(yes.reply, PendingReply::kApprove);
+  ASSERT_EQ(yes.approved.size(), 2u);
+  EXPECT_EQ(yes.approved[0].arguments, pending[0].arguments);
+  EXPECT_EQ(ApprovedStepKey(yes.approved[0]), "action:action-1");
+  ASSERT_EQ(yes.decisions.size(), 2u);
+  EXPECT_EQ(yes.decisions[0].outcome, pb::ACTION_OUTCOME_APPROVED);
+  EXPECT_EQ(yes.decisions[0].via, "words");
+  EXPECT_TRUE(yes.carried.empty());
+}
+
+TEST(ApprovalGateTest, AStructuredDecisionActsOnTheActionItNamesOnly) {
+  std::vector<PendingAction> pending = {Sealed("delete_agent", {{"agent", "alpha-reports"}}),
+                                        Sealed("pause_agent", {{"agent", "beta-digest"}})};
+  pending[1].action_id = "action-2";
+  pb::ApprovalDecision approve;
+  approve.set_kind(pb::DECISION_KIND_APPROVE);
+  approve.set_action_id("action-2");
+  PendingResolution one =
+      ResolvePending("Approve action-2", approve, Analysis(), pending, kAgents, kNow, kTtl);
+  ASSERT_EQ(one.approved.size(), 1u);
+  EXPECT_EQ(one.approved[0].action_id, "action-2");
+  ASSERT_EQ(one.carried.size(), 1u);
+  EXPECT_EQ(one.carried[0].action_id, "action-1");
+  EXPECT_EQ(one.decisions[0].via, "api");
+
+  // An id that is not waiting (replaced, decided, never made) runs nothing.
+  approve.set_action_id("action-old");
+  PendingResolution stale =
+      ResolvePending("Approve action-old", approve, Analysis(), pending, kAgents, kNow, kTtl);
+  EXPECT_TRUE(stale.approved.empty());
+  EXPECT_THAT(stale.refusal, HasSubstr("no action action-old is waiting"));
+  EXPECT_EQ(stale.carried.size(), 2u);
+
+  // Words inside a structured approval never change it.
+  approve.set_action_id("action-1");
+  PendingResolution worded = ResolvePending("ok but delete beta-digest instead", approve,
+                                            Analysis(), pending, kAgents, kNow, kTtl);
+  ASSERT_EQ(worded.approved.size(), 1u);
+  EXPECT_EQ(worded.approved[0].arguments["agent"], "11111111-1111-1111-1111-111111111111");
+
+  pb::ApprovalDecision edit;
+  edit.set_kind(pb::DECISION_KIND_EDIT);
+  edit.set_action_id("action-1");
+  edit.set_arguments_json(R"({"agent": "beta-digest"})");
+  PendingResolution edited =
+      ResolvePending("", edit, Analysis(), pending, kAgents, kNow, kTtl);
+  EXPECT_TRUE(edited.approved.empty());
+  ASSERT_EQ(edited.previewed_again.size(), 1u);
+  EXPECT_EQ(edited.previewed_again[0].arguments["agent"], "beta-digest");
+  EXPECT_NE(edited.previewed_again[0].action_id, "action-1");
+  EXPECT_TRUE(edited.previewed_again[0].digest.empty()) << "sealed anew by the turn";
+}
+
+TEST(ApprovalGateTest, AnExpiredApprovalRunsNothingAndPreviewsItAgain) {
+  const std::vector<PendingAction> pending = {Sealed("delete_agent", {{"agent", "alpha-reports"}})};
+  PendingResolution late = ResolvePending("yes", pb::ApprovalDecision(), Analysis(), pending,
+                                          kAgents, kNow + 901'000'000, kTtl);
+  EXPECT_TRUE(late.approved.empty());
+  EXPECT_THAT(late.refusal, HasSubstr("expired"));
+  ASSERT_EQ(late.previewed_again.size(), 1u);
+  EXPECT_NE(late.previewed_again[0].action_id, "action-1");
+  EXPECT_EQ(late.previewed_again[0].expires_at_micros, kNow + 901'000'000 + 900'000'000);
+  ASSERT_EQ(late.decisions.size(), 1u);
+  EXPECT_EQ(late.decisions[0].outcome, pb::ACTION_OUTCOME_EXPIRED);
+
+  // A target renamed since the preview: nothing runs, and the user is told.
+  std::vector<AgentInfo> renamed = kAgents;
+  renamed[0].name = "alpha-renamed";
+  PendingResolution stale =
+      ResolvePending("yes", pb::ApprovalDecision(), Analysis(), pending, renamed, kNow, kTtl);
+  EXPECT_TRUE(stale.approved.empty());
+  EXPECT_THAT(stale.reply_text, HasSubstr("alpha-renamed"));
+  EXPECT_EQ(stale.decisions[0].outcome, pb::ACTION_OUTCOME_STALE);
+}
+
+TEST(ApprovalGateTest, AnEditNamesTheNewTarget) {
+  const std::vector<PendingAction> pending = {Sealed("delete_agent", {{"agent", "alpha-reports"}})};
+  PendingResolution edit =
+      ResolvePending("ok but delete beta-digest instead", pb::ApprovalDecision(),
+                     Analysis(intentpb::REFERENCE_KIND_CONFIRMATION), pending, kAgents, kNow, kTtl);
+  EXPECT_EQ(edit.reply, PendingReply::kEdit);
+  EXPECT_TRUE(edit.approved.empty());
+  EXPECT_EQ(edit.other_agent, "beta-digest");
+  EXPECT_EQ(edit.decisions[0].outcome, pb::ACTION_OUTCOME_EDITED);
+}
+
+TEST(ApprovalGateTest, APlanNeedsApprovalWhenAStepMayWriteAndIsRefusedWhenAToolIsDenied) {
+  std::vector<execpb::ToolDescriptor> tools(2);
+  tools[0].set_name("list_agents");
+  tools[0].set_risk(execpb::TOOL_RISK_READ);
+  tools[1].set_name("delete_agent");
+  tools[1].set_risk(execpb::TOOL_RISK_HIGH);
+  PlanStep read;
+  read.id = "s1";
+  read.description = "list";
+  read.tools = {"list_agents"};
+  PlanStep remove = read;
+  remove.id = "s2";
+  remove.tools = {};
+  remove.tool_calls = {{"delete_agent", {{"agent", "alpha-reports"}}}};
+  ApprovalPolicy policy;
+  EXPECT_EQ(DecidePlan(policy, {read}, tools).verdict, GateVerdict::kRun);
+  EXPECT_EQ(DecidePlan(policy, {read, remove}, tools).verdict, GateVerdict::kAsk);
+  policy.tools["delete_agent"] = GateVerdict::kDeny;
+  const PlanVerdict denied = DecidePlan(policy, {read, remove}, tools);
+  EXPECT_EQ(denied.verdict, GateVerdict::kDeny);
+  EXPECT_EQ(denied.denied_tool, "delete_agent");
+  EXPECT_NE(PlanDigest({read}), PlanDigest({read, remove}));
+}
+
+}  // namespace
+}  // namespace omniforge::orchestrator
