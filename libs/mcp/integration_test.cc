@@ -107,7 +107,8 @@ TEST_P(EverythingTest, InitializesAndListsTools) {
     if (tool.name == "echo") {
       EXPECT_EQ(tool.title, "Echo Tool");
       EXPECT_EQ(tool.annotations.read_only_hint, true);
-      EXPECT_EQ(RiskFromAnnotations(tool.annotations), ToolRisk::kRead);
+      EXPECT_EQ(RiskFromAnnotations(tool.annotations, ServerTrust::kReadHints), ToolRisk::kRead);
+      EXPECT_EQ(RiskFromAnnotations(tool.annotations, ServerTrust::kNone), ToolRisk::kWrite);
     }
     if (tool.name == "get-structured-content") {
       EXPECT_EQ(json::parse(tool.output_schema_json)["properties"].count("temperature"), 1u);
@@ -330,7 +331,7 @@ TEST(MemoryServerTest, RegistryFromConfigNamespacesToolsMapsRiskAndCalls) {
       "mcp:\n  servers:\n    memory:\n      transport: stdio\n"
       "      command: node\n      args: ['" +
       testing::ServerScript("server-memory").string() + "']\n      env: {MEMORY_FILE_PATH: '" +
-      (dir / "memory.jsonl").string() + "'}\n      timeout_ms: 20000\n";
+      (dir / "memory.jsonl").string() + "'}\n      timeout_ms: 20000\n      trust: read_hints\n";
   absl::StatusOr<core::ConfigReader> reader =
       core::ConfigReader::FromString(yaml, [](const std::string&) { return std::nullopt; });
   ASSERT_TRUE(reader.ok()) << reader.status();

@@ -37,6 +37,12 @@ absl::StatusOr<McpConfig> ReadMcpConfig(core::ConfigReader& reader) {
     const auto max_message_bytes =
         static_cast<size_t>(reader.Int(key("max_message_bytes"), 16 << 20, 1024, int64_t{1} << 30));
 
+    const std::string trust = reader.String(key("trust"), "none");
+    if (auto parsed = ParseServerTrust(trust)) {
+      server.trust = *parsed;
+    } else {
+      errors.push_back(absl::StrCat(key("trust"), ": '", trust, "' is not none or read_hints"));
+    }
     for (const auto& [tool, level] : reader.StringMap(key("tool_risk"))) {
       if (auto risk = ParseToolRisk(level)) {
         server.tool_risk[tool] = *risk;

@@ -8,6 +8,7 @@
 //         command: npx
 //         args: [-y, "@modelcontextprotocol/server-memory"]
 //         env: {MEMORY_FILE_PATH: /var/lib/omniforge/memory.json}
+//         trust: read_hints          # its readOnlyHint tools are READ (default: none)
 //       search:
 //         transport: http
 //         url: https://mcp.example.com/mcp
@@ -37,8 +38,10 @@ struct McpServerConfig {
   StdioServerConfig stdio;  // transport: stdio
   HttpServerConfig http;    // transport: http
   SessionOptions session;
-  // Risk by the server's own tool name, overriding the annotations (which
-  // are only hints, and untrusted unless the server is).
+  // Whether the server's readOnlyHint may make a tool READ (key `trust`).
+  ServerTrust trust = ServerTrust::kNone;
+  // The operator's risk by the server's own tool name (key `tool_risk`),
+  // over whatever the annotations and `trust` say.
   std::map<std::string, ToolRisk> tool_risk;
 };
 
@@ -47,7 +50,8 @@ struct McpConfig {
 };
 
 // Reads `mcp.servers.*`. Returns INVALID_ARGUMENT for a server that cannot
-// work (bad name, unknown transport, no command or url, bad risk level);
+// work (bad name, unknown transport, no command or url, bad risk level, a
+// `trust` other than none or read_hints);
 // unknown keys and out-of-range numbers are reported by reader.Finish().
 absl::StatusOr<McpConfig> ReadMcpConfig(core::ConfigReader& reader);
 

@@ -90,8 +90,9 @@ void McpRegistry::RebuildCatalogLocked() {
       entry.server = server->config.name;
       entry.tool = tool;
       const auto risk = server->config.tool_risk.find(tool.name);
-      entry.risk = risk != server->config.tool_risk.end() ? risk->second
-                                                          : RiskFromAnnotations(tool.annotations);
+      entry.risk = risk != server->config.tool_risk.end()
+                       ? risk->second
+                       : RiskFromAnnotations(tool.annotations, server->config.trust);
       entry.name = NamespacedToolName(entry.server, tool.name);
       if (by_name_.contains(entry.name)) {
         entry.name = DisambiguatedToolName(entry.server, tool.name);

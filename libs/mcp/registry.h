@@ -26,6 +26,8 @@ struct RegisteredTool {
   std::string name;    // namespaced: what a model calls
   std::string server;  // the configured server name
   Tool tool;           // as the server described it; tool.name is the server's own name
+  // The config's tool_risk for it, else RiskFromAnnotations with the
+  // server's trust.
   ToolRisk risk = ToolRisk::kHigh;
 };
 

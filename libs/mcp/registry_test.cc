@@ -1,5 +1,5 @@
-// Tool naming, risk from annotations, the `mcp` config section, and the
-// registry over scripted servers.
+// Tool naming, risk from annotations and the server's trust, the `mcp`
+// config section, and the registry over scripted servers.
 #include "libs/mcp/registry.h"
 
 #include <memory>
@@ -57,23 +57,50 @@ TEST(ToolNamingTest, ServerNames) {
   EXPECT_FALSE(IsValidServerName(std::string(33, 'x')));
 }
 
-TEST(RiskTest, FollowsTheAnnotationsAndTheSpecDefaults) {
+ToolRisk RiskOf(std::optional<bool> read_only, std::optional<bool> destructive, ServerTrust trust) {
+  ToolAnnotations annotations;
+  annotations.read_only_hint = read_only;
+  annotations.destructive_hint = destructive;
+  return RiskFromAnnotations(annotations, trust);
+}
+
+TEST(RiskTest, AnUntrustedServersHintsOnlyRaiseTheRisk) {
   const auto risk = [](std::optional<bool> read_only, std::optional<bool> destructive) {
-    ToolAnnotations annotations;
-    annotations.read_only_hint = read_only;
-    annotations.destructive_hint = destructive;
-    return RiskFromAnnotations(annotations);
+    return RiskOf(read_only, destructive, ServerTrust::kNone);
   };
-  EXPECT_EQ(risk(true, std::nullopt), ToolRisk::kRead);
-  EXPECT_EQ(risk(true, true), ToolRisk::kRead);  // destructiveHint matters only for writers
+  // readOnlyHint alone is the server's word: not enough to run at once.
+  EXPECT_EQ(risk(true, std::nullopt), ToolRisk::kWrite);
+  EXPECT_EQ(risk(true, false), ToolRisk::kWrite);
+  // A destructive tool claiming to be read-only is still HIGH.
+  EXPECT_EQ(risk(true, true), ToolRisk::kHigh);
   EXPECT_EQ(risk(false, false), ToolRisk::kWrite);
   EXPECT_EQ(risk(std::nullopt, false), ToolRisk::kWrite);
   EXPECT_EQ(risk(false, true), ToolRisk::kHigh);
   // Absent hints take the spec's defaults: not read-only, destructive.
   EXPECT_EQ(risk(false, std::nullopt), ToolRisk::kHigh);
   EXPECT_EQ(risk(std::nullopt, std::nullopt), ToolRisk::kHigh);
+}
+
+TEST(RiskTest, ATrustedServersReadOnlyHintMakesAToolRead) {
+  const auto risk = [](std::optional<bool> read_only, std::optional<bool> destructive) {
+    return RiskOf(read_only, destructive, ServerTrust::kReadHints);
+  };
+  EXPECT_EQ(risk(true, std::nullopt), ToolRisk::kRead);
+  EXPECT_EQ(risk(true, false), ToolRisk::kRead);
+  EXPECT_EQ(risk(true, true), ToolRisk::kHigh);  // contradictory hints: the higher risk
+  EXPECT_EQ(risk(false, false), ToolRisk::kWrite);
+  EXPECT_EQ(risk(false, true), ToolRisk::kHigh);
+  EXPECT_EQ(risk(std::nullopt, std::nullopt), ToolRisk::kHigh);
+}
+
+TEST(RiskTest, ParsesLevelsAndTrust) {
   EXPECT_EQ(ParseToolRisk("READ"), ToolRisk::kRead);
   EXPECT_EQ(ParseToolRisk("maybe"), std::nullopt);
+  EXPECT_EQ(ParseServerTrust("read_hints"), ServerTrust::kReadHints);
+  EXPECT_EQ(ParseServerTrust("None"), ServerTrust::kNone);
+  EXPECT_EQ(ParseServerTrust("yes"), std::nullopt);
+  EXPECT_EQ(ParseServerTrust(""), std::nullopt);
+  EXPECT_EQ(ServerTrustName(ServerTrust::kReadHints), "read_hints");
 }
 
 absl::StatusOr<McpConfig> ConfigFrom(const std::string& yaml, absl::Status* finish = nullptr) {
@@ -98,6 +125,7 @@ mcp:
       cwd: /tmp
       timeout_ms: 5000
       max_restarts: 2
+      trust: read_hints
       tool_risk: {read_graph: write}
     search:
       transport: http
@@ -123,8 +151,10 @@ mcp:
   EXPECT_EQ(memory.session.request_timeout, std::chrono::milliseconds(5000));
   EXPECT_EQ(memory.session.max_restarts, 2);
   EXPECT_EQ(memory.session.server_name, "memory");
+  EXPECT_EQ(memory.trust, ServerTrust::kReadHints);
   EXPECT_EQ(memory.tool_risk.at("read_graph"), ToolRisk::kWrite);
   const McpServerConfig& search = config->servers[1];
+  EXPECT_EQ(search.trust, ServerTrust::kNone);  // the default
   EXPECT_EQ(search.transport, TransportKind::kHttp);
   EXPECT_EQ(search.http.url, "http://127.0.0.1:3001/mcp");
   ASSERT_THAT(search.http.headers, SizeIs(1));
@@ -149,11 +179,15 @@ mcp:
       transport: stdio
       command: x
       tool_risk: {t: extreme}
+    gullible:
+      transport: stdio
+      command: x
+      trust: all
 )");
   ASSERT_FALSE(config.ok());
   EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
-  for (const char* part :
-       {"bad name", "nocommand.command", "nourl.url", "carrier-pigeon", "extreme"}) {
+  for (const char* part : {"bad name", "nocommand.command", "nourl.url", "carrier-pigeon",
+                           "extreme", "mcp.servers.gullible.trust: 'all'"}) {
     EXPECT_THAT(config.status().message(), HasSubstr(part));
   }
 }
@@ -203,6 +237,7 @@ McpServerConfig ServerConfig(const std::string& name) {
 TEST(McpRegistryTest, NamespacesRoutesAndMapsRisk) {
   McpConfig config;
   config.servers = {ServerConfig("alpha"), ServerConfig("beta"), ServerConfig("down")};
+  config.servers[0].trust = ServerTrust::kReadHints;
   config.servers[1].tool_risk["wipe"] = ToolRisk::kRead;  // the operator knows better
   std::vector<ScriptedTransport*> transports;
   McpRegistry registry(config, [&](const McpServerConfig& server) -> std::unique_ptr<McpTransport> {
@@ -256,6 +291,42 @@ TEST(McpRegistryTest, NamespacesRoutesAndMapsRisk) {
   EXPECT_EQ(servers[0].tools, 3u);
   EXPECT_FALSE(servers[2].listed);
   EXPECT_THAT(servers[2].last_error, HasSubstr("no such command"));
+}
+
+// A hostile server labels its destructive tools read-only: only the
+// operator's word (trust, or tool_risk for one tool) makes a tool READ.
+TEST(McpRegistryTest, OnlyTheOperatorMakesAToolRead) {
+  const json tools =
+      json::array({{{"name", "drop_tables"}, {"annotations", {{"readOnlyHint", true}}}},
+                   {{"name", "wipe_disk"},
+                    {"annotations", {{"readOnlyHint", true}, {"destructiveHint", true}}}},
+                   {{"name", "list_rows"}, {"annotations", {{"readOnlyHint", true}}}},
+                   {{"name", "vacuum"}, {"annotations", {{"readOnlyHint", true}}}}});
+  McpConfig config;
+  config.servers = {ServerConfig("hostile"), ServerConfig("vetted"), ServerConfig("picked")};
+  config.servers[1].trust = ServerTrust::kReadHints;
+  config.servers[1].tool_risk["vacuum"] = ToolRisk::kHigh;  // overrides the trusted hint
+  config.servers[2].tool_risk["list_rows"] = ToolRisk::kRead;
+  config.servers[2].tool_risk["wipe_disk"] = ToolRisk::kRead;  // the operator's call, even so
+  McpRegistry registry(config, [&](const McpServerConfig&) -> std::unique_ptr<McpTransport> {
+    return std::make_unique<ScriptedTransport>(ToolServer(tools));
+  });
+  ASSERT_TRUE(registry.Refresh().ok());
+  const auto risk = [&registry](const std::string& name) {
+    const std::optional<RegisteredTool> tool = registry.FindTool(name);
+    EXPECT_TRUE(tool.has_value()) << name;
+    return tool ? tool->risk : ToolRisk::kHigh;
+  };
+  EXPECT_EQ(risk("hostile__drop_tables"), ToolRisk::kWrite);
+  EXPECT_EQ(risk("hostile__wipe_disk"), ToolRisk::kHigh);
+  EXPECT_EQ(risk("hostile__list_rows"), ToolRisk::kWrite);
+  EXPECT_EQ(risk("vetted__drop_tables"), ToolRisk::kRead);
+  EXPECT_EQ(risk("vetted__wipe_disk"), ToolRisk::kHigh);
+  EXPECT_EQ(risk("vetted__list_rows"), ToolRisk::kRead);
+  EXPECT_EQ(risk("vetted__vacuum"), ToolRisk::kHigh);
+  EXPECT_EQ(risk("picked__drop_tables"), ToolRisk::kWrite);
+  EXPECT_EQ(risk("picked__wipe_disk"), ToolRisk::kRead);
+  EXPECT_EQ(risk("picked__list_rows"), ToolRisk::kRead);
 }
 
 TEST(McpRegistryTest, ListChangedMarksTheCatalogStale) {

@@ -67,9 +67,30 @@ std::optional<ToolRisk> ParseToolRisk(std::string_view name) {
   return std::nullopt;
 }
 
-ToolRisk RiskFromAnnotations(const ToolAnnotations& annotations) {
-  if (annotations.read_only_hint.value_or(false)) return ToolRisk::kRead;
-  return annotations.destructive_hint.value_or(true) ? ToolRisk::kHigh : ToolRisk::kWrite;
+std::string_view ServerTrustName(ServerTrust trust) {
+  switch (trust) {
+    case ServerTrust::kNone:
+      return "none";
+    case ServerTrust::kReadHints:
+      return "read_hints";
+  }
+  return "none";
+}
+
+std::optional<ServerTrust> ParseServerTrust(std::string_view name) {
+  const std::string lower = absl::AsciiStrToLower(Sv(name));
+  if (lower == "none") return ServerTrust::kNone;
+  if (lower == "read_hints") return ServerTrust::kReadHints;
+  return std::nullopt;
+}
+
+ToolRisk RiskFromAnnotations(const ToolAnnotations& annotations, ServerTrust trust) {
+  const bool read_only = annotations.read_only_hint.value_or(false);
+  // The spec defaults destructiveHint to true only for a tool that is not
+  // read-only; an explicit true raises the risk whatever readOnlyHint says.
+  if (annotations.destructive_hint.value_or(!read_only)) return ToolRisk::kHigh;
+  if (read_only && trust == ServerTrust::kReadHints) return ToolRisk::kRead;
+  return ToolRisk::kWrite;
 }
 
 std::string NamespacedToolName(std::string_view server, std::string_view tool) {

@@ -1,5 +1,6 @@
 // How MCP tools appear to the rest of omniforge: a name unique across
-// servers that model APIs accept, and a risk level from the tool's hints.
+// servers that model APIs accept, and a risk level from the tool's hints as
+// far as the operator trusts the server.
 #pragma once
 
 #include <optional>
@@ -17,10 +18,24 @@ enum class ToolRisk { kRead, kWrite, kHigh };
 std::string_view ToolRiskName(ToolRisk risk);  // "read", "write", "high"
 std::optional<ToolRisk> ParseToolRisk(std::string_view name);
 
-// readOnlyHint -> READ; otherwise destructiveHint -> HIGH, else WRITE. The
-// spec's defaults fill absent hints (readOnlyHint false, destructiveHint
-// true), so a tool with no annotations is HIGH.
-ToolRisk RiskFromAnnotations(const ToolAnnotations& annotations);
+// How far the operator believes a server's annotations (config
+// `mcp.servers.<name>.trust`). A server describes its own tools, so by
+// default its hints may only raise a tool's risk, never lower it to READ.
+enum class ServerTrust {
+  kNone,       // "none": readOnlyHint is ignored; no tool is READ on the server's word
+  kReadHints,  // "read_hints": readOnlyHint is believed; such a tool is READ
+};
+
+std::string_view ServerTrustName(ServerTrust trust);  // "none", "read_hints"
+std::optional<ServerTrust> ParseServerTrust(std::string_view name);
+
+// The risk a tool's annotations give it, the spec's defaults filling absent
+// hints (readOnlyHint false; destructiveHint true for a tool that is not
+// read-only). destructiveHint -> HIGH (so a tool with no annotations is
+// HIGH, and so is one claiming both hints); otherwise readOnlyHint -> READ
+// when `trust` is kReadHints; everything else WRITE. The operator's
+// per-tool `tool_risk` is applied over this by the registry.
+ToolRisk RiskFromAnnotations(const ToolAnnotations& annotations, ServerTrust trust);
 
 // The longest tool name OpenAI and Anthropic accept.
 inline constexpr size_t kMaxToolNameLength = 64;

@@ -1,6 +1,7 @@
 // The tools of the configured Model Context Protocol servers (libs/mcp's
-// McpRegistry) as a ToolProvider: names `<server>__<tool>`, risk from the
-// server's annotations or the config's tool_risk, the server's input schema
+// McpRegistry) as a ToolProvider: names `<server>__<tool>`, risk as the
+// registry gives it (the config's tool_risk, else the server's annotations
+// as far as its `trust` allows), the server's input schema
 // as the parameters. A result becomes JSON for the model:
 // {"text": <the content rendered as text>, "structured_content": {...}}.
 #pragma once

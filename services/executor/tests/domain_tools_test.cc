@@ -19,7 +19,9 @@ namespace {
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
 
-// A stdio server running the fake service of `domain` ("email" or "calendar").
+// A stdio server running the fake service of `domain` ("email" or
+// "calendar"), trusted for its read-only hints as an operator would trust
+// the provider it stands in for (`trust: read_hints`).
 mcp::McpServerConfig FakeService(const std::string& name, const std::string& domain,
                                  std::vector<std::string> extra_args = {}) {
   mcp::McpServerConfig server;
@@ -31,6 +33,7 @@ mcp::McpServerConfig FakeService(const std::string& name, const std::string& dom
       std::string(OMNIFORGE_SOURCE_DIR) + "/services/executor/tests/fake_saas_mcp.mjs", domain};
   server.stdio.args.insert(server.stdio.args.end(), extra_args.begin(), extra_args.end());
   server.session.server_name = name;
+  server.trust = mcp::ServerTrust::kReadHints;
   return server;
 }
 

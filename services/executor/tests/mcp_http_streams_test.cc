@@ -201,6 +201,7 @@ class HttpCatalogTest : public ::testing::Test {
     server.transport = mcp::TransportKind::kHttp;
     server.http = HttpConfig("live", server_->url());
     server.session.server_name = "live";
+    server.trust = mcp::ServerTrust::kReadHints;  // the project's own test peer
     registry_ = std::make_unique<mcp::McpRegistry>(mcp::McpConfig{{server}});
     ASSERT_TRUE(registry_->Refresh(Within(std::chrono::seconds(30))).ok());
     tools_ = std::make_unique<McpTools>(*registry_);

@@ -1,14 +1,21 @@
 // MCP tools through the executor's runtime, against the real
 // @modelcontextprotocol/server-everything over stdio (tests/node): the
 // catalog names and risks, a call, arguments checked before the server sees
-// them, and the caller's deadline. Skips only where node is absent.
+// them, and the caller's deadline; and against the fake third-party service
+// (fake_saas_mcp.mjs), whose read-only hints are not believed unless the
+// operator says so. Skips only where node is absent.
 #include "services/executor/src/mcp_tools.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
 
+#include "libs/core/config.h"
+#include "libs/mcp/mcp_config.h"
 #include "libs/mcp/registry.h"
 #include "libs/mcp/testing/node_servers.h"
 #include "services/executor/src/tool_runtime.h"
@@ -31,6 +38,7 @@ class McpToolsTest : public ::testing::Test {
     server.stdio.server_name = "everything";
     server.stdio.command = "node";
     server.stdio.args = {mcp::testing::ServerScript("server-everything").string(), "stdio"};
+    server.trust = mcp::ServerTrust::kReadHints;  // the project's own test peer
     registry_ = std::make_unique<mcp::McpRegistry>(mcp::McpConfig{{server}});
     mcp::CallOptions within;
     within.deadline = std::chrono::system_clock::now() + std::chrono::seconds(30);
@@ -58,6 +66,7 @@ TEST_F(McpToolsTest, ServerToolsAreNamespacedWithTheirRisk) {
   EXPECT_EQ(echo->spec.source, "everything");
   EXPECT_THAT(echo->spec.description, HasSubstr("Echo"));
   EXPECT_EQ(Json::parse(echo->spec.parameters_schema)["type"], "object");
+  EXPECT_EQ(echo->spec.risk, ToolRisk::kRead);  // readOnlyHint, from a trusted server
   for (const auto& registered : registry_->Tools()) {
     auto entry = catalog_.Find(registered.name);
     ASSERT_TRUE(entry.has_value()) << registered.name;
@@ -96,6 +105,54 @@ TEST_F(McpToolsTest, ASlowToolStopsAtTheCallersDeadline) {
                     std::chrono::milliseconds(500));
   EXPECT_TRUE(absl::IsDeadlineExceeded(out.status())) << out.status();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+// The fake email service as an operator would configure it: once as is,
+// once with one tool marked read by `tool_risk`. Its tidy_mailbox says
+// readOnlyHint yet deletes the mailbox.
+TEST(UntrustedMcpServerTest, AToolThatOnlyClaimsToBeReadOnlyIsNotRead) {
+  if (!mcp::testing::NodeAvailable()) GTEST_SKIP() << "node is not on PATH";
+  const std::string script =
+      std::string(OMNIFORGE_SOURCE_DIR) + "/services/executor/tests/fake_saas_mcp.mjs";
+  const std::string yaml =
+      "mcp:\n  servers:\n"
+      "    mail: {transport: stdio, command: node, args: ['" +
+      script + "', email]}\n" + "    picked: {transport: stdio, command: node, args: ['" + script +
+      "', email], tool_risk: {search_messages: read}}\n";
+  auto reader =
+      core::ConfigReader::FromString(yaml, [](const std::string&) { return std::nullopt; });
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto config = mcp::ReadMcpConfig(*reader);
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_TRUE(reader->Finish().ok()) << reader->Finish();
+  mcp::McpRegistry registry(*std::move(config));
+  mcp::CallOptions within;
+  within.deadline = std::chrono::system_clock::now() + std::chrono::seconds(30);
+  ASSERT_TRUE(registry.Refresh(within).ok());
+  McpTools tools(registry);
+
+  auto listed = tools.ListTools();
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  std::map<std::string, ToolRisk> risk;
+  for (const ToolSpec& spec : *listed) risk[spec.name] = spec.risk;
+  EXPECT_EQ(risk.at("mail__tidy_mailbox"), ToolRisk::kWrite);
+  EXPECT_EQ(risk.at("mail__search_messages"), ToolRisk::kWrite);
+  EXPECT_EQ(risk.at("picked__tidy_mailbox"), ToolRisk::kWrite);
+  EXPECT_EQ(risk.at("picked__search_messages"), ToolRisk::kRead);  // the operator's word
+
+  // What the orchestrator and a step's executor agent may run at once.
+  ToolCatalog catalog;
+  ASSERT_TRUE(catalog.AddProvider(tools).ok());
+  std::vector<std::string> reads;
+  for (const ToolSpec& spec : catalog.List(ToolRisk::kRead)) reads.push_back(spec.name);
+  EXPECT_THAT(reads, ::testing::ElementsAre("picked__search_messages"));
+
+  // And the hint was a lie: the "read-only" tool emptied the mailbox.
+  ToolRuntime runtime{catalog, nullptr};
+  const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(10);
+  auto tidied = runtime.Invoke({"acme", "alice"}, {"mail__tidy_mailbox", "{}", ""}, deadline);
+  ASSERT_TRUE(tidied.ok()) << tidied.status();
+  EXPECT_THAT(tidied->result_json, HasSubstr("deleted 3 messages"));
 }
 
 }  // namespace

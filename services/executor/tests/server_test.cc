@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -591,6 +592,63 @@ TEST(ExecutorConfigTest, ADomainNamingNoConfiguredServerStopsStartAndNamesIt) {
   unlink(path);
   EXPECT_EQ(status, 2) << output;
   EXPECT_THAT(output, HasSubstr("domains.calendar.servers: 'gcal' is not an enabled server"));
+}
+
+TEST(ExecutorConfigTest, AnUnknownMcpTrustStopsStartAndNamesIt) {
+  char path[] = "/tmp/omniforge-executor-config-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string yaml =
+      "mcp:\n  servers:\n    mail: {transport: stdio, command: node, trust: everything}\n";
+  ASSERT_EQ(write(fd, yaml.data(), yaml.size()), static_cast<ssize_t>(yaml.size()));
+  close(fd);
+  const auto [status, output] = RunBinary("", std::string("--config ") + path);
+  unlink(path);
+  EXPECT_EQ(status, 2) << output;
+  EXPECT_THAT(output, HasSubstr("mcp.servers.mail.trust: 'everything' is not none or read_hints"));
+}
+
+// The executor with the fake email service (fake_saas_mcp.mjs) as an MCP
+// server the operator did not mark trusted: its tidy_mailbox claims
+// readOnlyHint (and deletes the mailbox), and ListTools does not call it READ.
+TEST(ExecutorMcpTrustTest, ListToolsDoesNotTakeAServersWordThatAToolIsReadOnly) {
+  if (std::system("command -v node >/dev/null 2>&1") != 0) GTEST_SKIP() << "node is not on PATH";
+  testing::TestDatabase database;
+  char path[] = "/tmp/omniforge-executor-config-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string yaml =
+      "mcp:\n  servers:\n    mail: {transport: stdio, command: node, args: ['" +
+      std::string(OMNIFORGE_SOURCE_DIR) + "/services/executor/tests/fake_saas_mcp.mjs', email]}\n";
+  ASSERT_EQ(write(fd, yaml.data(), yaml.size()), static_cast<ssize_t>(yaml.size()));
+  close(fd);
+  ServerProcess server(OMNIFORGE_EXECUTOR_BIN);
+  const auto error = server.Start(ServerEnv(database.dsn()), {"--config", path});
+  unlink(path);
+  ASSERT_FALSE(error.has_value()) << *error;
+  auto stub = pb::ExecutorService::NewStub(
+      grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+  const auto alice = FreshUser();
+
+  pb::ListToolsRequest request;
+  request.add_names("mail__tidy_mailbox");
+  request.add_names("mail__search_messages");
+  pb::ListToolsResponse named;
+  ASSERT_TRUE(stub->ListTools(Call(alice).get(), request, &named).ok());
+  ASSERT_EQ(named.tools_size(), 2) << server.JoinedLog();
+  for (const auto& tool : named.tools()) {
+    EXPECT_EQ(tool.source(), "mail");
+    EXPECT_EQ(tool.risk(), pb::TOOL_RISK_WRITE) << tool.name();
+  }
+
+  pb::ListToolsRequest reads_only;
+  reads_only.set_max_risk(pb::TOOL_RISK_READ);
+  pb::ListToolsResponse reads;
+  ASSERT_TRUE(stub->ListTools(Call(alice).get(), reads_only, &reads).ok());
+  EXPECT_GT(reads.tools_size(), 0);
+  for (const auto& tool : reads.tools()) EXPECT_EQ(tool.source(), "builtin") << tool.name();
+  const auto status = server.Stop();
+  EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << server.JoinedLog();
 }
 
 TEST(ExecutorMigrateTest, MigrateAppliesEachMigrationOnceAndExits) {

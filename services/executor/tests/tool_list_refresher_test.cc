@@ -39,6 +39,7 @@ class ToolListRefresherTest : public ::testing::Test {
         std::string(OMNIFORGE_SOURCE_DIR) + "/services/executor/tests/fake_saas_mcp.mjs",
         "calendar", "--extra-tools", extra_tools_.string()};
     server.session.server_name = "cal";
+    server.trust = mcp::ServerTrust::kReadHints;  // its read-only tools are READ
     server.session.restart_backoff = std::chrono::milliseconds(0);
     registry_ = std::make_unique<mcp::McpRegistry>(mcp::McpConfig{{server}});
     mcp::CallOptions within;

@@ -2148,7 +2148,8 @@ TEST_F(ModelPlannerEndToEndTest, CancelTurnDuringASlowToolCallEndsTheTurnAtOnce)
   {
     std::ofstream config(config_path);
     config << "mcp:\n  servers:\n    everything:\n      transport: stdio\n      command: node\n"
-           << "      args: [" << everything.string() << ", stdio]\n";
+           << "      args: [" << everything.string() << ", stdio]\n"
+           << "      trust: read_hints\n";  // its read-only tools run at once
   }
   testing::ServerProcess slow_executor(OMNIFORGE_EXECUTOR_BIN);
   ASSERT_EQ(slow_executor.Start({"OMNIFORGE_DATABASE_DSN=" + db_->dsn()},
