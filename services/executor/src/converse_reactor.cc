@@ -84,6 +84,7 @@ Assignment FromProto(const pb::TaskAssignment& a) {
   out.goal = a.goal();
   out.allowed_tools.assign(a.allowed_tools().begin(), a.allowed_tools().end());
   out.writes_approved = a.writes_approved();
+  out.approved_targets_only = a.approved_targets_only();
   out.max_turns = a.max_turns();
   out.parent_conversation_id = a.parent_conversation_id();
   out.step_id = a.step_id();
@@ -264,6 +265,7 @@ void ConverseReactor::Handle(const std::optional<Request>& message) {
                {{"type", "task_assignment"},
                 {"step_id", a.step_id()},
                 {"writes_approved", a.writes_approved()},
+                {"approved_targets_only", a.approved_targets_only()},
                 {"max_turns", a.max_turns()},
                 {"allowed_tools",
                  std::vector<std::string>(a.allowed_tools().begin(), a.allowed_tools().end())},

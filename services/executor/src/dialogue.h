@@ -28,6 +28,9 @@ struct Assignment {
   std::string goal;
   std::vector<std::string> allowed_tools;  // empty: every READ tool
   bool writes_approved = false;
+  // The user approved the writes as previewed: WRITE and HIGH calls only on
+  // the targets of the planned calls (CheckStepCall).
+  bool approved_targets_only = false;
   int max_turns = 0;  // 0: kDefaultMaxTurns
   std::string parent_conversation_id;
   std::string step_id;

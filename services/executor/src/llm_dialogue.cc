@@ -8,12 +8,15 @@
 #include "libs/llm/errors.h"
 #include "libs/llm/usage_collection.h"
 #include "services/executor/src/local_dialogue.h"
+#include "services/executor/src/step_bounds.h"
 
 namespace omniforge::executor {
 namespace {
 
 constexpr char kAskPlanner[] = "ask_planner";
 constexpr char kCompleteTask[] = "complete_task";
+// Refused writes after which the agent asks the planner itself.
+constexpr int kRefusedWritesBeforeAsking = 2;
 
 constexpr char kProtocolPrompt[] =
     "You are an executor agent of an agent-building platform. A planner gave you one step of a "
@@ -82,8 +85,8 @@ void LlmDialogue::Start(Assignment assignment) {
   for (const ToolSpec& spec : runtime_.catalog().List(max_risk, assignment_.allowed_tools)) {
     if (assignment_.allowed_tools.empty() && spec.risk != ToolRisk::kRead) continue;
     tools_.push_back({spec.name, spec.description, spec.parameters_schema});
-    offered_.insert(spec.name);
   }
+  write_keys_ = StepWriteKeys(assignment_.idempotency_key);
   tools_.push_back(
       {kAskPlanner, "Ask the planner a question and wait for the answer.", kAskPlannerSchema});
   tools_.push_back({kCompleteTask, "Finish the step with its result. Call it exactly once, last.",
@@ -103,6 +106,20 @@ void LlmDialogue::Start(Assignment assignment) {
   }
   if (!assignment_.writes_approved) {
     absl::StrAppend(&step, "\nWrites were not approved: only read-only tools are available.");
+  } else if (assignment_.approved_targets_only) {
+    std::vector<std::string> approved;
+    for (const PlannedCall& call : assignment_.tool_calls) {
+      const auto entry = runtime_.catalog().Find(call.tool_name);
+      if (entry.has_value() && entry->spec.risk != ToolRisk::kRead) {
+        approved.push_back(absl::StrCat(call.tool_name, " ", call.arguments_json));
+      }
+    }
+    if (!approved.empty()) {
+      absl::StrAppend(&step,
+                      "\nThe user approved exactly these writes: ", absl::StrJoin(approved, "; "),
+                      ". A write of these tools must keep every argument given there; any other "
+                      "is refused. If the step needs another, call ask_planner.");
+    }
   }
   messages_.push_back({llm::Role::kSystem, kProtocolPrompt, {}, ""});
   messages_.push_back({llm::Role::kUser, step, {}, ""});
@@ -143,6 +160,7 @@ void LlmDialogue::Run() {
     // Real tools first, so every call of this turn has its result; then the
     // protocol call, if any.
     const llm::ToolCall* protocol = nullptr;
+    const int refused_before = refused_writes_;
     for (const llm::ToolCall& call : response->tool_calls) {
       if (call.name == kAskPlanner || call.name == kCompleteTask) {
         if (protocol == nullptr) protocol = &call;
@@ -156,7 +174,15 @@ void LlmDialogue::Run() {
         messages_.push_back({llm::Role::kTool, "ignored: one protocol call per turn", {}, call.id});
       }
     }
-    if (protocol == nullptr) continue;
+    if (protocol == nullptr) {
+      // A model that keeps trying writes the user did not approve is not
+      // left to try on: the planner is asked, and can take it to the user.
+      if (refused_writes_ > refused_before && refused_writes_ >= kRefusedWritesBeforeAsking) {
+        AskAboutRefusedWrites();
+        return;
+      }
+      continue;
+    }
     if (protocol->name == kCompleteTask) {
       Complete(protocol->arguments);
       return;
@@ -184,14 +210,17 @@ void LlmDialogue::Run() {
 
 void LlmDialogue::RunTool(const llm::ToolCall& call) {
   const auto entry = runtime_.catalog().Find(call.name);
-  const ToolRisk risk = entry.has_value() ? entry->spec.risk : ToolRisk::kRead;
-  if (!offered_.contains(call.name)) {
-    const std::string error =
-        ToolResult::Error("not_available",
-                          absl::StrCat("'", call.name, "' is not one of this step's tools"))
-            .json;
-    records_.push_back({call.name, call.arguments, true, 0});
-    messages_.push_back({llm::Role::kTool, error, {}, call.id});
+  if (!entry.has_value()) {
+    Refuse(call, ToolRisk::kRead,
+           {CallRefusal::Reason::kNotAllowed,
+            absl::StrCat("'", call.name, "' is not one of this step's tools")});
+    return;
+  }
+  const ToolRisk risk = entry->spec.risk;
+  if (auto refusal = CheckStepCall(assignment_, call.name, risk,
+                                   nlohmann::json::parse(call.arguments, nullptr, false));
+      refusal.has_value()) {
+    Refuse(call, risk, *refusal);
     return;
   }
   DialogueEvent progress;
@@ -200,11 +229,9 @@ void LlmDialogue::RunTool(const llm::ToolCall& call) {
   progress.tool_name = call.name;
   progress.arguments_json = call.arguments;
   Emit(std::move(progress));
-  const std::string key =
-      assignment_.idempotency_key.empty()
-          ? ""
-          : absl::StrCat(assignment_.idempotency_key, ":", turns_, ":", call.id);
-  auto outcome = runtime_.Invoke(who_, {call.name, call.arguments, key}, deadline_);
+  auto outcome =
+      runtime_.Invoke(who_, {call.name, call.arguments, write_keys_.KeyFor(risk)}, deadline_);
+  write_keys_.Ran(risk, outcome.status());
   PartialResult partial{call.name, "", false, risk};
   if (!outcome.ok()) {
     // The model reads the error and can correct the call.
@@ -224,6 +251,46 @@ void LlmDialogue::RunTool(const llm::ToolCall& call) {
   event.kind = DialogueEvent::Kind::kPartialResult;
   event.partial = std::move(partial);
   Emit(std::move(event));
+}
+
+void LlmDialogue::Refuse(const llm::ToolCall& call, ToolRisk risk, const CallRefusal& refusal) {
+  std::string for_model = refusal.message;
+  if (refusal.reason != CallRefusal::Reason::kNotAllowed) {
+    ++refused_writes_;
+    last_refused_ = absl::StrCat(call.name, " ", call.arguments);
+    absl::StrAppend(&for_model,
+                    ". Do not retry it or try other targets; if the step needs this write, call "
+                    "ask_planner: the planner will ask the user.");
+  }
+  const std::string error = ToolResult::Error(refusal.code(), for_model).json;
+  records_.push_back({call.name, call.arguments, true, 0});
+  messages_.push_back({llm::Role::kTool, error, {}, call.id});
+  // The planner sees what was tried and why it did not run.
+  DialogueEvent progress;
+  progress.kind = DialogueEvent::Kind::kProgress;
+  progress.message = absl::StrCat("Refused ", call.name, ": ", refusal.message);
+  progress.tool_name = call.name;
+  progress.arguments_json = call.arguments;
+  Emit(std::move(progress));
+  PartialResult partial{call.name, error, true, risk};
+  partials_.push_back(partial);
+  DialogueEvent event;
+  event.kind = DialogueEvent::Kind::kPartialResult;
+  event.partial = std::move(partial);
+  Emit(std::move(event));
+}
+
+void LlmDialogue::AskAboutRefusedWrites() {
+  pending_ = Pending{absl::StrCat("q", turns_), ""};
+  DialogueEvent question;
+  question.kind = DialogueEvent::Kind::kQuestion;
+  question.question_id = pending_->question_id;
+  question.question = absl::StrCat(
+      "The executor agent keeps trying writes the user did not approve (", refused_writes_,
+      " refused, none run; the last: ", last_refused_,
+      "). Within this step they stay refused: should it go on without them, or stop so the "
+      "user can decide?");
+  Emit(std::move(question));
 }
 
 void LlmDialogue::Complete(const std::string& arguments) {
@@ -275,7 +342,15 @@ void LlmDialogue::Answer(const std::string& question_id, const std::string& answ
     return;
   }
   if (ApplyCancel()) return;
-  messages_.push_back({llm::Role::kTool, Dump({{"answer", answer}}), {}, pending_->tool_call_id});
+  if (pending_->tool_call_id.empty()) {
+    messages_.push_back(
+        {llm::Role::kUser,
+         absl::StrCat("The planner's answer about the writes that were refused: ", answer),
+         {},
+         ""});
+  } else {
+    messages_.push_back({llm::Role::kTool, Dump({{"answer", answer}}), {}, pending_->tool_call_id});
+  }
   pending_.reset();
   Run();
 }

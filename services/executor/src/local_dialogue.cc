@@ -172,6 +172,7 @@ void LocalDialogue::Start(Assignment assignment) {
     arguments_.push_back(nlohmann::json::parse(call.arguments_json.empty() ? std::string("{}")
                                                                            : call.arguments_json));
   }
+  write_keys_ = StepWriteKeys(assignment_.idempotency_key);
   Run();
 }
 
@@ -202,6 +203,20 @@ bool LocalDialogue::RunCall() {
   if (!UseTurn()) return false;
   const PlannedCall& planned = assignment_.tool_calls[next_];
   const nlohmann::json& args = arguments_[next_];
+  const auto entry = runtime_.catalog().Find(planned.tool_name);
+  const ToolRisk risk = entry.has_value() ? entry->spec.risk : ToolRisk::kRead;
+  // The bounds a model's calls pass. A valid assignment's planned calls
+  // pass them (a write's names are not resolved under
+  // approved_targets_only), so this refuses only what cannot happen.
+  if (auto refusal = CheckStepCall(assignment_, planned.tool_name, risk, args);
+      refusal.has_value()) {
+    partials_.push_back(
+        {planned.tool_name, ToolResult::Error(refusal->code(), refusal->message).json, true, risk});
+    Fail(refusal->reason == CallRefusal::Reason::kNotAllowed ? DialogueError::kInvalidAssignment
+                                                             : DialogueError::kWriteNotApproved,
+         absl::StrCat(planned.tool_name, ": ", refusal->message));
+    return false;
+  }
   DialogueEvent progress;
   progress.kind = DialogueEvent::Kind::kProgress;
   progress.message = absl::StrCat("Calling ", planned.tool_name);
@@ -211,16 +226,13 @@ bool LocalDialogue::RunCall() {
       static_cast<double>(next_) / static_cast<double>(assignment_.tool_calls.size());
   Emit(progress);
 
-  // The key names the call's place in the step and its arguments' version,
-  // so a re-run step replays what ran and a resolved name is a new call.
-  const std::string key =
-      assignment_.idempotency_key.empty()
-          ? ""
-          : absl::StrCat(assignment_.idempotency_key, ":", next_, ":", records_.size());
+  // A write's key is its place among the step's writes that ran: a re-run
+  // step replays them in order, and a write retried with a resolved name
+  // (its first try's not_found is recorded) is the next write.
   const std::string arguments = Dump(args);
-  auto outcome = runtime_.Invoke(who_, {planned.tool_name, arguments, key}, deadline_);
-  const auto entry = runtime_.catalog().Find(planned.tool_name);
-  const ToolRisk risk = entry.has_value() ? entry->spec.risk : ToolRisk::kRead;
+  auto outcome =
+      runtime_.Invoke(who_, {planned.tool_name, arguments, write_keys_.KeyFor(risk)}, deadline_);
+  write_keys_.Ran(risk, outcome.status());
   if (!outcome.ok()) {
     records_.push_back({planned.tool_name, arguments, true, 0});
     nlohmann::json error = {
@@ -238,7 +250,9 @@ bool LocalDialogue::RunCall() {
     const auto result = nlohmann::json::parse(outcome->result_json, nullptr, false);
     const std::string code =
         result.is_object() && result.contains("error") ? result["error"].value("code", "") : "";
-    if (code == "not_found") {
+    // Under approved_targets_only a write runs only on the names approved:
+    // another target would be a write the user did not see.
+    if (code == "not_found" && (risk == ToolRisk::kRead || !assignment_.approved_targets_only)) {
       for (const NameLookup& lookup : kLookups) {
         auto it = args.find(lookup.field);
         if (it != args.end() && it->is_string() && !core::IsUuid(it->get<std::string>())) {

@@ -1,7 +1,10 @@
 // The executor agent without an LLM (local mode): a deterministic runner
 // that carries out a step's planned tool calls in order, streams what it
 // does, and asks the planner when a name in the arguments is ambiguous
-// (two projects match "marketing") or unknown but close to some.
+// (two projects match "marketing") or unknown but close to some. Each call
+// passes the step's bounds (CheckStepCall) first and writes carry
+// StepWriteKeys' keys, as with LlmDialogue; with approved_targets_only a
+// write's names are not resolved to other targets (a not_found ends the step).
 //
 // Use from one thread at a time (the gRPC layer serialises the calls);
 // Cancel may be called from any thread and takes effect before the next
@@ -14,6 +17,7 @@
 #include <optional>
 
 #include "services/executor/src/dialogue.h"
+#include "services/executor/src/step_bounds.h"
 #include "services/executor/src/tool_runtime.h"
 
 namespace omniforge::executor {
@@ -61,6 +65,7 @@ class LocalDialogue final : public ExecutorAgent {
   Assignment assignment_;
   std::vector<nlohmann::json> arguments_;  // per planned call, resolved names substituted
   size_t next_ = 0;
+  StepWriteKeys write_keys_;
   int questions_ = 0;
   std::optional<Pending> pending_;
   std::vector<ToolCallRecord> records_;

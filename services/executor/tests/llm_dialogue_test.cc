@@ -1,14 +1,20 @@
 // The LLM executor agent (LlmDialogue) with a scripted model on the real
 // platform tools and PostgreSQL: what the model is offered and shown, one-
 // turn completion, several tools, a question answered by the planner, a
-// correctable bad call, read-only steps, max turns, model failure, cancel.
+// correctable bad call, read-only steps, max turns, model failure, cancel;
+// the step's bounds against a model that tries other writes (approved
+// targets only, tools outside the step, unapproved writes), and a re-run
+// step whose model uses other call ids repeating no write.
 #include "services/executor/src/llm_dialogue.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <deque>
+#include <set>
 
+#include "absl/strings/match.h"
 #include "libs/core/config.h"
 #include "libs/core/ids.h"
 #include "libs/llm/errors.h"
@@ -18,6 +24,8 @@
 #include "libs/llm/usage_collection.h"
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
+#include "services/executor/src/local_dialogue.h"
+#include "services/executor/src/pg_invocation_ledger.h"
 #include "services/executor/src/platform_tools.h"
 #include "tests/support/test_database.h"
 
@@ -81,10 +89,12 @@ class LlmDialogueTest : public ::testing::Test {
     tools_ = new PlatformTools(*pool_);
     catalog_ = new ToolCatalog();
     ASSERT_TRUE(catalog_->AddProvider(*tools_).ok());
-    runtime_ = new ToolRuntime(*catalog_, nullptr);
+    ledger_ = new PgInvocationLedger(*pool_);
+    runtime_ = new ToolRuntime(*catalog_, ledger_);
   }
   static void TearDownTestSuite() {
     delete runtime_;
+    delete ledger_;
     delete catalog_;
     delete tools_;
     delete pool_;
@@ -123,10 +133,64 @@ class LlmDialogueTest : public ::testing::Test {
 
   const DialogueEvent& Last() const { return events_.back(); }
 
+  std::unique_ptr<LlmDialogue> NewDialogue(llm::ChatModel& model) {
+    return std::make_unique<LlmDialogue>(
+        model, *runtime_, who_, std::chrono::system_clock::now() + std::chrono::seconds(30),
+        [this](DialogueEvent e) { events_.push_back(std::move(e)); });
+  }
+
+  // The names of the user's agents.
+  std::vector<std::string> AgentNames() {
+    std::vector<std::string> names;
+    const Json listed = Tool("list_agents", Json::object());
+    for (const Json& agent : listed["agents"]) {
+      names.push_back(agent["name"]);
+    }
+    return names;
+  }
+
+  // The fake provider with `rules`, and the model the service would make
+  // on it (the real LLM client, OpenAI wire format).
+  struct FakeModel {
+    std::unique_ptr<llm::testing::FakeLlmServer> server;
+    std::unique_ptr<llm::LlmClient> client;
+    std::unique_ptr<llm::ChatModel> model;
+  };
+  static FakeModel OnFakeProvider(std::vector<llm::testing::FakeRule> rules) {
+    FakeModel out;
+    auto fake = llm::testing::FakeLlmServer::Start(std::move(rules));
+    EXPECT_TRUE(fake.ok()) << fake.status();
+    if (!fake.ok()) return out;
+    out.server = std::move(*fake);
+    auto reader = core::ConfigReader::FromString(
+        "llm:\n  retry:\n    max_attempts: 1\n  providers:\n    fake:\n      api: openai\n"
+        "      base_url: " +
+            out.server->openai_base_url() + "\n  profiles:\n    balanced: [fake/small]\n",
+        [](const std::string&) { return std::optional<std::string>(); });
+    EXPECT_TRUE(reader.ok()) << reader.status();
+    auto config = llm::ReadLlmConfig(*reader);
+    EXPECT_TRUE(config.ok()) << config.status();
+    auto client = llm::MakeLlmClient(*config, std::make_shared<llm::CollectingUsageSink>());
+    EXPECT_TRUE(client.ok()) << client.status();
+    out.client = std::move(*client);
+    out.model = out.client->ForProfile("balanced");
+    return out;
+  }
+
+  // A rule answering the executor's next turn with `calls` (used once).
+  static llm::testing::FakeRule Turn(std::vector<llm::testing::FakeToolCall> calls) {
+    llm::testing::FakeRule rule;
+    rule.match.operation = "executor_turn";
+    rule.times = 1;
+    rule.reply.tool_calls = std::move(calls);
+    return rule;
+  }
+
   static testing::TestDatabase* database_;
   static pg::PgPool* pool_;
   static PlatformTools* tools_;
   static ToolCatalog* catalog_;
+  static PgInvocationLedger* ledger_;
   static ToolRuntime* runtime_;
   core::Identity who_;
   ScriptedModel model_;
@@ -138,6 +202,7 @@ testing::TestDatabase* LlmDialogueTest::database_ = nullptr;
 pg::PgPool* LlmDialogueTest::pool_ = nullptr;
 PlatformTools* LlmDialogueTest::tools_ = nullptr;
 ToolCatalog* LlmDialogueTest::catalog_ = nullptr;
+PgInvocationLedger* LlmDialogueTest::ledger_ = nullptr;
 ToolRuntime* LlmDialogueTest::runtime_ = nullptr;
 
 TEST_F(LlmDialogueTest, OneTurnCompletion) {
@@ -330,6 +395,206 @@ TEST_F(LlmDialogueTest, ThroughTheLlmClientAndTheFakeProvider) {
   size_t calls = 0;
   for (const DialogueEvent& e : events_) calls += e.model_calls.size();
   EXPECT_EQ(calls, 2u) << "each call handed on once";
+}
+
+// A model turned attacker inside a step whose writes the user approved as
+// previewed ("delete the agent 'target'"): its delete of another agent does
+// not run, it reads why, and the planner sees the refusal; the approved
+// delete runs. Through the real client and the fake provider.
+TEST_F(LlmDialogueTest, AnAttackerInAnApprovedStepCannotWriteOtherTargets) {
+  Tool("create_agent", {{"name", "victim"}, {"description", "keeps the books"}});
+  Tool("create_agent", {{"name", "target"}, {"description", "old and unused"}});
+  FakeModel fake =
+      OnFakeProvider({Turn({{"call_evil", "delete_agent", R"({"agent": "victim"})"}}),
+                      Turn({{"call_ok", "delete_agent", R"({"agent": "target"})"}}),
+                      Turn({{"call_done", "complete_task", R"({"summary": "deleted target"})"}})});
+  ASSERT_NE(fake.model, nullptr);
+  Assignment a = Step(/*writes=*/true, {"delete_agent", "list_agents"});
+  a.task = "delete the agent 'target'";
+  a.approved_targets_only = true;
+  a.tool_calls = {{"delete_agent", R"({"agent": "target"})"}};
+  auto dialogue = NewDialogue(*fake.model);
+  dialogue->Start(a);
+  ASSERT_EQ(Last().kind, Kind::kComplete) << Last().message;
+  EXPECT_THAT(AgentNames(), ::testing::ElementsAre("victim"));
+
+  const auto requests = fake.server->Requests();
+  ASSERT_EQ(requests.size(), 3u);
+  // The model was told which writes the user approved...
+  const Json first = Json::parse(requests[0].body);
+  EXPECT_THAT(first["messages"][1]["content"].get<std::string>(),
+              HasSubstr(R"(approved exactly these writes: delete_agent {"agent": "target"})"));
+  // ... and read the refusal as its call's result.
+  const Json refusal = Json::parse(requests[1].body)["messages"].back();
+  EXPECT_EQ(refusal["role"], "tool");
+  EXPECT_EQ(refusal["tool_call_id"], "call_evil");
+  const Json error = Json::parse(refusal["content"].get<std::string>())["error"];
+  EXPECT_EQ(error["code"], "write_not_approved");
+  EXPECT_THAT(error["message"].get<std::string>(), HasSubstr("not approved by the user"));
+  EXPECT_THAT(error["message"].get<std::string>(), HasSubstr("ask_planner"));
+
+  // The planner saw what was tried and that it did not run.
+  const auto refused = std::find_if(events_.begin(), events_.end(), [](const DialogueEvent& e) {
+    return e.kind == Kind::kProgress && absl::StartsWith(e.message, "Refused delete_agent");
+  });
+  ASSERT_NE(refused, events_.end());
+  EXPECT_THAT(refused->arguments_json, HasSubstr("victim"));
+  const DialogueEvent& partial = *std::next(refused);
+  ASSERT_EQ(partial.kind, Kind::kPartialResult);
+  EXPECT_TRUE(partial.partial.is_error);
+  EXPECT_EQ(partial.partial.risk, ToolRisk::kHigh);
+  EXPECT_THAT(partial.partial.result_json, HasSubstr("write_not_approved"));
+  ASSERT_EQ(Last().tool_calls.size(), 2u);
+  EXPECT_TRUE(Last().tool_calls[0].is_error);
+  EXPECT_FALSE(Last().tool_calls[1].is_error);
+}
+
+// A model that tries again after its refusal makes the agent ask the
+// planner; the answer comes back to the model.
+TEST_F(LlmDialogueTest, AModelThatKeepsTryingMakesTheAgentAskThePlanner) {
+  Tool("create_agent", {{"name", "victim"}, {"description", "keeps the books"}});
+  model_.ThenCall({{"delete_agent", {{"agent", "victim"}}}});
+  model_.ThenCall({{"delete_agent", {{"agent", "victim"}, {"reason", "really"}}}});
+  model_.ThenCall({{"complete_task", {{"summary", "left it"}, {"status", "partial"}}}});
+  Assignment a = Step(/*writes=*/true, {"delete_agent"});
+  a.approved_targets_only = true;
+  a.tool_calls = {{"delete_agent", R"({"agent": "target"})"}};
+  dialogue_->Start(a);
+  ASSERT_EQ(Last().kind, Kind::kQuestion) << Last().message;
+  EXPECT_THAT(Last().question, HasSubstr("did not approve"));
+  EXPECT_THAT(Last().question, HasSubstr("victim"));
+  EXPECT_EQ(model_.requests.size(), 2u);
+  dialogue_->Answer(Last().question_id, "go on without it");
+  ASSERT_EQ(Last().kind, Kind::kComplete) << Last().message;
+  const auto& answer = model_.requests[2].messages.back();
+  EXPECT_EQ(answer.role, llm::Role::kUser);
+  EXPECT_THAT(answer.content, HasSubstr("go on without it"));
+  EXPECT_THAT(AgentNames(), ::testing::ElementsAre("victim"));
+}
+
+// With or without approved_targets_only: a tool outside allowed_tools never
+// runs, nor a WRITE or HIGH tool without writes_approved; READ calls are
+// not bound by the planned calls. Every case allows list_agents (or every
+// READ tool) and plans a call of it.
+TEST_F(LlmDialogueTest, ToolsOutsideTheStepAndUnapprovedWritesNeverRun) {
+  Tool("create_agent", {{"name", "victim"}, {"description", "keeps the books"}});
+  struct Case {
+    bool writes;
+    bool targets_only;
+    std::vector<std::string> allowed;
+    std::string tool;
+    Json args;
+    std::string code;
+  };
+  const Json victim = {{"agent", "victim"}};
+  const std::vector<Case> cases = {
+      {true, false, {"list_agents", "create_agent"}, "delete_agent", victim, "not_available"},
+      {true, true, {"list_agents", "create_agent"}, "delete_agent", victim, "not_available"},
+      {true, true, {"list_agents"}, "pause_agent", victim, "not_available"},
+      {true, true, {}, "delete_agent", victim, "not_available"},
+      {false, false, {"delete_agent", "list_agents"}, "delete_agent", victim, "write_not_approved"},
+      {false, true, {"delete_agent", "list_agents"}, "delete_agent", victim, "write_not_approved"},
+      {false,
+       false,
+       {"create_agent", "list_agents"},
+       "create_agent",
+       {{"name", "x"}, {"description", "d"}},
+       "write_not_approved"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.tool + (c.writes ? " writes approved" : " writes not approved") +
+                 (c.targets_only ? ", approved targets only" : ""));
+    ScriptedModel model;
+    model.ThenCall({{c.tool, c.args}, {"list_agents", {{"status", "active"}}}});
+    model.ThenCall({{"complete_task", {{"summary", "done"}}}});
+    Assignment a = Step(c.writes, c.allowed);
+    a.approved_targets_only = c.targets_only;
+    a.tool_calls = {{"list_agents", R"({"status": "paused"})"}};
+    events_.clear();
+    auto dialogue = NewDialogue(model);
+    dialogue->Start(a);
+    ASSERT_EQ(Last().kind, Kind::kComplete) << Last().message;
+    ASSERT_EQ(model.requests.size(), 2u);
+    const auto& messages = model.requests[1].messages;
+    const Json refused = Json::parse(messages[messages.size() - 2].content);
+    EXPECT_EQ(refused["error"]["code"], c.code);
+    EXPECT_EQ(Json::parse(messages.back().content)["count"], 1);
+    EXPECT_THAT(AgentNames(), ::testing::ElementsAre("victim"));
+    EXPECT_EQ(Tool("get_agent", victim)["agent"]["status"], "active");
+  }
+}
+
+// The orchestrator restarted (or the step stopped for the user's answer) and
+// runs the step again with the same key; the model, as models do, makes the
+// same calls with new random ids. The writes are replayed, not repeated.
+TEST_F(LlmDialogueTest, AReRunStepWithOtherCallIdsRepeatsNoWrite) {
+  Assignment a = Step(/*writes=*/true, {"create_agent", "run_agent", "list_agents"});
+  a.task = "create the digest agent and run it once";
+  a.approved_targets_only = true;
+  a.tool_calls = {{"create_agent", R"({"name": "digest"})"},
+                  {"run_agent", R"({"agent": "digest"})"}};
+  a.idempotency_key = "plan:" + core::NewUuid() + ":s1";
+  std::vector<std::string> call_ids;
+  std::vector<std::string> created;
+  for (int run = 0; run < 2; ++run) {
+    SCOPED_TRACE(run);
+    auto id = [&call_ids] {
+      call_ids.push_back("call_" + core::NewUuid());
+      return call_ids.back();
+    };
+    FakeModel fake = OnFakeProvider(
+        {Turn({{id(), "list_agents", "{}"},
+               {id(), "create_agent", R"({"name": "digest", "description": "weekly digest"})"}}),
+         Turn({{id(), "run_agent", R"({"agent": "digest", "input": {"week": 12}})"}}),
+         Turn({{id(), "complete_task", R"({"summary": "created and ran digest"})"}})});
+    ASSERT_NE(fake.model, nullptr);
+    events_.clear();
+    auto dialogue = NewDialogue(*fake.model);
+    dialogue->Start(a);
+    ASSERT_EQ(Last().kind, Kind::kComplete) << Last().message;
+    ASSERT_EQ(Last().tool_calls.size(), 3u);
+    for (const ToolCallRecord& call : Last().tool_calls) {
+      EXPECT_FALSE(call.is_error) << call.tool_name;
+    }
+    for (const DialogueEvent& e : events_) {
+      if (e.kind == Kind::kPartialResult && e.partial.tool_name == "create_agent") {
+        created.push_back(e.partial.result_json);
+      }
+    }
+  }
+  EXPECT_EQ(std::set<std::string>(call_ids.begin(), call_ids.end()).size(), call_ids.size());
+  // The second run got the first run's results: one agent, one run.
+  ASSERT_EQ(created.size(), 2u);
+  EXPECT_EQ(created[0], created[1]);
+  EXPECT_THAT(AgentNames(), ::testing::ElementsAre("digest"));
+  EXPECT_EQ(Tool("list_runs", Json::object())["count"], 1);
+  // The keys are the step's and the writes' order: a direct call with the
+  // second write's key is a replay.
+  auto replay = runtime_->Invoke(
+      who_,
+      {"run_agent", R"({"agent": "digest", "input": {"week": 12}})", a.idempotency_key + ":w1"},
+      std::chrono::system_clock::now() + std::chrono::seconds(5));
+  ASSERT_TRUE(replay.ok()) << replay.status();
+  EXPECT_TRUE(replay->deduplicated);
+}
+
+// The local agent and the model's agent key writes the same way, so a step
+// that ran without a model and runs again with one repeats no write.
+TEST_F(LlmDialogueTest, TheLocalAndTheModelsAgentKeyWritesAlike) {
+  Tool("create_agent", {{"name", "reporter"}, {"description", "d"}});
+  Assignment a = Step(/*writes=*/true, {"run_agent", "list_agents"});
+  a.approved_targets_only = true;
+  a.tool_calls = {{"list_agents", "{}"}, {"run_agent", R"({"agent": "reporter"})"}};
+  a.idempotency_key = "plan:" + core::NewUuid() + ":s2";
+  LocalDialogue local(*runtime_, who_, std::chrono::system_clock::now() + std::chrono::seconds(30),
+                      [this](DialogueEvent e) { events_.push_back(std::move(e)); });
+  local.Start(a);
+  ASSERT_EQ(Last().kind, Kind::kComplete) << Last().message;
+  model_.ThenCall({{"list_agents", Json::object()}, {"run_agent", {{"agent", "reporter"}}}});
+  model_.ThenCall({{"complete_task", {{"summary", "ran reporter"}}}});
+  dialogue_->Start(a);
+  ASSERT_EQ(Last().kind, Kind::kComplete) << Last().message;
+  EXPECT_EQ(Tool("list_runs", Json::object())["count"], 1);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The local executor agent (LocalDialogue) on the real platform tools and
 // PostgreSQL: completion, several tools, a question answered by the
 // planner, a name resolved on its own, max turns, a tool error,
-// cancellation, unapproved writes, and a re-run step that repeats no write.
+// cancellation, unapproved writes, approved targets only, and a re-run step
+// that repeats no write.
 #include "services/executor/src/local_dialogue.h"
 
 #include <gmock/gmock.h>
@@ -264,6 +265,47 @@ TEST_F(LocalDialogueTest, AReRunStepWithItsKeyRepeatsNoWrite) {
   ASSERT_EQ(Last().kind, Kind::kComplete);
   EXPECT_EQ(Last().result_json, first);
   EXPECT_EQ(Tool("list_runs", Json::object())["count"], 1);
+  // The write's key is the step's and its place among the step's writes.
+  auto replay =
+      runtime_->Invoke(who_, {"run_agent", R"({"agent": "reporter"})", "plan-1/step-2:w0"},
+                       std::chrono::system_clock::now() + std::chrono::seconds(5));
+  ASSERT_TRUE(replay.ok()) << replay.status();
+  EXPECT_TRUE(replay->deduplicated);
+}
+
+// The user approved the writes as previewed: the planned ones run; a write
+// whose name matches nothing exactly is not run on another target the
+// executor would pick (as it does otherwise), while a read's name still is
+// resolved.
+TEST_F(LocalDialogueTest, ApprovedTargetsOnlyRunsThePlannedWritesOnTheirNames) {
+  Tool("create_agent", {{"name", "sales-digest"}, {"description", "d"}});
+  Assignment a =
+      Step({{"get_agent", R"({"agent": "sales"})"}, {"run_agent", R"({"agent": "sales-digest"})"}},
+           /*writes=*/true);
+  a.approved_targets_only = true;
+  dialogue_->Start(a);
+  ASSERT_EQ(Last().kind, Kind::kComplete) << Last().message;
+  EXPECT_EQ(Tool("list_runs", Json::object())["count"], 1);
+
+  for (bool targets_only : {true, false}) {
+    SCOPED_TRACE(targets_only);
+    Assignment guess = Step({{"run_agent", R"({"agent": "sales"})"}}, /*writes=*/true);
+    guess.approved_targets_only = targets_only;
+    events_.clear();
+    LocalDialogue d(*runtime_, who_, std::chrono::system_clock::now() + std::chrono::seconds(30),
+                    [this](DialogueEvent e) { events_.push_back(std::move(e)); });
+    d.Start(guess);
+    if (targets_only) {
+      ASSERT_EQ(Last().kind, Kind::kError);
+      EXPECT_EQ(Last().error, DialogueError::kToolFailed);
+      EXPECT_THAT(Last().message, HasSubstr("run_agent"));
+      EXPECT_EQ(Tool("list_runs", Json::object())["count"], 1);
+    } else {
+      ASSERT_EQ(Last().kind, Kind::kComplete) << Last().message;
+      EXPECT_THAT(Last().limitations[0], HasSubstr("'sales' was taken to mean"));
+      EXPECT_EQ(Tool("list_runs", Json::object())["count"], 2);
+    }
+  }
 }
 
 TEST_F(LocalDialogueTest, ProtocolErrors) {
