@@ -77,6 +77,8 @@ struct TurnOptions {
   // with the turn's own (orchestration.llm_usage); null: they only count in
   // `done`. Must outlive the runner.
   llm::UsageSink* usage_sink = nullptr;
+  // Approval decisions go here (approval_audit.h); null: not recorded. Must outlive the runner.
+  class ApprovalAudit* audit = nullptr;
 };
 
 // Receives a turn's events in order and numbers them (seq) as it sends

@@ -14,9 +14,9 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <sstream>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,10 +27,11 @@
 #include "libs/core/ids.h"
 #include "libs/llm/testing/fake_provider.h"
 #include "libs/mcp/testing/node_servers.h"
+#include "libs/pg/pool.h"
 #include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
-#include "libs/pg/pool.h"
+#include "services/orchestrator/src/pg_approval_audit.h"
 #include "services/orchestrator/src/pg_plan_store.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
@@ -758,6 +759,35 @@ TEST_F(ChatEndToEndTest, CredentialsAndTenantsAreChecked) {
   EXPECT_EQ(listed.messages_size(), 0);
 }
 
+TEST_F(ChatEndToEndTest, TheApprovalTrailIsReadOnlyByItsOwnerAndChecksItsInput) {
+  Turn hello = Chat("hello");
+  ExpectWellFormed(hello);
+  const std::string conversation = hello.session().conversation_id();
+  auto list = [&](const std::string& id, int limit, const std::string& as_key) {
+    auto context = Context(as_key);
+    pb::ListActionsRequest request;
+    request.set_conversation_id(id);
+    request.set_limit(limit);
+    pb::ListActionsResponse response;
+    const grpc::Status status = stub_->ListActions(context.get(), request, &response);
+    EXPECT_EQ(response.decisions_size(), 0) << "nothing decided here, and nothing on errors";
+    return status.error_code();
+  };
+  // Without a database the trail is kept in memory: empty so far.
+  EXPECT_EQ(list(conversation, 0, key()), grpc::StatusCode::OK);
+  EXPECT_EQ(list(conversation, 500, key()), grpc::StatusCode::OK);
+  // Another tenant's, another user's and a missing conversation: one answer.
+  EXPECT_EQ(list(conversation, 0, keys_->back().second), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(list(conversation, 0, (*keys_)[(user_ + 1) % (kUsers - 1)].second),
+            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(list(core::NewUuid(), 0, key()), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(list("not-a-uuid", 0, key()), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(list("", 0, key()), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(list(conversation, -1, key()), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(list(conversation, 501, key()), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(list(conversation, 0, ""), grpc::StatusCode::UNAUTHENTICATED);
+}
+
 TEST_F(ChatEndToEndTest, BadInputIsRefusedAndStoresNothing) {
   EXPECT_EQ(Chat("").status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(Chat(std::string(64 * 1024 + 1, 'a')).status.error_code(),
@@ -1013,6 +1043,86 @@ TEST_F(LocalPlanEndToEndTest, ContinueAfterACrashFinishesThePlanWithoutRepeating
   Turn again = Chat("continue", conversation);
   ExpectWellFormed(again);
   EXPECT_TRUE(again.Of(pb::ChatEvent::kStepStart).empty()) << "a finished plan stays finished";
+}
+
+TEST_F(LocalPlanEndToEndTest, StoredDecisionsAreListedNewestFirstToTheirOwnerOnly) {
+  Turn hello = Chat("hello");
+  ExpectWellFormed(hello);
+  const std::string conversation = hello.session().conversation_id();
+  // Decisions as a turn records them, straight into the orchestrator's
+  // database: what the API lists is what is stored there.
+  const int64_t t0 = 1'700'000'000'000'000;
+  {
+    pg::PgOptions options;
+    options.dsn = db_->dsn();
+    auto pool = pg::PgPool::Create(options);
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    PgApprovalAudit audit(**pool);
+    const std::vector<std::pair<pb::ActionOutcome, std::string>> decided = {
+        {pb::ACTION_OUTCOME_EDITED, "words"},
+        {pb::ACTION_OUTCOME_REJECTED, "api"},
+        {pb::ACTION_OUTCOME_APPROVED, "api"}};
+    for (size_t i = 0; i < decided.size(); ++i) {
+      ActionDecisionRecord r;
+      r.tenant_id = who().tenant_id;
+      r.user_id = r.decided_by = who().user_id;
+      r.conversation_id = conversation;
+      r.turn_id = "turn-" + std::to_string(i);
+      r.action_id = "action-" + std::to_string(i);
+      r.digest = "sha256:" + std::to_string(i);
+      r.tool = "delete_agent";
+      r.summary = "Delete invoice-chaser";
+      r.risk = execpb::TOOL_RISK_HIGH;
+      r.outcome = decided[i].first;
+      r.via = decided[i].second;
+      r.decided_at_micros = t0 + static_cast<int64_t>(i) * 1'000'000;
+      ASSERT_TRUE(audit.Record(r).ok());
+    }
+    // Another user's decision filed under the same conversation id is not
+    // this user's, however late it came.
+    ActionDecisionRecord other;
+    other.tenant_id = who().tenant_id;
+    other.user_id = other.decided_by = "someone-else";
+    other.conversation_id = conversation;
+    other.action_id = "not-yours";
+    other.outcome = pb::ACTION_OUTCOME_APPROVED;
+    other.via = "api";
+    other.decided_at_micros = t0 + 10'000'000;
+    ASSERT_TRUE(audit.Record(other).ok());
+  }
+
+  auto list = [&](int limit, const std::string& as_key, pb::ListActionsResponse* response) {
+    auto context = Context(as_key);
+    pb::ListActionsRequest request;
+    request.set_conversation_id(conversation);
+    request.set_limit(limit);
+    return stub_->ListActions(context.get(), request, response).error_code();
+  };
+  pb::ListActionsResponse all;
+  ASSERT_EQ(list(0, key(), &all), grpc::StatusCode::OK);
+  ASSERT_EQ(all.decisions_size(), 3);
+  EXPECT_EQ(all.decisions(0).action_id(), "action-2");
+  EXPECT_EQ(all.decisions(0).outcome(), pb::ACTION_OUTCOME_APPROVED);
+  EXPECT_EQ(all.decisions(0).via(), "api");
+  EXPECT_EQ(all.decisions(0).decided_by(), who().user_id);
+  EXPECT_EQ(all.decisions(0).digest(), "sha256:2");
+  EXPECT_EQ(all.decisions(0).tool_name(), "delete_agent");
+  EXPECT_EQ(all.decisions(0).summary(), "Delete invoice-chaser");
+  EXPECT_EQ(all.decisions(0).risk(), execpb::TOOL_RISK_HIGH);
+  EXPECT_EQ(all.decisions(0).turn_id(), "turn-2");
+  EXPECT_EQ(all.decisions(0).decided_at_unix_ms(), t0 / 1000 + 2000);
+  EXPECT_EQ(all.decisions(1).outcome(), pb::ACTION_OUTCOME_REJECTED);
+  EXPECT_EQ(all.decisions(2).outcome(), pb::ACTION_OUTCOME_EDITED);
+  EXPECT_EQ(all.decisions(2).via(), "words");
+  pb::ListActionsResponse newest;
+  ASSERT_EQ(list(2, key(), &newest), grpc::StatusCode::OK);
+  ASSERT_EQ(newest.decisions_size(), 2);
+  EXPECT_EQ(newest.decisions(0).action_id(), "action-2");
+  EXPECT_EQ(newest.decisions(1).action_id(), "action-1");
+  pb::ListActionsResponse theirs;
+  EXPECT_EQ(list(0, keys_->back().second, &theirs), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(theirs.decisions_size(), 0);
+  EXPECT_EQ(list(501, key(), &theirs), grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 class ModelPlannerEndToEndTest : public ChatEndToEndTest {
