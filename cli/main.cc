@@ -10,6 +10,7 @@
 //   omniforge tools list [--max-risk read|write|high]
 //   omniforge tools invoke NAME [ARGUMENTS_JSON] [--idempotency-key K]
 //   omniforge chat [MESSAGE] [--conversation ID] [--context global|project|...]
+//   omniforge actions CONVERSATION_ID [--limit N]
 //   omniforge health                      exit 0 when the server is SERVING
 //
 // `chat` talks to the orchestrator (--chat-server, OMNIFORGE_ADDR) with an API
@@ -20,6 +21,10 @@
 // standard input in the same conversation (a prompt on a terminal; /quit or
 // end of input ends it). Colour and a spinner only when stdout is a terminal
 // and NO_COLOR is unset; with --json one JSON object per event and line.
+//
+// `actions` lists the approval decisions of one of the caller's
+// conversations, newest first (who decided, when, how, on which action and
+// digest), from the orchestrator with the same address and API key as chat.
 //
 // A failed call prints "error: <gRPC code>: <message>" to stderr and exits 1.
 //
@@ -41,6 +46,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "cli/actions.h"
 #include "cli/chat.h"
 #include "cli/rpc_error.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -184,6 +190,17 @@ int main(int argc, char** argv) {
   chat->add_option("--api-key", chat_options.api_key, "API key")->envname("OMNIFORGE_API_KEY");
   chat->add_option("--chat-server", chat_options.server, "orchestrator address")
       ->envname("OMNIFORGE_ADDR");
+  omniforge::cli::ActionsOptions actions_options;
+  auto* actions = app.add_subcommand(
+      "actions", "the approval decisions of a conversation, newest first (orchestrator)");
+  actions->add_option("conversation", actions_options.conversation_id, "conversation id")
+      ->required();
+  actions->add_option("--limit", actions_options.limit,
+                      "decisions to show, 1 to 500 (default 100)");
+  actions->add_option("--api-key", actions_options.api_key, "API key")
+      ->envname("OMNIFORGE_API_KEY");
+  actions->add_option("--chat-server", actions_options.server, "orchestrator address")
+      ->envname("OMNIFORGE_ADDR");
   auto* conversations = app.add_subcommand("conversations", "conversation memory");
   conversations->require_subcommand(1);
   std::string id, title, role = "user", text, page_token, idempotency_key;
@@ -233,6 +250,11 @@ int main(int argc, char** argv) {
   if (chat->parsed()) {
     chat_options.json = options.json;
     return omniforge::cli::RunChat(chat_options);
+  }
+  if (actions->parsed()) {
+    actions_options.json = options.json;
+    actions_options.timeout_s = options.timeout_s;
+    return omniforge::cli::RunActions(actions_options);
   }
   Client client(options);
   if (health->parsed()) {

@@ -32,6 +32,8 @@
 #include "libs/pg/settings.h"
 #include "services/orchestrator/src/chat_service.h"
 #include "services/orchestrator/src/grpc_downstream.h"
+#include "services/orchestrator/src/memory_approval_audit.h"
+#include "services/orchestrator/src/pg_approval_audit.h"
 #include "services/orchestrator/src/pg_error_log.h"
 #include "services/orchestrator/src/pg_flow_store.h"
 #include "services/orchestrator/src/pg_plan_store.h"
@@ -154,6 +156,7 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   std::unique_ptr<pg::PgPool> pool;
   std::unique_ptr<PgFlowStore> flows;
   std::unique_ptr<PgErrorLog> errors;
+  std::unique_ptr<ApprovalAudit> audit;
   std::shared_ptr<PgUsageRecorder> usage;  // before the client: it outlives its calls
   if (!s.database.pool.dsn.empty()) {
     if (s.database.migrate_on_start) {
@@ -171,20 +174,24 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
     flows = std::make_unique<PgFlowStore>(*pool);
     errors = std::make_unique<PgErrorLog>(*pool);
     core::LogInfo("flows are kept in orchestration.flows, turn errors in orchestration.error_log");
+    audit = std::make_unique<PgApprovalAudit>(*pool);
+    core::LogInfo("approval decisions are kept in orchestration.approval_decisions");
     // The planner's model calls, and the intent service's for the turns
     // (which it may make while the planner is local).
     usage = std::make_shared<PgUsageRecorder>(*pool);
     core::LogInfo("model calls are recorded in orchestration.llm_turn_usage, one row per turn");
   } else {
+    audit = std::make_unique<MemoryApprovalAudit>();
     core::LogWarn(
         "database.dsn is empty: context boxes ride in the routing metadata; turn errors and "
-        "model calls are not recorded");
+        "model calls are not recorded; approval decisions are kept in memory only");
   }
   std::unique_ptr<llm::LlmClient> client;
   std::unique_ptr<llm::ChatModel> planner;
   std::map<std::string, std::unique_ptr<llm::ChatModel>> planners_by_profile;
   TurnOptions turn_options = s.turn;
   turn_options.usage_sink = usage.get();
+  turn_options.audit = audit.get();
   if (s.llm.enabled()) {
     auto made = llm::MakeLlmClient(s.llm, usage);
     if (!made.ok()) return made.status();
@@ -253,7 +260,7 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
     }
   }
   core::ThreadPool workers(s.worker_threads, 4096);
-  ChatGrpcService service(*keys, runner, *memory, workers, turn_bus.get());
+  ChatGrpcService service(*keys, runner, *memory, workers, turn_bus.get(), audit.get());
 
   core::ServiceServer server(s.server);
   server.AddService(&service);

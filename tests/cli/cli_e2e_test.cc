@@ -198,6 +198,43 @@ TEST_F(CliEndToEndTest, SessionRunsEachLineAsATurnOfOneConversationUntilQuit) {
   EXPECT_THAT(shown.out, Not(HasSubstr("never sent")));
 }
 
+TEST_F(CliEndToEndTest, ActionsShowsTheTrailOfTheCallersOwnConversationOnly) {
+  const testing::CommandResult hello = testing::RunCommand(Chat(true, {"hello"}));
+  ASSERT_EQ(hello.exit_code, 0) << hello.err;
+  const std::string conversation =
+      ParseNdjson(hello.out).Of("session").at(0).value("conversation_id", "");
+  ASSERT_FALSE(conversation.empty());
+  auto actions = [&](const std::vector<std::string>& args, const std::string& key) {
+    std::vector<std::string> argv = {OMNIFORGE_CLI_BIN};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"--chat-server", stack_->orchestrator().address()});
+    if (!key.empty()) argv.insert(argv.end(), {"--api-key", key});
+    return testing::RunCommand(argv);
+  };
+  const std::string& mine = (*keys_)[user_];
+
+  const testing::CommandResult plain = actions({"actions", conversation}, mine);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out, "no approval decisions in this conversation\n");
+  const testing::CommandResult json_out =
+      actions({"--json", "actions", conversation, "--limit", "500"}, mine);
+  ASSERT_EQ(json_out.exit_code, 0) << json_out.err;
+  EXPECT_EQ(json_out.out, "{}\n");
+
+  const testing::CommandResult other_user =
+      actions({"actions", conversation}, (*keys_)[(user_ + 1) % kUsers]);
+  EXPECT_EQ(other_user.exit_code, 1);
+  EXPECT_EQ(other_user.out, "");
+  EXPECT_THAT(other_user.err, HasSubstr("error: NOT_FOUND: "));
+  const testing::CommandResult too_many =
+      actions({"actions", conversation, "--limit", "501"}, mine);
+  EXPECT_EQ(too_many.exit_code, 1);
+  EXPECT_THAT(too_many.err, HasSubstr("error: INVALID_ARGUMENT: limit"));
+  const testing::CommandResult keyless = actions({"actions", conversation}, "");
+  EXPECT_EQ(keyless.exit_code, 2);
+  EXPECT_THAT(keyless.err, HasSubstr("an API key is needed"));
+}
+
 TEST_F(CliEndToEndTest, BadApiKeyFailsWithUnauthenticatedAndNoEvents) {
   const testing::CommandResult run =
       testing::RunCommand(Chat(true, {"list my agents"}, "ofk_000000000000_not-a-real-key"));

@@ -7,8 +7,10 @@
 #include <utility>
 
 #include "absl/algorithm/container.h"
+#include "libs/core/call_deadline.h"
 #include "libs/core/clock.h"
 #include "libs/core/grpc_status.h"
+#include "libs/core/ids.h"
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
 #include "libs/core/server.h"
@@ -18,6 +20,9 @@ namespace {
 
 // Reads of history never wait longer than this, whatever the client's deadline.
 constexpr int64_t kMaxReadMicros = 30'000'000;
+// ListActions' limit: at most this many decisions; 0 asks for the default.
+constexpr int kMaxListedActions = 500;
+constexpr int kDefaultListedActions = 100;
 // A turn's bound when the client set no deadline (turn.timeout_ms applies too).
 constexpr int64_t kMaxTurnMicros = 3'600'000'000;
 // How often the turns other replicas never said had ended are forgotten.
@@ -62,6 +67,12 @@ template <typename Message>
 std::string ParseError() {
   return "request is not a valid " + Message::descriptor()->full_name() +
          ": every string field must be valid UTF-8";
+}
+
+std::chrono::system_clock::time_point TimePoint(int64_t micros) {
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::microseconds(micros)));
 }
 
 int64_t DeadlineMicros(const grpc::CallbackServerContext& context, int64_t cap_micros) {
@@ -529,6 +540,36 @@ grpc::ServerUnaryReactor* ChatGrpcService::ListMessages(grpc::CallbackServerCont
         if (!answer.ok()) return answer.status();
         *response->mutable_messages() = answer->messages();
         response->set_has_more(answer->has_more());
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* ChatGrpcService::ListActions(grpc::CallbackServerContext* context,
+                                                       const Raw* raw, Raw* raw_response) {
+  return ServeUnary<pb::ListActionsRequest, pb::ListActionsResponse>(
+      context, raw, raw_response, "ListActions", keys_, workers_,
+      [this](const core::Identity& who, const pb::ListActionsRequest& request,
+             pb::ListActionsResponse* response, int64_t deadline) {
+        if (!core::IsUuid(request.conversation_id())) {
+          return absl::InvalidArgumentError("conversation_id: must be a UUID");
+        }
+        if (request.limit() < 0 || request.limit() > kMaxListedActions) {
+          return absl::InvalidArgumentError("limit: must be 0 to 500 (0: 100)");
+        }
+        const int limit = request.limit() == 0 ? kDefaultListedActions : request.limit();
+        // The trail of a conversation that is missing or another's is
+        // NOT_FOUND, the same answer GetConversation gives.
+        convpb::GetConversationRequest get;
+        get.set_conversation_id(request.conversation_id());
+        auto conversation = memory_.GetConversation(who, get, deadline);
+        if (!conversation.ok()) return conversation.status();
+        if (audit_ == nullptr) return absl::OkStatus();
+        const core::ScopedCallDeadline bounded(TimePoint(deadline));
+        auto decisions = audit_->List(who, request.conversation_id(), limit);
+        if (!decisions.ok()) return decisions.status();
+        for (const ActionDecisionRecord& decision : *decisions) {
+          *response->add_decisions() = ActionDecisionProto(decision);
+        }
         return absl::OkStatus();
       });
 }

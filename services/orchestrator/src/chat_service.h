@@ -1,8 +1,9 @@
 // The gRPC face of the orchestrator: the public ChatService. It
 // authenticates each call by its API key, parses requests itself (so invalid
 // UTF-8 is a clear INVALID_ARGUMENT), runs each turn on a worker thread and
-// streams its events with backpressure, and reads conversations through to
-// the conversation service with the caller's identity.
+// streams its events with backpressure, reads conversations through to
+// the conversation service with the caller's identity, and reads the
+// approval audit trail of the caller's conversations.
 #pragma once
 
 #include <map>
@@ -14,6 +15,7 @@
 #include "libs/core/api_keys.h"
 #include "libs/core/thread_pool.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
+#include "services/orchestrator/src/approval_audit.h"
 #include "services/orchestrator/src/turn_bus.h"
 #include "services/orchestrator/src/turn_runner.h"
 
@@ -23,7 +25,9 @@ using RawChatService = pb::ChatService::WithRawCallbackMethod_StreamChat<
     pb::ChatService::WithRawCallbackMethod_CancelTurn<
         pb::ChatService::WithRawCallbackMethod_ListConversations<
             pb::ChatService::WithRawCallbackMethod_GetConversation<
-                pb::ChatService::WithRawCallbackMethod_ListMessages<pb::ChatService::Service>>>>>;
+                pb::ChatService::WithRawCallbackMethod_ListMessages<
+                    pb::ChatService::WithRawCallbackMethod_ListActions<
+                        pb::ChatService::Service>>>>>>;
 
 // The turns running now, so that CancelTurn and a newer message on the same
 // conversation can reach them: this process's own, and, with a bus, those
@@ -86,9 +90,15 @@ class ChatGrpcService final : public RawChatService {
  public:
   // Everything must outlive the service.
   // Without a bus, a turn is reached only on the replica running it.
+  // Without an audit store, ListActions answers an empty trail.
   ChatGrpcService(const core::ApiKeyStore& keys, const TurnRunner& runner, Memory& memory,
-                  core::ThreadPool& workers, TurnBus* bus = nullptr)
-      : keys_(keys), runner_(runner), memory_(memory), workers_(workers), running_(bus) {}
+                  core::ThreadPool& workers, TurnBus* bus = nullptr, ApprovalAudit* audit = nullptr)
+      : keys_(keys),
+        runner_(runner),
+        memory_(memory),
+        workers_(workers),
+        audit_(audit),
+        running_(bus) {}
 
   using Raw = grpc::ByteBuffer;
   grpc::ServerWriteReactor<Raw>* StreamChat(grpc::CallbackServerContext* context,
@@ -101,12 +111,19 @@ class ChatGrpcService final : public RawChatService {
                                             const Raw* request, Raw* response) override;
   grpc::ServerUnaryReactor* ListMessages(grpc::CallbackServerContext* context, const Raw* request,
                                          Raw* response) override;
+  // The approval decisions of one of the caller's conversations, newest
+  // first. INVALID_ARGUMENT for a conversation_id that is not a UUID or a
+  // limit outside 0..500 (0: 100); NOT_FOUND, as GetConversation, for a
+  // conversation that is missing or not the caller's.
+  grpc::ServerUnaryReactor* ListActions(grpc::CallbackServerContext* context, const Raw* request,
+                                        Raw* response) override;
 
  private:
   const core::ApiKeyStore& keys_;
   const TurnRunner& runner_;
   Memory& memory_;
   core::ThreadPool& workers_;
+  ApprovalAudit* const audit_;
   RunningTurns running_;
 };
 

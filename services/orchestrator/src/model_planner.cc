@@ -89,12 +89,9 @@ std::string PlannerSystemPrompt(const PlannerRequest& request) {
   if (!request.entity_id.empty())
     prompt += "The item on screen has id " + request.entity_id + ".\n";
   if (!request.agents.empty()) {
-    prompt += "The user's agents:";
-    for (const AgentInfo& agent : request.agents) {
-      prompt += "\n- " + agent.name + (agent.description.empty() ? "" : ": " + agent.description) +
-                (agent.status == "paused" ? " (paused)" : "");
-    }
-    prompt += "\n";
+    // Their descriptions are data (list_agents): in the task data message.
+    prompt += "The user has " + std::to_string(request.agents.size()) +
+              " agents; they are listed in the task data.\n";
   }
   if (!request.box.empty()) {
     // Its DATA (what tools returned) goes to the model as a tool message.
@@ -130,14 +127,26 @@ PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& reque
   PlannerResult result;
   llm::ChatRequest chat;
   chat.messages.push_back({llm::Role::kSystem, PlannerSystemPrompt(request), {}, {}});
-  if (!request.box.data.empty()) {
-    // What earlier tool calls of the task returned: data in a tool message,
-    // as if the model had asked for it, never in the system prompt.
-    json data = json::array();
-    for (const std::string& item : request.box.data) data.push_back(item);
+  if (!request.box.data.empty() || !request.agents.empty()) {
+    // The user's agents and what earlier tool calls of the task returned:
+    // data in a tool message, as if the model had asked for it, never in
+    // the system prompt.
+    json data = json::object();
+    if (!request.agents.empty()) {
+      json agents = json::array();
+      for (const AgentInfo& agent : request.agents) {
+        json item = {{"name", agent.name}, {"description", agent.description}};
+        if (agent.status == "paused") item["paused"] = true;
+        agents.push_back(std::move(item));
+      }
+      data["agents"] = std::move(agents);
+    }
+    if (!request.box.data.empty()) data["tool_results"] = request.box.data;
     chat.messages.push_back(
         {llm::Role::kAssistant, "", {{"task-data", "task_data", "{}"}}, {}});
-    chat.messages.push_back({llm::Role::kTool, json{{"data", data}}.dump(), {}, "task-data"});
+    chat.messages.push_back({llm::Role::kTool,
+                             data.dump(-1, ' ', false, json::error_handler_t::replace), {},
+                             "task-data"});
   }
   for (const auto& [from_user, content] : request.history) {
     chat.messages.push_back(

@@ -186,7 +186,9 @@ std::string ErrorComponent(const std::string& kind, const std::string& stage) {
   if (stage == "analyze_intent") return "intent";
   if (stage == "planner_stream") return "llm";
   if (stage == "plan") return "plans";
-  if (stage == "read_flow" || stage == "store_flow") return "orchestration";
+  if (stage == "read_flow" || stage == "store_flow" || stage == "store_decision") {
+    return "orchestration";
+  }
   return "orchestrator";
 }
 
@@ -1370,6 +1372,20 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     }
     const std::optional<absl::StatusOr<PlanOutcome>> outcome = run_plan(doing, call);
     move.reply = plan_text(outcome, doing);
+    // The user's decision on a plan previewed for review, for the audit.
+    if (outcome && outcome->ok() &&
+        ParsePlanStatus(plan_target->status) == PlanStatus::kPendingReview) {
+      pb::ActionOutcome decided = pb::ACTION_OUTCOME_UNSPECIFIED;
+      if (*plan_move == PlanMove::kReject) decided = pb::ACTION_OUTCOME_REJECTED;
+      if (*plan_move == PlanMove::kRevise) decided = pb::ACTION_OUTCOME_EDITED;
+      if (*plan_move == PlanMove::kApprove) {
+        decided = (*outcome)->plan.status == PlanStatus::kPendingReview
+                      ? pb::ACTION_OUTCOME_EXPIRED  // shown again, not run
+                      : pb::ACTION_OUTCOME_APPROVED;
+      }
+      decisions.push_back({plan_id, plan_target->digest, kCreatePlanTool, plan_target->objective,
+                           execpb::TOOL_RISK_UNSPECIFIED, decided, decides ? "api" : "words"});
+    }
     // A plan that could not be reached now still waits (another call acts
     // on it, or storage is down); one that moved on or is gone does not.
     if (outcome && !outcome->ok() && !absl::IsFailedPrecondition(outcome->status()) &&
@@ -1383,6 +1399,9 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
         absl::IsFailedPrecondition(outcome->status())) {
       emit.Error(pb::CHAT_ERROR_CODE_APPROVAL_REFUSED, std::string(outcome->status().message()),
                  /*fatal=*/false);
+      decisions.push_back({plan_id, plan_target->digest, kCreatePlanTool, plan_target->objective,
+                           execpb::TOOL_RISK_UNSPECIFIED, pb::ACTION_OUTCOME_STALE,
+                           decides ? "api" : "words"});
       absl::StatusOr<PlanOutcome> again =
           plans_->Preview(who, plan_id, plan_context(), plan_events);
       if (again.ok()) {
@@ -1709,6 +1728,33 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
                                         {"error", std::string(saved.message())}});
       record_error("downstream_unavailable",
                    "the flow's context box could not be stored: " + std::string(saved.message()));
+    }
+  }
+
+  // Every decision of the gate, for the audit trail (ListActions).
+  if (options_.audit != nullptr && core::IsUuid(conversation_id)) {
+    for (const GateDecision& d : decisions) {
+      ActionDecisionRecord record;
+      record.tenant_id = who.tenant_id;
+      record.user_id = who.user_id;
+      record.conversation_id = conversation_id;
+      record.turn_id = turn_id;
+      record.action_id = d.action_id;
+      record.digest = d.digest;
+      record.tool = d.tool;
+      record.summary = d.summary;
+      record.risk = d.risk;
+      record.outcome = d.outcome;
+      record.decided_by = d.via == "policy" ? "policy" : who.user_id;
+      record.via = d.via;
+      if (absl::Status kept = options_.audit->Record(record); !kept.ok()) {
+        stage = "store_decision";
+        core::LogWarn("approval decision not recorded", {{"component", "orchestrator"},
+                                                         {"stage", "store_decision"},
+                                                         {"error", std::string(kept.message())}});
+        record_error("downstream_unavailable",
+                     "an approval decision could not be recorded: " + std::string(kept.message()));
+      }
     }
   }
 

@@ -42,6 +42,7 @@
 #include "libs/llm/usage.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
 #include "services/orchestrator/src/append_spool.h"
+#include "services/orchestrator/src/approval_audit.h"
 #include "services/orchestrator/src/approval_gate.h"
 #include "services/orchestrator/src/downstream.h"
 #include "services/orchestrator/src/error_log.h"
@@ -82,6 +83,9 @@ struct TurnOptions {
   // waits for the user's approval of exactly what was previewed, what is
   // refused, and how long a preview can be approved.
   ApprovalPolicy approvals;
+  // Every decision of the gate is recorded here (approval_audit.h); null:
+  // not recorded. Must outlive the runner.
+  ApprovalAudit* audit = nullptr;
 };
 
 // Receives a turn's events in order and numbers them (seq) as it sends
