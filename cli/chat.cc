@@ -74,6 +74,13 @@ std::string Turn(pb::ChatService::Stub& stub, const ChatOptions& options,
   request.set_message(message);
   request.set_context_type(context_type);
   request.set_entity_id(options.entity_id);
+  if (!options.approve.empty()) {
+    request.mutable_decision()->set_kind(pb::DECISION_KIND_APPROVE);
+    request.mutable_decision()->set_action_id(options.approve);
+  } else if (!options.reject.empty()) {
+    request.mutable_decision()->set_kind(pb::DECISION_KIND_REJECT);
+    request.mutable_decision()->set_action_id(options.reject);
+  }
   std::string conversation = conversation_id;
   grpc::Status status;
   {
@@ -107,9 +114,15 @@ int RunChat(const ChatOptions& options) {
   }
   ChatView view(std::cout, ChooseChatOutput(options.json, isatty(STDOUT_FILENO) != 0,
                                             std::getenv("NO_COLOR")));
+  const bool decides = !options.approve.empty() || !options.reject.empty();
+  if (decides && (options.conversation_id.empty() ||
+                  (!options.approve.empty() && !options.reject.empty()))) {
+    std::cerr << "error: --approve or --reject (one of them) needs --conversation\n";
+    return 2;
+  }
   auto stub = pb::ChatService::NewStub(
       grpc::CreateChannel(options.server, grpc::InsecureChannelCredentials()));
-  if (!options.message.empty()) {
+  if (!options.message.empty() || decides) {
     const std::string ran =
         Turn(*stub, options, options.conversation_id, options.message, context->second, view);
     return ran.empty() ? 1 : 0;

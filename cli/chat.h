@@ -16,12 +16,18 @@ struct ChatOptions {
   std::string entity_id;
   bool json = false;
   int timeout_s = 120;
+  // A decision on a pending action or plan (its preview's action id), sent
+  // as a structured ApprovalDecision: exactly that action runs, or is
+  // dropped. Needs --conversation; `message` is optional then.
+  std::string approve;
+  std::string reject;
 };
 
 // Runs one turn (with a message) or a session: one turn per line of standard
 // input in the same conversation, with a prompt when stdin is a terminal,
-// until /quit or end of input. Returns 0; 1 when a turn failed (the RPC
-// error is on stderr); 2 for bad options.
+// until /quit or end of input. With --approve or --reject, one turn that
+// carries the decision. Returns 0; 1 when a turn failed (the RPC error is on
+// stderr); 2 for bad options.
 int RunChat(const ChatOptions& options);
 
 }  // namespace omniforge::cli

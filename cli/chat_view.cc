@@ -95,10 +95,20 @@ void ChatView::ShowPreview(const pb::PreviewEvent& p) {
   if (!p.affected().empty()) {
     Line(kYellow, "    affects:  " + absl::StrJoin(p.affected(), ", "));
   }
+  for (const pb::PreviewStep& step : p.steps()) {
+    Line(kYellow, "    step " + step.step_id() + ": " + step.tool_name() + " " +
+                      (step.arguments_json().empty()
+                           ? "(" + step.constraint() + ")"
+                           : core::Shortened(OneLine(step.arguments_json()), kArgumentsShown)));
+  }
   Line(kYellow,
        "    risk:     " + risk +
            (p.risk_factors().empty() ? "" : " — " + absl::StrJoin(p.risk_factors(), "; ")));
   Line(kDim, "    reply \"yes\" to go ahead, \"cancel\" to drop it, or say what to change");
+  if (!p.action_id().empty()) {
+    Line(kDim, "    or: omniforge chat --conversation <id> --approve " + p.action_id() +
+                   "  (or --reject)");
+  }
 }
 
 void ChatView::ShowPlan(const std::string& heading, const pb::Plan& plan) {

@@ -187,6 +187,11 @@ int main(int argc, char** argv) {
                    "global, project, project_create, task or project_audit");
   chat->add_option("--entity", chat_options.entity_id,
                    "the project or task the message is about (its id)");
+  chat->add_option("--approve", chat_options.approve,
+                   "approve exactly the pending action or plan with this id (its preview's "
+                   "action id); needs --conversation");
+  chat->add_option("--reject", chat_options.reject,
+                   "drop the pending action or plan with this id; needs --conversation");
   chat->add_option("--api-key", chat_options.api_key, "API key")->envname("OMNIFORGE_API_KEY");
   chat->add_option("--chat-server", chat_options.server, "orchestrator address")
       ->envname("OMNIFORGE_ADDR");

@@ -308,5 +308,54 @@ TEST_F(CliEndToEndTest, ARiskyActionShowsWhatWhoAndTheRiskThenCancelKeepsEveryth
   EXPECT_THAT(agents.out, HasSubstr("\"invoice-chaser\""));
 }
 
+TEST_F(CliEndToEndTest, ApproveAndRejectSendTheDecisionForExactlyThePreviewedAction) {
+  const testing::CommandResult seeded = testing::RunCommand(Cli(
+      {"tools", "invoke", "create_agent", R"({"name": "old-reports", "description": "Old"})"}));
+  ASSERT_EQ(seeded.exit_code, 0) << seeded.err;
+  auto preview_of = [](const JsonTurns& turns) {
+    const std::vector<json> previews = turns.Of("preview");
+    return previews.empty() ? json::object() : previews.back();
+  };
+  const testing::CommandResult asked =
+      testing::RunCommand(Chat(true, {"delete old-reports"}));
+  ASSERT_EQ(asked.exit_code, 0) << asked.err;
+  const JsonTurns first = ParseNdjson(asked.out);
+  const json preview = preview_of(first);
+  ASSERT_TRUE(preview.contains("action_id")) << asked.out;
+  const std::string conversation = first.Of("session").at(0)["conversation_id"];
+  const std::string action = preview["action_id"];
+
+  // --reject drops it; the agent stays.
+  const testing::CommandResult rejected = testing::RunCommand(
+      Chat(false, {"--conversation", conversation, "--reject", action}));
+  ASSERT_EQ(rejected.exit_code, 0) << rejected.err;
+  EXPECT_THAT(rejected.out, HasSubstr("Nothing was changed"));
+  EXPECT_THAT(testing::RunCommand(Cli({"tools", "invoke", "list_agents", "{}"})).out,
+              HasSubstr("\"old-reports\""));
+
+  // Previewed again, --approve with its id deletes it.
+  const testing::CommandResult again = testing::RunCommand(
+      Chat(true, {"--conversation", conversation, "delete old-reports"}));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const std::string second = preview_of(ParseNdjson(again.out))["action_id"];
+  ASSERT_NE(second, action);
+  // The rejected id approves nothing.
+  const testing::CommandResult stale = testing::RunCommand(
+      Chat(false, {"--conversation", conversation, "--approve", action}));
+  ASSERT_EQ(stale.exit_code, 0) << stale.err;
+  EXPECT_THAT(stale.out, HasSubstr("Nothing ran"));
+  EXPECT_THAT(testing::RunCommand(Cli({"tools", "invoke", "list_agents", "{}"})).out,
+              HasSubstr("\"old-reports\""));
+  const testing::CommandResult approved = testing::RunCommand(
+      Chat(false, {"--conversation", conversation, "--approve", second}));
+  ASSERT_EQ(approved.exit_code, 0) << approved.err;
+  EXPECT_THAT(approved.out, HasSubstr("delete_agent"));
+  EXPECT_THAT(testing::RunCommand(Cli({"tools", "invoke", "list_agents", "{}"})).out,
+              Not(HasSubstr("\"old-reports\"")));
+
+  // Without a conversation the decision cannot name a preview: refused.
+  EXPECT_EQ(testing::RunCommand(Chat(false, {"--approve", second})).exit_code, 2);
+}
+
 }  // namespace
 }  // namespace omniforge
