@@ -1175,6 +1175,74 @@ TEST_F(LocalPlanEndToEndTest, ContinueAfterACrashFinishesThePlanWithoutRepeating
   EXPECT_TRUE(again.Of(pb::ChatEvent::kStepStart).empty()) << "a finished plan stays finished";
 }
 
+// The orchestrator dies while an approved plan's step runs, after the
+// step's write reached the executor. Resumed, the step runs again with the
+// same key (plan, step, the write's index): the executor's ledger answers
+// with the first result, and the agent ran once.
+TEST_F(LocalPlanEndToEndTest, AResumedPlanDoesNotRepeatAWriteThatAlreadyHappened) {
+  Invoke("create_agent", {{"name", "harbor-review"}, {"description", "Reviews the harbor"}});
+  Turn hello = Chat("hello");
+  const std::string conversation = hello.session().conversation_id();
+  Plan plan;
+  plan.id = core::NewUuid();
+  plan.tenant_id = who().tenant_id;
+  plan.user_id = who().user_id;
+  plan.conversation_id = conversation;
+  plan.objective = "Run the harbor review";
+  plan.status = PlanStatus::kRunning;
+  plan.writes_approved = true;  // the user approved it before the crash
+  PlanStep step;
+  step.id = "s1";
+  step.description = "Run the review agent";
+  step.tools = {"run_agent"};
+  step.tool_calls = {{"run_agent", {{"agent", "harbor-review"}}}};
+  step.status = StepStatus::kRunning;  // interrupted
+  step.attempts = 1;
+  step.started_micros = core::NowMicros();
+  plan.steps = {step};
+  {
+    pg::PgOptions options;
+    options.dsn = db_->dsn();
+    auto pool = pg::PgPool::Create(options);
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    PgPlanStore store(**pool);
+    ASSERT_TRUE(store.Create(plan).ok());
+  }
+  // What the step's executor agent did before the orchestrator died.
+  const std::string key = "plan:" + plan.id + ":s1:w0";
+  {
+    grpc::ClientContext context;
+    core::AttachIdentity(context, who());
+    execpb::InvokeToolRequest request;
+    request.set_tool_name("run_agent");
+    request.set_arguments_json(R"({"agent": "harbor-review"})");
+    request.set_idempotency_key(key);
+    execpb::InvokeToolResponse response;
+    ASSERT_TRUE(executor_stub_->InvokeTool(&context, request, &response).ok());
+    ASSERT_FALSE(response.is_error()) << response.result_json();
+  }
+  orchestrator_->Stop();
+  StartOrchestrator({}, {"OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
+
+  Turn resumed = Chat("continue", conversation);
+  ExpectWellFormed(resumed);
+  ASSERT_EQ(resumed.Of(pb::ChatEvent::kStepComplete).size(), 1u);
+  EXPECT_EQ(resumed.Of(pb::ChatEvent::kStepComplete)[0].step_complete().status(),
+            pb::STEP_STATUS_COMPLETED);
+  const json runs = Invoke("list_runs", {{"agent", "harbor-review"}});
+  EXPECT_EQ(runs["count"], 1) << "the write happened once: " << runs.dump();
+  // The executor's ledger holds the one call under the plan's key.
+  pqxx::connection conn(db_->dsn());
+  pqxx::work tx(conn);
+  tx.exec_params("SELECT set_config('app.tenant_id', $1, true)", who().tenant_id);
+  const pqxx::result ledger = tx.exec_params(
+      "SELECT idempotency_key FROM platform.tool_invocations WHERE tenant_id = $1 AND "
+      "user_id = $2 AND idempotency_key LIKE $3",
+      who().tenant_id, who().user_id, "plan:" + plan.id + ":%");
+  ASSERT_EQ(ledger.size(), 1u);
+  EXPECT_EQ(ledger[0][0].as<std::string>(), key);
+}
+
 TEST_F(LocalPlanEndToEndTest, StoredDecisionsAreListedNewestFirstToTheirOwnerOnly) {
   Turn hello = Chat("hello");
   ExpectWellFormed(hello);
