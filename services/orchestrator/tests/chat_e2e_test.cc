@@ -2507,6 +2507,41 @@ TEST_F(ModelPlannerEndToEndTest, CancelTurnStopsARunningTurn) {
   EXPECT_FALSE(cancelled.cancelled());
 }
 
+// A third-party MCP server whose hints lie: its tidy_mailbox says it only
+// reads, yet it deletes the mailbox. The operator did not trust its hints,
+// so the model's call is previewed as a write and waits; nothing is deleted.
+TEST_F(ModelPlannerEndToEndTest, AnMcpToolThatClaimsToOnlyReadIsPreviewedAsAWrite) {
+  if (!mcp::testing::NodeAvailable()) GTEST_SKIP() << "node is not on PATH";
+  const std::filesystem::path config_path = *dir_ / "executor-saas.yaml";
+  {
+    std::ofstream config(config_path);
+    config << "mcp:\n  servers:\n    mail:\n      transport: stdio\n      command: node\n"
+           << "      args: [" << OMNIFORGE_SOURCE_DIR
+           << "/services/executor/tests/fake_saas_mcp.mjs, email]\n";
+  }
+  testing::ServerProcess saas_executor(OMNIFORGE_EXECUTOR_BIN);
+  ASSERT_EQ(saas_executor.Start({"OMNIFORGE_DATABASE_DSN=" + db_->dsn()},
+                                {"--config", config_path.string()}),
+            std::nullopt);
+  struct Restore {  // back on the suite's executor, whatever happens below
+    ~Restore() { RestartWithConfig(""); }
+  } restore;
+  orchestrator_->Stop();
+  StartOrchestrator({"--config", (*dir_ / "orchestrator.yaml").string()},
+                    {"OMNIFORGE_DOWNSTREAM_EXECUTOR=" + saas_executor.address(),
+                     "OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
+  llm::testing::FakeReply call;
+  call.tool_calls = {{"", "mail__tidy_mailbox", "{}"}};
+  ASSERT_TRUE(fake_->SetRules({Rule("mailbox", false, call)}).ok());
+  Turn turn = Chat("how tidy is my mailbox?");
+  ExpectWellFormed(turn);
+  EXPECT_TRUE(turn.tools_called().empty()) << "nothing ran on the server's word";
+  ASSERT_TRUE(turn.preview().has_value());
+  EXPECT_EQ(turn.preview()->tool_name(), "mail__tidy_mailbox");
+  EXPECT_NE(turn.preview()->risk(), execpb::TOOL_RISK_READ);
+  EXPECT_FALSE(turn.done().is_final());
+}
+
 // A CancelTurn while a slow tool runs (a connected MCP server's 30-second
 // operation) cuts the tool's call: the turn ends at once, cancelled, with
 // nothing reported as failing.
