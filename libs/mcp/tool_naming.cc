@@ -105,6 +105,9 @@ std::string DisambiguatedToolName(std::string_view server, std::string_view tool
 
 bool IsValidServerName(std::string_view name) {
   if (name.empty() || name.size() > 32) return false;
+  // "__" separates the server from the tool: a server "a__b" with tool "c"
+  // would take the name of server "a"'s tool "b__c" (and its policy).
+  if (name.find("__") != std::string_view::npos) return false;
   for (const char c : name) {
     if (!IsNameChar(c)) return false;
   }

@@ -50,8 +50,9 @@ std::string NamespacedToolName(std::string_view server, std::string_view tool);
 // would otherwise share a namespaced name (e.g. "a.b" and "a_b").
 std::string DisambiguatedToolName(std::string_view server, std::string_view tool);
 
-// Whether `name` is usable as a namespace: non-empty, [A-Za-z0-9_-], at most
-// 32 characters (so tool names keep room within kMaxToolNameLength).
+// Whether `name` is usable as a namespace: non-empty, [A-Za-z0-9_-] without
+// "__" (the separator), at most 32 characters (so tool names keep room
+// within kMaxToolNameLength).
 bool IsValidServerName(std::string_view name);
 
 }  // namespace omniforge::mcp

@@ -14,13 +14,10 @@ nlohmann::json ParseObject(const std::string& text) {
   return parsed.is_object() ? parsed : nlohmann::json::object();
 }
 
-// Every argument `planned` gives has the same JSON value in `actual`.
+// The call is the planned one: the same arguments, no more and no fewer
+// (an approved update of an agent's schedule approves no new recipients).
 bool Matches(const nlohmann::json& planned, const nlohmann::json& actual) {
-  for (const auto& [name, value] : planned.items()) {
-    auto it = actual.find(name);
-    if (it == actual.end() || *it != value) return false;
-  }
-  return true;
+  return planned == actual;
 }
 
 std::string Dump(const nlohmann::json& j) {
@@ -62,7 +59,7 @@ std::optional<CallRefusal> CheckStepCall(const Assignment& assignment, const std
                                   " call was not approved by the user and was not run: the "
                                   "approved ",
                                   tool, " calls are ", PlannedCallsOf(assignment, tool),
-                                  " (every argument given there must keep its value)")};
+                                  " (exactly those arguments)")};
 }
 
 std::string PlannedCallsOf(const Assignment& assignment, const std::string& tool) {

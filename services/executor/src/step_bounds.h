@@ -38,8 +38,8 @@ struct CallRefusal {
 // HIGH tool); a WRITE or HIGH call without writes_approved; with
 // approved_targets_only, a WRITE or HIGH call of a tool that tool_calls
 // plans calls of, when it matches none of them (a call matches a planned
-// call when every argument the planned call gives has the same JSON value
-// in it; other arguments are free). READ calls of allowed tools always may.
+// call when its arguments are exactly the planned ones: the same keys with
+// the same JSON values). READ calls of allowed tools always may.
 // Pure; thread-safe.
 std::optional<CallRefusal> CheckStepCall(const Assignment& assignment, const std::string& tool,
                                          ToolRisk risk, const nlohmann::json& arguments);

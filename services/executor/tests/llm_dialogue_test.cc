@@ -531,8 +531,8 @@ TEST_F(LlmDialogueTest, AReRunStepWithOtherCallIdsRepeatsNoWrite) {
   Assignment a = Step(/*writes=*/true, {"create_agent", "run_agent", "list_agents"});
   a.task = "create the digest agent and run it once";
   a.approved_targets_only = true;
-  a.tool_calls = {{"create_agent", R"({"name": "digest"})"},
-                  {"run_agent", R"({"agent": "digest"})"}};
+  a.tool_calls = {{"create_agent", R"({"name": "digest", "description": "weekly digest"})"},
+                  {"run_agent", R"({"agent": "digest", "input": {"week": 12}})"}};
   a.idempotency_key = "plan:" + core::NewUuid() + ":s1";
   std::vector<std::string> call_ids;
   std::vector<std::string> created;

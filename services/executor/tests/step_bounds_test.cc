@@ -58,10 +58,15 @@ TEST(CheckStepCallTest, ApprovedTargetsOnly) {
   const Assignment a = Approved({{"delete_agent", R"({"agent": "old", "force": 1})"},
                                  {"delete_agent", R"({"agent": "older"})"},
                                  {"list_agents", R"({"status": "paused"})"}});
-  // The approved targets, with arguments the plan does not name left free.
+  // Exactly an approved call (1.0 is the JSON number 1).
   EXPECT_FALSE(CheckStepCall(a, "delete_agent", ToolRisk::kHigh,
-                             Json{{"agent", "old"}, {"force", 1.0}, {"note", "x"}})
+                             Json{{"agent", "old"}, {"force", 1.0}})
                    .has_value());
+  // One argument more than approved is not the approved call (an update's
+  // approved schedule approves no new recipients).
+  EXPECT_TRUE(CheckStepCall(a, "delete_agent", ToolRisk::kHigh,
+                            Json{{"agent", "old"}, {"force", 1}, {"note", "x"}})
+                  .has_value());
   EXPECT_FALSE(
       CheckStepCall(a, "delete_agent", ToolRisk::kHigh, Json{{"agent", "older"}}).has_value());
   // Another target, a missing argument, another value's type.

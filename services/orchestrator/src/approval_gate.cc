@@ -60,6 +60,14 @@ bool ContainsRun(const std::vector<std::string>& words, const std::vector<std::s
   return std::search(words.begin(), words.end(), needle.begin(), needle.end()) != words.end();
 }
 
+// Whether one of `phrases` (words separated by spaces) occurs as whole words.
+bool HasWords(const std::vector<std::string>& words, std::initializer_list<const char*> phrases) {
+  for (const char* phrase : phrases) {
+    if (ContainsRun(words, GateWords(phrase))) return true;
+  }
+  return false;
+}
+
 // Words that change what was asked: a reply with one of them is an edit.
 bool HasChangeMarker(const std::vector<std::string>& words, const std::string& lower) {
   return Has(words, {"but",     "instead", "except",  "rather",    "change", "make",
@@ -78,13 +86,55 @@ bool IsDecline(const std::vector<std::string>& words, const std::string& lower) 
                            "scrap it", "drop it", "reject", "cancel", "don’t"});
 }
 
-bool IsConfirmation(const std::vector<std::string>& words, const std::string& lower) {
+// A word that says yes on its own.
+bool HasConfirmationSignal(const std::vector<std::string>& words) {
   return Has(words, {"yes", "yep", "yeah", "yup", "ok", "okay", "sure", "approve", "approved",
                      "confirm", "confirmed", "proceed", "lgtm", "agreed", "perfect", "great",
                      "fine", "absolutely", "definitely", "execute", "continue"}) ||
-         HasPhrase(lower, {"go ahead", "do it", "run it", "do that", "sounds good", "looks good",
-                           "go for it", "ship it", "let's go", "lets go", "as proposed",
-                           "proposed plan", "the plan", "please do", "that's right", "start it"});
+         HasWords(words, {"go ahead", "do it", "run it", "do that", "sounds good", "looks good",
+                          "go for it", "ship it", "let s go", "lets go", "please do",
+                          "that s right", "start it"});
+}
+
+// A confirmation is nothing but a yes: every word is one of these, a word of
+// the pending tools' names or of their targets' names. "I'll do it myself",
+// "undo it", "do that tomorrow", "ok wait", "explain the plan" are not.
+bool OnlyConfirms(const std::vector<std::string>& words, const std::set<std::string>& own) {
+  static const std::set<std::string> kWords = {
+      "yes",     "yep",      "yeah",   "yup",     "ok",       "okay",   "sure",    "approve",
+      "approved", "confirm", "confirmed", "proceed", "lgtm",   "agreed", "perfect", "great",
+      "fine",    "absolutely", "definitely", "execute", "continue", "go", "ahead", "do",
+      "it",      "that",     "this",   "please",  "run",      "the",    "plan",    "proposed",
+      "as",      "all",      "them",   "both",    "now",      "thanks", "thank",   "you",
+      "sounds",  "looks",    "good",   "right",   "correct",  "ship",   "let",     "lets",
+      "s",       "start",    "for",    "is",      "and",      "with",   "go",      "on",
+      "one",     "action",   "actions", "steps",  "indeed",   "really", "very",    "much",
+      "alright", "right",    "exactly", "shown",  "previewed", "planned", "described"};
+  for (const std::string& w : words) {
+    if (kWords.count(w) == 0 && own.count(w) == 0) return false;
+  }
+  return !words.empty();
+}
+
+// The words the pending actions may be named by: their tools' and their
+// targets' names ("yes, delete alpha-reports").
+std::set<std::string> OwnWords(const std::vector<PendingAction>& pending,
+                               const std::set<std::string>& targets) {
+  std::set<std::string> own;
+  for (const PendingAction& action : pending) {
+    for (const std::string& w : GateWords(action.tool)) own.insert(w);
+  }
+  for (const std::string& target : targets) {
+    for (const std::string& w : GateWords(target)) own.insert(w);
+  }
+  return own;
+}
+
+bool EndsWithQuestionMark(std::string_view message) {
+  while (!message.empty() && absl::ascii_isspace(static_cast<unsigned char>(message.back()))) {
+    message.remove_suffix(1);
+  }
+  return !message.empty() && message.back() == '?';
 }
 
 // What a pending action targets by name (lower case): its resolved agent, or
@@ -130,6 +180,22 @@ const AgentInfo* FindAgent(const std::vector<AgentInfo>& agents, const std::stri
 }
 
 }  // namespace
+
+std::vector<std::string> GateWords(const std::string& text) {
+  std::vector<std::string> words;
+  std::string word;
+  for (char c : text) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || u >= 0x80) {
+      word.push_back(static_cast<char>(u < 0x80 ? std::tolower(u) : u));
+    } else if (!word.empty()) {
+      words.push_back(std::move(word));
+      word.clear();
+    }
+  }
+  if (!word.empty()) words.push_back(std::move(word));
+  return words;
+}
 
 std::string GateVerdictName(GateVerdict verdict) {
   switch (verdict) {
@@ -255,9 +321,17 @@ PlanVerdict DecidePlan(const ApprovalPolicy& policy, const std::vector<PlanStep>
     std::vector<std::string> names = step.tools;
     for (const PlannedCall& call : step.tool_calls) names.push_back(call.tool);
     for (const std::string& name : names) {
-      const GateVerdict verdict = policy.Decide(name, RiskIn(tools, name));
-      if (verdict == GateVerdict::kDeny) return {GateVerdict::kDeny, name};
-      if (verdict == GateVerdict::kAsk) out.verdict = GateVerdict::kAsk;
+      const execpb::ToolRisk risk = RiskIn(tools, name);
+      const GateVerdict verdict = policy.Decide(name, risk);
+      if (verdict == GateVerdict::kDeny) return {GateVerdict::kDeny, name, ""};
+      if (verdict != GateVerdict::kAsk) continue;
+      out.verdict = GateVerdict::kAsk;
+      const bool high = risk == execpb::TOOL_RISK_HIGH || risk == execpb::TOOL_RISK_UNSPECIFIED;
+      const bool planned =
+          std::any_of(step.tool_calls.begin(), step.tool_calls.end(), [&name](const PlannedCall& c) {
+            return c.tool == name && c.arguments.is_object() && !c.arguments.empty();
+          });
+      if (high && !planned && out.unplanned_high.empty()) out.unplanned_high = name;
     }
   }
   return out;
@@ -265,43 +339,41 @@ PlanVerdict DecidePlan(const ApprovalPolicy& policy, const std::vector<PlanStep>
 
 std::vector<std::string> MentionedAgents(const std::string& message,
                                          const std::vector<AgentInfo>& agents) {
-  const std::vector<std::string> words = Words(message);
+  const std::vector<std::string> words = GateWords(message);
   std::vector<std::string> found;
   for (const AgentInfo& agent : agents) {
-    if (ContainsRun(words, Words(agent.name))) found.push_back(agent.name);
+    if (ContainsRun(words, GateWords(agent.name))) found.push_back(agent.name);
   }
   std::sort(found.begin(), found.end(),
             [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
-  return found;
+  // A name inside a longer name the message gives ("alpha" in "alpha-2") is
+  // that longer name, not a mention of its own.
+  std::vector<std::string> kept;
+  for (const std::string& name : found) {
+    bool inside = false;
+    for (const std::string& longer : kept) {
+      inside |= ContainsRun(GateWords(longer), GateWords(name));
+    }
+    if (!inside) kept.push_back(name);
+  }
+  return kept;
 }
 
 PendingReply ReadPendingReply(const std::string& message, const intentpb::IntentAnalysis& analysis,
                               const std::vector<PendingAction>& pending,
                               const std::vector<AgentInfo>& agents) {
-  const std::vector<std::string> words = Words(message);
+  const std::vector<std::string> words = GateWords(message);
   const std::string lower = absl::AsciiStrToLower(message);
   // A question decides nothing: it is answered, and the action waits.
-  std::string_view trimmed = message;
-  while (!trimmed.empty() && absl::ascii_isspace(static_cast<unsigned char>(trimmed.back()))) {
-    trimmed.remove_suffix(1);
-  }
-  if (!trimmed.empty() && trimmed.back() == '?') return PendingReply::kOther;
+  if (EndsWithQuestionMark(message)) return PendingReply::kOther;
   const std::set<std::string> targets = TargetNames(pending);
-  // Another target than the previewed one: never an approval of it.
-  std::vector<std::string> mentioned = MentionedAgents(message, agents);
-  // A name that contains a target's name ("alpha-2" beside "alpha") is the
-  // longer one; the shorter is the same words inside it.
+  // Another target than the previewed ones: never an approval of them. (The
+  // analysis's agent_name is not used: it carries the flow's agent from
+  // earlier turns, not only what this reply names.)
   bool other_target = false;
-  for (const std::string& name : mentioned) {
-    if (targets.count(absl::AsciiStrToLower(name)) != 0) continue;
-    bool inside_target = false;
-    for (const std::string& target : targets) {
-      inside_target |= ContainsRun(Words(target), Words(name));
-    }
-    other_target |= !inside_target;
+  for (const std::string& name : MentionedAgents(message, agents)) {
+    other_target |= targets.count(absl::AsciiStrToLower(name)) == 0;
   }
-  // (The analysis's agent_name is not used: it carries the flow's agent
-  // from earlier turns, not only what this reply names.)
   // A setting the previewed actions do not have.
   bool other_setting = false;
   for (const char* key : {"schedule", "recipients", "data_source"}) {
@@ -322,28 +394,22 @@ PendingReply ReadPendingReply(const std::string& message, const intentpb::Intent
   if (IsDecline(words, lower) || analysis.reference() == intentpb::REFERENCE_KIND_DECLINE) {
     return PendingReply::kReject;
   }
-  if (IsConfirmation(words, lower) ||
-      analysis.reference() == intentpb::REFERENCE_KIND_CONFIRMATION) {
-    return PendingReply::kApprove;
-  }
+  const bool says_yes = HasConfirmationSignal(words) ||
+                        analysis.reference() == intentpb::REFERENCE_KIND_CONFIRMATION;
+  if (says_yes && OnlyConfirms(words, OwnWords(pending, targets))) return PendingReply::kApprove;
   return PendingReply::kOther;
 }
 
 PendingReply ReadPlanReviewReply(const std::string& message) {
-  const std::vector<std::string> words = Words(message);
+  const std::vector<std::string> words = GateWords(message);
   const std::string lower = absl::AsciiStrToLower(message);
   if (IsDecline(words, lower) && !Has(words, {"but", "instead", "rather", "make", "change"})) {
     return PendingReply::kReject;
   }
-  std::string_view trimmed = message;
-  while (!trimmed.empty() && absl::ascii_isspace(static_cast<unsigned char>(trimmed.back()))) {
-    trimmed.remove_suffix(1);
-  }
-  const bool question = !trimmed.empty() && trimmed.back() == '?';
   if (HasChangeMarker(words, lower)) return PendingReply::kEdit;
-  if (question) return PendingReply::kOther;
-  if (IsConfirmation(words, lower)) return PendingReply::kApprove;
-  return PendingReply::kEdit;  // "add a milestone": a change to make
+  if (EndsWithQuestionMark(message)) return PendingReply::kOther;
+  if (HasConfirmationSignal(words) && OnlyConfirms(words, {})) return PendingReply::kApprove;
+  return PendingReply::kOther;  // a new request: the plan keeps waiting
 }
 
 std::string ApprovedStepKey(const PendingAction& action) { return "action:" + action.action_id; }
@@ -405,8 +471,20 @@ PendingResolution ResolvePending(const std::string& message, const pb::ApprovalD
         break;
     }
   } else {
-    chosen = pending;
     out.reply = ReadPendingReply(message, analysis, pending, agents);
+    // "yes, just alpha" with several actions waiting approves alpha's only.
+    std::set<std::string> named;
+    for (const std::string& name : MentionedAgents(message, agents)) {
+      named.insert(absl::AsciiStrToLower(name));
+    }
+    for (const PendingAction& action : pending) {
+      const std::set<std::string> own = TargetNames({action});
+      const bool is_named = std::any_of(own.begin(), own.end(), [&named](const std::string& n) {
+        return named.count(n) != 0;
+      });
+      const bool picked = out.reply != PendingReply::kApprove || named.empty() || is_named;
+      (picked ? chosen : out.carried).push_back(action);
+    }
   }
   switch (out.reply) {
     case PendingReply::kApprove: {
@@ -424,12 +502,19 @@ PendingResolution ResolvePending(const std::string& message, const pb::ApprovalD
         out.decisions.push_back(DecisionOf(
             action, expired ? pb::ACTION_OUTCOME_EXPIRED : pb::ACTION_OUTCOME_STALE, via));
         refused.push_back(action.summary + " did not run: " + *why);
-        if (expired || action.digest.empty()) {
-          // Asked again, exactly as it was, under a new id.
-          PendingAction again = action;
-          again.action_id = core::NewUuid();
-          again.digest.clear();
-          SealPendingAction(again, agents, now_micros, ttl);
+        // Asked again under a new id: the same call when only its time ran
+        // out (or it predates digests), with the target's new name when it
+        // was renamed; never for a target that is gone or a changed call.
+        const bool tampered =
+            !action.digest.empty() && action.digest != ActionDigest(action.tool, action.arguments);
+        if (tampered) continue;
+        PendingAction again = action;
+        again.action_id = core::NewUuid();
+        again.digest.clear();
+        again.targets = nlohmann::json::object();
+        if (!expired) again.summary.clear();  // worded anew by the turn
+        SealPendingAction(again, agents, now_micros, ttl);
+        if (again.targets.contains("agent") == action.targets.contains("agent")) {
           out.previewed_again.push_back(std::move(again));
         }
       }

@@ -101,13 +101,16 @@ enum class PendingReply {
 // of `agents` named in the message than the actions' targets, or a setting the actions do not have (a schedule,
 // recipients, a data source in the analysis) make it an edit; a decline
 // drops; a confirmation ("yes", "go ahead", "please execute the proposed
-// plan") with none of those approves; a question is kOther.
+// plan") with none of those approves, when every word of it is a yes or
+// names the pending tools and targets ("I'll do it myself", "undo it",
+// "ok wait" are not); a question or anything else is kOther.
 PendingReply ReadPendingReply(const std::string& message,
                               const ::omniforge::intent::v1::IntentAnalysis& analysis,
                               const std::vector<PendingAction>& pending,
                               const std::vector<AgentInfo>& agents);
 
-// The same rule for a plan waiting for review (no targets to compare).
+// The same rule for a plan waiting for review (no targets to compare): a
+// change revises it; a question or another request leaves it waiting.
 PendingReply ReadPlanReviewReply(const std::string& message);
 
 // What the policy says of running a plan's `steps` with the catalog `tools`
@@ -117,6 +120,10 @@ PendingReply ReadPlanReviewReply(const std::string& message);
 struct PlanVerdict {
   GateVerdict verdict = GateVerdict::kRun;
   std::string denied_tool;
+  // A HIGH tool (that the policy does not run unasked) a step may call
+  // without a planned call with arguments: the user could not approve
+  // exactly what runs, so such a plan is not made.
+  std::string unplanned_high;
 };
 PlanVerdict DecidePlan(const ApprovalPolicy& policy, const std::vector<PlanStep>& steps,
                        const std::vector<::omniforge::executor::v1::ToolDescriptor>& tools);
@@ -125,8 +132,13 @@ PlanVerdict DecidePlan(const ApprovalPolicy& policy, const std::vector<PlanStep>
 ::omniforge::executor::v1::ToolRisk RiskIn(
     const std::vector<::omniforge::executor::v1::ToolDescriptor>& tools, const std::string& tool);
 
+// The words the gate reads: ASCII letters and digits lower-cased, and every
+// byte of a non-ASCII UTF-8 character kept, so names in any script are words.
+std::vector<std::string> GateWords(const std::string& text);
+
 // The agent names of `agents` that `message` mentions (whole words,
-// case-insensitive), longest first.
+// case-insensitive), longest first; a name inside a longer one the message
+// gives ("alpha" in "alpha-2") is not a mention of its own.
 std::vector<std::string> MentionedAgents(const std::string& message,
                                          const std::vector<AgentInfo>& agents);
 

@@ -161,7 +161,15 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
     }
     auto task = [this, request = std::move(request), deadline, &runner,
                  interrupted = std::move(interrupted)] {
-      absl::Status status = runner.Run(who_, request, *control_, *this, deadline, interrupted);
+      absl::Status status;
+      try {
+        status = runner.Run(who_, request, *control_, *this, deadline, interrupted);
+      } catch (const std::exception& e) {
+        // A defect, not the client's fault: the turn ends, the service goes on.
+        core::LogError("turn failed with an exception",
+                       {{"component", "orchestrator"}, {"error", e.what()}});
+        status = absl::InternalError("the turn failed unexpectedly; nothing more was done");
+      }
       TurnEnded(status);
     };
     if (!workers.Submit(task)) {

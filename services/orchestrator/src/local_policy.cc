@@ -576,8 +576,25 @@ bool IsResumeRequest(const std::string& message) {
   return false;
 }
 
+namespace {
+std::string DescribeResultOf(const ToolStep& step, const json& result, bool is_error,
+                             std::vector<std::string>* listed_agents);
+}  // namespace
+
 std::string DescribeResult(const ToolStep& step, const json& result, bool is_error,
                            std::vector<std::string>* listed_agents) {
+  // A tool's result (or a model's arguments) may hold any JSON type where a
+  // string is expected: the words then stay general.
+  try {
+    return DescribeResultOf(step, result, is_error, listed_agents);
+  } catch (const json::exception&) {
+    return (is_error ? "It did not work: " : "Done: ") + step.tool + ".";
+  }
+}
+
+namespace {
+std::string DescribeResultOf(const ToolStep& step, const json& result, bool is_error,
+                             std::vector<std::string>* listed_agents) {
   if (is_error) {
     std::string message = "it failed";
     if (result.is_object() && result.contains("error") && result["error"].is_object()) {
@@ -648,5 +665,6 @@ std::string DescribeResult(const ToolStep& step, const json& result, bool is_err
   }
   return core::Shortened(result.dump(), 1500);
 }
+}  // namespace
 
 }  // namespace omniforge::orchestrator

@@ -113,8 +113,15 @@ std::string Summarise(const Plan& plan) {
   return out;
 }
 
-// A plan naming a tool the approval policy refuses is not made.
+// A plan naming a tool the approval policy refuses is not made; nor one
+// whose step may call a HIGH tool without planning the exact call.
 absl::Status Denied(const PlanVerdict& verdict) {
+  if (!verdict.unplanned_high.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "a step may call the high-risk tool ", verdict.unplanned_high,
+        " only as a planned call with its exact arguments (tool_calls), so the user can approve "
+        "exactly that; plan the call"));
+  }
   return absl::FailedPreconditionError(
       absl::StrCat("the approval policy does not allow the tool ", verdict.denied_tool,
                    "; make the plan without it"));
@@ -238,7 +245,9 @@ absl::StatusOr<PlanOutcome> PlanEngine::CreatePlan(const core::Identity& who,
   auto steps = generator_.Generate(request, bounded);
   if (!steps.ok()) return steps.status();
   const PlanVerdict verdict = DecidePlan(options_.approvals, *steps, context.tools);
-  if (verdict.verdict == GateVerdict::kDeny) return Denied(verdict);
+  if (verdict.verdict == GateVerdict::kDeny || !verdict.unplanned_high.empty()) {
+    return Denied(verdict);
+  }
   Plan plan;
   plan.id = core::NewUuid();
   plan.tenant_id = who.tenant_id;
@@ -338,7 +347,7 @@ absl::StatusOr<PlanOutcome> PlanEngine::ReviewAndRun(Plan plan, const PlanReques
       return PlanOutcome{plan, PlanToolResult(plan)};
     }
     if (const PlanVerdict verdict = DecidePlan(options_.approvals, *revised, context.tools);
-        verdict.verdict == GateVerdict::kDeny) {
+        verdict.verdict == GateVerdict::kDeny || !verdict.unplanned_high.empty()) {
       plan.status = PlanStatus::kFailed;
       plan.summary = std::string(Denied(verdict).message());
       if (absl::Status s = store_.Update(plan, {PlanStatus::kDraft}); !s.ok()) return s;
@@ -365,6 +374,15 @@ absl::StatusOr<PlanOutcome> PlanEngine::Approve(const core::Identity& who,
     return absl::FailedPreconditionError(
         absl::StrCat("plan ", plan_id, " is ", PlanStatusName(plan->status),
                      "; only a plan waiting for review can be approved"));
+  }
+  // A tool the operator denied since the preview never runs.
+  for (const PlanStep& step : plan->steps) {
+    for (const std::string& tool : step.tools) {
+      if (auto it = options_.approvals.tools.find(tool);
+          it != options_.approvals.tools.end() && it->second == GateVerdict::kDeny) {
+        return Denied({GateVerdict::kDeny, tool});
+      }
+    }
   }
   if (!digest.empty() && PlanDigest(plan->steps) != digest) {
     return absl::FailedPreconditionError(
@@ -401,7 +419,7 @@ absl::StatusOr<PlanOutcome> PlanEngine::Revise(const core::Identity& who,
   auto steps = generator_.Generate(request, bounded, PlanRevision{plan->steps, feedback});
   if (!steps.ok()) return steps.status();
   if (const PlanVerdict verdict = DecidePlan(options_.approvals, *steps, bounded.tools);
-      verdict.verdict == GateVerdict::kDeny) {
+      verdict.verdict == GateVerdict::kDeny || !verdict.unplanned_high.empty()) {
     return Denied(verdict);
   }
   plan->steps = *std::move(steps);

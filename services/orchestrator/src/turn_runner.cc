@@ -844,7 +844,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   if (interrupted != nullptr) suspended_now = interrupted->AwaitSuspension(call_deadline());
   std::optional<SuspendedFlow> set_aside =
       suspended_now ? suspended_now : (last ? last->suspended_flow : std::nullopt);
-  const bool resuming = set_aside.has_value() && IsResumeRequest(request.message());
+  // A structured decision is never read as words (a resume, a "continue").
+  const bool resuming = !decides && set_aside.has_value() && IsResumeRequest(request.message());
   // A plan of the flow waits for this message (its review, a step's
   // question, "continue"); a resumed flow goes on with the plan it was
   // running.
@@ -858,7 +859,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     plan_target = last->plan;
     plan_move = PlanMoveFor(*last->plan, request.message(), request.decision());
     plan_from_last = plan_move.has_value();
-  } else if (plans_ != nullptr && !created && IsResumeRequest(request.message())) {
+  } else if (plans_ != nullptr && !created && !decides && IsResumeRequest(request.message())) {
     // "continue" after the orchestrator running a plan stopped mid-turn:
     // no reply named the plan, the plan store still has it.
     absl::StatusOr<std::optional<std::string>> left =
@@ -1309,6 +1310,20 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   if (!resuming && !plan_move && last && !last->pending.empty()) {
     gate = ResolvePending(request.message(), request.decision(), analysis, last->pending, agents,
                           core::NowMicros(), options_.approvals.pending_ttl);
+    // The policy as it is now: a tool denied since the preview never runs.
+    for (auto it = gate->approved.begin(); it != gate->approved.end();) {
+      if (options_.approvals.Decide(it->tool, it->risk) != GateVerdict::kDeny) {
+        ++it;
+        continue;
+      }
+      for (GateDecision& d : gate->decisions) {
+        if (d.action_id == it->action_id) d.outcome = pb::ACTION_OUTCOME_DENIED;
+      }
+      gate->reply_text += (gate->reply_text.empty() ? "" : " ") +
+                          std::string("The approval policy does not allow ") + it->summary +
+                          " It was not run.";
+      it = gate->approved.erase(it);
+    }
     decisions = gate->decisions;
     approval = GateMove(*gate, *last, planner_ == nullptr, input);
     // What the gate decided is not the policy's to decide again.
@@ -1336,8 +1351,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     PlanCall call;
     switch (*plan_move) {
       case PlanMove::kApprove:
-        if (plan_target->expires_at_micros != 0 &&
-            core::NowMicros() >= plan_target->expires_at_micros) {
+        if (plan_target->digest.empty() || core::NowMicros() >= plan_target->expires_at_micros) {
           // Approved too late: shown again, nothing runs.
           doing = "Showing the plan again (its preview expired)";
           call = [&] { return plans_->Preview(who, plan_id, plan_context(), plan_events); };
@@ -1528,9 +1542,27 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   // waits for the user's approval of exactly what is previewed, or is
   // refused. What waited and nothing replaced keeps waiting.
   std::vector<std::string> denied;
+  const std::shared_ptr<const ToolCatalog> catalog = Catalog(who, call_deadline());
+  // What the policy would run now, unless the gate approved it: anything
+  // the policy does not run unasked is proposed instead.
+  {
+    std::vector<ToolStep> runs;
+    for (ToolStep& step : move.run) {
+      const execpb::ToolRisk risk = RiskIn(catalog->tools, step.tool);
+      if (!step.idempotency_key.empty() ||
+          options_.approvals.Decide(step.tool, risk) == GateVerdict::kRun) {
+        runs.push_back(std::move(step));
+        continue;
+      }
+      move.propose.push_back({core::NewUuid(), step.tool, step.arguments,
+                              risk == execpb::TOOL_RISK_UNSPECIFIED ? execpb::TOOL_RISK_HIGH : risk,
+                              ""});
+    }
+    move.run = std::move(runs);
+  }
   std::vector<PendingAction> pending_after =
-      PassProposals(move, Catalog(who, call_deadline())->tools, agents, options_.approvals,
-                    core::NowMicros(), decisions, denied);
+      PassProposals(move, catalog->tools, agents, options_.approvals, core::NowMicros(),
+                    decisions, denied);
   for (const std::string& what : denied) {
     const std::string said = "The approval policy does not allow this, so it was not run: " + what;
     emit.Error(pb::CHAT_ERROR_CODE_ACTION_DENIED, said, /*fatal=*/false);
@@ -1554,10 +1586,11 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   // Previews made now (the ones carried were shown before).
   std::vector<PendingAction> previews;
   for (const PendingAction& action : pending_after) {
+    // (An action of an older release, sealed only now, is shown.)
     const bool shown_before =
         gate && std::any_of(gate->carried.begin(), gate->carried.end(),
                             [&action](const PendingAction& a) {
-                              return a.action_id == action.action_id;
+                              return a.action_id == action.action_id && !a.digest.empty();
                             });
     if (!shown_before) previews.push_back(action);
   }
@@ -1654,8 +1687,13 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   if (plan_held) {
     routing.plan = PlanRef{plan_held->id, PlanStatusName(plan_held->status), plan_held->objective,
                            plan_digest, plan_expires};
-  } else if (plan_carried && !suspended) {
+  } else if (plan_carried && !suspended && pending_after.empty()) {
     routing.plan = plan_carried;
+  } else if (plan_carried && !suspended) {
+    // A newer preview replaces the plan that waited: a "yes" now is for it.
+    decisions.push_back({plan_carried->plan_id, plan_carried->digest, kCreatePlanTool,
+                         plan_carried->objective, execpb::TOOL_RISK_UNSPECIFIED,
+                         pb::ACTION_OUTCOME_STALE, "words"});
   }
   if (suspended) {
     SuspendedFlow self{flow_id, goal, routing.action_type, box.entities, std::nullopt,

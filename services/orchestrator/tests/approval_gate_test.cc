@@ -146,6 +146,57 @@ TEST(ApprovalGateTest, ConfirmationsApproveDeclinesDropQuestionsLeaveItPending) 
             PendingReply::kOther);
 }
 
+TEST(ApprovalGateTest, OnlyARepliesThatSaysNothingButYesApproves) {
+  const std::vector<PendingAction> pending = {Sealed("delete_agent", {{"agent", "alpha-reports"}})};
+  for (const char* not_yes :
+       {"I'll do it myself", "undo it", "do that tomorrow", "ok wait", "fine, I'll think about it",
+        "rerun it later", "explain the plan", "the plan looks wrong", "nice try"}) {
+    EXPECT_NE(ReadPendingReply(not_yes, Analysis(), pending, kAgents), PendingReply::kApprove)
+        << not_yes;
+    EXPECT_NE(ReadPendingReply(not_yes, Analysis(intentpb::REFERENCE_KIND_CONFIRMATION), pending,
+                               kAgents),
+              PendingReply::kApprove)
+        << not_yes << " (the intent service's confirmation is not enough either)";
+    EXPECT_NE(ReadPlanReviewReply(not_yes), PendingReply::kApprove) << not_yes;
+  }
+  for (const char* yes : {"yes, go ahead and delete alpha-reports", "ok, delete it", "yes please",
+                          "Sure, run it now", "go ahead"}) {
+    EXPECT_EQ(ReadPendingReply(yes, Analysis(), pending, kAgents), PendingReply::kApprove) << yes;
+  }
+}
+
+TEST(ApprovalGateTest, AShorterOrForeignNameIsAnotherTarget) {
+  // "alpha" beside a pending delete of "alpha-2" is the other agent.
+  const std::vector<AgentInfo> agents = {{"alpha", "", "", "", "a1"},
+                                         {"alpha-2", "", "", "", "a2"},
+                                         {"日報", "", "", "", "a3"},
+                                         {"週報", "", "", "", "a4"}};
+  PendingAction longer{"action-1", "delete_agent", {{"agent", "alpha-2"}}, execpb::TOOL_RISK_HIGH,
+                       "delete"};
+  SealPendingAction(longer, agents, kNow, kTtl);
+  EXPECT_EQ(ReadPendingReply("yes, delete alpha", Analysis(), {longer}, agents),
+            PendingReply::kEdit);
+  EXPECT_EQ(ReadPendingReply("yes, delete alpha-2", Analysis(), {longer}, agents),
+            PendingReply::kApprove);
+  PendingAction daily{"action-2", "delete_agent", {{"agent", "日報"}}, execpb::TOOL_RISK_HIGH,
+                      "delete"};
+  SealPendingAction(daily, agents, kNow, kTtl);
+  EXPECT_EQ(ReadPendingReply("yes, 週報", Analysis(), {daily}, agents), PendingReply::kEdit);
+  EXPECT_EQ(ReadPendingReply("yes, 日報", Analysis(), {daily}, agents), PendingReply::kApprove);
+}
+
+TEST(ApprovalGateTest, NamingOneOfSeveralPendingActionsApprovesThatOneOnly) {
+  std::vector<PendingAction> pending = {Sealed("delete_agent", {{"agent", "alpha-reports"}}),
+                                        Sealed("delete_agent", {{"agent", "beta-digest"}})};
+  pending[1].action_id = "action-2";
+  PendingResolution one = ResolvePending("yes, delete beta-digest", pb::ApprovalDecision(),
+                                         Analysis(), pending, kAgents, kNow, kTtl);
+  ASSERT_EQ(one.approved.size(), 1u);
+  EXPECT_EQ(one.approved[0].action_id, "action-2");
+  ASSERT_EQ(one.carried.size(), 1u);
+  EXPECT_EQ(one.carried[0].action_id, "action-1");
+}
+
 TEST(ApprovalGateTest, PlanReviewRepliesFollowTheSameRule) {
   for (const char* yes : {"looks good, run it", "yes", "ok go ahead", "LGTM", "sounds good!",
                           "approve", "perfect, do it", "Please execute the proposed plan"}) {
@@ -159,6 +210,7 @@ TEST(ApprovalGateTest, PlanReviewRepliesFollowTheSameRule) {
     EXPECT_EQ(ReadPlanReviewReply(change), PendingReply::kEdit) << change;
   }
   EXPECT_EQ(ReadPlanReviewReply("what does step 2 do?"), PendingReply::kOther);
+  EXPECT_EQ(ReadPlanReviewReply("use the marketing template"), PendingReply::kOther);
 }
 
 TEST(ApprovalGateTest, ApprovingRunsExactlyThePendingActionsWithTheirOwnKeys) {
@@ -240,6 +292,26 @@ TEST(ApprovalGateTest, AnExpiredApprovalRunsNothingAndPreviewsItAgain) {
   EXPECT_TRUE(stale.approved.empty());
   EXPECT_THAT(stale.reply_text, HasSubstr("alpha-renamed"));
   EXPECT_EQ(stale.decisions[0].outcome, pb::ACTION_OUTCOME_STALE);
+  // Asked again with the name the agent has now (worded anew by the turn).
+  ASSERT_EQ(stale.previewed_again.size(), 1u);
+  EXPECT_EQ(stale.previewed_again[0].targets["agent"]["name"], "alpha-renamed");
+  EXPECT_TRUE(stale.previewed_again[0].summary.empty());
+
+  // A target that is gone: nothing to ask again.
+  const std::vector<AgentInfo> gone(kAgents.begin() + 1, kAgents.end());
+  PendingResolution deleted =
+      ResolvePending("yes", pb::ApprovalDecision(), Analysis(), pending, gone, kNow, kTtl);
+  EXPECT_TRUE(deleted.approved.empty());
+  EXPECT_TRUE(deleted.previewed_again.empty());
+  EXPECT_THAT(deleted.reply_text, HasSubstr("no longer exists"));
+
+  // A call changed since its preview is never asked again as if it were it.
+  std::vector<PendingAction> tampered = pending;
+  tampered[0].arguments["agent"] = "22222222-2222-2222-2222-222222222222";
+  PendingResolution changed =
+      ResolvePending("yes", pb::ApprovalDecision(), Analysis(), tampered, kAgents, kNow, kTtl);
+  EXPECT_TRUE(changed.approved.empty());
+  EXPECT_TRUE(changed.previewed_again.empty());
 }
 
 TEST(ApprovalGateTest, AnEditNamesTheNewTarget) {
