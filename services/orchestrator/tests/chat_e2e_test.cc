@@ -1356,6 +1356,31 @@ class ModelPlannerEndToEndTest : public ChatEndToEndTest {
     orchestrator_->Stop();
     StartOrchestrator({"--config", path.string()}, {"OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
   }
+  // An executor of its own with `mcp_servers` (the YAML under mcp.servers),
+  // and the orchestrator on it; the suite's executor is back when the
+  // returned guard goes.
+  struct OwnExecutor {
+    std::unique_ptr<testing::ServerProcess> process;
+    ~OwnExecutor() {
+      if (process != nullptr) RestartWithConfig("");
+    }
+  };
+  static std::unique_ptr<OwnExecutor> OrchestratorOnExecutorWith(const std::string& mcp_servers) {
+    const std::filesystem::path config_path = *dir_ / "executor-own.yaml";
+    std::ofstream(config_path) << "mcp:\n  servers:\n" << mcp_servers;
+    auto own = std::make_unique<OwnExecutor>();
+    auto process = std::make_unique<testing::ServerProcess>(OMNIFORGE_EXECUTOR_BIN);
+    const std::optional<std::string> failed = process->Start(
+        {"OMNIFORGE_DATABASE_DSN=" + db_->dsn()}, {"--config", config_path.string()});
+    EXPECT_EQ(failed, std::nullopt);
+    if (failed) return own;
+    own->process = std::move(process);
+    orchestrator_->Stop();
+    StartOrchestrator({"--config", (*dir_ / "orchestrator.yaml").string()},
+                      {"OMNIFORGE_DOWNSTREAM_EXECUTOR=" + own->process->address(),
+                       "OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
+    return own;
+  }
   static void TearDownTestSuite() {
     ChatEndToEndTest::TearDownTestSuite();
     delete fake_;
@@ -2512,24 +2537,10 @@ TEST_F(ModelPlannerEndToEndTest, CancelTurnStopsARunningTurn) {
 // so the model's call is previewed as a write and waits; nothing is deleted.
 TEST_F(ModelPlannerEndToEndTest, AnMcpToolThatClaimsToOnlyReadIsPreviewedAsAWrite) {
   if (!mcp::testing::NodeAvailable()) GTEST_SKIP() << "node is not on PATH";
-  const std::filesystem::path config_path = *dir_ / "executor-saas.yaml";
-  {
-    std::ofstream config(config_path);
-    config << "mcp:\n  servers:\n    mail:\n      transport: stdio\n      command: node\n"
-           << "      args: [" << OMNIFORGE_SOURCE_DIR
-           << "/services/executor/tests/fake_saas_mcp.mjs, email]\n";
-  }
-  testing::ServerProcess saas_executor(OMNIFORGE_EXECUTOR_BIN);
-  ASSERT_EQ(saas_executor.Start({"OMNIFORGE_DATABASE_DSN=" + db_->dsn()},
-                                {"--config", config_path.string()}),
-            std::nullopt);
-  struct Restore {  // back on the suite's executor, whatever happens below
-    ~Restore() { RestartWithConfig(""); }
-  } restore;
-  orchestrator_->Stop();
-  StartOrchestrator({"--config", (*dir_ / "orchestrator.yaml").string()},
-                    {"OMNIFORGE_DOWNSTREAM_EXECUTOR=" + saas_executor.address(),
-                     "OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
+  const auto own = OrchestratorOnExecutorWith(
+      std::string("    mail:\n      transport: stdio\n      command: node\n      args: [") +
+      OMNIFORGE_SOURCE_DIR + "/services/executor/tests/fake_saas_mcp.mjs, email]\n");
+  ASSERT_NE(own->process, nullptr);
   llm::testing::FakeReply call;
   call.tool_calls = {{"", "mail__tidy_mailbox", "{}"}};
   ASSERT_TRUE(fake_->SetRules({Rule("mailbox", false, call)}).ok());
@@ -2550,26 +2561,12 @@ TEST_F(ModelPlannerEndToEndTest, CancelTurnDuringASlowToolCallEndsTheTurnAtOnce)
   const std::filesystem::path everything = mcp::testing::ServerScript("server-everything");
   ASSERT_TRUE(std::filesystem::exists(everything))
       << mcp::testing::MissingPackageMessage("server-everything");
-  // An executor of its own, connected to the MCP server, and an
-  // orchestrator on it.
-  const std::filesystem::path config_path = *dir_ / "executor-mcp.yaml";
-  {
-    std::ofstream config(config_path);
-    config << "mcp:\n  servers:\n    everything:\n      transport: stdio\n      command: node\n"
-           << "      args: [" << everything.string() << ", stdio]\n"
-           << "      trust: read_hints\n";  // its read-only tools run at once
-  }
-  testing::ServerProcess slow_executor(OMNIFORGE_EXECUTOR_BIN);
-  ASSERT_EQ(slow_executor.Start({"OMNIFORGE_DATABASE_DSN=" + db_->dsn()},
-                                {"--config", config_path.string()}),
-            std::nullopt);
-  struct Restore {  // back on the suite's executor, whatever happens below
-    ~Restore() { RestartWithConfig(""); }
-  } restore;
-  orchestrator_->Stop();
-  StartOrchestrator({"--config", (*dir_ / "orchestrator.yaml").string()},
-                    {"OMNIFORGE_DOWNSTREAM_EXECUTOR=" + slow_executor.address(),
-                     "OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
+  // An executor of its own, connected to the MCP server (its read-only
+  // tools run at once), and an orchestrator on it.
+  const auto own = OrchestratorOnExecutorWith(
+      "    everything:\n      transport: stdio\n      command: node\n      args: [" +
+      everything.string() + ", stdio]\n      trust: read_hints\n");
+  ASSERT_NE(own->process, nullptr);
   llm::testing::FakeReply call;
   call.tool_calls = {
       {"", "everything__trigger-long-running-operation", R"({"duration":30,"steps":30})"}};
@@ -2604,7 +2601,7 @@ TEST_F(ModelPlannerEndToEndTest, CancelTurnDuringASlowToolCallEndsTheTurnAtOnce)
   // The executor's call to the MCP server is cut as well, not left to run
   // its 30 seconds: the executor counts the tool's call as CANCELLED.
   bool executor_cancelled = false;
-  httplib::Client metrics("127.0.0.1", slow_executor.metrics_port());
+  httplib::Client metrics("127.0.0.1", own->process->metrics_port());
   for (int i = 0; i < 150 && !executor_cancelled; ++i) {
     if (auto page = metrics.Get("/metrics")) {
       std::istringstream lines(page->body);
