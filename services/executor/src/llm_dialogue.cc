@@ -1,6 +1,7 @@
 #include "services/executor/src/llm_dialogue.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -217,8 +218,11 @@ void LlmDialogue::RunTool(const llm::ToolCall& call) {
     return;
   }
   const ToolRisk risk = entry->spec.risk;
-  if (auto refusal = CheckStepCall(assignment_, call.name, risk,
-                                   nlohmann::json::parse(call.arguments, nullptr, false));
+  size_t planned_index = SIZE_MAX;
+  if (auto refusal =
+          CheckStepCall(assignment_, call.name, risk,
+                        nlohmann::json::parse(call.arguments, nullptr, false), spent_calls_,
+                        &planned_index);
       refusal.has_value()) {
     Refuse(call, risk, *refusal);
     return;
@@ -232,6 +236,9 @@ void LlmDialogue::RunTool(const llm::ToolCall& call) {
   auto outcome =
       runtime_.Invoke(who_, {call.name, call.arguments, write_keys_.KeyFor(risk)}, deadline_);
   write_keys_.Ran(risk, outcome.status());
+  if (outcome.ok() && risk != ToolRisk::kRead && planned_index != SIZE_MAX) {
+    spent_calls_.insert(planned_index);
+  }
   PartialResult partial{call.name, "", false, risk};
   if (!outcome.ok()) {
     // The model reads the error and can correct the call.

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,8 @@ class LlmDialogue final : public ExecutorAgent {
   Assignment assignment_;
   std::vector<llm::ToolSpec> tools_;
   StepWriteKeys write_keys_;
+  // The planned calls (by index) whose approved write ran: each runs once.
+  std::set<size_t> spent_calls_;
   // The WRITE and HIGH calls refused in this step, and the last of them.
   int refused_writes_ = 0;
   std::string last_refused_;

@@ -31,7 +31,8 @@ std::string_view CallRefusal::code() const {
 }
 
 std::optional<CallRefusal> CheckStepCall(const Assignment& assignment, const std::string& tool,
-                                         ToolRisk risk, const nlohmann::json& arguments) {
+                                         ToolRisk risk, const nlohmann::json& arguments,
+                                         const std::set<size_t>& spent, size_t* matched) {
   const std::vector<std::string>& allowed = assignment.allowed_tools;
   const bool listed = std::find(allowed.begin(), allowed.end(), tool) != allowed.end();
   if (allowed.empty() ? risk != ToolRisk::kRead : !listed) {
@@ -48,12 +49,26 @@ std::optional<CallRefusal> CheckStepCall(const Assignment& assignment, const std
   if (!assignment.approved_targets_only) return std::nullopt;
   const nlohmann::json actual = arguments.is_object() ? arguments : nlohmann::json::object();
   bool planned = false;
-  for (const PlannedCall& call : assignment.tool_calls) {
+  bool ran_already = false;
+  for (size_t i = 0; i < assignment.tool_calls.size(); ++i) {
+    const PlannedCall& call = assignment.tool_calls[i];
     if (call.tool_name != tool) continue;
     planned = true;
-    if (Matches(ParseObject(call.arguments_json), actual)) return std::nullopt;
+    if (!Matches(ParseObject(call.arguments_json), actual)) continue;
+    if (spent.count(i) != 0) {
+      ran_already = true;  // each approved call runs once
+      continue;
+    }
+    if (matched != nullptr) *matched = i;
+    return std::nullopt;
   }
   if (!planned) return std::nullopt;
+  if (ran_already) {
+    return CallRefusal{CallRefusal::Reason::kTargetNotApproved,
+                       absl::StrCat("this ", tool,
+                                    " call already ran in this step; the user approved it once, "
+                                    "so it was not run again")};
+  }
   return CallRefusal{CallRefusal::Reason::kTargetNotApproved,
                      absl::StrCat("this ", tool,
                                   " call was not approved by the user and was not run: the "

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -41,8 +42,13 @@ struct CallRefusal {
 // call when its arguments are exactly the planned ones: the same keys with
 // the same JSON values). READ calls of allowed tools always may.
 // Pure; thread-safe.
+// `spent` holds the indices of the planned calls that already ran in this
+// dialogue: each approved call runs once. On success `matched` (when given)
+// is set to the index of the planned call the call is, if any.
 std::optional<CallRefusal> CheckStepCall(const Assignment& assignment, const std::string& tool,
-                                         ToolRisk risk, const nlohmann::json& arguments);
+                                         ToolRisk risk, const nlohmann::json& arguments,
+                                         const std::set<size_t>& spent = {},
+                                         size_t* matched = nullptr);
 
 // The planned calls of `tool` in `assignment`, as "tool {arguments}" text
 // joined by "; ", for messages; empty when none are planned.

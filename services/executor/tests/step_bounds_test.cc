@@ -79,6 +79,16 @@ TEST(CheckStepCallTest, ApprovedTargetsOnly) {
     EXPECT_THAT(refused->message, HasSubstr(R"(delete_agent {"agent":"old","force":1})"));
     EXPECT_THAT(refused->message, HasSubstr("not approved"));
   }
+  // Each approved call runs once.
+  size_t matched = 99;
+  EXPECT_FALSE(CheckStepCall(a, "delete_agent", ToolRisk::kHigh, Json{{"agent", "older"}}, {},
+                             &matched)
+                   .has_value());
+  EXPECT_EQ(matched, 1u);
+  auto again =
+      CheckStepCall(a, "delete_agent", ToolRisk::kHigh, Json{{"agent", "older"}}, {matched});
+  ASSERT_TRUE(again.has_value());
+  EXPECT_THAT(again->message, HasSubstr("already ran"));
   // A write tool the plan names no call of: its arguments are the agent's.
   EXPECT_FALSE(
       CheckStepCall(a, "create_agent", ToolRisk::kWrite, Json{{"name", "any"}}).has_value());
