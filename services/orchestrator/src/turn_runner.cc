@@ -1,7 +1,9 @@
 #include "services/orchestrator/src/turn_runner.h"
 
 #include <algorithm>
+#include <cctype>
 #include <future>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -232,6 +234,13 @@ class EndsControl final {
 };
 
 
+bool EndsWithQuestion(std::string_view message) {
+  while (!message.empty() && std::isspace(static_cast<unsigned char>(message.back()))) {
+    message.remove_suffix(1);
+  }
+  return !message.empty() && message.back() == '?';
+}
+
 // The words stored for a structured decision sent without a message.
 std::string DecisionWords(const pb::ApprovalDecision& decision) {
   switch (decision.kind()) {
@@ -280,8 +289,17 @@ std::optional<PlanMove> PlanMoveFor(const PlanRef& plan, const std::string& mess
     }
   }
   if (status == PlanStatus::kWaitingOnUser) {
-    return ReadPlanReviewReply(message) == PendingReply::kReject ? PlanMove::kReject
-                                                                 : PlanMove::kAnswer;
+    // A question of the user's own is not the answer to the step's: it is
+    // answered, and the step keeps waiting.
+    switch (ReadPlanReviewReply(message)) {
+      case PendingReply::kReject:
+        return PlanMove::kReject;
+      case PendingReply::kOther:
+        if (EndsWithQuestion(message)) return std::nullopt;
+        return PlanMove::kAnswer;
+      default:
+        return PlanMove::kAnswer;
+    }
   }
   if ((status == PlanStatus::kRunning || status == PlanStatus::kApproved) &&
       IsResumeRequest(message)) {
@@ -875,7 +893,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   // question, another request) keeps waiting.
   std::optional<PlanRef> plan_carried;
   if (!resuming && !plan_from_last && last && last->plan &&
-      ParsePlanStatus(last->plan->status) == PlanStatus::kPendingReview) {
+      (ParsePlanStatus(last->plan->status) == PlanStatus::kPendingReview ||
+       ParsePlanStatus(last->plan->status) == PlanStatus::kWaitingOnUser)) {
     plan_carried = last->plan;
   }
   // An answer to the flow's own clarifying question needs no new analysis,

@@ -1102,6 +1102,13 @@ TEST_F(LocalPlanEndToEndTest, AStepsQuestionGoesToTheUserWhoseAnswerLetsThePlanG
   EXPECT_EQ(States(audit).back(), pb::AGENT_STATE_WAITING_ON_USER);
   EXPECT_EQ(LastRouting(conversation)["plan"]["status"], "waiting_on_user");
 
+  // A question of the user's own is not the answer: it is answered and the
+  // step keeps waiting.
+  Turn question = Chat("what agents do I have?", conversation);
+  ExpectWellFormed(question);
+  EXPECT_TRUE(question.Of(pb::ChatEvent::kStepStart).empty());
+  EXPECT_EQ(LastRouting(conversation)["plan"]["status"], "waiting_on_user");
+
   // Each answer lets the plan go on (every step that names the project asks
   // once) until it is done.
   Turn answer = Chat("Harbor north", conversation);
