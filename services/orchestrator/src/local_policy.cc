@@ -566,12 +566,26 @@ intentpb::IntentAnalysis AnalysisOfAnswer(const Routing& last, const std::string
 }
 
 bool IsResumeRequest(const std::string& message) {
+  // A short request whose words say it ("make it run continuously" or "pick
+  // up the logs" are other requests): it can finish an approved plan.
   const std::vector<std::string> words = Words(message);
-  if (HasPrefix(words, {"continu", "resum"})) return true;
-  const std::string lower = absl::AsciiStrToLower(message);
-  for (const char* phrase : {"go on", "carry on", "keep going", "pick up", "pick it up",
-                             "where you left", "where we left", "back to"}) {
-    if (lower.find(phrase) != std::string::npos) return true;
+  if (words.empty() || words.size() > 10) return false;
+  if (HasWord(words, {"continue", "resume", "continuing", "resuming"})) return true;
+  for (const std::vector<std::string>& phrase : std::vector<std::vector<std::string>>{
+           {"go", "on"},
+           {"carry", "on"},
+           {"keep", "going"},
+           {"pick", "it", "up"},
+           {"pick", "that", "up"},
+           {"pick", "up", "where"},
+           {"where", "you", "left"},
+           {"where", "we", "left"},
+           {"back", "to", "it"},
+           {"back", "to", "that"},
+           {"back", "to", "what"}}) {
+    if (std::search(words.begin(), words.end(), phrase.begin(), phrase.end()) != words.end()) {
+      return true;
+    }
   }
   return false;
 }

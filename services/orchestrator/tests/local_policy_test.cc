@@ -189,7 +189,10 @@ TEST(LocalPolicyTest, ResumeRequestsAreRecognised) {
                               "ok, carry on", "let's get back to that"}) {
     EXPECT_TRUE(IsResumeRequest(message)) << message;
   }
-  for (const char* message : {"list my agents", "delete invoice-chaser", "yes"}) {
+  for (const char* message :
+       {"list my agents", "delete invoice-chaser", "yes", "make it run continuously",
+        "pick up the logs from yesterday", "get back to me about the budget",
+        "continue the weekly report every monday and also send it to the whole sales team"}) {
     EXPECT_FALSE(IsResumeRequest(message)) << message;
   }
 }
