@@ -115,8 +115,8 @@ int RunChat(const ChatOptions& options) {
   ChatView view(std::cout, ChooseChatOutput(options.json, isatty(STDOUT_FILENO) != 0,
                                             std::getenv("NO_COLOR")));
   const bool decides = !options.approve.empty() || !options.reject.empty();
-  if (decides && (options.conversation_id.empty() ||
-                  (!options.approve.empty() && !options.reject.empty()))) {
+  if (decides &&
+      (options.conversation_id.empty() || (!options.approve.empty() && !options.reject.empty()))) {
     std::cerr << "error: --approve or --reject (one of them) needs --conversation\n";
     return 2;
   }

@@ -238,8 +238,7 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
     if (planner != nullptr) metered_plan_model = std::make_unique<MeteredChatModel>(*planner);
     if (reviewer != nullptr) metered_reviewer = std::make_unique<MeteredChatModel>(*reviewer);
     plan_generator = std::make_unique<PlanGenerator>(metered_plan_model.get());
-    plan_advisor =
-        std::make_unique<PlanAdvisor>(metered_reviewer.get(), metered_plan_model.get());
+    plan_advisor = std::make_unique<PlanAdvisor>(metered_reviewer.get(), metered_plan_model.get());
     PlanEngineOptions plan_options = s.plans;
     plan_options.usage_sink = usage.get();  // executor agents' model calls, per step
     plans = std::make_unique<PlanEngine>(*plan_store, *step_executors, *plan_generator,

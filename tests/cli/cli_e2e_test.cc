@@ -309,15 +309,14 @@ TEST_F(CliEndToEndTest, ARiskyActionShowsWhatWhoAndTheRiskThenCancelKeepsEveryth
 }
 
 TEST_F(CliEndToEndTest, ApproveAndRejectSendTheDecisionForExactlyThePreviewedAction) {
-  const testing::CommandResult seeded = testing::RunCommand(Cli(
-      {"tools", "invoke", "create_agent", R"({"name": "old-reports", "description": "Old"})"}));
+  const testing::CommandResult seeded = testing::RunCommand(
+      Cli({"tools", "invoke", "create_agent", R"({"name": "old-reports", "description": "Old"})"}));
   ASSERT_EQ(seeded.exit_code, 0) << seeded.err;
   auto preview_of = [](const JsonTurns& turns) {
     const std::vector<json> previews = turns.Of("preview");
     return previews.empty() ? json::object() : previews.back();
   };
-  const testing::CommandResult asked =
-      testing::RunCommand(Chat(true, {"delete old-reports"}));
+  const testing::CommandResult asked = testing::RunCommand(Chat(true, {"delete old-reports"}));
   ASSERT_EQ(asked.exit_code, 0) << asked.err;
   const JsonTurns first = ParseNdjson(asked.out);
   const json preview = preview_of(first);
@@ -326,28 +325,28 @@ TEST_F(CliEndToEndTest, ApproveAndRejectSendTheDecisionForExactlyThePreviewedAct
   const std::string action = preview["action_id"];
 
   // --reject drops it; the agent stays.
-  const testing::CommandResult rejected = testing::RunCommand(
-      Chat(false, {"--conversation", conversation, "--reject", action}));
+  const testing::CommandResult rejected =
+      testing::RunCommand(Chat(false, {"--conversation", conversation, "--reject", action}));
   ASSERT_EQ(rejected.exit_code, 0) << rejected.err;
   EXPECT_THAT(rejected.out, HasSubstr("Nothing was changed"));
   EXPECT_THAT(testing::RunCommand(Cli({"tools", "invoke", "list_agents", "{}"})).out,
               HasSubstr("\"old-reports\""));
 
   // Previewed again, --approve with its id deletes it.
-  const testing::CommandResult again = testing::RunCommand(
-      Chat(true, {"--conversation", conversation, "delete old-reports"}));
+  const testing::CommandResult again =
+      testing::RunCommand(Chat(true, {"--conversation", conversation, "delete old-reports"}));
   ASSERT_EQ(again.exit_code, 0) << again.err;
   const std::string second = preview_of(ParseNdjson(again.out))["action_id"];
   ASSERT_NE(second, action);
   // The rejected id approves nothing.
-  const testing::CommandResult stale = testing::RunCommand(
-      Chat(false, {"--conversation", conversation, "--approve", action}));
+  const testing::CommandResult stale =
+      testing::RunCommand(Chat(false, {"--conversation", conversation, "--approve", action}));
   ASSERT_EQ(stale.exit_code, 0) << stale.err;
   EXPECT_THAT(stale.out, HasSubstr("Nothing ran"));
   EXPECT_THAT(testing::RunCommand(Cli({"tools", "invoke", "list_agents", "{}"})).out,
               HasSubstr("\"old-reports\""));
-  const testing::CommandResult approved = testing::RunCommand(
-      Chat(false, {"--conversation", conversation, "--approve", second}));
+  const testing::CommandResult approved =
+      testing::RunCommand(Chat(false, {"--conversation", conversation, "--approve", second}));
   ASSERT_EQ(approved.exit_code, 0) << approved.err;
   EXPECT_THAT(approved.out, HasSubstr("delete_agent"));
   EXPECT_THAT(testing::RunCommand(Cli({"tools", "invoke", "list_agents", "{}"})).out,

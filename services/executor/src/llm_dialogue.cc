@@ -219,10 +219,9 @@ void LlmDialogue::RunTool(const llm::ToolCall& call) {
   }
   const ToolRisk risk = entry->spec.risk;
   size_t planned_index = SIZE_MAX;
-  if (auto refusal =
-          CheckStepCall(assignment_, call.name, risk,
-                        nlohmann::json::parse(call.arguments, nullptr, false), spent_calls_,
-                        &planned_index);
+  if (auto refusal = CheckStepCall(assignment_, call.name, risk,
+                                   nlohmann::json::parse(call.arguments, nullptr, false),
+                                   spent_calls_, &planned_index);
       refusal.has_value()) {
     Refuse(call, risk, *refusal);
     return;

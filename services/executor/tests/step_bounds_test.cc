@@ -59,9 +59,9 @@ TEST(CheckStepCallTest, ApprovedTargetsOnly) {
                                  {"delete_agent", R"({"agent": "older"})"},
                                  {"list_agents", R"({"status": "paused"})"}});
   // Exactly an approved call (1.0 is the JSON number 1).
-  EXPECT_FALSE(CheckStepCall(a, "delete_agent", ToolRisk::kHigh,
-                             Json{{"agent", "old"}, {"force", 1.0}})
-                   .has_value());
+  EXPECT_FALSE(
+      CheckStepCall(a, "delete_agent", ToolRisk::kHigh, Json{{"agent", "old"}, {"force", 1.0}})
+          .has_value());
   // One argument more than approved is not the approved call (an update's
   // approved schedule approves no new recipients).
   EXPECT_TRUE(CheckStepCall(a, "delete_agent", ToolRisk::kHigh,
@@ -81,9 +81,9 @@ TEST(CheckStepCallTest, ApprovedTargetsOnly) {
   }
   // Each approved call runs once.
   size_t matched = 99;
-  EXPECT_FALSE(CheckStepCall(a, "delete_agent", ToolRisk::kHigh, Json{{"agent", "older"}}, {},
-                             &matched)
-                   .has_value());
+  EXPECT_FALSE(
+      CheckStepCall(a, "delete_agent", ToolRisk::kHigh, Json{{"agent", "older"}}, {}, &matched)
+          .has_value());
   EXPECT_EQ(matched, 1u);
   auto again =
       CheckStepCall(a, "delete_agent", ToolRisk::kHigh, Json{{"agent", "older"}}, {matched});

@@ -70,12 +70,11 @@ bool HasWords(const std::vector<std::string>& words, std::initializer_list<const
 
 // Words that change what was asked: a reply with one of them is an edit.
 bool HasChangeMarker(const std::vector<std::string>& words, const std::string& lower) {
-  return Has(words, {"but",     "instead", "except",  "rather",    "change", "make",
-                     "only",    "unless",  "if",      "also",      "add",    "remove",
-                     "without", "replace", "rename",  "swap",      "switch", "however",
-                     "though",  "although", "different", "another", "skip",  "move",
-                     "first",   "before",  "after",   "not",     "second", "third",
-                     "last",    "other",   "others"}) ||
+  return Has(words, {"but",     "instead", "except", "rather",  "change", "make",     "only",
+                     "unless",  "if",      "also",   "add",     "remove", "without",  "replace",
+                     "rename",  "swap",    "switch", "however", "though", "although", "different",
+                     "another", "skip",    "move",   "first",   "before", "after",    "not",
+                     "second",  "third",   "last",   "other",   "others"}) ||
          HasPhrase(lower, {"n't", "n’t"});
 }
 
@@ -88,9 +87,10 @@ bool IsDecline(const std::vector<std::string>& words, const std::string& lower) 
 
 // A word that says yes on its own.
 bool HasConfirmationSignal(const std::vector<std::string>& words) {
-  return Has(words, {"yes", "yep", "yeah", "yup", "ok", "okay", "sure", "approve", "approved",
-                     "confirm", "confirmed", "proceed", "lgtm", "agreed", "perfect", "great",
-                     "fine", "absolutely", "definitely", "execute", "continue"}) ||
+  return Has(words, {"yes",        "yep",     "yeah",     "yup",     "ok",        "okay",
+                     "sure",       "approve", "approved", "confirm", "confirmed", "proceed",
+                     "lgtm",       "agreed",  "perfect",  "great",   "fine",      "absolutely",
+                     "definitely", "execute", "continue"}) ||
          HasWords(words, {"go ahead", "do it", "run it", "do that", "sounds good", "looks good",
                           "go for it", "ship it", "let s go", "lets go", "please do",
                           "that s right", "start it"});
@@ -101,15 +101,16 @@ bool HasConfirmationSignal(const std::vector<std::string>& words) {
 // "undo it", "do that tomorrow", "ok wait", "explain the plan" are not.
 bool OnlyConfirms(const std::vector<std::string>& words, const std::set<std::string>& own) {
   static const std::set<std::string> kWords = {
-      "yes",     "yep",      "yeah",   "yup",     "ok",       "okay",   "sure",    "approve",
-      "approved", "confirm", "confirmed", "proceed", "lgtm",   "agreed", "perfect", "great",
-      "fine",    "absolutely", "definitely", "execute", "continue", "go", "ahead", "do",
-      "it",      "that",     "this",   "please",  "run",      "the",    "plan",    "proposed",
-      "as",      "all",      "them",   "both",    "now",      "thanks", "thank",   "you",
-      "sounds",  "looks",    "good",   "right",   "correct",  "ship",   "let",     "lets",
-      "s",       "start",    "for",    "is",      "and",      "with",   "go",      "on",
-      "one",     "action",   "actions", "steps",  "indeed",   "really", "very",    "much",
-      "alright", "right",    "exactly", "shown",  "previewed", "planned", "described"};
+      "yes",     "yep",      "yeah",    "yup",        "ok",         "okay",     "sure",
+      "approve", "approved", "confirm", "confirmed",  "proceed",    "lgtm",     "agreed",
+      "perfect", "great",    "fine",    "absolutely", "definitely", "execute",  "continue",
+      "go",      "ahead",    "do",      "it",         "that",       "this",     "please",
+      "run",     "the",      "plan",    "proposed",   "as",         "all",      "them",
+      "both",    "now",      "thanks",  "thank",      "you",        "sounds",   "looks",
+      "good",    "right",    "correct", "ship",       "let",        "lets",     "s",
+      "start",   "for",      "is",      "and",        "with",       "on",       "one",
+      "action",  "actions",  "steps",   "indeed",     "really",     "very",     "much",
+      "alright", "exactly",  "shown",   "previewed",  "planned",    "described"};
   for (const std::string& w : words) {
     if (kWords.count(w) == 0 && own.count(w) == 0) return false;
   }
@@ -142,13 +143,11 @@ bool EndsWithQuestionMark(std::string_view message) {
 std::set<std::string> TargetNames(const std::vector<PendingAction>& pending) {
   std::set<std::string> names;
   for (const PendingAction& action : pending) {
-    if (auto it = action.targets.find("agent");
-        it != action.targets.end() && it->is_object() && it->contains("name") &&
-        (*it)["name"].is_string()) {
+    if (auto it = action.targets.find("agent"); it != action.targets.end() && it->is_object() &&
+                                                it->contains("name") && (*it)["name"].is_string()) {
       names.insert(absl::AsciiStrToLower((*it)["name"].get<std::string>()));
     }
-    if (auto it = action.arguments.find("agent");
-        it != action.arguments.end() && it->is_string()) {
+    if (auto it = action.arguments.find("agent"); it != action.arguments.end() && it->is_string()) {
       names.insert(absl::AsciiStrToLower(it->get<std::string>()));
     }
     if (auto it = action.arguments.find("name"); it != action.arguments.end() && it->is_string()) {
@@ -252,8 +251,8 @@ absl::StatusOr<ApprovalPolicy> ReadApprovalPolicy(core::ConfigReader& reader) {
   for (const auto& [tool, name] : reader.StringMap("approvals.tools")) {
     std::optional<GateVerdict> verdict = ParseGateVerdict(name);
     if (!verdict) {
-      errors.push_back(absl::StrCat("approvals.tools.", tool, ": '", name,
-                                    "' is not run, ask or deny"));
+      errors.push_back(
+          absl::StrCat("approvals.tools.", tool, ": '", name, "' is not run, ask or deny"));
       continue;
     }
     policy.tools[tool] = *verdict;
@@ -274,8 +273,7 @@ std::string PlanDigest(const std::vector<PlanStep>& steps) {
 
 void SealPendingAction(PendingAction& action, const std::vector<AgentInfo>& agents,
                        int64_t now_micros, std::chrono::seconds ttl) {
-  if (auto it = action.arguments.find("agent");
-      it != action.arguments.end() && it->is_string()) {
+  if (auto it = action.arguments.find("agent"); it != action.arguments.end() && it->is_string()) {
     if (const AgentInfo* agent = FindAgent(agents, it->get<std::string>()); agent != nullptr) {
       action.targets["agent"] = {{"id", agent->id}, {"name", agent->name}};
       if (!agent->id.empty()) *it = agent->id;
@@ -327,8 +325,8 @@ PlanVerdict DecidePlan(const ApprovalPolicy& policy, const std::vector<PlanStep>
       if (verdict != GateVerdict::kAsk) continue;
       out.verdict = GateVerdict::kAsk;
       const bool high = risk == execpb::TOOL_RISK_HIGH || risk == execpb::TOOL_RISK_UNSPECIFIED;
-      const bool planned =
-          std::any_of(step.tool_calls.begin(), step.tool_calls.end(), [&name](const PlannedCall& c) {
+      const bool planned = std::any_of(
+          step.tool_calls.begin(), step.tool_calls.end(), [&name](const PlannedCall& c) {
             return c.tool == name && c.arguments.is_object() && !c.arguments.empty();
           });
       if (high && !planned && out.unplanned_high.empty()) out.unplanned_high = name;
@@ -394,8 +392,8 @@ PendingReply ReadPendingReply(const std::string& message, const intentpb::Intent
   if (IsDecline(words, lower) || analysis.reference() == intentpb::REFERENCE_KIND_DECLINE) {
     return PendingReply::kReject;
   }
-  const bool says_yes = HasConfirmationSignal(words) ||
-                        analysis.reference() == intentpb::REFERENCE_KIND_CONFIRMATION;
+  const bool says_yes =
+      HasConfirmationSignal(words) || analysis.reference() == intentpb::REFERENCE_KIND_CONFIRMATION;
   if (says_yes && OnlyConfirms(words, OwnWords(pending, targets))) return PendingReply::kApprove;
   return PendingReply::kOther;
 }
@@ -418,8 +416,7 @@ namespace {
 
 GateDecision DecisionOf(const PendingAction& action, pb::ActionOutcome outcome,
                         const std::string& via) {
-  return {action.action_id, action.digest, action.tool, action.summary,
-          action.risk,      outcome,       via};
+  return {action.action_id, action.digest, action.tool, action.summary, action.risk, outcome, via};
 }
 
 std::string WhatWaits(const std::vector<PendingAction>& pending) {
@@ -479,9 +476,8 @@ PendingResolution ResolvePending(const std::string& message, const pb::ApprovalD
     }
     for (const PendingAction& action : pending) {
       const std::set<std::string> own = TargetNames({action});
-      const bool is_named = std::any_of(own.begin(), own.end(), [&named](const std::string& n) {
-        return named.count(n) != 0;
-      });
+      const bool is_named = std::any_of(
+          own.begin(), own.end(), [&named](const std::string& n) { return named.count(n) != 0; });
       const bool picked = out.reply != PendingReply::kApprove || named.empty() || is_named;
       (picked ? chosen : out.carried).push_back(action);
     }

@@ -56,8 +56,7 @@ struct ApprovalPolicy {
 
   // What happens to a call of `tool` with `risk`. A tool the catalog does not
   // know (UNSPECIFIED) counts as HIGH.
-  GateVerdict Decide(const std::string& tool,
-                     ::omniforge::executor::v1::ToolRisk risk) const;
+  GateVerdict Decide(const std::string& tool, ::omniforge::executor::v1::ToolRisk risk) const;
 };
 
 // Reads `approvals.*`. INVALID_ARGUMENT naming the key for a verdict that is
@@ -98,12 +97,11 @@ enum class PendingReply {
 // Reads `message` (and the intent service's `analysis` of it) as a reply to
 // `pending` actions. The gate's rule, whatever the words: change markers
 // ("but", "instead", "make it", "only if", "the second one"), another agent
-// of `agents` named in the message than the actions' targets, or a setting the actions do not have (a schedule,
-// recipients, a data source in the analysis) make it an edit; a decline
-// drops; a confirmation ("yes", "go ahead", "please execute the proposed
-// plan") with none of those approves, when every word of it is a yes or
-// names the pending tools and targets ("I'll do it myself", "undo it",
-// "ok wait" are not); a question or anything else is kOther.
+// of `agents` named in the message than the actions' targets, or a setting the actions do not have
+// (a schedule, recipients, a data source in the analysis) make it an edit; a decline drops; a
+// confirmation ("yes", "go ahead", "please execute the proposed plan") with none of those approves,
+// when every word of it is a yes or names the pending tools and targets ("I'll do it myself", "undo
+// it", "ok wait" are not); a question or anything else is kOther.
 PendingReply ReadPendingReply(const std::string& message,
                               const ::omniforge::intent::v1::IntentAnalysis& analysis,
                               const std::vector<PendingAction>& pending,

@@ -152,8 +152,8 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
   // the call is done. `claimed_key`: the conversation's key when the turn
   // was claimed under its turn_id already (RunningTurns::Claim), else empty.
   void Start(const core::Identity& who, pb::StreamChatRequest request, int64_t deadline,
-             const TurnRunner& runner, core::ThreadPool& workers,
-             RunningTurns::Control interrupted, std::string claimed_key) {
+             const TurnRunner& runner, core::ThreadPool& workers, RunningTurns::Control interrupted,
+             std::string claimed_key) {
     who_ = who;
     if (!claimed_key.empty()) {
       turn_key_ = std::move(claimed_key);
@@ -473,9 +473,9 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
     const std::string key = RunningTurns::Key(*who, request.conversation_id());
     if (!request.turn_id().empty()) {
       if (!running_.Claim(key, request.turn_id(), control)) {
-        return new Refusal(absl::AbortedError(
-            "turn " + request.turn_id() +
-            " is still running; retry once it has ended, and it is replayed"));
+        return new Refusal(
+            absl::AbortedError("turn " + request.turn_id() +
+                               " is still running; retry once it has ended, and it is replayed"));
       }
       claimed_key = key;
     }

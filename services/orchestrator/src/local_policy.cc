@@ -35,7 +35,6 @@ namespace intentpb = ::omniforge::intent::v1;
 namespace execpb = ::omniforge::executor::v1;
 using nlohmann::json;
 
-
 bool HasWord(const std::vector<std::string>& words, std::initializer_list<const char*> any) {
   for (const std::string& w : words) {
     for (const char* candidate : any) {
@@ -571,18 +570,18 @@ bool IsResumeRequest(const std::string& message) {
   const std::vector<std::string> words = Words(message);
   if (words.empty() || words.size() > 10) return false;
   if (HasWord(words, {"continue", "resume", "continuing", "resuming"})) return true;
-  for (const std::vector<std::string>& phrase : std::vector<std::vector<std::string>>{
-           {"go", "on"},
-           {"carry", "on"},
-           {"keep", "going"},
-           {"pick", "it", "up"},
-           {"pick", "that", "up"},
-           {"pick", "up", "where"},
-           {"where", "you", "left"},
-           {"where", "we", "left"},
-           {"back", "to", "it"},
-           {"back", "to", "that"},
-           {"back", "to", "what"}}) {
+  for (const std::vector<std::string>& phrase :
+       std::vector<std::vector<std::string>>{{"go", "on"},
+                                             {"carry", "on"},
+                                             {"keep", "going"},
+                                             {"pick", "it", "up"},
+                                             {"pick", "that", "up"},
+                                             {"pick", "up", "where"},
+                                             {"where", "you", "left"},
+                                             {"where", "we", "left"},
+                                             {"back", "to", "it"},
+                                             {"back", "to", "that"},
+                                             {"back", "to", "what"}}) {
     if (std::search(words.begin(), words.end(), phrase.begin(), phrase.end()) != words.end()) {
       return true;
     }

@@ -5,8 +5,8 @@
 // calls are drafted and wait for the user's "yes"; HIGH calls get a detailed
 // preview (who is affected, why it is risky) and wait. The approval gate
 // (approval_gate.h) reads the next message: it approves exactly the pending
-// action, drops it, or asks the policy to revise it (ReviseLocally). At most `max_clarifications` clarifying questions in a
-// row; after that the policy proceeds with the best interpretation.
+// action, drops it, or asks the policy to revise it (ReviseLocally). At most `max_clarifications`
+// clarifying questions in a row; after that the policy proceeds with the best interpretation.
 //
 // Pure functions: no I/O, deterministic, thread-safe.
 #pragma once
@@ -131,7 +131,6 @@ bool IsResumeRequest(const std::string& message);
 // Approving and dropping are the gate's (approval_gate.h), never the
 // policy's.
 std::optional<Move> ReviseLocally(const PolicyInput& input, const std::string& other_agent);
-
 
 // The words that end a preview: what the user can answer.
 std::string ApprovalQuestion(const PendingAction& action);

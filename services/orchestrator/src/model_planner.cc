@@ -52,9 +52,8 @@ std::string RiskName(execpb::ToolRisk risk, GateVerdict verdict) {
                            : risk == execpb::TOOL_RISK_HIGH ? "high risk"
                                                             : "changes data";
   if (verdict == GateVerdict::kRun) return what + ", runs at once";
-  return what + (risk == execpb::TOOL_RISK_HIGH
-                     ? ", the user must approve a detailed preview first"
-                     : ", the user must approve a draft first");
+  return what + (risk == execpb::TOOL_RISK_HIGH ? ", the user must approve a detailed preview first"
+                                                : ", the user must approve a draft first");
 }
 
 const ApprovalPolicy& PolicyOf(const PlannerRequest& request) {
@@ -142,10 +141,10 @@ PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& reque
       data["agents"] = std::move(agents);
     }
     if (!request.box.data.empty()) data["tool_results"] = request.box.data;
-    chat.messages.push_back(
-        {llm::Role::kAssistant, "", {{"task-data", "task_data", "{}"}}, {}});
+    chat.messages.push_back({llm::Role::kAssistant, "", {{"task-data", "task_data", "{}"}}, {}});
     chat.messages.push_back({llm::Role::kTool,
-                             data.dump(-1, ' ', false, json::error_handler_t::replace), {},
+                             data.dump(-1, ' ', false, json::error_handler_t::replace),
+                             {},
                              "task-data"});
   }
   for (const auto& [from_user, content] : request.history) {

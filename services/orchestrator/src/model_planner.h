@@ -6,11 +6,10 @@
 // back into the same session; every call that needs the user's approval is
 // drafted, none dropped, and the session ends after that response; a call
 // the policy denies is refused to the model. Tool results are data in tool
-// messages only (the context box's DATA too), never in the system prompt. Work of several steps goes to
-// agent_create_plan (when offered): the plan's result comes back into the
-// session, once per turn, and the model sums it up. At most `max_iterations` model
-// calls per turn. The flow's context box is part of the system message, so
-// every call sees the task's goal and state in a few lines.
+// messages only (the context box's DATA too), never in the system prompt. Work of several steps
+// goes to agent_create_plan (when offered): the plan's result comes back into the session, once per
+// turn, and the model sums it up. At most `max_iterations` model calls per turn. The flow's context
+// box is part of the system message, so every call sees the task's goal and state in a few lines.
 //
 // No gRPC and no I/O of its own: the turn supplies a PlannerIo.
 #pragma once

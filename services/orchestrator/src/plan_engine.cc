@@ -122,9 +122,9 @@ absl::Status Denied(const PlanVerdict& verdict) {
         " only as a planned call with its exact arguments (tool_calls), so the user can approve "
         "exactly that; plan the call"));
   }
-  return absl::FailedPreconditionError(
-      absl::StrCat("the approval policy does not allow the tool ", verdict.denied_tool,
-                   "; make the plan without it"));
+  return absl::FailedPreconditionError(absl::StrCat("the approval policy does not allow the tool ",
+                                                    verdict.denied_tool,
+                                                    "; make the plan without it"));
 }
 
 }  // namespace
@@ -213,8 +213,7 @@ class PlanEngine::Claim final {
   const std::string plan_id_;
 };
 
-absl::StatusOr<Plan> PlanEngine::ClaimAndGet(const core::Identity& who,
-                                             const std::string& plan_id,
+absl::StatusOr<Plan> PlanEngine::ClaimAndGet(const core::Identity& who, const std::string& plan_id,
                                              std::unique_ptr<Claim>& claim) {
   auto held = Claim::On(*this, plan_id);
   if (!held.ok()) return held.status();

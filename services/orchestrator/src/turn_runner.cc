@@ -233,7 +233,6 @@ class EndsControl final {
   TurnControl& control_;
 };
 
-
 bool EndsWithQuestion(std::string_view message) {
   while (!message.empty() && std::isspace(static_cast<unsigned char>(message.back()))) {
     message.remove_suffix(1);
@@ -249,7 +248,8 @@ std::string DecisionWords(const pb::ApprovalDecision& decision) {
     case pb::DECISION_KIND_REJECT:
       return "Reject " + decision.action_id();
     default:
-      return "Change " + decision.action_id() + ": " + core::Shortened(decision.arguments_json(), 2000);
+      return "Change " + decision.action_id() + ": " +
+             core::Shortened(decision.arguments_json(), 2000);
   }
 }
 
@@ -541,8 +541,8 @@ TurnRunner::TurnRunner(Memory& memory, Understanding& understanding, Tools& tool
       errors_(errors),
       plans_(plans),
       spool_(spool),
-      windows_({.max_bytes = options.window_cache_bytes,
-                .token_budget = options.context_token_budget}) {
+      windows_(
+          {.max_bytes = options.window_cache_bytes, .token_budget = options.context_token_budget}) {
   if (planner_ == nullptr) return;
   metered_planner_ = std::make_unique<MeteredChatModel>(*planner_);
   for (const auto& [type, model] : options_.planner_by_context) {
@@ -690,7 +690,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   struct EarlyAnalysis {
     absl::StatusOr<execpb::InvokeToolResponse> listed;
     std::vector<AgentInfo> agents;  // read from `listed`
-    uint64_t window = 0;  // the version of the window read; 0: not asked
+    uint64_t window = 0;            // the version of the window read; 0: not asked
     absl::StatusOr<intentpb::AnalyzeIntentResponse> response = absl::UnknownError("not asked");
     // The model calls of an analysis asked again with the listed agents.
     std::vector<::omniforge::llm::v1::ModelCall> discarded_calls;
@@ -719,8 +719,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       kept.reset();
       analyze.set_message(request.message());
       analyze.set_context_type(request.context_type());
-      const std::shared_ptr<const std::vector<AgentInfo>> seen =
-          fresh ? AgentsSeen(who) : nullptr;
+      const std::shared_ptr<const std::vector<AgentInfo>> seen = fresh ? AgentsSeen(who) : nullptr;
       absl::StatusOr<intentpb::AnalyzeIntentResponse> guessed = absl::UnknownError("not asked");
       if (seen) {
         AddAgents(*seen, analyze);
@@ -753,15 +752,16 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   user_message.set_role(convpb::ROLE_USER);
   user_message.set_content(request.message());
   user_message.set_idempotency_key("turn:" + turn_id + ":user");
-  user_message.set_metadata_json(
-      json{{"turn_id", turn_id},
-           {"context_type", intentpb::ContextType_Name(request.context_type())},
-           {"entity_id", request.entity_id()}}
-          .dump());
+  user_message.set_metadata_json(json{
+      {"turn_id", turn_id},
+      {"context_type", intentpb::ContextType_Name(request.context_type())},
+      {"entity_id",
+       request.entity_id()}}.dump());
   // Through the spool, a message storage cannot take now waits there
   // (nullopt) and the turn goes on.
-  auto store = [&](const convpb::AppendMessageRequest& message, int64_t deadline)
-      -> absl::StatusOr<std::optional<convpb::AppendMessageResponse>> {
+  auto store =
+      [&](const convpb::AppendMessageRequest& message,
+          int64_t deadline) -> absl::StatusOr<std::optional<convpb::AppendMessageResponse>> {
     const core::ScopedCallCancellation kept(nullptr);  // a message is stored once taken
     if (spool_ != nullptr) return spool_->Append(who, message, deadline);
     absl::StatusOr<convpb::AppendMessageResponse> stored =
@@ -793,8 +793,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   });
   // The turn's messages are stored in order, each once: the window kept for
   // the next turn can follow them.
-  const bool user_stored_now =
-      !unstored && !user_spooled && !stored_user_message.deduplicated();
+  const bool user_stored_now = !unstored && !user_spooled && !stored_user_message.deduplicated();
   absl::StatusOr<convpb::GetContextWindowResponse> window =
       window_read.valid() ? window_read.get() : convpb::GetContextWindowResponse();
   if (window_kept) {
@@ -887,8 +886,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       plan_move = PlanMove::kContinue;
     }
   }
-  const bool continuing = !resuming && last &&
-                          (!last->pending.empty() || last->clarifications > 0 || plan_from_last);
+  const bool continuing =
+      !resuming && last && (!last->pending.empty() || last->clarifications > 0 || plan_from_last);
   // A plan waiting for review that this message does not answer (a
   // question, another request) keeps waiting.
   std::optional<PlanRef> plan_carried;
@@ -1015,8 +1014,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     absl::StatusOr<intentpb::AnalyzeIntentResponse> analyzed = absl::UnknownError("not asked");
     // The early analysis read the window this turn took (all of it is
     // history: the message came right after it), with the same agents.
-    if (early_analysis && early_analysis->window != 0 &&
-        early_analysis->window == kept_version) {
+    if (early_analysis && early_analysis->window != 0 && early_analysis->window == kept_version) {
       analyzed = std::move(early_analysis->response);
     } else {
       intentpb::AnalyzeIntentRequest analyze;
@@ -1208,8 +1206,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   std::string plan_words;  // the last plan in words, should the model write none
   PlanEvents plan_events(emit);
   const std::function<bool()> plan_stopped = [&control, turn_deadline] {
-    return control.cancelled() || control.suspend_requested() ||
-           core::NowMicros() >= turn_deadline;
+    return control.cancelled() || control.suspend_requested() || core::NowMicros() >= turn_deadline;
   };
   auto plan_context = [&] {
     PlanContext context;
@@ -1236,8 +1233,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     absl::StatusOr<PlanOutcome> outcome = call();
     // Cut by the turn's deadline (the plan stops at its next step): the
     // time guardrail's end, whichever way the plan came.
-    const bool out_of_time = !control.cancelled() && !control.suspend_requested() &&
-                             core::NowMicros() >= turn_deadline;
+    const bool out_of_time =
+        !control.cancelled() && !control.suspend_requested() && core::NowMicros() >= turn_deadline;
     if (!outcome.ok()) {
       if (out_of_time) {
         report_out_of_time();
@@ -1388,8 +1385,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
       case PlanMove::kAnswer:
         doing = "Going on with the plan";
         call = [&] {
-          return plans_->AnswerQuestion(who, plan_id, request.message(), plan_events,
-                                        plan_stopped);
+          return plans_->AnswerQuestion(who, plan_id, request.message(), plan_events, plan_stopped);
         };
         break;
       case PlanMove::kRevise:
@@ -1579,9 +1575,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     }
     move.run = std::move(runs);
   }
-  std::vector<PendingAction> pending_after =
-      PassProposals(move, catalog->tools, agents, options_.approvals, core::NowMicros(),
-                    decisions, denied);
+  std::vector<PendingAction> pending_after = PassProposals(
+      move, catalog->tools, agents, options_.approvals, core::NowMicros(), decisions, denied);
   for (const std::string& what : denied) {
     const std::string said = "The approval policy does not allow this, so it was not run: " + what;
     emit.Error(pb::CHAT_ERROR_CODE_ACTION_DENIED, said, /*fatal=*/false);
@@ -1591,13 +1586,13 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     pending_after = gate->carried;
   } else if (gate) {
     for (const PendingAction& old : gate->carried) {
-      const bool kept = std::any_of(pending_after.begin(), pending_after.end(),
-                                    [&old](const PendingAction& a) {
-                                      return a.action_id == old.action_id;
-                                    });
+      const bool kept =
+          std::any_of(pending_after.begin(), pending_after.end(),
+                      [&old](const PendingAction& a) { return a.action_id == old.action_id; });
       if (!kept) {
-        GateDecision replaced{old.action_id, old.digest, old.tool, old.summary, old.risk,
-                              pb::ACTION_OUTCOME_STALE, "words"};
+        GateDecision replaced{old.action_id, old.digest, old.tool,
+                              old.summary,   old.risk,   pb::ACTION_OUTCOME_STALE,
+                              "words"};
         decisions.push_back(std::move(replaced));
       }
     }
@@ -1607,10 +1602,10 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   for (const PendingAction& action : pending_after) {
     // (An action of an older release, sealed only now, is shown.)
     const bool shown_before =
-        gate && std::any_of(gate->carried.begin(), gate->carried.end(),
-                            [&action](const PendingAction& a) {
-                              return a.action_id == action.action_id && !a.digest.empty();
-                            });
+        gate &&
+        std::any_of(gate->carried.begin(), gate->carried.end(), [&action](const PendingAction& a) {
+          return a.action_id == action.action_id && !a.digest.empty();
+        });
     if (!shown_before) previews.push_back(action);
   }
   if (!text_sent) text = move.reply;
@@ -1715,8 +1710,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
                          pb::ACTION_OUTCOME_STALE, "words"});
   }
   if (suspended) {
-    SuspendedFlow self{flow_id, goal, routing.action_type, box.entities, std::nullopt,
-                       routing.plan};
+    SuspendedFlow self{flow_id,      goal,         routing.action_type,
+                       box.entities, std::nullopt, routing.plan};
     if (flows_ == nullptr) self.box = box;
     routing.suspended_flow = self;
     control.Ended(std::move(self));  // the newer turn goes on from here

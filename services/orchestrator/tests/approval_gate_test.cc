@@ -108,23 +108,24 @@ TEST(ApprovalGateTest, AReplyNamingAnotherTargetOrAddingAConditionIsNeverAnAppro
        {"ok but delete beta-digest instead", "yes, delete beta-digest", "ok, beta-digest",
         "no, delete beta-digest instead", "yes but only if it failed", "yes, but make it weekly",
         "ok delete alpha-reports-2", "sure, but not today"}) {
-    EXPECT_EQ(ReadPendingReply(edit, confirmation, pending, kAgents), PendingReply::kEdit)
-        << edit;
+    EXPECT_EQ(ReadPendingReply(edit, confirmation, pending, kAgents), PendingReply::kEdit) << edit;
   }
   // Another agent by position in a list is a change too.
   EXPECT_EQ(ReadPendingReply("yes, the second one", confirmation, pending, kAgents),
             PendingReply::kEdit);
   // The analysis's agent carries the flow's agent from earlier turns: a
   // plain yes is still a yes.
-  EXPECT_EQ(ReadPendingReply("yes, do that", Analysis(intentpb::REFERENCE_KIND_CONFIRMATION,
-                                                      {{"agent_name", "beta-digest"}}),
-                             pending, kAgents),
+  EXPECT_EQ(ReadPendingReply(
+                "yes, do that",
+                Analysis(intentpb::REFERENCE_KIND_CONFIRMATION, {{"agent_name", "beta-digest"}}),
+                pending, kAgents),
             PendingReply::kApprove);
   // A setting the action does not have.
-  EXPECT_EQ(ReadPendingReply("yes", Analysis(intentpb::REFERENCE_KIND_CONFIRMATION,
-                                             {{"schedule", "every friday"}}),
-                             pending, kAgents),
-            PendingReply::kEdit);
+  EXPECT_EQ(
+      ReadPendingReply(
+          "yes", Analysis(intentpb::REFERENCE_KIND_CONFIRMATION, {{"schedule", "every friday"}}),
+          pending, kAgents),
+      PendingReply::kEdit);
 }
 
 TEST(ApprovalGateTest, ConfirmationsApproveDeclinesDropQuestionsLeaveItPending) {
@@ -136,8 +137,8 @@ TEST(ApprovalGateTest, ConfirmationsApproveDeclinesDropQuestionsLeaveItPending) 
   for (const char* no : {"no", "cancel", "never mind", "don't", "stop"}) {
     EXPECT_EQ(ReadPendingReply(no, Analysis(), pending, kAgents), PendingReply::kReject) << no;
   }
-  for (const char* other : {"what does beta-digest do?", "how many runs did it have?",
-                            "tell me a joke"}) {
+  for (const char* other :
+       {"what does beta-digest do?", "how many runs did it have?", "tell me a joke"}) {
     const PendingReply reply = ReadPendingReply(other, Analysis(), pending, kAgents);
     EXPECT_NE(reply, PendingReply::kApprove) << other;
     EXPECT_NE(reply, PendingReply::kReject) << other;
@@ -171,15 +172,15 @@ TEST(ApprovalGateTest, AShorterOrForeignNameIsAnotherTarget) {
                                          {"alpha-2", "", "", "", "a2"},
                                          {"日報", "", "", "", "a3"},
                                          {"週報", "", "", "", "a4"}};
-  PendingAction longer{"action-1", "delete_agent", {{"agent", "alpha-2"}}, execpb::TOOL_RISK_HIGH,
-                       "delete"};
+  PendingAction longer{
+      "action-1", "delete_agent", {{"agent", "alpha-2"}}, execpb::TOOL_RISK_HIGH, "delete"};
   SealPendingAction(longer, agents, kNow, kTtl);
   EXPECT_EQ(ReadPendingReply("yes, delete alpha", Analysis(), {longer}, agents),
             PendingReply::kEdit);
   EXPECT_EQ(ReadPendingReply("yes, delete alpha-2", Analysis(), {longer}, agents),
             PendingReply::kApprove);
-  PendingAction daily{"action-2", "delete_agent", {{"agent", "日報"}}, execpb::TOOL_RISK_HIGH,
-                      "delete"};
+  PendingAction daily{
+      "action-2", "delete_agent", {{"agent", "日報"}}, execpb::TOOL_RISK_HIGH, "delete"};
   SealPendingAction(daily, agents, kNow, kTtl);
   EXPECT_EQ(ReadPendingReply("yes, 週報", Analysis(), {daily}, agents), PendingReply::kEdit);
   EXPECT_EQ(ReadPendingReply("yes, 日報", Analysis(), {daily}, agents), PendingReply::kApprove);
@@ -263,8 +264,7 @@ TEST(ApprovalGateTest, AStructuredDecisionActsOnTheActionItNamesOnly) {
   edit.set_kind(pb::DECISION_KIND_EDIT);
   edit.set_action_id("action-1");
   edit.set_arguments_json(R"({"agent": "beta-digest"})");
-  PendingResolution edited =
-      ResolvePending("", edit, Analysis(), pending, kAgents, kNow, kTtl);
+  PendingResolution edited = ResolvePending("", edit, Analysis(), pending, kAgents, kNow, kTtl);
   EXPECT_TRUE(edited.approved.empty());
   ASSERT_EQ(edited.previewed_again.size(), 1u);
   EXPECT_EQ(edited.previewed_again[0].arguments["agent"], "beta-digest");

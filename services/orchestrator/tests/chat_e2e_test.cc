@@ -242,8 +242,8 @@ class ChatEndToEndTest : public ::testing::Test {
 
   // Stores a message in `conversation` straight through the conversation
   // service, as another of the user's clients would (not through a turn).
-  grpc::Status StoreAsAnotherClient(const std::string& conversation,
-                                    conversation::v1::Role role, const std::string& content,
+  grpc::Status StoreAsAnotherClient(const std::string& conversation, conversation::v1::Role role,
+                                    const std::string& content,
                                     const std::string& metadata_json = "") const {
     conversation::v1::AppendMessageRequest message;
     message.set_conversation_id(conversation);
@@ -624,8 +624,8 @@ TEST_F(ChatEndToEndTest, OkButDeleteBetaInsteadNeverDeletesAlpha) {
   EXPECT_EQ(trail.decisions(0).via(), "words");
   bool edited = false;
   for (const auto& d : trail.decisions()) {
-    edited |= d.action_id() == ask.preview()->action_id() &&
-              d.outcome() == pb::ACTION_OUTCOME_EDITED;
+    edited |=
+        d.action_id() == ask.preview()->action_id() && d.outcome() == pb::ACTION_OUTCOME_EDITED;
   }
   EXPECT_TRUE(edited);
 }
@@ -1000,7 +1000,8 @@ TEST_F(LocalPlanEndToEndTest, AProjectIsCreatedByAPlanTheUserReviewsThenApproves
   const std::string conversation = draft.session().conversation_id();
   ASSERT_EQ(draft.Of(pb::ChatEvent::kPlanCreated).size(), 1u);
   ASSERT_EQ(draft.Of(pb::ChatEvent::kPlanReadyForReview).size(), 1u);
-  const pb::Plan plan = draft.Of(pb::ChatEvent::kPlanReadyForReview)[0].plan_ready_for_review().plan();
+  const pb::Plan plan =
+      draft.Of(pb::ChatEvent::kPlanReadyForReview)[0].plan_ready_for_review().plan();
   EXPECT_EQ(plan.status(), pb::PLAN_STATUS_PENDING_REVIEW);
   ASSERT_EQ(plan.steps_size(), 3);
   EXPECT_TRUE(draft.Of(pb::ChatEvent::kStepStart).empty()) << "nothing runs before the review";
@@ -1051,8 +1052,8 @@ TEST_F(LocalPlanEndToEndTest, AnAuditPlanOnlyReadsAndRunsAtOnce) {
   const json project =
       Invoke("create_project", {{"name", "Harbor"}, {"description", "The harbor rebuild"}});
   ASSERT_FALSE(project.contains("is_error")) << project.dump();
-  Turn audit = ChatIn(intentpb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", "",
-                      "Harbor");
+  Turn audit =
+      ChatIn(intentpb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", "", "Harbor");
   ExpectWellFormed(audit);
   ASSERT_EQ(audit.Of(pb::ChatEvent::kPlanCreated).size(), 1u);
   EXPECT_TRUE(audit.Of(pb::ChatEvent::kPlanReadyForReview).empty()) << "reads need no review";
@@ -1093,7 +1094,8 @@ TEST_F(LocalPlanEndToEndTest, AStepsQuestionGoesToTheUserWhoseAnswerLetsThePlanG
   }
   // "Harbor" names two projects: the executor asks which, the planner
   // cannot know (local mode), so the user is asked and the plan waits.
-  Turn audit = ChatIn(intentpb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", "", "Harbor");
+  Turn audit =
+      ChatIn(intentpb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", "", "Harbor");
   ExpectWellFormed(audit);
   const std::string conversation = audit.session().conversation_id();
   EXPECT_THAT(audit.text(), HasSubstr("needs your answer"));
@@ -1345,9 +1347,8 @@ class ModelPlannerEndToEndTest : public ChatEndToEndTest {
   // `profiles` (the YAML lines under profiles:), one attempt per call.
   static std::string FakeLlmSection(const std::string& model, const std::string& profiles) {
     return "llm:\n  providers:\n    fake:\n      api: openai\n      base_url: " +
-           fake_->openai_base_url() +
-           "\n      api_key_env: FAKE_LLM_KEY\n      prices:\n        " + model +
-           ": \"1.0 0.5 2.0\"\n  profiles:\n" + profiles + "  retry: {max_attempts: 1}\n";
+           fake_->openai_base_url() + "\n      api_key_env: FAKE_LLM_KEY\n      prices:\n        " +
+           model + ": \"1.0 0.5 2.0\"\n  profiles:\n" + profiles + "  retry: {max_attempts: 1}\n";
   }
 
   // Restarts the orchestrator on the fake provider, with `extra` YAML
@@ -1358,7 +1359,8 @@ class ModelPlannerEndToEndTest : public ChatEndToEndTest {
     config << FakeLlmSection("planner-model",
                              "    balanced: [fake/planner-model]\n"
                              "    quality: [fake/reviewer-model]\n")
-           << "planner:\n  max_iterations: 3\n  profiles: {task: quality}\n" << extra;
+           << "planner:\n  max_iterations: 3\n  profiles: {task: quality}\n"
+           << extra;
     config.close();
     orchestrator_->Stop();
     StartOrchestrator({"--config", path.string()}, {"OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
@@ -1512,16 +1514,15 @@ TEST_F(ModelPlannerEndToEndTest, ThePlannerMakesAPlanWhoseStepsRunAndSumsItUp) {
       fake_
           ->SetRules(
               {Rule("onboarding", false, call), Rule("onboarding", true, answer),
-               PlanGeneration("", json::array({PlannedStep("s1", "List the agents", "list_agents",
-                                                           json::object()),
-                                               PlannedStep("s2", "Find the onboarding projects",
-                                                           "search_projects",
-                                                           {{"query", "onboarding"}}),
-                                               PlannedStep("s3", "Create the onboarding agent",
-                                                           "create_agent",
-                                                           {{"name", "onboarding-buddy"},
-                                                            {"description", "Welcomes new hires"}},
-                                                           {"s1"})}))})
+               PlanGeneration(
+                   "",
+                   json::array({PlannedStep("s1", "List the agents", "list_agents", json::object()),
+                                PlannedStep("s2", "Find the onboarding projects", "search_projects",
+                                            {{"query", "onboarding"}}),
+                                PlannedStep("s3", "Create the onboarding agent", "create_agent",
+                                            {{"name", "onboarding-buddy"},
+                                             {"description", "Welcomes new hires"}},
+                                            {"s1"})}))})
           .ok());
   const size_t before = fake_->RequestCount();
   Turn shown = Chat("we keep forgetting steps when onboarding new hires, can you sort it out?");
@@ -1542,8 +1543,9 @@ TEST_F(ModelPlannerEndToEndTest, ThePlannerMakesAPlanWhoseStepsRunAndSumsItUp) {
   EXPECT_FALSE(shown.done().is_final());
   EXPECT_TRUE(Invoke("get_agent", {{"agent", "onboarding-buddy"}}).contains("error"));
   ASSERT_EQ(fake_->RequestCount(), before + 3) << "planner, generation, planner";
-  const json result_then = json::parse(
-      json::parse(fake_->Requests()[before + 2].body)["messages"].back()["content"].get<std::string>());
+  const json result_then = json::parse(json::parse(fake_->Requests()[before + 2].body)["messages"]
+                                           .back()["content"]
+                                           .get<std::string>());
   EXPECT_EQ(result_then["status"], "pending_review");
 
   // A client's button approves it: exactly the plan previewed runs.
@@ -1565,7 +1567,8 @@ TEST_F(ModelPlannerEndToEndTest, ThePlannerMakesAPlanWhoseStepsRunAndSumsItUp) {
             "onboarding-buddy");
   const json first = json::parse(fake_->Requests()[before].body);
   bool offered = false;
-  for (const json& tool : first["tools"]) offered |= tool["function"]["name"] == "agent_create_plan";
+  for (const json& tool : first["tools"])
+    offered |= tool["function"]["name"] == "agent_create_plan";
   EXPECT_TRUE(offered);
   EXPECT_THAT(LastRouting(conversation)["tools_used"].dump(), HasSubstr("agent_create_plan"));
 
@@ -1586,19 +1589,22 @@ TEST_F(ModelPlannerEndToEndTest, ADraftPlanIsRevisedThenApprovedAndRunsWithoutTh
                       R"({"objective":"Automate the weekly report","auto_execute":false})"}};
   llm::testing::FakeReply shown;
   shown.text = "Here is how I would automate the weekly report.";
-  const json one = json::array({PlannedStep("s1", "List the agents", "list_agents", json::object())});
+  const json one =
+      json::array({PlannedStep("s1", "List the agents", "list_agents", json::object())});
   const json two = json::array(
       {PlannedStep("s1", "Find the reporting projects", "search_projects", {{"query", "report"}}),
        PlannedStep("s2", "List the agents", "list_agents", json::object(), {"s1"})});
-  ASSERT_TRUE(fake_
-                  ->SetRules({Rule("weekly report", false, call), Rule("weekly report", true, shown),
-                              PlanGeneration("reporting projects", two), PlanGeneration("", one)})
-                  .ok());
+  ASSERT_TRUE(
+      fake_
+          ->SetRules({Rule("weekly report", false, call), Rule("weekly report", true, shown),
+                      PlanGeneration("reporting projects", two), PlanGeneration("", one)})
+          .ok());
   Turn draft = Chat("can you take the weekly report off my plate?");
   ExpectWellFormed(draft);
   const std::string conversation = draft.session().conversation_id();
   ASSERT_EQ(draft.Of(pb::ChatEvent::kPlanReadyForReview).size(), 1u);
-  const pb::Plan plan = draft.Of(pb::ChatEvent::kPlanReadyForReview)[0].plan_ready_for_review().plan();
+  const pb::Plan plan =
+      draft.Of(pb::ChatEvent::kPlanReadyForReview)[0].plan_ready_for_review().plan();
   EXPECT_EQ(plan.execution_mode(), pb::EXECUTION_MODE_DRAFT_ONLY) << "auto_execute: false";
   EXPECT_EQ(plan.steps_size(), 1);
   EXPECT_TRUE(draft.Of(pb::ChatEvent::kStepStart).empty());
@@ -1655,15 +1661,15 @@ TEST_F(ModelPlannerEndToEndTest, AReviewedPlanIsRevisedWithTheReviewersNotesThen
   approved.reply.json = json{{"verdict", "approved"}, {"notes", "complete"}}.dump();
   ASSERT_TRUE(
       fake_
-          ->SetRules({Rule("tidy", false, call), Rule("tidy", true, answer), needs_changes,
-                      approved,
-                      PlanGeneration("look at the projects too",
-                                     json::array({PlannedStep("s1", "List the agents",
-                                                              "list_agents", json::object()),
-                                                  PlannedStep("s2", "Find the projects",
-                                                              "search_projects", json::object())})),
-                      PlanGeneration("", json::array({PlannedStep("s1", "List the agents",
-                                                                  "list_agents", json::object())}))})
+          ->SetRules(
+              {Rule("tidy", false, call), Rule("tidy", true, answer), needs_changes, approved,
+               PlanGeneration(
+                   "look at the projects too",
+                   json::array({PlannedStep("s1", "List the agents", "list_agents", json::object()),
+                                PlannedStep("s2", "Find the projects", "search_projects",
+                                            json::object())})),
+               PlanGeneration("", json::array({PlannedStep("s1", "List the agents", "list_agents",
+                                                           json::object())}))})
           .ok());
   const size_t before = fake_->RequestCount();
   Turn turn = Chat("please tidy up my agents");
@@ -1693,11 +1699,9 @@ TEST_F(ModelPlannerEndToEndTest, AReviewedPlanIsRevisedWithTheReviewersNotesThen
 TEST_F(ModelPlannerEndToEndTest, APlanSuspendedByANewMessageRunsWhenTheFlowIsResumed) {
   llm::testing::FakeReply call;
   call.tool_calls = {{"", "agent_create_plan", R"({"objective":"Survey my workspace"})"}};
-  llm::testing::FakeRule slow_generation =
-      PlanGeneration("", json::array({PlannedStep("s1", "List the agents", "list_agents",
-                                                  json::object()),
-                                      PlannedStep("s2", "Find the projects", "search_projects",
-                                                  json::object())}));
+  llm::testing::FakeRule slow_generation = PlanGeneration(
+      "", json::array({PlannedStep("s1", "List the agents", "list_agents", json::object()),
+                       PlannedStep("s2", "Find the projects", "search_projects", json::object())}));
   slow_generation.first_byte_delay_ms = 1500;
   llm::testing::FakeReply quick;
   quick.text = "You have no agents yet.";
@@ -1974,10 +1978,9 @@ TEST_F(ModelPlannerEndToEndTest, AMessageStoredBetweenTurnsByAnotherClientReache
   ExpectWellFormed(third);
   ASSERT_EQ(fake_->RequestCount(), before + 1);
   EXPECT_THAT(history_of(before),
-              ::testing::IsSupersetOf({"the invoices are numbered by month",
-                                       "and they are due after 30 days",
-                                       "also: the customer prefers email reminders",
-                                       "what do you know so far?"}));
+              ::testing::IsSupersetOf(
+                  {"the invoices are numbered by month", "and they are due after 30 days",
+                   "also: the customer prefers email reminders", "what do you know so far?"}));
   // And the turn after it, from the window kept again, still has it all.
   before = fake_->RequestCount();
   Turn fourth = Chat("thanks", conversation_id);

@@ -1,5 +1,4 @@
 #include "services/orchestrator/src/local_policy.h"
-#include "services/orchestrator/src/turn_bus.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -7,6 +6,7 @@
 #include "services/orchestrator/src/context_box.h"
 #include "services/orchestrator/src/model_planner.h"
 #include "services/orchestrator/src/routing.h"
+#include "services/orchestrator/src/turn_bus.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -58,13 +58,13 @@ TEST(LocalPolicyTest, AProblemBecomesAnAgentDraftThatWaits) {
 
 TEST(LocalPolicyTest, NewDetailsReviseTheDraftAndAskAgain) {
   const json args = {{"name", "digest"}, {"description", "d"}};
-  std::optional<Move> revised = ReviseLocally(
-      {Intent(intentpb::ACTION_TYPE_CREATE_AGENT,
-              {{"schedule", "weekly"}, {"recipients", "the team"}},
-              intentpb::REFERENCE_KIND_CORRECTION),
-       "actually make it weekly and send it to the team", WithPending("create_agent", args),
-       kAgents},
-      "");
+  std::optional<Move> revised =
+      ReviseLocally({Intent(intentpb::ACTION_TYPE_CREATE_AGENT,
+                            {{"schedule", "weekly"}, {"recipients", "the team"}},
+                            intentpb::REFERENCE_KIND_CORRECTION),
+                     "actually make it weekly and send it to the team",
+                     WithPending("create_agent", args), kAgents},
+                    "");
   ASSERT_TRUE(revised.has_value());
   const Move& move = *revised;
   EXPECT_TRUE(move.run.empty());

@@ -4,7 +4,6 @@
 // models (generation, review, clarification, the executor's turns) are the
 // fake provider speaking the real OpenAI wire format.
 #include "services/orchestrator/src/plan_engine.h"
-#include "services/orchestrator/src/pg_plan_store.h"
 
 #include <gmock/gmock.h>
 #include <grpcpp/create_channel.h>
@@ -31,6 +30,7 @@
 #include "libs/pg/migrate.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "services/orchestrator/src/grpc_downstream.h"
+#include "services/orchestrator/src/pg_plan_store.h"
 #include "services/orchestrator/src/usage_attribution.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
@@ -193,7 +193,6 @@ class PlanEngineTest : public ::testing::Test {
   }
 
  protected:
-
   static void TearDownTestSuite() {
     delete executor_stub_;
     delete model_steps_;
@@ -397,7 +396,8 @@ TEST_F(PlanEngineTest, LocalModeRunsTheProjectCreateTemplateOnTheExecutor) {
   EXPECT_GT(preview.expires_at_unix_ms(), core::NowMicros() / 1000);
   std::vector<std::string> previewed;
   for (const auto& step : preview.steps()) previewed.push_back(step.tool_name());
-  EXPECT_THAT(previewed, ::testing::UnorderedElementsAre("create_project", "create_context_document"));
+  EXPECT_THAT(previewed,
+              ::testing::UnorderedElementsAre("create_project", "create_context_document"));
   EXPECT_TRUE(sink.Of(pb::ChatEvent::kStepStart).empty()) << "nothing runs before the approval";
   EXPECT_TRUE(Invoke("get_project_details", {{"project", "Spring campaign"}}).contains("is_error"));
   // An approval of other steps than the ones previewed runs nothing.
@@ -676,14 +676,15 @@ TEST_F(PlanQuestionTest, AQuestionOnlyTheUserCanAnswerPausesThePlanUntilTheAnswe
 TEST_F(PlanEngineTest, AnAutoExecutePlanThatDeletesWaitsForTheUsersApprovalOfItsPreview) {
   ASSERT_FALSE(Invoke("create_agent", {{"name", "victim-agent"}, {"description", "d"}})
                    .contains("is_error"));
-  const json plan = {
-      {"steps",
-       {StepJson("s1", "Delete the agent victim-agent", {"delete_agent"}, {},
-                 json::array({{{"tool", "delete_agent"},
-                               {"arguments", {{"agent", "victim-agent"}}}}}))}}};
+  const json plan = {{"steps",
+                      {StepJson("s1", "Delete the agent victim-agent", {"delete_agent"}, {},
+                                json::array({{{"tool", "delete_agent"},
+                                              {"arguments", {{"agent", "victim-agent"}}}}}))}}};
   ASSERT_TRUE(fake_->SetRules({Rule("plan_generation", "", Json(plan))}).ok());
   auto engine = MakeEngine(true, false);
-  auto exists = [&] { return !Invoke("get_agent", {{"agent", "victim-agent"}}).contains("is_error"); };
+  auto exists = [&] {
+    return !Invoke("get_agent", {{"agent", "victim-agent"}}).contains("is_error");
+  };
 
   RecordingSink sink;
   auto made = engine->engine.CreatePlan(
@@ -725,8 +726,8 @@ TEST_F(PlanEngineTest, AnAutoExecutePlanThatDeletesWaitsForTheUsersApprovalOfIts
 // A reviewer model's approval never replaces the user's for a step that
 // writes; a plan naming a tool the policy denies is not made at all.
 TEST_F(PlanEngineTest, AReviewersApprovalOfAHighStepDoesNotRunItAndADeniedToolIsNotPlanned) {
-  ASSERT_FALSE(Invoke("create_agent", {{"name", "kept-agent"}, {"description", "d"}})
-                   .contains("is_error"));
+  ASSERT_FALSE(
+      Invoke("create_agent", {{"name", "kept-agent"}, {"description", "d"}}).contains("is_error"));
   const json plan = {{"steps",
                       {StepJson("s1", "Delete kept-agent", {"delete_agent"}, {},
                                 json::array({{{"tool", "delete_agent"},
@@ -738,9 +739,8 @@ TEST_F(PlanEngineTest, AReviewersApprovalOfAHighStepDoesNotRunItAndADeniedToolIs
                   .ok());
   auto engine = MakeEngine(true, false);
   RecordingSink sink;
-  auto made =
-      engine->engine.CreatePlan(who_, "", Objective("Tidy up", ExecutionMode::kAgentReview),
-                                InContext(intentpb::CONTEXT_TYPE_GLOBAL), sink);
+  auto made = engine->engine.CreatePlan(who_, "", Objective("Tidy up", ExecutionMode::kAgentReview),
+                                        InContext(intentpb::CONTEXT_TYPE_GLOBAL), sink);
   ASSERT_TRUE(made.ok()) << made.status();
   EXPECT_EQ(made->plan.review_verdict, ReviewVerdict::kApproved);
   EXPECT_EQ(made->plan.status, PlanStatus::kPendingReview);
@@ -884,13 +884,14 @@ TEST_F(PlanEngineTest, ADraftWaitsForTheUserWhoApprovesRevisesOrRejects) {
 }
 
 TEST_F(PlanEngineTest, APlanIsRunByOneCallAtATime) {
-  ASSERT_TRUE(fake_
-                  ->SetRules({
-                      Rule("plan_generation", "",
-                           Json({{"steps", {StepJson("s1", "Survey slowly", {"list_agents"}, {})}}})),
-                      ExecutorTurn("Survey slowly", false, "", {}, 800),
-                  })
-                  .ok());
+  ASSERT_TRUE(
+      fake_
+          ->SetRules({
+              Rule("plan_generation", "",
+                   Json({{"steps", {StepJson("s1", "Survey slowly", {"list_agents"}, {})}}})),
+              ExecutorTurn("Survey slowly", false, "", {}, 800),
+          })
+          .ok());
   auto engine = MakeEngine(true, true);
   RecordingSink sink;
   auto draft = engine->engine.CreatePlan(
