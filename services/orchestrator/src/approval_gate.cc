@@ -131,13 +131,6 @@ std::set<std::string> OwnWords(const std::vector<PendingAction>& pending,
   return own;
 }
 
-bool EndsWithQuestionMark(std::string_view message) {
-  while (!message.empty() && absl::ascii_isspace(static_cast<unsigned char>(message.back()))) {
-    message.remove_suffix(1);
-  }
-  return !message.empty() && message.back() == '?';
-}
-
 // What a pending action targets by name (lower case): its resolved agent, or
 // the agent argument as written.
 std::set<std::string> TargetNames(const std::vector<PendingAction>& pending) {
@@ -179,6 +172,13 @@ const AgentInfo* FindAgent(const std::vector<AgentInfo>& agents, const std::stri
 }
 
 }  // namespace
+
+bool IsQuestion(std::string_view message) {
+  while (!message.empty() && absl::ascii_isspace(static_cast<unsigned char>(message.back()))) {
+    message.remove_suffix(1);
+  }
+  return !message.empty() && message.back() == '?';
+}
 
 std::vector<std::string> GateWords(const std::string& text) {
   std::vector<std::string> words;
@@ -363,7 +363,7 @@ PendingReply ReadPendingReply(const std::string& message, const intentpb::Intent
   const std::vector<std::string> words = GateWords(message);
   const std::string lower = absl::AsciiStrToLower(message);
   // A question decides nothing: it is answered, and the action waits.
-  if (EndsWithQuestionMark(message)) return PendingReply::kOther;
+  if (IsQuestion(message)) return PendingReply::kOther;
   const std::set<std::string> targets = TargetNames(pending);
   // Another target than the previewed ones: never an approval of them. (The
   // analysis's agent_name is not used: it carries the flow's agent from
@@ -405,7 +405,7 @@ PendingReply ReadPlanReviewReply(const std::string& message) {
     return PendingReply::kReject;
   }
   if (HasChangeMarker(words, lower)) return PendingReply::kEdit;
-  if (EndsWithQuestionMark(message)) return PendingReply::kOther;
+  if (IsQuestion(message)) return PendingReply::kOther;
   if (HasConfirmationSignal(words) && OnlyConfirms(words, {})) return PendingReply::kApprove;
   return PendingReply::kOther;  // a new request: the plan keeps waiting
 }

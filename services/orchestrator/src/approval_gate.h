@@ -130,6 +130,10 @@ PlanVerdict DecidePlan(const ApprovalPolicy& policy, const std::vector<PlanStep>
 ::omniforge::executor::v1::ToolRisk RiskIn(
     const std::vector<::omniforge::executor::v1::ToolDescriptor>& tools, const std::string& tool);
 
+// Whether `message` ends with a question mark (trailing spaces aside): a
+// question decides nothing that waits for the user.
+bool IsQuestion(std::string_view message);
+
 // The words the gate reads: ASCII letters and digits lower-cased, and every
 // byte of a non-ASCII UTF-8 character kept, so names in any script are words.
 std::vector<std::string> GateWords(const std::string& text);

@@ -1,9 +1,7 @@
 #include "services/orchestrator/src/turn_runner.h"
 
 #include <algorithm>
-#include <cctype>
 #include <future>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -233,13 +231,6 @@ class EndsControl final {
   TurnControl& control_;
 };
 
-bool EndsWithQuestion(std::string_view message) {
-  while (!message.empty() && std::isspace(static_cast<unsigned char>(message.back()))) {
-    message.remove_suffix(1);
-  }
-  return !message.empty() && message.back() == '?';
-}
-
 // The words stored for a structured decision sent without a message.
 std::string DecisionWords(const pb::ApprovalDecision& decision) {
   switch (decision.kind()) {
@@ -295,7 +286,7 @@ std::optional<PlanMove> PlanMoveFor(const PlanRef& plan, const std::string& mess
       case PendingReply::kReject:
         return PlanMove::kReject;
       case PendingReply::kOther:
-        if (EndsWithQuestion(message)) return std::nullopt;
+        if (IsQuestion(message)) return std::nullopt;
         return PlanMove::kAnswer;
       default:
         return PlanMove::kAnswer;

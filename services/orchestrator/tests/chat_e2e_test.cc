@@ -973,6 +973,16 @@ TEST_F(ChatEndToEndTest, BadInputIsRefusedAndStoresNothing) {
 // policy's templates, carried out by the executor's deterministic agents.
 class LocalPlanEndToEndTest : public ChatEndToEndTest {
  protected:
+  // Stores `plan` as an orchestrator that died while running it left it.
+  static void StorePlan(const Plan& plan) {
+    pg::PgOptions options;
+    options.dsn = db_->dsn();
+    auto pool = pg::PgPool::Create(options);
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    PgPlanStore store(**pool);
+    ASSERT_TRUE(store.Create(plan).ok());
+  }
+
   static void SetUpTestSuite() {
     ChatEndToEndTest::SetUpTestSuite();
     orchestrator_->Stop();
@@ -1155,14 +1165,7 @@ TEST_F(LocalPlanEndToEndTest, ContinueAfterACrashFinishesThePlanWithoutRepeating
   second.tool_calls = {
       {"create_agent", {{"name", "harbor-review"}, {"description", "Reviews the harbor"}}}};
   plan.steps = {first, second};
-  {
-    pg::PgOptions options;
-    options.dsn = db_->dsn();
-    auto pool = pg::PgPool::Create(options);
-    ASSERT_TRUE(pool.ok()) << pool.status();
-    PgPlanStore store(**pool);
-    ASSERT_TRUE(store.Create(plan).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(StorePlan(plan));
   orchestrator_->Stop();
   StartOrchestrator({}, {"OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
 
@@ -1209,14 +1212,7 @@ TEST_F(LocalPlanEndToEndTest, AResumedPlanDoesNotRepeatAWriteThatAlreadyHappened
   step.attempts = 1;
   step.started_micros = core::NowMicros();
   plan.steps = {step};
-  {
-    pg::PgOptions options;
-    options.dsn = db_->dsn();
-    auto pool = pg::PgPool::Create(options);
-    ASSERT_TRUE(pool.ok()) << pool.status();
-    PgPlanStore store(**pool);
-    ASSERT_TRUE(store.Create(plan).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(StorePlan(plan));
   // What the step's executor agent did before the orchestrator died.
   const std::string key = "plan:" + plan.id + ":s1:w0";
   {
