@@ -5,7 +5,7 @@
 //
 // The floors below are just under what the service reaches today (0.925 on
 // the dev split, 0.951 on the follow-ups, 0.922 on the held-out follow-ups;
-// see README, Performance), so a change that makes understanding worse
+// see docs/benchmarks.md), so a change that makes understanding worse
 // fails here. The dev floor stays at the target (0.92); one held-out case
 // is about 0.008.
 #include <gmock/gmock.h>
