@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "libs/core/digest.h"
 #include "libs/core/files.h"
 #include "libs/core/text.h"
 
@@ -163,8 +164,7 @@ absl::StatusOr<NewApiKey> GenerateApiKey(const Identity& who, std::string_view l
   NewApiKey out;
   const std::string key_id = ToHex(id, sizeof(id));
   out.key = kApiKeyPrefix + key_id + "_" + ToHex(secret, sizeof(secret));
-  const std::array<uint8_t, 32> hash = Sha256(out.key);
-  out.file_line = key_id + " " + kHashPrefix + ToHex(hash.data(), hash.size()) + " " +
+  out.file_line = key_id + " " + kHashPrefix + Sha256Hex(out.key) + " " +
                   who.tenant_id + " " + who.user_id;
   if (!label.empty()) out.file_line += " " + std::string(label);
   sodium_memzero(secret, sizeof(secret));

@@ -1,13 +1,11 @@
 #include "services/orchestrator/src/approval_gate.h"
 
-#include <sodium.h>
-
 #include <algorithm>
-#include <array>
 #include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "libs/core/digest.h"
 #include "libs/core/ids.h"
 #include "libs/core/text.h"
 
@@ -18,20 +16,6 @@ namespace execpb = ::omniforge::executor::v1;
 namespace intentpb = ::omniforge::intent::v1;
 namespace pb = ::omniforge::orchestrator::v1;
 using nlohmann::json;
-
-std::string Sha256Hex(const std::string& text) {
-  std::array<unsigned char, crypto_hash_sha256_BYTES> digest{};
-  crypto_hash_sha256(digest.data(), reinterpret_cast<const unsigned char*>(text.data()),
-                     text.size());
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(digest.size() * 2);
-  for (unsigned char b : digest) {
-    out.push_back(kHex[b >> 4]);
-    out.push_back(kHex[b & 0xf]);
-  }
-  return out;
-}
 
 // nlohmann's object keeps its keys sorted: dump() is canonical.
 std::string Canonical(const json& value) {
@@ -264,11 +248,11 @@ absl::StatusOr<ApprovalPolicy> ReadApprovalPolicy(core::ConfigReader& reader) {
 }
 
 std::string ActionDigest(const std::string& tool, const json& arguments) {
-  return Sha256Hex(Canonical(json{{"tool", tool}, {"arguments", arguments}}));
+  return core::Sha256Hex(Canonical(json{{"tool", tool}, {"arguments", arguments}}));
 }
 
 std::string PlanDigest(const std::vector<PlanStep>& steps) {
-  return Sha256Hex(Canonical(StepsToJson(steps)));
+  return core::Sha256Hex(Canonical(StepsToJson(steps)));
 }
 
 void SealPendingAction(PendingAction& action, const std::vector<AgentInfo>& agents,
