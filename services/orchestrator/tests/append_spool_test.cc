@@ -1,7 +1,7 @@
 // The append spool against the real conversation service (its binary on
 // PostgreSQL), stopped and started again on the same port to take storage
 // away and bring it back.
-#include "services/orchestrator/src/append_spool.h"
+#include "services/orchestrator/downstream/append_spool.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 
 #include "libs/core/clock.h"
 #include "libs/core/ids.h"
-#include "services/orchestrator/src/grpc_downstream.h"
+#include "services/orchestrator/downstream/grpc_downstream.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
 

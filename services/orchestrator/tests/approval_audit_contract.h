@@ -22,7 +22,7 @@
 
 #include "libs/core/clock.h"
 #include "libs/core/ids.h"
-#include "services/orchestrator/src/approval_audit.h"
+#include "services/orchestrator/approvals/approval_audit.h"
 
 namespace omniforge::orchestrator {
 

@@ -1,4 +1,4 @@
-#include "services/orchestrator/src/approval_gate.h"
+#include "services/orchestrator/approvals/approval_gate.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -31,8 +31,8 @@
 #include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
-#include "services/orchestrator/src/pg_approval_audit.h"
-#include "services/orchestrator/src/pg_plan_store.h"
+#include "services/orchestrator/storage/pg_approval_audit.h"
+#include "services/orchestrator/storage/pg_plan_store.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
 

@@ -1,7 +1,7 @@
 // The downstream clients against a real gRPC server on loopback: a turn's
 // cancellation cancels its calls in flight, and calls made after it are not
 // made; writes in a scope of their own go through.
-#include "services/orchestrator/src/grpc_downstream.h"
+#include "services/orchestrator/downstream/grpc_downstream.h"
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>

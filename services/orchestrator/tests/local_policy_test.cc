@@ -1,12 +1,12 @@
-#include "services/orchestrator/src/local_policy.h"
+#include "services/orchestrator/planner/local_policy.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "services/orchestrator/src/context_box.h"
-#include "services/orchestrator/src/model_planner.h"
-#include "services/orchestrator/src/routing.h"
-#include "services/orchestrator/src/turn_bus.h"
+#include "services/orchestrator/flow/context_box.h"
+#include "services/orchestrator/planner/model_planner.h"
+#include "services/orchestrator/flow/routing.h"
+#include "services/orchestrator/turn/turn_bus.h"
 
 namespace omniforge::orchestrator {
 namespace {

@@ -1,7 +1,7 @@
 // The in-memory approval audit trail: the store contract
 // (approval_audit_contract.h), its bound, its clock, and the conversions
 // the stores and the API share.
-#include "services/orchestrator/src/memory_approval_audit.h"
+#include "services/orchestrator/approvals/memory_approval_audit.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The approval audit trail in PostgreSQL (orchestration.approval_decisions,
 // row-level security on): the store contract (approval_audit_contract.h),
 // then what the database itself enforces and how rows are stored.
-#include "services/orchestrator/src/pg_approval_audit.h"
+#include "services/orchestrator/storage/pg_approval_audit.h"
 
 #include <gtest/gtest.h>
 

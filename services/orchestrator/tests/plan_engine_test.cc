@@ -3,7 +3,7 @@
 // binary over gRPC (Converse), in local mode and with its own model; the
 // models (generation, review, clarification, the executor's turns) are the
 // fake provider speaking the real OpenAI wire format.
-#include "services/orchestrator/src/plan_engine.h"
+#include "services/orchestrator/plans/plan_engine.h"
 
 #include <gmock/gmock.h>
 #include <grpcpp/create_channel.h>
@@ -29,9 +29,9 @@
 #include "libs/llm/testing/fake_provider.h"
 #include "libs/pg/migrate.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
-#include "services/orchestrator/src/grpc_downstream.h"
-#include "services/orchestrator/src/pg_plan_store.h"
-#include "services/orchestrator/src/usage_attribution.h"
+#include "services/orchestrator/downstream/grpc_downstream.h"
+#include "services/orchestrator/storage/pg_plan_store.h"
+#include "services/orchestrator/usage/usage_attribution.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
 

@@ -1,6 +1,6 @@
 // Plans as data: agent_create_plan's arguments, the rules a plan keeps and
 // the local templates.
-#include "services/orchestrator/src/plan_model.h"
+#include "services/orchestrator/plans/plan_model.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "libs/llm/structured_output.h"
-#include "services/orchestrator/src/plan_engine.h"
-#include "services/orchestrator/src/plan_generator.h"
+#include "services/orchestrator/plans/plan_engine.h"
+#include "services/orchestrator/plans/plan_generator.h"
 
 namespace omniforge::orchestrator {
 namespace {

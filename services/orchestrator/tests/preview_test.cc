@@ -1,4 +1,4 @@
-#include "services/orchestrator/src/preview.h"
+#include "services/orchestrator/approvals/preview.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "services/orchestrator/src/routing.h"
+#include "services/orchestrator/flow/routing.h"
 
 namespace omniforge::orchestrator {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "libs/core/clock.h"
-#include "services/orchestrator/src/chat_service.h"
+#include "services/orchestrator/api/chat_service.h"
 
 namespace omniforge::orchestrator {
 namespace {

@@ -3,7 +3,7 @@
 // orchestration.llm_turn_usage, and orchestration.llm_usage still answers
 // one row per call, to its tenant only, and still takes the previous
 // release's inserts.
-#include "services/orchestrator/src/usage_recorder.h"
+#include "services/orchestrator/storage/usage_recorder.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,8 +17,8 @@
 #include "libs/core/metrics.h"
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
-#include "services/orchestrator/src/tenant_row_writer.h"
-#include "services/orchestrator/src/usage_attribution.h"
+#include "services/orchestrator/storage/tenant_row_writer.h"
+#include "services/orchestrator/usage/usage_attribution.h"
 #include "tests/support/test_database.h"
 
 namespace omniforge::pg {

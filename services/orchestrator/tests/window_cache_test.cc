@@ -1,4 +1,4 @@
-#include "services/orchestrator/src/window_cache.h"
+#include "services/orchestrator/downstream/window_cache.h"
 
 #include <gtest/gtest.h>
 

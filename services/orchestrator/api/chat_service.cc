@@ -1,0 +1,585 @@
+#include "services/orchestrator/api/chat_service.h"
+
+#include <grpcpp/support/proto_buffer_reader.h>
+
+#include <condition_variable>
+#include <deque>
+#include <utility>
+
+#include "absl/algorithm/container.h"
+#include "libs/core/call_deadline.h"
+#include "libs/core/clock.h"
+#include "libs/core/grpc_status.h"
+#include "libs/core/ids.h"
+#include "libs/core/logging.h"
+#include "libs/core/metrics.h"
+#include "libs/core/server.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+// Reads of history never wait longer than this, whatever the client's deadline.
+constexpr int64_t kMaxReadMicros = 30'000'000;
+// ListActions' limit: at most this many decisions; 0 asks for the default.
+constexpr int kMaxListedActions = 500;
+constexpr int kDefaultListedActions = 100;
+// A turn's bound when the client set no deadline (turn.timeout_ms applies too).
+constexpr int64_t kMaxTurnMicros = 3'600'000'000;
+// How often the turns other replicas never said had ended are forgotten.
+constexpr int64_t kPruneEveryMicros = 60'000'000;
+// Events waiting to be written before the turn's thread waits for the client.
+constexpr size_t kMaxQueuedEvents = 256;
+
+// Turns other replicas announced and have not ended, as far as this one knows.
+core::Gauge& RemoteTurnsGauge() {
+  static core::Gauge& gauge = core::MetricsRegistry::Global().GetGauge(
+      "omniforge_orchestrator_remote_turns",
+      "Turns running on other replicas, as far as their signals have reached this one.");
+  return gauge;
+}
+
+std::string_view MetadataValue(const grpc::CallbackServerContext& context, const char* key) {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find(key);
+  if (it == metadata.end()) return {};
+  return std::string_view(it->second.data(), it->second.size());
+}
+
+absl::StatusOr<core::Identity> Authenticate(const core::ApiKeyStore& keys,
+                                            const grpc::CallbackServerContext& context) {
+  const std::string_view key = core::PresentedApiKey(MetadataValue(context, "authorization"),
+                                                     MetadataValue(context, "x-api-key"));
+  if (key.empty()) {
+    return absl::UnauthenticatedError(
+        "missing API key: send `authorization: Bearer <key>` or `x-api-key: <key>`");
+  }
+  return keys.Authenticate(key);
+}
+
+template <typename Message>
+bool Parse(const grpc::ByteBuffer& raw, Message& message) {
+  grpc::ByteBuffer copy(raw);
+  grpc::ProtoBufferReader reader(&copy);
+  return message.ParseFromZeroCopyStream(&reader);
+}
+
+template <typename Message>
+std::string ParseError() {
+  return "request is not a valid " + Message::descriptor()->full_name() +
+         ": every string field must be valid UTF-8";
+}
+
+std::chrono::system_clock::time_point TimePoint(int64_t micros) {
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::microseconds(micros)));
+}
+
+int64_t DeadlineMicros(const grpc::CallbackServerContext& context, int64_t cap_micros) {
+  const int64_t cap = core::NowMicros() + cap_micros;
+  const auto deadline = context.deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return cap;
+  const int64_t micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(deadline.time_since_epoch()).count();
+  return std::min(micros, cap);
+}
+
+// A unary call: authenticated, parsed, then `body` on a worker thread.
+template <typename Request, typename Response>
+grpc::ServerUnaryReactor* ServeUnary(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw,
+    grpc::ByteBuffer* raw_response, const char* method, const core::ApiKeyStore& keys,
+    core::ThreadPool& workers,
+    std::function<absl::Status(const core::Identity&, const Request&, Response*, int64_t)> body) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto scope = std::make_shared<core::RpcScope>(method);
+  auto finish = [reactor, scope](absl::Status status) {
+    scope->Finish(status);
+    reactor->Finish(core::ToGrpcStatus(status));
+  };
+  auto who = Authenticate(keys, *context);
+  if (!who.ok()) {
+    finish(who.status());
+    return reactor;
+  }
+  auto request = std::make_shared<Request>();
+  if (!Parse(*raw, *request)) {
+    finish(absl::InvalidArgumentError(ParseError<Request>()));
+    return reactor;
+  }
+  const int64_t deadline = DeadlineMicros(*context, kMaxReadMicros);
+  auto task = [finish, body, request, raw_response, who = *who, deadline] {
+    Response response;
+    absl::Status status = body(who, *request, &response, deadline);
+    if (status.ok()) {
+      bool own = false;
+      if (!grpc::SerializationTraits<Response>::Serialize(response, raw_response, &own).ok()) {
+        status = absl::InternalError("cannot serialize the response");
+      }
+    }
+    finish(status);
+  };
+  if (!workers.Submit(task)) finish(absl::ResourceExhaustedError("too many calls in progress"));
+  return reactor;
+}
+
+// Fails a StreamChat call without running a turn.
+class Refusal final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  explicit Refusal(const absl::Status& status) {
+    core::RpcScope scope("StreamChat");
+    scope.Finish(status);
+    Finish(core::ToGrpcStatus(status));
+  }
+  void OnDone() override { delete this; }
+};
+
+// One StreamChat call: the turn runs on a worker thread and hands its events
+// here; they are written one at a time, in order. Text that arrives while a
+// write is in flight joins the text event waiting behind it, so a model
+// streaming faster than the client reads costs one write per wait rather
+// than one per piece (events are numbered as they are written, so seq stays
+// 1, 2, 3...). When the client reads slowly, the turn's thread waits
+// (bounded queue). The call finishes once the turn has returned and every
+// event is written, or at once when the client has gone.
+class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, public EventSink {
+ public:
+  TurnStream(RunningTurns& running, RunningTurns::Control control)
+      : running_(running), scope_("StreamChat"), control_(std::move(control)) {}
+
+  // Starts the turn, bounded by `deadline` (the client's), suspending the
+  // turn `interrupted` controls (if any); the reactor deletes itself when
+  // the call is done. `claimed_key`: the conversation's key when the turn
+  // was claimed under its turn_id already (RunningTurns::Claim), else empty.
+  void Start(const core::Identity& who, pb::StreamChatRequest request, int64_t deadline,
+             const TurnRunner& runner, core::ThreadPool& workers, RunningTurns::Control interrupted,
+             std::string claimed_key) {
+    who_ = who;
+    if (!claimed_key.empty()) {
+      turn_key_ = std::move(claimed_key);
+      turn_id_ = request.turn_id();
+    }
+    auto task = [this, request = std::move(request), deadline, &runner,
+                 interrupted = std::move(interrupted)] {
+      absl::Status status;
+      try {
+        status = runner.Run(who_, request, *control_, *this, deadline, interrupted);
+      } catch (const std::exception& e) {
+        // A defect, not the client's fault: the turn ends, the service goes on.
+        core::LogError("turn failed with an exception",
+                       {{"component", "orchestrator"}, {"error", e.what()}});
+        status = absl::InternalError("the turn failed unexpectedly; nothing more was done");
+      }
+      TurnEnded(status);
+    };
+    if (!workers.Submit(task)) {
+      TurnEnded(absl::ResourceExhaustedError("too many turns in progress; retry shortly"));
+    }
+  }
+
+  void Emit(pb::ChatEvent event) override {
+    if (event.has_session() && turn_key_.empty()) {
+      turn_key_ = RunningTurns::Key(who_, event.session().conversation_id());
+      turn_id_ = event.session().turn_id();
+      running_.Add(turn_key_, turn_id_, control_);
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    drained_.wait(lock, [this] { return broken_ || queue_.size() < kMaxQueuedEvents; });
+    if (broken_) return;
+    if (event.has_text() && !queue_.empty() && queue_.back().has_text()) {
+      queue_.back().mutable_text()->mutable_delta()->append(event.text().delta());
+      return;
+    }
+    queue_.push_back(std::move(event));
+    if (writing_) return;
+    writing_ = true;
+    WriteNext(lock);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!ok) {
+      // The client is gone: stop the turn and drop what is left.
+      broken_ = true;
+      control_->Cancel();
+      queue_.clear();
+      drained_.notify_all();
+    }
+    if (!queue_.empty()) {
+      WriteNext(lock);
+      return;
+    }
+    writing_ = false;
+    MaybeFinish(lock);
+  }
+
+  void OnCancel() override { control_->Cancel(); }
+
+  void OnDone() override { delete this; }
+
+ private:
+  // On the turn's thread, once it returned: nothing can cancel or suspend it
+  // any more, even while its last events are still being written.
+  void TurnEnded(const absl::Status& status) {
+    if (!turn_key_.empty()) running_.Remove(turn_key_, turn_id_);
+    std::unique_lock<std::mutex> lock(mu_);
+    turn_done_ = true;
+    status_ = status;
+    if (!writing_) MaybeFinish(lock);
+  }
+
+  // Takes the next event off the queue and starts writing it; the caller
+  // has set writing_ and holds the lock, which this releases.
+  void WriteNext(std::unique_lock<std::mutex>& lock) {
+    pb::ChatEvent event = std::move(queue_.front());
+    queue_.pop_front();
+    event.set_seq(++written_);
+    drained_.notify_all();
+    lock.unlock();
+    bool own = false;
+    in_flight_.Clear();  // the serializer writes into an empty buffer only
+    if (grpc::SerializationTraits<pb::ChatEvent>::Serialize(event, &in_flight_, &own).ok()) {
+      StartWrite(&in_flight_);
+      return;
+    }
+    // Only a message beyond protobuf's 2 GiB limit fails to serialize, far
+    // past anything a turn sends: stop as if the client had gone rather
+    // than skip an event.
+    core::LogError("chat event not serialized", {{"turn_id", turn_id_}});
+    lock.lock();
+    broken_ = true;
+    control_->Cancel();
+    queue_.clear();
+    drained_.notify_all();
+    writing_ = false;
+    MaybeFinish(lock);
+  }
+
+  // Finishes once the turn returned and nothing is left to write.
+  void MaybeFinish(std::unique_lock<std::mutex>& lock) {
+    if (!turn_done_ || finished_ || (!queue_.empty() && !broken_)) return;
+    finished_ = true;
+    const absl::Status status = status_;
+    lock.unlock();
+    scope_.Finish(status);
+    Finish(core::ToGrpcStatus(status));
+  }
+
+  RunningTurns& running_;
+  core::RpcScope scope_;
+  core::Identity who_;
+  const RunningTurns::Control control_;
+  std::string turn_key_;  // set when claimed, else by the session event on the turn's thread
+  std::string turn_id_;
+
+  std::mutex mu_;
+  std::condition_variable drained_;
+  std::deque<pb::ChatEvent> queue_;  // waiting to be written. Guarded by mu_.
+  grpc::ByteBuffer in_flight_;       // the event being written
+  int written_ = 0;                  // events taken to be written. Guarded by mu_.
+  bool writing_ = false;             // Guarded by mu_.
+  bool broken_ = false;              // Guarded by mu_.
+  bool turn_done_ = false;           // Guarded by mu_.
+  bool finished_ = false;            // Guarded by mu_.
+  absl::Status status_;              // Guarded by mu_.
+};
+
+}  // namespace
+
+RunningTurns::RunningTurns(TurnBus* bus) : bus_(bus) {
+  if (bus_ != nullptr) bus_->Subscribe([this](const TurnSignal& signal) { OnSignal(signal); });
+}
+
+RunningTurns::~RunningTurns() {
+  if (bus_ != nullptr) bus_->Subscribe(nullptr);
+}
+
+void RunningTurns::Add(const std::string& key, const std::string& turn_id, Control control) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    turns_.emplace(key, std::make_pair(turn_id, std::move(control)));
+  }
+  if (bus_ != nullptr) bus_->Publish({TurnSignal::Kind::kStarted, key, turn_id, std::nullopt});
+}
+
+bool RunningTurns::Claim(const std::string& key, const std::string& turn_id, Control control) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto [begin, end] = turns_.equal_range(key);
+    for (auto it = begin; it != end; ++it) {
+      if (it->second.first == turn_id) return false;
+    }
+    const int64_t now = core::NowMicros();
+    auto [remote_begin, remote_end] = remote_.equal_range(key);
+    for (auto it = remote_begin; it != remote_end; ++it) {
+      if (it->second.turn_id == turn_id && now - it->second.started_micros <= kMaxTurnMicros) {
+        return false;
+      }
+    }
+    turns_.emplace(key, std::make_pair(turn_id, std::move(control)));
+  }
+  if (bus_ != nullptr) bus_->Publish({TurnSignal::Kind::kStarted, key, turn_id, std::nullopt});
+  return true;
+}
+
+void RunningTurns::Remove(const std::string& key, const std::string& turn_id) {
+  Control ended;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto [begin, end] = turns_.equal_range(key);
+    for (auto it = begin; it != end; ++it) {
+      if (it->second.first == turn_id) {
+        ended = std::move(it->second.second);
+        turns_.erase(it);
+        break;
+      }
+    }
+  }
+  if (bus_ != nullptr && ended != nullptr) {
+    bus_->Publish({TurnSignal::Kind::kEnded, key, turn_id, ended->SuspendedState()});
+  }
+}
+
+bool RunningTurns::Cancel(const std::string& key, const std::string& turn_id) {
+  bool any = false;
+  bool elsewhere = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto [begin, end] = turns_.equal_range(key);
+    for (auto it = begin; it != end; ++it) {
+      if (turn_id.empty() || it->second.first == turn_id) {
+        it->second.second->Cancel();
+        any = true;
+      }
+    }
+    auto [remote_begin, remote_end] = remote_.equal_range(key);
+    for (auto it = remote_begin; it != remote_end; ++it) {
+      elsewhere |= turn_id.empty() || it->second.turn_id == turn_id;
+    }
+  }
+  if (elsewhere) bus_->Publish({TurnSignal::Kind::kCancel, key, turn_id, std::nullopt});
+  return any || elsewhere;
+}
+
+RunningTurns::Control RunningTurns::Suspend(const std::string& key, const std::string& turn_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Control newest;
+  auto [begin, end] = turns_.equal_range(key);
+  for (auto it = begin; it != end; ++it) {
+    if (!turn_id.empty() && it->second.first == turn_id) continue;
+    it->second.second->RequestSuspend();
+    newest = it->second.second;  // equal keys keep their insertion order
+  }
+  if (newest != nullptr || bus_ == nullptr) return newest;
+  // None here: one on another replica is asked, and stood in for until its
+  // end says what it set aside. Turns whose end never came (their replica
+  // died) are forgotten after the longest a turn can take.
+  const int64_t now = core::NowMicros();
+  if (now - pruned_micros_ > kPruneEveryMicros) {
+    pruned_micros_ = now;
+    std::erase_if(remote_, [now](const auto& entry) {
+      return now - entry.second.started_micros > kMaxTurnMicros;
+    });
+    RemoteTurnsGauge().Set(static_cast<double>(remote_.size()));
+    std::erase_if(waiting_, [now](const auto& entry) {
+      return now - entry.second.since_micros > kMaxTurnMicros;
+    });
+  }
+  std::vector<std::string> elsewhere;
+  auto [remote_begin, remote_end] = remote_.equal_range(key);
+  for (auto it = remote_begin; it != remote_end; ++it) {
+    if (it->second.turn_id != turn_id && now - it->second.started_micros <= kMaxTurnMicros) {
+      elsewhere.push_back(it->second.turn_id);
+    }
+  }
+  // Asked even when no turn is known elsewhere: one that began a moment ago
+  // may not have been announced yet. Only a known one is waited for.
+  bus_->Publish({TurnSignal::Kind::kSuspend, key, turn_id, std::nullopt});
+  if (elsewhere.empty()) return nullptr;
+  Control stand_in = std::make_shared<TurnControl>();
+  waiting_.emplace(key, Waiting{stand_in, now, std::move(elsewhere)});
+  return stand_in;
+}
+
+void RunningTurns::OnSignal(const TurnSignal& signal) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string& key = signal.conversation;
+  switch (signal.kind) {
+    case TurnSignal::Kind::kStarted:
+      remote_.emplace(key, Remote{signal.turn_id, core::NowMicros()});
+      RemoteTurnsGauge().Set(static_cast<double>(remote_.size()));
+      return;
+    case TurnSignal::Kind::kEnded: {
+      auto [begin, end] = remote_.equal_range(key);
+      for (auto it = begin; it != end; ++it) {
+        if (it->second.turn_id == signal.turn_id) {
+          remote_.erase(it);
+          break;
+        }
+      }
+      RemoteTurnsGauge().Set(static_cast<double>(remote_.size()));
+      // The turns here waiting for it learn what it set aside.
+      auto [wait_begin, wait_end] = waiting_.equal_range(key);
+      for (auto it = wait_begin; it != wait_end;) {
+        if (absl::c_linear_search(it->second.turn_ids, signal.turn_id)) {
+          it->second.control->Ended(signal.suspended);
+          it = waiting_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      return;
+    }
+    case TurnSignal::Kind::kSuspend: {
+      auto [begin, end] = turns_.equal_range(key);
+      for (auto it = begin; it != end; ++it) {
+        if (it->second.first != signal.turn_id) it->second.second->RequestSuspend();
+      }
+      return;
+    }
+    case TurnSignal::Kind::kCancel: {
+      auto [begin, end] = turns_.equal_range(key);
+      for (auto it = begin; it != end; ++it) {
+        if (signal.turn_id.empty() || it->second.first == signal.turn_id) {
+          it->second.second->Cancel();
+        }
+      }
+      return;
+    }
+  }
+}
+
+std::string RunningTurns::Key(const core::Identity& who, const std::string& conversation_id) {
+  return TurnConversationDigest(who.tenant_id, who.user_id, conversation_id);
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw) {
+  pb::StreamChatRequest request;
+  absl::StatusOr<core::Identity> who = Authenticate(keys_, *context);
+  if (who.ok() && !Parse(*raw, request)) {
+    who = absl::InvalidArgumentError(ParseError<pb::StreamChatRequest>());
+  }
+  if (!who.ok()) return new Refusal(who.status());
+  // The client's deadline bounds the turn (the turn's own timeout caps it).
+  const int64_t deadline = DeadlineMicros(*context, kMaxTurnMicros);
+  auto control = std::make_shared<TurnControl>();
+  // A turn still running on this conversation is suspended for this one;
+  // a retry of a turn that is still running waits for it instead. Valid
+  // requests only: one that fails validation changes nothing.
+  RunningTurns::Control interrupted;
+  std::string claimed_key;
+  if (!request.conversation_id().empty() && ValidateStreamChatRequest(request).ok()) {
+    const std::string key = RunningTurns::Key(*who, request.conversation_id());
+    if (!request.turn_id().empty()) {
+      if (!running_.Claim(key, request.turn_id(), control)) {
+        return new Refusal(
+            absl::AbortedError("turn " + request.turn_id() +
+                               " is still running; retry once it has ended, and it is replayed"));
+      }
+      claimed_key = key;
+    }
+    interrupted = running_.Suspend(key, request.turn_id());
+  }
+  auto* stream = new TurnStream(running_, std::move(control));
+  stream->Start(*who, std::move(request), deadline, runner_, workers_, std::move(interrupted),
+                std::move(claimed_key));
+  return stream;
+}
+
+grpc::ServerUnaryReactor* ChatGrpcService::CancelTurn(grpc::CallbackServerContext* context,
+                                                      const Raw* raw, Raw* raw_response) {
+  return ServeUnary<pb::CancelTurnRequest, pb::CancelTurnResponse>(
+      context, raw, raw_response, "CancelTurn", keys_, workers_,
+      [this](const core::Identity& who, const pb::CancelTurnRequest& request,
+             pb::CancelTurnResponse* response, int64_t) {
+        if (request.conversation_id().empty()) {
+          return absl::InvalidArgumentError("conversation_id: required");
+        }
+        response->set_cancelled(
+            running_.Cancel(RunningTurns::Key(who, request.conversation_id()), request.turn_id()));
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* ChatGrpcService::ListConversations(grpc::CallbackServerContext* context,
+                                                             const Raw* raw, Raw* raw_response) {
+  return ServeUnary<pb::ListConversationsRequest, pb::ListConversationsResponse>(
+      context, raw, raw_response, "ListConversations", keys_, workers_,
+      [this](const core::Identity& who, const pb::ListConversationsRequest& request,
+             pb::ListConversationsResponse* response, int64_t deadline) {
+        convpb::ListConversationsRequest down;
+        down.set_page_size(request.page_size());
+        down.set_page_token(request.page_token());
+        auto answer = memory_.ListConversations(who, down, deadline);
+        if (!answer.ok()) return answer.status();
+        *response->mutable_conversations() = answer->conversations();
+        response->set_next_page_token(answer->next_page_token());
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* ChatGrpcService::GetConversation(grpc::CallbackServerContext* context,
+                                                           const Raw* raw, Raw* raw_response) {
+  return ServeUnary<pb::GetConversationRequest, pb::GetConversationResponse>(
+      context, raw, raw_response, "GetConversation", keys_, workers_,
+      [this](const core::Identity& who, const pb::GetConversationRequest& request,
+             pb::GetConversationResponse* response, int64_t deadline) {
+        convpb::GetConversationRequest down;
+        down.set_conversation_id(request.conversation_id());
+        auto answer = memory_.GetConversation(who, down, deadline);
+        if (!answer.ok()) return answer.status();
+        *response->mutable_conversation() = answer->conversation();
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* ChatGrpcService::ListMessages(grpc::CallbackServerContext* context,
+                                                        const Raw* raw, Raw* raw_response) {
+  return ServeUnary<pb::ListMessagesRequest, pb::ListMessagesResponse>(
+      context, raw, raw_response, "ListMessages", keys_, workers_,
+      [this](const core::Identity& who, const pb::ListMessagesRequest& request,
+             pb::ListMessagesResponse* response, int64_t deadline) {
+        convpb::ListMessagesRequest down;
+        down.set_conversation_id(request.conversation_id());
+        down.set_before_seq(request.before_seq());
+        down.set_limit(request.limit());
+        auto answer = memory_.ListMessages(who, down, deadline);
+        if (!answer.ok()) return answer.status();
+        *response->mutable_messages() = answer->messages();
+        response->set_has_more(answer->has_more());
+        return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* ChatGrpcService::ListActions(grpc::CallbackServerContext* context,
+                                                       const Raw* raw, Raw* raw_response) {
+  return ServeUnary<pb::ListActionsRequest, pb::ListActionsResponse>(
+      context, raw, raw_response, "ListActions", keys_, workers_,
+      [this](const core::Identity& who, const pb::ListActionsRequest& request,
+             pb::ListActionsResponse* response, int64_t deadline) {
+        if (!core::IsUuid(request.conversation_id())) {
+          return absl::InvalidArgumentError("conversation_id: must be a UUID");
+        }
+        if (request.limit() < 0 || request.limit() > kMaxListedActions) {
+          return absl::InvalidArgumentError("limit: must be 0 to 500 (0: 100)");
+        }
+        const int limit = request.limit() == 0 ? kDefaultListedActions : request.limit();
+        // The trail of a conversation that is missing or another's is
+        // NOT_FOUND, the same answer GetConversation gives.
+        convpb::GetConversationRequest get;
+        get.set_conversation_id(request.conversation_id());
+        auto conversation = memory_.GetConversation(who, get, deadline);
+        if (!conversation.ok()) return conversation.status();
+        if (audit_ == nullptr) return absl::OkStatus();
+        const core::ScopedCallDeadline bounded(TimePoint(deadline));
+        auto decisions = audit_->List(who, request.conversation_id(), limit);
+        if (!decisions.ok()) return decisions.status();
+        for (const ActionDecisionRecord& decision : *decisions) {
+          *response->add_decisions() = ActionDecisionProto(decision);
+        }
+        return absl::OkStatus();
+      });
+}
+
+}  // namespace omniforge::orchestrator

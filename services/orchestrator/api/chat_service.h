@@ -1,0 +1,130 @@
+// The gRPC face of the orchestrator: the public ChatService. It
+// authenticates each call by its API key, parses requests itself (so invalid
+// UTF-8 is a clear INVALID_ARGUMENT), runs each turn on a worker thread and
+// streams its events with backpressure, reads conversations through to
+// the conversation service with the caller's identity, and reads the
+// approval audit trail of the caller's conversations.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "libs/core/api_keys.h"
+#include "libs/core/thread_pool.h"
+#include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
+#include "services/orchestrator/approvals/approval_audit.h"
+#include "services/orchestrator/turn/turn_bus.h"
+#include "services/orchestrator/turn/turn_runner.h"
+
+namespace omniforge::orchestrator {
+
+using RawChatService = pb::ChatService::WithRawCallbackMethod_StreamChat<
+    pb::ChatService::WithRawCallbackMethod_CancelTurn<
+        pb::ChatService::WithRawCallbackMethod_ListConversations<
+            pb::ChatService::WithRawCallbackMethod_GetConversation<
+                pb::ChatService::WithRawCallbackMethod_ListMessages<
+                    pb::ChatService::WithRawCallbackMethod_ListActions<
+                        pb::ChatService::Service>>>>>>;
+
+// The turns running now, so that CancelTurn and a newer message on the same
+// conversation can reach them: this process's own, and, with a bus, those
+// other replicas announced. A turn running elsewhere is reached through the
+// bus; its suspension comes back as the flow it set aside when it ends.
+// Thread-safe.
+class RunningTurns final {
+ public:
+  using Control = std::shared_ptr<TurnControl>;
+  // `bus` (may be null: one replica) must outlive this.
+  explicit RunningTurns(TurnBus* bus = nullptr);
+  ~RunningTurns();
+  RunningTurns(const RunningTurns&) = delete;
+  RunningTurns& operator=(const RunningTurns&) = delete;
+
+  void Add(const std::string& key, const std::string& turn_id, Control control);
+  // Adds the turn unless one with the same turn_id runs on the
+  // conversation, here or (as far as its signals tell) on another replica:
+  // false then, and nothing is added. A retry of a running turn must wait
+  // for it to end (it is then replayed), not run it a second time.
+  bool Claim(const std::string& key, const std::string& turn_id, Control control);
+  void Remove(const std::string& key, const std::string& turn_id);
+  // Cancels the turn (any turn of the conversation when `turn_id` is
+  // empty), here or on another replica; false when none runs.
+  bool Cancel(const std::string& key, const std::string& turn_id);
+  // Asks every turn of the conversation but `turn_id` (a retry of itself) to
+  // suspend; returns the newest one's control, null when none runs. For a
+  // turn on another replica the control stands in for it: it ends with the
+  // flow that turn set aside.
+  Control Suspend(const std::string& key, const std::string& turn_id);
+
+  static std::string Key(const core::Identity& who, const std::string& conversation_id);
+
+ private:
+  void OnSignal(const TurnSignal& signal);
+
+  // A turn another replica runs, as far as its signals tell.
+  struct Remote {
+    std::string turn_id;
+    int64_t started_micros = 0;
+  };
+  // Stands in for the remote turns asked to suspend, until one of them ends
+  // (the end of a turn that had ended before the asking says nothing of
+  // what was set aside, however late its signal comes).
+  struct Waiting {
+    Control control;
+    int64_t since_micros = 0;
+    std::vector<std::string> turn_ids;  // the turns asked
+  };
+
+  TurnBus* const bus_;
+  std::mutex mu_;
+  std::multimap<std::string, std::pair<std::string, Control>> turns_;  // Guarded by mu_.
+  std::multimap<std::string, Remote> remote_;                          // Guarded by mu_.
+  std::multimap<std::string, Waiting> waiting_;                        // Guarded by mu_.
+  int64_t pruned_micros_ = 0;                                          // Guarded by mu_.
+};
+
+class ChatGrpcService final : public RawChatService {
+ public:
+  // Everything must outlive the service.
+  // Without a bus, a turn is reached only on the replica running it.
+  // Without an audit store, ListActions answers an empty trail.
+  ChatGrpcService(const core::ApiKeyStore& keys, const TurnRunner& runner, Memory& memory,
+                  core::ThreadPool& workers, TurnBus* bus = nullptr, ApprovalAudit* audit = nullptr)
+      : keys_(keys),
+        runner_(runner),
+        memory_(memory),
+        workers_(workers),
+        audit_(audit),
+        running_(bus) {}
+
+  using Raw = grpc::ByteBuffer;
+  grpc::ServerWriteReactor<Raw>* StreamChat(grpc::CallbackServerContext* context,
+                                            const Raw* request) override;
+  grpc::ServerUnaryReactor* CancelTurn(grpc::CallbackServerContext* context, const Raw* request,
+                                       Raw* response) override;
+  grpc::ServerUnaryReactor* ListConversations(grpc::CallbackServerContext* context,
+                                              const Raw* request, Raw* response) override;
+  grpc::ServerUnaryReactor* GetConversation(grpc::CallbackServerContext* context,
+                                            const Raw* request, Raw* response) override;
+  grpc::ServerUnaryReactor* ListMessages(grpc::CallbackServerContext* context, const Raw* request,
+                                         Raw* response) override;
+  // The approval decisions of one of the caller's conversations, newest
+  // first. INVALID_ARGUMENT for a conversation_id that is not a UUID or a
+  // limit outside 0..500 (0: 100); NOT_FOUND, as GetConversation, for a
+  // conversation that is missing or not the caller's.
+  grpc::ServerUnaryReactor* ListActions(grpc::CallbackServerContext* context, const Raw* request,
+                                        Raw* response) override;
+
+ private:
+  const core::ApiKeyStore& keys_;
+  const TurnRunner& runner_;
+  Memory& memory_;
+  core::ThreadPool& workers_;
+  ApprovalAudit* const audit_;
+  RunningTurns running_;
+};
+
+}  // namespace omniforge::orchestrator

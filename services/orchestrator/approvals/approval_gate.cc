@@ -1,0 +1,551 @@
+#include "services/orchestrator/approvals/approval_gate.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "libs/core/digest.h"
+#include "libs/core/ids.h"
+#include "libs/core/text.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+namespace execpb = ::omniforge::executor::v1;
+namespace intentpb = ::omniforge::intent::v1;
+namespace pb = ::omniforge::orchestrator::v1;
+using nlohmann::json;
+
+// nlohmann's object keeps its keys sorted: dump() is canonical.
+std::string Canonical(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+bool Has(const std::vector<std::string>& words, std::initializer_list<const char*> any) {
+  for (const std::string& w : words) {
+    for (const char* candidate : any) {
+      if (w == candidate) return true;
+    }
+  }
+  return false;
+}
+
+bool HasPhrase(const std::string& lower, std::initializer_list<const char*> phrases) {
+  for (const char* phrase : phrases) {
+    if (lower.find(phrase) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Whether `needle` occurs in `words` as consecutive words.
+bool ContainsRun(const std::vector<std::string>& words, const std::vector<std::string>& needle) {
+  if (needle.empty() || needle.size() > words.size()) return false;
+  return std::search(words.begin(), words.end(), needle.begin(), needle.end()) != words.end();
+}
+
+// Whether one of `phrases` (words separated by spaces) occurs as whole words.
+bool HasWords(const std::vector<std::string>& words, std::initializer_list<const char*> phrases) {
+  for (const char* phrase : phrases) {
+    if (ContainsRun(words, GateWords(phrase))) return true;
+  }
+  return false;
+}
+
+// Words that change what was asked: a reply with one of them is an edit.
+bool HasChangeMarker(const std::vector<std::string>& words, const std::string& lower) {
+  return Has(words, {"but",     "instead", "except", "rather",  "change", "make",     "only",
+                     "unless",  "if",      "also",   "add",     "remove", "without",  "replace",
+                     "rename",  "swap",    "switch", "however", "though", "although", "different",
+                     "another", "skip",    "move",   "first",   "before", "after",    "not",
+                     "second",  "third",   "last",   "other",   "others"}) ||
+         HasPhrase(lower, {"n't", "n’t"});
+}
+
+bool IsDecline(const std::vector<std::string>& words, const std::string& lower) {
+  return (words.size() <= 4 && Has(words, {"cancel", "abort", "nevermind", "no", "nope", "stop",
+                                           "reject", "decline", "drop", "dont"})) ||
+         HasPhrase(lower, {"never mind", "forget it", "don't", "do not", "dont ", "leave it",
+                           "scrap it", "drop it", "reject", "cancel", "don’t"});
+}
+
+// A word that says yes on its own.
+bool HasConfirmationSignal(const std::vector<std::string>& words) {
+  return Has(words, {"yes",        "yep",     "yeah",     "yup",     "ok",        "okay",
+                     "sure",       "approve", "approved", "confirm", "confirmed", "proceed",
+                     "lgtm",       "agreed",  "perfect",  "great",   "fine",      "absolutely",
+                     "definitely", "execute", "continue"}) ||
+         HasWords(words, {"go ahead", "do it", "run it", "do that", "sounds good", "looks good",
+                          "go for it", "ship it", "let s go", "lets go", "please do",
+                          "that s right", "start it"});
+}
+
+// A confirmation is nothing but a yes: every word is one of these, a word of
+// the pending tools' names or of their targets' names. "I'll do it myself",
+// "undo it", "do that tomorrow", "ok wait", "explain the plan" are not.
+bool OnlyConfirms(const std::vector<std::string>& words, const std::set<std::string>& own) {
+  static const std::set<std::string> kWords = {
+      "yes",     "yep",      "yeah",    "yup",        "ok",         "okay",     "sure",
+      "approve", "approved", "confirm", "confirmed",  "proceed",    "lgtm",     "agreed",
+      "perfect", "great",    "fine",    "absolutely", "definitely", "execute",  "continue",
+      "go",      "ahead",    "do",      "it",         "that",       "this",     "please",
+      "run",     "the",      "plan",    "proposed",   "as",         "all",      "them",
+      "both",    "now",      "thanks",  "thank",      "you",        "sounds",   "looks",
+      "good",    "right",    "correct", "ship",       "let",        "lets",     "s",
+      "start",   "for",      "is",      "and",        "with",       "on",       "one",
+      "action",  "actions",  "steps",   "indeed",     "really",     "very",     "much",
+      "alright", "exactly",  "shown",   "previewed",  "planned",    "described"};
+  for (const std::string& w : words) {
+    if (kWords.count(w) == 0 && own.count(w) == 0) return false;
+  }
+  return !words.empty();
+}
+
+// The words the pending actions may be named by: their tools' and their
+// targets' names ("yes, delete alpha-reports").
+std::set<std::string> OwnWords(const std::vector<PendingAction>& pending,
+                               const std::set<std::string>& targets) {
+  std::set<std::string> own;
+  for (const PendingAction& action : pending) {
+    for (const std::string& w : GateWords(action.tool)) own.insert(w);
+  }
+  for (const std::string& target : targets) {
+    for (const std::string& w : GateWords(target)) own.insert(w);
+  }
+  return own;
+}
+
+// What a pending action targets by name (lower case): its resolved agent, or
+// the agent argument as written.
+std::set<std::string> TargetNames(const std::vector<PendingAction>& pending) {
+  std::set<std::string> names;
+  for (const PendingAction& action : pending) {
+    if (auto it = action.targets.find("agent"); it != action.targets.end() && it->is_object() &&
+                                                it->contains("name") && (*it)["name"].is_string()) {
+      names.insert(absl::AsciiStrToLower((*it)["name"].get<std::string>()));
+    }
+    if (auto it = action.arguments.find("agent"); it != action.arguments.end() && it->is_string()) {
+      names.insert(absl::AsciiStrToLower(it->get<std::string>()));
+    }
+    if (auto it = action.arguments.find("name"); it != action.arguments.end() && it->is_string()) {
+      names.insert(absl::AsciiStrToLower(it->get<std::string>()));
+    }
+  }
+  return names;
+}
+
+// Whether `value` appears anywhere among the actions' arguments.
+bool ArgumentsHold(const std::vector<PendingAction>& pending, const std::string& value) {
+  const std::string lower = absl::AsciiStrToLower(value);
+  for (const PendingAction& action : pending) {
+    if (absl::AsciiStrToLower(action.arguments.dump()).find(lower) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+const AgentInfo* FindAgent(const std::vector<AgentInfo>& agents, const std::string& ref) {
+  const std::string lower = absl::AsciiStrToLower(ref);
+  for (const AgentInfo& agent : agents) {
+    if ((!agent.id.empty() && agent.id == ref) || absl::AsciiStrToLower(agent.name) == lower) {
+      return &agent;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool IsQuestion(std::string_view message) {
+  while (!message.empty() && absl::ascii_isspace(static_cast<unsigned char>(message.back()))) {
+    message.remove_suffix(1);
+  }
+  return !message.empty() && message.back() == '?';
+}
+
+std::vector<std::string> GateWords(const std::string& text) {
+  std::vector<std::string> words;
+  std::string word;
+  for (char c : text) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || u >= 0x80) {
+      word.push_back(static_cast<char>(u < 0x80 ? std::tolower(u) : u));
+    } else if (!word.empty()) {
+      words.push_back(std::move(word));
+      word.clear();
+    }
+  }
+  if (!word.empty()) words.push_back(std::move(word));
+  return words;
+}
+
+std::string GateVerdictName(GateVerdict verdict) {
+  switch (verdict) {
+    case GateVerdict::kRun:
+      return "run";
+    case GateVerdict::kAsk:
+      return "ask";
+    case GateVerdict::kDeny:
+      return "deny";
+  }
+  return "ask";
+}
+
+std::optional<GateVerdict> ParseGateVerdict(std::string_view name) {
+  if (name == "run") return GateVerdict::kRun;
+  if (name == "ask") return GateVerdict::kAsk;
+  if (name == "deny") return GateVerdict::kDeny;
+  return std::nullopt;
+}
+
+GateVerdict ApprovalPolicy::Decide(const std::string& tool, execpb::ToolRisk risk) const {
+  if (auto it = tools.find(tool); it != tools.end()) return it->second;
+  switch (risk) {
+    case execpb::TOOL_RISK_READ:
+      return read;
+    case execpb::TOOL_RISK_WRITE:
+      return write;
+    default:
+      return high;
+  }
+}
+
+absl::StatusOr<ApprovalPolicy> ReadApprovalPolicy(core::ConfigReader& reader) {
+  ApprovalPolicy policy;
+  std::vector<std::string> errors;
+  auto level = [&](const char* key, GateVerdict fallback) {
+    const std::string path = absl::StrCat("approvals.", key);
+    const std::string name = reader.String(path, GateVerdictName(fallback));
+    std::optional<GateVerdict> verdict = ParseGateVerdict(name);
+    if (!verdict) {
+      errors.push_back(absl::StrCat(path, ": '", name, "' is not run, ask or deny"));
+      return fallback;
+    }
+    return *verdict;
+  };
+  policy.read = level("read", GateVerdict::kRun);
+  policy.write = level("write", GateVerdict::kAsk);
+  policy.high = level("high", GateVerdict::kAsk);
+  if (policy.high == GateVerdict::kRun) {
+    errors.push_back(
+        "approvals.high: 'run' is not allowed for the whole level; name each HIGH tool that may "
+        "run without asking under approvals.tools");
+  }
+  for (const auto& [tool, name] : reader.StringMap("approvals.tools")) {
+    std::optional<GateVerdict> verdict = ParseGateVerdict(name);
+    if (!verdict) {
+      errors.push_back(
+          absl::StrCat("approvals.tools.", tool, ": '", name, "' is not run, ask or deny"));
+      continue;
+    }
+    policy.tools[tool] = *verdict;
+  }
+  policy.pending_ttl =
+      std::chrono::seconds(reader.Int("approvals.pending_ttl_s", 900, 10, 7 * 24 * 3600));
+  if (!errors.empty()) return absl::InvalidArgumentError("config: " + errors.front());
+  return policy;
+}
+
+std::string ActionDigest(const std::string& tool, const json& arguments) {
+  return core::Sha256Hex(Canonical(json{{"tool", tool}, {"arguments", arguments}}));
+}
+
+std::string PlanDigest(const std::vector<PlanStep>& steps) {
+  return core::Sha256Hex(Canonical(StepsToJson(steps)));
+}
+
+void SealPendingAction(PendingAction& action, const std::vector<AgentInfo>& agents,
+                       int64_t now_micros, std::chrono::seconds ttl) {
+  if (auto it = action.arguments.find("agent"); it != action.arguments.end() && it->is_string()) {
+    if (const AgentInfo* agent = FindAgent(agents, it->get<std::string>()); agent != nullptr) {
+      action.targets["agent"] = {{"id", agent->id}, {"name", agent->name}};
+      if (!agent->id.empty()) *it = agent->id;
+    }
+  }
+  action.digest = ActionDigest(action.tool, action.arguments);
+  action.expires_at_micros =
+      now_micros + std::chrono::duration_cast<std::chrono::microseconds>(ttl).count();
+}
+
+std::optional<std::string> WhyNotApprovable(const PendingAction& action,
+                                            const std::vector<AgentInfo>& agents,
+                                            int64_t now_micros) {
+  if (action.digest.empty() || action.digest != ActionDigest(action.tool, action.arguments)) {
+    return "the action is not the one that was previewed";
+  }
+  if (now_micros >= action.expires_at_micros) {
+    return "the preview expired before it was approved";
+  }
+  if (auto it = action.targets.find("agent"); it != action.targets.end() && it->is_object()) {
+    const std::string id = it->value("id", std::string());
+    const std::string name = it->value("name", std::string());
+    const AgentInfo* now = FindAgent(agents, id.empty() ? name : id);
+    if (now == nullptr) return absl::StrCat("the agent '", name, "' no longer exists");
+    if (now->name != name) {
+      return absl::StrCat("the agent '", name, "' is now called '", now->name, "'");
+    }
+  }
+  return std::nullopt;
+}
+
+execpb::ToolRisk RiskIn(const std::vector<execpb::ToolDescriptor>& tools, const std::string& tool) {
+  for (const execpb::ToolDescriptor& d : tools) {
+    if (d.name() == tool) return d.risk();
+  }
+  return execpb::TOOL_RISK_UNSPECIFIED;
+}
+
+PlanVerdict DecidePlan(const ApprovalPolicy& policy, const std::vector<PlanStep>& steps,
+                       const std::vector<execpb::ToolDescriptor>& tools) {
+  PlanVerdict out;
+  for (const PlanStep& step : steps) {
+    std::vector<std::string> names = step.tools;
+    for (const PlannedCall& call : step.tool_calls) names.push_back(call.tool);
+    for (const std::string& name : names) {
+      const execpb::ToolRisk risk = RiskIn(tools, name);
+      const GateVerdict verdict = policy.Decide(name, risk);
+      if (verdict == GateVerdict::kDeny) return {GateVerdict::kDeny, name, ""};
+      if (verdict != GateVerdict::kAsk) continue;
+      out.verdict = GateVerdict::kAsk;
+      const bool high = risk == execpb::TOOL_RISK_HIGH || risk == execpb::TOOL_RISK_UNSPECIFIED;
+      const bool planned = std::any_of(
+          step.tool_calls.begin(), step.tool_calls.end(), [&name](const PlannedCall& c) {
+            return c.tool == name && c.arguments.is_object() && !c.arguments.empty();
+          });
+      if (high && !planned && out.unplanned_high.empty()) out.unplanned_high = name;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> MentionedAgents(const std::string& message,
+                                         const std::vector<AgentInfo>& agents) {
+  const std::vector<std::string> words = GateWords(message);
+  std::vector<std::string> found;
+  for (const AgentInfo& agent : agents) {
+    if (ContainsRun(words, GateWords(agent.name))) found.push_back(agent.name);
+  }
+  std::sort(found.begin(), found.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  // A name inside a longer name the message gives ("alpha" in "alpha-2") is
+  // that longer name, not a mention of its own.
+  std::vector<std::string> kept;
+  for (const std::string& name : found) {
+    bool inside = false;
+    for (const std::string& longer : kept) {
+      inside |= ContainsRun(GateWords(longer), GateWords(name));
+    }
+    if (!inside) kept.push_back(name);
+  }
+  return kept;
+}
+
+PendingReply ReadPendingReply(const std::string& message, const intentpb::IntentAnalysis& analysis,
+                              const std::vector<PendingAction>& pending,
+                              const std::vector<AgentInfo>& agents) {
+  const std::vector<std::string> words = GateWords(message);
+  const std::string lower = absl::AsciiStrToLower(message);
+  // A question decides nothing: it is answered, and the action waits.
+  if (IsQuestion(message)) return PendingReply::kOther;
+  const std::set<std::string> targets = TargetNames(pending);
+  // Another target than the previewed ones: never an approval of them. (The
+  // analysis's agent_name is not used: it carries the flow's agent from
+  // earlier turns, not only what this reply names.)
+  bool other_target = false;
+  for (const std::string& name : MentionedAgents(message, agents)) {
+    other_target |= targets.count(absl::AsciiStrToLower(name)) == 0;
+  }
+  // A setting the previewed actions do not have.
+  bool other_setting = false;
+  for (const char* key : {"schedule", "recipients", "data_source"}) {
+    if (auto it = analysis.entities().find(key);
+        it != analysis.entities().end() && !it->second.empty()) {
+      other_setting |= !ArgumentsHold(pending, it->second);
+    }
+  }
+  if (other_target || other_setting || HasChangeMarker(words, lower) ||
+      analysis.reference() == intentpb::REFERENCE_KIND_CORRECTION) {
+    // "no, delete beta instead" changes it; "no, don't" only drops it.
+    if (IsDecline(words, lower) && !other_target && !other_setting &&
+        !Has(words, {"but", "instead", "rather", "make", "change"})) {
+      return PendingReply::kReject;
+    }
+    return PendingReply::kEdit;
+  }
+  if (IsDecline(words, lower) || analysis.reference() == intentpb::REFERENCE_KIND_DECLINE) {
+    return PendingReply::kReject;
+  }
+  const bool says_yes =
+      HasConfirmationSignal(words) || analysis.reference() == intentpb::REFERENCE_KIND_CONFIRMATION;
+  if (says_yes && OnlyConfirms(words, OwnWords(pending, targets))) return PendingReply::kApprove;
+  return PendingReply::kOther;
+}
+
+PendingReply ReadPlanReviewReply(const std::string& message) {
+  const std::vector<std::string> words = GateWords(message);
+  const std::string lower = absl::AsciiStrToLower(message);
+  if (IsDecline(words, lower) && !Has(words, {"but", "instead", "rather", "make", "change"})) {
+    return PendingReply::kReject;
+  }
+  if (HasChangeMarker(words, lower)) return PendingReply::kEdit;
+  if (IsQuestion(message)) return PendingReply::kOther;
+  if (HasConfirmationSignal(words) && OnlyConfirms(words, {})) return PendingReply::kApprove;
+  return PendingReply::kOther;  // a new request: the plan keeps waiting
+}
+
+std::string ApprovedStepKey(const PendingAction& action) { return "action:" + action.action_id; }
+
+namespace {
+
+GateDecision DecisionOf(const PendingAction& action, pb::ActionOutcome outcome,
+                        const std::string& via) {
+  return {action.action_id, action.digest, action.tool, action.summary, action.risk, outcome, via};
+}
+
+std::string WhatWaits(const std::vector<PendingAction>& pending) {
+  if (pending.empty()) return "Nothing is waiting for your approval now.";
+  std::string text = "Waiting for your approval now:";
+  for (const PendingAction& action : pending) {
+    text += " " + action.summary + " (action " + action.action_id + ")";
+  }
+  return text;
+}
+
+}  // namespace
+
+PendingResolution ResolvePending(const std::string& message, const pb::ApprovalDecision& decision,
+                                 const intentpb::IntentAnalysis& analysis,
+                                 const std::vector<PendingAction>& pending,
+                                 const std::vector<AgentInfo>& agents, int64_t now_micros,
+                                 std::chrono::seconds ttl) {
+  PendingResolution out;
+  std::vector<PendingAction> chosen;
+  std::string via = "words";
+  if (decision.kind() != pb::DECISION_KIND_UNSPECIFIED) {
+    via = "api";
+    for (const PendingAction& action : pending) {
+      (action.action_id == decision.action_id() ? chosen : out.carried).push_back(action);
+    }
+    if (chosen.empty()) {
+      out.reply = PendingReply::kOther;
+      out.carried = pending;
+      out.refusal = "no action " + decision.action_id() +
+                    " is waiting for your decision: it was replaced by a newer preview, was "
+                    "already decided, or never existed; nothing ran. " +
+                    WhatWaits(pending);
+      out.reply_text = "Nothing ran. " + WhatWaits(pending);
+      return out;
+    }
+    switch (decision.kind()) {
+      case pb::DECISION_KIND_APPROVE:
+        out.reply = PendingReply::kApprove;
+        break;
+      case pb::DECISION_KIND_REJECT:
+        out.reply = PendingReply::kReject;
+        break;
+      default:
+        out.reply = PendingReply::kEdit;
+        out.edited_arguments =
+            nlohmann::json::parse(decision.arguments_json(), nullptr, /*allow_exceptions=*/false);
+        if (!out.edited_arguments.is_object()) out.edited_arguments = nlohmann::json::object();
+        break;
+    }
+  } else {
+    out.reply = ReadPendingReply(message, analysis, pending, agents);
+    // "yes, just alpha" with several actions waiting approves alpha's only.
+    std::set<std::string> named;
+    for (const std::string& name : MentionedAgents(message, agents)) {
+      named.insert(absl::AsciiStrToLower(name));
+    }
+    for (const PendingAction& action : pending) {
+      const std::set<std::string> own = TargetNames({action});
+      const bool is_named = std::any_of(
+          own.begin(), own.end(), [&named](const std::string& n) { return named.count(n) != 0; });
+      const bool picked = out.reply != PendingReply::kApprove || named.empty() || is_named;
+      (picked ? chosen : out.carried).push_back(action);
+    }
+  }
+  switch (out.reply) {
+    case PendingReply::kApprove: {
+      std::vector<std::string> refused;
+      for (PendingAction& action : chosen) {
+        std::optional<std::string> why = WhyNotApprovable(action, agents, now_micros);
+        if (!why) {
+          out.decisions.push_back(DecisionOf(action, pb::ACTION_OUTCOME_APPROVED, via));
+          out.approved.push_back(std::move(action));
+          continue;
+        }
+        const bool expired = !action.digest.empty() &&
+                             action.digest == ActionDigest(action.tool, action.arguments) &&
+                             now_micros >= action.expires_at_micros;
+        out.decisions.push_back(DecisionOf(
+            action, expired ? pb::ACTION_OUTCOME_EXPIRED : pb::ACTION_OUTCOME_STALE, via));
+        refused.push_back(action.summary + " did not run: " + *why);
+        // Asked again under a new id: the same call when only its time ran
+        // out (or it predates digests), with the target's new name when it
+        // was renamed; never for a target that is gone or a changed call.
+        const bool tampered =
+            !action.digest.empty() && action.digest != ActionDigest(action.tool, action.arguments);
+        if (tampered) continue;
+        PendingAction again = action;
+        again.action_id = core::NewUuid();
+        again.digest.clear();
+        again.targets = nlohmann::json::object();
+        if (!expired) again.summary.clear();  // worded anew by the turn
+        SealPendingAction(again, agents, now_micros, ttl);
+        if (again.targets.contains("agent") == action.targets.contains("agent")) {
+          out.previewed_again.push_back(std::move(again));
+        }
+      }
+      if (!refused.empty()) {
+        std::string text;
+        for (const std::string& line : refused) text += (text.empty() ? "" : " ") + line + ".";
+        out.refusal = text;
+        out.reply_text =
+            text + (out.previewed_again.empty()
+                        ? " Nothing else was changed. Tell me what you would like to do now."
+                        : " Here it is again for your approval.");
+      }
+      break;
+    }
+    case PendingReply::kReject: {
+      std::string text = "OK, I won't ";
+      for (size_t i = 0; i < chosen.size(); ++i) {
+        out.decisions.push_back(DecisionOf(chosen[i], pb::ACTION_OUTCOME_REJECTED, via));
+        text += (i == 0 ? "" : "; nor ") + core::Shortened(chosen[i].summary, 200);
+      }
+      out.reply_text = text + " Nothing was changed. What would you like to do instead?";
+      break;
+    }
+    case PendingReply::kEdit: {
+      for (const PendingAction& action : chosen) {
+        out.decisions.push_back(DecisionOf(action, pb::ACTION_OUTCOME_EDITED, via));
+        if (via != "api") continue;
+        // The client's new arguments over the previewed ones, previewed anew
+        // (sealed and worded by the turn).
+        PendingAction changed = action;
+        changed.action_id = core::NewUuid();
+        changed.arguments.update(out.edited_arguments);
+        changed.digest.clear();
+        changed.targets = nlohmann::json::object();
+        changed.summary.clear();
+        out.previewed_again.push_back(std::move(changed));
+      }
+      const std::set<std::string> targets = TargetNames(chosen);
+      for (const std::string& name : MentionedAgents(message, agents)) {
+        if (targets.count(absl::AsciiStrToLower(name)) == 0) {
+          out.other_agent = name;
+          break;
+        }
+      }
+      break;
+    }
+    case PendingReply::kOther:
+      out.carried = pending;
+      break;
+  }
+  return out;
+}
+
+}  // namespace omniforge::orchestrator

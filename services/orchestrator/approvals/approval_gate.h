@@ -1,0 +1,200 @@
+// The approval gate: the one place that says whether an action that can
+// change the user's workspace runs now, waits for the user's approval of
+// exactly what was previewed, or is refused, whoever proposed it (the model
+// planner, the local policy, a plan and its steps). And the rule by which a
+// reply to a preview approves it: a reply that names another target, other
+// arguments or an added condition is never an approval of the pending
+// action, whatever understood the words.
+//
+// The policy is data (the `approvals:` section of the orchestrator's
+// config):
+//
+//   approvals:
+//     read: run          # run | ask | deny, for READ tools
+//     write: ask         # for WRITE tools
+//     high: ask          # for HIGH tools: ask or deny (never run as a level)
+//     tools:             # per tool, over the levels; the only way to let a
+//       create_skill: run  #  HIGH tool run without asking
+//       delete_agent: deny
+//     pending_ttl_s: 900 # how long a preview can be approved
+//
+// Pure functions and value types: no I/O, thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "libs/core/config.h"
+#include "omniforge/executor/v1/executor_service.pb.h"
+#include "omniforge/intent/v1/intent_service.pb.h"
+#include "omniforge/orchestrator/v1/chat_service.pb.h"
+#include "services/orchestrator/flow/move.h"
+#include "services/orchestrator/plans/plan_model.h"
+#include "services/orchestrator/flow/routing.h"
+
+namespace omniforge::orchestrator {
+
+enum class GateVerdict { kRun, kAsk, kDeny };
+
+std::string GateVerdictName(GateVerdict verdict);  // "run", "ask", "deny"
+std::optional<GateVerdict> ParseGateVerdict(std::string_view name);
+
+struct ApprovalPolicy {
+  GateVerdict read = GateVerdict::kRun;
+  GateVerdict write = GateVerdict::kAsk;
+  GateVerdict high = GateVerdict::kAsk;
+  // Per tool, over the levels.
+  std::map<std::string, GateVerdict> tools;
+  std::chrono::seconds pending_ttl{900};
+
+  // What happens to a call of `tool` with `risk`. A tool the catalog does not
+  // know (UNSPECIFIED) counts as HIGH.
+  GateVerdict Decide(const std::string& tool, ::omniforge::executor::v1::ToolRisk risk) const;
+};
+
+// Reads `approvals.*`. INVALID_ARGUMENT naming the key for a verdict that is
+// not run, ask or deny, and for `high: run` (a HIGH tool runs unasked only
+// when the operator names it under `tools`).
+absl::StatusOr<ApprovalPolicy> ReadApprovalPolicy(core::ConfigReader& reader);
+
+// The hex SHA-256 of the exact call: tool and arguments (targets resolved),
+// with the arguments' keys in a fixed order.
+std::string ActionDigest(const std::string& tool, const nlohmann::json& arguments);
+
+// The hex SHA-256 of a plan's steps as they would run (StepsToJson).
+std::string PlanDigest(const std::vector<PlanStep>& steps);
+
+// Gives `action` its targets (an "agent" argument naming one of `agents` by
+// name is replaced by that agent's id, and the name kept in `targets`), its
+// digest and its expiry `ttl` after `now_micros`. An agent the list does not
+// have is left as named: the tool itself reports it missing.
+void SealPendingAction(PendingAction& action, const std::vector<AgentInfo>& agents,
+                       int64_t now_micros, std::chrono::seconds ttl);
+
+// Why `action` cannot run as approved now, in words for the user; nullopt
+// when it can: its digest matches its arguments, it has not expired, and
+// every target it resolved still exists in `agents` under the name the
+// preview showed.
+std::optional<std::string> WhyNotApprovable(const PendingAction& action,
+                                            const std::vector<AgentInfo>& agents,
+                                            int64_t now_micros);
+
+// What a user's reply does to what is pending.
+enum class PendingReply {
+  kApprove,  // run exactly what was previewed
+  kReject,   // drop it; nothing changes
+  kEdit,     // change it: preview the changed action again (or a new request)
+  kOther,    // a question or something else: answered; the action stays pending
+};
+
+// Reads `message` (and the intent service's `analysis` of it) as a reply to
+// `pending` actions. The gate's rule, whatever the words: change markers
+// ("but", "instead", "make it", "only if", "the second one"), another agent
+// of `agents` named in the message than the actions' targets, or a setting the actions do not have
+// (a schedule, recipients, a data source in the analysis) make it an edit; a decline drops; a
+// confirmation ("yes", "go ahead", "please execute the proposed plan") with none of those approves,
+// when every word of it is a yes or names the pending tools and targets ("I'll do it myself", "undo
+// it", "ok wait" are not); a question or anything else is kOther.
+PendingReply ReadPendingReply(const std::string& message,
+                              const ::omniforge::intent::v1::IntentAnalysis& analysis,
+                              const std::vector<PendingAction>& pending,
+                              const std::vector<AgentInfo>& agents);
+
+// The same rule for a plan waiting for review (no targets to compare): a
+// change revises it; a question or another request leaves it waiting.
+PendingReply ReadPlanReviewReply(const std::string& message);
+
+// What the policy says of running a plan's `steps` with the catalog `tools`
+// (their risks): kRun when every tool a step may call (its tools and its
+// planned calls) runs unasked, kDeny naming the first tool refused, else
+// kAsk (the user approves the plan as previewed before it runs).
+struct PlanVerdict {
+  GateVerdict verdict = GateVerdict::kRun;
+  std::string denied_tool;
+  // A HIGH tool (that the policy does not run unasked) a step may call
+  // without a planned call with arguments: the user could not approve
+  // exactly what runs, so such a plan is not made.
+  std::string unplanned_high;
+};
+PlanVerdict DecidePlan(const ApprovalPolicy& policy, const std::vector<PlanStep>& steps,
+                       const std::vector<::omniforge::executor::v1::ToolDescriptor>& tools);
+
+// The risk of `tool` in the catalog `tools`; UNSPECIFIED when it is not there.
+::omniforge::executor::v1::ToolRisk RiskIn(
+    const std::vector<::omniforge::executor::v1::ToolDescriptor>& tools, const std::string& tool);
+
+// Whether `message` ends with a question mark (trailing spaces aside): a
+// question decides nothing that waits for the user.
+bool IsQuestion(std::string_view message);
+
+// The words the gate reads: ASCII letters and digits lower-cased, and every
+// byte of a non-ASCII UTF-8 character kept, so names in any script are words.
+std::vector<std::string> GateWords(const std::string& text);
+
+// The agent names of `agents` that `message` mentions (whole words,
+// case-insensitive), longest first; a name inside a longer one the message
+// gives ("alpha" in "alpha-2") is not a mention of its own.
+std::vector<std::string> MentionedAgents(const std::string& message,
+                                         const std::vector<AgentInfo>& agents);
+
+// One decision of the gate, for the audit trail.
+struct GateDecision {
+  std::string action_id;
+  std::string digest;
+  std::string tool;
+  std::string summary;
+  ::omniforge::executor::v1::ToolRisk risk = ::omniforge::executor::v1::TOOL_RISK_UNSPECIFIED;
+  ::omniforge::orchestrator::v1::ActionOutcome outcome =
+      ::omniforge::orchestrator::v1::ACTION_OUTCOME_UNSPECIFIED;
+  std::string via;  // "words", "api" or "policy"
+};
+
+// What the gate makes of a message for the actions the last turn left
+// pending.
+struct PendingResolution {
+  PendingReply reply = PendingReply::kOther;
+  // Approved and checked (WhyNotApprovable): run exactly these, each with
+  // its own idempotency key (ApprovedStepKey), now.
+  std::vector<PendingAction> approved;
+  // Asked again: their preview expired (a fresh preview with a new id).
+  std::vector<PendingAction> previewed_again;
+  // Still pending after this turn (a reply that decided nothing, or the
+  // actions a structured decision did not name), unless new ones replace
+  // them.
+  std::vector<PendingAction> carried;
+  // The words for the user when the gate decided (a rejection, a refusal).
+  std::string reply_text;
+  // Set when an approval ran nothing (an unknown, replaced or stale action):
+  // the APPROVAL_REFUSED error event's message.
+  std::string refusal;
+  // For kEdit: another agent the reply named (the action's new target).
+  std::string other_agent;
+  // For a structured EDIT: the arguments to merge over the pending ones.
+  nlohmann::json edited_arguments;
+  std::vector<GateDecision> decisions;
+};
+
+// Resolves the last turn's `pending` actions with the user's structured
+// `decision` (when its kind is set) or the words of `message` read by
+// ReadPendingReply. Approving checks each action (WhyNotApprovable with
+// the current `agents` at `now_micros`); an expired one is previewed again
+// with a fresh id and expiry `ttl`; a stale one runs nothing and says why.
+PendingResolution ResolvePending(const std::string& message,
+                                 const ::omniforge::orchestrator::v1::ApprovalDecision& decision,
+                                 const ::omniforge::intent::v1::IntentAnalysis& analysis,
+                                 const std::vector<PendingAction>& pending,
+                                 const std::vector<AgentInfo>& agents, int64_t now_micros,
+                                 std::chrono::seconds ttl);
+
+// The idempotency key of an approved action's call: the action's own, so a
+// second approval of it (a retry, a double click) never runs it twice.
+std::string ApprovedStepKey(const PendingAction& action);
+
+}  // namespace omniforge::orchestrator

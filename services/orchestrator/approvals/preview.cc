@@ -1,0 +1,223 @@
+#include "services/orchestrator/approvals/preview.h"
+
+#include <string>
+
+#include "libs/core/text.h"
+#include "services/orchestrator/approvals/approval_gate.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+namespace execpb = ::omniforge::executor::v1;
+
+// A string member of `object`, empty when absent or not a string.
+std::string StringAt(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return "";
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+std::string Quoted(const std::string& name) { return "'" + name + "'"; }
+
+// A value as the summary shows it: text quoted, numbers and yes/no as they
+// are, lists and objects as compact JSON.
+std::string Worded(const nlohmann::json& value) {
+  std::string text;
+  if (value.is_string()) {
+    text = "\"" + core::Shortened(value.get<std::string>(), 200) + "\"";
+  } else if (value.is_boolean()) {
+    text = value.get<bool>() ? "yes" : "no";
+  } else {
+    text = core::Shortened(value.dump(), 200);
+  }
+  return text;
+}
+
+// A value said in a sentence: text as it is, anything else as Worded.
+std::string Plain(const nlohmann::json& value) {
+  return value.is_string() ? core::Shortened(value.get<std::string>(), 200) : Worded(value);
+}
+
+// The first sentence of a tool's description, without its full stop.
+std::string FirstSentence(const std::string& description) {
+  std::string sentence = description.substr(0, description.find(". "));
+  sentence = sentence.substr(0, sentence.find('\n'));
+  while (!sentence.empty() && (sentence.back() == '.' || sentence.back() == ' ')) {
+    sentence.pop_back();
+  }
+  return core::Shortened(sentence, 200);
+}
+
+}  // namespace
+
+std::string DescribeAgentDraft(const nlohmann::json& args) {
+  // A model writes these arguments: any field may be of any type.
+  std::string text = Quoted(StringAt(args, "name"));
+  if (args.is_object() && args.contains("description")) {
+    std::string description = Plain(args["description"]);
+    while (!description.empty() && description.back() == '.') description.pop_back();
+    text += " (" + description + ")";
+  }
+  const std::string schedule = StringAt(args, "schedule");
+  text += schedule.empty() ? ". It runs when you ask, or on a schedule you name."
+                           : ". It runs " + schedule + ".";
+  if (args.is_object() && args.contains("config") && args["config"].is_object()) {
+    const nlohmann::json& config = args["config"];
+    if (config.contains("data_source")) {
+      text += " It reads from " + Plain(config["data_source"]) + ".";
+    }
+    if (config.contains("recipients")) {
+      text += " It sends the result to " + Plain(config["recipients"]) + ".";
+    }
+  }
+  return text;
+}
+
+std::string ActionSummary(const std::string& tool, const nlohmann::json& arguments,
+                          const std::string& description) {
+  const std::string agent = StringAt(arguments, "agent");
+  if (!agent.empty()) {
+    if (tool == "run_agent") return "run " + Quoted(agent) + " now.";
+    if (tool == "pause_agent") {
+      return "pause " + Quoted(agent) + ": it stops running on its schedule until resumed.";
+    }
+    if (tool == "resume_agent")
+      return "resume " + Quoted(agent) + ": it runs on its schedule again.";
+    if (tool == "delete_agent") {
+      return "delete " + Quoted(agent) +
+             " and its whole run history. Affected: the agent, its schedule and every recorded "
+             "run.";
+    }
+  }
+  if (tool == "create_agent" && arguments.is_object() && !StringAt(arguments, "name").empty()) {
+    return "a new agent " + DescribeAgentDraft(arguments);
+  }
+  std::string text = tool;
+  if (const std::string does = FirstSentence(description); !does.empty()) {
+    text += " (" + does + ")";
+  }
+  if (!arguments.is_object() || arguments.empty()) return text + ", with no arguments.";
+  text += ", with ";
+  size_t shown = 0;
+  for (auto it = arguments.begin(); it != arguments.end(); ++it) {
+    if (shown == 8) {
+      text += " and " + std::to_string(arguments.size() - shown) + " more";
+      break;
+    }
+    if (shown > 0) text += shown + 1 == arguments.size() ? " and " : ", ";
+    text += it.key() + " " + Worded(it.value());
+    ++shown;
+  }
+  return text + ".";
+}
+
+void FillPreview(const PendingAction& action,
+                 ::omniforge::orchestrator::v1::PreviewEvent& preview) {
+  preview.set_action_id(action.action_id);
+  preview.set_tool_name(action.tool);
+  preview.set_arguments_json(action.arguments.dump());
+  preview.set_risk(action.risk);
+  preview.set_summary(action.summary);
+  preview.set_digest(action.digest);
+  preview.set_expires_at_unix_ms(action.expires_at_micros / 1000);
+  for (const char* key : {"agent", "name", "project"}) {
+    // A target resolved to its id is named as the user knows it.
+    std::string value = StringAt(action.targets.value(key, nlohmann::json::object()), "name");
+    if (value.empty()) value = StringAt(action.arguments, key);
+    if (!value.empty()) preview.add_affected(value);
+  }
+  const nlohmann::json config = action.arguments.is_object()
+                                    ? action.arguments.value("config", nlohmann::json::object())
+                                    : nlohmann::json::object();
+  const std::string recipients = StringAt(config, "recipients");
+  if (!recipients.empty()) preview.add_affected(recipients);
+
+  // A connected (MCP) service's tools are named <server>__<tool>.
+  const std::string& tool = action.tool;
+  const size_t split = tool.find("__");
+  const std::string service = split == std::string::npos ? "" : tool.substr(0, split);
+  if (action.risk == execpb::TOOL_RISK_HIGH) {
+    if (!service.empty()) {
+      preview.add_risk_factors("a tool of the connected service \"" + service +
+                               "\": it may change or delete data there");
+      preview.add_risk_factors("omniforge cannot undo what it does");
+    } else if (tool.rfind("delete_", 0) == 0) {
+      preview.add_risk_factors("deletes data that cannot be recovered");
+      preview.add_risk_factors("cannot be undone");
+    } else {
+      preview.add_risk_factors("a high-risk change to your workspace");
+      preview.add_risk_factors("may not be undone");
+    }
+  } else if (!service.empty()) {
+    preview.add_risk_factors("changes data in the connected service \"" + service + "\"");
+  } else {
+    preview.add_risk_factors("changes your workspace");
+  }
+  const std::string schedule = StringAt(action.arguments, "schedule");
+  if (!schedule.empty()) preview.add_risk_factors("runs on its own: " + schedule);
+  if (!recipients.empty()) preview.add_risk_factors("sends to " + recipients);
+}
+
+void FillPlanPreview(const Plan& plan, const std::vector<execpb::ToolDescriptor>& tools,
+                     const ApprovalPolicy& policy, const std::string& digest,
+                     int64_t expires_at_micros,
+                     ::omniforge::orchestrator::v1::PreviewEvent& preview) {
+  preview.set_action_id(plan.id);
+  preview.set_plan_id(plan.id);
+  preview.set_tool_name(kCreatePlanTool);
+  preview.set_digest(digest);
+  preview.set_expires_at_unix_ms(expires_at_micros / 1000);
+  execpb::ToolRisk highest = execpb::TOOL_RISK_READ;
+  int changing = 0;
+  for (const PlanStep& step : plan.steps) {
+    bool changes = false;
+    for (const std::string& tool : step.tools) {
+      const execpb::ToolRisk risk = RiskIn(tools, tool);
+      if (policy.Decide(tool, risk) == GateVerdict::kRun) continue;
+      const execpb::ToolRisk shown =
+          risk == execpb::TOOL_RISK_UNSPECIFIED ? execpb::TOOL_RISK_HIGH : risk;
+      if (shown > highest) highest = shown;
+      changes = true;
+      bool planned = false;
+      for (const PlannedCall& call : step.tool_calls) {
+        if (call.tool != tool) continue;
+        planned = true;
+        auto* shown_step = preview.add_steps();
+        shown_step->set_step_id(step.id);
+        shown_step->set_description(step.description);
+        shown_step->set_tool_name(tool);
+        shown_step->set_arguments_json(call.arguments.dump());
+        shown_step->set_risk(shown);
+        for (const char* key : {"agent", "name", "project"}) {
+          if (std::string value = StringAt(call.arguments, key); !value.empty()) {
+            preview.add_affected(value);
+          }
+        }
+      }
+      if (!planned) {
+        auto* shown_step = preview.add_steps();
+        shown_step->set_step_id(step.id);
+        shown_step->set_description(step.description);
+        shown_step->set_tool_name(tool);
+        shown_step->set_risk(shown);
+        shown_step->set_constraint(
+            "the executor agent chooses the arguments, within this step's task and only with "
+            "this step's tools");
+      }
+      if (shown == execpb::TOOL_RISK_HIGH) {
+        preview.add_risk_factors("step " + step.id + " may call " + tool +
+                                 ", which is hard or impossible to undo");
+      }
+    }
+    changing += changes ? 1 : 0;
+  }
+  preview.set_risk(highest);
+  preview.set_arguments_json(StepsToJson(plan.steps).dump());
+  preview.set_summary("a plan of " + std::to_string(plan.steps.size()) + " steps to " +
+                      core::Shortened(plan.objective, 300) + "; " + std::to_string(changing) +
+                      (changing == 1 ? " step changes" : " steps change") +
+                      " your workspace and runs only once you approve the plan.");
+  if (changing > 0) preview.add_risk_factors("changes your workspace");
+}
+
+}  // namespace omniforge::orchestrator

@@ -1,0 +1,490 @@
+#include "services/orchestrator/downstream/append_spool.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "libs/core/clock.h"
+#include "libs/core/ids.h"
+#include "libs/core/logging.h"
+#include "libs/core/metrics.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+constexpr char kFileName[] = "appends.log";
+constexpr char kLockName[] = "lock";
+// Length and checksum before each payload.
+constexpr size_t kHeaderBytes = 8;
+// A record's payload is at most a 64 KiB message with 16 KiB of metadata
+// and the identity; anything far larger is a damaged length.
+constexpr uint32_t kMaxPayloadBytes = 1 << 20;
+
+const std::array<uint32_t, 256>& CrcTable() {
+  static const std::array<uint32_t, 256> table = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) != 0 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  return table;
+}
+
+uint32_t Crc32(const std::string& data) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (unsigned char byte : data) c = CrcTable()[(c ^ byte) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+void PutU32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); }
+void PutU64(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
+void PutBytes(std::string& out, const std::string& bytes) {
+  PutU32(out, static_cast<uint32_t>(bytes.size()));
+  out += bytes;
+}
+
+// Reads a payload written by the Put functions; false once it runs short.
+class PayloadReader final {
+ public:
+  explicit PayloadReader(const std::string& data) : data_(data) {}
+  bool U32(uint32_t& v) { return Fixed(&v, 4); }
+  bool U64(uint64_t& v) { return Fixed(&v, 8); }
+  bool Bytes(std::string& out) {
+    uint32_t n = 0;
+    if (!U32(n) || data_.size() - pos_ < n) return false;
+    out.assign(data_, pos_, n);
+    pos_ += n;
+    return true;
+  }
+  bool AtEnd() const { return pos_ == data_.size(); }
+
+ private:
+  bool Fixed(void* v, size_t n) {
+    if (data_.size() - pos_ < n) return false;
+    std::memcpy(v, data_.data() + pos_, n);
+    pos_ += n;
+    return true;
+  }
+  const std::string& data_;
+  size_t pos_ = 0;
+};
+
+std::string Payload(uint64_t number, const core::Identity& who,
+                    const convpb::AppendMessageRequest& request) {
+  std::string payload;
+  PutU64(payload, number);
+  PutBytes(payload, who.tenant_id);
+  PutBytes(payload, who.user_id);
+  PutBytes(payload, request.SerializeAsString());
+  return payload;
+}
+
+std::string Record(const std::string& payload) {
+  std::string record;
+  PutU32(record, static_cast<uint32_t>(payload.size()));
+  PutU32(record, Crc32(payload));
+  return record + payload;
+}
+
+absl::Status Errno(const std::string& what, const std::filesystem::path& path) {
+  return absl::InternalError("append spool: " + what + " " + path.string() + ": " +
+                             std::strerror(errno));
+}
+
+absl::Status WriteAll(int fd, const std::string& data, const std::filesystem::path& path) {
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno("cannot write", path);
+    done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SyncDirectory(const std::filesystem::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Errno("cannot open", dir);
+  const int synced = ::fsync(fd);
+  ::close(fd);
+  return synced == 0 ? absl::OkStatus() : Errno("cannot fsync", dir);
+}
+
+// Messages that storage will never take however often they are retried;
+// every other failure of a spooled message is retried.
+bool RefusedForGood(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kPermissionDenied:
+    case absl::StatusCode::kUnauthenticated:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string QueueKey(const core::Identity& who, const std::string& conversation_id) {
+  return who.tenant_id + "\n" + who.user_id + "\n" + conversation_id;
+}
+
+core::Counter& SpooledCounter() {
+  static core::Counter& c = core::MetricsRegistry::Global().GetCounter(
+      "omniforge_orchestrator_spooled_appends_total",
+      "Messages written to the append spool because conversation storage was unreachable");
+  return c;
+}
+core::Counter& DrainedCounter(const std::string& outcome) {
+  return core::MetricsRegistry::Global().GetCounter(
+      "omniforge_orchestrator_spool_drained_appends_total",
+      "Spooled messages that left the spool: stored, or refused for good by storage",
+      {{"outcome", outcome}});
+}
+
+}  // namespace
+
+bool IsStorageUnreachable(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status);
+}
+
+AppendSpool::AppendSpool(Memory& memory, AppendSpoolOptions options)
+    : memory_(memory), options_(std::move(options)), path_(options_.dir / kFileName) {}
+
+absl::StatusOr<std::unique_ptr<AppendSpool>> AppendSpool::Open(Memory& memory,
+                                                               AppendSpoolOptions options) {
+  std::unique_ptr<AppendSpool> spool(new AppendSpool(memory, std::move(options)));
+  const std::filesystem::path& dir = spool->options_.dir;
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) {
+    return absl::InternalError("append spool: cannot create " + dir.string() + ": " +
+                               error.message());
+  }
+  const std::filesystem::path lock = dir / kLockName;
+  spool->lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (spool->lock_fd_ < 0) return Errno("cannot open", lock);
+  // Two processes draining one spool would each send its messages; the
+  // second one to start refuses instead.
+  if (::flock(spool->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return absl::FailedPreconditionError("append spool: " + dir.string() +
+                                           " is in use by another orchestrator process; give "
+                                           "each process its own spool.dir");
+    }
+    return Errno("cannot lock", lock);
+  }
+  if (absl::Status recovered = spool->Recover(); !recovered.ok()) return recovered;
+  return spool;
+}
+
+absl::Status AppendSpool::Recover() {
+  std::lock_guard<std::mutex> lock(mu_);
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd_ < 0) return Errno("cannot open", path_);
+  if (absl::Status synced = SyncDirectory(options_.dir); !synced.ok()) return synced;
+  std::string data;
+  std::array<char, 1 << 16> buffer;
+  while (true) {
+    const ssize_t n = ::pread(fd_, buffer.data(), buffer.size(), static_cast<off_t>(data.size()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno("cannot read", path_);
+    if (n == 0) break;
+    data.append(buffer.data(), static_cast<size_t>(n));
+  }
+  size_t pos = 0;
+  while (data.size() - pos >= kHeaderBytes) {
+    uint32_t length = 0;
+    uint32_t crc = 0;
+    std::memcpy(&length, data.data() + pos, 4);
+    std::memcpy(&crc, data.data() + pos + 4, 4);
+    if (length > kMaxPayloadBytes || data.size() - pos - kHeaderBytes < length) break;
+    const std::string payload = data.substr(pos + kHeaderBytes, length);
+    if (Crc32(payload) != crc) break;
+    Entry entry;
+    std::string request;
+    PayloadReader reader(payload);
+    if (!reader.U64(entry.number) || !reader.Bytes(entry.who.tenant_id) ||
+        !reader.Bytes(entry.who.user_id) || !reader.Bytes(request) || !reader.AtEnd() ||
+        !entry.request.ParseFromString(request)) {
+      break;
+    }
+    entry.record_bytes = static_cast<int64_t>(kHeaderBytes + length);
+    next_number_ = std::max(next_number_, entry.number + 1);
+    queues_[QueueKey(entry.who, entry.request.conversation_id())].push_back(entry.number);
+    entries_.emplace(entry.number, std::move(entry));
+    pos += kHeaderBytes + length;
+  }
+  if (pos < data.size()) {
+    // Only the last write can be cut short: its fsync never returned, so
+    // its turn never went on and nobody was told it was kept.
+    core::LogWarn("append spool: dropping an unfinished record at the end of the file",
+                  {{"file", path_.string()},
+                   {"offset", std::to_string(pos)},
+                   {"bytes", std::to_string(data.size() - pos)}});
+    if (::ftruncate(fd_, static_cast<off_t>(pos)) != 0 || ::fsync(fd_) != 0) {
+      return Errno("cannot truncate", path_);
+    }
+  }
+  file_bytes_ = static_cast<int64_t>(pos);
+  UpdateGaugesLocked();
+  if (!entries_.empty()) {
+    core::LogInfo("append spool: messages left by an earlier process will be stored",
+                  {{"file", path_.string()}, {"messages", std::to_string(entries_.size())}});
+  }
+  return absl::OkStatus();
+}
+
+AppendSpool::~AppendSpool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (drainer_.joinable()) drainer_.join();
+  if (fd_ >= 0) ::close(fd_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+absl::Status AppendSpool::WriteLocked(Entry& entry) {
+  entry.number = next_number_;
+  const std::string record = Record(Payload(entry.number, entry.who, entry.request));
+  const auto size = static_cast<int64_t>(record.size());
+  if (file_bytes_ + size > options_.max_bytes) {
+    return absl::ResourceExhaustedError(
+        "conversation storage is unreachable and the orchestrator's append spool is full (" +
+        std::to_string(file_bytes_) + " of " + std::to_string(options_.max_bytes) + " bytes in " +
+        path_.string() + "); messages are not accepted until storage is back");
+  }
+  absl::Status written = WriteAll(fd_, record, path_);
+  if (written.ok() && ::fdatasync(fd_) != 0) written = Errno("cannot fsync", path_);
+  if (!written.ok()) {
+    // A partial record would hide every record written after it.
+    if (::ftruncate(fd_, static_cast<off_t>(file_bytes_)) != 0) {
+      core::LogError("append spool: cannot cut a failed write", {{"file", path_.string()}});
+    }
+    return written;
+  }
+  file_bytes_ += size;
+  entry.record_bytes = size;
+  ++next_number_;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<convpb::AppendMessageResponse>> AppendSpool::Append(
+    const core::Identity& who, const convpb::AppendMessageRequest& request, int64_t deadline) {
+  convpb::AppendMessageRequest keyed = request;
+  // The key makes the drainer's retries safe: an append that landed after
+  // its deadline passed is not stored twice.
+  if (keyed.idempotency_key().empty()) keyed.set_idempotency_key("spool:" + core::NewUuid());
+  const std::string key = QueueKey(who, keyed.conversation_id());
+  bool queued = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queued = queues_.count(key) > 0;
+  }
+  if (!queued) {
+    absl::StatusOr<convpb::AppendMessageResponse> stored =
+        memory_.AppendMessage(who, keyed, deadline);
+    if (stored.ok()) return std::optional<convpb::AppendMessageResponse>(*std::move(stored));
+    if (!IsStorageUnreachable(stored.status())) return stored.status();
+  }
+  uint64_t number = 0;
+  size_t depth = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry entry{0, who, std::move(keyed), 0};
+    if (absl::Status written = WriteLocked(entry); !written.ok()) return written;
+    number = entry.number;
+    queues_[key].push_back(number);
+    entries_.emplace(number, std::move(entry));
+    depth = entries_.size();
+    UpdateGaugesLocked();
+  }
+  SpooledCounter().Inc();
+  core::LogWarn("message kept in the append spool until conversation storage takes it",
+                {{"component", "orchestrator"},
+                 {"conversation_id", request.conversation_id()},
+                 {"spooled", std::to_string(depth)}});
+  wake_.notify_all();
+  if (queued) {
+    // Storage may be back: the caller waits for the messages ahead of its
+    // own (up to its deadline) and then has its message stored.
+    std::unique_lock<std::timed_mutex> drain(drain_mu_, std::defer_lock);
+    const auto wait = std::chrono::microseconds(std::max<int64_t>(0, deadline - core::NowMicros()));
+    if (drain.try_lock_for(wait)) {
+      size_t removed = 0;
+      bool unreachable = false;
+      std::optional<convpb::AppendMessageResponse> stored =
+          DrainConversationLocked(key, deadline, number, removed, unreachable);
+      if (removed > 0) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (absl::Status compacted = CompactLocked(); !compacted.ok()) {
+          core::LogError("append spool: cannot compact", {{"error", compacted.ToString()}});
+        }
+      }
+      if (stored) return stored;
+    }
+  }
+  return std::optional<convpb::AppendMessageResponse>();
+}
+
+std::optional<convpb::AppendMessageResponse> AppendSpool::DrainConversationLocked(
+    const std::string& key, int64_t deadline, uint64_t wanted, size_t& removed, bool& unreachable) {
+  const int64_t call_micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(options_.call_timeout).count();
+  std::optional<convpb::AppendMessageResponse> wanted_response;
+  while (true) {
+    Entry entry;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto queue = queues_.find(key);
+      if (queue == queues_.end()) break;
+      entry = entries_.at(queue->second.front());
+    }
+    const int64_t now = core::NowMicros();
+    if (deadline > 0 && now >= deadline) break;
+    const int64_t call_deadline =
+        deadline > 0 ? std::min(deadline, now + call_micros) : now + call_micros;
+    absl::StatusOr<convpb::AppendMessageResponse> stored =
+        memory_.AppendMessage(entry.who, entry.request, call_deadline);
+    if (!stored.ok() && !RefusedForGood(stored.status())) {
+      unreachable = true;
+      break;
+    }
+    if (stored.ok()) {
+      DrainedCounter("stored").Inc();
+      if (entry.number == wanted) wanted_response = *std::move(stored);
+    } else {
+      // Retrying cannot help (the conversation was deleted, or is not the
+      // caller's): keeping it would hold back the conversation for good.
+      DrainedCounter("refused").Inc();
+      core::LogError("spooled message dropped: conversation storage refuses it",
+                     {{"component", "orchestrator"},
+                      {"conversation_id", entry.request.conversation_id()},
+                      {"error", std::string(stored.status().message())}});
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    auto queue = queues_.find(key);
+    queue->second.pop_front();
+    if (queue->second.empty()) queues_.erase(queue);
+    entries_.erase(entry.number);
+    UpdateGaugesLocked();
+    ++removed;
+  }
+  return wanted_response;
+}
+
+size_t AppendSpool::DrainOnce() {
+  std::lock_guard<std::timed_mutex> drain(drain_mu_);
+  std::vector<std::string> keys;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, queue] : queues_) keys.push_back(key);
+  }
+  size_t removed = 0;
+  for (const std::string& key : keys) {
+    bool unreachable = false;
+    DrainConversationLocked(key, /*deadline=*/0, /*wanted=*/0, removed, unreachable);
+    // One service stores every conversation: the others would fail alike.
+    if (unreachable) break;
+  }
+  if (removed > 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (absl::Status compacted = CompactLocked(); !compacted.ok()) {
+      core::LogError("append spool: cannot compact", {{"error", compacted.ToString()}});
+    }
+    core::LogInfo("spooled messages stored", {{"component", "orchestrator"},
+                                              {"stored", std::to_string(removed)},
+                                              {"still_spooled", std::to_string(entries_.size())}});
+  }
+  return removed;
+}
+
+absl::Status AppendSpool::CompactLocked() {
+  if (entries_.empty()) {
+    if (::ftruncate(fd_, 0) != 0 || ::fsync(fd_) != 0) return Errno("cannot truncate", path_);
+    file_bytes_ = 0;
+    UpdateGaugesLocked();
+    return absl::OkStatus();
+  }
+  std::string data;
+  for (const auto& [number, entry] : entries_) {
+    data += Record(Payload(number, entry.who, entry.request));
+  }
+  std::filesystem::path temporary = path_;
+  temporary += ".tmp";
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Errno("cannot open", temporary);
+  absl::Status written = WriteAll(fd, data, temporary);
+  if (written.ok() && ::fsync(fd) != 0) written = Errno("cannot fsync", temporary);
+  ::close(fd);
+  if (!written.ok()) return written;
+  if (::rename(temporary.c_str(), path_.c_str()) != 0) return Errno("cannot rename", temporary);
+  if (absl::Status synced = SyncDirectory(options_.dir); !synced.ok()) return synced;
+  const int reopened = ::open(path_.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
+  if (reopened < 0) return Errno("cannot open", path_);
+  ::close(fd_);
+  fd_ = reopened;
+  file_bytes_ = static_cast<int64_t>(data.size());
+  UpdateGaugesLocked();
+  return absl::OkStatus();
+}
+
+void AppendSpool::UpdateGaugesLocked() {
+  static core::Gauge& depth = core::MetricsRegistry::Global().GetGauge(
+      "omniforge_orchestrator_spool_depth",
+      "Messages waiting in the append spool for conversation storage");
+  static core::Gauge& bytes = core::MetricsRegistry::Global().GetGauge(
+      "omniforge_orchestrator_spool_bytes", "Size of the append spool file");
+  depth.Set(static_cast<double>(entries_.size()));
+  bytes.Set(static_cast<double>(file_bytes_));
+}
+
+void AppendSpool::StartDrainer() {
+  drainer_ = std::thread([this] { DrainLoop(); });
+}
+
+void AppendSpool::DrainLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  std::chrono::milliseconds backoff = options_.min_backoff;
+  // What an earlier process left is tried at once.
+  auto next = std::chrono::steady_clock::now();
+  while (!stopping_) {
+    if (entries_.empty()) {
+      wake_.wait(lock, [this] { return stopping_ || !entries_.empty(); });
+      if (stopping_) break;
+      // Storage just failed the append that woke us: give it a moment.
+      backoff = options_.min_backoff;
+      next = std::chrono::steady_clock::now() + backoff;
+    }
+    if (wake_.wait_until(lock, next, [this] { return stopping_; })) break;
+    lock.unlock();
+    const size_t removed = DrainOnce();
+    lock.lock();
+    backoff = removed > 0 ? options_.min_backoff : std::min(backoff * 2, options_.max_backoff);
+    next = std::chrono::steady_clock::now() + backoff;
+  }
+}
+
+size_t AppendSpool::depth() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size();
+}
+
+int64_t AppendSpool::file_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return file_bytes_;
+}
+
+}  // namespace omniforge::orchestrator

@@ -1,0 +1,140 @@
+// Messages of a turn outlive an outage of conversation storage: an append
+// that cannot reach the conversation service (UNAVAILABLE,
+// DEADLINE_EXCEEDED) is written to an append-only file and fsynced before
+// the turn goes on, and a background drainer stores it once the service
+// takes calls again, oldest first per conversation. Every spooled append
+// carries an idempotency key, so a retry of an append that did land (a
+// deadline that passed after the commit) stores nothing twice. What one
+// process left in the spool is drained by the next one started on the same
+// directory.
+//
+// The file is a sequence of records [u32 payload length][u32 CRC-32 of the
+// payload][payload]; a payload is the record's number, the identity and the
+// serialized AppendMessageRequest. A record cut short by a crash was never
+// acknowledged (the fsync did not return), so reopening drops it. Stored
+// records leave the file when the drainer rewrites it (write, fsync, rename).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "libs/core/identity.h"
+#include "services/orchestrator/downstream/downstream.h"
+
+namespace omniforge::orchestrator {
+
+struct AppendSpoolOptions {
+  // Holds the spool file (appends.log) and its lock; created if missing.
+  std::filesystem::path dir;
+  // The spool file's size limit; an append that does not fit is refused.
+  int64_t max_bytes = 64LL << 20;
+  // Upper bound of each call the drainer makes.
+  std::chrono::milliseconds call_timeout{10000};
+  // The drainer's wait after a pass that stored nothing: doubles from
+  // min_backoff up to max_backoff, back to min_backoff once storage takes a
+  // message.
+  std::chrono::milliseconds min_backoff{200};
+  std::chrono::milliseconds max_backoff{30000};
+};
+
+// True for the statuses that mean "conversation storage cannot be reached
+// now" (UNAVAILABLE, DEADLINE_EXCEEDED): the ones worth spooling and retrying.
+bool IsStorageUnreachable(const absl::Status& status);
+
+class AppendSpool final {
+ public:
+  // Opens the spool in `options.dir` for appends to `memory` (which must
+  // outlive it) and reads what an earlier process left there, dropping a
+  // record cut short by a crash. FAILED_PRECONDITION when another process
+  // holds the directory; INTERNAL when it cannot be read or written.
+  static absl::StatusOr<std::unique_ptr<AppendSpool>> Open(Memory& memory,
+                                                           AppendSpoolOptions options);
+  // Stops the drainer; what is still spooled stays in the file.
+  ~AppendSpool();
+  AppendSpool(const AppendSpool&) = delete;
+  AppendSpool& operator=(const AppendSpool&) = delete;
+
+  // Stores `request` (given an idempotency key when it has none) for `who`
+  // by `deadline`. Returns the stored message, or nullopt when it waits in
+  // the spool because storage could not be reached. While a conversation has
+  // spooled messages, its new ones queue behind them (they are tried right
+  // away, in order), so the conversation keeps the order they were written
+  // in. Errors: the conversation service's own (INVALID_ARGUMENT,
+  // NOT_FOUND, ...); RESOURCE_EXHAUSTED when storage is unreachable and the
+  // spool is full; INTERNAL when the spool file cannot be written.
+  // Thread-safe.
+  absl::StatusOr<std::optional<convpb::AppendMessageResponse>> Append(
+      const core::Identity& who, const convpb::AppendMessageRequest& request, int64_t deadline);
+
+  // Starts the background drainer (at once when something is spooled).
+  void StartDrainer();
+  // One pass over the spool: each conversation's messages, oldest first,
+  // until storage cannot be reached. A message storage refuses for good
+  // (its conversation is gone, ...) is dropped and logged. Returns how many
+  // left the spool.
+  size_t DrainOnce();
+
+  // Messages waiting in the spool.
+  size_t depth() const;
+  // The spool file's size in bytes.
+  int64_t file_bytes() const;
+
+ private:
+  struct Entry {
+    uint64_t number = 0;
+    core::Identity who;
+    convpb::AppendMessageRequest request;
+    int64_t record_bytes = 0;
+  };
+
+  AppendSpool(Memory& memory, AppendSpoolOptions options);
+  absl::Status Recover();
+  // Writes and fsyncs `entry`'s record; RESOURCE_EXHAUSTED when it does not
+  // fit. Requires mu_.
+  absl::Status WriteLocked(Entry& entry);
+  // Tries `key`'s spooled messages in order until one cannot reach storage
+  // (or the deadline passes). Returns the response to message `wanted`, if
+  // it was stored. Requires drain_mu_.
+  std::optional<convpb::AppendMessageResponse> DrainConversationLocked(const std::string& key,
+                                                                       int64_t deadline,
+                                                                       uint64_t wanted,
+                                                                       size_t& removed,
+                                                                       bool& unreachable);
+  // Rewrites the file with the entries still spooled. Requires mu_.
+  absl::Status CompactLocked();
+  void UpdateGaugesLocked();
+  void DrainLoop();
+
+  Memory& memory_;
+  const AppendSpoolOptions options_;
+  const std::filesystem::path path_;
+  int lock_fd_ = -1;
+
+  // One drain at a time, so a conversation's messages are sent in order.
+  std::timed_mutex drain_mu_;
+
+  mutable std::mutex mu_;
+  int fd_ = -1;                        // Guarded by mu_.
+  int64_t file_bytes_ = 0;             // Guarded by mu_.
+  uint64_t next_number_ = 1;           // Guarded by mu_.
+  std::map<uint64_t, Entry> entries_;  // Guarded by mu_.
+  // Entry numbers per conversation (tenant, user, conversation id), oldest
+  // first. Guarded by mu_.
+  std::map<std::string, std::deque<uint64_t>> queues_;
+  bool stopping_ = false;  // Guarded by mu_.
+  std::condition_variable wake_;
+  std::thread drainer_;
+};
+
+}  // namespace omniforge::orchestrator

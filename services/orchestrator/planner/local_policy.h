@@ -1,0 +1,98 @@
+// The planner of local mode (no LLM configured): a deterministic policy that
+// turns the intent analysis and the flow so far into the turn's moves.
+//
+// The risk rules hold as for the LLM planner: READ tools run at once; WRITE
+// calls are drafted and wait for the user's "yes"; HIGH calls get a detailed
+// preview (who is affected, why it is risky) and wait. The approval gate
+// (approval_gate.h) reads the next message: it approves exactly the pending
+// action, drops it, or asks the policy to revise it (ReviseLocally). At most `max_clarifications`
+// clarifying questions in a row; after that the policy proceeds with the best interpretation.
+//
+// Pure functions: no I/O, deterministic, thread-safe.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "omniforge/intent/v1/intent_service.pb.h"
+#include "services/orchestrator/flow/move.h"
+#include "services/orchestrator/flow/routing.h"
+
+namespace omniforge::orchestrator {
+
+// The message's lower-case words (letters and digits only).
+std::vector<std::string> Words(const std::string& message);
+
+struct PolicyInput {
+  ::omniforge::intent::v1::IntentAnalysis intent;
+  std::string message;
+  // The routing of the last assistant turn of the conversation, if any.
+  std::optional<Routing> last;
+  std::vector<AgentInfo> agents;
+  int max_clarifications = 2;
+  // The message that started the flow this turn continues (after a
+  // clarifying question, what a draft is named and described after); empty:
+  // this message.
+  std::string goal;
+  // Where the user is in the client, and whether plans can be made (the
+  // orchestrator keeps plans in its database).
+  ::omniforge::intent::v1::ContextType context_type = ::omniforge::intent::v1::CONTEXT_TYPE_GLOBAL;
+  bool plans = false;
+};
+
+Move DecideLocally(const PolicyInput& input);
+
+// What a clarifying question asks for (Move::asked, Routing::asked).
+inline constexpr char kAskedAgent[] = "agent";    // which of the user's agents
+inline constexpr char kAskedChange[] = "change";  // what to change about an agent
+inline constexpr char kAskedIntent[] = "intent";  // what the user wants at all
+inline constexpr char kAskedModel[] = "model";    // the planner model's own question
+
+// True when the last turn asked a question whose answer continues its flow
+// as it is (which agent, what to change, the model's question): the answer
+// is merged in without the intent service. An answer to "what would you
+// like me to do?" is a request of its own and is analysed.
+bool AnswerSkipsAnalysis(const Routing& last);
+
+// The analysis of `answer` to the clarifying question `last` asked, made
+// without the intent service: the flow's action and entities, plus what the
+// answer adds: an agent picked by position in the list the question gave
+// ("the second one") or by name, a schedule, a data source, recipients.
+// Never ambiguous: the answer settles the question, or the flow asks again
+// within the clarification cap and then proceeds on its best reading.
+::omniforge::intent::v1::IntentAnalysis AnalysisOfAnswer(const Routing& last,
+                                                         const std::string& answer,
+                                                         const std::vector<AgentInfo>& agents);
+
+// "continue what you were doing", "go on with that", "resume", "carry on":
+// the user asks to pick up a suspended flow.
+bool IsResumeRequest(const std::string& message);
+
+// The change the user asked to the last turn's pending action, once the
+// approval gate read the reply as an edit: the same action on `other_agent`
+// (when the reply named another agent), or a draft with the schedule,
+// recipients or data source the reply gave, previewed anew. nullopt when the
+// reply changes nothing the policy can apply: it is then a new request.
+// Approving and dropping are the gate's (approval_gate.h), never the
+// policy's.
+std::optional<Move> ReviseLocally(const PolicyInput& input, const std::string& other_agent);
+
+// The words that end a preview: what the user can answer.
+std::string ApprovalQuestion(const PendingAction& action);
+// The same for the previews of one turn (one, or several approved together
+// or one by one).
+std::string ApprovalQuestion(const std::vector<PendingAction>& actions);
+
+// The words that follow `move.reply` once `step` ran and produced
+// `result` (a tool result object; is_error when the tool failed). May set
+// the names the reply listed, in order, in `listed_agents`.
+std::string DescribeResult(const ToolStep& step, const nlohmann::json& result, bool is_error,
+                           std::vector<std::string>* listed_agents);
+
+// A short, unique agent name (lower-case words joined by '-') for what
+// `message` asks, avoiding the names in `taken`.
+std::string SuggestAgentName(const std::string& message, const std::vector<AgentInfo>& taken);
+
+}  // namespace omniforge::orchestrator

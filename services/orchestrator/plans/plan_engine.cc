@@ -1,0 +1,822 @@
+#include "services/orchestrator/plans/plan_engine.h"
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "libs/core/clock.h"
+#include "libs/core/ids.h"
+#include "libs/core/logging.h"
+#include "libs/core/metrics.h"
+#include "libs/core/text.h"
+#include "libs/llm/model_call_proto.h"
+#include "services/orchestrator/approvals/preview.h"
+#include "services/orchestrator/usage/usage_attribution.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+namespace pb = ::omniforge::orchestrator::v1;
+
+// A step's result in the planner's tool result is cut beyond this.
+constexpr size_t kMaxResultBytesPerStep = 4000;
+
+std::string Dump(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void CountPlan(PlanStatus status) {
+  core::MetricsRegistry::Global()
+      .GetCounter("omniforge_orchestrator_plans_total",
+                  "Plan calls of the engine, by the status they left the plan in",
+                  {{"status", PlanStatusName(status)}})
+      .Inc();
+}
+
+// Events for the sink.
+pb::ChatEvent StepStart(const Plan& plan, const PlanStep& step) {
+  pb::ChatEvent e;
+  auto* s = e.mutable_step_start();
+  s->set_plan_id(plan.id);
+  s->set_step_id(step.id);
+  s->set_description(step.description);
+  return e;
+}
+
+pb::ChatEvent StepComplete(const Plan& plan, const PlanStep& step) {
+  pb::ChatEvent e;
+  auto* s = e.mutable_step_complete();
+  s->set_plan_id(plan.id);
+  s->set_step_id(step.id);
+  s->set_status(ToProto(step.status));
+  s->set_summary(step.status == StepStatus::kCompleted ? step.result_summary : step.error);
+  s->set_result_json(Dump(step.result));
+  return e;
+}
+
+pb::ChatEvent ExecutorMessage(const Plan& plan, const PlanStep& step, pb::DialogueParty sender,
+                              std::string kind, std::string text, std::string data_json = "") {
+  pb::ChatEvent e;
+  auto* m = e.mutable_executor_message();
+  m->set_plan_id(plan.id);
+  m->set_step_id(step.id);
+  m->set_sender(sender);
+  m->set_kind(std::move(kind));
+  m->set_text(std::move(text));
+  m->set_data_json(std::move(data_json));
+  return e;
+}
+
+pb::ChatEvent PlanCreated(const Plan& plan) {
+  pb::ChatEvent e;
+  *e.mutable_plan_created()->mutable_plan() = ToProto(plan);
+  return e;
+}
+
+pb::ChatEvent ReadyForReview(const Plan& plan) {
+  pb::ChatEvent e;
+  *e.mutable_plan_ready_for_review()->mutable_plan() = ToProto(plan);
+  return e;
+}
+
+// The summary of a plan that ended.
+std::string Summarise(const Plan& plan) {
+  std::vector<std::string> completed, failed, dependents, skipped;
+  for (const PlanStep& s : plan.steps) {
+    if (s.status == StepStatus::kCompleted) completed.push_back(s.id);
+    if (s.status == StepStatus::kSkipped) skipped.push_back(s.id);
+    if (s.status == StepStatus::kFailed) (s.attempts > 0 ? failed : dependents).push_back(s.id);
+  }
+  if (failed.empty() && dependents.empty()) {
+    return absl::StrCat("All ", plan.steps.size(), " steps completed.");
+  }
+  std::string out;
+  for (const std::string& id : failed) {
+    const PlanStep* s = plan.FindStep(id);
+    absl::StrAppend(&out, "Step ", id, " (", s->description, ") failed: ", s->error, ". ");
+  }
+  if (!dependents.empty()) {
+    absl::StrAppend(&out, "Not run because a step they depend on failed: ",
+                    absl::StrJoin(dependents, ", "), ". ");
+  }
+  if (!skipped.empty()) {
+    absl::StrAppend(&out, "Not started: ", absl::StrJoin(skipped, ", "), ". ");
+  }
+  absl::StrAppend(&out, completed.size(), " of ", plan.steps.size(), " steps completed.");
+  return out;
+}
+
+// A plan naming a tool the approval policy refuses is not made; nor one
+// whose step may call a HIGH tool without planning the exact call.
+absl::Status Denied(const PlanVerdict& verdict) {
+  if (!verdict.unplanned_high.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "a step may call the high-risk tool ", verdict.unplanned_high,
+        " only as a planned call with its exact arguments (tool_calls), so the user can approve "
+        "exactly that; plan the call"));
+  }
+  return absl::FailedPreconditionError(absl::StrCat("the approval policy does not allow the tool ",
+                                                    verdict.denied_tool,
+                                                    "; make the plan without it"));
+}
+
+}  // namespace
+
+std::string PlanToolResult(const Plan& plan) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const PlanStep& s : plan.steps) {
+    nlohmann::json step = {
+        {"id", s.id}, {"description", s.description}, {"status", StepStatusName(s.status)}};
+    if (!s.depends_on.empty()) step["depends_on"] = s.depends_on;
+    if (!s.result_summary.empty()) step["summary"] = s.result_summary;
+    if (!s.error.empty()) step["error"] = s.error;
+    if (s.status == StepStatus::kCompleted) {
+      const std::string result = Dump(s.result);
+      step["result"] =
+          result.size() <= kMaxResultBytesPerStep
+              ? s.result
+              : nlohmann::json{{"truncated", true},
+                               {"text", core::Shortened(result, kMaxResultBytesPerStep)}};
+    }
+    steps.push_back(std::move(step));
+  }
+  nlohmann::json out = {{"plan_id", plan.id},
+                        {"status", PlanStatusName(plan.status)},
+                        {"execution_mode", ExecutionModeName(plan.mode)},
+                        {"objective", plan.objective},
+                        {"steps", steps}};
+  if (!plan.summary.empty()) out["summary"] = plan.summary;
+  if (plan.review_verdict.has_value()) {
+    out["review"] = {{"verdict", ReviewVerdictName(*plan.review_verdict)},
+                     {"notes", plan.review_notes}};
+  }
+  if (plan.pending_question.has_value()) {
+    out["question"] = {{"step_id", plan.pending_question->step_id},
+                       {"text", plan.pending_question->question},
+                       {"options", plan.pending_question->options}};
+  }
+  return Dump(out);
+}
+
+// The state of one plan run, shared by the scheduler and the step threads.
+struct PlanEngine::Run {
+  Run(Plan p, PlanEventSink& s) : plan(std::move(p)), sink(s) {}
+
+  // Emits one event; step threads call it concurrently.
+  void Emit(pb::ChatEvent event) {
+    std::lock_guard lock(emit_mu);
+    sink.Emit(std::move(event));
+  }
+
+  std::mutex mu;
+  std::condition_variable changed;
+  Plan plan;                                // Guarded by mu.
+  int running = 0;                          // Guarded by mu.
+  std::optional<PendingQuestion> question;  // Guarded by mu: the first escalated one.
+  // Guarded by mu: progress that could not be stored. No step starts after
+  // it, so no work happens that a resumed run would not know about.
+  absl::Status storage_error;
+  std::optional<UsageAttribution> attribution;
+
+  std::mutex emit_mu;
+  PlanEventSink& sink;
+};
+
+// A call's hold on one plan (see PlanEngine): released when it returns.
+class PlanEngine::Claim final {
+ public:
+  static absl::StatusOr<std::unique_ptr<Claim>> On(PlanEngine& engine, const std::string& plan_id) {
+    std::lock_guard lock(engine.claims_mu_);
+    if (!engine.claimed_.insert(plan_id).second) {
+      return absl::AbortedError(absl::StrCat(
+          "plan ", plan_id, " is being run or changed by another request; try again when it ends"));
+    }
+    return std::unique_ptr<Claim>(new Claim(engine, plan_id));
+  }
+  ~Claim() {
+    std::lock_guard lock(engine_.claims_mu_);
+    engine_.claimed_.erase(plan_id_);
+  }
+  Claim(const Claim&) = delete;
+  Claim& operator=(const Claim&) = delete;
+
+ private:
+  Claim(PlanEngine& engine, std::string plan_id) : engine_(engine), plan_id_(std::move(plan_id)) {}
+  PlanEngine& engine_;
+  const std::string plan_id_;
+};
+
+absl::StatusOr<Plan> PlanEngine::ClaimAndGet(const core::Identity& who, const std::string& plan_id,
+                                             std::unique_ptr<Claim>& claim) {
+  auto held = Claim::On(*this, plan_id);
+  if (!held.ok()) return held.status();
+  claim = *std::move(held);
+  return store_.Get(who, plan_id);
+}
+
+PlanEngine::PlanEngine(PlanStore& store, StepExecutors& executors, const PlanGenerator& generator,
+                       const PlanAdvisor& advisor, PlanEngineOptions options)
+    : store_(store),
+      executors_(executors),
+      generator_(generator),
+      advisor_(advisor),
+      options_(options) {}
+
+int64_t PlanEngine::ModelDeadline() const {
+  return core::NowMicros() +
+         std::chrono::duration_cast<std::chrono::microseconds>(options_.model_timeout).count();
+}
+
+absl::StatusOr<PlanOutcome> PlanEngine::CreatePlan(const core::Identity& who,
+                                                   const std::string& conversation_id,
+                                                   const PlanRequest& request,
+                                                   const PlanContext& context, PlanEventSink& sink,
+                                                   const std::function<bool()>& cancelled) {
+  PlanContext bounded = context;
+  if (bounded.deadline_micros == 0) bounded.deadline_micros = ModelDeadline();
+  auto steps = generator_.Generate(request, bounded);
+  if (!steps.ok()) return steps.status();
+  const PlanVerdict verdict = DecidePlan(options_.approvals, *steps, context.tools);
+  if (verdict.verdict == GateVerdict::kDeny || !verdict.unplanned_high.empty()) {
+    return Denied(verdict);
+  }
+  Plan plan;
+  plan.id = core::NewUuid();
+  plan.tenant_id = who.tenant_id;
+  plan.user_id = who.user_id;
+  plan.conversation_id = conversation_id;
+  plan.objective = request.objective;
+  plan.context_type = context.context_type;
+  plan.entity_id = context.entity_id;
+  plan.mode = request.mode;
+  plan.requested_outputs = request.requested_outputs;
+  plan.priority_entities = request.priority_entities;
+  plan.steps = *std::move(steps);
+  switch (plan.mode) {
+    case ExecutionMode::kAutoExecute:
+      // Runs at once only when nothing in it needs the user's approval.
+      if (verdict.verdict == GateVerdict::kRun) {
+        plan.status = PlanStatus::kApproved;
+        plan.writes_approved = true;
+      } else {
+        plan.status = PlanStatus::kPendingReview;
+      }
+      break;
+    case ExecutionMode::kDraftOnly:
+      plan.status = PlanStatus::kPendingReview;
+      break;
+    case ExecutionMode::kAgentReview:
+      plan.status = PlanStatus::kDraft;
+      break;
+  }
+  if (absl::Status stored = store_.Create(plan); !stored.ok()) return stored;
+  sink.Emit(PlanCreated(plan));
+  core::LogInfo("plan created", {{"component", "orchestrator"},
+                                 {"plan_id", plan.id},
+                                 {"mode", ExecutionModeName(plan.mode)},
+                                 {"steps", std::to_string(plan.steps.size())}});
+  if (plan.status == PlanStatus::kApproved) return RunPlan(std::move(plan), sink, cancelled);
+  if (plan.status == PlanStatus::kPendingReview) {
+    CountPlan(plan.status);
+    return ShowForReview(plan, context, sink);
+  }
+  return ReviewAndRun(std::move(plan), request, bounded, sink, cancelled);
+}
+
+absl::StatusOr<PlanOutcome> PlanEngine::ReviewAndRun(Plan plan, const PlanRequest& request,
+                                                     const PlanContext& context,
+                                                     PlanEventSink& sink,
+                                                     const std::function<bool()>& cancelled) {
+  // One revision with the reviewer's notes, then the user decides.
+  for (int round = 0;; ++round) {
+    auto review = advisor_.ReviewPlan(plan, ModelDeadline());
+    if (!review.ok()) {
+      plan.status = PlanStatus::kFailed;
+      plan.summary = absl::StrCat("The plan could not be reviewed: ", review.status().message());
+      if (absl::Status s = store_.Update(plan, {PlanStatus::kDraft}); !s.ok()) return s;
+      CountPlan(plan.status);
+      return review.status();
+    }
+    plan.review_verdict = review->verdict;
+    plan.review_notes = review->notes;
+    pb::ChatEvent event;
+    event.mutable_plan_review()->set_plan_id(plan.id);
+    event.mutable_plan_review()->set_verdict(ToProto(review->verdict));
+    event.mutable_plan_review()->set_notes(review->notes);
+    sink.Emit(std::move(event));
+    // The reviewer's approval runs a plan that only does what the policy
+    // runs unasked; a plan with writes still waits for the user's.
+    const bool runs_unasked =
+        DecidePlan(options_.approvals, plan.steps, context.tools).verdict == GateVerdict::kRun;
+    if (review->verdict == ReviewVerdict::kApproved && runs_unasked) {
+      plan.status = PlanStatus::kApproved;
+      plan.writes_approved = true;
+      if (absl::Status s = store_.Update(plan, {PlanStatus::kDraft}); !s.ok()) return s;
+      return RunPlan(std::move(plan), sink, cancelled);
+    }
+    if (review->verdict == ReviewVerdict::kRejected) {
+      plan.status = PlanStatus::kRejected;
+      plan.summary = absl::StrCat("The reviewer rejected the plan: ", review->notes);
+      if (absl::Status s = store_.Update(plan, {PlanStatus::kDraft}); !s.ok()) return s;
+      CountPlan(plan.status);
+      return PlanOutcome{plan, PlanToolResult(plan)};
+    }
+    if (review->verdict == ReviewVerdict::kApproved || round >= 1) {
+      plan.status = PlanStatus::kPendingReview;
+      if (absl::Status s = store_.Update(plan, {PlanStatus::kDraft}); !s.ok()) return s;
+      CountPlan(plan.status);
+      return ShowForReview(plan, context, sink);
+    }
+    PlanContext revision_context = context;
+    revision_context.deadline_micros = ModelDeadline();
+    auto revised =
+        generator_.Generate(request, revision_context, PlanRevision{plan.steps, review->notes});
+    if (!revised.ok()) {
+      plan.status = PlanStatus::kFailed;
+      plan.summary = absl::StrCat("The plan could not be revised: ", revised.status().message());
+      if (absl::Status s = store_.Update(plan, {PlanStatus::kDraft}); !s.ok()) return s;
+      CountPlan(plan.status);
+      return PlanOutcome{plan, PlanToolResult(plan)};
+    }
+    if (const PlanVerdict verdict = DecidePlan(options_.approvals, *revised, context.tools);
+        verdict.verdict == GateVerdict::kDeny || !verdict.unplanned_high.empty()) {
+      plan.status = PlanStatus::kFailed;
+      plan.summary = std::string(Denied(verdict).message());
+      if (absl::Status s = store_.Update(plan, {PlanStatus::kDraft}); !s.ok()) return s;
+      CountPlan(plan.status);
+      return PlanOutcome{plan, PlanToolResult(plan)};
+    }
+    plan.steps = *std::move(revised);
+    if (absl::Status s = store_.Update(plan, {PlanStatus::kDraft}, /*replace_steps=*/true);
+        !s.ok()) {
+      return s;
+    }
+    sink.Emit(PlanCreated(plan));
+  }
+}
+
+absl::StatusOr<PlanOutcome> PlanEngine::Approve(const core::Identity& who,
+                                                const std::string& plan_id, PlanEventSink& sink,
+                                                const std::function<bool()>& cancelled,
+                                                const std::string& digest) {
+  std::unique_ptr<Claim> claim;
+  auto plan = ClaimAndGet(who, plan_id, claim);
+  if (!plan.ok()) return plan.status();
+  if (plan->status != PlanStatus::kPendingReview) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("plan ", plan_id, " is ", PlanStatusName(plan->status),
+                     "; only a plan waiting for review can be approved"));
+  }
+  // A tool the operator denied since the preview never runs.
+  for (const PlanStep& step : plan->steps) {
+    for (const std::string& tool : step.tools) {
+      if (auto it = options_.approvals.tools.find(tool);
+          it != options_.approvals.tools.end() && it->second == GateVerdict::kDeny) {
+        return Denied({GateVerdict::kDeny, tool});
+      }
+    }
+  }
+  if (!digest.empty() && PlanDigest(plan->steps) != digest) {
+    return absl::FailedPreconditionError(
+        "the plan changed since it was previewed; nothing ran; look at it again before "
+        "approving");
+  }
+  plan->status = PlanStatus::kApproved;
+  plan->writes_approved = true;
+  if (absl::Status s = store_.Update(*plan, {PlanStatus::kPendingReview}); !s.ok()) return s;
+  return RunPlan(*std::move(plan), sink, cancelled);
+}
+
+absl::StatusOr<PlanOutcome> PlanEngine::Revise(const core::Identity& who,
+                                               const std::string& plan_id,
+                                               const std::string& feedback,
+                                               const PlanContext& context, PlanEventSink& sink) {
+  if (feedback.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return absl::InvalidArgumentError("feedback: say what to change");
+  }
+  std::unique_ptr<Claim> claim;
+  auto plan = ClaimAndGet(who, plan_id, claim);
+  if (!plan.ok()) return plan.status();
+  if (plan->status != PlanStatus::kPendingReview) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("plan ", plan_id, " is ", PlanStatusName(plan->status),
+                     "; only a plan waiting for review can be revised"));
+  }
+  PlanRequest request{plan->objective, plan->mode, plan->requested_outputs,
+                      plan->priority_entities};
+  PlanContext bounded = context;
+  bounded.context_type = plan->context_type;
+  if (bounded.entity_id.empty()) bounded.entity_id = plan->entity_id;
+  if (bounded.deadline_micros == 0) bounded.deadline_micros = ModelDeadline();
+  auto steps = generator_.Generate(request, bounded, PlanRevision{plan->steps, feedback});
+  if (!steps.ok()) return steps.status();
+  if (const PlanVerdict verdict = DecidePlan(options_.approvals, *steps, bounded.tools);
+      verdict.verdict == GateVerdict::kDeny || !verdict.unplanned_high.empty()) {
+    return Denied(verdict);
+  }
+  plan->steps = *std::move(steps);
+  if (absl::Status s = store_.Update(*plan, {PlanStatus::kPendingReview}, true); !s.ok()) {
+    return s;
+  }
+  sink.Emit(PlanCreated(*plan));
+  return ShowForReview(*plan, bounded, sink);
+}
+
+absl::StatusOr<PlanOutcome> PlanEngine::Preview(const core::Identity& who,
+                                                const std::string& plan_id,
+                                                const PlanContext& context, PlanEventSink& sink) {
+  std::unique_ptr<Claim> claim;
+  auto plan = ClaimAndGet(who, plan_id, claim);
+  if (!plan.ok()) return plan.status();
+  if (plan->status != PlanStatus::kPendingReview) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "plan ", plan_id, " is ", PlanStatusName(plan->status), "; it is not waiting for review"));
+  }
+  return ShowForReview(*plan, context, sink);
+}
+
+PlanOutcome PlanEngine::ShowForReview(const Plan& plan, const PlanContext& context,
+                                      PlanEventSink& sink) const {
+  PlanOutcome outcome{plan, PlanToolResult(plan), PlanDigest(plan.steps),
+                      core::NowMicros() + std::chrono::duration_cast<std::chrono::microseconds>(
+                                              options_.approvals.pending_ttl)
+                                              .count()};
+  sink.Emit(ReadyForReview(plan));
+  pb::ChatEvent preview;
+  FillPlanPreview(plan, context.tools, options_.approvals, outcome.digest,
+                  outcome.expires_at_micros, *preview.mutable_preview());
+  sink.Emit(std::move(preview));
+  return outcome;
+}
+
+absl::StatusOr<PlanOutcome> PlanEngine::Reject(const core::Identity& who,
+                                               const std::string& plan_id,
+                                               const std::string& reason) {
+  std::unique_ptr<Claim> claim;
+  auto plan = ClaimAndGet(who, plan_id, claim);
+  if (!plan.ok()) return plan.status();
+  plan->status = PlanStatus::kRejected;
+  plan->pending_question.reset();
+  plan->summary =
+      reason.empty() ? "The user rejected the plan." : "The user rejected the plan: " + reason;
+  if (absl::Status s =
+          store_.Update(*plan, {PlanStatus::kPendingReview, PlanStatus::kWaitingOnUser});
+      !s.ok()) {
+    return s;
+  }
+  CountPlan(plan->status);
+  return PlanOutcome{*plan, PlanToolResult(*plan)};
+}
+
+absl::StatusOr<PlanOutcome> PlanEngine::Execute(const core::Identity& who,
+                                                const std::string& plan_id, PlanEventSink& sink,
+                                                const std::function<bool()>& cancelled) {
+  std::unique_ptr<Claim> claim;
+  auto plan = ClaimAndGet(who, plan_id, claim);
+  if (!plan.ok()) return plan.status();
+  if (plan->status != PlanStatus::kApproved && plan->status != PlanStatus::kRunning) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("plan ", plan_id, " is ", PlanStatusName(plan->status),
+                     "; only an approved or running plan can be run"));
+  }
+  return RunPlan(*std::move(plan), sink, cancelled);
+}
+
+absl::StatusOr<PlanOutcome> PlanEngine::AnswerQuestion(const core::Identity& who,
+                                                       const std::string& plan_id,
+                                                       const std::string& answer,
+                                                       PlanEventSink& sink,
+                                                       const std::function<bool()>& cancelled) {
+  if (answer.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return absl::InvalidArgumentError("answer: must not be empty");
+  }
+  std::unique_ptr<Claim> claim;
+  auto plan = ClaimAndGet(who, plan_id, claim);
+  if (!plan.ok()) return plan.status();
+  if (plan->status != PlanStatus::kWaitingOnUser || !plan->pending_question.has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat("plan ", plan_id, " is ",
+                                                      PlanStatusName(plan->status),
+                                                      "; it is not waiting for an answer"));
+  }
+  PlanStep* step = plan->FindStep(plan->pending_question->step_id);
+  if (step == nullptr) return absl::InternalError("the question names a step the plan lacks");
+  step->answers.push_back({plan->pending_question->question, answer, "user"});
+  if (absl::Status s = store_.UpdateStep(*plan, *step); !s.ok()) return s;
+  return RunPlan(*std::move(plan), sink, cancelled);
+}
+
+absl::StatusOr<PlanOutcome> PlanEngine::RunPlan(Plan plan, PlanEventSink& sink,
+                                                const std::function<bool()>& cancelled) {
+  const PlanStatus from = plan.status;
+  plan.status = PlanStatus::kRunning;
+  plan.pending_question.reset();
+  plan.summary.clear();
+  if (absl::Status s = store_.Update(plan, {from}); !s.ok()) return s;
+  // A step left running by an orchestrator that stopped runs again (its
+  // idempotency key keeps the tool calls that already ran from repeating).
+  for (PlanStep& step : plan.steps) {
+    if (step.status == StepStatus::kRunning) step.status = StepStatus::kPending;
+  }
+
+  Run run(std::move(plan), sink);
+  if (const UsageAttribution* who = CurrentUsageAttribution(); who != nullptr) {
+    run.attribution = *who;
+  }
+  std::vector<std::thread> threads;
+  {
+    std::unique_lock lock(run.mu);
+    bool stop_starting = false;
+    for (;;) {
+      // A failed step fails everything that depends on it, transitively.
+      for (bool changed = true; changed;) {
+        changed = false;
+        for (PlanStep& step : run.plan.steps) {
+          if (step.status != StepStatus::kPending) continue;
+          for (const std::string& dep : step.depends_on) {
+            const PlanStep* d = run.plan.FindStep(dep);
+            if (d->status == StepStatus::kFailed || d->status == StepStatus::kSkipped) {
+              step.status =
+                  d->status == StepStatus::kFailed ? StepStatus::kFailed : StepStatus::kSkipped;
+              step.error =
+                  absl::StrCat("not run: it depends on step ", dep, ", which ",
+                               d->status == StepStatus::kFailed ? "failed" : "did not run");
+              step.finished_micros = core::NowMicros();
+              lock.unlock();
+              const absl::Status stored = store_.UpdateStep(run.plan, step);
+              if (stored.ok()) run.Emit(StepComplete(run.plan, step));
+              lock.lock();
+              if (!stored.ok() && run.storage_error.ok()) run.storage_error = stored;
+              changed = true;
+              break;
+            }
+          }
+        }
+      }
+      bool failed = false;
+      for (const PlanStep& step : run.plan.steps) failed |= step.status == StepStatus::kFailed;
+      stop_starting = stop_starting || failed || run.question.has_value() ||
+                      !run.storage_error.ok() || (cancelled && cancelled());
+      if (!stop_starting) {
+        for (PlanStep& step : run.plan.steps) {
+          if (run.running >= options_.max_parallel_steps) break;
+          if (step.status != StepStatus::kPending) continue;
+          bool ready = true;
+          for (const std::string& dep : step.depends_on) {
+            ready &= run.plan.FindStep(dep)->status == StepStatus::kCompleted;
+          }
+          if (!ready) continue;
+          step.status = StepStatus::kRunning;
+          ++run.running;
+          threads.emplace_back([this, &run, id = step.id] { RunStep(run, id); });
+        }
+      }
+      if (run.running == 0) break;
+      run.changed.wait(lock);
+    }
+  }
+  for (std::thread& t : threads) t.join();
+  if (!run.storage_error.ok()) {
+    core::LogError("plan run stopped: its progress cannot be stored",
+                   {{"component", "orchestrator"},
+                    {"stage", "plan_execute"},
+                    {"plan_id", run.plan.id},
+                    {"error", std::string(run.storage_error.message())}});
+    return run.storage_error;
+  }
+
+  Plan& plan_now = run.plan;
+  bool failed = false, all_done = true;
+  for (const PlanStep& step : plan_now.steps) {
+    failed |= step.status == StepStatus::kFailed;
+    all_done &= step.status == StepStatus::kCompleted;
+  }
+  if (failed) {
+    for (PlanStep& step : plan_now.steps) {
+      if (step.status != StepStatus::kPending) continue;
+      step.status = StepStatus::kSkipped;
+      step.error = "not started: the plan failed first";
+      if (absl::Status s = store_.UpdateStep(plan_now, step); !s.ok()) return s;
+      run.Emit(StepComplete(plan_now, step));
+    }
+    plan_now.status = PlanStatus::kFailed;
+    plan_now.summary = Summarise(plan_now);
+  } else if (run.question.has_value()) {
+    plan_now.status = PlanStatus::kWaitingOnUser;
+    plan_now.pending_question = run.question;
+    plan_now.summary = absl::StrCat("Step ", run.question->step_id,
+                                    " needs the user's answer: ", run.question->question);
+  } else if (all_done) {
+    plan_now.status = PlanStatus::kCompleted;
+    plan_now.summary = Summarise(plan_now);
+  } else {
+    plan_now.summary = "Stopped before every step ran; running the plan again resumes it.";
+  }
+  if (absl::Status s = store_.Update(plan_now, {PlanStatus::kRunning}); !s.ok()) return s;
+  CountPlan(plan_now.status);
+  core::LogInfo("plan run ended", {{"component", "orchestrator"},
+                                   {"plan_id", plan_now.id},
+                                   {"status", PlanStatusName(plan_now.status)}});
+  return PlanOutcome{plan_now, PlanToolResult(plan_now)};
+}
+
+void PlanEngine::RunStep(Run& run, const std::string& step_id) {
+  std::optional<ScopedUsageAttribution> attributed;
+  if (run.attribution.has_value()) attributed.emplace(*run.attribution);
+
+  // The step's own copy; the shared plan is read and written under run.mu.
+  PlanStep step;
+  Plan header;
+  nlohmann::json inputs = nlohmann::json::object();
+  {
+    std::lock_guard lock(run.mu);
+    step = *run.plan.FindStep(step_id);
+    header = run.plan;
+    header.steps.clear();
+    for (const std::string& dep : step.depends_on) {
+      const PlanStep* d = run.plan.FindStep(dep);
+      inputs[dep] = {{"summary", d->result_summary}, {"result", d->result}};
+    }
+  }
+  step.status = StepStatus::kRunning;
+  step.attempts += 1;
+  step.started_micros = core::NowMicros();
+  step.finished_micros = 0;
+  step.error.clear();
+  if (absl::Status s = store_.UpdateStep(header, step); !s.ok()) {
+    std::lock_guard lock(run.mu);
+    run.plan.FindStep(step_id)->status = StepStatus::kPending;
+    if (run.storage_error.ok()) run.storage_error = s;
+    --run.running;
+    run.changed.notify_all();
+    return;
+  }
+  run.Emit(StepStart(header, step));
+
+  execpb::ConverseRequest assignment;
+  execpb::TaskAssignment* task = assignment.mutable_task_assignment();
+  task->set_task(step.expected_output.empty()
+                     ? step.description
+                     : absl::StrCat(step.description, "\nExpected output: ", step.expected_output));
+  task->set_goal(header.objective);
+  for (const std::string& tool : step.tools) task->add_allowed_tools(tool);
+  task->set_writes_approved(header.writes_approved);
+  // The user approved the steps as previewed: their tools and targets only.
+  task->set_approved_targets_only(header.writes_approved);
+  task->set_max_turns(options_.max_turns);
+  if (core::IsUuid(header.conversation_id))
+    task->set_parent_conversation_id(header.conversation_id);
+  task->set_step_id(step.id);
+  if (!step.answers.empty()) {
+    nlohmann::json answers = nlohmann::json::array();
+    for (const StepAnswer& a : step.answers) {
+      answers.push_back({{"question", a.question}, {"answer", a.answer}});
+    }
+    inputs["clarifications"] = answers;
+  }
+  if (!inputs.empty()) task->set_inputs_json(Dump(inputs));
+  // The same key every time this step runs: a re-run replays its calls.
+  task->set_idempotency_key(absl::StrCat("plan:", header.id, ":", step.id));
+  for (const PlannedCall& call : step.tool_calls) {
+    execpb::PlannedToolCall* planned = task->add_tool_calls();
+    planned->set_tool_name(call.tool);
+    planned->set_arguments_json(Dump(call.arguments));
+  }
+
+  const int64_t deadline =
+      core::NowMicros() +
+      std::chrono::duration_cast<std::chrono::microseconds>(options_.step_timeout).count();
+  std::unique_ptr<StepDialogue> dialogue =
+      executors_.Open({header.tenant_id, header.user_id}, deadline);
+  run.Emit(ExecutorMessage(header, step, pb::DIALOGUE_PARTY_PLANNER, "task_assignment",
+                           task->task(), Dump(StepsToJson({step})[0])));
+
+  std::optional<PendingQuestion> escalated;
+  bool spawned = false;
+  bool ended = false;  // a final event arrived
+  pb::ChatEvent result_event;
+  auto* result = result_event.mutable_executor_result();
+  result->set_plan_id(header.id);
+  result->set_step_id(step.id);
+  bool sent = dialogue->Send(assignment);
+  while (sent) {
+    std::optional<execpb::ConverseResponse> message = dialogue->Read();
+    if (!message.has_value()) break;
+    // The agent's model calls are the step's: recorded in its row.
+    if (options_.usage_sink != nullptr) {
+      for (const auto& call : message->model_calls()) {
+        options_.usage_sink->Record(llm::FromProto(call));
+      }
+    }
+    if (!spawned) {
+      spawned = true;
+      step.dialogue_conversation_id = message->dialogue_conversation_id();
+      pb::ChatEvent e;
+      e.mutable_executor_spawned()->set_plan_id(header.id);
+      e.mutable_executor_spawned()->set_step_id(step.id);
+      e.mutable_executor_spawned()->set_dialogue_conversation_id(step.dialogue_conversation_id);
+      run.Emit(std::move(e));
+    }
+    if (message->has_progress_update()) {
+      const auto& p = message->progress_update();
+      nlohmann::json data = {{"fraction", p.fraction()}};
+      if (!p.tool_name().empty()) {
+        data["tool"] = p.tool_name();
+        data["arguments"] = nlohmann::json::parse(p.arguments_json(), nullptr, false);
+      }
+      run.Emit(ExecutorMessage(header, step, pb::DIALOGUE_PARTY_EXECUTOR, "progress_update",
+                               p.message(), Dump(data)));
+    } else if (message->has_partial_result()) {
+      const auto& p = message->partial_result();
+      run.Emit(ExecutorMessage(header, step, pb::DIALOGUE_PARTY_EXECUTOR, "partial_result",
+                               p.tool_name().empty() ? "A finding" : "Result of " + p.tool_name(),
+                               p.result_json()));
+    } else if (message->has_question()) {
+      const auto& q = message->question();
+      const std::vector<std::string> options(q.options().begin(), q.options().end());
+      run.Emit(ExecutorMessage(header, step, pb::DIALOGUE_PARTY_EXECUTOR, "question", q.text(),
+                               Dump({{"question_id", q.question_id()}, {"options", options}})));
+      if (escalated.has_value()) continue;  // cancelled already; waiting for the end
+      std::optional<std::string> reply;
+      for (const StepAnswer& a : step.answers) {
+        if (a.question == q.text()) reply = a.answer;
+      }
+      if (!reply.has_value()) {
+        Plan snapshot;
+        {
+          std::lock_guard lock(run.mu);
+          snapshot = run.plan;
+        }
+        QuestionAnswer answer =
+            advisor_.AnswerQuestion(snapshot, step, q.text(), options, ModelDeadline());
+        if (answer.answered) {
+          reply = answer.answer;
+          step.answers.push_back({q.text(), answer.answer, "planner"});
+        } else {
+          // Only the user can answer: the step stops and the plan waits.
+          escalated = PendingQuestion{step.id, q.text(), options};
+          execpb::ConverseRequest cancel;
+          cancel.mutable_cancel()->set_reason(
+              absl::StrCat("the question goes to the user: ", answer.reason));
+          sent = dialogue->Send(cancel);
+          continue;
+        }
+      }
+      execpb::ConverseRequest clarification;
+      clarification.mutable_clarification()->set_question_id(q.question_id());
+      clarification.mutable_clarification()->set_answer(*reply);
+      run.Emit(ExecutorMessage(header, step, pb::DIALOGUE_PARTY_PLANNER, "clarification", *reply));
+      sent = dialogue->Send(clarification);
+    } else if (message->has_task_complete()) {
+      const auto& done = message->task_complete();
+      ended = true;
+      step.status = StepStatus::kCompleted;
+      step.result_summary = done.summary();
+      step.result = nlohmann::json::parse(done.result_json(), nullptr, false);
+      if (step.result.is_discarded()) step.result = {{"text", done.result_json()}};
+      result->set_status(done.status());
+      result->set_summary(done.summary());
+      result->set_result_json(done.result_json());
+    } else if (message->has_error()) {
+      const auto& error = message->error();
+      ended = true;
+      step.status = escalated.has_value() ? StepStatus::kPending : StepStatus::kFailed;
+      step.error = escalated.has_value() ? "" : error.message();
+      result->set_error_code(error.code());
+      result->set_summary(error.message());
+    }
+  }
+  absl::Status finished = dialogue->Finish();
+  dialogue.reset();
+  if (!ended) {
+    step.status = StepStatus::kFailed;
+    step.error = absl::StrCat("the executor's dialogue ended without a result: ",
+                              finished.ok() ? "the stream closed" : finished.message());
+    result->set_error_code(execpb::ERROR_CODE_INTERNAL);
+    result->set_summary(step.error);
+  }
+  if (escalated.has_value()) {
+    step.status = StepStatus::kPending;
+    step.error.clear();
+    step.started_micros = 0;
+  } else {
+    step.finished_micros = core::NowMicros();
+    run.Emit(std::move(result_event));
+  }
+  const absl::Status stored = store_.UpdateStep(header, step);
+  if (stored.ok() && !escalated.has_value()) run.Emit(StepComplete(header, step));
+  std::lock_guard lock(run.mu);
+  *run.plan.FindStep(step_id) = step;
+  if (!stored.ok() && run.storage_error.ok()) run.storage_error = stored;
+  if (escalated.has_value() && !run.question.has_value()) run.question = escalated;
+  --run.running;
+  run.changed.notify_all();
+}
+
+}  // namespace omniforge::orchestrator

@@ -1,0 +1,30 @@
+// The approval audit trail (approval_audit.h) in
+// orchestration.approval_decisions (migration 0006), under row-level
+// security per tenant and scoped to the user.
+#pragma once
+
+#include "libs/pg/pool.h"
+#include "services/orchestrator/approvals/approval_audit.h"
+
+namespace omniforge::orchestrator {
+
+// Thread-safe; each call is one statement in its own tenant transaction,
+// bounded by the thread's call deadline (core::ScopedCallDeadline) when one
+// is set. A decision is written before Record returns, not queued: an audit
+// trail that loses rows under load is no audit trail, and decisions come at
+// the pace of people. Records without decided_at_micros take the
+// database's clock. `pool` must outlive the store.
+class PgApprovalAudit final : public ApprovalAudit {
+ public:
+  explicit PgApprovalAudit(pg::PgPool& pool) : pool_(pool) {}
+
+  absl::Status Record(const ActionDecisionRecord& record) override;
+  absl::StatusOr<std::vector<ActionDecisionRecord>> List(const core::Identity& who,
+                                                         const std::string& conversation_id,
+                                                         int limit) override;
+
+ private:
+  pg::PgPool& pool_;
+};
+
+}  // namespace omniforge::orchestrator

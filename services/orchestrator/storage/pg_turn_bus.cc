@@ -1,0 +1,163 @@
+#include "services/orchestrator/storage/pg_turn_bus.h"
+
+#include <chrono>
+#include <pqxx/pqxx>
+#include <thread>
+
+#include "libs/core/ids.h"
+#include "libs/core/logging.h"
+#include "libs/pg/array_literal.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+constexpr char kChannel[] = "omniforge_turns";
+// NOTIFY takes payloads under 8,000 bytes.
+constexpr size_t kMaxPayloadBytes = 7000;
+// Signals waiting to be sent; beyond this they are dropped (the database is
+// out of reach, and a turn's signals are worth nothing minutes later).
+constexpr size_t kMaxOutbox = 10000;
+constexpr size_t kMaxBatch = 200;
+// How long signals gather before they are sent: every turn publishes two
+// (started, ended), and each statement that sends them wakes every
+// replica's listener, this one's included. A few milliseconds are nothing
+// next to the time between a user's messages, and under load one statement
+// carries the signals of several turns.
+constexpr std::chrono::milliseconds kLinger{5};
+
+class Receiver final : public pqxx::notification_receiver {
+ public:
+  Receiver(pqxx::connection_base& conn, std::function<void(const std::string&)> deliver)
+      : pqxx::notification_receiver(conn, kChannel), deliver_(std::move(deliver)) {}
+  void operator()(const std::string& payload, int) override { deliver_(payload); }
+
+ private:
+  std::function<void(const std::string&)> deliver_;
+};
+
+}  // namespace
+
+PgTurnBus::PgTurnBus(std::string dsn) : dsn_(std::move(dsn)), origin_(core::NewUuid()) {
+  listener_ = std::thread([this] { Listen(); });
+  sender_ = std::thread([this] { Send(); });
+}
+
+PgTurnBus::~PgTurnBus() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  listener_.join();
+  sender_.join();
+}
+
+void PgTurnBus::Publish(const TurnSignal& signal) {
+  std::string text = TurnSignalToText(signal, origin_, kMaxPayloadBytes);
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ || outbox_.size() >= kMaxOutbox) return;
+    outbox_.push_back(std::move(text));
+  }
+  changed_.notify_all();
+}
+
+void PgTurnBus::Subscribe(std::function<void(const TurnSignal&)> on_signal) {
+  std::lock_guard lock(deliver_mu_);  // waits for a signal being delivered
+  on_signal_ = std::move(on_signal);
+}
+
+bool PgTurnBus::WaitListening(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return changed_.wait_for(lock, timeout, [this] { return listening_ || stopping_; }) &&
+         listening_;
+}
+
+bool PgTurnBus::Pause(std::chrono::milliseconds duration) {
+  std::unique_lock lock(mu_);
+  return !changed_.wait_for(lock, duration, [this] { return stopping_; });
+}
+
+void PgTurnBus::Deliver(const std::string& payload) {
+  std::string origin;
+  std::optional<TurnSignal> signal = TurnSignalFromText(payload, &origin);
+  if (!signal || origin == origin_) return;  // our own, or not a signal
+  std::lock_guard lock(deliver_mu_);
+  if (on_signal_) on_signal_(*signal);
+}
+
+void PgTurnBus::Listen() {
+  bool warned = false;
+  for (;;) {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+    }
+    try {
+      pqxx::connection conn(dsn_);
+      Receiver receiver(conn, [this](const std::string& payload) { Deliver(payload); });
+      {
+        std::lock_guard lock(mu_);
+        listening_ = true;
+      }
+      changed_.notify_all();
+      if (warned) core::LogInfo("turn bus listening again", {{"component", "orchestrator"}});
+      warned = false;
+      for (;;) {
+        {
+          std::lock_guard lock(mu_);
+          if (stopping_) return;
+        }
+        conn.await_notification(0, 200000);  // wakes to look at stopping_
+      }
+    } catch (const std::exception& e) {
+      {
+        std::lock_guard lock(mu_);
+        listening_ = false;
+      }
+      if (!warned) {
+        core::LogWarn("turn bus cannot listen; turns on other replicas are out of reach",
+                      {{"component", "orchestrator"}, {"error", e.what()}});
+        warned = true;
+      }
+      if (!Pause(std::chrono::seconds(1))) return;
+    }
+  }
+}
+
+void PgTurnBus::Send() {
+  std::unique_ptr<pqxx::connection> conn;
+  for (;;) {
+    std::vector<std::string> batch;
+    {
+      std::unique_lock lock(mu_);
+      changed_.wait(lock, [this] { return stopping_ || !outbox_.empty(); });
+      if (stopping_) return;
+      // Asleep rather than waiting on changed_, which every Publish wakes.
+      lock.unlock();
+      std::this_thread::sleep_for(kLinger);
+      lock.lock();
+      if (stopping_) return;
+      while (!outbox_.empty() && batch.size() < kMaxBatch) {
+        batch.push_back(std::move(outbox_.front()));
+        outbox_.pop_front();
+      }
+    }
+    pg::ArrayLiteral payloads;
+    for (const std::string& payload : batch) payloads.Add(payload);
+    try {
+      if (conn == nullptr || !conn->is_open()) conn = std::make_unique<pqxx::connection>(dsn_);
+      pqxx::nontransaction tx(*conn);
+      tx.exec_params("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p", kChannel,
+                     payloads.Text());
+    } catch (const std::exception& e) {
+      conn.reset();
+      core::LogWarn("turn signals not sent", {{"component", "orchestrator"},
+                                              {"signals", std::to_string(batch.size())},
+                                              {"error", e.what()}});
+      if (!Pause(std::chrono::seconds(1))) return;
+    }
+  }
+}
+
+}  // namespace omniforge::orchestrator

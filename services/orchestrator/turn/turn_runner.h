@@ -1,0 +1,237 @@
+// One chat turn, start to end: store the user's message (idempotently),
+// read the context window, ask the intent service what the message wants
+// (unless it answers the flow's own clarifying question, or asks to resume a
+// suspended flow), let the planner decide, run what may run, preview what
+// needs approval, store the reply with its routing metadata and the flow's
+// context box, and stream every step.
+//
+// Work of several steps becomes a plan (PlanEngine): the model planner calls
+// agent_create_plan, the local policy makes one for project work. A plan
+// waiting for the user (a draft to review, a step's question, a plan that
+// stopped before its end) is named in the routing, so the next message
+// approves, revises or drops it, answers the question, or ("continue") runs
+// what is left.
+//
+// A newer message on the same conversation suspends a running turn at its
+// next safe point (before a tool call, between model iterations, while the
+// model streams): the turn saves its flow, says so with an
+// AGENT_STATE_SUSPENDED event and ends; the newer turn learns what was set
+// aside and can resume it when asked.
+//
+// No gRPC here: the downstream services are interfaces (downstream.h) and
+// the events go to an EventSink, so the logic is tested on fakes.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "libs/core/call_cancellation.h"
+#include "libs/core/identity.h"
+#include "libs/core/side_threads.h"
+#include "libs/llm/chat_model.h"
+#include "libs/llm/usage.h"
+#include "omniforge/orchestrator/v1/chat_service.pb.h"
+#include "services/orchestrator/downstream/append_spool.h"
+#include "services/orchestrator/approvals/approval_audit.h"
+#include "services/orchestrator/approvals/approval_gate.h"
+#include "services/orchestrator/downstream/downstream.h"
+#include "services/orchestrator/turn/error_log.h"
+#include "services/orchestrator/flow/flow_store.h"
+#include "services/orchestrator/planner/local_policy.h"
+#include "services/orchestrator/plans/plan_engine.h"
+#include "services/orchestrator/flow/routing.h"
+#include "services/orchestrator/downstream/window_cache.h"
+
+namespace omniforge::orchestrator {
+
+namespace pb = ::omniforge::orchestrator::v1;
+
+struct TurnOptions {
+  // Guardrails: a turn ends with an error event naming the cap it reached.
+  std::chrono::milliseconds turn_timeout{90000};
+  int max_tool_calls = 8;
+  // At most this many clarifying questions in a row; then proceed.
+  int max_clarifications = 2;
+  // Model calls of the planner per turn.
+  int max_iterations = 10;
+  // The context window's token budget beyond the recent exchanges.
+  int context_token_budget = 2000;
+  // Context windows kept after a turn for the conversation's next one
+  // (window_cache.h); 0: every turn reads its window.
+  size_t window_cache_bytes = 32 << 20;
+  // Upper bound of each downstream call (within the turn's own deadline).
+  std::chrono::milliseconds call_timeout{10000};
+  // The planner model of a context type whose profile is not the planner's
+  // own (planner.profiles); the models must outlive the runner. Used only
+  // when the runner has a planner model.
+  std::map<::omniforge::intent::v1::ContextType, llm::ChatModel*> planner_by_context;
+  // Where the model calls the intent service made for a turn are recorded,
+  // with the turn's own (orchestration.llm_usage); null: they only count in
+  // `done`. Must outlive the runner.
+  llm::UsageSink* usage_sink = nullptr;
+  // The approval gate's policy (approval_gate.h): what runs unasked, what
+  // waits for the user's approval of exactly what was previewed, what is
+  // refused, and how long a preview can be approved.
+  ApprovalPolicy approvals;
+  // Every decision of the gate is recorded here (approval_audit.h); null:
+  // not recorded. Must outlive the runner.
+  ApprovalAudit* audit = nullptr;
+};
+
+// Receives a turn's events in order and numbers them (seq) as it sends
+// them, so it may join pieces of text into one event. Emit may block
+// (backpressure); it is called from the thread that runs the turn.
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void Emit(pb::ChatEvent event) = 0;
+};
+
+// How a running turn is reached from outside (CancelTurn, a client gone, a
+// newer message on its conversation), and what it hands to the turn that
+// suspended it. Thread-safe; shared by the turn and those who reach it.
+class TurnControl final {
+ public:
+  // Also cancels the turn's downstream calls in flight (cancel_signal()).
+  void Cancel() {
+    cancelled_.store(true);
+    signal_.Cancel();
+  }
+  bool cancelled() const { return cancelled_.load(); }
+  // What the turn's downstream calls listen to (core::ScopedCallCancellation).
+  core::CancelSignal& cancel_signal() { return signal_; }
+  // Asks the turn to suspend its flow at its next safe point.
+  void RequestSuspend() { suspend_.store(true); }
+  bool suspend_requested() const { return suspend_.load(); }
+
+  // The turn's flow, once it is known.
+  void SetFlow(SuspendedFlow flow);
+  // The turn is over: `suspended` is its flow's saved state when it was
+  // suspended, nullopt when it ended otherwise. Only the first call counts.
+  void Ended(std::optional<SuspendedFlow> suspended);
+  // Waits until the turn is over or `deadline` (microseconds since the
+  // epoch) passes. Returns the flow it suspended; when it is still running
+  // (it suspends at its next safe point), its flow as known so far; nullopt
+  // when it finished without suspending.
+  std::optional<SuspendedFlow> AwaitSuspension(int64_t deadline);
+  // The flow the turn set aside, once it ended suspended; else nullopt.
+  std::optional<SuspendedFlow> SuspendedState();
+
+ private:
+  std::atomic<bool> cancelled_{false};
+  core::CancelSignal signal_;
+  std::atomic<bool> suspend_{false};
+  std::mutex mu_;
+  std::condition_variable ended_cv_;
+  std::optional<SuspendedFlow> flow_;       // Guarded by mu_.
+  bool ended_ = false;                      // Guarded by mu_.
+  std::optional<SuspendedFlow> suspended_;  // Guarded by mu_.
+};
+
+// INVALID_ARGUMENT naming the field: an empty (without a decision) or
+// oversized message (over 64 KiB), invalid UTF-8, an unknown context type,
+// a malformed conversation id, turn id or entity id, a decision with an
+// unknown kind, without an action id, or with arguments that are not a JSON
+// object (or given with another kind than EDIT), a decision without a
+// conversation.
+absl::Status ValidateStreamChatRequest(const pb::StreamChatRequest& request);
+
+class TurnRunner final {
+ public:
+  // The services (and `planner`, `flows`, `errors`, `plans`, `spool`) must
+  // outlive the runner. Without a planner model, turns are planned by the
+  // local policy. Without a flow store, context boxes ride in the routing
+  // metadata. Without an error log, failures are only logged. Without a
+  // plan engine, no plans are made. With a spool, a turn goes on while
+  // conversation storage is unreachable (see Run); without one, it fails.
+  // Thread-safe: turns run concurrently.
+  TurnRunner(Memory& memory, Understanding& understanding, Tools& tools, TurnOptions options,
+             llm::ChatModel* planner = nullptr, FlowStore* flows = nullptr,
+             TurnErrorLog* errors = nullptr, PlanEngine* plans = nullptr,
+             AppendSpool* spool = nullptr);
+
+  // Runs one turn for `who`. Returns an error, having emitted nothing and
+  // stored nothing, for a request that fails validation, a conversation that
+  // is not the caller's (NOT_FOUND) or conversation storage that cannot take
+  // the user's message (UNAVAILABLE without a spool, RESOURCE_EXHAUSTED
+  // when the spool is full: nothing was acknowledged, safe to retry with the
+  // same turn_id). With a spool and storage unreachable the turn runs
+  // without history and says so in a STORAGE_UNAVAILABLE error event (not
+  // fatal): the messages of a known conversation wait in the spool until
+  // storage takes them; a new conversation cannot be started, so such a
+  // turn answers without storing anything (its session event has no
+  // conversation id). Everything later is an event; the last is
+  // `done`. `control` is polled between steps (cancel, suspend) and told
+  // when the turn ends. `interrupted`, when set, is the control of the turn
+  // this message suspends (its suspension was requested): this turn waits
+  // for its state, up to one call timeout, before it plans. `client_deadline`
+  // (microseconds since the epoch; 0: none) bounds the turn and every
+  // downstream call together with the turn's own timeout.
+  absl::Status Run(const core::Identity& who, const pb::StreamChatRequest& request,
+                   TurnControl& control, EventSink& sink, int64_t client_deadline = 0,
+                   const std::shared_ptr<TurnControl>& interrupted = nullptr) const;
+
+ private:
+  // The executor's tools, refreshed from ListTools at most once a minute
+  // (kept from the last listing while the executor cannot be reached).
+  struct ToolCatalog {
+    std::vector<execpb::ToolDescriptor> tools;
+    std::map<std::string, execpb::ToolRisk> risk_by_name;
+  };
+  // Shared, not copied: a turn reads it on every tool call.
+  std::shared_ptr<const ToolCatalog> Catalog(const core::Identity& who, int64_t deadline) const;
+  execpb::ToolRisk RiskOf(const core::Identity& who, const std::string& tool,
+                          int64_t deadline) const;
+
+  Memory& memory_;
+  Understanding& understanding_;
+  Tools& tools_;
+  const TurnOptions options_;
+  llm::ChatModel* const planner_;
+  // The planner models as the turn calls them: metered (usage_meter.h), so
+  // `done` carries what the turn's model calls cost. Null without a planner.
+  std::unique_ptr<llm::ChatModel> metered_planner_;
+  std::map<::omniforge::intent::v1::ContextType, std::unique_ptr<llm::ChatModel>>
+      metered_by_context_;
+  FlowStore* const flows_;
+  TurnErrorLog* const errors_;
+  PlanEngine* const plans_;
+  AppendSpool* const spool_;
+
+  // Calls a turn makes beside its own work (listing the agents, reading the
+  // window, saving the flow), on threads kept from turn to turn.
+  mutable core::SideThreads side_calls_;
+  mutable WindowCache windows_;
+  mutable RoutingMemo routings_{4096};  // the routings of the windows read
+
+  // The agents each user had at their last turn, as the intent service is
+  // given them (name, description): the next turn's early analysis starts
+  // with them while the list is read again (see Run).
+  static constexpr size_t kMaxUsersSeen = 4096;
+  static std::string AgentsKey(const core::Identity& who) {
+    return who.tenant_id + std::string(1, '\0') + who.user_id;
+  }
+  // Null when the user's last turn is not known.
+  std::shared_ptr<const std::vector<AgentInfo>> AgentsSeen(const core::Identity& who) const;
+  void SawAgents(const core::Identity& who, const std::vector<AgentInfo>& agents) const;
+  mutable std::mutex agents_mu_;
+  // Guarded by agents_mu_.
+  mutable std::unordered_map<std::string, std::shared_ptr<const std::vector<AgentInfo>>>
+      agents_seen_;
+
+  mutable std::mutex catalog_mu_;
+  mutable std::shared_ptr<const ToolCatalog> catalog_;  // Guarded by catalog_mu_.
+  mutable int64_t catalog_fetched_at_ = 0;              // Guarded by catalog_mu_.
+};
+
+}  // namespace omniforge::orchestrator
