@@ -28,9 +28,9 @@
 #include "libs/llm/llm_factory.h"
 #include "libs/llm/testing/fake_provider.h"
 #include "libs/pg/migrate.h"
-#include "services/orchestrator/src/grpc_downstream.h"
-#include "services/orchestrator/src/plan_engine.h"
-#include "services/orchestrator/src/pg_plan_store.h"
+#include "services/orchestrator/downstream/grpc_downstream.h"
+#include "services/orchestrator/plans/plan_engine.h"
+#include "services/orchestrator/storage/pg_plan_store.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
 
