@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "services/intent/src/concepts.h"
+#include "services/intent/src/cues.h"
 #include "services/intent/src/entities.h"
 #include "services/intent/src/keywords.h"
 #include "services/intent/src/labeled_data.h"
