@@ -167,6 +167,96 @@ std::string ProjectNameFrom(const std::string& objective) {
   return rest;
 }
 
+// The local templates, one per kind of request. `focus` is the first
+// priority entity (empty: none).
+
+std::vector<PlanStep> ProjectCreatePlan(const PlanRequest& request, const PlanContext& context,
+                                        const std::string& focus) {
+  const std::string name =
+      FirstOf({Entity(context, "project_name"), focus, ProjectNameFrom(request.objective),
+               core::Shortened(request.objective, 80)});
+  const std::string template_name = Entity(context, "template");
+  nlohmann::json discovery = nlohmann::json::object();
+  if (!template_name.empty()) discovery["query"] = template_name;
+  nlohmann::json project = {{"name", name},
+                            {"description", core::Shortened(request.objective, 2000)}};
+  if (!template_name.empty()) project["template"] = template_name;
+  std::string brief = absl::StrCat("Objective: ", request.objective);
+  if (!request.requested_outputs.empty()) {
+    absl::StrAppend(&brief, "\nExpected outputs: ", absl::StrJoin(request.requested_outputs, "; "));
+  }
+  if (!request.priority_entities.empty()) {
+    absl::StrAppend(&brief, "\nFocus: ", absl::StrJoin(request.priority_entities, "; "));
+  }
+  return std::vector<PlanStep>{
+      Step("s1", "Find a project template that fits", {}, "the matching templates",
+           {{"list_project_templates", discovery}}),
+      Step("s2", absl::StrCat("Create the project '", name, "'"), {"s1"}, "the new project",
+           {{"create_project", project}}),
+      Step("s3", "Write the project's context document", {"s2"}, "the context document",
+           {{"create_context_document",
+             {{"project", name}, {"title", "Project brief"}, {"content", brief}}}}),
+  };
+}
+
+absl::StatusOr<std::vector<PlanStep>> ProjectAuditPlan(const PlanContext& context,
+                                                       const std::string& focus) {
+  const std::string project = FirstOf({context.entity_id, focus});
+  if (project.empty()) {
+    return absl::InvalidArgumentError("a project audit needs the project (entity_id)");
+  }
+  return std::vector<PlanStep>{
+      Step("s1", "Read the project with its tasks and context documents", {},
+           "the project's details", {{"get_project_details", {{"project", project}}}}),
+      Step("s2", "List the blocked tasks", {}, "the blocked tasks",
+           {{"list_tasks", {{"project", project}, {"status", "blocked"}}}}),
+      Step("s3", "List the tasks not started yet", {}, "the open tasks",
+           {{"list_tasks", {{"project", project}, {"status", "todo"}}}}),
+  };
+}
+
+// `agent`: the agent the request names (empty: none).
+std::vector<PlanStep> CreateAgentPlan(const PlanRequest& request, const PlanContext& context,
+                                      const std::string& agent) {
+  const std::string name = FirstOf({agent, core::Shortened(request.objective, 80)});
+  nlohmann::json draft = {{"name", name},
+                          {"description", core::Shortened(request.objective, 2000)}};
+  if (std::string schedule = Entity(context, "schedule"); !schedule.empty()) {
+    draft["schedule"] = schedule;
+  }
+  nlohmann::json config = nlohmann::json::object();
+  for (const char* key : {"data_source", "recipients"}) {
+    if (std::string value = Entity(context, key); !value.empty()) config[key] = value;
+  }
+  if (!config.empty()) draft["config"] = config;
+  return std::vector<PlanStep>{
+      Step("s1", "Check the user's agents for one that already does this", {},
+           "the existing agents", {{"list_agents", nlohmann::json::object()}}),
+      Step("s2", absl::StrCat("Create the agent '", name, "'"), {"s1"}, "the new agent",
+           {{"create_agent", draft}}),
+  };
+}
+
+std::vector<PlanStep> RunAgentPlan(const std::string& agent) {
+  return std::vector<PlanStep>{
+      Step("s1", absl::StrCat("Read the agent '", agent, "'"), {}, "the agent and its last runs",
+           {{"get_agent", {{"agent", agent}}}}),
+      Step("s2", absl::StrCat("Run the agent '", agent, "'"), {"s1"}, "the run",
+           {{"run_agent", {{"agent", agent}}}}),
+  };
+}
+
+// Anything else: an overview of the workspace, read in parallel.
+std::vector<PlanStep> WorkspaceOverviewPlan(const std::string& focus) {
+  nlohmann::json search = nlohmann::json::object();
+  if (!focus.empty()) search["query"] = focus;
+  return std::vector<PlanStep>{
+      Step("s1", "List the user's agents", {}, "the agents",
+           {{"list_agents", nlohmann::json::object()}}),
+      Step("s2", "Find the projects concerned", {}, "the projects", {{"search_projects", search}}),
+  };
+}
+
 }  // namespace
 
 std::optional<std::string> PlanRuleViolation(const std::vector<PlanStep>& steps,
@@ -257,83 +347,19 @@ absl::StatusOr<std::vector<PlanStep>> LocalPlanTemplate(const PlanRequest& reque
                                           : intentpb::ACTION_TYPE_UNSPECIFIED;
 
   if (context.context_type == intentpb::CONTEXT_TYPE_PROJECT_CREATE) {
-    const std::string name =
-        FirstOf({Entity(context, "project_name"), focus, ProjectNameFrom(request.objective),
-                 core::Shortened(request.objective, 80)});
-    const std::string template_name = Entity(context, "template");
-    nlohmann::json discovery = nlohmann::json::object();
-    if (!template_name.empty()) discovery["query"] = template_name;
-    nlohmann::json project = {{"name", name},
-                              {"description", core::Shortened(request.objective, 2000)}};
-    if (!template_name.empty()) project["template"] = template_name;
-    std::string brief = absl::StrCat("Objective: ", request.objective);
-    if (!request.requested_outputs.empty()) {
-      absl::StrAppend(&brief,
-                      "\nExpected outputs: ", absl::StrJoin(request.requested_outputs, "; "));
-    }
-    if (!request.priority_entities.empty()) {
-      absl::StrAppend(&brief, "\nFocus: ", absl::StrJoin(request.priority_entities, "; "));
-    }
-    return std::vector<PlanStep>{
-        Step("s1", "Find a project template that fits", {}, "the matching templates",
-             {{"list_project_templates", discovery}}),
-        Step("s2", absl::StrCat("Create the project '", name, "'"), {"s1"}, "the new project",
-             {{"create_project", project}}),
-        Step("s3", "Write the project's context document", {"s2"}, "the context document",
-             {{"create_context_document",
-               {{"project", name}, {"title", "Project brief"}, {"content", brief}}}}),
-    };
+    return ProjectCreatePlan(request, context, focus);
   }
   if (context.context_type == intentpb::CONTEXT_TYPE_PROJECT_AUDIT) {
-    const std::string project = FirstOf({context.entity_id, focus});
-    if (project.empty()) {
-      return absl::InvalidArgumentError("a project audit needs the project (entity_id)");
-    }
-    return std::vector<PlanStep>{
-        Step("s1", "Read the project with its tasks and context documents", {},
-             "the project's details", {{"get_project_details", {{"project", project}}}}),
-        Step("s2", "List the blocked tasks", {}, "the blocked tasks",
-             {{"list_tasks", {{"project", project}, {"status", "blocked"}}}}),
-        Step("s3", "List the tasks not started yet", {}, "the open tasks",
-             {{"list_tasks", {{"project", project}, {"status", "todo"}}}}),
-    };
+    return ProjectAuditPlan(context, focus);
   }
   const std::string agent = FirstOf({Entity(context, "agent_name"), focus});
   if (action == intentpb::ACTION_TYPE_CREATE_AGENT) {
-    const std::string name = FirstOf({agent, core::Shortened(request.objective, 80)});
-    nlohmann::json draft = {{"name", name},
-                            {"description", core::Shortened(request.objective, 2000)}};
-    if (std::string schedule = Entity(context, "schedule"); !schedule.empty()) {
-      draft["schedule"] = schedule;
-    }
-    nlohmann::json config = nlohmann::json::object();
-    for (const char* key : {"data_source", "recipients"}) {
-      if (std::string value = Entity(context, key); !value.empty()) config[key] = value;
-    }
-    if (!config.empty()) draft["config"] = config;
-    return std::vector<PlanStep>{
-        Step("s1", "Check the user's agents for one that already does this", {},
-             "the existing agents", {{"list_agents", nlohmann::json::object()}}),
-        Step("s2", absl::StrCat("Create the agent '", name, "'"), {"s1"}, "the new agent",
-             {{"create_agent", draft}}),
-    };
+    return CreateAgentPlan(request, context, agent);
   }
   if (action == intentpb::ACTION_TYPE_EXECUTE_TASK && !agent.empty()) {
-    return std::vector<PlanStep>{
-        Step("s1", absl::StrCat("Read the agent '", agent, "'"), {}, "the agent and its last runs",
-             {{"get_agent", {{"agent", agent}}}}),
-        Step("s2", absl::StrCat("Run the agent '", agent, "'"), {"s1"}, "the run",
-             {{"run_agent", {{"agent", agent}}}}),
-    };
+    return RunAgentPlan(agent);
   }
-  // Anything else: an overview of the workspace, read in parallel.
-  nlohmann::json search = nlohmann::json::object();
-  if (!focus.empty()) search["query"] = focus;
-  return std::vector<PlanStep>{
-      Step("s1", "List the user's agents", {}, "the agents",
-           {{"list_agents", nlohmann::json::object()}}),
-      Step("s2", "Find the projects concerned", {}, "the projects", {{"search_projects", search}}),
-  };
+  return WorkspaceOverviewPlan(focus);
 }
 
 }  // namespace omniforge::orchestrator
