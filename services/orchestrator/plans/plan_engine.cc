@@ -86,6 +86,99 @@ pb::ChatEvent ReadyForReview(const Plan& plan) {
   return e;
 }
 
+pb::ChatEvent ExecutorSpawned(const Plan& plan, const PlanStep& step) {
+  pb::ChatEvent e;
+  e.mutable_executor_spawned()->set_plan_id(plan.id);
+  e.mutable_executor_spawned()->set_step_id(step.id);
+  e.mutable_executor_spawned()->set_dialogue_conversation_id(step.dialogue_conversation_id);
+  return e;
+}
+
+pb::ChatEvent ProgressMessage(const Plan& plan, const PlanStep& step,
+                              const execpb::ProgressUpdate& p) {
+  nlohmann::json data = {{"fraction", p.fraction()}};
+  if (!p.tool_name().empty()) {
+    data["tool"] = p.tool_name();
+    data["arguments"] = nlohmann::json::parse(p.arguments_json(), nullptr, false);
+  }
+  return ExecutorMessage(plan, step, pb::DIALOGUE_PARTY_EXECUTOR, "progress_update", p.message(),
+                         Dump(data));
+}
+
+pb::ChatEvent PartialResultMessage(const Plan& plan, const PlanStep& step,
+                                   const execpb::PartialResult& p) {
+  return ExecutorMessage(plan, step, pb::DIALOGUE_PARTY_EXECUTOR, "partial_result",
+                         p.tool_name().empty() ? "A finding" : "Result of " + p.tool_name(),
+                         p.result_json());
+}
+
+// A step's assignment for its executor agent; `inputs` holds the results of
+// the steps it depends on.
+execpb::ConverseRequest Assignment(const Plan& header, const PlanStep& step, nlohmann::json inputs,
+                                   int max_turns) {
+  execpb::ConverseRequest assignment;
+  execpb::TaskAssignment* task = assignment.mutable_task_assignment();
+  task->set_task(step.expected_output.empty()
+                     ? step.description
+                     : absl::StrCat(step.description, "\nExpected output: ", step.expected_output));
+  task->set_goal(header.objective);
+  for (const std::string& tool : step.tools) task->add_allowed_tools(tool);
+  task->set_writes_approved(header.writes_approved);
+  // The user approved the steps as previewed: their tools and targets only.
+  task->set_approved_targets_only(header.writes_approved);
+  task->set_max_turns(max_turns);
+  if (core::IsUuid(header.conversation_id))
+    task->set_parent_conversation_id(header.conversation_id);
+  task->set_step_id(step.id);
+  if (!step.answers.empty()) {
+    nlohmann::json answers = nlohmann::json::array();
+    for (const StepAnswer& a : step.answers) {
+      answers.push_back({{"question", a.question}, {"answer", a.answer}});
+    }
+    inputs["clarifications"] = answers;
+  }
+  if (!inputs.empty()) task->set_inputs_json(Dump(inputs));
+  // The same key every time this step runs: a re-run replays its calls.
+  task->set_idempotency_key(absl::StrCat("plan:", header.id, ":", step.id));
+  for (const PlannedCall& call : step.tool_calls) {
+    execpb::PlannedToolCall* planned = task->add_tool_calls();
+    planned->set_tool_name(call.tool);
+    planned->set_arguments_json(Dump(call.arguments));
+  }
+  return assignment;
+}
+
+bool AnyStepFailed(const Plan& plan) {
+  for (const PlanStep& step : plan.steps) {
+    if (step.status == StepStatus::kFailed) return true;
+  }
+  return false;
+}
+
+bool AllStepsCompleted(const Plan& plan) {
+  for (const PlanStep& step : plan.steps) {
+    if (step.status != StepStatus::kCompleted) return false;
+  }
+  return true;
+}
+
+bool DependenciesCompleted(const Plan& plan, const PlanStep& step) {
+  for (const std::string& dep : step.depends_on) {
+    if (plan.FindStep(dep)->status != StepStatus::kCompleted) return false;
+  }
+  return true;
+}
+
+// The first step `step` depends on that failed or did not run; null when
+// there is none.
+const PlanStep* UnfinishedDependency(const Plan& plan, const PlanStep& step) {
+  for (const std::string& dep : step.depends_on) {
+    const PlanStep* d = plan.FindStep(dep);
+    if (d->status == StepStatus::kFailed || d->status == StepStatus::kSkipped) return d;
+  }
+  return nullptr;
+}
+
 // The summary of a plan that ended.
 std::string Summarise(const Plan& plan) {
   std::vector<std::string> completed, failed, dependents, skipped;
@@ -175,6 +268,28 @@ struct PlanEngine::Run {
     sink.Emit(std::move(event));
   }
 
+  // A step could not be stored as started: it is pending again and no step
+  // starts after it.
+  void StepNotStarted(const std::string& step_id, const absl::Status& stored) {
+    std::lock_guard lock(mu);
+    plan.FindStep(step_id)->status = StepStatus::kPending;
+    if (storage_error.ok()) storage_error = stored;
+    --running;
+    changed.notify_all();
+  }
+
+  // A step's thread ends: its copy goes back into the plan, with whether it
+  // was stored and the question it escalated, if any.
+  void StepEnded(const PlanStep& step, const absl::Status& stored,
+                 const std::optional<PendingQuestion>& escalated) {
+    std::lock_guard lock(mu);
+    *plan.FindStep(step.id) = step;
+    if (!stored.ok() && storage_error.ok()) storage_error = stored;
+    if (escalated.has_value() && !question.has_value()) question = escalated;
+    --running;
+    changed.notify_all();
+  }
+
   std::mutex mu;
   std::condition_variable changed;
   Plan plan;                                // Guarded by mu.
@@ -187,6 +302,45 @@ struct PlanEngine::Run {
 
   std::mutex emit_mu;
   PlanEventSink& sink;
+};
+
+// One step's dialogue with its executor agent, on the step's own thread.
+struct PlanEngine::StepRun {
+  pb::ExecutorResultEvent* result() { return result_event.mutable_executor_result(); }
+
+  // The final event: the step is done.
+  void Completed(const execpb::TaskComplete& done) {
+    ended = true;
+    step.status = StepStatus::kCompleted;
+    step.result_summary = done.summary();
+    step.result = nlohmann::json::parse(done.result_json(), nullptr, false);
+    if (step.result.is_discarded()) step.result = {{"text", done.result_json()}};
+    result()->set_status(done.status());
+    result()->set_summary(done.summary());
+    result()->set_result_json(done.result_json());
+  }
+
+  // The final event: the step failed, or stopped for the user's answer.
+  void Failed(const execpb::ExecutorError& error) {
+    ended = true;
+    step.status = escalated.has_value() ? StepStatus::kPending : StepStatus::kFailed;
+    step.error = escalated.has_value() ? "" : error.message();
+    result()->set_error_code(error.code());
+    result()->set_summary(error.message());
+  }
+
+  // The step's own copy; the shared plan is read and written under run.mu.
+  PlanStep step;
+  Plan header;  // the plan without its steps
+  // The results of the steps it depends on, until the assignment takes them.
+  nlohmann::json inputs = nlohmann::json::object();
+  std::unique_ptr<StepDialogue> dialogue;
+  bool sent = false;  // the last message reached the executor
+  bool spawned = false;
+  bool ended = false;  // a final event arrived
+  // The question that goes to the user: the step stops and the plan waits.
+  std::optional<PendingQuestion> escalated;
+  pb::ChatEvent result_event;
 };
 
 // A call's hold on one plan (see PlanEngine): released when it returns.
@@ -529,59 +683,7 @@ absl::StatusOr<PlanOutcome> PlanEngine::RunPlan(Plan plan, PlanEventSink& sink,
   if (const UsageAttribution* who = CurrentUsageAttribution(); who != nullptr) {
     run.attribution = *who;
   }
-  std::vector<std::thread> threads;
-  {
-    std::unique_lock lock(run.mu);
-    bool stop_starting = false;
-    for (;;) {
-      // A failed step fails everything that depends on it, transitively.
-      for (bool changed = true; changed;) {
-        changed = false;
-        for (PlanStep& step : run.plan.steps) {
-          if (step.status != StepStatus::kPending) continue;
-          for (const std::string& dep : step.depends_on) {
-            const PlanStep* d = run.plan.FindStep(dep);
-            if (d->status == StepStatus::kFailed || d->status == StepStatus::kSkipped) {
-              step.status =
-                  d->status == StepStatus::kFailed ? StepStatus::kFailed : StepStatus::kSkipped;
-              step.error =
-                  absl::StrCat("not run: it depends on step ", dep, ", which ",
-                               d->status == StepStatus::kFailed ? "failed" : "did not run");
-              step.finished_micros = core::NowMicros();
-              lock.unlock();
-              const absl::Status stored = store_.UpdateStep(run.plan, step);
-              if (stored.ok()) run.Emit(StepComplete(run.plan, step));
-              lock.lock();
-              if (!stored.ok() && run.storage_error.ok()) run.storage_error = stored;
-              changed = true;
-              break;
-            }
-          }
-        }
-      }
-      bool failed = false;
-      for (const PlanStep& step : run.plan.steps) failed |= step.status == StepStatus::kFailed;
-      stop_starting = stop_starting || failed || run.question.has_value() ||
-                      !run.storage_error.ok() || (cancelled && cancelled());
-      if (!stop_starting) {
-        for (PlanStep& step : run.plan.steps) {
-          if (run.running >= options_.max_parallel_steps) break;
-          if (step.status != StepStatus::kPending) continue;
-          bool ready = true;
-          for (const std::string& dep : step.depends_on) {
-            ready &= run.plan.FindStep(dep)->status == StepStatus::kCompleted;
-          }
-          if (!ready) continue;
-          step.status = StepStatus::kRunning;
-          ++run.running;
-          threads.emplace_back([this, &run, id = step.id] { RunStep(run, id); });
-        }
-      }
-      if (run.running == 0) break;
-      run.changed.wait(lock);
-    }
-  }
-  for (std::thread& t : threads) t.join();
+  RunSteps(run, cancelled);
   if (!run.storage_error.ok()) {
     core::LogError("plan run stopped: its progress cannot be stored",
                    {{"component", "orchestrator"},
@@ -590,14 +692,60 @@ absl::StatusOr<PlanOutcome> PlanEngine::RunPlan(Plan plan, PlanEventSink& sink,
                     {"error", std::string(run.storage_error.message())}});
     return run.storage_error;
   }
+  return EndRun(run);
+}
 
-  Plan& plan_now = run.plan;
-  bool failed = false, all_done = true;
-  for (const PlanStep& step : plan_now.steps) {
-    failed |= step.status == StepStatus::kFailed;
-    all_done &= step.status == StepStatus::kCompleted;
+void PlanEngine::RunSteps(Run& run, const std::function<bool()>& cancelled) {
+  std::vector<std::thread> threads;
+  {
+    std::unique_lock lock(run.mu);
+    bool stop_starting = false;
+    for (;;) {
+      FailDependents(run, lock);
+      stop_starting = stop_starting || AnyStepFailed(run.plan) || run.question.has_value() ||
+                      !run.storage_error.ok() || (cancelled && cancelled());
+      if (!stop_starting) StartReadySteps(run, threads);
+      if (run.running == 0) break;
+      run.changed.wait(lock);
+    }
   }
-  if (failed) {
+  for (std::thread& t : threads) t.join();
+}
+
+void PlanEngine::FailDependents(Run& run, std::unique_lock<std::mutex>& lock) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (PlanStep& step : run.plan.steps) {
+      if (step.status != StepStatus::kPending) continue;
+      const PlanStep* d = UnfinishedDependency(run.plan, step);
+      if (d == nullptr) continue;
+      step.status = d->status == StepStatus::kFailed ? StepStatus::kFailed : StepStatus::kSkipped;
+      step.error = absl::StrCat("not run: it depends on step ", d->id, ", which ",
+                                d->status == StepStatus::kFailed ? "failed" : "did not run");
+      step.finished_micros = core::NowMicros();
+      lock.unlock();
+      const absl::Status stored = store_.UpdateStep(run.plan, step);
+      if (stored.ok()) run.Emit(StepComplete(run.plan, step));
+      lock.lock();
+      if (!stored.ok() && run.storage_error.ok()) run.storage_error = stored;
+      changed = true;
+    }
+  }
+}
+
+void PlanEngine::StartReadySteps(Run& run, std::vector<std::thread>& threads) {
+  for (PlanStep& step : run.plan.steps) {
+    if (run.running >= options_.max_parallel_steps) break;
+    if (step.status != StepStatus::kPending || !DependenciesCompleted(run.plan, step)) continue;
+    step.status = StepStatus::kRunning;
+    ++run.running;
+    threads.emplace_back([this, &run, id = step.id] { RunStep(run, id); });
+  }
+}
+
+absl::StatusOr<PlanOutcome> PlanEngine::EndRun(Run& run) {
+  Plan& plan_now = run.plan;
+  if (AnyStepFailed(plan_now)) {
     for (PlanStep& step : plan_now.steps) {
       if (step.status != StepStatus::kPending) continue;
       step.status = StepStatus::kSkipped;
@@ -612,7 +760,7 @@ absl::StatusOr<PlanOutcome> PlanEngine::RunPlan(Plan plan, PlanEventSink& sink,
     plan_now.pending_question = run.question;
     plan_now.summary = absl::StrCat("Step ", run.question->step_id,
                                     " needs the user's answer: ", run.question->question);
-  } else if (all_done) {
+  } else if (AllStepsCompleted(plan_now)) {
     plan_now.status = PlanStatus::kCompleted;
     plan_now.summary = Summarise(plan_now);
   } else {
@@ -630,83 +778,54 @@ void PlanEngine::RunStep(Run& run, const std::string& step_id) {
   std::optional<ScopedUsageAttribution> attributed;
   if (run.attribution.has_value()) attributed.emplace(*run.attribution);
 
-  // The step's own copy; the shared plan is read and written under run.mu.
-  PlanStep step;
-  Plan header;
-  nlohmann::json inputs = nlohmann::json::object();
+  StepRun s;
+  if (!StartStep(run, step_id, s)) return;
+  run.Emit(StepStart(s.header, s.step));
+  OpenDialogue(run, s);
+  Converse(run, s);
+  EndStep(run, s);
+}
+
+bool PlanEngine::StartStep(Run& run, const std::string& step_id, StepRun& s) {
   {
     std::lock_guard lock(run.mu);
-    step = *run.plan.FindStep(step_id);
-    header = run.plan;
-    header.steps.clear();
-    for (const std::string& dep : step.depends_on) {
+    s.step = *run.plan.FindStep(step_id);
+    s.header = run.plan;
+    s.header.steps.clear();
+    for (const std::string& dep : s.step.depends_on) {
       const PlanStep* d = run.plan.FindStep(dep);
-      inputs[dep] = {{"summary", d->result_summary}, {"result", d->result}};
+      s.inputs[dep] = {{"summary", d->result_summary}, {"result", d->result}};
     }
   }
-  step.status = StepStatus::kRunning;
-  step.attempts += 1;
-  step.started_micros = core::NowMicros();
-  step.finished_micros = 0;
-  step.error.clear();
-  if (absl::Status s = store_.UpdateStep(header, step); !s.ok()) {
-    std::lock_guard lock(run.mu);
-    run.plan.FindStep(step_id)->status = StepStatus::kPending;
-    if (run.storage_error.ok()) run.storage_error = s;
-    --run.running;
-    run.changed.notify_all();
-    return;
+  s.step.status = StepStatus::kRunning;
+  s.step.attempts += 1;
+  s.step.started_micros = core::NowMicros();
+  s.step.finished_micros = 0;
+  s.step.error.clear();
+  if (absl::Status stored = store_.UpdateStep(s.header, s.step); !stored.ok()) {
+    run.StepNotStarted(step_id, stored);
+    return false;
   }
-  run.Emit(StepStart(header, step));
+  return true;
+}
 
-  execpb::ConverseRequest assignment;
-  execpb::TaskAssignment* task = assignment.mutable_task_assignment();
-  task->set_task(step.expected_output.empty()
-                     ? step.description
-                     : absl::StrCat(step.description, "\nExpected output: ", step.expected_output));
-  task->set_goal(header.objective);
-  for (const std::string& tool : step.tools) task->add_allowed_tools(tool);
-  task->set_writes_approved(header.writes_approved);
-  // The user approved the steps as previewed: their tools and targets only.
-  task->set_approved_targets_only(header.writes_approved);
-  task->set_max_turns(options_.max_turns);
-  if (core::IsUuid(header.conversation_id))
-    task->set_parent_conversation_id(header.conversation_id);
-  task->set_step_id(step.id);
-  if (!step.answers.empty()) {
-    nlohmann::json answers = nlohmann::json::array();
-    for (const StepAnswer& a : step.answers) {
-      answers.push_back({{"question", a.question}, {"answer", a.answer}});
-    }
-    inputs["clarifications"] = answers;
-  }
-  if (!inputs.empty()) task->set_inputs_json(Dump(inputs));
-  // The same key every time this step runs: a re-run replays its calls.
-  task->set_idempotency_key(absl::StrCat("plan:", header.id, ":", step.id));
-  for (const PlannedCall& call : step.tool_calls) {
-    execpb::PlannedToolCall* planned = task->add_tool_calls();
-    planned->set_tool_name(call.tool);
-    planned->set_arguments_json(Dump(call.arguments));
-  }
-
+void PlanEngine::OpenDialogue(Run& run, StepRun& s) {
+  const execpb::ConverseRequest assignment =
+      Assignment(s.header, s.step, std::move(s.inputs), options_.max_turns);
   const int64_t deadline =
       core::NowMicros() +
       std::chrono::duration_cast<std::chrono::microseconds>(options_.step_timeout).count();
-  std::unique_ptr<StepDialogue> dialogue =
-      executors_.Open({header.tenant_id, header.user_id}, deadline);
-  run.Emit(ExecutorMessage(header, step, pb::DIALOGUE_PARTY_PLANNER, "task_assignment",
-                           task->task(), Dump(StepsToJson({step})[0])));
+  s.dialogue = executors_.Open({s.header.tenant_id, s.header.user_id}, deadline);
+  run.Emit(ExecutorMessage(s.header, s.step, pb::DIALOGUE_PARTY_PLANNER, "task_assignment",
+                           assignment.task_assignment().task(), Dump(StepsToJson({s.step})[0])));
+  s.result()->set_plan_id(s.header.id);
+  s.result()->set_step_id(s.step.id);
+  s.sent = s.dialogue->Send(assignment);
+}
 
-  std::optional<PendingQuestion> escalated;
-  bool spawned = false;
-  bool ended = false;  // a final event arrived
-  pb::ChatEvent result_event;
-  auto* result = result_event.mutable_executor_result();
-  result->set_plan_id(header.id);
-  result->set_step_id(step.id);
-  bool sent = dialogue->Send(assignment);
-  while (sent) {
-    std::optional<execpb::ConverseResponse> message = dialogue->Read();
+void PlanEngine::Converse(Run& run, StepRun& s) {
+  while (s.sent) {
+    std::optional<execpb::ConverseResponse> message = s.dialogue->Read();
     if (!message.has_value()) break;
     // The agent's model calls are the step's: recorded in its row.
     if (options_.usage_sink != nullptr) {
@@ -714,109 +833,83 @@ void PlanEngine::RunStep(Run& run, const std::string& step_id) {
         options_.usage_sink->Record(llm::FromProto(call));
       }
     }
-    if (!spawned) {
-      spawned = true;
-      step.dialogue_conversation_id = message->dialogue_conversation_id();
-      pb::ChatEvent e;
-      e.mutable_executor_spawned()->set_plan_id(header.id);
-      e.mutable_executor_spawned()->set_step_id(step.id);
-      e.mutable_executor_spawned()->set_dialogue_conversation_id(step.dialogue_conversation_id);
-      run.Emit(std::move(e));
+    if (!s.spawned) {
+      s.spawned = true;
+      s.step.dialogue_conversation_id = message->dialogue_conversation_id();
+      run.Emit(ExecutorSpawned(s.header, s.step));
     }
     if (message->has_progress_update()) {
-      const auto& p = message->progress_update();
-      nlohmann::json data = {{"fraction", p.fraction()}};
-      if (!p.tool_name().empty()) {
-        data["tool"] = p.tool_name();
-        data["arguments"] = nlohmann::json::parse(p.arguments_json(), nullptr, false);
-      }
-      run.Emit(ExecutorMessage(header, step, pb::DIALOGUE_PARTY_EXECUTOR, "progress_update",
-                               p.message(), Dump(data)));
+      run.Emit(ProgressMessage(s.header, s.step, message->progress_update()));
     } else if (message->has_partial_result()) {
-      const auto& p = message->partial_result();
-      run.Emit(ExecutorMessage(header, step, pb::DIALOGUE_PARTY_EXECUTOR, "partial_result",
-                               p.tool_name().empty() ? "A finding" : "Result of " + p.tool_name(),
-                               p.result_json()));
+      run.Emit(PartialResultMessage(s.header, s.step, message->partial_result()));
     } else if (message->has_question()) {
-      const auto& q = message->question();
-      const std::vector<std::string> options(q.options().begin(), q.options().end());
-      run.Emit(ExecutorMessage(header, step, pb::DIALOGUE_PARTY_EXECUTOR, "question", q.text(),
-                               Dump({{"question_id", q.question_id()}, {"options", options}})));
-      if (escalated.has_value()) continue;  // cancelled already; waiting for the end
-      std::optional<std::string> reply;
-      for (const StepAnswer& a : step.answers) {
-        if (a.question == q.text()) reply = a.answer;
-      }
-      if (!reply.has_value()) {
-        Plan snapshot;
-        {
-          std::lock_guard lock(run.mu);
-          snapshot = run.plan;
-        }
-        QuestionAnswer answer =
-            advisor_.AnswerQuestion(snapshot, step, q.text(), options, ModelDeadline());
-        if (answer.answered) {
-          reply = answer.answer;
-          step.answers.push_back({q.text(), answer.answer, "planner"});
-        } else {
-          // Only the user can answer: the step stops and the plan waits.
-          escalated = PendingQuestion{step.id, q.text(), options};
-          execpb::ConverseRequest cancel;
-          cancel.mutable_cancel()->set_reason(
-              absl::StrCat("the question goes to the user: ", answer.reason));
-          sent = dialogue->Send(cancel);
-          continue;
-        }
-      }
-      execpb::ConverseRequest clarification;
-      clarification.mutable_clarification()->set_question_id(q.question_id());
-      clarification.mutable_clarification()->set_answer(*reply);
-      run.Emit(ExecutorMessage(header, step, pb::DIALOGUE_PARTY_PLANNER, "clarification", *reply));
-      sent = dialogue->Send(clarification);
+      OnQuestion(run, s, message->question());
     } else if (message->has_task_complete()) {
-      const auto& done = message->task_complete();
-      ended = true;
-      step.status = StepStatus::kCompleted;
-      step.result_summary = done.summary();
-      step.result = nlohmann::json::parse(done.result_json(), nullptr, false);
-      if (step.result.is_discarded()) step.result = {{"text", done.result_json()}};
-      result->set_status(done.status());
-      result->set_summary(done.summary());
-      result->set_result_json(done.result_json());
+      s.Completed(message->task_complete());
     } else if (message->has_error()) {
-      const auto& error = message->error();
-      ended = true;
-      step.status = escalated.has_value() ? StepStatus::kPending : StepStatus::kFailed;
-      step.error = escalated.has_value() ? "" : error.message();
-      result->set_error_code(error.code());
-      result->set_summary(error.message());
+      s.Failed(message->error());
     }
   }
-  absl::Status finished = dialogue->Finish();
-  dialogue.reset();
-  if (!ended) {
-    step.status = StepStatus::kFailed;
-    step.error = absl::StrCat("the executor's dialogue ended without a result: ",
-                              finished.ok() ? "the stream closed" : finished.message());
-    result->set_error_code(execpb::ERROR_CODE_INTERNAL);
-    result->set_summary(step.error);
+}
+
+void PlanEngine::OnQuestion(Run& run, StepRun& s, const execpb::Question& q) {
+  const std::vector<std::string> options(q.options().begin(), q.options().end());
+  run.Emit(ExecutorMessage(s.header, s.step, pb::DIALOGUE_PARTY_EXECUTOR, "question", q.text(),
+                           Dump({{"question_id", q.question_id()}, {"options", options}})));
+  if (s.escalated.has_value()) return;  // cancelled already; waiting for the end
+  std::optional<std::string> reply;
+  for (const StepAnswer& a : s.step.answers) {
+    if (a.question == q.text()) reply = a.answer;
   }
-  if (escalated.has_value()) {
-    step.status = StepStatus::kPending;
-    step.error.clear();
-    step.started_micros = 0;
+  if (!reply.has_value()) {
+    Plan snapshot;
+    {
+      std::lock_guard lock(run.mu);
+      snapshot = run.plan;
+    }
+    QuestionAnswer answer =
+        advisor_.AnswerQuestion(snapshot, s.step, q.text(), options, ModelDeadline());
+    if (answer.answered) {
+      reply = answer.answer;
+      s.step.answers.push_back({q.text(), answer.answer, "planner"});
+    } else {
+      // Only the user can answer: the step stops and the plan waits.
+      s.escalated = PendingQuestion{s.step.id, q.text(), options};
+      execpb::ConverseRequest cancel;
+      cancel.mutable_cancel()->set_reason(
+          absl::StrCat("the question goes to the user: ", answer.reason));
+      s.sent = s.dialogue->Send(cancel);
+      return;
+    }
+  }
+  execpb::ConverseRequest clarification;
+  clarification.mutable_clarification()->set_question_id(q.question_id());
+  clarification.mutable_clarification()->set_answer(*reply);
+  run.Emit(ExecutorMessage(s.header, s.step, pb::DIALOGUE_PARTY_PLANNER, "clarification", *reply));
+  s.sent = s.dialogue->Send(clarification);
+}
+
+void PlanEngine::EndStep(Run& run, StepRun& s) {
+  absl::Status finished = s.dialogue->Finish();
+  s.dialogue.reset();
+  if (!s.ended) {
+    s.step.status = StepStatus::kFailed;
+    s.step.error = absl::StrCat("the executor's dialogue ended without a result: ",
+                                finished.ok() ? "the stream closed" : finished.message());
+    s.result()->set_error_code(execpb::ERROR_CODE_INTERNAL);
+    s.result()->set_summary(s.step.error);
+  }
+  if (s.escalated.has_value()) {
+    s.step.status = StepStatus::kPending;
+    s.step.error.clear();
+    s.step.started_micros = 0;
   } else {
-    step.finished_micros = core::NowMicros();
-    run.Emit(std::move(result_event));
+    s.step.finished_micros = core::NowMicros();
+    run.Emit(std::move(s.result_event));
   }
-  const absl::Status stored = store_.UpdateStep(header, step);
-  if (stored.ok() && !escalated.has_value()) run.Emit(StepComplete(header, step));
-  std::lock_guard lock(run.mu);
-  *run.plan.FindStep(step_id) = step;
-  if (!stored.ok() && run.storage_error.ok()) run.storage_error = stored;
-  if (escalated.has_value() && !run.question.has_value()) run.question = escalated;
-  --run.running;
-  run.changed.notify_all();
+  const absl::Status stored = store_.UpdateStep(s.header, s.step);
+  if (stored.ok() && !s.escalated.has_value()) run.Emit(StepComplete(s.header, s.step));
+  run.StepEnded(s.step, stored, s.escalated);
 }
 
 }  // namespace omniforge::orchestrator

@@ -45,14 +45,16 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "libs/core/identity.h"
 #include "libs/llm/usage.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
 #include "services/orchestrator/approvals/approval_gate.h"
-#include "services/orchestrator/plans/plan_advisor.h"
 #include "services/orchestrator/downstream/plan_executor.h"
+#include "services/orchestrator/plans/plan_advisor.h"
 #include "services/orchestrator/plans/plan_generator.h"
 #include "services/orchestrator/plans/plan_model.h"
 #include "services/orchestrator/plans/plan_store.h"
@@ -180,6 +182,7 @@ class PlanEngine final {
 
  private:
   struct Run;
+  struct StepRun;
   class Claim;
 
   // Claims `plan_id` for the calling operation (`claim` holds it until the
@@ -191,12 +194,37 @@ class PlanEngine final {
                                            const std::function<bool()>& cancelled);
   absl::StatusOr<PlanOutcome> RunPlan(Plan plan, PlanEventSink& sink,
                                       const std::function<bool()>& cancelled);
+  // Starts the steps as their dependencies complete, each on its own
+  // thread, until none runs; returns when every thread has ended.
+  void RunSteps(Run& run, const std::function<bool()>& cancelled);
+  // Fails (or skips) every pending step that depends on a step that failed
+  // (or did not run), transitively. `lock` holds run.mu; it is let go
+  // while a step is stored.
+  void FailDependents(Run& run, std::unique_lock<std::mutex>& lock);
+  // Starts the pending steps whose dependencies completed, up to
+  // max_parallel_steps at once. Called with run.mu held.
+  void StartReadySteps(Run& run, std::vector<std::thread>& threads);
+  // Once no step runs: the plan's status and summary, stored.
+  absl::StatusOr<PlanOutcome> EndRun(Run& run);
   // Emits the review and preview events of `plan`, stored as
   // pending_review; the outcome carries the preview's digest and expiry.
   PlanOutcome ShowForReview(const Plan& plan, const PlanContext& context,
                             PlanEventSink& sink) const;
   // One step's dialogue, on its own thread.
   void RunStep(Run& run, const std::string& step_id);
+  // Takes the step's copy and stores it as running; false (the run told)
+  // when that cannot be stored.
+  bool StartStep(Run& run, const std::string& step_id, StepRun& s);
+  // Opens the step's dialogue and sends the assignment.
+  void OpenDialogue(Run& run, StepRun& s);
+  // Reads the executor's messages until the dialogue ends.
+  void Converse(Run& run, StepRun& s);
+  // The executor asked: an answer the step has, the planner's, or none (the
+  // question goes to the user and the dialogue is cancelled).
+  void OnQuestion(Run& run, StepRun& s, const execpb::Question& q);
+  // Closes the dialogue, emits the result and stores the step; a step whose
+  // question went to the user is pending again.
+  void EndStep(Run& run, StepRun& s);
   int64_t ModelDeadline() const;
 
   PlanStore& store_;
