@@ -1,6 +1,7 @@
 #include "services/orchestrator/planner/model_planner.h"
 
 #include <cctype>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -60,6 +61,150 @@ const ApprovalPolicy& PolicyOf(const PlannerRequest& request) {
   static const ApprovalPolicy kDefault;
   return request.approvals != nullptr ? *request.approvals : kDefault;
 }
+
+// The user's agents and what earlier tool calls of the task returned, as
+// the JSON text of a tool message.
+std::string TaskData(const PlannerRequest& request) {
+  json data = json::object();
+  if (!request.agents.empty()) {
+    json agents = json::array();
+    for (const AgentInfo& agent : request.agents) {
+      json item = {{"name", agent.name}, {"description", agent.description}};
+      if (agent.status == "paused") item["paused"] = true;
+      agents.push_back(std::move(item));
+    }
+    data["agents"] = std::move(agents);
+  }
+  if (!request.box.data.empty()) data["tool_results"] = request.box.data;
+  return data.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// A session's first messages: the system prompt, the task's data, the
+// conversation so far and the user's message.
+std::vector<llm::ChatMessage> OpeningMessages(const PlannerRequest& request) {
+  std::vector<llm::ChatMessage> messages;
+  messages.push_back({llm::Role::kSystem, PlannerSystemPrompt(request), {}, {}});
+  if (!request.box.data.empty() || !request.agents.empty()) {
+    // The user's agents and what earlier tool calls of the task returned:
+    // data in a tool message, as if the model had asked for it, never in
+    // the system prompt.
+    messages.push_back({llm::Role::kAssistant, "", {{"task-data", "task_data", "{}"}}, {}});
+    messages.push_back({llm::Role::kTool, TaskData(request), {}, "task-data"});
+  }
+  for (const auto& [from_user, content] : request.history) {
+    messages.push_back({from_user ? llm::Role::kUser : llm::Role::kAssistant, content, {}, {}});
+  }
+  messages.push_back({llm::Role::kUser, request.message, {}, {}});
+  return messages;
+}
+
+bool EndsWithQuestion(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+    text.remove_suffix(1);
+  }
+  return !text.empty() && text.back() == '?';
+}
+
+// One turn's session with the model: the messages so far, the tools it is
+// offered, and what became of the calls it made (in `result`).
+class PlannerSession final {
+ public:
+  PlannerSession(const PlannerRequest& request, PlannerIo& io, PlannerResult& result)
+      : request_(request), io_(io), result_(result) {
+    chat_.messages = OpeningMessages(request);
+    for (const execpb::ToolDescriptor& tool : request.tools) {
+      chat_.tools.push_back({tool.name(), tool.description(), tool.parameters_json_schema()});
+      risk_by_tool_[tool.name()] = tool.risk();
+      description_by_tool_[tool.name()] = &tool.description();
+    }
+    if (request.offer_plans) chat_.tools.push_back(CreatePlanToolSpec());
+  }
+
+  // One model call; its text streams to the user as it comes.
+  absl::StatusOr<llm::ChatResponse> Stream(llm::ChatModel& model, const llm::CallContext& context) {
+    return model.Stream(chat_, context, [&](const llm::StreamDelta& delta) {
+      if (delta.tool_index < 0 && !delta.text.empty()) {
+        result_.text += delta.text;
+        io_.Text(delta.text);
+      }
+      return !io_.Stopped();  // a cancelled turn stops the stream at once
+    });
+  }
+
+  // The response and an answer to each of its tool calls join the session;
+  // false when a guardrail stopped the turn (its event is out).
+  bool AnswerToolCalls(const llm::ChatResponse& answer) {
+    llm::ChatMessage assistant{llm::Role::kAssistant, answer.content, answer.tool_calls, {}};
+    chat_.messages.push_back(assistant);
+    for (const llm::ToolCall& call : answer.tool_calls) {
+      std::optional<std::string> content = AnswerToolCall(call);
+      if (!content) {
+        result_.stopped = true;
+        return false;
+      }
+      chat_.messages.push_back({llm::Role::kTool, *std::move(content), {}, call.id});
+    }
+    return true;
+  }
+
+ private:
+  // What the model reads back for one call: its result, a refusal or the
+  // note that it waits for approval. nullopt when a guardrail stopped the
+  // turn.
+  std::optional<std::string> AnswerToolCall(const llm::ToolCall& call) {
+    json arguments = json::parse(call.arguments, nullptr, /*allow_exceptions=*/false);
+    if (arguments.is_discarded() || !arguments.is_object()) arguments = json::object();
+    auto risk = risk_by_tool_.find(call.name);
+    if (request_.offer_plans && call.name == kCreatePlanTool) return CreatePlan(call);
+    if (risk == risk_by_tool_.end()) {
+      return json{{"error", "no tool named " + call.name}}.dump();
+    }
+    const GateVerdict verdict = PolicyOf(request_).Decide(call.name, risk->second);
+    if (verdict == GateVerdict::kDeny) {
+      result_.denied.push_back(call.name);
+      return json{{"error", "the approval policy does not allow " + call.name +
+                                "; it was not run and cannot be"}}
+          .dump();
+    }
+    if (verdict == GateVerdict::kAsk) {
+      PendingAction action;
+      action.action_id = core::NewUuid();
+      action.tool = call.name;
+      action.arguments = arguments;
+      action.risk = risk->second;
+      action.summary = ActionSummary(call.name, arguments, DescriptionOf(call.name));
+      result_.propose.push_back(std::move(action));
+      return json{{"status", "waiting for the user's approval; not run"}}.dump();
+    }
+    std::optional<ToolRun> ran = io_.RunTool({call.name, arguments});
+    if (!ran) return std::nullopt;
+    result_.tools_used.push_back(call.name);
+    return ForTheModel(*ran);
+  }
+
+  // agent_create_plan: one plan per turn.
+  std::optional<std::string> CreatePlan(const llm::ToolCall& call) {
+    if (planned_) return json{{"error", "one plan per turn: sum up the plan that ran"}}.dump();
+    planned_ = true;
+    std::optional<ToolRun> ran = io_.CreatePlan(call.arguments);
+    if (!ran) return std::nullopt;
+    result_.tools_used.push_back(call.name);
+    return ForTheModel(*ran);
+  }
+
+  std::string DescriptionOf(const std::string& tool) const {
+    auto it = description_by_tool_.find(tool);
+    return it == description_by_tool_.end() ? std::string() : *it->second;
+  }
+
+  const PlannerRequest& request_;
+  PlannerIo& io_;
+  PlannerResult& result_;
+  llm::ChatRequest chat_;
+  std::map<std::string, execpb::ToolRisk> risk_by_tool_;
+  std::map<std::string, const std::string*> description_by_tool_;
+  bool planned_ = false;
+};
 
 }  // namespace
 
@@ -124,48 +269,7 @@ std::string PlannerSystemPrompt(const PlannerRequest& request) {
 
 PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& request, PlannerIo& io) {
   PlannerResult result;
-  llm::ChatRequest chat;
-  chat.messages.push_back({llm::Role::kSystem, PlannerSystemPrompt(request), {}, {}});
-  if (!request.box.data.empty() || !request.agents.empty()) {
-    // The user's agents and what earlier tool calls of the task returned:
-    // data in a tool message, as if the model had asked for it, never in
-    // the system prompt.
-    json data = json::object();
-    if (!request.agents.empty()) {
-      json agents = json::array();
-      for (const AgentInfo& agent : request.agents) {
-        json item = {{"name", agent.name}, {"description", agent.description}};
-        if (agent.status == "paused") item["paused"] = true;
-        agents.push_back(std::move(item));
-      }
-      data["agents"] = std::move(agents);
-    }
-    if (!request.box.data.empty()) data["tool_results"] = request.box.data;
-    chat.messages.push_back({llm::Role::kAssistant, "", {{"task-data", "task_data", "{}"}}, {}});
-    chat.messages.push_back({llm::Role::kTool,
-                             data.dump(-1, ' ', false, json::error_handler_t::replace),
-                             {},
-                             "task-data"});
-  }
-  for (const auto& [from_user, content] : request.history) {
-    chat.messages.push_back(
-        {from_user ? llm::Role::kUser : llm::Role::kAssistant, content, {}, {}});
-  }
-  chat.messages.push_back({llm::Role::kUser, request.message, {}, {}});
-  std::map<std::string, execpb::ToolRisk> risk_by_tool;
-  std::map<std::string, const std::string*> description_by_tool;
-  for (const execpb::ToolDescriptor& tool : request.tools) {
-    chat.tools.push_back({tool.name(), tool.description(), tool.parameters_json_schema()});
-    risk_by_tool[tool.name()] = tool.risk();
-    description_by_tool[tool.name()] = &tool.description();
-  }
-  auto description_of = [&description_by_tool](const std::string& tool) {
-    auto it = description_by_tool.find(tool);
-    return it == description_by_tool.end() ? std::string() : *it->second;
-  };
-  if (request.offer_plans) chat.tools.push_back(CreatePlanToolSpec());
-  bool planned = false;  // one plan per turn
-
+  PlannerSession session(request, io, result);
   llm::CallContext context;
   context.operation_type = "planner_stream";
   context.deadline_micros = request.deadline_micros;
@@ -179,14 +283,7 @@ PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& reque
       result.stopped = true;
       return result;
     }
-    absl::StatusOr<llm::ChatResponse> answer =
-        model.Stream(chat, context, [&](const llm::StreamDelta& delta) {
-          if (delta.tool_index < 0 && !delta.text.empty()) {
-            result.text += delta.text;
-            io.Text(delta.text);
-          }
-          return !io.Stopped();  // a cancelled turn stops the stream at once
-        });
+    absl::StatusOr<llm::ChatResponse> answer = session.Stream(model, context);
     if (!answer.ok()) {
       result.error = std::string(answer.status().message());
       result.stopped = io.Stopped();
@@ -196,62 +293,10 @@ PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& reque
     }
     result.answered = true;
     if (answer->tool_calls.empty()) {
-      std::string_view text = result.text;
-      while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-        text.remove_suffix(1);
-      }
-      result.asked = result.propose.empty() && !text.empty() && text.back() == '?';
+      result.asked = result.propose.empty() && EndsWithQuestion(result.text);
       return result;
     }
-
-    llm::ChatMessage assistant{llm::Role::kAssistant, answer->content, answer->tool_calls, {}};
-    chat.messages.push_back(assistant);
-    for (const llm::ToolCall& call : answer->tool_calls) {
-      json arguments = json::parse(call.arguments, nullptr, /*allow_exceptions=*/false);
-      if (arguments.is_discarded() || !arguments.is_object()) arguments = json::object();
-      auto risk = risk_by_tool.find(call.name);
-      std::string content;
-      if (request.offer_plans && call.name == kCreatePlanTool) {
-        if (planned) {
-          content = json{{"error", "one plan per turn: sum up the plan that ran"}}.dump();
-        } else {
-          planned = true;
-          std::optional<ToolRun> ran = io.CreatePlan(call.arguments);
-          if (!ran) {  // a guardrail stopped the turn (its event is out)
-            result.stopped = true;
-            return result;
-          }
-          result.tools_used.push_back(call.name);
-          content = ForTheModel(*ran);
-        }
-      } else if (risk == risk_by_tool.end()) {
-        content = json{{"error", "no tool named " + call.name}}.dump();
-      } else if (const GateVerdict verdict = PolicyOf(request).Decide(call.name, risk->second);
-                 verdict == GateVerdict::kDeny) {
-        result.denied.push_back(call.name);
-        content = json{{"error", "the approval policy does not allow " + call.name +
-                                     "; it was not run and cannot be"}}
-                      .dump();
-      } else if (verdict == GateVerdict::kAsk) {
-        PendingAction action;
-        action.action_id = core::NewUuid();
-        action.tool = call.name;
-        action.arguments = arguments;
-        action.risk = risk->second;
-        action.summary = ActionSummary(call.name, arguments, description_of(call.name));
-        result.propose.push_back(std::move(action));
-        content = json{{"status", "waiting for the user's approval; not run"}}.dump();
-      } else {
-        std::optional<ToolRun> ran = io.RunTool({call.name, arguments});
-        if (!ran) {  // a guardrail stopped the turn (its event is out)
-          result.stopped = true;
-          return result;
-        }
-        result.tools_used.push_back(call.name);
-        content = ForTheModel(*ran);
-      }
-      chat.messages.push_back({llm::Role::kTool, content, {}, call.id});
-    }
+    if (!session.AnswerToolCalls(*answer)) return result;
     if (!result.propose.empty()) return result;  // the flow waits for the user
   }
 }
