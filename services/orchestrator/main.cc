@@ -141,125 +141,186 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   return s;
 }
 
-absl::Status Serve(const Settings& s, const sigset_t& signals) {
-  absl::StatusOr<core::ApiKeyStore> keys = core::ApiKeyStore::Load(s.api_keys_file);
-  if (!keys.ok()) return keys.status();
-  core::LogInfo("API keys loaded", {{"keys", std::to_string(keys->size())}});
-  std::unique_ptr<Memory> memory = MakeGrpcMemory(s.downstream.conversation);
-  std::unique_ptr<Understanding> understanding = MakeGrpcUnderstanding(s.downstream.intent);
-  std::unique_ptr<Tools> tools = MakeGrpcTools(s.downstream.executor);
-  absl::StatusOr<std::unique_ptr<AppendSpool>> spool = AppendSpool::Open(*memory, s.spool);
+// The services the turns call, and the spool that keeps messages while
+// conversation storage is unreachable.
+struct Downstream {
+  std::unique_ptr<Memory> memory;
+  std::unique_ptr<Understanding> understanding;
+  std::unique_ptr<Tools> tools;
+  std::unique_ptr<AppendSpool> spool;
+};
+
+absl::StatusOr<Downstream> ConnectDownstream(const Settings& s) {
+  Downstream d;
+  d.memory = MakeGrpcMemory(s.downstream.conversation);
+  d.understanding = MakeGrpcUnderstanding(s.downstream.intent);
+  d.tools = MakeGrpcTools(s.downstream.executor);
+  absl::StatusOr<std::unique_ptr<AppendSpool>> spool = AppendSpool::Open(*d.memory, s.spool);
   if (!spool.ok()) return spool.status();
-  (*spool)->StartDrainer();
+  d.spool = *std::move(spool);
+  d.spool->StartDrainer();
   core::LogInfo("messages wait in the append spool while conversation storage is unreachable",
-                {{"dir", s.spool.dir.string()}, {"spooled", std::to_string((*spool)->depth())}});
+                {{"dir", s.spool.dir.string()}, {"spooled", std::to_string(d.spool->depth())}});
+  return d;
+}
+
+// Schema orchestration's stores; without database.dsn only `audit` is set
+// (in memory).
+struct Storage {
   std::unique_ptr<pg::PgPool> pool;
   std::unique_ptr<PgFlowStore> flows;
   std::unique_ptr<PgErrorLog> errors;
   std::unique_ptr<ApprovalAudit> audit;
-  std::shared_ptr<PgUsageRecorder> usage;  // before the client: it outlives its calls
-  if (!s.database.pool.dsn.empty()) {
-    if (s.database.migrate_on_start) {
-      auto applied =
-          pg::ApplyMigrations(s.database.migrate_dsn, "orchestrator", pg::OrchestratorMigrations());
-      if (!applied.ok()) return applied.status();
-    }
-    auto made_pool = pg::PgPool::Create(s.database.pool);
-    if (!made_pool.ok()) return made_pool.status();
-    pool = *std::move(made_pool);
-    if (absl::Status status = pg::CheckRowLevelSecurityApplies(*pool, "orchestration");
-        !status.ok()) {
-      return status;
-    }
-    flows = std::make_unique<PgFlowStore>(*pool);
-    errors = std::make_unique<PgErrorLog>(*pool);
-    core::LogInfo("flows are kept in orchestration.flows, turn errors in orchestration.error_log");
-    audit = std::make_unique<PgApprovalAudit>(*pool);
-    core::LogInfo("approval decisions are kept in orchestration.approval_decisions");
-    // The planner's model calls, and the intent service's for the turns
-    // (which it may make while the planner is local).
-    usage = std::make_shared<PgUsageRecorder>(*pool);
-    core::LogInfo("model calls are recorded in orchestration.llm_turn_usage, one row per turn");
-  } else {
-    audit = std::make_unique<MemoryApprovalAudit>();
+  std::shared_ptr<PgUsageRecorder> usage;
+};
+
+absl::StatusOr<Storage> OpenStorage(const Settings& s) {
+  Storage st;
+  if (s.database.pool.dsn.empty()) {
+    st.audit = std::make_unique<MemoryApprovalAudit>();
     core::LogWarn(
         "database.dsn is empty: context boxes ride in the routing metadata; turn errors and "
         "model calls are not recorded; approval decisions are kept in memory only");
+    return st;
   }
+  if (s.database.migrate_on_start) {
+    auto applied =
+        pg::ApplyMigrations(s.database.migrate_dsn, "orchestrator", pg::OrchestratorMigrations());
+    if (!applied.ok()) return applied.status();
+  }
+  auto made_pool = pg::PgPool::Create(s.database.pool);
+  if (!made_pool.ok()) return made_pool.status();
+  st.pool = *std::move(made_pool);
+  if (absl::Status status = pg::CheckRowLevelSecurityApplies(*st.pool, "orchestration");
+      !status.ok()) {
+    return status;
+  }
+  st.flows = std::make_unique<PgFlowStore>(*st.pool);
+  st.errors = std::make_unique<PgErrorLog>(*st.pool);
+  core::LogInfo("flows are kept in orchestration.flows, turn errors in orchestration.error_log");
+  st.audit = std::make_unique<PgApprovalAudit>(*st.pool);
+  core::LogInfo("approval decisions are kept in orchestration.approval_decisions");
+  // The planner's model calls, and the intent service's for the turns
+  // (which it may make while the planner is local).
+  st.usage = std::make_shared<PgUsageRecorder>(*st.pool);
+  core::LogInfo("model calls are recorded in orchestration.llm_turn_usage, one row per turn");
+  return st;
+}
+
+// The planner's language models; none in local mode.
+struct PlannerModels {
   std::unique_ptr<llm::LlmClient> client;
   std::unique_ptr<llm::ChatModel> planner;
   std::map<std::string, std::unique_ptr<llm::ChatModel>> planners_by_profile;
-  TurnOptions turn_options = s.turn;
-  turn_options.usage_sink = usage.get();
-  turn_options.audit = audit.get();
-  if (s.llm.enabled()) {
-    auto made = llm::MakeLlmClient(s.llm, usage);
-    if (!made.ok()) return made.status();
-    client = *std::move(made);
-    if (!client->HasProfile(s.planner_profile)) {
-      return absl::InvalidArgumentError("planner.profile '" + s.planner_profile +
-                                        "' is not a profile of the llm: section");
-    }
-    planner = client->ForProfile(s.planner_profile);
-    core::LogInfo("planner uses the language model", {{"profile", s.planner_profile}});
-    for (const auto& [type, profile] : s.planner_profiles) {
-      if (!client->HasProfile(profile)) {
-        return absl::InvalidArgumentError("planner.profiles." + intentpb::ContextType_Name(type) +
-                                          ": '" + profile +
-                                          "' is not a profile of the llm: section");
-      }
-      if (profile == s.planner_profile) continue;
-      std::unique_ptr<llm::ChatModel>& model = planners_by_profile[profile];
-      if (model == nullptr) model = client->ForProfile(profile);
-      turn_options.planner_by_context[type] = model.get();
-      core::LogInfo("planner profile for a context type",
-                    {{"context_type", intentpb::ContextType_Name(type)}, {"profile", profile}});
-    }
-  } else {
+};
+
+// Also sets the planner of the context types that have a profile of their
+// own in `turn_options`.
+absl::StatusOr<PlannerModels> OpenPlannerModels(const Settings& s,
+                                                const std::shared_ptr<PgUsageRecorder>& usage,
+                                                TurnOptions& turn_options) {
+  PlannerModels m;
+  if (!s.llm.enabled()) {
     core::LogInfo("local mode: turns are planned by the local policy");
+    return m;
   }
-  // Plans need the database: their steps' progress is what a restarted
-  // orchestrator resumes from.
-  std::unique_ptr<PgPlanStore> plan_store;
+  auto made = llm::MakeLlmClient(s.llm, usage);
+  if (!made.ok()) return made.status();
+  m.client = *std::move(made);
+  if (!m.client->HasProfile(s.planner_profile)) {
+    return absl::InvalidArgumentError("planner.profile '" + s.planner_profile +
+                                      "' is not a profile of the llm: section");
+  }
+  m.planner = m.client->ForProfile(s.planner_profile);
+  core::LogInfo("planner uses the language model", {{"profile", s.planner_profile}});
+  for (const auto& [type, profile] : s.planner_profiles) {
+    if (!m.client->HasProfile(profile)) {
+      return absl::InvalidArgumentError("planner.profiles." + intentpb::ContextType_Name(type) +
+                                        ": '" + profile + "' is not a profile of the llm: section");
+    }
+    if (profile == s.planner_profile) continue;
+    std::unique_ptr<llm::ChatModel>& model = m.planners_by_profile[profile];
+    if (model == nullptr) model = m.client->ForProfile(profile);
+    turn_options.planner_by_context[type] = model.get();
+    core::LogInfo("planner profile for a context type",
+                  {{"context_type", intentpb::ContextType_Name(type)}, {"profile", profile}});
+  }
+  return m;
+}
+
+// The plan engine and what it runs on; none without a database.
+struct PlanParts {
+  std::unique_ptr<PgPlanStore> store;
   std::unique_ptr<StepExecutors> step_executors;
   std::unique_ptr<llm::ChatModel> reviewer;
   std::unique_ptr<MeteredChatModel> metered_plan_model;
   std::unique_ptr<MeteredChatModel> metered_reviewer;
-  std::unique_ptr<PlanGenerator> plan_generator;
-  std::unique_ptr<PlanAdvisor> plan_advisor;
-  std::unique_ptr<PlanEngine> plans;
-  if (pool != nullptr) {
-    plan_store = std::make_unique<PgPlanStore>(*pool);
-    step_executors = MakeGrpcStepExecutors(s.downstream.executor);
-    if (client != nullptr && client->HasProfile(s.reviewer_profile)) {
-      reviewer = client->ForProfile(s.reviewer_profile);
-    }
-    // Metered: a plan made or reviewed inside a turn counts in its `done`.
-    if (planner != nullptr) metered_plan_model = std::make_unique<MeteredChatModel>(*planner);
-    if (reviewer != nullptr) metered_reviewer = std::make_unique<MeteredChatModel>(*reviewer);
-    plan_generator = std::make_unique<PlanGenerator>(metered_plan_model.get());
-    plan_advisor = std::make_unique<PlanAdvisor>(metered_reviewer.get(), metered_plan_model.get());
-    PlanEngineOptions plan_options = s.plans;
-    plan_options.usage_sink = usage.get();  // executor agents' model calls, per step
-    plans = std::make_unique<PlanEngine>(*plan_store, *step_executors, *plan_generator,
-                                         *plan_advisor, plan_options);
-    core::LogInfo("plans are kept in orchestration.plans",
-                  {{"reviewer", reviewer != nullptr ? s.reviewer_profile : "none"}});
+  std::unique_ptr<PlanGenerator> generator;
+  std::unique_ptr<PlanAdvisor> advisor;
+  std::unique_ptr<PlanEngine> engine;
+};
+
+PlanParts MakePlans(const Settings& s, const Storage& storage, const PlannerModels& models) {
+  PlanParts p;
+  // Plans need the database: their steps' progress is what a restarted
+  // orchestrator resumes from.
+  if (storage.pool == nullptr) return p;
+  p.store = std::make_unique<PgPlanStore>(*storage.pool);
+  p.step_executors = MakeGrpcStepExecutors(s.downstream.executor);
+  if (models.client != nullptr && models.client->HasProfile(s.reviewer_profile)) {
+    p.reviewer = models.client->ForProfile(s.reviewer_profile);
   }
-  TurnRunner runner(*memory, *understanding, *tools, turn_options, planner.get(), flows.get(),
-                    errors.get(), plans.get(), spool->get());
-  // Replicas sharing the database reach each other's running turns (a newer
-  // message suspends, CancelTurn cancels, wherever the turn runs).
-  std::unique_ptr<PgTurnBus> turn_bus;
-  if (pool != nullptr) {
-    turn_bus = std::make_unique<PgTurnBus>(s.database.pool.dsn);
-    if (turn_bus->WaitListening(std::chrono::seconds(2))) {
-      core::LogInfo("turns on other replicas are reached through the database",
-                    {{"replica", turn_bus->origin()}});
-    }
+  // Metered: a plan made or reviewed inside a turn counts in its `done`.
+  if (models.planner != nullptr) {
+    p.metered_plan_model = std::make_unique<MeteredChatModel>(*models.planner);
   }
+  if (p.reviewer != nullptr) p.metered_reviewer = std::make_unique<MeteredChatModel>(*p.reviewer);
+  p.generator = std::make_unique<PlanGenerator>(p.metered_plan_model.get());
+  p.advisor = std::make_unique<PlanAdvisor>(p.metered_reviewer.get(), p.metered_plan_model.get());
+  PlanEngineOptions plan_options = s.plans;
+  plan_options.usage_sink = storage.usage.get();  // executor agents' model calls, per step
+  p.engine = std::make_unique<PlanEngine>(*p.store, *p.step_executors, *p.generator, *p.advisor,
+                                          plan_options);
+  core::LogInfo("plans are kept in orchestration.plans",
+                {{"reviewer", p.reviewer != nullptr ? s.reviewer_profile : "none"}});
+  return p;
+}
+
+// Replicas sharing the database reach each other's running turns (a newer
+// message suspends, CancelTurn cancels, wherever the turn runs); null
+// without a database.
+std::unique_ptr<PgTurnBus> JoinTurnBus(const Settings& s, const Storage& storage) {
+  if (storage.pool == nullptr) return nullptr;
+  auto turn_bus = std::make_unique<PgTurnBus>(s.database.pool.dsn);
+  if (turn_bus->WaitListening(std::chrono::seconds(2))) {
+    core::LogInfo("turns on other replicas are reached through the database",
+                  {{"replica", turn_bus->origin()}});
+  }
+  return turn_bus;
+}
+
+absl::Status Serve(const Settings& s, const sigset_t& signals) {
+  absl::StatusOr<core::ApiKeyStore> keys = core::ApiKeyStore::Load(s.api_keys_file);
+  if (!keys.ok()) return keys.status();
+  core::LogInfo("API keys loaded", {{"keys", std::to_string(keys->size())}});
+  absl::StatusOr<Downstream> downstream = ConnectDownstream(s);
+  if (!downstream.ok()) return downstream.status();
+  // Before the models: the usage recorder outlives the client's calls.
+  absl::StatusOr<Storage> storage = OpenStorage(s);
+  if (!storage.ok()) return storage.status();
+  TurnOptions turn_options = s.turn;
+  turn_options.usage_sink = storage->usage.get();
+  turn_options.audit = storage->audit.get();
+  absl::StatusOr<PlannerModels> models = OpenPlannerModels(s, storage->usage, turn_options);
+  if (!models.ok()) return models.status();
+  PlanParts plans = MakePlans(s, *storage, *models);
+  TurnRunner runner(*downstream->memory, *downstream->understanding, *downstream->tools,
+                    turn_options, models->planner.get(), storage->flows.get(),
+                    storage->errors.get(), plans.engine.get(), downstream->spool.get());
+  std::unique_ptr<PgTurnBus> turn_bus = JoinTurnBus(s, *storage);
   core::ThreadPool workers(s.worker_threads, 4096);
-  ChatGrpcService service(*keys, runner, *memory, workers, turn_bus.get(), audit.get());
+  ChatGrpcService service(*keys, runner, *downstream->memory, workers, turn_bus.get(),
+                          storage->audit.get());
 
   core::ServiceServer server(s.server);
   server.AddService(&service);
