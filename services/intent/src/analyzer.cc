@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "libs/words/lists.h"
-#include "services/intent/src/entities.h"
+#include "services/intent/entities/entities.h"
 #include "services/intent/src/lexicon.h"
 #include "services/intent/src/text.h"
 

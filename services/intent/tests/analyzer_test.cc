@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "services/intent/src/concepts.h"
-#include "services/intent/src/entities.h"
+#include "services/intent/entities/entities.h"
 #include "services/intent/src/keywords.h"
 #include "services/intent/src/labeled_data.h"
 #include "services/intent/src/linear_model.h"

@@ -8,7 +8,7 @@
 #include "libs/core/ids.h"
 #include "libs/core/text.h"
 #include "libs/words/lists.h"
-#include "services/intent/src/entities.h"
+#include "services/intent/entities/entities.h"
 #include "services/orchestrator/approvals/preview.h"
 
 namespace omniforge::orchestrator {

@@ -1,4 +1,4 @@
-#include "services/intent/src/entities.h"
+#include "services/intent/entities/entities.h"
 
 #include <re2/re2.h>
 
