@@ -200,76 +200,65 @@ int FreePort() {
   return port;
 }
 
-int Run(const std::string& target_flag, bool spawn, const std::string& followups_path,
-        const std::string& holdout_path, bool show_dev_misses, bool show_holdout_misses) {
-  std::string target = target_flag;
-  pid_t child = -1;
-  if (spawn) {
+// The intent service started next to this binary, stopped by Stop() or at
+// the latest when this goes out of scope.
+class SpawnedService final {
+ public:
+  SpawnedService() = default;
+  SpawnedService(const SpawnedService&) = delete;
+  SpawnedService& operator=(const SpawnedService&) = delete;
+  ~SpawnedService() { Stop(); }
+
+  // The service's address, or empty when it cannot be started.
+  std::string Start() {
     char self[4096];
     const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n <= 0) return 2;
+    if (n <= 0) return "";
     self[n] = '\0';
     std::string dir(self);
     dir = dir.substr(0, dir.rfind('/'));
     const int port = FreePort();
-    if (port <= 0) return 2;
-    child = Spawn(dir + "/omniforge-intent", port);
-    if (child < 0) {
+    if (port <= 0) return "";
+    pid_ = Spawn(dir + "/omniforge-intent", port);
+    if (pid_ < 0) {
       std::fprintf(stderr, "cannot start %s/omniforge-intent\n", dir.c_str());
-      return 2;
+      return "";
     }
-    target = "127.0.0.1:" + std::to_string(port);
-  }
-  auto stop_child = [&] {
-    if (child > 0) {
-      kill(child, SIGTERM);
-      waitpid(child, nullptr, 0);
-    }
-  };
-  Client client(target);
-  // Wait for the service (it trains its model at start).
-  {
-    pb::AnalyzeIntentRequest ping;
-    ping.set_message("hello");
-    bool up = false;
-    for (int i = 0; i < 200 && !up; ++i) {
-      up = client.Analyze(ping).ok();
-      if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    if (!up) {
-      std::fprintf(stderr, "the intent service at %s does not answer\n", target.c_str());
-      stop_child();
-      return 2;
-    }
-    for (int i = 0; i < 200; ++i) (void)client.Analyze(ping);  // warm-up
+    return "127.0.0.1:" + std::to_string(port);
   }
 
-  std::vector<double> latencies;
-  // Dev split.
-  const std::vector<LabeledUtterance> dev = DevSplit();
-  std::map<std::pair<int, int>, int> confusion;  // (expected, got) -> count
-  int correct = 0;
-  for (const LabeledUtterance& u : dev) {
-    pb::AnalyzeIntentRequest request;
-    request.set_message(u.text);
-    auto outcome = client.Analyze(request);
-    if (!outcome.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(outcome.status().message()).c_str());
-      stop_child();
-      return 1;
-    }
-    latencies.push_back(outcome->round_trip_ms);
-    const int expected = static_cast<int>(u.action);
-    const int got = outcome->analysis.action_type();
-    ++confusion[{expected, got}];
-    if (expected == got) {
-      ++correct;
-    } else if (show_dev_misses) {
-      std::printf("dev miss: %s -> %s: %s\n", ShortName(expected).c_str(), ShortName(got).c_str(),
-                  u.text.c_str());
+  void Stop() {
+    if (pid_ > 0) {
+      kill(pid_, SIGTERM);
+      waitpid(pid_, nullptr, 0);
+      pid_ = -1;
     }
   }
-  std::printf("dev split: %zu utterances, %d correct\n\n", dev.size(), correct);
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// Waits for the service (it trains its model at start), then warms it up.
+bool WaitUntilUp(Client& client, const std::string& target) {
+  pb::AnalyzeIntentRequest ping;
+  ping.set_message("hello");
+  bool up = false;
+  for (int i = 0; i < 200 && !up; ++i) {
+    up = client.Analyze(ping).ok();
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (!up) {
+    std::fprintf(stderr, "the intent service at %s does not answer\n", target.c_str());
+    return false;
+  }
+  for (int i = 0; i < 200; ++i) (void)client.Analyze(ping);  // warm-up
+  return true;
+}
+
+using Confusion = std::map<std::pair<int, int>, int>;  // (expected, got) -> count
+
+void PrintConfusion(Confusion& confusion) {
   std::printf("%-16s %9s %9s %7s\n", "label", "precision", "recall", "n");
   for (int a = 1; a <= 8; ++a) {
     int tp = confusion[{a, a}], predicted = 0, actual = 0;
@@ -289,29 +278,67 @@ int Run(const std::string& target_flag, bool spawn, const std::string& followups
     for (int b = 1; b <= 8; ++b) std::printf(" %5d", confusion[{a, b}]);
     std::printf("\n");
   }
+}
 
-  auto followup = RunFollowups(client, followups_path, true, latencies);
-  if (!followup.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(followup.status().message()).c_str());
-    stop_child();
-    return 1;
+// The accuracy on the dev split, with its per-label figures printed.
+absl::StatusOr<double> RunDevSplit(Client& client, bool show_misses,
+                                   std::vector<double>& latencies) {
+  const std::vector<LabeledUtterance> dev = DevSplit();
+  Confusion confusion;
+  int correct = 0;
+  for (const LabeledUtterance& u : dev) {
+    pb::AnalyzeIntentRequest request;
+    request.set_message(u.text);
+    auto outcome = client.Analyze(request);
+    if (!outcome.ok()) return outcome.status();
+    latencies.push_back(outcome->round_trip_ms);
+    const int expected = static_cast<int>(u.action);
+    const int got = outcome->analysis.action_type();
+    ++confusion[{expected, got}];
+    if (expected == got) {
+      ++correct;
+    } else if (show_misses) {
+      std::printf("dev miss: %s -> %s: %s\n", ShortName(expected).c_str(), ShortName(got).c_str(),
+                  u.text.c_str());
+    }
   }
+  std::printf("dev split: %zu utterances, %d correct\n\n", dev.size(), correct);
+  PrintConfusion(confusion);
+  return dev.empty() ? 0 : static_cast<double>(correct) / dev.size();
+}
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "%s\n", std::string(status.message()).c_str());
+  return 1;
+}
+
+int Run(const std::string& target_flag, bool spawn, const std::string& followups_path,
+        const std::string& holdout_path, bool show_dev_misses, bool show_holdout_misses) {
+  std::string target = target_flag;
+  SpawnedService service;
+  if (spawn) {
+    target = service.Start();
+    if (target.empty()) return 2;
+  }
+  Client client(target);
+  if (!WaitUntilUp(client, target)) return 2;
+
+  std::vector<double> latencies;
+  const absl::StatusOr<double> accuracy = RunDevSplit(client, show_dev_misses, latencies);
+  if (!accuracy.ok()) return Fail(accuracy.status());
+  auto followup = RunFollowups(client, followups_path, true, latencies);
+  if (!followup.ok()) return Fail(followup.status());
   // The held-out set is never used to tune the rules: it says how they do
   // on conversations nobody tuned them for.
   double holdout = -1;
   if (!holdout_path.empty()) {
     auto measured = RunFollowups(client, holdout_path, show_holdout_misses, latencies);
-    if (!measured.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(measured.status().message()).c_str());
-      stop_child();
-      return 1;
-    }
+    if (!measured.ok()) return Fail(measured.status());
     holdout = *measured;
   }
-  stop_child();
+  service.Stop();
 
-  const double accuracy = dev.empty() ? 0 : static_cast<double>(correct) / dev.size();
-  std::printf("\nRESULT intent_accuracy=%.4f followup_accuracy=%.4f", accuracy, *followup);
+  std::printf("\nRESULT intent_accuracy=%.4f followup_accuracy=%.4f", *accuracy, *followup);
   if (holdout >= 0) std::printf(" followup_holdout_accuracy=%.4f", holdout);
   std::printf(" p50_ms=%.3f p99_ms=%.3f\n", Percentile(latencies, 0.50),
               Percentile(latencies, 0.99));

@@ -147,63 +147,66 @@ std::vector<std::string> CatalogItemsInOrder(std::string_view text,
   return out;
 }
 
-std::map<std::string, std::string> ExtractEntities(std::string_view text) {
-  std::map<std::string, std::string> out;
-  const std::string lowered = Lowercase(text);
+namespace {
 
+// "every monday at 9am", "daily", "on fridays", "cron 0 9 * * 1-5".
+std::optional<std::string> ScheduleOf(const std::string& lowered) {
   static const RE2 kSchedule(
       R"(((?:every|each)\s+(?:other\s+)?(?:\d+\s+)?(?:day|morning|evening|night|weekday|week|month|quarter|year|hour|minute|minutes|hours|monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tue|wed|thu|fri|sat|sun)s?(?:\s+(?:at|by|around)\s+\d{1,2}(?::\d{2})?\s*(?:am|pm)?)?|\b(?:daily|weekly|biweekly|monthly|quarterly|hourly|nightly|yearly|annually)\b(?:\s+(?:at|by|around)\s+\d{1,2}(?::\d{2})?\s*(?:am|pm)?)?|\bon\s+(?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekdays|weekends)\b|\b(?:at|by)\s+\d{1,2}(?::\d{2})?\s*(?:am|pm)\b|\bcron\s+[\d*/,\- ]{9,}))");
   re2::StringPiece schedule;
-  if (RE2::PartialMatch(lowered, kSchedule, &schedule)) {
-    out["schedule"] =
-        std::string(TrimWhitespace(std::string_view(schedule.data(), schedule.size())));
-  }
+  if (!RE2::PartialMatch(lowered, kSchedule, &schedule)) return std::nullopt;
+  return std::string(TrimWhitespace(std::string_view(schedule.data(), schedule.size())));
+}
 
-  // Known tools and stores, in order of appearance.
-  static const std::vector<std::pair<std::string_view, std::string_view>> kSources = {
-      {"google sheets", "google_sheets"},
-      {"google sheet", "google_sheets"},
-      {"spreadsheet", "google_sheets"},
-      {"google drive", "google_drive"},
-      {"gdrive", "google_drive"},
-      {"google calendar", "google_calendar"},
-      {"notion", "notion"},
-      {"slack", "slack"},
-      {"gmail", "gmail"},
-      {"outlook", "outlook"},
-      {"hubspot", "hubspot"},
-      {"salesforce", "salesforce"},
-      {"sfdc", "salesforce"},
-      {"jira", "jira"},
-      {"github", "github"},
-      {"gitlab", "gitlab"},
-      {"stripe", "stripe"},
-      {"postgres", "postgres"},
-      {"postgresql", "postgres"},
-      {"mysql", "mysql"},
-      {"bigquery", "bigquery"},
-      {"snowflake", "snowflake"},
-      {"zendesk", "zendesk"},
-      {"intercom", "intercom"},
-      {"airtable", "airtable"},
-      {"linear", "linear"},
-      {"asana", "asana"},
-      {"trello", "trello"},
-      {"shopify", "shopify"},
-      {"confluence", "confluence"},
-      {"quickbooks", "quickbooks"},
-      {"xero", "xero"},
-      {"mailchimp", "mailchimp"},
-      {"dropbox", "dropbox"},
-      {"excel", "excel"},
-      {"teams", "teams"},
-      {"zoom", "zoom"},
-      {"s3", "s3"},
-      {"pipedrive", "pipedrive"},
-      {"freshdesk", "freshdesk"},
-      {"calendly", "calendly"},
-      {"typeform", "typeform"},
-  };
+// Known tools and stores: a phrase and the id it stands for.
+constexpr std::pair<std::string_view, std::string_view> kSources[] = {
+    {"google sheets", "google_sheets"},
+    {"google sheet", "google_sheets"},
+    {"spreadsheet", "google_sheets"},
+    {"google drive", "google_drive"},
+    {"gdrive", "google_drive"},
+    {"google calendar", "google_calendar"},
+    {"notion", "notion"},
+    {"slack", "slack"},
+    {"gmail", "gmail"},
+    {"outlook", "outlook"},
+    {"hubspot", "hubspot"},
+    {"salesforce", "salesforce"},
+    {"sfdc", "salesforce"},
+    {"jira", "jira"},
+    {"github", "github"},
+    {"gitlab", "gitlab"},
+    {"stripe", "stripe"},
+    {"postgres", "postgres"},
+    {"postgresql", "postgres"},
+    {"mysql", "mysql"},
+    {"bigquery", "bigquery"},
+    {"snowflake", "snowflake"},
+    {"zendesk", "zendesk"},
+    {"intercom", "intercom"},
+    {"airtable", "airtable"},
+    {"linear", "linear"},
+    {"asana", "asana"},
+    {"trello", "trello"},
+    {"shopify", "shopify"},
+    {"confluence", "confluence"},
+    {"quickbooks", "quickbooks"},
+    {"xero", "xero"},
+    {"mailchimp", "mailchimp"},
+    {"dropbox", "dropbox"},
+    {"excel", "excel"},
+    {"teams", "teams"},
+    {"zoom", "zoom"},
+    {"s3", "s3"},
+    {"pipedrive", "pipedrive"},
+    {"freshdesk", "freshdesk"},
+    {"calendly", "calendly"},
+    {"typeform", "typeform"},
+};
+
+// The ids of the known tools and stores `text` names, in order of
+// appearance, comma-separated; empty when there are none.
+std::string DataSourcesOf(std::string_view text) {
   const std::string normalized = NormalizeText(text);
   const std::vector<std::string_view> words = Words(normalized);
   std::vector<std::pair<int, std::string_view>> sources;
@@ -216,13 +219,13 @@ std::map<std::string, std::string> ExtractEntities(std::string_view text) {
     }
   }
   std::sort(sources.begin(), sources.end());
-  if (!sources.empty()) {
-    std::vector<std::string> ids;
-    for (const auto& s : sources) ids.emplace_back(s.second);
-    out["data_source"] = absl::StrJoin(ids, ",");
-  }
+  std::vector<std::string> ids;
+  for (const auto& s : sources) ids.emplace_back(s.second);
+  return absl::StrJoin(ids, ",");
+}
 
-  // Recipients: e-mail addresses, #channels, "to/cc <someone>" phrases.
+// Recipients: e-mail addresses, #channels, "to/cc <someone>" phrases.
+std::vector<std::string> RecipientsOf(const std::string& lowered) {
   std::vector<std::string> recipients;
   static const RE2 kEmail(R"(([a-z0-9._%+\-]+@[a-z0-9.\-]+\.[a-z]{2,}))");
   static const RE2 kChannel(R"((?:^|\s)(#[a-z][a-z0-9_\-]{1,79}))");
@@ -244,6 +247,17 @@ std::map<std::string, std::string> ExtractEntities(std::string_view text) {
       recipients.push_back(person.empty() ? group : person);
     }
   }
+  return recipients;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> ExtractEntities(std::string_view text) {
+  std::map<std::string, std::string> out;
+  const std::string lowered = Lowercase(text);
+  if (std::optional<std::string> schedule = ScheduleOf(lowered)) out["schedule"] = *schedule;
+  if (std::string sources = DataSourcesOf(text); !sources.empty()) out["data_source"] = sources;
+  const std::vector<std::string> recipients = RecipientsOf(lowered);
   if (!recipients.empty()) out["recipients"] = absl::StrJoin(recipients, ",");
   return out;
 }

@@ -1,11 +1,12 @@
-// The local layers of intent analysis (DESIGN.md, "Understanding"): the fast
-// path, the fastText model, entities, and references into the conversation.
-// Pure computation, microseconds per message; thread-safe.
+// The local layers of intent analysis (docs/intent.md): the fast path, the
+// references into the conversation (the rule tables of rules.h) and the
+// local model. Pure computation, microseconds per message; thread-safe.
 #pragma once
 
-#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "services/intent/src/classifier.h"
@@ -32,6 +33,10 @@ struct LocalResult {
   bool needs_llm = false;
   // Why the LLM would help, for the reasoning and logs.
   std::string llm_reason;
+  // The rule that answered (a static name: rules.h, or one of the model's
+  // "no_known_words", "model", "model_named_agent_verb",
+  // "model_imperative_cue"); the reasoning ends with it too.
+  std::string_view rule;
 };
 
 class LocalAnalyzer final {
@@ -57,12 +62,5 @@ class LocalAnalyzer final {
 // weekly-sales-digest?"
 std::string ClarifyingQuestion(Action first, std::optional<Action> second,
                                const std::map<std::string, std::string>& entities);
-
-// The action a verb in `text` asks for when it is about an existing agent:
-// "run" -> EXECUTE_TASK, "pause"/"delete" -> MANAGE_PLATFORM, "what"/"why"
-// -> QUERY_INFO, "change"/"make" -> UPDATE_AGENT; "create"/"set up" ->
-// CREATE_AGENT or CREATE_SKILL. The first such verb wins; only the first
-// `within_words` words are searched for it.
-std::optional<Action> VerbAction(std::string_view text, size_t within_words = SIZE_MAX);
 
 }  // namespace omniforge::intent

@@ -120,6 +120,11 @@ IntentAnalysis IntentService::Finish(const IntentRequest& request, LocalResult l
     analysis.model_calls = std::move(model_calls);
   }
   analysis.latency_ms = static_cast<double>(core::NowMicros() - start_micros) / 1000.0;
+  core::LogDebug("intent analysed", {{"source", std::string(SourceName(analysis.source))},
+                                     {"action", std::string(ActionLabel(analysis.action))},
+                                     {"rule", std::string(local.rule)},
+                                     {"llm_reason", local.llm_reason},
+                                     {"confidence", absl::StrCat(analysis.confidence)}});
   Record(analysis);
   return analysis;
 }

@@ -44,7 +44,8 @@ class IntentService final {
 
   // Completes `local` (from AnalyzeLocally on the same request): the LLM's
   // answer when it is needed and works, the keyword fallback when it fails.
-  // Sets latency_ms from `start_micros`.
+  // Sets latency_ms from `start_micros`. Logs (at debug level) the source,
+  // the action and the local rule that answered or led to the LLM.
   IntentAnalysis Finish(const IntentRequest& request, LocalResult local,
                         int64_t start_micros) const;
 

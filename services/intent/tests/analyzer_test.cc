@@ -8,11 +8,15 @@
 #include <set>
 #include <thread>
 
+#include "libs/core/logging.h"
 #include "services/intent/src/concepts.h"
 #include "services/intent/entities/entities.h"
+#include "services/intent/src/cues.h"
+#include "services/intent/src/intent_service.h"
 #include "services/intent/src/keywords.h"
 #include "services/intent/src/labeled_data.h"
 #include "services/intent/src/linear_model.h"
+#include "services/intent/src/rules.h"
 #include "services/intent/src/text.h"
 
 namespace omniforge::intent {
@@ -407,6 +411,157 @@ TEST(ReferenceTest, RoutingMetadataBeatsReadingTheText) {
   HistoryTurn list = Assistant("Here they are.");
   list.listed_agents = {"invoice-chaser", "weekly-sales-digest"};
   EXPECT_EQ(AgentOf(Analyze("run the second one", {list})), "weekly-sales-digest");
+}
+
+LocalResult Local(std::string message, std::vector<HistoryTurn> history = {},
+                  std::vector<CatalogItem> agents = Agents()) {
+  IntentRequest request;
+  request.message = std::move(message);
+  request.history = std::move(history);
+  request.agents = std::move(agents);
+  return Analyzer().Analyze(request);
+}
+
+// The confidence the rule tables give `rule`; nullopt for the model's answers.
+std::optional<float> TableConfidence(std::string_view rule) {
+  for (const auto& r : FastPathRules()) {
+    if (r.name == rule) return r.confidence;
+  }
+  for (const auto& r : ReferenceRules()) {
+    if (r.name == rule) return r.confidence;
+  }
+  return std::nullopt;
+}
+
+TEST(RuleTableTest, NamesAreUniqueSnakeCaseAndConfidencesInRange) {
+  std::set<std::string_view> names;
+  auto check = [&](std::string_view name, float confidence) {
+    EXPECT_TRUE(names.insert(name).second) << "duplicate rule " << name;
+    EXPECT_TRUE(!name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || c == '_';
+    })) << name;
+    EXPECT_GE(confidence, 0.0f) << name;
+    EXPECT_LE(confidence, 1.0f) << name;
+  };
+  for (const auto& r : FastPathRules()) check(r.name, r.confidence);
+  for (const auto& r : ReferenceRules()) check(r.name, r.confidence);
+  EXPECT_EQ(names.size(), 16u);
+}
+
+struct RuleCase {
+  std::string message;
+  std::vector<HistoryTurn> history;
+  std::string_view rule;
+  Action action;
+};
+
+std::vector<HistoryTurn> ListHistory() {
+  return {User("what agents do i have?"),
+          Assistant("You have three:\n1. weekly-sales-digest\n2. invoice-chaser\n"
+                    "3. notion-standup-summary")};
+}
+
+std::vector<HistoryTurn> OfferToCreate() {
+  return {User("our standup notes never reach the managers"),
+          Assistant("I can set up an agent that posts the Notion standup summary to #managers "
+                    "every Monday at 9. Want me to create it?")};
+}
+
+std::vector<HistoryTurn> InvoiceQuestion() {
+  return {User("how many reminders did invoice-chaser send today?"),
+          Assistant("invoice-chaser sent 14 reminders today.")};
+}
+
+TEST(RuleTableTest, EachRuleAnswersItsPhraseWithItsConfidence) {
+  const std::vector<RuleCase> cases = {
+      {"?!", {}, "empty_message", Action::kUnknown},
+      {"@invoice-chaser the overdue ones from march", {}, "addressed_agent", Action::kExecuteTask},
+      {"where were we?", InvoiceQuestion(), "recap", Action::kConversation},
+      {"nope that's all, cheers",
+       {User("can you make invoice-chaser wait 14 days"),
+        Assistant("Done, invoice-chaser now waits 14 days. Anything else?")},
+       "closing",
+       Action::kConversation},
+      {"yes, as a reusable skill", OfferToCreate(), "confirm_offer_as_skill", Action::kCreateSkill},
+      {"yes, do that", OfferToCreate(), "confirm_offer", Action::kCreateAgent},
+      {"no thanks",
+       {Assistant("Want me to run weekly-sales-digest now?")},
+       "decline_offer",
+       Action::kConversation},
+      {"run the second one", ListHistory(), "pick_by_ordinal", Action::kExecuteTask},
+      {"pause the overdue one", ListHistory(), "pick_by_description", Action::kManagePlatform},
+      {"no, not that one, the overdue one",
+       {User("what does the digest do?"),
+        Assistant("weekly-sales-digest emails the closed deals of the week.")},
+       "pick_among_agents",
+       Action::kQueryInfo},
+      {"actually make it weekly",
+       {User("i want something that sends our MRR numbers to the founders"),
+        Assistant("Here's a draft:\n- Source: Stripe\n- Schedule: every day at 8:00\n"
+                  "- Delivery: email to the founders list\nShould I create it?")},
+       "draft_correction",
+       Action::kCreateAgent},
+      {"same for weekly-sales-digest", InvoiceQuestion(), "same_for_named_agent",
+       Action::kQueryInfo},
+      {"do the same for yesterday", InvoiceQuestion(), "same_again_on_last_agent",
+       Action::kQueryInfo},
+      {"and last week?", InvoiceQuestion(), "follow_up_detail", Action::kQueryInfo},
+      {"pause it", InvoiceQuestion(), "pronoun_to_last_agent", Action::kManagePlatform},
+      {"run the sales digest anyway", {}, "named_agent_with_verb", Action::kExecuteTask},
+      {"build me something that emails our stripe revenue to the founders",
+       {},
+       "model",
+       Action::kCreateAgent},
+  };
+  for (const RuleCase& c : cases) {
+    const LocalResult r = Local(c.message, c.history);
+    EXPECT_EQ(r.rule, c.rule) << c.message << ": " << r.analysis.reasoning;
+    EXPECT_EQ(r.analysis.action, c.action) << c.message << ": " << r.analysis.reasoning;
+    EXPECT_THAT(r.analysis.reasoning, ::testing::EndsWith("[rule: " + std::string(c.rule) + "]"));
+    if (std::optional<float> confidence = TableConfidence(c.rule)) {
+      EXPECT_EQ(r.analysis.confidence, *confidence) << c.rule;
+    }
+  }
+}
+
+TEST(RuleTableTest, AnUnmistakableImperativeOverridesAnUnsureModel) {
+  for (const char* text : {"turn off the standup summary until january", "connect notion"}) {
+    const LocalResult r = Local(text, {}, {});
+    EXPECT_EQ(r.rule, "model_imperative_cue") << text << ": " << r.analysis.reasoning;
+    EXPECT_EQ(r.analysis.action, Action::kManagePlatform) << text;
+    EXPECT_GE(r.analysis.confidence, 0.6f) << text;
+  }
+}
+
+TEST(RuleTableTest, AFastPathRuleAnswersBeforeTheHistoryIsRead) {
+  // An open offer would make "yes" a confirmation; "@agent" comes first.
+  const LocalResult r = Local("@weekly-sales-digest yes", OfferToCreate());
+  EXPECT_EQ(r.rule, "addressed_agent");
+  EXPECT_EQ(r.analysis.source, Source::kFastPath);
+  EXPECT_EQ(r.analysis.reference, Reference::kNone);
+}
+
+std::vector<std::string>& LogLines() {
+  static std::vector<std::string> lines;
+  return lines;
+}
+
+TEST(RuleTableTest, TheServiceLogsTheRuleThatAnswered) {
+  core::InitLogging("intent", "debug");
+  core::SetLogSinkForTesting([](const std::string& line) { LogLines().push_back(line); });
+  core::MetricsRegistry metrics;
+  const IntentService service(Analyzer(), nullptr, {}, {}, metrics);
+  IntentRequest request;
+  request.message = "pause it";
+  request.history = InvoiceQuestion();
+  request.agents = Agents();
+  ASSERT_TRUE(service.Analyze(request).ok());
+  core::SetLogSinkForTesting(nullptr);
+  core::InitLogging("intent", "info");
+  ASSERT_EQ(LogLines().size(), 1u);
+  EXPECT_THAT(LogLines()[0], HasSubstr(R"("msg":"intent analysed")"));
+  EXPECT_THAT(LogLines()[0], HasSubstr(R"("rule":"pronoun_to_last_agent")"));
+  EXPECT_THAT(LogLines()[0], HasSubstr(R"("source":"local_model")"));
 }
 
 TEST(AmbiguityTest, ClarifyingQuestionNamesBothActionsAndTheEntities) {

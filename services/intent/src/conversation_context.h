@@ -1,0 +1,36 @@
+// What the recent history says about a new message: the last list the
+// assistant gave, the agent last talked about, an offer waiting for a yes,
+// a draft in progress and what the user asked for before. Read once per
+// analysis; the reference rules (rules.h) decide from it. Pure computation,
+// thread-safe.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "services/intent/src/classifier.h"
+#include "services/intent/src/model.h"
+
+namespace omniforge::intent {
+
+struct Context {
+  std::vector<std::string> last_list;  // agents of the last turn that listed two or more
+  std::optional<Action> list_action;   // what that list was offered for ("which one should I run?")
+  std::optional<std::string> last_agent;  // the agent last talked about
+  std::optional<Action> proposal;         // the assistant's last turn offers this
+  std::map<std::string, std::string> proposal_entities;
+  std::optional<Action> in_progress;  // an agent or skill being drafted
+  std::map<std::string, std::string> in_progress_entities;
+  std::optional<Action> previous_action;  // what the user last asked for
+  std::map<std::string, std::string> previous_entities;
+  bool has_history = false;
+};
+
+// Reads the last `max_turns` turns of `request.history`. Routing metadata
+// stored with a turn is used instead of its text; where there is none,
+// `classifier` guesses what a user turn asked for or an offer offers.
+Context ReadContext(const IntentRequest& request, const LocalClassifier& classifier, int max_turns);
+
+}  // namespace omniforge::intent

@@ -1,0 +1,506 @@
+#include "services/intent/src/rules.h"
+
+#include <algorithm>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "services/intent/src/cues.h"
+#include "services/intent/src/text.h"
+
+namespace omniforge::intent {
+namespace {
+
+void Merge(std::map<std::string, std::string>& into,
+           const std::map<std::string, std::string>& from) {
+  for (const auto& [k, v] : from) into[k] = v;
+}
+
+// The list item whose name or description shares the most distinctive
+// words with the message ("the salesforce one"); nullopt on a tie.
+std::optional<std::string> BestDescribed(const std::vector<std::string_view>& words,
+                                         const std::vector<std::string>& list,
+                                         const std::vector<CatalogItem>& agents) {
+  static const std::set<std::string_view> ignore = {
+      "the",    "one",   "ones", "no",   "not",   "that", "this",  "a",   "an", "other",
+      "please", "ok",    "okay", "yes",  "i",     "mean", "meant", "?",   "it", "of",
+      "for",    "to",    "and",  "with", "agent", "bot",  "thing", "run", "do", "is",
+      "was",    "which", "on",   "in",   "my",    "our",  "sorry"};
+  std::optional<std::string> best;
+  int best_score = 0;
+  bool tie = false;
+  for (const std::string& name : list) {
+    std::string text = name;
+    for (const CatalogItem& a : agents) {
+      if (a.name == name) text += " " + a.description;
+    }
+    const std::string normalized = NormalizeText(text);
+    const std::vector<std::string_view> item_words = Words(normalized);
+    int score = 0;
+    for (std::string_view w : words) {
+      if (ignore.contains(w) || w.size() < 3) continue;
+      // "routing" finds "router": the same first four letters of longer words.
+      const bool found = std::any_of(item_words.begin(), item_words.end(), [&](std::string_view x) {
+        return x == w || (x.size() >= 5 && w.size() >= 5 && x.substr(0, 4) == w.substr(0, 4));
+      });
+      if (found) ++score;
+    }
+    if (score > best_score) {
+      best = name;
+      best_score = score;
+      tie = false;
+    } else if (score > 0 && score == best_score) {
+      tie = true;
+    }
+  }
+  if (tie) return std::nullopt;
+  return best;
+}
+
+// An answer of a rule that keeps the message's entities.
+RuleAnswer Answer(const Situation& s, Action action, Reference reference, std::string why) {
+  RuleAnswer out;
+  out.action = action;
+  out.reference = reference;
+  out.reasoning = std::move(why);
+  out.entities = s.entities;
+  return out;
+}
+
+std::string Phrase(Action action) { return std::string(ActionPhrase(action)); }
+
+bool NewAgentOrSkill(Action action) {
+  return action == Action::kCreateAgent || action == Action::kCreateSkill;
+}
+
+// What a reference asks of an agent the user already has: creating and
+// talking are not, so those become a question about it.
+Action ForExistingAgent(Action action) {
+  if (NewAgentOrSkill(action) || action == Action::kConversation || action == Action::kUnknown) {
+    return Action::kQueryInfo;
+  }
+  return action;
+}
+
+bool MentionsSkill(const std::vector<std::string_view>& words) {
+  return ContainsPhrase(words, "skill") || ContainsPhrase(words, "skills");
+}
+
+// ------------------------------------------------------------- fast path
+
+std::optional<RuleAnswer> EmptyMessage(const Message& m) {
+  if (!std::all_of(m.words.begin(), m.words.end(), [](std::string_view w) { return w == "?"; })) {
+    return std::nullopt;
+  }
+  RuleAnswer out;
+  out.action = Action::kUnknown;
+  out.is_ambiguous = true;
+  out.reasoning = "The message is empty.";
+  std::vector<std::string> names;
+  for (size_t i = 0; i < m.request.agents.size() && i < 3; ++i) {
+    names.push_back(m.request.agents[i].name);
+  }
+  out.clarifying_question =
+      names.empty()
+          ? "What would you like to do? I can set up a new agent, run or change one, or answer "
+            "questions about your workspace."
+          : "What would you like to do? I can set up a new agent, run or change one of yours (" +
+                absl::StrJoin(names, ", ") + "), or answer questions about them.";
+  return out;
+}
+
+// "@name" naming one of the user's agents, and where the mention ends.
+struct Mention {
+  const CatalogItem* agent = nullptr;
+  size_t at = 0;
+  size_t end = 0;
+};
+
+std::optional<Mention> FindMention(const IntentRequest& request) {
+  const std::string& m = request.message;
+  for (size_t at = m.find('@'); at != std::string::npos; at = m.find('@', at + 1)) {
+    if (at > 0 &&
+        (absl::ascii_isalnum(static_cast<unsigned char>(m[at - 1])) || m[at - 1] == '.')) {
+      continue;  // an e-mail address
+    }
+    size_t end = at + 1;
+    while (end < m.size() && (absl::ascii_isalnum(static_cast<unsigned char>(m[end])) ||
+                              m[end] == '-' || m[end] == '_' || m[end] == '.')) {
+      ++end;
+    }
+    while (end > at + 1 && m[end - 1] == '.') --end;  // a sentence's full stop
+    const std::string name = m.substr(at + 1, end - at - 1);
+    auto agent =
+        std::find_if(request.agents.begin(), request.agents.end(),
+                     [&](const CatalogItem& c) { return absl::EqualsIgnoreCase(c.name, name); });
+    if (agent != request.agents.end()) return Mention{&*agent, at, end};
+  }
+  return std::nullopt;
+}
+
+// What the rest of a message addressed to an agent asks of it: "@x" alone
+// or with a task runs it; a verb that says otherwise wins.
+Action MentionAction(const std::string& rest) {
+  const std::optional<Action> verb = VerbAction(rest);
+  Action action = verb && !NewAgentOrSkill(*verb) && *verb != Action::kUpdateAgent
+                      ? *verb
+                      : Action::kExecuteTask;
+  if (verb == Action::kUpdateAgent) {
+    const std::string rest_normalized = NormalizeText(rest);
+    const std::vector<std::string_view> rest_words = Words(rest_normalized);
+    // "@x change the schedule" is a change; "@x make a summary" is a task.
+    for (std::string_view cue : {"change", "update", "edit", "modify", "rename", "reschedule",
+                                 "configure", "switch", "tweak", "adjust"}) {
+      if (FindPhrase(rest_words, cue) >= 0 && FindPhrase(rest_words, cue) <= 2) {
+        action = Action::kUpdateAgent;
+      }
+    }
+  }
+  return action;
+}
+
+std::optional<RuleAnswer> AddressedAgent(const Message& m) {
+  const std::optional<Mention> mention = FindMention(m.request);
+  if (!mention) return std::nullopt;
+  const std::string& name = mention->agent->name;
+  const std::string& text = m.request.message;
+  RuleAnswer out;
+  out.entities = m.entities;
+  out.entities["agent_name"] = name;
+  out.action = MentionAction(text.substr(0, mention->at) + " " + text.substr(mention->end));
+  out.reasoning =
+      out.action == Action::kExecuteTask
+          ? "The message addresses @" + name + " directly, so it is a task for it."
+          : "The message addresses @" + name + " and asks to " + Phrase(out.action) + ".";
+  return out;
+}
+
+// --------------------------------------------- offers, recaps, closings
+
+std::optional<RuleAnswer> Recap(const Situation& s) {
+  if (!IsRecap(s.message.words)) return std::nullopt;
+  RuleAnswer out = Answer(s, Action::kConversation, Reference::kRecap,
+                          "The user wants to pick the conversation back up: a recap is due.");
+  out.summary_worthy = true;
+  return out;
+}
+
+std::optional<RuleAnswer> Closing(const Situation& s) {
+  if (!IsClosing(s.message.words)) return std::nullopt;
+  const std::optional<Action>& offer = s.context.proposal;
+  RuleAnswer out = Answer(s, Action::kConversation, offer ? Reference::kDecline : Reference::kNone,
+                          "The user has nothing more to ask for now.");
+  out.alternative = offer;
+  return out;
+}
+
+// "yes, as a skill" to an offer to set up an agent.
+std::optional<RuleAnswer> ConfirmOfferAsSkill(const Situation& s) {
+  const Context& c = s.context;
+  if (!c.proposal || !IsConfirmation(s.message.words) || *c.proposal != Action::kCreateAgent ||
+      !MentionsSkill(s.message.words)) {
+    return std::nullopt;
+  }
+  RuleAnswer out = Answer(s, Action::kCreateSkill, Reference::kConfirmation,
+                          "The user said yes to the assistant's offer, for a skill.");
+  Merge(out.entities, c.proposal_entities);
+  return out;
+}
+
+// "yes, do that": what the assistant offered, with its entities.
+std::optional<RuleAnswer> ConfirmOffer(const Situation& s) {
+  const Context& c = s.context;
+  if (!c.proposal || !IsConfirmation(s.message.words)) return std::nullopt;
+  RuleAnswer out =
+      Answer(s, *c.proposal, Reference::kConfirmation,
+             "The user said yes to the assistant's offer to " + Phrase(*c.proposal) + ".");
+  Merge(out.entities, c.proposal_entities);
+  // "Want me to send it now?" about the agent the conversation is on.
+  if (!out.entities.contains("agent_name") && c.last_agent && !NewAgentOrSkill(*c.proposal) &&
+      *c.proposal != Action::kManagePlatform) {
+    out.entities["agent_name"] = *c.last_agent;
+  }
+  return out;
+}
+
+std::optional<RuleAnswer> DeclineOffer(const Situation& s) {
+  const Context& c = s.context;
+  if (!c.proposal || !IsDecline(s.message.words)) return std::nullopt;
+  RuleAnswer out =
+      Answer(s, Action::kConversation, Reference::kDecline,
+             "The user declined the assistant's offer to " + Phrase(*c.proposal) + ".");
+  out.alternative = c.proposal;
+  return out;
+}
+
+// ------------------------------------------------ picks from a list
+
+// The position of the agent last talked about in the last list, or -1.
+int CurrentIndex(const Context& c) {
+  int current = -1;
+  const int size = static_cast<int>(c.last_list.size());
+  for (int i = 0; i < size && c.last_agent; ++i) {
+    if (c.last_list[i] == *c.last_agent) current = i;
+  }
+  return current;
+}
+
+// `picked` from the last list (`how` says how, for the reasoning): for
+// what the verb asks, else for what the list was offered for.
+RuleAnswer AnswerPick(const Situation& s, const std::string& picked, const std::string& how) {
+  const Context& c = s.context;
+  if (s.agent_verb && !(*s.agent_verb == Action::kQueryInfo && !s.verb_is_explicit)) {
+    RuleAnswer out = Answer(s, *s.agent_verb, Reference::kOrdinal,
+                            how + " is " + picked + " in the list the assistant gave; the verb " +
+                                "asks to " + Phrase(*s.agent_verb) + ".");
+    out.entities["agent_name"] = picked;
+    return out;
+  }
+  // A bare "the second one": what the list was offered for.
+  std::optional<Action> wanted = c.list_action;
+  if (!wanted && c.proposal) wanted = c.proposal;
+  // A pick that says what it wants ("number 2, i need the report before my
+  // 1:1"): the model reads the rest of the message.
+  if (!wanted && s.content_words >= 5) {
+    const std::vector<Prediction> ranked = s.classifier.Predict(s.message.request.message);
+    if (!ranked.empty() && ranked[0].probability >= 0.5f &&
+        (ranked[0].action == Action::kExecuteTask || ranked[0].action == Action::kUpdateAgent ||
+         ranked[0].action == Action::kManagePlatform)) {
+      wanted = ranked[0].action;
+    }
+  }
+  if (!wanted) wanted = c.previous_action;
+  const Action action = ForExistingAgent(wanted.value_or(Action::kQueryInfo));
+  RuleAnswer out =
+      Answer(s, action, Reference::kOrdinal,
+             how + " picks " + picked +
+                 " from the assistant's list, for what was being done: " + Phrase(action) + ".");
+  out.entities["agent_name"] = picked;
+  return out;
+}
+
+// "the second one", "#2", "the last one", "the other one".
+std::optional<RuleAnswer> PickByOrdinal(const Situation& s) {
+  const Context& c = s.context;
+  if (s.named_agent || c.last_list.empty() || !s.ordinal) return std::nullopt;
+  const int index = s.ordinal->Resolve(static_cast<int>(c.last_list.size()), CurrentIndex(c));
+  if (index < 0) return std::nullopt;
+  RuleAnswer out = AnswerPick(s, c.last_list[index], "\"" + s.ordinal->text + "\"");
+  out.entities["ordinal"] = std::to_string(index + 1);
+  return out;
+}
+
+// "the salesforce one": the listed agent whose name or description fits.
+std::optional<RuleAnswer> PickByDescription(const Situation& s) {
+  const Context& c = s.context;
+  const std::vector<std::string_view>& words = s.message.words;
+  if (s.named_agent || c.last_list.empty() || s.ordinal || words.size() > 8 ||
+      !ContainsPhrase(words, "one")) {
+    return std::nullopt;
+  }
+  const std::optional<std::string> picked =
+      BestDescribed(words, c.last_list, s.message.request.agents);
+  if (!picked) return std::nullopt;
+  return AnswerPick(s, *picked, "the description");
+}
+
+// "the newsletter one", "not that one, the routing one" with no list to
+// pick from: the agent whose name or description fits, among all of the
+// user's agents (other than the one just talked about when the user says
+// "not that" or "the other"), for what the user was asking about.
+std::optional<RuleAnswer> PickAmongAgents(const Situation& s) {
+  const Context& c = s.context;
+  const std::vector<std::string_view>& words = s.message.words;
+  if (s.named_agent || s.ordinal || !c.last_list.empty() || !c.previous_action ||
+      words.size() > 8 || !ContainsPhrase(words, "one")) {
+    return std::nullopt;
+  }
+  const bool another = ContainsAnyPhrase(words, {"not", "no", "other", "another"});
+  std::vector<std::string> candidates;
+  for (const CatalogItem& agent : s.message.request.agents) {
+    if (another && c.last_agent && agent.name == *c.last_agent) continue;
+    candidates.push_back(agent.name);
+  }
+  const std::optional<std::string> picked =
+      BestDescribed(words, candidates, s.message.request.agents);
+  if (!picked) return std::nullopt;
+  const Action action =
+      ForExistingAgent(s.agent_verb && s.verb_is_explicit ? *s.agent_verb : *c.previous_action);
+  RuleAnswer out = Answer(
+      s, action, Reference::kOrdinal,
+      "The description picks " + *picked + " among the user's agents, for " + Phrase(action) + ".");
+  out.entities["agent_name"] = *picked;
+  return out;
+}
+
+// ---------------------------------------- corrections and follow-ups
+
+// Corrections continue the draft in progress: "actually make it weekly",
+// "no, 45", "thursday at noon instead". While a new agent or skill is
+// drafted, a loose mention of an existing one ("use hubspot" beside
+// hubspot-deal-updater) is a detail of the draft; only its exact name
+// points elsewhere.
+std::optional<RuleAnswer> DraftCorrection(const Situation& s) {
+  const Context& c = s.context;
+  const std::vector<std::string_view>& words = s.message.words;
+  if (!c.in_progress || words.size() > 16 || s.ordinal) return std::nullopt;
+  const bool named_exactly =
+      s.named_agent &&
+      absl::StrContains(Lowercase(s.message.request.message), Lowercase(*s.named_agent));
+  const bool drafting_new = NewAgentOrSkill(*c.in_progress);
+  const auto drafted_agent = c.in_progress_entities.find("agent_name");
+  const bool about_the_draft =
+      !s.named_agent || (drafting_new && !named_exactly) ||
+      (drafted_agent != c.in_progress_entities.end() && drafted_agent->second == *s.named_agent);
+  const bool adjusts = !s.agent_verb || *s.agent_verb == Action::kUpdateAgent ||
+                       (*s.agent_verb == Action::kQueryInfo && HasCorrectionCue(words));
+  if (!about_the_draft || !adjusts) return std::nullopt;
+  RuleAnswer out =
+      Answer(s, *c.in_progress, Reference::kCorrection,
+             "The user adjusts the " +
+                 std::string(*c.in_progress == Action::kUpdateAgent ? "change" : "draft") +
+                 " in progress (" + Phrase(*c.in_progress) + ").");
+  if (drafting_new && !named_exactly) out.entities.erase("agent_name");
+  std::map<std::string, std::string> merged = c.in_progress_entities;
+  Merge(merged, out.entities);
+  out.entities = std::move(merged);
+  return out;
+}
+
+// "same for X", "what about X": the previous request, for another agent.
+std::optional<RuleAnswer> SameForNamedAgent(const Situation& s) {
+  const Context& c = s.context;
+  const std::vector<std::string_view>& words = s.message.words;
+  if (!s.named_agent || !c.previous_action || !AsksForSameAgain(words) || words.size() > 10 ||
+      (s.agent_verb && s.verb_is_explicit)) {
+    return std::nullopt;
+  }
+  RuleAnswer out = Answer(s, *c.previous_action, Reference::kNone,
+                          "A follow-up asking for the same as before (" +
+                              Phrase(*c.previous_action) + ") for " + *s.named_agent + ".");
+  out.entities["agent_name"] = *s.named_agent;
+  return out;
+}
+
+// "do the same for march": the previous request again, on the agent the
+// conversation is about.
+std::optional<RuleAnswer> SameAgainOnLastAgent(const Situation& s) {
+  const Context& c = s.context;
+  const std::vector<std::string_view>& words = s.message.words;
+  if (s.named_agent || !c.previous_action || !c.last_agent || NewAgentOrSkill(*c.previous_action) ||
+      !(ContainsPhrase(words, "do the same") || ContainsPhrase(words, "same thing") ||
+        FindPhrase(words, "same for") == 0 || FindPhrase(words, "same with") == 0)) {
+    return std::nullopt;
+  }
+  RuleAnswer out = Answer(s, *c.previous_action, Reference::kPronoun,
+                          "A follow-up asking for the same as before (" +
+                              Phrase(*c.previous_action) + ") on " + *c.last_agent + ".");
+  out.entities["agent_name"] = *c.last_agent;
+  return out;
+}
+
+// "and last week?", "what about yesterday?": the previous question or
+// request again, with a new detail, about the agent the conversation is on.
+std::optional<RuleAnswer> FollowUpDetail(const Situation& s) {
+  const Context& c = s.context;
+  const std::vector<std::string_view>& words = s.message.words;
+  if (s.named_agent || !c.previous_action || !c.last_agent || words.size() > 6 ||
+      !(FindPhrase(words, "and") == 0 || FindPhrase(words, "what about") == 0 ||
+        FindPhrase(words, "how about") == 0) ||
+      s.verb_is_explicit ||
+      !(*c.previous_action == Action::kQueryInfo || *c.previous_action == Action::kExecuteTask)) {
+    return std::nullopt;
+  }
+  RuleAnswer out =
+      Answer(s, *c.previous_action, Reference::kPronoun,
+             "A follow-up asking for the same as before (" + Phrase(*c.previous_action) + ") on " +
+                 *c.last_agent + ", with a new detail.");
+  out.entities["agent_name"] = *c.last_agent;
+  return out;
+}
+
+// "pause it", "change that", "run now": a verb on the agent last talked
+// about.
+std::optional<RuleAnswer> PronounToLastAgent(const Situation& s) {
+  const Context& c = s.context;
+  const bool implicit_object = s.content_words <= 5 && s.verb_is_explicit;
+  if (!(s.pronoun || (implicit_object && !s.named_agent)) || !c.last_agent || !s.agent_verb) {
+    return std::nullopt;
+  }
+  RuleAnswer out =
+      Answer(s, *s.agent_verb, Reference::kPronoun,
+             "\"it\" is " + *c.last_agent + ", the agent last talked about; the verb asks to " +
+                 Phrase(*s.agent_verb) + ".");
+  out.entities["agent_name"] = *c.last_agent;
+  return out;
+}
+
+// An agent named with a leading verb: "run the sales digest anyway", "ok,
+// have the pager thing ignore outage tickets".
+std::optional<RuleAnswer> NamedAgentWithVerb(const Situation& s) {
+  if (!s.named_agent || !s.agent_verb || !LeadingVerb(s.message.words)) return std::nullopt;
+  return Answer(s, *s.agent_verb, Reference::kNone,
+                "The message names " + *s.named_agent + " and starts with a verb asking to " +
+                    Phrase(*s.agent_verb) + ".");
+}
+
+constexpr Rule<Message> kFastPathRules[] = {
+    {.name = "empty_message", .confidence = 0.0f, .apply = &EmptyMessage},
+    {.name = "addressed_agent", .confidence = 0.97f, .apply = &AddressedAgent},
+};
+
+constexpr Rule<Situation> kReferenceRules[] = {
+    {.name = "recap", .confidence = 0.95f, .apply = &Recap},
+    {.name = "closing", .confidence = 0.9f, .apply = &Closing},
+    {.name = "confirm_offer_as_skill", .confidence = 0.9f, .apply = &ConfirmOfferAsSkill},
+    {.name = "confirm_offer", .confidence = 0.92f, .apply = &ConfirmOffer},
+    {.name = "decline_offer", .confidence = 0.9f, .apply = &DeclineOffer},
+    {.name = "pick_by_ordinal", .confidence = 0.9f, .apply = &PickByOrdinal},
+    {.name = "pick_by_description", .confidence = 0.9f, .apply = &PickByDescription},
+    {.name = "pick_among_agents", .confidence = 0.8f, .apply = &PickAmongAgents},
+    {.name = "draft_correction", .confidence = 0.85f, .apply = &DraftCorrection},
+    {.name = "same_for_named_agent", .confidence = 0.85f, .apply = &SameForNamedAgent},
+    {.name = "same_again_on_last_agent", .confidence = 0.85f, .apply = &SameAgainOnLastAgent},
+    {.name = "follow_up_detail", .confidence = 0.8f, .apply = &FollowUpDetail},
+    {.name = "pronoun_to_last_agent", .confidence = 0.88f, .apply = &PronounToLastAgent},
+    {.name = "named_agent_with_verb", .confidence = 0.85f, .apply = &NamedAgentWithVerb},
+};
+
+}  // namespace
+
+Message::Message(const IntentRequest& request)
+    : request(request),
+      normalized(NormalizeText(request.message)),
+      words(Words(normalized)),
+      entities(ExtractEntities(request.message)) {}
+
+Situation ReadSituation(const Message& message, const Context& context,
+                        const LocalClassifier& classifier) {
+  const IntentRequest& request = message.request;
+  Situation s{.message = message, .context = context, .classifier = classifier};
+  s.entities = message.entities;
+  s.named_agent = MatchCatalogItem(request.message, request.agents);
+  if (s.named_agent) s.entities["agent_name"] = *s.named_agent;
+  if (auto skill = MatchCatalogItem(request.message, request.skills)) {
+    s.entities["skill_name"] = *skill;
+  }
+  for (std::string_view w : message.words) s.content_words += w != "?";
+  s.verb = VerbAction(request.message);
+  if (s.verb && !NewAgentOrSkill(*s.verb)) s.agent_verb = s.verb;
+  s.verb_is_explicit = VerbIsExplicit(request.message);
+  s.ordinal = FindOrdinal(request.message);
+  if (s.ordinal && context.last_list.empty()) s.ordinal.reset();  // "no, 45": a number
+  if (s.ordinal && s.named_agent) {
+    const int index = s.ordinal->Resolve(static_cast<int>(context.last_list.size()), -1);
+    if (index >= 0 && context.last_list[index] == *s.named_agent) s.named_agent.reset();
+  }
+  s.pronoun = !s.named_agent && (HasAgentPronoun(request.message) || VerbOnThat(message.words));
+  return s;
+}
+
+std::span<const Rule<Message>> FastPathRules() { return kFastPathRules; }
+
+std::span<const Rule<Situation>> ReferenceRules() { return kReferenceRules; }
+
+}  // namespace omniforge::intent
