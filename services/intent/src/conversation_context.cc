@@ -4,7 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "services/intent/src/cues.h"
-#include "services/intent/src/entities.h"
+#include "services/intent/entities/entities.h"
 #include "services/intent/src/text.h"
 
 namespace omniforge::intent {

@@ -17,7 +17,7 @@
 
 #include "services/intent/src/classifier.h"
 #include "services/intent/src/conversation_context.h"
-#include "services/intent/src/entities.h"
+#include "services/intent/entities/entities.h"
 #include "services/intent/src/model.h"
 
 namespace omniforge::intent {
