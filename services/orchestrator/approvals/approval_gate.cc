@@ -355,6 +355,151 @@ std::string WhatWaits(const std::vector<PendingAction>& pending) {
   return text;
 }
 
+// A structured decision's reply and the one action it names (`chosen`);
+// the others are carried. False when it names none of them: `out` then
+// says so and carries them all.
+bool ChooseByDecision(const pb::ApprovalDecision& decision,
+                      const std::vector<PendingAction>& pending, PendingResolution& out,
+                      std::vector<PendingAction>& chosen) {
+  for (const PendingAction& action : pending) {
+    (action.action_id == decision.action_id() ? chosen : out.carried).push_back(action);
+  }
+  if (chosen.empty()) {
+    out.reply = PendingReply::kOther;
+    out.carried = pending;
+    out.refusal = "no action " + decision.action_id() +
+                  " is waiting for your decision: it was replaced by a newer preview, was "
+                  "already decided, or never existed; nothing ran. " +
+                  WhatWaits(pending);
+    out.reply_text = "Nothing ran. " + WhatWaits(pending);
+    return false;
+  }
+  switch (decision.kind()) {
+    case pb::DECISION_KIND_APPROVE:
+      out.reply = PendingReply::kApprove;
+      break;
+    case pb::DECISION_KIND_REJECT:
+      out.reply = PendingReply::kReject;
+      break;
+    default:
+      out.reply = PendingReply::kEdit;
+      out.edited_arguments =
+          nlohmann::json::parse(decision.arguments_json(), nullptr, /*allow_exceptions=*/false);
+      if (!out.edited_arguments.is_object()) out.edited_arguments = nlohmann::json::object();
+      break;
+  }
+  return true;
+}
+
+// The reply the words of `message` give, and the actions it is about
+// (`chosen`); the others are carried.
+void ChooseByWords(const std::string& message, const intentpb::IntentAnalysis& analysis,
+                   const std::vector<PendingAction>& pending, const std::vector<AgentInfo>& agents,
+                   PendingResolution& out, std::vector<PendingAction>& chosen) {
+  out.reply = ReadPendingReply(message, analysis, pending, agents);
+  // "yes, just alpha" with several actions waiting approves alpha's only.
+  std::set<std::string> named;
+  for (const std::string& name : MentionedAgents(message, agents)) {
+    named.insert(absl::AsciiStrToLower(name));
+  }
+  for (const PendingAction& action : pending) {
+    const std::set<std::string> own = TargetNames({action});
+    const bool is_named = std::any_of(
+        own.begin(), own.end(), [&named](const std::string& n) { return named.count(n) != 0; });
+    const bool picked = out.reply != PendingReply::kApprove || named.empty() || is_named;
+    (picked ? chosen : out.carried).push_back(action);
+  }
+}
+
+// An approved action that may not run, asked again under a new id: the
+// same call when only its time ran out (or it predates digests), with the
+// target's new name when it was renamed; never for a target that is gone
+// or a changed call.
+std::optional<PendingAction> AskAgain(const PendingAction& action, bool expired,
+                                      const std::vector<AgentInfo>& agents, int64_t now_micros,
+                                      std::chrono::seconds ttl) {
+  const bool tampered =
+      !action.digest.empty() && action.digest != ActionDigest(action.tool, action.arguments);
+  if (tampered) return std::nullopt;
+  PendingAction again = action;
+  again.action_id = core::NewUuid();
+  again.digest.clear();
+  again.targets = nlohmann::json::object();
+  if (!expired) again.summary.clear();  // worded anew by the turn
+  SealPendingAction(again, agents, now_micros, ttl);
+  if (again.targets.contains("agent") != action.targets.contains("agent")) return std::nullopt;
+  return again;
+}
+
+// Each approved action that passes WhyNotApprovable runs; any other runs
+// nothing, says why, and may be asked again.
+void ApproveChosen(std::vector<PendingAction> chosen, const std::vector<AgentInfo>& agents,
+                   int64_t now_micros, std::chrono::seconds ttl, const std::string& via,
+                   PendingResolution& out) {
+  std::vector<std::string> refused;
+  for (PendingAction& action : chosen) {
+    std::optional<std::string> why = WhyNotApprovable(action, agents, now_micros);
+    if (!why) {
+      out.decisions.push_back(DecisionOf(action, pb::ACTION_OUTCOME_APPROVED, via));
+      out.approved.push_back(std::move(action));
+      continue;
+    }
+    const bool expired = !action.digest.empty() &&
+                         action.digest == ActionDigest(action.tool, action.arguments) &&
+                         now_micros >= action.expires_at_micros;
+    out.decisions.push_back(
+        DecisionOf(action, expired ? pb::ACTION_OUTCOME_EXPIRED : pb::ACTION_OUTCOME_STALE, via));
+    refused.push_back(action.summary + " did not run: " + *why);
+    if (std::optional<PendingAction> again = AskAgain(action, expired, agents, now_micros, ttl)) {
+      out.previewed_again.push_back(*std::move(again));
+    }
+  }
+  if (!refused.empty()) {
+    std::string text;
+    for (const std::string& line : refused) text += (text.empty() ? "" : " ") + line + ".";
+    out.refusal = text;
+    out.reply_text =
+        text + (out.previewed_again.empty()
+                    ? " Nothing else was changed. Tell me what you would like to do now."
+                    : " Here it is again for your approval.");
+  }
+}
+
+void RejectChosen(const std::vector<PendingAction>& chosen, const std::string& via,
+                  PendingResolution& out) {
+  std::string text = "OK, I won't ";
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    out.decisions.push_back(DecisionOf(chosen[i], pb::ACTION_OUTCOME_REJECTED, via));
+    text += (i == 0 ? "" : "; nor ") + core::Shortened(chosen[i].summary, 200);
+  }
+  out.reply_text = text + " Nothing was changed. What would you like to do instead?";
+}
+
+void EditChosen(const std::vector<PendingAction>& chosen, const std::string& message,
+                const std::vector<AgentInfo>& agents, const std::string& via,
+                PendingResolution& out) {
+  for (const PendingAction& action : chosen) {
+    out.decisions.push_back(DecisionOf(action, pb::ACTION_OUTCOME_EDITED, via));
+    if (via != "api") continue;
+    // The client's new arguments over the previewed ones, previewed anew
+    // (sealed and worded by the turn).
+    PendingAction changed = action;
+    changed.action_id = core::NewUuid();
+    changed.arguments.update(out.edited_arguments);
+    changed.digest.clear();
+    changed.targets = nlohmann::json::object();
+    changed.summary.clear();
+    out.previewed_again.push_back(std::move(changed));
+  }
+  const std::set<std::string> targets = TargetNames(chosen);
+  for (const std::string& name : MentionedAgents(message, agents)) {
+    if (targets.count(absl::AsciiStrToLower(name)) == 0) {
+      out.other_agent = name;
+      break;
+    }
+  }
+}
+
 }  // namespace
 
 PendingResolution ResolvePending(const std::string& message, const pb::ApprovalDecision& decision,
@@ -367,123 +512,20 @@ PendingResolution ResolvePending(const std::string& message, const pb::ApprovalD
   std::string via = "words";
   if (decision.kind() != pb::DECISION_KIND_UNSPECIFIED) {
     via = "api";
-    for (const PendingAction& action : pending) {
-      (action.action_id == decision.action_id() ? chosen : out.carried).push_back(action);
-    }
-    if (chosen.empty()) {
-      out.reply = PendingReply::kOther;
-      out.carried = pending;
-      out.refusal = "no action " + decision.action_id() +
-                    " is waiting for your decision: it was replaced by a newer preview, was "
-                    "already decided, or never existed; nothing ran. " +
-                    WhatWaits(pending);
-      out.reply_text = "Nothing ran. " + WhatWaits(pending);
-      return out;
-    }
-    switch (decision.kind()) {
-      case pb::DECISION_KIND_APPROVE:
-        out.reply = PendingReply::kApprove;
-        break;
-      case pb::DECISION_KIND_REJECT:
-        out.reply = PendingReply::kReject;
-        break;
-      default:
-        out.reply = PendingReply::kEdit;
-        out.edited_arguments =
-            nlohmann::json::parse(decision.arguments_json(), nullptr, /*allow_exceptions=*/false);
-        if (!out.edited_arguments.is_object()) out.edited_arguments = nlohmann::json::object();
-        break;
-    }
+    if (!ChooseByDecision(decision, pending, out, chosen)) return out;
   } else {
-    out.reply = ReadPendingReply(message, analysis, pending, agents);
-    // "yes, just alpha" with several actions waiting approves alpha's only.
-    std::set<std::string> named;
-    for (const std::string& name : MentionedAgents(message, agents)) {
-      named.insert(absl::AsciiStrToLower(name));
-    }
-    for (const PendingAction& action : pending) {
-      const std::set<std::string> own = TargetNames({action});
-      const bool is_named = std::any_of(
-          own.begin(), own.end(), [&named](const std::string& n) { return named.count(n) != 0; });
-      const bool picked = out.reply != PendingReply::kApprove || named.empty() || is_named;
-      (picked ? chosen : out.carried).push_back(action);
-    }
+    ChooseByWords(message, analysis, pending, agents, out, chosen);
   }
   switch (out.reply) {
-    case PendingReply::kApprove: {
-      std::vector<std::string> refused;
-      for (PendingAction& action : chosen) {
-        std::optional<std::string> why = WhyNotApprovable(action, agents, now_micros);
-        if (!why) {
-          out.decisions.push_back(DecisionOf(action, pb::ACTION_OUTCOME_APPROVED, via));
-          out.approved.push_back(std::move(action));
-          continue;
-        }
-        const bool expired = !action.digest.empty() &&
-                             action.digest == ActionDigest(action.tool, action.arguments) &&
-                             now_micros >= action.expires_at_micros;
-        out.decisions.push_back(DecisionOf(
-            action, expired ? pb::ACTION_OUTCOME_EXPIRED : pb::ACTION_OUTCOME_STALE, via));
-        refused.push_back(action.summary + " did not run: " + *why);
-        // Asked again under a new id: the same call when only its time ran
-        // out (or it predates digests), with the target's new name when it
-        // was renamed; never for a target that is gone or a changed call.
-        const bool tampered =
-            !action.digest.empty() && action.digest != ActionDigest(action.tool, action.arguments);
-        if (tampered) continue;
-        PendingAction again = action;
-        again.action_id = core::NewUuid();
-        again.digest.clear();
-        again.targets = nlohmann::json::object();
-        if (!expired) again.summary.clear();  // worded anew by the turn
-        SealPendingAction(again, agents, now_micros, ttl);
-        if (again.targets.contains("agent") == action.targets.contains("agent")) {
-          out.previewed_again.push_back(std::move(again));
-        }
-      }
-      if (!refused.empty()) {
-        std::string text;
-        for (const std::string& line : refused) text += (text.empty() ? "" : " ") + line + ".";
-        out.refusal = text;
-        out.reply_text =
-            text + (out.previewed_again.empty()
-                        ? " Nothing else was changed. Tell me what you would like to do now."
-                        : " Here it is again for your approval.");
-      }
+    case PendingReply::kApprove:
+      ApproveChosen(std::move(chosen), agents, now_micros, ttl, via, out);
       break;
-    }
-    case PendingReply::kReject: {
-      std::string text = "OK, I won't ";
-      for (size_t i = 0; i < chosen.size(); ++i) {
-        out.decisions.push_back(DecisionOf(chosen[i], pb::ACTION_OUTCOME_REJECTED, via));
-        text += (i == 0 ? "" : "; nor ") + core::Shortened(chosen[i].summary, 200);
-      }
-      out.reply_text = text + " Nothing was changed. What would you like to do instead?";
+    case PendingReply::kReject:
+      RejectChosen(chosen, via, out);
       break;
-    }
-    case PendingReply::kEdit: {
-      for (const PendingAction& action : chosen) {
-        out.decisions.push_back(DecisionOf(action, pb::ACTION_OUTCOME_EDITED, via));
-        if (via != "api") continue;
-        // The client's new arguments over the previewed ones, previewed anew
-        // (sealed and worded by the turn).
-        PendingAction changed = action;
-        changed.action_id = core::NewUuid();
-        changed.arguments.update(out.edited_arguments);
-        changed.digest.clear();
-        changed.targets = nlohmann::json::object();
-        changed.summary.clear();
-        out.previewed_again.push_back(std::move(changed));
-      }
-      const std::set<std::string> targets = TargetNames(chosen);
-      for (const std::string& name : MentionedAgents(message, agents)) {
-        if (targets.count(absl::AsciiStrToLower(name)) == 0) {
-          out.other_agent = name;
-          break;
-        }
-      }
+    case PendingReply::kEdit:
+      EditChosen(chosen, message, agents, via, out);
       break;
-    }
     case PendingReply::kOther:
       out.carried = pending;
       break;
