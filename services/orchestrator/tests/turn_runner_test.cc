@@ -10,6 +10,7 @@
 
 #include "services/orchestrator/flow/routing.h"
 #include "services/orchestrator/testing/fakes.h"
+#include "services/orchestrator/testing/scripted_model.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -24,16 +25,19 @@ using testing::FakeTools;
 using testing::FakeUnderstanding;
 using ::testing::HasSubstr;
 using testing::RecordingSink;
+using testing::ScriptedModel;
 
 const core::Identity kAlice{"tenant-a", "alice"};
 const core::Identity kBob{"tenant-a", "bob"};
 
 // One runner on fakes, in local mode (no planner model).
 struct Harness {
-  explicit Harness(FakeUnderstanding::Answer intent, TurnOptions options = {})
+  // With `planner`, turns are planned by that model; else by the local policy.
+  explicit Harness(FakeUnderstanding::Answer intent, TurnOptions options = {},
+                   llm::ChatModel* planner = nullptr)
       : understanding(std::move(intent)) {
     options.clock = &clock;
-    runner = std::make_unique<TurnRunner>(memory, understanding, tools, options, nullptr, &flows,
+    runner = std::make_unique<TurnRunner>(memory, understanding, tools, options, planner, &flows,
                                           &errors);
   }
 
@@ -289,6 +293,56 @@ TEST(TurnRunnerTest, TheIntentServiceIsGivenTheHistoryAndTheAgents) {
   EXPECT_EQ(last.history(0).content(), "list my agents");
   ASSERT_EQ(last.available_agents_size(), 1);
   EXPECT_EQ(last.available_agents(0).name(), "weekly-digest");
+}
+
+TEST(TurnRunnerModelTest, TheIterationGuardrailEndsAModelThatKeepsCallingTools) {
+  ScriptedModel model;
+  for (int i = 0; i < 5; ++i) model.PushToolCall("list_runs", json::object());
+  TurnOptions options;
+  options.max_iterations = 2;
+  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), options, &model);
+  RecordingSink sink;
+  ASSERT_TRUE(h.Turn("what ran today?", sink).ok());
+  EXPECT_THAT(sink.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_ITERATION_LIMIT));
+  EXPECT_EQ(model.requests().size(), 2u);
+  EXPECT_EQ(h.tools.CallsOf("list_runs").size(), 2u);
+  // The usage of both model calls is in done.
+  EXPECT_EQ(sink.events.back().done().usage().llm_calls(), 2);
+  EXPECT_EQ(sink.events.back().done().usage().prompt_tokens(), 200);
+}
+
+TEST(TurnRunnerModelTest, AWriteTheModelAsksForIsPreviewedNotRunAndRunsOnceApproved) {
+  ScriptedModel model;
+  model.PushToolCall("run_agent", {{"agent", "a-1"}});
+  model.PushText("I can run it once you approve.");
+  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_EXECUTE_TASK), {}, &model);
+  h.tools.SetAgents(json::array({{{"name", "weekly-digest"}, {"id", "a-1"}}}));
+  RecordingSink ask;
+  ASSERT_TRUE(h.Turn("run the digest", ask).ok());
+  ASSERT_EQ(ask.Of(pb::ChatEvent::kPreview).size(), 1u);
+  EXPECT_TRUE(h.tools.CallsOf("run_agent").empty());
+  EXPECT_FALSE(ask.events.back().done().is_final());
+  const std::string action = ask.Of(pb::ChatEvent::kPreview)[0].preview().action_id();
+
+  RecordingSink yes;
+  ASSERT_TRUE(h.Turn("yes", yes, ask.events.front().session().conversation_id()).ok());
+  const auto runs = h.tools.CallsOf("run_agent");
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].idempotency_key(), "action:" + action);
+  EXPECT_EQ(json::parse(runs[0].arguments_json()), json({{"agent", "a-1"}}));
+}
+
+TEST(TurnRunnerModelTest, AModelThatFailsLeavesTheTurnToTheLocalPolicy) {
+  ScriptedModel model;  // nothing scripted: the call fails
+  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), {}, &model);
+  RecordingSink sink;
+  ASSERT_TRUE(h.Turn("list my agents", sink).ok());
+  EXPECT_THAT(sink.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_MODEL_FAILED));
+  EXPECT_FALSE(sink.Of(pb::ChatEvent::kError)[0].error().fatal());
+  ASSERT_EQ(sink.Of(pb::ChatEvent::kToolCall).size(), 1u);
+  EXPECT_EQ(sink.Of(pb::ChatEvent::kToolCall)[0].tool_call().tool_name(), "list_agents");
+  ASSERT_EQ(h.errors.errors().size(), 1u);
+  EXPECT_EQ(h.errors.errors()[0].component, "llm");
 }
 
 }  // namespace
