@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "libs/words/lists.h"
 #include "services/intent/src/lexicon.h"
 #include "services/intent/src/text.h"
 
@@ -11,8 +12,7 @@ namespace omniforge::intent {
 namespace {
 
 bool OnlyWordsFrom(const std::vector<std::string_view>& words,
-                   const std::set<std::string_view>& allowed,
-                   const std::set<std::string_view>& required) {
+                   const std::set<std::string_view>& allowed, const words::WordSet& required) {
   bool has_required = false;
   for (std::string_view w : words) {
     if (required.contains(w)) {
@@ -24,65 +24,12 @@ bool OnlyWordsFrom(const std::vector<std::string_view>& words,
   return has_required;
 }
 
-const std::set<std::string_view>& Filler() {
-  static const std::set<std::string_view> words = {
-      "please", "pls",   "plz",     "thanks", "thank", "you",     "thx",    "ty",     "it",
-      "that",   "this",  "do",      "go",     "ahead", "lets",    "let",    "us",     "just",
-      "now",    "then",  "and",     "so",     "one",   "for",     "me",     "the",    "a",
-      "can",    "will",  "would",   "be",     "good",  "great",   "fine",   "sounds", "sound",
-      "is",     "all",   "im",      "i",      "am",    "totally", "really", "very",   "much",
-      "right",  "away",  "on",      "with",   "make",  "create",  "run",    "set",    "up",
-      "course", "of",    "exactly", "works",  "work",  "idea",    "plan",   "deal",   "cool",
-      "nice",   "looks", "look",    "ok",     "okay",  "?"};
-  return words;
-}
+// Words that add nothing to a no (libs/words/data/filler_intent.txt).
+const words::WordSet& Filler() { return words::List("filler_intent"); }
 
+// A word that says yes (libs/words/data/confirm_intent.txt).
 bool IsAffirmative(std::string_view w) {
-  static const std::set<std::string_view> yes = {"yes",
-                                                 "yeah",
-                                                 "yep",
-                                                 "yup",
-                                                 "ya",
-                                                 "yea",
-                                                 "yess",
-                                                 "yesss",
-                                                 "sure",
-                                                 "ok",
-                                                 "okay",
-                                                 "k",
-                                                 "kk",
-                                                 "y",
-                                                 "si",
-                                                 "oui",
-                                                 "ja",
-                                                 "absolutely",
-                                                 "definitely",
-                                                 "confirm",
-                                                 "confirmed",
-                                                 "correct",
-                                                 "proceed",
-                                                 "approved",
-                                                 "approve",
-                                                 "agreed",
-                                                 "perfect",
-                                                 "great",
-                                                 "alright",
-                                                 "aight",
-                                                 "lgtm",
-                                                 "certainly",
-                                                 "please",
-                                                 "go",
-                                                 "do",
-                                                 "sounds",
-                                                 "love",
-                                                 "affirmative",
-                                                 "fine",
-                                                 "cool",
-                                                 "nice",
-                                                 "\xF0\x9F\x91\x8D",
-                                                 "\xF0\x9F\x91\x8C",
-                                                 "\xE2\x9C\x85",
-                                                 "\xF0\x9F\x99\x8C"};
+  static const words::WordSet& yes = words::List("confirm_intent");
   return yes.contains(w);
 }
 
@@ -98,12 +45,11 @@ bool IsConfirmation(const std::vector<std::string_view>& words) {
       if (ContainsPhrase(words, q)) return false;
     }
   }
+  // libs/words/data/confirm_stoppers.txt: "no", "wait", "cancel".
+  static const words::WordSet& stoppers = words::List("confirm_stoppers");
   for (size_t i = 0; i < words.size() && i < 3; ++i) {
     const std::string_view w = words[i];
-    if (w == "no" || w == "not" || w == "dont" || w == "nope" || w == "nah" || w == "cancel" ||
-        w == "wait" || w == "stop") {
-      return false;
-    }
+    if (stoppers.contains(w)) return false;
     if (!IsAffirmative(w)) continue;
     // "do" and "go" only count as "do it", "do that", "go ahead", "go for it".
     const std::string_view next = i + 1 < words.size() ? words[i + 1] : "";
@@ -117,15 +63,12 @@ bool IsConfirmation(const std::vector<std::string_view>& words) {
 }
 
 bool IsDecline(const std::vector<std::string_view>& words) {
-  static const std::set<std::string_view> no = {
-      "no",    "nope", "nah",   "cancel", "never",    "mind",   "nevermind",
-      "dont",  "not",  "skip",  "forget", "stop",     "hold",   "off",
-      "later", "wait", "leave", "n",      "negative", "neither"};
+  static const words::WordSet& no = words::List("decline_intent");
   static const std::set<std::string_view> extra = {
       "yet",     "anymore", "about", "it",    "bother", "need", "needed",
       "changed", "my",      "mind",  "thats", "ok",     "okay", "actually"};
   if (words.empty() || words.size() > 8) return false;
-  std::set<std::string_view> allowed = Filler();
+  std::set<std::string_view> allowed(Filler().begin(), Filler().end());
   allowed.erase("do");  // "no, do it" is not a decline
   allowed.insert(no.begin(), no.end());
   allowed.insert(extra.begin(), extra.end());
@@ -233,41 +176,9 @@ bool AsksForAnythingElse(std::string_view text) {
                                    "help with anything"});
 }
 
+// libs/words/data/change_intent.txt: "actually", "instead", "make it", "also".
 bool HasCorrectionCue(const std::vector<std::string_view>& words) {
-  return ContainsAnyPhrase(words, {"actually",
-                                   "instead",
-                                   "rather",
-                                   "wait",
-                                   "no",
-                                   "not",
-                                   "make it",
-                                   "change it",
-                                   "switch it",
-                                   "switch to",
-                                   "use",
-                                   "oh and",
-                                   "also",
-                                   "and",
-                                   "but",
-                                   "scratch that",
-                                   "on second thought",
-                                   "hmm",
-                                   "oops",
-                                   "sorry",
-                                   "correction",
-                                   "i meant",
-                                   "i mean",
-                                   "only",
-                                   "plus",
-                                   "add",
-                                   "except",
-                                   "without",
-                                   "change",
-                                   "make that",
-                                   "how about",
-                                   "what about",
-                                   "better",
-                                   "too"});
+  return words::ContainsAnyEntry(words, "change_intent");
 }
 
 bool AsksForSameAgain(const std::vector<std::string_view>& words) {

@@ -8,7 +8,7 @@
 #include "libs/core/clock.h"
 #include "libs/llm/errors.h"
 #include "libs/llm/structured_output.h"
-#include "services/intent/src/entities.h"
+#include "services/intent/entities/entities.h"
 #include "services/intent/src/text.h"
 
 namespace omniforge::intent {

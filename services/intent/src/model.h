@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "libs/llm/usage.h"
+#include "services/intent/entities/entities.h"
 #include "services/intent/src/action.h"
 
 namespace omniforge::intent {
@@ -22,11 +23,6 @@ struct HistoryTurn {
   std::map<std::string, std::string> entities;
   std::vector<std::string> listed_agents;
   bool pending_action = false;
-};
-
-struct CatalogItem {
-  std::string name;
-  std::string description;
 };
 
 struct IntentRequest {

@@ -1,42 +1,32 @@
 // Text as the intent layers see it: lowercase words without punctuation.
+// The tokenizer is libs/words' (Tokenizer::kNormalized); these are its
+// names in the intent service.
 #pragma once
 
-#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "libs/words/tokens.h"
+
 namespace omniforge::intent {
 
 // Lowercases ASCII, drops apostrophes ("don't" -> "dont"), keeps "?" as a
-// word of its own (questions are a strong signal), turns every other ASCII
-// punctuation into a space (so "weekly-sales-digest" reads as three words)
-// and collapses whitespace. Non-ASCII UTF-8 passes through unchanged.
-// The result is what the fastText model is trained on and asked about.
-std::string NormalizeText(std::string_view text);
-
-// ASCII-lowercased copy of `s`.
-std::string Lowercase(std::string_view s);
-
-// `s` without leading and trailing ASCII whitespace.
-std::string_view TrimWhitespace(std::string_view s);
-
-// The non-blank pieces of `s` between any of the `delimiters`, trimmed.
-std::vector<std::string_view> SplitAny(std::string_view s, std::string_view delimiters);
+// word of its own, turns every other ASCII punctuation into a space and
+// collapses whitespace (words::Normalize). The result is what the fastText
+// model is trained on and asked about.
+inline std::string NormalizeText(std::string_view text) { return words::Normalize(text); }
 
 // The words of a normalized text.
-std::vector<std::string_view> Words(std::string_view normalized);
+inline std::vector<std::string_view> Words(std::string_view normalized) {
+  return words::SplitNormalized(normalized);
+}
 
-// True when `words` contains `phrase` (normalized, one or more words) as
-// consecutive words.
-bool ContainsPhrase(const std::vector<std::string_view>& words, std::string_view phrase);
-
-// True when `words` contains any of `phrases` (see ContainsPhrase).
-bool ContainsAnyPhrase(const std::vector<std::string_view>& words,
-                       std::initializer_list<std::string_view> phrases);
-
-// Index of the first word of the first occurrence of `phrase` (normalized,
-// up to 8 words), or -1.
-int FindPhrase(const std::vector<std::string_view>& words, std::string_view phrase);
+using words::ContainsAnyPhrase;
+using words::ContainsPhrase;
+using words::FindPhrase;
+using words::Lowercase;
+using words::SplitAny;
+using words::TrimWhitespace;
 
 }  // namespace omniforge::intent

@@ -8,6 +8,7 @@
 #include "libs/core/digest.h"
 #include "libs/core/ids.h"
 #include "libs/core/text.h"
+#include "libs/words/lists.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -22,81 +23,41 @@ std::string Canonical(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-bool Has(const std::vector<std::string>& words, std::initializer_list<const char*> any) {
-  for (const std::string& w : words) {
-    for (const char* candidate : any) {
-      if (w == candidate) return true;
-    }
-  }
-  return false;
-}
-
-bool HasPhrase(const std::string& lower, std::initializer_list<const char*> phrases) {
-  for (const char* phrase : phrases) {
-    if (lower.find(phrase) != std::string::npos) return true;
-  }
-  return false;
-}
-
-// Whether `needle` occurs in `words` as consecutive words.
-bool ContainsRun(const std::vector<std::string>& words, const std::vector<std::string>& needle) {
-  if (needle.empty() || needle.size() > words.size()) return false;
-  return std::search(words.begin(), words.end(), needle.begin(), needle.end()) != words.end();
-}
-
-// Whether one of `phrases` (words separated by spaces) occurs as whole words.
-bool HasWords(const std::vector<std::string>& words, std::initializer_list<const char*> phrases) {
-  for (const char* phrase : phrases) {
-    if (ContainsRun(words, GateWords(phrase))) return true;
-  }
-  return false;
+// Whether an entry of the word list `list` (libs/words/data/<list>.txt)
+// occurs in `words` (GateWords of the reply) as consecutive words.
+bool HasAny(const std::vector<std::string>& words, std::string_view list) {
+  return words::ContainsAnyEntry(words, list, words::Tokenizer::kUtf8);
 }
 
 // Words that change what was asked: a reply with one of them is an edit.
 bool HasChangeMarker(const std::vector<std::string>& words, const std::string& lower) {
-  return Has(words, {"but",     "instead", "except", "rather",  "change", "make",     "only",
-                     "unless",  "if",      "also",   "add",     "remove", "without",  "replace",
-                     "rename",  "swap",    "switch", "however", "though", "although", "different",
-                     "another", "skip",    "move",   "first",   "before", "after",    "not",
-                     "second",  "third",   "last",   "other",   "others"}) ||
-         HasPhrase(lower, {"n't", "n’t"});
+  return HasAny(words, "change_orchestrator") ||
+         words::ContainsAnySubstring(lower, "change_substrings");
 }
 
 bool IsDecline(const std::vector<std::string>& words, const std::string& lower) {
-  return (words.size() <= 4 && Has(words, {"cancel", "abort", "nevermind", "no", "nope", "stop",
-                                           "reject", "decline", "drop", "dont"})) ||
-         HasPhrase(lower, {"never mind", "forget it", "don't", "do not", "dont ", "leave it",
-                           "scrap it", "drop it", "reject", "cancel", "don’t"});
+  return (words.size() <= 4 && HasAny(words, "decline_orchestrator")) ||
+         words::ContainsAnySubstring(lower, "decline_substrings");
 }
 
-// A word that says yes on its own.
+// "no, make it weekly", "no but on fridays": a no that revises the action
+// rather than dropping it.
+bool Revises(const std::vector<std::string>& words) { return HasAny(words, "revise"); }
+
+// A word or phrase that says yes on its own.
 bool HasConfirmationSignal(const std::vector<std::string>& words) {
-  return Has(words, {"yes",        "yep",     "yeah",     "yup",     "ok",        "okay",
-                     "sure",       "approve", "approved", "confirm", "confirmed", "proceed",
-                     "lgtm",       "agreed",  "perfect",  "great",   "fine",      "absolutely",
-                     "definitely", "execute", "continue"}) ||
-         HasWords(words, {"go ahead", "do it", "run it", "do that", "sounds good", "looks good",
-                          "go for it", "ship it", "let s go", "lets go", "please do",
-                          "that s right", "start it"});
+  return HasAny(words, "confirm_orchestrator") || HasAny(words, "confirm_phrases");
 }
 
-// A confirmation is nothing but a yes: every word is one of these, a word of
-// the pending tools' names or of their targets' names. "I'll do it myself",
-// "undo it", "do that tomorrow", "ok wait", "explain the plan" are not.
+// A confirmation is nothing but a yes: every word is a yes word, a filler
+// word around a yes, a word of the pending tools' names or of their
+// targets' names. "I'll do it myself", "undo it", "do that tomorrow", "ok
+// wait", "explain the plan" are not.
 bool OnlyConfirms(const std::vector<std::string>& words, const std::set<std::string>& own) {
-  static const std::set<std::string> kWords = {
-      "yes",     "yep",      "yeah",    "yup",        "ok",         "okay",     "sure",
-      "approve", "approved", "confirm", "confirmed",  "proceed",    "lgtm",     "agreed",
-      "perfect", "great",    "fine",    "absolutely", "definitely", "execute",  "continue",
-      "go",      "ahead",    "do",      "it",         "that",       "this",     "please",
-      "run",     "the",      "plan",    "proposed",   "as",         "all",      "them",
-      "both",    "now",      "thanks",  "thank",      "you",        "sounds",   "looks",
-      "good",    "right",    "correct", "ship",       "let",        "lets",     "s",
-      "start",   "for",      "is",      "and",        "with",       "on",       "one",
-      "action",  "actions",  "steps",   "indeed",     "really",     "very",     "much",
-      "alright", "exactly",  "shown",   "previewed",  "planned",    "described"};
+  static const words::WordSet& yes = words::List("confirm_orchestrator");
+  static const words::WordSet& filler = words::List("filler_orchestrator");
   for (const std::string& w : words) {
-    if (kWords.count(w) == 0 && own.count(w) == 0) return false;
+    if (!yes.contains(w) && !filler.contains(w) && own.count(w) == 0) return false;
   }
   return !words.empty();
 }
@@ -157,27 +118,10 @@ const AgentInfo* FindAgent(const std::vector<AgentInfo>& agents, const std::stri
 
 }  // namespace
 
-bool IsQuestion(std::string_view message) {
-  while (!message.empty() && absl::ascii_isspace(static_cast<unsigned char>(message.back()))) {
-    message.remove_suffix(1);
-  }
-  return !message.empty() && message.back() == '?';
-}
+bool IsQuestion(std::string_view message) { return words::EndsWithQuestionMark(message); }
 
 std::vector<std::string> GateWords(const std::string& text) {
-  std::vector<std::string> words;
-  std::string word;
-  for (char c : text) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) || u >= 0x80) {
-      word.push_back(static_cast<char>(u < 0x80 ? std::tolower(u) : u));
-    } else if (!word.empty()) {
-      words.push_back(std::move(word));
-      word.clear();
-    }
-  }
-  if (!word.empty()) words.push_back(std::move(word));
-  return words;
+  return words::Tokens(text, words::Tokenizer::kUtf8);
 }
 
 std::string GateVerdictName(GateVerdict verdict) {
@@ -324,7 +268,7 @@ std::vector<std::string> MentionedAgents(const std::string& message,
   const std::vector<std::string> words = GateWords(message);
   std::vector<std::string> found;
   for (const AgentInfo& agent : agents) {
-    if (ContainsRun(words, GateWords(agent.name))) found.push_back(agent.name);
+    if (words::ContainsRun(words, GateWords(agent.name))) found.push_back(agent.name);
   }
   std::sort(found.begin(), found.end(),
             [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
@@ -334,7 +278,7 @@ std::vector<std::string> MentionedAgents(const std::string& message,
   for (const std::string& name : found) {
     bool inside = false;
     for (const std::string& longer : kept) {
-      inside |= ContainsRun(GateWords(longer), GateWords(name));
+      inside |= words::ContainsRun(GateWords(longer), GateWords(name));
     }
     if (!inside) kept.push_back(name);
   }
@@ -367,8 +311,7 @@ PendingReply ReadPendingReply(const std::string& message, const intentpb::Intent
   if (other_target || other_setting || HasChangeMarker(words, lower) ||
       analysis.reference() == intentpb::REFERENCE_KIND_CORRECTION) {
     // "no, delete beta instead" changes it; "no, don't" only drops it.
-    if (IsDecline(words, lower) && !other_target && !other_setting &&
-        !Has(words, {"but", "instead", "rather", "make", "change"})) {
+    if (IsDecline(words, lower) && !other_target && !other_setting && !Revises(words)) {
       return PendingReply::kReject;
     }
     return PendingReply::kEdit;
@@ -385,7 +328,7 @@ PendingReply ReadPendingReply(const std::string& message, const intentpb::Intent
 PendingReply ReadPlanReviewReply(const std::string& message) {
   const std::vector<std::string> words = GateWords(message);
   const std::string lower = absl::AsciiStrToLower(message);
-  if (IsDecline(words, lower) && !Has(words, {"but", "instead", "rather", "make", "change"})) {
+  if (IsDecline(words, lower) && !Revises(words)) {
     return PendingReply::kReject;
   }
   if (HasChangeMarker(words, lower)) return PendingReply::kEdit;

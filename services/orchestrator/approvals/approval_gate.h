@@ -135,7 +135,10 @@ PlanVerdict DecidePlan(const ApprovalPolicy& policy, const std::vector<PlanStep>
 bool IsQuestion(std::string_view message);
 
 // The words the gate reads: ASCII letters and digits lower-cased, and every
-// byte of a non-ASCII UTF-8 character kept, so names in any script are words.
+// byte of a non-ASCII UTF-8 character kept, so names in any script are words
+// (words::Tokenizer::kUtf8, libs/words/tokens.h). The gate's yes, no and
+// change words are lists of libs/words/data (confirm_orchestrator,
+// decline_orchestrator, change_orchestrator and the files they include).
 std::vector<std::string> GateWords(const std::string& text);
 
 // The agent names of `agents` that `message` mentions (whole words,

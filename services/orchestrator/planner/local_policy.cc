@@ -7,26 +7,14 @@
 #include "absl/strings/ascii.h"
 #include "libs/core/ids.h"
 #include "libs/core/text.h"
-#include "services/intent/src/entities.h"
+#include "libs/words/lists.h"
+#include "services/intent/entities/entities.h"
 #include "services/orchestrator/approvals/preview.h"
 
 namespace omniforge::orchestrator {
 
-// The message's lower-case words (letters and digits only).
 std::vector<std::string> Words(const std::string& message) {
-  std::vector<std::string> words;
-  std::string word;
-  for (char c : message) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    if (std::isalnum(u)) {
-      word.push_back(static_cast<char>(std::tolower(u)));
-    } else if (!word.empty()) {
-      words.push_back(std::move(word));
-      word.clear();
-    }
-  }
-  if (!word.empty()) words.push_back(std::move(word));
-  return words;
+  return words::Tokens(message, words::Tokenizer::kAsciiAlnum);
 }
 
 namespace {
@@ -545,24 +533,7 @@ bool IsResumeRequest(const std::string& message) {
   // up the logs" are other requests): it can finish an approved plan.
   const std::vector<std::string> words = Words(message);
   if (words.empty() || words.size() > 10) return false;
-  if (HasWord(words, {"continue", "resume", "continuing", "resuming"})) return true;
-  for (const std::vector<std::string>& phrase :
-       std::vector<std::vector<std::string>>{{"go", "on"},
-                                             {"carry", "on"},
-                                             {"keep", "going"},
-                                             {"pick", "it", "up"},
-                                             {"pick", "that", "up"},
-                                             {"pick", "up", "where"},
-                                             {"where", "you", "left"},
-                                             {"where", "we", "left"},
-                                             {"back", "to", "it"},
-                                             {"back", "to", "that"},
-                                             {"back", "to", "what"}}) {
-    if (std::search(words.begin(), words.end(), phrase.begin(), phrase.end()) != words.end()) {
-      return true;
-    }
-  }
-  return false;
+  return words::ContainsAnyEntry(words, "resume", words::Tokenizer::kAsciiAlnum);
 }
 
 namespace {

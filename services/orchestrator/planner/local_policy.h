@@ -22,7 +22,8 @@
 
 namespace omniforge::orchestrator {
 
-// The message's lower-case words (letters and digits only).
+// The message's lower-case words (ASCII letters and digits only:
+// words::Tokenizer::kAsciiAlnum, libs/words/tokens.h).
 std::vector<std::string> Words(const std::string& message);
 
 struct PolicyInput {
@@ -66,8 +67,9 @@ bool AnswerSkipsAnalysis(const Routing& last);
                                                          const std::string& answer,
                                                          const std::vector<AgentInfo>& agents);
 
-// "continue what you were doing", "go on with that", "resume", "carry on":
-// the user asks to pick up a suspended flow.
+// "continue what you were doing", "go on with that", "resume", "carry on"
+// (libs/words/data/resume.txt) in a message of at most ten words: the user
+// asks to pick up a suspended flow.
 bool IsResumeRequest(const std::string& message);
 
 // The change the user asked to the last turn's pending action, once the

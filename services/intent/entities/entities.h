@@ -1,6 +1,10 @@
 // Entities in a user message: the agent or skill it names, the data sources
 // and recipients, a schedule, and references into the conversation
 // (ordinals like "the second one", pronouns like "it").
+//
+// The intent service's public library (target intent_entities): the
+// orchestrator reads the answer to a clarifying question with it, without
+// a call to the service. Pure functions, thread-safe.
 #pragma once
 
 #include <map>
@@ -9,9 +13,13 @@
 #include <string_view>
 #include <vector>
 
-#include "services/intent/src/model.h"
-
 namespace omniforge::intent {
+
+// An agent or skill of the user's, as a message may name it.
+struct CatalogItem {
+  std::string name;
+  std::string description;
+};
 
 // The catalog item (agent or skill) `text` names, by its exact name
 // ("weekly-sales-digest", any case) or loosely by its distinctive words

@@ -1,8 +1,10 @@
-#include "services/intent/src/entities.h"
+#include "services/intent/entities/entities.h"
 
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -10,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "libs/words/lists.h"
 #include "services/intent/src/text.h"
 
 namespace omniforge::intent {
@@ -262,11 +265,20 @@ std::map<std::string, std::string> ExtractEntities(std::string_view text) {
 std::optional<OrdinalRef> FindOrdinal(std::string_view text) {
   const std::string normalized = NormalizeText(text);
   const std::vector<std::string_view> words = Words(normalized);
-  static const std::vector<std::pair<std::string_view, int>> kOrdinals = {
-      {"first", 0},   {"1st", 0},  {"second", 1}, {"2nd", 1},    {"third", 2},   {"3rd", 2},
-      {"fourth", 3},  {"4th", 3},  {"fifth", 4},  {"5th", 4},    {"sixth", 5},   {"6th", 5},
-      {"seventh", 6}, {"7th", 6},  {"eighth", 7}, {"8th", 7},    {"ninth", 8},   {"9th", 8},
-      {"tenth", 9},   {"10th", 9}, {"last", -1},  {"final", -1}, {"bottom", -1}, {"top", 0}};
+  // Each ordinal word (libs/words/data/ordinals.txt) and its index: 0-based
+  // from the start, -1 for the last.
+  static const std::vector<std::pair<std::string, int>> kOrdinals = [] {
+    std::vector<std::pair<std::string, int>> out;
+    for (const words::Entry& entry : words::Entries("ordinals")) {
+      int position = 0;
+      if (!absl::SimpleAtoi(entry.value, &position) || position == 0) {
+        std::fprintf(stderr, "ordinals.txt: '%s' has no position\n", entry.text.c_str());
+        std::abort();
+      }
+      out.emplace_back(entry.text, position > 0 ? position - 1 : -1);
+    }
+    return out;
+  }();
   // Nouns that make "last"/"first" a time or a thing rather than a list
   // position ("the last run", "first thing tomorrow").
   static const std::set<std::string_view> kNotAListItem = {
@@ -295,8 +307,7 @@ std::optional<OrdinalRef> FindOrdinal(std::string_view text) {
       // count only with a determiner before them (or alone).
       const bool determiner =
           prev == "the" || prev == "that" || prev == "this" || words.size() == 1;
-      const bool weak =
-          word == "top" || word == "bottom" || word == "final" || word == "last" || word == "first";
+      const bool weak = words::Contains("ordinals_weak", word);
       if (weak && !determiner) continue;
       if (index < 0) return OrdinalRef{OrdinalRef::Kind::kFromEnd, 0, std::string(word)};
       return OrdinalRef{OrdinalRef::Kind::kFromStart, index, std::string(word)};

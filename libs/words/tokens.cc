@@ -1,8 +1,50 @@
-#include "services/intent/src/text.h"
+#include "libs/words/tokens.h"
 
-namespace omniforge::intent {
+#include <algorithm>
+#include <cctype>
 
-std::string NormalizeText(std::string_view text) {
+#include "absl/strings/ascii.h"
+
+namespace omniforge::words {
+namespace {
+
+// kAsciiAlnum and kUtf8: a byte is part of a word when it is an ASCII
+// letter or digit or (with `keep_non_ascii`) any byte of a non-ASCII
+// character.
+std::vector<std::string> ByteWords(std::string_view text, bool keep_non_ascii) {
+  std::vector<std::string> words;
+  std::string word;
+  for (char c : text) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || (keep_non_ascii && u >= 0x80)) {
+      word.push_back(static_cast<char>(u < 0x80 ? std::tolower(u) : u));
+    } else if (!word.empty()) {
+      words.push_back(std::move(word));
+      word.clear();
+    }
+  }
+  if (!word.empty()) words.push_back(std::move(word));
+  return words;
+}
+
+}  // namespace
+
+std::vector<std::string> Tokens(std::string_view text, Tokenizer tokenizer) {
+  switch (tokenizer) {
+    case Tokenizer::kAsciiAlnum:
+      return ByteWords(text, /*keep_non_ascii=*/false);
+    case Tokenizer::kUtf8:
+      return ByteWords(text, /*keep_non_ascii=*/true);
+    case Tokenizer::kNormalized:
+      break;
+  }
+  const std::string normalized = Normalize(text);
+  std::vector<std::string> words;
+  for (std::string_view w : SplitNormalized(normalized)) words.emplace_back(w);
+  return words;
+}
+
+std::string Normalize(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 8);
   bool pending_space = false;
@@ -38,6 +80,10 @@ std::string NormalizeText(std::string_view text) {
   return out;
 }
 
+std::vector<std::string_view> SplitNormalized(std::string_view normalized) {
+  return SplitAny(normalized, " ");
+}
+
 std::string Lowercase(std::string_view s) {
   std::string out(s);
   for (char& c : out) {
@@ -66,10 +112,6 @@ std::vector<std::string_view> SplitAny(std::string_view s, std::string_view deli
     start = end + 1;
   }
   return out;
-}
-
-std::vector<std::string_view> Words(std::string_view normalized) {
-  return SplitAny(normalized, " ");
 }
 
 int FindPhrase(const std::vector<std::string_view>& words, std::string_view phrase) {
@@ -104,4 +146,16 @@ bool ContainsAnyPhrase(const std::vector<std::string_view>& words,
   return false;
 }
 
-}  // namespace omniforge::intent
+bool ContainsRun(const std::vector<std::string>& words, const std::vector<std::string>& needle) {
+  if (needle.empty() || needle.size() > words.size()) return false;
+  return std::search(words.begin(), words.end(), needle.begin(), needle.end()) != words.end();
+}
+
+bool EndsWithQuestionMark(std::string_view message) {
+  while (!message.empty() && absl::ascii_isspace(static_cast<unsigned char>(message.back()))) {
+    message.remove_suffix(1);
+  }
+  return !message.empty() && message.back() == '?';
+}
+
+}  // namespace omniforge::words
