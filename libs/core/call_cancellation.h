@@ -39,6 +39,27 @@ class CancelSignal final {
   std::map<uint64_t, std::function<void()>> hooks_;  // Guarded by mu_.
 };
 
+// A hook on a signal for as long as the subscription lives: it removes
+// itself when it goes out of scope (CancelSignal::Forget), so the hook may
+// refer to the subscriber's stack. A null signal: no hook.
+class CancelSubscription final {
+ public:
+  CancelSubscription(CancelSignal* signal, std::function<void()> hook)
+      : signal_(signal), id_(signal != nullptr ? signal->OnCancel(std::move(hook)) : 0) {}
+  ~CancelSubscription() { Reset(); }
+  CancelSubscription(const CancelSubscription&) = delete;
+  CancelSubscription& operator=(const CancelSubscription&) = delete;
+  // Removes the hook now; once this returns it neither runs nor will run.
+  void Reset() {
+    if (signal_ != nullptr) signal_->Forget(id_);
+    signal_ = nullptr;
+  }
+
+ private:
+  CancelSignal* signal_;
+  uint64_t id_;
+};
+
 // Sets the thread's cancel signal for its lifetime (null: calls made in the
 // scope are not cancelled, e.g. the writes that keep what a cancelled turn
 // did). Scopes nest; the innermost one counts.

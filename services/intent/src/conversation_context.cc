@@ -3,8 +3,8 @@
 #include <set>
 
 #include "absl/strings/match.h"
-#include "services/intent/src/cues.h"
 #include "services/intent/entities/entities.h"
+#include "services/intent/src/cues.h"
 #include "services/intent/src/text.h"
 
 namespace omniforge::intent {

@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
+#include "services/intent/entities/entities.h"
 #include "services/intent/src/classifier.h"
 #include "services/intent/src/conversation_context.h"
-#include "services/intent/entities/entities.h"
 #include "services/intent/src/model.h"
 
 namespace omniforge::intent {

@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "libs/core/logging.h"
-#include "services/intent/src/concepts.h"
 #include "services/intent/entities/entities.h"
+#include "services/intent/src/concepts.h"
 #include "services/intent/src/cues.h"
 #include "services/intent/src/intent_service.h"
 #include "services/intent/src/keywords.h"

@@ -40,11 +40,10 @@ absl::StatusOr<Response> Call(Stub& stub,
   // Work cancelled on the caller's side (a cancelled turn) cancels the call.
   core::CancelSignal* const cancel = core::CallCancellation();
   if (cancel != nullptr && cancel->cancelled()) return absl::CancelledError("cancelled");
-  const uint64_t hook =
-      cancel != nullptr ? cancel->OnCancel([&context] { context.TryCancel(); }) : 0;
+  core::CancelSubscription cancels(cancel, [&context] { context.TryCancel(); });
   Response response;
   grpc::Status status = (stub.*method)(&context, request, &response);
-  if (cancel != nullptr) cancel->Forget(hook);
+  cancels.Reset();
   if (!status.ok()) return core::FromGrpcStatus(status);
   return response;
 }

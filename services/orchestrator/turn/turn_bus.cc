@@ -1,7 +1,8 @@
 #include "services/orchestrator/turn/turn_bus.h"
 
-#include <nlohmann/json.hpp>
 #include <sodium.h>
+
+#include <nlohmann/json.hpp>
 
 #include "libs/core/text.h"
 
@@ -63,8 +64,8 @@ std::string TurnSignalToText(const TurnSignal& signal, const std::string& origin
   text = Dump(json);
   if (text.size() <= max_bytes) return text;
   const size_t over = text.size() - max_bytes;
-  flow.goal = core::Shortened(flow.goal, flow.goal.size() > over + 8 ? flow.goal.size() - over - 8
-                                                                     : 0);
+  flow.goal =
+      core::Shortened(flow.goal, flow.goal.size() > over + 8 ? flow.goal.size() - over - 8 : 0);
   json["suspended"] = SuspendedFlowToJson(flow);
   return Dump(json);
 }

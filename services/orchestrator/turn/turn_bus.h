@@ -48,8 +48,7 @@ std::string TurnConversationDigest(const std::string& tenant_id, const std::stri
 // A signal as text (JSON, at most `max_bytes`: a suspended flow that does
 // not fit loses its context box, which the flow store keeps, then its goal's
 // tail), with the replica it comes from.
-std::string TurnSignalToText(const TurnSignal& signal, const std::string& origin,
-                             size_t max_bytes);
+std::string TurnSignalToText(const TurnSignal& signal, const std::string& origin, size_t max_bytes);
 // nullopt for text that is not a signal. `origin` receives the sender.
 std::optional<TurnSignal> TurnSignalFromText(const std::string& text, std::string* origin);
 

@@ -1,9 +1,11 @@
-// One chat turn, start to end: store the user's message (idempotently),
-// read the context window, ask the intent service what the message wants
-// (unless it answers the flow's own clarifying question, or asks to resume a
-// suspended flow), let the planner decide, run what may run, preview what
-// needs approval, store the reply with its routing metadata and the flow's
-// context box, and stream every step.
+// One chat turn, start to end, as a pipeline of stages (turn_pass.h lists
+// them with their files): store the user's message (idempotently), load the
+// flow it belongs to, understand it (the intent service, unless it answers
+// the flow's own question, replies to its plan or asks to resume a
+// suspended flow), decide (the approval gate, the planner), act (what may
+// run, runs; what needs approval is previewed), compose the reply, and save
+// it with its routing metadata and the flow's context box. Every step is
+// streamed as an event.
 //
 // Work of several steps becomes a plan (PlanEngine): the model planner calls
 // agent_create_plan, the local policy makes one for project work. A plan
@@ -18,8 +20,9 @@
 // AGENT_STATE_SUSPENDED event and ends; the newer turn learns what was set
 // aside and can resume it when asked.
 //
-// No gRPC here: the downstream services are interfaces (downstream.h) and
-// the events go to an EventSink, so the logic is tested on fakes.
+// No gRPC here: the downstream services are interfaces (downstream.h), the
+// events go to an EventSink and time comes from an injected clock, so the
+// turn is tested on fakes (services/orchestrator/testing/).
 #pragma once
 
 #include <atomic>
@@ -36,21 +39,23 @@
 
 #include "absl/status/status.h"
 #include "libs/core/call_cancellation.h"
+#include "libs/core/clock.h"
 #include "libs/core/identity.h"
 #include "libs/core/side_threads.h"
 #include "libs/llm/chat_model.h"
 #include "libs/llm/usage.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
-#include "services/orchestrator/downstream/append_spool.h"
 #include "services/orchestrator/approvals/approval_audit.h"
 #include "services/orchestrator/approvals/approval_gate.h"
+#include "services/orchestrator/downstream/append_spool.h"
 #include "services/orchestrator/downstream/downstream.h"
-#include "services/orchestrator/turn/error_log.h"
+#include "services/orchestrator/downstream/window_cache.h"
 #include "services/orchestrator/flow/flow_store.h"
+#include "services/orchestrator/flow/routing.h"
 #include "services/orchestrator/planner/local_policy.h"
 #include "services/orchestrator/plans/plan_engine.h"
-#include "services/orchestrator/flow/routing.h"
-#include "services/orchestrator/downstream/window_cache.h"
+#include "services/orchestrator/turn/error_log.h"
+#include "services/orchestrator/turn/request.h"
 
 namespace omniforge::orchestrator {
 
@@ -86,6 +91,9 @@ struct TurnOptions {
   // Every decision of the gate is recorded here (approval_audit.h); null:
   // not recorded. Must outlive the runner.
   ApprovalAudit* audit = nullptr;
+  // The turn's clock (deadlines, guardrails, expiry of previews); null: the
+  // system clock. Must outlive the runner.
+  const core::Clock* clock = nullptr;
 };
 
 // Receives a turn's events in order and numbers them (seq) as it sends
@@ -138,14 +146,6 @@ class TurnControl final {
   std::optional<SuspendedFlow> suspended_;  // Guarded by mu_.
 };
 
-// INVALID_ARGUMENT naming the field: an empty (without a decision) or
-// oversized message (over 64 KiB), invalid UTF-8, an unknown context type,
-// a malformed conversation id, turn id or entity id, a decision with an
-// unknown kind, without an action id, or with arguments that are not a JSON
-// object (or given with another kind than EDIT), a decision without a
-// conversation.
-absl::Status ValidateStreamChatRequest(const pb::StreamChatRequest& request);
-
 class TurnRunner final {
  public:
   // The services (and `planner`, `flows`, `errors`, `plans`, `spool`) must
@@ -182,6 +182,10 @@ class TurnRunner final {
                    const std::shared_ptr<TurnControl>& interrupted = nullptr) const;
 
  private:
+  friend class TurnPass;  // the turn's stages use the runner's collaborators
+
+  const core::Clock& clock() const { return clock_; }
+
   // The executor's tools, refreshed from ListTools at most once a minute
   // (kept from the last listing while the executor cannot be reached).
   struct ToolCatalog {
@@ -207,6 +211,7 @@ class TurnRunner final {
   TurnErrorLog* const errors_;
   PlanEngine* const plans_;
   AppendSpool* const spool_;
+  const core::Clock& clock_;
 
   // Calls a turn makes beside its own work (listing the agents, reading the
   // window, saving the flow), on threads kept from turn to turn.

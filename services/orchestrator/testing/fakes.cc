@@ -1,0 +1,302 @@
+#include "services/orchestrator/testing/fakes.h"
+
+#include "libs/core/ids.h"
+
+namespace omniforge::orchestrator::testing {
+
+using nlohmann::json;
+
+core::TimePoint FakeClock::Now() const {
+  std::lock_guard lock(mu_);
+  return now_;
+}
+
+void FakeClock::Advance(std::chrono::microseconds by) {
+  std::lock_guard lock(mu_);
+  now_ += by;
+}
+
+absl::StatusOr<FakeMemory::Conversation*> FakeMemory::Owned(const core::Identity& who,
+                                                            const std::string& id) {
+  if (unreachable_) return absl::UnavailableError("conversation storage is unreachable");
+  auto it = conversations_.find(id);
+  if (it == conversations_.end() || it->second.tenant_id != who.tenant_id ||
+      it->second.user_id != who.user_id) {
+    return absl::NotFoundError("conversation " + id + " not found");
+  }
+  return &it->second;
+}
+
+absl::StatusOr<convpb::CreateConversationResponse> FakeMemory::CreateConversation(
+    const core::Identity& who, const convpb::CreateConversationRequest& request, int64_t) {
+  std::lock_guard lock(mu_);
+  if (unreachable_) return absl::UnavailableError("conversation storage is unreachable");
+  const std::string id = core::NewUuid();
+  conversations_[id] = Conversation{who.tenant_id, who.user_id, {}, {}};
+  convpb::CreateConversationResponse response;
+  response.mutable_conversation()->set_id(id);
+  response.mutable_conversation()->set_title(request.title());
+  return response;
+}
+
+absl::StatusOr<convpb::GetConversationResponse> FakeMemory::GetConversation(
+    const core::Identity& who, const convpb::GetConversationRequest& request, int64_t) {
+  std::lock_guard lock(mu_);
+  absl::StatusOr<Conversation*> owned = Owned(who, request.conversation_id());
+  if (!owned.ok()) return owned.status();
+  convpb::GetConversationResponse response;
+  response.mutable_conversation()->set_id(request.conversation_id());
+  return response;
+}
+
+absl::StatusOr<convpb::ListConversationsResponse> FakeMemory::ListConversations(
+    const core::Identity& who, const convpb::ListConversationsRequest&, int64_t) {
+  std::lock_guard lock(mu_);
+  if (unreachable_) return absl::UnavailableError("conversation storage is unreachable");
+  convpb::ListConversationsResponse response;
+  for (const auto& [id, c] : conversations_) {
+    if (c.tenant_id == who.tenant_id && c.user_id == who.user_id) {
+      response.add_conversations()->set_id(id);
+    }
+  }
+  return response;
+}
+
+absl::StatusOr<convpb::AppendMessageResponse> FakeMemory::AppendMessage(
+    const core::Identity& who, const convpb::AppendMessageRequest& request, int64_t) {
+  std::lock_guard lock(mu_);
+  absl::StatusOr<Conversation*> owned = Owned(who, request.conversation_id());
+  if (!owned.ok()) return owned.status();
+  Conversation& c = **owned;
+  convpb::AppendMessageResponse response;
+  if (!request.idempotency_key().empty()) {
+    auto seen = c.by_key.find(request.idempotency_key());
+    if (seen != c.by_key.end()) {
+      *response.mutable_message() = c.messages[seen->second];
+      response.set_deduplicated(true);
+      return response;
+    }
+    c.by_key[request.idempotency_key()] = c.messages.size();
+  }
+  convpb::Message& m = c.messages.emplace_back();
+  m.set_id(core::NewUuid());
+  m.set_conversation_id(request.conversation_id());
+  m.set_seq(static_cast<int64_t>(c.messages.size()));
+  m.set_role(request.role());
+  m.set_content(request.content());
+  m.set_metadata_json(request.metadata_json());
+  ++appends_;
+  *response.mutable_message() = m;
+  return response;
+}
+
+absl::StatusOr<convpb::ListMessagesResponse> FakeMemory::ListMessages(
+    const core::Identity& who, const convpb::ListMessagesRequest& request, int64_t) {
+  std::lock_guard lock(mu_);
+  absl::StatusOr<Conversation*> owned = Owned(who, request.conversation_id());
+  if (!owned.ok()) return owned.status();
+  convpb::ListMessagesResponse response;
+  for (const convpb::Message& m : (*owned)->messages) *response.add_messages() = m;
+  return response;
+}
+
+absl::StatusOr<convpb::GetContextWindowResponse> FakeMemory::GetContextWindow(
+    const core::Identity& who, const convpb::GetContextWindowRequest& request, int64_t) {
+  std::lock_guard lock(mu_);
+  absl::StatusOr<Conversation*> owned = Owned(who, request.conversation_id());
+  if (!owned.ok()) return owned.status();
+  convpb::GetContextWindowResponse response;
+  for (const convpb::Message& m : (*owned)->messages) *response.add_messages() = m;
+  return response;
+}
+
+void FakeMemory::SetUnreachable(bool unreachable) {
+  std::lock_guard lock(mu_);
+  unreachable_ = unreachable;
+}
+
+std::vector<convpb::Message> FakeMemory::Messages(const std::string& conversation_id) const {
+  std::lock_guard lock(mu_);
+  auto it = conversations_.find(conversation_id);
+  return it == conversations_.end() ? std::vector<convpb::Message>() : it->second.messages;
+}
+
+int FakeMemory::appends() const {
+  std::lock_guard lock(mu_);
+  return appends_;
+}
+
+FakeUnderstanding::Answer FakeUnderstanding::Always(intentpb::ActionType action,
+                                                    std::map<std::string, std::string> entities) {
+  return Answer([action, entities](const intentpb::AnalyzeIntentRequest&) {
+    intentpb::IntentAnalysis analysis;
+    analysis.set_action_type(action);
+    analysis.set_confidence(0.95f);
+    analysis.set_source(intentpb::INTENT_SOURCE_FAST_PATH);
+    analysis.mutable_entities()->insert(entities.begin(), entities.end());
+    return absl::StatusOr<intentpb::IntentAnalysis>(analysis);
+  });
+}
+
+absl::StatusOr<intentpb::AnalyzeIntentResponse> FakeUnderstanding::AnalyzeIntent(
+    const core::Identity&, const intentpb::AnalyzeIntentRequest& request, int64_t) {
+  std::function<void()> hook;
+  {
+    std::lock_guard lock(mu_);
+    requests_.push_back(request);
+    hook = on_call_;
+  }
+  if (hook) hook();
+  absl::StatusOr<intentpb::IntentAnalysis> analysis = answer_(request);
+  if (!analysis.ok()) return analysis.status();
+  intentpb::AnalyzeIntentResponse response;
+  *response.mutable_analysis() = *std::move(analysis);
+  return response;
+}
+
+std::vector<intentpb::AnalyzeIntentRequest> FakeUnderstanding::requests() const {
+  std::lock_guard lock(mu_);
+  return requests_;
+}
+
+void FakeUnderstanding::OnCall(std::function<void()> hook) {
+  std::lock_guard lock(mu_);
+  on_call_ = std::move(hook);
+}
+
+FakeTools::FakeTools() {
+  AddTool("list_agents", execpb::TOOL_RISK_READ);
+  AddTool("get_agent", execpb::TOOL_RISK_READ);
+  AddTool("list_runs", execpb::TOOL_RISK_READ);
+  AddTool("create_agent", execpb::TOOL_RISK_WRITE);
+  AddTool("run_agent", execpb::TOOL_RISK_WRITE);
+  AddTool("update_agent", execpb::TOOL_RISK_WRITE);
+  AddTool("delete_agent", execpb::TOOL_RISK_HIGH);
+}
+
+void FakeTools::AddTool(const std::string& name, execpb::ToolRisk risk, Handler handler) {
+  std::lock_guard lock(mu_);
+  execpb::ToolDescriptor& d = catalog_.emplace_back();
+  d.set_name(name);
+  d.set_description(name + " (fake)");
+  d.set_risk(risk);
+  if (handler) handlers_[name] = std::move(handler);
+}
+
+void FakeTools::SetAgents(json agents) {
+  std::lock_guard lock(mu_);
+  agents_ = std::move(agents);
+}
+
+absl::StatusOr<execpb::ListToolsResponse> FakeTools::ListTools(const core::Identity&,
+                                                               const execpb::ListToolsRequest&,
+                                                               int64_t) {
+  std::lock_guard lock(mu_);
+  execpb::ListToolsResponse response;
+  for (const execpb::ToolDescriptor& d : catalog_) *response.add_tools() = d;
+  return response;
+}
+
+absl::StatusOr<execpb::InvokeToolResponse> FakeTools::InvokeTool(
+    const core::Identity&, const execpb::InvokeToolRequest& request, int64_t) {
+  Handler handler;
+  std::function<void(const execpb::InvokeToolRequest&)> hook;
+  execpb::InvokeToolResponse response;
+  {
+    std::lock_guard lock(mu_);
+    calls_.push_back(request);
+    hook = on_call_;
+    auto it = handlers_.find(request.tool_name());
+    if (it != handlers_.end()) handler = it->second;
+    if (request.tool_name() == "list_agents") {
+      response.set_result_json(json{{"agents", agents_}}.dump());
+    } else {
+      response.set_result_json(json{{"ok", true}}.dump());
+    }
+  }
+  if (hook) hook(request);
+  if (handler) return handler(request);
+  return response;
+}
+
+std::vector<execpb::InvokeToolRequest> FakeTools::calls() const {
+  std::lock_guard lock(mu_);
+  return calls_;
+}
+
+std::vector<execpb::InvokeToolRequest> FakeTools::CallsOf(const std::string& tool) const {
+  std::lock_guard lock(mu_);
+  std::vector<execpb::InvokeToolRequest> out;
+  for (const execpb::InvokeToolRequest& call : calls_) {
+    if (call.tool_name() == tool) out.push_back(call);
+  }
+  return out;
+}
+
+void FakeTools::OnCall(std::function<void(const execpb::InvokeToolRequest&)> hook) {
+  std::lock_guard lock(mu_);
+  on_call_ = std::move(hook);
+}
+
+absl::StatusOr<ContextBox> FakeFlowStore::Load(const core::Identity& who,
+                                               const std::string& flow_id, int64_t) {
+  std::lock_guard lock(mu_);
+  auto it = flows_.find(flow_id);
+  if (it == flows_.end() || it->second.first != who.tenant_id + "/" + who.user_id) {
+    return absl::NotFoundError("no flow " + flow_id);
+  }
+  return it->second.second.box;
+}
+
+absl::Status FakeFlowStore::Save(const core::Identity& who, const FlowRecord& record, int64_t) {
+  std::lock_guard lock(mu_);
+  flows_[record.flow_id] = {who.tenant_id + "/" + who.user_id, record};
+  return absl::OkStatus();
+}
+
+std::optional<FlowRecord> FakeFlowStore::Get(const std::string& flow_id) const {
+  std::lock_guard lock(mu_);
+  auto it = flows_.find(flow_id);
+  if (it == flows_.end()) return std::nullopt;
+  return it->second.second;
+}
+
+void FakeErrorLog::Record(TurnError error) {
+  std::lock_guard lock(mu_);
+  errors_.push_back(std::move(error));
+}
+
+std::vector<TurnError> FakeErrorLog::errors() const {
+  std::lock_guard lock(mu_);
+  return errors_;
+}
+
+std::vector<pb::ChatEvent> RecordingSink::Of(pb::ChatEvent::EventCase kind) const {
+  std::vector<pb::ChatEvent> out;
+  for (const pb::ChatEvent& e : events) {
+    if (e.event_case() == kind) out.push_back(e);
+  }
+  return out;
+}
+
+std::vector<pb::ChatErrorCode> RecordingSink::ErrorCodes() const {
+  std::vector<pb::ChatErrorCode> codes;
+  for (const pb::ChatEvent& e : Of(pb::ChatEvent::kError)) codes.push_back(e.error().code());
+  return codes;
+}
+
+std::vector<pb::AgentState> RecordingSink::States() const {
+  std::vector<pb::AgentState> states;
+  for (const pb::ChatEvent& e : Of(pb::ChatEvent::kAgentState)) {
+    states.push_back(e.agent_state().state());
+  }
+  return states;
+}
+
+std::string RecordingSink::Text() const {
+  std::string text;
+  for (const pb::ChatEvent& e : Of(pb::ChatEvent::kText)) text += e.text().delta();
+  return text;
+}
+
+}  // namespace omniforge::orchestrator::testing

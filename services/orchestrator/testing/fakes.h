@@ -1,0 +1,183 @@
+// Fakes of every interface a turn uses, for unit tests of the turn and its
+// stages without gRPC, PostgreSQL or threads of their own: conversation
+// storage (FakeMemory), the intent service (FakeUnderstanding), the
+// executor (FakeTools), the flow store, the error log, the clock and the
+// event stream. Each records what it was asked, and can be told to fail.
+// Thread-safe: a turn calls some of them from side threads.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "libs/core/clock.h"
+#include "services/orchestrator/downstream/downstream.h"
+#include "services/orchestrator/flow/flow_store.h"
+#include "services/orchestrator/turn/error_log.h"
+#include "services/orchestrator/turn/turn_runner.h"
+
+namespace omniforge::orchestrator::testing {
+
+namespace pb = ::omniforge::orchestrator::v1;
+
+// A clock the test moves. Starts at a fixed, realistic time.
+class FakeClock final : public core::Clock {
+ public:
+  core::TimePoint Now() const override;
+  void Advance(std::chrono::microseconds by);
+
+ private:
+  mutable std::mutex mu_;
+  core::TimePoint now_ ABSL_GUARDED_BY(mu_) =
+      core::TimePointFromMicros(1'790'000'000'000'000);  // 2026-09-21
+};
+
+// Conversations and their messages in memory, as the conversation service
+// keeps them: a conversation belongs to its creator (NOT_FOUND for anyone
+// else), a message is stored once per idempotency key (the second append is
+// answered `deduplicated` with the first), seq grows by one.
+class FakeMemory final : public Memory {
+ public:
+  absl::StatusOr<convpb::CreateConversationResponse> CreateConversation(
+      const core::Identity& who, const convpb::CreateConversationRequest& request,
+      int64_t deadline) override;
+  absl::StatusOr<convpb::GetConversationResponse> GetConversation(
+      const core::Identity& who, const convpb::GetConversationRequest& request,
+      int64_t deadline) override;
+  absl::StatusOr<convpb::ListConversationsResponse> ListConversations(
+      const core::Identity& who, const convpb::ListConversationsRequest& request,
+      int64_t deadline) override;
+  absl::StatusOr<convpb::AppendMessageResponse> AppendMessage(
+      const core::Identity& who, const convpb::AppendMessageRequest& request,
+      int64_t deadline) override;
+  absl::StatusOr<convpb::ListMessagesResponse> ListMessages(
+      const core::Identity& who, const convpb::ListMessagesRequest& request,
+      int64_t deadline) override;
+  absl::StatusOr<convpb::GetContextWindowResponse> GetContextWindow(
+      const core::Identity& who, const convpb::GetContextWindowRequest& request,
+      int64_t deadline) override;
+
+  // Every call fails UNAVAILABLE while set.
+  void SetUnreachable(bool unreachable);
+  // The messages of a conversation, oldest first.
+  std::vector<convpb::Message> Messages(const std::string& conversation_id) const;
+  int appends() const;
+
+ private:
+  struct Conversation {
+    std::string tenant_id;
+    std::string user_id;
+    std::vector<convpb::Message> messages;
+    std::map<std::string, size_t> by_key;  // idempotency key -> index
+  };
+  absl::StatusOr<Conversation*> Owned(const core::Identity& who, const std::string& id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  mutable std::mutex mu_;
+  std::map<std::string, Conversation> conversations_ ABSL_GUARDED_BY(mu_);
+  bool unreachable_ ABSL_GUARDED_BY(mu_) = false;
+  int appends_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// The intent service: answers every request with `analysis` (or what
+// `answer` makes of the request), and keeps the requests.
+class FakeUnderstanding final : public Understanding {
+ public:
+  using Answer = std::function<absl::StatusOr<intentpb::IntentAnalysis>(
+      const intentpb::AnalyzeIntentRequest&)>;
+  explicit FakeUnderstanding(Answer answer) : answer_(std::move(answer)) {}
+  // Answers with this action type (and entities) whatever the message.
+  static Answer Always(intentpb::ActionType action,
+                       std::map<std::string, std::string> entities = {});
+
+  absl::StatusOr<intentpb::AnalyzeIntentResponse> AnalyzeIntent(
+      const core::Identity& who, const intentpb::AnalyzeIntentRequest& request,
+      int64_t deadline) override;
+  std::vector<intentpb::AnalyzeIntentRequest> requests() const;
+  // Runs before each answer (e.g. a test moving a fake clock).
+  void OnCall(std::function<void()> hook);
+
+ private:
+  Answer answer_;
+  mutable std::mutex mu_;
+  std::vector<intentpb::AnalyzeIntentRequest> requests_ ABSL_GUARDED_BY(mu_);
+  std::function<void()> on_call_ ABSL_GUARDED_BY(mu_);
+};
+
+// The executor: a catalog of tools with their risk, each answered by a
+// handler (default: list_agents lists `agents`, any other tool returns
+// {"ok": true}); keeps every invocation.
+class FakeTools final : public Tools {
+ public:
+  using Handler =
+      std::function<absl::StatusOr<execpb::InvokeToolResponse>(const execpb::InvokeToolRequest&)>;
+  FakeTools();
+  void AddTool(const std::string& name, execpb::ToolRisk risk, Handler handler = nullptr);
+  void SetAgents(nlohmann::json agents);
+
+  absl::StatusOr<execpb::ListToolsResponse> ListTools(const core::Identity& who,
+                                                      const execpb::ListToolsRequest& request,
+                                                      int64_t deadline) override;
+  absl::StatusOr<execpb::InvokeToolResponse> InvokeTool(const core::Identity& who,
+                                                        const execpb::InvokeToolRequest& request,
+                                                        int64_t deadline) override;
+  // The invocations, in order (list_agents included).
+  std::vector<execpb::InvokeToolRequest> calls() const;
+  // The invocations of one tool.
+  std::vector<execpb::InvokeToolRequest> CallsOf(const std::string& tool) const;
+  // Runs before each invocation.
+  void OnCall(std::function<void(const execpb::InvokeToolRequest&)> hook);
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<execpb::ToolDescriptor> catalog_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, Handler> handlers_ ABSL_GUARDED_BY(mu_);
+  nlohmann::json agents_ ABSL_GUARDED_BY(mu_) = nlohmann::json::array();
+  std::vector<execpb::InvokeToolRequest> calls_ ABSL_GUARDED_BY(mu_);
+  std::function<void(const execpb::InvokeToolRequest&)> on_call_ ABSL_GUARDED_BY(mu_);
+};
+
+// Flows by id, per user.
+class FakeFlowStore final : public FlowStore {
+ public:
+  absl::StatusOr<ContextBox> Load(const core::Identity& who, const std::string& flow_id,
+                                  int64_t deadline) override;
+  absl::Status Save(const core::Identity& who, const FlowRecord& record, int64_t deadline) override;
+  std::optional<FlowRecord> Get(const std::string& flow_id) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::pair<std::string, FlowRecord>> flows_ ABSL_GUARDED_BY(mu_);
+};
+
+class FakeErrorLog final : public TurnErrorLog {
+ public:
+  void Record(TurnError error) override;
+  std::vector<TurnError> errors() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<TurnError> errors_ ABSL_GUARDED_BY(mu_);
+};
+
+// The turn's events, as the client receives them.
+class RecordingSink final : public EventSink {
+ public:
+  void Emit(pb::ChatEvent event) override { events.push_back(std::move(event)); }
+  // The events of one kind, in order.
+  std::vector<pb::ChatEvent> Of(pb::ChatEvent::EventCase kind) const;
+  // The error codes of the error events, in order.
+  std::vector<pb::ChatErrorCode> ErrorCodes() const;
+  // The agent states, in order.
+  std::vector<pb::AgentState> States() const;
+  std::string Text() const;
+
+  std::vector<pb::ChatEvent> events;
+};
+
+}  // namespace omniforge::orchestrator::testing

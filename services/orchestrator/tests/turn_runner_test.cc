@@ -1,0 +1,349 @@
+// Unit tests of the chat turn on fakes (services/orchestrator/testing/):
+// no gRPC, no PostgreSQL, no sleeping. Time is a fake clock the test moves,
+// so the time guardrail is tested in microseconds of real time.
+#include "services/orchestrator/turn/turn_runner.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "services/orchestrator/flow/routing.h"
+#include "services/orchestrator/testing/fakes.h"
+#include "services/orchestrator/testing/scripted_model.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+using nlohmann::json;
+using ::testing::ElementsAre;
+using testing::FakeClock;
+using testing::FakeErrorLog;
+using testing::FakeFlowStore;
+using testing::FakeMemory;
+using testing::FakeTools;
+using testing::FakeUnderstanding;
+using ::testing::HasSubstr;
+using testing::RecordingSink;
+using testing::ScriptedModel;
+
+const core::Identity kAlice{"tenant-a", "alice"};
+const core::Identity kBob{"tenant-a", "bob"};
+
+// One runner on fakes, in local mode (no planner model).
+struct Harness {
+  // With `planner`, turns are planned by that model; else by the local policy.
+  explicit Harness(FakeUnderstanding::Answer intent, TurnOptions options = {},
+                   llm::ChatModel* planner = nullptr)
+      : understanding(std::move(intent)) {
+    options.clock = &clock;
+    runner = std::make_unique<TurnRunner>(memory, understanding, tools, options, planner, &flows,
+                                          &errors);
+  }
+
+  // Runs one turn; the events land in `sink`.
+  absl::Status Turn(const std::string& message, RecordingSink& sink,
+                    const std::string& conversation_id = "", const std::string& turn_id = "",
+                    const core::Identity& who = kAlice) {
+    pb::StreamChatRequest request;
+    request.set_message(message);
+    request.set_conversation_id(conversation_id);
+    request.set_turn_id(turn_id);
+    TurnControl control;
+    return runner->Run(who, request, control, sink);
+  }
+
+  FakeClock clock;
+  FakeMemory memory;
+  FakeUnderstanding understanding;
+  FakeTools tools;
+  FakeFlowStore flows;
+  FakeErrorLog errors;
+  std::unique_ptr<TurnRunner> runner;
+};
+
+Routing RoutingOfReply(const convpb::Message& reply) {
+  return RoutingFromJson(json::parse(reply.metadata_json()));
+}
+
+TEST(TurnRunnerTest, AFreshRequestRunsItsReadToolAndStoresBothMessages) {
+  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
+  h.tools.SetAgents(json::array({{{"name", "weekly-digest"}, {"description", "digest"}}}));
+  RecordingSink sink;
+  ASSERT_TRUE(h.Turn("list my agents", sink).ok());
+
+  ASSERT_FALSE(sink.events.empty());
+  EXPECT_TRUE(sink.events.front().has_session());
+  EXPECT_TRUE(sink.events.front().session().conversation_created());
+  EXPECT_TRUE(sink.events.back().has_done());
+  EXPECT_TRUE(sink.events.back().done().is_final());
+  EXPECT_EQ(sink.Of(pb::ChatEvent::kToolCall).size(), 1u);
+  EXPECT_EQ(sink.Of(pb::ChatEvent::kToolCall)[0].tool_call().tool_name(), "list_agents");
+  EXPECT_THAT(sink.Text(), HasSubstr("weekly-digest"));
+  EXPECT_TRUE(sink.ErrorCodes().empty());
+
+  const std::vector<convpb::Message> stored =
+      h.memory.Messages(sink.events.front().session().conversation_id());
+  ASSERT_EQ(stored.size(), 2u);
+  EXPECT_EQ(stored[0].role(), convpb::ROLE_USER);
+  EXPECT_EQ(stored[0].content(), "list my agents");
+  EXPECT_EQ(stored[1].role(), convpb::ROLE_ASSISTANT);
+  EXPECT_EQ(stored[1].id(), sink.events.back().done().assistant_message_id());
+  EXPECT_EQ(RoutingOfReply(stored[1]).flow_id, sink.events.front().session().flow_id());
+}
+
+TEST(TurnRunnerTest, AnInvalidRequestIsRefusedWithNothingEmittedOrStored) {
+  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
+  RecordingSink sink;
+  EXPECT_EQ(h.Turn("", sink).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(h.Turn(std::string("\xff\xfe", 2), sink).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(sink.events.empty());
+  EXPECT_EQ(h.memory.appends(), 0);
+  EXPECT_TRUE(h.tools.calls().empty());
+}
+
+TEST(TurnRunnerTest, AnotherUsersConversationIsNotFoundAndUntouched) {
+  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
+  RecordingSink first;
+  ASSERT_TRUE(h.Turn("list my agents", first).ok());
+  const std::string conversation = first.events.front().session().conversation_id();
+  RecordingSink sink;
+  EXPECT_EQ(h.Turn("list my agents", sink, conversation, "", kBob).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_TRUE(sink.events.empty());
+  EXPECT_EQ(h.memory.Messages(conversation).size(), 2u);
+}
+
+TEST(TurnRunnerTest, StorageThatCannotTakeTheMessageFailsTheTurnBeforeAnyEvent) {
+  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
+  h.memory.SetUnreachable(true);
+  RecordingSink sink;
+  EXPECT_EQ(h.Turn("list my agents", sink).code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(sink.events.empty());
+}
+
+TEST(TurnRunnerTest, TheToolCallGuardrailStopsTheTurnWithItsErrorEvent) {
+  TurnOptions options;
+  options.max_tool_calls = 0;
+  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), options);
+  RecordingSink sink;
+  ASSERT_TRUE(h.Turn("list my agents", sink).ok());
+  EXPECT_THAT(sink.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_TOOL_CALL_LIMIT));
+  EXPECT_TRUE(sink.Of(pb::ChatEvent::kError)[0].error().fatal());
+  EXPECT_TRUE(sink.Of(pb::ChatEvent::kToolCall).empty());
+  // Only the agents listed for the analysis reached the executor.
+  EXPECT_TRUE(h.tools.CallsOf("get_agent").empty());
+  ASSERT_EQ(h.errors.errors().size(), 1u);
+  EXPECT_EQ(h.errors.errors()[0].kind, "tool_call_limit");
+  EXPECT_EQ(h.errors.errors()[0].component, "turn");
+  EXPECT_TRUE(sink.events.back().has_done());
+}
+
+TEST(TurnRunnerTest, TheTimeGuardrailReadsTheTurnsClock) {
+  TurnOptions options;
+  options.turn_timeout = std::chrono::milliseconds(1000);
+  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), options);
+  // Understanding takes two seconds of the turn's (fake) time.
+  h.understanding.OnCall([&h] { h.clock.Advance(std::chrono::seconds(2)); });
+  RecordingSink sink;
+  const auto real_start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(h.Turn("list my agents", sink).ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - real_start, std::chrono::seconds(1));
+  EXPECT_THAT(sink.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_TIME_LIMIT));
+  EXPECT_TRUE(sink.Of(pb::ChatEvent::kToolCall).empty());
+  // What was done is kept: the reply is stored, and done says how long the
+  // turn took on its clock.
+  EXPECT_EQ(h.memory.appends(), 2);
+  EXPECT_GE(sink.events.back().done().usage().duration_ms(), 2000.0);
+}
+
+TEST(TurnRunnerTest, ATurnWithinItsTimeRunsItsTools) {
+  TurnOptions options;
+  options.turn_timeout = std::chrono::milliseconds(1000);
+  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), options);
+  h.understanding.OnCall([&h] { h.clock.Advance(std::chrono::milliseconds(900)); });
+  RecordingSink sink;
+  ASSERT_TRUE(h.Turn("list my agents", sink).ok());
+  EXPECT_TRUE(sink.ErrorCodes().empty());
+  EXPECT_EQ(sink.Of(pb::ChatEvent::kToolCall).size(), 1u);
+}
+
+TEST(TurnRunnerTest, ACancelledTurnRunsNoToolAndSaysCancelledOnce) {
+  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
+  pb::StreamChatRequest request;
+  request.set_message("list my agents");
+  TurnControl control;
+  control.Cancel();
+  RecordingSink sink;
+  ASSERT_TRUE(h.runner->Run(kAlice, request, control, sink).ok());
+  EXPECT_THAT(sink.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_CANCELLED));
+  EXPECT_TRUE(sink.Of(pb::ChatEvent::kToolCall).empty());
+  // A cancel is the user's choice, not a failure of the orchestration.
+  EXPECT_TRUE(h.errors.errors().empty());
+}
+
+TEST(TurnRunnerTest, ARetriedTurnReplaysItsReplyWithoutRunningAgain) {
+  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
+  RecordingSink first;
+  ASSERT_TRUE(h.Turn("list my agents", first, "", "turn-1").ok());
+  const std::string conversation = first.events.front().session().conversation_id();
+  RecordingSink again;
+  ASSERT_TRUE(h.Turn("list my agents", again, conversation, "turn-1").ok());
+  ASSERT_EQ(again.events.size(), 3u);
+  EXPECT_TRUE(again.events[0].session().replayed());
+  EXPECT_EQ(again.Text(), first.Text());
+  EXPECT_EQ(again.events[2].done().assistant_message_id(),
+            first.events.back().done().assistant_message_id());
+  // Nothing ran again (the agents may be listed on the side: a read).
+  EXPECT_TRUE(again.Of(pb::ChatEvent::kToolCall).empty());
+  EXPECT_EQ(h.memory.Messages(conversation).size(), 2u);
+}
+
+TEST(TurnRunnerTest, AWriteWaitsForApprovalAndRunsOnceWithTheActionsKey) {
+  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_EXECUTE_TASK,
+                                      {{"agent_name", "weekly-digest"}}));
+  h.tools.SetAgents(json::array({{{"name", "weekly-digest"}, {"id", "a-1"}}}));
+  RecordingSink ask;
+  ASSERT_TRUE(h.Turn("run weekly-digest now", ask).ok());
+  const std::string conversation = ask.events.front().session().conversation_id();
+  ASSERT_EQ(ask.Of(pb::ChatEvent::kPreview).size(), 1u);
+  const pb::PreviewEvent preview = ask.Of(pb::ChatEvent::kPreview)[0].preview();
+  EXPECT_EQ(preview.tool_name(), "run_agent");
+  EXPECT_TRUE(h.tools.CallsOf("run_agent").empty());
+  EXPECT_FALSE(ask.events.back().done().is_final());
+  EXPECT_THAT(ask.States(), ::testing::Contains(pb::AGENT_STATE_WAITING_ON_USER));
+  // The flow waits: its record is in the flow store.
+  const std::optional<FlowRecord> flow = h.flows.Get(ask.events.front().session().flow_id());
+  ASSERT_TRUE(flow.has_value());
+  EXPECT_EQ(flow->status, FlowStatus::kWaiting);
+
+  RecordingSink yes;
+  ASSERT_TRUE(h.Turn("yes", yes, conversation).ok());
+  const auto runs = h.tools.CallsOf("run_agent");
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].idempotency_key(), "action:" + preview.action_id());
+  EXPECT_EQ(yes.events.front().session().flow_id(), ask.events.front().session().flow_id());
+  EXPECT_TRUE(yes.events.back().done().is_final());
+
+  // A second "yes" has nothing left to approve.
+  RecordingSink twice;
+  ASSERT_TRUE(h.Turn("yes", twice, conversation).ok());
+  EXPECT_EQ(h.tools.CallsOf("run_agent").size(), 1u);
+}
+
+TEST(TurnRunnerTest, ASuspendedTurnSavesItsFlowAndAContinueResumesIt) {
+  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
+  RecordingSink first;
+  ASSERT_TRUE(h.Turn("list my agents", first).ok());
+  const std::string conversation = first.events.front().session().conversation_id();
+
+  pb::StreamChatRequest request;
+  request.set_message("list my agents again");
+  request.set_conversation_id(conversation);
+  TurnControl control;
+  control.RequestSuspend();
+  RecordingSink suspended;
+  ASSERT_TRUE(h.runner->Run(kAlice, request, control, suspended).ok());
+  EXPECT_THAT(suspended.States(), ::testing::Contains(pb::AGENT_STATE_SUSPENDED));
+  EXPECT_TRUE(suspended.Of(pb::ChatEvent::kToolCall).empty());
+  const std::optional<SuspendedFlow> set_aside = control.SuspendedState();
+  ASSERT_TRUE(set_aside.has_value());
+  const std::string flow_id = suspended.events.front().session().flow_id();
+  EXPECT_EQ(set_aside->flow_id, flow_id);
+  ASSERT_TRUE(h.flows.Get(flow_id).has_value());
+  EXPECT_EQ(h.flows.Get(flow_id)->status, FlowStatus::kSuspended);
+
+  const size_t analyses = h.understanding.requests().size();
+  RecordingSink resumed;
+  ASSERT_TRUE(h.Turn("continue", resumed, conversation).ok());
+  EXPECT_EQ(resumed.events.front().session().flow_id(), flow_id);
+  EXPECT_EQ(resumed.Of(pb::ChatEvent::kToolCall).size(), 1u);
+  // A resume is read from the flow itself, not by the intent service.
+  EXPECT_EQ(h.understanding.requests().size(), analyses);
+  EXPECT_THAT(resumed.Of(pb::ChatEvent::kIntent)[0].intent().analysis().reasoning(),
+              HasSubstr("resumes the flow"));
+}
+
+TEST(TurnRunnerTest, UnderstandingOutOfReachStillAnswersAndFilesTheError) {
+  Harness h([](const intentpb::AnalyzeIntentRequest&) {
+    return absl::StatusOr<intentpb::IntentAnalysis>(absl::UnavailableError("down"));
+  });
+  RecordingSink sink;
+  ASSERT_TRUE(h.Turn("list my agents", sink).ok());
+  EXPECT_THAT(sink.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_INTERNAL));
+  EXPECT_FALSE(sink.Of(pb::ChatEvent::kError)[0].error().fatal());
+  ASSERT_EQ(h.errors.errors().size(), 1u);
+  EXPECT_EQ(h.errors.errors()[0].component, "intent");
+  EXPECT_TRUE(sink.events.back().has_done());
+}
+
+TEST(TurnRunnerTest, TheIntentServiceIsGivenTheHistoryAndTheAgents) {
+  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
+  h.tools.SetAgents(json::array({{{"name", "weekly-digest"}, {"description", "digest"}}}));
+  RecordingSink first;
+  ASSERT_TRUE(h.Turn("list my agents", first).ok());
+  RecordingSink second;
+  ASSERT_TRUE(
+      h.Turn("and the runs?", second, first.events.front().session().conversation_id()).ok());
+  const std::vector<intentpb::AnalyzeIntentRequest> asked = h.understanding.requests();
+  ASSERT_GE(asked.size(), 2u);
+  const intentpb::AnalyzeIntentRequest& last = asked.back();
+  EXPECT_EQ(last.message(), "and the runs?");
+  ASSERT_EQ(last.history_size(), 2);
+  EXPECT_EQ(last.history(0).content(), "list my agents");
+  ASSERT_EQ(last.available_agents_size(), 1);
+  EXPECT_EQ(last.available_agents(0).name(), "weekly-digest");
+}
+
+TEST(TurnRunnerModelTest, TheIterationGuardrailEndsAModelThatKeepsCallingTools) {
+  ScriptedModel model;
+  for (int i = 0; i < 5; ++i) model.PushToolCall("list_runs", json::object());
+  TurnOptions options;
+  options.max_iterations = 2;
+  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), options, &model);
+  RecordingSink sink;
+  ASSERT_TRUE(h.Turn("what ran today?", sink).ok());
+  EXPECT_THAT(sink.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_ITERATION_LIMIT));
+  EXPECT_EQ(model.requests().size(), 2u);
+  EXPECT_EQ(h.tools.CallsOf("list_runs").size(), 2u);
+  // The usage of both model calls is in done.
+  EXPECT_EQ(sink.events.back().done().usage().llm_calls(), 2);
+  EXPECT_EQ(sink.events.back().done().usage().prompt_tokens(), 200);
+}
+
+TEST(TurnRunnerModelTest, AWriteTheModelAsksForIsPreviewedNotRunAndRunsOnceApproved) {
+  ScriptedModel model;
+  model.PushToolCall("run_agent", {{"agent", "a-1"}});
+  model.PushText("I can run it once you approve.");
+  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_EXECUTE_TASK), {}, &model);
+  h.tools.SetAgents(json::array({{{"name", "weekly-digest"}, {"id", "a-1"}}}));
+  RecordingSink ask;
+  ASSERT_TRUE(h.Turn("run the digest", ask).ok());
+  ASSERT_EQ(ask.Of(pb::ChatEvent::kPreview).size(), 1u);
+  EXPECT_TRUE(h.tools.CallsOf("run_agent").empty());
+  EXPECT_FALSE(ask.events.back().done().is_final());
+  const std::string action = ask.Of(pb::ChatEvent::kPreview)[0].preview().action_id();
+
+  RecordingSink yes;
+  ASSERT_TRUE(h.Turn("yes", yes, ask.events.front().session().conversation_id()).ok());
+  const auto runs = h.tools.CallsOf("run_agent");
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].idempotency_key(), "action:" + action);
+  EXPECT_EQ(json::parse(runs[0].arguments_json()), json({{"agent", "a-1"}}));
+}
+
+TEST(TurnRunnerModelTest, AModelThatFailsLeavesTheTurnToTheLocalPolicy) {
+  ScriptedModel model;  // nothing scripted: the call fails
+  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), {}, &model);
+  RecordingSink sink;
+  ASSERT_TRUE(h.Turn("list my agents", sink).ok());
+  EXPECT_THAT(sink.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_MODEL_FAILED));
+  EXPECT_FALSE(sink.Of(pb::ChatEvent::kError)[0].error().fatal());
+  ASSERT_EQ(sink.Of(pb::ChatEvent::kToolCall).size(), 1u);
+  EXPECT_EQ(sink.Of(pb::ChatEvent::kToolCall)[0].tool_call().tool_name(), "list_agents");
+  ASSERT_EQ(h.errors.errors().size(), 1u);
+  EXPECT_EQ(h.errors.errors()[0].component, "llm");
+}
+
+}  // namespace
+}  // namespace omniforge::orchestrator

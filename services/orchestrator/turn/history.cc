@@ -1,0 +1,87 @@
+#include "services/orchestrator/turn/history.h"
+
+#include <algorithm>
+
+#include "libs/core/struct_json.h"
+#include "libs/core/text.h"
+
+namespace omniforge::orchestrator {
+
+namespace intentpb = ::omniforge::intent::v1;
+namespace convpb = ::omniforge::conversation::v1;
+
+using nlohmann::json;
+
+json ParseObject(const std::string& text) {
+  json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return parsed.is_discarded() ? json::object() : parsed;
+}
+
+json ErrorResult(const absl::Status& status) {
+  return {{"error",
+           {{"code", absl::StatusCodeToString(status.code())},
+            {"message", std::string(status.message())}}}};
+}
+
+json MetadataOf(const convpb::Message& m) {
+  if (m.metadata_json().empty()) return core::JsonFromStruct(m.metadata());
+  return ParseObject(m.metadata_json());
+}
+
+std::shared_ptr<const Routing> RoutingOf(RoutingMemo& memo, const convpb::Message& m) {
+  return memo.Of(m.id(), [&m] { return RoutingFromJson(MetadataOf(m)); });
+}
+
+std::optional<Routing> LastRouting(RoutingMemo& memo,
+                                   const convpb::GetContextWindowResponse& window) {
+  for (int i = window.messages_size() - 1; i >= 0; --i) {
+    const convpb::Message& m = window.messages(i);
+    if (m.role() == convpb::ROLE_ASSISTANT) return *RoutingOf(memo, m);
+  }
+  return std::nullopt;
+}
+
+void AddHistory(RoutingMemo& memo, const convpb::GetContextWindowResponse& window,
+                intentpb::AnalyzeIntentRequest& request) {
+  for (const convpb::Message& m : window.messages()) {
+    intentpb::Turn* turn = nullptr;
+    if (m.role() == convpb::ROLE_USER) {
+      turn = request.add_history();
+      turn->set_role(intentpb::TURN_ROLE_USER);
+    } else if (m.role() == convpb::ROLE_ASSISTANT) {
+      turn = request.add_history();
+      turn->set_role(intentpb::TURN_ROLE_ASSISTANT);
+      const std::shared_ptr<const Routing> routing = RoutingOf(memo, m);
+      turn->set_action_type(routing->action_type);
+      turn->mutable_entities()->insert(routing->entities.begin(), routing->entities.end());
+      for (const std::string& name : routing->listed_agents) turn->add_listed_agents(name);
+      turn->set_pending_action(!routing->pending.empty());
+    } else {
+      continue;
+    }
+    turn->set_content(m.content());
+  }
+}
+
+void AddAgents(const std::vector<AgentInfo>& agents, intentpb::AnalyzeIntentRequest& request) {
+  for (const AgentInfo& agent : agents) {
+    intentpb::CatalogItem* item = request.add_available_agents();
+    item->set_name(agent.name);
+    item->set_description(core::Shortened(agent.description, 2000));
+  }
+}
+
+bool SameForAnalysis(const std::vector<AgentInfo>& a, const std::vector<AgentInfo>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](const AgentInfo& x, const AgentInfo& y) {
+                      return x.name == y.name && x.description == y.description;
+                    });
+}
+
+bool StartsAFreshFlow(RoutingMemo& memo, const convpb::GetContextWindowResponse& window) {
+  const std::optional<Routing> last = LastRouting(memo, window);
+  return !last || (last->pending.empty() && last->clarifications == 0 && !last->plan &&
+                   !last->suspended_flow);
+}
+
+}  // namespace omniforge::orchestrator

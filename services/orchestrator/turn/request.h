@@ -1,0 +1,28 @@
+// The chat request as the turn reads it: validation, the words a structured
+// decision is stored as, and what the client's context constrains.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "omniforge/orchestrator/v1/chat_service.pb.h"
+
+namespace omniforge::orchestrator {
+
+// INVALID_ARGUMENT naming the field: an empty (without a decision) or
+// oversized message (over 64 KiB), invalid UTF-8, an unknown context type,
+// a malformed conversation id, turn id or entity id, a decision with an
+// unknown kind, without an action id, or with arguments that are not a JSON
+// object (or given with another kind than EDIT), a decision without a
+// conversation.
+absl::Status ValidateStreamChatRequest(
+    const ::omniforge::orchestrator::v1::StreamChatRequest& request);
+
+// The words stored for a structured decision sent without a message.
+std::string DecisionWords(const ::omniforge::orchestrator::v1::ApprovalDecision& decision);
+
+// What the client's context constrains, for the context box; empty for the
+// global context.
+std::string ContextConstraint(const ::omniforge::orchestrator::v1::StreamChatRequest& request);
+
+}  // namespace omniforge::orchestrator

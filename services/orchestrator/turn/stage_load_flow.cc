@@ -1,0 +1,173 @@
+// Stage 3, LoadFlow: the history before this message, the flow it belongs
+// to (the one the last reply left waiting, a suspended one it resumes, or a
+// new one), the plan that waits for it, the turn's kind, and the flow's
+// context box. Ends by telling the client the session (SessionEvent) and
+// whether storage could be used.
+#include "libs/core/ids.h"
+#include "libs/core/text.h"
+#include "services/orchestrator/planner/local_policy.h"
+#include "services/orchestrator/turn/history.h"
+#include "services/orchestrator/turn/request.h"
+#include "services/orchestrator/turn/turn_pass.h"
+
+namespace omniforge::orchestrator {
+
+void TurnPass::LoadFlow() {
+  TakeHistory();
+  // The flow this message suspends, once it has stopped at a safe point (or
+  // as far as it is known when it takes longer than a call's time); else the
+  // one an earlier message suspended, still waiting to be resumed.
+  if (interrupted_ != nullptr) suspended_now_ = interrupted_->AwaitSuspension(CallDeadline());
+  set_aside_ = suspended_now_ ? suspended_now_ : (last_ ? last_->suspended_flow : std::nullopt);
+  // A structured decision is never read as words (a resume, a "continue").
+  resuming_ = !decides_ && set_aside_.has_value() && IsResumeRequest(request_.message());
+  FindPlan();
+  continuing_ = !resuming_ && last_ &&
+                (!last_->pending.empty() || last_->clarifications > 0 || plan_from_last_);
+  // A plan waiting for review that this message does not answer (a
+  // question, another request) keeps waiting.
+  if (!resuming_ && !plan_from_last_ && last_ && last_->plan &&
+      (ParsePlanStatus(last_->plan->status) == PlanStatus::kPendingReview ||
+       ParsePlanStatus(last_->plan->status) == PlanStatus::kWaitingOnUser)) {
+    plan_carried_ = last_->plan;
+  }
+  ChooseKind();
+  flow_id_ = core::NewUuid();
+  goal_ = request_.message();
+  if (resuming_) {
+    flow_id_ = set_aside_->flow_id;
+    goal_ = set_aside_->goal;
+  } else if (continuing_) {
+    if (!last_->flow_id.empty()) flow_id_ = last_->flow_id;
+    if (!last_->goal.empty()) goal_ = last_->goal;
+  }
+  goal_ = core::Shortened(goal_, 2000);
+  control_.SetFlow({flow_id_, goal_, intentpb::ACTION_TYPE_UNSPECIFIED, {}, std::nullopt});
+  LoadBox();
+  Announce();
+}
+
+// The window read beside the store, or the one kept after the
+// conversation's last turn (taken, not copied, when this message is the
+// next one), without the message just stored (and anything after it).
+void TurnPass::TakeHistory() {
+  const core::Identity& who = ctx_.who();
+  if (window_read_.valid()) window_ = window_read_.get();
+  if (window_kept_) {
+    std::optional<convpb::GetContextWindowResponse> kept;
+    if (user_stored_now_) {
+      kept = runner_.windows_.Take(who, conversation_id_, stored_user_message_.message(),
+                                   &kept_version_);
+    }
+    window_ = kept.has_value() ? *std::move(kept) : ReadWindow();
+  }
+  if (window_.ok()) {
+    history_.Swap(&*window_);
+    int keep = 0;
+    while (
+        keep < history_.messages_size() &&
+        (user_spooled_ || history_.messages(keep).seq() < stored_user_message_.message().seq())) {
+      ++keep;
+    }
+    history_.mutable_messages()->DeleteSubrange(keep, history_.messages_size() - keep);
+  }
+  // The window kept for the next turn starts from this history.
+  history_known_ = user_stored_now_ && window_.ok();
+  last_ = LastRouting(runner_.routings_, history_);
+}
+
+// A plan of the flow waits for this message (its review, a step's question,
+// "continue"); a resumed flow goes on with the plan it was running.
+void TurnPass::FindPlan() {
+  if (!PlansOn()) return;
+  if (resuming_ && set_aside_->plan) {
+    plan_target_ = set_aside_->plan;
+    plan_move_ = PlanMove::kContinue;
+  } else if (!resuming_ && last_ && last_->plan) {
+    plan_target_ = last_->plan;
+    plan_move_ = PlanMoveFor(*last_->plan, request_.message(), request_.decision());
+    plan_from_last_ = plan_move_.has_value();
+  } else if (!created_ && !decides_ && IsResumeRequest(request_.message())) {
+    // "continue" after the orchestrator running a plan stopped mid-turn:
+    // no reply named the plan, the plan store still has it.
+    absl::StatusOr<std::optional<std::string>> left =
+        runner_.plans_->LatestUnfinished(ctx_.who(), conversation_id_);
+    if (left.ok() && left->has_value()) {
+      plan_target_ = PlanRef{**left, PlanStatusName(PlanStatus::kRunning), ""};
+      plan_move_ = PlanMove::kContinue;
+    }
+  }
+}
+
+// An answer to the flow's own clarifying question needs no new analysis,
+// nor does a reply to its plan (unless it changes the plan: the analysis
+// then finds what changed).
+void TurnPass::ChooseKind() {
+  plan_reply_ = plan_move_.has_value() && *plan_move_ != PlanMove::kRevise;
+  answering_ = continuing_ && !plan_reply_ && AnswerSkipsAnalysis(*last_);
+  // (A retry that did not finish runs as the kind of turn it is.)
+  if (resuming_) {
+    kind_ = TurnKind::kResume;
+  } else if (plan_move_ || decides_ || (last_ && !last_->pending.empty())) {
+    kind_ = TurnKind::kReply;
+  } else if (answering_) {
+    kind_ = TurnKind::kAnswer;
+  } else {
+    kind_ = TurnKind::kFresh;
+  }
+}
+
+// The flow's context box: kept by the flow store, else in the routing.
+void TurnPass::LoadBox() {
+  if (resuming_ || continuing_) {
+    std::optional<ContextBox> kept = resuming_ ? set_aside_->box : last_->box;
+    if (runner_.flows_ != nullptr) {
+      stage_ = "read_flow";
+      absl::StatusOr<ContextBox> loaded =
+          runner_.flows_->Load(ctx_.who(), flow_id_, CallDeadline());
+      if (loaded.ok()) {
+        kept = *std::move(loaded);
+      } else if (!absl::IsNotFound(loaded.status())) {
+        RecordError("downstream_unavailable", "the flow's context box could not be read: " +
+                                                  std::string(loaded.status().message()));
+      }
+    }
+    if (kept) box_ = *std::move(kept);
+  }
+  box_.goal = goal_;
+  ContextBox::Add(box_.constraints, ContextConstraint(request_));
+  if (resuming_) ContextBox::Add(box_.progress, "resumed after an interruption");
+  if (set_aside_ && !resuming_) {
+    ContextBox::Add(box_.notes, "set aside, can be resumed: " + set_aside_->goal);
+  }
+}
+
+void TurnPass::Announce() {
+  pb::SessionEvent* session = emit_.Next().mutable_session();
+  session->set_conversation_id(conversation_id_);
+  session->set_conversation_created(created_);
+  session->set_turn_id(turn_id_);
+  session->set_flow_id(flow_id_);
+  if (suspended_now_) session->set_suspended_flow_id(suspended_now_->flow_id);
+  emit_.Send();
+  emit_.State(pb::AGENT_STATE_THINKING, "Reading what you asked");
+  stage_ = "store_user_message";
+  if (unstored_) {
+    emit_.Error(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE,
+                "conversation storage is unreachable: this answer is not remembered and no "
+                "conversation was started; send the message again later to start one",
+                /*fatal=*/false);
+  } else if (user_spooled_) {
+    emit_.Error(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE,
+                "conversation storage is unreachable: answering without the history; this turn "
+                "is not remembered yet, its messages are stored once storage is back",
+                /*fatal=*/false);
+  } else if (!window_.ok() && !control_.cancelled()) {
+    stage_ = "read_window";
+    emit_.Error(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE,
+                "the conversation history could not be read; answering from this message alone",
+                /*fatal=*/false, std::string(window_.status().message()));
+  }
+}
+
+}  // namespace omniforge::orchestrator

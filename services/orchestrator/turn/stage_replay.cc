@@ -1,0 +1,41 @@
+// Stage 2, Replay: a retried turn (its turn_id's user message was stored
+// already) that finished is answered with its stored reply, not run again.
+#include "services/orchestrator/turn/history.h"
+#include "services/orchestrator/turn/turn_pass.h"
+
+namespace omniforge::orchestrator {
+
+bool TurnPass::Replay() {
+  convpb::ListMessagesRequest after;
+  after.set_conversation_id(conversation_id_);
+  after.set_limit(500);
+  after.set_metadata_as_json(true);
+  absl::StatusOr<convpb::ListMessagesResponse> recent =
+      runner_.memory_.ListMessages(ctx_.who(), after, CallDeadline());
+  if (!recent.ok()) return false;
+  for (const convpb::Message& m : recent->messages()) {
+    if (m.role() != convpb::ROLE_ASSISTANT || m.seq() <= stored_user_message_.message().seq()) {
+      continue;
+    }
+    const Routing routing = RoutingFromJson(MetadataOf(m));
+    if (routing.turn_id != turn_id_) continue;
+    pb::SessionEvent* session = emit_.Next().mutable_session();
+    session->set_conversation_id(conversation_id_);
+    session->set_turn_id(turn_id_);
+    session->set_flow_id(routing.flow_id);
+    session->set_replayed(true);
+    emit_.Send();
+    emit_.Next().mutable_text()->set_delta(m.content());
+    emit_.Send();
+    pb::DoneEvent* done = emit_.Next().mutable_done();
+    done->set_is_final(routing.pending.empty() && routing.clarifications == 0 &&
+                       !routing.suspended);
+    done->set_assistant_message_id(m.id());
+    done->mutable_usage()->set_duration_ms(ctx_.ElapsedMs());
+    emit_.Send();
+    return true;
+  }
+  return false;
+}
+
+}  // namespace omniforge::orchestrator

@@ -1,0 +1,177 @@
+// Stage 8, Save: the reply is stored with its routing (what the next turn
+// reads: the flow, what waits, the plan, a flow set aside), the flow's
+// record beside it, the caches follow, every decision of the gate goes to
+// the audit trail, and `done` closes the stream with the turn's usage.
+#include <algorithm>
+
+#include "libs/core/ids.h"
+#include "libs/core/logging.h"
+#include "services/orchestrator/turn/turn_pass.h"
+
+namespace omniforge::orchestrator {
+
+using nlohmann::json;
+
+void TurnPass::Save() {
+  const Routing routing = MakeRouting();
+  SaveFlowAndReply(routing);
+  AuditDecisions();
+  SendDone();
+}
+
+Routing TurnPass::MakeRouting() {
+  Routing routing;
+  routing.turn_id = turn_id_;
+  routing.flow_id = flow_id_;
+  routing.goal = goal_;
+  routing.action_type = move_.action_type != intentpb::ACTION_TYPE_UNSPECIFIED
+                            ? move_.action_type
+                            : analysis_.action_type();
+  routing.entities = move_.entities;
+  routing.listed_agents = listed_;
+  routing.pending = pending_after_;
+  routing.clarifications = move_.clarifying ? (last_ ? last_->clarifications : 0) + 1 : 0;
+  routing.asked = move_.asked;
+  routing.tools_used = tools_used_;
+  routing.suspended = suspended_;
+  if (plan_held_) {
+    routing.plan = PlanRef{plan_held_->id, PlanStatusName(plan_held_->status),
+                           plan_held_->objective, plan_digest_, plan_expires_};
+  } else if (plan_carried_ && !suspended_ && pending_after_.empty()) {
+    routing.plan = plan_carried_;
+  } else if (plan_carried_ && !suspended_) {
+    // A newer preview replaces the plan that waited: a "yes" now is for it.
+    decisions_.push_back({plan_carried_->plan_id, plan_carried_->digest, kCreatePlanTool,
+                          plan_carried_->objective, execpb::TOOL_RISK_UNSPECIFIED,
+                          pb::ACTION_OUTCOME_STALE, "words"});
+  }
+  if (suspended_) {
+    SuspendedFlow self{flow_id_,      goal_,        routing.action_type,
+                       box_.entities, std::nullopt, routing.plan};
+    if (runner_.flows_ == nullptr) self.box = box_;
+    routing.suspended_flow = self;
+    control_.Ended(std::move(self));  // the newer turn goes on from here
+  } else if (!resuming_) {
+    routing.suspended_flow = std::move(set_aside_);
+  }
+  if (runner_.flows_ == nullptr) routing.box = box_;
+  return routing;
+}
+
+// The flow's record is written while the reply is stored: one upsert, for a
+// flow that spans turns (it waits, is suspended, or was stored by an
+// earlier turn). A flow done within its first turn needs no record: its box
+// is never read again, and most turns are such flows. The turn's closing
+// writes get a call's time of their own, also when the turn ran out of
+// time: what was done is kept.
+void TurnPass::SaveFlowAndReply(const Routing& routing) {
+  const core::Identity& who = ctx_.who();
+  convpb::AppendMessageRequest reply;
+  reply.set_conversation_id(conversation_id_);
+  reply.set_role(convpb::ROLE_ASSISTANT);
+  reply.set_content(text_.empty() ? " " : text_);
+  reply.set_idempotency_key("turn:" + turn_id_ + ":assistant");
+  const json routing_json = RoutingToJson(routing);
+  reply.set_metadata_json(routing_json.dump());
+  const int64_t closing_deadline =
+      ctx_.NowMicros() +
+      std::chrono::duration_cast<std::chrono::microseconds>(runner_.options_.call_timeout).count();
+  stage_ = "store_reply";
+  core::SideCall<absl::Status> flow_saved;
+  if (runner_.flows_ != nullptr && !unstored_ &&
+      (waiting_ || suspended_ || continuing_ || resuming_)) {
+    const core::ScopedCallCancellation kept(nullptr);  // not cancelled with the turn
+    flow_saved = runner_.side_calls_.Async([this, &who, closing_deadline] {
+      const FlowStatus status = suspended_ ? FlowStatus::kSuspended
+                                : waiting_ ? FlowStatus::kWaiting
+                                           : FlowStatus::kDone;
+      return runner_.flows_->Save(who, {flow_id_, conversation_id_, turn_id_, status, box_},
+                                  closing_deadline);
+    });
+  }
+  stored_reply_ =
+      unstored_ ? std::optional<convpb::AppendMessageResponse>() : Store(reply, closing_deadline);
+  const auto& stored = *stored_reply_;
+  if (stored.ok() && !stored->has_value() && !unstored_ && !user_spooled_) {
+    emit_.Error(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE,
+                "conversation storage became unreachable: the reply is stored once it is back",
+                /*fatal=*/false);
+  }
+  if (!stored.ok()) {
+    emit_.Error(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE,
+                "the reply could not be stored; the next turn will not know it",
+                /*fatal=*/false, std::string(stored.status().message()));
+    core::LogWarn("reply not stored", {{"component", "orchestrator"},
+                                       {"stage", "store_reply"},
+                                       {"error", std::string(stored.status().message())}});
+  }
+  const bool stored_now = stored.ok() && stored->has_value() && !(*stored)->deduplicated();
+  // Read back from the stored JSON, exactly as a later turn (or another
+  // replica) would parse it, only without the text.
+  if (stored_now) {
+    runner_.routings_.Remember((*stored)->message().id(), RoutingFromJson(routing_json));
+  }
+  if (history_known_ && stored_now) {
+    runner_.windows_.Advance(who, conversation_id_, std::move(history_),
+                             stored_user_message_.message(), (*stored)->message());
+  } else if (!unstored_) {
+    runner_.windows_.Forget(who, conversation_id_);
+  }
+  if (!flow_saved.valid()) return;
+  if (absl::Status saved = flow_saved.get(); !saved.ok()) {
+    stage_ = "store_flow";
+    core::LogWarn("flow not stored", {{"component", "orchestrator"},
+                                      {"stage", "store_flow"},
+                                      {"error", std::string(saved.message())}});
+    RecordError("downstream_unavailable",
+                "the flow's context box could not be stored: " + std::string(saved.message()));
+  }
+}
+
+// Every decision of the gate, for the audit trail (ListActions).
+void TurnPass::AuditDecisions() {
+  ApprovalAudit* audit = runner_.options_.audit;
+  if (audit == nullptr || !core::IsUuid(conversation_id_)) return;
+  for (const GateDecision& d : decisions_) {
+    ActionDecisionRecord record;
+    record.tenant_id = ctx_.who().tenant_id;
+    record.user_id = ctx_.who().user_id;
+    record.conversation_id = conversation_id_;
+    record.turn_id = turn_id_;
+    record.action_id = d.action_id;
+    record.digest = d.digest;
+    record.tool = d.tool;
+    record.summary = d.summary;
+    record.risk = d.risk;
+    record.outcome = d.outcome;
+    record.decided_by = d.via == "policy" ? "policy" : ctx_.who().user_id;
+    record.via = d.via;
+    if (absl::Status kept = audit->Record(record); !kept.ok()) {
+      stage_ = "store_decision";
+      core::LogWarn("approval decision not recorded", {{"component", "orchestrator"},
+                                                       {"stage", "store_decision"},
+                                                       {"error", std::string(kept.message())}});
+      RecordError("downstream_unavailable",
+                  "an approval decision could not be recorded: " + std::string(kept.message()));
+    }
+  }
+}
+
+void TurnPass::SendDone() {
+  pb::DoneEvent* done = emit_.Next().mutable_done();
+  done->set_is_final(!waiting_ && !suspended_);
+  const auto& stored = *stored_reply_;
+  if (stored.ok() && stored->has_value()) {
+    done->set_assistant_message_id((*stored)->message().id());
+  }
+  pb::TurnUsage* usage = done->mutable_usage();
+  usage->set_tool_calls(tool_calls_);
+  usage->set_llm_calls(model_usage_.llm_calls);
+  usage->set_prompt_tokens(model_usage_.prompt_tokens);
+  usage->set_completion_tokens(model_usage_.completion_tokens);
+  usage->set_cost_usd(model_usage_.cost_usd);
+  usage->set_duration_ms(ctx_.ElapsedMs());
+  emit_.Send();
+}
+
+}  // namespace omniforge::orchestrator

@@ -1,0 +1,243 @@
+// One chat turn on its way through the stages (TurnRunner::Run lists them):
+//
+//   StoreMessage  stage_store.cc        the user's message, once per turn_id;
+//                                       the agents listed and the history
+//                                       read beside it
+//   Replay        stage_replay.cc       a retried turn that finished: its reply
+//   LoadFlow      stage_load_flow.cc    the history, the flow this message
+//                                       continues, resumes or starts, its kind
+//   Understand    stage_understand.cc   the analysis (the intent service, or
+//                                       the flow's own for a reply or resume)
+//   Decide        stage_decide.cc       the approval gate, a reply to the
+//                                       flow's plan, the model or local planner
+//   Act           stage_act.cc          the move through the gate's policy,
+//                                       tools and plans under the guardrails
+//   Compose       stage_compose.cc      the reply's words, previews, waiting
+//   Save          stage_save.cc         the reply with its routing, the flow,
+//                                       the audit trail, `done`
+//
+// A TurnPass is the state one turn builds up as it goes (what each stage
+// leaves for the next), with the turn's CallContext. Made and used on the
+// thread that runs the turn; side calls it starts finish before it is gone.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "libs/core/call_cancellation.h"
+#include "libs/core/side_threads.h"
+#include "services/orchestrator/planner/model_planner.h"
+#include "services/orchestrator/turn/call_context.h"
+#include "services/orchestrator/turn/emitter.h"
+#include "services/orchestrator/turn/plan_reply.h"
+#include "services/orchestrator/turn/turn_kind.h"
+#include "services/orchestrator/turn/turn_runner.h"
+#include "services/orchestrator/usage/usage_attribution.h"
+#include "services/orchestrator/usage/usage_meter.h"
+
+namespace omniforge::orchestrator {
+
+class TurnPass final {
+ public:
+  TurnPass(const TurnRunner& runner, const core::Identity& who,
+           const pb::StreamChatRequest& request, TurnControl& control, EventSink& sink,
+           int64_t client_deadline, std::shared_ptr<TurnControl> interrupted);
+  TurnPass(const TurnPass&) = delete;
+  TurnPass& operator=(const TurnPass&) = delete;
+
+  // The stages, in order. StoreMessage's error ends the turn with nothing
+  // emitted or stored; Replay returns true when it replayed the turn (done).
+  absl::Status StoreMessage();
+  bool Replay();
+  void LoadFlow();
+  void Understand();
+  void Decide();
+  void Act();
+  void Compose();
+  void Save();
+
+  TurnKind kind() const { return kind_; }
+
+  // For the model planner's session (PlannerIo): one tool, one plan.
+  std::optional<ToolRun> RunTool(const ToolStep& step, std::string* described);
+  std::optional<ToolRun> CreatePlan(const std::string& arguments_json);
+  bool Stopped() const;
+  Emitter& emit() { return emit_; }
+
+ private:
+  using PlanCall = std::function<absl::StatusOr<PlanOutcome>()>;
+  // What the side thread of a fresh request on a kept window found.
+  struct EarlyAnalysis {
+    absl::StatusOr<execpb::InvokeToolResponse> listed;
+    std::vector<AgentInfo> agents;  // read from `listed`
+    uint64_t window = 0;            // the version of the window read; 0: not asked
+    absl::StatusOr<intentpb::AnalyzeIntentResponse> response = absl::UnknownError("not asked");
+    // The model calls of an analysis asked again with the listed agents.
+    std::vector<::omniforge::llm::v1::ModelCall> discarded_calls;
+  };
+
+  // stage_store.cc
+  absl::Status StartConversation();
+  void StartSideCalls();
+  EarlyAnalysis AnalyzeEarly();
+  absl::StatusOr<convpb::GetContextWindowResponse> ReadWindow();
+  absl::StatusOr<std::optional<convpb::AppendMessageResponse>> Store(
+      const convpb::AppendMessageRequest& message, int64_t deadline);
+  // stage_load_flow.cc
+  void TakeHistory();
+  void FindPlan();
+  void ChooseKind();
+  void LoadBox();
+  void Announce();
+  // stage_understand.cc
+  void ReadAgents();
+  intentpb::IntentAnalysis AnalyzeMessage();
+  void AddIntentCalls(const absl::StatusOr<intentpb::AnalyzeIntentResponse>& answer);
+  void PrepareInput();
+  // stage_decide.cc
+  void ResolveGate();
+  void ReplyToPlan();
+  PlanCall PlanCallFor(PlanMove move, std::string& doing);
+  void AuditPlanReply(const std::optional<absl::StatusOr<PlanOutcome>>& outcome);
+  void AskModel();
+  void TakeModelAnswer(const PlannerRequest& plan);
+  PlannerRequest ModelRequest() const;
+  // stage_act.cc
+  void ReportOutOfTime();
+  bool StoppedBeforeCall();
+  void SendToolCall(const ToolStep& step, const std::string& call_id, execpb::ToolRisk risk);
+  execpb::InvokeToolRequest Invocation(const ToolStep& step, execpb::ToolRisk risk) const;
+  void DescribeToolResult(const ToolStep& step,
+                          const absl::StatusOr<execpb::InvokeToolResponse>& result,
+                          pb::ToolResultEvent& event, ToolRun& ran, std::string* described);
+  std::optional<absl::StatusOr<PlanOutcome>> RunPlan(const std::string& doing,
+                                                     const PlanCall& call);
+  void HoldPlan(const PlanOutcome& outcome);
+  std::optional<absl::StatusOr<PlanOutcome>> MakePlan(const PlanRequest& asked);
+  PlanContext MakePlanContext();
+  void GateRuns(const std::vector<execpb::ToolDescriptor>& tools);
+  void PassGate();
+  void KeepCarried();
+  void RunMoves();
+  // stage_compose.cc
+  void ChooseText();
+  void ShowPreviews();
+  void Ask(const std::string& words);
+  // stage_save.cc
+  Routing MakeRouting();
+  void SaveFlowAndReply(const Routing& routing);
+  void AuditDecisions();
+  void SendDone();
+  bool TrySuspend();
+  // A plan call's outcome in words (`doing` names the call); empty when a
+  // guardrail stopped it.
+  static std::string PlanText(const std::optional<absl::StatusOr<PlanOutcome>>& outcome,
+                              const std::string& doing);
+  void RecordError(const std::string& kind, const std::string& message);
+  int64_t CallDeadline() const { return ctx_.CallDeadline(runner_.options_.call_timeout); }
+  bool PlansOn() const { return runner_.plans_ != nullptr; }
+
+  const TurnRunner& runner_;
+  const pb::StreamChatRequest& asked_;
+  pb::StreamChatRequest worded_;  // a decision sent without words, worded
+  const pb::StreamChatRequest& request_;
+  const bool decides_;
+  TurnControl& control_;
+  const std::shared_ptr<TurnControl> interrupted_;
+  // Cancelling the turn cancels its downstream calls in flight (the writes
+  // that keep what it did open scopes of their own that are not cancelled).
+  const core::ScopedCallCancellation cancellable_;
+  // What the turn's model calls cost, for `done` (plans made in the turn too).
+  UsageTotals model_usage_;
+  const ScopedUsageMeter metered_;
+  CallContext ctx_;
+  // Every model call of the turn after Understand is recorded for it.
+  UsageAttribution attribution_;
+  std::optional<ScopedUsageAttribution> attributed_;
+  const int64_t started_;
+
+  // StoreMessage
+  execpb::InvokeToolRequest list_agents_;
+  bool window_kept_ = false;
+  bool analyze_early_ = false;
+  std::string conversation_id_;
+  bool created_ = false;
+  // Set when storage cannot start the new conversation: the turn answers
+  // without storing anything.
+  bool unstored_ = false;
+  uint64_t kept_version_ = 0;  // of the kept window the turn took, if any
+  std::string turn_id_;
+  convpb::AppendMessageResponse stored_user_message_;
+  bool user_spooled_ = false;
+  bool user_stored_now_ = false;
+  // The step of the turn failures happen in, for the error log.
+  std::string stage_ = "store_user_message";
+  std::string stage_tool_;
+  Emitter emit_;
+  TurnKind kind_ = TurnKind::kFresh;
+
+  // LoadFlow
+  absl::StatusOr<convpb::GetContextWindowResponse> window_ = convpb::GetContextWindowResponse();
+  convpb::GetContextWindowResponse history_;
+  bool history_known_ = false;
+  std::optional<Routing> last_;
+  std::optional<SuspendedFlow> suspended_now_;
+  std::optional<SuspendedFlow> set_aside_;
+  bool resuming_ = false;
+  std::optional<PlanMove> plan_move_;
+  std::optional<PlanRef> plan_target_;
+  bool plan_from_last_ = false;
+  bool continuing_ = false;
+  std::optional<PlanRef> plan_carried_;
+  bool plan_reply_ = false;
+  bool answering_ = false;
+  std::string flow_id_;
+  std::string goal_;
+  ContextBox box_;
+
+  // Understand
+  std::vector<AgentInfo> agents_;
+  std::optional<execpb::InvokeToolResponse> agent_list_;
+  std::optional<EarlyAnalysis> early_analysis_;
+  std::vector<::omniforge::llm::v1::ModelCall> intent_calls_;
+  intentpb::IntentAnalysis analysis_;
+  PolicyInput input_;
+  intentpb::ContextType context_type_ = intentpb::CONTEXT_TYPE_GLOBAL;
+
+  // Decide and Act
+  int tool_calls_ = 0;
+  bool suspended_ = false;
+  std::vector<std::string> listed_;
+  std::vector<std::string> tools_used_;
+  bool cancel_reported_ = false;
+  bool time_reported_ = false;
+  std::optional<Plan> plan_held_;
+  std::string plan_digest_;
+  int64_t plan_expires_ = 0;
+  std::string plan_words_;
+  PlanEvents plan_events_;
+  std::function<bool()> plan_stopped_;
+  ContextBox carried_;
+  Move move_;
+  std::string text_;
+  bool text_sent_ = false;
+  PlannerResult planned_;
+  std::vector<GateDecision> decisions_;
+  std::optional<PendingResolution> gate_;
+  std::optional<Move> approval_;
+  std::vector<PendingAction> pending_after_;
+  std::vector<PendingAction> previews_;
+
+  // Compose and Save
+  bool waiting_ = false;
+  std::optional<absl::StatusOr<std::optional<convpb::AppendMessageResponse>>> stored_reply_;
+
+  // Last, so that they are waited for before the state they use is gone.
+  core::SideCall<absl::StatusOr<execpb::InvokeToolResponse>> agents_listed_;
+  core::SideCall<absl::StatusOr<convpb::GetContextWindowResponse>> window_read_;
+  core::SideCall<EarlyAnalysis> early_;
+};
+
+}  // namespace omniforge::orchestrator
