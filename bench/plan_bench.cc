@@ -29,8 +29,8 @@
 #include "libs/llm/testing/fake_provider.h"
 #include "libs/pg/migrate.h"
 #include "services/orchestrator/src/grpc_downstream.h"
-#include "services/orchestrator/src/plan_engine.h"
 #include "services/orchestrator/src/pg_plan_store.h"
+#include "services/orchestrator/src/plan_engine.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
 

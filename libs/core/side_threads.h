@@ -94,10 +94,10 @@ class SideThreads final {
 
   mutable std::mutex mu_;
   std::condition_variable ready_;
-  std::deque<Call> calls_;                   // Guarded by mu_.
-  size_t idle_ = 0;                          // Guarded by mu_.
-  bool stopping_ = false;                    // Guarded by mu_.
-  std::vector<std::thread> threads_;         // Guarded by mu_.
+  std::deque<Call> calls_;            // Guarded by mu_.
+  size_t idle_ = 0;                   // Guarded by mu_.
+  bool stopping_ = false;             // Guarded by mu_.
+  std::vector<std::thread> threads_;  // Guarded by mu_.
 };
 
 }  // namespace omniforge::core

@@ -6,10 +6,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
-#include <thread>
-#include <vector>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace omniforge::core {
 namespace {

@@ -574,7 +574,8 @@ TEST_F(PgRepositoryTest, TheBackgroundPurgeDeletesEveryIdleConversationBatchByBa
   std::string ids;
   for (const std::string& id : idle) ids += (ids.empty() ? "'" : ",'") + id + "'";
   Raw("UPDATE conversation.conversations SET updated_at = now() - interval '40 days'"
-      " WHERE tenant_id = 'retention-background' AND id IN (" + ids + ")");
+      " WHERE tenant_id = 'retention-background' AND id IN (" +
+      ids + ")");
 
   RetentionPolicy policy;
   policy.default_days = 30;

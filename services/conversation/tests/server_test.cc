@@ -479,8 +479,8 @@ TEST_F(ConversationServerTest, AnotherTenantsConversationLooksExactlyLikeAMissin
   // Each call, by `who` on conversation `target`.
   using Rpc = std::function<grpc::Status(const core::Identity&, const std::string&)>;
   const std::vector<std::pair<std::string, Rpc>> calls = {
-      {"GetConversation", [&](const core::Identity& who,
-                              const std::string& target) { return Get(who, target); }},
+      {"GetConversation",
+       [&](const core::Identity& who, const std::string& target) { return Get(who, target); }},
       {"AppendMessage",
        [&](const core::Identity& who, const std::string& target) {
          return Append(who, Message(target, pb::ROLE_USER, "let me in"));
@@ -499,9 +499,8 @@ TEST_F(ConversationServerTest, AnotherTenantsConversationLooksExactlyLikeAMissin
          pb::GetContextWindowResponse response;
          return stub_->GetContextWindow(Call(who).get(), request, &response);
        }},
-      {"DeleteConversation", [&](const core::Identity& who, const std::string& target) {
-         return Delete(who, target);
-       }}};
+      {"DeleteConversation",
+       [&](const core::Identity& who, const std::string& target) { return Delete(who, target); }}};
   const std::vector<core::Identity> strangers = {{"other-tenant", alice.user_id},
                                                  FreshUser(alice.tenant_id)};
   for (const auto& [name, call] : calls) {
