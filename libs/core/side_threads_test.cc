@@ -25,6 +25,7 @@ TEST(SideThreadsTest, ConcurrentCallsNeverQueueBehindEachOther) {
   std::condition_variable all_started;
   int started = 0;
   std::vector<SideCall<bool>> calls;
+  calls.reserve(kCalls);
   for (int i = 0; i < kCalls; ++i) {
     calls.push_back(threads.Async([&] {
       std::unique_lock lock(mu);

@@ -74,7 +74,7 @@ TEST(OpenAiEncodeTest, TextIsEscapedExactlyAsTheJsonLibraryWritesIt) {
   for (const std::string& text :
        {std::string(), std::string("plain words"), std::string("quote \" and \\ backslash"),
         std::string("tab\tnew\nline\rcr\bback\fform"), std::string("\x01\x1f\x7f", 3),
-        std::string("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), std::string("nul \0 inside", 13),
+        std::string("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), std::string("nul \0 inside", 12),
         std::string("bad \xff\xfe utf-8"), std::string("cut \xe2\x82"), every_byte}) {
     std::string written;
     wire_internal::AppendJsonString(written, text);
@@ -266,7 +266,7 @@ TEST(OpenAiDecodeTest, RefusalIsContentFilter) {
 
 TEST(OpenAiDecodeTest, MalformedBodiesAreBadResponses) {
   for (const char* body :
-       {"", "{\"choices\":[{\"message\":{\"content\":\"cut", "[]", "{}", R"({"choices":[]})",
+       {"", R"({"choices":[{"message":{"content":"cut)", "[]", "{}", R"({"choices":[]})",
         R"({"choices":[{"index":0}]})", R"({"choices":[{"message":{"tool_calls":{}}}]})"}) {
     EXPECT_EQ(ErrorKindOf(DecodeOpenAiResponse(body).status()), LlmErrorKind::kBadResponse) << body;
   }

@@ -1,6 +1,7 @@
 #include "services/intent/src/analyzer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -443,6 +444,7 @@ std::optional<Action> VerbAction(std::string_view text, size_t within_words) {
   // Longer verbs first, so "set up" wins over "set" at the same word.
   static const std::vector<Verb> kSplitVerbs = [] {
     std::vector<Verb> out;
+    out.reserve(std::size(kVerbs));
     for (const auto& [verb, action] : kVerbs) out.push_back({verb, Words(verb), action});
     std::stable_sort(out.begin(), out.end(),
                      [](const Verb& a, const Verb& b) { return a.parts.size() > b.parts.size(); });
@@ -1244,10 +1246,10 @@ LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
                    top.probability - second_p < options_.ambiguity_margin;
   a.reasoning =
       absl::StrCat("The local model reads this as ", std::string(ActionPhrase(top.action)), " (",
-                   static_cast<int>(top.probability * 100 + 0.5f), "%)");
+                   std::lround(top.probability * 100), "%)");
   if (a.alternative) {
     absl::StrAppend(&a.reasoning, "; runner-up: ", std::string(ActionPhrase(*a.alternative)), " (",
-                    static_cast<int>(second_p * 100 + 0.5f), "%)");
+                    std::lround(second_p * 100), "%)");
   }
   absl::StrAppend(&a.reasoning, ".");
   if (a.is_ambiguous)
