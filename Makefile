@@ -25,8 +25,11 @@ $(shell mkdir -p "$(CCACHE_DIR)")
 CONFIGURE_ARGS := $(strip -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DOMNIFORGE_SANITIZE=$(SANITIZE) $(CMAKE_ARGS))
 CONFIGURE_STAMP := $(BUILD_DIR)/.omniforge-configure-args
 FORMAT_DIRS := libs services cli tests bench
+# The version the sources are formatted with (tests/lint/format_test.sh picks the same).
+CLANG_FORMAT ?= $(shell command -v clang-format-14 || command -v clang-format)
+export CLANG_FORMAT
 
-.PHONY: help deps configure build test run up down bench intent-eval live-llm asan format clean
+.PHONY: help deps configure build test lint run up down bench intent-eval live-llm asan format clean
 
 help:
 	@echo "omniforge make targets (variables: BUILD_DIR=$(BUILD_DIR) BUILD_TYPE=$(BUILD_TYPE) JOBS=$(JOBS) SANITIZE=$(SANITIZE))"
@@ -42,6 +45,7 @@ help:
 	@echo "  intent-eval  build + measure the intent service over gRPC (dev split, follow-ups)"
 	@echo "  live-llm   the LLM conformance tests against a real endpoint (OMNIFORGE_LLM_* env)"
 	@echo "  asan       ASan/UBSan build and test in build-asan"
+	@echo "  lint       format check + clang-tidy (.clang-tidy, thread-safety analysis) over the sources"
 	@echo "  format     clang-format -i all *.cc/*.h in $(FORMAT_DIRS)"
 	@echo "  clean      remove \$$BUILD_DIR"
 
@@ -68,6 +72,15 @@ test: build
 	  | awk '/tests passed, [0-9]+ tests? failed out of [0-9]+/ { summary = $$0; next } \
 	         { print; fflush() } \
 	         END { if (summary != "") print summary }'
+
+# clang-tidy reads the compile commands and needs the generated protobuf
+# headers, nothing else of the build; files unchanged since a clean run are
+# skipped (scripts/lint.py, cache in ~/.cache/omniforge-tidy).
+PROTO_TARGETS := $(addprefix omniforge_,$(addsuffix _proto,conversation health reflection llm intent executor orchestrator))
+lint: configure
+	@bash tests/lint/format_test.sh
+	@cmake --build "$(BUILD_DIR)" -j$(JOBS) --target $(PROTO_TARGETS) >/dev/null
+	@python3 scripts/lint.py --build-dir "$(BUILD_DIR)" --jobs $(JOBS) $(ARGS)
 
 run: build
 	@bash scripts/run.sh $(ARGS)
@@ -103,11 +116,11 @@ asan:
 	  $(MAKE) --no-print-directory -f "$(SELF)" test BUILD_DIR=build-asan SANITIZE=ON
 
 format:
-	@command -v clang-format >/dev/null || { echo "format: clang-format not installed (apt-get install clang-format)" >&2; exit 1; }
+	@[ -n "$(CLANG_FORMAT)" ] || { echo "format: clang-format not installed (make deps)" >&2; exit 1; }
 	@dirs=(); for d in $(FORMAT_DIRS); do [ -d "$$d" ] && dirs+=("$$d"); done; \
 	if [ $${#dirs[@]} -gt 0 ]; then \
 	  find "$${dirs[@]}" \( -type d \( -name build -o -name 'build-*' -o -name .cache \) -prune \) \
-	    -o -type f \( -name '*.cc' -o -name '*.h' \) -print0 | xargs -0 -r clang-format -i; \
+	    -o -type f \( -name '*.cc' -o -name '*.h' \) -print0 | xargs -0 -r "$(CLANG_FORMAT)" -i; \
 	fi
 
 clean:

@@ -309,6 +309,7 @@ int Run(int turns, double seconds, bool model) {
       {"intent", &intent},
       {"executor", &executor}};
   std::vector<Timings> timings_before;
+  timings_before.reserve(services.size());
   for (const auto& [name, process] : services)
     timings_before.push_back(ScrapeTimings(process->metrics_port()));
   const size_t provider_calls_before = provider ? provider->RequestCount() : 0;
@@ -355,6 +356,7 @@ int Run(int turns, double seconds, bool model) {
 
   auto throughput = [&](int clients) {
     std::vector<double> cpu_before;
+    cpu_before.reserve(services.size());
     for (const auto& [name, process] : services) cpu_before.push_back(CpuSeconds(process->pid()));
     const double own_cpu_before = CpuSeconds(getpid());
     std::atomic<int64_t> done{0}, failed{0};
@@ -420,6 +422,7 @@ int Run(int turns, double seconds, bool model) {
 }  // namespace
 }  // namespace omniforge::orchestrator
 
+// NOLINTNEXTLINE(bugprone-exception-escape): a bench that cannot set up ends on the exception
 int main(int argc, char** argv) {
   CLI::App app{"chat turns through the public API over the real stack, local mode"};
   int turns = 300;

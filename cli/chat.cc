@@ -3,14 +3,15 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
-#include <condition_variable>
 #include <cstdlib>
 #include <iostream>
 #include <map>
-#include <mutex>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/ascii.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "cli/chat_view.h"
 #include "cli/rpc_error.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
@@ -36,9 +37,9 @@ class SpinnerTimer final {
   explicit SpinnerTimer(ChatView& view) : view_(view) {
     if (view.mode() != ChatOutput::kTerminal) return;
     thread_ = std::thread([this] {
-      std::unique_lock lock(mu_);
-      while (!stopped_) {
-        if (!stop_.wait_for(lock, kSpinnerPeriod, [this] { return stopped_; })) view_.Tick();
+      absl::MutexLock lock(&mu_);
+      while (!mu_.AwaitWithTimeout(absl::Condition(&stopped_), absl::FromChrono(kSpinnerPeriod))) {
+        view_.Tick();
       }
     });
   }
@@ -47,18 +48,16 @@ class SpinnerTimer final {
   ~SpinnerTimer() {
     if (!thread_.joinable()) return;
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       stopped_ = true;
     }
-    stop_.notify_one();
     thread_.join();
   }
 
  private:
   ChatView& view_;
-  std::mutex mu_;
-  std::condition_variable stop_;
-  bool stopped_ = false;  // Guarded by mu_.
+  absl::Mutex mu_;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

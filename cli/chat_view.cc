@@ -104,7 +104,7 @@ void ChatView::ShowPreview(const pb::PreviewEvent& p) {
   Line(kYellow,
        "    risk:     " + risk +
            (p.risk_factors().empty() ? "" : " — " + absl::StrJoin(p.risk_factors(), "; ")));
-  Line(kDim, "    reply \"yes\" to go ahead, \"cancel\" to drop it, or say what to change");
+  Line(kDim, R"(    reply "yes" to go ahead, "cancel" to drop it, or say what to change)");
   if (!p.action_id().empty()) {
     Line(kDim, "    or: omniforge chat --conversation <id> --approve " + p.action_id() +
                    "  (or --reject)");
@@ -165,7 +165,7 @@ void ChatView::Show(const pb::ChatEvent& event) {
           std::to_string(static_cast<int>(a.confidence() * 100)) + "%)";
       for (const auto& [key, value] :
            std::map<std::string, std::string>(a.entities().begin(), a.entities().end())) {
-        line += " " + key + "=" + value;
+        absl::StrAppend(&line, " ", key, "=", value);
       }
       Line(kDim, line);
       break;

@@ -42,6 +42,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <CLI/CLI.hpp>
+#include <exception>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -160,9 +161,7 @@ std::string Indented(const std::string& json) {
   return parsed.is_discarded() ? json : parsed.dump(2);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   CLI::App app{"omniforge command-line client"};
   Options options;
   app.add_option("--server", options.server, "conversation service address")
@@ -443,4 +442,19 @@ int main(int argc, char** argv) {
     if (!options.json) std::cout << "deleted " << id << "\n";
   }
   return 0;
+}
+
+}  // namespace
+
+// What the client cannot handle (out of memory, a library's exception) ends
+// it with a message and status 1 instead of an abort.
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "omniforge: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "omniforge: unexpected error\n";
+  }
+  return 1;
 }

@@ -164,8 +164,8 @@ absl::StatusOr<NewApiKey> GenerateApiKey(const Identity& who, std::string_view l
   NewApiKey out;
   const std::string key_id = ToHex(id, sizeof(id));
   out.key = kApiKeyPrefix + key_id + "_" + ToHex(secret, sizeof(secret));
-  out.file_line = key_id + " " + kHashPrefix + Sha256Hex(out.key) + " " +
-                  who.tenant_id + " " + who.user_id;
+  out.file_line =
+      key_id + " " + kHashPrefix + Sha256Hex(out.key) + " " + who.tenant_id + " " + who.user_id;
   if (!label.empty()) out.file_line += " " + std::string(label);
   sodium_memzero(secret, sizeof(secret));
   return out;

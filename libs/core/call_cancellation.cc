@@ -10,7 +10,7 @@ thread_local CancelSignal* current_signal = nullptr;
 }  // namespace
 
 void CancelSignal::Cancel() {
-  std::lock_guard lock(mu_);
+  RecursiveMutexLock lock(&mu_);
   if (cancelled_.exchange(true)) return;
   // Each hook is taken out before it runs, so that a hook (or what it sets
   // off on this thread) may call Forget: the lock is recursive, and a hook
@@ -22,7 +22,7 @@ void CancelSignal::Cancel() {
 }
 
 uint64_t CancelSignal::OnCancel(std::function<void()> hook) {
-  std::lock_guard lock(mu_);
+  RecursiveMutexLock lock(&mu_);
   const uint64_t id = next_id_++;
   if (cancelled_.load()) {
     hook();
@@ -33,7 +33,7 @@ uint64_t CancelSignal::OnCancel(std::function<void()> hook) {
 }
 
 void CancelSignal::Forget(uint64_t id) {
-  std::lock_guard lock(mu_);
+  RecursiveMutexLock lock(&mu_);
   hooks_.erase(id);
 }
 

@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
+
+#include "absl/base/thread_annotations.h"
+#include "libs/core/recursive_mutex.h"
 
 namespace omniforge::core {
 
@@ -34,9 +36,9 @@ class CancelSignal final {
 
  private:
   std::atomic<bool> cancelled_{false};
-  std::recursive_mutex mu_;                          // held while hooks run
-  uint64_t next_id_ = 1;                             // Guarded by mu_.
-  std::map<uint64_t, std::function<void()>> hooks_;  // Guarded by mu_.
+  RecursiveMutex mu_;  // held while hooks run
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, std::function<void()>> hooks_ ABSL_GUARDED_BY(mu_);
 };
 
 // A hook on a signal for as long as the subscription lives: it removes

@@ -102,7 +102,7 @@ template <typename Request, typename Response>
 UnaryHandler<Request, Response> Inline(
     std::function<absl::Status(const Identity&, const Request&, Response*)> body) {
   return [body = std::move(body)](std::shared_ptr<UnaryCall<Request, Response>> call,
-                                  std::function<void(absl::Status)> done) {
+                                  const std::function<void(absl::Status)>& done) {
     ScopedCallDeadline deadline(call->context->deadline());
     const ScopedCallCancellation cancellable(call->cancel);
     done(body(call->who, call->request, &call->response));
@@ -118,7 +118,7 @@ UnaryHandler<Request, Response> OnWorker(
     std::function<absl::Status(const Identity&, const Request&, Response*)> body) {
   return [&workers, overloaded, body = std::move(body)](
              std::shared_ptr<UnaryCall<Request, Response>> call,
-             std::function<void(absl::Status)> done) {
+             const std::function<void(absl::Status)>& done) {
     auto task = [body, call, done] {
       // A call its client gave up on while it waited for a worker gets no
       // work: under overload that work would only delay the calls still

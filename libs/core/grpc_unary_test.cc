@@ -93,7 +93,7 @@ TEST_F(GrpcUnaryTest, AClientsCancelCancelsTheWorkOfItsCall) {
   healthpb::HealthCheckResponse response;
   std::promise<void> answered;
   stub_->async()->Check(&context, &request, &response,
-                        [&answered](grpc::Status) { answered.set_value(); });
+                        [&answered](const grpc::Status&) { answered.set_value(); });
   for (auto until = Clock::now() + std::chrono::seconds(5);
        service_.started.load() == 0 && Clock::now() < until;
        std::this_thread::sleep_for(std::chrono::milliseconds(5))) {

@@ -58,6 +58,7 @@ TEST(UuidTest, UniqueAcrossThreads) {
   constexpr int kPerThread = 5000;
   std::vector<std::vector<std::string>> per_thread(kThreads);
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&per_thread, t] {
       for (int i = 0; i < kPerThread; ++i) per_thread[t].push_back(NewUuid());

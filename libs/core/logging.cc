@@ -8,18 +8,19 @@
 #include <cstdio>
 #include <ctime>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/core/secrets.h"
 
 namespace omniforge::core {
 namespace {
 
 struct LoggerState {
-  std::mutex mu;
-  std::string service;                              // Guarded by mu.
-  void (*sink)(const std::string& line) = nullptr;  // Guarded by mu.
+  absl::Mutex mu;
+  std::string service ABSL_GUARDED_BY(mu);
+  void (*sink)(const std::string& line) ABSL_GUARDED_BY(mu) = nullptr;
   std::atomic<int> min_level{static_cast<int>(LogLevel::kInfo)};
   std::shared_ptr<spdlog::logger> stderr_logger;
 };
@@ -83,14 +84,14 @@ void InitLogging(const std::string& service, const std::string& level) {
     min = LogLevel::kError;
   }
   LoggerState& state = State();
-  std::lock_guard<std::mutex> lock(state.mu);
+  absl::MutexLock lock(&state.mu);
   state.service = service;
   state.min_level = static_cast<int>(min);
 }
 
 void SetLogSinkForTesting(void (*sink)(const std::string& line)) {
   LoggerState& state = State();
-  std::lock_guard<std::mutex> lock(state.mu);
+  absl::MutexLock lock(&state.mu);
   state.sink = sink;
 }
 
@@ -115,11 +116,11 @@ void Log(LogLevel level, std::string_view msg, const LogFields& fields) {
   if (static_cast<int>(level) < state.min_level.load()) return;
   std::string service;
   {
-    std::lock_guard<std::mutex> lock(state.mu);
+    absl::MutexLock lock(&state.mu);
     service = state.service;
   }
   const std::string line = FormatLogLine(level, service, msg, fields);
-  std::lock_guard<std::mutex> lock(state.mu);
+  absl::MutexLock lock(&state.mu);
   if (state.sink != nullptr) {
     state.sink(line);
   } else {

@@ -117,8 +117,10 @@ TEST_F(LoggingTest, DebugLevelAndUnknownLevelName) {
 
 TEST_F(LoggingTest, ConcurrentLoggingKeepsLinesWhole) {
   InitLogging("svc", "info");
+  constexpr int kThreads = 4;
   std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
+  threads.reserve(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([t] {
       for (int i = 0; i < 200; ++i) {
         LogInfo("tick", {{"thread", std::to_string(t)}});

@@ -11,6 +11,8 @@
 #include <thread>
 #include <variant>
 
+#include "absl/strings/str_cat.h"
+
 namespace omniforge::core {
 namespace {
 
@@ -45,10 +47,10 @@ Labels CanonicalLabels(const std::string& metric, Labels labels, bool is_histogr
     const std::string& name = labels[i].first;
     if (!IsValidName(name, /*allow_colon=*/false) || name.starts_with("__") ||
         (is_histogram && name == "le")) {
-      DieMisuse(metric + ": invalid label name \"" + name + "\"");
+      DieMisuse(absl::StrCat(metric, ": invalid label name \"", name, "\""));
     }
     if (i > 0 && labels[i - 1].first == name) {
-      DieMisuse(metric + ": duplicate label \"" + name + "\"");
+      DieMisuse(absl::StrCat(metric, ": duplicate label \"", name, "\""));
     }
   }
   return labels;

@@ -108,8 +108,10 @@ TEST(MetricsTest, ConcurrentUpdatesAreNotLost) {
   MetricsRegistry registry;
   Counter& c = registry.GetCounter("c_total", "c");
   Histogram& h = registry.GetHistogram("h_seconds", "h", {}, {1});
+  constexpr int kThreads = 4;
   std::vector<std::thread> threads;
-  for (int t = 0; t < 4; ++t) {
+  threads.reserve(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < 10000; ++i) {
         c.Inc();

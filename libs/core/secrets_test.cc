@@ -167,35 +167,36 @@ TEST(SecretsTest, ArbitraryBytesAreHandled) {
 // Linear time: 64 KiB of text, ordinary or built to provoke backtracking,
 // is scanned in a few milliseconds. The bound is loose for slow CI machines.
 TEST(SecretsTest, LargeInputsAreFast) {
+  constexpr size_t kSize = size_t{64} * 1024;
   std::string prose;
-  while (prose.size() < 64 * 1024) {
+  while (prose.size() < kSize) {
     prose += "The quick brown fox paid 12 dollars for order 1234 5678. ";
   }
   const std::vector<std::pair<std::string, std::string>> inputs = {
       {"prose", prose},
-      {"digits", std::string(64 * 1024, '4')},
+      {"digits", std::string(kSize, '4')},
       {"spaced digits",
        [] {
          std::string s;
-         while (s.size() < 64 * 1024) s += "4 ";
+         while (s.size() < kSize) s += "4 ";
          return s;
        }()},
       {"key prefixes",
        [] {
          std::string s;
-         while (s.size() < 64 * 1024) s += "sk-ant-eyJ.eyJ.AIza";
+         while (s.size() < kSize) s += "sk-ant-eyJ.eyJ.AIza";
          return s;
        }()},
       {"assignments",
        [] {
          std::string s;
-         while (s.size() < 64 * 1024) s += "password=password:";
+         while (s.size() < kSize) s += "password=password:";
          return s;
        }()},
       {"pem headers",
        [] {
          std::string s;
-         while (s.size() < 64 * 1024) s += "-----BEGIN PRIVATE KEY-----";
+         while (s.size() < kSize) s += "-----BEGIN PRIVATE KEY-----";
          return s;
        }()},
   };

@@ -11,7 +11,7 @@
 //   server.Shutdown();                              // drains in-flight calls
 #pragma once
 
-#include <signal.h>
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX sigset_t, not <csignal>
 
 #include <chrono>
 #include <memory>

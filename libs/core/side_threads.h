@@ -9,17 +9,17 @@
 // Thread-safe. Destruction waits for running calls and ends the threads.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <exception>
 #include <functional>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <type_traits>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/core/call_cancellation.h"
 
 namespace omniforge::core {
@@ -92,12 +92,12 @@ class SideThreads final {
   void Post(Call call);
   void Work();
 
-  mutable std::mutex mu_;
-  std::condition_variable ready_;
-  std::deque<Call> calls_;                   // Guarded by mu_.
-  size_t idle_ = 0;                          // Guarded by mu_.
-  bool stopping_ = false;                    // Guarded by mu_.
-  std::vector<std::thread> threads_;         // Guarded by mu_.
+  mutable absl::Mutex mu_;
+  absl::CondVar ready_;
+  std::deque<Call> calls_ ABSL_GUARDED_BY(mu_);
+  size_t idle_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace omniforge::core

@@ -6,10 +6,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
-#include <thread>
-#include <vector>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace omniforge::core {
 namespace {
@@ -25,6 +25,7 @@ TEST(SideThreadsTest, ConcurrentCallsNeverQueueBehindEachOther) {
   std::condition_variable all_started;
   int started = 0;
   std::vector<SideCall<bool>> calls;
+  calls.reserve(kCalls);
   for (int i = 0; i < kCalls; ++i) {
     calls.push_back(threads.Async([&] {
       std::unique_lock lock(mu);

@@ -114,8 +114,10 @@ TEST_F(CircuitBreakerTest, ConcurrentCallersGetExactlyOneProbe) {
   clock_.Advance(30'000'000);
   std::atomic<int> probes{0};
   std::atomic<int> refused{0};
+  constexpr int kThreads = 8;
   std::vector<std::thread> threads;
-  for (int t = 0; t < 8; ++t) {
+  threads.reserve(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < 100; ++i) {
         const Admission admission = breaker_.TryAcquire();

@@ -54,7 +54,10 @@ size_t OnHeaderLine(char* data, size_t size, size_t count, void* user) {
     exchange->head = HttpResponseHead();
     size_t space = line.find(' ');
     if (space != absl::string_view::npos) {
-      absl::SimpleAtoi(line.substr(space + 1, 3), &exchange->head.status);
+      // An unreadable code leaves status 0, which no caller takes for success.
+      if (!absl::SimpleAtoi(line.substr(space + 1, 3), &exchange->head.status)) {
+        exchange->head.status = 0;
+      }
     }
     return bytes;
   }

@@ -419,7 +419,7 @@ TEST_F(HttpProviderTest, OversizedStreamEventOrAnswerIsBadResponse) {
   // One endless line: refused once it outgrows the limit, before output.
   transport_->pieces = {"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\""};
   for (size_t sent = 0; sent <= kMaxProviderResponseBytes; sent += 1 << 16) {
-    transport_->pieces.push_back(std::string(1 << 16, 'x'));
+    transport_->pieces.emplace_back(1 << 16, 'x');
   }
   std::vector<std::string> seen;
   absl::StatusOr<ChatResponse> response = StreamFrom(*openai_, &seen);

@@ -200,11 +200,11 @@ struct Streamed {
 
 // `on_delta_extra` (optional) sees each delta after it is collected and
 // decides whether the stream goes on.
-Streamed StreamThrough(LlmClient& client, std::string_view profile, ChatRequest request,
+Streamed StreamThrough(LlmClient& client, std::string_view profile, const ChatRequest& request,
                        const CallContext& context,
                        const std::function<bool(const Streamed&)>& on_delta_extra = nullptr) {
   Streamed out;
-  out.response = client.Stream(profile, std::move(request), context, [&](const StreamDelta& delta) {
+  out.response = client.Stream(profile, request, context, [&](const StreamDelta& delta) {
     out.deltas.push_back(delta);
     if (delta.tool_index < 0) {
       out.text += delta.text;

@@ -124,7 +124,8 @@ class Scanner final {
           return false;
         }
         SkipWhitespace();
-        if (p_ != end_ && *p_ == (object ? '}' : ']')) {
+        const unsigned char close = object ? '}' : ']';
+        if (p_ != end_ && *p_ == close) {
           ++p_;
           if (!(object ? handler_.end_object() : handler_.end_array())) return false;
         } else {
@@ -146,7 +147,8 @@ class Scanner final {
           if (in_object[depth - 1] && !ReadKey()) return false;
           break;
         }
-        if (d != (in_object[depth - 1] ? '}' : ']')) return false;
+        const unsigned char close = in_object[depth - 1] ? '}' : ']';
+        if (d != close) return false;
         --depth;
         if (!(in_object[depth] ? handler_.end_object() : handler_.end_array())) return false;
       }

@@ -12,6 +12,7 @@ namespace {
 
 // Rebuilds the value from the scanner's events, so a test can compare it
 // with what nlohmann's parser makes of the same text.
+// NOLINTNEXTLINE(bugprone-exception-escape): ~nlohmann::json may allocate (not ours)
 class DocumentBuilder final {
  public:
   bool null() { return Put(nullptr); }
@@ -124,11 +125,11 @@ TEST(JsonScanTest, RejectsWhatAParserRejects) {
       "True",
       "\"open",
       "\"tab\there\"",
-      "\"bad \\x escape\"",
-      "\"short \\u12\"",
-      "\"lone low \\udc00\"",
-      "\"lone high \\ud83d\"",
-      "\"high then text \\ud83dx\"",
+      R"("bad \x escape")",
+      R"("short \u12")",
+      R"("lone low \udc00")",
+      R"("lone high \ud83d")",
+      R"("high then text \ud83dx")",
       "\"\xFF\"",
       "\"\xC0\xAF\"",          // overlong '/'
       "\"\xED\xA0\x80\"",      // an encoded surrogate

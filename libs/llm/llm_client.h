@@ -121,9 +121,9 @@ class LlmClient final {
                                     const CallContext& context, const StreamCallback* on_delta);
   // Walks the chain, filling the call-dependent fields of `record`.
   absl::StatusOr<ChatResponse> RunChain(const std::vector<Target>& chain,
-                                        const ChatRequest& request,
-                                        const CallContext& context, const StreamCallback* on_delta,
-                                        int64_t start_micros, UsageRecord& record);
+                                        const ChatRequest& request, const CallContext& context,
+                                        const StreamCallback* on_delta, int64_t start_micros,
+                                        UsageRecord& record);
   // Adds tokens billed by `target` to `record`, with their cost.
   void AddBilled(const ModelTarget& target, const TokenUsage& usage, UsageRecord& record) const;
   // Completes `record` with the call's outcome and reports it.

@@ -29,6 +29,7 @@ std::vector<std::string>& LogLines() {
 
 std::vector<std::string> Texts(const std::vector<StreamDelta>& deltas) {
   std::vector<std::string> texts;
+  texts.reserve(deltas.size());
   for (const StreamDelta& delta : deltas) texts.push_back(delta.text);
   return texts;
 }
@@ -382,9 +383,10 @@ TEST_F(LlmClientTest, AProbeEndedByAThrowingCallbackFreesTheProbeSlot) {
   // still has its record, and the slot is free for the next probe.
   clock_.Advance(30 * kSecond);
   a_->Push({{TextDelta("boom")}, Answer("never"), 0});
-  EXPECT_THROW(Client().Stream("single", Hello(), Context(),
-                               [](const StreamDelta&) -> bool { throw std::runtime_error("x"); }),
-               std::runtime_error);
+  EXPECT_THROW(
+      (void)Client().Stream("single", Hello(), Context(),
+                            [](const StreamDelta&) -> bool { throw std::runtime_error("x"); }),
+      std::runtime_error);
   ASSERT_EQ(sink_->records().size(), 2u);
   EXPECT_EQ(sink_->records().back().error_kind, LlmErrorKind::kCancelled);
 

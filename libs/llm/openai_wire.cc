@@ -47,7 +47,7 @@ void AppendMessage(std::string& out, const ChatMessage& message) {
           if (out.back() != '[') out += ',';
           out += "{\"id\":";
           AppendJsonString(out, call.id);
-          out += ",\"type\":\"function\",\"function\":{\"name\":";
+          out += R"(,"type":"function","function":{"name":)";
           AppendJsonString(out, call.name);
           out += ",\"arguments\":";
           AppendJsonString(out, call.arguments);

@@ -74,9 +74,8 @@ TEST(OpenAiEncodeTest, TextIsEscapedExactlyAsTheJsonLibraryWritesIt) {
   for (const std::string& text :
        {std::string(), std::string("plain words"), std::string("quote \" and \\ backslash"),
         std::string("tab\tnew\nline\rcr\bback\fform"), std::string("\x01\x1f\x7f", 3),
-        std::string("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
-        std::string("nul \0 inside", 13), std::string("bad \xff\xfe utf-8"),
-        std::string("cut \xe2\x82"), every_byte}) {
+        std::string("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), std::string("nul \0 inside", 12),
+        std::string("bad \xff\xfe utf-8"), std::string("cut \xe2\x82"), every_byte}) {
     std::string written;
     wire_internal::AppendJsonString(written, text);
     EXPECT_EQ(written, wire_internal::DumpJson(wire_internal::Json(text))) << text;
@@ -87,9 +86,10 @@ TEST(OpenAiEncodeTest, TextIsEscapedExactlyAsTheJsonLibraryWritesIt) {
 // read back as it was sent.
 TEST(OpenAiEncodeTest, MessagesAreReadBackAsTheyWereSent) {
   ChatRequest request = WeatherRequest();
-  request.messages.push_back({.role = Role::kAssistant,
-                              .content = "",
-                              .tool_calls = {{"call \"1\"", "get_weather", R"({"city":"Paris"})"}}});
+  request.messages.push_back(
+      {.role = Role::kAssistant,
+       .content = "",
+       .tool_calls = {{"call \"1\"", "get_weather", R"({"city":"Paris"})"}}});
   request.messages.push_back(
       {.role = Role::kTool, .content = "18\u00b0C\nsunny", .tool_call_id = "call \"1\""});
   request.messages.push_back({.role = Role::kAssistant, .content = "It is \"sunny\"."});
@@ -101,8 +101,9 @@ TEST(OpenAiEncodeTest, MessagesAreReadBackAsTheyWereSent) {
   EXPECT_TRUE(body["messages"][2]["content"].is_null());
   EXPECT_EQ(body["messages"][2]["tool_calls"][0]["id"], "call \"1\"");
   EXPECT_EQ(body["messages"][2]["tool_calls"][0]["function"]["arguments"], R"({"city":"Paris"})");
-  EXPECT_EQ(body["messages"][3],
-            (Json{{"role", "tool"}, {"tool_call_id", "call \"1\""}, {"content", "18\u00b0C\nsunny"}}));
+  EXPECT_EQ(
+      body["messages"][3],
+      (Json{{"role", "tool"}, {"tool_call_id", "call \"1\""}, {"content", "18\u00b0C\nsunny"}}));
   EXPECT_EQ(body["messages"][4]["content"], "It is \"sunny\".");
   EXPECT_EQ(body["stream"], true);
   EXPECT_EQ(body["tools"][0]["function"]["name"], "get_weather");
@@ -265,7 +266,7 @@ TEST(OpenAiDecodeTest, RefusalIsContentFilter) {
 
 TEST(OpenAiDecodeTest, MalformedBodiesAreBadResponses) {
   for (const char* body :
-       {"", "{\"choices\":[{\"message\":{\"content\":\"cut", "[]", "{}", R"({"choices":[]})",
+       {"", R"({"choices":[{"message":{"content":"cut)", "[]", "{}", R"({"choices":[]})",
         R"({"choices":[{"index":0}]})", R"({"choices":[{"message":{"tool_calls":{}}}]})"}) {
     EXPECT_EQ(ErrorKindOf(DecodeOpenAiResponse(body).status()), LlmErrorKind::kBadResponse) << body;
   }

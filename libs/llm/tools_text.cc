@@ -18,7 +18,7 @@ bool SameTools(const std::vector<ToolSpec>& a, const std::vector<ToolSpec>& b) {
 absl::Status ToolsTextMemo::AppendTo(std::string& out, const std::vector<ToolSpec>& tools,
                                      const std::function<absl::Status(std::string&)>& encode) {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (const Entry& entry : entries_) {
       if (SameTools(entry.tools, tools)) {
         out += entry.text;
@@ -32,7 +32,7 @@ absl::Status ToolsTextMemo::AppendTo(std::string& out, const std::vector<ToolSpe
     return encoded;
   }
   out += text;
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const Entry& entry : entries_) {
     if (SameTools(entry.tools, tools)) return absl::OkStatus();  // kept meanwhile
   }

@@ -7,11 +7,12 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/llm/chat.h"
 
 namespace omniforge::llm::wire_internal {
@@ -36,8 +37,8 @@ class ToolsTextMemo final {
   };
 
   const size_t max_lists_;
-  std::mutex mu_;
-  std::deque<Entry> entries_;  // newest first; guarded by mu_
+  absl::Mutex mu_;
+  std::deque<Entry> entries_ ABSL_GUARDED_BY(mu_);  // newest first
 };
 
 }  // namespace omniforge::llm::wire_internal

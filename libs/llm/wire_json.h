@@ -11,8 +11,8 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
-#include "libs/llm/errors.h"
 #include "libs/core/text.h"
+#include "libs/llm/errors.h"
 #include "libs/llm/json_scan.h"
 
 namespace omniforge::llm::wire_internal {

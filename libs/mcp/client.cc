@@ -206,7 +206,7 @@ absl::StatusOr<std::vector<Tool>> McpClient::ListTools(const CallOptions& option
   for (int page = 0; page < kMaxPages; ++page) {
     json params = json::object();
     if (cursor) params["cursor"] = *cursor;
-    absl::StatusOr<json> result = session_->Request("tools/list", std::move(params), request);
+    absl::StatusOr<json> result = session_->Request("tools/list", params, request);
     if (!result.ok()) return result.status();
     const auto entries = result->find("tools");
     if (!result->is_object() || entries == result->end() || !entries->is_array()) {

@@ -55,7 +55,7 @@ SessionOptions FastOptions() {
 // A client over a scripted server; `transport` stays valid as long as it.
 struct Harness {
   explicit Harness(ScriptedTransport::Script script, bool answers_within_send = false,
-                   SessionOptions options = FastOptions()) {
+                   const SessionOptions& options = FastOptions()) {
     auto owned = std::make_unique<ScriptedTransport>(std::move(script), answers_within_send);
     transport = owned.get();
     client = std::make_unique<McpClient>(std::move(owned), options);

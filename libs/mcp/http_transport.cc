@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "libs/core/logging.h"
 #include "libs/llm/sse.h"
 #include "libs/mcp/json_rpc.h"
@@ -209,7 +210,7 @@ class HttpTransport::HandlePool {
   }
   CURL* Acquire() {
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (!idle_.empty()) {
         CURL* handle = idle_.back();
         idle_.pop_back();
@@ -220,7 +221,7 @@ class HttpTransport::HandlePool {
     return curl_easy_init();
   }
   void Release(CURL* handle) {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (idle_.size() < kMaxIdleHandles) {
       idle_.push_back(handle);
       return;
@@ -229,8 +230,8 @@ class HttpTransport::HandlePool {
   }
 
  private:
-  std::mutex mu_;
-  std::vector<CURL*> idle_;
+  absl::Mutex mu_;
+  std::vector<CURL*> idle_ ABSL_GUARDED_BY(mu_);
 };
 
 HttpTransport::HttpTransport(HttpServerConfig config)
@@ -245,7 +246,7 @@ absl::Status HttpTransport::Open(TransportHandlers handlers, uint64_t epoch) {
   std::string old_session;
   std::string old_version;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     old_session = std::move(session_id_);
     old_version = std::move(protocol_version_);
     session_id_.clear();
@@ -259,12 +260,12 @@ absl::Status HttpTransport::Open(TransportHandlers handlers, uint64_t epoch) {
 }
 
 void HttpTransport::SetProtocolVersion(const std::string& version) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   protocol_version_ = version;
 }
 
 std::string HttpTransport::session_id() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return session_id_;
 }
 
@@ -273,7 +274,7 @@ absl::Status HttpTransport::Send(std::string_view message, const SendOptions& op
   std::string session_id;
   std::string protocol_version;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!open_ || options.epoch != epoch_)
       return absl::UnavailableError("the connection is closed");
     handlers = handlers_;
@@ -324,7 +325,7 @@ absl::Status HttpTransport::Send(std::string_view message, const SendOptions& op
         absl::StrCat("no complete answer from ", config_.url, " before the deadline"));
   }
   if (exchange.is_sse && options.is_initialize && !exchange.session_id.empty()) {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (open_ && options.epoch == epoch_) session_id_ = exchange.session_id;
   }
   // An answer stream that ended before the answer, after an event with an
@@ -346,7 +347,7 @@ absl::Status HttpTransport::Send(std::string_view message, const SendOptions& op
       handlers->on_message(exchange.body);
     }
     if (options.is_initialize && !exchange.session_id.empty()) {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (open_ && options.epoch == epoch_) session_id_ = exchange.session_id;
     }
     return absl::OkStatus();
@@ -386,7 +387,7 @@ void HttpTransport::Close() {
   std::string session_id;
   std::string protocol_version;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!open_) return;
     open_ = false;
     session_id = std::move(session_id_);
@@ -399,8 +400,18 @@ void HttpTransport::Close() {
 }
 
 bool HttpTransport::EpochLive(uint64_t epoch) const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return open_ && epoch == epoch_;
+}
+
+bool HttpTransport::WaitEpochOver(uint64_t epoch, bool listener, Clock::time_point until) {
+  absl::MutexLock lock(&mu_);
+  while (open_ && epoch == epoch_ && !(listener && listener_stop_)) {
+    const Clock::duration left = until - Clock::now();
+    if (left <= Clock::duration::zero()) return false;
+    listener_cv_.WaitWithTimeout(&mu_, absl::FromChrono(left));
+  }
+  return true;
 }
 
 HttpTransport::StreamResult HttpTransport::GetStream(const std::string& last_event_id,
@@ -451,7 +462,7 @@ HttpTransport::StreamResult HttpTransport::GetStream(const std::string& last_eve
 
   bool registered = false;
   if (wakeable) {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!listener_stop_) {
       listener_multi_ = multi;
       registered = true;
@@ -481,7 +492,7 @@ HttpTransport::StreamResult HttpTransport::GetStream(const std::string& last_eve
     }
   }
   if (registered) {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     listener_multi_ = nullptr;
   }
   curl_multi_remove_handle(multi, curl);
@@ -522,11 +533,7 @@ absl::Status HttpTransport::ResumeAnswer(std::string last_event_id, long long re
         std::min(options.deadline,
                  Clock::now() + ReconnectDelay(base, config_.reconnect_backoff_max, fruitless));
     while (Clock::now() < until && !options.answered()) {
-      std::unique_lock lock(mu_);
-      if (listener_cv_.wait_until(lock, std::min(until, Clock::now() + kAnswerPoll),
-                                  [&] { return !open_ || options.epoch != epoch_; })) {
-        break;
-      }
+      if (WaitEpochOver(options.epoch, false, std::min(until, Clock::now() + kAnswerPoll))) break;
     }
     if (options.answered()) return absl::OkStatus();
     if (!EpochLive(options.epoch)) return absl::UnavailableError("the connection is closed");
@@ -571,9 +578,9 @@ absl::Status HttpTransport::ResumeAnswer(std::string last_event_id, long long re
 }
 
 void HttpTransport::Listen(uint64_t epoch) {
-  std::lock_guard listener_lock(listener_mu_);
+  absl::MutexLock listener_lock(&listener_mu_);
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!open_ || epoch != epoch_) return;
     if (listener_.joinable()) return;  // already listening for this epoch
     listener_stop_ = false;
@@ -582,13 +589,13 @@ void HttpTransport::Listen(uint64_t epoch) {
 }
 
 void HttpTransport::StopListener() {
-  std::lock_guard listener_lock(listener_mu_);
+  absl::MutexLock listener_lock(&listener_mu_);
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     listener_stop_ = true;
     if (listener_multi_ != nullptr) curl_multi_wakeup(static_cast<CURLM*>(listener_multi_));
   }
-  listener_cv_.notify_all();
+  listener_cv_.SignalAll();
   if (listener_.joinable()) listener_.join();
 }
 
@@ -597,14 +604,14 @@ void HttpTransport::RunListener(uint64_t epoch) {
   std::string session_id;
   std::string protocol_version;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!open_ || epoch != epoch_ || listener_stop_) return;
     handlers = handlers_;
     session_id = session_id_;
     protocol_version = protocol_version_;
   }
   const std::function<bool()> stop = [this, epoch] {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     return listener_stop_ || !open_ || epoch != epoch_;
   };
   std::string last_event_id;
@@ -668,11 +675,7 @@ void HttpTransport::RunListener(uint64_t epoch) {
     }
     fruitless = r.events > 0 ? 0 : fruitless + 1;
     const auto delay = ReconnectDelay(base, config_.reconnect_backoff_max, fruitless - 1);
-    std::unique_lock lock(mu_);
-    if (listener_cv_.wait_for(lock, delay,
-                              [&] { return listener_stop_ || !open_ || epoch != epoch_; })) {
-      return;
-    }
+    if (WaitEpochOver(epoch, true, Clock::now() + delay)) return;
   }
 }
 

@@ -5,16 +5,16 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/mcp/transport.h"
 
 namespace omniforge::mcp {
@@ -83,24 +83,28 @@ class HttpTransport final : public McpTransport {
   void RunListener(uint64_t epoch);
   void StopListener();
   bool EpochLive(uint64_t epoch) const;
+  // Waits until `until` or until `epoch` is over (the transport closed or
+  // reopened; with `listener`, also the listener told to stop). True when it
+  // is over.
+  bool WaitEpochOver(uint64_t epoch, bool listener, Clock::time_point until);
 
   const HttpServerConfig config_;
   std::unique_ptr<HandlePool> pool_;
 
-  mutable std::mutex mu_;
-  bool open_ = false;
-  uint64_t epoch_ = 0;
-  std::shared_ptr<const TransportHandlers> handlers_;
-  std::string session_id_;
-  std::string protocol_version_;
+  mutable absl::Mutex mu_;
+  bool open_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  std::shared_ptr<const TransportHandlers> handlers_ ABSL_GUARDED_BY(mu_);
+  std::string session_id_ ABSL_GUARDED_BY(mu_);
+  std::string protocol_version_ ABSL_GUARDED_BY(mu_);
 
   // The GET stream's thread. StopListener sets listener_stop_, wakes its
   // wait and its transfer (listener_multi_), and joins it.
-  std::mutex listener_mu_;  // serializes starting and stopping the thread
-  std::thread listener_;
-  bool listener_stop_ = false;      // guarded by mu_
-  void* listener_multi_ = nullptr;  // CURLM* of the transfer under way; guarded by mu_
-  std::condition_variable listener_cv_;
+  absl::Mutex listener_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // serializes starting and stopping it
+  std::thread listener_ ABSL_GUARDED_BY(listener_mu_);
+  bool listener_stop_ ABSL_GUARDED_BY(mu_) = false;
+  void* listener_multi_ ABSL_GUARDED_BY(mu_) = nullptr;  // CURLM* of the transfer under way
+  absl::CondVar listener_cv_;                            // waited on with mu_ held
 };
 
 }  // namespace omniforge::mcp

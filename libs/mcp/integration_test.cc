@@ -1,7 +1,7 @@
 // The MCP client against real servers from npm: server-everything over stdio
 // and Streamable HTTP, server-memory over stdio through the registry built
 // from YAML. Skips only where node is absent.
-#include <signal.h>
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX kill, not <csignal>
 
 #include <algorithm>
 #include <chrono>
@@ -207,8 +207,10 @@ TEST_P(EverythingTest, ImagesAndResourceLinksAreMetadata) {
 }
 
 TEST_P(EverythingTest, ConcurrentCalls) {
+  constexpr int kCalls = 8;
   std::vector<std::future<absl::StatusOr<CallToolResult>>> calls;
-  for (int i = 0; i < 8; ++i) {
+  calls.reserve(kCalls);
+  for (int i = 0; i < kCalls; ++i) {
     calls.push_back(std::async(std::launch::async, [this, i] {
       return client_->CallTool("echo", json{{"message", "call " + std::to_string(i)}}.dump(),
                                Within(std::chrono::seconds(20)));

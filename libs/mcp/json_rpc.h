@@ -37,6 +37,7 @@ std::string EncodeResult(const nlohmann::json& id, const nlohmann::json& result)
 std::string EncodeError(const nlohmann::json& id, int code, std::string_view message);
 
 // One message received from a server.
+// NOLINTNEXTLINE(bugprone-exception-escape): ~nlohmann::json may allocate (not ours)
 struct IncomingMessage {
   enum class Kind { kRequest, kNotification, kResult, kError };
   Kind kind = Kind::kNotification;

@@ -2,7 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX sigset_t, kill, not <csignal>
 #include <spawn.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
@@ -181,8 +181,10 @@ absl::Status StdioTransport::Open(TransportHandlers handlers, uint64_t epoch) {
   for (std::string& arg : argv_storage) argv.push_back(arg.data());
   argv.push_back(nullptr);
   std::vector<std::string> env_storage;
+  env_storage.reserve(env.size());
   for (const auto& [name, value] : env) env_storage.push_back(absl::StrCat(name, "=", value));
   std::vector<char*> envp;
+  envp.reserve(env_storage.size() + 1);
   for (std::string& entry : env_storage) envp.push_back(entry.data());
   envp.push_back(nullptr);
 

@@ -95,14 +95,14 @@ TEST(StdioTransportTest, ChildGetsItsDirectoryAndEnvironmentAndStderrIsLogged) {
   for (const std::string& line : logs) {
     logged |= line.find("mcp server stderr") != std::string::npos &&
               line.find("complaint") != std::string::npos &&
-              line.find("\"server\":\"sh\"") != std::string::npos;
+              line.find(R"("server":"sh")") != std::string::npos;
   }
   EXPECT_TRUE(logged);
 }
 
 TEST(StdioTransportTest, LinesLongerThanTheLimitAreDropped) {
   StdioServerConfig config =
-      Shell("head -c 3000 /dev/zero | tr '\\000' a; echo; echo '{\"ok\":1}'; exec cat >/dev/null");
+      Shell(R"(head -c 3000 /dev/zero | tr '\000' a; echo; echo '{"ok":1}'; exec cat >/dev/null)");
   config.max_message_bytes = 1024;
   StdioTransport transport(config);
   Received received;

@@ -23,7 +23,7 @@ void ArrayLiteral::AddBytes(std::string_view bytes) {
   Separate();
   // "\\x..." : the array parser turns \\ into the \ of bytea's \x prefix.
   text_.reserve(text_.size() + bytes.size() * 2 + 5);
-  text_ += "\"\\\\x";
+  text_ += R"("\\x)";
   for (unsigned char b : bytes) {
     text_ += kHex[b >> 4];
     text_ += kHex[b & 0xf];

@@ -27,12 +27,12 @@ TEST(GroupCommitQueueTest, ConcurrentItemsShareBatchesAndAllComplete) {
         largest = std::max<int>(largest, batch.size());
         for (Item& item : batch) item.done(absl::OkStatus());
       },
-      [](Item& item, absl::Status why) { item.done(why); });
+      [](Item& item, const absl::Status& why) { item.done(why); });
   std::vector<std::future<absl::Status>> results;
   for (int i = 0; i < 20; ++i) {
     auto promise = std::make_shared<std::promise<absl::Status>>();
     results.push_back(promise->get_future());
-    queue.Submit({i, [promise](absl::Status s) { promise->set_value(s); }});
+    queue.Submit({i, [promise](const absl::Status& s) { promise->set_value(s); }});
   }
   hold.unlock();
   for (auto& r : results) EXPECT_TRUE(r.get().ok());
@@ -55,9 +55,9 @@ TEST(GroupCommitQueueTest, AFullQueueRejectsAtOnce) {
         released.wait();
         for (Item& item : batch) item.done(absl::OkStatus());
       },
-      [](Item& item, absl::Status why) { item.done(why); });
+      [](Item& item, const absl::Status& why) { item.done(why); });
   auto record = [&](int i) {
-    return [&, i](absl::Status s) {
+    return [&, i](const absl::Status& s) {
       std::lock_guard lock(mu);
       statuses[i] = s;
     };
@@ -96,11 +96,11 @@ TEST(GroupCommitQueueTest, ACommitterHandsTheTurnOnOnceOnlyItsCommitIsLeft) {
           }
           for (Item& item : batch) item.done(absl::OkStatus());
         },
-        [](Item& item, absl::Status why) { item.done(why); });
+        [](Item& item, const absl::Status& why) { item.done(why); });
     for (int i = 0; i < 2; ++i) {
       auto promise = std::make_shared<std::promise<absl::Status>>();
       results.push_back(promise->get_future());
-      queue.Submit({i, [promise](absl::Status s) { promise->set_value(s); }});
+      queue.Submit({i, [promise](const absl::Status& s) { promise->set_value(s); }});
     }
     for (auto& r : results) EXPECT_TRUE(r.get().ok());
   }
@@ -120,11 +120,11 @@ TEST(GroupCommitQueueTest, BatchesThatDoNotHandTheTurnOnNeverOverlap) {
           --running;
           for (Item& item : batch) item.done(absl::OkStatus());
         },
-        [](Item& item, absl::Status why) { item.done(why); });
+        [](Item& item, const absl::Status& why) { item.done(why); });
     for (int i = 0; i < 20; ++i) {
       auto promise = std::make_shared<std::promise<absl::Status>>();
       results.push_back(promise->get_future());
-      queue.Submit({i, [promise](absl::Status s) { promise->set_value(s); }});
+      queue.Submit({i, [promise](const absl::Status& s) { promise->set_value(s); }});
     }
     for (auto& r : results) EXPECT_TRUE(r.get().ok());
   }
@@ -144,7 +144,7 @@ TEST(GroupCommitQueueTest, ItemsThatArriveWhileTheCommitterLingersShareOneBatch)
         written += static_cast<int>(batch.size());
         if (written == 5) all_written.set_value();
       },
-      [](Item&, absl::Status) {}, std::chrono::milliseconds(300));
+      [](Item&, const absl::Status&) {}, std::chrono::milliseconds(300));
   // The first wakes the committer; the other four come while it lingers.
   for (int i = 0; i < 5; ++i) queue.Submit({i, nullptr});
   all_written.get_future().wait();
@@ -157,7 +157,7 @@ TEST(GroupCommitQueueTest, DestructionWritesWhatIsLingering) {
   {
     GroupCommitQueue<Item> queue(
         1, 64, 1000, [&](std::vector<Item>& batch) { written += static_cast<int>(batch.size()); },
-        [](Item&, absl::Status) {}, std::chrono::milliseconds(100));
+        [](Item&, const absl::Status&) {}, std::chrono::milliseconds(100));
     for (int i = 0; i < 3; ++i) queue.Submit({i, nullptr});
   }
   EXPECT_EQ(written.load(), 3);

@@ -28,6 +28,7 @@ absl::StatusOr<int> ApplyMigrations(const std::string& dsn, const std::string& c
                                     const std::vector<Migration>& migrations) {
   if (sodium_init() < 0) return absl::InternalError("libsodium failed to initialise");
   std::vector<const Migration*> ordered;
+  ordered.reserve(migrations.size());
   for (const Migration& m : migrations) ordered.push_back(&m);
   std::sort(ordered.begin(), ordered.end(),
             [](const Migration* a, const Migration* b) { return a->version < b->version; });

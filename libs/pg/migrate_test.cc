@@ -102,8 +102,10 @@ TEST(MigrateTest, ReplicasStartingTogetherApplyEachMigrationOnce) {
   testing::TestDatabase db;
   std::atomic<int> applied{0};
   std::atomic<int> failed{0};
+  constexpr int kReplicas = 6;
   std::vector<std::thread> replicas;
-  for (int i = 0; i < 6; ++i) {
+  replicas.reserve(kReplicas);
+  for (int i = 0; i < kReplicas; ++i) {
     replicas.emplace_back([&] {
       absl::StatusOr<int> n = ApplyMigrations(db.dsn(), "mt", FirstTwo());
       if (n.ok()) {

@@ -88,8 +88,8 @@ absl::Status StatusFromException(const std::exception& e);
 // DEADLINE_EXCEEDED, without touching the database, when the thread's call
 // deadline (core::ScopedCallDeadline) has passed; while one is in scope the
 // transaction's statement_timeout is capped at the time that remains (at no
-// extra round trip), so the database stops work the caller stopped waiting for; DEADLINE_EXCEEDED too when a
-// statement runs past it.
+// extra round trip), so the database stops work the caller stopped waiting for; DEADLINE_EXCEEDED
+// too when a statement runs past it.
 absl::Status WithTenantTransaction(PgPool& pool, const std::string& tenant,
                                    const std::function<absl::Status(pqxx::work&)>& body,
                                    bool retry_on_broken = true);

@@ -72,7 +72,8 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
     }
     s.retention.tenant_days[tenant] = value;
   }
-  s.retention_interval = std::chrono::seconds(c.Int("retention.interval_s", 3600, 1, 86400 * 7));
+  s.retention_interval =
+      std::chrono::seconds(c.Int("retention.interval_s", 3600, 1, int64_t{86400} * 7));
   s.appends.append_committers = static_cast<int>(c.Int("append.committers", 2, 1, 64));
   s.appends.append_max_batch = static_cast<size_t>(c.Int("append.max_batch", 256, 1, 10000));
   s.appends.append_max_queued = static_cast<size_t>(c.Int("append.max_queued", 10000, 1, 1000000));
@@ -207,6 +208,8 @@ absl::Status RewrapKeys(const Settings& s) {
 }  // namespace
 }  // namespace omniforge::conversation
 
+// NOLINTNEXTLINE(bugprone-exception-escape): errors are statuses; an exception is a bug, and
+// crashes
 int main(int argc, char** argv) {
   using namespace omniforge;
   const sigset_t signals = core::BlockTerminationSignals();

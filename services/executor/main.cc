@@ -68,13 +68,14 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.worker_threads = static_cast<int>(c.Int("server.worker_threads", 16, 1, 1024));
   s.log_level = c.String("log.level", "info");
   s.database = pg::ReadDatabaseSettings(c, pg::kLocalDsn, 16);
-  s.tools.max_result_bytes =
-      static_cast<size_t>(c.Int("tools.max_result_bytes", 64 * 1024, 1024, 16 * 1024 * 1024));
-  s.tools.max_argument_bytes =
-      static_cast<size_t>(c.Int("tools.max_argument_bytes", 256 * 1024, 1024, 4 * 1024 * 1024));
+  s.tools.max_result_bytes = static_cast<size_t>(
+      c.Int("tools.max_result_bytes", int64_t{64} * 1024, 1024, int64_t{16} * 1024 * 1024));
+  s.tools.max_argument_bytes = static_cast<size_t>(
+      c.Int("tools.max_argument_bytes", int64_t{256} * 1024, 1024, int64_t{4} * 1024 * 1024));
   s.idempotency_retention =
-      std::chrono::hours(c.Int("tools.idempotency_retention_hours", 168, 1, 24 * 365));
-  s.purge_interval = std::chrono::seconds(c.Int("tools.purge_interval_s", 3600, 1, 86400 * 7));
+      std::chrono::hours(c.Int("tools.idempotency_retention_hours", 168, 1, int64_t{24} * 365));
+  s.purge_interval =
+      std::chrono::seconds(c.Int("tools.purge_interval_s", 3600, 1, int64_t{86400} * 7));
   s.conversation_address = c.String("conversation.address", "");
   s.conversation_timeout =
       std::chrono::milliseconds(c.Int("conversation.timeout_ms", 5000, 100, 600000));
@@ -191,6 +192,8 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
 }  // namespace
 }  // namespace omniforge::executor
 
+// NOLINTNEXTLINE(bugprone-exception-escape): errors are statuses; an exception is a bug, and
+// crashes
 int main(int argc, char** argv) {
   using namespace omniforge;
   const sigset_t signals = core::BlockTerminationSignals();

@@ -17,7 +17,7 @@
 #include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
-#include <signal.h>
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX kill, not <csignal>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -117,10 +117,11 @@ pid_t Spawn(const std::string& binary, int port) {
     env_strings.emplace_back(*e);
   }
   env_strings.push_back("OMNIFORGE_SERVER_PORT=" + std::to_string(port));
-  env_strings.push_back("OMNIFORGE_SERVER_HOST=127.0.0.1");
-  env_strings.push_back("OMNIFORGE_SERVER_METRICS_PORT=-1");
-  env_strings.push_back("OMNIFORGE_LOG_LEVEL=warn");
+  env_strings.emplace_back("OMNIFORGE_SERVER_HOST=127.0.0.1");
+  env_strings.emplace_back("OMNIFORGE_SERVER_METRICS_PORT=-1");
+  env_strings.emplace_back("OMNIFORGE_LOG_LEVEL=warn");
   std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
   std::string arg0 = binary;
@@ -348,6 +349,8 @@ int Run(const std::string& target_flag, bool spawn, const std::string& followups
 }  // namespace
 }  // namespace omniforge::intent
 
+// NOLINTNEXTLINE(bugprone-exception-escape): a measuring tool; an exception ends it with its
+// message
 int main(int argc, char** argv) {
   CLI::App app{"omniforge intent evaluation"};
   std::string target = "127.0.0.1:50052";

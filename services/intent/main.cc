@@ -107,6 +107,8 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
 }  // namespace
 }  // namespace omniforge::intent
 
+// NOLINTNEXTLINE(bugprone-exception-escape): errors are statuses; an exception is a bug, and
+// crashes
 int main(int argc, char** argv) {
   using namespace omniforge;
   const sigset_t signals = core::BlockTerminationSignals();

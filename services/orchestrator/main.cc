@@ -31,15 +31,15 @@
 #include "libs/pg/pool.h"
 #include "libs/pg/settings.h"
 #include "services/orchestrator/api/chat_service.h"
-#include "services/orchestrator/downstream/grpc_downstream.h"
 #include "services/orchestrator/approvals/memory_approval_audit.h"
+#include "services/orchestrator/downstream/grpc_downstream.h"
 #include "services/orchestrator/storage/pg_approval_audit.h"
 #include "services/orchestrator/storage/pg_error_log.h"
 #include "services/orchestrator/storage/pg_flow_store.h"
 #include "services/orchestrator/storage/pg_plan_store.h"
 #include "services/orchestrator/storage/pg_turn_bus.h"
-#include "services/orchestrator/usage/usage_meter.h"
 #include "services/orchestrator/storage/usage_recorder.h"
+#include "services/orchestrator/usage/usage_meter.h"
 
 namespace omniforge::pg {
 const std::vector<Migration>& OrchestratorMigrations();

@@ -92,7 +92,7 @@ class CliEndToEndTest : public ::testing::Test {
   std::vector<std::string> Chat(bool json_output, const std::vector<std::string>& args,
                                 const std::string& key = "") const {
     std::vector<std::string> argv = {OMNIFORGE_CLI_BIN};
-    if (json_output) argv.push_back("--json");
+    if (json_output) argv.emplace_back("--json");
     argv.insert(argv.end(), {"chat", "--chat-server", stack_->orchestrator().address(), "--api-key",
                              key.empty() ? (*keys_)[user_] : key});
     argv.insert(argv.end(), args.begin(), args.end());

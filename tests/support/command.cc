@@ -1,7 +1,7 @@
 #include "tests/support/command.h"
 
 #include <pty.h>
-#include <signal.h>
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX kill, not <csignal>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>

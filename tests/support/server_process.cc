@@ -1,13 +1,15 @@
 #include "tests/support/server_process.h"
 
 #include <fcntl.h>
-#include <signal.h>
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX kill, not <csignal>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+
+#include "absl/time/time.h"
 
 extern char** environ;
 
@@ -47,17 +49,19 @@ std::optional<std::string> ServerProcess::Start(const std::vector<std::string>& 
   }
   env.insert(env.end(), extra_env.begin(), extra_env.end());
   std::vector<char*> envp;
+  envp.reserve(env.size() + 1);
   for (std::string& entry : env) envp.push_back(entry.data());
   envp.push_back(nullptr);
   std::vector<std::string> argv_strings = {binary_};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<char*> argv;
+  argv.reserve(argv_strings.size() + 1);
   for (std::string& arg : argv_strings) argv.push_back(arg.data());
   argv.push_back(nullptr);
 
   exit_status_.reset();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     log_.clear();
     started_line_.reset();
     log_closed_ = false;
@@ -87,16 +91,23 @@ std::optional<std::string> ServerProcess::Start(const std::vector<std::string>& 
   pid_ = pid;
   reader_ = std::thread([this, fd = fds[0]] { ReadLog(fd); });
 
-  std::unique_lock<std::mutex> lock(mu_);
-  const bool started =
-      changed_.wait_for(lock, timeout, [this] { return log_closed_ || started_line_.has_value(); });
-  if (!started || !started_line_) {
-    lock.unlock();
-    return binary_ + " did not start (" + (started ? "exited" : "timed out") + "); log:\n" +
+  std::optional<std::string> started_line;
+  bool exited = false;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time deadline = absl::Now() + absl::FromChrono(timeout);
+    while (!log_closed_ && !started_line_) {
+      if (changed_.WaitWithDeadline(&mu_, deadline)) break;  // timed out
+    }
+    started_line = started_line_;
+    exited = log_closed_;
+  }
+  if (!started_line) {
+    return binary_ + " did not start (" + (exited ? "exited" : "timed out") + "); log:\n" +
            JoinedLog();
   }
-  port_ = std::stoi(LogField(*started_line_, "port"));
-  const std::string metrics = LogField(*started_line_, "metrics_port");
+  port_ = std::stoi(LogField(*started_line, "port"));
+  const std::string metrics = LogField(*started_line, "metrics_port");
   metrics_port_ = metrics.empty() ? 0 : std::stoi(metrics);
   return std::nullopt;
 }
@@ -134,7 +145,7 @@ std::optional<int> ServerProcess::Stop(std::chrono::seconds timeout) {
 }
 
 std::vector<std::string> ServerProcess::LogLines() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return log_;
 }
 
@@ -148,10 +159,10 @@ void ServerProcess::ReadLog(int fd) {
   std::string pending;
   char buffer[4096];
   auto add = [this](std::string line) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!started_line_ && LogField(line, "msg") == "server started") started_line_ = line;
     log_.push_back(std::move(line));
-    changed_.notify_all();
+    changed_.SignalAll();
   };
   for (;;) {
     const ssize_t n = read(fd, buffer, sizeof(buffer));
@@ -166,9 +177,9 @@ void ServerProcess::ReadLog(int fd) {
   }
   if (!pending.empty()) add(pending);
   close(fd);
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   log_closed_ = true;
-  changed_.notify_all();
+  changed_.SignalAll();
 }
 
 }  // namespace omniforge::testing

@@ -6,12 +6,13 @@
 #include <sys/types.h>
 
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace omniforge::testing {
 
@@ -56,11 +57,11 @@ class ServerProcess final {
   int port_ = 0;
   int metrics_port_ = 0;
 
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  std::vector<std::string> log_;             // Guarded by mu_.
-  std::optional<std::string> started_line_;  // Guarded by mu_.
-  bool log_closed_ = false;                  // Guarded by mu_.
+  mutable absl::Mutex mu_;
+  absl::CondVar changed_;
+  std::vector<std::string> log_ ABSL_GUARDED_BY(mu_);
+  std::optional<std::string> started_line_ ABSL_GUARDED_BY(mu_);
+  bool log_closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // The value of a string field in one JSON log line ("" when absent).

@@ -2,7 +2,7 @@
 // fake: when the SDK's own stream helpers assemble exactly what the rule
 // scripted, the fake's SSE is shaped the way real clients expect.
 #include <gtest/gtest.h>
-#include <stdio.h>
+#include <stdio.h>  // NOLINT(modernize-deprecated-headers): POSIX popen, not <cstdio>
 #include <sys/wait.h>
 
 #include <cstdlib>

@@ -3,7 +3,7 @@
 // 127.0.0.1, prints "listening on 127.0.0.1:<port>" once it accepts
 // connections, and serves until SIGTERM or SIGINT.
 #include <pthread.h>
-#include <signal.h>
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX sigwait, not <csignal>
 
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -12,6 +12,7 @@
 #include "libs/core/files.h"
 #include "libs/llm/testing/fake_provider.h"
 
+// NOLINTNEXTLINE(bugprone-exception-escape): a test double; an exception ends it with its message
 int main(int argc, char** argv) {
   using omniforge::llm::testing::FakeLlmServer;
   using omniforge::llm::testing::FakeOptions;

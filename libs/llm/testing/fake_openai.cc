@@ -22,7 +22,8 @@ ordered_json NullOr(const std::optional<std::string>& value) {
 }
 
 HttpAnswer ErrorAnswer(int status, std::string message, std::string type,
-                       std::optional<std::string> param, std::optional<std::string> code) {
+                       const std::optional<std::string>& param,
+                       const std::optional<std::string>& code) {
   ordered_json error;
   error["message"] = std::move(message);
   error["type"] = std::move(type);
@@ -33,10 +34,10 @@ HttpAnswer ErrorAnswer(int status, std::string message, std::string type,
   return HttpAnswer{status, Dump(body), {}};
 }
 
-HttpAnswer InvalidRequest(std::string message, std::optional<std::string> param = std::nullopt,
-                          std::optional<std::string> code = std::nullopt) {
-  return ErrorAnswer(400, std::move(message), "invalid_request_error", std::move(param),
-                     std::move(code));
+HttpAnswer InvalidRequest(std::string message,
+                          const std::optional<std::string>& param = std::nullopt,
+                          const std::optional<std::string>& code = std::nullopt) {
+  return ErrorAnswer(400, std::move(message), "invalid_request_error", param, code);
 }
 
 HttpAnswer MissingParameter(const std::string& param) {

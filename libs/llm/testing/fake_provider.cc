@@ -123,7 +123,7 @@ absl::StatusOr<CompiledRule> Compile(FakeRule rule, size_t index) {
   CompiledRule out;
   const FakeMatch& match = rule.match;
   if (!match.api.empty() && match.api != "openai" && match.api != "anthropic") {
-    return absl::InvalidArgumentError(at + "match.api must be \"openai\" or \"anthropic\"");
+    return absl::InvalidArgumentError(at + R"(match.api must be "openai" or "anthropic")");
   }
   if (!match.last_user_regex.empty()) {
     RE2::Options options;

@@ -756,6 +756,7 @@ TEST(FakeFaultTest, MalformedJsonBreaksTheBodyOrOneStreamEvent) {
   const Exchange streamed = PostRaw(fake->port(), kOpenAiPath, OpenAiRequest("x", true).dump());
   const std::vector<SseEvent> events = ParseSse(streamed.body);
   std::vector<bool> parses;
+  parses.reserve(events.size());
   for (const SseEvent& event : events) {
     parses.push_back(event.data == "[DONE]" ||
                      !json::parse(event.data, nullptr, false).is_discarded());
@@ -1094,6 +1095,7 @@ TEST(FakeServerTest, SixtyFourConcurrentStreamsAllComplete) {
   auto fake = StartFake({rule});
   constexpr int kClients = 64;
   std::vector<std::thread> clients;
+  clients.reserve(kClients);
   std::atomic<int> complete{0};
   for (int i = 0; i < kClients; ++i) {
     clients.emplace_back([&] {

@@ -2,7 +2,7 @@
 // against, and Streamable HTTP server processes bound to loopback.
 #pragma once
 
-#include <signal.h>
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX kill, not <csignal>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>

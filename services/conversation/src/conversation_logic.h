@@ -19,8 +19,8 @@
 namespace omniforge::conversation {
 
 struct Limits {
-  size_t max_content_bytes = 64 * 1024;
-  size_t max_metadata_bytes = 16 * 1024;
+  size_t max_content_bytes = size_t{64} * 1024;
+  size_t max_metadata_bytes = size_t{16} * 1024;
   size_t max_title_bytes = 512;
   size_t max_idempotency_key_bytes = 128;
   int default_page_size = 20;

@@ -120,8 +120,8 @@ grpc::ServerUnaryReactor* ConversationGrpcService::AppendMessage(
   // queue calls back once the batch holding it has committed.
   return core::ServeUnary<Req, Resp>(
       context, raw, raw_response, "AppendMessage",
-      [this](std::shared_ptr<core::UnaryCall<Req, Resp>> call,
-             std::function<void(absl::Status)> done) {
+      [this](const std::shared_ptr<core::UnaryCall<Req, Resp>>& call,
+             const std::function<void(absl::Status)>& done) {
         const Req& request = call->request;
         if (request.has_metadata() && !request.metadata_json().empty()) {
           done(absl::InvalidArgumentError("metadata, metadata_json: set at most one of them"));

@@ -4,6 +4,8 @@
 
 #include <cctype>
 
+#include "absl/strings/str_cat.h"
+
 namespace omniforge::conversation {
 namespace {
 
@@ -216,10 +218,9 @@ absl::StatusOr<int> KeyRing::RewrapTenantKeys(pg::PgPool& owner_pool, const KeyB
         const std::string old_id = row[2].as<std::string>();
         auto old_master = previous.find(old_id);
         if (old_master == previous.end()) {
-          failure =
-              absl::FailedPreconditionError("tenant key " + std::to_string(key_id) + " of tenant " +
-                                            tenant + " is wrapped by master key '" + old_id +
-                                            "', which is not configured as a previous key");
+          failure = absl::FailedPreconditionError(absl::StrCat(
+              "tenant key ", key_id, " of tenant ", tenant, " is wrapped by master key '", old_id,
+              "', which is not configured as a previous key"));
           break;
         }
         auto key = UnwrapWith(old_master->second, old_id, tenant, key_id,

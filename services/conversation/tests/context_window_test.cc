@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ranges>
+
 #include "services/conversation/src/token_estimator.h"
 
 namespace omniforge::conversation {
@@ -19,8 +21,8 @@ Message Msg(int64_t seq, Role role, int tokens) {
 // Feeds `all` (ascending) newest-first, as the logic does.
 ContextWindow Assemble(const std::vector<Message>& all, ContextWindowOptions options) {
   ContextWindowAssembler assembler(options);
-  for (auto it = all.rbegin(); it != all.rend(); ++it) {
-    if (!assembler.Offer(*it)) return std::move(assembler).Finish(true);
+  for (const Message& message : all | std::views::reverse) {
+    if (!assembler.Offer(message)) return std::move(assembler).Finish(true);
   }
   return std::move(assembler).Finish(false);
 }

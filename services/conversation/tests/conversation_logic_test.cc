@@ -23,7 +23,7 @@ class ConversationLogicTest : public ::testing::Test {
     return *c;
   }
 
-  absl::StatusOr<AppendResult> Append(const core::Identity& who, AppendMessageInput input) {
+  absl::StatusOr<AppendResult> Append(const core::Identity& who, const AppendMessageInput& input) {
     absl::StatusOr<AppendResult> out = absl::UnknownError("callback not called");
     logic_.Append(who, input, [&](absl::StatusOr<AppendResult> r) { out = std::move(r); });
     return out;
@@ -54,7 +54,7 @@ TEST_F(ConversationLogicTest, AppendAssignsSeqAndCountsTokens) {
 
 TEST_F(ConversationLogicTest, BadInputIsRejectedAndWritesNothing) {
   Conversation c = NewChat(kAlice);
-  const std::string big(64 * 1024 + 1, 'x');
+  const std::string big(size_t{64} * 1024 + 1, 'x');
   const std::string big_metadata = R"({"k":")" + std::string(16 * 1024, 'y') + R"("})";
   struct Case {
     const char* name;
@@ -131,8 +131,10 @@ TEST_F(ConversationLogicTest, OtherTenantsAndUsersSeeNotFound) {
 }
 
 TEST_F(ConversationLogicTest, ListingPagesNewestFirstWithOpaqueTokens) {
+  constexpr int kChats = 5;
   std::vector<std::string> ids;
-  for (int i = 0; i < 5; ++i) ids.push_back(NewChat(kAlice, "c" + std::to_string(i)).id);
+  ids.reserve(kChats);
+  for (int i = 0; i < kChats; ++i) ids.push_back(NewChat(kAlice, "c" + std::to_string(i)).id);
   NewChat(kBob);
   std::vector<std::string> seen;
   std::string token;

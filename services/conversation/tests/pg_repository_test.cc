@@ -162,7 +162,8 @@ TEST_F(PgRepositoryTest, ListingIsMostRecentlyActiveFirstAcrossPages) {
   std::atomic<int> stored{0};
   for (const auto& [id, role] : std::vector<std::pair<std::string, int>>{
            {ids[3], 2}, {ids[2], 4}, {ids[0], 1}, {ids[4], 2}}) {
-    writers.emplace_back([&, id, role] {
+    // Copies named in the capture: clang before 16 cannot capture structured bindings.
+    writers.emplace_back([&, id = id, role = role] {
       if (Append(carol, {id, role, "later", "", ""}).ok()) ++stored;
     });
   }
@@ -542,7 +543,7 @@ TEST_F(PgRepositoryTest, RetentionPurgesIdleConversationsPerTenant) {
   EXPECT_EQ(*none, 0);
   // The stored activity time may be up to 10 minutes behind the newest turn
   // (the turn above did not move it): 5 minutes past 30 days is not idle.
-  auto margin = repository_->PurgeIdle(policy, Now() + 30 * day + 5 * 60 * 1000000LL, 1000);
+  auto margin = repository_->PurgeIdle(policy, Now() + 30 * day + 5LL * 60 * 1000000, 1000);
   ASSERT_TRUE(margin.ok()) << margin.status();
   EXPECT_EQ(*margin, 0);
   EXPECT_TRUE(logic_->Get(short_lived, idle.id).ok());
@@ -574,7 +575,8 @@ TEST_F(PgRepositoryTest, TheBackgroundPurgeDeletesEveryIdleConversationBatchByBa
   std::string ids;
   for (const std::string& id : idle) ids += (ids.empty() ? "'" : ",'") + id + "'";
   Raw("UPDATE conversation.conversations SET updated_at = now() - interval '40 days'"
-      " WHERE tenant_id = 'retention-background' AND id IN (" + ids + ")");
+      " WHERE tenant_id = 'retention-background' AND id IN (" +
+      ids + ")");
 
   RetentionPolicy policy;
   policy.default_days = 30;

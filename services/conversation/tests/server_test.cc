@@ -12,7 +12,6 @@
 #include <grpcpp/support/byte_buffer.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -35,7 +34,10 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_replace.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "libs/core/grpc_identity.h"
@@ -479,8 +481,8 @@ TEST_F(ConversationServerTest, AnotherTenantsConversationLooksExactlyLikeAMissin
   // Each call, by `who` on conversation `target`.
   using Rpc = std::function<grpc::Status(const core::Identity&, const std::string&)>;
   const std::vector<std::pair<std::string, Rpc>> calls = {
-      {"GetConversation", [&](const core::Identity& who,
-                              const std::string& target) { return Get(who, target); }},
+      {"GetConversation",
+       [&](const core::Identity& who, const std::string& target) { return Get(who, target); }},
       {"AppendMessage",
        [&](const core::Identity& who, const std::string& target) {
          return Append(who, Message(target, pb::ROLE_USER, "let me in"));
@@ -499,9 +501,8 @@ TEST_F(ConversationServerTest, AnotherTenantsConversationLooksExactlyLikeAMissin
          pb::GetContextWindowResponse response;
          return stub_->GetContextWindow(Call(who).get(), request, &response);
        }},
-      {"DeleteConversation", [&](const core::Identity& who, const std::string& target) {
-         return Delete(who, target);
-       }}};
+      {"DeleteConversation",
+       [&](const core::Identity& who, const std::string& target) { return Delete(who, target); }}};
   const std::vector<core::Identity> strangers = {{"other-tenant", alice.user_id},
                                                  FreshUser(alice.tenant_id)};
   for (const auto& [name, call] : calls) {
@@ -527,7 +528,7 @@ TEST_F(ConversationServerTest, BadInputIsRejectedAndChangesNothing) {
   const std::string id = Create(alice, "valid").id();
   ASSERT_TRUE(Append(alice, Message(id, pb::ROLE_USER, "hello")).ok());
 
-  Struct big_metadata = MakeStruct({{"blob", std::string(17 * 1024, 'm')}});
+  Struct big_metadata = MakeStruct({{"blob", std::string(size_t{17} * 1024, 'm')}});
   struct BadAppend {
     std::string what;
     pb::AppendMessageRequest request;
@@ -607,7 +608,7 @@ TEST_F(ConversationServerTest, BadInputIsRejectedAndChangesNothing) {
   // The limit is exactly 64 KiB: content of that size is stored.
   pb::AppendMessageResponse largest;
   const grpc::Status status =
-      Append(alice, Message(id, pb::ROLE_USER, std::string(64 * 1024, 'x')), &largest);
+      Append(alice, Message(id, pb::ROLE_USER, std::string(size_t{64} * 1024, 'x')), &largest);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(largest.message().seq(), 2);
 }
@@ -700,7 +701,7 @@ TEST_F(ConversationServerTest, SecretsAreFlaggedAndNeverLogged) {
 }
 
 TEST_F(ConversationServerTest, MetricsCountRpcsByMethodAndCode) {
-  const std::string series = "omniforge_rpc_total{code=\"OK\",method=\"CreateConversation\"}";
+  const std::string series = R"(omniforge_rpc_total{code="OK",method="CreateConversation"})";
   httplib::Client metrics("127.0.0.1", server_->metrics_port());
   metrics.set_connection_timeout(5);
   metrics.set_read_timeout(5);
@@ -736,9 +737,12 @@ TEST_F(ConversationServerTest, SigtermDrainsInFlightAppends) {
   const std::string id = Create(alice, "drain").id();
   ASSERT_FALSE(id.empty());
 
-  std::mutex mu;
-  std::condition_variable finished;
-  int done = 0;  // Guarded by mu.
+  // Counted by gRPC's callback threads as the calls finish.
+  struct Completions {
+    absl::Mutex mu;
+    absl::CondVar finished;
+    int done ABSL_GUARDED_BY(mu) = 0;
+  } completions;
   std::vector<std::unique_ptr<DrainCall>> calls;
   for (int i = 0; i < kCalls; ++i) {
     auto call = std::make_unique<DrainCall>();
@@ -750,27 +754,35 @@ TEST_F(ConversationServerTest, SigtermDrainsInFlightAppends) {
   for (auto& call : calls) {
     DrainCall* c = call.get();
     stub_->async()->AppendMessage(&c->context, &c->request, &c->response,
-                                  [c, &mu, &finished, &done](grpc::Status s) {
-                                    std::lock_guard<std::mutex> lock(mu);
+                                  [c, &completions](grpc::Status s) {
+                                    absl::MutexLock lock(&completions.mu);
                                     c->status = std::move(s);
-                                    ++done;
-                                    finished.notify_all();
+                                    ++completions.done;
+                                    completions.finished.SignalAll();
                                   });
   }
   // SIGTERM once the server is demonstrably handling the burst, so most calls
   // are in flight when the drain begins.
   int done_at_sigterm = 0;
   {
-    std::unique_lock<std::mutex> lock(mu);
-    ASSERT_TRUE(finished.wait_for(lock, kRpcTimeout, [&] { return done > 0; }));
+    absl::MutexLock lock(&completions.mu);
+    const absl::Time deadline = absl::Now() + absl::FromChrono(kRpcTimeout);
+    while (completions.done == 0 &&
+           !completions.finished.WaitWithDeadline(&completions.mu, deadline)) {
+    }
+    ASSERT_GT(completions.done, 0);
     server_->Terminate();
-    done_at_sigterm = done;
+    done_at_sigterm = completions.done;
   }
   const Clock::time_point terminated = Clock::now();
   {
-    std::unique_lock<std::mutex> lock(mu);
-    ASSERT_TRUE(finished.wait_for(lock, kRpcTimeout + std::chrono::seconds(5),
-                                  [&] { return done == kCalls; }));
+    absl::MutexLock lock(&completions.mu);
+    const absl::Time deadline =
+        absl::Now() + absl::FromChrono(kRpcTimeout + std::chrono::seconds(5));
+    while (completions.done < kCalls &&
+           !completions.finished.WaitWithDeadline(&completions.mu, deadline)) {
+    }
+    ASSERT_EQ(completions.done, kCalls);
   }
   const std::optional<int> exit_status = server_->WaitForExit(std::chrono::seconds(5));
   ASSERT_TRUE(exit_status.has_value()) << "no exit 5 s after SIGTERM; log:\n"
@@ -970,7 +982,7 @@ TEST(ConversationOverloadTest, CallsAbandonedWhileQueuedGetNoDatabaseWork) {
       contexts.back()->set_deadline(std::chrono::system_clock::now() +
                                     std::chrono::milliseconds(20));
       stub->async()->GetContextWindow(contexts.back().get(), &request, &responses[i],
-                                      [&](grpc::Status) {
+                                      [&](const grpc::Status&) {
                                         std::lock_guard lock(mu);
                                         if (--pending == 0) finished.notify_all();
                                       });

@@ -157,7 +157,7 @@ void LogUnrecordedEnd(const std::string& dialogue_id, const absl::Status& status
 
 ConverseReactor::ConverseReactor(grpc::CallbackServerContext* context, const AgentFactory& agents,
                                  core::ThreadPool& workers, DialogueRecorder* recorder)
-    : context_(context), workers_(workers), recorder_(recorder) {
+    : workers_(workers), recorder_(recorder) {
   auto who = core::IdentityFromContext(*context);
   if (!who.ok()) {
     finished_ = true;
@@ -165,7 +165,8 @@ ConverseReactor::ConverseReactor(grpc::CallbackServerContext* context, const Age
     return;
   }
   who_ = *who;
-  dialogue_ = agents(*std::move(who), context->deadline(), [this](DialogueEvent e) { Enqueue(e); });
+  dialogue_ =
+      agents(*std::move(who), context->deadline(), [this](const DialogueEvent& e) { Enqueue(e); });
   StartRead(&incoming_);
 }
 

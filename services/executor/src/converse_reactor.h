@@ -51,7 +51,6 @@ class ConverseReactor final
   // Stores how the dialogue ended (on a worker); a failure is logged.
   void RecordEnd(DialogueRecorder::Outcome outcome);
 
-  grpc::CallbackServerContext* context_;
   core::ThreadPool& workers_;
   DialogueRecorder* recorder_;
   core::Identity who_;

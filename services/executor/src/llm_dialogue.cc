@@ -191,7 +191,7 @@ void LlmDialogue::Run() {
     const auto args = nlohmann::json::parse(protocol->arguments, nullptr, false);
     if (!args.is_object() || !args.contains("question") || !args["question"].is_string()) {
       messages_.push_back(
-          {llm::Role::kTool, "error: ask_planner needs {\"question\": \"...\"}", {}, protocol->id});
+          {llm::Role::kTool, R"(error: ask_planner needs {"question": "..."})", {}, protocol->id});
       continue;
     }
     pending_ = Pending{absl::StrCat("q", turns_), protocol->id};
@@ -330,7 +330,7 @@ void LlmDialogue::Complete(const std::string& arguments) {
     done.summary = arguments;
     done.result_json = "{}";
     done.confidence = 0.5;
-    done.limitations.push_back("the executor's final answer was not a JSON object");
+    done.limitations.emplace_back("the executor's final answer was not a JSON object");
   }
   done.tool_calls = records_;
   Emit(std::move(done));

@@ -8,8 +8,8 @@ namespace {
 constexpr char kAgentRef[] =
     R"("agent": {"type": "string", "description": "The agent's id or its exact name (case-insensitive)."})";
 
-ToolSpec Spec(std::string name, ToolRisk risk, std::string description, std::string properties,
-              std::string required) {
+ToolSpec Spec(std::string name, ToolRisk risk, std::string description,
+              const std::string& properties, const std::string& required) {
   return ToolSpec{std::move(name), std::move(description),
                   R"({"type": "object", "properties": {)" + properties + R"(}, "required": [)" +
                       required + R"(], "additionalProperties": false})",

@@ -43,7 +43,7 @@ bool ToolListRefresher::AnyUnlisted() const {
 absl::Status ToolListRefresher::RefreshNow() {
   mcp::CallOptions within;
   within.deadline = std::chrono::system_clock::now() + options_.refresh_timeout;
-  const absl::Status listed = registry_.Refresh(within);
+  absl::Status listed = registry_.Refresh(within);
   for (ToolProvider* provider : providers_) {
     // A new list the catalog refuses (a name clash) leaves the old one.
     if (absl::Status reloaded = catalog_.Reload(*provider); !reloaded.ok()) {

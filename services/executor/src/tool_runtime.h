@@ -14,10 +14,10 @@
 namespace omniforge::executor {
 
 struct ToolRuntimeOptions {
-  size_t max_argument_bytes = 256 * 1024;
+  size_t max_argument_bytes = size_t{256} * 1024;
   // Larger results are replaced by {"truncated": true, "original_bytes": N,
   // "text": "<the first bytes>"}.
-  size_t max_result_bytes = 64 * 1024;
+  size_t max_result_bytes = size_t{64} * 1024;
   size_t max_idempotency_key_bytes = 128;
 };
 

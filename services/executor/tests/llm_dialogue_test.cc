@@ -47,7 +47,7 @@ class ScriptedModel final : public llm::ChatModel {
  public:
   using Step = std::function<absl::StatusOr<llm::ChatResponse>(const llm::ChatRequest&)>;
   void Then(Step step) { steps_.push_back(std::move(step)); }
-  void ThenCall(std::vector<std::pair<std::string, Json>> calls) {
+  void ThenCall(const std::vector<std::pair<std::string, Json>>& calls) {
     Then([calls](const llm::ChatRequest&) {
       llm::ChatResponse r;
       int i = 0;

@@ -416,9 +416,11 @@ TEST_F(PlatformToolsTest, RetriesWithAnIdempotencyKeyDoNotRunAgain) {
 TEST_F(PlatformToolsTest, ConcurrentRetriesRunTheToolOnce) {
   const auto alice = Fresh();
   Ok(alice, "create_agent", {{"name", "busy"}, {"description", "d"}});
+  constexpr int kCallers = 4;
   std::vector<std::thread> threads;
+  threads.reserve(kCallers);
   std::atomic<int> ok = 0;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < kCallers; ++i) {
     threads.emplace_back([&] {
       auto out = Call(alice, "run_agent", {{"agent", "busy"}}, "same-key");
       // The loser either replays the result or is told the call still runs.

@@ -7,7 +7,7 @@
 #include <grpcpp/security/credentials.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <signal.h>
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX kill, not <csignal>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -494,7 +494,7 @@ TEST_F(ExecutorDialogueStorageTest, TheStoredDialogueMatchesWhatWasStreamed) {
                        : event.has_task_complete()  ? "task_complete"
                                                     : "error";
     expected.push_back("executor:" + type);
-    if (type == "question") expected.push_back("planner:clarification");
+    if (type == "question") expected.emplace_back("planner:clarification");
   }
   std::vector<std::string> actual;
   for (const auto& m : stored.messages()) {

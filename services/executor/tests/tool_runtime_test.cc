@@ -175,6 +175,7 @@ TEST(ToolCatalogTest, ListsByRiskAndNameSorted) {
   ASSERT_TRUE(catalog.AddProvider(provider).ok());
   auto names = [](const std::vector<ToolSpec>& specs) {
     std::vector<std::string> out;
+    out.reserve(specs.size());
     for (const auto& s : specs) out.push_back(s.name);
     return out;
   };

@@ -214,7 +214,7 @@ std::string DataSourcesOf(std::string_view text) {
     const int at = FindPhrase(words, phrase);
     if (at < 0) continue;
     if (std::none_of(sources.begin(), sources.end(),
-                     [&](const auto& s) { return s.second == id; })) {
+                     [&id = id](const auto& s) { return s.second == id; })) {
       sources.emplace_back(at, id);
     }
   }

@@ -1,7 +1,7 @@
 #include "services/intent/src/classifier.h"
 
 #include <fasttext/fasttext.h>
-#include <stdlib.h>
+#include <stdlib.h>  // NOLINT(modernize-deprecated-headers): POSIX mkstemp, not <cstdlib>
 #include <unistd.h>
 
 #include <algorithm>

@@ -24,7 +24,7 @@ std::string_view SourceName(Source source) {
   return "unknown";
 }
 
-absl::Status TooLarge(std::string what, size_t size, size_t limit) {
+absl::Status TooLarge(const std::string& what, size_t size, size_t limit) {
   return absl::InvalidArgumentError(
       absl::StrCat(what, " is ", size, " bytes; the limit is ", limit));
 }

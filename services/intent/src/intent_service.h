@@ -16,9 +16,9 @@
 namespace omniforge::intent {
 
 struct IntentLimits {
-  size_t max_message_bytes = 64 * 1024;
+  size_t max_message_bytes = size_t{64} * 1024;
   size_t max_history_turns = 200;
-  size_t max_turn_bytes = 64 * 1024;
+  size_t max_turn_bytes = size_t{64} * 1024;
   size_t max_catalog_items = 500;
   size_t max_name_bytes = 128;
   size_t max_description_bytes = 2048;

@@ -34,6 +34,7 @@ Read the history: "the first one", "#2" and "the last one" point into the last l
 const std::vector<std::string>& ActionNames() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;
+    out.reserve(std::size(kAllActions));
     for (Action a : kAllActions) out.emplace_back(ActionName(a));
     return out;
   }();

@@ -140,10 +140,13 @@ TEST(ClassifierTest, RanksAllEightActionsWithProbabilities) {
 TEST(ClassifierTest, IsSharedAcrossThreads) {
   const auto dev = DevSplit();
   std::vector<Action> expected;
+  expected.reserve(dev.size());
   for (const auto& u : dev) expected.push_back(Shipped().Predict(u.text)[0].action);
+  constexpr int kThreads = 4;
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   std::atomic<int> mismatches{0};
-  for (int t = 0; t < 4; ++t) {
+  for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
       for (size_t i = 0; i < dev.size(); ++i) {
         if (Shipped().Predict(dev[i].text)[0].action != expected[i]) ++mismatches;

@@ -114,7 +114,7 @@ TEST_F(IntentServerTest, ACallWithoutIdentityIsUnauthenticated) {
 
 TEST_F(IntentServerTest, OversizedInputIsInvalidArgument) {
   pb::AnalyzeIntentResponse response;
-  pb::AnalyzeIntentRequest largest = Request(std::string(64 * 1024, 'a'));
+  pb::AnalyzeIntentRequest largest = Request(std::string(size_t{64} * 1024, 'a'));
   EXPECT_TRUE(Analyze(largest, &response).ok());
   grpc::Status too_big = Analyze(Request(std::string(64 * 1024 + 1, 'a')), &response);
   EXPECT_EQ(too_big.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
@@ -194,8 +194,10 @@ TEST_F(IntentServerTest, ServesConcurrentCallersTheSameAnswers) {
     expected.push_back(response.analysis().action_type());
   }
   std::atomic<int> mismatches{0};
+  constexpr int kThreads = 8;
   std::vector<std::thread> threads;
-  for (int t = 0; t < 8; ++t) {
+  threads.reserve(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
       for (size_t i = 0; i < expected.size(); ++i) {
         pb::AnalyzeIntentResponse response;

@@ -36,8 +36,8 @@
 #include "omniforge/intent/v1/intent_service.pb.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
 #include "services/orchestrator/flow/move.h"
-#include "services/orchestrator/plans/plan_model.h"
 #include "services/orchestrator/flow/routing.h"
+#include "services/orchestrator/plans/plan_model.h"
 
 namespace omniforge::orchestrator {
 

@@ -6,8 +6,8 @@
 #include <string_view>
 
 #include "libs/core/ids.h"
-#include "services/orchestrator/plans/plan_model.h"
 #include "services/orchestrator/approvals/preview.h"
+#include "services/orchestrator/plans/plan_model.h"
 
 namespace omniforge::orchestrator {
 namespace {

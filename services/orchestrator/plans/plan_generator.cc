@@ -142,10 +142,10 @@ std::string FirstOf(std::initializer_list<std::string> values) {
 // when nothing is left once the request words are gone.
 std::string ProjectNameFrom(const std::string& objective) {
   static const std::set<std::string> kLeading = {
-      "please", "can",   "could", "you",   "set",     "up",   "create", "start", "make",
-      "build",  "open",  "new",   "a",     "an",      "the",  "me",     "us",    "our",
-      "my",     "for",   "called", "named", "project", "about", "on",   "i",     "we",
-      "want",   "need",  "to",    "would", "like",    "let's", "lets"};
+      "please", "can",  "could",  "you",   "set",     "up",    "create", "start", "make",
+      "build",  "open", "new",    "a",     "an",      "the",   "me",     "us",    "our",
+      "my",     "for",  "called", "named", "project", "about", "on",     "i",     "we",
+      "want",   "need", "to",     "would", "like",    "let's", "lets"};
   std::string rest = objective;
   for (;;) {
     const size_t start = rest.find_first_not_of(" \t,.:;!?");

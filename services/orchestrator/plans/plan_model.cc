@@ -517,7 +517,8 @@ std::string PlanReplyText(const Plan& plan) {
     case PlanStatus::kRunning:
       text = absl::StrCat("The plan for \"", plan.objective, "\" stopped before its end:");
       for (size_t i = 0; i < plan.steps.size(); ++i) absl::StrAppend(&text, outcome_line(i));
-      absl::StrAppend(&text, "\nSay \"continue\" to finish it; steps that are done will not run again.");
+      absl::StrAppend(&text,
+                      "\nSay \"continue\" to finish it; steps that are done will not run again.");
       return text;
     case PlanStatus::kCompleted:
       text = absl::StrCat("Done: the plan for \"", plan.objective, "\".");

@@ -3,8 +3,8 @@
 #pragma once
 
 #include "libs/pg/pool.h"
-#include "services/orchestrator/turn/error_log.h"
 #include "services/orchestrator/storage/tenant_row_writer.h"
+#include "services/orchestrator/turn/error_log.h"
 
 namespace omniforge::orchestrator {
 

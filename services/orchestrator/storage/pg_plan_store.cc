@@ -174,7 +174,7 @@ absl::StatusOr<Plan> PgPlanStore::Get(const core::Identity& who, const std::stri
 }
 
 absl::Status PgPlanStore::Update(const Plan& plan, std::initializer_list<PlanStatus> from,
-                               bool replace_steps) {
+                                 bool replace_steps) {
   std::vector<std::string> allowed;
   for (PlanStatus s : from) allowed.emplace_back(PlanStatusName(s));
   return pg::WithTenantTransaction(pool_, plan.tenant_id, [&](pqxx::work& tx) {

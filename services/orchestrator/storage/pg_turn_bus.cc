@@ -69,8 +69,7 @@ void PgTurnBus::Subscribe(std::function<void(const TurnSignal&)> on_signal) {
 
 bool PgTurnBus::WaitListening(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
-  return changed_.wait_for(lock, timeout, [this] { return listening_ || stopping_; }) &&
-         listening_;
+  return changed_.wait_for(lock, timeout, [this] { return listening_ || stopping_; }) && listening_;
 }
 
 bool PgTurnBus::Pause(std::chrono::milliseconds duration) {

@@ -51,9 +51,9 @@ class PgTurnBus final : public TurnBus {
 
   std::mutex mu_;
   std::condition_variable changed_;
-  std::deque<std::string> outbox_;                    // Guarded by mu_.
-  bool listening_ = false;                            // Guarded by mu_.
-  bool stopping_ = false;                             // Guarded by mu_.
+  std::deque<std::string> outbox_;  // Guarded by mu_.
+  bool listening_ = false;          // Guarded by mu_.
+  bool stopping_ = false;           // Guarded by mu_.
 
   std::thread listener_;
   std::thread sender_;

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "services/orchestrator/flow/context_box.h"
-#include "services/orchestrator/planner/model_planner.h"
 #include "services/orchestrator/flow/routing.h"
+#include "services/orchestrator/planner/model_planner.h"
 #include "services/orchestrator/turn/turn_bus.h"
 
 namespace omniforge::orchestrator {

@@ -64,8 +64,8 @@ TEST(WindowCacheTest, KeptWindowsAreTheServicesWindowsTurnAfterTurn) {
   std::vector<convpb::Message> all;
   convpb::GetContextWindowResponse window;  // before the first turn: empty
   for (int turn = 0; turn < 60; ++turn) {
-    const convpb::Message user = Msg(static_cast<int64_t>(all.size()) + 1, convpb::ROLE_USER,
-                                     tokens(random));
+    const convpb::Message user =
+        Msg(static_cast<int64_t>(all.size()) + 1, convpb::ROLE_USER, tokens(random));
     if (turn > 0) {
       auto kept = cache.Take(kAlice, "c1", user);
       ASSERT_TRUE(kept.has_value()) << "turn " << turn;
@@ -84,7 +84,8 @@ TEST(WindowCacheTest, KeptWindowsAreTheServicesWindowsTurnAfterTurn) {
 TEST(WindowCacheTest, AnythingWrittenInBetweenDropsTheWindow) {
   WindowCache cache({});
   convpb::GetContextWindowResponse none;
-  cache.Advance(kAlice, "c1", none, Msg(1, convpb::ROLE_USER, 5), Msg(2, convpb::ROLE_ASSISTANT, 5));
+  cache.Advance(kAlice, "c1", none, Msg(1, convpb::ROLE_USER, 5),
+                Msg(2, convpb::ROLE_ASSISTANT, 5));
   ASSERT_TRUE(cache.Has(kAlice, "c1"));
   // Another writer stored seq 3: this turn's message is 4.
   EXPECT_FALSE(cache.Take(kAlice, "c1", Msg(4, convpb::ROLE_USER, 5)).has_value());
@@ -126,7 +127,8 @@ TEST(WindowCacheTest, ReadLeavesTheWindowAndTakeTellsWhichOneItWas) {
   EXPECT_FALSE(seqs_read(kAlice).first.has_value());
 
   convpb::GetContextWindowResponse none;
-  cache.Advance(kAlice, "c1", none, Msg(1, convpb::ROLE_USER, 5), Msg(2, convpb::ROLE_ASSISTANT, 5));
+  cache.Advance(kAlice, "c1", none, Msg(1, convpb::ROLE_USER, 5),
+                Msg(2, convpb::ROLE_ASSISTANT, 5));
   const auto [first, first_seqs] = seqs_read(kAlice);
   ASSERT_TRUE(first.has_value());
   EXPECT_EQ(first_seqs, (std::vector<int64_t>{1, 2}));
@@ -157,7 +159,8 @@ TEST(WindowCacheTest, ReadLeavesTheWindowAndTakeTellsWhichOneItWas) {
 TEST(WindowCacheTest, AWindowStillBeingReadIsCopiedByTake) {
   WindowCache cache({});
   convpb::GetContextWindowResponse none;
-  cache.Advance(kAlice, "c1", none, Msg(1, convpb::ROLE_USER, 5), Msg(2, convpb::ROLE_ASSISTANT, 5));
+  cache.Advance(kAlice, "c1", none, Msg(1, convpb::ROLE_USER, 5),
+                Msg(2, convpb::ROLE_ASSISTANT, 5));
   std::optional<WindowCache::Kept> reading = cache.Read(kAlice, "c1");
   ASSERT_TRUE(reading.has_value());
   auto taken = cache.Take(kAlice, "c1", Msg(3, convpb::ROLE_USER, 5));
@@ -165,7 +168,8 @@ TEST(WindowCacheTest, AWindowStillBeingReadIsCopiedByTake) {
   taken->mutable_messages()->Clear();  // the turn trims what it took
   EXPECT_EQ(Seqs(*reading->window), (std::vector<int64_t>{1, 2}));
 
-  cache.Advance(kAlice, "c1", none, Msg(1, convpb::ROLE_USER, 5), Msg(2, convpb::ROLE_ASSISTANT, 5));
+  cache.Advance(kAlice, "c1", none, Msg(1, convpb::ROLE_USER, 5),
+                Msg(2, convpb::ROLE_ASSISTANT, 5));
   std::shared_ptr<const convpb::GetContextWindowResponse> read = cache.Read(kAlice, "c1")->window;
   const convpb::Message* first = &read->messages(0);
   read.reset();
@@ -178,7 +182,8 @@ TEST(WindowCacheTest, AWindowStillBeingReadIsCopiedByTake) {
 TEST(WindowCacheTest, AnotherUserOrTenantGetsNothing) {
   WindowCache cache({});
   convpb::GetContextWindowResponse none;
-  cache.Advance(kAlice, "c1", none, Msg(1, convpb::ROLE_USER, 5), Msg(2, convpb::ROLE_ASSISTANT, 5));
+  cache.Advance(kAlice, "c1", none, Msg(1, convpb::ROLE_USER, 5),
+                Msg(2, convpb::ROLE_ASSISTANT, 5));
   EXPECT_FALSE(cache.Has(kBob, "c1"));
   EXPECT_FALSE(cache.Has({"other-tenant", "alice"}, "c1"));
   EXPECT_FALSE(cache.Take(kBob, "c1", Msg(3, convpb::ROLE_USER, 5)).has_value());
