@@ -215,6 +215,7 @@ std::map<std::string, std::string> ExtractEntities(std::string_view text) {
   std::sort(sources.begin(), sources.end());
   if (!sources.empty()) {
     std::vector<std::string> ids;
+    ids.reserve(sources.size());
     for (const auto& s : sources) ids.emplace_back(s.second);
     out["data_source"] = absl::StrJoin(ids, ",");
   }
