@@ -77,10 +77,13 @@ test: build
 # headers, nothing else of the build; files unchanged since a clean run are
 # skipped (scripts/lint.py, cache in ~/.cache/omniforge-tidy).
 PROTO_TARGETS := $(addprefix omniforge_,$(addsuffix _proto,conversation health reflection llm intent executor orchestrator))
+# Both checks run; either failing fails the target.
 lint: configure
-	@bash tests/lint/format_test.sh
-	@cmake --build "$(BUILD_DIR)" -j$(JOBS) --target $(PROTO_TARGETS) >/dev/null
-	@python3 scripts/lint.py --build-dir "$(BUILD_DIR)" --jobs $(JOBS) $(ARGS)
+	@status=0; \
+	bash tests/lint/format_test.sh || status=1; \
+	cmake --build "$(BUILD_DIR)" -j$(JOBS) --target $(PROTO_TARGETS) >/dev/null; \
+	python3 scripts/lint.py --build-dir "$(BUILD_DIR)" --jobs $(JOBS) $(ARGS) || status=1; \
+	exit $$status
 
 run: build
 	@bash scripts/run.sh $(ARGS)

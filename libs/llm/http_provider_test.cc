@@ -408,7 +408,7 @@ TEST_F(HttpProviderTest, LongStreamIsNotHeldToTheSizeLimitForItsFraming) {
   transport_->pieces = {kRoleChunk};
   for (size_t i = 0; i < count; ++i) transport_->pieces.push_back(delta);
   transport_->pieces.push_back(OpenAiChunk("{}", R"("stop")"));
-  transport_->pieces.push_back("data: [DONE]\n\n");
+  transport_->pieces.emplace_back("data: [DONE]\n\n");
   absl::StatusOr<ChatResponse> response =
       openai_->Stream(Hello(), Context(), [](const StreamDelta&) { return true; });
   ASSERT_TRUE(response.ok()) << response.status();
@@ -417,7 +417,7 @@ TEST_F(HttpProviderTest, LongStreamIsNotHeldToTheSizeLimitForItsFraming) {
 
 TEST_F(HttpProviderTest, OversizedStreamEventOrAnswerIsBadResponse) {
   // One endless line: refused once it outgrows the limit, before output.
-  transport_->pieces = {"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\""};
+  transport_->pieces = {R"(data: {"choices":[{"index":0,"delta":{"content":")"};
   for (size_t sent = 0; sent <= kMaxProviderResponseBytes; sent += 1 << 16) {
     transport_->pieces.emplace_back(1 << 16, 'x');
   }

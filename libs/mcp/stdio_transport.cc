@@ -178,6 +178,7 @@ absl::Status StdioTransport::Open(TransportHandlers handlers, uint64_t epoch) {
   std::vector<std::string> argv_storage = {config_.command};
   argv_storage.insert(argv_storage.end(), config_.args.begin(), config_.args.end());
   std::vector<char*> argv;
+  argv.reserve(argv_storage.size() + 1);
   for (std::string& arg : argv_storage) argv.push_back(arg.data());
   argv.push_back(nullptr);
   std::vector<std::string> env_storage;

@@ -208,8 +208,8 @@ absl::Status RewrapKeys(const Settings& s) {
 }  // namespace
 }  // namespace omniforge::conversation
 
-// NOLINTNEXTLINE(bugprone-exception-escape): errors are statuses; an exception is a bug, and
-// crashes
+// An exception here is a bug (errors are statuses): crashing shows it.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   using namespace omniforge;
   const sigset_t signals = core::BlockTerminationSignals();

@@ -349,8 +349,8 @@ int Run(const std::string& target_flag, bool spawn, const std::string& followups
 }  // namespace
 }  // namespace omniforge::intent
 
-// NOLINTNEXTLINE(bugprone-exception-escape): a measuring tool; an exception ends it with its
-// message
+// A measuring tool: an exception ends it with its message.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   CLI::App app{"omniforge intent evaluation"};
   std::string target = "127.0.0.1:50052";

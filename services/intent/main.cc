@@ -107,8 +107,8 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
 }  // namespace
 }  // namespace omniforge::intent
 
-// NOLINTNEXTLINE(bugprone-exception-escape): errors are statuses; an exception is a bug, and
-// crashes
+// An exception here is a bug (errors are statuses): crashing shows it.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   using namespace omniforge;
   const sigset_t signals = core::BlockTerminationSignals();

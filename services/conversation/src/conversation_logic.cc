@@ -1,7 +1,6 @@
 #include "services/conversation/src/conversation_logic.h"
 
 #include <nlohmann/json.hpp>
-#include <ranges>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -228,8 +227,9 @@ absl::StatusOr<ContextWindow> ConversationLogic::GetContextWindow(const core::Id
     }
     if (page->messages.empty()) return std::move(*assembler).Finish(false);
     before_seq = page->messages.front().seq;
-    for (Message& message : page->messages | std::views::reverse) {
-      if (!assembler->Offer(std::move(message))) return std::move(*assembler).Finish(true);
+    // NOLINTNEXTLINE(modernize-loop-convert): clang 14 cannot compile libstdc++ 12's views::reverse
+    for (auto it = page->messages.rbegin(); it != page->messages.rend(); ++it) {
+      if (!assembler->Offer(std::move(*it))) return std::move(*assembler).Finish(true);
     }
     if (!page->has_more) return std::move(*assembler).Finish(false);
   }

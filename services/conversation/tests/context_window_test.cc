@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <ranges>
-
 #include "services/conversation/src/token_estimator.h"
 
 namespace omniforge::conversation {
@@ -21,8 +19,9 @@ Message Msg(int64_t seq, Role role, int tokens) {
 // Feeds `all` (ascending) newest-first, as the logic does.
 ContextWindow Assemble(const std::vector<Message>& all, ContextWindowOptions options) {
   ContextWindowAssembler assembler(options);
-  for (const Message& message : all | std::views::reverse) {
-    if (!assembler.Offer(message)) return std::move(assembler).Finish(true);
+  // NOLINTNEXTLINE(modernize-loop-convert): clang 14 cannot compile libstdc++ 12's views::reverse
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    if (!assembler.Offer(*it)) return std::move(assembler).Finish(true);
   }
   return std::move(assembler).Finish(false);
 }

@@ -55,7 +55,7 @@ TEST_F(ConversationLogicTest, AppendAssignsSeqAndCountsTokens) {
 TEST_F(ConversationLogicTest, BadInputIsRejectedAndWritesNothing) {
   Conversation c = NewChat(kAlice);
   const std::string big(size_t{64} * 1024 + 1, 'x');
-  const std::string big_metadata = R"({"k":")" + std::string(16 * 1024, 'y') + R"("})";
+  const std::string big_metadata = R"({"k":")" + std::string(size_t{16} * 1024, 'y') + R"("})";
   struct Case {
     const char* name;
     AppendMessageInput input;

@@ -139,8 +139,10 @@ TEST_F(PgRepositoryTest, AppendAndListMessagesWithMetadata) {
 
 TEST_F(PgRepositoryTest, ListingIsMostRecentlyActiveFirstAcrossPages) {
   const core::Identity carol{"acme", "carol"};
+  constexpr int kChats = 5;
   std::vector<std::string> ids;
-  for (int i = 0; i < 5; ++i) ids.push_back(NewChat(carol, "c" + std::to_string(i)).id);
+  ids.reserve(kChats);
+  for (int i = 0; i < kChats; ++i) ids.push_back(NewChat(carol, "c" + std::to_string(i)).id);
   auto listed = [&] {
     std::vector<std::string> seen;
     std::string token;
@@ -281,9 +283,11 @@ TEST_F(PgRepositoryTest, IdempotentRetriesReturnTheOriginal) {
   EXPECT_EQ(retry->message.id, first->message.id);
   EXPECT_EQ(retry->message.content, "run the report");
   // Concurrent retries of one key: exactly one row.
+  constexpr int kRetries = 8;
   std::vector<std::thread> threads;
+  threads.reserve(kRetries);
   std::atomic<int> fresh{0};
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < kRetries; ++i) {
     threads.emplace_back([&] {
       auto r = Append(kAlice, {c.id, 1, "again", "", "req-43"});
       ASSERT_TRUE(r.ok()) << r.status();
@@ -302,6 +306,7 @@ TEST_F(PgRepositoryTest, SixteenConcurrentClientsGetGaplessUniqueSeqs) {
   constexpr int kClients = 16;
   constexpr int kPerClient = 40;
   std::vector<std::thread> threads;
+  threads.reserve(kClients);
   std::mutex mu;
   std::vector<int64_t> seqs;
   for (int t = 0; t < kClients; ++t) {
@@ -635,9 +640,11 @@ TEST_F(PgRepositoryTest, ContextWindowOnStoredConversation) {
 
 TEST_F(PgRepositoryTest, BatchWithAMissingConversationFailsOnlyThatItem) {
   Conversation c = NewChat(kAlice);
+  constexpr int kWriters = 32;
   std::vector<std::thread> threads;
+  threads.reserve(kWriters);
   std::atomic<int> ok{0}, not_found{0};
-  for (int i = 0; i < 32; ++i) {
+  for (int i = 0; i < kWriters; ++i) {
     threads.emplace_back([&, i] {
       const std::string target = i % 4 == 0 ? "0190a7e4-0000-7000-8000-00000000dead" : c.id;
       auto r = Append(kAlice, {target, 1, "x", "", ""});

@@ -220,6 +220,7 @@ std::string DataSourcesOf(std::string_view text) {
   }
   std::sort(sources.begin(), sources.end());
   std::vector<std::string> ids;
+  ids.reserve(sources.size());
   for (const auto& s : sources) ids.emplace_back(s.second);
   return absl::StrJoin(ids, ",");
 }
