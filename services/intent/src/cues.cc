@@ -202,6 +202,7 @@ std::optional<Action> VerbAction(std::string_view text, size_t within_words) {
   // Longer verbs first, so "set up" wins over "set" at the same word.
   static const std::vector<Verb> kSplitVerbs = [] {
     std::vector<Verb> out;
+    out.reserve(std::size(kVerbs));
     for (const auto& [verb, action] : kVerbs) out.push_back({verb, Words(verb), action});
     std::stable_sort(out.begin(), out.end(),
                      [](const Verb& a, const Verb& b) { return a.parts.size() > b.parts.size(); });
