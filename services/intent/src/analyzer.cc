@@ -1,6 +1,7 @@
 #include "services/intent/src/analyzer.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "services/intent/src/conversation_context.h"
@@ -174,10 +175,10 @@ LocalResult ModelAnswer(const Situation& s, const AnalyzerOptions& options) {
                    top.probability - second_p < options.ambiguity_margin;
   a.reasoning =
       absl::StrCat("The local model reads this as ", std::string(ActionPhrase(top.action)), " (",
-                   static_cast<int>(top.probability * 100 + 0.5f), "%)");
+                   std::lround(top.probability * 100), "%)");
   if (a.alternative) {
     absl::StrAppend(&a.reasoning, "; runner-up: ", std::string(ActionPhrase(*a.alternative)), " (",
-                    static_cast<int>(second_p * 100 + 0.5f), "%)");
+                    std::lround(second_p * 100), "%)");
   }
   a.reasoning = WithRule(absl::StrCat(a.reasoning, "."), rule);
   if (a.is_ambiguous) {
