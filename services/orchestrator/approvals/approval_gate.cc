@@ -172,7 +172,7 @@ absl::StatusOr<ApprovalPolicy> ReadApprovalPolicy(core::ConfigReader& reader) {
   policy.write = level("write", GateVerdict::kAsk);
   policy.high = level("high", GateVerdict::kAsk);
   if (policy.high == GateVerdict::kRun) {
-    errors.push_back(
+    errors.emplace_back(
         "approvals.high: 'run' is not allowed for the whole level; name each HIGH tool that may "
         "run without asking under approvals.tools");
   }
@@ -186,7 +186,7 @@ absl::StatusOr<ApprovalPolicy> ReadApprovalPolicy(core::ConfigReader& reader) {
     policy.tools[tool] = *verdict;
   }
   policy.pending_ttl =
-      std::chrono::seconds(reader.Int("approvals.pending_ttl_s", 900, 10, 7 * 24 * 3600));
+      std::chrono::seconds(reader.Int("approvals.pending_ttl_s", 900, 10, int64_t{7} * 24 * 3600));
   if (!errors.empty()) return absl::InvalidArgumentError("config: " + errors.front());
   return policy;
 }

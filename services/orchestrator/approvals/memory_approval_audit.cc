@@ -14,7 +14,7 @@ absl::Status MemoryApprovalAudit::Record(const ActionDecisionRecord& record) {
   stored.summary = StoredDecisionSummary(record.summary);
   if (stored.decided_at_micros == 0) stored.decided_at_micros = now_();
   Key key{record.tenant_id, record.user_id, record.conversation_id};
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   decisions_[key].push_back(std::move(stored));
   recorded_.push_back(std::move(key));
   while (recorded_.size() > max_records_) {
@@ -35,7 +35,7 @@ absl::StatusOr<std::vector<ActionDecisionRecord>> MemoryApprovalAudit::List(
   }
   std::vector<ActionDecisionRecord> newest_first;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto found = decisions_.find(Key{who.tenant_id, who.user_id, conversation_id});
     if (found == decisions_.end()) return newest_first;
     // Latest recorded first, so equal times keep the later decision ahead.
@@ -50,7 +50,7 @@ absl::StatusOr<std::vector<ActionDecisionRecord>> MemoryApprovalAudit::List(
 }
 
 size_t MemoryApprovalAudit::size() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return recorded_.size();
 }
 

@@ -8,12 +8,12 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/core/clock.h"
 #include "services/orchestrator/approvals/approval_audit.h"
 
@@ -42,7 +42,7 @@ class MemoryApprovalAudit final : public ApprovalAudit {
 
   const size_t max_records_;
   const std::function<int64_t()> now_;
-  std::mutex mu_;
+  absl::Mutex mu_;
   // Each conversation's decisions in the order they were recorded.
   std::map<Key, std::deque<ActionDecisionRecord>> decisions_ ABSL_GUARDED_BY(mu_);
   // The conversation of every decision held, in the order recorded: the

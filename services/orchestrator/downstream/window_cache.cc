@@ -101,6 +101,7 @@ void WindowCache::Advance(const core::Identity& who, const std::string& conversa
   next.set_total_tokens(total_tokens);
   next.set_truncated(complete || history.truncated());
   next.set_token_estimator(history.token_estimator());
+  // NOLINTNEXTLINE(modernize-loop-convert): clang 14 cannot compile libstdc++ 12's views::reverse
   for (auto m = newest_first.rbegin(); m != newest_first.rend(); ++m) {
     *next.add_messages() = std::move(**m);
   }

@@ -84,6 +84,7 @@ std::string NumberedAgents(const std::vector<AgentInfo>& agents) {
 
 std::vector<std::string> Names(const std::vector<AgentInfo>& agents) {
   std::vector<std::string> names;
+  names.reserve(agents.size());
   for (const AgentInfo& agent : agents) names.push_back(agent.name);
   return names;
 }
@@ -118,12 +119,12 @@ PendingAction Pending(std::string tool, json args, execpb::ToolRisk risk, std::s
 std::string PreviewText(const PendingAction& action) {
   if (action.risk == execpb::TOOL_RISK_HIGH) {
     return "This needs your approval: " + action.summary +
-           " This cannot be undone. Reply \"yes\" to go ahead or \"cancel\" to keep things as "
+           R"( This cannot be undone. Reply "yes" to go ahead or "cancel" to keep things as )"
            "they are.";
   }
   const bool draft = action.tool.rfind("create_", 0) == 0 || action.tool.rfind("update_", 0) == 0;
   return (draft ? "Here is the draft: " : "Ready to ") + action.summary +
-         " Shall I go ahead? Say \"yes\", tell me what to change, or \"cancel\".";
+         R"( Shall I go ahead? Say "yes", tell me what to change, or "cancel".)";
 }
 
 // Clarifying questions asked in a row before this turn.
@@ -378,7 +379,7 @@ std::string ApprovalQuestion(const PendingAction& action) {
   return action.risk == execpb::TOOL_RISK_HIGH
              ? "This needs your approval and cannot be undone. Reply \"yes\" to go ahead or "
                "\"cancel\" to keep things as they are."
-             : "Shall I go ahead? Say \"yes\", tell me what to change, or \"cancel\".";
+             : R"(Shall I go ahead? Say "yes", tell me what to change, or "cancel".)";
 }
 
 std::string ApprovalQuestion(const std::vector<PendingAction>& actions) {
@@ -515,6 +516,7 @@ intentpb::IntentAnalysis AnalysisOfAnswer(const Routing& last, const std::string
   std::vector<std::string> names = last.listed_agents;
   if (names.empty()) names = Names(agents);
   std::vector<intent::CatalogItem> catalog;
+  catalog.reserve(agents.size());
   for (const AgentInfo& agent : agents) catalog.push_back({agent.name, agent.description});
   if (std::optional<intent::OrdinalRef> ordinal = intent::FindOrdinal(answer)) {
     const int at = ordinal->Resolve(static_cast<int>(names.size()), -1);

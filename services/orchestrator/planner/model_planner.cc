@@ -17,7 +17,7 @@ namespace execpb = ::omniforge::executor::v1;
 using nlohmann::json;
 
 // Tool results go back to the model as data, capped.
-constexpr size_t kMaxToolResultChars = 16 * 1024;
+constexpr size_t kMaxToolResultChars = size_t{16} * 1024;
 
 std::string Guidance(intentpb::ContextType context) {
   switch (context) {

@@ -319,8 +319,8 @@ std::optional<std::string> ProjectCreateOrderViolation(const std::vector<PlanSte
     for (const auto& [earlier, position] : first) {
       if (earlier >= phase) continue;
       bool depends = false;
-      for (size_t j = 0; j < steps.size(); ++j) {
-        if (PhaseOf(steps[j]) == earlier && ancestors.contains(steps[j].id)) depends = true;
+      for (const PlanStep& step : steps) {
+        if (PhaseOf(step) == earlier && ancestors.contains(step.id)) depends = true;
       }
       if (position > i || !depends) {
         return absl::StrCat("step ", steps[i].id, " (", PhaseName(phase), ") must come after ",

@@ -167,7 +167,7 @@ std::string PlanReplyText(const Plan& plan);
 
 // The words that end a plan shown for review: what the user can answer.
 inline constexpr char kPlanReviewQuestion[] =
-    "Shall I run it? Say \"looks good, run it\", tell me what to change, or \"cancel\".";
+    R"(Shall I run it? Say "looks good, run it", tell me what to change, or "cancel".)";
 
 // The plan as ChatEvents carry it.
 planpb::Plan ToProto(const Plan& plan);

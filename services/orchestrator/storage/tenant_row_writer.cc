@@ -27,7 +27,9 @@ struct TenantRowWriter::Queue {
         commits(
             1, 256, owner.options_.max_queued,
             [this](std::vector<TenantRow>& batch) { Write(batch); },
-            [&owner](TenantRow& r, absl::Status) { owner.CountDropped("queue_full", r.records); },
+            [&owner](TenantRow& r, const absl::Status&) {
+              owner.CountDropped("queue_full", r.records);
+            },
             owner.options_.linger) {}
 
   void Write(std::vector<TenantRow>& batch) {
@@ -39,7 +41,9 @@ struct TenantRowWriter::Queue {
       rows.push_back(std::move(r.row));
       records_by_tenant[r.tenant_id] += r.records;
     }
-    for (const auto& [tenant, rows] : rows_by_tenant) {
+    for (const auto& by_tenant : rows_by_tenant) {
+      const std::string& tenant = by_tenant.first;
+      const nlohmann::json& rows = by_tenant.second;
       absl::Status status = pg::WithTenantTransaction(pool, tenant, [&](pqxx::work& tx) {
         tx.exec_params(owner.options_.insert_sql, tenant, rows.dump());
         return absl::OkStatus();

@@ -15,7 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr size_t kMaxMessageBytes = 64 * 1024;
+constexpr size_t kMaxMessageBytes = size_t{64} * 1024;
 
 }  // namespace
 
