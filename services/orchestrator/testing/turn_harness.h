@@ -17,6 +17,7 @@
 #include "services/orchestrator/testing/fake_step_executors.h"
 #include "services/orchestrator/testing/fakes.h"
 #include "services/orchestrator/testing/recording_usage.h"
+#include "services/orchestrator/usage/usage_meter.h"
 
 namespace omniforge::orchestrator::testing {
 
@@ -29,6 +30,8 @@ struct TurnHarness {
     // Turns are planned by this model when set; else by the local policy.
     llm::ChatModel* planner = nullptr;
     bool plans = false;
+    // Reviews agent_review plans (the quality profile); null: no reviews.
+    llm::ChatModel* reviewer = nullptr;
   };
 
   explicit TurnHarness(FakeUnderstanding::Answer intent)
@@ -44,8 +47,16 @@ struct TurnHarness {
       tools.AddTool("list_tasks", execpb::TOOL_RISK_READ);
       tools.AddTool("create_project", execpb::TOOL_RISK_WRITE);
       tools.AddTool("create_context_document", execpb::TOOL_RISK_WRITE);
-      generator = std::make_unique<PlanGenerator>(setup.planner);
-      advisor = std::make_unique<PlanAdvisor>(nullptr, setup.planner);
+      // Metered as the service wires them: a plan made in a turn counts in
+      // its `done`.
+      if (setup.planner != nullptr) {
+        plan_model = std::make_unique<MeteredChatModel>(*setup.planner);
+      }
+      if (setup.reviewer != nullptr) {
+        review_model = std::make_unique<MeteredChatModel>(*setup.reviewer);
+      }
+      generator = std::make_unique<PlanGenerator>(plan_model.get());
+      advisor = std::make_unique<PlanAdvisor>(review_model.get(), plan_model.get());
       engine = std::make_unique<PlanEngine>(plan_store, executors, *generator, *advisor);
     }
     runner = std::make_unique<TurnRunner>(memory, understanding, tools, setup.options,
@@ -94,6 +105,8 @@ struct TurnHarness {
   MemoryApprovalAudit audit;
   FakePlanStore plan_store;
   FakeStepExecutors executors;
+  std::unique_ptr<MeteredChatModel> plan_model;
+  std::unique_ptr<MeteredChatModel> review_model;
   std::unique_ptr<PlanGenerator> generator;
   std::unique_ptr<PlanAdvisor> advisor;
   std::unique_ptr<PlanEngine> engine;

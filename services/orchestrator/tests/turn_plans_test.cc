@@ -6,10 +6,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "libs/core/ids.h"
 #include "services/orchestrator/flow/routing.h"
+#include "services/orchestrator/testing/scripted_model.h"
 #include "services/orchestrator/testing/turn_harness.h"
 
 namespace omniforge::orchestrator {
@@ -25,6 +27,7 @@ using ::testing::HasSubstr;
 using testing::kAlice;
 using testing::kBob;
 using testing::RecordingSink;
+using testing::ScriptedModel;
 using testing::TurnHarness;
 
 TurnHarness::Setup WithPlans() { return {{}, nullptr, true}; }
@@ -156,6 +159,65 @@ TEST(TurnPlanTest, AStepsQuestionGoesToTheUserWhoseAnswerLetsThePlanGoOn) {
   EXPECT_FALSE(LastRouting(h, conversation).plan.has_value());
 }
 
+// Offers the project plan in `h` and says "looks good, run it" under
+// `control`; returns the conversation.
+std::string ApproveProjectPlan(TurnHarness& h, TurnControl& control, RecordingSink& run) {
+  RecordingSink draft;
+  EXPECT_TRUE(h.TurnIn(intentpb::CONTEXT_TYPE_PROJECT_CREATE,
+                       "Set up a project for the spring campaign launch", draft)
+                  .ok());
+  const std::string conversation = ConversationOf(draft);
+  EXPECT_TRUE(
+      h.runner->Run(kAlice, TurnHarness::Request("looks good, run it", conversation), control, run)
+          .ok());
+  return conversation;
+}
+
+TEST(TurnPlanTest, ACancelDuringAStepStopsThePlanWhichContinueFinishes) {
+  TurnHarness h(Projects(), WithPlans());
+  TurnControl control;
+  h.executors.OnAssign([&control](const execpb::TaskAssignment& task) {
+    if (task.step_id() == "s2") control.Cancel();
+  });
+  RecordingSink run;
+  const std::string conversation = ApproveProjectPlan(h, control, run);
+  h.executors.OnAssign(nullptr);
+  EXPECT_THAT(StepsStarted(run), ElementsAre("s1", "s2")) << "s3 does not start";
+  EXPECT_THAT(run.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_CANCELLED));
+  EXPECT_TRUE(h.errors.errors().empty()) << "a cancel is not a failure";
+  ASSERT_TRUE(LastRouting(h, conversation).plan.has_value()) << "the plan waits to go on";
+
+  RecordingSink resumed;
+  ASSERT_TRUE(h.Turn("continue", resumed, conversation).ok());
+  EXPECT_THAT(StepsStarted(resumed), ElementsAre("s3"));
+  EXPECT_THAT(resumed.Text(), HasSubstr("Done:"));
+  EXPECT_TRUE(resumed.events.back().done().is_final());
+  EXPECT_EQ(h.executors.assignments().size(), 3u) << "each step ran once";
+}
+
+TEST(TurnPlanTest, APlanThatRunsOutOfTimeStopsAtItsNextStepAndContinueFinishesIt) {
+  TurnOptions options;
+  options.turn_timeout = std::chrono::seconds(30);
+  TurnHarness h(Projects(), {options, nullptr, true});
+  TurnControl control;
+  h.executors.OnAssign([&h](const execpb::TaskAssignment& task) {
+    if (task.step_id() == "s1") h.clock.Advance(std::chrono::seconds(31));
+  });
+  RecordingSink run;
+  const std::string conversation = ApproveProjectPlan(h, control, run);
+  h.executors.OnAssign(nullptr);
+  EXPECT_THAT(StepsStarted(run), ElementsAre("s1"));
+  EXPECT_THAT(run.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_TIME_LIMIT));
+  ASSERT_FALSE(h.errors.errors().empty());
+  EXPECT_EQ(h.errors.errors()[0].kind, "time_limit");
+  ASSERT_TRUE(LastRouting(h, conversation).plan.has_value());
+
+  RecordingSink resumed;
+  ASSERT_TRUE(h.Turn("continue", resumed, conversation).ok());
+  EXPECT_THAT(StepsStarted(resumed), ElementsAre("s2", "s3"));
+  EXPECT_TRUE(resumed.events.back().done().is_final());
+}
+
 // The state an orchestrator leaves when it stops during a plan: the plan
 // running, its first step done, the second not started, no reply stored.
 Plan UnfinishedPlan(const std::string& conversation) {
@@ -221,6 +283,59 @@ TEST(TurnPlanTest, AnotherUsersUnfinishedPlanIsNotContinued) {
   EXPECT_TRUE(StepsStarted(resumed).empty());
   EXPECT_TRUE(h.executors.assignments().empty());
   EXPECT_EQ(h.plan_store.Stored(plan.id)->status, PlanStatus::kRunning);
+}
+
+// A plan step the executor carries out with one call.
+json PlannedStep(const std::string& id, const std::string& description, const std::string& tool) {
+  return {{"id", id},
+          {"description", description},
+          {"tools", {tool}},
+          {"needs_executor", true},
+          {"depends_on", json::array()},
+          {"expected_output", ""},
+          {"tool_calls", json::array({{{"tool", tool}, {"arguments", json::object()}}})}};
+}
+
+// The model asks for a plan the reviewer sends back once with notes; the
+// revised plan, approved, runs in the same turn, and every model call of it
+// is in the turn's usage.
+TEST(TurnPlanTest, AReviewedPlanIsRevisedWithTheReviewersNotesThenRuns) {
+  ScriptedModel model;  // the planner, the plan's generator and its reviewer, in turn
+  model.PushToolCall("agent_create_plan",
+                     {{"objective", "Tidy up my agents"}, {"execution_mode", "agent_review"}});
+  model.PushText(json{{"steps", {PlannedStep("s1", "List the agents", "list_agents")}}}.dump());
+  model.PushText(json{{"verdict", "needs_changes"}, {"notes", "look at the projects too"}}.dump());
+  model.PushText(json{{"steps",
+                       {PlannedStep("s1", "List the agents", "list_agents"),
+                        PlannedStep("s2", "Find the projects", "search_projects")}}}
+                     .dump());
+  model.PushText(json{{"verdict", "approved"}, {"notes", "complete"}}.dump());
+  model.PushText("Your agents are tidy now.");
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_MANAGE_PLATFORM),
+                {{}, &model, true, &model});
+  h.tools.AddTool("search_projects", execpb::TOOL_RISK_READ);
+  model.ReportUsageTo(&h.usage);
+  RecordingSink turn;
+  ASSERT_TRUE(h.Turn("please tidy up my agents", turn).ok());
+  const std::vector<pb::ChatEvent> reviews = turn.Of(pb::ChatEvent::kPlanReview);
+  ASSERT_EQ(reviews.size(), 2u);
+  EXPECT_EQ(reviews[0].plan_review().verdict(), pb::REVIEW_VERDICT_NEEDS_CHANGES);
+  EXPECT_EQ(reviews[0].plan_review().notes(), "look at the projects too");
+  EXPECT_EQ(reviews[1].plan_review().verdict(), pb::REVIEW_VERDICT_APPROVED);
+  EXPECT_TRUE(turn.Of(pb::ChatEvent::kPlanReadyForReview).empty()) << "the reviewer, not the user";
+  EXPECT_EQ(turn.Of(pb::ChatEvent::kStepComplete).size(), 2u) << "the revised plan ran";
+  EXPECT_THAT(turn.Text(), HasSubstr("Your agents are tidy now."));
+  EXPECT_TRUE(turn.events.back().done().is_final());
+  // The planner's two calls, two generations and two reviews.
+  EXPECT_EQ(model.requests().size(), 6u);
+  EXPECT_EQ(turn.events.back().done().usage().llm_calls(), 6);
+  std::map<std::string, int> stored;  // by operation
+  for (const testing::UsageRow& row : h.usage.rows()) {
+    EXPECT_EQ(row.who.conversation_id, ConversationOf(turn));
+    for (const AttributedCall& call : row.calls) ++stored[call.record.operation_type];
+  }
+  EXPECT_EQ(stored, (std::map<std::string, int>{
+                        {"planner_stream", 2}, {"plan_generation", 2}, {"plan_review", 2}}));
 }
 
 // What the turn relies on from every plan store, held by the fake as by
