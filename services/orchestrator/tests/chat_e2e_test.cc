@@ -33,6 +33,10 @@
 //     -> TurnGuardrailTest.TheIterationLimitEndsTheTurnKeepsItsToolsAndIsFiled
 //   TheTurnStopsAtItsToolCallLimitAndKeepsWhatWasDone
 //     -> TurnGuardrailTest.NineReadsAskedAtOnceStopAtTheEighthAndTheModelIsNotAskedAgain
+//   TheModelsQuestionsStopAtTheCapAndAnswersSkipTheAnalysis
+//     -> TurnGuardrailTest.TheModelsQuestionsStopAtTheCapAndAnswersSkipTheAnalysis
+//   WhenTheModelFailsOnAnAnswerTheTurnProceedsInsteadOfAsking
+//     -> TurnGuardrailTest.WhenTheModelFailsOnAnAnswerTheTurnProceedsInsteadOfAsking
 #include <gmock/gmock.h>
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/create_channel.h>
@@ -2099,52 +2103,6 @@ TEST_F(ModelPlannerEndToEndTest, TheContextBoxIsStoredPerFlowAndFedToEveryPlanne
   EXPECT_THAT(box["progress"].dump(), HasSubstr("ran create_agent"));
   EXPECT_THAT(box["data"].dump(), HasSubstr("standup-digest"));
   EXPECT_TRUE(box["blockers"].empty());
-}
-
-TEST_F(ModelPlannerEndToEndTest, TheModelsQuestionsStopAtTheCapAndAnswersSkipTheAnalysis) {
-  llm::testing::FakeRule question = Rule("", false, {});
-  question.reply.text = "Which report do you mean?";
-  ASSERT_TRUE(fake_->SetRules({question}).ok());
-  Turn first = Chat("show me the report");
-  ExpectWellFormed(first);
-  EXPECT_FALSE(first.done().is_final());
-  const std::string conversation = first.session().conversation_id();
-  Turn second = Chat("the usual one", conversation);
-  ExpectWellFormed(second);
-  EXPECT_FALSE(second.done().is_final());
-  EXPECT_EQ(second.session().flow_id(), first.session().flow_id());
-  EXPECT_EQ(second.Of(pb::ChatEvent::kIntent)[0].intent().analysis().source(),
-            intentpb::INTENT_SOURCE_FAST_PATH);
-  const size_t before = fake_->RequestCount();
-  Turn third = Chat("you know, that one", conversation);
-  ExpectWellFormed(third);
-  ASSERT_EQ(fake_->RequestCount(), before + 1);
-  EXPECT_THAT(SystemPrompt(fake_->Requests()[before]),
-              HasSubstr("Do not ask a clarifying question now (2 asked in a row, at most 2)"));
-  EXPECT_TRUE(third.done().is_final()) << "a third question does not hold the flow";
-  EXPECT_EQ(LastRouting(conversation)["clarifications"], 0);
-}
-
-TEST_F(ModelPlannerEndToEndTest, WhenTheModelFailsOnAnAnswerTheTurnProceedsInsteadOfAsking) {
-  llm::testing::FakeRule question = Rule("", false, {});
-  question.reply.text = "Do you mean the active agents or all of them?";
-  ASSERT_TRUE(fake_->SetRules({question}).ok());
-  Turn ask = Chat("list my agents");
-  ExpectWellFormed(ask);
-  EXPECT_FALSE(ask.done().is_final());
-  llm::testing::FakeRule broken = Rule("", false, {});
-  broken.fault.kind = llm::testing::FakeFault::Kind::kStatus;
-  broken.fault.status = 401;
-  ASSERT_TRUE(fake_->SetRules({broken}).ok());
-  Turn answer = Chat("hmm", ask.session().conversation_id());
-  ExpectWellFormed(answer);
-  auto errors = answer.Of(pb::ChatEvent::kError);
-  ASSERT_EQ(errors.size(), 1u);
-  EXPECT_EQ(errors[0].error().code(), pb::CHAT_ERROR_CODE_MODEL_FAILED);
-  EXPECT_EQ(answer.Of(pb::ChatEvent::kIntent)[0].intent().analysis().source(),
-            intentpb::INTENT_SOURCE_FAST_PATH);
-  EXPECT_TRUE(answer.done().is_final()) << answer.text();
-  EXPECT_EQ(answer.tools_called(), std::vector<std::string>{"list_agents"});
 }
 
 TEST_F(ModelPlannerEndToEndTest, CancelTurnStopsARunningTurn) {

@@ -145,6 +145,46 @@ TEST(TurnGuardrailTest, WithOneClarificationAllowedTheSecondTurnProceeds) {
   EXPECT_TRUE(second.events.back().done().is_final()) << second.Text();
 }
 
+TEST(TurnGuardrailTest, TheModelsQuestionsStopAtTheCapAndAnswersSkipTheAnalysis) {
+  ScriptedModel model;
+  for (int i = 0; i < 3; ++i) model.PushText("Which report do you mean?");
+  TurnHarness h(Reads(), WithModel(model));
+  RecordingSink first;
+  ASSERT_TRUE(h.Turn("show me the report", first).ok());
+  EXPECT_FALSE(first.events.back().done().is_final());
+  const std::string conversation = ConversationOf(first);
+  const size_t analyses = h.understanding.requests().size();
+  RecordingSink second;
+  ASSERT_TRUE(h.Turn("the usual one", second, conversation).ok());
+  EXPECT_FALSE(second.events.back().done().is_final());
+  EXPECT_EQ(second.events.front().session().flow_id(), first.events.front().session().flow_id());
+  EXPECT_EQ(h.understanding.requests().size(), analyses) << "an answer is read by the flow";
+  RecordingSink third;
+  ASSERT_TRUE(h.Turn("you know, that one", third, conversation).ok());
+  ASSERT_EQ(model.requests().size(), 3u);
+  EXPECT_THAT(model.requests()[2].messages.at(0).content,
+              HasSubstr("Do not ask a clarifying question now (2 asked in a row, at most 2)"));
+  EXPECT_TRUE(third.events.back().done().is_final()) << "a third question does not hold the flow";
+  const std::vector<convpb::Message> stored = h.memory.Messages(conversation);
+  EXPECT_EQ(RoutingFromJson(json::parse(stored.back().metadata_json())).clarifications, 0);
+}
+
+TEST(TurnGuardrailTest, WhenTheModelFailsOnAnAnswerTheTurnProceedsInsteadOfAsking) {
+  ScriptedModel model;
+  model.PushText("Do you mean the active agents or all of them?");
+  TurnHarness h(Reads(), WithModel(model));
+  RecordingSink ask;
+  ASSERT_TRUE(h.Turn("list my agents", ask).ok());
+  EXPECT_FALSE(ask.events.back().done().is_final());
+  // Nothing more is scripted: the model fails on the answer.
+  RecordingSink answer;
+  ASSERT_TRUE(h.Turn("hmm", answer, ConversationOf(ask)).ok());
+  EXPECT_THAT(answer.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_MODEL_FAILED));
+  EXPECT_TRUE(answer.events.back().done().is_final()) << answer.Text();
+  ASSERT_EQ(answer.Of(pb::ChatEvent::kToolCall).size(), 1u);
+  EXPECT_EQ(answer.Of(pb::ChatEvent::kToolCall)[0].tool_call().tool_name(), "list_agents");
+}
+
 TEST(TurnCancelTest, ACancelWhileUnderstandingRunsNoToolAndKeepsTheReply) {
   TurnHarness h(Reads());
   TurnControl control;
