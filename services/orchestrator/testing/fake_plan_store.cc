@@ -52,7 +52,6 @@ absl::Status FakePlanStore::Update(const Plan& plan, std::initializer_list<PlanS
   }
   Plan& stored = it->second;
   if (std::find(from.begin(), from.end(), stored.status) == from.end()) {
-    ++refused_;
     return absl::FailedPreconditionError(
         absl::StrCat("plan ", plan.id, " is ", PlanStatusName(stored.status)));
   }
@@ -91,11 +90,6 @@ std::optional<Plan> FakePlanStore::Stored(const std::string& plan_id) const {
   auto it = plans_.find(plan_id);
   if (it == plans_.end()) return std::nullopt;
   return it->second;
-}
-
-int FakePlanStore::refused_updates() const {
-  std::lock_guard lock(mu_);
-  return refused_;
 }
 
 }  // namespace omniforge::orchestrator::testing

@@ -29,8 +29,6 @@ class FakePlanStore final : public PlanStore {
 
   // A plan as stored, whoever owns it; nullopt when there is none.
   std::optional<Plan> Stored(const std::string& plan_id) const;
-  // Every Update refused for its stored status (FAILED_PRECONDITION).
-  int refused_updates() const;
 
  private:
   mutable std::mutex mu_;
@@ -38,7 +36,6 @@ class FakePlanStore final : public PlanStore {
   // Creation order, for LatestUnfinished.
   std::map<std::string, int> created_ ABSL_GUARDED_BY(mu_);
   int next_ ABSL_GUARDED_BY(mu_) = 0;
-  int refused_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace omniforge::orchestrator::testing

@@ -49,7 +49,6 @@ void InProcessTurnBus::Send(const Replica* from, const TurnSignal& signal) {
   {
     std::lock_guard lock(mu_);
     queue_.emplace_back(from, signal);
-    published_.push_back(signal);
   }
   changed_.notify_all();
 }
@@ -64,11 +63,6 @@ void InProcessTurnBus::Leave(const Replica* replica) {
 void InProcessTurnBus::Settle() {
   std::unique_lock lock(mu_);
   changed_.wait(lock, [this] { return queue_.empty() && !delivering_; });
-}
-
-std::vector<TurnSignal> InProcessTurnBus::published() const {
-  std::lock_guard lock(mu_);
-  return published_;
 }
 
 void InProcessTurnBus::Deliver() {

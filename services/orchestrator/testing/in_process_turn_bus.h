@@ -30,8 +30,6 @@ class InProcessTurnBus final {
   std::unique_ptr<TurnBus> Join();
   // Waits until every signal published so far has been delivered.
   void Settle();
-  // The signals published so far, by any replica, in order.
-  std::vector<TurnSignal> published() const;
 
  private:
   class Replica;
@@ -43,7 +41,6 @@ class InProcessTurnBus final {
   std::condition_variable changed_;
   std::vector<Replica*> replicas_ ABSL_GUARDED_BY(mu_);
   std::deque<std::pair<const Replica*, TurnSignal>> queue_ ABSL_GUARDED_BY(mu_);
-  std::vector<TurnSignal> published_ ABSL_GUARDED_BY(mu_);
   bool delivering_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
