@@ -218,6 +218,30 @@ TEST(TurnPlanTest, APlanThatRunsOutOfTimeStopsAtItsNextStepAndContinueFinishesIt
   EXPECT_TRUE(resumed.events.back().done().is_final());
 }
 
+TEST(TurnPlanTest, ANewerMessageDuringAStepSuspendsThePlanWhichContinueFinishes) {
+  TurnHarness h(Projects(), WithPlans());
+  TurnControl control;
+  h.executors.OnAssign([&control](const execpb::TaskAssignment& task) {
+    if (task.step_id() == "s2") control.RequestSuspend();
+  });
+  RecordingSink run;
+  const std::string conversation = ApproveProjectPlan(h, control, run);
+  h.executors.OnAssign(nullptr);
+  EXPECT_THAT(StepsStarted(run), ElementsAre("s1", "s2")) << "s3 does not start";
+  EXPECT_THAT(run.States(), Contains(pb::AGENT_STATE_SUSPENDED));
+  EXPECT_TRUE(run.ErrorCodes().empty());
+  ASSERT_TRUE(control.SuspendedState().has_value());
+  const std::string flow_id = run.events.front().session().flow_id();
+  EXPECT_EQ(control.SuspendedState()->flow_id, flow_id);
+
+  RecordingSink resumed;
+  ASSERT_TRUE(h.Turn("continue", resumed, conversation).ok());
+  EXPECT_EQ(resumed.events.front().session().flow_id(), flow_id);
+  EXPECT_THAT(StepsStarted(resumed), ElementsAre("s3"));
+  EXPECT_TRUE(resumed.events.back().done().is_final()) << resumed.Text();
+  EXPECT_EQ(h.executors.assignments().size(), 3u) << "each step ran once";
+}
+
 // The state an orchestrator leaves when it stops during a plan: the plan
 // running, its first step done, the second not started, no reply stored.
 Plan UnfinishedPlan(const std::string& conversation) {
