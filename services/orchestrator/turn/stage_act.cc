@@ -29,7 +29,8 @@ void TurnPass::Act() {
 }
 
 // A newer message on this conversation suspends the flow at a safe point:
-// after the analysis, before each tool call, while the model writes.
+// after the analysis, before each tool call, when a plan stopped at its next
+// step, while the model writes.
 bool TurnPass::TrySuspend() {
   if (!suspended_ && control_.suspend_requested()) suspended_ = true;
   return suspended_;

@@ -33,6 +33,9 @@ std::optional<absl::StatusOr<PlanOutcome>> TurnPass::RunPlan(const std::string& 
   tools_used_.push_back(kCreatePlanTool);
   emit_.State(pb::AGENT_STATE_EXECUTING_PLAN, doing);
   absl::StatusOr<PlanOutcome> outcome = call();
+  // A newer message stopped the plan at its next step: the flow, with the
+  // plan in it, is set aside for that message (Save).
+  if (!control_.cancelled()) TrySuspend();
   // Cut by the turn's deadline (the plan stops at its next step): the
   // time guardrail's end, whichever way the plan came.
   const bool out_of_time = !control_.cancelled() && !control_.suspend_requested() && ctx_.Expired();

@@ -16,7 +16,7 @@
 //
 // A newer message on the same conversation suspends a running turn at its
 // next safe point (before a tool call, between model iterations, while the
-// model streams): the turn saves its flow, says so with an
+// model streams, between a plan's steps): the turn saves its flow, says so with an
 // AGENT_STATE_SUSPENDED event and ends; the newer turn learns what was set
 // aside and can resume it when asked.
 //

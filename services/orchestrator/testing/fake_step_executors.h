@@ -1,0 +1,51 @@
+// The executor's agents as the plan engine meets them (StepExecutors), in
+// memory, for unit tests of the turn with plans: each step's dialogue ends
+// with the step done, unless the test makes a tool's step ask a question
+// first. Keeps every task assigned. Thread-safe: steps run in parallel.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "services/orchestrator/downstream/plan_executor.h"
+
+namespace omniforge::orchestrator::testing {
+
+// Like the executor: a step that plans a call of an asking tool asks its
+// question each time it runs, and completes once the question is answered
+// (its summary names the answer); a step told to cancel ends without a
+// result.
+class FakeStepExecutors final : public StepExecutors {
+ public:
+  std::unique_ptr<StepDialogue> Open(const core::Identity& who, int64_t deadline_micros) override;
+
+  // Steps that plan a call of `tool` ask `question` with `options`.
+  void AskWhen(const std::string& tool, const std::string& question,
+               std::vector<std::string> options);
+  // Runs when a step's task is assigned (e.g. a test cancelling the turn).
+  void OnAssign(std::function<void(const execpb::TaskAssignment&)> hook);
+  // The tasks assigned, in order.
+  std::vector<execpb::TaskAssignment> assignments() const;
+  // The answers the steps' questions were given, in order.
+  std::vector<std::string> answers() const;
+
+ private:
+  class Dialogue;
+  struct Asking {
+    std::string question;
+    std::vector<std::string> options;
+  };
+
+  mutable std::mutex mu_;
+  std::map<std::string, Asking> asking_ ABSL_GUARDED_BY(mu_);
+  std::function<void(const execpb::TaskAssignment&)> on_assign_ ABSL_GUARDED_BY(mu_);
+  std::vector<execpb::TaskAssignment> assignments_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> answers_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace omniforge::orchestrator::testing

@@ -1,0 +1,28 @@
+#include "services/orchestrator/testing/recording_usage.h"
+
+#include "libs/core/clock.h"
+
+namespace omniforge::orchestrator::testing {
+
+void RecordingUsage::Record(const llm::UsageRecord& record) {
+  if (AddToUsageScope(record, core::NowMicros(), *this)) return;
+  std::lock_guard lock(mu_);
+  ++unattributed_;
+}
+
+void RecordingUsage::WriteScope(const UsageAttribution& who, std::vector<AttributedCall> calls) {
+  std::lock_guard lock(mu_);
+  rows_.push_back({who, std::move(calls)});
+}
+
+std::vector<UsageRow> RecordingUsage::rows() const {
+  std::lock_guard lock(mu_);
+  return rows_;
+}
+
+int RecordingUsage::unattributed() const {
+  std::lock_guard lock(mu_);
+  return unattributed_;
+}
+
+}  // namespace omniforge::orchestrator::testing

@@ -1,0 +1,390 @@
+// Plans in the turn, on fakes (testing/turn_harness.h): the local policy's
+// plan templates kept in a FakePlanStore and carried out by
+// FakeStepExecutors. A plan is offered for review, approved or dropped, an
+// audit runs at once, a step's question goes to the user and their answer
+// lets the plan go on, and "continue" finishes a plan left unfinished.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "libs/core/ids.h"
+#include "services/orchestrator/flow/routing.h"
+#include "services/orchestrator/testing/scripted_model.h"
+#include "services/orchestrator/testing/turn_harness.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+using nlohmann::json;
+using ::testing::Contains;
+using testing::ConversationOf;
+using ::testing::ElementsAre;
+using testing::FakePlanStore;
+using testing::FakeUnderstanding;
+using ::testing::HasSubstr;
+using testing::kAlice;
+using testing::kBob;
+using testing::RecordingSink;
+using testing::ScriptedModel;
+using testing::TurnHarness;
+
+TurnHarness::Setup WithPlans() { return {{}, nullptr, true}; }
+
+FakeUnderstanding::Answer Projects() {
+  return FakeUnderstanding::Always(intentpb::ACTION_TYPE_MANAGE_PLATFORM);
+}
+
+// The routing the last reply of the conversation was stored with.
+Routing LastRouting(const TurnHarness& h, const std::string& conversation) {
+  const std::vector<convpb::Message> stored = h.memory.Messages(conversation);
+  if (stored.empty()) return {};
+  return RoutingFromJson(json::parse(stored.back().metadata_json()));
+}
+
+std::vector<std::string> StepsStarted(const RecordingSink& sink) {
+  std::vector<std::string> steps;
+  for (const pb::ChatEvent& e : sink.Of(pb::ChatEvent::kStepStart)) {
+    steps.push_back(e.step_start().step_id());
+  }
+  return steps;
+}
+
+TEST(TurnPlanTest, AProjectPlanIsOfferedForReviewAndRunsInOrderOnceApproved) {
+  TurnHarness h(Projects(), WithPlans());
+  RecordingSink draft;
+  ASSERT_TRUE(h.TurnIn(intentpb::CONTEXT_TYPE_PROJECT_CREATE,
+                       "Set up a project for the spring campaign launch", draft)
+                  .ok());
+  const std::string conversation = ConversationOf(draft);
+  ASSERT_EQ(draft.Of(pb::ChatEvent::kPlanCreated).size(), 1u);
+  ASSERT_EQ(draft.Of(pb::ChatEvent::kPlanReadyForReview).size(), 1u);
+  const pb::Plan plan =
+      draft.Of(pb::ChatEvent::kPlanReadyForReview)[0].plan_ready_for_review().plan();
+  EXPECT_EQ(plan.status(), pb::PLAN_STATUS_PENDING_REVIEW);
+  ASSERT_EQ(plan.steps_size(), 3);
+  EXPECT_TRUE(StepsStarted(draft).empty()) << "nothing runs before the review";
+  EXPECT_TRUE(h.executors.assignments().empty());
+  EXPECT_THAT(draft.Text(), HasSubstr("Here is the plan"));
+  EXPECT_THAT(draft.Text(), HasSubstr(plan.steps(1).description()));
+  EXPECT_FALSE(draft.events.back().done().is_final());
+  EXPECT_EQ(draft.States().back(), pb::AGENT_STATE_WAITING_ON_USER);
+  ASSERT_TRUE(LastRouting(h, conversation).plan.has_value());
+  EXPECT_EQ(LastRouting(h, conversation).plan->plan_id, plan.plan_id());
+  EXPECT_EQ(h.plan_store.Stored(plan.plan_id())->status, PlanStatus::kPendingReview);
+
+  RecordingSink run;
+  ASSERT_TRUE(h.Turn("looks good, run it", run, conversation).ok());
+  EXPECT_EQ(run.events.front().session().flow_id(), draft.events.front().session().flow_id());
+  EXPECT_TRUE(run.Of(pb::ChatEvent::kPlanCreated).empty()) << "the reviewed plan runs";
+  EXPECT_THAT(StepsStarted(run), ElementsAre("s1", "s2", "s3"));
+  for (const pb::ChatEvent& e : run.Of(pb::ChatEvent::kStepComplete)) {
+    EXPECT_EQ(e.step_complete().plan_id(), plan.plan_id());
+    EXPECT_EQ(e.step_complete().status(), pb::STEP_STATUS_COMPLETED);
+  }
+  ASSERT_EQ(h.executors.assignments().size(), 3u);
+  EXPECT_EQ(h.executors.assignments()[1].tool_calls(0).tool_name(), "create_project");
+  EXPECT_TRUE(h.executors.assignments()[1].writes_approved());
+  EXPECT_THAT(run.Text(), HasSubstr("Done:"));
+  EXPECT_TRUE(run.events.back().done().is_final());
+  EXPECT_FALSE(LastRouting(h, conversation).plan.has_value()) << "nothing waits any more";
+  EXPECT_EQ(h.plan_store.Stored(plan.plan_id())->status, PlanStatus::kCompleted);
+}
+
+TEST(TurnPlanTest, ADraftPlanTheUserDropsNeverRuns) {
+  TurnHarness h(Projects(), WithPlans());
+  RecordingSink draft;
+  ASSERT_TRUE(
+      h.TurnIn(intentpb::CONTEXT_TYPE_PROJECT_CREATE, "Create a project for the Q4 audit", draft)
+          .ok());
+  const std::string conversation = ConversationOf(draft);
+  const std::string plan_id =
+      draft.Of(pb::ChatEvent::kPlanReadyForReview)[0].plan_ready_for_review().plan().plan_id();
+  RecordingSink drop;
+  ASSERT_TRUE(h.Turn("cancel", drop, conversation).ok());
+  EXPECT_TRUE(StepsStarted(drop).empty());
+  EXPECT_THAT(drop.Text(), HasSubstr("dropped the plan"));
+  EXPECT_TRUE(drop.events.back().done().is_final());
+  EXPECT_FALSE(LastRouting(h, conversation).plan.has_value());
+  EXPECT_EQ(h.plan_store.Stored(plan_id)->status, PlanStatus::kRejected);
+  // A later "run it" is a new request, not the dropped plan.
+  RecordingSink later;
+  ASSERT_TRUE(h.Turn("looks good, run it", later, conversation).ok());
+  EXPECT_TRUE(StepsStarted(later).empty());
+  EXPECT_TRUE(h.executors.assignments().empty());
+}
+
+TEST(TurnPlanTest, AnAuditPlanOnlyReadsAndRunsAtOnce) {
+  TurnHarness h(Projects(), WithPlans());
+  RecordingSink audit;
+  ASSERT_TRUE(h.TurnIn(intentpb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", audit,
+                       "", "Harbor")
+                  .ok());
+  ASSERT_EQ(audit.Of(pb::ChatEvent::kPlanCreated).size(), 1u);
+  EXPECT_TRUE(audit.Of(pb::ChatEvent::kPlanReadyForReview).empty()) << "reads need no review";
+  EXPECT_EQ(audit.Of(pb::ChatEvent::kStepComplete).size(), 3u);
+  EXPECT_THAT(audit.Text(), HasSubstr("Done:"));
+  EXPECT_THAT(audit.Text(), HasSubstr("get_project_details: done"));
+  EXPECT_TRUE(audit.events.back().done().is_final());
+}
+
+TEST(TurnPlanTest, AStepsQuestionGoesToTheUserWhoseAnswerLetsThePlanGoOn) {
+  TurnHarness h(Projects(), WithPlans());
+  h.executors.AskWhen("get_project_details", "Which project do you mean?",
+                      {"Harbor north", "Harbor south"});
+  RecordingSink audit;
+  ASSERT_TRUE(h.TurnIn(intentpb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", audit,
+                       "", "Harbor")
+                  .ok());
+  const std::string conversation = ConversationOf(audit);
+  EXPECT_THAT(audit.Text(), HasSubstr("needs your answer"));
+  EXPECT_THAT(audit.Text(), HasSubstr("Harbor north"));
+  EXPECT_FALSE(audit.events.back().done().is_final());
+  EXPECT_EQ(audit.States().back(), pb::AGENT_STATE_WAITING_ON_USER);
+  ASSERT_TRUE(LastRouting(h, conversation).plan.has_value());
+  EXPECT_EQ(LastRouting(h, conversation).plan->status, "waiting_on_user");
+
+  // A question of the user's own is answered; the step keeps waiting.
+  RecordingSink question;
+  ASSERT_TRUE(h.Turn("what agents do I have?", question, conversation).ok());
+  EXPECT_TRUE(StepsStarted(question).empty());
+  EXPECT_EQ(LastRouting(h, conversation).plan->status, "waiting_on_user");
+
+  RecordingSink answer;
+  ASSERT_TRUE(h.Turn("Harbor north", answer, conversation).ok());
+  EXPECT_THAT(h.executors.answers(), Contains("Harbor north"));
+  EXPECT_TRUE(answer.events.back().done().is_final()) << answer.Text();
+  EXPECT_THAT(answer.Text(), HasSubstr("Done:"));
+  EXPECT_FALSE(LastRouting(h, conversation).plan.has_value());
+}
+
+// Offers the project plan in `h` and says "looks good, run it" under
+// `control`; returns the conversation.
+std::string ApproveProjectPlan(TurnHarness& h, TurnControl& control, RecordingSink& run) {
+  RecordingSink draft;
+  EXPECT_TRUE(h.TurnIn(intentpb::CONTEXT_TYPE_PROJECT_CREATE,
+                       "Set up a project for the spring campaign launch", draft)
+                  .ok());
+  const std::string conversation = ConversationOf(draft);
+  EXPECT_TRUE(
+      h.runner->Run(kAlice, TurnHarness::Request("looks good, run it", conversation), control, run)
+          .ok());
+  return conversation;
+}
+
+TEST(TurnPlanTest, ACancelDuringAStepStopsThePlanWhichContinueFinishes) {
+  TurnHarness h(Projects(), WithPlans());
+  TurnControl control;
+  h.executors.OnAssign([&control](const execpb::TaskAssignment& task) {
+    if (task.step_id() == "s2") control.Cancel();
+  });
+  RecordingSink run;
+  const std::string conversation = ApproveProjectPlan(h, control, run);
+  h.executors.OnAssign(nullptr);
+  EXPECT_THAT(StepsStarted(run), ElementsAre("s1", "s2")) << "s3 does not start";
+  EXPECT_THAT(run.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_CANCELLED));
+  EXPECT_TRUE(h.errors.errors().empty()) << "a cancel is not a failure";
+  ASSERT_TRUE(LastRouting(h, conversation).plan.has_value()) << "the plan waits to go on";
+
+  RecordingSink resumed;
+  ASSERT_TRUE(h.Turn("continue", resumed, conversation).ok());
+  EXPECT_THAT(StepsStarted(resumed), ElementsAre("s3"));
+  EXPECT_THAT(resumed.Text(), HasSubstr("Done:"));
+  EXPECT_TRUE(resumed.events.back().done().is_final());
+  EXPECT_EQ(h.executors.assignments().size(), 3u) << "each step ran once";
+}
+
+TEST(TurnPlanTest, APlanThatRunsOutOfTimeStopsAtItsNextStepAndContinueFinishesIt) {
+  TurnOptions options;
+  options.turn_timeout = std::chrono::seconds(30);
+  TurnHarness h(Projects(), {options, nullptr, true});
+  TurnControl control;
+  h.executors.OnAssign([&h](const execpb::TaskAssignment& task) {
+    if (task.step_id() == "s1") h.clock.Advance(std::chrono::seconds(31));
+  });
+  RecordingSink run;
+  const std::string conversation = ApproveProjectPlan(h, control, run);
+  h.executors.OnAssign(nullptr);
+  EXPECT_THAT(StepsStarted(run), ElementsAre("s1"));
+  EXPECT_THAT(run.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_TIME_LIMIT));
+  ASSERT_FALSE(h.errors.errors().empty());
+  EXPECT_EQ(h.errors.errors()[0].kind, "time_limit");
+  ASSERT_TRUE(LastRouting(h, conversation).plan.has_value());
+
+  RecordingSink resumed;
+  ASSERT_TRUE(h.Turn("continue", resumed, conversation).ok());
+  EXPECT_THAT(StepsStarted(resumed), ElementsAre("s2", "s3"));
+  EXPECT_TRUE(resumed.events.back().done().is_final());
+}
+
+TEST(TurnPlanTest, ANewerMessageDuringAStepSuspendsThePlanWhichContinueFinishes) {
+  TurnHarness h(Projects(), WithPlans());
+  TurnControl control;
+  h.executors.OnAssign([&control](const execpb::TaskAssignment& task) {
+    if (task.step_id() == "s2") control.RequestSuspend();
+  });
+  RecordingSink run;
+  const std::string conversation = ApproveProjectPlan(h, control, run);
+  h.executors.OnAssign(nullptr);
+  EXPECT_THAT(StepsStarted(run), ElementsAre("s1", "s2")) << "s3 does not start";
+  EXPECT_THAT(run.States(), Contains(pb::AGENT_STATE_SUSPENDED));
+  EXPECT_TRUE(run.ErrorCodes().empty());
+  ASSERT_TRUE(control.SuspendedState().has_value());
+  const std::string flow_id = run.events.front().session().flow_id();
+  EXPECT_EQ(control.SuspendedState()->flow_id, flow_id);
+
+  RecordingSink resumed;
+  ASSERT_TRUE(h.Turn("continue", resumed, conversation).ok());
+  EXPECT_EQ(resumed.events.front().session().flow_id(), flow_id);
+  EXPECT_THAT(StepsStarted(resumed), ElementsAre("s3"));
+  EXPECT_TRUE(resumed.events.back().done().is_final()) << resumed.Text();
+  EXPECT_EQ(h.executors.assignments().size(), 3u) << "each step ran once";
+}
+
+// The state an orchestrator leaves when it stops during a plan: the plan
+// running, its first step done, the second not started, no reply stored.
+Plan UnfinishedPlan(const std::string& conversation) {
+  Plan plan;
+  plan.id = core::NewUuid();
+  plan.tenant_id = kAlice.tenant_id;
+  plan.user_id = kAlice.user_id;
+  plan.conversation_id = conversation;
+  plan.objective = "Set up the harbor review";
+  plan.status = PlanStatus::kRunning;
+  plan.writes_approved = true;
+  PlanStep first;
+  first.id = "s1";
+  first.description = "List the agents";
+  first.tools = {"list_agents"};
+  first.tool_calls = {{"list_agents", json::object()}};
+  first.status = StepStatus::kCompleted;
+  first.result_summary = "no agents yet";
+  first.started_micros = first.finished_micros = 1;
+  PlanStep second;
+  second.id = "s2";
+  second.description = "Create the review agent";
+  second.tools = {"create_agent"};
+  second.depends_on = {"s1"};
+  second.tool_calls = {{"create_agent", {{"name", "harbor-review"}}}};
+  plan.steps = {first, second};
+  return plan;
+}
+
+TEST(TurnPlanTest, ContinueFinishesAnUnfinishedPlanWithoutRepeatingFinishedSteps) {
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_CONVERSATION), WithPlans());
+  RecordingSink hello;
+  ASSERT_TRUE(h.Turn("hello", hello).ok());
+  const std::string conversation = ConversationOf(hello);
+  const Plan plan = UnfinishedPlan(conversation);
+  ASSERT_TRUE(h.plan_store.Create(plan).ok());
+
+  RecordingSink resumed;
+  ASSERT_TRUE(h.Turn("continue", resumed, conversation).ok());
+  EXPECT_THAT(StepsStarted(resumed), ElementsAre("s2")) << "the finished step is not run again";
+  ASSERT_EQ(h.executors.assignments().size(), 1u);
+  EXPECT_EQ(h.executors.assignments()[0].tool_calls(0).tool_name(), "create_agent");
+  EXPECT_THAT(resumed.Text(), HasSubstr("Done: the plan for \"Set up the harbor review\""));
+  EXPECT_THAT(resumed.Text(), HasSubstr("List the agents: no agents yet"));
+  EXPECT_TRUE(resumed.events.back().done().is_final());
+  EXPECT_EQ(h.plan_store.Stored(plan.id)->status, PlanStatus::kCompleted);
+
+  RecordingSink again;
+  ASSERT_TRUE(h.Turn("continue", again, conversation).ok());
+  EXPECT_TRUE(StepsStarted(again).empty()) << "a finished plan stays finished";
+  EXPECT_EQ(h.executors.assignments().size(), 1u);
+}
+
+TEST(TurnPlanTest, AnotherUsersUnfinishedPlanIsNotContinued) {
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_CONVERSATION), WithPlans());
+  RecordingSink hello;
+  ASSERT_TRUE(h.Turn("hello", hello).ok());
+  Plan plan = UnfinishedPlan(ConversationOf(hello));
+  plan.user_id = kBob.user_id;  // Bob's plan, filed under Alice's conversation
+  ASSERT_TRUE(h.plan_store.Create(plan).ok());
+  RecordingSink resumed;
+  ASSERT_TRUE(h.Turn("continue", resumed, ConversationOf(hello)).ok());
+  EXPECT_TRUE(StepsStarted(resumed).empty());
+  EXPECT_TRUE(h.executors.assignments().empty());
+  EXPECT_EQ(h.plan_store.Stored(plan.id)->status, PlanStatus::kRunning);
+}
+
+// A plan step the executor carries out with one call.
+json PlannedStep(const std::string& id, const std::string& description, const std::string& tool) {
+  return {{"id", id},
+          {"description", description},
+          {"tools", {tool}},
+          {"needs_executor", true},
+          {"depends_on", json::array()},
+          {"expected_output", ""},
+          {"tool_calls", json::array({{{"tool", tool}, {"arguments", json::object()}}})}};
+}
+
+// The model asks for a plan the reviewer sends back once with notes; the
+// revised plan, approved, runs in the same turn, and every model call of it
+// is in the turn's usage.
+TEST(TurnPlanTest, AReviewedPlanIsRevisedWithTheReviewersNotesThenRuns) {
+  ScriptedModel model;  // the planner, the plan's generator and its reviewer, in turn
+  model.PushToolCall("agent_create_plan",
+                     {{"objective", "Tidy up my agents"}, {"execution_mode", "agent_review"}});
+  model.PushText(json{{"steps", {PlannedStep("s1", "List the agents", "list_agents")}}}.dump());
+  model.PushText(json{{"verdict", "needs_changes"}, {"notes", "look at the projects too"}}.dump());
+  model.PushText(json{{"steps",
+                       {PlannedStep("s1", "List the agents", "list_agents"),
+                        PlannedStep("s2", "Find the projects", "search_projects")}}}
+                     .dump());
+  model.PushText(json{{"verdict", "approved"}, {"notes", "complete"}}.dump());
+  model.PushText("Your agents are tidy now.");
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_MANAGE_PLATFORM),
+                {{}, &model, true, &model});
+  h.tools.AddTool("search_projects", execpb::TOOL_RISK_READ);
+  model.ReportUsageTo(&h.usage);
+  RecordingSink turn;
+  ASSERT_TRUE(h.Turn("please tidy up my agents", turn).ok());
+  const std::vector<pb::ChatEvent> reviews = turn.Of(pb::ChatEvent::kPlanReview);
+  ASSERT_EQ(reviews.size(), 2u);
+  EXPECT_EQ(reviews[0].plan_review().verdict(), pb::REVIEW_VERDICT_NEEDS_CHANGES);
+  EXPECT_EQ(reviews[0].plan_review().notes(), "look at the projects too");
+  EXPECT_EQ(reviews[1].plan_review().verdict(), pb::REVIEW_VERDICT_APPROVED);
+  EXPECT_TRUE(turn.Of(pb::ChatEvent::kPlanReadyForReview).empty()) << "the reviewer, not the user";
+  EXPECT_EQ(turn.Of(pb::ChatEvent::kStepComplete).size(), 2u) << "the revised plan ran";
+  EXPECT_THAT(turn.Text(), HasSubstr("Your agents are tidy now."));
+  EXPECT_TRUE(turn.events.back().done().is_final());
+  // The planner's two calls, two generations and two reviews.
+  EXPECT_EQ(model.requests().size(), 6u);
+  EXPECT_EQ(turn.events.back().done().usage().llm_calls(), 6);
+  std::map<std::string, int> stored;  // by operation
+  for (const testing::UsageRow& row : h.usage.rows()) {
+    EXPECT_EQ(row.who.conversation_id, ConversationOf(turn));
+    for (const AttributedCall& call : row.calls) ++stored[call.record.operation_type];
+  }
+  EXPECT_EQ(stored, (std::map<std::string, int>{
+                        {"planner_stream", 2}, {"plan_generation", 2}, {"plan_review", 2}}));
+}
+
+// What the turn relies on from every plan store, held by the fake as by
+// PgPlanStore (storage tests check the latter).
+TEST(FakePlanStoreTest, PlansAreTheirOwnersAndUpdatesKeepTheirPreconditions) {
+  FakePlanStore store;
+  Plan plan = UnfinishedPlan(core::NewUuid());
+  plan.status = PlanStatus::kPendingReview;
+  ASSERT_TRUE(store.Create(plan).ok());
+  EXPECT_TRUE(store.Get(kAlice, plan.id).ok());
+  EXPECT_EQ(store.Get(kBob, plan.id).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store.Get(kAlice, "not-a-uuid").status().code(), absl::StatusCode::kNotFound);
+
+  Plan approved = plan;
+  approved.status = PlanStatus::kApproved;
+  EXPECT_EQ(store.Update(approved, {PlanStatus::kDraft}).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store.Stored(plan.id)->status, PlanStatus::kPendingReview) << "nothing changed";
+  ASSERT_TRUE(store.Update(approved, {PlanStatus::kPendingReview}).ok());
+  EXPECT_EQ(*store.LatestUnfinished(kAlice, plan.conversation_id), plan.id);
+  EXPECT_FALSE(store.LatestUnfinished(kBob, plan.conversation_id)->has_value());
+  Plan bobs = approved;
+  bobs.user_id = kBob.user_id;
+  EXPECT_EQ(store.Update(bobs, {PlanStatus::kApproved}).code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace omniforge::orchestrator

@@ -1,0 +1,132 @@
+// Turns reached across replicas without PostgreSQL: two replicas' running
+// turns (RunningTurns) joined by an in-process bus (testing/
+// in_process_turn_bus.h), one TurnRunner on fakes. A CancelTurn or a newer
+// message on one replica reaches the turn the other runs, at the moment a
+// fake's hook names; the bus is settled instead of slept on.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "services/orchestrator/api/chat_service.h"
+#include "services/orchestrator/testing/in_process_turn_bus.h"
+#include "services/orchestrator/testing/scripted_model.h"
+#include "services/orchestrator/testing/turn_harness.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+using nlohmann::json;
+using ::testing::Contains;
+using testing::ConversationOf;
+using ::testing::ElementsAre;
+using testing::FakeUnderstanding;
+using testing::InProcessTurnBus;
+using testing::kAlice;
+using testing::RecordingSink;
+using testing::ScriptedModel;
+using testing::TurnHarness;
+
+class TurnReplicasTest : public ::testing::Test {
+ protected:
+  TurnReplicasTest()
+      : h_(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), {{}, &model_}) {}
+
+  // Opens a conversation; the next turn there reads two pages of runs.
+  std::string Open() {
+    model_.PushText("Hello.");
+    model_.PushToolCalls({{"list_runs", json{{"page", 1}}}, {"list_runs", json{{"page", 2}}}});
+    RecordingSink hello;
+    EXPECT_TRUE(h_.Turn("hello", hello).ok());
+    return ConversationOf(hello);
+  }
+
+  // Runs `turn_id` on replica A, registered there as the chat service does.
+  RecordingSink RunOnA(const std::string& conversation, const std::string& turn_id,
+                       const std::shared_ptr<TurnControl>& control) {
+    const std::string key = RunningTurns::Key(kAlice, conversation);
+    replica_a_.Add(key, turn_id, control);
+    bus_.Settle();
+    RecordingSink sink;
+    EXPECT_TRUE(h_.runner
+                    ->Run(kAlice, TurnHarness::Request("show all the runs", conversation, turn_id),
+                          *control, sink)
+                    .ok());
+    replica_a_.Remove(key, turn_id);
+    bus_.Settle();
+    return sink;
+  }
+
+  ScriptedModel model_;
+  TurnHarness h_;
+  InProcessTurnBus bus_;
+  std::unique_ptr<TurnBus> end_a_ = bus_.Join();
+  std::unique_ptr<TurnBus> end_b_ = bus_.Join();
+  RunningTurns replica_a_{end_a_.get()};
+  RunningTurns replica_b_{end_b_.get()};
+};
+
+TEST_F(TurnReplicasTest, ACancelOnAnotherReplicaStopsTheTurnDuringItsTool) {
+  const std::string conversation = Open();
+  const std::string key = RunningTurns::Key(kAlice, conversation);
+  const core::Identity stranger{"tenant-b", "alice"};
+  h_.tools.OnCall([&](const execpb::InvokeToolRequest& call) {
+    if (call.tool_name() != "list_runs") return;
+    // Another tenant's user of the same name reaches nothing.
+    EXPECT_FALSE(replica_b_.Cancel(RunningTurns::Key(stranger, conversation), ""));
+    // A retry of the running turn on the other replica may not run it again.
+    EXPECT_FALSE(replica_b_.Claim(key, "turn-1", std::make_shared<TurnControl>()));
+    EXPECT_TRUE(replica_b_.Cancel(key, ""));
+    bus_.Settle();
+  });
+  auto control = std::make_shared<TurnControl>();
+  RecordingSink sink = RunOnA(conversation, "turn-1", control);
+  EXPECT_TRUE(control->cancelled());
+  EXPECT_EQ(h_.tools.CallsOf("list_runs").size(), 1u) << "the second page is not read";
+  EXPECT_THAT(sink.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_CANCELLED));
+  EXPECT_TRUE(sink.events.back().has_done());
+  // Once it ended, there is nothing left to cancel, and its retry may run.
+  EXPECT_FALSE(replica_b_.Cancel(key, ""));
+  EXPECT_TRUE(replica_b_.Claim(key, "turn-1", std::make_shared<TurnControl>()));
+}
+
+TEST_F(TurnReplicasTest, ANewerMessageOnAnotherReplicaSuspendsTheFlowItThenResumes) {
+  const std::string conversation = Open();
+  const std::string key = RunningTurns::Key(kAlice, conversation);
+  RunningTurns::Control stand_in;
+  h_.tools.OnCall([&](const execpb::InvokeToolRequest& call) {
+    if (call.tool_name() != "list_runs" || stand_in != nullptr) return;
+    stand_in = replica_b_.Suspend(key, "turn-2");
+    bus_.Settle();
+  });
+  auto control = std::make_shared<TurnControl>();
+  RecordingSink suspended = RunOnA(conversation, "turn-1", control);
+  h_.tools.OnCall(nullptr);
+  ASSERT_NE(stand_in, nullptr) << "the turn on replica A is waited for";
+  EXPECT_THAT(suspended.States(), Contains(pb::AGENT_STATE_SUSPENDED));
+  EXPECT_EQ(h_.tools.CallsOf("list_runs").size(), 1u);
+  const std::string flow_id = suspended.events.front().session().flow_id();
+
+  // Replica B learns from the bus what replica A set aside.
+  ASSERT_TRUE(stand_in->SuspendedState().has_value());
+  EXPECT_EQ(stand_in->SuspendedState()->flow_id, flow_id);
+  model_.PushText("It is noon.");
+  TurnControl newer;
+  RecordingSink aside;
+  ASSERT_TRUE(h_.runner
+                  ->Run(kAlice, TurnHarness::Request("what time is it?", conversation, "turn-2"),
+                        newer, aside, 0, stand_in)
+                  .ok());
+  EXPECT_EQ(aside.events.front().session().suspended_flow_id(), flow_id);
+
+  model_.PushToolCall("list_runs", json{{"page", 2}});
+  model_.PushText("Both pages are read.");
+  RecordingSink resumed;
+  ASSERT_TRUE(h_.Turn("continue", resumed, conversation).ok());
+  EXPECT_EQ(resumed.events.front().session().flow_id(), flow_id);
+  EXPECT_EQ(h_.tools.CallsOf("list_runs").size(), 2u);
+  EXPECT_TRUE(resumed.events.back().done().is_final());
+}
+
+}  // namespace
+}  // namespace omniforge::orchestrator
