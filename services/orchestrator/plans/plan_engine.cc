@@ -812,10 +812,13 @@ bool PlanEngine::StartStep(Run& run, const std::string& step_id, StepRun& s) {
 void PlanEngine::OpenDialogue(Run& run, StepRun& s) {
   const execpb::ConverseRequest assignment =
       Assignment(s.header, s.step, std::move(s.inputs), options_.max_turns);
-  const int64_t deadline =
-      core::NowMicros() +
-      std::chrono::duration_cast<std::chrono::microseconds>(options_.step_timeout).count();
-  s.dialogue = executors_.Open({s.header.tenant_id, s.header.user_id}, deadline);
+  // Not cancelled from outside: a plan stops between steps (`cancelled`),
+  // and a step's dialogue ends when the step does.
+  const core::Identity who{s.header.tenant_id, s.header.user_id};
+  const core::Call call{who, core::TimePointFromMicros(core::NowMicros()) +
+                                 std::chrono::duration_cast<std::chrono::microseconds>(
+                                     options_.step_timeout)};
+  s.dialogue = executors_.Open(call);
   run.Emit(ExecutorMessage(s.header, s.step, pb::DIALOGUE_PARTY_PLANNER, "task_assignment",
                            assignment.task_assignment().task(), Dump(StepsToJson({s.step})[0])));
   s.result()->set_plan_id(s.header.id);

@@ -53,7 +53,7 @@ PlannerRequest TurnPass::ModelRequest() const {
   plan.clarifications = last_ && continuing_ ? last_->clarifications : 0;
   plan.max_clarifications = runner_.options_.max_clarifications;
   plan.resuming = resuming_;
-  plan.tools = runner_.Catalog(ctx_.who(), CallDeadline())->tools;
+  plan.tools = runner_.Catalog(DownstreamCall())->tools;
   plan.offer_plans = PlansOn();
   plan.max_iterations = runner_.options_.max_iterations;
   plan.deadline_micros = ctx_.DeadlineMicros();
@@ -100,7 +100,7 @@ void TurnPass::TakeModelAnswer(const PlannerRequest& plan) {
   move_.propose = planned_.propose;
   for (const std::string& tool : planned_.denied) {
     decisions_.push_back({core::NewUuid(), "", tool, "the model asked for " + tool,
-                          runner_.RiskOf(ctx_.who(), tool, CallDeadline()),
+                          runner_.RiskOf(DownstreamCall(), tool),
                           pb::ACTION_OUTCOME_DENIED, "policy"});
   }
   // A question counts against the cap; past it, the flow does not wait.

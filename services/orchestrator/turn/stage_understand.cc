@@ -80,7 +80,7 @@ intentpb::IntentAnalysis TurnPass::AnalyzeMessage() {
     analyze.set_context_type(request_.context_type());
     AddHistory(runner_.routings_, history_, analyze);
     AddAgents(agents_, analyze);
-    analyzed = runner_.understanding_.AnalyzeIntent(ctx_.who(), analyze, CallDeadline());
+    analyzed = runner_.understanding_.AnalyzeIntent(DownstreamCall(), analyze);
     AddIntentCalls(analyzed);
   }
   intentpb::IntentAnalysis analysis;

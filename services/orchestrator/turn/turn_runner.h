@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "libs/core/call.h"
 #include "libs/core/call_cancellation.h"
 #include "libs/core/clock.h"
 #include "libs/core/identity.h"
@@ -116,7 +117,8 @@ class TurnControl final {
     signal_.Cancel();
   }
   bool cancelled() const { return cancelled_.load(); }
-  // What the turn's downstream calls listen to (core::ScopedCallCancellation).
+  // What the turn's downstream calls listen to (each carries it in its
+  // core::Call).
   core::CancelSignal& cancel_signal() { return signal_; }
   // Asks the turn to suspend its flow at its next safe point.
   void RequestSuspend() { suspend_.store(true); }
@@ -127,11 +129,10 @@ class TurnControl final {
   // The turn is over: `suspended` is its flow's saved state when it was
   // suspended, nullopt when it ended otherwise. Only the first call counts.
   void Ended(std::optional<SuspendedFlow> suspended);
-  // Waits until the turn is over or `deadline` (microseconds since the
-  // epoch) passes. Returns the flow it suspended; when it is still running
+  // Waits until the turn is over or `deadline` passes. Returns the flow it suspended; when it is still running
   // (it suspends at its next safe point), its flow as known so far; nullopt
   // when it finished without suspending.
-  std::optional<SuspendedFlow> AwaitSuspension(int64_t deadline);
+  std::optional<SuspendedFlow> AwaitSuspension(core::TimePoint deadline);
   // The flow the turn set aside, once it ended suspended; else nullopt.
   std::optional<SuspendedFlow> SuspendedState();
 
@@ -193,9 +194,8 @@ class TurnRunner final {
     std::map<std::string, execpb::ToolRisk> risk_by_name;
   };
   // Shared, not copied: a turn reads it on every tool call.
-  std::shared_ptr<const ToolCatalog> Catalog(const core::Identity& who, int64_t deadline) const;
-  execpb::ToolRisk RiskOf(const core::Identity& who, const std::string& tool,
-                          int64_t deadline) const;
+  std::shared_ptr<const ToolCatalog> Catalog(const core::Call& call) const;
+  execpb::ToolRisk RiskOf(const core::Call& call, const std::string& tool) const;
 
   Memory& memory_;
   Understanding& understanding_;
