@@ -45,7 +45,6 @@ class CallContext final {
   int64_t NowMicros() const { return clock_.NowMicros(); }
   core::TimePoint started() const { return started_; }
   core::TimePoint deadline() const { return deadline_; }
-  int64_t DeadlineMicros() const { return core::MicrosOf(deadline_); }
   // The turn's time is up.
   bool Expired() const { return Now() >= deadline_; }
   // One downstream call of the turn: for the turn's caller, ending

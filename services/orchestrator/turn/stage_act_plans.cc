@@ -16,6 +16,7 @@ PlanContext TurnPass::MakePlanContext() {
   context.entity_id = request_.entity_id();
   context.intent = input_.intent;
   context.tools = runner_.Catalog(DownstreamCall())->tools;
+  context.usage = &model_calls_;
   return context;
 }
 

@@ -56,7 +56,7 @@ PlannerRequest TurnPass::ModelRequest() const {
   plan.tools = runner_.Catalog(DownstreamCall())->tools;
   plan.offer_plans = PlansOn();
   plan.max_iterations = runner_.options_.max_iterations;
-  plan.deadline_micros = ctx_.DeadlineMicros();
+  plan.deadline = ctx_.deadline();
   // Polled while the model streams, possibly off this thread: atomics only.
   TurnControl* control = &control_;
   plan.cancelled = [control] { return control->cancelled() || control->suspend_requested(); };
@@ -64,7 +64,8 @@ PlannerRequest TurnPass::ModelRequest() const {
 }
 
 void TurnPass::AskModel() {
-  const PlannerRequest plan = ModelRequest();
+  PlannerRequest plan = ModelRequest();
+  plan.usage = &model_calls_;
   emit_.State(pb::AGENT_STATE_THINKING, "Planning");
   TurnPlannerIo io(*this);
   const auto profiled = runner_.metered_by_context_.find(plan.context_type);

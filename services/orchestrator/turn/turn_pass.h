@@ -152,11 +152,11 @@ class TurnPass final {
   const std::shared_ptr<TurnControl> interrupted_;
   // What the turn's model calls cost, for `done` (plans made in the turn too).
   UsageTotals model_usage_;
-  const ScopedUsageMeter metered_;
+  // Given with every model call of the turn (llm::CallContext::usage): sums
+  // them into model_usage_, and stores them as the turn's row once it is
+  // attributed (Understand) and over.
+  ModelUsage model_calls_;
   CallContext ctx_;
-  // Every model call of the turn after Understand is recorded for it.
-  UsageAttribution attribution_;
-  std::optional<ScopedUsageAttribution> attributed_;
   const int64_t started_;
 
   // StoreMessage

@@ -57,6 +57,7 @@
 #include "services/orchestrator/plans/plan_engine.h"
 #include "services/orchestrator/turn/error_log.h"
 #include "services/orchestrator/turn/request.h"
+#include "services/orchestrator/usage/usage_attribution.h"
 
 namespace omniforge::orchestrator {
 
@@ -81,10 +82,10 @@ struct TurnOptions {
   // own (planner.profiles); the models must outlive the runner. Used only
   // when the runner has a planner model.
   std::map<::omniforge::intent::v1::ContextType, llm::ChatModel*> planner_by_context;
-  // Where the model calls the intent service made for a turn are recorded,
-  // with the turn's own (orchestration.llm_usage); null: they only count in
-  // `done`. Must outlive the runner.
-  llm::UsageSink* usage_sink = nullptr;
+  // Where each turn's model calls are stored, one row per turn
+  // (orchestration.llm_turn_usage): its own and those the intent service
+  // made for it; null: they only count in `done`. Must outlive the runner.
+  ScopeUsageWriter* usage_writer = nullptr;
   // The approval gate's policy (approval_gate.h): what runs unasked, what
   // waits for the user's approval of exactly what was previewed, what is
   // refused, and how long a preview can be approved.
