@@ -129,8 +129,8 @@ class LlmClient final {
   void AddBilled(const ModelTarget& target, const TokenUsage& usage, UsageRecord& record) const;
   // Completes `record` with the call's outcome and reports it to `sink`
   // (the call's own, or the client's; null: metrics only).
-  void Finish(const absl::StatusOr<ChatResponse>& result, int64_t start_micros,
-              UsageRecord& record, UsageSink* sink);
+  void Finish(const absl::StatusOr<ChatResponse>& result, int64_t start_micros, UsageRecord& record,
+              UsageSink* sink);
   void Report(const UsageRecord& record, UsageSink* sink);
 
   std::map<std::string, std::shared_ptr<ChatModel>> providers_;

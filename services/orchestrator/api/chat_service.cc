@@ -493,8 +493,8 @@ grpc::ServerUnaryReactor* ChatGrpcService::CancelTurn(grpc::CallbackServerContex
         if (request.conversation_id().empty()) {
           return absl::InvalidArgumentError("conversation_id: required");
         }
-        response->set_cancelled(
-            running_.Cancel(RunningTurns::Key(call.who, request.conversation_id()), request.turn_id()));
+        response->set_cancelled(running_.Cancel(
+            RunningTurns::Key(call.who, request.conversation_id()), request.turn_id()));
         return absl::OkStatus();
       });
 }

@@ -295,8 +295,7 @@ absl::StatusOr<std::optional<convpb::AppendMessageResponse>> AppendSpool::Append
     queued = queues_.count(key) > 0;
   }
   if (!queued) {
-    absl::StatusOr<convpb::AppendMessageResponse> stored =
-        memory_.AppendMessage(call, keyed);
+    absl::StatusOr<convpb::AppendMessageResponse> stored = memory_.AppendMessage(call, keyed);
     if (stored.ok()) return std::optional<convpb::AppendMessageResponse>(*std::move(stored));
     if (!IsStorageUnreachable(stored.status())) return stored.status();
   }

@@ -111,12 +111,12 @@ class GrpcTools final : public Tools {
   explicit GrpcTools(const std::string& address)
       : stub_(execpb::ExecutorService::NewStub(Connect(address))) {}
 
-  absl::StatusOr<execpb::ListToolsResponse> ListTools(const core::Call& call,
-                                                      const execpb::ListToolsRequest& request) override {
+  absl::StatusOr<execpb::ListToolsResponse> ListTools(
+      const core::Call& call, const execpb::ListToolsRequest& request) override {
     return Unary(*stub_, &Stub::ListTools, call, request);
   }
-  absl::StatusOr<execpb::InvokeToolResponse> InvokeTool(const core::Call& call,
-                                                        const execpb::InvokeToolRequest& request) override {
+  absl::StatusOr<execpb::InvokeToolResponse> InvokeTool(
+      const core::Call& call, const execpb::InvokeToolRequest& request) override {
     return Unary(*stub_, &Stub::InvokeTool, call, request);
   }
   void InvokeToolThen(const core::Call& call, const execpb::InvokeToolRequest& request,

@@ -86,8 +86,7 @@ absl::StatusOr<Review> PlanAdvisor::ReviewPlan(const Plan& plan, core::TimePoint
 QuestionAnswer PlanAdvisor::AnswerQuestion(const Plan& plan, const PlanStep& step,
                                            const std::string& question,
                                            const std::vector<std::string>& options,
-                                           core::TimePoint deadline,
-                                           llm::CallUsage* usage) const {
+                                           core::TimePoint deadline, llm::CallUsage* usage) const {
   if (planner_ == nullptr) {
     return {false, "", "no model is configured to answer for the planner"};
   }

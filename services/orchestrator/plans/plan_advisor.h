@@ -50,8 +50,7 @@ class PlanAdvisor final {
   // the earlier steps' results. Without a planner model, or when the model
   // fails, the question goes to the user (answered false, with the reason).
   QuestionAnswer AnswerQuestion(const Plan& plan, const PlanStep& step, const std::string& question,
-                                const std::vector<std::string>& options,
-                                core::TimePoint deadline,
+                                const std::vector<std::string>& options, core::TimePoint deadline,
                                 llm::CallUsage* usage = nullptr) const;
 
  private:

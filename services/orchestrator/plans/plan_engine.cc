@@ -648,12 +648,9 @@ absl::StatusOr<PlanOutcome> PlanEngine::Execute(const core::Identity& who,
   return RunPlan(*std::move(plan), sink, cancelled, usage);
 }
 
-absl::StatusOr<PlanOutcome> PlanEngine::AnswerQuestion(const core::Identity& who,
-                                                       const std::string& plan_id,
-                                                       const std::string& answer,
-                                                       PlanEventSink& sink,
-                                                       const std::function<bool()>& cancelled,
-                                                       ModelUsage* usage) {
+absl::StatusOr<PlanOutcome> PlanEngine::AnswerQuestion(
+    const core::Identity& who, const std::string& plan_id, const std::string& answer,
+    PlanEventSink& sink, const std::function<bool()>& cancelled, ModelUsage* usage) {
   if (answer.find_first_not_of(" \t\r\n") == std::string::npos) {
     return absl::InvalidArgumentError("answer: must not be empty");
   }
@@ -822,9 +819,9 @@ void PlanEngine::OpenDialogue(Run& run, StepRun& s) {
   // Not cancelled from outside: a plan stops between steps (`cancelled`),
   // and a step's dialogue ends when the step does.
   const core::Identity who{s.header.tenant_id, s.header.user_id};
-  const core::Call call{who, core::TimePointFromMicros(core::NowMicros()) +
-                                 std::chrono::duration_cast<std::chrono::microseconds>(
-                                     options_.step_timeout)};
+  const core::Call call{
+      who, core::TimePointFromMicros(core::NowMicros()) +
+               std::chrono::duration_cast<std::chrono::microseconds>(options_.step_timeout)};
   s.dialogue = executors_.Open(call);
   run.Emit(ExecutorMessage(s.header, s.step, pb::DIALOGUE_PARTY_PLANNER, "task_assignment",
                            assignment.task_assignment().task(), Dump(StepsToJson({s.step})[0])));

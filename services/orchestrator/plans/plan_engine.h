@@ -51,7 +51,6 @@
 #include "absl/status/statusor.h"
 #include "libs/core/identity.h"
 #include "libs/llm/usage.h"
-#include "services/orchestrator/usage/usage_attribution.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
 #include "services/orchestrator/approvals/approval_gate.h"
 #include "services/orchestrator/downstream/plan_executor.h"
@@ -59,6 +58,7 @@
 #include "services/orchestrator/plans/plan_generator.h"
 #include "services/orchestrator/plans/plan_model.h"
 #include "services/orchestrator/plans/plan_store.h"
+#include "services/orchestrator/usage/usage_attribution.h"
 
 namespace omniforge::orchestrator {
 
@@ -134,8 +134,7 @@ class PlanEngine final {
   absl::StatusOr<PlanOutcome> Approve(const core::Identity& who, const std::string& plan_id,
                                       PlanEventSink& sink,
                                       const std::function<bool()>& cancelled = nullptr,
-                                      const std::string& digest = "",
-                                      ModelUsage* usage = nullptr);
+                                      const std::string& digest = "", ModelUsage* usage = nullptr);
 
   // The preview of a pending_review plan again, with a fresh expiry (its
   // last one expired). FAILED_PRECONDITION for a plan in another status.

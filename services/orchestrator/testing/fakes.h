@@ -113,10 +113,10 @@ class FakeTools final : public Tools {
   void AddTool(const std::string& name, execpb::ToolRisk risk, Handler handler = nullptr);
   void SetAgents(nlohmann::json agents);
 
-  absl::StatusOr<execpb::ListToolsResponse> ListTools(const core::Call& call,
-                                                      const execpb::ListToolsRequest& request) override;
-  absl::StatusOr<execpb::InvokeToolResponse> InvokeTool(const core::Call& call,
-                                                        const execpb::InvokeToolRequest& request) override;
+  absl::StatusOr<execpb::ListToolsResponse> ListTools(
+      const core::Call& call, const execpb::ListToolsRequest& request) override;
+  absl::StatusOr<execpb::InvokeToolResponse> InvokeTool(
+      const core::Call& call, const execpb::InvokeToolRequest& request) override;
   // The invocations, in order (list_agents included).
   std::vector<execpb::InvokeToolRequest> calls() const;
   // The invocations of one tool.

@@ -253,8 +253,7 @@ TEST_F(AppendSpoolTest, NewMessagesQueueBehindSpooledOnesAndAreStoredOnceStorage
   StartStorage();
   // Storage is back before the drainer ran: the reply does not overtake
   // the question, and its caller still gets it stored.
-  auto reply =
-      spool->Append(Bounded(), Message(conversation, "answer", convpb::ROLE_ASSISTANT));
+  auto reply = spool->Append(Bounded(), Message(conversation, "answer", convpb::ROLE_ASSISTANT));
   ASSERT_TRUE(reply.ok()) << reply.status();
   ASSERT_TRUE(reply->has_value());
   EXPECT_EQ((*reply)->message().content(), "answer");

@@ -101,8 +101,8 @@ void TurnPass::TakeModelAnswer(const PlannerRequest& plan) {
   move_.propose = planned_.propose;
   for (const std::string& tool : planned_.denied) {
     decisions_.push_back({core::NewUuid(), "", tool, "the model asked for " + tool,
-                          runner_.RiskOf(DownstreamCall(), tool),
-                          pb::ACTION_OUTCOME_DENIED, "policy"});
+                          runner_.RiskOf(DownstreamCall(), tool), pb::ACTION_OUTCOME_DENIED,
+                          "policy"});
   }
   // A question counts against the cap; past it, the flow does not wait.
   move_.clarifying = planned_.asked && plan.clarifications < runner_.options_.max_clarifications;

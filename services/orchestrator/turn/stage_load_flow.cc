@@ -17,7 +17,8 @@ void TurnPass::LoadFlow() {
   // The flow this message suspends, once it has stopped at a safe point (or
   // as far as it is known when it takes longer than a call's time); else the
   // one an earlier message suspended, still waiting to be resumed.
-  if (interrupted_ != nullptr) suspended_now_ = interrupted_->AwaitSuspension(DownstreamCall().deadline);
+  if (interrupted_ != nullptr)
+    suspended_now_ = interrupted_->AwaitSuspension(DownstreamCall().deadline);
   set_aside_ = suspended_now_ ? suspended_now_ : (last_ ? last_->suspended_flow : std::nullopt);
   // A structured decision is never read as words (a resume, a "continue").
   resuming_ = !decides_ && set_aside_.has_value() && IsResumeRequest(request_.message());

@@ -74,9 +74,8 @@ void TurnPass::SaveFlowAndReply(const Routing& routing) {
   const json routing_json = RoutingToJson(routing);
   reply.set_metadata_json(routing_json.dump());
   // Not cancelled with the turn (null cancel), and not cut by its deadline.
-  const core::Call closing{
-      who,
-      ctx_.Now() + std::chrono::duration_cast<std::chrono::microseconds>(runner_.options_.call_timeout)};
+  const core::Call closing{who, ctx_.Now() + std::chrono::duration_cast<std::chrono::microseconds>(
+                                                 runner_.options_.call_timeout)};
   const int64_t closing_deadline = core::MicrosOf(closing.deadline);
   stage_ = "store_reply";
   core::SideCall<absl::Status> flow_saved;

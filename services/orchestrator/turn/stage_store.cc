@@ -74,7 +74,8 @@ absl::Status TurnPass::StoreMessage() {
   // holds the turns before it; a new conversation has none), unless the
   // window kept after the conversation's last turn still holds.
   if (!created_ && !unstored_ && !window_kept_) {
-    window_read_ = runner_.side_calls_.Async([this, call = DownstreamCall()] { return ReadWindow(call); });
+    window_read_ =
+        runner_.side_calls_.Async([this, call = DownstreamCall()] { return ReadWindow(call); });
   }
   if (analyze_early_) early_ = runner_.side_calls_.Async([this] { return AnalyzeEarly(); });
 

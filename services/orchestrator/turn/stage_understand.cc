@@ -114,8 +114,8 @@ void TurnPass::PrepareInput() {
                       : request_.context_type();
   input_.context_type = context_type_;
   model_calls_.Attribute(UsageAttribution{ctx_.who().tenant_id, ctx_.who().user_id,
-                                           conversation_id_, turn_id_,
-                                           intentpb::ContextType_Name(context_type_)});
+                                          conversation_id_, turn_id_,
+                                          intentpb::ContextType_Name(context_type_)});
   for (const ::omniforge::llm::v1::ModelCall& call : intent_calls_) {
     const llm::UsageRecord record = llm::FromProto(call);
     model_usage_.Add(record);

@@ -130,9 +130,9 @@ class TurnControl final {
   // The turn is over: `suspended` is its flow's saved state when it was
   // suspended, nullopt when it ended otherwise. Only the first call counts.
   void Ended(std::optional<SuspendedFlow> suspended);
-  // Waits until the turn is over or `deadline` passes. Returns the flow it suspended; when it is still running
-  // (it suspends at its next safe point), its flow as known so far; nullopt
-  // when it finished without suspending.
+  // Waits until the turn is over or `deadline` passes. Returns the flow it suspended; when it is
+  // still running (it suspends at its next safe point), its flow as known so far; nullopt when it
+  // finished without suspending.
   std::optional<SuspendedFlow> AwaitSuspension(core::TimePoint deadline);
   // The flow the turn set aside, once it ended suspended; else nullopt.
   std::optional<SuspendedFlow> SuspendedState();

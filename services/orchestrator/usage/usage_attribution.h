@@ -8,8 +8,8 @@
 
 #include <cstdint>
 #include <mutex>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -47,8 +47,7 @@ class ScopeUsageWriter : public llm::UsageSink {
 // writer and the totals must outlive it. Thread-safe.
 class ModelUsage final : public llm::CallUsage {
  public:
-  ModelUsage(UsageAttribution attribution, ScopeUsageWriter* writer,
-             UsageTotals* totals = nullptr)
+  ModelUsage(UsageAttribution attribution, ScopeUsageWriter* writer, UsageTotals* totals = nullptr)
       : attribution_(std::move(attribution)), writer_(writer), totals_(totals) {}
   ~ModelUsage() override;
   ModelUsage(const ModelUsage&) = delete;
