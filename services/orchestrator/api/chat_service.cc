@@ -148,7 +148,7 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
   // turn `interrupted` controls (if any); the reactor deletes itself when
   // the call is done. `claimed_key`: the conversation's key when the turn
   // was claimed under its turn_id already (RunningTurns::Claim), else empty.
-  void Start(const core::Identity& who, pb::StreamChatRequest request, int64_t deadline,
+  void Start(const core::Identity& who, pb::StreamChatRequest request, core::TimePoint deadline,
              const TurnRunner& runner, core::ThreadPool& workers, RunningTurns::Control interrupted,
              std::string claimed_key) {
     who_ = who;
@@ -479,8 +479,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
     interrupted = running_.Suspend(key, request.turn_id());
   }
   auto* stream = new TurnStream(running_, std::move(control));
-  stream->Start(*who, std::move(request), deadline, runner_, workers_, std::move(interrupted),
-                std::move(claimed_key));
+  stream->Start(*who, std::move(request), core::TimePointFromMicros(deadline), runner_, workers_,
+                std::move(interrupted), std::move(claimed_key));
   return stream;
 }
 

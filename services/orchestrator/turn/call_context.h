@@ -23,11 +23,11 @@ class TurnControl;
 class CallContext final {
  public:
   // The turn ends `turn_timeout` after now, or at `client_deadline`
-  // (microseconds since the epoch; 0: none) when that comes first.
+  // (TimePoint::max(): none) when that comes first.
   // Cancelling `cancel` (the control's signal) cancels the turn's calls.
   CallContext(const core::Identity& who, const core::Clock& clock,
-              std::chrono::milliseconds turn_timeout, int64_t client_deadline, TurnControl& control,
-              core::CancelSignal& cancel, UsageTotals& usage)
+              std::chrono::milliseconds turn_timeout, core::TimePoint client_deadline,
+              TurnControl& control, core::CancelSignal& cancel, UsageTotals& usage)
       : who_(who),
         clock_(clock),
         started_(clock.Now()),
@@ -35,8 +35,7 @@ class CallContext final {
         cancel_(cancel),
         usage_(usage) {
     deadline_ = started_ + std::chrono::duration_cast<std::chrono::microseconds>(turn_timeout);
-    if (client_deadline > 0)
-      deadline_ = std::min(deadline_, core::TimePointFromMicros(client_deadline));
+    deadline_ = std::min(deadline_, client_deadline);
   }
 
   const core::Identity& who() const { return who_; }

@@ -32,7 +32,7 @@ pb::StreamChatRequest Worded(const pb::StreamChatRequest& asked) {
 
 TurnPass::TurnPass(const TurnRunner& runner, const core::Identity& who,
                    const pb::StreamChatRequest& request, TurnControl& control, EventSink& sink,
-                   int64_t client_deadline, std::shared_ptr<TurnControl> interrupted)
+                   core::TimePoint client_deadline, std::shared_ptr<TurnControl> interrupted)
     : runner_(runner),
       asked_(request),
       worded_(Worded(request)),

@@ -43,7 +43,7 @@ class TurnPass final {
  public:
   TurnPass(const TurnRunner& runner, const core::Identity& who,
            const pb::StreamChatRequest& request, TurnControl& control, EventSink& sink,
-           int64_t client_deadline, std::shared_ptr<TurnControl> interrupted);
+           core::TimePoint client_deadline, std::shared_ptr<TurnControl> interrupted);
   TurnPass(const TurnPass&) = delete;
   TurnPass& operator=(const TurnPass&) = delete;
 

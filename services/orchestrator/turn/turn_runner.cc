@@ -81,7 +81,7 @@ void TurnRunner::SawAgents(const core::Identity& who, const std::vector<AgentInf
 
 // The turn, stage by stage (turn_pass.h says what each stage does).
 absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequest& request,
-                             TurnControl& control, EventSink& sink, int64_t client_deadline,
+                             TurnControl& control, EventSink& sink, core::TimePoint client_deadline,
                              const std::shared_ptr<TurnControl>& interrupted) const {
   const EndsControl ends_control(control);
   if (absl::Status valid = ValidateStreamChatRequest(request); !valid.ok()) return valid;

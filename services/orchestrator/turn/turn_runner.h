@@ -177,10 +177,11 @@ class TurnRunner final {
   // when the turn ends. `interrupted`, when set, is the control of the turn
   // this message suspends (its suspension was requested): this turn waits
   // for its state, up to one call timeout, before it plans. `client_deadline`
-  // (microseconds since the epoch; 0: none) bounds the turn and every
+  // (TimePoint::max(): none) bounds the turn and every
   // downstream call together with the turn's own timeout.
   absl::Status Run(const core::Identity& who, const pb::StreamChatRequest& request,
-                   TurnControl& control, EventSink& sink, int64_t client_deadline = 0,
+                   TurnControl& control, EventSink& sink,
+                   core::TimePoint client_deadline = core::TimePoint::max(),
                    const std::shared_ptr<TurnControl>& interrupted = nullptr) const;
 
  private:
