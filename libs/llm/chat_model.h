@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "libs/llm/chat.h"
+#include "libs/llm/usage.h"
 
 namespace omniforge::llm {
 
@@ -28,6 +29,9 @@ struct CallContext {
   // to each target's model, so the caller's request is sent as it is,
   // without a copy per call.
   std::string model;
+  // Where this call's usage goes (its record and its answer), in place of
+  // the client's own sink; null: the client's sink. Outlives the call.
+  CallUsage* usage = nullptr;
 };
 
 // Receives the increments of a streamed answer, in order, on the calling

@@ -190,6 +190,8 @@ absl::StatusOr<ChatResponse> LlmClient::Call(std::string_view profile, const Cha
   record.operation_type = context.operation_type;
   record.profile = std::string(profile);
   record.streamed = on_delta != nullptr;
+  // The caller's collector of its calls when it gave one, else the client's.
+  UsageSink* const sink = context.usage != nullptr ? context.usage : usage_sink_.get();
 
   absl::StatusOr<ChatResponse> result;
   const auto chain = profiles_.find(profile);
@@ -202,17 +204,18 @@ absl::StatusOr<ChatResponse> LlmClient::Call(std::string_view profile, const Cha
     } catch (...) {
       // The caller's stream callback threw: the call still leaves its record
       // before the exception goes on to the caller.
-      Finish(LlmError(LlmErrorKind::kCancelled, "the call ended with an exception"), start, record);
+      Finish(LlmError(LlmErrorKind::kCancelled, "the call ended with an exception"), start, record,
+             sink);
       throw;
     }
   }
-  Finish(result, start, record);
+  Finish(result, start, record, sink);
   if (result.ok()) result->cost_usd = record.cost_usd;
   return result;
 }
 
 void LlmClient::Finish(const absl::StatusOr<ChatResponse>& result, int64_t start_micros,
-                       UsageRecord& record) {
+                       UsageRecord& record, UsageSink* sink) {
   record.latency_us = clock_->NowMicros() - start_micros;
   record.ok = result.ok();
   if (result.ok()) {
@@ -221,7 +224,7 @@ void LlmClient::Finish(const absl::StatusOr<ChatResponse>& result, int64_t start
     record.error_kind = ErrorKindOf(result.status());
     record.error_message = std::string(result.status().message());
   }
-  Report(record);
+  Report(record, sink);
 }
 
 absl::StatusOr<ChatResponse> LlmClient::RunChain(const std::vector<Target>& chain,
@@ -389,7 +392,7 @@ void LlmClient::AddBilled(const ModelTarget& target, const TokenUsage& usage,
       .Inc(cost);
 }
 
-void LlmClient::Report(const UsageRecord& record) {
+void LlmClient::Report(const UsageRecord& record, UsageSink* sink) {
   const std::string operation = OperationLabel(record.operation_type);
   const std::string outcome =
       record.ok ? std::string("ok") : std::string(ErrorKindName(record.error_kind));
@@ -409,7 +412,7 @@ void LlmClient::Report(const UsageRecord& record) {
           {{"provider", record.provider}, {"model", record.model}, {"operation", operation}},
           DurationBuckets())
       .Observe(static_cast<double>(record.latency_us) / 1e6);
-  if (usage_sink_ != nullptr) usage_sink_->Record(record);
+  if (sink != nullptr) sink->Record(record);
 }
 
 }  // namespace omniforge::llm

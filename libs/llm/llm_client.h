@@ -37,7 +37,8 @@ struct LlmClientOptions {
   RetryPolicy retry;
   CircuitBreakerOptions breaker;
   PriceTable prices;
-  // Receives one record per call; may be null.
+  // Receives one record per call (a call given its own CallContext::usage
+  // reports there instead); may be null.
   std::shared_ptr<UsageSink> usage_sink;
   // The whole call's budget when CallContext::deadline_micros is 0.
   int64_t default_timeout_micros = 120'000'000;
@@ -126,10 +127,11 @@ class LlmClient final {
                                         UsageRecord& record);
   // Adds tokens billed by `target` to `record`, with their cost.
   void AddBilled(const ModelTarget& target, const TokenUsage& usage, UsageRecord& record) const;
-  // Completes `record` with the call's outcome and reports it.
-  void Finish(const absl::StatusOr<ChatResponse>& result, int64_t start_micros,
-              UsageRecord& record);
-  void Report(const UsageRecord& record);
+  // Completes `record` with the call's outcome and reports it to `sink`
+  // (the call's own, or the client's; null: metrics only).
+  void Finish(const absl::StatusOr<ChatResponse>& result, int64_t start_micros, UsageRecord& record,
+              UsageSink* sink);
+  void Report(const UsageRecord& record, UsageSink* sink);
 
   std::map<std::string, std::shared_ptr<ChatModel>> providers_;
   std::map<std::string, std::unique_ptr<CircuitBreaker>> breakers_;  // by "provider/model"

@@ -512,6 +512,29 @@ TEST_F(LlmClientTest, OneUsageRecordWithEveryFieldForASuccess) {
   EXPECT_EQ(record.error_message, "");
 }
 
+// A call given its own usage (a chat turn's) reports its record there, and
+// only there; the client's sink gets the calls made without one.
+TEST_F(LlmClientTest, ACallsOwnUsageTakesItsRecordInPlaceOfTheClientsSink) {
+  class TurnUsage final : public CallUsage {
+   public:
+    void Record(const UsageRecord& record) override { records.push_back(record); }
+    void Answered(const absl::StatusOr<ChatResponse>&) override {}
+    std::vector<UsageRecord> records;
+  } turn;
+  a_->PushAnswer("hi", {.prompt_tokens = 10, .completion_tokens = 5});
+  a_->PushAnswer("again");
+  CallContext context = Context();
+  context.usage = &turn;
+  ASSERT_TRUE(Client().Complete("main", Hello(), context).ok());
+  ASSERT_EQ(turn.records.size(), 1u);
+  EXPECT_EQ(turn.records[0].operation_type, "plan_generation");
+  EXPECT_EQ(turn.records[0].tokens.prompt_tokens, 10);
+  EXPECT_TRUE(sink_->records().empty());
+  ASSERT_TRUE(Client().Complete("main", Hello(), Context()).ok());
+  EXPECT_EQ(turn.records.size(), 1u);
+  EXPECT_EQ(sink_->records().size(), 1u);
+}
+
 TEST_F(LlmClientTest, StreamedAndNonStreamedCallsCostTheSame) {
   const TokenUsage usage{.prompt_tokens = 1234, .completion_tokens = 567, .cached_tokens = 89};
   a_->PushAnswer("hi", usage);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "libs/llm/chat.h"
 #include "libs/llm/errors.h"
 
@@ -36,6 +37,17 @@ class UsageSink {
  public:
   virtual ~UsageSink() = default;
   virtual void Record(const UsageRecord& record) = 0;
+};
+
+// The usage of the model calls made for one piece of work (a chat turn, a
+// plan step), given with each call (CallContext::usage) so that whom a call
+// serves never travels in thread-local state. Record takes the client's
+// record of each call, in place of the client's own sink; Answered takes
+// each answer as its caller got it, from a wrapper that meters answers (the
+// orchestrator's MeteredChatModel). Called on the calling thread.
+class CallUsage : public UsageSink {
+ public:
+  virtual void Answered(const absl::StatusOr<ChatResponse>& answer) = 0;
 };
 
 }  // namespace omniforge::llm

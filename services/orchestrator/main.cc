@@ -278,7 +278,7 @@ PlanParts MakePlans(const Settings& s, const Storage& storage, const PlannerMode
   p.generator = std::make_unique<PlanGenerator>(p.metered_plan_model.get());
   p.advisor = std::make_unique<PlanAdvisor>(p.metered_reviewer.get(), p.metered_plan_model.get());
   PlanEngineOptions plan_options = s.plans;
-  plan_options.usage_sink = storage.usage.get();  // executor agents' model calls, per step
+  plan_options.usage_writer = storage.usage.get();  // the model calls of each step, per step
   p.engine = std::make_unique<PlanEngine>(*p.store, *p.step_executors, *p.generator, *p.advisor,
                                           plan_options);
   core::LogInfo("plans are kept in orchestration.plans",
@@ -309,7 +309,7 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   absl::StatusOr<Storage> storage = OpenStorage(s);
   if (!storage.ok()) return storage.status();
   TurnOptions turn_options = s.turn;
-  turn_options.usage_sink = storage->usage.get();
+  turn_options.usage_writer = storage->usage.get();
   turn_options.audit = storage->audit.get();
   absl::StatusOr<PlannerModels> models = OpenPlannerModels(s, storage->usage, turn_options);
   if (!models.ok()) return models.status();

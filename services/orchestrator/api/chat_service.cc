@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/algorithm/container.h"
+#include "libs/core/call.h"
 #include "libs/core/call_deadline.h"
 #include "libs/core/clock.h"
 #include "libs/core/grpc_status.h"
@@ -69,12 +70,6 @@ std::string ParseError() {
          ": every string field must be valid UTF-8";
 }
 
-std::chrono::system_clock::time_point TimePoint(int64_t micros) {
-  return std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-          std::chrono::microseconds(micros)));
-}
-
 int64_t DeadlineMicros(const grpc::CallbackServerContext& context, int64_t cap_micros) {
   const int64_t cap = core::NowMicros() + cap_micros;
   const auto deadline = context.deadline();
@@ -90,7 +85,7 @@ grpc::ServerUnaryReactor* ServeUnary(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw,
     grpc::ByteBuffer* raw_response, const char* method, const core::ApiKeyStore& keys,
     core::ThreadPool& workers,
-    std::function<absl::Status(const core::Identity&, const Request&, Response*, int64_t)> body) {
+    std::function<absl::Status(const core::Call&, const Request&, Response*)> body) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   auto scope = std::make_shared<core::RpcScope>(method);
   auto finish = [reactor, scope](absl::Status status) {
@@ -110,7 +105,9 @@ grpc::ServerUnaryReactor* ServeUnary(
   const int64_t deadline = DeadlineMicros(*context, kMaxReadMicros);
   auto task = [finish, body, request, raw_response, who = *who, deadline] {
     Response response;
-    absl::Status status = body(who, *request, &response, deadline);
+    // Not cancelled: a read ends by its deadline.
+    const core::Call call{who, core::TimePointFromMicros(deadline)};
+    absl::Status status = body(call, *request, &response);
     if (status.ok()) {
       bool own = false;
       if (!grpc::SerializationTraits<Response>::Serialize(response, raw_response, &own).ok()) {
@@ -151,7 +148,7 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
   // turn `interrupted` controls (if any); the reactor deletes itself when
   // the call is done. `claimed_key`: the conversation's key when the turn
   // was claimed under its turn_id already (RunningTurns::Claim), else empty.
-  void Start(const core::Identity& who, pb::StreamChatRequest request, int64_t deadline,
+  void Start(const core::Identity& who, pb::StreamChatRequest request, core::TimePoint deadline,
              const TurnRunner& runner, core::ThreadPool& workers, RunningTurns::Control interrupted,
              std::string claimed_key) {
     who_ = who;
@@ -482,8 +479,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
     interrupted = running_.Suspend(key, request.turn_id());
   }
   auto* stream = new TurnStream(running_, std::move(control));
-  stream->Start(*who, std::move(request), deadline, runner_, workers_, std::move(interrupted),
-                std::move(claimed_key));
+  stream->Start(*who, std::move(request), core::TimePointFromMicros(deadline), runner_, workers_,
+                std::move(interrupted), std::move(claimed_key));
   return stream;
 }
 
@@ -491,13 +488,13 @@ grpc::ServerUnaryReactor* ChatGrpcService::CancelTurn(grpc::CallbackServerContex
                                                       const Raw* raw, Raw* raw_response) {
   return ServeUnary<pb::CancelTurnRequest, pb::CancelTurnResponse>(
       context, raw, raw_response, "CancelTurn", keys_, workers_,
-      [this](const core::Identity& who, const pb::CancelTurnRequest& request,
-             pb::CancelTurnResponse* response, int64_t) {
+      [this](const core::Call& call, const pb::CancelTurnRequest& request,
+             pb::CancelTurnResponse* response) {
         if (request.conversation_id().empty()) {
           return absl::InvalidArgumentError("conversation_id: required");
         }
-        response->set_cancelled(
-            running_.Cancel(RunningTurns::Key(who, request.conversation_id()), request.turn_id()));
+        response->set_cancelled(running_.Cancel(
+            RunningTurns::Key(call.who, request.conversation_id()), request.turn_id()));
         return absl::OkStatus();
       });
 }
@@ -506,12 +503,12 @@ grpc::ServerUnaryReactor* ChatGrpcService::ListConversations(grpc::CallbackServe
                                                              const Raw* raw, Raw* raw_response) {
   return ServeUnary<pb::ListConversationsRequest, pb::ListConversationsResponse>(
       context, raw, raw_response, "ListConversations", keys_, workers_,
-      [this](const core::Identity& who, const pb::ListConversationsRequest& request,
-             pb::ListConversationsResponse* response, int64_t deadline) {
+      [this](const core::Call& call, const pb::ListConversationsRequest& request,
+             pb::ListConversationsResponse* response) {
         convpb::ListConversationsRequest down;
         down.set_page_size(request.page_size());
         down.set_page_token(request.page_token());
-        auto answer = memory_.ListConversations(who, down, deadline);
+        auto answer = memory_.ListConversations(call, down);
         if (!answer.ok()) return answer.status();
         *response->mutable_conversations() = answer->conversations();
         response->set_next_page_token(answer->next_page_token());
@@ -523,11 +520,11 @@ grpc::ServerUnaryReactor* ChatGrpcService::GetConversation(grpc::CallbackServerC
                                                            const Raw* raw, Raw* raw_response) {
   return ServeUnary<pb::GetConversationRequest, pb::GetConversationResponse>(
       context, raw, raw_response, "GetConversation", keys_, workers_,
-      [this](const core::Identity& who, const pb::GetConversationRequest& request,
-             pb::GetConversationResponse* response, int64_t deadline) {
+      [this](const core::Call& call, const pb::GetConversationRequest& request,
+             pb::GetConversationResponse* response) {
         convpb::GetConversationRequest down;
         down.set_conversation_id(request.conversation_id());
-        auto answer = memory_.GetConversation(who, down, deadline);
+        auto answer = memory_.GetConversation(call, down);
         if (!answer.ok()) return answer.status();
         *response->mutable_conversation() = answer->conversation();
         return absl::OkStatus();
@@ -538,13 +535,13 @@ grpc::ServerUnaryReactor* ChatGrpcService::ListMessages(grpc::CallbackServerCont
                                                         const Raw* raw, Raw* raw_response) {
   return ServeUnary<pb::ListMessagesRequest, pb::ListMessagesResponse>(
       context, raw, raw_response, "ListMessages", keys_, workers_,
-      [this](const core::Identity& who, const pb::ListMessagesRequest& request,
-             pb::ListMessagesResponse* response, int64_t deadline) {
+      [this](const core::Call& call, const pb::ListMessagesRequest& request,
+             pb::ListMessagesResponse* response) {
         convpb::ListMessagesRequest down;
         down.set_conversation_id(request.conversation_id());
         down.set_before_seq(request.before_seq());
         down.set_limit(request.limit());
-        auto answer = memory_.ListMessages(who, down, deadline);
+        auto answer = memory_.ListMessages(call, down);
         if (!answer.ok()) return answer.status();
         *response->mutable_messages() = answer->messages();
         response->set_has_more(answer->has_more());
@@ -556,8 +553,8 @@ grpc::ServerUnaryReactor* ChatGrpcService::ListActions(grpc::CallbackServerConte
                                                        const Raw* raw, Raw* raw_response) {
   return ServeUnary<pb::ListActionsRequest, pb::ListActionsResponse>(
       context, raw, raw_response, "ListActions", keys_, workers_,
-      [this](const core::Identity& who, const pb::ListActionsRequest& request,
-             pb::ListActionsResponse* response, int64_t deadline) {
+      [this](const core::Call& call, const pb::ListActionsRequest& request,
+             pb::ListActionsResponse* response) {
         if (!core::IsUuid(request.conversation_id())) {
           return absl::InvalidArgumentError("conversation_id: must be a UUID");
         }
@@ -569,11 +566,11 @@ grpc::ServerUnaryReactor* ChatGrpcService::ListActions(grpc::CallbackServerConte
         // NOT_FOUND, the same answer GetConversation gives.
         convpb::GetConversationRequest get;
         get.set_conversation_id(request.conversation_id());
-        auto conversation = memory_.GetConversation(who, get, deadline);
+        auto conversation = memory_.GetConversation(call, get);
         if (!conversation.ok()) return conversation.status();
         if (audit_ == nullptr) return absl::OkStatus();
-        const core::ScopedCallDeadline bounded(TimePoint(deadline));
-        auto decisions = audit_->List(who, request.conversation_id(), limit);
+        const core::ScopedCallDeadline bounded(call.deadline);
+        auto decisions = audit_->List(call.who, request.conversation_id(), limit);
         if (!decisions.ok()) return decisions.status();
         for (const ActionDecisionRecord& decision : *decisions) {
           *response->add_decisions() = ActionDecisionProto(decision);

@@ -282,7 +282,8 @@ absl::Status AppendSpool::WriteLocked(Entry& entry) {
 }
 
 absl::StatusOr<std::optional<convpb::AppendMessageResponse>> AppendSpool::Append(
-    const core::Identity& who, const convpb::AppendMessageRequest& request, int64_t deadline) {
+    const core::Call& call, const convpb::AppendMessageRequest& request) {
+  const core::Identity& who = call.who;
   convpb::AppendMessageRequest keyed = request;
   // The key makes the drainer's retries safe: an append that landed after
   // its deadline passed is not stored twice.
@@ -294,8 +295,7 @@ absl::StatusOr<std::optional<convpb::AppendMessageResponse>> AppendSpool::Append
     queued = queues_.count(key) > 0;
   }
   if (!queued) {
-    absl::StatusOr<convpb::AppendMessageResponse> stored =
-        memory_.AppendMessage(who, keyed, deadline);
+    absl::StatusOr<convpb::AppendMessageResponse> stored = memory_.AppendMessage(call, keyed);
     if (stored.ok()) return std::optional<convpb::AppendMessageResponse>(*std::move(stored));
     if (!IsStorageUnreachable(stored.status())) return stored.status();
   }
@@ -321,12 +321,13 @@ absl::StatusOr<std::optional<convpb::AppendMessageResponse>> AppendSpool::Append
     // Storage may be back: the caller waits for the messages ahead of its
     // own (up to its deadline) and then has its message stored.
     std::unique_lock<std::timed_mutex> drain(drain_mu_, std::defer_lock);
-    const auto wait = std::chrono::microseconds(std::max<int64_t>(0, deadline - core::NowMicros()));
+    const auto wait = std::max(std::chrono::microseconds(0),
+                               call.deadline - core::TimePointFromMicros(core::NowMicros()));
     if (drain.try_lock_for(wait)) {
       size_t removed = 0;
       bool unreachable = false;
       std::optional<convpb::AppendMessageResponse> stored =
-          DrainConversationLocked(key, deadline, number, removed, unreachable);
+          DrainConversationLocked(key, call.deadline, number, removed, unreachable);
       if (removed > 0) {
         std::lock_guard<std::mutex> lock(mu_);
         if (absl::Status compacted = CompactLocked(); !compacted.ok()) {
@@ -340,9 +341,8 @@ absl::StatusOr<std::optional<convpb::AppendMessageResponse>> AppendSpool::Append
 }
 
 std::optional<convpb::AppendMessageResponse> AppendSpool::DrainConversationLocked(
-    const std::string& key, int64_t deadline, uint64_t wanted, size_t& removed, bool& unreachable) {
-  const int64_t call_micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(options_.call_timeout).count();
+    const std::string& key, core::TimePoint deadline, uint64_t wanted, size_t& removed,
+    bool& unreachable) {
   std::optional<convpb::AppendMessageResponse> wanted_response;
   while (true) {
     Entry entry;
@@ -352,12 +352,12 @@ std::optional<convpb::AppendMessageResponse> AppendSpool::DrainConversationLocke
       if (queue == queues_.end()) break;
       entry = entries_.at(queue->second.front());
     }
-    const int64_t now = core::NowMicros();
-    if (deadline > 0 && now >= deadline) break;
-    const int64_t call_deadline =
-        deadline > 0 ? std::min(deadline, now + call_micros) : now + call_micros;
+    const core::TimePoint now = core::TimePointFromMicros(core::NowMicros());
+    if (now >= deadline) break;
+    // Not cancelled: a spooled message was acknowledged and must be stored.
+    const core::Call call = core::Call{entry.who, deadline}.Within(now, options_.call_timeout);
     absl::StatusOr<convpb::AppendMessageResponse> stored =
-        memory_.AppendMessage(entry.who, entry.request, call_deadline);
+        memory_.AppendMessage(call, entry.request);
     if (!stored.ok() && !RefusedForGood(stored.status())) {
       unreachable = true;
       break;
@@ -395,7 +395,7 @@ size_t AppendSpool::DrainOnce() {
   size_t removed = 0;
   for (const std::string& key : keys) {
     bool unreachable = false;
-    DrainConversationLocked(key, /*deadline=*/0, /*wanted=*/0, removed, unreachable);
+    DrainConversationLocked(key, core::TimePoint::max(), /*wanted=*/0, removed, unreachable);
     // One service stores every conversation: the others would fail alike.
     if (unreachable) break;
   }

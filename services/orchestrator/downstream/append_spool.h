@@ -65,8 +65,8 @@ class AppendSpool final {
   AppendSpool(const AppendSpool&) = delete;
   AppendSpool& operator=(const AppendSpool&) = delete;
 
-  // Stores `request` (given an idempotency key when it has none) for `who`
-  // by `deadline`. Returns the stored message, or nullopt when it waits in
+  // Stores `request` (given an idempotency key when it has none) for
+  // `call.who` by `call.deadline`. Returns the stored message, or nullopt when it waits in
   // the spool because storage could not be reached. While a conversation has
   // spooled messages, its new ones queue behind them (they are tried right
   // away, in order), so the conversation keeps the order they were written
@@ -75,7 +75,7 @@ class AppendSpool final {
   // spool is full; INTERNAL when the spool file cannot be written.
   // Thread-safe.
   absl::StatusOr<std::optional<convpb::AppendMessageResponse>> Append(
-      const core::Identity& who, const convpb::AppendMessageRequest& request, int64_t deadline);
+      const core::Call& call, const convpb::AppendMessageRequest& request);
 
   // Starts the background drainer (at once when something is spooled).
   void StartDrainer();
@@ -104,10 +104,10 @@ class AppendSpool final {
   // fit. Requires mu_.
   absl::Status WriteLocked(Entry& entry);
   // Tries `key`'s spooled messages in order until one cannot reach storage
-  // (or the deadline passes). Returns the response to message `wanted`, if
-  // it was stored. Requires drain_mu_.
+  // (or `deadline` passes; TimePoint::max(): none). Returns the response to
+  // message `wanted`, if it was stored. Requires drain_mu_.
   std::optional<convpb::AppendMessageResponse> DrainConversationLocked(const std::string& key,
-                                                                       int64_t deadline,
+                                                                       core::TimePoint deadline,
                                                                        uint64_t wanted,
                                                                        size_t& removed,
                                                                        bool& unreachable);

@@ -3,8 +3,8 @@
 // logic is tested on fakes and never includes gRPC; grpc_downstream.h has
 // the real clients.
 //
-// Every call acts for `who` and ends by `deadline` (absolute, microseconds
-// since the epoch as core::NowMicros gives). Errors are the downstream
+// Every call takes its core::Call: whom it acts for, when it ends (a time
+// point) and what cancels it (call.cancel; null: nothing). Errors are the downstream
 // service's own status (NOT_FOUND, INVALID_ARGUMENT, ...) or UNAVAILABLE /
 // DEADLINE_EXCEEDED when it cannot be reached in time. Implementations are
 // thread-safe.
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "libs/core/identity.h"
+#include "libs/core/call.h"
 #include "omniforge/conversation/v1/conversation_service.pb.h"
 #include "omniforge/executor/v1/executor_service.pb.h"
 #include "omniforge/intent/v1/intent_service.pb.h"
@@ -31,46 +31,40 @@ class Memory {
  public:
   virtual ~Memory() = default;
   virtual absl::StatusOr<convpb::CreateConversationResponse> CreateConversation(
-      const core::Identity& who, const convpb::CreateConversationRequest& request,
-      int64_t deadline) = 0;
+      const core::Call& call, const convpb::CreateConversationRequest& request) = 0;
   virtual absl::StatusOr<convpb::GetConversationResponse> GetConversation(
-      const core::Identity& who, const convpb::GetConversationRequest& request,
-      int64_t deadline) = 0;
+      const core::Call& call, const convpb::GetConversationRequest& request) = 0;
   virtual absl::StatusOr<convpb::ListConversationsResponse> ListConversations(
-      const core::Identity& who, const convpb::ListConversationsRequest& request,
-      int64_t deadline) = 0;
+      const core::Call& call, const convpb::ListConversationsRequest& request) = 0;
   virtual absl::StatusOr<convpb::AppendMessageResponse> AppendMessage(
-      const core::Identity& who, const convpb::AppendMessageRequest& request, int64_t deadline) = 0;
+      const core::Call& call, const convpb::AppendMessageRequest& request) = 0;
   virtual absl::StatusOr<convpb::ListMessagesResponse> ListMessages(
-      const core::Identity& who, const convpb::ListMessagesRequest& request, int64_t deadline) = 0;
+      const core::Call& call, const convpb::ListMessagesRequest& request) = 0;
   virtual absl::StatusOr<convpb::GetContextWindowResponse> GetContextWindow(
-      const core::Identity& who, const convpb::GetContextWindowRequest& request,
-      int64_t deadline) = 0;
+      const core::Call& call, const convpb::GetContextWindowRequest& request) = 0;
 };
 
 class Understanding {
  public:
   virtual ~Understanding() = default;
   virtual absl::StatusOr<intentpb::AnalyzeIntentResponse> AnalyzeIntent(
-      const core::Identity& who, const intentpb::AnalyzeIntentRequest& request,
-      int64_t deadline) = 0;
+      const core::Call& call, const intentpb::AnalyzeIntentRequest& request) = 0;
 };
 
 class Tools {
  public:
   virtual ~Tools() = default;
   virtual absl::StatusOr<execpb::ListToolsResponse> ListTools(
-      const core::Identity& who, const execpb::ListToolsRequest& request, int64_t deadline) = 0;
+      const core::Call& call, const execpb::ListToolsRequest& request) = 0;
   virtual absl::StatusOr<execpb::InvokeToolResponse> InvokeTool(
-      const core::Identity& who, const execpb::InvokeToolRequest& request, int64_t deadline) = 0;
+      const core::Call& call, const execpb::InvokeToolRequest& request) = 0;
   // The same, answered through `done` (once, on another thread or before
-  // this returns), so that the caller can work while the tool runs. The
-  // caller's cancel signal (core::CallCancellation()) cancels it too, and
-  // must outlive it.
+  // this returns), so that the caller can work while the tool runs.
+  // `call.cancel` cancels it too, and must outlive it.
   using ToolDone = std::function<void(absl::StatusOr<execpb::InvokeToolResponse>)>;
-  virtual void InvokeToolThen(const core::Identity& who, const execpb::InvokeToolRequest& request,
-                              int64_t deadline, ToolDone done) {
-    done(InvokeTool(who, request, deadline));
+  virtual void InvokeToolThen(const core::Call& call, const execpb::InvokeToolRequest& request,
+                              ToolDone done) {
+    done(InvokeTool(call, request));
   }
 };
 

@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 
+#include "libs/core/call.h"
 #include "libs/core/call_cancellation.h"
 #include "libs/core/grpc_identity.h"
 #include "libs/core/grpc_status.h"
@@ -28,19 +30,25 @@ std::shared_ptr<grpc::Channel> Connect(const std::string& address) {
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 
-// Runs one unary call for `who` by `deadline`.
+// Sets what every outgoing call carries: the caller's identity and deadline.
+void Prepare(grpc::ClientContext& context, const core::Call& call) {
+  core::AttachIdentity(context, call.who);
+  context.set_deadline(std::chrono::system_clock::time_point(call.deadline));
+}
+
+// Runs one unary call for `call.who` by `call.deadline`.
 template <typename Stub, typename Request, typename Response>
-absl::StatusOr<Response> Call(Stub& stub,
-                              grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
-                                                           Response*),
-                              const core::Identity& who, const Request& request, int64_t deadline) {
+absl::StatusOr<Response> Unary(Stub& stub,
+                               grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
+                                                            Response*),
+                               const core::Call& call, const Request& request) {
   grpc::ClientContext context;
-  core::AttachIdentity(context, who);
-  context.set_deadline(std::chrono::system_clock::time_point(std::chrono::microseconds(deadline)));
+  Prepare(context, call);
   // Work cancelled on the caller's side (a cancelled turn) cancels the call.
-  core::CancelSignal* const cancel = core::CallCancellation();
-  if (cancel != nullptr && cancel->cancelled()) return absl::CancelledError("cancelled");
-  core::CancelSubscription cancels(cancel, [&context] { context.TryCancel(); });
+  if (call.cancel != nullptr && call.cancel->cancelled()) {
+    return absl::CancelledError("cancelled");
+  }
+  core::CancelSubscription cancels(call.cancel, [&context] { context.TryCancel(); });
   Response response;
   grpc::Status status = (stub.*method)(&context, request, &response);
   cancels.Reset();
@@ -54,34 +62,28 @@ class GrpcMemory final : public Memory {
       : stub_(convpb::ConversationService::NewStub(Connect(address))) {}
 
   absl::StatusOr<convpb::CreateConversationResponse> CreateConversation(
-      const core::Identity& who, const convpb::CreateConversationRequest& request,
-      int64_t deadline) override {
-    return Call(*stub_, &Stub::CreateConversation, who, request, deadline);
+      const core::Call& call, const convpb::CreateConversationRequest& request) override {
+    return Unary(*stub_, &Stub::CreateConversation, call, request);
   }
   absl::StatusOr<convpb::GetConversationResponse> GetConversation(
-      const core::Identity& who, const convpb::GetConversationRequest& request,
-      int64_t deadline) override {
-    return Call(*stub_, &Stub::GetConversation, who, request, deadline);
+      const core::Call& call, const convpb::GetConversationRequest& request) override {
+    return Unary(*stub_, &Stub::GetConversation, call, request);
   }
   absl::StatusOr<convpb::ListConversationsResponse> ListConversations(
-      const core::Identity& who, const convpb::ListConversationsRequest& request,
-      int64_t deadline) override {
-    return Call(*stub_, &Stub::ListConversations, who, request, deadline);
+      const core::Call& call, const convpb::ListConversationsRequest& request) override {
+    return Unary(*stub_, &Stub::ListConversations, call, request);
   }
   absl::StatusOr<convpb::AppendMessageResponse> AppendMessage(
-      const core::Identity& who, const convpb::AppendMessageRequest& request,
-      int64_t deadline) override {
-    return Call(*stub_, &Stub::AppendMessage, who, request, deadline);
+      const core::Call& call, const convpb::AppendMessageRequest& request) override {
+    return Unary(*stub_, &Stub::AppendMessage, call, request);
   }
   absl::StatusOr<convpb::ListMessagesResponse> ListMessages(
-      const core::Identity& who, const convpb::ListMessagesRequest& request,
-      int64_t deadline) override {
-    return Call(*stub_, &Stub::ListMessages, who, request, deadline);
+      const core::Call& call, const convpb::ListMessagesRequest& request) override {
+    return Unary(*stub_, &Stub::ListMessages, call, request);
   }
   absl::StatusOr<convpb::GetContextWindowResponse> GetContextWindow(
-      const core::Identity& who, const convpb::GetContextWindowRequest& request,
-      int64_t deadline) override {
-    return Call(*stub_, &Stub::GetContextWindow, who, request, deadline);
+      const core::Call& call, const convpb::GetContextWindowRequest& request) override {
+    return Unary(*stub_, &Stub::GetContextWindow, call, request);
   }
 
  private:
@@ -95,9 +97,8 @@ class GrpcUnderstanding final : public Understanding {
       : stub_(intentpb::IntentService::NewStub(Connect(address))) {}
 
   absl::StatusOr<intentpb::AnalyzeIntentResponse> AnalyzeIntent(
-      const core::Identity& who, const intentpb::AnalyzeIntentRequest& request,
-      int64_t deadline) override {
-    return Call(*stub_, &Stub::AnalyzeIntent, who, request, deadline);
+      const core::Call& call, const intentpb::AnalyzeIntentRequest& request) override {
+    return Unary(*stub_, &Stub::AnalyzeIntent, call, request);
   }
 
  private:
@@ -110,24 +111,22 @@ class GrpcTools final : public Tools {
   explicit GrpcTools(const std::string& address)
       : stub_(execpb::ExecutorService::NewStub(Connect(address))) {}
 
-  absl::StatusOr<execpb::ListToolsResponse> ListTools(const core::Identity& who,
-                                                      const execpb::ListToolsRequest& request,
-                                                      int64_t deadline) override {
-    return Call(*stub_, &Stub::ListTools, who, request, deadline);
+  absl::StatusOr<execpb::ListToolsResponse> ListTools(
+      const core::Call& call, const execpb::ListToolsRequest& request) override {
+    return Unary(*stub_, &Stub::ListTools, call, request);
   }
-  absl::StatusOr<execpb::InvokeToolResponse> InvokeTool(const core::Identity& who,
-                                                        const execpb::InvokeToolRequest& request,
-                                                        int64_t deadline) override {
-    return Call(*stub_, &Stub::InvokeTool, who, request, deadline);
+  absl::StatusOr<execpb::InvokeToolResponse> InvokeTool(
+      const core::Call& call, const execpb::InvokeToolRequest& request) override {
+    return Unary(*stub_, &Stub::InvokeTool, call, request);
   }
-  void InvokeToolThen(const core::Identity& who, const execpb::InvokeToolRequest& request,
-                      int64_t deadline, ToolDone done) override {
-    // Cancelled, as Call's are, with the caller's work: its signal's hook
-    // and the completion share the call, so that a completion run at once
-    // by the cancel (on the cancelling thread, inside the hook) leaves the
-    // call alive until the hook returns.
-    core::CancelSignal* const cancel = core::CallCancellation();
-    if (cancel != nullptr && cancel->cancelled()) {
+  void InvokeToolThen(const core::Call& call, const execpb::InvokeToolRequest& request,
+                      ToolDone done) override {
+    // Cancelled, as unary calls are, with the caller's work: the
+    // subscription's hook and the completion share the call, so that a
+    // completion run at once by the cancel (on the cancelling thread, inside
+    // the hook) leaves the call alive until the hook returns. The
+    // completion ends the subscription, which also breaks that cycle.
+    if (call.cancel != nullptr && call.cancel->cancelled()) {
       done(absl::CancelledError("cancelled"));
       return;
     }
@@ -136,20 +135,16 @@ class GrpcTools final : public Tools {
       execpb::InvokeToolRequest request;
       execpb::InvokeToolResponse response;
       ToolDone done;
-      uint64_t hook = 0;
+      std::optional<core::CancelSubscription> cancels;
     };
     auto pending = std::make_shared<Pending>();
     pending->request = request;
     pending->done = std::move(done);
-    core::AttachIdentity(pending->context, who);
-    pending->context.set_deadline(
-        std::chrono::system_clock::time_point(std::chrono::microseconds(deadline)));
-    if (cancel != nullptr) {
-      pending->hook = cancel->OnCancel([pending] { pending->context.TryCancel(); });
-    }
+    Prepare(pending->context, call);
+    pending->cancels.emplace(call.cancel, [pending] { pending->context.TryCancel(); });
     stub_->async()->InvokeTool(&pending->context, &pending->request, &pending->response,
-                               [pending, cancel](grpc::Status status) {
-                                 if (cancel != nullptr) cancel->Forget(pending->hook);
+                               [pending](grpc::Status status) {
+                                 pending->cancels.reset();
                                  if (!status.ok()) {
                                    pending->done(core::FromGrpcStatus(status));
                                  } else {
@@ -166,11 +161,8 @@ class GrpcTools final : public Tools {
 // One plan step's dialogue with an executor agent (Converse).
 class GrpcStepDialogue final : public StepDialogue {
  public:
-  GrpcStepDialogue(execpb::ExecutorService::Stub& stub, const core::Identity& who,
-                   int64_t deadline_micros) {
-    core::AttachIdentity(context_, who);
-    context_.set_deadline(
-        std::chrono::system_clock::time_point(std::chrono::microseconds(deadline_micros)));
+  GrpcStepDialogue(execpb::ExecutorService::Stub& stub, const core::Call& call) {
+    Prepare(context_, call);
     stream_ = stub.Converse(&context_);
   }
 
@@ -209,8 +201,8 @@ class GrpcStepExecutors final : public StepExecutors {
   explicit GrpcStepExecutors(const std::string& address)
       : stub_(execpb::ExecutorService::NewStub(Connect(address))) {}
 
-  std::unique_ptr<StepDialogue> Open(const core::Identity& who, int64_t deadline_micros) override {
-    return std::make_unique<GrpcStepDialogue>(*stub_, who, deadline_micros);
+  std::unique_ptr<StepDialogue> Open(const core::Call& call) override {
+    return std::make_unique<GrpcStepDialogue>(*stub_, call);
   }
 
  private:

@@ -8,7 +8,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
-#include "libs/core/identity.h"
+#include "libs/core/call.h"
 #include "omniforge/executor/v1/executor_service.pb.h"
 
 namespace omniforge::orchestrator {
@@ -34,10 +34,9 @@ class StepDialogue {
 class StepExecutors {
  public:
   virtual ~StepExecutors() = default;
-  // A dialogue acting for `who` that ends by `deadline_micros` (absolute,
-  // core::NowMicros time).
-  virtual std::unique_ptr<StepDialogue> Open(const core::Identity& who,
-                                             int64_t deadline_micros) = 0;
+  // A dialogue acting for `call.who` that ends by `call.deadline` (the
+  // identity need not outlive the dialogue).
+  virtual std::unique_ptr<StepDialogue> Open(const core::Call& call) = 0;
 };
 
 }  // namespace omniforge::orchestrator

@@ -272,8 +272,10 @@ PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& reque
   PlannerSession session(request, io, result);
   llm::CallContext context;
   context.operation_type = "planner_stream";
-  context.deadline_micros = request.deadline_micros;
+  context.deadline_micros =
+      request.deadline == core::TimePoint::max() ? 0 : core::MicrosOf(request.deadline);
   context.cancelled = request.cancelled;
+  context.usage = request.usage;
   for (int iteration = 0;; ++iteration) {
     if (iteration == request.max_iterations) {
       result.iteration_limit = true;

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "libs/core/clock.h"
 #include "libs/llm/chat_model.h"
 #include "omniforge/executor/v1/executor_service.pb.h"
 #include "omniforge/intent/v1/intent_service.pb.h"
@@ -76,8 +77,12 @@ struct PlannerRequest {
   // The model is offered agent_create_plan (plans can be kept).
   bool offer_plans = false;
   int max_iterations = 10;
-  int64_t deadline_micros = 0;
+  // The turn's deadline: the model's calls end by then.
+  core::TimePoint deadline = core::TimePoint::max();
   std::function<bool()> cancelled;
+  // The turn's model usage (usage_attribution.h): each model call is given
+  // it. Null: the client's own sink, and not metered.
+  llm::CallUsage* usage = nullptr;
 };
 
 struct PlannerResult {

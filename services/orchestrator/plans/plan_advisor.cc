@@ -50,7 +50,8 @@ std::string Dump(const nlohmann::json& j) {
 
 }  // namespace
 
-absl::StatusOr<Review> PlanAdvisor::ReviewPlan(const Plan& plan, int64_t deadline_micros) const {
+absl::StatusOr<Review> PlanAdvisor::ReviewPlan(const Plan& plan, core::TimePoint deadline,
+                                               llm::CallUsage* usage) const {
   if (reviewer_ == nullptr) {
     return absl::FailedPreconditionError("agent_review needs a reviewer model (profile quality)");
   }
@@ -64,7 +65,8 @@ absl::StatusOr<Review> PlanAdvisor::ReviewPlan(const Plan& plan, int64_t deadlin
                            {}});
   chat.response_format = llm::ResponseFormat{"plan_review", kReviewSchema, /*strict=*/true};
   llm::CallContext call;
-  call.deadline_micros = deadline_micros;
+  call.deadline_micros = core::MicrosOf(deadline);
+  call.usage = usage;
   call.operation_type = "plan_review";
   auto answer = llm::CompleteStructured(*reviewer_, chat, call);
   if (!answer.ok()) return answer.status();
@@ -84,7 +86,7 @@ absl::StatusOr<Review> PlanAdvisor::ReviewPlan(const Plan& plan, int64_t deadlin
 QuestionAnswer PlanAdvisor::AnswerQuestion(const Plan& plan, const PlanStep& step,
                                            const std::string& question,
                                            const std::vector<std::string>& options,
-                                           int64_t deadline_micros) const {
+                                           core::TimePoint deadline, llm::CallUsage* usage) const {
   if (planner_ == nullptr) {
     return {false, "", "no model is configured to answer for the planner"};
   }
@@ -106,7 +108,8 @@ QuestionAnswer PlanAdvisor::AnswerQuestion(const Plan& plan, const PlanStep& ste
   chat.messages.push_back({llm::Role::kUser, message, {}, {}});
   chat.response_format = llm::ResponseFormat{"executor_clarification", kAnswerSchema, true};
   llm::CallContext call;
-  call.deadline_micros = deadline_micros;
+  call.deadline_micros = core::MicrosOf(deadline);
+  call.usage = usage;
   call.operation_type = "executor_clarification";
   auto answer = llm::CompleteStructured(*planner_, chat, call);
   if (!answer.ok()) {

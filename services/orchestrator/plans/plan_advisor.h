@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "libs/core/clock.h"
 #include "libs/llm/chat_model.h"
 #include "services/orchestrator/plans/plan_model.h"
 
@@ -40,14 +41,17 @@ class PlanAdvisor final {
   // The reviewer's verdict with notes; counts it in
   // omniforge_orchestrator_plan_reviews_total{verdict}. FAILED_PRECONDITION
   // without a reviewer model; the model's error otherwise.
-  absl::StatusOr<Review> ReviewPlan(const Plan& plan, int64_t deadline_micros) const;
+  // The model call ends by `deadline` and is given `usage` (null: the model
+  // client's own sink).
+  absl::StatusOr<Review> ReviewPlan(const Plan& plan, core::TimePoint deadline,
+                                    llm::CallUsage* usage = nullptr) const;
 
   // Whether the planner can answer `question` of `step` from the plan and
   // the earlier steps' results. Without a planner model, or when the model
   // fails, the question goes to the user (answered false, with the reason).
   QuestionAnswer AnswerQuestion(const Plan& plan, const PlanStep& step, const std::string& question,
-                                const std::vector<std::string>& options,
-                                int64_t deadline_micros) const;
+                                const std::vector<std::string>& options, core::TimePoint deadline,
+                                llm::CallUsage* usage = nullptr) const;
 
  private:
   llm::ChatModel* const reviewer_;

@@ -335,6 +335,8 @@ struct PlanEngine::StepRun {
   // The results of the steps it depends on, until the assignment takes them.
   nlohmann::json inputs = nlohmann::json::object();
   std::unique_ptr<StepDialogue> dialogue;
+  // The step's model usage, when it runs for a turn; null otherwise.
+  ModelUsage* usage = nullptr;
   bool sent = false;  // the last message reached the executor
   bool spawned = false;
   bool ended = false;  // a final event arrived
@@ -383,9 +385,9 @@ PlanEngine::PlanEngine(PlanStore& store, StepExecutors& executors, const PlanGen
       advisor_(advisor),
       options_(options) {}
 
-int64_t PlanEngine::ModelDeadline() const {
-  return core::NowMicros() +
-         std::chrono::duration_cast<std::chrono::microseconds>(options_.model_timeout).count();
+core::TimePoint PlanEngine::ModelDeadline() const {
+  return core::TimePointFromMicros(core::NowMicros()) +
+         std::chrono::duration_cast<std::chrono::microseconds>(options_.model_timeout);
 }
 
 absl::StatusOr<PlanOutcome> PlanEngine::CreatePlan(const core::Identity& who,
@@ -394,7 +396,7 @@ absl::StatusOr<PlanOutcome> PlanEngine::CreatePlan(const core::Identity& who,
                                                    const PlanContext& context, PlanEventSink& sink,
                                                    const std::function<bool()>& cancelled) {
   PlanContext bounded = context;
-  if (bounded.deadline_micros == 0) bounded.deadline_micros = ModelDeadline();
+  if (!bounded.deadline.has_value()) bounded.deadline = ModelDeadline();
   auto steps = generator_.Generate(request, bounded);
   if (!steps.ok()) return steps.status();
   const PlanVerdict verdict = DecidePlan(options_.approvals, *steps, context.tools);
@@ -436,7 +438,9 @@ absl::StatusOr<PlanOutcome> PlanEngine::CreatePlan(const core::Identity& who,
                                  {"plan_id", plan.id},
                                  {"mode", ExecutionModeName(plan.mode)},
                                  {"steps", std::to_string(plan.steps.size())}});
-  if (plan.status == PlanStatus::kApproved) return RunPlan(std::move(plan), sink, cancelled);
+  if (plan.status == PlanStatus::kApproved) {
+    return RunPlan(std::move(plan), sink, cancelled, context.usage);
+  }
   if (plan.status == PlanStatus::kPendingReview) {
     CountPlan(plan.status);
     return ShowForReview(plan, context, sink);
@@ -450,7 +454,7 @@ absl::StatusOr<PlanOutcome> PlanEngine::ReviewAndRun(Plan plan, const PlanReques
                                                      const std::function<bool()>& cancelled) {
   // One revision with the reviewer's notes, then the user decides.
   for (int round = 0;; ++round) {
-    auto review = advisor_.ReviewPlan(plan, ModelDeadline());
+    auto review = advisor_.ReviewPlan(plan, ModelDeadline(), context.usage);
     if (!review.ok()) {
       plan.status = PlanStatus::kFailed;
       plan.summary = absl::StrCat("The plan could not be reviewed: ", review.status().message());
@@ -473,7 +477,7 @@ absl::StatusOr<PlanOutcome> PlanEngine::ReviewAndRun(Plan plan, const PlanReques
       plan.status = PlanStatus::kApproved;
       plan.writes_approved = true;
       if (absl::Status s = store_.Update(plan, {PlanStatus::kDraft}); !s.ok()) return s;
-      return RunPlan(std::move(plan), sink, cancelled);
+      return RunPlan(std::move(plan), sink, cancelled, context.usage);
     }
     if (review->verdict == ReviewVerdict::kRejected) {
       plan.status = PlanStatus::kRejected;
@@ -489,7 +493,7 @@ absl::StatusOr<PlanOutcome> PlanEngine::ReviewAndRun(Plan plan, const PlanReques
       return ShowForReview(plan, context, sink);
     }
     PlanContext revision_context = context;
-    revision_context.deadline_micros = ModelDeadline();
+    revision_context.deadline = ModelDeadline();
     auto revised =
         generator_.Generate(request, revision_context, PlanRevision{plan.steps, review->notes});
     if (!revised.ok()) {
@@ -519,7 +523,7 @@ absl::StatusOr<PlanOutcome> PlanEngine::ReviewAndRun(Plan plan, const PlanReques
 absl::StatusOr<PlanOutcome> PlanEngine::Approve(const core::Identity& who,
                                                 const std::string& plan_id, PlanEventSink& sink,
                                                 const std::function<bool()>& cancelled,
-                                                const std::string& digest) {
+                                                const std::string& digest, ModelUsage* usage) {
   std::unique_ptr<Claim> claim;
   auto plan = ClaimAndGet(who, plan_id, claim);
   if (!plan.ok()) return plan.status();
@@ -545,7 +549,7 @@ absl::StatusOr<PlanOutcome> PlanEngine::Approve(const core::Identity& who,
   plan->status = PlanStatus::kApproved;
   plan->writes_approved = true;
   if (absl::Status s = store_.Update(*plan, {PlanStatus::kPendingReview}); !s.ok()) return s;
-  return RunPlan(*std::move(plan), sink, cancelled);
+  return RunPlan(*std::move(plan), sink, cancelled, usage);
 }
 
 absl::StatusOr<PlanOutcome> PlanEngine::Revise(const core::Identity& who,
@@ -568,7 +572,7 @@ absl::StatusOr<PlanOutcome> PlanEngine::Revise(const core::Identity& who,
   PlanContext bounded = context;
   bounded.context_type = plan->context_type;
   if (bounded.entity_id.empty()) bounded.entity_id = plan->entity_id;
-  if (bounded.deadline_micros == 0) bounded.deadline_micros = ModelDeadline();
+  if (!bounded.deadline.has_value()) bounded.deadline = ModelDeadline();
   auto steps = generator_.Generate(request, bounded, PlanRevision{plan->steps, feedback});
   if (!steps.ok()) return steps.status();
   if (const PlanVerdict verdict = DecidePlan(options_.approvals, *steps, bounded.tools);
@@ -631,7 +635,8 @@ absl::StatusOr<PlanOutcome> PlanEngine::Reject(const core::Identity& who,
 
 absl::StatusOr<PlanOutcome> PlanEngine::Execute(const core::Identity& who,
                                                 const std::string& plan_id, PlanEventSink& sink,
-                                                const std::function<bool()>& cancelled) {
+                                                const std::function<bool()>& cancelled,
+                                                ModelUsage* usage) {
   std::unique_ptr<Claim> claim;
   auto plan = ClaimAndGet(who, plan_id, claim);
   if (!plan.ok()) return plan.status();
@@ -640,14 +645,12 @@ absl::StatusOr<PlanOutcome> PlanEngine::Execute(const core::Identity& who,
         absl::StrCat("plan ", plan_id, " is ", PlanStatusName(plan->status),
                      "; only an approved or running plan can be run"));
   }
-  return RunPlan(*std::move(plan), sink, cancelled);
+  return RunPlan(*std::move(plan), sink, cancelled, usage);
 }
 
-absl::StatusOr<PlanOutcome> PlanEngine::AnswerQuestion(const core::Identity& who,
-                                                       const std::string& plan_id,
-                                                       const std::string& answer,
-                                                       PlanEventSink& sink,
-                                                       const std::function<bool()>& cancelled) {
+absl::StatusOr<PlanOutcome> PlanEngine::AnswerQuestion(
+    const core::Identity& who, const std::string& plan_id, const std::string& answer,
+    PlanEventSink& sink, const std::function<bool()>& cancelled, ModelUsage* usage) {
   if (answer.find_first_not_of(" \t\r\n") == std::string::npos) {
     return absl::InvalidArgumentError("answer: must not be empty");
   }
@@ -663,11 +666,12 @@ absl::StatusOr<PlanOutcome> PlanEngine::AnswerQuestion(const core::Identity& who
   if (step == nullptr) return absl::InternalError("the question names a step the plan lacks");
   step->answers.push_back({plan->pending_question->question, answer, "user"});
   if (absl::Status s = store_.UpdateStep(*plan, *step); !s.ok()) return s;
-  return RunPlan(*std::move(plan), sink, cancelled);
+  return RunPlan(*std::move(plan), sink, cancelled, usage);
 }
 
 absl::StatusOr<PlanOutcome> PlanEngine::RunPlan(Plan plan, PlanEventSink& sink,
-                                                const std::function<bool()>& cancelled) {
+                                                const std::function<bool()>& cancelled,
+                                                const ModelUsage* usage) {
   const PlanStatus from = plan.status;
   plan.status = PlanStatus::kRunning;
   plan.pending_question.reset();
@@ -680,9 +684,7 @@ absl::StatusOr<PlanOutcome> PlanEngine::RunPlan(Plan plan, PlanEventSink& sink,
   }
 
   Run run(std::move(plan), sink);
-  if (const UsageAttribution* who = CurrentUsageAttribution(); who != nullptr) {
-    run.attribution = *who;
-  }
+  if (usage != nullptr) run.attribution = usage->attribution();
   RunSteps(run, cancelled);
   if (!run.storage_error.ok()) {
     core::LogError("plan run stopped: its progress cannot be stored",
@@ -775,10 +777,12 @@ absl::StatusOr<PlanOutcome> PlanEngine::EndRun(Run& run) {
 }
 
 void PlanEngine::RunStep(Run& run, const std::string& step_id) {
-  std::optional<ScopedUsageAttribution> attributed;
-  if (run.attribution.has_value()) attributed.emplace(*run.attribution);
+  // The step's model calls, stored as a row of its own.
+  std::optional<ModelUsage> step_usage;
+  if (run.attribution.has_value()) step_usage.emplace(*run.attribution, options_.usage_writer);
 
   StepRun s;
+  s.usage = step_usage.has_value() ? &*step_usage : nullptr;
   if (!StartStep(run, step_id, s)) return;
   run.Emit(StepStart(s.header, s.step));
   OpenDialogue(run, s);
@@ -812,10 +816,13 @@ bool PlanEngine::StartStep(Run& run, const std::string& step_id, StepRun& s) {
 void PlanEngine::OpenDialogue(Run& run, StepRun& s) {
   const execpb::ConverseRequest assignment =
       Assignment(s.header, s.step, std::move(s.inputs), options_.max_turns);
-  const int64_t deadline =
-      core::NowMicros() +
-      std::chrono::duration_cast<std::chrono::microseconds>(options_.step_timeout).count();
-  s.dialogue = executors_.Open({s.header.tenant_id, s.header.user_id}, deadline);
+  // Not cancelled from outside: a plan stops between steps (`cancelled`),
+  // and a step's dialogue ends when the step does.
+  const core::Identity who{s.header.tenant_id, s.header.user_id};
+  const core::Call call{
+      who, core::TimePointFromMicros(core::NowMicros()) +
+               std::chrono::duration_cast<std::chrono::microseconds>(options_.step_timeout)};
+  s.dialogue = executors_.Open(call);
   run.Emit(ExecutorMessage(s.header, s.step, pb::DIALOGUE_PARTY_PLANNER, "task_assignment",
                            assignment.task_assignment().task(), Dump(StepsToJson({s.step})[0])));
   s.result()->set_plan_id(s.header.id);
@@ -827,11 +834,12 @@ void PlanEngine::Converse(Run& run, StepRun& s) {
   while (s.sent) {
     std::optional<execpb::ConverseResponse> message = s.dialogue->Read();
     if (!message.has_value()) break;
-    // The agent's model calls are the step's: recorded in its row.
-    if (options_.usage_sink != nullptr) {
-      for (const auto& call : message->model_calls()) {
-        options_.usage_sink->Record(llm::FromProto(call));
-      }
+    // The agent's model calls are the step's: recorded in its row (a step
+    // run for no turn has none: its calls are counted, not stored).
+    llm::UsageSink* const calls =
+        s.usage != nullptr ? static_cast<llm::UsageSink*>(s.usage) : options_.usage_writer;
+    if (calls != nullptr) {
+      for (const auto& call : message->model_calls()) calls->Record(llm::FromProto(call));
     }
     if (!s.spawned) {
       s.spawned = true;
@@ -868,7 +876,7 @@ void PlanEngine::OnQuestion(Run& run, StepRun& s, const execpb::Question& q) {
       snapshot = run.plan;
     }
     QuestionAnswer answer =
-        advisor_.AnswerQuestion(snapshot, s.step, q.text(), options, ModelDeadline());
+        advisor_.AnswerQuestion(snapshot, s.step, q.text(), options, ModelDeadline(), s.usage);
     if (answer.answered) {
       reply = answer.answer;
       s.step.answers.push_back({q.text(), answer.answer, "planner"});

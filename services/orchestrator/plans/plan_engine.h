@@ -58,6 +58,7 @@
 #include "services/orchestrator/plans/plan_generator.h"
 #include "services/orchestrator/plans/plan_model.h"
 #include "services/orchestrator/plans/plan_store.h"
+#include "services/orchestrator/usage/usage_attribution.h"
 
 namespace omniforge::orchestrator {
 
@@ -70,10 +71,10 @@ struct PlanEngineOptions {
   std::chrono::milliseconds step_timeout{120000};
   // How long one model call (generation, review, an answer) may take.
   std::chrono::milliseconds model_timeout{60000};
-  // Where the model calls an executor's agent made for a step are recorded,
-  // in the step's row (orchestration.llm_usage); null: not recorded. Must
-  // outlive the engine.
-  llm::UsageSink* usage_sink = nullptr;
+  // Where the model calls made for a step run in a turn are stored, in the
+  // step's row (orchestration.llm_turn_usage): an executor's agent's and
+  // the answers to its questions; null: not stored. Must outlive the engine.
+  ScopeUsageWriter* usage_writer = nullptr;
   // What runs unasked, and how long a plan's preview can be approved.
   ApprovalPolicy approvals;
 };
@@ -133,7 +134,7 @@ class PlanEngine final {
   absl::StatusOr<PlanOutcome> Approve(const core::Identity& who, const std::string& plan_id,
                                       PlanEventSink& sink,
                                       const std::function<bool()>& cancelled = nullptr,
-                                      const std::string& digest = "");
+                                      const std::string& digest = "", ModelUsage* usage = nullptr);
 
   // The preview of a pending_review plan again, with a fresh expiry (its
   // last one expired). FAILED_PRECONDITION for a plan in another status.
@@ -155,10 +156,14 @@ class PlanEngine final {
   // Runs an approved plan, or resumes one left running (after a restart).
   // `cancelled`, polled between steps, stops new steps from starting: the
   // plan stays running and a later Execute resumes it. Errors as Approve;
-  // UNAVAILABLE when progress cannot be stored.
+  // UNAVAILABLE when progress cannot be stored. `usage`: the turn's model
+  // usage (also for Approve and AnswerQuestion, and PlanContext::usage for
+  // the others): each step run stores its model calls in a row of its own
+  // with the turn's attribution; null: the steps' calls are not stored.
   absl::StatusOr<PlanOutcome> Execute(const core::Identity& who, const std::string& plan_id,
                                       PlanEventSink& sink,
-                                      const std::function<bool()>& cancelled = nullptr);
+                                      const std::function<bool()>& cancelled = nullptr,
+                                      ModelUsage* usage = nullptr);
 
   // The user's answer to the question a waiting_on_user plan asked: stored
   // with the step, which runs again and gets this answer when it asks the
@@ -166,7 +171,8 @@ class PlanEngine final {
   // answer; errors otherwise as Approve.
   absl::StatusOr<PlanOutcome> AnswerQuestion(const core::Identity& who, const std::string& plan_id,
                                              const std::string& answer, PlanEventSink& sink,
-                                             const std::function<bool()>& cancelled = nullptr);
+                                             const std::function<bool()>& cancelled = nullptr,
+                                             ModelUsage* usage = nullptr);
 
   // The newest plan of `who` in `conversation_id` left approved or running
   // by a turn that ended first (a crashed orchestrator), if any.
@@ -193,7 +199,8 @@ class PlanEngine final {
                                            const PlanContext& context, PlanEventSink& sink,
                                            const std::function<bool()>& cancelled);
   absl::StatusOr<PlanOutcome> RunPlan(Plan plan, PlanEventSink& sink,
-                                      const std::function<bool()>& cancelled);
+                                      const std::function<bool()>& cancelled,
+                                      const ModelUsage* usage);
   // Starts the steps as their dependencies complete, each on its own
   // thread, until none runs; returns when every thread has ended.
   void RunSteps(Run& run, const std::function<bool()>& cancelled);
@@ -225,7 +232,7 @@ class PlanEngine final {
   // Closes the dialogue, emits the result and stores the step; a step whose
   // question went to the user is pending again.
   void EndStep(Run& run, StepRun& s);
-  int64_t ModelDeadline() const;
+  core::TimePoint ModelDeadline() const;
 
   PlanStore& store_;
   StepExecutors& executors_;

@@ -311,7 +311,8 @@ absl::StatusOr<std::vector<PlanStep>> PlanGenerator::FromModel(
   }
   chat.response_format = llm::ResponseFormat{"plan", kStepsSchema, /*strict=*/false};
   llm::CallContext call;
-  call.deadline_micros = context.deadline_micros;
+  call.deadline_micros = context.deadline.has_value() ? core::MicrosOf(*context.deadline) : 0;
+  call.usage = context.usage;
   call.operation_type = "plan_generation";
 
   std::string violation;

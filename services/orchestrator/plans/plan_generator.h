@@ -17,10 +17,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "libs/core/clock.h"
 #include "libs/llm/chat_model.h"
 #include "omniforge/executor/v1/executor_service.pb.h"
 #include "omniforge/intent/v1/intent_service.pb.h"
 #include "services/orchestrator/plans/plan_model.h"
+#include "services/orchestrator/usage/usage_attribution.h"
 
 namespace omniforge::orchestrator {
 
@@ -34,8 +36,13 @@ struct PlanContext {
   std::optional<::omniforge::intent::v1::IntentAnalysis> intent;
   // The executor's tools (ListTools); the model plans with these only.
   std::vector<::omniforge::executor::v1::ToolDescriptor> tools;
-  // Absolute, core::NowMicros time; 0: the model client's default.
-  int64_t deadline_micros = 0;
+  // When the model's answer is due; nullopt: the plan engine's model
+  // timeout from now.
+  std::optional<core::TimePoint> deadline;
+  // The turn's model usage (usage_attribution.h), given with each model
+  // call and copied for the rows of the steps run; null: the model client's
+  // own sink, not metered, and the steps' calls are not stored.
+  ModelUsage* usage = nullptr;
 };
 
 // A revision: the plan so far and what to change.

@@ -64,9 +64,7 @@ PgUsageRecorder::PgUsageRecorder(pg::PgPool& pool, size_t max_queued)
                    .dropped_help = "Model-call usage records not stored",
                    .max_queued = max_queued}) {}
 
-void PgUsageRecorder::Record(const llm::UsageRecord& record) {
-  if (!AddToUsageScope(record, core::NowMicros(), *this)) rows_.CountDropped("unattributed");
-}
+void PgUsageRecorder::Record(const llm::UsageRecord&) { rows_.CountDropped("unattributed"); }
 
 void PgUsageRecorder::WriteScope(const UsageAttribution& who, std::vector<AttributedCall> calls) {
   const auto records = static_cast<double>(calls.size());

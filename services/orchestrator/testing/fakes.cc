@@ -28,7 +28,8 @@ absl::StatusOr<FakeMemory::Conversation*> FakeMemory::Owned(const core::Identity
 }
 
 absl::StatusOr<convpb::CreateConversationResponse> FakeMemory::CreateConversation(
-    const core::Identity& who, const convpb::CreateConversationRequest& request, int64_t) {
+    const core::Call& call, const convpb::CreateConversationRequest& request) {
+  const core::Identity& who = call.who;
   std::lock_guard lock(mu_);
   if (unreachable_) return absl::UnavailableError("conversation storage is unreachable");
   const std::string id = core::NewUuid();
@@ -40,7 +41,8 @@ absl::StatusOr<convpb::CreateConversationResponse> FakeMemory::CreateConversatio
 }
 
 absl::StatusOr<convpb::GetConversationResponse> FakeMemory::GetConversation(
-    const core::Identity& who, const convpb::GetConversationRequest& request, int64_t) {
+    const core::Call& call, const convpb::GetConversationRequest& request) {
+  const core::Identity& who = call.who;
   std::lock_guard lock(mu_);
   absl::StatusOr<Conversation*> owned = Owned(who, request.conversation_id());
   if (!owned.ok()) return owned.status();
@@ -50,7 +52,8 @@ absl::StatusOr<convpb::GetConversationResponse> FakeMemory::GetConversation(
 }
 
 absl::StatusOr<convpb::ListConversationsResponse> FakeMemory::ListConversations(
-    const core::Identity& who, const convpb::ListConversationsRequest&, int64_t) {
+    const core::Call& call, const convpb::ListConversationsRequest&) {
+  const core::Identity& who = call.who;
   std::lock_guard lock(mu_);
   if (unreachable_) return absl::UnavailableError("conversation storage is unreachable");
   convpb::ListConversationsResponse response;
@@ -63,7 +66,8 @@ absl::StatusOr<convpb::ListConversationsResponse> FakeMemory::ListConversations(
 }
 
 absl::StatusOr<convpb::AppendMessageResponse> FakeMemory::AppendMessage(
-    const core::Identity& who, const convpb::AppendMessageRequest& request, int64_t) {
+    const core::Call& call, const convpb::AppendMessageRequest& request) {
+  const core::Identity& who = call.who;
   std::lock_guard lock(mu_);
   absl::StatusOr<Conversation*> owned = Owned(who, request.conversation_id());
   if (!owned.ok()) return owned.status();
@@ -91,7 +95,8 @@ absl::StatusOr<convpb::AppendMessageResponse> FakeMemory::AppendMessage(
 }
 
 absl::StatusOr<convpb::ListMessagesResponse> FakeMemory::ListMessages(
-    const core::Identity& who, const convpb::ListMessagesRequest& request, int64_t) {
+    const core::Call& call, const convpb::ListMessagesRequest& request) {
+  const core::Identity& who = call.who;
   std::lock_guard lock(mu_);
   absl::StatusOr<Conversation*> owned = Owned(who, request.conversation_id());
   if (!owned.ok()) return owned.status();
@@ -101,7 +106,8 @@ absl::StatusOr<convpb::ListMessagesResponse> FakeMemory::ListMessages(
 }
 
 absl::StatusOr<convpb::GetContextWindowResponse> FakeMemory::GetContextWindow(
-    const core::Identity& who, const convpb::GetContextWindowRequest& request, int64_t) {
+    const core::Call& call, const convpb::GetContextWindowRequest& request) {
+  const core::Identity& who = call.who;
   std::lock_guard lock(mu_);
   absl::StatusOr<Conversation*> owned = Owned(who, request.conversation_id());
   if (!owned.ok()) return owned.status();
@@ -139,7 +145,7 @@ FakeUnderstanding::Answer FakeUnderstanding::Always(intentpb::ActionType action,
 }
 
 absl::StatusOr<intentpb::AnalyzeIntentResponse> FakeUnderstanding::AnalyzeIntent(
-    const core::Identity&, const intentpb::AnalyzeIntentRequest& request, int64_t) {
+    const core::Call&, const intentpb::AnalyzeIntentRequest& request) {
   std::function<void()> hook;
   {
     std::lock_guard lock(mu_);
@@ -188,9 +194,8 @@ void FakeTools::SetAgents(json agents) {
   agents_ = std::move(agents);
 }
 
-absl::StatusOr<execpb::ListToolsResponse> FakeTools::ListTools(const core::Identity&,
-                                                               const execpb::ListToolsRequest&,
-                                                               int64_t) {
+absl::StatusOr<execpb::ListToolsResponse> FakeTools::ListTools(const core::Call&,
+                                                               const execpb::ListToolsRequest&) {
   std::lock_guard lock(mu_);
   execpb::ListToolsResponse response;
   for (const execpb::ToolDescriptor& d : catalog_) *response.add_tools() = d;
@@ -198,7 +203,7 @@ absl::StatusOr<execpb::ListToolsResponse> FakeTools::ListTools(const core::Ident
 }
 
 absl::StatusOr<execpb::InvokeToolResponse> FakeTools::InvokeTool(
-    const core::Identity&, const execpb::InvokeToolRequest& request, int64_t) {
+    const core::Call&, const execpb::InvokeToolRequest& request) {
   Handler handler;
   std::function<void(const execpb::InvokeToolRequest&)> hook;
   execpb::InvokeToolResponse response;

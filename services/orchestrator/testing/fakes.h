@@ -44,23 +44,17 @@ class FakeClock final : public core::Clock {
 class FakeMemory final : public Memory {
  public:
   absl::StatusOr<convpb::CreateConversationResponse> CreateConversation(
-      const core::Identity& who, const convpb::CreateConversationRequest& request,
-      int64_t deadline) override;
+      const core::Call& call, const convpb::CreateConversationRequest& request) override;
   absl::StatusOr<convpb::GetConversationResponse> GetConversation(
-      const core::Identity& who, const convpb::GetConversationRequest& request,
-      int64_t deadline) override;
+      const core::Call& call, const convpb::GetConversationRequest& request) override;
   absl::StatusOr<convpb::ListConversationsResponse> ListConversations(
-      const core::Identity& who, const convpb::ListConversationsRequest& request,
-      int64_t deadline) override;
+      const core::Call& call, const convpb::ListConversationsRequest& request) override;
   absl::StatusOr<convpb::AppendMessageResponse> AppendMessage(
-      const core::Identity& who, const convpb::AppendMessageRequest& request,
-      int64_t deadline) override;
+      const core::Call& call, const convpb::AppendMessageRequest& request) override;
   absl::StatusOr<convpb::ListMessagesResponse> ListMessages(
-      const core::Identity& who, const convpb::ListMessagesRequest& request,
-      int64_t deadline) override;
+      const core::Call& call, const convpb::ListMessagesRequest& request) override;
   absl::StatusOr<convpb::GetContextWindowResponse> GetContextWindow(
-      const core::Identity& who, const convpb::GetContextWindowRequest& request,
-      int64_t deadline) override;
+      const core::Call& call, const convpb::GetContextWindowRequest& request) override;
 
   // Every call fails UNAVAILABLE while set.
   void SetUnreachable(bool unreachable);
@@ -96,8 +90,7 @@ class FakeUnderstanding final : public Understanding {
                        std::map<std::string, std::string> entities = {});
 
   absl::StatusOr<intentpb::AnalyzeIntentResponse> AnalyzeIntent(
-      const core::Identity& who, const intentpb::AnalyzeIntentRequest& request,
-      int64_t deadline) override;
+      const core::Call& call, const intentpb::AnalyzeIntentRequest& request) override;
   std::vector<intentpb::AnalyzeIntentRequest> requests() const;
   // Runs before each answer (e.g. a test moving a fake clock).
   void OnCall(std::function<void()> hook);
@@ -120,12 +113,10 @@ class FakeTools final : public Tools {
   void AddTool(const std::string& name, execpb::ToolRisk risk, Handler handler = nullptr);
   void SetAgents(nlohmann::json agents);
 
-  absl::StatusOr<execpb::ListToolsResponse> ListTools(const core::Identity& who,
-                                                      const execpb::ListToolsRequest& request,
-                                                      int64_t deadline) override;
-  absl::StatusOr<execpb::InvokeToolResponse> InvokeTool(const core::Identity& who,
-                                                        const execpb::InvokeToolRequest& request,
-                                                        int64_t deadline) override;
+  absl::StatusOr<execpb::ListToolsResponse> ListTools(
+      const core::Call& call, const execpb::ListToolsRequest& request) override;
+  absl::StatusOr<execpb::InvokeToolResponse> InvokeTool(
+      const core::Call& call, const execpb::InvokeToolRequest& request) override;
   // The invocations, in order (list_agents included).
   std::vector<execpb::InvokeToolRequest> calls() const;
   // The invocations of one tool.

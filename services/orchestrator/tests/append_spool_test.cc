@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "libs/core/call.h"
 #include "libs/core/clock.h"
 #include "libs/core/ids.h"
 #include "services/orchestrator/downstream/grpc_downstream.h"
@@ -68,7 +69,7 @@ class AppendSpoolTest : public ::testing::Test {
     up_ = true;
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (std::chrono::steady_clock::now() < give_up) {
-      if (memory_->ListConversations(who_, convpb::ListConversationsRequest(), Deadline()).ok()) {
+      if (memory_->ListConversations(Bounded(), convpb::ListConversationsRequest()).ok()) {
         return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -88,7 +89,10 @@ class AppendSpoolTest : public ::testing::Test {
     return spool.ok() ? *std::move(spool) : nullptr;
   }
 
-  static int64_t Deadline() { return core::NowMicros() + 15'000'000; }
+  // A call for the test's user, ending 15 s from now.
+  core::Call Bounded() const {
+    return core::Call{who_, core::TimePointFromMicros(core::NowMicros() + 15'000'000)};
+  }
 
   // Drains until nothing is left (a pass stops early when a call to storage
   // times out on a loaded machine, though its message may have landed).
@@ -107,7 +111,7 @@ class AppendSpoolTest : public ::testing::Test {
   std::string NewConversation() {
     convpb::CreateConversationRequest request;
     request.set_title("spool test");
-    auto made = memory_->CreateConversation(who_, request, Deadline());
+    auto made = memory_->CreateConversation(Bounded(), request);
     EXPECT_TRUE(made.ok()) << made.status();
     return made.ok() ? made->conversation().id() : "";
   }
@@ -128,7 +132,7 @@ class AppendSpoolTest : public ::testing::Test {
     convpb::ListMessagesRequest request;
     request.set_conversation_id(conversation);
     request.set_limit(500);
-    auto listed = memory_->ListMessages(who_, request, Deadline());
+    auto listed = memory_->ListMessages(Bounded(), request);
     EXPECT_TRUE(listed.ok()) << listed.status();
     std::vector<std::string> contents;
     if (listed.ok()) {
@@ -139,7 +143,7 @@ class AppendSpoolTest : public ::testing::Test {
 
   // Spools `request` while storage is down: the append is kept, not stored.
   void Spool(AppendSpool& spool, const convpb::AppendMessageRequest& request) {
-    auto appended = spool.Append(who_, request, Deadline());
+    auto appended = spool.Append(Bounded(), request);
     ASSERT_TRUE(appended.ok()) << appended.status();
     EXPECT_FALSE(appended->has_value());
   }
@@ -161,7 +165,7 @@ int AppendSpoolTest::port_ = 0;
 TEST_F(AppendSpoolTest, WhileStorageIsUpAMessageIsStoredAtOnceAndNothingIsSpooled) {
   std::unique_ptr<AppendSpool> spool = OpenSpool();
   const std::string conversation = NewConversation();
-  auto appended = spool->Append(who_, Message(conversation, "hello"), Deadline());
+  auto appended = spool->Append(Bounded(), Message(conversation, "hello"));
   ASSERT_TRUE(appended.ok()) << appended.status();
   ASSERT_TRUE(appended->has_value());
   EXPECT_EQ((*appended)->message().content(), "hello");
@@ -208,7 +212,7 @@ TEST_F(AppendSpoolTest, AMessageThatLandedBeforeItsDeadlinePassedIsNotStoredTwic
   const convpb::AppendMessageRequest message = Message(conversation, "said once");
   // The first try reached storage, but its answer was lost with the
   // connection: the turn spools the same message (same key) again.
-  ASSERT_TRUE(memory_->AppendMessage(who_, message, Deadline()).ok());
+  ASSERT_TRUE(memory_->AppendMessage(Bounded(), message).ok());
   StopStorage();
   Spool(*spool, message);
   Spool(*spool, Message(conversation, "said after"));
@@ -249,8 +253,7 @@ TEST_F(AppendSpoolTest, NewMessagesQueueBehindSpooledOnesAndAreStoredOnceStorage
   StartStorage();
   // Storage is back before the drainer ran: the reply does not overtake
   // the question, and its caller still gets it stored.
-  auto reply =
-      spool->Append(who_, Message(conversation, "answer", convpb::ROLE_ASSISTANT), Deadline());
+  auto reply = spool->Append(Bounded(), Message(conversation, "answer", convpb::ROLE_ASSISTANT));
   ASSERT_TRUE(reply.ok()) << reply.status();
   ASSERT_TRUE(reply->has_value());
   EXPECT_EQ((*reply)->message().content(), "answer");
@@ -266,7 +269,7 @@ TEST_F(AppendSpoolTest, AFullSpoolRefusesWithAClearErrorAndTakesMessagesAgainOnc
   size_t spooled = 0;
   absl::Status refused;
   for (int i = 0; i < 10 && refused.ok(); ++i) {
-    auto appended = spool->Append(who_, Message(conversation, text), Deadline());
+    auto appended = spool->Append(Bounded(), Message(conversation, text));
     if (appended.ok()) {
       ++spooled;
     } else {

@@ -1,6 +1,6 @@
-// The downstream clients against a real gRPC server on loopback: a turn's
-// cancellation cancels its calls in flight, and calls made after it are not
-// made; writes in a scope of their own go through.
+// The downstream clients against a real gRPC server on loopback: a call's
+// cancel signal (the turn's) cancels it in flight, a call made after the
+// cancel is not made, and an uncancelled call (a closing write) goes through.
 #include "services/orchestrator/downstream/grpc_downstream.h"
 
 #include <grpcpp/grpcpp.h>
@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "libs/core/call.h"
 #include "libs/core/call_cancellation.h"
 #include "libs/core/clock.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
@@ -60,11 +61,18 @@ class GrpcDownstreamTest : public ::testing::Test {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   }
 
-  absl::StatusOr<execpb::InvokeToolResponse> Invoke(int wait_ms) {
+  // A call for alice, ending in 20 s, cancelled by `cancel`.
+  core::Call CallFor(core::CancelSignal* cancel) const {
+    return core::Call{who_, core::TimePointFromMicros(core::NowMicros() + 20'000'000), cancel};
+  }
+
+  absl::StatusOr<execpb::InvokeToolResponse> Invoke(int wait_ms, const core::Call& call) {
     execpb::InvokeToolRequest request;
     request.set_tool_name("wait_ms:" + std::to_string(wait_ms));
-    return tools_->InvokeTool({"acme", "alice"}, request, core::NowMicros() + 20'000'000);
+    return tools_->InvokeTool(call, request);
   }
+
+  const core::Identity who_{"acme", "alice"};
 
   SlowExecutor executor_;
   std::unique_ptr<grpc::Server> server_;
@@ -75,10 +83,7 @@ TEST_F(GrpcDownstreamTest, ACancelledTurnCancelsItsCallInFlight) {
   core::CancelSignal turn;
   absl::StatusOr<execpb::InvokeToolResponse> result = absl::UnknownError("not run");
   const auto start = Clock::now();
-  std::thread call([&] {
-    const core::ScopedCallCancellation scope(&turn);
-    result = Invoke(10'000);
-  });
+  std::thread call([&] { result = Invoke(10'000, CallFor(&turn)); });
   while (executor_.started.load() == 0 && Clock::now() - start < std::chrono::seconds(5)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -96,18 +101,15 @@ TEST_F(GrpcDownstreamTest, ACancelledTurnCancelsItsCallInFlight) {
 TEST_F(GrpcDownstreamTest, ACallAfterTheCancelIsNotMade) {
   core::CancelSignal turn;
   turn.Cancel();
-  const core::ScopedCallCancellation scope(&turn);
-  EXPECT_EQ(Invoke(10).status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(Invoke(10, CallFor(&turn)).status().code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(executor_.started.load(), 0);
 }
 
-TEST_F(GrpcDownstreamTest, CallsInAScopeOfTheirOwnGoThroughACancel) {
+TEST_F(GrpcDownstreamTest, AnUncancelledCallGoesThroughACancel) {
   core::CancelSignal turn;
-  const core::ScopedCallCancellation scope(&turn);
   absl::StatusOr<execpb::InvokeToolResponse> kept = absl::UnknownError("not run");
   std::thread call([&] {
-    const core::ScopedCallCancellation write(nullptr);  // as a turn's closing writes
-    kept = Invoke(300);
+    kept = Invoke(300, CallFor(&turn).Uncancelled());  // as a turn's closing writes
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   turn.Cancel();
@@ -120,12 +122,11 @@ TEST_F(GrpcDownstreamTest, CallsInAScopeOfTheirOwnGoThroughACancel) {
 // the same way, whether the cancel comes while it runs or before it starts.
 TEST_F(GrpcDownstreamTest, ACallAnsweredLaterIsCancelledWithTheTurn) {
   core::CancelSignal turn;
-  const core::ScopedCallCancellation scope(&turn);
   std::promise<absl::Status> answered;
   const auto start = Clock::now();
   execpb::InvokeToolRequest request;
   request.set_tool_name("wait_ms:10000");
-  tools_->InvokeToolThen({"acme", "alice"}, request, core::NowMicros() + 20'000'000,
+  tools_->InvokeToolThen(CallFor(&turn), request,
                          [&answered](absl::StatusOr<execpb::InvokeToolResponse> result) {
                            answered.set_value(result.status());
                          });
@@ -146,7 +147,7 @@ TEST_F(GrpcDownstreamTest, ACallAnsweredLaterIsCancelledWithTheTurn) {
 
   // After the cancel, such a call is not made.
   std::promise<absl::Status> refused;
-  tools_->InvokeToolThen({"acme", "alice"}, request, core::NowMicros() + 20'000'000,
+  tools_->InvokeToolThen(CallFor(&turn), request,
                          [&refused](absl::StatusOr<execpb::InvokeToolResponse> result) {
                            refused.set_value(result.status());
                          });

@@ -490,13 +490,17 @@ TEST_F(PlanEngineTest, IndependentStepsRunInParallelAndTheirDependentAfterThem) 
   EXPECT_TRUE(inputs_seen);
 }
 
-// Keeps each usage record with the turn it was attributed to.
-class AttributedUsage final : public llm::UsageSink {
+// Keeps each usage record with the turn it was attributed to (none for a
+// call made for no turn).
+class AttributedUsage final : public ScopeUsageWriter {
  public:
   void Record(const llm::UsageRecord& record) override {
-    const UsageAttribution* who = CurrentUsageAttribution();
     std::lock_guard lock(mu_);
-    calls_.emplace_back(record, who != nullptr ? who->turn_id : "");
+    calls_.emplace_back(record, "");
+  }
+  void WriteScope(const UsageAttribution& who, std::vector<AttributedCall> calls) override {
+    std::lock_guard lock(mu_);
+    for (const AttributedCall& call : calls) calls_.emplace_back(call.record, who.turn_id);
   }
   std::vector<std::pair<llm::UsageRecord, std::string>> calls() {
     std::lock_guard lock(mu_);
@@ -521,17 +525,19 @@ TEST_F(PlanEngineTest, TheExecutorAgentsModelCallsAreRecordedForTheStep) {
           .ok());
   AttributedUsage usage;
   PlanEngineOptions options;
-  options.usage_sink = &usage;
+  options.usage_writer = &usage;
   auto engine = MakeEngine(true, true, options);
   RecordingSink sink;
   const UsageAttribution turn{who_.tenant_id, who_.user_id, "", "turn-with-a-plan",
                               "CONTEXT_TYPE_GLOBAL"};
   absl::StatusOr<PlanOutcome> outcome = absl::UnknownError("not run");
   {
-    const ScopedUsageAttribution attributed(turn);
-    outcome = engine->engine.CreatePlan(who_, "",
-                                        Objective("Count my agents", ExecutionMode::kAutoExecute),
-                                        InContext(intentpb::CONTEXT_TYPE_GLOBAL), sink);
+    // The turn's own calls (the plan's generation) are not stored here.
+    ModelUsage turn_usage(turn, nullptr);
+    PlanContext context = InContext(intentpb::CONTEXT_TYPE_GLOBAL);
+    context.usage = &turn_usage;
+    outcome = engine->engine.CreatePlan(
+        who_, "", Objective("Count my agents", ExecutionMode::kAutoExecute), context, sink);
   }
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   ASSERT_EQ(outcome->plan.status, PlanStatus::kCompleted) << outcome->plan.summary;

@@ -34,7 +34,8 @@ TurnSignal Ended(const std::string& turn_id, const std::string& flow_id) {
 
 // What the stand-in says was set aside, waiting at most a moment.
 std::optional<std::string> SetAside(RunningTurns::Control& control) {
-  const std::optional<SuspendedFlow> flow = control->AwaitSuspension(core::NowMicros() + 20'000);
+  const std::optional<SuspendedFlow> flow =
+      control->AwaitSuspension(core::TimePointFromMicros(core::NowMicros() + 20'000));
   if (!flow) return std::nullopt;
   return flow->flow_id;
 }

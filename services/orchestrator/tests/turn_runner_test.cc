@@ -6,11 +6,18 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "libs/core/call.h"
+#include "libs/core/call_cancellation.h"
 #include "services/orchestrator/flow/routing.h"
 #include "services/orchestrator/testing/fakes.h"
 #include "services/orchestrator/testing/scripted_model.h"
+#include "services/orchestrator/usage/usage_attribution.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -343,6 +350,274 @@ TEST(TurnRunnerModelTest, AModelThatFailsLeavesTheTurnToTheLocalPolicy) {
   EXPECT_EQ(sink.Of(pb::ChatEvent::kToolCall)[0].tool_call().tool_name(), "list_agents");
   ASSERT_EQ(h.errors.errors().size(), 1u);
   EXPECT_EQ(h.errors.errors()[0].component, "llm");
+}
+
+// What one downstream call carried, as the service it reached saw it.
+struct SeenCall {
+  std::string what;  // the method (and the tool, or the role of a message)
+  core::TimePoint deadline;
+  bool cancellable = false;  // it carried a cancel signal
+  bool saw_cancel = false;   // that signal fired before the call returned
+};
+
+// Keeps what each downstream call carried. Thread-safe: a turn calls from
+// side threads too.
+class CallLog {
+ public:
+  // Runs `run` as a client would run `call`: subscribed to its cancel signal.
+  template <typename Run>
+  auto Observe(std::string what, const core::Call& call, Run run) {
+    std::atomic<bool> fired{false};
+    core::CancelSubscription cancels(call.cancel, [&fired] { fired = true; });
+    auto result = run();
+    cancels.Reset();
+    std::lock_guard lock(mu_);
+    calls_.push_back({std::move(what), call.deadline, call.cancel != nullptr, fired.load()});
+    return result;
+  }
+  std::vector<SeenCall> calls() const {
+    std::lock_guard lock(mu_);
+    return calls_;
+  }
+  // The one call named `what`.
+  SeenCall Only(const std::string& what) const {
+    std::vector<SeenCall> found;
+    for (const SeenCall& call : calls()) {
+      if (call.what == what) found.push_back(call);
+    }
+    EXPECT_EQ(found.size(), 1u) << what;
+    return found.empty() ? SeenCall{} : found.front();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<SeenCall> calls_ ABSL_GUARDED_BY(mu_);
+};
+
+class ObservedMemory final : public Memory {
+ public:
+  ObservedMemory(Memory& inner, CallLog& log) : inner_(inner), log_(log) {}
+  absl::StatusOr<convpb::CreateConversationResponse> CreateConversation(
+      const core::Call& call, const convpb::CreateConversationRequest& request) override {
+    return log_.Observe("CreateConversation", call,
+                        [&] { return inner_.CreateConversation(call, request); });
+  }
+  absl::StatusOr<convpb::GetConversationResponse> GetConversation(
+      const core::Call& call, const convpb::GetConversationRequest& request) override {
+    return log_.Observe("GetConversation", call,
+                        [&] { return inner_.GetConversation(call, request); });
+  }
+  absl::StatusOr<convpb::ListConversationsResponse> ListConversations(
+      const core::Call& call, const convpb::ListConversationsRequest& request) override {
+    return log_.Observe("ListConversations", call,
+                        [&] { return inner_.ListConversations(call, request); });
+  }
+  absl::StatusOr<convpb::AppendMessageResponse> AppendMessage(
+      const core::Call& call, const convpb::AppendMessageRequest& request) override {
+    return log_.Observe("AppendMessage " + convpb::Role_Name(request.role()), call,
+                        [&] { return inner_.AppendMessage(call, request); });
+  }
+  absl::StatusOr<convpb::ListMessagesResponse> ListMessages(
+      const core::Call& call, const convpb::ListMessagesRequest& request) override {
+    return log_.Observe("ListMessages", call, [&] { return inner_.ListMessages(call, request); });
+  }
+  absl::StatusOr<convpb::GetContextWindowResponse> GetContextWindow(
+      const core::Call& call, const convpb::GetContextWindowRequest& request) override {
+    return log_.Observe("GetContextWindow", call,
+                        [&] { return inner_.GetContextWindow(call, request); });
+  }
+
+ private:
+  Memory& inner_;
+  CallLog& log_;
+};
+
+class ObservedUnderstanding final : public Understanding {
+ public:
+  ObservedUnderstanding(Understanding& inner, CallLog& log) : inner_(inner), log_(log) {}
+  absl::StatusOr<intentpb::AnalyzeIntentResponse> AnalyzeIntent(
+      const core::Call& call, const intentpb::AnalyzeIntentRequest& request) override {
+    return log_.Observe("AnalyzeIntent", call, [&] { return inner_.AnalyzeIntent(call, request); });
+  }
+
+ private:
+  Understanding& inner_;
+  CallLog& log_;
+};
+
+// InvokeToolThen is the interface's own: it answers through InvokeTool.
+class ObservedTools final : public Tools {
+ public:
+  ObservedTools(Tools& inner, CallLog& log) : inner_(inner), log_(log) {}
+  absl::StatusOr<execpb::ListToolsResponse> ListTools(
+      const core::Call& call, const execpb::ListToolsRequest& request) override {
+    return log_.Observe("ListTools", call, [&] { return inner_.ListTools(call, request); });
+  }
+  absl::StatusOr<execpb::InvokeToolResponse> InvokeTool(
+      const core::Call& call, const execpb::InvokeToolRequest& request) override {
+    return log_.Observe("InvokeTool " + request.tool_name(), call,
+                        [&] { return inner_.InvokeTool(call, request); });
+  }
+
+ private:
+  Tools& inner_;
+  CallLog& log_;
+};
+
+// A runner on the fakes, each seen through the call log.
+struct ObservedHarness {
+  explicit ObservedHarness(TurnOptions options = {}, llm::ChatModel* planner = nullptr)
+      : understanding(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO)) {
+    options.clock = &clock;
+    runner = std::make_unique<TurnRunner>(seen_memory, seen_understanding, seen_tools, options,
+                                          planner, &flows, &errors);
+  }
+
+  absl::Status Turn(const std::string& message, TurnControl& control, RecordingSink& sink) {
+    pb::StreamChatRequest request;
+    request.set_message(message);
+    return runner->Run(kAlice, request, control, sink);
+  }
+
+  FakeClock clock;
+  FakeMemory memory;
+  FakeUnderstanding understanding;
+  FakeTools tools;
+  FakeFlowStore flows;
+  FakeErrorLog errors;
+  CallLog log;
+  ObservedMemory seen_memory{memory, log};
+  ObservedUnderstanding seen_understanding{understanding, log};
+  ObservedTools seen_tools{tools, log};
+  std::unique_ptr<TurnRunner> runner;
+};
+
+// CancelTurn while a tool runs: the tool's call carries the turn's cancel
+// signal and sees it fire (a gRPC client cancels the call there); the
+// writes that keep what the turn did are made with calls nothing cancels.
+TEST(TurnRunnerCallTest, CancellingATurnCancelsTheToolCallInFlightButNotItsWrites) {
+  ScriptedModel model;
+  model.PushToolCall("list_runs", json::object());
+  model.PushText("Nothing ran today.");
+  ObservedHarness h({}, &model);
+  TurnControl control;
+  h.tools.OnCall([&control](const execpb::InvokeToolRequest& request) {
+    if (request.tool_name() == "list_runs") control.Cancel();
+  });
+  RecordingSink sink;
+  ASSERT_TRUE(h.Turn("what ran today?", control, sink).ok());
+  EXPECT_THAT(sink.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_CANCELLED));
+
+  const SeenCall tool = h.log.Only("InvokeTool list_runs");
+  EXPECT_TRUE(tool.cancellable);
+  EXPECT_TRUE(tool.saw_cancel);
+  EXPECT_EQ(model.requests().size(), 1u) << "the model is not asked again";
+
+  EXPECT_FALSE(h.log.Only("AppendMessage ROLE_USER").cancellable);
+  const SeenCall reply = h.log.Only("AppendMessage ROLE_ASSISTANT");
+  EXPECT_FALSE(reply.cancellable);
+  EXPECT_FALSE(reply.saw_cancel);
+  EXPECT_EQ(h.memory.Messages(sink.events.front().session().conversation_id()).size(), 2u);
+}
+
+// Each call ends `call_timeout` after it starts or at the turn's deadline,
+// whichever comes first, on the turn's clock; only the closing writes get
+// a call's time of their own past it.
+TEST(TurnRunnerCallTest, ADownstreamCallNeverEndsAfterTheTurnsDeadline) {
+  TurnOptions options;
+  options.turn_timeout = std::chrono::milliseconds(1000);
+  options.call_timeout = std::chrono::milliseconds(600);
+  ObservedHarness h(options);
+  // Understanding takes 500 ms of the turn's (fake) time.
+  h.understanding.OnCall([&h] { h.clock.Advance(std::chrono::milliseconds(500)); });
+  const core::TimePoint start = h.clock.Now();
+  const core::TimePoint turn_deadline = start + std::chrono::milliseconds(1000);
+  TurnControl control;
+  RecordingSink sink;
+  ASSERT_TRUE(h.Turn("list my agents", control, sink).ok());
+  ASSERT_TRUE(sink.ErrorCodes().empty());
+
+  int cut_by_the_turn = 0;
+  for (const SeenCall& call : h.log.calls()) {
+    if (!call.cancellable) continue;
+    EXPECT_LE(call.deadline, turn_deadline) << call.what;
+    if (call.deadline == turn_deadline) ++cut_by_the_turn;
+  }
+  EXPECT_GT(cut_by_the_turn, 0) << "a call made after the analysis ends with the turn";
+  EXPECT_EQ(h.log.Only("AnalyzeIntent").deadline, start + std::chrono::milliseconds(600));
+  const SeenCall reply = h.log.Only("AppendMessage ROLE_ASSISTANT");
+  EXPECT_FALSE(reply.cancellable);
+  EXPECT_EQ(reply.deadline, start + std::chrono::milliseconds(1100));
+}
+
+// A planner model that reports each call's usage record to the usage the
+// call was given, as the LLM client does, from a thread of its own: the
+// turn's usage travels with the call, not with the thread.
+class ReportingModel final : public llm::ChatModel {
+ public:
+  explicit ReportingModel(llm::ChatModel& model) : model_(model) {}
+  absl::StatusOr<llm::ChatResponse> Complete(const llm::ChatRequest& request,
+                                             const llm::CallContext& context) override {
+    return Report(model_.Complete(request, context), context);
+  }
+  absl::StatusOr<llm::ChatResponse> Stream(const llm::ChatRequest& request,
+                                           const llm::CallContext& context,
+                                           const llm::StreamCallback& on_delta) override {
+    return Report(model_.Stream(request, context, on_delta), context);
+  }
+
+ private:
+  absl::StatusOr<llm::ChatResponse> Report(absl::StatusOr<llm::ChatResponse> answer,
+                                           const llm::CallContext& context) {
+    llm::UsageRecord record;
+    record.operation_type = context.operation_type;
+    record.ok = answer.ok();
+    if (answer.ok()) record.tokens = answer->usage;
+    if (context.usage != nullptr) std::thread([&] { context.usage->Record(record); }).join();
+    return answer;
+  }
+
+  llm::ChatModel& model_;
+};
+
+// The rows a turn's usage would store.
+class UsageRows final : public ScopeUsageWriter {
+ public:
+  void Record(const llm::UsageRecord&) override { ++unattributed; }
+  void WriteScope(const UsageAttribution& who, std::vector<AttributedCall> calls) override {
+    rows.push_back({who, std::move(calls)});
+  }
+
+  int unattributed = 0;
+  std::vector<std::pair<UsageAttribution, std::vector<AttributedCall>>> rows;
+};
+
+TEST(TurnRunnerModelTest, TheModelCallsUsageReachesDoneAndTheTurnsOneRow) {
+  ScriptedModel script;
+  script.PushToolCall("list_runs", json::object());
+  script.PushText("Nothing ran today.");
+  ReportingModel model(script);
+  UsageRows rows;
+  TurnOptions options;
+  options.usage_writer = &rows;
+  {
+    Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), options, &model);
+    RecordingSink sink;
+    ASSERT_TRUE(h.Turn("what ran today?", sink, "", "turn-with-usage").ok());
+    const pb::TurnUsage& usage = sink.events.back().done().usage();
+    EXPECT_EQ(usage.llm_calls(), 2);
+    EXPECT_EQ(usage.prompt_tokens(), 200);
+    EXPECT_EQ(usage.completion_tokens(), 20);
+    ASSERT_EQ(rows.rows.size(), 1u) << "stored once the turn is over";
+    const auto& [who, calls] = rows.rows.front();
+    EXPECT_EQ(who.turn_id, "turn-with-usage");
+    EXPECT_EQ(who.user_id, kAlice.user_id);
+    EXPECT_EQ(who.conversation_id, sink.events.front().session().conversation_id());
+    ASSERT_EQ(calls.size(), 2u);
+    EXPECT_EQ(calls[0].record.operation_type, "planner_stream");
+    EXPECT_EQ(calls[0].record.tokens.prompt_tokens, 100);
+  }
+  EXPECT_EQ(rows.unattributed, 0);
 }
 
 }  // namespace

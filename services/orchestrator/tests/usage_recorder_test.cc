@@ -1,5 +1,5 @@
 // Model-call usage in PostgreSQL (row-level security on): the calls of a
-// turn's attribution scope are stored as one row of
+// turn (its ModelUsage) are stored as one row of
 // orchestration.llm_turn_usage, and orchestration.llm_usage still answers
 // one row per call, to its tenant only, and still takes the previous
 // release's inserts.
@@ -147,9 +147,9 @@ TEST_F(UsageRecorderTest, TurnWithTwoCallsIsOneStoredRowAndTwoRowsOfTheView) {
   const UsageAttribution who = Turn();
   {
     PgUsageRecorder recorder(*pool_);  // destruction writes what is queued
-    ScopedUsageAttribution scope(who);
-    recorder.Record(Answered("planning", "balanced", 120, 30, 0.0125));
-    recorder.Record(TimedOut("summary", "fast"));
+    ModelUsage turn(who, &recorder);
+    turn.Record(Answered("planning", "balanced", 120, 30, 0.0125));
+    turn.Record(TimedOut("summary", "fast"));
   }
 
   pqxx::result stored = Query(
@@ -207,11 +207,11 @@ TEST_F(UsageRecorderTest, TurnWithTwoCallsIsOneStoredRowAndTwoRowsOfTheView) {
   EXPECT_NE(planning["id"].as<std::string>(), summary["id"].as<std::string>());
 }
 
-TEST_F(UsageRecorderTest, ScopeWithoutCallsStoresNothing) {
+TEST_F(UsageRecorderTest, TurnWithoutCallsStoresNothing) {
   const UsageAttribution who = Turn();
   {
     PgUsageRecorder recorder(*pool_);
-    ScopedUsageAttribution scope(who);
+    ModelUsage turn(who, &recorder);
   }
   EXPECT_EQ(
       Count("SELECT count(*) FROM orchestration.llm_turn_usage WHERE turn_id = $1", who.turn_id),
@@ -220,38 +220,35 @@ TEST_F(UsageRecorderTest, ScopeWithoutCallsStoresNothing) {
             0);
 }
 
-TEST_F(UsageRecorderTest, CallOutsideAnyScopeIsDroppedAsUnattributed) {
+TEST_F(UsageRecorderTest, CallForNoTurnIsDroppedAsUnattributed) {
   const double unattributed = Dropped("unattributed");
   const int64_t stored =
       Count("SELECT count(*) FROM orchestration.llm_usage WHERE $1 <> ''", "any");
   {
     PgUsageRecorder recorder(*pool_);
     recorder.Record(Answered("planning", "balanced", 10, 5, 0.001));
-    // A scope that ends before the call does not take it.
-    { ScopedUsageAttribution scope(Turn()); }
+    // A turn that ends before the call does not take it.
+    { ModelUsage turn(Turn(), &recorder); }
     recorder.Record(Answered("planning", "balanced", 10, 5, 0.001));
   }
   EXPECT_EQ(Dropped("unattributed"), unattributed + 2);
   EXPECT_EQ(Count("SELECT count(*) FROM orchestration.llm_usage WHERE $1 <> ''", "any"), stored);
 }
 
-TEST_F(UsageRecorderTest, NestedScopeStoresItsOwnRow) {
+TEST_F(UsageRecorderTest, AStepInATurnStoresItsOwnRow) {
   const UsageAttribution turn = Turn();
   UsageAttribution step = turn;
   step.context_type = "CONTEXT_TYPE_PLAN_STEP";
   {
     PgUsageRecorder recorder(*pool_);
-    ScopedUsageAttribution turn_scope(turn);
-    recorder.Record(Answered("planning", "balanced", 100, 10, 0.01));
+    ModelUsage turn_usage(turn, &recorder);
+    turn_usage.Record(Answered("planning", "balanced", 100, 10, 0.01));
     {
-      ScopedUsageAttribution step_scope(step);
-      EXPECT_EQ(CurrentUsageAttribution(), &step);
-      recorder.Record(Answered("plan_generation", "quality", 200, 50, 0.05));
+      ModelUsage step_usage(step, &recorder);
+      step_usage.Record(Answered("plan_generation", "quality", 200, 50, 0.05));
     }
-    EXPECT_EQ(CurrentUsageAttribution(), &turn);
-    recorder.Record(Answered("planning", "balanced", 150, 20, 0.02));
+    turn_usage.Record(Answered("planning", "balanced", 150, 20, 0.02));
   }
-  EXPECT_EQ(CurrentUsageAttribution(), nullptr);
 
   pqxx::result stored = Query(
       "SELECT context_type, jsonb_array_length(calls) FROM orchestration.llm_turn_usage "
@@ -277,9 +274,9 @@ TEST_F(UsageRecorderTest, AnotherTenantSeesNoneOfTheRowsThroughTheView) {
   const UsageAttribution who = Turn();
   {
     PgUsageRecorder recorder(*pool_);
-    ScopedUsageAttribution scope(who);
-    recorder.Record(Answered("planning", "balanced", 120, 30, 0.0125));
-    recorder.Record(Answered("summary", "fast", 60, 10, 0.001));
+    ModelUsage turn(who, &recorder);
+    turn.Record(Answered("planning", "balanced", 120, 30, 0.0125));
+    turn.Record(Answered("summary", "fast", 60, 10, 0.001));
   }
   const std::string view = "SELECT count(*) FROM orchestration.llm_usage WHERE turn_id = $1";
   const std::string table = "SELECT count(*) FROM orchestration.llm_turn_usage WHERE turn_id = $1";

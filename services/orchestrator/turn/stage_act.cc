@@ -86,7 +86,7 @@ std::optional<ToolRun> TurnPass::RunTool(const ToolStep& step, std::string* desc
   if (StoppedBeforeCall()) return std::nullopt;
   emit_.State(pb::AGENT_STATE_EXECUTING_TOOL, "Running " + step.tool);
   const std::string call_id = core::NewUuid();
-  const execpb::ToolRisk risk = runner_.RiskOf(ctx_.who(), step.tool, CallDeadline());
+  const execpb::ToolRisk risk = runner_.RiskOf(DownstreamCall(), step.tool);
   SendToolCall(step, call_id, risk);
   const execpb::InvokeToolRequest invoke = Invocation(step, risk);
   ++tool_calls_;
@@ -96,7 +96,7 @@ std::optional<ToolRun> TurnPass::RunTool(const ToolStep& step, std::string* desc
   if (step.tool == "list_agents" && step.arguments.empty() && agent_list_) {
     result = *agent_list_;  // read a moment ago in this turn
   } else {
-    result = runner_.tools_.InvokeTool(ctx_.who(), invoke, CallDeadline());
+    result = runner_.tools_.InvokeTool(DownstreamCall(), invoke);
   }
   pb::ToolResultEvent* out = emit_.Next().mutable_tool_result();
   out->set_call_id(call_id);

@@ -11,8 +11,7 @@
 namespace omniforge::orchestrator {
 
 void TurnPass::PassGate() {
-  const std::shared_ptr<const TurnRunner::ToolCatalog> catalog =
-      runner_.Catalog(ctx_.who(), CallDeadline());
+  const std::shared_ptr<const TurnRunner::ToolCatalog> catalog = runner_.Catalog(DownstreamCall());
   GateRuns(catalog->tools);
   std::vector<std::string> denied;
   pending_after_ = PassProposals(move_, catalog->tools, agents_, runner_.options_.approvals,

@@ -15,7 +15,8 @@ PlanContext TurnPass::MakePlanContext() {
   context.context_type = context_type_;
   context.entity_id = request_.entity_id();
   context.intent = input_.intent;
-  context.tools = runner_.Catalog(ctx_.who(), CallDeadline())->tools;
+  context.tools = runner_.Catalog(DownstreamCall())->tools;
+  context.usage = &model_calls_;
   return context;
 }
 

@@ -122,17 +122,19 @@ TurnPass::PlanCall TurnPass::PlanCallFor(PlanMove move, std::string& doing) {
       }
       doing = "Running the plan";
       return [&plans, &who, plan_id, this] {
-        return plans.Approve(who, plan_id, plan_events_, plan_stopped_, plan_target_->digest);
+        return plans.Approve(who, plan_id, plan_events_, plan_stopped_, plan_target_->digest,
+                             &model_calls_);
       };
     case PlanMove::kContinue:
       doing = "Running what is left of the plan";
       return [&plans, &who, plan_id, this] {
-        return plans.Execute(who, plan_id, plan_events_, plan_stopped_);
+        return plans.Execute(who, plan_id, plan_events_, plan_stopped_, &model_calls_);
       };
     case PlanMove::kAnswer:
       doing = "Going on with the plan";
       return [&plans, &who, plan_id, this] {
-        return plans.AnswerQuestion(who, plan_id, request_.message(), plan_events_, plan_stopped_);
+        return plans.AnswerQuestion(who, plan_id, request_.message(), plan_events_, plan_stopped_,
+                                    &model_calls_);
       };
     case PlanMove::kRevise:
       doing = "Revising the plan";

@@ -53,10 +53,10 @@ PlannerRequest TurnPass::ModelRequest() const {
   plan.clarifications = last_ && continuing_ ? last_->clarifications : 0;
   plan.max_clarifications = runner_.options_.max_clarifications;
   plan.resuming = resuming_;
-  plan.tools = runner_.Catalog(ctx_.who(), CallDeadline())->tools;
+  plan.tools = runner_.Catalog(DownstreamCall())->tools;
   plan.offer_plans = PlansOn();
   plan.max_iterations = runner_.options_.max_iterations;
-  plan.deadline_micros = ctx_.DeadlineMicros();
+  plan.deadline = ctx_.deadline();
   // Polled while the model streams, possibly off this thread: atomics only.
   TurnControl* control = &control_;
   plan.cancelled = [control] { return control->cancelled() || control->suspend_requested(); };
@@ -64,7 +64,8 @@ PlannerRequest TurnPass::ModelRequest() const {
 }
 
 void TurnPass::AskModel() {
-  const PlannerRequest plan = ModelRequest();
+  PlannerRequest plan = ModelRequest();
+  plan.usage = &model_calls_;
   emit_.State(pb::AGENT_STATE_THINKING, "Planning");
   TurnPlannerIo io(*this);
   const auto profiled = runner_.metered_by_context_.find(plan.context_type);
@@ -100,8 +101,8 @@ void TurnPass::TakeModelAnswer(const PlannerRequest& plan) {
   move_.propose = planned_.propose;
   for (const std::string& tool : planned_.denied) {
     decisions_.push_back({core::NewUuid(), "", tool, "the model asked for " + tool,
-                          runner_.RiskOf(ctx_.who(), tool, CallDeadline()),
-                          pb::ACTION_OUTCOME_DENIED, "policy"});
+                          runner_.RiskOf(DownstreamCall(), tool), pb::ACTION_OUTCOME_DENIED,
+                          "policy"});
   }
   // A question counts against the cap; past it, the flow does not wait.
   move_.clarifying = planned_.asked && plan.clarifications < runner_.options_.max_clarifications;

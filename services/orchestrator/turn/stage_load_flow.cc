@@ -17,7 +17,8 @@ void TurnPass::LoadFlow() {
   // The flow this message suspends, once it has stopped at a safe point (or
   // as far as it is known when it takes longer than a call's time); else the
   // one an earlier message suspended, still waiting to be resumed.
-  if (interrupted_ != nullptr) suspended_now_ = interrupted_->AwaitSuspension(CallDeadline());
+  if (interrupted_ != nullptr)
+    suspended_now_ = interrupted_->AwaitSuspension(DownstreamCall().deadline);
   set_aside_ = suspended_now_ ? suspended_now_ : (last_ ? last_->suspended_flow : std::nullopt);
   // A structured decision is never read as words (a resume, a "continue").
   resuming_ = !decides_ && set_aside_.has_value() && IsResumeRequest(request_.message());
@@ -59,7 +60,7 @@ void TurnPass::TakeHistory() {
       kept = runner_.windows_.Take(who, conversation_id_, stored_user_message_.message(),
                                    &kept_version_);
     }
-    window_ = kept.has_value() ? *std::move(kept) : ReadWindow();
+    window_ = kept.has_value() ? *std::move(kept) : ReadWindow(DownstreamCall());
   }
   if (window_.ok()) {
     history_.Swap(&*window_);

@@ -11,7 +11,7 @@ bool TurnPass::Replay() {
   after.set_limit(500);
   after.set_metadata_as_json(true);
   absl::StatusOr<convpb::ListMessagesResponse> recent =
-      runner_.memory_.ListMessages(ctx_.who(), after, CallDeadline());
+      runner_.memory_.ListMessages(DownstreamCall(), after);
   if (!recent.ok()) return false;
   for (const convpb::Message& m : recent->messages()) {
     if (m.role() != convpb::ROLE_ASSISTANT || m.seq() <= stored_user_message_.message().seq()) {

@@ -73,9 +73,10 @@ void TurnPass::SaveFlowAndReply(const Routing& routing) {
   reply.set_idempotency_key("turn:" + turn_id_ + ":assistant");
   const json routing_json = RoutingToJson(routing);
   reply.set_metadata_json(routing_json.dump());
-  const int64_t closing_deadline =
-      ctx_.NowMicros() +
-      std::chrono::duration_cast<std::chrono::microseconds>(runner_.options_.call_timeout).count();
+  // Not cancelled with the turn (null cancel), and not cut by its deadline.
+  const core::Call closing{who, ctx_.Now() + std::chrono::duration_cast<std::chrono::microseconds>(
+                                                 runner_.options_.call_timeout)};
+  const int64_t closing_deadline = core::MicrosOf(closing.deadline);
   stage_ = "store_reply";
   core::SideCall<absl::Status> flow_saved;
   if (runner_.flows_ != nullptr && !unstored_ &&
@@ -90,7 +91,7 @@ void TurnPass::SaveFlowAndReply(const Routing& routing) {
     });
   }
   stored_reply_ =
-      unstored_ ? std::optional<convpb::AppendMessageResponse>() : Store(reply, closing_deadline);
+      unstored_ ? std::optional<convpb::AppendMessageResponse>() : Store(reply, closing);
   const auto& stored = *stored_reply_;
   if (stored.ok() && !stored->has_value() && !unstored_ && !user_spooled_) {
     emit_.Error(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE,

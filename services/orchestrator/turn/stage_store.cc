@@ -32,7 +32,7 @@ pb::StreamChatRequest Worded(const pb::StreamChatRequest& asked) {
 
 TurnPass::TurnPass(const TurnRunner& runner, const core::Identity& who,
                    const pb::StreamChatRequest& request, TurnControl& control, EventSink& sink,
-                   int64_t client_deadline, std::shared_ptr<TurnControl> interrupted)
+                   core::TimePoint client_deadline, std::shared_ptr<TurnControl> interrupted)
     : runner_(runner),
       asked_(request),
       worded_(Worded(request)),
@@ -40,10 +40,9 @@ TurnPass::TurnPass(const TurnRunner& runner, const core::Identity& who,
       decides_(request_.decision().kind() != pb::DECISION_KIND_UNSPECIFIED),
       control_(control),
       interrupted_(std::move(interrupted)),
-      cancellable_(&control.cancel_signal()),
-      metered_(&model_usage_),
+      model_calls_({}, runner.options_.usage_writer, &model_usage_),
       ctx_(who, runner.clock(), runner.options_.turn_timeout, client_deadline, control,
-           model_usage_),
+           control.cancel_signal(), model_usage_),
       started_(ctx_.NowMicros()),
       emit_(sink, [this](pb::ChatErrorCode code,
                          const std::string& message) { RecordError(ErrorKind(code), message); }),
@@ -68,14 +67,15 @@ absl::Status TurnPass::StoreMessage() {
   analyze_early_ = window_kept_ && interrupted_ == nullptr && !IsResumeRequest(request_.message());
   if (!analyze_early_) {
     agents_listed_ = runner_.side_calls_.Async(
-        [this] { return runner_.tools_.InvokeTool(ctx_.who(), list_agents_, CallDeadline()); });
+        [this, call = DownstreamCall()] { return runner_.tools_.InvokeTool(call, list_agents_); });
   }
   if (absl::Status started = StartConversation(); !started.ok()) return started;
   // The history so far, read while the message is stored (the window then
   // holds the turns before it; a new conversation has none), unless the
   // window kept after the conversation's last turn still holds.
   if (!created_ && !unstored_ && !window_kept_) {
-    window_read_ = runner_.side_calls_.Async([this] { return ReadWindow(); });
+    window_read_ =
+        runner_.side_calls_.Async([this, call = DownstreamCall()] { return ReadWindow(call); });
   }
   if (analyze_early_) early_ = runner_.side_calls_.Async([this] { return AnalyzeEarly(); });
 
@@ -92,7 +92,7 @@ absl::Status TurnPass::StoreMessage() {
        request_.entity_id()}}.dump());
   absl::StatusOr<std::optional<convpb::AppendMessageResponse>> stored =
       unstored_ ? std::optional<convpb::AppendMessageResponse>()
-                : Store(user_message, CallDeadline());
+                : Store(user_message, DownstreamCall().Uncancelled());
   if (!stored.ok()) return stored.status();
   user_spooled_ = !unstored_ && !stored->has_value();
   stored_user_message_ = stored->value_or(convpb::AppendMessageResponse());
@@ -116,7 +116,7 @@ absl::Status TurnPass::StartConversation() {
   convpb::CreateConversationRequest create;
   create.set_title(core::Shortened(request_.message(), 80));
   absl::StatusOr<convpb::CreateConversationResponse> made =
-      runner_.memory_.CreateConversation(ctx_.who(), create, CallDeadline());
+      runner_.memory_.CreateConversation(DownstreamCall(), create);
   if (made.ok()) {
     conversation_id_ = made->conversation().id();
     created_ = true;
@@ -129,12 +129,12 @@ absl::Status TurnPass::StartConversation() {
   return made.status();
 }
 
-absl::StatusOr<convpb::GetContextWindowResponse> TurnPass::ReadWindow() {
+absl::StatusOr<convpb::GetContextWindowResponse> TurnPass::ReadWindow(const core::Call& call) {
   convpb::GetContextWindowRequest window_request;
   window_request.set_conversation_id(conversation_id_);
   window_request.set_token_budget(runner_.options_.context_token_budget);
   window_request.set_metadata_as_json(true);
-  return runner_.memory_.GetContextWindow(ctx_.who(), window_request, CallDeadline());
+  return runner_.memory_.GetContextWindow(call, window_request);
 }
 
 // The agents are listed while the history is built and, when this user's
@@ -146,7 +146,7 @@ TurnPass::EarlyAnalysis TurnPass::AnalyzeEarly() {
   const core::Identity& who = ctx_.who();
   std::promise<absl::StatusOr<execpb::InvokeToolResponse>> listing;
   std::future<absl::StatusOr<execpb::InvokeToolResponse>> listed = listing.get_future();
-  runner_.tools_.InvokeToolThen(who, list_agents_, CallDeadline(),
+  runner_.tools_.InvokeToolThen(DownstreamCall(), list_agents_,
                                 [&listing](absl::StatusOr<execpb::InvokeToolResponse> result) {
                                   listing.set_value(std::move(result));
                                 });
@@ -165,7 +165,7 @@ TurnPass::EarlyAnalysis TurnPass::AnalyzeEarly() {
   absl::StatusOr<intentpb::AnalyzeIntentResponse> guessed = absl::UnknownError("not asked");
   if (seen) {
     AddAgents(*seen, analyze);
-    guessed = runner_.understanding_.AnalyzeIntent(who, analyze, CallDeadline());
+    guessed = runner_.understanding_.AnalyzeIntent(DownstreamCall(), analyze);
   }
   EarlyAnalysis out{listed.get()};
   if (out.listed.ok() && !out.listed->is_error()) {
@@ -182,18 +182,18 @@ TurnPass::EarlyAnalysis TurnPass::AnalyzeEarly() {
   }
   analyze.clear_available_agents();
   AddAgents(out.agents, analyze);
-  out.response = runner_.understanding_.AnalyzeIntent(who, analyze, CallDeadline());
+  out.response = runner_.understanding_.AnalyzeIntent(DownstreamCall(), analyze);
   return out;
 }
 
 // Through the spool, a message storage cannot take now waits there
-// (nullopt) and the turn goes on.
+// (nullopt) and the turn goes on. The callers pass an uncancelled call: a
+// message is stored once taken, also when the turn is cancelled.
 absl::StatusOr<std::optional<convpb::AppendMessageResponse>> TurnPass::Store(
-    const convpb::AppendMessageRequest& message, int64_t deadline) {
-  const core::ScopedCallCancellation kept(nullptr);  // a message is stored once taken
-  if (runner_.spool_ != nullptr) return runner_.spool_->Append(ctx_.who(), message, deadline);
+    const convpb::AppendMessageRequest& message, const core::Call& call) {
+  if (runner_.spool_ != nullptr) return runner_.spool_->Append(call, message);
   absl::StatusOr<convpb::AppendMessageResponse> stored =
-      runner_.memory_.AppendMessage(ctx_.who(), message, deadline);
+      runner_.memory_.AppendMessage(call, message);
   if (!stored.ok()) return stored.status();
   return std::optional<convpb::AppendMessageResponse>(*std::move(stored));
 }

@@ -80,7 +80,7 @@ intentpb::IntentAnalysis TurnPass::AnalyzeMessage() {
     analyze.set_context_type(request_.context_type());
     AddHistory(runner_.routings_, history_, analyze);
     AddAgents(agents_, analyze);
-    analyzed = runner_.understanding_.AnalyzeIntent(ctx_.who(), analyze, CallDeadline());
+    analyzed = runner_.understanding_.AnalyzeIntent(DownstreamCall(), analyze);
     AddIntentCalls(analyzed);
   }
   intentpb::IntentAnalysis analysis;
@@ -113,13 +113,13 @@ void TurnPass::PrepareInput() {
                       ? intentpb::CONTEXT_TYPE_GLOBAL
                       : request_.context_type();
   input_.context_type = context_type_;
-  attribution_ = UsageAttribution{ctx_.who().tenant_id, ctx_.who().user_id, conversation_id_,
-                                  turn_id_, intentpb::ContextType_Name(context_type_)};
-  attributed_.emplace(attribution_);
+  model_calls_.Attribute(UsageAttribution{ctx_.who().tenant_id, ctx_.who().user_id,
+                                          conversation_id_, turn_id_,
+                                          intentpb::ContextType_Name(context_type_)});
   for (const ::omniforge::llm::v1::ModelCall& call : intent_calls_) {
     const llm::UsageRecord record = llm::FromProto(call);
     model_usage_.Add(record);
-    if (runner_.options_.usage_sink != nullptr) runner_.options_.usage_sink->Record(record);
+    model_calls_.Record(record);
   }
   input_.plans = PlansOn();
   // The local policy resolves what the message refers to with the flow's

@@ -25,12 +25,9 @@ std::optional<SuspendedFlow> TurnControl::SuspendedState() {
   return ended_ ? suspended_ : std::nullopt;
 }
 
-std::optional<SuspendedFlow> TurnControl::AwaitSuspension(int64_t deadline) {
+std::optional<SuspendedFlow> TurnControl::AwaitSuspension(core::TimePoint deadline) {
   std::unique_lock<std::mutex> lock(mu_);
-  const auto until = std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-          std::chrono::microseconds(deadline)));
-  if (ended_cv_.wait_until(lock, until, [this] { return ended_; })) return suspended_;
+  if (ended_cv_.wait_until(lock, deadline, [this] { return ended_; })) return suspended_;
   return flow_;
 }
 

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "libs/core/call_cancellation.h"
+#include "libs/core/call.h"
 #include "libs/core/side_threads.h"
 #include "services/orchestrator/planner/model_planner.h"
 #include "services/orchestrator/turn/call_context.h"
@@ -43,7 +43,7 @@ class TurnPass final {
  public:
   TurnPass(const TurnRunner& runner, const core::Identity& who,
            const pb::StreamChatRequest& request, TurnControl& control, EventSink& sink,
-           int64_t client_deadline, std::shared_ptr<TurnControl> interrupted);
+           core::TimePoint client_deadline, std::shared_ptr<TurnControl> interrupted);
   TurnPass(const TurnPass&) = delete;
   TurnPass& operator=(const TurnPass&) = delete;
 
@@ -82,9 +82,9 @@ class TurnPass final {
   absl::Status StartConversation();
   void StartSideCalls();
   EarlyAnalysis AnalyzeEarly();
-  absl::StatusOr<convpb::GetContextWindowResponse> ReadWindow();
+  absl::StatusOr<convpb::GetContextWindowResponse> ReadWindow(const core::Call& call);
   absl::StatusOr<std::optional<convpb::AppendMessageResponse>> Store(
-      const convpb::AppendMessageRequest& message, int64_t deadline);
+      const convpb::AppendMessageRequest& message, const core::Call& call);
   // stage_load_flow.cc
   void TakeHistory();
   void FindPlan();
@@ -136,7 +136,11 @@ class TurnPass final {
   static std::string PlanText(const std::optional<absl::StatusOr<PlanOutcome>>& outcome,
                               const std::string& doing);
   void RecordError(const std::string& kind, const std::string& message);
-  int64_t CallDeadline() const { return ctx_.CallDeadline(runner_.options_.call_timeout); }
+  // One downstream call of the turn (CallContext::ForCall), within the
+  // turn's deadline and cancelled with it.
+  core::Call DownstreamCall() const { return ctx_.ForCall(runner_.options_.call_timeout); }
+  // The same call's deadline in microseconds, as the flow store takes it.
+  int64_t CallDeadline() const { return core::MicrosOf(DownstreamCall().deadline); }
   bool PlansOn() const { return runner_.plans_ != nullptr; }
 
   const TurnRunner& runner_;
@@ -146,16 +150,13 @@ class TurnPass final {
   const bool decides_;
   TurnControl& control_;
   const std::shared_ptr<TurnControl> interrupted_;
-  // Cancelling the turn cancels its downstream calls in flight (the writes
-  // that keep what it did open scopes of their own that are not cancelled).
-  const core::ScopedCallCancellation cancellable_;
   // What the turn's model calls cost, for `done` (plans made in the turn too).
   UsageTotals model_usage_;
-  const ScopedUsageMeter metered_;
+  // Given with every model call of the turn (llm::CallContext::usage): sums
+  // them into model_usage_, and stores them as the turn's row once it is
+  // attributed (Understand) and over.
+  ModelUsage model_calls_;
   CallContext ctx_;
-  // Every model call of the turn after Understand is recorded for it.
-  UsageAttribution attribution_;
-  std::optional<ScopedUsageAttribution> attributed_;
   const int64_t started_;
 
   // StoreMessage

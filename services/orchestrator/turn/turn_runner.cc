@@ -34,13 +34,12 @@ TurnRunner::TurnRunner(Memory& memory, Understanding& understanding, Tools& tool
   }
 }
 
-std::shared_ptr<const TurnRunner::ToolCatalog> TurnRunner::Catalog(const core::Identity& who,
-                                                                   int64_t deadline) const {
+std::shared_ptr<const TurnRunner::ToolCatalog> TurnRunner::Catalog(const core::Call& call) const {
   std::lock_guard<std::mutex> lock(catalog_mu_);
   const int64_t now = clock_.NowMicros();
   if (catalog_ == nullptr || now - catalog_fetched_at_ > kCatalogRefreshMicros) {
     absl::StatusOr<execpb::ListToolsResponse> listed =
-        tools_.ListTools(who, execpb::ListToolsRequest(), deadline);
+        tools_.ListTools(call, execpb::ListToolsRequest());
     if (listed.ok()) {
       auto fresh = std::make_shared<ToolCatalog>();
       fresh->tools.assign(listed->tools().begin(), listed->tools().end());
@@ -52,9 +51,8 @@ std::shared_ptr<const TurnRunner::ToolCatalog> TurnRunner::Catalog(const core::I
   return catalog_ != nullptr ? catalog_ : std::make_shared<const ToolCatalog>();
 }
 
-execpb::ToolRisk TurnRunner::RiskOf(const core::Identity& who, const std::string& tool,
-                                    int64_t deadline) const {
-  const std::shared_ptr<const ToolCatalog> catalog = Catalog(who, deadline);
+execpb::ToolRisk TurnRunner::RiskOf(const core::Call& call, const std::string& tool) const {
+  const std::shared_ptr<const ToolCatalog> catalog = Catalog(call);
   auto it = catalog->risk_by_name.find(tool);
   return it == catalog->risk_by_name.end() ? execpb::TOOL_RISK_UNSPECIFIED : it->second;
 }
@@ -83,7 +81,7 @@ void TurnRunner::SawAgents(const core::Identity& who, const std::vector<AgentInf
 
 // The turn, stage by stage (turn_pass.h says what each stage does).
 absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequest& request,
-                             TurnControl& control, EventSink& sink, int64_t client_deadline,
+                             TurnControl& control, EventSink& sink, core::TimePoint client_deadline,
                              const std::shared_ptr<TurnControl>& interrupted) const {
   const EndsControl ends_control(control);
   if (absl::Status valid = ValidateStreamChatRequest(request); !valid.ok()) return valid;

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "libs/core/call.h"
 #include "libs/core/call_cancellation.h"
 #include "libs/core/clock.h"
 #include "libs/core/identity.h"
@@ -56,6 +57,7 @@
 #include "services/orchestrator/plans/plan_engine.h"
 #include "services/orchestrator/turn/error_log.h"
 #include "services/orchestrator/turn/request.h"
+#include "services/orchestrator/usage/usage_attribution.h"
 
 namespace omniforge::orchestrator {
 
@@ -80,10 +82,10 @@ struct TurnOptions {
   // own (planner.profiles); the models must outlive the runner. Used only
   // when the runner has a planner model.
   std::map<::omniforge::intent::v1::ContextType, llm::ChatModel*> planner_by_context;
-  // Where the model calls the intent service made for a turn are recorded,
-  // with the turn's own (orchestration.llm_usage); null: they only count in
-  // `done`. Must outlive the runner.
-  llm::UsageSink* usage_sink = nullptr;
+  // Where each turn's model calls are stored, one row per turn
+  // (orchestration.llm_turn_usage): its own and those the intent service
+  // made for it; null: they only count in `done`. Must outlive the runner.
+  ScopeUsageWriter* usage_writer = nullptr;
   // The approval gate's policy (approval_gate.h): what runs unasked, what
   // waits for the user's approval of exactly what was previewed, what is
   // refused, and how long a preview can be approved.
@@ -116,7 +118,8 @@ class TurnControl final {
     signal_.Cancel();
   }
   bool cancelled() const { return cancelled_.load(); }
-  // What the turn's downstream calls listen to (core::ScopedCallCancellation).
+  // What the turn's downstream calls listen to (each carries it in its
+  // core::Call).
   core::CancelSignal& cancel_signal() { return signal_; }
   // Asks the turn to suspend its flow at its next safe point.
   void RequestSuspend() { suspend_.store(true); }
@@ -127,11 +130,10 @@ class TurnControl final {
   // The turn is over: `suspended` is its flow's saved state when it was
   // suspended, nullopt when it ended otherwise. Only the first call counts.
   void Ended(std::optional<SuspendedFlow> suspended);
-  // Waits until the turn is over or `deadline` (microseconds since the
-  // epoch) passes. Returns the flow it suspended; when it is still running
-  // (it suspends at its next safe point), its flow as known so far; nullopt
-  // when it finished without suspending.
-  std::optional<SuspendedFlow> AwaitSuspension(int64_t deadline);
+  // Waits until the turn is over or `deadline` passes. Returns the flow it suspended; when it is
+  // still running (it suspends at its next safe point), its flow as known so far; nullopt when it
+  // finished without suspending.
+  std::optional<SuspendedFlow> AwaitSuspension(core::TimePoint deadline);
   // The flow the turn set aside, once it ended suspended; else nullopt.
   std::optional<SuspendedFlow> SuspendedState();
 
@@ -175,10 +177,11 @@ class TurnRunner final {
   // when the turn ends. `interrupted`, when set, is the control of the turn
   // this message suspends (its suspension was requested): this turn waits
   // for its state, up to one call timeout, before it plans. `client_deadline`
-  // (microseconds since the epoch; 0: none) bounds the turn and every
+  // (TimePoint::max(): none) bounds the turn and every
   // downstream call together with the turn's own timeout.
   absl::Status Run(const core::Identity& who, const pb::StreamChatRequest& request,
-                   TurnControl& control, EventSink& sink, int64_t client_deadline = 0,
+                   TurnControl& control, EventSink& sink,
+                   core::TimePoint client_deadline = core::TimePoint::max(),
                    const std::shared_ptr<TurnControl>& interrupted = nullptr) const;
 
  private:
@@ -193,9 +196,8 @@ class TurnRunner final {
     std::map<std::string, execpb::ToolRisk> risk_by_name;
   };
   // Shared, not copied: a turn reads it on every tool call.
-  std::shared_ptr<const ToolCatalog> Catalog(const core::Identity& who, int64_t deadline) const;
-  execpb::ToolRisk RiskOf(const core::Identity& who, const std::string& tool,
-                          int64_t deadline) const;
+  std::shared_ptr<const ToolCatalog> Catalog(const core::Call& call) const;
+  execpb::ToolRisk RiskOf(const core::Call& call, const std::string& tool) const;
 
   Memory& memory_;
   Understanding& understanding_;

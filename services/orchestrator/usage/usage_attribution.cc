@@ -2,43 +2,34 @@
 
 #include <utility>
 
+#include "libs/core/clock.h"
+
 namespace omniforge::orchestrator {
-namespace {
 
-thread_local ScopedUsageAttribution* innermost_scope = nullptr;
-
-}  // namespace
-
-ScopedUsageAttribution::ScopedUsageAttribution(const UsageAttribution& attribution)
-    : attribution_(attribution), enclosing_(innermost_scope) {
-  innermost_scope = this;
+ModelUsage::~ModelUsage() {
+  std::lock_guard lock(mu_);
+  if (calls_.empty() || writer_ == nullptr) return;
+  writer_->WriteScope(attribution_, std::exchange(calls_, {}));
 }
 
-ScopedUsageAttribution::~ScopedUsageAttribution() {
-  innermost_scope = enclosing_;
-  Flush();
+void ModelUsage::Record(const llm::UsageRecord& record) {
+  std::lock_guard lock(mu_);
+  calls_.push_back({record, core::NowMicros()});
 }
 
-void ScopedUsageAttribution::Flush() {
-  if (calls_.empty()) return;
-  std::vector<AttributedCall> calls = std::exchange(calls_, {});
-  writer_->WriteScope(attribution_, std::move(calls));
+void ModelUsage::Answered(const absl::StatusOr<llm::ChatResponse>& answer) {
+  std::lock_guard lock(mu_);
+  if (totals_ != nullptr) totals_->Meter(answer);
 }
 
-const UsageAttribution* CurrentUsageAttribution() {
-  return innermost_scope == nullptr ? nullptr : &innermost_scope->attribution_;
+void ModelUsage::Attribute(UsageAttribution attribution) {
+  std::lock_guard lock(mu_);
+  attribution_ = std::move(attribution);
 }
 
-bool AddToUsageScope(const llm::UsageRecord& record, int64_t reported_micros,
-                     ScopeUsageWriter& writer) {
-  ScopedUsageAttribution* scope = innermost_scope;
-  if (scope == nullptr) return false;
-  if (scope->writer_ != &writer) {
-    if (scope->writer_ != nullptr) scope->Flush();
-    scope->writer_ = &writer;
-  }
-  scope->calls_.push_back({record, reported_micros});
-  return true;
+UsageAttribution ModelUsage::attribution() const {
+  std::lock_guard lock(mu_);
+  return attribution_;
 }
 
 }  // namespace omniforge::orchestrator

@@ -1,19 +1,20 @@
-// Whom a model call serves: the turn sets it around its model calls on its
-// own thread, and the usage sink (usage_recorder.h) reads it when the LLM
-// client reports the call, on that same thread.
-//
-// A scope also collects the calls reported inside it, so that they are
-// stored together, as one row, when the scope ends. Scopes nest: a call
-// belongs to the innermost scope of its thread, and each scope hands over
-// its own calls only (a plan step run inside a turn is stored apart from
-// the turn's other calls).
+// Whom a model call serves, and the calls of one turn (or one plan step)
+// collected to be stored together: the turn makes a ModelUsage and passes
+// it with each of its model calls (llm::CallContext::usage); the LLM client
+// reports each call's record to it, and when it ends its calls go to their
+// writer (usage_recorder.h) as one row. A plan step run inside a turn has a
+// ModelUsage of its own, so it is stored apart from the turn's other calls.
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "libs/llm/usage.h"
+#include "services/orchestrator/usage/usage_meter.h"
 
 namespace omniforge::orchestrator {
 
@@ -25,54 +26,47 @@ struct UsageAttribution {
   std::string context_type;
 };
 
-// A model call reported inside a scope.
+// A model call reported for a turn or a step.
 struct AttributedCall {
   llm::UsageRecord record;
   int64_t reported_micros = 0;  // when the client reported it (Unix epoch, UTC)
 };
 
-// Takes the calls of a scope when it ends. Called on the scope's thread, from
-// its destructor: it must not block for long nor throw.
-class ScopeUsageWriter {
+// Stores the calls of a turn or a step. As an llm::UsageSink it takes the
+// calls made for no turn (a client's own sink): they are not stored.
+class ScopeUsageWriter : public llm::UsageSink {
  public:
-  virtual ~ScopeUsageWriter() = default;
+  // Called from ModelUsage's destructor: must not block for long nor throw.
   virtual void WriteScope(const UsageAttribution& who, std::vector<AttributedCall> calls) = 0;
 };
 
-// Attributes the model calls this thread makes while it lives, and hands
-// them to their writer when it ends (nothing when no call was made). The
-// writer must outlive the scopes it records into. `attribution` must
-// outlive the scope.
-class ScopedUsageAttribution final {
+// The model calls of one turn or one plan step. Sums each answer into
+// `totals` (the turn's, for `done`; null: not summed) and collects the
+// client's records of the calls, handed to `writer` as one row when it is
+// destroyed (nothing when no call was made; null writer: not stored). The
+// writer and the totals must outlive it. Thread-safe.
+class ModelUsage final : public llm::CallUsage {
  public:
-  explicit ScopedUsageAttribution(const UsageAttribution& attribution);
-  ~ScopedUsageAttribution();
-  ScopedUsageAttribution(const ScopedUsageAttribution&) = delete;
-  ScopedUsageAttribution& operator=(const ScopedUsageAttribution&) = delete;
+  ModelUsage(UsageAttribution attribution, ScopeUsageWriter* writer, UsageTotals* totals = nullptr)
+      : attribution_(std::move(attribution)), writer_(writer), totals_(totals) {}
+  ~ModelUsage() override;
+  ModelUsage(const ModelUsage&) = delete;
+  ModelUsage& operator=(const ModelUsage&) = delete;
+
+  void Record(const llm::UsageRecord& record) override;
+  void Answered(const absl::StatusOr<llm::ChatResponse>& answer) override;
+
+  // Whom the calls serve; a turn learns its conversation and context type
+  // once it has understood the message, before its model calls.
+  void Attribute(UsageAttribution attribution);
+  UsageAttribution attribution() const;
 
  private:
-  friend const UsageAttribution* CurrentUsageAttribution();
-  friend bool AddToUsageScope(const llm::UsageRecord& record, int64_t reported_micros,
-                              ScopeUsageWriter& writer);
-
-  // Hands the collected calls to their writer and starts afresh.
-  void Flush();
-
-  const UsageAttribution& attribution_;
-  ScopedUsageAttribution* const enclosing_;
-  ScopeUsageWriter* writer_ = nullptr;
-  std::vector<AttributedCall> calls_;
+  mutable std::mutex mu_;
+  UsageAttribution attribution_ ABSL_GUARDED_BY(mu_);
+  ScopeUsageWriter* const writer_;
+  UsageTotals* const totals_;
+  std::vector<AttributedCall> calls_ ABSL_GUARDED_BY(mu_);
 };
-
-// This thread's attribution (its innermost scope's), or null outside any
-// scope.
-const UsageAttribution* CurrentUsageAttribution();
-
-// Adds a call to this thread's innermost scope, for `writer` to store when
-// the scope ends. False, and nothing kept, outside any scope. A scope has one
-// writer: should another add to it, the calls collected so far go to the
-// first one at once.
-bool AddToUsageScope(const llm::UsageRecord& record, int64_t reported_micros,
-                     ScopeUsageWriter& writer);
 
 }  // namespace omniforge::orchestrator

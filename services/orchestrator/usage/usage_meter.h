@@ -1,8 +1,8 @@
 // What a turn's model calls cost, for its `done` event: every model call the
-// turn makes on its own thread (the planner's, and a plan's generation and
-// review inside the turn) through a metered model adds to the turn's meter.
-// Works with or without a database (usage_attribution.h stores the calls;
-// this only sums them).
+// turn makes through a metered model (the planner's, and a plan's generation
+// and review inside the turn) is summed into the turn's totals, through the
+// ModelUsage (usage_attribution.h) the call is given. Works with or without
+// a database (ModelUsage also collects the calls to store; this only sums).
 #pragma once
 
 #include <cstdint>
@@ -22,23 +22,13 @@ struct UsageTotals {
   // A call made for the turn elsewhere (the intent service's): its billed
   // tokens and cost.
   void Add(const llm::UsageRecord& call);
+  // A call of the turn's own (answered or not): its answer's tokens and cost.
+  void Meter(const absl::StatusOr<llm::ChatResponse>& answer);
 };
 
-// Sums the metered calls this thread makes while it lives into `totals`
-// (which must outlive it). Scopes nest; the innermost one counts.
-class ScopedUsageMeter final {
- public:
-  explicit ScopedUsageMeter(UsageTotals* totals);
-  ~ScopedUsageMeter();
-  ScopedUsageMeter(const ScopedUsageMeter&) = delete;
-  ScopedUsageMeter& operator=(const ScopedUsageMeter&) = delete;
-
- private:
-  UsageTotals* previous_;
-};
-
-// `model`, adding each call (answered or not) and its tokens and cost to the
-// calling thread's meter, if any.
+// `model`, telling each call's usage (CallContext::usage), if any, of the
+// answer the call got (or its error), so that it is counted with its tokens
+// and cost.
 class MeteredChatModel final : public llm::ChatModel {
  public:
   explicit MeteredChatModel(llm::ChatModel& model) : model_(model) {}
