@@ -273,6 +273,18 @@ class ChatEndToEndTest : public ::testing::Test {
     return json::object();
   }
 
+  // The state of the flow the newest reply belongs to, as the orchestrator
+  // stored it in orchestration.flows; an empty object when it stored none.
+  json LastFlow(const std::string& conversation) const {
+    const std::string flow_id = LastRouting(conversation).value("flow_id", "");
+    pqxx::connection conn(db_->dsn());
+    pqxx::nontransaction tx(conn);
+    const pqxx::result rows =
+        tx.exec_params("SELECT state::text FROM orchestration.flows WHERE flow_id = $1", flow_id);
+    if (rows.empty() || rows[0][0].is_null()) return json::object();
+    return json::parse(rows[0][0].as<std::string>());
+  }
+
   // The states the turn went through.
   static std::vector<pb::AgentState> States(const Turn& turn) {
     std::vector<pb::AgentState> states;
@@ -364,18 +376,6 @@ TEST_F(ChatEndToEndTest, LaterAnswersFillTheDraftAndTheAgentIsCreatedWithAllOfTh
   EXPECT_EQ(agent["schedule"], "every monday at 9am");
   EXPECT_EQ(agent["config"]["recipients"], "the team channel");
   EXPECT_EQ(agent["config"]["data_source"], "notion");
-}
-
-TEST_F(ChatEndToEndTest, TheConversationResumesAfterTheOrchestratorRestarts) {
-  Turn first = Chat("our weekly sales reports are always late");
-  ExpectWellFormed(first);
-  ASSERT_TRUE(first.preview().has_value());
-  orchestrator_->Stop();
-  StartOrchestrator();
-  Turn second = Chat("yes", first.session().conversation_id());
-  ExpectWellFormed(second);
-  EXPECT_EQ(second.tools_called(), std::vector<std::string>{"create_agent"});
-  EXPECT_EQ(Invoke("list_agents", json::object())["count"], 1);
 }
 
 TEST_F(ChatEndToEndTest, ListThenRunTheFirstOneRunsTheRightAgent) {
@@ -483,58 +483,6 @@ TEST_F(ChatEndToEndTest, AnUnclearRequestGetsOptionsTiedToTheUsersAgents) {
   EXPECT_EQ(merged.source(), intentpb::INTENT_SOURCE_FAST_PATH);
   EXPECT_EQ(merged.action_type(), intentpb::ACTION_TYPE_EXECUTE_TASK);
   EXPECT_THAT(merged.reasoning(), HasSubstr("clarifying question"));
-}
-
-TEST_F(ChatEndToEndTest, UnhelpfulAnswersGetTwoQuestionsThenTheLikeliestReading) {
-  CreateTwoAgents();
-  Turn first = Chat("run one of my agents");
-  ExpectWellFormed(first);
-  EXPECT_THAT(first.text(), HasSubstr("Which agent should I run?"));
-  const std::string conversation = first.session().conversation_id();
-  Turn second = Chat("hmm, not sure", conversation);
-  ExpectWellFormed(second);
-  EXPECT_THAT(second.text(), HasSubstr("Which agent should I run?"));
-  EXPECT_FALSE(second.done().is_final());
-  EXPECT_EQ(LastRouting(conversation)["clarifications"], 2);
-  Turn third = Chat("no idea really", conversation);
-  ExpectWellFormed(third);
-  EXPECT_THAT(third.text(), ::testing::Not(HasSubstr("Which agent")));
-  ASSERT_TRUE(third.preview().has_value()) << third.text();
-  EXPECT_EQ(PreviewTarget(*third.preview()), "invoice-chaser")
-      << "the first agent of the list the user was shown";
-  EXPECT_THAT(third.text(), HasSubstr("I'll take 'invoice-chaser'"));
-  EXPECT_EQ(LastRouting(conversation)["clarifications"], 0);
-  for (const Turn* answer : {&second, &third}) {
-    EXPECT_EQ(answer->Of(pb::ChatEvent::kIntent)[0].intent().analysis().source(),
-              intentpb::INTENT_SOURCE_FAST_PATH);
-    EXPECT_EQ(answer->session().flow_id(), first.session().flow_id());
-  }
-  EXPECT_TRUE(third.tools_called().empty()) << "the guess is previewed, not run";
-}
-
-TEST_F(ChatEndToEndTest, WithoutADatabaseTheContextBoxRidesInTheRouting) {
-  Turn draft = Chat("our Monday Notion updates take hours — can you help?");
-  ExpectWellFormed(draft);
-  const std::string conversation = draft.session().conversation_id();
-  json box = LastRouting(conversation)["context_box"];
-  EXPECT_EQ(box["goal"], "our Monday Notion updates take hours — can you help?");
-  EXPECT_EQ(box["entities"]["data_source"], "notion");
-  EXPECT_THAT(box["progress"].dump(), HasSubstr("drafted create_agent"));
-  EXPECT_THAT(box["blockers"].dump(), HasSubstr("waiting for the user's approval"));
-  EXPECT_THAT(box["next"].dump(), HasSubstr("run create_agent once approved"));
-
-  Turn yes = Chat("yes", conversation);
-  ExpectWellFormed(yes);
-  EXPECT_EQ(yes.tools_called(), std::vector<std::string>{"create_agent"});
-  box = LastRouting(conversation)["context_box"];
-  EXPECT_EQ(box["goal"], "our Monday Notion updates take hours — can you help?")
-      << "the flow keeps its goal";
-  EXPECT_THAT(box["progress"].dump(), HasSubstr("drafted create_agent"));
-  EXPECT_THAT(box["progress"].dump(), HasSubstr("ran create_agent"));
-  EXPECT_THAT(box["progress"].dump(), HasSubstr("approved create_agent"));
-  EXPECT_THAT(box["data"].dump(), HasSubstr("create_agent: "));
-  EXPECT_TRUE(box["blockers"].empty());
-  EXPECT_TRUE(box["next"].empty());
 }
 
 TEST_F(ChatEndToEndTest, AHighRiskActionWaitsForApprovalThenIsCancelledOrDone) {
@@ -1003,6 +951,73 @@ class LocalPlanEndToEndTest : public ChatEndToEndTest {
   }
 };
 
+// The flow's state is kept in the orchestrator's database: a preview
+// survives a restart of the orchestrator. (Without a database the state is
+// kept in memory and goes with the process.)
+TEST_F(LocalPlanEndToEndTest, TheConversationResumesAfterTheOrchestratorRestarts) {
+  Turn first = Chat("our weekly sales reports are always late");
+  ExpectWellFormed(first);
+  ASSERT_TRUE(first.preview().has_value());
+  orchestrator_->Stop();
+  StartOrchestrator({}, {"OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
+  Turn second = Chat("yes", first.session().conversation_id());
+  ExpectWellFormed(second);
+  EXPECT_EQ(second.tools_called(), std::vector<std::string>{"create_agent"});
+  EXPECT_EQ(Invoke("list_agents", json::object())["count"], 1);
+}
+
+TEST_F(LocalPlanEndToEndTest, UnhelpfulAnswersGetTwoQuestionsThenTheLikeliestReading) {
+  CreateTwoAgents();
+  Turn first = Chat("run one of my agents");
+  ExpectWellFormed(first);
+  EXPECT_THAT(first.text(), HasSubstr("Which agent should I run?"));
+  const std::string conversation = first.session().conversation_id();
+  Turn second = Chat("hmm, not sure", conversation);
+  ExpectWellFormed(second);
+  EXPECT_THAT(second.text(), HasSubstr("Which agent should I run?"));
+  EXPECT_FALSE(second.done().is_final());
+  EXPECT_EQ(LastFlow(conversation)["clarifications"], 2);
+  Turn third = Chat("no idea really", conversation);
+  ExpectWellFormed(third);
+  EXPECT_THAT(third.text(), ::testing::Not(HasSubstr("Which agent")));
+  ASSERT_TRUE(third.preview().has_value()) << third.text();
+  EXPECT_EQ(PreviewTarget(*third.preview()), "invoice-chaser")
+      << "the first agent of the list the user was shown";
+  EXPECT_THAT(third.text(), HasSubstr("I'll take 'invoice-chaser'"));
+  EXPECT_EQ(LastFlow(conversation)["clarifications"], 0);
+  for (const Turn* answer : {&second, &third}) {
+    EXPECT_EQ(answer->Of(pb::ChatEvent::kIntent)[0].intent().analysis().source(),
+              intentpb::INTENT_SOURCE_FAST_PATH);
+    EXPECT_EQ(answer->session().flow_id(), first.session().flow_id());
+  }
+  EXPECT_TRUE(third.tools_called().empty()) << "the guess is previewed, not run";
+}
+
+TEST_F(LocalPlanEndToEndTest, TheContextBoxIsKeptWithTheFlowFromTurnToTurn) {
+  Turn draft = Chat("our Monday Notion updates take hours — can you help?");
+  ExpectWellFormed(draft);
+  const std::string conversation = draft.session().conversation_id();
+  json box = LastFlow(conversation)["context_box"];
+  EXPECT_EQ(box["goal"], "our Monday Notion updates take hours — can you help?");
+  EXPECT_EQ(box["entities"]["data_source"], "notion");
+  EXPECT_THAT(box["progress"].dump(), HasSubstr("drafted create_agent"));
+  EXPECT_THAT(box["blockers"].dump(), HasSubstr("waiting for the user's approval"));
+  EXPECT_THAT(box["next"].dump(), HasSubstr("run create_agent once approved"));
+
+  Turn yes = Chat("yes", conversation);
+  ExpectWellFormed(yes);
+  EXPECT_EQ(yes.tools_called(), std::vector<std::string>{"create_agent"});
+  box = LastFlow(conversation)["context_box"];
+  EXPECT_EQ(box["goal"], "our Monday Notion updates take hours — can you help?")
+      << "the flow keeps its goal";
+  EXPECT_THAT(box["progress"].dump(), HasSubstr("drafted create_agent"));
+  EXPECT_THAT(box["progress"].dump(), HasSubstr("ran create_agent"));
+  EXPECT_THAT(box["progress"].dump(), HasSubstr("approved create_agent"));
+  EXPECT_THAT(box["data"].dump(), HasSubstr("create_agent: "));
+  EXPECT_TRUE(box["blockers"].empty());
+  EXPECT_TRUE(box["next"].empty());
+}
+
 TEST_F(LocalPlanEndToEndTest, AProjectIsCreatedByAPlanTheUserReviewsThenApproves) {
   Turn draft = ChatIn(intentpb::CONTEXT_TYPE_PROJECT_CREATE,
                       "Set up a project for the spring campaign launch");
@@ -1021,9 +1036,9 @@ TEST_F(LocalPlanEndToEndTest, AProjectIsCreatedByAPlanTheUserReviewsThenApproves
   EXPECT_FALSE(draft.done().is_final());
   EXPECT_THAT(States(draft), ::testing::Contains(pb::AGENT_STATE_EXECUTING_PLAN));
   EXPECT_EQ(States(draft).back(), pb::AGENT_STATE_WAITING_ON_USER);
-  json routing = LastRouting(conversation);
-  EXPECT_EQ(routing["plan"]["plan_id"], plan.plan_id());
-  EXPECT_EQ(routing["plan"]["status"], "pending_review");
+  json flow = LastFlow(conversation);
+  EXPECT_EQ(flow["plan"]["plan_id"], plan.plan_id());
+  EXPECT_EQ(flow["plan"]["status"], "pending_review");
 
   Turn run = Chat("looks good, run it", conversation);
   ExpectWellFormed(run);
@@ -1046,7 +1061,7 @@ TEST_F(LocalPlanEndToEndTest, AProjectIsCreatedByAPlanTheUserReviewsThenApproves
             IndexOf(run, pb::ChatEvent::kStepStart, s3));
   EXPECT_THAT(run.text(), HasSubstr("Done:"));
   EXPECT_TRUE(run.done().is_final());
-  EXPECT_FALSE(LastRouting(conversation).contains("plan")) << "nothing waits any more";
+  EXPECT_FALSE(LastFlow(conversation).contains("plan")) << "nothing waits any more";
 
   // The project exists with its brief.
   const json created = json::parse(completes[1].step_complete().result_json());
@@ -1090,7 +1105,7 @@ TEST_F(LocalPlanEndToEndTest, ADraftPlanTheUserDropsNeverRuns) {
   EXPECT_TRUE(drop.Of(pb::ChatEvent::kStepStart).empty());
   EXPECT_THAT(drop.text(), HasSubstr("dropped the plan"));
   EXPECT_TRUE(drop.done().is_final());
-  EXPECT_FALSE(LastRouting(conversation).contains("plan"));
+  EXPECT_FALSE(LastFlow(conversation).contains("plan"));
   // A later "run it" is a new request, not the dropped plan.
   Turn later = Chat("looks good, run it", conversation);
   ExpectWellFormed(later);
@@ -1112,27 +1127,27 @@ TEST_F(LocalPlanEndToEndTest, AStepsQuestionGoesToTheUserWhoseAnswerLetsThePlanG
   EXPECT_THAT(audit.text(), HasSubstr("Harbor north"));
   EXPECT_FALSE(audit.done().is_final());
   EXPECT_EQ(States(audit).back(), pb::AGENT_STATE_WAITING_ON_USER);
-  EXPECT_EQ(LastRouting(conversation)["plan"]["status"], "waiting_on_user");
+  EXPECT_EQ(LastFlow(conversation)["plan"]["status"], "waiting_on_user");
 
   // A question of the user's own is not the answer: it is answered and the
   // step keeps waiting.
   Turn question = Chat("what agents do I have?", conversation);
   ExpectWellFormed(question);
   EXPECT_TRUE(question.Of(pb::ChatEvent::kStepStart).empty());
-  EXPECT_EQ(LastRouting(conversation)["plan"]["status"], "waiting_on_user");
+  EXPECT_EQ(LastFlow(conversation)["plan"]["status"], "waiting_on_user");
 
   // Each answer lets the plan go on (every step that names the project asks
   // once) until it is done.
   Turn answer = Chat("Harbor north", conversation);
   for (int round = 0; round < 3 && !answer.done().is_final(); ++round) {
     ExpectWellFormed(answer);
-    ASSERT_EQ(LastRouting(conversation)["plan"]["status"], "waiting_on_user") << answer.text();
+    ASSERT_EQ(LastFlow(conversation)["plan"]["status"], "waiting_on_user") << answer.text();
     answer = Chat("Harbor north", conversation);
   }
   ExpectWellFormed(answer);
   EXPECT_TRUE(answer.done().is_final()) << answer.text();
   EXPECT_THAT(answer.text(), HasSubstr("Done:"));
-  EXPECT_FALSE(LastRouting(conversation).contains("plan"));
+  EXPECT_FALSE(LastFlow(conversation).contains("plan"));
 }
 
 TEST_F(LocalPlanEndToEndTest, ContinueAfterACrashFinishesThePlanWithoutRepeatingFinishedSteps) {
@@ -1620,7 +1635,7 @@ TEST_F(ModelPlannerEndToEndTest, ADraftPlanIsRevisedThenApprovedAndRunsWithoutTh
   EXPECT_TRUE(revise.Of(pb::ChatEvent::kStepStart).empty());
   EXPECT_THAT(revise.text(), HasSubstr("Find the reporting projects"));
   EXPECT_FALSE(revise.done().is_final());
-  EXPECT_EQ(LastRouting(conversation)["plan"]["status"], "pending_review");
+  EXPECT_EQ(LastFlow(conversation)["plan"]["status"], "pending_review");
   // The plan made again without the planner is still the turn's model call:
   // in its usage and in orchestration.llm_usage.
   EXPECT_EQ(RequestsOf(*fake_, "planner_stream"), planner_calls);
@@ -2358,7 +2373,7 @@ TEST_F(ModelPlannerEndToEndTest, WithTheModelAnUnclearRequestGetsOptionsTiedToTh
   EXPECT_THAT(SystemPrompt(fake_->Requests()[before]), ::testing::Not(HasSubstr("invoice-chaser")));
   EXPECT_EQ(ask.text(), question.text);
   EXPECT_FALSE(ask.done().is_final()) << "the flow waits for the answer";
-  EXPECT_EQ(LastRouting(ask.session().conversation_id())["clarifications"], 1);
+  EXPECT_EQ(LastFlow(ask.session().conversation_id())["clarifications"], 1);
 
   Turn answer = Chat("the second one", ask.session().conversation_id());
   ExpectWellFormed(answer);
@@ -2468,7 +2483,7 @@ TEST_F(ModelPlannerEndToEndTest, TheModelsQuestionsStopAtTheCapAndAnswersSkipThe
   EXPECT_THAT(SystemPrompt(fake_->Requests()[before]),
               HasSubstr("Do not ask a clarifying question now (2 asked in a row, at most 2)"));
   EXPECT_TRUE(third.done().is_final()) << "a third question does not hold the flow";
-  EXPECT_EQ(LastRouting(conversation)["clarifications"], 0);
+  EXPECT_EQ(LastFlow(conversation)["clarifications"], 0);
 }
 
 TEST_F(ModelPlannerEndToEndTest, WhenTheModelFailsOnAnAnswerTheTurnProceedsInsteadOfAsking) {

@@ -13,8 +13,8 @@
 //   Act           stage_act.cc          the move through the gate's policy,
 //                                       tools and plans under the guardrails
 //   Compose       stage_compose.cc      the reply's words, previews, waiting
-//   Save          stage_save.cc         the reply with its routing, the flow,
-//                                       the audit trail, `done`
+//   Save          stage_save.cc         the reply with its routing, the flow's
+//                                       state, the audit trail, `done`
 //
 // A TurnPass is the state one turn builds up as it goes (what each stage
 // leaves for the next), with the turn's CallContext. Made and used on the
@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "libs/core/call.h"
 #include "libs/core/call_cancellation.h"
 #include "libs/core/side_threads.h"
 #include "services/orchestrator/planner/model_planner.h"
@@ -87,6 +88,7 @@ class TurnPass final {
       const convpb::AppendMessageRequest& message, int64_t deadline);
   // stage_load_flow.cc
   void TakeHistory();
+  FlowState LastFlow(const Routing& routing);
   void FindPlan();
   void ChooseKind();
   void LoadBox();
@@ -126,8 +128,8 @@ class TurnPass final {
   void ShowPreviews();
   void Ask(const std::string& words);
   // stage_save.cc
-  Routing MakeRouting();
-  void SaveFlowAndReply(const Routing& routing);
+  FlowState MakeFlowState();
+  void SaveFlowAndReply(const FlowState& state);
   void AuditDecisions();
   void SendDone();
   bool TrySuspend();
@@ -137,6 +139,12 @@ class TurnPass final {
                               const std::string& doing);
   void RecordError(const std::string& kind, const std::string& message);
   int64_t CallDeadline() const { return ctx_.CallDeadline(runner_.options_.call_timeout); }
+  // A read of the flow store: for the turn's caller, within a call's time,
+  // cancelled with the turn.
+  core::Call FlowCall() const {
+    return core::Call{ctx_.who(), core::TimePointFromMicros(CallDeadline()),
+                      &control_.cancel_signal()};
+  }
   bool PlansOn() const { return runner_.plans_ != nullptr; }
 
   const TurnRunner& runner_;
@@ -182,7 +190,11 @@ class TurnPass final {
   absl::StatusOr<convpb::GetContextWindowResponse> window_ = convpb::GetContextWindowResponse();
   convpb::GetContextWindowResponse history_;
   bool history_known_ = false;
-  std::optional<Routing> last_;
+  // The flow the last reply belongs to: its state from the flow store when
+  // it waited for this message (last_loaded_), else what the reply's
+  // routing tells of it.
+  std::optional<FlowState> last_;
+  bool last_loaded_ = false;
   std::optional<SuspendedFlow> suspended_now_;
   std::optional<SuspendedFlow> set_aside_;
   bool resuming_ = false;
@@ -196,6 +208,9 @@ class TurnPass final {
   std::string flow_id_;
   std::string goal_;
   ContextBox box_;
+  // The revision of the flow's state this turn read (0: none), which its
+  // save expects to replace.
+  int64_t flow_revision_ = 0;
 
   // Understand
   std::vector<AgentInfo> agents_;
