@@ -31,6 +31,7 @@
 #include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
+#include "services/orchestrator/approvals/approval_gate.h"
 #include "services/orchestrator/storage/pg_approval_audit.h"
 #include "services/orchestrator/storage/pg_plan_store.h"
 #include "tests/support/server_process.h"
@@ -671,6 +672,53 @@ std::string MetricsOf(const testing::ServerProcess& process) {
   client.set_read_timeout(5);
   auto page = client.Get("/metrics");
   return page && page->status == 200 ? page->body : "";
+}
+
+// The previous release stored the whole flow in the reply's routing (no
+// `format`): a conversation in flight across the upgrade goes on from it
+// when the flow store has no state for the flow (here: no database).
+TEST_F(ChatEndToEndTest, AnActionPreviewedBeforeTheUpgradeRunsOnYes) {
+  Turn hello = Chat("list my agents");
+  ExpectWellFormed(hello);
+  const std::string conversation = hello.session().conversation_id();
+  const json arguments = {{"name", "invoice-chaser"},
+                          {"description", "Chases late invoices"},
+                          {"schedule", "every friday at 4pm"}};
+  const std::string flow = "flow-" + core::NewUuid();
+  const json old_routing = {{"turn_id", "turn-before-the-upgrade"},
+                            {"flow_id", flow},
+                            {"goal", "our invoices are always paid late"},
+                            {"action_type", "ACTION_TYPE_CREATE_AGENT"},
+                            {"entities", json::object()},
+                            {"listed_agents", json::array()},
+                            {"pending_action", true},
+                            {"pending_actions",
+                             {{{"action_id", "action-before-the-upgrade"},
+                               {"tool", "create_agent"},
+                               {"arguments", arguments},
+                               {"risk", "TOOL_RISK_WRITE"},
+                               {"summary", "Create the agent invoice-chaser"},
+                               {"digest", ActionDigest("create_agent", arguments)},
+                               {"expires_at_micros", core::NowMicros() + 600'000'000},
+                               {"targets", json::object()}}}},
+                            {"clarifications", 0},
+                            {"tools_used", json::array()},
+                            {"context_box", {{"goal", "our invoices are always paid late"}}}};
+  ASSERT_TRUE(StoreAsAnotherClient(conversation, conversation::v1::ROLE_USER,
+                                   "our invoices are always paid late")
+                  .ok());
+  ASSERT_TRUE(StoreAsAnotherClient(conversation, conversation::v1::ROLE_ASSISTANT,
+                                   "I can create invoice-chaser. Shall I go ahead?",
+                                   old_routing.dump())
+                  .ok());
+
+  Turn yes = Chat("yes", conversation);
+  ExpectWellFormed(yes);
+  EXPECT_EQ(yes.session().flow_id(), flow) << "the flow of the earlier reply goes on";
+  EXPECT_EQ(yes.tools_called(), std::vector<std::string>{"create_agent"});
+  EXPECT_EQ(Invoke("get_agent", {{"agent", "invoice-chaser"}})["agent"]["schedule"],
+            "every friday at 4pm");
+  EXPECT_EQ(LastRouting(conversation)["format"], 2) << "the reply is stored as a projection";
 }
 
 TEST_F(ChatEndToEndTest, WithStorageDownTurnsStillAnswerAndTheirMessagesAreStoredOnceItIsBack) {
