@@ -18,7 +18,7 @@ namespace omniforge::orchestrator {
 // least recently saved goes.
 class MemoryFlowStore final : public FlowStore {
  public:
-  explicit MemoryFlowStore(size_t max_flows = 100000);
+  explicit MemoryFlowStore(size_t max_flows = 10000);
 
   absl::StatusOr<FlowState> Load(const core::Call& call, const std::string& flow_id) override;
   absl::Status Save(const core::Call& call, const FlowState& state,
