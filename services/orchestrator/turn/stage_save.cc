@@ -127,8 +127,7 @@ void TurnPass::SaveFlowAndReply(const FlowState& state) {
 
 // Every decision of the gate, for the audit trail (ListActions).
 void TurnPass::AuditDecisions() {
-  ApprovalAudit* audit = runner_.options_.audit;
-  if (audit == nullptr || !core::IsUuid(conversation_id_)) return;
+  if (!core::IsUuid(conversation_id_)) return;
   for (const GateDecision& d : decisions_) {
     ActionDecisionRecord record;
     record.tenant_id = ctx_.who().tenant_id;
@@ -143,7 +142,7 @@ void TurnPass::AuditDecisions() {
     record.outcome = d.outcome;
     record.decided_by = d.via == "policy" ? "policy" : ctx_.who().user_id;
     record.via = d.via;
-    if (absl::Status kept = audit->Record(record); !kept.ok()) {
+    if (absl::Status kept = runner_.audit_.Record(record); !kept.ok()) {
       stage_ = "store_decision";
       core::LogWarn("approval decision not recorded", {{"component", "orchestrator"},
                                                        {"stage", "store_decision"},

@@ -19,6 +19,7 @@ TurnRunner::TurnRunner(Memory& memory, Understanding& understanding, Tools& tool
       understanding_(understanding),
       tools_(tools),
       options_(options),
+      audit_(options_.audit != nullptr ? *options_.audit : no_audit_),
       planner_(planner),
       own_flows_(flows == nullptr ? std::make_unique<MemoryFlowStore>() : nullptr),
       flows_(flows != nullptr ? flows : own_flows_.get()),

@@ -203,6 +203,8 @@ class TurnRunner final {
   Understanding& understanding_;
   Tools& tools_;
   const TurnOptions options_;
+  NoApprovalAudit no_audit_;  // the trail when the options name none
+  ApprovalAudit& audit_;
   llm::ChatModel* const planner_;
   // The planner models as the turn calls them: metered (usage_meter.h), so
   // `done` carries what the turn's model calls cost. Null without a planner.
