@@ -246,6 +246,32 @@ TEST(TurnRunnerTest, AWriteWaitsForApprovalAndRunsOnceWithTheActionsKey) {
   EXPECT_EQ(h.tools.CallsOf("run_agent").size(), 1u);
 }
 
+TEST(TurnRunnerTest, WithoutAFlowStoreGivenTheFlowsStateIsKeptInMemoryAndTheYesRuns) {
+  FakeClock clock;
+  FakeMemory memory;
+  FakeUnderstanding understanding(FakeUnderstanding::Always(intentpb::ACTION_TYPE_EXECUTE_TASK,
+                                                            {{"agent_name", "weekly-digest"}}));
+  FakeTools tools;
+  tools.SetAgents(json::array({{{"name", "weekly-digest"}, {"id", "a-1"}}}));
+  TurnOptions options;
+  options.clock = &clock;
+  const TurnRunner runner(memory, understanding, tools, options);  // no flow store, no error log
+  auto turn = [&](const std::string& message, const std::string& conversation) {
+    pb::StreamChatRequest request;
+    request.set_message(message);
+    request.set_conversation_id(conversation);
+    TurnControl control;
+    RecordingSink sink;
+    EXPECT_TRUE(runner.Run(kAlice, request, control, sink).ok());
+    return sink;
+  };
+  const RecordingSink ask = turn("run weekly-digest now", "");
+  ASSERT_EQ(ask.Of(pb::ChatEvent::kPreview).size(), 1u);
+  const RecordingSink yes = turn("yes", ask.events.front().session().conversation_id());
+  EXPECT_EQ(tools.CallsOf("run_agent").size(), 1u);
+  EXPECT_EQ(yes.events.front().session().flow_id(), ask.events.front().session().flow_id());
+}
+
 TEST(TurnRunnerTest, ASuspendedTurnSavesItsFlowAndAContinueResumesIt) {
   Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
   RecordingSink first;
