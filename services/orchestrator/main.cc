@@ -7,11 +7,10 @@
 // API key from the key file (`auth.api_keys_file`); `keys create` makes a new
 // key and prints the line to add to that file. Without an LLM configured,
 // turns are planned by the local policy (local mode). With database.dsn,
-// flows (context boxes), turn errors, model-call usage and plans are stored
-// in schema orchestration, and replicas reach each other's running turns;
-// without it, context boxes ride in the routing metadata of the
-// conversation, nothing else is stored and no plans are made
-// (agent_create_plan is not offered). Messages that conversation storage
+// flow states, turn errors, model-call usage and plans are stored in schema
+// orchestration, and replicas reach each other's running turns; without it,
+// flow states are kept in memory (lost on restart), nothing else is stored
+// and no plans are made (agent_create_plan is not offered). Messages that conversation storage
 // cannot take wait in the append spool (`spool.dir`) until it is back.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -33,6 +32,7 @@
 #include "services/orchestrator/api/chat_service.h"
 #include "services/orchestrator/approvals/memory_approval_audit.h"
 #include "services/orchestrator/downstream/grpc_downstream.h"
+#include "services/orchestrator/flow/memory_flow_store.h"
 #include "services/orchestrator/storage/pg_approval_audit.h"
 #include "services/orchestrator/storage/pg_error_log.h"
 #include "services/orchestrator/storage/pg_flow_store.h"
@@ -164,11 +164,11 @@ absl::StatusOr<Downstream> ConnectDownstream(const Settings& s) {
   return d;
 }
 
-// Schema orchestration's stores; without database.dsn only `audit` is set
-// (in memory).
+// Schema orchestration's stores; without database.dsn only `flows` and
+// `audit` are set (in memory).
 struct Storage {
   std::unique_ptr<pg::PgPool> pool;
-  std::unique_ptr<PgFlowStore> flows;
+  std::unique_ptr<FlowStore> flows;
   std::unique_ptr<PgErrorLog> errors;
   std::unique_ptr<ApprovalAudit> audit;
   std::shared_ptr<PgUsageRecorder> usage;
@@ -177,10 +177,12 @@ struct Storage {
 absl::StatusOr<Storage> OpenStorage(const Settings& s) {
   Storage st;
   if (s.database.pool.dsn.empty()) {
+    st.flows = std::make_unique<MemoryFlowStore>();
     st.audit = std::make_unique<MemoryApprovalAudit>();
     core::LogWarn(
-        "database.dsn is empty: context boxes ride in the routing metadata; turn errors and "
-        "model calls are not recorded; approval decisions are kept in memory only");
+        "database.dsn is empty: flow states and approval decisions are kept in memory only "
+        "(a flow waiting for the user does not survive a restart); turn errors and model calls "
+        "are not recorded");
     return st;
   }
   if (s.database.migrate_on_start) {

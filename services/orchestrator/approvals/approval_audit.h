@@ -48,6 +48,17 @@ class ApprovalAudit {  // thread-safe
                                                                  int limit) = 0;
 };
 
+// Keeps nothing: the trail of a turn runner given none. Record accepts every
+// decision and stores none; List lists none.
+class NoApprovalAudit final : public ApprovalAudit {
+ public:
+  absl::Status Record(const ActionDecisionRecord&) override { return absl::OkStatus(); }
+  absl::StatusOr<std::vector<ActionDecisionRecord>> List(const core::Identity&, const std::string&,
+                                                         int) override {
+    return std::vector<ActionDecisionRecord>();
+  }
+};
+
 // A summary longer than this many bytes is stored cut there (at a UTF-8
 // boundary) with "…" after it.
 inline constexpr size_t kMaxDecisionSummaryBytes = 2000;

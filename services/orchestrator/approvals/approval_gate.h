@@ -35,8 +35,8 @@
 #include "omniforge/executor/v1/executor_service.pb.h"
 #include "omniforge/intent/v1/intent_service.pb.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
+#include "services/orchestrator/flow/flow_state.h"
 #include "services/orchestrator/flow/move.h"
-#include "services/orchestrator/flow/routing.h"
 #include "services/orchestrator/plans/plan_model.h"
 
 namespace omniforge::orchestrator {

@@ -8,7 +8,7 @@
 
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
 #include "services/orchestrator/approvals/approval_gate.h"
-#include "services/orchestrator/flow/routing.h"
+#include "services/orchestrator/flow/flow_state.h"
 #include "services/orchestrator/plans/plan_model.h"
 
 namespace omniforge::orchestrator {

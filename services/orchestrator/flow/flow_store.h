@@ -1,7 +1,8 @@
-// Where flows keep their context box between turns, when the orchestrator
-// has a database (pg_flow_store.h: orchestration.flows). Without one, the
-// box rides in the routing metadata of each assistant message instead
-// (Routing::box), and no FlowStore exists.
+// Where each flow keeps its state (flow_state.h) between turns: one
+// FlowState per flow, versioned by its revision. PgFlowStore
+// (storage/pg_flow_store.h, orchestration.flows) when the orchestrator has a
+// database; MemoryFlowStore (memory_flow_store.h) in local mode without one
+// and in tests.
 #pragma once
 
 #include <cstdint>
@@ -9,51 +10,27 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "libs/core/identity.h"
-#include "services/orchestrator/flow/context_box.h"
+#include "libs/core/call.h"
+#include "services/orchestrator/flow/flow_state.h"
 
 namespace omniforge::orchestrator {
 
-// Where a flow stands after a turn.
-enum class FlowStatus {
-  kDone,       // the turn answered; nothing waits
-  kWaiting,    // waits for the user: an approval or an answer
-  kSuspended,  // a newer message set it aside; it can be resumed
-};
-
-// As stored: "done", "waiting", "suspended".
-inline const char* FlowStatusName(FlowStatus status) {
-  switch (status) {
-    case FlowStatus::kWaiting:
-      return "waiting";
-    case FlowStatus::kSuspended:
-      return "suspended";
-    case FlowStatus::kDone:
-      break;
-  }
-  return "done";
-}
-
-struct FlowRecord {
-  std::string flow_id;
-  std::string conversation_id;
-  std::string turn_id;  // the turn that wrote it last
-  FlowStatus status = FlowStatus::kDone;
-  ContextBox box;
-};
-
-// Implementations are thread-safe and bound every call by `deadline`
-// (microseconds since the epoch).
+// Implementations are thread-safe and end every call by `call.deadline`.
+// A flow is its user's: another user's flow is never read nor written.
 class FlowStore {
  public:
   virtual ~FlowStore() = default;
-  // The box of the caller's flow; NOT_FOUND when the flow has none (or is
-  // another user's), UNAVAILABLE / DEADLINE_EXCEEDED when it cannot be read.
-  virtual absl::StatusOr<ContextBox> Load(const core::Identity& who, const std::string& flow_id,
-                                          int64_t deadline) = 0;
-  // Creates or replaces the flow's record: one statement.
-  virtual absl::Status Save(const core::Identity& who, const FlowRecord& record,
-                            int64_t deadline) = 0;
+  // The state of the caller's flow, with its revision. NOT_FOUND when the
+  // flow has none (or is another user's), UNAVAILABLE / DEADLINE_EXCEEDED
+  // when it cannot be read.
+  virtual absl::StatusOr<FlowState> Load(const core::Call& call, const std::string& flow_id) = 0;
+  // Stores `state` as the flow's state with revision `expected_revision` + 1
+  // (state.revision is not read), if the stored revision is still
+  // `expected_revision` (0: the flow has no state yet). ABORTED, with
+  // nothing written, when it moved on or the flow is another user's;
+  // UNAVAILABLE / DEADLINE_EXCEEDED when it cannot be written.
+  virtual absl::Status Save(const core::Call& call, const FlowState& state,
+                            int64_t expected_revision) = 0;
 };
 
 }  // namespace omniforge::orchestrator

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "omniforge/intent/v1/intent_service.pb.h"
-#include "services/orchestrator/flow/routing.h"
+#include "services/orchestrator/flow/flow_state.h"
 
 namespace omniforge::orchestrator {
 
@@ -63,7 +63,7 @@ struct Move {
   // This turn asks a clarifying question, about what (kAsked*).
   bool clarifying = false;
   std::string asked;
-  // Routing to store with the reply.
+  // What the reply is about, for its routing (routing.h).
   ::omniforge::intent::v1::ActionType action_type =
       ::omniforge::intent::v1::ACTION_TYPE_UNSPECIFIED;
   std::map<std::string, std::string> entities;

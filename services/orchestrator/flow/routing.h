@@ -1,8 +1,11 @@
 // Routing metadata: what the orchestrator stores with each assistant message
-// so that later turns, in this process or another one after a restart, can
-// resolve "the first one", "yes, do that" and "make it weekly instead". The
-// conversation service keeps it as the message's metadata (a JSON object);
-// the intent service reads the same fields from the history it is given.
+// so that later turns, in this process or another one after a restart, find
+// the flow the reply belongs to and read the history (the intent service
+// reads the same fields from the history it is given). It is a small
+// projection of the flow's state (flow_state.h): the state itself is kept
+// by the FlowStore, and a turn that goes on with the flow loads it from
+// there. The conversation service keeps the routing as the message's
+// metadata (a JSON object).
 #pragma once
 
 #include <array>
@@ -17,99 +20,43 @@
 #include <unordered_map>
 #include <vector>
 
-#include "omniforge/executor/v1/executor_service.pb.h"
 #include "omniforge/intent/v1/intent_service.pb.h"
-#include "services/orchestrator/flow/context_box.h"
+#include "services/orchestrator/flow/flow_state.h"
 
 namespace omniforge::orchestrator {
-
-// A risky tool call that waits for the user's approval (approval_gate.h):
-// exactly this call runs when the user approves it, and only before it
-// expires.
-struct PendingAction {
-  std::string action_id;
-  std::string tool;
-  // With its targets resolved to ids at preview time (an agent's name is
-  // replaced by its id; `targets` keeps what the name was).
-  nlohmann::json arguments = nlohmann::json::object();
-  ::omniforge::executor::v1::ToolRisk risk = ::omniforge::executor::v1::TOOL_RISK_WRITE;
-  std::string summary;  // what would happen, in words
-  // ActionDigest(tool, arguments): what the preview showed and an approval
-  // runs. Empty for an action stored by an older version: it is previewed
-  // again rather than run.
-  std::string digest;
-  // When the preview stops being approvable (microseconds since the epoch).
-  int64_t expires_at_micros = 0;
-  // The targets as resolved at preview time, by argument: {"agent": {"id":
-  // ..., "name": ...}}. An approval checks they still are what they were.
-  nlohmann::json targets = nlohmann::json::object();
-};
-
-// A plan of the flow that waits for the user: for their review
-// (pending_review), for an answer to a step's question (waiting_on_user), or
-// to be resumed after the turn running it stopped (running).
-struct PlanRef {
-  std::string plan_id;
-  std::string status;  // the plan's status name (plan_model.h)
-  std::string objective;
-  // For a plan previewed for review: PlanDigest of the steps shown and when
-  // the preview expires (approval_gate.h); empty and 0 otherwise.
-  std::string digest;
-  int64_t expires_at_micros = 0;
-};
-
-// A flow that a newer message suspended while it ran. Later turns carry it
-// until the user resumes it ("continue what you were doing") or another
-// flow is suspended in its place.
-struct SuspendedFlow {
-  std::string flow_id;
-  std::string goal;
-  ::omniforge::intent::v1::ActionType action_type =
-      ::omniforge::intent::v1::ACTION_TYPE_UNSPECIFIED;
-  std::map<std::string, std::string> entities;
-  // Its context box, when no flow store keeps boxes (see Routing::box).
-  std::optional<ContextBox> box;
-  // The plan it was running, resumed with it.
-  std::optional<PlanRef> plan;
-};
 
 struct Routing {
   std::string turn_id;
   std::string flow_id;
-  // What the flow is about: the user's message that started it.
-  std::string goal;
   ::omniforge::intent::v1::ActionType action_type =
       ::omniforge::intent::v1::ACTION_TYPE_UNSPECIFIED;
   std::map<std::string, std::string> entities;
   std::vector<std::string> listed_agents;  // in the order shown to the user
-  // The actions this turn previewed, each waiting for the user's approval.
-  std::vector<PendingAction> pending;
-  int clarifications = 0;  // clarifying questions in a row, this turn's included
-  // What this turn's clarifying question asked for (see ClarifyAbout in
-  // local_policy.h); empty when it asked none.
-  std::string asked;
-  std::vector<std::string> tools_used;
-  // The flow's context box, when the orchestrator runs without a database
-  // (no flow store): the box then rides with the routing from turn to turn.
-  std::optional<ContextBox> box;
-  // This turn stopped early because a newer message suspended its flow.
-  bool suspended = false;
+  std::vector<std::string> tools_used;     // by the turn, for readers of the history
+  // The reply previewed actions that wait for the user's approval.
+  bool pending_action = false;
+  // Where the flow stood after the turn: a later turn loads the state of a
+  // flow that waits (kSuspended: the turn stopped early, set aside by a
+  // newer message).
+  FlowStatus status = FlowStatus::kDone;
   // The flow suspended by this turn's message or an earlier one, not yet
-  // resumed.
+  // resumed; carried from reply to reply, also by flows that need no state.
   std::optional<SuspendedFlow> suspended_flow;
-  // The plan this turn left waiting, if any.
-  std::optional<PlanRef> plan;
+  // Metadata written by an older version carried the flow's whole state:
+  // read from it, for when the flow store has no state for the flow.
+  std::optional<FlowState> written_whole;
 };
 
+// The projection of `state` stored with the reply of its turn.
+Routing RoutingOf(const FlowState& state);
+
+// Without `written_whole`, which is never written.
 nlohmann::json RoutingToJson(const Routing& routing);
 
-// A suspended flow alone, as it rides in the routing (and between replicas).
-nlohmann::json SuspendedFlowToJson(const SuspendedFlow& flow);
-// nullopt for anything without a flow id.
-std::optional<SuspendedFlow> SuspendedFlowFromJson(const nlohmann::json& json);
-
-// Lenient: missing or mistyped fields read as their defaults, so metadata
-// written by an older version still routes.
+// Lenient: missing or mistyped fields read as their defaults. Metadata
+// without a `format` field, written by an older version, also reads as the
+// whole state it carried (written_whole), so that conversations in flight
+// when the orchestrator was upgraded still route.
 Routing RoutingFromJson(const nlohmann::json& json);
 
 // The routing of stored messages by message id, parsed once: a stored

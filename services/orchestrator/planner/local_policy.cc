@@ -493,12 +493,12 @@ Move DecideLocally(const PolicyInput& in) {
   return move;
 }
 
-bool AnswerSkipsAnalysis(const Routing& last) {
+bool AnswerSkipsAnalysis(const FlowState& last) {
   return last.clarifications > 0 &&
          (last.asked == kAskedAgent || last.asked == kAskedChange || last.asked == kAskedModel);
 }
 
-intentpb::IntentAnalysis AnalysisOfAnswer(const Routing& last, const std::string& answer,
+intentpb::IntentAnalysis AnalysisOfAnswer(const FlowState& last, const std::string& answer,
                                           const std::vector<AgentInfo>& agents) {
   intentpb::IntentAnalysis analysis;
   analysis.set_action_type(last.action_type == intentpb::ACTION_TYPE_UNSPECIFIED

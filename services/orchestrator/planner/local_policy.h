@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "omniforge/intent/v1/intent_service.pb.h"
+#include "services/orchestrator/flow/flow_state.h"
 #include "services/orchestrator/flow/move.h"
-#include "services/orchestrator/flow/routing.h"
 
 namespace omniforge::orchestrator {
 
@@ -29,8 +29,8 @@ std::vector<std::string> Words(const std::string& message);
 struct PolicyInput {
   ::omniforge::intent::v1::IntentAnalysis intent;
   std::string message;
-  // The routing of the last assistant turn of the conversation, if any.
-  std::optional<Routing> last;
+  // The flow the last assistant turn of the conversation belongs to, if any.
+  std::optional<FlowState> last;
   std::vector<AgentInfo> agents;
   int max_clarifications = 2;
   // The message that started the flow this turn continues (after a
@@ -45,7 +45,7 @@ struct PolicyInput {
 
 Move DecideLocally(const PolicyInput& input);
 
-// What a clarifying question asks for (Move::asked, Routing::asked).
+// What a clarifying question asks for (Move::asked, FlowState::asked).
 inline constexpr char kAskedAgent[] = "agent";    // which of the user's agents
 inline constexpr char kAskedChange[] = "change";  // what to change about an agent
 inline constexpr char kAskedIntent[] = "intent";  // what the user wants at all
@@ -55,7 +55,7 @@ inline constexpr char kAskedModel[] = "model";    // the planner model's own que
 // as it is (which agent, what to change, the model's question): the answer
 // is merged in without the intent service. An answer to "what would you
 // like me to do?" is a request of its own and is analysed.
-bool AnswerSkipsAnalysis(const Routing& last);
+bool AnswerSkipsAnalysis(const FlowState& last);
 
 // The analysis of `answer` to the clarifying question `last` asked, made
 // without the intent service: the flow's action and entities, plus what the
@@ -63,7 +63,7 @@ bool AnswerSkipsAnalysis(const Routing& last);
 // ("the second one") or by name, a schedule, a data source, recipients.
 // Never ambiguous: the answer settles the question, or the flow asks again
 // within the clarification cap and then proceeds on its best reading.
-::omniforge::intent::v1::IntentAnalysis AnalysisOfAnswer(const Routing& last,
+::omniforge::intent::v1::IntentAnalysis AnalysisOfAnswer(const FlowState& last,
                                                          const std::string& answer,
                                                          const std::vector<AgentInfo>& agents);
 

@@ -24,7 +24,7 @@
 #include "omniforge/executor/v1/executor_service.pb.h"
 #include "omniforge/intent/v1/intent_service.pb.h"
 #include "services/orchestrator/approvals/approval_gate.h"
-#include "services/orchestrator/flow/routing.h"
+#include "services/orchestrator/flow/flow_state.h"
 #include "services/orchestrator/planner/local_policy.h"
 
 namespace omniforge::orchestrator {

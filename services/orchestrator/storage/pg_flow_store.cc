@@ -1,6 +1,5 @@
 #include "services/orchestrator/storage/pg_flow_store.h"
 
-#include <chrono>
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
@@ -9,44 +8,86 @@
 namespace omniforge::orchestrator {
 namespace {
 
-core::ScopedCallDeadline Until(int64_t deadline_micros) {
-  return core::ScopedCallDeadline(std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-          std::chrono::microseconds(deadline_micros))));
+using nlohmann::json;
+
+core::ScopedCallDeadline Until(const core::Call& call) {
+  return core::ScopedCallDeadline(std::chrono::system_clock::time_point(call.deadline));
+}
+
+json ParsedOr(const pqxx::field& field, json otherwise) {
+  if (field.is_null()) return otherwise;
+  json parsed = json::parse(field.as<std::string>(), nullptr, /*allow_exceptions=*/false);
+  return parsed.is_discarded() ? otherwise : parsed;
+}
+
+// A row as a FlowState: its state, else (a row written before states were
+// stored whole) its box, status and turn; the columns name the flow.
+FlowState StateOfRow(const pqxx::row& row) {
+  FlowState state = FlowStateFromJson(ParsedOr(row[0], json::object()));
+  if (row[0].is_null()) {
+    state.box = ContextBoxFromJson(ParsedOr(row[1], json::object()));
+    state.status = ParseFlowStatus(row[2].as<std::string>());
+    state.turn_id = row[3].as<std::string>();
+    state.goal = state.box.goal;
+  }
+  state.conversation_id = row[4].as<std::string>();
+  state.revision = row[5].as<int64_t>();
+  return state;
 }
 
 }  // namespace
 
-absl::StatusOr<ContextBox> PgFlowStore::Load(const core::Identity& who, const std::string& flow_id,
-                                             int64_t deadline) {
-  const core::ScopedCallDeadline bounded = Until(deadline);
-  std::string box_json;
-  absl::Status status = pg::WithTenantTransaction(pool_, who.tenant_id, [&](pqxx::work& tx) {
+absl::StatusOr<FlowState> PgFlowStore::Load(const core::Call& call, const std::string& flow_id) {
+  const core::ScopedCallDeadline bounded = Until(call);
+  FlowState state;
+  absl::Status status = pg::WithTenantTransaction(pool_, call.who.tenant_id, [&](pqxx::work& tx) {
     const pqxx::result rows = tx.exec_params(
-        "SELECT box::text FROM orchestration.flows "
-        "WHERE tenant_id = $1 AND flow_id = $2 AND user_id = $3",
-        who.tenant_id, flow_id, who.user_id);
+        "SELECT state::text, box::text, status, turn_id, conversation_id::text, revision "
+        "FROM orchestration.flows WHERE tenant_id = $1 AND flow_id = $2 AND user_id = $3",
+        call.who.tenant_id, flow_id, call.who.user_id);
     if (rows.empty()) return absl::NotFoundError("no flow " + flow_id);
-    box_json = rows[0][0].as<std::string>();
+    state = StateOfRow(rows[0]);
     return absl::OkStatus();
   });
   if (!status.ok()) return status;
-  return ContextBoxFromJson(nlohmann::json::parse(box_json, nullptr, /*allow_exceptions=*/false));
+  state.flow_id = flow_id;
+  return state;
 }
 
-absl::Status PgFlowStore::Save(const core::Identity& who, const FlowRecord& record,
-                               int64_t deadline) {
-  const core::ScopedCallDeadline bounded = Until(deadline);
-  return pg::WithTenantTransaction(pool_, who.tenant_id, [&](pqxx::work& tx) {
-    // A flow id that is another user's is left alone (and not taken over).
-    tx.exec_params(
-        "INSERT INTO orchestration.flows (tenant_id, flow_id, user_id, conversation_id, "
-        "turn_id, status, box) VALUES ($1, $2, $3, $4::uuid, $5, $6, $7::jsonb) "
-        "ON CONFLICT (tenant_id, flow_id) DO UPDATE SET turn_id = EXCLUDED.turn_id, "
-        "status = EXCLUDED.status, box = EXCLUDED.box, updated_at = now() "
-        "WHERE flows.user_id = EXCLUDED.user_id",
-        who.tenant_id, record.flow_id, who.user_id, record.conversation_id, record.turn_id,
-        std::string(FlowStatusName(record.status)), ContextBoxToJson(record.box).dump());
+absl::Status PgFlowStore::Save(const core::Call& call, const FlowState& state,
+                               int64_t expected_revision) {
+  const core::ScopedCallDeadline bounded = Until(call);
+  FlowState stored = state;
+  stored.revision = expected_revision + 1;
+  const std::string state_json = FlowStateToJson(stored).dump();
+  const std::string box_json = ContextBoxToJson(state.box).dump();
+  const std::string status_name = FlowStatusName(state.status);
+  return pg::WithTenantTransaction(pool_, call.who.tenant_id, [&](pqxx::work& tx) {
+    pqxx::result written;
+    if (expected_revision == 0) {
+      // A new flow, or a row stored before states were (revision 0); a
+      // flow id that is another user's is left alone.
+      written = tx.exec_params(
+          "INSERT INTO orchestration.flows (tenant_id, flow_id, user_id, conversation_id, "
+          "turn_id, status, box, state, revision) "
+          "VALUES ($1, $2, $3, $4::uuid, $5, $6, $7::jsonb, $8::jsonb, 1) "
+          "ON CONFLICT (tenant_id, flow_id) DO UPDATE SET turn_id = EXCLUDED.turn_id, "
+          "status = EXCLUDED.status, box = EXCLUDED.box, state = EXCLUDED.state, revision = 1, "
+          "updated_at = now() WHERE flows.user_id = EXCLUDED.user_id AND flows.revision = 0",
+          call.who.tenant_id, state.flow_id, call.who.user_id, state.conversation_id, state.turn_id,
+          status_name, box_json, state_json);
+    } else {
+      written = tx.exec_params(
+          "UPDATE orchestration.flows SET turn_id = $4, status = $5, box = $6::jsonb, "
+          "state = $7::jsonb, revision = revision + 1, updated_at = now() "
+          "WHERE tenant_id = $1 AND flow_id = $2 AND user_id = $3 AND revision = $8",
+          call.who.tenant_id, state.flow_id, call.who.user_id, state.turn_id, status_name, box_json,
+          state_json, expected_revision);
+    }
+    if (written.affected_rows() != 1) {
+      return absl::AbortedError("flow " + state.flow_id + " moved on from revision " +
+                                std::to_string(expected_revision) + ", or is not the caller's");
+    }
     return absl::OkStatus();
   });
 }

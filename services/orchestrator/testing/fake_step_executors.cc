@@ -94,7 +94,7 @@ class FakeStepExecutors::Dialogue final : public StepDialogue {
   bool closed_ = false;
 };
 
-std::unique_ptr<StepDialogue> FakeStepExecutors::Open(const core::Identity&, int64_t) {
+std::unique_ptr<StepDialogue> FakeStepExecutors::Open(const core::Call& /*call*/) {
   return std::make_unique<Dialogue>(*this);
 }
 

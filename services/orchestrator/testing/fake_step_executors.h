@@ -22,7 +22,7 @@ namespace omniforge::orchestrator::testing {
 // result.
 class FakeStepExecutors final : public StepExecutors {
  public:
-  std::unique_ptr<StepDialogue> Open(const core::Identity& who, int64_t deadline_micros) override;
+  std::unique_ptr<StepDialogue> Open(const core::Call& call) override;
 
   // Steps that plan a call of `tool` ask `question` with `options`.
   void AskWhen(const std::string& tool, const std::string& question,

@@ -243,29 +243,6 @@ void FakeTools::OnCall(std::function<void(const execpb::InvokeToolRequest&)> hoo
   on_call_ = std::move(hook);
 }
 
-absl::StatusOr<ContextBox> FakeFlowStore::Load(const core::Identity& who,
-                                               const std::string& flow_id, int64_t) {
-  std::lock_guard lock(mu_);
-  auto it = flows_.find(flow_id);
-  if (it == flows_.end() || it->second.first != who.tenant_id + "/" + who.user_id) {
-    return absl::NotFoundError("no flow " + flow_id);
-  }
-  return it->second.second.box;
-}
-
-absl::Status FakeFlowStore::Save(const core::Identity& who, const FlowRecord& record, int64_t) {
-  std::lock_guard lock(mu_);
-  flows_[record.flow_id] = {who.tenant_id + "/" + who.user_id, record};
-  return absl::OkStatus();
-}
-
-std::optional<FlowRecord> FakeFlowStore::Get(const std::string& flow_id) const {
-  std::lock_guard lock(mu_);
-  auto it = flows_.find(flow_id);
-  if (it == flows_.end()) return std::nullopt;
-  return it->second.second;
-}
-
 void FakeErrorLog::Record(TurnError error) {
   std::lock_guard lock(mu_);
   errors_.push_back(std::move(error));

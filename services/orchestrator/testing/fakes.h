@@ -133,19 +133,6 @@ class FakeTools final : public Tools {
   std::function<void(const execpb::InvokeToolRequest&)> on_call_ ABSL_GUARDED_BY(mu_);
 };
 
-// Flows by id, per user.
-class FakeFlowStore final : public FlowStore {
- public:
-  absl::StatusOr<ContextBox> Load(const core::Identity& who, const std::string& flow_id,
-                                  int64_t deadline) override;
-  absl::Status Save(const core::Identity& who, const FlowRecord& record, int64_t deadline) override;
-  std::optional<FlowRecord> Get(const std::string& flow_id) const;
-
- private:
-  mutable std::mutex mu_;
-  std::map<std::string, std::pair<std::string, FlowRecord>> flows_ ABSL_GUARDED_BY(mu_);
-};
-
 class FakeErrorLog final : public TurnErrorLog {
  public:
   void Record(TurnError error) override;

@@ -1,5 +1,5 @@
 // Where a turn's model calls are recorded, in memory (PgUsageRecorder's
-// stand-in): what each scope handed over, with whom it was attributed to,
+// stand-in): what each turn or step handed over, with whom it was attributed to,
 // for unit tests that check what a turn's usage is stored under.
 // Thread-safe.
 #pragma once
@@ -19,10 +19,10 @@ struct UsageRow {
   std::vector<AttributedCall> calls;
 };
 
-// Like PgUsageRecorder: a call reported inside a scope is stored with the
-// scope's other calls as one row when the scope ends; one reported outside
-// any scope is not stored, only counted.
-class RecordingUsage final : public llm::UsageSink, public ScopeUsageWriter {
+// Like PgUsageRecorder: the calls of a turn or a step (its ModelUsage) are
+// stored as one row when it ends; a call made for no turn (reported to the
+// client's own sink) is not stored, only counted.
+class RecordingUsage final : public ScopeUsageWriter {
  public:
   void Record(const llm::UsageRecord& record) override;
   void WriteScope(const UsageAttribution& who, std::vector<AttributedCall> calls) override;

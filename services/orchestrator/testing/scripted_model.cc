@@ -74,7 +74,8 @@ absl::StatusOr<llm::ChatResponse> ScriptedModel::Stream(const llm::ChatRequest& 
     record.attempts = 1;
     record.ok = scripted;
     record.error_kind = scripted ? llm::LlmErrorKind::kNone : llm::LlmErrorKind::kServerError;
-    sink->Record(record);
+    // As the LLM client does: to the call's own usage when it has one.
+    (context.usage != nullptr ? context.usage : sink)->Record(record);
   }
   if (!scripted) return llm::LlmError(llm::LlmErrorKind::kServerError, "unscripted call");
   if (on_delta && !answer.content.empty()) {

@@ -37,8 +37,9 @@ class ScriptedModel final : public llm::ChatModel {
                                            const llm::CallContext& context,
                                            const llm::StreamCallback& on_delta) override;
   std::vector<llm::ChatRequest> requests() const;
-  // Each call is reported to `sink` (not owned) on the calling thread, as
-  // the LLM client reports it: its operation, tokens and outcome.
+  // Each call is reported on the calling thread as the LLM client reports
+  // it (its operation, tokens and outcome): to the call's own usage
+  // (llm::CallContext::usage) when it has one, else to `sink` (not owned).
   void ReportUsageTo(llm::UsageSink* sink);
 
  private:

@@ -6,10 +6,16 @@
 // kept in a FakePlanStore and carried out by FakeStepExecutors.
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "services/orchestrator/approvals/memory_approval_audit.h"
+#include "services/orchestrator/flow/memory_flow_store.h"
+#include "services/orchestrator/flow/routing.h"
 #include "services/orchestrator/plans/plan_advisor.h"
 #include "services/orchestrator/plans/plan_engine.h"
 #include "services/orchestrator/plans/plan_generator.h"
@@ -38,7 +44,7 @@ struct TurnHarness {
       : TurnHarness(std::move(intent), Setup{}) {}
   TurnHarness(FakeUnderstanding::Answer intent, Setup setup) : understanding(std::move(intent)) {
     setup.options.clock = &clock;
-    setup.options.usage_sink = &usage;
+    setup.options.usage_writer = &usage;
     setup.options.audit = &audit;
     if (setup.plans) {
       // The executor's project tools, which the plan templates call.
@@ -95,11 +101,28 @@ struct TurnHarness {
     return runner->Run(who, request, control, sink);
   }
 
+  // The state the flow store keeps for `flow_id` of `who`; nullopt when it
+  // keeps none (a flow done within its first turn).
+  std::optional<FlowState> Flow(const std::string& flow_id,
+                                const core::Identity& who = kAlice) const {
+    absl::StatusOr<FlowState> state =
+        flows.Load(core::Call{who, clock.Now() + std::chrono::seconds(1)}, flow_id);
+    return state.ok() ? std::optional<FlowState>(*std::move(state)) : std::nullopt;
+  }
+  // The state of the flow the conversation's last reply belongs to, as a
+  // later turn reads it: empty when the store keeps none.
+  FlowState LastFlow(const std::string& conversation, const core::Identity& who = kAlice) const {
+    const std::vector<convpb::Message> stored = memory.Messages(conversation);
+    if (stored.empty()) return {};
+    const Routing routing = RoutingFromJson(nlohmann::json::parse(stored.back().metadata_json()));
+    return Flow(routing.flow_id, who).value_or(FlowState{});
+  }
+
   FakeClock clock;
   FakeMemory memory;
   FakeUnderstanding understanding;
   FakeTools tools;
-  FakeFlowStore flows;
+  mutable MemoryFlowStore flows;
   FakeErrorLog errors;
   RecordingUsage usage;
   MemoryApprovalAudit audit;

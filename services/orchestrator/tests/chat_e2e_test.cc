@@ -67,6 +67,7 @@
 #include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
+#include "services/orchestrator/approvals/approval_gate.h"
 #include "services/orchestrator/storage/pg_approval_audit.h"
 #include "services/orchestrator/storage/pg_plan_store.h"
 #include "tests/support/server_process.h"
@@ -309,6 +310,18 @@ class ChatEndToEndTest : public ::testing::Test {
     return json::object();
   }
 
+  // The state of the flow the newest reply belongs to, as the orchestrator
+  // stored it in orchestration.flows; an empty object when it stored none.
+  json LastFlow(const std::string& conversation) const {
+    const std::string flow_id = LastRouting(conversation).value("flow_id", "");
+    pqxx::connection conn(db_->dsn());
+    pqxx::nontransaction tx(conn);
+    const pqxx::result rows =
+        tx.exec_params("SELECT state::text FROM orchestration.flows WHERE flow_id = $1", flow_id);
+    if (rows.empty() || rows[0][0].is_null()) return json::object();
+    return json::parse(rows[0][0].as<std::string>());
+  }
+
   // The states the turn went through.
   static std::vector<pb::AgentState> States(const Turn& turn) {
     std::vector<pb::AgentState> states;
@@ -400,18 +413,6 @@ TEST_F(ChatEndToEndTest, LaterAnswersFillTheDraftAndTheAgentIsCreatedWithAllOfTh
   EXPECT_EQ(agent["schedule"], "every monday at 9am");
   EXPECT_EQ(agent["config"]["recipients"], "the team channel");
   EXPECT_EQ(agent["config"]["data_source"], "notion");
-}
-
-TEST_F(ChatEndToEndTest, TheConversationResumesAfterTheOrchestratorRestarts) {
-  Turn first = Chat("our weekly sales reports are always late");
-  ExpectWellFormed(first);
-  ASSERT_TRUE(first.preview().has_value());
-  orchestrator_->Stop();
-  StartOrchestrator();
-  Turn second = Chat("yes", first.session().conversation_id());
-  ExpectWellFormed(second);
-  EXPECT_EQ(second.tools_called(), std::vector<std::string>{"create_agent"});
-  EXPECT_EQ(Invoke("list_agents", json::object())["count"], 1);
 }
 
 TEST_F(ChatEndToEndTest, ListThenRunTheFirstOneRunsTheRightAgent) {
@@ -521,58 +522,6 @@ TEST_F(ChatEndToEndTest, AnUnclearRequestGetsOptionsTiedToTheUsersAgents) {
   EXPECT_THAT(merged.reasoning(), HasSubstr("clarifying question"));
 }
 
-TEST_F(ChatEndToEndTest, UnhelpfulAnswersGetTwoQuestionsThenTheLikeliestReading) {
-  CreateTwoAgents();
-  Turn first = Chat("run one of my agents");
-  ExpectWellFormed(first);
-  EXPECT_THAT(first.text(), HasSubstr("Which agent should I run?"));
-  const std::string conversation = first.session().conversation_id();
-  Turn second = Chat("hmm, not sure", conversation);
-  ExpectWellFormed(second);
-  EXPECT_THAT(second.text(), HasSubstr("Which agent should I run?"));
-  EXPECT_FALSE(second.done().is_final());
-  EXPECT_EQ(LastRouting(conversation)["clarifications"], 2);
-  Turn third = Chat("no idea really", conversation);
-  ExpectWellFormed(third);
-  EXPECT_THAT(third.text(), ::testing::Not(HasSubstr("Which agent")));
-  ASSERT_TRUE(third.preview().has_value()) << third.text();
-  EXPECT_EQ(PreviewTarget(*third.preview()), "invoice-chaser")
-      << "the first agent of the list the user was shown";
-  EXPECT_THAT(third.text(), HasSubstr("I'll take 'invoice-chaser'"));
-  EXPECT_EQ(LastRouting(conversation)["clarifications"], 0);
-  for (const Turn* answer : {&second, &third}) {
-    EXPECT_EQ(answer->Of(pb::ChatEvent::kIntent)[0].intent().analysis().source(),
-              intentpb::INTENT_SOURCE_FAST_PATH);
-    EXPECT_EQ(answer->session().flow_id(), first.session().flow_id());
-  }
-  EXPECT_TRUE(third.tools_called().empty()) << "the guess is previewed, not run";
-}
-
-TEST_F(ChatEndToEndTest, WithoutADatabaseTheContextBoxRidesInTheRouting) {
-  Turn draft = Chat("our Monday Notion updates take hours — can you help?");
-  ExpectWellFormed(draft);
-  const std::string conversation = draft.session().conversation_id();
-  json box = LastRouting(conversation)["context_box"];
-  EXPECT_EQ(box["goal"], "our Monday Notion updates take hours — can you help?");
-  EXPECT_EQ(box["entities"]["data_source"], "notion");
-  EXPECT_THAT(box["progress"].dump(), HasSubstr("drafted create_agent"));
-  EXPECT_THAT(box["blockers"].dump(), HasSubstr("waiting for the user's approval"));
-  EXPECT_THAT(box["next"].dump(), HasSubstr("run create_agent once approved"));
-
-  Turn yes = Chat("yes", conversation);
-  ExpectWellFormed(yes);
-  EXPECT_EQ(yes.tools_called(), std::vector<std::string>{"create_agent"});
-  box = LastRouting(conversation)["context_box"];
-  EXPECT_EQ(box["goal"], "our Monday Notion updates take hours — can you help?")
-      << "the flow keeps its goal";
-  EXPECT_THAT(box["progress"].dump(), HasSubstr("drafted create_agent"));
-  EXPECT_THAT(box["progress"].dump(), HasSubstr("ran create_agent"));
-  EXPECT_THAT(box["progress"].dump(), HasSubstr("approved create_agent"));
-  EXPECT_THAT(box["data"].dump(), HasSubstr("create_agent: "));
-  EXPECT_TRUE(box["blockers"].empty());
-  EXPECT_TRUE(box["next"].empty());
-}
-
 // A client's buttons over gRPC: an approval by action id runs the previewed
 // delete on the executor; a malformed decision is refused as bad input.
 // (Rejecting, a second click and words beside a decision:
@@ -619,6 +568,53 @@ std::string MetricsOf(const testing::ServerProcess& process) {
   client.set_read_timeout(5);
   auto page = client.Get("/metrics");
   return page && page->status == 200 ? page->body : "";
+}
+
+// The previous release stored the whole flow in the reply's routing (no
+// `format`): a conversation in flight across the upgrade goes on from it
+// when the flow store has no state for the flow (here: no database).
+TEST_F(ChatEndToEndTest, AnActionPreviewedBeforeTheUpgradeRunsOnYes) {
+  Turn hello = Chat("list my agents");
+  ExpectWellFormed(hello);
+  const std::string conversation = hello.session().conversation_id();
+  const json arguments = {{"name", "invoice-chaser"},
+                          {"description", "Chases late invoices"},
+                          {"schedule", "every friday at 4pm"}};
+  const std::string flow = "flow-" + core::NewUuid();
+  const json old_routing = {{"turn_id", "turn-before-the-upgrade"},
+                            {"flow_id", flow},
+                            {"goal", "our invoices are always paid late"},
+                            {"action_type", "ACTION_TYPE_CREATE_AGENT"},
+                            {"entities", json::object()},
+                            {"listed_agents", json::array()},
+                            {"pending_action", true},
+                            {"pending_actions",
+                             {{{"action_id", "action-before-the-upgrade"},
+                               {"tool", "create_agent"},
+                               {"arguments", arguments},
+                               {"risk", "TOOL_RISK_WRITE"},
+                               {"summary", "Create the agent invoice-chaser"},
+                               {"digest", ActionDigest("create_agent", arguments)},
+                               {"expires_at_micros", core::NowMicros() + 600'000'000},
+                               {"targets", json::object()}}}},
+                            {"clarifications", 0},
+                            {"tools_used", json::array()},
+                            {"context_box", {{"goal", "our invoices are always paid late"}}}};
+  ASSERT_TRUE(StoreAsAnotherClient(conversation, conversation::v1::ROLE_USER,
+                                   "our invoices are always paid late")
+                  .ok());
+  ASSERT_TRUE(StoreAsAnotherClient(conversation, conversation::v1::ROLE_ASSISTANT,
+                                   "I can create invoice-chaser. Shall I go ahead?",
+                                   old_routing.dump())
+                  .ok());
+
+  Turn yes = Chat("yes", conversation);
+  ExpectWellFormed(yes);
+  EXPECT_EQ(yes.session().flow_id(), flow) << "the flow of the earlier reply goes on";
+  EXPECT_EQ(yes.tools_called(), std::vector<std::string>{"create_agent"});
+  EXPECT_EQ(Invoke("get_agent", {{"agent", "invoice-chaser"}})["agent"]["schedule"],
+            "every friday at 4pm");
+  EXPECT_EQ(LastRouting(conversation)["format"], 2) << "the reply is stored as a projection";
 }
 
 TEST_F(ChatEndToEndTest, WithStorageDownTurnsStillAnswerAndTheirMessagesAreStoredOnceItIsBack) {
@@ -899,6 +895,73 @@ class LocalPlanEndToEndTest : public ChatEndToEndTest {
   }
 };
 
+// The flow's state is kept in the orchestrator's database: a preview
+// survives a restart of the orchestrator. (Without a database the state is
+// kept in memory and goes with the process.)
+TEST_F(LocalPlanEndToEndTest, TheConversationResumesAfterTheOrchestratorRestarts) {
+  Turn first = Chat("our weekly sales reports are always late");
+  ExpectWellFormed(first);
+  ASSERT_TRUE(first.preview().has_value());
+  orchestrator_->Stop();
+  StartOrchestrator({}, {"OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
+  Turn second = Chat("yes", first.session().conversation_id());
+  ExpectWellFormed(second);
+  EXPECT_EQ(second.tools_called(), std::vector<std::string>{"create_agent"});
+  EXPECT_EQ(Invoke("list_agents", json::object())["count"], 1);
+}
+
+TEST_F(LocalPlanEndToEndTest, UnhelpfulAnswersGetTwoQuestionsThenTheLikeliestReading) {
+  CreateTwoAgents();
+  Turn first = Chat("run one of my agents");
+  ExpectWellFormed(first);
+  EXPECT_THAT(first.text(), HasSubstr("Which agent should I run?"));
+  const std::string conversation = first.session().conversation_id();
+  Turn second = Chat("hmm, not sure", conversation);
+  ExpectWellFormed(second);
+  EXPECT_THAT(second.text(), HasSubstr("Which agent should I run?"));
+  EXPECT_FALSE(second.done().is_final());
+  EXPECT_EQ(LastFlow(conversation)["clarifications"], 2);
+  Turn third = Chat("no idea really", conversation);
+  ExpectWellFormed(third);
+  EXPECT_THAT(third.text(), ::testing::Not(HasSubstr("Which agent")));
+  ASSERT_TRUE(third.preview().has_value()) << third.text();
+  EXPECT_EQ(PreviewTarget(*third.preview()), "invoice-chaser")
+      << "the first agent of the list the user was shown";
+  EXPECT_THAT(third.text(), HasSubstr("I'll take 'invoice-chaser'"));
+  EXPECT_EQ(LastFlow(conversation)["clarifications"], 0);
+  for (const Turn* answer : {&second, &third}) {
+    EXPECT_EQ(answer->Of(pb::ChatEvent::kIntent)[0].intent().analysis().source(),
+              intentpb::INTENT_SOURCE_FAST_PATH);
+    EXPECT_EQ(answer->session().flow_id(), first.session().flow_id());
+  }
+  EXPECT_TRUE(third.tools_called().empty()) << "the guess is previewed, not run";
+}
+
+TEST_F(LocalPlanEndToEndTest, TheContextBoxIsKeptWithTheFlowFromTurnToTurn) {
+  Turn draft = Chat("our Monday Notion updates take hours — can you help?");
+  ExpectWellFormed(draft);
+  const std::string conversation = draft.session().conversation_id();
+  json box = LastFlow(conversation)["context_box"];
+  EXPECT_EQ(box["goal"], "our Monday Notion updates take hours — can you help?");
+  EXPECT_EQ(box["entities"]["data_source"], "notion");
+  EXPECT_THAT(box["progress"].dump(), HasSubstr("drafted create_agent"));
+  EXPECT_THAT(box["blockers"].dump(), HasSubstr("waiting for the user's approval"));
+  EXPECT_THAT(box["next"].dump(), HasSubstr("run create_agent once approved"));
+
+  Turn yes = Chat("yes", conversation);
+  ExpectWellFormed(yes);
+  EXPECT_EQ(yes.tools_called(), std::vector<std::string>{"create_agent"});
+  box = LastFlow(conversation)["context_box"];
+  EXPECT_EQ(box["goal"], "our Monday Notion updates take hours — can you help?")
+      << "the flow keeps its goal";
+  EXPECT_THAT(box["progress"].dump(), HasSubstr("drafted create_agent"));
+  EXPECT_THAT(box["progress"].dump(), HasSubstr("ran create_agent"));
+  EXPECT_THAT(box["progress"].dump(), HasSubstr("approved create_agent"));
+  EXPECT_THAT(box["data"].dump(), HasSubstr("create_agent: "));
+  EXPECT_TRUE(box["blockers"].empty());
+  EXPECT_TRUE(box["next"].empty());
+}
+
 TEST_F(LocalPlanEndToEndTest, AProjectIsCreatedByAPlanTheUserReviewsThenApproves) {
   Turn draft = ChatIn(intentpb::CONTEXT_TYPE_PROJECT_CREATE,
                       "Set up a project for the spring campaign launch");
@@ -917,9 +980,9 @@ TEST_F(LocalPlanEndToEndTest, AProjectIsCreatedByAPlanTheUserReviewsThenApproves
   EXPECT_FALSE(draft.done().is_final());
   EXPECT_THAT(States(draft), ::testing::Contains(pb::AGENT_STATE_EXECUTING_PLAN));
   EXPECT_EQ(States(draft).back(), pb::AGENT_STATE_WAITING_ON_USER);
-  json routing = LastRouting(conversation);
-  EXPECT_EQ(routing["plan"]["plan_id"], plan.plan_id());
-  EXPECT_EQ(routing["plan"]["status"], "pending_review");
+  json flow = LastFlow(conversation);
+  EXPECT_EQ(flow["plan"]["plan_id"], plan.plan_id());
+  EXPECT_EQ(flow["plan"]["status"], "pending_review");
 
   Turn run = Chat("looks good, run it", conversation);
   ExpectWellFormed(run);
@@ -942,7 +1005,7 @@ TEST_F(LocalPlanEndToEndTest, AProjectIsCreatedByAPlanTheUserReviewsThenApproves
             IndexOf(run, pb::ChatEvent::kStepStart, s3));
   EXPECT_THAT(run.text(), HasSubstr("Done:"));
   EXPECT_TRUE(run.done().is_final());
-  EXPECT_FALSE(LastRouting(conversation).contains("plan")) << "nothing waits any more";
+  EXPECT_FALSE(LastFlow(conversation).contains("plan")) << "nothing waits any more";
 
   // The project exists with its brief.
   const json created = json::parse(completes[1].step_complete().result_json());
@@ -969,7 +1032,7 @@ TEST_F(LocalPlanEndToEndTest, AStepsQuestionGoesToTheUserWhoseAnswerLetsThePlanG
   EXPECT_THAT(audit.text(), HasSubstr("Harbor north"));
   EXPECT_FALSE(audit.done().is_final());
   EXPECT_EQ(States(audit).back(), pb::AGENT_STATE_WAITING_ON_USER);
-  EXPECT_EQ(LastRouting(conversation)["plan"]["status"], "waiting_on_user");
+  EXPECT_EQ(LastFlow(conversation)["plan"]["status"], "waiting_on_user");
 
   // (A question of the user's own in between is answered and the step keeps
   // waiting: TurnPlanTest.AStepsQuestionGoesToTheUserWhoseAnswerLetsThePlanGoOn.)
@@ -978,13 +1041,13 @@ TEST_F(LocalPlanEndToEndTest, AStepsQuestionGoesToTheUserWhoseAnswerLetsThePlanG
   Turn answer = Chat("Harbor north", conversation);
   for (int round = 0; round < 3 && !answer.done().is_final(); ++round) {
     ExpectWellFormed(answer);
-    ASSERT_EQ(LastRouting(conversation)["plan"]["status"], "waiting_on_user") << answer.text();
+    ASSERT_EQ(LastFlow(conversation)["plan"]["status"], "waiting_on_user") << answer.text();
     answer = Chat("Harbor north", conversation);
   }
   ExpectWellFormed(answer);
   EXPECT_TRUE(answer.done().is_final()) << answer.text();
   EXPECT_THAT(answer.text(), HasSubstr("Done:"));
-  EXPECT_FALSE(LastRouting(conversation).contains("plan"));
+  EXPECT_FALSE(LastFlow(conversation).contains("plan"));
 }
 
 TEST_F(LocalPlanEndToEndTest, ContinueAfterACrashFinishesThePlanWithoutRepeatingFinishedSteps) {
@@ -1472,7 +1535,7 @@ TEST_F(ModelPlannerEndToEndTest, ADraftPlanIsRevisedThenApprovedAndRunsWithoutTh
   EXPECT_TRUE(revise.Of(pb::ChatEvent::kStepStart).empty());
   EXPECT_THAT(revise.text(), HasSubstr("Find the reporting projects"));
   EXPECT_FALSE(revise.done().is_final());
-  EXPECT_EQ(LastRouting(conversation)["plan"]["status"], "pending_review");
+  EXPECT_EQ(LastFlow(conversation)["plan"]["status"], "pending_review");
   // The plan made again without the planner is still the turn's model call:
   // in its usage and in orchestration.llm_usage.
   EXPECT_EQ(RequestsOf(*fake_, "planner_stream"), planner_calls);
@@ -2016,7 +2079,7 @@ TEST_F(ModelPlannerEndToEndTest, WithTheModelAnUnclearRequestGetsOptionsTiedToTh
   EXPECT_THAT(SystemPrompt(fake_->Requests()[before]), ::testing::Not(HasSubstr("invoice-chaser")));
   EXPECT_EQ(ask.text(), question.text);
   EXPECT_FALSE(ask.done().is_final()) << "the flow waits for the answer";
-  EXPECT_EQ(LastRouting(ask.session().conversation_id())["clarifications"], 1);
+  EXPECT_EQ(LastFlow(ask.session().conversation_id())["clarifications"], 1);
 
   Turn answer = Chat("the second one", ask.session().conversation_id());
   ExpectWellFormed(answer);

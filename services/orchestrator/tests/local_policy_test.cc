@@ -30,13 +30,13 @@ intentpb::IntentAnalysis Intent(
 const std::vector<AgentInfo> kAgents = {{"invoice-chaser", "Chases invoices", "active", ""},
                                         {"weekly-sales-digest", "Sums up sales", "paused", ""}};
 
-Routing WithPending(const std::string& tool, json args,
-                    execpb::ToolRisk risk = execpb::TOOL_RISK_WRITE) {
-  Routing routing;
-  routing.flow_id = "flow-1";
-  routing.action_type = intentpb::ACTION_TYPE_CREATE_AGENT;
-  routing.pending = {PendingAction{"action-1", tool, std::move(args), risk, "a draft."}};
-  return routing;
+FlowState WithPending(const std::string& tool, json args,
+                      execpb::ToolRisk risk = execpb::TOOL_RISK_WRITE) {
+  FlowState state;
+  state.flow_id = "flow-1";
+  state.action_type = intentpb::ACTION_TYPE_CREATE_AGENT;
+  state.pending = {PendingAction{"action-1", tool, std::move(args), risk, "a draft."}};
+  return state;
 }
 
 TEST(LocalPolicyTest, AProblemBecomesAnAgentDraftThatWaits) {
@@ -119,7 +119,7 @@ TEST(LocalPolicyTest, ClarifiesAtMostTwiceInARowThenProceeds) {
   intentpb::IntentAnalysis unsure = Intent(intentpb::ACTION_TYPE_UNKNOWN);
   unsure.set_is_ambiguous(true);
   unsure.set_clarifying_question("Create a new agent, or change invoice-chaser?");
-  Routing asked;
+  FlowState asked;
   for (int before = 0; before < 2; ++before) {
     asked.clarifications = before;
     Move move = DecideLocally({unsure, "hmm", asked, kAgents});
@@ -136,7 +136,7 @@ TEST(LocalPolicyTest, AnAnswerToWhichAgentIsMergedWithoutANewAnalysis) {
   Move ask = DecideLocally(
       {Intent(intentpb::ACTION_TYPE_EXECUTE_TASK), "run one of my agents", std::nullopt, kAgents});
   ASSERT_TRUE(ask.clarifying);
-  Routing asked;
+  FlowState asked;
   asked.action_type = ask.action_type;
   asked.listed_agents = ask.listed_agents;
   asked.clarifications = 1;
@@ -162,7 +162,7 @@ TEST(LocalPolicyTest, AnAnswerToWhichAgentIsMergedWithoutANewAnalysis) {
 }
 
 TEST(LocalPolicyTest, PastTheCapTheLikeliestAgentIsProposedInsteadOfAskingAgain) {
-  Routing asked;
+  FlowState asked;
   asked.clarifications = 2;
   asked.asked = kAskedAgent;
   asked.listed_agents = {"weekly-sales-digest", "invoice-chaser"};
@@ -319,57 +319,129 @@ TEST(LocalPolicyTest, ResultsReadAsSentencesAndListsNumberTheAgents) {
               HasSubstr("no agent 'a1'"));
 }
 
-TEST(RoutingTest, RoundTripsThroughJsonAndReadsOldOrBrokenMetadataLeniently) {
-  Routing routing = WithPending("create_agent", {{"name", "x"}});
-  routing.turn_id = "t1";
-  routing.entities = {{"schedule", "daily"}};
-  routing.listed_agents = {"a", "b"};
-  routing.clarifications = 1;
-  routing.tools_used = {"list_agents"};
-  const Routing back = RoutingFromJson(RoutingToJson(routing));
+TEST(FlowStateTest, RoundTripsThroughJsonAndReadsOldOrBrokenStatesLeniently) {
+  FlowState state = WithPending("create_agent", {{"name", "x"}});
+  state.turn_id = "t1";
+  state.conversation_id = "c1";
+  state.revision = 3;
+  state.status = FlowStatus::kWaiting;
+  state.entities = {{"schedule", "daily"}};
+  state.listed_agents = {"a", "b"};
+  state.clarifications = 1;
+  state.tools_used = {"list_agents"};
+  const FlowState back = FlowStateFromJson(FlowStateToJson(state));
   EXPECT_EQ(back.turn_id, "t1");
   EXPECT_EQ(back.flow_id, "flow-1");
+  EXPECT_EQ(back.conversation_id, "c1");
+  EXPECT_EQ(back.revision, 3);
+  EXPECT_EQ(back.status, FlowStatus::kWaiting);
   EXPECT_EQ(back.action_type, intentpb::ACTION_TYPE_CREATE_AGENT);
-  EXPECT_EQ(back.entities, routing.entities);
-  EXPECT_EQ(back.listed_agents, routing.listed_agents);
+  EXPECT_EQ(back.entities, state.entities);
+  EXPECT_EQ(back.listed_agents, state.listed_agents);
   ASSERT_EQ(back.pending.size(), 1u);
-  EXPECT_EQ(back.pending[0].arguments, routing.pending[0].arguments);
+  EXPECT_EQ(back.pending[0].arguments, state.pending[0].arguments);
   EXPECT_EQ(back.clarifications, 1);
-  EXPECT_FALSE(back.box.has_value());
+  EXPECT_EQ(back.tools_used, state.tools_used);
+  EXPECT_TRUE(back.box.empty());
   EXPECT_FALSE(back.suspended_flow.has_value());
 
-  routing.box = ContextBox{"goal", {{"k", "v"}}, {}, {"d"}, {"p"}, {}, {"n"}, {}};
-  routing.suspended = true;
-  routing.suspended_flow =
-      SuspendedFlow{"flow-0", "earlier goal", intentpb::ACTION_TYPE_QUERY_INFO, {}, routing.box};
-  const Routing with_box = RoutingFromJson(RoutingToJson(routing));
-  ASSERT_TRUE(with_box.box.has_value());
-  EXPECT_EQ(RenderContextBox(*with_box.box), RenderContextBox(*routing.box));
-  EXPECT_TRUE(with_box.suspended);
+  state.box = ContextBox{"goal", {{"k", "v"}}, {}, {"d"}, {"p"}, {}, {"n"}, {}};
+  state.status = FlowStatus::kSuspended;
+  state.suspended_flow =
+      SuspendedFlow{"flow-0", "earlier goal", intentpb::ACTION_TYPE_QUERY_INFO, {}, state.box};
+  const FlowState with_box = FlowStateFromJson(FlowStateToJson(state));
+  EXPECT_EQ(RenderContextBox(with_box.box), RenderContextBox(state.box));
+  EXPECT_EQ(with_box.status, FlowStatus::kSuspended);
   ASSERT_TRUE(with_box.suspended_flow.has_value());
   EXPECT_EQ(with_box.suspended_flow->flow_id, "flow-0");
   EXPECT_EQ(with_box.suspended_flow->action_type, intentpb::ACTION_TYPE_QUERY_INFO);
   ASSERT_TRUE(with_box.suspended_flow->box.has_value());
   EXPECT_FALSE(with_box.plan.has_value());
 
-  // The plan a flow waits on rides along, also with a suspended flow.
-  routing.plan = PlanRef{"plan-1", "pending_review", "ship it"};
-  routing.suspended_flow->plan = PlanRef{"plan-0", "running", "earlier"};
-  const Routing with_plan = RoutingFromJson(RoutingToJson(routing));
+  // The plan a flow waits on is kept, also with a suspended flow.
+  state.plan = PlanRef{"plan-1", "pending_review", "ship it"};
+  state.suspended_flow->plan = PlanRef{"plan-0", "running", "earlier"};
+  const FlowState with_plan = FlowStateFromJson(FlowStateToJson(state));
   ASSERT_TRUE(with_plan.plan.has_value());
   EXPECT_EQ(with_plan.plan->plan_id, "plan-1");
   EXPECT_EQ(with_plan.plan->status, "pending_review");
   EXPECT_EQ(with_plan.plan->objective, "ship it");
   ASSERT_TRUE(with_plan.suspended_flow->plan.has_value());
   EXPECT_EQ(with_plan.suspended_flow->plan->status, "running");
-  EXPECT_FALSE(RoutingFromJson({{"plan", {{"plan_id", ""}, {"status", "running"}}}}).plan);
+  EXPECT_FALSE(FlowStateFromJson({{"plan", {{"plan_id", ""}, {"status", "running"}}}}).plan);
 
-  const Routing broken = RoutingFromJson(
-      {{"action_type", "NOT_AN_ACTION"}, {"pending", {{"tool", 5}}}, {"entities", "x"}});
+  const FlowState broken = FlowStateFromJson({{"action_type", "NOT_AN_ACTION"},
+                                              {"pending", {{"tool", 5}}},
+                                              {"entities", "x"},
+                                              {"revision", "7"}});
   EXPECT_EQ(broken.action_type, intentpb::ACTION_TYPE_UNSPECIFIED);
   EXPECT_TRUE(broken.pending.empty());
   EXPECT_TRUE(broken.entities.empty());
-  EXPECT_TRUE(RoutingFromJson(json::array()).pending.empty());
+  EXPECT_EQ(broken.revision, 0);
+  EXPECT_TRUE(FlowStateFromJson(json::array()).pending.empty());
+}
+
+TEST(RoutingTest, TheReplyCarriesOnlyTheProjectionOfItsFlowsState) {
+  FlowState state = WithPending("create_agent", {{"name", "x"}});
+  state.turn_id = "t1";
+  state.status = FlowStatus::kWaiting;
+  state.entities = {{"schedule", "daily"}};
+  state.listed_agents = {"a", "b"};
+  state.clarifications = 1;
+  state.asked = "agent";
+  state.box.goal = "set up a digest";
+  state.plan = PlanRef{"plan-1", "pending_review", "ship it"};
+  state.suspended_flow = SuspendedFlow{"flow-0", "earlier goal"};
+  const json stored = RoutingToJson(RoutingOf(state));
+  for (const char* kept_in_the_store_only :
+       {"pending_actions", "clarifications", "asked", "context_box", "plan", "goal"}) {
+    EXPECT_FALSE(stored.contains(kept_in_the_store_only)) << kept_in_the_store_only;
+  }
+  const Routing back = RoutingFromJson(stored);
+  EXPECT_EQ(back.turn_id, "t1");
+  EXPECT_EQ(back.flow_id, "flow-1");
+  EXPECT_EQ(back.action_type, intentpb::ACTION_TYPE_CREATE_AGENT);
+  EXPECT_EQ(back.entities, state.entities);
+  EXPECT_EQ(back.listed_agents, state.listed_agents);
+  EXPECT_TRUE(back.pending_action);
+  EXPECT_EQ(back.status, FlowStatus::kWaiting);
+  ASSERT_TRUE(back.suspended_flow.has_value());
+  EXPECT_EQ(back.suspended_flow->flow_id, "flow-0");
+  EXPECT_FALSE(back.written_whole.has_value());
+}
+
+TEST(RoutingTest, MetadataOfAnOlderVersionReadsAsTheWholeStateItCarried) {
+  // As the previous release stored it with a reply: everything in the
+  // routing, no format.
+  const json old = {{"turn_id", "t0"},
+                    {"flow_id", "flow-9"},
+                    {"goal", "chase invoices"},
+                    {"action_type", "ACTION_TYPE_CREATE_AGENT"},
+                    {"pending_action", true},
+                    {"pending_actions",
+                     {{{"action_id", "a-1"},
+                       {"tool", "create_agent"},
+                       {"arguments", {{"name", "invoice-chaser"}}},
+                       {"risk", "TOOL_RISK_WRITE"},
+                       {"digest", "sha256:x"}}}},
+                    {"clarifications", 0},
+                    {"context_box", {{"goal", "chase invoices"}}}};
+  const Routing routing = RoutingFromJson(old);
+  EXPECT_EQ(routing.flow_id, "flow-9");
+  EXPECT_EQ(routing.status, FlowStatus::kWaiting);
+  EXPECT_TRUE(routing.pending_action);
+  ASSERT_TRUE(routing.written_whole.has_value());
+  EXPECT_EQ(routing.written_whole->goal, "chase invoices");
+  ASSERT_EQ(routing.written_whole->pending.size(), 1u);
+  EXPECT_EQ(routing.written_whole->pending[0].digest, "sha256:x");
+  EXPECT_EQ(routing.written_whole->box.goal, "chase invoices");
+
+  EXPECT_EQ(RoutingFromJson({{"flow_id", "f"}, {"suspended", true}}).status,
+            FlowStatus::kSuspended);
+  EXPECT_EQ(
+      RoutingFromJson({{"flow_id", "f"}, {"plan", {{"plan_id", "p"}, {"status", "x"}}}}).status,
+      FlowStatus::kWaiting);
+  EXPECT_EQ(RoutingFromJson({{"flow_id", "f"}, {"clarifications", 0}}).status, FlowStatus::kDone);
 }
 
 PolicyInput Input(intentpb::ActionType action, const std::string& message) {

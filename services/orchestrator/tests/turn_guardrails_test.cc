@@ -108,7 +108,7 @@ TEST(TurnGuardrailTest, TheClientsDeadlineBoundsTheTurnBeforeItsOwnTimeout) {
   h.understanding.OnCall([&h] { h.clock.Advance(std::chrono::seconds(2)); });
   TurnControl control;
   RecordingSink sink;
-  const int64_t client_deadline = h.clock.NowMicros() + 1'000'000;  // one second
+  const core::TimePoint client_deadline = h.clock.Now() + std::chrono::seconds(1);
   ASSERT_TRUE(
       h.runner->Run(kAlice, TurnHarness::Request("list my agents"), control, sink, client_deadline)
           .ok());
@@ -165,8 +165,7 @@ TEST(TurnGuardrailTest, TheModelsQuestionsStopAtTheCapAndAnswersSkipTheAnalysis)
   EXPECT_THAT(model.requests()[2].messages.at(0).content,
               HasSubstr("Do not ask a clarifying question now (2 asked in a row, at most 2)"));
   EXPECT_TRUE(third.events.back().done().is_final()) << "a third question does not hold the flow";
-  const std::vector<convpb::Message> stored = h.memory.Messages(conversation);
-  EXPECT_EQ(RoutingFromJson(json::parse(stored.back().metadata_json())).clarifications, 0);
+  EXPECT_EQ(h.LastFlow(conversation).clarifications, 0);
 }
 
 TEST(TurnGuardrailTest, WhenTheModelFailsOnAnAnswerTheTurnProceedsInsteadOfAsking) {
@@ -257,8 +256,8 @@ TEST(TurnSuspendTest, ANewerMessageDuringAToolSuspendsTheFlowWhichContinueResume
   EXPECT_THAT(suspended.States(), Contains(pb::AGENT_STATE_SUSPENDED));
   EXPECT_FALSE(suspended.events.back().done().is_final());
   const std::string flow_id = suspended.events.front().session().flow_id();
-  ASSERT_TRUE(h.flows.Get(flow_id).has_value());
-  EXPECT_EQ(h.flows.Get(flow_id)->status, FlowStatus::kSuspended);
+  ASSERT_TRUE(h.Flow(flow_id).has_value());
+  EXPECT_EQ(h.Flow(flow_id)->status, FlowStatus::kSuspended);
 
   // The newer message is told which flow it set aside.
   model.PushText("It is noon.");
@@ -266,7 +265,7 @@ TEST(TurnSuspendTest, ANewerMessageDuringAToolSuspendsTheFlowWhichContinueResume
   RecordingSink aside;
   ASSERT_TRUE(h.runner
                   ->Run(kAlice, TurnHarness::Request("what time is it?", conversation), newer,
-                        aside, 0, running)
+                        aside, core::TimePoint::max(), running)
                   .ok());
   EXPECT_EQ(aside.events.front().session().suspended_flow_id(), flow_id);
   EXPECT_NE(aside.events.front().session().flow_id(), flow_id);

@@ -36,13 +36,6 @@ FakeUnderstanding::Answer Projects() {
   return FakeUnderstanding::Always(intentpb::ACTION_TYPE_MANAGE_PLATFORM);
 }
 
-// The routing the last reply of the conversation was stored with.
-Routing LastRouting(const TurnHarness& h, const std::string& conversation) {
-  const std::vector<convpb::Message> stored = h.memory.Messages(conversation);
-  if (stored.empty()) return {};
-  return RoutingFromJson(json::parse(stored.back().metadata_json()));
-}
-
 std::vector<std::string> StepsStarted(const RecordingSink& sink) {
   std::vector<std::string> steps;
   for (const pb::ChatEvent& e : sink.Of(pb::ChatEvent::kStepStart)) {
@@ -70,8 +63,8 @@ TEST(TurnPlanTest, AProjectPlanIsOfferedForReviewAndRunsInOrderOnceApproved) {
   EXPECT_THAT(draft.Text(), HasSubstr(plan.steps(1).description()));
   EXPECT_FALSE(draft.events.back().done().is_final());
   EXPECT_EQ(draft.States().back(), pb::AGENT_STATE_WAITING_ON_USER);
-  ASSERT_TRUE(LastRouting(h, conversation).plan.has_value());
-  EXPECT_EQ(LastRouting(h, conversation).plan->plan_id, plan.plan_id());
+  ASSERT_TRUE(h.LastFlow(conversation).plan.has_value());
+  EXPECT_EQ(h.LastFlow(conversation).plan->plan_id, plan.plan_id());
   EXPECT_EQ(h.plan_store.Stored(plan.plan_id())->status, PlanStatus::kPendingReview);
 
   RecordingSink run;
@@ -88,7 +81,7 @@ TEST(TurnPlanTest, AProjectPlanIsOfferedForReviewAndRunsInOrderOnceApproved) {
   EXPECT_TRUE(h.executors.assignments()[1].writes_approved());
   EXPECT_THAT(run.Text(), HasSubstr("Done:"));
   EXPECT_TRUE(run.events.back().done().is_final());
-  EXPECT_FALSE(LastRouting(h, conversation).plan.has_value()) << "nothing waits any more";
+  EXPECT_FALSE(h.LastFlow(conversation).plan.has_value()) << "nothing waits any more";
   EXPECT_EQ(h.plan_store.Stored(plan.plan_id())->status, PlanStatus::kCompleted);
 }
 
@@ -106,7 +99,7 @@ TEST(TurnPlanTest, ADraftPlanTheUserDropsNeverRuns) {
   EXPECT_TRUE(StepsStarted(drop).empty());
   EXPECT_THAT(drop.Text(), HasSubstr("dropped the plan"));
   EXPECT_TRUE(drop.events.back().done().is_final());
-  EXPECT_FALSE(LastRouting(h, conversation).plan.has_value());
+  EXPECT_FALSE(h.LastFlow(conversation).plan.has_value());
   EXPECT_EQ(h.plan_store.Stored(plan_id)->status, PlanStatus::kRejected);
   // A later "run it" is a new request, not the dropped plan.
   RecordingSink later;
@@ -142,21 +135,21 @@ TEST(TurnPlanTest, AStepsQuestionGoesToTheUserWhoseAnswerLetsThePlanGoOn) {
   EXPECT_THAT(audit.Text(), HasSubstr("Harbor north"));
   EXPECT_FALSE(audit.events.back().done().is_final());
   EXPECT_EQ(audit.States().back(), pb::AGENT_STATE_WAITING_ON_USER);
-  ASSERT_TRUE(LastRouting(h, conversation).plan.has_value());
-  EXPECT_EQ(LastRouting(h, conversation).plan->status, "waiting_on_user");
+  ASSERT_TRUE(h.LastFlow(conversation).plan.has_value());
+  EXPECT_EQ(h.LastFlow(conversation).plan->status, "waiting_on_user");
 
   // A question of the user's own is answered; the step keeps waiting.
   RecordingSink question;
   ASSERT_TRUE(h.Turn("what agents do I have?", question, conversation).ok());
   EXPECT_TRUE(StepsStarted(question).empty());
-  EXPECT_EQ(LastRouting(h, conversation).plan->status, "waiting_on_user");
+  EXPECT_EQ(h.LastFlow(conversation).plan->status, "waiting_on_user");
 
   RecordingSink answer;
   ASSERT_TRUE(h.Turn("Harbor north", answer, conversation).ok());
   EXPECT_THAT(h.executors.answers(), Contains("Harbor north"));
   EXPECT_TRUE(answer.events.back().done().is_final()) << answer.Text();
   EXPECT_THAT(answer.Text(), HasSubstr("Done:"));
-  EXPECT_FALSE(LastRouting(h, conversation).plan.has_value());
+  EXPECT_FALSE(h.LastFlow(conversation).plan.has_value());
 }
 
 // Offers the project plan in `h` and says "looks good, run it" under
@@ -185,7 +178,7 @@ TEST(TurnPlanTest, ACancelDuringAStepStopsThePlanWhichContinueFinishes) {
   EXPECT_THAT(StepsStarted(run), ElementsAre("s1", "s2")) << "s3 does not start";
   EXPECT_THAT(run.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_CANCELLED));
   EXPECT_TRUE(h.errors.errors().empty()) << "a cancel is not a failure";
-  ASSERT_TRUE(LastRouting(h, conversation).plan.has_value()) << "the plan waits to go on";
+  ASSERT_TRUE(h.LastFlow(conversation).plan.has_value()) << "the plan waits to go on";
 
   RecordingSink resumed;
   ASSERT_TRUE(h.Turn("continue", resumed, conversation).ok());
@@ -210,7 +203,7 @@ TEST(TurnPlanTest, APlanThatRunsOutOfTimeStopsAtItsNextStepAndContinueFinishesIt
   EXPECT_THAT(run.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_TIME_LIMIT));
   ASSERT_FALSE(h.errors.errors().empty());
   EXPECT_EQ(h.errors.errors()[0].kind, "time_limit");
-  ASSERT_TRUE(LastRouting(h, conversation).plan.has_value());
+  ASSERT_TRUE(h.LastFlow(conversation).plan.has_value());
 
   RecordingSink resumed;
   ASSERT_TRUE(h.Turn("continue", resumed, conversation).ok());

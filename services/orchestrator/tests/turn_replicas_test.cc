@@ -115,7 +115,7 @@ TEST_F(TurnReplicasTest, ANewerMessageOnAnotherReplicaSuspendsTheFlowItThenResum
   RecordingSink aside;
   ASSERT_TRUE(h_.runner
                   ->Run(kAlice, TurnHarness::Request("what time is it?", conversation, "turn-2"),
-                        newer, aside, 0, stand_in)
+                        newer, aside, core::TimePoint::max(), stand_in)
                   .ok());
   EXPECT_EQ(aside.events.front().session().suspended_flow_id(), flow_id);
 

@@ -14,6 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "libs/core/call.h"
 #include "libs/core/call_cancellation.h"
+#include "services/orchestrator/flow/memory_flow_store.h"
 #include "services/orchestrator/flow/routing.h"
 #include "services/orchestrator/testing/fakes.h"
 #include "services/orchestrator/testing/scripted_model.h"
@@ -26,7 +27,6 @@ using nlohmann::json;
 using ::testing::ElementsAre;
 using testing::FakeClock;
 using testing::FakeErrorLog;
-using testing::FakeFlowStore;
 using testing::FakeMemory;
 using testing::FakeTools;
 using testing::FakeUnderstanding;
@@ -64,10 +64,18 @@ struct Harness {
   FakeMemory memory;
   FakeUnderstanding understanding;
   FakeTools tools;
-  FakeFlowStore flows;
+  MemoryFlowStore flows;
   FakeErrorLog errors;
   std::unique_ptr<TurnRunner> runner;
 };
+
+// The state the flow store keeps for Alice's flow `flow_id`, if any.
+std::optional<FlowState> StoredFlow(Harness& h, const std::string& flow_id) {
+  absl::StatusOr<FlowState> loaded =
+      h.flows.Load(core::Call{kAlice, h.clock.Now() + std::chrono::seconds(1)}, flow_id);
+  if (!loaded.ok()) return std::nullopt;
+  return *std::move(loaded);
+}
 
 Routing RoutingOfReply(const convpb::Message& reply) {
   return RoutingFromJson(json::parse(reply.metadata_json()));
@@ -219,10 +227,17 @@ TEST(TurnRunnerTest, AWriteWaitsForApprovalAndRunsOnceWithTheActionsKey) {
   EXPECT_TRUE(h.tools.CallsOf("run_agent").empty());
   EXPECT_FALSE(ask.events.back().done().is_final());
   EXPECT_THAT(ask.States(), ::testing::Contains(pb::AGENT_STATE_WAITING_ON_USER));
-  // The flow waits: its record is in the flow store.
-  const std::optional<FlowRecord> flow = h.flows.Get(ask.events.front().session().flow_id());
+  // The flow waits: its state, with the action previewed, is in the flow
+  // store; the reply's routing only says that it waits.
+  const std::optional<FlowState> flow = StoredFlow(h, ask.events.front().session().flow_id());
   ASSERT_TRUE(flow.has_value());
   EXPECT_EQ(flow->status, FlowStatus::kWaiting);
+  EXPECT_EQ(flow->revision, 1);
+  ASSERT_EQ(flow->pending.size(), 1u);
+  EXPECT_EQ(flow->pending[0].action_id, preview.action_id());
+  const Routing routing = RoutingOfReply(h.memory.Messages(conversation).back());
+  EXPECT_EQ(routing.status, FlowStatus::kWaiting);
+  EXPECT_TRUE(routing.pending_action);
 
   RecordingSink yes;
   ASSERT_TRUE(h.Turn("yes", yes, conversation).ok());
@@ -236,6 +251,32 @@ TEST(TurnRunnerTest, AWriteWaitsForApprovalAndRunsOnceWithTheActionsKey) {
   RecordingSink twice;
   ASSERT_TRUE(h.Turn("yes", twice, conversation).ok());
   EXPECT_EQ(h.tools.CallsOf("run_agent").size(), 1u);
+}
+
+TEST(TurnRunnerTest, WithoutAFlowStoreGivenTheFlowsStateIsKeptInMemoryAndTheYesRuns) {
+  FakeClock clock;
+  FakeMemory memory;
+  FakeUnderstanding understanding(FakeUnderstanding::Always(intentpb::ACTION_TYPE_EXECUTE_TASK,
+                                                            {{"agent_name", "weekly-digest"}}));
+  FakeTools tools;
+  tools.SetAgents(json::array({{{"name", "weekly-digest"}, {"id", "a-1"}}}));
+  TurnOptions options;
+  options.clock = &clock;
+  const TurnRunner runner(memory, understanding, tools, options);  // no flow store, no error log
+  auto turn = [&](const std::string& message, const std::string& conversation) {
+    pb::StreamChatRequest request;
+    request.set_message(message);
+    request.set_conversation_id(conversation);
+    TurnControl control;
+    RecordingSink sink;
+    EXPECT_TRUE(runner.Run(kAlice, request, control, sink).ok());
+    return sink;
+  };
+  const RecordingSink ask = turn("run weekly-digest now", "");
+  ASSERT_EQ(ask.Of(pb::ChatEvent::kPreview).size(), 1u);
+  const RecordingSink yes = turn("yes", ask.events.front().session().conversation_id());
+  EXPECT_EQ(tools.CallsOf("run_agent").size(), 1u);
+  EXPECT_EQ(yes.events.front().session().flow_id(), ask.events.front().session().flow_id());
 }
 
 TEST(TurnRunnerTest, ASuspendedTurnSavesItsFlowAndAContinueResumesIt) {
@@ -257,8 +298,8 @@ TEST(TurnRunnerTest, ASuspendedTurnSavesItsFlowAndAContinueResumesIt) {
   ASSERT_TRUE(set_aside.has_value());
   const std::string flow_id = suspended.events.front().session().flow_id();
   EXPECT_EQ(set_aside->flow_id, flow_id);
-  ASSERT_TRUE(h.flows.Get(flow_id).has_value());
-  EXPECT_EQ(h.flows.Get(flow_id)->status, FlowStatus::kSuspended);
+  ASSERT_TRUE(StoredFlow(h, flow_id).has_value());
+  EXPECT_EQ(StoredFlow(h, flow_id)->status, FlowStatus::kSuspended);
 
   const size_t analyses = h.understanding.requests().size();
   RecordingSink resumed;
@@ -483,7 +524,7 @@ struct ObservedHarness {
   FakeMemory memory;
   FakeUnderstanding understanding;
   FakeTools tools;
-  FakeFlowStore flows;
+  MemoryFlowStore flows;
   FakeErrorLog errors;
   CallLog log;
   ObservedMemory seen_memory{memory, log};

@@ -35,4 +35,11 @@ class TurnErrorLog {
   virtual void Record(TurnError error) = 0;
 };
 
+// Keeps nothing: the error log of a runner given none (failures then reach
+// only the user, in the turn's error events).
+class NoTurnErrorLog final : public TurnErrorLog {
+ public:
+  void Record(TurnError) override {}
+};
+
 }  // namespace omniforge::orchestrator

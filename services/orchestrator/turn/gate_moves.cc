@@ -20,7 +20,7 @@ json NamedArguments(const PendingAction& action) {
   return args;
 }
 
-std::optional<Move> GateMove(const PendingResolution& gate, const Routing& last, bool local,
+std::optional<Move> GateMove(const PendingResolution& gate, const FlowState& last, bool local,
                              const PolicyInput& input) {
   Move move;
   move.action_type = last.action_type;

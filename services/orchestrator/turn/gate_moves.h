@@ -23,7 +23,7 @@ nlohmann::json NamedArguments(const PendingAction& action);
 // run with their own keys, a rejection or refusal says so, a structured edit
 // previews the changed action; a spoken edit goes to the local policy's
 // revision (`local`) or to the model. nullopt: the planner decides.
-std::optional<Move> GateMove(const PendingResolution& gate, const Routing& last, bool local,
+std::optional<Move> GateMove(const PendingResolution& gate, const FlowState& last, bool local,
                              const PolicyInput& input);
 
 // The proposals of a turn through the gate's policy: those it runs go to

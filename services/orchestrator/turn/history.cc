@@ -55,7 +55,7 @@ void AddHistory(RoutingMemo& memo, const convpb::GetContextWindowResponse& windo
       turn->set_action_type(routing->action_type);
       turn->mutable_entities()->insert(routing->entities.begin(), routing->entities.end());
       for (const std::string& name : routing->listed_agents) turn->add_listed_agents(name);
-      turn->set_pending_action(!routing->pending.empty());
+      turn->set_pending_action(routing->pending_action);
     } else {
       continue;
     }
@@ -80,8 +80,7 @@ bool SameForAnalysis(const std::vector<AgentInfo>& a, const std::vector<AgentInf
 
 bool StartsAFreshFlow(RoutingMemo& memo, const convpb::GetContextWindowResponse& window) {
   const std::optional<Routing> last = LastRouting(memo, window);
-  return !last || (last->pending.empty() && last->clarifications == 0 && !last->plan &&
-                   !last->suspended_flow);
+  return !last || (last->status == FlowStatus::kDone && !last->suspended_flow);
 }
 
 }  // namespace omniforge::orchestrator

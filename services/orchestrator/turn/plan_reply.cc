@@ -74,7 +74,7 @@ std::optional<PlanMove> PlanMoveFor(const PlanRef& plan, const std::string& mess
   return std::nullopt;  // a new request: the plan is left as it is
 }
 
-intentpb::IntentAnalysis PlanReplyAnalysis(const Routing& last, PlanMove move) {
+intentpb::IntentAnalysis PlanReplyAnalysis(const FlowState& last, PlanMove move) {
   intentpb::IntentAnalysis analysis;
   analysis.set_action_type(last.action_type);
   analysis.mutable_entities()->insert(last.entities.begin(), last.entities.end());

@@ -8,7 +8,7 @@
 
 #include "omniforge/intent/v1/intent_service.pb.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
-#include "services/orchestrator/flow/routing.h"
+#include "services/orchestrator/flow/flow_state.h"
 
 namespace omniforge::orchestrator {
 
@@ -23,7 +23,7 @@ std::optional<PlanMove> PlanMoveFor(
 
 // The analysis of a reply to the flow's plan, made without the intent
 // service: the flow's action and entities, and what the reply does.
-::omniforge::intent::v1::IntentAnalysis PlanReplyAnalysis(const Routing& last, PlanMove move);
+::omniforge::intent::v1::IntentAnalysis PlanReplyAnalysis(const FlowState& last, PlanMove move);
 
 // The analysis of a turn that resumes a suspended flow: the flow's own,
 // without the intent service.

@@ -1,8 +1,8 @@
 // Stage 3, LoadFlow: the history before this message, the flow it belongs
 // to (the one the last reply left waiting, a suspended one it resumes, or a
-// new one), the plan that waits for it, the turn's kind, and the flow's
-// context box. Ends by telling the client the session (SessionEvent) and
-// whether storage could be used.
+// new one) with its state from the flow store, the plan that waits for it,
+// the turn's kind, and the flow's context box. Ends by telling the client
+// the session (SessionEvent) and whether storage could be used.
 #include "libs/core/ids.h"
 #include "libs/core/text.h"
 #include "services/orchestrator/planner/local_policy.h"
@@ -74,7 +74,42 @@ void TurnPass::TakeHistory() {
   }
   // The window kept for the next turn starts from this history.
   history_known_ = user_stored_now_ && window_.ok();
-  last_ = LastRouting(runner_.routings_, history_);
+  const std::optional<Routing> routing = LastRouting(runner_.routings_, history_);
+  if (routing) last_ = LastFlow(*routing);
+}
+
+// The flow the last reply belongs to. A flow that waits (for an approval,
+// an answer, its plan's review) has its state in the flow store; else, or
+// when the store has none, the reply's routing tells what is known of it:
+// all of it when an older version wrote the routing, the flow it names and
+// what it was about otherwise (a flow that waits for nothing).
+FlowState TurnPass::LastFlow(const Routing& routing) {
+  FlowState last;
+  if (routing.written_whole) {
+    last = *routing.written_whole;
+  } else {
+    last.flow_id = routing.flow_id;
+    last.turn_id = routing.turn_id;
+    last.status = routing.status;
+    last.action_type = routing.action_type;
+    last.entities = routing.entities;
+    last.listed_agents = routing.listed_agents;
+  }
+  if (!routing.written_whole && routing.status == FlowStatus::kWaiting &&
+      !routing.flow_id.empty()) {
+    stage_ = "read_flow";
+    absl::StatusOr<FlowState> loaded = runner_.flows_->Load(DownstreamCall(), routing.flow_id);
+    if (loaded.ok()) {
+      last = *std::move(loaded);
+      last_loaded_ = true;
+    } else if (!absl::IsNotFound(loaded.status())) {
+      RecordError("downstream_unavailable",
+                  "the flow's state could not be read: " + std::string(loaded.status().message()));
+    }
+  }
+  // What was set aside is the latest reply's to say.
+  last.suspended_flow = routing.suspended_flow;
+  return last;
 }
 
 // A plan of the flow waits for this message (its review, a step's question,
@@ -118,22 +153,28 @@ void TurnPass::ChooseKind() {
   }
 }
 
-// The flow's context box: kept by the flow store, else in the routing.
+// The flow's context box and revision, from the flow store: read already
+// for the flow the last reply left waiting, else (a resumed flow, a flow of
+// routing written by an older version) read now. When the store has none,
+// the box is what older routing carried, if anything.
 void TurnPass::LoadBox() {
-  if (resuming_ || continuing_) {
-    std::optional<ContextBox> kept = resuming_ ? set_aside_->box : last_->box;
-    if (runner_.flows_ != nullptr) {
-      stage_ = "read_flow";
-      absl::StatusOr<ContextBox> loaded =
-          runner_.flows_->Load(ctx_.who(), flow_id_, CallDeadline());
-      if (loaded.ok()) {
-        kept = *std::move(loaded);
-      } else if (!absl::IsNotFound(loaded.status())) {
+  if (continuing_ && last_loaded_) {
+    box_ = last_->box;
+    flow_revision_ = last_->revision;
+  } else if (resuming_ || continuing_) {
+    stage_ = "read_flow";
+    absl::StatusOr<FlowState> loaded = runner_.flows_->Load(DownstreamCall(), flow_id_);
+    if (loaded.ok()) {
+      box_ = std::move(loaded->box);
+      flow_revision_ = loaded->revision;
+    } else {
+      if (!absl::IsNotFound(loaded.status())) {
         RecordError("downstream_unavailable", "the flow's context box could not be read: " +
                                                   std::string(loaded.status().message()));
       }
+      if (resuming_ && set_aside_->box) box_ = *set_aside_->box;
+      if (continuing_) box_ = last_->box;
     }
-    if (kept) box_ = *std::move(kept);
   }
   box_.goal = goal_;
   ContextBox::Add(box_.constraints, ContextConstraint(request_));

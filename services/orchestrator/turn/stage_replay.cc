@@ -28,8 +28,7 @@ bool TurnPass::Replay() {
     emit_.Next().mutable_text()->set_delta(m.content());
     emit_.Send();
     pb::DoneEvent* done = emit_.Next().mutable_done();
-    done->set_is_final(routing.pending.empty() && routing.clarifications == 0 &&
-                       !routing.suspended);
+    done->set_is_final(routing.status == FlowStatus::kDone);
     done->set_assistant_message_id(m.id());
     done->mutable_usage()->set_duration_ms(ctx_.ElapsedMs());
     emit_.Send();

@@ -1,7 +1,8 @@
-// Stage 8, Save: the reply is stored with its routing (what the next turn
-// reads: the flow, what waits, the plan, a flow set aside), the flow's
-// record beside it, the caches follow, every decision of the gate goes to
-// the audit trail, and `done` closes the stream with the turn's usage.
+// Stage 8, Save: the reply is stored with its routing (what reading the
+// history needs: the flow, where it stands, a flow set aside), the flow's
+// state (what waits, the plan, the context box) beside it in the flow
+// store, the caches follow, every decision of the gate goes to the audit
+// trail, and `done` closes the stream with the turn's usage.
 #include <algorithm>
 
 #include "libs/core/ids.h"
@@ -13,32 +14,35 @@ namespace omniforge::orchestrator {
 using nlohmann::json;
 
 void TurnPass::Save() {
-  const Routing routing = MakeRouting();
-  SaveFlowAndReply(routing);
+  const FlowState state = MakeFlowState();
+  SaveFlowAndReply(state);
   AuditDecisions();
   SendDone();
 }
 
-Routing TurnPass::MakeRouting() {
-  Routing routing;
-  routing.turn_id = turn_id_;
-  routing.flow_id = flow_id_;
-  routing.goal = goal_;
-  routing.action_type = move_.action_type != intentpb::ACTION_TYPE_UNSPECIFIED
-                            ? move_.action_type
-                            : analysis_.action_type();
-  routing.entities = move_.entities;
-  routing.listed_agents = listed_;
-  routing.pending = pending_after_;
-  routing.clarifications = move_.clarifying ? (last_ ? last_->clarifications : 0) + 1 : 0;
-  routing.asked = move_.asked;
-  routing.tools_used = tools_used_;
-  routing.suspended = suspended_;
+FlowState TurnPass::MakeFlowState() {
+  FlowState state;
+  state.turn_id = turn_id_;
+  state.flow_id = flow_id_;
+  state.conversation_id = conversation_id_;
+  state.status = suspended_ ? FlowStatus::kSuspended
+                 : waiting_ ? FlowStatus::kWaiting
+                            : FlowStatus::kDone;
+  state.goal = goal_;
+  state.action_type = move_.action_type != intentpb::ACTION_TYPE_UNSPECIFIED
+                          ? move_.action_type
+                          : analysis_.action_type();
+  state.entities = move_.entities;
+  state.listed_agents = listed_;
+  state.pending = pending_after_;
+  state.clarifications = move_.clarifying ? (last_ ? last_->clarifications : 0) + 1 : 0;
+  state.asked = move_.asked;
+  state.tools_used = tools_used_;
   if (plan_held_) {
-    routing.plan = PlanRef{plan_held_->id, PlanStatusName(plan_held_->status),
-                           plan_held_->objective, plan_digest_, plan_expires_};
+    state.plan = PlanRef{plan_held_->id, PlanStatusName(plan_held_->status), plan_held_->objective,
+                         plan_digest_, plan_expires_};
   } else if (plan_carried_ && !suspended_ && pending_after_.empty()) {
-    routing.plan = plan_carried_;
+    state.plan = plan_carried_;
   } else if (plan_carried_ && !suspended_) {
     // A newer preview replaces the plan that waited: a "yes" now is for it.
     decisions_.push_back({plan_carried_->plan_id, plan_carried_->digest, kCreatePlanTool,
@@ -46,49 +50,39 @@ Routing TurnPass::MakeRouting() {
                           pb::ACTION_OUTCOME_STALE, "words"});
   }
   if (suspended_) {
-    SuspendedFlow self{flow_id_,      goal_,        routing.action_type,
-                       box_.entities, std::nullopt, routing.plan};
-    if (runner_.flows_ == nullptr) self.box = box_;
-    routing.suspended_flow = self;
+    SuspendedFlow self{flow_id_, goal_, state.action_type, box_.entities, std::nullopt, state.plan};
+    state.suspended_flow = self;
     control_.Ended(std::move(self));  // the newer turn goes on from here
   } else if (!resuming_) {
-    routing.suspended_flow = std::move(set_aside_);
+    state.suspended_flow = std::move(set_aside_);
   }
-  if (runner_.flows_ == nullptr) routing.box = box_;
-  return routing;
+  state.box = box_;
+  return state;
 }
 
-// The flow's record is written while the reply is stored: one upsert, for a
-// flow that spans turns (it waits, is suspended, or was stored by an
-// earlier turn). A flow done within its first turn needs no record: its box
-// is never read again, and most turns are such flows. The turn's closing
-// writes get a call's time of their own, also when the turn ran out of
-// time: what was done is kept.
-void TurnPass::SaveFlowAndReply(const Routing& routing) {
+// The flow's state is written while the reply is stored: one statement, for
+// a flow that spans turns (it waits, is suspended, or was stored by an
+// earlier turn), replacing the revision this turn read. A flow done within
+// its first turn needs no state: it is never read again, and most turns are
+// such flows. The turn's closing writes get a call's time of their own,
+// also when the turn ran out of time: what was done is kept.
+void TurnPass::SaveFlowAndReply(const FlowState& state) {
   const core::Identity& who = ctx_.who();
   convpb::AppendMessageRequest reply;
   reply.set_conversation_id(conversation_id_);
   reply.set_role(convpb::ROLE_ASSISTANT);
   reply.set_content(text_.empty() ? " " : text_);
   reply.set_idempotency_key("turn:" + turn_id_ + ":assistant");
-  const json routing_json = RoutingToJson(routing);
+  const json routing_json = RoutingToJson(RoutingOf(state));
   reply.set_metadata_json(routing_json.dump());
   // Not cancelled with the turn (null cancel), and not cut by its deadline.
   const core::Call closing{who, ctx_.Now() + std::chrono::duration_cast<std::chrono::microseconds>(
                                                  runner_.options_.call_timeout)};
-  const int64_t closing_deadline = core::MicrosOf(closing.deadline);
   stage_ = "store_reply";
   core::SideCall<absl::Status> flow_saved;
-  if (runner_.flows_ != nullptr && !unstored_ &&
-      (waiting_ || suspended_ || continuing_ || resuming_)) {
-    const core::ScopedCallCancellation kept(nullptr);  // not cancelled with the turn
-    flow_saved = runner_.side_calls_.Async([this, &who, closing_deadline] {
-      const FlowStatus status = suspended_ ? FlowStatus::kSuspended
-                                : waiting_ ? FlowStatus::kWaiting
-                                           : FlowStatus::kDone;
-      return runner_.flows_->Save(who, {flow_id_, conversation_id_, turn_id_, status, box_},
-                                  closing_deadline);
-    });
+  if (!unstored_ && (waiting_ || suspended_ || continuing_ || resuming_)) {
+    flow_saved = runner_.side_calls_.Async(
+        [this, closing, &state] { return runner_.flows_->Save(closing, state, flow_revision_); });
   }
   stored_reply_ =
       unstored_ ? std::optional<convpb::AppendMessageResponse>() : Store(reply, closing);
@@ -125,14 +119,13 @@ void TurnPass::SaveFlowAndReply(const Routing& routing) {
                                       {"stage", "store_flow"},
                                       {"error", std::string(saved.message())}});
     RecordError("downstream_unavailable",
-                "the flow's context box could not be stored: " + std::string(saved.message()));
+                "the flow's state could not be stored: " + std::string(saved.message()));
   }
 }
 
 // Every decision of the gate, for the audit trail (ListActions).
 void TurnPass::AuditDecisions() {
-  ApprovalAudit* audit = runner_.options_.audit;
-  if (audit == nullptr || !core::IsUuid(conversation_id_)) return;
+  if (!core::IsUuid(conversation_id_)) return;
   for (const GateDecision& d : decisions_) {
     ActionDecisionRecord record;
     record.tenant_id = ctx_.who().tenant_id;
@@ -147,7 +140,7 @@ void TurnPass::AuditDecisions() {
     record.outcome = d.outcome;
     record.decided_by = d.via == "policy" ? "policy" : ctx_.who().user_id;
     record.via = d.via;
-    if (absl::Status kept = audit->Record(record); !kept.ok()) {
+    if (absl::Status kept = runner_.audit_.Record(record); !kept.ok()) {
       stage_ = "store_decision";
       core::LogWarn("approval decision not recorded", {{"component", "orchestrator"},
                                                        {"stage", "store_decision"},

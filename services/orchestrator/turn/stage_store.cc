@@ -203,7 +203,7 @@ absl::StatusOr<std::optional<convpb::AppendMessageResponse>> TurnPass::Store(
 // A cancelled turn's calls fail because it was cancelled: the user's
 // choice, not a failure of the orchestration.
 void TurnPass::RecordError(const std::string& kind, const std::string& message) {
-  if (runner_.errors_ == nullptr || kind.empty() || control_.cancelled()) return;
+  if (kind.empty() || control_.cancelled()) return;
   runner_.errors_->Record({ctx_.who().tenant_id, ctx_.who().user_id, conversation_id_, turn_id_,
                            kind, message, ErrorComponent(kind, stage_), stage_, stage_tool_});
 }

@@ -16,7 +16,7 @@ void TurnPass::Understand() {
   if (kind_ == TurnKind::kResume) {
     analysis_ = ResumeAnalysis(*set_aside_);
   } else if (plan_reply_) {
-    analysis_ = PlanReplyAnalysis(last_.value_or(Routing{}), *plan_move_);
+    analysis_ = PlanReplyAnalysis(last_.value_or(FlowState{}), *plan_move_);
   } else if (answering_) {
     analysis_ = AnalysisOfAnswer(*last_, request_.message(), agents_);
     ContextBox::Add(box_.progress, "the user answered: " + request_.message());

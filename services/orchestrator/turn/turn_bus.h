@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "services/orchestrator/flow/routing.h"
+#include "services/orchestrator/flow/flow_state.h"
 
 namespace omniforge::orchestrator {
 

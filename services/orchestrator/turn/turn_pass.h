@@ -13,8 +13,8 @@
 //   Act           stage_act.cc          the move through the gate's policy,
 //                                       tools and plans under the guardrails
 //   Compose       stage_compose.cc      the reply's words, previews, waiting
-//   Save          stage_save.cc         the reply with its routing, the flow,
-//                                       the audit trail, `done`
+//   Save          stage_save.cc         the reply with its routing, the flow's
+//                                       state, the audit trail, `done`
 //
 // A TurnPass is the state one turn builds up as it goes (what each stage
 // leaves for the next), with the turn's CallContext. Made and used on the
@@ -87,6 +87,7 @@ class TurnPass final {
       const convpb::AppendMessageRequest& message, const core::Call& call);
   // stage_load_flow.cc
   void TakeHistory();
+  FlowState LastFlow(const Routing& routing);
   void FindPlan();
   void ChooseKind();
   void LoadBox();
@@ -126,8 +127,8 @@ class TurnPass final {
   void ShowPreviews();
   void Ask(const std::string& words);
   // stage_save.cc
-  Routing MakeRouting();
-  void SaveFlowAndReply(const Routing& routing);
+  FlowState MakeFlowState();
+  void SaveFlowAndReply(const FlowState& state);
   void AuditDecisions();
   void SendDone();
   bool TrySuspend();
@@ -139,8 +140,6 @@ class TurnPass final {
   // One downstream call of the turn (CallContext::ForCall), within the
   // turn's deadline and cancelled with it.
   core::Call DownstreamCall() const { return ctx_.ForCall(runner_.options_.call_timeout); }
-  // The same call's deadline in microseconds, as the flow store takes it.
-  int64_t CallDeadline() const { return core::MicrosOf(DownstreamCall().deadline); }
   bool PlansOn() const { return runner_.plans_ != nullptr; }
 
   const TurnRunner& runner_;
@@ -183,7 +182,11 @@ class TurnPass final {
   absl::StatusOr<convpb::GetContextWindowResponse> window_ = convpb::GetContextWindowResponse();
   convpb::GetContextWindowResponse history_;
   bool history_known_ = false;
-  std::optional<Routing> last_;
+  // The flow the last reply belongs to: its state from the flow store when
+  // it waited for this message (last_loaded_), else what the reply's
+  // routing tells of it.
+  std::optional<FlowState> last_;
+  bool last_loaded_ = false;
   std::optional<SuspendedFlow> suspended_now_;
   std::optional<SuspendedFlow> set_aside_;
   bool resuming_ = false;
@@ -197,6 +200,9 @@ class TurnPass final {
   std::string flow_id_;
   std::string goal_;
   ContextBox box_;
+  // The revision of the flow's state this turn read (0: none), which its
+  // save expects to replace.
+  int64_t flow_revision_ = 0;
 
   // Understand
   std::vector<AgentInfo> agents_;

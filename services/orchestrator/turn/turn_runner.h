@@ -52,6 +52,7 @@
 #include "services/orchestrator/downstream/downstream.h"
 #include "services/orchestrator/downstream/window_cache.h"
 #include "services/orchestrator/flow/flow_store.h"
+#include "services/orchestrator/flow/memory_flow_store.h"
 #include "services/orchestrator/flow/routing.h"
 #include "services/orchestrator/planner/local_policy.h"
 #include "services/orchestrator/plans/plan_engine.h"
@@ -152,8 +153,9 @@ class TurnRunner final {
  public:
   // The services (and `planner`, `flows`, `errors`, `plans`, `spool`) must
   // outlive the runner. Without a planner model, turns are planned by the
-  // local policy. Without a flow store, context boxes ride in the routing
-  // metadata. Without an error log, failures are only logged. Without a
+  // local policy. Without a flow store, flow states are kept in memory
+  // (MemoryFlowStore) and go with the process. Without an error log,
+  // failures only reach the user. Without a
   // plan engine, no plans are made. With a spool, a turn goes on while
   // conversation storage is unreachable (see Run); without one, it fails.
   // Thread-safe: turns run concurrently.
@@ -203,14 +205,19 @@ class TurnRunner final {
   Understanding& understanding_;
   Tools& tools_;
   const TurnOptions options_;
+  NoApprovalAudit no_audit_;  // the trail when the options name none
+  ApprovalAudit& audit_;
   llm::ChatModel* const planner_;
   // The planner models as the turn calls them: metered (usage_meter.h), so
   // `done` carries what the turn's model calls cost. Null without a planner.
   std::unique_ptr<llm::ChatModel> metered_planner_;
   std::map<::omniforge::intent::v1::ContextType, std::unique_ptr<llm::ChatModel>>
       metered_by_context_;
-  FlowStore* const flows_;
-  TurnErrorLog* const errors_;
+  // The flow store made when the runner was given none.
+  const std::unique_ptr<FlowStore> own_flows_;
+  FlowStore* const flows_;      // never null
+  NoTurnErrorLog no_errors_;    // the error log when the runner was given none
+  TurnErrorLog* const errors_;  // never null
   PlanEngine* const plans_;
   AppendSpool* const spool_;
   const core::Clock& clock_;
