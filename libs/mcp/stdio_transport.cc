@@ -377,7 +377,7 @@ absl::Status StdioTransport::Send(std::string_view message, const SendOptions& o
   return absl::OkStatus();
 }
 
-void StdioTransport::ReadLoop(TransportHandlers handlers, int out_fd, int err_fd, int pid_fd,
+void StdioTransport::ReadLoop(const TransportHandlers& handlers, int out_fd, int err_fd, int pid_fd,
                               int wake_fd, pid_t pid) {
   StdoutLines out(config_.server_name, config_.max_message_bytes, handlers.on_message);
   StderrLines err(config_.server_name);

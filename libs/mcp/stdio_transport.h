@@ -57,7 +57,7 @@ class StdioTransport final : public McpTransport {
   pid_t pid() const;
 
  private:
-  void ReadLoop(TransportHandlers handlers, int out_fd, int err_fd, int pid_fd, int wake_fd,
+  void ReadLoop(const TransportHandlers& handlers, int out_fd, int err_fd, int pid_fd, int wake_fd,
                 pid_t pid);
 
   const StdioServerConfig config_;
