@@ -41,6 +41,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <pqxx/pqxx>
 #include <sstream>
 #include <string>
@@ -226,107 +227,84 @@ class Client {
   std::string conversation_;  // touched by one turn at a time
 };
 
-int Run(int turns, double seconds, bool model) {
-  testing::TestDatabase db;
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("omniforge-chat-bench-" + core::NewUuid());
-  std::filesystem::create_directories(dir);
+using Env = std::vector<std::string>;
+// Each service's name and process, in the order the timings are printed.
+using Services = std::vector<std::pair<const char*, testing::ServerProcess*>>;
+
+// Writes 64 API keys (tenant "bench", users user-0 to user-63) to
+// dir/api_keys and returns the keys.
+std::vector<std::string> WriteApiKeys(const std::filesystem::path& dir) {
   std::vector<std::string> keys;
-  {
-    std::ofstream key_file(dir / "api_keys");
-    for (int i = 0; i < 64; ++i) {
-      auto key = core::GenerateApiKey({"bench", "user-" + std::to_string(i)}, "");
-      key_file << key->file_line << "\n";
-      keys.push_back(key->key);
-    }
+  std::ofstream key_file(dir / "api_keys");
+  for (int i = 0; i < 64; ++i) {
+    auto key = core::GenerateApiKey({"bench", "user-" + std::to_string(i)}, "");
+    key_file << key->file_line << "\n";
+    keys.push_back(key->key);
   }
-  const std::string dsn = "OMNIFORGE_DATABASE_DSN=" + db.dsn();
-  testing::ServerProcess conversation(OMNIFORGE_CONVERSATION_BIN);
-  testing::ServerProcess intent(OMNIFORGE_INTENT_BIN);
-  testing::ServerProcess executor(OMNIFORGE_EXECUTOR_BIN);
-  testing::ServerProcess orchestrator(OMNIFORGE_ORCHESTRATOR_BIN);
-  using Env = std::vector<std::string>;
+  return keys;
+}
+
+// Starts the services the orchestrator calls; false (and why, on stderr) when
+// one does not start.
+bool StartDownstream(const std::string& dsn, testing::ServerProcess& conversation,
+                     testing::ServerProcess& intent, testing::ServerProcess& executor) {
   for (auto [process, env] :
        {std::pair{&conversation,
                   Env{dsn, std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey}},
         std::pair{&intent, Env{}}, std::pair{&executor, Env{dsn}}}) {
     if (auto error = process->Start(env)) {
       std::fprintf(stderr, "%s\n", error->c_str());
-      return 1;
+      return false;
     }
   }
-  // The model: asked "list my agents", it calls list_agents; given the
-  // tool's result, it answers. At once, streamed in the real wire format:
-  // an answer that is ready at once leaves in one write, as the events of
-  // a finished answer would (the client still parses every event).
-  std::unique_ptr<llm::testing::FakeLlmServer> provider;
-  Env orchestrator_env = {"OMNIFORGE_AUTH_API_KEYS_FILE=" + (dir / "api_keys").string(),
-                          "OMNIFORGE_SPOOL_DIR=" + (dir / "spool").string(),
-                          "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation.address(),
-                          "OMNIFORGE_DOWNSTREAM_INTENT=" + intent.address(),
-                          "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor.address()};
-  std::vector<std::string> orchestrator_args;
-  if (model) {
-    llm::testing::FakeRule call;
-    call.match.operation = "planner_stream";
-    call.match.last_is_tool_result = false;
-    call.reply.tool_calls = {{"", "list_agents", "{}"}};
-    llm::testing::FakeRule answer;
-    answer.match.operation = "planner_stream";
-    answer.match.last_is_tool_result = true;
-    answer.reply.text = "You have no agents yet: none is listed for your account.";
-    call.one_write = answer.one_write = true;
-    auto started = llm::testing::FakeLlmServer::Start(
-        {call, answer}, {.api_key = "bench-key", .record_bodies = false});
-    if (!started.ok()) {
-      std::fprintf(stderr, "fake provider: %s\n", started.status().ToString().c_str());
-      return 1;
-    }
-    provider = *std::move(started);
-    std::ofstream config(dir / "orchestrator.yaml");
-    config << "llm:\n  providers:\n    fake:\n      api: openai\n      base_url: "
-           << provider->openai_base_url()
-           << "\n      api_key_env: BENCH_LLM_KEY\n  profiles:\n    balanced: [fake/planner]\n";
-    orchestrator_args = {"--config", (dir / "orchestrator.yaml").string()};
-    // With a model, every turn's calls are recorded in orchestration.llm_turn_usage.
-    orchestrator_env.push_back(dsn);
-    orchestrator_env.push_back("BENCH_LLM_KEY=bench-key");
-  }
-  if (auto error = orchestrator.Start(orchestrator_env, orchestrator_args)) {
-    std::fprintf(stderr, "%s\n", error->c_str());
-    return 1;
-  }
-  auto stub = pb::ChatService::NewStub(
-      grpc::CreateChannel(orchestrator.address(), grpc::InsecureChannelCredentials()));
+  return true;
+}
 
-  // One client, one conversation, turn after turn.
-  Client single(*stub, keys[0]);
-  for (int i = 0; i < 20; ++i) single.Turn();  // warm-up
-  const auto tables_before = RowsByTable(db.dsn());
-  const std::vector<std::pair<const char*, testing::ServerProcess*>> services = {
-      {"orchestrator", &orchestrator},
-      {"conversation", &conversation},
-      {"intent", &intent},
-      {"executor", &executor}};
-  std::vector<Timings> timings_before;
-  timings_before.reserve(services.size());
-  for (const auto& [name, process] : services)
-    timings_before.push_back(ScrapeTimings(process->metrics_port()));
-  const size_t provider_calls_before = provider ? provider->RequestCount() : 0;
-  std::vector<double> ms;
-  for (int i = 0; i < turns; ++i) {
-    const double t = single.Turn();
-    if (t < 0) {
-      std::fprintf(stderr, "turn %d failed\n", i);
-      return 1;
-    }
-    ms.push_back(t);
+// The model: asked "list my agents", it calls list_agents; given the
+// tool's result, it answers. At once, streamed in the real wire format:
+// an answer that is ready at once leaves in one write, as the events of
+// a finished answer would (the client still parses every event).
+// Starts it and points the orchestrator's config (written under `dir`) and
+// environment at it; nullptr (and why, on stderr) when it does not start.
+std::unique_ptr<llm::testing::FakeLlmServer> StartModel(
+    const std::filesystem::path& dir, const std::string& dsn, Env& orchestrator_env,
+    std::vector<std::string>& orchestrator_args) {
+  llm::testing::FakeRule call;
+  call.match.operation = "planner_stream";
+  call.match.last_is_tool_result = false;
+  call.reply.tool_calls = {{"", "list_agents", "{}"}};
+  llm::testing::FakeRule answer;
+  answer.match.operation = "planner_stream";
+  answer.match.last_is_tool_result = true;
+  answer.reply.text = "You have no agents yet: none is listed for your account.";
+  call.one_write = answer.one_write = true;
+  auto started = llm::testing::FakeLlmServer::Start(
+      {call, answer}, {.api_key = "bench-key", .record_bodies = false});
+  if (!started.ok()) {
+    std::fprintf(stderr, "fake provider: %s\n", started.status().ToString().c_str());
+    return nullptr;
   }
+  std::unique_ptr<llm::testing::FakeLlmServer> provider = *std::move(started);
+  std::ofstream config(dir / "orchestrator.yaml");
+  config << "llm:\n  providers:\n    fake:\n      api: openai\n      base_url: "
+         << provider->openai_base_url()
+         << "\n      api_key_env: BENCH_LLM_KEY\n  profiles:\n    balanced: [fake/planner]\n";
+  orchestrator_args = {"--config", (dir / "orchestrator.yaml").string()};
+  // With a model, every turn's calls are recorded in orchestration.llm_turn_usage.
+  orchestrator_env.push_back(dsn);
+  orchestrator_env.push_back("BENCH_LLM_KEY=bench-key");
+  return provider;
+}
+
+// Rows written per table since `before`, printed per turn; returns the
+// rows written per turn over all tables.
+double PrintRowsWritten(const std::map<std::string, int64_t>& before, const std::string& dsn,
+                        int turns, const std::vector<double>& ms) {
   std::map<std::string, int64_t> written;  // per table, during these turns
   int64_t rows = 0;
-  for (const auto& [table, total] : RowsByTable(db.dsn())) {
-    auto before = tables_before.find(table);
-    written[table] = total - (before == tables_before.end() ? 0 : before->second);
+  for (const auto& [table, total] : RowsByTable(dsn)) {
+    auto found = before.find(table);
+    written[table] = total - (found == before.end() ? 0 : found->second);
     rows += written[table];
   }
   const double rows_per_turn = static_cast<double>(rows) / turns;
@@ -336,86 +314,168 @@ int Run(int turns, double seconds, bool model) {
     if (n > 0)
       std::printf("  %-36s %.2f rows per turn\n", table.c_str(), static_cast<double>(n) / turns);
   }
+  return rows_per_turn;
+}
+
+// The fake's own time: from a request's arrival to its answer's last byte,
+// over the requests after the first `calls_before`.
+void PrintProviderTime(const llm::testing::FakeLlmServer& provider, size_t calls_before,
+                       int turns) {
+  const std::vector<llm::testing::RecordedRequest> calls = provider.Requests();
+  double fake_ms = 0;
+  for (size_t i = calls_before; i < calls.size(); ++i) {
+    fake_ms += static_cast<double>(calls[i].finished_micros - calls[i].time_micros) / 1000.0;
+  }
+  const size_t n = calls.size() - calls_before;
+  std::printf("  %-13s %-70s %5.2f per turn, %7.3f ms each\n", "fake provider",
+              "request received to answer written", static_cast<double>(n) / turns,
+              fake_ms / static_cast<double>(std::max<size_t>(1, n)));
+}
+
+// What the 1-client phase measured.
+struct OneClientResult {
+  std::vector<double> ms;  // each turn's wall time
+  double rows_per_turn = 0;
+};
+
+// One client, one conversation, turn after turn: `turns` turns after a
+// warm-up, with the rows written and the server-side time printed. nullopt
+// when a turn failed.
+std::optional<OneClientResult> MeasureOneClient(pb::ChatService::Stub& stub, const std::string& key,
+                                                const std::string& dsn, const Services& services,
+                                                const llm::testing::FakeLlmServer* provider,
+                                                int turns) {
+  Client single(stub, key);
+  for (int i = 0; i < 20; ++i) single.Turn();  // warm-up
+  const auto tables_before = RowsByTable(dsn);
+  std::vector<Timings> timings_before;
+  timings_before.reserve(services.size());
+  for (const auto& [name, process] : services)
+    timings_before.push_back(ScrapeTimings(process->metrics_port()));
+  const size_t provider_calls_before = provider ? provider->RequestCount() : 0;
+  OneClientResult result;
+  for (int i = 0; i < turns; ++i) {
+    const double t = single.Turn();
+    if (t < 0) {
+      std::fprintf(stderr, "turn %d failed\n", i);
+      return std::nullopt;
+    }
+    result.ms.push_back(t);
+  }
+  result.rows_per_turn = PrintRowsWritten(tables_before, dsn, turns, result.ms);
   std::printf("  server-side time of the 1-client turns:\n");
   for (size_t i = 0; i < services.size(); ++i) {
     PrintTimings(services[i].first, timings_before[i],
                  ScrapeTimings(services[i].second->metrics_port()), turns);
   }
-  if (provider) {
-    // The fake's own time: from a request's arrival to its answer's last byte.
-    const std::vector<llm::testing::RecordedRequest> calls = provider->Requests();
-    double fake_ms = 0;
-    for (size_t i = provider_calls_before; i < calls.size(); ++i) {
-      fake_ms += static_cast<double>(calls[i].finished_micros - calls[i].time_micros) / 1000.0;
-    }
-    const size_t n = calls.size() - provider_calls_before;
-    std::printf("  %-13s %-70s %5.2f per turn, %7.3f ms each\n", "fake provider",
-                "request received to answer written", static_cast<double>(n) / turns,
-                fake_ms / static_cast<double>(std::max<size_t>(1, n)));
-  }
+  if (provider) PrintProviderTime(*provider, provider_calls_before, turns);
+  return result;
+}
 
-  auto throughput = [&](int clients) {
-    std::vector<double> cpu_before;
-    cpu_before.reserve(services.size());
-    for (const auto& [name, process] : services) cpu_before.push_back(CpuSeconds(process->pid()));
-    const double own_cpu_before = CpuSeconds(getpid());
-    std::atomic<int64_t> done{0}, failed{0};
-    std::vector<std::unique_ptr<Client>> users;
-    std::vector<std::vector<double>> latencies(clients);
-    std::mutex mu;
-    std::condition_variable all_ended;
-    int running = clients;
-    const auto start = Clock::now();
-    // Each client sends its next turn from the callback that ends the last.
-    std::function<void(int)> next = [&](int c) {
-      users[c]->Turn([&, c](double t) {
-        if (t < 0) {
-          ++failed;
-        } else {
-          ++done;
-          latencies[c].push_back(t);
-        }
-        if (std::chrono::duration<double>(Clock::now() - start).count() < seconds) {
-          next(c);
-          return;
-        }
-        std::lock_guard lock(mu);
-        if (--running == 0) all_ended.notify_all();
-      });
-    };
-    for (int c = 0; c < clients; ++c) users.push_back(std::make_unique<Client>(*stub, keys[c]));
-    for (int c = 0; c < clients; ++c) next(c);
-    {
-      std::unique_lock lock(mu);
-      all_ended.wait(lock, [&] { return running == 0; });
-    }
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    std::vector<double> all;
-    for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
-    std::printf("%d clients: %.0f turns/s, p50 %.1f ms, p99 %.1f ms, %lld failed\n", clients,
-                done / elapsed, Percentile(all, 0.5), Percentile(all, 0.99),
-                static_cast<long long>(failed.load()));
-    std::printf("  CPU per turn:");
-    for (size_t i = 0; i < services.size(); ++i) {
-      std::printf(" %s %.0f us", services[i].first,
-                  (CpuSeconds(services[i].second->pid()) - cpu_before[i]) * 1e6 /
-                      static_cast<double>(std::max<int64_t>(1, done.load())));
-    }
-    // This process: the clients, and the fake provider when the model plans.
-    std::printf(" (load and fake provider %.0f us)\n",
-                (CpuSeconds(getpid()) - own_cpu_before) * 1e6 /
-                    static_cast<double>(std::max<int64_t>(1, done.load())));
-    return failed > 0 ? -1.0 : done / elapsed;
+// `clients` clients, each in its own conversation, for `seconds`: prints the
+// rate, latencies and CPU per turn, and returns turns per second (-1 when a
+// turn failed).
+double MeasureThroughput(pb::ChatService::Stub& stub, const std::vector<std::string>& keys,
+                         const Services& services, int clients, double seconds) {
+  std::vector<double> cpu_before;
+  cpu_before.reserve(services.size());
+  for (const auto& [name, process] : services) cpu_before.push_back(CpuSeconds(process->pid()));
+  const double own_cpu_before = CpuSeconds(getpid());
+  std::atomic<int64_t> done{0}, failed{0};
+  std::vector<std::unique_ptr<Client>> users;
+  std::vector<std::vector<double>> latencies(clients);
+  std::mutex mu;
+  std::condition_variable all_ended;
+  int running = clients;
+  const auto start = Clock::now();
+  // Each client sends its next turn from the callback that ends the last.
+  std::function<void(int)> next = [&](int c) {
+    users[c]->Turn([&, c](double t) {
+      if (t < 0) {
+        ++failed;
+      } else {
+        ++done;
+        latencies[c].push_back(t);
+      }
+      if (std::chrono::duration<double>(Clock::now() - start).count() < seconds) {
+        next(c);
+        return;
+      }
+      std::lock_guard lock(mu);
+      if (--running == 0) all_ended.notify_all();
+    });
   };
-  const double c16 = throughput(16);
-  const double c64 = throughput(64);
+  for (int c = 0; c < clients; ++c) users.push_back(std::make_unique<Client>(stub, keys[c]));
+  for (int c = 0; c < clients; ++c) next(c);
+  {
+    std::unique_lock lock(mu);
+    all_ended.wait(lock, [&] { return running == 0; });
+  }
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  std::vector<double> all;
+  for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
+  std::printf("%d clients: %.0f turns/s, p50 %.1f ms, p99 %.1f ms, %lld failed\n", clients,
+              done / elapsed, Percentile(all, 0.5), Percentile(all, 0.99),
+              static_cast<long long>(failed.load()));
+  std::printf("  CPU per turn:");
+  for (size_t i = 0; i < services.size(); ++i) {
+    std::printf(" %s %.0f us", services[i].first,
+                (CpuSeconds(services[i].second->pid()) - cpu_before[i]) * 1e6 /
+                    static_cast<double>(std::max<int64_t>(1, done.load())));
+  }
+  // This process: the clients, and the fake provider when the model plans.
+  std::printf(" (load and fake provider %.0f us)\n",
+              (CpuSeconds(getpid()) - own_cpu_before) * 1e6 /
+                  static_cast<double>(std::max<int64_t>(1, done.load())));
+  return failed > 0 ? -1.0 : done / elapsed;
+}
+
+int Run(int turns, double seconds, bool model) {
+  testing::TestDatabase db;
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("omniforge-chat-bench-" + core::NewUuid());
+  std::filesystem::create_directories(dir);
+  const std::vector<std::string> keys = WriteApiKeys(dir);
+  const std::string dsn = "OMNIFORGE_DATABASE_DSN=" + db.dsn();
+  testing::ServerProcess conversation(OMNIFORGE_CONVERSATION_BIN);
+  testing::ServerProcess intent(OMNIFORGE_INTENT_BIN);
+  testing::ServerProcess executor(OMNIFORGE_EXECUTOR_BIN);
+  testing::ServerProcess orchestrator(OMNIFORGE_ORCHESTRATOR_BIN);
+  if (!StartDownstream(dsn, conversation, intent, executor)) return 1;
+  std::unique_ptr<llm::testing::FakeLlmServer> provider;
+  Env orchestrator_env = {"OMNIFORGE_AUTH_API_KEYS_FILE=" + (dir / "api_keys").string(),
+                          "OMNIFORGE_SPOOL_DIR=" + (dir / "spool").string(),
+                          "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation.address(),
+                          "OMNIFORGE_DOWNSTREAM_INTENT=" + intent.address(),
+                          "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor.address()};
+  std::vector<std::string> orchestrator_args;
+  if (model) {
+    provider = StartModel(dir, dsn, orchestrator_env, orchestrator_args);
+    if (!provider) return 1;
+  }
+  if (auto error = orchestrator.Start(orchestrator_env, orchestrator_args)) {
+    std::fprintf(stderr, "%s\n", error->c_str());
+    return 1;
+  }
+  auto stub = pb::ChatService::NewStub(
+      grpc::CreateChannel(orchestrator.address(), grpc::InsecureChannelCredentials()));
+
+  const Services services = {{"orchestrator", &orchestrator},
+                             {"conversation", &conversation},
+                             {"intent", &intent},
+                             {"executor", &executor}};
+  const std::optional<OneClientResult> one =
+      MeasureOneClient(*stub, keys[0], db.dsn(), services, provider.get(), turns);
+  if (!one) return 1;
+  const double c16 = MeasureThroughput(*stub, keys, services, 16, seconds);
+  const double c64 = MeasureThroughput(*stub, keys, services, 64, seconds);
   const double rss_mb = static_cast<double>(PeakRssKb(orchestrator.pid())) / 1024.0;
   std::filesystem::remove_all(dir);
   std::printf("planner: %s\n", model ? "model (fake provider)" : "local policy");
   std::printf(
       "RESULT turn_p50_ms=%.2f turn_p99_ms=%.2f turns_per_s_c16=%.0f turns_per_s_c64=%.0f "
       "pg_rows_per_turn=%.1f rss_mb=%.1f\n",
-      Percentile(ms, 0.5), Percentile(ms, 0.99), c16, c64, rows_per_turn, rss_mb);
+      Percentile(one->ms, 0.5), Percentile(one->ms, 0.99), c16, c64, one->rows_per_turn, rss_mb);
   return c16 < 0 || c64 < 0 ? 1 : 0;
 }
 

@@ -295,44 +295,31 @@ class Bench {
   std::unique_ptr<pb::ConversationService::Stub> stub_;
 };
 
-}  // namespace
-}  // namespace omniforge::conversation
+// Whether the database commits durably (synchronous_commit on).
+bool SynchronousCommitOn(const std::string& dsn) {
+  pqxx::connection conn(dsn);
+  pqxx::nontransaction tx(conn);
+  return tx.exec("SHOW synchronous_commit")[0][0].as<std::string>() == "on";
+}
 
-// NOLINTNEXTLINE(bugprone-exception-escape): a bench that cannot set up ends on the exception
-int main(int argc, char** argv) {
-  using namespace omniforge::conversation;
-  CLI::App app{"conversation service benchmark"};
-  double seconds = 5;
-  int window_messages = 10000;
-  int window_calls = 2000;
-  int committers = PgRepositoryOptions{}.append_committers;
-  int rounds = 5;
-  app.add_option("--seconds", seconds, "duration of each throughput phase");
-  app.add_option("--window-messages", window_messages, "messages in the window conversation");
-  app.add_option("--window-calls", window_calls, "GetContextWindow calls measured");
-  app.add_option("--committers", committers, "group-commit transactions in flight");
-  app.add_option("--rounds", rounds, "turns of raw inserts and single-client appends")
-      ->check(CLI::PositiveNumber);
-  CLI11_PARSE(app, argc, argv);
-  omniforge::core::InitLogging("bench", "warn");
+// The mean time the service spent handling `method`, printed.
+void PrintServerSideTime(const std::string& method) {
+  auto& h = omniforge::core::MetricsRegistry::Global().GetHistogram(
+      "omniforge_rpc_duration_seconds", "RPC handling time.", {{"method", method}});
+  std::fprintf(stderr, "  server-side %s time: %.0f us on average\n", method.c_str(),
+               h.Sum() / h.Count() * 1e6);
+}
 
-  omniforge::testing::TestDatabase db;
-  {
-    pqxx::connection conn(db.dsn());
-    pqxx::nontransaction tx(conn);
-    if (tx.exec("SHOW synchronous_commit")[0][0].as<std::string>() != "on") {
-      std::fprintf(stderr, "synchronous_commit must be on for a durable benchmark\n");
-      return 1;
-    }
-  }
-  RawInserter raw_inserter(db.dsn());
-  Bench bench(db.dsn(), 16, committers);
-  std::fprintf(stderr, "appends via the repository, 1 client: %.0f/s\n",
-               bench.RepositoryAppendRate(seconds / 2));
-  std::fprintf(stderr, "appends, 1 blocking client: %.0f/s\n",
-               bench.BlockingAppendRate(seconds / 2));
-  // Raw inserts and single-client appends take turns, so whatever else the
-  // machine does weighs on both sides of the ratio alike.
+// Rates of raw single-row inserts and of single-client appends.
+struct OneClientRates {
+  double raw = 0;
+  double c1 = 0;
+};
+
+// Raw inserts and single-client appends take turns, so whatever else the
+// machine does weighs on both sides of the ratio alike.
+OneClientRates MeasureRawAgainstOneClient(RawInserter& raw_inserter, Bench& bench, double seconds,
+                                          int rounds) {
   double raw_count = 0, c1_count = 0, raw_seconds = 0, c1_seconds = 0;
   std::vector<double> round_ratios;
   for (int round = 0; round < rounds; ++round) {
@@ -353,12 +340,12 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "raw single-row inserts: %.0f/s\n", raw);
   std::fprintf(stderr, "appends, 1 client: %.0f/s (%.2f x raw; per round %.2f - %.2f)\n", c1,
                c1 / raw, round_ratios.front(), round_ratios.back());
-  {
-    auto& h = omniforge::core::MetricsRegistry::Global().GetHistogram(
-        "omniforge_rpc_duration_seconds", "RPC handling time.", {{"method", "AppendMessage"}});
-    std::fprintf(stderr, "  server-side AppendMessage time: %.0f us on average\n",
-                 h.Sum() / h.Count() * 1e6);
-  }
+  return {raw, c1};
+}
+
+// 64 clients for `seconds`: their append rate, printed with the group
+// commits' batch size and time and the CPU the appends took.
+double MeasureSixtyFourClients(Bench& bench, double seconds) {
   auto& registry = omniforge::core::MetricsRegistry::Global();
   auto& sizes = registry.GetHistogram("omniforge_conversation_append_batch_size",
                                       "Messages written per group commit.", {},
@@ -384,16 +371,49 @@ int main(int argc, char** argv) {
                "appends, 64 clients: %.0f/s (this process: %.2f cores, %.0f us CPU per append; "
                "machine %.0f%% busy)\n",
                c64, cpu_cores, cpu_cores * 1e6 / c64, machine_busy * 100);
+  return c64;
+}
+
+}  // namespace
+}  // namespace omniforge::conversation
+
+// NOLINTNEXTLINE(bugprone-exception-escape): a bench that cannot set up ends on the exception
+int main(int argc, char** argv) {
+  using namespace omniforge::conversation;
+  CLI::App app{"conversation service benchmark"};
+  double seconds = 5;
+  int window_messages = 10000;
+  int window_calls = 2000;
+  int committers = PgRepositoryOptions{}.append_committers;
+  int rounds = 5;
+  app.add_option("--seconds", seconds, "duration of each throughput phase");
+  app.add_option("--window-messages", window_messages, "messages in the window conversation");
+  app.add_option("--window-calls", window_calls, "GetContextWindow calls measured");
+  app.add_option("--committers", committers, "group-commit transactions in flight");
+  app.add_option("--rounds", rounds, "turns of raw inserts and single-client appends")
+      ->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+  omniforge::core::InitLogging("bench", "warn");
+
+  omniforge::testing::TestDatabase db;
+  if (!SynchronousCommitOn(db.dsn())) {
+    std::fprintf(stderr, "synchronous_commit must be on for a durable benchmark\n");
+    return 1;
+  }
+  RawInserter raw_inserter(db.dsn());
+  Bench bench(db.dsn(), 16, committers);
+  std::fprintf(stderr, "appends via the repository, 1 client: %.0f/s\n",
+               bench.RepositoryAppendRate(seconds / 2));
+  std::fprintf(stderr, "appends, 1 blocking client: %.0f/s\n",
+               bench.BlockingAppendRate(seconds / 2));
+  const auto [raw, c1] = MeasureRawAgainstOneClient(raw_inserter, bench, seconds, rounds);
+  PrintServerSideTime("AppendMessage");
+  const double c64 = MeasureSixtyFourClients(bench, seconds);
   const double c64_one_user = bench.AppendRate(64, seconds, /*one_user=*/true);
   std::fprintf(stderr, "appends, 64 clients of one user: %.0f/s\n", c64_one_user);
   const std::string id = bench.FilledConversation(window_messages);
   auto [p50, p99] = bench.WindowLatency(id, window_calls);
-  {
-    auto& h = omniforge::core::MetricsRegistry::Global().GetHistogram(
-        "omniforge_rpc_duration_seconds", "RPC handling time.", {{"method", "GetContextWindow"}});
-    std::fprintf(stderr, "  server-side GetContextWindow time: %.0f us on average\n",
-                 h.Sum() / h.Count() * 1e6);
-  }
+  PrintServerSideTime("GetContextWindow");
   std::printf(
       "RESULT appends_per_s_c1=%.0f appends_per_s_c64=%.0f raw_insert_per_s=%.0f "
       "c1_vs_raw=%.2f window_p50_ms=%.3f window_p99_ms=%.3f appends_per_s_c64_one_user=%.0f\n",

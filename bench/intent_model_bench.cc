@@ -33,15 +33,10 @@ double Percentile(std::vector<double> values, double p) {
   return values[std::min(values.size() - 1, static_cast<size_t>(p * values.size()))];
 }
 
-}  // namespace
+namespace intent = omniforge::intent;
 
-// NOLINTNEXTLINE(bugprone-exception-escape): a bench that cannot set up ends on the exception
-int main(int argc, char** argv) {
-  using namespace omniforge::intent;
-  CLI::App app{"local intent model benchmark"};
-  ClassifierOptions options;
-  int runs = 3;
-  app.add_option("--runs", runs, "trainings to time");
+// The training settings a run may override.
+void AddTrainingOptions(CLI::App& app, intent::ClassifierOptions& options) {
   app.add_option("--dim", options.dim);
   app.add_option("--epoch", options.epoch);
   app.add_option("--lr", options.learning_rate);
@@ -58,6 +53,47 @@ int main(int argc, char** argv) {
   app.add_option("--linear-epochs", options.linear_epochs);
   app.add_option("--linear-lr", options.linear_learning_rate);
   app.add_option("--linear-l2", options.linear_l2);
+}
+
+// The dev utterances where the rules around the model change its answer
+// (the message alone, as the evaluation sends the dev split), and how many
+// they fix and break.
+void PrintRuleChanges(const intent::LocalClassifier& model, const intent::LocalAnalyzer& analyzer,
+                      const std::vector<intent::LabeledUtterance>& dev) {
+  int gained = 0;
+  int lost = 0;
+  for (const intent::LabeledUtterance& u : dev) {
+    const std::vector<intent::Prediction> ranked = model.Predict(u.text);
+    const intent::Action alone = ranked.empty() ? intent::Action::kUnknown : ranked[0].action;
+    intent::IntentRequest request;
+    request.message = u.text;
+    const intent::LocalResult result = analyzer.Analyze(request);
+    if (result.analysis.action == alone) continue;
+    const bool right = result.analysis.action == u.action;
+    if (right) ++gained;
+    if (alone == u.action) ++lost;
+    std::printf("rules %s: %s -> %s (expected %s): %s — %s\n",
+                right               ? "fix"
+                : alone == u.action ? "break"
+                                    : "change",
+                std::string(intent::ActionName(alone)).c_str(),
+                std::string(intent::ActionName(result.analysis.action)).c_str(),
+                std::string(intent::ActionName(u.action)).c_str(), u.text.c_str(),
+                result.analysis.reasoning.c_str());
+  }
+  std::printf("rules: %d fixed, %d broken\n", gained, lost);
+}
+
+}  // namespace
+
+// NOLINTNEXTLINE(bugprone-exception-escape): a bench that cannot set up ends on the exception
+int main(int argc, char** argv) {
+  using namespace omniforge::intent;
+  CLI::App app{"local intent model benchmark"};
+  ClassifierOptions options;
+  int runs = 3;
+  app.add_option("--runs", runs, "trainings to time");
+  AddTrainingOptions(app, options);
   bool show_rule_changes = false;
   app.add_flag("--show-rule-changes", show_rule_changes,
                "list dev utterances where the rules around the model change its answer");
@@ -99,31 +135,7 @@ int main(int argc, char** argv) {
       analyze_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
     }
   }
-  if (show_rule_changes) {
-    // The message alone, as the evaluation sends the dev split.
-    int gained = 0;
-    int lost = 0;
-    for (const LabeledUtterance& u : dev) {
-      const std::vector<Prediction> ranked = model->Predict(u.text);
-      const Action alone = ranked.empty() ? Action::kUnknown : ranked[0].action;
-      IntentRequest request;
-      request.message = u.text;
-      const LocalResult result = analyzer.Analyze(request);
-      if (result.analysis.action == alone) continue;
-      const bool right = result.analysis.action == u.action;
-      if (right) ++gained;
-      if (alone == u.action) ++lost;
-      std::printf("rules %s: %s -> %s (expected %s): %s — %s\n",
-                  right               ? "fix"
-                  : alone == u.action ? "break"
-                                      : "change",
-                  std::string(ActionName(alone)).c_str(),
-                  std::string(ActionName(result.analysis.action)).c_str(),
-                  std::string(ActionName(u.action)).c_str(), u.text.c_str(),
-                  result.analysis.reasoning.c_str());
-    }
-    std::printf("rules: %d fixed, %d broken\n", gained, lost);
-  }
+  if (show_rule_changes) PrintRuleChanges(*model, analyzer, dev);
   std::printf("training: %zu utterances, runs (ms):", train.size());
   for (double ms : train_ms) std::printf(" %.0f", ms);
   std::printf("\ndev: %zu utterances, %d correct by the model alone\n", dev.size(), correct);

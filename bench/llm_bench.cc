@@ -28,6 +28,8 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,21 +93,19 @@ class BareStream final {
   curl_slist* headers_ = nullptr;
 };
 
-int Run(int calls, int text_chars, int chunk_chars) {
+// The streamed answer: `chars` characters of a repeated sentence.
+std::string AnswerText(int chars) {
   std::string text;
-  while (static_cast<int>(text.size()) < text_chars) text += "omniforge plans, calls tools. ";
-  text.resize(text_chars);
-  testing::FakeRule rule;
-  rule.reply.text = text;
-  rule.reply.usage = testing::FakeUsage{420, static_cast<int64_t>(text_chars / 4), 0};
-  rule.chunk_chars = chunk_chars;
-  auto fake = testing::FakeLlmServer::Start({rule}, {.api_key = "bench-key"});
-  if (!fake.ok()) {
-    std::fprintf(stderr, "fake provider: %s\n", std::string(fake.status().message()).c_str());
-    return 1;
-  }
+  while (static_cast<int>(text.size()) < chars) text += "omniforge plans, calls tools. ";
+  text.resize(chars);
+  return text;
+}
+
+// The LLM client built from YAML configuration, its one provider the fake;
+// nullptr (and why, on stderr) when it cannot be built.
+std::unique_ptr<LlmClient> ClientOnFake(const testing::FakeLlmServer& fake) {
   const std::string yaml = "llm:\n  providers:\n    fake:\n      api: openai\n      base_url: " +
-                           (*fake)->openai_base_url() +
+                           fake.openai_base_url() +
                            "\n      api_key_env: BENCH_KEY\n      prices:\n        bench-model: "
                            "\"0.15 0.075 0.60\"\n  profiles:\n    speed: [fake/bench-model]\n";
   auto reader = core::ConfigReader::FromString(yaml);
@@ -117,13 +117,135 @@ int Run(int calls, int text_chars, int chunk_chars) {
   auto config = ReadLlmConfig(*reader, env);
   if (!config.ok() || !reader->Finish().ok()) {
     std::fprintf(stderr, "config: %s\n", std::string(config.status().message()).c_str());
-    return 1;
+    return nullptr;
   }
   auto client = MakeLlmClient(*config, nullptr);
   if (!client.ok()) {
     std::fprintf(stderr, "client: %s\n", std::string(client.status().message()).c_str());
+    return nullptr;
+  }
+  return *std::move(client);
+}
+
+// What the caller measured per call: wall and thread CPU time for the client
+// and the bare loop; for client calls also the wall-clock start and end and
+// the context switches.
+struct CallTimes {
+  std::vector<double> client_us, bare_us, client_cpu_us, bare_cpu_us;
+  std::vector<int64_t> client_wall_start, client_wall_end;
+  std::vector<long> client_ivcsw, client_vcsw;
+};
+
+// `calls` client calls and as many bare ones, interleaved; false when one
+// failed.
+template <typename ClientCall>
+bool MeasureCalls(int calls, ClientCall& client_call, BareStream& bare, CallTimes& times) {
+  for (int i = 0; i < calls; ++i) {
+    // Alternate which goes first, so neither always follows the other.
+    bool ok = true;
+    for (int k = 0; k < 2; ++k) {
+      const bool bare_turn = (i + k) % 2 == 0;
+      rusage ru0{};
+      getrusage(RUSAGE_THREAD, &ru0);
+      const int64_t wall0 = core::NowMicros();
+      const double cpu_start = ThreadCpuMicros();
+      const auto start = Clock::now();
+      ok = ok && (bare_turn ? bare.Run() : client_call());
+      const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+      const int64_t wall1 = core::NowMicros();
+      rusage ru1{};
+      getrusage(RUSAGE_THREAD, &ru1);
+      if (!bare_turn) {
+        times.client_wall_start.push_back(wall0);
+        times.client_wall_end.push_back(wall1);
+        times.client_ivcsw.push_back(ru1.ru_nivcsw - ru0.ru_nivcsw);
+        times.client_vcsw.push_back(ru1.ru_nvcsw - ru0.ru_nvcsw);
+      }
+      (bare_turn ? times.bare_us : times.client_us).push_back(us);
+      (bare_turn ? times.bare_cpu_us : times.client_cpu_us)
+          .push_back(ThreadCpuMicros() - cpu_start);
+    }
+    if (!ok) {
+      std::fprintf(stderr, "call %d failed\n", i);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Per measured client call, in call order: the fake's own time, the time
+// before the request reached it and after its last chunk, and the overhead
+// (the caller's wall time minus the fake's).
+struct Overheads {
+  std::vector<double> overhead_us, fake_us, pre_us, post_us;
+};
+
+// Matches the fake's records of the measured calls (after the warm-up) to
+// the caller's; false when their counts differ.
+bool MatchFakeRecords(const testing::FakeLlmServer& fake, const CallTimes& times, Overheads& out) {
+  int seen = 0;
+  for (const testing::RecordedRequest& r : fake.Requests()) {
+    if (r.operation != "planner_stream" || seen++ < kWarmUpCalls) continue;
+    out.fake_us.push_back(static_cast<double>(r.finished_micros - r.time_micros));
+    const size_t n = out.overhead_us.size();
+    out.pre_us.push_back(static_cast<double>(r.time_micros - times.client_wall_start[n]));
+    out.post_us.push_back(static_cast<double>(times.client_wall_end[n] - r.finished_micros));
+    out.overhead_us.push_back(times.client_us[out.overhead_us.size()] - out.fake_us.back());
+  }
+  if (out.overhead_us.size() != times.client_us.size()) {
+    std::fprintf(stderr, "the fake recorded %zu measured calls, expected %zu\n",
+                 out.overhead_us.size(), times.client_us.size());
+    return false;
+  }
+  return true;
+}
+
+// The DIAG lines: where the overhead went, over all calls and the worst 1%.
+void PrintDiagnostics(const CallTimes& times, const Overheads& o) {
+  std::vector<size_t> order(o.overhead_us.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return o.overhead_us[a] > o.overhead_us[b]; });
+  const size_t top = std::max<size_t>(1, order.size() / 100);
+  double ivc_top = 0, vc_top = 0, ivc_all = 0, vc_all = 0, pre_top = 0, post_top = 0, cpu_top = 0,
+         fake_top = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    ivc_all += times.client_ivcsw[i];
+    vc_all += times.client_vcsw[i];
+  }
+  for (size_t k = 0; k < top; ++k) {
+    const size_t i = order[k];
+    ivc_top += times.client_ivcsw[i];
+    vc_top += times.client_vcsw[i];
+    pre_top += o.pre_us[i];
+    post_top += o.post_us[i];
+    cpu_top += times.client_cpu_us[i];
+    fake_top += o.fake_us[i];
+  }
+  std::printf(
+      "DIAG pre(start->fake arrival) p50 %.0f p99 %.0f; post(fake done->end) p50 %.0f p99 %.0f\n",
+      Percentile(o.pre_us, 0.5), Percentile(o.pre_us, 0.99), Percentile(o.post_us, 0.5),
+      Percentile(o.post_us, 0.99));
+  std::printf(
+      "DIAG all calls: ivcsw/call %.2f vcsw/call %.1f; worst 1%%: ivcsw %.2f vcsw %.1f pre %.0f "
+      "post %.0f cpu %.0f fake %.0f\n",
+      ivc_all / order.size(), vc_all / order.size(), ivc_top / top, vc_top / top, pre_top / top,
+      post_top / top, cpu_top / top, fake_top / top);
+}
+
+int Run(int calls, int text_chars, int chunk_chars) {
+  const std::string text = AnswerText(text_chars);
+  testing::FakeRule rule;
+  rule.reply.text = text;
+  rule.reply.usage = testing::FakeUsage{420, static_cast<int64_t>(text_chars / 4), 0};
+  rule.chunk_chars = chunk_chars;
+  auto fake = testing::FakeLlmServer::Start({rule}, {.api_key = "bench-key"});
+  if (!fake.ok()) {
+    std::fprintf(stderr, "fake provider: %s\n", std::string(fake.status().message()).c_str());
     return 1;
   }
+  const std::unique_ptr<LlmClient> client = ClientOnFake(**fake);
+  if (!client) return 1;
 
   ChatRequest request;
   request.messages = {{Role::kSystem, "You are omniforge."},
@@ -142,7 +264,7 @@ int Run(int calls, int text_chars, int chunk_chars) {
       R"({"role":"user","content":"Summarise what you can do for my Monday Notion updates."}]})");
 
   auto client_call = [&] {
-    auto answer = (*client)->Stream("speed", request, context, on_delta);
+    auto answer = client->Stream("speed", request, context, on_delta);
     return answer.ok() && answer->content == text;
   };
   for (int i = 0; i < kWarmUpCalls; ++i) {
@@ -152,101 +274,28 @@ int Run(int calls, int text_chars, int chunk_chars) {
     }
   }
   deltas = 0;
-  std::vector<double> client_us, bare_us, client_cpu_us, bare_cpu_us;
-  std::vector<int64_t> client_wall_start, client_wall_end;
-  std::vector<long> client_ivcsw, client_vcsw;
-  for (int i = 0; i < calls; ++i) {
-    // Alternate which goes first, so neither always follows the other.
-    bool ok = true;
-    for (int k = 0; k < 2; ++k) {
-      const bool bare_turn = (i + k) % 2 == 0;
-      rusage ru0{};
-      getrusage(RUSAGE_THREAD, &ru0);
-      const int64_t wall0 = core::NowMicros();
-      const double cpu_start = ThreadCpuMicros();
-      const auto start = Clock::now();
-      ok = ok && (bare_turn ? bare.Run() : client_call());
-      const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-      const int64_t wall1 = core::NowMicros();
-      rusage ru1{};
-      getrusage(RUSAGE_THREAD, &ru1);
-      if (!bare_turn) {
-        client_wall_start.push_back(wall0);
-        client_wall_end.push_back(wall1);
-        client_ivcsw.push_back(ru1.ru_nivcsw - ru0.ru_nivcsw);
-        client_vcsw.push_back(ru1.ru_nvcsw - ru0.ru_nvcsw);
-      }
-      (bare_turn ? bare_us : client_us).push_back(us);
-      (bare_turn ? bare_cpu_us : client_cpu_us).push_back(ThreadCpuMicros() - cpu_start);
-    }
-    if (!ok) {
-      std::fprintf(stderr, "call %d failed\n", i);
-      return 1;
-    }
-  }
-  // The fake's own time for each measured client call, in call order.
-  std::vector<double> overhead_us;
-  std::vector<double> fake_us, pre_us, post_us;
-  int seen = 0;
-  for (const testing::RecordedRequest& r : (*fake)->Requests()) {
-    if (r.operation != "planner_stream" || seen++ < kWarmUpCalls) continue;
-    fake_us.push_back(static_cast<double>(r.finished_micros - r.time_micros));
-    const size_t n = overhead_us.size();
-    pre_us.push_back(static_cast<double>(r.time_micros - client_wall_start[n]));
-    post_us.push_back(static_cast<double>(client_wall_end[n] - r.finished_micros));
-    overhead_us.push_back(client_us[overhead_us.size()] - fake_us.back());
-  }
-  if (overhead_us.size() != client_us.size()) {
-    std::fprintf(stderr, "the fake recorded %zu measured calls, expected %zu\n", overhead_us.size(),
-                 client_us.size());
-    return 1;
-  }
-  const double cpu_p50 = Percentile(client_cpu_us, 0.50), cpu_p99 = Percentile(client_cpu_us, 0.99);
-  const double overhead_p50 = Percentile(overhead_us, 0.50);
-  const double overhead_p99 = Percentile(overhead_us, 0.99);
-  {
-    std::vector<size_t> order(overhead_us.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(),
-              [&](size_t a, size_t b) { return overhead_us[a] > overhead_us[b]; });
-    const size_t top = std::max<size_t>(1, order.size() / 100);
-    double ivc_top = 0, vc_top = 0, ivc_all = 0, vc_all = 0, pre_top = 0, post_top = 0, cpu_top = 0,
-           fake_top = 0;
-    for (size_t i = 0; i < order.size(); ++i) {
-      ivc_all += client_ivcsw[i];
-      vc_all += client_vcsw[i];
-    }
-    for (size_t k = 0; k < top; ++k) {
-      const size_t i = order[k];
-      ivc_top += client_ivcsw[i];
-      vc_top += client_vcsw[i];
-      pre_top += pre_us[i];
-      post_top += post_us[i];
-      cpu_top += client_cpu_us[i];
-      fake_top += fake_us[i];
-    }
-    std::printf(
-        "DIAG pre(start->fake arrival) p50 %.0f p99 %.0f; post(fake done->end) p50 %.0f p99 %.0f\n",
-        Percentile(pre_us, 0.5), Percentile(pre_us, 0.99), Percentile(post_us, 0.5),
-        Percentile(post_us, 0.99));
-    std::printf(
-        "DIAG all calls: ivcsw/call %.2f vcsw/call %.1f; worst 1%%: ivcsw %.2f vcsw %.1f pre %.0f "
-        "post %.0f cpu %.0f fake %.0f\n",
-        ivc_all / order.size(), vc_all / order.size(), ivc_top / top, vc_top / top, pre_top / top,
-        post_top / top, cpu_top / top, fake_top / top);
-  }
+  CallTimes times;
+  if (!MeasureCalls(calls, client_call, bare, times)) return 1;
+  Overheads o;
+  if (!MatchFakeRecords(**fake, times, o)) return 1;
+  const double cpu_p50 = Percentile(times.client_cpu_us, 0.50);
+  const double cpu_p99 = Percentile(times.client_cpu_us, 0.99);
+  const double overhead_p50 = Percentile(o.overhead_us, 0.50);
+  const double overhead_p99 = Percentile(o.overhead_us, 0.99);
+  PrintDiagnostics(times, o);
   std::printf("streamed answer: %d chars in %lld deltas per call, %d calls\n", text_chars,
               static_cast<long long>(deltas.load() / calls), calls);
-  std::printf("fake's own time per call: p50 %.0f us  p99 %.0f us\n", Percentile(fake_us, 0.50),
-              Percentile(fake_us, 0.99));
+  std::printf("fake's own time per call: p50 %.0f us  p99 %.0f us\n", Percentile(o.fake_us, 0.50),
+              Percentile(o.fake_us, 0.99));
   std::printf("client wall clock per call: p50 %.0f us  p99 %.0f us (bare libcurl p50 %.0f us)\n",
-              Percentile(client_us, 0.50), Percentile(client_us, 0.99), Percentile(bare_us, 0.50));
+              Percentile(times.client_us, 0.50), Percentile(times.client_us, 0.99),
+              Percentile(times.bare_us, 0.50));
   std::printf("client thread CPU per call: p50 %.0f us  p99 %.0f us (bare libcurl p50 %.0f us)\n",
-              cpu_p50, cpu_p99, Percentile(bare_cpu_us, 0.50));
+              cpu_p50, cpu_p99, Percentile(times.bare_cpu_us, 0.50));
   std::printf(
       "RESULT llm_overhead_p50_us=%.0f llm_overhead_p99_us=%.0f client_cpu_p50_us=%.0f "
       "client_cpu_p99_us=%.0f bare_curl_cpu_p50_us=%.0f deltas_per_call=%lld\n",
-      overhead_p50, overhead_p99, cpu_p50, cpu_p99, Percentile(bare_cpu_us, 0.50),
+      overhead_p50, overhead_p99, cpu_p50, cpu_p99, Percentile(times.bare_cpu_us, 0.50),
       static_cast<long long>(deltas.load() / calls));
   return 0;
 }

@@ -45,6 +45,72 @@ std::string Plural(int64_t n, const std::string& one, const std::string& many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
+// The event as one line of JSON.
+std::string EventJson(const pb::ChatEvent& event) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions print;
+  print.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(event, &json, print);
+  return json;
+}
+
+std::string IntentLine(const ipb::IntentAnalysis& a) {
+  std::string line =
+      "· understood: " + Words(ipb::ActionType_Name(a.action_type()), "ACTION_TYPE_") + " (" +
+      std::to_string(static_cast<int>(a.confidence() * 100)) + "%)";
+  for (const auto& [key, value] :
+       std::map<std::string, std::string>(a.entities().begin(), a.entities().end())) {
+    absl::StrAppend(&line, " ", key, "=", value);
+  }
+  return line;
+}
+
+std::string ToolCallLine(const pb::ToolCallEvent& call) {
+  std::string line = "→ " + call.tool_name() + " " +
+                     core::Shortened(OneLine(call.arguments_json()), kArgumentsShown);
+  if (call.risk() != epb::TOOL_RISK_UNSPECIFIED) {
+    line += "  (" + Words(epb::ToolRisk_Name(call.risk()), "TOOL_RISK_") + ")";
+  }
+  return line;
+}
+
+std::string ToolResultLine(const pb::ToolResultEvent& result) {
+  return "← " + result.tool_name() + (result.is_error() ? " failed" : " ok") + " (" +
+         std::to_string(static_cast<int>(result.duration_ms())) +
+         " ms): " + core::Shortened(OneLine(result.result_json()), kResultShown);
+}
+
+std::string ExecutorMessageLine(const pb::ExecutorMessageEvent& m) {
+  const bool from_planner = m.sender() == pb::DIALOGUE_PARTY_PLANNER;
+  return std::string("    ") + (from_planner ? "planner → executor" : "executor → planner") + " (" +
+         m.kind() + "): " + core::Shortened(OneLine(m.text()), kResultShown);
+}
+
+std::string ExecutorResultLine(const pb::ExecutorResultEvent& r) {
+  return "· executor result for step " + r.step_id() + ": " +
+         Words(epb::TaskStatus_Name(r.status()), "TASK_STATUS_") +
+         (r.summary().empty() ? "" : " — " + r.summary());
+}
+
+std::string ErrorLine(const pb::ErrorEvent& error) {
+  return "! " + error.message() + " (" +
+         Words(pb::ChatErrorCode_Name(error.code()), "CHAT_ERROR_CODE_") +
+         (error.fatal() ? ", the turn stopped)" : ")");
+}
+
+// How long the turn took and what it called.
+std::string DoneLine(const pb::DoneEvent& done) {
+  const pb::TurnUsage& usage = done.usage();
+  std::string line = "· done in " + std::to_string(static_cast<int>(usage.duration_ms())) +
+                     " ms, " + Plural(usage.tool_calls(), "tool call", "tool calls");
+  if (usage.llm_calls() > 0) {
+    line += ", " + Plural(usage.llm_calls(), "model call", "model calls") + " (" +
+            std::to_string(usage.prompt_tokens() + usage.completion_tokens()) + " tokens)";
+  }
+  if (!done.is_final()) line += "; waiting for your answer";
+  return line;
+}
+
 }  // namespace
 
 ChatOutput ChooseChatOutput(bool json, bool stdout_is_terminal, const char* no_color) {
@@ -124,78 +190,77 @@ void ChatView::ShowPlan(const std::string& heading, const pb::Plan& plan) {
   }
 }
 
+void ChatView::ShowSession(const pb::SessionEvent& s) {
+  if (s.conversation_created()) Line(kDim, "· conversation " + s.conversation_id());
+  if (s.replayed()) Line(kDim, "· this turn ran before: its stored answer follows");
+  if (!s.suspended_flow_id().empty()) {
+    Line(kDim, "· the request still running is on hold while this one is answered");
+  }
+}
+
+void ChatView::ShowAgentState(const pb::AgentStateEvent& state) {
+  std::string label = Words(pb::AgentState_Name(state.state()), "AGENT_STATE_");
+  if (!state.details().empty()) label += ": " + state.details();
+  if (mode_ == ChatOutput::kTerminal) {
+    CloseText();
+    ClearSpinner();
+    spinner_label_ = label;
+    DrawSpinner();
+  } else {
+    Line("", "· " + label);
+  }
+}
+
+void ChatView::ShowText(const std::string& delta) {
+  ClearSpinner();
+  spinner_label_.clear();
+  if (!text_open_) {
+    out_ << Styled(kBold, "omniforge:") << " ";
+    text_open_ = true;
+  }
+  out_ << delta << std::flush;
+}
+
+void ChatView::ShowPlanReview(const pb::PlanReviewEvent& review) {
+  const pb::ReviewVerdict verdict = review.verdict();
+  Line(verdict == pb::REVIEW_VERDICT_APPROVED   ? kGreen
+       : verdict == pb::REVIEW_VERDICT_REJECTED ? kRed
+                                                : kYellow,
+       "· reviewer: " + Words(pb::ReviewVerdict_Name(verdict), "REVIEW_VERDICT_") +
+           (review.notes().empty() ? "" : " — " + review.notes()));
+}
+
+void ChatView::ShowStepComplete(const pb::StepCompleteEvent& step) {
+  const bool ok = step.status() == pb::STEP_STATUS_COMPLETED;
+  Line(ok ? kGreen : kRed, std::string(ok ? "✓" : "✗") + " step " + step.step_id() + " " +
+                               Words(pb::StepStatus_Name(step.status()), "STEP_STATUS_") +
+                               (step.summary().empty() ? "" : ": " + step.summary()));
+}
+
 void ChatView::Show(const pb::ChatEvent& event) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (mode_ == ChatOutput::kJson) {
-    std::string json;
-    google::protobuf::util::JsonPrintOptions print;
-    print.preserve_proto_field_names = true;
-    (void)google::protobuf::util::MessageToJsonString(event, &json, print);
-    out_ << json << "\n" << std::flush;
+    out_ << EventJson(event) << "\n" << std::flush;
     return;
   }
   switch (event.event_case()) {
-    case pb::ChatEvent::kSession: {
-      const pb::SessionEvent& s = event.session();
-      if (s.conversation_created()) Line(kDim, "· conversation " + s.conversation_id());
-      if (s.replayed()) Line(kDim, "· this turn ran before: its stored answer follows");
-      if (!s.suspended_flow_id().empty()) {
-        Line(kDim, "· the request still running is on hold while this one is answered");
-      }
+    case pb::ChatEvent::kSession:
+      ShowSession(event.session());
       break;
-    }
-    case pb::ChatEvent::kAgentState: {
-      const pb::AgentStateEvent& state = event.agent_state();
-      std::string label = Words(pb::AgentState_Name(state.state()), "AGENT_STATE_");
-      if (!state.details().empty()) label += ": " + state.details();
-      if (mode_ == ChatOutput::kTerminal) {
-        CloseText();
-        ClearSpinner();
-        spinner_label_ = label;
-        DrawSpinner();
-      } else {
-        Line("", "· " + label);
-      }
+    case pb::ChatEvent::kAgentState:
+      ShowAgentState(event.agent_state());
       break;
-    }
-    case pb::ChatEvent::kIntent: {
-      const ipb::IntentAnalysis& a = event.intent().analysis();
-      std::string line =
-          "· understood: " + Words(ipb::ActionType_Name(a.action_type()), "ACTION_TYPE_") + " (" +
-          std::to_string(static_cast<int>(a.confidence() * 100)) + "%)";
-      for (const auto& [key, value] :
-           std::map<std::string, std::string>(a.entities().begin(), a.entities().end())) {
-        absl::StrAppend(&line, " ", key, "=", value);
-      }
-      Line(kDim, line);
+    case pb::ChatEvent::kIntent:
+      Line(kDim, IntentLine(event.intent().analysis()));
       break;
-    }
-    case pb::ChatEvent::kToolCall: {
-      const pb::ToolCallEvent& call = event.tool_call();
-      std::string line = "→ " + call.tool_name() + " " +
-                         core::Shortened(OneLine(call.arguments_json()), kArgumentsShown);
-      if (call.risk() != epb::TOOL_RISK_UNSPECIFIED) {
-        line += "  (" + Words(epb::ToolRisk_Name(call.risk()), "TOOL_RISK_") + ")";
-      }
-      Line(kCyan, line);
+    case pb::ChatEvent::kToolCall:
+      Line(kCyan, ToolCallLine(event.tool_call()));
       break;
-    }
-    case pb::ChatEvent::kToolResult: {
-      const pb::ToolResultEvent& result = event.tool_result();
-      Line(result.is_error() ? kRed : kCyan,
-           "← " + result.tool_name() + (result.is_error() ? " failed" : " ok") + " (" +
-               std::to_string(static_cast<int>(result.duration_ms())) +
-               " ms): " + core::Shortened(OneLine(result.result_json()), kResultShown));
+    case pb::ChatEvent::kToolResult:
+      Line(event.tool_result().is_error() ? kRed : kCyan, ToolResultLine(event.tool_result()));
       break;
-    }
     case pb::ChatEvent::kText:
-      ClearSpinner();
-      spinner_label_.clear();
-      if (!text_open_) {
-        out_ << Styled(kBold, "omniforge:") << " ";
-        text_open_ = true;
-      }
-      out_ << event.text().delta() << std::flush;
+      ShowText(event.text().delta());
       break;
     case pb::ChatEvent::kPreview:
       ShowPreview(event.preview());
@@ -207,79 +272,45 @@ void ChatView::Show(const pb::ChatEvent& event) {
       ShowPlan("plan waiting for your review", event.plan_ready_for_review().plan());
       Line(kDim, "    reply \"yes\" to run it, or say what to change");
       break;
-    case pb::ChatEvent::kPlanReview: {
-      const pb::PlanReviewEvent& review = event.plan_review();
-      const pb::ReviewVerdict verdict = review.verdict();
-      Line(verdict == pb::REVIEW_VERDICT_APPROVED   ? kGreen
-           : verdict == pb::REVIEW_VERDICT_REJECTED ? kRed
-                                                    : kYellow,
-           "· reviewer: " + Words(pb::ReviewVerdict_Name(verdict), "REVIEW_VERDICT_") +
-               (review.notes().empty() ? "" : " — " + review.notes()));
+    case pb::ChatEvent::kPlanReview:
+      ShowPlanReview(event.plan_review());
       break;
-    }
     case pb::ChatEvent::kStepStart:
       Line("", "▸ step " + event.step_start().step_id() + ": " + event.step_start().description());
       break;
-    case pb::ChatEvent::kStepComplete: {
-      const pb::StepCompleteEvent& step = event.step_complete();
-      const bool ok = step.status() == pb::STEP_STATUS_COMPLETED;
-      Line(ok ? kGreen : kRed, std::string(ok ? "✓" : "✗") + " step " + step.step_id() + " " +
-                                   Words(pb::StepStatus_Name(step.status()), "STEP_STATUS_") +
-                                   (step.summary().empty() ? "" : ": " + step.summary()));
+    case pb::ChatEvent::kStepComplete:
+      ShowStepComplete(event.step_complete());
       break;
-    }
     case pb::ChatEvent::kExecutorSpawned:
       Line(kDim, "· an executor agent takes step " + event.executor_spawned().step_id());
       break;
-    case pb::ChatEvent::kExecutorMessage: {
-      const pb::ExecutorMessageEvent& m = event.executor_message();
-      const bool from_planner = m.sender() == pb::DIALOGUE_PARTY_PLANNER;
-      Line(kDim, std::string("    ") +
-                     (from_planner ? "planner → executor" : "executor → planner") + " (" +
-                     m.kind() + "): " + core::Shortened(OneLine(m.text()), kResultShown));
+    case pb::ChatEvent::kExecutorMessage:
+      Line(kDim, ExecutorMessageLine(event.executor_message()));
       break;
-    }
-    case pb::ChatEvent::kExecutorResult: {
-      const pb::ExecutorResultEvent& r = event.executor_result();
-      Line(kDim, "· executor result for step " + r.step_id() + ": " +
-                     Words(epb::TaskStatus_Name(r.status()), "TASK_STATUS_") +
-                     (r.summary().empty() ? "" : " — " + r.summary()));
+    case pb::ChatEvent::kExecutorResult:
+      Line(kDim, ExecutorResultLine(event.executor_result()));
       break;
-    }
-    case pb::ChatEvent::kError: {
-      const pb::ErrorEvent& error = event.error();
-      Line(kRed, "! " + error.message() + " (" +
-                     Words(pb::ChatErrorCode_Name(error.code()), "CHAT_ERROR_CODE_") +
-                     (error.fatal() ? ", the turn stopped)" : ")"));
+    case pb::ChatEvent::kError:
+      Line(kRed, ErrorLine(event.error()));
       break;
-    }
-    case pb::ChatEvent::kDone: {
+    case pb::ChatEvent::kDone:
       spinner_label_.clear();
-      const pb::TurnUsage& usage = event.done().usage();
-      std::string line = "· done in " + std::to_string(static_cast<int>(usage.duration_ms())) +
-                         " ms, " + Plural(usage.tool_calls(), "tool call", "tool calls");
-      if (usage.llm_calls() > 0) {
-        line += ", " + Plural(usage.llm_calls(), "model call", "model calls") + " (" +
-                std::to_string(usage.prompt_tokens() + usage.completion_tokens()) + " tokens)";
-      }
-      if (!event.done().is_final()) line += "; waiting for your answer";
-      Line(kDim, line);
+      Line(kDim, DoneLine(event.done()));
       break;
-    }
     case pb::ChatEvent::EVENT_NOT_SET:
       break;
   }
 }
 
 void ChatView::Tick() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!spinner_drawn_) return;
   ++frame_;
   DrawSpinner();
 }
 
 void ChatView::EndTurn() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   spinner_label_.clear();
   CloseText();
   ClearSpinner();

@@ -3,10 +3,11 @@
 // or one JSON object per event (NDJSON) for scripts.
 #pragma once
 
-#include <mutex>
 #include <ostream>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
 
 namespace omniforge::cli {
@@ -43,22 +44,33 @@ class ChatView final {
   void EndTurn();
 
  private:
-  // Everything below requires mu_.
-  void ClearSpinner();
-  void DrawSpinner();
-  void CloseText();
-  void Line(const std::string& style, const std::string& text);
-  void ShowPreview(const orchestrator::v1::PreviewEvent& preview);
-  void ShowPlan(const std::string& heading, const orchestrator::v1::Plan& plan);
+  void ClearSpinner() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DrawSpinner() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void CloseText() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Line(const std::string& style, const std::string& text) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ShowSession(const orchestrator::v1::SessionEvent& session)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ShowAgentState(const orchestrator::v1::AgentStateEvent& state)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes an answer delta, opening the "omniforge: " line when it is the first.
+  void ShowText(const std::string& delta) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ShowPreview(const orchestrator::v1::PreviewEvent& preview)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ShowPlan(const std::string& heading, const orchestrator::v1::Plan& plan)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ShowPlanReview(const orchestrator::v1::PlanReviewEvent& review)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ShowStepComplete(const orchestrator::v1::StepCompleteEvent& step)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string Styled(const std::string& style, const std::string& text) const;
 
   std::ostream& out_;
   const ChatOutput mode_;
-  std::mutex mu_;
-  std::string spinner_label_;  // empty: no spinner
-  bool spinner_drawn_ = false;
-  size_t frame_ = 0;
-  bool text_open_ = false;  // an answer line is being written
+  absl::Mutex mu_;
+  std::string spinner_label_ ABSL_GUARDED_BY(mu_);  // empty: no spinner
+  bool spinner_drawn_ ABSL_GUARDED_BY(mu_) = false;
+  size_t frame_ ABSL_GUARDED_BY(mu_) = 0;
+  bool text_open_ ABSL_GUARDED_BY(mu_) = false;  // an answer line is being written
 };
 
 }  // namespace omniforge::cli

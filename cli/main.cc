@@ -161,9 +161,33 @@ std::string Indented(const std::string& json) {
   return parsed.is_discarded() ? json : parsed.dump(2);
 }
 
-int Main(int argc, char** argv) {
-  CLI::App app{"omniforge command-line client"};
-  Options options;
+// What the conversation, intent and tools subcommands read from the command
+// line; only one subcommand runs, so they share the fields they have in common.
+struct Arguments {
+  std::string id, title, role = "user", text, page_token, idempotency_key;
+  int page_size = 20, limit = 50, budget = 0, recent = 0;
+  std::vector<std::string> agents;
+  std::string conversation_id;
+  std::string max_risk, tool_name, arguments = "{}";
+};
+
+// The subcommands, to tell after parsing which one the command line named.
+struct Commands {
+  CLI::App* health = nullptr;
+  CLI::App* chat = nullptr;
+  CLI::App* actions = nullptr;
+  CLI::App* create = nullptr;
+  CLI::App* list = nullptr;
+  CLI::App* show = nullptr;
+  CLI::App* append = nullptr;
+  CLI::App* window = nullptr;
+  CLI::App* remove = nullptr;
+  CLI::App* analyze = nullptr;
+  CLI::App* tools_list = nullptr;
+  CLI::App* tools_invoke = nullptr;
+};
+
+void AddGlobalOptions(CLI::App& app, Options& options) {
   app.add_option("--server", options.server, "conversation service address")
       ->envname("OMNIFORGE_CONVERSATION_ADDR");
   app.add_option("--intent-server", options.intent_server, "intent service address")
@@ -175,9 +199,9 @@ int Main(int argc, char** argv) {
   app.add_option("--timeout", options.timeout_s, "seconds per call");
   app.add_flag("--json", options.json, "print responses as JSON");
   app.require_subcommand(1);
+}
 
-  auto* health = app.add_subcommand("health", "check that the server is serving");
-  omniforge::cli::ChatOptions chat_options;
+CLI::App* AddChatCommand(CLI::App& app, omniforge::cli::ChatOptions& chat_options) {
   auto* chat = app.add_subcommand("chat", "chat with omniforge (the orchestrator)");
   chat->add_option("message", chat_options.message,
                    "one message; without it, one message per line of standard input");
@@ -194,7 +218,10 @@ int Main(int argc, char** argv) {
   chat->add_option("--api-key", chat_options.api_key, "API key")->envname("OMNIFORGE_API_KEY");
   chat->add_option("--chat-server", chat_options.server, "orchestrator address")
       ->envname("OMNIFORGE_ADDR");
-  omniforge::cli::ActionsOptions actions_options;
+  return chat;
+}
+
+CLI::App* AddActionsCommand(CLI::App& app, omniforge::cli::ActionsOptions& actions_options) {
   auto* actions = app.add_subcommand(
       "actions", "the approval decisions of a conversation, newest first (orchestrator)");
   actions->add_option("conversation", actions_options.conversation_id, "conversation id")
@@ -205,243 +232,323 @@ int Main(int argc, char** argv) {
       ->envname("OMNIFORGE_API_KEY");
   actions->add_option("--chat-server", actions_options.server, "orchestrator address")
       ->envname("OMNIFORGE_ADDR");
+  return actions;
+}
+
+void AddConversationCommands(CLI::App& app, Arguments& args, Commands& commands) {
   auto* conversations = app.add_subcommand("conversations", "conversation memory");
   conversations->require_subcommand(1);
-  std::string id, title, role = "user", text, page_token, idempotency_key;
-  int page_size = 20, limit = 50, budget = 0, recent = 0;
-
   auto* create = conversations->add_subcommand("create", "start a conversation");
-  create->add_option("--title", title, "title");
+  create->add_option("--title", args.title, "title");
   auto* list = conversations->add_subcommand("list", "list conversations, most recent first");
-  list->add_option("--page-size", page_size, "conversations per page");
-  list->add_option("--page-token", page_token, "token from a previous page");
+  list->add_option("--page-size", args.page_size, "conversations per page");
+  list->add_option("--page-token", args.page_token, "token from a previous page");
   auto* show = conversations->add_subcommand("show", "show a conversation and its messages");
-  show->add_option("id", id, "conversation id")->required();
-  show->add_option("--limit", limit, "newest messages to show");
+  show->add_option("id", args.id, "conversation id")->required();
+  show->add_option("--limit", args.limit, "newest messages to show");
   auto* append = conversations->add_subcommand("append", "append a message");
-  append->add_option("id", id, "conversation id")->required();
-  append->add_option("text", text, "message text")->required();
-  append->add_option("--role", role, "user, assistant, system, tool, planner or executor");
-  append->add_option("--idempotency-key", idempotency_key, "retry key");
+  append->add_option("id", args.id, "conversation id")->required();
+  append->add_option("text", args.text, "message text")->required();
+  append->add_option("--role", args.role, "user, assistant, system, tool, planner or executor");
+  append->add_option("--idempotency-key", args.idempotency_key, "retry key");
   auto* window = conversations->add_subcommand("window", "show the context window");
-  window->add_option("id", id, "conversation id")->required();
-  window->add_option("--budget", budget, "token budget (default 2000)");
-  window->add_option("--recent", recent, "recent exchanges always kept (default 3)");
+  window->add_option("id", args.id, "conversation id")->required();
+  window->add_option("--budget", args.budget, "token budget (default 2000)");
+  window->add_option("--recent", args.recent, "recent exchanges always kept (default 3)");
   auto* remove = conversations->add_subcommand("delete", "delete a conversation");
-  remove->add_option("id", id, "conversation id")->required();
+  remove->add_option("id", args.id, "conversation id")->required();
+  commands.create = create;
+  commands.list = list;
+  commands.show = show;
+  commands.append = append;
+  commands.window = window;
+  commands.remove = remove;
+}
 
+CLI::App* AddIntentCommands(CLI::App& app, Arguments& args) {
   auto* intent = app.add_subcommand("intent", "intent analysis");
   intent->require_subcommand(1);
   auto* analyze = intent->add_subcommand("analyze", "what does a message want?");
-  std::vector<std::string> agents;
-  std::string conversation_id;
-  analyze->add_option("text", text, "the user's message")->required();
-  analyze->add_option("--agent", agents, "an agent the user has: NAME or NAME=DESCRIPTION");
-  analyze->add_option("--conversation", conversation_id,
+  analyze->add_option("text", args.text, "the user's message")->required();
+  analyze->add_option("--agent", args.agents, "an agent the user has: NAME or NAME=DESCRIPTION");
+  analyze->add_option("--conversation", args.conversation_id,
                       "read the history from this conversation's context window");
+  return analyze;
+}
 
+void AddToolCommands(CLI::App& app, Arguments& args, Commands& commands) {
   auto* tools = app.add_subcommand("tools", "the executor's tools");
   tools->require_subcommand(1);
   auto* tools_list = tools->add_subcommand("list", "list the tools");
-  std::string max_risk, tool_name, arguments = "{}";
-  tools_list->add_option("--max-risk", max_risk, "only tools up to this risk: read, write, high");
+  tools_list->add_option("--max-risk", args.max_risk,
+                         "only tools up to this risk: read, write, high");
   auto* tools_invoke = tools->add_subcommand("invoke", "run a tool");
-  tools_invoke->add_option("name", tool_name, "tool name")->required();
-  tools_invoke->add_option("arguments", arguments, "arguments as a JSON object (default {})");
-  tools_invoke->add_option("--idempotency-key", idempotency_key, "retry key");
+  tools_invoke->add_option("name", args.tool_name, "tool name")->required();
+  tools_invoke->add_option("arguments", args.arguments, "arguments as a JSON object (default {})");
+  tools_invoke->add_option("--idempotency-key", args.idempotency_key, "retry key");
+  commands.tools_list = tools_list;
+  commands.tools_invoke = tools_invoke;
+}
+
+int CheckHealth(const Options& options, const Client& client) {
+  auto stub = grpc::health::v1::Health::NewStub(
+      grpc::CreateChannel(options.server, grpc::InsecureChannelCredentials()));
+  grpc::health::v1::HealthCheckRequest request;
+  grpc::health::v1::HealthCheckResponse response;
+  auto context = client.Context();
+  if (int rc = ReportRpcError(stub->Check(context.get(), request, &response))) return rc;
+  const bool serving = response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
+  std::cout << (serving ? "SERVING" : "NOT_SERVING") << "\n";
+  return serving ? 0 : 1;
+}
+
+int CreateConversation(const Options& options, Client& client, const Arguments& args) {
+  pb::CreateConversationRequest request;
+  request.set_title(args.title);
+  pb::CreateConversationResponse response;
+  if (int rc = ReportRpcError(
+          client.stub().CreateConversation(client.Context().get(), request, &response)))
+    return rc;
+  if (options.json)
+    PrintJson(response);
+  else
+    std::cout << response.conversation().id() << "\n";
+  return 0;
+}
+
+int ListConversations(const Options& options, Client& client, const Arguments& args) {
+  pb::ListConversationsRequest request;
+  request.set_page_size(args.page_size);
+  request.set_page_token(args.page_token);
+  pb::ListConversationsResponse response;
+  if (int rc = ReportRpcError(
+          client.stub().ListConversations(client.Context().get(), request, &response)))
+    return rc;
+  if (options.json) {
+    PrintJson(response);
+  } else {
+    for (const auto& c : response.conversations()) PrintConversation(c);
+    if (!response.next_page_token().empty()) {
+      std::cout << "more: --page-token " << response.next_page_token() << "\n";
+    }
+  }
+  return 0;
+}
+
+int ShowConversation(const Options& options, Client& client, const Arguments& args) {
+  pb::GetConversationRequest get;
+  get.set_conversation_id(args.id);
+  pb::GetConversationResponse conversation;
+  if (int rc =
+          ReportRpcError(client.stub().GetConversation(client.Context().get(), get, &conversation)))
+    return rc;
+  pb::ListMessagesRequest request;
+  request.set_conversation_id(args.id);
+  request.set_limit(args.limit);
+  pb::ListMessagesResponse messages;
+  if (int rc =
+          ReportRpcError(client.stub().ListMessages(client.Context().get(), request, &messages)))
+    return rc;
+  if (options.json) {
+    PrintJson(conversation);
+    PrintJson(messages);
+  } else {
+    PrintConversation(conversation.conversation());
+    for (const auto& m : messages.messages()) PrintMessage(m);
+  }
+  return 0;
+}
+
+int AppendMessage(const Options& options, Client& client, const Arguments& args) {
+  auto found = kRoles.find(args.role);
+  if (found == kRoles.end()) {
+    std::cerr << "error: unknown role '" << args.role << "'\n";
+    return 2;
+  }
+  pb::AppendMessageRequest request;
+  request.set_conversation_id(args.id);
+  request.set_role(found->second);
+  request.set_content(args.text);
+  request.set_idempotency_key(args.idempotency_key);
+  pb::AppendMessageResponse response;
+  if (int rc =
+          ReportRpcError(client.stub().AppendMessage(client.Context().get(), request, &response)))
+    return rc;
+  if (options.json) {
+    PrintJson(response);
+  } else {
+    PrintMessage(response.message());
+    if (response.deduplicated()) std::cout << "(already stored under this idempotency key)\n";
+  }
+  return 0;
+}
+
+int ShowContextWindow(const Options& options, Client& client, const Arguments& args) {
+  pb::GetContextWindowRequest request;
+  request.set_conversation_id(args.id);
+  request.set_token_budget(args.budget);
+  request.set_min_recent_exchanges(args.recent);
+  pb::GetContextWindowResponse response;
+  if (int rc = ReportRpcError(
+          client.stub().GetContextWindow(client.Context().get(), request, &response)))
+    return rc;
+  if (options.json) {
+    PrintJson(response);
+  } else {
+    for (const auto& m : response.messages()) PrintMessage(m);
+    std::cout << response.messages_size() << " messages, " << response.total_tokens() << " tokens ("
+              << response.token_estimator() << ")"
+              << (response.truncated() ? ", older messages left out" : "") << "\n";
+  }
+  return 0;
+}
+
+int DeleteConversation(const Options& options, Client& client, const Arguments& args) {
+  pb::DeleteConversationRequest request;
+  request.set_conversation_id(args.id);
+  pb::DeleteConversationResponse response;
+  if (int rc = ReportRpcError(
+          client.stub().DeleteConversation(client.Context().get(), request, &response)))
+    return rc;
+  if (!options.json) std::cout << "deleted " << args.id << "\n";
+  return 0;
+}
+
+// Adds the user and assistant messages of the conversation's context window to
+// the request as its history.
+int AddHistory(Client& client, const std::string& conversation_id,
+               ipb::AnalyzeIntentRequest& request) {
+  pb::GetContextWindowRequest window_request;
+  window_request.set_conversation_id(conversation_id);
+  pb::GetContextWindowResponse window_response;
+  if (int rc = ReportRpcError(
+          client.stub().GetContextWindow(client.Context().get(), window_request, &window_response)))
+    return rc;
+  for (const auto& m : window_response.messages()) {
+    if (m.role() != pb::ROLE_USER && m.role() != pb::ROLE_ASSISTANT) continue;
+    auto* turn = request.add_history();
+    turn->set_role(m.role() == pb::ROLE_USER ? ipb::TURN_ROLE_USER : ipb::TURN_ROLE_ASSISTANT);
+    turn->set_content(m.content());
+  }
+  return 0;
+}
+
+int AnalyzeIntent(const Options& options, Client& client, const Arguments& args) {
+  ipb::AnalyzeIntentRequest request;
+  request.set_message(args.text);
+  for (const std::string& agent : args.agents) {
+    auto* item = request.add_available_agents();
+    const size_t eq = agent.find('=');
+    item->set_name(agent.substr(0, eq));
+    if (eq != std::string::npos) item->set_description(agent.substr(eq + 1));
+  }
+  if (!args.conversation_id.empty()) {
+    if (int rc = AddHistory(client, args.conversation_id, request)) return rc;
+  }
+  auto stub = ipb::IntentService::NewStub(
+      grpc::CreateChannel(options.intent_server, grpc::InsecureChannelCredentials()));
+  ipb::AnalyzeIntentResponse response;
+  if (int rc = ReportRpcError(stub->AnalyzeIntent(client.Context().get(), request, &response)))
+    return rc;
+  if (options.json) {
+    PrintJson(response);
+  } else {
+    PrintAnalysis(response.analysis());
+  }
+  return 0;
+}
+
+int ListTools(const Options& options, const Client& client, epb::ExecutorService::Stub& stub,
+              const Arguments& args) {
+  epb::ListToolsRequest request;
+  if (!args.max_risk.empty()) {
+    auto found = kRisks.find(args.max_risk);
+    if (found == kRisks.end()) {
+      std::cerr << "error: --max-risk must be read, write or high\n";
+      return 2;
+    }
+    request.set_max_risk(found->second);
+  }
+  epb::ListToolsResponse response;
+  if (int rc = ReportRpcError(stub.ListTools(client.Context().get(), request, &response)))
+    return rc;
+  if (options.json) {
+    PrintJson(response);
+  } else {
+    for (const auto& tool : response.tools()) PrintTool(tool);
+  }
+  return 0;
+}
+
+// Exits 1 when the tool reported an error.
+int InvokeTool(const Options& options, const Client& client, epb::ExecutorService::Stub& stub,
+               const Arguments& args) {
+  epb::InvokeToolRequest request;
+  request.set_tool_name(args.tool_name);
+  request.set_arguments_json(args.arguments);
+  request.set_idempotency_key(args.idempotency_key);
+  epb::InvokeToolResponse response;
+  if (int rc = ReportRpcError(stub.InvokeTool(client.Context().get(), request, &response)))
+    return rc;
+  if (options.json) {
+    PrintJson(response);
+  } else {
+    std::cout << Indented(response.result_json()) << "\n";
+    std::cerr << EnumSuffix(epb::ToolRisk_Name(response.risk()), "TOOL_RISK_") << " tool, "
+              << google::protobuf::util::TimeUtil::ToString(response.duration())
+              << (response.is_error() ? ", the tool reported an error" : "")
+              << (response.deduplicated() ? ", recorded result of an earlier call" : "")
+              << (response.truncated() ? ", result cut at the size limit" : "") << "\n";
+  }
+  return response.is_error() ? 1 : 0;
+}
+
+// Runs the subcommand the command line named, other than chat and actions.
+int RunCommand(const Commands& commands, const Options& options, const Arguments& args) {
+  Client client(options);
+  if (commands.health->parsed()) return CheckHealth(options, client);
+  if (commands.create->parsed()) return CreateConversation(options, client, args);
+  if (commands.list->parsed()) return ListConversations(options, client, args);
+  if (commands.show->parsed()) return ShowConversation(options, client, args);
+  if (commands.append->parsed()) return AppendMessage(options, client, args);
+  if (commands.window->parsed()) return ShowContextWindow(options, client, args);
+  if (commands.analyze->parsed()) return AnalyzeIntent(options, client, args);
+  if (commands.tools_list->parsed() || commands.tools_invoke->parsed()) {
+    auto stub = epb::ExecutorService::NewStub(
+        grpc::CreateChannel(options.executor_server, grpc::InsecureChannelCredentials()));
+    if (commands.tools_list->parsed()) return ListTools(options, client, *stub, args);
+    return InvokeTool(options, client, *stub, args);
+  }
+  if (commands.remove->parsed()) return DeleteConversation(options, client, args);
+  return 0;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"omniforge command-line client"};
+  Options options;
+  AddGlobalOptions(app, options);
+  Commands commands;
+  commands.health = app.add_subcommand("health", "check that the server is serving");
+  omniforge::cli::ChatOptions chat_options;
+  commands.chat = AddChatCommand(app, chat_options);
+  omniforge::cli::ActionsOptions actions_options;
+  commands.actions = AddActionsCommand(app, actions_options);
+  Arguments args;
+  AddConversationCommands(app, args, commands);
+  commands.analyze = AddIntentCommands(app, args);
+  AddToolCommands(app, args, commands);
   CLI11_PARSE(app, argc, argv);
 
-  if (chat->parsed()) {
+  if (commands.chat->parsed()) {
     chat_options.json = options.json;
     return omniforge::cli::RunChat(chat_options);
   }
-  if (actions->parsed()) {
+  if (commands.actions->parsed()) {
     actions_options.json = options.json;
     actions_options.timeout_s = options.timeout_s;
     return omniforge::cli::RunActions(actions_options);
   }
-  Client client(options);
-  if (health->parsed()) {
-    auto stub = grpc::health::v1::Health::NewStub(
-        grpc::CreateChannel(options.server, grpc::InsecureChannelCredentials()));
-    grpc::health::v1::HealthCheckRequest request;
-    grpc::health::v1::HealthCheckResponse response;
-    auto context = client.Context();
-    if (int rc = ReportRpcError(stub->Check(context.get(), request, &response))) return rc;
-    const bool serving = response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
-    std::cout << (serving ? "SERVING" : "NOT_SERVING") << "\n";
-    return serving ? 0 : 1;
-  }
-  if (create->parsed()) {
-    pb::CreateConversationRequest request;
-    request.set_title(title);
-    pb::CreateConversationResponse response;
-    if (int rc = ReportRpcError(
-            client.stub().CreateConversation(client.Context().get(), request, &response)))
-      return rc;
-    if (options.json)
-      PrintJson(response);
-    else
-      std::cout << response.conversation().id() << "\n";
-  } else if (list->parsed()) {
-    pb::ListConversationsRequest request;
-    request.set_page_size(page_size);
-    request.set_page_token(page_token);
-    pb::ListConversationsResponse response;
-    if (int rc = ReportRpcError(
-            client.stub().ListConversations(client.Context().get(), request, &response)))
-      return rc;
-    if (options.json) {
-      PrintJson(response);
-    } else {
-      for (const auto& c : response.conversations()) PrintConversation(c);
-      if (!response.next_page_token().empty()) {
-        std::cout << "more: --page-token " << response.next_page_token() << "\n";
-      }
-    }
-  } else if (show->parsed()) {
-    pb::GetConversationRequest get;
-    get.set_conversation_id(id);
-    pb::GetConversationResponse conversation;
-    if (int rc = ReportRpcError(
-            client.stub().GetConversation(client.Context().get(), get, &conversation)))
-      return rc;
-    pb::ListMessagesRequest request;
-    request.set_conversation_id(id);
-    request.set_limit(limit);
-    pb::ListMessagesResponse messages;
-    if (int rc =
-            ReportRpcError(client.stub().ListMessages(client.Context().get(), request, &messages)))
-      return rc;
-    if (options.json) {
-      PrintJson(conversation);
-      PrintJson(messages);
-    } else {
-      PrintConversation(conversation.conversation());
-      for (const auto& m : messages.messages()) PrintMessage(m);
-    }
-  } else if (append->parsed()) {
-    auto found = kRoles.find(role);
-    if (found == kRoles.end()) {
-      std::cerr << "error: unknown role '" << role << "'\n";
-      return 2;
-    }
-    pb::AppendMessageRequest request;
-    request.set_conversation_id(id);
-    request.set_role(found->second);
-    request.set_content(text);
-    request.set_idempotency_key(idempotency_key);
-    pb::AppendMessageResponse response;
-    if (int rc =
-            ReportRpcError(client.stub().AppendMessage(client.Context().get(), request, &response)))
-      return rc;
-    if (options.json) {
-      PrintJson(response);
-    } else {
-      PrintMessage(response.message());
-      if (response.deduplicated()) std::cout << "(already stored under this idempotency key)\n";
-    }
-  } else if (window->parsed()) {
-    pb::GetContextWindowRequest request;
-    request.set_conversation_id(id);
-    request.set_token_budget(budget);
-    request.set_min_recent_exchanges(recent);
-    pb::GetContextWindowResponse response;
-    if (int rc = ReportRpcError(
-            client.stub().GetContextWindow(client.Context().get(), request, &response)))
-      return rc;
-    if (options.json) {
-      PrintJson(response);
-    } else {
-      for (const auto& m : response.messages()) PrintMessage(m);
-      std::cout << response.messages_size() << " messages, " << response.total_tokens()
-                << " tokens (" << response.token_estimator() << ")"
-                << (response.truncated() ? ", older messages left out" : "") << "\n";
-    }
-  } else if (analyze->parsed()) {
-    ipb::AnalyzeIntentRequest request;
-    request.set_message(text);
-    for (const std::string& agent : agents) {
-      auto* item = request.add_available_agents();
-      const size_t eq = agent.find('=');
-      item->set_name(agent.substr(0, eq));
-      if (eq != std::string::npos) item->set_description(agent.substr(eq + 1));
-    }
-    if (!conversation_id.empty()) {
-      pb::GetContextWindowRequest window_request;
-      window_request.set_conversation_id(conversation_id);
-      pb::GetContextWindowResponse window_response;
-      if (int rc = ReportRpcError(client.stub().GetContextWindow(client.Context().get(),
-                                                                 window_request, &window_response)))
-        return rc;
-      for (const auto& m : window_response.messages()) {
-        if (m.role() != pb::ROLE_USER && m.role() != pb::ROLE_ASSISTANT) continue;
-        auto* turn = request.add_history();
-        turn->set_role(m.role() == pb::ROLE_USER ? ipb::TURN_ROLE_USER : ipb::TURN_ROLE_ASSISTANT);
-        turn->set_content(m.content());
-      }
-    }
-    auto stub = ipb::IntentService::NewStub(
-        grpc::CreateChannel(options.intent_server, grpc::InsecureChannelCredentials()));
-    ipb::AnalyzeIntentResponse response;
-    if (int rc = ReportRpcError(stub->AnalyzeIntent(client.Context().get(), request, &response)))
-      return rc;
-    if (options.json) {
-      PrintJson(response);
-    } else {
-      PrintAnalysis(response.analysis());
-    }
-  } else if (tools_list->parsed() || tools_invoke->parsed()) {
-    auto stub = epb::ExecutorService::NewStub(
-        grpc::CreateChannel(options.executor_server, grpc::InsecureChannelCredentials()));
-    if (tools_list->parsed()) {
-      epb::ListToolsRequest request;
-      if (!max_risk.empty()) {
-        auto found = kRisks.find(max_risk);
-        if (found == kRisks.end()) {
-          std::cerr << "error: --max-risk must be read, write or high\n";
-          return 2;
-        }
-        request.set_max_risk(found->second);
-      }
-      epb::ListToolsResponse response;
-      if (int rc = ReportRpcError(stub->ListTools(client.Context().get(), request, &response)))
-        return rc;
-      if (options.json) {
-        PrintJson(response);
-      } else {
-        for (const auto& tool : response.tools()) PrintTool(tool);
-      }
-      return 0;
-    }
-    epb::InvokeToolRequest request;
-    request.set_tool_name(tool_name);
-    request.set_arguments_json(arguments);
-    request.set_idempotency_key(idempotency_key);
-    epb::InvokeToolResponse response;
-    if (int rc = ReportRpcError(stub->InvokeTool(client.Context().get(), request, &response)))
-      return rc;
-    if (options.json) {
-      PrintJson(response);
-    } else {
-      std::cout << Indented(response.result_json()) << "\n";
-      std::cerr << EnumSuffix(epb::ToolRisk_Name(response.risk()), "TOOL_RISK_") << " tool, "
-                << google::protobuf::util::TimeUtil::ToString(response.duration())
-                << (response.is_error() ? ", the tool reported an error" : "")
-                << (response.deduplicated() ? ", recorded result of an earlier call" : "")
-                << (response.truncated() ? ", result cut at the size limit" : "") << "\n";
-    }
-    return response.is_error() ? 1 : 0;
-  } else if (remove->parsed()) {
-    pb::DeleteConversationRequest request;
-    request.set_conversation_id(id);
-    pb::DeleteConversationResponse response;
-    if (int rc = ReportRpcError(
-            client.stub().DeleteConversation(client.Context().get(), request, &response)))
-      return rc;
-    if (!options.json) std::cout << "deleted " << id << "\n";
-  }
-  return 0;
+  return RunCommand(commands, options, args);
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Lists the functions in C++ sources longer than a limit (default 80 lines).
 
-Usage: scripts/long_functions.py [--limit N] [--fail] [--exclude DIR]... PATH...
+Usage: scripts/long_functions.py [--limit N] [--fail] [--exclude DIR]... [--skip-tests] PATH...
 PATH is a .cc file or a folder (its .cc files, in every subfolder but the
-excluded ones). A function is a definition that starts at namespace scope (a line that opens
+excluded ones). --skip-tests leaves out the tests themselves (files named
+*_test.cc); the code they share (tests/support/) is checked. A function is a definition that starts at namespace scope (a line that opens
 a function body outside any other braces, namespaces aside); its length runs
 from its first line to its closing brace. With --fail, exits 1 when any
 function is longer than the limit.
@@ -56,6 +57,8 @@ def main():
     parser.add_argument("--fail", action="store_true")
     parser.add_argument("--exclude", action="append", default=[], metavar="DIR",
                         help="a folder whose files are not checked (repeatable)")
+    parser.add_argument("--skip-tests", action="store_true",
+                        help="leave out files named *_test.cc")
     parser.add_argument("paths", nargs="+")
     args = parser.parse_args()
     excluded = [pathlib.Path(d).resolve() for d in args.exclude]
@@ -65,6 +68,8 @@ def main():
             pathlib.Path(root).rglob("*.cc"))
         for f in files:
             if any(d in f.resolve().parents for d in excluded):
+                continue
+            if args.skip_tests and f.name.endswith("_test.cc"):
                 continue
             for length, name, line in functions(f):
                 if length > args.limit:

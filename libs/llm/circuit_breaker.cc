@@ -18,7 +18,7 @@ void CircuitBreaker::Refresh() {
 }
 
 CircuitBreaker::Admission CircuitBreaker::TryAcquire() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Refresh();
   switch (state_) {
     case State::kClosed:
@@ -34,7 +34,7 @@ CircuitBreaker::Admission CircuitBreaker::TryAcquire() {
 }
 
 void CircuitBreaker::OnResult(Admission admission, LlmErrorKind kind) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (admission == Admission::kRefused) return;
   const bool failed = IsRetryable(kind);
   if (admission == Admission::kProbe) {
@@ -67,7 +67,7 @@ void CircuitBreaker::Open(LlmErrorKind cause) {
 }
 
 CircuitBreaker::State CircuitBreaker::state() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Refresh();
   return state_;
 }

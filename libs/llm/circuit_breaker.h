@@ -10,9 +10,10 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/llm/errors.h"
 #include "libs/llm/retry.h"
 
@@ -57,19 +58,18 @@ class CircuitBreaker final {
   State state();
 
  private:
-  // Moves open -> half-open when due. Requires mu_.
-  void Refresh();
-  // Requires mu_.
-  void Open(LlmErrorKind cause);
+  // Moves open -> half-open when due.
+  void Refresh() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Open(LlmErrorKind cause) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string name_;
   const CircuitBreakerOptions options_;
   Clock* const clock_;
-  std::mutex mu_;
-  State state_ = State::kClosed;
-  int consecutive_failures_ = 0;
-  int64_t opened_at_micros_ = 0;
-  bool probe_in_flight_ = false;
+  absl::Mutex mu_;
+  State state_ ABSL_GUARDED_BY(mu_) = State::kClosed;
+  int consecutive_failures_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t opened_at_micros_ ABSL_GUARDED_BY(mu_) = 0;
+  bool probe_in_flight_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace omniforge::llm

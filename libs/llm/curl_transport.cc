@@ -108,6 +108,60 @@ bool HasLineBreakOrNul(std::string_view text) {
   return text.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos;
 }
 
+// Sets up `curl` to POST `request` with `headers`, its answer going to
+// `exchange` and curl's error text to `error_text`.
+void AimPost(CURL* curl, const HttpRequest& request, curl_slist* headers, Exchange& exchange,
+             char* error_text, long timeout_ms,  // NOLINT(runtime/int): curl's type
+             long connect_timeout_ms) {          // NOLINT(runtime/int)
+  curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
+  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
+  curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(curl, CURLOPT_POST, 1L);
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeaderLine);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &exchange);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBodyPiece);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &exchange);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, connect_timeout_ms);
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_text);
+  if (request.cancelled) {
+    exchange.cancelled = &request.cancelled;
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, OnProgress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &exchange);
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  }
+}
+
+// The error of an exchange curl could not complete (not aborted or cancelled
+// by this side). `connect_timed_out`: the connection never came up.
+absl::Status FailedExchangeError(const HttpRequest& request, CURLcode result,
+                                 const char* error_text, bool connect_timed_out) {
+  std::string detail = error_text[0] != '\0'
+                           ? absl::StrCat(curl_easy_strerror(result), ": ", error_text)
+                           : std::string(curl_easy_strerror(result));
+  if (result == CURLE_OPERATION_TIMEDOUT && !connect_timed_out) {
+    // Curl times on the monotonic clock, deadlines are wall-clock time: as
+    // the two drift apart curl can give up a little before the deadline by
+    // this clock, and a caller finding time left would start another attempt
+    // with none. A timeout is reported once the deadline has passed. The
+    // wait is capped: after a wall-clock step backwards the gap can be large,
+    // and the caller would rather hear of the timeout than wait it out.
+    constexpr int64_t kMaxDriftMicros = 20'000;
+    if (const int64_t early = request.deadline_micros - core::NowMicros();
+        request.deadline_micros != 0 && early > 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(std::min(early, kMaxDriftMicros)));
+    }
+    return LlmError(LlmErrorKind::kTimeout, absl::StrCat("request timed out: ", detail));
+  }
+  return LlmError(LlmErrorKind::kConnection, absl::StrCat("HTTP exchange failed: ", detail));
+}
+
 }  // namespace
 
 class CurlTransport::HandlePool {
@@ -194,29 +248,7 @@ absl::Status CurlTransport::Post(const HttpRequest& request,
   exchange.on_head = &on_head;
   exchange.on_body = &on_body;
   char error_text[CURL_ERROR_SIZE] = {};
-  curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
-  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_1_1));
-  curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
-  curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
-  curl_easy_setopt(curl, CURLOPT_POST, 1L);
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeaderLine);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &exchange);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBodyPiece);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &exchange);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, connect_timeout_ms);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_text);
-  if (request.cancelled) {
-    exchange.cancelled = &request.cancelled;
-    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, OnProgress);
-    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &exchange);
-    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-  }
+  AimPost(curl, request, headers, exchange, error_text, timeout_ms, connect_timeout_ms);
 
   CURLcode result = curl_easy_perform(curl);
   long request_bytes = 0;  // NOLINT(runtime/int): curl's type
@@ -234,29 +266,12 @@ absl::Status CurlTransport::Post(const HttpRequest& request,
   if (exchange.cancelled_by_caller) {
     return LlmError(LlmErrorKind::kCancelled, "exchange cancelled by the caller");
   }
-  std::string detail = error_text[0] != '\0'
-                           ? absl::StrCat(curl_easy_strerror(result), ": ", error_text)
-                           : std::string(curl_easy_strerror(result));
   // Curl reports a connect timeout as a timeout too, but an unreachable
   // host is a connection failure; only the deadline running out is a timeout.
   // Nothing sent means the connection never came up.
-  bool connect_timed_out =
+  const bool connect_timed_out =
       request_bytes == 0 && (timeout_ms == 0 || connect_timeout_ms < timeout_ms);
-  if (result == CURLE_OPERATION_TIMEDOUT && !connect_timed_out) {
-    // Curl times on the monotonic clock, deadlines are wall-clock time: as
-    // the two drift apart curl can give up a little before the deadline by
-    // this clock, and a caller finding time left would start another attempt
-    // with none. A timeout is reported once the deadline has passed. The
-    // wait is capped: after a wall-clock step backwards the gap can be large,
-    // and the caller would rather hear of the timeout than wait it out.
-    constexpr int64_t kMaxDriftMicros = 20'000;
-    if (const int64_t early = request.deadline_micros - core::NowMicros();
-        request.deadline_micros != 0 && early > 0) {
-      std::this_thread::sleep_for(std::chrono::microseconds(std::min(early, kMaxDriftMicros)));
-    }
-    return LlmError(LlmErrorKind::kTimeout, absl::StrCat("request timed out: ", detail));
-  }
-  return LlmError(LlmErrorKind::kConnection, absl::StrCat("HTTP exchange failed: ", detail));
+  return FailedExchangeError(request, result, error_text, connect_timed_out);
 }
 
 }  // namespace omniforge::llm

@@ -79,6 +79,11 @@ class HttpProvider final : public ChatModel {
   absl::Status Failure(const absl::Status& status) const;
   absl::Status Failure(LlmErrorKind kind, absl::string_view message) const;
   absl::Status HttpFailure(const HttpResponseHead& head, std::string_view body) const;
+  // What a stream that was read to its end (or stopped for `failure`) gives:
+  // the answer, or the failure with the usage the provider reported.
+  absl::StatusOr<ChatResponse> StreamOutcome(WireStreamDecoder& decoder,
+                                             const absl::Status& failure, int64_t sent_at,
+                                             int64_t first_delta_at) const;
   std::string Redacted(std::string text) const;
 
   ProviderOptions options_;
@@ -241,16 +246,22 @@ absl::StatusOr<ChatResponse> HttpProvider::Stream(const ChatRequest& request,
         return true;
       });
 
-  const bool output_began = first_delta_at >= 0;
   if (stopped.ok() && head.status != 0 && !IsSuccess(head.status)) {
     return HttpFailure(head, error_body);  // even when cut short, it says what went wrong
   }
+  return StreamOutcome(decoder, !stopped.ok() ? stopped : sent, sent_at, first_delta_at);
+}
+
+absl::StatusOr<ChatResponse> HttpProvider::StreamOutcome(WireStreamDecoder& decoder,
+                                                         const absl::Status& failure,
+                                                         int64_t sent_at,
+                                                         int64_t first_delta_at) const {
+  const bool output_began = first_delta_at >= 0;
   // The provider bills what it reported, answer or not.
   const auto billed = [&decoder](absl::Status status) {
     const TokenUsage usage = decoder.usage();
     return usage == TokenUsage() ? status : WithBilledUsage(std::move(status), usage);
   };
-  absl::Status failure = !stopped.ok() ? stopped : sent;
   if (!failure.ok()) {
     // Once output began, a retry would repeat it: the stream is broken.
     if (!output_began || KindOf(failure) == LlmErrorKind::kCancelled) {

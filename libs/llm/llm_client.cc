@@ -53,6 +53,14 @@ std::string_view NextName(Next next) {
   return "give_up";
 }
 
+// The call's deadline passed, after `last_error` (OK when nothing failed).
+absl::Status DeadlineError(const absl::Status& last_error) {
+  return LlmError(LlmErrorKind::kTimeout,
+                  last_error.ok() ? std::string("the call's deadline passed")
+                                  : absl::StrCat("the call's deadline passed; last error: ",
+                                                 last_error.message()));
+}
+
 struct AttemptResult {
   absl::StatusOr<ChatResponse> response;
   int64_t first_delta_at = -1;  // when output reached the caller; -1: it did not
@@ -227,11 +235,7 @@ void LlmClient::Finish(const absl::StatusOr<ChatResponse>& result, int64_t start
   Report(record, sink);
 }
 
-absl::StatusOr<ChatResponse> LlmClient::RunChain(const std::vector<Target>& chain,
-                                                 const ChatRequest& request,
-                                                 const CallContext& context,
-                                                 const StreamCallback* on_delta,
-                                                 int64_t start_micros, UsageRecord& record) {
+int64_t LlmClient::DeadlineOf(const CallContext& context, int64_t start_micros) const {
   // Only 0 means "none given"; a negative deadline has long passed.
   int64_t deadline = context.deadline_micros != 0 ? context.deadline_micros
                                                   : start_micros + default_timeout_micros_;
@@ -242,17 +246,23 @@ absl::StatusOr<ChatResponse> LlmClient::RunChain(const std::vector<Target>& chai
         deadline,
         std::chrono::duration_cast<std::chrono::microseconds>(served->time_since_epoch()).count());
   }
-  CallContext attempt_context = context;
-  attempt_context.deadline_micros = deadline;
-  const std::string operation = OperationLabel(context.operation_type);
+  return deadline;
+}
 
+absl::StatusOr<ChatResponse> LlmClient::RunChain(const std::vector<Target>& chain,
+                                                 const ChatRequest& request,
+                                                 const CallContext& context,
+                                                 const StreamCallback* on_delta,
+                                                 int64_t start_micros, UsageRecord& record) {
+  ChainCall call{request,
+                 context,
+                 context,
+                 on_delta,
+                 start_micros,
+                 DeadlineOf(context, start_micros),
+                 OperationLabel(context.operation_type)};
+  call.attempt_context.deadline_micros = call.deadline;
   absl::Status last_error;
-  const auto deadline_error = [&] {
-    return LlmError(LlmErrorKind::kTimeout,
-                    last_error.ok() ? std::string("the call's deadline passed")
-                                    : absl::StrCat("the call's deadline passed; last error: ",
-                                                   last_error.message()));
-  };
   for (size_t index = 0; index < chain.size(); ++index) {
     const Target& target = chain[index];
     if (index > 0) {
@@ -269,96 +279,113 @@ absl::StatusOr<ChatResponse> LlmClient::RunChain(const std::vector<Target>& chai
     record.provider = target.name.provider;
     record.model = target.name.model;
     record.fallback_used = index > 0;
-    attempt_context.model = target.name.model;
+    call.attempt_context.model = target.name.model;
+    std::optional<absl::StatusOr<ChatResponse>> ended =
+        TryTarget(target, index + 1 == chain.size(), call, record, last_error);
+    if (ended.has_value()) return *std::move(ended);
+  }
+  if (clock_->NowMicros() >= call.deadline) return DeadlineError(last_error);
+  return last_error;
+}
 
-    for (int attempt = 1;; ++attempt) {
-      if (IsCancelled(context)) {
-        return LlmError(LlmErrorKind::kCancelled, "the caller cancelled the call");
-      }
-      if (clock_->NowMicros() >= deadline) return deadline_error();
-      const CircuitBreaker::Admission admission = target.breaker->TryAcquire();
-      if (admission == CircuitBreaker::Admission::kRefused) {
-        last_error = LlmError(LlmErrorKind::kCircuitOpen,
-                              absl::StrCat(TargetName(target.name), ": circuit open"));
-        break;
-      }
-      BreakerAdmission admitted(*target.breaker, admission);
+std::optional<absl::StatusOr<ChatResponse>> LlmClient::TryTarget(const Target& target,
+                                                                 bool last_target,
+                                                                 const ChainCall& call,
+                                                                 UsageRecord& record,
+                                                                 absl::Status& last_error) {
+  for (int attempt = 1;; ++attempt) {
+    if (IsCancelled(call.context)) {
+      return LlmError(LlmErrorKind::kCancelled, "the caller cancelled the call");
+    }
+    if (clock_->NowMicros() >= call.deadline) return DeadlineError(last_error);
+    const CircuitBreaker::Admission admission = target.breaker->TryAcquire();
+    if (admission == CircuitBreaker::Admission::kRefused) {
+      last_error = LlmError(LlmErrorKind::kCircuitOpen,
+                            absl::StrCat(TargetName(target.name), ": circuit open"));
+      return std::nullopt;
+    }
+    BreakerAdmission admitted(*target.breaker, admission);
 
-      ++record.attempts;
-      const int64_t attempt_start = clock_->NowMicros();
-      auto [response, first_delta_at, caller_stopped] =
-          Attempt(*target.model, request, attempt_context, on_delta, *clock_);
-      if (response.ok()) {
-        admitted.Report(LlmErrorKind::kNone);
-        if (response->time_to_first_token_us >= 0) {
-          record.time_to_first_token_us =
-              attempt_start - start_micros + response->time_to_first_token_us;
-        } else if (first_delta_at >= 0) {
-          record.time_to_first_token_us = first_delta_at - start_micros;
-        }
-        return std::move(response);
+    ++record.attempts;
+    const int64_t attempt_start = clock_->NowMicros();
+    auto [response, first_delta_at, caller_stopped] =
+        Attempt(*target.model, call.request, call.attempt_context, call.on_delta, *clock_);
+    if (response.ok()) {
+      admitted.Report(LlmErrorKind::kNone);
+      if (response->time_to_first_token_us >= 0) {
+        record.time_to_first_token_us =
+            attempt_start - call.start_micros + response->time_to_first_token_us;
+      } else if (first_delta_at >= 0) {
+        record.time_to_first_token_us = first_delta_at - call.start_micros;
       }
+      return std::move(response);
+    }
 
-      if (const std::optional<TokenUsage> billed = BilledUsageOf(response.status())) {
-        AddBilled(target.name, *billed, record);
-      }
-      // Our caller ending the stream says nothing about the target.
-      const absl::Status status =
-          caller_stopped ? LlmError(LlmErrorKind::kCancelled, "the caller stopped the stream")
-                         : Normalized(response.status());
-      const LlmErrorKind kind = ErrorKindOf(status);
-      // Nor does running out of the call's own time (the caller's deadline or
-      // the served call's): only a target too slow within its per-attempt
-      // timeout counts against it. Attempts never run past the call's
-      // deadline, so a timeout at or after it is the call's.
-      const bool call_deadline_passed =
-          kind == LlmErrorKind::kTimeout && clock_->NowMicros() >= deadline;
-      admitted.Report(call_deadline_passed ? LlmErrorKind::kCancelled : kind);
-      last_error = status;
+    if (const std::optional<TokenUsage> billed = BilledUsageOf(response.status())) {
+      AddBilled(target.name, *billed, record);
+    }
+    // Our caller ending the stream says nothing about the target.
+    const absl::Status status =
+        caller_stopped ? LlmError(LlmErrorKind::kCancelled, "the caller stopped the stream")
+                       : Normalized(response.status());
+    const LlmErrorKind kind = ErrorKindOf(status);
+    // Nor does running out of the call's own time (the caller's deadline or
+    // the served call's): only a target too slow within its per-attempt
+    // timeout counts against it. Attempts never run past the call's
+    // deadline, so a timeout at or after it is the call's.
+    const bool call_deadline_passed =
+        kind == LlmErrorKind::kTimeout && clock_->NowMicros() >= call.deadline;
+    admitted.Report(call_deadline_passed ? LlmErrorKind::kCancelled : kind);
+    last_error = status;
 
-      // Cancellation is the caller's choice, not a failure worth a warning.
-      if (kind == LlmErrorKind::kCancelled) return status;
-      const bool output_began = first_delta_at >= 0;
-      if (output_began) record.time_to_first_token_us = first_delta_at - start_micros;
-      int64_t wait = 0;
-      Next next = Next::kGiveUp;
-      if (kind == LlmErrorKind::kStreamBroken || output_began) {
-        next = Next::kGiveUp;
-      } else if (IsRetryable(kind) && attempt < retry_.max_attempts) {
-        wait = RetryWaitMicros(retry_, attempt, random_->Uniform(), RetryAfterMicrosOf(status));
-        next = clock_->NowMicros() + wait < deadline ? Next::kRetry : Next::kFallback;
-      } else {
-        next = Next::kFallback;
-      }
-      if (next == Next::kFallback && index + 1 == chain.size()) next = Next::kGiveUp;
-      core::LogWarn("llm attempt failed", {{"provider", target.name.provider},
-                                           {"model", target.name.model},
-                                           {"operation", operation},
-                                           {"error_kind", std::string(ErrorKindName(kind))},
-                                           {"attempt", absl::StrCat(attempt)},
-                                           {"next", std::string(NextName(next))}});
+    // Cancellation is the caller's choice, not a failure worth a warning.
+    if (kind == LlmErrorKind::kCancelled) return status;
+    const bool output_began = first_delta_at >= 0;
+    if (output_began) record.time_to_first_token_us = first_delta_at - call.start_micros;
+    int64_t wait = 0;
+    const bool retry =
+        RetryAfterFailure(target, status, attempt, output_began, last_target, call, wait);
+    if (output_began && kind != LlmErrorKind::kStreamBroken) {
+      return LlmError(LlmErrorKind::kStreamBroken,
+                      absl::StrCat("the stream failed after output began: ", status.message()));
+    }
+    if (kind == LlmErrorKind::kStreamBroken) return status;
+    if (!retry) return std::nullopt;
 
-      if (output_began && kind != LlmErrorKind::kStreamBroken) {
-        return LlmError(LlmErrorKind::kStreamBroken,
-                        absl::StrCat("the stream failed after output began: ", status.message()));
-      }
-      if (kind == LlmErrorKind::kStreamBroken) return status;
-      if (next != Next::kRetry) break;
-
-      metrics_
-          .GetCounter("omniforge_llm_retries_total",
-                      "Attempts repeated on the same target after a retryable failure.",
-                      {{"provider", target.name.provider},
-                       {"model", target.name.model},
-                       {"reason", std::string(ErrorKindName(kind))}})
-          .Inc();
-      if (!clock_->SleepFor(wait, context.cancelled)) {
-        return LlmError(LlmErrorKind::kCancelled, "the caller cancelled the call");
-      }
+    metrics_
+        .GetCounter("omniforge_llm_retries_total",
+                    "Attempts repeated on the same target after a retryable failure.",
+                    {{"provider", target.name.provider},
+                     {"model", target.name.model},
+                     {"reason", std::string(ErrorKindName(kind))}})
+        .Inc();
+    if (!clock_->SleepFor(wait, call.context.cancelled)) {
+      return LlmError(LlmErrorKind::kCancelled, "the caller cancelled the call");
     }
   }
-  if (clock_->NowMicros() >= deadline) return deadline_error();
-  return last_error;
+}
+
+bool LlmClient::RetryAfterFailure(const Target& target, const absl::Status& status, int attempt,
+                                  bool output_began, bool last_target, const ChainCall& call,
+                                  int64_t& wait) {
+  const LlmErrorKind kind = ErrorKindOf(status);
+  Next next = Next::kGiveUp;
+  if (kind == LlmErrorKind::kStreamBroken || output_began) {
+    next = Next::kGiveUp;
+  } else if (IsRetryable(kind) && attempt < retry_.max_attempts) {
+    wait = RetryWaitMicros(retry_, attempt, random_->Uniform(), RetryAfterMicrosOf(status));
+    next = clock_->NowMicros() + wait < call.deadline ? Next::kRetry : Next::kFallback;
+  } else {
+    next = Next::kFallback;
+  }
+  if (next == Next::kFallback && last_target) next = Next::kGiveUp;
+  core::LogWarn("llm attempt failed", {{"provider", target.name.provider},
+                                       {"model", target.name.model},
+                                       {"operation", call.operation},
+                                       {"error_kind", std::string(ErrorKindName(kind))},
+                                       {"attempt", absl::StrCat(attempt)},
+                                       {"next", std::string(NextName(next))}});
+  return next == Next::kRetry;
 }
 
 void LlmClient::AddBilled(const ModelTarget& target, const TokenUsage& usage,

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -120,11 +121,35 @@ class LlmClient final {
   // Complete when `on_delta` is null, else Stream. Emits the usage record.
   absl::StatusOr<ChatResponse> Call(std::string_view profile, const ChatRequest& request,
                                     const CallContext& context, const StreamCallback* on_delta);
+  // What stays the same across the attempts of one call.
+  struct ChainCall {
+    const ChatRequest& request;
+    const CallContext& context;
+    CallContext attempt_context;  // the context with the deadline and the target's model
+    const StreamCallback* on_delta;
+    int64_t start_micros;
+    int64_t deadline;
+    std::string operation;  // its label in logs
+  };
+
+  // The call's deadline: the context's, else the default timeout, capped by
+  // the deadline of the call being served on this thread.
+  int64_t DeadlineOf(const CallContext& context, int64_t start_micros) const;
   // Walks the chain, filling the call-dependent fields of `record`.
   absl::StatusOr<ChatResponse> RunChain(const std::vector<Target>& chain,
                                         const ChatRequest& request, const CallContext& context,
                                         const StreamCallback* on_delta, int64_t start_micros,
                                         UsageRecord& record);
+  // Tries `target`, again as the retry policy allows. The call's result when
+  // it ends here (an answer, a cancel, a broken stream, the deadline);
+  // nullopt to move on to the next target, `last_error` saying why.
+  std::optional<absl::StatusOr<ChatResponse>> TryTarget(const Target& target, bool last_target,
+                                                        const ChainCall& call, UsageRecord& record,
+                                                        absl::Status& last_error);
+  // Logs a failed attempt and whether it is retried; true to try `target`
+  // again after `wait` microseconds.
+  bool RetryAfterFailure(const Target& target, const absl::Status& status, int attempt,
+                         bool output_began, bool last_target, const ChainCall& call, int64_t& wait);
   // Adds tokens billed by `target` to `record`, with their cost.
   void AddBilled(const ModelTarget& target, const TokenUsage& usage, UsageRecord& record) const;
   // Completes `record` with the call's outcome and reports it to `sink`

@@ -188,6 +188,60 @@ bool StreamBroke(CURLcode code) {
          code == CURLE_GOT_NOTHING || code == CURLE_SEND_ERROR || code == CURLE_WRITE_ERROR;
 }
 
+// Adds the session's headers (when known) and the configured ones.
+void AddSessionHeaders(HeaderList& headers, const std::string& session_id,
+                       const std::string& protocol_version,
+                       const std::vector<std::pair<std::string, std::string>>& configured) {
+  if (!session_id.empty()) headers.Add("Mcp-Session-Id: " + session_id);
+  if (!protocol_version.empty()) headers.Add("MCP-Protocol-Version: " + protocol_version);
+  for (const auto& [name, value] : configured) headers.Add(absl::StrCat(name, ": ", value));
+}
+
+// POSTs `message` on `curl` (aimed already), connecting within
+// `connect_timeout` and, when `bounded`, done within `left`; curl's error
+// text goes to `error_text`.
+CURLcode PerformPost(CURL* curl, std::string_view message, char* error_text, bool bounded,
+                     std::chrono::milliseconds left, std::chrono::milliseconds connect_timeout) {
+  curl_easy_setopt(curl, CURLOPT_POST, 1L);
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, message.data());
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(message.size()));
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_text);
+  curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
+  const long connect_ms = static_cast<long>(
+      bounded ? std::min<int64_t>(left.count(), connect_timeout.count()) : connect_timeout.count());
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+  if (bounded) curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(left.count()));
+  return curl_easy_perform(curl);
+}
+
+// Runs the one transfer of `multi` until it ends, `exchange` or `stop` says
+// to stop, or (when the caller polls for it) `stop` turns true. `running`
+// says whether it was still under way. Returns the transfer's result.
+CURLcode RunTransfer(CURLM* multi, const Exchange& exchange, const std::function<bool()>& stop,
+                     bool wakeable, int& running) {
+  CURLcode code = CURLE_OK;
+  for (;;) {
+    if (curl_multi_perform(multi, &running) != CURLM_OK) {
+      code = CURLE_FAILED_INIT;
+      running = 0;
+      break;
+    }
+    if (running == 0) break;
+    if (exchange.stopped || (stop && stop())) break;
+    // Woken at once by StopListener; a resumed answer looks at `stop`
+    // (answered, closed) every 100 ms.
+    curl_multi_poll(multi, nullptr, 0, wakeable ? 1000 : static_cast<int>(kAnswerPoll.count()),
+                    nullptr);
+  }
+  if (running == 0 && code == CURLE_OK) {
+    int left = 0;
+    while (CURLMsg* message = curl_multi_info_read(multi, &left)) {
+      if (message->msg == CURLMSG_DONE) code = message->data.result;
+    }
+  }
+  return code;
+}
+
 }  // namespace
 
 struct HttpTransport::StreamResult {
@@ -291,9 +345,7 @@ absl::Status HttpTransport::Send(std::string_view message, const SendOptions& op
   headers.Add("Content-Type: application/json");
   headers.Add("Accept: application/json, text/event-stream");
   headers.Add("Expect:");
-  if (!session_id.empty()) headers.Add("Mcp-Session-Id: " + session_id);
-  if (!protocol_version.empty()) headers.Add("MCP-Protocol-Version: " + protocol_version);
-  for (const auto& [name, value] : config_.headers) headers.Add(absl::StrCat(name, ": ", value));
+  AddSessionHeaders(headers, session_id, protocol_version, config_.headers);
 
   Exchange exchange;
   exchange.max_bytes = config_.max_message_bytes;
@@ -303,17 +355,8 @@ absl::Status HttpTransport::Send(std::string_view message, const SendOptions& op
   CURL* curl = pool_->Acquire();
   if (curl == nullptr) return absl::InternalError("curl_easy_init failed");
   Aim(curl, config_.url, headers, exchange);
-  curl_easy_setopt(curl, CURLOPT_POST, 1L);
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, message.data());
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(message.size()));
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_text);
-  curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
-  const long connect_ms =
-      static_cast<long>(bounded ? std::min<int64_t>(left.count(), config_.connect_timeout.count())
-                                : config_.connect_timeout.count());
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
-  if (bounded) curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(left.count()));
-  const CURLcode code = curl_easy_perform(curl);
+  const CURLcode code =
+      PerformPost(curl, message, error_text, bounded, left, config_.connect_timeout);
   pool_->Release(curl);
 
   if (exchange.too_large) {
@@ -470,27 +513,7 @@ HttpTransport::StreamResult HttpTransport::GetStream(const std::string& last_eve
   }
   int running = 1;
   CURLcode code = CURLE_OK;
-  if (!wakeable || registered) {
-    for (;;) {
-      if (curl_multi_perform(multi, &running) != CURLM_OK) {
-        code = CURLE_FAILED_INIT;
-        running = 0;
-        break;
-      }
-      if (running == 0) break;
-      if (exchange.stopped || (stop && stop())) break;
-      // Woken at once by StopListener; a resumed answer looks at `stop`
-      // (answered, closed) every 100 ms.
-      curl_multi_poll(multi, nullptr, 0, wakeable ? 1000 : static_cast<int>(kAnswerPoll.count()),
-                      nullptr);
-    }
-    if (running == 0 && code == CURLE_OK) {
-      int left = 0;
-      while (CURLMsg* message = curl_multi_info_read(multi, &left)) {
-        if (message->msg == CURLMSG_DONE) code = message->data.result;
-      }
-    }
-  }
+  if (!wakeable || registered) code = RunTransfer(multi, exchange, stop, wakeable, running);
   if (registered) {
     absl::MutexLock lock(&mu_);
     listener_multi_ = nullptr;

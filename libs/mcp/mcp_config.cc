@@ -8,6 +8,55 @@
 
 namespace omniforge::mcp {
 
+namespace {
+
+// The settings of a stdio server under `prefix` (mcp.servers.NAME.).
+StdioServerConfig ReadStdioServer(core::ConfigReader& reader, const std::string& name,
+                                  const std::string& prefix, size_t max_message_bytes,
+                                  std::vector<std::string>& errors) {
+  const auto key = [&prefix](const char* leaf) { return absl::StrCat(prefix, leaf); };
+  StdioServerConfig stdio;
+  stdio.server_name = name;
+  stdio.command = reader.String(key("command"), "");
+  stdio.args = reader.StringList(key("args"), {});
+  stdio.env = reader.StringMap(key("env"));
+  stdio.inherit_env = reader.StringList(key("inherit_env"), stdio.inherit_env);
+  stdio.cwd = reader.String(key("cwd"), "");
+  stdio.shutdown_grace =
+      std::chrono::milliseconds(reader.Int(key("shutdown_grace_ms"), 2'000, 0, 600'000));
+  stdio.max_message_bytes = max_message_bytes;
+  if (stdio.command.empty()) errors.push_back(key("command") + ": required for stdio");
+  return stdio;
+}
+
+// The settings of a Streamable HTTP server under `prefix` (mcp.servers.NAME.).
+HttpServerConfig ReadHttpServer(core::ConfigReader& reader, const std::string& name,
+                                const std::string& prefix, size_t max_message_bytes,
+                                std::vector<std::string>& errors) {
+  const auto key = [&prefix](const char* leaf) { return absl::StrCat(prefix, leaf); };
+  HttpServerConfig http;
+  http.server_name = name;
+  http.url = reader.String(key("url"), "");
+  for (auto& [header, value] : reader.StringMap(key("headers"))) {
+    http.headers.emplace_back(header, std::move(value));
+  }
+  http.connect_timeout =
+      std::chrono::milliseconds(reader.Int(key("connect_timeout_ms"), 10'000, 1, 600'000));
+  http.max_message_bytes = max_message_bytes;
+  if (!absl::StartsWith(http.url, "http://") && !absl::StartsWith(http.url, "https://")) {
+    errors.push_back(key("url") + ": required for http, an http:// or https:// URL");
+  }
+  for (const auto& [header, value] : http.headers) {
+    if (header.find_first_of(":\r\n") != std::string::npos ||
+        value.find_first_of("\r\n") != std::string::npos) {
+      errors.push_back(absl::StrCat(key("headers."), header, ": no ':' in a name, no line breaks"));
+    }
+  }
+  return http;
+}
+
+}  // namespace
+
 absl::StatusOr<McpConfig> ReadMcpConfig(core::ConfigReader& reader) {
   McpConfig config;
   std::vector<std::string> errors;
@@ -54,38 +103,10 @@ absl::StatusOr<McpConfig> ReadMcpConfig(core::ConfigReader& reader) {
 
     if (transport == "stdio") {
       server.transport = TransportKind::kStdio;
-      StdioServerConfig& stdio = server.stdio;
-      stdio.server_name = name;
-      stdio.command = reader.String(key("command"), "");
-      stdio.args = reader.StringList(key("args"), {});
-      stdio.env = reader.StringMap(key("env"));
-      stdio.inherit_env = reader.StringList(key("inherit_env"), stdio.inherit_env);
-      stdio.cwd = reader.String(key("cwd"), "");
-      stdio.shutdown_grace =
-          std::chrono::milliseconds(reader.Int(key("shutdown_grace_ms"), 2'000, 0, 600'000));
-      stdio.max_message_bytes = max_message_bytes;
-      if (stdio.command.empty()) errors.push_back(key("command") + ": required for stdio");
+      server.stdio = ReadStdioServer(reader, name, prefix, max_message_bytes, errors);
     } else if (transport == "http") {
       server.transport = TransportKind::kHttp;
-      HttpServerConfig& http = server.http;
-      http.server_name = name;
-      http.url = reader.String(key("url"), "");
-      for (auto& [header, value] : reader.StringMap(key("headers"))) {
-        http.headers.emplace_back(header, std::move(value));
-      }
-      http.connect_timeout =
-          std::chrono::milliseconds(reader.Int(key("connect_timeout_ms"), 10'000, 1, 600'000));
-      http.max_message_bytes = max_message_bytes;
-      if (!absl::StartsWith(http.url, "http://") && !absl::StartsWith(http.url, "https://")) {
-        errors.push_back(key("url") + ": required for http, an http:// or https:// URL");
-      }
-      for (const auto& [header, value] : http.headers) {
-        if (header.find_first_of(":\r\n") != std::string::npos ||
-            value.find_first_of("\r\n") != std::string::npos) {
-          errors.push_back(
-              absl::StrCat(key("headers."), header, ": no ':' in a name, no line breaks"));
-        }
-      }
+      server.http = ReadHttpServer(reader, name, prefix, max_message_bytes, errors);
     } else {
       errors.push_back(absl::StrCat(key("transport"), ": '", transport, "' is not stdio or http"));
     }

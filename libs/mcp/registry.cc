@@ -28,23 +28,24 @@ McpRegistry::McpRegistry(McpConfig config, const TransportFactory& factory) {
     server->client->SetToolsChangedListener([this, name = server_config.name] {
       core::LogInfo("mcp server tool list changed", {{"server", name}});
       stale_ = true;
-      std::lock_guard lock(listener_mu_);
+      absl::MutexLock lock(&listener_mu_);
       if (change_listener_) change_listener_();
     });
     server->config = std::move(server_config);
     servers_.push_back(std::move(server));
   }
+  listings_.resize(servers_.size());
 }
 
 McpRegistry::~McpRegistry() { Shutdown(); }
 
 void McpRegistry::SetChangeListener(std::function<void()> listener) {
-  std::lock_guard lock(listener_mu_);
+  absl::MutexLock lock(&listener_mu_);
   change_listener_ = std::move(listener);
 }
 
 absl::Status McpRegistry::Refresh(const CallOptions& options) {
-  std::lock_guard refresh_lock(refresh_mu_);
+  absl::MutexLock refresh_lock(&refresh_mu_);
   stale_ = false;
   std::vector<absl::StatusOr<std::vector<Tool>>> listings(servers_.size(),
                                                           absl::UnknownError("not listed"));
@@ -59,20 +60,21 @@ absl::Status McpRegistry::Refresh(const CallOptions& options) {
   }
   std::vector<std::string> failures;
   absl::StatusCode failure_code = absl::StatusCode::kOk;
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (size_t i = 0; i < servers_.size(); ++i) {
-    Server& server = *servers_[i];
+    const Server& server = *servers_[i];
+    Listing& listing = listings_[i];
     if (listings[i].ok()) {
-      server.tools = std::move(*listings[i]);
-      server.last_error.clear();
+      listing.tools = std::move(*listings[i]);
+      listing.last_error.clear();
       continue;
     }
-    server.last_error = std::string(listings[i].status().message());
-    failures.push_back(absl::StrCat(server.config.name, ": ", server.last_error));
+    listing.last_error = std::string(listings[i].status().message());
+    failures.push_back(absl::StrCat(server.config.name, ": ", listing.last_error));
     failure_code =
         failures.size() == 1 ? listings[i].status().code() : absl::StatusCode::kUnavailable;
     core::LogWarn("mcp server not listed",
-                  {{"server", server.config.name}, {"error", server.last_error}});
+                  {{"server", server.config.name}, {"error", listing.last_error}});
   }
   RebuildCatalogLocked();
   if (failures.empty()) return absl::OkStatus();
@@ -83,9 +85,11 @@ absl::Status McpRegistry::Refresh(const CallOptions& options) {
 void McpRegistry::RebuildCatalogLocked() {
   catalog_.clear();
   by_name_.clear();
-  for (const auto& server : servers_) {
-    if (!server->tools) continue;
-    for (const Tool& tool : *server->tools) {
+  for (size_t i = 0; i < servers_.size(); ++i) {
+    const Server* server = servers_[i].get();
+    const std::optional<std::vector<Tool>>& tools = listings_[i].tools;
+    if (!tools) continue;
+    for (const Tool& tool : *tools) {
       RegisteredTool entry;
       entry.server = server->config.name;
       entry.tool = tool;
@@ -109,12 +113,12 @@ void McpRegistry::RebuildCatalogLocked() {
 }
 
 std::vector<RegisteredTool> McpRegistry::Tools() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return catalog_;
 }
 
 std::optional<RegisteredTool> McpRegistry::FindTool(std::string_view name) const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   const auto it = by_name_.find(name);
   if (it == by_name_.end()) return std::nullopt;
   return catalog_[it->second];
@@ -126,7 +130,7 @@ absl::StatusOr<CallToolResult> McpRegistry::CallTool(std::string_view name,
   McpClient* client = nullptr;
   std::string tool_name;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     const auto it = by_name_.find(name);
     if (it == by_name_.end()) {
       return absl::NotFoundError(absl::StrCat("no MCP tool named '", Sv(name), "'"));
@@ -142,15 +146,17 @@ absl::StatusOr<CallToolResult> McpRegistry::CallTool(std::string_view name,
 
 std::vector<ServerStatus> McpRegistry::Servers() const {
   std::vector<ServerStatus> statuses;
-  std::lock_guard lock(mu_);
-  for (const auto& server : servers_) {
+  absl::MutexLock lock(&mu_);
+  for (size_t i = 0; i < servers_.size(); ++i) {
+    const Server* server = servers_[i].get();
+    const Listing& listing = listings_[i];
     ServerStatus status;
     status.name = server->config.name;
     status.endpoint = server->endpoint;
-    status.listed = server->tools.has_value();
-    status.tools = server->tools ? server->tools->size() : 0;
+    status.listed = listing.tools.has_value();
+    status.tools = listing.tools ? listing.tools->size() : 0;
     status.restarts = server->client->restarts();
-    status.last_error = server->last_error;
+    status.last_error = listing.last_error;
     statuses.push_back(std::move(status));
   }
   return statuses;

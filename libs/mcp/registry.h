@@ -6,14 +6,15 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/mcp/client.h"
 #include "libs/mcp/mcp_config.h"
 #include "libs/mcp/tool_naming.h"
@@ -89,20 +90,24 @@ class McpRegistry final {
     McpServerConfig config;
     std::string endpoint;
     std::unique_ptr<McpClient> client;
+  };
+  // What a server's last listing gave.
+  struct Listing {
     std::optional<std::vector<Tool>> tools;  // the last good listing
     std::string last_error;
   };
 
-  void RebuildCatalogLocked();
+  void RebuildCatalogLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::vector<std::unique_ptr<Server>> servers_;
   std::atomic<bool> stale_{false};
-  std::mutex listener_mu_;
-  std::function<void()> change_listener_;
-  std::mutex refresh_mu_;  // one Refresh at a time
-  mutable std::mutex mu_;  // guards the catalog and each server's tools/last_error
-  std::vector<RegisteredTool> catalog_;
-  std::map<std::string, size_t, std::less<>> by_name_;  // index into catalog_
+  absl::Mutex listener_mu_;
+  std::function<void()> change_listener_ ABSL_GUARDED_BY(listener_mu_);
+  absl::Mutex refresh_mu_;  // one Refresh at a time
+  mutable absl::Mutex mu_;
+  std::vector<Listing> listings_ ABSL_GUARDED_BY(mu_);  // one per server, in servers_'s order
+  std::vector<RegisteredTool> catalog_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, size_t, std::less<>> by_name_ ABSL_GUARDED_BY(mu_);  // index into catalog_
 };
 
 }  // namespace omniforge::mcp

@@ -1,11 +1,13 @@
 #include "libs/mcp/session.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "libs/core/call_cancellation.h"
 #include "libs/core/logging.h"
 #include "libs/mcp/json_rpc.h"
@@ -41,18 +43,36 @@ constexpr char kCancelledByCaller[] = "cancelled by the caller";
 
 }  // namespace
 
+// A request waiting for its answer. `done`, `cancelled`, `result` and `cv`
+// belong to the session's mu_ (read and written with it held), which the
+// annotations of a nested struct cannot name.
 struct McpSession::Pending {
   std::string method;
   bool done = false;
   bool cancelled = false;  // the caller's work was cancelled (call_cancellation.h)
   absl::StatusOr<json> result = absl::UnknownError("no answer");
-  std::condition_variable cv;
+  absl::CondVar cv;
   // Held while the progress callback runs; `callbacks_closed` set under it
   // guarantees no callback runs after Request returned.
-  std::mutex callback_mu;
-  bool callbacks_closed = false;
+  absl::Mutex callback_mu;
+  bool callbacks_closed ABSL_GUARDED_BY(callback_mu) = false;
   ProgressCallback on_progress;
 };
+
+namespace {
+
+// Waits on `cv` (with `mu` held) until woken or `until`; true when `until`
+// has passed.
+bool WaitUntil(absl::CondVar& cv, absl::Mutex& mu, Clock::time_point until)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+  if (until == Clock::time_point::max()) {
+    cv.Wait(&mu);
+    return false;
+  }
+  return cv.WaitWithTimeout(&mu, absl::FromChrono(until - Clock::now()));
+}
+
+}  // namespace
 
 absl::Status McpSession::CancelledByCaller(std::string_view method) const {
   return absl::CancelledError(absl::StrCat("MCP server '", options_.server_name, "' ", Sv(method),
@@ -82,7 +102,7 @@ absl::StatusOr<json> McpSession::Request(std::string_view method, const json& pa
     absl::StatusOr<json> result =
         SendRequest(*epoch, method, params, deadline, options.on_progress, false);
     if (result.ok()) {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       restarts_in_a_row_ = 0;
       return result;
     }
@@ -95,7 +115,7 @@ absl::StatusOr<json> McpSession::Request(std::string_view method, const json& pa
     }
     core::LogInfo("mcp session expired; initializing a new one",
                   {{"server", options_.server_name}, {"method", std::string(method)}});
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (*epoch == epoch_ && state_ == State::kReady) {
       state_ = State::kIdle;
       reinitialize_now_ = true;
@@ -105,65 +125,98 @@ absl::StatusOr<json> McpSession::Request(std::string_view method, const json& pa
 }
 
 absl::StatusOr<uint64_t> McpSession::EnsureReady(Clock::time_point deadline) {
-  std::unique_lock lock(mu_);
   bool restart = false;
-  for (;;) {
-    switch (state_) {
-      case State::kReady:
-        return epoch_;
-      case State::kShutdown:
-        return absl::UnavailableError(
-            absl::StrCat("MCP client for '", options_.server_name, "' is shut down"));
-      case State::kFailed:
-        if (Clock::now() >= next_restart_at_) {
-          // The cool-down is over: one more restart, given up again if it fails.
-          state_ = State::kIdle;
-          restarts_in_a_row_ = options_.max_restarts - 1;
+  uint64_t epoch = 0;
+  std::string restart_attempt, restart_after;
+  {
+    absl::MutexLock lock(&mu_);
+    for (;;) {
+      switch (state_) {
+        case State::kReady:
+          return epoch_;
+        case State::kShutdown:
+          return ShutDownError();
+        case State::kFailed:
+          if (Clock::now() >= next_restart_at_) {
+            // The cool-down is over: one more restart, given up again if it fails.
+            state_ = State::kIdle;
+            restarts_in_a_row_ = options_.max_restarts - 1;
+            continue;
+          }
+          if (next_restart_at_ > deadline) return GivenUpErrorLocked();
+          WaitUntil(state_cv_, mu_, next_restart_at_);
           continue;
-        }
-        if (next_restart_at_ > deadline) {
-          return absl::UnavailableError(absl::StrCat(
-              "MCP server '", options_.server_name, "' is down: gave up after ",
-              options_.max_restarts, " restarts in a row",
-              next_restart_at_ == Clock::time_point::max()
-                  ? std::string()
-                  : absl::StrCat(" (next attempt in ", MillisUntil(next_restart_at_), " ms)"),
-              "; last error: ", last_failure_.message()));
-        }
-        state_cv_.wait_until(lock, next_restart_at_);
+        case State::kConnecting:
+          if (WaitUntil(state_cv_, mu_, deadline) && state_ == State::kConnecting) {
+            return absl::DeadlineExceededError(absl::StrCat("timed out waiting for MCP server '",
+                                                            options_.server_name, "' to start"));
+          }
+          continue;
+        case State::kIdle:
+          break;
+      }
+      restart = opened_once_ && !reinitialize_now_;
+      if (!restart) break;
+      if (restarts_in_a_row_ >= options_.max_restarts) {
+        GiveUpLocked();
         continue;
-      case State::kConnecting:
-        if (state_cv_.wait_until(lock, deadline) == std::cv_status::timeout &&
-            state_ == State::kConnecting) {
-          return absl::DeadlineExceededError(absl::StrCat("timed out waiting for MCP server '",
-                                                          options_.server_name, "' to start"));
-        }
-        continue;
-      case State::kIdle:
-        break;
+      }
+      if (Clock::now() >= next_restart_at_) break;
+      if (next_restart_at_ > deadline) {
+        return absl::UnavailableError(absl::StrCat(
+            "MCP server '", options_.server_name, "' is down (", last_failure_.message(),
+            "); its restart waits ", MillisUntil(next_restart_at_),
+            " ms of backoff, longer than the call's deadline"));
+      }
+      // Waits out the backoff; Shutdown wakes it.
+      WaitUntil(state_cv_, mu_, next_restart_at_);
     }
-    restart = opened_once_ && !reinitialize_now_;
-    if (!restart) break;
-    if (restarts_in_a_row_ >= options_.max_restarts) {
-      state_ = State::kFailed;
-      next_restart_at_ = options_.max_restarts > 0 ? Clock::now() + options_.restart_backoff_max
-                                                   : Clock::time_point::max();
-      core::LogError("mcp server given up", {{"server", options_.server_name},
-                                             {"restarts", std::to_string(restarts_in_a_row_)},
-                                             {"error", std::string(last_failure_.message())}});
-      state_cv_.notify_all();
-      continue;
-    }
-    if (Clock::now() >= next_restart_at_) break;
-    if (next_restart_at_ > deadline) {
-      return absl::UnavailableError(
-          absl::StrCat("MCP server '", options_.server_name, "' is down (", last_failure_.message(),
-                       "); its restart waits ", MillisUntil(next_restart_at_),
-                       " ms of backoff, longer than the call's deadline"));
-    }
-    // Waits out the backoff; Shutdown wakes it.
-    state_cv_.wait_until(lock, next_restart_at_);
+    epoch = StartConnectLocked(restart);
+    restart_attempt = std::to_string(restarts_in_a_row_);
+    restart_after = std::string(last_failure_.message());
   }
+
+  if (restart) {
+    core::LogInfo(
+        "mcp server restarting",
+        {{"server", options_.server_name}, {"attempt", restart_attempt}, {"after", restart_after}});
+  }
+  absl::Status status;
+  {
+    // The session is everyone's: a caller's cancel does not cut its start.
+    const core::ScopedCallCancellation shared(nullptr);
+    status = Handshake(epoch, deadline);
+  }
+  absl::MutexLock lock(&mu_);
+  return EndConnectLocked(epoch, status);
+}
+
+absl::Status McpSession::ShutDownError() const {
+  return absl::UnavailableError(
+      absl::StrCat("MCP client for '", options_.server_name, "' is shut down"));
+}
+
+absl::Status McpSession::GivenUpErrorLocked() const {
+  return absl::UnavailableError(
+      absl::StrCat("MCP server '", options_.server_name, "' is down: gave up after ",
+                   options_.max_restarts, " restarts in a row",
+                   next_restart_at_ == Clock::time_point::max()
+                       ? std::string()
+                       : absl::StrCat(" (next attempt in ", MillisUntil(next_restart_at_), " ms)"),
+                   "; last error: ", last_failure_.message()));
+}
+
+void McpSession::GiveUpLocked() {
+  state_ = State::kFailed;
+  next_restart_at_ = options_.max_restarts > 0 ? Clock::now() + options_.restart_backoff_max
+                                               : Clock::time_point::max();
+  core::LogError("mcp server given up", {{"server", options_.server_name},
+                                         {"restarts", std::to_string(restarts_in_a_row_)},
+                                         {"error", std::string(last_failure_.message())}});
+  state_cv_.SignalAll();
+}
+
+uint64_t McpSession::StartConnectLocked(bool restart) {
   state_ = State::kConnecting;
   connect_in_progress_ = true;
   reinitialize_now_ = false;
@@ -173,27 +226,15 @@ absl::StatusOr<uint64_t> McpSession::EnsureReady(Clock::time_point deadline) {
   }
   const uint64_t epoch = ++epoch_;
   server_info_.reset();
-  lock.unlock();
+  return epoch;
+}
 
-  if (restart) {
-    core::LogInfo("mcp server restarting", {{"server", options_.server_name},
-                                            {"attempt", std::to_string(restarts_in_a_row_)},
-                                            {"after", std::string(last_failure_.message())}});
-  }
-  absl::Status status;
-  {
-    // The session is everyone's: a caller's cancel does not cut its start.
-    const core::ScopedCallCancellation shared(nullptr);
-    status = Handshake(epoch, deadline);
-  }
-
-  lock.lock();
+absl::StatusOr<uint64_t> McpSession::EndConnectLocked(uint64_t epoch, absl::Status status) {
   connect_in_progress_ = false;
   opened_once_ = true;
   if (state_ == State::kShutdown) {
-    state_cv_.notify_all();
-    return absl::UnavailableError(
-        absl::StrCat("MCP client for '", options_.server_name, "' is shut down"));
+    state_cv_.SignalAll();
+    return ShutDownError();
   }
   if (status.ok() && epoch == epoch_) {
     state_ = State::kReady;
@@ -206,7 +247,7 @@ absl::StatusOr<uint64_t> McpSession::EnsureReady(Clock::time_point deadline) {
     last_failure_ = status;
     next_restart_at_ = Clock::now() + BackoffLocked();
   }
-  state_cv_.notify_all();
+  state_cv_.SignalAll();
   if (!status.ok()) return status;
   return epoch;
 }
@@ -273,7 +314,7 @@ absl::Status McpSession::Handshake(uint64_t epoch, Clock::time_point deadline) {
                                            {"server_name", info.name},
                                            {"server_version", info.version},
                                            {"protocol_version", info.protocol_version}});
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (epoch == epoch_) server_info_ = std::move(info);
   return absl::OkStatus();
 }
@@ -288,7 +329,7 @@ absl::StatusOr<json> McpSession::SendRequest(uint64_t epoch, std::string_view me
   pending->on_progress = on_progress;
   int64_t id = 0;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (epoch != epoch_ || state_ == State::kShutdown) {
       return absl::UnavailableError(absl::StrCat("MCP server '", options_.server_name,
                                                  "' connection was reset before ", Sv(method),
@@ -302,17 +343,13 @@ absl::StatusOr<json> McpSession::SendRequest(uint64_t epoch, std::string_view me
     if (!params.is_object()) params = json::object();
     params["_meta"]["progressToken"] = id;
   }
-  const auto close_callbacks = [&pending] {
-    std::lock_guard lock(pending->callback_mu);
-    pending->callbacks_closed = true;
-  };
   // A request made for work that is cancelled (the gRPC call it serves) is
   // given up at once, and the server is told, as at its deadline. The hook
-  // is forgotten after `lock` below is released (the hook takes mu_).
+  // is forgotten when this returns, with mu_ let go (the hook takes mu_).
   const uint64_t hook = cancel == nullptr ? 0 : cancel->OnCancel([this, pending] {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     pending->cancelled = true;
-    pending->cv.notify_all();
+    pending->cv.SignalAll();
   });
   const absl::Cleanup forget_hook = [cancel, hook] {
     if (cancel != nullptr) cancel->Forget(hook);
@@ -323,66 +360,79 @@ absl::StatusOr<json> McpSession::SendRequest(uint64_t epoch, std::string_view me
   send.is_initialize = is_initialize;
   send.epoch = epoch;
   send.answered = [this, pending] {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     return pending->done || pending->cancelled;
   };
   const absl::Status sent = transport_->Send(EncodeRequest(id, method, params), send);
 
-  std::unique_lock lock(mu_);
-  if (!pending->done && pending->cancelled) {
-    pending_.erase(id);
-    lock.unlock();
-    close_callbacks();
-    if (!is_initialize) {
-      Post(epoch, EncodeNotification("notifications/cancelled",
-                                     {{"requestId", id}, {"reason", kCancelledByCaller}}));
+  Ending ending = Ending::kAnswered;
+  absl::StatusOr<json> result;
+  {
+    absl::MutexLock lock(&mu_);
+    ending = AwaitAnswerLocked(*pending, sent, deadline);
+    if (ending == Ending::kAnswered) {
+      result = std::move(pending->result);
+    } else {
+      pending_.erase(id);
     }
-    return CancelledByCaller(method);
   }
-  if (!pending->done && (!sent.ok() || transport_->AnswersWithinSend())) {
-    pending_.erase(id);
-    lock.unlock();
-    close_callbacks();
-    if (sent.ok()) {
-      return absl::UnavailableError(absl::StrCat("MCP server '", options_.server_name,
-                                                 "' ended its answer stream for ", Sv(method),
-                                                 " without a result"));
-    }
-    if (absl::IsDeadlineExceeded(sent) && !is_initialize) {
-      Post(epoch, EncodeNotification("notifications/cancelled",
-                                     {{"requestId", id}, {"reason", "deadline exceeded"}}));
-    }
-    if (IsSessionExpired(sent)) return sent;
-    return absl::Status(sent.code(), absl::StrCat("MCP server '", options_.server_name, "' ",
-                                                  Sv(method), ": ", sent.message()));
+  {
+    absl::MutexLock lock(&pending->callback_mu);
+    pending->callbacks_closed = true;
   }
-  pending->cv.wait_until(lock, deadline,
-                         [&pending] { return pending->done || pending->cancelled; });
-  if (!pending->done) {
-    const bool cancelled = pending->cancelled;
-    pending_.erase(id);
-    lock.unlock();
-    close_callbacks();
-    if (!is_initialize) {
-      Post(epoch,
-           EncodeNotification("notifications/cancelled",
-                              {{"requestId", id},
-                               {"reason", cancelled ? kCancelledByCaller : "deadline exceeded"}}));
-    }
-    if (cancelled) return CancelledByCaller(method);
-    return absl::DeadlineExceededError(absl::StrCat("MCP server '", options_.server_name,
-                                                    "' did not answer ", Sv(method),
-                                                    " before the deadline"));
+  switch (ending) {
+    case Ending::kAnswered:
+      return result;
+    case Ending::kCancelled:
+      if (!is_initialize) PostCancelled(epoch, id, kCancelledByCaller);
+      return CancelledByCaller(method);
+    case Ending::kTimedOut:
+      if (!is_initialize) PostCancelled(epoch, id, "deadline exceeded");
+      return absl::DeadlineExceededError(absl::StrCat("MCP server '", options_.server_name,
+                                                      "' did not answer ", Sv(method),
+                                                      " before the deadline"));
+    case Ending::kNotAnswered:
+      break;
   }
-  absl::StatusOr<json> result = std::move(pending->result);
-  lock.unlock();
-  close_callbacks();
-  return result;
+  return NotAnsweredError(epoch, id, method, sent, is_initialize);
+}
+
+void McpSession::PostCancelled(uint64_t epoch, int64_t id, const char* reason) {
+  Post(epoch,
+       EncodeNotification("notifications/cancelled", {{"requestId", id}, {"reason", reason}}));
+}
+
+absl::Status McpSession::NotAnsweredError(uint64_t epoch, int64_t id, std::string_view method,
+                                          const absl::Status& sent, bool is_initialize) {
+  if (sent.ok()) {
+    return absl::UnavailableError(absl::StrCat("MCP server '", options_.server_name,
+                                               "' ended its answer stream for ", Sv(method),
+                                               " without a result"));
+  }
+  if (absl::IsDeadlineExceeded(sent) && !is_initialize) {
+    PostCancelled(epoch, id, "deadline exceeded");
+  }
+  if (IsSessionExpired(sent)) return sent;
+  return absl::Status(sent.code(), absl::StrCat("MCP server '", options_.server_name, "' ",
+                                                Sv(method), ": ", sent.message()));
+}
+
+McpSession::Ending McpSession::AwaitAnswerLocked(Pending& pending, const absl::Status& sent,
+                                                 Clock::time_point deadline) {
+  if (!pending.done && pending.cancelled) return Ending::kCancelled;
+  if (!pending.done && (!sent.ok() || transport_->AnswersWithinSend())) {
+    return Ending::kNotAnswered;
+  }
+  while (!pending.done && !pending.cancelled) {
+    if (WaitUntil(pending.cv, mu_, deadline)) break;
+  }
+  if (pending.done) return Ending::kAnswered;
+  return pending.cancelled ? Ending::kCancelled : Ending::kTimedOut;
 }
 
 void McpSession::OnMessage(uint64_t epoch, std::string_view text) {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (epoch != epoch_ || state_ == State::kShutdown) return;
   }
   absl::StatusOr<std::vector<IncomingMessage>> messages = ParseIncoming(text);
@@ -404,7 +454,7 @@ void McpSession::OnMessage(uint64_t epoch, std::string_view text) {
                          {"error", Excerpt(message.error_message)}});
           break;
         }
-        std::lock_guard lock(mu_);
+        absl::MutexLock lock(&mu_);
         auto it = pending_.find(message.id.get<int64_t>());
         if (it == pending_.end()) {
           core::LogDebug("mcp answer to no pending request (cancelled or timed out)",
@@ -419,7 +469,7 @@ void McpSession::OnMessage(uint64_t epoch, std::string_view text) {
                                                   message.error_code, message.error_message);
         }
         pending.done = true;
-        pending.cv.notify_all();
+        pending.cv.SignalAll();
         pending_.erase(it);
         break;
       }
@@ -456,7 +506,7 @@ void McpSession::HandleNotification(const std::string& method, const json& param
     }
     std::shared_ptr<Pending> pending;
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       auto it = pending_.find(token->get<int64_t>());
       if (it == pending_.end()) return;
       pending = it->second;
@@ -469,7 +519,7 @@ void McpSession::HandleNotification(const std::string& method, const json& param
     if (auto text = params.find("message"); text != params.end() && text->is_string()) {
       progress.message = text->get<std::string>();
     }
-    std::lock_guard callback_lock(pending->callback_mu);
+    absl::MutexLock callback_lock(&pending->callback_mu);
     if (!pending->callbacks_closed && pending->on_progress) pending->on_progress(progress);
     return;
   }
@@ -490,7 +540,7 @@ void McpSession::HandleNotification(const std::string& method, const json& param
   if (method == "notifications/tools/list_changed") {
     std::function<void()> listener;
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       listener = tools_changed_;
     }
     if (listener) listener();
@@ -501,9 +551,14 @@ void McpSession::HandleNotification(const std::string& method, const json& param
 }
 
 void McpSession::OnClosed(uint64_t epoch, const absl::Status& reason) {
-  std::unique_lock lock(mu_);
-  if (epoch != epoch_ || state_ == State::kShutdown) return;
-  if (IsSessionExpired(reason)) {
+  std::function<void()> listener;
+  {
+    absl::MutexLock lock(&mu_);
+    if (epoch != epoch_ || state_ == State::kShutdown) return;
+    if (!IsSessionExpired(reason)) {
+      ServerWentAwayLocked(reason);
+      return;
+    }
     // An HTTP server that forgot the session was most likely restarted: the
     // next request starts a new session at once (not a restart of ours),
     // and requests under way learn of it from their own answers. Its tools
@@ -516,11 +571,12 @@ void McpSession::OnClosed(uint64_t epoch, const absl::Status& reason) {
       reinitialize_now_ = true;
       server_info_.reset();
     }
-    std::function<void()> listener = tools_changed_;
-    lock.unlock();
-    if (listener) listener();
-    return;
+    listener = tools_changed_;
   }
+  if (listener) listener();
+}
+
+void McpSession::ServerWentAwayLocked(const absl::Status& reason) {
   const absl::Status status = absl::UnavailableError(
       absl::StrCat("MCP server '", options_.server_name, "' went away: ", reason.message()));
   core::LogWarn("mcp server went away", {{"server", options_.server_name},
@@ -534,14 +590,14 @@ void McpSession::OnClosed(uint64_t epoch, const absl::Status& reason) {
     next_restart_at_ = Clock::now() + BackoffLocked();
     server_info_.reset();
   }
-  state_cv_.notify_all();
+  state_cv_.SignalAll();
 }
 
 void McpSession::FailPendingLocked(const absl::Status& status) {
   for (auto& [id, pending] : pending_) {
     pending->result = status;
     pending->done = true;
-    pending->cv.notify_all();
+    pending->cv.SignalAll();
   }
   pending_.clear();
 }
@@ -556,21 +612,26 @@ Clock::duration McpSession::BackoffLocked() const {
 }
 
 void McpSession::Post(uint64_t epoch, std::string message) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (outbox_stop_) return;
   outbox_.emplace_back(epoch, std::move(message));
-  outbox_cv_.notify_one();
+  outbox_cv_.Signal();
 }
 
 void McpSession::RunOutbox() {
-  std::unique_lock lock(mu_);
   for (;;) {
-    outbox_cv_.wait(lock, [this] { return outbox_stop_ || !outbox_.empty(); });
-    if (outbox_stop_) return;
-    auto [epoch, message] = std::move(outbox_.front());
-    outbox_.pop_front();
-    if (epoch != epoch_) continue;
-    lock.unlock();
+    uint64_t epoch = 0;
+    std::string message;
+    {
+      absl::MutexLock lock(&mu_);
+      for (;;) {
+        while (!outbox_stop_ && outbox_.empty()) outbox_cv_.Wait(&mu_);
+        if (outbox_stop_) return;
+        std::tie(epoch, message) = std::move(outbox_.front());
+        outbox_.pop_front();
+        if (epoch == epoch_) break;
+      }
+    }
     SendOptions send;
     send.deadline = Clock::now() + options_.notification_timeout;
     send.epoch = epoch;
@@ -579,38 +640,37 @@ void McpSession::RunOutbox() {
       core::LogDebug("mcp message not delivered",
                      {{"server", options_.server_name}, {"error", std::string(sent.message())}});
     }
-    lock.lock();
   }
 }
 
 void McpSession::Shutdown() {
   {
-    std::unique_lock lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (state_ == State::kShutdown) return;
     state_ = State::kShutdown;
     FailPendingLocked(absl::UnavailableError(
         absl::StrCat("MCP client for '", options_.server_name, "' is shutting down")));
-    state_cv_.notify_all();
-    state_cv_.wait(lock, [this] { return !connect_in_progress_; });
+    state_cv_.SignalAll();
+    while (connect_in_progress_) state_cv_.Wait(&mu_);
     outbox_stop_ = true;
-    outbox_cv_.notify_all();
+    outbox_cv_.SignalAll();
   }
   if (outbox_thread_.joinable()) outbox_thread_.join();
   transport_->Close();
 }
 
 std::optional<ServerInfo> McpSession::server_info() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return server_info_;
 }
 
 void McpSession::SetToolsChangedListener(std::function<void()> listener) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   tools_changed_ = std::move(listener);
 }
 
 int McpSession::restarts() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return restarts_total_;
 }
 

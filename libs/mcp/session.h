@@ -5,21 +5,21 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/mcp/transport.h"
 #include "libs/mcp/types.h"
 #include "nlohmann/json.hpp"
@@ -100,47 +100,78 @@ class McpSession final {
   struct Pending;
   enum class State { kIdle, kConnecting, kReady, kFailed, kShutdown };
 
-  absl::StatusOr<uint64_t> EnsureReady(Clock::time_point deadline);
+  // How a request sent ended, as seen with mu_ held.
+  enum class Ending { kAnswered, kCancelled, kTimedOut, kNotAnswered };
+
+  // The epoch of a ready session: waits while another caller connects or a
+  // restart backs off, else connects (and initializes) itself.
+  absl::StatusOr<uint64_t> EnsureReady(Clock::time_point deadline) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status ShutDownError() const;
+  // Why no restart is tried before the cool-down after too many in a row.
+  absl::Status GivenUpErrorLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Too many restarts in a row: no more until the cool-down is over.
+  void GiveUpLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // This caller connects: the new epoch, the state connecting.
+  uint64_t StartConnectLocked(bool restart) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records how the handshake of `epoch` went; the epoch when it is ready.
+  absl::StatusOr<uint64_t> EndConnectLocked(uint64_t epoch, absl::Status status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Handshake(uint64_t epoch, Clock::time_point deadline);
   absl::StatusOr<nlohmann::json> SendRequest(uint64_t epoch, std::string_view method,
                                              nlohmann::json params, Clock::time_point deadline,
                                              const ProgressCallback& on_progress,
-                                             bool is_initialize);
-  void OnMessage(uint64_t epoch, std::string_view text);
-  void OnClosed(uint64_t epoch, const absl::Status& reason);
-  void HandleNotification(const std::string& method, const nlohmann::json& params);
-  void Post(uint64_t epoch, std::string message);
+                                             bool is_initialize) ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits for the answer to a request sent (`sent`: how the send went) until
+  // `deadline`, unless it cannot come or the caller's work was cancelled.
+  Ending AwaitAnswerLocked(Pending& pending, const absl::Status& sent, Clock::time_point deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Tells the server request `id` is given up, for `reason`.
+  void PostCancelled(uint64_t epoch, int64_t id, const char* reason) ABSL_LOCKS_EXCLUDED(mu_);
+  // The error of a request whose answer cannot come: the send failed, or
+  // the answer stream ended without it.
+  absl::Status NotAnsweredError(uint64_t epoch, int64_t id, std::string_view method,
+                                const absl::Status& sent, bool is_initialize)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void OnMessage(uint64_t epoch, std::string_view text) ABSL_LOCKS_EXCLUDED(mu_);
+  void OnClosed(uint64_t epoch, const absl::Status& reason) ABSL_LOCKS_EXCLUDED(mu_);
+  // The server went away (not an expired HTTP session): fails the requests
+  // waiting and backs off before the next start.
+  void ServerWentAwayLocked(const absl::Status& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HandleNotification(const std::string& method, const nlohmann::json& params)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void Post(uint64_t epoch, std::string message) ABSL_LOCKS_EXCLUDED(mu_);
   // CANCELLED for `method` of work its caller cancelled
   // (core::CallCancellation()).
   absl::Status CancelledByCaller(std::string_view method) const;
-  void RunOutbox();
-  void FailPendingLocked(const absl::Status& status);
-  Clock::duration BackoffLocked() const;
+  void RunOutbox() ABSL_LOCKS_EXCLUDED(mu_);
+  void FailPendingLocked(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Clock::duration BackoffLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const SessionOptions options_;
   const std::unique_ptr<McpTransport> transport_;
 
-  mutable std::mutex mu_;
-  std::condition_variable state_cv_;
-  State state_ = State::kIdle;
-  uint64_t epoch_ = 0;  // bumped by every Open
-  bool opened_once_ = false;
-  bool connect_in_progress_ = false;
-  bool reinitialize_now_ = false;  // the HTTP session expired: no backoff, not a restart
-  int restarts_in_a_row_ = 0;
-  int restarts_total_ = 0;
-  Clock::time_point next_restart_at_{};
-  absl::Status last_failure_;
-  int64_t next_id_ = 1;
-  std::map<int64_t, std::shared_ptr<Pending>> pending_;
-  std::optional<ServerInfo> server_info_;
-  std::function<void()> tools_changed_;
+  mutable absl::Mutex mu_;
+  absl::CondVar state_cv_;
+  State state_ ABSL_GUARDED_BY(mu_) = State::kIdle;
+  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;  // bumped by every Open
+  bool opened_once_ ABSL_GUARDED_BY(mu_) = false;
+  bool connect_in_progress_ ABSL_GUARDED_BY(mu_) = false;
+  // The HTTP session expired: no backoff, not a restart.
+  bool reinitialize_now_ ABSL_GUARDED_BY(mu_) = false;
+  int restarts_in_a_row_ ABSL_GUARDED_BY(mu_) = 0;
+  int restarts_total_ ABSL_GUARDED_BY(mu_) = 0;
+  Clock::time_point next_restart_at_ ABSL_GUARDED_BY(mu_){};
+  absl::Status last_failure_ ABSL_GUARDED_BY(mu_);
+  int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<int64_t, std::shared_ptr<Pending>> pending_ ABSL_GUARDED_BY(mu_);
+  std::optional<ServerInfo> server_info_ ABSL_GUARDED_BY(mu_);
+  std::function<void()> tools_changed_ ABSL_GUARDED_BY(mu_);
 
   // Fire-and-forget messages, sent in order by one thread so that no
   // transport thread ever waits on a write.
-  std::condition_variable outbox_cv_;
-  std::deque<std::pair<uint64_t, std::string>> outbox_;
-  bool outbox_stop_ = false;
+  absl::CondVar outbox_cv_;
+  std::deque<std::pair<uint64_t, std::string>> outbox_ ABSL_GUARDED_BY(mu_);
+  bool outbox_stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread outbox_thread_;
 };
 

@@ -89,6 +89,159 @@ std::string DescribeExit(const siginfo_t& info) {
   return "stopped";
 }
 
+// Splits the server's stdout into messages, one per line (blank lines
+// skipped); a line longer than `max_bytes` is dropped and logged.
+class StdoutLines final {
+ public:
+  StdoutLines(const std::string& server, size_t max_bytes,
+              const std::function<void(std::string_view)>& on_message)
+      : server_(server), max_bytes_(max_bytes), on_message_(on_message) {}
+
+  void Take(std::string_view chunk) {
+    while (!chunk.empty()) {
+      const size_t newline = chunk.find('\n');
+      const std::string_view piece = chunk.substr(0, newline);
+      if (!dropping_) buffer_.append(piece);
+      if (buffer_.size() > max_bytes_) {
+        core::LogError("mcp server message too large; dropped",
+                       {{"server", server_}, {"limit_bytes", std::to_string(max_bytes_)}});
+        buffer_.clear();
+        dropping_ = true;
+      }
+      if (newline == std::string_view::npos) return;
+      chunk.remove_prefix(newline + 1);
+      if (!dropping_) {
+        std::string_view line = buffer_;
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        if (line.find_first_not_of(" \t") != std::string_view::npos) on_message_(line);
+      }
+      buffer_.clear();
+      dropping_ = false;
+    }
+  }
+
+ private:
+  const std::string& server_;
+  const size_t max_bytes_;
+  const std::function<void(std::string_view)>& on_message_;
+  std::string buffer_;
+  bool dropping_ = false;  // inside a line longer than max_bytes_
+};
+
+// Logs the server's stderr line by line, each cut to kMaxStderrLine.
+class StderrLines final {
+ public:
+  explicit StderrLines(const std::string& server) : server_(server) {}
+
+  void Take(std::string_view chunk) {
+    buffer_.append(chunk);
+    size_t start = 0;
+    for (size_t newline; (newline = buffer_.find('\n', start)) != std::string::npos;
+         start = newline + 1) {
+      Log(std::string_view(buffer_).substr(start, newline - start));
+    }
+    buffer_.erase(0, start);
+    if (buffer_.size() > kMaxStderrLine) {
+      Log(buffer_);
+      buffer_.clear();
+    }
+  }
+
+  // Logs what is left of an unfinished last line.
+  void Flush() {
+    if (!buffer_.empty()) Log(buffer_);
+  }
+
+ private:
+  void Log(std::string_view line) const {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) return;
+    core::LogInfo("mcp server stderr",
+                  {{"server", server_}, {"line", Excerpt(line, kMaxStderrLine)}});
+  }
+
+  const std::string& server_;
+  std::string buffer_;
+};
+
+// Reads what `fd` has now into `take`; false at end of file or on an error.
+template <typename Take>
+bool ReadAvailable(int fd, Take& take) {
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n > 0) {
+      take.Take(std::string_view(buffer, static_cast<size_t>(n)));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0 && errno == EAGAIN;
+  }
+}
+
+// How the process `pid` ended, once it has: its exit status or signal;
+// "closed its stdout" when it has not exited (yet).
+std::string ExitReason(pid_t pid) {
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+      info.si_pid == pid) {
+    return DescribeExit(info);
+  }
+  return "closed its stdout";
+}
+
+// Starts the server with `in_fd`, `out_fd` and `err_fd` as its stdin, stdout
+// and stderr, its environment `env`. Returns posix_spawn's result (0, or an
+// errno value); `pid` is the process started.
+int SpawnServer(const StdioServerConfig& config, const std::string& path,
+                const std::map<std::string, std::string>& env, int in_fd, int out_fd, int err_fd,
+                pid_t& pid) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in_fd, STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out_fd, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err_fd, STDERR_FILENO);
+  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
+  if (!config.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, config.cwd.c_str());
+
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // Its own process group (so a signal reaches the server's children too),
+  // no blocked signals (services block SIGTERM to sigwait for it), and the
+  // default action for the signals a service may ignore or handle.
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t mask;
+  sigemptyset(&mask);
+  posix_spawnattr_setsigmask(&attr, &mask);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2}) {
+    sigaddset(&defaults, sig);
+  }
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+
+  std::vector<std::string> argv_storage = {config.command};
+  argv_storage.insert(argv_storage.end(), config.args.begin(), config.args.end());
+  std::vector<char*> argv;
+  argv.reserve(argv_storage.size() + 1);
+  for (std::string& arg : argv_storage) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_storage;
+  env_storage.reserve(env.size());
+  for (const auto& [name, value] : env) env_storage.push_back(absl::StrCat(name, "=", value));
+  std::vector<char*> envp;
+  envp.reserve(env_storage.size() + 1);
+  for (std::string& entry : env_storage) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+
+  const int spawned = ::posix_spawn(&pid, path.c_str(), &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  return spawned;
+}
+
 // Blocks SIGPIPE on this thread for its lifetime; a write to a closed pipe
 // then fails with EPIPE, and the signal it raised is consumed, instead of
 // killing the process.
@@ -128,13 +281,13 @@ std::string StdioTransport::Describe() const {
 }
 
 pid_t StdioTransport::pid() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return pid_;
 }
 
 absl::Status StdioTransport::Open(TransportHandlers handlers, uint64_t epoch) {
   Close();
-  std::lock_guard open_lock(close_mu_);
+  absl::MutexLock open_lock(&close_mu_);
   const std::map<std::string, std::string> env = ChildEnvironment(config_);
   absl::StatusOr<std::string> path = ResolveCommand(config_.command, env);
   if (!path.ok()) return absl::UnavailableError(path.status().message());
@@ -149,50 +302,8 @@ absl::Status StdioTransport::Open(TransportHandlers handlers, uint64_t epoch) {
     return absl::UnavailableError(absl::StrCat("pipe: ", ErrnoText(error)));
   }
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
-  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
-  if (!config_.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, config_.cwd.c_str());
-
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // Its own process group (so a signal reaches the server's children too),
-  // no blocked signals (services block SIGTERM to sigwait for it), and the
-  // default action for the signals a service may ignore or handle.
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attr, 0);
-  sigset_t mask;
-  sigemptyset(&mask);
-  posix_spawnattr_setsigmask(&attr, &mask);
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2}) {
-    sigaddset(&defaults, sig);
-  }
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-
-  std::vector<std::string> argv_storage = {config_.command};
-  argv_storage.insert(argv_storage.end(), config_.args.begin(), config_.args.end());
-  std::vector<char*> argv;
-  argv.reserve(argv_storage.size() + 1);
-  for (std::string& arg : argv_storage) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_storage;
-  env_storage.reserve(env.size());
-  for (const auto& [name, value] : env) env_storage.push_back(absl::StrCat(name, "=", value));
-  std::vector<char*> envp;
-  envp.reserve(env_storage.size() + 1);
-  for (std::string& entry : env_storage) envp.push_back(entry.data());
-  envp.push_back(nullptr);
-
   pid_t pid = -1;
-  const int spawned = ::posix_spawn(&pid, path->c_str(), &actions, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  const int spawned = SpawnServer(config_, *path, env, in[0], out[1], err[1], pid);
   CloseFd(in[0]);
   CloseFd(out[1]);
   CloseFd(err[1]);
@@ -215,7 +326,7 @@ absl::Status StdioTransport::Open(TransportHandlers handlers, uint64_t epoch) {
         absl::StrCat("setting up the server's pipes: ", ErrnoText(error)));
   }
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     pid_ = pid;
     stdin_fd_ = in[1];
     pid_fd_ = pid_fd;
@@ -232,7 +343,7 @@ absl::Status StdioTransport::Open(TransportHandlers handlers, uint64_t epoch) {
 }
 
 absl::Status StdioTransport::Send(std::string_view message, const SendOptions& options) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (stdin_fd_ < 0 || options.epoch != epoch_) {
     return absl::UnavailableError("the server process is not running");
   }
@@ -266,71 +377,13 @@ absl::Status StdioTransport::Send(std::string_view message, const SendOptions& o
   return absl::OkStatus();
 }
 
-void StdioTransport::ReadLoop(TransportHandlers handlers, int out_fd, int err_fd, int pid_fd,
+void StdioTransport::ReadLoop(const TransportHandlers& handlers, int out_fd, int err_fd, int pid_fd,
                               int wake_fd, pid_t pid) {
-  std::string out_buffer;
-  std::string err_buffer;
-  bool dropping = false;  // inside a line longer than max_message_bytes
+  StdoutLines out(config_.server_name, config_.max_message_bytes, handlers.on_message);
+  StderrLines err(config_.server_name);
   bool out_open = true;
   bool err_open = true;
   bool exited = false;
-
-  const auto emit_stderr_line = [this](std::string_view line) {
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) return;
-    core::LogInfo("mcp server stderr",
-                  {{"server", config_.server_name}, {"line", Excerpt(line, kMaxStderrLine)}});
-  };
-  const auto take_stdout = [&](std::string_view chunk) {
-    while (!chunk.empty()) {
-      const size_t newline = chunk.find('\n');
-      const std::string_view piece = chunk.substr(0, newline);
-      if (!dropping) out_buffer.append(piece);
-      if (out_buffer.size() > config_.max_message_bytes) {
-        core::LogError("mcp server message too large; dropped",
-                       {{"server", config_.server_name},
-                        {"limit_bytes", std::to_string(config_.max_message_bytes)}});
-        out_buffer.clear();
-        dropping = true;
-      }
-      if (newline == std::string_view::npos) return;
-      chunk.remove_prefix(newline + 1);
-      if (!dropping) {
-        std::string_view line = out_buffer;
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        if (line.find_first_not_of(" \t") != std::string_view::npos) handlers.on_message(line);
-      }
-      out_buffer.clear();
-      dropping = false;
-    }
-  };
-  const auto take_stderr = [&](std::string_view chunk) {
-    err_buffer.append(chunk);
-    size_t start = 0;
-    for (size_t newline; (newline = err_buffer.find('\n', start)) != std::string::npos;
-         start = newline + 1) {
-      emit_stderr_line(std::string_view(err_buffer).substr(start, newline - start));
-    }
-    err_buffer.erase(0, start);
-    if (err_buffer.size() > kMaxStderrLine) {
-      emit_stderr_line(err_buffer);
-      err_buffer.clear();
-    }
-  };
-  // Reads what `fd` has now; false at end of file or on an error.
-  const auto drain = [](int fd, const auto& take) {
-    char buffer[65536];
-    for (;;) {
-      const ssize_t n = ::read(fd, buffer, sizeof buffer);
-      if (n > 0) {
-        take(std::string_view(buffer, static_cast<size_t>(n)));
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      return n < 0 && errno == EAGAIN;
-    }
-  };
-
   bool woken = false;
   while (out_open && !exited && !woken) {
     pollfd fds[4] = {{out_fd, POLLIN, 0},
@@ -341,15 +394,15 @@ void StdioTransport::ReadLoop(TransportHandlers handlers, int out_fd, int err_fd
       if (errno == EINTR) continue;
       break;
     }
-    if (fds[0].revents != 0) out_open = drain(out_fd, take_stdout);
-    if (err_open && fds[1].revents != 0) err_open = drain(err_fd, take_stderr);
+    if (fds[0].revents != 0) out_open = ReadAvailable(out_fd, out);
+    if (err_open && fds[1].revents != 0) err_open = ReadAvailable(err_fd, err);
     exited = fds[2].revents != 0;
     woken = fds[3].revents != 0;
   }
   // What the process wrote before it went is still worth reading.
-  if (out_open) drain(out_fd, take_stdout);
-  if (err_open) drain(err_fd, take_stderr);
-  if (!err_buffer.empty()) emit_stderr_line(err_buffer);
+  if (out_open) ReadAvailable(out_fd, out);
+  if (err_open) ReadAvailable(err_fd, err);
+  err.Flush();
   ::close(out_fd);
   ::close(err_fd);
   if (closing_) return;
@@ -357,23 +410,18 @@ void StdioTransport::ReadLoop(TransportHandlers handlers, int out_fd, int err_fd
   // A process that closed its stdout is usually exiting: give it a moment,
   // so the reason names its exit status rather than the closed pipe.
   if (!exited && !woken) WaitForExit(pid_fd, kExitAfterEofWait);
-  std::string reason = "closed its stdout";
-  siginfo_t info{};
-  if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-      info.si_pid == pid) {
-    reason = DescribeExit(info);
-  }
+  const std::string reason = ExitReason(pid);
   if (handlers.on_closed) {
     handlers.on_closed(absl::UnavailableError(absl::StrCat("the server process ", reason)));
   }
 }
 
 void StdioTransport::Close() {
-  std::lock_guard close_lock(close_mu_);
+  absl::MutexLock close_lock(&close_mu_);
   pid_t pid;
   int pid_fd;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (pid_ < 0) return;
     closing_ = true;
     CloseFd(stdin_fd_);
@@ -392,14 +440,14 @@ void StdioTransport::Close() {
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     const uint64_t one = 1;
     if (::write(wake_fd_, &one, sizeof one) < 0) {
       // The reader also stops on the process's exit, which has happened.
     }
   }
   if (reader_.joinable()) reader_.join();
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   CloseFd(pid_fd_);
   CloseFd(wake_fd_);
   pid_ = -1;

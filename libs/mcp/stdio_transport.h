@@ -9,11 +9,12 @@
 #include <chrono>
 #include <cstddef>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/mcp/transport.h"
 
 namespace omniforge::mcp {
@@ -44,32 +45,33 @@ class StdioTransport final : public McpTransport {
   explicit StdioTransport(StdioServerConfig config);
   ~StdioTransport() override;  // Close()
 
-  absl::Status Open(TransportHandlers handlers, uint64_t epoch) override;
+  absl::Status Open(TransportHandlers handlers, uint64_t epoch) override
+      ABSL_LOCKS_EXCLUDED(close_mu_);
   absl::Status Send(std::string_view message, const SendOptions& options) override;
   void SetProtocolVersion(const std::string&) override {}
   bool AnswersWithinSend() const override { return false; }
-  void Close() override;
+  void Close() override ABSL_LOCKS_EXCLUDED(close_mu_);
   std::string Describe() const override;
 
   // The running server's process id, or -1 (tests kill it).
   pid_t pid() const;
 
  private:
-  void ReadLoop(TransportHandlers handlers, int out_fd, int err_fd, int pid_fd, int wake_fd,
+  void ReadLoop(const TransportHandlers& handlers, int out_fd, int err_fd, int pid_fd, int wake_fd,
                 pid_t pid);
 
   const StdioServerConfig config_;
 
-  mutable std::mutex mu_;  // guards the fields below; held while writing
-  pid_t pid_ = -1;
-  int stdin_fd_ = -1;
-  int pid_fd_ = -1;
-  int wake_fd_ = -1;
-  uint64_t epoch_ = 0;
-  std::thread reader_;
-  std::atomic<bool> closing_{false};
+  absl::Mutex close_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // serializes Open and Close
+  std::thread reader_ ABSL_GUARDED_BY(close_mu_);
 
-  std::mutex close_mu_;  // serializes Open and Close
+  mutable absl::Mutex mu_;  // also held while writing
+  pid_t pid_ ABSL_GUARDED_BY(mu_) = -1;
+  int stdin_fd_ ABSL_GUARDED_BY(mu_) = -1;
+  int pid_fd_ ABSL_GUARDED_BY(mu_) = -1;
+  int wake_fd_ ABSL_GUARDED_BY(mu_) = -1;
+  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<bool> closing_{false};
 };
 
 }  // namespace omniforge::mcp

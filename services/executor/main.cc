@@ -101,6 +101,36 @@ absl::Status Migrate(const Settings& s) {
   return absl::OkStatus();
 }
 
+// The executor agents: with an LLM provider configured, the model drives
+// each step (operation executor_turn); otherwise the local agent runs the
+// step's planned calls (`agents` stays empty). The client and model made
+// for it are kept in `llm_client` and `model`, which must outlive `agents`.
+absl::Status MakeAgents(const Settings& s, ToolRuntime& runtime,
+                        std::unique_ptr<llm::LlmClient>& llm_client,
+                        std::unique_ptr<llm::ChatModel>& model, AgentFactory& agents) {
+  if (s.llm.enabled()) {
+    // Each agent collects its own model calls and hands them to the planner
+    // with its next message (the orchestrator records them under the step).
+    auto made = llm::MakeLlmClient(s.llm, std::make_shared<llm::CollectingUsageSink>());
+    if (!made.ok()) return made.status();
+    llm_client = *std::move(made);
+    if (!llm_client->HasProfile(s.llm_profile)) {
+      return absl::InvalidArgumentError("executor.llm_profile '" + s.llm_profile +
+                                        "' is not a profile of the llm: section");
+    }
+    model = llm_client->ForProfile(s.llm_profile);
+    agents = [&model, &runtime](core::Identity who, std::chrono::system_clock::time_point deadline,
+                                EventSink sink) -> std::unique_ptr<ExecutorAgent> {
+      return std::make_unique<LlmDialogue>(*model, runtime, std::move(who), deadline,
+                                           std::move(sink));
+    };
+    core::LogInfo("executor agents use the LLM", {{"profile", s.llm_profile}});
+  } else {
+    core::LogInfo("local mode: executor agents run planned tool calls (no LLM configured)");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Serve(const Settings& s, const sigset_t& signals) {
   if (s.database.migrate_on_start) {
     if (absl::Status status = Migrate(s); !status.ok()) return status;
@@ -151,31 +181,11 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
         s.conversation_timeout);
   }
   core::ThreadPool workers(s.worker_threads, 4096);
-  // The executor agents: with an LLM provider configured, the model drives
-  // each step (operation executor_turn); otherwise the local agent runs the
-  // step's planned calls.
   std::unique_ptr<llm::LlmClient> llm_client;
   std::unique_ptr<llm::ChatModel> model;
   AgentFactory agents;
-  if (s.llm.enabled()) {
-    // Each agent collects its own model calls and hands them to the planner
-    // with its next message (the orchestrator records them under the step).
-    auto made = llm::MakeLlmClient(s.llm, std::make_shared<llm::CollectingUsageSink>());
-    if (!made.ok()) return made.status();
-    llm_client = *std::move(made);
-    if (!llm_client->HasProfile(s.llm_profile)) {
-      return absl::InvalidArgumentError("executor.llm_profile '" + s.llm_profile +
-                                        "' is not a profile of the llm: section");
-    }
-    model = llm_client->ForProfile(s.llm_profile);
-    agents = [&model, &runtime](core::Identity who, std::chrono::system_clock::time_point deadline,
-                                EventSink sink) -> std::unique_ptr<ExecutorAgent> {
-      return std::make_unique<LlmDialogue>(*model, runtime, std::move(who), deadline,
-                                           std::move(sink));
-    };
-    core::LogInfo("executor agents use the LLM", {{"profile", s.llm_profile}});
-  } else {
-    core::LogInfo("local mode: executor agents run planned tool calls (no LLM configured)");
+  if (absl::Status status = MakeAgents(s, runtime, llm_client, model, agents); !status.ok()) {
+    return status;
   }
   ExecutorGrpcService service(runtime, workers, recorder.get(), std::move(agents));
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks scripts/long_functions.py on made-up sources, so the length check
 cannot pass everything silently: a function one line over the limit fails
---fail, one at the limit does not, and an --exclude'd folder is not read.
+--fail, one at the limit does not, an --exclude'd folder is not read, and
+--skip-tests leaves out *_test.cc files only.
 
 Usage: long_functions_test.py --root REPO. Standard library only.
 """
@@ -50,6 +51,14 @@ def main():
             failures.append(f"an 81-line function passed the check: {over.stdout}")
         if "LongTest" in over.stdout:
             failures.append("a function in an excluded folder was checked")
+
+        (src / "long_test.cc").write_text(function("LongSideBySideTest", 120))
+        (src / "support.cc").write_text(function("LongSupport", 81))
+        skipped = run("--exclude", str(src / "tests"), "--skip-tests")
+        if "LongSideBySideTest" in skipped.stdout:
+            failures.append(f"--skip-tests checked a *_test.cc file: {skipped.stdout}")
+        if skipped.returncode != 1 or "LongSupport" not in skipped.stdout:
+            failures.append(f"--skip-tests left out a file that is not a test: {skipped.stdout}")
     for failure in failures:
         print(failure, file=sys.stderr)
     return 1 if failures else 0

@@ -24,9 +24,11 @@ std::string LogField(const std::string& line, const std::string& key) {
   return end == std::string::npos ? "" : line.substr(value, end - value);
 }
 
-std::optional<std::string> ServerProcess::Start(const std::vector<std::string>& extra_env,
-                                                const std::vector<std::string>& args,
-                                                std::chrono::seconds timeout) {
+namespace {
+
+// This process's environment without OMNIFORGE_ settings, the server on
+// loopback and free ports unless `extra_env` says otherwise, then `extra_env`.
+std::vector<std::string> ServerEnvironment(const std::vector<std::string>& extra_env) {
   std::vector<std::string> env;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     // The developer's shell must not reconfigure the server under test.
@@ -48,6 +50,15 @@ std::optional<std::string> ServerProcess::Start(const std::vector<std::string>& 
     if (!given(entry)) env.emplace_back(entry);
   }
   env.insert(env.end(), extra_env.begin(), extra_env.end());
+  return env;
+}
+
+}  // namespace
+
+std::optional<std::string> ServerProcess::Start(const std::vector<std::string>& extra_env,
+                                                const std::vector<std::string>& args,
+                                                std::chrono::seconds timeout) {
+  std::vector<std::string> env = ServerEnvironment(extra_env);
   std::vector<char*> envp;
   envp.reserve(env.size() + 1);
   for (std::string& entry : env) envp.push_back(entry.data());

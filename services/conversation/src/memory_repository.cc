@@ -16,7 +16,7 @@ MemoryConversationRepository::Stored* MemoryConversationRepository::Find(const c
 
 absl::StatusOr<Conversation> MemoryConversationRepository::CreateConversation(
     const core::Identity& who, const NewConversation& input) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!input.parent_id.empty() && Find(who, input.parent_id) == nullptr) {
     return ConversationNotFound(input.parent_id);
   }
@@ -36,7 +36,7 @@ absl::StatusOr<Conversation> MemoryConversationRepository::CreateConversation(
 
 absl::StatusOr<Conversation> MemoryConversationRepository::GetConversation(
     const core::Identity& who, const std::string& id) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   Stored* s = Find(who, id);
   if (s == nullptr) return ConversationNotFound(id);
   return s->conversation;
@@ -45,7 +45,7 @@ absl::StatusOr<Conversation> MemoryConversationRepository::GetConversation(
 absl::StatusOr<ConversationPage> MemoryConversationRepository::ListConversations(
     const core::Identity& who, const std::string& parent_id,
     const std::optional<ConversationCursor>& after, int page_size) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!parent_id.empty() && Find(who, parent_id) == nullptr) return ConversationNotFound(parent_id);
   std::vector<Conversation> matching;
   for (const auto& [key, s] : stored_) {
@@ -71,7 +71,7 @@ void MemoryConversationRepository::AppendMessage(const core::Identity& who, NewM
                                                  AppendCallback done) {
   absl::StatusOr<AppendResult> result;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     Stored* s = Find(who, in.conversation_id);
     if (s == nullptr) {
       result = ConversationNotFound(in.conversation_id);
@@ -102,7 +102,7 @@ void MemoryConversationRepository::AppendMessage(const core::Identity& who, NewM
 
 absl::StatusOr<MessagePage> MemoryConversationRepository::ListMessages(
     const core::Identity& who, const std::string& conversation_id, int64_t before_seq, int limit) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   Stored* s = Find(who, conversation_id);
   if (s == nullptr) return ConversationNotFound(conversation_id);
   const int64_t end = before_seq == 0 ? static_cast<int64_t>(s->messages.size())
@@ -117,7 +117,7 @@ absl::StatusOr<MessagePage> MemoryConversationRepository::ListMessages(
 
 absl::Status MemoryConversationRepository::DeleteConversation(const core::Identity& who,
                                                               const std::string& id) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (Find(who, id) == nullptr) return ConversationNotFound(id);
   // Dialogues of dialogues go too, as PostgreSQL's cascade does.
   std::vector<std::string> doomed = {id};
@@ -134,7 +134,7 @@ absl::Status MemoryConversationRepository::DeleteConversation(const core::Identi
 
 absl::StatusOr<Conversation> MemoryConversationRepository::SetDialogueStatus(
     const core::Identity& who, const std::string& id, DialogueStatus status) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   Stored* s = Find(who, id);
   if (s == nullptr) return ConversationNotFound(id);
   if (absl::Status allowed = CheckDialogueStatusChange(id, s->conversation.status, status);

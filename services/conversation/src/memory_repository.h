@@ -3,8 +3,9 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "services/conversation/src/repository.h"
 
 namespace omniforge::conversation {
@@ -33,12 +34,14 @@ class MemoryConversationRepository final : public ConversationRepository {
     std::vector<Message> messages;
     std::map<std::string, size_t> by_key;  // idempotency key -> index
   };
-  // Requires mu_. Null when missing or not the caller's.
-  Stored* Find(const core::Identity& who, const std::string& id);
+  // Null when missing or not the caller's.
+  Stored* Find(const core::Identity& who, const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, Stored> stored_;  // (tenant, id)
-  Micros clock_ = 0;  // strictly increasing timestamps keep ordering testable
+  absl::Mutex mu_;
+  std::map<std::pair<std::string, std::string>, Stored> stored_
+      ABSL_GUARDED_BY(mu_);  // (tenant, id)
+  // Strictly increasing timestamps keep ordering testable.
+  Micros clock_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace omniforge::conversation

@@ -209,65 +209,15 @@ void PgConversationRepository::AppendMessage(const core::Identity& who, NewMessa
   appends_->Submit(PendingAppend{who, std::move(message), std::move(done)});
 }
 
-void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch,
-                                           const std::function<void()>& executed) {
-  static core::Histogram& batch_sizes = core::MetricsRegistry::Global().GetHistogram(
-      "omniforge_conversation_append_batch_size", "Messages written per group commit.", {},
-      {1, 2, 4, 8, 16, 32, 64, 128, 256});
-  static core::Histogram& commit_seconds = core::MetricsRegistry::Global().GetHistogram(
-      "omniforge_conversation_append_commit_seconds",
-      "Time to write and commit one group of messages.");
-  const auto started = std::chrono::steady_clock::now();
-  batch_sizes.Observe(static_cast<double>(batch.size()));
+// A batch made ready to write: each new message with its id, key and sealed
+// content, the retries that share an earlier item's result, and, for more
+// than one message, the statement's columns (one array each).
+struct PgConversationRepository::PreparedBatch {
+  explicit PreparedBatch(size_t size) : messages(size), key_ids(size), sealed(size) {}
 
-  std::vector<absl::StatusOr<AppendResult>> results(batch.size(),
-                                                    absl::InternalError("append not attempted"));
-  // The first item of each (tenant, conversation, idempotency key) goes to
-  // the database; later retries in the same batch share its result.
-  std::map<std::tuple<std::string, std::string, std::string>, size_t> leaders;
-  std::vector<std::pair<size_t, size_t>> followers;  // (item, leader)
-  std::unordered_map<std::string, DataKey> tenant_keys;
-  std::vector<Message> prepared(batch.size());
-  std::vector<int> key_ids(batch.size());
-  std::vector<std::string> sealed(batch.size());
-  // The statement's columns, one array each; element n is batch[sent[n]].
-  std::vector<size_t> sent;
-  pg::ArrayLiteral tenants, users, conversations, ids, roles, key_id_column, contents, tokens,
-      metadata_column, idempotency_keys, created;
-  absl::Status status = absl::OkStatus();
-  const Micros now = core::NowMicros();
-  for (size_t i = 0; i < batch.size() && status.ok(); ++i) {
-    const core::Identity& who = batch[i].who;
-    const NewMessage& in = batch[i].message;
-    if (!in.idempotency_key.empty()) {
-      auto [it, first] =
-          leaders.try_emplace({who.tenant_id, in.conversation_id, in.idempotency_key}, i);
-      if (!first) {
-        followers.emplace_back(i, it->second);
-        continue;
-      }
-    }
-    auto key = tenant_keys.find(who.tenant_id);
-    if (key == tenant_keys.end()) {
-      auto active = keys_.ActiveKey(who.tenant_id);
-      if (!active.ok()) {
-        status = active.status();
-        break;
-      }
-      key = tenant_keys.emplace(who.tenant_id, *active).first;
-    }
-    Message& m = prepared[i];
-    m.id = core::NewUuid();
-    m.conversation_id = in.conversation_id;
-    m.role = in.role;
-    m.content = in.content;
-    m.metadata_json = in.metadata_json;
-    m.token_count = in.token_count;
-    m.created_at = now;
-    key_ids[i] = key->second.id;
-    sealed[i] =
-        KeyRing::Seal(key->second, m.content, ContentAd(who.tenant_id, m.conversation_id, m.id));
-    if (batch.size() == 1) break;  // written with plain parameters below
+  // Adds batch item `i`, prepared already, as the next element of each column.
+  void AddRow(size_t i, const core::Identity& who, const std::string& idempotency_key) {
+    const Message& m = messages[i];
     sent.push_back(i);
     tenants.Add(who.tenant_id);
     users.Add(who.user_id);
@@ -278,78 +228,119 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch,
     contents.AddBytes(sealed[i]);
     tokens.Add(int64_t{m.token_count});
     metadata_column.Add(m.metadata_json);
-    if (in.idempotency_key.empty()) {
+    if (idempotency_key.empty()) {
       idempotency_keys.AddNull();
     } else {
-      idempotency_keys.Add(in.idempotency_key);
+      idempotency_keys.Add(idempotency_key);
     }
     created.Add(m.created_at);
   }
 
-  // A lone message: one statement in autocommit, one round trip (the latency
-  // a quiet conversation feels). A batch: the statement in a transaction
-  // whose commit waits for the WAL flush after the turn has passed to the
-  // next committer, so that batch runs while this one is being flushed.
-  // Only the statements are inside the try: once the commit has returned,
-  // the batch is stored and nothing may send it again.
-  pqxx::result rows;
-  if (status.ok()) {
-    auto lease = pool_.Acquire();
-    status = lease.status();
-    if (lease.ok()) {
-      try {
-        if (batch.size() == 1) {
-          pqxx::nontransaction tx(lease->conn());
-          const Message& m = prepared[0];
-          const std::string& key = batch[0].message.idempotency_key;
-          rows = tx.exec_params(
-              "SELECT * FROM conversation.append_message($1, $2, $3::uuid, $4::uuid,"
-              " $5::smallint, $6, $7, $8, $9::jsonb, NULLIF($10, ''), $11)",
-              batch[0].who.tenant_id, batch[0].who.user_id, m.conversation_id, m.id,
-              static_cast<int>(m.role), key_ids[0], pqxx::binarystring(sealed[0]), m.token_count,
-              m.metadata_json, key, m.created_at);
-        } else {
-          pqxx::work tx(lease->conn());
-          rows = tx.exec_params(
-              "SELECT * FROM conversation.append_message_batch($1::text[], $2::text[],"
-              " $3::uuid[], $4::uuid[], $5::smallint[], $6::integer[], $7::bytea[],"
-              " $8::integer[], $9::jsonb[], $10::text[], $11::bigint[])",
-              tenants.Text(), users.Text(), conversations.Text(), ids.Text(), roles.Text(),
-              key_id_column.Text(), contents.Text(), tokens.Text(), metadata_column.Text(),
-              idempotency_keys.Text(), created.Text());
-          executed();
-          tx.commit();
-        }
-      } catch (const std::exception& e) {
-        if (!lease->conn().is_open()) lease->Discard();
-        status = pg::StatusFromException(e);
+  std::vector<std::pair<size_t, size_t>> followers;  // (item, leader)
+  std::vector<Message> messages;
+  std::vector<int> key_ids;
+  std::vector<std::string> sealed;
+  // The statement's columns; element n is batch[sent[n]].
+  std::vector<size_t> sent;
+  pg::ArrayLiteral tenants, users, conversations, ids, roles, key_id_column, contents, tokens,
+      metadata_column, idempotency_keys, created;
+};
+
+absl::Status PgConversationRepository::PrepareBatch(const std::vector<PendingAppend>& batch,
+                                                    PreparedBatch& prepared) {
+  // The first item of each (tenant, conversation, idempotency key) goes to
+  // the database; later retries in the same batch share its result.
+  std::map<std::tuple<std::string, std::string, std::string>, size_t> leaders;
+  std::unordered_map<std::string, DataKey> tenant_keys;
+  const Micros now = core::NowMicros();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const core::Identity& who = batch[i].who;
+    const NewMessage& in = batch[i].message;
+    if (!in.idempotency_key.empty()) {
+      auto [it, first] =
+          leaders.try_emplace({who.tenant_id, in.conversation_id, in.idempotency_key}, i);
+      if (!first) {
+        prepared.followers.emplace_back(i, it->second);
+        continue;
       }
     }
-  }
-  commit_seconds.Observe(
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-
-  if (!status.ok()) {
-    if (batch.size() > 1 && IsItemError(status)) {
-      // Halve until the item at fault fails alone and its neighbours land.
-      std::vector<PendingAppend> second(std::make_move_iterator(batch.begin() + batch.size() / 2),
-                                        std::make_move_iterator(batch.end()));
-      batch.resize(batch.size() / 2);
-      CommitBatch(batch, executed);
-      CommitBatch(second, executed);
-      return;
+    auto key = tenant_keys.find(who.tenant_id);
+    if (key == tenant_keys.end()) {
+      auto active = keys_.ActiveKey(who.tenant_id);
+      if (!active.ok()) return active.status();
+      key = tenant_keys.emplace(who.tenant_id, *active).first;
     }
-    for (PendingAppend& item : batch) item.done(status);
-    return;
+    Message& m = prepared.messages[i];
+    m.id = core::NewUuid();
+    m.conversation_id = in.conversation_id;
+    m.role = in.role;
+    m.content = in.content;
+    m.metadata_json = in.metadata_json;
+    m.token_count = in.token_count;
+    m.created_at = now;
+    prepared.key_ids[i] = key->second.id;
+    prepared.sealed[i] =
+        KeyRing::Seal(key->second, m.content, ContentAd(who.tenant_id, m.conversation_id, m.id));
+    if (batch.size() == 1) break;  // written with plain parameters
+    prepared.AddRow(i, who, in.idempotency_key);
   }
+  return absl::OkStatus();
+}
 
+// A lone message: one statement in autocommit, one round trip (the latency
+// a quiet conversation feels). A batch: the statement in a transaction
+// whose commit waits for the WAL flush after the turn has passed to the
+// next committer, so that batch runs while this one is being flushed.
+// Only the statements are inside the try: once the commit has returned,
+// the batch is stored and nothing may send it again.
+absl::StatusOr<pqxx::result> PgConversationRepository::WriteBatch(
+    const std::vector<PendingAppend>& batch, const PreparedBatch& prepared,
+    const std::function<void()>& executed) {
+  auto lease = pool_.Acquire();
+  if (!lease.ok()) return lease.status();
+  pqxx::result rows;
+  try {
+    if (batch.size() == 1) {
+      pqxx::nontransaction tx(lease->conn());
+      const Message& m = prepared.messages[0];
+      const std::string& key = batch[0].message.idempotency_key;
+      rows = tx.exec_params(
+          "SELECT * FROM conversation.append_message($1, $2, $3::uuid, $4::uuid,"
+          " $5::smallint, $6, $7, $8, $9::jsonb, NULLIF($10, ''), $11)",
+          batch[0].who.tenant_id, batch[0].who.user_id, m.conversation_id, m.id,
+          static_cast<int>(m.role), prepared.key_ids[0], pqxx::binarystring(prepared.sealed[0]),
+          m.token_count, m.metadata_json, key, m.created_at);
+    } else {
+      pqxx::work tx(lease->conn());
+      rows = tx.exec_params(
+          "SELECT * FROM conversation.append_message_batch($1::text[], $2::text[],"
+          " $3::uuid[], $4::uuid[], $5::smallint[], $6::integer[], $7::bytea[],"
+          " $8::integer[], $9::jsonb[], $10::text[], $11::bigint[])",
+          prepared.tenants.Text(), prepared.users.Text(), prepared.conversations.Text(),
+          prepared.ids.Text(), prepared.roles.Text(), prepared.key_id_column.Text(),
+          prepared.contents.Text(), prepared.tokens.Text(), prepared.metadata_column.Text(),
+          prepared.idempotency_keys.Text(), prepared.created.Text());
+      executed();
+      tx.commit();
+    }
+  } catch (const std::exception& e) {
+    if (!lease->conn().is_open()) lease->Discard();
+    return pg::StatusFromException(e);
+  }
+  return rows;
+}
+
+std::vector<absl::StatusOr<AppendResult>> PgConversationRepository::BatchResults(
+    const std::vector<PendingAppend>& batch, PreparedBatch& prepared, const pqxx::result& rows) {
+  std::vector<absl::StatusOr<AppendResult>> results(batch.size(),
+                                                    absl::InternalError("append not attempted"));
   for (const pqxx::row& row : rows) {
     // A lone message's row says 0; a batch's rows give the 1-based element.
-    const size_t i = batch.size() == 1 ? 0 : sent.at(row[0].as<size_t>() - 1);
+    const size_t i = batch.size() == 1 ? 0 : prepared.sent.at(row[0].as<size_t>() - 1);
     const std::string outcome = row[1].as<std::string>();
     if (outcome == "stored") {
-      prepared[i].seq = row[3].as<int64_t>();
-      results[i] = AppendResult{std::move(prepared[i]), false};
+      prepared.messages[i].seq = row[3].as<int64_t>();
+      results[i] = AppendResult{std::move(prepared.messages[i]), false};
     } else if (outcome == "duplicate") {
       // Columns 2..9 are the stored message.
       auto m = ReadMessage(batch[i].who.tenant_id, batch[i].message.conversation_id,
@@ -360,10 +351,15 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch,
       results[i] = ConversationNotFound(batch[i].message.conversation_id);
     }
   }
-  for (auto [item, leader] : followers) {
+  for (auto [item, leader] : prepared.followers) {
     results[item] = results[leader];
     if (results[item].ok()) results[item]->deduplicated = true;
   }
+  return results;
+}
+
+void PgConversationRepository::CompleteBatch(std::vector<PendingAppend>& batch,
+                                             std::vector<absl::StatusOr<AppendResult>> results) {
   struct Completion {
     std::vector<PendingAppend> batch;
     std::vector<absl::StatusOr<AppendResult>> results;
@@ -378,6 +374,43 @@ void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch,
     return;
   }
   completion->Run();
+}
+
+void PgConversationRepository::CommitBatch(std::vector<PendingAppend>& batch,
+                                           const std::function<void()>& executed) {
+  static core::Histogram& batch_sizes = core::MetricsRegistry::Global().GetHistogram(
+      "omniforge_conversation_append_batch_size", "Messages written per group commit.", {},
+      {1, 2, 4, 8, 16, 32, 64, 128, 256});
+  static core::Histogram& commit_seconds = core::MetricsRegistry::Global().GetHistogram(
+      "omniforge_conversation_append_commit_seconds",
+      "Time to write and commit one group of messages.");
+  const auto started = std::chrono::steady_clock::now();
+  batch_sizes.Observe(static_cast<double>(batch.size()));
+
+  PreparedBatch prepared(batch.size());
+  absl::StatusOr<pqxx::result> rows;
+  if (absl::Status status = PrepareBatch(batch, prepared); status.ok()) {
+    rows = WriteBatch(batch, prepared, executed);
+  } else {
+    rows = status;
+  }
+  commit_seconds.Observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+
+  if (!rows.ok()) {
+    if (batch.size() > 1 && IsItemError(rows.status())) {
+      // Halve until the item at fault fails alone and its neighbours land.
+      std::vector<PendingAppend> second(std::make_move_iterator(batch.begin() + batch.size() / 2),
+                                        std::make_move_iterator(batch.end()));
+      batch.resize(batch.size() / 2);
+      CommitBatch(batch, executed);
+      CommitBatch(second, executed);
+      return;
+    }
+    for (PendingAppend& item : batch) item.done(rows.status());
+    return;
+  }
+  CompleteBatch(batch, BatchResults(batch, prepared, *rows));
 }
 
 absl::StatusOr<MessagePage> PgConversationRepository::ListMessages(

@@ -63,7 +63,25 @@ class PgConversationRepository final : public ConversationRepository {
     NewMessage message;
     AppendCallback done;
   };
+  struct PreparedBatch;
+  // Writes a batch of appends (halving it around an item the database
+  // rejects) and completes each item's call.
   void CommitBatch(std::vector<PendingAppend>& batch, const std::function<void()>& executed);
+  // Gives each new message its id, seals its content and fills the columns;
+  // fails when a tenant's key cannot be read.
+  absl::Status PrepareBatch(const std::vector<PendingAppend>& batch, PreparedBatch& prepared);
+  // Sends the prepared messages in one statement; the rows say per message
+  // whether it was stored, a duplicate, or its conversation is missing.
+  absl::StatusOr<pqxx::result> WriteBatch(const std::vector<PendingAppend>& batch,
+                                          const PreparedBatch& prepared,
+                                          const std::function<void()>& executed);
+  // Each item's outcome from the rows; retries share their leader's.
+  std::vector<absl::StatusOr<AppendResult>> BatchResults(const std::vector<PendingAppend>& batch,
+                                                         PreparedBatch& prepared,
+                                                         const pqxx::result& rows);
+  // Runs the items' callbacks, on the completion thread when it is free.
+  void CompleteBatch(std::vector<PendingAppend>& batch,
+                     std::vector<absl::StatusOr<AppendResult>> results);
   absl::StatusOr<Conversation> ReadConversation(pqxx::work& tx, const std::string& tenant,
                                                 const pqxx::row& row);
   // Row columns: id, seq, role, key_id, content, token_count, metadata, created_us.

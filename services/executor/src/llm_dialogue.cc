@@ -127,6 +127,18 @@ void LlmDialogue::Start(Assignment assignment) {
   Run();
 }
 
+absl::StatusOr<llm::ChatResponse> LlmDialogue::AskModel() {
+  llm::ChatRequest request;
+  request.messages = messages_;
+  request.tools = tools_;
+  llm::CallContext context;
+  context.deadline_micros = DeadlineMicros(deadline_);
+  context.operation_type = "executor_turn";
+  context.cancelled = [this] { return cancel_requested_.load(); };
+  const llm::ScopedUsageCollection collect(&model_calls_);
+  return model_.Complete(request, context);
+}
+
 void LlmDialogue::Run() {
   while (!finished_) {
     if (cancel_requested_) {
@@ -134,18 +146,7 @@ void LlmDialogue::Run() {
       return;
     }
     if (!UseTurn()) return;
-    llm::ChatRequest request;
-    request.messages = messages_;
-    request.tools = tools_;
-    llm::CallContext context;
-    context.deadline_micros = DeadlineMicros(deadline_);
-    context.operation_type = "executor_turn";
-    context.cancelled = [this] { return cancel_requested_.load(); };
-    absl::StatusOr<llm::ChatResponse> response = absl::UnknownError("not asked");
-    {
-      const llm::ScopedUsageCollection collect(&model_calls_);
-      response = model_.Complete(request, context);
-    }
+    absl::StatusOr<llm::ChatResponse> response = AskModel();
     if (!response.ok()) {
       Fail(DialogueError::kModelFailed,
            absl::StrCat("the executor's model failed: ", response.status().message()),

@@ -46,6 +46,9 @@ class LlmDialogue final : public ExecutorAgent {
   };
 
   void Run();
+  // One model call on the conversation so far, its usage collected for the
+  // planner.
+  absl::StatusOr<llm::ChatResponse> AskModel();
   // Runs one real tool call, or refuses it, and adds its result to the
   // conversation.
   void RunTool(const llm::ToolCall& call);

@@ -110,11 +110,17 @@ absl::StatusOr<InvokeOutcome> ToolRuntime::Invoke(
     }
   }
 
+  return RunAndRecord(*entry, call, key);
+}
+
+absl::StatusOr<InvokeOutcome> ToolRuntime::RunAndRecord(
+    const ToolCatalog::Entry& entry, const ToolCall& call,
+    const std::optional<InvocationKey>& key) const {
   const auto tool_start = std::chrono::steady_clock::now();
   absl::StatusOr<ToolResult> result;
   {
-    core::ScopedCallDeadline scope(deadline);
-    result = entry->provider->Invoke(call);
+    core::ScopedCallDeadline scope(call.deadline);
+    result = entry.provider->Invoke(call);
   }
   if (!result.ok()) {
     // No result to replay: a retry with the key runs the tool.
@@ -122,7 +128,7 @@ absl::StatusOr<InvokeOutcome> ToolRuntime::Invoke(
     return result.status();
   }
   InvokeOutcome out = Capped(std::move(result->json), result->is_error);
-  out.risk = entry->spec.risk;
+  out.risk = entry.spec.risk;
   out.duration_us = MicrosSince(tool_start);
   if (key.has_value()) {
     // The tool ran: a failure to record is reported, so the caller knows a

@@ -58,6 +58,10 @@ class ToolRuntime final {
 
  private:
   InvokeOutcome Capped(std::string json, bool is_error) const;
+  // Runs the tool and, with an idempotency key, records its result (or
+  // releases the key when the tool failed, so that a retry runs it).
+  absl::StatusOr<InvokeOutcome> RunAndRecord(const ToolCatalog::Entry& entry, const ToolCall& call,
+                                             const std::optional<InvocationKey>& key) const;
 
   const ToolCatalog& catalog_;
   InvocationLedger* ledger_;

@@ -2,8 +2,8 @@
 
 #include <grpcpp/support/proto_buffer_reader.h>
 
-#include <condition_variable>
 #include <deque>
+#include <optional>
 #include <utility>
 
 #include "absl/algorithm/container.h"
@@ -180,34 +180,47 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
       turn_id_ = event.session().turn_id();
       running_.Add(turn_key_, turn_id_, control_);
     }
-    std::unique_lock<std::mutex> lock(mu_);
-    drained_.wait(lock, [this] { return broken_ || queue_.size() < kMaxQueuedEvents; });
-    if (broken_) return;
-    if (event.has_text() && !queue_.empty() && queue_.back().has_text()) {
-      queue_.back().mutable_text()->mutable_delta()->append(event.text().delta());
-      return;
+    std::optional<pb::ChatEvent> next;
+    {
+      absl::MutexLock lock(&mu_);
+      while (!broken_ && queue_.size() >= kMaxQueuedEvents) drained_.Wait(&mu_);
+      if (broken_) return;
+      if (event.has_text() && !queue_.empty() && queue_.back().has_text()) {
+        queue_.back().mutable_text()->mutable_delta()->append(event.text().delta());
+        return;
+      }
+      queue_.push_back(std::move(event));
+      if (writing_) return;
+      writing_ = true;
+      next = TakeNext();
     }
-    queue_.push_back(std::move(event));
-    if (writing_) return;
-    writing_ = true;
-    WriteNext(lock);
+    Write(*std::move(next));
   }
 
   void OnWriteDone(bool ok) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!ok) {
-      // The client is gone: stop the turn and drop what is left.
-      broken_ = true;
-      control_->Cancel();
-      queue_.clear();
-      drained_.notify_all();
+    std::optional<pb::ChatEvent> next;
+    std::optional<absl::Status> finish;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!ok) {
+        // The client is gone: stop the turn and drop what is left.
+        broken_ = true;
+        control_->Cancel();
+        queue_.clear();
+        drained_.SignalAll();
+      }
+      if (!queue_.empty()) {
+        next = TakeNext();
+      } else {
+        writing_ = false;
+        finish = TakeFinish();
+      }
     }
-    if (!queue_.empty()) {
-      WriteNext(lock);
-      return;
+    if (next) {
+      Write(*std::move(next));
+    } else if (finish) {
+      FinishCall(*finish);
     }
-    writing_ = false;
-    MaybeFinish(lock);
   }
 
   void OnCancel() override { control_->Cancel(); }
@@ -219,20 +232,28 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
   // any more, even while its last events are still being written.
   void TurnEnded(const absl::Status& status) {
     if (!turn_key_.empty()) running_.Remove(turn_key_, turn_id_);
-    std::unique_lock<std::mutex> lock(mu_);
-    turn_done_ = true;
-    status_ = status;
-    if (!writing_) MaybeFinish(lock);
+    std::optional<absl::Status> finish;
+    {
+      absl::MutexLock lock(&mu_);
+      turn_done_ = true;
+      status_ = status;
+      if (!writing_) finish = TakeFinish();
+    }
+    if (finish) FinishCall(*finish);
   }
 
-  // Takes the next event off the queue and starts writing it; the caller
-  // has set writing_ and holds the lock, which this releases.
-  void WriteNext(std::unique_lock<std::mutex>& lock) {
+  // Takes the next event off the queue, numbered; the caller has set
+  // writing_ and writes it once it has let go of the lock.
+  pb::ChatEvent TakeNext() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     pb::ChatEvent event = std::move(queue_.front());
     queue_.pop_front();
     event.set_seq(++written_);
-    drained_.notify_all();
-    lock.unlock();
+    drained_.SignalAll();
+    return event;
+  }
+
+  // Starts writing an event taken off the queue.
+  void Write(const pb::ChatEvent& event) ABSL_LOCKS_EXCLUDED(mu_) {
     bool own = false;
     in_flight_.Clear();  // the serializer writes into an empty buffer only
     if (grpc::SerializationTraits<pb::ChatEvent>::Serialize(event, &in_flight_, &own).ok()) {
@@ -243,21 +264,29 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
     // past anything a turn sends: stop as if the client had gone rather
     // than skip an event.
     core::LogError("chat event not serialized", {{"turn_id", turn_id_}});
-    lock.lock();
-    broken_ = true;
-    control_->Cancel();
-    queue_.clear();
-    drained_.notify_all();
-    writing_ = false;
-    MaybeFinish(lock);
+    std::optional<absl::Status> finish;
+    {
+      absl::MutexLock lock(&mu_);
+      broken_ = true;
+      control_->Cancel();
+      queue_.clear();
+      drained_.SignalAll();
+      writing_ = false;
+      finish = TakeFinish();
+    }
+    if (finish) FinishCall(*finish);
   }
 
-  // Finishes once the turn returned and nothing is left to write.
-  void MaybeFinish(std::unique_lock<std::mutex>& lock) {
-    if (!turn_done_ || finished_ || (!queue_.empty() && !broken_)) return;
+  // The call's status once the turn returned and nothing is left to write
+  // (the caller finishes the call with it after letting go of the lock);
+  // nullopt before that, and after it was taken once.
+  std::optional<absl::Status> TakeFinish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!turn_done_ || finished_ || (!queue_.empty() && !broken_)) return std::nullopt;
     finished_ = true;
-    const absl::Status status = status_;
-    lock.unlock();
+    return status_;
+  }
+
+  void FinishCall(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_) {
     scope_.Finish(status);
     Finish(core::ToGrpcStatus(status));
   }
@@ -269,16 +298,16 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
   std::string turn_key_;  // set when claimed, else by the session event on the turn's thread
   std::string turn_id_;
 
-  std::mutex mu_;
-  std::condition_variable drained_;
-  std::deque<pb::ChatEvent> queue_;  // waiting to be written. Guarded by mu_.
-  grpc::ByteBuffer in_flight_;       // the event being written
-  int written_ = 0;                  // events taken to be written. Guarded by mu_.
-  bool writing_ = false;             // Guarded by mu_.
-  bool broken_ = false;              // Guarded by mu_.
-  bool turn_done_ = false;           // Guarded by mu_.
-  bool finished_ = false;            // Guarded by mu_.
-  absl::Status status_;              // Guarded by mu_.
+  absl::Mutex mu_;
+  absl::CondVar drained_;
+  std::deque<pb::ChatEvent> queue_ ABSL_GUARDED_BY(mu_);  // waiting to be written
+  grpc::ByteBuffer in_flight_;                            // the event being written
+  int written_ ABSL_GUARDED_BY(mu_) = 0;                  // events taken to be written
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  bool turn_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace
@@ -293,7 +322,7 @@ RunningTurns::~RunningTurns() {
 
 void RunningTurns::Add(const std::string& key, const std::string& turn_id, Control control) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     turns_.emplace(key, std::make_pair(turn_id, std::move(control)));
   }
   if (bus_ != nullptr) bus_->Publish({TurnSignal::Kind::kStarted, key, turn_id, std::nullopt});
@@ -301,7 +330,7 @@ void RunningTurns::Add(const std::string& key, const std::string& turn_id, Contr
 
 bool RunningTurns::Claim(const std::string& key, const std::string& turn_id, Control control) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto [begin, end] = turns_.equal_range(key);
     for (auto it = begin; it != end; ++it) {
       if (it->second.first == turn_id) return false;
@@ -322,7 +351,7 @@ bool RunningTurns::Claim(const std::string& key, const std::string& turn_id, Con
 void RunningTurns::Remove(const std::string& key, const std::string& turn_id) {
   Control ended;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto [begin, end] = turns_.equal_range(key);
     for (auto it = begin; it != end; ++it) {
       if (it->second.first == turn_id) {
@@ -341,7 +370,7 @@ bool RunningTurns::Cancel(const std::string& key, const std::string& turn_id) {
   bool any = false;
   bool elsewhere = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto [begin, end] = turns_.equal_range(key);
     for (auto it = begin; it != end; ++it) {
       if (turn_id.empty() || it->second.first == turn_id) {
@@ -359,7 +388,7 @@ bool RunningTurns::Cancel(const std::string& key, const std::string& turn_id) {
 }
 
 RunningTurns::Control RunningTurns::Suspend(const std::string& key, const std::string& turn_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Control newest;
   auto [begin, end] = turns_.equal_range(key);
   for (auto it = begin; it != end; ++it) {
@@ -399,7 +428,7 @@ RunningTurns::Control RunningTurns::Suspend(const std::string& key, const std::s
 }
 
 void RunningTurns::OnSignal(const TurnSignal& signal) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   const std::string& key = signal.conversation;
   switch (signal.kind) {
     case TurnSignal::Kind::kStarted:

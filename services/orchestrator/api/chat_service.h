@@ -8,10 +8,11 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/core/api_keys.h"
 #include "libs/core/thread_pool.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
@@ -79,11 +80,11 @@ class RunningTurns final {
   };
 
   TurnBus* const bus_;
-  std::mutex mu_;
-  std::multimap<std::string, std::pair<std::string, Control>> turns_;  // Guarded by mu_.
-  std::multimap<std::string, Remote> remote_;                          // Guarded by mu_.
-  std::multimap<std::string, Waiting> waiting_;                        // Guarded by mu_.
-  int64_t pruned_micros_ = 0;                                          // Guarded by mu_.
+  absl::Mutex mu_;
+  std::multimap<std::string, std::pair<std::string, Control>> turns_ ABSL_GUARDED_BY(mu_);
+  std::multimap<std::string, Remote> remote_ ABSL_GUARDED_BY(mu_);
+  std::multimap<std::string, Waiting> waiting_ ABSL_GUARDED_BY(mu_);
+  int64_t pruned_micros_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 class ChatGrpcService final : public RawChatService {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "libs/core/clock.h"
 #include "libs/core/ids.h"
 #include "libs/core/logging.h"
@@ -189,7 +190,7 @@ absl::StatusOr<std::unique_ptr<AppendSpool>> AppendSpool::Open(Memory& memory,
 }
 
 absl::Status AppendSpool::Recover() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd_ < 0) return Errno("cannot open", path_);
   if (absl::Status synced = SyncDirectory(options_.dir); !synced.ok()) return synced;
@@ -247,10 +248,10 @@ absl::Status AppendSpool::Recover() {
 
 AppendSpool::~AppendSpool() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.SignalAll();
   if (drainer_.joinable()) drainer_.join();
   if (fd_ >= 0) ::close(fd_);
   if (lock_fd_ >= 0) ::close(lock_fd_);
@@ -291,7 +292,7 @@ absl::StatusOr<std::optional<convpb::AppendMessageResponse>> AppendSpool::Append
   const std::string key = QueueKey(who, keyed.conversation_id());
   bool queued = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     queued = queues_.count(key) > 0;
   }
   if (!queued) {
@@ -302,7 +303,7 @@ absl::StatusOr<std::optional<convpb::AppendMessageResponse>> AppendSpool::Append
   uint64_t number = 0;
   size_t depth = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     Entry entry{0, who, std::move(keyed), 0};
     if (absl::Status written = WriteLocked(entry); !written.ok()) return written;
     number = entry.number;
@@ -316,7 +317,7 @@ absl::StatusOr<std::optional<convpb::AppendMessageResponse>> AppendSpool::Append
                 {{"component", "orchestrator"},
                  {"conversation_id", request.conversation_id()},
                  {"spooled", std::to_string(depth)}});
-  wake_.notify_all();
+  wake_.SignalAll();
   if (queued) {
     // Storage may be back: the caller waits for the messages ahead of its
     // own (up to its deadline) and then has its message stored.
@@ -329,7 +330,7 @@ absl::StatusOr<std::optional<convpb::AppendMessageResponse>> AppendSpool::Append
       std::optional<convpb::AppendMessageResponse> stored =
           DrainConversationLocked(key, call.deadline, number, removed, unreachable);
       if (removed > 0) {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         if (absl::Status compacted = CompactLocked(); !compacted.ok()) {
           core::LogError("append spool: cannot compact", {{"error", compacted.ToString()}});
         }
@@ -347,7 +348,7 @@ std::optional<convpb::AppendMessageResponse> AppendSpool::DrainConversationLocke
   while (true) {
     Entry entry;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       auto queue = queues_.find(key);
       if (queue == queues_.end()) break;
       entry = entries_.at(queue->second.front());
@@ -374,7 +375,7 @@ std::optional<convpb::AppendMessageResponse> AppendSpool::DrainConversationLocke
                       {"conversation_id", entry.request.conversation_id()},
                       {"error", std::string(stored.status().message())}});
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto queue = queues_.find(key);
     queue->second.pop_front();
     if (queue->second.empty()) queues_.erase(queue);
@@ -389,7 +390,7 @@ size_t AppendSpool::DrainOnce() {
   std::lock_guard<std::timed_mutex> drain(drain_mu_);
   std::vector<std::string> keys;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (const auto& [key, queue] : queues_) keys.push_back(key);
   }
   size_t removed = 0;
@@ -400,7 +401,7 @@ size_t AppendSpool::DrainOnce() {
     if (unreachable) break;
   }
   if (removed > 0) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (absl::Status compacted = CompactLocked(); !compacted.ok()) {
       core::LogError("append spool: cannot compact", {{"error", compacted.ToString()}});
     }
@@ -456,34 +457,39 @@ void AppendSpool::StartDrainer() {
 }
 
 void AppendSpool::DrainLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  mu_.Lock();
   std::chrono::milliseconds backoff = options_.min_backoff;
   // What an earlier process left is tried at once.
   auto next = std::chrono::steady_clock::now();
   while (!stopping_) {
     if (entries_.empty()) {
-      wake_.wait(lock, [this] { return stopping_ || !entries_.empty(); });
+      while (!stopping_ && entries_.empty()) wake_.Wait(&mu_);
       if (stopping_) break;
       // Storage just failed the append that woke us: give it a moment.
       backoff = options_.min_backoff;
       next = std::chrono::steady_clock::now() + backoff;
     }
-    if (wake_.wait_until(lock, next, [this] { return stopping_; })) break;
-    lock.unlock();
+    for (auto left = next - std::chrono::steady_clock::now(); !stopping_ && left > left.zero();
+         left = next - std::chrono::steady_clock::now()) {
+      wake_.WaitWithTimeout(&mu_, absl::FromChrono(left));
+    }
+    if (stopping_) break;
+    mu_.Unlock();
     const size_t removed = DrainOnce();
-    lock.lock();
+    mu_.Lock();
     backoff = removed > 0 ? options_.min_backoff : std::min(backoff * 2, options_.max_backoff);
     next = std::chrono::steady_clock::now() + backoff;
   }
+  mu_.Unlock();
 }
 
 size_t AppendSpool::depth() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return entries_.size();
 }
 
 int64_t AppendSpool::file_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return file_bytes_;
 }
 

@@ -16,7 +16,6 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
@@ -27,8 +26,10 @@
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/core/identity.h"
 #include "services/orchestrator/downstream/downstream.h"
 
@@ -101,8 +102,8 @@ class AppendSpool final {
   AppendSpool(Memory& memory, AppendSpoolOptions options);
   absl::Status Recover();
   // Writes and fsyncs `entry`'s record; RESOURCE_EXHAUSTED when it does not
-  // fit. Requires mu_.
-  absl::Status WriteLocked(Entry& entry);
+  // fit.
+  absl::Status WriteLocked(Entry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tries `key`'s spooled messages in order until one cannot reach storage
   // (or `deadline` passes; TimePoint::max(): none). Returns the response to
   // message `wanted`, if it was stored. Requires drain_mu_.
@@ -111,10 +112,10 @@ class AppendSpool final {
                                                                        uint64_t wanted,
                                                                        size_t& removed,
                                                                        bool& unreachable);
-  // Rewrites the file with the entries still spooled. Requires mu_.
-  absl::Status CompactLocked();
-  void UpdateGaugesLocked();
-  void DrainLoop();
+  // Rewrites the file with the entries still spooled.
+  absl::Status CompactLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpdateGaugesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void DrainLoop() ABSL_LOCKS_EXCLUDED(mu_);
 
   Memory& memory_;
   const AppendSpoolOptions options_;
@@ -124,16 +125,16 @@ class AppendSpool final {
   // One drain at a time, so a conversation's messages are sent in order.
   std::timed_mutex drain_mu_;
 
-  mutable std::mutex mu_;
-  int fd_ = -1;                        // Guarded by mu_.
-  int64_t file_bytes_ = 0;             // Guarded by mu_.
-  uint64_t next_number_ = 1;           // Guarded by mu_.
-  std::map<uint64_t, Entry> entries_;  // Guarded by mu_.
+  mutable absl::Mutex mu_;
+  int fd_ ABSL_GUARDED_BY(mu_) = -1;
+  int64_t file_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_number_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, Entry> entries_ ABSL_GUARDED_BY(mu_);
   // Entry numbers per conversation (tenant, user, conversation id), oldest
-  // first. Guarded by mu_.
-  std::map<std::string, std::deque<uint64_t>> queues_;
-  bool stopping_ = false;  // Guarded by mu_.
-  std::condition_variable wake_;
+  // first.
+  std::map<std::string, std::deque<uint64_t>> queues_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::CondVar wake_;
   std::thread drainer_;
 };
 

@@ -77,7 +77,7 @@ std::shared_ptr<const Routing> RoutingMemo::Of(const std::string& message_id,
                                                const std::function<Routing()>& parse) {
   Shard& shard = ShardOf(message_id);
   {
-    std::lock_guard lock(shard.mu);
+    absl::MutexLock lock(&shard.mu);
     auto it = shard.by_id.find(message_id);
     if (it != shard.by_id.end()) return it->second;
   }
@@ -90,7 +90,7 @@ void RoutingMemo::Remember(const std::string& message_id, Routing routing) {
 
 std::shared_ptr<const Routing> RoutingMemo::Keep(Shard& shard, const std::string& message_id,
                                                  std::shared_ptr<const Routing> routing) {
-  std::lock_guard lock(shard.mu);
+  absl::MutexLock lock(&shard.mu);
   auto [it, added] = shard.by_id.emplace(message_id, std::move(routing));
   if (added) {
     shard.order.push_back(message_id);

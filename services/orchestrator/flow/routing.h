@@ -13,13 +13,14 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "omniforge/intent/v1/intent_service.pb.h"
 #include "services/orchestrator/flow/flow_state.h"
 
@@ -79,9 +80,9 @@ class RoutingMemo final {
  private:
   static constexpr size_t kShards = 16;
   struct Shard {
-    std::mutex mu;
-    std::unordered_map<std::string, std::shared_ptr<const Routing>> by_id;  // Guarded by mu.
-    std::deque<std::string> order;  // oldest first; guarded by mu
+    absl::Mutex mu;
+    std::unordered_map<std::string, std::shared_ptr<const Routing>> by_id ABSL_GUARDED_BY(mu);
+    std::deque<std::string> order ABSL_GUARDED_BY(mu);  // oldest first
   };
 
   Shard& ShardOf(const std::string& message_id);

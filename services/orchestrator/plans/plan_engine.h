@@ -42,13 +42,14 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/core/identity.h"
 #include "libs/llm/usage.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
@@ -205,13 +206,16 @@ class PlanEngine final {
   // thread, until none runs; returns when every thread has ended.
   void RunSteps(Run& run, const std::function<bool()>& cancelled);
   // Fails (or skips) every pending step that depends on a step that failed
-  // (or did not run), transitively. `lock` holds run.mu; it is let go
+  // (or did not run), transitively. Called with run.mu held; it is let go
   // while a step is stored.
-  void FailDependents(Run& run, std::unique_lock<std::mutex>& lock);
+  // (Run is defined in the .cc file: the definitions carry the lock
+  // annotations.)
+  void FailDependents(Run& run);
   // Starts the pending steps whose dependencies completed, up to
   // max_parallel_steps at once. Called with run.mu held.
   void StartReadySteps(Run& run, std::vector<std::thread>& threads);
-  // Once no step runs: the plan's status and summary, stored.
+  // Once no step runs: the plan's status and summary, stored; the error
+  // when the run's progress could not be stored.
   absl::StatusOr<PlanOutcome> EndRun(Run& run);
   // Emits the review and preview events of `plan`, stored as
   // pending_review; the outcome carries the preview's digest and expiry.
@@ -240,8 +244,8 @@ class PlanEngine final {
   const PlanAdvisor& advisor_;
   const PlanEngineOptions options_;
 
-  std::mutex claims_mu_;
-  std::set<std::string> claimed_;  // Guarded by claims_mu_: plans a call acts on.
+  absl::Mutex claims_mu_;
+  std::set<std::string> claimed_ ABSL_GUARDED_BY(claims_mu_);  // plans a call acts on
 };
 
 // The tool result JSON of a plan (exposed for tests and for the turn).

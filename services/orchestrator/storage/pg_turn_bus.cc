@@ -44,10 +44,10 @@ PgTurnBus::PgTurnBus(std::string dsn) : dsn_(std::move(dsn)), origin_(core::NewU
 
 PgTurnBus::~PgTurnBus() {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  changed_.notify_all();
+  changed_.SignalAll();
   listener_.join();
   sender_.join();
 }
@@ -55,33 +55,39 @@ PgTurnBus::~PgTurnBus() {
 void PgTurnBus::Publish(const TurnSignal& signal) {
   std::string text = TurnSignalToText(signal, origin_, kMaxPayloadBytes);
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_ || outbox_.size() >= kMaxOutbox) return;
     outbox_.push_back(std::move(text));
   }
-  changed_.notify_all();
+  changed_.SignalAll();
 }
 
 void PgTurnBus::Subscribe(std::function<void(const TurnSignal&)> on_signal) {
-  std::lock_guard lock(deliver_mu_);  // waits for a signal being delivered
+  absl::MutexLock lock(&deliver_mu_);  // waits for a signal being delivered
   on_signal_ = std::move(on_signal);
 }
 
 bool PgTurnBus::WaitListening(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  return changed_.wait_for(lock, timeout, [this] { return listening_ || stopping_; }) && listening_;
+  absl::MutexLock lock(&mu_);
+  const absl::Time deadline = absl::Now() + absl::FromChrono(timeout);
+  while (!listening_ && !stopping_ && !changed_.WaitWithDeadline(&mu_, deadline)) {
+  }
+  return listening_;
 }
 
 bool PgTurnBus::Pause(std::chrono::milliseconds duration) {
-  std::unique_lock lock(mu_);
-  return !changed_.wait_for(lock, duration, [this] { return stopping_; });
+  absl::MutexLock lock(&mu_);
+  const absl::Time deadline = absl::Now() + absl::FromChrono(duration);
+  while (!stopping_ && !changed_.WaitWithDeadline(&mu_, deadline)) {
+  }
+  return !stopping_;
 }
 
 void PgTurnBus::Deliver(const std::string& payload) {
   std::string origin;
   std::optional<TurnSignal> signal = TurnSignalFromText(payload, &origin);
   if (!signal || origin == origin_) return;  // our own, or not a signal
-  std::lock_guard lock(deliver_mu_);
+  absl::MutexLock lock(&deliver_mu_);
   if (on_signal_) on_signal_(*signal);
 }
 
@@ -89,29 +95,29 @@ void PgTurnBus::Listen() {
   bool warned = false;
   for (;;) {
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (stopping_) return;
     }
     try {
       pqxx::connection conn(dsn_);
       Receiver receiver(conn, [this](const std::string& payload) { Deliver(payload); });
       {
-        std::lock_guard lock(mu_);
+        absl::MutexLock lock(&mu_);
         listening_ = true;
       }
-      changed_.notify_all();
+      changed_.SignalAll();
       if (warned) core::LogInfo("turn bus listening again", {{"component", "orchestrator"}});
       warned = false;
       for (;;) {
         {
-          std::lock_guard lock(mu_);
+          absl::MutexLock lock(&mu_);
           if (stopping_) return;
         }
         conn.await_notification(0, 200000);  // wakes to look at stopping_
       }
     } catch (const std::exception& e) {
       {
-        std::lock_guard lock(mu_);
+        absl::MutexLock lock(&mu_);
         listening_ = false;
       }
       if (!warned) {
@@ -129,13 +135,14 @@ void PgTurnBus::Send() {
   for (;;) {
     std::vector<std::string> batch;
     {
-      std::unique_lock lock(mu_);
-      changed_.wait(lock, [this] { return stopping_ || !outbox_.empty(); });
+      absl::MutexLock lock(&mu_);
+      while (!stopping_ && outbox_.empty()) changed_.Wait(&mu_);
       if (stopping_) return;
-      // Asleep rather than waiting on changed_, which every Publish wakes.
-      lock.unlock();
-      std::this_thread::sleep_for(kLinger);
-      lock.lock();
+    }
+    // Asleep rather than waiting on changed_, which every Publish wakes.
+    std::this_thread::sleep_for(kLinger);
+    {
+      absl::MutexLock lock(&mu_);
       if (stopping_) return;
       while (!outbox_.empty() && batch.size() < kMaxBatch) {
         batch.push_back(std::move(outbox_.front()));

@@ -5,13 +5,14 @@
 // turns running across that gap notice (they run on as with one replica).
 #pragma once
 
-#include <condition_variable>
+#include <chrono>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "services/orchestrator/turn/turn_bus.h"
 
 namespace omniforge::orchestrator {
@@ -46,14 +47,14 @@ class PgTurnBus final : public TurnBus {
 
   // Held while a signal is delivered, so that a subscriber that goes away
   // (Subscribe(nullptr)) never receives one afterwards.
-  std::mutex deliver_mu_;
-  std::function<void(const TurnSignal&)> on_signal_;  // Guarded by deliver_mu_.
+  absl::Mutex deliver_mu_;
+  std::function<void(const TurnSignal&)> on_signal_ ABSL_GUARDED_BY(deliver_mu_);
 
-  std::mutex mu_;
-  std::condition_variable changed_;
-  std::deque<std::string> outbox_;  // Guarded by mu_.
-  bool listening_ = false;          // Guarded by mu_.
-  bool stopping_ = false;           // Guarded by mu_.
+  absl::Mutex mu_;
+  absl::CondVar changed_;
+  std::deque<std::string> outbox_ ABSL_GUARDED_BY(mu_);
+  bool listening_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 
   std::thread listener_;
   std::thread sender_;

@@ -1,33 +1,35 @@
-#include <chrono>
-#include <mutex>
-
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "services/orchestrator/turn/turn_runner.h"
 
 namespace omniforge::orchestrator {
 
 void TurnControl::SetFlow(SuspendedFlow flow) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   flow_ = std::move(flow);
 }
 
 void TurnControl::Ended(std::optional<SuspendedFlow> suspended) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (ended_) return;
     ended_ = true;
     suspended_ = std::move(suspended);
   }
-  ended_cv_.notify_all();
+  ended_cv_.SignalAll();
 }
 
 std::optional<SuspendedFlow> TurnControl::SuspendedState() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return ended_ ? suspended_ : std::nullopt;
 }
 
 std::optional<SuspendedFlow> TurnControl::AwaitSuspension(core::TimePoint deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (ended_cv_.wait_until(lock, deadline, [this] { return ended_; })) return suspended_;
+  absl::MutexLock lock(&mu_);
+  const absl::Time until = absl::FromUnixMicros(core::MicrosOf(deadline));
+  while (!ended_ && !ended_cv_.WaitWithDeadline(&mu_, until)) {
+  }
+  if (ended_) return suspended_;
   return flow_;
 }
 

@@ -37,7 +37,7 @@ TurnRunner::TurnRunner(Memory& memory, Understanding& understanding, Tools& tool
 }
 
 std::shared_ptr<const TurnRunner::ToolCatalog> TurnRunner::Catalog(const core::Call& call) const {
-  std::lock_guard<std::mutex> lock(catalog_mu_);
+  absl::MutexLock lock(&catalog_mu_);
   const int64_t now = clock_.NowMicros();
   if (catalog_ == nullptr || now - catalog_fetched_at_ > kCatalogRefreshMicros) {
     absl::StatusOr<execpb::ListToolsResponse> listed =
@@ -61,7 +61,7 @@ execpb::ToolRisk TurnRunner::RiskOf(const core::Call& call, const std::string& t
 
 std::shared_ptr<const std::vector<AgentInfo>> TurnRunner::AgentsSeen(
     const core::Identity& who) const {
-  std::lock_guard<std::mutex> lock(agents_mu_);
+  absl::MutexLock lock(&agents_mu_);
   auto it = agents_seen_.find(AgentsKey(who));
   return it == agents_seen_.end() ? nullptr : it->second;
 }
@@ -69,13 +69,13 @@ std::shared_ptr<const std::vector<AgentInfo>> TurnRunner::AgentsSeen(
 void TurnRunner::SawAgents(const core::Identity& who, const std::vector<AgentInfo>& agents) const {
   const std::string key = AgentsKey(who);
   {
-    std::lock_guard<std::mutex> lock(agents_mu_);
+    absl::MutexLock lock(&agents_mu_);
     auto it = agents_seen_.find(key);
     // Most turns see what the last one saw: nothing to copy.
     if (it != agents_seen_.end() && SameForAnalysis(*it->second, agents)) return;
   }
   auto seen = std::make_shared<const std::vector<AgentInfo>>(agents);
-  std::lock_guard<std::mutex> lock(agents_mu_);
+  absl::MutexLock lock(&agents_mu_);
   // A bound on memory; the next turn of each user fills it again.
   if (agents_seen_.size() >= kMaxUsersSeen) agents_seen_.clear();
   agents_seen_[key] = std::move(seen);

@@ -37,7 +37,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/core/call.h"
 #include "libs/core/call_cancellation.h"
 #include "libs/core/clock.h"
@@ -142,11 +144,11 @@ class TurnControl final {
   std::atomic<bool> cancelled_{false};
   core::CancelSignal signal_;
   std::atomic<bool> suspend_{false};
-  std::mutex mu_;
-  std::condition_variable ended_cv_;
-  std::optional<SuspendedFlow> flow_;       // Guarded by mu_.
-  bool ended_ = false;                      // Guarded by mu_.
-  std::optional<SuspendedFlow> suspended_;  // Guarded by mu_.
+  absl::Mutex mu_;
+  absl::CondVar ended_cv_;
+  std::optional<SuspendedFlow> flow_ ABSL_GUARDED_BY(mu_);
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<SuspendedFlow> suspended_ ABSL_GUARDED_BY(mu_);
 };
 
 class TurnRunner final {
@@ -238,14 +240,13 @@ class TurnRunner final {
   // Null when the user's last turn is not known.
   std::shared_ptr<const std::vector<AgentInfo>> AgentsSeen(const core::Identity& who) const;
   void SawAgents(const core::Identity& who, const std::vector<AgentInfo>& agents) const;
-  mutable std::mutex agents_mu_;
-  // Guarded by agents_mu_.
+  mutable absl::Mutex agents_mu_;
   mutable std::unordered_map<std::string, std::shared_ptr<const std::vector<AgentInfo>>>
-      agents_seen_;
+      agents_seen_ ABSL_GUARDED_BY(agents_mu_);
 
-  mutable std::mutex catalog_mu_;
-  mutable std::shared_ptr<const ToolCatalog> catalog_;  // Guarded by catalog_mu_.
-  mutable int64_t catalog_fetched_at_ = 0;              // Guarded by catalog_mu_.
+  mutable absl::Mutex catalog_mu_;
+  mutable std::shared_ptr<const ToolCatalog> catalog_ ABSL_GUARDED_BY(catalog_mu_);
+  mutable int64_t catalog_fetched_at_ ABSL_GUARDED_BY(catalog_mu_) = 0;
 };
 
 }  // namespace omniforge::orchestrator
