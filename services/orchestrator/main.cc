@@ -104,7 +104,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   for (const auto& [name, profile] : c.StringMap("planner.profiles")) {
     // GLOBAL, project_audit and CONTEXT_TYPE_TASK all name a context type.
     std::string upper = absl::AsciiStrToUpper(name);
-    if (!absl::StartsWith(upper, "CONTEXT_TYPE_")) upper = "CONTEXT_TYPE_" + upper;
+    if (!absl::StartsWith(upper, "CONTEXT_TYPE_")) upper.insert(0, "CONTEXT_TYPE_");
     intentpb::ContextType type = intentpb::CONTEXT_TYPE_UNSPECIFIED;
     if (!intentpb::ContextType_Parse(upper, &type) || type == intentpb::CONTEXT_TYPE_UNSPECIFIED) {
       return absl::InvalidArgumentError(
@@ -336,6 +336,8 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
 }  // namespace
 }  // namespace omniforge::orchestrator
 
+// An exception here is a bug (errors are statuses): crashing shows it.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   using namespace omniforge;
   const sigset_t signals = core::BlockTerminationSignals();

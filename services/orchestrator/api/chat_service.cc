@@ -88,7 +88,7 @@ grpc::ServerUnaryReactor* ServeUnary(
     std::function<absl::Status(const core::Call&, const Request&, Response*)> body) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   auto scope = std::make_shared<core::RpcScope>(method);
-  auto finish = [reactor, scope](absl::Status status) {
+  auto finish = [reactor, scope](const absl::Status& status) {
     scope->Finish(status);
     reactor->Finish(core::ToGrpcStatus(status));
   };

@@ -62,6 +62,7 @@ class Tools {
   // this returns), so that the caller can work while the tool runs.
   // `call.cancel` cancels it too, and must outlive it.
   using ToolDone = std::function<void(absl::StatusOr<execpb::InvokeToolResponse>)>;
+  // NOLINTNEXTLINE(performance-unnecessary-value-param): overrides keep `done`
   virtual void InvokeToolThen(const core::Call& call, const execpb::InvokeToolRequest& request,
                               ToolDone done) {
     done(InvokeTool(call, request));

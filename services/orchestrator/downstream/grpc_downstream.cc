@@ -143,7 +143,7 @@ class GrpcTools final : public Tools {
     Prepare(pending->context, call);
     pending->cancels.emplace(call.cancel, [pending] { pending->context.TryCancel(); });
     stub_->async()->InvokeTool(&pending->context, &pending->request, &pending->response,
-                               [pending](grpc::Status status) {
+                               [pending](const grpc::Status& status) {
                                  pending->cancels.reset();
                                  if (!status.ok()) {
                                    pending->done(core::FromGrpcStatus(status));

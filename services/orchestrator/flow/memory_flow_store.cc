@@ -9,7 +9,7 @@ MemoryFlowStore::MemoryFlowStore(size_t max_flows) : max_flows_(std::max<size_t>
 
 absl::StatusOr<FlowState> MemoryFlowStore::Load(const core::Call& call,
                                                 const std::string& flow_id) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = flows_.find({call.who.tenant_id, flow_id});
   if (it == flows_.end() || it->second.user_id != call.who.user_id) {
     return absl::NotFoundError("no flow " + flow_id);
@@ -19,7 +19,7 @@ absl::StatusOr<FlowState> MemoryFlowStore::Load(const core::Call& call,
 
 absl::Status MemoryFlowStore::Save(const core::Call& call, const FlowState& state,
                                    int64_t expected_revision) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   const std::pair<std::string, std::string> key{call.who.tenant_id, state.flow_id};
   auto it = flows_.find(key);
   const int64_t stored = it == flows_.end() ? 0 : it->second.state.revision;

@@ -6,10 +6,10 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "services/orchestrator/flow/flow_store.h"
 
 namespace omniforge::orchestrator {
@@ -33,7 +33,7 @@ class MemoryFlowStore final : public FlowStore {
   };
 
   const size_t max_flows_;
-  std::mutex mu_;
+  absl::Mutex mu_;
   // By (tenant, flow id).
   std::map<std::pair<std::string, std::string>, Kept> flows_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, std::pair<std::string, std::string>> by_save_ ABSL_GUARDED_BY(mu_);

@@ -294,7 +294,7 @@ struct PlanEngine::Run {
   // no step thread writes. The analysis cannot tell, hence its exemption.
   absl::Status StoreDependent(PlanStore& store,
                               const PlanStep& step) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    const absl::Status stored = store.UpdateStep(plan, step);
+    absl::Status stored = store.UpdateStep(plan, step);
     if (stored.ok()) Emit(StepComplete(plan, step));
     return stored;
   }
@@ -392,7 +392,7 @@ PlanEngine::PlanEngine(PlanStore& store, StepExecutors& executors, const PlanGen
       executors_(executors),
       generator_(generator),
       advisor_(advisor),
-      options_(options) {}
+      options_(std::move(options)) {}
 
 core::TimePoint PlanEngine::ModelDeadline() const {
   return core::TimePointFromMicros(core::NowMicros()) +

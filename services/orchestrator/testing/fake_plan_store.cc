@@ -8,7 +8,7 @@
 namespace omniforge::orchestrator::testing {
 
 absl::Status FakePlanStore::Create(const Plan& plan) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (plans_.count(plan.id) > 0) return absl::AlreadyExistsError("plan " + plan.id + " exists");
   plans_[plan.id] = plan;
   created_[plan.id] = next_++;
@@ -16,7 +16,7 @@ absl::Status FakePlanStore::Create(const Plan& plan) {
 }
 
 absl::StatusOr<Plan> FakePlanStore::Get(const core::Identity& who, const std::string& plan_id) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = plans_.find(plan_id);
   if (!core::IsUuid(plan_id) || it == plans_.end() || it->second.tenant_id != who.tenant_id ||
       it->second.user_id != who.user_id) {
@@ -27,7 +27,7 @@ absl::StatusOr<Plan> FakePlanStore::Get(const core::Identity& who, const std::st
 
 absl::StatusOr<std::optional<std::string>> FakePlanStore::LatestUnfinished(
     const core::Identity& who, const std::string& conversation_id) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::optional<std::string> newest;
   int newest_order = -1;
   for (const auto& [id, plan] : plans_) {
@@ -44,7 +44,7 @@ absl::StatusOr<std::optional<std::string>> FakePlanStore::LatestUnfinished(
 
 absl::Status FakePlanStore::Update(const Plan& plan, std::initializer_list<PlanStatus> from,
                                    bool replace_steps) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = plans_.find(plan.id);
   if (it == plans_.end() || it->second.tenant_id != plan.tenant_id ||
       it->second.user_id != plan.user_id) {
@@ -66,7 +66,7 @@ absl::Status FakePlanStore::Update(const Plan& plan, std::initializer_list<PlanS
 }
 
 absl::Status FakePlanStore::UpdateStep(const Plan& plan, const PlanStep& step) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = plans_.find(plan.id);
   PlanStep* stored = nullptr;
   if (it != plans_.end() && it->second.tenant_id == plan.tenant_id) {
@@ -86,7 +86,7 @@ absl::Status FakePlanStore::UpdateStep(const Plan& plan, const PlanStep& step) {
 }
 
 std::optional<Plan> FakePlanStore::Stored(const std::string& plan_id) const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = plans_.find(plan_id);
   if (it == plans_.end()) return std::nullopt;
   return it->second;

@@ -5,11 +5,11 @@
 
 #include <initializer_list>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "services/orchestrator/plans/plan_store.h"
 
 namespace omniforge::orchestrator::testing {
@@ -31,7 +31,7 @@ class FakePlanStore final : public PlanStore {
   std::optional<Plan> Stored(const std::string& plan_id) const;
 
  private:
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   std::map<std::string, Plan> plans_ ABSL_GUARDED_BY(mu_);
   // Creation order, for LatestUnfinished.
   std::map<std::string, int> created_ ABSL_GUARDED_BY(mu_);

@@ -16,7 +16,7 @@ class FakeStepExecutors::Dialogue final : public StepDialogue {
       Assigned(message.task_assignment());
     } else if (message.has_clarification()) {
       {
-        std::lock_guard lock(executors_.mu_);
+        absl::MutexLock lock(&executors_.mu_);
         executors_.answers_.push_back(message.clarification().answer());
       }
       Complete("answered: " + message.clarification().answer());
@@ -42,7 +42,7 @@ class FakeStepExecutors::Dialogue final : public StepDialogue {
     std::function<void(const execpb::TaskAssignment&)> hook;
     std::optional<Asking> asks;
     {
-      std::lock_guard lock(executors_.mu_);
+      absl::MutexLock lock(&executors_.mu_);
       executors_.assignments_.push_back(task);
       hook = executors_.on_assign_;
       for (const execpb::PlannedToolCall& call : task.tool_calls()) {
@@ -100,22 +100,22 @@ std::unique_ptr<StepDialogue> FakeStepExecutors::Open(const core::Call& /*call*/
 
 void FakeStepExecutors::AskWhen(const std::string& tool, const std::string& question,
                                 std::vector<std::string> options) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   asking_[tool] = {question, std::move(options)};
 }
 
 void FakeStepExecutors::OnAssign(std::function<void(const execpb::TaskAssignment&)> hook) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   on_assign_ = std::move(hook);
 }
 
 std::vector<execpb::TaskAssignment> FakeStepExecutors::assignments() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return assignments_;
 }
 
 std::vector<std::string> FakeStepExecutors::answers() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return answers_;
 }
 

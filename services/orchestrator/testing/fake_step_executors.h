@@ -7,11 +7,11 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "services/orchestrator/downstream/plan_executor.h"
 
 namespace omniforge::orchestrator::testing {
@@ -41,7 +41,7 @@ class FakeStepExecutors final : public StepExecutors {
     std::vector<std::string> options;
   };
 
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   std::map<std::string, Asking> asking_ ABSL_GUARDED_BY(mu_);
   std::function<void(const execpb::TaskAssignment&)> on_assign_ ABSL_GUARDED_BY(mu_);
   std::vector<execpb::TaskAssignment> assignments_ ABSL_GUARDED_BY(mu_);

@@ -7,12 +7,12 @@ namespace omniforge::orchestrator::testing {
 using nlohmann::json;
 
 core::TimePoint FakeClock::Now() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return now_;
 }
 
 void FakeClock::Advance(std::chrono::microseconds by) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   now_ += by;
 }
 
@@ -30,7 +30,7 @@ absl::StatusOr<FakeMemory::Conversation*> FakeMemory::Owned(const core::Identity
 absl::StatusOr<convpb::CreateConversationResponse> FakeMemory::CreateConversation(
     const core::Call& call, const convpb::CreateConversationRequest& request) {
   const core::Identity& who = call.who;
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (unreachable_) return absl::UnavailableError("conversation storage is unreachable");
   const std::string id = core::NewUuid();
   conversations_[id] = Conversation{who.tenant_id, who.user_id, {}, {}};
@@ -43,7 +43,7 @@ absl::StatusOr<convpb::CreateConversationResponse> FakeMemory::CreateConversatio
 absl::StatusOr<convpb::GetConversationResponse> FakeMemory::GetConversation(
     const core::Call& call, const convpb::GetConversationRequest& request) {
   const core::Identity& who = call.who;
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   absl::StatusOr<Conversation*> owned = Owned(who, request.conversation_id());
   if (!owned.ok()) return owned.status();
   convpb::GetConversationResponse response;
@@ -54,7 +54,7 @@ absl::StatusOr<convpb::GetConversationResponse> FakeMemory::GetConversation(
 absl::StatusOr<convpb::ListConversationsResponse> FakeMemory::ListConversations(
     const core::Call& call, const convpb::ListConversationsRequest&) {
   const core::Identity& who = call.who;
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (unreachable_) return absl::UnavailableError("conversation storage is unreachable");
   convpb::ListConversationsResponse response;
   for (const auto& [id, c] : conversations_) {
@@ -68,7 +68,7 @@ absl::StatusOr<convpb::ListConversationsResponse> FakeMemory::ListConversations(
 absl::StatusOr<convpb::AppendMessageResponse> FakeMemory::AppendMessage(
     const core::Call& call, const convpb::AppendMessageRequest& request) {
   const core::Identity& who = call.who;
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   absl::StatusOr<Conversation*> owned = Owned(who, request.conversation_id());
   if (!owned.ok()) return owned.status();
   Conversation& c = **owned;
@@ -97,7 +97,7 @@ absl::StatusOr<convpb::AppendMessageResponse> FakeMemory::AppendMessage(
 absl::StatusOr<convpb::ListMessagesResponse> FakeMemory::ListMessages(
     const core::Call& call, const convpb::ListMessagesRequest& request) {
   const core::Identity& who = call.who;
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   absl::StatusOr<Conversation*> owned = Owned(who, request.conversation_id());
   if (!owned.ok()) return owned.status();
   convpb::ListMessagesResponse response;
@@ -108,7 +108,7 @@ absl::StatusOr<convpb::ListMessagesResponse> FakeMemory::ListMessages(
 absl::StatusOr<convpb::GetContextWindowResponse> FakeMemory::GetContextWindow(
     const core::Call& call, const convpb::GetContextWindowRequest& request) {
   const core::Identity& who = call.who;
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   absl::StatusOr<Conversation*> owned = Owned(who, request.conversation_id());
   if (!owned.ok()) return owned.status();
   convpb::GetContextWindowResponse response;
@@ -117,18 +117,18 @@ absl::StatusOr<convpb::GetContextWindowResponse> FakeMemory::GetContextWindow(
 }
 
 void FakeMemory::SetUnreachable(bool unreachable) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   unreachable_ = unreachable;
 }
 
 std::vector<convpb::Message> FakeMemory::Messages(const std::string& conversation_id) const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = conversations_.find(conversation_id);
   return it == conversations_.end() ? std::vector<convpb::Message>() : it->second.messages;
 }
 
 int FakeMemory::appends() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return appends_;
 }
 
@@ -148,7 +148,7 @@ absl::StatusOr<intentpb::AnalyzeIntentResponse> FakeUnderstanding::AnalyzeIntent
     const core::Call&, const intentpb::AnalyzeIntentRequest& request) {
   std::function<void()> hook;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     requests_.push_back(request);
     hook = on_call_;
   }
@@ -161,12 +161,12 @@ absl::StatusOr<intentpb::AnalyzeIntentResponse> FakeUnderstanding::AnalyzeIntent
 }
 
 std::vector<intentpb::AnalyzeIntentRequest> FakeUnderstanding::requests() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return requests_;
 }
 
 void FakeUnderstanding::OnCall(std::function<void()> hook) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   on_call_ = std::move(hook);
 }
 
@@ -181,7 +181,7 @@ FakeTools::FakeTools() {
 }
 
 void FakeTools::AddTool(const std::string& name, execpb::ToolRisk risk, Handler handler) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   execpb::ToolDescriptor& d = catalog_.emplace_back();
   d.set_name(name);
   d.set_description(name + " (fake)");
@@ -190,13 +190,13 @@ void FakeTools::AddTool(const std::string& name, execpb::ToolRisk risk, Handler 
 }
 
 void FakeTools::SetAgents(json agents) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   agents_ = std::move(agents);
 }
 
 absl::StatusOr<execpb::ListToolsResponse> FakeTools::ListTools(const core::Call&,
                                                                const execpb::ListToolsRequest&) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   execpb::ListToolsResponse response;
   for (const execpb::ToolDescriptor& d : catalog_) *response.add_tools() = d;
   return response;
@@ -208,7 +208,7 @@ absl::StatusOr<execpb::InvokeToolResponse> FakeTools::InvokeTool(
   std::function<void(const execpb::InvokeToolRequest&)> hook;
   execpb::InvokeToolResponse response;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     calls_.push_back(request);
     hook = on_call_;
     auto it = handlers_.find(request.tool_name());
@@ -225,12 +225,12 @@ absl::StatusOr<execpb::InvokeToolResponse> FakeTools::InvokeTool(
 }
 
 std::vector<execpb::InvokeToolRequest> FakeTools::calls() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return calls_;
 }
 
 std::vector<execpb::InvokeToolRequest> FakeTools::CallsOf(const std::string& tool) const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<execpb::InvokeToolRequest> out;
   for (const execpb::InvokeToolRequest& call : calls_) {
     if (call.tool_name() == tool) out.push_back(call);
@@ -239,17 +239,17 @@ std::vector<execpb::InvokeToolRequest> FakeTools::CallsOf(const std::string& too
 }
 
 void FakeTools::OnCall(std::function<void(const execpb::InvokeToolRequest&)> hook) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   on_call_ = std::move(hook);
 }
 
 void FakeErrorLog::Record(TurnError error) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   errors_.push_back(std::move(error));
 }
 
 std::vector<TurnError> FakeErrorLog::errors() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return errors_;
 }
 

@@ -8,13 +8,13 @@
 
 #include <functional>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/core/clock.h"
 #include "services/orchestrator/downstream/downstream.h"
 #include "services/orchestrator/flow/flow_store.h"
@@ -32,7 +32,7 @@ class FakeClock final : public core::Clock {
   void Advance(std::chrono::microseconds by);
 
  private:
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   core::TimePoint now_ ABSL_GUARDED_BY(mu_) =
       core::TimePointFromMicros(1'790'000'000'000'000);  // 2026-09-21
 };
@@ -72,7 +72,7 @@ class FakeMemory final : public Memory {
   absl::StatusOr<Conversation*> Owned(const core::Identity& who, const std::string& id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   std::map<std::string, Conversation> conversations_ ABSL_GUARDED_BY(mu_);
   bool unreachable_ ABSL_GUARDED_BY(mu_) = false;
   int appends_ ABSL_GUARDED_BY(mu_) = 0;
@@ -97,7 +97,7 @@ class FakeUnderstanding final : public Understanding {
 
  private:
   Answer answer_;
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   std::vector<intentpb::AnalyzeIntentRequest> requests_ ABSL_GUARDED_BY(mu_);
   std::function<void()> on_call_ ABSL_GUARDED_BY(mu_);
 };
@@ -125,7 +125,7 @@ class FakeTools final : public Tools {
   void OnCall(std::function<void(const execpb::InvokeToolRequest&)> hook);
 
  private:
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   std::vector<execpb::ToolDescriptor> catalog_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Handler> handlers_ ABSL_GUARDED_BY(mu_);
   nlohmann::json agents_ ABSL_GUARDED_BY(mu_) = nlohmann::json::array();
@@ -139,7 +139,7 @@ class FakeErrorLog final : public TurnErrorLog {
   std::vector<TurnError> errors() const;
 
  private:
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   std::vector<TurnError> errors_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -3,16 +3,15 @@
 // unit test, without PostgreSQL. Thread-safe.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "services/orchestrator/turn/turn_bus.h"
 
 namespace omniforge::orchestrator::testing {
@@ -37,8 +36,8 @@ class InProcessTurnBus final {
   void Leave(const Replica* replica);
   void Deliver();
 
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
+  mutable absl::Mutex mu_;
+  absl::CondVar changed_;
   std::vector<Replica*> replicas_ ABSL_GUARDED_BY(mu_);
   std::deque<std::pair<const Replica*, TurnSignal>> queue_ ABSL_GUARDED_BY(mu_);
   bool delivering_ ABSL_GUARDED_BY(mu_) = false;

@@ -3,22 +3,22 @@
 namespace omniforge::orchestrator::testing {
 
 void RecordingUsage::Record(const llm::UsageRecord& /*record*/) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ++unattributed_;
 }
 
 void RecordingUsage::WriteScope(const UsageAttribution& who, std::vector<AttributedCall> calls) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   rows_.push_back({who, std::move(calls)});
 }
 
 std::vector<UsageRow> RecordingUsage::rows() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return rows_;
 }
 
 int RecordingUsage::unattributed() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return unattributed_;
 }
 

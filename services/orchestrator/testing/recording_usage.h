@@ -4,10 +4,10 @@
 // Thread-safe.
 #pragma once
 
-#include <mutex>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/llm/usage.h"
 #include "services/orchestrator/usage/usage_attribution.h"
 
@@ -31,7 +31,7 @@ class RecordingUsage final : public ScopeUsageWriter {
   int unattributed() const;
 
  private:
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   std::vector<UsageRow> rows_ ABSL_GUARDED_BY(mu_);
   int unattributed_ ABSL_GUARDED_BY(mu_) = 0;
 };

@@ -10,7 +10,7 @@ void ScriptedModel::PushText(const std::string& text) {
   answer.finish_reason = llm::FinishReason::kStop;
   answer.usage.prompt_tokens = 100;
   answer.usage.completion_tokens = 10;
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   script_.push_back(std::move(answer));
 }
 
@@ -24,7 +24,7 @@ void ScriptedModel::PushToolCalls(
   answer.finish_reason = llm::FinishReason::kToolCalls;
   answer.usage.prompt_tokens = 100;
   answer.usage.completion_tokens = 10;
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const auto& [tool, arguments] : calls) {
     answer.tool_calls.push_back(
         {"call-" + std::to_string(++next_call_id_), tool, arguments.dump()});
@@ -33,7 +33,7 @@ void ScriptedModel::PushToolCalls(
 }
 
 void ScriptedModel::OnCall(std::function<void()> hook) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   on_call_ = std::move(hook);
 }
 
@@ -47,7 +47,7 @@ absl::StatusOr<llm::ChatResponse> ScriptedModel::Stream(const llm::ChatRequest& 
                                                         const llm::StreamCallback& on_delta) {
   std::function<void()> hook;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     hook = on_call_;
   }
   if (hook) hook();
@@ -55,7 +55,7 @@ absl::StatusOr<llm::ChatResponse> ScriptedModel::Stream(const llm::ChatRequest& 
   llm::UsageSink* sink = nullptr;
   bool scripted = false;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     requests_.push_back(request);
     sink = usage_sink_;
     scripted = !script_.empty();
@@ -88,12 +88,12 @@ absl::StatusOr<llm::ChatResponse> ScriptedModel::Stream(const llm::ChatRequest& 
 }
 
 void ScriptedModel::ReportUsageTo(llm::UsageSink* sink) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   usage_sink_ = sink;
 }
 
 std::vector<llm::ChatRequest> ScriptedModel::requests() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return requests_;
 }
 

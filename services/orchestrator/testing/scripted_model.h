@@ -7,13 +7,13 @@
 
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/llm/chat_model.h"
 #include "libs/llm/usage.h"
 
@@ -43,7 +43,7 @@ class ScriptedModel final : public llm::ChatModel {
   void ReportUsageTo(llm::UsageSink* sink);
 
  private:
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   std::deque<llm::ChatResponse> script_ ABSL_GUARDED_BY(mu_);
   std::vector<llm::ChatRequest> requests_ ABSL_GUARDED_BY(mu_);
   int next_call_id_ ABSL_GUARDED_BY(mu_) = 0;

@@ -34,6 +34,7 @@ namespace pb = ::omniforge::orchestrator::v1;
 // Each decision's action_id, in the order given.
 inline std::vector<std::string> ActionIds(const std::vector<ActionDecisionRecord>& decisions) {
   std::vector<std::string> ids;
+  ids.reserve(decisions.size());
   for (const ActionDecisionRecord& d : decisions) ids.push_back(d.action_id);
   return ids;
 }
@@ -240,6 +241,7 @@ TYPED_TEST_P(ApprovalAuditContractTest, ConcurrentDecisionsAreAllKept) {
   constexpr int kThreads = 4;
   constexpr int kEach = 25;
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([this, t] {
       for (int i = 0; i < kEach; ++i) {

@@ -127,7 +127,7 @@ TEST_F(GrpcDownstreamTest, ACallAnsweredLaterIsCancelledWithTheTurn) {
   execpb::InvokeToolRequest request;
   request.set_tool_name("wait_ms:10000");
   tools_->InvokeToolThen(CallFor(&turn), request,
-                         [&answered](absl::StatusOr<execpb::InvokeToolResponse> result) {
+                         [&answered](const absl::StatusOr<execpb::InvokeToolResponse>& result) {
                            answered.set_value(result.status());
                          });
   while (executor_.started.load() == 0 && Clock::now() - start < std::chrono::seconds(5)) {
@@ -148,7 +148,7 @@ TEST_F(GrpcDownstreamTest, ACallAnsweredLaterIsCancelledWithTheTurn) {
   // After the cancel, such a call is not made.
   std::promise<absl::Status> refused;
   tools_->InvokeToolThen(CallFor(&turn), request,
-                         [&refused](absl::StatusOr<execpb::InvokeToolResponse> result) {
+                         [&refused](const absl::StatusOr<execpb::InvokeToolResponse>& result) {
                            refused.set_value(result.status());
                          });
   EXPECT_EQ(refused.get_future().get().code(), absl::StatusCode::kCancelled);

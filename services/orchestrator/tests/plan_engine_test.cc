@@ -222,13 +222,13 @@ class PlanEngineTest : public ::testing::Test {
            StepExecutors& steps, PlanEngineOptions options)
         : generator(planner),
           advisor(reviewer, planner),
-          engine(store, steps, generator, advisor, options) {}
+          engine(store, steps, generator, advisor, std::move(options)) {}
     PlanGenerator generator;
     PlanAdvisor advisor;
     PlanEngine engine;
   };
   static std::unique_ptr<Engine> MakeEngine(bool use_model, bool model_executor,
-                                            PlanEngineOptions options = {},
+                                            const PlanEngineOptions& options = {},
                                             PlanStore* store = nullptr) {
     return std::make_unique<Engine>(use_model ? planner_model_ : nullptr,
                                     use_model ? reviewer_model_ : nullptr,

@@ -67,6 +67,7 @@ TEST(RoutingMemoTest, ConcurrentTurnsReadingTheSameWindowsAgreeOnEachRouting) {
   std::atomic<int> parses{0};
   std::atomic<int> wrong{0};
   std::vector<std::thread> turns;
+  turns.reserve(8);
   for (int t = 0; t < 8; ++t) {
     turns.emplace_back([&] {
       for (int round = 0; round < 200; ++round) {

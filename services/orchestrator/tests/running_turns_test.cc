@@ -20,7 +20,7 @@ class TestBus final : public TurnBus {
   void Subscribe(std::function<void(const TurnSignal&)> on_signal) override {
     on_signal_ = std::move(on_signal);
   }
-  void Hear(TurnSignal signal) { on_signal_(signal); }
+  void Hear(const TurnSignal& signal) { on_signal_(signal); }
 
   std::vector<TurnSignal> published;
 

@@ -304,7 +304,7 @@ TEST(TurnErrorTest, AFailingToolIsFiledWithItsStageAndTool) {
   RecordingSink sink;
   ASSERT_TRUE(h.Turn("what ran today?", sink).ok());
   ASSERT_EQ(h.errors.errors().size(), 1u);
-  const TurnError& filed = h.errors.errors()[0];
+  const TurnError filed = h.errors.errors()[0];
   EXPECT_EQ(filed.stage, "tool_call");
   EXPECT_EQ(filed.tool, "list_runs");
   EXPECT_EQ(filed.component, "executor");

@@ -45,6 +45,7 @@ std::vector<std::string> KindsFiled(const TurnHarness& h) {
 TEST(TurnGuardrailTest, NineReadsAskedAtOnceStopAtTheEighthAndTheModelIsNotAskedAgain) {
   ScriptedModel model;
   std::vector<std::pair<std::string, json>> reads;
+  reads.reserve(9);
   for (int i = 0; i < 9; ++i) reads.emplace_back("list_runs", json{{"page", i}});
   model.PushToolCalls(reads);
   TurnHarness h(Reads(), WithModel(model));

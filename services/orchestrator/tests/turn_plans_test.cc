@@ -159,7 +159,7 @@ std::string ApproveProjectPlan(TurnHarness& h, TurnControl& control, RecordingSi
   EXPECT_TRUE(h.TurnIn(intentpb::CONTEXT_TYPE_PROJECT_CREATE,
                        "Set up a project for the spring campaign launch", draft)
                   .ok());
-  const std::string conversation = ConversationOf(draft);
+  std::string conversation = ConversationOf(draft);
   EXPECT_TRUE(
       h.runner->Run(kAlice, TurnHarness::Request("looks good, run it", conversation), control, run)
           .ok());

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/core/call.h"
 #include "libs/core/call_cancellation.h"
 #include "services/orchestrator/flow/memory_flow_store.h"
@@ -412,12 +413,12 @@ class CallLog {
     core::CancelSubscription cancels(call.cancel, [&fired] { fired = true; });
     auto result = run();
     cancels.Reset();
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     calls_.push_back({std::move(what), call.deadline, call.cancel != nullptr, fired.load()});
     return result;
   }
   std::vector<SeenCall> calls() const {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     return calls_;
   }
   // The one call named `what`.
@@ -431,7 +432,7 @@ class CallLog {
   }
 
  private:
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   std::vector<SeenCall> calls_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -626,7 +627,7 @@ class UsageRows final : public ScopeUsageWriter {
  public:
   void Record(const llm::UsageRecord&) override { ++unattributed; }
   void WriteScope(const UsageAttribution& who, std::vector<AttributedCall> calls) override {
-    rows.push_back({who, std::move(calls)});
+    rows.emplace_back(who, std::move(calls));
   }
 
   int unattributed = 0;

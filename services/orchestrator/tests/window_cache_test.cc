@@ -33,6 +33,7 @@ convpb::Message Msg(int64_t seq, convpb::Role role, int tokens) {
 std::vector<int64_t> ServiceWindow(const std::vector<convpb::Message>& all, int budget) {
   conversation::ContextWindowAssembler assembler({.token_budget = budget});
   size_t offered = 0;
+  // NOLINTNEXTLINE(modernize-loop-convert): clang 14 cannot compile libstdc++ 12's views::reverse
   for (auto m = all.rbegin(); m != all.rend(); ++m) {
     conversation::Message message;
     message.seq = m->seq();

@@ -31,7 +31,7 @@ std::optional<absl::StatusOr<PlanOutcome>> TurnPass::RunPlan(const std::string& 
   }
   if (StoppedBeforeCall()) return std::nullopt;
   ++tool_calls_;
-  tools_used_.push_back(kCreatePlanTool);
+  tools_used_.emplace_back(kCreatePlanTool);
   emit_.State(pb::AGENT_STATE_EXECUTING_PLAN, doing);
   absl::StatusOr<PlanOutcome> outcome = call();
   // A newer message stopped the plan at its next step: the flow, with the

@@ -13,7 +13,7 @@ constexpr int64_t kCatalogRefreshMicros = 60'000'000;
 }  // namespace
 
 TurnRunner::TurnRunner(Memory& memory, Understanding& understanding, Tools& tools,
-                       TurnOptions options, llm::ChatModel* planner, FlowStore* flows,
+                       const TurnOptions& options, llm::ChatModel* planner, FlowStore* flows,
                        TurnErrorLog* errors, PlanEngine* plans, AppendSpool* spool)
     : memory_(memory),
       understanding_(understanding),

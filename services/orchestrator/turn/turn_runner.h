@@ -161,7 +161,7 @@ class TurnRunner final {
   // plan engine, no plans are made. With a spool, a turn goes on while
   // conversation storage is unreachable (see Run); without one, it fails.
   // Thread-safe: turns run concurrently.
-  TurnRunner(Memory& memory, Understanding& understanding, Tools& tools, TurnOptions options,
+  TurnRunner(Memory& memory, Understanding& understanding, Tools& tools, const TurnOptions& options,
              llm::ChatModel* planner = nullptr, FlowStore* flows = nullptr,
              TurnErrorLog* errors = nullptr, PlanEngine* plans = nullptr,
              AppendSpool* spool = nullptr);

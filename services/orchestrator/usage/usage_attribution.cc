@@ -7,28 +7,28 @@
 namespace omniforge::orchestrator {
 
 ModelUsage::~ModelUsage() {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (calls_.empty() || writer_ == nullptr) return;
   writer_->WriteScope(attribution_, std::exchange(calls_, {}));
 }
 
 void ModelUsage::Record(const llm::UsageRecord& record) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   calls_.push_back({record, core::NowMicros()});
 }
 
 void ModelUsage::Answered(const absl::StatusOr<llm::ChatResponse>& answer) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (totals_ != nullptr) totals_->Meter(answer);
 }
 
 void ModelUsage::Attribute(UsageAttribution attribution) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   attribution_ = std::move(attribution);
 }
 
 UsageAttribution ModelUsage::attribution() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return attribution_;
 }
 

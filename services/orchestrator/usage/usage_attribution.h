@@ -7,12 +7,12 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "libs/llm/usage.h"
 #include "services/orchestrator/usage/usage_meter.h"
 
@@ -62,7 +62,7 @@ class ModelUsage final : public llm::CallUsage {
   UsageAttribution attribution() const;
 
  private:
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   UsageAttribution attribution_ ABSL_GUARDED_BY(mu_);
   ScopeUsageWriter* const writer_;
   UsageTotals* const totals_;
