@@ -62,9 +62,9 @@ class Tools {
   // this returns), so that the caller can work while the tool runs.
   // `call.cancel` cancels it too, and must outlive it.
   using ToolDone = std::function<void(absl::StatusOr<execpb::InvokeToolResponse>)>;
-  // NOLINTNEXTLINE(performance-unnecessary-value-param): overrides keep `done`
+  // (`done` is taken by value: the overrides keep it until the tool answers.)
   virtual void InvokeToolThen(const core::Call& call, const execpb::InvokeToolRequest& request,
-                              ToolDone done) {
+                              ToolDone done) {  // NOLINT(performance-unnecessary-value-param)
     done(InvokeTool(call, request));
   }
 };

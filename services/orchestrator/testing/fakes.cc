@@ -134,7 +134,7 @@ int FakeMemory::appends() const {
 
 FakeUnderstanding::Answer FakeUnderstanding::Always(intentpb::ActionType action,
                                                     std::map<std::string, std::string> entities) {
-  return Answer([action, entities](const intentpb::AnalyzeIntentRequest&) {
+  return Answer([action, entities = std::move(entities)](const intentpb::AnalyzeIntentRequest&) {
     intentpb::IntentAnalysis analysis;
     analysis.set_action_type(action);
     analysis.set_confidence(0.95f);
