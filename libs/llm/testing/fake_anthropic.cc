@@ -227,13 +227,25 @@ class AnthropicWireFormat final : public WireFormat {
                                   int chunk_chars) const override {
     const std::vector<Block> blocks = Blocks(answer);
     std::vector<StreamEvent> events;
-    auto add = [&](const std::string& type, const ordered_json& data, bool output) {
-      events.push_back({Event(type, data), output});
-    };
-    auto add_ping = [&] {
-      events.push_back({"event: ping\ndata: {\"type\": \"ping\"}\n\n", false});
-    };
+    AddMessageStart(answer, events);
+    if (blocks.empty()) AddPing(events);
+    for (size_t index = 0; index < blocks.size(); ++index) {
+      AddBlock(blocks[index], index, chunk_chars, events);
+    }
+    AddMessageEnd(answer, blocks, events);
+    return events;
+  }
 
+  static void Add(std::vector<StreamEvent>& events, const std::string& type,
+                  const ordered_json& data, bool output) {
+    events.push_back({Event(type, data), output});
+  }
+  static void AddPing(std::vector<StreamEvent>& events) {
+    events.push_back({"event: ping\ndata: {\"type\": \"ping\"}\n\n", false});
+  }
+
+  // message_start: the message with no content yet.
+  static void AddMessageStart(const Answer& answer, std::vector<StreamEvent>& events) {
     ordered_json message;
     message["id"] = answer.id;
     message["type"] = "message";
@@ -246,60 +258,65 @@ class AnthropicWireFormat final : public WireFormat {
     ordered_json start;
     start["type"] = "message_start";
     start["message"] = std::move(message);
-    add("message_start", start, false);
-    if (blocks.empty()) add_ping();
+    Add(events, "message_start", start, false);
+  }
 
-    for (size_t index = 0; index < blocks.size(); ++index) {
-      const Block& block = blocks[index];
-      ordered_json content_block;
-      if (block.tool_use) {
-        content_block["type"] = "tool_use";
-        content_block["id"] = block.id;
-        content_block["name"] = block.name;
-        content_block["input"] = ordered_json::object();
-      } else {
-        content_block["type"] = "text";
-        content_block["text"] = "";
-      }
-      ordered_json block_start;
-      block_start["type"] = "content_block_start";
-      block_start["index"] = index;
-      block_start["content_block"] = std::move(content_block);
-      add("content_block_start", block_start, block.tool_use);
-      if (index == 0) add_ping();
-
-      auto add_delta = [&](ordered_json delta, bool output) {
-        ordered_json data;
-        data["type"] = "content_block_delta";
-        data["index"] = index;
-        data["delta"] = std::move(delta);
-        add("content_block_delta", data, output);
-      };
-      if (block.tool_use) {
-        // Anthropic opens every tool input with an empty fragment.
-        std::vector<std::string> fragments = SplitArguments(block.text);
-        fragments.insert(fragments.begin(), "");
-        for (std::string& fragment : fragments) {
-          ordered_json delta;
-          delta["type"] = "input_json_delta";
-          const bool output = !fragment.empty();
-          delta["partial_json"] = std::move(fragment);
-          add_delta(std::move(delta), output);
-        }
-      } else {
-        for (std::string& piece : SplitText(block.text, chunk_chars)) {
-          ordered_json delta;
-          delta["type"] = "text_delta";
-          delta["text"] = std::move(piece);
-          add_delta(std::move(delta), true);
-        }
-      }
-      ordered_json block_stop;
-      block_stop["type"] = "content_block_stop";
-      block_stop["index"] = index;
-      add("content_block_stop", block_stop, false);
+  // One content block: its start, its deltas (text in pieces, a tool's
+  // input in fragments) and its stop; a ping after the first block's start.
+  static void AddBlock(const Block& block, size_t index, int chunk_chars,
+                       std::vector<StreamEvent>& events) {
+    ordered_json content_block;
+    if (block.tool_use) {
+      content_block["type"] = "tool_use";
+      content_block["id"] = block.id;
+      content_block["name"] = block.name;
+      content_block["input"] = ordered_json::object();
+    } else {
+      content_block["type"] = "text";
+      content_block["text"] = "";
     }
+    ordered_json block_start;
+    block_start["type"] = "content_block_start";
+    block_start["index"] = index;
+    block_start["content_block"] = std::move(content_block);
+    Add(events, "content_block_start", block_start, block.tool_use);
+    if (index == 0) AddPing(events);
 
+    auto add_delta = [&](ordered_json delta, bool output) {
+      ordered_json data;
+      data["type"] = "content_block_delta";
+      data["index"] = index;
+      data["delta"] = std::move(delta);
+      Add(events, "content_block_delta", data, output);
+    };
+    if (block.tool_use) {
+      // Anthropic opens every tool input with an empty fragment.
+      std::vector<std::string> fragments = SplitArguments(block.text);
+      fragments.insert(fragments.begin(), "");
+      for (std::string& fragment : fragments) {
+        ordered_json delta;
+        delta["type"] = "input_json_delta";
+        const bool output = !fragment.empty();
+        delta["partial_json"] = std::move(fragment);
+        add_delta(std::move(delta), output);
+      }
+    } else {
+      for (std::string& piece : SplitText(block.text, chunk_chars)) {
+        ordered_json delta;
+        delta["type"] = "text_delta";
+        delta["text"] = std::move(piece);
+        add_delta(std::move(delta), true);
+      }
+    }
+    ordered_json block_stop;
+    block_stop["type"] = "content_block_stop";
+    block_stop["index"] = index;
+    Add(events, "content_block_stop", block_stop, false);
+  }
+
+  // message_delta with the stop reason and output tokens, then message_stop.
+  static void AddMessageEnd(const Answer& answer, const std::vector<Block>& blocks,
+                            std::vector<StreamEvent>& events) {
     ordered_json delta;
     delta["stop_reason"] = StopReasonFor(answer, blocks);
     delta["stop_sequence"] = nullptr;
@@ -309,11 +326,10 @@ class AnthropicWireFormat final : public WireFormat {
     message_delta["type"] = "message_delta";
     message_delta["delta"] = std::move(delta);
     message_delta["usage"] = std::move(usage);
-    add("message_delta", message_delta, false);
+    Add(events, "message_delta", message_delta, false);
     ordered_json stop;
     stop["type"] = "message_stop";
-    add("message_stop", stop, false);
-    return events;
+    Add(events, "message_stop", stop, false);
   }
 
   std::string StreamErrorEvent() const override {
@@ -331,77 +347,16 @@ class AnthropicWireFormat final : public WireFormat {
     bool last_has_tool_result = false;
     for (size_t i = 0; i < messages.size(); ++i) {
       const json& message = messages[i];
-      if (!message.is_object()) {
-        return InvalidRequest(absl::StrCat("messages.", i, ": Input should be a valid dictionary"));
-      }
+      if (auto error = CheckRole(message, i, previous_role)) return error;
       const std::string role = StringOr(message, "role");
-      if (role == "system") {
-        return InvalidRequest(
-            "messages: Unexpected role \"system\". The Messages API accepts a top-level `system` "
-            "parameter, not \"system\" as an input message role.");
-      }
-      if (role != "user" && role != "assistant") {
-        return InvalidRequest(
-            absl::StrCat("messages.", i, ".role: Input should be 'user' or 'assistant'"));
-      }
-      if (i == 0 && role != "user") {
-        return InvalidRequest("messages: first message must use the \"user\" role");
-      }
-      if (role == previous_role) {
-        return InvalidRequest(absl::StrCat(
-            "messages: roles must alternate between \"user\" and \"assistant\", but found "
-            "multiple \"",
-            role, "\" roles in a row"));
-      }
       previous_role = role;
-
       const auto content = message.find("content");
       if (content == message.end()) {
         return InvalidRequest(absl::StrCat("messages.", i, ".content: Field required"));
       }
-      std::string text;
-      bool has_text = false;
-      std::vector<std::string> calls;
-      last_has_tool_result = false;
-      if (content->is_string()) {
-        text = content->get<std::string>();
-        has_text = true;
-      } else if (content->is_array()) {
-        for (size_t j = 0; j < content->size(); ++j) {
-          const json& block = (*content)[j];
-          const std::string at = absl::StrCat("messages.", i, ".content.", j);
-          const std::string type = block.is_object() ? StringOr(block, "type") : "";
-          if (type == "text") {
-            text += StringOr(block, "text");
-            has_text = true;
-          } else if (type == "tool_use") {
-            const auto input = block.find("input");
-            if (input == block.end() || !input->is_object()) {
-              return InvalidRequest(at + ".tool_use.input: Input should be a valid dictionary");
-            }
-            calls.push_back(StringOr(block, "id"));
-            view.prompt_chars += StringOr(block, "name").size() + input->dump().size();
-          } else if (type == "tool_result") {
-            const std::string id = StringOr(block, "tool_use_id");
-            if (std::find(unanswered.begin(), unanswered.end(), id) == unanswered.end()) {
-              return InvalidRequest(absl::StrCat(
-                  at, ": unexpected `tool_use_id` found in `tool_result` blocks: ", id,
-                  ". Each `tool_result` block must have a corresponding `tool_use` block in the "
-                  "previous message."));
-            }
-            std::erase(unanswered, id);
-            last_has_tool_result = true;
-            const auto result = block.find("content");
-            if (result != block.end()) {
-              view.prompt_chars +=
-                  result->is_string() ? result->get<std::string>().size() : result->dump().size();
-            }
-          }
-        }
-      } else {
-        return InvalidRequest(
-            absl::StrCat("messages.", i, ".content: Input should be a valid list"));
-      }
+      ContentSeen seen;
+      if (auto error = InspectContent(*content, i, unanswered, view, seen)) return error;
+      last_has_tool_result = seen.tool_result;
       if (!unanswered.empty()) {
         return InvalidRequest(absl::StrCat(
             "messages.", calls_index,
@@ -411,12 +366,96 @@ class AnthropicWireFormat final : public WireFormat {
             ". Each `tool_use` block must have a corresponding `tool_result` block in the next "
             "message."));
       }
-      view.prompt_chars += text.size();
-      if (role == "user" && has_text) view.last_user_text = text;
-      unanswered = std::move(calls);
+      view.prompt_chars += seen.text.size();
+      if (role == "user" && seen.has_text) view.last_user_text = seen.text;
+      unanswered = std::move(seen.calls);
       calls_index = i;
     }
     view.last_is_tool_result = last_has_tool_result;
+    return std::nullopt;
+  }
+
+  // Message `i` is an object whose role is user or assistant, the first
+  // one the user's, alternating with `previous_role`.
+  static std::optional<HttpAnswer> CheckRole(const json& message, size_t i,
+                                             const std::string& previous_role) {
+    if (!message.is_object()) {
+      return InvalidRequest(absl::StrCat("messages.", i, ": Input should be a valid dictionary"));
+    }
+    const std::string role = StringOr(message, "role");
+    if (role == "system") {
+      return InvalidRequest(
+          "messages: Unexpected role \"system\". The Messages API accepts a top-level `system` "
+          "parameter, not \"system\" as an input message role.");
+    }
+    if (role != "user" && role != "assistant") {
+      return InvalidRequest(
+          absl::StrCat("messages.", i, ".role: Input should be 'user' or 'assistant'"));
+    }
+    if (i == 0 && role != "user") {
+      return InvalidRequest("messages: first message must use the \"user\" role");
+    }
+    if (role == previous_role) {
+      return InvalidRequest(absl::StrCat(
+          "messages: roles must alternate between \"user\" and \"assistant\", but found "
+          "multiple \"",
+          role, "\" roles in a row"));
+    }
+    return std::nullopt;
+  }
+
+  // What one message's content holds.
+  struct ContentSeen {
+    std::string text;
+    bool has_text = false;
+    std::vector<std::string> calls;  // its tool_use ids
+    bool tool_result = false;
+  };
+
+  // Message `i`'s content, a string or a list of blocks; each tool_result
+  // answers one of the previous message's `unanswered` tool_use ids.
+  static std::optional<HttpAnswer> InspectContent(const json& content, size_t i,
+                                                  std::vector<std::string>& unanswered,
+                                                  RequestView& view, ContentSeen& seen) {
+    if (content.is_string()) {
+      seen.text = content.get<std::string>();
+      seen.has_text = true;
+      return std::nullopt;
+    }
+    if (!content.is_array()) {
+      return InvalidRequest(absl::StrCat("messages.", i, ".content: Input should be a valid list"));
+    }
+    for (size_t j = 0; j < content.size(); ++j) {
+      const json& block = content[j];
+      const std::string at = absl::StrCat("messages.", i, ".content.", j);
+      const std::string type = block.is_object() ? StringOr(block, "type") : "";
+      if (type == "text") {
+        seen.text += StringOr(block, "text");
+        seen.has_text = true;
+      } else if (type == "tool_use") {
+        const auto input = block.find("input");
+        if (input == block.end() || !input->is_object()) {
+          return InvalidRequest(at + ".tool_use.input: Input should be a valid dictionary");
+        }
+        seen.calls.push_back(StringOr(block, "id"));
+        view.prompt_chars += StringOr(block, "name").size() + input->dump().size();
+      } else if (type == "tool_result") {
+        const std::string id = StringOr(block, "tool_use_id");
+        if (std::find(unanswered.begin(), unanswered.end(), id) == unanswered.end()) {
+          return InvalidRequest(absl::StrCat(
+              at, ": unexpected `tool_use_id` found in `tool_result` blocks: ", id,
+              ". Each `tool_result` block must have a corresponding `tool_use` block in the "
+              "previous message."));
+        }
+        std::erase(unanswered, id);
+        seen.tool_result = true;
+        const auto result = block.find("content");
+        if (result != block.end()) {
+          view.prompt_chars +=
+              result->is_string() ? result->get<std::string>().size() : result->dump().size();
+        }
+      }
+    }
     return std::nullopt;
   }
 };

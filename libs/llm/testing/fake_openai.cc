@@ -131,6 +131,26 @@ class OpenAiWireFormat final : public WireFormat {
   std::variant<RequestView, HttpAnswer> Inspect(const std::map<std::string, std::string>& headers,
                                                 const json& body,
                                                 const std::string& api_key) const override {
+    if (auto error = CheckKey(headers, api_key)) return *std::move(error);
+    if (!body.is_object()) {
+      return InvalidRequest(
+          "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
+          "using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was "
+          "sent was not valid JSON. If you have trouble figuring out how to fix this, please "
+          "open an issue at https://github.com/openai/openai-python/issues.)");
+    }
+    RequestView view;
+    for (auto inspect :
+         {InspectModelAndMessages, InspectStream, InspectTools, InspectResponseFormat}) {
+      if (auto error = inspect(body, view)) return *std::move(error);
+    }
+    return view;
+  }
+
+  // The key in the Authorization header, as OpenAI words a missing or a
+  // wrong one; nothing to check when the server takes any key.
+  static std::optional<HttpAnswer> CheckKey(const std::map<std::string, std::string>& headers,
+                                            const std::string& api_key) {
     if (!api_key.empty()) {
       const auto it = headers.find("authorization");
       if (it == headers.end()) {
@@ -153,14 +173,10 @@ class OpenAiWireFormat final : public WireFormat {
                            "invalid_request_error", std::nullopt, "invalid_api_key");
       }
     }
-    if (!body.is_object()) {
-      return InvalidRequest(
-          "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
-          "using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was "
-          "sent was not valid JSON. If you have trouble figuring out how to fix this, please "
-          "open an issue at https://github.com/openai/openai-python/issues.)");
-    }
-    RequestView view;
+    return std::nullopt;
+  }
+
+  static std::optional<HttpAnswer> InspectModelAndMessages(const json& body, RequestView& view) {
     const auto model = body.find("model");
     if (model == body.end() || model->is_null()) {
       return InvalidRequest("you must provide a model parameter");
@@ -177,8 +193,10 @@ class OpenAiWireFormat final : public WireFormat {
           "empty array instead.",
           "messages", "empty_array");
     }
-    if (auto error = InspectMessages(*messages, view)) return *std::move(error);
+    return InspectMessages(*messages, view);
+  }
 
+  static std::optional<HttpAnswer> InspectStream(const json& body, RequestView& view) {
     const auto stream = body.find("stream");
     view.stream = stream != body.end() && stream->is_boolean() && stream->get<bool>();
     const auto stream_options = body.find("stream_options");
@@ -191,7 +209,10 @@ class OpenAiWireFormat final : public WireFormat {
       view.include_usage = stream_options->is_object() &&
                            stream_options->value("include_usage", json(false)) == json(true);
     }
+    return std::nullopt;
+  }
 
+  static std::optional<HttpAnswer> InspectTools(const json& body, RequestView& view) {
     if (const auto tools = body.find("tools"); tools != body.end() && !tools->is_null()) {
       if (!tools->is_array()) return InvalidType("tools", "an array of objects", *tools);
       for (size_t i = 0; i < tools->size(); ++i) {
@@ -205,7 +226,11 @@ class OpenAiWireFormat final : public WireFormat {
         view.tool_names.push_back(name);
       }
     }
+    return std::nullopt;
+  }
 
+  // A structured answer asked for: its schema's name and the schema.
+  static std::optional<HttpAnswer> InspectResponseFormat(const json& body, RequestView& view) {
     if (const auto format = body.find("response_format");
         format != body.end() && format->is_object()) {
       const std::string type = StringOr(*format, "type");
@@ -223,7 +248,7 @@ class OpenAiWireFormat final : public WireFormat {
         view.structured_schema = json::object();
       }
     }
-    return view;
+    return std::nullopt;
   }
 
   HttpAnswer Error(int status) const override {

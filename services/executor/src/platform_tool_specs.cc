@@ -1,5 +1,8 @@
 // The descriptors of the built-in platform tools: what a model reads to
 // choose a tool and fill its arguments.
+#include <iterator>
+#include <utility>
+
 #include "services/executor/src/platform_tools.h"
 
 namespace omniforge::executor {
@@ -18,23 +21,23 @@ ToolSpec Spec(std::string name, ToolRisk risk, std::string description,
 
 std::string With(const char* a, const std::string& b) { return std::string(a) + ", " + b; }
 
-}  // namespace
-
-std::vector<ToolSpec> PlatformToolSpecs() {
-  const std::string limit =
-      R"("limit": {"type": "integer", "minimum": 1, "maximum": 200, "description": "At most this many (default 50)."})";
-  const std::string agent_fields =
-      R"("description": {"type": "string", "description": "What the agent does, in a sentence or two (up to 2000 characters)."},
+constexpr char kLimit[] =
+    R"("limit": {"type": "integer", "minimum": 1, "maximum": 200, "description": "At most this many (default 50)."})";
+constexpr char kAgentFields[] =
+    R"("description": {"type": "string", "description": "What the agent does, in a sentence or two (up to 2000 characters)."},
          "instructions": {"type": "string", "description": "How the agent works, step by step (up to 20000 characters)."},
          "schedule": {"type": "string", "description": "When it runs on its own, e.g. 'every Monday 09:00' or a cron expression; empty: only on demand."},
          "skills": {"type": "array", "items": {"type": "string"}, "description": "Names of skills the agent uses."},
          "config": {"type": "object", "description": "Free-form settings (integrations, channels, thresholds)."})";
+
+// Agents: list, read, create, change, pause, resume, delete and run them.
+std::vector<ToolSpec> AgentToolSpecs() {
   return {
       Spec(
           "list_agents", ToolRisk::kRead,
           "List the user's agents (name, description, status, schedule), by name.",
           R"("status": {"type": "string", "enum": ["active", "paused"], "description": "Only agents in this state."}, )" +
-              limit,
+              std::string(kLimit),
           ""),
       Spec("get_agent", ToolRisk::kRead,
            "Get one agent with its instructions, skills, config and its five latest runs.",
@@ -43,13 +46,13 @@ std::vector<ToolSpec> PlatformToolSpecs() {
           "create_agent", ToolRisk::kWrite,
           "Create an agent. Names are unique per user (1 to 100 characters).",
           R"("name": {"type": "string", "description": "A short unique name, e.g. 'weekly-sales-digest'."}, )" +
-              agent_fields,
+              std::string(kAgentFields),
           R"("name", "description")"),
       Spec("update_agent", ToolRisk::kWrite,
            "Change an agent: only the fields given change (skills and config are replaced "
            "whole).",
            With(kAgentRef, R"("name": {"type": "string", "description": "A new unique name."}, )" +
-                               agent_fields),
+                               std::string(kAgentFields)),
            R"("agent")"),
       Spec("pause_agent", ToolRisk::kWrite,
            "Pause an agent: it stops running on its schedule and cannot be run until resumed.",
@@ -65,10 +68,16 @@ std::vector<ToolSpec> PlatformToolSpecs() {
               kAgentRef,
               R"("input": {"type": "object", "description": "What this run works on (free-form)."})"),
           R"("agent")"),
+  };
+}
+
+// Skills and the runs of agents.
+std::vector<ToolSpec> SkillAndRunToolSpecs() {
+  return {
       Spec(
           "list_skills", ToolRisk::kRead, "List the user's skills, by name.",
           R"("query": {"type": "string", "description": "Only skills whose name or description contains this text."}, )" +
-              limit,
+              std::string(kLimit),
           ""),
       Spec(
           "create_skill", ToolRisk::kWrite,
@@ -82,18 +91,24 @@ std::vector<ToolSpec> PlatformToolSpecs() {
           With(
               R"("agent": {"type": "string", "description": "Only runs of this agent (id or exact name)."},
                    "status": {"type": "string", "enum": ["running", "succeeded", "failed"], "description": "Only runs in this state."})",
-              limit),
+              kLimit),
           ""),
       Spec("get_run", ToolRisk::kRead, "Get one run with its input, output and error.",
            R"("run_id": {"type": "string", "description": "The run's id (a UUID)."})",
            R"("run_id")"),
+  };
+}
+
+// Projects, their tasks, templates and context documents.
+std::vector<ToolSpec> ProjectToolSpecs() {
+  return {
       Spec(
           "search_projects", ToolRisk::kRead,
           "Find the user's projects whose name or description contains the query (all projects "
           "when it is empty), with their task counts.",
           With(R"("query": {"type": "string", "description": "Text to look for, e.g. 'marketing'."},
                    "status": {"type": "string", "enum": ["active", "archived"], "description": "Only projects in this state."})",
-               limit),
+               kLimit),
           ""),
       Spec(
           "get_project_details", ToolRisk::kRead,
@@ -124,7 +139,7 @@ std::vector<ToolSpec> PlatformToolSpecs() {
           "list_project_templates", ToolRisk::kRead,
           "List project templates with the tasks each starts a project with.",
           R"("query": {"type": "string", "description": "Only templates whose name or description contains this text."}, )" +
-              limit,
+              std::string(kLimit),
           ""),
       Spec("create_project_template", ToolRisk::kWrite,
            "Create a project template: a name, a description and the tasks a project made from "
@@ -141,6 +156,16 @@ std::vector<ToolSpec> PlatformToolSpecs() {
               "content": {"type": "string", "description": "The document, up to 100000 characters."})",
            R"("project", "title", "content")"),
   };
+}
+
+}  // namespace
+
+std::vector<ToolSpec> PlatformToolSpecs() {
+  std::vector<ToolSpec> specs = AgentToolSpecs();
+  for (std::vector<ToolSpec> more : {SkillAndRunToolSpecs(), ProjectToolSpecs()}) {
+    std::move(more.begin(), more.end(), std::back_inserter(specs));
+  }
+  return specs;
 }
 
 }  // namespace omniforge::executor
