@@ -20,7 +20,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "libs/core/call_cancellation.h"
 
 namespace omniforge::core {
 
@@ -61,10 +60,9 @@ class SideThreads final {
     using R = std::invoke_result_t<F>;
     auto promise = std::make_shared<std::promise<R>>();
     SideCall<R> result(promise->get_future());
-    // The call is its caller's work: the caller's cancellation reaches it.
-    Post([promise, call = std::move(call),
-          cancel = CallCancellation()]() mutable -> std::function<void()> {
-      const ScopedCallCancellation cancellable(cancel);
+    // Nothing of the caller's thread travels with the call: what the call
+    // needs (its deadline, its cancel signal) it captures, e.g. a core::Call.
+    Post([promise, call = std::move(call)]() mutable -> std::function<void()> {
       try {
         if constexpr (std::is_void_v<R>) {
           call();
