@@ -234,6 +234,33 @@ std::optional<RuleAnswer> DeclineOffer(const Situation& s) {
   return out;
 }
 
+// "lease renewals", "FOIA" in answer to "Which agent should I pause?": the
+// agent named, for what the user had asked (else what the question's verb
+// says).
+std::optional<RuleAnswer> AnswerToWhichAgent(const Situation& s) {
+  const std::vector<HistoryTurn>& history = s.message.request.history;
+  if (!s.named_agent || history.empty() || history.back().role != Role::kAssistant ||
+      s.message.words.size() > 8 || LeadingVerb(s.message.words)) {
+    return std::nullopt;
+  }
+  const std::string& question = history.back().content;
+  const std::string normalized = NormalizeText(question);
+  const std::vector<std::string_view> question_words = Words(normalized);
+  if (question.find('?') == std::string::npos || !ContainsPhrase(question_words, "which")) {
+    return std::nullopt;
+  }
+  std::optional<Action> wanted = s.context.previous_action;
+  if (!wanted || NewAgentOrSkill(*wanted) || *wanted == Action::kConversation ||
+      *wanted == Action::kUnknown) {
+    wanted = VerbAction(question);
+  }
+  const Action action = ForExistingAgent(wanted.value_or(Action::kQueryInfo));
+  RuleAnswer out = Answer(s, action, Reference::kOrdinal,
+                          "The user answers the assistant's question with " + *s.named_agent +
+                              ", for what was asked: " + Phrase(action) + ".");
+  return out;
+}
+
 // ------------------------------------------------ picks from a list
 
 // The position of the agent last talked about in the last list, or -1.
@@ -456,6 +483,7 @@ constexpr Rule<Situation> kReferenceRules[] = {
     {.name = "confirm_offer_as_skill", .confidence = 0.9f, .apply = &ConfirmOfferAsSkill},
     {.name = "confirm_offer", .confidence = 0.92f, .apply = &ConfirmOffer},
     {.name = "decline_offer", .confidence = 0.9f, .apply = &DeclineOffer},
+    {.name = "answer_to_which_agent", .confidence = 0.88f, .apply = &AnswerToWhichAgent},
     {.name = "pick_by_ordinal", .confidence = 0.9f, .apply = &PickByOrdinal},
     {.name = "pick_by_description", .confidence = 0.9f, .apply = &PickByDescription},
     {.name = "pick_among_agents", .confidence = 0.8f, .apply = &PickAmongAgents},
