@@ -606,11 +606,18 @@ bool AsksForNewAgent(const std::vector<std::string_view>& w) {
   return false;
 }
 
+// The message spells out the agent name the analysis found, not only
+// words of it ("new agent for the drivers" beside driver-checkin).
+bool NamesAgentExactly(const Facts& f) {
+  return f.in.agent_name &&
+         Lowercase(f.in.request.message).find(Lowercase(*f.in.agent_name)) != std::string::npos;
+}
+
 // "make me an agent for the accounts team", "skill for invoices": a new
 // agent or skill with nothing said of what it should do.
 bool PurposeMissing(Facts& f) {
   if (f.in.action != Action::kCreateAgent && f.in.action != Action::kCreateSkill &&
-      !(AsksForNewAgent(f.words) && !f.in.agent_name)) {
+      !(AsksForNewAgent(f.words) && !NamesAgentExactly(f))) {
     return false;
   }
   if (f.in.reference == Reference::kCorrection) return false;

@@ -240,7 +240,12 @@ std::optional<RuleAnswer> DeclineOffer(const Situation& s) {
 std::optional<RuleAnswer> AnswerToWhichAgent(const Situation& s) {
   const std::vector<HistoryTurn>& history = s.message.request.history;
   if (!s.named_agent || history.empty() || history.back().role != Role::kAssistant ||
-      s.message.words.size() > 8 || LeadingVerb(s.message.words)) {
+      s.message.words.size() > 8) {
+    return std::nullopt;
+  }
+  // "run the grant tracker" says what it wants; "grant tracker" is a name.
+  if (LeadingVerb(s.message.words) &&
+      !absl::StrContains(*s.named_agent, std::string(s.message.words.front()))) {
     return std::nullopt;
   }
   const std::string& question = history.back().content;
@@ -249,7 +254,13 @@ std::optional<RuleAnswer> AnswerToWhichAgent(const Situation& s) {
   if (question.find('?') == std::string::npos || !ContainsPhrase(question_words, "which")) {
     return std::nullopt;
   }
-  std::optional<Action> wanted = s.context.previous_action;
+  // The verb of the request the question followed ("move one of my agents
+  // to 7am") says more than the model's reading of it.
+  std::optional<Action> wanted;
+  if (history.size() >= 2 && history[history.size() - 2].role == Role::kUser) {
+    wanted = VerbAction(history[history.size() - 2].content);
+  }
+  if (!wanted || NewAgentOrSkill(*wanted)) wanted = s.context.previous_action;
   if (!wanted || NewAgentOrSkill(*wanted) || *wanted == Action::kConversation ||
       *wanted == Action::kUnknown) {
     wanted = VerbAction(question);
