@@ -1,12 +1,14 @@
 #include "services/intent/src/rules.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "services/intent/src/cues.h"
+#include "services/intent/src/followup_cues.h"
 #include "services/intent/src/text.h"
 
 namespace omniforge::intent {
@@ -179,7 +181,10 @@ std::optional<RuleAnswer> AddressedAgent(const Message& m) {
 // --------------------------------------------- offers, recaps, closings
 
 std::optional<RuleAnswer> Recap(const Situation& s) {
-  if (!IsRecap(s.message.words)) return std::nullopt;
+  if (!IsRecap(s.message.words) &&
+      !(s.context.has_history && AsksForConversationSummary(s.message.words))) {
+    return std::nullopt;
+  }
   RuleAnswer out = Answer(s, Action::kConversation, Reference::kRecap,
                           "The user wants to pick the conversation back up: a recap is due.");
   out.summary_worthy = true;
@@ -220,6 +225,10 @@ std::optional<RuleAnswer> ConfirmOffer(const Situation& s) {
   if (!out.entities.contains("agent_name") && c.last_agent && !NewAgentOrSkill(*c.proposal) &&
       *c.proposal != Action::kManagePlatform) {
     out.entities["agent_name"] = *c.last_agent;
+  }
+  // "yes, but at 9am": the offer, with one value changed.
+  if (std::string value = CorrectedValue(s.message.request.message); !value.empty()) {
+    out.entities["corrected_value"] = value;
   }
   return out;
 }
@@ -272,6 +281,24 @@ std::optional<RuleAnswer> AnswerToWhichAgent(const Situation& s) {
   return out;
 }
 
+// "hmm no, not right now", "pass", "let's park that" to an offer, a draft
+// in progress or a question of the assistant's: nothing to do.
+std::optional<RuleAnswer> RefuseOffer(const Situation& s) {
+  const Context& c = s.context;
+  const std::vector<HistoryTurn>& history = s.message.request.history;
+  const bool asked = !history.empty() && history.back().role == Role::kAssistant &&
+                     history.back().content.find('?') != std::string::npos;
+  if (!(c.proposal || c.in_progress || asked) || !OpensWithRefusal(s.message.words)) {
+    return std::nullopt;
+  }
+  const std::optional<Action> declined = c.proposal ? c.proposal : c.in_progress;
+  RuleAnswer out = Answer(s, Action::kConversation, Reference::kDecline,
+                          "The user turned down what the assistant offered.");
+  out.entities.erase("agent_name");
+  out.alternative = declined;
+  return out;
+}
+
 // ------------------------------------------------ picks from a list
 
 // The position of the agent last talked about in the last list, or -1.
@@ -316,6 +343,49 @@ RuleAnswer AnswerPick(const Situation& s, const std::string& picked, const std::
                  " from the assistant's list, for what was being done: " + Phrase(action) + ".");
   out.entities["agent_name"] = picked;
   return out;
+}
+
+// "the one listed before X", "the entry right above it", "the one between
+// X and Y": X's neighbour in the last list, not X.
+std::optional<RuleAnswer> PickRelative(const Situation& s) {
+  const Context& c = s.context;
+  if (c.last_list.empty()) return std::nullopt;
+  const std::optional<RelativePosition> position = FindRelativePosition(s.message.words);
+  if (!position) return std::nullopt;
+  const auto index_of = [&](const std::string& name) {
+    const auto it = std::find(c.last_list.begin(), c.last_list.end(), name);
+    return it == c.last_list.end() ? -1 : static_cast<int>(it - c.last_list.begin());
+  };
+  std::vector<int> anchors;
+  for (const std::string& name :
+       CatalogItemsInOrder(s.message.request.message, s.message.request.agents)) {
+    if (const int i = index_of(name); i >= 0) anchors.push_back(i);
+  }
+  if (anchors.empty() && s.named_agent) {
+    if (const int i = index_of(*s.named_agent); i >= 0) anchors.push_back(i);
+  }
+  // "the one above it": the item talked about last.
+  if (anchors.empty() && c.last_agent &&
+      ContainsAnyPhrase(s.message.words, {"it", "that", "this one", "that one"})) {
+    if (const int i = index_of(*c.last_agent); i >= 0) anchors.push_back(i);
+  }
+  if (anchors.empty()) return std::nullopt;
+  int picked = -1;
+  switch (*position) {
+    case RelativePosition::kBefore:
+      picked = anchors.front() - 1;
+      break;
+    case RelativePosition::kAfter:
+      picked = anchors.front() + 1;
+      break;
+    case RelativePosition::kBetween:
+      if (anchors.size() >= 2 && std::abs(anchors[0] - anchors[1]) == 2) {
+        picked = (anchors[0] + anchors[1]) / 2;
+      }
+      break;
+  }
+  if (picked < 0 || picked >= static_cast<int>(c.last_list.size())) return std::nullopt;
+  return AnswerPick(s, c.last_list[picked], "the position relative to " + c.last_list[anchors[0]]);
 }
 
 // "the second one", "#2", "the last one", "the other one".
@@ -403,6 +473,33 @@ std::optional<RuleAnswer> DraftCorrection(const Situation& s) {
   std::map<std::string, std::string> merged = c.in_progress_entities;
   Merge(merged, out.entities);
   out.entities = std::move(merged);
+  if (std::string value = CorrectedValue(s.message.request.message); !value.empty()) {
+    out.entities["corrected_value"] = value;
+  }
+  return out;
+}
+
+// "sorry, I meant the March report", "Janet Kim, not Ortiz": the last
+// request again, with the value it corrects.
+std::optional<RuleAnswer> CorrectLastRequest(const Situation& s) {
+  const Context& c = s.context;
+  if (!c.previous_action || !IsCorrection(s.message.words)) return std::nullopt;
+  const std::string value = CorrectedValue(s.message.request.message);
+  if (value.empty()) return std::nullopt;
+  RuleAnswer out = Answer(s, *c.previous_action, Reference::kCorrection,
+                          "The user corrects the last request (" + Phrase(*c.previous_action) +
+                              ") to \"" + value + "\".");
+  const bool named_exactly =
+      s.named_agent &&
+      absl::StrContains(Lowercase(s.message.request.message), Lowercase(*s.named_agent));
+  std::map<std::string, std::string> merged = c.previous_entities;
+  if (!named_exactly) out.entities.erase("agent_name");
+  Merge(merged, out.entities);
+  out.entities = std::move(merged);
+  if (!out.entities.contains("agent_name") && c.last_agent && !NewAgentOrSkill(*c.previous_action)) {
+    out.entities["agent_name"] = *c.last_agent;
+  }
+  out.entities["corrected_value"] = value;
   return out;
 }
 
@@ -494,11 +591,14 @@ constexpr Rule<Situation> kReferenceRules[] = {
     {.name = "confirm_offer_as_skill", .confidence = 0.9f, .apply = &ConfirmOfferAsSkill},
     {.name = "confirm_offer", .confidence = 0.92f, .apply = &ConfirmOffer},
     {.name = "decline_offer", .confidence = 0.9f, .apply = &DeclineOffer},
+    {.name = "refuse_offer", .confidence = 0.85f, .apply = &RefuseOffer},
     {.name = "answer_to_which_agent", .confidence = 0.88f, .apply = &AnswerToWhichAgent},
+    {.name = "pick_relative", .confidence = 0.88f, .apply = &PickRelative},
     {.name = "pick_by_ordinal", .confidence = 0.9f, .apply = &PickByOrdinal},
     {.name = "pick_by_description", .confidence = 0.9f, .apply = &PickByDescription},
     {.name = "pick_among_agents", .confidence = 0.8f, .apply = &PickAmongAgents},
     {.name = "draft_correction", .confidence = 0.85f, .apply = &DraftCorrection},
+    {.name = "correct_last_request", .confidence = 0.8f, .apply = &CorrectLastRequest},
     {.name = "same_for_named_agent", .confidence = 0.85f, .apply = &SameForNamedAgent},
     {.name = "same_again_on_last_agent", .confidence = 0.85f, .apply = &SameAgainOnLastAgent},
     {.name = "follow_up_detail", .confidence = 0.8f, .apply = &FollowUpDetail},

@@ -1,0 +1,248 @@
+#include "services/intent/src/followup_cues.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "services/intent/src/cues.h"
+#include "services/intent/src/text.h"
+
+namespace omniforge::intent {
+namespace {
+
+using WordSet = std::set<std::string_view>;
+
+// A correction longer than this is a new request.
+constexpr size_t kMaxCorrectionWords = 14;
+// A refusal longer than this says more than no.
+constexpr size_t kMaxRefusalWords = 14;
+
+// Words around a corrected value that are not part of it: apology,
+// agreement, hesitation, the "I meant" of a correction.
+const WordSet& AroundValue() {
+  static const WordSet words = {
+      "sorry",  "sry",    "soz",    "oops",   "oh",     "ugh",    "argh",  "ack",    "hmm",
+      "hm",     "wait",   "no",     "nah",    "typo",   "correction", "my", "bad",   "i",
+      "meant",  "mean",   "should", "be",     "its",    "it",     "is",    "wanted", "yes",
+      "yep",    "ya",     "yeah",   "ok",     "okay",   "good",   "great", "looks",  "sounds",
+      "love",   "save",   "go",     "ahead",  "do",     "apply",  "create", "send",  "but",
+      "though", "tho",    "w",      "with",   "please", "pls",    "thanks", "fat",   "fingers",
+      "wrong",  "one",    "actually", "make", "perfect", "fine",  "cool",  "nice",   "then",
+      "instead", "lol",   "oopsie", "whoops", "right",  "correct", "so",   "and",
+      "sure",   "thing",  "absolutely", "definitely", "for", "that", "this", "lets", "alright",
+      "done",   "works",  "thank",  "you",    "much",   "very",   "exactly", "awesome", "brilliant",
+      "ah",     "yup",    "y",      "k",      "kk"};
+  return words;
+}
+
+bool IsFiller(std::string_view w) { return AroundValue().contains(w); }
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (std::isspace(static_cast<unsigned char>(s.front())) != 0 ||
+                        s.front() == ',' || s.front() == '.' || s.front() == '!')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (std::isspace(static_cast<unsigned char>(s.back())) != 0 ||
+                        s.back() == ',' || s.back() == '.' || s.back() == '!' || s.back() == '?')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+// Splits `text` into clauses at , ; : — – → and sentence ends.
+std::vector<std::string_view> Clauses(std::string_view text) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  for (size_t i = 0; i <= text.size(); ++i) {
+    size_t cut = 0;
+    if (i == text.size()) {
+      cut = 1;
+    } else if (text[i] == ',' || text[i] == ';' || text[i] == ':' || text[i] == '(' ||
+               text[i] == ')' || ((text[i] == '.' || text[i] == '!' || text[i] == '?') &&
+                                  (i + 1 == text.size() || text[i + 1] == ' '))) {
+      cut = 1;
+    } else if (text.compare(i, 3, "—") == 0 || text.compare(i, 3, "–") == 0 ||
+               text.compare(i, 3, "→") == 0) {
+      cut = 3;
+    } else if (text.compare(i, 3, " - ") == 0) {
+      cut = 3;
+    }
+    if (cut == 0) continue;
+    std::string_view clause = Trim(text.substr(start, i - start));
+    if (!clause.empty()) out.push_back(clause);
+    start = i + cut;
+    i += cut - 1;
+  }
+  return out;
+}
+
+bool HasAsciiAlnum(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char ch) {
+    return static_cast<unsigned char>(ch) < 0x80 && std::isalnum(static_cast<unsigned char>(ch)) != 0;
+  });
+}
+
+// The byte offset in `clause` of the first word that is not filler (nor
+// an emoji).
+size_t FirstValueWord(std::string_view clause) {
+  size_t at = 0;
+  while (at < clause.size()) {
+    while (at < clause.size() && clause[at] == ' ') ++at;
+    size_t end = at;
+    while (end < clause.size() && clause[end] != ' ') ++end;
+    const std::string_view token = clause.substr(at, end - at);
+    const std::string word = NormalizeText(token);
+    if (HasAsciiAlnum(token) && !(Words(word).size() == 1 && IsFiller(word))) return at;
+    at = end;
+  }
+  return clause.size();
+}
+
+// `clause` without the filler before its value, the "not Y" after it and
+// the filler after that.
+std::string_view ValueOf(std::string_view clause) {
+  clause = clause.substr(FirstValueWord(clause));
+  for (std::string_view negation : {" not ", " instead of ", " rather than ", " vs "}) {
+    const size_t at = clause.find(negation);
+    if (at != std::string_view::npos) clause = clause.substr(0, at);
+  }
+  // Trailing filler: "June 20 I mean", "For sunday sorry".
+  while (!clause.empty()) {
+    const size_t space = clause.rfind(' ');
+    if (space == std::string_view::npos) break;
+    const std::string last = NormalizeText(clause.substr(space + 1));
+    if (!IsFiller(last) || last == "one") break;
+    clause = Trim(clause.substr(0, space));
+  }
+  const std::string whole = NormalizeText(clause);
+  const std::vector<std::string_view> words = Words(whole);
+  if (std::all_of(words.begin(), words.end(),
+                  [](std::string_view w) { return IsFiller(w) || !HasAsciiAlnum(w); })) {
+    return {};
+  }
+  return Trim(clause);
+}
+
+bool HasDigit(std::string_view s) {
+  return std::any_of(s.begin(), s.end(),
+                     [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)) != 0; });
+}
+
+}  // namespace
+
+bool IsCorrection(const std::vector<std::string_view>& words) {
+  if (words.empty() || words.size() > kMaxCorrectionWords) return false;
+  if (ContainsAnyPhrase(words, {"sorry", "sry", "i meant", "i mean", "typo", "oops", "my bad",
+                                "wrong one", "correction", "should be", "fat fingers", "whoops",
+                                "meant to say", "not what i"})) {
+    return true;
+  }
+  // "Janet Kim, not Ortiz", "zone D not B": a value, then the one it replaces.
+  const int at = FindPhrase(words, "not");
+  return at >= 1 && static_cast<size_t>(at) + 1 < words.size() && words.size() <= 8 &&
+         !ContainsAnyPhrase(words, {"do not", "dont", "does not", "is not", "not now", "not yet",
+                                    "why not", "not sure", "or not"});
+}
+
+std::string CorrectedValue(std::string_view message) {
+  const std::vector<std::string_view> clauses = Clauses(message);
+  std::vector<std::string_view> values;
+  for (std::string_view clause : clauses) {
+    const std::string normalized = NormalizeText(clause);
+    const std::vector<std::string_view> words = Words(normalized);
+    // "not the curators": the value being replaced.
+    if (!words.empty() && (words.front() == "not" ||
+                           (words.size() > 1 && IsFiller(words.front()) && words[1] == "not"))) {
+      continue;
+    }
+    std::string_view value = ValueOf(clause);
+    if (!value.empty()) values.push_back(value);
+  }
+  if (values.empty()) return "";
+  // A figure is what corrections and edits most often change.
+  for (std::string_view v : values) {
+    if (HasDigit(v)) return std::string(v);
+  }
+  return std::string(values.front());
+}
+
+bool OpensWithRefusal(const std::vector<std::string_view>& words) {
+  if (words.empty() || words.size() > kMaxRefusalWords) return false;
+  static const std::vector<std::string_view> openings = {
+      "no",         "nah",        "nope",        "pass",          "hard pass",  "not now",
+      "not right now", "not a priority", "not for now", "dont",     "please dont", "pls dont",
+      "forget it",  "forget i asked", "lets park", "park that",    "thanks but no", "no thanks",
+      "no thank",   "ill think about it", "actually no", "actually forget", "leave it",
+      "ill pass",   "skip it",    "not needed",  "ehh no",        "uh no",      "hmm no",
+      "hmm nah",    "maybe later", "not this time", "👎"};
+  size_t start = 0;
+  static const WordSet hesitation = {"hmm", "hm", "uh", "ehh", "eh", "um", "ok", "okay",
+                                     "thanks", "thx", "actually", "oh", "sorry", "no"};
+  // The refusal may follow a hesitation or a thanks ("hmm, no", "thanks but no").
+  while (start < words.size() && start < 2 && hesitation.contains(words[start]) &&
+         words[start] != "no") {
+    ++start;
+  }
+  const std::vector<std::string_view> rest(words.begin() + static_cast<long>(start), words.end());
+  bool opens = false;
+  for (std::string_view phrase : openings) {
+    if (FindPhrase(rest, phrase) == 0 || FindPhrase(words, phrase) == 0) opens = true;
+  }
+  if (!opens) return false;
+  // "no, make it weekly", "no, 45": a correction, not a refusal.
+  for (std::string_view w : words) {
+    if (HasDigit(w)) return false;
+  }
+  static const WordSet refusal_verbs = {"leave", "keep", "forget", "handle", "think", "park",
+                                        "bother", "touch", "change", "do", "need", "want", "prefer"};
+  for (size_t i = 1; i < rest.size(); ++i) {
+    const std::vector<std::string_view> tail(rest.begin() + static_cast<long>(i), rest.end());
+    if (IsFiller(rest[i]) || rest[i] == "not" || rest[i] == "dont" || rest[i] == "right" ||
+        rest[i] == "now") {
+      continue;
+    }
+    if (LeadingVerb(tail) && !refusal_verbs.contains(rest[i])) return false;
+    break;
+  }
+  return true;
+}
+
+bool AsksForConversationSummary(const std::vector<std::string_view>& words) {
+  // Phrases that are about the conversation by themselves.
+  if (ContainsAnyPhrase(words, {"state of play", "where do things stand", "where things stand",
+                                "lost the thread", "how far did we get", "how far have we got",
+                                "what did we do", "what did we get through", "what we did",
+                                "whats done", "whats finished", "whats pending", "whats been",
+                                "whatve we", "what have we got", "what have we done",
+                                "what have we changed", "take stock", "overall picture",
+                                "status of everything", "what i changed", "what weve",
+                                "what we changed", "where are we up to", "what we have done"})) {
+    return true;
+  }
+  // A summary word, scoped to this conversation.
+  const bool summary = ContainsAnyPhrase(
+      words, {"recap", "summary", "summarise", "summarize", "sum up", "rundown", "tldr", "tl dr"});
+  const bool scoped = ContainsAnyPhrase(
+      words, {"we", "weve", "our", "us", "chat", "convo", "conversation", "session", "so far",
+              "everything", "all this", "today", "todays", "lost", "me"});
+  return summary && scoped;
+}
+
+std::optional<RelativePosition> FindRelativePosition(const std::vector<std::string_view>& words) {
+  // Only a position of "the one", "the entry", "the step", "the item".
+  if (!ContainsAnyPhrase(words, {"the one", "the entry", "the step", "the item", "the agent"})) {
+    return std::nullopt;
+  }
+  if (ContainsAnyPhrase(words, {"between"})) return RelativePosition::kBetween;
+  if (ContainsAnyPhrase(words, {"before", "above", "preceding", "ahead of", "prior to",
+                                "previous to", "right before", "directly before", "on top of"})) {
+    return RelativePosition::kBefore;
+  }
+  if (ContainsAnyPhrase(words, {"after", "below", "following", "under", "beneath", "next to",
+                                "underneath", "comes next"})) {
+    return RelativePosition::kAfter;
+  }
+  return std::nullopt;
+}
+
+}  // namespace omniforge::intent
