@@ -130,6 +130,15 @@ bool HasDigit(std::string_view s) {
 
 }  // namespace
 
+bool CarriesEdit(std::string_view message) {
+  const std::string normalized = NormalizeText(message);
+  const std::vector<std::string_view> words = Words(normalized);
+  return HasDigit(message) ||
+         ContainsAnyPhrase(words, {"but", "though", "tho", "instead", "w", "also", "too",
+                                   "as well", "make it", "include", "keep", "only", "except",
+                                   "name it", "call it", "from the", "to the"});
+}
+
 bool IsCorrection(const std::vector<std::string_view>& words) {
   if (words.empty() || words.size() > kMaxCorrectionWords) return false;
   if (ContainsAnyPhrase(words, {"sorry", "sry", "i meant", "i mean", "typo", "oops", "my bad",
@@ -193,14 +202,19 @@ bool OpensWithRefusal(const std::vector<std::string_view>& words) {
   for (std::string_view w : words) {
     if (HasDigit(w)) return false;
   }
+  // "no, send it to the finance channel instead": a new value.
+  if (ContainsAnyPhrase(words, {"instead", "should", "only", "but", "rather", "send it", "make it",
+                                "go to", "use"})) {
+    return false;
+  }
   static const WordSet refusal_verbs = {"leave", "keep", "forget", "handle", "think", "park",
                                         "bother", "touch", "change", "do", "need", "want", "prefer"};
+  static const WordSet between = {"no",   "nah",   "nope", "wait", "thanks", "thx", "please", "pls",
+                                  "just", "sorry", "ok",   "hmm",  "not",    "dont", "right", "now",
+                                  "then", "i",     "id",   "ill",  "we",     "were"};
   for (size_t i = 1; i < rest.size(); ++i) {
     const std::vector<std::string_view> tail(rest.begin() + static_cast<long>(i), rest.end());
-    if (IsFiller(rest[i]) || rest[i] == "not" || rest[i] == "dont" || rest[i] == "right" ||
-        rest[i] == "now") {
-      continue;
-    }
+    if (between.contains(rest[i])) continue;
     if (LeadingVerb(tail) && !refusal_verbs.contains(rest[i])) return false;
     break;
   }

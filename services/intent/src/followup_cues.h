@@ -25,6 +25,10 @@ bool IsCorrection(const std::vector<std::string_view>& words);
 // "Ranunculus"). Empty when nothing is left.
 std::string CorrectedValue(std::string_view message);
 
+// "yes, but at 9am", "ok, 80 words though", "yes, include the weekend too":
+// an agreement that changes something on the way.
+bool CarriesEdit(std::string_view message);
+
 // "hmm no, not right now", "pass", "let's park that", "please don't": the
 // message opens with a refusal and asks for nothing else.
 bool OpensWithRefusal(const std::vector<std::string_view>& words);

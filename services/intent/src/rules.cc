@@ -227,8 +227,10 @@ std::optional<RuleAnswer> ConfirmOffer(const Situation& s) {
     out.entities["agent_name"] = *c.last_agent;
   }
   // "yes, but at 9am": the offer, with one value changed.
-  if (std::string value = CorrectedValue(s.message.request.message); !value.empty()) {
-    out.entities["corrected_value"] = value;
+  if (CarriesEdit(s.message.request.message)) {
+    if (std::string value = CorrectedValue(s.message.request.message); !value.empty()) {
+      out.entities["corrected_value"] = value;
+    }
   }
   return out;
 }
