@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "services/intent/src/conversation_context.h"
 #include "services/intent/src/cues.h"
+#include "services/intent/src/followup_cues.h"
 #include "services/intent/src/rules.h"
 
 namespace omniforge::intent {
@@ -211,6 +212,17 @@ LocalAnalyzer::LocalAnalyzer(const LocalClassifier& classifier, AnalyzerOptions 
     : classifier_(classifier), options_(options) {}
 
 LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
+  // "anyway, unrelated: ..." reads only the new request, as if it opened
+  // a conversation.
+  if (std::optional<size_t> start = NewTopicStart(request.message)) {
+    IntentRequest fresh = request;
+    fresh.message = request.message.substr(*start);
+    fresh.history.clear();
+    LocalResult result = Analyze(fresh);
+    result.analysis.reasoning = "A new topic: only the request after the marker is read. " +
+                                result.analysis.reasoning;
+    return result;
+  }
   const Message message(request);
   for (const Rule<Message>& rule : FastPathRules()) {
     if (std::optional<RuleAnswer> answer = rule.apply(message)) {

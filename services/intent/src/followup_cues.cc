@@ -238,7 +238,7 @@ bool AsksForConversationSummary(const std::vector<std::string_view>& words) {
       words, {"recap", "summary", "summarise", "summarize", "sum up", "rundown", "tldr", "tl dr"});
   const bool scoped = ContainsAnyPhrase(
       words, {"we", "weve", "our", "us", "chat", "convo", "conversation", "session", "so far",
-              "everything", "all this", "today", "todays", "lost", "me"});
+              "everything", "all this", "todays", "lost"});
   return summary && scoped;
 }
 
@@ -257,6 +257,55 @@ std::optional<RelativePosition> FindRelativePosition(const std::vector<std::stri
     return RelativePosition::kAfter;
   }
   return std::nullopt;
+}
+
+std::optional<size_t> NewTopicStart(std::string_view message) {
+  static const std::vector<std::string_view> markers = {
+      "anyway",        "anyways",          "unrelated",       "off topic",     "ot",
+      "quick detour",  "detour",           "separate q",      "separate question",
+      "different question", "different topic", "on another note", "btw",     "by the way",
+      "changing the subject", "change of topic", "side question", "random question",
+      "totally different", "new topic",     "before that",     "oh and",        "switching gears",
+      "other thing",   "also unrelated",   "one more thing",  "something else"};
+  static const std::set<std::string_view> lead_in = {"ok", "okay", "oh", "hey", "mmm", "mm",
+                                                     "hmm", "wait", "so", "and", "also", "but",
+                                                     "right", "cool", "thanks", "thx", "k"};
+  size_t start = 0;
+  bool shifted = false;
+  // Markers may pile up: "oh and hey, before that — what's ...".
+  for (int round = 0; round < 4; ++round) {
+    const std::string_view rest = message.substr(start);
+    const std::string normalized = NormalizeText(rest.substr(0, std::min<size_t>(rest.size(), 60)));
+    const std::vector<std::string_view> words = Words(normalized);
+    size_t skip = 0;
+    while (skip < words.size() && skip < 4 && lead_in.contains(words[skip])) ++skip;
+    const std::vector<std::string_view> tail(words.begin() + static_cast<long>(skip), words.end());
+    std::string_view found;
+    for (std::string_view marker : markers) {
+      if (FindPhrase(tail, marker) == 0 && marker.size() > found.size()) found = marker;
+    }
+    if (found.empty()) break;
+    // The new request starts after the clause that holds the marker.
+    const std::string lowered = Lowercase(rest);
+    size_t at = lowered.find(std::string(found.substr(0, found.find(' '))));
+    if (at == std::string::npos) break;
+    at += found.size();
+    size_t cut = at;
+    for (size_t i = at; i < rest.size() && i < at + 25; ++i) {
+      const char ch = rest[i];
+      if (ch == ':' || ch == ',' || ch == '.' || ch == '?' || ch == '!' || ch == '-' ||
+          static_cast<unsigned char>(ch) == 0xE2) {
+        cut = i + (static_cast<unsigned char>(ch) == 0xE2 ? 3 : 1);
+        break;
+      }
+    }
+    while (cut < rest.size() && (rest[cut] == ' ' || rest[cut] == ':' || rest[cut] == ',')) ++cut;
+    if (cut >= rest.size()) break;
+    start += cut;
+    shifted = true;
+  }
+  if (!shifted || start >= message.size()) return std::nullopt;
+  return start;
 }
 
 }  // namespace omniforge::intent

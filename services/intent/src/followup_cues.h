@@ -38,6 +38,11 @@ bool OpensWithRefusal(const std::vector<std::string_view>& words);
 // list. Only meaningful when there is a conversation to recap.
 bool AsksForConversationSummary(const std::vector<std::string_view>& words);
 
+// "anyway, unrelated: can agents read pdfs?", "OT: make me a new agent
+// ...": where the new request starts after a marker of a new topic, or
+// nullopt when the message opens with none.
+std::optional<size_t> NewTopicStart(std::string_view message);
+
 // Where an item stands relative to an anchor: "the one after X", "the
 // entry right above it", "the one between X and Y".
 enum class RelativePosition { kBefore, kAfter, kBetween };
