@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "services/intent/src/conversation_context.h"
 #include "services/intent/src/cues.h"
 #include "services/intent/src/followup_cues.h"
 #include "services/intent/src/rules.h"
+#include "services/intent/src/text.h"
 
 namespace omniforge::intent {
 namespace {
@@ -18,6 +20,8 @@ constexpr std::string_view kNoKnownWordsRule = "no_known_words";
 constexpr std::string_view kModelRule = "model";
 constexpr std::string_view kModelNamedAgentVerbRule = "model_named_agent_verb";
 constexpr std::string_view kModelImperativeCueRule = "model_imperative_cue";
+constexpr std::string_view kModelStandingInstructionRule = "model_standing_instruction";
+constexpr std::string_view kModelSelfContainedTaskRule = "model_self_contained_task";
 
 // The confidence when no word of the message is known to the model.
 constexpr float kNoKnownWordsConfidence = 0.3f;
@@ -129,6 +133,24 @@ ModelReading ReadModel(const Situation& s, const std::vector<Prediction>& ranked
       r.top = Prediction{*cue, std::max(kOverrideFloor, cue_p)};
       r.rule = kModelImperativeCueRule;
     }
+  }
+  // A standing instruction with a trigger and work to do is a new agent
+  // ("every monday at 8, email each adjuster their open claims"), unless
+  // the message names one of the user's agents.
+  if (r.top.action != Action::kCreateAgent && r.top.action != Action::kCreateSkill &&
+      !s.named_agent && IsStandingInstruction(s.message.words, s.message.request.message)) {
+    r.second = r.top;
+    r.top = Prediction{Action::kCreateAgent, std::max(kOverrideFloor, r.top.probability)};
+    r.rule = kModelStandingInstructionRule;
+    return r;
+  }
+  // A task on material the message carries ("translate into french: ...")
+  // is done once, now.
+  if (r.top.action != Action::kExecuteTask && !s.named_agent &&
+      IsSelfContainedTask(s.message.words, s.message.request.message)) {
+    r.second = r.top;
+    r.top = Prediction{Action::kExecuteTask, std::max(kOverrideFloor, r.top.probability)};
+    r.rule = kModelSelfContainedTaskRule;
   }
   return r;
 }

@@ -308,4 +308,129 @@ std::optional<size_t> NewTopicStart(std::string_view message) {
   return start;
 }
 
+namespace {
+
+const std::set<std::string_view>& WorkVerbs() {
+  static const std::set<std::string_view> words = {
+      "send",    "email",  "post",     "export",  "check",   "summarise", "summarize", "create",
+      "tell",    "log",    "reply",    "compare", "cancel",  "notify",    "alert",     "write",
+      "whatsapp", "slack", "text",     "message", "remind",  "assign",    "schedule",  "copy",
+      "push",    "pull",   "draft",    "ping",    "dm",      "forward",   "save",      "add",
+      "open",    "file",   "escalate", "flag",    "update",  "sync",      "upload",    "share"};
+  return words;
+}
+
+int NumberTokens(const std::vector<std::string_view>& words) {
+  int n = 0;
+  for (std::string_view w : words) n += HasDigit(w);
+  return n;
+}
+
+bool CarriesMaterial(std::string_view message) {
+  const size_t colon = message.find(':');
+  if (colon != std::string_view::npos &&
+      Words(NormalizeText(message.substr(colon + 1))).size() >= 4) {
+    return true;
+  }
+  for (std::string_view quote : {"\"", "“"}) {
+    const size_t open = message.find(quote);
+    if (open == std::string_view::npos) continue;
+    const size_t close = message.find(quote, open + quote.size());
+    if (close != std::string_view::npos &&
+        Words(NormalizeText(message.substr(open, close - open))).size() >= 4) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Words that say the message is about automation or an existing agent.
+bool MentionsAutomation(const std::vector<std::string_view>& words) {
+  return ContainsAnyPhrase(words, {"agent", "agents", "bot", "skill", "skills", "workflow",
+                                   "automation", "automate", "every", "each time", "whenever",
+                                   "daily", "weekly", "monthly", "from now on", "schedule"});
+}
+
+// "every monday", "each morning", "weekly" (but not "the weekly report",
+// nor "every student").
+bool HasRecurrence(const std::vector<std::string_view>& words) {
+  static const std::set<std::string_view> units = {
+      "day",     "days",     "week",    "weeks",    "month",    "months",  "morning", "evening",
+      "night",   "hour",     "hours",   "minute",   "minutes",  "weekday", "weekdays", "quarter",
+      "year",    "monday",   "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+      "mondays", "tuesdays", "wednesdays", "thursdays", "fridays", "1st",  "first",   "working",
+      "business", "other",   "afternoon", "weekend"};
+  static const std::set<std::string_view> adverbs = {"daily", "weekly", "monthly", "nightly",
+                                                     "hourly", "weekdays"};
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string_view next = i + 1 < words.size() ? words[i + 1] : "";
+    const std::string_view after = i + 2 < words.size() ? words[i + 2] : "";
+    if ((words[i] == "every" || words[i] == "each") &&
+        (units.contains(next) || (HasDigit(next) && units.contains(after)))) {
+      return true;
+    }
+    if (words[i] == "whenever") return true;
+    if (adverbs.contains(words[i]) &&
+        !(i > 0 && (words[i - 1] == "the" || words[i - 1] == "my" || words[i - 1] == "our" ||
+                    words[i - 1] == "to" || words[i - 1] == "check"))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool IsStandingInstruction(const std::vector<std::string_view>& words, std::string_view message) {
+  if (words.size() < 9 || ContainsPhrase(words, "?") || ContainsAnyPhrase(words, {"skill", "skills"})) {
+    return false;
+  }
+  if (ContainsAnyPhrase(words, {"instead", "anymore", "from now on", "change", "switch", "stop",
+                                "only", "also", "no longer", "rather than", "not", "dont",
+                                "just this once", "right now", "now", "adjust", "move", "moved",
+                                "should", "needs", "want the", "too slow", "too much"})) {
+    return false;
+  }
+  const bool arrow = message.find("->") != std::string_view::npos ||
+                     message.find("→") != std::string_view::npos;
+  bool trigger = arrow || HasRecurrence(words);
+  size_t first = 0;
+  while (first < words.size() && (words[first] == "ok" || words[first] == "so" ||
+                                  words[first] == "and" || words[first] == "please")) {
+    ++first;
+  }
+  if (first < words.size() &&
+      (words[first] == "when" || words[first] == "if" || words[first] == "once" ||
+       (words[first] == "on" && first + 1 < words.size() && words[first + 1] == "the"))) {
+    trigger = true;
+  }
+  if (!trigger) return false;
+  return std::any_of(words.begin(), words.end(),
+                     [](std::string_view w) { return WorkVerbs().contains(w); });
+}
+
+bool IsSelfContainedTask(const std::vector<std::string_view>& words, std::string_view message) {
+  if (words.size() < 6 || MentionsAutomation(words)) return false;
+  static const std::set<std::string_view> text_verbs = {
+      "write",   "translate", "shorten",  "extract", "classify", "scale",   "turn",   "make",
+      "answer",  "reply",     "draft",    "summarise", "summarize", "rewrite", "proofread",
+      "convert", "calculate", "calc",     "give",    "name",     "list",    "seat",   "format",
+      "sort",    "rank",      "generate", "suggest", "come",     "compose", "tidy",   "clean"};
+  static const std::set<std::string_view> filler = {"please", "pls", "plz", "can", "could", "you",
+                                                    "ok", "hey", "quick", "just", "u"};
+  size_t first = 0;
+  while (first < words.size() && filler.contains(words[first])) ++first;
+  bool task_verb = first < words.size() && text_verbs.contains(words[first]);
+  const size_t colon = message.find(':');
+  if (!task_verb && colon != std::string_view::npos) {
+    const std::string before = NormalizeText(message.substr(0, colon));
+    for (std::string_view w : Words(before)) task_verb = task_verb || text_verbs.contains(w);
+  }
+  if (task_verb && CarriesMaterial(message)) return true;
+  // A sum on figures the message gives: "net is 1,840 and VAT 19%, what's the gross?"
+  return NumberTokens(words) >= 3 &&
+         ContainsAnyPhrase(words, {"how many", "how much", "whats the", "what is the", "calc",
+                                   "calculate", "work out", "change in"});
+}
+
 }  // namespace omniforge::intent

@@ -43,6 +43,17 @@ bool AsksForConversationSummary(const std::vector<std::string_view>& words);
 // nullopt when the message opens with none.
 std::optional<size_t> NewTopicStart(std::string_view message);
 
+// "every monday at 8, email each adjuster their open claims", "new
+// episode on the RSS -> draft a newsletter": a standing instruction with a
+// trigger or a recurrence and work to do each time, not a question and
+// not a change to something that exists ("instead", "from now on").
+bool IsStandingInstruction(const std::vector<std::string_view>& words, std::string_view message);
+
+// "translate into french: ...", "shorten this headline to 60 chars: ...",
+// "dog weighs 18kg, dose is 5mg per kg, how many tablets?": a task done
+// once on material the message itself carries.
+bool IsSelfContainedTask(const std::vector<std::string_view>& words, std::string_view message);
+
 // Where an item stands relative to an anchor: "the one after X", "the
 // entry right above it", "the one between X and Y".
 enum class RelativePosition { kBefore, kAfter, kBetween };
