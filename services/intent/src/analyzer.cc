@@ -134,11 +134,15 @@ ModelReading ReadModel(const Situation& s, const std::vector<Prediction>& ranked
       r.rule = kModelImperativeCueRule;
     }
   }
+  // Loose matches ("the headline" beside headline-ab-tester) do not count.
+  const bool names_agent_exactly =
+      s.named_agent &&
+      absl::StrContains(Lowercase(s.message.request.message), Lowercase(*s.named_agent));
   // A standing instruction with a trigger and work to do is a new agent
   // ("every monday at 8, email each adjuster their open claims"), unless
-  // the message names one of the user's agents.
+  // the message spells out one of the user's agents.
   if (r.top.action != Action::kCreateAgent && r.top.action != Action::kCreateSkill &&
-      !s.named_agent && IsStandingInstruction(s.message.words, s.message.request.message)) {
+      !names_agent_exactly && IsStandingInstruction(s.message.words, s.message.request.message)) {
     r.second = r.top;
     r.top = Prediction{Action::kCreateAgent, std::max(kOverrideFloor, r.top.probability)};
     r.rule = kModelStandingInstructionRule;
@@ -146,7 +150,7 @@ ModelReading ReadModel(const Situation& s, const std::vector<Prediction>& ranked
   }
   // A task on material the message carries ("translate into french: ...")
   // is done once, now.
-  if (r.top.action != Action::kExecuteTask && !s.named_agent &&
+  if (r.top.action != Action::kExecuteTask && !names_agent_exactly &&
       IsSelfContainedTask(s.message.words, s.message.request.message)) {
     r.second = r.top;
     r.top = Prediction{Action::kExecuteTask, std::max(kOverrideFloor, r.top.probability)};

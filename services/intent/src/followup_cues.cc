@@ -427,6 +427,13 @@ bool IsSelfContainedTask(const std::vector<std::string_view>& words, std::string
     for (std::string_view w : Words(before)) task_verb = task_verb || text_verbs.contains(w);
   }
   if (task_verb && CarriesMaterial(message)) return true;
+  // "give me 5 subject lines", "make 10 quiz questions": a number of things
+  // to produce.
+  if (task_verb) {
+    for (size_t i = first + 1; i < words.size() && i <= first + 2; ++i) {
+      if (HasDigit(words[i])) return true;
+    }
+  }
   // A sum on figures the message gives: "net is 1,840 and VAT 19%, what's the gross?"
   return NumberTokens(words) >= 3 &&
          ContainsAnyPhrase(words, {"how many", "how much", "whats the", "what is the", "calc",
