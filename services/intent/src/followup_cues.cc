@@ -146,9 +146,15 @@ bool IsCorrection(const std::vector<std::string_view>& words) {
                                 "meant to say", "not what i"})) {
     return true;
   }
-  // "Janet Kim, not Ortiz", "zone D not B": a value, then the one it replaces.
+  // "Janet Kim, not Ortiz", "zone D not B": a value, then the one it
+  // replaces; not a question ("why is the digest not running").
+  static const WordSet asks = {"why", "what", "how", "when", "where", "who", "which", "is",
+                               "are", "was", "were", "does", "did", "do", "has", "have", "can",
+                               "could", "will", "would", "should"};
+  if (ContainsPhrase(words, "?") || asks.contains(words.front())) return false;
   const int at = FindPhrase(words, "not");
-  return at >= 1 && static_cast<size_t>(at) + 1 < words.size() && words.size() <= 8 &&
+  return at >= 1 && !asks.contains(words[at - 1]) && static_cast<size_t>(at) + 1 < words.size() &&
+         words.size() <= 8 &&
          !ContainsAnyPhrase(words, {"do not", "dont", "does not", "is not", "not now", "not yet",
                                     "why not", "not sure", "or not"});
 }
