@@ -813,7 +813,10 @@ void ApplyClarification(const IntentRequest& request, IntentAnalysis& analysis) 
                                        : std::optional<std::string>(agent->second),
                      .reference = analysis.reference};
   ClarifyDecision decision = DecideClarification(input);
-  if (decision.resolved_agent) analysis.entities["agent_name"] = *decision.resolved_agent;
+  // The LLM saw the workspace too: an agent it left out stays out.
+  if (decision.resolved_agent && analysis.source != Source::kLlm) {
+    analysis.entities["agent_name"] = *decision.resolved_agent;
+  }
   analysis.clarification = std::move(decision.clarification);
   if (!analysis.clarification.needed) return;
   analysis.is_ambiguous = true;

@@ -48,7 +48,7 @@ ClarifyDecision DecideClarification(const ClarifyInput& input);
 // Takes the decision for `analysis` of `request` and writes it in: the
 // clarification; when needed, is_ambiguous, the clarifying question and the
 // conditions in the reasoning; the agent resolved from a description when
-// the analysis had none.
+// a local layer found none (an LLM answer keeps its own reading).
 void ApplyClarification(const IntentRequest& request, IntentAnalysis& analysis);
 
 // "Which report, and who should get it?": the question for `missing`,
