@@ -213,7 +213,11 @@ LocalResult ModelAnswer(const Situation& s, const AnalyzerOptions& options) {
   }
   // A short follow-up about the agent just discussed ("why?", "how much did
   // that cost?") is about that agent.
-  if (!a.entities.contains("agent_name") && s.context.last_agent && s.message.words.size() <= 6 &&
+  // "message them now", "how long have those been waiting?" lean on it too.
+  const bool leans_on_history =
+      s.message.words.size() <= 6 ||
+      ContainsAnyPhrase(s.message.words, {"them", "those", "these", "they", "it"});
+  if (!a.entities.contains("agent_name") && s.context.last_agent && leans_on_history &&
       (a.action == Action::kQueryInfo || a.action == Action::kExecuteTask ||
        a.action == Action::kManagePlatform || a.action == Action::kUpdateAgent)) {
     a.entities["agent_name"] = *s.context.last_agent;

@@ -432,9 +432,18 @@ bool UnboundDescription(Facts& f) {
     }
     // "from the department meeting", "in the new guidelines deck", "from my
     // earlier message".
-    if ((w[i] == "from" || w[i] == "in" || w[i] == "on") && i + 1 < w.size() &&
-        WordSet{"the", "my", "our", "this", "that", "last", "yesterdays", "todays"}.contains(
-            w[i + 1])) {
+    // "in the email body" says where, not what: "in"/"on" only count before
+    // a version the user has seen ("in the new deck", "in our last call").
+    const bool from = w[i] == "from" && i + 1 < w.size() &&
+                      WordSet{"the", "my", "our", "this", "that", "last", "yesterdays", "todays"}
+                          .contains(w[i + 1]);
+    const bool in_version =
+        (w[i] == "in" || w[i] == "on") && i + 2 < w.size() &&
+        (WordSet{"my", "our"}.contains(w[i + 1]) ||
+         (w[i + 1] == "the" && WordSet{"new", "last", "old", "latest", "earlier", "recent",
+                                       "other", "previous"}
+                                   .contains(w[i + 2])));
+    if (from || in_version) {
       for (size_t j = i + 1; j < w.size() && j <= i + 4; ++j) {
         if (!SourceNouns().contains(w[j])) continue;
         std::string described = unseen(i + 1, j + 1);

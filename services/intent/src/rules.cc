@@ -582,6 +582,40 @@ std::optional<RuleAnswer> NamedAgentWithVerb(const Situation& s) {
                     Phrase(*s.agent_verb) + ".");
 }
 
+// "backup verification - restore 3 random files not 1", "Claims backlog
+// report: group by region first": an agent named first, then what it
+// should do differently from now on.
+std::optional<RuleAnswer> AgentThenInstruction(const Situation& s) {
+  if (!s.named_agent) return std::nullopt;
+  const std::string& text = s.message.request.message;
+  size_t cut = std::string::npos;
+  for (std::string_view separator : {":", " - ", " — ", " – ", "→", "->", ","}) {
+    const size_t at = text.find(separator);
+    if (at != std::string::npos && at < cut) cut = at;
+  }
+  if (cut == std::string::npos || cut == 0) return std::nullopt;
+  // Everything before the separator names the agent.
+  const std::string head = NormalizeText(text.substr(0, cut));
+  const std::vector<std::string_view> head_words = Words(head);
+  // "shorten this headline to 60 chars: ..." is a task, not a name.
+  if (head_words.empty() || head_words.size() > 5 || LeadingVerb(head_words) ||
+      MatchCatalogItem(head, s.message.request.agents) != s.named_agent) {
+    return std::nullopt;
+  }
+  const std::string rest = NormalizeText(text.substr(cut));
+  const std::vector<std::string_view> rest_words = Words(rest);
+  const bool changes =
+      std::any_of(rest.begin(), rest.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) ||
+      ContainsAnyPhrase(rest_words, {"should", "never", "always", "not", "no more", "only",
+                                     "also", "instead", "from now", "any more", "anymore", "max",
+                                     "at most", "skip", "include", "exclude", "dont", "first",
+                                     "then", "changed"});
+  if (!changes) return std::nullopt;
+  return Answer(s, Action::kUpdateAgent, Reference::kNone,
+                "The message names " + *s.named_agent +
+                    " first, then says what it should do differently.");
+}
+
 constexpr Rule<Message> kFastPathRules[] = {
     {.name = "empty_message", .confidence = 0.0f, .apply = &EmptyMessage},
     {.name = "addressed_agent", .confidence = 0.97f, .apply = &AddressedAgent},
@@ -605,6 +639,7 @@ constexpr Rule<Situation> kReferenceRules[] = {
     {.name = "same_again_on_last_agent", .confidence = 0.85f, .apply = &SameAgainOnLastAgent},
     {.name = "follow_up_detail", .confidence = 0.8f, .apply = &FollowUpDetail},
     {.name = "pronoun_to_last_agent", .confidence = 0.88f, .apply = &PronounToLastAgent},
+    {.name = "agent_then_instruction", .confidence = 0.8f, .apply = &AgentThenInstruction},
     {.name = "named_agent_with_verb", .confidence = 0.85f, .apply = &NamedAgentWithVerb},
 };
 
