@@ -57,6 +57,10 @@ std::vector<std::string_view> Clauses(std::string_view text) {
     size_t cut = 0;
     if (i == text.size()) {
       cut = 1;
+    } else if (text[i] == ':' && i > 0 && i + 1 < text.size() &&
+               std::isdigit(static_cast<unsigned char>(text[i - 1])) != 0 &&
+               std::isdigit(static_cast<unsigned char>(text[i + 1])) != 0) {
+      continue;  // "5:30 am"
     } else if (text[i] == ',' || text[i] == ';' || text[i] == ':' || text[i] == '(' ||
                text[i] == ')' || ((text[i] == '.' || text[i] == '!' || text[i] == '?') &&
                                   (i + 1 == text.size() || text[i + 1] == ' '))) {

@@ -165,6 +165,14 @@ Action MentionAction(const std::string& rest) {
 std::optional<RuleAnswer> AddressedAgent(const Message& m) {
   const std::optional<Mention> mention = FindMention(m.request);
   if (!mention) return std::nullopt;
+  // "@x" alone answering "which agent should I pause?" is that answer, read
+  // with the history.
+  const std::vector<HistoryTurn>& history = m.request.history;
+  if (m.words.size() <= 3 && !history.empty() && history.back().role == Role::kAssistant &&
+      absl::StrContains(Lowercase(history.back().content), "which") &&
+      absl::StrContains(history.back().content, "?")) {
+    return std::nullopt;
+  }
   const std::string& name = mention->agent->name;
   const std::string& text = m.request.message;
   RuleAnswer out;
@@ -589,7 +597,7 @@ std::optional<RuleAnswer> AgentThenInstruction(const Situation& s) {
   if (!s.named_agent) return std::nullopt;
   const std::string& text = s.message.request.message;
   size_t cut = std::string::npos;
-  for (std::string_view separator : {":", " - ", " — ", " – ", "→", "->", ","}) {
+  for (std::string_view separator : {":", " - ", " — ", " – ", "→", "->"}) {
     const size_t at = text.find(separator);
     if (at != std::string::npos && at < cut) cut = at;
   }
