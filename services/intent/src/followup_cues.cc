@@ -225,7 +225,10 @@ bool OpensWithRefusal(const std::vector<std::string_view>& words) {
   for (size_t i = 1; i < rest.size(); ++i) {
     const std::vector<std::string_view> tail(rest.begin() + static_cast<long>(i), rest.end());
     if (between.contains(rest[i])) continue;
-    if (LeadingVerb(tail) && !refusal_verbs.contains(rest[i])) return false;
+    // "no thanks, just tell me when it runs next": a new request.
+    if ((LeadingVerb(tail) || VerbAction(rest[i]).has_value()) && !refusal_verbs.contains(rest[i])) {
+      return false;
+    }
     break;
   }
   return true;

@@ -496,9 +496,15 @@ std::optional<RuleAnswer> CorrectLastRequest(const Situation& s) {
   if (!c.previous_action || !IsCorrection(s.message.words)) return std::nullopt;
   const std::string value = CorrectedValue(s.message.request.message);
   if (value.empty()) return std::nullopt;
-  RuleAnswer out = Answer(s, *c.previous_action, Reference::kCorrection,
-                          "The user corrects the last request (" + Phrase(*c.previous_action) +
-                              ") to \"" + value + "\".");
+  // A request the model could not place, about an agent, was a question
+  // about it.
+  Action action = *c.previous_action;
+  if ((action == Action::kUnknown || action == Action::kConversation) && c.last_agent) {
+    action = Action::kQueryInfo;
+  }
+  RuleAnswer out = Answer(s, action, Reference::kCorrection,
+                          "The user corrects the last request (" + Phrase(action) + ") to \"" +
+                              value + "\".");
   const bool named_exactly =
       s.named_agent &&
       absl::StrContains(Lowercase(s.message.request.message), Lowercase(*s.named_agent));
@@ -506,7 +512,7 @@ std::optional<RuleAnswer> CorrectLastRequest(const Situation& s) {
   if (!named_exactly) out.entities.erase("agent_name");
   Merge(merged, out.entities);
   out.entities = std::move(merged);
-  if (!out.entities.contains("agent_name") && c.last_agent && !NewAgentOrSkill(*c.previous_action)) {
+  if (!out.entities.contains("agent_name") && c.last_agent && !NewAgentOrSkill(action)) {
     out.entities["agent_name"] = *c.last_agent;
   }
   out.entities["corrected_value"] = value;
