@@ -209,7 +209,8 @@ absl::StatusOr<double> RunFollowups(Client& client, const std::string& path, Spl
     bool value_match = true;
     if (!want_value.empty()) {
       ++corrected_expected;
-      value_match = !got_value.empty() && Lower(got_value).find(Lower(want_value)) != std::string::npos;
+      value_match =
+          !got_value.empty() && Lower(got_value).find(Lower(want_value)) != std::string::npos;
       corrected_ok += value_match;
     }
     bool summary_match = true;

@@ -289,8 +289,8 @@ std::optional<OrdinalRef> FindOrdinal(std::string_view text) {
     const std::string_view prev = i > 0 ? words[i - 1] : "";
     const std::string_view next = i + 1 < words.size() ? words[i + 1] : "";
     // "the middle one", "the middle entry", "the one in the centre of that list".
-    const bool centre = (words[i] == "centre" || words[i] == "center") && prev == "the" &&
-                        next == "of";
+    const bool centre =
+        (words[i] == "centre" || words[i] == "center") && prev == "the" && next == "of";
     if (centre || ((words[i] == "middle" || words[i] == "other") && prev == "the" &&
                    (next.empty() || next == "one" || next == "agent" || next == "bot" ||
                     next == "entry" || next == "item" || next == "?"))) {
@@ -311,11 +311,11 @@ std::optional<OrdinalRef> FindOrdinal(std::string_view text) {
     // or "last" a time ("the last of the month").
     const std::string_view after_of = i + 2 < words.size() ? words[i + 2] : "";
     const bool of_the_list =
-        next == "of" && (after_of == "those" || after_of == "them" || after_of == "these" ||
-                         after_of == "that" || (after_of == "the" && i + 3 < words.size() &&
-                                                (words[i + 3] == "list" || words[i + 3] == "three" ||
-                                                 words[i + 3] == "two" || words[i + 3] == "four" ||
-                                                 words[i + 3] == "five")));
+        next == "of" &&
+        (after_of == "those" || after_of == "them" || after_of == "these" || after_of == "that" ||
+         (after_of == "the" && i + 3 < words.size() &&
+          (words[i + 3] == "list" || words[i + 3] == "three" || words[i + 3] == "two" ||
+           words[i + 3] == "four" || words[i + 3] == "five")));
     for (const auto& [word, index] : kOrdinals) {
       if (words[i] != word) continue;
       if (kNotAListItem.contains(next) && !of_the_list) continue;

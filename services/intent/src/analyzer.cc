@@ -249,8 +249,8 @@ LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
     fresh.message = request.message.substr(*start);
     fresh.history.clear();
     LocalResult result = Analyze(fresh);
-    result.analysis.reasoning = "A new topic: only the request after the marker is read. " +
-                                result.analysis.reasoning;
+    result.analysis.reasoning =
+        "A new topic: only the request after the marker is read. " + result.analysis.reasoning;
     return result;
   }
   const Message message(request);

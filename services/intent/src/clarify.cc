@@ -27,31 +27,31 @@ constexpr size_t kMaxCandidates = 3;
 
 const WordSet& StopWords() {
   static const WordSet words = {
-      "the",  "a",     "an",    "to",    "of",   "in",    "on",     "for",   "and",   "or",
-      "is",   "are",   "was",   "were",  "be",   "it",    "its",    "this",  "that",  "these",
-      "those", "i",    "we",    "you",   "me",   "us",    "my",     "our",   "your",  "can",
-      "could", "would", "will", "should", "pls", "please", "plz",   "thanks", "thx", "ok",
-      "okay", "so",    "just",  "now",   "with", "at",    "by",     "from",  "up",    "out",
-      "do",   "does",  "did",   "have",  "has",  "u",     "im",     "ill",   "id",    "one",
-      "ones", "some",  "bit",   "real",  "quick", "quickly", "asap", "too",  "also",  "again",
-      "?",    "hey",   "hi",    "hmm",   "yes",  "yeah",  "great",  "cool",  "nice",  "want",
-      "need", "needs", "like",  "lets",  "let",  "get",   "got",    "them",  "they",  "their"};
+      "the",   "a",     "an",   "to",     "of",    "in",      "on",    "for",    "and",  "or",
+      "is",    "are",   "was",  "were",   "be",    "it",      "its",   "this",   "that", "these",
+      "those", "i",     "we",   "you",    "me",    "us",      "my",    "our",    "your", "can",
+      "could", "would", "will", "should", "pls",   "please",  "plz",   "thanks", "thx",  "ok",
+      "okay",  "so",    "just", "now",    "with",  "at",      "by",    "from",   "up",   "out",
+      "do",    "does",  "did",  "have",   "has",   "u",       "im",    "ill",    "id",   "one",
+      "ones",  "some",  "bit",  "real",   "quick", "quickly", "asap",  "too",    "also", "again",
+      "?",     "hey",   "hi",   "hmm",    "yes",   "yeah",    "great", "cool",   "nice", "want",
+      "need",  "needs", "like", "lets",   "let",   "get",     "got",   "them",   "they", "their"};
   return words;
 }
 
 // Words that name no particular agent ("the bot"), so they match none.
 const WordSet& GenericAgentWords() {
-  static const WordSet words = {"agent", "agents", "bot", "bots", "thing", "one", "the",
+  static const WordSet words = {"agent", "agents", "bot", "bots", "thing", "one",    "the",
                                 "my",    "our",    "new", "old",  "daily", "weekly", "monthly"};
   return words;
 }
 
 bool IsPastForm(std::string_view w) {
-  static const WordSet irregular = {
-      "sent",  "said", "made",  "wrote",  "gave",  "chose", "drew",   "had",    "got",
-      "put",   "told", "went",  "found",  "brought", "built", "did",  "thought", "saw",
-      "showed", "set", "picked", "left",  "kept",  "took",  "came",   "paid",   "agreed",
-      "wanted", "was", "were"};
+  static const WordSet irregular = {"sent",   "said",    "made",   "wrote",  "gave",    "chose",
+                                    "drew",   "had",     "got",    "put",    "told",    "went",
+                                    "found",  "brought", "built",  "did",    "thought", "saw",
+                                    "showed", "set",     "picked", "left",   "kept",    "took",
+                                    "came",   "paid",    "agreed", "wanted", "was",     "were"};
   if (irregular.contains(w)) return true;
   return w.size() >= 6 && w.ends_with("ed") && w != "needed";
 }
@@ -60,10 +60,10 @@ bool IsPastForm(std::string_view w) {
 // a meeting.
 const WordSet& SourceNouns() {
   static const WordSet words = {
-      "meeting", "call",    "workshop", "doc",     "document", "deck",     "email",
-      "message", "thread",  "list",     "system",  "matter",   "announcement", "chat",
-      "conversation", "session", "presentation", "standup", "memo", "slides", "notes",
-      "review",  "offsite", "retro",    "huddle",  "brief",    "board"};
+      "meeting",      "call",    "workshop",     "doc",     "document", "deck",         "email",
+      "message",      "thread",  "list",         "system",  "matter",   "announcement", "chat",
+      "conversation", "session", "presentation", "standup", "memo",     "slides",       "notes",
+      "review",       "offsite", "retro",        "huddle",  "brief",    "board"};
   return words;
 }
 
@@ -74,32 +74,33 @@ const WordSet& SubjectWords() {
 }
 
 const WordSet& SendVerbs() {
-  static const WordSet words = {"send", "forward", "share", "post", "email", "ping", "message",
-                                "text", "tell",    "notify", "resend", "cc",  "mail", "dm"};
+  static const WordSet words = {"send", "forward", "share",  "post",   "email", "ping", "message",
+                                "text", "tell",    "notify", "resend", "cc",    "mail", "dm"};
   return words;
 }
 
 // Recipients that say what kind of person, not which one.
 const WordSet& RoleNouns() {
-  static const WordSet words = {
-      "client",   "clients",  "customer", "customers", "journalist", "journalists", "trustee",
-      "trustees", "caseworker", "colleague", "colleagues", "guy",     "person",      "stakeholders",
-      "stakeholder", "parents", "manager", "boss",      "vendor",     "supplier",    "contact",
-      "channel",  "group",    "lead",     "partner",   "people",     "folks",       "them"};
+  static const WordSet words = {"client",      "clients", "customer", "customers",    "journalist",
+                                "journalists", "trustee", "trustees", "caseworker",   "colleague",
+                                "colleagues",  "guy",     "person",   "stakeholders", "stakeholder",
+                                "parents",     "manager", "boss",     "vendor",       "supplier",
+                                "contact",     "channel", "group",    "lead",         "partner",
+                                "people",      "folks",   "them"};
   return words;
 }
 
 // Words that ask for a change without saying what it is.
 const WordSet& VagueChangeWords() {
   static const WordSet words = {
-      "change",   "changes",  "changed", "update",   "edit",     "edits",   "adjust",   "tweak",
-      "tweaks",   "rework",   "fix",     "improve",  "better",   "modify",  "settings", "setting",
-      "schedule", "tone",     "wording", "prompt",   "format",   "timing",  "rules",    "config",
-      "behaviour", "behavior", "wrong",  "broken",   "weird",    "off",     "bad",      "work",
-      "stuff",    "things",   "something", "around", "few",      "little",  "different", "redo",
-      "revise",   "overhaul", "look",    "into",     "make",     "go",      "over",     "agent",
-      "bot",      "thing",    "about",   "mess",     "messed",   "been",    "not",      "doing",
-      "right",    "properly", "sure",    "ask",      "am",       "being",   "don",      "dont"};
+      "change",    "changes",  "changed",   "update",  "edit",   "edits",  "adjust",    "tweak",
+      "tweaks",    "rework",   "fix",       "improve", "better", "modify", "settings",  "setting",
+      "schedule",  "tone",     "wording",   "prompt",  "format", "timing", "rules",     "config",
+      "behaviour", "behavior", "wrong",     "broken",  "weird",  "off",    "bad",       "work",
+      "stuff",     "things",   "something", "around",  "few",    "little", "different", "redo",
+      "revise",    "overhaul", "look",      "into",    "make",   "go",     "over",      "agent",
+      "bot",       "thing",    "about",     "mess",    "messed", "been",   "not",       "doing",
+      "right",     "properly", "sure",      "ask",     "am",     "being",  "don",       "dont"};
   return words;
 }
 
@@ -107,43 +108,44 @@ const WordSet& VagueChangeWords() {
 // agent or skill would do.
 const WordSet& VaguePurposeWords() {
   static const WordSet words = {
-      "help",  "helps", "work",   "works",  "do",     "does",  "handle", "handles", "deal",
-      "manage", "be",   "get",    "make",   "go",     "stuff", "things", "thing",   "with",
-      "me",    "us",    "them",   "it",     "can",    "could", "will",   "would",   "should",
-      "agents", "agent", "skill", "skills", "bot",    "the",   "a",      "an",      "my",
-      "our",   "we",    "you",    "i",      "automate", "something", "around", "for", "of",
-      "in",    "on",    "please", "pls",    "they",   "is",    "are",    "all",     "some",
-      "more",  "easier", "better", "life",  "lives",  "out",   "up",     "want",    "need"};
+      "help",     "helps",     "work",   "works",  "do",    "does",  "handle", "handles",
+      "deal",     "manage",    "be",     "get",    "make",  "go",    "stuff",  "things",
+      "thing",    "with",      "me",     "us",     "them",  "it",    "can",    "could",
+      "will",     "would",     "should", "agents", "agent", "skill", "skills", "bot",
+      "the",      "a",         "an",     "my",     "our",   "we",    "you",    "i",
+      "automate", "something", "around", "for",    "of",    "in",    "on",     "please",
+      "pls",      "they",      "is",     "are",    "all",   "some",  "more",   "easier",
+      "better",   "life",      "lives",  "out",    "up",    "want",  "need"};
   return words;
 }
 
 const WordSet& TriggerWords() {
-  static const WordSet words = {"when",   "whenever", "every",  "each",   "daily",   "weekly",
-                                "monthly", "hourly",  "nightly", "if",    "after",   "once",
-                                "weekdays", "mondays", "fridays", "morning", "evening"};
+  static const WordSet words = {"when",     "whenever", "every",   "each",    "daily",  "weekly",
+                                "monthly",  "hourly",   "nightly", "if",      "after",  "once",
+                                "weekdays", "mondays",  "fridays", "morning", "evening"};
   return words;
 }
 
 const WordSet& TimeNouns() {
-  static const WordSet words = {"week",   "weekend", "morning", "afternoon", "evening", "month",
-                                "year",   "quarter", "time",    "today",     "round",   "summer",
+  static const WordSet words = {"week",   "weekend", "morning", "afternoon", "evening",  "month",
+                                "year",   "quarter", "time",    "today",     "round",    "summer",
                                 "winter", "season",  "sprint",  "term",      "semester", "night"};
   return words;
 }
 
 // After "that's": a reaction or a closing, not a reference.
 const WordSet& ReactionWords() {
-  static const WordSet words = {"all",  "it",    "fine",    "great", "good",    "perfect",
-                                "ok",   "enough", "right",  "correct", "true",  "cool",
-                                "amazing", "awesome", "helpful", "everything", "wonderful", "lovely"};
+  static const WordSet words = {"all",        "it",        "fine",    "great",   "good",
+                                "perfect",    "ok",        "enough",  "right",   "correct",
+                                "true",       "cool",      "amazing", "awesome", "helpful",
+                                "everything", "wonderful", "lovely"};
   return words;
 }
 
 // Emoji and other symbols come through normalization as words of their own.
 bool IsAsciiWord(std::string_view w) {
-  return std::all_of(w.begin(), w.end(), [](char ch) {
-    return std::isalnum(static_cast<unsigned char>(ch)) != 0;
-  });
+  return std::all_of(w.begin(), w.end(),
+                     [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) != 0; });
 }
 
 bool SameStem(std::string_view a, std::string_view b) {
@@ -155,8 +157,7 @@ bool SameStem(std::string_view a, std::string_view b) {
     if (w.ends_with("s")) return w.substr(0, w.size() - 1);
     return w;
   };
-  return stem(a) == stem(b) ||
-         (a.size() >= 6 && b.size() >= 6 && a.substr(0, 5) == b.substr(0, 5));
+  return stem(a) == stem(b) || (a.size() >= 6 && b.size() >= 6 && a.substr(0, 5) == b.substr(0, 5));
 }
 
 std::vector<std::string_view> NameWords(std::string_view name) {
@@ -221,8 +222,9 @@ int CountListLines(std::string_view text) {
     line = TrimWhitespace(line);
     if (line.empty()) continue;
     const char c = line.front();
-    if (c == '-' || c == '*' || (std::isdigit(static_cast<unsigned char>(c)) != 0 &&
-                                 line.size() > 1 && (line[1] == '.' || line[1] == ')'))) {
+    if (c == '-' || c == '*' ||
+        (std::isdigit(static_cast<unsigned char>(c)) != 0 && line.size() > 1 &&
+         (line[1] == '.' || line[1] == ')'))) {
       ++lines;
     }
   }
@@ -255,10 +257,13 @@ std::set<std::string> CapitalizedWords(std::string_view message) {
     if (token.empty()) continue;
     std::string word;
     for (char ch : token) {
-      if (std::isalnum(static_cast<unsigned char>(ch)) != 0) word += ch;
-      else if (ch == '\'') break;  // "Sarah's" -> "Sarah"
+      if (std::isalnum(static_cast<unsigned char>(ch)) != 0)
+        word += ch;
+      else if (ch == '\'')
+        break;  // "Sarah's" -> "Sarah"
     }
-    if (!word.empty() && !sentence_start && std::isupper(static_cast<unsigned char>(word[0])) != 0) {
+    if (!word.empty() && !sentence_start &&
+        std::isupper(static_cast<unsigned char>(word[0])) != 0) {
       out.insert(Lowercase(word));
     }
     const char last = token.back();
@@ -354,9 +359,9 @@ bool UnboundDeictic(Facts& f) {
   if (f.history_binds || f.payload || f.in.agent_name) return false;
   const std::vector<std::string_view>& w = f.words;
   const bool question = ContainsPhrase(w, "?") ||
-                        (!w.empty() && WordSet{"what", "why", "how", "who", "which", "is", "are", "does",
-                                               "can", "whats", "where", "when", "could", "would",
-                                               "will", "do", "did", "should"}
+                        (!w.empty() && WordSet{"what", "why", "how", "who", "which", "is", "are",
+                                               "does", "can", "whats", "where", "when", "could",
+                                               "would", "will", "do", "did", "should"}
                                            .contains(w.front()));
   if (f.in.action == Action::kConversation && !question) return false;
   bool antecedent = false;  // a noun phrase earlier in the message ("the bot, it's ...")
@@ -367,9 +372,10 @@ bool UnboundDeictic(Facts& f) {
     if (word == "this" || word == "these" || word == "those") {
       deictic = !TimeNouns().contains(next) && !(word == "this" && next == "is" && i == 0);
     } else if (word == "that") {
-      static const WordSet after = {"",   "one",  "ones", "is",   "was",     "happens", "happened",
-                                    "?",  "a",    "too",  "the",  "number",  "thing",   "part",
-                                    "for", "now", "again", "button", "field", "error",  "version"};
+      static const WordSet after = {"",         "one",   "ones",   "is",  "was",   "happens",
+                                    "happened", "?",     "a",      "too", "the",   "number",
+                                    "thing",    "part",  "for",    "now", "again", "button",
+                                    "field",    "error", "version"};
       deictic = after.contains(next) && !(next == "one" && i > 0 && w[i - 1] == "the");
     } else if (word == "thats") {
       deictic = !ReactionWords().contains(next) && next != "not" && next != "what";
@@ -413,8 +419,8 @@ bool UnboundDescription(Facts& f) {
     // A description with a maker and a past verb: "the X (that) <someone> <did>".
     if (IsDeterminerAt(f, i)) {
       for (size_t j = i + 2; j < w.size() && j <= i + 6; ++j) {
-        const bool past = IsPastForm(w[j]) ||
-                          ((w[j] == "always" || w[j] == "usually") && j + 1 < w.size());
+        const bool past =
+            IsPastForm(w[j]) || ((w[j] == "always" || w[j] == "usually") && j + 1 < w.size());
         if (!past) continue;
         const std::string_view subject = w[j - 1];
         const bool has_subject =
@@ -434,15 +440,15 @@ bool UnboundDescription(Facts& f) {
     // earlier message".
     // "in the email body" says where, not what: "in"/"on" only count before
     // a version the user has seen ("in the new deck", "in our last call").
-    const bool from = w[i] == "from" && i + 1 < w.size() &&
-                      WordSet{"the", "my", "our", "this", "that", "last", "yesterdays", "todays"}
-                          .contains(w[i + 1]);
-    const bool in_version =
-        (w[i] == "in" || w[i] == "on") && i + 2 < w.size() &&
-        (WordSet{"my", "our"}.contains(w[i + 1]) ||
-         (w[i + 1] == "the" && WordSet{"new", "last", "old", "latest", "earlier", "recent",
-                                       "other", "previous"}
-                                   .contains(w[i + 2])));
+    const bool from =
+        w[i] == "from" && i + 1 < w.size() &&
+        WordSet{"the", "my", "our", "this", "that", "last", "yesterdays", "todays"}.contains(
+            w[i + 1]);
+    const bool in_version = (w[i] == "in" || w[i] == "on") && i + 2 < w.size() &&
+                            (WordSet{"my", "our"}.contains(w[i + 1]) ||
+                             (w[i + 1] == "the" && WordSet{"new", "last", "old", "latest",
+                                                           "earlier", "recent", "other", "previous"}
+                                                       .contains(w[i + 2])));
     if (from || in_version) {
       for (size_t j = i + 1; j < w.size() && j <= i + 4; ++j) {
         if (!SourceNouns().contains(w[j])) continue;
@@ -484,9 +490,10 @@ bool UnboundDescription(Facts& f) {
     if (start == at || std::isupper(static_cast<unsigned char>(raw[start])) == 0) continue;
     const std::string after = NormalizeText(raw.substr(at + 3));
     const std::vector<std::string_view> next = Words(after);
-    static const WordSet documents = {"feedback", "notes", "list",  "doc",     "document", "file",
-                                      "template", "plan",  "idea",  "ideas",   "changes",  "edits",
-                                      "comments", "version", "draft", "numbers", "figures", "rules"};
+    static const WordSet documents = {"feedback", "notes",    "list",     "doc",     "document",
+                                      "file",     "template", "plan",     "idea",    "ideas",
+                                      "changes",  "edits",    "comments", "version", "draft",
+                                      "numbers",  "figures",  "rules"};
     if (!next.empty() && documents.contains(next[0]) && !InHistory(f, next[0])) {
       f.referent = raw.substr(start, at - start) + "'s " + std::string(next[0]);
       return true;
@@ -584,14 +591,15 @@ bool ObjectUnclear(Facts& f) {
   const size_t verb = SendVerbAt(f);
   if (verb == std::string_view::npos) return false;
   const std::vector<std::string_view>& w = f.words;
-  static const WordSet vague = {"update", "message", "note", "something", "it", "this", "that",
-                                "file", "deck", "doc", "document", "report", "thing", "stuff",
-                                "link", "details", "info"};
+  static const WordSet vague = {"update", "message", "note", "something", "it",       "this",
+                                "that",   "file",    "deck", "doc",       "document", "report",
+                                "thing",  "stuff",   "link", "details",   "info"};
   for (size_t i = verb + 1; i < w.size() && i <= verb + 3; ++i) {
     if (vague.contains(w[i]) && !InHistory(f, w[i])) {
       bool names_agent = false;
       for (const auto& [name, score] : f.described_agents) {
-        for (std::string_view part : NameWords(name)) names_agent = names_agent || SameStem(part, w[i]);
+        for (std::string_view part : NameWords(name))
+          names_agent = names_agent || SameStem(part, w[i]);
       }
       if (names_agent) continue;
       f.referent = std::string(w[i]);
@@ -644,7 +652,9 @@ bool PurposeMissing(Facts& f) {
     if (opens_clause) {
       for (size_t j = i + 1; j < w.size() && j <= i + 4; ++j) {
         if (VaguePurposeWords().contains(w[j]) || w[j].size() < 3 || w[j] == "?") continue;
-        if (i > 0 && w[i] == "and" && !LeadingVerb(std::vector<std::string_view>(w.begin() + i + 1, w.end()))) break;
+        if (i > 0 && w[i] == "and" &&
+            !LeadingVerb(std::vector<std::string_view>(w.begin() + i + 1, w.end())))
+          break;
         return false;  // "that emails", "to read docx files"
       }
     }

@@ -21,17 +21,20 @@ constexpr size_t kMaxRefusalWords = 14;
 // agreement, hesitation, the "I meant" of a correction.
 const WordSet& AroundValue() {
   static const WordSet words = {
-      "sorry",  "sry",    "soz",    "oops",   "oh",     "ugh",    "argh",  "ack",    "hmm",
-      "hm",     "wait",   "no",     "nah",    "typo",   "correction", "my", "bad",   "i",
-      "meant",  "mean",   "should", "be",     "its",    "it",     "is",    "wanted", "yes",
-      "yep",    "ya",     "yeah",   "ok",     "okay",   "good",   "great", "looks",  "sounds",
-      "love",   "save",   "go",     "ahead",  "do",     "apply",  "create", "send",  "but",
-      "though", "tho",    "w",      "with",   "please", "pls",    "thanks", "fat",   "fingers",
-      "wrong",  "one",    "actually", "make", "perfect", "fine",  "cool",  "nice",   "then",
-      "instead", "lol",   "oopsie", "whoops", "right",  "correct", "so",   "and",
-      "sure",   "thing",  "absolutely", "definitely", "for", "that", "this", "lets", "alright",
-      "done",   "works",  "thank",  "you",    "much",   "very",   "exactly", "awesome", "brilliant",
-      "ah",     "yup",    "y",      "k",      "kk"};
+      "sorry",      "sry",  "soz",     "oops",       "oh",         "ugh",     "argh",
+      "ack",        "hmm",  "hm",      "wait",       "no",         "nah",     "typo",
+      "correction", "my",   "bad",     "i",          "meant",      "mean",    "should",
+      "be",         "its",  "it",      "is",         "wanted",     "yes",     "yep",
+      "ya",         "yeah", "ok",      "okay",       "good",       "great",   "looks",
+      "sounds",     "love", "save",    "go",         "ahead",      "do",      "apply",
+      "create",     "send", "but",     "though",     "tho",        "w",       "with",
+      "please",     "pls",  "thanks",  "fat",        "fingers",    "wrong",   "one",
+      "actually",   "make", "perfect", "fine",       "cool",       "nice",    "then",
+      "instead",    "lol",  "oopsie",  "whoops",     "right",      "correct", "so",
+      "and",        "sure", "thing",   "absolutely", "definitely", "for",     "that",
+      "this",       "lets", "alright", "done",       "works",      "thank",   "you",
+      "much",       "very", "exactly", "awesome",    "brilliant",  "ah",      "yup",
+      "y",          "k",    "kk"};
   return words;
 }
 
@@ -62,8 +65,9 @@ std::vector<std::string_view> Clauses(std::string_view text) {
                std::isdigit(static_cast<unsigned char>(text[i + 1])) != 0) {
       continue;  // "5:30 am"
     } else if (text[i] == ',' || text[i] == ';' || text[i] == ':' || text[i] == '(' ||
-               text[i] == ')' || ((text[i] == '.' || text[i] == '!' || text[i] == '?') &&
-                                  (i + 1 == text.size() || text[i + 1] == ' '))) {
+               text[i] == ')' ||
+               ((text[i] == '.' || text[i] == '!' || text[i] == '?') &&
+                (i + 1 == text.size() || text[i + 1] == ' '))) {
       cut = 1;
     } else if (text.compare(i, 3, "—") == 0 || text.compare(i, 3, "–") == 0 ||
                text.compare(i, 3, "→") == 0) {
@@ -82,7 +86,8 @@ std::vector<std::string_view> Clauses(std::string_view text) {
 
 bool HasAsciiAlnum(std::string_view s) {
   return std::any_of(s.begin(), s.end(), [](char ch) {
-    return static_cast<unsigned char>(ch) < 0x80 && std::isalnum(static_cast<unsigned char>(ch)) != 0;
+    return static_cast<unsigned char>(ch) < 0x80 &&
+           std::isalnum(static_cast<unsigned char>(ch)) != 0;
   });
 }
 
@@ -138,9 +143,9 @@ bool CarriesEdit(std::string_view message) {
   const std::string normalized = NormalizeText(message);
   const std::vector<std::string_view> words = Words(normalized);
   return HasDigit(message) ||
-         ContainsAnyPhrase(words, {"but", "though", "tho", "instead", "w", "also", "too",
-                                   "as well", "make it", "include", "keep", "only", "except",
-                                   "name it", "call it", "from the", "to the"});
+         ContainsAnyPhrase(words, {"but", "though", "tho", "instead", "w", "also", "too", "as well",
+                                   "make it", "include", "keep", "only", "except", "name it",
+                                   "call it", "from the", "to the"});
 }
 
 bool IsCorrection(const std::vector<std::string_view>& words) {
@@ -152,9 +157,9 @@ bool IsCorrection(const std::vector<std::string_view>& words) {
   }
   // "Janet Kim, not Ortiz", "zone D not B": a value, then the one it
   // replaces; not a question ("why is the digest not running").
-  static const WordSet asks = {"why", "what", "how", "when", "where", "who", "which", "is",
-                               "are", "was", "were", "does", "did", "do", "has", "have", "can",
-                               "could", "will", "would", "should"};
+  static const WordSet asks = {"why", "what", "how", "when",  "where", "who",   "which",
+                               "is",  "are",  "was", "were",  "does",  "did",   "do",
+                               "has", "have", "can", "could", "will",  "would", "should"};
   if (ContainsPhrase(words, "?") || asks.contains(words.front())) return false;
   const int at = FindPhrase(words, "not");
   return at >= 1 && !asks.contains(words[at - 1]) && static_cast<size_t>(at) + 1 < words.size() &&
@@ -187,16 +192,42 @@ std::string CorrectedValue(std::string_view message) {
 
 bool OpensWithRefusal(const std::vector<std::string_view>& words) {
   if (words.empty() || words.size() > kMaxRefusalWords) return false;
-  static const std::vector<std::string_view> openings = {
-      "no",         "nah",        "nope",        "pass",          "hard pass",  "not now",
-      "not right now", "not a priority", "not for now", "dont",     "please dont", "pls dont",
-      "forget it",  "forget i asked", "lets park", "park that",    "thanks but no", "no thanks",
-      "no thank",   "ill think about it", "actually no", "actually forget", "leave it",
-      "ill pass",   "skip it",    "not needed",  "ehh no",        "uh no",      "hmm no",
-      "hmm nah",    "maybe later", "not this time", "👎"};
+  static const std::vector<std::string_view> openings = {"no",
+                                                         "nah",
+                                                         "nope",
+                                                         "pass",
+                                                         "hard pass",
+                                                         "not now",
+                                                         "not right now",
+                                                         "not a priority",
+                                                         "not for now",
+                                                         "dont",
+                                                         "please dont",
+                                                         "pls dont",
+                                                         "forget it",
+                                                         "forget i asked",
+                                                         "lets park",
+                                                         "park that",
+                                                         "thanks but no",
+                                                         "no thanks",
+                                                         "no thank",
+                                                         "ill think about it",
+                                                         "actually no",
+                                                         "actually forget",
+                                                         "leave it",
+                                                         "ill pass",
+                                                         "skip it",
+                                                         "not needed",
+                                                         "ehh no",
+                                                         "uh no",
+                                                         "hmm no",
+                                                         "hmm nah",
+                                                         "maybe later",
+                                                         "not this time",
+                                                         "👎"};
   size_t start = 0;
-  static const WordSet hesitation = {"hmm", "hm", "uh", "ehh", "eh", "um", "ok", "okay",
-                                     "thanks", "thx", "actually", "oh", "sorry", "no"};
+  static const WordSet hesitation = {"hmm",  "hm",     "uh",  "ehh",      "eh", "um",    "ok",
+                                     "okay", "thanks", "thx", "actually", "oh", "sorry", "no"};
   // The refusal may follow a hesitation or a thanks ("hmm, no", "thanks but no").
   while (start < words.size() && start < 2 && hesitation.contains(words[start]) &&
          words[start] != "no") {
@@ -217,16 +248,18 @@ bool OpensWithRefusal(const std::vector<std::string_view>& words) {
                                 "go to", "use"})) {
     return false;
   }
-  static const WordSet refusal_verbs = {"leave", "keep", "forget", "handle", "think", "park",
-                                        "bother", "touch", "change", "do", "need", "want", "prefer"};
-  static const WordSet between = {"no",   "nah",   "nope", "wait", "thanks", "thx", "please", "pls",
-                                  "just", "sorry", "ok",   "hmm",  "not",    "dont", "right", "now",
-                                  "then", "i",     "id",   "ill",  "we",     "were"};
+  static const WordSet refusal_verbs = {"leave", "keep",   "forget", "handle", "think",
+                                        "park",  "bother", "touch",  "change", "do",
+                                        "need",  "want",   "prefer"};
+  static const WordSet between = {
+      "no",  "nah", "nope", "wait",  "thanks", "thx",  "please", "pls", "just", "sorry", "ok",
+      "hmm", "not", "dont", "right", "now",    "then", "i",      "id",  "ill",  "we",    "were"};
   for (size_t i = 1; i < rest.size(); ++i) {
     const std::vector<std::string_view> tail(rest.begin() + static_cast<long>(i), rest.end());
     if (between.contains(rest[i])) continue;
     // "no thanks, just tell me when it runs next": a new request.
-    if ((LeadingVerb(tail) || VerbAction(rest[i]).has_value()) && !refusal_verbs.contains(rest[i])) {
+    if ((LeadingVerb(tail) || VerbAction(rest[i]).has_value()) &&
+        !refusal_verbs.contains(rest[i])) {
       return false;
     }
     break;
@@ -236,22 +269,27 @@ bool OpensWithRefusal(const std::vector<std::string_view>& words) {
 
 bool AsksForConversationSummary(const std::vector<std::string_view>& words) {
   // Phrases that are about the conversation by themselves.
-  if (ContainsAnyPhrase(words, {"state of play", "where do things stand", "where things stand",
-                                "lost the thread", "how far did we get", "how far have we got",
-                                "what did we do", "what did we get through", "what we did",
-                                "whats done", "whats finished", "whats pending", "whats been",
-                                "whatve we", "what have we got", "what have we done",
-                                "what have we changed", "take stock", "overall picture",
-                                "status of everything", "what i changed", "what weve",
-                                "what we changed", "where are we up to", "what we have done"})) {
+  if (ContainsAnyPhrase(words, {"state of play",        "where do things stand",
+                                "where things stand",   "lost the thread",
+                                "how far did we get",   "how far have we got",
+                                "what did we do",       "what did we get through",
+                                "what we did",          "whats done",
+                                "whats finished",       "whats pending",
+                                "whats been",           "whatve we",
+                                "what have we got",     "what have we done",
+                                "what have we changed", "take stock",
+                                "overall picture",      "status of everything",
+                                "what i changed",       "what weve",
+                                "what we changed",      "where are we up to",
+                                "what we have done"})) {
     return true;
   }
   // A summary word, scoped to this conversation.
   const bool summary = ContainsAnyPhrase(
       words, {"recap", "summary", "summarise", "summarize", "sum up", "rundown", "tldr", "tl dr"});
-  const bool scoped = ContainsAnyPhrase(
-      words, {"we", "weve", "our", "us", "chat", "convo", "conversation", "session", "so far",
-              "everything", "all this", "todays", "lost"});
+  const bool scoped =
+      ContainsAnyPhrase(words, {"we", "weve", "our", "us", "chat", "convo", "conversation",
+                                "session", "so far", "everything", "all this", "todays", "lost"});
   return summary && scoped;
 }
 
@@ -273,16 +311,36 @@ std::optional<RelativePosition> FindRelativePosition(const std::vector<std::stri
 }
 
 std::optional<size_t> NewTopicStart(std::string_view message) {
-  static const std::vector<std::string_view> markers = {
-      "anyway",        "anyways",          "unrelated",       "off topic",     "ot",
-      "quick detour",  "detour",           "separate q",      "separate question",
-      "different question", "different topic", "on another note", "btw",     "by the way",
-      "changing the subject", "change of topic", "side question", "random question",
-      "totally different", "new topic",     "before that",     "oh and",        "switching gears",
-      "other thing",   "also unrelated",   "one more thing",  "something else"};
-  static const std::set<std::string_view> lead_in = {"ok", "okay", "oh", "hey", "mmm", "mm",
-                                                     "hmm", "wait", "so", "and", "also", "but",
-                                                     "right", "cool", "thanks", "thx", "k"};
+  static const std::vector<std::string_view> markers = {"anyway",
+                                                        "anyways",
+                                                        "unrelated",
+                                                        "off topic",
+                                                        "ot",
+                                                        "quick detour",
+                                                        "detour",
+                                                        "separate q",
+                                                        "separate question",
+                                                        "different question",
+                                                        "different topic",
+                                                        "on another note",
+                                                        "btw",
+                                                        "by the way",
+                                                        "changing the subject",
+                                                        "change of topic",
+                                                        "side question",
+                                                        "random question",
+                                                        "totally different",
+                                                        "new topic",
+                                                        "before that",
+                                                        "oh and",
+                                                        "switching gears",
+                                                        "other thing",
+                                                        "also unrelated",
+                                                        "one more thing",
+                                                        "something else"};
+  static const std::set<std::string_view> lead_in = {
+      "ok",  "okay", "oh",  "hey",   "mmm",  "mm",     "hmm", "wait", "so",
+      "and", "also", "but", "right", "cool", "thanks", "thx", "k"};
   size_t start = 0;
   bool shifted = false;
   // Markers may pile up: "oh and hey, before that — what's ...".
@@ -325,11 +383,11 @@ namespace {
 
 const std::set<std::string_view>& WorkVerbs() {
   static const std::set<std::string_view> words = {
-      "send",    "email",  "post",     "export",  "check",   "summarise", "summarize", "create",
-      "tell",    "log",    "reply",    "compare", "cancel",  "notify",    "alert",     "write",
-      "whatsapp", "slack", "text",     "message", "remind",  "assign",    "schedule",  "copy",
-      "push",    "pull",   "draft",    "ping",    "dm",      "forward",   "save",      "add",
-      "open",    "file",   "escalate", "flag",    "update",  "sync",      "upload",    "share"};
+      "send",     "email", "post",     "export",  "check",  "summarise", "summarize", "create",
+      "tell",     "log",   "reply",    "compare", "cancel", "notify",    "alert",     "write",
+      "whatsapp", "slack", "text",     "message", "remind", "assign",    "schedule",  "copy",
+      "push",     "pull",  "draft",    "ping",    "dm",     "forward",   "save",      "add",
+      "open",     "file",  "escalate", "flag",    "update", "sync",      "upload",    "share"};
   return words;
 }
 
@@ -368,13 +426,14 @@ bool MentionsAutomation(const std::vector<std::string_view>& words) {
 // nor "every student").
 bool HasRecurrence(const std::vector<std::string_view>& words) {
   static const std::set<std::string_view> units = {
-      "day",     "days",     "week",    "weeks",    "month",    "months",  "morning", "evening",
-      "night",   "hour",     "hours",   "minute",   "minutes",  "weekday", "weekdays", "quarter",
-      "year",    "monday",   "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
-      "mondays", "tuesdays", "wednesdays", "thursdays", "fridays", "1st",  "first",   "working",
-      "business", "other",   "afternoon", "weekend"};
-  static const std::set<std::string_view> adverbs = {"daily", "weekly", "monthly", "nightly",
-                                                     "hourly", "weekdays"};
+      "day",     "days",      "week",       "weeks",     "month",     "months",
+      "morning", "evening",   "night",      "hour",      "hours",     "minute",
+      "minutes", "weekday",   "weekdays",   "quarter",   "year",      "monday",
+      "tuesday", "wednesday", "thursday",   "friday",    "saturday",  "sunday",
+      "mondays", "tuesdays",  "wednesdays", "thursdays", "fridays",   "1st",
+      "first",   "working",   "business",   "other",     "afternoon", "weekend"};
+  static const std::set<std::string_view> adverbs = {"daily",   "weekly", "monthly",
+                                                     "nightly", "hourly", "weekdays"};
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string_view next = i + 1 < words.size() ? words[i + 1] : "";
     const std::string_view after = i + 2 < words.size() ? words[i + 2] : "";
@@ -395,17 +454,19 @@ bool HasRecurrence(const std::vector<std::string_view>& words) {
 }  // namespace
 
 bool IsStandingInstruction(const std::vector<std::string_view>& words, std::string_view message) {
-  if (words.size() < 9 || ContainsPhrase(words, "?") || ContainsAnyPhrase(words, {"skill", "skills"})) {
+  if (words.size() < 9 || ContainsPhrase(words, "?") ||
+      ContainsAnyPhrase(words, {"skill", "skills"})) {
     return false;
   }
-  if (ContainsAnyPhrase(words, {"instead", "anymore", "from now on", "change", "switch", "stop",
-                                "only", "also", "no longer", "rather than", "not", "dont",
-                                "just this once", "right now", "now", "adjust", "move", "moved",
-                                "should", "needs", "want the", "too slow", "too much"})) {
+  if (ContainsAnyPhrase(
+          words, {"instead",        "anymore",   "from now on", "change",      "switch",  "stop",
+                  "only",           "also",      "no longer",   "rather than", "not",     "dont",
+                  "just this once", "right now", "now",         "adjust",      "move",    "moved",
+                  "should",         "needs",     "want the",    "too slow",    "too much"})) {
     return false;
   }
-  const bool arrow = message.find("->") != std::string_view::npos ||
-                     message.find("→") != std::string_view::npos;
+  const bool arrow =
+      message.find("->") != std::string_view::npos || message.find("→") != std::string_view::npos;
   bool trigger = arrow || HasRecurrence(words);
   size_t first = 0;
   while (first < words.size() && (words[first] == "ok" || words[first] == "so" ||
@@ -425,12 +486,13 @@ bool IsStandingInstruction(const std::vector<std::string_view>& words, std::stri
 bool IsSelfContainedTask(const std::vector<std::string_view>& words, std::string_view message) {
   if (words.size() < 6 || MentionsAutomation(words)) return false;
   static const std::set<std::string_view> text_verbs = {
-      "write",   "translate", "shorten",  "extract", "classify", "scale",   "turn",   "make",
-      "answer",  "reply",     "draft",    "summarise", "summarize", "rewrite", "proofread",
-      "convert", "calculate", "calc",     "give",    "name",     "list",    "seat",   "format",
-      "sort",    "rank",      "generate", "suggest", "come",     "compose", "tidy",   "clean"};
-  static const std::set<std::string_view> filler = {"please", "pls", "plz", "can", "could", "you",
-                                                    "ok", "hey", "quick", "just", "u"};
+      "write",     "translate", "shorten",   "extract", "classify",  "scale",     "turn",
+      "make",      "answer",    "reply",     "draft",   "summarise", "summarize", "rewrite",
+      "proofread", "convert",   "calculate", "calc",    "give",      "name",      "list",
+      "seat",      "format",    "sort",      "rank",    "generate",  "suggest",   "come",
+      "compose",   "tidy",      "clean"};
+  static const std::set<std::string_view> filler = {
+      "please", "pls", "plz", "can", "could", "you", "ok", "hey", "quick", "just", "u"};
   size_t first = 0;
   while (first < words.size() && filler.contains(words[first])) ++first;
   bool task_verb = first < words.size() && text_verbs.contains(words[first]);

@@ -502,9 +502,9 @@ std::optional<RuleAnswer> CorrectLastRequest(const Situation& s) {
   if ((action == Action::kUnknown || action == Action::kConversation) && c.last_agent) {
     action = Action::kQueryInfo;
   }
-  RuleAnswer out = Answer(s, action, Reference::kCorrection,
-                          "The user corrects the last request (" + Phrase(action) + ") to \"" +
-                              value + "\".");
+  RuleAnswer out =
+      Answer(s, action, Reference::kCorrection,
+             "The user corrects the last request (" + Phrase(action) + ") to \"" + value + "\".");
   const bool named_exactly =
       s.named_agent &&
       absl::StrContains(Lowercase(s.message.request.message), Lowercase(*s.named_agent));
@@ -620,14 +620,14 @@ std::optional<RuleAnswer> AgentThenInstruction(const Situation& s) {
   const std::vector<std::string_view> rest_words = Words(rest);
   const bool changes =
       std::any_of(rest.begin(), rest.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) ||
-      ContainsAnyPhrase(rest_words, {"should", "never", "always", "not", "no more", "only",
-                                     "also", "instead", "from now", "any more", "anymore", "max",
-                                     "at most", "skip", "include", "exclude", "dont", "first",
-                                     "then", "changed"});
+      ContainsAnyPhrase(rest_words,
+                        {"should",  "never",    "always",   "not",     "no more", "only",    "also",
+                         "instead", "from now", "any more", "anymore", "max",     "at most", "skip",
+                         "include", "exclude",  "dont",     "first",   "then",    "changed"});
   if (!changes) return std::nullopt;
-  return Answer(s, Action::kUpdateAgent, Reference::kNone,
-                "The message names " + *s.named_agent +
-                    " first, then says what it should do differently.");
+  return Answer(
+      s, Action::kUpdateAgent, Reference::kNone,
+      "The message names " + *s.named_agent + " first, then says what it should do differently.");
 }
 
 constexpr Rule<Message> kFastPathRules[] = {

@@ -28,8 +28,10 @@ IntentRequest Request(std::string message, std::vector<std::string> agents = {},
 ClarifyDecision Decide(const IntentRequest& request, Action action,
                        std::optional<std::string> agent = std::nullopt,
                        Reference reference = Reference::kNone) {
-  return DecideClarification(
-      {.request = request, .action = action, .agent_name = std::move(agent), .reference = reference});
+  return DecideClarification({.request = request,
+                              .action = action,
+                              .agent_name = std::move(agent),
+                              .reference = reference});
 }
 
 TEST(ClarifyTest, AThisWithNothingToStandForAsksWhatIsMeant) {
@@ -42,10 +44,10 @@ TEST(ClarifyTest, AThisWithNothingToStandForAsksWhatIsMeant) {
 }
 
 TEST(ClarifyTest, TheHistoryBindsAPronoun) {
-  const IntentRequest request =
-      Request("run it again", {"supplier-order-check", "closing-checklist-bot"},
-              {{Role::kUser, "how did supplier-order-check do this morning?"},
-               {Role::kAssistant, "It flagged 2 shortfalls: 6kg of salmon and 2 cases of lemons."}});
+  const IntentRequest request = Request(
+      "run it again", {"supplier-order-check", "closing-checklist-bot"},
+      {{Role::kUser, "how did supplier-order-check do this morning?"},
+       {Role::kAssistant, "It flagged 2 shortfalls: 6kg of salmon and 2 cases of lemons."}});
   EXPECT_FALSE(Decide(request, Action::kExecuteTask, "supplier-order-check").clarification.needed);
 }
 
@@ -84,14 +86,14 @@ TEST(ClarifyTest, ANewAgentThatSaysWhatItDoesProceeds) {
   EXPECT_FALSE(Decide(Request("an agent that emails late invoices to the accounts inbox"),
                       Action::kCreateAgent)
                    .clarification.needed);
-  EXPECT_FALSE(Decide(Request("every friday post the open pull requests to #eng"),
-                      Action::kCreateAgent)
-                   .clarification.needed);
+  EXPECT_FALSE(
+      Decide(Request("every friday post the open pull requests to #eng"), Action::kCreateAgent)
+          .clarification.needed);
 }
 
 TEST(ClarifyTest, AChangeWithNothingToChangeAsksWhatChanges) {
-  const IntentRequest request = Request("the stock watcher needs a bit of a rework",
-                                        {"stock-watcher", "refund-tracker"});
+  const IntentRequest request =
+      Request("the stock watcher needs a bit of a rework", {"stock-watcher", "refund-tracker"});
   const ClarifyDecision d = Decide(request, Action::kUpdateAgent, "stock-watcher");
   EXPECT_THAT(d.clarification.missing, ElementsAre(MissingSlot::kChange));
 }
@@ -140,8 +142,9 @@ TEST(ClarifyTest, OneOfSeveralListedAsksWhichOne) {
   const IntentRequest request =
       Request("cancel the booking", {"meeting-room-booker"},
               {{Role::kUser, "what rooms have I got booked?"},
-               {Role::kAssistant, "You have three bookings:\n1. Oak, Tue 10:00\n2. Birch, Wed "
-                                  "14:00\n3. Elm, Fri 9:00"}});
+               {Role::kAssistant,
+                "You have three bookings:\n1. Oak, Tue 10:00\n2. Birch, Wed "
+                "14:00\n3. Elm, Fri 9:00"}});
   const ClarifyDecision d = Decide(request, Action::kExecuteTask, "meeting-room-booker");
   EXPECT_THAT(d.clarification.missing, Contains(MissingSlot::kObject));
 }
@@ -151,10 +154,11 @@ TEST(ClarifyTest, AnswersToTheAssistantNeverAskAgain) {
       Request("vendor invoice matcher", {"vendor-invoice-matcher", "expense-policy-checker"},
               {{Role::kUser, "move one of my agents to 7am"},
                {Role::kAssistant, "Which agent should run at 7am?"}});
-  EXPECT_FALSE(Decide(request, Action::kUpdateAgent, "vendor-invoice-matcher").clarification.needed);
-  const IntentRequest yes = Request("yes, do that", {}, {{Role::kAssistant, "Want me to run it?"}});
   EXPECT_FALSE(
-      Decide(yes, Action::kExecuteTask, std::nullopt, Reference::kConfirmation).clarification.needed);
+      Decide(request, Action::kUpdateAgent, "vendor-invoice-matcher").clarification.needed);
+  const IntentRequest yes = Request("yes, do that", {}, {{Role::kAssistant, "Want me to run it?"}});
+  EXPECT_FALSE(Decide(yes, Action::kExecuteTask, std::nullopt, Reference::kConfirmation)
+                   .clarification.needed);
 }
 
 TEST(ClarifyTest, ApplyingTheDecisionSetsAmbiguityAndTheQuestion) {
@@ -170,9 +174,9 @@ TEST(ClarifyTest, ApplyingTheDecisionSetsAmbiguityAndTheQuestion) {
 }
 
 TEST(ClarifyQuestionTest, NamesEveryMissingSlotAndTheCandidates) {
-  EXPECT_EQ(ClarifyQuestion({MissingSlot::kObject, MissingSlot::kRecipient}, {},
-                            Action::kExecuteTask),
-            "Which one should I use, and who should get it?");
+  EXPECT_EQ(
+      ClarifyQuestion({MissingSlot::kObject, MissingSlot::kRecipient}, {}, Action::kExecuteTask),
+      "Which one should I use, and who should get it?");
   EXPECT_EQ(ClarifyQuestion({MissingSlot::kAgent}, {"a", "b", "c"}, Action::kExecuteTask),
             "Which agent do you mean? It could be a, b or c.");
 }
@@ -221,7 +225,8 @@ TEST(FollowupCuesTest, StandingInstructionsAndSelfContainedTasks) {
   EXPECT_TRUE(IsStandingInstruction(WordsOf(standing), standing));
   const std::string once = NormalizeText("email every student who missed the quiz a reminder");
   EXPECT_FALSE(IsStandingInstruction(WordsOf(once), once));
-  const std::string task_text = "shorten this headline to 60 chars: Council Votes 7-2 to Approve Bike Lanes";
+  const std::string task_text =
+      "shorten this headline to 60 chars: Council Votes 7-2 to Approve Bike Lanes";
   const std::string task = NormalizeText(task_text);
   EXPECT_TRUE(IsSelfContainedTask(WordsOf(task), task_text));
   const std::string update_text = "invoice-chaser: stop chasing customers tagged as payment plan";
