@@ -278,8 +278,7 @@ std::vector<std::pair<std::string, int>> DescribedAgents(const Facts& f) {
     int score = 0;
     for (std::string_view part : NameWords(agent.name)) {
       if (part.size() < 3 || GenericAgentWords().contains(part)) continue;
-      for (size_t i = 0; i < f.words.size(); ++i) {
-        const std::string_view w = f.words[i];
+      for (const std::string_view w : f.words) {
         if (w.size() < 3 || StopWords().contains(w) || GenericAgentWords().contains(w)) continue;
         if (SameStem(w, part)) {
           ++score;
@@ -315,12 +314,10 @@ Facts ReadFacts(const ClarifyInput& in) {
     agent_named = agent_named || !named.empty();
   }
   f.history_words = Words(f.history);
-  for (auto it = history.rbegin(); it != history.rend(); ++it) {
-    if (it->role == Role::kAssistant) {
-      f.last_assistant = it->content;
-      break;
-    }
-  }
+  const auto last_assistant =
+      std::find_if(history.rbegin(), history.rend(),
+                   [](const HistoryTurn& t) { return t.role == Role::kAssistant; });
+  if (last_assistant != history.rend()) f.last_assistant = last_assistant->content;
   const std::string last_normalized = NormalizeText(f.last_assistant);
   const size_t last_words = Words(last_normalized).size();
   f.last_turn_lists = CountListLines(f.last_assistant) >= kListLines ||
@@ -685,9 +682,7 @@ bool ChangeMissing(Facts& f) {
   for (const auto& [name, score] : f.described_agents) {
     for (std::string_view part : NameWords(name)) agent_words.insert(part);
   }
-  const std::vector<std::string_view>& w = f.words;
-  for (size_t i = 0; i < w.size(); ++i) {
-    const std::string_view word = w[i];
+  for (const std::string_view word : f.words) {
     if (word == "before" || word == "by" || word == "until") break;  // a deadline, not a change
     if (StopWords().contains(word) || VagueChangeWords().contains(word) || word.size() < 3 ||
         !IsAsciiWord(word)) {

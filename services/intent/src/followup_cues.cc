@@ -52,29 +52,30 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-// Splits `text` into clauses at , ; : — – → and sentence ends.
+// The length of the clause separator at `text[i]` (, ; : ( ) — – → " - "
+// and sentence ends), or 0. The colon of a time ("5:30 am") separates
+// nothing.
+size_t SeparatorAt(std::string_view text, size_t i) {
+  const char c = text[i];
+  const auto digit = [&](size_t k) {
+    return k < text.size() && std::isdigit(static_cast<unsigned char>(text[k])) != 0;
+  };
+  if (c == ':' && i > 0 && digit(i - 1) && digit(i + 1)) return 0;
+  const bool sentence_end =
+      (c == '.' || c == '!' || c == '?') && (i + 1 == text.size() || text[i + 1] == ' ');
+  if (c == ',' || c == ';' || c == ':' || c == '(' || c == ')' || sentence_end) return 1;
+  for (std::string_view wide : {"—", "–", "→", " - "}) {
+    if (text.compare(i, wide.size(), wide) == 0) return wide.size();
+  }
+  return 0;
+}
+
+// Splits `text` into clauses at separators (SeparatorAt).
 std::vector<std::string_view> Clauses(std::string_view text) {
   std::vector<std::string_view> out;
   size_t start = 0;
   for (size_t i = 0; i <= text.size(); ++i) {
-    size_t cut = 0;
-    if (i == text.size()) {
-      cut = 1;
-    } else if (text[i] == ':' && i > 0 && i + 1 < text.size() &&
-               std::isdigit(static_cast<unsigned char>(text[i - 1])) != 0 &&
-               std::isdigit(static_cast<unsigned char>(text[i + 1])) != 0) {
-      continue;  // "5:30 am"
-    } else if (text[i] == ',' || text[i] == ';' || text[i] == ':' || text[i] == '(' ||
-               text[i] == ')' ||
-               ((text[i] == '.' || text[i] == '!' || text[i] == '?') &&
-                (i + 1 == text.size() || text[i + 1] == ' '))) {
-      cut = 1;
-    } else if (text.compare(i, 3, "—") == 0 || text.compare(i, 3, "–") == 0 ||
-               text.compare(i, 3, "→") == 0) {
-      cut = 3;
-    } else if (text.compare(i, 3, " - ") == 0) {
-      cut = 3;
-    }
+    const size_t cut = i == text.size() ? 1 : SeparatorAt(text, i);
     if (cut == 0) continue;
     std::string_view clause = Trim(text.substr(start, i - start));
     if (!clause.empty()) out.push_back(clause);
