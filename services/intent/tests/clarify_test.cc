@@ -17,11 +17,13 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 IntentRequest Request(std::string message, std::vector<std::string> agents = {},
-                      std::vector<std::pair<Role, std::string>> history = {}) {
+                      const std::vector<std::pair<Role, std::string>>& history = {}) {
   IntentRequest r;
   r.message = std::move(message);
   for (std::string& name : agents) r.agents.push_back({std::move(name), ""});
-  for (auto& [role, content] : history) r.history.push_back({.role = role, .content = content});
+  for (const auto& [role, content] : history) {
+    r.history.push_back({.role = role, .content = content});
+  }
   return r;
 }
 
