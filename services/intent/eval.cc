@@ -1,17 +1,21 @@
 // omniforge-intent-eval: measures the running intent service over gRPC.
 //
 //   omniforge-intent-eval [--target HOST:PORT] [--spawn] [--followups FILE]
-//                         [--holdout FILE] [--show-dev-misses] [--show-holdout-misses]
+//                         [--holdout FILE] [--clarify FILE] [--clarify-holdout FILE]
+//                         [--show-dev-misses]
 //
-// Sends the dev split (the shipped utterances the model never trains on)
-// and the follow-up set (conversations with history and agents, in
-// data/followups.jsonl) to AnalyzeIntent, then prints accuracy, per-label
-// precision and recall, the confusion matrix, follow-up resolution accuracy
-// (action, and agent_name where one is expected) and client-side latency
-// p50/p99. A second, held-out follow-up set (data/followups_holdout.jsonl,
-// written separately and never used to tune the rules) is measured the same
-// way. The last line is
-//   RESULT intent_accuracy=… followup_accuracy=… followup_holdout_accuracy=… p50_ms=… p99_ms=…
+// Sends the dev split (the shipped utterances the model never trains on),
+// the follow-up set (conversations with history and agents, in
+// data/followups.jsonl) and the clarify-or-proceed set (data/clarify.jsonl)
+// to AnalyzeIntent, then prints accuracy, per-label precision and recall,
+// the confusion matrix, follow-up resolution accuracy (action, agent_name,
+// corrected_value and summary_worthy where expected), clarify-or-proceed
+// accuracy with missing-slot recall, each per category, and client-side
+// latency p50/p99. The held-out sets (data/*_holdout.jsonl, written
+// separately and never used to tune anything) are measured the same way but
+// print only their figures per category, never a case. The last line is
+//   RESULT intent_accuracy=… followup_accuracy=… followup_holdout_accuracy=…
+//          clarify_accuracy=… clarify_holdout_accuracy=… p50_ms=… p99_ms=…
 // --spawn starts build/bin/omniforge-intent (next to this binary) on a free
 // port in local mode and stops it afterwards.
 #include <arpa/inet.h>
@@ -25,6 +29,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -131,20 +136,63 @@ pid_t Spawn(const std::string& binary, int port) {
   return pid;
 }
 
-// Runs one follow-up file; returns the share resolved exactly (action, and
-// agent_name where one is expected), or an error.
-absl::StatusOr<double> RunFollowups(Client& client, const std::string& path, bool print_misses,
-                                    std::vector<double>& latencies) {
+// Correct and total cases of one category (the prefix of a case's id).
+using CategoryCounts = std::map<std::string, std::pair<int, int>>;
+
+std::string CategoryOf(const Json& c) {
+  const std::string id = c.value("id", "");
+  return id.substr(0, id.rfind('-'));
+}
+
+void PrintCategories(const CategoryCounts& by_category) {
+  for (const auto& [category, counts] : by_category) {
+    std::printf("  %-16s %3d / %3d  %.3f\n", category.c_str(), counts.first, counts.second,
+                counts.second == 0 ? 0.0 : static_cast<double>(counts.first) / counts.second);
+  }
+}
+
+// Reads a JSON-lines file of cases, or an error.
+absl::StatusOr<std::vector<Json>> ReadCases(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError("cannot read " + path);
-  int cases = 0, action_ok = 0, agent_ok = 0, both_ok = 0;
-  std::map<std::string, std::pair<int, int>> by_category;  // prefix of id -> (ok, n)
-  std::vector<std::string> misses;
+  std::vector<Json> cases;
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty()) continue;
-    const Json c = Json::parse(line, nullptr, false);
+    Json c = Json::parse(line, nullptr, false);
     if (c.is_discarded()) return absl::InvalidArgumentError(path + ": a line is not JSON");
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return s;
+}
+
+std::string Entity(const pb::IntentAnalysis& got, const std::string& key) {
+  const auto it = got.entities().find(key);
+  return it == got.entities().end() ? "" : it->second;
+}
+
+// Whether a set's misses may be printed: never for a held-out set, which
+// is only ever measured as a whole.
+enum class Split { kDev, kHoldout };
+
+// Runs one follow-up file; returns the share resolved exactly (action,
+// agent_name where one is expected, corrected_value where one is expected,
+// summary_worthy where it is expected), or an error.
+absl::StatusOr<double> RunFollowups(Client& client, const std::string& path, Split split,
+                                    std::vector<double>& latencies) {
+  auto cases = ReadCases(path);
+  if (!cases.ok()) return cases.status();
+  int n = 0, action_ok = 0, agent_ok = 0, all_ok = 0;
+  int corrected_expected = 0, corrected_ok = 0, summary_expected = 0, summary_ok = 0;
+  CategoryCounts by_category;
+  std::vector<std::string> misses;
+  for (const Json& c : *cases) {
     auto request = FollowupRequest(c);
     auto outcome = client.Analyze(*request);
     if (!outcome.ok()) return outcome.status();
@@ -153,36 +201,135 @@ absl::StatusOr<double> RunFollowups(Client& client, const std::string& path, boo
     const pb::IntentAnalysis& got = outcome->analysis;
     const bool action_match =
         got.action_type() == ParseActionType(expect.at("action_type").get<std::string>());
-    const auto agent = got.entities().find("agent_name");
-    const std::string got_agent = agent == got.entities().end() ? "" : agent->second;
+    const std::string got_agent = Entity(got, "agent_name");
     const std::string want_agent = expect.value("agent_name", "");
     const bool agent_match = got_agent == want_agent;
-    ++cases;
+    const std::string want_value = expect.value("corrected_value", "");
+    const std::string got_value = Entity(got, "corrected_value");
+    bool value_match = true;
+    if (!want_value.empty()) {
+      ++corrected_expected;
+      value_match =
+          !got_value.empty() && Lower(got_value).find(Lower(want_value)) != std::string::npos;
+      corrected_ok += value_match;
+    }
+    bool summary_match = true;
+    if (expect.contains("summary_worthy")) {
+      ++summary_expected;
+      summary_match = got.summary_worthy() == expect.at("summary_worthy").get<bool>();
+      summary_ok += summary_match;
+    }
+    const bool ok = action_match && agent_match && value_match && summary_match;
+    ++n;
     action_ok += action_match;
     agent_ok += agent_match;
-    both_ok += action_match && agent_match;
-    const std::string id = c.value("id", "");
-    auto& cat = by_category[id.substr(0, id.rfind('-'))];
-    cat.first += action_match && agent_match;
+    all_ok += ok;
+    auto& cat = by_category[CategoryOf(c)];
+    cat.first += ok;
     ++cat.second;
-    if (!(action_match && agent_match)) {
-      misses.push_back(id + ": \"" + c.at("message").get<std::string>() + "\" expected " +
-                       expect.at("action_type").get<std::string>() +
-                       (want_agent.empty() ? "" : "/" + want_agent) + ", got " +
+    if (!ok) {
+      misses.push_back(c.value("id", "") + ": \"" + c.at("message").get<std::string>() +
+                       "\" expected " + expect.at("action_type").get<std::string>() +
+                       (want_agent.empty() ? "" : "/" + want_agent) +
+                       (want_value.empty() ? "" : " [" + want_value + "]") + ", got " +
                        ShortName(got.action_type()) + (got_agent.empty() ? "" : "/" + got_agent) +
-                       " — " + got.reasoning());
+                       (got_value.empty() ? "" : " [" + got_value + "]") +
+                       (summary_match ? "" : " (summary_worthy wrong)") + " — " + got.reasoning());
     }
   }
-  std::printf("\nfollow-ups (%s): %d cases; action %d, agent_name %d, both %d\n", path.c_str(),
-              cases, action_ok, agent_ok, both_ok);
-  for (const auto& [category, counts] : by_category) {
-    std::printf("  %-14s %3d / %3d\n", category.c_str(), counts.first, counts.second);
-  }
-  if (print_misses && !misses.empty()) {
+  std::printf(
+      "\nfollow-ups (%s): %d cases; action %d, agent_name %d, corrected_value %d / %d, "
+      "summary_worthy %d / %d, all %d\n",
+      path.c_str(), n, action_ok, agent_ok, corrected_ok, corrected_expected, summary_ok,
+      summary_expected, all_ok);
+  PrintCategories(by_category);
+  if (split == Split::kDev && !misses.empty()) {
     std::printf("misses:\n");
     for (const auto& m : misses) std::printf("  %s\n", m.c_str());
   }
-  return cases == 0 ? 0.0 : static_cast<double>(both_ok) / cases;
+  return n == 0 ? 0.0 : static_cast<double>(all_ok) / n;
+}
+
+bool ListsSlot(const pb::Clarification& clarification, std::string slot) {
+  std::transform(slot.begin(), slot.end(), slot.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+  pb::MissingSlot value = pb::MISSING_SLOT_UNSPECIFIED;
+  if (!pb::MissingSlot_Parse("MISSING_SLOT_" + slot, &value)) return false;
+  return std::find(clarification.missing().begin(), clarification.missing().end(), value) !=
+         clarification.missing().end();
+}
+
+// Runs one clarify-or-proceed file; returns the share decided right (asks
+// exactly when it should; when it proceeds, the expected action and
+// agent_name), or an error. Also prints missing-slot recall: the share of
+// the cases that should ask whose clarification lists an expected slot.
+absl::StatusOr<double> RunClarify(Client& client, const std::string& path, Split split,
+                                  std::vector<double>& latencies) {
+  auto cases = ReadCases(path);
+  if (!cases.ok()) return cases.status();
+  int n = 0, ok_total = 0, should_ask = 0, asked_right = 0, slot_found = 0;
+  int should_proceed = 0, proceeded_right = 0;
+  CategoryCounts by_category;
+  std::vector<std::string> misses;
+  for (const Json& c : *cases) {
+    auto request = FollowupRequest(c);
+    auto outcome = client.Analyze(*request);
+    if (!outcome.ok()) return outcome.status();
+    latencies.push_back(outcome->round_trip_ms);
+    const Json& expect = c.at("expect");
+    const pb::IntentAnalysis& got = outcome->analysis;
+    const bool want_clarify = expect.at("clarify").get<bool>();
+    const bool asked = got.clarification().needed();
+    bool ok = asked == want_clarify;
+    const std::string got_agent = Entity(got, "agent_name");
+    const std::string want_agent = expect.value("agent_name", "");
+    if (ok && !want_clarify) {
+      ok = got.action_type() == ParseActionType(expect.at("action_type").get<std::string>()) &&
+           (want_agent.empty() || got_agent == want_agent);
+    }
+    if (want_clarify) {
+      ++should_ask;
+      asked_right += asked;
+      bool found = false;
+      for (const Json& slot : expect.value("missing", Json::array())) {
+        found = found || ListsSlot(got.clarification(), slot.get<std::string>());
+      }
+      slot_found += found;
+    } else {
+      ++should_proceed;
+      proceeded_right += ok;
+    }
+    ++n;
+    ok_total += ok;
+    auto& cat = by_category[CategoryOf(c)];
+    cat.first += ok;
+    ++cat.second;
+    if (!ok) {
+      std::string slots;
+      for (int s : got.clarification().missing()) {
+        slots += " " + Lower(pb::MissingSlot_Name(static_cast<pb::MissingSlot>(s)).substr(13));
+      }
+      misses.push_back(c.value("id", "") + ": \"" + c.at("message").get<std::string>() +
+                       "\" expected " + (want_clarify ? "clarify" : "proceed ") +
+                       (want_clarify ? "" : expect.at("action_type").get<std::string>()) +
+                       (want_agent.empty() ? "" : "/" + want_agent) + ", got " +
+                       (asked ? "clarify" + slots + " \"" + got.clarifying_question() + "\""
+                              : "proceed " + ShortName(got.action_type()) +
+                                    (got_agent.empty() ? "" : "/" + got_agent)) +
+                       " — " + got.reasoning());
+    }
+  }
+  std::printf(
+      "\nclarify-or-proceed (%s): %d cases, %d right; asked %d / %d that should ask, proceeded "
+      "right %d / %d; missing-slot recall %.3f\n",
+      path.c_str(), n, ok_total, asked_right, should_ask, proceeded_right, should_proceed,
+      should_ask == 0 ? 0.0 : static_cast<double>(slot_found) / should_ask);
+  PrintCategories(by_category);
+  if (split == Split::kDev && !misses.empty()) {
+    std::printf("misses:\n");
+    for (const auto& m : misses) std::printf("  %s\n", m.c_str());
+  }
+  return n == 0 ? 0.0 : static_cast<double>(ok_total) / n;
 }
 
 int FreePort() {
@@ -313,8 +460,15 @@ int Fail(const absl::Status& status) {
   return 1;
 }
 
-int Run(const std::string& target_flag, bool spawn, const std::string& followups_path,
-        const std::string& holdout_path, bool show_dev_misses, bool show_holdout_misses) {
+// Where the labelled sets are; an empty held-out path skips that set.
+struct EvalSets {
+  std::string followups;
+  std::string followups_holdout;
+  std::string clarify;
+  std::string clarify_holdout;
+};
+
+int Run(const std::string& target_flag, bool spawn, const EvalSets& sets, bool show_dev_misses) {
   std::string target = target_flag;
   SpawnedService service;
   if (spawn) {
@@ -327,20 +481,31 @@ int Run(const std::string& target_flag, bool spawn, const std::string& followups
   std::vector<double> latencies;
   const absl::StatusOr<double> accuracy = RunDevSplit(client, show_dev_misses, latencies);
   if (!accuracy.ok()) return Fail(accuracy.status());
-  auto followup = RunFollowups(client, followups_path, true, latencies);
+  auto followup = RunFollowups(client, sets.followups, Split::kDev, latencies);
   if (!followup.ok()) return Fail(followup.status());
-  // The held-out set is never used to tune the rules: it says how they do
-  // on conversations nobody tuned them for.
+  auto clarify = RunClarify(client, sets.clarify, Split::kDev, latencies);
+  if (!clarify.ok()) return Fail(clarify.status());
+  // The held-out sets are never used to tune anything: they say how the
+  // service does on conversations nobody tuned it for. Only their figures
+  // per category are printed, never a case.
   double holdout = -1;
-  if (!holdout_path.empty()) {
-    auto measured = RunFollowups(client, holdout_path, show_holdout_misses, latencies);
+  if (!sets.followups_holdout.empty()) {
+    auto measured = RunFollowups(client, sets.followups_holdout, Split::kHoldout, latencies);
     if (!measured.ok()) return Fail(measured.status());
     holdout = *measured;
+  }
+  double clarify_holdout = -1;
+  if (!sets.clarify_holdout.empty()) {
+    auto measured = RunClarify(client, sets.clarify_holdout, Split::kHoldout, latencies);
+    if (!measured.ok()) return Fail(measured.status());
+    clarify_holdout = *measured;
   }
   service.Stop();
 
   std::printf("\nRESULT intent_accuracy=%.4f followup_accuracy=%.4f", *accuracy, *followup);
   if (holdout >= 0) std::printf(" followup_holdout_accuracy=%.4f", holdout);
+  std::printf(" clarify_accuracy=%.4f", *clarify);
+  if (clarify_holdout >= 0) std::printf(" clarify_holdout_accuracy=%.4f", clarify_holdout);
   std::printf(" p50_ms=%.3f p99_ms=%.3f\n", Percentile(latencies, 0.50),
               Percentile(latencies, 0.99));
   return 0;
@@ -355,18 +520,18 @@ int main(int argc, char** argv) {
   CLI::App app{"omniforge intent evaluation"};
   std::string target = "127.0.0.1:50052";
   bool spawn = false;
-  std::string followups = OMNIFORGE_INTENT_FOLLOWUPS;
+  omniforge::intent::EvalSets sets{OMNIFORGE_INTENT_FOLLOWUPS, OMNIFORGE_INTENT_FOLLOWUPS_HOLDOUT,
+                                   OMNIFORGE_INTENT_CLARIFY, OMNIFORGE_INTENT_CLARIFY_HOLDOUT};
   app.add_option("--target", target, "intent service address");
   app.add_flag("--spawn", spawn, "start the intent service next to this binary, local mode");
-  app.add_option("--followups", followups, "follow-up cases (JSON lines)");
-  std::string holdout = OMNIFORGE_INTENT_FOLLOWUPS_HOLDOUT;
-  app.add_option("--holdout", holdout, "held-out follow-up cases (JSON lines; empty: none)");
+  app.add_option("--followups", sets.followups, "follow-up cases (JSON lines)");
+  app.add_option("--holdout", sets.followups_holdout,
+                 "held-out follow-up cases (JSON lines; empty: none)");
+  app.add_option("--clarify", sets.clarify, "clarify-or-proceed cases (JSON lines)");
+  app.add_option("--clarify-holdout", sets.clarify_holdout,
+                 "held-out clarify-or-proceed cases (JSON lines; empty: none)");
   bool show_dev_misses = false;
-  bool show_holdout_misses = false;
   app.add_flag("--show-dev-misses", show_dev_misses, "print every misclassified dev utterance");
-  app.add_flag("--show-holdout-misses", show_holdout_misses,
-               "print the held-out follow-ups that were missed");
   CLI11_PARSE(app, argc, argv);
-  return omniforge::intent::Run(target, spawn, followups, holdout, show_dev_misses,
-                                show_holdout_misses);
+  return omniforge::intent::Run(target, spawn, sets, show_dev_misses);
 }

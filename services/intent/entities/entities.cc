@@ -288,8 +288,13 @@ std::optional<OrdinalRef> FindOrdinal(std::string_view text) {
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string_view prev = i > 0 ? words[i - 1] : "";
     const std::string_view next = i + 1 < words.size() ? words[i + 1] : "";
-    if ((words[i] == "middle" || words[i] == "other") && prev == "the" &&
-        (next.empty() || next == "one" || next == "agent" || next == "bot" || next == "?")) {
+    // "the middle one", "the middle entry", "the one in the centre of that list".
+    const bool centre =
+        (words[i] == "centre" || words[i] == "center") && prev == "the" && next == "of";
+    if (centre || ((words[i] == "middle" || words[i] == "other") && prev == "the" &&
+                   (next.empty() || next == "one" || next == "agent" || next == "bot" ||
+                    next == "entry" || next == "item" || next == "?"))) {
+      if (centre) return OrdinalRef{OrdinalRef::Kind::kMiddle, 0, "the centre one"};
       return OrdinalRef{words[i] == "middle" ? OrdinalRef::Kind::kMiddle : OrdinalRef::Kind::kOther,
                         0, "the " + std::string(words[i]) + " one"};
     }
@@ -301,9 +306,19 @@ std::optional<OrdinalRef> FindOrdinal(std::string_view text) {
         }
       }
     }
+    // "the 2nd of those", "the last of them", "the first of the three": a
+    // position in the list just given, though "of" usually makes "first"
+    // or "last" a time ("the last of the month").
+    const std::string_view after_of = i + 2 < words.size() ? words[i + 2] : "";
+    const bool of_the_list =
+        next == "of" &&
+        (after_of == "those" || after_of == "them" || after_of == "these" || after_of == "that" ||
+         (after_of == "the" && i + 3 < words.size() &&
+          (words[i + 3] == "list" || words[i + 3] == "three" || words[i + 3] == "two" ||
+           words[i + 3] == "four" || words[i + 3] == "five")));
     for (const auto& [word, index] : kOrdinals) {
       if (words[i] != word) continue;
-      if (kNotAListItem.contains(next)) continue;
+      if (kNotAListItem.contains(next) && !of_the_list) continue;
       // "top"/"final"/"bottom"/"last"/"first" alone mean many things; they
       // count only with a determiner before them (or alone).
       const bool determiner =
@@ -312,6 +327,18 @@ std::optional<OrdinalRef> FindOrdinal(std::string_view text) {
       if (weak && !determiner) continue;
       if (index < 0) return OrdinalRef{OrdinalRef::Kind::kFromEnd, 0, std::string(word)};
       return OrdinalRef{OrdinalRef::Kind::kFromStart, index, std::string(word)};
+    }
+    // "item four", "position one": a counted number in words.
+    static const std::vector<std::string_view> kNumberWords = {
+        "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"};
+    if (prev == "item" || prev == "position" || prev == "number" || prev == "option" ||
+        prev == "entry") {
+      for (size_t k = 0; k < kNumberWords.size(); ++k) {
+        if (words[i] == kNumberWords[k]) {
+          return OrdinalRef{OrdinalRef::Kind::kFromStart, static_cast<int>(k),
+                            std::string(prev) + " " + std::string(words[i])};
+        }
+      }
     }
     // "#2", "number 2", "no 2", "option 2", "item 2", or just "2".
     int n = 0;

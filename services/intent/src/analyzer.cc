@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "services/intent/src/conversation_context.h"
 #include "services/intent/src/cues.h"
+#include "services/intent/src/followup_cues.h"
 #include "services/intent/src/rules.h"
+#include "services/intent/src/text.h"
 
 namespace omniforge::intent {
 namespace {
@@ -17,6 +20,8 @@ constexpr std::string_view kNoKnownWordsRule = "no_known_words";
 constexpr std::string_view kModelRule = "model";
 constexpr std::string_view kModelNamedAgentVerbRule = "model_named_agent_verb";
 constexpr std::string_view kModelImperativeCueRule = "model_imperative_cue";
+constexpr std::string_view kModelStandingInstructionRule = "model_standing_instruction";
+constexpr std::string_view kModelSelfContainedTaskRule = "model_self_contained_task";
 
 // The confidence when no word of the message is known to the model.
 constexpr float kNoKnownWordsConfidence = 0.3f;
@@ -129,6 +134,28 @@ ModelReading ReadModel(const Situation& s, const std::vector<Prediction>& ranked
       r.rule = kModelImperativeCueRule;
     }
   }
+  // Loose matches ("the headline" beside headline-ab-tester) do not count.
+  const bool names_agent_exactly =
+      s.named_agent &&
+      absl::StrContains(Lowercase(s.message.request.message), Lowercase(*s.named_agent));
+  // A standing instruction with a trigger and work to do is a new agent
+  // ("every monday at 8, email each adjuster their open claims"), unless
+  // the message spells out one of the user's agents.
+  if (r.top.action != Action::kCreateAgent && r.top.action != Action::kCreateSkill &&
+      !names_agent_exactly && IsStandingInstruction(s.message.words, s.message.request.message)) {
+    r.second = r.top;
+    r.top = Prediction{Action::kCreateAgent, std::max(kOverrideFloor, r.top.probability)};
+    r.rule = kModelStandingInstructionRule;
+    return r;
+  }
+  // A task on material the message carries ("translate into french: ...")
+  // is done once, now.
+  if (r.top.action != Action::kExecuteTask && !names_agent_exactly &&
+      IsSelfContainedTask(s.message.words, s.message.request.message)) {
+    r.second = r.top;
+    r.top = Prediction{Action::kExecuteTask, std::max(kOverrideFloor, r.top.probability)};
+    r.rule = kModelSelfContainedTaskRule;
+  }
   return r;
 }
 
@@ -186,7 +213,11 @@ LocalResult ModelAnswer(const Situation& s, const AnalyzerOptions& options) {
   }
   // A short follow-up about the agent just discussed ("why?", "how much did
   // that cost?") is about that agent.
-  if (!a.entities.contains("agent_name") && s.context.last_agent && s.message.words.size() <= 6 &&
+  // "message them now", "how long have those been waiting?" lean on it too.
+  const bool leans_on_history =
+      s.message.words.size() <= 6 ||
+      ContainsAnyPhrase(s.message.words, {"them", "those", "these", "they", "it"});
+  if (!a.entities.contains("agent_name") && s.context.last_agent && leans_on_history &&
       (a.action == Action::kQueryInfo || a.action == Action::kExecuteTask ||
        a.action == Action::kManagePlatform || a.action == Action::kUpdateAgent)) {
     a.entities["agent_name"] = *s.context.last_agent;
@@ -211,6 +242,17 @@ LocalAnalyzer::LocalAnalyzer(const LocalClassifier& classifier, AnalyzerOptions 
     : classifier_(classifier), options_(options) {}
 
 LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
+  // "anyway, unrelated: ..." reads only the new request, as if it opened
+  // a conversation.
+  if (std::optional<size_t> start = NewTopicStart(request.message)) {
+    IntentRequest fresh = request;
+    fresh.message = request.message.substr(*start);
+    fresh.history.clear();
+    LocalResult result = Analyze(fresh);
+    result.analysis.reasoning =
+        "A new topic: only the request after the marker is read. " + result.analysis.reasoning;
+    return result;
+  }
   const Message message(request);
   for (const Rule<Message>& rule : FastPathRules()) {
     if (std::optional<RuleAnswer> answer = rule.apply(message)) {

@@ -95,6 +95,26 @@ std::optional<Action> ProposalAction(std::string_view text) {
           (ContainsPhrase(words, "skill") || ContainsPhrase(words, "skills"))) {
         verb = Action::kCreateSkill;
       }
+      const std::vector<std::string_view> offered = Words(rest);
+      const auto offered_has = [&](std::initializer_list<std::string_view> any) {
+        for (size_t i = 0; i < offered.size() && i < 4; ++i) {
+          for (std::string_view w : any) {
+            if (offered[i] == w) return true;
+          }
+        }
+        return false;
+      };
+      // "I can duplicate it", "make a copy of X": a copy is lifecycle.
+      if (offered_has({"copy", "duplicate", "clone"})) verb = Action::kManagePlatform;
+      // "I can show you its details", "pull up its last runs": a look.
+      if (verb == Action::kQueryInfo && !offered.empty() &&
+          (offered[0] == "show" || offered[0] == "pull" || offered[0] == "open" ||
+           offered[0] == "display" || offered[0] == "list" || offered[0] == "fetch")) {
+        found = verb;
+        break;
+      }
+      // "I could create a skill ... Want me to set it up?": still the skill.
+      if (verb == Action::kCreateAgent && found == Action::kCreateSkill) verb = found;
       if (verb && *verb != Action::kQueryInfo) found = verb;  // the latest offer counts
       break;
     }

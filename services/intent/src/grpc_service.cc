@@ -74,6 +74,12 @@ void ToProto(const IntentAnalysis& a, pb::AnalyzeIntentResponse* response) {
   out->set_cost_usd(a.cost_usd);
   out->set_reference(static_cast<pb::ReferenceKind>(a.reference));
   out->set_summary_worthy(a.summary_worthy);
+  pb::Clarification* clarification = out->mutable_clarification();
+  clarification->set_needed(a.clarification.needed);
+  for (MissingSlot slot : a.clarification.missing) {
+    clarification->add_missing(static_cast<pb::MissingSlot>(slot));
+  }
+  for (const std::string& name : a.clarification.candidates) clarification->add_candidates(name);
 }
 
 grpc::ServerUnaryReactor* IntentGrpcService::AnalyzeIntent(grpc::CallbackServerContext* context,

@@ -5,6 +5,7 @@
 #include "libs/core/logging.h"
 #include "libs/llm/errors.h"
 #include "libs/llm/usage_collection.h"
+#include "services/intent/src/clarify.h"
 #include "services/intent/src/keywords.h"
 
 namespace omniforge::intent {
@@ -119,6 +120,7 @@ IntentAnalysis IntentService::Finish(const IntentRequest& request, LocalResult l
     }
     analysis.model_calls = std::move(model_calls);
   }
+  ApplyClarification(request, analysis);
   analysis.latency_ms = static_cast<double>(core::NowMicros() - start_micros) / 1000.0;
   core::LogDebug("intent analysed", {{"source", std::string(SourceName(analysis.source))},
                                      {"action", std::string(ActionLabel(analysis.action))},

@@ -47,6 +47,23 @@ enum class Reference {
   kRecap = 6,
 };
 
+// Values match omniforge.intent.v1.MissingSlot.
+enum class MissingSlot {
+  kReferent = 1,   // "that", "the usual setup": nothing binds it
+  kPurpose = 2,    // what a new agent or skill should do
+  kObject = 3,     // which report, file, booking
+  kRecipient = 4,  // who should get it
+  kAgent = 5,      // which of the user's agents
+  kChange = 6,     // what should change about the agent
+};
+
+// Whether to ask before acting, and what the question has to settle.
+struct Clarification {
+  bool needed = false;
+  std::vector<MissingSlot> missing;     // most important first
+  std::vector<std::string> candidates;  // the user's agents worth offering, best first
+};
+
 struct IntentAnalysis {
   Action action = Action::kUnknown;
   float confidence = 0;
@@ -60,6 +77,9 @@ struct IntentAnalysis {
   double cost_usd = 0;
   Reference reference = Reference::kNone;
   bool summary_worthy = false;
+  // The clarify-or-proceed decision (clarify.h); when needed, is_ambiguous
+  // is set and clarifying_question names what is missing.
+  Clarification clarification;
   // The model calls the analysis made, in order, answered or not (those of
   // a client whose usage sink is an llm::CollectingUsageSink; none when the
   // local model was sure).

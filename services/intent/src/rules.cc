@@ -1,12 +1,14 @@
 #include "services/intent/src/rules.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "services/intent/src/cues.h"
+#include "services/intent/src/followup_cues.h"
 #include "services/intent/src/text.h"
 
 namespace omniforge::intent {
@@ -163,6 +165,14 @@ Action MentionAction(const std::string& rest) {
 std::optional<RuleAnswer> AddressedAgent(const Message& m) {
   const std::optional<Mention> mention = FindMention(m.request);
   if (!mention) return std::nullopt;
+  // "@x" alone answering "which agent should I pause?" is that answer, read
+  // with the history.
+  const std::vector<HistoryTurn>& history = m.request.history;
+  if (m.words.size() <= 3 && !history.empty() && history.back().role == Role::kAssistant &&
+      absl::StrContains(Lowercase(history.back().content), "which") &&
+      absl::StrContains(history.back().content, "?")) {
+    return std::nullopt;
+  }
   const std::string& name = mention->agent->name;
   const std::string& text = m.request.message;
   RuleAnswer out;
@@ -179,7 +189,10 @@ std::optional<RuleAnswer> AddressedAgent(const Message& m) {
 // --------------------------------------------- offers, recaps, closings
 
 std::optional<RuleAnswer> Recap(const Situation& s) {
-  if (!IsRecap(s.message.words)) return std::nullopt;
+  if (!IsRecap(s.message.words) &&
+      !(s.context.has_history && AsksForConversationSummary(s.message.words))) {
+    return std::nullopt;
+  }
   RuleAnswer out = Answer(s, Action::kConversation, Reference::kRecap,
                           "The user wants to pick the conversation back up: a recap is due.");
   out.summary_worthy = true;
@@ -221,6 +234,12 @@ std::optional<RuleAnswer> ConfirmOffer(const Situation& s) {
       *c.proposal != Action::kManagePlatform) {
     out.entities["agent_name"] = *c.last_agent;
   }
+  // "yes, but at 9am": the offer, with one value changed.
+  if (CarriesEdit(s.message.request.message)) {
+    if (std::string value = CorrectedValue(s.message.request.message); !value.empty()) {
+      out.entities["corrected_value"] = value;
+    }
+  }
   return out;
 }
 
@@ -231,6 +250,62 @@ std::optional<RuleAnswer> DeclineOffer(const Situation& s) {
       Answer(s, Action::kConversation, Reference::kDecline,
              "The user declined the assistant's offer to " + Phrase(*c.proposal) + ".");
   out.alternative = c.proposal;
+  return out;
+}
+
+// "lease renewals", "FOIA" in answer to "Which agent should I pause?": the
+// agent named, for what the user had asked (else what the question's verb
+// says).
+std::optional<RuleAnswer> AnswerToWhichAgent(const Situation& s) {
+  const std::vector<HistoryTurn>& history = s.message.request.history;
+  if (!s.named_agent || history.empty() || history.back().role != Role::kAssistant ||
+      s.message.words.size() > 8) {
+    return std::nullopt;
+  }
+  // "run the grant tracker" says what it wants; "grant tracker" is a name.
+  if (LeadingVerb(s.message.words) &&
+      !absl::StrContains(*s.named_agent, std::string(s.message.words.front()))) {
+    return std::nullopt;
+  }
+  const std::string& question = history.back().content;
+  const std::string normalized = NormalizeText(question);
+  const std::vector<std::string_view> question_words = Words(normalized);
+  if (question.find('?') == std::string::npos || !ContainsPhrase(question_words, "which")) {
+    return std::nullopt;
+  }
+  // The verb of the request the question followed ("move one of my agents
+  // to 7am") says more than the model's reading of it.
+  std::optional<Action> wanted;
+  if (history.size() >= 2 && history[history.size() - 2].role == Role::kUser) {
+    wanted = VerbAction(history[history.size() - 2].content);
+  }
+  if (!wanted || NewAgentOrSkill(*wanted)) wanted = s.context.previous_action;
+  if (!wanted || NewAgentOrSkill(*wanted) || *wanted == Action::kConversation ||
+      *wanted == Action::kUnknown) {
+    wanted = VerbAction(question);
+  }
+  const Action action = ForExistingAgent(wanted.value_or(Action::kQueryInfo));
+  RuleAnswer out = Answer(s, action, Reference::kOrdinal,
+                          "The user answers the assistant's question with " + *s.named_agent +
+                              ", for what was asked: " + Phrase(action) + ".");
+  return out;
+}
+
+// "hmm no, not right now", "pass", "let's park that" to an offer, a draft
+// in progress or a question of the assistant's: nothing to do.
+std::optional<RuleAnswer> RefuseOffer(const Situation& s) {
+  const Context& c = s.context;
+  const std::vector<HistoryTurn>& history = s.message.request.history;
+  const bool asked = !history.empty() && history.back().role == Role::kAssistant &&
+                     history.back().content.find('?') != std::string::npos;
+  if (!(c.proposal || c.in_progress || asked) || !OpensWithRefusal(s.message.words)) {
+    return std::nullopt;
+  }
+  const std::optional<Action> declined = c.proposal ? c.proposal : c.in_progress;
+  RuleAnswer out = Answer(s, Action::kConversation, Reference::kDecline,
+                          "The user turned down what the assistant offered.");
+  out.entities.erase("agent_name");
+  out.alternative = declined;
   return out;
 }
 
@@ -278,6 +353,49 @@ RuleAnswer AnswerPick(const Situation& s, const std::string& picked, const std::
                  " from the assistant's list, for what was being done: " + Phrase(action) + ".");
   out.entities["agent_name"] = picked;
   return out;
+}
+
+// "the one listed before X", "the entry right above it", "the one between
+// X and Y": X's neighbour in the last list, not X.
+std::optional<RuleAnswer> PickRelative(const Situation& s) {
+  const Context& c = s.context;
+  if (c.last_list.empty()) return std::nullopt;
+  const std::optional<RelativePosition> position = FindRelativePosition(s.message.words);
+  if (!position) return std::nullopt;
+  const auto index_of = [&](const std::string& name) {
+    const auto it = std::find(c.last_list.begin(), c.last_list.end(), name);
+    return it == c.last_list.end() ? -1 : static_cast<int>(it - c.last_list.begin());
+  };
+  std::vector<int> anchors;
+  for (const std::string& name :
+       CatalogItemsInOrder(s.message.request.message, s.message.request.agents)) {
+    if (const int i = index_of(name); i >= 0) anchors.push_back(i);
+  }
+  if (anchors.empty() && s.named_agent) {
+    if (const int i = index_of(*s.named_agent); i >= 0) anchors.push_back(i);
+  }
+  // "the one above it": the item talked about last.
+  if (anchors.empty() && c.last_agent &&
+      ContainsAnyPhrase(s.message.words, {"it", "that", "this one", "that one"})) {
+    if (const int i = index_of(*c.last_agent); i >= 0) anchors.push_back(i);
+  }
+  if (anchors.empty()) return std::nullopt;
+  int picked = -1;
+  switch (*position) {
+    case RelativePosition::kBefore:
+      picked = anchors.front() - 1;
+      break;
+    case RelativePosition::kAfter:
+      picked = anchors.front() + 1;
+      break;
+    case RelativePosition::kBetween:
+      if (anchors.size() >= 2 && std::abs(anchors[0] - anchors[1]) == 2) {
+        picked = (anchors[0] + anchors[1]) / 2;
+      }
+      break;
+  }
+  if (picked < 0 || picked >= static_cast<int>(c.last_list.size())) return std::nullopt;
+  return AnswerPick(s, c.last_list[picked], "the position relative to " + c.last_list[anchors[0]]);
 }
 
 // "the second one", "#2", "the last one", "the other one".
@@ -365,6 +483,39 @@ std::optional<RuleAnswer> DraftCorrection(const Situation& s) {
   std::map<std::string, std::string> merged = c.in_progress_entities;
   Merge(merged, out.entities);
   out.entities = std::move(merged);
+  if (std::string value = CorrectedValue(s.message.request.message); !value.empty()) {
+    out.entities["corrected_value"] = value;
+  }
+  return out;
+}
+
+// "sorry, I meant the March report", "Janet Kim, not Ortiz": the last
+// request again, with the value it corrects.
+std::optional<RuleAnswer> CorrectLastRequest(const Situation& s) {
+  const Context& c = s.context;
+  if (!c.previous_action || !IsCorrection(s.message.words)) return std::nullopt;
+  const std::string value = CorrectedValue(s.message.request.message);
+  if (value.empty()) return std::nullopt;
+  // A request the model could not place, about an agent, was a question
+  // about it.
+  Action action = *c.previous_action;
+  if ((action == Action::kUnknown || action == Action::kConversation) && c.last_agent) {
+    action = Action::kQueryInfo;
+  }
+  RuleAnswer out =
+      Answer(s, action, Reference::kCorrection,
+             "The user corrects the last request (" + Phrase(action) + ") to \"" + value + "\".");
+  const bool named_exactly =
+      s.named_agent &&
+      absl::StrContains(Lowercase(s.message.request.message), Lowercase(*s.named_agent));
+  std::map<std::string, std::string> merged = c.previous_entities;
+  if (!named_exactly) out.entities.erase("agent_name");
+  Merge(merged, out.entities);
+  out.entities = std::move(merged);
+  if (!out.entities.contains("agent_name") && c.last_agent && !NewAgentOrSkill(action)) {
+    out.entities["agent_name"] = *c.last_agent;
+  }
+  out.entities["corrected_value"] = value;
   return out;
 }
 
@@ -445,6 +596,40 @@ std::optional<RuleAnswer> NamedAgentWithVerb(const Situation& s) {
                     Phrase(*s.agent_verb) + ".");
 }
 
+// "backup verification - restore 3 random files not 1", "Claims backlog
+// report: group by region first": an agent named first, then what it
+// should do differently from now on.
+std::optional<RuleAnswer> AgentThenInstruction(const Situation& s) {
+  if (!s.named_agent) return std::nullopt;
+  const std::string& text = s.message.request.message;
+  size_t cut = std::string::npos;
+  for (std::string_view separator : {":", " - ", " — ", " – ", "→", "->"}) {
+    const size_t at = text.find(separator);
+    if (at != std::string::npos && at < cut) cut = at;
+  }
+  if (cut == std::string::npos || cut == 0) return std::nullopt;
+  // Everything before the separator names the agent.
+  const std::string head = NormalizeText(text.substr(0, cut));
+  const std::vector<std::string_view> head_words = Words(head);
+  // "shorten this headline to 60 chars: ..." is a task, not a name.
+  if (head_words.empty() || head_words.size() > 5 || LeadingVerb(head_words) ||
+      MatchCatalogItem(head, s.message.request.agents) != s.named_agent) {
+    return std::nullopt;
+  }
+  const std::string rest = NormalizeText(text.substr(cut));
+  const std::vector<std::string_view> rest_words = Words(rest);
+  const bool changes =
+      std::any_of(rest.begin(), rest.end(), [](char ch) { return ch >= '0' && ch <= '9'; }) ||
+      ContainsAnyPhrase(rest_words,
+                        {"should",  "never",    "always",   "not",     "no more", "only",    "also",
+                         "instead", "from now", "any more", "anymore", "max",     "at most", "skip",
+                         "include", "exclude",  "dont",     "first",   "then",    "changed"});
+  if (!changes) return std::nullopt;
+  return Answer(
+      s, Action::kUpdateAgent, Reference::kNone,
+      "The message names " + *s.named_agent + " first, then says what it should do differently.");
+}
+
 constexpr Rule<Message> kFastPathRules[] = {
     {.name = "empty_message", .confidence = 0.0f, .apply = &EmptyMessage},
     {.name = "addressed_agent", .confidence = 0.97f, .apply = &AddressedAgent},
@@ -456,14 +641,19 @@ constexpr Rule<Situation> kReferenceRules[] = {
     {.name = "confirm_offer_as_skill", .confidence = 0.9f, .apply = &ConfirmOfferAsSkill},
     {.name = "confirm_offer", .confidence = 0.92f, .apply = &ConfirmOffer},
     {.name = "decline_offer", .confidence = 0.9f, .apply = &DeclineOffer},
+    {.name = "refuse_offer", .confidence = 0.85f, .apply = &RefuseOffer},
+    {.name = "answer_to_which_agent", .confidence = 0.88f, .apply = &AnswerToWhichAgent},
+    {.name = "pick_relative", .confidence = 0.88f, .apply = &PickRelative},
     {.name = "pick_by_ordinal", .confidence = 0.9f, .apply = &PickByOrdinal},
     {.name = "pick_by_description", .confidence = 0.9f, .apply = &PickByDescription},
     {.name = "pick_among_agents", .confidence = 0.8f, .apply = &PickAmongAgents},
     {.name = "draft_correction", .confidence = 0.85f, .apply = &DraftCorrection},
+    {.name = "correct_last_request", .confidence = 0.8f, .apply = &CorrectLastRequest},
     {.name = "same_for_named_agent", .confidence = 0.85f, .apply = &SameForNamedAgent},
     {.name = "same_again_on_last_agent", .confidence = 0.85f, .apply = &SameAgainOnLastAgent},
     {.name = "follow_up_detail", .confidence = 0.8f, .apply = &FollowUpDetail},
     {.name = "pronoun_to_last_agent", .confidence = 0.88f, .apply = &PronounToLastAgent},
+    {.name = "agent_then_instruction", .confidence = 0.8f, .apply = &AgentThenInstruction},
     {.name = "named_agent_with_verb", .confidence = 0.85f, .apply = &NamedAgentWithVerb},
 };
 

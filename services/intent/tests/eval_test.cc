@@ -1,13 +1,15 @@
 // The shipped model and rules, measured the way `make intent-eval` does:
 // omniforge-intent-eval starts the real omniforge-intent binary in local
-// mode and sends it the dev split, the follow-up set and the held-out
-// follow-up set over gRPC.
+// mode and sends it the dev split, the follow-up sets and the
+// clarify-or-proceed sets (dev and held out) over gRPC.
 //
-// The floors below are just under what the service reaches today (0.925 on
-// the dev split, 0.951 on the follow-ups, 0.922 on the held-out follow-ups;
-// see docs/benchmarks.md), so a change that makes understanding worse
-// fails here. The dev floor stays at the target (0.92); one held-out case
-// is about 0.008.
+// The floors below are just under what the service reaches today (0.926
+// on the dev split, 0.913 and 0.767 on the dev and held-out follow-ups,
+// 0.884 and 0.704 on the dev and held-out clarify-or-proceed sets; see
+// docs/intent.md), so a change that makes understanding worse fails here.
+// The dev split's floor stays at the target (0.92); one dev follow-up is
+// about 0.002, one held-out follow-up 0.004, one dev clarify case 0.004,
+// one held-out clarify case 0.007.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -39,11 +41,15 @@ TEST(IntentEvalTest, UnderstandingDoesNotFallBelowWhatItReaches) {
   while (size_t n = fread(buffer, 1, sizeof(buffer), pipe)) output.append(buffer, n);
   ASSERT_EQ(pclose(pipe), 0) << output;
   const auto result = ResultLine(output);
-  ASSERT_TRUE(result.contains("intent_accuracy")) << output;
-  ASSERT_TRUE(result.contains("followup_holdout_accuracy")) << output;
+  for (const char* key : {"intent_accuracy", "followup_accuracy", "followup_holdout_accuracy",
+                          "clarify_accuracy", "clarify_holdout_accuracy", "p99_ms"}) {
+    ASSERT_TRUE(result.contains(key)) << key << "\n" << output;
+  }
   EXPECT_GE(result.at("intent_accuracy"), 0.92) << output;
-  EXPECT_GE(result.at("followup_accuracy"), 0.945) << output;
-  EXPECT_GE(result.at("followup_holdout_accuracy"), 0.91) << output;
+  EXPECT_GE(result.at("followup_accuracy"), 0.905) << output;
+  EXPECT_GE(result.at("followup_holdout_accuracy"), 0.76) << output;
+  EXPECT_GE(result.at("clarify_accuracy"), 0.875) << output;
+  EXPECT_GE(result.at("clarify_holdout_accuracy"), 0.69) << output;
   EXPECT_GT(result.at("p50_ms"), 0);
 }
 

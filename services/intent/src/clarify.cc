@@ -1,0 +1,845 @@
+#include "services/intent/src/clarify.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+
+#include "services/intent/src/cues.h"
+#include "services/intent/src/text.h"
+
+namespace omniforge::intent {
+namespace {
+
+using WordSet = std::set<std::string_view>;
+
+// How far back the history is read for what binds a reference.
+constexpr size_t kHistoryTurns = 4;
+// An assistant turn this long, or with this many figures or list lines,
+// has given the user something to point at.
+constexpr size_t kSubstantialTurnWords = 25;
+constexpr int kSubstantialFigures = 2;
+constexpr int kListLines = 2;
+// A message this long carries its own material.
+constexpr size_t kPayloadWords = 22;
+// At most this many candidates are offered.
+constexpr size_t kMaxCandidates = 3;
+
+const WordSet& StopWords() {
+  static const WordSet words = {
+      "the",   "a",     "an",   "to",     "of",    "in",      "on",    "for",    "and",  "or",
+      "is",    "are",   "was",  "were",   "be",    "it",      "its",   "this",   "that", "these",
+      "those", "i",     "we",   "you",    "me",    "us",      "my",    "our",    "your", "can",
+      "could", "would", "will", "should", "pls",   "please",  "plz",   "thanks", "thx",  "ok",
+      "okay",  "so",    "just", "now",    "with",  "at",      "by",    "from",   "up",   "out",
+      "do",    "does",  "did",  "have",   "has",   "u",       "im",    "ill",    "id",   "one",
+      "ones",  "some",  "bit",  "real",   "quick", "quickly", "asap",  "too",    "also", "again",
+      "?",     "hey",   "hi",   "hmm",    "yes",   "yeah",    "great", "cool",   "nice", "want",
+      "need",  "needs", "like", "lets",   "let",   "get",     "got",   "them",   "they", "their"};
+  return words;
+}
+
+// Words that name no particular agent ("the bot"), so they match none.
+const WordSet& GenericAgentWords() {
+  static const WordSet words = {"agent", "agents", "bot", "bots", "thing", "one",    "the",
+                                "my",    "our",    "new", "old",  "daily", "weekly", "monthly"};
+  return words;
+}
+
+bool IsPastForm(std::string_view w) {
+  static const WordSet irregular = {"sent",   "said",    "made",   "wrote",  "gave",    "chose",
+                                    "drew",   "had",     "got",    "put",    "told",    "went",
+                                    "found",  "brought", "built",  "did",    "thought", "saw",
+                                    "showed", "set",     "picked", "left",   "kept",    "took",
+                                    "came",   "paid",    "agreed", "wanted", "was",     "were"};
+  if (irregular.contains(w)) return true;
+  return w.size() >= 6 && w.ends_with("ed") && w != "needed";
+}
+
+// Nouns for things the user has seen somewhere else: a document, a list,
+// a meeting.
+const WordSet& SourceNouns() {
+  static const WordSet words = {
+      "meeting",      "call",    "workshop",     "doc",     "document", "deck",         "email",
+      "message",      "thread",  "list",         "system",  "matter",   "announcement", "chat",
+      "conversation", "session", "presentation", "standup", "memo",     "slides",       "notes",
+      "review",       "offsite", "retro",        "huddle",  "brief",    "board"};
+  return words;
+}
+
+// Who may have made or said the thing described ("the rubric *we* agreed").
+const WordSet& SubjectWords() {
+  static const WordSet words = {"i", "we", "you", "he", "she", "they", "someone", "everyone"};
+  return words;
+}
+
+const WordSet& SendVerbs() {
+  static const WordSet words = {"send", "forward", "share",  "post",   "email", "ping", "message",
+                                "text", "tell",    "notify", "resend", "cc",    "mail", "dm"};
+  return words;
+}
+
+// Recipients that say what kind of person, not which one.
+const WordSet& RoleNouns() {
+  static const WordSet words = {"client",      "clients", "customer", "customers",    "journalist",
+                                "journalists", "trustee", "trustees", "caseworker",   "colleague",
+                                "colleagues",  "guy",     "person",   "stakeholders", "stakeholder",
+                                "parents",     "manager", "boss",     "vendor",       "supplier",
+                                "contact",     "channel", "group",    "lead",         "partner",
+                                "people",      "folks",   "them"};
+  return words;
+}
+
+// Words that ask for a change without saying what it is.
+const WordSet& VagueChangeWords() {
+  static const WordSet words = {
+      "change",    "changes",  "changed",   "update",  "edit",   "edits",  "adjust",    "tweak",
+      "tweaks",    "rework",   "fix",       "improve", "better", "modify", "settings",  "setting",
+      "schedule",  "tone",     "wording",   "prompt",  "format", "timing", "rules",     "config",
+      "behaviour", "behavior", "wrong",     "broken",  "weird",  "off",    "bad",       "work",
+      "stuff",     "things",   "something", "around",  "few",    "little", "different", "redo",
+      "revise",    "overhaul", "look",      "into",    "make",   "go",     "over",      "agent",
+      "bot",       "thing",    "about",     "mess",    "messed", "been",   "not",       "doing",
+      "right",     "properly", "sure",      "ask",     "am",     "being",  "don",       "dont"};
+  return words;
+}
+
+// Words after "that", "to" or "so" that still say nothing of what a new
+// agent or skill would do.
+const WordSet& VaguePurposeWords() {
+  static const WordSet words = {
+      "help",     "helps",     "work",   "works",  "do",    "does",  "handle", "handles",
+      "deal",     "manage",    "be",     "get",    "make",  "go",    "stuff",  "things",
+      "thing",    "with",      "me",     "us",     "them",  "it",    "can",    "could",
+      "will",     "would",     "should", "agents", "agent", "skill", "skills", "bot",
+      "the",      "a",         "an",     "my",     "our",   "we",    "you",    "i",
+      "automate", "something", "around", "for",    "of",    "in",    "on",     "please",
+      "pls",      "they",      "is",     "are",    "all",   "some",  "more",   "easier",
+      "better",   "life",      "lives",  "out",    "up",    "want",  "need"};
+  return words;
+}
+
+const WordSet& TriggerWords() {
+  static const WordSet words = {"when",     "whenever", "every",   "each",    "daily",  "weekly",
+                                "monthly",  "hourly",   "nightly", "if",      "after",  "once",
+                                "weekdays", "mondays",  "fridays", "morning", "evening"};
+  return words;
+}
+
+const WordSet& TimeNouns() {
+  static const WordSet words = {"week",   "weekend", "morning", "afternoon", "evening",  "month",
+                                "year",   "quarter", "time",    "today",     "round",    "summer",
+                                "winter", "season",  "sprint",  "term",      "semester", "night"};
+  return words;
+}
+
+// After "that's": a reaction or a closing, not a reference.
+const WordSet& ReactionWords() {
+  static const WordSet words = {"all",        "it",        "fine",    "great",   "good",
+                                "perfect",    "ok",        "enough",  "right",   "correct",
+                                "true",       "cool",      "amazing", "awesome", "helpful",
+                                "everything", "wonderful", "lovely"};
+  return words;
+}
+
+// Emoji and other symbols come through normalization as words of their own.
+bool IsAsciiWord(std::string_view w) {
+  return std::all_of(w.begin(), w.end(),
+                     [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) != 0; });
+}
+
+bool SameStem(std::string_view a, std::string_view b) {
+  if (a == b) return true;
+  if (a.size() < 4 || b.size() < 4) return false;
+  auto stem = [](std::string_view w) {
+    if (w.ends_with("ies")) return w.substr(0, w.size() - 3);
+    if (w.ends_with("es") && w.size() > 5) return w.substr(0, w.size() - 2);
+    if (w.ends_with("s")) return w.substr(0, w.size() - 1);
+    return w;
+  };
+  return stem(a) == stem(b) || (a.size() >= 6 && b.size() >= 6 && a.substr(0, 5) == b.substr(0, 5));
+}
+
+std::vector<std::string_view> NameWords(std::string_view name) {
+  std::vector<std::string_view> out;
+  for (std::string_view part : SplitAny(name, "-_ ")) {
+    if (!part.empty()) out.push_back(part);
+  }
+  return out;
+}
+
+// Everything the conditions decide from, read once.
+struct Facts {
+  const ClarifyInput& in;
+  std::string normalized;
+  std::vector<std::string_view> words;
+  // Words written with a capital letter away from the start of a sentence
+  // (names: "Tomasz", "Finance", "IT"), lowercased.
+  std::set<std::string> capitalized;
+  // The recent history, normalized, with the names of the agents it names.
+  std::string history;
+  std::vector<std::string_view> history_words;
+  std::string last_assistant;  // raw
+  // The recent history gives a reference something to stand for: an agent
+  // it names, or an assistant turn with figures, a list or a draft.
+  bool history_binds = false;
+  // The last assistant turn lists two items or more.
+  bool last_turn_lists = false;
+  // The last assistant turn asks the user something.
+  bool last_turn_asks = false;
+  // The message carries its own material (after a colon, in quotes, long).
+  bool payload = false;
+  // The user's agents the message describes, best first, and how well.
+  std::vector<std::pair<std::string, int>> described_agents;
+  // What a REFERENT condition found, for the question.
+  std::string referent;
+};
+
+bool InHistory(const Facts& f, std::string_view word) {
+  return std::any_of(f.history_words.begin(), f.history_words.end(),
+                     [&](std::string_view h) { return SameStem(h, word); });
+}
+
+bool IsDeterminerAt(const Facts& f, size_t i) {
+  static const WordSet det = {"the", "that", "whatever", "wherever", "whichever", "those", "these"};
+  return i < f.words.size() && det.contains(f.words[i]);
+}
+
+int CountFigures(std::string_view text) {
+  int figures = 0;
+  bool in_number = false;
+  for (char ch : text) {
+    const bool digit = std::isdigit(static_cast<unsigned char>(ch)) != 0;
+    if (digit && !in_number) ++figures;
+    in_number = digit || (in_number && (ch == '.' || ch == ','));
+  }
+  return figures;
+}
+
+int CountListLines(std::string_view text) {
+  int lines = 0;
+  for (std::string_view line : SplitAny(text, "\n")) {
+    line = TrimWhitespace(line);
+    if (line.empty()) continue;
+    const char c = line.front();
+    if (c == '-' || c == '*' ||
+        (std::isdigit(static_cast<unsigned char>(c)) != 0 && line.size() > 1 &&
+         (line[1] == '.' || line[1] == ')'))) {
+      ++lines;
+    }
+  }
+  return lines;
+}
+
+bool HasPayload(std::string_view message, size_t word_count) {
+  if (word_count >= kPayloadWords || message.find('\n') != std::string_view::npos) return true;
+  const size_t colon = message.find(':');
+  if (colon != std::string_view::npos) {
+    const std::string after = NormalizeText(message.substr(colon + 1));
+    if (Words(after).size() >= 3) return true;
+  }
+  for (std::string_view quote : {"\"", "“", "'"}) {
+    const size_t open = message.find(quote);
+    if (open == std::string_view::npos) continue;
+    const size_t close = message.find(quote, open + quote.size());
+    if (close == std::string_view::npos) continue;
+    const std::string inside =
+        NormalizeText(message.substr(open + quote.size(), close - open - quote.size()));
+    if (Words(inside).size() >= 3) return true;
+  }
+  return false;
+}
+
+std::set<std::string> CapitalizedWords(std::string_view message) {
+  std::set<std::string> out;
+  bool sentence_start = true;
+  for (std::string_view token : SplitAny(message, " \t\n")) {
+    if (token.empty()) continue;
+    std::string word;
+    for (char ch : token) {
+      if (std::isalnum(static_cast<unsigned char>(ch)) != 0)
+        word += ch;
+      else if (ch == '\'')
+        break;  // "Sarah's" -> "Sarah"
+    }
+    if (!word.empty() && !sentence_start &&
+        std::isupper(static_cast<unsigned char>(word[0])) != 0) {
+      out.insert(Lowercase(word));
+    }
+    const char last = token.back();
+    sentence_start = last == '.' || last == '!' || last == '?' || last == ':';
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, int>> DescribedAgents(const Facts& f) {
+  std::vector<std::pair<std::string, int>> out;
+  for (const CatalogItem& agent : f.in.request.agents) {
+    int score = 0;
+    for (std::string_view part : NameWords(agent.name)) {
+      if (part.size() < 3 || GenericAgentWords().contains(part)) continue;
+      for (const std::string_view w : f.words) {
+        if (w.size() < 3 || StopWords().contains(w) || GenericAgentWords().contains(w)) continue;
+        if (SameStem(w, part)) {
+          ++score;
+          break;
+        }
+      }
+    }
+    if (score > 0) out.emplace_back(agent.name, score);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  return out;
+}
+
+Facts ReadFacts(const ClarifyInput& in) {
+  Facts f{.in = in};
+  f.normalized = NormalizeText(in.request.message);
+  f.words = Words(f.normalized);
+  f.capitalized = CapitalizedWords(in.request.message);
+  const std::vector<HistoryTurn>& history = in.request.history;
+  const size_t begin = history.size() > kHistoryTurns ? history.size() - kHistoryTurns : 0;
+  bool agent_named = false;
+  for (size_t i = begin; i < history.size(); ++i) {
+    const HistoryTurn& turn = history[i];
+    f.history += " " + NormalizeText(turn.content);
+    std::vector<std::string> named = CatalogItemsInOrder(turn.content, in.request.agents);
+    if (auto loose = MatchCatalogItem(turn.content, in.request.agents)) named.push_back(*loose);
+    for (const std::string& name : turn.listed_agents) named.push_back(name);
+    if (auto it = turn.entities.find("agent_name"); it != turn.entities.end()) {
+      named.push_back(it->second);
+    }
+    for (const std::string& name : named) f.history += " " + NormalizeText(name);
+    agent_named = agent_named || !named.empty();
+  }
+  f.history_words = Words(f.history);
+  const auto last_assistant =
+      std::find_if(history.rbegin(), history.rend(),
+                   [](const HistoryTurn& t) { return t.role == Role::kAssistant; });
+  if (last_assistant != history.rend()) f.last_assistant = last_assistant->content;
+  const std::string last_normalized = NormalizeText(f.last_assistant);
+  const size_t last_words = Words(last_normalized).size();
+  f.last_turn_lists = CountListLines(f.last_assistant) >= kListLines ||
+                      (!history.empty() && !history.back().listed_agents.empty());
+  f.history_binds = agent_named || f.last_turn_lists || last_words >= kSubstantialTurnWords ||
+                    CountFigures(f.last_assistant) >= kSubstantialFigures;
+  f.last_turn_asks = !history.empty() && history.back().role == Role::kAssistant &&
+                     f.last_assistant.find('?') != std::string::npos;
+  f.payload = HasPayload(in.request.message, f.words.size());
+  f.described_agents = DescribedAgents(f);
+  return f;
+}
+
+bool AboutExistingAgent(Action a) {
+  return a == Action::kUpdateAgent || a == Action::kManagePlatform || a == Action::kExecuteTask ||
+         a == Action::kQueryInfo;
+}
+
+// The index of the first send verb, or npos ("let ... know" counts).
+size_t SendVerbAt(const Facts& f) {
+  for (size_t i = 0; i < f.words.size(); ++i) {
+    if (SendVerbs().contains(f.words[i])) return i;
+    if (f.words[i] == "let" && i + 2 < f.words.size() &&
+        std::find(f.words.begin() + static_cast<long>(i), f.words.end(), "know") != f.words.end()) {
+      return i;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// ------------------------------------------------------------ conditions
+
+// "why is that one red", "translate this to german" with nothing in the
+// history or the message for it to stand for.
+bool UnboundDeictic(Facts& f) {
+  if (f.history_binds || f.payload || f.in.agent_name) return false;
+  const std::vector<std::string_view>& w = f.words;
+  const bool question = ContainsPhrase(w, "?") ||
+                        (!w.empty() && WordSet{"what", "why", "how", "who", "which", "is", "are",
+                                               "does", "can", "whats", "where", "when", "could",
+                                               "would", "will", "do", "did", "should"}
+                                           .contains(w.front()));
+  if (f.in.action == Action::kConversation && !question) return false;
+  bool antecedent = false;  // a noun phrase earlier in the message ("the bot, it's ...")
+  for (size_t i = 0; i < w.size(); ++i) {
+    const std::string_view word = w[i];
+    const std::string_view next = i + 1 < w.size() ? w[i + 1] : "";
+    bool deictic = false;
+    if (word == "this" || word == "these" || word == "those") {
+      deictic = !TimeNouns().contains(next) && !(word == "this" && next == "is" && i == 0);
+    } else if (word == "that") {
+      static const WordSet after = {"",         "one",   "ones",   "is",  "was",   "happens",
+                                    "happened", "?",     "a",      "too", "the",   "number",
+                                    "thing",    "part",  "for",    "now", "again", "button",
+                                    "field",    "error", "version"};
+      deictic = after.contains(next) && !(next == "one" && i > 0 && w[i - 1] == "the");
+    } else if (word == "thats") {
+      deictic = !ReactionWords().contains(next) && next != "not" && next != "what";
+    } else if (word == "it" || word == "them") {
+      deictic = !antecedent;
+    } else if (word == "here") {
+      deictic = next.empty() || next == "?";
+    }
+    if (deictic) {
+      f.referent = std::string(word == "thats" ? "that" : word);
+      if (word == "this" || word == "that" || word == "these" || word == "those") {
+        if (!next.empty() && next != "?" && !StopWords().contains(next)) {
+          f.referent += " " + std::string(next);
+        }
+      }
+      return true;
+    }
+    if (WordSet{"a", "an", "the", "my", "our", "one", "new", "your"}.contains(word)) {
+      antecedent = true;
+    }
+  }
+  return false;
+}
+
+// "the rubric from the department meeting", "the figures Finance sent over",
+// "Sarah's feedback", "whatever the board approved", "the usual setup":
+// something only the user has seen, that the history does not show.
+bool UnboundDescription(Facts& f) {
+  if (f.payload) return false;
+  const std::vector<std::string_view>& w = f.words;
+  auto unseen = [&](size_t from, size_t to) {  // content words of w[from, to) not in the history
+    std::string described;
+    for (size_t k = from; k < to && k < w.size(); ++k) {
+      if (StopWords().contains(w[k]) || w[k].size() < 3 || IsPastForm(w[k])) continue;
+      if (InHistory(f, w[k])) return std::string();
+      if (described.empty()) described = std::string(w[k]);
+    }
+    return described;
+  };
+  for (size_t i = 0; i < w.size(); ++i) {
+    // A description with a maker and a past verb: "the X (that) <someone> <did>".
+    if (IsDeterminerAt(f, i)) {
+      for (size_t j = i + 2; j < w.size() && j <= i + 6; ++j) {
+        const bool past =
+            IsPastForm(w[j]) || ((w[j] == "always" || w[j] == "usually") && j + 1 < w.size());
+        if (!past) continue;
+        const std::string_view subject = w[j - 1];
+        const bool has_subject =
+            SubjectWords().contains(subject) || f.capitalized.contains(std::string(subject)) ||
+            (j >= i + 3 && WordSet{"the", "my", "our", "his", "her", "their"}.contains(w[j - 2])) ||
+            (j >= i + 4 && WordSet{"the", "my", "our", "his", "her", "their"}.contains(w[j - 3]));
+        if (!has_subject) continue;
+        std::string described = unseen(i + 1, j);
+        if (!described.empty()) {
+          f.referent = "the " + described;
+          return true;
+        }
+        break;
+      }
+    }
+    // "from the department meeting", "in the new guidelines deck", "from my
+    // earlier message".
+    // "in the email body" says where, not what: "in"/"on" only count before
+    // a version the user has seen ("in the new deck", "in our last call").
+    const bool from =
+        w[i] == "from" && i + 1 < w.size() &&
+        WordSet{"the", "my", "our", "this", "that", "last", "yesterdays", "todays"}.contains(
+            w[i + 1]);
+    const bool in_version = (w[i] == "in" || w[i] == "on") && i + 2 < w.size() &&
+                            (WordSet{"my", "our"}.contains(w[i + 1]) ||
+                             (w[i + 1] == "the" && WordSet{"new", "last", "old", "latest",
+                                                           "earlier", "recent", "other", "previous"}
+                                                       .contains(w[i + 2])));
+    if (from || in_version) {
+      for (size_t j = i + 1; j < w.size() && j <= i + 4; ++j) {
+        if (!SourceNouns().contains(w[j])) continue;
+        std::string described = unseen(i + 1, j + 1);
+        if (!described.empty()) {
+          f.referent = "the " + std::string(w[j]);
+          return true;
+        }
+        break;
+      }
+    }
+    // "the corrected file", "the approved wording": a version only the user
+    // has seen.
+    if (w[i] == "the" && i + 2 < w.size() &&
+        WordSet{"corrected", "updated", "revised", "amended", "approved", "agreed", "final",
+                "fixed", "signed"}
+            .contains(w[i + 1]) &&
+        !InHistory(f, w[i + 2]) && !StopWords().contains(w[i + 2])) {
+      f.referent = "the " + std::string(w[i + 1]) + " " + std::string(w[i + 2]);
+      return true;
+    }
+    // "go with option B" when no options were offered.
+    if (w[i] == "option" && i + 1 < w.size() && w[i + 1].size() <= 2 && !InHistory(f, "option")) {
+      f.referent = "option " + std::string(w[i + 1]);
+      return true;
+    }
+    // "the usual setup", "the same as last time" with no agent to hold it.
+    if (w[i] == "usual" && i > 0 && (w[i - 1] == "the" || w[i - 1] == "our") && !f.in.agent_name &&
+        !f.history_binds) {
+      f.referent = "the usual " + std::string(i + 1 < w.size() ? w[i + 1] : "");
+      return true;
+    }
+  }
+  // "Sarah's feedback": a person's document.
+  const std::string& raw = f.in.request.message;
+  for (size_t at = raw.find("'s "); at != std::string::npos; at = raw.find("'s ", at + 1)) {
+    size_t start = at;
+    while (start > 0 && std::isalpha(static_cast<unsigned char>(raw[start - 1])) != 0) --start;
+    if (start == at || std::isupper(static_cast<unsigned char>(raw[start])) == 0) continue;
+    const std::string after = NormalizeText(raw.substr(at + 3));
+    const std::vector<std::string_view> next = Words(after);
+    static const WordSet documents = {"feedback", "notes",    "list",     "doc",     "document",
+                                      "file",     "template", "plan",     "idea",    "ideas",
+                                      "changes",  "edits",    "comments", "version", "draft",
+                                      "numbers",  "figures",  "rules"};
+    if (!next.empty() && documents.contains(next[0]) && !InHistory(f, next[0])) {
+      f.referent = raw.substr(start, at - start) + "'s " + std::string(next[0]);
+      return true;
+    }
+  }
+  return false;
+}
+
+// "cancel the booking" after a list of three bookings.
+bool OneOfSeveral(Facts& f) {
+  if (!f.last_turn_lists && CountFigures(f.last_assistant) < kSubstantialFigures) return false;
+  if (CountFigures(f.in.request.message) > 0 || FindOrdinal(f.in.request.message)) return false;
+  const std::string listed = NormalizeText(f.last_assistant);
+  const std::vector<std::string_view> listed_words = Words(listed);
+  const std::vector<std::string_view>& w = f.words;
+  for (size_t i = 0; i + 1 < w.size(); ++i) {
+    if (w[i] != "the") continue;
+    const std::string_view noun = w[i + 1];
+    if (noun.size() < 4 || noun.ends_with("s") || noun == "list") continue;
+    const std::string plural = std::string(noun) + "s";
+    if (std::find(listed_words.begin(), listed_words.end(), plural) != listed_words.end()) {
+      f.referent = std::string(noun);
+      return true;
+    }
+  }
+  return false;
+}
+
+// "Kick off the weekly numbers", "pause the alerts": an agent described,
+// none named, and several of the user's agents fit (or none does and
+// nothing in the history says which).
+bool AgentUnresolved(Facts& f) {
+  if (f.in.agent_name || !AboutExistingAgent(f.in.action) || f.payload) return false;
+  const std::vector<std::string_view>& w = f.words;
+  // Only a definite description ("the digest", "my reminders") points at
+  // an agent; "draft a notice" asks for a new thing.
+  bool definite_match = false;
+  for (size_t i = 0; i + 1 < w.size(); ++i) {
+    if (!WordSet{"the", "my", "our", "that", "this"}.contains(w[i])) continue;
+    for (size_t j = i + 1; j < w.size() && j <= i + 3; ++j) {
+      for (const auto& [name, score] : f.described_agents) {
+        for (std::string_view part : NameWords(name)) {
+          if (!GenericAgentWords().contains(part) && SameStem(part, w[j])) definite_match = true;
+        }
+      }
+    }
+  }
+  if (definite_match) {
+    const auto& d = f.described_agents;
+    if (d.size() >= 2 && d[0].second == d[1].second) return true;
+    return false;  // one fits: ReadFacts' caller resolves it
+  }
+  // "turn off the bot", "kick it off" with no agent in sight.
+  const bool agent_word = ContainsAnyPhrase(w, {"the bot", "the agent", "that bot", "that agent"});
+  const bool pronoun = ContainsPhrase(w, "it") || ContainsPhrase(w, "that one");
+  const bool runs = ContainsAnyPhrase(w, {"run", "rerun", "kick", "trigger", "start"});
+  const bool about_agent =
+      agent_word || (pronoun && (f.in.action == Action::kUpdateAgent ||
+                                 f.in.action == Action::kManagePlatform || runs));
+  return !f.history_binds && about_agent && f.described_agents.empty();
+}
+
+// "send it to the client", "post it in the channel", "ping them": a
+// recipient that says what kind of person but not which.
+bool RecipientUnclear(Facts& f) {
+  if (f.in.action == Action::kCreateAgent || f.in.action == Action::kCreateSkill) return false;
+  const size_t verb = SendVerbAt(f);
+  if (verb == std::string_view::npos) return false;
+  if (f.in.request.message.find('@') != std::string::npos ||
+      f.in.request.message.find('#') != std::string::npos) {
+    return false;
+  }
+  const std::vector<std::string_view>& w = f.words;
+  for (size_t i = verb + 1; i < w.size(); ++i) {
+    const std::string_view word = w[i];
+    if (f.capitalized.contains(std::string(word))) return false;  // a name
+    if (WordSet{"me", "us", "myself", "everyone", "everybody", "all", "team", "staff", "company",
+                "finance", "sales", "hr", "support", "legal", "marketing"}
+            .contains(word)) {
+      return false;
+    }
+  }
+  for (size_t i = verb + 1; i < w.size(); ++i) {
+    const std::string_view word = w[i];
+    if (word == "them" && (f.history_binds || f.payload)) continue;
+    if (RoleNouns().contains(word) && (word == "them" || !InHistory(f, word))) return true;
+  }
+  return false;
+}
+
+// "share the deck", "email the file", "send an update": what to send is
+// neither in the message nor in the history.
+bool ObjectUnclear(Facts& f) {
+  if (f.in.action != Action::kExecuteTask || f.payload || f.history_binds) return false;
+  const size_t verb = SendVerbAt(f);
+  if (verb == std::string_view::npos) return false;
+  const std::vector<std::string_view>& w = f.words;
+  static const WordSet vague = {"update", "message", "note", "something", "it",       "this",
+                                "that",   "file",    "deck", "doc",       "document", "report",
+                                "thing",  "stuff",   "link", "details",   "info"};
+  for (size_t i = verb + 1; i < w.size() && i <= verb + 3; ++i) {
+    if (vague.contains(w[i]) && !InHistory(f, w[i])) {
+      bool names_agent = false;
+      for (const auto& [name, score] : f.described_agents) {
+        for (std::string_view part : NameWords(name))
+          names_agent = names_agent || SameStem(part, w[i]);
+      }
+      if (names_agent) continue;
+      f.referent = std::string(w[i]);
+      return true;
+    }
+  }
+  return false;
+}
+
+// "new agent for Q1 planning", "build me a skill": a request for a new
+// agent or skill, whatever the model made of the rest.
+bool AsksForNewAgent(const std::vector<std::string_view>& w) {
+  static const WordSet asks = {"new", "another", "create", "make", "build", "setup", "set"};
+  static const WordSet things = {"agent", "skill", "bot", "automation", "assistant"};
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (!asks.contains(w[i])) continue;
+    for (size_t j = i + 1; j < w.size() && j <= i + 4; ++j) {
+      if (things.contains(w[j])) return true;
+    }
+  }
+  return false;
+}
+
+// The message spells out the agent name the analysis found, not only
+// words of it ("new agent for the drivers" beside driver-checkin).
+bool NamesAgentExactly(const Facts& f) {
+  return f.in.agent_name &&
+         Lowercase(f.in.request.message).find(Lowercase(*f.in.agent_name)) != std::string::npos;
+}
+
+// "make me an agent for the accounts team", "skill for invoices": a new
+// agent or skill with nothing said of what it should do.
+bool PurposeMissing(Facts& f) {
+  if (f.in.action != Action::kCreateAgent && f.in.action != Action::kCreateSkill &&
+      !(AsksForNewAgent(f.words) && !NamesAgentExactly(f))) {
+    return false;
+  }
+  if (f.in.reference == Reference::kCorrection) return false;
+  const std::vector<std::string_view>& w = f.words;
+  if (f.payload || w.size() >= 16) return false;
+  const std::map<std::string, std::string> entities = ExtractEntities(f.in.request.message);
+  if (entities.contains("schedule")) return false;
+  if (f.in.request.message.find("->") != std::string::npos ||
+      f.in.request.message.find("→") != std::string::npos) {
+    return false;
+  }
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (TriggerWords().contains(w[i])) return false;
+    const bool opens_clause = WordSet{"that", "which", "who", "to", "so", "and"}.contains(w[i]);
+    if (opens_clause) {
+      for (size_t j = i + 1; j < w.size() && j <= i + 4; ++j) {
+        if (VaguePurposeWords().contains(w[j]) || w[j].size() < 3 || w[j] == "?") continue;
+        if (i > 0 && w[i] == "and" &&
+            !LeadingVerb(std::vector<std::string_view>(w.begin() + i + 1, w.end())))
+          break;
+        return false;  // "that emails", "to read docx files"
+      }
+    }
+    // "an agent for chasing invoices"
+    if (w[i] == "for" && i + 2 < w.size() && w[i + 1].ends_with("ing") && w[i + 1].size() > 5 &&
+        !w[i + 1].ends_with("thing") && !StopWords().contains(w[i + 2])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// "the timesheet chaser needs a rework", "change the schedule of the
+// weekly recap": a change with nothing said of what changes.
+bool ChangeMissing(Facts& f) {
+  const bool change_verb =
+      f.in.agent_name && !f.words.empty() &&
+      ContainsAnyPhrase(f.words, {"change", "edit", "adjust", "tweak", "rework", "modify"});
+  if ((f.in.action != Action::kUpdateAgent && !change_verb) || f.payload) return false;
+  if (f.in.reference == Reference::kCorrection || f.in.reference == Reference::kConfirmation) {
+    return false;
+  }
+  if (CountFigures(f.in.request.message) > 0) return false;
+  std::set<std::string_view> agent_words;
+  if (f.in.agent_name) {
+    for (std::string_view part : NameWords(*f.in.agent_name)) agent_words.insert(part);
+  }
+  for (const auto& [name, score] : f.described_agents) {
+    for (std::string_view part : NameWords(name)) agent_words.insert(part);
+  }
+  for (const std::string_view word : f.words) {
+    if (word == "before" || word == "by" || word == "until") break;  // a deadline, not a change
+    if (StopWords().contains(word) || VagueChangeWords().contains(word) || word.size() < 3 ||
+        !IsAsciiWord(word)) {
+      continue;
+    }
+    const bool of_agent = std::any_of(agent_words.begin(), agent_words.end(),
+                                      [&](std::string_view a) { return SameStem(a, word); });
+    if (of_agent) continue;
+    return false;
+  }
+  return true;
+}
+
+struct Condition {
+  std::string_view name;
+  MissingSlot slot;
+  bool (*holds)(Facts& facts);
+};
+
+// Tried in order; every condition that holds adds its slot once.
+constexpr Condition kConditions[] = {
+    {.name = "unbound_deictic", .slot = MissingSlot::kReferent, .holds = &UnboundDeictic},
+    {.name = "unbound_description", .slot = MissingSlot::kReferent, .holds = &UnboundDescription},
+    {.name = "agent_unresolved", .slot = MissingSlot::kAgent, .holds = &AgentUnresolved},
+    {.name = "one_of_several", .slot = MissingSlot::kObject, .holds = &OneOfSeveral},
+    {.name = "object_unclear", .slot = MissingSlot::kObject, .holds = &ObjectUnclear},
+    {.name = "recipient_unclear", .slot = MissingSlot::kRecipient, .holds = &RecipientUnclear},
+    {.name = "purpose_missing", .slot = MissingSlot::kPurpose, .holds = &PurposeMissing},
+    {.name = "change_missing", .slot = MissingSlot::kChange, .holds = &ChangeMissing},
+};
+
+// A reply to the assistant (a yes, a no, a pick, a recap, a correction)
+// settles what was open; asking again would loop.
+bool RepliesToAssistant(const Facts& f) {
+  switch (f.in.reference) {
+    case Reference::kConfirmation:
+    case Reference::kDecline:
+    case Reference::kOrdinal:
+    case Reference::kRecap:
+      return true;
+    default:
+      break;
+  }
+  // A short answer naming an agent to the assistant's question.
+  return f.last_turn_asks && f.in.agent_name && f.words.size() <= 8;
+}
+
+std::string Capitalized(std::string text) {
+  if (!text.empty()) text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
+  return text;
+}
+
+}  // namespace
+
+std::string ClarifyQuestion(const std::vector<MissingSlot>& missing,
+                            const std::vector<std::string>& candidates, Action action) {
+  std::vector<std::string> parts;
+  for (MissingSlot slot : missing) {
+    switch (slot) {
+      case MissingSlot::kReferent:
+        parts.emplace_back("what are you referring to");
+        break;
+      case MissingSlot::kPurpose:
+        parts.emplace_back(action == Action::kCreateSkill ? "what should the skill do"
+                                                          : "what should the new agent do");
+        break;
+      case MissingSlot::kObject:
+        parts.emplace_back(action == Action::kExecuteTask ? "which one should I use"
+                                                          : "which one do you mean");
+        break;
+      case MissingSlot::kRecipient:
+        parts.emplace_back("who should get it");
+        break;
+      case MissingSlot::kAgent:
+        parts.emplace_back("which agent do you mean");
+        break;
+      case MissingSlot::kChange:
+        parts.emplace_back("what should change");
+        break;
+    }
+  }
+  std::string joined;
+  for (const std::string& part : parts) joined += (joined.empty() ? "" : ", and ") + part;
+  std::string question = Capitalized(joined) + "?";
+  if (!candidates.empty()) {
+    std::string offered;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (i > 0) offered += i + 1 == candidates.size() ? " or " : ", ";
+      offered += candidates[i];
+    }
+    question += " It could be " + offered + ".";
+  }
+  return question;
+}
+
+ClarifyDecision DecideClarification(const ClarifyInput& input) {
+  ClarifyDecision decision;
+  Facts f = ReadFacts(input);
+  if (!input.agent_name && AboutExistingAgent(input.action) && !f.payload &&
+      f.described_agents.size() == 1) {
+    // One agent fits the description ("has the report gone out?").
+    const std::vector<std::string_view>& w = f.words;
+    for (size_t i = 0; i + 1 < w.size() && !decision.resolved_agent; ++i) {
+      if (!WordSet{"the", "my", "our"}.contains(w[i])) continue;
+      for (std::string_view part : NameWords(f.described_agents[0].first)) {
+        if (!GenericAgentWords().contains(part) && SameStem(part, w[i + 1])) {
+          decision.resolved_agent = f.described_agents[0].first;
+        }
+      }
+    }
+  }
+  if (RepliesToAssistant(f)) return decision;
+  Clarification& c = decision.clarification;
+  for (const Condition& condition : kConditions) {
+    if (!condition.holds(f)) continue;
+    decision.conditions.push_back(condition.name);
+    if (std::find(c.missing.begin(), c.missing.end(), condition.slot) == c.missing.end()) {
+      c.missing.push_back(condition.slot);
+    }
+  }
+  if (c.missing.empty()) return decision;
+  c.needed = true;
+  for (const auto& [name, score] : f.described_agents) {
+    if (c.candidates.size() < kMaxCandidates) c.candidates.push_back(name);
+  }
+  if (c.candidates.empty() &&
+      std::find(c.missing.begin(), c.missing.end(), MissingSlot::kAgent) != c.missing.end()) {
+    for (const CatalogItem& agent : input.request.agents) {
+      if (c.candidates.size() < kMaxCandidates) c.candidates.push_back(agent.name);
+    }
+  }
+  decision.question = ClarifyQuestion(c.missing, c.candidates, input.action);
+  return decision;
+}
+
+void ApplyClarification(const IntentRequest& request, IntentAnalysis& analysis) {
+  const auto agent = analysis.entities.find("agent_name");
+  ClarifyInput input{.request = request,
+                     .action = analysis.action,
+                     .agent_name = agent == analysis.entities.end()
+                                       ? std::nullopt
+                                       : std::optional<std::string>(agent->second),
+                     .reference = analysis.reference};
+  ClarifyDecision decision = DecideClarification(input);
+  // The LLM saw the workspace too: an agent it left out stays out.
+  if (decision.resolved_agent && analysis.source != Source::kLlm) {
+    analysis.entities["agent_name"] = *decision.resolved_agent;
+  }
+  analysis.clarification = std::move(decision.clarification);
+  if (!analysis.clarification.needed) return;
+  analysis.is_ambiguous = true;
+  analysis.clarifying_question = std::move(decision.question);
+  std::string conditions;
+  for (std::string_view name : decision.conditions) {
+    conditions += (conditions.empty() ? "" : ", ") + std::string(name);
+  }
+  analysis.reasoning += " Asks first [clarify: " + conditions + "].";
+}
+
+}  // namespace omniforge::intent

@@ -1,0 +1,519 @@
+#include "services/intent/src/followup_cues.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "services/intent/src/cues.h"
+#include "services/intent/src/text.h"
+
+namespace omniforge::intent {
+namespace {
+
+using WordSet = std::set<std::string_view>;
+
+// A correction longer than this is a new request.
+constexpr size_t kMaxCorrectionWords = 14;
+// A refusal longer than this says more than no.
+constexpr size_t kMaxRefusalWords = 14;
+
+// Words around a corrected value that are not part of it: apology,
+// agreement, hesitation, the "I meant" of a correction.
+const WordSet& AroundValue() {
+  static const WordSet words = {
+      "sorry",      "sry",  "soz",     "oops",       "oh",         "ugh",     "argh",
+      "ack",        "hmm",  "hm",      "wait",       "no",         "nah",     "typo",
+      "correction", "my",   "bad",     "i",          "meant",      "mean",    "should",
+      "be",         "its",  "it",      "is",         "wanted",     "yes",     "yep",
+      "ya",         "yeah", "ok",      "okay",       "good",       "great",   "looks",
+      "sounds",     "love", "save",    "go",         "ahead",      "do",      "apply",
+      "create",     "send", "but",     "though",     "tho",        "w",       "with",
+      "please",     "pls",  "thanks",  "fat",        "fingers",    "wrong",   "one",
+      "actually",   "make", "perfect", "fine",       "cool",       "nice",    "then",
+      "instead",    "lol",  "oopsie",  "whoops",     "right",      "correct", "so",
+      "and",        "sure", "thing",   "absolutely", "definitely", "for",     "that",
+      "this",       "lets", "alright", "done",       "works",      "thank",   "you",
+      "much",       "very", "exactly", "awesome",    "brilliant",  "ah",      "yup",
+      "y",          "k",    "kk"};
+  return words;
+}
+
+bool IsFiller(std::string_view w) { return AroundValue().contains(w); }
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (std::isspace(static_cast<unsigned char>(s.front())) != 0 ||
+                        s.front() == ',' || s.front() == '.' || s.front() == '!')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (std::isspace(static_cast<unsigned char>(s.back())) != 0 ||
+                        s.back() == ',' || s.back() == '.' || s.back() == '!' || s.back() == '?')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+// The length of the clause separator at `text[i]` (, ; : ( ) — – → " - "
+// and sentence ends), or 0. The colon of a time ("5:30 am") separates
+// nothing.
+size_t SeparatorAt(std::string_view text, size_t i) {
+  const char c = text[i];
+  const auto digit = [&](size_t k) {
+    return k < text.size() && std::isdigit(static_cast<unsigned char>(text[k])) != 0;
+  };
+  if (c == ':' && i > 0 && digit(i - 1) && digit(i + 1)) return 0;
+  const bool sentence_end =
+      (c == '.' || c == '!' || c == '?') && (i + 1 == text.size() || text[i + 1] == ' ');
+  if (c == ',' || c == ';' || c == ':' || c == '(' || c == ')' || sentence_end) return 1;
+  for (std::string_view wide : {"—", "–", "→", " - "}) {
+    if (text.compare(i, wide.size(), wide) == 0) return wide.size();
+  }
+  return 0;
+}
+
+// Splits `text` into clauses at separators (SeparatorAt).
+std::vector<std::string_view> Clauses(std::string_view text) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  for (size_t i = 0; i <= text.size(); ++i) {
+    const size_t cut = i == text.size() ? 1 : SeparatorAt(text, i);
+    if (cut == 0) continue;
+    std::string_view clause = Trim(text.substr(start, i - start));
+    if (!clause.empty()) out.push_back(clause);
+    start = i + cut;
+    i += cut - 1;
+  }
+  return out;
+}
+
+bool HasAsciiAlnum(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char ch) {
+    return static_cast<unsigned char>(ch) < 0x80 &&
+           std::isalnum(static_cast<unsigned char>(ch)) != 0;
+  });
+}
+
+// The byte offset in `clause` of the first word that is not filler (nor
+// an emoji).
+size_t FirstValueWord(std::string_view clause) {
+  size_t at = 0;
+  while (at < clause.size()) {
+    while (at < clause.size() && clause[at] == ' ') ++at;
+    size_t end = at;
+    while (end < clause.size() && clause[end] != ' ') ++end;
+    const std::string_view token = clause.substr(at, end - at);
+    const std::string word = NormalizeText(token);
+    if (HasAsciiAlnum(token) && !(Words(word).size() == 1 && IsFiller(word))) return at;
+    at = end;
+  }
+  return clause.size();
+}
+
+// `clause` without the filler before its value, the "not Y" after it and
+// the filler after that.
+std::string_view ValueOf(std::string_view clause) {
+  clause = clause.substr(FirstValueWord(clause));
+  for (std::string_view negation : {" not ", " instead of ", " rather than ", " vs "}) {
+    const size_t at = clause.find(negation);
+    if (at != std::string_view::npos) clause = clause.substr(0, at);
+  }
+  // Trailing filler: "June 20 I mean", "For sunday sorry".
+  while (!clause.empty()) {
+    const size_t space = clause.rfind(' ');
+    if (space == std::string_view::npos) break;
+    const std::string last = NormalizeText(clause.substr(space + 1));
+    if (!IsFiller(last) || last == "one") break;
+    clause = Trim(clause.substr(0, space));
+  }
+  const std::string whole = NormalizeText(clause);
+  const std::vector<std::string_view> words = Words(whole);
+  if (std::all_of(words.begin(), words.end(),
+                  [](std::string_view w) { return IsFiller(w) || !HasAsciiAlnum(w); })) {
+    return {};
+  }
+  return Trim(clause);
+}
+
+bool HasDigit(std::string_view s) {
+  return std::any_of(s.begin(), s.end(),
+                     [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)) != 0; });
+}
+
+}  // namespace
+
+bool CarriesEdit(std::string_view message) {
+  const std::string normalized = NormalizeText(message);
+  const std::vector<std::string_view> words = Words(normalized);
+  return HasDigit(message) ||
+         ContainsAnyPhrase(words, {"but", "though", "tho", "instead", "w", "also", "too", "as well",
+                                   "make it", "include", "keep", "only", "except", "name it",
+                                   "call it", "from the", "to the"});
+}
+
+bool IsCorrection(const std::vector<std::string_view>& words) {
+  if (words.empty() || words.size() > kMaxCorrectionWords) return false;
+  if (ContainsAnyPhrase(words, {"sorry", "sry", "i meant", "i mean", "typo", "oops", "my bad",
+                                "wrong one", "correction", "should be", "fat fingers", "whoops",
+                                "meant to say", "not what i"})) {
+    return true;
+  }
+  // "Janet Kim, not Ortiz", "zone D not B": a value, then the one it
+  // replaces; not a question ("why is the digest not running").
+  static const WordSet asks = {"why", "what", "how", "when",  "where", "who",   "which",
+                               "is",  "are",  "was", "were",  "does",  "did",   "do",
+                               "has", "have", "can", "could", "will",  "would", "should"};
+  if (ContainsPhrase(words, "?") || asks.contains(words.front())) return false;
+  const int at = FindPhrase(words, "not");
+  return at >= 1 && !asks.contains(words[at - 1]) && static_cast<size_t>(at) + 1 < words.size() &&
+         words.size() <= 8 &&
+         !ContainsAnyPhrase(words, {"do not", "dont", "does not", "is not", "not now", "not yet",
+                                    "why not", "not sure", "or not"});
+}
+
+std::string CorrectedValue(std::string_view message) {
+  const std::vector<std::string_view> clauses = Clauses(message);
+  std::vector<std::string_view> values;
+  for (std::string_view clause : clauses) {
+    const std::string normalized = NormalizeText(clause);
+    const std::vector<std::string_view> words = Words(normalized);
+    // "not the curators": the value being replaced.
+    if (!words.empty() && (words.front() == "not" ||
+                           (words.size() > 1 && IsFiller(words.front()) && words[1] == "not"))) {
+      continue;
+    }
+    std::string_view value = ValueOf(clause);
+    if (!value.empty()) values.push_back(value);
+  }
+  if (values.empty()) return "";
+  // A figure is what corrections and edits most often change.
+  for (std::string_view v : values) {
+    if (HasDigit(v)) return std::string(v);
+  }
+  return std::string(values.front());
+}
+
+bool OpensWithRefusal(const std::vector<std::string_view>& words) {
+  if (words.empty() || words.size() > kMaxRefusalWords) return false;
+  static const std::vector<std::string_view> openings = {"no",
+                                                         "nah",
+                                                         "nope",
+                                                         "pass",
+                                                         "hard pass",
+                                                         "not now",
+                                                         "not right now",
+                                                         "not a priority",
+                                                         "not for now",
+                                                         "dont",
+                                                         "please dont",
+                                                         "pls dont",
+                                                         "forget it",
+                                                         "forget i asked",
+                                                         "lets park",
+                                                         "park that",
+                                                         "thanks but no",
+                                                         "no thanks",
+                                                         "no thank",
+                                                         "ill think about it",
+                                                         "actually no",
+                                                         "actually forget",
+                                                         "leave it",
+                                                         "ill pass",
+                                                         "skip it",
+                                                         "not needed",
+                                                         "ehh no",
+                                                         "uh no",
+                                                         "hmm no",
+                                                         "hmm nah",
+                                                         "maybe later",
+                                                         "not this time",
+                                                         "👎"};
+  size_t start = 0;
+  static const WordSet hesitation = {"hmm",  "hm",     "uh",  "ehh",      "eh", "um",    "ok",
+                                     "okay", "thanks", "thx", "actually", "oh", "sorry", "no"};
+  // The refusal may follow a hesitation or a thanks ("hmm, no", "thanks but no").
+  while (start < words.size() && start < 2 && hesitation.contains(words[start]) &&
+         words[start] != "no") {
+    ++start;
+  }
+  const std::vector<std::string_view> rest(words.begin() + static_cast<long>(start), words.end());
+  bool opens = false;
+  for (std::string_view phrase : openings) {
+    if (FindPhrase(rest, phrase) == 0 || FindPhrase(words, phrase) == 0) opens = true;
+  }
+  if (!opens) return false;
+  // "no, make it weekly", "no, 45": a correction, not a refusal.
+  for (std::string_view w : words) {
+    if (HasDigit(w)) return false;
+  }
+  // "no, send it to the finance channel instead": a new value.
+  if (ContainsAnyPhrase(words, {"instead", "should", "only", "but", "rather", "send it", "make it",
+                                "go to", "use"})) {
+    return false;
+  }
+  static const WordSet refusal_verbs = {"leave", "keep",   "forget", "handle", "think",
+                                        "park",  "bother", "touch",  "change", "do",
+                                        "need",  "want",   "prefer"};
+  static const WordSet between = {
+      "no",  "nah", "nope", "wait",  "thanks", "thx",  "please", "pls", "just", "sorry", "ok",
+      "hmm", "not", "dont", "right", "now",    "then", "i",      "id",  "ill",  "we",    "were"};
+  for (size_t i = 1; i < rest.size(); ++i) {
+    const std::vector<std::string_view> tail(rest.begin() + static_cast<long>(i), rest.end());
+    if (between.contains(rest[i])) continue;
+    // "no thanks, just tell me when it runs next": a new request.
+    if ((LeadingVerb(tail) || VerbAction(rest[i]).has_value()) &&
+        !refusal_verbs.contains(rest[i])) {
+      return false;
+    }
+    break;
+  }
+  return true;
+}
+
+bool AsksForConversationSummary(const std::vector<std::string_view>& words) {
+  // Phrases that are about the conversation by themselves.
+  if (ContainsAnyPhrase(words, {"state of play",        "where do things stand",
+                                "where things stand",   "lost the thread",
+                                "how far did we get",   "how far have we got",
+                                "what did we do",       "what did we get through",
+                                "what we did",          "whats done",
+                                "whats finished",       "whats pending",
+                                "whats been",           "whatve we",
+                                "what have we got",     "what have we done",
+                                "what have we changed", "take stock",
+                                "overall picture",      "status of everything",
+                                "what i changed",       "what weve",
+                                "what we changed",      "where are we up to",
+                                "what we have done"})) {
+    return true;
+  }
+  // A summary word, scoped to this conversation.
+  const bool summary = ContainsAnyPhrase(
+      words, {"recap", "summary", "summarise", "summarize", "sum up", "rundown", "tldr", "tl dr"});
+  const bool scoped =
+      ContainsAnyPhrase(words, {"we", "weve", "our", "us", "chat", "convo", "conversation",
+                                "session", "so far", "everything", "all this", "todays", "lost"});
+  return summary && scoped;
+}
+
+std::optional<RelativePosition> FindRelativePosition(const std::vector<std::string_view>& words) {
+  // Only a position of "the one", "the entry", "the step", "the item".
+  if (!ContainsAnyPhrase(words, {"the one", "the entry", "the step", "the item", "the agent"})) {
+    return std::nullopt;
+  }
+  if (ContainsAnyPhrase(words, {"between"})) return RelativePosition::kBetween;
+  if (ContainsAnyPhrase(words, {"before", "above", "preceding", "ahead of", "prior to",
+                                "previous to", "right before", "directly before", "on top of"})) {
+    return RelativePosition::kBefore;
+  }
+  if (ContainsAnyPhrase(words, {"after", "below", "following", "under", "beneath", "next to",
+                                "underneath", "comes next"})) {
+    return RelativePosition::kAfter;
+  }
+  return std::nullopt;
+}
+
+std::optional<size_t> NewTopicStart(std::string_view message) {
+  static const std::vector<std::string_view> markers = {"anyway",
+                                                        "anyways",
+                                                        "unrelated",
+                                                        "off topic",
+                                                        "ot",
+                                                        "quick detour",
+                                                        "detour",
+                                                        "separate q",
+                                                        "separate question",
+                                                        "different question",
+                                                        "different topic",
+                                                        "on another note",
+                                                        "btw",
+                                                        "by the way",
+                                                        "changing the subject",
+                                                        "change of topic",
+                                                        "side question",
+                                                        "random question",
+                                                        "totally different",
+                                                        "new topic",
+                                                        "before that",
+                                                        "oh and",
+                                                        "switching gears",
+                                                        "other thing",
+                                                        "also unrelated",
+                                                        "one more thing",
+                                                        "something else"};
+  static const std::set<std::string_view> lead_in = {
+      "ok",  "okay", "oh",  "hey",   "mmm",  "mm",     "hmm", "wait", "so",
+      "and", "also", "but", "right", "cool", "thanks", "thx", "k"};
+  size_t start = 0;
+  bool shifted = false;
+  // Markers may pile up: "oh and hey, before that — what's ...".
+  for (int round = 0; round < 4; ++round) {
+    const std::string_view rest = message.substr(start);
+    const std::string normalized = NormalizeText(rest.substr(0, std::min<size_t>(rest.size(), 60)));
+    const std::vector<std::string_view> words = Words(normalized);
+    size_t skip = 0;
+    while (skip < words.size() && skip < 4 && lead_in.contains(words[skip])) ++skip;
+    const std::vector<std::string_view> tail(words.begin() + static_cast<long>(skip), words.end());
+    std::string_view found;
+    for (std::string_view marker : markers) {
+      if (FindPhrase(tail, marker) == 0 && marker.size() > found.size()) found = marker;
+    }
+    if (found.empty()) break;
+    // The new request starts after the clause that holds the marker.
+    const std::string lowered = Lowercase(rest);
+    size_t at = lowered.find(std::string(found.substr(0, found.find(' '))));
+    if (at == std::string::npos) break;
+    at += found.size();
+    size_t cut = at;
+    for (size_t i = at; i < rest.size() && i < at + 25; ++i) {
+      const char ch = rest[i];
+      if (ch == ':' || ch == ',' || ch == '.' || ch == '?' || ch == '!' || ch == '-' ||
+          static_cast<unsigned char>(ch) == 0xE2) {
+        cut = i + (static_cast<unsigned char>(ch) == 0xE2 ? 3 : 1);
+        break;
+      }
+    }
+    while (cut < rest.size() && (rest[cut] == ' ' || rest[cut] == ':' || rest[cut] == ',')) ++cut;
+    if (cut >= rest.size()) break;
+    start += cut;
+    shifted = true;
+  }
+  if (!shifted || start >= message.size()) return std::nullopt;
+  return start;
+}
+
+namespace {
+
+const std::set<std::string_view>& WorkVerbs() {
+  static const std::set<std::string_view> words = {
+      "send",     "email", "post",     "export",  "check",  "summarise", "summarize", "create",
+      "tell",     "log",   "reply",    "compare", "cancel", "notify",    "alert",     "write",
+      "whatsapp", "slack", "text",     "message", "remind", "assign",    "schedule",  "copy",
+      "push",     "pull",  "draft",    "ping",    "dm",     "forward",   "save",      "add",
+      "open",     "file",  "escalate", "flag",    "update", "sync",      "upload",    "share"};
+  return words;
+}
+
+int NumberTokens(const std::vector<std::string_view>& words) {
+  int n = 0;
+  for (std::string_view w : words) n += HasDigit(w);
+  return n;
+}
+
+bool CarriesMaterial(std::string_view message) {
+  const size_t colon = message.find(':');
+  if (colon != std::string_view::npos &&
+      Words(NormalizeText(message.substr(colon + 1))).size() >= 4) {
+    return true;
+  }
+  for (std::string_view quote : {"\"", "“"}) {
+    const size_t open = message.find(quote);
+    if (open == std::string_view::npos) continue;
+    const size_t close = message.find(quote, open + quote.size());
+    if (close != std::string_view::npos &&
+        Words(NormalizeText(message.substr(open, close - open))).size() >= 4) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Words that say the message is about automation or an existing agent.
+bool MentionsAutomation(const std::vector<std::string_view>& words) {
+  return ContainsAnyPhrase(words, {"agent", "agents", "bot", "skill", "skills", "workflow",
+                                   "automation", "automate", "every", "each time", "whenever",
+                                   "daily", "weekly", "monthly", "from now on", "schedule"});
+}
+
+// "every monday", "each morning", "weekly" (but not "the weekly report",
+// nor "every student").
+bool HasRecurrence(const std::vector<std::string_view>& words) {
+  static const std::set<std::string_view> units = {
+      "day",     "days",      "week",       "weeks",     "month",     "months",
+      "morning", "evening",   "night",      "hour",      "hours",     "minute",
+      "minutes", "weekday",   "weekdays",   "quarter",   "year",      "monday",
+      "tuesday", "wednesday", "thursday",   "friday",    "saturday",  "sunday",
+      "mondays", "tuesdays",  "wednesdays", "thursdays", "fridays",   "1st",
+      "first",   "working",   "business",   "other",     "afternoon", "weekend"};
+  static const std::set<std::string_view> adverbs = {"daily",   "weekly", "monthly",
+                                                     "nightly", "hourly", "weekdays"};
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string_view next = i + 1 < words.size() ? words[i + 1] : "";
+    const std::string_view after = i + 2 < words.size() ? words[i + 2] : "";
+    if ((words[i] == "every" || words[i] == "each") &&
+        (units.contains(next) || (HasDigit(next) && units.contains(after)))) {
+      return true;
+    }
+    if (words[i] == "whenever") return true;
+    if (adverbs.contains(words[i]) &&
+        !(i > 0 && (words[i - 1] == "the" || words[i - 1] == "my" || words[i - 1] == "our" ||
+                    words[i - 1] == "to" || words[i - 1] == "check"))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool IsStandingInstruction(const std::vector<std::string_view>& words, std::string_view message) {
+  if (words.size() < 9 || ContainsPhrase(words, "?") ||
+      ContainsAnyPhrase(words, {"skill", "skills"})) {
+    return false;
+  }
+  if (ContainsAnyPhrase(
+          words, {"instead",        "anymore",   "from now on", "change",      "switch",  "stop",
+                  "only",           "also",      "no longer",   "rather than", "not",     "dont",
+                  "just this once", "right now", "now",         "adjust",      "move",    "moved",
+                  "should",         "needs",     "want the",    "too slow",    "too much"})) {
+    return false;
+  }
+  const bool arrow =
+      message.find("->") != std::string_view::npos || message.find("→") != std::string_view::npos;
+  bool trigger = arrow || HasRecurrence(words);
+  size_t first = 0;
+  while (first < words.size() && (words[first] == "ok" || words[first] == "so" ||
+                                  words[first] == "and" || words[first] == "please")) {
+    ++first;
+  }
+  if (first < words.size() &&
+      (words[first] == "when" || words[first] == "if" || words[first] == "once" ||
+       (words[first] == "on" && first + 1 < words.size() && words[first + 1] == "the"))) {
+    trigger = true;
+  }
+  if (!trigger) return false;
+  return std::any_of(words.begin(), words.end(),
+                     [](std::string_view w) { return WorkVerbs().contains(w); });
+}
+
+bool IsSelfContainedTask(const std::vector<std::string_view>& words, std::string_view message) {
+  if (words.size() < 6 || MentionsAutomation(words)) return false;
+  static const std::set<std::string_view> text_verbs = {
+      "write",     "translate", "shorten",   "extract", "classify",  "scale",     "turn",
+      "make",      "answer",    "reply",     "draft",   "summarise", "summarize", "rewrite",
+      "proofread", "convert",   "calculate", "calc",    "give",      "name",      "list",
+      "seat",      "format",    "sort",      "rank",    "generate",  "suggest",   "come",
+      "compose",   "tidy",      "clean"};
+  static const std::set<std::string_view> filler = {
+      "please", "pls", "plz", "can", "could", "you", "ok", "hey", "quick", "just", "u"};
+  size_t first = 0;
+  while (first < words.size() && filler.contains(words[first])) ++first;
+  bool task_verb = first < words.size() && text_verbs.contains(words[first]);
+  const size_t colon = message.find(':');
+  if (!task_verb && colon != std::string_view::npos) {
+    const std::string before = NormalizeText(message.substr(0, colon));
+    for (std::string_view w : Words(before)) task_verb = task_verb || text_verbs.contains(w);
+  }
+  if (task_verb && CarriesMaterial(message)) return true;
+  // "give me 5 subject lines", "make 10 quiz questions": a number of things
+  // to produce.
+  if (task_verb) {
+    for (size_t i = first + 1; i < words.size() && i <= first + 2; ++i) {
+      if (HasDigit(words[i])) return true;
+    }
+  }
+  // A sum on figures the message gives: "net is 1,840 and VAT 19%, what's the gross?"
+  return NumberTokens(words) >= 3 &&
+         ContainsAnyPhrase(words, {"how many", "how much", "whats the", "what is the", "calc",
+                                   "calculate", "work out", "change in"});
+}
+
+}  // namespace omniforge::intent

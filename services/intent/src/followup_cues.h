@@ -1,0 +1,64 @@
+// Cues of follow-up messages that only make sense after something the
+// assistant said: a correction of the last request and the value it
+// corrects to, an edit riding on a yes ("yes, but at 9am"), a refusal of
+// an offer, a request for a recap, a position relative to an item of a
+// list ("the one listed before X"). Each reads one message and knows
+// nothing of the history; the reference rules (rules.h) decide with the
+// history. Pure functions, thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace omniforge::intent {
+
+// "sorry, I meant the March report", "typo, 5 times not 3", "Janet Kim,
+// not Ortiz": a short message that takes back part of the last request.
+bool IsCorrection(const std::vector<std::string_view>& words);
+
+// The new value a correction or an edit gives, as the user wrote it: the
+// clause that carries it, without the words of apology, agreement or
+// negation around it ("sorry, I meant the March report" -> "the March
+// report"; "yes, but at 9am" -> "at 9am"; "Ranunculus, not peonies" ->
+// "Ranunculus"). Empty when nothing is left.
+std::string CorrectedValue(std::string_view message);
+
+// "yes, but at 9am", "ok, 80 words though", "yes, include the weekend too":
+// an agreement that changes something on the way.
+bool CarriesEdit(std::string_view message);
+
+// "hmm no, not right now", "pass", "let's park that", "please don't": the
+// message opens with a refusal and asks for nothing else.
+bool OpensWithRefusal(const std::vector<std::string_view>& words);
+
+// "how far did we get?", "tl;dr of this chat", "what's done and what's
+// open": a recap of the conversation, in words IsRecap (cues.h) does not
+// list. Only meaningful when there is a conversation to recap.
+bool AsksForConversationSummary(const std::vector<std::string_view>& words);
+
+// "anyway, unrelated: can agents read pdfs?", "OT: make me a new agent
+// ...": where the new request starts after a marker of a new topic, or
+// nullopt when the message opens with none.
+std::optional<size_t> NewTopicStart(std::string_view message);
+
+// "every monday at 8, email each adjuster their open claims", "new
+// episode on the RSS -> draft a newsletter": a standing instruction with a
+// trigger or a recurrence and work to do each time, not a question and
+// not a change to something that exists ("instead", "from now on").
+bool IsStandingInstruction(const std::vector<std::string_view>& words, std::string_view message);
+
+// "translate into french: ...", "shorten this headline to 60 chars: ...",
+// "dog weighs 18kg, dose is 5mg per kg, how many tablets?": a task done
+// once on material the message itself carries.
+bool IsSelfContainedTask(const std::vector<std::string_view>& words, std::string_view message);
+
+// Where an item stands relative to an anchor: "the one after X", "the
+// entry right above it", "the one between X and Y".
+enum class RelativePosition { kBefore, kAfter, kBetween };
+
+// The relative position a message asks for, if any.
+std::optional<RelativePosition> FindRelativePosition(const std::vector<std::string_view>& words);
+
+}  // namespace omniforge::intent

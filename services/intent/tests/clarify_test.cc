@@ -1,0 +1,240 @@
+// The clarify-or-proceed decision (clarify.h) and the follow-up cues
+// (followup_cues.h), on hand-written conversations: no model, no server.
+#include "services/intent/src/clarify.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "services/intent/src/followup_cues.h"
+#include "services/intent/src/text.h"
+
+namespace omniforge::intent {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+IntentRequest Request(std::string message, std::vector<std::string> agents = {},
+                      const std::vector<std::pair<Role, std::string>>& history = {}) {
+  IntentRequest r;
+  r.message = std::move(message);
+  for (std::string& name : agents) r.agents.push_back({std::move(name), ""});
+  for (const auto& [role, content] : history) {
+    r.history.push_back({.role = role, .content = content});
+  }
+  return r;
+}
+
+ClarifyDecision Decide(const IntentRequest& request, Action action,
+                       std::optional<std::string> agent = std::nullopt,
+                       Reference reference = Reference::kNone) {
+  return DecideClarification({.request = request,
+                              .action = action,
+                              .agent_name = std::move(agent),
+                              .reference = reference});
+}
+
+TEST(ClarifyTest, AThisWithNothingToStandForAsksWhatIsMeant) {
+  const IntentRequest request = Request("who can see this?", {"ticket-triage", "csat-weekly"});
+  const ClarifyDecision d = Decide(request, Action::kQueryInfo);
+  EXPECT_TRUE(d.clarification.needed);
+  EXPECT_THAT(d.clarification.missing, ElementsAre(MissingSlot::kReferent));
+  EXPECT_THAT(d.conditions, Contains("unbound_deictic"));
+  EXPECT_THAT(d.question, HasSubstr("referring to"));
+}
+
+TEST(ClarifyTest, TheHistoryBindsAPronoun) {
+  const IntentRequest request = Request(
+      "run it again", {"supplier-order-check", "closing-checklist-bot"},
+      {{Role::kUser, "how did supplier-order-check do this morning?"},
+       {Role::kAssistant, "It flagged 2 shortfalls: 6kg of salmon and 2 cases of lemons."}});
+  EXPECT_FALSE(Decide(request, Action::kExecuteTask, "supplier-order-check").clarification.needed);
+}
+
+TEST(ClarifyTest, MaterialInTheMessageBindsThis) {
+  const IntentRequest request =
+      Request("translate this into french: Your new card will arrive within 5 working days.");
+  EXPECT_FALSE(Decide(request, Action::kExecuteTask).clarification.needed);
+}
+
+TEST(ClarifyTest, SomethingOnlyTheUserHasSeenIsAReferent) {
+  const IntentRequest request =
+      Request("make the grading bot use the rubric we agreed in the department meeting",
+              {"grading-assistant", "lesson-plan-helper"});
+  const ClarifyDecision d = Decide(request, Action::kUpdateAgent, "grading-assistant");
+  EXPECT_TRUE(d.clarification.needed);
+  EXPECT_THAT(d.clarification.missing, Contains(MissingSlot::kReferent));
+  EXPECT_THAT(d.conditions, Contains("unbound_description"));
+}
+
+TEST(ClarifyTest, ADescriptionTheHistoryShowsIsBound) {
+  const IntentRequest request = Request(
+      "use the rubric we agreed for the grading bot", {"grading-assistant"},
+      {{Role::kUser, "here is the rubric: clarity 40%, evidence 40%, style 20%"},
+       {Role::kAssistant, "Got it, that rubric has three criteria weighted 40, 40 and 20."}});
+  EXPECT_FALSE(Decide(request, Action::kUpdateAgent, "grading-assistant").clarification.needed);
+}
+
+TEST(ClarifyTest, ANewAgentWithNoPurposeAsksWhatItShouldDo) {
+  const ClarifyDecision d =
+      Decide(Request("build me an agent for the warehouse team"), Action::kCreateAgent);
+  EXPECT_THAT(d.clarification.missing, ElementsAre(MissingSlot::kPurpose));
+  EXPECT_THAT(d.question, HasSubstr("What should the new agent do?"));
+}
+
+TEST(ClarifyTest, ANewAgentThatSaysWhatItDoesProceeds) {
+  EXPECT_FALSE(Decide(Request("an agent that emails late invoices to the accounts inbox"),
+                      Action::kCreateAgent)
+                   .clarification.needed);
+  EXPECT_FALSE(
+      Decide(Request("every friday post the open pull requests to #eng"), Action::kCreateAgent)
+          .clarification.needed);
+}
+
+TEST(ClarifyTest, AChangeWithNothingToChangeAsksWhatChanges) {
+  const IntentRequest request =
+      Request("the stock watcher needs a bit of a rework", {"stock-watcher", "refund-tracker"});
+  const ClarifyDecision d = Decide(request, Action::kUpdateAgent, "stock-watcher");
+  EXPECT_THAT(d.clarification.missing, ElementsAre(MissingSlot::kChange));
+}
+
+TEST(ClarifyTest, AChangeThatSaysWhatProceeds) {
+  const IntentRequest request =
+      Request("the stock watcher should skip items marked discontinued", {"stock-watcher"});
+  EXPECT_FALSE(Decide(request, Action::kUpdateAgent, "stock-watcher").clarification.needed);
+}
+
+TEST(ClarifyTest, SeveralAgentsFittingOffersThemAsCandidates) {
+  const IntentRequest request =
+      Request("pause the alerts until monday", {"stock-alert", "delay-alert", "weekly-digest"});
+  const ClarifyDecision d = Decide(request, Action::kManagePlatform);
+  EXPECT_THAT(d.clarification.missing, Contains(MissingSlot::kAgent));
+  EXPECT_THAT(d.clarification.candidates, ElementsAre("stock-alert", "delay-alert"));
+  EXPECT_THAT(d.question, HasSubstr("stock-alert or delay-alert"));
+}
+
+TEST(ClarifyTest, OneAgentFittingIsResolved) {
+  const IntentRequest request =
+      Request("has the report gone out today?", {"bed-occupancy-report", "shift-swap-notifier"});
+  const ClarifyDecision d = Decide(request, Action::kQueryInfo);
+  EXPECT_FALSE(d.clarification.needed);
+  EXPECT_EQ(d.resolved_agent, "bed-occupancy-report");
+}
+
+TEST(ClarifyTest, ASendToAKindOfPersonAsksWho) {
+  const IntentRequest request = Request(
+      "great, send it to the client", {"quote-builder"},
+      {{Role::kUser, "draft a quote for 3 seats on the Pro plan"},
+       {Role::kAssistant, "Quote Q-1042: 3 Pro seats, annual, list $5,400, total $4,860 a year."}});
+  const ClarifyDecision d = Decide(request, Action::kExecuteTask, "quote-builder");
+  EXPECT_THAT(d.clarification.missing, ElementsAre(MissingSlot::kRecipient));
+  EXPECT_EQ(d.question, "Who should get it?");
+}
+
+TEST(ClarifyTest, ANamedRecipientProceeds) {
+  const IntentRequest request = Request(
+      "great, send it to Maria", {"quote-builder"},
+      {{Role::kAssistant, "Quote Q-1042: 3 Pro seats, annual, list $5,400, total $4,860 a year."}});
+  EXPECT_FALSE(Decide(request, Action::kExecuteTask, "quote-builder").clarification.needed);
+}
+
+TEST(ClarifyTest, OneOfSeveralListedAsksWhichOne) {
+  const IntentRequest request =
+      Request("cancel the booking", {"meeting-room-booker"},
+              {{Role::kUser, "what rooms have I got booked?"},
+               {Role::kAssistant,
+                "You have three bookings:\n1. Oak, Tue 10:00\n2. Birch, Wed "
+                "14:00\n3. Elm, Fri 9:00"}});
+  const ClarifyDecision d = Decide(request, Action::kExecuteTask, "meeting-room-booker");
+  EXPECT_THAT(d.clarification.missing, Contains(MissingSlot::kObject));
+}
+
+TEST(ClarifyTest, AnswersToTheAssistantNeverAskAgain) {
+  const IntentRequest request =
+      Request("vendor invoice matcher", {"vendor-invoice-matcher", "expense-policy-checker"},
+              {{Role::kUser, "move one of my agents to 7am"},
+               {Role::kAssistant, "Which agent should run at 7am?"}});
+  EXPECT_FALSE(
+      Decide(request, Action::kUpdateAgent, "vendor-invoice-matcher").clarification.needed);
+  const IntentRequest yes = Request("yes, do that", {}, {{Role::kAssistant, "Want me to run it?"}});
+  EXPECT_FALSE(Decide(yes, Action::kExecuteTask, std::nullopt, Reference::kConfirmation)
+                   .clarification.needed);
+}
+
+TEST(ClarifyTest, ApplyingTheDecisionSetsAmbiguityAndTheQuestion) {
+  const IntentRequest request = Request("why is that one red");
+  IntentAnalysis a;
+  a.action = Action::kQueryInfo;
+  a.reasoning = "The local model reads this as look up information.";
+  ApplyClarification(request, a);
+  EXPECT_TRUE(a.clarification.needed);
+  EXPECT_TRUE(a.is_ambiguous);
+  EXPECT_THAT(a.clarifying_question, HasSubstr("referring to"));
+  EXPECT_THAT(a.reasoning, HasSubstr("unbound_deictic"));
+}
+
+TEST(ClarifyQuestionTest, NamesEveryMissingSlotAndTheCandidates) {
+  EXPECT_EQ(
+      ClarifyQuestion({MissingSlot::kObject, MissingSlot::kRecipient}, {}, Action::kExecuteTask),
+      "Which one should I use, and who should get it?");
+  EXPECT_EQ(ClarifyQuestion({MissingSlot::kAgent}, {"a", "b", "c"}, Action::kExecuteTask),
+            "Which agent do you mean? It could be a, b or c.");
+}
+
+std::vector<std::string_view> WordsOf(const std::string& normalized) { return Words(normalized); }
+
+TEST(FollowupCuesTest, CorrectedValueIsTheNewValueAsWritten) {
+  EXPECT_EQ(CorrectedValue("sorry, I meant the March report"), "the March report");
+  EXPECT_EQ(CorrectedValue("Janet Kim, not Ortiz"), "Janet Kim");
+  EXPECT_EQ(CorrectedValue("hmm i meant 2 hours not 2 days"), "2 hours");
+  EXPECT_EQ(CorrectedValue("yes, but at 9am"), "at 9am");
+  EXPECT_EQ(CorrectedValue("Oh not the curators, send it to the education team"),
+            "to the education team");
+  EXPECT_EQ(CorrectedValue("yes please"), "");
+}
+
+TEST(FollowupCuesTest, CorrectionsAndRefusals) {
+  const std::string correction = NormalizeText("sorry, I meant the March report");
+  EXPECT_TRUE(IsCorrection(WordsOf(correction)));
+  const std::string question = NormalizeText("why is the digest not running");
+  EXPECT_FALSE(IsCorrection(WordsOf(question)));
+  const std::string refusal = NormalizeText("hmm no, not right now");
+  EXPECT_TRUE(OpensWithRefusal(WordsOf(refusal)));
+  const std::string redirect = NormalizeText("no, send it to the finance channel instead");
+  EXPECT_FALSE(OpensWithRefusal(WordsOf(redirect)));
+}
+
+TEST(FollowupCuesTest, RecapsRelativePositionsAndTopicShifts) {
+  const std::string recap = NormalizeText("how far did we get with all this?");
+  EXPECT_TRUE(AsksForConversationSummary(WordsOf(recap)));
+  const std::string report = NormalizeText("summarise yesterday's support tickets");
+  EXPECT_FALSE(AsksForConversationSummary(WordsOf(report)));
+  const std::string before = NormalizeText("the one listed before the digest");
+  EXPECT_EQ(FindRelativePosition(WordsOf(before)), RelativePosition::kBefore);
+  const std::string between = NormalizeText("the one between a and b");
+  EXPECT_EQ(FindRelativePosition(WordsOf(between)), RelativePosition::kBetween);
+  const std::string message = "anyway, unrelated: can agents read pdfs?";
+  ASSERT_TRUE(NewTopicStart(message).has_value());
+  EXPECT_EQ(message.substr(*NewTopicStart(message)), "can agents read pdfs?");
+  EXPECT_FALSE(NewTopicStart("can agents read pdfs?").has_value());
+}
+
+TEST(FollowupCuesTest, StandingInstructionsAndSelfContainedTasks) {
+  const std::string standing =
+      NormalizeText("every monday at 8 email each adjuster their open claims older than 60 days");
+  EXPECT_TRUE(IsStandingInstruction(WordsOf(standing), standing));
+  const std::string once = NormalizeText("email every student who missed the quiz a reminder");
+  EXPECT_FALSE(IsStandingInstruction(WordsOf(once), once));
+  const std::string task_text =
+      "shorten this headline to 60 chars: Council Votes 7-2 to Approve Bike Lanes";
+  const std::string task = NormalizeText(task_text);
+  EXPECT_TRUE(IsSelfContainedTask(WordsOf(task), task_text));
+  const std::string update_text = "invoice-chaser: stop chasing customers tagged as payment plan";
+  const std::string update = NormalizeText(update_text);
+  EXPECT_FALSE(IsSelfContainedTask(WordsOf(update), update_text));
+}
+
+}  // namespace
+}  // namespace omniforge::intent
