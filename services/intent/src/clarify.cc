@@ -818,6 +818,54 @@ ClarifyDecision DecideClarification(const ClarifyInput& input) {
   return decision;
 }
 
+namespace {
+
+// Acting on `action` changes something in the user's workspace or runs
+// something: asking is the safe side when two readings disagree.
+bool ChangesSomething(Action action) {
+  return action != Action::kQueryInfo && action != Action::kConversation &&
+         action != Action::kUnknown;
+}
+
+// An LLM answer carries the model's own clarify decision (`model`, with its
+// question). For an action that changes something the conservative reading
+// wins: ask when either asks, about what both found missing (the local
+// layers' slots first). For a look or a talk the model's reading stands.
+void MergeModelDecision(const IntentRequest& request, Action action, const Clarification& model,
+                        const std::string& model_question, ClarifyDecision& local) {
+  if (!model.needed) {
+    if (!ChangesSomething(action)) {
+      local.clarification = {};
+      local.question.clear();
+      local.conditions.clear();
+    }
+    return;
+  }
+  Clarification& c = local.clarification;
+  const bool local_asked = c.needed;
+  if (!ChangesSomething(action)) c.missing.clear();
+  for (MissingSlot slot : model.missing) {
+    if (std::find(c.missing.begin(), c.missing.end(), slot) == c.missing.end()) {
+      c.missing.push_back(slot);
+    }
+  }
+  c.needed = true;
+  const bool asks_agent =
+      std::find(c.missing.begin(), c.missing.end(), MissingSlot::kAgent) != c.missing.end();
+  for (size_t i = 0;
+       asks_agent && c.candidates.empty() && i < request.agents.size() && i < kMaxCandidates; ++i) {
+    c.candidates.push_back(request.agents[i].name);
+  }
+  local.conditions.emplace_back("model_asks");
+  if (local_asked && ChangesSomething(action)) return;  // the local question names its slots
+  if (c.missing.empty()) c.missing.push_back(MissingSlot::kReferent);  // asked, unsaid why
+  local.question = !model_question.empty() && c.candidates.empty()
+                       ? model_question
+                       : ClarifyQuestion(c.missing, c.candidates, action);
+}
+
+}  // namespace
+
 void ApplyClarification(const IntentRequest& request, IntentAnalysis& analysis) {
   const auto agent = analysis.entities.find("agent_name");
   ClarifyInput input{.request = request,
@@ -827,8 +875,12 @@ void ApplyClarification(const IntentRequest& request, IntentAnalysis& analysis) 
                                        : std::optional<std::string>(agent->second),
                      .reference = analysis.reference};
   ClarifyDecision decision = DecideClarification(input);
-  // The LLM saw the workspace too: an agent it left out stays out.
-  if (decision.resolved_agent && analysis.source != Source::kLlm) {
+  // The LLM saw the workspace too: an agent it left out stays out, and its
+  // own clarify decision is weighed with the local one.
+  if (analysis.source == Source::kLlm) {
+    MergeModelDecision(request, analysis.action, analysis.clarification,
+                       analysis.clarifying_question, decision);
+  } else if (decision.resolved_agent) {
     analysis.entities["agent_name"] = *decision.resolved_agent;
   }
   analysis.clarification = std::move(decision.clarification);

@@ -48,7 +48,10 @@ ClarifyDecision DecideClarification(const ClarifyInput& input);
 // Takes the decision for `analysis` of `request` and writes it in: the
 // clarification; when needed, is_ambiguous, the clarifying question and the
 // conditions in the reasoning; the agent resolved from a description when
-// a local layer found none (an LLM answer keeps its own reading).
+// a local layer found none (an LLM answer keeps its own reading). An LLM
+// answer's own clarification is weighed with the local decision: for an
+// action that changes something (anything but a look, a talk or unknown)
+// it asks when either asks; otherwise the model's decision stands.
 void ApplyClarification(const IntentRequest& request, IntentAnalysis& analysis);
 
 // "Which report, and who should get it?": the question for `missing`,

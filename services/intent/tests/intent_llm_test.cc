@@ -12,6 +12,7 @@
 #include "libs/llm/llm_factory.h"
 #include "libs/llm/testing/fake_provider.h"
 #include "libs/llm/usage_collection.h"
+#include "services/intent/src/clarify.h"
 #include "services/intent/src/intent_service.h"
 #include "services/intent/src/labeled_data.h"
 
@@ -30,14 +31,20 @@ const LocalClassifier& Shipped() {
   return *model;
 }
 
-// An answer the schema accepts.
-std::string Answer(std::string action, double confidence, std::string agent = "") {
+// An answer the schema accepts; `missing` non-empty: the model would ask
+// about those slots first, with `question`.
+std::string Answer(std::string action, double confidence, std::string agent = "",
+                   const std::vector<std::string>& missing = {}, std::string question = "") {
   Json entities = Json::array();
   if (!agent.empty()) entities.push_back({{"name", "agent_name"}, {"value", agent}});
-  return Json{{"action_type", action},    {"confidence", confidence},
-              {"entities", entities},     {"reasoning", "because"},
-              {"is_ambiguous", false},    {"alternative_action", "NONE"},
-              {"clarifying_question", ""}}
+  return Json{{"action_type", action},
+              {"confidence", confidence},
+              {"entities", entities},
+              {"reasoning", "because"},
+              {"is_ambiguous", !missing.empty()},
+              {"alternative_action", "NONE"},
+              {"clarifying_question", question},
+              {"clarification", {{"needed", !missing.empty()}, {"missing", missing}}}}
       .dump();
 }
 
@@ -251,6 +258,63 @@ TEST_F(IntentLlmTest, AResolvedReferenceSurvivesAnLlmFailure) {
   // A confirmation is resolved locally and needs no model.
   EXPECT_FALSE(service_->WillCallLlm(*local));
   EXPECT_EQ(local->analysis.action, Action::kExecuteTask);
+}
+
+// The model asks before a write the local decision would do at once: the
+// user is asked, about what the model found missing.
+TEST_F(IntentLlmTest, AModelThatAsksBeforeAWriteIsHeard) {
+  Start({Reply(Answer("EXECUTE_TASK", 0.9, "weekly-sales-digest", {"RECIPIENT"},
+                      "Who should get the digest?"))});
+  IntentAnalysis a = Run(Unsure());
+  EXPECT_EQ(a.action, Action::kExecuteTask);
+  EXPECT_TRUE(a.clarification.needed);
+  EXPECT_THAT(a.clarification.missing, ::testing::Contains(MissingSlot::kRecipient));
+  EXPECT_TRUE(a.is_ambiguous);
+  EXPECT_EQ(a.clarifying_question, "Who should get the digest?");
+  const Json body = Json::parse(fake_->Requests()[0].body);
+  EXPECT_THAT(body["response_format"]["json_schema"]["schema"].dump(), HasSubstr("\"RECIPIENT\""));
+}
+
+// The model would send at once, but nothing says what "the summary" is or
+// who "them" are: for a write, asking wins over the model's proceed.
+TEST_F(IntentLlmTest, AWriteTheLocalDecisionWouldAskAboutIsAskedAboutWhateverTheModelSays) {
+  Start({Reply(Answer("EXECUTE_TASK", 0.95))});
+  IntentRequest r;
+  r.message = "forward the summary to them";
+  r.agents = {{"weekly-sales-digest", "Emails a digest of closed deals every Monday"}};
+  IntentAnalysis a = Run(r);
+  EXPECT_EQ(a.source, Source::kLlm);
+  EXPECT_TRUE(a.clarification.needed) << a.reasoning;
+  EXPECT_FALSE(a.clarification.missing.empty());
+  EXPECT_TRUE(a.is_ambiguous);
+  EXPECT_FALSE(a.clarifying_question.empty());
+}
+
+// For a question the model's reading stands both ways: it may answer what
+// the local decision would ask about, and ask where the local one would not.
+TEST_F(IntentLlmTest, ForALookTheModelsClarifyDecisionStands) {
+  IntentRequest r;
+  r.message = "which option costs least here?";
+  r.agents = {{"weekly-sales-digest", "Emails a digest of closed deals every Monday"}};
+  {
+    ASSERT_TRUE(DecideClarification({.request = r, .action = Action::kQueryInfo})
+                    .clarification.needed);  // the local decision alone would ask
+    Start({Reply(Answer("QUERY_INFO", 0.9))});
+    IntentAnalysis a = Run(r);
+    EXPECT_EQ(a.action, Action::kQueryInfo);
+    EXPECT_FALSE(a.clarification.needed) << a.reasoning;
+    EXPECT_FALSE(a.is_ambiguous);
+    EXPECT_TRUE(a.clarifying_question.empty());
+  }
+  {
+    Start({Reply(Answer("QUERY_INFO", 0.9, "", {"AGENT"}))});
+    IntentAnalysis a = Run(Unsure());
+    EXPECT_TRUE(a.clarification.needed);
+    EXPECT_EQ(a.clarification.missing, std::vector<MissingSlot>{MissingSlot::kAgent});
+    // With no question of the model's, the local one names the slot and
+    // offers the user's agents.
+    EXPECT_THAT(a.clarifying_question, HasSubstr("weekly-sales-digest"));
+  }
 }
 
 }  // namespace

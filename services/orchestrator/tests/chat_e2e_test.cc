@@ -1746,12 +1746,15 @@ TEST_F(ModelPlannerEndToEndTest, TheIntentServicesModelCallsAreCountedAndRecorde
   RestartIntent(/*with_model=*/true);
   llm::testing::FakeRule understood;
   understood.match.operation = "intent_analysis";
-  understood.reply.json =
-      json{{"action_type", "QUERY_INFO"}, {"confidence", 0.9},
-           {"entities", json::array()},   {"reasoning", "a question about the digest"},
-           {"is_ambiguous", false},       {"alternative_action", "NONE"},
-           {"clarifying_question", ""}}
-          .dump();
+  understood.reply.json = json{{"action_type", "QUERY_INFO"},
+                               {"confidence", 0.9},
+                               {"entities", json::array()},
+                               {"reasoning", "a question about the digest"},
+                               {"is_ambiguous", false},
+                               {"alternative_action", "NONE"},
+                               {"clarifying_question", ""},
+                               {"clarification", {{"needed", false}, {"missing", json::array()}}}}
+                              .dump();
   understood.reply.usage = llm::testing::FakeUsage{300, 30, 0};
   llm::testing::FakeReply answer;
   answer.text = "The digest went out on Monday.";
