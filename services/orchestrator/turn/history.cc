@@ -63,6 +63,27 @@ void AddHistory(RoutingMemo& memo, const convpb::GetContextWindowResponse& windo
   }
 }
 
+std::vector<HistoryTurn> PolicyHistory(RoutingMemo& memo,
+                                       const convpb::GetContextWindowResponse& window) {
+  std::vector<HistoryTurn> turns;
+  for (const convpb::Message& m : window.messages()) {
+    if (m.role() != convpb::ROLE_USER && m.role() != convpb::ROLE_ASSISTANT) continue;
+    HistoryTurn turn;
+    turn.from_user = m.role() == convpb::ROLE_USER;
+    turn.content = m.content();
+    if (!turn.from_user && (!m.metadata_json().empty() || m.has_metadata())) {
+      const std::shared_ptr<const Routing> routing = RoutingOf(memo, m);
+      turn.routed = !routing->flow_id.empty() || !routing->turn_id.empty();
+      turn.action_type = routing->action_type;
+      turn.entities = routing->entities;
+      turn.tools_used = routing->tools_used;
+      turn.pending_action = routing->pending_action;
+    }
+    turns.push_back(std::move(turn));
+  }
+  return turns;
+}
+
 void AddAgents(const std::vector<AgentInfo>& agents, intentpb::AnalyzeIntentRequest& request) {
   for (const AgentInfo& agent : agents) {
     intentpb::CatalogItem* item = request.add_available_agents();

@@ -94,6 +94,7 @@ class TurnPass final {
   void Announce();
   // stage_understand.cc
   void ReadAgents();
+  void AnswerOrAsk();
   intentpb::IntentAnalysis AnalyzeMessage();
   void AddIntentCalls(const absl::StatusOr<intentpb::AnalyzeIntentResponse>& answer);
   void PrepareInput();
