@@ -527,7 +527,10 @@ std::optional<Move> DecideFirst(const PolicyInput& in) {
                           in.context_type == intentpb::CONTEXT_TYPE_PROJECT_CREATE};
     return move;
   }
-  if (MayAsk(in) && MayBePartlyCovered(intent)) {
+  // Only a request of its own: a reply to what waits ("make it weekly and
+  // send it to the team") revises that.
+  const bool fresh = !in.last || (in.last->pending.empty() && in.last->clarifications == 0);
+  if (fresh && MayBePartlyCovered(intent)) {
     if (std::optional<PartialFit> fit = FindPartialFit(in.message, in.agents)) {
       return OfferPartialFit(in, *fit);
     }

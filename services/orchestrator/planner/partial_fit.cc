@@ -13,8 +13,8 @@ namespace intentpb = ::omniforge::intent::v1;
 
 std::string Trimmed(std::string text) {
   const auto junk = [](char c) {
-    return std::isspace(static_cast<unsigned char>(c)) != 0 || c == '?' || c == '.' ||
-           c == '!' || c == ',' || c == ';';
+    return std::isspace(static_cast<unsigned char>(c)) != 0 || c == '?' || c == '.' || c == '!' ||
+           c == ',' || c == ';';
   };
   while (!text.empty() && junk(text.back())) text.pop_back();
   size_t start = 0;
@@ -38,9 +38,10 @@ size_t WordCount(const std::string& text) {
 std::string WithoutFrame(const std::string& part) {
   const std::string lower = absl::AsciiStrToLower(part);
   std::string text = part;
-  for (const char* frame : {"one of my agents ", "one of our agents ", "any of my agents ",
-                            "any of our agents ", "an agent to ", "an agent that ", "my agents ",
-                            "our agents ", "you ", "someone ", "something ", "anything ", "anyone "}) {
+  for (const char* frame :
+       {"one of my agents ", "one of our agents ", "any of my agents ", "any of our agents ",
+        "an agent to ", "an agent that ", "my agents ", "our agents ", "you ", "someone ",
+        "something ", "anything ", "anyone "}) {
     const size_t at = lower.find(frame);
     if (at != std::string::npos && WordCount(lower.substr(0, at)) <= 4) {
       text = part.substr(at + std::string(frame).size());
@@ -48,7 +49,8 @@ std::string WithoutFrame(const std::string& part) {
     }
   }
   for (const char* lead : {"to ", "please ", "also "}) {
-    if (absl::AsciiStrToLower(text).rfind(lead, 0) == 0) text = text.substr(std::string(lead).size());
+    if (absl::AsciiStrToLower(text).rfind(lead, 0) == 0)
+      text = text.substr(std::string(lead).size());
   }
   return Trimmed(text);
 }
@@ -57,8 +59,8 @@ std::string WithoutFrame(const std::string& part) {
 // length; npos when there is none.
 std::pair<size_t, size_t> NextJoint(const std::string& lower, size_t from) {
   std::pair<size_t, size_t> best{std::string::npos, 0};
-  for (const char* joint : {" and also ", " and then ", " as well as ", " plus ", ", and ",
-                            " and "}) {
+  for (const char* joint :
+       {" and also ", " and then ", " as well as ", " plus ", ", and ", " and "}) {
     const size_t at = lower.find(joint, from);
     if (at < best.first) best = {at, std::string(joint).size()};
   }

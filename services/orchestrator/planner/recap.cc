@@ -135,9 +135,9 @@ Recap MakeRecap(const PolicyInput& in) {
     }
     // Small talk ("hi", "thanks", an earlier recap) is no goal: its reply
     // was routed as conversation.
-    const bool small_talk = i + 1 < in.history.size() && in.history[i + 1].routed &&
-                            in.history[i + 1].action_type ==
-                                ::omniforge::intent::v1::ACTION_TYPE_CONVERSATION;
+    const bool small_talk =
+        i + 1 < in.history.size() && in.history[i + 1].routed &&
+        in.history[i + 1].action_type == ::omniforge::intent::v1::ACTION_TYPE_CONVERSATION;
     if (recap.goal.empty() && !small_talk) recap.goal = core::Shortened(turn.content, 200);
   }
   recap.open = OpenItems(in);
@@ -170,11 +170,14 @@ Move RecapMove(const PolicyInput& in) {
   move.reply = RecapText(MakeRecap(in), in);
   if (!in.last) return move;
   // What waited still waits: the actions for their approval, the question
-  // for its answer (in the order its list was given).
+  // for its answer (in the order its list was given); the reply's routing
+  // says what they are about, so that "yes" reads as approving them.
   move.propose = in.last->pending;
-  if (in.last->clarifications > 0) {
+  if (!in.last->pending.empty() || in.last->clarifications > 0) {
     move.action_type = in.last->action_type;
     move.entities = in.last->entities;
+  }
+  if (in.last->clarifications > 0) {
     move.clarifying = true;
     move.asked = in.last->asked;
     move.listed_agents = in.last->listed_agents;

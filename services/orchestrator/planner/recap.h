@@ -18,9 +18,9 @@ namespace omniforge::orchestrator {
 
 // The parts of a recap, each item a short phrase in the user's terms.
 struct Recap {
-  std::string goal;                // the user's first request; empty: none yet
-  std::vector<std::string> done;   // done or decided, oldest first
-  std::vector<std::string> open;   // still open, most pressing first
+  std::string goal;               // the user's first request; empty: none yet
+  std::vector<std::string> done;  // done or decided, oldest first
+  std::vector<std::string> open;  // still open, most pressing first
 };
 
 Recap MakeRecap(const PolicyInput& input);

@@ -48,15 +48,18 @@ TEST(RecapTest, NamesTheGoalWhatWasDoneAndTheActionThatStillWaits) {
   FlowState last;
   last.flow_id = "flow-2";
   last.status = FlowStatus::kWaiting;
-  last.pending = {PendingAction{"action-1", "run_agent", {{"agent", "monday-notion-updates"}},
-                                execpb::TOOL_RISK_WRITE, "run 'monday-notion-updates' now."}};
+  last.pending = {PendingAction{"action-1",
+                                "run_agent",
+                                {{"agent", "monday-notion-updates"}},
+                                execpb::TOOL_RISK_WRITE,
+                                "run 'monday-notion-updates' now."}};
   const PolicyInput in = RecapInput(
       {User("our Monday Notion updates take hours - can you help?"),
-       Assistant("I can set up an agent for that. Here is the draft: ..."),
-       User("yes, do that"),
+       Assistant("I can set up an agent for that. Here is the draft: ..."), User("yes, do that"),
        Assistant("Done: the agent 'monday-notion-updates' is created and runs every monday at 9am.",
                  {"create_agent"}),
-       User("run it now"), Assistant("Ready to run 'monday-notion-updates' now. Shall I go ahead?")},
+       User("run it now"),
+       Assistant("Ready to run 'monday-notion-updates' now. Shall I go ahead?")},
       last);
   const Move move = DecideLocally(in);
   EXPECT_THAT(move.reply, HasSubstr("our Monday Notion updates take hours"));
@@ -98,10 +101,10 @@ TEST(RecapTest, KeepsTheQuestionOpenAndSaysWhatWasSetAside) {
   last.action_type = intentpb::ACTION_TYPE_EXECUTE_TASK;
   last.listed_agents = {"weekly-sales-digest", "invoice-chaser"};
   last.suspended_flow = SuspendedFlow{"flow-1", "audit the website project"};
-  const PolicyInput in =
-      RecapInput({User("run one of my agents"),
-                  Assistant("Which agent should I run?\n1. weekly-sales-digest\n2. invoice-chaser")},
-                 last);
+  const PolicyInput in = RecapInput(
+      {User("run one of my agents"),
+       Assistant("Which agent should I run?\n1. weekly-sales-digest\n2. invoice-chaser")},
+      last);
   const Move move = DecideLocally(in);
   EXPECT_THAT(move.reply, HasSubstr("my question is not answered yet: \"Which agent should I "
                                     "run?\""));
@@ -206,6 +209,26 @@ TEST(PartialFitTest, NoOptionsWhenOneAgentCoversItAllOrTheRequestHasOnePart) {
   EXPECT_EQ(vague->agent.name, "invoice-chaser");
   EXPECT_THAT(vague->covered, ElementsAre("chases late invoices"));
   EXPECT_THAT(vague->uncovered, ElementsAre("posts a summary to slack"));
+}
+
+TEST(PartialFitTest, AReplyToAWaitingDraftIsNoRequestOfItsOwn) {
+  std::vector<AgentInfo> agents = kAgents;
+  agents.push_back({"monday-notion-updates", "Sums up the Monday Notion updates", "active", ""});
+  FlowState last;
+  last.flow_id = "flow-1";
+  last.pending = {PendingAction{"action-1",
+                                "create_agent",
+                                {{"name", "monday-notion-updates-2"}},
+                                execpb::TOOL_RISK_WRITE,
+                                "a new agent."}};
+  intentpb::IntentAnalysis intent;
+  intent.set_action_type(intentpb::ACTION_TYPE_CREATE_AGENT);
+  (*intent.mutable_entities())["agent_name"] = "monday-notion-updates";
+  const Move move = DecideLocally(
+      {intent, "make it run every monday at 9am and send it to the team channel", last, agents});
+  EXPECT_NE(move.asked, kAskedOption);
+  ASSERT_EQ(move.propose.size(), 1u);
+  EXPECT_EQ(move.propose[0].tool, "create_agent");
 }
 
 TEST(ClarificationTest, TheIntentsQuestionIsAskedWithItsCandidatesAsOptions) {

@@ -23,13 +23,13 @@ using ::testing::Not;
 using testing::RecordingSink;
 using testing::TurnHarness;
 
-const json kAgents = json::array(
-    {{{"name", "weekly-sales-digest"},
-      {"description", "Emails the sales team the deals closed each week"},
-      {"id", "a-1"}},
-     {{"name", "invoice-chaser"},
-      {"description", "Reminds customers about overdue invoices"},
-      {"id", "a-2"}}});
+const json kAgents =
+    json::array({{{"name", "weekly-sales-digest"},
+                  {"description", "Emails the sales team the deals closed each week"},
+                  {"id", "a-1"}},
+                 {{"name", "invoice-chaser"},
+                  {"description", "Reminds customers about overdue invoices"},
+                  {"id", "a-2"}}});
 
 intentpb::IntentAnalysis Analysis(intentpb::ActionType action,
                                   std::map<std::string, std::string> entities = {}) {
@@ -45,7 +45,8 @@ intentpb::IntentAnalysis Analysis(intentpb::ActionType action,
 // run or a pause of the agent named, a vague report request it wants
 // clarified.
 FakeUnderstanding::Answer Understands() {
-  return [](const intentpb::AnalyzeIntentRequest& request) -> absl::StatusOr<intentpb::IntentAnalysis> {
+  return [](const intentpb::AnalyzeIntentRequest& request)
+             -> absl::StatusOr<intentpb::IntentAnalysis> {
     const std::string& m = request.message();
     const std::string agent =
         m.find("invoice") != std::string::npos ? "invoice-chaser" : "weekly-sales-digest";
@@ -107,6 +108,32 @@ TEST(TurnConversationTest, WhereWereWeRecapsWhatWasDoneAndWhatWaitsFromTheStored
   EXPECT_THAT(again.Text(), HasSubstr("- you called off: delete 'weekly-sales-digest'"));
   EXPECT_THAT(again.Text(), HasSubstr("Nothing is waiting on you."));
   EXPECT_TRUE(h.tools.CallsOf("delete_agent").empty());
+}
+
+// The intent service carries the flow's settings into every analysis
+// (here data_source=notion, from the agent drafted earlier): a plain "yes"
+// to a run still approves it, after a recap too.
+TEST(TurnConversationTest, AYesApprovesThoughTheAnalysisCarriesTheFlowsSettings) {
+  TurnHarness h([](const intentpb::AnalyzeIntentRequest& request)
+                    -> absl::StatusOr<intentpb::IntentAnalysis> {
+    if (request.message() == "where were we?") {
+      intentpb::IntentAnalysis recap = Analysis(intentpb::ACTION_TYPE_CONVERSATION);
+      recap.set_summary_worthy(true);
+      return recap;
+    }
+    return Analysis(intentpb::ACTION_TYPE_EXECUTE_TASK,
+                    {{"agent_name", "weekly-sales-digest"}, {"data_source", "notion"}});
+  });
+  h.tools.SetAgents(kAgents);
+  RecordingSink run;
+  ASSERT_TRUE(h.Turn("run weekly-sales-digest now", run).ok());
+  ASSERT_EQ(run.Of(pb::ChatEvent::kPreview).size(), 1u);
+  RecordingSink recap;
+  ASSERT_TRUE(h.Turn("where were we?", recap, ConversationOf(run)).ok());
+  RecordingSink yes;
+  ASSERT_TRUE(h.Turn("yes", yes, ConversationOf(run)).ok());
+  EXPECT_EQ(h.tools.CallsOf("run_agent").size(), 1u) << yes.Text();
+  EXPECT_TRUE(yes.Of(pb::ChatEvent::kPreview).empty());
 }
 
 TEST(TurnConversationTest, ARecapAfterAQuestionKeepsTheQuestionOpen) {
@@ -171,7 +198,8 @@ TEST(TurnConversationTest, ATwoPartRequestGetsOptionsAndANumberPicksOne) {
   ASSERT_TRUE(h.Turn("2", pick, ConversationOf(ask)).ok());
   ASSERT_EQ(pick.Of(pb::ChatEvent::kPreview).size(), 1u);
   EXPECT_EQ(pick.Of(pb::ChatEvent::kPreview)[0].preview().tool_name(), "create_agent");
-  EXPECT_THAT(pick.Text(), HasSubstr("Chase the overdue invoices and post a weekly summary to slack"));
+  EXPECT_THAT(pick.Text(),
+              HasSubstr("Chase the overdue invoices and post a weekly summary to slack"));
   EXPECT_TRUE(h.tools.CallsOf("create_agent").empty()) << "a draft: it waits for a yes";
 }
 

@@ -31,18 +31,19 @@ void TurnPass::Understand() {
 }
 
 // The answer to the flow's own question, merged in without the intent
-// service. One that settles nothing may be a request of its own ("where
-// were we?", "create a new one that does both"): the intent service's
-// analysis is taken when it finds a request in it.
+// service. In local mode, one that settles nothing may be a request of its
+// own ("where were we?", "create a new one that does both"): the intent
+// service's analysis is taken when it finds a request in it. (The model
+// planner reads such answers itself.)
 void TurnPass::AnswerOrAsk() {
   bool settles = true;
   analysis_ = AnalysisOfAnswer(*last_, request_.message(), agents_, &settles);
-  if (!settles) {
+  if (!settles && runner_.planner_ == nullptr) {
     intentpb::IntentAnalysis analysed = AnalyzeMessage();
-    const bool a_request = analysed.summary_worthy() ||
-                           (last_->asked == kAskedOption &&
-                            analysed.action_type() != intentpb::ACTION_TYPE_UNKNOWN &&
-                            !analysed.is_ambiguous());
+    const bool a_request =
+        analysed.summary_worthy() ||
+        (last_->asked == kAskedOption && analysed.action_type() != intentpb::ACTION_TYPE_UNKNOWN &&
+         !analysed.is_ambiguous());
     if (a_request) {
       analysis_ = std::move(analysed);
       return;

@@ -100,6 +100,7 @@ class TurnPass final {
   void PrepareInput();
   // stage_decide.cc
   void ResolveGate();
+  intentpb::IntentAnalysis SaidNow() const;
   void ReplyToPlan();
   PlanCall PlanCallFor(PlanMove move, std::string& doing);
   void AuditPlanReply(const std::optional<absl::StatusOr<PlanOutcome>>& outcome);
