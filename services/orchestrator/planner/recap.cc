@@ -57,8 +57,11 @@ void AddDone(const HistoryTurn& turn, std::vector<std::string>& done) {
   if (said) return;
   auto agent = turn.entities.find("agent_name");
   for (const std::string& tool : turn.tools_used) {
-    if (!Changes(tool)) continue;
-    AddOnce(done, tool + (agent == turn.entities.end() ? "" : " on '" + agent->second + "'"));
+    // A plan's reply says what it did ("Done: the plan for ...").
+    if (!Changes(tool) || tool == kCreatePlanTool) continue;
+    std::string words = tool;
+    std::replace(words.begin(), words.end(), '_', ' ');
+    AddOnce(done, words + (agent == turn.entities.end() ? "" : " '" + agent->second + "'"));
   }
 }
 

@@ -93,6 +93,19 @@ TEST(RecapTest, ReadsPlainTextTurnsAndAnUnansweredQuestion) {
               ElementsAre("my question is not answered yet: \"Who should get the reminders?\""));
 }
 
+TEST(RecapTest, AReplyWhoseWordsSayNothingDoneIsReadFromItsRouting) {
+  HistoryTurn paused =
+      Assistant("All set, it will stay quiet until you say so.", {"get_agent", "pause_agent"});
+  paused.entities["agent_name"] = "weekly-sales-digest";
+  HistoryTurn greeting = Assistant("Hi! What would you like to get done?");
+  greeting.action_type = intentpb::ACTION_TYPE_CONVERSATION;
+  const Recap recap = MakeRecap(RecapInput(
+      {User("hi"), greeting, User("pause the sales digest for now"), paused}, std::nullopt));
+  EXPECT_EQ(recap.goal, "pause the sales digest for now") << "small talk is no goal";
+  EXPECT_THAT(recap.done, ElementsAre("pause agent 'weekly-sales-digest'"));
+  EXPECT_TRUE(recap.open.empty());
+}
+
 TEST(RecapTest, KeepsTheQuestionOpenAndSaysWhatWasSetAside) {
   FlowState last;
   last.flow_id = "flow-3";
