@@ -96,6 +96,12 @@ std::string Entity(const intentpb::IntentAnalysis& intent, const char* key) {
   return it == intent.entities().end() ? std::string() : it->second;
 }
 
+// What an option picked by the user carries (partial_fit.h): read only in
+// the turn that answers the options.
+std::string OptionEntity(const PolicyInput& in, const char* key) {
+  return in.last && in.last->asked == kAskedOption ? Entity(in.intent, key) : std::string();
+}
+
 // Entities that fill in an agent draft: schedule, data source, recipients.
 bool ApplyDraftEntities(const intentpb::IntentAnalysis& intent, json& args) {
   bool changed = false;
@@ -181,7 +187,7 @@ Move AskWhichAgent(const PolicyInput& in, const std::string& what, const std::st
 Move ProposeCreateAgent(const PolicyInput& in) {
   // The whole of a request offered as options (partial_fit.h), else what
   // started the flow.
-  std::string goal = Entity(in.intent, kRequestedTask);
+  std::string goal = OptionEntity(in, kRequestedTask);
   if (goal.empty()) goal = in.goal.empty() ? in.message : in.goal;
   json args = json::object();
   args["name"] = SuggestAgentName(goal, in.agents);
@@ -282,7 +288,7 @@ Move DecideUpdate(const PolicyInput& in) {
   }
   json args = {{"agent", agent}};
   ApplyDraftEntities(in.intent, args);
-  if (const std::string also = Entity(in.intent, kOptionChange); !also.empty()) {
+  if (const std::string also = OptionEntity(in, kOptionChange); !also.empty()) {
     args["description"] = AlsoDoes(in.agents, agent, also);
   }
   if (args.size() == 1) {

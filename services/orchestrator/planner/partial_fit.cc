@@ -95,6 +95,10 @@ std::string Does(const AgentInfo& agent) {
 
 }  // namespace
 
+bool IsOptionEntity(const std::string& key) {
+  return key == kOptionAgent || key == kOptionChange || key == kRequestedTask;
+}
+
 std::vector<std::string> RequestParts(const std::string& message) {
   const std::string lower = absl::AsciiStrToLower(message);
   std::vector<std::string> parts;

@@ -48,9 +48,13 @@ std::optional<PartialFit> FindPartialFit(const std::string& message,
 // (kRequestedTask).
 Move OfferPartialFit(const PolicyInput& input, const PartialFit& fit);
 
-// The flow's entities the options keep.
+// The flow's entities the options keep. They are the policy's own: the
+// intent service is not given them with the history (IsOptionEntity), and
+// the policy reads them only in the turn that answers the options.
 inline constexpr char kOptionAgent[] = "option_agent";
 inline constexpr char kOptionChange[] = "option_change";
 inline constexpr char kRequestedTask[] = "requested_task";
+
+bool IsOptionEntity(const std::string& key);
 
 }  // namespace omniforge::orchestrator

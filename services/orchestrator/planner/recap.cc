@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "libs/core/text.h"
+#include "services/orchestrator/planner/partial_fit.h"
 #include "services/orchestrator/plans/plan_model.h"
 
 namespace omniforge::orchestrator {
@@ -70,16 +71,25 @@ std::string FirstLine(const std::string& text) {
   return core::Shortened(text.substr(0, text.find('\n')), 200);
 }
 
-// The question the last reply asked and no message answered yet: the flow
-// says it asked one, or (a reply stored without routing) its first line
-// asks one.
+// The question the last reply asked and no message answered yet, as an
+// open item: the flow says it asked one (the options of a partial fit are
+// named), or (a reply stored without routing) its first line asks one.
 std::string UnansweredQuestion(const PolicyInput& in) {
   if (in.history.empty() || in.history.back().from_user) return "";
+  if (in.last && in.last->clarifications > 0 && in.last->asked == kAskedOption) {
+    auto entity = [&in](const char* key) {
+      auto it = in.last->entities.find(key);
+      return it == in.last->entities.end() ? std::string() : it->second;
+    };
+    const std::string agent = "'" + entity(kOptionAgent) + "'";
+    return "for \"" + entity(kRequestedTask) + "\" you have not picked an option yet: 1. run " +
+           agent + " anyway, 2. a new agent that does both, 3. change " + agent;
+  }
   const HistoryTurn& last = in.history.back();
   const std::string line = FirstLine(last.content);
   const bool asked = last.routed ? (in.last && in.last->clarifications > 0)
                                  : (!line.empty() && line.back() == '?');
-  return asked ? line : "";
+  return asked ? "my question is not answered yet: \"" + line + "\"" : "";
 }
 
 std::string PlanOpen(const PlanRef& plan) {
@@ -110,7 +120,7 @@ std::vector<std::string> OpenItems(const PolicyInput& in) {
     }
   }
   if (const std::string question = UnansweredQuestion(in); !question.empty()) {
-    open.push_back("my question is not answered yet: \"" + question + "\"");
+    open.push_back(question);
   }
   if (in.last && in.last->suspended_flow) {
     open.push_back("set aside for a newer message: \"" +

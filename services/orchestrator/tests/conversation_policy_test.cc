@@ -209,6 +209,19 @@ TEST(PartialFitTest, AnOptionPickedByNumberBecomesItsDraft) {
   EXPECT_FALSE(settles) << "words, not a number: the intent service reads them";
 }
 
+TEST(PartialFitTest, AnOptionsEntityCarriedIntoALaterRequestIsIgnored) {
+  intentpb::IntentAnalysis intent;
+  intent.set_action_type(intentpb::ACTION_TYPE_CREATE_AGENT);
+  (*intent.mutable_entities())[kRequestedTask] = "chase the overdue invoices and post a summary";
+  FlowState last;
+  last.flow_id = "flow-9";
+  const Move move =
+      DecideLocally({intent, "set up an agent that tidies the shared drive", last, kAgents});
+  ASSERT_EQ(move.propose.size(), 1u);
+  EXPECT_THAT(move.propose[0].arguments["description"].get<std::string>(),
+              HasSubstr("tidies the shared drive"));
+}
+
 TEST(PartialFitTest, NoOptionsWhenOneAgentCoversItAllOrTheRequestHasOnePart) {
   EXPECT_EQ(FindPartialFit("run the invoice chaser", kAgents), std::nullopt);
   EXPECT_EQ(FindPartialFit("chase the overdue invoices and remind the invoice customers", kAgents),

@@ -203,5 +203,36 @@ TEST(TurnConversationTest, ATwoPartRequestGetsOptionsAndANumberPicksOne) {
   EXPECT_TRUE(h.tools.CallsOf("create_agent").empty()) << "a draft: it waits for a yes";
 }
 
+// The options' bookkeeping stays the orchestrator's: a recap asked instead
+// of picking one is analysed with a history that does not carry it, and
+// the options still wait.
+TEST(TurnConversationTest, ARecapInsteadOfAnOptionKeepsTheOptionsAndTheirBookkeepingHome) {
+  TurnHarness h(Understands());
+  h.tools.SetAgents(kAgents);
+  RecordingSink ask;
+  ASSERT_TRUE(h.Turn("can one of my agents chase the overdue invoices and also post a weekly "
+                     "summary to slack?",
+                     ask)
+                  .ok());
+  RecordingSink recap;
+  ASSERT_TRUE(h.Turn("where were we?", recap, ConversationOf(ask)).ok());
+  EXPECT_THAT(recap.Text(),
+              HasSubstr("- for \"chase the overdue invoices and post a weekly summary to slack\" "
+                        "you have not picked an option yet: 1. run 'invoice-chaser' anyway, 2. a "
+                        "new agent that does both, 3. change 'invoice-chaser'"));
+  const intentpb::AnalyzeIntentRequest analysed = h.understanding.requests().back();
+  EXPECT_EQ(analysed.message(), "where were we?");
+  ASSERT_GE(analysed.history_size(), 2);
+  for (const intentpb::Turn& turn : analysed.history()) {
+    EXPECT_EQ(turn.entities().count("option_agent"), 0u);
+    EXPECT_EQ(turn.entities().count("requested_task"), 0u);
+  }
+  RecordingSink pick;
+  ASSERT_TRUE(h.Turn("the third one", pick, ConversationOf(ask)).ok());
+  ASSERT_EQ(pick.Of(pb::ChatEvent::kPreview).size(), 1u) << pick.Text();
+  EXPECT_EQ(pick.Of(pb::ChatEvent::kPreview)[0].preview().tool_name(), "update_agent");
+  EXPECT_THAT(pick.Text(), HasSubstr("Also: post a weekly summary to slack."));
+}
+
 }  // namespace
 }  // namespace omniforge::orchestrator

@@ -4,6 +4,7 @@
 
 #include "libs/core/struct_json.h"
 #include "libs/core/text.h"
+#include "services/orchestrator/planner/partial_fit.h"
 
 namespace omniforge::orchestrator {
 
@@ -53,7 +54,9 @@ void AddHistory(RoutingMemo& memo, const convpb::GetContextWindowResponse& windo
       turn->set_role(intentpb::TURN_ROLE_ASSISTANT);
       const std::shared_ptr<const Routing> routing = RoutingOf(memo, m);
       turn->set_action_type(routing->action_type);
-      turn->mutable_entities()->insert(routing->entities.begin(), routing->entities.end());
+      for (const auto& [key, value] : routing->entities) {
+        if (!IsOptionEntity(key)) (*turn->mutable_entities())[key] = value;
+      }
       for (const std::string& name : routing->listed_agents) turn->add_listed_agents(name);
       turn->set_pending_action(routing->pending_action);
     } else {

@@ -39,7 +39,8 @@ std::optional<Routing> LastRouting(RoutingMemo& memo,
                                    const convpb::GetContextWindowResponse& window);
 
 // The window as the intent service reads history: user and assistant
-// turns, the assistant's with the routing stored beside them.
+// turns, the assistant's with the routing stored beside them (without the
+// policy's own entities: IsOptionEntity).
 void AddHistory(RoutingMemo& memo, const convpb::GetContextWindowResponse& window,
                 intentpb::AnalyzeIntentRequest& request);
 
