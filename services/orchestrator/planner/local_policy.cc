@@ -536,7 +536,7 @@ std::optional<Move> DecideFirst(const PolicyInput& in) {
   // Only a request of its own: a reply to what waits ("make it weekly and
   // send it to the team") revises that.
   const bool fresh = !in.last || (in.last->pending.empty() && in.last->clarifications == 0);
-  if (fresh && MayBePartlyCovered(intent)) {
+  if (fresh && MayAsk(in) && MayBePartlyCovered(intent)) {
     if (std::optional<PartialFit> fit = FindPartialFit(in.message, in.agents)) {
       return OfferPartialFit(in, *fit);
     }
