@@ -9,8 +9,6 @@
 namespace omniforge::orchestrator {
 namespace {
 
-namespace intentpb = ::omniforge::intent::v1;
-
 std::string Trimmed(std::string text) {
   const auto junk = [](char c) {
     return std::isspace(static_cast<unsigned char>(c)) != 0 || c == '?' || c == '.' || c == '!' ||
@@ -49,8 +47,9 @@ std::string WithoutFrame(const std::string& part) {
     }
   }
   for (const char* lead : {"to ", "please ", "also "}) {
-    if (absl::AsciiStrToLower(text).rfind(lead, 0) == 0)
+    if (absl::AsciiStrToLower(text).rfind(lead, 0) == 0) {
       text = text.substr(std::string(lead).size());
+    }
   }
   return Trimmed(text);
 }
@@ -156,10 +155,13 @@ Move OfferPartialFit(const PolicyInput& in, const PartialFit& fit) {
   for (const auto& [part, other] : fit.elsewhere) {
     text += " " + Quoted(other) + " covers \"" + part + "\".";
   }
-  if (fit.elsewhere.empty()) text += " None of your agents does that part.";
+  text += fit.elsewhere.empty() ? " None of your agents does that part."
+                                : " None of your agents does the rest.";
+  const bool two = fit.covered.size() + fit.uncovered.size() == 2;
   text += "\nHow would you like to go on?";
   text += "\n1. Run " + agent + " anyway: only " + Listed(fit.covered) + " gets done.";
-  text += "\n2. Create a new agent that does both: " + Joined(fit.covered) + " and " + rest + ".";
+  text += "\n2. Create a new agent that does " + std::string(two ? "both" : "all of it") + ": " +
+          Joined(fit.covered) + " and " + rest + ".";
   text += "\n3. Change " + agent + " so that it also does this: " + rest + ".";
   text += "\nAnswer with a number, or tell me what to do instead.";
   Move move;

@@ -235,6 +235,17 @@ TEST(PartialFitTest, NoOptionsWhenOneAgentCoversItAllOrTheRequestHasOnePart) {
   EXPECT_EQ(vague->agent.name, "invoice-chaser");
   EXPECT_THAT(vague->covered, ElementsAre("chases late invoices"));
   EXPECT_THAT(vague->uncovered, ElementsAre("posts a summary to slack"));
+  // Three parts: one covered, one another agent covers, one nobody does.
+  const std::string three =
+      "chase the overdue invoices, and send the sales numbers and also post a summary to slack";
+  const std::optional<PartialFit> fit = FindPartialFit(three, kAgents);
+  ASSERT_TRUE(fit.has_value());
+  intentpb::IntentAnalysis intent;
+  intent.set_action_type(intentpb::ACTION_TYPE_EXECUTE_TASK);
+  const Move move = OfferPartialFit({intent, three, std::nullopt, kAgents}, *fit);
+  EXPECT_THAT(move.reply, HasSubstr("'invoice-chaser' covers \"chase the overdue invoices\". None "
+                                    "of your agents does the rest."));
+  EXPECT_THAT(move.reply, HasSubstr("2. Create a new agent that does all of it"));
 }
 
 TEST(PartialFitTest, AReplyToAWaitingDraftIsNoRequestOfItsOwn) {
