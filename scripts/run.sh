@@ -50,22 +50,25 @@ out=$(chat --conversation "$id" "yes, do that")
 echo "$out"
 agent=$(sed -n "s/.*the agent '\([^']*\)' is created.*/\1/p" <<<"$out" | head -n 1)
 
-step "3. In a new conversation: list the agents, then \"run the first one\""
+step "3. \"where were we?\": a recap of the goal, what was done and what is still open"
+chat --conversation "$id" "run ${agent:-monday-notion-updates} now"
+chat --conversation "$id" "where were we?"
+chat --conversation "$id" "yes"
+
+step "4. A risky action waits for approval; \"cancel\" leaves everything as it was"
 out=$(chat "list my agents")
 echo "$out"
 id2=$(conversation_of "$out")
 chat --conversation "$id2" "run the first one"
 chat --conversation "$id2" "yes"
-
-step "4. A risky action waits for approval; \"cancel\" leaves everything as it was"
 chat --conversation "$id2" "delete ${agent:-monday-notion-updates}"
 chat --conversation "$id2" "cancel"
 
-step "5. An unclear request gets options tied to the user's own agents"
-out=$(chat "run one of my agents")
+step "5. A request of two parts that one agent covers in part: which fits, why, and the options"
+out=$(chat "can one of my agents chase the overdue invoices and also post a weekly summary to slack?")
 echo "$out"
 id3=$(conversation_of "$out")
-chat --conversation "$id3" "the second one"
+chat --conversation "$id3" "2"
 
 step "6. Work of several steps becomes a plan, carried out by executor agents side by side"
 project=$("${CLI[@]}" tools invoke search_projects '{"query": "Website relaunch"}' 2>/dev/null \
@@ -73,7 +76,7 @@ project=$("${CLI[@]}" tools invoke search_projects '{"query": "Website relaunch"
 chat --context project_audit --entity "${project:-unknown}" "how is this project doing?"
 
 step "Memory: the conversation is stored, in order, with what was decided"
-"${CLI[@]}" conversations show "$id" --limit 4
+"${CLI[@]}" conversations show "$id" --limit 6
 
 step "A secret pasted by mistake is flagged, never logged"
 secret="sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX123456"

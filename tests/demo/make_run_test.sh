@@ -91,17 +91,31 @@ check_journeys() {  # check_journeys LOG
   check "$log" "It runs every monday at 9am. It reads from notion. It sends the result to the team channel." \
     "2. later answers fill in the draft"
   check "$log" "← create_agent ok" "2. \"yes\" creates the agent"
-  check "$log" "→ list_agents {}  (read)" "3. \"list my agents\" lists them"
-  check "$log" "Done: 'invoice-chaser' ran (succeeded)." "3. \"run the first one\" runs the first agent after a yes"
+  check "$log" "You came to me with: \"our Monday Notion updates take hours" \
+    "3. \"where were we?\" recaps what the user came for"
+  check "$log" "- the agent 'monday-notion-updates" \
+    "3. the recap names the agent created"
+  check "$log" "- waiting for your approval: run 'monday-notion-updates" \
+    "3. the recap names the run still waiting for approval"
+  check "$log" "Done: 'monday-notion-updates" "3. the run waits through the recap and a yes runs it"
+  check "$log" "→ list_agents {}  (read)" "4. \"list my agents\" lists them"
+  check "$log" "Done: 'invoice-chaser' ran (succeeded)." "4. \"run the first one\" runs the first agent after a yes"
   check "$log" "risk:     high — deletes data that cannot be recovered" "4. a delete waits for approval as a high risk"
   check "$log" "Nothing was changed." "4. \"cancel\" leaves everything as it was"
-  check "$log" "omniforge: Which agent should I run?" "5. an unclear request gets the user's own agents as options"
-  check "$log" "⚠ waiting for your approval: run 'monday-notion-updates" "5. \"the second one\" picks the second agent"
+  check "$log" "'invoice-chaser' partly fits: it covers \"chase the overdue invoices\"" \
+    "5. a two-part request names the agent that partly fits and the part it covers"
+  check "$log" "but not \"post a weekly summary to slack\"." "5. ... and the part it does not"
+  check "$log" "1. Run 'invoice-chaser' anyway" "5. option: run the agent anyway"
+  check "$log" "2. Create a new agent that does both" "5. option: a new agent that does both"
+  check "$log" "3. Change 'invoice-chaser' so that it also does this: post a weekly summary to slack." \
+    "5. option: change the agent"
+  check "$log" "⚠ waiting for your approval: a new agent 'chase-overdue-invoices" \
+    "5. \"2\" drafts the new agent for the whole request"
   check "$log" "get_project_details: 0 context documents, project 'Website relaunch', 3 tasks" \
     "6. an audit becomes a plan whose steps say what they found"
   check "$log" "list_tasks: project 'Website relaunch', 3 tasks (Write the announcement" \
     "6. the plan's steps run and report"
-  check "$log" "#5 user: yes, do that" "memory keeps the conversation in order"
+  check "$log" "#9 user: where were we?" "memory keeps the conversation in order"
   check "$log" "\"secrets_detected\":[\"openai_api_key\"]" "a pasted secret is flagged"
   check "$log" "times the token appears in the service logs: 0)" "a pasted secret never reaches the logs"
   check "$log" "error: NOT_FOUND: conversation" "another tenant cannot see the conversation"

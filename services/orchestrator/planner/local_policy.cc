@@ -10,6 +10,8 @@
 #include "libs/words/lists.h"
 #include "services/intent/entities/entities.h"
 #include "services/orchestrator/approvals/preview.h"
+#include "services/orchestrator/planner/partial_fit.h"
+#include "services/orchestrator/planner/recap.h"
 
 namespace omniforge::orchestrator {
 
@@ -92,6 +94,12 @@ std::vector<std::string> Names(const std::vector<AgentInfo>& agents) {
 std::string Entity(const intentpb::IntentAnalysis& intent, const char* key) {
   auto it = intent.entities().find(key);
   return it == intent.entities().end() ? std::string() : it->second;
+}
+
+// What an option picked by the user carries (partial_fit.h): read only in
+// the turn that answers the options.
+std::string OptionEntity(const PolicyInput& in, const char* key) {
+  return in.last && in.last->asked == kAskedOption ? Entity(in.intent, key) : std::string();
 }
 
 // Entities that fill in an agent draft: schedule, data source, recipients.
@@ -177,7 +185,10 @@ Move AskWhichAgent(const PolicyInput& in, const std::string& what, const std::st
 }
 
 Move ProposeCreateAgent(const PolicyInput& in) {
-  const std::string& goal = in.goal.empty() ? in.message : in.goal;
+  // The whole of a request offered as options (partial_fit.h), else what
+  // started the flow.
+  std::string goal = OptionEntity(in, kRequestedTask);
+  if (goal.empty()) goal = in.goal.empty() ? in.message : in.goal;
   json args = json::object();
   args["name"] = SuggestAgentName(goal, in.agents);
   args["description"] = core::Shortened(Purpose(goal), 2000);
@@ -253,6 +264,20 @@ Move DecideManage(const PolicyInput& in, const std::vector<std::string>& words) 
   return ProposeOnAgent(in, agent, tool);
 }
 
+// The description of `agent` grown by what it should also do.
+std::string AlsoDoes(const std::vector<AgentInfo>& agents, const std::string& agent,
+                     const std::string& also) {
+  std::string description;
+  for (const AgentInfo& a : agents) {
+    if (a.name == agent) description = a.description;
+  }
+  while (!description.empty() && (description.back() == '.' || description.back() == ' ')) {
+    description.pop_back();
+  }
+  return core::Shortened(description + (description.empty() ? "" : ". ") + "Also: " + also + ".",
+                         2000);
+}
+
 Move DecideUpdate(const PolicyInput& in) {
   std::string agent = Entity(in.intent, "agent_name");
   if (agent.empty()) {
@@ -263,6 +288,9 @@ Move DecideUpdate(const PolicyInput& in) {
   }
   json args = {{"agent", agent}};
   ApplyDraftEntities(in.intent, args);
+  if (const std::string also = OptionEntity(in, kOptionChange); !also.empty()) {
+    args["description"] = AlsoDoes(in.agents, agent, also);
+  }
   if (args.size() == 1) {
     if (!MayAsk(in)) {
       // Past the cap: show how the agent is set up, so the user can say
@@ -286,6 +314,9 @@ Move DecideUpdate(const PolicyInput& in) {
   if (args.contains("schedule"))
     changes += " It will run " + args["schedule"].get<std::string>() + ".";
   if (args.contains("config")) changes += " Its settings become " + args["config"].dump() + ".";
+  if (args.contains("description")) {
+    changes += " It will do this: " + args["description"].get<std::string>();
+  }
   PendingAction action = Pending("update_agent", args, execpb::TOOL_RISK_WRITE,
                                  "change " + Quoted(agent) + "." + changes);
   Move move;
@@ -312,23 +343,10 @@ Move DecideCreateSkill(const PolicyInput& in) {
   return move;
 }
 
-Move DecideConversation(const PolicyInput& in, const std::vector<std::string>& words) {
+// Small talk (a recap request is answered before: DecideFirst).
+Move DecideConversation(const std::vector<std::string>& words) {
   Move move;
   move.action_type = intentpb::ACTION_TYPE_CONVERSATION;
-  if (in.intent.summary_worthy()) {
-    if (in.last && !in.last->pending.empty()) {
-      move.reply = "We were about to " + in.last->pending.front().summary +
-                   " It is still waiting for your go-ahead: say \"yes\", tell me what to change, "
-                   "or \"cancel\".";
-    } else {
-      move.reply = "Nothing is waiting on you right now. You have " +
-                   std::to_string(in.agents.size()) +
-                   (in.agents.size() == 1 ? " agent" : " agents") +
-                   "; ask me to list them, run one, or set up a new one.";
-    }
-    if (in.last) move.propose = in.last->pending;  // still waiting
-    return move;
-  }
   if (HasPrefix(words, {"thank", "thx", "cheers"})) {
     move.reply = "You're welcome! Anything else I can set up or run for you?";
   } else {
@@ -424,9 +442,84 @@ std::string SuggestAgentName(const std::string& message, const std::vector<Agent
   return name;
 }
 
-Move DecideLocally(const PolicyInput& in) {
-  const std::vector<std::string> words = Words(in.message);
+namespace {
+
+// The actions a request of several parts may be when one of the user's
+// agents already does part of it: a task to run, a question about their
+// agents, a new agent to set up (the one they have may do), or words the
+// intent service is unsure of.
+bool MayBePartlyCovered(const intentpb::IntentAnalysis& intent) {
+  switch (intent.action_type()) {
+    case intentpb::ACTION_TYPE_EXECUTE_TASK:
+    case intentpb::ACTION_TYPE_QUERY_INFO:
+    case intentpb::ACTION_TYPE_CREATE_AGENT:
+    case intentpb::ACTION_TYPE_UNKNOWN:
+      return true;
+    default:
+      return intent.is_ambiguous();
+  }
+}
+
+// What a clarifying question settles when the intent service asked none.
+std::string QuestionFor(const intentpb::Clarification& clarification) {
+  std::string question;
+  for (int slot : clarification.missing()) {
+    const char* what = nullptr;
+    switch (slot) {
+      case intentpb::MISSING_SLOT_REFERENT:
+        what = "which one you mean";
+        break;
+      case intentpb::MISSING_SLOT_PURPOSE:
+        what = "what it should do";
+        break;
+      case intentpb::MISSING_SLOT_OBJECT:
+        what = "what it should work on";
+        break;
+      case intentpb::MISSING_SLOT_RECIPIENT:
+        what = "who should get the result";
+        break;
+      case intentpb::MISSING_SLOT_AGENT:
+        what = "which agent";
+        break;
+      case intentpb::MISSING_SLOT_CHANGE:
+        what = "what should change";
+        break;
+      default:
+        continue;
+    }
+    question += (question.empty() ? "" : ", and ") + std::string(what);
+  }
+  return question.empty() ? "" : "Before I act, tell me " + question + ".";
+}
+
+// The intent service's clarifying question, with its candidates offered
+// as numbered options ("the second one" answers it). An answer that names
+// an agent continues the flow as it is; any other is analysed.
+Move AskAsIntentSays(const PolicyInput& in) {
+  const intentpb::Clarification& clarification = in.intent.clarification();
+  std::string question = in.intent.clarifying_question();
+  if (question.empty()) question = QuestionFor(clarification);
+  if (question.empty()) question = "What exactly would you like me to do?";
+  std::vector<AgentInfo> options;
+  for (const std::string& name : clarification.candidates()) {
+    AgentInfo option{name, "", "", "", ""};
+    for (const AgentInfo& agent : in.agents) {
+      if (agent.name == name) option = agent;
+    }
+    options.push_back(std::move(option));
+  }
+  const bool asks_agent = !clarification.missing().empty() &&
+                          clarification.missing(0) == intentpb::MISSING_SLOT_AGENT &&
+                          !options.empty();
+  return Clarify(in, asks_agent ? kAskedAgent : kAskedIntent, question + NumberedAgents(options),
+                 Names(options));
+}
+
+// The moves that come before the action's own: a recap, project work as a
+// plan, a request an agent covers in part, a clarifying question.
+std::optional<Move> DecideFirst(const PolicyInput& in) {
   const intentpb::IntentAnalysis& intent = in.intent;
+  if (intent.summary_worthy()) return RecapMove(in);
   // Creating or auditing a project is work of several steps: a plan (the
   // engine's template for the context). Creating writes, so its plan is
   // shown for review first; an audit only reads and runs at once.
@@ -440,6 +533,15 @@ Move DecideLocally(const PolicyInput& in) {
                           in.context_type == intentpb::CONTEXT_TYPE_PROJECT_CREATE};
     return move;
   }
+  // Only a request of its own: a reply to what waits ("make it weekly and
+  // send it to the team") revises that.
+  const bool fresh = !in.last || (in.last->pending.empty() && in.last->clarifications == 0);
+  if (fresh && MayAsk(in) && MayBePartlyCovered(intent)) {
+    if (std::optional<PartialFit> fit = FindPartialFit(in.message, in.agents)) {
+      return OfferPartialFit(in, *fit);
+    }
+  }
+  if (intent.clarification().needed() && MayAsk(in)) return AskAsIntentSays(in);
   const bool unsure =
       intent.is_ambiguous() || intent.action_type() == intentpb::ACTION_TYPE_UNKNOWN;
   if (unsure && MayAsk(in)) {
@@ -451,6 +553,15 @@ Move DecideLocally(const PolicyInput& in) {
     }
     return Clarify(in, kAskedIntent, question);
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Move DecideLocally(const PolicyInput& in) {
+  const std::vector<std::string> words = Words(in.message);
+  const intentpb::IntentAnalysis& intent = in.intent;
+  if (std::optional<Move> first = DecideFirst(in)) return *std::move(first);
   intentpb::ActionType action = intent.action_type();
   if (action == intentpb::ACTION_TYPE_UNKNOWN) {
     // The clarification cap was reached: proceed with the best reading.
@@ -484,7 +595,7 @@ Move DecideLocally(const PolicyInput& in) {
       move = DecideManage(in, words);
       break;
     case intentpb::ACTION_TYPE_CONVERSATION:
-      move = DecideConversation(in, words);
+      move = DecideConversation(words);
       break;
     default:
       move = DecideQuery(in, words);
@@ -494,12 +605,50 @@ Move DecideLocally(const PolicyInput& in) {
 }
 
 bool AnswerSkipsAnalysis(const FlowState& last) {
-  return last.clarifications > 0 &&
-         (last.asked == kAskedAgent || last.asked == kAskedChange || last.asked == kAskedModel);
+  return last.clarifications > 0 && (last.asked == kAskedAgent || last.asked == kAskedChange ||
+                                     last.asked == kAskedModel || last.asked == kAskedOption);
 }
 
+namespace {
+
+// The option of a partial fit (partial_fit.h) picked by `ordinal`: a run of
+// the agent, a new agent for the whole request, or a change of the agent.
+// False when the ordinal picks none of the three.
+bool PickOption(const FlowState& last, const intent::OrdinalRef& ordinal,
+                intentpb::IntentAnalysis& analysis) {
+  const int at = ordinal.Resolve(3, -1);
+  auto entity = [&last](const char* key) {
+    auto it = last.entities.find(key);
+    return it == last.entities.end() ? std::string() : it->second;
+  };
+  auto& entities = *analysis.mutable_entities();
+  entities.clear();
+  switch (at) {
+    case 0:
+      analysis.set_action_type(intentpb::ACTION_TYPE_EXECUTE_TASK);
+      entities["agent_name"] = entity(kOptionAgent);
+      break;
+    case 1:
+      analysis.set_action_type(intentpb::ACTION_TYPE_CREATE_AGENT);
+      entities[kRequestedTask] = entity(kRequestedTask);
+      break;
+    case 2:
+      analysis.set_action_type(intentpb::ACTION_TYPE_UPDATE_AGENT);
+      entities["agent_name"] = entity(kOptionAgent);
+      entities[kOptionChange] = entity(kOptionChange);
+      break;
+    default:
+      return false;
+  }
+  analysis.set_reference(intentpb::REFERENCE_KIND_ORDINAL);
+  return true;
+}
+
+}  // namespace
+
 intentpb::IntentAnalysis AnalysisOfAnswer(const FlowState& last, const std::string& answer,
-                                          const std::vector<AgentInfo>& agents) {
+                                          const std::vector<AgentInfo>& agents,
+                                          bool* answer_settles) {
   intentpb::IntentAnalysis analysis;
   analysis.set_action_type(last.action_type == intentpb::ACTION_TYPE_UNSPECIFIED
                                ? intentpb::ACTION_TYPE_UNKNOWN
@@ -509,24 +658,37 @@ intentpb::IntentAnalysis AnalysisOfAnswer(const FlowState& last, const std::stri
   analysis.set_reasoning(
       "the answer to the clarifying question of the flow; merged in without "
       "a new analysis");
+  bool settles = false;
   auto& entities = *analysis.mutable_entities();
   entities.insert(last.entities.begin(), last.entities.end());
-  for (const auto& [key, value] : intent::ExtractEntities(answer)) entities[key] = value;
+  for (const auto& [key, value] : intent::ExtractEntities(answer)) {
+    entities[key] = value;
+    settles = true;
+  }
+  const std::optional<intent::OrdinalRef> ordinal = intent::FindOrdinal(answer);
+  if (last.asked == kAskedOption) {
+    settles = ordinal && PickOption(last, *ordinal, analysis);
+    if (answer_settles != nullptr) *answer_settles = settles;
+    return analysis;
+  }
   // Which agent: by position in the list the question gave, else by name.
   std::vector<std::string> names = last.listed_agents;
   if (names.empty()) names = Names(agents);
   std::vector<intent::CatalogItem> catalog;
   catalog.reserve(agents.size());
   for (const AgentInfo& agent : agents) catalog.push_back({agent.name, agent.description});
-  if (std::optional<intent::OrdinalRef> ordinal = intent::FindOrdinal(answer)) {
+  if (ordinal) {
     const int at = ordinal->Resolve(static_cast<int>(names.size()), -1);
     if (at >= 0) {
       entities["agent_name"] = names[static_cast<size_t>(at)];
       analysis.set_reference(intentpb::REFERENCE_KIND_ORDINAL);
+      settles = true;
     }
   } else if (std::optional<std::string> named = intent::MatchCatalogItem(answer, catalog)) {
     entities["agent_name"] = *named;
+    settles = true;
   }
+  if (answer_settles != nullptr) *answer_settles = settles;
   return analysis;
 }
 

@@ -11,6 +11,7 @@
 // Pure functions: no I/O, deterministic, thread-safe.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -25,6 +26,20 @@ namespace omniforge::orchestrator {
 // The message's lower-case words (ASCII letters and digits only:
 // words::Tokenizer::kAsciiAlnum, libs/words/tokens.h).
 std::vector<std::string> Words(const std::string& message);
+
+// One earlier message of the conversation as the policy reads it: its
+// words, and for an assistant message what the routing stored with it says
+// (nothing for a message stored without routing, e.g. by another client).
+struct HistoryTurn {
+  bool from_user = false;
+  std::string content;
+  bool routed = false;  // an assistant message with routing
+  ::omniforge::intent::v1::ActionType action_type =
+      ::omniforge::intent::v1::ACTION_TYPE_UNSPECIFIED;
+  std::map<std::string, std::string> entities;
+  std::vector<std::string> tools_used;
+  bool pending_action = false;
+};
 
 struct PolicyInput {
   ::omniforge::intent::v1::IntentAnalysis intent;
@@ -41,6 +56,9 @@ struct PolicyInput {
   // orchestrator keeps plans in its database).
   ::omniforge::intent::v1::ContextType context_type = ::omniforge::intent::v1::CONTEXT_TYPE_GLOBAL;
   bool plans = false;
+  // The conversation before this message, oldest first (the context window
+  // the turn read): what a recap is made of.
+  std::vector<HistoryTurn> history;
 };
 
 Move DecideLocally(const PolicyInput& input);
@@ -50,22 +68,27 @@ inline constexpr char kAskedAgent[] = "agent";    // which of the user's agents
 inline constexpr char kAskedChange[] = "change";  // what to change about an agent
 inline constexpr char kAskedIntent[] = "intent";  // what the user wants at all
 inline constexpr char kAskedModel[] = "model";    // the planner model's own question
+inline constexpr char kAskedOption[] = "option";  // which of the options offered (partial_fit.h)
 
 // True when the last turn asked a question whose answer continues its flow
-// as it is (which agent, what to change, the model's question): the answer
-// is merged in without the intent service. An answer to "what would you
+// as it is (which agent, what to change, which option, the model's
+// question): the answer is merged in without the intent service. An answer to "what would you
 // like me to do?" is a request of its own and is analysed.
 bool AnswerSkipsAnalysis(const FlowState& last);
 
 // The analysis of `answer` to the clarifying question `last` asked, made
 // without the intent service: the flow's action and entities, plus what the
 // answer adds: an agent picked by position in the list the question gave
-// ("the second one") or by name, a schedule, a data source, recipients.
-// Never ambiguous: the answer settles the question, or the flow asks again
+// ("the second one") or by name, a schedule, a data source, recipients; or
+// the option picked by its number (what it then asks for: a run of the
+// agent, a new agent, a change of the agent). An answer that settles
+// nothing (answer_settles false) may be a request of its own. Never
+// ambiguous: the answer settles the question, or the flow asks again
 // within the clarification cap and then proceeds on its best reading.
 ::omniforge::intent::v1::IntentAnalysis AnalysisOfAnswer(const FlowState& last,
                                                          const std::string& answer,
-                                                         const std::vector<AgentInfo>& agents);
+                                                         const std::vector<AgentInfo>& agents,
+                                                         bool* answer_settles = nullptr);
 
 // "continue what you were doing", "go on with that", "resume", "carry on"
 // (libs/words/data/resume.txt) in a message of at most ten words: the user

@@ -522,6 +522,106 @@ TEST_F(ChatEndToEndTest, AnUnclearRequestGetsOptionsTiedToTheUsersAgents) {
   EXPECT_THAT(merged.reasoning(), HasSubstr("clarifying question"));
 }
 
+// "where were we?" once an agent is created and a run of it waits: the
+// recap names what the user came for, the agent created (from the stored
+// history) and the run waiting for approval (from the flow), runs nothing,
+// and the run still waits for its "yes".
+TEST_F(ChatEndToEndTest, WhereWereWeRecapsTheGoalWhatWasDoneAndWhatIsStillOpen) {
+  Turn first = Chat("our Monday Notion updates take hours — can you help?");
+  ExpectWellFormed(first);
+  const std::string conversation = first.session().conversation_id();
+  ASSERT_TRUE(first.preview().has_value());
+  const std::string name = json::parse(first.preview()->arguments_json())["name"];
+  ExpectWellFormed(
+      Chat("make it run every monday at 9am and send it to the team channel", conversation));
+  ExpectWellFormed(Chat("yes, do that", conversation));
+  Turn run = Chat("run " + name + " now", conversation);
+  ExpectWellFormed(run);
+  ASSERT_TRUE(run.preview().has_value()) << run.text();
+
+  for (const char* asked : {"where were we?", "what did we decide so far", "recap?"}) {
+    Turn recap = Chat(asked, conversation);
+    ExpectWellFormed(recap);
+    const std::string text = recap.text();
+    EXPECT_TRUE(recap.Of(pb::ChatEvent::kIntent)[0].intent().analysis().summary_worthy()) << asked;
+    EXPECT_THAT(text, HasSubstr("You came to me with: \"our Monday Notion updates take hours"))
+        << asked;
+    EXPECT_THAT(text, HasSubstr("Done so far:\n- the agent '" + name +
+                                "' is created and runs every monday at 9am"))
+        << asked;
+    EXPECT_THAT(text, HasSubstr("Still open:\n- waiting for your approval: run '" + name + "' now"))
+        << asked;
+    EXPECT_TRUE(recap.tools_called().empty()) << asked;
+    EXPECT_FALSE(recap.done().is_final()) << "the run still waits: " << asked;
+  }
+  EXPECT_EQ(Invoke("list_runs", json::object())["runs"].size(), 0u);
+  YesRunsTheAgent(conversation, name);
+}
+
+// A conversation another client stored as plain text (no routing): the
+// recap reads the words, what was done in them and the question left open.
+TEST_F(ChatEndToEndTest, ARecapReadsPlainTextTurnsToo) {
+  Turn hello = Chat("hi");
+  ExpectWellFormed(hello);
+  const std::string conversation = hello.session().conversation_id();
+  ASSERT_TRUE(StoreAsAnotherClient(conversation, conversation::v1::ROLE_USER,
+                                   "we keep losing track of overdue invoices")
+                  .ok());
+  ASSERT_TRUE(StoreAsAnotherClient(conversation, conversation::v1::ROLE_ASSISTANT,
+                                   "Done: 'invoice-chaser' ran (succeeded).")
+                  .ok());
+  ASSERT_TRUE(StoreAsAnotherClient(conversation, conversation::v1::ROLE_ASSISTANT,
+                                   "Who should get the weekly summary?")
+                  .ok());
+  Turn recap = Chat("where were we?", conversation);
+  ExpectWellFormed(recap);
+  EXPECT_THAT(recap.text(),
+              HasSubstr("You came to me with: \"we keep losing track of overdue invoices\""));
+  EXPECT_THAT(recap.text(), HasSubstr("Done so far:\n- 'invoice-chaser' ran (succeeded)"));
+  EXPECT_THAT(recap.text(), HasSubstr("Still open:\n- my question is not answered yet: \"Who "
+                                      "should get the weekly summary?\""));
+}
+
+// A request of two parts one agent covers in part: the reply names the
+// agent, the part it covers (and what it does) and the part it does not,
+// and offers three ways on; the number of one picks it.
+TEST_F(ChatEndToEndTest, ATwoPartRequestSaysWhichAgentPartlyFitsAndOffersThreeWaysOn) {
+  Invoke("create_agent", {{"name", "weekly-sales-digest"},
+                          {"description", "Emails the sales team the deals closed each week"}});
+  Invoke("create_agent",
+         {{"name", "invoice-chaser"}, {"description", "Reminds customers about overdue invoices"}});
+  Turn ask = Chat(
+      "can one of my agents chase the overdue invoices and also post a weekly summary to slack?");
+  ExpectWellFormed(ask);
+  const std::string text = ask.text();
+  EXPECT_THAT(text, HasSubstr("'invoice-chaser' partly fits: it covers \"chase the overdue "
+                              "invoices\" (it reminds customers about overdue invoices), but "
+                              "not \"post a weekly summary to slack\"."));
+  EXPECT_THAT(text, HasSubstr("None of your agents does that part."));
+  EXPECT_THAT(text, HasSubstr("\n1. Run 'invoice-chaser' anyway"));
+  EXPECT_THAT(text, HasSubstr("\n2. Create a new agent that does both"));
+  EXPECT_THAT(text, HasSubstr("\n3. Change 'invoice-chaser' so that it also does this: post a "
+                              "weekly summary to slack."));
+  EXPECT_FALSE(ask.preview().has_value()) << "nothing is drafted before the user picks";
+  EXPECT_TRUE(ask.tools_called().empty());
+  EXPECT_FALSE(ask.done().is_final());
+
+  Turn pick = Chat("2", ask.session().conversation_id());
+  ExpectWellFormed(pick);
+  ASSERT_TRUE(pick.preview().has_value()) << pick.text();
+  EXPECT_EQ(pick.preview()->tool_name(), "create_agent");
+  EXPECT_THAT(json::parse(pick.preview()->arguments_json())["description"].get<std::string>(),
+              HasSubstr("Chase the overdue invoices and post a weekly summary to slack"));
+  EXPECT_EQ(pick.session().flow_id(), ask.session().flow_id());
+
+  // A vaguer question about the user's agents gets the same answer.
+  Turn vague = Chat("is there an agent that chases late invoices and posts a summary to slack");
+  ExpectWellFormed(vague);
+  EXPECT_THAT(vague.text(), HasSubstr("'invoice-chaser' partly fits: it covers \"chases late "
+                                      "invoices\""));
+  EXPECT_THAT(vague.text(), HasSubstr("3. Change 'invoice-chaser'"));
+}
+
 // A client's buttons over gRPC: an approval by action id runs the previewed
 // delete on the executor; a malformed decision is refused as bad input.
 // (Rejecting, a second click and words beside a decision:

@@ -4,6 +4,7 @@
 
 #include "libs/core/struct_json.h"
 #include "libs/core/text.h"
+#include "services/orchestrator/planner/partial_fit.h"
 
 namespace omniforge::orchestrator {
 
@@ -53,7 +54,9 @@ void AddHistory(RoutingMemo& memo, const convpb::GetContextWindowResponse& windo
       turn->set_role(intentpb::TURN_ROLE_ASSISTANT);
       const std::shared_ptr<const Routing> routing = RoutingOf(memo, m);
       turn->set_action_type(routing->action_type);
-      turn->mutable_entities()->insert(routing->entities.begin(), routing->entities.end());
+      for (const auto& [key, value] : routing->entities) {
+        if (!IsOptionEntity(key)) (*turn->mutable_entities())[key] = value;
+      }
       for (const std::string& name : routing->listed_agents) turn->add_listed_agents(name);
       turn->set_pending_action(routing->pending_action);
     } else {
@@ -61,6 +64,27 @@ void AddHistory(RoutingMemo& memo, const convpb::GetContextWindowResponse& windo
     }
     turn->set_content(m.content());
   }
+}
+
+std::vector<HistoryTurn> PolicyHistory(RoutingMemo& memo,
+                                       const convpb::GetContextWindowResponse& window) {
+  std::vector<HistoryTurn> turns;
+  for (const convpb::Message& m : window.messages()) {
+    if (m.role() != convpb::ROLE_USER && m.role() != convpb::ROLE_ASSISTANT) continue;
+    HistoryTurn turn;
+    turn.from_user = m.role() == convpb::ROLE_USER;
+    turn.content = m.content();
+    if (!turn.from_user && (!m.metadata_json().empty() || m.has_metadata())) {
+      const std::shared_ptr<const Routing> routing = RoutingOf(memo, m);
+      turn.routed = !routing->flow_id.empty() || !routing->turn_id.empty();
+      turn.action_type = routing->action_type;
+      turn.entities = routing->entities;
+      turn.tools_used = routing->tools_used;
+      turn.pending_action = routing->pending_action;
+    }
+    turns.push_back(std::move(turn));
+  }
+  return turns;
 }
 
 void AddAgents(const std::vector<AgentInfo>& agents, intentpb::AnalyzeIntentRequest& request) {

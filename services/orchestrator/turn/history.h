@@ -14,6 +14,7 @@
 #include "omniforge/intent/v1/intent_service.pb.h"
 #include "services/orchestrator/flow/move.h"
 #include "services/orchestrator/flow/routing.h"
+#include "services/orchestrator/planner/local_policy.h"
 
 namespace omniforge::orchestrator {
 
@@ -38,9 +39,16 @@ std::optional<Routing> LastRouting(RoutingMemo& memo,
                                    const convpb::GetContextWindowResponse& window);
 
 // The window as the intent service reads history: user and assistant
-// turns, the assistant's with the routing stored beside them.
+// turns, the assistant's with the routing stored beside them (without the
+// policy's own entities: IsOptionEntity).
 void AddHistory(RoutingMemo& memo, const convpb::GetContextWindowResponse& window,
                 intentpb::AnalyzeIntentRequest& request);
+
+// The window as the local policy reads it (a recap): user and assistant
+// turns, oldest first, the assistant's with their routing when stored with
+// one.
+std::vector<HistoryTurn> PolicyHistory(RoutingMemo& memo,
+                                       const convpb::GetContextWindowResponse& window);
 
 // The user's agents as the intent service is given them (name, description).
 void AddAgents(const std::vector<AgentInfo>& agents, intentpb::AnalyzeIntentRequest& request);

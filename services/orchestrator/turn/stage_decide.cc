@@ -36,7 +36,7 @@ void TurnPass::Decide() {
 void TurnPass::ResolveGate() {
   const ApprovalPolicy& policy = runner_.options_.approvals;
   if (!resuming_ && !plan_move_ && last_ && !last_->pending.empty()) {
-    gate_ = ResolvePending(request_.message(), request_.decision(), analysis_, last_->pending,
+    gate_ = ResolvePending(request_.message(), request_.decision(), SaidNow(), last_->pending,
                            agents_, ctx_.NowMicros(), policy.pending_ttl);
     for (auto it = gate_->approved.begin(); it != gate_->approved.end();) {
       if (policy.Decide(it->tool, it->risk) != GateVerdict::kDeny) {
@@ -66,6 +66,19 @@ void TurnPass::ResolveGate() {
   if (gate_ && !gate_->refusal.empty()) {
     emit_.Error(pb::CHAT_ERROR_CODE_APPROVAL_REFUSED, gate_->refusal, /*fatal=*/false);
   }
+}
+
+// The analysis as the gate reads it: without the entities the flow had
+// already, which the intent service carries over from the history ("yes"
+// after a preview in a flow about notion still has data_source=notion).
+// They are not this reply's, and change nothing the preview showed.
+intentpb::IntentAnalysis TurnPass::SaidNow() const {
+  intentpb::IntentAnalysis said = analysis_;
+  for (const auto& [key, value] : last_->entities) {
+    auto it = said.entities().find(key);
+    if (it != said.entities().end() && it->second == value) said.mutable_entities()->erase(key);
+  }
+  return said;
 }
 
 // The user's reply to the flow's plan goes to the engine.

@@ -18,8 +18,7 @@ void TurnPass::Understand() {
   } else if (plan_reply_) {
     analysis_ = PlanReplyAnalysis(last_.value_or(FlowState{}), *plan_move_);
   } else if (answering_) {
-    analysis_ = AnalysisOfAnswer(*last_, request_.message(), agents_);
-    ContextBox::Add(box_.progress, "the user answered: " + request_.message());
+    AnswerOrAsk();
   } else {
     analysis_ = AnalyzeMessage();
   }
@@ -29,6 +28,28 @@ void TurnPass::Understand() {
   ContextBox::Add(box_.notes, "understood as " +
                                   intentpb::ActionType_Name(analysis_.action_type()) + " (" +
                                   intentpb::IntentSource_Name(analysis_.source()) + ")");
+}
+
+// The answer to the flow's own question, merged in without the intent
+// service. In local mode, one that settles nothing may be a request of its
+// own ("where were we?", "create a new one that does both"): the intent
+// service's analysis is taken when it finds a request in it. (The model
+// planner reads such answers itself.)
+void TurnPass::AnswerOrAsk() {
+  bool settles = true;
+  analysis_ = AnalysisOfAnswer(*last_, request_.message(), agents_, &settles);
+  if (!settles && runner_.planner_ == nullptr) {
+    intentpb::IntentAnalysis analysed = AnalyzeMessage();
+    const bool a_request =
+        analysed.summary_worthy() ||
+        (last_->asked == kAskedOption && analysed.action_type() != intentpb::ACTION_TYPE_UNKNOWN &&
+         !analysed.is_ambiguous());
+    if (a_request) {
+      analysis_ = std::move(analysed);
+      return;
+    }
+  }
+  ContextBox::Add(box_.progress, "the user answered: " + request_.message());
 }
 
 // The user's agents, for the intent service and the planner: listed beside
@@ -122,6 +143,7 @@ void TurnPass::PrepareInput() {
     model_calls_.Record(record);
   }
   input_.plans = PlansOn();
+  input_.history = PolicyHistory(runner_.routings_, history_);
   // The local policy resolves what the message refers to with the flow's
   // entities too ("run it" once the flow has named an agent); the
   // message's own entities win.

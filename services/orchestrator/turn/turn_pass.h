@@ -94,11 +94,13 @@ class TurnPass final {
   void Announce();
   // stage_understand.cc
   void ReadAgents();
+  void AnswerOrAsk();
   intentpb::IntentAnalysis AnalyzeMessage();
   void AddIntentCalls(const absl::StatusOr<intentpb::AnalyzeIntentResponse>& answer);
   void PrepareInput();
   // stage_decide.cc
   void ResolveGate();
+  intentpb::IntentAnalysis SaidNow() const;
   void ReplyToPlan();
   PlanCall PlanCallFor(PlanMove move, std::string& doing);
   void AuditPlanReply(const std::optional<absl::StatusOr<PlanOutcome>>& outcome);
