@@ -2,7 +2,8 @@
 // stages without gRPC, PostgreSQL or threads of their own: conversation
 // storage (FakeMemory), the intent service (FakeUnderstanding), the
 // executor (FakeTools), the flow store, the error log, the clock and the
-// event stream. Each records what it was asked, and can be told to fail.
+// event stream. Each records what it was asked, and can be told to fail;
+// given a CallLog, each also logs the core::Call every call came with.
 // Thread-safe: a turn calls some of them from side threads.
 #pragma once
 
@@ -15,7 +16,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "libs/core/call.h"
 #include "libs/core/clock.h"
+#include "omniforge/llm/v1/model_call.pb.h"
 #include "services/orchestrator/downstream/downstream.h"
 #include "services/orchestrator/flow/flow_store.h"
 #include "services/orchestrator/turn/error_log.h"
@@ -35,6 +38,29 @@ class FakeClock final : public core::Clock {
   mutable absl::Mutex mu_;
   core::TimePoint now_ ABSL_GUARDED_BY(mu_) =
       core::TimePointFromMicros(1'790'000'000'000'000);  // 2026-09-21
+};
+
+// A downstream call as a fake received it: what was called, when (on the
+// log's clock), when it must end, and whether it is cancelled with the turn.
+struct LoggedCall {
+  std::string what;  // e.g. "memory.AppendMessage", "tools.InvokeTool list_agents"
+  core::TimePoint at;
+  core::TimePoint deadline;
+  bool cancellable = false;
+};
+
+// The calls the fakes that log to it received, in the order they came.
+// Thread-safe.
+class CallLog final {
+ public:
+  explicit CallLog(const core::Clock& clock) : clock_(clock) {}
+  void Add(std::string what, const core::Call& call);
+  std::vector<LoggedCall> calls() const;
+
+ private:
+  const core::Clock& clock_;
+  mutable absl::Mutex mu_;
+  std::vector<LoggedCall> calls_ ABSL_GUARDED_BY(mu_);
 };
 
 // Conversations and their messages in memory, as the conversation service
@@ -58,6 +84,8 @@ class FakeMemory final : public Memory {
 
   // Every call fails UNAVAILABLE while set.
   void SetUnreachable(bool unreachable);
+  // Every call is logged in `log` (null: none); the log outlives the fake.
+  void LogCallsTo(CallLog* log);
   // The messages of a conversation, oldest first.
   std::vector<convpb::Message> Messages(const std::string& conversation_id) const;
   int appends() const;
@@ -71,15 +99,18 @@ class FakeMemory final : public Memory {
   };
   absl::StatusOr<Conversation*> Owned(const core::Identity& who, const std::string& id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Log(const char* what, const core::Call& call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
+  CallLog* log_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::map<std::string, Conversation> conversations_ ABSL_GUARDED_BY(mu_);
   bool unreachable_ ABSL_GUARDED_BY(mu_) = false;
   int appends_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// The intent service: answers every request with `analysis` (or what
-// `answer` makes of the request), and keeps the requests.
+// The intent service: answers every request with what `answer` makes of
+// it (and the model calls it was told the analysis made), and keeps the
+// requests.
 class FakeUnderstanding final : public Understanding {
  public:
   using Answer = std::function<absl::StatusOr<intentpb::IntentAnalysis>(
@@ -88,16 +119,25 @@ class FakeUnderstanding final : public Understanding {
   // Answers with this action type (and entities) whatever the message.
   static Answer Always(intentpb::ActionType action,
                        std::map<std::string, std::string> entities = {});
+  // Reads every message as a delete (MANAGE_PLATFORM) of the agent it
+  // names: beta-digest when it says "beta", else alpha-reports.
+  static Answer DeleteOfAlphaOrBeta();
 
   absl::StatusOr<intentpb::AnalyzeIntentResponse> AnalyzeIntent(
       const core::Call& call, const intentpb::AnalyzeIntentRequest& request) override;
   std::vector<intentpb::AnalyzeIntentRequest> requests() const;
   // Runs before each answer (e.g. a test moving a fake clock).
   void OnCall(std::function<void()> hook);
+  // Every answer carries these model calls, as the service reports those
+  // its analysis made.
+  void AnswerWithCalls(std::vector<::omniforge::llm::v1::ModelCall> calls);
+  void LogCallsTo(CallLog* log);
 
  private:
   Answer answer_;
   mutable absl::Mutex mu_;
+  CallLog* log_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::vector<::omniforge::llm::v1::ModelCall> model_calls_ ABSL_GUARDED_BY(mu_);
   std::vector<intentpb::AnalyzeIntentRequest> requests_ ABSL_GUARDED_BY(mu_);
   std::function<void()> on_call_ ABSL_GUARDED_BY(mu_);
 };
@@ -123,9 +163,11 @@ class FakeTools final : public Tools {
   std::vector<execpb::InvokeToolRequest> CallsOf(const std::string& tool) const;
   // Runs before each invocation.
   void OnCall(std::function<void(const execpb::InvokeToolRequest&)> hook);
+  void LogCallsTo(CallLog* log);
 
  private:
   mutable absl::Mutex mu_;
+  CallLog* log_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::vector<execpb::ToolDescriptor> catalog_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Handler> handlers_ ABSL_GUARDED_BY(mu_);
   nlohmann::json agents_ ABSL_GUARDED_BY(mu_) = nlohmann::json::array();

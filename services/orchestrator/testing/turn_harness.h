@@ -1,6 +1,8 @@
 // One TurnRunner on the fakes of this folder, for unit tests of the turn's
 // stages: every collaborator is a fake the test reads or steers, time is a
-// FakeClock, model calls are recorded in RecordingUsage and the gate's
+// FakeClock, every downstream call is logged with its core::Call in
+// `calls`, flow states are kept in a FakeFlowStore (which can be told to
+// fail), model calls are recorded in RecordingUsage and the gate's
 // decisions in a MemoryApprovalAudit. With plans
 // on, plans are made from the local templates (or by the planner model),
 // kept in a FakePlanStore and carried out by FakeStepExecutors.
@@ -14,11 +16,11 @@
 #include <vector>
 
 #include "services/orchestrator/approvals/memory_approval_audit.h"
-#include "services/orchestrator/flow/memory_flow_store.h"
 #include "services/orchestrator/flow/routing.h"
 #include "services/orchestrator/plans/plan_advisor.h"
 #include "services/orchestrator/plans/plan_engine.h"
 #include "services/orchestrator/plans/plan_generator.h"
+#include "services/orchestrator/testing/fake_flow_store.h"
 #include "services/orchestrator/testing/fake_plan_store.h"
 #include "services/orchestrator/testing/fake_step_executors.h"
 #include "services/orchestrator/testing/fakes.h"
@@ -46,6 +48,10 @@ struct TurnHarness {
     setup.options.clock = &clock;
     setup.options.usage_writer = &usage;
     setup.options.audit = &audit;
+    memory.LogCallsTo(&calls);
+    understanding.LogCallsTo(&calls);
+    tools.LogCallsTo(&calls);
+    flows.LogCallsTo(&calls);
     if (setup.plans) {
       // The executor's project tools, which the plan templates call.
       tools.AddTool("list_project_templates", execpb::TOOL_RISK_READ);
@@ -106,7 +112,7 @@ struct TurnHarness {
   std::optional<FlowState> Flow(const std::string& flow_id,
                                 const core::Identity& who = kAlice) const {
     absl::StatusOr<FlowState> state =
-        flows.Load(core::Call{who, clock.Now() + std::chrono::seconds(1)}, flow_id);
+        flows.Kept(core::Call{who, clock.Now() + std::chrono::seconds(1)}, flow_id);
     return state.ok() ? std::optional<FlowState>(*std::move(state)) : std::nullopt;
   }
   // The state of the flow the conversation's last reply belongs to, as a
@@ -119,10 +125,11 @@ struct TurnHarness {
   }
 
   FakeClock clock;
+  CallLog calls{clock};
   FakeMemory memory;
   FakeUnderstanding understanding;
   FakeTools tools;
-  mutable MemoryFlowStore flows;
+  mutable FakeFlowStore flows;
   FakeErrorLog errors;
   RecordingUsage usage;
   MemoryApprovalAudit audit;
