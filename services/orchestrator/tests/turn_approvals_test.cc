@@ -3,28 +3,10 @@
 // or replaced by a changed target, decisions sent as buttons, errors filed
 // with the stage they happened in, and the model calls' usage stored under
 // the turn with the totals in `done`.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
-#include <nlohmann/json.hpp>
-
-#include "services/orchestrator/testing/scripted_model.h"
-#include "services/orchestrator/testing/turn_harness.h"
+#include "services/orchestrator/testing/turn_test_names.h"
 
 namespace omniforge::orchestrator {
 namespace {
-
-using nlohmann::json;
-using ::testing::Contains;
-using testing::ConversationOf;
-using ::testing::ElementsAre;
-using testing::FakeUnderstanding;
-using ::testing::HasSubstr;
-using testing::kAlice;
-using testing::RecordingSink;
-using testing::ScriptedModel;
-using testing::TurnHarness;
-using testing::UsageRow;
 
 const char kAlphaId[] = "0b7f5a52-3c1e-4e57-9a41-6f1d2c3b4a01";
 const char kBetaId[] = "0b7f5a52-3c1e-4e57-9a41-6f1d2c3b4a02";

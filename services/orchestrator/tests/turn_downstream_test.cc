@@ -4,30 +4,14 @@
 // the intent service's model calls count in the turn's usage beside the
 // planner's, and a flow store that fails (unreachable, or written by a
 // concurrent turn) costs the turn neither its answer nor its stored reply.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include <algorithm>
-#include <nlohmann/json.hpp>
 
-#include "services/orchestrator/testing/scripted_model.h"
-#include "services/orchestrator/testing/turn_harness.h"
+#include "services/orchestrator/testing/turn_test_names.h"
 
 namespace omniforge::orchestrator {
 namespace {
 
-using nlohmann::json;
 using std::chrono::milliseconds;
-using ::testing::Contains;
-using testing::ConversationOf;
-using ::testing::ElementsAre;
-using testing::FakeUnderstanding;
-using testing::kAlice;
-using testing::LoggedCall;
-using testing::RecordingSink;
-using testing::ScriptedModel;
-using testing::TurnHarness;
-using testing::UsageRow;
 
 FakeUnderstanding::Answer Reads() {
   return FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO);
