@@ -21,7 +21,6 @@
 #include "libs/llm/llm_config.h"
 #include "libs/llm/llm_factory.h"
 #include "libs/llm/testing/fake_provider.h"
-#include "libs/llm/usage_collection.h"
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
 #include "services/executor/src/local_dialogue.h"
@@ -170,7 +169,7 @@ class LlmDialogueTest : public ::testing::Test {
     EXPECT_TRUE(reader.ok()) << reader.status();
     auto config = llm::ReadLlmConfig(*reader);
     EXPECT_TRUE(config.ok()) << config.status();
-    auto client = llm::MakeLlmClient(*config, std::make_shared<llm::CollectingUsageSink>());
+    auto client = llm::MakeLlmClient(*config, nullptr);
     EXPECT_TRUE(client.ok()) << client.status();
     out.client = std::move(*client);
     out.model = out.client->ForProfile("balanced");
@@ -364,8 +363,9 @@ TEST_F(LlmDialogueTest, ThroughTheLlmClientAndTheFakeProvider) {
   ASSERT_TRUE(reader.ok()) << reader.status();
   auto config = llm::ReadLlmConfig(*reader);
   ASSERT_TRUE(config.ok()) << config.status();
-  // As the service runs: the agent collects its own model calls.
-  auto client = llm::MakeLlmClient(*config, std::make_shared<llm::CollectingUsageSink>());
+  // As the service runs: no sink of the client's own, the agent gives its
+  // model calls their usage (llm::CallContext::usage).
+  auto client = llm::MakeLlmClient(*config, nullptr);
   ASSERT_TRUE(client.ok()) << client.status();
   auto model = (*client)->ForProfile("balanced");
   LlmDialogue dialogue(*model, *runtime_, who_,

@@ -60,9 +60,9 @@ struct IntentAnalysis {
   double cost_usd = 0;
   Reference reference = Reference::kNone;
   bool summary_worthy = false;
-  // The model calls the analysis made, in order, answered or not (those of
-  // a client whose usage sink is an llm::CollectingUsageSink; none when the
-  // local model was sure).
+  // The model calls the analysis made, in order, answered or not (given
+  // with each call as its llm::CallContext::usage; none when the local
+  // model was sure).
   std::vector<llm::UsageRecord> model_calls;
 };
 
