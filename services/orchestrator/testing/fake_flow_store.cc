@@ -5,7 +5,6 @@ namespace omniforge::orchestrator::testing {
 absl::StatusOr<FlowState> FakeFlowStore::Load(const core::Call& call, const std::string& flow_id) {
   {
     absl::MutexLock lock(&mu_);
-    if (log_ != nullptr) log_->Add("flows.Load", call);
     if (!load_failure_.ok()) return load_failure_;
   }
   return kept_.Load(call, flow_id);
@@ -15,7 +14,6 @@ absl::Status FakeFlowStore::Save(const core::Call& call, const FlowState& state,
                                  int64_t expected_revision) {
   {
     absl::MutexLock lock(&mu_);
-    if (log_ != nullptr) log_->Add("flows.Save", call);
     if (!save_failure_.ok()) return save_failure_;
   }
   absl::Status saved = kept_.Save(call, state, expected_revision);
@@ -34,11 +32,6 @@ void FakeFlowStore::FailLoads(absl::Status status) {
 void FakeFlowStore::FailSaves(absl::Status status) {
   absl::MutexLock lock(&mu_);
   save_failure_ = std::move(status);
-}
-
-void FakeFlowStore::LogCallsTo(CallLog* log) {
-  absl::MutexLock lock(&mu_);
-  log_ = log;
 }
 
 absl::StatusOr<FlowState> FakeFlowStore::Kept(const core::Call& call, const std::string& flow_id) {

@@ -1,7 +1,6 @@
 // The flow store for tests of the turn: a MemoryFlowStore that can be told
 // to fail its loads or its saves with a given status (a database gone,
-// UNAVAILABLE; a concurrent writer, ABORTED), and that logs the core::Call
-// of every call in a CallLog when given one.
+// UNAVAILABLE; a concurrent writer, ABORTED).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +11,6 @@
 #include "absl/synchronization/mutex.h"
 #include "services/orchestrator/flow/flow_store.h"
 #include "services/orchestrator/flow/memory_flow_store.h"
-#include "services/orchestrator/testing/fakes.h"
 
 namespace omniforge::orchestrator::testing {
 
@@ -26,9 +24,8 @@ class FakeFlowStore final : public FlowStore {
   // Every later Load (Save) fails with `status`; OkStatus: they work again.
   void FailLoads(absl::Status status);
   void FailSaves(absl::Status status);
-  void LogCallsTo(CallLog* log);
   // What the store keeps for the flow, read by the test: never fails on
-  // purpose, never logged.
+  // purpose.
   absl::StatusOr<FlowState> Kept(const core::Call& call, const std::string& flow_id);
   int saves() const;  // the saves that stored a state
 
@@ -37,7 +34,6 @@ class FakeFlowStore final : public FlowStore {
   mutable absl::Mutex mu_;
   absl::Status load_failure_ ABSL_GUARDED_BY(mu_);
   absl::Status save_failure_ ABSL_GUARDED_BY(mu_);
-  CallLog* log_ ABSL_GUARDED_BY(mu_) = nullptr;
   int saves_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -16,26 +16,6 @@ void FakeClock::Advance(std::chrono::microseconds by) {
   now_ += by;
 }
 
-void CallLog::Add(std::string what, const core::Call& call) {
-  LoggedCall logged{std::move(what), clock_.Now(), call.deadline, call.cancel != nullptr};
-  absl::MutexLock lock(&mu_);
-  calls_.push_back(std::move(logged));
-}
-
-std::vector<LoggedCall> CallLog::calls() const {
-  absl::MutexLock lock(&mu_);
-  return calls_;
-}
-
-void FakeMemory::Log(const char* what, const core::Call& call) {
-  if (log_ != nullptr) log_->Add(std::string("memory.") + what, call);
-}
-
-void FakeMemory::LogCallsTo(CallLog* log) {
-  absl::MutexLock lock(&mu_);
-  log_ = log;
-}
-
 absl::StatusOr<FakeMemory::Conversation*> FakeMemory::Owned(const core::Identity& who,
                                                             const std::string& id) {
   if (unreachable_) return absl::UnavailableError("conversation storage is unreachable");
@@ -51,7 +31,6 @@ absl::StatusOr<convpb::CreateConversationResponse> FakeMemory::CreateConversatio
     const core::Call& call, const convpb::CreateConversationRequest& request) {
   const core::Identity& who = call.who;
   absl::MutexLock lock(&mu_);
-  Log("CreateConversation", call);
   if (unreachable_) return absl::UnavailableError("conversation storage is unreachable");
   const std::string id = core::NewUuid();
   conversations_[id] = Conversation{who.tenant_id, who.user_id, {}, {}};
@@ -65,7 +44,6 @@ absl::StatusOr<convpb::GetConversationResponse> FakeMemory::GetConversation(
     const core::Call& call, const convpb::GetConversationRequest& request) {
   const core::Identity& who = call.who;
   absl::MutexLock lock(&mu_);
-  Log("GetConversation", call);
   absl::StatusOr<Conversation*> owned = Owned(who, request.conversation_id());
   if (!owned.ok()) return owned.status();
   convpb::GetConversationResponse response;
@@ -77,7 +55,6 @@ absl::StatusOr<convpb::ListConversationsResponse> FakeMemory::ListConversations(
     const core::Call& call, const convpb::ListConversationsRequest&) {
   const core::Identity& who = call.who;
   absl::MutexLock lock(&mu_);
-  Log("ListConversations", call);
   if (unreachable_) return absl::UnavailableError("conversation storage is unreachable");
   convpb::ListConversationsResponse response;
   for (const auto& [id, c] : conversations_) {
@@ -92,7 +69,6 @@ absl::StatusOr<convpb::AppendMessageResponse> FakeMemory::AppendMessage(
     const core::Call& call, const convpb::AppendMessageRequest& request) {
   const core::Identity& who = call.who;
   absl::MutexLock lock(&mu_);
-  Log("AppendMessage", call);
   absl::StatusOr<Conversation*> owned = Owned(who, request.conversation_id());
   if (!owned.ok()) return owned.status();
   Conversation& c = **owned;
@@ -122,7 +98,6 @@ absl::StatusOr<convpb::ListMessagesResponse> FakeMemory::ListMessages(
     const core::Call& call, const convpb::ListMessagesRequest& request) {
   const core::Identity& who = call.who;
   absl::MutexLock lock(&mu_);
-  Log("ListMessages", call);
   absl::StatusOr<Conversation*> owned = Owned(who, request.conversation_id());
   if (!owned.ok()) return owned.status();
   convpb::ListMessagesResponse response;
@@ -134,7 +109,6 @@ absl::StatusOr<convpb::GetContextWindowResponse> FakeMemory::GetContextWindow(
     const core::Call& call, const convpb::GetContextWindowRequest& request) {
   const core::Identity& who = call.who;
   absl::MutexLock lock(&mu_);
-  Log("GetContextWindow", call);
   absl::StatusOr<Conversation*> owned = Owned(who, request.conversation_id());
   if (!owned.ok()) return owned.status();
   convpb::GetContextWindowResponse response;
@@ -183,12 +157,11 @@ FakeUnderstanding::Answer FakeUnderstanding::DeleteOfAlphaOrBeta() {
 }
 
 absl::StatusOr<intentpb::AnalyzeIntentResponse> FakeUnderstanding::AnalyzeIntent(
-    const core::Call& call, const intentpb::AnalyzeIntentRequest& request) {
+    const core::Call&, const intentpb::AnalyzeIntentRequest& request) {
   std::function<void()> hook;
   intentpb::AnalyzeIntentResponse response;
   {
     absl::MutexLock lock(&mu_);
-    if (log_ != nullptr) log_->Add("intent.AnalyzeIntent", call);
     requests_.push_back(request);
     hook = on_call_;
     for (const ::omniforge::llm::v1::ModelCall& made : model_calls_) {
@@ -205,11 +178,6 @@ absl::StatusOr<intentpb::AnalyzeIntentResponse> FakeUnderstanding::AnalyzeIntent
 void FakeUnderstanding::AnswerWithCalls(std::vector<::omniforge::llm::v1::ModelCall> calls) {
   absl::MutexLock lock(&mu_);
   model_calls_ = std::move(calls);
-}
-
-void FakeUnderstanding::LogCallsTo(CallLog* log) {
-  absl::MutexLock lock(&mu_);
-  log_ = log;
 }
 
 std::vector<intentpb::AnalyzeIntentRequest> FakeUnderstanding::requests() const {
@@ -246,23 +214,21 @@ void FakeTools::SetAgents(json agents) {
   agents_ = std::move(agents);
 }
 
-absl::StatusOr<execpb::ListToolsResponse> FakeTools::ListTools(const core::Call& call,
+absl::StatusOr<execpb::ListToolsResponse> FakeTools::ListTools(const core::Call&,
                                                                const execpb::ListToolsRequest&) {
   absl::MutexLock lock(&mu_);
-  if (log_ != nullptr) log_->Add("tools.ListTools", call);
   execpb::ListToolsResponse response;
   for (const execpb::ToolDescriptor& d : catalog_) *response.add_tools() = d;
   return response;
 }
 
 absl::StatusOr<execpb::InvokeToolResponse> FakeTools::InvokeTool(
-    const core::Call& call, const execpb::InvokeToolRequest& request) {
+    const core::Call&, const execpb::InvokeToolRequest& request) {
   Handler handler;
   std::function<void(const execpb::InvokeToolRequest&)> hook;
   execpb::InvokeToolResponse response;
   {
     absl::MutexLock lock(&mu_);
-    if (log_ != nullptr) log_->Add("tools.InvokeTool " + request.tool_name(), call);
     calls_.push_back(request);
     hook = on_call_;
     auto it = handlers_.find(request.tool_name());
@@ -295,11 +261,6 @@ std::vector<execpb::InvokeToolRequest> FakeTools::CallsOf(const std::string& too
 void FakeTools::OnCall(std::function<void(const execpb::InvokeToolRequest&)> hook) {
   absl::MutexLock lock(&mu_);
   on_call_ = std::move(hook);
-}
-
-void FakeTools::LogCallsTo(CallLog* log) {
-  absl::MutexLock lock(&mu_);
-  log_ = log;
 }
 
 void FakeErrorLog::Record(TurnError error) {

@@ -2,8 +2,8 @@
 // stages without gRPC, PostgreSQL or threads of their own: conversation
 // storage (FakeMemory), the intent service (FakeUnderstanding), the
 // executor (FakeTools), the flow store, the error log, the clock and the
-// event stream. Each records what it was asked, and can be told to fail;
-// given a CallLog, each also logs the core::Call every call came with.
+// event stream. Each records what it was asked, and can be told to fail
+// (observed_calls.h logs the core::Call each call comes with).
 // Thread-safe: a turn calls some of them from side threads.
 #pragma once
 
@@ -16,7 +16,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "libs/core/call.h"
 #include "libs/core/clock.h"
 #include "omniforge/llm/v1/model_call.pb.h"
 #include "services/orchestrator/downstream/downstream.h"
@@ -40,29 +39,6 @@ class FakeClock final : public core::Clock {
       core::TimePointFromMicros(1'790'000'000'000'000);  // 2026-09-21
 };
 
-// A downstream call as a fake received it: what was called, when (on the
-// log's clock), when it must end, and whether it is cancelled with the turn.
-struct LoggedCall {
-  std::string what;  // e.g. "memory.AppendMessage", "tools.InvokeTool list_agents"
-  core::TimePoint at;
-  core::TimePoint deadline;
-  bool cancellable = false;
-};
-
-// The calls the fakes that log to it received, in the order they came.
-// Thread-safe.
-class CallLog final {
- public:
-  explicit CallLog(const core::Clock& clock) : clock_(clock) {}
-  void Add(std::string what, const core::Call& call);
-  std::vector<LoggedCall> calls() const;
-
- private:
-  const core::Clock& clock_;
-  mutable absl::Mutex mu_;
-  std::vector<LoggedCall> calls_ ABSL_GUARDED_BY(mu_);
-};
-
 // Conversations and their messages in memory, as the conversation service
 // keeps them: a conversation belongs to its creator (NOT_FOUND for anyone
 // else), a message is stored once per idempotency key (the second append is
@@ -84,8 +60,6 @@ class FakeMemory final : public Memory {
 
   // Every call fails UNAVAILABLE while set.
   void SetUnreachable(bool unreachable);
-  // Every call is logged in `log` (null: none); the log outlives the fake.
-  void LogCallsTo(CallLog* log);
   // The messages of a conversation, oldest first.
   std::vector<convpb::Message> Messages(const std::string& conversation_id) const;
   int appends() const;
@@ -99,10 +73,8 @@ class FakeMemory final : public Memory {
   };
   absl::StatusOr<Conversation*> Owned(const core::Identity& who, const std::string& id)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Log(const char* what, const core::Call& call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
-  CallLog* log_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::map<std::string, Conversation> conversations_ ABSL_GUARDED_BY(mu_);
   bool unreachable_ ABSL_GUARDED_BY(mu_) = false;
   int appends_ ABSL_GUARDED_BY(mu_) = 0;
@@ -131,12 +103,10 @@ class FakeUnderstanding final : public Understanding {
   // Every answer carries these model calls, as the service reports those
   // its analysis made.
   void AnswerWithCalls(std::vector<::omniforge::llm::v1::ModelCall> calls);
-  void LogCallsTo(CallLog* log);
 
  private:
   Answer answer_;
   mutable absl::Mutex mu_;
-  CallLog* log_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::vector<::omniforge::llm::v1::ModelCall> model_calls_ ABSL_GUARDED_BY(mu_);
   std::vector<intentpb::AnalyzeIntentRequest> requests_ ABSL_GUARDED_BY(mu_);
   std::function<void()> on_call_ ABSL_GUARDED_BY(mu_);
@@ -163,11 +133,9 @@ class FakeTools final : public Tools {
   std::vector<execpb::InvokeToolRequest> CallsOf(const std::string& tool) const;
   // Runs before each invocation.
   void OnCall(std::function<void(const execpb::InvokeToolRequest&)> hook);
-  void LogCallsTo(CallLog* log);
 
  private:
   mutable absl::Mutex mu_;
-  CallLog* log_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::vector<execpb::ToolDescriptor> catalog_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, Handler> handlers_ ABSL_GUARDED_BY(mu_);
   nlohmann::json agents_ ABSL_GUARDED_BY(mu_) = nlohmann::json::array();

@@ -1,7 +1,7 @@
 // One TurnRunner on the fakes of this folder, for unit tests of the turn's
 // stages: every collaborator is a fake the test reads or steers, time is a
 // FakeClock, every downstream call is logged with its core::Call in
-// `calls`, flow states are kept in a FakeFlowStore (which can be told to
+// `calls` (observed_calls.h), flow states are kept in a FakeFlowStore (which can be told to
 // fail), model calls are recorded in RecordingUsage and the gate's
 // decisions in a MemoryApprovalAudit. With plans
 // on, plans are made from the local templates (or by the planner model),
@@ -24,6 +24,7 @@
 #include "services/orchestrator/testing/fake_plan_store.h"
 #include "services/orchestrator/testing/fake_step_executors.h"
 #include "services/orchestrator/testing/fakes.h"
+#include "services/orchestrator/testing/observed_calls.h"
 #include "services/orchestrator/testing/recording_usage.h"
 #include "services/orchestrator/usage/usage_meter.h"
 
@@ -48,10 +49,6 @@ struct TurnHarness {
     setup.options.clock = &clock;
     setup.options.usage_writer = &usage;
     setup.options.audit = &audit;
-    memory.LogCallsTo(&calls);
-    understanding.LogCallsTo(&calls);
-    tools.LogCallsTo(&calls);
-    flows.LogCallsTo(&calls);
     if (setup.plans) {
       // The executor's project tools, which the plan templates call.
       tools.AddTool("list_project_templates", execpb::TOOL_RISK_READ);
@@ -71,8 +68,9 @@ struct TurnHarness {
       advisor = std::make_unique<PlanAdvisor>(review_model.get(), plan_model.get());
       engine = std::make_unique<PlanEngine>(plan_store, executors, *generator, *advisor);
     }
-    runner = std::make_unique<TurnRunner>(memory, understanding, tools, setup.options,
-                                          setup.planner, &flows, &errors, engine.get());
+    runner =
+        std::make_unique<TurnRunner>(seen_memory, seen_understanding, seen_tools, setup.options,
+                                     setup.planner, &seen_flows, &errors, engine.get());
   }
 
   // A request with these words in `conversation_id` (empty: a new one).
@@ -125,11 +123,16 @@ struct TurnHarness {
   }
 
   FakeClock clock;
-  CallLog calls{clock};
   FakeMemory memory;
   FakeUnderstanding understanding;
   FakeTools tools;
   mutable FakeFlowStore flows;
+  // What the runner is given: the fakes, each seen through `calls`.
+  CallLog calls{clock};
+  ObservedMemory seen_memory{memory, calls};
+  ObservedUnderstanding seen_understanding{understanding, calls};
+  ObservedTools seen_tools{tools, calls};
+  ObservedFlowStore seen_flows{flows, calls};
   FakeErrorLog errors;
   RecordingUsage usage;
   MemoryApprovalAudit audit;

@@ -23,10 +23,10 @@ using testing::FakeUnderstanding;
 using ::testing::HasSubstr;
 using testing::kAlice;
 using testing::kBob;
-using testing::LoggedCall;
 using ::testing::Not;
 using testing::RecordingSink;
 using testing::ScriptedModel;
+using testing::SeenCall;
 using testing::TurnHarness;
 using testing::UsageRow;
 

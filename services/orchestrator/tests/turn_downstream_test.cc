@@ -18,14 +18,14 @@ FakeUnderstanding::Answer Reads() {
 }
 
 // The calls the fakes were given after the first `before`.
-std::vector<LoggedCall> CallsAfter(const TurnHarness& h, size_t before) {
-  const std::vector<LoggedCall> all = h.calls.calls();
-  return std::vector<LoggedCall>(all.begin() + static_cast<std::ptrdiff_t>(before), all.end());
+std::vector<SeenCall> CallsAfter(const TurnHarness& h, size_t before) {
+  const std::vector<SeenCall> all = h.calls.calls();
+  return std::vector<SeenCall>(all.begin() + static_cast<std::ptrdiff_t>(before), all.end());
 }
 
-std::vector<std::string> Names(const std::vector<LoggedCall>& calls) {
+std::vector<std::string> Names(const std::vector<SeenCall>& calls) {
   std::vector<std::string> names;
-  for (const LoggedCall& call : calls) names.push_back(call.what);
+  for (const SeenCall& call : calls) names.push_back(call.what);
   return names;
 }
 
@@ -65,14 +65,14 @@ TEST(TurnDownstreamTest, EveryCallEndsWithinTheCallTimeoutAndTheTurnsDeadline) {
   ASSERT_TRUE(t.h.Turn("list my runs", sink, t.conversation).ok());
   ASSERT_TRUE(sink.events.back().has_done());
 
-  const std::vector<LoggedCall> calls = CallsAfter(t.h, before);
+  const std::vector<SeenCall> calls = CallsAfter(t.h, before);
   const std::vector<std::string> names = Names(calls);
-  EXPECT_THAT(names, Contains("memory.AppendMessage"));
-  EXPECT_THAT(names, Contains("memory.GetContextWindow"));
-  EXPECT_THAT(names, Contains("intent.AnalyzeIntent"));
-  EXPECT_THAT(names, Contains("tools.InvokeTool list_agents"));
-  EXPECT_THAT(names, Contains("tools.InvokeTool list_runs"));
-  for (const LoggedCall& call : calls) {
+  EXPECT_THAT(names, Contains("AppendMessage ROLE_USER"));
+  EXPECT_THAT(names, Contains("GetContextWindow"));
+  EXPECT_THAT(names, Contains("AnalyzeIntent"));
+  EXPECT_THAT(names, Contains("InvokeTool list_agents"));
+  EXPECT_THAT(names, Contains("InvokeTool list_runs"));
+  for (const SeenCall& call : calls) {
     EXPECT_LE(call.deadline, call.at + milliseconds(250)) << call.what;
     // Only the closing write of the reply may outlive the turn: what was
     // done is kept (stage_save.cc).
@@ -81,18 +81,20 @@ TEST(TurnDownstreamTest, EveryCallEndsWithinTheCallTimeoutAndTheTurnsDeadline) {
     }
   }
   // The second read starts 900 ms in: the turn's deadline cuts its call.
-  std::vector<LoggedCall> reads;
-  for (const LoggedCall& call : calls) {
-    if (call.what == "tools.InvokeTool list_runs") reads.push_back(call);
+  std::vector<SeenCall> reads;
+  for (const SeenCall& call : calls) {
+    if (call.what == "InvokeTool list_runs") reads.push_back(call);
   }
   ASSERT_EQ(reads.size(), 2u);
   EXPECT_EQ(reads[0].deadline, started + milliseconds(250));
   EXPECT_EQ(reads[1].deadline, turn_deadline);
   // The reply is stored with a call's time of its own, from when it is sent.
-  const LoggedCall& reply = calls.back();
-  EXPECT_EQ(reply.what, "memory.AppendMessage");
-  EXPECT_FALSE(reply.cancellable);
-  EXPECT_EQ(reply.deadline, reply.at + milliseconds(250));
+  const auto reply = std::find_if(calls.begin(), calls.end(), [](const SeenCall& call) {
+    return call.what == "AppendMessage ROLE_ASSISTANT";
+  });
+  ASSERT_NE(reply, calls.end());
+  EXPECT_FALSE(reply->cancellable);
+  EXPECT_EQ(reply->deadline, reply->at + milliseconds(250));
 }
 
 TEST(TurnDownstreamTest, AClientDeadlineSoonerThanTheTurnsBoundsEveryCallOfTheTurn) {
@@ -110,17 +112,17 @@ TEST(TurnDownstreamTest, AClientDeadlineSoonerThanTheTurnsBoundsEveryCallOfTheTu
                         client_deadline)
                   .ok());
   ASSERT_TRUE(sink.events.back().has_done());
-  const std::vector<LoggedCall> calls = CallsAfter(t.h, before);
+  const std::vector<SeenCall> calls = CallsAfter(t.h, before);
   ASSERT_GE(calls.size(), 5u);
-  for (const LoggedCall& call : calls) {
+  for (const SeenCall& call : calls) {
     if (call.cancellable) {
       EXPECT_LE(call.deadline, client_deadline) << call.what;
     }
     EXPECT_LE(call.deadline, call.at + milliseconds(10000)) << call.what;
   }
   // The user's message is stored uncancelled, yet within the turn's time.
-  const auto user_message = std::find_if(calls.begin(), calls.end(), [](const LoggedCall& call) {
-    return call.what == "memory.AppendMessage";
+  const auto user_message = std::find_if(calls.begin(), calls.end(), [](const SeenCall& call) {
+    return call.what == "AppendMessage ROLE_USER";
   });
   ASSERT_NE(user_message, calls.end());
   EXPECT_FALSE(user_message->cancellable);
@@ -303,12 +305,21 @@ TEST(TurnFlowStoreTest, ASaveAbortedByAConcurrentWriterKeepsTheReplyAndTheOtherS
   const int64_t revision = d.h.Flow(flow_id)->revision;
 
   d.h.flows.FailSaves(absl::AbortedError("the flow moved on"));
+  const size_t before = d.h.calls.calls().size();
   const RecordingSink beta = d.Turn("delete beta-digest instead");
   ASSERT_TRUE(beta.events.back().has_done());
   EXPECT_FALSE(beta.events.back().done().assistant_message_id().empty());
   EXPECT_EQ(d.Stored().size(), 4u);
   EXPECT_THAT(d.StagesFiled(), ElementsAre("store_flow"));
   EXPECT_THAT(beta.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE));
+  // The save was tried, as a closing write: not cancelled with the turn.
+  const std::vector<std::string> names = Names(CallsAfter(d.h, before));
+  ASSERT_THAT(names, Contains("SaveFlow"));
+  for (const SeenCall& call : CallsAfter(d.h, before)) {
+    if (call.what != "SaveFlow") continue;
+    EXPECT_FALSE(call.cancellable);
+    EXPECT_LE(call.deadline, call.at + TurnOptions().call_timeout);
+  }
   EXPECT_EQ(d.h.Flow(flow_id)->revision, revision) << "the other writer's state stands";
   EXPECT_TRUE(d.h.tools.CallsOf("delete_agent").empty());
 }

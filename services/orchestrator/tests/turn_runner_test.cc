@@ -18,6 +18,7 @@
 #include "services/orchestrator/flow/memory_flow_store.h"
 #include "services/orchestrator/flow/routing.h"
 #include "services/orchestrator/testing/fakes.h"
+#include "services/orchestrator/testing/observed_calls.h"
 #include "services/orchestrator/testing/scripted_model.h"
 #include "services/orchestrator/usage/usage_attribution.h"
 
@@ -25,6 +26,7 @@ namespace omniforge::orchestrator {
 namespace {
 
 using nlohmann::json;
+using testing::CallLog;
 using ::testing::ElementsAre;
 using testing::FakeClock;
 using testing::FakeErrorLog;
@@ -32,8 +34,12 @@ using testing::FakeMemory;
 using testing::FakeTools;
 using testing::FakeUnderstanding;
 using ::testing::HasSubstr;
+using testing::ObservedMemory;
+using testing::ObservedTools;
+using testing::ObservedUnderstanding;
 using testing::RecordingSink;
 using testing::ScriptedModel;
+using testing::SeenCall;
 
 const core::Identity kAlice{"tenant-a", "alice"};
 const core::Identity kBob{"tenant-a", "bob"};
@@ -394,118 +400,6 @@ TEST(TurnRunnerModelTest, AModelThatFailsLeavesTheTurnToTheLocalPolicy) {
   EXPECT_EQ(h.errors.errors()[0].component, "llm");
 }
 
-// What one downstream call carried, as the service it reached saw it.
-struct SeenCall {
-  std::string what;  // the method (and the tool, or the role of a message)
-  core::TimePoint deadline;
-  bool cancellable = false;  // it carried a cancel signal
-  bool saw_cancel = false;   // that signal fired before the call returned
-};
-
-// Keeps what each downstream call carried. Thread-safe: a turn calls from
-// side threads too.
-class CallLog {
- public:
-  // Runs `run` as a client would run `call`: subscribed to its cancel signal.
-  template <typename Run>
-  auto Observe(std::string what, const core::Call& call, Run run) {
-    std::atomic<bool> fired{false};
-    core::CancelSubscription cancels(call.cancel, [&fired] { fired = true; });
-    auto result = run();
-    cancels.Reset();
-    absl::MutexLock lock(&mu_);
-    calls_.push_back({std::move(what), call.deadline, call.cancel != nullptr, fired.load()});
-    return result;
-  }
-  std::vector<SeenCall> calls() const {
-    absl::MutexLock lock(&mu_);
-    return calls_;
-  }
-  // The one call named `what`.
-  SeenCall Only(const std::string& what) const {
-    std::vector<SeenCall> found;
-    for (const SeenCall& call : calls()) {
-      if (call.what == what) found.push_back(call);
-    }
-    EXPECT_EQ(found.size(), 1u) << what;
-    return found.empty() ? SeenCall{} : found.front();
-  }
-
- private:
-  mutable absl::Mutex mu_;
-  std::vector<SeenCall> calls_ ABSL_GUARDED_BY(mu_);
-};
-
-class ObservedMemory final : public Memory {
- public:
-  ObservedMemory(Memory& inner, CallLog& log) : inner_(inner), log_(log) {}
-  absl::StatusOr<convpb::CreateConversationResponse> CreateConversation(
-      const core::Call& call, const convpb::CreateConversationRequest& request) override {
-    return log_.Observe("CreateConversation", call,
-                        [&] { return inner_.CreateConversation(call, request); });
-  }
-  absl::StatusOr<convpb::GetConversationResponse> GetConversation(
-      const core::Call& call, const convpb::GetConversationRequest& request) override {
-    return log_.Observe("GetConversation", call,
-                        [&] { return inner_.GetConversation(call, request); });
-  }
-  absl::StatusOr<convpb::ListConversationsResponse> ListConversations(
-      const core::Call& call, const convpb::ListConversationsRequest& request) override {
-    return log_.Observe("ListConversations", call,
-                        [&] { return inner_.ListConversations(call, request); });
-  }
-  absl::StatusOr<convpb::AppendMessageResponse> AppendMessage(
-      const core::Call& call, const convpb::AppendMessageRequest& request) override {
-    return log_.Observe("AppendMessage " + convpb::Role_Name(request.role()), call,
-                        [&] { return inner_.AppendMessage(call, request); });
-  }
-  absl::StatusOr<convpb::ListMessagesResponse> ListMessages(
-      const core::Call& call, const convpb::ListMessagesRequest& request) override {
-    return log_.Observe("ListMessages", call, [&] { return inner_.ListMessages(call, request); });
-  }
-  absl::StatusOr<convpb::GetContextWindowResponse> GetContextWindow(
-      const core::Call& call, const convpb::GetContextWindowRequest& request) override {
-    return log_.Observe("GetContextWindow", call,
-                        [&] { return inner_.GetContextWindow(call, request); });
-  }
-
- private:
-  Memory& inner_;
-  CallLog& log_;
-};
-
-class ObservedUnderstanding final : public Understanding {
- public:
-  ObservedUnderstanding(Understanding& inner, CallLog& log) : inner_(inner), log_(log) {}
-  absl::StatusOr<intentpb::AnalyzeIntentResponse> AnalyzeIntent(
-      const core::Call& call, const intentpb::AnalyzeIntentRequest& request) override {
-    return log_.Observe("AnalyzeIntent", call, [&] { return inner_.AnalyzeIntent(call, request); });
-  }
-
- private:
-  Understanding& inner_;
-  CallLog& log_;
-};
-
-// InvokeToolThen is the interface's own: it answers through InvokeTool.
-class ObservedTools final : public Tools {
- public:
-  ObservedTools(Tools& inner, CallLog& log) : inner_(inner), log_(log) {}
-  absl::StatusOr<execpb::ListToolsResponse> ListTools(
-      const core::Call& call, const execpb::ListToolsRequest& request) override {
-    return log_.Observe("ListTools", call, [&] { return inner_.ListTools(call, request); });
-  }
-  absl::StatusOr<execpb::InvokeToolResponse> InvokeTool(
-      const core::Call& call, const execpb::InvokeToolRequest& request) override {
-    return log_.Observe("InvokeTool " + request.tool_name(), call,
-                        [&] { return inner_.InvokeTool(call, request); });
-  }
-
- private:
-  Tools& inner_;
-  CallLog& log_;
-};
-
 // A runner on the fakes, each seen through the call log.
 struct ObservedHarness {
   explicit ObservedHarness(TurnOptions options = {}, llm::ChatModel* planner = nullptr)
@@ -527,7 +421,7 @@ struct ObservedHarness {
   FakeTools tools;
   MemoryFlowStore flows;
   FakeErrorLog errors;
-  CallLog log;
+  CallLog log{clock};
   ObservedMemory seen_memory{memory, log};
   ObservedUnderstanding seen_understanding{understanding, log};
   ObservedTools seen_tools{tools, log};
