@@ -18,10 +18,11 @@ namespace omniforge::testing {
 
 class MigratedDatabase final {
  public:
-  // Creates the database and applies `migrations` as `component`'s. Aborts
-  // the test program when the cluster is unreachable, a migration fails or
-  // no pool can be made.
-  MigratedDatabase(const std::string& component, const std::vector<pg::Migration>& migrations);
+  // Creates the database, applies `migrations` as `component`'s and opens a
+  // pool of `pool_size` connections. Aborts the test program when the
+  // cluster is unreachable, a migration fails or no pool can be made.
+  MigratedDatabase(const std::string& component, const std::vector<pg::Migration>& migrations,
+                   int pool_size = pg::PgOptions().pool_size);
 
   // As the cluster's superuser (the tests' own statements).
   const std::string& dsn() const { return db_.dsn(); }
