@@ -14,7 +14,6 @@
 #include "libs/core/thread_pool.h"
 #include "libs/llm/llm_config.h"
 #include "libs/llm/llm_factory.h"
-#include "libs/llm/usage_collection.h"
 #include "libs/mcp/mcp_config.h"
 #include "libs/mcp/registry.h"
 #include "libs/pg/migrate.h"
@@ -109,9 +108,11 @@ absl::Status MakeAgents(const Settings& s, ToolRuntime& runtime,
                         std::unique_ptr<llm::LlmClient>& llm_client,
                         std::unique_ptr<llm::ChatModel>& model, AgentFactory& agents) {
   if (s.llm.enabled()) {
-    // Each agent collects its own model calls and hands them to the planner
-    // with its next message (the orchestrator records them under the step).
-    auto made = llm::MakeLlmClient(s.llm, std::make_shared<llm::CollectingUsageSink>());
+    // Each agent gives its model calls their own usage
+    // (llm::CallContext::usage) and hands them to the planner with its next
+    // message (the orchestrator records them under the step): the client
+    // needs no sink.
+    auto made = llm::MakeLlmClient(s.llm, nullptr);
     if (!made.ok()) return made.status();
     llm_client = *std::move(made);
     if (!llm_client->HasProfile(s.llm_profile)) {

@@ -15,7 +15,6 @@
 #include "libs/core/thread_pool.h"
 #include "libs/llm/llm_config.h"
 #include "libs/llm/llm_factory.h"
-#include "libs/llm/usage_collection.h"
 #include "services/intent/src/grpc_service.h"
 #include "services/intent/src/labeled_data.h"
 
@@ -77,9 +76,10 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   std::unique_ptr<llm::LlmClient> client;
   std::unique_ptr<llm::ChatModel> model;
   if (s.llm.enabled()) {
-    // Each analysis collects its own model calls and returns them with the
-    // analysis (the orchestrator records them under its turn).
-    auto made = llm::MakeLlmClient(s.llm, std::make_shared<llm::CollectingUsageSink>());
+    // Each analysis gives its model calls their own usage
+    // (llm::CallContext::usage) and returns them with the analysis (the
+    // orchestrator records them under its turn): the client needs no sink.
+    auto made = llm::MakeLlmClient(s.llm, nullptr);
     if (!made.ok()) return made.status();
     client = *std::move(made);
     if (!client->HasProfile(s.llm_profile)) {

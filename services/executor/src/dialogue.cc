@@ -10,8 +10,7 @@ void ExecutorAgent::ProtocolError(const std::string& message) {
 
 void ExecutorAgent::Emit(DialogueEvent event) {
   event.turn = turns_;
-  event.model_calls = std::move(model_calls_);
-  model_calls_.clear();
+  event.model_calls = model_calls_.Take();
   if (event.final()) finished_ = true;
   sink_(std::move(event));
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "libs/core/identity.h"
+#include "libs/llm/recorded_calls.h"
 #include "libs/llm/usage.h"
 #include "services/executor/src/tool.h"
 
@@ -146,8 +147,9 @@ class ExecutorAgent {
   EventSink sink_;
   int turns_ = 0;
   std::vector<PartialResult> partials_;
-  // The model calls not yet handed on with an event (llm::ScopedUsageCollection).
-  std::vector<llm::UsageRecord> model_calls_;
+  // The model calls not yet handed on with an event: each model call of
+  // the dialogue is given it as its llm::CallContext::usage.
+  llm::RecordedCalls model_calls_;
   bool started_ = false;
   bool finished_ = false;
 };

@@ -7,7 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "libs/core/clock.h"
 #include "libs/llm/errors.h"
-#include "libs/llm/usage_collection.h"
+#include "libs/llm/recorded_calls.h"
 #include "services/executor/src/local_dialogue.h"
 #include "services/executor/src/step_bounds.h"
 
@@ -135,7 +135,7 @@ absl::StatusOr<llm::ChatResponse> LlmDialogue::AskModel() {
   context.deadline_micros = DeadlineMicros(deadline_);
   context.operation_type = "executor_turn";
   context.cancelled = [this] { return cancel_requested_.load(); };
-  const llm::ScopedUsageCollection collect(&model_calls_);
+  context.usage = &model_calls_;
   return model_.Complete(request, context);
 }
 

@@ -46,8 +46,8 @@ class LlmDialogue final : public ExecutorAgent {
   };
 
   void Run();
-  // One model call on the conversation so far, its usage collected for the
-  // planner.
+  // One model call on the conversation so far, its usage recorded in
+  // model_calls_ (its CallContext::usage) for the planner.
   absl::StatusOr<llm::ChatResponse> AskModel();
   // Runs one real tool call, or refuses it, and adds its result to the
   // conversation.

@@ -21,17 +21,12 @@
 #include "libs/llm/llm_config.h"
 #include "libs/llm/llm_factory.h"
 #include "libs/llm/testing/fake_provider.h"
-#include "libs/llm/usage_collection.h"
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
 #include "services/executor/src/local_dialogue.h"
 #include "services/executor/src/pg_invocation_ledger.h"
 #include "services/executor/src/platform_tools.h"
-#include "tests/support/test_database.h"
-
-namespace omniforge::pg {
-const std::vector<Migration>& ExecutorMigrations();
-}
+#include "services/executor/tests/platform_runtime.h"
 
 namespace omniforge::executor {
 namespace {
@@ -82,35 +77,20 @@ class ScriptedModel final : public llm::ChatModel {
 
 class LlmDialogueTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    database_ = new testing::TestDatabase();
-    ASSERT_TRUE(pg::ApplyMigrations(database_->dsn(), "executor", pg::ExecutorMigrations()).ok());
-    pool_ = pg::PgPool::Create({.dsn = database_->dsn(), .pool_size = 2})->release();
-    tools_ = new PlatformTools(*pool_);
-    catalog_ = new ToolCatalog();
-    ASSERT_TRUE(catalog_->AddProvider(*tools_).ok());
-    ledger_ = new PgInvocationLedger(*pool_);
-    runtime_ = new ToolRuntime(*catalog_, ledger_);
-  }
-  static void TearDownTestSuite() {
-    delete runtime_;
-    delete ledger_;
-    delete catalog_;
-    delete tools_;
-    delete pool_;
-    delete database_;
-  }
+  static void SetUpTestSuite() { platform_ = new testing::PlatformRuntime(2); }
+  static void TearDownTestSuite() { delete platform_; }
 
   void SetUp() override {
     who_ = {"acme", "user-" + core::NewUuid()};
-    dialogue_ = std::make_unique<LlmDialogue>(
-        model_, *runtime_, who_, std::chrono::system_clock::now() + std::chrono::seconds(30),
-        [this](DialogueEvent e) { events_.push_back(std::move(e)); });
+    dialogue_ =
+        std::make_unique<LlmDialogue>(model_, platform_->runtime, who_,
+                                      std::chrono::system_clock::now() + std::chrono::seconds(30),
+                                      [this](DialogueEvent e) { events_.push_back(std::move(e)); });
   }
 
   Json Tool(const std::string& name, const Json& args) {
-    auto out = runtime_->Invoke(who_, {name, args.dump(), ""},
-                                std::chrono::system_clock::now() + std::chrono::seconds(5));
+    auto out = platform_->runtime.Invoke(
+        who_, {name, args.dump(), ""}, std::chrono::system_clock::now() + std::chrono::seconds(5));
     EXPECT_TRUE(out.ok() && !out->is_error) << name;
     return out.ok() ? Json::parse(out->result_json) : Json();
   }
@@ -135,7 +115,8 @@ class LlmDialogueTest : public ::testing::Test {
 
   std::unique_ptr<LlmDialogue> NewDialogue(llm::ChatModel& model) {
     return std::make_unique<LlmDialogue>(
-        model, *runtime_, who_, std::chrono::system_clock::now() + std::chrono::seconds(30),
+        model, platform_->runtime, who_,
+        std::chrono::system_clock::now() + std::chrono::seconds(30),
         [this](DialogueEvent e) { events_.push_back(std::move(e)); });
   }
 
@@ -170,7 +151,7 @@ class LlmDialogueTest : public ::testing::Test {
     EXPECT_TRUE(reader.ok()) << reader.status();
     auto config = llm::ReadLlmConfig(*reader);
     EXPECT_TRUE(config.ok()) << config.status();
-    auto client = llm::MakeLlmClient(*config, std::make_shared<llm::CollectingUsageSink>());
+    auto client = llm::MakeLlmClient(*config, nullptr);
     EXPECT_TRUE(client.ok()) << client.status();
     out.client = std::move(*client);
     out.model = out.client->ForProfile("balanced");
@@ -186,24 +167,14 @@ class LlmDialogueTest : public ::testing::Test {
     return rule;
   }
 
-  static testing::TestDatabase* database_;
-  static pg::PgPool* pool_;
-  static PlatformTools* tools_;
-  static ToolCatalog* catalog_;
-  static PgInvocationLedger* ledger_;
-  static ToolRuntime* runtime_;
+  static testing::PlatformRuntime* platform_;
   core::Identity who_;
   ScriptedModel model_;
   std::vector<DialogueEvent> events_;
   std::unique_ptr<LlmDialogue> dialogue_;
 };
 
-testing::TestDatabase* LlmDialogueTest::database_ = nullptr;
-pg::PgPool* LlmDialogueTest::pool_ = nullptr;
-PlatformTools* LlmDialogueTest::tools_ = nullptr;
-ToolCatalog* LlmDialogueTest::catalog_ = nullptr;
-PgInvocationLedger* LlmDialogueTest::ledger_ = nullptr;
-ToolRuntime* LlmDialogueTest::runtime_ = nullptr;
+testing::PlatformRuntime* LlmDialogueTest::platform_ = nullptr;
 
 TEST_F(LlmDialogueTest, OneTurnCompletion) {
   model_.ThenCall(
@@ -317,7 +288,7 @@ TEST_F(LlmDialogueTest, MaxTurnsModelFailureAndCancel) {
     return llm::LlmError(llm::LlmErrorKind::kRateLimited, "slow down");
   });
   events_.clear();
-  LlmDialogue broken(failing, *runtime_, who_,
+  LlmDialogue broken(failing, platform_->runtime, who_,
                      std::chrono::system_clock::now() + std::chrono::seconds(30),
                      [this](DialogueEvent e) { events_.push_back(std::move(e)); });
   broken.Start(Step());
@@ -327,7 +298,7 @@ TEST_F(LlmDialogueTest, MaxTurnsModelFailureAndCancel) {
   ScriptedModel asking;
   asking.ThenCall({{"ask_planner", {{"question", "which?"}}}});
   events_.clear();
-  LlmDialogue waiting(asking, *runtime_, who_,
+  LlmDialogue waiting(asking, platform_->runtime, who_,
                       std::chrono::system_clock::now() + std::chrono::seconds(30),
                       [this](DialogueEvent e) { events_.push_back(std::move(e)); });
   waiting.Start(Step());
@@ -364,11 +335,12 @@ TEST_F(LlmDialogueTest, ThroughTheLlmClientAndTheFakeProvider) {
   ASSERT_TRUE(reader.ok()) << reader.status();
   auto config = llm::ReadLlmConfig(*reader);
   ASSERT_TRUE(config.ok()) << config.status();
-  // As the service runs: the agent collects its own model calls.
-  auto client = llm::MakeLlmClient(*config, std::make_shared<llm::CollectingUsageSink>());
+  // As the service runs: no sink of the client's own, the agent gives its
+  // model calls their usage (llm::CallContext::usage).
+  auto client = llm::MakeLlmClient(*config, nullptr);
   ASSERT_TRUE(client.ok()) << client.status();
   auto model = (*client)->ForProfile("balanced");
-  LlmDialogue dialogue(*model, *runtime_, who_,
+  LlmDialogue dialogue(*model, platform_->runtime, who_,
                        std::chrono::system_clock::now() + std::chrono::seconds(30),
                        [this](DialogueEvent e) { events_.push_back(std::move(e)); });
   dialogue.Start(Step());
@@ -570,7 +542,7 @@ TEST_F(LlmDialogueTest, AReRunStepWithOtherCallIdsRepeatsNoWrite) {
   EXPECT_EQ(Tool("list_runs", Json::object())["count"], 1);
   // The keys are the step's and the writes' order: a direct call with the
   // second write's key is a replay.
-  auto replay = runtime_->Invoke(
+  auto replay = platform_->runtime.Invoke(
       who_,
       {"run_agent", R"({"agent": "digest", "input": {"week": 12}})", a.idempotency_key + ":w1"},
       std::chrono::system_clock::now() + std::chrono::seconds(5));
@@ -586,7 +558,8 @@ TEST_F(LlmDialogueTest, TheLocalAndTheModelsAgentKeyWritesAlike) {
   a.approved_targets_only = true;
   a.tool_calls = {{"list_agents", "{}"}, {"run_agent", R"({"agent": "reporter"})"}};
   a.idempotency_key = "plan:" + core::NewUuid() + ":s2";
-  LocalDialogue local(*runtime_, who_, std::chrono::system_clock::now() + std::chrono::seconds(30),
+  LocalDialogue local(platform_->runtime, who_,
+                      std::chrono::system_clock::now() + std::chrono::seconds(30),
                       [this](DialogueEvent e) { events_.push_back(std::move(e)); });
   local.Start(a);
   ASSERT_EQ(Last().kind, Kind::kComplete) << Last().message;

@@ -13,11 +13,7 @@
 #include "libs/pg/pool.h"
 #include "services/executor/src/pg_invocation_ledger.h"
 #include "services/executor/src/platform_tools.h"
-#include "tests/support/test_database.h"
-
-namespace omniforge::pg {
-const std::vector<Migration>& ExecutorMigrations();
-}
+#include "services/executor/tests/platform_runtime.h"
 
 namespace omniforge::executor {
 namespace {
@@ -29,35 +25,19 @@ using Kind = DialogueEvent::Kind;
 
 class LocalDialogueTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    database_ = new testing::TestDatabase();
-    ASSERT_TRUE(pg::ApplyMigrations(database_->dsn(), "executor", pg::ExecutorMigrations()).ok());
-    pool_ = pg::PgPool::Create({.dsn = database_->dsn(), .pool_size = 2})->release();
-    tools_ = new PlatformTools(*pool_);
-    catalog_ = new ToolCatalog();
-    ASSERT_TRUE(catalog_->AddProvider(*tools_).ok());
-    ledger_ = new PgInvocationLedger(*pool_);
-    runtime_ = new ToolRuntime(*catalog_, ledger_);
-  }
-  static void TearDownTestSuite() {
-    delete runtime_;
-    delete ledger_;
-    delete catalog_;
-    delete tools_;
-    delete pool_;
-    delete database_;
-  }
+  static void SetUpTestSuite() { platform_ = new testing::PlatformRuntime(2); }
+  static void TearDownTestSuite() { delete platform_; }
 
   void SetUp() override {
     who_ = {"acme", "user-" + core::NewUuid()};
     dialogue_ = std::make_unique<LocalDialogue>(
-        *runtime_, who_, std::chrono::system_clock::now() + std::chrono::seconds(30),
+        platform_->runtime, who_, std::chrono::system_clock::now() + std::chrono::seconds(30),
         [this](DialogueEvent e) { events_.push_back(std::move(e)); });
   }
 
   Json Tool(const std::string& name, const Json& args) {
-    auto out = runtime_->Invoke(who_, {name, args.dump(), ""},
-                                std::chrono::system_clock::now() + std::chrono::seconds(5));
+    auto out = platform_->runtime.Invoke(
+        who_, {name, args.dump(), ""}, std::chrono::system_clock::now() + std::chrono::seconds(5));
     EXPECT_TRUE(out.ok() && !out->is_error) << name;
     return out.ok() ? Json::parse(out->result_json) : Json();
   }
@@ -81,23 +61,13 @@ class LocalDialogueTest : public ::testing::Test {
   }
   const DialogueEvent& Last() const { return events_.back(); }
 
-  static testing::TestDatabase* database_;
-  static pg::PgPool* pool_;
-  static PlatformTools* tools_;
-  static ToolCatalog* catalog_;
-  static PgInvocationLedger* ledger_;
-  static ToolRuntime* runtime_;
+  static testing::PlatformRuntime* platform_;
   core::Identity who_;
   std::vector<DialogueEvent> events_;
   std::unique_ptr<LocalDialogue> dialogue_;
 };
 
-testing::TestDatabase* LocalDialogueTest::database_ = nullptr;
-pg::PgPool* LocalDialogueTest::pool_ = nullptr;
-PlatformTools* LocalDialogueTest::tools_ = nullptr;
-ToolCatalog* LocalDialogueTest::catalog_ = nullptr;
-PgInvocationLedger* LocalDialogueTest::ledger_ = nullptr;
-ToolRuntime* LocalDialogueTest::runtime_ = nullptr;
+testing::PlatformRuntime* LocalDialogueTest::platform_ = nullptr;
 
 TEST_F(LocalDialogueTest, OneCallCompletesInOneTurn) {
   Tool("create_agent", {{"name", "digest"}, {"description", "d"}});
@@ -160,7 +130,8 @@ TEST_F(LocalDialogueTest, AnswerByNumberAndASingleMatchNeedsNoQuestion) {
   Tool("create_agent", {{"name", "sales-digest"}, {"description", "d"}});
   Tool("create_agent", {{"name", "sales-alerts"}, {"description", "d"}});
   events_.clear();
-  LocalDialogue second(*runtime_, who_, std::chrono::system_clock::now() + std::chrono::seconds(30),
+  LocalDialogue second(platform_->runtime, who_,
+                       std::chrono::system_clock::now() + std::chrono::seconds(30),
                        [this](DialogueEvent e) { events_.push_back(std::move(e)); });
   second.Start(Step({{"get_agent", R"({"agent": "sales"})"}}));
   ASSERT_EQ(Last().kind, Kind::kQuestion) << Last().message;
@@ -191,7 +162,8 @@ TEST_F(LocalDialogueTest, ToolErrorEndsTheStepWithIt) {
   EXPECT_TRUE(Last().partial_results[1].is_error);
 
   events_.clear();
-  LocalDialogue bad(*runtime_, who_, std::chrono::system_clock::now() + std::chrono::seconds(30),
+  LocalDialogue bad(platform_->runtime, who_,
+                    std::chrono::system_clock::now() + std::chrono::seconds(30),
                     [this](DialogueEvent e) { events_.push_back(std::move(e)); });
   bad.Start(Step({{"get_run", R"({"run_id": "nope"})"}}));
   EXPECT_EQ(Last().error, DialogueError::kToolFailed);
@@ -242,7 +214,8 @@ TEST_F(LocalDialogueTest, WritesNeedApprovalAndBadAssignmentsRunNothing) {
   };
   for (const Case& c : cases) {
     events_.clear();
-    LocalDialogue d(*runtime_, who_, std::chrono::system_clock::now() + std::chrono::seconds(30),
+    LocalDialogue d(platform_->runtime, who_,
+                    std::chrono::system_clock::now() + std::chrono::seconds(30),
                     [this](DialogueEvent e) { events_.push_back(std::move(e)); });
     d.Start(c.a);
     ASSERT_EQ(events_.size(), 1u) << c.message;
@@ -259,7 +232,8 @@ TEST_F(LocalDialogueTest, AReRunStepWithItsKeyRepeatsNoWrite) {
   ASSERT_EQ(Last().kind, Kind::kComplete);
   const std::string first = Last().result_json;
   events_.clear();
-  LocalDialogue again(*runtime_, who_, std::chrono::system_clock::now() + std::chrono::seconds(30),
+  LocalDialogue again(platform_->runtime, who_,
+                      std::chrono::system_clock::now() + std::chrono::seconds(30),
                       [this](DialogueEvent e) { events_.push_back(std::move(e)); });
   again.Start(a);
   ASSERT_EQ(Last().kind, Kind::kComplete);
@@ -267,8 +241,8 @@ TEST_F(LocalDialogueTest, AReRunStepWithItsKeyRepeatsNoWrite) {
   EXPECT_EQ(Tool("list_runs", Json::object())["count"], 1);
   // The write's key is the step's and its place among the step's writes.
   auto replay =
-      runtime_->Invoke(who_, {"run_agent", R"({"agent": "reporter"})", "plan-1/step-2:w0"},
-                       std::chrono::system_clock::now() + std::chrono::seconds(5));
+      platform_->runtime.Invoke(who_, {"run_agent", R"({"agent": "reporter"})", "plan-1/step-2:w0"},
+                                std::chrono::system_clock::now() + std::chrono::seconds(5));
   ASSERT_TRUE(replay.ok()) << replay.status();
   EXPECT_TRUE(replay->deduplicated);
 }
@@ -292,7 +266,8 @@ TEST_F(LocalDialogueTest, ApprovedTargetsOnlyRunsThePlannedWritesOnTheirNames) {
     Assignment guess = Step({{"run_agent", R"({"agent": "sales"})"}}, /*writes=*/true);
     guess.approved_targets_only = targets_only;
     events_.clear();
-    LocalDialogue d(*runtime_, who_, std::chrono::system_clock::now() + std::chrono::seconds(30),
+    LocalDialogue d(platform_->runtime, who_,
+                    std::chrono::system_clock::now() + std::chrono::seconds(30),
                     [this](DialogueEvent e) { events_.push_back(std::move(e)); });
     d.Start(guess);
     if (targets_only) {

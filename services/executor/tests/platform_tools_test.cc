@@ -14,11 +14,7 @@
 #include "libs/pg/pool.h"
 #include "services/executor/src/pg_invocation_ledger.h"
 #include "services/executor/src/tool_runtime.h"
-#include "tests/support/test_database.h"
-
-namespace omniforge::pg {
-const std::vector<Migration>& ExecutorMigrations();
-}
+#include "services/executor/tests/platform_runtime.h"
 
 namespace omniforge::executor {
 namespace {
@@ -28,32 +24,13 @@ using Json = nlohmann::json;
 
 class PlatformToolsTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    database_ = new testing::TestDatabase();
-    auto applied = pg::ApplyMigrations(database_->dsn(), "executor", pg::ExecutorMigrations());
-    ASSERT_TRUE(applied.ok()) << applied.status();
-    auto pool = pg::PgPool::Create({.dsn = database_->dsn(), .pool_size = 4});
-    ASSERT_TRUE(pool.ok()) << pool.status();
-    pool_ = pool->release();
-    tools_ = new PlatformTools(*pool_);
-    catalog_ = new ToolCatalog();
-    ASSERT_TRUE(catalog_->AddProvider(*tools_).ok());
-    ledger_ = new PgInvocationLedger(*pool_);
-    runtime_ = new ToolRuntime(*catalog_, ledger_);
-  }
-  static void TearDownTestSuite() {
-    delete runtime_;
-    delete ledger_;
-    delete catalog_;
-    delete tools_;
-    delete pool_;
-    delete database_;
-  }
+  static void SetUpTestSuite() { platform_ = new testing::PlatformRuntime(4); }
+  static void TearDownTestSuite() { delete platform_; }
 
   absl::StatusOr<InvokeOutcome> Call(const core::Identity& who, const std::string& tool,
                                      const Json& args, const std::string& key = "") {
-    return runtime_->Invoke(who, {tool, args.dump(), key},
-                            std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return platform_->runtime.Invoke(who, {tool, args.dump(), key},
+                                     std::chrono::system_clock::now() + std::chrono::seconds(10));
   }
 
   // The result of a call that must succeed without a tool error.
@@ -82,7 +59,7 @@ class PlatformToolsTest : public ::testing::Test {
   }
 
   int64_t Count(const std::string& sql) {
-    pqxx::connection conn(database_->dsn());
+    pqxx::connection conn(platform_->database.dsn());
     pqxx::work tx(conn);
     return tx.exec1(sql)[0].as<int64_t>();
   }
@@ -91,20 +68,10 @@ class PlatformToolsTest : public ::testing::Test {
     return {tenant, "user-" + core::NewUuid()};
   }
 
-  static testing::TestDatabase* database_;
-  static pg::PgPool* pool_;
-  static PlatformTools* tools_;
-  static ToolCatalog* catalog_;
-  static PgInvocationLedger* ledger_;
-  static ToolRuntime* runtime_;
+  static testing::PlatformRuntime* platform_;
 };
 
-testing::TestDatabase* PlatformToolsTest::database_ = nullptr;
-pg::PgPool* PlatformToolsTest::pool_ = nullptr;
-PlatformTools* PlatformToolsTest::tools_ = nullptr;
-ToolCatalog* PlatformToolsTest::catalog_ = nullptr;
-PgInvocationLedger* PlatformToolsTest::ledger_ = nullptr;
-ToolRuntime* PlatformToolsTest::runtime_ = nullptr;
+testing::PlatformRuntime* PlatformToolsTest::platform_ = nullptr;
 
 TEST_F(PlatformToolsTest, AgentLifecycle) {
   const auto alice = Fresh();
@@ -200,7 +167,7 @@ TEST_F(PlatformToolsTest, RowLevelSecurityHidesOtherTenantsFromTheAppRole) {
   const auto alice = Fresh("initech");
   Ok(alice, "create_agent", {{"name", "rls"}, {"description", "x"}});
   Ok(alice, "create_project", {{"name", "rls project"}});
-  pqxx::connection conn(database_->dsn());
+  pqxx::connection conn(platform_->database.dsn());
   pqxx::work tx(conn);
   tx.exec("SET ROLE omniforge_app");
   tx.exec("SELECT set_config('app.tenant_id', 'someone-else', true)");
@@ -215,7 +182,7 @@ TEST_F(PlatformToolsTest, ReadFunctionsRunWithTheCallersRights) {
   // The read tools are functions (migration 0003). One running with its
   // owner's rights would read as the tables' owner, whom row-level security
   // does not restrict: each must run as the application role that calls it.
-  pqxx::connection conn(database_->dsn());
+  pqxx::connection conn(platform_->database.dsn());
   pqxx::work tx(conn);
   const pqxx::row row = tx.exec1(
       "SELECT count(*), count(*) FILTER (WHERE prosecdef) FROM pg_proc WHERE pronamespace = "
@@ -443,7 +410,7 @@ TEST_F(PlatformToolsTest, HighRiskToolsAreFlagged) {
   auto created = Call(alice, "create_skill", {{"name", "s"}, {"description", "d"}});
   EXPECT_EQ(created->risk, ToolRisk::kWrite);
   std::vector<std::string> high;
-  for (const auto& spec : catalog_->List()) {
+  for (const auto& spec : platform_->catalog.List()) {
     if (spec.risk == ToolRisk::kHigh) high.push_back(spec.name);
   }
   EXPECT_THAT(high, ::testing::ElementsAre("delete_agent"));
@@ -451,7 +418,7 @@ TEST_F(PlatformToolsTest, HighRiskToolsAreFlagged) {
 
 TEST_F(PlatformToolsTest, APassedDeadlineWritesNothing) {
   const auto alice = Fresh();
-  auto late = runtime_->Invoke(
+  auto late = platform_->runtime.Invoke(
       alice, {"create_agent", R"({"name": "late", "description": "d"})", "late-key"},
       std::chrono::system_clock::now() - std::chrono::milliseconds(1));
   EXPECT_TRUE(absl::IsDeadlineExceeded(late.status()));
@@ -468,7 +435,7 @@ TEST_F(PlatformToolsTest, OldIdempotencyRecordsArePurgedAcrossTenants) {
   ASSERT_TRUE(Call(bob, "list_agents", Json::object(), "old-b").ok());
   ASSERT_TRUE(Call(alice, "list_agents", Json::object(), "recent-a").ok());
   {
-    pqxx::connection conn(database_->dsn());
+    pqxx::connection conn(platform_->database.dsn());
     pqxx::work tx(conn);
     tx.exec(
         "UPDATE platform.tool_invocations SET completed_at = now() - interval '10 days' "
@@ -476,7 +443,8 @@ TEST_F(PlatformToolsTest, OldIdempotencyRecordsArePurgedAcrossTenants) {
     tx.commit();
   }
   auto purged =
-      PurgeInvocations(*pool_, std::chrono::system_clock::now() - std::chrono::hours(24 * 7), 100);
+      PurgeInvocations(platform_->database.pool(),
+                       std::chrono::system_clock::now() - std::chrono::hours(24 * 7), 100);
   ASSERT_TRUE(purged.ok()) << purged.status();
   EXPECT_EQ(*purged, 2);
   EXPECT_EQ(Count("SELECT count(*) FROM platform.tool_invocations WHERE idempotency_key IN "

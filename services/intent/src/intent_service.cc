@@ -4,7 +4,7 @@
 #include "libs/core/clock.h"
 #include "libs/core/logging.h"
 #include "libs/llm/errors.h"
-#include "libs/llm/usage_collection.h"
+#include "libs/llm/recorded_calls.h"
 #include "services/intent/src/clarify.h"
 #include "services/intent/src/keywords.h"
 
@@ -102,12 +102,10 @@ IntentAnalysis IntentService::Finish(const IntentRequest& request, LocalResult l
   if (!WillCallLlm(local)) {
     analysis = std::move(local.analysis);
   } else {
-    std::vector<llm::UsageRecord> model_calls;
-    absl::StatusOr<IntentAnalysis> answer = absl::UnknownError("not asked");
-    {
-      const llm::ScopedUsageCollection collect(&model_calls);
-      answer = AnalyzeWithLlm(*llm_, request, local, llm_options_);
-    }
+    // This request's model calls, and only its own, whatever else runs.
+    llm::RecordedCalls model_calls;
+    absl::StatusOr<IntentAnalysis> answer =
+        AnalyzeWithLlm(*llm_, request, local, llm_options_, &model_calls);
     if (answer.ok()) {
       analysis = *std::move(answer);
     } else {
@@ -118,7 +116,7 @@ IntentAnalysis IntentService::Finish(const IntentRequest& request, LocalResult l
            {"error", std::string(answer.status().message())}});
       analysis = KeywordFallback(request, local, answer.status());
     }
-    analysis.model_calls = std::move(model_calls);
+    analysis.model_calls = model_calls.Take();
   }
   ApplyClarification(request, analysis);
   analysis.latency_ms = static_cast<double>(core::NowMicros() - start_micros) / 1000.0;

@@ -179,9 +179,11 @@ llm::ChatRequest BuildIntentRequest(const IntentRequest& request, const LocalRes
 
 absl::StatusOr<IntentAnalysis> AnalyzeWithLlm(llm::ChatModel& model, const IntentRequest& request,
                                               const LocalResult& local,
-                                              const LlmLayerOptions& options) {
+                                              const LlmLayerOptions& options,
+                                              llm::CallUsage* usage) {
   llm::CallContext context;
   context.operation_type = "intent_analysis";
+  context.usage = usage;
   context.deadline_micros = core::NowMicros() + options.timeout_ms * 1000;
   auto result =
       llm::CompleteStructured(model, BuildIntentRequest(request, local, options), context);

@@ -34,9 +34,12 @@ llm::ChatRequest BuildIntentRequest(const IntentRequest& request, const LocalRes
                                     const LlmLayerOptions& options);
 
 // The model's analysis (source kLlm, cost_usd set). Errors are the model's
-// (an llm::LlmError payload says which kind) or kInvalidOutput.
+// (an llm::LlmError payload says which kind) or kInvalidOutput. Each model
+// call made (a repair round's too) is recorded in `usage` (null: the
+// client's own sink), answered or not.
 absl::StatusOr<IntentAnalysis> AnalyzeWithLlm(llm::ChatModel& model, const IntentRequest& request,
                                               const LocalResult& local,
-                                              const LlmLayerOptions& options);
+                                              const LlmLayerOptions& options,
+                                              llm::CallUsage* usage);
 
 }  // namespace omniforge::intent

@@ -80,9 +80,9 @@ struct IntentAnalysis {
   // The clarify-or-proceed decision (clarify.h); when needed, is_ambiguous
   // is set and clarifying_question names what is missing.
   Clarification clarification;
-  // The model calls the analysis made, in order, answered or not (those of
-  // a client whose usage sink is an llm::CollectingUsageSink; none when the
-  // local model was sure).
+  // The model calls the analysis made, in order, answered or not (given
+  // with each call as its llm::CallContext::usage; none when the local
+  // model was sure).
   std::vector<llm::UsageRecord> model_calls;
 };
 

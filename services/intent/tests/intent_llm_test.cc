@@ -11,7 +11,6 @@
 #include "libs/llm/llm_config.h"
 #include "libs/llm/llm_factory.h"
 #include "libs/llm/testing/fake_provider.h"
-#include "libs/llm/usage_collection.h"
 #include "services/intent/src/clarify.h"
 #include "services/intent/src/intent_service.h"
 #include "services/intent/src/labeled_data.h"
@@ -66,8 +65,9 @@ class IntentLlmTest : public ::testing::Test {
     ASSERT_TRUE(reader.ok()) << reader.status();
     auto config = llm::ReadLlmConfig(*reader);
     ASSERT_TRUE(config.ok()) << config.status();
-    // As the service runs: each analysis collects its own model calls.
-    auto client = llm::MakeLlmClient(*config, std::make_shared<llm::CollectingUsageSink>());
+    // As the service runs: no sink of the client's own, each analysis gives
+    // its model calls their usage (llm::CallContext::usage).
+    auto client = llm::MakeLlmClient(*config, nullptr);
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = *std::move(client);
     model_ = client_->ForProfile("speed");

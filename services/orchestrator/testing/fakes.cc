@@ -144,20 +144,40 @@ FakeUnderstanding::Answer FakeUnderstanding::Always(intentpb::ActionType action,
   });
 }
 
+FakeUnderstanding::Answer FakeUnderstanding::DeleteOfAlphaOrBeta() {
+  return [](const intentpb::AnalyzeIntentRequest& request) {
+    intentpb::IntentAnalysis analysis;
+    analysis.set_action_type(intentpb::ACTION_TYPE_MANAGE_PLATFORM);
+    analysis.set_confidence(0.95f);
+    analysis.set_source(intentpb::INTENT_SOURCE_FAST_PATH);
+    const bool beta = request.message().find("beta") != std::string::npos;
+    (*analysis.mutable_entities())["agent_name"] = beta ? "beta-digest" : "alpha-reports";
+    return absl::StatusOr<intentpb::IntentAnalysis>(analysis);
+  };
+}
+
 absl::StatusOr<intentpb::AnalyzeIntentResponse> FakeUnderstanding::AnalyzeIntent(
     const core::Call&, const intentpb::AnalyzeIntentRequest& request) {
   std::function<void()> hook;
+  intentpb::AnalyzeIntentResponse response;
   {
     absl::MutexLock lock(&mu_);
     requests_.push_back(request);
     hook = on_call_;
+    for (const ::omniforge::llm::v1::ModelCall& made : model_calls_) {
+      *response.add_model_calls() = made;
+    }
   }
   if (hook) hook();
   absl::StatusOr<intentpb::IntentAnalysis> analysis = answer_(request);
   if (!analysis.ok()) return analysis.status();
-  intentpb::AnalyzeIntentResponse response;
   *response.mutable_analysis() = *std::move(analysis);
   return response;
+}
+
+void FakeUnderstanding::AnswerWithCalls(std::vector<::omniforge::llm::v1::ModelCall> calls) {
+  absl::MutexLock lock(&mu_);
+  model_calls_ = std::move(calls);
 }
 
 std::vector<intentpb::AnalyzeIntentRequest> FakeUnderstanding::requests() const {

@@ -2,7 +2,8 @@
 // stages without gRPC, PostgreSQL or threads of their own: conversation
 // storage (FakeMemory), the intent service (FakeUnderstanding), the
 // executor (FakeTools), the flow store, the error log, the clock and the
-// event stream. Each records what it was asked, and can be told to fail.
+// event stream. Each records what it was asked, and can be told to fail
+// (observed_calls.h logs the core::Call each call comes with).
 // Thread-safe: a turn calls some of them from side threads.
 #pragma once
 
@@ -16,6 +17,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "libs/core/clock.h"
+#include "omniforge/llm/v1/model_call.pb.h"
 #include "services/orchestrator/downstream/downstream.h"
 #include "services/orchestrator/flow/flow_store.h"
 #include "services/orchestrator/turn/error_log.h"
@@ -78,8 +80,9 @@ class FakeMemory final : public Memory {
   int appends_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// The intent service: answers every request with `analysis` (or what
-// `answer` makes of the request), and keeps the requests.
+// The intent service: answers every request with what `answer` makes of
+// it (and the model calls it was told the analysis made), and keeps the
+// requests.
 class FakeUnderstanding final : public Understanding {
  public:
   using Answer = std::function<absl::StatusOr<intentpb::IntentAnalysis>(
@@ -88,16 +91,23 @@ class FakeUnderstanding final : public Understanding {
   // Answers with this action type (and entities) whatever the message.
   static Answer Always(intentpb::ActionType action,
                        std::map<std::string, std::string> entities = {});
+  // Reads every message as a delete (MANAGE_PLATFORM) of the agent it
+  // names: beta-digest when it says "beta", else alpha-reports.
+  static Answer DeleteOfAlphaOrBeta();
 
   absl::StatusOr<intentpb::AnalyzeIntentResponse> AnalyzeIntent(
       const core::Call& call, const intentpb::AnalyzeIntentRequest& request) override;
   std::vector<intentpb::AnalyzeIntentRequest> requests() const;
   // Runs before each answer (e.g. a test moving a fake clock).
   void OnCall(std::function<void()> hook);
+  // Every answer carries these model calls, as the service reports those
+  // its analysis made.
+  void AnswerWithCalls(std::vector<::omniforge::llm::v1::ModelCall> calls);
 
  private:
   Answer answer_;
   mutable absl::Mutex mu_;
+  std::vector<::omniforge::llm::v1::ModelCall> model_calls_ ABSL_GUARDED_BY(mu_);
   std::vector<intentpb::AnalyzeIntentRequest> requests_ ABSL_GUARDED_BY(mu_);
   std::function<void()> on_call_ ABSL_GUARDED_BY(mu_);
 };

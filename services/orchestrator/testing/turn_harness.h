@@ -1,6 +1,8 @@
 // One TurnRunner on the fakes of this folder, for unit tests of the turn's
 // stages: every collaborator is a fake the test reads or steers, time is a
-// FakeClock, model calls are recorded in RecordingUsage and the gate's
+// FakeClock, every downstream call is logged with its core::Call in
+// `calls` (observed_calls.h), flow states are kept in a FakeFlowStore (which can be told to
+// fail), model calls are recorded in RecordingUsage and the gate's
 // decisions in a MemoryApprovalAudit. With plans
 // on, plans are made from the local templates (or by the planner model),
 // kept in a FakePlanStore and carried out by FakeStepExecutors.
@@ -14,14 +16,15 @@
 #include <vector>
 
 #include "services/orchestrator/approvals/memory_approval_audit.h"
-#include "services/orchestrator/flow/memory_flow_store.h"
 #include "services/orchestrator/flow/routing.h"
 #include "services/orchestrator/plans/plan_advisor.h"
 #include "services/orchestrator/plans/plan_engine.h"
 #include "services/orchestrator/plans/plan_generator.h"
+#include "services/orchestrator/testing/fake_flow_store.h"
 #include "services/orchestrator/testing/fake_plan_store.h"
 #include "services/orchestrator/testing/fake_step_executors.h"
 #include "services/orchestrator/testing/fakes.h"
+#include "services/orchestrator/testing/observed_calls.h"
 #include "services/orchestrator/testing/recording_usage.h"
 #include "services/orchestrator/usage/usage_meter.h"
 
@@ -65,8 +68,9 @@ struct TurnHarness {
       advisor = std::make_unique<PlanAdvisor>(review_model.get(), plan_model.get());
       engine = std::make_unique<PlanEngine>(plan_store, executors, *generator, *advisor);
     }
-    runner = std::make_unique<TurnRunner>(memory, understanding, tools, setup.options,
-                                          setup.planner, &flows, &errors, engine.get());
+    runner =
+        std::make_unique<TurnRunner>(seen_memory, seen_understanding, seen_tools, setup.options,
+                                     setup.planner, &seen_flows, &errors, engine.get());
   }
 
   // A request with these words in `conversation_id` (empty: a new one).
@@ -106,7 +110,7 @@ struct TurnHarness {
   std::optional<FlowState> Flow(const std::string& flow_id,
                                 const core::Identity& who = kAlice) const {
     absl::StatusOr<FlowState> state =
-        flows.Load(core::Call{who, clock.Now() + std::chrono::seconds(1)}, flow_id);
+        flows.Kept(core::Call{who, clock.Now() + std::chrono::seconds(1)}, flow_id);
     return state.ok() ? std::optional<FlowState>(*std::move(state)) : std::nullopt;
   }
   // The state of the flow the conversation's last reply belongs to, as a
@@ -122,7 +126,13 @@ struct TurnHarness {
   FakeMemory memory;
   FakeUnderstanding understanding;
   FakeTools tools;
-  mutable MemoryFlowStore flows;
+  mutable FakeFlowStore flows;
+  // What the runner is given: the fakes, each seen through `calls`.
+  CallLog calls{clock};
+  ObservedMemory seen_memory{memory, calls};
+  ObservedUnderstanding seen_understanding{understanding, calls};
+  ObservedTools seen_tools{tools, calls};
+  ObservedFlowStore seen_flows{flows, calls};
   FakeErrorLog errors;
   RecordingUsage usage;
   MemoryApprovalAudit audit;

@@ -12,9 +12,8 @@
 
 #include "libs/core/call_deadline.h"
 #include "libs/pg/migrate.h"
-#include "libs/pg/pool.h"
 #include "services/orchestrator/tests/approval_audit_contract.h"
-#include "tests/support/test_database.h"
+#include "tests/support/migrated_database.h"
 
 namespace omniforge::pg {
 const std::vector<Migration>& OrchestratorMigrations();
@@ -27,42 +26,15 @@ namespace execpb = ::omniforge::executor::v1;
 namespace pb = ::omniforge::orchestrator::v1;
 
 // One migrated database and pool (as the application role) shared by the
-// program's suites; dropped when the program ends.
-class Database final : public ::testing::Environment {
- public:
-  static void Open() {
-    if (pool != nullptr) return;
-    db = new testing::TestDatabase();
-    auto applied = pg::ApplyMigrations(db->dsn(), "orchestrator", pg::OrchestratorMigrations());
-    ASSERT_TRUE(applied.ok()) << applied.status();
-    pg::PgOptions options;
-    options.dsn = db->dsn();
-    auto made = pg::PgPool::Create(options);
-    ASSERT_TRUE(made.ok()) << made.status();
-    pool = made->release();
-  }
-
-  void TearDown() override {
-    delete pool;
-    pool = nullptr;
-    delete db;
-    db = nullptr;
-  }
-
-  static testing::TestDatabase* db;
-  static pg::PgPool* pool;
-};
-
-testing::TestDatabase* Database::db = nullptr;
-pg::PgPool* Database::pool = nullptr;
-[[maybe_unused]] ::testing::Environment* const kDatabase =
-    ::testing::AddGlobalTestEnvironment(new Database);
+// program's suites.
+testing::SharedDatabase* const kDatabase =
+    testing::SharedDatabase::Register("orchestrator", &pg::OrchestratorMigrations);
 
 struct PgBackend {
-  static void SetUpTestSuite() { Database::Open(); }
+  static void SetUpTestSuite() { kDatabase->Get(); }
   static void TearDownTestSuite() {}
   static std::unique_ptr<ApprovalAudit> Make() {
-    return std::make_unique<PgApprovalAudit>(*Database::pool);
+    return std::make_unique<PgApprovalAudit>(kDatabase->pool());
   }
 };
 
@@ -70,7 +42,7 @@ INSTANTIATE_TYPED_TEST_SUITE_P(Postgres, ApprovalAuditContractTest, PgBackend);
 
 class PgApprovalAuditTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { Database::Open(); }
+  static void SetUpTestSuite() { kDatabase->Get(); }
 
   void SetUp() override {
     tenant_ = "tenant-" + core::NewUuid().substr(24);  // the random tail
@@ -97,7 +69,7 @@ class PgApprovalAuditTest : public ::testing::Test {
 
   // `sql` ($1 = `key`) as the cluster's superuser, who sees every tenant.
   static pqxx::result AsSuperuser(const std::string& sql, const std::string& key) {
-    pqxx::connection conn(Database::db->dsn());
+    pqxx::connection conn(kDatabase->dsn());
     pqxx::nontransaction tx(conn);
     return tx.exec_params(sql, key);
   }
@@ -107,7 +79,7 @@ class PgApprovalAuditTest : public ::testing::Test {
   int64_t SeenBy(const std::string& tenant) const {
     int64_t count = -1;
     const absl::Status status =
-        pg::WithTenantTransaction(*Database::pool, tenant, [&](pqxx::work& tx) {
+        pg::WithTenantTransaction(kDatabase->pool(), tenant, [&](pqxx::work& tx) {
           count = tx.exec_params1(
                         "SELECT count(*) FROM orchestration.approval_decisions "
                         "WHERE conversation_id = $1::uuid",
@@ -119,13 +91,13 @@ class PgApprovalAuditTest : public ::testing::Test {
     return count;
   }
 
-  PgApprovalAudit audit_{*Database::pool};
+  PgApprovalAudit audit_{kDatabase->pool()};
   std::string tenant_;
   std::string conversation_;
 };
 
 TEST_F(PgApprovalAuditTest, RowLevelSecurityHidesAndRefusesOtherTenantsRows) {
-  ASSERT_TRUE(pg::CheckRowLevelSecurityApplies(*Database::pool, "orchestration").ok());
+  ASSERT_TRUE(pg::CheckRowLevelSecurityApplies(kDatabase->pool(), "orchestration").ok());
   ASSERT_TRUE(audit_.Record(Decision(tenant_, "a-1")).ok());
   EXPECT_EQ(SeenBy(tenant_), 1);
   EXPECT_EQ(SeenBy("other-" + tenant_), 0) << "the policy hides it, whatever the query asks";
@@ -133,7 +105,7 @@ TEST_F(PgApprovalAuditTest, RowLevelSecurityHidesAndRefusesOtherTenantsRows) {
   // A transaction of one tenant cannot write a row of another; the same
   // statement in the row's own tenant can.
   auto insert_as = [&](const std::string& tenant) {
-    return pg::WithTenantTransaction(*Database::pool, tenant, [&](pqxx::work& tx) {
+    return pg::WithTenantTransaction(kDatabase->pool(), tenant, [&](pqxx::work& tx) {
       tx.exec_params(
           "INSERT INTO orchestration.approval_decisions (tenant_id, id, user_id, "
           "conversation_id, action_id, risk, outcome, decided_by, via) VALUES ($1, $2::uuid, "
@@ -153,7 +125,7 @@ TEST_F(PgApprovalAuditTest, RowLevelSecurityHidesAndRefusesOtherTenantsRows) {
         "WHERE conversation_id = $1::uuid",
         "DELETE FROM orchestration.approval_decisions WHERE conversation_id = $1::uuid"}) {
     const absl::Status changed =
-        pg::WithTenantTransaction(*Database::pool, tenant_, [&](pqxx::work& tx) {
+        pg::WithTenantTransaction(kDatabase->pool(), tenant_, [&](pqxx::work& tx) {
           tx.exec_params(sql, conversation_);
           return absl::OkStatus();
         });

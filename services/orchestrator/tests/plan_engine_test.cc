@@ -32,8 +32,8 @@
 #include "services/orchestrator/downstream/grpc_downstream.h"
 #include "services/orchestrator/storage/pg_plan_store.h"
 #include "services/orchestrator/usage/usage_attribution.h"
+#include "tests/support/migrated_database.h"
 #include "tests/support/server_process.h"
-#include "tests/support/test_database.h"
 
 namespace omniforge::pg {
 const std::vector<Migration>& OrchestratorMigrations();
@@ -133,9 +133,7 @@ class PlanEngineTest : public ::testing::Test {
     auto fake = llm::testing::FakeLlmServer::Start({}, {.api_key = "fake-key"});
     ASSERT_TRUE(fake.ok()) << fake.status();
     fake_ = fake->release();
-    db_ = new testing::TestDatabase();
-    auto applied = pg::ApplyMigrations(db_->dsn(), "orchestrator", pg::OrchestratorMigrations());
-    ASSERT_TRUE(applied.ok()) << applied.status();
+    db_ = new testing::MigratedDatabase("orchestrator", pg::OrchestratorMigrations());
 
     dir_ = new std::filesystem::path(std::filesystem::temp_directory_path() /
                                      ("omniforge-plan-" + core::NewUuid()));
@@ -164,11 +162,7 @@ class PlanEngineTest : public ::testing::Test {
     planner_model_ = client_->ForProfile("balanced").release();
     reviewer_model_ = client_->ForProfile("quality").release();
 
-    pg::PgOptions options;
-    options.dsn = db_->dsn();
-    auto pool = pg::PgPool::Create(options);
-    ASSERT_TRUE(pool.ok()) << pool.status();
-    pool_ = pool->release();
+    pool_ = &db_->pool();
     store_ = new PgPlanStore(*pool_);
     local_steps_ = MakeGrpcStepExecutors(local_executor_->address()).release();
     model_steps_ = MakeGrpcStepExecutors(model_executor_->address()).release();
@@ -198,7 +192,6 @@ class PlanEngineTest : public ::testing::Test {
     delete model_steps_;
     delete local_steps_;
     delete store_;
-    delete pool_;
     delete reviewer_model_;
     delete planner_model_;
     delete client_;
@@ -270,7 +263,7 @@ class PlanEngineTest : public ::testing::Test {
 
   core::Identity who_;
   static llm::testing::FakeLlmServer* fake_;
-  static testing::TestDatabase* db_;
+  static testing::MigratedDatabase* db_;
   static std::filesystem::path* dir_;
   static testing::ServerProcess* local_executor_;
   static testing::ServerProcess* model_executor_;
@@ -285,7 +278,7 @@ class PlanEngineTest : public ::testing::Test {
 };
 
 llm::testing::FakeLlmServer* PlanEngineTest::fake_ = nullptr;
-testing::TestDatabase* PlanEngineTest::db_ = nullptr;
+testing::MigratedDatabase* PlanEngineTest::db_ = nullptr;
 std::filesystem::path* PlanEngineTest::dir_ = nullptr;
 testing::ServerProcess* PlanEngineTest::local_executor_ = nullptr;
 testing::ServerProcess* PlanEngineTest::model_executor_ = nullptr;

@@ -3,44 +3,13 @@
 // or replaced by a changed target, decisions sent as buttons, errors filed
 // with the stage they happened in, and the model calls' usage stored under
 // the turn with the totals in `done`.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
-#include <nlohmann/json.hpp>
-
-#include "services/orchestrator/testing/scripted_model.h"
-#include "services/orchestrator/testing/turn_harness.h"
+#include "services/orchestrator/testing/turn_test_names.h"
 
 namespace omniforge::orchestrator {
 namespace {
 
-using nlohmann::json;
-using ::testing::Contains;
-using testing::ConversationOf;
-using ::testing::ElementsAre;
-using testing::FakeUnderstanding;
-using ::testing::HasSubstr;
-using testing::kAlice;
-using testing::RecordingSink;
-using testing::ScriptedModel;
-using testing::TurnHarness;
-using testing::UsageRow;
-
 const char kAlphaId[] = "0b7f5a52-3c1e-4e57-9a41-6f1d2c3b4a01";
 const char kBetaId[] = "0b7f5a52-3c1e-4e57-9a41-6f1d2c3b4a02";
-
-// The intent service reads a delete of the agent the message names.
-FakeUnderstanding::Answer Deletes() {
-  return [](const intentpb::AnalyzeIntentRequest& request) {
-    intentpb::IntentAnalysis analysis;
-    analysis.set_action_type(intentpb::ACTION_TYPE_MANAGE_PLATFORM);
-    analysis.set_confidence(0.95f);
-    analysis.set_source(intentpb::INTENT_SOURCE_FAST_PATH);
-    const bool beta = request.message().find("beta") != std::string::npos;
-    (*analysis.mutable_entities())["agent_name"] = beta ? "beta-digest" : "alpha-reports";
-    return absl::StatusOr<intentpb::IntentAnalysis>(analysis);
-  };
-}
 
 void TwoAgents(TurnHarness& h) {
   h.tools.SetAgents(json::array(
@@ -81,7 +50,7 @@ std::vector<pb::ActionOutcome> Outcomes(TurnHarness& h, const std::string& conve
 }
 
 TEST(TurnApprovalTest, AHighRiskDeleteWaitsThenCancelKeepsTheAgentAndYesDeletesIt) {
-  TurnHarness h(Deletes());
+  TurnHarness h(FakeUnderstanding::DeleteOfAlphaOrBeta());
   TwoAgents(h);
   RecordingSink ask;
   ASSERT_TRUE(h.Turn("delete alpha-reports", ask).ok());
@@ -116,7 +85,7 @@ TEST(TurnApprovalTest, AHighRiskDeleteWaitsThenCancelKeepsTheAgentAndYesDeletesI
 // never delete alpha: beta's deletion is previewed, and only its approval
 // runs, on beta.
 TEST(TurnApprovalTest, AChangedTargetIsPreviewedAnewAndTheOldPreviewApprovesNothing) {
-  TurnHarness h(Deletes());
+  TurnHarness h(FakeUnderstanding::DeleteOfAlphaOrBeta());
   TwoAgents(h);
   RecordingSink ask;
   ASSERT_TRUE(h.Turn("delete alpha-reports", ask).ok());
@@ -151,7 +120,7 @@ TEST(TurnApprovalTest, AChangedTargetIsPreviewedAnewAndTheOldPreviewApprovesNoth
 }
 
 TEST(TurnApprovalTest, ButtonsApproveOrRejectExactlyThePreviewedActionOnce) {
-  TurnHarness h(Deletes());
+  TurnHarness h(FakeUnderstanding::DeleteOfAlphaOrBeta());
   TwoAgents(h);
   RecordingSink ask;
   ASSERT_TRUE(h.Turn("delete alpha-reports", ask).ok());
@@ -197,7 +166,7 @@ TEST(TurnApprovalTest, ButtonsApproveOrRejectExactlyThePreviewedActionOnce) {
 TEST(TurnApprovalTest, AnApprovalAfterThePreviewExpiredRunsNothingAndAsksAgain) {
   TurnOptions options;
   options.approvals.pending_ttl = std::chrono::seconds(60);
-  TurnHarness h(Deletes(), {options});
+  TurnHarness h(FakeUnderstanding::DeleteOfAlphaOrBeta(), {options});
   TwoAgents(h);
   RecordingSink ask;
   ASSERT_TRUE(h.Turn("delete alpha-reports", ask).ok());

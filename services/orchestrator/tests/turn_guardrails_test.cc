@@ -3,29 +3,11 @@
 // fake clock the test moves; a cancel or a newer message comes from a
 // fake's hook at the moment the test names (before a tool, during a tool,
 // while the model writes).
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
-#include <nlohmann/json.hpp>
-
 #include "services/orchestrator/flow/routing.h"
-#include "services/orchestrator/testing/scripted_model.h"
-#include "services/orchestrator/testing/turn_harness.h"
+#include "services/orchestrator/testing/turn_test_names.h"
 
 namespace omniforge::orchestrator {
 namespace {
-
-using nlohmann::json;
-using ::testing::Contains;
-using testing::ConversationOf;
-using ::testing::ElementsAre;
-using testing::FakeUnderstanding;
-using ::testing::HasSubstr;
-using testing::kAlice;
-using ::testing::Not;
-using testing::RecordingSink;
-using testing::ScriptedModel;
-using testing::TurnHarness;
 
 FakeUnderstanding::Answer Reads() {
   return FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO);

@@ -3,32 +3,14 @@
 // FakeStepExecutors. A plan is offered for review, approved or dropped, an
 // audit runs at once, a step's question goes to the user and their answer
 // lets the plan go on, and "continue" finishes a plan left unfinished.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include <map>
-#include <nlohmann/json.hpp>
 
 #include "libs/core/ids.h"
 #include "services/orchestrator/flow/routing.h"
-#include "services/orchestrator/testing/scripted_model.h"
-#include "services/orchestrator/testing/turn_harness.h"
+#include "services/orchestrator/testing/turn_test_names.h"
 
 namespace omniforge::orchestrator {
 namespace {
-
-using nlohmann::json;
-using ::testing::Contains;
-using testing::ConversationOf;
-using ::testing::ElementsAre;
-using testing::FakePlanStore;
-using testing::FakeUnderstanding;
-using ::testing::HasSubstr;
-using testing::kAlice;
-using testing::kBob;
-using testing::RecordingSink;
-using testing::ScriptedModel;
-using testing::TurnHarness;
 
 TurnHarness::Setup WithPlans() { return {{}, nullptr, true}; }
 

@@ -3,29 +3,14 @@
 // in_process_turn_bus.h), one TurnRunner on fakes. A CancelTurn or a newer
 // message on one replica reaches the turn the other runs, at the moment a
 // fake's hook names; the bus is settled instead of slept on.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
-#include <nlohmann/json.hpp>
-
 #include "services/orchestrator/api/chat_service.h"
 #include "services/orchestrator/testing/in_process_turn_bus.h"
-#include "services/orchestrator/testing/scripted_model.h"
-#include "services/orchestrator/testing/turn_harness.h"
+#include "services/orchestrator/testing/turn_test_names.h"
 
 namespace omniforge::orchestrator {
 namespace {
 
-using nlohmann::json;
-using ::testing::Contains;
-using testing::ConversationOf;
-using ::testing::ElementsAre;
-using testing::FakeUnderstanding;
 using testing::InProcessTurnBus;
-using testing::kAlice;
-using testing::RecordingSink;
-using testing::ScriptedModel;
-using testing::TurnHarness;
 
 class TurnReplicasTest : public ::testing::Test {
  protected:

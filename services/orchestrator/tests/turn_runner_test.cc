@@ -1,89 +1,26 @@
-// Unit tests of the chat turn on fakes (services/orchestrator/testing/):
-// no gRPC, no PostgreSQL, no sleeping. Time is a fake clock the test moves,
+// Unit tests of the chat turn on fakes (testing/turn_harness.h): no gRPC,
+// no PostgreSQL, no sleeping. Time is a fake clock the test moves,
 // so the time guardrail is tested in microseconds of real time.
 #include "services/orchestrator/turn/turn_runner.h"
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
-#include <atomic>
-#include <mutex>
-#include <nlohmann/json.hpp>
 #include <thread>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
-#include "libs/core/call.h"
-#include "libs/core/call_cancellation.h"
-#include "services/orchestrator/flow/memory_flow_store.h"
 #include "services/orchestrator/flow/routing.h"
-#include "services/orchestrator/testing/fakes.h"
-#include "services/orchestrator/testing/scripted_model.h"
-#include "services/orchestrator/usage/usage_attribution.h"
+#include "services/orchestrator/testing/turn_test_names.h"
 
 namespace omniforge::orchestrator {
 namespace {
 
-using nlohmann::json;
-using ::testing::ElementsAre;
 using testing::FakeClock;
-using testing::FakeErrorLog;
 using testing::FakeMemory;
 using testing::FakeTools;
-using testing::FakeUnderstanding;
-using ::testing::HasSubstr;
-using testing::RecordingSink;
-using testing::ScriptedModel;
-
-const core::Identity kAlice{"tenant-a", "alice"};
-const core::Identity kBob{"tenant-a", "bob"};
-
-// One runner on fakes, in local mode (no planner model).
-struct Harness {
-  // With `planner`, turns are planned by that model; else by the local policy.
-  explicit Harness(FakeUnderstanding::Answer intent, TurnOptions options = {},
-                   llm::ChatModel* planner = nullptr)
-      : understanding(std::move(intent)) {
-    options.clock = &clock;
-    runner = std::make_unique<TurnRunner>(memory, understanding, tools, options, planner, &flows,
-                                          &errors);
-  }
-
-  // Runs one turn; the events land in `sink`.
-  absl::Status Turn(const std::string& message, RecordingSink& sink,
-                    const std::string& conversation_id = "", const std::string& turn_id = "",
-                    const core::Identity& who = kAlice) {
-    pb::StreamChatRequest request;
-    request.set_message(message);
-    request.set_conversation_id(conversation_id);
-    request.set_turn_id(turn_id);
-    TurnControl control;
-    return runner->Run(who, request, control, sink);
-  }
-
-  FakeClock clock;
-  FakeMemory memory;
-  FakeUnderstanding understanding;
-  FakeTools tools;
-  MemoryFlowStore flows;
-  FakeErrorLog errors;
-  std::unique_ptr<TurnRunner> runner;
-};
-
-// The state the flow store keeps for Alice's flow `flow_id`, if any.
-std::optional<FlowState> StoredFlow(Harness& h, const std::string& flow_id) {
-  absl::StatusOr<FlowState> loaded =
-      h.flows.Load(core::Call{kAlice, h.clock.Now() + std::chrono::seconds(1)}, flow_id);
-  if (!loaded.ok()) return std::nullopt;
-  return *std::move(loaded);
-}
 
 Routing RoutingOfReply(const convpb::Message& reply) {
   return RoutingFromJson(json::parse(reply.metadata_json()));
 }
 
 TEST(TurnRunnerTest, AFreshRequestRunsItsReadToolAndStoresBothMessages) {
-  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
   h.tools.SetAgents(json::array({{{"name", "weekly-digest"}, {"description", "digest"}}}));
   RecordingSink sink;
   ASSERT_TRUE(h.Turn("list my agents", sink).ok());
@@ -109,7 +46,7 @@ TEST(TurnRunnerTest, AFreshRequestRunsItsReadToolAndStoresBothMessages) {
 }
 
 TEST(TurnRunnerTest, AnInvalidRequestIsRefusedWithNothingEmittedOrStored) {
-  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
   RecordingSink sink;
   EXPECT_EQ(h.Turn("", sink).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(h.Turn(std::string("\xff\xfe", 2), sink).code(), absl::StatusCode::kInvalidArgument);
@@ -119,7 +56,7 @@ TEST(TurnRunnerTest, AnInvalidRequestIsRefusedWithNothingEmittedOrStored) {
 }
 
 TEST(TurnRunnerTest, AnotherUsersConversationIsNotFoundAndUntouched) {
-  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
   RecordingSink first;
   ASSERT_TRUE(h.Turn("list my agents", first).ok());
   const std::string conversation = first.events.front().session().conversation_id();
@@ -131,7 +68,7 @@ TEST(TurnRunnerTest, AnotherUsersConversationIsNotFoundAndUntouched) {
 }
 
 TEST(TurnRunnerTest, StorageThatCannotTakeTheMessageFailsTheTurnBeforeAnyEvent) {
-  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
   h.memory.SetUnreachable(true);
   RecordingSink sink;
   EXPECT_EQ(h.Turn("list my agents", sink).code(), absl::StatusCode::kUnavailable);
@@ -141,7 +78,7 @@ TEST(TurnRunnerTest, StorageThatCannotTakeTheMessageFailsTheTurnBeforeAnyEvent) 
 TEST(TurnRunnerTest, TheToolCallGuardrailStopsTheTurnWithItsErrorEvent) {
   TurnOptions options;
   options.max_tool_calls = 0;
-  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), options);
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), {options});
   RecordingSink sink;
   ASSERT_TRUE(h.Turn("list my agents", sink).ok());
   EXPECT_THAT(sink.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_TOOL_CALL_LIMIT));
@@ -158,7 +95,7 @@ TEST(TurnRunnerTest, TheToolCallGuardrailStopsTheTurnWithItsErrorEvent) {
 TEST(TurnRunnerTest, TheTimeGuardrailReadsTheTurnsClock) {
   TurnOptions options;
   options.turn_timeout = std::chrono::milliseconds(1000);
-  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), options);
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), {options});
   // Understanding takes two seconds of the turn's (fake) time.
   h.understanding.OnCall([&h] { h.clock.Advance(std::chrono::seconds(2)); });
   RecordingSink sink;
@@ -176,7 +113,7 @@ TEST(TurnRunnerTest, TheTimeGuardrailReadsTheTurnsClock) {
 TEST(TurnRunnerTest, ATurnWithinItsTimeRunsItsTools) {
   TurnOptions options;
   options.turn_timeout = std::chrono::milliseconds(1000);
-  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), options);
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), {options});
   h.understanding.OnCall([&h] { h.clock.Advance(std::chrono::milliseconds(900)); });
   RecordingSink sink;
   ASSERT_TRUE(h.Turn("list my agents", sink).ok());
@@ -185,7 +122,7 @@ TEST(TurnRunnerTest, ATurnWithinItsTimeRunsItsTools) {
 }
 
 TEST(TurnRunnerTest, ACancelledTurnRunsNoToolAndSaysCancelledOnce) {
-  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
   pb::StreamChatRequest request;
   request.set_message("list my agents");
   TurnControl control;
@@ -199,7 +136,7 @@ TEST(TurnRunnerTest, ACancelledTurnRunsNoToolAndSaysCancelledOnce) {
 }
 
 TEST(TurnRunnerTest, ARetriedTurnReplaysItsReplyWithoutRunningAgain) {
-  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
   RecordingSink first;
   ASSERT_TRUE(h.Turn("list my agents", first, "", "turn-1").ok());
   const std::string conversation = first.events.front().session().conversation_id();
@@ -216,8 +153,8 @@ TEST(TurnRunnerTest, ARetriedTurnReplaysItsReplyWithoutRunningAgain) {
 }
 
 TEST(TurnRunnerTest, AWriteWaitsForApprovalAndRunsOnceWithTheActionsKey) {
-  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_EXECUTE_TASK,
-                                      {{"agent_name", "weekly-digest"}}));
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_EXECUTE_TASK,
+                                          {{"agent_name", "weekly-digest"}}));
   h.tools.SetAgents(json::array({{{"name", "weekly-digest"}, {"id", "a-1"}}}));
   RecordingSink ask;
   ASSERT_TRUE(h.Turn("run weekly-digest now", ask).ok());
@@ -230,7 +167,7 @@ TEST(TurnRunnerTest, AWriteWaitsForApprovalAndRunsOnceWithTheActionsKey) {
   EXPECT_THAT(ask.States(), ::testing::Contains(pb::AGENT_STATE_WAITING_ON_USER));
   // The flow waits: its state, with the action previewed, is in the flow
   // store; the reply's routing only says that it waits.
-  const std::optional<FlowState> flow = StoredFlow(h, ask.events.front().session().flow_id());
+  const std::optional<FlowState> flow = h.Flow(ask.events.front().session().flow_id());
   ASSERT_TRUE(flow.has_value());
   EXPECT_EQ(flow->status, FlowStatus::kWaiting);
   EXPECT_EQ(flow->revision, 1);
@@ -281,7 +218,7 @@ TEST(TurnRunnerTest, WithoutAFlowStoreGivenTheFlowsStateIsKeptInMemoryAndTheYesR
 }
 
 TEST(TurnRunnerTest, ASuspendedTurnSavesItsFlowAndAContinueResumesIt) {
-  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
   RecordingSink first;
   ASSERT_TRUE(h.Turn("list my agents", first).ok());
   const std::string conversation = first.events.front().session().conversation_id();
@@ -299,8 +236,8 @@ TEST(TurnRunnerTest, ASuspendedTurnSavesItsFlowAndAContinueResumesIt) {
   ASSERT_TRUE(set_aside.has_value());
   const std::string flow_id = suspended.events.front().session().flow_id();
   EXPECT_EQ(set_aside->flow_id, flow_id);
-  ASSERT_TRUE(StoredFlow(h, flow_id).has_value());
-  EXPECT_EQ(StoredFlow(h, flow_id)->status, FlowStatus::kSuspended);
+  ASSERT_TRUE(h.Flow(flow_id).has_value());
+  EXPECT_EQ(h.Flow(flow_id)->status, FlowStatus::kSuspended);
 
   const size_t analyses = h.understanding.requests().size();
   RecordingSink resumed;
@@ -314,7 +251,7 @@ TEST(TurnRunnerTest, ASuspendedTurnSavesItsFlowAndAContinueResumesIt) {
 }
 
 TEST(TurnRunnerTest, UnderstandingOutOfReachStillAnswersAndFilesTheError) {
-  Harness h([](const intentpb::AnalyzeIntentRequest&) {
+  TurnHarness h([](const intentpb::AnalyzeIntentRequest&) {
     return absl::StatusOr<intentpb::IntentAnalysis>(absl::UnavailableError("down"));
   });
   RecordingSink sink;
@@ -327,7 +264,7 @@ TEST(TurnRunnerTest, UnderstandingOutOfReachStillAnswersAndFilesTheError) {
 }
 
 TEST(TurnRunnerTest, TheIntentServiceIsGivenTheHistoryAndTheAgents) {
-  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
   h.tools.SetAgents(json::array({{{"name", "weekly-digest"}, {"description", "digest"}}}));
   RecordingSink first;
   ASSERT_TRUE(h.Turn("list my agents", first).ok());
@@ -349,7 +286,7 @@ TEST(TurnRunnerModelTest, TheIterationGuardrailEndsAModelThatKeepsCallingTools) 
   for (int i = 0; i < 5; ++i) model.PushToolCall("list_runs", json::object());
   TurnOptions options;
   options.max_iterations = 2;
-  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), options, &model);
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), {options, &model});
   RecordingSink sink;
   ASSERT_TRUE(h.Turn("what ran today?", sink).ok());
   EXPECT_THAT(sink.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_ITERATION_LIMIT));
@@ -364,7 +301,7 @@ TEST(TurnRunnerModelTest, AWriteTheModelAsksForIsPreviewedNotRunAndRunsOnceAppro
   ScriptedModel model;
   model.PushToolCall("run_agent", {{"agent", "a-1"}});
   model.PushText("I can run it once you approve.");
-  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_EXECUTE_TASK), {}, &model);
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_EXECUTE_TASK), {{}, &model});
   h.tools.SetAgents(json::array({{{"name", "weekly-digest"}, {"id", "a-1"}}}));
   RecordingSink ask;
   ASSERT_TRUE(h.Turn("run the digest", ask).ok());
@@ -383,7 +320,7 @@ TEST(TurnRunnerModelTest, AWriteTheModelAsksForIsPreviewedNotRunAndRunsOnceAppro
 
 TEST(TurnRunnerModelTest, AModelThatFailsLeavesTheTurnToTheLocalPolicy) {
   ScriptedModel model;  // nothing scripted: the call fails
-  Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), {}, &model);
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), {{}, &model});
   RecordingSink sink;
   ASSERT_TRUE(h.Turn("list my agents", sink).ok());
   EXPECT_THAT(sink.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_MODEL_FAILED));
@@ -394,146 +331,6 @@ TEST(TurnRunnerModelTest, AModelThatFailsLeavesTheTurnToTheLocalPolicy) {
   EXPECT_EQ(h.errors.errors()[0].component, "llm");
 }
 
-// What one downstream call carried, as the service it reached saw it.
-struct SeenCall {
-  std::string what;  // the method (and the tool, or the role of a message)
-  core::TimePoint deadline;
-  bool cancellable = false;  // it carried a cancel signal
-  bool saw_cancel = false;   // that signal fired before the call returned
-};
-
-// Keeps what each downstream call carried. Thread-safe: a turn calls from
-// side threads too.
-class CallLog {
- public:
-  // Runs `run` as a client would run `call`: subscribed to its cancel signal.
-  template <typename Run>
-  auto Observe(std::string what, const core::Call& call, Run run) {
-    std::atomic<bool> fired{false};
-    core::CancelSubscription cancels(call.cancel, [&fired] { fired = true; });
-    auto result = run();
-    cancels.Reset();
-    absl::MutexLock lock(&mu_);
-    calls_.push_back({std::move(what), call.deadline, call.cancel != nullptr, fired.load()});
-    return result;
-  }
-  std::vector<SeenCall> calls() const {
-    absl::MutexLock lock(&mu_);
-    return calls_;
-  }
-  // The one call named `what`.
-  SeenCall Only(const std::string& what) const {
-    std::vector<SeenCall> found;
-    for (const SeenCall& call : calls()) {
-      if (call.what == what) found.push_back(call);
-    }
-    EXPECT_EQ(found.size(), 1u) << what;
-    return found.empty() ? SeenCall{} : found.front();
-  }
-
- private:
-  mutable absl::Mutex mu_;
-  std::vector<SeenCall> calls_ ABSL_GUARDED_BY(mu_);
-};
-
-class ObservedMemory final : public Memory {
- public:
-  ObservedMemory(Memory& inner, CallLog& log) : inner_(inner), log_(log) {}
-  absl::StatusOr<convpb::CreateConversationResponse> CreateConversation(
-      const core::Call& call, const convpb::CreateConversationRequest& request) override {
-    return log_.Observe("CreateConversation", call,
-                        [&] { return inner_.CreateConversation(call, request); });
-  }
-  absl::StatusOr<convpb::GetConversationResponse> GetConversation(
-      const core::Call& call, const convpb::GetConversationRequest& request) override {
-    return log_.Observe("GetConversation", call,
-                        [&] { return inner_.GetConversation(call, request); });
-  }
-  absl::StatusOr<convpb::ListConversationsResponse> ListConversations(
-      const core::Call& call, const convpb::ListConversationsRequest& request) override {
-    return log_.Observe("ListConversations", call,
-                        [&] { return inner_.ListConversations(call, request); });
-  }
-  absl::StatusOr<convpb::AppendMessageResponse> AppendMessage(
-      const core::Call& call, const convpb::AppendMessageRequest& request) override {
-    return log_.Observe("AppendMessage " + convpb::Role_Name(request.role()), call,
-                        [&] { return inner_.AppendMessage(call, request); });
-  }
-  absl::StatusOr<convpb::ListMessagesResponse> ListMessages(
-      const core::Call& call, const convpb::ListMessagesRequest& request) override {
-    return log_.Observe("ListMessages", call, [&] { return inner_.ListMessages(call, request); });
-  }
-  absl::StatusOr<convpb::GetContextWindowResponse> GetContextWindow(
-      const core::Call& call, const convpb::GetContextWindowRequest& request) override {
-    return log_.Observe("GetContextWindow", call,
-                        [&] { return inner_.GetContextWindow(call, request); });
-  }
-
- private:
-  Memory& inner_;
-  CallLog& log_;
-};
-
-class ObservedUnderstanding final : public Understanding {
- public:
-  ObservedUnderstanding(Understanding& inner, CallLog& log) : inner_(inner), log_(log) {}
-  absl::StatusOr<intentpb::AnalyzeIntentResponse> AnalyzeIntent(
-      const core::Call& call, const intentpb::AnalyzeIntentRequest& request) override {
-    return log_.Observe("AnalyzeIntent", call, [&] { return inner_.AnalyzeIntent(call, request); });
-  }
-
- private:
-  Understanding& inner_;
-  CallLog& log_;
-};
-
-// InvokeToolThen is the interface's own: it answers through InvokeTool.
-class ObservedTools final : public Tools {
- public:
-  ObservedTools(Tools& inner, CallLog& log) : inner_(inner), log_(log) {}
-  absl::StatusOr<execpb::ListToolsResponse> ListTools(
-      const core::Call& call, const execpb::ListToolsRequest& request) override {
-    return log_.Observe("ListTools", call, [&] { return inner_.ListTools(call, request); });
-  }
-  absl::StatusOr<execpb::InvokeToolResponse> InvokeTool(
-      const core::Call& call, const execpb::InvokeToolRequest& request) override {
-    return log_.Observe("InvokeTool " + request.tool_name(), call,
-                        [&] { return inner_.InvokeTool(call, request); });
-  }
-
- private:
-  Tools& inner_;
-  CallLog& log_;
-};
-
-// A runner on the fakes, each seen through the call log.
-struct ObservedHarness {
-  explicit ObservedHarness(TurnOptions options = {}, llm::ChatModel* planner = nullptr)
-      : understanding(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO)) {
-    options.clock = &clock;
-    runner = std::make_unique<TurnRunner>(seen_memory, seen_understanding, seen_tools, options,
-                                          planner, &flows, &errors);
-  }
-
-  absl::Status Turn(const std::string& message, TurnControl& control, RecordingSink& sink) {
-    pb::StreamChatRequest request;
-    request.set_message(message);
-    return runner->Run(kAlice, request, control, sink);
-  }
-
-  FakeClock clock;
-  FakeMemory memory;
-  FakeUnderstanding understanding;
-  FakeTools tools;
-  MemoryFlowStore flows;
-  FakeErrorLog errors;
-  CallLog log;
-  ObservedMemory seen_memory{memory, log};
-  ObservedUnderstanding seen_understanding{understanding, log};
-  ObservedTools seen_tools{tools, log};
-  std::unique_ptr<TurnRunner> runner;
-};
-
 // CancelTurn while a tool runs: the tool's call carries the turn's cancel
 // signal and sees it fire (a gRPC client cancels the call there); the
 // writes that keep what the turn did are made with calls nothing cancels.
@@ -541,22 +338,22 @@ TEST(TurnRunnerCallTest, CancellingATurnCancelsTheToolCallInFlightButNotItsWrite
   ScriptedModel model;
   model.PushToolCall("list_runs", json::object());
   model.PushText("Nothing ran today.");
-  ObservedHarness h({}, &model);
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), {{}, &model});
   TurnControl control;
   h.tools.OnCall([&control](const execpb::InvokeToolRequest& request) {
     if (request.tool_name() == "list_runs") control.Cancel();
   });
   RecordingSink sink;
-  ASSERT_TRUE(h.Turn("what ran today?", control, sink).ok());
+  ASSERT_TRUE(h.runner->Run(kAlice, TurnHarness::Request("what ran today?"), control, sink).ok());
   EXPECT_THAT(sink.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_CANCELLED));
 
-  const SeenCall tool = h.log.Only("InvokeTool list_runs");
+  const SeenCall tool = h.calls.Only("InvokeTool list_runs");
   EXPECT_TRUE(tool.cancellable);
   EXPECT_TRUE(tool.saw_cancel);
   EXPECT_EQ(model.requests().size(), 1u) << "the model is not asked again";
 
-  EXPECT_FALSE(h.log.Only("AppendMessage ROLE_USER").cancellable);
-  const SeenCall reply = h.log.Only("AppendMessage ROLE_ASSISTANT");
+  EXPECT_FALSE(h.calls.Only("AppendMessage ROLE_USER").cancellable);
+  const SeenCall reply = h.calls.Only("AppendMessage ROLE_ASSISTANT");
   EXPECT_FALSE(reply.cancellable);
   EXPECT_FALSE(reply.saw_cancel);
   EXPECT_EQ(h.memory.Messages(sink.events.front().session().conversation_id()).size(), 2u);
@@ -569,25 +366,25 @@ TEST(TurnRunnerCallTest, ADownstreamCallNeverEndsAfterTheTurnsDeadline) {
   TurnOptions options;
   options.turn_timeout = std::chrono::milliseconds(1000);
   options.call_timeout = std::chrono::milliseconds(600);
-  ObservedHarness h(options);
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), {options});
   // Understanding takes 500 ms of the turn's (fake) time.
   h.understanding.OnCall([&h] { h.clock.Advance(std::chrono::milliseconds(500)); });
   const core::TimePoint start = h.clock.Now();
   const core::TimePoint turn_deadline = start + std::chrono::milliseconds(1000);
   TurnControl control;
   RecordingSink sink;
-  ASSERT_TRUE(h.Turn("list my agents", control, sink).ok());
+  ASSERT_TRUE(h.runner->Run(kAlice, TurnHarness::Request("list my agents"), control, sink).ok());
   ASSERT_TRUE(sink.ErrorCodes().empty());
 
   int cut_by_the_turn = 0;
-  for (const SeenCall& call : h.log.calls()) {
+  for (const SeenCall& call : h.calls.calls()) {
     if (!call.cancellable) continue;
     EXPECT_LE(call.deadline, turn_deadline) << call.what;
     if (call.deadline == turn_deadline) ++cut_by_the_turn;
   }
   EXPECT_GT(cut_by_the_turn, 0) << "a call made after the analysis ends with the turn";
-  EXPECT_EQ(h.log.Only("AnalyzeIntent").deadline, start + std::chrono::milliseconds(600));
-  const SeenCall reply = h.log.Only("AppendMessage ROLE_ASSISTANT");
+  EXPECT_EQ(h.calls.Only("AnalyzeIntent").deadline, start + std::chrono::milliseconds(600));
+  const SeenCall reply = h.calls.Only("AppendMessage ROLE_ASSISTANT");
   EXPECT_FALSE(reply.cancellable);
   EXPECT_EQ(reply.deadline, start + std::chrono::milliseconds(1100));
 }
@@ -622,44 +419,27 @@ class ReportingModel final : public llm::ChatModel {
   llm::ChatModel& model_;
 };
 
-// The rows a turn's usage would store.
-class UsageRows final : public ScopeUsageWriter {
- public:
-  void Record(const llm::UsageRecord&) override { ++unattributed; }
-  void WriteScope(const UsageAttribution& who, std::vector<AttributedCall> calls) override {
-    rows.emplace_back(who, std::move(calls));
-  }
-
-  int unattributed = 0;
-  std::vector<std::pair<UsageAttribution, std::vector<AttributedCall>>> rows;
-};
-
 TEST(TurnRunnerModelTest, TheModelCallsUsageReachesDoneAndTheTurnsOneRow) {
   ScriptedModel script;
   script.PushToolCall("list_runs", json::object());
   script.PushText("Nothing ran today.");
   ReportingModel model(script);
-  UsageRows rows;
-  TurnOptions options;
-  options.usage_writer = &rows;
-  {
-    Harness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), options, &model);
-    RecordingSink sink;
-    ASSERT_TRUE(h.Turn("what ran today?", sink, "", "turn-with-usage").ok());
-    const pb::TurnUsage& usage = sink.events.back().done().usage();
-    EXPECT_EQ(usage.llm_calls(), 2);
-    EXPECT_EQ(usage.prompt_tokens(), 200);
-    EXPECT_EQ(usage.completion_tokens(), 20);
-    ASSERT_EQ(rows.rows.size(), 1u) << "stored once the turn is over";
-    const auto& [who, calls] = rows.rows.front();
-    EXPECT_EQ(who.turn_id, "turn-with-usage");
-    EXPECT_EQ(who.user_id, kAlice.user_id);
-    EXPECT_EQ(who.conversation_id, sink.events.front().session().conversation_id());
-    ASSERT_EQ(calls.size(), 2u);
-    EXPECT_EQ(calls[0].record.operation_type, "planner_stream");
-    EXPECT_EQ(calls[0].record.tokens.prompt_tokens, 100);
-  }
-  EXPECT_EQ(rows.unattributed, 0);
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), {{}, &model});
+  RecordingSink sink;
+  ASSERT_TRUE(h.Turn("what ran today?", sink, "", "turn-with-usage").ok());
+  const pb::TurnUsage& usage = sink.events.back().done().usage();
+  EXPECT_EQ(usage.llm_calls(), 2);
+  EXPECT_EQ(usage.prompt_tokens(), 200);
+  EXPECT_EQ(usage.completion_tokens(), 20);
+  const std::vector<UsageRow> rows = h.usage.rows();
+  ASSERT_EQ(rows.size(), 1u) << "stored once the turn is over";
+  EXPECT_EQ(rows[0].who.turn_id, "turn-with-usage");
+  EXPECT_EQ(rows[0].who.user_id, kAlice.user_id);
+  EXPECT_EQ(rows[0].who.conversation_id, sink.events.front().session().conversation_id());
+  ASSERT_EQ(rows[0].calls.size(), 2u);
+  EXPECT_EQ(rows[0].calls[0].record.operation_type, "planner_stream");
+  EXPECT_EQ(rows[0].calls[0].record.tokens.prompt_tokens, 100);
+  EXPECT_EQ(h.usage.unattributed(), 0);
 }
 
 }  // namespace

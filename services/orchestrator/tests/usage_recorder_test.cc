@@ -19,7 +19,7 @@
 #include "libs/pg/pool.h"
 #include "services/orchestrator/storage/tenant_row_writer.h"
 #include "services/orchestrator/usage/usage_attribution.h"
-#include "tests/support/test_database.h"
+#include "tests/support/migrated_database.h"
 
 namespace omniforge::pg {
 const std::vector<Migration>& OrchestratorMigrations();
@@ -91,31 +91,19 @@ double Dropped(const char* reason) {
       .Value();
 }
 
+// One migrated database and pool (as the application role) for the program.
+testing::SharedDatabase* const kDatabase =
+    testing::SharedDatabase::Register("orchestrator", &pg::OrchestratorMigrations);
+
 class UsageRecorderTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    db_ = new testing::TestDatabase();
-    auto applied = pg::ApplyMigrations(db_->dsn(), "orchestrator", pg::OrchestratorMigrations());
-    ASSERT_TRUE(applied.ok()) << applied.status();
-    pg::PgOptions options;
-    options.dsn = db_->dsn();
-    auto pool = pg::PgPool::Create(options);
-    ASSERT_TRUE(pool.ok()) << pool.status();
-    pool_ = pool->release();
-  }
-
-  static void TearDownTestSuite() {
-    delete pool_;
-    delete db_;
-  }
-
   UsageAttribution Turn() const {
     return {kTenant, "user-1", core::NewUuid(), "turn-" + core::NewUuid(), "CONTEXT_TYPE_SALES"};
   }
 
   // `sql` ($1 = `key`) as the cluster's superuser, who sees every tenant.
   static pqxx::result Query(const std::string& sql, const std::string& key) {
-    pqxx::connection conn(db_->dsn());
+    pqxx::connection conn(kDatabase->dsn());
     pqxx::nontransaction tx(conn);
     return tx.exec_params(sql, key);
   }
@@ -123,7 +111,7 @@ class UsageRecorderTest : public ::testing::Test {
   // `sql` ($1 = `key`) as the application role working for `tenant`.
   static pqxx::result QueryAsTenant(const std::string& tenant, const std::string& sql,
                                     const std::string& key) {
-    pqxx::connection conn(db_->dsn());
+    pqxx::connection conn(kDatabase->dsn());
     pqxx::work tx(conn);
     tx.exec("SET LOCAL ROLE omniforge_app");
     tx.exec_params("SELECT set_config('app.tenant_id', $1, true)", tenant);
@@ -135,18 +123,12 @@ class UsageRecorderTest : public ::testing::Test {
   static int64_t Count(const std::string& sql, const std::string& key) {
     return Query(sql, key)[0][0].as<int64_t>();
   }
-
-  static testing::TestDatabase* db_;
-  static pg::PgPool* pool_;
 };
-
-testing::TestDatabase* UsageRecorderTest::db_ = nullptr;
-pg::PgPool* UsageRecorderTest::pool_ = nullptr;
 
 TEST_F(UsageRecorderTest, TurnWithTwoCallsIsOneStoredRowAndTwoRowsOfTheView) {
   const UsageAttribution who = Turn();
   {
-    PgUsageRecorder recorder(*pool_);  // destruction writes what is queued
+    PgUsageRecorder recorder(kDatabase->pool());  // destruction writes what is queued
     ModelUsage turn(who, &recorder);
     turn.Record(Answered("planning", "balanced", 120, 30, 0.0125));
     turn.Record(TimedOut("summary", "fast"));
@@ -210,7 +192,7 @@ TEST_F(UsageRecorderTest, TurnWithTwoCallsIsOneStoredRowAndTwoRowsOfTheView) {
 TEST_F(UsageRecorderTest, TurnWithoutCallsStoresNothing) {
   const UsageAttribution who = Turn();
   {
-    PgUsageRecorder recorder(*pool_);
+    PgUsageRecorder recorder(kDatabase->pool());
     ModelUsage turn(who, &recorder);
   }
   EXPECT_EQ(
@@ -225,7 +207,7 @@ TEST_F(UsageRecorderTest, CallForNoTurnIsDroppedAsUnattributed) {
   const int64_t stored =
       Count("SELECT count(*) FROM orchestration.llm_usage WHERE $1 <> ''", "any");
   {
-    PgUsageRecorder recorder(*pool_);
+    PgUsageRecorder recorder(kDatabase->pool());
     recorder.Record(Answered("planning", "balanced", 10, 5, 0.001));
     // A turn that ends before the call does not take it.
     { ModelUsage turn(Turn(), &recorder); }
@@ -240,7 +222,7 @@ TEST_F(UsageRecorderTest, AStepInATurnStoresItsOwnRow) {
   UsageAttribution step = turn;
   step.context_type = "CONTEXT_TYPE_PLAN_STEP";
   {
-    PgUsageRecorder recorder(*pool_);
+    PgUsageRecorder recorder(kDatabase->pool());
     ModelUsage turn_usage(turn, &recorder);
     turn_usage.Record(Answered("planning", "balanced", 100, 10, 0.01));
     {
@@ -273,7 +255,7 @@ TEST_F(UsageRecorderTest, AStepInATurnStoresItsOwnRow) {
 TEST_F(UsageRecorderTest, AnotherTenantSeesNoneOfTheRowsThroughTheView) {
   const UsageAttribution who = Turn();
   {
-    PgUsageRecorder recorder(*pool_);
+    PgUsageRecorder recorder(kDatabase->pool());
     ModelUsage turn(who, &recorder);
     turn.Record(Answered("planning", "balanced", 120, 30, 0.0125));
     turn.Record(Answered("summary", "fast", 60, 10, 0.001));
@@ -293,10 +275,10 @@ TEST_F(UsageRecorderTest, PreviousReleaseInsertIntoTheViewIsStored) {
   const std::string conversation_id = core::NewUuid();
   const std::string dropped_metric = "omniforge_test_previous_release_usage_dropped_total";
   {
-    TenantRowWriter previous_release(*pool_, {.insert_sql = kPreviousReleaseInsert,
-                                              .what = "LLM usage",
-                                              .dropped_metric = dropped_metric,
-                                              .dropped_help = "rows not stored"});
+    TenantRowWriter previous_release(kDatabase->pool(), {.insert_sql = kPreviousReleaseInsert,
+                                                         .what = "LLM usage",
+                                                         .dropped_metric = dropped_metric,
+                                                         .dropped_help = "rows not stored"});
     previous_release.Submit(kTenant, json{{"id", call_id},
                                           {"user_id", "user-1"},
                                           {"conversation_id", conversation_id},
@@ -360,7 +342,7 @@ TEST_F(UsageRecorderTest, InsertIntoTheViewForAnotherTenantIsRefused) {
       {"cost_usd", 0.0},       {"latency_ms", 1.0},      {"ttft_ms", nullptr},
       {"attempts", 1},         {"fallback_used", false}, {"outcome", "ok"},
       {"error_kind", ""}};
-  pqxx::connection conn(db_->dsn());
+  pqxx::connection conn(kDatabase->dsn());
   pqxx::work tx(conn);
   tx.exec("SET LOCAL ROLE omniforge_app");
   tx.exec_params("SELECT set_config('app.tenant_id', $1, true)", std::string(kOtherTenant));

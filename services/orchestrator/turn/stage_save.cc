@@ -113,14 +113,33 @@ void TurnPass::SaveFlowAndReply(const FlowState& state) {
     runner_.windows_.Forget(who, conversation_id_);
   }
   if (!flow_saved.valid()) return;
-  if (absl::Status saved = flow_saved.get(); !saved.ok()) {
-    stage_ = "store_flow";
-    core::LogWarn("flow not stored", {{"component", "orchestrator"},
-                                      {"stage", "store_flow"},
-                                      {"error", std::string(saved.message())}});
+  if (absl::Status saved = flow_saved.get(); !saved.ok()) ReportFlowNotSaved(saved);
+}
+
+// The reply is stored, its flow's state is not (the store unreachable, or
+// ABORTED: a concurrent turn wrote the flow first, and its state stands).
+// What a waiting reply waits for (an approval, an answer, a plan's review)
+// cannot be found by the next message, so the user is told so before
+// `done` rather than have a "yes" approve nothing in silence. (A suspended
+// flow's state also went to the newer turn, through the control.)
+void TurnPass::ReportFlowNotSaved(const absl::Status& saved) {
+  stage_ = "store_flow";
+  core::LogWarn("flow not stored", {{"component", "orchestrator"},
+                                    {"stage", "store_flow"},
+                                    {"error", std::string(saved.message())}});
+  if (!waiting_) {
     RecordError("downstream_unavailable",
                 "the flow's state could not be stored: " + std::string(saved.message()));
+    return;
   }
+  // Filed with its cause by the error event.
+  emit_.Error(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE,
+              absl::IsAborted(saved)
+                  ? "this conversation moved on meanwhile: a reply to this answer will not find "
+                    "what it waits for; ask again"
+                  : "what this answer waits for could not be stored: a reply to it will not "
+                    "find it; ask again",
+              /*fatal=*/false, std::string(saved.message()));
 }
 
 // Every decision of the gate, for the audit trail (ListActions).

@@ -131,6 +131,7 @@ class TurnPass final {
   // stage_save.cc
   FlowState MakeFlowState();
   void SaveFlowAndReply(const FlowState& state);
+  void ReportFlowNotSaved(const absl::Status& saved);
   void AuditDecisions();
   void SendDone();
   bool TrySuspend();

@@ -1,0 +1,36 @@
+// The executor's tools as its storage tests use them: a migrated database
+// of their own (tests/support/migrated_database.h), the platform tools on
+// it in their catalog, and the runtime that invokes them with the
+// invocation ledger. A test suite makes one for its tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "libs/pg/migrate.h"
+#include "services/executor/src/pg_invocation_ledger.h"
+#include "services/executor/src/platform_tools.h"
+#include "services/executor/src/tool_runtime.h"
+#include "tests/support/migrated_database.h"
+
+namespace omniforge::pg {
+const std::vector<Migration>& ExecutorMigrations();
+}
+
+namespace omniforge::executor::testing {
+
+struct PlatformRuntime {
+  explicit PlatformRuntime(int pool_size)
+      : database("executor", pg::ExecutorMigrations(), pool_size) {
+    EXPECT_TRUE(catalog.AddProvider(tools).ok());
+  }
+
+  omniforge::testing::MigratedDatabase database;
+  PlatformTools tools{database.pool()};
+  ToolCatalog catalog;
+  PgInvocationLedger ledger{database.pool()};
+  ToolRuntime runtime{catalog, &ledger};
+};
+
+}  // namespace omniforge::executor::testing
