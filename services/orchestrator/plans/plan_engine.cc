@@ -392,10 +392,11 @@ PlanEngine::PlanEngine(PlanStore& store, StepExecutors& executors, const PlanGen
       executors_(executors),
       generator_(generator),
       advisor_(advisor),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : core::SystemClock()) {}
 
 core::TimePoint PlanEngine::ModelDeadline() const {
-  return core::TimePointFromMicros(core::NowMicros()) +
+  return clock_.Now() +
          std::chrono::duration_cast<std::chrono::microseconds>(options_.model_timeout);
 }
 
@@ -612,7 +613,7 @@ absl::StatusOr<PlanOutcome> PlanEngine::Preview(const core::Identity& who,
 PlanOutcome PlanEngine::ShowForReview(const Plan& plan, const PlanContext& context,
                                       PlanEventSink& sink) const {
   PlanOutcome outcome{plan, PlanToolResult(plan), PlanDigest(plan.steps),
-                      core::NowMicros() + std::chrono::duration_cast<std::chrono::microseconds>(
+                      clock_.NowMicros() + std::chrono::duration_cast<std::chrono::microseconds>(
                                               options_.approvals.pending_ttl)
                                               .count()};
   sink.Emit(ReadyForReview(plan));
@@ -725,7 +726,7 @@ void PlanEngine::FailDependents(Run& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu) 
       step.status = d->status == StepStatus::kFailed ? StepStatus::kFailed : StepStatus::kSkipped;
       step.error = absl::StrCat("not run: it depends on step ", d->id, ", which ",
                                 d->status == StepStatus::kFailed ? "failed" : "did not run");
-      step.finished_micros = core::NowMicros();
+      step.finished_micros = clock_.NowMicros();
       run.mu.Unlock();
       const absl::Status stored = run.StoreDependent(store_, step);
       run.mu.Lock();
@@ -814,7 +815,7 @@ bool PlanEngine::StartStep(Run& run, const std::string& step_id, StepRun& s) {
   }
   s.step.status = StepStatus::kRunning;
   s.step.attempts += 1;
-  s.step.started_micros = core::NowMicros();
+  s.step.started_micros = clock_.NowMicros();
   s.step.finished_micros = 0;
   s.step.error.clear();
   if (absl::Status stored = store_.UpdateStep(s.header, s.step); !stored.ok()) {
@@ -831,7 +832,7 @@ void PlanEngine::OpenDialogue(Run& run, StepRun& s) {
   // and a step's dialogue ends when the step does.
   const core::Identity who{s.header.tenant_id, s.header.user_id};
   const core::Call call{
-      who, core::TimePointFromMicros(core::NowMicros()) +
+      who, clock_.Now() +
                std::chrono::duration_cast<std::chrono::microseconds>(options_.step_timeout)};
   s.dialogue = executors_.Open(call);
   run.Emit(ExecutorMessage(s.header, s.step, pb::DIALOGUE_PARTY_PLANNER, "task_assignment",
@@ -923,7 +924,7 @@ void PlanEngine::EndStep(Run& run, StepRun& s) {
     s.step.error.clear();
     s.step.started_micros = 0;
   } else {
-    s.step.finished_micros = core::NowMicros();
+    s.step.finished_micros = clock_.NowMicros();
     run.Emit(std::move(s.result_event));
   }
   const absl::Status stored = store_.UpdateStep(s.header, s.step);

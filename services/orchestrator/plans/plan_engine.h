@@ -50,6 +50,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "libs/core/clock.h"
 #include "libs/core/identity.h"
 #include "libs/llm/usage.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
@@ -78,6 +79,10 @@ struct PlanEngineOptions {
   ScopeUsageWriter* usage_writer = nullptr;
   // What runs unasked, and how long a plan's preview can be approved.
   ApprovalPolicy approvals;
+  // Time for deadlines, expiry and the steps' start and end (the turn's
+  // clock when the engine runs plans in turns); null: the system clock.
+  // Must outlive the engine.
+  const core::Clock* clock = nullptr;
 };
 
 // Receives a plan's events (plan_created, plan_ready_for_review,
@@ -243,6 +248,7 @@ class PlanEngine final {
   const PlanGenerator& generator_;
   const PlanAdvisor& advisor_;
   const PlanEngineOptions options_;
+  const core::Clock& clock_;
 
   absl::Mutex claims_mu_;
   std::set<std::string> claimed_ ABSL_GUARDED_BY(claims_mu_);  // plans a call acts on

@@ -94,8 +94,17 @@ class FakeStepExecutors::Dialogue final : public StepDialogue {
   bool closed_ = false;
 };
 
-std::unique_ptr<StepDialogue> FakeStepExecutors::Open(const core::Call& /*call*/) {
+std::unique_ptr<StepDialogue> FakeStepExecutors::Open(const core::Call& call) {
+  {
+    absl::MutexLock lock(&mu_);
+    deadlines_.push_back(call.deadline);
+  }
   return std::make_unique<Dialogue>(*this);
+}
+
+std::vector<core::TimePoint> FakeStepExecutors::deadlines() const {
+  absl::MutexLock lock(&mu_);
+  return deadlines_;
 }
 
 void FakeStepExecutors::AskWhen(const std::string& tool, const std::string& question,

@@ -33,6 +33,8 @@ class FakeStepExecutors final : public StepExecutors {
   std::vector<execpb::TaskAssignment> assignments() const;
   // The answers the steps' questions were given, in order.
   std::vector<std::string> answers() const;
+  // The deadline of each step's dialogue, in the order they were opened.
+  std::vector<core::TimePoint> deadlines() const;
 
  private:
   class Dialogue;
@@ -46,6 +48,7 @@ class FakeStepExecutors final : public StepExecutors {
   std::function<void(const execpb::TaskAssignment&)> on_assign_ ABSL_GUARDED_BY(mu_);
   std::vector<execpb::TaskAssignment> assignments_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> answers_ ABSL_GUARDED_BY(mu_);
+  std::vector<core::TimePoint> deadlines_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace omniforge::orchestrator::testing

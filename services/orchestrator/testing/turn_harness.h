@@ -66,7 +66,10 @@ struct TurnHarness {
       }
       generator = std::make_unique<PlanGenerator>(plan_model.get());
       advisor = std::make_unique<PlanAdvisor>(review_model.get(), plan_model.get());
-      engine = std::make_unique<PlanEngine>(plan_store, executors, *generator, *advisor);
+      PlanEngineOptions engine_options;
+      engine_options.clock = &clock;  // the turn's
+      engine = std::make_unique<PlanEngine>(plan_store, executors, *generator, *advisor,
+                                            engine_options);
     }
     runner =
         std::make_unique<TurnRunner>(seen_memory, seen_understanding, seen_tools, setup.options,

@@ -104,6 +104,22 @@ TEST(TurnPlanTest, AnAuditPlanOnlyReadsAndRunsAtOnce) {
   EXPECT_TRUE(audit.events.back().done().is_final());
 }
 
+// The engine keeps the turn's time: each step's dialogue ends a step's time
+// after the turn's clock says it opened (the fake clock stands still, two
+// months before the machine's own).
+TEST(TurnPlanTest, AStepsDialogueEndsAStepsTimeAfterTheTurnsClock) {
+  TurnHarness h(Projects(), WithPlans());
+  RecordingSink audit;
+  ASSERT_TRUE(h.TurnIn(intentpb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", audit,
+                       "", "Harbor")
+                  .ok());
+  const std::vector<core::TimePoint> deadlines = h.executors.deadlines();
+  ASSERT_EQ(deadlines.size(), 3u);
+  for (const core::TimePoint deadline : deadlines) {
+    EXPECT_EQ(deadline, h.clock.Now() + PlanEngineOptions{}.step_timeout);
+  }
+}
+
 TEST(TurnPlanTest, AStepsQuestionGoesToTheUserWhoseAnswerLetsThePlanGoOn) {
   TurnHarness h(Projects(), WithPlans());
   h.executors.AskWhen("get_project_details", "Which project do you mean?",
