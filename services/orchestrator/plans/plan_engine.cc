@@ -614,8 +614,8 @@ PlanOutcome PlanEngine::ShowForReview(const Plan& plan, const PlanContext& conte
                                       PlanEventSink& sink) const {
   PlanOutcome outcome{plan, PlanToolResult(plan), PlanDigest(plan.steps),
                       clock_.NowMicros() + std::chrono::duration_cast<std::chrono::microseconds>(
-                                              options_.approvals.pending_ttl)
-                                              .count()};
+                                               options_.approvals.pending_ttl)
+                                               .count()};
   sink.Emit(ReadyForReview(plan));
   pb::ChatEvent preview;
   FillPlanPreview(plan, context.tools, options_.approvals, outcome.digest,
@@ -831,9 +831,8 @@ void PlanEngine::OpenDialogue(Run& run, StepRun& s) {
   // Not cancelled from outside: a plan stops between steps (`cancelled`),
   // and a step's dialogue ends when the step does.
   const core::Identity who{s.header.tenant_id, s.header.user_id};
-  const core::Call call{
-      who, clock_.Now() +
-               std::chrono::duration_cast<std::chrono::microseconds>(options_.step_timeout)};
+  const core::Call call{who, clock_.Now() + std::chrono::duration_cast<std::chrono::microseconds>(
+                                                options_.step_timeout)};
   s.dialogue = executors_.Open(call);
   run.Emit(ExecutorMessage(s.header, s.step, pb::DIALOGUE_PARTY_PLANNER, "task_assignment",
                            assignment.task_assignment().task(), Dump(StepsToJson({s.step})[0])));

@@ -68,8 +68,8 @@ struct TurnHarness {
       advisor = std::make_unique<PlanAdvisor>(review_model.get(), plan_model.get());
       PlanEngineOptions engine_options;
       engine_options.clock = &clock;  // the turn's
-      engine = std::make_unique<PlanEngine>(plan_store, executors, *generator, *advisor,
-                                            engine_options);
+      engine =
+          std::make_unique<PlanEngine>(plan_store, executors, *generator, *advisor, engine_options);
     }
     runner =
         std::make_unique<TurnRunner>(seen_memory, seen_understanding, seen_tools, setup.options,
