@@ -294,18 +294,47 @@ bool AsksForConversationSummary(const std::vector<std::string_view>& words) {
   return summary && scoped;
 }
 
+// "the monday before the board meeting", "after lunch": a direction in
+// time, not in a list.
+bool DirectionIsTemporal(const std::vector<std::string_view>& words) {
+  static const WordSet directions = {"before", "after", "until", "till"};
+  static const WordSet times = {
+      "meeting",   "lunch",    "call",   "deadline", "launch", "weekend", "monday", "tuesday",
+      "wednesday", "thursday", "friday", "saturday", "sunday", "noon",    "work",   "hours",
+      "review",    "week",     "month",  "holidays", "break",  "end",     "then"};
+  for (size_t i = 0; i + 1 < words.size(); ++i) {
+    if (!directions.contains(words[i])) continue;
+    for (size_t j = i + 1; j < words.size() && j <= i + 3; ++j) {
+      if (times.contains(words[j])) return true;
+    }
+  }
+  return false;
+}
+
 std::optional<RelativePosition> FindRelativePosition(const std::vector<std::string_view>& words) {
-  // Only a position of "the one", "the entry", "the step", "the item".
-  if (!ContainsAnyPhrase(words, {"the one", "the entry", "the step", "the item", "the agent"})) {
+  // A position is asked of an item ("the one", "the row", "whatever sits",
+  // "its neighbour"), never of a time ("after lunch", "before friday").
+  static const WordSet items = {
+      "one",    "ones",  "entry",    "entries",   "row",      "line",        "item",      "step",
+      "agent",  "thing", "whatever", "neighbour", "neighbor", "predecessor", "successor", "bot",
+      "option", "sits",  "listed",   "comes",     "follower", "whats"};
+  if (std::none_of(words.begin(), words.end(),
+                   [&](std::string_view w) { return items.contains(w); })) {
     return std::nullopt;
   }
-  if (ContainsAnyPhrase(words, {"between"})) return RelativePosition::kBetween;
-  if (ContainsAnyPhrase(words, {"before", "above", "preceding", "ahead of", "prior to",
-                                "previous to", "right before", "directly before", "on top of"})) {
+  if (DirectionIsTemporal(words)) return std::nullopt;
+  if (ContainsAnyPhrase(words, {"between", "middle of", "in the middle"})) {
+    return RelativePosition::kBetween;
+  }
+  if (ContainsAnyPhrase(
+          words, {"before", "above", "preceding", "predecessor", "upstairs", "ahead of", "prior to",
+                  "previous to", "previous one to", "on top of", "right over", "just over",
+                  "directly over", "further up", "higher up", "up from"})) {
     return RelativePosition::kBefore;
   }
-  if (ContainsAnyPhrase(words, {"after", "below", "following", "under", "beneath", "next to",
-                                "underneath", "comes next"})) {
+  if (ContainsAnyPhrase(words, {"after", "below", "following", "under", "beneath", "underneath",
+                                "successor", "follower", "next", "neighbour", "neighbor",
+                                "further down", "lower down", "down from", "comes next"})) {
     return RelativePosition::kAfter;
   }
   return std::nullopt;
