@@ -6,6 +6,8 @@
 #include <set>
 
 #include "services/intent/src/cues.h"
+#include "services/intent/src/followup_cues.h"
+#include "services/intent/src/send_slots.h"
 #include "services/intent/src/text.h"
 
 namespace omniforge::intent {
@@ -70,23 +72,6 @@ const WordSet& SourceNouns() {
 // Who may have made or said the thing described ("the rubric *we* agreed").
 const WordSet& SubjectWords() {
   static const WordSet words = {"i", "we", "you", "he", "she", "they", "someone", "everyone"};
-  return words;
-}
-
-const WordSet& SendVerbs() {
-  static const WordSet words = {"send", "forward", "share",  "post",   "email", "ping", "message",
-                                "text", "tell",    "notify", "resend", "cc",    "mail", "dm"};
-  return words;
-}
-
-// Recipients that say what kind of person, not which one.
-const WordSet& RoleNouns() {
-  static const WordSet words = {"client",      "clients", "customer", "customers",    "journalist",
-                                "journalists", "trustee", "trustees", "caseworker",   "colleague",
-                                "colleagues",  "guy",     "person",   "stakeholders", "stakeholder",
-                                "parents",     "manager", "boss",     "vendor",       "supplier",
-                                "contact",     "channel", "group",    "lead",         "partner",
-                                "people",      "folks",   "them"};
   return words;
 }
 
@@ -191,6 +176,9 @@ struct Facts {
   bool payload = false;
   // The user's agents the message describes, best first, and how well.
   std::vector<std::pair<std::string, int>> described_agents;
+  // What is passed on and to whom, when the message asks to pass
+  // something on.
+  SendSlots send;
   // What a REFERENT condition found, for the question.
   std::string referent;
 };
@@ -328,24 +316,13 @@ Facts ReadFacts(const ClarifyInput& in) {
                      f.last_assistant.find('?') != std::string::npos;
   f.payload = HasPayload(in.request.message, f.words.size());
   f.described_agents = DescribedAgents(f);
+  f.send = ReadSendSlots(f.words, f.capitalized);
   return f;
 }
 
 bool AboutExistingAgent(Action a) {
   return a == Action::kUpdateAgent || a == Action::kManagePlatform || a == Action::kExecuteTask ||
          a == Action::kQueryInfo;
-}
-
-// The index of the first send verb, or npos ("let ... know" counts).
-size_t SendVerbAt(const Facts& f) {
-  for (size_t i = 0; i < f.words.size(); ++i) {
-    if (SendVerbs().contains(f.words[i])) return i;
-    if (f.words[i] == "let" && i + 2 < f.words.size() &&
-        std::find(f.words.begin() + static_cast<long>(i), f.words.end(), "know") != f.words.end()) {
-      return i;
-    }
-  }
-  return std::string_view::npos;
 }
 
 // ------------------------------------------------------------ conditions
@@ -553,55 +530,132 @@ bool AgentUnresolved(Facts& f) {
   return !f.history_binds && about_agent && f.described_agents.empty();
 }
 
-// "send it to the client", "post it in the channel", "ping them": a
-// recipient that says what kind of person but not which.
-bool RecipientUnclear(Facts& f) {
-  if (f.in.action == Action::kCreateAgent || f.in.action == Action::kCreateSkill) return false;
-  const size_t verb = SendVerbAt(f);
-  if (verb == std::string_view::npos) return false;
-  if (f.in.request.message.find('@') != std::string::npos ||
-      f.in.request.message.find('#') != std::string::npos) {
-    return false;
-  }
-  const std::vector<std::string_view>& w = f.words;
-  for (size_t i = verb + 1; i < w.size(); ++i) {
-    const std::string_view word = w[i];
-    if (f.capitalized.contains(std::string(word))) return false;  // a name
-    if (WordSet{"me", "us", "myself", "everyone", "everybody", "all", "team", "staff", "company",
-                "finance", "sales", "hr", "support", "legal", "marketing"}
-            .contains(word)) {
-      return false;
+// The history already says who gets it: a send in any form with "to" or
+// "with" after it ("shall I share them with the depot supervisors?"), or
+// an address.
+bool HistoryNamesRecipient(const Facts& f) {
+  const std::vector<std::string_view>& h = f.history_words;
+  for (size_t i = 0; i < h.size(); ++i) {
+    if (h[i].find('@') != std::string_view::npos) return true;
+    if (!IsSendVerbForm(h[i])) continue;
+    for (size_t j = i + 1; j < h.size() && j <= i + 6; ++j) {
+      if (h[j] == "to" || h[j] == "with") return true;
     }
-  }
-  for (size_t i = verb + 1; i < w.size(); ++i) {
-    const std::string_view word = w[i];
-    if (word == "them" && (f.history_binds || f.payload)) continue;
-    if (RoleNouns().contains(word) && (word == "them" || !InHistory(f, word))) return true;
   }
   return false;
 }
 
-// "share the deck", "email the file", "send an update": what to send is
-// neither in the message nor in the history.
-bool ObjectUnclear(Facts& f) {
-  if (f.in.action != Action::kExecuteTask || f.payload || f.history_binds) return false;
-  const size_t verb = SendVerbAt(f);
-  if (verb == std::string_view::npos) return false;
-  const std::vector<std::string_view>& w = f.words;
-  static const WordSet vague = {"update", "message", "note", "something", "it",       "this",
-                                "that",   "file",    "deck", "doc",       "document", "report",
-                                "thing",  "stuff",   "link", "details",   "info"};
-  for (size_t i = verb + 1; i < w.size() && i <= verb + 3; ++i) {
-    if (vague.contains(w[i]) && !InHistory(f, w[i])) {
-      bool names_agent = false;
-      for (const auto& [name, score] : f.described_agents) {
-        for (std::string_view part : NameWords(name))
-          names_agent = names_agent || SameStem(part, w[i]);
-      }
-      if (names_agent) continue;
-      f.referent = std::string(w[i]);
+bool InAgentNames(const Facts& f, std::string_view word) {
+  return std::any_of(
+      f.in.request.agents.begin(), f.in.request.agents.end(),
+      [&](const CatalogItem& a) { return Lowercase(a.name).find(word) != std::string::npos; });
+}
+
+// The history names people ("Anya and Pedro", "Tom Reilly"), whom a
+// "them" can stand for.
+bool HistoryNamesPeople(const Facts& f) {
+  const std::vector<HistoryTurn>& history = f.in.request.history;
+  const size_t begin = history.size() > kHistoryTurns ? history.size() - kHistoryTurns : 0;
+  for (size_t i = begin; i < history.size(); ++i) {
+    for (const std::string& word : CapitalizedWords(history[i].content)) {
+      if (word.size() >= 3 && IsAsciiWord(word) && !InAgentNames(f, word)) return true;
+    }
+  }
+  return false;
+}
+
+// Words of the agents in play (the one resolved, the ones described):
+// their names and descriptions say what they send and to whom.
+bool InAgentDescription(const Facts& f, std::string_view word) {
+  for (const CatalogItem& agent : f.in.request.agents) {
+    const bool in_play = (f.in.agent_name && *f.in.agent_name == agent.name) ||
+                         std::any_of(f.described_agents.begin(), f.described_agents.end(),
+                                     [&](const auto& d) { return d.first == agent.name; });
+    if (!in_play) continue;
+    const std::string text = NormalizeText(agent.name + " " + agent.description);
+    for (std::string_view w : Words(text)) {
+      if (SameStem(w, word)) return true;
+    }
+  }
+  return false;
+}
+
+// The agent in play sends to its own recipients ("Sends payslips to
+// staff"): a send through it needs no recipient.
+bool AgentInPlaySends(const Facts& f) {
+  for (const CatalogItem& agent : f.in.request.agents) {
+    const bool in_play =
+        (f.in.agent_name && *f.in.agent_name == agent.name) ||
+        (f.described_agents.size() == 1 && f.described_agents[0].first == agent.name);
+    if (!in_play) continue;
+    const std::string text = NormalizeText(agent.name + " " + agent.description);
+    const std::vector<std::string_view> words = Words(text);
+    if (std::any_of(words.begin(), words.end(), [](std::string_view w) {
+          return IsSendVerbForm(w) || w == "sends" || w == "emails" || w == "texts" ||
+                 w == "posts" || w == "notifies" || w == "sender" || w == "mailer";
+        })) {
       return true;
     }
+  }
+  return false;
+}
+
+// A send that changes nothing yet: new agents and skills say who gets what
+// each time in their own instructions.
+bool SendInScope(const Facts& f) {
+  return f.send.found && f.in.action != Action::kCreateAgent &&
+         f.in.action != Action::kCreateSkill &&
+         !IsStandingInstruction(f.words, f.in.request.message) && !f.payload;
+}
+
+// "forward the demurrage report", "get it to the right people", "send it
+// to the client", "ping them": no recipient, or one that says what kind of
+// person but not which, that neither the history nor the agent's own
+// description names.
+bool RecipientUnclear(Facts& f) {
+  if (!SendInScope(f)) return false;
+  const std::string& raw = f.in.request.message;
+  if (raw.find('@') != std::string::npos || raw.find('#') != std::string::npos) return false;
+  const std::vector<std::string_view>& who = f.send.recipient_words;
+  switch (f.send.recipient) {
+    case SlotFill::kNamed:
+      return false;
+    case SlotFill::kPronoun:  // "them": the people the history names
+      return !HistoryNamesRecipient(f) && !HistoryNamesPeople(f) && !AgentInPlaySends(f);
+    case SlotFill::kVague:
+      return std::none_of(who.begin(), who.end(), [&](std::string_view w) {
+        return w.size() >= 4 && !WordSet{"right", "usual", "people", "folks"}.contains(w) &&
+               InHistory(f, w);
+      });
+    case SlotFill::kNone:
+      if (f.send.tells) return false;
+      return !HistoryNamesRecipient(f) && !AgentInPlaySends(f);
+  }
+  return false;
+}
+
+// "share the deck", "text the pickers the thing", "let the 3PL know",
+// "ping the team about it": what to pass on is missing, or a word that
+// could be anything, and the history shows nothing it could be.
+bool ObjectUnclear(Facts& f) {
+  if (!SendInScope(f) || f.history_binds) return false;
+  const std::vector<std::string_view>& what = f.send.object_words;
+  switch (f.send.object) {
+    case SlotFill::kNamed:
+      return false;
+    case SlotFill::kNone:
+      if (!f.send.tells) return false;
+      f.referent = "what to tell them";
+      return true;
+    case SlotFill::kPronoun:
+      if (f.in.agent_name) return false;  // "it": what the named agent makes
+      [[fallthrough]];
+    case SlotFill::kVague:
+      for (std::string_view w : what) {
+        if (InHistory(f, w) || InAgentDescription(f, w)) return false;
+      }
+      f.referent = what.empty() ? "it" : std::string(what.front());
+      return true;
   }
   return false;
 }

@@ -5,7 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <deque>
+
 #include "services/intent/src/followup_cues.h"
+#include "services/intent/src/send_slots.h"
 #include "services/intent/src/text.h"
 
 namespace omniforge::intent {
@@ -206,6 +209,51 @@ TEST(FollowupCuesTest, CorrectionsAndRefusals) {
   EXPECT_FALSE(OpensWithRefusal(WordsOf(redirect)));
 }
 
+SendSlots Slots(std::string_view message) {
+  static std::deque<std::string> kept;  // the views point into these; a deque keeps them put
+  kept.push_back(NormalizeText(message));
+  return ReadSendSlots(Words(kept.back()), {});
+}
+
+TEST(SendSlotsTest, ReadsObjectAndRecipientFromTheSentenceShape) {
+  const SendSlots forward = Slots("forward the demurrage report");
+  EXPECT_TRUE(forward.found);
+  EXPECT_EQ(forward.recipient, SlotFill::kNone);
+  EXPECT_EQ(forward.object, SlotFill::kNamed);
+  const SendSlots to = Slots("get it to the right people");
+  EXPECT_EQ(to.recipient, SlotFill::kVague);
+  EXPECT_EQ(to.object, SlotFill::kPronoun);
+  const SendSlots two_phrases = Slots("text the pickers the thing");
+  EXPECT_EQ(two_phrases.recipient, SlotFill::kNamed);
+  EXPECT_EQ(two_phrases.object, SlotFill::kVague);
+  const SendSlots them = Slots("email them a friendly reminder of the policy");
+  EXPECT_EQ(them.recipient, SlotFill::kPronoun);
+  EXPECT_EQ(them.object, SlotFill::kNamed);
+  const SendSlots tell = Slots("let the 3PL know");
+  EXPECT_TRUE(tell.tells);
+  EXPECT_EQ(tell.recipient, SlotFill::kNamed);
+  EXPECT_EQ(tell.object, SlotFill::kNone);
+  EXPECT_FALSE(Slots("5 subject lines for a black friday email").found);
+}
+
+TEST(ClarifyTest, ASendAsksForWhatNeitherTheMessageNorTheHistoryGives) {
+  const IntentRequest bare = Request("share the scorecards", {"driver-scorecard"});
+  const ClarifyDecision ask = Decide(bare, Action::kExecuteTask, "driver-scorecard");
+  EXPECT_THAT(ask.clarification.missing, Contains(MissingSlot::kRecipient));
+  const IntentRequest offered = Request(
+      "share the scorecards", {"driver-scorecard"},
+      {{Role::kUser, "driver-scorecard finished"},
+       {Role::kAssistant, "The scorecards are ready. Share them with the depot supervisors?"}});
+  EXPECT_FALSE(Decide(offered, Action::kExecuteTask, "driver-scorecard").clarification.needed);
+  const IntentRequest named =
+      Request("message them now", {"shift-filler"},
+              {{Role::kAssistant, "Two shifts are open; Anya and Pedro are free on Saturday."}});
+  EXPECT_FALSE(Decide(named, Action::kExecuteTask).clarification.needed);
+  const IntentRequest tell = Request("let the 3PL know");
+  EXPECT_THAT(Decide(tell, Action::kExecuteTask).clarification.missing,
+              Contains(MissingSlot::kObject));
+}
+
 TEST(FollowupCuesTest, RecapsRelativePositionsAndTopicShifts) {
   const std::string recap = NormalizeText("how far did we get with all this?");
   EXPECT_TRUE(AsksForConversationSummary(WordsOf(recap)));
@@ -215,6 +263,13 @@ TEST(FollowupCuesTest, RecapsRelativePositionsAndTopicShifts) {
   EXPECT_EQ(FindRelativePosition(WordsOf(before)), RelativePosition::kBefore);
   const std::string between = NormalizeText("the one between a and b");
   EXPECT_EQ(FindRelativePosition(WordsOf(between)), RelativePosition::kBetween);
+  const std::string below = NormalizeText("kick off whatever sits right below the digest");
+  EXPECT_EQ(FindRelativePosition(WordsOf(below)), RelativePosition::kAfter);
+  const std::string predecessor = NormalizeText("number 3's predecessor, pause it");
+  EXPECT_EQ(FindRelativePosition(WordsOf(predecessor)), RelativePosition::kBefore);
+  const std::string in_time =
+      NormalizeText("second one: run it the monday before the board meeting");
+  EXPECT_FALSE(FindRelativePosition(WordsOf(in_time)).has_value());
   const std::string message = "anyway, unrelated: can agents read pdfs?";
   ASSERT_TRUE(NewTopicStart(message).has_value());
   EXPECT_EQ(message.substr(*NewTopicStart(message)), "can agents read pdfs?");
