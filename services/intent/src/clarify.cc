@@ -183,6 +183,13 @@ struct Facts {
   std::string referent;
 };
 
+// A word of one of the user's agent names ("silo" of feed-silo-level).
+bool InAgentNames(const Facts& f, std::string_view word) {
+  return std::any_of(
+      f.in.request.agents.begin(), f.in.request.agents.end(),
+      [&](const CatalogItem& a) { return Lowercase(a.name).find(word) != std::string::npos; });
+}
+
 bool InHistory(const Facts& f, std::string_view word) {
   return std::any_of(f.history_words.begin(), f.history_words.end(),
                      [&](std::string_view h) { return SameStem(h, word); });
@@ -476,6 +483,103 @@ bool UnboundDescription(Facts& f) {
   return false;
 }
 
+// Acting on `action` changes something in the user's workspace or runs
+// something: asking is the safe side when two readings disagree.
+bool ChangesSomething(Action action) {
+  return action != Action::kQueryInfo && action != Action::kConversation &&
+         action != Action::kUnknown;
+}
+
+// Words that start what a change is to follow or bring back: "using the
+// notes", "like the pilot we ran", "back to how it was", "restore the old
+// version", "with the corrections from the trustees".
+bool OpensMaterial(const std::vector<std::string_view>& w, size_t i) {
+  static const WordSet markers = {"using", "use",  "with",    "apply",     "from",
+                                  "like",  "per",  "restore", "reinstate", "revert",
+                                  "undo",  "same", "as",      "onto",      "following"};
+  if (w[i] == "to" && i > 0 && (w[i - 1] == "back" || w[i - 1] == "switch")) return true;
+  if (w[i] == "back" && i > 0 && w[i - 1] == "bring") return true;
+  if (w[i] == "like" && i > 0 && WordSet{"id", "would", "i", "we", "d", "wed"}.contains(w[i - 1])) {
+    return false;  // "I'd like an agent"
+  }
+  return markers.contains(w[i]);
+}
+
+// A definite noun phrase: it points at something the user takes as known.
+bool OpensDefinite(std::string_view w) {
+  static const WordSet definite = {"the", "our",  "their", "his",  "her",   "what",      "whatever",
+                                   "how", "last", "we",    "they", "lasts", "yesterdays"};
+  return definite.contains(w);
+}
+
+// Words of a description that say nothing of which thing it is.
+bool IsGenericModifier(std::string_view w) {
+  static const WordSet words = {"other",   "new",    "old", "same",   "previous", "earlier",
+                                "version", "setup",  "way", "thing",  "stuff",    "one",
+                                "was",     "before", "had", "agreed", "used",     "did",
+                                "does",    "uses",   "time"};
+  return words.contains(w) || StopWords().contains(w) || IsPastForm(w) || w.size() < 3 ||
+         !IsAsciiWord(w);
+}
+
+// Content words outside the material phrase w[from, to): more than two
+// spell out a change of their own.
+bool SaysMoreThanMaterial(const Facts& f, size_t from, size_t to) {
+  int said = 0;
+  for (size_t k = 0; k < f.words.size(); ++k) {
+    if (k >= from && k < to) continue;
+    const std::string_view word = f.words[k];
+    if (IsGenericModifier(word) || VagueChangeWords().contains(word) || InAgentNames(f, word)) {
+      continue;
+    }
+    ++said;
+  }
+  return said > 2;
+}
+
+// "set up manuscript-intake with the categories from the editorial
+// retreat", "make it work like the pilot we ran", "put it back to how it
+// was before the audit", "restore the old version": a change to follow a
+// definite description whose words neither the history nor an agent's
+// name shows; with no words of its own ("how it was", "like we agreed"),
+// one that nothing in the history could stand for.
+bool UnboundMaterial(Facts& f) {
+  if (!ChangesSomething(f.in.action) || f.payload) return false;
+  // A new agent names its own sources ("using the carrier api"); only a
+  // likeness ("like the one the Lyceum uses") points at something known.
+  const bool creates = f.in.action == Action::kCreateAgent || f.in.action == Action::kCreateSkill;
+  const std::vector<std::string_view>& w = f.words;
+  for (size_t i = 0; i + 1 < w.size(); ++i) {
+    if (!OpensMaterial(w, i) || (creates && w[i] != "like")) continue;
+    size_t start = i + 1;
+    if (w[start] == "back" || w[start] == "to" || w[start] == "as") ++start;
+    if (start >= w.size() || !OpensDefinite(w[start])) continue;
+    std::vector<std::string_view> content;
+    bool figure = false;
+    for (size_t k = start; k < w.size() && k <= start + 6; ++k) {
+      if (WordSet{"and", "but", "so", "pls", "please", "because", "for", "instead"}.contains(
+              w[k])) {
+        break;
+      }
+      figure = figure || std::any_of(w[k].begin(), w[k].end(), [](char c) {
+                 return std::isdigit(static_cast<unsigned char>(c)) != 0;
+               });
+      if (!IsGenericModifier(w[k]) && !InAgentNames(f, w[k])) content.push_back(w[k]);
+    }
+    // The material is the whole change, not a detail of one spelled out
+    // ("exclude planned maintenance windows from the downtime numbers").
+    if (figure || SaysMoreThanMaterial(f, i, start + 7)) continue;
+    const bool bound = content.empty()
+                           ? f.history_binds
+                           : std::any_of(content.begin(), content.end(),
+                                         [&](std::string_view c) { return InHistory(f, c); });
+    if (bound) continue;
+    f.referent = content.empty() ? "that" : "the " + std::string(content.front());
+    return true;
+  }
+  return false;
+}
+
 // "cancel the booking" after a list of three bookings.
 bool OneOfSeveral(Facts& f) {
   if (!f.last_turn_lists && CountFigures(f.last_assistant) < kSubstantialFigures) return false;
@@ -543,12 +647,6 @@ bool HistoryNamesRecipient(const Facts& f) {
     }
   }
   return false;
-}
-
-bool InAgentNames(const Facts& f, std::string_view word) {
-  return std::any_of(
-      f.in.request.agents.begin(), f.in.request.agents.end(),
-      [&](const CatalogItem& a) { return Lowercase(a.name).find(word) != std::string::npos; });
 }
 
 // The history names people ("Anya and Pedro", "Tom Reilly"), whom a
@@ -760,6 +858,7 @@ struct Condition {
 constexpr Condition kConditions[] = {
     {.name = "unbound_deictic", .slot = MissingSlot::kReferent, .holds = &UnboundDeictic},
     {.name = "unbound_description", .slot = MissingSlot::kReferent, .holds = &UnboundDescription},
+    {.name = "unbound_material", .slot = MissingSlot::kReferent, .holds = &UnboundMaterial},
     {.name = "agent_unresolved", .slot = MissingSlot::kAgent, .holds = &AgentUnresolved},
     {.name = "one_of_several", .slot = MissingSlot::kObject, .holds = &OneOfSeveral},
     {.name = "object_unclear", .slot = MissingSlot::kObject, .holds = &ObjectUnclear},
@@ -873,13 +972,6 @@ ClarifyDecision DecideClarification(const ClarifyInput& input) {
 }
 
 namespace {
-
-// Acting on `action` changes something in the user's workspace or runs
-// something: asking is the safe side when two readings disagree.
-bool ChangesSomething(Action action) {
-  return action != Action::kQueryInfo && action != Action::kConversation &&
-         action != Action::kUnknown;
-}
 
 // An LLM answer carries the model's own clarify decision (`model`, with its
 // question). For an action that changes something the conservative reading

@@ -209,6 +209,26 @@ TEST(FollowupCuesTest, CorrectionsAndRefusals) {
   EXPECT_FALSE(OpensWithRefusal(WordsOf(redirect)));
 }
 
+TEST(ClarifyTest, AChangeThatOnlyPointsAtUnseenMaterialAsks) {
+  const IntentRequest retreat =
+      Request("set up manuscript-intake with the categories from the editorial retreat",
+              {"manuscript-intake"});
+  const ClarifyDecision ask = Decide(retreat, Action::kUpdateAgent, "manuscript-intake");
+  EXPECT_THAT(ask.conditions, Contains("unbound_material"));
+  const IntentRequest spring =
+      Request("bring back what we had in spring", {"feed-silo-level"},
+              {{Role::kUser, "what was the silo alert setting in spring?"},
+               {Role::kAssistant, "From March to May, feed-silo-level alerted at 30%."}});
+  EXPECT_FALSE(Decide(spring, Action::kUpdateAgent, "feed-silo-level").clarification.needed);
+  const IntentRequest spelled_out =
+      Request("uptime-report should exclude planned maintenance windows from the downtime numbers",
+              {"uptime-report"});
+  EXPECT_FALSE(Decide(spelled_out, Action::kUpdateAgent, "uptime-report").clarification.needed);
+  const IntentRequest source =
+      Request("create a skill that converts a container number to an ETA using the carrier api");
+  EXPECT_FALSE(Decide(source, Action::kCreateSkill).clarification.needed);
+}
+
 SendSlots Slots(std::string_view message) {
   static std::deque<std::string> kept;  // the views point into these; a deque keeps them put
   kept.push_back(NormalizeText(message));
