@@ -193,44 +193,26 @@ std::string CorrectedValue(std::string_view message) {
 
 bool OpensWithRefusal(const std::vector<std::string_view>& words) {
   if (words.empty() || words.size() > kMaxRefusalWords) return false;
-  static const std::vector<std::string_view> openings = {"no",
-                                                         "nah",
-                                                         "nope",
-                                                         "pass",
-                                                         "hard pass",
-                                                         "not now",
-                                                         "not right now",
-                                                         "not a priority",
-                                                         "not for now",
-                                                         "dont",
-                                                         "please dont",
-                                                         "pls dont",
-                                                         "forget it",
-                                                         "forget i asked",
-                                                         "lets park",
-                                                         "park that",
-                                                         "thanks but no",
-                                                         "no thanks",
-                                                         "no thank",
-                                                         "ill think about it",
-                                                         "actually no",
-                                                         "actually forget",
-                                                         "leave it",
-                                                         "ill pass",
-                                                         "skip it",
-                                                         "not needed",
-                                                         "ehh no",
-                                                         "uh no",
-                                                         "hmm no",
-                                                         "hmm nah",
-                                                         "maybe later",
-                                                         "not this time",
-                                                         "👎"};
+  static const std::vector<std::string_view> openings = {
+      "no", "nah", "nope", "pass", "hard pass", "not now", "not right now", "not a priority",
+      "not for now", "dont", "please dont", "pls dont", "forget it", "forget i asked", "lets park",
+      "park that", "thanks but no", "no thanks", "no thank", "ill think about it", "actually no",
+      "actually forget", "leave it", "ill pass", "skip it", "not needed", "ehh no", "uh no",
+      "hmm no", "hmm nah", "maybe later", "not this time", "👎",
+      // A negation of the offer itself,
+      // whatever reason follows.
+      "not necessary", "not needed", "not worth", "not really", "not interested", "not keen",
+      "not yet", "not today", "absolutely not", "definitely not", "i dont think", "dont think",
+      "lets not", "never mind", "nevermind", "no need", "hold off", "rather not", "id rather not",
+      "better not", "skip", "meh",
+      // Postponed or done elsewhere.
+      "already", "well cross", "cross that bridge", "another time", "some other time"};
   size_t start = 0;
-  static const WordSet hesitation = {"hmm",  "hm",     "uh",  "ehh",      "eh", "um",    "ok",
-                                     "okay", "thanks", "thx", "actually", "oh", "sorry", "no"};
+  static const WordSet hesitation = {
+      "hmm", "hm",    "uh", "ehh", "eh",   "um",       "ok",  "okay", "thanks", "thx", "actually",
+      "oh",  "sorry", "no", "meh", "well", "honestly", "tbh", "erm",  "yeah",   "i",   "but"};
   // The refusal may follow a hesitation or a thanks ("hmm, no", "thanks but no").
-  while (start < words.size() && start < 2 && hesitation.contains(words[start]) &&
+  while (start < words.size() && start < 3 && hesitation.contains(words[start]) &&
          words[start] != "no") {
     ++start;
   }
@@ -245,9 +227,16 @@ bool OpensWithRefusal(const std::vector<std::string_view>& words) {
     if (HasDigit(w)) return false;
   }
   // "no, send it to the finance channel instead": a new value.
-  if (ContainsAnyPhrase(words, {"instead", "should", "only", "but", "rather", "send it", "make it",
+  if (ContainsAnyPhrase(words, {"instead", "should", "only", "rather than", "send it", "make it",
                                 "go to", "use"})) {
     return false;
+  }
+  // "but" brings a new value unless it only closes the refusal ("thanks but no").
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i] == "but" &&
+        !(i + 1 < words.size() && WordSet{"no", "not", "nah", "thanks"}.contains(words[i + 1]))) {
+      return false;
+    }
   }
   static const WordSet refusal_verbs = {"leave", "keep",   "forget", "handle", "think",
                                         "park",  "bother", "touch",  "change", "do",

@@ -207,6 +207,14 @@ TEST(FollowupCuesTest, CorrectionsAndRefusals) {
   EXPECT_TRUE(OpensWithRefusal(WordsOf(refusal)));
   const std::string redirect = NormalizeText("no, send it to the finance channel instead");
   EXPECT_FALSE(OpensWithRefusal(WordsOf(redirect)));
+  for (const char* declined :
+       {"already sorted on their end, thanks anyway", "thx but no", "meh, leave it, pushy works",
+        "not necessary, we'll see it monthly", "we'll cross that bridge when we get there"}) {
+    const std::string text = NormalizeText(declined);
+    EXPECT_TRUE(OpensWithRefusal(WordsOf(text))) << declined;
+  }
+  const std::string edit = NormalizeText("no thanks, but add the staff list");
+  EXPECT_FALSE(OpensWithRefusal(WordsOf(edit)));
 }
 
 TEST(ClarifyTest, AChangeThatOnlyPointsAtUnseenMaterialAsks) {
