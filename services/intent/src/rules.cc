@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "services/intent/src/cues.h"
 #include "services/intent/src/followup_cues.h"
 #include "services/intent/src/text.h"
@@ -373,7 +374,10 @@ int RelativeAnchor(const Situation& s, const std::vector<int>& named) {
     return static_cast<int>(std::find(c.last_list.begin(), c.last_list.end(), *loose) -
                             c.last_list.begin());
   }
-  if (const std::optional<OrdinalRef> ordinal = FindOrdinal(s.message.request.message)) {
+  // A possessive anchor reads as the position itself ("number 3's predecessor").
+  const std::string text =
+      absl::StrReplaceAll(s.message.request.message, {{"'s ", " "}, {"’s ", " "}});
+  if (const std::optional<OrdinalRef> ordinal = FindOrdinal(text)) {
     if (const int i = ordinal->Resolve(size, CurrentIndex(c)); i >= 0) return i;
   }
   if (ContainsAnyPhrase(s.message.words, {"it", "its", "that", "this one", "that one"})) {
