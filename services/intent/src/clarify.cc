@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "services/intent/src/cues.h"
 #include "services/intent/src/followup_cues.h"
 #include "services/intent/src/send_slots.h"
@@ -78,14 +79,17 @@ const WordSet& SubjectWords() {
 // Words that ask for a change without saying what it is.
 const WordSet& VagueChangeWords() {
   static const WordSet words = {
-      "change",    "changes",  "changed",   "update",  "edit",   "edits",  "adjust",    "tweak",
-      "tweaks",    "rework",   "fix",       "improve", "better", "modify", "settings",  "setting",
-      "schedule",  "tone",     "wording",   "prompt",  "format", "timing", "rules",     "config",
-      "behaviour", "behavior", "wrong",     "broken",  "weird",  "off",    "bad",       "work",
-      "stuff",     "things",   "something", "around",  "few",    "little", "different", "redo",
-      "revise",    "overhaul", "look",      "into",    "make",   "go",     "over",      "agent",
-      "bot",       "thing",    "about",     "mess",    "messed", "been",   "not",       "doing",
-      "right",     "properly", "sure",      "ask",     "am",     "being",  "don",       "dont"};
+      "change",   "changes",  "changed",  "update",    "edit",     "edits",    "adjust",
+      "tweak",    "tweaks",   "rework",   "fix",       "improve",  "better",   "modify",
+      "settings", "setting",  "schedule", "tone",      "wording",  "prompt",   "format",
+      "timing",   "rules",    "config",   "behaviour", "behavior", "wrong",    "broken",
+      "weird",    "off",      "bad",      "work",      "stuff",    "things",   "something",
+      "around",   "few",      "little",   "different", "redo",     "revise",   "overhaul",
+      "look",     "into",     "make",     "go",        "over",     "agent",    "bot",
+      "thing",    "about",    "mess",     "messed",    "been",     "not",      "doing",
+      "right",    "properly", "sure",     "ask",       "am",       "being",    "don",
+      "dont",     "good",     "needs",    "tweaking",  "improve",  "improved", "changing",
+      "fixing",   "adjusting"};
   return words;
 }
 
@@ -551,6 +555,7 @@ bool UnboundMaterial(Facts& f) {
   const std::vector<std::string_view>& w = f.words;
   for (size_t i = 0; i + 1 < w.size(); ++i) {
     if (!OpensMaterial(w, i) || (creates && w[i] != "like")) continue;
+    if (f.send.found && w[i] == "with") continue;  // "share it with the council": a recipient
     size_t start = i + 1;
     if (w[start] == "back" || w[start] == "to" || w[start] == "as") ++start;
     if (start >= w.size() || !OpensDefinite(w[start])) continue;
@@ -816,13 +821,36 @@ bool PurposeMissing(Facts& f) {
   return true;
 }
 
+// The user told what is wrong a turn or two ago ("the onboarding bot sends
+// day 3 email with a broken link"): "fix it" then says what to change.
+bool UserSaidWhatIsWrong(const Facts& f) {
+  const std::vector<HistoryTurn>& history = f.in.request.history;
+  const size_t begin = history.size() > kHistoryTurns ? history.size() - kHistoryTurns : 0;
+  for (size_t i = begin; i < history.size(); ++i) {
+    // A statement, not a question about the agent ("how many stops did it plan?").
+    if (history[i].role != Role::kUser || absl::StrContains(history[i].content, "?")) continue;
+    const std::string text = NormalizeText(history[i].content);
+    const std::vector<std::string_view> words = Words(text);
+    const auto said = std::count_if(words.begin(), words.end(), [](std::string_view w) {
+      return !StopWords().contains(w) && !VagueChangeWords().contains(w) && w.size() >= 3;
+    });
+    if (said >= 4) return true;
+  }
+  return false;
+}
+
 // "the timesheet chaser needs a rework", "change the schedule of the
 // weekly recap": a change with nothing said of what changes.
 bool ChangeMissing(Facts& f) {
+  static const std::string_view kChangeStems[] = {"chang", "edit",   "adjust", "tweak", "rework",
+                                                  "modif", "improv", "fix",    "redo",  "revis"};
   const bool change_verb =
-      f.in.agent_name && !f.words.empty() &&
-      ContainsAnyPhrase(f.words, {"change", "edit", "adjust", "tweak", "rework", "modify"});
+      f.in.agent_name && std::any_of(f.words.begin(), f.words.end(), [](std::string_view w) {
+        return std::any_of(std::begin(kChangeStems), std::end(kChangeStems),
+                           [&](std::string_view stem) { return w.starts_with(stem); });
+      });
   if ((f.in.action != Action::kUpdateAgent && !change_verb) || f.payload) return false;
+  if (UserSaidWhatIsWrong(f)) return false;
   if (f.in.reference == Reference::kCorrection || f.in.reference == Reference::kConfirmation) {
     return false;
   }

@@ -237,6 +237,22 @@ TEST(ClarifyTest, AChangeThatOnlyPointsAtUnseenMaterialAsks) {
   EXPECT_FALSE(Decide(source, Action::kCreateSkill).clarification.needed);
 }
 
+TEST(ClarifyTest, AChangeWithNothingToChangeAsksUnlessTheUserSaidWhatIsWrong) {
+  const IntentRequest bare = Request("kb-gap-finder needs tweaking", {"kb-gap-finder"});
+  EXPECT_THAT(Decide(bare, Action::kConversation, "kb-gap-finder").clarification.missing,
+              Contains(MissingSlot::kChange));
+  const IntentRequest told = Request(
+      "fix the onboarding bot", {"onboarding-guide-bot"},
+      {{Role::kUser, "the onboarding bot sends day 3 email with a broken link to the app store"},
+       {Role::kAssistant, "I see it: the day-3 email links to an old App Store URL."}});
+  EXPECT_FALSE(Decide(told, Action::kUpdateAgent, "onboarding-guide-bot").clarification.needed);
+  const IntentRequest asked =
+      Request("make route-planner better", {"route-planner"},
+              {{Role::kUser, "how many stops did route-planner plan for tomorrow?"},
+               {Role::kAssistant, "It planned 164 stops across 9 vans."}});
+  EXPECT_TRUE(Decide(asked, Action::kUpdateAgent, "route-planner").clarification.needed);
+}
+
 SendSlots Slots(std::string_view message) {
   static std::deque<std::string> kept;  // the views point into these; a deque keeps them put
   kept.push_back(NormalizeText(message));
