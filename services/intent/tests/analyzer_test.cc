@@ -322,6 +322,16 @@ TEST(ReferenceTest, ADraftHeadedByAnExistingAgentIsAChangeToIt) {
   EXPECT_EQ(AgentOf(a), "invoice-chaser");
 }
 
+TEST(ReferenceTest, PassingSomethingOnOnceRunsItButASendThatChangesIsAnUpdate) {
+  std::vector<HistoryTurn> history = {
+      User("how did weekly-sales-digest do?"),
+      Assistant("weekly-sales-digest built this week's digest: 14 deals closed.")};
+  EXPECT_EQ(Analyze("share it with the regional leads", history).action, Action::kExecuteTask);
+  EXPECT_EQ(VerbAction("share the scorecards"), Action::kExecuteTask);
+  EXPECT_EQ(VerbAction("send it to the finance channel instead"), Action::kUpdateAgent);
+  EXPECT_EQ(VerbAction("share access with the new hire"), Action::kManagePlatform);
+}
+
 TEST(ReferenceTest, ABareOrdinalContinuesWhatTheListWasFor) {
   IntentAnalysis a =
       Analyze("the last one", {User("run one of my agents"), Assistant("Which one should I run?\n"
