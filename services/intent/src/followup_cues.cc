@@ -112,6 +112,14 @@ size_t FirstValueWord(std::string_view clause) {
 // the filler after that.
 std::string_view ValueOf(std::string_view clause) {
   clause = clause.substr(FirstValueWord(clause));
+  // "swap Friday for Thursday", "replace X with Y": the new value comes last.
+  for (std::string_view verb : {"swap ", "replace ", "change "}) {
+    if (!clause.starts_with(verb)) continue;
+    for (std::string_view link : {" for ", " with ", " to "}) {
+      const size_t at = clause.find(link);
+      if (at != std::string_view::npos) return Trim(clause.substr(at + link.size()));
+    }
+  }
   for (std::string_view negation : {" not ", " instead of ", " rather than ", " vs "}) {
     const size_t at = clause.find(negation);
     if (at != std::string_view::npos) clause = clause.substr(0, at);
@@ -143,10 +151,17 @@ bool HasDigit(std::string_view s) {
 bool CarriesEdit(std::string_view message) {
   const std::string normalized = NormalizeText(message);
   const std::vector<std::string_view> words = Words(normalized);
-  return HasDigit(message) ||
-         ContainsAnyPhrase(words, {"but", "though", "tho", "instead", "w", "also", "too", "as well",
-                                   "make it", "include", "keep", "only", "except", "name it",
-                                   "call it", "from the", "to the"});
+  // A quoted value ("with the subject line 'Branch growth weekly'").
+  const size_t quote = message.find_first_of("'\"");
+  const bool quoted = quote != std::string_view::npos &&
+                      message.find_first_of("'\"", quote + 1) > quote + 3 &&
+                      message.find_first_of("'\"", quote + 1) != std::string_view::npos;
+  return HasDigit(message) || quoted ||
+         ContainsAnyPhrase(words, {"but",      "though",    "tho",     "instead",     "w",
+                                   "also",     "too",       "as well", "make it",     "include",
+                                   "keep",     "only",      "except",  "name it",     "call it",
+                                   "from the", "to the",    "swap",    "rather than", "better",
+                                   "switch",   "change it", "move it", "with the",    "add"});
 }
 
 bool IsCorrection(const std::vector<std::string_view>& words) {

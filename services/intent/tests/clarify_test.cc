@@ -298,6 +298,14 @@ TEST(ClarifyTest, ASendAsksForWhatNeitherTheMessageNorTheHistoryGives) {
               Contains(MissingSlot::kObject));
 }
 
+TEST(FollowupCuesTest, AYesCarriesAnEditInMoreForms) {
+  EXPECT_TRUE(CarriesEdit("approve with the subject line 'Branch growth weekly'"));
+  EXPECT_TRUE(CarriesEdit("swap Friday for Thursday, lots of us are off fridays"));
+  EXPECT_TRUE(CarriesEdit("ya, wednesday evening better"));
+  EXPECT_FALSE(CarriesEdit("yes please, go ahead"));
+  EXPECT_EQ(CorrectedValue("swap Friday for Thursday"), "Thursday");
+}
+
 TEST(FollowupCuesTest, RecapsRelativePositionsAndTopicShifts) {
   const std::string recap = NormalizeText("how far did we get with all this?");
   EXPECT_TRUE(AsksForConversationSummary(WordsOf(recap)));
