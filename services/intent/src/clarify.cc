@@ -503,6 +503,12 @@ bool OpensMaterial(const std::vector<std::string_view>& w, size_t i) {
                                   "undo",  "same", "as",      "onto",      "following"};
   if (w[i] == "to" && i > 0 && (w[i - 1] == "back" || w[i - 1] == "switch")) return true;
   if (w[i] == "back" && i > 0 && w[i - 1] == "bring") return true;
+  // "switch it to the new targets": a version only the user has seen.
+  if (w[i] == "to" && i + 2 < w.size() && w[i + 1] == "the" &&
+      WordSet{"new", "old", "previous", "other", "same", "updated", "revised", "latest"}.contains(
+          w[i + 2])) {
+    return true;
+  }
   if (w[i] == "like" && i > 0 && WordSet{"id", "would", "i", "we", "d", "wed"}.contains(w[i - 1])) {
     return false;  // "I'd like an agent"
   }
@@ -518,10 +524,10 @@ bool OpensDefinite(std::string_view w) {
 
 // Words of a description that say nothing of which thing it is.
 bool IsGenericModifier(std::string_view w) {
-  static const WordSet words = {"other",   "new",    "old", "same",   "previous", "earlier",
-                                "version", "setup",  "way", "thing",  "stuff",    "one",
-                                "was",     "before", "had", "agreed", "used",     "did",
-                                "does",    "uses",   "time"};
+  static const WordSet words = {"how",    "what",     "whatever", "other",   "new",    "old",
+                                "same",   "previous", "earlier",  "version", "setup",  "way",
+                                "thing",  "stuff",    "one",      "was",     "before", "had",
+                                "agreed", "used",     "did",      "does",    "uses",   "time"};
   return words.contains(w) || StopWords().contains(w) || IsPastForm(w) || w.size() < 3 ||
          !IsAsciiWord(w);
 }
@@ -548,7 +554,11 @@ bool SaysMoreThanMaterial(const Facts& f, size_t from, size_t to) {
 // name shows; with no words of its own ("how it was", "like we agreed"),
 // one that nothing in the history could stand for.
 bool UnboundMaterial(Facts& f) {
-  if (!ChangesSomething(f.in.action) || f.payload) return false;
+  // The model may read "set up X with ..." as talk; the verb says it changes.
+  const std::optional<Action> verb = VerbAction(f.in.request.message, 3);
+  if (!(ChangesSomething(f.in.action) || (verb && ChangesSomething(*verb))) || f.payload) {
+    return false;
+  }
   // A new agent names its own sources ("using the carrier api"); only a
   // likeness ("like the one the Lyceum uses") points at something known.
   const bool creates = f.in.action == Action::kCreateAgent || f.in.action == Action::kCreateSkill;
@@ -767,9 +777,14 @@ bool ObjectUnclear(Facts& f) {
 // agent or skill, whatever the model made of the rest.
 bool AsksForNewAgent(const std::vector<std::string_view>& w) {
   static const WordSet asks = {"new", "another", "create", "make", "build", "setup", "set"};
-  static const WordSet things = {"agent", "skill", "bot", "automation", "assistant"};
+  // "could we get an AI thing going", "I'd like an agent for ...".
+  static const WordSet wants = {"want", "need", "like", "get", "have"};
+  static const WordSet things = {"agent",     "skill", "bot", "automation",
+                                 "assistant", "thing", "ai",  "tool"};
   for (size_t i = 0; i < w.size(); ++i) {
-    if (!asks.contains(w[i])) continue;
+    const bool wants_one = wants.contains(w[i]) && i + 1 < w.size() &&
+                           (w[i + 1] == "a" || w[i + 1] == "an" || w[i + 1] == "another");
+    if (!asks.contains(w[i]) && !wants_one) continue;
     for (size_t j = i + 1; j < w.size() && j <= i + 4; ++j) {
       if (things.contains(w[j])) return true;
     }

@@ -232,6 +232,13 @@ TEST(ClarifyTest, AChangeThatOnlyPointsAtUnseenMaterialAsks) {
       Request("uptime-report should exclude planned maintenance windows from the downtime numbers",
               {"uptime-report"});
   EXPECT_FALSE(Decide(spelled_out, Action::kUpdateAgent, "uptime-report").clarification.needed);
+  const IntentRequest new_version =
+      Request("switch repair-sla-tracker to the new targets", {"repair-sla-tracker"});
+  EXPECT_TRUE(Decide(new_version, Action::kUpdateAgent, "repair-sla-tracker").clarification.needed);
+  const IntentRequest talk =
+      Request("nice. set up manuscript-intake with the categories from the editorial retreat",
+              {"manuscript-intake"});
+  EXPECT_TRUE(Decide(talk, Action::kConversation, "manuscript-intake").clarification.needed);
   const IntentRequest source =
       Request("create a skill that converts a container number to an ETA using the carrier api");
   EXPECT_FALSE(Decide(source, Action::kCreateSkill).clarification.needed);
@@ -251,6 +258,17 @@ TEST(ClarifyTest, AChangeWithNothingToChangeAsksUnlessTheUserSaidWhatIsWrong) {
               {{Role::kUser, "how many stops did route-planner plan for tomorrow?"},
                {Role::kAssistant, "It planned 164 stops across 9 vans."}});
   EXPECT_TRUE(Decide(asked, Action::kUpdateAgent, "route-planner").clarification.needed);
+}
+
+TEST(ClarifyTest, AWishForANewThingWithNoPurposeAsks) {
+  for (const char* wish : {"could we get an AI thing going for the volunteers?",
+                           "I'd like an agent for the new EU rules coming in",
+                           "actually, build a thing for the patients"}) {
+    const IntentRequest request = Request(wish);
+    EXPECT_THAT(Decide(request, Action::kConversation).clarification.missing,
+                Contains(MissingSlot::kPurpose))
+        << wish;
+  }
 }
 
 SendSlots Slots(std::string_view message) {
