@@ -25,6 +25,8 @@ constexpr int kSubstantialFigures = 2;
 constexpr int kListLines = 2;
 // A message this long carries its own material.
 constexpr size_t kPayloadWords = 22;
+// A yes this long carries a request of its own.
+constexpr size_t kYesAndRequestWords = 7;
 // At most this many candidates are offered.
 constexpr size_t kMaxCandidates = 3;
 
@@ -990,9 +992,14 @@ ClarifyDecision DecideClarification(const ClarifyInput& input) {
       }
     }
   }
-  if (RepliesToAssistant(f)) return decision;
+  // A yes that goes on to a request of its own ("yes, change X using the
+  // notes from the committee meeting") may still point at something unseen.
+  const bool yes_and_more =
+      input.reference == Reference::kConfirmation && f.words.size() >= kYesAndRequestWords;
+  if (RepliesToAssistant(f) && !yes_and_more) return decision;
   Clarification& c = decision.clarification;
   for (const Condition& condition : kConditions) {
+    if (yes_and_more && condition.slot != MissingSlot::kReferent) continue;
     if (!condition.holds(f)) continue;
     decision.conditions.push_back(condition.name);
     if (std::find(c.missing.begin(), c.missing.end(), condition.slot) == c.missing.end()) {

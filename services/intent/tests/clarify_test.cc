@@ -271,6 +271,19 @@ TEST(ClarifyTest, AWishForANewThingWithNoPurposeAsks) {
   }
 }
 
+TEST(ClarifyTest, AYesThatGoesOnToARequestMayStillPointAtSomethingUnseen) {
+  const IntentRequest request =
+      Request("yes, change hall-booking-confirm using the notes from the committee meeting",
+              {"hall-booking-confirm"},
+              {{Role::kUser, "thanks for yesterday"}, {Role::kAssistant, "You're welcome!"}});
+  const ClarifyDecision d =
+      Decide(request, Action::kUpdateAgent, "hall-booking-confirm", Reference::kConfirmation);
+  EXPECT_THAT(d.clarification.missing, ElementsAre(MissingSlot::kReferent));
+  const IntentRequest plain = Request("yes please go ahead", {"hall-booking-confirm"});
+  EXPECT_FALSE(Decide(plain, Action::kUpdateAgent, "hall-booking-confirm", Reference::kConfirmation)
+                   .clarification.needed);
+}
+
 SendSlots Slots(std::string_view message) {
   static std::deque<std::string> kept;  // the views point into these; a deque keeps them put
   kept.push_back(NormalizeText(message));
