@@ -387,6 +387,45 @@ bool UnboundDeictic(Facts& f) {
   return false;
 }
 
+// "go with option B" when no options were offered; "the usual setup"
+// with no agent to hold it.
+bool UnboundShorthand(Facts& f) {
+  const std::vector<std::string_view>& w = f.words;
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (w[i] == "option" && i + 1 < w.size() && w[i + 1].size() <= 2 && !InHistory(f, "option")) {
+      f.referent = "option " + std::string(w[i + 1]);
+      return true;
+    }
+    if (w[i] == "usual" && i > 0 && (w[i - 1] == "the" || w[i - 1] == "our") && !f.in.agent_name &&
+        !f.history_binds) {
+      f.referent = "the usual " + std::string(i + 1 < w.size() ? w[i + 1] : "");
+      return true;
+    }
+  }
+  return false;
+}
+
+// "Sarah's feedback": a person's document the history does not show.
+bool UnboundPossessive(Facts& f) {
+  const std::string& raw = f.in.request.message;
+  for (size_t at = raw.find("'s "); at != std::string::npos; at = raw.find("'s ", at + 1)) {
+    size_t start = at;
+    while (start > 0 && std::isalpha(static_cast<unsigned char>(raw[start - 1])) != 0) --start;
+    if (start == at || std::isupper(static_cast<unsigned char>(raw[start])) == 0) continue;
+    const std::string after = NormalizeText(raw.substr(at + 3));
+    const std::vector<std::string_view> next = Words(after);
+    static const WordSet documents = {"feedback", "notes",    "list",     "doc",     "document",
+                                      "file",     "template", "plan",     "idea",    "ideas",
+                                      "changes",  "edits",    "comments", "version", "draft",
+                                      "numbers",  "figures",  "rules"};
+    if (!next.empty() && documents.contains(next[0]) && !InHistory(f, next[0])) {
+      f.referent = raw.substr(start, at - start) + "'s " + std::string(next[0]);
+      return true;
+    }
+  }
+  return false;
+}
+
 // "the rubric from the department meeting", "the figures Finance sent over",
 // "Sarah's feedback", "whatever the board approved", "the usual setup":
 // something only the user has seen, that the history does not show.
@@ -457,36 +496,8 @@ bool UnboundDescription(Facts& f) {
       f.referent = "the " + std::string(w[i + 1]) + " " + std::string(w[i + 2]);
       return true;
     }
-    // "go with option B" when no options were offered.
-    if (w[i] == "option" && i + 1 < w.size() && w[i + 1].size() <= 2 && !InHistory(f, "option")) {
-      f.referent = "option " + std::string(w[i + 1]);
-      return true;
-    }
-    // "the usual setup", "the same as last time" with no agent to hold it.
-    if (w[i] == "usual" && i > 0 && (w[i - 1] == "the" || w[i - 1] == "our") && !f.in.agent_name &&
-        !f.history_binds) {
-      f.referent = "the usual " + std::string(i + 1 < w.size() ? w[i + 1] : "");
-      return true;
-    }
   }
-  // "Sarah's feedback": a person's document.
-  const std::string& raw = f.in.request.message;
-  for (size_t at = raw.find("'s "); at != std::string::npos; at = raw.find("'s ", at + 1)) {
-    size_t start = at;
-    while (start > 0 && std::isalpha(static_cast<unsigned char>(raw[start - 1])) != 0) --start;
-    if (start == at || std::isupper(static_cast<unsigned char>(raw[start])) == 0) continue;
-    const std::string after = NormalizeText(raw.substr(at + 3));
-    const std::vector<std::string_view> next = Words(after);
-    static const WordSet documents = {"feedback", "notes",    "list",     "doc",     "document",
-                                      "file",     "template", "plan",     "idea",    "ideas",
-                                      "changes",  "edits",    "comments", "version", "draft",
-                                      "numbers",  "figures",  "rules"};
-    if (!next.empty() && documents.contains(next[0]) && !InHistory(f, next[0])) {
-      f.referent = raw.substr(start, at - start) + "'s " + std::string(next[0]);
-      return true;
-    }
-  }
-  return false;
+  return UnboundShorthand(f) || UnboundPossessive(f);
 }
 
 // Acting on `action` changes something in the user's workspace or runs
