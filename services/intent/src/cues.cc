@@ -240,6 +240,13 @@ std::optional<Action> VerbAction(std::string_view text, size_t within_words) {
       const std::string_view next = i + parts.size() < words.size() ? words[i + parts.size()] : "";
       const bool platform_object = next == "project" || next == "a" || next == "the";
       if (IsOneOffSend(words, verb)) return Action::kExecuteTask;
+      // "restore the old version", "put it back to how it was": a past
+      // configuration of the agent, not an archived agent.
+      if ((verb == "restore" || verb == "revert" || verb == "undo") &&
+          ContainsAnyPhrase(words, {"version", "how it was", "what we had", "settings", "setup",
+                                    "before", "previous", "old", "last"})) {
+        return Action::kUpdateAgent;
+      }
       if (action == Action::kCreateAgent) {
         if (platform_object && (ContainsPhrase(words, "project") || ContainsPhrase(words, "task") ||
                                 ContainsPhrase(words, "tasks"))) {

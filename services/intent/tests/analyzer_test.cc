@@ -330,6 +330,8 @@ TEST(ReferenceTest, PassingSomethingOnOnceRunsItButASendThatChangesIsAnUpdate) {
   EXPECT_EQ(VerbAction("share the scorecards"), Action::kExecuteTask);
   EXPECT_EQ(VerbAction("send it to the finance channel instead"), Action::kUpdateAgent);
   EXPECT_EQ(VerbAction("share access with the new hire"), Action::kManagePlatform);
+  EXPECT_EQ(VerbAction("restore the old version pls"), Action::kUpdateAgent);
+  EXPECT_EQ(VerbAction("restore the archived invoice bot"), Action::kManagePlatform);
 }
 
 TEST(ReferenceTest, ABareOrdinalContinuesWhatTheListWasFor) {
