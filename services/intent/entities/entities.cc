@@ -263,12 +263,13 @@ std::map<std::string, std::string> ExtractEntities(std::string_view text) {
   return out;
 }
 
-std::optional<OrdinalRef> FindOrdinal(std::string_view text) {
-  const std::string normalized = NormalizeText(text);
-  const std::vector<std::string_view> words = Words(normalized);
-  // Each ordinal word (libs/words/data/ordinals.txt) and its index: 0-based
-  // from the start, -1 for the last.
-  static const std::vector<std::pair<std::string, int>> kOrdinals = [] {
+namespace {
+
+// Each ordinal word (libs/words/data/ordinals.txt) and its index: 0-based
+// from the start, -1 for the last. A list without positions is a startup
+// misconfiguration.
+const std::vector<std::pair<std::string, int>>& OrdinalWords() {
+  static const std::vector<std::pair<std::string, int>> ordinals = [] {
     std::vector<std::pair<std::string, int>> out;
     for (const words::Entry& entry : words::Entries("ordinals")) {
       int position = 0;
@@ -280,6 +281,15 @@ std::optional<OrdinalRef> FindOrdinal(std::string_view text) {
     }
     return out;
   }();
+  return ordinals;
+}
+
+}  // namespace
+
+std::optional<OrdinalRef> FindOrdinal(std::string_view text) {
+  const std::string normalized = NormalizeText(text);
+  const std::vector<std::string_view> words = Words(normalized);
+  static const std::vector<std::pair<std::string, int>>& kOrdinals = OrdinalWords();
   // Nouns that make "last"/"first" a time or a thing rather than a list
   // position ("the last run", "first thing tomorrow").
   static const std::set<std::string_view> kNotAListItem = {

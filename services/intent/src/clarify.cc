@@ -5,7 +5,10 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "services/intent/src/cues.h"
+#include "services/intent/src/followup_cues.h"
+#include "services/intent/src/send_slots.h"
 #include "services/intent/src/text.h"
 
 namespace omniforge::intent {
@@ -22,6 +25,8 @@ constexpr int kSubstantialFigures = 2;
 constexpr int kListLines = 2;
 // A message this long carries its own material.
 constexpr size_t kPayloadWords = 22;
+// A yes this long carries a request of its own.
+constexpr size_t kYesAndRequestWords = 7;
 // At most this many candidates are offered.
 constexpr size_t kMaxCandidates = 3;
 
@@ -73,34 +78,20 @@ const WordSet& SubjectWords() {
   return words;
 }
 
-const WordSet& SendVerbs() {
-  static const WordSet words = {"send", "forward", "share",  "post",   "email", "ping", "message",
-                                "text", "tell",    "notify", "resend", "cc",    "mail", "dm"};
-  return words;
-}
-
-// Recipients that say what kind of person, not which one.
-const WordSet& RoleNouns() {
-  static const WordSet words = {"client",      "clients", "customer", "customers",    "journalist",
-                                "journalists", "trustee", "trustees", "caseworker",   "colleague",
-                                "colleagues",  "guy",     "person",   "stakeholders", "stakeholder",
-                                "parents",     "manager", "boss",     "vendor",       "supplier",
-                                "contact",     "channel", "group",    "lead",         "partner",
-                                "people",      "folks",   "them"};
-  return words;
-}
-
 // Words that ask for a change without saying what it is.
 const WordSet& VagueChangeWords() {
   static const WordSet words = {
-      "change",    "changes",  "changed",   "update",  "edit",   "edits",  "adjust",    "tweak",
-      "tweaks",    "rework",   "fix",       "improve", "better", "modify", "settings",  "setting",
-      "schedule",  "tone",     "wording",   "prompt",  "format", "timing", "rules",     "config",
-      "behaviour", "behavior", "wrong",     "broken",  "weird",  "off",    "bad",       "work",
-      "stuff",     "things",   "something", "around",  "few",    "little", "different", "redo",
-      "revise",    "overhaul", "look",      "into",    "make",   "go",     "over",      "agent",
-      "bot",       "thing",    "about",     "mess",    "messed", "been",   "not",       "doing",
-      "right",     "properly", "sure",      "ask",     "am",     "being",  "don",       "dont"};
+      "change",   "changes",  "changed",  "update",    "edit",     "edits",    "adjust",
+      "tweak",    "tweaks",   "rework",   "fix",       "improve",  "better",   "modify",
+      "settings", "setting",  "schedule", "tone",      "wording",  "prompt",   "format",
+      "timing",   "rules",    "config",   "behaviour", "behavior", "wrong",    "broken",
+      "weird",    "off",      "bad",      "work",      "stuff",    "things",   "something",
+      "around",   "few",      "little",   "different", "redo",     "revise",   "overhaul",
+      "look",     "into",     "make",     "go",        "over",     "agent",    "bot",
+      "thing",    "about",    "mess",     "messed",    "been",     "not",      "doing",
+      "right",    "properly", "sure",     "ask",       "am",       "being",    "don",
+      "dont",     "good",     "needs",    "tweaking",  "improve",  "improved", "changing",
+      "fixing",   "adjusting"};
   return words;
 }
 
@@ -191,9 +182,19 @@ struct Facts {
   bool payload = false;
   // The user's agents the message describes, best first, and how well.
   std::vector<std::pair<std::string, int>> described_agents;
+  // What is passed on and to whom, when the message asks to pass
+  // something on.
+  SendSlots send;
   // What a REFERENT condition found, for the question.
   std::string referent;
 };
+
+// A word of one of the user's agent names ("silo" of feed-silo-level).
+bool InAgentNames(const Facts& f, std::string_view word) {
+  return std::any_of(
+      f.in.request.agents.begin(), f.in.request.agents.end(),
+      [&](const CatalogItem& a) { return Lowercase(a.name).find(word) != std::string::npos; });
+}
 
 bool InHistory(const Facts& f, std::string_view word) {
   return std::any_of(f.history_words.begin(), f.history_words.end(),
@@ -328,24 +329,13 @@ Facts ReadFacts(const ClarifyInput& in) {
                      f.last_assistant.find('?') != std::string::npos;
   f.payload = HasPayload(in.request.message, f.words.size());
   f.described_agents = DescribedAgents(f);
+  f.send = ReadSendSlots(f.words, f.capitalized);
   return f;
 }
 
 bool AboutExistingAgent(Action a) {
   return a == Action::kUpdateAgent || a == Action::kManagePlatform || a == Action::kExecuteTask ||
          a == Action::kQueryInfo;
-}
-
-// The index of the first send verb, or npos ("let ... know" counts).
-size_t SendVerbAt(const Facts& f) {
-  for (size_t i = 0; i < f.words.size(); ++i) {
-    if (SendVerbs().contains(f.words[i])) return i;
-    if (f.words[i] == "let" && i + 2 < f.words.size() &&
-        std::find(f.words.begin() + static_cast<long>(i), f.words.end(), "know") != f.words.end()) {
-      return i;
-    }
-  }
-  return std::string_view::npos;
 }
 
 // ------------------------------------------------------------ conditions
@@ -392,6 +382,45 @@ bool UnboundDeictic(Facts& f) {
     }
     if (WordSet{"a", "an", "the", "my", "our", "one", "new", "your"}.contains(word)) {
       antecedent = true;
+    }
+  }
+  return false;
+}
+
+// "go with option B" when no options were offered; "the usual setup"
+// with no agent to hold it.
+bool UnboundShorthand(Facts& f) {
+  const std::vector<std::string_view>& w = f.words;
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (w[i] == "option" && i + 1 < w.size() && w[i + 1].size() <= 2 && !InHistory(f, "option")) {
+      f.referent = "option " + std::string(w[i + 1]);
+      return true;
+    }
+    if (w[i] == "usual" && i > 0 && (w[i - 1] == "the" || w[i - 1] == "our") && !f.in.agent_name &&
+        !f.history_binds) {
+      f.referent = "the usual " + std::string(i + 1 < w.size() ? w[i + 1] : "");
+      return true;
+    }
+  }
+  return false;
+}
+
+// "Sarah's feedback": a person's document the history does not show.
+bool UnboundPossessive(Facts& f) {
+  const std::string& raw = f.in.request.message;
+  for (size_t at = raw.find("'s "); at != std::string::npos; at = raw.find("'s ", at + 1)) {
+    size_t start = at;
+    while (start > 0 && std::isalpha(static_cast<unsigned char>(raw[start - 1])) != 0) --start;
+    if (start == at || std::isupper(static_cast<unsigned char>(raw[start])) == 0) continue;
+    const std::string after = NormalizeText(raw.substr(at + 3));
+    const std::vector<std::string_view> next = Words(after);
+    static const WordSet documents = {"feedback", "notes",    "list",     "doc",     "document",
+                                      "file",     "template", "plan",     "idea",    "ideas",
+                                      "changes",  "edits",    "comments", "version", "draft",
+                                      "numbers",  "figures",  "rules"};
+    if (!next.empty() && documents.contains(next[0]) && !InHistory(f, next[0])) {
+      f.referent = raw.substr(start, at - start) + "'s " + std::string(next[0]);
+      return true;
     }
   }
   return false;
@@ -467,34 +496,114 @@ bool UnboundDescription(Facts& f) {
       f.referent = "the " + std::string(w[i + 1]) + " " + std::string(w[i + 2]);
       return true;
     }
-    // "go with option B" when no options were offered.
-    if (w[i] == "option" && i + 1 < w.size() && w[i + 1].size() <= 2 && !InHistory(f, "option")) {
-      f.referent = "option " + std::string(w[i + 1]);
-      return true;
-    }
-    // "the usual setup", "the same as last time" with no agent to hold it.
-    if (w[i] == "usual" && i > 0 && (w[i - 1] == "the" || w[i - 1] == "our") && !f.in.agent_name &&
-        !f.history_binds) {
-      f.referent = "the usual " + std::string(i + 1 < w.size() ? w[i + 1] : "");
-      return true;
-    }
   }
-  // "Sarah's feedback": a person's document.
-  const std::string& raw = f.in.request.message;
-  for (size_t at = raw.find("'s "); at != std::string::npos; at = raw.find("'s ", at + 1)) {
-    size_t start = at;
-    while (start > 0 && std::isalpha(static_cast<unsigned char>(raw[start - 1])) != 0) --start;
-    if (start == at || std::isupper(static_cast<unsigned char>(raw[start])) == 0) continue;
-    const std::string after = NormalizeText(raw.substr(at + 3));
-    const std::vector<std::string_view> next = Words(after);
-    static const WordSet documents = {"feedback", "notes",    "list",     "doc",     "document",
-                                      "file",     "template", "plan",     "idea",    "ideas",
-                                      "changes",  "edits",    "comments", "version", "draft",
-                                      "numbers",  "figures",  "rules"};
-    if (!next.empty() && documents.contains(next[0]) && !InHistory(f, next[0])) {
-      f.referent = raw.substr(start, at - start) + "'s " + std::string(next[0]);
-      return true;
+  return UnboundShorthand(f) || UnboundPossessive(f);
+}
+
+// Acting on `action` changes something in the user's workspace or runs
+// something: asking is the safe side when two readings disagree.
+bool ChangesSomething(Action action) {
+  return action != Action::kQueryInfo && action != Action::kConversation &&
+         action != Action::kUnknown;
+}
+
+// Words that start what a change is to follow or bring back: "using the
+// notes", "like the pilot we ran", "back to how it was", "restore the old
+// version", "with the corrections from the trustees".
+bool OpensMaterial(const std::vector<std::string_view>& w, size_t i) {
+  static const WordSet markers = {"using", "use",  "with",    "apply",     "from",
+                                  "like",  "per",  "restore", "reinstate", "revert",
+                                  "undo",  "same", "as",      "onto",      "following"};
+  if (w[i] == "to" && i > 0 && (w[i - 1] == "back" || w[i - 1] == "switch")) return true;
+  if (w[i] == "back" && i > 0 && w[i - 1] == "bring") return true;
+  // "switch it to the new targets": a version only the user has seen.
+  if (w[i] == "to" && i + 2 < w.size() && w[i + 1] == "the" &&
+      WordSet{"new", "old", "previous", "other", "same", "updated", "revised", "latest"}.contains(
+          w[i + 2])) {
+    return true;
+  }
+  if (w[i] == "like" && i > 0 && WordSet{"id", "would", "i", "we", "d", "wed"}.contains(w[i - 1])) {
+    return false;  // "I'd like an agent"
+  }
+  return markers.contains(w[i]);
+}
+
+// A definite noun phrase: it points at something the user takes as known.
+bool OpensDefinite(std::string_view w) {
+  static const WordSet definite = {"the", "our",  "their", "his",  "her",   "what",      "whatever",
+                                   "how", "last", "we",    "they", "lasts", "yesterdays"};
+  return definite.contains(w);
+}
+
+// Words of a description that say nothing of which thing it is.
+bool IsGenericModifier(std::string_view w) {
+  static const WordSet words = {"how",    "what",     "whatever", "other",   "new",    "old",
+                                "same",   "previous", "earlier",  "version", "setup",  "way",
+                                "thing",  "stuff",    "one",      "was",     "before", "had",
+                                "agreed", "used",     "did",      "does",    "uses",   "time"};
+  return words.contains(w) || StopWords().contains(w) || IsPastForm(w) || w.size() < 3 ||
+         !IsAsciiWord(w);
+}
+
+// Content words outside the material phrase w[from, to): more than two
+// spell out a change of their own.
+bool SaysMoreThanMaterial(const Facts& f, size_t from, size_t to) {
+  int said = 0;
+  for (size_t k = 0; k < f.words.size(); ++k) {
+    if (k >= from && k < to) continue;
+    const std::string_view word = f.words[k];
+    if (IsGenericModifier(word) || VagueChangeWords().contains(word) || InAgentNames(f, word)) {
+      continue;
     }
+    ++said;
+  }
+  return said > 2;
+}
+
+// "set up manuscript-intake with the categories from the editorial
+// retreat", "make it work like the pilot we ran", "put it back to how it
+// was before the audit", "restore the old version": a change to follow a
+// definite description whose words neither the history nor an agent's
+// name shows; with no words of its own ("how it was", "like we agreed"),
+// one that nothing in the history could stand for.
+bool UnboundMaterial(Facts& f) {
+  // The model may read "set up X with ..." as talk; the verb says it changes.
+  const std::optional<Action> verb = VerbAction(f.in.request.message, 3);
+  if (!(ChangesSomething(f.in.action) || (verb && ChangesSomething(*verb))) || f.payload) {
+    return false;
+  }
+  // A new agent names its own sources ("using the carrier api"); only a
+  // likeness ("like the one the Lyceum uses") points at something known.
+  const bool creates = f.in.action == Action::kCreateAgent || f.in.action == Action::kCreateSkill;
+  const std::vector<std::string_view>& w = f.words;
+  for (size_t i = 0; i + 1 < w.size(); ++i) {
+    if (!OpensMaterial(w, i) || (creates && w[i] != "like")) continue;
+    if (f.send.found && w[i] == "with") continue;  // "share it with the council": a recipient
+    size_t start = i + 1;
+    if (w[start] == "back" || w[start] == "to" || w[start] == "as") ++start;
+    if (start >= w.size() || !OpensDefinite(w[start])) continue;
+    std::vector<std::string_view> content;
+    bool figure = false;
+    for (size_t k = start; k < w.size() && k <= start + 6; ++k) {
+      if (WordSet{"and", "but", "so", "pls", "please", "because", "for", "instead"}.contains(
+              w[k])) {
+        break;
+      }
+      figure = figure || std::any_of(w[k].begin(), w[k].end(), [](char c) {
+                 return std::isdigit(static_cast<unsigned char>(c)) != 0;
+               });
+      if (!IsGenericModifier(w[k]) && !InAgentNames(f, w[k])) content.push_back(w[k]);
+    }
+    // The material is the whole change, not a detail of one spelled out
+    // ("exclude planned maintenance windows from the downtime numbers").
+    if (figure || SaysMoreThanMaterial(f, i, start + 7)) continue;
+    const bool bound = content.empty()
+                           ? f.history_binds
+                           : std::any_of(content.begin(), content.end(),
+                                         [&](std::string_view c) { return InHistory(f, c); });
+    if (bound) continue;
+    f.referent = content.empty() ? "that" : "the " + std::string(content.front());
+    return true;
   }
   return false;
 }
@@ -553,55 +662,126 @@ bool AgentUnresolved(Facts& f) {
   return !f.history_binds && about_agent && f.described_agents.empty();
 }
 
-// "send it to the client", "post it in the channel", "ping them": a
-// recipient that says what kind of person but not which.
-bool RecipientUnclear(Facts& f) {
-  if (f.in.action == Action::kCreateAgent || f.in.action == Action::kCreateSkill) return false;
-  const size_t verb = SendVerbAt(f);
-  if (verb == std::string_view::npos) return false;
-  if (f.in.request.message.find('@') != std::string::npos ||
-      f.in.request.message.find('#') != std::string::npos) {
-    return false;
-  }
-  const std::vector<std::string_view>& w = f.words;
-  for (size_t i = verb + 1; i < w.size(); ++i) {
-    const std::string_view word = w[i];
-    if (f.capitalized.contains(std::string(word))) return false;  // a name
-    if (WordSet{"me", "us", "myself", "everyone", "everybody", "all", "team", "staff", "company",
-                "finance", "sales", "hr", "support", "legal", "marketing"}
-            .contains(word)) {
-      return false;
+// The history already says who gets it: a send in any form with "to" or
+// "with" after it ("shall I share them with the depot supervisors?"), or
+// an address.
+bool HistoryNamesRecipient(const Facts& f) {
+  const std::vector<std::string_view>& h = f.history_words;
+  for (size_t i = 0; i < h.size(); ++i) {
+    if (h[i].find('@') != std::string_view::npos) return true;
+    if (!IsSendVerbForm(h[i])) continue;
+    for (size_t j = i + 1; j < h.size() && j <= i + 6; ++j) {
+      if (h[j] == "to" || h[j] == "with") return true;
     }
-  }
-  for (size_t i = verb + 1; i < w.size(); ++i) {
-    const std::string_view word = w[i];
-    if (word == "them" && (f.history_binds || f.payload)) continue;
-    if (RoleNouns().contains(word) && (word == "them" || !InHistory(f, word))) return true;
   }
   return false;
 }
 
-// "share the deck", "email the file", "send an update": what to send is
-// neither in the message nor in the history.
-bool ObjectUnclear(Facts& f) {
-  if (f.in.action != Action::kExecuteTask || f.payload || f.history_binds) return false;
-  const size_t verb = SendVerbAt(f);
-  if (verb == std::string_view::npos) return false;
-  const std::vector<std::string_view>& w = f.words;
-  static const WordSet vague = {"update", "message", "note", "something", "it",       "this",
-                                "that",   "file",    "deck", "doc",       "document", "report",
-                                "thing",  "stuff",   "link", "details",   "info"};
-  for (size_t i = verb + 1; i < w.size() && i <= verb + 3; ++i) {
-    if (vague.contains(w[i]) && !InHistory(f, w[i])) {
-      bool names_agent = false;
-      for (const auto& [name, score] : f.described_agents) {
-        for (std::string_view part : NameWords(name))
-          names_agent = names_agent || SameStem(part, w[i]);
-      }
-      if (names_agent) continue;
-      f.referent = std::string(w[i]);
+// The history names people ("Anya and Pedro", "Tom Reilly"), whom a
+// "them" can stand for.
+bool HistoryNamesPeople(const Facts& f) {
+  const std::vector<HistoryTurn>& history = f.in.request.history;
+  const size_t begin = history.size() > kHistoryTurns ? history.size() - kHistoryTurns : 0;
+  for (size_t i = begin; i < history.size(); ++i) {
+    for (const std::string& word : CapitalizedWords(history[i].content)) {
+      if (word.size() >= 3 && IsAsciiWord(word) && !InAgentNames(f, word)) return true;
+    }
+  }
+  return false;
+}
+
+// Words of the agents in play (the one resolved, the ones described):
+// their names and descriptions say what they send and to whom.
+bool InAgentDescription(const Facts& f, std::string_view word) {
+  for (const CatalogItem& agent : f.in.request.agents) {
+    const bool in_play = (f.in.agent_name && *f.in.agent_name == agent.name) ||
+                         std::any_of(f.described_agents.begin(), f.described_agents.end(),
+                                     [&](const auto& d) { return d.first == agent.name; });
+    if (!in_play) continue;
+    const std::string text = NormalizeText(agent.name + " " + agent.description);
+    for (std::string_view w : Words(text)) {
+      if (SameStem(w, word)) return true;
+    }
+  }
+  return false;
+}
+
+// The agent in play sends to its own recipients ("Sends payslips to
+// staff"): a send through it needs no recipient.
+bool AgentInPlaySends(const Facts& f) {
+  for (const CatalogItem& agent : f.in.request.agents) {
+    const bool in_play =
+        (f.in.agent_name && *f.in.agent_name == agent.name) ||
+        (f.described_agents.size() == 1 && f.described_agents[0].first == agent.name);
+    if (!in_play) continue;
+    const std::string text = NormalizeText(agent.name + " " + agent.description);
+    const std::vector<std::string_view> words = Words(text);
+    if (std::any_of(words.begin(), words.end(), [](std::string_view w) {
+          return IsSendVerbForm(w) || w == "sends" || w == "emails" || w == "texts" ||
+                 w == "posts" || w == "notifies" || w == "sender" || w == "mailer";
+        })) {
       return true;
     }
+  }
+  return false;
+}
+
+// A send that changes nothing yet: new agents and skills say who gets what
+// each time in their own instructions.
+bool SendInScope(const Facts& f) {
+  return f.send.found && f.in.action != Action::kCreateAgent &&
+         f.in.action != Action::kCreateSkill &&
+         !IsStandingInstruction(f.words, f.in.request.message) && !f.payload;
+}
+
+// "forward the demurrage report", "get it to the right people", "send it
+// to the client", "ping them": no recipient, or one that says what kind of
+// person but not which, that neither the history nor the agent's own
+// description names.
+bool RecipientUnclear(Facts& f) {
+  if (!SendInScope(f)) return false;
+  const std::string& raw = f.in.request.message;
+  if (raw.find('@') != std::string::npos || raw.find('#') != std::string::npos) return false;
+  const std::vector<std::string_view>& who = f.send.recipient_words;
+  switch (f.send.recipient) {
+    case SlotFill::kNamed:
+      return false;
+    case SlotFill::kPronoun:  // "them": the people the history names
+      return !HistoryNamesRecipient(f) && !HistoryNamesPeople(f) && !AgentInPlaySends(f);
+    case SlotFill::kVague:
+      return std::none_of(who.begin(), who.end(), [&](std::string_view w) {
+        return w.size() >= 4 && !WordSet{"right", "usual", "people", "folks"}.contains(w) &&
+               InHistory(f, w);
+      });
+    case SlotFill::kNone:
+      if (f.send.tells) return false;
+      return !HistoryNamesRecipient(f) && !AgentInPlaySends(f);
+  }
+  return false;
+}
+
+// "share the deck", "text the pickers the thing", "let the 3PL know",
+// "ping the team about it": what to pass on is missing, or a word that
+// could be anything, and the history shows nothing it could be.
+bool ObjectUnclear(Facts& f) {
+  if (!SendInScope(f) || f.history_binds) return false;
+  const std::vector<std::string_view>& what = f.send.object_words;
+  switch (f.send.object) {
+    case SlotFill::kNamed:
+      return false;
+    case SlotFill::kNone:
+      if (!f.send.tells) return false;
+      f.referent = "what to tell them";
+      return true;
+    case SlotFill::kPronoun:
+      if (f.in.agent_name) return false;  // "it": what the named agent makes
+      [[fallthrough]];
+    case SlotFill::kVague:
+      for (std::string_view w : what) {
+        if (InHistory(f, w) || InAgentDescription(f, w)) return false;
+      }
+      f.referent = what.empty() ? "it" : std::string(what.front());
+      return true;
   }
   return false;
 }
@@ -610,9 +790,14 @@ bool ObjectUnclear(Facts& f) {
 // agent or skill, whatever the model made of the rest.
 bool AsksForNewAgent(const std::vector<std::string_view>& w) {
   static const WordSet asks = {"new", "another", "create", "make", "build", "setup", "set"};
-  static const WordSet things = {"agent", "skill", "bot", "automation", "assistant"};
+  // "could we get an AI thing going", "I'd like an agent for ...".
+  static const WordSet wants = {"want", "need", "like", "get", "have"};
+  static const WordSet things = {"agent",     "skill", "bot", "automation",
+                                 "assistant", "thing", "ai",  "tool"};
   for (size_t i = 0; i < w.size(); ++i) {
-    if (!asks.contains(w[i])) continue;
+    const bool wants_one = wants.contains(w[i]) && i + 1 < w.size() &&
+                           (w[i + 1] == "a" || w[i + 1] == "an" || w[i + 1] == "another");
+    if (!asks.contains(w[i]) && !wants_one) continue;
     for (size_t j = i + 1; j < w.size() && j <= i + 4; ++j) {
       if (things.contains(w[j])) return true;
     }
@@ -664,13 +849,36 @@ bool PurposeMissing(Facts& f) {
   return true;
 }
 
+// The user told what is wrong a turn or two ago ("the onboarding bot sends
+// day 3 email with a broken link"): "fix it" then says what to change.
+bool UserSaidWhatIsWrong(const Facts& f) {
+  const std::vector<HistoryTurn>& history = f.in.request.history;
+  const size_t begin = history.size() > kHistoryTurns ? history.size() - kHistoryTurns : 0;
+  for (size_t i = begin; i < history.size(); ++i) {
+    // A statement, not a question about the agent ("how many stops did it plan?").
+    if (history[i].role != Role::kUser || absl::StrContains(history[i].content, "?")) continue;
+    const std::string text = NormalizeText(history[i].content);
+    const std::vector<std::string_view> words = Words(text);
+    const auto said = std::count_if(words.begin(), words.end(), [](std::string_view w) {
+      return !StopWords().contains(w) && !VagueChangeWords().contains(w) && w.size() >= 3;
+    });
+    if (said >= 4) return true;
+  }
+  return false;
+}
+
 // "the timesheet chaser needs a rework", "change the schedule of the
 // weekly recap": a change with nothing said of what changes.
 bool ChangeMissing(Facts& f) {
+  static const std::string_view kChangeStems[] = {"chang", "edit",   "adjust", "tweak", "rework",
+                                                  "modif", "improv", "fix",    "redo",  "revis"};
   const bool change_verb =
-      f.in.agent_name && !f.words.empty() &&
-      ContainsAnyPhrase(f.words, {"change", "edit", "adjust", "tweak", "rework", "modify"});
+      f.in.agent_name && std::any_of(f.words.begin(), f.words.end(), [](std::string_view w) {
+        return std::any_of(std::begin(kChangeStems), std::end(kChangeStems),
+                           [&](std::string_view stem) { return w.starts_with(stem); });
+      });
   if ((f.in.action != Action::kUpdateAgent && !change_verb) || f.payload) return false;
+  if (UserSaidWhatIsWrong(f)) return false;
   if (f.in.reference == Reference::kCorrection || f.in.reference == Reference::kConfirmation) {
     return false;
   }
@@ -706,6 +914,7 @@ struct Condition {
 constexpr Condition kConditions[] = {
     {.name = "unbound_deictic", .slot = MissingSlot::kReferent, .holds = &UnboundDeictic},
     {.name = "unbound_description", .slot = MissingSlot::kReferent, .holds = &UnboundDescription},
+    {.name = "unbound_material", .slot = MissingSlot::kReferent, .holds = &UnboundMaterial},
     {.name = "agent_unresolved", .slot = MissingSlot::kAgent, .holds = &AgentUnresolved},
     {.name = "one_of_several", .slot = MissingSlot::kObject, .holds = &OneOfSeveral},
     {.name = "object_unclear", .slot = MissingSlot::kObject, .holds = &ObjectUnclear},
@@ -794,9 +1003,14 @@ ClarifyDecision DecideClarification(const ClarifyInput& input) {
       }
     }
   }
-  if (RepliesToAssistant(f)) return decision;
+  // A yes that goes on to a request of its own ("yes, change X using the
+  // notes from the committee meeting") may still point at something unseen.
+  const bool yes_and_more =
+      input.reference == Reference::kConfirmation && f.words.size() >= kYesAndRequestWords;
+  if (RepliesToAssistant(f) && !yes_and_more) return decision;
   Clarification& c = decision.clarification;
   for (const Condition& condition : kConditions) {
+    if (yes_and_more && condition.slot != MissingSlot::kReferent) continue;
     if (!condition.holds(f)) continue;
     decision.conditions.push_back(condition.name);
     if (std::find(c.missing.begin(), c.missing.end(), condition.slot) == c.missing.end()) {
@@ -819,13 +1033,6 @@ ClarifyDecision DecideClarification(const ClarifyInput& input) {
 }
 
 namespace {
-
-// Acting on `action` changes something in the user's workspace or runs
-// something: asking is the safe side when two readings disagree.
-bool ChangesSomething(Action action) {
-  return action != Action::kQueryInfo && action != Action::kConversation &&
-         action != Action::kUnknown;
-}
 
 // An LLM answer carries the model's own clarify decision (`model`, with its
 // question). For an action that changes something the conservative reading

@@ -313,6 +313,22 @@ void ReadOfferAndDraft(const IntentRequest& request, const OpenOffer& offer, Con
       c.proposal_entities["agent_name"] = named[0];
     }
   }
+  // A draft headed by one of the user's agents ("Update to pick-rate-board:",
+  // "Preview of interview-scheduler changes:") changes that agent; only a
+  // draft under a name the user has no agent by creates one.
+  if (c.proposal == Action::kCreateAgent) {
+    const std::string_view content = turn.content;
+    const size_t line_end = content.find('\n');
+    const std::string_view first = TrimWhitespace(content.substr(0, line_end));
+    const std::vector<std::string> heading =
+        line_end != std::string_view::npos && first.ends_with(':')
+            ? CatalogItemsInOrder(first, request.agents)
+            : std::vector<std::string>{};
+    if (heading.size() == 1) {
+      c.proposal = Action::kUpdateAgent;
+      c.proposal_entities["agent_name"] = heading[0];
+    }
+  }
   auto drafting = [](std::optional<Action> a) {
     return a &&
            (*a == Action::kCreateAgent || *a == Action::kUpdateAgent || *a == Action::kCreateSkill);

@@ -1,6 +1,7 @@
 #include "services/intent/src/cues.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <string>
 
@@ -189,6 +190,27 @@ bool AsksForSameAgain(const std::vector<std::string_view>& words) {
   return false;
 }
 
+// "share the scorecards", "send Hollis the memo the partners approved":
+// passing something on once runs it now. A send that changes what an agent
+// does says so ("instead", "from now on", "should", a recurrence), and
+// access, agents and invitations are shared on the platform.
+bool IsOneOffSend(const std::vector<std::string_view>& words, std::string_view verb) {
+  if (verb != "send" && verb != "share") return false;
+  return !ContainsAnyPhrase(
+             words,
+             {"instead",  "from now on", "always",      "every",     "should",        "anymore",
+              "only",     "also",        "whenever",    "each",      "going forward", "stop",
+              "access",   "permission",  "permissions", "workspace", "agent",         "bot",
+              "admin",    "invite",      "invitation",  "request",   "daily",         "weekly",
+              "monthly",  "too",         "as well",     "rather",    "not",           "never",
+              "template", "link to",     "can",         "could",     "does",          "do",
+              "?",        "dont",        "though",      "tho",       "first"}) &&
+         std::none_of(words.begin(), words.end(), [](std::string_view w) {
+           return w.size() > 2 && std::isdigit(static_cast<unsigned char>(w.front())) != 0 &&
+                  (w.ends_with("am") || w.ends_with("pm"));  // "send at 4pm": a time set
+         });
+}
+
 std::optional<Action> VerbAction(std::string_view text, size_t within_words) {
   const std::string normalized = NormalizeText(text);
   const std::vector<std::string_view> words = Words(normalized);
@@ -217,6 +239,14 @@ std::optional<Action> VerbAction(std::string_view text, size_t within_words) {
       if (!match) continue;
       const std::string_view next = i + parts.size() < words.size() ? words[i + parts.size()] : "";
       const bool platform_object = next == "project" || next == "a" || next == "the";
+      if (IsOneOffSend(words, verb)) return Action::kExecuteTask;
+      // "restore the old version", "put it back to how it was": a past
+      // configuration of the agent, not an archived agent.
+      if ((verb == "restore" || verb == "revert" || verb == "undo") &&
+          ContainsAnyPhrase(words, {"version", "how it was", "what we had", "settings", "setup",
+                                    "before", "previous", "old", "last"})) {
+        return Action::kUpdateAgent;
+      }
       if (action == Action::kCreateAgent) {
         if (platform_object && (ContainsPhrase(words, "project") || ContainsPhrase(words, "task") ||
                                 ContainsPhrase(words, "tasks"))) {

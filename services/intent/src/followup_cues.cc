@@ -112,6 +112,14 @@ size_t FirstValueWord(std::string_view clause) {
 // the filler after that.
 std::string_view ValueOf(std::string_view clause) {
   clause = clause.substr(FirstValueWord(clause));
+  // "swap Friday for Thursday", "replace X with Y": the new value comes last.
+  for (std::string_view verb : {"swap ", "replace ", "change "}) {
+    if (!clause.starts_with(verb)) continue;
+    for (std::string_view link : {" for ", " with ", " to "}) {
+      const size_t at = clause.find(link);
+      if (at != std::string_view::npos) return Trim(clause.substr(at + link.size()));
+    }
+  }
   for (std::string_view negation : {" not ", " instead of ", " rather than ", " vs "}) {
     const size_t at = clause.find(negation);
     if (at != std::string_view::npos) clause = clause.substr(0, at);
@@ -143,10 +151,17 @@ bool HasDigit(std::string_view s) {
 bool CarriesEdit(std::string_view message) {
   const std::string normalized = NormalizeText(message);
   const std::vector<std::string_view> words = Words(normalized);
-  return HasDigit(message) ||
-         ContainsAnyPhrase(words, {"but", "though", "tho", "instead", "w", "also", "too", "as well",
-                                   "make it", "include", "keep", "only", "except", "name it",
-                                   "call it", "from the", "to the"});
+  // A quoted value ("with the subject line 'Branch growth weekly'").
+  const size_t quote = message.find_first_of("'\"");
+  const bool quoted = quote != std::string_view::npos &&
+                      message.find_first_of("'\"", quote + 1) > quote + 3 &&
+                      message.find_first_of("'\"", quote + 1) != std::string_view::npos;
+  return HasDigit(message) || quoted ||
+         ContainsAnyPhrase(words, {"but",      "though",    "tho",     "instead",     "w",
+                                   "also",     "too",       "as well", "make it",     "include",
+                                   "keep",     "only",      "except",  "name it",     "call it",
+                                   "from the", "to the",    "swap",    "rather than", "better",
+                                   "switch",   "change it", "move it", "with the",    "add"});
 }
 
 bool IsCorrection(const std::vector<std::string_view>& words) {
@@ -193,44 +208,26 @@ std::string CorrectedValue(std::string_view message) {
 
 bool OpensWithRefusal(const std::vector<std::string_view>& words) {
   if (words.empty() || words.size() > kMaxRefusalWords) return false;
-  static const std::vector<std::string_view> openings = {"no",
-                                                         "nah",
-                                                         "nope",
-                                                         "pass",
-                                                         "hard pass",
-                                                         "not now",
-                                                         "not right now",
-                                                         "not a priority",
-                                                         "not for now",
-                                                         "dont",
-                                                         "please dont",
-                                                         "pls dont",
-                                                         "forget it",
-                                                         "forget i asked",
-                                                         "lets park",
-                                                         "park that",
-                                                         "thanks but no",
-                                                         "no thanks",
-                                                         "no thank",
-                                                         "ill think about it",
-                                                         "actually no",
-                                                         "actually forget",
-                                                         "leave it",
-                                                         "ill pass",
-                                                         "skip it",
-                                                         "not needed",
-                                                         "ehh no",
-                                                         "uh no",
-                                                         "hmm no",
-                                                         "hmm nah",
-                                                         "maybe later",
-                                                         "not this time",
-                                                         "👎"};
+  static const std::vector<std::string_view> openings = {
+      "no", "nah", "nope", "pass", "hard pass", "not now", "not right now", "not a priority",
+      "not for now", "dont", "please dont", "pls dont", "forget it", "forget i asked", "lets park",
+      "park that", "thanks but no", "no thanks", "no thank", "ill think about it", "actually no",
+      "actually forget", "leave it", "ill pass", "skip it", "not needed", "ehh no", "uh no",
+      "hmm no", "hmm nah", "maybe later", "not this time", "👎",
+      // A negation of the offer itself,
+      // whatever reason follows.
+      "not necessary", "not needed", "not worth", "not really", "not interested", "not keen",
+      "not yet", "not today", "absolutely not", "definitely not", "i dont think", "dont think",
+      "lets not", "never mind", "nevermind", "no need", "hold off", "rather not", "id rather not",
+      "better not", "skip", "meh",
+      // Postponed or done elsewhere.
+      "already", "well cross", "cross that bridge", "another time", "some other time"};
   size_t start = 0;
-  static const WordSet hesitation = {"hmm",  "hm",     "uh",  "ehh",      "eh", "um",    "ok",
-                                     "okay", "thanks", "thx", "actually", "oh", "sorry", "no"};
+  static const WordSet hesitation = {
+      "hmm", "hm",    "uh", "ehh", "eh",   "um",       "ok",  "okay", "thanks", "thx", "actually",
+      "oh",  "sorry", "no", "meh", "well", "honestly", "tbh", "erm",  "yeah",   "i",   "but"};
   // The refusal may follow a hesitation or a thanks ("hmm, no", "thanks but no").
-  while (start < words.size() && start < 2 && hesitation.contains(words[start]) &&
+  while (start < words.size() && start < 3 && hesitation.contains(words[start]) &&
          words[start] != "no") {
     ++start;
   }
@@ -245,9 +242,16 @@ bool OpensWithRefusal(const std::vector<std::string_view>& words) {
     if (HasDigit(w)) return false;
   }
   // "no, send it to the finance channel instead": a new value.
-  if (ContainsAnyPhrase(words, {"instead", "should", "only", "but", "rather", "send it", "make it",
+  if (ContainsAnyPhrase(words, {"instead", "should", "only", "rather than", "send it", "make it",
                                 "go to", "use"})) {
     return false;
+  }
+  // "but" brings a new value unless it only closes the refusal ("thanks but no").
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i] == "but" &&
+        !(i + 1 < words.size() && WordSet{"no", "not", "nah", "thanks"}.contains(words[i + 1]))) {
+      return false;
+    }
   }
   static const WordSet refusal_verbs = {"leave", "keep",   "forget", "handle", "think",
                                         "park",  "bother", "touch",  "change", "do",
@@ -294,18 +298,47 @@ bool AsksForConversationSummary(const std::vector<std::string_view>& words) {
   return summary && scoped;
 }
 
+// "the monday before the board meeting", "after lunch": a direction in
+// time, not in a list.
+bool DirectionIsTemporal(const std::vector<std::string_view>& words) {
+  static const WordSet directions = {"before", "after", "until", "till"};
+  static const WordSet times = {
+      "meeting",   "lunch",    "call",   "deadline", "launch", "weekend", "monday", "tuesday",
+      "wednesday", "thursday", "friday", "saturday", "sunday", "noon",    "work",   "hours",
+      "review",    "week",     "month",  "holidays", "break",  "end",     "then"};
+  for (size_t i = 0; i + 1 < words.size(); ++i) {
+    if (!directions.contains(words[i])) continue;
+    for (size_t j = i + 1; j < words.size() && j <= i + 3; ++j) {
+      if (times.contains(words[j])) return true;
+    }
+  }
+  return false;
+}
+
 std::optional<RelativePosition> FindRelativePosition(const std::vector<std::string_view>& words) {
-  // Only a position of "the one", "the entry", "the step", "the item".
-  if (!ContainsAnyPhrase(words, {"the one", "the entry", "the step", "the item", "the agent"})) {
+  // A position is asked of an item ("the one", "the row", "whatever sits",
+  // "its neighbour"), never of a time ("after lunch", "before friday").
+  static const WordSet items = {
+      "one",    "ones",  "entry",    "entries",   "row",      "line",        "item",      "step",
+      "agent",  "thing", "whatever", "neighbour", "neighbor", "predecessor", "successor", "bot",
+      "option", "sits",  "listed",   "comes",     "follower", "whats"};
+  if (std::none_of(words.begin(), words.end(),
+                   [&](std::string_view w) { return items.contains(w); })) {
     return std::nullopt;
   }
-  if (ContainsAnyPhrase(words, {"between"})) return RelativePosition::kBetween;
-  if (ContainsAnyPhrase(words, {"before", "above", "preceding", "ahead of", "prior to",
-                                "previous to", "right before", "directly before", "on top of"})) {
+  if (DirectionIsTemporal(words)) return std::nullopt;
+  if (ContainsAnyPhrase(words, {"between", "middle of", "in the middle"})) {
+    return RelativePosition::kBetween;
+  }
+  if (ContainsAnyPhrase(
+          words, {"before", "above", "preceding", "predecessor", "upstairs", "ahead of", "prior to",
+                  "previous to", "previous one to", "on top of", "right over", "just over",
+                  "directly over", "further up", "higher up", "up from"})) {
     return RelativePosition::kBefore;
   }
-  if (ContainsAnyPhrase(words, {"after", "below", "following", "under", "beneath", "next to",
-                                "underneath", "comes next"})) {
+  if (ContainsAnyPhrase(words, {"after", "below", "following", "under", "beneath", "underneath",
+                                "successor", "follower", "next", "neighbour", "neighbor",
+                                "further down", "lower down", "down from", "comes next"})) {
     return RelativePosition::kAfter;
   }
   return std::nullopt;

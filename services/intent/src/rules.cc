@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "services/intent/src/cues.h"
 #include "services/intent/src/followup_cues.h"
 #include "services/intent/src/text.h"
@@ -355,47 +356,66 @@ RuleAnswer AnswerPick(const Situation& s, const std::string& picked, const std::
   return out;
 }
 
-// "the one listed before X", "the entry right above it", "the one between
-// X and Y": X's neighbour in the last list, not X.
+// Where the anchor of a relative position stands in the last list: an
+// item named exactly, or by its distinctive words ("the payroll one"); a
+// position ("the last", "number 3"); the item talked about last ("the one
+// above it"). -1 when nothing anchors.
+int RelativeAnchor(const Situation& s, const std::vector<int>& named) {
+  const Context& c = s.context;
+  if (!named.empty()) return named.front();
+  const int size = static_cast<int>(c.last_list.size());
+  std::vector<CatalogItem> listed;
+  for (const CatalogItem& agent : s.message.request.agents) {
+    if (std::find(c.last_list.begin(), c.last_list.end(), agent.name) != c.last_list.end()) {
+      listed.push_back(agent);
+    }
+  }
+  if (auto loose = MatchCatalogItem(s.message.request.message, listed)) {
+    return static_cast<int>(std::find(c.last_list.begin(), c.last_list.end(), *loose) -
+                            c.last_list.begin());
+  }
+  // A possessive anchor reads as the position itself ("number 3's predecessor").
+  const std::string text =
+      absl::StrReplaceAll(s.message.request.message, {{"'s ", " "}, {"’s ", " "}});
+  if (const std::optional<OrdinalRef> ordinal = FindOrdinal(text)) {
+    if (const int i = ordinal->Resolve(size, CurrentIndex(c)); i >= 0) return i;
+  }
+  if (ContainsAnyPhrase(s.message.words, {"it", "its", "that", "this one", "that one"})) {
+    return CurrentIndex(c);
+  }
+  return -1;
+}
+
+// "the one listed before X", "whatever sits right below X", "number 3's
+// predecessor", "the one above the last", "the one in between the other
+// two": the anchor's neighbour in the last list, by index.
 std::optional<RuleAnswer> PickRelative(const Situation& s) {
   const Context& c = s.context;
   if (c.last_list.empty()) return std::nullopt;
   const std::optional<RelativePosition> position = FindRelativePosition(s.message.words);
   if (!position) return std::nullopt;
-  const auto index_of = [&](const std::string& name) {
-    const auto it = std::find(c.last_list.begin(), c.last_list.end(), name);
-    return it == c.last_list.end() ? -1 : static_cast<int>(it - c.last_list.begin());
-  };
-  std::vector<int> anchors;
+  const int size = static_cast<int>(c.last_list.size());
+  std::vector<int> named;
   for (const std::string& name :
        CatalogItemsInOrder(s.message.request.message, s.message.request.agents)) {
-    if (const int i = index_of(name); i >= 0) anchors.push_back(i);
+    const auto it = std::find(c.last_list.begin(), c.last_list.end(), name);
+    if (it != c.last_list.end()) named.push_back(static_cast<int>(it - c.last_list.begin()));
   }
-  if (anchors.empty() && s.named_agent) {
-    if (const int i = index_of(*s.named_agent); i >= 0) anchors.push_back(i);
-  }
-  // "the one above it": the item talked about last.
-  if (anchors.empty() && c.last_agent &&
-      ContainsAnyPhrase(s.message.words, {"it", "that", "this one", "that one"})) {
-    if (const int i = index_of(*c.last_agent); i >= 0) anchors.push_back(i);
-  }
-  if (anchors.empty()) return std::nullopt;
   int picked = -1;
-  switch (*position) {
-    case RelativePosition::kBefore:
-      picked = anchors.front() - 1;
-      break;
-    case RelativePosition::kAfter:
-      picked = anchors.front() + 1;
-      break;
-    case RelativePosition::kBetween:
-      if (anchors.size() >= 2 && std::abs(anchors[0] - anchors[1]) == 2) {
-        picked = (anchors[0] + anchors[1]) / 2;
-      }
-      break;
+  int anchor = -1;
+  if (*position == RelativePosition::kBetween) {
+    if (named.size() >= 2 && std::abs(named[0] - named[1]) == 2) {
+      picked = (named[0] + named[1]) / 2;
+    } else if (named.size() < 2 && size == 3) {
+      picked = 1;  // "the one in between the other two"
+    }
+    anchor = named.empty() ? picked : named.front();
+  } else {
+    anchor = RelativeAnchor(s, named);
+    if (anchor >= 0) picked = anchor + (*position == RelativePosition::kBefore ? -1 : 1);
   }
-  if (picked < 0 || picked >= static_cast<int>(c.last_list.size())) return std::nullopt;
-  return AnswerPick(s, c.last_list[picked], "the position relative to " + c.last_list[anchors[0]]);
+  if (picked < 0 || picked >= size || anchor < 0) return std::nullopt;
+  return AnswerPick(s, c.last_list[picked], "the position relative to " + c.last_list[anchor]);
 }
 
 // "the second one", "#2", "the last one", "the other one".

@@ -296,6 +296,44 @@ TEST(ReferenceTest, OrdinalsPickFromTheLastListTheAssistantGave) {
   EXPECT_EQ(AgentOf(what), "weekly-sales-digest");
 }
 
+TEST(ReferenceTest, RelativePositionsResolveByIndexFromAnyAnchor) {
+  std::vector<HistoryTurn> history = {
+      User("what agents do i have?"),
+      Assistant("You have three:\n1. weekly-sales-digest\n2. invoice-chaser\n"
+                "3. notion-standup-summary")};
+  IntentAnalysis below = Analyze("kick off whatever sits right below weekly-sales-digest", history);
+  EXPECT_EQ(AgentOf(below), "invoice-chaser");
+  EXPECT_EQ(below.action, Action::kExecuteTask);
+  IntentAnalysis above_last = Analyze("the one above the last, pause it", history);
+  EXPECT_EQ(AgentOf(above_last), "invoice-chaser");
+  IntentAnalysis predecessor = Analyze("number 3's predecessor, pause it", history);
+  EXPECT_EQ(AgentOf(predecessor), "invoice-chaser");
+  IntentAnalysis middle = Analyze("run the one in between the other two", history);
+  EXPECT_EQ(AgentOf(middle), "invoice-chaser");
+}
+
+TEST(ReferenceTest, ADraftHeadedByAnExistingAgentIsAChangeToIt) {
+  IntentAnalysis a = Analyze(
+      "yep but every 15 min",
+      {User("invoice-chaser is too slow"),
+       Assistant(
+           "Update to invoice-chaser:\n- Checks every 30 minutes\n- Emails customers\nSave?")});
+  EXPECT_EQ(a.action, Action::kUpdateAgent);
+  EXPECT_EQ(AgentOf(a), "invoice-chaser");
+}
+
+TEST(ReferenceTest, PassingSomethingOnOnceRunsItButASendThatChangesIsAnUpdate) {
+  std::vector<HistoryTurn> history = {
+      User("how did weekly-sales-digest do?"),
+      Assistant("weekly-sales-digest built this week's digest: 14 deals closed.")};
+  EXPECT_EQ(Analyze("share it with the regional leads", history).action, Action::kExecuteTask);
+  EXPECT_EQ(VerbAction("share the scorecards"), Action::kExecuteTask);
+  EXPECT_EQ(VerbAction("send it to the finance channel instead"), Action::kUpdateAgent);
+  EXPECT_EQ(VerbAction("share access with the new hire"), Action::kManagePlatform);
+  EXPECT_EQ(VerbAction("restore the old version pls"), Action::kUpdateAgent);
+  EXPECT_EQ(VerbAction("restore the archived invoice bot"), Action::kManagePlatform);
+}
+
 TEST(ReferenceTest, ABareOrdinalContinuesWhatTheListWasFor) {
   IntentAnalysis a =
       Analyze("the last one", {User("run one of my agents"), Assistant("Which one should I run?\n"

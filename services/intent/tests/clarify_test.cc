@@ -5,7 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <deque>
+
 #include "services/intent/src/followup_cues.h"
+#include "services/intent/src/send_slots.h"
 #include "services/intent/src/text.h"
 
 namespace omniforge::intent {
@@ -204,6 +207,134 @@ TEST(FollowupCuesTest, CorrectionsAndRefusals) {
   EXPECT_TRUE(OpensWithRefusal(WordsOf(refusal)));
   const std::string redirect = NormalizeText("no, send it to the finance channel instead");
   EXPECT_FALSE(OpensWithRefusal(WordsOf(redirect)));
+  for (const char* declined :
+       {"already sorted on their end, thanks anyway", "thx but no", "meh, leave it, pushy works",
+        "not necessary, we'll see it monthly", "we'll cross that bridge when we get there"}) {
+    const std::string text = NormalizeText(declined);
+    EXPECT_TRUE(OpensWithRefusal(WordsOf(text))) << declined;
+  }
+  const std::string edit = NormalizeText("no thanks, but add the staff list");
+  EXPECT_FALSE(OpensWithRefusal(WordsOf(edit)));
+}
+
+TEST(ClarifyTest, AChangeThatOnlyPointsAtUnseenMaterialAsks) {
+  const IntentRequest retreat =
+      Request("set up manuscript-intake with the categories from the editorial retreat",
+              {"manuscript-intake"});
+  const ClarifyDecision ask = Decide(retreat, Action::kUpdateAgent, "manuscript-intake");
+  EXPECT_THAT(ask.conditions, Contains("unbound_material"));
+  const IntentRequest spring =
+      Request("bring back what we had in spring", {"feed-silo-level"},
+              {{Role::kUser, "what was the silo alert setting in spring?"},
+               {Role::kAssistant, "From March to May, feed-silo-level alerted at 30%."}});
+  EXPECT_FALSE(Decide(spring, Action::kUpdateAgent, "feed-silo-level").clarification.needed);
+  const IntentRequest spelled_out =
+      Request("uptime-report should exclude planned maintenance windows from the downtime numbers",
+              {"uptime-report"});
+  EXPECT_FALSE(Decide(spelled_out, Action::kUpdateAgent, "uptime-report").clarification.needed);
+  const IntentRequest new_version =
+      Request("switch repair-sla-tracker to the new targets", {"repair-sla-tracker"});
+  EXPECT_TRUE(Decide(new_version, Action::kUpdateAgent, "repair-sla-tracker").clarification.needed);
+  const IntentRequest talk =
+      Request("nice. set up manuscript-intake with the categories from the editorial retreat",
+              {"manuscript-intake"});
+  EXPECT_TRUE(Decide(talk, Action::kConversation, "manuscript-intake").clarification.needed);
+  const IntentRequest source =
+      Request("create a skill that converts a container number to an ETA using the carrier api");
+  EXPECT_FALSE(Decide(source, Action::kCreateSkill).clarification.needed);
+}
+
+TEST(ClarifyTest, AChangeWithNothingToChangeAsksUnlessTheUserSaidWhatIsWrong) {
+  const IntentRequest bare = Request("kb-gap-finder needs tweaking", {"kb-gap-finder"});
+  EXPECT_THAT(Decide(bare, Action::kConversation, "kb-gap-finder").clarification.missing,
+              Contains(MissingSlot::kChange));
+  const IntentRequest told = Request(
+      "fix the onboarding bot", {"onboarding-guide-bot"},
+      {{Role::kUser, "the onboarding bot sends day 3 email with a broken link to the app store"},
+       {Role::kAssistant, "I see it: the day-3 email links to an old App Store URL."}});
+  EXPECT_FALSE(Decide(told, Action::kUpdateAgent, "onboarding-guide-bot").clarification.needed);
+  const IntentRequest asked =
+      Request("make route-planner better", {"route-planner"},
+              {{Role::kUser, "how many stops did route-planner plan for tomorrow?"},
+               {Role::kAssistant, "It planned 164 stops across 9 vans."}});
+  EXPECT_TRUE(Decide(asked, Action::kUpdateAgent, "route-planner").clarification.needed);
+}
+
+TEST(ClarifyTest, AWishForANewThingWithNoPurposeAsks) {
+  for (const char* wish : {"could we get an AI thing going for the volunteers?",
+                           "I'd like an agent for the new EU rules coming in",
+                           "actually, build a thing for the patients"}) {
+    const IntentRequest request = Request(wish);
+    EXPECT_THAT(Decide(request, Action::kConversation).clarification.missing,
+                Contains(MissingSlot::kPurpose))
+        << wish;
+  }
+}
+
+TEST(ClarifyTest, AYesThatGoesOnToARequestMayStillPointAtSomethingUnseen) {
+  const IntentRequest request =
+      Request("yes, change hall-booking-confirm using the notes from the committee meeting",
+              {"hall-booking-confirm"},
+              {{Role::kUser, "thanks for yesterday"}, {Role::kAssistant, "You're welcome!"}});
+  const ClarifyDecision d =
+      Decide(request, Action::kUpdateAgent, "hall-booking-confirm", Reference::kConfirmation);
+  EXPECT_THAT(d.clarification.missing, ElementsAre(MissingSlot::kReferent));
+  const IntentRequest plain = Request("yes please go ahead", {"hall-booking-confirm"});
+  EXPECT_FALSE(Decide(plain, Action::kUpdateAgent, "hall-booking-confirm", Reference::kConfirmation)
+                   .clarification.needed);
+}
+
+SendSlots Slots(std::string_view message) {
+  static std::deque<std::string> kept;  // the views point into these; a deque keeps them put
+  kept.push_back(NormalizeText(message));
+  return ReadSendSlots(Words(kept.back()), {});
+}
+
+TEST(SendSlotsTest, ReadsObjectAndRecipientFromTheSentenceShape) {
+  const SendSlots forward = Slots("forward the demurrage report");
+  EXPECT_TRUE(forward.found);
+  EXPECT_EQ(forward.recipient, SlotFill::kNone);
+  EXPECT_EQ(forward.object, SlotFill::kNamed);
+  const SendSlots to = Slots("get it to the right people");
+  EXPECT_EQ(to.recipient, SlotFill::kVague);
+  EXPECT_EQ(to.object, SlotFill::kPronoun);
+  const SendSlots two_phrases = Slots("text the pickers the thing");
+  EXPECT_EQ(two_phrases.recipient, SlotFill::kNamed);
+  EXPECT_EQ(two_phrases.object, SlotFill::kVague);
+  const SendSlots them = Slots("email them a friendly reminder of the policy");
+  EXPECT_EQ(them.recipient, SlotFill::kPronoun);
+  EXPECT_EQ(them.object, SlotFill::kNamed);
+  const SendSlots tell = Slots("let the 3PL know");
+  EXPECT_TRUE(tell.tells);
+  EXPECT_EQ(tell.recipient, SlotFill::kNamed);
+  EXPECT_EQ(tell.object, SlotFill::kNone);
+  EXPECT_FALSE(Slots("5 subject lines for a black friday email").found);
+}
+
+TEST(ClarifyTest, ASendAsksForWhatNeitherTheMessageNorTheHistoryGives) {
+  const IntentRequest bare = Request("share the scorecards", {"driver-scorecard"});
+  const ClarifyDecision ask = Decide(bare, Action::kExecuteTask, "driver-scorecard");
+  EXPECT_THAT(ask.clarification.missing, Contains(MissingSlot::kRecipient));
+  const IntentRequest offered = Request(
+      "share the scorecards", {"driver-scorecard"},
+      {{Role::kUser, "driver-scorecard finished"},
+       {Role::kAssistant, "The scorecards are ready. Share them with the depot supervisors?"}});
+  EXPECT_FALSE(Decide(offered, Action::kExecuteTask, "driver-scorecard").clarification.needed);
+  const IntentRequest named =
+      Request("message them now", {"shift-filler"},
+              {{Role::kAssistant, "Two shifts are open; Anya and Pedro are free on Saturday."}});
+  EXPECT_FALSE(Decide(named, Action::kExecuteTask).clarification.needed);
+  const IntentRequest tell = Request("let the 3PL know");
+  EXPECT_THAT(Decide(tell, Action::kExecuteTask).clarification.missing,
+              Contains(MissingSlot::kObject));
+}
+
+TEST(FollowupCuesTest, AYesCarriesAnEditInMoreForms) {
+  EXPECT_TRUE(CarriesEdit("approve with the subject line 'Branch growth weekly'"));
+  EXPECT_TRUE(CarriesEdit("swap Friday for Thursday, lots of us are off fridays"));
+  EXPECT_TRUE(CarriesEdit("ya, wednesday evening better"));
+  EXPECT_FALSE(CarriesEdit("yes please, go ahead"));
+  EXPECT_EQ(CorrectedValue("swap Friday for Thursday"), "Thursday");
 }
 
 TEST(FollowupCuesTest, RecapsRelativePositionsAndTopicShifts) {
@@ -215,6 +346,13 @@ TEST(FollowupCuesTest, RecapsRelativePositionsAndTopicShifts) {
   EXPECT_EQ(FindRelativePosition(WordsOf(before)), RelativePosition::kBefore);
   const std::string between = NormalizeText("the one between a and b");
   EXPECT_EQ(FindRelativePosition(WordsOf(between)), RelativePosition::kBetween);
+  const std::string below = NormalizeText("kick off whatever sits right below the digest");
+  EXPECT_EQ(FindRelativePosition(WordsOf(below)), RelativePosition::kAfter);
+  const std::string predecessor = NormalizeText("number 3's predecessor, pause it");
+  EXPECT_EQ(FindRelativePosition(WordsOf(predecessor)), RelativePosition::kBefore);
+  const std::string in_time =
+      NormalizeText("second one: run it the monday before the board meeting");
+  EXPECT_FALSE(FindRelativePosition(WordsOf(in_time)).has_value());
   const std::string message = "anyway, unrelated: can agents read pdfs?";
   ASSERT_TRUE(NewTopicStart(message).has_value());
   EXPECT_EQ(message.substr(*NewTopicStart(message)), "can agents read pdfs?");
