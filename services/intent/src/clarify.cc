@@ -117,6 +117,31 @@ const WordSet& TriggerWords() {
   return words;
 }
 
+// Words that tell of a chore costing time ("our reports take hours", "the
+// invoices go out late", "we do it manually"): a problem told with the work
+// it concerns is what a new agent should take over.
+const WordSet& ChoreTroubleWords() {
+  static const WordSet words = {"hours",   "ages", "forever", "manually", "manual",
+                                "tedious", "late", "behind",  "forget",   "forgets",
+                                "forgot",  "slow", "waste",   "wastes",   "wasting"};
+  return words;
+}
+
+// The message tells a problem with the work it concerns: a trouble word
+// and, before it, a word that is neither vague nor a stop word ("our
+// Monday Notion updates take hours").
+bool TellsChoreTrouble(const std::vector<std::string_view>& w) {
+  for (size_t i = 1; i < w.size(); ++i) {
+    if (!ChoreTroubleWords().contains(w[i])) continue;
+    for (size_t j = 0; j < i; ++j) {
+      if (w[j].size() > 3 && !VaguePurposeWords().contains(w[j]) && !StopWords().contains(w[j])) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 const WordSet& TimeNouns() {
   static const WordSet words = {"week",   "weekend", "morning", "afternoon", "evening",  "month",
                                 "year",   "quarter", "time",    "today",     "round",    "summer",
@@ -823,7 +848,7 @@ bool PurposeMissing(Facts& f) {
   const std::vector<std::string_view>& w = f.words;
   if (f.payload || w.size() >= 16) return false;
   const std::map<std::string, std::string> entities = ExtractEntities(f.in.request.message);
-  if (entities.contains("schedule")) return false;
+  if (entities.contains("schedule") || TellsChoreTrouble(w)) return false;
   if (f.in.request.message.find("->") != std::string::npos ||
       f.in.request.message.find("→") != std::string::npos) {
     return false;

@@ -96,6 +96,19 @@ TEST(ClarifyTest, ANewAgentThatSaysWhatItDoesProceeds) {
           .clarification.needed);
 }
 
+// A chore told as a problem says what a new agent would take over; the
+// same words without the trouble do not.
+TEST(ClarifyTest, AChoreToldAsAProblemIsAPurpose) {
+  EXPECT_FALSE(
+      Decide(Request("our Monday Notion updates take hours — can you help?"), Action::kCreateAgent)
+          .clarification.needed);
+  EXPECT_FALSE(Decide(Request("the stock counts for the shops are always done manually"),
+                      Action::kCreateAgent)
+                   .clarification.needed);
+  EXPECT_TRUE(Decide(Request("can you help with our Monday Notion updates?"), Action::kCreateAgent)
+                  .clarification.needed);
+}
+
 TEST(ClarifyTest, AChangeWithNothingToChangeAsksWhatChanges) {
   const IntentRequest request =
       Request("the stock watcher needs a bit of a rework", {"stock-watcher", "refund-tracker"});
