@@ -257,6 +257,20 @@ int CountListLines(std::string_view text) {
   return lines;
 }
 
+// The next `quote` from `from` that opens or closes a quotation: an
+// apostrophe between two letters ("don't", "Sarah's") is none.
+size_t FindQuote(std::string_view message, std::string_view quote, size_t from) {
+  auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
+  for (size_t at = message.find(quote, from); at != std::string_view::npos;
+       at = message.find(quote, at + quote.size())) {
+    if (quote != "'" || at == 0 || at + 1 >= message.size() || !letter(message[at - 1]) ||
+        !letter(message[at + 1])) {
+      return at;
+    }
+  }
+  return std::string_view::npos;
+}
+
 bool HasPayload(std::string_view message, size_t word_count) {
   if (word_count >= kPayloadWords || message.find('\n') != std::string_view::npos) return true;
   const size_t colon = message.find(':');
@@ -265,9 +279,9 @@ bool HasPayload(std::string_view message, size_t word_count) {
     if (Words(after).size() >= 3) return true;
   }
   for (std::string_view quote : {"\"", "“", "'"}) {
-    const size_t open = message.find(quote);
+    const size_t open = FindQuote(message, quote, 0);
     if (open == std::string_view::npos) continue;
-    const size_t close = message.find(quote, open + quote.size());
+    const size_t close = FindQuote(message, quote, open + quote.size());
     if (close == std::string_view::npos) continue;
     const std::string inside =
         NormalizeText(message.substr(open + quote.size(), close - open - quote.size()));
@@ -319,8 +333,9 @@ std::vector<std::pair<std::string, int>> DescribedAgents(const Facts& f) {
   return out;
 }
 
-Facts ReadFacts(const ClarifyInput& in) {
-  Facts f{.in = in};
+// Fills `f` where it lives: its word views point into its own strings, so
+// a Facts is never copied or moved once read.
+void ReadFacts(const ClarifyInput& in, Facts& f) {
   f.normalized = NormalizeText(in.request.message);
   f.words = Words(f.normalized);
   f.capitalized = CapitalizedWords(in.request.message);
@@ -355,7 +370,6 @@ Facts ReadFacts(const ClarifyInput& in) {
   f.payload = HasPayload(in.request.message, f.words.size());
   f.described_agents = DescribedAgents(f);
   f.send = ReadSendSlots(f.words, f.capitalized);
-  return f;
 }
 
 bool AboutExistingAgent(Action a) {
@@ -417,7 +431,11 @@ bool UnboundDeictic(Facts& f) {
 bool UnboundShorthand(Facts& f) {
   const std::vector<std::string_view>& w = f.words;
   for (size_t i = 0; i < w.size(); ++i) {
-    if (w[i] == "option" && i + 1 < w.size() && w[i + 1].size() <= 2 && !InHistory(f, "option")) {
+    if (w[i] == "option" && i + 1 < w.size() &&
+        (w[i + 1].size() == 1 ||
+         std::all_of(w[i + 1].begin(), w[i + 1].end(),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) &&
+        !InHistory(f, "option")) {
       f.referent = "option " + std::string(w[i + 1]);
       return true;
     }
@@ -1014,7 +1032,8 @@ std::string ClarifyQuestion(const std::vector<MissingSlot>& missing,
 
 ClarifyDecision DecideClarification(const ClarifyInput& input) {
   ClarifyDecision decision;
-  Facts f = ReadFacts(input);
+  Facts f{.in = input};
+  ReadFacts(input, f);
   if (!input.agent_name && AboutExistingAgent(input.action) && !f.payload &&
       f.described_agents.size() == 1) {
     // One agent fits the description ("has the report gone out?").

@@ -151,11 +151,22 @@ bool HasDigit(std::string_view s) {
 bool CarriesEdit(std::string_view message) {
   const std::string normalized = NormalizeText(message);
   const std::vector<std::string_view> words = Words(normalized);
-  // A quoted value ("with the subject line 'Branch growth weekly'").
-  const size_t quote = message.find_first_of("'\"");
-  const bool quoted = quote != std::string_view::npos &&
-                      message.find_first_of("'\"", quote + 1) > quote + 3 &&
-                      message.find_first_of("'\"", quote + 1) != std::string_view::npos;
+  // A quoted value ("with the subject line 'Branch growth weekly'"); an
+  // apostrophe inside a word ("that's", "it's") quotes nothing.
+  auto quote_from = [message](size_t from) {
+    auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
+    for (size_t at = message.find_first_of("'\"", from); at != std::string_view::npos;
+         at = message.find_first_of("'\"", at + 1)) {
+      if (message[at] == '"' || at == 0 || at + 1 >= message.size() || !letter(message[at - 1]) ||
+          !letter(message[at + 1])) {
+        return at;
+      }
+    }
+    return std::string_view::npos;
+  };
+  const size_t quote = quote_from(0);
+  const size_t close = quote == std::string_view::npos ? quote : quote_from(quote + 1);
+  const bool quoted = close != std::string_view::npos && close > quote + 3;
   return HasDigit(message) || quoted ||
          ContainsAnyPhrase(words, {"but",      "though",    "tho",     "instead",     "w",
                                    "also",     "too",       "as well", "make it",     "include",
@@ -330,15 +341,20 @@ std::optional<RelativePosition> FindRelativePosition(const std::vector<std::stri
   if (ContainsAnyPhrase(words, {"between", "middle of", "in the middle"})) {
     return RelativePosition::kBetween;
   }
-  if (ContainsAnyPhrase(
-          words, {"before", "above", "preceding", "predecessor", "upstairs", "ahead of", "prior to",
-                  "previous to", "previous one to", "on top of", "right over", "just over",
-                  "directly over", "further up", "higher up", "up from"})) {
+  if (ContainsAnyPhrase(words, {"before", "above", "preceding", "predecessor", "ahead of",
+                                "prior to", "previous to", "on top of", "right over", "just over",
+                                "directly over", "further up", "higher up", "up from"})) {
     return RelativePosition::kBefore;
   }
   if (ContainsAnyPhrase(words, {"after", "below", "following", "under", "beneath", "underneath",
-                                "successor", "follower", "next", "neighbour", "neighbor",
-                                "further down", "lower down", "down from", "comes next"})) {
+                                "successor", "follower", "neighbour", "neighbor", "further down",
+                                "lower down", "down from", "comes next"})) {
+    return RelativePosition::kAfter;
+  }
+  // "the one next to it" points; "run the digest agent next" closing the
+  // message tells when, not which.
+  const auto next = std::find(words.begin(), words.end(), "next");
+  if (next != words.end() && next + 1 != words.end() && *(next + 1) != "?") {
     return RelativePosition::kAfter;
   }
   return std::nullopt;
@@ -350,7 +366,6 @@ std::optional<size_t> NewTopicStart(std::string_view message) {
                                                         "unrelated",
                                                         "off topic",
                                                         "ot",
-                                                        "quick detour",
                                                         "detour",
                                                         "separate q",
                                                         "separate question",

@@ -83,7 +83,7 @@ std::string UnansweredQuestion(const PolicyInput& in) {
     };
     const std::string agent = "'" + entity(kOptionAgent) + "'";
     return "for \"" + entity(kRequestedTask) + "\" you have not picked an option yet: 1. run " +
-           agent + " anyway, 2. a new agent that does both, 3. change " + agent;
+           agent + " anyway, 2. a new agent that does all of it, 3. change " + agent;
   }
   const HistoryTurn& last = in.history.back();
   const std::string line = FirstLine(last.content);

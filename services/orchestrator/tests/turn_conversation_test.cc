@@ -219,7 +219,7 @@ TEST(TurnConversationTest, ARecapInsteadOfAnOptionKeepsTheOptionsAndTheirBookkee
   EXPECT_THAT(recap.Text(),
               HasSubstr("- for \"chase the overdue invoices and post a weekly summary to slack\" "
                         "you have not picked an option yet: 1. run 'invoice-chaser' anyway, 2. a "
-                        "new agent that does both, 3. change 'invoice-chaser'"));
+                        "new agent that does all of it, 3. change 'invoice-chaser'"));
   const intentpb::AnalyzeIntentRequest analysed = h.understanding.requests().back();
   EXPECT_EQ(analysed.message(), "where were we?");
   ASSERT_GE(analysed.history_size(), 2);
