@@ -175,10 +175,12 @@ TEST(TurnDownstreamTest, TheIntentServicesModelCallsCountInTheTurnWithThePlanner
   EXPECT_EQ(h.usage.unattributed(), 0);
 }
 
-// A later turn of the conversation (the kept window, the agents changed in
-// between) is analysed once, and that analysis's model calls count with
-// the turn's own.
-TEST(TurnDownstreamTest, ALaterTurnsAnalysisIsCountedOnceWithItsModelCalls) {
+// A later turn of the conversation takes the kept window and may analyse
+// early, beside the listing of the agents; when the listing it gets differs
+// from the one the early analysis used, it asks again. Whether the early
+// analysis starts before the listing returns depends on the threads, so
+// the turn makes one analysis or two: every one asked counts.
+TEST(TurnDownstreamTest, EveryAnalysisOfATurnIsCountedAlsoWhenAskedEarlyAndAgain) {
   ScriptedModel model;
   TurnHarness h(Reads(), {{}, &model});
   model.ReportUsageTo(&h.usage);
@@ -193,7 +195,7 @@ TEST(TurnDownstreamTest, ALaterTurnsAnalysisIsCountedOnceWithItsModelCalls) {
   RecordingSink sink;
   ASSERT_TRUE(h.Turn("what agents do I have?", sink, ConversationOf(hello), "turn-2").ok());
   const int analyses = static_cast<int>(h.understanding.requests().size() - asked_before);
-  ASSERT_EQ(analyses, 1);
+  ASSERT_TRUE(analyses == 1 || analyses == 2) << analyses;
 
   EXPECT_EQ(sink.events.back().done().usage().llm_calls(), analyses + 1);
   EXPECT_EQ(sink.events.back().done().usage().prompt_tokens(), analyses * 40 + 100);
