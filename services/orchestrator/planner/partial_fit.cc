@@ -123,8 +123,10 @@ std::optional<PartialFit> FindPartialFit(const std::string& message,
   const std::vector<std::string> parts = RequestParts(message);
   if (parts.size() < 2 || agents.empty()) return std::nullopt;
   std::vector<intent::CatalogItem> catalog;
+  catalog.reserve(agents.size());
   for (const AgentInfo& agent : agents) catalog.push_back({agent.name, agent.description});
   std::vector<std::string> named;  // per part: the agent it names, or empty
+  named.reserve(parts.size());
   for (const std::string& part : parts) {
     named.push_back(intent::MatchCatalogItem(part, catalog).value_or(""));
   }

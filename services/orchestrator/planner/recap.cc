@@ -125,7 +125,7 @@ std::vector<std::string> OpenItems(const PolicyInput& in) {
   if (in.last && in.last->suspended_flow) {
     open.push_back("set aside for a newer message: \"" +
                    core::Shortened(in.last->suspended_flow->goal, 120) +
-                   "\"; say \"continue\" to pick it up");
+                   R"("; say "continue" to pick it up)");
   }
   return open;
 }

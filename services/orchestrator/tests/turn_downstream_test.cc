@@ -25,6 +25,7 @@ std::vector<SeenCall> CallsAfter(const TurnHarness& h, size_t before) {
 
 std::vector<std::string> Names(const std::vector<SeenCall>& calls) {
   std::vector<std::string> names;
+  names.reserve(calls.size());
   for (const SeenCall& call : calls) names.push_back(call.what);
   return names;
 }
