@@ -15,6 +15,7 @@
 // separately and never used to tune anything) are measured the same way but
 // print only their figures per category, never a case. The last line is
 //   RESULT intent_accuracy=… followup_accuracy=… followup_holdout_accuracy=…
+//          followup_holdout_older_accuracy=… (the 128 held-out cases first written)
 //          clarify_accuracy=… clarify_holdout_accuracy=… p50_ms=… p99_ms=…
 // --spawn starts build/bin/omniforge-intent (next to this binary) on a free
 // port in local mode and stops it afterwards.
@@ -184,12 +185,29 @@ enum class Split { kDev, kHoldout };
 // Runs one follow-up file; returns the share resolved exactly (action,
 // agent_name where one is expected, corrected_value where one is expected,
 // summary_worthy where it is expected), or an error.
-absl::StatusOr<double> RunFollowups(Client& client, const std::string& path, Split split,
-                                    std::vector<double>& latencies) {
+// The share right of all cases, and of the older cases alone (ids whose
+// number carries no letter, e.g. "ordinal-001": the sets as first written,
+// so that growing a set cannot hide a regression on them).
+struct FollowupScore {
+  double all = 0;
+  double older = 0;
+};
+
+bool IsOlderCase(const Json& c) {
+  const std::string id = c.value("id", "");
+  const size_t dash = id.rfind('-');
+  return dash != std::string::npos && dash + 1 < id.size() &&
+         std::all_of(id.begin() + static_cast<std::ptrdiff_t>(dash) + 1, id.end(),
+                     [](unsigned char ch) { return std::isdigit(ch) != 0; });
+}
+
+absl::StatusOr<FollowupScore> RunFollowups(Client& client, const std::string& path, Split split,
+                                           std::vector<double>& latencies) {
   auto cases = ReadCases(path);
   if (!cases.ok()) return cases.status();
   int n = 0, action_ok = 0, agent_ok = 0, all_ok = 0;
   int corrected_expected = 0, corrected_ok = 0, summary_expected = 0, summary_ok = 0;
+  int older = 0, older_ok = 0;
   CategoryCounts by_category;
   std::vector<std::string> misses;
   for (const Json& c : *cases) {
@@ -224,6 +242,10 @@ absl::StatusOr<double> RunFollowups(Client& client, const std::string& path, Spl
     action_ok += action_match;
     agent_ok += agent_match;
     all_ok += ok;
+    if (IsOlderCase(c)) {
+      ++older;
+      older_ok += ok;
+    }
     auto& cat = by_category[CategoryOf(c)];
     cat.first += ok;
     ++cat.second;
@@ -243,11 +265,13 @@ absl::StatusOr<double> RunFollowups(Client& client, const std::string& path, Spl
       path.c_str(), n, action_ok, agent_ok, corrected_ok, corrected_expected, summary_ok,
       summary_expected, all_ok);
   PrintCategories(by_category);
+  std::printf("  the older cases alone: %d / %d\n", older_ok, older);
   if (split == Split::kDev && !misses.empty()) {
     std::printf("misses:\n");
     for (const auto& m : misses) std::printf("  %s\n", m.c_str());
   }
-  return n == 0 ? 0.0 : static_cast<double>(all_ok) / n;
+  return FollowupScore{n == 0 ? 0.0 : static_cast<double>(all_ok) / n,
+                       older == 0 ? 0.0 : static_cast<double>(older_ok) / older};
 }
 
 bool ListsSlot(const pb::Clarification& clarification, std::string slot) {
@@ -488,7 +512,7 @@ int Run(const std::string& target_flag, bool spawn, const EvalSets& sets, bool s
   // The held-out sets are never used to tune anything: they say how the
   // service does on conversations nobody tuned it for. Only their figures
   // per category are printed, never a case.
-  double holdout = -1;
+  FollowupScore holdout{-1, -1};
   if (!sets.followups_holdout.empty()) {
     auto measured = RunFollowups(client, sets.followups_holdout, Split::kHoldout, latencies);
     if (!measured.ok()) return Fail(measured.status());
@@ -502,8 +526,11 @@ int Run(const std::string& target_flag, bool spawn, const EvalSets& sets, bool s
   }
   service.Stop();
 
-  std::printf("\nRESULT intent_accuracy=%.4f followup_accuracy=%.4f", *accuracy, *followup);
-  if (holdout >= 0) std::printf(" followup_holdout_accuracy=%.4f", holdout);
+  std::printf("\nRESULT intent_accuracy=%.4f followup_accuracy=%.4f", *accuracy, followup->all);
+  if (holdout.all >= 0) {
+    std::printf(" followup_holdout_accuracy=%.4f followup_holdout_older_accuracy=%.4f", holdout.all,
+                holdout.older);
+  }
   std::printf(" clarify_accuracy=%.4f", *clarify);
   if (clarify_holdout >= 0) std::printf(" clarify_holdout_accuracy=%.4f", clarify_holdout);
   std::printf(" p50_ms=%.3f p99_ms=%.3f\n", Percentile(latencies, 0.50),
