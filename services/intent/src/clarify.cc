@@ -384,11 +384,11 @@ bool AboutExistingAgent(Action a) {
 bool UnboundDeictic(Facts& f) {
   if (f.history_binds || f.payload || f.in.agent_name) return false;
   const std::vector<std::string_view>& w = f.words;
-  const bool question = ContainsPhrase(w, "?") ||
-                        (!w.empty() && WordSet{"what", "why", "how", "who", "which", "is", "are",
-                                               "does", "can", "whats", "where", "when", "could",
-                                               "would", "will", "do", "did", "should"}
-                                           .contains(w.front()));
+  const bool question =
+      ContainsPhrase(w, "?") ||
+      (!w.empty() &&
+       OneOf(w.front(), {"what", "why", "how", "who", "which", "is", "are", "does", "can", "whats",
+                         "where", "when", "could", "would", "will", "do", "did", "should"}));
   if (f.in.action == Action::kConversation && !question) return false;
   bool antecedent = false;  // a noun phrase earlier in the message ("the bot, it's ...")
   for (size_t i = 0; i < w.size(); ++i) {
@@ -419,7 +419,7 @@ bool UnboundDeictic(Facts& f) {
       }
       return true;
     }
-    if (WordSet{"a", "an", "the", "my", "our", "one", "new", "your"}.contains(word)) {
+    if (OneOf(word, {"a", "an", "the", "my", "our", "one", "new", "your"})) {
       antecedent = true;
     }
   }
@@ -494,8 +494,8 @@ bool UnboundDescription(Facts& f) {
         const std::string_view subject = w[j - 1];
         const bool has_subject =
             SubjectWords().contains(subject) || f.capitalized.contains(std::string(subject)) ||
-            (j >= i + 3 && WordSet{"the", "my", "our", "his", "her", "their"}.contains(w[j - 2])) ||
-            (j >= i + 4 && WordSet{"the", "my", "our", "his", "her", "their"}.contains(w[j - 3]));
+            (j >= i + 3 && OneOf(w[j - 2], {"the", "my", "our", "his", "her", "their"})) ||
+            (j >= i + 4 && OneOf(w[j - 3], {"the", "my", "our", "his", "her", "their"}));
         if (!has_subject) continue;
         std::string described = unseen(i + 1, j);
         if (!described.empty()) {
@@ -511,13 +511,12 @@ bool UnboundDescription(Facts& f) {
     // a version the user has seen ("in the new deck", "in our last call").
     const bool from =
         w[i] == "from" && i + 1 < w.size() &&
-        WordSet{"the", "my", "our", "this", "that", "last", "yesterdays", "todays"}.contains(
-            w[i + 1]);
-    const bool in_version = (w[i] == "in" || w[i] == "on") && i + 2 < w.size() &&
-                            (WordSet{"my", "our"}.contains(w[i + 1]) ||
-                             (w[i + 1] == "the" && WordSet{"new", "last", "old", "latest",
-                                                           "earlier", "recent", "other", "previous"}
-                                                       .contains(w[i + 2])));
+        OneOf(w[i + 1], {"the", "my", "our", "this", "that", "last", "yesterdays", "todays"});
+    const bool in_version =
+        (w[i] == "in" || w[i] == "on") && i + 2 < w.size() &&
+        (OneOf(w[i + 1], {"my", "our"}) ||
+         (w[i + 1] == "the" && OneOf(w[i + 2], {"new", "last", "old", "latest", "earlier", "recent",
+                                                "other", "previous"})));
     if (from || in_version) {
       for (size_t j = i + 1; j < w.size() && j <= i + 4; ++j) {
         if (!SourceNouns().contains(w[j])) continue;
@@ -532,9 +531,8 @@ bool UnboundDescription(Facts& f) {
     // "the corrected file", "the approved wording": a version only the user
     // has seen.
     if (w[i] == "the" && i + 2 < w.size() &&
-        WordSet{"corrected", "updated", "revised", "amended", "approved", "agreed", "final",
-                "fixed", "signed"}
-            .contains(w[i + 1]) &&
+        OneOf(w[i + 1], {"corrected", "updated", "revised", "amended", "approved", "agreed",
+                         "final", "fixed", "signed"}) &&
         !InHistory(f, w[i + 2]) && !StopWords().contains(w[i + 2])) {
       f.referent = "the " + std::string(w[i + 1]) + " " + std::string(w[i + 2]);
       return true;
@@ -561,11 +559,11 @@ bool OpensMaterial(const std::vector<std::string_view>& w, size_t i) {
   if (w[i] == "back" && i > 0 && w[i - 1] == "bring") return true;
   // "switch it to the new targets": a version only the user has seen.
   if (w[i] == "to" && i + 2 < w.size() && w[i + 1] == "the" &&
-      WordSet{"new", "old", "previous", "other", "same", "updated", "revised", "latest"}.contains(
-          w[i + 2])) {
+      OneOf(w[i + 2],
+            {"new", "old", "previous", "other", "same", "updated", "revised", "latest"})) {
     return true;
   }
-  if (w[i] == "like" && i > 0 && WordSet{"id", "would", "i", "we", "d", "wed"}.contains(w[i - 1])) {
+  if (w[i] == "like" && i > 0 && OneOf(w[i - 1], {"id", "would", "i", "we", "d", "wed"})) {
     return false;  // "I'd like an agent"
   }
   return markers.contains(w[i]);
@@ -628,8 +626,7 @@ bool UnboundMaterial(Facts& f) {
     std::vector<std::string_view> content;
     bool figure = false;
     for (size_t k = start; k < w.size() && k <= start + 6; ++k) {
-      if (WordSet{"and", "but", "so", "pls", "please", "because", "for", "instead"}.contains(
-              w[k])) {
+      if (OneOf(w[k], {"and", "but", "so", "pls", "please", "because", "for", "instead"})) {
         break;
       }
       figure = figure || std::any_of(w[k].begin(), w[k].end(), [](char c) {
@@ -681,7 +678,7 @@ bool AgentUnresolved(Facts& f) {
   // an agent; "draft a notice" asks for a new thing.
   bool definite_match = false;
   for (size_t i = 0; i + 1 < w.size(); ++i) {
-    if (!WordSet{"the", "my", "our", "that", "this"}.contains(w[i])) continue;
+    if (!OneOf(w[i], {"the", "my", "our", "that", "this"})) continue;
     for (size_t j = i + 1; j < w.size() && j <= i + 3; ++j) {
       for (const auto& [name, score] : f.described_agents) {
         for (std::string_view part : NameWords(name)) {
@@ -793,8 +790,7 @@ bool RecipientUnclear(Facts& f) {
       return !HistoryNamesRecipient(f) && !HistoryNamesPeople(f) && !AgentInPlaySends(f);
     case SlotFill::kVague:
       return std::none_of(who.begin(), who.end(), [&](std::string_view w) {
-        return w.size() >= 4 && !WordSet{"right", "usual", "people", "folks"}.contains(w) &&
-               InHistory(f, w);
+        return w.size() >= 4 && !OneOf(w, {"right", "usual", "people", "folks"}) && InHistory(f, w);
       });
     case SlotFill::kNone:
       if (f.send.tells) return false;
@@ -873,7 +869,7 @@ bool PurposeMissing(Facts& f) {
   }
   for (size_t i = 0; i < w.size(); ++i) {
     if (TriggerWords().contains(w[i])) return false;
-    const bool opens_clause = WordSet{"that", "which", "who", "to", "so", "and"}.contains(w[i]);
+    const bool opens_clause = OneOf(w[i], {"that", "which", "who", "to", "so", "and"});
     if (opens_clause) {
       for (size_t j = i + 1; j < w.size() && j <= i + 4; ++j) {
         if (VaguePurposeWords().contains(w[j]) || w[j].size() < 3 || w[j] == "?") continue;
@@ -1039,7 +1035,7 @@ ClarifyDecision DecideClarification(const ClarifyInput& input) {
     // One agent fits the description ("has the report gone out?").
     const std::vector<std::string_view>& w = f.words;
     for (size_t i = 0; i + 1 < w.size() && !decision.resolved_agent; ++i) {
-      if (!WordSet{"the", "my", "our"}.contains(w[i])) continue;
+      if (!OneOf(w[i], {"the", "my", "our"})) continue;
       for (std::string_view part : NameWords(f.described_agents[0].first)) {
         if (!GenericAgentWords().contains(part) && SameStem(part, w[i + 1])) {
           decision.resolved_agent = f.described_agents[0].first;

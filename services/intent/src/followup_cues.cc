@@ -260,7 +260,7 @@ bool OpensWithRefusal(const std::vector<std::string_view>& words) {
   // "but" brings a new value unless it only closes the refusal ("thanks but no").
   for (size_t i = 0; i < words.size(); ++i) {
     if (words[i] == "but" &&
-        !(i + 1 < words.size() && WordSet{"no", "not", "nah", "thanks"}.contains(words[i + 1]))) {
+        !(i + 1 < words.size() && OneOf(words[i + 1], {"no", "not", "nah", "thanks"}))) {
       return false;
     }
   }

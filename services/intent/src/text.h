@@ -3,6 +3,7 @@
 // names in the intent service.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,15 @@ inline std::string NormalizeText(std::string_view text) { return words::Normaliz
 // The words of a normalized text.
 inline std::vector<std::string_view> Words(std::string_view normalized) {
   return words::SplitNormalized(normalized);
+}
+
+// Whether `word` is one of `words`: a short, fixed list spelled where it is
+// read, without building a set on every call.
+inline bool OneOf(std::string_view word, std::initializer_list<std::string_view> words) {
+  for (std::string_view w : words) {
+    if (w == word) return true;
+  }
+  return false;
 }
 
 using words::ContainsAnyPhrase;
