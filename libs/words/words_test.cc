@@ -13,7 +13,7 @@
 #include "libs/words/tokens.h"
 #include "services/intent/src/analyzer.h"
 #include "services/intent/src/labeled_data.h"
-#include "services/orchestrator/approvals/approval_gate.h"
+#include "services/intent/src/reply.h"
 
 namespace omniforge::words {
 namespace {
@@ -72,12 +72,12 @@ TEST(ListsTest, EveryListParsesLowerCaseWithoutDuplicates) {
 }
 
 TEST(ListsTest, IncludesAddTheBaseList) {
-  for (const char* extended : {"confirm_orchestrator", "confirm_intent"}) {
+  for (const char* extended : {"confirm_reply", "confirm_intent"}) {
     for (const std::string& word : List("confirm")) {
       EXPECT_TRUE(Contains(extended, word)) << extended << " lacks " << word;
     }
   }
-  EXPECT_TRUE(Contains("confirm_orchestrator", "execute"));
+  EXPECT_TRUE(Contains("confirm_reply", "execute"));
   EXPECT_FALSE(Contains("confirm", "execute"));
   EXPECT_TRUE(Contains("decline_intent", "cancel"));  // through decline -> cancel
 }
@@ -93,8 +93,8 @@ TEST(ListsTest, QuotesKeepSpacesAndValuesAreSplitOff) {
 }
 
 TEST(ListsTest, EntriesMatchAsRunsOfTheReadersWords) {
-  // "let's go" is let, s, go to the gate's tokenizer, "lets go" to the
-  // intent's.
+  // "let's go" is let, s, go to the reply reader's tokenizer, "lets go" to
+  // the follow-up rules'.
   EXPECT_TRUE(ContainsAnyEntry(Tokens("ok, let's go!", Tokenizer::kUtf8), "confirm_phrases",
                                Tokenizer::kUtf8));
   EXPECT_FALSE(
@@ -109,11 +109,11 @@ TEST(ListsDeathTest, AnUnknownListAborts) {
   EXPECT_DEATH(List("no_such_list"), "no such word list: no_such_list");
 }
 
-// Both services read confirm.txt and decline.txt: every word in them is a
-// yes (a no) to the approval gate, reviewing a plan, and to the intent
-// analysis, answering the assistant's offer. A word added to either file is
-// checked here too.
-class BothServicesTest : public ::testing::Test {
+// Both readers of the intent service read confirm.txt and decline.txt:
+// every word in them is a yes (a no) to the reply reader, reviewing a plan,
+// and to the follow-up analysis, answering the assistant's offer. A word
+// added to either file is checked here too.
+class BothReadersTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     auto trained = intent::LocalClassifier::Train(intent::TrainingSplit());
@@ -135,26 +135,32 @@ class BothServicesTest : public ::testing::Test {
     return analyzer_->Analyze(request).analysis.reference;
   }
 
+  // What the reply reader makes of `reply` to a plan under review.
+  static intent::ReplyKind PlanReviewReads(const std::string& reply) {
+    intent::IntentRequest request;
+    request.message = reply;
+    request.pending.plan = intent::PlanStage::kReview;
+    return intent::ReadReply(request, intent::IntentAnalysis()).kind;
+  }
+
   static intent::LocalClassifier* classifier_;
   static intent::LocalAnalyzer* analyzer_;
 };
 
-intent::LocalClassifier* BothServicesTest::classifier_ = nullptr;
-intent::LocalAnalyzer* BothServicesTest::analyzer_ = nullptr;
+intent::LocalClassifier* BothReadersTest::classifier_ = nullptr;
+intent::LocalAnalyzer* BothReadersTest::analyzer_ = nullptr;
 
-TEST_F(BothServicesTest, AWordOfConfirmIsAYesToBoth) {
+TEST_F(BothReadersTest, AWordOfConfirmIsAYesToBoth) {
   for (const std::string& word : List("confirm")) {
-    EXPECT_EQ(orchestrator::ReadPlanReviewReply(word), orchestrator::PendingReply::kApprove)
-        << word;
+    EXPECT_EQ(PlanReviewReads(word), intent::ReplyKind::kApprove) << word;
     EXPECT_EQ(IntentReads(word), intent::Reference::kConfirmation) << word;
   }
 }
 
-TEST_F(BothServicesTest, AWordOfDeclineOrCancelIsANoToBoth) {
+TEST_F(BothReadersTest, AWordOfDeclineOrCancelIsANoToBoth) {
   for (const char* list : {"decline", "cancel"}) {
     for (const std::string& word : List(list)) {
-      EXPECT_EQ(orchestrator::ReadPlanReviewReply(word), orchestrator::PendingReply::kReject)
-          << word;
+      EXPECT_EQ(PlanReviewReads(word), intent::ReplyKind::kReject) << word;
       EXPECT_EQ(IntentReads(word), intent::Reference::kDecline) << word;
     }
   }

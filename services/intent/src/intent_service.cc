@@ -7,6 +7,7 @@
 #include "libs/llm/recorded_calls.h"
 #include "services/intent/src/clarify.h"
 #include "services/intent/src/keywords.h"
+#include "services/intent/src/reply.h"
 
 namespace omniforge::intent {
 namespace {
@@ -28,6 +29,40 @@ std::string_view SourceName(Source source) {
 absl::Status TooLarge(const std::string& what, size_t size, size_t limit) {
   return absl::InvalidArgumentError(
       absl::StrCat(what, " is ", size, " bytes; the limit is ", limit));
+}
+
+// What is pending: at most max_pending_actions actions of at most
+// max_turn_bytes each (summary and settings), max_catalog_items options.
+absl::Status ValidatePending(const PendingContext& pending, const IntentLimits& limits) {
+  if (pending.actions.size() > limits.max_pending_actions) {
+    return absl::InvalidArgumentError(absl::StrCat("pending.actions has ", pending.actions.size(),
+                                                   " actions; the limit is ",
+                                                   limits.max_pending_actions));
+  }
+  for (size_t i = 0; i < pending.actions.size(); ++i) {
+    const PendingActionRef& action = pending.actions[i];
+    size_t bytes = action.id.size() + action.tool.size() + action.summary.size();
+    for (const std::string& target : action.targets) bytes += target.size();
+    for (const auto& [key, value] : action.settings) bytes += key.size() + value.size();
+    if (bytes > limits.max_turn_bytes) {
+      return TooLarge(absl::StrCat("pending.actions[", i, "]"), bytes, limits.max_turn_bytes);
+    }
+  }
+  if (pending.options.size() > limits.max_catalog_items) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pending.question.options has ", pending.options.size(),
+                     " options; the limit is ", limits.max_catalog_items));
+  }
+  for (size_t i = 0; i < pending.options.size(); ++i) {
+    if (pending.options[i].size() > limits.max_description_bytes) {
+      return TooLarge(absl::StrCat("pending.question.options[", i, "]"), pending.options[i].size(),
+                      limits.max_description_bytes);
+    }
+  }
+  if (pending.resumable_goal.size() > limits.max_turn_bytes) {
+    return TooLarge("pending.resumable_goal", pending.resumable_goal.size(), limits.max_turn_bytes);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -68,7 +103,7 @@ absl::Status ValidateIntentRequest(const IntentRequest& request, const IntentLim
       }
     }
   }
-  return absl::OkStatus();
+  return ValidatePending(request.pending, limits);
 }
 
 IntentService::IntentService(const LocalAnalyzer& local, llm::ChatModel* llm,
@@ -119,6 +154,7 @@ IntentAnalysis IntentService::Finish(const IntentRequest& request, LocalResult l
     analysis.model_calls = model_calls.Take();
   }
   ApplyClarification(request, analysis);
+  analysis.reply = ReadReply(request, analysis);
   analysis.latency_ms = static_cast<double>(core::NowMicros() - start_micros) / 1000.0;
   core::LogDebug("intent analysed", {{"source", std::string(SourceName(analysis.source))},
                                      {"action", std::string(ActionLabel(analysis.action))},

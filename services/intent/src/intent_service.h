@@ -22,6 +22,7 @@ struct IntentLimits {
   size_t max_catalog_items = 500;
   size_t max_name_bytes = 128;
   size_t max_description_bytes = 2048;
+  size_t max_pending_actions = 100;
 };
 
 // INVALID_ARGUMENT naming the first limit `request` breaks.

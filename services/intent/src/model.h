@@ -25,12 +25,38 @@ struct HistoryTurn {
   bool pending_action = false;
 };
 
+// One action previewed and waiting for approval (omniforge.intent.v1.PendingAction).
+struct PendingActionRef {
+  std::string id;
+  std::string tool;
+  std::string summary;
+  std::vector<std::string> targets;  // exact names of what it acts on
+  std::map<std::string, std::string> settings;
+};
+
+// Values match omniforge.intent.v1.PlanStage.
+enum class PlanStage { kNone = 0, kReview = 1, kWaitingOnUser = 2, kRunning = 3 };
+
+// Values match omniforge.intent.v1.QuestionKind.
+enum class QuestionKind { kNone = 0, kAgent = 1, kOption = 2, kOpen = 3 };
+
+// What the assistant waits on when the user writes (omniforge.intent.v1.Pending).
+struct PendingContext {
+  std::vector<PendingActionRef> actions;
+  std::string plan_id;
+  PlanStage plan = PlanStage::kNone;
+  QuestionKind question = QuestionKind::kNone;
+  std::vector<std::string> options;  // in the order shown
+  std::string resumable_goal;
+};
+
 struct IntentRequest {
   std::string message;
   std::vector<HistoryTurn> history;  // oldest first
   std::vector<CatalogItem> agents;
   std::vector<CatalogItem> skills;
   int context_type = 0;  // omniforge.intent.v1.ContextType
+  PendingContext pending;
 };
 
 // Values match omniforge.intent.v1.IntentSource.
@@ -57,6 +83,27 @@ enum class MissingSlot {
   kChange = 6,     // what should change about the agent
 };
 
+// Values match omniforge.intent.v1.ReplyKind.
+enum class ReplyKind {
+  kNone = 0,
+  kApprove = 1,
+  kReject = 2,
+  kEdit = 3,
+  kAnswer = 4,
+  kNewRequest = 5,
+  kResume = 6,
+  kRecap = 7,
+};
+
+// What the message does to what is pending (reply.h).
+struct ReplyDecision {
+  ReplyKind kind = ReplyKind::kNone;
+  std::vector<std::string> action_ids;        // the pending actions it is about; all when empty
+  std::map<std::string, std::string> fields;  // what an edit changes, what an answer gives
+  int option = 0;                             // an answer's option, from 1
+  std::string reasoning;
+};
+
 // Whether to ask before acting, and what the question has to settle.
 struct Clarification {
   bool needed = false;
@@ -80,6 +127,8 @@ struct IntentAnalysis {
   // The clarify-or-proceed decision (clarify.h); when needed, is_ambiguous
   // is set and clarifying_question names what is missing.
   Clarification clarification;
+  // What the message does to what is pending (always set by the service).
+  ReplyDecision reply;
   // The model calls the analysis made, in order, answered or not (given
   // with each call as its llm::CallContext::usage; none when the local
   // model was sure).

@@ -23,59 +23,6 @@ std::string Canonical(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// Whether an entry of the word list `list` (libs/words/data/<list>.txt)
-// occurs in `words` (GateWords of the reply) as consecutive words.
-bool HasAny(const std::vector<std::string>& words, std::string_view list) {
-  return words::ContainsAnyEntry(words, list, words::Tokenizer::kUtf8);
-}
-
-// Words that change what was asked: a reply with one of them is an edit.
-bool HasChangeMarker(const std::vector<std::string>& words, const std::string& lower) {
-  return HasAny(words, "change_orchestrator") ||
-         words::ContainsAnySubstring(lower, "change_substrings");
-}
-
-bool IsDecline(const std::vector<std::string>& words, const std::string& lower) {
-  return (words.size() <= 4 && HasAny(words, "decline_orchestrator")) ||
-         words::ContainsAnySubstring(lower, "decline_substrings");
-}
-
-// "no, make it weekly", "no but on fridays": a no that revises the action
-// rather than dropping it.
-bool Revises(const std::vector<std::string>& words) { return HasAny(words, "revise"); }
-
-// A word or phrase that says yes on its own.
-bool HasConfirmationSignal(const std::vector<std::string>& words) {
-  return HasAny(words, "confirm_orchestrator") || HasAny(words, "confirm_phrases");
-}
-
-// A confirmation is nothing but a yes: every word is a yes word, a filler
-// word around a yes, a word of the pending tools' names or of their
-// targets' names. "I'll do it myself", "undo it", "do that tomorrow", "ok
-// wait", "explain the plan" are not.
-bool OnlyConfirms(const std::vector<std::string>& words, const std::set<std::string>& own) {
-  static const words::WordSet& yes = words::List("confirm_orchestrator");
-  static const words::WordSet& filler = words::List("filler_orchestrator");
-  for (const std::string& w : words) {
-    if (!yes.contains(w) && !filler.contains(w) && own.count(w) == 0) return false;
-  }
-  return !words.empty();
-}
-
-// The words the pending actions may be named by: their tools' and their
-// targets' names ("yes, delete alpha-reports").
-std::set<std::string> OwnWords(const std::vector<PendingAction>& pending,
-                               const std::set<std::string>& targets) {
-  std::set<std::string> own;
-  for (const PendingAction& action : pending) {
-    for (const std::string& w : GateWords(action.tool)) own.insert(w);
-  }
-  for (const std::string& target : targets) {
-    for (const std::string& w : GateWords(target)) own.insert(w);
-  }
-  return own;
-}
-
 // What a pending action targets by name (lower case): its resolved agent, or
 // the agent argument as written.
 std::set<std::string> TargetNames(const std::vector<PendingAction>& pending) {
@@ -117,8 +64,6 @@ const AgentInfo* FindAgent(const std::vector<AgentInfo>& agents, const std::stri
 }
 
 }  // namespace
-
-bool IsQuestion(std::string_view message) { return words::EndsWithQuestionMark(message); }
 
 std::vector<std::string> GateWords(const std::string& text) {
   return words::Tokens(text, words::Tokenizer::kUtf8);
@@ -288,53 +233,41 @@ std::vector<std::string> MentionedAgents(const std::string& message,
 PendingReply ReadPendingReply(const std::string& message, const intentpb::IntentAnalysis& analysis,
                               const std::vector<PendingAction>& pending,
                               const std::vector<AgentInfo>& agents) {
-  const std::vector<std::string> words = GateWords(message);
-  const std::string lower = absl::AsciiStrToLower(message);
-  // A question decides nothing: it is answered, and the action waits.
-  if (IsQuestion(message)) return PendingReply::kOther;
-  const std::set<std::string> targets = TargetNames(pending);
-  // Another target than the previewed ones: never an approval of them. (The
+  switch (analysis.reply().kind()) {
+    case intentpb::REPLY_KIND_APPROVE:
+      break;
+    case intentpb::REPLY_KIND_REJECT:
+      return PendingReply::kReject;
+    case intentpb::REPLY_KIND_EDIT:
+      return PendingReply::kEdit;
+    default:
+      return PendingReply::kOther;
+  }
+  // The gate's own check of an approval: another target than the
+  // previewed ones, or a setting they do not have, is never one. (The
   // analysis's agent_name is not used: it carries the flow's agent from
   // earlier turns, not only what this reply names.)
-  bool other_target = false;
+  const std::set<std::string> targets = TargetNames(pending);
   for (const std::string& name : MentionedAgents(message, agents)) {
-    other_target |= targets.count(absl::AsciiStrToLower(name)) == 0;
+    if (targets.count(absl::AsciiStrToLower(name)) == 0) return PendingReply::kEdit;
   }
-  // A setting the previewed actions do not have.
-  bool other_setting = false;
   for (const char* key : {"schedule", "recipients", "data_source"}) {
-    if (auto it = analysis.entities().find(key);
-        it != analysis.entities().end() && !it->second.empty()) {
-      other_setting |= !ArgumentsHold(pending, it->second);
+    if (auto it = analysis.entities().find(key); it != analysis.entities().end() &&
+                                                 !it->second.empty() &&
+                                                 !ArgumentsHold(pending, it->second)) {
+      return PendingReply::kEdit;
     }
   }
-  if (other_target || other_setting || HasChangeMarker(words, lower) ||
-      analysis.reference() == intentpb::REFERENCE_KIND_CORRECTION) {
-    // "no, delete beta instead" changes it; "no, don't" only drops it.
-    if (IsDecline(words, lower) && !other_target && !other_setting && !Revises(words)) {
-      return PendingReply::kReject;
-    }
-    return PendingReply::kEdit;
-  }
-  if (IsDecline(words, lower) || analysis.reference() == intentpb::REFERENCE_KIND_DECLINE) {
-    return PendingReply::kReject;
-  }
-  const bool says_yes =
-      HasConfirmationSignal(words) || analysis.reference() == intentpb::REFERENCE_KIND_CONFIRMATION;
-  if (says_yes && OnlyConfirms(words, OwnWords(pending, targets))) return PendingReply::kApprove;
-  return PendingReply::kOther;
+  return PendingReply::kApprove;
 }
 
-PendingReply ReadPlanReviewReply(const std::string& message) {
-  const std::vector<std::string> words = GateWords(message);
-  const std::string lower = absl::AsciiStrToLower(message);
-  if (IsDecline(words, lower) && !Revises(words)) {
-    return PendingReply::kReject;
+std::vector<std::string> PendingTargets(const PendingAction& action) {
+  std::set<std::string> names = TargetNames({action});
+  // A resolved target's argument holds its id, which names nothing.
+  if (auto it = action.targets.find("agent"); it != action.targets.end() && it->is_object()) {
+    names.erase(absl::AsciiStrToLower(it->value("id", std::string())));
   }
-  if (HasChangeMarker(words, lower)) return PendingReply::kEdit;
-  if (IsQuestion(message)) return PendingReply::kOther;
-  if (HasConfirmationSignal(words) && OnlyConfirms(words, {})) return PendingReply::kApprove;
-  return PendingReply::kOther;  // a new request: the plan keeps waiting
+  return {names.begin(), names.end()};
 }
 
 std::string ApprovedStepKey(const PendingAction& action) { return "action:" + action.action_id; }
@@ -391,22 +324,18 @@ bool ChooseByDecision(const pb::ApprovalDecision& decision,
   return true;
 }
 
-// The reply the words of `message` give, and the actions it is about
-// (`chosen`); the others are carried.
+// The reply the intent service read in `message` (checked by
+// ReadPendingReply), and the actions it is about (`chosen`): those it
+// names by id when it approves some of several ("yes, just alpha"); the
+// others are carried.
 void ChooseByWords(const std::string& message, const intentpb::IntentAnalysis& analysis,
                    const std::vector<PendingAction>& pending, const std::vector<AgentInfo>& agents,
                    PendingResolution& out, std::vector<PendingAction>& chosen) {
   out.reply = ReadPendingReply(message, analysis, pending, agents);
-  // "yes, just alpha" with several actions waiting approves alpha's only.
-  std::set<std::string> named;
-  for (const std::string& name : MentionedAgents(message, agents)) {
-    named.insert(absl::AsciiStrToLower(name));
-  }
+  const auto& ids = analysis.reply().action_ids();
   for (const PendingAction& action : pending) {
-    const std::set<std::string> own = TargetNames({action});
-    const bool is_named = std::any_of(
-        own.begin(), own.end(), [&named](const std::string& n) { return named.count(n) != 0; });
-    const bool picked = out.reply != PendingReply::kApprove || named.empty() || is_named;
+    const bool picked = out.reply != PendingReply::kApprove || ids.empty() ||
+                        std::find(ids.begin(), ids.end(), action.action_id) != ids.end();
     (picked ? chosen : out.carried).push_back(action);
   }
 }

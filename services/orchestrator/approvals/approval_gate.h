@@ -94,22 +94,20 @@ enum class PendingReply {
   kOther,    // a question or something else: answered; the action stays pending
 };
 
-// Reads `message` (and the intent service's `analysis` of it) as a reply to
-// `pending` actions. The gate's rule, whatever the words: change markers
-// ("but", "instead", "make it", "only if", "the second one"), another agent
-// of `agents` named in the message than the actions' targets, or a setting the actions do not have
-// (a schedule, recipients, a data source in the analysis) make it an edit; a decline drops; a
-// confirmation ("yes", "go ahead", "please execute the proposed plan") with none of those approves,
-// when every word of it is a yes or names the pending tools and targets ("I'll do it myself", "undo
-// it", "ok wait" are not); a question or anything else is kOther.
+// The intent service's reading of `message` as a reply to `pending`
+// actions (analysis.reply: approve, reject, edit; anything else leaves them
+// pending), checked by the gate's own rule: an approval of a reply that
+// names another agent of `agents` than the actions' targets, or gives a
+// setting they do not have (a schedule, recipients, a data source in the
+// analysis), is an edit, whatever read the words.
 PendingReply ReadPendingReply(const std::string& message,
                               const ::omniforge::intent::v1::IntentAnalysis& analysis,
                               const std::vector<PendingAction>& pending,
                               const std::vector<AgentInfo>& agents);
 
-// The same rule for a plan waiting for review (no targets to compare): a
-// change revises it; a question or another request leaves it waiting.
-PendingReply ReadPlanReviewReply(const std::string& message);
+// The names `action` acts on, lower-cased: its resolved agent's, else the
+// agent or name argument as written (what the intent service is told).
+std::vector<std::string> PendingTargets(const PendingAction& action);
 
 // What the policy says of running a plan's `steps` with the catalog `tools`
 // (their risks): kRun when every tool a step may call (its tools and its
@@ -130,15 +128,11 @@ PlanVerdict DecidePlan(const ApprovalPolicy& policy, const std::vector<PlanStep>
 ::omniforge::executor::v1::ToolRisk RiskIn(
     const std::vector<::omniforge::executor::v1::ToolDescriptor>& tools, const std::string& tool);
 
-// Whether `message` ends with a question mark (trailing spaces aside): a
-// question decides nothing that waits for the user.
-bool IsQuestion(std::string_view message);
-
-// The words the gate reads: ASCII letters and digits lower-cased, and every
-// byte of a non-ASCII UTF-8 character kept, so names in any script are words
-// (words::Tokenizer::kUtf8, libs/words/tokens.h). The gate's yes, no and
-// change words are lists of libs/words/data (confirm_orchestrator,
-// decline_orchestrator, change_orchestrator and the files they include).
+// The words the gate compares names in: ASCII letters and digits
+// lower-cased, and every byte of a non-ASCII UTF-8 character kept, so names
+// in any script are words (words::Tokenizer::kUtf8, libs/words/tokens.h).
+// The gate reads no yes, no or change words: the intent service does
+// (services/intent/src/reply.h).
 std::vector<std::string> GateWords(const std::string& text);
 
 // The agent names of `agents` that `message` mentions (whole words,
@@ -187,9 +181,9 @@ struct PendingResolution {
 };
 
 // Resolves the last turn's `pending` actions with the user's structured
-// `decision` (when its kind is set) or the words of `message` read by
-// ReadPendingReply. Approving checks each action (WhyNotApprovable with
-// the current `agents` at `now_micros`); an expired one is previewed again
+// `decision` (when its kind is set) or the intent service's reading of
+// `message` (`analysis`), checked by ReadPendingReply. Approving checks each action
+// (WhyNotApprovable with the current `agents` at `now_micros`); an expired one is previewed again
 // with a fresh id and expiry `ttl`; a stale one runs nothing and says why.
 PendingResolution ResolvePending(const std::string& message,
                                  const ::omniforge::orchestrator::v1::ApprovalDecision& decision,

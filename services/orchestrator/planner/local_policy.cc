@@ -611,12 +611,10 @@ bool AnswerSkipsAnalysis(const FlowState& last) {
 
 namespace {
 
-// The option of a partial fit (partial_fit.h) picked by `ordinal`: a run of
-// the agent, a new agent for the whole request, or a change of the agent.
-// False when the ordinal picks none of the three.
-bool PickOption(const FlowState& last, const intent::OrdinalRef& ordinal,
-                intentpb::IntentAnalysis& analysis) {
-  const int at = ordinal.Resolve(3, -1);
+// The option of a partial fit (partial_fit.h) at 0-based position `at`: a
+// run of the agent, a new agent for the whole request, or a change of the
+// agent. False when `at` picks none of the three.
+bool PickOption(const FlowState& last, int at, intentpb::IntentAnalysis& analysis) {
   auto entity = [&last](const char* key) {
     auto it = last.entities.find(key);
     return it == last.entities.end() ? std::string() : it->second;
@@ -646,8 +644,24 @@ bool PickOption(const FlowState& last, const intent::OrdinalRef& ordinal,
 
 }  // namespace
 
-intentpb::IntentAnalysis AnalysisOfAnswer(const FlowState& last, const std::string& answer,
-                                          const std::vector<AgentInfo>& agents,
+intentpb::PendingQuestion PendingQuestionOf(const FlowState& last) {
+  intentpb::PendingQuestion question;
+  if (last.asked == kAskedAgent) {
+    question.set_kind(intentpb::QUESTION_KIND_AGENT);
+    for (const std::string& name : last.listed_agents) question.add_options(name);
+  } else if (last.asked == kAskedOption) {
+    question.set_kind(intentpb::QUESTION_KIND_OPTION);
+    for (const char* option : {"run it anyway", "create a new agent", "change the agent"}) {
+      question.add_options(option);
+    }
+  } else {
+    question.set_kind(intentpb::QUESTION_KIND_OPEN);
+  }
+  return question;
+}
+
+intentpb::IntentAnalysis AnalysisOfAnswer(const FlowState& last,
+                                          const intentpb::ReplyDecision& reply,
                                           bool* answer_settles) {
   intentpb::IntentAnalysis analysis;
   analysis.set_action_type(last.action_type == intentpb::ACTION_TYPE_UNSPECIFIED
@@ -655,49 +669,20 @@ intentpb::IntentAnalysis AnalysisOfAnswer(const FlowState& last, const std::stri
                                : last.action_type);
   analysis.set_confidence(1.0f);
   analysis.set_source(intentpb::INTENT_SOURCE_FAST_PATH);
-  analysis.set_reasoning(
-      "the answer to the clarifying question of the flow; merged in without "
-      "a new analysis");
-  bool settles = false;
+  analysis.set_reasoning("the answer to the clarifying question of the flow: " + reply.reasoning());
   auto& entities = *analysis.mutable_entities();
   entities.insert(last.entities.begin(), last.entities.end());
-  for (const auto& [key, value] : intent::ExtractEntities(answer)) {
-    entities[key] = value;
-    settles = true;
-  }
-  const std::optional<intent::OrdinalRef> ordinal = intent::FindOrdinal(answer);
-  if (last.asked == kAskedOption) {
-    settles = ordinal && PickOption(last, *ordinal, analysis);
-    if (answer_settles != nullptr) *answer_settles = settles;
-    return analysis;
-  }
-  // Which agent: by position in the list the question gave, else by name.
-  std::vector<std::string> names = last.listed_agents;
-  if (names.empty()) names = Names(agents);
-  std::vector<intent::CatalogItem> catalog;
-  catalog.reserve(agents.size());
-  for (const AgentInfo& agent : agents) catalog.push_back({agent.name, agent.description});
-  if (ordinal) {
-    const int at = ordinal->Resolve(static_cast<int>(names.size()), -1);
-    if (at >= 0) {
-      entities["agent_name"] = names[static_cast<size_t>(at)];
-      analysis.set_reference(intentpb::REFERENCE_KIND_ORDINAL);
-      settles = true;
+  bool settles = false;
+  if (reply.kind() == intentpb::REPLY_KIND_ANSWER) {
+    if (last.asked == kAskedOption) {
+      settles = reply.option() > 0 && PickOption(last, reply.option() - 1, analysis);
+    } else {
+      for (const auto& [key, value] : reply.fields()) entities[key] = value;
+      settles = !reply.fields().empty();
     }
-  } else if (std::optional<std::string> named = intent::MatchCatalogItem(answer, catalog)) {
-    entities["agent_name"] = *named;
-    settles = true;
   }
   if (answer_settles != nullptr) *answer_settles = settles;
   return analysis;
-}
-
-bool IsResumeRequest(const std::string& message) {
-  // A short request whose words say it ("make it run continuously" or "pick
-  // up the logs" are other requests): it can finish an approved plan.
-  const std::vector<std::string> words = Words(message);
-  if (words.empty() || words.size() > 10) return false;
-  return words::ContainsAnyEntry(words, "resume", words::Tokenizer::kAsciiAlnum);
 }
 
 namespace {

@@ -72,28 +72,28 @@ inline constexpr char kAskedOption[] = "option";  // which of the options offere
 
 // True when the last turn asked a question whose answer continues its flow
 // as it is (which agent, what to change, which option, the model's
-// question): the answer is merged in without the intent service. An answer to "what would you
-// like me to do?" is a request of its own and is analysed.
+// question): the intent service reads the message as the answer to it
+// (PendingQuestionOf). An answer to "what would you like me to do?" is a
+// request of its own.
 bool AnswerSkipsAnalysis(const FlowState& last);
 
-// The analysis of `answer` to the clarifying question `last` asked, made
-// without the intent service: the flow's action and entities, plus what the
-// answer adds: an agent picked by position in the list the question gave
-// ("the second one") or by name, a schedule, a data source, recipients; or
-// the option picked by its number (what it then asks for: a run of the
-// agent, a new agent, a change of the agent). An answer that settles
-// nothing (answer_settles false) may be a request of its own. Never
-// ambiguous: the answer settles the question, or the flow asks again
-// within the clarification cap and then proceeds on its best reading.
-::omniforge::intent::v1::IntentAnalysis AnalysisOfAnswer(const FlowState& last,
-                                                         const std::string& answer,
-                                                         const std::vector<AgentInfo>& agents,
-                                                         bool* answer_settles = nullptr);
+// What the intent service is told the last turn asked (its question, for
+// a flow where AnswerSkipsAnalysis): which agent (with the agents the
+// question listed), which option, or an open question.
+::omniforge::intent::v1::PendingQuestion PendingQuestionOf(const FlowState& last);
 
-// "continue what you were doing", "go on with that", "resume", "carry on"
-// (libs/words/data/resume.txt) in a message of at most ten words: the user
-// asks to pick up a suspended flow.
-bool IsResumeRequest(const std::string& message);
+// The analysis of the user's answer to the flow's own clarifying question:
+// the flow's action and entities, plus what the intent service read the
+// answer to give (`reply`: an agent picked by position in the list the
+// question gave or by name, a schedule, a data source, recipients; or the
+// option picked by its number: a run of the agent, a new agent, a change
+// of the agent). An answer that settles nothing (answer_settles false) may
+// be a request of its own. Never ambiguous: the answer settles the
+// question, or the flow asks again within the clarification cap and then
+// proceeds on its best reading.
+::omniforge::intent::v1::IntentAnalysis AnalysisOfAnswer(
+    const FlowState& last, const ::omniforge::intent::v1::ReplyDecision& reply,
+    bool* answer_settles = nullptr);
 
 // The change the user asked to the last turn's pending action, once the
 // approval gate read the reply as an edit: the same action on `other_agent`

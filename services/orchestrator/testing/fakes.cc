@@ -1,6 +1,7 @@
 #include "services/orchestrator/testing/fakes.h"
 
 #include "libs/core/ids.h"
+#include "services/intent/src/reply.h"
 
 namespace omniforge::orchestrator::testing {
 
@@ -156,6 +157,52 @@ FakeUnderstanding::Answer FakeUnderstanding::DeleteOfAlphaOrBeta() {
   };
 }
 
+namespace {
+
+// The request and analysis as the intent service's rules read them.
+intent::IntentRequest RulesRequest(const intentpb::AnalyzeIntentRequest& request) {
+  intent::IntentRequest out;
+  out.message = request.message();
+  for (const intentpb::CatalogItem& agent : request.available_agents()) {
+    out.agents.push_back({agent.name(), agent.description()});
+  }
+  const intentpb::Pending& pending = request.pending();
+  for (const intentpb::PendingAction& action : pending.actions()) {
+    out.pending.actions.push_back({action.id(),
+                                   action.tool(),
+                                   action.summary(),
+                                   {action.targets().begin(), action.targets().end()},
+                                   {action.settings().begin(), action.settings().end()}});
+  }
+  out.pending.plan_id = pending.plan().id();
+  out.pending.plan = static_cast<intent::PlanStage>(pending.plan().stage());
+  out.pending.question = static_cast<intent::QuestionKind>(pending.question().kind());
+  out.pending.options.assign(pending.question().options().begin(),
+                             pending.question().options().end());
+  out.pending.resumable_goal = pending.resumable_goal();
+  return out;
+}
+
+intentpb::ReplyDecision RulesReply(const intentpb::AnalyzeIntentRequest& request,
+                                   const intentpb::IntentAnalysis& analysis) {
+  intent::IntentAnalysis read;
+  read.action = static_cast<intent::Action>(analysis.action_type());
+  read.entities.insert(analysis.entities().begin(), analysis.entities().end());
+  read.is_ambiguous = analysis.is_ambiguous();
+  read.reference = static_cast<intent::Reference>(analysis.reference());
+  read.summary_worthy = analysis.summary_worthy();
+  const intent::ReplyDecision reply = intent::ReadReply(RulesRequest(request), read);
+  intentpb::ReplyDecision out;
+  out.set_kind(static_cast<intentpb::ReplyKind>(reply.kind));
+  for (const std::string& id : reply.action_ids) out.add_action_ids(id);
+  out.mutable_fields()->insert(reply.fields.begin(), reply.fields.end());
+  out.set_option(reply.option);
+  out.set_reasoning(reply.reasoning);
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<intentpb::AnalyzeIntentResponse> FakeUnderstanding::AnalyzeIntent(
     const core::Call&, const intentpb::AnalyzeIntentRequest& request) {
   std::function<void()> hook;
@@ -171,6 +218,9 @@ absl::StatusOr<intentpb::AnalyzeIntentResponse> FakeUnderstanding::AnalyzeIntent
   if (hook) hook();
   absl::StatusOr<intentpb::IntentAnalysis> analysis = answer_(request);
   if (!analysis.ok()) return analysis.status();
+  if (analysis->reply().kind() == intentpb::REPLY_KIND_UNSPECIFIED) {
+    *analysis->mutable_reply() = RulesReply(request, *analysis);
+  }
   *response.mutable_analysis() = *std::move(analysis);
   return response;
 }

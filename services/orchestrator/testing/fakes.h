@@ -82,7 +82,9 @@ class FakeMemory final : public Memory {
 
 // The intent service: answers every request with what `answer` makes of
 // it (and the model calls it was told the analysis made), and keeps the
-// requests.
+// requests. An analysis that says nothing of the reply gets the one the
+// service's own rules read (services/intent/src/reply.h) from the request
+// and the analysis, as the service does.
 class FakeUnderstanding final : public Understanding {
  public:
   using Answer = std::function<absl::StatusOr<intentpb::IntentAnalysis>(

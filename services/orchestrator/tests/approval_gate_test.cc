@@ -29,10 +29,14 @@ PendingAction Sealed(const std::string& tool, json args,
   return action;
 }
 
-intentpb::IntentAnalysis Analysis(intentpb::ReferenceKind reference = {},
-                                  std::map<std::string, std::string> entities = {}) {
+// The intent service's analysis of a reply: what it read the reply to do
+// (services/intent/src/reply.h) and the entities it found.
+intentpb::IntentAnalysis Analysis(intentpb::ReplyKind reply = intentpb::REPLY_KIND_APPROVE,
+                                  std::map<std::string, std::string> entities = {},
+                                  std::vector<std::string> action_ids = {}) {
   intentpb::IntentAnalysis analysis;
-  analysis.set_reference(reference);
+  analysis.mutable_reply()->set_kind(reply);
+  for (const std::string& id : action_ids) analysis.mutable_reply()->add_action_ids(id);
   analysis.mutable_entities()->insert(entities.begin(), entities.end());
   return analysis;
 }
@@ -101,69 +105,47 @@ TEST(ApprovalGateTest, AnExpiredChangedOrStaleActionIsNotApprovable) {
   EXPECT_TRUE(WhyNotApprovable(old_release, kAgents, kNow).has_value());
 }
 
-TEST(ApprovalGateTest, AReplyNamingAnotherTargetOrAddingAConditionIsNeverAnApproval) {
+TEST(ApprovalGateTest, AnApprovalNamingAnotherTargetOrSettingIsAnEditWhateverReadTheWords) {
+  // The gate checks every approval it is given: an intent service (or a
+  // model behind it) that reads these as a yes does not make them one.
   const std::vector<PendingAction> pending = {Sealed("delete_agent", {{"agent", "alpha-reports"}})};
-  const auto confirmation = Analysis(intentpb::REFERENCE_KIND_CONFIRMATION);
-  for (const char* edit :
-       {"ok but delete beta-digest instead", "yes, delete beta-digest", "ok, beta-digest",
-        "no, delete beta-digest instead", "yes but only if it failed", "yes, but make it weekly",
-        "ok delete alpha-reports-2", "sure, but not today"}) {
-    EXPECT_EQ(ReadPendingReply(edit, confirmation, pending, kAgents), PendingReply::kEdit) << edit;
+  for (const char* edit : {"ok but delete beta-digest instead", "yes, delete beta-digest",
+                           "ok, beta-digest", "ok delete alpha-reports-2"}) {
+    EXPECT_EQ(ReadPendingReply(edit, Analysis(), pending, kAgents), PendingReply::kEdit) << edit;
   }
-  // Another agent by position in a list is a change too.
-  EXPECT_EQ(ReadPendingReply("yes, the second one", confirmation, pending, kAgents),
+  EXPECT_EQ(ReadPendingReply("yes",
+                             Analysis(intentpb::REPLY_KIND_APPROVE, {{"schedule", "every friday"}}),
+                             pending, kAgents),
             PendingReply::kEdit);
   // The analysis's agent carries the flow's agent from earlier turns: a
   // plain yes is still a yes.
-  EXPECT_EQ(ReadPendingReply(
-                "yes, do that",
-                Analysis(intentpb::REFERENCE_KIND_CONFIRMATION, {{"agent_name", "beta-digest"}}),
-                pending, kAgents),
-            PendingReply::kApprove);
-  // A setting the action does not have.
   EXPECT_EQ(
-      ReadPendingReply(
-          "yes", Analysis(intentpb::REFERENCE_KIND_CONFIRMATION, {{"schedule", "every friday"}}),
-          pending, kAgents),
+      ReadPendingReply("yes, do that",
+                       Analysis(intentpb::REPLY_KIND_APPROVE, {{"agent_name", "beta-digest"}}),
+                       pending, kAgents),
+      PendingReply::kApprove);
+  EXPECT_EQ(ReadPendingReply("yes, delete alpha-reports", Analysis(), pending, kAgents),
+            PendingReply::kApprove);
+}
+
+TEST(ApprovalGateTest, TheIntentServicesReadingDecidesAndAnythingElseLeavesItPending) {
+  const std::vector<PendingAction> pending = {Sealed("delete_agent", {{"agent", "alpha-reports"}})};
+  EXPECT_EQ(ReadPendingReply("no", Analysis(intentpb::REPLY_KIND_REJECT), pending, kAgents),
+            PendingReply::kReject);
+  EXPECT_EQ(
+      ReadPendingReply("make it weekly", Analysis(intentpb::REPLY_KIND_EDIT), pending, kAgents),
       PendingReply::kEdit);
-}
-
-TEST(ApprovalGateTest, ConfirmationsApproveDeclinesDropQuestionsLeaveItPending) {
-  const std::vector<PendingAction> pending = {Sealed("delete_agent", {{"agent", "alpha-reports"}})};
-  for (const char* yes : {"yes", "ok", "go ahead", "yes, delete alpha-reports", "do it",
-                          "Please execute the proposed plan", "approve", "Yes please."}) {
-    EXPECT_EQ(ReadPendingReply(yes, Analysis(), pending, kAgents), PendingReply::kApprove) << yes;
+  for (intentpb::ReplyKind other :
+       {intentpb::REPLY_KIND_UNSPECIFIED, intentpb::REPLY_KIND_NEW_REQUEST,
+        intentpb::REPLY_KIND_RECAP, intentpb::REPLY_KIND_RESUME, intentpb::REPLY_KIND_ANSWER}) {
+    EXPECT_EQ(ReadPendingReply("yes", Analysis(other), pending, kAgents), PendingReply::kOther)
+        << intentpb::ReplyKind_Name(other) << ": only the service's approval approves";
   }
-  for (const char* no : {"no", "cancel", "never mind", "don't", "stop"}) {
-    EXPECT_EQ(ReadPendingReply(no, Analysis(), pending, kAgents), PendingReply::kReject) << no;
-  }
-  for (const char* other :
-       {"what does beta-digest do?", "how many runs did it have?", "tell me a joke"}) {
-    const PendingReply reply = ReadPendingReply(other, Analysis(), pending, kAgents);
-    EXPECT_NE(reply, PendingReply::kApprove) << other;
-    EXPECT_NE(reply, PendingReply::kReject) << other;
-  }
-  EXPECT_EQ(ReadPendingReply("what does it do?", Analysis(), pending, kAgents),
+  // The intent service could not be reached: nothing is decided.
+  EXPECT_EQ(ReadPendingReply("yes", intentpb::IntentAnalysis(), pending, kAgents),
             PendingReply::kOther);
-}
-
-TEST(ApprovalGateTest, OnlyARepliesThatSaysNothingButYesApproves) {
-  const std::vector<PendingAction> pending = {Sealed("delete_agent", {{"agent", "alpha-reports"}})};
-  for (const char* not_yes :
-       {"I'll do it myself", "undo it", "do that tomorrow", "ok wait", "fine, I'll think about it",
-        "rerun it later", "explain the plan", "the plan looks wrong", "nice try"}) {
-    EXPECT_NE(ReadPendingReply(not_yes, Analysis(), pending, kAgents), PendingReply::kApprove)
-        << not_yes;
-    EXPECT_NE(ReadPendingReply(not_yes, Analysis(intentpb::REFERENCE_KIND_CONFIRMATION), pending,
-                               kAgents),
-              PendingReply::kApprove)
-        << not_yes << " (the intent service's confirmation is not enough either)";
-    EXPECT_NE(ReadPlanReviewReply(not_yes), PendingReply::kApprove) << not_yes;
-  }
-  for (const char* yes : {"yes, go ahead and delete alpha-reports", "ok, delete it", "yes please",
-                          "Sure, run it now", "go ahead"}) {
-    EXPECT_EQ(ReadPendingReply(yes, Analysis(), pending, kAgents), PendingReply::kApprove) << yes;
-  }
+  // What it is told of an action: its targets by name, lower-cased.
+  EXPECT_THAT(PendingTargets(pending[0]), ::testing::ElementsAre("alpha-reports"));
 }
 
 TEST(ApprovalGateTest, AShorterOrForeignNameIsAnotherTarget) {
@@ -186,32 +168,17 @@ TEST(ApprovalGateTest, AShorterOrForeignNameIsAnotherTarget) {
   EXPECT_EQ(ReadPendingReply("yes, 日報", Analysis(), {daily}, agents), PendingReply::kApprove);
 }
 
-TEST(ApprovalGateTest, NamingOneOfSeveralPendingActionsApprovesThatOneOnly) {
+TEST(ApprovalGateTest, ApprovingOneOfSeveralPendingActionsApprovesThatOneOnly) {
   std::vector<PendingAction> pending = {Sealed("delete_agent", {{"agent", "alpha-reports"}}),
                                         Sealed("delete_agent", {{"agent", "beta-digest"}})};
   pending[1].action_id = "action-2";
   PendingResolution one = ResolvePending("yes, delete beta-digest", pb::ApprovalDecision(),
-                                         Analysis(), pending, kAgents, kNow, kTtl);
+                                         Analysis(intentpb::REPLY_KIND_APPROVE, {}, {"action-2"}),
+                                         pending, kAgents, kNow, kTtl);
   ASSERT_EQ(one.approved.size(), 1u);
   EXPECT_EQ(one.approved[0].action_id, "action-2");
   ASSERT_EQ(one.carried.size(), 1u);
   EXPECT_EQ(one.carried[0].action_id, "action-1");
-}
-
-TEST(ApprovalGateTest, PlanReviewRepliesFollowTheSameRule) {
-  for (const char* yes : {"looks good, run it", "yes", "ok go ahead", "LGTM", "sounds good!",
-                          "approve", "perfect, do it", "Please execute the proposed plan"}) {
-    EXPECT_EQ(ReadPlanReviewReply(yes), PendingReply::kApprove) << yes;
-  }
-  for (const char* no : {"cancel", "no", "never mind", "don't run it", "drop it", "reject"}) {
-    EXPECT_EQ(ReadPlanReviewReply(no), PendingReply::kReject) << no;
-  }
-  for (const char* change : {"add a milestone first", "looks good but remove step 2",
-                             "call the project Apollo instead", "yes, but make it weekly"}) {
-    EXPECT_EQ(ReadPlanReviewReply(change), PendingReply::kEdit) << change;
-  }
-  EXPECT_EQ(ReadPlanReviewReply("what does step 2 do?"), PendingReply::kOther);
-  EXPECT_EQ(ReadPlanReviewReply("use the marketing template"), PendingReply::kOther);
 }
 
 TEST(ApprovalGateTest, ApprovingRunsExactlyThePendingActionsWithTheirOwnKeys) {
@@ -318,7 +285,7 @@ TEST(ApprovalGateTest, AnEditNamesTheNewTarget) {
   const std::vector<PendingAction> pending = {Sealed("delete_agent", {{"agent", "alpha-reports"}})};
   PendingResolution edit =
       ResolvePending("ok but delete beta-digest instead", pb::ApprovalDecision(),
-                     Analysis(intentpb::REFERENCE_KIND_CONFIRMATION), pending, kAgents, kNow, kTtl);
+                     Analysis(intentpb::REPLY_KIND_EDIT, {}), pending, kAgents, kNow, kTtl);
   EXPECT_EQ(edit.reply, PendingReply::kEdit);
   EXPECT_TRUE(edit.approved.empty());
   EXPECT_EQ(edit.other_agent, "beta-digest");

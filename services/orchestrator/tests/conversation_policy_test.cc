@@ -179,34 +179,50 @@ TEST(PartialFitTest, AnOptionPickedByNumberBecomesItsDraft) {
   last.entities = offered.entities;
   ASSERT_TRUE(AnswerSkipsAnalysis(last));
 
-  auto answer = [&](const std::string& words) {
+  // The intent service is told the three options, and reads the answer's
+  // number (services/intent/src/reply.h).
+  EXPECT_EQ(PendingQuestionOf(last).kind(), intentpb::QUESTION_KIND_OPTION);
+  EXPECT_EQ(PendingQuestionOf(last).options_size(), 3);
+  auto answer = [&](int option) {
+    intentpb::ReplyDecision reply;
+    reply.set_kind(intentpb::REPLY_KIND_ANSWER);
+    reply.set_option(option);
     bool settles = false;
-    const intentpb::IntentAnalysis analysis = AnalysisOfAnswer(last, words, kAgents, &settles);
-    EXPECT_TRUE(settles) << words;
-    PolicyInput in{analysis, words, last, kAgents};
+    const intentpb::IntentAnalysis analysis = AnalysisOfAnswer(last, reply, &settles);
+    EXPECT_TRUE(settles) << option;
+    PolicyInput in{analysis, "option " + std::to_string(option), last, kAgents};
     in.goal = message;
     return DecideLocally(in);
   };
-  const Move run = answer("the first one");
+  const Move run = answer(1);
   ASSERT_EQ(run.propose.size(), 1u);
   EXPECT_EQ(run.propose[0].tool, "run_agent");
   EXPECT_EQ(run.propose[0].arguments["agent"], "invoice-chaser");
 
-  const Move both = answer("2");
+  const Move both = answer(2);
   ASSERT_EQ(both.propose.size(), 1u);
   EXPECT_EQ(both.propose[0].tool, "create_agent");
   EXPECT_THAT(both.propose[0].arguments["description"].get<std::string>(),
               HasSubstr("Chase the overdue invoices and post a weekly summary to slack"));
 
-  const Move change = answer("the third one");
+  const Move change = answer(3);
   ASSERT_EQ(change.propose.size(), 1u);
   EXPECT_EQ(change.propose[0].tool, "update_agent");
   EXPECT_EQ(change.propose[0].arguments["description"],
             "Reminds customers about overdue invoices. Also: post a weekly summary to slack.");
 
+  // Words, not a number ("make a new one that does both"): a request of
+  // its own, which the intent service analyses.
+  intentpb::ReplyDecision words;
+  words.set_kind(intentpb::REPLY_KIND_NEW_REQUEST);
   bool settles = true;
-  AnalysisOfAnswer(last, "make a new one that does both", kAgents, &settles);
-  EXPECT_FALSE(settles) << "words, not a number: the intent service reads them";
+  AnalysisOfAnswer(last, words, &settles);
+  EXPECT_FALSE(settles);
+  intentpb::ReplyDecision fourth;
+  fourth.set_kind(intentpb::REPLY_KIND_ANSWER);
+  fourth.set_option(4);
+  AnalysisOfAnswer(last, fourth, &settles);
+  EXPECT_FALSE(settles) << "there is no fourth option";
 }
 
 TEST(PartialFitTest, AnOptionsEntityCarriedIntoALaterRequestIsIgnored) {

@@ -14,6 +14,7 @@ namespace {
 namespace intentpb = ::omniforge::intent::v1;
 namespace execpb = ::omniforge::executor::v1;
 using nlohmann::json;
+using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
 intentpb::IntentAnalysis Intent(
@@ -132,7 +133,15 @@ TEST(LocalPolicyTest, ClarifiesAtMostTwiceInARowThenProceeds) {
   EXPECT_FALSE(move.run.empty());
 }
 
-TEST(LocalPolicyTest, AnAnswerToWhichAgentIsMergedWithoutANewAnalysis) {
+// What the intent service reads an answer to give (services/intent/src/reply.h).
+intentpb::ReplyDecision Answered(std::map<std::string, std::string> fields) {
+  intentpb::ReplyDecision reply;
+  reply.set_kind(intentpb::REPLY_KIND_ANSWER);
+  reply.mutable_fields()->insert(fields.begin(), fields.end());
+  return reply;
+}
+
+TEST(LocalPolicyTest, AnAnswerToWhichAgentIsMergedIntoTheFlow) {
   Move ask = DecideLocally(
       {Intent(intentpb::ACTION_TYPE_EXECUTE_TASK), "run one of my agents", std::nullopt, kAgents});
   ASSERT_TRUE(ask.clarifying);
@@ -142,7 +151,14 @@ TEST(LocalPolicyTest, AnAnswerToWhichAgentIsMergedWithoutANewAnalysis) {
   asked.clarifications = 1;
   asked.asked = ask.asked;
   ASSERT_TRUE(AnswerSkipsAnalysis(asked));
-  const intentpb::IntentAnalysis answer = AnalysisOfAnswer(asked, "the second one", kAgents);
+  // The intent service is told which agents the question listed, in order.
+  const intentpb::PendingQuestion question = PendingQuestionOf(asked);
+  EXPECT_EQ(question.kind(), intentpb::QUESTION_KIND_AGENT);
+  EXPECT_THAT(question.options(), ElementsAreArray(ask.listed_agents));
+  bool settles = false;
+  const intentpb::IntentAnalysis answer =
+      AnalysisOfAnswer(asked, Answered({{"agent_name", "weekly-sales-digest"}}), &settles);
+  EXPECT_TRUE(settles);
   EXPECT_EQ(answer.action_type(), intentpb::ACTION_TYPE_EXECUTE_TASK);
   EXPECT_EQ(answer.entities().at("agent_name"), "weekly-sales-digest");
   EXPECT_FALSE(answer.is_ambiguous());
@@ -152,10 +168,21 @@ TEST(LocalPolicyTest, AnAnswerToWhichAgentIsMergedWithoutANewAnalysis) {
   EXPECT_EQ(move.propose[0].arguments["agent"], "weekly-sales-digest");
   // By name, with a schedule, for an agent being changed.
   asked.action_type = intentpb::ACTION_TYPE_UPDATE_AGENT;
-  const intentpb::IntentAnalysis named =
-      AnalysisOfAnswer(asked, "invoice-chaser, every friday at 5pm", kAgents);
+  asked.entities["data_source"] = "notion";
+  const intentpb::IntentAnalysis named = AnalysisOfAnswer(
+      asked, Answered({{"agent_name", "invoice-chaser"}, {"schedule", "every friday at 5pm"}}));
   EXPECT_EQ(named.entities().at("agent_name"), "invoice-chaser");
+  EXPECT_EQ(named.entities().at("data_source"), "notion") << "the flow's entities stay";
   EXPECT_THAT(named.entities().at("schedule"), HasSubstr("friday"));
+  // An answer that settles nothing, or a reply that is no answer, adds
+  // nothing and says so.
+  for (intentpb::ReplyKind kind : {intentpb::REPLY_KIND_ANSWER, intentpb::REPLY_KIND_NEW_REQUEST}) {
+    intentpb::ReplyDecision reply;
+    reply.set_kind(kind);
+    settles = true;
+    AnalysisOfAnswer(asked, reply, &settles);
+    EXPECT_FALSE(settles) << intentpb::ReplyKind_Name(kind);
+  }
   // "What would you like me to do?" is answered by a request of its own.
   asked.asked = kAskedIntent;
   EXPECT_FALSE(AnswerSkipsAnalysis(asked));
@@ -182,19 +209,6 @@ TEST(LocalPolicyTest, PastTheCapTheLikeliestAgentIsProposedInsteadOfAskingAgain)
   Move none = DecideLocally(
       {Intent(intentpb::ACTION_TYPE_EXECUTE_TASK), "run one", std::nullopt, kAgents, 0});
   EXPECT_FALSE(none.clarifying);
-}
-
-TEST(LocalPolicyTest, ResumeRequestsAreRecognised) {
-  for (const char* message : {"continue what you were doing", "go on with that", "resume",
-                              "ok, carry on", "let's get back to that"}) {
-    EXPECT_TRUE(IsResumeRequest(message)) << message;
-  }
-  for (const char* message :
-       {"list my agents", "delete invoice-chaser", "yes", "make it run continuously",
-        "pick up the logs from yesterday", "get back to me about the budget",
-        "continue the weekly report every monday and also send it to the whole sales team"}) {
-    EXPECT_FALSE(IsResumeRequest(message)) << message;
-  }
 }
 
 TEST(ContextBoxTest, KeepsTheNewestEntriesAndRendersOneLinePerSection) {

@@ -174,7 +174,12 @@ TEST(TurnConversationTest, AClarificationAsksTheIntentsQuestionAndOffersItsCandi
   ASSERT_TRUE(h.Turn("the first one", pick, ConversationOf(ask)).ok());
   ASSERT_EQ(pick.Of(pb::ChatEvent::kPreview).size(), 1u);
   EXPECT_THAT(pick.Text(), HasSubstr("weekly-sales-digest"));
-  EXPECT_EQ(h.understanding.requests().size(), 1u) << "the answer needed no new analysis";
+  // The intent service read the answer, told the question and its options
+  // in the order shown.
+  ASSERT_EQ(h.understanding.requests().size(), 2u);
+  const intentpb::PendingQuestion told = h.understanding.requests()[1].pending().question();
+  EXPECT_EQ(told.kind(), intentpb::QUESTION_KIND_AGENT);
+  EXPECT_THAT(told.options(), ::testing::ElementsAre("weekly-sales-digest", "invoice-chaser"));
 }
 
 TEST(TurnConversationTest, ATwoPartRequestGetsOptionsAndANumberPicksOne) {

@@ -244,8 +244,10 @@ TEST(TurnRunnerTest, ASuspendedTurnSavesItsFlowAndAContinueResumesIt) {
   ASSERT_TRUE(h.Turn("continue", resumed, conversation).ok());
   EXPECT_EQ(resumed.events.front().session().flow_id(), flow_id);
   EXPECT_EQ(resumed.Of(pb::ChatEvent::kToolCall).size(), 1u);
-  // A resume is read from the flow itself, not by the intent service.
-  EXPECT_EQ(h.understanding.requests().size(), analyses);
+  // The intent service read the resume, told the flow set aside; the
+  // analysis is the flow's own.
+  ASSERT_EQ(h.understanding.requests().size(), analyses + 1);
+  EXPECT_FALSE(h.understanding.requests().back().pending().resumable_goal().empty());
   EXPECT_THAT(resumed.Of(pb::ChatEvent::kIntent)[0].intent().analysis().reasoning(),
               HasSubstr("resumes the flow"));
 }

@@ -1,8 +1,8 @@
 #include "services/orchestrator/turn/plan_reply.h"
 
 #include "libs/core/text.h"
-#include "services/orchestrator/approvals/approval_gate.h"
 #include "services/orchestrator/planner/local_policy.h"
+#include "services/orchestrator/plans/plan_model.h"
 
 namespace omniforge::orchestrator {
 
@@ -22,7 +22,7 @@ intentpb::IntentAnalysis ResumeAnalysis(const SuspendedFlow& flow) {
   return analysis;
 }
 
-std::optional<PlanMove> PlanMoveFor(const PlanRef& plan, const std::string& message,
+std::optional<PlanMove> PlanMoveFor(const PlanRef& plan, const intentpb::ReplyDecision& reply,
                                     const pb::ApprovalDecision& decision) {
   const std::optional<PlanStatus> status = ParsePlanStatus(plan.status);
   if (decision.kind() != pb::DECISION_KIND_UNSPECIFIED) {
@@ -40,38 +40,47 @@ std::optional<PlanMove> PlanMoveFor(const PlanRef& plan, const std::string& mess
         return PlanMove::kRevise;
     }
   }
-  if (status == PlanStatus::kPendingReview) {
-    // The approval gate's rule for a plan: a change is a revision, a
-    // question leaves the plan waiting.
-    switch (ReadPlanReviewReply(message)) {
-      case PendingReply::kApprove:
-        return PlanMove::kApprove;
-      case PendingReply::kReject:
-        return PlanMove::kReject;
-      case PendingReply::kEdit:
-        return PlanMove::kRevise;
-      case PendingReply::kOther:
-        return std::nullopt;
-    }
-  }
-  if (status == PlanStatus::kWaitingOnUser) {
-    // A question of the user's own is not the answer to the step's: it is
-    // answered, and the step keeps waiting.
-    switch (ReadPlanReviewReply(message)) {
-      case PendingReply::kReject:
-        return PlanMove::kReject;
-      case PendingReply::kOther:
-        if (IsQuestion(message)) return std::nullopt;
-        return PlanMove::kAnswer;
-      default:
-        return PlanMove::kAnswer;
-    }
-  }
-  if ((status == PlanStatus::kRunning || status == PlanStatus::kApproved) &&
-      IsResumeRequest(message)) {
-    return PlanMove::kContinue;
+  const intentpb::PlanStage stage = PendingPlanOf(plan).stage();
+  switch (reply.kind()) {
+    case intentpb::REPLY_KIND_APPROVE:
+      if (stage == intentpb::PLAN_STAGE_REVIEW) return PlanMove::kApprove;
+      break;
+    case intentpb::REPLY_KIND_REJECT:
+      if (stage != intentpb::PLAN_STAGE_RUNNING) return PlanMove::kReject;
+      break;
+    case intentpb::REPLY_KIND_EDIT:
+      if (stage == intentpb::PLAN_STAGE_REVIEW) return PlanMove::kRevise;
+      break;
+    case intentpb::REPLY_KIND_ANSWER:
+      if (stage == intentpb::PLAN_STAGE_WAITING_ON_USER) return PlanMove::kAnswer;
+      break;
+    case intentpb::REPLY_KIND_RESUME:
+      if (stage == intentpb::PLAN_STAGE_RUNNING) return PlanMove::kContinue;
+      break;
+    default:
+      break;
   }
   return std::nullopt;  // a new request: the plan is left as it is
+}
+
+intentpb::PendingPlan PendingPlanOf(const PlanRef& plan) {
+  intentpb::PendingPlan pending;
+  pending.set_id(plan.plan_id);
+  switch (ParsePlanStatus(plan.status).value_or(PlanStatus::kCompleted)) {
+    case PlanStatus::kPendingReview:
+      pending.set_stage(intentpb::PLAN_STAGE_REVIEW);
+      break;
+    case PlanStatus::kWaitingOnUser:
+      pending.set_stage(intentpb::PLAN_STAGE_WAITING_ON_USER);
+      break;
+    case PlanStatus::kRunning:
+    case PlanStatus::kApproved:
+      pending.set_stage(intentpb::PLAN_STAGE_RUNNING);
+      break;
+    default:
+      break;
+  }
+  return pending;
 }
 
 intentpb::IntentAnalysis PlanReplyAnalysis(const FlowState& last, PlanMove move) {

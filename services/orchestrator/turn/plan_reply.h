@@ -1,6 +1,7 @@
-// What a message does to the plan its flow waits on (PlanMoveFor), and the
-// analyses of the turns that need no intent service: a reply to the flow's
-// plan, a resume of a suspended flow.
+// What a message does to the plan its flow waits on (PlanMoveFor, from the
+// intent service's reading of it), and the analyses of the turns that
+// continue a flow as it is: a reply to the flow's plan, a resume of a
+// suspended flow.
 #pragma once
 
 #include <optional>
@@ -15,11 +16,17 @@ namespace omniforge::orchestrator {
 // What the user's message does to the plan the flow waits on.
 enum class PlanMove { kApprove, kRevise, kReject, kAnswer, kContinue };
 
-// The move of `message` (or of the client's structured `decision`) on
-// `plan`; nullopt: a new request, the plan is left as it is.
+// The move of the client's structured `decision` on `plan`, else of the
+// message as the intent service read it (`reply`, given the plan's stage:
+// PendingPlanOf); nullopt: a new request, the plan is left as it is.
 std::optional<PlanMove> PlanMoveFor(
-    const PlanRef& plan, const std::string& message,
+    const PlanRef& plan, const ::omniforge::intent::v1::ReplyDecision& reply,
     const ::omniforge::orchestrator::v1::ApprovalDecision& decision);
+
+// What the intent service is told of `plan`: under review, waiting on the
+// user's answer to a step, or running (approved, stopped between steps);
+// no stage for a plan that is over.
+::omniforge::intent::v1::PendingPlan PendingPlanOf(const PlanRef& plan);
 
 // The analysis of a reply to the flow's plan, made without the intent
 // service: the flow's action and entities, and what the reply does.

@@ -1,12 +1,15 @@
 // Stage 3, LoadFlow: the history before this message, the flow it belongs
 // to (the one the last reply left waiting, a suspended one it resumes, or a
-// new one) with its state from the flow store, the plan that waits for it,
-// the turn's kind, and the flow's context box. Ends by telling the client
+// new one) with its state from the flow store, the intent service's reading
+// of the message against what waits (Interpret, stage_understand.cc), the
+// plan that waits for it, the turn's kind, and the flow's context box. Ends by telling the client
 // the session (SessionEvent) and whether storage could be used.
 #include "libs/core/ids.h"
 #include "libs/core/text.h"
+#include "services/orchestrator/approvals/approval_gate.h"
 #include "services/orchestrator/planner/local_policy.h"
 #include "services/orchestrator/turn/history.h"
+#include "services/orchestrator/turn/plan_reply.h"
 #include "services/orchestrator/turn/request.h"
 #include "services/orchestrator/turn/turn_pass.h"
 
@@ -20,8 +23,9 @@ void TurnPass::LoadFlow() {
   if (interrupted_ != nullptr)
     suspended_now_ = interrupted_->AwaitSuspension(DownstreamCall().deadline);
   set_aside_ = suspended_now_ ? suspended_now_ : (last_ ? last_->suspended_flow : std::nullopt);
+  Interpret();
   // A structured decision is never read as words (a resume, a "continue").
-  resuming_ = !decides_ && set_aside_.has_value() && IsResumeRequest(request_.message());
+  resuming_ = !decides_ && set_aside_.has_value() && Reply().kind() == intentpb::REPLY_KIND_RESUME;
   FindPlan();
   continuing_ = !resuming_ && last_ &&
                 (!last_->pending.empty() || last_->clarifications > 0 || plan_from_last_);
@@ -112,6 +116,38 @@ FlowState TurnPass::LastFlow(const Routing& routing) {
   return last;
 }
 
+// What waits for this message, as the intent service is told it: the flow
+// set aside (resumable), the plan, the actions previewed, the flow's own
+// question. Nothing for a structured decision, which is never read as
+// words.
+intentpb::Pending TurnPass::PendingNow() const {
+  intentpb::Pending pending;
+  if (decides_) return pending;
+  if (set_aside_) pending.set_resumable_goal(core::Shortened(set_aside_->goal, 2000));
+  if (!last_) return pending;
+  if (last_->plan) *pending.mutable_plan() = PendingPlanOf(*last_->plan);
+  for (const PendingAction& action : last_->pending) {
+    intentpb::PendingAction* told = pending.add_actions();
+    told->set_id(action.action_id);
+    told->set_tool(action.tool);
+    told->set_summary(core::Shortened(action.summary, 2000));
+    for (const std::string& target : PendingTargets(action)) told->add_targets(target);
+    if (!action.arguments.is_object()) continue;
+    for (const auto& [key, value] : action.arguments.items()) {
+      (*told->mutable_settings())[key] = core::Shortened(
+          value.is_string() ? value.get<std::string>()
+                            : value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+          4000);
+    }
+  }
+  if (AnswerSkipsAnalysis(*last_)) *pending.mutable_question() = PendingQuestionOf(*last_);
+  return pending;
+}
+
+const intentpb::ReplyDecision& TurnPass::Reply() const {
+  return heard_.ok() ? heard_->analysis().reply() : intentpb::ReplyDecision::default_instance();
+}
+
 // A plan of the flow waits for this message (its review, a step's question,
 // "continue"); a resumed flow goes on with the plan it was running.
 void TurnPass::FindPlan() {
@@ -121,9 +157,9 @@ void TurnPass::FindPlan() {
     plan_move_ = PlanMove::kContinue;
   } else if (!resuming_ && last_ && last_->plan) {
     plan_target_ = last_->plan;
-    plan_move_ = PlanMoveFor(*last_->plan, request_.message(), request_.decision());
+    plan_move_ = PlanMoveFor(*last_->plan, Reply(), request_.decision());
     plan_from_last_ = plan_move_.has_value();
-  } else if (!created_ && !decides_ && IsResumeRequest(request_.message())) {
+  } else if (!created_ && !decides_ && Reply().kind() == intentpb::REPLY_KIND_RESUME) {
     // "continue" after the orchestrator running a plan stopped mid-turn:
     // no reply named the plan, the plan store still has it.
     absl::StatusOr<std::optional<std::string>> left =

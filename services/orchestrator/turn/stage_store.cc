@@ -64,7 +64,7 @@ absl::Status TurnPass::StoreMessage() {
   // its own request would be the same); otherwise it asks again.
   window_kept_ =
       !request_.conversation_id().empty() && runner_.windows_.Has(who, request_.conversation_id());
-  analyze_early_ = window_kept_ && interrupted_ == nullptr && !IsResumeRequest(request_.message());
+  analyze_early_ = window_kept_ && interrupted_ == nullptr;
   if (!analyze_early_) {
     agents_listed_ = runner_.side_calls_.Async(
         [this, call = DownstreamCall()] { return runner_.tools_.InvokeTool(call, list_agents_); });

@@ -1,8 +1,8 @@
-// Stage 4, Understand: what the message wants. A resume, a reply to the
-// flow's plan and an answer to the flow's own question are read from the
-// flow itself; anything else goes to the intent service with the history
-// and the user's agents (or takes the analysis made early, beside the
-// store, when it read exactly this history). Emits the IntentEvent.
+// Stage 4, Understand: what the message wants. The intent service read it
+// in LoadFlow (Interpret), told what waits for it: a resume, a reply to the
+// flow's plan and an answer to the flow's own question continue the flow
+// with its own action and entities and what the reply adds; anything else
+// is the service's analysis. Emits the IntentEvent.
 #include "libs/core/logging.h"
 #include "libs/llm/model_call_proto.h"
 #include "services/orchestrator/planner/local_policy.h"
@@ -12,15 +12,15 @@
 namespace omniforge::orchestrator {
 
 void TurnPass::Understand() {
-  ReadAgents();
+  intentpb::IntentAnalysis heard = Heard();
   if (kind_ == TurnKind::kResume) {
     analysis_ = ResumeAnalysis(*set_aside_);
   } else if (plan_reply_) {
     analysis_ = PlanReplyAnalysis(last_.value_or(FlowState{}), *plan_move_);
   } else if (answering_) {
-    AnswerOrAsk();
+    AnswerOrAsk(heard);
   } else {
-    analysis_ = AnalyzeMessage();
+    analysis_ = std::move(heard);
   }
   *emit_.Next().mutable_intent()->mutable_analysis() = analysis_;
   emit_.Send();
@@ -30,24 +30,19 @@ void TurnPass::Understand() {
                                   intentpb::IntentSource_Name(analysis_.source()) + ")");
 }
 
-// The answer to the flow's own question, merged in without the intent
-// service. In local mode, one that settles nothing may be a request of its
-// own ("where were we?", "create a new one that does both"): the intent
-// service's analysis is taken when it finds a request in it. (The model
-// planner reads such answers itself.)
-void TurnPass::AnswerOrAsk() {
+// The answer to the flow's own question, merged into the flow. In local
+// mode, one that settles nothing may be a request of its own ("where were
+// we?", "create a new one that does both"): the intent service's analysis
+// is taken when its reading says so. (The model planner reads such answers
+// itself.)
+void TurnPass::AnswerOrAsk(const intentpb::IntentAnalysis& heard) {
   bool settles = true;
-  analysis_ = AnalysisOfAnswer(*last_, request_.message(), agents_, &settles);
-  if (!settles && runner_.planner_ == nullptr) {
-    intentpb::IntentAnalysis analysed = AnalyzeMessage();
-    const bool a_request =
-        analysed.summary_worthy() ||
-        (last_->asked == kAskedOption && analysed.action_type() != intentpb::ACTION_TYPE_UNKNOWN &&
-         !analysed.is_ambiguous());
-    if (a_request) {
-      analysis_ = std::move(analysed);
-      return;
-    }
+  analysis_ = AnalysisOfAnswer(*last_, heard.reply(), &settles);
+  const intentpb::ReplyKind kind = heard.reply().kind();
+  if (!settles && runner_.planner_ == nullptr &&
+      (kind == intentpb::REPLY_KIND_RECAP || kind == intentpb::REPLY_KIND_NEW_REQUEST)) {
+    analysis_ = heard;
+    return;
   }
   ContextBox::Add(box_.progress, "the user answered: " + request_.message());
 }
@@ -87,25 +82,37 @@ void TurnPass::AddIntentCalls(const absl::StatusOr<intentpb::AnalyzeIntentRespon
   }
 }
 
-// The intent service's analysis; without it, an UNKNOWN analysis (and a
-// non-fatal error event unless the turn was cancelled).
-intentpb::IntentAnalysis TurnPass::AnalyzeMessage() {
-  absl::StatusOr<intentpb::AnalyzeIntentResponse> analyzed = absl::UnknownError("not asked");
-  // The early analysis read the window this turn took (all of it is
-  // history: the message came right after it), with the same agents.
-  if (early_analysis_ && early_analysis_->window != 0 && early_analysis_->window == kept_version_) {
-    analyzed = std::move(early_analysis_->response);
-  } else {
-    intentpb::AnalyzeIntentRequest analyze;
-    analyze.set_message(request_.message());
-    analyze.set_context_type(request_.context_type());
-    AddHistory(runner_.routings_, history_, analyze);
-    AddAgents(agents_, analyze);
-    analyzed = runner_.understanding_.AnalyzeIntent(DownstreamCall(), analyze);
-    AddIntentCalls(analyzed);
+// The intent service's reading of the message, told what waits for it
+// (PendingNow). With nothing waiting, the early analysis serves when it
+// read the window this turn took (all of it is history: the message came
+// right after it), with the same agents.
+void TurnPass::Interpret() {
+  ReadAgents();
+  const intentpb::Pending pending = PendingNow();
+  const bool waits = !pending.resumable_goal().empty() || pending.actions_size() > 0 ||
+                     pending.plan().stage() != intentpb::PLAN_STAGE_UNSPECIFIED ||
+                     pending.question().kind() != intentpb::QUESTION_KIND_UNSPECIFIED;
+  if (!waits && early_analysis_ && early_analysis_->window != 0 &&
+      early_analysis_->window == kept_version_) {
+    heard_ = std::move(early_analysis_->response);
+    return;
   }
+  intentpb::AnalyzeIntentRequest analyze;
+  analyze.set_message(request_.message());
+  analyze.set_context_type(request_.context_type());
+  AddHistory(runner_.routings_, history_, analyze);
+  AddAgents(agents_, analyze);
+  if (waits) *analyze.mutable_pending() = pending;
+  heard_ = runner_.understanding_.AnalyzeIntent(DownstreamCall(), analyze);
+  AddIntentCalls(heard_);
+}
+
+// The intent service's analysis; without it, an UNKNOWN analysis that
+// decides nothing of what waits (and a non-fatal error event unless the
+// turn was cancelled).
+intentpb::IntentAnalysis TurnPass::Heard() {
+  if (heard_.ok()) return heard_->analysis();
   intentpb::IntentAnalysis analysis;
-  if (analyzed.ok()) return analyzed->analysis();
   analysis.set_action_type(intentpb::ACTION_TYPE_UNKNOWN);
   if (control_.cancelled()) {
     analysis.set_reasoning("the turn was cancelled");
@@ -115,10 +122,10 @@ intentpb::IntentAnalysis TurnPass::AnalyzeMessage() {
   stage_ = "analyze_intent";
   emit_.Error(pb::CHAT_ERROR_CODE_INTERNAL,
               "understanding is unavailable right now; answering with what I can",
-              /*fatal=*/false, std::string(analyzed.status().message()));
+              /*fatal=*/false, std::string(heard_.status().message()));
   core::LogWarn("intent analysis failed", {{"component", "orchestrator"},
                                            {"stage", "analyze_intent"},
-                                           {"error", std::string(analyzed.status().message())}});
+                                           {"error", std::string(heard_.status().message())}});
   return analysis;
 }
 

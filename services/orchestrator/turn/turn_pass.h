@@ -88,14 +88,17 @@ class TurnPass final {
   // stage_load_flow.cc
   void TakeHistory();
   FlowState LastFlow(const Routing& routing);
+  intentpb::Pending PendingNow() const;
+  const intentpb::ReplyDecision& Reply() const;
   void FindPlan();
   void ChooseKind();
   void LoadBox();
   void Announce();
   // stage_understand.cc
   void ReadAgents();
-  void AnswerOrAsk();
-  intentpb::IntentAnalysis AnalyzeMessage();
+  void Interpret();
+  void AnswerOrAsk(const intentpb::IntentAnalysis& heard);
+  intentpb::IntentAnalysis Heard();
   void AddIntentCalls(const absl::StatusOr<intentpb::AnalyzeIntentResponse>& answer);
   void PrepareInput();
   // stage_decide.cc
@@ -192,6 +195,9 @@ class TurnPass final {
   bool last_loaded_ = false;
   std::optional<SuspendedFlow> suspended_now_;
   std::optional<SuspendedFlow> set_aside_;
+  // The intent service's reading of the message, told what is pending
+  // (Interpret): its analysis and what it does to what waits.
+  absl::StatusOr<intentpb::AnalyzeIntentResponse> heard_ = absl::UnknownError("not asked");
   bool resuming_ = false;
   std::optional<PlanMove> plan_move_;
   std::optional<PlanRef> plan_target_;
