@@ -2,15 +2,15 @@
 
 #include <algorithm>
 #include <cctype>
-#include <set>
 
+#include "libs/words/lists.h"
 #include "services/intent/src/cues.h"
 #include "services/intent/src/text.h"
 
 namespace omniforge::intent {
 namespace {
 
-using WordSet = std::set<std::string_view>;
+using WordSet = words::WordSet;
 
 // A correction longer than this is a new request.
 constexpr size_t kMaxCorrectionWords = 14;
@@ -20,21 +20,7 @@ constexpr size_t kMaxRefusalWords = 14;
 // Words around a corrected value that are not part of it: apology,
 // agreement, hesitation, the "I meant" of a correction.
 const WordSet& AroundValue() {
-  static const WordSet words = {
-      "sorry",      "sry",  "soz",     "oops",       "oh",         "ugh",     "argh",
-      "ack",        "hmm",  "hm",      "wait",       "no",         "nah",     "typo",
-      "correction", "my",   "bad",     "i",          "meant",      "mean",    "should",
-      "be",         "its",  "it",      "is",         "wanted",     "yes",     "yep",
-      "ya",         "yeah", "ok",      "okay",       "good",       "great",   "looks",
-      "sounds",     "love", "save",    "go",         "ahead",      "do",      "apply",
-      "create",     "send", "but",     "though",     "tho",        "w",       "with",
-      "please",     "pls",  "thanks",  "fat",        "fingers",    "wrong",   "one",
-      "actually",   "make", "perfect", "fine",       "cool",       "nice",    "then",
-      "instead",    "lol",  "oopsie",  "whoops",     "right",      "correct", "so",
-      "and",        "sure", "thing",   "absolutely", "definitely", "for",     "that",
-      "this",       "lets", "alright", "done",       "works",      "thank",   "you",
-      "much",       "very", "exactly", "awesome",    "brilliant",  "ah",      "yup",
-      "y",          "k",    "kk"};
+  static const WordSet& words = words::List("followup_around_value");
   return words;
 }
 
@@ -167,32 +153,21 @@ bool CarriesEdit(std::string_view message) {
   const size_t quote = quote_from(0);
   const size_t close = quote == std::string_view::npos ? quote : quote_from(quote + 1);
   const bool quoted = close != std::string_view::npos && close > quote + 3;
-  return HasDigit(message) || quoted ||
-         ContainsAnyPhrase(words, {"but",      "though",    "tho",     "instead",     "w",
-                                   "also",     "too",       "as well", "make it",     "include",
-                                   "keep",     "only",      "except",  "name it",     "call it",
-                                   "from the", "to the",    "swap",    "rather than", "better",
-                                   "switch",   "change it", "move it", "with the",    "add"});
+  return HasDigit(message) || quoted || words::ContainsAnyEntry(words, "followup_edit_markers");
 }
 
 bool IsCorrection(const std::vector<std::string_view>& words) {
   if (words.empty() || words.size() > kMaxCorrectionWords) return false;
-  if (ContainsAnyPhrase(words, {"sorry", "sry", "i meant", "i mean", "typo", "oops", "my bad",
-                                "wrong one", "correction", "should be", "fat fingers", "whoops",
-                                "meant to say", "not what i"})) {
+  if (words::ContainsAnyEntry(words, "followup_correction_phrases")) {
     return true;
   }
   // "Janet Kim, not Ortiz", "zone D not B": a value, then the one it
   // replaces; not a question ("why is the digest not running").
-  static const WordSet asks = {"why", "what", "how", "when",  "where", "who",   "which",
-                               "is",  "are",  "was", "were",  "does",  "did",   "do",
-                               "has", "have", "can", "could", "will",  "would", "should"};
+  static const WordSet& asks = words::List("followup_question_openers");
   if (ContainsPhrase(words, "?") || asks.contains(words.front())) return false;
   const int at = FindPhrase(words, "not");
   return at >= 1 && !asks.contains(words[at - 1]) && static_cast<size_t>(at) + 1 < words.size() &&
-         words.size() <= 8 &&
-         !ContainsAnyPhrase(words, {"do not", "dont", "does not", "is not", "not now", "not yet",
-                                    "why not", "not sure", "or not"});
+         words.size() <= 8 && !words::ContainsAnyEntry(words, "followup_not_correction");
 }
 
 std::string CorrectedValue(std::string_view message) {
@@ -219,24 +194,9 @@ std::string CorrectedValue(std::string_view message) {
 
 bool OpensWithRefusal(const std::vector<std::string_view>& words) {
   if (words.empty() || words.size() > kMaxRefusalWords) return false;
-  static const std::vector<std::string_view> openings = {
-      "no", "nah", "nope", "pass", "hard pass", "not now", "not right now", "not a priority",
-      "not for now", "dont", "please dont", "pls dont", "forget it", "forget i asked", "lets park",
-      "park that", "thanks but no", "no thanks", "no thank", "ill think about it", "actually no",
-      "actually forget", "leave it", "ill pass", "skip it", "not needed", "ehh no", "uh no",
-      "hmm no", "hmm nah", "maybe later", "not this time", "👎",
-      // A negation of the offer itself,
-      // whatever reason follows.
-      "not necessary", "not needed", "not worth", "not really", "not interested", "not keen",
-      "not yet", "not today", "absolutely not", "definitely not", "i dont think", "dont think",
-      "lets not", "never mind", "nevermind", "no need", "hold off", "rather not", "id rather not",
-      "better not", "skip", "meh",
-      // Postponed or done elsewhere.
-      "already", "well cross", "cross that bridge", "another time", "some other time"};
+  static const WordSet& openings = words::List("followup_refusal_openings");
   size_t start = 0;
-  static const WordSet hesitation = {
-      "hmm", "hm",    "uh", "ehh", "eh",   "um",       "ok",  "okay", "thanks", "thx", "actually",
-      "oh",  "sorry", "no", "meh", "well", "honestly", "tbh", "erm",  "yeah",   "i",   "but"};
+  static const WordSet& hesitation = words::List("followup_refusal_hesitation");
   // The refusal may follow a hesitation or a thanks ("hmm, no", "thanks but no").
   while (start < words.size() && start < 3 && hesitation.contains(words[start]) &&
          words[start] != "no") {
@@ -253,8 +213,7 @@ bool OpensWithRefusal(const std::vector<std::string_view>& words) {
     if (HasDigit(w)) return false;
   }
   // "no, send it to the finance channel instead": a new value.
-  if (ContainsAnyPhrase(words, {"instead", "should", "only", "rather than", "send it", "make it",
-                                "go to", "use"})) {
+  if (words::ContainsAnyEntry(words, "followup_refusal_new_value")) {
     return false;
   }
   // "but" brings a new value unless it only closes the refusal ("thanks but no").
@@ -264,12 +223,8 @@ bool OpensWithRefusal(const std::vector<std::string_view>& words) {
       return false;
     }
   }
-  static const WordSet refusal_verbs = {"leave", "keep",   "forget", "handle", "think",
-                                        "park",  "bother", "touch",  "change", "do",
-                                        "need",  "want",   "prefer"};
-  static const WordSet between = {
-      "no",  "nah", "nope", "wait",  "thanks", "thx",  "please", "pls", "just", "sorry", "ok",
-      "hmm", "not", "dont", "right", "now",    "then", "i",      "id",  "ill",  "we",    "were"};
+  static const WordSet& refusal_verbs = words::List("followup_refusal_verbs");
+  static const WordSet& between = words::List("followup_refusal_between");
   for (size_t i = 1; i < rest.size(); ++i) {
     const std::vector<std::string_view> tail(rest.begin() + static_cast<long>(i), rest.end());
     if (between.contains(rest[i])) continue;
@@ -285,38 +240,20 @@ bool OpensWithRefusal(const std::vector<std::string_view>& words) {
 
 bool AsksForConversationSummary(const std::vector<std::string_view>& words) {
   // Phrases that are about the conversation by themselves.
-  if (ContainsAnyPhrase(words, {"state of play",        "where do things stand",
-                                "where things stand",   "lost the thread",
-                                "how far did we get",   "how far have we got",
-                                "what did we do",       "what did we get through",
-                                "what we did",          "whats done",
-                                "whats finished",       "whats pending",
-                                "whats been",           "whatve we",
-                                "what have we got",     "what have we done",
-                                "what have we changed", "take stock",
-                                "overall picture",      "status of everything",
-                                "what i changed",       "what weve",
-                                "what we changed",      "where are we up to",
-                                "what we have done"})) {
+  if (words::ContainsAnyEntry(words, "followup_recap_phrases")) {
     return true;
   }
   // A summary word, scoped to this conversation.
-  const bool summary = ContainsAnyPhrase(
-      words, {"recap", "summary", "summarise", "summarize", "sum up", "rundown", "tldr", "tl dr"});
-  const bool scoped =
-      ContainsAnyPhrase(words, {"we", "weve", "our", "us", "chat", "convo", "conversation",
-                                "session", "so far", "everything", "all this", "todays", "lost"});
+  const bool summary = words::ContainsAnyEntry(words, "followup_summary_words");
+  const bool scoped = words::ContainsAnyEntry(words, "followup_summary_scope");
   return summary && scoped;
 }
 
 // "the monday before the board meeting", "after lunch": a direction in
 // time, not in a list.
 bool DirectionIsTemporal(const std::vector<std::string_view>& words) {
-  static const WordSet directions = {"before", "after", "until", "till"};
-  static const WordSet times = {
-      "meeting",   "lunch",    "call",   "deadline", "launch", "weekend", "monday", "tuesday",
-      "wednesday", "thursday", "friday", "saturday", "sunday", "noon",    "work",   "hours",
-      "review",    "week",     "month",  "holidays", "break",  "end",     "then"};
+  static const WordSet& directions = words::List("followup_time_directions");
+  static const WordSet& times = words::List("followup_time_nouns");
   for (size_t i = 0; i + 1 < words.size(); ++i) {
     if (!directions.contains(words[i])) continue;
     for (size_t j = i + 1; j < words.size() && j <= i + 3; ++j) {
@@ -329,26 +266,19 @@ bool DirectionIsTemporal(const std::vector<std::string_view>& words) {
 std::optional<RelativePosition> FindRelativePosition(const std::vector<std::string_view>& words) {
   // A position is asked of an item ("the one", "the row", "whatever sits",
   // "its neighbour"), never of a time ("after lunch", "before friday").
-  static const WordSet items = {
-      "one",    "ones",  "entry",    "entries",   "row",      "line",        "item",      "step",
-      "agent",  "thing", "whatever", "neighbour", "neighbor", "predecessor", "successor", "bot",
-      "option", "sits",  "listed",   "comes",     "follower", "whats"};
+  static const WordSet& items = words::List("relative_items");
   if (std::none_of(words.begin(), words.end(),
                    [&](std::string_view w) { return items.contains(w); })) {
     return std::nullopt;
   }
   if (DirectionIsTemporal(words)) return std::nullopt;
-  if (ContainsAnyPhrase(words, {"between", "middle of", "in the middle"})) {
+  if (words::ContainsAnyEntry(words, "relative_between")) {
     return RelativePosition::kBetween;
   }
-  if (ContainsAnyPhrase(words, {"before", "above", "preceding", "predecessor", "ahead of",
-                                "prior to", "previous to", "on top of", "right over", "just over",
-                                "directly over", "further up", "higher up", "up from"})) {
+  if (words::ContainsAnyEntry(words, "relative_before")) {
     return RelativePosition::kBefore;
   }
-  if (ContainsAnyPhrase(words, {"after", "below", "following", "under", "beneath", "underneath",
-                                "successor", "follower", "neighbour", "neighbor", "further down",
-                                "lower down", "down from", "comes next"})) {
+  if (words::ContainsAnyEntry(words, "relative_after")) {
     return RelativePosition::kAfter;
   }
   // "the one next to it" points; "run the digest agent next" closing the
@@ -361,35 +291,8 @@ std::optional<RelativePosition> FindRelativePosition(const std::vector<std::stri
 }
 
 std::optional<size_t> NewTopicStart(std::string_view message) {
-  static const std::vector<std::string_view> markers = {"anyway",
-                                                        "anyways",
-                                                        "unrelated",
-                                                        "off topic",
-                                                        "ot",
-                                                        "detour",
-                                                        "separate q",
-                                                        "separate question",
-                                                        "different question",
-                                                        "different topic",
-                                                        "on another note",
-                                                        "btw",
-                                                        "by the way",
-                                                        "changing the subject",
-                                                        "change of topic",
-                                                        "side question",
-                                                        "random question",
-                                                        "totally different",
-                                                        "new topic",
-                                                        "before that",
-                                                        "oh and",
-                                                        "switching gears",
-                                                        "other thing",
-                                                        "also unrelated",
-                                                        "one more thing",
-                                                        "something else"};
-  static const std::set<std::string_view> lead_in = {
-      "ok",  "okay", "oh",  "hey",   "mmm",  "mm",     "hmm", "wait", "so",
-      "and", "also", "but", "right", "cool", "thanks", "thx", "k"};
+  static const WordSet& markers = words::List("followup_topic_markers");
+  static const WordSet& lead_in = words::List("followup_topic_lead_in");
   size_t start = 0;
   bool shifted = false;
   // Markers may pile up: "oh and hey, before that — what's ...".
@@ -430,13 +333,8 @@ std::optional<size_t> NewTopicStart(std::string_view message) {
 
 namespace {
 
-const std::set<std::string_view>& WorkVerbs() {
-  static const std::set<std::string_view> words = {
-      "send",     "email", "post",     "export",  "check",  "summarise", "summarize", "create",
-      "tell",     "log",   "reply",    "compare", "cancel", "notify",    "alert",     "write",
-      "whatsapp", "slack", "text",     "message", "remind", "assign",    "schedule",  "copy",
-      "push",     "pull",  "draft",    "ping",    "dm",     "forward",   "save",      "add",
-      "open",     "file",  "escalate", "flag",    "update", "sync",      "upload",    "share"};
+const WordSet& WorkVerbs() {
+  static const WordSet& words = words::List("followup_work_verbs");
   return words;
 }
 
@@ -466,23 +364,14 @@ bool CarriesMaterial(std::string_view message) {
 
 // Words that say the message is about automation or an existing agent.
 bool MentionsAutomation(const std::vector<std::string_view>& words) {
-  return ContainsAnyPhrase(words, {"agent", "agents", "bot", "skill", "skills", "workflow",
-                                   "automation", "automate", "every", "each time", "whenever",
-                                   "daily", "weekly", "monthly", "from now on", "schedule"});
+  return words::ContainsAnyEntry(words, "followup_automation_words");
 }
 
 // "every monday", "each morning", "weekly" (but not "the weekly report",
 // nor "every student").
 bool HasRecurrence(const std::vector<std::string_view>& words) {
-  static const std::set<std::string_view> units = {
-      "day",     "days",      "week",       "weeks",     "month",     "months",
-      "morning", "evening",   "night",      "hour",      "hours",     "minute",
-      "minutes", "weekday",   "weekdays",   "quarter",   "year",      "monday",
-      "tuesday", "wednesday", "thursday",   "friday",    "saturday",  "sunday",
-      "mondays", "tuesdays",  "wednesdays", "thursdays", "fridays",   "1st",
-      "first",   "working",   "business",   "other",     "afternoon", "weekend"};
-  static const std::set<std::string_view> adverbs = {"daily",   "weekly", "monthly",
-                                                     "nightly", "hourly", "weekdays"};
+  static const WordSet& units = words::List("followup_recurrence_units");
+  static const WordSet& adverbs = words::List("followup_recurrence_adverbs");
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string_view next = i + 1 < words.size() ? words[i + 1] : "";
     const std::string_view after = i + 2 < words.size() ? words[i + 2] : "";
@@ -507,11 +396,7 @@ bool IsStandingInstruction(const std::vector<std::string_view>& words, std::stri
       ContainsAnyPhrase(words, {"skill", "skills"})) {
     return false;
   }
-  if (ContainsAnyPhrase(
-          words, {"instead",        "anymore",   "from now on", "change",      "switch",  "stop",
-                  "only",           "also",      "no longer",   "rather than", "not",     "dont",
-                  "just this once", "right now", "now",         "adjust",      "move",    "moved",
-                  "should",         "needs",     "want the",    "too slow",    "too much"})) {
+  if (words::ContainsAnyEntry(words, "followup_not_standing")) {
     return false;
   }
   const bool arrow =
@@ -534,14 +419,8 @@ bool IsStandingInstruction(const std::vector<std::string_view>& words, std::stri
 
 bool IsSelfContainedTask(const std::vector<std::string_view>& words, std::string_view message) {
   if (words.size() < 6 || MentionsAutomation(words)) return false;
-  static const std::set<std::string_view> text_verbs = {
-      "write",     "translate", "shorten",   "extract", "classify",  "scale",     "turn",
-      "make",      "answer",    "reply",     "draft",   "summarise", "summarize", "rewrite",
-      "proofread", "convert",   "calculate", "calc",    "give",      "name",      "list",
-      "seat",      "format",    "sort",      "rank",    "generate",  "suggest",   "come",
-      "compose",   "tidy",      "clean"};
-  static const std::set<std::string_view> filler = {
-      "please", "pls", "plz", "can", "could", "you", "ok", "hey", "quick", "just", "u"};
+  static const WordSet& text_verbs = words::List("followup_text_verbs");
+  static const WordSet& filler = words::List("followup_task_filler");
   size_t first = 0;
   while (first < words.size() && filler.contains(words[first])) ++first;
   bool task_verb = first < words.size() && text_verbs.contains(words[first]);
@@ -559,9 +438,7 @@ bool IsSelfContainedTask(const std::vector<std::string_view>& words, std::string
     }
   }
   // A sum on figures the message gives: "net is 1,840 and VAT 19%, what's the gross?"
-  return NumberTokens(words) >= 3 &&
-         ContainsAnyPhrase(words, {"how many", "how much", "whats the", "what is the", "calc",
-                                   "calculate", "work out", "change in"});
+  return NumberTokens(words) >= 3 && words::ContainsAnyEntry(words, "followup_sum_phrases");
 }
 
 }  // namespace omniforge::intent
