@@ -244,10 +244,17 @@ void ReadLastListAndAgent(const IntentRequest& request, size_t begin, Context& c
   }
 }
 
-// What the user asked for in `turn`: the routing metadata, else the model's
-// best guess.
-std::optional<Action> AskedFor(const HistoryTurn& turn, const LocalClassifier& classifier) {
+// What the user asked for in `turn`: the routing metadata, else, as for a
+// message, a leading verb on one of the user's agents ("change
+// promo-code-mailer to ..."), else the model's best guess.
+std::optional<Action> AskedFor(const HistoryTurn& turn, const IntentRequest& request,
+                               const LocalClassifier& classifier) {
   if (turn.action) return turn.action;
+  const std::string normalized = NormalizeText(turn.content);
+  if (LeadingVerb(Words(normalized)) && MatchCatalogItem(turn.content, request.agents)) {
+    const std::optional<Action> verb = VerbAction(turn.content);
+    if (verb && *verb != Action::kCreateAgent && *verb != Action::kCreateSkill) return verb;
+  }
   std::vector<Prediction> ranked = classifier.Predict(turn.content);
   if (ranked.empty()) return std::nullopt;
   return ranked[0].action;
@@ -256,7 +263,7 @@ std::optional<Action> AskedFor(const HistoryTurn& turn, const LocalClassifier& c
 // The last user turn: what the user asked for, with its entities.
 void ReadPreviousRequest(const IntentRequest& request, const HistoryTurn& last_user,
                          const LocalClassifier& classifier, Context& c) {
-  c.previous_action = AskedFor(last_user, classifier);
+  c.previous_action = AskedFor(last_user, request, classifier);
   c.previous_entities =
       last_user.entities.empty() ? ExtractEntities(last_user.content) : last_user.entities;
   if (auto agent = SingleAgentOf(last_user, request.agents)) {
@@ -288,7 +295,7 @@ OpenOffer FindOpenOffer(const IntentRequest& request, const LocalClassifier& cla
     while (user-- > begin && history[user].role != Role::kUser) {
     }
     std::optional<Action> asked;
-    if (user >= begin && user < assistant) asked = AskedFor(history[user], classifier);
+    if (user >= begin && user < assistant) asked = AskedFor(history[user], request, classifier);
     offer.action = OfferOf(history[assistant], asked, request, classifier);
     if (offer.action) offer.turn = &history[assistant];
     if (user < begin || user >= assistant) break;
@@ -375,7 +382,12 @@ Context ReadContext(const IntentRequest& request, const LocalClassifier& classif
       break;
     }
   }
-  if (last_user != nullptr) ReadPreviousRequest(request, *last_user, classifier, c);
+  if (last_user != nullptr) {
+    ReadPreviousRequest(request, *last_user, classifier, c);
+    for (size_t i = last_user_index; i < history.size(); ++i) {
+      c.previous_text += history[i].content + "\n";
+    }
+  }
   if (last_assistant != nullptr) {
     const OpenOffer offer = FindOpenOffer(request, classifier, begin, *last_assistant,
                                           last_user_index, c.previous_action);

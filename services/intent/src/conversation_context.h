@@ -25,6 +25,9 @@ struct Context {
   std::map<std::string, std::string> in_progress_entities;
   std::optional<Action> previous_action;  // what the user last asked for
   std::map<std::string, std::string> previous_entities;
+  // The text of that request and of the assistant's answers to it, for
+  // reading what a correction replaces.
+  std::string previous_text;
   bool has_history = false;
 };
 

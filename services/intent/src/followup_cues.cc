@@ -24,7 +24,11 @@ const WordSet& AroundValue() {
   return words;
 }
 
-bool IsFiller(std::string_view w) { return AroundValue().contains(w); }
+// Filler, or a word of agreement ("approved", "lgtm"): not a value.
+bool IsFiller(std::string_view w) {
+  static const WordSet& agreement = words::List("confirm_intent");
+  return AroundValue().contains(w) || agreement.contains(w);
+}
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (std::isspace(static_cast<unsigned char>(s.front())) != 0 ||
@@ -94,18 +98,76 @@ size_t FirstValueWord(std::string_view clause) {
   return clause.size();
 }
 
-// `clause` without the filler before its value, the "not Y" after it and
-// the filler after that.
-std::string_view ValueOf(std::string_view clause) {
-  clause = clause.substr(FirstValueWord(clause));
-  // "swap Friday for Thursday", "replace X with Y": the new value comes last.
-  for (std::string_view verb : {"swap ", "replace ", "change "}) {
-    if (!clause.starts_with(verb)) continue;
-    for (std::string_view link : {" for ", " with ", " to "}) {
-      const size_t at = clause.find(link);
-      if (at != std::string_view::npos) return Trim(clause.substr(at + link.size()));
+// The next quote mark in `text` from `from` that opens or closes a
+// quotation: an apostrophe inside a word ("that's", "it's") is none.
+size_t QuoteAt(std::string_view text, size_t from) {
+  auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
+  for (size_t at = text.find_first_of("'\"", from); at != std::string_view::npos;
+       at = text.find_first_of("'\"", at + 1)) {
+    if (text[at] == '"' || at == 0 || at + 1 >= text.size() || !letter(text[at - 1]) ||
+        !letter(text[at + 1])) {
+      return at;
     }
   }
+  return std::string_view::npos;
+}
+
+// The text between the first pair of quote marks in `clause`, or empty.
+std::string_view Quoted(std::string_view clause) {
+  const size_t open = QuoteAt(clause, 0);
+  if (open == std::string_view::npos) return {};
+  const size_t close = QuoteAt(clause, open + 1);
+  if (close == std::string_view::npos || close <= open + 1) return {};
+  return Trim(clause.substr(open + 1, close - open - 1));
+}
+
+// `clause` after the last phrase that opens a value ("I said kg but I
+// meant lbs", "that should have been the 14th"), when a value follows.
+std::string_view AfterValueOpener(std::string_view clause) {
+  const std::string lowered = " " + Lowercase(clause) + " ";
+  size_t cut = std::string::npos;
+  for (const words::Entry& opener : words::Entries("followup_value_openers")) {
+    const size_t at = lowered.rfind(" " + opener.text + " ");
+    if (at == std::string::npos) continue;
+    const size_t end = at + opener.text.size() + 1;  // in `clause`, past the phrase
+    if (cut == std::string::npos || end > cut) cut = end;
+  }
+  if (cut == std::string::npos || cut >= clause.size()) return clause;
+  const std::string_view rest = Trim(clause.substr(cut));
+  return rest.empty() ? clause : rest;
+}
+
+// "swap Friday for Thursday", "only change the sender name to Harbor
+// Dental": after a verb of replacement the new value comes last; nullopt
+// when the clause has none.
+std::optional<std::string_view> ReplacementValue(std::string_view clause) {
+  static const WordSet& adverbs = words::List("followup_value_adverbs");
+  static const WordSet& verbs = words::List("followup_replace_verbs");
+  size_t at = 0;
+  while (at < clause.size()) {
+    size_t end = clause.find(' ', at);
+    if (end == std::string_view::npos) end = clause.size();
+    const std::string word = Lowercase(clause.substr(at, end - at));
+    if (verbs.contains(word)) break;
+    if (!adverbs.contains(word)) return std::nullopt;
+    at = end + 1;
+  }
+  if (at >= clause.size()) return std::nullopt;
+  const std::string_view rest = clause.substr(at);
+  for (std::string_view link : {" for ", " with ", " to "}) {
+    const size_t found = rest.find(link);
+    if (found != std::string_view::npos) return Trim(rest.substr(found + link.size()));
+  }
+  return std::nullopt;
+}
+
+// `clause` without the filler before its value, the "not Y" after it and
+// the filler after that. A quoted value is the value.
+std::string_view ValueOf(std::string_view clause) {
+  if (const std::string_view quoted = Quoted(clause); !quoted.empty()) return quoted;
+  clause = AfterValueOpener(clause);
+  clause = clause.substr(FirstValueWord(clause));
+  if (const std::optional<std::string_view> replaced = ReplacementValue(clause)) return *replaced;
   for (std::string_view negation : {" not ", " instead of ", " rather than ", " vs "}) {
     const size_t at = clause.find(negation);
     if (at != std::string_view::npos) clause = clause.substr(0, at);
@@ -134,26 +196,41 @@ bool HasDigit(std::string_view s) {
 
 }  // namespace
 
+namespace {
+
+// "go ahead, just leave out the weekend", "yes please and cc Marta on it":
+// after the agreement, a clause that opens with a verb of editing and
+// gives it something to work on.
+bool HasEditClause(std::string_view message) {
+  static const WordSet& adverbs = words::List("followup_value_adverbs");
+  static const WordSet& verbs = words::List("followup_edit_verbs");
+  static const WordSet& empty = words::List("followup_go_ahead");
+  static const WordSet& stop = words::List("clarify_stop_words");
+  for (std::string_view clause : Clauses(message)) {
+    const std::string normalized = NormalizeText(clause);
+    const std::vector<std::string_view> words = Words(normalized);
+    size_t i = 0;
+    while (i < words.size() && (IsFiller(words[i]) || adverbs.contains(words[i]))) ++i;
+    if (i >= words.size() || !verbs.contains(words[i])) continue;
+    for (size_t k = i + 1; k < words.size(); ++k) {
+      const std::string_view w = words[k];
+      if (!IsFiller(w) && !empty.contains(w) && !stop.contains(w) && HasAsciiAlnum(w)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 bool CarriesEdit(std::string_view message) {
   const std::string normalized = NormalizeText(message);
   const std::vector<std::string_view> words = Words(normalized);
-  // A quoted value ("with the subject line 'Branch growth weekly'"); an
-  // apostrophe inside a word ("that's", "it's") quotes nothing.
-  auto quote_from = [message](size_t from) {
-    auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
-    for (size_t at = message.find_first_of("'\"", from); at != std::string_view::npos;
-         at = message.find_first_of("'\"", at + 1)) {
-      if (message[at] == '"' || at == 0 || at + 1 >= message.size() || !letter(message[at - 1]) ||
-          !letter(message[at + 1])) {
-        return at;
-      }
-    }
-    return std::string_view::npos;
-  };
-  const size_t quote = quote_from(0);
-  const size_t close = quote == std::string_view::npos ? quote : quote_from(quote + 1);
+  // A quoted value ("with the subject line 'Branch growth weekly'").
+  const size_t quote = QuoteAt(message, 0);
+  const size_t close = quote == std::string_view::npos ? quote : QuoteAt(message, quote + 1);
   const bool quoted = close != std::string_view::npos && close > quote + 3;
-  return HasDigit(message) || quoted || words::ContainsAnyEntry(words, "followup_edit_markers");
+  return HasDigit(message) || quoted || words::ContainsAnyEntry(words, "followup_edit_markers") ||
+         HasEditClause(message);
 }
 
 bool IsCorrection(const std::vector<std::string_view>& words) {
@@ -170,19 +247,96 @@ bool IsCorrection(const std::vector<std::string_view>& words) {
          words.size() <= 8 && !words::ContainsAnyEntry(words, "followup_not_correction");
 }
 
+namespace {
+
+// A word that may carry a value: not filler, not a stop word.
+bool IsContentWord(std::string_view w) {
+  static const WordSet& stop = words::List("clarify_stop_words");
+  return HasAsciiAlnum(w) && !IsFiller(w) && !stop.contains(w) && (w.size() >= 2 || HasDigit(w));
+}
+
+bool InPrevious(std::string_view w, const std::vector<std::string_view>& previous) {
+  return std::any_of(previous.begin(), previous.end(), [w](std::string_view p) {
+    if (p == w) return true;
+    const std::string_view shorter = p.size() < w.size() ? p : w;
+    const std::string_view longer = p.size() < w.size() ? w : p;
+    return shorter.size() >= 4 && longer.size() == shorter.size() + 1 &&
+           longer.starts_with(shorter) && longer.back() == 's';
+  });
+}
+
+// "X, not Y" / "not Y, X": Y is in the previous request and X is new.
+bool ContrastsWithPrevious(const std::vector<std::string_view>& words,
+                           const std::vector<std::string_view>& previous) {
+  const int at = FindPhrase(words, "not");
+  if (at < 0 || words::ContainsAnyEntry(words, "followup_not_correction")) return false;
+  bool replaced = false;
+  for (size_t k = at + 1; k < words.size() && k <= static_cast<size_t>(at) + 4; ++k) {
+    replaced = replaced || (IsContentWord(words[k]) && InPrevious(words[k], previous));
+  }
+  const bool new_value = std::any_of(words.begin(), words.end(), [&](std::string_view w) {
+    return IsContentWord(w) && !InPrevious(w, previous);
+  });
+  return replaced && new_value;
+}
+
+// "no wait flat 4D, 4B already paid", "oops, the 2024 figures": a
+// retraction, then words of the previous request beside new ones, and no
+// new command.
+bool RetractsPrevious(const std::vector<std::string_view>& words,
+                      const std::vector<std::string_view>& previous) {
+  static const WordSet& openers = words::List("followup_retraction_openers");
+  if (words.empty() || !openers.contains(words.front())) return false;
+  size_t start = 0;
+  while (start < words.size() && IsFiller(words[start])) ++start;
+  const std::vector<std::string_view> rest(words.begin() + static_cast<long>(start), words.end());
+  if (rest.empty() || LeadingVerb(rest)) return false;
+  int kept = 0, fresh = 0;
+  for (std::string_view w : rest) {
+    if (!IsContentWord(w)) continue;
+    (InPrevious(w, previous) ? kept : fresh) += 1;
+  }
+  return kept > 0 && fresh > 0 && kept + fresh <= 6;
+}
+
+}  // namespace
+
+bool ReplacesPreviousValue(const std::vector<std::string_view>& words,
+                           const std::vector<std::string_view>& previous) {
+  if (words.empty() || words.size() > kMaxCorrectionWords || previous.empty() ||
+      ContainsPhrase(words, "?") || words::Contains("followup_question_openers", words.front())) {
+    return false;
+  }
+  return ContrastsWithPrevious(words, previous) || RetractsPrevious(words, previous);
+}
+
 std::string CorrectedValue(std::string_view message) {
   const std::vector<std::string_view> clauses = Clauses(message);
   std::vector<std::string_view> values;
   for (std::string_view clause : clauses) {
     const std::string normalized = NormalizeText(clause);
     const std::vector<std::string_view> words = Words(normalized);
-    // "not the curators": the value being replaced.
-    if (!words.empty() && (words.front() == "not" ||
-                           (words.size() > 1 && IsFiller(words.front()) && words[1] == "not"))) {
+    // "not the curators": the value being replaced; "wrong person": what
+    // was wrong, not what is right.
+    const auto first =
+        std::find_if(words.begin(), words.end(), [](std::string_view w) { return !IsFiller(w); });
+    if (!words.empty() &&
+        (words.front() == "not" ||
+         (words.size() > 1 && IsFiller(words.front()) && words[1] == "not") ||
+         (first != words.begin() && first != words.end() && *(first - 1) == "wrong"))) {
       continue;
     }
     std::string_view value = ValueOf(clause);
     if (!value.empty()) values.push_back(value);
+  }
+  // A pronoun alone ("excuse me") is no value when another clause has one.
+  static const WordSet& pronouns = words::List("send_pronouns");
+  static const WordSet& people = words::List("send_people");
+  if (values.size() > 1) {
+    std::erase_if(values, [](std::string_view v) {
+      const std::string word = Lowercase(v);
+      return pronouns.contains(word) || people.contains(word);
+    });
   }
   if (values.empty()) return "";
   // A figure is what corrections and edits most often change.

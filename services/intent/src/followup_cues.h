@@ -18,6 +18,15 @@ namespace omniforge::intent {
 // not Ortiz": a short message that takes back part of the last request.
 bool IsCorrection(const std::vector<std::string_view>& words);
 
+// "not the Dublin warehouse, Cork", "Priyanka not Priya", "no wait, flat
+// 4D": a short message that replaces a value the previous request holds
+// (`previous`: the normalized words of that request and of the
+// assistant's answer to it) with a new one, by a contrast ("X, not Y"
+// where Y is in `previous`) or after a retraction ("no", "wait", "oops")
+// with words of `previous` beside new ones.
+bool ReplacesPreviousValue(const std::vector<std::string_view>& words,
+                           const std::vector<std::string_view>& previous);
+
 // The new value a correction or an edit gives, as the user wrote it: the
 // clause that carries it, without the words of apology, agreement or
 // negation around it ("sorry, I meant the March report" -> "the March

@@ -513,7 +513,11 @@ std::optional<RuleAnswer> DraftCorrection(const Situation& s) {
 // request again, with the value it corrects.
 std::optional<RuleAnswer> CorrectLastRequest(const Situation& s) {
   const Context& c = s.context;
-  if (!c.previous_action || !IsCorrection(s.message.words)) return std::nullopt;
+  if (!c.previous_action) return std::nullopt;
+  const std::string previous = NormalizeText(c.previous_text);
+  if (!IsCorrection(s.message.words) && !ReplacesPreviousValue(s.message.words, Words(previous))) {
+    return std::nullopt;
+  }
   const std::string value = CorrectedValue(s.message.request.message);
   if (value.empty()) return std::nullopt;
   // A request the model could not place, about an agent, was a question
@@ -534,6 +538,12 @@ std::optional<RuleAnswer> CorrectLastRequest(const Situation& s) {
   out.entities = std::move(merged);
   if (!out.entities.contains("agent_name") && c.last_agent && !NewAgentOrSkill(action)) {
     out.entities["agent_name"] = *c.last_agent;
+  }
+  // "I meant the lab results one": the value names another of the agents.
+  if (!named_exactly && !NewAgentOrSkill(action)) {
+    if (auto other = MatchCatalogItem(value, s.message.request.agents)) {
+      out.entities["agent_name"] = *other;
+    }
   }
   out.entities["corrected_value"] = value;
   return out;
