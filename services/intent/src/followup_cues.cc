@@ -417,31 +417,130 @@ bool DirectionIsTemporal(const std::vector<std::string_view>& words) {
   return false;
 }
 
-std::optional<RelativePosition> FindRelativePosition(const std::vector<std::string_view>& words) {
-  // A position is asked of an item ("the one", "the row", "whatever sits",
-  // "its neighbour"), never of a time ("after lunch", "before friday").
-  static const WordSet& items = words::List("relative_items");
-  if (std::none_of(words.begin(), words.end(),
-                   [&](std::string_view w) { return items.contains(w); })) {
-    return std::nullopt;
+namespace {
+
+// `typed` is `word` with one letter missing, one extra, or two adjacent
+// letters swapped ("befor", "abvoe"); a different letter is another word
+// ("alter" is no "after").
+bool IsTypoOf(std::string_view typed, std::string_view word) {
+  if (typed == word || word.size() < 5 || typed.size() < 4) return false;
+  if (typed.size() + 1 == word.size() || typed.size() == word.size() + 1) {
+    const std::string_view longer = typed.size() > word.size() ? typed : word;
+    const std::string_view shorter = typed.size() > word.size() ? word : typed;
+    for (size_t i = 0; i < longer.size(); ++i) {
+      if (longer.substr(0, i) == shorter.substr(0, i) &&
+          longer.substr(i + 1) == shorter.substr(i)) {
+        return true;
+      }
+    }
+    return false;
   }
-  if (DirectionIsTemporal(words)) return std::nullopt;
-  if (words::ContainsAnyEntry(words, "relative_between")) {
-    return RelativePosition::kBetween;
+  if (typed.size() != word.size()) return false;
+  for (size_t i = 0; i + 1 < typed.size(); ++i) {
+    if (typed[i] != word[i]) {
+      return typed[i] == word[i + 1] && typed[i + 1] == word[i] &&
+             typed.substr(i + 2) == word.substr(i + 2);
+    }
   }
-  if (words::ContainsAnyEntry(words, "relative_before")) {
-    return RelativePosition::kBefore;
+  return false;
+}
+
+// `words` with each direction word typed with a slip spelled right.
+std::vector<std::string_view> WithDirectionsSpelled(const std::vector<std::string_view>& words) {
+  std::vector<std::string_view> out = words;
+  for (std::string_view& w : out) {
+    for (std::string_view list : {"relative_before", "relative_after"}) {
+      for (const std::string& entry : words::List(list)) {
+        if (entry.find(' ') == std::string::npos && IsTypoOf(w, entry)) w = entry;
+      }
+    }
   }
-  if (words::ContainsAnyEntry(words, "relative_after")) {
-    return RelativePosition::kAfter;
+  return out;
+}
+
+// The first word of the first phrase of list `name` in `words`, or npos.
+size_t FindEntry(const std::vector<std::string_view>& words, std::string_view name) {
+  size_t found = std::string_view::npos;
+  for (const std::string& phrase : words::List(name)) {
+    const int at = FindPhrase(words, phrase);
+    if (at >= 0 && static_cast<size_t>(at) < found) found = static_cast<size_t>(at);
+  }
+  return found;
+}
+
+// "two after X", "3 places above it": how many places away, 1 unless a
+// count stands right before the direction.
+int CountBefore(const std::vector<std::string_view>& words, size_t at) {
+  static const WordSet& units = words::List("relative_units");
+  size_t k = at;
+  if (k > 0 && units.contains(words[k - 1])) --k;
+  if (k == 0) return 1;
+  for (const words::Entry& count : words::Entries("relative_counts")) {
+    if (count.text == words[k - 1]) return std::stoi(count.value);
+  }
+  int n = 0;
+  const std::string digits(words[k - 1]);
+  if (std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(c) != 0; }) &&
+      !digits.empty() && digits.size() <= 2) {
+    n = std::stoi(digits);
+  }
+  return n >= 2 ? n : 1;
+}
+
+// The direction `words` give and where, before any check of what it is
+// asked of.
+std::optional<RelativeRef> FindDirection(const std::vector<std::string_view>& words) {
+  if (const size_t at = FindEntry(words, "relative_between"); at != std::string_view::npos) {
+    return RelativeRef{RelativePosition::kBetween, 1, at};
+  }
+  if (const size_t at = FindEntry(words, "relative_before"); at != std::string_view::npos) {
+    return RelativeRef{RelativePosition::kBefore, CountBefore(words, at), at};
+  }
+  if (const size_t at = FindEntry(words, "relative_after"); at != std::string_view::npos) {
+    return RelativeRef{RelativePosition::kAfter, CountBefore(words, at), at};
   }
   // "the one next to it" points; "run the digest agent next" closing the
   // message tells when, not which.
   const auto next = std::find(words.begin(), words.end(), "next");
   if (next != words.end() && next + 1 != words.end() && *(next + 1) != "?") {
-    return RelativePosition::kAfter;
+    const size_t at = static_cast<size_t>(next - words.begin());
+    return RelativeRef{RelativePosition::kAfter, CountBefore(words, at), at};
   }
   return std::nullopt;
+}
+
+// A listed item right after the direction ("right after X", "just in
+// front of X"), and none named before it.
+bool AnchoredOnListedItem(const std::vector<std::string_view>& words, size_t at) {
+  for (size_t k = 0; k < at; ++k) {
+    if (words[k] == kListedItem) return false;
+  }
+  for (size_t k = at + 1; k < words.size() && k <= at + 4; ++k) {
+    if (words[k] == kListedItem) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<RelativeRef> ReadRelativePosition(const std::vector<std::string_view>& typed) {
+  const std::vector<std::string_view> words = WithDirectionsSpelled(typed);
+  std::optional<RelativeRef> found = FindDirection(words);
+  if (!found) return std::nullopt;
+  // A position is asked of an item ("the one", "the row", "whatever sits",
+  // "its neighbour"), never of a time ("after lunch", "before friday").
+  static const WordSet& items = words::List("relative_items");
+  const bool item = std::any_of(words.begin(), words.end(),
+                                [&](std::string_view w) { return items.contains(w); });
+  if (!item && !AnchoredOnListedItem(words, found->at)) return std::nullopt;
+  if (DirectionIsTemporal(words)) return std::nullopt;
+  return found;
+}
+
+std::optional<RelativePosition> FindRelativePosition(const std::vector<std::string_view>& words) {
+  const std::optional<RelativeRef> found = ReadRelativePosition(words);
+  if (!found) return std::nullopt;
+  return found->position;
 }
 
 std::optional<size_t> NewTopicStart(std::string_view message) {

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "libs/words/lists.h"
 #include "services/intent/src/cues.h"
 #include "services/intent/src/followup_cues.h"
 #include "services/intent/src/text.h"
@@ -386,13 +387,32 @@ int RelativeAnchor(const Situation& s, const std::vector<int>& named) {
   return -1;
 }
 
+// The message's words with each name of an item of the last list as one
+// kListedItem.
+std::vector<std::string_view> MaskListed(const Situation& s) {
+  std::vector<std::string_view> words = s.message.words;
+  for (const std::string& name : s.context.last_list) {
+    const std::string normalized = NormalizeText(name);
+    const std::vector<std::string_view> name_words = Words(normalized);
+    for (int at = FindPhrase(words, normalized); at >= 0 && !name_words.empty();
+         at = FindPhrase(words, normalized)) {
+      words.erase(words.begin() + at + 1,
+                  words.begin() + at + static_cast<long>(name_words.size()));
+      words[static_cast<size_t>(at)] = kListedItem;
+    }
+  }
+  return words;
+}
+
 // "the one listed before X", "whatever sits right below X", "number 3's
 // predecessor", "the one above the last", "the one in between the other
-// two": the anchor's neighbour in the last list, by index.
+// two", "pause the agent listed two after X": the anchor's neighbour in
+// the last list, by index.
 std::optional<RuleAnswer> PickRelative(const Situation& s) {
   const Context& c = s.context;
   if (c.last_list.empty()) return std::nullopt;
-  const std::optional<RelativePosition> position = FindRelativePosition(s.message.words);
+  const std::vector<std::string_view> masked = MaskListed(s);
+  const std::optional<RelativeRef> position = ReadRelativePosition(masked);
   if (!position) return std::nullopt;
   const int size = static_cast<int>(c.last_list.size());
   std::vector<int> named;
@@ -403,7 +423,7 @@ std::optional<RuleAnswer> PickRelative(const Situation& s) {
   }
   int picked = -1;
   int anchor = -1;
-  if (*position == RelativePosition::kBetween) {
+  if (position->position == RelativePosition::kBetween) {
     if (named.size() >= 2 && std::abs(named[0] - named[1]) == 2) {
       picked = (named[0] + named[1]) / 2;
     } else if (named.size() < 2 && size == 3) {
@@ -411,8 +431,13 @@ std::optional<RuleAnswer> PickRelative(const Situation& s) {
     }
     anchor = named.empty() ? picked : named.front();
   } else {
-    anchor = RelativeAnchor(s, named);
-    if (anchor >= 0) picked = anchor + (*position == RelativePosition::kBefore ? -1 : 1);
+    // "the previous one", "the next one": from the item talked about last,
+    // unless an item is named.
+    const bool from_current = named.empty() && position->at < masked.size() &&
+                              words::Contains("relative_from_current", masked[position->at]);
+    anchor = from_current && CurrentIndex(c) >= 0 ? CurrentIndex(c) : RelativeAnchor(s, named);
+    const int step = position->position == RelativePosition::kBefore ? -1 : 1;
+    if (anchor >= 0) picked = anchor + step * position->offset;
   }
   if (picked < 0 || picked >= size || anchor < 0) return std::nullopt;
   return AnswerPick(s, c.last_list[picked], "the position relative to " + c.last_list[anchor]);
