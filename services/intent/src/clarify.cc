@@ -154,6 +154,9 @@ struct Facts {
   // The recent history gives a reference something to stand for: an agent
   // it names, or an assistant turn with figures, a list or a draft.
   bool history_binds = false;
+  // The last assistant turn gave something a vague word ("the doc", "the
+  // details") can stand for: a list, figures or a long answer.
+  bool output_binds = false;
   // The last assistant turn lists two items or more.
   bool last_turn_lists = false;
   // The last assistant turn asks the user something.
@@ -318,8 +321,9 @@ void ReadFacts(const ClarifyInput& in, Facts& f) {
   const size_t last_words = Words(last_normalized).size();
   f.last_turn_lists = CountListLines(f.last_assistant) >= kListLines ||
                       (!history.empty() && !history.back().listed_agents.empty());
-  f.history_binds = agent_named || f.last_turn_lists || last_words >= kSubstantialTurnWords ||
-                    CountFigures(f.last_assistant) >= kSubstantialFigures;
+  f.output_binds = f.last_turn_lists || last_words >= kSubstantialTurnWords ||
+                   CountFigures(f.last_assistant) >= kSubstantialFigures;
+  f.history_binds = agent_named || f.output_binds;
   f.last_turn_asks = !history.empty() && history.back().role == Role::kAssistant &&
                      f.last_assistant.find('?') != std::string::npos;
   f.payload = HasPayload(in.request.message, f.words.size());
@@ -740,14 +744,19 @@ bool RecipientUnclear(Facts& f) {
 // "ping the team about it": what to pass on is missing, or a word that
 // could be anything, and the history shows nothing it could be.
 bool ObjectUnclear(Facts& f) {
-  if (!SendInScope(f) || f.history_binds) return false;
+  // A word that could be anything is bound by what the assistant gave or by
+  // the same word in the history, not by an agent named somewhere.
+  const bool bound = f.send.object == SlotFill::kVague ? f.output_binds : f.history_binds;
+  if (!SendInScope(f) || bound) return false;
   const std::vector<std::string_view>& what = f.send.object_words;
   switch (f.send.object) {
     case SlotFill::kNamed:
       return false;
     case SlotFill::kNone:
-      if (!f.send.tells) return false;
-      f.referent = "what to tell them";
+      // "share with the whole department": nothing to pass on, unless an
+      // agent in play makes it.
+      if (!f.send.tells && (f.in.agent_name || !f.described_agents.empty())) return false;
+      f.referent = f.send.tells ? "what to tell them" : "what to send";
       return true;
     case SlotFill::kPronoun:
       if (f.in.agent_name) return false;  // "it": what the named agent makes
@@ -794,7 +803,11 @@ bool PurposeMissing(Facts& f) {
       !(AsksForNewAgent(f.words) && !NamesAgentExactly(f))) {
     return false;
   }
-  if (f.in.reference == Reference::kCorrection) return false;
+  // "set that up" after the assistant described what it would do.
+  if (f.in.reference == Reference::kCorrection ||
+      (f.in.reference == Reference::kPronoun && f.output_binds)) {
+    return false;
+  }
   const std::vector<std::string_view>& w = f.words;
   if (f.payload || w.size() >= 16) return false;
   const std::map<std::string, std::string> entities = ExtractEntities(f.in.request.message);

@@ -1,5 +1,6 @@
 #include "services/intent/src/conversation_context.h"
 
+#include <cctype>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -357,6 +358,65 @@ void ReadOfferAndDraft(const IntentRequest& request, const OpenOffer& offer, Con
   }
 }
 
+// Text of its own in `text`: at least `min_words` words between quote
+// marks or after a colon.
+bool CarriesText(std::string_view text, size_t min_words) {
+  const size_t colon = text.find(':');
+  if (colon != std::string_view::npos &&
+      Words(NormalizeText(text.substr(colon + 1))).size() >= min_words) {
+    return true;
+  }
+  const size_t curly = text.find("“");
+  if (curly != std::string_view::npos && text.find("”", curly) != std::string_view::npos) {
+    return true;
+  }
+  // A quote mark, not an apostrophe inside a word ("I've", "Hale's").
+  const auto quote_at = [text](size_t from) {
+    const auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
+    for (size_t at = text.find_first_of("\"'", from); at != std::string_view::npos;
+         at = text.find_first_of("\"'", at + 1)) {
+      if (text[at] == '"' || at == 0 || at + 1 >= text.size() || !letter(text[at - 1]) ||
+          !letter(text[at + 1])) {
+        return at;
+      }
+    }
+    return std::string_view::npos;
+  };
+  const size_t open = quote_at(0);
+  const size_t close = open == std::string_view::npos ? open : quote_at(open + 1);
+  return close != std::string_view::npos &&
+         Words(NormalizeText(text.substr(open, close - open))).size() >= 2;
+}
+
+int CountFigures(std::string_view text) {
+  int figures = 0;
+  bool in_number = false;
+  for (char ch : text) {
+    const bool digit = ch >= '0' && ch <= '9';
+    if (digit && !in_number) ++figures;
+    in_number = digit || (in_number && (ch == '.' || ch == ','));
+  }
+  return figures;
+}
+
+// What the last turn, an assistant's, gave the user to work on.
+void ReadLastOutput(const IntentRequest& request, Context& c) {
+  if (request.history.empty() || request.history.back().role != Role::kAssistant) return;
+  const std::string& text = request.history.back().content;
+  constexpr size_t kTextWords = 10;
+  constexpr int kFigures = 2;
+  if (CarriesText(text, kTextWords)) {
+    c.last_output = Output::kText;
+  } else if (CountFigures(text) >= kFigures) {
+    c.last_output = Output::kFigures;
+  }
+  const std::vector<HistoryTurn>& history = request.history;
+  const bool asked_of_agent =
+      history.size() >= 2 && history[history.size() - 2].role == Role::kUser &&
+      !CatalogItemsInOrder(history[history.size() - 2].content, request.agents).empty();
+  c.last_output_names_agent = asked_of_agent || !CatalogItemsInOrder(text, request.agents).empty();
+}
+
 }  // namespace
 
 Context ReadContext(const IntentRequest& request, const LocalClassifier& classifier,
@@ -367,6 +427,7 @@ Context ReadContext(const IntentRequest& request, const LocalClassifier& classif
       history.size() > static_cast<size_t>(max_turns) ? history.size() - max_turns : 0;
   c.has_history = begin < history.size();
   ReadLastListAndAgent(request, begin, c);
+  ReadLastOutput(request, c);
 
   // The last user turn, and the assistant's turns after it.
   const HistoryTurn* last_user = nullptr;

@@ -16,6 +16,8 @@
 namespace omniforge::intent {
 namespace {
 
+using WordSet = words::WordSet;
+
 void Merge(std::map<std::string, std::string>& into,
            const std::map<std::string, std::string>& from) {
   for (const auto& [k, v] : from) into[k] = v;
@@ -626,6 +628,78 @@ std::optional<RuleAnswer> FollowUpDetail(const Situation& s) {
   return out;
 }
 
+// Where `words` point at something with a pronoun or a demonstrative:
+// kNoun for "those numbers", "these 3 dates" (a thing, never an agent),
+// kPronoun for "it", "them", "merge those", "set that up".
+enum class Pointing { kNone, kPronoun, kNoun };
+
+Pointing PointsAt(const std::vector<std::string_view>& words) {
+  static const WordSet& stop = words::List("clarify_stop_words");
+  static const WordSet& agents = words::List("clarify_generic_agent_words");
+  static const WordSet& times = words::List("clarify_time_nouns");
+  Pointing found = Pointing::kNone;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string_view w = words[i];
+    if (w == "it" || w == "them") found = Pointing::kPronoun;
+    if (w != "those" && w != "these" && w != "that" && w != "this") continue;
+    size_t k = i + 1;
+    while (k < words.size() && std::isdigit(static_cast<unsigned char>(words[k][0])) != 0) ++k;
+    if (k < words.size() && !stop.contains(words[k]) && !agents.contains(words[k]) &&
+        !times.contains(words[k]) && words[k] != "?") {
+      return Pointing::kNoun;
+    }
+    if (k == words.size() || stop.contains(words[k])) found = Pointing::kPronoun;
+  }
+  return found;
+}
+
+// "print it", "merge them": a word the model does not know as a verb,
+// right before the pronoun, opens the message.
+bool UnknownVerbOnPronoun(const std::vector<std::string_view>& words) {
+  size_t i = 0;
+  while (i < words.size() && words::Contains("filler_intent", words[i])) ++i;
+  return i + 1 < words.size() && (words[i + 1] == "it" || words[i + 1] == "them" ||
+                                  words[i + 1] == "those" || words[i + 1] == "these");
+}
+
+// "shorten it to 100 words" after a draft, "put those numbers in the
+// #finance channel" after figures, "merge them" after two records: a
+// pronoun or a demonstrative that stands for what the assistant just gave
+// (not for an agent it named), worked on now; "set that up" after a
+// description of what an agent would do builds it.
+std::optional<RuleAnswer> TaskOnAssistantOutput(const Situation& s) {
+  const Context& c = s.context;
+  const std::vector<std::string_view>& words = s.message.words;
+  if (c.last_output == Output::kNone || ContainsPhrase(words, "?") || !c.last_list.empty()) {
+    return std::nullopt;
+  }
+  const bool named_exactly =
+      s.named_agent &&
+      absl::StrContains(Lowercase(s.message.request.message), Lowercase(*s.named_agent));
+  const Pointing pointing = PointsAt(words);
+  if (named_exactly || pointing == Pointing::kNone ||
+      (pointing == Pointing::kPronoun && c.last_output_names_agent)) {
+    return std::nullopt;
+  }
+  const std::string& said = s.message.request.history.back().content;
+  const bool builds = (s.verb == Action::kCreateAgent || ContainsPhrase(words, "up")) &&
+                      (absl::StrContains(said, "would") || absl::StrContains(said, "could"));
+  if (pointing == Pointing::kPronoun && c.last_output != Output::kText && !builds) {
+    return std::nullopt;
+  }
+  if (!builds && (s.verb == Action::kManagePlatform || s.verb == Action::kQueryInfo ||
+                  s.verb == Action::kCreateAgent || s.verb == Action::kCreateSkill ||
+                  (!s.verb && !UnknownVerbOnPronoun(words)))) {
+    return std::nullopt;
+  }
+  const Action action = builds ? Action::kCreateAgent : Action::kExecuteTask;
+  RuleAnswer out = Answer(
+      s, action, Reference::kPronoun,
+      "The message points at what the assistant just gave; it asks to " + Phrase(action) + ".");
+  out.entities.erase("agent_name");
+  return out;
+}
+
 // "pause it", "change that", "run now": a verb on the agent last talked
 // about.
 std::optional<RuleAnswer> PronounToLastAgent(const Situation& s) {
@@ -707,6 +781,7 @@ constexpr Rule<Situation> kReferenceRules[] = {
     {.name = "same_for_named_agent", .confidence = 0.85f, .apply = &SameForNamedAgent},
     {.name = "same_again_on_last_agent", .confidence = 0.85f, .apply = &SameAgainOnLastAgent},
     {.name = "follow_up_detail", .confidence = 0.8f, .apply = &FollowUpDetail},
+    {.name = "task_on_assistant_output", .confidence = 0.8f, .apply = &TaskOnAssistantOutput},
     {.name = "pronoun_to_last_agent", .confidence = 0.88f, .apply = &PronounToLastAgent},
     {.name = "agent_then_instruction", .confidence = 0.8f, .apply = &AgentThenInstruction},
     {.name = "named_agent_with_verb", .confidence = 0.85f, .apply = &NamedAgentWithVerb},

@@ -75,8 +75,12 @@ bool IsVerbAt(const WordList& w, size_t i) {
 
 WordList ContentOf(const WordList& w, size_t from, size_t to) {
   WordList out;
-  for (size_t k = from; k < to && k < w.size(); ++k) {
-    if (Determiners().contains(w[k]) || Filler().contains(w[k]) || Particles().contains(w[k])) {
+  const size_t end = std::min(to, w.size());
+  for (size_t k = from; k < end; ++k) {
+    // A determiner with no noun after it is a pronoun ("send it to her").
+    const bool pronoun = IsPronoun(w[k]) && (k + 1 == end || Filler().contains(w[k + 1]));
+    if (!pronoun &&
+        (Determiners().contains(w[k]) || Filler().contains(w[k]) || Particles().contains(w[k]))) {
       continue;
     }
     out.push_back(w[k]);
@@ -171,6 +175,12 @@ void ReadPassOn(const WordList& w, size_t v, const std::set<std::string>& capita
   if (marker != std::string_view::npos) {
     out.object_words = ContentOf(w, from, marker);
     out.recipient_words = ContentOf(w, marker + 1, PhraseEnd(w, marker + 1));
+  } else if (const size_t about = PhraseEnd(w, from);
+             words::Contains("send_address_verbs", w[v]) && about < w.size() &&
+             words::Contains("send_content_openers", w[about])) {
+    // "email the landlord about those two": the person, then the content.
+    out.recipient_words = ContentOf(w, from, about);
+    out.object_words = ContentOf(w, about + 1, PhraseEnd(w, about + 1));
   } else {
     const size_t end = PhraseEnd(w, from);
     const size_t second = SecondPhraseAt(w, from, end);

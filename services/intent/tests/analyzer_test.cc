@@ -486,7 +486,7 @@ TEST(RuleTableTest, NamesAreUniqueSnakeCaseAndConfidencesInRange) {
   };
   for (const auto& r : FastPathRules()) check(r.name, r.confidence);
   for (const auto& r : ReferenceRules()) check(r.name, r.confidence);
-  EXPECT_EQ(names.size(), 21u);
+  EXPECT_EQ(names.size(), 22u);
 }
 
 struct RuleCase {
@@ -547,6 +547,12 @@ TEST(RuleTableTest, EachRuleAnswersItsPhraseWithItsConfidence) {
       {"do the same for yesterday", InvoiceQuestion(), "same_again_on_last_agent",
        Action::kQueryInfo},
       {"and last week?", InvoiceQuestion(), "follow_up_detail", Action::kQueryInfo},
+      {"shorten it to 50 words",
+       {User("draft a note to the team about friday's outage"),
+        Assistant("Draft: \"Hi all, the billing service was down for 40 minutes on Friday; no "
+                  "data was lost and the invoices went out on Saturday.\"")},
+       "task_on_assistant_output",
+       Action::kExecuteTask},
       {"pause it", InvoiceQuestion(), "pronoun_to_last_agent", Action::kManagePlatform},
       {"run the sales digest anyway", {}, "named_agent_with_verb", Action::kExecuteTask},
       {"build me something that emails our stripe revenue to the founders",
