@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "services/intent/entities/entities.h"
+#include "services/intent/src/assistant_list.h"
 #include "services/intent/src/cues.h"
 #include "services/intent/src/text.h"
 
@@ -148,9 +149,12 @@ std::string ProposalText(std::string_view text) {
   return std::string(text);
 }
 
+// The agents a turn lists: the routing metadata, else the entries of the
+// list it wrote (ListedAgents), else every agent it names, in order.
 std::vector<std::string> AgentsOf(const HistoryTurn& turn, const std::vector<CatalogItem>& agents) {
   if (!turn.listed_agents.empty()) return turn.listed_agents;
-  return CatalogItemsInOrder(turn.content, agents);
+  std::vector<std::string> listed = ListedAgents(turn.content, agents);
+  return listed.empty() ? CatalogItemsInOrder(turn.content, agents) : listed;
 }
 
 std::optional<std::string> SingleAgentOf(const HistoryTurn& turn,

@@ -238,6 +238,11 @@ TEST(EntitiesTest, FindsOrdinalsButNotTimes) {
   EXPECT_EQ(FindOrdinal("the last one")->kind, OrdinalRef::Kind::kFromEnd);
   EXPECT_EQ(FindOrdinal("the last one")->Resolve(3, -1), 2);
   EXPECT_EQ(FindOrdinal("the second to last")->Resolve(3, -1), 1);
+  // Counted from the end in the other ways people say it.
+  EXPECT_EQ(FindOrdinal("turn off the last but one")->Resolve(4, -1), 2);
+  EXPECT_EQ(FindOrdinal("second from the bottom, pause it")->Resolve(4, -1), 2);
+  EXPECT_EQ(FindOrdinal("rerun the second-last one")->Resolve(5, -1), 3);
+  EXPECT_EQ(FindOrdinal("the penultimate one")->Resolve(5, -1), 3);
   EXPECT_EQ(FindOrdinal("the middle one")->Resolve(3, -1), 1);
   EXPECT_EQ(FindOrdinal("the middle one")->Resolve(4, -1), -1);
   EXPECT_EQ(FindOrdinal("and the other one?")->Resolve(2, 0), 1);
