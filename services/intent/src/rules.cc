@@ -1,6 +1,7 @@
 #include "services/intent/src/rules.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <set>
 
@@ -787,6 +788,22 @@ constexpr Rule<Situation> kReferenceRules[] = {
     {.name = "named_agent_with_verb", .confidence = 0.85f, .apply = &NamedAgentWithVerb},
 };
 
+// A recurring window or condition on when something runs ("between 10pm
+// and 6am", "at weekends", "overnight"), not a date it resumes on.
+bool LimitsWhenItRuns(const std::vector<std::string_view>& words) {
+  if (words::ContainsAnyEntry(words, "recurring_windows")) return true;
+  const int between = FindPhrase(words, "between");
+  if (between < 0) return false;
+  const auto is_time = [](std::string_view w) {
+    return std::isdigit(static_cast<unsigned char>(w.front())) != 0 || w == "noon" ||
+           w == "midnight";
+  };
+  int times = 0;
+  for (size_t k = static_cast<size_t>(between) + 1; k < words.size(); ++k)
+    times += is_time(words[k]);
+  return times >= 2;
+}
+
 }  // namespace
 
 Message::Message(const IntentRequest& request)
@@ -807,6 +824,12 @@ Situation ReadSituation(const Message& message, const Context& context,
   }
   for (std::string_view w : message.words) s.content_words += w != "?";
   s.verb = VerbAction(request.message);
+  // "stop it sending between 10pm and 6am": switched off only some of the
+  // time, it still runs; what it does changes (LABELS.md: lifecycle is on
+  // or off, "skip weekends" is a change).
+  if (s.verb == Action::kManagePlatform && LimitsWhenItRuns(message.words)) {
+    s.verb = Action::kUpdateAgent;
+  }
   if (s.verb && !NewAgentOrSkill(*s.verb)) s.agent_verb = s.verb;
   s.verb_is_explicit = VerbIsExplicit(request.message);
   s.ordinal = FindOrdinal(request.message);

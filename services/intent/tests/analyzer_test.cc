@@ -576,6 +576,14 @@ TEST(RuleTableTest, EachRuleAnswersItsPhraseWithItsConfidence) {
   }
 }
 
+TEST(RuleTableTest, SwitchingOffOnlySomeOfTheTimeIsAChange) {
+  EXPECT_EQ(Local("stop it sending between 10pm and 6am", InvoiceQuestion()).analysis.action,
+            Action::kUpdateAgent);
+  EXPECT_EQ(Local("pause it at weekends", InvoiceQuestion()).analysis.action, Action::kUpdateAgent);
+  EXPECT_EQ(Local("pause it until monday", InvoiceQuestion()).analysis.action,
+            Action::kManagePlatform);
+}
+
 TEST(RuleTableTest, AnUnmistakableImperativeOverridesAnUnsureModel) {
   for (const char* text : {"turn off the standup summary until january", "connect notion"}) {
     const LocalResult r = Local(text, {}, {});
