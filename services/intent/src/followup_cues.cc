@@ -291,8 +291,13 @@ bool RetractsPrevious(const std::vector<std::string_view>& words,
   while (start < words.size() && IsFiller(words[start])) ++start;
   const std::vector<std::string_view> rest(words.begin() + static_cast<long>(start), words.end());
   if (rest.empty() || LeadingVerb(rest)) return false;
+  // The value ends where a statement about it starts ("4B already paid",
+  // "the digest failed again").
+  static const WordSet& past = words::List("clarify_past_irregular");
+  static const WordSet& statement = words::List("followup_statement_verbs");
   int kept = 0, fresh = 0;
   for (std::string_view w : rest) {
+    if (past.contains(w) || statement.contains(w) || (w.size() >= 5 && w.ends_with("ed"))) break;
     if (!IsContentWord(w)) continue;
     (InPrevious(w, previous) ? kept : fresh) += 1;
   }

@@ -659,6 +659,13 @@ Pointing PointsAt(const std::vector<std::string_view>& words) {
 bool UnknownVerbOnPronoun(const std::vector<std::string_view>& words) {
   size_t i = 0;
   while (i < words.size() && words::Contains("filler_intent", words[i])) ++i;
+  // "love it", "got it", "nah it's fine": a reaction, not work.
+  if (i < words.size() &&
+      (words::Contains("confirm_intent", words[i]) || words::Contains("decline_intent", words[i]) ||
+       words::Contains("clarify_stop_words", words[i]) ||
+       words::Contains("clarify_reactions", words[i]))) {
+    return false;
+  }
   return i + 1 < words.size() && (words[i + 1] == "it" || words[i + 1] == "them" ||
                                   words[i + 1] == "those" || words[i + 1] == "these");
 }
@@ -698,6 +705,10 @@ std::optional<RuleAnswer> TaskOnAssistantOutput(const Situation& s) {
       s, action, Reference::kPronoun,
       "The message points at what the assistant just gave; it asks to " + Phrase(action) + ".");
   out.entities.erase("agent_name");
+  // "run those reports again" after an agent's output: that agent's work.
+  if (pointing == Pointing::kNoun && c.last_output_names_agent && c.last_agent && !builds) {
+    out.entities["agent_name"] = *c.last_agent;
+  }
   return out;
 }
 

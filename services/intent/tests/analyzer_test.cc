@@ -576,6 +576,17 @@ TEST(RuleTableTest, EachRuleAnswersItsPhraseWithItsConfidence) {
   }
 }
 
+TEST(RuleTableTest, APronounStandsForWhatTheAssistantGaveOnlyWithoutAnAgentInTheExchange) {
+  const std::vector<HistoryTurn> draft = {
+      User("draft a note to the team about friday's outage"),
+      Assistant("Draft: \"Hi all, the billing service was down for 40 minutes on Friday; no data "
+                "was lost and the invoices went out on Saturday.\"")};
+  EXPECT_EQ(Local("print it for the notice board", draft).rule, "task_on_assistant_output");
+  EXPECT_NE(Local("love it", draft).rule, "task_on_assistant_output");
+  // invoice-chaser was asked about by name: "it" is the agent.
+  EXPECT_NE(Local("run it again", InvoiceQuestion()).rule, "task_on_assistant_output");
+}
+
 TEST(RuleTableTest, SwitchingOffOnlySomeOfTheTimeIsAChange) {
   EXPECT_EQ(Local("stop it sending between 10pm and 6am", InvoiceQuestion()).analysis.action,
             Action::kUpdateAgent);

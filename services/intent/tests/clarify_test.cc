@@ -406,9 +406,10 @@ TEST(FollowupCuesTest, ACorrectionReplacesAValueOfThePreviousRequest) {
   EXPECT_TRUE(replaces("not the Dublin warehouse, Cork"));  // "not Y", Y was asked for
   EXPECT_TRUE(replaces("no wait, the Galway warehouse"));   // a retraction, then a new value
   EXPECT_FALSE(replaces("not the Galway one, Cork"));       // Y was never asked for
-  EXPECT_FALSE(replaces("why is the Dublin warehouse not done?"));  // a question
-  EXPECT_FALSE(replaces("no wait, pause the warehouse digest"));    // a new command
-  EXPECT_FALSE(replaces("the Dublin warehouse is not ready yet"));  // a statement
+  EXPECT_FALSE(replaces("why is the Dublin warehouse not done?"));   // a question
+  EXPECT_FALSE(replaces("no wait, pause the warehouse digest"));     // a new command
+  EXPECT_FALSE(replaces("the Dublin warehouse is not ready yet"));   // a statement
+  EXPECT_FALSE(replaces("hmm, the Dublin warehouse failed again"));  // about it, no new value
 }
 
 TEST(FollowupCuesTest, TheCorrectedValueSkipsWhatWasWrongAndFollowsIMeant) {
