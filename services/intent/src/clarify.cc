@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "libs/words/lists.h"
+#include "services/intent/src/assistant_list.h"
 #include "services/intent/src/cues.h"
 #include "services/intent/src/followup_cues.h"
 #include "services/intent/src/send_slots.h"
@@ -215,6 +216,18 @@ int CountListLines(std::string_view text) {
   return lines;
 }
 
+// A list in prose of short entries ("Confirmed so far: Ana Ruiz, Tom
+// Beck, Priya Nair and Leo Grant"), not just a sentence with a comma.
+bool ListsShortEntries(std::string_view text) {
+  constexpr size_t kMinEntries = 3;
+  constexpr size_t kMaxEntryWords = 4;
+  const std::vector<std::string> items = ListItems(text);
+  return items.size() >= kMinEntries &&
+         std::all_of(items.begin(), items.end(), [&](const std::string& item) {
+           return Words(NormalizeText(item)).size() <= kMaxEntryWords;
+         });
+}
+
 // The next `quote` from `from` that opens or closes a quotation: an
 // apostrophe between two letters ("don't", "Sarah's") is none.
 size_t FindQuote(std::string_view message, std::string_view quote, size_t from) {
@@ -320,6 +333,7 @@ void ReadFacts(const ClarifyInput& in, Facts& f) {
   const std::string last_normalized = NormalizeText(f.last_assistant);
   const size_t last_words = Words(last_normalized).size();
   f.last_turn_lists = CountListLines(f.last_assistant) >= kListLines ||
+                      ListsShortEntries(f.last_assistant) ||
                       (!history.empty() && !history.back().listed_agents.empty());
   f.output_binds = f.last_turn_lists || last_words >= kSubstantialTurnWords ||
                    CountFigures(f.last_assistant) >= kSubstantialFigures;
@@ -337,6 +351,19 @@ bool AboutExistingAgent(Action a) {
 }
 
 // ------------------------------------------------------------ conditions
+
+// The history names people ("Anya and Pedro", "Tom Reilly"), whom a
+// "them" can stand for.
+bool HistoryNamesPeople(const Facts& f) {
+  const std::vector<HistoryTurn>& history = f.in.request.history;
+  const size_t begin = history.size() > kHistoryTurns ? history.size() - kHistoryTurns : 0;
+  for (size_t i = begin; i < history.size(); ++i) {
+    for (const std::string& word : CapitalizedWords(history[i].content)) {
+      if (word.size() >= 3 && IsAsciiWord(word) && !InAgentNames(f, word)) return true;
+    }
+  }
+  return false;
+}
 
 // "why is that one red", "translate this to german" with nothing in the
 // history or the message for it to stand for.
@@ -360,7 +387,8 @@ bool UnboundDeictic(Facts& f) {
     } else if (word == "thats") {
       deictic = !ReactionWords().contains(next) && next != "not" && next != "what";
     } else if (word == "it" || word == "them") {
-      deictic = !antecedent;
+      // "email them the details" after the assistant named people.
+      deictic = !antecedent && !(word == "them" && HistoryNamesPeople(f));
     } else if (word == "here") {
       deictic = next.empty() || next == "?";
     }
@@ -653,19 +681,6 @@ bool HistoryNamesRecipient(const Facts& f) {
     if (!IsSendVerbForm(h[i])) continue;
     for (size_t j = i + 1; j < h.size() && j <= i + 6; ++j) {
       if (h[j] == "to" || h[j] == "with") return true;
-    }
-  }
-  return false;
-}
-
-// The history names people ("Anya and Pedro", "Tom Reilly"), whom a
-// "them" can stand for.
-bool HistoryNamesPeople(const Facts& f) {
-  const std::vector<HistoryTurn>& history = f.in.request.history;
-  const size_t begin = history.size() > kHistoryTurns ? history.size() - kHistoryTurns : 0;
-  for (size_t i = begin; i < history.size(); ++i) {
-    for (const std::string& word : CapitalizedWords(history[i].content)) {
-      if (word.size() >= 3 && IsAsciiWord(word) && !InAgentNames(f, word)) return true;
     }
   }
   return false;

@@ -728,6 +728,33 @@ std::optional<RuleAnswer> PronounToLastAgent(const Situation& s) {
   return out;
 }
 
+// "leave that aisle out" after the user said what shelf-gap-finder gets
+// wrong: a verb that edits what an agent does, on something the exchange
+// about that agent talked of, changes it.
+std::optional<RuleAnswer> EditOfAgentInPlay(const Situation& s) {
+  const Context& c = s.context;
+  const std::vector<std::string_view>& words = s.message.words;
+  if (!c.last_agent || !c.last_output_names_agent || ContainsPhrase(words, "?") ||
+      (s.named_agent && s.named_agent != c.last_agent)) {
+    return std::nullopt;
+  }
+  size_t i = 0;
+  while (i < words.size() && words::Contains("filler_intent", words[i])) ++i;
+  if (i >= words.size() || !words::Contains("agent_edit_verbs", words[i])) return std::nullopt;
+  const std::string previous = NormalizeText(c.previous_text);
+  const std::vector<std::string_view> talked_of = Words(previous);
+  const bool on_what_was_said = std::any_of(words.begin() + i + 1, words.end(), [&](auto w) {
+    return w.size() >= 4 && !words::Contains("clarify_stop_words", w) &&
+           std::find(talked_of.begin(), talked_of.end(), w) != talked_of.end();
+  });
+  if (!on_what_was_said) return std::nullopt;
+  RuleAnswer out = Answer(
+      s, Action::kUpdateAgent, Reference::kPronoun,
+      "The message edits what " + *c.last_agent + ", the agent the exchange is about, does.");
+  out.entities["agent_name"] = *c.last_agent;
+  return out;
+}
+
 // An agent named with a leading verb: "run the sales digest anyway", "ok,
 // have the pager thing ignore outage tickets".
 std::optional<RuleAnswer> NamedAgentWithVerb(const Situation& s) {
@@ -795,6 +822,7 @@ constexpr Rule<Situation> kReferenceRules[] = {
     {.name = "follow_up_detail", .confidence = 0.8f, .apply = &FollowUpDetail},
     {.name = "task_on_assistant_output", .confidence = 0.8f, .apply = &TaskOnAssistantOutput},
     {.name = "pronoun_to_last_agent", .confidence = 0.88f, .apply = &PronounToLastAgent},
+    {.name = "edit_of_agent_in_play", .confidence = 0.75f, .apply = &EditOfAgentInPlay},
     {.name = "agent_then_instruction", .confidence = 0.8f, .apply = &AgentThenInstruction},
     {.name = "named_agent_with_verb", .confidence = 0.85f, .apply = &NamedAgentWithVerb},
 };

@@ -491,7 +491,7 @@ TEST(RuleTableTest, NamesAreUniqueSnakeCaseAndConfidencesInRange) {
   };
   for (const auto& r : FastPathRules()) check(r.name, r.confidence);
   for (const auto& r : ReferenceRules()) check(r.name, r.confidence);
-  EXPECT_EQ(names.size(), 22u);
+  EXPECT_EQ(names.size(), 23u);
 }
 
 struct RuleCase {
@@ -559,6 +559,11 @@ TEST(RuleTableTest, EachRuleAnswersItsPhraseWithItsConfidence) {
        "task_on_assistant_output",
        Action::kExecuteTask},
       {"pause it", InvoiceQuestion(), "pronoun_to_last_agent", Action::kManagePlatform},
+      {"leave the overdue march reminders out",
+       {User("invoice-chaser keeps reminding people about march invoices"),
+        Assistant("Yes, invoice-chaser reminds about every overdue invoice, march included.")},
+       "edit_of_agent_in_play",
+       Action::kUpdateAgent},
       {"run the sales digest anyway", {}, "named_agent_with_verb", Action::kExecuteTask},
       {"build me something that emails our stripe revenue to the founders",
        {},

@@ -335,6 +335,14 @@ TEST(SendSlotsTest, APronounEndsAPhraseAndAPersonMayBeTheObject) {
   EXPECT_NE(landlord.object, SlotFill::kNone);
 }
 
+TEST(ClarifyTest, ThemStandsForThePeopleAListInProseNamed) {
+  const IntentRequest request = Request(
+      "email them the parking details", {"guest-list-builder"},
+      {{Role::kUser, "who's confirmed for the gala?"},
+       {Role::kAssistant, "Confirmed so far: Ana Ruiz, Tom Beck, Priya Nair and Leo Grant."}});
+  EXPECT_FALSE(Decide(request, Action::kExecuteTask).clarification.needed);
+}
+
 TEST(ClarifyTest, AVagueObjectIsBoundByWhatTheAssistantGaveNotByAnyAgent) {
   const std::vector<std::pair<Role, std::string>> weather = {
       {Role::kUser, "what's the weather like in Porto tomorrow"},
