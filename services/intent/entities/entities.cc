@@ -266,8 +266,8 @@ std::map<std::string, std::string> ExtractEntities(std::string_view text) {
 namespace {
 
 // Each ordinal word (libs/words/data/ordinals.txt) and its index: 0-based
-// from the start, -1 for the last. A list without positions is a startup
-// misconfiguration.
+// from the start, or -1 for the last, -2 for the one before it. A list
+// without positions is a startup misconfiguration.
 const std::vector<std::pair<std::string, int>>& OrdinalWords() {
   static const std::vector<std::pair<std::string, int>> ordinals = [] {
     std::vector<std::pair<std::string, int>> out;
@@ -277,11 +277,42 @@ const std::vector<std::pair<std::string, int>>& OrdinalWords() {
         std::fprintf(stderr, "ordinals.txt: '%s' has no position\n", entry.text.c_str());
         std::abort();
       }
-      out.emplace_back(entry.text, position > 0 ? position - 1 : -1);
+      out.emplace_back(entry.text, position > 0 ? position - 1 : position);
     }
     return out;
   }();
   return ordinals;
+}
+
+// A position counted from the end at words[i]: "the second to last",
+// "second-last", "2nd from the bottom", "last but one".
+std::optional<OrdinalRef> CountedFromEnd(const std::vector<std::string_view>& words, size_t i) {
+  static const std::vector<std::pair<std::string, int>>& kOrdinals = OrdinalWords();
+  const auto at = [&](size_t k) { return k < words.size() ? words[k] : std::string_view(); };
+  if (at(i) == "last" && at(i + 1) == "but") {
+    for (const auto& [word, position] : words::Entries("ordinal_counts")) {
+      if (at(i + 2) == word) {
+        return OrdinalRef{OrdinalRef::Kind::kFromEnd, std::stoi(position),
+                          "last but " + std::string(word)};
+      }
+    }
+  }
+  size_t end = 0;  // the word after the ordinal that says "from the end"
+  if (at(i + 1) == "to" && at(i + 2) == "last") end = i + 3;
+  if (at(i + 1) == "last") end = i + 2;
+  if (at(i + 1) == "from" && at(i + 2) == "the" &&
+      (at(i + 3) == "bottom" || at(i + 3) == "end" || at(i + 3) == "last")) {
+    end = i + 4;
+  }
+  if (end == 0) return std::nullopt;
+  for (const auto& [word, index] : kOrdinals) {
+    if (words[i] == word && index > 0) {
+      std::string text;
+      for (size_t k = i; k < end; ++k) text += (k == i ? "" : " ") + std::string(words[k]);
+      return OrdinalRef{OrdinalRef::Kind::kFromEnd, index, text};
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -308,14 +339,7 @@ std::optional<OrdinalRef> FindOrdinal(std::string_view text) {
       return OrdinalRef{words[i] == "middle" ? OrdinalRef::Kind::kMiddle : OrdinalRef::Kind::kOther,
                         0, "the " + std::string(words[i]) + " one"};
     }
-    // "the second to last", "second-to-last".
-    if (i + 2 < words.size() && words[i + 1] == "to" && words[i + 2] == "last") {
-      for (const auto& [word, index] : kOrdinals) {
-        if (words[i] == word && index > 0) {
-          return OrdinalRef{OrdinalRef::Kind::kFromEnd, index, std::string(word) + " to last"};
-        }
-      }
-    }
+    if (std::optional<OrdinalRef> from_end = CountedFromEnd(words, i)) return from_end;
     // "the 2nd of those", "the last of them", "the first of the three": a
     // position in the list just given, though "of" usually makes "first"
     // or "last" a time ("the last of the month").
@@ -335,7 +359,7 @@ std::optional<OrdinalRef> FindOrdinal(std::string_view text) {
           prev == "the" || prev == "that" || prev == "this" || words.size() == 1;
       const bool weak = words::Contains("ordinals_weak", word);
       if (weak && !determiner) continue;
-      if (index < 0) return OrdinalRef{OrdinalRef::Kind::kFromEnd, 0, std::string(word)};
+      if (index < 0) return OrdinalRef{OrdinalRef::Kind::kFromEnd, -index - 1, std::string(word)};
       return OrdinalRef{OrdinalRef::Kind::kFromStart, index, std::string(word)};
     }
     // "item four", "position one": a counted number in words.

@@ -6,6 +6,8 @@
 #include <set>
 
 #include "absl/strings/match.h"
+#include "libs/words/lists.h"
+#include "services/intent/src/assistant_list.h"
 #include "services/intent/src/cues.h"
 #include "services/intent/src/followup_cues.h"
 #include "services/intent/src/send_slots.h"
@@ -14,7 +16,7 @@
 namespace omniforge::intent {
 namespace {
 
-using WordSet = std::set<std::string_view>;
+using WordSet = words::WordSet;
 
 // How far back the history is read for what binds a reference.
 constexpr size_t kHistoryTurns = 4;
@@ -31,32 +33,18 @@ constexpr size_t kYesAndRequestWords = 7;
 constexpr size_t kMaxCandidates = 3;
 
 const WordSet& StopWords() {
-  static const WordSet words = {
-      "the",   "a",     "an",   "to",     "of",    "in",      "on",    "for",    "and",  "or",
-      "is",    "are",   "was",  "were",   "be",    "it",      "its",   "this",   "that", "these",
-      "those", "i",     "we",   "you",    "me",    "us",      "my",    "our",    "your", "can",
-      "could", "would", "will", "should", "pls",   "please",  "plz",   "thanks", "thx",  "ok",
-      "okay",  "so",    "just", "now",    "with",  "at",      "by",    "from",   "up",   "out",
-      "do",    "does",  "did",  "have",   "has",   "u",       "im",    "ill",    "id",   "one",
-      "ones",  "some",  "bit",  "real",   "quick", "quickly", "asap",  "too",    "also", "again",
-      "?",     "hey",   "hi",   "hmm",    "yes",   "yeah",    "great", "cool",   "nice", "want",
-      "need",  "needs", "like", "lets",   "let",   "get",     "got",   "them",   "they", "their"};
+  static const WordSet& words = words::List("clarify_stop_words");
   return words;
 }
 
 // Words that name no particular agent ("the bot"), so they match none.
 const WordSet& GenericAgentWords() {
-  static const WordSet words = {"agent", "agents", "bot", "bots", "thing", "one",    "the",
-                                "my",    "our",    "new", "old",  "daily", "weekly", "monthly"};
+  static const WordSet& words = words::List("clarify_generic_agent_words");
   return words;
 }
 
 bool IsPastForm(std::string_view w) {
-  static const WordSet irregular = {"sent",   "said",    "made",   "wrote",  "gave",    "chose",
-                                    "drew",   "had",     "got",    "put",    "told",    "went",
-                                    "found",  "brought", "built",  "did",    "thought", "saw",
-                                    "showed", "set",     "picked", "left",   "kept",    "took",
-                                    "came",   "paid",    "agreed", "wanted", "was",     "were"};
+  static const WordSet& irregular = words::List("clarify_past_irregular");
   if (irregular.contains(w)) return true;
   return w.size() >= 6 && w.ends_with("ed") && w != "needed";
 }
@@ -64,56 +52,31 @@ bool IsPastForm(std::string_view w) {
 // Nouns for things the user has seen somewhere else: a document, a list,
 // a meeting.
 const WordSet& SourceNouns() {
-  static const WordSet words = {
-      "meeting",      "call",    "workshop",     "doc",     "document", "deck",         "email",
-      "message",      "thread",  "list",         "system",  "matter",   "announcement", "chat",
-      "conversation", "session", "presentation", "standup", "memo",     "slides",       "notes",
-      "review",       "offsite", "retro",        "huddle",  "brief",    "board"};
+  static const WordSet& words = words::List("clarify_source_nouns");
   return words;
 }
 
 // Who may have made or said the thing described ("the rubric *we* agreed").
 const WordSet& SubjectWords() {
-  static const WordSet words = {"i", "we", "you", "he", "she", "they", "someone", "everyone"};
+  static const WordSet& words = words::List("clarify_subjects");
   return words;
 }
 
 // Words that ask for a change without saying what it is.
 const WordSet& VagueChangeWords() {
-  static const WordSet words = {
-      "change",   "changes",  "changed",  "update",    "edit",     "edits",    "adjust",
-      "tweak",    "tweaks",   "rework",   "fix",       "improve",  "better",   "modify",
-      "settings", "setting",  "schedule", "tone",      "wording",  "prompt",   "format",
-      "timing",   "rules",    "config",   "behaviour", "behavior", "wrong",    "broken",
-      "weird",    "off",      "bad",      "work",      "stuff",    "things",   "something",
-      "around",   "few",      "little",   "different", "redo",     "revise",   "overhaul",
-      "look",     "into",     "make",     "go",        "over",     "agent",    "bot",
-      "thing",    "about",    "mess",     "messed",    "been",     "not",      "doing",
-      "right",    "properly", "sure",     "ask",       "am",       "being",    "don",
-      "dont",     "good",     "needs",    "tweaking",  "improve",  "improved", "changing",
-      "fixing",   "adjusting"};
+  static const WordSet& words = words::List("clarify_vague_change");
   return words;
 }
 
 // Words after "that", "to" or "so" that still say nothing of what a new
 // agent or skill would do.
 const WordSet& VaguePurposeWords() {
-  static const WordSet words = {
-      "help",     "helps",     "work",   "works",  "do",    "does",  "handle", "handles",
-      "deal",     "manage",    "be",     "get",    "make",  "go",    "stuff",  "things",
-      "thing",    "with",      "me",     "us",     "them",  "it",    "can",    "could",
-      "will",     "would",     "should", "agents", "agent", "skill", "skills", "bot",
-      "the",      "a",         "an",     "my",     "our",   "we",    "you",    "i",
-      "automate", "something", "around", "for",    "of",    "in",    "on",     "please",
-      "pls",      "they",      "is",     "are",    "all",   "some",  "more",   "easier",
-      "better",   "life",      "lives",  "out",    "up",    "want",  "need"};
+  static const WordSet& words = words::List("clarify_vague_purpose");
   return words;
 }
 
 const WordSet& TriggerWords() {
-  static const WordSet words = {"when",     "whenever", "every",   "each",    "daily",  "weekly",
-                                "monthly",  "hourly",   "nightly", "if",      "after",  "once",
-                                "weekdays", "mondays",  "fridays", "morning", "evening"};
+  static const WordSet& words = words::List("clarify_triggers");
   return words;
 }
 
@@ -121,9 +84,7 @@ const WordSet& TriggerWords() {
 // invoices go out late", "we do it manually"): a problem told with the work
 // it concerns is what a new agent should take over.
 const WordSet& ChoreTroubleWords() {
-  static const WordSet words = {"hours",   "ages", "forever", "manually", "manual",
-                                "tedious", "late", "behind",  "forget",   "forgets",
-                                "forgot",  "slow", "waste",   "wastes",   "wasting"};
+  static const WordSet& words = words::List("clarify_chore_trouble");
   return words;
 }
 
@@ -143,18 +104,13 @@ bool TellsChoreTrouble(const std::vector<std::string_view>& w) {
 }
 
 const WordSet& TimeNouns() {
-  static const WordSet words = {"week",   "weekend", "morning", "afternoon", "evening",  "month",
-                                "year",   "quarter", "time",    "today",     "round",    "summer",
-                                "winter", "season",  "sprint",  "term",      "semester", "night"};
+  static const WordSet& words = words::List("clarify_time_nouns");
   return words;
 }
 
 // After "that's": a reaction or a closing, not a reference.
 const WordSet& ReactionWords() {
-  static const WordSet words = {"all",        "it",        "fine",    "great",   "good",
-                                "perfect",    "ok",        "enough",  "right",   "correct",
-                                "true",       "cool",      "amazing", "awesome", "helpful",
-                                "everything", "wonderful", "lovely"};
+  static const WordSet& words = words::List("clarify_reactions");
   return words;
 }
 
@@ -199,6 +155,9 @@ struct Facts {
   // The recent history gives a reference something to stand for: an agent
   // it names, or an assistant turn with figures, a list or a draft.
   bool history_binds = false;
+  // The last assistant turn gave something a vague word ("the doc", "the
+  // details") can stand for: a list, figures or a long answer.
+  bool output_binds = false;
   // The last assistant turn lists two items or more.
   bool last_turn_lists = false;
   // The last assistant turn asks the user something.
@@ -227,7 +186,7 @@ bool InHistory(const Facts& f, std::string_view word) {
 }
 
 bool IsDeterminerAt(const Facts& f, size_t i) {
-  static const WordSet det = {"the", "that", "whatever", "wherever", "whichever", "those", "these"};
+  static const WordSet& det = words::List("clarify_pointing_determiners");
   return i < f.words.size() && det.contains(f.words[i]);
 }
 
@@ -255,6 +214,18 @@ int CountListLines(std::string_view text) {
     }
   }
   return lines;
+}
+
+// A list in prose of short entries ("Confirmed so far: Ana Ruiz, Tom
+// Beck, Priya Nair and Leo Grant"), not just a sentence with a comma.
+bool ListsShortEntries(std::string_view text) {
+  constexpr size_t kMinEntries = 3;
+  constexpr size_t kMaxEntryWords = 4;
+  const std::vector<std::string> items = ListItems(text);
+  return items.size() >= kMinEntries &&
+         std::all_of(items.begin(), items.end(), [&](const std::string& item) {
+           return Words(NormalizeText(item)).size() <= kMaxEntryWords;
+         });
 }
 
 // The next `quote` from `from` that opens or closes a quotation: an
@@ -362,9 +333,11 @@ void ReadFacts(const ClarifyInput& in, Facts& f) {
   const std::string last_normalized = NormalizeText(f.last_assistant);
   const size_t last_words = Words(last_normalized).size();
   f.last_turn_lists = CountListLines(f.last_assistant) >= kListLines ||
+                      ListsShortEntries(f.last_assistant) ||
                       (!history.empty() && !history.back().listed_agents.empty());
-  f.history_binds = agent_named || f.last_turn_lists || last_words >= kSubstantialTurnWords ||
-                    CountFigures(f.last_assistant) >= kSubstantialFigures;
+  f.output_binds = f.last_turn_lists || last_words >= kSubstantialTurnWords ||
+                   CountFigures(f.last_assistant) >= kSubstantialFigures;
+  f.history_binds = agent_named || f.output_binds;
   f.last_turn_asks = !history.empty() && history.back().role == Role::kAssistant &&
                      f.last_assistant.find('?') != std::string::npos;
   f.payload = HasPayload(in.request.message, f.words.size());
@@ -379,16 +352,26 @@ bool AboutExistingAgent(Action a) {
 
 // ------------------------------------------------------------ conditions
 
+// The history names people ("Anya and Pedro", "Tom Reilly"), whom a
+// "them" can stand for.
+bool HistoryNamesPeople(const Facts& f) {
+  const std::vector<HistoryTurn>& history = f.in.request.history;
+  const size_t begin = history.size() > kHistoryTurns ? history.size() - kHistoryTurns : 0;
+  for (size_t i = begin; i < history.size(); ++i) {
+    for (const std::string& word : CapitalizedWords(history[i].content)) {
+      if (word.size() >= 3 && IsAsciiWord(word) && !InAgentNames(f, word)) return true;
+    }
+  }
+  return false;
+}
+
 // "why is that one red", "translate this to german" with nothing in the
 // history or the message for it to stand for.
 bool UnboundDeictic(Facts& f) {
   if (f.history_binds || f.payload || f.in.agent_name) return false;
   const std::vector<std::string_view>& w = f.words;
-  const bool question =
-      ContainsPhrase(w, "?") ||
-      (!w.empty() &&
-       OneOf(w.front(), {"what", "why", "how", "who", "which", "is", "are", "does", "can", "whats",
-                         "where", "when", "could", "would", "will", "do", "did", "should"}));
+  const bool question = ContainsPhrase(w, "?") ||
+                        (!w.empty() && words::Contains("clarify_question_openers", w.front()));
   if (f.in.action == Action::kConversation && !question) return false;
   bool antecedent = false;  // a noun phrase earlier in the message ("the bot, it's ...")
   for (size_t i = 0; i < w.size(); ++i) {
@@ -398,15 +381,14 @@ bool UnboundDeictic(Facts& f) {
     if (word == "this" || word == "these" || word == "those") {
       deictic = !TimeNouns().contains(next) && !(word == "this" && next == "is" && i == 0);
     } else if (word == "that") {
-      static const WordSet after = {"",         "one",   "ones",   "is",  "was",   "happens",
-                                    "happened", "?",     "a",      "too", "the",   "number",
-                                    "thing",    "part",  "for",    "now", "again", "button",
-                                    "field",    "error", "version"};
-      deictic = after.contains(next) && !(next == "one" && i > 0 && w[i - 1] == "the");
+      static const WordSet& after = words::List("clarify_that_pointing");
+      deictic =
+          (next.empty() || after.contains(next)) && !(next == "one" && i > 0 && w[i - 1] == "the");
     } else if (word == "thats") {
       deictic = !ReactionWords().contains(next) && next != "not" && next != "what";
     } else if (word == "it" || word == "them") {
-      deictic = !antecedent;
+      // "email them the details" after the assistant named people.
+      deictic = !antecedent && !(word == "them" && HistoryNamesPeople(f));
     } else if (word == "here") {
       deictic = next.empty() || next == "?";
     }
@@ -457,10 +439,7 @@ bool UnboundPossessive(Facts& f) {
     if (start == at || std::isupper(static_cast<unsigned char>(raw[start])) == 0) continue;
     const std::string after = NormalizeText(raw.substr(at + 3));
     const std::vector<std::string_view> next = Words(after);
-    static const WordSet documents = {"feedback", "notes",    "list",     "doc",     "document",
-                                      "file",     "template", "plan",     "idea",    "ideas",
-                                      "changes",  "edits",    "comments", "version", "draft",
-                                      "numbers",  "figures",  "rules"};
+    static const WordSet& documents = words::List("clarify_documents");
     if (!next.empty() && documents.contains(next[0]) && !InHistory(f, next[0])) {
       f.referent = raw.substr(start, at - start) + "'s " + std::string(next[0]);
       return true;
@@ -515,8 +494,7 @@ bool UnboundDescription(Facts& f) {
     const bool in_version =
         (w[i] == "in" || w[i] == "on") && i + 2 < w.size() &&
         (OneOf(w[i + 1], {"my", "our"}) ||
-         (w[i + 1] == "the" && OneOf(w[i + 2], {"new", "last", "old", "latest", "earlier", "recent",
-                                                "other", "previous"})));
+         (w[i + 1] == "the" && words::Contains("clarify_source_versions", w[i + 2])));
     if (from || in_version) {
       for (size_t j = i + 1; j < w.size() && j <= i + 4; ++j) {
         if (!SourceNouns().contains(w[j])) continue;
@@ -530,9 +508,7 @@ bool UnboundDescription(Facts& f) {
     }
     // "the corrected file", "the approved wording": a version only the user
     // has seen.
-    if (w[i] == "the" && i + 2 < w.size() &&
-        OneOf(w[i + 1], {"corrected", "updated", "revised", "amended", "approved", "agreed",
-                         "final", "fixed", "signed"}) &&
+    if (w[i] == "the" && i + 2 < w.size() && words::Contains("clarify_version_words", w[i + 1]) &&
         !InHistory(f, w[i + 2]) && !StopWords().contains(w[i + 2])) {
       f.referent = "the " + std::string(w[i + 1]) + " " + std::string(w[i + 2]);
       return true;
@@ -552,15 +528,12 @@ bool ChangesSomething(Action action) {
 // notes", "like the pilot we ran", "back to how it was", "restore the old
 // version", "with the corrections from the trustees".
 bool OpensMaterial(const std::vector<std::string_view>& w, size_t i) {
-  static const WordSet markers = {"using", "use",  "with",    "apply",     "from",
-                                  "like",  "per",  "restore", "reinstate", "revert",
-                                  "undo",  "same", "as",      "onto",      "following"};
+  static const WordSet& markers = words::List("clarify_material_markers");
   if (w[i] == "to" && i > 0 && (w[i - 1] == "back" || w[i - 1] == "switch")) return true;
   if (w[i] == "back" && i > 0 && w[i - 1] == "bring") return true;
   // "switch it to the new targets": a version only the user has seen.
   if (w[i] == "to" && i + 2 < w.size() && w[i + 1] == "the" &&
-      OneOf(w[i + 2],
-            {"new", "old", "previous", "other", "same", "updated", "revised", "latest"})) {
+      words::Contains("clarify_switch_versions", w[i + 2])) {
     return true;
   }
   if (w[i] == "like" && i > 0 && OneOf(w[i - 1], {"id", "would", "i", "we", "d", "wed"})) {
@@ -571,17 +544,13 @@ bool OpensMaterial(const std::vector<std::string_view>& w, size_t i) {
 
 // A definite noun phrase: it points at something the user takes as known.
 bool OpensDefinite(std::string_view w) {
-  static const WordSet definite = {"the", "our",  "their", "his",  "her",   "what",      "whatever",
-                                   "how", "last", "we",    "they", "lasts", "yesterdays"};
+  static const WordSet& definite = words::List("clarify_definite_openers");
   return definite.contains(w);
 }
 
 // Words of a description that say nothing of which thing it is.
 bool IsGenericModifier(std::string_view w) {
-  static const WordSet words = {"how",    "what",     "whatever", "other",   "new",    "old",
-                                "same",   "previous", "earlier",  "version", "setup",  "way",
-                                "thing",  "stuff",    "one",      "was",     "before", "had",
-                                "agreed", "used",     "did",      "does",    "uses",   "time"};
+  static const WordSet& words = words::List("clarify_generic_modifiers");
   return words.contains(w) || StopWords().contains(w) || IsPastForm(w) || w.size() < 3 ||
          !IsAsciiWord(w);
 }
@@ -695,7 +664,7 @@ bool AgentUnresolved(Facts& f) {
   // "turn off the bot", "kick it off" with no agent in sight.
   const bool agent_word = ContainsAnyPhrase(w, {"the bot", "the agent", "that bot", "that agent"});
   const bool pronoun = ContainsPhrase(w, "it") || ContainsPhrase(w, "that one");
-  const bool runs = ContainsAnyPhrase(w, {"run", "rerun", "kick", "trigger", "start"});
+  const bool runs = words::ContainsAnyEntry(w, "clarify_run_verbs");
   const bool about_agent =
       agent_word || (pronoun && (f.in.action == Action::kUpdateAgent ||
                                  f.in.action == Action::kManagePlatform || runs));
@@ -712,19 +681,6 @@ bool HistoryNamesRecipient(const Facts& f) {
     if (!IsSendVerbForm(h[i])) continue;
     for (size_t j = i + 1; j < h.size() && j <= i + 6; ++j) {
       if (h[j] == "to" || h[j] == "with") return true;
-    }
-  }
-  return false;
-}
-
-// The history names people ("Anya and Pedro", "Tom Reilly"), whom a
-// "them" can stand for.
-bool HistoryNamesPeople(const Facts& f) {
-  const std::vector<HistoryTurn>& history = f.in.request.history;
-  const size_t begin = history.size() > kHistoryTurns ? history.size() - kHistoryTurns : 0;
-  for (size_t i = begin; i < history.size(); ++i) {
-    for (const std::string& word : CapitalizedWords(history[i].content)) {
-      if (word.size() >= 3 && IsAsciiWord(word) && !InAgentNames(f, word)) return true;
     }
   }
   return false;
@@ -803,14 +759,19 @@ bool RecipientUnclear(Facts& f) {
 // "ping the team about it": what to pass on is missing, or a word that
 // could be anything, and the history shows nothing it could be.
 bool ObjectUnclear(Facts& f) {
-  if (!SendInScope(f) || f.history_binds) return false;
+  // A word that could be anything is bound by what the assistant gave or by
+  // the same word in the history, not by an agent named somewhere.
+  const bool bound = f.send.object == SlotFill::kVague ? f.output_binds : f.history_binds;
+  if (!SendInScope(f) || bound) return false;
   const std::vector<std::string_view>& what = f.send.object_words;
   switch (f.send.object) {
     case SlotFill::kNamed:
       return false;
     case SlotFill::kNone:
-      if (!f.send.tells) return false;
-      f.referent = "what to tell them";
+      // "share with the whole department": nothing to pass on, unless an
+      // agent in play makes it.
+      if (!f.send.tells && (f.in.agent_name || !f.described_agents.empty())) return false;
+      f.referent = f.send.tells ? "what to tell them" : "what to send";
       return true;
     case SlotFill::kPronoun:
       if (f.in.agent_name) return false;  // "it": what the named agent makes
@@ -828,11 +789,10 @@ bool ObjectUnclear(Facts& f) {
 // "new agent for Q1 planning", "build me a skill": a request for a new
 // agent or skill, whatever the model made of the rest.
 bool AsksForNewAgent(const std::vector<std::string_view>& w) {
-  static const WordSet asks = {"new", "another", "create", "make", "build", "setup", "set"};
+  static const WordSet& asks = words::List("clarify_new_asks");
   // "could we get an AI thing going", "I'd like an agent for ...".
-  static const WordSet wants = {"want", "need", "like", "get", "have"};
-  static const WordSet things = {"agent",     "skill", "bot", "automation",
-                                 "assistant", "thing", "ai",  "tool"};
+  static const WordSet& wants = words::List("clarify_new_wants");
+  static const WordSet& things = words::List("clarify_new_things");
   for (size_t i = 0; i < w.size(); ++i) {
     const bool wants_one = wants.contains(w[i]) && i + 1 < w.size() &&
                            (w[i + 1] == "a" || w[i + 1] == "an" || w[i + 1] == "another");
@@ -858,7 +818,11 @@ bool PurposeMissing(Facts& f) {
       !(AsksForNewAgent(f.words) && !NamesAgentExactly(f))) {
     return false;
   }
-  if (f.in.reference == Reference::kCorrection) return false;
+  // "set that up" after the assistant described what it would do.
+  if (f.in.reference == Reference::kCorrection ||
+      (f.in.reference == Reference::kPronoun && f.output_binds)) {
+    return false;
+  }
   const std::vector<std::string_view>& w = f.words;
   if (f.payload || w.size() >= 16) return false;
   const std::map<std::string, std::string> entities = ExtractEntities(f.in.request.message);
@@ -909,11 +873,10 @@ bool UserSaidWhatIsWrong(const Facts& f) {
 // "the timesheet chaser needs a rework", "change the schedule of the
 // weekly recap": a change with nothing said of what changes.
 bool ChangeMissing(Facts& f) {
-  static const std::string_view kChangeStems[] = {"chang", "edit",   "adjust", "tweak", "rework",
-                                                  "modif", "improv", "fix",    "redo",  "revis"};
+  static const WordSet& change_stems = words::List("clarify_change_stems");
   const bool change_verb =
       f.in.agent_name && std::any_of(f.words.begin(), f.words.end(), [](std::string_view w) {
-        return std::any_of(std::begin(kChangeStems), std::end(kChangeStems),
+        return std::any_of(change_stems.begin(), change_stems.end(),
                            [&](std::string_view stem) { return w.starts_with(stem); });
       });
   if ((f.in.action != Action::kUpdateAgent && !change_verb) || f.payload) return false;

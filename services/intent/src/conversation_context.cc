@@ -1,9 +1,11 @@
 #include "services/intent/src/conversation_context.h"
 
+#include <cctype>
 #include <set>
 
 #include "absl/strings/match.h"
 #include "services/intent/entities/entities.h"
+#include "services/intent/src/assistant_list.h"
 #include "services/intent/src/cues.h"
 #include "services/intent/src/text.h"
 
@@ -147,9 +149,12 @@ std::string ProposalText(std::string_view text) {
   return std::string(text);
 }
 
+// The agents a turn lists: the routing metadata, else the entries of the
+// list it wrote (ListedAgents), else every agent it names, in order.
 std::vector<std::string> AgentsOf(const HistoryTurn& turn, const std::vector<CatalogItem>& agents) {
   if (!turn.listed_agents.empty()) return turn.listed_agents;
-  return CatalogItemsInOrder(turn.content, agents);
+  std::vector<std::string> listed = ListedAgents(turn.content, agents);
+  return listed.empty() ? CatalogItemsInOrder(turn.content, agents) : listed;
 }
 
 std::optional<std::string> SingleAgentOf(const HistoryTurn& turn,
@@ -244,10 +249,17 @@ void ReadLastListAndAgent(const IntentRequest& request, size_t begin, Context& c
   }
 }
 
-// What the user asked for in `turn`: the routing metadata, else the model's
-// best guess.
-std::optional<Action> AskedFor(const HistoryTurn& turn, const LocalClassifier& classifier) {
+// What the user asked for in `turn`: the routing metadata, else, as for a
+// message, a leading verb on one of the user's agents ("change
+// promo-code-mailer to ..."), else the model's best guess.
+std::optional<Action> AskedFor(const HistoryTurn& turn, const IntentRequest& request,
+                               const LocalClassifier& classifier) {
   if (turn.action) return turn.action;
+  const std::string normalized = NormalizeText(turn.content);
+  if (LeadingVerb(Words(normalized)) && MatchCatalogItem(turn.content, request.agents)) {
+    const std::optional<Action> verb = VerbAction(turn.content);
+    if (verb && *verb != Action::kCreateAgent && *verb != Action::kCreateSkill) return verb;
+  }
   std::vector<Prediction> ranked = classifier.Predict(turn.content);
   if (ranked.empty()) return std::nullopt;
   return ranked[0].action;
@@ -256,7 +268,7 @@ std::optional<Action> AskedFor(const HistoryTurn& turn, const LocalClassifier& c
 // The last user turn: what the user asked for, with its entities.
 void ReadPreviousRequest(const IntentRequest& request, const HistoryTurn& last_user,
                          const LocalClassifier& classifier, Context& c) {
-  c.previous_action = AskedFor(last_user, classifier);
+  c.previous_action = AskedFor(last_user, request, classifier);
   c.previous_entities =
       last_user.entities.empty() ? ExtractEntities(last_user.content) : last_user.entities;
   if (auto agent = SingleAgentOf(last_user, request.agents)) {
@@ -288,7 +300,7 @@ OpenOffer FindOpenOffer(const IntentRequest& request, const LocalClassifier& cla
     while (user-- > begin && history[user].role != Role::kUser) {
     }
     std::optional<Action> asked;
-    if (user >= begin && user < assistant) asked = AskedFor(history[user], classifier);
+    if (user >= begin && user < assistant) asked = AskedFor(history[user], request, classifier);
     offer.action = OfferOf(history[assistant], asked, request, classifier);
     if (offer.action) offer.turn = &history[assistant];
     if (user < begin || user >= assistant) break;
@@ -350,6 +362,65 @@ void ReadOfferAndDraft(const IntentRequest& request, const OpenOffer& offer, Con
   }
 }
 
+// Text of its own in `text`: at least `min_words` words between quote
+// marks or after a colon.
+bool CarriesText(std::string_view text, size_t min_words) {
+  const size_t colon = text.find(':');
+  if (colon != std::string_view::npos &&
+      Words(NormalizeText(text.substr(colon + 1))).size() >= min_words) {
+    return true;
+  }
+  const size_t curly = text.find("“");
+  if (curly != std::string_view::npos && text.find("”", curly) != std::string_view::npos) {
+    return true;
+  }
+  // A quote mark, not an apostrophe inside a word ("I've", "Hale's").
+  const auto quote_at = [text](size_t from) {
+    const auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
+    for (size_t at = text.find_first_of("\"'", from); at != std::string_view::npos;
+         at = text.find_first_of("\"'", at + 1)) {
+      if (text[at] == '"' || at == 0 || at + 1 >= text.size() || !letter(text[at - 1]) ||
+          !letter(text[at + 1])) {
+        return at;
+      }
+    }
+    return std::string_view::npos;
+  };
+  const size_t open = quote_at(0);
+  const size_t close = open == std::string_view::npos ? open : quote_at(open + 1);
+  return close != std::string_view::npos &&
+         Words(NormalizeText(text.substr(open, close - open))).size() >= 2;
+}
+
+int CountFigures(std::string_view text) {
+  int figures = 0;
+  bool in_number = false;
+  for (char ch : text) {
+    const bool digit = ch >= '0' && ch <= '9';
+    if (digit && !in_number) ++figures;
+    in_number = digit || (in_number && (ch == '.' || ch == ','));
+  }
+  return figures;
+}
+
+// What the last turn, an assistant's, gave the user to work on.
+void ReadLastOutput(const IntentRequest& request, Context& c) {
+  if (request.history.empty() || request.history.back().role != Role::kAssistant) return;
+  const std::string& text = request.history.back().content;
+  constexpr size_t kTextWords = 10;
+  constexpr int kFigures = 2;
+  if (CarriesText(text, kTextWords)) {
+    c.last_output = Output::kText;
+  } else if (CountFigures(text) >= kFigures) {
+    c.last_output = Output::kFigures;
+  }
+  const std::vector<HistoryTurn>& history = request.history;
+  const bool asked_of_agent =
+      history.size() >= 2 && history[history.size() - 2].role == Role::kUser &&
+      !CatalogItemsInOrder(history[history.size() - 2].content, request.agents).empty();
+  c.last_output_names_agent = asked_of_agent || !CatalogItemsInOrder(text, request.agents).empty();
+}
+
 }  // namespace
 
 Context ReadContext(const IntentRequest& request, const LocalClassifier& classifier,
@@ -360,6 +431,7 @@ Context ReadContext(const IntentRequest& request, const LocalClassifier& classif
       history.size() > static_cast<size_t>(max_turns) ? history.size() - max_turns : 0;
   c.has_history = begin < history.size();
   ReadLastListAndAgent(request, begin, c);
+  ReadLastOutput(request, c);
 
   // The last user turn, and the assistant's turns after it.
   const HistoryTurn* last_user = nullptr;
@@ -375,7 +447,12 @@ Context ReadContext(const IntentRequest& request, const LocalClassifier& classif
       break;
     }
   }
-  if (last_user != nullptr) ReadPreviousRequest(request, *last_user, classifier, c);
+  if (last_user != nullptr) {
+    ReadPreviousRequest(request, *last_user, classifier, c);
+    for (size_t i = last_user_index; i < history.size(); ++i) {
+      c.previous_text += history[i].content + "\n";
+    }
+  }
   if (last_assistant != nullptr) {
     const OpenOffer offer = FindOpenOffer(request, classifier, begin, *last_assistant,
                                           last_user_index, c.previous_action);

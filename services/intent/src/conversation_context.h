@@ -15,6 +15,14 @@
 
 namespace omniforge::intent {
 
+// What the assistant's last turn, when it is the conversation's last turn,
+// gave the user to work on.
+enum class Output {
+  kNone,
+  kFigures,  // two figures or more ("$4,210, up 18%")
+  kText,     // text of its own: quoted, or after a colon ("Draft: ...")
+};
+
 struct Context {
   std::vector<std::string> last_list;  // agents of the last turn that listed two or more
   std::optional<Action> list_action;   // what that list was offered for ("which one should I run?")
@@ -25,7 +33,14 @@ struct Context {
   std::map<std::string, std::string> in_progress_entities;
   std::optional<Action> previous_action;  // what the user last asked for
   std::map<std::string, std::string> previous_entities;
+  // The text of that request and of the assistant's answers to it, for
+  // reading what a correction replaces.
+  std::string previous_text;
   bool has_history = false;
+  Output last_output = Output::kNone;
+  // That turn, or the user's turn before it, names one of the user's
+  // agents exactly.
+  bool last_output_names_agent = false;
 };
 
 // Reads the last `max_turns` turns of `request.history`. Routing metadata

@@ -2,15 +2,15 @@
 
 #include <algorithm>
 #include <cctype>
-#include <set>
 
+#include "libs/words/lists.h"
 #include "services/intent/src/cues.h"
 #include "services/intent/src/text.h"
 
 namespace omniforge::intent {
 namespace {
 
-using WordSet = std::set<std::string_view>;
+using WordSet = words::WordSet;
 
 // A correction longer than this is a new request.
 constexpr size_t kMaxCorrectionWords = 14;
@@ -20,25 +20,15 @@ constexpr size_t kMaxRefusalWords = 14;
 // Words around a corrected value that are not part of it: apology,
 // agreement, hesitation, the "I meant" of a correction.
 const WordSet& AroundValue() {
-  static const WordSet words = {
-      "sorry",      "sry",  "soz",     "oops",       "oh",         "ugh",     "argh",
-      "ack",        "hmm",  "hm",      "wait",       "no",         "nah",     "typo",
-      "correction", "my",   "bad",     "i",          "meant",      "mean",    "should",
-      "be",         "its",  "it",      "is",         "wanted",     "yes",     "yep",
-      "ya",         "yeah", "ok",      "okay",       "good",       "great",   "looks",
-      "sounds",     "love", "save",    "go",         "ahead",      "do",      "apply",
-      "create",     "send", "but",     "though",     "tho",        "w",       "with",
-      "please",     "pls",  "thanks",  "fat",        "fingers",    "wrong",   "one",
-      "actually",   "make", "perfect", "fine",       "cool",       "nice",    "then",
-      "instead",    "lol",  "oopsie",  "whoops",     "right",      "correct", "so",
-      "and",        "sure", "thing",   "absolutely", "definitely", "for",     "that",
-      "this",       "lets", "alright", "done",       "works",      "thank",   "you",
-      "much",       "very", "exactly", "awesome",    "brilliant",  "ah",      "yup",
-      "y",          "k",    "kk"};
+  static const WordSet& words = words::List("followup_around_value");
   return words;
 }
 
-bool IsFiller(std::string_view w) { return AroundValue().contains(w); }
+// Filler, or a word of agreement ("approved", "lgtm"): not a value.
+bool IsFiller(std::string_view w) {
+  static const WordSet& agreement = words::List("confirm_intent");
+  return AroundValue().contains(w) || agreement.contains(w);
+}
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (std::isspace(static_cast<unsigned char>(s.front())) != 0 ||
@@ -108,18 +98,76 @@ size_t FirstValueWord(std::string_view clause) {
   return clause.size();
 }
 
-// `clause` without the filler before its value, the "not Y" after it and
-// the filler after that.
-std::string_view ValueOf(std::string_view clause) {
-  clause = clause.substr(FirstValueWord(clause));
-  // "swap Friday for Thursday", "replace X with Y": the new value comes last.
-  for (std::string_view verb : {"swap ", "replace ", "change "}) {
-    if (!clause.starts_with(verb)) continue;
-    for (std::string_view link : {" for ", " with ", " to "}) {
-      const size_t at = clause.find(link);
-      if (at != std::string_view::npos) return Trim(clause.substr(at + link.size()));
+// The next quote mark in `text` from `from` that opens or closes a
+// quotation: an apostrophe inside a word ("that's", "it's") is none.
+size_t QuoteAt(std::string_view text, size_t from) {
+  auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
+  for (size_t at = text.find_first_of("'\"", from); at != std::string_view::npos;
+       at = text.find_first_of("'\"", at + 1)) {
+    if (text[at] == '"' || at == 0 || at + 1 >= text.size() || !letter(text[at - 1]) ||
+        !letter(text[at + 1])) {
+      return at;
     }
   }
+  return std::string_view::npos;
+}
+
+// The text between the first pair of quote marks in `clause`, or empty.
+std::string_view Quoted(std::string_view clause) {
+  const size_t open = QuoteAt(clause, 0);
+  if (open == std::string_view::npos) return {};
+  const size_t close = QuoteAt(clause, open + 1);
+  if (close == std::string_view::npos || close <= open + 1) return {};
+  return Trim(clause.substr(open + 1, close - open - 1));
+}
+
+// `clause` after the last phrase that opens a value ("I said kg but I
+// meant lbs", "that should have been the 14th"), when a value follows.
+std::string_view AfterValueOpener(std::string_view clause) {
+  const std::string lowered = " " + Lowercase(clause) + " ";
+  size_t cut = std::string::npos;
+  for (const words::Entry& opener : words::Entries("followup_value_openers")) {
+    const size_t at = lowered.rfind(" " + opener.text + " ");
+    if (at == std::string::npos) continue;
+    const size_t end = at + opener.text.size() + 1;  // in `clause`, past the phrase
+    if (cut == std::string::npos || end > cut) cut = end;
+  }
+  if (cut == std::string::npos || cut >= clause.size()) return clause;
+  const std::string_view rest = Trim(clause.substr(cut));
+  return rest.empty() ? clause : rest;
+}
+
+// "swap Friday for Thursday", "only change the sender name to Harbor
+// Dental": after a verb of replacement the new value comes last; nullopt
+// when the clause has none.
+std::optional<std::string_view> ReplacementValue(std::string_view clause) {
+  static const WordSet& adverbs = words::List("followup_value_adverbs");
+  static const WordSet& verbs = words::List("followup_replace_verbs");
+  size_t at = 0;
+  while (at < clause.size()) {
+    size_t end = clause.find(' ', at);
+    if (end == std::string_view::npos) end = clause.size();
+    const std::string word = Lowercase(clause.substr(at, end - at));
+    if (verbs.contains(word)) break;
+    if (!adverbs.contains(word)) return std::nullopt;
+    at = end + 1;
+  }
+  if (at >= clause.size()) return std::nullopt;
+  const std::string_view rest = clause.substr(at);
+  for (std::string_view link : {" for ", " with ", " to "}) {
+    const size_t found = rest.find(link);
+    if (found != std::string_view::npos) return Trim(rest.substr(found + link.size()));
+  }
+  return std::nullopt;
+}
+
+// `clause` without the filler before its value, the "not Y" after it and
+// the filler after that. A quoted value is the value.
+std::string_view ValueOf(std::string_view clause) {
+  if (const std::string_view quoted = Quoted(clause); !quoted.empty()) return quoted;
+  clause = AfterValueOpener(clause);
+  clause = clause.substr(FirstValueWord(clause));
+  if (const std::optional<std::string_view> replaced = ReplacementValue(clause)) return *replaced;
   for (std::string_view negation : {" not ", " instead of ", " rather than ", " vs "}) {
     const size_t at = clause.find(negation);
     if (at != std::string_view::npos) clause = clause.substr(0, at);
@@ -148,51 +196,123 @@ bool HasDigit(std::string_view s) {
 
 }  // namespace
 
+namespace {
+
+// "go ahead, just leave out the weekend", "yes please and cc Marta on it":
+// after the agreement, a clause that opens with a verb of editing and
+// gives it something to work on.
+bool HasEditClause(std::string_view message) {
+  static const WordSet& adverbs = words::List("followup_value_adverbs");
+  static const WordSet& verbs = words::List("followup_edit_verbs");
+  static const WordSet& empty = words::List("followup_go_ahead");
+  static const WordSet& stop = words::List("clarify_stop_words");
+  for (std::string_view clause : Clauses(message)) {
+    const std::string normalized = NormalizeText(clause);
+    const std::vector<std::string_view> words = Words(normalized);
+    size_t i = 0;
+    while (i < words.size() && (IsFiller(words[i]) || adverbs.contains(words[i]))) ++i;
+    if (i >= words.size() || !verbs.contains(words[i])) continue;
+    for (size_t k = i + 1; k < words.size(); ++k) {
+      const std::string_view w = words[k];
+      if (!IsFiller(w) && !empty.contains(w) && !stop.contains(w) && HasAsciiAlnum(w)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 bool CarriesEdit(std::string_view message) {
   const std::string normalized = NormalizeText(message);
   const std::vector<std::string_view> words = Words(normalized);
-  // A quoted value ("with the subject line 'Branch growth weekly'"); an
-  // apostrophe inside a word ("that's", "it's") quotes nothing.
-  auto quote_from = [message](size_t from) {
-    auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
-    for (size_t at = message.find_first_of("'\"", from); at != std::string_view::npos;
-         at = message.find_first_of("'\"", at + 1)) {
-      if (message[at] == '"' || at == 0 || at + 1 >= message.size() || !letter(message[at - 1]) ||
-          !letter(message[at + 1])) {
-        return at;
-      }
-    }
-    return std::string_view::npos;
-  };
-  const size_t quote = quote_from(0);
-  const size_t close = quote == std::string_view::npos ? quote : quote_from(quote + 1);
+  // A quoted value ("with the subject line 'Branch growth weekly'").
+  const size_t quote = QuoteAt(message, 0);
+  const size_t close = quote == std::string_view::npos ? quote : QuoteAt(message, quote + 1);
   const bool quoted = close != std::string_view::npos && close > quote + 3;
-  return HasDigit(message) || quoted ||
-         ContainsAnyPhrase(words, {"but",      "though",    "tho",     "instead",     "w",
-                                   "also",     "too",       "as well", "make it",     "include",
-                                   "keep",     "only",      "except",  "name it",     "call it",
-                                   "from the", "to the",    "swap",    "rather than", "better",
-                                   "switch",   "change it", "move it", "with the",    "add"});
+  return HasDigit(message) || quoted || words::ContainsAnyEntry(words, "followup_edit_markers") ||
+         HasEditClause(message);
 }
 
 bool IsCorrection(const std::vector<std::string_view>& words) {
   if (words.empty() || words.size() > kMaxCorrectionWords) return false;
-  if (ContainsAnyPhrase(words, {"sorry", "sry", "i meant", "i mean", "typo", "oops", "my bad",
-                                "wrong one", "correction", "should be", "fat fingers", "whoops",
-                                "meant to say", "not what i"})) {
+  if (words::ContainsAnyEntry(words, "followup_correction_phrases")) {
     return true;
   }
   // "Janet Kim, not Ortiz", "zone D not B": a value, then the one it
   // replaces; not a question ("why is the digest not running").
-  static const WordSet asks = {"why", "what", "how", "when",  "where", "who",   "which",
-                               "is",  "are",  "was", "were",  "does",  "did",   "do",
-                               "has", "have", "can", "could", "will",  "would", "should"};
+  static const WordSet& asks = words::List("followup_question_openers");
   if (ContainsPhrase(words, "?") || asks.contains(words.front())) return false;
   const int at = FindPhrase(words, "not");
   return at >= 1 && !asks.contains(words[at - 1]) && static_cast<size_t>(at) + 1 < words.size() &&
-         words.size() <= 8 &&
-         !ContainsAnyPhrase(words, {"do not", "dont", "does not", "is not", "not now", "not yet",
-                                    "why not", "not sure", "or not"});
+         words.size() <= 8 && !words::ContainsAnyEntry(words, "followup_not_correction");
+}
+
+namespace {
+
+// A word that may carry a value: not filler, not a stop word.
+bool IsContentWord(std::string_view w) {
+  static const WordSet& stop = words::List("clarify_stop_words");
+  return HasAsciiAlnum(w) && !IsFiller(w) && !stop.contains(w) && (w.size() >= 2 || HasDigit(w));
+}
+
+bool InPrevious(std::string_view w, const std::vector<std::string_view>& previous) {
+  return std::any_of(previous.begin(), previous.end(), [w](std::string_view p) {
+    if (p == w) return true;
+    const std::string_view shorter = p.size() < w.size() ? p : w;
+    const std::string_view longer = p.size() < w.size() ? w : p;
+    return shorter.size() >= 4 && longer.size() == shorter.size() + 1 &&
+           longer.starts_with(shorter) && longer.back() == 's';
+  });
+}
+
+// "X, not Y" / "not Y, X": Y is in the previous request and X is new.
+bool ContrastsWithPrevious(const std::vector<std::string_view>& words,
+                           const std::vector<std::string_view>& previous) {
+  const int at = FindPhrase(words, "not");
+  if (at < 0 || words::ContainsAnyEntry(words, "followup_not_correction")) return false;
+  bool replaced = false;
+  for (size_t k = at + 1; k < words.size() && k <= static_cast<size_t>(at) + 4; ++k) {
+    replaced = replaced || (IsContentWord(words[k]) && InPrevious(words[k], previous));
+  }
+  const bool new_value = std::any_of(words.begin(), words.end(), [&](std::string_view w) {
+    return IsContentWord(w) && !InPrevious(w, previous);
+  });
+  return replaced && new_value;
+}
+
+// "no wait flat 4D, 4B already paid", "oops, the 2024 figures": a
+// retraction, then words of the previous request beside new ones, and no
+// new command.
+bool RetractsPrevious(const std::vector<std::string_view>& words,
+                      const std::vector<std::string_view>& previous) {
+  static const WordSet& openers = words::List("followup_retraction_openers");
+  if (words.empty() || !openers.contains(words.front())) return false;
+  size_t start = 0;
+  while (start < words.size() && IsFiller(words[start])) ++start;
+  const std::vector<std::string_view> rest(words.begin() + static_cast<long>(start), words.end());
+  if (rest.empty() || LeadingVerb(rest)) return false;
+  // The value ends where a statement about it starts ("4B already paid",
+  // "the digest failed again").
+  static const WordSet& past = words::List("clarify_past_irregular");
+  static const WordSet& statement = words::List("followup_statement_verbs");
+  int kept = 0, fresh = 0;
+  for (std::string_view w : rest) {
+    if (past.contains(w) || statement.contains(w) || (w.size() >= 5 && w.ends_with("ed"))) break;
+    if (!IsContentWord(w)) continue;
+    (InPrevious(w, previous) ? kept : fresh) += 1;
+  }
+  return kept > 0 && fresh > 0 && kept + fresh <= 6;
+}
+
+}  // namespace
+
+bool ReplacesPreviousValue(const std::vector<std::string_view>& words,
+                           const std::vector<std::string_view>& previous) {
+  if (words.empty() || words.size() > kMaxCorrectionWords || previous.empty() ||
+      ContainsPhrase(words, "?") || words::Contains("followup_question_openers", words.front())) {
+    return false;
+  }
+  return ContrastsWithPrevious(words, previous) || RetractsPrevious(words, previous);
 }
 
 std::string CorrectedValue(std::string_view message) {
@@ -201,13 +321,27 @@ std::string CorrectedValue(std::string_view message) {
   for (std::string_view clause : clauses) {
     const std::string normalized = NormalizeText(clause);
     const std::vector<std::string_view> words = Words(normalized);
-    // "not the curators": the value being replaced.
-    if (!words.empty() && (words.front() == "not" ||
-                           (words.size() > 1 && IsFiller(words.front()) && words[1] == "not"))) {
+    // "not the curators": the value being replaced; "wrong person": what
+    // was wrong, not what is right.
+    const auto first =
+        std::find_if(words.begin(), words.end(), [](std::string_view w) { return !IsFiller(w); });
+    if (!words.empty() &&
+        (words.front() == "not" ||
+         (words.size() > 1 && IsFiller(words.front()) && words[1] == "not") ||
+         (first != words.begin() && first != words.end() && *(first - 1) == "wrong"))) {
       continue;
     }
     std::string_view value = ValueOf(clause);
     if (!value.empty()) values.push_back(value);
+  }
+  // A pronoun alone ("excuse me") is no value when another clause has one.
+  static const WordSet& pronouns = words::List("send_pronouns");
+  static const WordSet& people = words::List("send_people");
+  if (values.size() > 1) {
+    std::erase_if(values, [](std::string_view v) {
+      const std::string word = Lowercase(v);
+      return pronouns.contains(word) || people.contains(word);
+    });
   }
   if (values.empty()) return "";
   // A figure is what corrections and edits most often change.
@@ -219,24 +353,9 @@ std::string CorrectedValue(std::string_view message) {
 
 bool OpensWithRefusal(const std::vector<std::string_view>& words) {
   if (words.empty() || words.size() > kMaxRefusalWords) return false;
-  static const std::vector<std::string_view> openings = {
-      "no", "nah", "nope", "pass", "hard pass", "not now", "not right now", "not a priority",
-      "not for now", "dont", "please dont", "pls dont", "forget it", "forget i asked", "lets park",
-      "park that", "thanks but no", "no thanks", "no thank", "ill think about it", "actually no",
-      "actually forget", "leave it", "ill pass", "skip it", "not needed", "ehh no", "uh no",
-      "hmm no", "hmm nah", "maybe later", "not this time", "👎",
-      // A negation of the offer itself,
-      // whatever reason follows.
-      "not necessary", "not needed", "not worth", "not really", "not interested", "not keen",
-      "not yet", "not today", "absolutely not", "definitely not", "i dont think", "dont think",
-      "lets not", "never mind", "nevermind", "no need", "hold off", "rather not", "id rather not",
-      "better not", "skip", "meh",
-      // Postponed or done elsewhere.
-      "already", "well cross", "cross that bridge", "another time", "some other time"};
+  static const WordSet& openings = words::List("followup_refusal_openings");
   size_t start = 0;
-  static const WordSet hesitation = {
-      "hmm", "hm",    "uh", "ehh", "eh",   "um",       "ok",  "okay", "thanks", "thx", "actually",
-      "oh",  "sorry", "no", "meh", "well", "honestly", "tbh", "erm",  "yeah",   "i",   "but"};
+  static const WordSet& hesitation = words::List("followup_refusal_hesitation");
   // The refusal may follow a hesitation or a thanks ("hmm, no", "thanks but no").
   while (start < words.size() && start < 3 && hesitation.contains(words[start]) &&
          words[start] != "no") {
@@ -253,8 +372,7 @@ bool OpensWithRefusal(const std::vector<std::string_view>& words) {
     if (HasDigit(w)) return false;
   }
   // "no, send it to the finance channel instead": a new value.
-  if (ContainsAnyPhrase(words, {"instead", "should", "only", "rather than", "send it", "make it",
-                                "go to", "use"})) {
+  if (words::ContainsAnyEntry(words, "followup_refusal_new_value")) {
     return false;
   }
   // "but" brings a new value unless it only closes the refusal ("thanks but no").
@@ -264,12 +382,8 @@ bool OpensWithRefusal(const std::vector<std::string_view>& words) {
       return false;
     }
   }
-  static const WordSet refusal_verbs = {"leave", "keep",   "forget", "handle", "think",
-                                        "park",  "bother", "touch",  "change", "do",
-                                        "need",  "want",   "prefer"};
-  static const WordSet between = {
-      "no",  "nah", "nope", "wait",  "thanks", "thx",  "please", "pls", "just", "sorry", "ok",
-      "hmm", "not", "dont", "right", "now",    "then", "i",      "id",  "ill",  "we",    "were"};
+  static const WordSet& refusal_verbs = words::List("followup_refusal_verbs");
+  static const WordSet& between = words::List("followup_refusal_between");
   for (size_t i = 1; i < rest.size(); ++i) {
     const std::vector<std::string_view> tail(rest.begin() + static_cast<long>(i), rest.end());
     if (between.contains(rest[i])) continue;
@@ -285,38 +399,20 @@ bool OpensWithRefusal(const std::vector<std::string_view>& words) {
 
 bool AsksForConversationSummary(const std::vector<std::string_view>& words) {
   // Phrases that are about the conversation by themselves.
-  if (ContainsAnyPhrase(words, {"state of play",        "where do things stand",
-                                "where things stand",   "lost the thread",
-                                "how far did we get",   "how far have we got",
-                                "what did we do",       "what did we get through",
-                                "what we did",          "whats done",
-                                "whats finished",       "whats pending",
-                                "whats been",           "whatve we",
-                                "what have we got",     "what have we done",
-                                "what have we changed", "take stock",
-                                "overall picture",      "status of everything",
-                                "what i changed",       "what weve",
-                                "what we changed",      "where are we up to",
-                                "what we have done"})) {
+  if (words::ContainsAnyEntry(words, "followup_recap_phrases")) {
     return true;
   }
   // A summary word, scoped to this conversation.
-  const bool summary = ContainsAnyPhrase(
-      words, {"recap", "summary", "summarise", "summarize", "sum up", "rundown", "tldr", "tl dr"});
-  const bool scoped =
-      ContainsAnyPhrase(words, {"we", "weve", "our", "us", "chat", "convo", "conversation",
-                                "session", "so far", "everything", "all this", "todays", "lost"});
+  const bool summary = words::ContainsAnyEntry(words, "followup_summary_words");
+  const bool scoped = words::ContainsAnyEntry(words, "followup_summary_scope");
   return summary && scoped;
 }
 
 // "the monday before the board meeting", "after lunch": a direction in
 // time, not in a list.
 bool DirectionIsTemporal(const std::vector<std::string_view>& words) {
-  static const WordSet directions = {"before", "after", "until", "till"};
-  static const WordSet times = {
-      "meeting",   "lunch",    "call",   "deadline", "launch", "weekend", "monday", "tuesday",
-      "wednesday", "thursday", "friday", "saturday", "sunday", "noon",    "work",   "hours",
-      "review",    "week",     "month",  "holidays", "break",  "end",     "then"};
+  static const WordSet& directions = words::List("followup_time_directions");
+  static const WordSet& times = words::List("followup_time_nouns");
   for (size_t i = 0; i + 1 < words.size(); ++i) {
     if (!directions.contains(words[i])) continue;
     for (size_t j = i + 1; j < words.size() && j <= i + 3; ++j) {
@@ -326,70 +422,135 @@ bool DirectionIsTemporal(const std::vector<std::string_view>& words) {
   return false;
 }
 
-std::optional<RelativePosition> FindRelativePosition(const std::vector<std::string_view>& words) {
-  // A position is asked of an item ("the one", "the row", "whatever sits",
-  // "its neighbour"), never of a time ("after lunch", "before friday").
-  static const WordSet items = {
-      "one",    "ones",  "entry",    "entries",   "row",      "line",        "item",      "step",
-      "agent",  "thing", "whatever", "neighbour", "neighbor", "predecessor", "successor", "bot",
-      "option", "sits",  "listed",   "comes",     "follower", "whats"};
-  if (std::none_of(words.begin(), words.end(),
-                   [&](std::string_view w) { return items.contains(w); })) {
-    return std::nullopt;
+namespace {
+
+// `typed` is `word` with one letter missing, one extra, or two adjacent
+// letters swapped ("befor", "abvoe"); a different letter is another word
+// ("alter" is no "after").
+bool IsTypoOf(std::string_view typed, std::string_view word) {
+  if (typed == word || word.size() < 5 || typed.size() < 4) return false;
+  if (typed.size() + 1 == word.size() || typed.size() == word.size() + 1) {
+    const std::string_view longer = typed.size() > word.size() ? typed : word;
+    const std::string_view shorter = typed.size() > word.size() ? word : typed;
+    for (size_t i = 0; i < longer.size(); ++i) {
+      if (longer.substr(0, i) == shorter.substr(0, i) &&
+          longer.substr(i + 1) == shorter.substr(i)) {
+        return true;
+      }
+    }
+    return false;
   }
-  if (DirectionIsTemporal(words)) return std::nullopt;
-  if (ContainsAnyPhrase(words, {"between", "middle of", "in the middle"})) {
-    return RelativePosition::kBetween;
+  if (typed.size() != word.size()) return false;
+  for (size_t i = 0; i + 1 < typed.size(); ++i) {
+    if (typed[i] != word[i]) {
+      return typed[i] == word[i + 1] && typed[i + 1] == word[i] &&
+             typed.substr(i + 2) == word.substr(i + 2);
+    }
   }
-  if (ContainsAnyPhrase(words, {"before", "above", "preceding", "predecessor", "ahead of",
-                                "prior to", "previous to", "on top of", "right over", "just over",
-                                "directly over", "further up", "higher up", "up from"})) {
-    return RelativePosition::kBefore;
+  return false;
+}
+
+// `words` with each direction word typed with a slip spelled right.
+std::vector<std::string_view> WithDirectionsSpelled(const std::vector<std::string_view>& words) {
+  std::vector<std::string_view> out = words;
+  for (std::string_view& w : out) {
+    for (std::string_view list : {"relative_before", "relative_after"}) {
+      for (const std::string& entry : words::List(list)) {
+        if (entry.find(' ') == std::string::npos && IsTypoOf(w, entry)) w = entry;
+      }
+    }
   }
-  if (ContainsAnyPhrase(words, {"after", "below", "following", "under", "beneath", "underneath",
-                                "successor", "follower", "neighbour", "neighbor", "further down",
-                                "lower down", "down from", "comes next"})) {
-    return RelativePosition::kAfter;
+  return out;
+}
+
+// The first word of the first phrase of list `name` in `words`, or npos.
+size_t FindEntry(const std::vector<std::string_view>& words, std::string_view name) {
+  size_t found = std::string_view::npos;
+  for (const std::string& phrase : words::List(name)) {
+    const int at = FindPhrase(words, phrase);
+    if (at >= 0 && static_cast<size_t>(at) < found) found = static_cast<size_t>(at);
+  }
+  return found;
+}
+
+// "two after X", "3 places above it": how many places away, 1 unless a
+// count stands right before the direction.
+int CountBefore(const std::vector<std::string_view>& words, size_t at) {
+  static const WordSet& units = words::List("relative_units");
+  size_t k = at;
+  if (k > 0 && units.contains(words[k - 1])) --k;
+  if (k == 0) return 1;
+  for (const words::Entry& count : words::Entries("relative_counts")) {
+    if (count.text == words[k - 1]) return std::stoi(count.value);
+  }
+  int n = 0;
+  const std::string digits(words[k - 1]);
+  if (std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(c) != 0; }) &&
+      !digits.empty() && digits.size() <= 2) {
+    n = std::stoi(digits);
+  }
+  return n >= 2 ? n : 1;
+}
+
+// The direction `words` give and where, before any check of what it is
+// asked of.
+std::optional<RelativeRef> FindDirection(const std::vector<std::string_view>& words) {
+  if (const size_t at = FindEntry(words, "relative_between"); at != std::string_view::npos) {
+    return RelativeRef{RelativePosition::kBetween, 1, at};
+  }
+  if (const size_t at = FindEntry(words, "relative_before"); at != std::string_view::npos) {
+    return RelativeRef{RelativePosition::kBefore, CountBefore(words, at), at};
+  }
+  if (const size_t at = FindEntry(words, "relative_after"); at != std::string_view::npos) {
+    return RelativeRef{RelativePosition::kAfter, CountBefore(words, at), at};
   }
   // "the one next to it" points; "run the digest agent next" closing the
   // message tells when, not which.
   const auto next = std::find(words.begin(), words.end(), "next");
   if (next != words.end() && next + 1 != words.end() && *(next + 1) != "?") {
-    return RelativePosition::kAfter;
+    const size_t at = static_cast<size_t>(next - words.begin());
+    return RelativeRef{RelativePosition::kAfter, CountBefore(words, at), at};
   }
   return std::nullopt;
 }
 
+// A listed item right after the direction ("right after X", "just in
+// front of X"), and none named before it.
+bool AnchoredOnListedItem(const std::vector<std::string_view>& words, size_t at) {
+  for (size_t k = 0; k < at; ++k) {
+    if (words[k] == kListedItem) return false;
+  }
+  for (size_t k = at + 1; k < words.size() && k <= at + 4; ++k) {
+    if (words[k] == kListedItem) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<RelativeRef> ReadRelativePosition(const std::vector<std::string_view>& typed) {
+  const std::vector<std::string_view> words = WithDirectionsSpelled(typed);
+  std::optional<RelativeRef> found = FindDirection(words);
+  if (!found) return std::nullopt;
+  // A position is asked of an item ("the one", "the row", "whatever sits",
+  // "its neighbour"), never of a time ("after lunch", "before friday").
+  static const WordSet& items = words::List("relative_items");
+  const bool item = std::any_of(words.begin(), words.end(),
+                                [&](std::string_view w) { return items.contains(w); });
+  if (!item && !AnchoredOnListedItem(words, found->at)) return std::nullopt;
+  if (DirectionIsTemporal(words)) return std::nullopt;
+  return found;
+}
+
+std::optional<RelativePosition> FindRelativePosition(const std::vector<std::string_view>& words) {
+  const std::optional<RelativeRef> found = ReadRelativePosition(words);
+  if (!found) return std::nullopt;
+  return found->position;
+}
+
 std::optional<size_t> NewTopicStart(std::string_view message) {
-  static const std::vector<std::string_view> markers = {"anyway",
-                                                        "anyways",
-                                                        "unrelated",
-                                                        "off topic",
-                                                        "ot",
-                                                        "detour",
-                                                        "separate q",
-                                                        "separate question",
-                                                        "different question",
-                                                        "different topic",
-                                                        "on another note",
-                                                        "btw",
-                                                        "by the way",
-                                                        "changing the subject",
-                                                        "change of topic",
-                                                        "side question",
-                                                        "random question",
-                                                        "totally different",
-                                                        "new topic",
-                                                        "before that",
-                                                        "oh and",
-                                                        "switching gears",
-                                                        "other thing",
-                                                        "also unrelated",
-                                                        "one more thing",
-                                                        "something else"};
-  static const std::set<std::string_view> lead_in = {
-      "ok",  "okay", "oh",  "hey",   "mmm",  "mm",     "hmm", "wait", "so",
-      "and", "also", "but", "right", "cool", "thanks", "thx", "k"};
+  static const WordSet& markers = words::List("followup_topic_markers");
+  static const WordSet& lead_in = words::List("followup_topic_lead_in");
   size_t start = 0;
   bool shifted = false;
   // Markers may pile up: "oh and hey, before that — what's ...".
@@ -430,13 +591,8 @@ std::optional<size_t> NewTopicStart(std::string_view message) {
 
 namespace {
 
-const std::set<std::string_view>& WorkVerbs() {
-  static const std::set<std::string_view> words = {
-      "send",     "email", "post",     "export",  "check",  "summarise", "summarize", "create",
-      "tell",     "log",   "reply",    "compare", "cancel", "notify",    "alert",     "write",
-      "whatsapp", "slack", "text",     "message", "remind", "assign",    "schedule",  "copy",
-      "push",     "pull",  "draft",    "ping",    "dm",     "forward",   "save",      "add",
-      "open",     "file",  "escalate", "flag",    "update", "sync",      "upload",    "share"};
+const WordSet& WorkVerbs() {
+  static const WordSet& words = words::List("followup_work_verbs");
   return words;
 }
 
@@ -466,23 +622,14 @@ bool CarriesMaterial(std::string_view message) {
 
 // Words that say the message is about automation or an existing agent.
 bool MentionsAutomation(const std::vector<std::string_view>& words) {
-  return ContainsAnyPhrase(words, {"agent", "agents", "bot", "skill", "skills", "workflow",
-                                   "automation", "automate", "every", "each time", "whenever",
-                                   "daily", "weekly", "monthly", "from now on", "schedule"});
+  return words::ContainsAnyEntry(words, "followup_automation_words");
 }
 
 // "every monday", "each morning", "weekly" (but not "the weekly report",
 // nor "every student").
 bool HasRecurrence(const std::vector<std::string_view>& words) {
-  static const std::set<std::string_view> units = {
-      "day",     "days",      "week",       "weeks",     "month",     "months",
-      "morning", "evening",   "night",      "hour",      "hours",     "minute",
-      "minutes", "weekday",   "weekdays",   "quarter",   "year",      "monday",
-      "tuesday", "wednesday", "thursday",   "friday",    "saturday",  "sunday",
-      "mondays", "tuesdays",  "wednesdays", "thursdays", "fridays",   "1st",
-      "first",   "working",   "business",   "other",     "afternoon", "weekend"};
-  static const std::set<std::string_view> adverbs = {"daily",   "weekly", "monthly",
-                                                     "nightly", "hourly", "weekdays"};
+  static const WordSet& units = words::List("followup_recurrence_units");
+  static const WordSet& adverbs = words::List("followup_recurrence_adverbs");
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string_view next = i + 1 < words.size() ? words[i + 1] : "";
     const std::string_view after = i + 2 < words.size() ? words[i + 2] : "";
@@ -507,11 +654,7 @@ bool IsStandingInstruction(const std::vector<std::string_view>& words, std::stri
       ContainsAnyPhrase(words, {"skill", "skills"})) {
     return false;
   }
-  if (ContainsAnyPhrase(
-          words, {"instead",        "anymore",   "from now on", "change",      "switch",  "stop",
-                  "only",           "also",      "no longer",   "rather than", "not",     "dont",
-                  "just this once", "right now", "now",         "adjust",      "move",    "moved",
-                  "should",         "needs",     "want the",    "too slow",    "too much"})) {
+  if (words::ContainsAnyEntry(words, "followup_not_standing")) {
     return false;
   }
   const bool arrow =
@@ -534,14 +677,8 @@ bool IsStandingInstruction(const std::vector<std::string_view>& words, std::stri
 
 bool IsSelfContainedTask(const std::vector<std::string_view>& words, std::string_view message) {
   if (words.size() < 6 || MentionsAutomation(words)) return false;
-  static const std::set<std::string_view> text_verbs = {
-      "write",     "translate", "shorten",   "extract", "classify",  "scale",     "turn",
-      "make",      "answer",    "reply",     "draft",   "summarise", "summarize", "rewrite",
-      "proofread", "convert",   "calculate", "calc",    "give",      "name",      "list",
-      "seat",      "format",    "sort",      "rank",    "generate",  "suggest",   "come",
-      "compose",   "tidy",      "clean"};
-  static const std::set<std::string_view> filler = {
-      "please", "pls", "plz", "can", "could", "you", "ok", "hey", "quick", "just", "u"};
+  static const WordSet& text_verbs = words::List("followup_text_verbs");
+  static const WordSet& filler = words::List("followup_task_filler");
   size_t first = 0;
   while (first < words.size() && filler.contains(words[first])) ++first;
   bool task_verb = first < words.size() && text_verbs.contains(words[first]);
@@ -559,9 +696,7 @@ bool IsSelfContainedTask(const std::vector<std::string_view>& words, std::string
     }
   }
   // A sum on figures the message gives: "net is 1,840 and VAT 19%, what's the gross?"
-  return NumberTokens(words) >= 3 &&
-         ContainsAnyPhrase(words, {"how many", "how much", "whats the", "what is the", "calc",
-                                   "calculate", "work out", "change in"});
+  return NumberTokens(words) >= 3 && words::ContainsAnyEntry(words, "followup_sum_phrases");
 }
 
 }  // namespace omniforge::intent

@@ -18,6 +18,15 @@ namespace omniforge::intent {
 // not Ortiz": a short message that takes back part of the last request.
 bool IsCorrection(const std::vector<std::string_view>& words);
 
+// "not the Dublin warehouse, Cork", "Priyanka not Priya", "no wait, flat
+// 4D": a short message that replaces a value the previous request holds
+// (`previous`: the normalized words of that request and of the
+// assistant's answer to it) with a new one, by a contrast ("X, not Y"
+// where Y is in `previous`) or after a retraction ("no", "wait", "oops")
+// with words of `previous` beside new ones.
+bool ReplacesPreviousValue(const std::vector<std::string_view>& words,
+                           const std::vector<std::string_view>& previous);
+
 // The new value a correction or an edit gives, as the user wrote it: the
 // clause that carries it, without the words of apology, agreement or
 // negation around it ("sorry, I meant the March report" -> "the March
@@ -60,5 +69,26 @@ enum class RelativePosition { kBefore, kAfter, kBetween };
 
 // The relative position a message asks for, if any.
 std::optional<RelativePosition> FindRelativePosition(const std::vector<std::string_view>& words);
+
+// Stands, in the words given to ReadRelativePosition, for an item of the
+// list the message refers to (normalization never makes this word).
+inline constexpr std::string_view kListedItem = "<listed>";
+
+// A relative position as asked: which way, how many places ("two after
+// X" is 2) and the index of the word that gives the direction.
+struct RelativeRef {
+  RelativePosition position = RelativePosition::kAfter;
+  int offset = 1;
+  size_t at = 0;
+};
+
+// The relative position `words` ask for. The position is asked of an item
+// ("the one", "whatever sits", "its neighbour") or, in `words` where the
+// names of listed items are kListedItem, right before a listed item ("the
+// listing above X", "comes right after X") that no listed item named
+// earlier in the message precedes; never of a time ("after lunch"). A
+// direction word typed with one letter missing, extra or swapped
+// ("befor") counts.
+std::optional<RelativeRef> ReadRelativePosition(const std::vector<std::string_view>& words);
 
 }  // namespace omniforge::intent

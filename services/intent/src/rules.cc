@@ -1,6 +1,7 @@
 #include "services/intent/src/rules.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <set>
 
@@ -8,12 +9,15 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "libs/words/lists.h"
 #include "services/intent/src/cues.h"
 #include "services/intent/src/followup_cues.h"
 #include "services/intent/src/text.h"
 
 namespace omniforge::intent {
 namespace {
+
+using WordSet = words::WordSet;
 
 void Merge(std::map<std::string, std::string>& into,
            const std::map<std::string, std::string>& from) {
@@ -386,13 +390,32 @@ int RelativeAnchor(const Situation& s, const std::vector<int>& named) {
   return -1;
 }
 
+// The message's words with each name of an item of the last list as one
+// kListedItem.
+std::vector<std::string_view> MaskListed(const Situation& s) {
+  std::vector<std::string_view> words = s.message.words;
+  for (const std::string& name : s.context.last_list) {
+    const std::string normalized = NormalizeText(name);
+    const std::vector<std::string_view> name_words = Words(normalized);
+    for (int at = FindPhrase(words, normalized); at >= 0 && !name_words.empty();
+         at = FindPhrase(words, normalized)) {
+      words.erase(words.begin() + at + 1,
+                  words.begin() + at + static_cast<long>(name_words.size()));
+      words[static_cast<size_t>(at)] = kListedItem;
+    }
+  }
+  return words;
+}
+
 // "the one listed before X", "whatever sits right below X", "number 3's
 // predecessor", "the one above the last", "the one in between the other
-// two": the anchor's neighbour in the last list, by index.
+// two", "pause the agent listed two after X": the anchor's neighbour in
+// the last list, by index.
 std::optional<RuleAnswer> PickRelative(const Situation& s) {
   const Context& c = s.context;
   if (c.last_list.empty()) return std::nullopt;
-  const std::optional<RelativePosition> position = FindRelativePosition(s.message.words);
+  const std::vector<std::string_view> masked = MaskListed(s);
+  const std::optional<RelativeRef> position = ReadRelativePosition(masked);
   if (!position) return std::nullopt;
   const int size = static_cast<int>(c.last_list.size());
   std::vector<int> named;
@@ -403,7 +426,7 @@ std::optional<RuleAnswer> PickRelative(const Situation& s) {
   }
   int picked = -1;
   int anchor = -1;
-  if (*position == RelativePosition::kBetween) {
+  if (position->position == RelativePosition::kBetween) {
     if (named.size() >= 2 && std::abs(named[0] - named[1]) == 2) {
       picked = (named[0] + named[1]) / 2;
     } else if (named.size() < 2 && size == 3) {
@@ -411,8 +434,13 @@ std::optional<RuleAnswer> PickRelative(const Situation& s) {
     }
     anchor = named.empty() ? picked : named.front();
   } else {
-    anchor = RelativeAnchor(s, named);
-    if (anchor >= 0) picked = anchor + (*position == RelativePosition::kBefore ? -1 : 1);
+    // "the previous one", "the next one": from the item talked about last,
+    // unless an item is named.
+    const bool from_current = named.empty() && position->at < masked.size() &&
+                              words::Contains("relative_from_current", masked[position->at]);
+    anchor = from_current && CurrentIndex(c) >= 0 ? CurrentIndex(c) : RelativeAnchor(s, named);
+    const int step = position->position == RelativePosition::kBefore ? -1 : 1;
+    if (anchor >= 0) picked = anchor + step * position->offset;
   }
   if (picked < 0 || picked >= size || anchor < 0) return std::nullopt;
   return AnswerPick(s, c.last_list[picked], "the position relative to " + c.last_list[anchor]);
@@ -513,7 +541,11 @@ std::optional<RuleAnswer> DraftCorrection(const Situation& s) {
 // request again, with the value it corrects.
 std::optional<RuleAnswer> CorrectLastRequest(const Situation& s) {
   const Context& c = s.context;
-  if (!c.previous_action || !IsCorrection(s.message.words)) return std::nullopt;
+  if (!c.previous_action) return std::nullopt;
+  const std::string previous = NormalizeText(c.previous_text);
+  if (!IsCorrection(s.message.words) && !ReplacesPreviousValue(s.message.words, Words(previous))) {
+    return std::nullopt;
+  }
   const std::string value = CorrectedValue(s.message.request.message);
   if (value.empty()) return std::nullopt;
   // A request the model could not place, about an agent, was a question
@@ -534,6 +566,12 @@ std::optional<RuleAnswer> CorrectLastRequest(const Situation& s) {
   out.entities = std::move(merged);
   if (!out.entities.contains("agent_name") && c.last_agent && !NewAgentOrSkill(action)) {
     out.entities["agent_name"] = *c.last_agent;
+  }
+  // "I meant the lab results one": the value names another of the agents.
+  if (!named_exactly && !NewAgentOrSkill(action)) {
+    if (auto other = MatchCatalogItem(value, s.message.request.agents)) {
+      out.entities["agent_name"] = *other;
+    }
   }
   out.entities["corrected_value"] = value;
   return out;
@@ -591,6 +629,89 @@ std::optional<RuleAnswer> FollowUpDetail(const Situation& s) {
   return out;
 }
 
+// Where `words` point at something with a pronoun or a demonstrative:
+// kNoun for "those numbers", "these 3 dates" (a thing, never an agent),
+// kPronoun for "it", "them", "merge those", "set that up".
+enum class Pointing { kNone, kPronoun, kNoun };
+
+Pointing PointsAt(const std::vector<std::string_view>& words) {
+  static const WordSet& stop = words::List("clarify_stop_words");
+  static const WordSet& agents = words::List("clarify_generic_agent_words");
+  static const WordSet& times = words::List("clarify_time_nouns");
+  Pointing found = Pointing::kNone;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string_view w = words[i];
+    if (w == "it" || w == "them") found = Pointing::kPronoun;
+    if (w != "those" && w != "these" && w != "that" && w != "this") continue;
+    size_t k = i + 1;
+    while (k < words.size() && std::isdigit(static_cast<unsigned char>(words[k][0])) != 0) ++k;
+    if (k < words.size() && !stop.contains(words[k]) && !agents.contains(words[k]) &&
+        !times.contains(words[k]) && words[k] != "?") {
+      return Pointing::kNoun;
+    }
+    if (k == words.size() || stop.contains(words[k])) found = Pointing::kPronoun;
+  }
+  return found;
+}
+
+// "print it", "merge them": a word the model does not know as a verb,
+// right before the pronoun, opens the message.
+bool UnknownVerbOnPronoun(const std::vector<std::string_view>& words) {
+  size_t i = 0;
+  while (i < words.size() && words::Contains("filler_intent", words[i])) ++i;
+  // "love it", "got it", "nah it's fine": a reaction, not work.
+  if (i < words.size() &&
+      (words::Contains("confirm_intent", words[i]) || words::Contains("decline_intent", words[i]) ||
+       words::Contains("clarify_stop_words", words[i]) ||
+       words::Contains("clarify_reactions", words[i]))) {
+    return false;
+  }
+  return i + 1 < words.size() && (words[i + 1] == "it" || words[i + 1] == "them" ||
+                                  words[i + 1] == "those" || words[i + 1] == "these");
+}
+
+// "shorten it to 100 words" after a draft, "put those numbers in the
+// #finance channel" after figures, "merge them" after two records: a
+// pronoun or a demonstrative that stands for what the assistant just gave
+// (not for an agent it named), worked on now; "set that up" after a
+// description of what an agent would do builds it.
+std::optional<RuleAnswer> TaskOnAssistantOutput(const Situation& s) {
+  const Context& c = s.context;
+  const std::vector<std::string_view>& words = s.message.words;
+  if (c.last_output == Output::kNone || ContainsPhrase(words, "?") || !c.last_list.empty()) {
+    return std::nullopt;
+  }
+  const bool named_exactly =
+      s.named_agent &&
+      absl::StrContains(Lowercase(s.message.request.message), Lowercase(*s.named_agent));
+  const Pointing pointing = PointsAt(words);
+  if (named_exactly || pointing == Pointing::kNone ||
+      (pointing == Pointing::kPronoun && c.last_output_names_agent)) {
+    return std::nullopt;
+  }
+  const std::string& said = s.message.request.history.back().content;
+  const bool builds = (s.verb == Action::kCreateAgent || ContainsPhrase(words, "up")) &&
+                      (absl::StrContains(said, "would") || absl::StrContains(said, "could"));
+  if (pointing == Pointing::kPronoun && c.last_output != Output::kText && !builds) {
+    return std::nullopt;
+  }
+  if (!builds && (s.verb == Action::kManagePlatform || s.verb == Action::kQueryInfo ||
+                  s.verb == Action::kCreateAgent || s.verb == Action::kCreateSkill ||
+                  (!s.verb && !UnknownVerbOnPronoun(words)))) {
+    return std::nullopt;
+  }
+  const Action action = builds ? Action::kCreateAgent : Action::kExecuteTask;
+  RuleAnswer out = Answer(
+      s, action, Reference::kPronoun,
+      "The message points at what the assistant just gave; it asks to " + Phrase(action) + ".");
+  out.entities.erase("agent_name");
+  // "run those reports again" after an agent's output: that agent's work.
+  if (pointing == Pointing::kNoun && c.last_output_names_agent && c.last_agent && !builds) {
+    out.entities["agent_name"] = *c.last_agent;
+  }
+  return out;
+}
+
 // "pause it", "change that", "run now": a verb on the agent last talked
 // about.
 std::optional<RuleAnswer> PronounToLastAgent(const Situation& s) {
@@ -603,6 +724,33 @@ std::optional<RuleAnswer> PronounToLastAgent(const Situation& s) {
       Answer(s, *s.agent_verb, Reference::kPronoun,
              "\"it\" is " + *c.last_agent + ", the agent last talked about; the verb asks to " +
                  Phrase(*s.agent_verb) + ".");
+  out.entities["agent_name"] = *c.last_agent;
+  return out;
+}
+
+// "leave that aisle out" after the user said what shelf-gap-finder gets
+// wrong: a verb that edits what an agent does, on something the exchange
+// about that agent talked of, changes it.
+std::optional<RuleAnswer> EditOfAgentInPlay(const Situation& s) {
+  const Context& c = s.context;
+  const std::vector<std::string_view>& words = s.message.words;
+  if (!c.last_agent || !c.last_output_names_agent || ContainsPhrase(words, "?") ||
+      (s.named_agent && s.named_agent != c.last_agent)) {
+    return std::nullopt;
+  }
+  size_t i = 0;
+  while (i < words.size() && words::Contains("filler_intent", words[i])) ++i;
+  if (i >= words.size() || !words::Contains("agent_edit_verbs", words[i])) return std::nullopt;
+  const std::string previous = NormalizeText(c.previous_text);
+  const std::vector<std::string_view> talked_of = Words(previous);
+  const bool on_what_was_said = std::any_of(words.begin() + i + 1, words.end(), [&](auto w) {
+    return w.size() >= 4 && !words::Contains("clarify_stop_words", w) &&
+           std::find(talked_of.begin(), talked_of.end(), w) != talked_of.end();
+  });
+  if (!on_what_was_said) return std::nullopt;
+  RuleAnswer out = Answer(
+      s, Action::kUpdateAgent, Reference::kPronoun,
+      "The message edits what " + *c.last_agent + ", the agent the exchange is about, does.");
   out.entities["agent_name"] = *c.last_agent;
   return out;
 }
@@ -672,10 +820,28 @@ constexpr Rule<Situation> kReferenceRules[] = {
     {.name = "same_for_named_agent", .confidence = 0.85f, .apply = &SameForNamedAgent},
     {.name = "same_again_on_last_agent", .confidence = 0.85f, .apply = &SameAgainOnLastAgent},
     {.name = "follow_up_detail", .confidence = 0.8f, .apply = &FollowUpDetail},
+    {.name = "task_on_assistant_output", .confidence = 0.8f, .apply = &TaskOnAssistantOutput},
     {.name = "pronoun_to_last_agent", .confidence = 0.88f, .apply = &PronounToLastAgent},
+    {.name = "edit_of_agent_in_play", .confidence = 0.75f, .apply = &EditOfAgentInPlay},
     {.name = "agent_then_instruction", .confidence = 0.8f, .apply = &AgentThenInstruction},
     {.name = "named_agent_with_verb", .confidence = 0.85f, .apply = &NamedAgentWithVerb},
 };
+
+// A recurring window or condition on when something runs ("between 10pm
+// and 6am", "at weekends", "overnight"), not a date it resumes on.
+bool LimitsWhenItRuns(const std::vector<std::string_view>& words) {
+  if (words::ContainsAnyEntry(words, "recurring_windows")) return true;
+  const int between = FindPhrase(words, "between");
+  if (between < 0) return false;
+  const auto is_time = [](std::string_view w) {
+    return std::isdigit(static_cast<unsigned char>(w.front())) != 0 || w == "noon" ||
+           w == "midnight";
+  };
+  int times = 0;
+  for (size_t k = static_cast<size_t>(between) + 1; k < words.size(); ++k)
+    times += is_time(words[k]);
+  return times >= 2;
+}
 
 }  // namespace
 
@@ -697,6 +863,12 @@ Situation ReadSituation(const Message& message, const Context& context,
   }
   for (std::string_view w : message.words) s.content_words += w != "?";
   s.verb = VerbAction(request.message);
+  // "stop it sending between 10pm and 6am": switched off only some of the
+  // time, it still runs; what it does changes (LABELS.md: lifecycle is on
+  // or off, "skip weekends" is a change).
+  if (s.verb == Action::kManagePlatform && LimitsWhenItRuns(message.words)) {
+    s.verb = Action::kUpdateAgent;
+  }
   if (s.verb && !NewAgentOrSkill(*s.verb)) s.agent_verb = s.verb;
   s.verb_is_explicit = VerbIsExplicit(request.message);
   s.ordinal = FindOrdinal(request.message);

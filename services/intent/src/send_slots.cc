@@ -3,73 +3,58 @@
 #include <algorithm>
 #include <optional>
 
+#include "libs/words/lists.h"
+
 namespace omniforge::intent {
 namespace {
 
-using WordSet = std::set<std::string_view>;
+using WordSet = words::WordSet;
 using WordList = std::vector<std::string_view>;
 
 // Verbs whose object is what is passed on; the recipient follows "to" or
 // comes first of two noun phrases ("text the pickers the list").
 const WordSet& PassOnVerbs() {
-  static const WordSet words = {"send", "resend",  "forward",  "share",      "post",
-                                "mail", "email",   "shoot",    "pass",       "circulate",
-                                "text", "dm",      "whatsapp", "distribute", "get",
-                                "cc",   "deliver", "message",  "slack",      "drop"};
+  static const WordSet& words = words::List("send_pass_on_verbs");
   return words;
 }
 
 // Verbs whose object is the recipient; the content follows "about", "on"
 // or "that" ("ping the team about the outage").
 const WordSet& TellVerbs() {
-  static const WordSet words = {"notify", "ping", "tell", "alert", "loop", "let", "inform"};
+  static const WordSet& words = words::List("send_tell_verbs");
   return words;
 }
 
 // Words that may stand between a verb and its phrases ("send it over to").
 const WordSet& Particles() {
-  static const WordSet words = {"over", "along", "on", "out", "back", "across", "round", "around"};
+  static const WordSet& words = words::List("send_particles");
   return words;
 }
 
 const WordSet& Determiners() {
-  static const WordSet words = {"the",    "a",        "an",         "my",   "our",  "this",
-                                "that",   "these",    "those",      "his",  "her",  "their",
-                                "todays", "tonights", "yesterdays", "last", "your", "all"};
+  static const WordSet& words = words::List("send_determiners");
   return words;
 }
 
 // Words that carry nothing of who or what ("pls", "now").
 const WordSet& Filler() {
-  static const WordSet words = {"pls",   "please",  "plz",  "now", "asap", "too",    "also",
-                                "again", "today",   "then", "u",   "you",  "thanks", "thx",
-                                "?",     "quickly", "just", "for", "me"};
+  static const WordSet& words = words::List("send_filler");
   return words;
 }
 
 // A kind of person, not a particular one ("the client", "the right people").
 bool IsVagueRecipientWord(std::string_view w) {
-  static const WordSet words = {"client",      "clients", "customer", "customers",  "journalist",
-                                "journalists", "trustee", "trustees", "caseworker", "colleague",
-                                "colleagues",  "guy",     "person",   "people",     "stakeholders",
-                                "stakeholder", "parents", "manager",  "boss",       "vendor",
-                                "supplier",    "contact", "partner",  "lead",       "folks",
-                                "right",       "usual",   "relevant", "whoever",    "appropriate",
-                                "concerned",   "someone", "somebody", "who",        "counsel",
-                                "list",        "channel", "group"};
+  static const WordSet& words = words::List("send_vague_recipients");
   return words.contains(w);
 }
 
 bool IsVagueObjectWord(std::string_view w) {
-  static const WordSet words = {"thing",   "stuff",  "doc",  "document", "file",      "details",
-                                "info",    "update", "note", "link",     "something", "deck",
-                                "message", "one",    "bits", "things",   "documents", "files"};
+  static const WordSet& words = words::List("send_vague_objects");
   return words.contains(w);
 }
 
 bool IsPronoun(std::string_view w) {
-  static const WordSet words = {"it",    "this", "that", "them", "these",
-                                "those", "him",  "her",  "they"};
+  static const WordSet& words = words::List("send_pronouns");
   return words.contains(w);
 }
 
@@ -77,13 +62,7 @@ bool IsPronoun(std::string_view w) {
 // message", "a text"), and with what each verb needs around it.
 bool IsVerbAt(const WordList& w, size_t i) {
   // Verbs open a clause; "a black friday email" is a noun.
-  static const WordSet before_verb = {
-      "can",     "could",   "you",      "u",       "pls",    "please", "plz",  "and",  "then",
-      "just",    "also",    "now",      "ok",      "okay",   "yes",    "yeah", "yep",  "sure",
-      "great",   "cool",    "nice",     "perfect", "thanks", "thx",    "to",   "lets", "go",
-      "would",   "will",    "actually", "i",       "we",     "id",     "need", "want", "should",
-      "so",      "alright", "kindly",   "dont",    "good",   "fine",   "but",  "k",    "ahead",
-      "quickly", "asap",    "pl",       "nope",    "no"};
+  static const WordSet& before_verb = words::List("send_before_verb");
   const std::string_view word = w[i];
   if (i > 0 && !before_verb.contains(w[i - 1])) return false;
   const std::string_view next = i + 1 < w.size() ? w[i + 1] : "";
@@ -96,8 +75,12 @@ bool IsVerbAt(const WordList& w, size_t i) {
 
 WordList ContentOf(const WordList& w, size_t from, size_t to) {
   WordList out;
-  for (size_t k = from; k < to && k < w.size(); ++k) {
-    if (Determiners().contains(w[k]) || Filler().contains(w[k]) || Particles().contains(w[k])) {
+  const size_t end = std::min(to, w.size());
+  for (size_t k = from; k < end; ++k) {
+    // A determiner with no noun after it is a pronoun ("send it to her").
+    const bool pronoun = IsPronoun(w[k]) && (k + 1 == end || Filler().contains(w[k + 1]));
+    if (!pronoun &&
+        (Determiners().contains(w[k]) || Filler().contains(w[k]) || Particles().contains(w[k]))) {
       continue;
     }
     out.push_back(w[k]);
@@ -107,10 +90,7 @@ WordList ContentOf(const WordList& w, size_t from, size_t to) {
 
 SlotFill RecipientFill(const WordList& words, const std::set<std::string>& capitalized) {
   if (words.empty()) return SlotFill::kNone;
-  static const WordSet named = {"me",    "us",       "myself",    "team",  "finance",
-                                "sales", "hr",       "support",   "legal", "marketing",
-                                "ops",   "everyone", "everybody", "staff", "company",
-                                "slack", "teams"};
+  static const WordSet& named = words::List("send_named_recipients");
   bool vague = false;
   for (std::string_view w : words) {
     if (w == "who") return SlotFill::kVague;  // "everyone who needs to know"
@@ -140,9 +120,7 @@ SlotFill ObjectFill(const WordList& words) {
 // Where the phrase opening at `from` ends: a clause of time, purpose or
 // manner starts.
 size_t PhraseEnd(const WordList& w, size_t from) {
-  static const WordSet ends = {"about",   "before", "by",        "when",  "if",   "so",
-                               "because", "since",  "until",     "after", "once", "and",
-                               "but",     "re",     "regarding", "on",    "that", "at"};
+  static const WordSet& ends = words::List("send_phrase_ends");
   size_t k = from + 1;
   while (k < w.size() && !ends.contains(w[k])) ++k;
   return std::min(k, w.size());
@@ -173,7 +151,7 @@ void ReadTell(const WordList& w, size_t v, const std::set<std::string>& capitali
 // The first determiner after `from` that opens a second noun phrase
 // ("text [the pickers] [the list]"), or npos.
 size_t SecondPhraseAt(const WordList& w, size_t from, size_t end) {
-  static const WordSet links = {"of", "from", "in", "for", "on", "about", "with", "at", "to"};
+  static const WordSet& links = words::List("send_links");
   for (size_t k = from + 1; k < end; ++k) {
     if (links.contains(w[k - 1])) return std::string_view::npos;
     if (Determiners().contains(w[k]) && w[k] != "all") return k;
@@ -197,10 +175,16 @@ void ReadPassOn(const WordList& w, size_t v, const std::set<std::string>& capita
   if (marker != std::string_view::npos) {
     out.object_words = ContentOf(w, from, marker);
     out.recipient_words = ContentOf(w, marker + 1, PhraseEnd(w, marker + 1));
+  } else if (const size_t about = PhraseEnd(w, from);
+             words::Contains("send_address_verbs", w[v]) && about < w.size() &&
+             words::Contains("send_content_openers", w[about])) {
+    // "email the landlord about those two": the person, then the content.
+    out.recipient_words = ContentOf(w, from, about);
+    out.object_words = ContentOf(w, about + 1, PhraseEnd(w, about + 1));
   } else {
     const size_t end = PhraseEnd(w, from);
     const size_t second = SecondPhraseAt(w, from, end);
-    static const WordSet people = {"them", "him", "her", "me", "us"};
+    static const WordSet& people = words::List("send_people");
     const bool first_is_pronoun = from < w.size() && IsPronoun(w[from]);
     if (from < w.size() && people.contains(w[from])) {  // "email them a reminder"
       out.recipient_words = {w[from]};
@@ -236,12 +220,7 @@ SendSlots ReadSendSlots(const std::vector<std::string_view>& words,
 }
 
 bool IsSendVerbForm(std::string_view word) {
-  static const WordSet forms = {
-      "send",      "sent",     "sending",   "sends",      "forward",    "forwarded",   "share",
-      "shared",    "sharing",  "email",     "emailed",    "emailing",   "mail",        "mailed",
-      "notify",    "notified", "ping",      "pinged",     "text",       "texted",      "post",
-      "posted",    "cc",       "circulate", "circulated", "distribute", "distributed", "deliver",
-      "delivered", "tell",     "told",      "loop",       "forwarding", "notifies",    "goes"};
+  static const WordSet& forms = words::List("send_verb_forms");
   return forms.contains(word);
 }
 

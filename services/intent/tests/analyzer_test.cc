@@ -238,6 +238,11 @@ TEST(EntitiesTest, FindsOrdinalsButNotTimes) {
   EXPECT_EQ(FindOrdinal("the last one")->kind, OrdinalRef::Kind::kFromEnd);
   EXPECT_EQ(FindOrdinal("the last one")->Resolve(3, -1), 2);
   EXPECT_EQ(FindOrdinal("the second to last")->Resolve(3, -1), 1);
+  // Counted from the end in the other ways people say it.
+  EXPECT_EQ(FindOrdinal("turn off the last but one")->Resolve(4, -1), 2);
+  EXPECT_EQ(FindOrdinal("second from the bottom, pause it")->Resolve(4, -1), 2);
+  EXPECT_EQ(FindOrdinal("rerun the second-last one")->Resolve(5, -1), 3);
+  EXPECT_EQ(FindOrdinal("the penultimate one")->Resolve(5, -1), 3);
   EXPECT_EQ(FindOrdinal("the middle one")->Resolve(3, -1), 1);
   EXPECT_EQ(FindOrdinal("the middle one")->Resolve(4, -1), -1);
   EXPECT_EQ(FindOrdinal("and the other one?")->Resolve(2, 0), 1);
@@ -486,7 +491,7 @@ TEST(RuleTableTest, NamesAreUniqueSnakeCaseAndConfidencesInRange) {
   };
   for (const auto& r : FastPathRules()) check(r.name, r.confidence);
   for (const auto& r : ReferenceRules()) check(r.name, r.confidence);
-  EXPECT_EQ(names.size(), 21u);
+  EXPECT_EQ(names.size(), 23u);
 }
 
 struct RuleCase {
@@ -547,7 +552,18 @@ TEST(RuleTableTest, EachRuleAnswersItsPhraseWithItsConfidence) {
       {"do the same for yesterday", InvoiceQuestion(), "same_again_on_last_agent",
        Action::kQueryInfo},
       {"and last week?", InvoiceQuestion(), "follow_up_detail", Action::kQueryInfo},
+      {"shorten it to 50 words",
+       {User("draft a note to the team about friday's outage"),
+        Assistant("Draft: \"Hi all, the billing service was down for 40 minutes on Friday; no "
+                  "data was lost and the invoices went out on Saturday.\"")},
+       "task_on_assistant_output",
+       Action::kExecuteTask},
       {"pause it", InvoiceQuestion(), "pronoun_to_last_agent", Action::kManagePlatform},
+      {"leave the overdue march reminders out",
+       {User("invoice-chaser keeps reminding people about march invoices"),
+        Assistant("Yes, invoice-chaser reminds about every overdue invoice, march included.")},
+       "edit_of_agent_in_play",
+       Action::kUpdateAgent},
       {"run the sales digest anyway", {}, "named_agent_with_verb", Action::kExecuteTask},
       {"build me something that emails our stripe revenue to the founders",
        {},
@@ -563,6 +579,25 @@ TEST(RuleTableTest, EachRuleAnswersItsPhraseWithItsConfidence) {
       EXPECT_EQ(r.analysis.confidence, *confidence) << c.rule;
     }
   }
+}
+
+TEST(RuleTableTest, APronounStandsForWhatTheAssistantGaveOnlyWithoutAnAgentInTheExchange) {
+  const std::vector<HistoryTurn> draft = {
+      User("draft a note to the team about friday's outage"),
+      Assistant("Draft: \"Hi all, the billing service was down for 40 minutes on Friday; no data "
+                "was lost and the invoices went out on Saturday.\"")};
+  EXPECT_EQ(Local("print it for the notice board", draft).rule, "task_on_assistant_output");
+  EXPECT_NE(Local("love it", draft).rule, "task_on_assistant_output");
+  // invoice-chaser was asked about by name: "it" is the agent.
+  EXPECT_NE(Local("run it again", InvoiceQuestion()).rule, "task_on_assistant_output");
+}
+
+TEST(RuleTableTest, SwitchingOffOnlySomeOfTheTimeIsAChange) {
+  EXPECT_EQ(Local("stop it sending between 10pm and 6am", InvoiceQuestion()).analysis.action,
+            Action::kUpdateAgent);
+  EXPECT_EQ(Local("pause it at weekends", InvoiceQuestion()).analysis.action, Action::kUpdateAgent);
+  EXPECT_EQ(Local("pause it until monday", InvoiceQuestion()).analysis.action,
+            Action::kManagePlatform);
 }
 
 TEST(RuleTableTest, AnUnmistakableImperativeOverridesAnUnsureModel) {

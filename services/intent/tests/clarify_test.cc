@@ -324,6 +324,37 @@ TEST(SendSlotsTest, ReadsObjectAndRecipientFromTheSentenceShape) {
   EXPECT_FALSE(Slots("5 subject lines for a black friday email").found);
 }
 
+TEST(SendSlotsTest, APronounEndsAPhraseAndAPersonMayBeTheObject) {
+  const std::string to_her = NormalizeText("make it warmer and then send it to her");
+  const SendSlots slots = ReadSendSlots(WordsOf(to_her), {});
+  EXPECT_EQ(slots.recipient, SlotFill::kPronoun);
+  const std::string about = NormalizeText("email the landlord about those two");
+  const SendSlots landlord = ReadSendSlots(WordsOf(about), {});
+  EXPECT_EQ(landlord.recipient, SlotFill::kNamed);
+  EXPECT_THAT(landlord.recipient_words, ElementsAre("landlord"));
+  EXPECT_NE(landlord.object, SlotFill::kNone);
+}
+
+TEST(ClarifyTest, ThemStandsForThePeopleAListInProseNamed) {
+  const IntentRequest request = Request(
+      "email them the parking details", {"guest-list-builder"},
+      {{Role::kUser, "who's confirmed for the gala?"},
+       {Role::kAssistant, "Confirmed so far: Ana Ruiz, Tom Beck, Priya Nair and Leo Grant."}});
+  EXPECT_FALSE(Decide(request, Action::kExecuteTask).clarification.needed);
+}
+
+TEST(ClarifyTest, AVagueObjectIsBoundByWhatTheAssistantGaveNotByAnyAgent) {
+  const std::vector<std::pair<Role, std::string>> weather = {
+      {Role::kUser, "what's the weather like in Porto tomorrow"},
+      {Role::kAssistant, "Tomorrow in Porto: 19C, light rain in the afternoon."}};
+  const IntentRequest file = Request("ok just send the file to Tom", {"weather-lookup"}, weather);
+  EXPECT_THAT(Decide(file, Action::kExecuteTask).clarification.missing,
+              Contains(MissingSlot::kObject));
+  const IntentRequest share = Request("share with the whole department pls");
+  EXPECT_THAT(Decide(share, Action::kExecuteTask).clarification.missing,
+              Contains(MissingSlot::kObject));
+}
+
 TEST(ClarifyTest, ASendAsksForWhatNeitherTheMessageNorTheHistoryGives) {
   const IntentRequest bare = Request("share the scorecards", {"driver-scorecard"});
   const ClarifyDecision ask = Decide(bare, Action::kExecuteTask, "driver-scorecard");
@@ -370,6 +401,64 @@ TEST(FollowupCuesTest, RecapsRelativePositionsAndTopicShifts) {
   ASSERT_TRUE(NewTopicStart(message).has_value());
   EXPECT_EQ(message.substr(*NewTopicStart(message)), "can agents read pdfs?");
   EXPECT_FALSE(NewTopicStart("can agents read pdfs?").has_value());
+}
+
+TEST(FollowupCuesTest, ACorrectionReplacesAValueOfThePreviousRequest) {
+  const std::string previous =
+      NormalizeText("run stock-count-planner for the Dublin warehouse\nplanning Dublin: 38 aisles");
+  const std::vector<std::string_view> before = WordsOf(previous);
+  const auto replaces = [&](const char* message) {
+    const std::string normalized = NormalizeText(message);
+    return ReplacesPreviousValue(WordsOf(normalized), before);
+  };
+  EXPECT_TRUE(replaces("not the Dublin warehouse, Cork"));  // "not Y", Y was asked for
+  EXPECT_TRUE(replaces("no wait, the Galway warehouse"));   // a retraction, then a new value
+  EXPECT_FALSE(replaces("not the Galway one, Cork"));       // Y was never asked for
+  EXPECT_FALSE(replaces("why is the Dublin warehouse not done?"));   // a question
+  EXPECT_FALSE(replaces("no wait, pause the warehouse digest"));     // a new command
+  EXPECT_FALSE(replaces("the Dublin warehouse is not ready yet"));   // a statement
+  EXPECT_FALSE(replaces("hmm, the Dublin warehouse failed again"));  // about it, no new value
+}
+
+TEST(FollowupCuesTest, TheCorrectedValueSkipsWhatWasWrongAndFollowsIMeant) {
+  EXPECT_EQ(CorrectedValue("sorry wrong person, Priyanka not Priya"), "Priyanka");
+  EXPECT_EQ(CorrectedValue("uh, Slack not email"), "Slack");
+  EXPECT_EQ(CorrectedValue("hmm i said kg but I meant lbs"), "lbs");
+  EXPECT_EQ(CorrectedValue("meant to write 48 hours, not 24"), "48 hours");
+  EXPECT_EQ(CorrectedValue("That should have been Thursday the 14th"), "Thursday the 14th");
+  EXPECT_EQ(CorrectedValue("approve, only change the sender name to Harbor Dental"),
+            "Harbor Dental");
+  EXPECT_EQ(CorrectedValue("sure thing, make the subject 'Site visit tomorrow'"),
+            "Site visit tomorrow");
+  EXPECT_EQ(CorrectedValue("excuse me, the Berlin office, not Munich"), "the Berlin office");
+}
+
+TEST(FollowupCuesTest, AYesCarriesAnEditWhenAnEditingVerbGetsSomethingToWorkOn) {
+  EXPECT_TRUE(CarriesEdit("go ahead, just leave out the weekend"));
+  EXPECT_TRUE(CarriesEdit("yes please and cc Marta on it"));
+  EXPECT_FALSE(CarriesEdit("yes go ahead and create it"));
+  EXPECT_FALSE(CarriesEdit("yes, run it now"));
+  EXPECT_FALSE(CarriesEdit("yep looks good to me"));
+}
+
+TEST(FollowupCuesTest, RelativePositionsCountPlacesAnchorsAndTypos) {
+  const auto read = [](std::vector<std::string_view> words) { return ReadRelativePosition(words); };
+  // A listed item right after the direction anchors it without an item word.
+  const auto anchored = read({"the", "listing", "above", kListedItem});
+  ASSERT_TRUE(anchored.has_value());
+  EXPECT_EQ(anchored->position, RelativePosition::kBefore);
+  // Unless a listed item is named first: "run X after Y" says when.
+  EXPECT_FALSE(read({"run", kListedItem, "after", kListedItem}).has_value());
+  const auto two_after = read({"pause", "the", "agent", "listed", "two", "after", kListedItem});
+  ASSERT_TRUE(two_after.has_value());
+  EXPECT_EQ(two_after->offset, 2);
+  const auto typo = read({"run", "the", "one", "befor", kListedItem});
+  ASSERT_TRUE(typo.has_value());
+  EXPECT_EQ(typo->position, RelativePosition::kBefore);
+  EXPECT_FALSE(read({"alter", "the", "one", kListedItem}).has_value());  // no letter swapped in
+  // The words of a listed name are no time: "the item before driver-hours-check".
+  EXPECT_TRUE(read({"the", "item", "before", kListedItem, "show", "me"}).has_value());
+  EXPECT_FALSE(read({"the", "item", "before", "the", "meeting"}).has_value());
 }
 
 TEST(FollowupCuesTest, StandingInstructionsAndSelfContainedTasks) {
