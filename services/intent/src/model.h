@@ -64,6 +64,12 @@ struct Clarification {
   std::vector<std::string> candidates;  // the user's agents worth offering, best first
 };
 
+// One part of a request of several (request_parts.h).
+struct RequestPart {
+  std::string text;        // as written, without the request's frame and joints
+  std::string agent_name;  // the user's agent the part names; empty when none
+};
+
 struct IntentAnalysis {
   Action action = Action::kUnknown;
   float confidence = 0;
@@ -80,6 +86,9 @@ struct IntentAnalysis {
   // The clarify-or-proceed decision (clarify.h); when needed, is_ambiguous
   // is set and clarifying_question names what is missing.
   Clarification clarification;
+  // The parts of a request of several, in order (request_parts.h); empty
+  // for a request of one part.
+  std::vector<RequestPart> parts;
   // The model calls the analysis made, in order, answered or not (given
   // with each call as its llm::CallContext::usage; none when the local
   // model was sure).
