@@ -526,7 +526,10 @@ std::optional<Move> DecideFirst(const PolicyInput& in) {
 
 Move DecideLocally(const PolicyInput& in) {
   const intentpb::IntentAnalysis& intent = in.intent;
-  if (std::optional<Move> first = DecideFirst(in)) return *std::move(first);
+  if (std::optional<Move> first = DecideFirst(in)) {
+    KeepGoalDraft(in, *first);
+    return *std::move(first);
+  }
   intentpb::ActionType action = intent.action_type();
   if (action == intentpb::ACTION_TYPE_UNKNOWN) {
     // The clarification cap was reached: proceed with the best reading.

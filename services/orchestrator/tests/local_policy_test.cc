@@ -75,12 +75,22 @@ TEST(LocalPolicyTest, ADraftIsNamedAfterTheFlowsGoalNotTheAnswer) {
   last.clarifications = 1;
   last.asked = asked.asked;
   last.entities = asked.entities;
+  // A second question on the way keeps them too.
+  intentpb::IntentAnalysis unsure =
+      Intent(intentpb::ACTION_TYPE_UNKNOWN, {{"purpose", "hmm"}, {"suggested_name", "hmm-agent"}});
+  unsure.set_is_ambiguous(true);
+  PolicyInput again{unsure, "hmm", last, kAgents};
+  again.goal = goal;
+  const Move asked_again = DecideLocally(again);
+  ASSERT_TRUE(asked_again.clarifying);
+  EXPECT_EQ(asked_again.entities.at("suggested_name"), "monday-notion-updates");
+  last.clarifications = 2;
+  last.entities = asked_again.entities;
   const std::string answer = "set up an agent for it";
   PolicyInput in{Intent(intentpb::ACTION_TYPE_CREATE_AGENT,
                         {{"purpose", answer}, {"suggested_name", "agent"}}),
                  answer, last, kAgents};
   in.goal = goal;
-  in.max_clarifications = 1;
   Move move = DecideLocally(in);
   ASSERT_EQ(move.propose.size(), 1u) << move.reply;
   EXPECT_EQ(move.propose[0].arguments["name"], "monday-notion-updates");
