@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "libs/core/text.h"
+#include "services/intent/entities/entities.h"
 
 namespace omniforge::cli {
 namespace {
@@ -60,6 +61,13 @@ std::string IntentLine(const ipb::IntentAnalysis& a) {
       std::to_string(static_cast<int>(a.confidence() * 100)) + "%)";
   for (const auto& [key, value] :
        std::map<std::string, std::string>(a.entities().begin(), a.entities().end())) {
+    // What the action acts on, for a caller with no model of its own: the
+    // draft and the tool calls that follow show it.
+    if (key == intent::kTopicEntity || key == intent::kOperationEntity ||
+        key == intent::kSmallTalkEntity || key == intent::kPurposeEntity ||
+        key == intent::kSuggestedNameEntity) {
+      continue;
+    }
     absl::StrAppend(&line, " ", key, "=", value);
   }
   return line;

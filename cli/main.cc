@@ -139,6 +139,10 @@ void PrintAnalysis(const ipb::IntentAnalysis& a) {
        std::map<std::string, std::string>(a.entities().begin(), a.entities().end())) {
     std::cout << "  " << key << ": " << value << "\n";
   }
+  for (const ipb::RequestPart& part : a.parts()) {
+    std::cout << "  part: " << part.text()
+              << (part.agent_name().empty() ? "" : " (" + part.agent_name() + ")") << "\n";
+  }
   if (a.reference() != ipb::REFERENCE_KIND_UNSPECIFIED) {
     std::cout << "  refers to the conversation: "
               << EnumSuffix(ipb::ReferenceKind_Name(a.reference()), "REFERENCE_KIND_") << "\n";

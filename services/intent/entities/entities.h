@@ -15,6 +15,15 @@
 
 namespace omniforge::intent {
 
+// The keys of the entities that say what an action acts on
+// (action_details.h; values documented with IntentAnalysis.entities in
+// intent_service.proto), for the callers that read them.
+inline constexpr char kTopicEntity[] = "topic";
+inline constexpr char kOperationEntity[] = "operation";
+inline constexpr char kSmallTalkEntity[] = "small_talk";
+inline constexpr char kPurposeEntity[] = "purpose";
+inline constexpr char kSuggestedNameEntity[] = "suggested_name";
+
 // An agent or skill of the user's, as a message may name it.
 struct CatalogItem {
   std::string name;

@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "services/intent/entities/entities.h"
+#include "services/intent/src/action_details.h"
 #include "services/intent/src/assistant_list.h"
 #include "services/intent/src/cues.h"
 #include "services/intent/src/text.h"
@@ -149,6 +150,17 @@ std::string ProposalText(std::string_view text) {
   return std::string(text);
 }
 
+// The entities of `turn`'s action: the routing's, else those its words
+// name. The details of an earlier analysis (action_details.h) read that
+// message's words and are not carried over.
+std::map<std::string, std::string> EntitiesOf(const HistoryTurn& turn) {
+  std::map<std::string, std::string> entities;
+  for (const auto& [key, value] : turn.entities) {
+    if (!IsActionDetail(key)) entities.emplace(key, value);
+  }
+  return entities.empty() ? ExtractEntities(turn.content) : entities;
+}
+
 // The agents a turn lists: the routing metadata, else the entries of the
 // list it wrote (ListedAgents), else every agent it names, in order.
 std::vector<std::string> AgentsOf(const HistoryTurn& turn, const std::vector<CatalogItem>& agents) {
@@ -269,8 +281,7 @@ std::optional<Action> AskedFor(const HistoryTurn& turn, const IntentRequest& req
 void ReadPreviousRequest(const IntentRequest& request, const HistoryTurn& last_user,
                          const LocalClassifier& classifier, Context& c) {
   c.previous_action = AskedFor(last_user, request, classifier);
-  c.previous_entities =
-      last_user.entities.empty() ? ExtractEntities(last_user.content) : last_user.entities;
+  c.previous_entities = EntitiesOf(last_user);
   if (auto agent = SingleAgentOf(last_user, request.agents)) {
     c.previous_entities["agent_name"] = *agent;
   }
@@ -316,7 +327,7 @@ void ReadOfferAndDraft(const IntentRequest& request, const OpenOffer& offer, Con
   const HistoryTurn& turn = *offer.turn;
   if (offer.action) {
     c.proposal = offer.action;
-    c.proposal_entities = turn.entities.empty() ? ExtractEntities(turn.content) : turn.entities;
+    c.proposal_entities = EntitiesOf(turn);
     std::vector<std::string> named =
         CatalogItemsInOrder(ProposalText(turn.content), request.agents);
     if (named.empty()) named = CatalogItemsInOrder(turn.content, request.agents);

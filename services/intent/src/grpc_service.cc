@@ -119,6 +119,11 @@ void ToProto(const IntentAnalysis& a, pb::AnalyzeIntentResponse* response) {
   }
   for (const std::string& name : a.clarification.candidates) clarification->add_candidates(name);
   ReplyToProto(a.reply, out->mutable_reply());
+  for (const RequestPart& part : a.parts) {
+    pb::RequestPart* added = out->add_parts();
+    added->set_text(part.text);
+    added->set_agent_name(part.agent_name);
+  }
 }
 
 grpc::ServerUnaryReactor* IntentGrpcService::AnalyzeIntent(grpc::CallbackServerContext* context,

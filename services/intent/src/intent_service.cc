@@ -5,6 +5,7 @@
 #include "libs/core/logging.h"
 #include "libs/llm/errors.h"
 #include "libs/llm/recorded_calls.h"
+#include "services/intent/src/action_details.h"
 #include "services/intent/src/clarify.h"
 #include "services/intent/src/keywords.h"
 #include "services/intent/src/reply.h"
@@ -154,6 +155,7 @@ IntentAnalysis IntentService::Finish(const IntentRequest& request, LocalResult l
     analysis.model_calls = model_calls.Take();
   }
   ApplyClarification(request, analysis);
+  ApplyActionDetails(request, analysis);
   analysis.reply = ReadReply(request, analysis);
   analysis.latency_ms = static_cast<double>(core::NowMicros() - start_micros) / 1000.0;
   core::LogDebug("intent analysed", {{"source", std::string(SourceName(analysis.source))},

@@ -111,6 +111,12 @@ struct Clarification {
   std::vector<std::string> candidates;  // the user's agents worth offering, best first
 };
 
+// One part of a request of several (request_parts.h).
+struct RequestPart {
+  std::string text;        // as written, without the request's frame and joints
+  std::string agent_name;  // the user's agent the part names; empty when none
+};
+
 struct IntentAnalysis {
   Action action = Action::kUnknown;
   float confidence = 0;
@@ -129,6 +135,9 @@ struct IntentAnalysis {
   Clarification clarification;
   // What the message does to what is pending (always set by the service).
   ReplyDecision reply;
+  // The parts of a request of several, in order (request_parts.h); empty
+  // for a request of one part.
+  std::vector<RequestPart> parts;
   // The model calls the analysis made, in order, answered or not (given
   // with each call as its llm::CallContext::usage; none when the local
   // model was sure).

@@ -640,6 +640,33 @@ TEST(RuleTableTest, TheServiceLogsTheRuleThatAnswered) {
   EXPECT_THAT(LogLines()[0], HasSubstr(R"("source":"local_model")"));
 }
 
+// Whichever layer answers, the analysis says what its action acts on
+// (action_details.h); those details of an earlier analysis, stored with a
+// turn's routing, are no entities of that turn's action.
+TEST(ActionDetailsTest, TheServiceSaysWhatTheActionActsOnAndNeverReadsItBack) {
+  core::MetricsRegistry metrics;
+  const IntentService service(Analyzer(), nullptr, {}, {}, metrics);
+  IntentRequest request;
+  request.message = "delete invoice-chaser";
+  request.agents = Agents();
+  const absl::StatusOr<IntentAnalysis> deleted = service.Analyze(request);
+  ASSERT_TRUE(deleted.ok());
+  EXPECT_EQ(deleted->action, Action::kManagePlatform);
+  EXPECT_EQ(deleted->entities.at("operation"), "delete");
+
+  HistoryTurn offer = Assistant("Want me to set up a new agent that pulls from notion?");
+  offer.action = Action::kCreateAgent;
+  offer.entities = {{"topic", "agents"}, {"suggested_name", "some-name"}};
+  request.history = {User("our notion updates take hours"), offer};
+  request.message = "yes, do that";
+  const absl::StatusOr<IntentAnalysis> confirmed = service.Analyze(request);
+  ASSERT_TRUE(confirmed.ok());
+  EXPECT_EQ(confirmed->reference, Reference::kConfirmation);
+  EXPECT_EQ(confirmed->entities.at("data_source"), "notion") << "read from the offer's words";
+  EXPECT_FALSE(confirmed->entities.contains("topic"));
+  EXPECT_NE(confirmed->entities.at("suggested_name"), "some-name");
+}
+
 TEST(AmbiguityTest, ClarifyingQuestionNamesBothActionsAndTheEntities) {
   const std::string q = ClarifyingQuestion(Action::kCreateAgent, Action::kUpdateAgent,
                                            {{"agent_name", "weekly-sales-digest"},

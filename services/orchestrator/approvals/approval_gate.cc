@@ -8,7 +8,7 @@
 #include "libs/core/digest.h"
 #include "libs/core/ids.h"
 #include "libs/core/text.h"
-#include "libs/words/lists.h"
+#include "libs/words/tokens.h"
 
 namespace omniforge::orchestrator {
 namespace {

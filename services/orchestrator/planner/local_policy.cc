@@ -7,7 +7,6 @@
 #include "absl/strings/ascii.h"
 #include "libs/core/ids.h"
 #include "libs/core/text.h"
-#include "libs/words/lists.h"
 #include "services/intent/entities/entities.h"
 #include "services/orchestrator/approvals/preview.h"
 #include "services/orchestrator/planner/partial_fit.h"
@@ -15,63 +14,23 @@
 
 namespace omniforge::orchestrator {
 
-std::vector<std::string> Words(const std::string& message) {
-  return words::Tokens(message, words::Tokenizer::kAsciiAlnum);
-}
-
 namespace {
 
 namespace intentpb = ::omniforge::intent::v1;
 namespace execpb = ::omniforge::executor::v1;
 using nlohmann::json;
 
-bool HasWord(const std::vector<std::string>& words, std::initializer_list<const char*> any) {
-  for (const std::string& w : words) {
-    for (const char* candidate : any) {
-      if (w == candidate) return true;
-    }
-  }
-  return false;
-}
-
-bool HasPrefix(const std::vector<std::string>& words, std::initializer_list<const char*> any) {
-  for (const std::string& w : words) {
-    for (const char* candidate : any) {
-      if (w.rfind(candidate, 0) == 0) return true;
-    }
-  }
-  return false;
-}
+// The name of a draft the intent service suggested none for.
+constexpr char kUnnamedDraft[] = "assistant-agent";
 
 std::string Quoted(const std::string& name) { return "'" + name + "'"; }
 
-// What an agent drafted from `message` is for, as a sentence: the user's
-// words without a trailing request for help ("can you help?").
-std::string Purpose(const std::string& message) {
-  std::string text = message;
-  const std::string lower = absl::AsciiStrToLower(text);
-  for (const char* ask : {"can you help", "could you help", "can you do something", "any ideas",
-                          "help me", "please help"}) {
-    const size_t at = lower.rfind(ask);
-    if (at != std::string::npos && at > 0 && lower.size() - at < std::string(ask).size() + 4) {
-      text.resize(at);
-      break;
-    }
-  }
-  while (!text.empty() && std::string(" \t\n?.!,;:-").find(text.back()) != std::string::npos) {
-    text.pop_back();
-  }
-  // A dash (ASCII or an em dash) left at the end.
-  for (const std::string dash : {"\xE2\x80\x94", "\xE2\x80\x93"}) {
-    if (text.size() >= dash.size() &&
-        text.compare(text.size() - dash.size(), dash.size(), dash) == 0) {
-      text.resize(text.size() - dash.size());
-      while (!text.empty() && text.back() == ' ') text.pop_back();
-    }
-  }
-  if (text.empty()) text = message;
-  text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
-  return "Takes care of this for you: " + text + ".";
+// The description of an agent drafted for `purpose` (what the intent
+// service read the request to be for), as a sentence.
+std::string DraftDescription(std::string purpose) {
+  if (purpose.empty()) return "";
+  purpose[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(purpose[0])));
+  return "Takes care of this for you: " + purpose + ".";
 }
 
 std::string NumberedAgents(const std::vector<AgentInfo>& agents) {
@@ -94,6 +53,34 @@ std::vector<std::string> Names(const std::vector<AgentInfo>& agents) {
 std::string Entity(const intentpb::IntentAnalysis& intent, const char* key) {
   auto it = intent.entities().find(key);
   return it == intent.entities().end() ? std::string() : it->second;
+}
+
+// Whether this message is the one that started the flow (the goal), so that
+// the analysis of this message is the goal's.
+bool AtTheGoal(const PolicyInput& in) {
+  return !in.last || in.goal.empty() || in.goal == in.message;
+}
+
+// What the intent service read a new agent drafted for the flow's goal to
+// be for and be named: the analysis of the goal's own message, kept in the
+// flow's entities when a later message continues the flow ("make an agent
+// for it" after a question), else this message's.
+std::string GoalEntity(const PolicyInput& in, const char* key) {
+  if (!AtTheGoal(in)) {
+    if (auto it = in.last->entities.find(key); it != in.last->entities.end()) return it->second;
+  }
+  return Entity(in.intent, key);
+}
+
+// Keeps the goal's purpose and name in the flow's entities over those of a
+// later message (GoalEntity).
+void KeepGoalDraft(const PolicyInput& in, Move& move) {
+  if (AtTheGoal(in)) return;
+  for (const char* key : {intent::kPurposeEntity, intent::kSuggestedNameEntity}) {
+    if (auto it = in.last->entities.find(key); it != in.last->entities.end()) {
+      move.entities[key] = it->second;
+    }
+  }
 }
 
 // What an option picked by the user carries (partial_fit.h): read only in
@@ -187,11 +174,12 @@ Move AskWhichAgent(const PolicyInput& in, const std::string& what, const std::st
 Move ProposeCreateAgent(const PolicyInput& in) {
   // The whole of a request offered as options (partial_fit.h), else what
   // started the flow.
-  std::string goal = OptionEntity(in, kRequestedTask);
-  if (goal.empty()) goal = in.goal.empty() ? in.message : in.goal;
+  std::string purpose = OptionEntity(in, kRequestedTask);
+  if (purpose.empty()) purpose = GoalEntity(in, intent::kPurposeEntity);
+  if (purpose.empty()) purpose = in.goal.empty() ? in.message : in.goal;
   json args = json::object();
-  args["name"] = SuggestAgentName(goal, in.agents);
-  args["description"] = core::Shortened(Purpose(goal), 2000);
+  args["name"] = UniqueAgentName(GoalEntity(in, intent::kSuggestedNameEntity), in.agents);
+  args["description"] = core::Shortened(DraftDescription(purpose), 2000);
   ApplyDraftEntities(in.intent, args);
   PendingAction action = Pending("create_agent", args, execpb::TOOL_RISK_WRITE,
                                  "a new agent " + DescribeAgentDraft(args));
@@ -217,23 +205,25 @@ Move ProposeOnAgent(const PolicyInput& in, const std::string& agent, const std::
   return move;
 }
 
-Move DecideQuery(const PolicyInput& in, const std::vector<std::string>& words) {
+// A question: the read tool for the topic the intent service read
+// (runs, one agent, skills, projects, templates, else the list of agents).
+Move DecideQuery(const PolicyInput& in) {
   Move move;
   move.action_type = intentpb::ACTION_TYPE_QUERY_INFO;
   move.entities.insert(in.intent.entities().begin(), in.intent.entities().end());
   const std::string agent = Entity(in.intent, "agent_name");
-  if (HasPrefix(words, {"run", "histor", "fail", "succeed", "log"}) &&
-      !HasWord(words, {"agents"})) {
+  const std::string topic = Entity(in.intent, intent::kTopicEntity);
+  if (topic == "runs") {
     json args = json::object();
     if (!agent.empty()) args["agent"] = agent;
     move.run.push_back({"list_runs", args});
-  } else if (!agent.empty() && !HasWord(words, {"agents", "list", "all"})) {
+  } else if (!agent.empty() && (topic == "agent" || topic.empty())) {
     move.run.push_back({"get_agent", {{"agent", agent}}});
-  } else if (HasPrefix(words, {"skill"})) {
+  } else if (topic == "skills") {
     move.run.push_back({"list_skills", json::object()});
-  } else if (HasPrefix(words, {"project"})) {
+  } else if (topic == "projects") {
     move.run.push_back({"search_projects", {{"query", ""}}});
-  } else if (HasPrefix(words, {"template"})) {
+  } else if (topic == "templates") {
     move.run.push_back({"list_project_templates", json::object()});
   } else {
     move.run.push_back({"list_agents", json::object()});
@@ -241,22 +231,15 @@ Move DecideQuery(const PolicyInput& in, const std::vector<std::string>& words) {
   return move;
 }
 
-Move DecideManage(const PolicyInput& in, const std::vector<std::string>& words) {
+// A lifecycle request: the operation the intent service read; any other
+// administration shows what its topic asks for.
+Move DecideManage(const PolicyInput& in) {
+  const std::string verb = Entity(in.intent, intent::kOperationEntity);
   std::string tool;
-  std::string verb;
-  if (HasPrefix(words, {"delet", "remov", "destroy", "trash"})) {
-    tool = "delete_agent";
-    verb = "delete";
-  } else if (HasPrefix(words, {"resum", "unpaus", "restart", "enabl", "reactivat"})) {
-    tool = "resume_agent";
-    verb = "resume";
-  } else if (HasPrefix(words, {"paus", "stop", "disabl", "halt", "suspend", "mute"})) {
-    tool = "pause_agent";
-    verb = "pause";
-  }
+  if (verb == "delete" || verb == "resume" || verb == "pause") tool = verb + "_agent";
   const std::string agent = Entity(in.intent, "agent_name");
   if (tool.empty()) {
-    Move move = DecideQuery(in, words);
+    Move move = DecideQuery(in);
     move.action_type = intentpb::ACTION_TYPE_MANAGE_PLATFORM;
     return move;
   }
@@ -330,7 +313,8 @@ Move DecideUpdate(const PolicyInput& in) {
 Move DecideCreateSkill(const PolicyInput& in) {
   const std::string& goal = in.goal.empty() ? in.message : in.goal;
   std::string name = Entity(in.intent, "skill_name");
-  if (name.empty()) name = SuggestAgentName(goal, {});
+  if (name.empty()) name = GoalEntity(in, intent::kSuggestedNameEntity);
+  if (name.empty()) name = kUnnamedDraft;
   json args = {{"name", name}, {"description", core::Shortened(goal, 2000)}};
   PendingAction action =
       Pending("create_skill", args, execpb::TOOL_RISK_WRITE,
@@ -343,11 +327,12 @@ Move DecideCreateSkill(const PolicyInput& in) {
   return move;
 }
 
-// Small talk (a recap request is answered before: DecideFirst).
-Move DecideConversation(const std::vector<std::string>& words) {
+// Small talk (a recap request is answered before: DecideFirst): thanks, or
+// a greeting.
+Move DecideConversation(const PolicyInput& in) {
   Move move;
   move.action_type = intentpb::ACTION_TYPE_CONVERSATION;
-  if (HasPrefix(words, {"thank", "thx", "cheers"})) {
+  if (Entity(in.intent, intent::kSmallTalkEntity) == "thanks") {
     move.reply = "You're welcome! Anything else I can set up or run for you?";
   } else {
     move.reply =
@@ -390,6 +375,7 @@ std::optional<Move> ReviseLocally(const PolicyInput& in, const std::string& othe
   }
   move.reply = "Updated. " + PreviewText(action);
   move.propose.push_back(std::move(action));
+  KeepGoalDraft(in, move);
   return move;
 }
 
@@ -407,33 +393,8 @@ std::string ApprovalQuestion(const std::vector<PendingAction>& actions) {
          "them, or tell me what to change; a client can approve each one by its action id.";
 }
 
-std::string SuggestAgentName(const std::string& message, const std::vector<AgentInfo>& taken) {
-  static const std::set<std::string> kSkip = {
-      "a",      "an",        "the",    "our",    "my",     "we",    "i",     "you",   "can",
-      "could",  "would",     "please", "help",   "me",     "us",    "to",    "for",   "of",
-      "and",    "or",        "on",     "in",     "at",     "is",    "are",   "it",    "that",
-      "this",   "take",      "takes",  "hours",  "always", "every", "each",  "with",  "from",
-      "into",   "an",        "be",     "do",     "does",   "want",  "need",  "make",  "set",
-      "up",     "create",    "build",  "agent",  "bot",    "some",  "so",    "too",   "very",
-      "really", "just",      "keep",   "keeps",  "get",    "gets",  "there", "their", "they",
-      "them",   "have",      "has",    "had",    "was",    "were",  "been",  "all",   "any",
-      "when",   "what",      "which",  "who",    "how",    "why",   "about", "like",  "new",
-      "one",    "something", "thing",  "things", "lot",    "lots",  "way",   "much",  "many"};
-  std::vector<std::string> picked;
-  for (const std::string& word : Words(message)) {
-    if (kSkip.count(word) != 0 || word.size() < 3 ||
-        std::isdigit(static_cast<unsigned char>(word[0]))) {
-      continue;
-    }
-    if (std::find(picked.begin(), picked.end(), word) != picked.end()) continue;
-    picked.push_back(word);
-    if (picked.size() == 3) break;
-  }
-  std::string base;
-  for (const std::string& word : picked) base += (base.empty() ? "" : "-") + word;
-  if (base.empty()) base = "assistant";
-  base = base.substr(0, 60);
-  base += picked.size() < 3 ? "-agent" : "";
+std::string UniqueAgentName(const std::string& suggested, const std::vector<AgentInfo>& taken) {
+  const std::string base = suggested.empty() ? kUnnamedDraft : suggested;
   std::set<std::string> names;
   for (const AgentInfo& agent : taken) names.insert(absl::AsciiStrToLower(agent.name));
   std::string name = base;
@@ -537,7 +498,7 @@ std::optional<Move> DecideFirst(const PolicyInput& in) {
   // send it to the team") revises that.
   const bool fresh = !in.last || (in.last->pending.empty() && in.last->clarifications == 0);
   if (fresh && MayAsk(in) && MayBePartlyCovered(intent)) {
-    if (std::optional<PartialFit> fit = FindPartialFit(in.message, in.agents)) {
+    if (std::optional<PartialFit> fit = FindPartialFit(intent, in.agents)) {
       return OfferPartialFit(in, *fit);
     }
   }
@@ -559,9 +520,11 @@ std::optional<Move> DecideFirst(const PolicyInput& in) {
 }  // namespace
 
 Move DecideLocally(const PolicyInput& in) {
-  const std::vector<std::string> words = Words(in.message);
   const intentpb::IntentAnalysis& intent = in.intent;
-  if (std::optional<Move> first = DecideFirst(in)) return *std::move(first);
+  if (std::optional<Move> first = DecideFirst(in)) {
+    KeepGoalDraft(in, *first);
+    return *std::move(first);
+  }
   intentpb::ActionType action = intent.action_type();
   if (action == intentpb::ACTION_TYPE_UNKNOWN) {
     // The clarification cap was reached: proceed with the best reading.
@@ -592,15 +555,16 @@ Move DecideLocally(const PolicyInput& in) {
       break;
     }
     case intentpb::ACTION_TYPE_MANAGE_PLATFORM:
-      move = DecideManage(in, words);
+      move = DecideManage(in);
       break;
     case intentpb::ACTION_TYPE_CONVERSATION:
-      move = DecideConversation(words);
+      move = DecideConversation(in);
       break;
     default:
-      move = DecideQuery(in, words);
+      move = DecideQuery(in);
       break;
   }
+  KeepGoalDraft(in, move);
   return move;
 }
 

@@ -8,6 +8,12 @@
 // action, drops it, or asks the policy to revise it (ReviseLocally). At most `max_clarifications`
 // clarifying questions in a row; after that the policy proceeds with the best interpretation.
 //
+// The policy reads no words of the user's itself: what a question asks for,
+// the lifecycle operation, thanks or a greeting, what a draft is for and
+// its name, and the parts of a request of several are the intent service's
+// reading (the `topic`, `operation`, `small_talk`, `purpose` and
+// `suggested_name` entities and `parts` of the analysis).
+//
 // Pure functions: no I/O, deterministic, thread-safe.
 #pragma once
 
@@ -23,9 +29,9 @@
 
 namespace omniforge::orchestrator {
 
-// The message's lower-case words (ASCII letters and digits only:
-// words::Tokenizer::kAsciiAlnum, libs/words/tokens.h).
-std::vector<std::string> Words(const std::string& message);
+// The policy reads no word of the user's: it acts on what the intent
+// service read (topic, operation, small_talk, purpose, suggested_name,
+// parts, and the reply decision for answers).
 
 // One earlier message of the conversation as the policy reads it: its
 // words, and for an assistant message what the routing stored with it says
@@ -61,6 +67,9 @@ struct PolicyInput {
   std::vector<HistoryTurn> history;
 };
 
+// The turn's moves. A draft of a new agent is named and described after the
+// flow's goal: the purpose and suggested_name of the goal's own analysis,
+// kept in the flow's entities while the flow goes on.
 Move DecideLocally(const PolicyInput& input);
 
 // What a clarifying question asks for (Move::asked, FlowState::asked).
@@ -116,8 +125,9 @@ std::string ApprovalQuestion(const std::vector<PendingAction>& actions);
 std::string DescribeResult(const ToolStep& step, const nlohmann::json& result, bool is_error,
                            std::vector<std::string>* listed_agents);
 
-// A short, unique agent name (lower-case words joined by '-') for what
-// `message` asks, avoiding the names in `taken`.
-std::string SuggestAgentName(const std::string& message, const std::vector<AgentInfo>& taken);
+// `suggested` (the intent service's suggested_name for a draft;
+// "assistant-agent" when empty) made unique among `taken`, any case:
+// "-2", "-3", ... appended.
+std::string UniqueAgentName(const std::string& suggested, const std::vector<AgentInfo>& taken);
 
 }  // namespace omniforge::orchestrator

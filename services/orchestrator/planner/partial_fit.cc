@@ -1,13 +1,14 @@
 #include "services/orchestrator/planner/partial_fit.h"
 
+#include <algorithm>
 #include <cctype>
 
-#include "absl/strings/ascii.h"
 #include "libs/core/text.h"
-#include "services/intent/entities/entities.h"
 
 namespace omniforge::orchestrator {
 namespace {
+
+namespace intentpb = ::omniforge::intent::v1;
 
 std::string Trimmed(std::string text) {
   const auto junk = [](char c) {
@@ -18,52 +19,6 @@ std::string Trimmed(std::string text) {
   size_t start = 0;
   while (start < text.size() && junk(text[start])) ++start;
   return text.substr(start);
-}
-
-size_t WordCount(const std::string& text) {
-  size_t words = 0;
-  bool in_word = false;
-  for (char c : text) {
-    const bool space = std::isspace(static_cast<unsigned char>(c)) != 0;
-    if (!space && !in_word) ++words;
-    in_word = !space;
-  }
-  return words;
-}
-
-// The first part without the words that frame the request ("can one of my
-// agents chase ..." -> "chase ...", "could you post ..." -> "post ...").
-std::string WithoutFrame(const std::string& part) {
-  const std::string lower = absl::AsciiStrToLower(part);
-  std::string text = part;
-  for (const char* frame :
-       {"one of my agents ", "one of our agents ", "any of my agents ", "any of our agents ",
-        "an agent to ", "an agent that ", "my agents ", "our agents ", "you ", "someone ",
-        "something ", "anything ", "anyone "}) {
-    const size_t at = lower.find(frame);
-    if (at != std::string::npos && WordCount(lower.substr(0, at)) <= 4) {
-      text = part.substr(at + std::string(frame).size());
-      break;
-    }
-  }
-  for (const char* lead : {"to ", "please ", "also "}) {
-    if (absl::AsciiStrToLower(text).rfind(lead, 0) == 0) {
-      text = text.substr(std::string(lead).size());
-    }
-  }
-  return Trimmed(text);
-}
-
-// Where the next joint of the parts starts in `lower` from `from`, and its
-// length; npos when there is none.
-std::pair<size_t, size_t> NextJoint(const std::string& lower, size_t from) {
-  std::pair<size_t, size_t> best{std::string::npos, 0};
-  for (const char* joint :
-       {" and also ", " and then ", " as well as ", " plus ", ", and ", " and "}) {
-    const size_t at = lower.find(joint, from);
-    if (at < best.first) best = {at, std::string(joint).size()};
-  }
-  return best;
 }
 
 std::string Quoted(const std::string& name) { return "'" + name + "'"; }
@@ -98,48 +53,22 @@ bool IsOptionEntity(const std::string& key) {
   return key == kOptionAgent || key == kOptionChange || key == kRequestedTask;
 }
 
-std::vector<std::string> RequestParts(const std::string& message) {
-  const std::string lower = absl::AsciiStrToLower(message);
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= message.size()) {
-    auto [at, length] = NextJoint(lower, start);
-    std::string part = Trimmed(message.substr(start, at == std::string::npos ? at : at - start));
-    if (parts.empty()) part = WithoutFrame(part);
-    // "invoices and payments": a clause of one word belongs to the one before.
-    if (!parts.empty() && WordCount(part) < 2) {
-      parts.back() = Trimmed(parts.back() + " and " + part);
-    } else if (!part.empty()) {
-      parts.push_back(part);
-    }
-    if (at == std::string::npos) break;
-    start = at + length;
-  }
-  return parts;
-}
-
-std::optional<PartialFit> FindPartialFit(const std::string& message,
+std::optional<PartialFit> FindPartialFit(const intentpb::IntentAnalysis& intent,
                                          const std::vector<AgentInfo>& agents) {
-  const std::vector<std::string> parts = RequestParts(message);
-  if (parts.size() < 2 || agents.empty()) return std::nullopt;
-  std::vector<intent::CatalogItem> catalog;
-  catalog.reserve(agents.size());
-  for (const AgentInfo& agent : agents) catalog.push_back({agent.name, agent.description});
-  std::vector<std::string> named;  // per part: the agent it names, or empty
-  named.reserve(parts.size());
-  for (const std::string& part : parts) {
-    named.push_back(intent::MatchCatalogItem(part, catalog).value_or(""));
-  }
+  if (intent.parts_size() < 2 || agents.empty()) return std::nullopt;
   std::optional<PartialFit> best;
   for (const AgentInfo& agent : agents) {
     PartialFit fit{agent, {}, {}, {}};
-    for (size_t i = 0; i < parts.size(); ++i) {
-      if (named[i] == agent.name) {
-        fit.covered.push_back(parts[i]);
-      } else {
-        fit.uncovered.push_back(parts[i]);
-        if (!named[i].empty()) fit.elsewhere.emplace_back(parts[i], named[i]);
+    for (const intentpb::RequestPart& part : intent.parts()) {
+      if (part.agent_name() == agent.name) {
+        fit.covered.push_back(part.text());
+        continue;
       }
+      fit.uncovered.push_back(part.text());
+      const bool elsewhere =
+          std::any_of(agents.begin(), agents.end(),
+                      [&part](const AgentInfo& other) { return other.name == part.agent_name(); });
+      if (elsewhere) fit.elsewhere.emplace_back(part.text(), part.agent_name());
     }
     if (fit.covered.empty()) continue;
     // One agent does it all, or the agents do it between them.

@@ -1,6 +1,7 @@
 // A request of several parts ("can one of my agents chase the overdue
 // invoices and also post a weekly summary to slack?") that one of the
-// user's agents covers only in part. The local policy then says which agent
+// user's agents covers only in part; the parts and the agent each names are
+// the intent service's reading (IntentAnalysis.parts). The local policy then says which agent
 // partly fits and why (the part it covers, the part it does not) and offers
 // the ways on: run it anyway, create a new agent that does all of it, or
 // change the agent so that it does the rest.
@@ -18,13 +19,6 @@
 
 namespace omniforge::orchestrator {
 
-// The parts of a request: its clauses joined by "and also", "and then",
-// "as well as", "plus" or "and" (each part at least two words; a clause too
-// short stays with the one before), without the request's frame ("can one
-// of my agents", "could you") and its closing punctuation. One part when
-// the request has no such joints.
-std::vector<std::string> RequestParts(const std::string& message);
-
 struct PartialFit {
   AgentInfo agent;
   std::vector<std::string> covered;    // the parts that name the agent
@@ -33,12 +27,13 @@ struct PartialFit {
   std::vector<std::pair<std::string, std::string>> elsewhere;
 };
 
-// The agent that covers the most parts of `message` (a part covers the
-// agent it names, loosely: intent::MatchCatalogItem; the first such agent
-// on a tie) when some part is covered by no agent at all; nullopt for a
-// request of one part, when no agent covers any part, or when the agents
-// cover every part between them.
-std::optional<PartialFit> FindPartialFit(const std::string& message,
+// The agent that covers the most parts of the request `intent` read (its
+// `parts`: a part covers the agent it names; the first such agent on a
+// tie) when some part is covered by no agent at all; nullopt for a request
+// of one part, when no agent covers any part, or when the agents cover
+// every part between them. A part naming an agent not in `agents` covers
+// none.
+std::optional<PartialFit> FindPartialFit(const ::omniforge::intent::v1::IntentAnalysis& intent,
                                          const std::vector<AgentInfo>& agents);
 
 // The options, numbered so that "the second one" answers: run the agent

@@ -153,6 +153,7 @@ FakeUnderstanding::Answer FakeUnderstanding::DeleteOfAlphaOrBeta() {
     analysis.set_source(intentpb::INTENT_SOURCE_FAST_PATH);
     const bool beta = request.message().find("beta") != std::string::npos;
     (*analysis.mutable_entities())["agent_name"] = beta ? "beta-digest" : "alpha-reports";
+    (*analysis.mutable_entities())["operation"] = "delete";
     return absl::StatusOr<intentpb::IntentAnalysis>(analysis);
   };
 }

@@ -93,7 +93,7 @@ class FakeUnderstanding final : public Understanding {
   // Answers with this action type (and entities) whatever the message.
   static Answer Always(intentpb::ActionType action,
                        std::map<std::string, std::string> entities = {});
-  // Reads every message as a delete (MANAGE_PLATFORM) of the agent it
+  // Reads every message as a delete (MANAGE_PLATFORM, operation delete) of the agent it
   // names: beta-digest when it says "beta", else alpha-reports.
   static Answer DeleteOfAlphaOrBeta();
 

@@ -30,6 +30,30 @@ intentpb::IntentAnalysis RecapAsked() {
   return analysis;
 }
 
+// The intent service's reading of a request of several parts: each part
+// with the agent it names, or "" for none.
+void AddParts(intentpb::IntentAnalysis& intent,
+              const std::vector<std::pair<std::string, std::string>>& parts) {
+  for (const auto& [text, agent] : parts) {
+    intentpb::RequestPart* part = intent.add_parts();
+    part->set_text(text);
+    part->set_agent_name(agent);
+  }
+}
+
+// "can one of my agents chase the overdue invoices and also post a weekly
+// summary to slack?" as the intent service reads it.
+intentpb::IntentAnalysis TwoPartRequest() {
+  intentpb::IntentAnalysis intent;
+  intent.set_action_type(intentpb::ACTION_TYPE_EXECUTE_TASK);
+  AddParts(intent, {{"chase the overdue invoices", "invoice-chaser"},
+                    {"post a weekly summary to slack", ""}});
+  (*intent.mutable_entities())["purpose"] =
+      "can one of my agents chase the overdue invoices and also post a weekly summary to slack";
+  (*intent.mutable_entities())["suggested_name"] = "chase-overdue-invoices";
+  return intent;
+}
+
 HistoryTurn User(const std::string& words) { return HistoryTurn{true, words}; }
 HistoryTurn Assistant(const std::string& words, std::vector<std::string> tools = {},
                       bool routed = true) {
@@ -136,21 +160,10 @@ TEST(RecapTest, AConversationThatHasJustStartedSaysSo) {
   EXPECT_TRUE(move.propose.empty());
 }
 
-TEST(PartialFitTest, SplitsARequestIntoItsPartsWithoutItsFrame) {
-  EXPECT_THAT(RequestParts("can one of my agents chase the overdue invoices and also post a "
-                           "weekly summary to slack?"),
-              ElementsAre("chase the overdue invoices", "post a weekly summary to slack"));
-  EXPECT_THAT(RequestParts("could you remind customers about invoices and payments"),
-              ElementsAre("remind customers about invoices and payments"));
-  EXPECT_THAT(RequestParts("run the sales digest"), ElementsAre("run the sales digest"));
-}
-
 TEST(PartialFitTest, OffersRunAnywayANewAgentOrAChangeNamingWhatFitsAndWhatNot) {
   const std::string message =
       "can one of my agents chase the overdue invoices and also post a weekly summary to slack?";
-  intentpb::IntentAnalysis intent;
-  intent.set_action_type(intentpb::ACTION_TYPE_EXECUTE_TASK);
-  const Move move = DecideLocally({intent, message, std::nullopt, kAgents});
+  const Move move = DecideLocally({TwoPartRequest(), message, std::nullopt, kAgents});
   EXPECT_TRUE(move.propose.empty()) << "nothing is drafted before the user picks";
   EXPECT_TRUE(move.clarifying);
   EXPECT_EQ(move.asked, kAskedOption);
@@ -167,9 +180,7 @@ TEST(PartialFitTest, OffersRunAnywayANewAgentOrAChangeNamingWhatFitsAndWhatNot) 
 TEST(PartialFitTest, AnOptionPickedByNumberBecomesItsDraft) {
   const std::string message =
       "can one of my agents chase the overdue invoices and also post a weekly summary to slack?";
-  intentpb::IntentAnalysis intent;
-  intent.set_action_type(intentpb::ACTION_TYPE_EXECUTE_TASK);
-  const Move offered = DecideLocally({intent, message, std::nullopt, kAgents});
+  const Move offered = DecideLocally({TwoPartRequest(), message, std::nullopt, kAgents});
   FlowState last;
   last.flow_id = "flow-1";
   last.goal = message;
@@ -204,6 +215,8 @@ TEST(PartialFitTest, AnOptionPickedByNumberBecomesItsDraft) {
   EXPECT_EQ(both.propose[0].tool, "create_agent");
   EXPECT_THAT(both.propose[0].arguments["description"].get<std::string>(),
               HasSubstr("Chase the overdue invoices and post a weekly summary to slack"));
+  EXPECT_EQ(both.propose[0].arguments["name"], "chase-overdue-invoices")
+      << "named after the request the options were offered for";
 
   const Move change = answer(3);
   ASSERT_EQ(change.propose.size(), 1u);
@@ -229,6 +242,8 @@ TEST(PartialFitTest, AnOptionsEntityCarriedIntoALaterRequestIsIgnored) {
   intentpb::IntentAnalysis intent;
   intent.set_action_type(intentpb::ACTION_TYPE_CREATE_AGENT);
   (*intent.mutable_entities())[kRequestedTask] = "chase the overdue invoices and post a summary";
+  (*intent.mutable_entities())["purpose"] = "set up an agent that tidies the shared drive";
+  (*intent.mutable_entities())["suggested_name"] = "tidies-shared-drive";
   FlowState last;
   last.flow_id = "flow-9";
   const Move move =
@@ -239,14 +254,24 @@ TEST(PartialFitTest, AnOptionsEntityCarriedIntoALaterRequestIsIgnored) {
 }
 
 TEST(PartialFitTest, NoOptionsWhenOneAgentCoversItAllOrTheRequestHasOnePart) {
-  EXPECT_EQ(FindPartialFit("run the invoice chaser", kAgents), std::nullopt);
-  EXPECT_EQ(FindPartialFit("chase the overdue invoices and remind the invoice customers", kAgents),
+  const auto fit = [](const std::vector<std::pair<std::string, std::string>>& parts) {
+    intentpb::IntentAnalysis intent;
+    AddParts(intent, parts);
+    return FindPartialFit(intent, kAgents);
+  };
+  EXPECT_EQ(fit({}), std::nullopt) << "one part: the intent service gives none";
+  EXPECT_EQ(fit({{"chase the overdue invoices", "invoice-chaser"},
+                 {"remind the invoice customers", "invoice-chaser"}}),
             std::nullopt);
-  EXPECT_EQ(FindPartialFit("chase the overdue invoices and send the sales numbers", kAgents),
+  EXPECT_EQ(fit({{"chase the overdue invoices", "invoice-chaser"},
+                 {"send the sales numbers", "weekly-sales-digest"}}),
             std::nullopt)
       << "the agents cover it between them";
-  const std::optional<PartialFit> vague = FindPartialFit(
-      "is there an agent that chases late invoices and posts a summary to slack", kAgents);
+  EXPECT_EQ(fit({{"chase the overdue invoices", "ghost-agent"}, {"post it to slack", ""}}),
+            std::nullopt)
+      << "an agent the user does not have covers nothing";
+  const std::optional<PartialFit> vague =
+      fit({{"chases late invoices", "invoice-chaser"}, {"posts a summary to slack", ""}});
   ASSERT_TRUE(vague.has_value());
   EXPECT_EQ(vague->agent.name, "invoice-chaser");
   EXPECT_THAT(vague->covered, ElementsAre("chases late invoices"));
@@ -254,11 +279,14 @@ TEST(PartialFitTest, NoOptionsWhenOneAgentCoversItAllOrTheRequestHasOnePart) {
   // Three parts: one covered, one another agent covers, one nobody does.
   const std::string three =
       "chase the overdue invoices, and send the sales numbers and also post a summary to slack";
-  const std::optional<PartialFit> fit = FindPartialFit(three, kAgents);
-  ASSERT_TRUE(fit.has_value());
   intentpb::IntentAnalysis intent;
   intent.set_action_type(intentpb::ACTION_TYPE_EXECUTE_TASK);
-  const Move move = OfferPartialFit({intent, three, std::nullopt, kAgents}, *fit);
+  AddParts(intent, {{"chase the overdue invoices", "invoice-chaser"},
+                    {"send the sales numbers", "weekly-sales-digest"},
+                    {"post a summary to slack", ""}});
+  const std::optional<PartialFit> three_parts = FindPartialFit(intent, kAgents);
+  ASSERT_TRUE(three_parts.has_value());
+  const Move move = OfferPartialFit({intent, three, std::nullopt, kAgents}, *three_parts);
   EXPECT_THAT(move.reply, HasSubstr("'invoice-chaser' covers \"chase the overdue invoices\". None "
                                     "of your agents does the rest."));
   EXPECT_THAT(move.reply, HasSubstr("2. Create a new agent that does all of it"));

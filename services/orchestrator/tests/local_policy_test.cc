@@ -41,8 +41,12 @@ FlowState WithPending(const std::string& tool, json args,
 }
 
 TEST(LocalPolicyTest, AProblemBecomesAnAgentDraftThatWaits) {
+  // As the intent service reads it: what the draft is for, and its name.
   Move move = DecideLocally({Intent(intentpb::ACTION_TYPE_CREATE_AGENT,
-                                    {{"data_source", "notion"}, {"schedule", "every monday"}}),
+                                    {{"data_source", "notion"},
+                                     {"schedule", "every monday"},
+                                     {"purpose", "our Monday Notion updates take hours"},
+                                     {"suggested_name", "monday-notion-updates"}}),
                              "our Monday Notion updates take hours - can you help?", std::nullopt,
                              kAgents});
   EXPECT_TRUE(move.run.empty()) << "nothing is written before the user agrees";
@@ -52,9 +56,48 @@ TEST(LocalPolicyTest, AProblemBecomesAnAgentDraftThatWaits) {
   EXPECT_EQ(move.propose[0].arguments["schedule"], "every monday");
   EXPECT_EQ(move.propose[0].arguments["config"]["data_source"], "notion");
   EXPECT_EQ(move.propose[0].arguments["name"], "monday-notion-updates");
-  EXPECT_THAT(move.propose[0].arguments["description"].get<std::string>(),
-              ::testing::Not(HasSubstr("can you help")));
+  EXPECT_EQ(move.propose[0].arguments["description"],
+            "Takes care of this for you: Our Monday Notion updates take hours.");
   EXPECT_THAT(move.reply, HasSubstr("Shall I go ahead?"));
+}
+
+// A later message of the flow ("set up an agent for it" after a question)
+// does not rename the draft: it is named and described after the goal.
+TEST(LocalPolicyTest, ADraftIsNamedAfterTheFlowsGoalNotTheAnswer) {
+  const std::string goal = "our Monday Notion updates take hours";
+  Move asked =
+      DecideLocally({Intent(intentpb::ACTION_TYPE_UNKNOWN,
+                            {{"purpose", goal}, {"suggested_name", "monday-notion-updates"}}),
+                     goal, std::nullopt, kAgents});
+  ASSERT_TRUE(asked.clarifying);
+  FlowState last;
+  last.flow_id = "flow-1";
+  last.goal = goal;
+  last.clarifications = 1;
+  last.asked = asked.asked;
+  last.entities = asked.entities;
+  // A second question on the way keeps them too.
+  intentpb::IntentAnalysis unsure =
+      Intent(intentpb::ACTION_TYPE_UNKNOWN, {{"purpose", "hmm"}, {"suggested_name", "hmm-agent"}});
+  unsure.set_is_ambiguous(true);
+  PolicyInput again{unsure, "hmm", last, kAgents};
+  again.goal = goal;
+  const Move asked_again = DecideLocally(again);
+  ASSERT_TRUE(asked_again.clarifying);
+  EXPECT_EQ(asked_again.entities.at("suggested_name"), "monday-notion-updates");
+  last.clarifications = 2;
+  last.entities = asked_again.entities;
+  const std::string answer = "set up an agent for it";
+  PolicyInput in{Intent(intentpb::ACTION_TYPE_CREATE_AGENT,
+                        {{"purpose", answer}, {"suggested_name", "agent"}}),
+                 answer, last, kAgents};
+  in.goal = goal;
+  Move move = DecideLocally(in);
+  ASSERT_EQ(move.propose.size(), 1u) << move.reply;
+  EXPECT_EQ(move.propose[0].arguments["name"], "monday-notion-updates");
+  EXPECT_EQ(move.propose[0].arguments["description"],
+            "Takes care of this for you: Our Monday Notion updates take hours.");
+  EXPECT_EQ(move.entities.at("purpose"), goal) << "kept for the flow's next turn";
 }
 
 TEST(LocalPolicyTest, NewDetailsReviseTheDraftAndAskAgain) {
@@ -77,33 +120,74 @@ TEST(LocalPolicyTest, NewDetailsReviseTheDraftAndAskAgain) {
 }
 
 TEST(LocalPolicyTest, DeletingIsHighRiskAndWaits) {
-  Move move = DecideLocally(
-      {Intent(intentpb::ACTION_TYPE_MANAGE_PLATFORM, {{"agent_name", "invoice-chaser"}}),
-       "delete invoice-chaser", std::nullopt, kAgents});
+  Move move = DecideLocally({Intent(intentpb::ACTION_TYPE_MANAGE_PLATFORM,
+                                    {{"agent_name", "invoice-chaser"}, {"operation", "delete"}}),
+                             "delete invoice-chaser", std::nullopt, kAgents});
   ASSERT_EQ(move.propose.size(), 1u);
   EXPECT_EQ(move.propose[0].tool, "delete_agent");
   EXPECT_EQ(move.propose[0].risk, execpb::TOOL_RISK_HIGH);
   EXPECT_THAT(move.reply, HasSubstr("cannot be undone"));
-  Move pause = DecideLocally(
-      {Intent(intentpb::ACTION_TYPE_MANAGE_PLATFORM, {{"agent_name", "invoice-chaser"}}),
-       "pause invoice-chaser for now", std::nullopt, kAgents});
+  Move pause = DecideLocally({Intent(intentpb::ACTION_TYPE_MANAGE_PLATFORM,
+                                     {{"agent_name", "invoice-chaser"}, {"operation", "pause"}}),
+                              "pause invoice-chaser for now", std::nullopt, kAgents});
   ASSERT_EQ(pause.propose.size(), 1u);
   EXPECT_EQ(pause.propose[0].tool, "pause_agent");
   EXPECT_EQ(pause.propose[0].risk, execpb::TOOL_RISK_WRITE);
+  Move resume = DecideLocally({Intent(intentpb::ACTION_TYPE_MANAGE_PLATFORM,
+                                      {{"agent_name", "invoice-chaser"}, {"operation", "resume"}}),
+                               "unpause invoice-chaser", std::nullopt, kAgents});
+  ASSERT_EQ(resume.propose.size(), 1u);
+  EXPECT_EQ(resume.propose[0].tool, "resume_agent");
+  // No lifecycle operation: what the topic asks for is shown.
+  Move other = DecideLocally({Intent(intentpb::ACTION_TYPE_MANAGE_PLATFORM,
+                                     {{"operation", "other"}, {"topic", "projects"}}),
+                              "show me the projects", std::nullopt, kAgents});
+  EXPECT_TRUE(other.propose.empty());
+  ASSERT_EQ(other.run.size(), 1u);
+  EXPECT_EQ(other.run[0].tool, "search_projects");
 }
 
 TEST(LocalPolicyTest, ReadsRunAtOnce) {
-  Move list = DecideLocally(
-      {Intent(intentpb::ACTION_TYPE_QUERY_INFO), "what agents do I have", std::nullopt, kAgents});
+  Move list = DecideLocally({Intent(intentpb::ACTION_TYPE_QUERY_INFO, {{"topic", "agents"}}),
+                             "what agents do I have", std::nullopt, kAgents});
   ASSERT_EQ(list.run.size(), 1u);
   EXPECT_EQ(list.run[0].tool, "list_agents");
   EXPECT_TRUE(list.propose.empty());
-  Move runs =
-      DecideLocally({Intent(intentpb::ACTION_TYPE_QUERY_INFO, {{"agent_name", "invoice-chaser"}}),
-                     "did invoice-chaser fail last night?", std::nullopt, kAgents});
+  Move runs = DecideLocally({Intent(intentpb::ACTION_TYPE_QUERY_INFO,
+                                    {{"agent_name", "invoice-chaser"}, {"topic", "runs"}}),
+                             "did invoice-chaser fail last night?", std::nullopt, kAgents});
   ASSERT_EQ(runs.run.size(), 1u);
   EXPECT_EQ(runs.run[0].tool, "list_runs");
   EXPECT_EQ(runs.run[0].arguments["agent"], "invoice-chaser");
+  // One agent: the one named, else (nothing to show it by) the list.
+  const std::map<std::string, std::string> one = {{"agent_name", "invoice-chaser"},
+                                                  {"topic", "agent"}};
+  Move agent = DecideLocally({Intent(intentpb::ACTION_TYPE_QUERY_INFO, one),
+                              "how is invoice-chaser doing", std::nullopt, kAgents});
+  ASSERT_EQ(agent.run.size(), 1u);
+  EXPECT_EQ(agent.run[0].tool, "get_agent");
+  Move none = DecideLocally({Intent(intentpb::ACTION_TYPE_QUERY_INFO, {{"topic", "agent"}}),
+                             "how is it going", std::nullopt, kAgents});
+  ASSERT_EQ(none.run.size(), 1u);
+  EXPECT_EQ(none.run[0].tool, "list_agents");
+  for (const auto& [topic, tool] : std::map<std::string, std::string>{
+           {"skills", "list_skills"}, {"templates", "list_project_templates"}}) {
+    Move read = DecideLocally({Intent(intentpb::ACTION_TYPE_QUERY_INFO, {{"topic", topic}}),
+                               "which " + topic + " are there", std::nullopt, kAgents});
+    ASSERT_EQ(read.run.size(), 1u) << topic;
+    EXPECT_EQ(read.run[0].tool, tool);
+  }
+}
+
+TEST(LocalPolicyTest, ThanksAreAnsweredAsThanksAndAnythingElseAsAGreeting) {
+  Move thanks =
+      DecideLocally({Intent(intentpb::ACTION_TYPE_CONVERSATION, {{"small_talk", "thanks"}}), "thx!",
+                     std::nullopt, kAgents});
+  EXPECT_THAT(thanks.reply, HasSubstr("You're welcome"));
+  Move hello =
+      DecideLocally({Intent(intentpb::ACTION_TYPE_CONVERSATION, {{"small_talk", "greeting"}}),
+                     "hello there", std::nullopt, kAgents});
+  EXPECT_THAT(hello.reply, HasSubstr("Hi! I can set up agents"));
 }
 
 TEST(LocalPolicyTest, RunningWithoutAnAgentAsksWhichWithTheAgentsNumbered) {
@@ -309,13 +393,11 @@ TEST(ModelPlannerTest, ThePromptCarriesTheBoxAndStopsQuestionsAtTheCap) {
   EXPECT_THAT(prompt, HasSubstr("RESUMING"));
 }
 
-TEST(LocalPolicyTest, SuggestedNamesAreShortAndUnique) {
-  EXPECT_EQ(SuggestAgentName("our weekly sales reports are always late", {}),
-            "weekly-sales-reports");
-  EXPECT_EQ(SuggestAgentName("our weekly sales reports are always late",
-                             {{"weekly-sales-reports", "", "", ""}}),
+TEST(LocalPolicyTest, SuggestedNamesAreMadeUnique) {
+  EXPECT_EQ(UniqueAgentName("weekly-sales-reports", {}), "weekly-sales-reports");
+  EXPECT_EQ(UniqueAgentName("weekly-sales-reports", {{"Weekly-Sales-Reports", "", "", ""}}),
             "weekly-sales-reports-2");
-  EXPECT_EQ(SuggestAgentName("help me please", {}), "assistant-agent");
+  EXPECT_EQ(UniqueAgentName("", {{"assistant-agent", "", "", ""}}), "assistant-agent-2");
 }
 
 TEST(LocalPolicyTest, ResultsReadAsSentencesAndListsNumberTheAgents) {

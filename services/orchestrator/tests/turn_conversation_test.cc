@@ -42,8 +42,8 @@ intentpb::IntentAnalysis Analysis(intentpb::ActionType action,
 }
 
 // The intent service as these conversations need it: a recap request, a
-// run or a pause of the agent named, a vague report request it wants
-// clarified.
+// run or a delete of the agent named, a request of two parts, a vague
+// report request it wants clarified.
 FakeUnderstanding::Answer Understands() {
   return [](const intentpb::AnalyzeIntentRequest& request)
              -> absl::StatusOr<intentpb::IntentAnalysis> {
@@ -56,11 +56,27 @@ FakeUnderstanding::Answer Understands() {
       recap.set_reference(intentpb::REFERENCE_KIND_RECAP);
       return recap;
     }
+    if (m.find(" and also ") != std::string::npos) {
+      // "can one of my agents chase the overdue invoices and also post a
+      // weekly summary to slack?": two parts, the first the invoice chaser's.
+      intentpb::IntentAnalysis task = Analysis(
+          intentpb::ACTION_TYPE_EXECUTE_TASK,
+          {{"purpose", m.substr(0, m.size() - 1)}, {"suggested_name", "chase-overdue-invoices"}});
+      for (const auto& [text, covering] :
+           {std::pair<const char*, const char*>{"chase the overdue invoices", "invoice-chaser"},
+            {"post a weekly summary to slack", ""}}) {
+        intentpb::RequestPart* part = task.add_parts();
+        part->set_text(text);
+        part->set_agent_name(covering);
+      }
+      return task;
+    }
     if (m.rfind("run ", 0) == 0) {
       return Analysis(intentpb::ACTION_TYPE_EXECUTE_TASK, {{"agent_name", agent}});
     }
     if (m.rfind("delete ", 0) == 0) {
-      return Analysis(intentpb::ACTION_TYPE_MANAGE_PLATFORM, {{"agent_name", agent}});
+      return Analysis(intentpb::ACTION_TYPE_MANAGE_PLATFORM,
+                      {{"agent_name", agent}, {"operation", "delete"}});
     }
     if (m == "send the report") {
       intentpb::IntentAnalysis unclear = Analysis(intentpb::ACTION_TYPE_EXECUTE_TASK);
@@ -205,6 +221,9 @@ TEST(TurnConversationTest, ATwoPartRequestGetsOptionsAndANumberPicksOne) {
   EXPECT_EQ(pick.Of(pb::ChatEvent::kPreview)[0].preview().tool_name(), "create_agent");
   EXPECT_THAT(pick.Text(),
               HasSubstr("Chase the overdue invoices and post a weekly summary to slack"));
+  EXPECT_EQ(json::parse(pick.Of(pb::ChatEvent::kPreview)[0].preview().arguments_json())["name"],
+            "chase-overdue-invoices")
+      << "named as the intent service read the request the options were for";
   EXPECT_TRUE(h.tools.CallsOf("create_agent").empty()) << "a draft: it waits for a yes";
 }
 
