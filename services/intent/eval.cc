@@ -470,8 +470,8 @@ absl::StatusOr<double> RunDevSplit(Client& client, bool show_misses,
     if (expected == got) {
       ++correct;
     } else if (show_misses) {
-      std::printf("dev miss: %s -> %s: %s\n", ShortName(expected).c_str(), ShortName(got).c_str(),
-                  u.text.c_str());
+      std::printf("dev miss: %s -> %s: %s — %s\n", ShortName(expected).c_str(),
+                  ShortName(got).c_str(), u.text.c_str(), outcome->analysis.reasoning().c_str());
     }
   }
   std::printf("dev split: %zu utterances, %d correct\n\n", dev.size(), correct);

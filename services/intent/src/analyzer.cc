@@ -22,6 +22,11 @@ constexpr std::string_view kModelNamedAgentVerbRule = "model_named_agent_verb";
 constexpr std::string_view kModelImperativeCueRule = "model_imperative_cue";
 constexpr std::string_view kModelStandingInstructionRule = "model_standing_instruction";
 constexpr std::string_view kModelSelfContainedTaskRule = "model_self_contained_task";
+constexpr std::string_view kModelQuestionRule = "model_question";
+constexpr std::string_view kModelNamingRule = "model_naming";
+constexpr std::string_view kModelStandingChangeRule = "model_standing_change";
+constexpr std::string_view kModelRemovalRule = "model_removal_from_output";
+constexpr std::string_view kModelOneShotOrderRule = "model_one_shot_order";
 
 // The confidence when no word of the message is known to the model.
 constexpr float kNoKnownWordsConfidence = 0.3f;
@@ -105,6 +110,48 @@ struct ModelReading {
   std::string_view rule = kModelRule;
 };
 
+// The model's probability for `action`, at least kOverrideFloor: what an
+// answer that overrides the model's top reading gets.
+float OverrideProbability(const std::vector<Prediction>& ranked, Action action) {
+  float p = 0;
+  for (const Prediction& prediction : ranked) {
+    if (prediction.action == action) p = prediction.probability;
+  }
+  return std::max(kOverrideFloor, p);
+}
+
+bool IsAction(Action a) {
+  return a == Action::kCreateAgent || a == Action::kUpdateAgent || a == Action::kExecuteTask ||
+         a == Action::kManagePlatform;
+}
+
+// What the grammar of the message says against the model's reading, with
+// the name of the reading, or nullopt: a question about how things stand
+// asks for no work; a name given with a verb of naming renames; an order
+// to pass something on once, with no trigger or recurrence, is no new
+// agent; taking something out of what an agent sends changes that agent,
+// and so does a marker of a lasting change ("instead", "from now on") on a
+// task.
+std::optional<std::pair<Action, std::string_view>> GrammarReading(const Situation& s, Action top) {
+  const std::vector<std::string_view>& words = s.message.words;
+  if (IsAction(top) && AsksHowThingsStand(words)) {
+    return std::pair{Action::kQueryInfo, kModelQuestionRule};
+  }
+  if (std::optional<Action> naming = NamingAction(words, s.message.request.message)) {
+    return std::pair{*naming, kModelNamingRule};
+  }
+  if (top == Action::kCreateAgent && IsOneShotOrder(words)) {
+    return std::pair{Action::kExecuteTask, kModelOneShotOrderRule};
+  }
+  if (top != Action::kQueryInfo && RemovesFromAgentOutput(words)) {
+    return std::pair{Action::kUpdateAgent, kModelRemovalRule};
+  }
+  if (top == Action::kExecuteTask && AsksStandingChange(words)) {
+    return std::pair{Action::kUpdateAgent, kModelStandingChangeRule};
+  }
+  return std::nullopt;
+}
+
 ModelReading ReadModel(const Situation& s, const std::vector<Prediction>& ranked) {
   ModelReading r{ranked[0]};
   if (ranked.size() > 1) r.second = ranked[1];
@@ -125,12 +172,8 @@ ModelReading ReadModel(const Situation& s, const std::vector<Prediction>& ranked
   if (r.top.probability < kImperativeCueBelow) {
     std::optional<Action> cue = ImperativeCue(s.message.words);
     if (cue && *cue != r.top.action) {
-      float cue_p = 0;
-      for (const Prediction& p : ranked) {
-        if (p.action == *cue) cue_p = p.probability;
-      }
       r.second = r.top;
-      r.top = Prediction{*cue, std::max(kOverrideFloor, cue_p)};
+      r.top = Prediction{*cue, OverrideProbability(ranked, *cue)};
       r.rule = kModelImperativeCueRule;
     }
   }
@@ -140,21 +183,24 @@ ModelReading ReadModel(const Situation& s, const std::vector<Prediction>& ranked
       absl::StrContains(Lowercase(s.message.request.message), Lowercase(*s.named_agent));
   // A standing instruction with a trigger and work to do is a new agent
   // ("every monday at 8, email each adjuster their open claims"), unless
-  // the message spells out one of the user's agents.
+  // the message spells out one of the user's agents. A task on material
+  // the message carries ("translate into french: ...") is done once, now.
   if (r.top.action != Action::kCreateAgent && r.top.action != Action::kCreateSkill &&
       !names_agent_exactly && IsStandingInstruction(s.message.words, s.message.request.message)) {
     r.second = r.top;
     r.top = Prediction{Action::kCreateAgent, std::max(kOverrideFloor, r.top.probability)};
     r.rule = kModelStandingInstructionRule;
-    return r;
-  }
-  // A task on material the message carries ("translate into french: ...")
-  // is done once, now.
-  if (r.top.action != Action::kExecuteTask && !names_agent_exactly &&
-      IsSelfContainedTask(s.message.words, s.message.request.message)) {
+  } else if (r.top.action != Action::kExecuteTask && !names_agent_exactly &&
+             IsSelfContainedTask(s.message.words, s.message.request.message)) {
     r.second = r.top;
     r.top = Prediction{Action::kExecuteTask, std::max(kOverrideFloor, r.top.probability)};
     r.rule = kModelSelfContainedTaskRule;
+  }
+  const auto grammar = GrammarReading(s, r.top.action);
+  if (grammar && grammar->first != r.top.action) {
+    r.second = r.top;
+    r.top = Prediction{grammar->first, OverrideProbability(ranked, grammar->first)};
+    r.rule = grammar->second;
   }
   return r;
 }

@@ -367,6 +367,81 @@ std::optional<Action> ImperativeCue(const std::vector<std::string_view>& words) 
   return std::nullopt;
 }
 
+bool AsksHowThingsStand(const std::vector<std::string_view>& words) {
+  static const words::WordSet& lead_ins = words::List("question_lead_ins");
+  static const words::WordSet& openers = words::List("question_state_openers");
+  static const words::WordSet& non_subjects = words::List("question_non_subjects");
+  if (words::ContainsAnyEntry(words, "question_directives")) return false;
+  size_t end = words.size();
+  while (end > 0 && words[end - 1] == "?") --end;
+  if (end >= 2 && words[end - 2] == "or" && words[end - 1] == "not") return true;
+  size_t i = 0;
+  while (i < end && lead_ins.contains(words[i])) ++i;
+  return i + 1 < end && openers.contains(words[i]) && !non_subjects.contains(words[i + 1]);
+}
+
+namespace {
+
+// Whether `text` gives a name: a quoted span ("exec-weekly", “daily sync”)
+// or a hyphenated word (lead-enricher-v2).
+bool GivesName(std::string_view text) {
+  const size_t quote = text.find('"');
+  if (quote != std::string_view::npos && text.find('"', quote + 1) != std::string_view::npos) {
+    return true;
+  }
+  if (text.find("\xE2\x80\x9C") != std::string_view::npos) return true;  // “
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  for (size_t i = 1; i + 1 < text.size(); ++i) {
+    if (text[i] == '-' && alnum(text[i - 1]) && alnum(text[i + 1])) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<Action> NamingAction(const std::vector<std::string_view>& words,
+                                   std::string_view message) {
+  static const words::WordSet& filler = words::List("followup_task_filler");
+  static const words::WordSet& verbs = words::List("naming_verbs");
+  static const words::WordSet& not_objects = words::List("naming_not_objects");
+  size_t i = 0;
+  while (i < words.size() && filler.contains(words[i])) ++i;
+  if (i + 1 >= words.size() || !verbs.contains(words[i]) || not_objects.contains(words[i + 1])) {
+    return std::nullopt;
+  }
+  // The name comes after the verb: find the verb in the text as written
+  // (lowercased in place, so that offsets hold).
+  std::string lower(message);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const size_t verb_at = lower.find(words[i]);
+  if (verb_at == std::string::npos ||
+      !GivesName(std::string_view(message).substr(verb_at + words[i].size()))) {
+    return std::nullopt;
+  }
+  return words::ContainsAnyEntry(words, "platform_objects") ? Action::kManagePlatform
+                                                            : Action::kUpdateAgent;
+}
+
+bool AsksStandingChange(const std::vector<std::string_view>& words) {
+  return words::ContainsAnyEntry(words, "standing_change_markers") &&
+         !words::ContainsAnyEntry(words, "one_off_markers");
+}
+
+bool RemovesFromAgentOutput(const std::vector<std::string_view>& words) {
+  static const words::WordSet& removal = words::List("removal_verbs");
+  static const words::WordSet& outputs = words::List("agent_output_nouns");
+  constexpr size_t kWithin = 4;
+  bool removing = false;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (removal.contains(words[i])) removing = true;
+    if (!removing || words[i] != "from") continue;
+    for (size_t j = i + 1; j < words.size() && j <= i + kWithin; ++j) {
+      if (outputs.contains(words[j])) return true;
+    }
+  }
+  return false;
+}
+
 // "change that", "undo that", "fix this": a verb whose object is a bare
 // "that" or "this" at the end of a clause.
 bool VerbOnThat(const std::vector<std::string_view>& words) {

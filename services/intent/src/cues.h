@@ -50,6 +50,34 @@ bool LeadingVerb(const std::vector<std::string_view>& words);
 // or a run verb (EXECUTE_TASK), or a request for a new skill.
 std::optional<Action> ImperativeCue(const std::vector<std::string_view>& words);
 
+// "does the refund bot skip small orders?", "who's in the ops project",
+// "the nightly backup, done or not?": a question about how things stand.
+// It opens (after "hey", "quick q") with a copula or an auxiliary and a
+// subject other than the user, the assistant or "it"/"there" ("is it
+// possible to ..." asks for work), or with "who" or "which", or it ends
+// "or not"; and it holds no word of a request ("should", "please", "can
+// you").
+bool AsksHowThingsStand(const std::vector<std::string_view>& words);
+
+// "call the forecast bot "pipeline-pulse"", "rename the growth project to
+// growth 2025": a message that opens (after filler) with a verb of naming,
+// whose object is no person, and gives a name, quoted or hyphenated, in
+// `message` (the text as written). MANAGE_PLATFORM when a project, task,
+// workspace or key is named, else UPDATE_AGENT; nullopt when the message
+// names nothing.
+std::optional<Action> NamingAction(const std::vector<std::string_view>& words,
+                                   std::string_view message);
+
+// "post the churn digest in #retention instead of dming me": a marker of
+// a change that lasts ("instead", "from now on", "anymore") with none of a
+// one-off ("now", "today", "just this once").
+bool AsksStandingChange(const std::vector<std::string_view>& words);
+
+// "drop john from the recipients", "remove finance from the board
+// digest": a verb of removal, then "from" and, within four words,
+// something an agent sends (a digest, a summary, its recipients).
+bool RemovesFromAgentOutput(const std::vector<std::string_view>& words);
+
 // "change that", "undo that", "fix this": a verb whose object is a bare
 // "that" or "this" at the end of a clause.
 bool VerbOnThat(const std::vector<std::string_view>& words);

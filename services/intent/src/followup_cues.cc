@@ -626,7 +626,7 @@ bool MentionsAutomation(const std::vector<std::string_view>& words) {
 }
 
 // "every monday", "each morning", "weekly" (but not "the weekly report",
-// nor "every student").
+// "their monthly numbers", nor "every student").
 bool HasRecurrence(const std::vector<std::string_view>& words) {
   static const WordSet& units = words::List("followup_recurrence_units");
   static const WordSet& adverbs = words::List("followup_recurrence_adverbs");
@@ -639,8 +639,8 @@ bool HasRecurrence(const std::vector<std::string_view>& words) {
     }
     if (words[i] == "whenever") return true;
     if (adverbs.contains(words[i]) &&
-        !(i > 0 && (words[i - 1] == "the" || words[i - 1] == "my" || words[i - 1] == "our" ||
-                    words[i - 1] == "to" || words[i - 1] == "check"))) {
+        !(i > 0 && OneOf(words[i - 1], {"the", "my", "our", "their", "your", "his", "her", "its",
+                                        "to", "check"}))) {
       return true;
     }
   }
@@ -673,6 +673,15 @@ bool IsStandingInstruction(const std::vector<std::string_view>& words, std::stri
   if (!trigger) return false;
   return std::any_of(words.begin(), words.end(),
                      [](std::string_view w) { return WorkVerbs().contains(w); });
+}
+
+bool IsOneShotOrder(const std::vector<std::string_view>& words) {
+  static const WordSet& filler = words::List("followup_task_filler");
+  static const WordSet& verbs = words::List("one_shot_verbs");
+  size_t first = 0;
+  while (first < words.size() && filler.contains(words[first])) ++first;
+  return first < words.size() && verbs.contains(words[first]) &&
+         !words::ContainsAnyEntry(words, "one_shot_blockers") && !HasRecurrence(words);
 }
 
 bool IsSelfContainedTask(const std::vector<std::string_view>& words, std::string_view message) {

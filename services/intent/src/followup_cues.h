@@ -58,6 +58,12 @@ std::optional<size_t> NewTopicStart(std::string_view message);
 // not a change to something that exists ("instead", "from now on").
 bool IsStandingInstruction(const std::vector<std::string_view>& words, std::string_view message);
 
+// "dm every new joiner the handbook link", "ask the regional leads for
+// their monthly numbers": an order that opens (after filler) with
+// a verb of passing on, telling or asking, with no trigger, recurrence or
+// automation: done once, now.
+bool IsOneShotOrder(const std::vector<std::string_view>& words);
+
 // "translate into french: ...", "shorten this headline to 60 chars: ...",
 // "dog weighs 18kg, dose is 5mg per kg, how many tablets?": a task done
 // once on material the message itself carries.

@@ -12,6 +12,7 @@
 #include "services/intent/entities/entities.h"
 #include "services/intent/src/concepts.h"
 #include "services/intent/src/cues.h"
+#include "services/intent/src/followup_cues.h"
 #include "services/intent/src/intent_service.h"
 #include "services/intent/src/keywords.h"
 #include "services/intent/src/labeled_data.h"
@@ -704,6 +705,111 @@ TEST(VerbActionTest, MapsVerbsAboutExistingAgents) {
   EXPECT_EQ(VerbAction("create a skill for pdfs"), Action::kCreateSkill);
   EXPECT_EQ(VerbAction("create a project for the launch"), Action::kManagePlatform);
   EXPECT_EQ(VerbAction("hello"), std::nullopt);
+}
+
+// The normalized words of `text`, kept alive for the views.
+struct NormalizedWords {
+  explicit NormalizedWords(std::string_view text) : normalized(NormalizeText(text)) {}
+  std::vector<std::string_view> words() const { return Words(normalized); }
+  std::string normalized;
+};
+
+TEST(GrammarCueTest, AQuestionAboutHowThingsStandAsksForNoWork) {
+  for (const char* text :
+       {"hey, did the lead scorer touch the enterprise accounts last night",
+        "has the crm sync failed again this week", "who's in the ops project right now",
+        "which connections would break if i rotated the stripe key",
+        "quick q: is the payout bot on", "the churn digest, sent or not",
+        "the lead router, working or not?"}) {
+    EXPECT_TRUE(AsksHowThingsStand(NormalizedWords(text).words())) << text;
+  }
+  for (const char* text :
+       {"is it possible for the churn digest to show revenue at risk",
+        "is there a way to get pinged when a big invoice goes unpaid",
+        "are you able to understand voice notes", "who can delete agents should be only the owners",
+        "does the digest skip holidays? please make it", "do the quarterly export for finance",
+        "have the triage bot cc the on-call lead",
+        "we're moving to the annual plan, switch us over", "could you check the payout bot"}) {
+    EXPECT_FALSE(AsksHowThingsStand(NormalizedWords(text).words())) << text;
+  }
+}
+
+TEST(GrammarCueTest, AVerbOfNamingWithANameRenames) {
+  auto naming = [](std::string_view text) {
+    return NamingAction(NormalizedWords(text).words(), text);
+  };
+  EXPECT_EQ(naming("call the forecast bot \"pipeline-pulse\""), Action::kUpdateAgent);
+  EXPECT_EQ(naming("please call the hiring flow candidate-tracker"), Action::kUpdateAgent);
+  EXPECT_EQ(naming("name the churn thing \xE2\x80\x9Cretention watch\xE2\x80\x9D"),
+            Action::kUpdateAgent);
+  EXPECT_EQ(naming("call the marketing project \"growth q3\""), Action::kManagePlatform);
+  EXPECT_EQ(naming("call me \"sam\" from now on"), std::nullopt);                    // a person
+  EXPECT_EQ(naming("call the supplier about the late order"), std::nullopt);         // no name
+  EXPECT_EQ(naming("make the bot \"friendlier\" and call it daily"), std::nullopt);  // not first
+}
+
+TEST(GrammarCueTest, TakingSomethingOutOfWhatAnAgentSendsChangesTheAgent) {
+  for (const char* text : {"drop marco from the recipients", "remove finance from the board digest",
+                           "cut the sales team from the weekly summary",
+                           "please exclude test accounts from it "
+                           "and from the revenue report"}) {
+    EXPECT_TRUE(RemovesFromAgentOutput(NormalizedWords(text).words())) << text;
+  }
+  for (const char* text :
+       {"remove priya from the workspace", "remove the hubspot connection from the ops team",
+        "pull the summary from the board digest", "drop the digest"}) {
+    EXPECT_FALSE(RemovesFromAgentOutput(NormalizedWords(text).words())) << text;
+  }
+}
+
+TEST(GrammarCueTest, ALastingChangeWithoutAOneOffMarker) {
+  EXPECT_TRUE(AsksStandingChange(
+      NormalizedWords("send the expense summary to the finance lead going forward").words()));
+  EXPECT_TRUE(AsksStandingChange(
+      NormalizedWords("post the churn digest in #retention instead of dming me").words()));
+  EXPECT_FALSE(AsksStandingChange(
+      NormalizedWords("post the launch notes in #general today instead").words()));
+  EXPECT_FALSE(
+      AsksStandingChange(NormalizedWords("just this once, share it in notion instead").words()));
+  EXPECT_FALSE(AsksStandingChange(NormalizedWords("send the expense summary").words()));
+}
+
+TEST(GrammarCueTest, AnOrderToPassSomethingOnWithNoTriggerIsDoneOnce) {
+  for (const char* text :
+       {"dm every new joiner the handbook link", "ask the regional leads for their monthly numbers",
+        "please text each driver on tomorrow's route the new pickup time"}) {
+    EXPECT_TRUE(IsOneShotOrder(NormalizedWords(text).words())) << text;
+  }
+  for (const char* text :
+       {"email the on-call engineer whenever the error rate spikes",
+        "remind the team every friday to log their hours",
+        "message the buyer as soon as the shipment is delayed",
+        "send me a bot that reads the support inbox", "a weekly email to the founders"}) {
+    EXPECT_FALSE(IsOneShotOrder(NormalizedWords(text).words())) << text;
+  }
+}
+
+TEST(RuleTableTest, TheGrammarOfTheMessageOverridesTheModelsReading) {
+  struct Case {
+    const char* text;
+    Action action;
+    std::string_view rule;
+  };
+  for (const Case& c :
+       {Case{"has the crm sync failed again this week", Action::kQueryInfo, "model_question"},
+        Case{"who's in the ops project right now", Action::kQueryInfo, "model_question"},
+        Case{"call the hiring flow candidate-tracker", Action::kUpdateAgent, "model_naming"},
+        Case{"remove legal from the contract report", Action::kUpdateAgent,
+             "model_removal_from_output"},
+        Case{"send the expense summary to the finance lead going forward", Action::kUpdateAgent,
+             "model_standing_change"},
+        Case{"dm every new joiner the handbook link", Action::kExecuteTask,
+             "model_one_shot_order"}}) {
+    const LocalResult r = Local(c.text, {}, {});
+    EXPECT_EQ(r.analysis.action, c.action) << c.text << ": " << r.analysis.reasoning;
+    EXPECT_EQ(r.rule, c.rule) << c.text;
+    EXPECT_GE(r.analysis.confidence, 0.6f) << c.text;
+  }
 }
 
 TEST(KeywordTest, FallsBackOnPlainKeywords) {
