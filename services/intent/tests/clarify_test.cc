@@ -442,7 +442,9 @@ TEST(FollowupCuesTest, AYesCarriesAnEditWhenAnEditingVerbGetsSomethingToWorkOn) 
 }
 
 TEST(FollowupCuesTest, RelativePositionsCountPlacesAnchorsAndTypos) {
-  const auto read = [](std::vector<std::string_view> words) { return ReadRelativePosition(words); };
+  const auto read = [](const std::vector<std::string_view>& words) {
+    return ReadRelativePosition(words);
+  };
   // A listed item right after the direction anchors it without an item word.
   const auto anchored = read({"the", "listing", "above", kListedItem});
   ASSERT_TRUE(anchored.has_value());

@@ -33,7 +33,7 @@ PendingAction Sealed(const std::string& tool, json args,
 // (services/intent/src/reply.h) and the entities it found.
 intentpb::IntentAnalysis Analysis(intentpb::ReplyKind reply = intentpb::REPLY_KIND_APPROVE,
                                   std::map<std::string, std::string> entities = {},
-                                  std::vector<std::string> action_ids = {}) {
+                                  const std::vector<std::string>& action_ids = {}) {
   intentpb::IntentAnalysis analysis;
   analysis.mutable_reply()->set_kind(reply);
   for (const std::string& id : action_ids) analysis.mutable_reply()->add_action_ids(id);
