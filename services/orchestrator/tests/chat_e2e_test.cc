@@ -514,7 +514,8 @@ TEST_F(ChatEndToEndTest, AnUnclearRequestGetsOptionsTiedToTheUsersAgents) {
   ExpectWellFormed(answer);
   ASSERT_TRUE(answer.preview().has_value());
   EXPECT_EQ(PreviewTarget(*answer.preview()), "weekly-sales-digest");
-  // The answer continues the flow without a new analysis by the intent service.
+  // The answer continues the flow: the intent service read it as the
+  // answer to the question (the agent it picks), the flow keeps its action.
   EXPECT_EQ(answer.session().flow_id(), ask.session().flow_id());
   const intentpb::IntentAnalysis merged = answer.Of(pb::ChatEvent::kIntent)[0].intent().analysis();
   EXPECT_EQ(merged.source(), intentpb::INTENT_SOURCE_FAST_PATH);

@@ -28,12 +28,11 @@ std::optional<PlanMove> PlanMoveFor(
 // no stage for a plan that is over.
 ::omniforge::intent::v1::PendingPlan PendingPlanOf(const PlanRef& plan);
 
-// The analysis of a reply to the flow's plan, made without the intent
-// service: the flow's action and entities, and what the reply does.
+// The analysis of a reply to the flow's plan: the flow's action and
+// entities, and what the reply does.
 ::omniforge::intent::v1::IntentAnalysis PlanReplyAnalysis(const FlowState& last, PlanMove move);
 
-// The analysis of a turn that resumes a suspended flow: the flow's own,
-// without the intent service.
+// The analysis of a turn that resumes a suspended flow: the flow's own.
 ::omniforge::intent::v1::IntentAnalysis ResumeAnalysis(const SuspendedFlow& flow);
 
 }  // namespace omniforge::orchestrator

@@ -171,9 +171,9 @@ void TurnPass::FindPlan() {
   }
 }
 
-// An answer to the flow's own clarifying question needs no new analysis,
-// nor does a reply to its plan (unless it changes the plan: the analysis
-// then finds what changed).
+// An answer to the flow's own clarifying question continues the flow with
+// what the intent service read it to give, as does a reply to its plan
+// (unless it changes the plan: the analysis then finds what changed).
 void TurnPass::ChooseKind() {
   plan_reply_ = plan_move_.has_value() && *plan_move_ != PlanMove::kRevise;
   answering_ = continuing_ && !plan_reply_ && AnswerSkipsAnalysis(*last_);
