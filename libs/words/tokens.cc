@@ -151,6 +151,30 @@ bool ContainsRun(const std::vector<std::string>& words, const std::vector<std::s
   return std::search(words.begin(), words.end(), needle.begin(), needle.end()) != words.end();
 }
 
+std::vector<std::string> MentionedNames(std::string_view text,
+                                        const std::vector<std::string>& names) {
+  const std::vector<std::string> words = Tokens(text, Tokenizer::kUtf8);
+  std::vector<std::pair<std::string, std::vector<std::string>>> found;
+  for (const std::string& name : names) {
+    std::vector<std::string> name_words = Tokens(name, Tokenizer::kUtf8);
+    if (ContainsRun(words, name_words)) found.emplace_back(name, std::move(name_words));
+  }
+  std::stable_sort(found.begin(), found.end(),
+                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  std::vector<std::string> kept;
+  std::vector<const std::vector<std::string>*> kept_words;
+  for (const auto& [name, name_words] : found) {
+    bool inside = false;
+    for (const std::vector<std::string>* longer : kept_words) {
+      inside = inside || ContainsRun(*longer, name_words);
+    }
+    if (inside) continue;
+    kept.push_back(name);
+    kept_words.push_back(&name_words);
+  }
+  return kept;
+}
+
 bool EndsWithQuestionMark(std::string_view message) {
   while (!message.empty() && absl::ascii_isspace(static_cast<unsigned char>(message.back()))) {
     message.remove_suffix(1);

@@ -67,6 +67,13 @@ bool ContainsAnyPhrase(const std::vector<std::string_view>& words,
 // empty needle).
 bool ContainsRun(const std::vector<std::string>& words, const std::vector<std::string>& needle);
 
+// The names of `names` that `text` mentions as whole words
+// (Tokenizer::kUtf8, so names in any script count, case-insensitive),
+// longest first; a name inside a longer one the text gives ("alpha" in
+// "alpha-2") is not a mention of its own.
+std::vector<std::string> MentionedNames(std::string_view text,
+                                        const std::vector<std::string>& names);
+
 // Whether `message` ends with a question mark (trailing ASCII whitespace
 // aside).
 bool EndsWithQuestionMark(std::string_view message);

@@ -52,6 +52,12 @@ TEST(TokensTest, PhrasesAndRuns) {
   EXPECT_TRUE(ContainsAnyPhrase(words, {"nothing", "run it"}));
   EXPECT_TRUE(ContainsRun({"a", "b", "c"}, {"b", "c"}));
   EXPECT_FALSE(ContainsRun({"a", "b"}, {}));
+  // Names as whole words in any script, longest first, a shorter name
+  // inside a longer one given not a mention of its own.
+  EXPECT_EQ(MentionedNames("delete Alpha-2 and 日報", {"alpha", "alpha-2", "日報", "週報"}),
+            (std::vector<std::string>{"alpha-2", "日報"}));
+  EXPECT_EQ(MentionedNames("delete alpha", {"alpha", "alpha-2"}),
+            (std::vector<std::string>{"alpha"}));
   EXPECT_TRUE(EndsWithQuestionMark("really? \n"));
   EXPECT_FALSE(EndsWithQuestionMark("? no"));
 }

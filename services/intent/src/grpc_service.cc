@@ -4,6 +4,7 @@
 #include "libs/core/clock.h"
 #include "libs/core/grpc_unary.h"
 #include "libs/llm/model_call_proto.h"
+#include "services/intent/src/reply_proto.h"
 
 namespace omniforge::intent {
 namespace {
@@ -14,41 +15,6 @@ absl::StatusOr<std::optional<Action>> ActionFromProto(int value, const std::stri
     return absl::InvalidArgumentError(absl::StrCat(field, ": unknown ActionType ", value));
   }
   return std::optional<Action>(static_cast<Action>(value));
-}
-
-// The request's `pending`: INVALID_ARGUMENT for an unknown PlanStage or
-// QuestionKind.
-absl::StatusOr<PendingContext> PendingFromProto(const pb::Pending& pending) {
-  PendingContext out;
-  if (!pb::PlanStage_IsValid(pending.plan().stage())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("pending.plan.stage: unknown PlanStage ", pending.plan().stage()));
-  }
-  if (!pb::QuestionKind_IsValid(pending.question().kind())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("pending.question.kind: unknown QuestionKind ", pending.question().kind()));
-  }
-  out.plan_id = pending.plan().id();
-  out.plan = static_cast<PlanStage>(pending.plan().stage());
-  out.question = static_cast<QuestionKind>(pending.question().kind());
-  out.options.assign(pending.question().options().begin(), pending.question().options().end());
-  out.resumable_goal = pending.resumable_goal();
-  out.actions.reserve(static_cast<size_t>(pending.actions_size()));
-  for (const pb::PendingAction& action : pending.actions()) {
-    PendingActionRef ref{action.id(), action.tool(), action.summary(), {}, {}};
-    ref.targets.assign(action.targets().begin(), action.targets().end());
-    ref.settings.insert(action.settings().begin(), action.settings().end());
-    out.actions.push_back(std::move(ref));
-  }
-  return out;
-}
-
-void ReplyToProto(const ReplyDecision& reply, pb::ReplyDecision* out) {
-  out->set_kind(static_cast<pb::ReplyKind>(reply.kind));
-  for (const std::string& id : reply.action_ids) out->add_action_ids(id);
-  out->mutable_fields()->insert(reply.fields.begin(), reply.fields.end());
-  out->set_option(reply.option);
-  out->set_reasoning(reply.reasoning);
 }
 
 }  // namespace

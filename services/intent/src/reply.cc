@@ -1,6 +1,5 @@
 #include "services/intent/src/reply.h"
 
-#include <algorithm>
 #include <optional>
 #include <set>
 
@@ -271,22 +270,10 @@ bool AsksToResume(std::string_view message) {
 
 std::vector<std::string> NamedAgents(std::string_view message,
                                      const std::vector<CatalogItem>& agents) {
-  const Words words = ReplyWords(message);
-  std::vector<std::string> found;
-  for (const CatalogItem& agent : agents) {
-    if (words::ContainsRun(words, ReplyWords(agent.name))) found.push_back(agent.name);
-  }
-  std::sort(found.begin(), found.end(),
-            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
-  std::vector<std::string> kept;
-  for (const std::string& name : found) {
-    bool inside = false;
-    for (const std::string& longer : kept) {
-      inside |= words::ContainsRun(ReplyWords(longer), ReplyWords(name));
-    }
-    if (!inside) kept.push_back(name);
-  }
-  return kept;
+  std::vector<std::string> names;
+  names.reserve(agents.size());
+  for (const CatalogItem& agent : agents) names.push_back(agent.name);
+  return words::MentionedNames(message, names);
 }
 
 ReplyDecision ReadReply(const IntentRequest& request, const IntentAnalysis& analysis) {

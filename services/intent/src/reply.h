@@ -38,10 +38,8 @@ ReplyDecision ReadReply(const IntentRequest& request, const IntentAnalysis& anal
 // requests).
 bool AsksToResume(std::string_view message);
 
-// The agents of `agents` that `message` names (whole words of
-// words::Tokenizer::kUtf8, case-insensitive, so names in any script count),
-// longest first; a name inside a longer one the message gives ("alpha" in
-// "alpha-2") is not a mention of its own.
+// The agents of `agents` that `message` names (words::MentionedNames, as
+// the approval gate reads them).
 std::vector<std::string> NamedAgents(std::string_view message,
                                      const std::vector<CatalogItem>& agents);
 

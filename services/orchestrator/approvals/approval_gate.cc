@@ -65,10 +65,6 @@ const AgentInfo* FindAgent(const std::vector<AgentInfo>& agents, const std::stri
 
 }  // namespace
 
-std::vector<std::string> GateWords(const std::string& text) {
-  return words::Tokens(text, words::Tokenizer::kUtf8);
-}
-
 std::string GateVerdictName(GateVerdict verdict) {
   switch (verdict) {
     case GateVerdict::kRun:
@@ -210,24 +206,10 @@ PlanVerdict DecidePlan(const ApprovalPolicy& policy, const std::vector<PlanStep>
 
 std::vector<std::string> MentionedAgents(const std::string& message,
                                          const std::vector<AgentInfo>& agents) {
-  const std::vector<std::string> words = GateWords(message);
-  std::vector<std::string> found;
-  for (const AgentInfo& agent : agents) {
-    if (words::ContainsRun(words, GateWords(agent.name))) found.push_back(agent.name);
-  }
-  std::sort(found.begin(), found.end(),
-            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
-  // A name inside a longer name the message gives ("alpha" in "alpha-2") is
-  // that longer name, not a mention of its own.
-  std::vector<std::string> kept;
-  for (const std::string& name : found) {
-    bool inside = false;
-    for (const std::string& longer : kept) {
-      inside |= words::ContainsRun(GateWords(longer), GateWords(name));
-    }
-    if (!inside) kept.push_back(name);
-  }
-  return kept;
+  std::vector<std::string> names;
+  names.reserve(agents.size());
+  for (const AgentInfo& agent : agents) names.push_back(agent.name);
+  return words::MentionedNames(message, names);
 }
 
 PendingReply ReadPendingReply(const std::string& message, const intentpb::IntentAnalysis& analysis,

@@ -128,16 +128,11 @@ PlanVerdict DecidePlan(const ApprovalPolicy& policy, const std::vector<PlanStep>
 ::omniforge::executor::v1::ToolRisk RiskIn(
     const std::vector<::omniforge::executor::v1::ToolDescriptor>& tools, const std::string& tool);
 
-// The words the gate compares names in: ASCII letters and digits
-// lower-cased, and every byte of a non-ASCII UTF-8 character kept, so names
-// in any script are words (words::Tokenizer::kUtf8, libs/words/tokens.h).
+// The agent names of `agents` that `message` mentions
+// (words::MentionedNames: whole words in any script, case-insensitive,
+// longest first, a name inside a longer one given not its own mention).
 // The gate reads no yes, no or change words: the intent service does
 // (services/intent/src/reply.h).
-std::vector<std::string> GateWords(const std::string& text);
-
-// The agent names of `agents` that `message` mentions (whole words,
-// case-insensitive), longest first; a name inside a longer one the message
-// gives ("alpha" in "alpha-2") is not a mention of its own.
 std::vector<std::string> MentionedAgents(const std::string& message,
                                          const std::vector<AgentInfo>& agents);
 

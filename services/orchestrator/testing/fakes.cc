@@ -2,6 +2,7 @@
 
 #include "libs/core/ids.h"
 #include "services/intent/src/reply.h"
+#include "services/intent/src/reply_proto.h"
 
 namespace omniforge::orchestrator::testing {
 
@@ -160,27 +161,15 @@ FakeUnderstanding::Answer FakeUnderstanding::DeleteOfAlphaOrBeta() {
 
 namespace {
 
-// The request and analysis as the intent service's rules read them.
+// The request and analysis as the intent service's rules read them (the
+// pending context as the service converts it: reply_proto.h).
 intent::IntentRequest RulesRequest(const intentpb::AnalyzeIntentRequest& request) {
   intent::IntentRequest out;
   out.message = request.message();
   for (const intentpb::CatalogItem& agent : request.available_agents()) {
     out.agents.push_back({agent.name(), agent.description()});
   }
-  const intentpb::Pending& pending = request.pending();
-  for (const intentpb::PendingAction& action : pending.actions()) {
-    out.pending.actions.push_back({action.id(),
-                                   action.tool(),
-                                   action.summary(),
-                                   {action.targets().begin(), action.targets().end()},
-                                   {action.settings().begin(), action.settings().end()}});
-  }
-  out.pending.plan_id = pending.plan().id();
-  out.pending.plan = static_cast<intent::PlanStage>(pending.plan().stage());
-  out.pending.question = static_cast<intent::QuestionKind>(pending.question().kind());
-  out.pending.options.assign(pending.question().options().begin(),
-                             pending.question().options().end());
-  out.pending.resumable_goal = pending.resumable_goal();
+  out.pending = intent::PendingFromProto(request.pending()).value_or(intent::PendingContext());
   return out;
 }
 
@@ -192,13 +181,8 @@ intentpb::ReplyDecision RulesReply(const intentpb::AnalyzeIntentRequest& request
   read.is_ambiguous = analysis.is_ambiguous();
   read.reference = static_cast<intent::Reference>(analysis.reference());
   read.summary_worthy = analysis.summary_worthy();
-  const intent::ReplyDecision reply = intent::ReadReply(RulesRequest(request), read);
   intentpb::ReplyDecision out;
-  out.set_kind(static_cast<intentpb::ReplyKind>(reply.kind));
-  for (const std::string& id : reply.action_ids) out.add_action_ids(id);
-  out.mutable_fields()->insert(reply.fields.begin(), reply.fields.end());
-  out.set_option(reply.option);
-  out.set_reasoning(reply.reasoning);
+  intent::ReplyToProto(intent::ReadReply(RulesRequest(request), read), &out);
   return out;
 }
 
