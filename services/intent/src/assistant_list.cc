@@ -124,16 +124,25 @@ std::vector<std::string> SentenceItems(std::string_view text) {
 }
 
 // The entries of a list set out as one (lines of its own, numbers
-// inline), or empty.
-std::vector<std::string> SetOutItems(std::string_view text) {
-  if (std::vector<std::string> lines = LineItems(text); !lines.empty()) return lines;
-  return InlineNumbered(text);
+// inline), or empty. Several readers of one request read the same
+// assistant turn (the context, the clarify decision): each thread keeps
+// its last answer. The reference holds until the thread's next call.
+const std::vector<std::string>& SetOutItems(std::string_view text) {
+  thread_local std::string last_text;
+  thread_local std::vector<std::string> last_items;
+  thread_local bool filled = false;
+  if (filled && last_text == text) return last_items;
+  last_items = LineItems(text);
+  if (last_items.empty()) last_items = InlineNumbered(text);
+  last_text.assign(text);
+  filled = true;
+  return last_items;
 }
 
 }  // namespace
 
 std::vector<std::string> ListItems(std::string_view text) {
-  if (std::vector<std::string> items = SetOutItems(text); !items.empty()) return items;
+  if (const std::vector<std::string>& items = SetOutItems(text); !items.empty()) return items;
   return SentenceItems(text);
 }
 
@@ -141,7 +150,7 @@ std::vector<std::string> ListedAgents(std::string_view text,
                                       const std::vector<CatalogItem>& agents) {
   // Prose lists its entries in the order it names them, and may go on in
   // the next sentence ("Live: x and y. There's also z, but it is paused").
-  const std::vector<std::string> items = SetOutItems(text);
+  const std::vector<std::string>& items = SetOutItems(text);
   if (items.empty()) {
     std::vector<std::string> named = CatalogItemsInOrder(text, agents);
     if (named.size() < 2) named.clear();

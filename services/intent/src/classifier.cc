@@ -210,7 +210,26 @@ std::vector<Prediction> LocalClassifier::Predict(std::string_view text) const {
   std::stable_sort(out.begin(), out.end(), [](const Prediction& a, const Prediction& b) {
     return a.probability > b.probability;
   });
+  Remember(text, out);
   return out;
+}
+
+void LocalClassifier::Remember(std::string_view text, const std::vector<Prediction>& ranked) const {
+  if (text.size() > kRememberedBytes) return;
+  absl::MutexLock lock(&mu_);
+  if (remembered_.size() >= kRememberedMessages) remembered_.clear();
+  remembered_.insert_or_assign(std::string(text), ranked);
+}
+
+std::vector<Prediction> LocalClassifier::PredictEarlier(std::string_view text) const {
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = remembered_.find(absl::string_view(text.data(), text.size()));
+        it != remembered_.end()) {
+      return it->second;
+    }
+  }
+  return Predict(text);
 }
 
 }  // namespace omniforge::intent

@@ -10,7 +10,10 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "services/intent/src/action.h"
 #include "services/intent/src/labeled_data.h"
 #include "services/intent/src/linear_model.h"
@@ -75,12 +78,26 @@ class LocalClassifier final {
   // character n-gram at all.
   std::vector<Prediction> Predict(std::string_view text) const;
 
+  // Predict for an earlier turn of the conversation: a message this model
+  // already read (its last turn's, usually) is answered from memory, the
+  // same answer, without reading it again.
+  std::vector<Prediction> PredictEarlier(std::string_view text) const;
+
  private:
+  // Remembers what Predict answered for the latest messages (at most
+  // kRememberedMessages of up to kRememberedBytes each).
+  void Remember(std::string_view text, const std::vector<Prediction>& ranked) const;
+  static constexpr size_t kRememberedMessages = 4096;
+  static constexpr size_t kRememberedBytes = 2048;
+
   LocalClassifier(std::unique_ptr<fasttext::FastText> model, LinearModel linear,
                   const ClassifierOptions& options);
   std::unique_ptr<fasttext::FastText> model_;
   const LinearModel linear_;
   const ClassifierOptions options_;
+  mutable absl::Mutex mu_;
+  mutable absl::flat_hash_map<std::string, std::vector<Prediction>> remembered_
+      ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace omniforge::intent

@@ -272,7 +272,7 @@ std::optional<Action> AskedFor(const HistoryTurn& turn, const IntentRequest& req
     const std::optional<Action> verb = VerbAction(turn.content);
     if (verb && *verb != Action::kCreateAgent && *verb != Action::kCreateSkill) return verb;
   }
-  std::vector<Prediction> ranked = classifier.Predict(turn.content);
+  std::vector<Prediction> ranked = classifier.PredictEarlier(turn.content);
   if (ranked.empty()) return std::nullopt;
   return ranked[0].action;
 }

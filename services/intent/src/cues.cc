@@ -68,11 +68,14 @@ bool IsDecline(const std::vector<std::string_view>& words) {
   static const std::set<std::string_view> extra = {
       "yet",     "anymore", "about", "it",    "bother", "need", "needed",
       "changed", "my",      "mind",  "thats", "ok",     "okay", "actually"};
+  static const std::set<std::string_view> allowed = [&] {
+    std::set<std::string_view> set(Filler().begin(), Filler().end());
+    set.erase("do");  // "no, do it" is not a decline
+    set.insert(no.begin(), no.end());
+    set.insert(extra.begin(), extra.end());
+    return set;
+  }();
   if (words.empty() || words.size() > 8) return false;
-  std::set<std::string_view> allowed(Filler().begin(), Filler().end());
-  allowed.erase("do");  // "no, do it" is not a decline
-  allowed.insert(no.begin(), no.end());
-  allowed.insert(extra.begin(), extra.end());
   return OnlyWordsFrom(words, allowed, no);
 }
 

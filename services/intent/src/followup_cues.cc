@@ -562,8 +562,10 @@ std::optional<size_t> NewTopicStart(std::string_view message) {
     while (skip < words.size() && skip < 4 && lead_in.contains(words[skip])) ++skip;
     const std::vector<std::string_view> tail(words.begin() + static_cast<long>(skip), words.end());
     std::string_view found;
-    for (std::string_view marker : markers) {
-      if (FindPhrase(tail, marker) == 0 && marker.size() > found.size()) found = marker;
+    // Only markers that begin with the first word can start the tail.
+    for (auto it = tail.empty() ? markers.end() : markers.lower_bound(tail[0]);
+         it != markers.end() && std::string_view(*it).starts_with(tail[0]); ++it) {
+      if (FindPhrase(tail, *it) == 0 && it->size() > found.size()) found = *it;
     }
     if (found.empty()) break;
     // The new request starts after the clause that holds the marker.

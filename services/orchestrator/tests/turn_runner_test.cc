@@ -7,6 +7,7 @@
 
 #include "services/orchestrator/flow/routing.h"
 #include "services/orchestrator/testing/turn_test_names.h"
+#include "services/orchestrator/turn/history.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -281,6 +282,27 @@ TEST(TurnRunnerTest, TheIntentServiceIsGivenTheHistoryAndTheAgents) {
   EXPECT_EQ(last.history(0).content(), "list my agents");
   ASSERT_EQ(last.available_agents_size(), 1);
   EXPECT_EQ(last.available_agents(0).name(), "weekly-digest");
+}
+
+// The intent service reads the last 20 turns (kIntentHistoryTurns); a
+// long conversation sends it those, the newest last, and nothing older.
+TEST(TurnRunnerTest, TheIntentServiceIsGivenTheTurnsItReadsAndNoMore) {
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_CONVERSATION));
+  std::string conversation;
+  for (int i = 0; i < 14; ++i) {
+    RecordingSink sink;
+    ASSERT_TRUE(h.Turn("message " + std::to_string(i), sink, conversation).ok());
+    conversation = sink.events.front().session().conversation_id();
+  }
+  const std::vector<intentpb::AnalyzeIntentRequest> asked = h.understanding.requests();
+  const intentpb::AnalyzeIntentRequest& last = asked.back();
+  EXPECT_EQ(last.message(), "message 13");
+  ASSERT_EQ(last.history_size(), kIntentHistoryTurns);
+  // 13 exchanges before it: the oldest three are left out.
+  EXPECT_EQ(last.history(0).content(), "message 3");
+  EXPECT_EQ(last.history(0).role(), intentpb::TURN_ROLE_USER);
+  EXPECT_EQ(last.history(kIntentHistoryTurns - 2).content(), "message 12");
+  EXPECT_EQ(last.history(kIntentHistoryTurns - 1).role(), intentpb::TURN_ROLE_ASSISTANT);
 }
 
 TEST(TurnRunnerModelTest, TheIterationGuardrailEndsAModelThatKeepsCallingTools) {

@@ -44,7 +44,14 @@ std::optional<Routing> LastRouting(RoutingMemo& memo,
 
 void AddHistory(RoutingMemo& memo, const convpb::GetContextWindowResponse& window,
                 intentpb::AnalyzeIntentRequest& request) {
+  int skip = -kIntentHistoryTurns;
   for (const convpb::Message& m : window.messages()) {
+    skip += m.role() == convpb::ROLE_USER || m.role() == convpb::ROLE_ASSISTANT ? 1 : 0;
+  }
+  for (const convpb::Message& m : window.messages()) {
+    if ((m.role() == convpb::ROLE_USER || m.role() == convpb::ROLE_ASSISTANT) && skip-- > 0) {
+      continue;
+    }
     intentpb::Turn* turn = nullptr;
     if (m.role() == convpb::ROLE_USER) {
       turn = request.add_history();

@@ -38,9 +38,14 @@ std::shared_ptr<const Routing> RoutingOf(RoutingMemo& memo, const convpb::Messag
 std::optional<Routing> LastRouting(RoutingMemo& memo,
                                    const convpb::GetContextWindowResponse& window);
 
-// The window as the intent service reads history: user and assistant
-// turns, the assistant's with the routing stored beside them (without the
-// policy's own entities: IsOptionEntity).
+// How many of the latest turns the intent service is sent: all it reads
+// (AnalyzeIntentRequest.history: "only the last 20 are read").
+inline constexpr int kIntentHistoryTurns = 20;
+
+// The window as the intent service reads history: the last
+// kIntentHistoryTurns user and assistant turns, the assistant's with the
+// routing stored beside them (without the policy's own entities:
+// IsOptionEntity).
 void AddHistory(RoutingMemo& memo, const convpb::GetContextWindowResponse& window,
                 intentpb::AnalyzeIntentRequest& request);
 
