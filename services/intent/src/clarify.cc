@@ -46,7 +46,8 @@ const WordSet& GenericAgentWords() {
 bool IsPastForm(std::string_view w) {
   static const WordSet& irregular = words::List("clarify_past_irregular");
   if (irregular.contains(w)) return true;
-  return w.size() >= 6 && w.ends_with("ed") && w != "needed";
+  // "asked", "moved": five letters will do; "speed", "breed" are no verbs.
+  return w.size() >= 5 && w.ends_with("ed") && !w.ends_with("eed") && w != "needed";
 }
 
 // Nouns for things the user has seen somewhere else: a document, a list,
@@ -262,23 +263,33 @@ bool HasPayload(std::string_view message, size_t word_count) {
 }
 
 std::set<std::string> CapitalizedWords(std::string_view message) {
+  static const WordSet& calendar = words::List("calendar_names");
   std::set<std::string> out;
-  bool sentence_start = true;
-  for (std::string_view token : SplitAny(message, " \t\n")) {
-    if (token.empty()) continue;
-    std::string word;
-    for (char ch : token) {
-      if (std::isalnum(static_cast<unsigned char>(ch)) != 0)
-        word += ch;
-      else if (ch == '\'')
-        break;  // "Sarah's" -> "Sarah"
+  // A line starts a sentence, and so does a bullet or a number heading it
+  // ("- Legal review due Friday", "2. Kickoff").
+  for (std::string_view line : SplitAny(message, "\n")) {
+    bool sentence_start = true;
+    for (std::string_view token : SplitAny(line, " \t")) {
+      if (token.empty()) continue;
+      std::string word;
+      for (char ch : token) {
+        if (std::isalnum(static_cast<unsigned char>(ch)) != 0)
+          word += ch;
+        else if (ch == '\'')
+          break;  // "Sarah's" -> "Sarah"
+      }
+      const bool marker = word.empty() || std::all_of(word.begin(), word.end(), [](char ch) {
+                            return std::isdigit(static_cast<unsigned char>(ch)) != 0;
+                          });
+      if (sentence_start && marker) continue;
+      if (!word.empty() && !sentence_start &&
+          std::isupper(static_cast<unsigned char>(word[0])) != 0 &&
+          !calendar.contains(Lowercase(word))) {
+        out.insert(Lowercase(word));
+      }
+      const char last = token.back();
+      sentence_start = last == '.' || last == '!' || last == '?' || last == ':';
     }
-    if (!word.empty() && !sentence_start &&
-        std::isupper(static_cast<unsigned char>(word[0])) != 0) {
-      out.insert(Lowercase(word));
-    }
-    const char last = token.back();
-    sentence_start = last == '.' || last == '!' || last == '?' || last == ':';
   }
   return out;
 }
@@ -408,6 +419,8 @@ bool UnboundDeictic(Facts& f) {
   return false;
 }
 
+bool InAgentDescription(const Facts& f, std::string_view word);
+
 // "go with option B" when no options were offered; "the usual setup"
 // with no agent to hold it.
 bool UnboundShorthand(Facts& f) {
@@ -421,9 +434,31 @@ bool UnboundShorthand(Facts& f) {
       f.referent = "option " + std::string(w[i + 1]);
       return true;
     }
+    // Figures or a list in the history are no usual: only the history
+    // saying what the usual is, or an agent in play, binds it.
     if (w[i] == "usual" && i > 0 && (w[i - 1] == "the" || w[i - 1] == "our") && !f.in.agent_name &&
-        !f.history_binds) {
+        !InHistory(f, "usual")) {
       f.referent = "the usual " + std::string(i + 1 < w.size() ? w[i + 1] : "");
+      return true;
+    }
+    // "the thing from before", "like last time", "same as before": the
+    // conversation's past, when the history shows nothing of it.
+    const bool back_reference = (OneOf(w[i], {"from", "as", "like"}) && i + 1 < w.size() &&
+                                 OneOf(w[i + 1], {"before", "earlier", "previously"})) ||
+                                (w[i] == "last" && i + 1 < w.size() && w[i + 1] == "time" &&
+                                 i > 0 && OneOf(w[i - 1], {"like", "from", "as"}));
+    if (back_reference && !f.history_binds && !f.in.agent_name) {
+      f.referent = "what you did " + std::string(w[i] == "last" ? "last time" : w[i + 1]);
+      return true;
+    }
+    // "last week's configuration": a version the history and the agents in
+    // play do not show.
+    if (w[i] == "last" && i + 2 < w.size() &&
+        OneOf(w[i + 1], {"weeks", "months", "years", "quarters", "nights", "times"}) &&
+        !StopWords().contains(w[i + 2]) && !InHistory(f, w[i + 2]) &&
+        !InAgentDescription(f, w[i + 2])) {
+      f.referent = "last " + std::string(w[i + 1].substr(0, w[i + 1].size() - 1)) + "'s " +
+                   std::string(w[i + 2]);
       return true;
     }
   }
@@ -674,10 +709,27 @@ bool AgentUnresolved(Facts& f) {
 // The history already says who gets it: a send in any form with "to" or
 // "with" after it ("shall I share them with the depot supervisors?"), or
 // an address.
+// A verb whose object is who gets the message ("message volunteers",
+// "email the parents", "notifies customers"), in any form.
+bool AddressesSomeone(std::string_view w) {
+  for (std::string_view verb :
+       {"message", "email", "text", "notif", "ping", "remind", "alert", "contact", "tell"}) {
+    if (w.starts_with(verb) && w.size() <= verb.size() + 3) return true;
+  }
+  return false;
+}
+
 bool HistoryNamesRecipient(const Facts& f) {
   const std::vector<std::string_view>& h = f.history_words;
   for (size_t i = 0; i < h.size(); ++i) {
     if (h[i].find('@') != std::string_view::npos) return true;
+    if (AddressesSomeone(h[i])) {
+      size_t j = i + 1;
+      while (j < h.size() && OneOf(h[j], {"the", "all", "our", "your", "each", "every"})) ++j;
+      if (j < h.size() && h[j].size() >= 4 && !StopWords().contains(h[j]) && IsAsciiWord(h[j])) {
+        return true;
+      }
+    }
     if (!IsSendVerbForm(h[i])) continue;
     for (size_t j = i + 1; j < h.size() && j <= i + 6; ++j) {
       if (h[j] == "to" || h[j] == "with") return true;
