@@ -397,6 +397,12 @@ bool OpensWithRefusal(const std::vector<std::string_view>& words) {
   return true;
 }
 
+bool AsksAboutTheConversation(const std::vector<std::string_view>& words) {
+  return words::ContainsAnyEntry(words, "recap_conversation_past") &&
+         words::ContainsAnyEntry(words, "recap_asks") &&
+         !words::ContainsAnyEntry(words, "platform_objects");
+}
+
 bool AsksForConversationSummary(const std::vector<std::string_view>& words) {
   // Phrases that are about the conversation by themselves.
   if (words::ContainsAnyEntry(words, "followup_recap_phrases")) {

@@ -47,6 +47,12 @@ bool OpensWithRefusal(const std::vector<std::string_view>& words);
 // list. Only meaningful when there is a conversation to recap.
 bool AsksForConversationSummary(const std::vector<std::string_view>& words);
 
+// "can you list what we agreed and what's still undecided", "i forgot what
+// i asked earlier, can you go over it": what this conversation settled or
+// left open (recap_conversation_past), asked for again (recap_asks), with
+// no platform object in it.
+bool AsksAboutTheConversation(const std::vector<std::string_view>& words);
+
 // "anyway, unrelated: can agents read pdfs?", "OT: make me a new agent
 // ...": where the new request starts after a marker of a new topic, or
 // nullopt when the message opens with none.

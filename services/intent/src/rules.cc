@@ -194,10 +194,14 @@ std::optional<RuleAnswer> AddressedAgent(const Message& m) {
 // --------------------------------------------- offers, recaps, closings
 
 std::optional<RuleAnswer> Recap(const Situation& s) {
-  if (!IsRecap(s.message.words) &&
-      !(s.context.has_history && AsksForConversationSummary(s.message.words))) {
-    return std::nullopt;
-  }
+  // About the conversation itself, when there is one and the message
+  // names none of the user's agents ("what did we agree for the digest?"
+  // asks about the agent).
+  const bool about_conversation =
+      s.context.has_history &&
+      (AsksForConversationSummary(s.message.words) ||
+       (!s.named_agent && AsksAboutTheConversation(s.message.words)));
+  if (!IsRecap(s.message.words) && !about_conversation) return std::nullopt;
   RuleAnswer out = Answer(s, Action::kConversation, Reference::kRecap,
                           "The user wants to pick the conversation back up: a recap is due.");
   out.summary_worthy = true;
