@@ -397,6 +397,13 @@ bool OpensWithRefusal(const std::vector<std::string_view>& words) {
   return true;
 }
 
+bool DoesItThemselves(const std::vector<std::string_view>& words) {
+  constexpr size_t kMaxWords = 12;
+  return words.size() <= kMaxWords &&
+         (ContainsPhrase(words, "myself") || ContainsPhrase(words, "ourselves")) &&
+         words::ContainsAnyEntry(words, "followup_self_doers");
+}
+
 bool AsksAboutTheConversation(const std::vector<std::string_view>& words) {
   return words::ContainsAnyEntry(words, "recap_conversation_past") &&
          words::ContainsAnyEntry(words, "recap_asks") &&

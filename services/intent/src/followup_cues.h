@@ -47,6 +47,10 @@ bool OpensWithRefusal(const std::vector<std::string_view>& words);
 // list. Only meaningful when there is a conversation to recap.
 bool AsksForConversationSummary(const std::vector<std::string_view>& words);
 
+// "I'll write it myself", "we'll handle it ourselves": the user will do
+// it, not the assistant.
+bool DoesItThemselves(const std::vector<std::string_view>& words);
+
 // "can you list what we agreed and what's still undecided", "i forgot what
 // i asked earlier, can you go over it": what this conversation settled or
 // left open (recap_conversation_past), asked for again (recap_asks), with

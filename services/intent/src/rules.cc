@@ -258,6 +258,9 @@ std::optional<RuleAnswer> DeclineOffer(const Situation& s) {
   RuleAnswer out =
       Answer(s, Action::kConversation, Reference::kDecline,
              "The user declined the assistant's offer to " + Phrase(*c.proposal) + ".");
+  // A word of the no may match an agent's name ("leave it", leave-tracker):
+  // a decline acts on nothing.
+  out.entities.erase("agent_name");
   out.alternative = c.proposal;
   return out;
 }
@@ -307,7 +310,8 @@ std::optional<RuleAnswer> RefuseOffer(const Situation& s) {
   const std::vector<HistoryTurn>& history = s.message.request.history;
   const bool asked = !history.empty() && history.back().role == Role::kAssistant &&
                      history.back().content.find('?') != std::string::npos;
-  if (!(c.proposal || c.in_progress || asked) || !OpensWithRefusal(s.message.words)) {
+  if (!(c.proposal || c.in_progress || asked) ||
+      !(OpensWithRefusal(s.message.words) || DoesItThemselves(s.message.words))) {
     return std::nullopt;
   }
   const std::optional<Action> declined = c.proposal ? c.proposal : c.in_progress;
