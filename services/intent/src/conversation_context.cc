@@ -8,6 +8,7 @@
 #include "services/intent/src/action_details.h"
 #include "services/intent/src/assistant_list.h"
 #include "services/intent/src/cues.h"
+#include "services/intent/src/followup_cues.h"
 #include "services/intent/src/text.h"
 
 namespace omniforge::intent {
@@ -270,6 +271,12 @@ std::optional<Action> AskedFor(const HistoryTurn& turn, const IntentRequest& req
   const std::string normalized = NormalizeText(turn.content);
   if (LeadingVerb(Words(normalized)) && MatchCatalogItem(turn.content, request.agents)) {
     const std::optional<Action> verb = VerbAction(turn.content);
+    // "run cert-watch at 6am every day", "post its messages to #general
+    // from now on": a standing change to the agent, not a run.
+    if (verb == Action::kExecuteTask &&
+        (HasRecurrence(Words(normalized)) || AsksStandingChange(Words(normalized)))) {
+      return Action::kUpdateAgent;
+    }
     if (verb && *verb != Action::kCreateAgent && *verb != Action::kCreateSkill) return verb;
   }
   std::vector<Prediction> ranked = classifier.PredictEarlier(turn.content);

@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "libs/words/lists.h"
+#include "re2/re2.h"
 #include "services/intent/src/cues.h"
 #include "services/intent/src/text.h"
 
@@ -397,6 +401,53 @@ bool OpensWithRefusal(const std::vector<std::string_view>& words) {
   return true;
 }
 
+namespace {
+
+// Values with a form of their own: an address, a channel, an amount, a
+// time of day, a frequency, a day, a share.
+const std::vector<std::unique_ptr<RE2>>& TypedValues() {
+  static const auto* patterns = [] {
+    auto* out = new std::vector<std::unique_ptr<RE2>>();
+    for (
+        const char* pattern : {
+            R"((?i)([\w.+-]+@[\w-]+(?:\.[\w-]+)+))",
+            R"((#[\w-]+))",
+            R"((?i)([$€£] ?\d[\d,]*(?:\.\d+)?k?|\d[\d,]*(?:\.\d+)? ?(?:usd|eur|gbp|dollars|euros)\b))",
+            R"((?i)(\b\d{1,2}(?::\d{2})? ?(?:am|pm)\b|\b\d{1,2}:\d{2}\b))",
+            R"((?i)(\bevery (?:\d+ |other )?(?:minute|hour|day|week|month|quarter|year|morning|evening|night)s?\b|\b(?:hourly|daily|weekly|monthly|quarterly|yearly)\b))",
+            R"((?i)(\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b))",
+            R"((\d+(?:\.\d+)? ?%))",
+        }) {
+      out->push_back(std::make_unique<RE2>(pattern));
+    }
+    return out;
+  }();
+  return *patterns;
+}
+
+std::vector<std::string> ValuesOf(const RE2& pattern, std::string_view text) {
+  std::vector<std::string> out;
+  re2::StringPiece input(text.data(), text.size());
+  std::string value;
+  while (RE2::FindAndConsume(&input, pattern, &value)) out.push_back(value);
+  return out;
+}
+
+}  // namespace
+
+std::string ReplacedTypedValue(std::string_view message, std::string_view previous) {
+  for (const auto& pattern : TypedValues()) {
+    const std::vector<std::string> now = ValuesOf(*pattern, message);
+    if (now.size() != 1) continue;
+    std::vector<std::string> before = ValuesOf(*pattern, previous);
+    const std::string lowered = Lowercase(now[0]);
+    const bool same = std::any_of(before.begin(), before.end(),
+                                  [&](const std::string& b) { return Lowercase(b) == lowered; });
+    if (!before.empty() && !same) return now[0];
+  }
+  return "";
+}
+
 bool DoesItThemselves(const std::vector<std::string_view>& words) {
   constexpr size_t kMaxWords = 12;
   return words.size() <= kMaxWords &&
@@ -640,8 +691,8 @@ bool MentionsAutomation(const std::vector<std::string_view>& words) {
   return words::ContainsAnyEntry(words, "followup_automation_words");
 }
 
-// "every monday", "each morning", "weekly" (but not "the weekly report",
-// "their monthly numbers", nor "every student").
+}  // namespace
+
 bool HasRecurrence(const std::vector<std::string_view>& words) {
   static const WordSet& units = words::List("followup_recurrence_units");
   static const WordSet& adverbs = words::List("followup_recurrence_adverbs");
@@ -661,8 +712,6 @@ bool HasRecurrence(const std::vector<std::string_view>& words) {
   }
   return false;
 }
-
-}  // namespace
 
 bool IsStandingInstruction(const std::vector<std::string_view>& words, std::string_view message) {
   if (words.size() < 9 || ContainsPhrase(words, "?") ||

@@ -47,6 +47,13 @@ bool OpensWithRefusal(const std::vector<std::string_view>& words);
 // list. Only meaningful when there is a conversation to recap.
 bool AsksForConversationSummary(const std::vector<std::string_view>& words);
 
+// "wrong address, use billing@shop.example" after a request with another
+// address; "every 4 hours is plenty" after "every 2 hours": the one value
+// of the message that has a form of its own (an address, a #channel, an
+// amount, a time of day, a frequency, a day, a share) when `previous`
+// holds another of that form, exactly as the message writes it; else empty.
+std::string ReplacedTypedValue(std::string_view message, std::string_view previous);
+
 // "I'll write it myself", "we'll handle it ourselves": the user will do
 // it, not the assistant.
 bool DoesItThemselves(const std::vector<std::string_view>& words);
@@ -61,6 +68,10 @@ bool AsksAboutTheConversation(const std::vector<std::string_view>& words);
 // ...": where the new request starts after a marker of a new topic, or
 // nullopt when the message opens with none.
 std::optional<size_t> NewTopicStart(std::string_view message);
+
+// "every monday", "each morning", "weekly" (but not "the weekly report",
+// "their monthly numbers", nor "every student").
+bool HasRecurrence(const std::vector<std::string_view>& words);
 
 // "every monday at 8, email each adjuster their open claims", "new
 // episode on the RSS -> draft a newsletter": a standing instruction with a

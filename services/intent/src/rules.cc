@@ -198,9 +198,8 @@ std::optional<RuleAnswer> Recap(const Situation& s) {
   // names none of the user's agents ("what did we agree for the digest?"
   // asks about the agent).
   const bool about_conversation =
-      s.context.has_history &&
-      (AsksForConversationSummary(s.message.words) ||
-       (!s.named_agent && AsksAboutTheConversation(s.message.words)));
+      s.context.has_history && (AsksForConversationSummary(s.message.words) ||
+                                (!s.named_agent && AsksAboutTheConversation(s.message.words)));
   if (!IsRecap(s.message.words) && !about_conversation) return std::nullopt;
   RuleAnswer out = Answer(s, Action::kConversation, Reference::kRecap,
                           "The user wants to pick the conversation back up: a recap is due.");
@@ -547,14 +546,23 @@ std::optional<RuleAnswer> DraftCorrection(const Situation& s) {
 
 // "sorry, I meant the March report", "Janet Kim, not Ortiz": the last
 // request again, with the value it corrects.
+// A message this long may still be only a new value for the last request.
+constexpr size_t kMaxTypedCorrectionWords = 14;
+
 std::optional<RuleAnswer> CorrectLastRequest(const Situation& s) {
   const Context& c = s.context;
   if (!c.previous_action) return std::nullopt;
   const std::string previous = NormalizeText(c.previous_text);
-  if (!IsCorrection(s.message.words) && !ReplacesPreviousValue(s.message.words, Words(previous))) {
-    return std::nullopt;
+  std::string value;
+  if (IsCorrection(s.message.words) || ReplacesPreviousValue(s.message.words, Words(previous))) {
+    value = CorrectedValue(s.message.request.message);
+  } else if (s.message.words.size() <= kMaxTypedCorrectionWords &&
+             !ContainsPhrase(s.message.words, "?") &&
+             !(s.verb_is_explicit && s.verb && *s.verb != *c.previous_action)) {
+    // "every 4 hours is plenty" after "every 2 hours": another value of the
+    // same form, and no request of another kind.
+    value = ReplacedTypedValue(s.message.request.message, c.previous_text);
   }
-  const std::string value = CorrectedValue(s.message.request.message);
   if (value.empty()) return std::nullopt;
   // A request the model could not place, about an agent, was a question
   // about it.
