@@ -230,9 +230,16 @@ std::optional<RuleAnswer> ConfirmOfferAsSkill(const Situation& s) {
 }
 
 // "yes, do that": what the assistant offered, with its entities.
+std::vector<std::string_view> MaskListed(const Situation& s);
+
 std::optional<RuleAnswer> ConfirmOffer(const Situation& s) {
   const Context& c = s.context;
   if (!c.proposal || !IsConfirmation(s.message.words)) return std::nullopt;
+  // "yeah show details for the one before uptime-pinger": a yes that goes
+  // on to pick from the list is the pick.
+  if (!c.last_list.empty() && (s.ordinal || ReadRelativePosition(MaskListed(s)))) {
+    return std::nullopt;
+  }
   RuleAnswer out =
       Answer(s, *c.proposal, Reference::kConfirmation,
              "The user said yes to the assistant's offer to " + Phrase(*c.proposal) + ".");
@@ -335,12 +342,42 @@ int CurrentIndex(const Context& c) {
 
 // `picked` from the last list (`how` says how, for the reasoning): for
 // what the verb asks, else for what the list was offered for.
+// What a pick asks done with the item: the verb of a clause beside the
+// one that picks ("the one listed before the trash one, run it on ..."),
+// else the message's; a standing change ("make it cc dr patel from now
+// on") changes the agent. Whether the verb was said outright goes to
+// `is_explicit`.
+std::optional<Action> PickVerb(const Situation& s, bool& is_explicit) {
+  std::optional<Action> verb = s.agent_verb;
+  is_explicit = s.verb_is_explicit;
+  const std::vector<std::string_view> clauses = SplitAny(s.message.request.message, ",;:.!?");
+  for (size_t i = 0; clauses.size() >= 2 && i < clauses.size(); ++i) {
+    const std::string normalized = NormalizeText(clauses[i]);
+    const std::vector<std::string_view> words = Words(normalized);
+    if (words.empty() || FindOrdinal(clauses[i]) || ReadRelativePosition(words)) continue;
+    const std::optional<Action> own = VerbAction(clauses[i]);
+    if (own && !NewAgentOrSkill(*own) && VerbIsExplicit(clauses[i])) {
+      verb = own;
+      is_explicit = true;
+      break;
+    }
+  }
+  if ((!verb || verb == Action::kExecuteTask || verb == Action::kQueryInfo) &&
+      AsksStandingChange(s.message.words)) {
+    verb = Action::kUpdateAgent;
+    is_explicit = true;
+  }
+  return verb;
+}
+
 RuleAnswer AnswerPick(const Situation& s, const std::string& picked, const std::string& how) {
   const Context& c = s.context;
-  if (s.agent_verb && !(*s.agent_verb == Action::kQueryInfo && !s.verb_is_explicit)) {
-    RuleAnswer out = Answer(s, *s.agent_verb, Reference::kOrdinal,
+  bool is_explicit = false;
+  const std::optional<Action> verb = PickVerb(s, is_explicit);
+  if (verb && !(*verb == Action::kQueryInfo && !is_explicit)) {
+    RuleAnswer out = Answer(s, *verb, Reference::kOrdinal,
                             how + " is " + picked + " in the list the assistant gave; the verb " +
-                                "asks to " + Phrase(*s.agent_verb) + ".");
+                                "asks to " + Phrase(*verb) + ".");
     out.entities["agent_name"] = picked;
     return out;
   }
