@@ -349,8 +349,10 @@ void ReadFacts(const ClarifyInput& in, Facts& f) {
   f.output_binds = f.last_turn_lists || last_words >= kSubstantialTurnWords ||
                    CountFigures(f.last_assistant) >= kSubstantialFigures;
   f.history_binds = agent_named || f.output_binds;
+  // "What can I do for you today?" invites a request; it asks nothing.
   f.last_turn_asks = !history.empty() && history.back().role == Role::kAssistant &&
-                     f.last_assistant.find('?') != std::string::npos;
+                     f.last_assistant.find('?') != std::string::npos &&
+                     !words::ContainsAnyEntry(Words(last_normalized), "clarify_open_invitations");
   f.payload = HasPayload(in.request.message, f.words.size());
   f.described_agents = DescribedAgents(f);
   f.send = ReadSendSlots(f.words, f.capitalized);
@@ -393,8 +395,13 @@ bool UnboundDeictic(Facts& f) {
       deictic = !TimeNouns().contains(next) && !(word == "this" && next == "is" && i == 0);
     } else if (word == "that") {
       static const WordSet& after = words::List("clarify_that_pointing");
-      deictic =
-          (next.empty() || after.contains(next)) && !(next == "one" && i > 0 && w[i - 1] == "the");
+      // "how long will that take", "does that work": "that" after an
+      // auxiliary is what the question is about.
+      const bool after_auxiliary =
+          i > 0 && OneOf(w[i - 1], {"will", "would", "does", "did", "is", "was", "can", "could",
+                                    "should", "might", "has"});
+      deictic = (next.empty() || after.contains(next) || after_auxiliary) &&
+                !(next == "one" && i > 0 && w[i - 1] == "the");
     } else if (word == "thats") {
       deictic = !ReactionWords().contains(next) && next != "not" && next != "what";
     } else if (word == "it" || word == "them") {
@@ -490,6 +497,14 @@ bool UnboundDescription(Facts& f) {
   if (f.payload) return false;
   const std::vector<std::string_view>& w = f.words;
   auto unseen = [&](size_t from, size_t to) {  // content words of w[from, to) not in the history
+    // The whole name of one of the user's agents ("the stock-alert
+    // emails") is no unseen thing.
+    const std::vector<std::string_view> span(
+        w.begin() + static_cast<long>(std::min(from, w.size())),
+        w.begin() + static_cast<long>(std::min(to, w.size())));
+    for (const CatalogItem& agent : f.in.request.agents) {
+      if (ContainsPhrase(span, NormalizeText(agent.name))) return std::string();
+    }
     std::string described;
     for (size_t k = from; k < to && k < w.size(); ++k) {
       if (StopWords().contains(w[k]) || w[k].size() < 3 || IsPastForm(w[k])) continue;
@@ -926,9 +941,12 @@ bool UserSaidWhatIsWrong(const Facts& f) {
 // weekly recap": a change with nothing said of what changes.
 bool ChangeMissing(Facts& f) {
   static const WordSet& change_stems = words::List("clarify_change_stems");
+  // "redo" asks for a change only of a change: "redo the thing from
+  // before" on a run is the run again.
   const bool change_verb =
       f.in.agent_name && std::any_of(f.words.begin(), f.words.end(), [](std::string_view w) {
-        return std::any_of(change_stems.begin(), change_stems.end(),
+        return !w.starts_with("redo") &&
+               std::any_of(change_stems.begin(), change_stems.end(),
                            [&](std::string_view stem) { return w.starts_with(stem); });
       });
   if ((f.in.action != Action::kUpdateAgent && !change_verb) || f.payload) return false;

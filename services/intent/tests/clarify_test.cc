@@ -72,6 +72,55 @@ TEST(ClarifyTest, SomethingOnlyTheUserHasSeenIsAReferent) {
   EXPECT_THAT(d.conditions, Contains("unbound_description"));
 }
 
+TEST(ClarifyTest, ThePastOfAConversationThereIsNotAsksWhatIsMeant) {
+  const std::vector<std::string> agents = {"route-planner", "crm-cleaner"};
+  const ClarifyDecision d =
+      Decide(Request("redo the thing from before", agents), Action::kExecuteTask);
+  EXPECT_TRUE(d.clarification.needed);
+  EXPECT_THAT(d.clarification.missing, Contains(MissingSlot::kReferent));
+  // A history that names the agent it was about binds it.
+  const IntentRequest bound =
+      Request("redo the thing from before then", agents,
+              {{Role::kUser, "route-planner ran last night?"},
+               {Role::kAssistant, "It tried at 20:00 but failed: the orders export was empty."}});
+  const ClarifyDecision b = Decide(bound, Action::kExecuteTask, "route-planner");
+  EXPECT_FALSE(b.clarification.needed) << b.conditions.front();
+}
+
+TEST(ClarifyTest, LastWeeksVersionOfSomethingUnseenIsAReferent) {
+  const IntentRequest request = Request("copy last week's configuration onto loyalty-mailer",
+                                        {"loyalty-mailer", "stock-alert"});
+  const ClarifyDecision d = Decide(request, Action::kManagePlatform, "loyalty-mailer");
+  EXPECT_TRUE(d.clarification.needed);
+  EXPECT_THAT(d.clarification.missing, Contains(MissingSlot::kReferent));
+}
+
+TEST(ClarifyTest, FiguresInTheHistoryAreNoUsual) {
+  const IntentRequest request =
+      Request("ok send the usual to the Brennan account", {"client-doc-chaser", "bank-recon"},
+              {{Role::kUser, "how many clients owe documents?"},
+               {Role::kAssistant, "17 clients still owe at least one document for 2026."}});
+  EXPECT_TRUE(Decide(request, Action::kExecuteTask).clarification.needed);
+}
+
+TEST(ClarifyTest, BulletsAndDaysInTheHistoryNameNobodyForThem) {
+  const IntentRequest request =
+      Request("forward the summary to them", {"weekly-sales-digest", "quota-tracker"},
+              {{Role::kUser, "summarize the call notes: 12% discount, legal review by friday"},
+               {Role::kAssistant, "Summary:\n- 12% discount agreed\n- Legal review due Friday"}});
+  const ClarifyDecision d = Decide(request, Action::kExecuteTask);
+  EXPECT_TRUE(d.clarification.needed);
+  EXPECT_THAT(d.clarification.missing, Contains(MissingSlot::kRecipient));
+}
+
+TEST(ClarifyTest, WhoTheHistoryMessagesGetsIt) {
+  const IntentRequest request =
+      Request("Message them now, dont wait till thursday", {"volunteer-shift-filler"},
+              {{Role::kUser, "which weekend shifts are still empty?"},
+               {Role::kAssistant, "3 are empty. It will message volunteers on Thursday."}});
+  EXPECT_FALSE(Decide(request, Action::kExecuteTask).clarification.needed);
+}
+
 TEST(ClarifyTest, ADescriptionTheHistoryShowsIsBound) {
   const IntentRequest request = Request(
       "use the rubric we agreed for the grading bot", {"grading-assistant"},
