@@ -12,6 +12,7 @@
 #include "libs/words/lists.h"
 #include "services/intent/src/cues.h"
 #include "services/intent/src/followup_cues.h"
+#include "services/intent/src/send_slots.h"
 #include "services/intent/src/text.h"
 
 namespace omniforge::intent {
@@ -232,6 +233,34 @@ std::optional<RuleAnswer> ConfirmOfferAsSkill(const Situation& s) {
 // "yes, do that": what the assistant offered, with its entities.
 std::vector<std::string_view> MaskListed(const Situation& s);
 
+// "looks fine, email the draft", "ok good, forward it to the journalist":
+// a yes, then a request of another kind (a send, a run, a lifecycle
+// change) than `offered` in a clause of its own.
+bool NewRequestAfterYes(const Situation& s, Action offered) {
+  const std::vector<std::string_view> clauses = SplitAny(s.message.request.message, ",.;!");
+  if (clauses.size() < 2) return false;
+  const std::string opening = NormalizeText(clauses[0]);
+  const std::vector<std::string_view> yes = Words(opening);
+  const bool approves =
+      IsConfirmation(yes) || (yes.size() <= 3 && !ContainsAnyPhrase(yes, {"not", "dont", "no"}) &&
+                              ContainsAnyPhrase(yes, {"good", "fine", "great", "perfect", "nice",
+                                                      "ok", "okay", "cool", "lgtm"}));
+  if (!approves) return false;
+  for (size_t i = 1; i < clauses.size(); ++i) {
+    const std::string normalized = NormalizeText(clauses[i]);
+    const std::vector<std::string_view> words = Words(normalized);
+    if (words.empty()) continue;
+    std::optional<Action> asked;
+    if (IsSendVerbForm(words.front())) {
+      asked = Action::kExecuteTask;
+    } else if (LeadingVerb(words)) {
+      asked = VerbAction(normalized);
+    }
+    return asked && *asked != offered && *asked != Action::kUpdateAgent;
+  }
+  return false;
+}
+
 std::optional<RuleAnswer> ConfirmOffer(const Situation& s) {
   const Context& c = s.context;
   if (!c.proposal || !IsConfirmation(s.message.words)) return std::nullopt;
@@ -240,6 +269,7 @@ std::optional<RuleAnswer> ConfirmOffer(const Situation& s) {
   if (!c.last_list.empty() && (s.ordinal || ReadRelativePosition(MaskListed(s)))) {
     return std::nullopt;
   }
+  if (NewRequestAfterYes(s, *c.proposal)) return std::nullopt;
   RuleAnswer out =
       Answer(s, *c.proposal, Reference::kConfirmation,
              "The user said yes to the assistant's offer to " + Phrase(*c.proposal) + ".");
@@ -565,7 +595,7 @@ std::optional<RuleAnswer> DraftCorrection(const Situation& s) {
       (drafted_agent != c.in_progress_entities.end() && drafted_agent->second == *s.named_agent);
   const bool adjusts = !s.agent_verb || *s.agent_verb == Action::kUpdateAgent ||
                        (*s.agent_verb == Action::kQueryInfo && HasCorrectionCue(words));
-  if (!about_the_draft || !adjusts) return std::nullopt;
+  if (!about_the_draft || !adjusts || NewRequestAfterYes(s, *c.in_progress)) return std::nullopt;
   RuleAnswer out =
       Answer(s, *c.in_progress, Reference::kCorrection,
              "The user adjusts the " +
