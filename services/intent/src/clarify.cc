@@ -880,6 +880,18 @@ bool NamesAgentExactly(const Facts& f) {
 
 // "make me an agent for the accounts team", "skill for invoices": a new
 // agent or skill with nothing said of what it should do.
+// Words from `from` on that say something: not vague, not stop words.
+size_t ContentWordsAfter(const std::vector<std::string_view>& w, size_t from) {
+  size_t count = 0;
+  for (size_t k = from; k < w.size(); ++k) {
+    if (!VaguePurposeWords().contains(w[k]) && !StopWords().contains(w[k]) && w[k].size() >= 3 &&
+        !words::Contains("clarify_vague_areas", w[k])) {
+      ++count;
+    }
+  }
+  return count;
+}
+
 bool PurposeMissing(Facts& f) {
   if (f.in.action != Action::kCreateAgent && f.in.action != Action::kCreateSkill &&
       !(AsksForNewAgent(f.words) && !NamesAgentExactly(f))) {
@@ -901,6 +913,12 @@ bool PurposeMissing(Facts& f) {
   for (size_t i = 0; i < w.size(); ++i) {
     if (TriggerWords().contains(w[i])) return false;
     const bool opens_clause = OneOf(w[i], {"that", "which", "who", "to", "so", "and"});
+    // "a skill that does the spreadsheet side of things": an area, no job.
+    if (opens_clause && ContentWordsAfter(w, i + 1) <= 2 &&
+        words::ContainsAnyEntry(std::vector<std::string_view>(w.begin() + i + 1, w.end()),
+                                "clarify_vague_areas")) {
+      continue;
+    }
     if (opens_clause) {
       for (size_t j = i + 1; j < w.size() && j <= i + 4; ++j) {
         if (VaguePurposeWords().contains(w[j]) || w[j].size() < 3 || w[j] == "?") continue;
