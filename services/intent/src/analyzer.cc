@@ -26,6 +26,7 @@ constexpr std::string_view kModelQuestionRule = "model_question";
 constexpr std::string_view kModelNamingRule = "model_naming";
 constexpr std::string_view kModelStandingChangeRule = "model_standing_change";
 constexpr std::string_view kModelRemovalRule = "model_removal_from_output";
+constexpr std::string_view kModelAgentSettingRule = "model_agent_setting";
 constexpr std::string_view kModelOneShotOrderRule = "model_one_shot_order";
 
 // The confidence when no word of the message is known to the model.
@@ -140,8 +141,22 @@ std::optional<std::pair<Action, std::string_view>> GrammarReading(const Situatio
   if (std::optional<Action> naming = NamingAction(words, s.message.request.message)) {
     return std::pair{*naming, kModelNamingRule};
   }
-  if (top == Action::kCreateAgent && IsOneShotOrder(words)) {
+  // A lifecycle verb ("share the digest with tom") keeps a lifecycle
+  // reading.
+  // Beside a new agent, an order to pass something on reads as one only
+  // with something to pass on to someone ("tell me a story" asks the
+  // assistant; "give me billing admin" grants).
+  const bool one_shot_reading =
+      top == Action::kCreateAgent ||
+      ((top == Action::kUnknown || top == Action::kConversation ||
+        top == Action::kManagePlatform) &&
+       s.verb != Action::kManagePlatform && words.size() >= 3 &&
+       !ContainsAnyPhrase(words, {"tell me", "tell us", "give me", "give us", "remind me"}));
+  if (one_shot_reading && IsOneShotOrder(words)) {
     return std::pair{Action::kExecuteTask, kModelOneShotOrderRule};
+  }
+  if (top == Action::kManagePlatform && ChangesAnAgentSetting(words)) {
+    return std::pair{Action::kUpdateAgent, kModelAgentSettingRule};
   }
   if (top != Action::kQueryInfo && RemovesFromAgentOutput(words)) {
     return std::pair{Action::kUpdateAgent, kModelRemovalRule};

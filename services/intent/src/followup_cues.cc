@@ -739,6 +739,31 @@ bool IsStandingInstruction(const std::vector<std::string_view>& words, std::stri
                      [](std::string_view w) { return WorkVerbs().contains(w); });
 }
 
+bool ChangesAnAgentSetting(const std::vector<std::string_view>& words) {
+  static const WordSet& filler = words::List("followup_task_filler");
+  size_t first = 0;
+  while (first < words.size() && filler.contains(words[first])) ++first;
+  if (first >= words.size()) return false;
+  const std::string_view verb = words[first];
+  if (!OneOf(verb, {"change", "adjust", "tweak", "edit", "update", "modify", "move", "shift"})) {
+    return false;
+  }
+  // "change the schedule", "adjust its threshold", "move the send time".
+  const std::vector<std::string_view> rest(words.begin() + static_cast<long>(first) + 1,
+                                           words.end());
+  for (size_t i = 0; i < rest.size() && i < 4; ++i) {
+    if (OneOf(rest[i], {"the", "its", "their", "his", "her", "my", "our", "that", "this"})) {
+      continue;
+    }
+    const std::vector<std::string_view> tail(rest.begin() + static_cast<long>(i), rest.end());
+    for (std::string_view setting : words::List("agent_settings")) {
+      if (FindPhrase(tail, setting) == 0) return true;
+    }
+    return false;
+  }
+  return false;
+}
+
 bool IsOneShotOrder(const std::vector<std::string_view>& words) {
   static const WordSet& filler = words::List("followup_task_filler");
   static const WordSet& verbs = words::List("one_shot_verbs");

@@ -79,6 +79,10 @@ bool HasRecurrence(const std::vector<std::string_view>& words);
 // not a change to something that exists ("instead", "from now on").
 bool IsStandingInstruction(const std::vector<std::string_view>& words, std::string_view message);
 
+// "change the schedule", "adjust its threshold": a verb of changing, then
+// one of an agent's settings (agent_settings).
+bool ChangesAnAgentSetting(const std::vector<std::string_view>& words);
+
 // "dm every new joiner the handbook link", "ask the regional leads for
 // their monthly numbers": an order that opens (after filler) with
 // a verb of passing on, telling or asking, with no trigger, recurrence or

@@ -250,13 +250,13 @@ bool NewRequestAfterYes(const Situation& s, Action offered) {
     const std::string normalized = NormalizeText(clauses[i]);
     const std::vector<std::string_view> words = Words(normalized);
     if (words.empty()) continue;
-    std::optional<Action> asked;
-    if (IsSendVerbForm(words.front())) {
-      asked = Action::kExecuteTask;
-    } else if (LeadingVerb(words)) {
-      asked = VerbAction(normalized);
-    }
-    return asked && *asked != offered && *asked != Action::kUpdateAgent;
+    // A send with an object ("email the draft", "forward it to the
+    // journalist"), not a time for it ("send at 4pm tho"), or a run.
+    const bool send = IsSendVerbForm(words.front()) && words.size() >= 2 &&
+                      !OneOf(words[1], {"at", "on", "by", "every", "daily", "weekly", "monthly",
+                                        "tho", "though", "from", "before", "after", "later"});
+    const bool run = LeadingVerb(words) && VerbAction(normalized) == Action::kExecuteTask;
+    return (send || run) && offered != Action::kExecuteTask;
   }
   return false;
 }
@@ -266,9 +266,7 @@ std::optional<RuleAnswer> ConfirmOffer(const Situation& s) {
   if (!c.proposal || !IsConfirmation(s.message.words)) return std::nullopt;
   // "yeah show details for the one before uptime-pinger": a yes that goes
   // on to pick from the list is the pick.
-  if (!c.last_list.empty() && (s.ordinal || ReadRelativePosition(MaskListed(s)))) {
-    return std::nullopt;
-  }
+  if (!c.last_list.empty() && ReadRelativePosition(MaskListed(s))) return std::nullopt;
   if (NewRequestAfterYes(s, *c.proposal)) return std::nullopt;
   RuleAnswer out =
       Answer(s, *c.proposal, Reference::kConfirmation,
@@ -380,6 +378,8 @@ int CurrentIndex(const Context& c) {
 std::optional<Action> PickVerb(const Situation& s, bool& is_explicit) {
   std::optional<Action> verb = s.agent_verb;
   is_explicit = s.verb_is_explicit;
+  // A question asks about the pick, whatever its clauses say.
+  if (ContainsPhrase(s.message.words, "?")) return verb;
   const std::vector<std::string_view> clauses = SplitAny(s.message.request.message, ",;:.!?");
   for (size_t i = 0; clauses.size() >= 2 && i < clauses.size(); ++i) {
     const std::string normalized = NormalizeText(clauses[i]);
