@@ -138,6 +138,20 @@ TEST(ClassifierTest, RanksAllEightActionsWithProbabilities) {
   EXPECT_EQ(ranked[0].action, Action::kCreateAgent);
 }
 
+TEST(ClassifierTest, AnEarlierTurnIsReadAsItWasAsAMessage) {
+  const std::string seen = "pause the invoice chaser until the audit is done";
+  const auto ranked = Shipped().Predict(seen);
+  const auto earlier = Shipped().PredictEarlier(seen);
+  ASSERT_EQ(earlier.size(), ranked.size());
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    EXPECT_EQ(earlier[i].action, ranked[i].action);
+    EXPECT_EQ(earlier[i].probability, ranked[i].probability);
+  }
+  // Never read before: read now.
+  const std::string unseen = "the standup summary looked odd yesterday, was it the notion page";
+  EXPECT_EQ(Shipped().PredictEarlier(unseen)[0].action, Shipped().Predict(unseen)[0].action);
+}
+
 TEST(ClassifierTest, IsSharedAcrossThreads) {
   const auto dev = DevSplit();
   std::vector<Action> expected;
@@ -151,6 +165,8 @@ TEST(ClassifierTest, IsSharedAcrossThreads) {
     threads.emplace_back([&] {
       for (size_t i = 0; i < dev.size(); ++i) {
         if (Shipped().Predict(dev[i].text)[0].action != expected[i]) ++mismatches;
+        // An earlier turn's reading, remembered or not, is the same.
+        if (Shipped().PredictEarlier(dev[i].text)[0].action != expected[i]) ++mismatches;
       }
     });
   }
@@ -404,6 +420,87 @@ TEST(ReferenceTest, RecapsOfThisConversationButNotReportsCalledRecaps) {
   EXPECT_TRUE(Analyze("what have we agreed so far?").summary_worthy);
   EXPECT_TRUE(Analyze("quick recap?").summary_worthy);
   EXPECT_FALSE(Analyze("send the meeting recap to everyone who attended").summary_worthy);
+}
+
+TEST(ReferenceTest, AQuestionAboutWhatThisConversationSettledIsARecap) {
+  const std::vector<HistoryTurn> history = {
+      User("make invoice-chaser wait 14 days"),
+      Assistant("Done, invoice-chaser now waits 14 days before the first reminder.")};
+  for (const char* message : {"can you list what we agreed and what's still undecided",
+                              "honestly i forgot what i asked earlier, can you go over it"}) {
+    const IntentAnalysis a = Analyze(message, history);
+    EXPECT_EQ(a.reference, Reference::kRecap) << message;
+    EXPECT_EQ(a.action, Action::kConversation) << message;
+  }
+  // About one of the agents, it is a question about that agent.
+  EXPECT_NE(Analyze("can you list what we agreed for invoice-chaser", history).reference,
+            Reference::kRecap);
+}
+
+TEST(ReferenceTest, ADeclineActsOnNoAgentAndDoingItOneselfDeclines) {
+  const std::vector<HistoryTurn> offer = {
+      User("the invoice reminders sound harsh"),
+      Assistant("Want me to soften the tone of invoice-chaser's reminders?")};
+  const IntentAnalysis no = Analyze("nah leave it", offer);
+  EXPECT_EQ(no.action, Action::kConversation);
+  EXPECT_EQ(no.reference, Reference::kDecline);
+  EXPECT_EQ(AgentOf(no), "");
+  const IntentAnalysis self = Analyze("I'll write them myself, but thx", offer);
+  EXPECT_EQ(self.action, Action::kConversation);
+  EXPECT_EQ(self.reference, Reference::kDecline);
+}
+
+TEST(ReferenceTest, AnotherValueOfTheSameFormCorrectsTheLastRequest) {
+  const IntentAnalysis a =
+      Analyze("eh every 4 hours is plenty, prices dont move that fast",
+              {User("change weekly-sales-digest to every 2 hours"),
+               Assistant("weekly-sales-digest now runs every 2 hours, 06:00-20:00.")});
+  EXPECT_EQ(a.action, Action::kUpdateAgent);
+  EXPECT_EQ(a.reference, Reference::kCorrection);
+  EXPECT_EQ(AgentOf(a), "weekly-sales-digest");
+  EXPECT_EQ(a.entities.at("corrected_value"), "every 4 hours");
+  const IntentAnalysis address = Analyze(
+      "wrong address, use billing@shop.example",
+      {User("change invoice-chaser so reminders come from accounts@shop.example"),
+       Assistant("Updated: invoice-chaser now sends its reminders from accounts@shop.example.")});
+  EXPECT_EQ(address.action, Action::kUpdateAgent);
+  EXPECT_EQ(address.entities.at("corrected_value"), "billing@shop.example");
+  // "run X every day" was a standing change: its correction is a change.
+  const IntentAnalysis time =
+      Analyze("6pm i mean, not am", {User("run invoice-chaser at 6am every day"),
+                                     Assistant("Scheduled invoice-chaser daily at 06:00 UTC.")});
+  EXPECT_EQ(time.action, Action::kUpdateAgent);
+  EXPECT_EQ(time.entities.at("corrected_value"), "6pm");
+}
+
+TEST(ReferenceTest, APickTakesTheVerbOfTheClauseBesideIt) {
+  const std::vector<HistoryTurn> list = {
+      User("what do i have?"),
+      Assistant("1. weekly-sales-digest\n2. invoice-chaser\n3. notion-standup-summary")};
+  const IntentAnalysis run =
+      Analyze("the one listed before the notion one, run it for last week", list);
+  EXPECT_EQ(run.action, Action::kExecuteTask);
+  EXPECT_EQ(AgentOf(run), "invoice-chaser");
+  const IntentAnalysis change =
+      Analyze("the one above invoice-chaser, can you make it cc dr patel from now on", list);
+  EXPECT_EQ(change.action, Action::kUpdateAgent);
+  EXPECT_EQ(AgentOf(change), "weekly-sales-digest");
+}
+
+TEST(ReferenceTest, AYesThatGoesOnToAnotherRequestIsThatRequest) {
+  const std::vector<HistoryTurn> offer = {User("the digest is late again"),
+                                          Assistant("Want me to move weekly-sales-digest to 7am?")};
+  EXPECT_EQ(Analyze("sure thing", offer).reference, Reference::kConfirmation);
+  const IntentAnalysis send = Analyze("looks good, forward it to the sales team", offer);
+  EXPECT_EQ(send.action, Action::kExecuteTask);
+  EXPECT_NE(send.reference, Reference::kConfirmation);
+}
+
+TEST(GrammarCueTest, ChangingAnAgentsSettingIsAChange) {
+  EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("change the schedule"))));
+  EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("pls adjust its threshold to 80"))));
+  EXPECT_FALSE(ChangesAnAgentSetting(Words(NormalizeText("change my password"))));
+  EXPECT_FALSE(ChangesAnAgentSetting(Words(NormalizeText("the schedule changed"))));
 }
 
 TEST(ReferenceTest, ThatsAllClosesInsteadOfContinuingADraft) {
