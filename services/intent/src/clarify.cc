@@ -718,7 +718,18 @@ bool AgentUnresolved(Facts& f) {
   const bool about_agent =
       agent_word || (pronoun && (f.in.action == Action::kUpdateAgent ||
                                  f.in.action == Action::kManagePlatform || runs));
-  return !f.history_binds && about_agent && f.described_agents.empty();
+  if (!f.history_binds && about_agent && f.described_agents.empty()) return true;
+  // A change, a run or a lifecycle step needs an agent: with several the
+  // user has, none named or described and none in the history, ask which
+  // ("change the schedule", "pause it over the break").
+  static const WordSet& lifecycle = words::List("lifecycle_verbs");
+  const bool needs_agent =
+      f.in.action == Action::kUpdateAgent || (f.in.action == Action::kExecuteTask && runs) ||
+      (f.in.action == Action::kManagePlatform &&
+       std::any_of(w.begin(), w.end(),
+                   [](std::string_view word) { return lifecycle.contains(word); }));
+  return needs_agent && !f.history_binds && f.described_agents.empty() &&
+         f.in.request.agents.size() >= 2;
 }
 
 // The history already says who gets it: a send in any form with "to" or
