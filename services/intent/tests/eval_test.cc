@@ -3,14 +3,14 @@
 // mode and sends it the dev split, the follow-up sets and the
 // clarify-or-proceed sets (dev and held out) over gRPC.
 //
-// The floors below are just under what the service reaches today (0.937
-// on the dev split, 0.932 on the 679 dev follow-ups, 0.901 on the 416 dev
+// The floors below are just under what the service reaches today (0.939
+// on the dev split, 0.937 on the 746 dev follow-ups, 0.905 on the 471 dev
 // clarify-or-proceed cases; 0.793 and 0.754 on the held-out sets at the
 // last end-of-round measurement; see docs/intent.md), so a change that
 // makes understanding worse fails here. The dev split's floor stays at the
 // target (0.92); the held-out floors are the figures of an end-of-round
-// measurement minus 0.01. One dev follow-up is about 0.0015, one held-out
-// follow-up 0.004, one dev clarify case 0.0025, one held-out clarify case
+// measurement minus 0.01. One dev follow-up is about 0.0013, one held-out
+// follow-up 0.004, one dev clarify case 0.0021, one held-out clarify case
 // 0.007.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -49,13 +49,13 @@ TEST(IntentEvalTest, UnderstandingDoesNotFallBelowWhatItReaches) {
     ASSERT_TRUE(result.contains(key)) << key << "\n" << output;
   }
   EXPECT_GE(result.at("intent_accuracy"), 0.92) << output;
-  EXPECT_GE(result.at("followup_accuracy"), 0.925) << output;
+  EXPECT_GE(result.at("followup_accuracy"), 0.93) << output;
   EXPECT_GE(result.at("followup_holdout_accuracy"), 0.78) << output;
-  // The 128 held-out follow-ups first written, on their own (0.9375 today):
+  // The 128 held-out follow-ups first written, on their own (0.930 today):
   // growing the set must not hide a regression on them.
   EXPECT_GE(result.at("followup_holdout_older_accuracy"), 0.925) << output;
   EXPECT_GE(result.at("clarify_accuracy"), 0.895) << output;
-  EXPECT_GE(result.at("clarify_holdout_accuracy"), 0.73) << output;
+  EXPECT_GE(result.at("clarify_holdout_accuracy"), 0.74) << output;
   EXPECT_GT(result.at("p50_ms"), 0);
 }
 
