@@ -1067,7 +1067,9 @@ std::string ClarifyQuestion(const std::vector<MissingSlot>& missing,
         parts.emplace_back("who should get it");
         break;
       case MissingSlot::kAgent:
-        parts.emplace_back("which agent do you mean");
+        parts.emplace_back(action == Action::kExecuteTask   ? "which agent should I run"
+                           : action == Action::kUpdateAgent ? "which agent should I change"
+                                                            : "which agent do you mean");
         break;
       case MissingSlot::kChange:
         parts.emplace_back("what should change");

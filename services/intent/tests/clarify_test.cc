@@ -245,7 +245,11 @@ TEST(ClarifyQuestionTest, NamesEveryMissingSlotAndTheCandidates) {
       ClarifyQuestion({MissingSlot::kObject, MissingSlot::kRecipient}, {}, Action::kExecuteTask),
       "Which one should I use, and who should get it?");
   EXPECT_EQ(ClarifyQuestion({MissingSlot::kAgent}, {"a", "b", "c"}, Action::kExecuteTask),
-            "Which agent do you mean? It could be a, b or c.");
+            "Which agent should I run? It could be a, b or c.");
+  EXPECT_EQ(ClarifyQuestion({MissingSlot::kAgent}, {"a", "b"}, Action::kUpdateAgent),
+            "Which agent should I change? It could be a or b.");
+  EXPECT_EQ(ClarifyQuestion({MissingSlot::kAgent}, {}, Action::kManagePlatform),
+            "Which agent do you mean?");
 }
 
 std::vector<std::string_view> WordsOf(const std::string& normalized) { return Words(normalized); }
