@@ -448,6 +448,29 @@ std::string ReplacedTypedValue(std::string_view message, std::string_view previo
   return "";
 }
 
+bool AppliesASuggestion(const std::vector<std::string_view>& words) {
+  static const WordSet& said = words::List("followup_suggestion_verbs");
+  constexpr size_t kMaxWords = 16;
+  if (words.empty() || words.size() > kMaxWords || ContainsPhrase(words, "?")) return false;
+  const bool asks = ContainsAnyPhrase(words, {"do", "apply", "implement", "follow", "go with",
+                                              "use", "make", "tweak", "tweaking", "change"});
+  if (!asks) return false;
+  // "what Kenji said", "what the team lead proposed".
+  for (int at = FindPhrase(words, "what"); at >= 0 && static_cast<size_t>(at) < words.size();) {
+    for (size_t k = at + 1; k < words.size() && k <= static_cast<size_t>(at) + 4; ++k) {
+      if (said.contains(words[k])) return true;
+    }
+    break;
+  }
+  return words::ContainsAnyEntry(words, "followup_suggestion_phrases");
+}
+
+bool PutsItBack(const std::vector<std::string_view>& words) {
+  constexpr size_t kMaxWords = 16;
+  return !words.empty() && words.size() <= kMaxWords && !ContainsPhrase(words, "?") &&
+         words::ContainsAnyEntry(words, "followup_back_phrases");
+}
+
 bool DoesItThemselves(const std::vector<std::string_view>& words) {
   constexpr size_t kMaxWords = 12;
   return words.size() <= kMaxWords &&

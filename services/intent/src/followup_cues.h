@@ -54,6 +54,14 @@ bool AsksForConversationSummary(const std::vector<std::string_view>& words);
 // holds another of that form, exactly as the message writes it; else empty.
 std::string ReplacedTypedValue(std::string_view message, std::string_view previous);
 
+// "do what Kenji said", "apply what the captain suggested", "do ours like
+// that": apply what the conversation shows someone suggested or did.
+bool AppliesASuggestion(const std::vector<std::string_view>& words);
+
+// "put it back to how it was before the audit", "bring back what we had in
+// spring", "roll it back": the agent as it was.
+bool PutsItBack(const std::vector<std::string_view>& words);
+
 // "I'll write it myself", "we'll handle it ourselves": the user will do
 // it, not the assistant.
 bool DoesItThemselves(const std::vector<std::string_view>& words);

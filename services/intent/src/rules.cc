@@ -797,6 +797,28 @@ std::optional<RuleAnswer> TaskOnAssistantOutput(const Situation& s) {
 
 // "pause it", "change that", "run now": a verb on the agent last talked
 // about.
+// "do what Kenji said on ledger-export", "ok put it back to how it was
+// before the audit": a change to the agent named, else the one the
+// conversation is about, made from what the history shows.
+std::optional<RuleAnswer> ChangeFromHistory(const Situation& s) {
+  const Context& c = s.context;
+  const bool apply = AppliesASuggestion(s.message.words);
+  if (!c.has_history || !(apply || PutsItBack(s.message.words))) return std::nullopt;
+  const std::optional<std::string> agent = s.named_agent ? s.named_agent : c.last_agent;
+  if (!agent) return std::nullopt;
+  // Undoing a pause or a deletion is a lifecycle step too.
+  const Action action = !apply && c.previous_action == Action::kManagePlatform
+                            ? Action::kManagePlatform
+                            : Action::kUpdateAgent;
+  RuleAnswer out =
+      Answer(s, action, Reference::kPronoun,
+             std::string(apply ? "The user asks to apply what the conversation shows was suggested"
+                               : "The user asks to put the agent back as it was") +
+                 ", to " + *agent + ".");
+  out.entities["agent_name"] = *agent;
+  return out;
+}
+
 std::optional<RuleAnswer> PronounToLastAgent(const Situation& s) {
   const Context& c = s.context;
   const bool implicit_object = s.content_words <= 5 && s.verb_is_explicit;
@@ -893,6 +915,7 @@ constexpr Rule<Situation> kReferenceRules[] = {
     {.name = "confirm_offer", .confidence = 0.92f, .apply = &ConfirmOffer},
     {.name = "decline_offer", .confidence = 0.9f, .apply = &DeclineOffer},
     {.name = "refuse_offer", .confidence = 0.85f, .apply = &RefuseOffer},
+    {.name = "change_from_history", .confidence = 0.8f, .apply = &ChangeFromHistory},
     {.name = "answer_to_which_agent", .confidence = 0.88f, .apply = &AnswerToWhichAgent},
     {.name = "pick_relative", .confidence = 0.88f, .apply = &PickRelative},
     {.name = "pick_by_ordinal", .confidence = 0.9f, .apply = &PickByOrdinal},

@@ -496,6 +496,25 @@ TEST(ReferenceTest, AYesThatGoesOnToAnotherRequestIsThatRequest) {
   EXPECT_NE(send.reference, Reference::kConfirmation);
 }
 
+TEST(ReferenceTest, ASuggestionInTheHistoryOrTheAgentAsItWasChangesTheAgentInPlay) {
+  const std::vector<HistoryTurn> suggested = {
+      User("kenji thinks invoice-chaser should wait 10 days, not 7"),
+      Assistant("Noted. invoice-chaser waits 7 days before the first reminder today.")};
+  const IntentAnalysis apply = Analyze("ok do what kenji said", suggested);
+  EXPECT_EQ(apply.action, Action::kUpdateAgent);
+  EXPECT_EQ(AgentOf(apply), "invoice-chaser");
+  const IntentAnalysis back = Analyze("put it back to how it was before the audit", suggested);
+  EXPECT_EQ(back.action, Action::kUpdateAgent);
+  EXPECT_EQ(AgentOf(back), "invoice-chaser");
+  // Undoing a pause is a lifecycle step.
+  const IntentAnalysis undo =
+      Analyze("wait no, undo that",
+              {User("pause invoice-chaser"),
+               Assistant("Paused invoice-chaser. It won't run until you resume it.")});
+  EXPECT_EQ(undo.action, Action::kManagePlatform);
+  EXPECT_EQ(AgentOf(undo), "invoice-chaser");
+}
+
 TEST(GrammarCueTest, ChangingAnAgentsSettingIsAChange) {
   EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("change the schedule"))));
   EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("pls adjust its threshold to 80"))));
@@ -589,7 +608,7 @@ TEST(RuleTableTest, NamesAreUniqueSnakeCaseAndConfidencesInRange) {
   };
   for (const auto& r : FastPathRules()) check(r.name, r.confidence);
   for (const auto& r : ReferenceRules()) check(r.name, r.confidence);
-  EXPECT_EQ(names.size(), 23u);
+  EXPECT_EQ(names.size(), 24u);
 }
 
 struct RuleCase {
@@ -657,6 +676,8 @@ TEST(RuleTableTest, EachRuleAnswersItsPhraseWithItsConfidence) {
        "task_on_assistant_output",
        Action::kExecuteTask},
       {"pause it", InvoiceQuestion(), "pronoun_to_last_agent", Action::kManagePlatform},
+      {"ok put it back to how it was", InvoiceQuestion(), "change_from_history",
+       Action::kUpdateAgent},
       {"leave the overdue march reminders out",
        {User("invoice-chaser keeps reminding people about march invoices"),
         Assistant("Yes, invoice-chaser reminds about every overdue invoice, march included.")},
