@@ -304,19 +304,34 @@ std::optional<RuleAnswer> DeclineOffer(const Situation& s) {
 // says).
 std::optional<RuleAnswer> AnswerToWhichAgent(const Situation& s) {
   const std::vector<HistoryTurn>& history = s.message.request.history;
-  if (!s.named_agent || history.empty() || history.back().role != Role::kAssistant ||
-      s.message.words.size() > 8) {
-    return std::nullopt;
+  if (history.empty() || history.back().role != Role::kAssistant || s.ordinal) {
+    return std::nullopt;  // "the first, ...": a pick from the list
   }
-  // "run the grant tracker" says what it wants; "grant tracker" is a name.
-  if (LeadingVerb(s.message.words) &&
-      !absl::StrContains(*s.named_agent, std::string(s.message.words.front()))) {
+  // The answer is the first clause; a reason may follow ("the payroll
+  // export one, accountant does it now").
+  const std::string answer = NormalizeText(SplitAny(s.message.request.message, ",.;!(")[0]);
+  const std::vector<std::string_view> answer_words = Words(answer);
+  if (answer_words.empty() || answer_words.size() > 8 || s.message.words.size() > 14) {
     return std::nullopt;
   }
   const std::string& question = history.back().content;
   const std::string normalized = NormalizeText(question);
   const std::vector<std::string_view> question_words = Words(normalized);
   if (question.find('?') == std::string::npos || !ContainsPhrase(question_words, "which")) {
+    return std::nullopt;
+  }
+  // A name, else a description of one of the user's agents ("the xero
+  // categorising bot", "royalties").
+  std::optional<std::string> agent = s.named_agent;
+  if (!agent) {
+    std::vector<std::string> names;
+    for (const CatalogItem& item : s.message.request.agents) names.push_back(item.name);
+    agent = BestDescribed(answer_words, names, s.message.request.agents);
+  }
+  if (!agent) return std::nullopt;
+  // "run the grant tracker" says what it wants; "grant tracker" is a name.
+  if (LeadingVerb(s.message.words) &&
+      !absl::StrContains(*agent, std::string(s.message.words.front()))) {
     return std::nullopt;
   }
   // The verb of the request the question followed ("move one of my agents
@@ -332,8 +347,9 @@ std::optional<RuleAnswer> AnswerToWhichAgent(const Situation& s) {
   }
   const Action action = ForExistingAgent(wanted.value_or(Action::kQueryInfo));
   RuleAnswer out = Answer(s, action, Reference::kOrdinal,
-                          "The user answers the assistant's question with " + *s.named_agent +
+                          "The user answers the assistant's question with " + *agent +
                               ", for what was asked: " + Phrase(action) + ".");
+  out.entities["agent_name"] = *agent;
   return out;
 }
 

@@ -515,6 +515,19 @@ TEST(ReferenceTest, ASuggestionInTheHistoryOrTheAgentAsItWasChangesTheAgentInPla
   EXPECT_EQ(AgentOf(undo), "invoice-chaser");
 }
 
+TEST(ReferenceTest, AnAgentDescribedInAnswerToWhichAgentIsThatAgent) {
+  const std::vector<HistoryTurn> asked = {User("run it for the Hendriks account"),
+                                          Assistant("Which agent should I run for them?")};
+  const IntentAnalysis described = Analyze("the one that chases overdue invoices", asked);
+  EXPECT_EQ(described.action, Action::kExecuteTask);
+  EXPECT_EQ(AgentOf(described), "invoice-chaser");
+  // A reason may follow the answer.
+  const IntentAnalysis reason =
+      Analyze("uh the sales digest one, the team lead wants it before the 11am meeting", asked);
+  EXPECT_EQ(reason.action, Action::kExecuteTask);
+  EXPECT_EQ(AgentOf(reason), "weekly-sales-digest");
+}
+
 TEST(GrammarCueTest, ChangingAnAgentsSettingIsAChange) {
   EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("change the schedule"))));
   EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("pls adjust its threshold to 80"))));
