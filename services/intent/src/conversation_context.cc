@@ -119,16 +119,32 @@ std::optional<Action> ProposalAction(std::string_view text) {
       }
       // "I could create a skill ... Want me to set it up?": still the skill.
       if (verb == Action::kCreateAgent && found == Action::kCreateSkill) verb = found;
-      if (verb && *verb != Action::kQueryInfo) found = verb;  // the latest offer counts
+      // "I can stop X until January 3 ... Should I set that?": an offer of
+      // "that" points back at the offer made before it.
+      const bool points_back = found && offered.size() >= 2 && offered.size() <= 3 &&
+                               (offered[1] == "that" || offered[1] == "it" || offered[1] == "this");
+      if (verb && *verb != Action::kQueryInfo && !points_back) found = verb;  // the latest counts
       break;
     }
   }
-  if (found) return found;
-  if (!sentences.empty()) {
+  if (!found && !sentences.empty()) {
     std::optional<Action> verb = VerbAction(sentences.back());
-    if (verb && *verb != Action::kQueryInfo) return verb;
+    if (verb && *verb != Action::kQueryInfo) found = verb;
   }
-  return std::nullopt;
+  // "Draft skill 'fuel-charge-calc': ... Save?": a skill's draft offered
+  // for saving or creating is the skill.
+  const size_t line_end = text.find_first_of(":\n");
+  const std::string heading = NormalizeText(text.substr(0, line_end));
+  const std::vector<std::string_view> heading_words = Words(heading);
+  if (ContainsPhrase(heading_words, "skill") && heading_words.size() <= 6 &&
+      (!found || found == Action::kCreateAgent)) {
+    const std::string last = sentences.empty() ? "" : NormalizeText(sentences.back());
+    const std::vector<std::string_view> last_words = Words(last);
+    if (found || ContainsAnyPhrase(last_words, {"save", "create", "add", "set it up", "build"})) {
+      found = Action::kCreateSkill;
+    }
+  }
+  return found;
 }
 
 // The sentences that name what is offered (for entities).

@@ -528,6 +528,22 @@ TEST(ReferenceTest, AnAgentDescribedInAnswerToWhichAgentIsThatAgent) {
   EXPECT_EQ(AgentOf(reason), "weekly-sales-digest");
 }
 
+TEST(ReferenceTest, ASkillsDraftOfferedForSavingIsTheSkill) {
+  const IntentAnalysis a = Analyze(
+      "👍 make it $9/gal",
+      {User("we need something to calc refuel charges consistently"),
+       Assistant("Draft skill 'fuel-charge-calc': returns the refuel charge at $8/gallon. Save?")});
+  EXPECT_EQ(a.action, Action::kCreateSkill);
+  // "Should I set that?" points back at the offer made before it.
+  const IntentAnalysis back =
+      Analyze("Yes, freeze it until then",
+              {User("we have a change freeze from dec 20"),
+               Assistant("I can pause invoice-chaser until January 3, and it will resume after the "
+                         "freeze. Should I set that?")});
+  EXPECT_EQ(back.action, Action::kManagePlatform);
+  EXPECT_EQ(AgentOf(back), "invoice-chaser");
+}
+
 TEST(GrammarCueTest, ChangingAnAgentsSettingIsAChange) {
   EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("change the schedule"))));
   EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("pls adjust its threshold to 80"))));
