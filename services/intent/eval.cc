@@ -30,10 +30,8 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <thread>
