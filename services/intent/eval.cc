@@ -30,16 +30,15 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "libs/core/grpc_identity.h"
 #include "omniforge/intent/v1/intent_service.grpc.pb.h"
+#include "services/intent/eval_cases.h"
 #include "services/intent/src/labeled_data.h"
 
 extern char** environ;
@@ -48,7 +47,6 @@ namespace omniforge::intent {
 namespace {
 
 namespace pb = ::omniforge::intent::v1;
-using Json = nlohmann::json;
 
 struct Outcome {
   pb::IntentAnalysis analysis;
@@ -80,32 +78,9 @@ class Client {
   std::unique_ptr<pb::IntentService::Stub> stub_;
 };
 
-pb::ActionType ParseActionType(const std::string& name) {
-  pb::ActionType value = pb::ACTION_TYPE_UNSPECIFIED;
-  if (!pb::ActionType_Parse("ACTION_TYPE_" + name, &value)) return pb::ACTION_TYPE_UNSPECIFIED;
-  return value;
-}
-
 std::string ShortName(int action) {
   std::string name = pb::ActionType_Name(static_cast<pb::ActionType>(action));
   return name.substr(std::string("ACTION_TYPE_").size());
-}
-
-absl::StatusOr<pb::AnalyzeIntentRequest> FollowupRequest(const Json& c) {
-  pb::AnalyzeIntentRequest request;
-  request.set_message(c.at("message").get<std::string>());
-  for (const Json& a : c.value("agents", Json::array())) {
-    auto* item = request.add_available_agents();
-    item->set_name(a.at("name").get<std::string>());
-    item->set_description(a.value("description", ""));
-  }
-  for (const Json& t : c.value("history", Json::array())) {
-    auto* turn = request.add_history();
-    const std::string role = t.at("role").get<std::string>();
-    turn->set_role(role == "assistant" ? pb::TURN_ROLE_ASSISTANT : pb::TURN_ROLE_USER);
-    turn->set_content(t.at("content").get<std::string>());
-  }
-  return request;
 }
 
 double Percentile(std::vector<double> values, double p) {
@@ -137,223 +112,39 @@ pid_t Spawn(const std::string& binary, int port) {
   return pid;
 }
 
-// Correct and total cases of one category (the prefix of a case's id).
-using CategoryCounts = std::map<std::string, std::pair<int, int>>;
-
-std::string CategoryOf(const Json& c) {
-  const std::string id = c.value("id", "");
-  return id.substr(0, id.rfind('-'));
-}
-
-void PrintCategories(const CategoryCounts& by_category) {
-  for (const auto& [category, counts] : by_category) {
-    std::printf("  %-16s %3d / %3d  %.3f\n", category.c_str(), counts.first, counts.second,
-                counts.second == 0 ? 0.0 : static_cast<double>(counts.first) / counts.second);
-  }
-}
-
-// Reads a JSON-lines file of cases, or an error.
-absl::StatusOr<std::vector<Json>> ReadCases(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError("cannot read " + path);
-  std::vector<Json> cases;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    Json c = Json::parse(line, nullptr, false);
-    if (c.is_discarded()) return absl::InvalidArgumentError(path + ": a line is not JSON");
-    cases.push_back(std::move(c));
-  }
-  return cases;
-}
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  return s;
-}
-
-std::string Entity(const pb::IntentAnalysis& got, const std::string& key) {
-  const auto it = got.entities().find(key);
-  return it == got.entities().end() ? "" : it->second;
-}
-
-// Whether a set's misses may be printed: never for a held-out set, which
-// is only ever measured as a whole.
-enum class Split { kDev, kHoldout };
-
-// Runs one follow-up file; returns the share resolved exactly (action,
-// agent_name where one is expected, corrected_value where one is expected,
-// summary_worthy where it is expected), or an error.
-// The share right of all cases, and of the older cases alone (ids whose
-// number carries no letter, e.g. "ordinal-001": the sets as first written,
-// so that growing a set cannot hide a regression on them).
-struct FollowupScore {
-  double all = 0;
-  double older = 0;
-};
-
-bool IsOlderCase(const Json& c) {
-  const std::string id = c.value("id", "");
-  const size_t dash = id.rfind('-');
-  return dash != std::string::npos && dash + 1 < id.size() &&
-         std::all_of(id.begin() + static_cast<std::ptrdiff_t>(dash) + 1, id.end(),
-                     [](unsigned char ch) { return std::isdigit(ch) != 0; });
-}
-
-absl::StatusOr<FollowupScore> RunFollowups(Client& client, const std::string& path, Split split,
-                                           std::vector<double>& latencies) {
-  auto cases = ReadCases(path);
+// Runs one follow-up file; returns its tally (printed, with the misses of a
+// dev set), or an error.
+absl::StatusOr<eval::FollowupTally> RunFollowups(Client& client, const std::string& path,
+                                                 eval::Split split,
+                                                 std::vector<double>& latencies) {
+  auto cases = eval::ReadCases(path);
   if (!cases.ok()) return cases.status();
-  int n = 0, action_ok = 0, agent_ok = 0, all_ok = 0;
-  int corrected_expected = 0, corrected_ok = 0, summary_expected = 0, summary_ok = 0;
-  int older = 0, older_ok = 0;
-  CategoryCounts by_category;
-  std::vector<std::string> misses;
-  for (const Json& c : *cases) {
-    auto request = FollowupRequest(c);
-    auto outcome = client.Analyze(*request);
+  eval::FollowupTally tally;
+  for (const eval::LabelledCase& c : *cases) {
+    auto outcome = client.Analyze(eval::RequestOf(c));
     if (!outcome.ok()) return outcome.status();
     latencies.push_back(outcome->round_trip_ms);
-    const Json& expect = c.at("expect");
-    const pb::IntentAnalysis& got = outcome->analysis;
-    const bool action_match =
-        got.action_type() == ParseActionType(expect.at("action_type").get<std::string>());
-    const std::string got_agent = Entity(got, "agent_name");
-    const std::string want_agent = expect.value("agent_name", "");
-    const bool agent_match = got_agent == want_agent;
-    const std::string want_value = expect.value("corrected_value", "");
-    const std::string got_value = Entity(got, "corrected_value");
-    bool value_match = true;
-    if (!want_value.empty()) {
-      ++corrected_expected;
-      value_match =
-          !got_value.empty() && Lower(got_value).find(Lower(want_value)) != std::string::npos;
-      corrected_ok += value_match;
-    }
-    bool summary_match = true;
-    if (expect.contains("summary_worthy")) {
-      ++summary_expected;
-      summary_match = got.summary_worthy() == expect.at("summary_worthy").get<bool>();
-      summary_ok += summary_match;
-    }
-    const bool ok = action_match && agent_match && value_match && summary_match;
-    ++n;
-    action_ok += action_match;
-    agent_ok += agent_match;
-    all_ok += ok;
-    if (IsOlderCase(c)) {
-      ++older;
-      older_ok += ok;
-    }
-    auto& cat = by_category[CategoryOf(c)];
-    cat.first += ok;
-    ++cat.second;
-    if (!ok) {
-      misses.push_back(c.value("id", "") + ": \"" + c.at("message").get<std::string>() +
-                       "\" expected " + expect.at("action_type").get<std::string>() +
-                       (want_agent.empty() ? "" : "/" + want_agent) +
-                       (want_value.empty() ? "" : " [" + want_value + "]") + ", got " +
-                       ShortName(got.action_type()) + (got_agent.empty() ? "" : "/" + got_agent) +
-                       (got_value.empty() ? "" : " [" + got_value + "]") +
-                       (summary_match ? "" : " (summary_worthy wrong)") + " — " + got.reasoning());
-    }
+    tally.Add(c, outcome->analysis);
   }
-  std::printf(
-      "\nfollow-ups (%s): %d cases; action %d, agent_name %d, corrected_value %d / %d, "
-      "summary_worthy %d / %d, all %d\n",
-      path.c_str(), n, action_ok, agent_ok, corrected_ok, corrected_expected, summary_ok,
-      summary_expected, all_ok);
-  PrintCategories(by_category);
-  std::printf("  the older cases alone: %d / %d\n", older_ok, older);
-  if (split == Split::kDev && !misses.empty()) {
-    std::printf("misses:\n");
-    for (const auto& m : misses) std::printf("  %s\n", m.c_str());
-  }
-  return FollowupScore{n == 0 ? 0.0 : static_cast<double>(all_ok) / n,
-                       older == 0 ? 0.0 : static_cast<double>(older_ok) / older};
+  tally.Print(path, split);
+  return tally;
 }
 
-bool ListsSlot(const pb::Clarification& clarification, std::string slot) {
-  std::transform(slot.begin(), slot.end(), slot.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
-  pb::MissingSlot value = pb::MISSING_SLOT_UNSPECIFIED;
-  if (!pb::MissingSlot_Parse("MISSING_SLOT_" + slot, &value)) return false;
-  return std::find(clarification.missing().begin(), clarification.missing().end(), value) !=
-         clarification.missing().end();
-}
-
-// Runs one clarify-or-proceed file; returns the share decided right (asks
-// exactly when it should; when it proceeds, the expected action and
-// agent_name), or an error. Also prints missing-slot recall: the share of
-// the cases that should ask whose clarification lists an expected slot.
-absl::StatusOr<double> RunClarify(Client& client, const std::string& path, Split split,
+// Runs one clarify-or-proceed file; returns the share decided right (the
+// tally, with missing-slot recall, is printed), or an error.
+absl::StatusOr<double> RunClarify(Client& client, const std::string& path, eval::Split split,
                                   std::vector<double>& latencies) {
-  auto cases = ReadCases(path);
+  auto cases = eval::ReadCases(path);
   if (!cases.ok()) return cases.status();
-  int n = 0, ok_total = 0, should_ask = 0, asked_right = 0, slot_found = 0;
-  int should_proceed = 0, proceeded_right = 0;
-  CategoryCounts by_category;
-  std::vector<std::string> misses;
-  for (const Json& c : *cases) {
-    auto request = FollowupRequest(c);
-    auto outcome = client.Analyze(*request);
+  eval::ClarifyTally tally;
+  for (const eval::LabelledCase& c : *cases) {
+    auto outcome = client.Analyze(eval::RequestOf(c));
     if (!outcome.ok()) return outcome.status();
     latencies.push_back(outcome->round_trip_ms);
-    const Json& expect = c.at("expect");
-    const pb::IntentAnalysis& got = outcome->analysis;
-    const bool want_clarify = expect.at("clarify").get<bool>();
-    const bool asked = got.clarification().needed();
-    bool ok = asked == want_clarify;
-    const std::string got_agent = Entity(got, "agent_name");
-    const std::string want_agent = expect.value("agent_name", "");
-    if (ok && !want_clarify) {
-      ok = got.action_type() == ParseActionType(expect.at("action_type").get<std::string>()) &&
-           (want_agent.empty() || got_agent == want_agent);
-    }
-    if (want_clarify) {
-      ++should_ask;
-      asked_right += asked;
-      bool found = false;
-      for (const Json& slot : expect.value("missing", Json::array())) {
-        found = found || ListsSlot(got.clarification(), slot.get<std::string>());
-      }
-      slot_found += found;
-    } else {
-      ++should_proceed;
-      proceeded_right += ok;
-    }
-    ++n;
-    ok_total += ok;
-    auto& cat = by_category[CategoryOf(c)];
-    cat.first += ok;
-    ++cat.second;
-    if (!ok) {
-      std::string slots;
-      for (int s : got.clarification().missing()) {
-        slots += " " + Lower(pb::MissingSlot_Name(static_cast<pb::MissingSlot>(s)).substr(13));
-      }
-      misses.push_back(c.value("id", "") + ": \"" + c.at("message").get<std::string>() +
-                       "\" expected " + (want_clarify ? "clarify" : "proceed ") +
-                       (want_clarify ? "" : expect.at("action_type").get<std::string>()) +
-                       (want_agent.empty() ? "" : "/" + want_agent) + ", got " +
-                       (asked ? "clarify" + slots + " \"" + got.clarifying_question() + "\""
-                              : "proceed " + ShortName(got.action_type()) +
-                                    (got_agent.empty() ? "" : "/" + got_agent)) +
-                       " — " + got.reasoning());
-    }
+    tally.Add(c, outcome->analysis);
   }
-  std::printf(
-      "\nclarify-or-proceed (%s): %d cases, %d right; asked %d / %d that should ask, proceeded "
-      "right %d / %d; missing-slot recall %.3f\n",
-      path.c_str(), n, ok_total, asked_right, should_ask, proceeded_right, should_proceed,
-      should_ask == 0 ? 0.0 : static_cast<double>(slot_found) / should_ask);
-  PrintCategories(by_category);
-  if (split == Split::kDev && !misses.empty()) {
-    std::printf("misses:\n");
-    for (const auto& m : misses) std::printf("  %s\n", m.c_str());
-  }
-  return n == 0 ? 0.0 : static_cast<double>(ok_total) / n;
+  tally.Print(path, split);
+  return tally.accuracy();
 }
 
 int FreePort() {
@@ -505,31 +296,32 @@ int Run(const std::string& target_flag, bool spawn, const EvalSets& sets, bool s
   std::vector<double> latencies;
   const absl::StatusOr<double> accuracy = RunDevSplit(client, show_dev_misses, latencies);
   if (!accuracy.ok()) return Fail(accuracy.status());
-  auto followup = RunFollowups(client, sets.followups, Split::kDev, latencies);
+  auto followup = RunFollowups(client, sets.followups, eval::Split::kDev, latencies);
   if (!followup.ok()) return Fail(followup.status());
-  auto clarify = RunClarify(client, sets.clarify, Split::kDev, latencies);
+  auto clarify = RunClarify(client, sets.clarify, eval::Split::kDev, latencies);
   if (!clarify.ok()) return Fail(clarify.status());
   // The held-out sets are never used to tune anything: they say how the
   // service does on conversations nobody tuned it for. Only their figures
   // per category are printed, never a case.
-  FollowupScore holdout{-1, -1};
+  std::optional<eval::FollowupTally> holdout;
   if (!sets.followups_holdout.empty()) {
-    auto measured = RunFollowups(client, sets.followups_holdout, Split::kHoldout, latencies);
+    auto measured = RunFollowups(client, sets.followups_holdout, eval::Split::kHoldout, latencies);
     if (!measured.ok()) return Fail(measured.status());
     holdout = *measured;
   }
   double clarify_holdout = -1;
   if (!sets.clarify_holdout.empty()) {
-    auto measured = RunClarify(client, sets.clarify_holdout, Split::kHoldout, latencies);
+    auto measured = RunClarify(client, sets.clarify_holdout, eval::Split::kHoldout, latencies);
     if (!measured.ok()) return Fail(measured.status());
     clarify_holdout = *measured;
   }
   service.Stop();
 
-  std::printf("\nRESULT intent_accuracy=%.4f followup_accuracy=%.4f", *accuracy, followup->all);
-  if (holdout.all >= 0) {
-    std::printf(" followup_holdout_accuracy=%.4f followup_holdout_older_accuracy=%.4f", holdout.all,
-                holdout.older);
+  std::printf("\nRESULT intent_accuracy=%.4f followup_accuracy=%.4f", *accuracy,
+              followup->accuracy());
+  if (holdout.has_value()) {
+    std::printf(" followup_holdout_accuracy=%.4f followup_holdout_older_accuracy=%.4f",
+                holdout->accuracy(), holdout->older_accuracy());
   }
   std::printf(" clarify_accuracy=%.4f", *clarify);
   if (clarify_holdout >= 0) std::printf(" clarify_holdout_accuracy=%.4f", clarify_holdout);
