@@ -54,6 +54,7 @@ bool IsConfirmation(const std::vector<std::string_view>& words) {
     if (!IsAffirmative(w)) continue;
     // "do" and "go" only count as "do it", "do that", "go ahead", "go for it".
     const std::string_view next = i + 1 < words.size() ? words[i + 1] : "";
+    if (next == "not") return false;  // "absolutely not"
     if (w == "do" && next != "it" && next != "that" && next != "this") continue;
     if (w == "go" && next != "ahead" && next != "for") continue;
     if (w == "please" && next != "do" && !next.empty()) continue;

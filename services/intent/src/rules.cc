@@ -880,6 +880,13 @@ std::optional<RuleAnswer> EditOfAgentInPlay(const Situation& s) {
 // have the pager thing ignore outage tickets".
 std::optional<RuleAnswer> NamedAgentWithVerb(const Situation& s) {
   if (!s.named_agent || !s.agent_verb || !LeadingVerb(s.message.words)) return std::nullopt;
+  // "make me a brand new agent that posts the overnight tickets": a word
+  // of an agent's name in a request for a new one.
+  if (ContainsAnyPhrase(s.message.words,
+                        {"new agent", "new bot", "brand new", "new skill", "another agent"}) &&
+      !absl::StrContains(Lowercase(s.message.request.message), Lowercase(*s.named_agent))) {
+    return std::nullopt;
+  }
   return Answer(s, *s.agent_verb, Reference::kNone,
                 "The message names " + *s.named_agent + " and starts with a verb asking to " +
                     Phrase(*s.agent_verb) + ".");
