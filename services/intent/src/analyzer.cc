@@ -129,10 +129,10 @@ bool IsAction(Action a) {
 // What the grammar of the message says against the model's reading, with
 // the name of the reading, or nullopt: a question about how things stand
 // asks for no work; a name given with a verb of naming renames; an order
-// to pass something on once, with no trigger or recurrence, is no new
-// agent; taking something out of what an agent sends changes that agent,
-// and so does a marker of a lasting change ("instead", "from now on") on a
-// task.
+// to pass something on once, with no trigger or recurrence, is done now;
+// a verb of changing one of an agent's settings changes it; taking
+// something out of what an agent sends changes that agent, and so does a
+// marker of a lasting change ("instead", "from now on") on a task.
 std::optional<std::pair<Action, std::string_view>> GrammarReading(const Situation& s, Action top) {
   const std::vector<std::string_view>& words = s.message.words;
   if (IsAction(top) && AsksHowThingsStand(words)) {
@@ -141,11 +141,10 @@ std::optional<std::pair<Action, std::string_view>> GrammarReading(const Situatio
   if (std::optional<Action> naming = NamingAction(words, s.message.request.message)) {
     return std::pair{*naming, kModelNamingRule};
   }
-  // A lifecycle verb ("share the digest with tom") keeps a lifecycle
-  // reading.
-  // Beside a new agent, an order to pass something on reads as one only
-  // with something to pass on to someone ("tell me a story" asks the
-  // assistant; "give me billing admin" grants).
+  // Read as anything but a new agent, an order to pass something on is
+  // one only with something to pass on and no lifecycle verb ("tell me a
+  // story" asks the assistant; "give me billing admin", "share the digest
+  // with tom" are lifecycle).
   const bool one_shot_reading =
       top == Action::kCreateAgent ||
       ((top == Action::kUnknown || top == Action::kConversation ||

@@ -230,12 +230,11 @@ std::optional<RuleAnswer> ConfirmOfferAsSkill(const Situation& s) {
   return out;
 }
 
-// "yes, do that": what the assistant offered, with its entities.
 std::vector<std::string_view> MaskListed(const Situation& s);
 
 // "looks fine, email the draft", "ok good, forward it to the journalist":
-// a yes, then a request of another kind (a send, a run, a lifecycle
-// change) than `offered` in a clause of its own.
+// a yes, then, in the next clause, a send with an object or a run, when
+// `offered` was no run.
 bool NewRequestAfterYes(const Situation& s, Action offered) {
   const std::vector<std::string_view> clauses = SplitAny(s.message.request.message, ",.;!");
   if (clauses.size() < 2) return false;
@@ -261,6 +260,7 @@ bool NewRequestAfterYes(const Situation& s, Action offered) {
   return false;
 }
 
+// "yes, do that": what the assistant offered, with its entities.
 std::optional<RuleAnswer> ConfirmOffer(const Situation& s) {
   const Context& c = s.context;
   if (!c.proposal || !IsConfirmation(s.message.words)) return std::nullopt;
@@ -384,8 +384,6 @@ int CurrentIndex(const Context& c) {
   return current;
 }
 
-// `picked` from the last list (`how` says how, for the reasoning): for
-// what the verb asks, else for what the list was offered for.
 // What a pick asks done with the item: the verb of a clause beside the
 // one that picks ("the one listed before the trash one, run it on ..."),
 // else the message's; a standing change ("make it cc dr patel from now
@@ -416,6 +414,8 @@ std::optional<Action> PickVerb(const Situation& s, bool& is_explicit) {
   return verb;
 }
 
+// `picked` from the last list (`how` says how, for the reasoning): for
+// what the verb asks, else for what the list was offered for.
 RuleAnswer AnswerPick(const Situation& s, const std::string& picked, const std::string& how) {
   const Context& c = s.context;
   bool is_explicit = false;
@@ -627,11 +627,11 @@ std::optional<RuleAnswer> DraftCorrection(const Situation& s) {
   return out;
 }
 
-// "sorry, I meant the March report", "Janet Kim, not Ortiz": the last
-// request again, with the value it corrects.
 // A message this long may still be only a new value for the last request.
 constexpr size_t kMaxTypedCorrectionWords = 14;
 
+// "sorry, I meant the March report", "Janet Kim, not Ortiz": the last
+// request again, with the value it corrects.
 std::optional<RuleAnswer> CorrectLastRequest(const Situation& s) {
   const Context& c = s.context;
   if (!c.previous_action) return std::nullopt;
@@ -811,8 +811,6 @@ std::optional<RuleAnswer> TaskOnAssistantOutput(const Situation& s) {
   return out;
 }
 
-// "pause it", "change that", "run now": a verb on the agent last talked
-// about.
 // "do what Kenji said on ledger-export", "ok put it back to how it was
 // before the audit": a change to the agent named, else the one the
 // conversation is about, made from what the history shows.
@@ -835,6 +833,8 @@ std::optional<RuleAnswer> ChangeFromHistory(const Situation& s) {
   return out;
 }
 
+// "pause it", "change that", "run now": a verb on the agent last talked
+// about.
 std::optional<RuleAnswer> PronounToLastAgent(const Situation& s) {
   const Context& c = s.context;
   const bool implicit_object = s.content_words <= 5 && s.verb_is_explicit;
