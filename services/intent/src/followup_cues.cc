@@ -736,17 +736,45 @@ bool HasRecurrence(const std::vector<std::string_view>& words) {
   return false;
 }
 
+// An event or a date that sets work off each time: "new episode published
+// on our RSS", "1st working day of the month", "on move-out date".
+bool HasEventTrigger(const std::vector<std::string_view>& words) {
+  static const WordSet& arrivals = words::List("followup_event_arrivals");
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (words[i] == "new") {
+      for (size_t j = i + 1; j < words.size() && j <= i + 3; ++j) {
+        if (arrivals.contains(words[j])) return true;
+      }
+    }
+    if (words[i] == "day" && i + 2 < words.size() && words[i + 1] == "of" &&
+        (words[i + 2] == "month" ||
+         (i + 3 < words.size() && OneOf(words[i + 2], {"the", "each", "every"}) &&
+          words[i + 3] == "month"))) {
+      return true;
+    }
+    if (words[i] == "on" && i + 3 < words.size() &&
+        (words[i + 2] == "date" || words[i + 3] == "date")) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool IsStandingInstruction(const std::vector<std::string_view>& words, std::string_view message) {
   if (words.size() < 9 || ContainsPhrase(words, "?") ||
       ContainsAnyPhrase(words, {"skill", "skills"})) {
     return false;
   }
-  if (words::ContainsAnyEntry(words, "followup_not_standing")) {
-    return false;
-  }
   const bool arrow =
       message.find("->") != std::string_view::npos || message.find("→") != std::string_view::npos;
-  bool trigger = arrow || HasRecurrence(words);
+  // An arrow or an event says when the work runs; "dont send it, just
+  // save it" inside it is what the work does, not a change.
+  const bool strong = arrow || HasEventTrigger(words);
+  if (words::ContainsAnyEntry(words,
+                              strong ? "followup_change_markers" : "followup_not_standing")) {
+    return false;
+  }
+  bool trigger = strong || HasRecurrence(words);
   size_t first = 0;
   while (first < words.size() && (words[first] == "ok" || words[first] == "so" ||
                                   words[first] == "and" || words[first] == "please")) {

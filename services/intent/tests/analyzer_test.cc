@@ -544,6 +544,18 @@ TEST(ReferenceTest, ASkillsDraftOfferedForSavingIsTheSkill) {
   EXPECT_EQ(AgentOf(back), "invoice-chaser");
 }
 
+TEST(GrammarCueTest, AnEventOrADateThatSetsWorkOffIsANewAgent) {
+  for (const char* message :
+       {"new episode published on our RSS -> write a newsletter draft with 3 key quotes, dont "
+        "send it just save as draft",
+        "1st working day of the month: compare hours logged per project against the budget and "
+        "email the leads whose projects are above 80%",
+        "on move-out date +1 day, email the tenant the deposit return form and book the "
+        "inspection"}) {
+    EXPECT_EQ(Analyze(message).action, Action::kCreateAgent) << message;
+  }
+}
+
 TEST(GrammarCueTest, ChangingAnAgentsSettingIsAChange) {
   EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("change the schedule"))));
   EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("pls adjust its threshold to 80"))));
