@@ -165,6 +165,15 @@ Action MentionAction(const std::string& rest) {
       }
     }
   }
+  // "@statute-tracker also warn at 30 days, not just 90", "@x from now on
+  // cc legal": what it does from now on changes.
+  const std::string normalized = NormalizeText(rest);
+  const std::vector<std::string_view> words = Words(normalized);
+  if (action == Action::kExecuteTask &&
+      (AsksStandingChange(words) ||
+       ContainsAnyPhrase(words, {"not just", "also", "always", "never", "no more"}))) {
+    action = Action::kUpdateAgent;
+  }
   return action;
 }
 
@@ -880,11 +889,17 @@ std::optional<RuleAnswer> EditOfAgentInPlay(const Situation& s) {
 // have the pager thing ignore outage tickets".
 std::optional<RuleAnswer> NamedAgentWithVerb(const Situation& s) {
   if (!s.named_agent || !s.agent_verb || !LeadingVerb(s.message.words)) return std::nullopt;
+  const bool named_exactly =
+      absl::StrContains(Lowercase(s.message.request.message), Lowercase(*s.named_agent));
+  // "shorten this headline to 60 chars: <text>": a word of an agent's name
+  // beside material the message carries is a task on the material.
+  if (!named_exactly && IsSelfContainedTask(s.message.words, s.message.request.message)) {
+    return std::nullopt;
+  }
   // "make me a brand new agent that posts the overnight tickets": a word
   // of an agent's name in a request for a new one.
-  if (ContainsAnyPhrase(s.message.words,
-                        {"new agent", "new bot", "brand new", "new skill", "another agent"}) &&
-      !absl::StrContains(Lowercase(s.message.request.message), Lowercase(*s.named_agent))) {
+  if (!named_exactly && ContainsAnyPhrase(s.message.words, {"new agent", "new bot", "brand new",
+                                                            "new skill", "another agent"})) {
     return std::nullopt;
   }
   return Answer(s, *s.agent_verb, Reference::kNone,

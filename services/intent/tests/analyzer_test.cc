@@ -556,6 +556,21 @@ TEST(GrammarCueTest, AnEventOrADateThatSetsWorkOffIsANewAgent) {
   }
 }
 
+TEST(FastPathTest, AnAddressedAgentToldWhatToDoFromNowOnChanges) {
+  const IntentAnalysis a = Analyze("@invoice-chaser also remind at 30 days, not just 14");
+  EXPECT_EQ(a.action, Action::kUpdateAgent);
+  EXPECT_EQ(AgentOf(a), "invoice-chaser");
+  EXPECT_EQ(Analyze("@invoice-chaser the overdue ones from march").action, Action::kExecuteTask);
+}
+
+TEST(RuleTableTest, AWordOfAnAgentsNameBesideMaterialIsATaskOnTheMaterial) {
+  const IntentAnalysis a = Analyze(
+      "shorten this digest to max 60 chars: Council Votes 7-2 to Approve Downtown Bike Lane "
+      "Expansion After Months of Heated Public Debate");
+  EXPECT_EQ(a.action, Action::kExecuteTask);
+  EXPECT_EQ(AgentOf(a), "");
+}
+
 TEST(GrammarCueTest, ChangingAnAgentsSettingIsAChange) {
   EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("change the schedule"))));
   EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("pls adjust its threshold to 80"))));
