@@ -478,6 +478,27 @@ bool DoesItThemselves(const std::vector<std::string_view>& words) {
          words::ContainsAnyEntry(words, "followup_self_doers");
 }
 
+bool AsksWhereThingsStand(const std::vector<std::string_view>& words) {
+  static const WordSet& cues = words::List("recap_state_cues");
+  static const WordSet& others = words::List("recap_state_words");
+  constexpr size_t kMaxWords = 9;
+  if (words.empty() || words.size() > kMaxWords) return false;
+  bool cue = false;
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string_view w = words[i];
+    // "where are we", "where did we get to", "where does that leave us".
+    const bool where_we = (w == "where" || w == "wheres") &&
+                          std::any_of(words.begin() + static_cast<long>(i), words.end(),
+                                      [](std::string_view x) { return x == "we" || x == "us"; });
+    if (cues.contains(w) || where_we) {
+      cue = true;
+    } else if (!others.contains(w)) {
+      return false;
+    }
+  }
+  return cue;
+}
+
 bool AsksAboutTheConversation(const std::vector<std::string_view>& words) {
   return words::ContainsAnyEntry(words, "recap_conversation_past") &&
          words::ContainsAnyEntry(words, "recap_asks") &&

@@ -66,6 +66,11 @@ bool PutsItBack(const std::vector<std::string_view>& words);
 // it, not the assistant.
 bool DoesItThemselves(const std::vector<std::string_view>& words);
 
+// "where are we?", "what's outstanding?", "anything pending?", "what did
+// i miss": a short question about where the conversation stands, made
+// only of such words (recap_state_cues, recap_state_words), no object.
+bool AsksWhereThingsStand(const std::vector<std::string_view>& words);
+
 // "can you list what we agreed and what's still undecided", "i forgot what
 // i asked earlier, can you go over it": what this conversation settled or
 // left open (recap_conversation_past), asked for again (recap_asks), with

@@ -209,7 +209,8 @@ std::optional<RuleAnswer> Recap(const Situation& s) {
   // asks about the agent).
   const bool about_conversation =
       s.context.has_history && (AsksForConversationSummary(s.message.words) ||
-                                (!s.named_agent && AsksAboutTheConversation(s.message.words)));
+                                (!s.named_agent && (AsksAboutTheConversation(s.message.words) ||
+                                                    AsksWhereThingsStand(s.message.words))));
   if (!IsRecap(s.message.words) && !about_conversation) return std::nullopt;
   RuleAnswer out = Answer(s, Action::kConversation, Reference::kRecap,
                           "The user wants to pick the conversation back up: a recap is due.");

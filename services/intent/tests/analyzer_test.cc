@@ -432,6 +432,13 @@ TEST(ReferenceTest, AQuestionAboutWhatThisConversationSettledIsARecap) {
     EXPECT_EQ(a.reference, Reference::kRecap) << message;
     EXPECT_EQ(a.action, Action::kConversation) << message;
   }
+  // A short question about where things stand, with nothing else in it.
+  for (const char* message : {"where are we?", "what's outstanding?", "anything pending?",
+                              "so where does that leave us", "what did i miss"}) {
+    EXPECT_EQ(Analyze(message, history).reference, Reference::kRecap) << message;
+  }
+  EXPECT_NE(Analyze("what's outstanding on the march invoices?", history).reference,
+            Reference::kRecap);
   // About one of the agents, it is a question about that agent.
   EXPECT_NE(Analyze("can you list what we agreed for invoice-chaser", history).reference,
             Reference::kRecap);
