@@ -206,6 +206,13 @@ std::optional<Action> OfferOf(const HistoryTurn& turn, std::optional<Action> ask
     // An offer with no known verb: ask the model about it.
     std::vector<Prediction> ranked = classifier.Predict(ProposalText(turn.content));
     if (!ranked.empty()) offered = ranked[0].action;
+    // "I can soften the tone of invoice-chaser's reminders": an offer to do
+    // something the verb lexicon does not know to one of the user's agents
+    // changes that agent, whatever the model makes of the words.
+    if ((!offered || offered == Action::kUnknown || offered == Action::kConversation) &&
+        !CatalogItemsInOrder(turn.content, request.agents).empty()) {
+      offered = Action::kUpdateAgent;
+    }
   }
   // A draft of something new that the user asked for keeps its kind; an
   // offer to change one of the user's agents by name is a change.

@@ -578,6 +578,24 @@ TEST(RuleTableTest, AWordOfAnAgentsNameBesideMaterialIsATaskOnTheMaterial) {
   EXPECT_EQ(AgentOf(a), "");
 }
 
+TEST(ReferenceTest, AnOfferToDoSomethingUnnamedToAnAgentIsAChangeToIt) {
+  const std::vector<HistoryTurn> offer = {
+      User("the reminders feel pushy"),
+      Assistant("I can soften the tone of invoice-chaser's reminders and drop the second "
+                "follow-up. Want me to do that?")};
+  for (const char* yes : {"yes please", "sure thing", "👍", "ok let's do it"}) {
+    const IntentAnalysis a = Analyze(yes, offer);
+    EXPECT_EQ(a.action, Action::kUpdateAgent) << yes;
+    EXPECT_EQ(AgentOf(a), "invoice-chaser") << yes;
+  }
+  for (const char* no : {"let's leave it as is", "maybe another time", "keep it the way it is",
+                         "not at the moment", "let it be"}) {
+    const IntentAnalysis a = Analyze(no, offer);
+    EXPECT_EQ(a.action, Action::kConversation) << no;
+    EXPECT_EQ(a.reference, Reference::kDecline) << no;
+  }
+}
+
 TEST(GrammarCueTest, ChangingAnAgentsSettingIsAChange) {
   EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("change the schedule"))));
   EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("pls adjust its threshold to 80"))));
