@@ -292,12 +292,18 @@ std::optional<Action> AskedFor(const HistoryTurn& turn, const IntentRequest& req
                                const LocalClassifier& classifier) {
   if (turn.action) return turn.action;
   const std::string normalized = NormalizeText(turn.content);
-  if (LeadingVerb(Words(normalized)) && MatchCatalogItem(turn.content, request.agents)) {
+  const std::optional<std::string> agent = MatchCatalogItem(turn.content, request.agents);
+  if (LeadingVerb(Words(normalized)) && agent) {
     const std::optional<Action> verb = VerbAction(turn.content);
     // "run cert-watch at 6am every day", "post its messages to #general
-    // from now on": a standing change to the agent, not a run.
+    // from now on": a standing change to the agent, not a run. The agent's
+    // own name ("weekly-sales-digest") says nothing of when it runs.
+    std::string rest = normalized;
+    const std::string name = NormalizeText(*agent);
+    if (size_t at = rest.find(name); at != std::string::npos) rest.erase(at, name.size());
+    const std::vector<std::string_view> rest_words = Words(rest);
     if (verb == Action::kExecuteTask &&
-        (HasRecurrence(Words(normalized)) || AsksStandingChange(Words(normalized)))) {
+        (HasRecurrence(rest_words) || AsksStandingChange(rest_words))) {
       return Action::kUpdateAgent;
     }
     if (verb && *verb != Action::kCreateAgent && *verb != Action::kCreateSkill) return verb;

@@ -265,7 +265,9 @@ bool NewRequestAfterYes(const Situation& s, Action offered) {
                       !OneOf(words[1], {"at", "on", "by", "every", "daily", "weekly", "monthly",
                                         "tho", "though", "from", "before", "after", "later"});
     const bool run = LeadingVerb(words) && VerbAction(normalized) == Action::kExecuteTask;
-    return (send || run) && offered != Action::kExecuteTask;
+    // "send it to cfo@acme.io too": one more recipient for what is offered.
+    const bool adds = ContainsAnyPhrase(words, {"too", "also", "as well", "instead", "only"});
+    return (send || run) && !adds && offered != Action::kExecuteTask;
   }
   return false;
 }

@@ -472,6 +472,13 @@ TEST(ReferenceTest, AnotherValueOfTheSameFormCorrectsTheLastRequest) {
        Assistant("Updated: invoice-chaser now sends its reminders from accounts@shop.example.")});
   EXPECT_EQ(address.action, Action::kUpdateAgent);
   EXPECT_EQ(address.entities.at("corrected_value"), "billing@shop.example");
+  // An agent's own name ("weekly-sales-digest") says nothing of when it
+  // runs: correcting a run of it is a run.
+  const IntentAnalysis run = Analyze("i meant the americas team",
+                                     {User("run weekly-sales-digest for the EMEA team"),
+                                      Assistant("Running weekly-sales-digest for EMEA now.")});
+  EXPECT_EQ(run.action, Action::kExecuteTask);
+  EXPECT_EQ(AgentOf(run), "weekly-sales-digest");
   // "run X every day" was a standing change: its correction is a change.
   const IntentAnalysis time =
       Analyze("6pm i mean, not am", {User("run invoice-chaser at 6am every day"),
