@@ -4,7 +4,7 @@
 // clarify-or-proceed sets (dev and held out) over gRPC.
 //
 // The floors below are just under what the service reaches today (0.939
-// on the dev split, 0.954 on the 746 dev follow-ups, 0.919 on the 471 dev
+// on the dev split, 0.956 on the 746 dev follow-ups, 0.932 on the 471 dev
 // clarify-or-proceed cases; 0.811 and 0.754 on the held-out sets at the
 // last end-of-round measurement; see docs/intent.md), so a change that
 // makes understanding worse fails here. The dev split's floor stays at the
@@ -49,12 +49,12 @@ TEST(IntentEvalTest, UnderstandingDoesNotFallBelowWhatItReaches) {
     ASSERT_TRUE(result.contains(key)) << key << "\n" << output;
   }
   EXPECT_GE(result.at("intent_accuracy"), 0.92) << output;
-  EXPECT_GE(result.at("followup_accuracy"), 0.945) << output;
+  EXPECT_GE(result.at("followup_accuracy"), 0.95) << output;
   EXPECT_GE(result.at("followup_holdout_accuracy"), 0.80) << output;
   // The 128 held-out follow-ups first written, on their own (0.922 today):
   // growing the set must not hide a regression on them.
   EXPECT_GE(result.at("followup_holdout_older_accuracy"), 0.91) << output;
-  EXPECT_GE(result.at("clarify_accuracy"), 0.91) << output;
+  EXPECT_GE(result.at("clarify_accuracy"), 0.925) << output;
   EXPECT_GE(result.at("clarify_holdout_accuracy"), 0.74) << output;
   EXPECT_GT(result.at("p50_ms"), 0);
 }
