@@ -684,7 +684,11 @@ std::optional<size_t> NewTopicStart(std::string_view message) {
     size_t cut = at;
     for (size_t i = at; i < rest.size() && i < at + 25; ++i) {
       const char ch = rest[i];
-      if (ch == ':' || ch == ',' || ch == '.' || ch == '?' || ch == '!' || ch == '-' ||
+      // A dash between spaces ends the clause; one inside a word
+      // ("weekly-sales-digest") does not.
+      const bool dash = ch == '-' && ((i > 0 && rest[i - 1] == ' ') ||
+                                      (i + 1 < rest.size() && rest[i + 1] == ' '));
+      if (ch == ':' || ch == ',' || ch == '.' || ch == '?' || ch == '!' || dash ||
           static_cast<unsigned char>(ch) == 0xE2) {
         cut = i + (static_cast<unsigned char>(ch) == 0xE2 ? 3 : 1);
         break;

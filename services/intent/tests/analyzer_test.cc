@@ -603,6 +603,16 @@ TEST(ReferenceTest, AnOfferToDoSomethingUnnamedToAnAgentIsAChangeToIt) {
   }
 }
 
+TEST(ReferenceTest, ATopicMarkerIsCutAtAClauseNotInsideAnAgentsName) {
+  const IntentAnalysis a = Analyze("btw can you pause weekly-sales-digest till monday",
+                                   {User("how many reminders did invoice-chaser send?"),
+                                    Assistant("invoice-chaser sent 23 reminders this week.")});
+  EXPECT_EQ(a.action, Action::kManagePlatform);
+  EXPECT_EQ(AgentOf(a), "weekly-sales-digest");
+  EXPECT_EQ(NewTopicStart("different topic - run the sales digest"),
+            std::string_view("different topic - ").size());
+}
+
 TEST(GrammarCueTest, ChangingAnAgentsSettingIsAChange) {
   EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("change the schedule"))));
   EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("pls adjust its threshold to 80"))));
