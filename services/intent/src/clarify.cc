@@ -450,10 +450,11 @@ bool UnboundShorthand(Facts& f) {
     }
     // "the thing from before", "like last time", "same as before": the
     // conversation's past, when the history shows nothing of it.
-    const bool back_reference = (OneOf(w[i], {"from", "as", "like"}) && i + 1 < w.size() &&
-                                 OneOf(w[i + 1], {"before", "earlier", "previously"})) ||
-                                (w[i] == "last" && i + 1 < w.size() && w[i + 1] == "time" &&
-                                 i > 0 && OneOf(w[i - 1], {"like", "from", "as"}));
+    const bool back_reference =
+        (OneOf(w[i], {"from", "as", "like"}) && i + 1 < w.size() &&
+         OneOf(w[i + 1], {"before", "earlier", "previously", "yesterday"})) ||
+        (w[i] == "last" && i + 1 < w.size() && w[i + 1] == "time" && i > 0 &&
+         OneOf(w[i - 1], {"like", "from", "as"}));
     if (back_reference && !f.history_binds && !f.in.agent_name) {
       f.referent = "what you did " + std::string(w[i] == "last" ? "last time" : w[i + 1]);
       return true;

@@ -78,6 +78,8 @@ TEST(ClarifyTest, ThePastOfAConversationThereIsNotAsksWhatIsMeant) {
       Decide(Request("redo the thing from before", agents), Action::kExecuteTask);
   EXPECT_TRUE(d.clarification.needed);
   EXPECT_THAT(d.clarification.missing, Contains(MissingSlot::kReferent));
+  EXPECT_TRUE(Decide(Request("can you do the same as yesterday", agents), Action::kExecuteTask)
+                  .clarification.needed);
   // A history that names the agent it was about binds it.
   const IntentRequest bound =
       Request("redo the thing from before then", agents,
