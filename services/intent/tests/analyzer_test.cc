@@ -570,7 +570,7 @@ TEST(GrammarCueTest, AnEventOrADateThatSetsWorkOffIsANewAgent) {
   }
 }
 
-TEST(FastPathTest, AnAddressedAgentToldWhatToDoFromNowOnChanges) {
+TEST(FastPathTest, AnAddressedAgentToldHowToWorkFromNowOnChanges) {
   const IntentAnalysis a = Analyze("@invoice-chaser also remind at 30 days, not just 14");
   EXPECT_EQ(a.action, Action::kUpdateAgent);
   EXPECT_EQ(AgentOf(a), "invoice-chaser");
@@ -585,7 +585,7 @@ TEST(RuleTableTest, AWordOfAnAgentsNameBesideMaterialIsATaskOnTheMaterial) {
   EXPECT_EQ(AgentOf(a), "");
 }
 
-TEST(ReferenceTest, AnOfferToDoSomethingUnnamedToAnAgentIsAChangeToIt) {
+TEST(ReferenceTest, AnOfferOfAnUnnamedChangeToAnAgentIsAChangeToIt) {
   const std::vector<HistoryTurn> offer = {
       User("the reminders feel pushy"),
       Assistant("I can soften the tone of invoice-chaser's reminders and drop the second "
