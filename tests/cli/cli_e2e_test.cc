@@ -57,16 +57,12 @@ class CliEndToEndTest : public ::testing::Test {
     dir_ = new std::filesystem::path(std::filesystem::temp_directory_path() /
                                      ("omniforge-cli-e2e-" + core::NewUuid()));
     std::filesystem::create_directories(*dir_);
-    keys_ = new std::vector<std::string>();
-    std::ofstream key_file(*dir_ / "api_keys");
-    for (int i = 0; i < kUsers; ++i) {
-      absl::StatusOr<core::NewApiKey> key =
-          core::GenerateApiKey({kTenant, "user-" + std::to_string(i)}, "cli e2e");
-      ASSERT_TRUE(key.ok());
-      key_file << key->file_line << "\n";
-      keys_->push_back(key->key);
-    }
-    key_file.close();
+    std::vector<core::Identity> users;
+    users.reserve(kUsers);
+    for (int i = 0; i < kUsers; ++i) users.push_back({kTenant, "user-" + std::to_string(i)});
+    keys_ = new std::vector<std::string>(
+        testing::WriteApiKeyFile(*dir_ / "api_keys", users, "cli e2e"));
+    ASSERT_EQ(keys_->size(), users.size());
     stack_ = new testing::ServiceStack({OMNIFORGE_CONVERSATION_BIN, OMNIFORGE_INTENT_BIN,
                                         OMNIFORGE_EXECUTOR_BIN, OMNIFORGE_ORCHESTRATOR_BIN});
     ASSERT_EQ(stack_->Start(db_->dsn(), (*dir_ / "api_keys").string()), std::nullopt);

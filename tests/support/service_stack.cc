@@ -1,7 +1,9 @@
 #include "tests/support/service_stack.h"
 
 #include <filesystem>
+#include <fstream>
 
+#include "libs/core/api_keys.h"
 #include "libs/core/ids.h"
 
 namespace omniforge::testing {
@@ -40,6 +42,20 @@ ServiceStack::~ServiceStack() {
     std::error_code ignored;
     std::filesystem::remove_all(spool_dir_, ignored);
   }
+}
+
+std::vector<std::string> WriteApiKeyFile(const std::filesystem::path& path,
+                                         const std::vector<core::Identity>& users,
+                                         std::string_view label) {
+  std::vector<std::string> keys;
+  std::ofstream file(path);
+  for (const core::Identity& who : users) {
+    absl::StatusOr<core::NewApiKey> key = core::GenerateApiKey(who, label);
+    if (!key.ok()) break;
+    file << key->file_line << "\n";
+    keys.push_back(key->key);
+  }
+  return keys;
 }
 
 }  // namespace omniforge::testing

@@ -4,9 +4,13 @@
 // append spool is a temporary directory removed then.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "libs/core/identity.h"
 #include "tests/support/server_process.h"
 
 namespace omniforge::testing {
@@ -46,5 +50,12 @@ class ServiceStack final {
   // The orchestrator's append spool, a directory of this stack's own.
   std::string spool_dir_;
 };
+
+// Writes the orchestrator's API key file at `path`, one new key per user
+// (labelled `label`), and returns the keys in the users' order; fewer keys
+// than users when one could not be made.
+std::vector<std::string> WriteApiKeyFile(const std::filesystem::path& path,
+                                         const std::vector<core::Identity>& users,
+                                         std::string_view label);
 
 }  // namespace omniforge::testing

@@ -406,8 +406,8 @@ namespace {
 // Values with a form of their own: an address, a channel, an amount, a
 // time of day, a frequency, a day, a share.
 const std::vector<std::unique_ptr<RE2>>& TypedValues() {
-  static const auto* patterns = [] {
-    auto* out = new std::vector<std::unique_ptr<RE2>>();
+  static const std::vector<std::unique_ptr<RE2>> patterns = [] {
+    std::vector<std::unique_ptr<RE2>> out;
     for (
         const char* pattern : {
             R"((?i)([\w.+-]+@[\w-]+(?:\.[\w-]+)+))",
@@ -418,11 +418,11 @@ const std::vector<std::unique_ptr<RE2>>& TypedValues() {
             R"((?i)(\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b))",
             R"((\d+(?:\.\d+)? ?%))",
         }) {
-      out->push_back(std::make_unique<RE2>(pattern));
+      out.push_back(std::make_unique<RE2>(pattern));
     }
     return out;
   }();
-  return *patterns;
+  return patterns;
 }
 
 std::vector<std::string> ValuesOf(const RE2& pattern, std::string_view text) {

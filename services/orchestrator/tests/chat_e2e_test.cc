@@ -71,6 +71,7 @@
 #include "services/orchestrator/storage/pg_approval_audit.h"
 #include "services/orchestrator/storage/pg_plan_store.h"
 #include "tests/support/server_process.h"
+#include "tests/support/service_stack.h"
 #include "tests/support/test_database.h"
 
 namespace omniforge::orchestrator {
@@ -134,16 +135,16 @@ class ChatEndToEndTest : public ::testing::Test {
     dir_ = new std::filesystem::path(std::filesystem::temp_directory_path() /
                                      ("omniforge-e2e-" + core::NewUuid()));
     std::filesystem::create_directories(*dir_);
-    keys_ = new std::vector<std::pair<core::Identity, std::string>>();
-    std::ofstream key_file(*dir_ / "api_keys");
+    std::vector<core::Identity> users;
+    users.reserve(kUsers);
     for (int i = 0; i < kUsers; ++i) {
-      core::Identity who{i == kUsers - 1 ? "globex" : "acme", "user-" + std::to_string(i)};
-      absl::StatusOr<core::NewApiKey> key = core::GenerateApiKey(who, "e2e");
-      ASSERT_TRUE(key.ok());
-      key_file << key->file_line << "\n";
-      keys_->emplace_back(who, key->key);
+      users.push_back({i == kUsers - 1 ? "globex" : "acme", "user-" + std::to_string(i)});
     }
-    key_file.close();
+    const std::vector<std::string> keys =
+        testing::WriteApiKeyFile(*dir_ / "api_keys", users, "e2e");
+    ASSERT_EQ(keys.size(), users.size());
+    keys_ = new std::vector<std::pair<core::Identity, std::string>>();
+    for (size_t i = 0; i < users.size(); ++i) keys_->emplace_back(users[i], keys[i]);
 
     const std::string dsn = "OMNIFORGE_DATABASE_DSN=" + db_->dsn();
     conversation_ = new testing::ServerProcess(OMNIFORGE_CONVERSATION_BIN);

@@ -360,16 +360,14 @@ class UnderstandingEndToEndTest : public ::testing::Test {
     dir_ = new std::filesystem::path(std::filesystem::temp_directory_path() /
                                      ("omniforge-understanding-" + core::NewUuid()));
     std::filesystem::create_directories(*dir_);
+    std::vector<core::Identity> who;
+    who.reserve(users);
+    for (size_t i = 0; i < users; ++i) who.push_back({kTenant, "case-" + std::to_string(i)});
+    const std::vector<std::string> keys =
+        testing::WriteApiKeyFile(*dir_ / "api_keys", who, "understanding e2e");
+    ASSERT_EQ(keys.size(), who.size());
     users_ = new std::vector<User>();
-    std::ofstream key_file(*dir_ / "api_keys");
-    for (size_t i = 0; i < users; ++i) {
-      const core::Identity who{kTenant, "case-" + std::to_string(i)};
-      absl::StatusOr<core::NewApiKey> key = core::GenerateApiKey(who, "understanding e2e");
-      ASSERT_TRUE(key.ok());
-      key_file << key->file_line << "\n";
-      users_->push_back({who, key->key});
-    }
-    key_file.close();
+    for (size_t i = 0; i < who.size(); ++i) users_->push_back({who[i], keys[i]});
     stack_ = new testing::ServiceStack({OMNIFORGE_CONVERSATION_BIN, OMNIFORGE_INTENT_BIN,
                                         OMNIFORGE_EXECUTOR_BIN, OMNIFORGE_ORCHESTRATOR_BIN});
     ASSERT_EQ(stack_->Start(db_->dsn(), (*dir_ / "api_keys").string()), std::nullopt);
