@@ -147,6 +147,36 @@ std::vector<std::string> CatalogItemsInOrder(std::string_view text,
   return out;
 }
 
+std::string MaskCatalogNames(std::string_view text, const std::vector<CatalogItem>& items,
+                             std::string_view stand_in) {
+  std::vector<std::string> names;
+  names.reserve(items.size());
+  for (const CatalogItem& item : items) {
+    if (item.name.size() >= 3) names.push_back(Lowercase(item.name));
+  }
+  std::sort(names.begin(), names.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  std::string out(text);
+  for (const std::string& name : names) {
+    std::string lowered = Lowercase(out);
+    for (size_t pos = lowered.find(name); pos != std::string::npos;
+         pos = lowered.find(name, pos + 1)) {
+      const auto is_name_char = [](char c) {
+        return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+      };
+      const size_t end = pos + name.size();
+      if ((pos > 0 && is_name_char(lowered[pos - 1])) ||
+          (end < lowered.size() && is_name_char(lowered[end]))) {
+        continue;
+      }
+      out.replace(pos, name.size(), stand_in);
+      lowered.replace(pos, name.size(), stand_in);
+      pos += stand_in.size() == 0 ? 0 : stand_in.size() - 1;
+    }
+  }
+  return out;
+}
+
 namespace {
 
 // "every monday at 9am", "daily", "on fridays", "cron 0 9 * * 1-5".

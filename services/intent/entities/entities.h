@@ -42,6 +42,19 @@ std::optional<std::string> MatchCatalogItem(std::string_view text,
 std::vector<std::string> CatalogItemsInOrder(std::string_view text,
                                              const std::vector<CatalogItem>& items);
 
+// `text` with every whole, exact mention of an item's name (any case; not
+// inside a longer name) replaced by `stand_in`, longest names first: what
+// a reader of verbs, schedules or the model's words reads, so that the
+// words of a name ("delete-old-files", "weekly-sales-report") are never
+// taken for what the message asks. Names shorter than three characters
+// stay.
+std::string MaskCatalogNames(std::string_view text, const std::vector<CatalogItem>& items,
+                             std::string_view stand_in);
+
+// What MaskCatalogNames puts for a name where the words read are the
+// model's or a cue's: a word the model has never seen and no list holds.
+inline constexpr std::string_view kNameStandIn = "agentname";
+
 // schedule ("every monday at 9am", "weekly"), data_source ("notion,slack"),
 // recipients ("maria@example.com", "#finance", "the finance team").
 std::map<std::string, std::string> ExtractEntities(std::string_view text);

@@ -134,11 +134,11 @@ bool IsAction(Action a) {
 // something out of what an agent sends changes that agent, and so does a
 // marker of a lasting change ("instead", "from now on") on a task.
 std::optional<std::pair<Action, std::string_view>> GrammarReading(const Situation& s, Action top) {
-  const std::vector<std::string_view>& words = s.message.words;
+  const std::vector<std::string_view>& words = s.message.masked_words;
   if (IsAction(top) && AsksHowThingsStand(words)) {
     return std::pair{Action::kQueryInfo, kModelQuestionRule};
   }
-  if (std::optional<Action> naming = NamingAction(words, s.message.request.message)) {
+  if (std::optional<Action> naming = NamingAction(words, s.message.masked)) {
     return std::pair{*naming, kModelNamingRule};
   }
   // Read as anything but a new agent, an order to pass something on is
@@ -184,7 +184,7 @@ ModelReading ReadModel(const Situation& s, const std::vector<Prediction>& ranked
   // lifecycle or run verb ("halt the etl", "kick off the invoice run") and
   // to an explicit request for a new skill.
   if (r.top.probability < kImperativeCueBelow) {
-    std::optional<Action> cue = ImperativeCue(s.message.words);
+    std::optional<Action> cue = ImperativeCue(s.message.masked_words);
     if (cue && *cue != r.top.action) {
       r.second = r.top;
       r.top = Prediction{*cue, OverrideProbability(ranked, *cue)};
@@ -200,12 +200,12 @@ ModelReading ReadModel(const Situation& s, const std::vector<Prediction>& ranked
   // the message spells out one of the user's agents. A task on material
   // the message carries ("translate into french: ...") is done once, now.
   if (r.top.action != Action::kCreateAgent && r.top.action != Action::kCreateSkill &&
-      !names_agent_exactly && IsStandingInstruction(s.message.words, s.message.request.message)) {
+      !names_agent_exactly && IsStandingInstruction(s.message.masked_words, s.message.masked)) {
     r.second = r.top;
     r.top = Prediction{Action::kCreateAgent, std::max(kOverrideFloor, r.top.probability)};
     r.rule = kModelStandingInstructionRule;
   } else if (r.top.action != Action::kExecuteTask && !names_agent_exactly &&
-             IsSelfContainedTask(s.message.words, s.message.request.message)) {
+             IsSelfContainedTask(s.message.masked_words, s.message.masked)) {
     r.second = r.top;
     r.top = Prediction{Action::kExecuteTask, std::max(kOverrideFloor, r.top.probability)};
     r.rule = kModelSelfContainedTaskRule;

@@ -291,19 +291,16 @@ void ReadLastListAndAgent(const IntentRequest& request, size_t begin, Context& c
 std::optional<Action> AskedFor(const HistoryTurn& turn, const IntentRequest& request,
                                const LocalClassifier& classifier) {
   if (turn.action) return turn.action;
-  const std::string normalized = NormalizeText(turn.content);
-  const std::optional<std::string> agent = MatchCatalogItem(turn.content, request.agents);
-  if (LeadingVerb(Words(normalized)) && agent) {
-    const std::optional<Action> verb = VerbAction(turn.content);
+  // The words of an agent's own name ("weekly-sales-digest",
+  // "delete-old-files") say nothing of what the turn asked.
+  const std::string masked = WithoutCatalogNames(turn.content, request);
+  const std::string normalized = NormalizeText(masked);
+  const std::vector<std::string_view> words = Words(normalized);
+  if (LeadingVerb(words) && MatchCatalogItem(turn.content, request.agents)) {
+    const std::optional<Action> verb = VerbAction(masked);
     // "run cert-watch at 6am every day", "post its messages to #general
-    // from now on": a standing change to the agent, not a run. The agent's
-    // own name ("weekly-sales-digest") says nothing of when it runs.
-    std::string rest = normalized;
-    const std::string name = NormalizeText(*agent);
-    if (size_t at = rest.find(name); at != std::string::npos) rest.erase(at, name.size());
-    const std::vector<std::string_view> rest_words = Words(rest);
-    if (verb == Action::kExecuteTask &&
-        (HasRecurrence(rest_words) || AsksStandingChange(rest_words))) {
+    // from now on": a standing change to the agent, not a run.
+    if (verb == Action::kExecuteTask && (HasRecurrence(words) || AsksStandingChange(words))) {
       return Action::kUpdateAgent;
     }
     if (verb && *verb != Action::kCreateAgent && *verb != Action::kCreateSkill) return verb;
@@ -469,6 +466,11 @@ void ReadLastOutput(const IntentRequest& request, Context& c) {
 }
 
 }  // namespace
+
+std::string WithoutCatalogNames(std::string_view text, const IntentRequest& request) {
+  return MaskCatalogNames(MaskCatalogNames(text, request.agents, kNameStandIn), request.skills,
+                          kNameStandIn);
+}
 
 Context ReadContext(const IntentRequest& request, const LocalClassifier& classifier,
                     int max_turns) {

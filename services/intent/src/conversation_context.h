@@ -48,4 +48,9 @@ struct Context {
 // `classifier` guesses what a user turn asked for or an offer offers.
 Context ReadContext(const IntentRequest& request, const LocalClassifier& classifier, int max_turns);
 
+// `text` with the names of the request's agents and skills masked
+// (MaskCatalogNames, kNameStandIn): what the readers of verbs, schedules
+// and the model read of a message or an earlier turn.
+std::string WithoutCatalogNames(std::string_view text, const IntentRequest& request);
+
 }  // namespace omniforge::intent

@@ -891,7 +891,7 @@ std::optional<RuleAnswer> EditOfAgentInPlay(const Situation& s) {
 // An agent named with a leading verb: "run the sales digest anyway", "ok,
 // have the pager thing ignore outage tickets".
 std::optional<RuleAnswer> NamedAgentWithVerb(const Situation& s) {
-  if (!s.named_agent || !s.agent_verb || !LeadingVerb(s.message.words)) return std::nullopt;
+  if (!s.named_agent || !s.agent_verb || !LeadingVerb(s.message.masked_words)) return std::nullopt;
   const bool named_exactly =
       absl::StrContains(Lowercase(s.message.request.message), Lowercase(*s.named_agent));
   // "shorten this headline to 60 chars: <text>": a word of an agent's name
@@ -996,7 +996,10 @@ Message::Message(const IntentRequest& request)
     : request(request),
       normalized(NormalizeText(request.message)),
       words(Words(normalized)),
-      entities(ExtractEntities(request.message)) {}
+      masked(WithoutCatalogNames(request.message, request)),
+      masked_normalized(NormalizeText(masked)),
+      masked_words(Words(masked_normalized)),
+      entities(ExtractEntities(masked)) {}
 
 Situation ReadSituation(const Message& message, const Context& context,
                         const LocalClassifier& classifier) {
@@ -1009,15 +1012,15 @@ Situation ReadSituation(const Message& message, const Context& context,
     s.entities["skill_name"] = *skill;
   }
   for (std::string_view w : message.words) s.content_words += w != "?";
-  s.verb = VerbAction(request.message);
+  s.verb = VerbAction(message.masked);
   // "stop it sending between 10pm and 6am": switched off only some of the
   // time, it still runs; what it does changes (LABELS.md: lifecycle is on
   // or off, "skip weekends" is a change).
-  if (s.verb == Action::kManagePlatform && LimitsWhenItRuns(message.words)) {
+  if (s.verb == Action::kManagePlatform && LimitsWhenItRuns(message.masked_words)) {
     s.verb = Action::kUpdateAgent;
   }
   if (s.verb && !NewAgentOrSkill(*s.verb)) s.agent_verb = s.verb;
-  s.verb_is_explicit = VerbIsExplicit(request.message);
+  s.verb_is_explicit = VerbIsExplicit(message.masked);
   s.ordinal = FindOrdinal(request.message);
   if (s.ordinal && context.last_list.empty()) s.ordinal.reset();  // "no, 45": a number
   if (s.ordinal && s.named_agent) {

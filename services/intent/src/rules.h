@@ -30,9 +30,16 @@ struct Message {
   Message& operator=(const Message&) = delete;
 
   const IntentRequest& request;
-  const std::string normalized;                       // NormalizeText(request.message)
-  const std::vector<std::string_view> words;          // Words(normalized)
-  const std::map<std::string, std::string> entities;  // ExtractEntities(request.message)
+  const std::string normalized;               // NormalizeText(request.message)
+  const std::vector<std::string_view> words;  // Words(normalized)
+  // The message with the user's agent and skill names masked
+  // (MaskCatalogNames, kNameStandIn): what the readers of verbs, schedules
+  // and the model read, so that "delete-old-files" or "weekly-sales-report"
+  // ask for nothing. `masked_words` views `masked_normalized`.
+  const std::string masked;
+  const std::string masked_normalized;
+  const std::vector<std::string_view> masked_words;
+  const std::map<std::string, std::string> entities;  // ExtractEntities(masked)
 };
 
 // A message in its conversation: what the reference rules decide from.

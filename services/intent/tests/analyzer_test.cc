@@ -236,6 +236,16 @@ TEST(EntitiesTest, MatchesAgentsExactlyOrByDistinctiveWords) {
               ::testing::ElementsAre("invoice-chaser", "weekly-sales-digest"));
 }
 
+TEST(EntitiesTest, MasksWholeNamesOnly) {
+  const std::vector<CatalogItem> agents = {{"weekly-sales-digest", ""}, {"sales-digest", ""}};
+  EXPECT_EQ(MaskCatalogNames("run Weekly-Sales-Digest and sales-digest now", agents, "X"),
+            "run X and X now");
+  // Not inside a longer word or name, and the longest name first.
+  EXPECT_EQ(MaskCatalogNames("weekly-sales-digest-v2 and my-sales-digest", agents, "X"),
+            "weekly-sales-digest-v2 and my-sales-digest");
+  EXPECT_EQ(MaskCatalogNames("the sales digest", agents, "X"), "the sales digest");
+}
+
 TEST(EntitiesTest, ExtractsScheduleSourcesAndRecipients) {
   auto e = ExtractEntities(
       "every monday at 9am pull deals from HubSpot and Google Sheets, email maria@acme.io and "
@@ -681,6 +691,28 @@ LocalResult Local(std::string message, std::vector<HistoryTurn> history = {},
   request.history = std::move(history);
   request.agents = std::move(agents);
   return Analyzer().Analyze(request);
+}
+
+TEST(ReferenceTest, TheWordsOfAnAgentsNameAskForNothing) {
+  const std::vector<CatalogItem> agents = {
+      {"delete-old-files", "Removes files older than 90 days from the shared drive."},
+      {"nightly-backup-check", "Verifies the backups each night."},
+      {"daily-standup-digest", "Posts the standup summary every morning."}};
+  // "delete" is the agent's name, not a request to delete.
+  const IntentAnalysis skip = Local("delete-old-files should also skip pdfs", {}, agents).analysis;
+  EXPECT_EQ(skip.action, Action::kUpdateAgent);
+  EXPECT_EQ(AgentOf(skip), "delete-old-files");
+  // "check" is the agent's name: "and X too" repeats the pause.
+  const IntentAnalysis also = Local("and nightly-backup-check too",
+                                    {User("pause daily-standup-digest"),
+                                     Assistant("Done — daily-standup-digest is paused.")},
+                                    agents)
+                                  .analysis;
+  EXPECT_EQ(also.action, Action::kManagePlatform);
+  EXPECT_EQ(AgentOf(also), "nightly-backup-check");
+  // "daily" is the agent's name, not a schedule.
+  EXPECT_FALSE(
+      Local("pause daily-standup-digest", {}, agents).analysis.entities.contains("schedule"));
 }
 
 // The confidence the rule tables give `rule`; nullopt for the model's answers.
