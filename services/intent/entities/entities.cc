@@ -404,6 +404,20 @@ std::optional<OrdinalRef> FindOrdinal(std::string_view text) {
         }
       }
     }
+    // "b", "b pls", "option c", "(b)": a letter of a lettered list, in a
+    // short message or counted ("a" only then: it is an article too).
+    if (words[i].size() == 1 && words[i][0] >= 'a' && words[i][0] <= 'h') {
+      const bool counted = prev == "option" || prev == "item" || prev == "choice" ||
+                           prev == "letter" || prev == "answer";
+      size_t others = 0;
+      for (std::string_view w : words) {
+        others += w != words[i] && !OneOf(w, {"pls", "please", "plz", "thanks", "thx", "ok", "okay",
+                                              "option", "the", "one", "?", "go", "with"});
+      }
+      if (counted || (others == 0 && (words[i] != "a" || words.size() == 1))) {
+        return OrdinalRef{OrdinalRef::Kind::kFromStart, words[i][0] - 'a', std::string(words[i])};
+      }
+    }
     // "#2", "number 2", "no 2", "option 2", "item 2", or just "2".
     int n = 0;
     if (absl::SimpleAtoi(std::string(words[i]), &n) && n >= 1 && n <= 50) {

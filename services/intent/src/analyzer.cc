@@ -313,6 +313,16 @@ LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
         "A new topic: only the request after the marker is read. " + result.analysis.reasoning;
     return result;
   }
+  // "thank you!! could you also create something for our volunteers":
+  // the request after the thanks, in the same conversation.
+  if (std::optional<size_t> start = RequestAfterThanks(request.message)) {
+    IntentRequest rest = request;
+    rest.message = request.message.substr(*start);
+    LocalResult result = Analyze(rest);
+    result.analysis.reasoning =
+        "Thanks first: the request after them is read. " + result.analysis.reasoning;
+    return result;
+  }
   const Message message(request);
   for (const Rule<Message>& rule : FastPathRules()) {
     if (std::optional<RuleAnswer> answer = rule.apply(message)) {

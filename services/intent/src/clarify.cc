@@ -1178,7 +1178,20 @@ void MergeModelDecision(const IntentRequest& request, Action action, const Clari
 
 }  // namespace
 
-void ApplyClarification(const IntentRequest& request, IntentAnalysis& analysis) {
+void ApplyClarification(const IntentRequest& whole, IntentAnalysis& analysis) {
+  // "ok thanks. btw what's this charge for??": after a marker of a new
+  // topic the request is read as if it opened the conversation, and so is
+  // what it needs.
+  std::optional<IntentRequest> fresh;
+  if (std::optional<size_t> start = NewTopicStart(whole.message)) {
+    fresh = whole;
+    fresh->message = whole.message.substr(*start);
+    fresh->history.clear();
+  } else if (std::optional<size_t> after = RequestAfterThanks(whole.message)) {
+    fresh = whole;  // "thanks! could you also ...": the request after them
+    fresh->message = whole.message.substr(*after);
+  }
+  const IntentRequest& request = fresh ? *fresh : whole;
   const auto agent = analysis.entities.find("agent_name");
   ClarifyInput input{.request = request,
                      .action = analysis.action,

@@ -236,6 +236,20 @@ std::optional<Action> VerbAction(std::string_view text, size_t within_words) {
   }();
   // Scan word by word so the earliest verb wins.
   for (size_t i = 0; i < words.size() && i < within_words; ++i) {
+    // "turn that one back on", "switch the digest off": a verb of switching
+    // and its particle around the object.
+    if (words[i] == "turn" || words[i] == "switch" || words[i] == "flip") {
+      for (size_t j = i + 2; j < words.size() && j <= i + 5; ++j) {
+        // The particle closes the clause: "off" in "switch off the alerts
+        // for anna" is not around an object.
+        if ((words[j] == "on" || words[j] == "off") &&
+            (j + 1 == words.size() ||
+             OneOf(words[j + 1], {"?", "again", "until", "till", "for", "pls", "please", "now",
+                                  "then", "too", "and", "from", "today", "tomorrow"}))) {
+          return Action::kManagePlatform;
+        }
+      }
+    }
     for (const auto& [verb, parts, action] : kSplitVerbs) {
       if (i + parts.size() > words.size()) continue;
       bool match = true;

@@ -656,10 +656,16 @@ std::optional<RelativePosition> FindRelativePosition(const std::vector<std::stri
   return found->position;
 }
 
-std::optional<size_t> NewTopicStart(std::string_view message) {
-  static const WordSet& markers = words::List("followup_topic_markers");
+namespace {
+
+// Where the request after the topic markers that open `message` at `start`
+// begins, or nullopt when no marker opens it there. A later sentence
+// (`start` > 0) opens a new topic only with a marker that says so.
+std::optional<size_t> AfterTopicMarkers(std::string_view message, size_t start) {
+  static const WordSet& opening = words::List("followup_topic_markers");
+  static const WordSet& later = words::List("followup_topic_markers_later");
+  const WordSet& markers = start == 0 ? opening : later;
   static const WordSet& lead_in = words::List("followup_topic_lead_in");
-  size_t start = 0;
   bool shifted = false;
   // Markers may pile up: "oh and hey, before that — what's ...".
   for (int round = 0; round < 4; ++round) {
@@ -701,6 +707,65 @@ std::optional<size_t> NewTopicStart(std::string_view message) {
   }
   if (!shifted || start >= message.size()) return std::nullopt;
   return start;
+}
+
+}  // namespace
+
+std::optional<size_t> NewTopicStart(std::string_view message) {
+  // The marker opens the message or one of its later sentences ("hmm let
+  // me check with IT. anyway, unrelated: run payroll-check now").
+  size_t start = 0;
+  while (start < message.size()) {
+    if (std::optional<size_t> after = AfterTopicMarkers(message, start)) return after;
+    // The next sentence: after a full stop, a question or exclamation mark
+    // followed by a space ("v2.1" ends none), or after a line break.
+    size_t next = std::string_view::npos;
+    for (size_t end = message.find_first_of(".!?\n", start); end != std::string_view::npos;
+         end = message.find_first_of(".!?\n", end + 1)) {
+      if (message[end] == '\n' || end + 1 >= message.size() || message[end + 1] == ' ' ||
+          message[end + 1] == '\n') {
+        next = end + 1;
+        break;
+      }
+    }
+    if (next == std::string_view::npos) break;
+    while (next < message.size() && (message[next] == ' ' || message[next] == '\n')) ++next;
+    start = next;
+  }
+  return std::nullopt;
+}
+
+std::optional<size_t> RequestAfterThanks(std::string_view message) {
+  static const WordSet& openers = words::List("followup_thanks_openers");
+  size_t i = 0;
+  bool thanked = false;
+  while (i < message.size()) {
+    size_t end = i;
+    while (end < message.size() && std::isalpha(static_cast<unsigned char>(message[end])) != 0) {
+      ++end;
+    }
+    if (end == i) break;
+    const std::string word = Lowercase(message.substr(i, end - i));
+    if (!openers.contains(word)) return std::nullopt;
+    thanked = thanked || (word != "ok" && word != "okay" && word != "so");
+    i = end;
+    while (i < message.size() && message[i] == ' ') ++i;
+    if (i < message.size() && (message[i] == '!' || message[i] == '.' || message[i] == ',' ||
+                               static_cast<unsigned char>(message[i]) >= 0x80)) {
+      break;  // the opening ends at its punctuation (or an emoji)
+    }
+  }
+  if (!thanked || i >= message.size()) return std::nullopt;
+  // Past the punctuation and emoji that close the opening.
+  while (i < message.size() &&
+         (message[i] == '!' || message[i] == '.' || message[i] == ',' || message[i] == ' ' ||
+          static_cast<unsigned char>(message[i]) >= 0x80)) {
+    ++i;
+  }
+  if (i >= message.size()) return std::nullopt;
+  const std::string rest = NormalizeText(message.substr(i));
+  if (Words(rest).size() < 3 || !VerbIsExplicit(message.substr(i))) return std::nullopt;
+  return i;
 }
 
 namespace {

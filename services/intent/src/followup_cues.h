@@ -82,6 +82,13 @@ bool AsksAboutTheConversation(const std::vector<std::string_view>& words);
 // nullopt when the message opens with none.
 std::optional<size_t> NewTopicStart(std::string_view message);
 
+// "thank you!! could you also create something for our volunteers",
+// "perfect, now pause the other one": where the request after an opening
+// of thanks or praise (followup_thanks_openers, with at least one word
+// that is not "ok" or "so") starts, when it asks for something with a
+// verb of its own in three words or more; else nullopt.
+std::optional<size_t> RequestAfterThanks(std::string_view message);
+
 // "every monday", "each morning", "weekly" (but not "the weekly report",
 // "their monthly numbers", nor "every student").
 bool HasRecurrence(const std::vector<std::string_view>& words);

@@ -688,12 +688,35 @@ std::optional<RuleAnswer> CorrectLastRequest(const Situation& s) {
   return out;
 }
 
+// "also menu-sync pls", "the attendance one too": nothing but an agent
+// and a word of repeating (followup_same_again_cues), in a few words
+// (followup_same_again_words).
+bool OnlyAnotherAgentAgain(const Situation& s) {
+  const std::vector<std::string_view>& words = s.message.masked_words;
+  const std::string name = NormalizeText(*s.named_agent);
+  const std::vector<std::string_view> name_words = Words(name);
+  bool cue = false;
+  for (std::string_view w : words) {
+    if (w == kNameStandIn ||
+        std::find(name_words.begin(), name_words.end(), w) != name_words.end()) {
+      continue;
+    }
+    if (words::Contains("followup_same_again_cues", w)) {
+      cue = true;
+    } else if (!words::Contains("followup_same_again_words", w)) {
+      return false;
+    }
+  }
+  return cue || ContainsPhrase(words, "as well");
+}
+
 // "same for X", "what about X": the previous request, for another agent.
 std::optional<RuleAnswer> SameForNamedAgent(const Situation& s) {
   const Context& c = s.context;
   const std::vector<std::string_view>& words = s.message.words;
-  if (!s.named_agent || !c.previous_action || !AsksForSameAgain(words) || words.size() > 10 ||
-      (s.agent_verb && s.verb_is_explicit)) {
+  if (!s.named_agent || !c.previous_action || words.size() > 10 ||
+      !(OnlyAnotherAgentAgain(s) ||
+        (AsksForSameAgain(words) && !(s.agent_verb && s.verb_is_explicit)))) {
     return std::nullopt;
   }
   RuleAnswer out = Answer(s, *c.previous_action, Reference::kNone,

@@ -623,6 +623,70 @@ TEST(ReferenceTest, ATopicMarkerIsCutAtAClauseNotInsideAnAgentsName) {
             std::string_view("different topic - ").size());
 }
 
+TEST(ReferenceTest, ATopicMarkerOpensALaterSentenceToo) {
+  const IntentAnalysis a =
+      Analyze("hmm let me check with IT. anyway, unrelated: run invoice-chaser now, HR is asking",
+              {User("what does weekly-sales-digest read?"),
+               Assistant("weekly-sales-digest reads closed deals from HubSpot.")});
+  EXPECT_EQ(a.action, Action::kExecuteTask);
+  EXPECT_EQ(AgentOf(a), "invoice-chaser");
+  // "btw" adds to a message; only the markers that say so open a new topic
+  // in a later sentence.
+  EXPECT_FALSE(NewTopicStart("pause it. btw it should resume monday").has_value());
+  EXPECT_EQ(NewTopicStart("looks good. anyway: can agents read pdfs?"),
+            std::string_view("looks good. anyway: ").size());
+  EXPECT_FALSE(NewTopicStart("use v2.anyway").has_value());
+}
+
+TEST(ReferenceTest, AnotherAgentWithAlsoOrTooRepeatsTheRequest) {
+  const std::vector<HistoryTurn> changed = {
+      User("make weekly-sales-digest cc the head of sales"),
+      Assistant("Done — weekly-sales-digest will cc sales-lead@acme.example.")};
+  const IntentAnalysis also = Analyze("also invoice-chaser pls", changed);
+  EXPECT_EQ(also.action, Action::kUpdateAgent);
+  EXPECT_EQ(AgentOf(also), "invoice-chaser");
+  const std::vector<HistoryTurn> resumed = {User("resume weekly-sales-digest"),
+                                            Assistant("Done — it is active again.")};
+  const IntentAnalysis too = Analyze("the invoice one too pls", resumed);
+  EXPECT_EQ(too.action, Action::kManagePlatform);
+  EXPECT_EQ(AgentOf(too), "invoice-chaser");
+}
+
+TEST(ReferenceTest, ASwitchingVerbAroundItsObjectIsLifecycle) {
+  const IntentAnalysis a =
+      Analyze("ah right, lets turn that one back on",
+              {User("why did nobody get reminders?"),
+               Assistant("invoice-chaser is paused — it was paused on Aug 30.")});
+  EXPECT_EQ(a.action, Action::kManagePlatform);
+  EXPECT_EQ(AgentOf(a), "invoice-chaser");
+  EXPECT_EQ(VerbAction("switch the digest off for the holidays"), Action::kManagePlatform);
+  EXPECT_NE(VerbAction("switch the digest to slack"), Action::kManagePlatform);
+}
+
+TEST(ReferenceTest, ALetterPicksFromALetteredList) {
+  const IntentAnalysis a = Analyze(
+      "b pls", {User("pause the sales one"),
+                Assistant("Which one should I pause?\na) weekly-sales-digest\nb) invoice-chaser")});
+  EXPECT_EQ(a.action, Action::kManagePlatform);
+  EXPECT_EQ(AgentOf(a), "invoice-chaser");
+  EXPECT_EQ(FindOrdinal("option c")->index, 2);
+  EXPECT_FALSE(FindOrdinal("plan b is fine").has_value());
+  EXPECT_FALSE(FindOrdinal("a digest for sales").has_value());
+}
+
+TEST(ReferenceTest, TheRequestAfterThanksIsWhatTheMessageAsks) {
+  const IntentAnalysis a =
+      Analyze("thank you!! could you also pause invoice-chaser",
+              {User("can I give Ruth edit rights?"), Assistant("Yes — Ruth is now an editor.")});
+  EXPECT_EQ(a.action, Action::kManagePlatform);
+  EXPECT_EQ(AgentOf(a), "invoice-chaser");
+  EXPECT_EQ(RequestAfterThanks("thanks so much! run it again"),
+            std::string_view("thanks so much! ").size());
+  EXPECT_FALSE(RequestAfterThanks("thanks!").has_value());
+  EXPECT_FALSE(RequestAfterThanks("ok, delete it").has_value());  // no thanks
+  EXPECT_FALSE(RequestAfterThanks("great, thanks a lot").has_value());
+}
+
 TEST(GrammarCueTest, ChangingAnAgentsSettingIsAChange) {
   EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("change the schedule"))));
   EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("pls adjust its threshold to 80"))));

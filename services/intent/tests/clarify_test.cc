@@ -242,6 +242,24 @@ TEST(ClarifyTest, ApplyingTheDecisionSetsAmbiguityAndTheQuestion) {
   EXPECT_THAT(a.reasoning, HasSubstr("unbound_deictic"));
 }
 
+TEST(ClarifyTest, AfterANewTopicOrThanksOnlyTheRequestIsWeighed) {
+  // The history binds nothing the new topic points at.
+  const IntentRequest topic =
+      Request("ok thanks. btw what's this charge for?? never seen it before",
+              {"standup-digest", "deploy-notifier"},
+              {{Role::kUser, "what time does standup-digest run?"},
+               {Role::kAssistant, "standup-digest runs every weekday at 9:00 and posts in #eng."}});
+  IntentAnalysis a;
+  a.action = Action::kQueryInfo;
+  ApplyClarification(topic, a);
+  EXPECT_TRUE(a.clarification.needed);
+  EXPECT_THAT(a.clarification.missing, Contains(MissingSlot::kReferent));
+  // "fix that pls" points at something nothing names.
+  const IntentRequest fix = Request("can u fix that pls, its been like that since monday",
+                                    {"ticket-triager", "csat-digest"});
+  EXPECT_TRUE(Decide(fix, Action::kConversation).clarification.needed);
+}
+
 TEST(ClarifyQuestionTest, NamesEveryMissingSlotAndTheCandidates) {
   EXPECT_EQ(
       ClarifyQuestion({MissingSlot::kObject, MissingSlot::kRecipient}, {}, Action::kExecuteTask),
