@@ -378,11 +378,36 @@ bool HistoryNamesPeople(const Facts& f) {
   return false;
 }
 
+bool InAgentDescription(const Facts& f, std::string_view word);
+
 // "why is that one red", "translate this to german" with nothing in the
 // history or the message for it to stand for.
 bool UnboundDeictic(Facts& f) {
-  if (f.history_binds || f.payload || f.in.agent_name) return false;
+  if (f.payload) return false;
   const std::vector<std::string_view>& w = f.words;
+  // "and this letter — can you translate it", "whats wrong with this
+  // receipt": a thing pointed at that neither the history, the assistant's
+  // last output nor the user's agents show, whatever else they show. Not
+  // a thing of a chat ("see what this chat thing is").
+  for (size_t i = 0; i + 1 < w.size() && !f.output_binds && f.in.action != Action::kConversation;
+       ++i) {
+    if (!OneOf(w[i], {"this", "these", "those"}) || (i == 0 && w[i + 1] == "is")) continue;
+    // A thing: not a word of a clause ("turn this into"), a count ("those
+    // two") or material any history can hold ("those changes").
+    static const WordSet& documents = words::List("clarify_documents");
+    const std::string_view noun = w[i + 1];
+    if (noun.size() < 3 || StopWords().contains(noun) || TimeNouns().contains(noun) ||
+        GenericAgentWords().contains(noun) ||
+        OneOf(noun, {"one", "ones", "agent", "bot", "skill", "into", "onto", "with", "from", "for",
+                     "about", "over", "two", "three", "four", "five", "both", "all", "again"}) ||
+        (!f.in.request.history.empty() && documents.contains(noun)) || InHistory(f, noun) ||
+        InAgentNames(f, noun) || InAgentDescription(f, noun)) {
+      continue;
+    }
+    f.referent = std::string(w[i]) + " " + std::string(noun);
+    return true;
+  }
+  if (f.history_binds || f.in.agent_name) return false;
   const bool question = ContainsPhrase(w, "?") ||
                         (!w.empty() && words::Contains("clarify_question_openers", w.front()));
   if (f.in.action == Action::kConversation && !question) return false;
@@ -426,8 +451,6 @@ bool UnboundDeictic(Facts& f) {
   return false;
 }
 
-bool InAgentDescription(const Facts& f, std::string_view word);
-
 // "go with option B" when no options were offered; "the usual setup"
 // with no agent to hold it.
 bool UnboundShorthand(Facts& f) {
@@ -460,8 +483,9 @@ bool UnboundShorthand(Facts& f) {
       return true;
     }
     // "last week's configuration": a version the history and the agents in
-    // play do not show.
-    if (w[i] == "last" && i + 2 < w.size() &&
+    // play do not show. In a request that recurs ("every monday ... last
+    // week's ad spend") it is the window each run reads.
+    if (w[i] == "last" && i + 2 < w.size() && !HasRecurrence(w) &&
         OneOf(w[i + 1], {"weeks", "months", "years", "quarters", "nights", "times"}) &&
         !StopWords().contains(w[i + 2]) && !InHistory(f, w[i + 2]) &&
         !InAgentDescription(f, w[i + 2])) {
@@ -940,10 +964,14 @@ bool PurposeMissing(Facts& f) {
         return false;  // "that emails", "to read docx files"
       }
     }
-    // "an agent for chasing invoices"
+    // "an agent for chasing invoices"; "for handling contracts", "for
+    // managing the shop" say no more than "for contracts".
     if (w[i] == "for" && i + 2 < w.size() && w[i + 1].ends_with("ing") && w[i + 1].size() > 5 &&
         !w[i + 1].ends_with("thing") && !StopWords().contains(w[i + 2])) {
-      return false;
+      const std::string base(w[i + 1].substr(0, w[i + 1].size() - 3));
+      if (!VaguePurposeWords().contains(base) && !VaguePurposeWords().contains(base + "e")) {
+        return false;
+      }
     }
   }
   return true;

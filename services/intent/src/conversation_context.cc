@@ -214,6 +214,20 @@ std::optional<Action> OfferOf(const HistoryTurn& turn, std::optional<Action> ask
       offered = Action::kUpdateAgent;
     }
   }
+  // A draft of something new is the kind its words name ("Draft agent:
+  // ..."); when they name neither, the kind the user asked for.
+  if (offered == Action::kCreateAgent || offered == Action::kCreateSkill) {
+    const std::string normalized = NormalizeText(turn.content);
+    const std::vector<std::string_view> words = Words(normalized);
+    const bool agent = ContainsAnyPhrase(words, {"agent", "bot"});
+    const bool skill = ContainsAnyPhrase(words, {"skill"});
+    if (agent != skill) {
+      offered = agent ? Action::kCreateAgent : Action::kCreateSkill;
+    } else if (!agent && asked &&
+               (*asked == Action::kCreateAgent || *asked == Action::kCreateSkill)) {
+      offered = asked;
+    }
+  }
   // A draft of something new that the user asked for keeps its kind; an
   // offer to change one of the user's agents by name is a change.
   if (offered == Action::kUpdateAgent && asked &&

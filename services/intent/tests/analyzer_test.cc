@@ -687,6 +687,27 @@ TEST(ReferenceTest, TheRequestAfterThanksIsWhatTheMessageAsks) {
   EXPECT_FALSE(RequestAfterThanks("great, thanks a lot").has_value());
 }
 
+TEST(ReferenceTest, PluralWeekdaysRecurAndADraftIsTheKindItsWordsName) {
+  const IntentAnalysis fridays = Analyze(
+      "fridays 3pm: email the parents of class 4B a short newsletter with that week's homework");
+  EXPECT_EQ(fridays.action, Action::kCreateAgent);
+  const IntentAnalysis draft = Analyze(
+      "go, but only for orders over $500",
+      {User("set up something to flag suspicious orders"),
+       Assistant("Draft agent:\n- Name: fraud-order-flagger\n- Trigger: every new Shopify order\n"
+                 "- Checks: country mismatch, several cards tried\nGo ahead?")});
+  EXPECT_EQ(draft.action, Action::kCreateAgent);
+}
+
+TEST(ReferenceTest, WhatWeChangedIsARecap) {
+  const IntentAnalysis a =
+      Analyze("wait, what have we actually changed vs just talked about?",
+              {User("resume invoice-chaser"), Assistant("Resumed invoice-chaser."),
+               User("set weekly-sales-digest to 8am"), Assistant("Done — it now sends at 8am.")});
+  EXPECT_EQ(a.action, Action::kConversation);
+  EXPECT_TRUE(a.summary_worthy);
+}
+
 TEST(GrammarCueTest, ChangingAnAgentsSettingIsAChange) {
   EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("change the schedule"))));
   EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("pls adjust its threshold to 80"))));

@@ -260,6 +260,43 @@ TEST(ClarifyTest, AfterANewTopicOrThanksOnlyTheRequestIsWeighed) {
   EXPECT_TRUE(Decide(fix, Action::kConversation).clarification.needed);
 }
 
+TEST(ClarifyTest, AThingPointedAtThatNothingShowsAsksWhateverElseTheHistoryHolds) {
+  const IntentRequest letter =
+      Request("and this letter — can you translate it into french for the parents?",
+              {"bus-route-alerts", "attendance-watch"},
+              {{Role::kUser, "pause bus-route-alerts over the winter break pls"},
+               {Role::kAssistant, "Done — bus-route-alerts is paused until January 6."}});
+  const ClarifyDecision d = Decide(letter, Action::kExecuteTask, "bus-route-alerts");
+  EXPECT_TRUE(d.clarification.needed);
+  EXPECT_THAT(d.conditions, Contains("unbound_deictic"));
+  // What the history shows, a count or a clause is no such thing.
+  const IntentRequest shown =
+      Request("why were those two denied?", {"claim-status"},
+              {{Role::kUser, "run claim-status"},
+               {Role::kAssistant, "Done. 41 claims checked, 2 were denied (Patel and Gruber)."}});
+  EXPECT_FALSE(Decide(shown, Action::kQueryInfo, "claim-status").clarification.needed);
+  const IntentRequest chat = Request("just wanted to see what this chat thing is");
+  EXPECT_FALSE(Decide(chat, Action::kConversation).clarification.needed);
+}
+
+TEST(ClarifyTest, ARecurringRequestReadsLastWeekAsItsWindow) {
+  const IntentRequest weekly = Request(
+      "Every Monday at 9 send me a CSV of last week's Google Ads spend broken down by campaign.",
+      {"campaign-roi", "seo-rank-tracker"});
+  EXPECT_FALSE(Decide(weekly, Action::kCreateAgent).clarification.needed);
+  const IntentRequest copy =
+      Request("copy last week's configuration onto loyalty-mailer", {"loyalty-mailer"});
+  EXPECT_TRUE(Decide(copy, Action::kUpdateAgent, "loyalty-mailer").clarification.needed);
+}
+
+TEST(ClarifyTest, HandlingOrManagingSaysNoMoreThanTheTopic) {
+  const IntentRequest vague = Request("need a skill for handling contracts");
+  EXPECT_THAT(Decide(vague, Action::kCreateSkill).clarification.missing,
+              ElementsAre(MissingSlot::kPurpose));
+  const IntentRequest chasing = Request("an agent for chasing unpaid invoices");
+  EXPECT_FALSE(Decide(chasing, Action::kCreateAgent).clarification.needed);
+}
+
 TEST(ClarifyQuestionTest, NamesEveryMissingSlotAndTheCandidates) {
   EXPECT_EQ(
       ClarifyQuestion({MissingSlot::kObject, MissingSlot::kRecipient}, {}, Action::kExecuteTask),
