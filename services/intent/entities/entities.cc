@@ -385,8 +385,9 @@ std::optional<OrdinalRef> FindOrdinal(std::string_view text) {
       if (kNotAListItem.contains(next) && !of_the_list) continue;
       // "top"/"final"/"bottom"/"last"/"first" alone mean many things; they
       // count only with a determiner before them (or alone).
-      const bool determiner =
-          prev == "the" || prev == "that" || prev == "this" || words.size() == 1;
+      // "last one on ur list" names a position too.
+      const bool determiner = prev == "the" || prev == "that" || prev == "this" ||
+                              words.size() == 1 || (i == 0 && next == "one");
       const bool weak = words::Contains("ordinals_weak", word);
       if (weak && !determiner) continue;
       if (index < 0) return OrdinalRef{OrdinalRef::Kind::kFromEnd, -index - 1, std::string(word)};

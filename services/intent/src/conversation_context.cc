@@ -324,6 +324,25 @@ std::optional<Action> AskedFor(const HistoryTurn& turn, const IntentRequest& req
   return ranked[0].action;
 }
 
+// "Done — X now posts to #incidents", "Updated: X will text 48 hours
+// before", "from now on X ...": an answer that says an agent was changed.
+bool SaysItChangedAnAgent(std::string_view answer) {
+  const std::string normalized = NormalizeText(answer);
+  const std::vector<std::string_view> words = Words(normalized);
+  if (ContainsAnyPhrase(words, {"will now", "from now on", "is now set", "now set to",
+                                "going forward", "i changed", "ive changed"})) {
+    return true;
+  }
+  // "now posts", "now runs": "now" before a verb of the present.
+  for (size_t i = 0; i + 1 < words.size(); ++i) {
+    if (words[i] == "now" && words[i + 1].size() > 3 && words[i + 1].ends_with("s") &&
+        !words[i + 1].ends_with("ss")) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // The last user turn: what the user asked for, with its entities.
 void ReadPreviousRequest(const IntentRequest& request, const HistoryTurn& last_user,
                          const LocalClassifier& classifier, Context& c) {
@@ -514,6 +533,12 @@ Context ReadContext(const IntentRequest& request, const LocalClassifier& classif
     ReadPreviousRequest(request, *last_user, classifier, c);
     for (size_t i = last_user_index; i < history.size(); ++i) {
       c.previous_text += history[i].content + "\n";
+    }
+    // "Done — error-spike-alerter now posts to #incidents": the assistant
+    // says the request changed what an agent does from now on.
+    if (c.previous_action == Action::kExecuteTask && last_assistant != nullptr &&
+        c.previous_entities.contains("agent_name") && SaysItChangedAnAgent(last_assistant->content)) {
+      c.previous_action = Action::kUpdateAgent;
     }
   }
   if (last_assistant != nullptr) {

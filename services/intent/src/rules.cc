@@ -211,7 +211,8 @@ std::optional<RuleAnswer> Recap(const Situation& s) {
       s.context.has_history && (AsksForConversationSummary(s.message.words) ||
                                 (!s.named_agent && (AsksAboutTheConversation(s.message.words) ||
                                                     AsksWhereThingsStand(s.message.words))));
-  if (!IsRecap(s.message.words) && !about_conversation) return std::nullopt;
+  // "the second thing you said — what does that one check?" picks.
+  if ((!IsRecap(s.message.words) && !about_conversation) || s.ordinal) return std::nullopt;
   RuleAnswer out = Answer(s, Action::kConversation, Reference::kRecap,
                           "The user wants to pick the conversation back up: a recap is due.");
   out.summary_worthy = true;
@@ -273,9 +274,116 @@ bool NewRequestAfterYes(const Situation& s, Action offered) {
 }
 
 // "yes, do that": what the assistant offered, with its entities.
+// The assistant's last turn offers to do something to "it" or "this
+// agent" ("Would you like me to delete it?").
+bool OfferPointsAtAgent(const Situation& s) {
+  const std::vector<HistoryTurn>& history = s.message.request.history;
+  if (history.empty() || history.back().role != Role::kAssistant) return false;
+  const std::string normalized = NormalizeText(history.back().content);
+  return ContainsAnyPhrase(Words(normalized), {"delete it", "pause it", "resume it", "archive it",
+                                              "disable it", "remove it", "duplicate it",
+                                              "turn it off", "stop it", "this agent", "that agent"});
+}
+
+// The clauses of a message as written: split at , . ! ; and at a dash
+// between spaces, each normalized.
+std::vector<std::string> Clauses(std::string_view message) {
+  std::vector<std::string> out;
+  std::string current;
+  auto flush = [&] {
+    std::string normalized = NormalizeText(current);
+    if (!normalized.empty()) out.push_back(std::move(normalized));
+    current.clear();
+  };
+  for (size_t i = 0; i < message.size(); ++i) {
+    const char ch = message[i];
+    const bool dash = ch == '-' && i > 0 && message[i - 1] == ' ' && i + 1 < message.size() &&
+                      message[i + 1] == ' ';
+    const bool long_dash = message.substr(i, 3) == "\u2014" || message.substr(i, 3) == "\u2013";
+    if (ch == ',' || ch == '.' || ch == '!' || ch == ';' || dash || long_dash) {
+      flush();
+      if (long_dash) i += 2;
+    } else {
+      current += ch;
+    }
+  }
+  flush();
+  return out;
+}
+
+// A clause that is only a yes (`yes`) or only a no, beside words that
+// soften it (reply_clause_hedges): "that would be perfect honestly", "go
+// ahead", "hmm tempting but no".
+bool ClauseReplies(const std::vector<std::string_view>& words, bool yes) {
+  constexpr size_t kMaxReplyClauseWords = 6;
+  if (words.empty() || words.size() > kMaxReplyClauseWords) return false;
+  static const WordSet& hedges = words::List("reply_clause_hedges");
+  bool said = false;
+  for (std::string_view w : words) {
+    const bool reply =
+        yes ? words::Contains("confirm_intent", w) : words::Contains("reply_clause_noes", w);
+    said = said || reply;
+    if (!reply && !hedges.contains(w)) return false;
+  }
+  return said;
+}
+
+// A clause that only remarks: no figure (a value: "no, 45", "hmm no, 36
+// hours"), no verb leading it, no question, nothing asked for ("just tell
+// me when it runs").
+bool OnlyRemarks(const std::vector<std::string_view>& words) {
+  return !ContainsPhrase(words, "?") && !LeadingVerb(words) &&
+         std::none_of(words.begin(), words.end(),
+                      [](std::string_view w) {
+                        return std::any_of(w.begin(), w.end(), [](char c) {
+                          return std::isdigit(static_cast<unsigned char>(c)) != 0;
+                        });
+                      }) &&
+         !ContainsAnyPhrase(words, {"tell me", "show me", "can you", "could you", "please",
+                                    "instead", "make it", "should"});
+}
+
+// "That makes sense. Please proceed.", "just reconnected it, go ahead",
+// "hmm tempting but no, honestly those emails are half the reason we talk
+// to buyers": one of the first clauses replies by itself and the others
+// only remark (no verb leading a request, no question).
+bool RepliesInAClause(const Situation& s, bool yes) {
+  constexpr size_t kReplyClauses = 3;
+  // "The PTO reminder, please.": an answer naming an agent, not a bare yes.
+  if (yes && s.named_agent) return false;
+  const std::vector<std::string> clauses = Clauses(s.message.request.message);
+  if (clauses.size() < 2) return false;
+  std::optional<size_t> reply;
+  for (size_t i = 0; i < clauses.size() && i < kReplyClauses && !reply; ++i) {
+    if (ClauseReplies(Words(clauses[i]), yes)) reply = i;
+  }
+  if (!reply) return false;
+  // A no gives its reason in so many words ("the director prefers to call
+  // those donors personally"); a short clause beside it may be a new value.
+  constexpr size_t kMinReasonWords = 4;
+  bool reason = yes;
+  for (size_t i = 0; i < clauses.size(); ++i) {
+    if (i == *reply) continue;
+    reason = reason || Words(clauses[i]).size() >= kMinReasonWords;
+  }
+  if (!reason) return false;
+  for (size_t i = 0; i < clauses.size(); ++i) {
+    if (i == *reply) continue;
+    const std::vector<std::string_view> words = Words(clauses[i]);
+    // A yes beside a no is no reply; nor is a no beside a value or a request.
+    if (words::ContainsAnyEntry(words, "reply_clause_noes") ||
+        (yes ? ContainsPhrase(words, "?") || LeadingVerb(words) : !OnlyRemarks(words))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 std::optional<RuleAnswer> ConfirmOffer(const Situation& s) {
   const Context& c = s.context;
-  if (!c.proposal || !IsConfirmation(s.message.words)) return std::nullopt;
+  if (!c.proposal || !(IsConfirmation(s.message.words) || RepliesInAClause(s, true))) {
+    return std::nullopt;
+  }
   // "yeah show details for the one before uptime-pinger": a yes that goes
   // on to pick from the list is the pick.
   if (!c.last_list.empty() && ReadRelativePosition(MaskListed(s))) return std::nullopt;
@@ -283,10 +391,18 @@ std::optional<RuleAnswer> ConfirmOffer(const Situation& s) {
   RuleAnswer out =
       Answer(s, *c.proposal, Reference::kConfirmation,
              "The user said yes to the assistant's offer to " + Phrase(*c.proposal) + ".");
+  // A word of an agent's name in a yes to a draft of something new ("Ok
+  // but without the amount") names no agent.
+  const bool named_exactly =
+      s.named_agent &&
+      absl::StrContains(Lowercase(s.message.request.message), Lowercase(*s.named_agent));
+  if (NewAgentOrSkill(*c.proposal) && !named_exactly) out.entities.erase("agent_name");
   Merge(out.entities, c.proposal_entities);
   // "Want me to send it now?" about the agent the conversation is on.
+  // "Would you like me to delete it?" too; a lifecycle offer that points at
+  // nothing is about the workspace.
   if (!out.entities.contains("agent_name") && c.last_agent && !NewAgentOrSkill(*c.proposal) &&
-      *c.proposal != Action::kManagePlatform) {
+      (*c.proposal != Action::kManagePlatform || OfferPointsAtAgent(s))) {
     out.entities["agent_name"] = *c.last_agent;
   }
   // "yes, but at 9am": the offer, with one value changed.
@@ -300,7 +416,9 @@ std::optional<RuleAnswer> ConfirmOffer(const Situation& s) {
 
 std::optional<RuleAnswer> DeclineOffer(const Situation& s) {
   const Context& c = s.context;
-  if (!c.proposal || !IsDecline(s.message.words)) return std::nullopt;
+  if (!c.proposal || !(IsDecline(s.message.words) || RepliesInAClause(s, false))) {
+    return std::nullopt;
+  }
   RuleAnswer out =
       Answer(s, Action::kConversation, Reference::kDecline,
              "The user declined the assistant's offer to " + Phrase(*c.proposal) + ".");
@@ -549,10 +667,58 @@ std::optional<RuleAnswer> PickRelative(const Situation& s) {
 }
 
 // "the second one", "#2", "the last one", "the other one".
+// "leave the recall one alone but the other one ...": the message names
+// `agent` as "the <word of its name> one" beside "the other one".
+bool NamesOneBeside(const std::vector<std::string_view>& words, const std::string& agent) {
+  const std::string name = NormalizeText(agent);
+  const std::vector<std::string_view> parts = Words(name);
+  for (size_t i = 0; i + 2 < words.size(); ++i) {
+    if (words[i] == "the" && words[i + 2] == "one" && words[i + 1] != "other" &&
+        std::find(parts.begin(), parts.end(), words[i + 1]) != parts.end()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// "b", "option c": a letter picks only from a list labelled with letters
+// ("a) ...", "(b) ...", "b. ...").
+bool ListHasLetter(const Situation& s, char letter) {
+  const std::vector<HistoryTurn>& history = s.message.request.history;
+  for (auto it = history.rbegin(); it != history.rend(); ++it) {
+    if (it->role != Role::kAssistant) continue;
+    const std::string text = Lowercase(it->content);
+    for (size_t at = text.find(letter); at != std::string::npos; at = text.find(letter, at + 1)) {
+      const bool starts = at == 0 || text[at - 1] == '\n' || text[at - 1] == ' ' ||
+                          text[at - 1] == '(';
+      const bool labels = at + 1 < text.size() &&
+                          (text[at + 1] == ')' || text[at + 1] == '.' || text[at + 1] == ':');
+      if (starts && labels) return true;
+    }
+    return false;
+  }
+  return false;
+}
+
 std::optional<RuleAnswer> PickByOrdinal(const Situation& s) {
   const Context& c = s.context;
-  if (s.named_agent || c.last_list.empty() || !s.ordinal) return std::nullopt;
-  const int index = s.ordinal->Resolve(static_cast<int>(c.last_list.size()), CurrentIndex(c));
+  if (c.last_list.empty() || !s.ordinal) return std::nullopt;
+  int current = CurrentIndex(c);
+  if (s.named_agent) {
+    // "leave the recall one alone but the other one should wait a day":
+    // the other than the one the message names.
+    const auto named = std::find(c.last_list.begin(), c.last_list.end(), *s.named_agent);
+    if (s.ordinal->kind != OrdinalRef::Kind::kOther || named == c.last_list.end() ||
+        !NamesOneBeside(s.message.words, *s.named_agent)) {
+      return std::nullopt;
+    }
+    current = static_cast<int>(named - c.last_list.begin());
+  }
+  if (s.ordinal->text.size() == 1 && std::isalpha(static_cast<unsigned char>(s.ordinal->text[0])) &&
+      !ListHasLetter(s, s.ordinal->text[0])) {
+    return std::nullopt;
+  }
+  const int index = s.ordinal->Resolve(static_cast<int>(c.last_list.size()), current);
   if (index < 0) return std::nullopt;
   RuleAnswer out = AnswerPick(s, c.last_list[index], "\"" + s.ordinal->text + "\"");
   out.entities["ordinal"] = std::to_string(index + 1);
@@ -714,8 +880,10 @@ bool OnlyAnotherAgentAgain(const Situation& s) {
 std::optional<RuleAnswer> SameForNamedAgent(const Situation& s) {
   const Context& c = s.context;
   const std::vector<std::string_view>& words = s.message.words;
-  if (!s.named_agent || !c.previous_action || words.size() > 10 ||
-      !(OnlyAnotherAgentAgain(s) ||
+  // "ooh actually do the same for the club pickup one": a repeat anywhere.
+  const bool same = ContainsAnyPhrase(words, {"do the same", "same for", "same thing for"});
+  if (!s.named_agent || !c.previous_action || (words.size() > 10 && !same) ||
+      !(OnlyAnotherAgentAgain(s) || same ||
         (AsksForSameAgain(words) && !(s.agent_verb && s.verb_is_explicit)))) {
     return std::nullopt;
   }
@@ -1046,9 +1214,12 @@ Situation ReadSituation(const Message& message, const Context& context,
   s.verb_is_explicit = VerbIsExplicit(message.masked);
   s.ordinal = FindOrdinal(request.message);
   if (s.ordinal && context.last_list.empty()) s.ordinal.reset();  // "no, 45": a number
-  if (s.ordinal && s.named_agent) {
+  if (s.ordinal && s.named_agent && s.ordinal->kind != OrdinalRef::Kind::kOther) {
     const int index = s.ordinal->Resolve(static_cast<int>(context.last_list.size()), -1);
-    if (index >= 0 && context.last_list[index] == *s.named_agent) s.named_agent.reset();
+    // A word of a name somewhere in a long message ("the claim is over
+    // 10k") does not outweigh "the first of those".
+    const bool loose = !absl::StrContains(Lowercase(request.message), Lowercase(*s.named_agent));
+    if (index >= 0 && (context.last_list[index] == *s.named_agent || loose)) s.named_agent.reset();
   }
   s.pronoun = !s.named_agent && (HasAgentPronoun(request.message) || VerbOnThat(message.words));
   return s;
