@@ -537,7 +537,8 @@ Context ReadContext(const IntentRequest& request, const LocalClassifier& classif
     // "Done — error-spike-alerter now posts to #incidents": the assistant
     // says the request changed what an agent does from now on.
     if (c.previous_action == Action::kExecuteTask && last_assistant != nullptr &&
-        c.previous_entities.contains("agent_name") && SaysItChangedAnAgent(last_assistant->content)) {
+        c.previous_entities.contains("agent_name") &&
+        SaysItChangedAnAgent(last_assistant->content)) {
       c.previous_action = Action::kUpdateAgent;
     }
   }

@@ -516,16 +516,14 @@ bool AsksForConversationSummary(const std::vector<std::string_view>& words) {
   return summary && scoped;
 }
 
-// "the monday before the board meeting", "after lunch": a direction in
-// time, not in a list.
-bool DirectionIsTemporal(const std::vector<std::string_view>& words) {
+// "the monday before the board meeting", "after lunch": the direction at
+// `at` is one in time, not in a list.
+bool TemporalAt(const std::vector<std::string_view>& words, size_t at) {
   static const WordSet& directions = words::List("followup_time_directions");
   static const WordSet& times = words::List("followup_time_nouns");
-  for (size_t i = 0; i + 1 < words.size(); ++i) {
-    if (!directions.contains(words[i])) continue;
-    for (size_t j = i + 1; j < words.size() && j <= i + 3; ++j) {
-      if (times.contains(words[j])) return true;
-    }
+  if (at >= words.size() || !(directions.contains(words[at]) || words[at] == "next")) return false;
+  for (size_t j = at + 1; j < words.size() && j <= at + 3; ++j) {
+    if (times.contains(words[j])) return true;
   }
   return false;
 }
@@ -571,12 +569,18 @@ std::vector<std::string_view> WithDirectionsSpelled(const std::vector<std::strin
   return out;
 }
 
-// The first word of the first phrase of list `name` in `words`, or npos.
+// The first word of the first phrase of list `name` in `words` that is no
+// direction in time ("3 days before free time runs out"), or npos.
 size_t FindEntry(const std::vector<std::string_view>& words, std::string_view name) {
   size_t found = std::string_view::npos;
   for (const std::string& phrase : words::List(name)) {
-    const int at = FindPhrase(words, phrase);
-    if (at >= 0 && static_cast<size_t>(at) < found) found = static_cast<size_t>(at);
+    const std::vector<std::string_view> parts = Words(phrase);
+    for (size_t at = 0; at + parts.size() <= words.size() && at < found; ++at) {
+      if (std::equal(parts.begin(), parts.end(), words.begin() + static_cast<long>(at)) &&
+          !TemporalAt(words, at)) {
+        found = at;
+      }
+    }
   }
   return found;
 }
@@ -606,16 +610,26 @@ std::optional<RelativeRef> FindDirection(const std::vector<std::string_view>& wo
   if (const size_t at = FindEntry(words, "relative_between"); at != std::string_view::npos) {
     return RelativeRef{RelativePosition::kBetween, 1, at};
   }
-  if (const size_t at = FindEntry(words, "relative_before"); at != std::string_view::npos) {
-    return RelativeRef{RelativePosition::kBefore, CountBefore(words, at), at};
+  // The first of "before" and "after" ("the one after the eta tracker,
+  // warn 3 days before free time runs out").
+  const size_t before = FindEntry(words, "relative_before");
+  size_t after = FindEntry(words, "relative_after");
+  // "X's neighbour above": a neighbour with a direction of its own.
+  if (after != std::string_view::npos && before != std::string_view::npos &&
+      (words[after] == "neighbour" || words[after] == "neighbor")) {
+    after = std::string_view::npos;
   }
-  if (const size_t at = FindEntry(words, "relative_after"); at != std::string_view::npos) {
-    return RelativeRef{RelativePosition::kAfter, CountBefore(words, at), at};
+  if (before != std::string_view::npos && before <= after) {
+    return RelativeRef{RelativePosition::kBefore, CountBefore(words, before), before};
+  }
+  if (after != std::string_view::npos) {
+    return RelativeRef{RelativePosition::kAfter, CountBefore(words, after), after};
   }
   // "the one next to it" points; "run the digest agent next" closing the
   // message tells when, not which.
   const auto next = std::find(words.begin(), words.end(), "next");
-  if (next != words.end() && next + 1 != words.end() && *(next + 1) != "?") {
+  if (next != words.end() && next + 1 != words.end() && *(next + 1) != "?" &&
+      !TemporalAt(words, static_cast<size_t>(next - words.begin()))) {
     const size_t at = static_cast<size_t>(next - words.begin());
     return RelativeRef{RelativePosition::kAfter, CountBefore(words, at), at};
   }
@@ -646,7 +660,6 @@ std::optional<RelativeRef> ReadRelativePosition(const std::vector<std::string_vi
   const bool item = std::any_of(words.begin(), words.end(),
                                 [&](std::string_view w) { return items.contains(w); });
   if (!item && !AnchoredOnListedItem(words, found->at)) return std::nullopt;
-  if (DirectionIsTemporal(words)) return std::nullopt;
   return found;
 }
 

@@ -280,9 +280,10 @@ bool OfferPointsAtAgent(const Situation& s) {
   const std::vector<HistoryTurn>& history = s.message.request.history;
   if (history.empty() || history.back().role != Role::kAssistant) return false;
   const std::string normalized = NormalizeText(history.back().content);
-  return ContainsAnyPhrase(Words(normalized), {"delete it", "pause it", "resume it", "archive it",
-                                              "disable it", "remove it", "duplicate it",
-                                              "turn it off", "stop it", "this agent", "that agent"});
+  return ContainsAnyPhrase(
+      Words(normalized),
+      {"delete it", "pause it", "resume it", "archive it", "disable it", "remove it",
+       "duplicate it", "turn it off", "stop it", "this agent", "that agent"});
 }
 
 // The clauses of a message as written: split at , . ! ; and at a dash
@@ -584,7 +585,7 @@ RuleAnswer AnswerPick(const Situation& s, const std::string& picked, const std::
 // item named exactly, or by its distinctive words ("the payroll one"); a
 // position ("the last", "number 3"); the item talked about last ("the one
 // above it"). -1 when nothing anchors.
-int RelativeAnchor(const Situation& s, const std::vector<int>& named) {
+int RelativeAnchor(const Situation& s, const std::vector<int>& named, size_t at) {
   const Context& c = s.context;
   if (!named.empty()) return named.front();
   const int size = static_cast<int>(c.last_list.size());
@@ -594,7 +595,17 @@ int RelativeAnchor(const Situation& s, const std::vector<int>& named) {
       listed.push_back(agent);
     }
   }
-  if (auto loose = MatchCatalogItem(s.message.request.message, listed)) {
+  // The words right after the direction first ("after the eta tracker,
+  // bump it to warn 3 days before free time runs out").
+  constexpr size_t kAnchorWords = 4;
+  const std::vector<std::string_view>& words = s.message.words;
+  std::string after;
+  for (size_t k = at + 1; k < words.size() && k <= at + kAnchorWords; ++k) {
+    after += std::string(words[k]) + " ";
+  }
+  std::optional<std::string> loose = MatchCatalogItem(after, listed);
+  if (!loose) loose = MatchCatalogItem(s.message.request.message, listed);
+  if (loose) {
     return static_cast<int>(std::find(c.last_list.begin(), c.last_list.end(), *loose) -
                             c.last_list.begin());
   }
@@ -631,6 +642,35 @@ std::vector<std::string_view> MaskListed(const Situation& s) {
 // predecessor", "the one above the last", "the one in between the other
 // two", "pause the agent listed two after X": the anchor's neighbour in
 // the last list, by index.
+// The listed items the words after "between" (at `at`) name loosely on
+// each side of its "and", in list positions; empty unless both resolve.
+std::vector<int> LooseAnchorsBetween(const Situation& s, size_t at) {
+  const Context& c = s.context;
+  const std::vector<std::string_view>& words = s.message.words;
+  std::vector<CatalogItem> listed;
+  for (const CatalogItem& agent : s.message.request.agents) {
+    if (std::find(c.last_list.begin(), c.last_list.end(), agent.name) != c.last_list.end()) {
+      listed.push_back(agent);
+    }
+  }
+  const auto and_at =
+      std::find(words.begin() + static_cast<long>(std::min(at, words.size())), words.end(), "and");
+  if (and_at == words.end()) return {};
+  const auto side = [&](auto from, auto to) -> int {
+    std::string text;
+    for (auto it = from; it != to; ++it) text += std::string(*it) + " ";
+    const std::optional<std::string> match = MatchCatalogItem(text, listed);
+    if (!match) return -1;
+    return static_cast<int>(std::find(c.last_list.begin(), c.last_list.end(), *match) -
+                            c.last_list.begin());
+  };
+  constexpr long kSideWords = 5;
+  const int first = side(words.begin() + static_cast<long>(at) + 1, and_at);
+  const int second = side(and_at + 1, and_at + std::min<long>(kSideWords, words.end() - and_at));
+  if (first < 0 || second < 0 || first == second) return {};
+  return {first, second};
+}
+
 std::optional<RuleAnswer> PickRelative(const Situation& s) {
   const Context& c = s.context;
   if (c.last_list.empty()) return std::nullopt;
@@ -643,6 +683,11 @@ std::optional<RuleAnswer> PickRelative(const Situation& s) {
        CatalogItemsInOrder(s.message.request.message, s.message.request.agents)) {
     const auto it = std::find(c.last_list.begin(), c.last_list.end(), name);
     if (it != c.last_list.end()) named.push_back(static_cast<int>(it - c.last_list.begin()));
+  }
+  // "between the price watcher and the covers report": anchors named by
+  // their distinctive words, one on each side of the "and".
+  if (position->position == RelativePosition::kBetween && named.size() < 2) {
+    named = LooseAnchorsBetween(s, position->at);
   }
   int picked = -1;
   int anchor = -1;
@@ -658,7 +703,8 @@ std::optional<RuleAnswer> PickRelative(const Situation& s) {
     // unless an item is named.
     const bool from_current = named.empty() && position->at < masked.size() &&
                               words::Contains("relative_from_current", masked[position->at]);
-    anchor = from_current && CurrentIndex(c) >= 0 ? CurrentIndex(c) : RelativeAnchor(s, named);
+    anchor = from_current && CurrentIndex(c) >= 0 ? CurrentIndex(c)
+                                                  : RelativeAnchor(s, named, position->at);
     const int step = position->position == RelativePosition::kBefore ? -1 : 1;
     if (anchor >= 0) picked = anchor + step * position->offset;
   }
@@ -689,8 +735,8 @@ bool ListHasLetter(const Situation& s, char letter) {
     if (it->role != Role::kAssistant) continue;
     const std::string text = Lowercase(it->content);
     for (size_t at = text.find(letter); at != std::string::npos; at = text.find(letter, at + 1)) {
-      const bool starts = at == 0 || text[at - 1] == '\n' || text[at - 1] == ' ' ||
-                          text[at - 1] == '(';
+      const bool starts =
+          at == 0 || text[at - 1] == '\n' || text[at - 1] == ' ' || text[at - 1] == '(';
       const bool labels = at + 1 < text.size() &&
                           (text[at + 1] == ')' || text[at + 1] == '.' || text[at + 1] == ':');
       if (starts && labels) return true;

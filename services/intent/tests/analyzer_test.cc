@@ -708,6 +708,63 @@ TEST(ReferenceTest, WhatWeChangedIsARecap) {
   EXPECT_TRUE(a.summary_worthy);
 }
 
+TEST(ReferenceTest, AYesOrANoInAClauseOfItsOwnWithARemark) {
+  const std::vector<HistoryTurn> offer = {
+      User("is invoice-chaser still needed?"),
+      Assistant("It has sent nothing since May. Would you like me to delete it?")};
+  const IntentAnalysis yes = Analyze("That makes sense. Please proceed.", offer);
+  EXPECT_EQ(yes.action, Action::kManagePlatform);
+  EXPECT_EQ(AgentOf(yes), "invoice-chaser");
+  const IntentAnalysis no = Analyze(
+      "hmm tempting but no, honestly those reminders are half the reason clients call us back",
+      offer);
+  EXPECT_EQ(no.action, Action::kConversation);
+  // A no beside a new value is a correction, not a refusal.
+  const std::vector<HistoryTurn> change = {
+      User("make invoice-chaser wait 30 days"),
+      Assistant("Here's the change: invoice-chaser will wait 30 days. Save it?")};
+  EXPECT_EQ(Analyze("no, 45", change).action, Action::kUpdateAgent);
+  // A yes beside a no is no yes.
+  EXPECT_NE(Analyze("No thankyou, is ok like this", offer).action, Action::kManagePlatform);
+}
+
+TEST(ReferenceTest, RelativePositionsReadTheFirstDirectionAndLooseAnchors) {
+  const std::vector<HistoryTurn> list = {
+      User("list the port side ones"),
+      Assistant("Port-side agents:\n1. weekly-sales-digest\n2. invoice-chaser\n"
+                "3. notion-standup-summary")};
+  const IntentAnalysis after =
+      Analyze("the one after the sales digest, make it warn 3 days before month end not 1", list);
+  EXPECT_EQ(AgentOf(after), "invoice-chaser");
+  const IntentAnalysis between =
+      Analyze("the one between the sales digest and the notion summary, who set it up?", list);
+  EXPECT_EQ(AgentOf(between), "invoice-chaser");
+  const IntentAnalysis above =
+      Analyze("notion-standup-summary's neighbour above, pause that", list);
+  EXPECT_EQ(AgentOf(above), "invoice-chaser");
+  const std::vector<HistoryTurn> two = {
+      User("which ones email customers"),
+      Assistant("Two agents email customers: weekly-sales-digest and invoice-chaser.")};
+  const IntentAnalysis other =
+      Analyze("leave the sales one alone but the other one should wait a day", two);
+  EXPECT_EQ(AgentOf(other), "invoice-chaser");
+}
+
+TEST(ReferenceTest, ALetterPicksOnlyFromALetteredList) {
+  const std::vector<HistoryTurn> numbered = {
+      User("what do i have"),
+      Assistant("1. weekly-sales-digest\n2. invoice-chaser\n3. notion-standup-summary")};
+  EXPECT_NE(AgentOf(Analyze("ok go with option b for the digest", numbered)), "invoice-chaser");
+}
+
+TEST(ReferenceTest, AnAnswerSayingTheAgentNowDoesSoMakesTheRequestAChange) {
+  const IntentAnalysis a = Analyze("#sales-leads* theres two",
+                                   {User("send the sales digest to #sales"),
+                                    Assistant("Done — weekly-sales-digest now posts to #sales.")});
+  EXPECT_EQ(a.action, Action::kUpdateAgent);
+  EXPECT_EQ(AgentOf(a), "weekly-sales-digest");
+}
+
 TEST(GrammarCueTest, ChangingAnAgentsSettingIsAChange) {
   EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("change the schedule"))));
   EXPECT_TRUE(ChangesAnAgentSetting(Words(NormalizeText("pls adjust its threshold to 80"))));
