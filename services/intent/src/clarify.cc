@@ -407,6 +407,18 @@ bool UnboundDeictic(Facts& f) {
     f.referent = std::string(w[i]) + " " + std::string(noun);
     return true;
   }
+  // "add these to the donor agent's list": a plural object, whatever agent
+  // the message names, with nothing before it.
+  if (!f.history_binds && f.in.agent_name) {
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (!OneOf(w[i], {"these", "those"})) continue;
+      const std::string_view next = i + 1 < w.size() ? w[i + 1] : "";
+      if (next.empty() || StopWords().contains(next)) {
+        f.referent = std::string(w[i]);
+        return true;
+      }
+    }
+  }
   if (f.history_binds || f.in.agent_name) return false;
   const bool question = ContainsPhrase(w, "?") ||
                         (!w.empty() && words::Contains("clarify_question_openers", w.front()));
@@ -425,11 +437,22 @@ bool UnboundDeictic(Facts& f) {
       const bool after_auxiliary =
           i > 0 && OneOf(w[i - 1], {"will", "would", "does", "did", "is", "was", "can", "could",
                                     "should", "might", "has"});
-      deictic = (next.empty() || after.contains(next) || after_auxiliary) &&
+      // "schedule that to go out every monday": the object of a verb that
+      // opens the message ("check that all certs are valid" opens a
+      // clause; "..., set that up" points back inside the message).
+      const bool object =
+          i > 0 && i <= 3 && w[i - 1] != "make" &&
+          (VerbAction(w[i - 1]).has_value() ||
+           OneOf(w[i - 1], {"schedule", "fix", "review", "approve", "sign"})) &&
+          (next.empty() ||
+           OneOf(next, {"to",    "for",      "on",    "in",   "at",     "every", "each",
+                        "again", "out",      "up",    "by",   "before", "after", "with",
+                        "into",  "tomorrow", "today", "over", "back",   "off",   "until"}));
+      deictic = (next.empty() || after.contains(next) || after_auxiliary || object) &&
                 !(next == "one" && i > 0 && w[i - 1] == "the");
     } else if (word == "thats") {
       deictic = !ReactionWords().contains(next) && next != "not" && next != "what";
-    } else if (word == "it" || word == "them") {
+    } else if (word == "it" || word == "them" || word == "its") {
       // "email them the details" after the assistant named people.
       deictic = !antecedent && !(word == "them" && HistoryNamesPeople(f));
     } else if (word == "here") {
@@ -715,6 +738,33 @@ bool OneOfSeveral(Facts& f) {
 // "Kick off the weekly numbers", "pause the alerts": an agent described,
 // none named, and several of the user's agents fit (or none does and
 // nothing in the history says which).
+bool NamesAgentExactly(const Facts& f);
+
+// The last sentence of `text` that holds a word.
+std::string_view LastSentence(std::string_view text) {
+  std::string_view last;
+  for (std::string_view sentence : SplitAny(text, ".!?\n")) {
+    if (!TrimWhitespace(sentence).empty()) last = sentence;
+  }
+  return last;
+}
+
+// "whats wrong w this one", "update its sender address" right after the
+// assistant named several of the user's agents: "it" could be any of them.
+bool PronounOverList(Facts& f) {
+  if (f.payload || f.last_assistant.empty() || NamesAgentExactly(f)) return false;
+  if (f.in.agent_name && f.in.reference != Reference::kPronoun) return false;
+  const std::vector<HistoryTurn>& history = f.in.request.history;
+  if (history.empty() || history.back().role != Role::kAssistant) return false;
+  if (CatalogItemsInOrder(f.last_assistant, f.in.request.agents).size() < 2) return false;
+  // "Only absence-alert-text runs in the morning": the turn settles on one.
+  if (CatalogItemsInOrder(LastSentence(f.last_assistant), f.in.request.agents).size() == 1) {
+    return false;
+  }
+  return ContainsAnyPhrase(f.words, {"it", "its", "this one", "that one"}) &&
+         f.described_agents.empty();
+}
+
 bool AgentUnresolved(Facts& f) {
   if (f.in.agent_name || !AboutExistingAgent(f.in.action) || f.payload) return false;
   const std::vector<std::string_view>& w = f.words;
@@ -940,14 +990,33 @@ bool PurposeMissing(Facts& f) {
   }
   const std::vector<std::string_view>& w = f.words;
   if (f.payload || w.size() >= 16) return false;
-  const std::map<std::string, std::string> entities = ExtractEntities(f.in.request.message);
-  if (entities.contains("schedule") || TellsChoreTrouble(w)) return false;
+  if (TellsChoreTrouble(w)) return false;
   if (f.in.request.message.find("->") != std::string::npos ||
       f.in.request.message.find("→") != std::string::npos) {
     return false;
   }
+  // When it runs ("runs every morning", "whenever a new shipment is
+  // booked") is no purpose without work to do each time.
+  static const WordSet& work = words::List("clarify_work_words");
+  const bool works = std::any_of(w.begin(), w.end(), [](std::string_view word) {
+    if (work.contains(word)) return true;
+    for (std::string_view suffix : {"s", "es", "ed", "d", "ing", "er", "ers"}) {
+      if (word.size() > suffix.size() + 2 && word.ends_with(suffix) &&
+          work.contains(word.substr(0, word.size() - suffix.size()))) {
+        return true;
+      }
+    }
+    const std::optional<Action> verb = VerbAction(word);
+    // Verbs of starting or running say when, not what.
+    const std::string_view base = word.ends_with("s") ? word.substr(0, word.size() - 1) : word;
+    return verb && *verb != Action::kCreateAgent && *verb != Action::kCreateSkill &&
+           *verb != Action::kQueryInfo &&
+           !OneOf(base, {"run", "set", "make", "do", "start", "trigger", "go", "fire", "kick"});
+  });
+  const std::map<std::string, std::string> entities = ExtractEntities(f.in.request.message);
+  if (entities.contains("schedule") && works) return false;
   for (size_t i = 0; i < w.size(); ++i) {
-    if (TriggerWords().contains(w[i])) return false;
+    if (TriggerWords().contains(w[i]) && works) return false;
     const bool opens_clause = OneOf(w[i], {"that", "which", "who", "to", "so", "and"});
     // "a skill that does the spreadsheet side of things": an area, no job.
     if (opens_clause && ContentWordsAfter(w, i + 1) <= 2 &&
@@ -957,7 +1026,10 @@ bool PurposeMissing(Facts& f) {
     }
     if (opens_clause) {
       for (size_t j = i + 1; j < w.size() && j <= i + 4; ++j) {
-        if (VaguePurposeWords().contains(w[j]) || w[j].size() < 3 || w[j] == "?") continue;
+        if (VaguePurposeWords().contains(w[j]) || TriggerWords().contains(w[j]) ||
+            w[j].size() < 3 || w[j] == "?" || w[j] == "new") {
+          continue;
+        }
         if (i > 0 && w[i] == "and" &&
             !LeadingVerb(std::vector<std::string_view>(w.begin() + i + 1, w.end())))
           break;
@@ -1046,6 +1118,7 @@ constexpr Condition kConditions[] = {
     {.name = "unbound_description", .slot = MissingSlot::kReferent, .holds = &UnboundDescription},
     {.name = "unbound_material", .slot = MissingSlot::kReferent, .holds = &UnboundMaterial},
     {.name = "agent_unresolved", .slot = MissingSlot::kAgent, .holds = &AgentUnresolved},
+    {.name = "pronoun_over_list", .slot = MissingSlot::kAgent, .holds = &PronounOverList},
     {.name = "one_of_several", .slot = MissingSlot::kObject, .holds = &OneOfSeveral},
     {.name = "object_unclear", .slot = MissingSlot::kObject, .holds = &ObjectUnclear},
     {.name = "recipient_unclear", .slot = MissingSlot::kRecipient, .holds = &RecipientUnclear},

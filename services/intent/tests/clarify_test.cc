@@ -297,6 +297,55 @@ TEST(ClarifyTest, HandlingOrManagingSaysNoMoreThanTheTopic) {
   EXPECT_FALSE(Decide(chasing, Action::kCreateAgent).clarification.needed);
 }
 
+TEST(ClarifyTest, WhenItRunsIsNoPurposeWithoutWorkToDo) {
+  EXPECT_THAT(Decide(Request("new bot for dr patel pls, runs every morning"), Action::kCreateAgent)
+                  .clarification.missing,
+              ElementsAre(MissingSlot::kPurpose));
+  EXPECT_TRUE(Decide(Request("create an agent that triggers whenever a new shipment is booked"),
+                     Action::kCreateAgent)
+                  .clarification.needed);
+  EXPECT_FALSE(Decide(Request("monitor our aws bill every morning and warn me above $500"),
+                      Action::kCreateAgent)
+                   .clarification.needed);
+  EXPECT_FALSE(
+      Decide(Request("set up a daily check that all our SSL certs are valid"), Action::kCreateAgent)
+          .clarification.needed);
+}
+
+TEST(ClarifyTest, APronounRightAfterAListOfSeveralAgentsAsksWhichOne) {
+  const IntentRequest request =
+      Request("Please make its emails shorter from now on.",
+              {"donor-thank-you-sender", "lapsed-donor-nudge", "year-end-receipt-mailer"},
+              {{Role::kUser, "Which agents send emails to donors?"},
+               {Role::kAssistant,
+                "Three: donor-thank-you-sender, lapsed-donor-nudge and year-end-receipt-mailer."}});
+  const ClarifyDecision d =
+      Decide(request, Action::kUpdateAgent, std::nullopt, Reference::kPronoun);
+  EXPECT_THAT(d.clarification.missing, Contains(MissingSlot::kAgent));
+  // A turn that settles on one of them binds "it".
+  const IntentRequest settled =
+      Request("pause it", {"absence-alert-text", "homework-digest-mailer"},
+              {{Role::kUser, "which agents message parents?"},
+               {Role::kAssistant,
+                "absence-alert-text and homework-digest-mailer. Only absence-alert-text runs in "
+                "the morning."}});
+  EXPECT_FALSE(Decide(settled, Action::kManagePlatform, "absence-alert-text", Reference::kPronoun)
+                   .clarification.needed);
+}
+
+TEST(ClarifyTest, ThatOrTheseAsTheObjectWithNothingBeforeIt) {
+  EXPECT_TRUE(
+      Decide(Request("Please schedule that to go out every Monday at 8 a.m."), Action::kCreateAgent)
+          .clarification.needed);
+  const IntentRequest these =
+      Request("Please add these to the donor thank-you agent's mailing list.",
+              {"donor-thank-you-sender", "lapsed-donor-nudge"});
+  EXPECT_TRUE(Decide(these, Action::kUpdateAgent, "donor-thank-you-sender").clarification.needed);
+  EXPECT_FALSE(Decide(Request("only admins should edit production agents, set that up"),
+                      Action::kManagePlatform)
+                   .clarification.needed);
+}
+
 TEST(ClarifyQuestionTest, NamesEveryMissingSlotAndTheCandidates) {
   EXPECT_EQ(
       ClarifyQuestion({MissingSlot::kObject, MissingSlot::kRecipient}, {}, Action::kExecuteTask),
