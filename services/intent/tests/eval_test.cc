@@ -4,14 +4,14 @@
 // clarify-or-proceed sets (dev and held out) over gRPC.
 //
 // The floors below are just under what the service reaches today (0.939
-// on the dev split, 0.956 on the 746 dev follow-ups, 0.932 on the 471 dev
-// clarify-or-proceed cases; 0.811 and 0.754 on the held-out sets at the
+// on the dev split, 0.951 on the 876 dev follow-ups, 0.921 on the 597 dev
+// clarify-or-proceed cases; 0.826 and 0.739 on the held-out sets at the
 // last end-of-round measurement; see docs/intent.md), so a change that
 // makes understanding worse fails here. The dev split's floor stays at the
 // target (0.92); the held-out floors are the figures of an end-of-round
-// measurement minus 0.01. One dev follow-up is about 0.0013, one held-out
-// follow-up 0.004, one dev clarify case 0.0021, one held-out clarify case
-// 0.007.
+// measurement minus 0.01, rounded down. One dev follow-up is about
+// 0.0011, one held-out follow-up 0.004, one dev clarify case 0.0017, one
+// held-out clarify case 0.007.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -49,13 +49,13 @@ TEST(IntentEvalTest, UnderstandingDoesNotFallBelowWhatItReaches) {
     ASSERT_TRUE(result.contains(key)) << key << "\n" << output;
   }
   EXPECT_GE(result.at("intent_accuracy"), 0.92) << output;
-  EXPECT_GE(result.at("followup_accuracy"), 0.95) << output;
-  EXPECT_GE(result.at("followup_holdout_accuracy"), 0.80) << output;
+  EXPECT_GE(result.at("followup_accuracy"), 0.94) << output;
+  EXPECT_GE(result.at("followup_holdout_accuracy"), 0.81) << output;
   // The 128 held-out follow-ups first written, on their own (0.922 today):
   // growing the set must not hide a regression on them.
   EXPECT_GE(result.at("followup_holdout_older_accuracy"), 0.91) << output;
-  EXPECT_GE(result.at("clarify_accuracy"), 0.925) << output;
-  EXPECT_GE(result.at("clarify_holdout_accuracy"), 0.74) << output;
+  EXPECT_GE(result.at("clarify_accuracy"), 0.91) << output;
+  EXPECT_GE(result.at("clarify_holdout_accuracy"), 0.72) << output;
   EXPECT_GT(result.at("p50_ms"), 0);
 }
 
