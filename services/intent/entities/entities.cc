@@ -345,6 +345,23 @@ std::optional<OrdinalRef> CountedFromEnd(const std::vector<std::string_view>& wo
   return std::nullopt;
 }
 
+// "b", "b pls", "option c", "(b)": a letter of a lettered list at `i`, in
+// a short message or counted ("a" only then: it is an article too).
+std::optional<OrdinalRef> LetterAt(const std::vector<std::string_view>& words, size_t i) {
+  const std::string_view w = words[i];
+  if (w.size() != 1 || w[0] < 'a' || w[0] > 'h') return std::nullopt;
+  const std::string_view prev = i > 0 ? words[i - 1] : "";
+  const bool counted = prev == "option" || prev == "item" || prev == "choice" || prev == "letter" ||
+                       prev == "answer";
+  size_t others = 0;
+  for (std::string_view other : words) {
+    others += other != w && !OneOf(other, {"pls", "please", "plz", "thanks", "thx", "ok", "okay",
+                                           "option", "the", "one", "?", "go", "with"});
+  }
+  if (!counted && (others > 0 || (w == "a" && words.size() > 1))) return std::nullopt;
+  return OrdinalRef{OrdinalRef::Kind::kFromStart, w[0] - 'a', std::string(w)};
+}
+
 }  // namespace
 
 std::optional<OrdinalRef> FindOrdinal(std::string_view text) {
@@ -405,20 +422,7 @@ std::optional<OrdinalRef> FindOrdinal(std::string_view text) {
         }
       }
     }
-    // "b", "b pls", "option c", "(b)": a letter of a lettered list, in a
-    // short message or counted ("a" only then: it is an article too).
-    if (words[i].size() == 1 && words[i][0] >= 'a' && words[i][0] <= 'h') {
-      const bool counted = prev == "option" || prev == "item" || prev == "choice" ||
-                           prev == "letter" || prev == "answer";
-      size_t others = 0;
-      for (std::string_view w : words) {
-        others += w != words[i] && !OneOf(w, {"pls", "please", "plz", "thanks", "thx", "ok", "okay",
-                                              "option", "the", "one", "?", "go", "with"});
-      }
-      if (counted || (others == 0 && (words[i] != "a" || words.size() == 1))) {
-        return OrdinalRef{OrdinalRef::Kind::kFromStart, words[i][0] - 'a', std::string(words[i])};
-      }
-    }
+    if (std::optional<OrdinalRef> letter = LetterAt(words, i)) return letter;
     // "#2", "number 2", "no 2", "option 2", "item 2", or just "2".
     int n = 0;
     if (absl::SimpleAtoi(std::string(words[i]), &n) && n >= 1 && n <= 50) {

@@ -380,15 +380,12 @@ bool HistoryNamesPeople(const Facts& f) {
 
 bool InAgentDescription(const Facts& f, std::string_view word);
 
-// "why is that one red", "translate this to german" with nothing in the
-// history or the message for it to stand for.
-bool UnboundDeictic(Facts& f) {
-  if (f.payload) return false;
+// "and this letter — can you translate it", "whats wrong with this
+// receipt": a thing pointed at that neither the history, the assistant's
+// last output nor the user's agents show, whatever else they show. Not
+// a thing of a chat ("see what this chat thing is").
+bool UnboundThing(Facts& f) {
   const std::vector<std::string_view>& w = f.words;
-  // "and this letter — can you translate it", "whats wrong with this
-  // receipt": a thing pointed at that neither the history, the assistant's
-  // last output nor the user's agents show, whatever else they show. Not
-  // a thing of a chat ("see what this chat thing is").
   for (size_t i = 0; i + 1 < w.size() && !f.output_binds && f.in.action != Action::kConversation;
        ++i) {
     if (!OneOf(w[i], {"this", "these", "those"}) || (i == 0 && w[i + 1] == "is")) continue;
@@ -407,18 +404,31 @@ bool UnboundDeictic(Facts& f) {
     f.referent = std::string(w[i]) + " " + std::string(noun);
     return true;
   }
-  // "add these to the donor agent's list": a plural object, whatever agent
-  // the message names, with nothing before it.
-  if (!f.history_binds && f.in.agent_name) {
-    for (size_t i = 0; i < w.size(); ++i) {
-      if (!OneOf(w[i], {"these", "those"})) continue;
-      const std::string_view next = i + 1 < w.size() ? w[i + 1] : "";
-      if (next.empty() || StopWords().contains(next)) {
-        f.referent = std::string(w[i]);
-        return true;
-      }
+  return false;
+}
+
+// "add these to the donor agent's list": a plural object, whatever agent
+// the message names, with nothing before it.
+bool UnboundPluralObject(Facts& f) {
+  if (f.history_binds || !f.in.agent_name) return false;
+  const std::vector<std::string_view>& w = f.words;
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (!OneOf(w[i], {"these", "those"})) continue;
+    const std::string_view next = i + 1 < w.size() ? w[i + 1] : "";
+    if (next.empty() || StopWords().contains(next)) {
+      f.referent = std::string(w[i]);
+      return true;
     }
   }
+  return false;
+}
+
+// "why is that one red", "translate this to german" with nothing in the
+// history or the message for it to stand for.
+bool UnboundDeictic(Facts& f) {
+  if (f.payload) return false;
+  const std::vector<std::string_view>& w = f.words;
+  if (UnboundThing(f) || UnboundPluralObject(f)) return true;
   if (f.history_binds || f.in.agent_name) return false;
   const bool question = ContainsPhrase(w, "?") ||
                         (!w.empty() && words::Contains("clarify_question_openers", w.front()));

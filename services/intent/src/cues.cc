@@ -215,6 +215,26 @@ bool IsOneOffSend(const std::vector<std::string_view>& words, std::string_view v
          });
 }
 
+namespace {
+
+// "turn that one back on", "switch the digest off": a verb of switching
+// at `i` and its particle around the object, the particle closing the
+// clause ("off" in "switch off the alerts for anna" is not around one).
+bool SwitchesAround(const std::vector<std::string_view>& words, size_t i) {
+  if (words[i] != "turn" && words[i] != "switch" && words[i] != "flip") return false;
+  for (size_t j = i + 2; j < words.size() && j <= i + 5; ++j) {
+    if ((words[j] == "on" || words[j] == "off") &&
+        (j + 1 == words.size() ||
+         OneOf(words[j + 1], {"?", "again", "until", "till", "for", "pls", "please", "now", "then",
+                              "too", "and", "from", "today", "tomorrow"}))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 std::optional<Action> VerbAction(std::string_view text, size_t within_words) {
   const std::string normalized = NormalizeText(text);
   const std::vector<std::string_view> words = Words(normalized);
@@ -236,20 +256,7 @@ std::optional<Action> VerbAction(std::string_view text, size_t within_words) {
   }();
   // Scan word by word so the earliest verb wins.
   for (size_t i = 0; i < words.size() && i < within_words; ++i) {
-    // "turn that one back on", "switch the digest off": a verb of switching
-    // and its particle around the object.
-    if (words[i] == "turn" || words[i] == "switch" || words[i] == "flip") {
-      for (size_t j = i + 2; j < words.size() && j <= i + 5; ++j) {
-        // The particle closes the clause: "off" in "switch off the alerts
-        // for anna" is not around an object.
-        if ((words[j] == "on" || words[j] == "off") &&
-            (j + 1 == words.size() ||
-             OneOf(words[j + 1], {"?", "again", "until", "till", "for", "pls", "please", "now",
-                                  "then", "too", "and", "from", "today", "tomorrow"}))) {
-          return Action::kManagePlatform;
-        }
-      }
-    }
+    if (SwitchesAround(words, i)) return Action::kManagePlatform;
     for (const auto& [verb, parts, action] : kSplitVerbs) {
       if (i + parts.size() > words.size()) continue;
       bool match = true;
