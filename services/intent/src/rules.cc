@@ -731,17 +731,17 @@ bool NamesOneBeside(const std::vector<std::string_view>& words, const std::strin
 // ("a) ...", "(b) ...", "b. ...").
 bool ListHasLetter(const Situation& s, char letter) {
   const std::vector<HistoryTurn>& history = s.message.request.history;
-  for (auto it = history.rbegin(); it != history.rend(); ++it) {
-    if (it->role != Role::kAssistant) continue;
-    const std::string text = Lowercase(it->content);
-    for (size_t at = text.find(letter); at != std::string::npos; at = text.find(letter, at + 1)) {
-      const bool starts =
-          at == 0 || text[at - 1] == '\n' || text[at - 1] == ' ' || text[at - 1] == '(';
-      const bool labels = at + 1 < text.size() &&
-                          (text[at + 1] == ')' || text[at + 1] == '.' || text[at + 1] == ':');
-      if (starts && labels) return true;
-    }
-    return false;
+  const auto last = std::find_if(history.rbegin(), history.rend(), [](const HistoryTurn& turn) {
+    return turn.role == Role::kAssistant;
+  });
+  if (last == history.rend()) return false;
+  const std::string text = Lowercase(last->content);
+  for (size_t at = text.find(letter); at != std::string::npos; at = text.find(letter, at + 1)) {
+    const bool starts =
+        at == 0 || text[at - 1] == '\n' || text[at - 1] == ' ' || text[at - 1] == '(';
+    const bool labels =
+        at + 1 < text.size() && (text[at + 1] == ')' || text[at + 1] == '.' || text[at + 1] == ':');
+    if (starts && labels) return true;
   }
   return false;
 }
