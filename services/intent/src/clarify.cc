@@ -1188,16 +1188,24 @@ std::string ClarifyQuestion(const std::vector<MissingSlot>& missing,
         break;
     }
   }
+  // "X, and Y?"; "X, Y, and Z?".
   std::string joined;
-  for (const std::string& part : parts) joined += (joined.empty() ? "" : ", and ") + part;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) joined += i + 1 == parts.size() ? ", and " : ", ";
+    joined += parts[i];
+  }
   std::string question = Capitalized(joined) + "?";
   if (!candidates.empty()) {
+    const bool purpose = !missing.empty() && missing.front() == MissingSlot::kPurpose;
     std::string offered;
     for (size_t i = 0; i < candidates.size(); ++i) {
-      if (i > 0) offered += i + 1 == candidates.size() ? " or " : ", ";
+      if (i > 0) offered += i + 1 == candidates.size() ? (purpose ? " and " : " or ") : ", ";
       offered += candidates[i];
     }
-    question += " It could be " + offered + ".";
+    // A new agent or skill is none of the user's agents; the related ones
+    // are offered as what exists already.
+    question += purpose ? " You already have " + offered + ", if one of them comes close."
+                        : " It could be " + offered + ".";
   }
   return question;
 }

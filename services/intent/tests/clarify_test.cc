@@ -354,6 +354,13 @@ TEST(ClarifyQuestionTest, NamesEveryMissingSlotAndTheCandidates) {
             "Which agent should I run? It could be a, b or c.");
   EXPECT_EQ(ClarifyQuestion({MissingSlot::kAgent}, {"a", "b"}, Action::kUpdateAgent),
             "Which agent should I change? It could be a or b.");
+  EXPECT_EQ(ClarifyQuestion({MissingSlot::kAgent, MissingSlot::kObject, MissingSlot::kRecipient},
+                            {}, Action::kExecuteTask),
+            "Which agent should I run, which one should I use, and who should get it?");
+  EXPECT_EQ(ClarifyQuestion({MissingSlot::kPurpose}, {"invoice-chaser", "receipt-scanner"},
+                            Action::kCreateSkill),
+            "What should the skill do? You already have invoice-chaser and receipt-scanner, if "
+            "one of them comes close.");
   EXPECT_EQ(ClarifyQuestion({MissingSlot::kAgent}, {}, Action::kManagePlatform),
             "Which agent do you mean?");
 }
