@@ -149,29 +149,39 @@ std::vector<std::string> CatalogItemsInOrder(std::string_view text,
 
 std::string MaskCatalogNames(std::string_view text, const std::vector<CatalogItem>& items,
                              std::string_view stand_in) {
+  // Only names of several parts: a one-word name ("sync", "summarize")
+  // may be the very verb of the message.
   std::vector<std::string> names;
   names.reserve(items.size());
   for (const CatalogItem& item : items) {
-    if (item.name.size() >= 3) names.push_back(Lowercase(item.name));
+    if (item.name.size() >= 3 && item.name.find_first_of("-_ ") != std::string::npos) {
+      names.push_back(Lowercase(item.name));
+    }
   }
   std::sort(names.begin(), names.end(),
             [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  const auto is_name_char = [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+  };
   std::string out(text);
   for (const std::string& name : names) {
     std::string lowered = Lowercase(out);
     for (size_t pos = lowered.find(name); pos != std::string::npos;
          pos = lowered.find(name, pos + 1)) {
-      const auto is_name_char = [](char c) {
-        return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
-      };
       const size_t end = pos + name.size();
-      if ((pos > 0 && is_name_char(lowered[pos - 1])) ||
-          (end < lowered.size() && is_name_char(lowered[end]))) {
+      // Not inside a longer name, a #channel or an address ("#cert-watch",
+      // "alerts@cert-watch.io"); a full stop ending the sentence is fine.
+      const char before = pos > 0 ? lowered[pos - 1] : ' ';
+      const char after = end < lowered.size() ? lowered[end] : ' ';
+      const bool dotted =
+          after == '.' && end + 1 < lowered.size() && is_name_char(lowered[end + 1]);
+      if (is_name_char(before) || before == '#' || before == '@' || before == '.' ||
+          is_name_char(after) || after == '@' || dotted) {
         continue;
       }
       out.replace(pos, name.size(), stand_in);
       lowered.replace(pos, name.size(), stand_in);
-      pos += stand_in.size() == 0 ? 0 : stand_in.size() - 1;
+      pos += stand_in.empty() ? 0 : stand_in.size() - 1;
     }
   }
   return out;

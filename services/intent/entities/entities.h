@@ -42,12 +42,13 @@ std::optional<std::string> MatchCatalogItem(std::string_view text,
 std::vector<std::string> CatalogItemsInOrder(std::string_view text,
                                              const std::vector<CatalogItem>& items);
 
-// `text` with every whole, exact mention of an item's name (any case; not
-// inside a longer name) replaced by `stand_in`, longest names first: what
-// a reader of verbs, schedules or the model's words reads, so that the
-// words of a name ("delete-old-files", "weekly-sales-report") are never
-// taken for what the message asks. Names shorter than three characters
-// stay.
+// `text` with every whole, exact mention of an item's name of several
+// parts (any case; not inside a longer name, a #channel or an address)
+// replaced by `stand_in`, longest names first: what a reader of verbs,
+// schedules or the model's words reads, so that the words of a name
+// ("delete-old-files", "weekly-sales-report") are never taken for what
+// the message asks. One-word names ("sync") and names shorter than three
+// characters stay.
 std::string MaskCatalogNames(std::string_view text, const std::vector<CatalogItem>& items,
                              std::string_view stand_in);
 

@@ -393,10 +393,14 @@ bool UnboundThing(Facts& f) {
     // two") or material any history can hold ("those changes").
     static const WordSet& documents = words::List("clarify_documents");
     const std::string_view noun = w[i + 1];
+    // "this week's numbers", "these days": a time, in any form.
+    const std::string_view singular = noun.ends_with("s") ? noun.substr(0, noun.size() - 1) : noun;
     if (noun.size() < 3 || StopWords().contains(noun) || TimeNouns().contains(noun) ||
+        TimeNouns().contains(singular) || OneOf(singular, {"day", "hour", "minute"}) ||
         GenericAgentWords().contains(noun) ||
-        OneOf(noun, {"one", "ones", "agent", "bot", "skill", "into", "onto", "with", "from", "for",
-                     "about", "over", "two", "three", "four", "five", "both", "all", "again"}) ||
+        OneOf(noun, {"one",   "ones",  "agent", "bot",   "skill", "into", "onto", "with", "from",
+                     "for",   "about", "over",  "two",   "three", "four", "five", "both", "all",
+                     "again", "who",   "which", "whose", "where", "when", "that"}) ||
         (!f.in.request.history.empty() && documents.contains(noun)) || InHistory(f, noun) ||
         InAgentNames(f, noun) || InAgentDescription(f, noun)) {
       continue;
@@ -414,8 +418,11 @@ bool UnboundPluralObject(Facts& f) {
   const std::vector<std::string_view>& w = f.words;
   for (size_t i = 0; i < w.size(); ++i) {
     if (!OneOf(w[i], {"these", "those"})) continue;
+    // "add these to ...", "send those over"; not "those who already
+    // paid", "those from acme": a description.
     const std::string_view next = i + 1 < w.size() ? w[i + 1] : "";
-    if (next.empty() || StopWords().contains(next)) {
+    if (next.empty() ||
+        OneOf(next, {"to", "into", "onto", "over", "up", "out", "please", "pls", "now", "too"})) {
       f.referent = std::string(w[i]);
       return true;
     }
@@ -439,7 +446,13 @@ bool UnboundDeictic(Facts& f) {
     const std::string_view next = i + 1 < w.size() ? w[i + 1] : "";
     bool deictic = false;
     if (word == "this" || word == "these" || word == "those") {
-      deictic = !TimeNouns().contains(next) && !(word == "this" && next == "is" && i == 0);
+      // "this week's numbers", "these days", "those who paid".
+      const std::string_view singular =
+          next.ends_with("s") ? next.substr(0, next.size() - 1) : next;
+      deictic = !TimeNouns().contains(next) && !TimeNouns().contains(singular) &&
+                !OneOf(singular, {"day", "hour", "minute"}) &&
+                !OneOf(next, {"who", "which", "whose"}) &&
+                !(word == "this" && next == "is" && i == 0);
     } else if (word == "that") {
       static const WordSet& after = words::List("clarify_that_pointing");
       // "how long will that take", "does that work": "that" after an
@@ -762,7 +775,15 @@ std::string_view LastSentence(std::string_view text) {
 // "whats wrong w this one", "update its sender address" right after the
 // assistant named several of the user's agents: "it" could be any of them.
 bool PronounOverList(Facts& f) {
-  if (f.payload || f.last_assistant.empty() || NamesAgentExactly(f)) return false;
+  // About one of them: an action on an agent or a question ("whats wrong w
+  // this one"), not talk ("thanks, it's clear now").
+  const bool question =
+      ContainsPhrase(f.words, "?") ||
+      (!f.words.empty() && words::Contains("clarify_question_openers", f.words.front()));
+  if (f.payload || f.last_assistant.empty() || NamesAgentExactly(f) ||
+      !(AboutExistingAgent(f.in.action) || question)) {
+    return false;
+  }
   if (f.in.agent_name && f.in.reference != Reference::kPronoun) return false;
   const std::vector<HistoryTurn>& history = f.in.request.history;
   if (history.empty() || history.back().role != Role::kAssistant) return false;
@@ -771,7 +792,12 @@ bool PronounOverList(Facts& f) {
   if (CatalogItemsInOrder(LastSentence(f.last_assistant), f.in.request.agents).size() == 1) {
     return false;
   }
-  return ContainsAnyPhrase(f.words, {"it", "its", "this one", "that one"}) &&
+  // "its" as written; "it's clear now" is "it is".
+  const std::string lowered = Lowercase(f.in.request.message);
+  const bool possessive = ContainsPhrase(f.words, "its") &&
+                          lowered.find("it's") == std::string::npos &&
+                          lowered.find("it\u2019s") == std::string::npos;
+  return (ContainsAnyPhrase(f.words, {"it", "this one", "that one"}) || possessive) &&
          f.described_agents.empty();
 }
 
@@ -988,6 +1014,25 @@ size_t ContentWordsAfter(const std::vector<std::string_view>& w, size_t from) {
   return count;
 }
 
+// A word of work a new agent does each time (clarify_work_words, with its
+// -s, -ed, -ing and -er forms, or a verb of the lexicon other than one of
+// starting, running or creating).
+bool DoesWork(std::string_view word) {
+  static const WordSet& work = words::List("clarify_work_words");
+  if (work.contains(word)) return true;
+  for (std::string_view suffix : {"s", "es", "ed", "d", "ing", "er", "ers"}) {
+    if (word.size() > suffix.size() + 2 && word.ends_with(suffix) &&
+        work.contains(word.substr(0, word.size() - suffix.size()))) {
+      return true;
+    }
+  }
+  const std::optional<Action> verb = VerbAction(word);
+  const std::string_view base = word.ends_with("s") ? word.substr(0, word.size() - 1) : word;
+  return verb && *verb != Action::kCreateAgent && *verb != Action::kCreateSkill &&
+         *verb != Action::kQueryInfo &&
+         !OneOf(base, {"run", "set", "make", "do", "start", "trigger", "go", "fire", "kick"});
+}
+
 bool PurposeMissing(Facts& f) {
   if (f.in.action != Action::kCreateAgent && f.in.action != Action::kCreateSkill &&
       !(AsksForNewAgent(f.words) && !NamesAgentExactly(f))) {
@@ -1007,22 +1052,12 @@ bool PurposeMissing(Facts& f) {
   }
   // When it runs ("runs every morning", "whenever a new shipment is
   // booked") is no purpose without work to do each time.
-  static const WordSet& work = words::List("clarify_work_words");
-  const bool works = std::any_of(w.begin(), w.end(), [](std::string_view word) {
-    if (work.contains(word)) return true;
-    for (std::string_view suffix : {"s", "es", "ed", "d", "ing", "er", "ers"}) {
-      if (word.size() > suffix.size() + 2 && word.ends_with(suffix) &&
-          work.contains(word.substr(0, word.size() - suffix.size()))) {
-        return true;
-      }
-    }
-    const std::optional<Action> verb = VerbAction(word);
-    // Verbs of starting or running say when, not what.
-    const std::string_view base = word.ends_with("s") ? word.substr(0, word.size() - 1) : word;
-    return verb && *verb != Action::kCreateAgent && *verb != Action::kCreateSkill &&
-           *verb != Action::kQueryInfo &&
-           !OneOf(base, {"run", "set", "make", "do", "start", "trigger", "go", "fire", "kick"});
-  });
+  bool works = false;
+  for (size_t at = 0; at < w.size() && !works; ++at) {
+    // "whenever a new shipment is booked": what sets it off, not its work.
+    if (at > 0 && OneOf(w[at - 1], {"is", "are", "was", "were", "gets", "get", "got"})) continue;
+    works = DoesWork(w[at]);
+  }
   const std::map<std::string, std::string> entities = ExtractEntities(f.in.request.message);
   if (entities.contains("schedule") && works) return false;
   for (size_t i = 0; i < w.size(); ++i) {

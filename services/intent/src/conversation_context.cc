@@ -327,17 +327,21 @@ std::optional<Action> AskedFor(const HistoryTurn& turn, const IntentRequest& req
 // "Done — X now posts to #incidents", "Updated: X will text 48 hours
 // before", "from now on X ...": an answer that says an agent was changed.
 bool SaysItChangedAnAgent(std::string_view answer) {
-  const std::string normalized = NormalizeText(answer);
-  const std::vector<std::string_view> words = Words(normalized);
-  if (ContainsAnyPhrase(words, {"will now", "from now on", "is now set", "now set to",
-                                "going forward", "i changed", "ive changed"})) {
-    return true;
-  }
-  // "now posts", "now runs": "now" before a verb of the present.
-  for (size_t i = 0; i + 1 < words.size(); ++i) {
-    if (words[i] == "now" && words[i + 1].size() > 3 && words[i + 1].ends_with("s") &&
-        !words[i + 1].ends_with("ss")) {
+  // Sentence by sentence: "It ran just now. Reminders were sent" is no
+  // "now <verb>s".
+  for (std::string_view sentence : SplitAny(answer, ".!?\n")) {
+    const std::string normalized = NormalizeText(sentence);
+    const std::vector<std::string_view> words = Words(normalized);
+    if (ContainsAnyPhrase(words, {"will now", "from now on", "is now set", "now set to",
+                                  "going forward", "i changed", "ive changed"})) {
       return true;
+    }
+    // "now posts", "now runs": "now" before a verb of the present.
+    for (size_t i = 0; i + 1 < words.size(); ++i) {
+      if (words[i] == "now" && words[i + 1].size() > 3 && words[i + 1].ends_with("s") &&
+          !words[i + 1].ends_with("ss") && (i == 0 || !OneOf(words[i - 1], {"just", "right"}))) {
+        return true;
+      }
     }
   }
   return false;

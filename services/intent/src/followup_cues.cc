@@ -686,7 +686,13 @@ std::optional<size_t> AfterTopicMarkers(std::string_view message, size_t start) 
     const std::string normalized = NormalizeText(rest.substr(0, std::min<size_t>(rest.size(), 60)));
     const std::vector<std::string_view> words = Words(normalized);
     size_t skip = 0;
-    while (skip < words.size() && skip < 4 && lead_in.contains(words[skip])) ++skip;
+    // In a later sentence "anyway" alone resumes ("I checked. Anyway, can
+    // you run it again?"); before a marker that says so it leads in.
+    while (skip < words.size() && skip < 4 &&
+           (lead_in.contains(words[skip]) ||
+            (start > 0 && (words[skip] == "anyway" || words[skip] == "anyways")))) {
+      ++skip;
+    }
     const std::vector<std::string_view> tail(words.begin() + static_cast<long>(skip), words.end());
     std::string_view found;
     // Only markers that begin with the first word can start the tail.
@@ -759,7 +765,11 @@ std::optional<size_t> RequestAfterThanks(std::string_view message) {
     }
     if (end == i) break;
     const std::string word = Lowercase(message.substr(i, end - i));
-    if (!openers.contains(word)) return std::nullopt;
+    // "you're great, ...": a contraction opens no thanks.
+    if (!openers.contains(word) || (end < message.size() && message[end] == '\'') ||
+        message.substr(end, 3) == "\u2019") {
+      return std::nullopt;
+    }
     thanked = thanked || (word != "ok" && word != "okay" && word != "so");
     i = end;
     while (i < message.size() && message[i] == ' ') ++i;

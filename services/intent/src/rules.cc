@@ -581,6 +581,17 @@ RuleAnswer AnswerPick(const Situation& s, const std::string& picked, const std::
   return out;
 }
 
+// Where the word at `at` of `masked` (MaskListed: each listed name one
+// word) stands in the message's own words: the same word at or after it.
+size_t OriginalIndex(const Situation& s, const std::vector<std::string_view>& masked, size_t at) {
+  const std::vector<std::string_view>& words = s.message.words;
+  if (at >= masked.size()) return words.size();
+  for (size_t k = at; k < words.size(); ++k) {
+    if (words[k] == masked[at]) return k;
+  }
+  return words.size();
+}
+
 // Where the anchor of a relative position stands in the last list: an
 // item named exactly, or by its distinctive words ("the payroll one"); a
 // position ("the last", "number 3"); the item talked about last ("the one
@@ -647,15 +658,16 @@ std::vector<std::string_view> MaskListed(const Situation& s) {
 std::vector<int> LooseAnchorsBetween(const Situation& s, size_t at) {
   const Context& c = s.context;
   const std::vector<std::string_view>& words = s.message.words;
+  if (at >= words.size()) return {};
   std::vector<CatalogItem> listed;
   for (const CatalogItem& agent : s.message.request.agents) {
     if (std::find(c.last_list.begin(), c.last_list.end(), agent.name) != c.last_list.end()) {
       listed.push_back(agent);
     }
   }
-  const auto and_at =
-      std::find(words.begin() + static_cast<long>(std::min(at, words.size())), words.end(), "and");
-  if (and_at == words.end()) return {};
+  const auto after = words.begin() + static_cast<long>(at) + 1;
+  const auto and_at = std::find(after, words.end(), "and");
+  if (and_at == words.end() || and_at == after) return {};
   const auto side = [&](auto from, auto to) -> int {
     std::string text;
     for (auto it = from; it != to; ++it) text += std::string(*it) + " ";
@@ -665,7 +677,7 @@ std::vector<int> LooseAnchorsBetween(const Situation& s, size_t at) {
                             c.last_list.begin());
   };
   constexpr long kSideWords = 5;
-  const int first = side(words.begin() + static_cast<long>(at) + 1, and_at);
+  const int first = side(after, and_at);
   const int second = side(and_at + 1, and_at + std::min<long>(kSideWords, words.end() - and_at));
   if (first < 0 || second < 0 || first == second) return {};
   return {first, second};
@@ -687,7 +699,7 @@ std::optional<RuleAnswer> PickRelative(const Situation& s) {
   // "between the price watcher and the covers report": anchors named by
   // their distinctive words, one on each side of the "and".
   if (position->position == RelativePosition::kBetween && named.size() < 2) {
-    named = LooseAnchorsBetween(s, position->at);
+    named = LooseAnchorsBetween(s, OriginalIndex(s, masked, position->at));
   }
   int picked = -1;
   int anchor = -1;
@@ -703,8 +715,9 @@ std::optional<RuleAnswer> PickRelative(const Situation& s) {
     // unless an item is named.
     const bool from_current = named.empty() && position->at < masked.size() &&
                               words::Contains("relative_from_current", masked[position->at]);
-    anchor = from_current && CurrentIndex(c) >= 0 ? CurrentIndex(c)
-                                                  : RelativeAnchor(s, named, position->at);
+    anchor = from_current && CurrentIndex(c) >= 0
+                 ? CurrentIndex(c)
+                 : RelativeAnchor(s, named, OriginalIndex(s, masked, position->at));
     const int step = position->position == RelativePosition::kBefore ? -1 : 1;
     if (anchor >= 0) picked = anchor + step * position->offset;
   }
@@ -739,8 +752,10 @@ bool ListHasLetter(const Situation& s, char letter) {
   for (size_t at = text.find(letter); at != std::string::npos; at = text.find(letter, at + 1)) {
     const bool starts =
         at == 0 || text[at - 1] == '\n' || text[at - 1] == ' ' || text[at - 1] == '(';
-    const bool labels =
-        at + 1 < text.size() && (text[at + 1] == ')' || text[at + 1] == '.' || text[at + 1] == ':');
+    // "a)", "b. ", "c: "; not "e.g."
+    const bool labels = at + 1 < text.size() &&
+                        (text[at + 1] == ')' || ((text[at + 1] == '.' || text[at + 1] == ':') &&
+                                                 (at + 2 >= text.size() || text[at + 2] == ' ')));
     if (starts && labels) return true;
   }
   return false;
@@ -1264,7 +1279,11 @@ Situation ReadSituation(const Message& message, const Context& context,
     const int index = s.ordinal->Resolve(static_cast<int>(context.last_list.size()), -1);
     // A word of a name somewhere in a long message ("the claim is over
     // 10k") does not outweigh "the first of those".
-    const bool loose = !absl::StrContains(Lowercase(request.message), Lowercase(*s.named_agent));
+    const bool loose =
+        !absl::StrContains(Lowercase(request.message), Lowercase(*s.named_agent)) &&
+        ContainsAnyPhrase(message.words,
+                          {"of those", "of them", "of these", "on the list", "on ur list",
+                           "on your list", "in the list", "in that list", "you listed"});
     if (index >= 0 && (context.last_list[index] == *s.named_agent || loose)) s.named_agent.reset();
   }
   s.pronoun = !s.named_agent && (HasAgentPronoun(request.message) || VerbOnThat(message.words));

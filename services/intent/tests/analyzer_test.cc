@@ -633,8 +633,14 @@ TEST(ReferenceTest, ATopicMarkerOpensALaterSentenceToo) {
   // "btw" adds to a message; only the markers that say so open a new topic
   // in a later sentence.
   EXPECT_FALSE(NewTopicStart("pause it. btw it should resume monday").has_value());
-  EXPECT_EQ(NewTopicStart("looks good. anyway: can agents read pdfs?"),
-            std::string_view("looks good. anyway: ").size());
+  EXPECT_EQ(NewTopicStart("looks good. unrelated: can agents read pdfs?"),
+            std::string_view("looks good. unrelated: ").size());
+  // "anyway" alone in a later sentence resumes what was being done.
+  EXPECT_FALSE(NewTopicStart("I checked the emails. Anyway, can you run it again?").has_value());
+  const IntentAnalysis resume =
+      Analyze("I checked the emails. Anyway, can you run it again?",
+              {User("what did invoice-chaser send?"), Assistant("invoice-chaser sent 4 emails.")});
+  EXPECT_EQ(AgentOf(resume), "invoice-chaser");
   EXPECT_FALSE(NewTopicStart("use v2.anyway").has_value());
 }
 
@@ -763,6 +769,46 @@ TEST(ReferenceTest, AnAnswerSayingTheAgentNowDoesSoMakesTheRequestAChange) {
                                     Assistant("Done — weekly-sales-digest now posts to #sales.")});
   EXPECT_EQ(a.action, Action::kUpdateAgent);
   EXPECT_EQ(AgentOf(a), "weekly-sales-digest");
+}
+
+TEST(ReferenceTest, ReadingsOfTheRoundLeaveOrdinaryMessagesAlone) {
+  const std::vector<HistoryTurn> list = {
+      User("what do i have"),
+      Assistant("1. notion-standup-summary\n2. invoice-chaser\n3. weekly-sales-digest")};
+  // A listed name before "between" (one word of the masked message stands
+  // for its parts) used to index past the words and crash the service.
+  Analyze("keep notion-standup-summary and between the invoice one and the sales one, pause it",
+          list);
+  Analyze("notion-standup-summary and between the invoice one and the sales one which runs first?",
+          list);
+  EXPECT_EQ(AgentOf(Analyze("pause the one between the notion one and the sales one", list)),
+            "invoice-chaser");
+  // "on the 1st" is a date: the invoice one stays the one meant.
+  EXPECT_EQ(AgentOf(Analyze("change the invoice one so it runs on the 1st", list)),
+            "invoice-chaser");
+  // "just now" then a new sentence is no "now <verb>s".
+  const IntentAnalysis again =
+      Analyze("same for weekly-sales-digest",
+              {User("run invoice-chaser"),
+               Assistant("Done. It ran just now. Reminders were sent to 4 clients.")});
+  EXPECT_EQ(again.action, Action::kExecuteTask);
+  // "e.g." is no lettered list.
+  const IntentAnalysis e =
+      Analyze("e", {User("what do i have"),
+                    Assistant("Your agents (e.g. the ones that email):\n1. invoice-chaser\n"
+                              "2. weekly-sales-digest\n3. notion-standup-summary\n"
+                              "4. notion-standup-summary-v2\n5. invoice-chaser-eu")});
+  EXPECT_NE(AgentOf(e), "invoice-chaser-eu");
+  EXPECT_FALSE(RequestAfterThanks("you're great, pause invoice-chaser").has_value());
+}
+
+TEST(EntitiesTest, MaskingLeavesChannelsAddressesAndOneWordNames) {
+  const std::vector<CatalogItem> agents = {{"cert-watch", ""}, {"sync", ""}};
+  EXPECT_EQ(
+      MaskCatalogNames("have cert-watch post to #cert-watch and alerts@cert-watch.io", agents, "X"),
+      "have X post to #cert-watch and alerts@cert-watch.io");
+  EXPECT_EQ(MaskCatalogNames("sync now, then pause cert-watch.", agents, "X"),
+            "sync now, then pause X.");
 }
 
 TEST(GrammarCueTest, ChangingAnAgentsSettingIsAChange) {

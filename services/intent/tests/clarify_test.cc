@@ -346,6 +346,30 @@ TEST(ClarifyTest, ThatOrTheseAsTheObjectWithNothingBeforeIt) {
                    .clarification.needed);
 }
 
+TEST(ClarifyTest, OrdinaryRequestsOfTheRoundsReviewProceed) {
+  EXPECT_FALSE(Decide(Request("create an agent that emails me this week's sales numbers every "
+                              "friday"),
+                      Action::kCreateAgent)
+                   .clarification.needed);
+  EXPECT_FALSE(Decide(Request("build an agent that tracks this year's budget and alerts me when "
+                              "we go over"),
+                      Action::kCreateAgent)
+                   .clarification.needed);
+  const IntentRequest paid =
+      Request("invoice-chaser should skip clients marked vip and those who already paid",
+              {"invoice-chaser", "payroll-check"});
+  EXPECT_FALSE(Decide(paid, Action::kUpdateAgent, "invoice-chaser").clarification.needed);
+  const IntentRequest clear = Request(
+      "thanks, it's clear now", {"payroll-check", "invoice-chaser", "cert-watch"},
+      {{Role::kUser, "which ones send emails?"},
+       {Role::kAssistant, "payroll-check, invoice-chaser and cert-watch all send emails."}});
+  EXPECT_FALSE(Decide(clear, Action::kConversation).clarification.needed);
+  EXPECT_FALSE(Decide(Request("create an agent that every morning at 8 fetches the weather for "
+                              "Berlin and posts it in #general"),
+                      Action::kCreateAgent)
+                   .clarification.needed);
+}
+
 TEST(ClarifyQuestionTest, NamesEveryMissingSlotAndTheCandidates) {
   EXPECT_EQ(
       ClarifyQuestion({MissingSlot::kObject, MissingSlot::kRecipient}, {}, Action::kExecuteTask),
