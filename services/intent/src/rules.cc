@@ -581,6 +581,18 @@ RuleAnswer AnswerPick(const Situation& s, const std::string& picked, const std::
   return out;
 }
 
+// The user's agents the last list holds.
+std::vector<CatalogItem> ListedItems(const Situation& s) {
+  const Context& c = s.context;
+  std::vector<CatalogItem> listed;
+  for (const CatalogItem& agent : s.message.request.agents) {
+    if (std::find(c.last_list.begin(), c.last_list.end(), agent.name) != c.last_list.end()) {
+      listed.push_back(agent);
+    }
+  }
+  return listed;
+}
+
 // Where the word at `at` of `masked` (MaskListed: each listed name one
 // word) stands in the message's own words: the same word at or after it.
 size_t OriginalIndex(const Situation& s, const std::vector<std::string_view>& masked, size_t at) {
@@ -600,12 +612,7 @@ int RelativeAnchor(const Situation& s, const std::vector<int>& named, size_t at)
   const Context& c = s.context;
   if (!named.empty()) return named.front();
   const int size = static_cast<int>(c.last_list.size());
-  std::vector<CatalogItem> listed;
-  for (const CatalogItem& agent : s.message.request.agents) {
-    if (std::find(c.last_list.begin(), c.last_list.end(), agent.name) != c.last_list.end()) {
-      listed.push_back(agent);
-    }
-  }
+  const std::vector<CatalogItem> listed = ListedItems(s);
   // The words right after the direction first ("after the eta tracker,
   // bump it to warn 3 days before free time runs out").
   constexpr size_t kAnchorWords = 4;
@@ -649,22 +656,13 @@ std::vector<std::string_view> MaskListed(const Situation& s) {
   return words;
 }
 
-// "the one listed before X", "whatever sits right below X", "number 3's
-// predecessor", "the one above the last", "the one in between the other
-// two", "pause the agent listed two after X": the anchor's neighbour in
-// the last list, by index.
 // The listed items the words after "between" (at `at`) name loosely on
 // each side of its "and", in list positions; empty unless both resolve.
 std::vector<int> LooseAnchorsBetween(const Situation& s, size_t at) {
   const Context& c = s.context;
   const std::vector<std::string_view>& words = s.message.words;
   if (at >= words.size()) return {};
-  std::vector<CatalogItem> listed;
-  for (const CatalogItem& agent : s.message.request.agents) {
-    if (std::find(c.last_list.begin(), c.last_list.end(), agent.name) != c.last_list.end()) {
-      listed.push_back(agent);
-    }
-  }
+  const std::vector<CatalogItem> listed = ListedItems(s);
   const auto after = words.begin() + static_cast<long>(at) + 1;
   const auto and_at = std::find(after, words.end(), "and");
   if (and_at == words.end() || and_at == after) return {};
@@ -683,6 +681,10 @@ std::vector<int> LooseAnchorsBetween(const Situation& s, size_t at) {
   return {first, second};
 }
 
+// "the one listed before X", "whatever sits right below X", "number 3's
+// predecessor", "the one above the last", "the one in between the other
+// two", "pause the agent listed two after X": the anchor's neighbour in
+// the last list, by index.
 std::optional<RuleAnswer> PickRelative(const Situation& s) {
   const Context& c = s.context;
   if (c.last_list.empty()) return std::nullopt;
@@ -725,7 +727,6 @@ std::optional<RuleAnswer> PickRelative(const Situation& s) {
   return AnswerPick(s, c.last_list[picked], "the position relative to " + c.last_list[anchor]);
 }
 
-// "the second one", "#2", "the last one", "the other one".
 // "leave the recall one alone but the other one ...": the message names
 // `agent` as "the <word of its name> one" beside "the other one".
 bool NamesOneBeside(const std::vector<std::string_view>& words, const std::string& agent) {
@@ -761,6 +762,7 @@ bool ListHasLetter(const Situation& s, char letter) {
   return false;
 }
 
+// "the second one", "#2", "the last one", "the other one".
 std::optional<RuleAnswer> PickByOrdinal(const Situation& s) {
   const Context& c = s.context;
   if (c.last_list.empty() || !s.ordinal) return std::nullopt;
