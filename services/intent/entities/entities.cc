@@ -164,8 +164,9 @@ std::string MaskCatalogNames(std::string_view text, const std::vector<CatalogIte
     return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
   };
   std::string out(text);
+  // Kept in step with `out`: a stand-in replaces the same bytes in both.
+  std::string lowered = Lowercase(out);
   for (const std::string& name : names) {
-    std::string lowered = Lowercase(out);
     for (size_t pos = lowered.find(name); pos != std::string::npos;
          pos = lowered.find(name, pos + 1)) {
       const size_t end = pos + name.size();
@@ -369,7 +370,7 @@ std::optional<OrdinalRef> LetterAt(const std::vector<std::string_view>& words, s
                                            "option", "the", "one", "?", "go", "with"});
   }
   if (!counted && (others > 0 || (w == "a" && words.size() > 1))) return std::nullopt;
-  return OrdinalRef{OrdinalRef::Kind::kFromStart, w[0] - 'a', std::string(w)};
+  return OrdinalRef{OrdinalRef::Kind::kFromStart, w[0] - 'a', std::string(w), true};
 }
 
 }  // namespace

@@ -66,8 +66,9 @@ std::map<std::string, std::string> ExtractEntities(std::string_view text);
 struct OrdinalRef {
   enum class Kind { kFromStart, kFromEnd, kMiddle, kOther };
   Kind kind = Kind::kFromStart;
-  int index = 0;     // 0-based, counted from the start or (kFromEnd) the end
-  std::string text;  // as written, for reasoning
+  int index = 0;        // 0-based, counted from the start or (kFromEnd) the end
+  std::string text;     // as written, for reasoning
+  bool letter = false;  // "b", "option c": a letter, only of a lettered list
 
   // The 0-based position in a list of `size`, given the item talked about
   // last (for "the other one"); -1 when it does not resolve.

@@ -303,24 +303,14 @@ LocalAnalyzer::LocalAnalyzer(const LocalClassifier& classifier, AnalyzerOptions 
 
 LocalResult LocalAnalyzer::Analyze(const IntentRequest& request) const {
   // "anyway, unrelated: ..." reads only the new request, as if it opened
-  // a conversation.
-  if (std::optional<size_t> start = NewTopicStart(request.message)) {
-    IntentRequest fresh = request;
-    fresh.message = request.message.substr(*start);
-    fresh.history.clear();
-    LocalResult result = Analyze(fresh);
+  // a conversation; "thank you!! could you also create ..." the request
+  // after the thanks, in the same conversation.
+  if (std::optional<ReadPart> part = PartToRead(request)) {
+    LocalResult result = Analyze(part->request);
     result.analysis.reasoning =
-        "A new topic: only the request after the marker is read. " + result.analysis.reasoning;
-    return result;
-  }
-  // "thank you!! could you also create something for our volunteers":
-  // the request after the thanks, in the same conversation.
-  if (std::optional<size_t> start = RequestAfterThanks(request.message)) {
-    IntentRequest rest = request;
-    rest.message = request.message.substr(*start);
-    LocalResult result = Analyze(rest);
-    result.analysis.reasoning =
-        "Thanks first: the request after them is read. " + result.analysis.reasoning;
+        (part->new_topic ? "A new topic: only the request after the marker is read. "
+                         : "Thanks first: the request after them is read. ") +
+        result.analysis.reasoning;
     return result;
   }
   const Message message(request);

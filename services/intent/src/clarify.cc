@@ -380,6 +380,19 @@ bool HistoryNamesPeople(const Facts& f) {
 
 bool InAgentDescription(const Facts& f, std::string_view word);
 
+// The message asks: a "?" or a question word first.
+bool AsksAQuestion(const Facts& f) {
+  return ContainsPhrase(f.words, "?") ||
+         (!f.words.empty() && words::Contains("clarify_question_openers", f.words.front()));
+}
+
+// A time in any form: "this week's numbers", "these days".
+bool IsTimeWord(std::string_view word) {
+  const std::string_view singular = word.ends_with("s") ? word.substr(0, word.size() - 1) : word;
+  return TimeNouns().contains(word) || TimeNouns().contains(singular) ||
+         OneOf(singular, {"day", "hour", "minute"});
+}
+
 // "and this letter — can you translate it", "whats wrong with this
 // receipt": a thing pointed at that neither the history, the assistant's
 // last output nor the user's agents show, whatever else they show. Not
@@ -393,10 +406,7 @@ bool UnboundThing(Facts& f) {
     // two") or material any history can hold ("those changes").
     static const WordSet& documents = words::List("clarify_documents");
     const std::string_view noun = w[i + 1];
-    // "this week's numbers", "these days": a time, in any form.
-    const std::string_view singular = noun.ends_with("s") ? noun.substr(0, noun.size() - 1) : noun;
-    if (noun.size() < 3 || StopWords().contains(noun) || TimeNouns().contains(noun) ||
-        TimeNouns().contains(singular) || OneOf(singular, {"day", "hour", "minute"}) ||
+    if (noun.size() < 3 || StopWords().contains(noun) || IsTimeWord(noun) ||
         GenericAgentWords().contains(noun) ||
         OneOf(noun, {"one",   "ones",  "agent", "bot",   "skill", "into", "onto", "with", "from",
                      "for",   "about", "over",  "two",   "three", "four", "five", "both", "all",
@@ -437,9 +447,7 @@ bool UnboundDeictic(Facts& f) {
   const std::vector<std::string_view>& w = f.words;
   if (UnboundThing(f) || UnboundPluralObject(f)) return true;
   if (f.history_binds || f.in.agent_name) return false;
-  const bool question = ContainsPhrase(w, "?") ||
-                        (!w.empty() && words::Contains("clarify_question_openers", w.front()));
-  if (f.in.action == Action::kConversation && !question) return false;
+  if (f.in.action == Action::kConversation && !AsksAQuestion(f)) return false;
   bool antecedent = false;  // a noun phrase earlier in the message ("the bot, it's ...")
   for (size_t i = 0; i < w.size(); ++i) {
     const std::string_view word = w[i];
@@ -447,11 +455,7 @@ bool UnboundDeictic(Facts& f) {
     bool deictic = false;
     if (word == "this" || word == "these" || word == "those") {
       // "this week's numbers", "these days", "those who paid".
-      const std::string_view singular =
-          next.ends_with("s") ? next.substr(0, next.size() - 1) : next;
-      deictic = !TimeNouns().contains(next) && !TimeNouns().contains(singular) &&
-                !OneOf(singular, {"day", "hour", "minute"}) &&
-                !OneOf(next, {"who", "which", "whose"}) &&
+      deictic = !IsTimeWord(next) && !OneOf(next, {"who", "which", "whose"}) &&
                 !(word == "this" && next == "is" && i == 0);
     } else if (word == "that") {
       static const WordSet& after = words::List("clarify_that_pointing");
@@ -775,30 +779,26 @@ std::string_view LastSentence(std::string_view text) {
 // "whats wrong w this one", "update its sender address" right after the
 // assistant named several of the user's agents: "it" could be any of them.
 bool PronounOverList(Facts& f) {
-  // About one of them: an action on an agent or a question ("whats wrong w
-  // this one"), not talk ("thanks, it's clear now").
-  const bool question =
-      ContainsPhrase(f.words, "?") ||
-      (!f.words.empty() && words::Contains("clarify_question_openers", f.words.front()));
-  if (f.payload || f.last_assistant.empty() || NamesAgentExactly(f) ||
-      !(AboutExistingAgent(f.in.action) || question)) {
-    return false;
-  }
-  if (f.in.agent_name && f.in.reference != Reference::kPronoun) return false;
-  const std::vector<HistoryTurn>& history = f.in.request.history;
-  if (history.empty() || history.back().role != Role::kAssistant) return false;
-  if (CatalogItemsInOrder(f.last_assistant, f.in.request.agents).size() < 2) return false;
-  // "Only absence-alert-text runs in the morning": the turn settles on one.
-  if (CatalogItemsInOrder(LastSentence(f.last_assistant), f.in.request.agents).size() == 1) {
-    return false;
-  }
   // "its" as written; "it's clear now" is "it is".
   const std::string lowered = Lowercase(f.in.request.message);
   const bool possessive = ContainsPhrase(f.words, "its") &&
                           lowered.find("it's") == std::string::npos &&
                           lowered.find("it\u2019s") == std::string::npos;
-  return (ContainsAnyPhrase(f.words, {"it", "this one", "that one"}) || possessive) &&
-         f.described_agents.empty();
+  if (!(ContainsAnyPhrase(f.words, {"it", "this one", "that one"}) || possessive) ||
+      !f.described_agents.empty() || f.payload || f.last_assistant.empty() ||
+      NamesAgentExactly(f)) {
+    return false;
+  }
+  // About one of them: an action on an agent or a question ("whats wrong w
+  // this one"), not talk ("thanks, it's clear now").
+  if (!(AboutExistingAgent(f.in.action) || AsksAQuestion(f))) return false;
+  if (f.in.agent_name && f.in.reference != Reference::kPronoun) return false;
+  const std::vector<HistoryTurn>& history = f.in.request.history;
+  if (history.empty() || history.back().role != Role::kAssistant) return false;
+  // Several agents named, and the turn does not settle on one in its last
+  // sentence ("Only absence-alert-text runs in the morning").
+  return CatalogItemsInOrder(f.last_assistant, f.in.request.agents).size() >= 2 &&
+         CatalogItemsInOrder(LastSentence(f.last_assistant), f.in.request.agents).size() != 1;
 }
 
 bool AgentUnresolved(Facts& f) {
@@ -1333,19 +1333,10 @@ void MergeModelDecision(const IntentRequest& request, Action action, const Clari
 }  // namespace
 
 void ApplyClarification(const IntentRequest& whole, IntentAnalysis& analysis) {
-  // "ok thanks. btw what's this charge for??": after a marker of a new
-  // topic the request is read as if it opened the conversation, and so is
-  // what it needs.
-  std::optional<IntentRequest> fresh;
-  if (std::optional<size_t> start = NewTopicStart(whole.message)) {
-    fresh = whole;
-    fresh->message = whole.message.substr(*start);
-    fresh->history.clear();
-  } else if (std::optional<size_t> after = RequestAfterThanks(whole.message)) {
-    fresh = whole;  // "thanks! could you also ...": the request after them
-    fresh->message = whole.message.substr(*after);
-  }
-  const IntentRequest& request = fresh ? *fresh : whole;
+  // "ok thanks. btw what's this charge for??": what the request needs is
+  // weighed on the part the analysis read.
+  const std::optional<ReadPart> part = PartToRead(whole);
+  const IntentRequest& request = part ? part->request : whole;
   const auto agent = analysis.entities.find("agent_name");
   ClarifyInput input{.request = request,
                      .action = analysis.action,

@@ -791,6 +791,21 @@ std::optional<size_t> RequestAfterThanks(std::string_view message) {
   return i;
 }
 
+std::optional<ReadPart> PartToRead(const IntentRequest& request) {
+  if (std::optional<size_t> start = NewTopicStart(request.message)) {
+    ReadPart part{request, true};
+    part.request.message = request.message.substr(*start);
+    part.request.history.clear();
+    return part;
+  }
+  if (std::optional<size_t> start = RequestAfterThanks(request.message)) {
+    ReadPart part{request, false};
+    part.request.message = request.message.substr(*start);
+    return part;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 const WordSet& WorkVerbs() {

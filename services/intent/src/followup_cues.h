@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "services/intent/src/model.h"
+
 namespace omniforge::intent {
 
 // "sorry, I meant the March report", "typo, 5 times not 3", "Janet Kim,
@@ -88,6 +90,16 @@ std::optional<size_t> NewTopicStart(std::string_view message);
 // that is not "ok" or "so") starts, when it asks for something with a
 // verb of its own in three words or more; else nullopt.
 std::optional<size_t> RequestAfterThanks(std::string_view message);
+
+// The part of a request that is read, when not all of it: after a marker
+// of a new topic, the request after it with no history (`new_topic`);
+// after thanks, the request after them in the same conversation. The
+// analysis and the clarify decision read the same part.
+struct ReadPart {
+  IntentRequest request;
+  bool new_topic = false;
+};
+std::optional<ReadPart> PartToRead(const IntentRequest& request);
 
 // "every monday", "each morning", "weekly" (but not "the weekly report",
 // "their monthly numbers", nor "every student").

@@ -243,49 +243,6 @@ std::optional<RuleAnswer> ConfirmOfferAsSkill(const Situation& s) {
 
 std::vector<std::string_view> MaskListed(const Situation& s);
 
-// "looks fine, email the draft", "ok good, forward it to the journalist":
-// a yes, then, in the next clause, a send with an object or a run, when
-// `offered` was no run.
-bool NewRequestAfterYes(const Situation& s, Action offered) {
-  const std::vector<std::string_view> clauses = SplitAny(s.message.request.message, ",.;!");
-  if (clauses.size() < 2) return false;
-  const std::string opening = NormalizeText(clauses[0]);
-  const std::vector<std::string_view> yes = Words(opening);
-  const bool approves =
-      IsConfirmation(yes) || (yes.size() <= 3 && !ContainsAnyPhrase(yes, {"not", "dont", "no"}) &&
-                              ContainsAnyPhrase(yes, {"good", "fine", "great", "perfect", "nice",
-                                                      "ok", "okay", "cool", "lgtm"}));
-  if (!approves) return false;
-  for (size_t i = 1; i < clauses.size(); ++i) {
-    const std::string normalized = NormalizeText(clauses[i]);
-    const std::vector<std::string_view> words = Words(normalized);
-    if (words.empty()) continue;
-    // A send with an object ("email the draft", "forward it to the
-    // journalist"), not a time for it ("send at 4pm tho"), or a run.
-    const bool send = IsSendVerbForm(words.front()) && words.size() >= 2 &&
-                      !OneOf(words[1], {"at", "on", "by", "every", "daily", "weekly", "monthly",
-                                        "tho", "though", "from", "before", "after", "later"});
-    const bool run = LeadingVerb(words) && VerbAction(normalized) == Action::kExecuteTask;
-    // "send it to cfo@acme.io too": one more recipient for what is offered.
-    const bool adds = ContainsAnyPhrase(words, {"too", "also", "as well", "instead", "only"});
-    return (send || run) && !adds && offered != Action::kExecuteTask;
-  }
-  return false;
-}
-
-// "yes, do that": what the assistant offered, with its entities.
-// The assistant's last turn offers to do something to "it" or "this
-// agent" ("Would you like me to delete it?").
-bool OfferPointsAtAgent(const Situation& s) {
-  const std::vector<HistoryTurn>& history = s.message.request.history;
-  if (history.empty() || history.back().role != Role::kAssistant) return false;
-  const std::string normalized = NormalizeText(history.back().content);
-  return ContainsAnyPhrase(
-      Words(normalized),
-      {"delete it", "pause it", "resume it", "archive it", "disable it", "remove it",
-       "duplicate it", "turn it off", "stop it", "this agent", "that agent"});
-}
-
 // The clauses of a message as written: split at , . ! ; and at a dash
 // between spaces, each normalized.
 std::vector<std::string> Clauses(std::string_view message) {
@@ -310,6 +267,44 @@ std::vector<std::string> Clauses(std::string_view message) {
   }
   flush();
   return out;
+}
+
+// "looks fine, email the draft", "ok good, forward it to the journalist":
+// a yes, then, in the next clause, a send with an object or a run, when
+// `offered` was no run.
+bool NewRequestAfterYes(const Situation& s, Action offered) {
+  const std::vector<std::string> clauses = Clauses(s.message.request.message);
+  if (clauses.size() < 2) return false;
+  const std::vector<std::string_view> yes = Words(clauses[0]);
+  const bool approves =
+      IsConfirmation(yes) || (yes.size() <= 3 && !ContainsAnyPhrase(yes, {"not", "dont", "no"}) &&
+                              ContainsAnyPhrase(yes, {"good", "fine", "great", "perfect", "nice",
+                                                      "ok", "okay", "cool", "lgtm"}));
+  if (!approves) return false;
+  for (size_t i = 1; i < clauses.size(); ++i) {
+    const std::string& normalized = clauses[i];
+    const std::vector<std::string_view> words = Words(normalized);
+    // A send with an object ("email the draft", "forward it to the
+    // journalist"), not a time for it ("send at 4pm tho"), or a run.
+    const bool send = IsSendVerbForm(words.front()) && words.size() >= 2 &&
+                      !OneOf(words[1], {"at", "on", "by", "every", "daily", "weekly", "monthly",
+                                        "tho", "though", "from", "before", "after", "later"});
+    const bool run = LeadingVerb(words) && VerbAction(normalized) == Action::kExecuteTask;
+    // "send it to cfo@acme.io too": one more recipient for what is offered.
+    const bool adds = ContainsAnyPhrase(words, {"too", "also", "as well", "instead", "only"});
+    return (send || run) && !adds && offered != Action::kExecuteTask;
+  }
+  return false;
+}
+
+// "yes, do that": what the assistant offered, with its entities.
+// The assistant's last turn offers to do something to "it" or "this
+// agent" ("Would you like me to delete it?").
+bool OfferPointsAtAgent(const Situation& s) {
+  const std::vector<HistoryTurn>& history = s.message.request.history;
+  if (history.empty() || history.back().role != Role::kAssistant) return false;
+  const std::string normalized = NormalizeText(history.back().content);
+  return words::ContainsAnyEntry(Words(normalized), "offer_agent_pointers");
 }
 
 // A clause that is only a yes (`yes`) or only a no, beside words that
@@ -777,8 +772,7 @@ std::optional<RuleAnswer> PickByOrdinal(const Situation& s) {
     }
     current = static_cast<int>(named - c.last_list.begin());
   }
-  if (s.ordinal->text.size() == 1 && std::isalpha(static_cast<unsigned char>(s.ordinal->text[0])) &&
-      !ListHasLetter(s, s.ordinal->text[0])) {
+  if (s.ordinal->letter && !ListHasLetter(s, s.ordinal->text[0])) {
     return std::nullopt;
   }
   const int index = s.ordinal->Resolve(static_cast<int>(c.last_list.size()), current);

@@ -297,7 +297,7 @@ TEST(ClarifyTest, HandlingOrManagingSaysNoMoreThanTheTopic) {
   EXPECT_FALSE(Decide(chasing, Action::kCreateAgent).clarification.needed);
 }
 
-TEST(ClarifyTest, WhenItRunsIsNoPurposeWithoutWorkToDo) {
+TEST(ClarifyTest, WhenItRunsIsNoPurposeWithoutWorkEachTime) {
   EXPECT_THAT(Decide(Request("new bot for dr patel pls, runs every morning"), Action::kCreateAgent)
                   .clarification.missing,
               ElementsAre(MissingSlot::kPurpose));
