@@ -25,6 +25,7 @@
 #include "services/executor/src/llm_dialogue.h"
 #include "services/executor/src/mcp_tools.h"
 #include "services/executor/src/pg_invocation_ledger.h"
+#include "services/executor/src/pg_run_store.h"
 #include "services/executor/src/platform_tools.h"
 #include "services/executor/src/tool_catalog.h"
 #include "services/executor/src/tool_list_refresher.h"
@@ -188,6 +189,10 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   if (absl::Status status = MakeAgents(s, runtime, llm_client, model, agents); !status.ok()) {
     return status;
   }
+  // Runs of the user's agents: run_agent, and the scheduler's.
+  PgRunStore run_store(**pool);
+  AgentRunner runner(run_store, runtime, agents, core::SystemClock());
+  platform_tools.SetRunner(&runner);
   ExecutorGrpcService service(runtime, workers, recorder.get(), std::move(agents));
 
   core::ServiceServer server(s.server);

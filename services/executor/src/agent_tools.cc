@@ -1,8 +1,12 @@
 // The agent, skill and run tools.
+#include <set>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "libs/core/ids.h"
+#include "libs/schedule/schedule.h"
 #include "services/executor/src/platform_handlers.h"
+#include "services/executor/src/tool_catalog.h"
 
 namespace omniforge::executor::platform {
 namespace {
@@ -12,6 +16,8 @@ constexpr size_t kDescriptionChars = 2000;
 constexpr size_t kInstructionsChars = 20000;
 constexpr size_t kScheduleChars = 200;
 constexpr size_t kMaxSkills = 50;
+constexpr size_t kMaxTools = 50;
+constexpr size_t kMaxSteps = 20;
 
 constexpr char kAgentJson[] = "(to_jsonb(a) - 'tenant_id' - 'user_id')::text";
 
@@ -37,6 +43,127 @@ std::optional<std::string> SkillList(Args& args) {
   return skills;
 }
 
+// The runnable parts of an agent given in a create or update, checked.
+struct Definition {
+  std::optional<std::vector<std::string>> tools;
+  std::optional<nlohmann::json> steps;
+  std::optional<std::string> limits;  // JSON object text
+  std::optional<std::string> time_zone;
+  std::optional<std::string> missed_runs;
+  std::optional<bool> allow_overlap;
+  std::optional<std::string> schedule;  // the words given
+};
+
+std::optional<std::vector<std::string>> ToolList(Args& args, const nlohmann::json& json) {
+  if (!json.contains("tools")) return std::nullopt;
+  std::vector<std::string> tools;
+  const auto& list = json["tools"];
+  if (list.size() > kMaxTools) args.Fail("tools", absl::StrCat("at most ", kMaxTools, " tools"));
+  for (size_t i = 0; i < list.size(); ++i) {
+    const auto& name = list[i].get_ref<const std::string&>();
+    if (!IsValidToolName(name)) {
+      args.Fail(absl::StrCat("tools[", i, "]"), "is not a tool name ([A-Za-z0-9_-], 1 to 64)");
+    } else if (name == "run_agent") {
+      args.Fail(absl::StrCat("tools[", i, "]"), "an agent's run cannot start runs of agents");
+    }
+    if (std::find(tools.begin(), tools.end(), name) == tools.end()) tools.push_back(name);
+  }
+  return tools;
+}
+
+Definition ReadDefinition(Args& args, const nlohmann::json& json) {
+  Definition d;
+  d.tools = ToolList(args, json);
+  if (json.contains("steps")) {
+    d.steps = json["steps"];
+    if (d.steps->size() > kMaxSteps)
+      args.Fail("steps", absl::StrCat("at most ", kMaxSteps, " steps"));
+    for (size_t i = 0; i < d.steps->size(); ++i) {
+      const std::string& tool = (*d.steps)[i]["tool"].get_ref<const std::string&>();
+      if (!IsValidToolName(tool) || tool == "run_agent") {
+        args.Fail(absl::StrCat("steps[", i, "].tool"), "is not a tool an agent's run may call");
+      } else if (d.tools && std::find(d.tools->begin(), d.tools->end(), tool) == d.tools->end()) {
+        args.Fail(absl::StrCat("steps[", i, "].tool"),
+                  absl::StrCat("'", tool, "' is not among the agent's tools"));
+      }
+    }
+  }
+  d.limits = args.JsonText("limits");
+  d.time_zone = args.OptionalText("time_zone", 1, 64);
+  if (d.time_zone && !schedule::IsTimeZone(*d.time_zone)) {
+    args.Fail("time_zone", absl::StrCat("'", *d.time_zone,
+                                        "' is not a time zone (an IANA name "
+                                        "such as 'Europe/Berlin', or 'UTC')"));
+  }
+  d.missed_runs = args.OptionalText("missed_runs", 1, 20);
+  if (json.contains("allow_overlap")) d.allow_overlap = json["allow_overlap"].get<bool>();
+  d.schedule = args.OptionalText("schedule", 0, kScheduleChars);
+  return d;
+}
+
+// The tools a step list calls, in order, each once.
+std::vector<std::string> StepTools(const nlohmann::json& steps) {
+  std::vector<std::string> tools;
+  for (const auto& step : steps) {
+    const std::string& tool = step["tool"].get_ref<const std::string&>();
+    if (std::find(tools.begin(), tools.end(), tool) == tools.end()) tools.push_back(tool);
+  }
+  return tools;
+}
+
+// A JSON array text of strings.
+std::string StringArray(const std::vector<std::string>& values) {
+  return nlohmann::json(values).dump();
+}
+
+// The schedule to store: `words` read in `zone`; an empty `words` is none.
+// A schedule that cannot be read fails the `schedule` field.
+std::optional<schedule::Schedule> ReadSchedule(Args& args, const std::string& words,
+                                               const std::string& zone) {
+  if (words.empty()) return schedule::Schedule{};
+  auto read = schedule::ParseSchedule(words, zone);
+  if (!read.ok()) {
+    args.Fail("schedule", std::string(read.status().message()));
+    return std::nullopt;
+  }
+  return *read;
+}
+
+// Keeps the scheduler's row of agent `id` in step with the agent: none
+// without a schedule; the next slot from now when the schedule is new or
+// changed or the agent comes back from a pause; active while the agent is.
+void SyncSchedule(pqxx::work& tx, const ToolCall& call, const std::string& id) {
+  pqxx::result r = tx.exec_params(
+      "SELECT a.schedule_cron, a.time_zone, a.missed_runs, a.allow_overlap, a.status, "
+      "s.cron, s.time_zone, s.active FROM platform.agents a LEFT JOIN platform.agent_schedules s "
+      "ON s.tenant_id = a.tenant_id AND s.agent_id = a.id WHERE a.tenant_id = $1 AND a.id = "
+      "$2::uuid",
+      call.who.tenant_id, id);
+  if (r.empty()) return;
+  const std::string cron = r[0][0].c_str(), zone = r[0][1].c_str();
+  if (cron.empty()) {
+    tx.exec_params("DELETE FROM platform.agent_schedules WHERE tenant_id = $1 AND agent_id = $2",
+                   call.who.tenant_id, id);
+    return;
+  }
+  const bool active = std::string(r[0][4].c_str()) == "active";
+  const bool same = !r[0][5].is_null() && cron == r[0][5].c_str() && zone == r[0][6].c_str() &&
+                    (r[0][7].as<bool>() || !active);
+  auto parsed = schedule::Cron::Parse(cron);
+  std::optional<core::TimePoint> next;
+  if (parsed.ok()) next = parsed->NextAfter(core::SystemClock().Now(), zone);
+  if (!next.has_value()) return;  // checked when it was stored: cannot happen
+  tx.exec_params(
+      "INSERT INTO platform.agent_schedules AS s (tenant_id, agent_id, user_id, cron, time_zone, "
+      "next_slot, missed_runs, allow_overlap, active) VALUES ($1, $2::uuid, $3, $4, $5, "
+      "to_timestamp($6::double precision / 1e6), $7, $8, $9) ON CONFLICT (tenant_id, agent_id) DO "
+      "UPDATE SET cron = EXCLUDED.cron, time_zone = EXCLUDED.time_zone, missed_runs = "
+      "EXCLUDED.missed_runs, allow_overlap = EXCLUDED.allow_overlap, active = EXCLUDED.active, "
+      "next_slot = CASE WHEN $10 THEN s.next_slot ELSE EXCLUDED.next_slot END",
+      call.who.tenant_id, id, call.who.user_id, cron, zone, core::MicrosOf(*next), r[0][2].c_str(),
+      r[0][3].as<bool>(), active, same);
+}
+
 // The agent `ref` of the caller, as (id, json, status); nullopt when there is none.
 struct AgentRow {
   std::string id, name, json, status;
@@ -51,6 +178,16 @@ std::optional<AgentRow> FindAgent(pqxx::work& tx, const ToolCall& call, const st
       call.who.tenant_id, call.who.user_id, ref);
   if (r.empty()) return std::nullopt;
   return AgentRow{r[0][0].c_str(), r[0][1].c_str(), r[0][2].c_str(), r[0][3].c_str()};
+}
+
+// The agent `id` as the tools show it.
+std::string AgentJson(pqxx::work& tx, const ToolCall& call, const std::string& id) {
+  return tx
+      .exec_params(absl::StrCat("SELECT ", kAgentJson,
+                                " FROM platform.agents a WHERE a.tenant_id = $1 AND a.id = "
+                                "$2::uuid"),
+                   call.who.tenant_id, id)[0][0]
+      .c_str();
 }
 
 // True when another of the caller's agents (not `except_id`) is called `name`.
@@ -75,10 +212,11 @@ absl::StatusOr<ToolResult> SetAgentStatus(pqxx::work& tx, const ToolCall& call,
                    " FOR UPDATE) UPDATE platform.agents a SET status = $4, updated_at = CASE WHEN "
                    "old.status = $4 THEN a.updated_at ELSE now() END FROM old WHERE a.tenant_id = "
                    "$1 AND a.id = old.id RETURNING ",
-                   kAgentJson, ", old.status"),
+                   kAgentJson, ", old.status, a.id::text"),
       call.who.tenant_id, call.who.user_id, ref, status);
   if (r.empty()) return AgentNotFound(ref);
   const bool changed = std::string(r[0][1].c_str()) != status;
+  if (changed) SyncSchedule(tx, call, r[0][2].c_str());
   return ToolResult{
       JsonObject({{"agent", r[0][0].c_str()}, {"changed", changed ? "true" : "false"}}), false};
 }
@@ -90,24 +228,35 @@ absl::StatusOr<ToolResult> CreateAgent(pqxx::work& tx, const ToolCall& call) {
   const std::string name = args.Name("name", kNameChars);
   const std::string description = args.Text("description", 0, kDescriptionChars);
   const std::string instructions = args.Text("instructions", 0, kInstructionsChars);
-  const std::string schedule = args.Text("schedule", 0, kScheduleChars);
   const std::string skills = SkillList(args).value_or("[]");
   const std::string config = args.JsonText("config").value_or("{}");
+  Definition d = ReadDefinition(args, call.arguments);
+  const nlohmann::json steps = d.steps.value_or(nlohmann::json::array());
+  const std::vector<std::string> tools = d.tools.value_or(StepTools(steps));
+  const std::string zone = d.time_zone.value_or("UTC");
+  const auto when = ReadSchedule(args, d.schedule.value_or(""), zone);
   if (absl::Status bad = args.status(); !bad.ok()) return bad;
   pqxx::result r = tx.exec_params(
-      absl::StrCat("INSERT INTO platform.agents AS a (tenant_id, id, user_id, name, description, "
-                   "instructions, schedule, skills, config) VALUES ($1, $2::uuid, $3, $4, $5, $6, "
-                   "$7, ARRAY(SELECT jsonb_array_elements_text($8::jsonb)), $9::jsonb) ON "
-                   "CONFLICT (tenant_id, user_id, lower(name)) DO NOTHING RETURNING ",
-                   kAgentJson),
+      std::string(
+          "INSERT INTO platform.agents AS a (tenant_id, id, user_id, name, description, "
+          "instructions, schedule, skills, config, tools, steps, limits, schedule_cron, "
+          "time_zone, missed_runs, allow_overlap) VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, "
+          "ARRAY(SELECT jsonb_array_elements_text($8::jsonb)), $9::jsonb, "
+          "ARRAY(SELECT jsonb_array_elements_text($10::jsonb)), $11::jsonb, $12::jsonb, $13, $14, "
+          "$15, $16) ON CONFLICT (tenant_id, user_id, lower(name)) DO NOTHING RETURNING "
+          "a.id::text"),
       call.who.tenant_id, core::NewUuid(), call.who.user_id, name, description, instructions,
-      schedule, skills, config);
+      when->description, skills, config, StringArray(tools), steps.dump(), d.limits.value_or("{}"),
+      when->cron, when->cron.empty() ? zone : when->time_zone, d.missed_runs.value_or("run_once"),
+      d.allow_overlap.value_or(false));
   if (r.empty()) {
     return ToolResult::Error(
         "already_exists",
         absl::StrCat("an agent named '", name, "' already exists; pick another name or update it"));
   }
-  return ToolResult{JsonObject({{"agent", r[0][0].c_str()}, {"created", "true"}}), false};
+  const std::string id = r[0][0].c_str();
+  SyncSchedule(tx, call, id);
+  return ToolResult{JsonObject({{"agent", AgentJson(tx, call, id)}, {"created", "true"}}), false};
 }
 
 absl::StatusOr<ToolResult> UpdateAgent(pqxx::work& tx, const ToolCall& call) {
@@ -116,13 +265,15 @@ absl::StatusOr<ToolResult> UpdateAgent(pqxx::work& tx, const ToolCall& call) {
   const auto name = args.OptionalName("name", kNameChars);
   const auto description = args.OptionalText("description", 0, kDescriptionChars);
   const auto instructions = args.OptionalText("instructions", 0, kInstructionsChars);
-  const auto schedule = args.OptionalText("schedule", 0, kScheduleChars);
   const auto skills = SkillList(args);
   const auto config = args.JsonText("config");
-  if (!name && !description && !instructions && !schedule && !skills && !config) {
+  Definition d = ReadDefinition(args, call.arguments);
+  if (!name && !description && !instructions && !d.schedule && !skills && !config && !d.tools &&
+      !d.steps && !d.limits && !d.time_zone && !d.missed_runs && !d.allow_overlap) {
     args.Fail("agent",
-              "nothing to change: give at least one of name, description, "
-              "instructions, schedule, skills, config");
+              "nothing to change: give at least one of name, description, instructions, "
+              "schedule, time_zone, missed_runs, allow_overlap, tools, steps, limits, skills, "
+              "config");
   }
   if (absl::Status bad = args.status(); !bad.ok()) return bad;
   auto agent = FindAgent(tx, call, ref, true);
@@ -131,16 +282,49 @@ absl::StatusOr<ToolResult> UpdateAgent(pqxx::work& tx, const ToolCall& call) {
     return ToolResult::Error("already_exists",
                              absl::StrCat("another agent is already named '", *name, "'"));
   }
-  pqxx::result r = tx.exec_params(
-      absl::StrCat("UPDATE platform.agents a SET name = coalesce($3, a.name), description = "
-                   "coalesce($4, a.description), instructions = coalesce($5, a.instructions), "
-                   "schedule = coalesce($6, a.schedule), skills = CASE WHEN $7::jsonb IS NULL "
-                   "THEN a.skills ELSE ARRAY(SELECT jsonb_array_elements_text($7::jsonb)) END, "
-                   "config = coalesce($8::jsonb, a.config), updated_at = now() WHERE a.tenant_id "
-                   "= $1 AND a.id = $2::uuid RETURNING ",
-                   kAgentJson),
-      call.who.tenant_id, agent->id, name, description, instructions, schedule, skills, config);
-  return ToolResult{JsonObject({{"agent", r[0][0].c_str()}}), false};
+  const nlohmann::json stored = nlohmann::json::parse(agent->json);
+  auto tools = d.tools;
+  if (d.steps && !tools) {  // new steps: their tools join the agent's
+    tools = stored["tools"].get<std::vector<std::string>>();
+    for (const std::string& tool : StepTools(*d.steps)) {
+      if (std::find(tools->begin(), tools->end(), tool) == tools->end()) tools->push_back(tool);
+    }
+  } else if (tools && !d.steps) {  // a smaller grant must still cover the steps
+    for (const std::string& tool : StepTools(stored["steps"])) {
+      if (std::find(tools->begin(), tools->end(), tool) == tools->end()) {
+        args.Fail("tools", absl::StrCat("the agent's steps call '", tool,
+                                        "'; change the steps too or keep the tool"));
+      }
+    }
+  }
+  const std::string zone = d.time_zone.value_or(stored["time_zone"].get<std::string>());
+  std::optional<schedule::Schedule> when;
+  if (d.schedule) {
+    when = ReadSchedule(args, *d.schedule, zone);
+  } else if (d.time_zone && !stored["schedule_cron"].get<std::string>().empty()) {
+    when = ReadSchedule(args, stored["schedule_cron"].get<std::string>(), zone);
+  }
+  if (absl::Status bad = args.status(); !bad.ok()) return bad;
+  tx.exec_params(
+      "UPDATE platform.agents a SET name = coalesce($3, a.name), description = "
+      "coalesce($4, a.description), instructions = coalesce($5, a.instructions), "
+      "schedule = coalesce($6, a.schedule), skills = CASE WHEN $7::jsonb IS NULL "
+      "THEN a.skills ELSE ARRAY(SELECT jsonb_array_elements_text($7::jsonb)) END, "
+      "config = coalesce($8::jsonb, a.config), tools = CASE WHEN $9::jsonb IS NULL THEN a.tools "
+      "ELSE ARRAY(SELECT jsonb_array_elements_text($9::jsonb)) END, steps = coalesce($10::jsonb, "
+      "a.steps), limits = coalesce($11::jsonb, a.limits), schedule_cron = coalesce($12, "
+      "a.schedule_cron), time_zone = coalesce($13, a.time_zone), missed_runs = coalesce($14, "
+      "a.missed_runs), allow_overlap = coalesce($15, a.allow_overlap), updated_at = now() WHERE "
+      "a.tenant_id = $1 AND a.id = $2::uuid",
+      call.who.tenant_id, agent->id, name, description, instructions,
+      when ? std::optional<std::string>(when->description) : std::nullopt, skills, config,
+      tools ? std::optional<std::string>(StringArray(*tools)) : std::nullopt,
+      d.steps ? std::optional<std::string>(d.steps->dump()) : std::nullopt, d.limits,
+      when ? std::optional<std::string>(when->cron) : std::nullopt,
+      when && !when->cron.empty() ? std::optional<std::string>(when->time_zone) : d.time_zone,
+      d.missed_runs, d.allow_overlap);
+  SyncSchedule(tx, call, agent->id);
+  return ToolResult{JsonObject({{"agent", AgentJson(tx, call, agent->id)}}), false};
 }
 
 absl::StatusOr<ToolResult> PauseAgent(pqxx::work& tx, const ToolCall& call) {
@@ -170,28 +354,29 @@ absl::StatusOr<ToolResult> DeleteAgent(pqxx::work& tx, const ToolCall& call) {
       false};
 }
 
-absl::StatusOr<ToolResult> RunAgent(pqxx::work& tx, const ToolCall& call) {
+absl::StatusOr<ToolResult> RunAgent(AgentRunner* runner, const ToolCall& call) {
   Args args(call.arguments);
   const std::string ref = args.Text("agent", 1, 200);
   const std::string input = args.JsonText("input").value_or("{}");
   if (absl::Status bad = args.status(); !bad.ok()) return bad;
-  auto agent = FindAgent(tx, call, ref, false);
-  if (!agent.has_value()) return AgentNotFound(ref);
-  if (agent->status == "paused") {
+  if (runner == nullptr) {
+    return absl::FailedPreconditionError("this executor runs no agents (no agent runtime)");
+  }
+  auto agent = runner->store().LoadAgent(call.who, ref);
+  if (!agent.ok()) return agent.status();
+  if (!agent->has_value()) return AgentNotFound(ref);
+  if ((*agent)->status == "paused") {
     return ToolResult::Error("failed_precondition",
-                             absl::StrCat("agent '", agent->name,
+                             absl::StrCat("agent '", (*agent)->name,
                                           "' is paused; resume it (resume_agent) before running "
                                           "it"));
   }
-  pqxx::result r = tx.exec_params(
-      "INSERT INTO platform.runs AS r (tenant_id, id, user_id, agent_id, agent_name, status, "
-      "input, output, finished_at) SELECT $1, $2::uuid, $3, a.id, a.name, 'succeeded', $5::jsonb, "
-      "jsonb_build_object('summary', 'Agent ''' || a.name || ''' ran on demand.', "
-      "'instructions', a.instructions, 'skills', to_jsonb(a.skills), 'input', $5::jsonb), now() "
-      "FROM platform.agents a WHERE a.tenant_id = $1 AND a.id = $4::uuid "
-      "RETURNING (to_jsonb(r) - 'tenant_id' - 'user_id')::text",
-      call.who.tenant_id, core::NewUuid(), call.who.user_id, agent->id, input);
-  return ToolResult{JsonObject({{"run", r[0][0].c_str()}}), false};
+  auto run_id =
+      runner->store().StartRun(call.who, **agent, RunStart{"manual", std::nullopt, input});
+  if (!run_id.ok()) return run_id.status();
+  auto run = runner->Run(call.who, **agent, *run_id, input, call.deadline);
+  if (!run.ok()) return run.status();
+  return ToolResult{*run, false};
 }
 
 absl::StatusOr<ToolResult> CreateSkill(pqxx::work& tx, const ToolCall& call) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "services/executor/src/agent_runner.h"
 #include "services/executor/src/tool.h"
 
 namespace omniforge::executor::platform {
@@ -83,7 +84,8 @@ absl::StatusOr<ToolResult> UpdateAgent(pqxx::work& tx, const ToolCall& call);
 absl::StatusOr<ToolResult> PauseAgent(pqxx::work& tx, const ToolCall& call);
 absl::StatusOr<ToolResult> ResumeAgent(pqxx::work& tx, const ToolCall& call);
 absl::StatusOr<ToolResult> DeleteAgent(pqxx::work& tx, const ToolCall& call);
-absl::StatusOr<ToolResult> RunAgent(pqxx::work& tx, const ToolCall& call);
+// Runs the agent now through `runner` (its own transactions) and returns the run.
+absl::StatusOr<ToolResult> RunAgent(AgentRunner* runner, const ToolCall& call);
 absl::StatusOr<ToolResult> CreateSkill(pqxx::work& tx, const ToolCall& call);
 
 // Projects, tasks, templates, context documents (project_tools.cc).

@@ -26,7 +26,13 @@ constexpr char kLimit[] =
 constexpr char kAgentFields[] =
     R"("description": {"type": "string", "description": "What the agent does, in a sentence or two (up to 2000 characters)."},
          "instructions": {"type": "string", "description": "How the agent works, step by step (up to 20000 characters)."},
-         "schedule": {"type": "string", "description": "When it runs on its own, e.g. 'every Monday 09:00' or a cron expression; empty: only on demand."},
+         "schedule": {"type": "string", "description": "When it runs on its own, as people say it ('every monday at 9am', 'weekdays at 7:30', 'on the 1st of each month', 'every 2 hours') or a cron expression; empty: only on demand. A schedule that cannot be read is refused with how to say it."},
+         "time_zone": {"type": "string", "description": "The IANA time zone of the schedule, e.g. 'Europe/Berlin' (default UTC)."},
+         "missed_runs": {"type": "string", "enum": ["run_once", "skip"], "description": "Slots missed while the scheduler was down: run the latest once when it is back (default), or skip them. Either way they are reported."},
+         "allow_overlap": {"type": "boolean", "description": "Whether a slot may start while the previous run still runs (default false: the slot is recorded as skipped)."},
+         "tools": {"type": "array", "items": {"type": "string"}, "description": "Every tool a run of the agent may call (platform tools and MCP tools by name): the grant the user approves with the agent. Default: the tools of its steps."},
+         "steps": {"type": "array", "maxItems": 20, "items": {"type": "object", "properties": {"tool": {"type": "string"}, "arguments": {"type": "object"}}, "required": ["tool"], "additionalProperties": false}, "description": "The tool calls a run makes without a model, in order, e.g. [{'tool': 'get_project_details', 'arguments': {'project': 'Harbor'}}]."},
+         "limits": {"type": "object", "properties": {"max_tool_calls": {"type": "integer", "minimum": 1, "maximum": 50}, "timeout_s": {"type": "integer", "minimum": 1, "maximum": 3600}, "max_cost_usd": {"type": "number", "minimum": 0, "maximum": 100}}, "additionalProperties": false, "description": "Per run: tool calls (default 10), seconds (default 120), model cost in USD (default 0.50)."},
          "skills": {"type": "array", "items": {"type": "string"}, "description": "Names of skills the agent uses."},
          "config": {"type": "object", "description": "Free-form settings (integrations, channels, thresholds)."})";
 
@@ -63,7 +69,9 @@ std::vector<ToolSpec> AgentToolSpecs() {
            R"("agent")"),
       Spec(
           "run_agent", ToolRisk::kWrite,
-          "Run an agent now. The run is recorded with its status and output (see get_run).",
+          "Run an agent now and wait for it: it works with its instructions and only its "
+          "granted tools, and the run is recorded with every tool call, its output, tokens and "
+          "cost, and its status (succeeded, partial or failed with the error; see get_run).",
           With(
               kAgentRef,
               R"("input": {"type": "object", "description": "What this run works on (free-form)."})"),
@@ -90,7 +98,7 @@ std::vector<ToolSpec> SkillAndRunToolSpecs() {
           "list_runs", ToolRisk::kRead, "List agent runs, newest first.",
           With(
               R"("agent": {"type": "string", "description": "Only runs of this agent (id or exact name)."},
-                   "status": {"type": "string", "enum": ["running", "succeeded", "failed"], "description": "Only runs in this state."})",
+                   "status": {"type": "string", "enum": ["running", "succeeded", "partial", "failed"], "description": "Only runs in this state."})",
               kLimit),
           ""),
       Spec("get_run", ToolRisk::kRead, "Get one run with its input, output and error.",

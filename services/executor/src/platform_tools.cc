@@ -142,7 +142,6 @@ const std::map<std::string, platform::WriteHandler, std::less<>>& Writes() {
       {"pause_agent", platform::PauseAgent},
       {"resume_agent", platform::ResumeAgent},
       {"delete_agent", platform::DeleteAgent},
-      {"run_agent", platform::RunAgent},
       {"create_skill", platform::CreateSkill},
       {"create_project", platform::CreateProject},
       {"update_task", platform::UpdateTask},
@@ -172,6 +171,7 @@ absl::StatusOr<ToolResult> PlatformTools::Invoke(const ToolCall& call) {
   if (auto read = Reads().find(call.tool_name); read != Reads().end()) {
     return RunRead(read->second, call);
   }
+  if (call.tool_name == "run_agent") return platform::RunAgent(runner_, call);
   auto write = Writes().find(call.tool_name);
   if (write == Writes().end()) {
     return absl::NotFoundError(absl::StrCat("no built-in tool named '", call.tool_name, "'"));

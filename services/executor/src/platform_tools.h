@@ -30,10 +30,15 @@ class PlatformTools final : public ToolProvider {
   // (a malformed id, text too long) and writes nothing.
   absl::StatusOr<ToolResult> Invoke(const ToolCall& call) override;
 
+  // The runtime run_agent runs agents with (it invokes these tools in
+  // turn, so it is set after both exist); without one run_agent fails.
+  void SetRunner(AgentRunner* runner) { runner_ = runner; }
+
  private:
   absl::StatusOr<ToolResult> RunRead(platform::ReadHandler handler, const ToolCall& call);
 
   pg::PgPool& pool_;
+  AgentRunner* runner_ = nullptr;
 };
 
 }  // namespace omniforge::executor

@@ -10,6 +10,7 @@
 
 #include "libs/pg/migrate.h"
 #include "services/executor/src/pg_invocation_ledger.h"
+#include "services/executor/src/pg_run_store.h"
 #include "services/executor/src/platform_tools.h"
 #include "services/executor/src/tool_runtime.h"
 #include "tests/support/migrated_database.h"
@@ -24,6 +25,7 @@ struct PlatformRuntime {
   explicit PlatformRuntime(int pool_size)
       : database("executor", pg::ExecutorMigrations(), pool_size) {
     EXPECT_TRUE(catalog.AddProvider(tools).ok());
+    tools.SetRunner(&runner);
   }
 
   omniforge::testing::MigratedDatabase database;
@@ -31,6 +33,9 @@ struct PlatformRuntime {
   ToolCatalog catalog;
   PgInvocationLedger ledger{database.pool()};
   ToolRuntime runtime{catalog, &ledger};
+  // run_agent's runtime, local mode (no model).
+  PgRunStore run_store{database.pool()};
+  AgentRunner runner{run_store, runtime, AgentFactory(), core::SystemClock()};
 };
 
 }  // namespace omniforge::executor::testing

@@ -80,6 +80,7 @@ TEST_F(PlatformToolsTest, AgentLifecycle) {
                      {"description", "Sums up the week's Notion updates"},
                      {"instructions", "Read the pages, write five bullets"},
                      {"schedule", "every Monday 09:00"},
+                     {"steps", {{{"tool", "list_agents"}, {"arguments", Json::object()}}}},
                      {"skills", {"notion-read"}},
                      {"config", {{"channel", "#team"}}}});
   const std::string id = created["agent"]["id"];
@@ -102,7 +103,8 @@ TEST_F(PlatformToolsTest, AgentLifecycle) {
 
   Json updated = Ok(alice, "update_agent",
                     {{"agent", id}, {"schedule", "every Friday"}, {"skills", Json::array()}});
-  EXPECT_EQ(updated["agent"]["schedule"], "every Friday");
+  EXPECT_EQ(updated["agent"]["schedule"], "every Friday at 09:00 (UTC)");
+  EXPECT_EQ(updated["agent"]["schedule_cron"], "0 9 * * 5");
   EXPECT_EQ(updated["agent"]["skills"], Json::array());
   EXPECT_EQ(updated["agent"]["description"], "Sums up the week's Notion updates");
   EXPECT_EQ(ToolError(alice, "update_agent", {{"agent", id}, {"name", "Alpha"}}), "already_exists");
@@ -114,11 +116,17 @@ TEST_F(PlatformToolsTest, AgentLifecycle) {
   EXPECT_EQ(Ok(alice, "resume_agent", {{"agent", id}})["agent"]["status"], "active");
 
   Json run = Ok(alice, "run_agent", {{"agent", "weekly digest"}, {"input", {{"week", 47}}}})["run"];
-  EXPECT_EQ(run["status"], "succeeded");
+  EXPECT_EQ(run["status"], "succeeded") << run.dump();
   EXPECT_EQ(run["agent_id"], id);
   EXPECT_EQ(run["input"]["week"], 47);
-  EXPECT_EQ(run["output"]["input"]["week"], 47);
+  EXPECT_EQ(run["trigger"], "manual");
+  // The run did its step: the agents it listed are in its output and its
+  // tool call is stored with the result.
   EXPECT_THAT(run["output"]["summary"].get<std::string>(), HasSubstr("Weekly Digest"));
+  EXPECT_THAT(run["output"]["summary"].get<std::string>(), HasSubstr("- alpha"));
+  ASSERT_EQ(run["tool_calls"].size(), 1u) << run.dump();
+  EXPECT_EQ(run["tool_calls"][0]["tool"], "list_agents");
+  EXPECT_EQ(run["tool_calls"][0]["result"]["count"], 2);
   EXPECT_FALSE(run["finished_at"].is_null());
 
   Json runs = Ok(alice, "list_runs", {{"agent", id}});

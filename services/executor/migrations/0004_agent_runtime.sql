@@ -1,0 +1,156 @@
+-- Agents that run: an agent is a runnable definition (its tools, the steps
+-- a run takes without a model, limits, a schedule read into cron and a time
+-- zone), a run records every tool call, its tokens and cost, and a
+-- scheduler fires each slot of each agent's schedule exactly once across
+-- any number of executor replicas.
+
+ALTER TABLE platform.agents
+  -- The tools a run may use: the grant the user approved with the agent.
+  ADD COLUMN tools         text[]  NOT NULL DEFAULT '{}',
+  -- The calls a run makes without a model: [{"tool": ..., "arguments": {...}}].
+  ADD COLUMN steps         jsonb   NOT NULL DEFAULT '[]'::jsonb,
+  -- {"max_tool_calls": n, "timeout_s": n, "max_cost_usd": x}
+  ADD COLUMN limits        jsonb   NOT NULL DEFAULT '{}'::jsonb,
+  -- The schedule read (libs/schedule): normalised cron and IANA zone; ''
+  -- when the agent runs only on demand. `schedule` keeps it in words.
+  ADD COLUMN schedule_cron text    NOT NULL DEFAULT '',
+  ADD COLUMN time_zone     text    NOT NULL DEFAULT 'UTC',
+  -- After downtime: run the latest missed slot once, or skip the missed.
+  ADD COLUMN missed_runs   text    NOT NULL DEFAULT 'run_once'
+                                   CHECK (missed_runs IN ('run_once', 'skip')),
+  -- Whether a slot may start while the agent's previous run still runs.
+  ADD COLUMN allow_overlap boolean NOT NULL DEFAULT false;
+
+ALTER TABLE platform.runs DROP CONSTRAINT runs_status_check;
+ALTER TABLE platform.runs
+  ADD CONSTRAINT runs_status_check
+    CHECK (status IN ('running', 'succeeded', 'partial', 'failed')),
+  -- 'manual' (run_agent) or 'schedule'; a scheduled run names its slot.
+  ADD COLUMN trigger    text        NOT NULL DEFAULT 'manual'
+                                    CHECK (trigger IN ('manual', 'schedule')),
+  ADD COLUMN slot       timestamptz,
+  -- [{"tool", "arguments", "result", "is_error", "duration_ms"}]
+  ADD COLUMN tool_calls jsonb       NOT NULL DEFAULT '[]'::jsonb,
+  ADD COLUMN tokens     integer     NOT NULL DEFAULT 0,
+  ADD COLUMN cost_usd   numeric(12, 6) NOT NULL DEFAULT 0;
+CREATE INDEX runs_running ON platform.runs (tenant_id, agent_id) WHERE status = 'running';
+
+-- The next slot of every scheduled, active agent: the scheduler's queue.
+CREATE TABLE platform.agent_schedules (
+  tenant_id     text        NOT NULL,
+  agent_id      uuid        NOT NULL,
+  user_id       text        NOT NULL,
+  cron          text        NOT NULL,
+  time_zone     text        NOT NULL,
+  next_slot     timestamptz NOT NULL,
+  missed_runs   text        NOT NULL,
+  allow_overlap boolean     NOT NULL,
+  active        boolean     NOT NULL DEFAULT true,
+  PRIMARY KEY (tenant_id, agent_id),
+  FOREIGN KEY (tenant_id, agent_id) REFERENCES platform.agents (tenant_id, id) ON DELETE CASCADE
+);
+CREATE INDEX agent_schedules_due ON platform.agent_schedules (next_slot) WHERE active;
+
+-- What became of each slot: one row per agent and slot, so a slot is
+-- claimed once whatever the number of schedulers. outcome: 'run' (run_id),
+-- 'missed' (the scheduler was down: `missed` slots from `slot` to
+-- `missed_until`, none run), 'overlap' (the previous run still ran).
+CREATE TABLE platform.schedule_slots (
+  tenant_id    text        NOT NULL,
+  agent_id     uuid        NOT NULL,
+  slot         timestamptz NOT NULL,
+  outcome      text        NOT NULL CHECK (outcome IN ('run', 'missed', 'overlap')),
+  run_id       uuid,
+  missed       integer     NOT NULL DEFAULT 1,
+  missed_until timestamptz,
+  claimed_at   timestamptz NOT NULL,
+  claimed_by   text        NOT NULL,
+  PRIMARY KEY (tenant_id, agent_id, slot),
+  FOREIGN KEY (tenant_id, agent_id) REFERENCES platform.agents (tenant_id, id) ON DELETE CASCADE
+);
+
+GRANT SELECT, INSERT, UPDATE, DELETE ON platform.agent_schedules, platform.schedule_slots
+  TO omniforge_app;
+DO $$
+DECLARE
+  t text;
+BEGIN
+  FOREACH t IN ARRAY ARRAY['agent_schedules', 'schedule_slots']
+  LOOP
+    EXECUTE format('ALTER TABLE platform.%I ENABLE ROW LEVEL SECURITY', t);
+    EXECUTE format('CREATE POLICY tenant_isolation ON platform.%I TO omniforge_app '
+                   'USING (tenant_id = current_setting(''app.tenant_id'', true)) '
+                   'WITH CHECK (tenant_id = current_setting(''app.tenant_id'', true))', t);
+  END LOOP;
+END
+$$;
+
+-- The due schedules of every tenant, locked for the calling transaction
+-- (others skip them): the one read that spans tenants, so it runs with the
+-- owner's rights and returns keys and timing only, nothing a user wrote.
+CREATE FUNCTION platform.claim_due_schedules(p_now timestamptz, p_limit integer)
+RETURNS TABLE (tenant_id text, agent_id uuid, user_id text, cron text, time_zone text,
+               next_slot timestamptz, missed_runs text, allow_overlap boolean)
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT s.tenant_id, s.agent_id, s.user_id, s.cron, s.time_zone, s.next_slot, s.missed_runs,
+         s.allow_overlap
+    FROM platform.agent_schedules s
+   WHERE s.active AND s.next_slot <= p_now
+   ORDER BY s.next_slot
+   LIMIT p_limit
+     FOR UPDATE SKIP LOCKED
+$$;
+REVOKE ALL ON FUNCTION platform.claim_due_schedules(timestamptz, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION platform.claim_due_schedules(timestamptz, integer) TO omniforge_app;
+
+-- The earliest next slot of any active schedule, so an idle scheduler
+-- sleeps until then; NULL when nothing is scheduled.
+CREATE FUNCTION platform.earliest_schedule()
+RETURNS timestamptz
+LANGUAGE sql
+SECURITY DEFINER
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT min(s.next_slot) FROM platform.agent_schedules s WHERE s.active
+$$;
+REVOKE ALL ON FUNCTION platform.earliest_schedule() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION platform.earliest_schedule() TO omniforge_app;
+
+-- Runs show how they were started, their slot and a line of what they did.
+CREATE OR REPLACE FUNCTION platform.read_list_runs(p_tenant text, p_user text, p_by_agent boolean,
+                                                   p_id uuid, p_name text, p_status text,
+                                                   p_limit integer)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+  v_agent uuid;
+  v_result text;
+BEGIN
+  PERFORM set_config('app.tenant_id', p_tenant, true);
+  IF p_by_agent THEN
+    v_agent := platform.resolve_agent(p_tenant, p_user, p_id, p_name);
+    IF v_agent IS NULL THEN
+      RETURN NULL;
+    END IF;
+  END IF;
+  SELECT jsonb_build_object('runs', coalesce(jsonb_agg(x.j ORDER BY x.s DESC, x.i DESC),
+                                             '[]'::jsonb),
+                            'count', count(*))::text
+    INTO v_result
+    FROM (SELECT jsonb_strip_nulls(jsonb_build_object(
+                   'id', r.id, 'agent_id', r.agent_id, 'agent_name', r.agent_name,
+                   'status', r.status, 'trigger', r.trigger, 'slot', r.slot,
+                   'summary', r.output ->> 'summary', 'error', nullif(r.error, ''),
+                   'started_at', r.started_at, 'finished_at', r.finished_at)) AS j,
+                 r.started_at AS s, r.id AS i
+            FROM platform.runs r
+           WHERE r.tenant_id = p_tenant AND r.user_id = p_user
+             AND (v_agent IS NULL OR r.agent_id = v_agent)
+             AND (p_status = '' OR r.status = p_status)
+           ORDER BY r.started_at DESC, r.id DESC LIMIT p_limit) x;
+  RETURN v_result;
+END
+$$;

@@ -1,0 +1,248 @@
+#include "services/executor/src/agent_runner.h"
+
+#include <algorithm>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "services/executor/src/local_dialogue.h"
+
+namespace omniforge::executor {
+namespace {
+
+using Json = nlohmann::json;
+
+// A tool's result as stored with the run: at most this many bytes.
+constexpr size_t kStoredResultBytes = 16 * 1024;
+constexpr size_t kListedItems = 20;
+
+std::string Dump(const Json& json) {
+  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Json StoredResult(const std::string& text) {
+  if (text.size() <= kStoredResultBytes) {
+    Json parsed = Json::parse(text, nullptr, false);
+    if (!parsed.is_discarded()) return parsed;
+  }
+  return {{"truncated", text.size() > kStoredResultBytes},
+          {"text", text.substr(0, kStoredResultBytes)}};
+}
+
+// Gathers what the run's executor agent reports.
+struct RunLog {
+  Json calls = Json::array();
+  std::optional<DialogueEvent> final;
+  std::string question;
+  int64_t tokens = 0;
+  double cost_usd = 0;
+
+  void Take(DialogueEvent e) {
+    for (const llm::UsageRecord& call : e.model_calls) {
+      tokens += call.tokens.prompt_tokens + call.tokens.completion_tokens;
+      cost_usd += call.cost_usd;
+    }
+    switch (e.kind) {
+      case DialogueEvent::Kind::kProgress:
+        if (!e.tool_name.empty()) {
+          calls.push_back(
+              {{"tool", e.tool_name},
+               {"arguments", StoredResult(e.arguments_json.empty() ? "{}" : e.arguments_json)}});
+        }
+        break;
+      case DialogueEvent::Kind::kPartialResult:
+        Attach(e.partial);
+        break;
+      case DialogueEvent::Kind::kQuestion:
+        question = e.question;
+        break;
+      default:
+        final = std::move(e);
+    }
+  }
+
+  // The result goes to the last call of its tool that has none yet; a
+  // refused call (no progress event) is a call of its own.
+  void Attach(const PartialResult& partial) {
+    for (auto it = calls.rbegin(); it != calls.rend(); ++it) {
+      if ((*it)["tool"] == partial.tool_name && !it->contains("result")) {
+        (*it)["result"] = StoredResult(partial.result_json);
+        (*it)["is_error"] = partial.is_error;
+        return;
+      }
+    }
+    calls.push_back({{"tool", partial.tool_name},
+                     {"result", StoredResult(partial.result_json)},
+                     {"is_error", partial.is_error}});
+  }
+
+  bool AnyDone() const {
+    return std::any_of(calls.begin(), calls.end(), [](const Json& call) {
+      return call.contains("result") && !call.value("is_error", true);
+    });
+  }
+};
+
+// Words for an item of a list a step returned: its name or title and what
+// else a person would want beside it.
+std::string ItemLine(const Json& item) {
+  if (!item.is_object()) return Dump(item);
+  std::string line;
+  for (const char* field : {"title", "name", "agent_name", "subject", "id"}) {
+    if (item.contains(field) && item[field].is_string()) {
+      line = item[field].get<std::string>();
+      break;
+    }
+  }
+  std::vector<std::string> details;
+  for (const char* field : {"status", "assignee", "due_date", "priority", "schedule"}) {
+    if (item.contains(field) && item[field].is_string() &&
+        !item[field].get<std::string>().empty()) {
+      details.push_back(absl::StrCat(std::string(field) == "due_date" ? "due " : "",
+                                     item[field].get<std::string>()));
+    }
+  }
+  if (!details.empty()) absl::StrAppend(&line, " (", absl::StrJoin(details, ", "), ")");
+  return line;
+}
+
+void AppendList(std::string& out, const std::string& key, const Json& list) {
+  std::string noun = absl::StrReplaceAll(key, {{"_", " "}});
+  if (list.size() == 1 && noun.size() > 1 && noun.back() == 's') noun.pop_back();
+  absl::StrAppend(&out, "\n", list.size(), " ", noun, list.empty() ? "." : ":");
+  size_t shown = 0;
+  for (const Json& item : list) {
+    if (shown++ == kListedItems) break;
+    absl::StrAppend(&out, "\n- ", ItemLine(item));
+  }
+  if (list.size() > kListedItems) {
+    absl::StrAppend(&out, "\n- ... and ", list.size() - kListedItems, " more");
+  }
+}
+
+}  // namespace
+
+std::string LocalRunSummary(const AgentDefinition& agent, const std::string& results_json) {
+  const Json results = Json::parse(results_json, nullptr, false);
+  std::string out = agent.name;
+  if (!agent.description.empty()) absl::StrAppend(&out, ": ", agent.description);
+  if (!results.is_object() || !results.contains("results")) return out;
+  for (const Json& ran : results["results"]) {
+    const Json& result = ran.contains("result") ? ran["result"] : Json();
+    if (!result.is_object()) continue;
+    bool listed = false;
+    for (const auto& [key, value] : result.items()) {
+      if (value.is_array()) {
+        AppendList(out, key, value);
+        listed = true;
+      }
+    }
+    for (const char* thing : {"project", "agent", "task", "document"}) {
+      if (!listed && result.contains(thing) && result[thing].is_object()) {
+        absl::StrAppend(&out, "\n", thing, ": ", ItemLine(result[thing]));
+        listed = true;
+      }
+    }
+    if (!listed) absl::StrAppend(&out, "\n", ran.value("tool", "step"), ": done");
+  }
+  return out;
+}
+
+Assignment AssignmentFor(const AgentDefinition& agent, const std::string& run_id,
+                         const std::string& input_json) {
+  Assignment a;
+  a.task = !agent.instructions.empty() ? agent.instructions
+           : !agent.description.empty()
+               ? agent.description
+               : absl::StrCat("Do the work of the agent '", agent.name, "'.");
+  a.goal = absl::StrCat("A run of the agent '", agent.name, "'",
+                        agent.description.empty() ? "" : ": ", agent.description);
+  for (const std::string& tool : agent.tools) {
+    if (tool != "run_agent") a.allowed_tools.push_back(tool);  // a run starts no runs
+  }
+  a.writes_approved = true;  // the grant: the user approved these tools with the agent
+  a.max_turns = std::clamp(agent.max_tool_calls, 1, kMaxAgentToolCalls);
+  a.inputs_json = input_json;
+  a.idempotency_key = absl::StrCat("run:", run_id);
+  a.tool_calls = agent.steps;
+  return a;
+}
+
+RunOutcome AgentRunner::Execute(const core::Identity& who, const AgentDefinition& agent,
+                                const std::string& run_id, const std::string& input_json,
+                                std::chrono::system_clock::time_point not_after) {
+  RunOutcome out;
+  if (!model_agents_ && agent.steps.empty()) {
+    out.status = "failed";
+    out.error = absl::StrCat("the agent '", agent.name,
+                             "' has no steps to run without a model: give it steps (tools and "
+                             "their arguments) or configure an LLM provider");
+    out.output_json = Dump({{"summary", out.error}});
+    return out;
+  }
+  const auto started = clock_.Now();
+  const auto deadline = std::min(not_after, std::chrono::system_clock::now() + agent.timeout);
+  RunLog log;
+  ExecutorAgent* self = nullptr;
+  bool over_budget = false;
+  EventSink sink = [&](DialogueEvent e) {
+    log.Take(std::move(e));
+    if (log.cost_usd > agent.max_cost_usd && self != nullptr) {
+      over_budget = true;
+      self->RequestCancel();
+    }
+  };
+  std::unique_ptr<ExecutorAgent> executor =
+      model_agents_ ? model_agents_(who, deadline, sink)
+                    : std::make_unique<LocalDialogue>(runtime_, who, deadline, sink);
+  self = executor.get();
+  executor->Start(AssignmentFor(agent, run_id, input_json));
+  if (!executor->finished()) {  // waiting for an answer no one gives
+    executor->RequestCancel();
+    executor->ApplyCancel();
+  }
+  out.tool_calls_json = Dump(log.calls);
+  out.tokens = log.tokens;
+  out.cost_usd = log.cost_usd;
+  const bool timed_out = std::chrono::system_clock::now() >= deadline;
+  const double seconds = std::chrono::duration<double>(clock_.Now() - started).count();
+  if (log.final.has_value() && log.final->kind == DialogueEvent::Kind::kComplete) {
+    out.status = log.final->partial_success ? "partial" : "succeeded";
+    const std::string summary =
+        model_agents_ ? log.final->summary : LocalRunSummary(agent, log.final->result_json);
+    out.output_json = Dump({{"summary", summary},
+                            {"result", StoredResult(log.final->result_json)},
+                            {"limitations", log.final->limitations}});
+    if (log.final->partial_success) out.error = absl::StrJoin(log.final->limitations, "; ");
+    return out;
+  }
+  out.status = log.AnyDone() ? "partial" : "failed";
+  if (!log.question.empty()) {
+    out.error = absl::StrCat("the agent needed an answer a run cannot give: ", log.question);
+  } else if (over_budget) {
+    out.error = absl::StrFormat("stopped at its cost limit of $%.2f per run (spent $%.4f)",
+                                agent.max_cost_usd, log.cost_usd);
+  } else if (timed_out) {
+    out.error = absl::StrCat("timed out after ", static_cast<int64_t>(seconds), " s (its limit is ",
+                             agent.timeout.count(), " s)",
+                             log.final ? absl::StrCat(": ", log.final->message) : "");
+  } else {
+    out.error = log.final ? log.final->message : "the run ended without a result";
+  }
+  out.output_json =
+      Dump({{"summary", absl::StrCat(agent.name, ": ", out.error)}, {"seconds", seconds}});
+  return out;
+}
+
+absl::StatusOr<std::string> AgentRunner::Run(const core::Identity& who,
+                                             const AgentDefinition& agent,
+                                             const std::string& run_id,
+                                             const std::string& input_json,
+                                             std::chrono::system_clock::time_point not_after) {
+  return store_.FinishRun(who, run_id, Execute(who, agent, run_id, input_json, not_after));
+}
+
+}  // namespace omniforge::executor

@@ -1,0 +1,120 @@
+// The agent runtime: one run of one of a user's agents, as an executor
+// agent (ExecutorAgent) given the agent's instructions and only the tools
+// of its grant. With a model (an AgentFactory) the model carries the run
+// out; without one (local mode) LocalDialogue runs the agent's declared
+// steps in order. Every tool call with its result, the output, the tokens
+// and cost are recorded with the run, which ends succeeded, partial (some
+// of its work done, the error says what was not) or failed. A run cannot
+// ask: a question from its agent ends it with what was done. Limits: the
+// agent's timeout, its number of tool calls and its cost per run.
+// No gRPC and no SQL here: the runs are kept by a RunStore.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "libs/core/clock.h"
+#include "services/executor/src/dialogue.h"
+#include "services/executor/src/tool_runtime.h"
+
+namespace omniforge::executor {
+
+// An agent as a run needs it.
+struct AgentDefinition {
+  std::string id;
+  std::string name;
+  std::string description;
+  std::string instructions;
+  std::string status;              // "active" or "paused"
+  std::vector<std::string> tools;  // the grant: every tool a run may call
+  std::vector<PlannedCall> steps;  // what a run without a model does
+  int max_tool_calls = 10;
+  std::chrono::seconds timeout{120};
+  double max_cost_usd = 0.5;
+};
+
+inline constexpr int kMaxAgentToolCalls = 50;
+inline constexpr int kMaxAgentTimeoutSeconds = 3600;
+
+// How a run ended, as stored.
+struct RunOutcome {
+  std::string status;       // "succeeded", "partial" or "failed"
+  std::string error;        // why it failed or what was left undone
+  std::string output_json;  // {"summary": ..., "results": [...]}
+  // [{"tool", "arguments", "result", "is_error", "duration_ms"}]
+  std::string tool_calls_json = "[]";
+  int64_t tokens = 0;
+  double cost_usd = 0;
+};
+
+// Why and when a run started.
+struct RunStart {
+  std::string trigger = "manual";       // or "schedule"
+  std::optional<core::TimePoint> slot;  // a scheduled run's slot
+  std::string input_json = "{}";
+};
+
+// Where runs are kept. Thread-safe.
+class RunStore {
+ public:
+  virtual ~RunStore() = default;
+  // The agent `ref` (id or name) of `who`; nullopt when there is none.
+  virtual absl::StatusOr<std::optional<AgentDefinition>> LoadAgent(const core::Identity& who,
+                                                                   const std::string& ref) = 0;
+  // Records a run that starts now (status running); its id.
+  virtual absl::StatusOr<std::string> StartRun(const core::Identity& who,
+                                               const AgentDefinition& agent,
+                                               const RunStart& start) = 0;
+  // Ends run `run_id`; the run as get_run shows it ({"run": {...}} JSON).
+  virtual absl::StatusOr<std::string> FinishRun(const core::Identity& who,
+                                                const std::string& run_id,
+                                                const RunOutcome& outcome) = 0;
+};
+
+class AgentRunner final {
+ public:
+  // `model_agents` makes the executor agent of a run with a model; empty
+  // in local mode. Everything given must outlive the runner.
+  AgentRunner(RunStore& store, const ToolRuntime& runtime, AgentFactory model_agents,
+              const core::Clock& clock)
+      : store_(store), runtime_(runtime), model_agents_(std::move(model_agents)), clock_(clock) {}
+
+  // Runs `agent` of `who` now and waits for the end, as run `run_id`
+  // (StartRun's), within the agent's timeout and `not_after` (a caller's
+  // deadline). Returns the stored run; errors only when the store fails.
+  absl::StatusOr<std::string> Run(const core::Identity& who, const AgentDefinition& agent,
+                                  const std::string& run_id, const std::string& input_json,
+                                  std::chrono::system_clock::time_point not_after =
+                                      std::chrono::system_clock::time_point::max());
+
+  // What a run does and how it ends, without storing it (Run stores it).
+  RunOutcome Execute(const core::Identity& who, const AgentDefinition& agent,
+                     const std::string& run_id, const std::string& input_json,
+                     std::chrono::system_clock::time_point not_after =
+                         std::chrono::system_clock::time_point::max());
+
+  RunStore& store() { return store_; }
+
+ private:
+  RunStore& store_;
+  const ToolRuntime& runtime_;
+  AgentFactory model_agents_;
+  const core::Clock& clock_;
+};
+
+// The assignment a run of `agent` is: its instructions as the task, its
+// tools as the step's (writes approved: they are the user's grant), its
+// steps as the planned calls, its tool-call limit as the turns, and the
+// run's id as the key of its writes.
+Assignment AssignmentFor(const AgentDefinition& agent, const std::string& run_id,
+                         const std::string& input_json);
+
+// The output of a local run: for every list a step returned, its items
+// ("- Write the announcement (open, due 2026-12-01)"), under a heading
+// naming the agent; what a digest, report or monitor shows a person.
+std::string LocalRunSummary(const AgentDefinition& agent, const std::string& results_json);
+
+}  // namespace omniforge::executor
