@@ -25,17 +25,25 @@ chat() { "$BUILD_DIR/bin/omniforge" chat "$@"; }
 # The conversation a turn's output names ("· conversation <id>").
 conversation_of() { sed -n 's/^· conversation //p' <<<"$1" | head -n 1; }
 
-step "The demo user's workspace: two agents, a project template and a project with tasks"
+step "The demo user's workspace: two agents that work on its projects, and a project with tasks"
 # Each call carries an idempotency key, so running the demo again seeds
 # nothing twice.
 seed() {
   "${CLI[@]}" tools invoke "$1" "$2" \
     --idempotency-key "demo-seed-$1-$3" >/dev/null 2>&1 || true
 }
-seed create_agent '{"name": "weekly-sales-digest", "description": "Emails the sales team the deals closed each week", "schedule": "every Monday 08:00"}' 1
-seed create_agent '{"name": "invoice-chaser", "description": "Reminds customers about overdue invoices"}' 2
 seed create_project_template '{"name": "Launch checklist", "description": "For product and website launches", "tasks": [{"title": "Write the announcement"}, {"title": "Update the pricing page"}, {"title": "Brief the support team"}]}' 3
 seed create_project '{"name": "Website relaunch", "description": "The new marketing site", "template": "Launch checklist"}' 4
+seed create_project_template '{"name": "Invoice follow-ups", "description": "Customers whose invoices are overdue", "tasks": [{"title": "Acme Corp: invoice 1042, 30 days overdue"}, {"title": "Globex: invoice 1057, 14 days overdue"}, {"title": "Initech: invoice 1063, 7 days overdue"}]}' 5
+seed create_project '{"name": "Overdue invoices", "description": "Invoices to chase", "template": "Invoice follow-ups"}' 6
+seed create_project_template '{"name": "Weekly deals", "description": "Deals closed this week", "tasks": [{"title": "Northwind: 40 seats, 12,000 EUR"}, {"title": "Contoso: renewal, 8,500 EUR"}]}' 7
+seed create_project '{"name": "Deals closed this week", "description": "The sales team logs each closed deal here", "template": "Weekly deals"}' 8
+# An agent is a runnable definition: without a model, a run does its steps.
+seed create_agent '{"name": "weekly-sales-digest", "description": "Sums up the deals closed each week for the sales team", "schedule": "every Monday 08:00", "steps": [{"tool": "list_tasks", "arguments": {"project": "Deals closed this week"}}]}' 1
+seed create_agent '{"name": "invoice-chaser", "description": "Lists the customers whose invoices are overdue", "steps": [{"tool": "list_tasks", "arguments": {"project": "Overdue invoices", "status": "todo"}}]}' 2
+# A workspace seeded by an older demo has the agents without steps: give them theirs.
+seed update_agent '{"agent": "weekly-sales-digest", "description": "Sums up the deals closed each week for the sales team", "steps": [{"tool": "list_tasks", "arguments": {"project": "Deals closed this week"}}]}' 1
+seed update_agent '{"agent": "invoice-chaser", "description": "Lists the customers whose invoices are overdue", "steps": [{"tool": "list_tasks", "arguments": {"project": "Overdue invoices", "status": "todo"}}]}' 2
 "${CLI[@]}" tools invoke list_agents '{}' 2>/dev/null \
   | sed -n 's/^ *"name": "\(.*\)",*$/  agent: \1/p'
 
@@ -74,6 +82,21 @@ step "6. Work of several steps becomes a plan, carried out by executor agents si
 project=$("${CLI[@]}" tools invoke search_projects '{"query": "Website relaunch"}' 2>/dev/null \
   | sed -n 's/^ *"id": "\([0-9a-f-]*\)",*$/\1/p' | head -n 1)
 chat --context project_audit --entity "${project:-unknown}" "how is this project doing?"
+
+step "7. Agents run on their own: one that runs every minute fires once, then is paused"
+# In the demo only: a schedule of every minute, so a slot comes soon.
+seed create_agent '{"name": "launch-watch", "description": "The open tasks of the Website relaunch", "schedule": "every minute", "steps": [{"tool": "list_tasks", "arguments": {"project": "Website relaunch", "status": "todo"}}]}' 9
+"${CLI[@]}" tools invoke resume_agent '{"agent": "launch-watch"}' >/dev/null 2>&1 || true
+echo "waiting for launch-watch's next slot (at most a minute) ..."
+ran=""
+for _ in $(seq 1 75); do
+  ran=$("${CLI[@]}" tools invoke list_runs '{"agent": "launch-watch", "limit": 1}' 2>/dev/null \
+    | grep -c '"trigger": "schedule"' || true)
+  if [[ "$ran" != "0" && -n "$ran" ]]; then break; fi
+  sleep 1
+done
+"${CLI[@]}" tools invoke pause_agent '{"agent": "launch-watch"}' >/dev/null 2>&1 || true
+chat "did launch-watch run ok?"
 
 step "Memory: the conversation is stored, in order, with what was decided"
 "${CLI[@]}" conversations show "$id" --limit 6

@@ -4,10 +4,12 @@
 //   omniforge-executor [--config FILE] migrate   apply migrations and exit
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "libs/core/config.h"
 #include "libs/core/logging.h"
 #include "libs/core/server.h"
@@ -26,7 +28,9 @@
 #include "services/executor/src/mcp_tools.h"
 #include "services/executor/src/pg_invocation_ledger.h"
 #include "services/executor/src/pg_run_store.h"
+#include "services/executor/src/pg_schedule_store.h"
 #include "services/executor/src/platform_tools.h"
+#include "services/executor/src/scheduler.h"
 #include "services/executor/src/tool_catalog.h"
 #include "services/executor/src/tool_list_refresher.h"
 #include "services/executor/src/tool_runtime.h"
@@ -56,6 +60,10 @@ struct Settings {
   std::chrono::seconds mcp_retry_unavailable{30};
   llm::LlmConfig llm;
   std::string llm_profile;
+  bool scheduler_enabled = true;
+  SchedulerOptions scheduler;
+  int run_threads = 4;
+  int max_runs_per_tenant = 4;
 };
 
 absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
@@ -80,6 +88,12 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.conversation_timeout =
       std::chrono::milliseconds(c.Int("conversation.timeout_ms", 5000, 100, 600000));
   s.llm_profile = c.String("executor.llm_profile", "balanced");
+  s.scheduler_enabled = c.Bool("scheduler.enabled", true);
+  s.scheduler.poll = std::chrono::milliseconds(c.Int("scheduler.poll_ms", 1000, 10, 60000));
+  s.scheduler.grace = std::chrono::seconds(c.Int("scheduler.grace_s", 120, 1, 86400));
+  s.scheduler.batch = static_cast<int>(c.Int("scheduler.batch", 200, 1, 10000));
+  s.run_threads = static_cast<int>(c.Int("runs.threads", 4, 1, 256));
+  s.max_runs_per_tenant = static_cast<int>(c.Int("runs.max_per_tenant", 4, 1, 1000));
   auto llm_config = llm::ReadLlmConfig(c);
   if (!llm_config.ok()) return llm_config.status();
   s.llm = *std::move(llm_config);
@@ -92,6 +106,31 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.domains = *std::move(domains);
   if (absl::Status status = c.Finish(); !status.ok()) return status;
   return s;
+}
+
+// This replica's name, recorded with the slots it claims.
+std::string ReplicaName() {
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  return absl::StrCat(host[0] != '\0' ? host : "executor", ":", getpid());
+}
+
+SchedulerOptions SchedulerSettings(const Settings& s) {
+  SchedulerOptions options = s.scheduler;
+  options.claimant = ReplicaName();
+  return options;
+}
+
+// Starts a claimed run on `threads`; one that cannot be queued fails, saying so.
+Scheduler::RunStarter RunOn(core::ThreadPool& threads, AgentRunner& runner) {
+  return [&threads, &runner](ClaimedRun run) {
+    if (threads.Submit([&runner, run] { RunClaimed(runner, run); })) return;
+    RunOutcome busy;
+    busy.status = "failed";
+    busy.error = "the executor had too many runs queued to start this one";
+    busy.output_json = nlohmann::json({{"summary", busy.error}}).dump();
+    (void)runner.store().FinishRun(run.who, run.run_id, busy);
+  };
 }
 
 absl::Status Migrate(const Settings& s) {
@@ -191,9 +230,16 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   }
   // Runs of the user's agents: run_agent, and the scheduler's.
   PgRunStore run_store(**pool);
-  AgentRunner runner(run_store, runtime, agents, core::SystemClock());
+  AgentRunner runner(run_store, runtime, agents, core::SystemClock(), s.max_runs_per_tenant);
   platform_tools.SetRunner(&runner);
   ExecutorGrpcService service(runtime, workers, recorder.get(), std::move(agents));
+  // The scheduler: its runs on threads of their own, so that a busy hour of
+  // runs never takes the gRPC workers. Made last, stopped first.
+  core::ThreadPool run_threads(s.run_threads, 100000);
+  PgScheduleStore schedule_store(**pool);
+  Scheduler scheduler(schedule_store, RunOn(run_threads, runner), core::SystemClock(),
+                      SchedulerSettings(s));
+  if (s.scheduler_enabled) scheduler.Start();
 
   core::ServiceServer server(s.server);
   server.AddService(&service);
@@ -201,6 +247,7 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   core::LogInfo("tools ready", {{"count", std::to_string(catalog.size())}});
   const int signal_number = core::WaitForTerminationSignal(signals);
   core::LogInfo("shutting down", {{"signal", std::to_string(signal_number)}});
+  scheduler.Stop();
   server.Shutdown();
   return absl::OkStatus();
 }

@@ -32,7 +32,10 @@ ALTER TABLE platform.runs
   -- [{"tool", "arguments", "result", "is_error", "duration_ms"}]
   ADD COLUMN tool_calls jsonb       NOT NULL DEFAULT '[]'::jsonb,
   ADD COLUMN tokens     integer     NOT NULL DEFAULT 0,
-  ADD COLUMN cost_usd   numeric(12, 6) NOT NULL DEFAULT 0;
+  ADD COLUMN cost_usd   numeric(12, 6) NOT NULL DEFAULT 0,
+  -- A running run not finished by then was abandoned (its executor
+  -- stopped): the scheduler marks it failed.
+  ADD COLUMN lease_until timestamptz;
 CREATE INDEX runs_running ON platform.runs (tenant_id, agent_id) WHERE status = 'running';
 
 -- The next slot of every scheduled, active agent: the scheduler's queue.
@@ -119,6 +122,33 @@ AS $$
 $$;
 REVOKE ALL ON FUNCTION platform.earliest_schedule() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION platform.earliest_schedule() TO omniforge_app;
+
+-- Runs whose executor stopped before they ended fail, saying so; at most
+-- p_limit per call. Spans tenants like claim_due_schedules, and can only
+-- end runs that are past their lease.
+CREATE FUNCTION platform.fail_abandoned_runs(p_now timestamptz, p_limit integer)
+RETURNS bigint
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+  WITH doomed AS (
+    SELECT tenant_id, id FROM platform.runs
+     WHERE status = 'running' AND lease_until < p_now
+     LIMIT p_limit FOR UPDATE SKIP LOCKED
+  ), failed AS (
+    UPDATE platform.runs r
+       SET status = 'failed', finished_at = p_now,
+           error = 'the run was abandoned: its executor stopped before it ended'
+      FROM doomed d
+     WHERE r.tenant_id = d.tenant_id AND r.id = d.id
+    RETURNING 1
+  )
+  SELECT count(*) FROM failed
+$$;
+REVOKE ALL ON FUNCTION platform.fail_abandoned_runs(timestamptz, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION platform.fail_abandoned_runs(timestamptz, integer) TO omniforge_app;
+CREATE INDEX runs_leases ON platform.runs (lease_until) WHERE status = 'running';
 
 -- Runs show how they were started, their slot and a line of what they did.
 CREATE OR REPLACE FUNCTION platform.read_list_runs(p_tenant text, p_user text, p_by_agent boolean,

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "libs/core/metrics.h"
 #include "services/executor/src/local_dialogue.h"
 
 namespace omniforge::executor {
@@ -237,12 +238,50 @@ RunOutcome AgentRunner::Execute(const core::Identity& who, const AgentDefinition
   return out;
 }
 
+bool AgentRunner::Enter(const std::string& tenant, std::chrono::system_clock::time_point until) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!freed_.wait_until(lock, until, [&] { return running_[tenant] < max_runs_per_tenant_; })) {
+    return false;
+  }
+  ++running_[tenant];
+  return true;
+}
+
+void AgentRunner::Leave(const std::string& tenant) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--running_[tenant] == 0) running_.erase(tenant);
+  }
+  freed_.notify_all();
+}
+
 absl::StatusOr<std::string> AgentRunner::Run(const core::Identity& who,
                                              const AgentDefinition& agent,
                                              const std::string& run_id,
                                              const std::string& input_json,
                                              std::chrono::system_clock::time_point not_after) {
-  return store_.FinishRun(who, run_id, Execute(who, agent, run_id, input_json, not_after));
+  static core::Counter& started = core::MetricsRegistry::Global().GetCounter(
+      "omniforge_agent_runs_started_total", "Runs of users' agents started.");
+  started.Inc();
+  const auto wait_until = std::min(not_after, std::chrono::system_clock::now() + agent.timeout);
+  RunOutcome outcome;
+  if (!Enter(who.tenant_id, wait_until)) {
+    outcome.status = "failed";
+    outcome.error = absl::StrCat("the workspace already runs ", max_runs_per_tenant_,
+                                 " agents at once (its limit) and none ended in time");
+    outcome.output_json = Dump({{"summary", outcome.error}});
+  } else {
+    outcome = Execute(who, agent, run_id, input_json, not_after);
+    Leave(who.tenant_id);
+  }
+  core::MetricsRegistry::Global()
+      .GetCounter("omniforge_agent_runs_total", "Runs of users' agents ended, by status.",
+                  {{"status", outcome.status}})
+      .Inc();
+  core::MetricsRegistry::Global()
+      .GetCounter("omniforge_agent_run_cost_usd_total", "Model cost of agents' runs, USD.")
+      .Inc(outcome.cost_usd);
+  return store_.FinishRun(who, run_id, outcome);
 }
 
 }  // namespace omniforge::executor

@@ -11,6 +11,9 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +53,12 @@ struct RunOutcome {
   double cost_usd = 0;
 };
 
+// How long a run of `agent` may stay running before it counts as
+// abandoned (its executor stopped): its timeout and a minute.
+inline std::chrono::seconds RunLease(const AgentDefinition& agent) {
+  return agent.timeout + std::chrono::seconds(60);
+}
+
 // Why and when a run started.
 struct RunStart {
   std::string trigger = "manual";       // or "schedule"
@@ -77,10 +86,16 @@ class RunStore {
 class AgentRunner final {
  public:
   // `model_agents` makes the executor agent of a run with a model; empty
-  // in local mode. Everything given must outlive the runner.
+  // in local mode. At most `max_runs_per_tenant` runs of one tenant run at
+  // once: another waits for one to end, within its own time limits, and
+  // fails saying so if none does. Everything given must outlive the runner.
   AgentRunner(RunStore& store, const ToolRuntime& runtime, AgentFactory model_agents,
-              const core::Clock& clock)
-      : store_(store), runtime_(runtime), model_agents_(std::move(model_agents)), clock_(clock) {}
+              const core::Clock& clock, int max_runs_per_tenant = 4)
+      : store_(store),
+        runtime_(runtime),
+        model_agents_(std::move(model_agents)),
+        clock_(clock),
+        max_runs_per_tenant_(max_runs_per_tenant) {}
 
   // Runs `agent` of `who` now and waits for the end, as run `run_id`
   // (StartRun's), within the agent's timeout and `not_after` (a caller's
@@ -99,10 +114,19 @@ class AgentRunner final {
   RunStore& store() { return store_; }
 
  private:
+  // Takes one of the tenant's run slots, waiting until `until`; false when
+  // none freed.
+  bool Enter(const std::string& tenant, std::chrono::system_clock::time_point until);
+  void Leave(const std::string& tenant);
+
   RunStore& store_;
   const ToolRuntime& runtime_;
   AgentFactory model_agents_;
   const core::Clock& clock_;
+  const int max_runs_per_tenant_;
+  std::mutex mu_;
+  std::condition_variable freed_;
+  std::map<std::string, int> running_;  // by tenant
 };
 
 // The assignment a run of `agent` is: its instructions as the task, its

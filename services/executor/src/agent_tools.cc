@@ -132,7 +132,8 @@ std::optional<schedule::Schedule> ReadSchedule(Args& args, const std::string& wo
 // Keeps the scheduler's row of agent `id` in step with the agent: none
 // without a schedule; the next slot from now when the schedule is new or
 // changed or the agent comes back from a pause; active while the agent is.
-void SyncSchedule(pqxx::work& tx, const ToolCall& call, const std::string& id) {
+void SyncSchedule(pqxx::work& tx, const ToolCall& call, const std::string& id,
+                  core::TimePoint now) {
   pqxx::result r = tx.exec_params(
       "SELECT a.schedule_cron, a.time_zone, a.missed_runs, a.allow_overlap, a.status, "
       "s.cron, s.time_zone, s.active FROM platform.agents a LEFT JOIN platform.agent_schedules s "
@@ -151,7 +152,7 @@ void SyncSchedule(pqxx::work& tx, const ToolCall& call, const std::string& id) {
                     (r[0][7].as<bool>() || !active);
   auto parsed = schedule::Cron::Parse(cron);
   std::optional<core::TimePoint> next;
-  if (parsed.ok()) next = parsed->NextAfter(core::SystemClock().Now(), zone);
+  if (parsed.ok()) next = parsed->NextAfter(now, zone);
   if (!next.has_value()) return;  // checked when it was stored: cannot happen
   tx.exec_params(
       "INSERT INTO platform.agent_schedules AS s (tenant_id, agent_id, user_id, cron, time_zone, "
@@ -201,7 +202,7 @@ bool AgentNameTaken(pqxx::work& tx, const ToolCall& call, const std::string& nam
 }
 
 absl::StatusOr<ToolResult> SetAgentStatus(pqxx::work& tx, const ToolCall& call,
-                                          const std::string& status) {
+                                          const std::string& status, core::TimePoint now) {
   Args args(call.arguments);
   const std::string ref = args.Text("agent", 1, 200);
   if (absl::Status bad = args.status(); !bad.ok()) return bad;
@@ -216,14 +217,14 @@ absl::StatusOr<ToolResult> SetAgentStatus(pqxx::work& tx, const ToolCall& call,
       call.who.tenant_id, call.who.user_id, ref, status);
   if (r.empty()) return AgentNotFound(ref);
   const bool changed = std::string(r[0][1].c_str()) != status;
-  if (changed) SyncSchedule(tx, call, r[0][2].c_str());
+  if (changed) SyncSchedule(tx, call, r[0][2].c_str(), now);
   return ToolResult{
       JsonObject({{"agent", r[0][0].c_str()}, {"changed", changed ? "true" : "false"}}), false};
 }
 
 }  // namespace
 
-absl::StatusOr<ToolResult> CreateAgent(pqxx::work& tx, const ToolCall& call) {
+absl::StatusOr<ToolResult> CreateAgent(pqxx::work& tx, const ToolCall& call, core::TimePoint now) {
   Args args(call.arguments);
   const std::string name = args.Name("name", kNameChars);
   const std::string description = args.Text("description", 0, kDescriptionChars);
@@ -255,11 +256,11 @@ absl::StatusOr<ToolResult> CreateAgent(pqxx::work& tx, const ToolCall& call) {
         absl::StrCat("an agent named '", name, "' already exists; pick another name or update it"));
   }
   const std::string id = r[0][0].c_str();
-  SyncSchedule(tx, call, id);
+  SyncSchedule(tx, call, id, now);
   return ToolResult{JsonObject({{"agent", AgentJson(tx, call, id)}, {"created", "true"}}), false};
 }
 
-absl::StatusOr<ToolResult> UpdateAgent(pqxx::work& tx, const ToolCall& call) {
+absl::StatusOr<ToolResult> UpdateAgent(pqxx::work& tx, const ToolCall& call, core::TimePoint now) {
   Args args(call.arguments);
   const std::string ref = args.Text("agent", 1, 200);
   const auto name = args.OptionalName("name", kNameChars);
@@ -323,19 +324,20 @@ absl::StatusOr<ToolResult> UpdateAgent(pqxx::work& tx, const ToolCall& call) {
       when ? std::optional<std::string>(when->cron) : std::nullopt,
       when && !when->cron.empty() ? std::optional<std::string>(when->time_zone) : d.time_zone,
       d.missed_runs, d.allow_overlap);
-  SyncSchedule(tx, call, agent->id);
+  SyncSchedule(tx, call, agent->id, now);
   return ToolResult{JsonObject({{"agent", AgentJson(tx, call, agent->id)}}), false};
 }
 
-absl::StatusOr<ToolResult> PauseAgent(pqxx::work& tx, const ToolCall& call) {
-  return SetAgentStatus(tx, call, "paused");
+absl::StatusOr<ToolResult> PauseAgent(pqxx::work& tx, const ToolCall& call, core::TimePoint now) {
+  return SetAgentStatus(tx, call, "paused", now);
 }
 
-absl::StatusOr<ToolResult> ResumeAgent(pqxx::work& tx, const ToolCall& call) {
-  return SetAgentStatus(tx, call, "active");
+absl::StatusOr<ToolResult> ResumeAgent(pqxx::work& tx, const ToolCall& call, core::TimePoint now) {
+  return SetAgentStatus(tx, call, "active", now);
 }
 
-absl::StatusOr<ToolResult> DeleteAgent(pqxx::work& tx, const ToolCall& call) {
+absl::StatusOr<ToolResult> DeleteAgent(pqxx::work& tx, const ToolCall& call,
+                                       core::TimePoint /*now*/) {
   Args args(call.arguments);
   const std::string ref = args.Text("agent", 1, 200);
   if (absl::Status bad = args.status(); !bad.ok()) return bad;
@@ -379,7 +381,8 @@ absl::StatusOr<ToolResult> RunAgent(AgentRunner* runner, const ToolCall& call) {
   return ToolResult{*run, false};
 }
 
-absl::StatusOr<ToolResult> CreateSkill(pqxx::work& tx, const ToolCall& call) {
+absl::StatusOr<ToolResult> CreateSkill(pqxx::work& tx, const ToolCall& call,
+                                       core::TimePoint /*now*/) {
   Args args(call.arguments);
   const std::string name = args.Name("name", kNameChars);
   const std::string description = args.Text("description", 0, kDescriptionChars);

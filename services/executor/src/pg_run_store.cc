@@ -58,10 +58,12 @@ absl::StatusOr<std::string> PgRunStore::StartRun(const core::Identity& who,
       pg::WithTenantTransaction(pool_, who.tenant_id, [&](pqxx::work& tx) -> absl::Status {
         tx.exec_params(
             "INSERT INTO platform.runs (tenant_id, id, user_id, agent_id, agent_name, status, "
-            "input, trigger, slot) VALUES ($1, $2::uuid, $3, $4::uuid, $5, 'running', $6::jsonb, "
-            "$7, to_timestamp($8::double precision / 1e6))",
+            "input, trigger, slot, lease_until) VALUES ($1, $2::uuid, $3, $4::uuid, $5, "
+            "'running', $6::jsonb, $7, to_timestamp($8::double precision / 1e6), now() + "
+            "make_interval(secs => $9))",
             who.tenant_id, id, who.user_id, agent.id, agent.name, start.input_json, start.trigger,
-            start.slot ? std::optional<int64_t>(core::MicrosOf(*start.slot)) : std::nullopt);
+            start.slot ? std::optional<int64_t>(core::MicrosOf(*start.slot)) : std::nullopt,
+            static_cast<double>(RunLease(agent).count()));
         return absl::OkStatus();
       });
   if (!status.ok()) return status;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "libs/core/clock.h"
 #include "services/executor/src/agent_runner.h"
 #include "services/executor/src/tool.h"
 
@@ -64,7 +65,9 @@ struct ReadPlan {
 // A write tool runs statements in a transaction; a read tool plans one
 // statement. Both return INVALID_ARGUMENT (naming the field) for arguments
 // the schema could not rule out.
-using WriteHandler = absl::StatusOr<ToolResult> (*)(pqxx::work& tx, const ToolCall& call);
+// `now` is the platform tools' clock: the time schedules count from.
+using WriteHandler = absl::StatusOr<ToolResult> (*)(pqxx::work& tx, const ToolCall& call,
+                                                    core::TimePoint now);
 using ReadHandler = absl::StatusOr<ReadPlan> (*)(const Quote& quote, const ToolCall& call);
 
 // Reads (read_tools.cc).
@@ -79,20 +82,22 @@ absl::StatusOr<ReadPlan> ListTasks(const Quote& q, const ToolCall& call);
 absl::StatusOr<ReadPlan> ListProjectTemplates(const Quote& q, const ToolCall& call);
 
 // Agents, skills, runs (agent_tools.cc).
-absl::StatusOr<ToolResult> CreateAgent(pqxx::work& tx, const ToolCall& call);
-absl::StatusOr<ToolResult> UpdateAgent(pqxx::work& tx, const ToolCall& call);
-absl::StatusOr<ToolResult> PauseAgent(pqxx::work& tx, const ToolCall& call);
-absl::StatusOr<ToolResult> ResumeAgent(pqxx::work& tx, const ToolCall& call);
-absl::StatusOr<ToolResult> DeleteAgent(pqxx::work& tx, const ToolCall& call);
+absl::StatusOr<ToolResult> CreateAgent(pqxx::work& tx, const ToolCall& call, core::TimePoint now);
+absl::StatusOr<ToolResult> UpdateAgent(pqxx::work& tx, const ToolCall& call, core::TimePoint now);
+absl::StatusOr<ToolResult> PauseAgent(pqxx::work& tx, const ToolCall& call, core::TimePoint now);
+absl::StatusOr<ToolResult> ResumeAgent(pqxx::work& tx, const ToolCall& call, core::TimePoint now);
+absl::StatusOr<ToolResult> DeleteAgent(pqxx::work& tx, const ToolCall& call, core::TimePoint now);
 // Runs the agent now through `runner` (its own transactions) and returns the run.
 absl::StatusOr<ToolResult> RunAgent(AgentRunner* runner, const ToolCall& call);
-absl::StatusOr<ToolResult> CreateSkill(pqxx::work& tx, const ToolCall& call);
+absl::StatusOr<ToolResult> CreateSkill(pqxx::work& tx, const ToolCall& call, core::TimePoint now);
 
 // Projects, tasks, templates, context documents (project_tools.cc).
-absl::StatusOr<ToolResult> CreateProject(pqxx::work& tx, const ToolCall& call);
-absl::StatusOr<ToolResult> UpdateTask(pqxx::work& tx, const ToolCall& call);
-absl::StatusOr<ToolResult> CreateProjectTemplate(pqxx::work& tx, const ToolCall& call);
-absl::StatusOr<ToolResult> CreateContextDocument(pqxx::work& tx, const ToolCall& call);
+absl::StatusOr<ToolResult> CreateProject(pqxx::work& tx, const ToolCall& call, core::TimePoint now);
+absl::StatusOr<ToolResult> UpdateTask(pqxx::work& tx, const ToolCall& call, core::TimePoint now);
+absl::StatusOr<ToolResult> CreateProjectTemplate(pqxx::work& tx, const ToolCall& call,
+                                                 core::TimePoint now);
+absl::StatusOr<ToolResult> CreateContextDocument(pqxx::work& tx, const ToolCall& call,
+                                                 core::TimePoint now);
 
 // `{"key": <json text>, ...}` from already-serialised JSON values, so rows
 // built as JSON by PostgreSQL are not parsed again.

@@ -180,7 +180,7 @@ absl::StatusOr<ToolResult> PlatformTools::Invoke(const ToolCall& call) {
   core::ScopedCallDeadline scope(call.deadline);
   absl::Status status =
       pg::WithTenantTransaction(pool_, call.who.tenant_id, [&](pqxx::work& tx) -> absl::Status {
-        result = write->second(tx, call);
+        result = write->second(tx, call, clock_.Now());
         if (!result.ok()) return result.status();
         // A business failure changed nothing worth keeping: roll it back.
         return result->is_error ? absl::CancelledError("") : absl::OkStatus();

@@ -20,7 +20,10 @@ std::vector<ToolSpec> PlatformToolSpecs();
 
 class PlatformTools final : public ToolProvider {
  public:
-  explicit PlatformTools(pg::PgPool& pool) : pool_(pool) {}
+  // `clock` gives the time schedules count from (the next slot of a new or
+  // resumed agent).
+  explicit PlatformTools(pg::PgPool& pool, const core::Clock& clock = core::SystemClock())
+      : pool_(pool), clock_(clock) {}
 
   absl::StatusOr<std::vector<ToolSpec>> ListTools() override;
 
@@ -38,6 +41,7 @@ class PlatformTools final : public ToolProvider {
   absl::StatusOr<ToolResult> RunRead(platform::ReadHandler handler, const ToolCall& call);
 
   pg::PgPool& pool_;
+  const core::Clock& clock_;
   AgentRunner* runner_ = nullptr;
 };
 

@@ -65,7 +65,8 @@ bool IsDate(const std::string& text) {
 
 }  // namespace
 
-absl::StatusOr<ToolResult> CreateProject(pqxx::work& tx, const ToolCall& call) {
+absl::StatusOr<ToolResult> CreateProject(pqxx::work& tx, const ToolCall& call,
+                                         core::TimePoint /*now*/) {
   Args args(call.arguments);
   const std::string name = args.Name("name", kNameChars);
   const std::string description = args.Text("description", 0, kDescriptionChars);
@@ -108,7 +109,8 @@ absl::StatusOr<ToolResult> CreateProject(pqxx::work& tx, const ToolCall& call) {
                     false};
 }
 
-absl::StatusOr<ToolResult> UpdateTask(pqxx::work& tx, const ToolCall& call) {
+absl::StatusOr<ToolResult> UpdateTask(pqxx::work& tx, const ToolCall& call,
+                                      core::TimePoint /*now*/) {
   Args args(call.arguments);
   const std::string id = args.Uuid("task_id");
   const auto title = args.OptionalName("title", kTaskTitleChars);
@@ -142,7 +144,8 @@ absl::StatusOr<ToolResult> UpdateTask(pqxx::work& tx, const ToolCall& call) {
   return ToolResult{JsonObject({{"task", r[0][0].c_str()}}), false};
 }
 
-absl::StatusOr<ToolResult> CreateProjectTemplate(pqxx::work& tx, const ToolCall& call) {
+absl::StatusOr<ToolResult> CreateProjectTemplate(pqxx::work& tx, const ToolCall& call,
+                                                 core::TimePoint /*now*/) {
   Args args(call.arguments);
   const std::string name = args.Name("name", kNameChars);
   const std::string description = args.Text("description", 0, kDescriptionChars);
@@ -175,7 +178,8 @@ absl::StatusOr<ToolResult> CreateProjectTemplate(pqxx::work& tx, const ToolCall&
   return ToolResult{JsonObject({{"template", r[0][0].c_str()}, {"created", "true"}}), false};
 }
 
-absl::StatusOr<ToolResult> CreateContextDocument(pqxx::work& tx, const ToolCall& call) {
+absl::StatusOr<ToolResult> CreateContextDocument(pqxx::work& tx, const ToolCall& call,
+                                                 core::TimePoint /*now*/) {
   Args args(call.arguments);
   const std::string ref = args.Text("project", 1, 200);
   const std::string title = args.Name("title", kTaskTitleChars);

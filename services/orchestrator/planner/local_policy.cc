@@ -205,6 +205,29 @@ Move ProposeOnAgent(const PolicyInput& in, const std::string& agent, const std::
   return move;
 }
 
+// One run for a person: agent, status, when and how it started, and what
+// it produced or why it failed.
+std::string RunLine(const json& run) {
+  std::string line = run.value("agent_name", std::string("an agent")) + ": " +
+                     run.value("status", std::string("?"));
+  std::string when = run.value("started_at", std::string()).substr(0, 16);
+  std::replace(when.begin(), when.end(), 'T', ' ');
+  if (!when.empty()) line += " at " + when + " UTC";
+  if (run.value("trigger", std::string()) == "schedule") line += " (scheduled)";
+  if (const std::string error = run.value("error", std::string()); !error.empty()) {
+    return line + " — " + core::Shortened(error, 200);
+  }
+  // The summary after its heading (the agent's name and description).
+  std::string summary = run.value("summary", std::string());
+  const size_t heading_end = summary.find('\n');
+  summary = heading_end == std::string::npos ? "" : summary.substr(heading_end + 1);
+  if (!summary.empty()) {
+    std::replace(summary.begin(), summary.end(), '\n', ' ');
+    line += " — " + core::Shortened(summary, 200);
+  }
+  return line;
+}
+
 // A question: the read tool for the topic the intent service read
 // (runs, one agent, skills, projects, templates, else the list of agents).
 Move DecideQuery(const PolicyInput& in) {
@@ -703,26 +726,28 @@ std::string DescribeResultOf(const ToolStep& step, const json& result, bool is_e
     int shown = 0;
     for (const json& run : result["runs"]) {
       if (!run.is_object() || ++shown > 10) break;
-      text += "\n- " + run.value("agent_name", std::string("an agent")) + ": " +
-              run.value("status", std::string("?"));
+      text += "\n- " + RunLine(run);
     }
     return text;
   }
   if (step.tool == "run_agent") {
     std::string text = "Done: " + Quoted(agent) + " ran";
-    if (result.contains("run") && result["run"].is_object()) {
-      text += " (" + result["run"].value("status", std::string("recorded")) + ")";
-    } else if (result.contains("status") && result["status"].is_string()) {
-      text += " (" + result["status"].get<std::string>() + ")";
+    const json run = result.contains("run") && result["run"].is_object() ? result["run"] : result;
+    text += " (" + run.value("status", std::string("recorded")) + ").";
+    if (const std::string error = run.value("error", std::string()); !error.empty()) {
+      text += " Why: " + core::Shortened(error, 300);
+    } else if (run.contains("output") && run["output"].is_object()) {
+      text += "\n" + core::Shortened(run["output"].value("summary", std::string()), 1500);
     }
-    return text + ".";
+    return text;
   }
   if (step.tool == "create_agent") {
+    const json made =
+        result.contains("agent") && result["agent"].is_object() ? result["agent"] : json::object();
+    const std::string schedule =
+        made.value("schedule", step.arguments.value("schedule", std::string()));
     return "Done: the agent " + Quoted(step.arguments.value("name", std::string())) +
-           " is created" +
-           (step.arguments.contains("schedule")
-                ? " and runs " + step.arguments["schedule"].get<std::string>() + "."
-                : ".");
+           " is created" + (schedule.empty() ? "." : " and runs " + schedule + ".");
   }
   if (step.tool == "update_agent") return "Done: " + Quoted(agent) + " is updated.";
   if (step.tool == "pause_agent") return "Done: " + Quoted(agent) + " is paused.";

@@ -411,7 +411,8 @@ TEST_F(ChatEndToEndTest, LaterAnswersFillTheDraftAndTheAgentIsCreatedWithAllOfTh
   EXPECT_TRUE(third.done().is_final());
 
   const json agent = Invoke("get_agent", {{"agent", draft["name"]}})["agent"];
-  EXPECT_EQ(agent["schedule"], "every monday at 9am");
+  EXPECT_EQ(agent["schedule"], "every Monday at 09:00 (UTC)");
+  EXPECT_EQ(agent["schedule_cron"], "0 9 * * 1");
   EXPECT_EQ(agent["config"]["recipients"], "the team channel");
   EXPECT_EQ(agent["config"]["data_source"], "notion");
 }
@@ -549,7 +550,7 @@ TEST_F(ChatEndToEndTest, WhereWereWeRecapsTheGoalWhatWasDoneAndWhatIsStillOpen) 
     EXPECT_THAT(text, HasSubstr("You came to me with: \"our Monday Notion updates take hours"))
         << asked;
     EXPECT_THAT(text, HasSubstr("Done so far:\n- the agent '" + name +
-                                "' is created and runs every monday at 9am"))
+                                "' is created and runs every Monday at 09:00 (UTC)"))
         << asked;
     EXPECT_THAT(text, HasSubstr("Still open:\n- waiting for your approval: run '" + name + "' now"))
         << asked;
@@ -715,7 +716,7 @@ TEST_F(ChatEndToEndTest, AnActionPreviewedBeforeTheUpgradeRunsOnYes) {
   EXPECT_EQ(yes.session().flow_id(), flow) << "the flow of the earlier reply goes on";
   EXPECT_EQ(yes.tools_called(), std::vector<std::string>{"create_agent"});
   EXPECT_EQ(Invoke("get_agent", {{"agent", "invoice-chaser"}})["agent"]["schedule"],
-            "every friday at 4pm");
+            "every Friday at 16:00 (UTC)");
   EXPECT_EQ(LastRouting(conversation)["format"], 2) << "the reply is stored as a projection";
 }
 
@@ -2111,7 +2112,7 @@ TEST_F(ModelPlannerEndToEndTest, WithTheModelTheConversationResumesAfterTheOrche
   EXPECT_EQ(yes.tools_called(), std::vector<std::string>{"create_agent"});
   EXPECT_EQ(RequestsOf(*fake_, "planner_stream"), before) << "a yes needs no model call";
   const json agent = Invoke("get_agent", {{"agent", "sales-report-chaser"}})["agent"];
-  EXPECT_EQ(agent["schedule"], "every friday at 4pm");
+  EXPECT_EQ(agent["schedule"], "every Friday at 16:00 (UTC)");
   EXPECT_EQ(agent["description"], "Chases late weekly sales reports");
 }
 

@@ -1,0 +1,153 @@
+#include "services/executor/src/scheduler.h"
+
+#include "absl/strings/str_cat.h"
+#include "libs/core/logging.h"
+#include "libs/core/metrics.h"
+#include "libs/schedule/schedule.h"
+
+namespace omniforge::executor {
+
+SlotPlan PlanSlots(const DueSchedule& due, core::TimePoint now, std::chrono::seconds grace,
+                   int64_t max_slots) {
+  SlotPlan plan;
+  auto cron = schedule::Cron::Parse(due.cron);
+  if (!cron.ok()) {  // stored only after it was read: cannot happen
+    plan.ended = true;
+    return plan;
+  }
+  // The due slots: next_slot and every later one up to now.
+  std::vector<core::TimePoint> slots = {due.next_slot};
+  std::optional<core::TimePoint> next = cron->NextAfter(due.next_slot, due.time_zone);
+  while (next.has_value() && *next <= now && static_cast<int64_t>(slots.size()) < max_slots) {
+    slots.push_back(*next);
+    next = cron->NextAfter(*next, due.time_zone);
+  }
+  const bool on_time = now - slots.back() <= grace;
+  if (next.has_value() && *next <= now) {
+    // Too many to count one by one: those counted are missed; a slot within
+    // the grace still runs as itself.
+    next = cron->NextAfter(now - grace - std::chrono::microseconds(1), due.time_zone);
+    while (next.has_value() && *next <= now) {
+      plan.run = *next;
+      next = cron->NextAfter(*next, due.time_zone);
+    }
+  } else if (on_time) {
+    plan.run = slots.back();
+    slots.pop_back();
+  }
+  if (!plan.run.has_value() && due.missed_runs != "skip") {
+    plan.run = slots.back();
+    plan.late = true;
+    slots.pop_back();
+  }
+  if (!slots.empty()) {
+    plan.missed = static_cast<int64_t>(slots.size());
+    plan.missed_first = slots.front();
+    plan.missed_last = slots.back();
+  }
+  plan.ended = !next.has_value();
+  if (next.has_value()) plan.next_slot = *next;
+  return plan;
+}
+
+absl::StatusOr<int64_t> Scheduler::Pass() {
+  const core::TimePoint now = clock_.Now();
+  int64_t started = 0;
+  const auto plan = [&](const DueSchedule& due) { return PlanSlots(due, now, options_.grace); };
+  while (true) {
+    absl::StatusOr<Claim> claim = store_.ClaimDue(now, options_.batch, options_.claimant, plan);
+    if (!claim.ok()) {
+      counts_.claim_errors.fetch_add(1);
+      return claim.status();
+    }
+    counts_.missed.fetch_add(claim->missed);
+    counts_.overlaps.fetch_add(claim->overlaps);
+    static core::Histogram& lag = core::MetricsRegistry::Global().GetHistogram(
+        "omniforge_schedule_lag_seconds", "How late scheduled runs were claimed after their slot.",
+        {}, {0.05, 0.1, 0.25, 0.5, 1, 2, 5, 15, 60, 300, 3600});
+    auto& slots = core::MetricsRegistry::Global();
+    slots
+        .GetCounter("omniforge_schedule_slots_total", "Schedule slots, by what became of them.",
+                    {{"outcome", "missed"}})
+        .Inc(static_cast<double>(claim->missed));
+    slots
+        .GetCounter("omniforge_schedule_slots_total", "Schedule slots, by what became of them.",
+                    {{"outcome", "overlap"}})
+        .Inc(static_cast<double>(claim->overlaps));
+    for (ClaimedRun& run : claim->runs) {
+      lag.Observe(static_cast<double>(run.lag_us) / 1e6);
+      slots
+          .GetCounter("omniforge_schedule_slots_total", "Schedule slots, by what became of them.",
+                      {{"outcome", "run"}})
+          .Inc();
+      counts_.runs_started.fetch_add(1);
+      ++started;
+      start_run_(std::move(run));
+    }
+    if (claim->schedules < options_.batch) break;
+  }
+  absl::StatusOr<int64_t> abandoned = store_.FailAbandonedRuns(now);
+  if (!abandoned.ok()) return abandoned.status();
+  counts_.abandoned.fetch_add(*abandoned);
+  return started;
+}
+
+void Scheduler::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Scheduler::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Scheduler::Loop() {
+  while (true) {
+    if (absl::StatusOr<int64_t> ran = Pass(); !ran.ok()) {
+      core::LogWarn("scheduler pass failed", {{"error", std::string(ran.status().message())}});
+    }
+    std::chrono::milliseconds sleep = options_.poll;
+    if (auto earliest = store_.Earliest(); earliest.ok() && earliest->has_value()) {
+      const auto until =
+          std::chrono::duration_cast<std::chrono::milliseconds>(**earliest - clock_.Now());
+      sleep = std::clamp(until, std::chrono::milliseconds(0), options_.poll);
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    if (wake_.wait_for(lock, sleep, [this] { return stopping_; })) return;
+  }
+}
+
+void RunClaimed(AgentRunner& runner, const ClaimedRun& claimed) {
+  RunStore& store = runner.store();
+  auto agent = store.LoadAgent(claimed.who, claimed.agent_id);
+  RunOutcome failed;
+  failed.status = "failed";
+  if (!agent.ok() || !agent->has_value()) {
+    failed.error = agent.ok()
+                       ? "the agent no longer exists"
+                       : absl::StrCat("could not load the agent: ", agent.status().message());
+  } else if ((*agent)->status != "active") {
+    failed.error = "the agent was paused before its run started";
+  } else {
+    auto run = runner.Run(claimed.who, **agent, claimed.run_id, "{}");
+    if (!run.ok()) {
+      core::LogWarn("a scheduled run could not be stored",
+                    {{"run", claimed.run_id}, {"error", std::string(run.status().message())}});
+    }
+    return;
+  }
+  failed.output_json = nlohmann::json({{"summary", failed.error}}).dump();
+  if (auto stored = store.FinishRun(claimed.who, claimed.run_id, failed); !stored.ok()) {
+    core::LogWarn("a scheduled run could not be stored",
+                  {{"run", claimed.run_id}, {"error", std::string(stored.status().message())}});
+  }
+}
+
+}  // namespace omniforge::executor
