@@ -5,8 +5,10 @@
 //                            lookup and the agent's latest runs) on a user
 //                            with 50 agents
 //   list_p50/p99_ms          list_agents of those 50 agents
-//   keyed_write_p50/p99_ms   run_agent with an idempotency key (claim, run,
-//                            record: three transactions)
+//   keyed_write_p50/p99_ms   run_agent with an idempotency key: claim the
+//                            key, load the agent, record the run, run its
+//                            step (get_agent), store the run, record the
+//                            result
 //   mcp_invoke_p50/p99_ms    everything__echo: the echo tool of
 //                            @modelcontextprotocol/server-everything over
 //                            stdio (tests/node), when node is installed
@@ -34,6 +36,7 @@
 #include "services/executor/src/grpc_service.h"
 #include "services/executor/src/mcp_tools.h"
 #include "services/executor/src/pg_invocation_ledger.h"
+#include "services/executor/src/pg_run_store.h"
 #include "services/executor/src/platform_tools.h"
 #include "tests/support/test_database.h"
 
@@ -62,6 +65,11 @@ class Bench {
     AddEverythingServer();
     ledger_ = std::make_unique<PgInvocationLedger>(*pool_);
     runtime_ = std::make_unique<ToolRuntime>(catalog_, ledger_.get());
+    // run_agent runs the agent (local mode: its steps).
+    run_store_ = std::make_unique<PgRunStore>(*pool_);
+    runner_ =
+        std::make_unique<AgentRunner>(*run_store_, *runtime_, AgentFactory(), core::SystemClock());
+    tools_->SetRunner(runner_.get());
     workers_ = std::make_unique<core::ThreadPool>(16, 4096);
     service_ = std::make_unique<ExecutorGrpcService>(*runtime_, *workers_);
     core::ServerOptions options;
@@ -126,9 +134,11 @@ class Bench {
     for (int i = 0; i < agents; ++i) {
       char name[32];
       std::snprintf(name, sizeof name, "agent-%03d", i);
-      const std::string args = std::string(R"({"name": ")") + name +
-                               R"(", "description": "Sums up the week's updates", "instructions": )"
-                               R"("Read the pages and write five bullets.", "schedule": "weekly"})";
+      const std::string args =
+          std::string(R"({"name": ")") + name +
+          R"(", "description": "Sums up the week's updates", "instructions": )"
+          R"("Read the pages and write five bullets.", "schedule": "weekly", )"
+          R"("steps": [{"tool": "get_agent", "arguments": {"agent": "agent-000"}}]})";
       Measure("create_agent", args, 1, 0, false);
     }
     for (int i = 0; i < 5; ++i) Measure("run_agent", R"({"agent": "agent-007"})", 1, 0, false);
@@ -165,6 +175,8 @@ class Bench {
   std::unique_ptr<McpTools> mcp_tools_;
   std::unique_ptr<PgInvocationLedger> ledger_;
   std::unique_ptr<ToolRuntime> runtime_;
+  std::unique_ptr<PgRunStore> run_store_;
+  std::unique_ptr<AgentRunner> runner_;
   std::unique_ptr<core::ThreadPool> workers_;
   std::unique_ptr<ExecutorGrpcService> service_;
   std::unique_ptr<core::ServiceServer> server_;

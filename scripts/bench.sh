@@ -13,6 +13,8 @@ export OMNIFORGE_TEST_PG_DSN="host=127.0.0.1 port=55434 user=omniforge dbname=po
 "$BUILD_DIR/bin/conversation_bench" "$@"
 # Executor InvokeTool latency over gRPC for a built-in read tool.
 "$BUILD_DIR/bin/executor_bench"
+# The scheduler: 10,000 agents due in the same minute, two replicas.
+"$BUILD_DIR/bin/schedule_bench"
 # Chat turns through the public API over the four binaries: the planner on
 # the fake provider, then the local policy.
 "$BUILD_DIR/bin/chat_bench"

@@ -91,7 +91,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.scheduler_enabled = c.Bool("scheduler.enabled", true);
   s.scheduler.poll = std::chrono::milliseconds(c.Int("scheduler.poll_ms", 1000, 10, 60000));
   s.scheduler.grace = std::chrono::seconds(c.Int("scheduler.grace_s", 120, 1, 86400));
-  s.scheduler.batch = static_cast<int>(c.Int("scheduler.batch", 200, 1, 10000));
+  s.scheduler.batch = static_cast<int>(c.Int("scheduler.batch", 500, 1, 10000));
   s.run_threads = static_cast<int>(c.Int("runs.threads", 4, 1, 256));
   s.max_runs_per_tenant = static_cast<int>(c.Int("runs.max_per_tenant", 4, 1, 1000));
   auto llm_config = llm::ReadLlmConfig(c);

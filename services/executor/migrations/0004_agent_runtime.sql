@@ -109,6 +109,85 @@ $$;
 REVOKE ALL ON FUNCTION platform.claim_due_schedules(timestamptz, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION platform.claim_due_schedules(timestamptz, integer) TO omniforge_app;
 
+-- Records what a pass made of the schedules it claimed (locked by
+-- claim_due_schedules in the same transaction), all in one statement: the
+-- missed slots, each slot that runs or overlaps its agent's running run
+-- (a unique key per agent and slot: a slot is recorded once whoever
+-- claims it), the runs to start (status running, leased for the agent's
+-- timeout and a minute), and each schedule's next slot (or its end).
+-- Times are microseconds since the epoch. Returns the slots recorded with
+-- their outcome and run. Spans tenants, so it runs with the owner's
+-- rights, and acts only on agents that have a schedule.
+CREATE FUNCTION platform.record_claims(p_now timestamptz, p_claimant text, p_tenants text[],
+                                       p_agents uuid[], p_run_slots bigint[], p_run_ids uuid[],
+                                       p_missed_first bigint[], p_missed_last bigint[],
+                                       p_missed integer[], p_next bigint[], p_ended boolean[],
+                                       p_overlap_ok boolean[])
+RETURNS TABLE (tenant_id text, agent_id uuid, slot timestamptz, outcome text, run_id uuid)
+LANGUAGE sql
+SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+  WITH plan AS (
+    SELECT p.tenant_id, p.agent_id,
+           to_timestamp(p.run_slot::double precision / 1e6) AS run_slot, p.run_id,
+           to_timestamp(p.missed_first::double precision / 1e6) AS missed_first,
+           to_timestamp(p.missed_last::double precision / 1e6) AS missed_last, p.missed,
+           to_timestamp(p.next_slot::double precision / 1e6) AS next_slot, p.ended, p.overlap_ok
+      FROM unnest(p_tenants, p_agents, p_run_slots, p_run_ids, p_missed_first, p_missed_last,
+                  p_missed, p_next, p_ended, p_overlap_ok)
+             AS p(tenant_id, agent_id, run_slot, run_id, missed_first, missed_last, missed,
+                  next_slot, ended, overlap_ok)
+      JOIN platform.agent_schedules s ON s.tenant_id = p.tenant_id AND s.agent_id = p.agent_id
+  ), missed AS (
+    INSERT INTO platform.schedule_slots AS x (tenant_id, agent_id, slot, outcome, missed,
+                                               missed_until, claimed_at, claimed_by)
+    SELECT tenant_id, agent_id, missed_first, 'missed', missed, missed_last, p_now, p_claimant
+      FROM plan WHERE missed > 0
+    ON CONFLICT DO NOTHING
+    RETURNING x.tenant_id, x.agent_id, x.slot, x.outcome, x.run_id
+  ), decided AS (
+    SELECT p.*, CASE WHEN NOT p.overlap_ok AND EXISTS (
+                  SELECT 1 FROM platform.runs r
+                   WHERE r.tenant_id = p.tenant_id AND r.agent_id = p.agent_id
+                     AND r.status = 'running') THEN 'overlap' ELSE 'run' END AS outcome
+      FROM plan p WHERE p.run_slot IS NOT NULL
+  ), slots AS (
+    INSERT INTO platform.schedule_slots AS x (tenant_id, agent_id, slot, outcome, run_id,
+                                               claimed_at, claimed_by)
+    SELECT d.tenant_id, d.agent_id, d.run_slot, d.outcome,
+           CASE WHEN d.outcome = 'run' THEN d.run_id END, p_now, p_claimant
+      FROM decided d
+    ON CONFLICT DO NOTHING
+    RETURNING x.tenant_id, x.agent_id, x.slot, x.outcome, x.run_id
+  ), started AS (
+    INSERT INTO platform.runs (tenant_id, id, user_id, agent_id, agent_name, status, trigger, slot,
+                               lease_until)
+    SELECT a.tenant_id, s.run_id, a.user_id, a.id, a.name, 'running', 'schedule', s.slot,
+           clock_timestamp()
+             + make_interval(secs => coalesce((a.limits ->> 'timeout_s')::int, 120) + 60)
+      FROM slots s JOIN platform.agents a ON a.tenant_id = s.tenant_id AND a.id = s.agent_id
+     WHERE s.outcome = 'run'
+    RETURNING 1
+  ), moved AS (
+    UPDATE platform.agent_schedules s
+       SET next_slot = CASE WHEN p.ended THEN s.next_slot ELSE p.next_slot END,
+           active = s.active AND NOT p.ended
+      FROM plan p
+     WHERE s.tenant_id = p.tenant_id AND s.agent_id = p.agent_id
+    RETURNING 1
+  )
+  SELECT tenant_id, agent_id, slot, outcome, run_id FROM slots
+  UNION ALL
+  SELECT tenant_id, agent_id, slot, outcome, run_id FROM missed
+$$;
+REVOKE ALL ON FUNCTION platform.record_claims(timestamptz, text, text[], uuid[], bigint[], uuid[],
+                                              bigint[], bigint[], integer[], bigint[], boolean[],
+                                              boolean[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION platform.record_claims(timestamptz, text, text[], uuid[], bigint[],
+                                                 uuid[], bigint[], bigint[], integer[], bigint[],
+                                                 boolean[], boolean[]) TO omniforge_app;
+
 -- The earliest next slot of any active schedule, so an idle scheduler
 -- sleeps until then; NULL when nothing is scheduled.
 CREATE FUNCTION platform.earliest_schedule()

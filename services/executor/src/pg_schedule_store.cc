@@ -1,7 +1,10 @@
 #include "services/executor/src/pg_schedule_store.h"
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "libs/core/ids.h"
+#include "libs/pg/array_literal.h"
 
 namespace omniforge::executor {
 namespace {
@@ -12,57 +15,28 @@ int64_t Micros(core::TimePoint t) { return core::MicrosOf(t); }
 // The statement's parameter $n (microseconds) as a timestamptz.
 std::string At(int n) { return absl::StrCat("to_timestamp($", n, "::double precision / 1e6)"); }
 
-// Records what `plan` made of `due`'s slots; adds the run to start to `claim`.
-void Record(pqxx::work& tx, const DueSchedule& due, const SlotPlan& plan, core::TimePoint now,
-            const std::string& claimant, struct Claim& claim) {
-  pg::SetTenant(tx, due.who.tenant_id);
-  if (plan.missed > 0) {
-    tx.exec_params(
-        absl::StrCat("INSERT INTO platform.schedule_slots (tenant_id, agent_id, slot, "
-                     "outcome, missed, missed_until, claimed_at, claimed_by) VALUES "
-                     "($1, $2::uuid, ",
-                     At(3), ", 'missed', $4, ", At(5), ", ", At(6), ", $7) ON CONFLICT DO NOTHING"),
-        due.who.tenant_id, due.agent_id, Micros(plan.missed_first), plan.missed,
-        Micros(plan.missed_last), Micros(now), claimant);
-    claim.missed += plan.missed;
-  }
-  if (plan.run.has_value()) {
-    const bool busy =
-        !due.allow_overlap && !tx.exec_params(
-                                     "SELECT 1 FROM platform.runs WHERE tenant_id = $1 AND "
-                                     "agent_id = $2::uuid AND status = 'running' LIMIT 1",
-                                     due.who.tenant_id, due.agent_id)
-                                   .empty();
-    const std::string run_id = core::NewUuid();
-    pqxx::result slot = tx.exec_params(
-        absl::StrCat("INSERT INTO platform.schedule_slots (tenant_id, agent_id, slot, outcome, "
-                     "run_id, claimed_at, claimed_by) VALUES ($1, $2::uuid, ",
-                     At(3), ", $4, $5::uuid, ", At(6), ", $7) ON CONFLICT DO NOTHING RETURNING 1"),
-        due.who.tenant_id, due.agent_id, Micros(*plan.run), busy ? "overlap" : "run",
-        busy ? std::optional<std::string>() : std::optional<std::string>(run_id), Micros(now),
-        claimant);
-    if (busy && !slot.empty()) ++claim.overlaps;
-    if (!busy && !slot.empty()) {
-      tx.exec_params(
-          absl::StrCat("INSERT INTO platform.runs (tenant_id, id, user_id, agent_id, agent_name, "
-                       "status, trigger, slot, lease_until) SELECT a.tenant_id, $3::uuid, "
-                       "a.user_id, a.id, a.name, 'running', 'schedule', ",
-                       At(4),
-                       ", now() + make_interval(secs => coalesce((a.limits ->> 'timeout_s')::int, "
-                       "120) + 60) FROM platform.agents a WHERE a.tenant_id = $1 AND a.id = "
-                       "$2::uuid"),
-          due.who.tenant_id, due.agent_id, run_id, Micros(*plan.run));
-      claim.runs.push_back(
-          {due.who, due.agent_id, run_id, *plan.run, Micros(now) - Micros(*plan.run)});
+// The plans of one claim as the arrays platform.record_claims takes.
+struct Batch {
+  pg::ArrayLiteral tenants, agents, run_slots, run_ids, missed_first, missed_last, missed, next,
+      ended, overlap_ok;
+
+  void Add(const DueSchedule& due, const SlotPlan& plan, const std::string& run_id) {
+    tenants.Add(due.who.tenant_id);
+    agents.Add(due.agent_id);
+    if (plan.run.has_value()) {
+      run_slots.Add(core::MicrosOf(*plan.run));
+    } else {
+      run_slots.AddNull();
     }
+    run_ids.Add(run_id);
+    missed_first.Add(core::MicrosOf(plan.missed_first));
+    missed_last.Add(core::MicrosOf(plan.missed_last));
+    missed.Add(plan.missed);
+    next.Add(core::MicrosOf(plan.next_slot));
+    ended.Add(plan.ended ? "t" : "f");
+    overlap_ok.Add(due.allow_overlap ? "t" : "f");
   }
-  tx.exec_params(absl::StrCat("UPDATE platform.agent_schedules SET next_slot = CASE WHEN $3 THEN "
-                              "next_slot ELSE ",
-                              At(4),
-                              " END, active = active AND NOT $3 WHERE tenant_id = $1 AND "
-                              "agent_id = $2::uuid"),
-                 due.who.tenant_id, due.agent_id, plan.ended, Micros(plan.next_slot));
-}
+};
 
 }  // namespace
 
@@ -79,6 +53,9 @@ absl::StatusOr<Claim> PgScheduleStore::ClaimDue(
                      At(1), ", $2)"),
         Micros(now), limit);
     claim.schedules = static_cast<int>(due.size());
+    if (due.empty()) return absl::OkStatus();
+    Batch batch;
+    std::map<std::pair<std::string, std::string>, core::Identity> who;
     for (const auto& row : due) {
       DueSchedule d{{row[0].c_str(), row[2].c_str()},
                     row[1].c_str(),
@@ -87,7 +64,28 @@ absl::StatusOr<Claim> PgScheduleStore::ClaimDue(
                     core::TimePointFromMicros(row[5].as<int64_t>()),
                     row[6].c_str(),
                     row[7].as<bool>()};
-      Record(tx, d, plan(d), now, claimant, claim);
+      const SlotPlan planned = plan(d);
+      claim.missed += planned.missed;
+      batch.Add(d, planned, core::NewUuid());
+      who[{d.who.tenant_id, d.agent_id}] = d.who;
+    }
+    pqxx::result recorded = tx.exec_params(
+        absl::StrCat("SELECT tenant_id, agent_id::text, (extract(epoch FROM slot) * 1e6)::bigint, "
+                     "outcome, run_id::text FROM platform.record_claims(",
+                     At(1),
+                     ", $2, $3::text[], $4::uuid[], $5::bigint[], $6::uuid[], $7::bigint[], "
+                     "$8::bigint[], $9::integer[], $10::bigint[], $11::boolean[], "
+                     "$12::boolean[])"),
+        Micros(now), claimant, batch.tenants.Text(), batch.agents.Text(), batch.run_slots.Text(),
+        batch.run_ids.Text(), batch.missed_first.Text(), batch.missed_last.Text(),
+        batch.missed.Text(), batch.next.Text(), batch.ended.Text(), batch.overlap_ok.Text());
+    for (const auto& row : recorded) {
+      const std::string outcome = row[3].c_str();
+      if (outcome == "overlap") ++claim.overlaps;
+      if (outcome != "run") continue;
+      const core::TimePoint slot = core::TimePointFromMicros(row[2].as<int64_t>());
+      claim.runs.push_back({who[{row[0].c_str(), row[1].c_str()}], row[1].c_str(), row[4].c_str(),
+                            slot, Micros(now) - Micros(slot)});
     }
     return absl::OkStatus();
   });

@@ -75,7 +75,8 @@ absl::StatusOr<int64_t> Scheduler::Pass() {
                     {{"outcome", "overlap"}})
         .Inc(static_cast<double>(claim->overlaps));
     for (ClaimedRun& run : claim->runs) {
-      lag.Observe(static_cast<double>(run.lag_us) / 1e6);
+      lag.Observe(static_cast<double>(core::MicrosOf(clock_.Now()) - core::MicrosOf(run.slot)) /
+                  1e6);
       slots
           .GetCounter("omniforge_schedule_slots_total", "Schedule slots, by what became of them.",
                       {{"outcome", "run"}})

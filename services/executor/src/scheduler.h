@@ -94,7 +94,7 @@ class ScheduleStore {
 
 struct SchedulerOptions {
   std::string claimant = "scheduler";    // recorded with each slot (replica name)
-  int batch = 200;                       // schedules per claim transaction
+  int batch = 500;                       // schedules per claim transaction
   std::chrono::seconds grace{120};       // how late a slot may still run as itself
   std::chrono::milliseconds poll{1000};  // longest sleep (new schedules are seen by then)
 };
