@@ -68,6 +68,38 @@ void Seed(const std::string& dsn, int agents, int tenants, core::TimePoint slot)
 }  // namespace
 }  // namespace omniforge::executor
 
+namespace omniforge::executor {
+namespace {
+
+// Prints what the database holds of the slot's runs, and the lags.
+void Report(const std::string& dsn, int64_t slot_us, int agents, int tenants, int batch,
+            const std::vector<double>& lag_ms) {
+  const std::string at =
+      "slot = to_timestamp(" + std::to_string(slot_us) + "::double precision / 1e6)";
+  const int64_t runs = Scalar(dsn, "SELECT count(*) FROM platform.runs WHERE " + at);
+  const int64_t distinct =
+      Scalar(dsn, "SELECT count(DISTINCT (tenant_id, agent_id)) FROM platform.runs WHERE " + at);
+  const int64_t by_a = Scalar(dsn,
+                              "SELECT count(*) FROM platform.schedule_slots WHERE claimed_by = "
+                              "'replica-a' AND outcome = 'run' AND " +
+                                  at);
+  std::printf("%d agents over %d tenants due at one slot, 2 replicas, batches of %d\n", agents,
+              tenants, batch);
+  std::printf("lag p50 %.1f ms  p99 %.1f ms  max %.1f ms; runs %lld, replica a %lld, b %lld\n",
+              Percentile(lag_ms, 0.5), Percentile(lag_ms, 0.99), Percentile(lag_ms, 1.0),
+              static_cast<long long>(runs), static_cast<long long>(by_a),
+              static_cast<long long>(runs - by_a));
+  std::printf(
+      "RESULT schedule_lag_p50_ms=%.1f schedule_lag_p99_ms=%.1f schedule_lag_max_ms=%.1f "
+      "duplicate_runs=%lld missed_runs=%lld replica_a_runs=%lld replica_b_runs=%lld agents=%d\n",
+      Percentile(lag_ms, 0.5), Percentile(lag_ms, 0.99), Percentile(lag_ms, 1.0),
+      static_cast<long long>(runs - distinct), static_cast<long long>(agents - distinct),
+      static_cast<long long>(by_a), static_cast<long long>(runs - by_a), agents);
+}
+
+}  // namespace
+}  // namespace omniforge::executor
+
 // NOLINTNEXTLINE(bugprone-exception-escape): a bench that cannot set up ends on the exception
 int main(int argc, char** argv) {
   using namespace omniforge;
@@ -126,27 +158,6 @@ int main(int argc, char** argv) {
   a.Stop();
   b.Stop();
 
-  const std::string at =
-      "slot = to_timestamp(" + std::to_string(slot_us) + "::double precision / 1e6)";
-  const int64_t runs = Scalar(database.dsn(), "SELECT count(*) FROM platform.runs WHERE " + at);
-  const int64_t distinct =
-      Scalar(database.dsn(),
-             "SELECT count(DISTINCT (tenant_id, agent_id)) FROM platform.runs WHERE " + at);
-  const int64_t by_a = Scalar(database.dsn(),
-                              "SELECT count(*) FROM platform.schedule_slots WHERE claimed_by = "
-                              "'replica-a' AND outcome = 'run' AND " +
-                                  at);
-  std::printf("%d agents over %d tenants due at one slot, 2 replicas, batches of %d\n", agents,
-              tenants, batch);
-  std::printf("lag p50 %.1f ms  p99 %.1f ms  max %.1f ms; runs %lld, replica a %lld, b %lld\n",
-              Percentile(lag_ms, 0.5), Percentile(lag_ms, 0.99), Percentile(lag_ms, 1.0),
-              static_cast<long long>(runs), static_cast<long long>(by_a),
-              static_cast<long long>(runs - by_a));
-  std::printf(
-      "RESULT schedule_lag_p50_ms=%.1f schedule_lag_p99_ms=%.1f schedule_lag_max_ms=%.1f "
-      "duplicate_runs=%lld missed_runs=%lld replica_a_runs=%lld replica_b_runs=%lld agents=%d\n",
-      Percentile(lag_ms, 0.5), Percentile(lag_ms, 0.99), Percentile(lag_ms, 1.0),
-      static_cast<long long>(runs - distinct), static_cast<long long>(agents - distinct),
-      static_cast<long long>(by_a), static_cast<long long>(runs - by_a), agents);
+  Report(database.dsn(), slot_us, agents, tenants, batch, lag_ms);
   return 0;
 }
