@@ -88,7 +88,7 @@ check_journeys() {  # check_journeys LOG
   local log="$1"
   check "$log" "⚠ waiting for your approval: a new agent 'monday-notion-updates" \
     "1. a problem in plain words becomes an agent draft that waits for approval"
-  check "$log" "It runs every monday at 9am. It reads from notion. It sends the result to the team channel." \
+  check "$log" "It runs every Monday at 09:00 (UTC). It reads from notion. It sends the result to the team channel." \
     "2. later answers fill in the draft"
   check "$log" "← create_agent ok" "2. \"yes\" creates the agent"
   check "$log" "You came to me with: \"our Monday Notion updates take hours" \

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "libs/core/text.h"
+#include "libs/schedule/schedule.h"
 #include "services/orchestrator/approvals/approval_gate.h"
 
 namespace omniforge::orchestrator {
@@ -50,6 +51,14 @@ std::string FirstSentence(const std::string& description) {
 
 }  // namespace
 
+std::string ScheduleInWords(const nlohmann::json& args) {
+  const std::string schedule = StringAt(args, "schedule");
+  std::string zone = StringAt(args, "time_zone");
+  if (zone.empty()) zone = "UTC";
+  auto read = schedule::ParseSchedule(schedule, zone);
+  return read.ok() ? read->description : schedule;
+}
+
 std::string DescribeAgentDraft(const nlohmann::json& args) {
   // A model writes these arguments: any field may be of any type.
   std::string text = Quoted(StringAt(args, "name"));
@@ -60,7 +69,7 @@ std::string DescribeAgentDraft(const nlohmann::json& args) {
   }
   const std::string schedule = StringAt(args, "schedule");
   text += schedule.empty() ? ". It runs when you ask, or on a schedule you name."
-                           : ". It runs " + schedule + ".";
+                           : ". It runs " + ScheduleInWords(args) + ".";
   if (args.is_object() && args.contains("config") && args["config"].is_object()) {
     const nlohmann::json& config = args["config"];
     if (config.contains("data_source")) {

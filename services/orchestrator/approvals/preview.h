@@ -25,6 +25,11 @@ void FillPlanPreview(const Plan& plan,
                      int64_t expires_at_micros,
                      ::omniforge::orchestrator::v1::PreviewEvent& preview);
 
+// The schedule of create/update_agent arguments as it will be stored
+// ("every Monday at 09:00 (UTC)"); the words as given when they cannot be
+// read.
+std::string ScheduleInWords(const nlohmann::json& args);
+
 // The words of an agent draft (create_agent's arguments): its name, what it
 // does, when it runs, what it reads and whom it sends to.
 std::string DescribeAgentDraft(const nlohmann::json& args);

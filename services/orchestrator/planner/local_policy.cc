@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "libs/core/ids.h"
 #include "libs/core/text.h"
+#include "libs/schedule/schedule.h"
 #include "services/intent/entities/entities.h"
 #include "services/orchestrator/approvals/preview.h"
 #include "services/orchestrator/planner/partial_fit.h"
@@ -90,9 +91,23 @@ std::string OptionEntity(const PolicyInput& in, const char* key) {
 }
 
 // Entities that fill in an agent draft: schedule, data source, recipients.
+// Why the schedule the user gave cannot be stored, for the reply; empty when
+// there is none or it reads (libs/schedule, as the executor reads it).
+std::string UnreadableSchedule(const intentpb::IntentAnalysis& intent) {
+  const std::string schedule = Entity(intent, "schedule");
+  if (schedule.empty()) return "";
+  auto read = schedule::ParseSchedule(schedule);
+  if (read.ok()) return "";
+  return " I could not read that as a schedule (" + std::string(read.status().message()) +
+         "), so it is left out for now: tell me when it should run.";
+}
+
+// The entities of a draft or a change in its arguments; a schedule that
+// cannot be read is left out (UnreadableSchedule says so).
 bool ApplyDraftEntities(const intentpb::IntentAnalysis& intent, json& args) {
   bool changed = false;
-  if (const std::string schedule = Entity(intent, "schedule"); !schedule.empty()) {
+  if (const std::string schedule = Entity(intent, "schedule");
+      !schedule.empty() && UnreadableSchedule(intent).empty()) {
     args["schedule"] = schedule;
     changed = true;
   }
@@ -186,7 +201,8 @@ Move ProposeCreateAgent(const PolicyInput& in) {
   Move move;
   move.action_type = intentpb::ACTION_TYPE_CREATE_AGENT;
   move.entities.insert(in.intent.entities().begin(), in.intent.entities().end());
-  move.reply = "I can set up an agent for that. " + PreviewText(action);
+  move.reply =
+      "I can set up an agent for that." + UnreadableSchedule(in.intent) + " " + PreviewText(action);
   move.propose.push_back(std::move(action));
   return move;
 }
@@ -309,16 +325,20 @@ Move DecideUpdate(const PolicyInput& in) {
       move.run.push_back({"get_agent", {{"agent", agent}}});
       return move;
     }
+    const std::string unreadable = UnreadableSchedule(in.intent);
     Move move = Clarify(in, kAskedChange,
-                        "What should change about " + Quoted(agent) +
-                            "? For example when it runs, where it reads from or who gets "
-                            "the result.");
+                        unreadable.empty()
+                            ? "What should change about " + Quoted(agent) +
+                                  "? For example when it runs, where it reads from or who gets "
+                                  "the result."
+                            : "When should " + Quoted(agent) + " run?" + unreadable +
+                                  " For example \"every monday at 9am\" or \"weekdays at "
+                                  "7:30\".");
     move.entities["agent_name"] = agent;
     return move;
   }
   std::string changes;
-  if (args.contains("schedule"))
-    changes += " It will run " + args["schedule"].get<std::string>() + ".";
+  if (args.contains("schedule")) changes += " It will run " + ScheduleInWords(args) + ".";
   if (args.contains("config")) changes += " Its settings become " + args["config"].dump() + ".";
   if (args.contains("description")) {
     changes += " It will do this: " + args["description"].get<std::string>();
@@ -385,9 +405,10 @@ std::optional<Move> ReviseLocally(const PolicyInput& in, const std::string& othe
   }
   // "make it weekly instead", "send it to the sales channel": a revision.
   json args = pending.arguments;
-  const bool revised = (pending.tool == "create_agent" || pending.tool == "update_agent") &&
-                       ApplyDraftEntities(in.intent, args);
-  if (!revised) return std::nullopt;
+  const bool draft = pending.tool == "create_agent" || pending.tool == "update_agent";
+  const bool revised = draft && ApplyDraftEntities(in.intent, args);
+  const std::string unreadable = draft ? UnreadableSchedule(in.intent) : "";
+  if (!revised && unreadable.empty()) return std::nullopt;
   PendingAction action = pending;
   action.action_id = core::NewUuid();
   action.arguments = std::move(args);
@@ -396,7 +417,7 @@ std::optional<Move> ReviseLocally(const PolicyInput& in, const std::string& othe
   if (action.tool == "create_agent") {
     action.summary = "a new agent " + DescribeAgentDraft(action.arguments);
   }
-  move.reply = "Updated. " + PreviewText(action);
+  move.reply = (revised ? "Updated." : "Nothing changed.") + unreadable + " " + PreviewText(action);
   move.propose.push_back(std::move(action));
   KeepGoalDraft(in, move);
   return move;

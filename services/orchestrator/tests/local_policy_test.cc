@@ -61,6 +61,45 @@ TEST(LocalPolicyTest, AProblemBecomesAnAgentDraftThatWaits) {
   EXPECT_THAT(move.reply, HasSubstr("Shall I go ahead?"));
 }
 
+// A schedule is read as the executor will store it: one that cannot be read
+// is left out of the draft and the reply says why and asks when; the
+// preview says it in the stored words.
+TEST(LocalPolicyTest, AScheduleThatCannotBeReadIsLeftOutAndAskedAbout) {
+  Move move = DecideLocally({Intent(intentpb::ACTION_TYPE_CREATE_AGENT,
+                                    {{"schedule", "every other week"},
+                                     {"purpose", "post the team's wins to #general"},
+                                     {"suggested_name", "team-wins"}}),
+                             "post the team's wins to #general every other week", std::nullopt,
+                             kAgents});
+  ASSERT_EQ(move.propose.size(), 1u);
+  EXPECT_FALSE(move.propose[0].arguments.contains("schedule"));
+  EXPECT_THAT(move.reply, HasSubstr("I could not read that as a schedule (could not read the "
+                                    "schedule 'every other week'"));
+  EXPECT_THAT(move.reply, HasSubstr("tell me when it should run"));
+  // The answer revises the draft; the preview gives the schedule as stored.
+  FlowState last = WithPending("create_agent", move.propose[0].arguments);
+  std::optional<Move> revised = ReviseLocally(
+      {Intent(intentpb::ACTION_TYPE_CREATE_AGENT, {{"schedule", "every monday at 9am"}}),
+       "every monday at 9am", last, kAgents},
+      "");
+  ASSERT_TRUE(revised.has_value());
+  EXPECT_EQ(revised->propose[0].arguments["schedule"], "every monday at 9am");
+  EXPECT_THAT(revised->reply, HasSubstr("It runs every Monday at 09:00 (UTC)."));
+  // Another unreadable one changes nothing and says so.
+  revised = ReviseLocally({Intent(intentpb::ACTION_TYPE_CREATE_AGENT, {{"schedule", "biweekly"}}),
+                           "make it biweekly", last, kAgents},
+                          "");
+  ASSERT_TRUE(revised.has_value());
+  EXPECT_THAT(revised->reply, HasSubstr("Nothing changed. I could not read that as a schedule"));
+  EXPECT_FALSE(revised->propose[0].arguments.contains("schedule"));
+  // A change of schedule alone that cannot be read asks when.
+  move = DecideLocally({Intent(intentpb::ACTION_TYPE_UPDATE_AGENT,
+                               {{"agent_name", "invoice-chaser"}, {"schedule", "every 3 days"}}),
+                        "run invoice-chaser every 3 days", std::nullopt, kAgents});
+  EXPECT_TRUE(move.propose.empty());
+  EXPECT_THAT(move.reply, HasSubstr("When should 'invoice-chaser' run?"));
+}
+
 // A later message of the flow ("set up an agent for it" after a question)
 // does not rename the draft: it is named and described after the goal.
 TEST(LocalPolicyTest, ADraftIsNamedAfterTheFlowsGoalNotTheAnswer) {

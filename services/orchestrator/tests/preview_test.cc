@@ -96,7 +96,7 @@ TEST(PreviewTest, TheSummaryOfAnActionSaysWhatItDoesInWords) {
                            {"config", {{"recipients", "sales@acme.test"}}}},
                           ""),
             "a new agent 'weekly-digest' (Sums up the week's sales). It runs every Monday at "
-            "9:00. It sends the result to sales@acme.test.");
+            "09:00 (UTC). It sends the result to sales@acme.test.");
   // A connected service's tool: the first sentence of its description and
   // its arguments, text quoted.
   EXPECT_EQ(ActionSummary("crm__delete_contact",
