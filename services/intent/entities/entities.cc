@@ -294,9 +294,49 @@ std::vector<std::string> RecipientsOf(const std::string& lowered) {
 
 }  // namespace
 
+// The kind of agent a request describes: the kind of its first word that
+// names one (libs/words/data/agent_kinds.txt); empty when none does.
+std::string AgentKindOf(std::string_view text) {
+  const std::string normalized = NormalizeText(text);
+  const std::vector<std::string_view> words = Words(normalized);
+  int first = -1;
+  std::string kind;
+  for (const words::Entry& entry : words::Entries("agent_kinds")) {
+    const int at = FindPhrase(words, entry.text);
+    if (at >= 0 && (first < 0 || at < first)) {
+      first = at;
+      kind = entry.value;
+    }
+  }
+  return kind;
+}
+
+// A project the message names as such: "the Website relaunch project",
+// project "Harbor", "Harbor project's tasks"; as written. Not "this
+// project" or "the whole project".
+std::string ProjectOf(std::string_view text) {
+  static const RE2 kQuoted(R"((?i)\bproject\s+(?:called\s+|named\s+)?["“']([^"”']{1,80})["”'])");
+  static const RE2 kThe(
+      R"((?i)\bthe\s+([A-Za-z0-9][\w&.\-]*(?:\s+[A-Za-z0-9][\w&.\-]*){0,4}?)\s+project\b)");
+  static const RE2 kNamed(R"(\b([A-Z][\w&.\-]*(?:\s+[A-Za-z0-9][\w&.\-]*){0,4}?)\s+project\b)");
+  static const std::set<std::string_view> kNotNames = {
+      "this", "that", "my",   "our",   "your", "a",   "new",   "same",   "whole", "current",
+      "next", "last", "each", "every", "any",  "one", "other", "entire", "big",   "side"};
+  const re2::StringPiece input(text.data(), text.size());
+  std::string name;
+  for (const RE2* pattern : {&kQuoted, &kThe, &kNamed}) {
+    if (!RE2::PartialMatch(input, *pattern, &name)) continue;
+    const std::string first = Lowercase(name.substr(0, name.find(' ')));
+    if (!kNotNames.contains(first)) return std::string(TrimWhitespace(name));
+  }
+  return "";
+}
+
 std::map<std::string, std::string> ExtractEntities(std::string_view text) {
   std::map<std::string, std::string> out;
   const std::string lowered = Lowercase(text);
+  if (std::string kind = AgentKindOf(text); !kind.empty()) out["agent_kind"] = kind;
+  if (std::string project = ProjectOf(text); !project.empty()) out["project"] = project;
   if (std::optional<std::string> schedule = ScheduleOf(lowered)) out["schedule"] = *schedule;
   if (std::string sources = DataSourcesOf(text); !sources.empty()) out["data_source"] = sources;
   const std::vector<std::string> recipients = RecipientsOf(lowered);

@@ -57,7 +57,10 @@ std::string MaskCatalogNames(std::string_view text, const std::vector<CatalogIte
 inline constexpr std::string_view kNameStandIn = "agentname";
 
 // schedule ("every monday at 9am", "weekly"), data_source ("notion,slack"),
-// recipients ("maria@example.com", "#finance", "the finance team").
+// recipients ("maria@example.com", "#finance", "the finance team"),
+// agent_kind (digest, monitor, report, triage: the kind of agent the words
+// describe) and project (a project named as one: "the Website relaunch
+// project").
 std::map<std::string, std::string> ExtractEntities(std::string_view text);
 
 // An ordinal reference into a list: "first", "2nd", "#3", "number 4",

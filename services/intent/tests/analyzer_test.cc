@@ -258,6 +258,27 @@ TEST(EntitiesTest, ExtractsScheduleSourcesAndRecipients) {
   EXPECT_TRUE(ExtractEntities("hello there").empty());
 }
 
+TEST(EntitiesTest, ReadsTheKindOfAgentAndTheProjectItNames) {
+  auto e = ExtractEntities("I need an agent that posts a weekly digest of the Harbor project");
+  EXPECT_EQ(e["agent_kind"], "digest");
+  EXPECT_EQ(e["project"], "Harbor");
+  EXPECT_EQ(ExtractEntities("alert me when a task of the Website relaunch project is overdue")
+                .at("project"),
+            "Website relaunch");
+  EXPECT_EQ(ExtractEntities("alert me when a task of the Website relaunch project is overdue")
+                .at("agent_kind"),
+            "monitor");
+  EXPECT_EQ(ExtractEntities("a monthly report on project \"Q3 launch\"")["project"], "Q3 launch");
+  EXPECT_EQ(ExtractEntities("a monthly report on project \"Q3 launch\"")["agent_kind"], "report");
+  EXPECT_EQ(ExtractEntities("triage the new tickets every morning")["agent_kind"], "triage");
+  // The first word of a kind decides: a digest of overdue invoices is a digest.
+  EXPECT_EQ(ExtractEntities("a daily summary of overdue invoices")["agent_kind"], "digest");
+  // "this project" names none.
+  EXPECT_FALSE(ExtractEntities("how is this project doing?").contains("project"));
+  EXPECT_FALSE(ExtractEntities("sum up the whole project").contains("project"));
+  EXPECT_FALSE(ExtractEntities("run invoice-chaser").contains("agent_kind"));
+}
+
 TEST(EntitiesTest, FindsOrdinalsButNotTimes) {
   EXPECT_EQ(FindOrdinal("run the first one")->index, 0);
   EXPECT_EQ(FindOrdinal("#2 please")->index, 1);

@@ -59,6 +59,29 @@ std::string ScheduleInWords(const nlohmann::json& args) {
   return read.ok() ? read->description : schedule;
 }
 
+// The steps of agent arguments in words: "lists the tasks of 'Harbor' still
+// to do, using list_tasks".
+std::string StepsInWords(const nlohmann::json& args) {
+  if (!args.is_object() || !args.contains("steps") || !args["steps"].is_array()) return "";
+  std::string text;
+  for (const nlohmann::json& step : args["steps"]) {
+    if (!step.is_object()) continue;
+    const std::string tool = StringAt(step, "tool");
+    const nlohmann::json arguments = step.value("arguments", nlohmann::json::object());
+    const std::string project = StringAt(arguments, "project");
+    if (!text.empty()) text += ", then ";
+    if (tool == "list_tasks" && !project.empty()) {
+      text += "lists the tasks of " + Quoted(project) +
+              (StringAt(arguments, "status") == "todo" ? " still to do" : "");
+    } else if (tool == "get_project_details" && !project.empty()) {
+      text += "reads the project " + Quoted(project) + " with its tasks and documents";
+    } else {
+      text += "calls " + tool;
+    }
+  }
+  return text;
+}
+
 std::string DescribeAgentDraft(const nlohmann::json& args) {
   // A model writes these arguments: any field may be of any type.
   std::string text = Quoted(StringAt(args, "name"));
@@ -78,6 +101,11 @@ std::string DescribeAgentDraft(const nlohmann::json& args) {
     if (config.contains("recipients")) {
       text += " It sends the result to " + Plain(config["recipients"]) + ".";
     }
+  }
+  if (const std::string steps = StepsInWords(args); !steps.empty()) {
+    text += " Each run it " + steps + ".";
+  } else if (args.is_object() && args.contains("instructions")) {
+    text += " Without a model it has no steps to run yet: name a project for it to read.";
   }
   return text;
 }

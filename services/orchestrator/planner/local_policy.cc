@@ -10,6 +10,7 @@
 #include "libs/schedule/schedule.h"
 #include "services/intent/entities/entities.h"
 #include "services/orchestrator/approvals/preview.h"
+#include "services/orchestrator/planner/agent_draft.h"
 #include "services/orchestrator/planner/partial_fit.h"
 #include "services/orchestrator/planner/recap.h"
 
@@ -90,7 +91,6 @@ std::string OptionEntity(const PolicyInput& in, const char* key) {
   return in.last && in.last->asked == kAskedOption ? Entity(in.intent, key) : std::string();
 }
 
-// Entities that fill in an agent draft: schedule, data source, recipients.
 // Why the schedule the user gave cannot be stored, for the reply; empty when
 // there is none or it reads (libs/schedule, as the executor reads it).
 std::string UnreadableSchedule(const intentpb::IntentAnalysis& intent) {
@@ -102,10 +102,17 @@ std::string UnreadableSchedule(const intentpb::IntentAnalysis& intent) {
          "), so it is left out for now: tell me when it should run.";
 }
 
-// The entities of a draft or a change in its arguments; a schedule that
-// cannot be read is left out (UnreadableSchedule says so).
+// The entities of a draft or a change in its arguments: schedule, data
+// source, recipients, and a project to read (the steps of the draft's kind,
+// kept in its config); a schedule that cannot be read is left out
+// (UnreadableSchedule says so).
 bool ApplyDraftEntities(const intentpb::IntentAnalysis& intent, json& args) {
   bool changed = false;
+  if (const std::string project = Entity(intent, "project"); !project.empty()) {
+    const json config = args.value("config", json::object());
+    SetDraftSteps(config.is_object() ? config.value("kind", "") : "", project, args);
+    changed = true;
+  }
   if (const std::string schedule = Entity(intent, "schedule");
       !schedule.empty() && UnreadableSchedule(intent).empty()) {
     args["schedule"] = schedule;
@@ -195,7 +202,16 @@ Move ProposeCreateAgent(const PolicyInput& in) {
   json args = json::object();
   args["name"] = UniqueAgentName(GoalEntity(in, intent::kSuggestedNameEntity), in.agents);
   args["description"] = core::Shortened(DraftDescription(purpose), 2000);
+  if (const std::string kind = GoalEntity(in, "agent_kind"); !kind.empty()) {
+    args["config"] = {{"kind", kind}};
+  }
   ApplyDraftEntities(in.intent, args);
+  if (const std::string project = GoalEntity(in, "project");
+      !project.empty() && !args.contains("steps")) {
+    SetDraftSteps(GoalEntity(in, "agent_kind"), project, args);
+  }
+  args["instructions"] =
+      core::Shortened(DraftInstructions(GoalEntity(in, "agent_kind"), purpose, args), 20000);
   PendingAction action = Pending("create_agent", args, execpb::TOOL_RISK_WRITE,
                                  "a new agent " + DescribeAgentDraft(args));
   Move move;

@@ -417,6 +417,47 @@ TEST_F(ChatEndToEndTest, LaterAnswersFillTheDraftAndTheAgentIsCreatedWithAllOfTh
   EXPECT_EQ(agent["config"]["data_source"], "notion");
 }
 
+// Local mode, no model: an agent drafted by chatting is runnable. Its kind
+// and the project it reads give it instructions and a step; approved, it is
+// created with them; run now, its output lists the project's real tasks and
+// the run is stored with its tool call.
+TEST_F(ChatEndToEndTest, ADigestAgentDraftedByChattingRunsAndListsTheProjectsTasks) {
+  Invoke("create_project_template",
+         {{"name", "Harbor plan"},
+          {"tasks", {{{"title", "Book the ferry"}}, {{"title", "Print the badges"}}}}});
+  Invoke("create_project", {{"name", "Harbor"}, {"template", "Harbor plan"}});
+  Turn draft = Chat("I need an agent that posts a weekly digest of the Harbor project");
+  ExpectWellFormed(draft);
+  ASSERT_TRUE(draft.preview().has_value()) << draft.text();
+  const json args = json::parse(draft.preview()->arguments_json());
+  EXPECT_EQ(args["config"]["kind"], "digest");
+  EXPECT_EQ(args["steps"][0]["tool"], "list_tasks");
+  EXPECT_EQ(args["steps"][0]["arguments"]["project"], "Harbor");
+  EXPECT_EQ(args["tools"], json::array({"list_tasks"}));
+  EXPECT_THAT(args["instructions"].get<std::string>(),
+              HasSubstr("read the project 'Harbor' and sum up what is new"));
+  EXPECT_THAT(draft.text(), HasSubstr("Each run it lists the tasks of 'Harbor'."));
+  EXPECT_THAT(draft.text(), HasSubstr("It runs every Monday at 09:00 (UTC)."));
+  const std::string conversation = draft.session().conversation_id();
+  Turn yes = Chat("yes", conversation);
+  EXPECT_EQ(yes.tools_called(), std::vector<std::string>{"create_agent"}) << yes.text();
+
+  Turn run = Chat("run " + args["name"].get<std::string>() + " now", conversation);
+  ASSERT_TRUE(run.preview().has_value()) << run.text();
+  Turn ran = Chat("yes", conversation);
+  EXPECT_EQ(ran.tools_called(), std::vector<std::string>{"run_agent"}) << ran.text();
+  EXPECT_THAT(ran.text(), HasSubstr("ran (succeeded)."));
+  EXPECT_THAT(ran.text(), HasSubstr("- Book the ferry (todo)"));
+  EXPECT_THAT(ran.text(), HasSubstr("- Print the badges (todo)"));
+  const json runs = Invoke("list_runs", {{"agent", args["name"]}});
+  ASSERT_EQ(runs["count"], 1);
+  const json stored = Invoke("get_run", {{"run_id", runs["runs"][0]["id"]}})["run"];
+  EXPECT_EQ(stored["status"], "succeeded");
+  ASSERT_EQ(stored["tool_calls"].size(), 1u);
+  EXPECT_EQ(stored["tool_calls"][0]["tool"], "list_tasks");
+  EXPECT_EQ(stored["tool_calls"][0]["result"]["tasks"].size(), 2u);
+}
+
 TEST_F(ChatEndToEndTest, ListThenRunTheFirstOneRunsTheRightAgent) {
   CreateTwoAgents();
   Turn list = Chat("list my agents");

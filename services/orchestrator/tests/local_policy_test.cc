@@ -5,6 +5,7 @@
 
 #include "services/orchestrator/flow/context_box.h"
 #include "services/orchestrator/flow/routing.h"
+#include "services/orchestrator/planner/agent_draft.h"
 #include "services/orchestrator/planner/model_planner.h"
 #include "services/orchestrator/turn/turn_bus.h"
 
@@ -26,6 +27,12 @@ intentpb::IntentAnalysis Intent(
   analysis.mutable_entities()->insert(entities.begin(), entities.end());
   analysis.set_reference(reference);
   return analysis;
+}
+
+json SetDraftStepsFor(const std::string& kind, const std::string& project) {
+  json args = json::object();
+  SetDraftSteps(kind, project, args);
+  return args["steps"];
 }
 
 const std::vector<AgentInfo> kAgents = {{"invoice-chaser", "Chases invoices", "active", ""},
@@ -65,12 +72,11 @@ TEST(LocalPolicyTest, AProblemBecomesAnAgentDraftThatWaits) {
 // is left out of the draft and the reply says why and asks when; the
 // preview says it in the stored words.
 TEST(LocalPolicyTest, AScheduleThatCannotBeReadIsLeftOutAndAskedAbout) {
-  Move move = DecideLocally({Intent(intentpb::ACTION_TYPE_CREATE_AGENT,
-                                    {{"schedule", "every other week"},
-                                     {"purpose", "post the team's wins to #general"},
-                                     {"suggested_name", "team-wins"}}),
-                             "post the team's wins to #general every other week", std::nullopt,
-                             kAgents});
+  Move move = DecideLocally(
+      {Intent(intentpb::ACTION_TYPE_CREATE_AGENT, {{"schedule", "every other week"},
+                                                   {"purpose", "post the team's wins to #general"},
+                                                   {"suggested_name", "team-wins"}}),
+       "post the team's wins to #general every other week", std::nullopt, kAgents});
   ASSERT_EQ(move.propose.size(), 1u);
   EXPECT_FALSE(move.propose[0].arguments.contains("schedule"));
   EXPECT_THAT(move.reply, HasSubstr("I could not read that as a schedule (could not read the "
@@ -98,6 +104,40 @@ TEST(LocalPolicyTest, AScheduleThatCannotBeReadIsLeftOutAndAskedAbout) {
                         "run invoice-chaser every 3 days", std::nullopt, kAgents});
   EXPECT_TRUE(move.propose.empty());
   EXPECT_THAT(move.reply, HasSubstr("When should 'invoice-chaser' run?"));
+}
+
+// In local mode a draft is runnable: its kind gives its instructions, the
+// project it names its step and the tool the step needs.
+TEST(LocalPolicyTest, ADraftGetsInstructionsOfItsKindAndStepsForTheProjectItNames) {
+  Move move = DecideLocally(
+      {Intent(intentpb::ACTION_TYPE_CREATE_AGENT, {{"agent_kind", "monitor"},
+                                                   {"project", "Website relaunch"},
+                                                   {"recipients", "#launch"},
+                                                   {"purpose", "warn me about tasks still open"}}),
+       "warn #launch about tasks of the Website relaunch project still open", std::nullopt,
+       kAgents});
+  ASSERT_EQ(move.propose.size(), 1u);
+  const json& args = move.propose[0].arguments;
+  EXPECT_EQ(args["config"]["kind"], "monitor");
+  EXPECT_EQ(args["steps"], json::parse(R"([{"tool": "list_tasks", "arguments": )"
+                                       R"({"project": "Website relaunch", "status": "todo"}}])"));
+  EXPECT_EQ(args["tools"], json::array({"list_tasks"}));
+  EXPECT_THAT(args["instructions"].get<std::string>(),
+              HasSubstr("Each run, check the project 'Website relaunch' for anything that needs "
+                        "attention; when something does, say what and why for #launch"));
+  EXPECT_THAT(move.reply,
+              HasSubstr("Each run it lists the tasks of 'Website relaunch' still to do."));
+  // A report reads the whole project; with no project there are no steps,
+  // and the preview says a run without a model has none.
+  EXPECT_EQ(SetDraftStepsFor("report", "Harbor")[0]["tool"], "get_project_details");
+  move = DecideLocally({Intent(intentpb::ACTION_TYPE_CREATE_AGENT,
+                               {{"agent_kind", "digest"}, {"data_source", "notion"}}),
+                        "a digest of our notion pages", std::nullopt, kAgents});
+  ASSERT_EQ(move.propose.size(), 1u);
+  EXPECT_FALSE(move.propose[0].arguments.contains("steps"));
+  EXPECT_THAT(move.propose[0].arguments["instructions"].get<std::string>(),
+              HasSubstr("Each run, read notion and sum up what is new"));
+  EXPECT_THAT(move.reply, HasSubstr("Without a model it has no steps to run yet"));
 }
 
 // A later message of the flow ("set up an agent for it" after a question)
