@@ -126,7 +126,11 @@ std::string FieldText(const std::bitset<60>& bits, int min, int max, bool star) 
   for (int v = min; v <= max; ++v) {
     if (bits.test(v)) values.push_back(v);
   }
-  if (static_cast<int>(values.size()) == max - min + 1) return "*";
+  // A restricted day field that allows every day stays restricted: with the
+  // other day field restricted too, cron fires on either.
+  if (static_cast<int>(values.size()) == max - min + 1) {
+    return star ? std::string("*") : absl::StrCat(min, "-", max);
+  }
   if (star && values.size() > 1) {
     const int step = values[1] - values[0];
     bool series = values[0] == min;
@@ -171,12 +175,17 @@ int CronWeekday(absl::CivilDay day) {
   return (static_cast<int>(absl::GetWeekday(day)) + 1) % 7;  // absl: Monday is 0
 }
 
+// Only names of the zone database: no paths, no "file:" names (the loader
+// would open them), nothing else.
 std::optional<absl::TimeZone> LoadZone(std::string_view name) {
+  const bool plain = !name.empty() && name.size() <= 64 && name[0] != '/' &&
+                     name.find("..") == std::string_view::npos &&
+                     std::all_of(name.begin(), name.end(), [](char c) {
+                       return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' ||
+                              c == '+' || c == '-' || c == '/';
+                     });
   absl::TimeZone zone;
-  if (name.empty() || name.find("..") != std::string_view::npos ||
-      !absl::LoadTimeZone(std::string(name), &zone)) {
-    return std::nullopt;
-  }
+  if (!plain || !absl::LoadTimeZone(std::string(name), &zone)) return std::nullopt;
   return zone;
 }
 
@@ -513,6 +522,12 @@ class PhraseReader final {
     }
     if (ReadInterval(w) || ReadDays(w) || ReadPeriod(w)) return absl::OkStatus();
     if (auto day = MonthDayOf(w)) {
+      static const std::set<std::string_view> kSpans = {"day",   "days",  "week",
+                                                        "weeks", "month", "months"};
+      if (kSpans.count(At(i_ + 1)) > 0 && i_ > 0 && At(i_ - 1) == "every") {
+        return CannotRead(text_, absl::StrCat("every ", A(w), " ", A(At(i_ + 1)),
+                                              " has no clock schedule (say which days)"));
+      }
       if (WeekdayOf(At(i_ + 1))) {
         return CannotRead(text_,
                           "a weekday of the month (\"the first monday\") has no clock "
@@ -709,7 +724,11 @@ absl::StatusOr<std::pair<std::string, std::string>> ClockFields(std::string_view
       hour += 12;
     }
   }
-  if (times.empty()) times.push_back(s.default_time.value_or(std::pair{9, 0}));
+  // "every friday night" is that evening, not the midnight that starts it.
+  const bool night_of_a_day = s.default_time && s.default_time->first == 0 && !s.weekdays.empty();
+  if (times.empty()) {
+    times.push_back(night_of_a_day ? std::pair{22, 0} : s.default_time.value_or(std::pair{9, 0}));
+  }
   std::set<int> hour_set;
   for (const auto& [hour, minute] : times) {
     if (minute != times[0].second) {
@@ -744,6 +763,21 @@ absl::StatusOr<std::string> CronOf(std::string_view text, const Spoken& s) {
   return absl::StrCat(clock->first, " ", clock->second, " ", days, " ", months, " ", weekdays);
 }
 
+// Whether `field` reads as a cron field: numbers, '*' and three-letter
+// names joined by ',', '-' and '/' ("9am" does not).
+bool CronToken(std::string_view field) {
+  for (std::string_view piece : Split(field, ",-/", false)) {
+    const bool number = !piece.empty() && std::all_of(piece.begin(), piece.end(), [](char c) {
+      return std::isdigit(static_cast<unsigned char>(c)) != 0 || c == '*';
+    });
+    const bool name = piece.size() == 3 && std::all_of(piece.begin(), piece.end(), [](char c) {
+                        return std::isalpha(static_cast<unsigned char>(c)) != 0;
+                      });
+    if (!number && !name) return false;
+  }
+  return true;
+}
+
 // `text` as a cron expression, optionally after "cron" and before a zone.
 std::optional<absl::StatusOr<Schedule>> AsCron(std::string_view text, std::string_view zone) {
   const bool said_cron = Lower(text.substr(0, 5)) == "cron ";
@@ -756,18 +790,14 @@ std::optional<absl::StatusOr<Schedule>> AsCron(std::string_view text, std::strin
       fields.pop_back();
     }
   }
-  const bool looks = !fields.empty() && (fields[0][0] == '@' || fields.size() == 5);
+  const bool looks = !fields.empty() &&
+                     (fields[0][0] == '@' ||
+                      (fields.size() == 5 && std::all_of(fields.begin(), fields.end(), CronToken)));
   if (!said_cron && !looks) return std::nullopt;
   std::string joined;
   for (std::string_view f : fields) absl::StrAppend(&joined, joined.empty() ? "" : " ", A(f));
   absl::StatusOr<Cron> cron = Cron::Parse(joined);
-  if (!cron.ok()) {
-    if (!said_cron && fields[0][0] != '@' &&
-        !std::isdigit(static_cast<unsigned char>(fields[0][0])) && fields[0][0] != '*') {
-      return std::nullopt;  // five words, not a cron expression
-    }
-    return absl::StatusOr<Schedule>(cron.status());
-  }
+  if (!cron.ok()) return absl::StatusOr<Schedule>(cron.status());
   return absl::StatusOr<Schedule>(Schedule{cron->text(), named_zone, ""});
 }
 

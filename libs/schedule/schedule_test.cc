@@ -76,15 +76,26 @@ TEST(ParseSchedule, ReadsThePhrasesPeopleUse) {
       {"0 8 * * 7", "0 8 * * 0"},
       {"every thursday at 12:00.", "0 12 * * 4"},
       {"every tuesday at 9 a.m.", "0 9 * * 2"},
+      {"9am every monday and friday", "0 9 * * 1,5"},
+      {"1st of every month 9am", "0 9 1 * *"},
+      {"every friday night", "0 22 * * 5"},
+      {"every day at 5pm", "0 17 * * *"},
+      {"mondays 9am", "0 9 * * 1"},
+      {"every weekday morning", "0 9 * * 1-5"},
+      {"at 9:00 every tuesday and thursday", "0 9 * * 2,4"},
+      {"every 30 minutes on weekdays", "*/30 * * * 1-5"},
+      {"each friday at noon UTC", "0 12 * * 5"},
+      {"0 9 15 * 0-6", "0 9 15 * 0-6"},
   };
   for (const auto& [text, cron] : cases) EXPECT_EQ(CronOf(text), cron) << text;
 }
 
 TEST(ParseSchedule, AsksAboutWhatNoClockScheduleKeeps) {
   for (const std::string text :
-       {"every other week", "biweekly", "tomorrow at 5", "asap", "every 7 minutes", "every 5 hours",
-        "every 3 days", "the first monday of the month", "last day of the month", "0 0 30 2 *",
-        "cron 61 * * * *", "at 25:00", "", "every monday at 9am and 5:30pm", "whenever you like"}) {
+       {"every other week", "biweekly", "tomorrow at 5", "asap", "every 7 minutes",
+        "every second day", "every 2nd week", "twice a day", "every 5 hours", "every 3 days",
+        "the first monday of the month", "last day of the month", "0 0 30 2 *", "cron 61 * * * *",
+        "at 25:00", "", "every monday at 9am and 5:30pm", "whenever you like"}) {
     absl::StatusOr<Schedule> s = ParseSchedule(text);
     EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << text << " -> " << s->cron;
   }
@@ -111,8 +122,11 @@ TEST(ParseSchedule, TakesTheZoneSaidOrTheUsers) {
   EXPECT_EQ(s->time_zone, "Europe/Paris");
   EXPECT_EQ(ParseSchedule("daily", "Mars/Olympus").status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ParseSchedule("daily", "../../etc/passwd").status().code(),
-            absl::StatusCode::kInvalidArgument);
+  for (const char* path : {"../../etc/passwd", "/etc/localtime", "/dev/stdin", "file:UTC"}) {
+    EXPECT_EQ(ParseSchedule("daily", path).status().code(), absl::StatusCode::kInvalidArgument)
+        << path;
+    EXPECT_FALSE(IsTimeZone(path)) << path;
+  }
   EXPECT_FALSE(IsTimeZone("Mars/Olympus"));
 }
 

@@ -62,7 +62,7 @@ struct Settings {
   std::string llm_profile;
   bool scheduler_enabled = true;
   SchedulerOptions scheduler;
-  int run_threads = 4;
+  int run_threads = 8;
   int max_runs_per_tenant = 4;
 };
 
@@ -92,7 +92,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.scheduler.poll = std::chrono::milliseconds(c.Int("scheduler.poll_ms", 1000, 10, 60000));
   s.scheduler.grace = std::chrono::seconds(c.Int("scheduler.grace_s", 120, 1, 86400));
   s.scheduler.batch = static_cast<int>(c.Int("scheduler.batch", 500, 1, 10000));
-  s.run_threads = static_cast<int>(c.Int("runs.threads", 4, 1, 256));
+  s.run_threads = static_cast<int>(c.Int("runs.threads", 8, 1, 256));
   s.max_runs_per_tenant = static_cast<int>(c.Int("runs.max_per_tenant", 4, 1, 1000));
   auto llm_config = llm::ReadLlmConfig(c);
   if (!llm_config.ok()) return llm_config.status();
@@ -235,7 +235,7 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   ExecutorGrpcService service(runtime, workers, recorder.get(), std::move(agents));
   // The scheduler: its runs on threads of their own, so that a busy hour of
   // runs never takes the gRPC workers. Made last, stopped first.
-  core::ThreadPool run_threads(s.run_threads, 100000);
+  core::ThreadPool run_threads(s.run_threads, 20000);
   PgScheduleStore schedule_store(**pool);
   Scheduler scheduler(schedule_store, RunOn(run_threads, runner), core::SystemClock(),
                       SchedulerSettings(s));

@@ -139,6 +139,11 @@ AS $$
              AS p(tenant_id, agent_id, run_slot, run_id, missed_first, missed_last, missed,
                   next_slot, ended, overlap_ok)
       JOIN platform.agent_schedules s ON s.tenant_id = p.tenant_id AND s.agent_id = p.agent_id
+     -- Only what a claim can have found: active schedules that are due, and
+     -- slots no later than now, moving the schedule past now.
+     WHERE s.active AND s.next_slot <= p_now
+       AND (p.ended OR to_timestamp(p.next_slot::double precision / 1e6) > p_now)
+       AND (p.run_slot IS NULL OR to_timestamp(p.run_slot::double precision / 1e6) <= p_now)
   ), missed AS (
     INSERT INTO platform.schedule_slots AS x (tenant_id, agent_id, slot, outcome, missed,
                                                missed_until, claimed_at, claimed_by)
@@ -164,8 +169,10 @@ AS $$
     INSERT INTO platform.runs (tenant_id, id, user_id, agent_id, agent_name, status, trigger, slot,
                                lease_until)
     SELECT a.tenant_id, s.run_id, a.user_id, a.id, a.name, 'running', 'schedule', s.slot,
-           clock_timestamp()
-             + make_interval(secs => coalesce((a.limits ->> 'timeout_s')::int, 120) + 60)
+           clock_timestamp() + make_interval(secs => CASE
+             WHEN jsonb_typeof(a.limits -> 'timeout_s') = 'number'
+               THEN least(greatest((a.limits ->> 'timeout_s')::numeric, 1), 3600)
+             ELSE 120 END + 60)
       FROM slots s JOIN platform.agents a ON a.tenant_id = s.tenant_id AND a.id = s.agent_id
      WHERE s.outcome = 'run'
     RETURNING 1
@@ -204,7 +211,8 @@ GRANT EXECUTE ON FUNCTION platform.earliest_schedule() TO omniforge_app;
 
 -- Runs whose executor stopped before they ended fail, saying so; at most
 -- p_limit per call. Spans tenants like claim_due_schedules, and can only
--- end runs that are past their lease.
+-- end runs that are past their lease by the database's clock (a caller's
+-- later time counts for no more than that).
 CREATE FUNCTION platform.fail_abandoned_runs(p_now timestamptz, p_limit integer)
 RETURNS bigint
 LANGUAGE sql
@@ -213,11 +221,11 @@ SET search_path = pg_catalog, pg_temp
 AS $$
   WITH doomed AS (
     SELECT tenant_id, id FROM platform.runs
-     WHERE status = 'running' AND lease_until < p_now
+     WHERE status = 'running' AND lease_until < least(p_now, clock_timestamp())
      LIMIT p_limit FOR UPDATE SKIP LOCKED
   ), failed AS (
     UPDATE platform.runs r
-       SET status = 'failed', finished_at = p_now,
+       SET status = 'failed', finished_at = clock_timestamp(),
            error = 'the run was abandoned: its executor stopped before it ended'
       FROM doomed d
      WHERE r.tenant_id = d.tenant_id AND r.id = d.id

@@ -152,6 +152,12 @@ std::string LocalRunSummary(const AgentDefinition& agent, const std::string& res
   return out;
 }
 
+bool IsAgentManagement(std::string_view tool) {
+  static constexpr std::string_view kTools[] = {"run_agent",   "create_agent", "update_agent",
+                                                "pause_agent", "resume_agent", "delete_agent"};
+  return std::find(std::begin(kTools), std::end(kTools), tool) != std::end(kTools);
+}
+
 Assignment AssignmentFor(const AgentDefinition& agent, const std::string& run_id,
                          const std::string& input_json) {
   Assignment a;
@@ -162,7 +168,7 @@ Assignment AssignmentFor(const AgentDefinition& agent, const std::string& run_id
   a.goal = absl::StrCat("A run of the agent '", agent.name, "'",
                         agent.description.empty() ? "" : ": ", agent.description);
   for (const std::string& tool : agent.tools) {
-    if (tool != "run_agent") a.allowed_tools.push_back(tool);  // a run starts no runs
+    if (!IsAgentManagement(tool)) a.allowed_tools.push_back(tool);
   }
   a.writes_approved = true;  // the grant: the user approved these tools with the agent
   a.max_turns = std::clamp(agent.max_tool_calls, 1, kMaxAgentToolCalls);
@@ -176,6 +182,15 @@ RunOutcome AgentRunner::Execute(const core::Identity& who, const AgentDefinition
                                 const std::string& run_id, const std::string& input_json,
                                 std::chrono::system_clock::time_point not_after) {
   RunOutcome out;
+  // An empty list of tools would let the model's agent read every tool: a
+  // run gets only what was granted.
+  if (model_agents_ && AssignmentFor(agent, run_id, input_json).allowed_tools.empty()) {
+    out.status = "failed";
+    out.error = absl::StrCat("the agent '", agent.name,
+                             "' has no tools granted: give it the tools a run may use");
+    out.output_json = Dump({{"summary", out.error}});
+    return out;
+  }
   if (!model_agents_ && agent.steps.empty()) {
     out.status = "failed";
     out.error = absl::StrCat("the agent '", agent.name,
@@ -271,6 +286,13 @@ absl::StatusOr<std::string> AgentRunner::Run(const core::Identity& who,
                                  " agents at once (its limit) and none ended in time");
     outcome.output_json = Dump({{"summary", outcome.error}});
   } else {
+    absl::StatusOr<bool> begun = store_.BeginRun(who, run_id, RunLease(agent));
+    if (!begun.ok() || !*begun) {
+      Leave(who.tenant_id);
+      if (!begun.ok()) return begun.status();
+      return absl::FailedPreconditionError(
+          absl::StrCat("run ", run_id, " is no longer running (it was failed as abandoned)"));
+    }
     outcome = Execute(who, agent, run_id, input_json, not_after);
     Leave(who.tenant_id);
   }

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -77,7 +78,12 @@ class RunStore {
   virtual absl::StatusOr<std::string> StartRun(const core::Identity& who,
                                                const AgentDefinition& agent,
                                                const RunStart& start) = 0;
-  // Ends run `run_id`; the run as get_run shows it ({"run": {...}} JSON).
+  // Marks run `run_id` (still running) as started now, leased for `lease`;
+  // false when it is no longer running (failed as abandoned meanwhile).
+  virtual absl::StatusOr<bool> BeginRun(const core::Identity& who, const std::string& run_id,
+                                        std::chrono::seconds lease) = 0;
+  // Ends run `run_id` if it is still running; the run as get_run shows it
+  // ({"run": {...}} JSON).
   virtual absl::StatusOr<std::string> FinishRun(const core::Identity& who,
                                                 const std::string& run_id,
                                                 const RunOutcome& outcome) = 0;
@@ -128,6 +134,11 @@ class AgentRunner final {
   std::condition_variable freed_;
   std::map<std::string, int> running_;  // by tenant
 };
+
+// Whether `tool` manages agents (runs, creates, changes, pauses, resumes or
+// deletes them): never granted to an agent's run, so a run can neither
+// start runs nor widen any agent's grant.
+bool IsAgentManagement(std::string_view tool);
 
 // The assignment a run of `agent` is: its instructions as the task, its
 // tools as the step's (writes approved: they are the user's grant), its

@@ -63,8 +63,9 @@ std::optional<std::vector<std::string>> ToolList(Args& args, const nlohmann::jso
     const auto& name = list[i].get_ref<const std::string&>();
     if (!IsValidToolName(name)) {
       args.Fail(absl::StrCat("tools[", i, "]"), "is not a tool name ([A-Za-z0-9_-], 1 to 64)");
-    } else if (name == "run_agent") {
-      args.Fail(absl::StrCat("tools[", i, "]"), "an agent's run cannot start runs of agents");
+    } else if (IsAgentManagement(name)) {
+      args.Fail(absl::StrCat("tools[", i, "]"),
+                "an agent's run cannot run, create, change, pause, resume or delete agents");
     }
     if (std::find(tools.begin(), tools.end(), name) == tools.end()) tools.push_back(name);
   }
@@ -80,7 +81,7 @@ Definition ReadDefinition(Args& args, const nlohmann::json& json) {
       args.Fail("steps", absl::StrCat("at most ", kMaxSteps, " steps"));
     for (size_t i = 0; i < d.steps->size(); ++i) {
       const std::string& tool = (*d.steps)[i]["tool"].get_ref<const std::string&>();
-      if (!IsValidToolName(tool) || tool == "run_agent") {
+      if (!IsValidToolName(tool) || IsAgentManagement(tool)) {
         args.Fail(absl::StrCat("steps[", i, "].tool"), "is not a tool an agent's run may call");
       } else if (d.tools && std::find(d.tools->begin(), d.tools->end(), tool) == d.tools->end()) {
         args.Fail(absl::StrCat("steps[", i, "].tool"),
@@ -88,7 +89,16 @@ Definition ReadDefinition(Args& args, const nlohmann::json& json) {
       }
     }
   }
-  d.limits = args.JsonText("limits");
+  if (json.contains("limits")) {  // stored as numbers of their own kind (60.0 is 60)
+    const nlohmann::json& given = json["limits"];
+    nlohmann::json limits = nlohmann::json::object();
+    for (const char* whole : {"max_tool_calls", "timeout_s"}) {
+      if (given.contains(whole)) limits[whole] = static_cast<int64_t>(given[whole].get<double>());
+    }
+    if (given.contains("max_cost_usd"))
+      limits["max_cost_usd"] = given["max_cost_usd"].get<double>();
+    d.limits = limits.dump();
+  }
   d.time_zone = args.OptionalText("time_zone", 1, 64);
   if (d.time_zone && !schedule::IsTimeZone(*d.time_zone)) {
     args.Fail("time_zone", absl::StrCat("'", *d.time_zone,

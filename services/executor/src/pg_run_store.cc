@@ -70,6 +70,24 @@ absl::StatusOr<std::string> PgRunStore::StartRun(const core::Identity& who,
   return id;
 }
 
+absl::StatusOr<bool> PgRunStore::BeginRun(const core::Identity& who, const std::string& run_id,
+                                          std::chrono::seconds lease) {
+  bool running = false;
+  absl::Status status =
+      pg::WithTenantTransaction(pool_, who.tenant_id, [&](pqxx::work& tx) -> absl::Status {
+        running = !tx.exec_params(
+                         "UPDATE platform.runs SET started_at = now(), lease_until = "
+                         "now() + make_interval(secs => $4) WHERE tenant_id = $1 AND "
+                         "user_id = $2 AND id = $3::uuid AND status = 'running' "
+                         "RETURNING 1",
+                         who.tenant_id, who.user_id, run_id, static_cast<double>(lease.count()))
+                       .empty();
+        return absl::OkStatus();
+      });
+  if (!status.ok()) return status;
+  return running;
+}
+
 absl::StatusOr<std::string> PgRunStore::FinishRun(const core::Identity& who,
                                                   const std::string& run_id,
                                                   const RunOutcome& outcome) {
@@ -79,12 +97,16 @@ absl::StatusOr<std::string> PgRunStore::FinishRun(const core::Identity& who,
         pqxx::result r = tx.exec_params(
             "UPDATE platform.runs r SET status = $4, error = $5, output = $6::jsonb, tool_calls = "
             "$7::jsonb, tokens = $8, cost_usd = $9, finished_at = now() WHERE r.tenant_id = $1 "
-            "AND r.user_id = $2 AND r.id = $3::uuid RETURNING jsonb_build_object('run', "
+            "AND r.user_id = $2 AND r.id = $3::uuid AND r.status = 'running' RETURNING "
+            "jsonb_build_object('run', "
             "to_jsonb(r) - 'tenant_id' - 'user_id')::text",
             who.tenant_id, who.user_id, run_id, outcome.status, outcome.error, outcome.output_json,
             outcome.tool_calls_json,
             static_cast<int64_t>(std::min<int64_t>(outcome.tokens, INT32_MAX)), outcome.cost_usd);
-        if (r.empty()) return absl::NotFoundError(absl::StrCat("no run ", run_id));
+        if (r.empty()) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "run ", run_id, " is not running (it ended, or was failed as abandoned)"));
+        }
         run = r[0][0].c_str();
         return absl::OkStatus();
       });

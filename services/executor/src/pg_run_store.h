@@ -15,6 +15,8 @@ class PgRunStore final : public RunStore {
                                                            const std::string& ref) override;
   absl::StatusOr<std::string> StartRun(const core::Identity& who, const AgentDefinition& agent,
                                        const RunStart& start) override;
+  absl::StatusOr<bool> BeginRun(const core::Identity& who, const std::string& run_id,
+                                std::chrono::seconds lease) override;
   absl::StatusOr<std::string> FinishRun(const core::Identity& who, const std::string& run_id,
                                         const RunOutcome& outcome) override;
 

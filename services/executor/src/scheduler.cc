@@ -110,15 +110,27 @@ void Scheduler::Stop() {
 }
 
 void Scheduler::Loop() {
+  // After a failed pass the wait doubles up to `poll` (the database is down
+  // or a statement fails): a replica never spins on errors. A pass that
+  // started nothing while a slot looks due (another replica holds it) waits
+  // a little before looking again.
+  constexpr std::chrono::milliseconds kShortest(50);
+  std::chrono::milliseconds backoff = kShortest;
   while (true) {
-    if (absl::StatusOr<int64_t> ran = Pass(); !ran.ok()) {
-      core::LogWarn("scheduler pass failed", {{"error", std::string(ran.status().message())}});
-    }
     std::chrono::milliseconds sleep = options_.poll;
-    if (auto earliest = store_.Earliest(); earliest.ok() && earliest->has_value()) {
-      const auto until =
-          std::chrono::duration_cast<std::chrono::milliseconds>(**earliest - clock_.Now());
-      sleep = std::clamp(until, std::chrono::milliseconds(0), options_.poll);
+    absl::StatusOr<int64_t> ran = Pass();
+    if (!ran.ok()) {
+      core::LogWarn("scheduler pass failed", {{"error", std::string(ran.status().message())}});
+      sleep = backoff;
+      backoff = std::min(backoff * 2, std::max(options_.poll, kShortest));
+    } else {
+      backoff = kShortest;
+      if (auto earliest = store_.Earliest(); earliest.ok() && earliest->has_value()) {
+        const auto until =
+            std::chrono::duration_cast<std::chrono::milliseconds>(**earliest - clock_.Now());
+        sleep = std::clamp(until, *ran > 0 ? std::chrono::milliseconds(0) : kShortest,
+                           std::max(options_.poll, kShortest));
+      }
     }
     std::unique_lock<std::mutex> lock(mu_);
     if (wake_.wait_for(lock, sleep, [this] { return stopping_; })) return;

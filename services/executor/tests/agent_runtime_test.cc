@@ -164,13 +164,15 @@ TEST_F(AgentRuntimeTest, StepsAndToolsOutsideTheGrantAreRefusedAtCreation) {
                   {{"name", "sneaky"},
                    {"description", "x"},
                    {"tools", {"list_agents"}},
-                   {"steps", {{{"tool", "delete_agent"}, {"arguments", {{"agent", "a"}}}}}}});
+                   {"steps", {{{"tool", "update_task"}, {"arguments", {{"task_id", "x"}}}}}}});
   ASSERT_FALSE(out.ok());
-  EXPECT_THAT(out.status().message(), HasSubstr("'delete_agent' is not among the agent's tools"));
-  out =
-      Call("create_agent", {{"name", "recursive"}, {"description", "x"}, {"tools", {"run_agent"}}});
-  ASSERT_FALSE(out.ok());
-  EXPECT_THAT(out.status().message(), HasSubstr("cannot start runs of agents"));
+  EXPECT_THAT(out.status().message(), HasSubstr("'update_task' is not among the agent's tools"));
+  // A run manages no agents: it can neither start runs nor widen a grant.
+  for (const char* tool : {"run_agent", "update_agent", "create_agent", "resume_agent"}) {
+    out = Call("create_agent", {{"name", "recursive"}, {"description", "x"}, {"tools", {tool}}});
+    ASSERT_FALSE(out.ok()) << tool;
+    EXPECT_THAT(out.status().message(), HasSubstr("cannot run, create, change")) << tool;
+  }
   out = Call("create_agent", {{"name", "bad-zone"},
                               {"description", "x"},
                               {"schedule", "daily"},
@@ -503,12 +505,13 @@ TEST_F(SchedulerTest, AnOverlapIsRecordedAndAnAbandonedRunFails) {
                                          {"steps", Steps()}})["agent"];
   const core::TimePoint t0 = Utc(2030, 5, 6, 0, 0);
   StartAt(t0);
-  // Its previous run still runs (its executor died an hour ago).
+  // Its previous run still runs (its executor died: its lease ran out by
+  // the database's clock a minute ago).
   Exec(
       "INSERT INTO platform.runs (tenant_id, id, user_id, agent_id, agent_name, status, "
       "lease_until) VALUES ('acme', '" +
       core::NewUuid() + "', '" + who_.user_id + "', '" + agent["id"].get<std::string>() +
-      "', 'long-runner', 'running', '2030-05-06 00:30:00+00')");
+      "', 'long-runner', 'running', now() - interval '1 minute')");
   ManualClock clock(t0 + std::chrono::minutes(60));
   PgScheduleStore store(platform_->database.pool());
   auto s = MakeScheduler(store, clock, "only");
@@ -522,6 +525,65 @@ TEST_F(SchedulerTest, AnOverlapIsRecordedAndAnAbandonedRunFails) {
   clock.Set(t0 + std::chrono::minutes(120));
   ASSERT_TRUE(s->Pass().ok());
   EXPECT_EQ(RunsPerAgent("run")["long-runner"], 1);
+}
+
+TEST_F(SchedulerTest, LimitsAreStoredAsWholeNumbersAndAnOddOneStopsNoSchedule) {
+  runner_ = &platform_->runner;
+  // 60.0 passes the schema as an integer; it is stored as 60, and the
+  // scheduler's lease reads any number (a text '60.0' cast to an integer
+  // would fail every claim of every tenant).
+  const Json made =
+      Ok("create_agent", {{"name", "whole"},
+                          {"description", "x"},
+                          {"schedule", "hourly"},
+                          {"steps", Steps()},
+                          {"limits", {{"timeout_s", 60.0}, {"max_cost_usd", 0.25}}}})["agent"];
+  EXPECT_EQ(made["limits"]["timeout_s"].dump(), "60");
+  const core::TimePoint t0 = Utc(2030, 6, 3, 0, 0);
+  StartAt(t0);
+  Exec("UPDATE platform.agents SET limits = '{\"timeout_s\": 60.5}' WHERE id = '" +
+       made["id"].get<std::string>() + "'");
+  ManualClock clock(t0 + std::chrono::minutes(60));
+  PgScheduleStore store(platform_->database.pool());
+  auto s = MakeScheduler(store, clock, "only");
+  ASSERT_TRUE(s->Pass().ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM platform.runs WHERE agent_name = 'whole' AND user_id = '" +
+                  who_.user_id + "' AND status = 'succeeded'"),
+            1);
+}
+
+TEST_F(AgentRuntimeTest, ARunFailedAsAbandonedStaysFailed) {
+  Ok("create_agent", {{"name", "late"}, {"description", "x"}, {"steps", Steps()}});
+  auto agent = platform_->run_store.LoadAgent(who_, "late");
+  ASSERT_TRUE(agent.ok() && agent->has_value());
+  auto run_id = platform_->run_store.StartRun(who_, **agent, {});
+  ASSERT_TRUE(run_id.ok());
+  Exec("UPDATE platform.runs SET status = 'failed', error = 'abandoned' WHERE id = '" + *run_id +
+       "'");
+  // Its executor comes back: the run does not start, and is not overwritten.
+  auto ran = platform_->runner.Run(who_, **agent, *run_id, "{}");
+  EXPECT_EQ(ran.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Ok("get_run", {{"run_id", *run_id}})["run"]["status"], "failed");
+  EXPECT_EQ(Count("SELECT count(*) FROM platform.runs WHERE id = '" + *run_id +
+                  "' AND tool_calls = '[]'::jsonb"),
+            1);
+}
+
+TEST_F(AgentRuntimeTest, WithAModelARunWithoutAGrantFailsInsteadOfReadingEverything) {
+  FakeModel fake = OnFakeProvider({});
+  AgentFactory with_model = [&](core::Identity who, std::chrono::system_clock::time_point deadline,
+                                EventSink sink) -> std::unique_ptr<ExecutorAgent> {
+    return std::make_unique<LlmDialogue>(*fake.model, platform_->runtime, std::move(who), deadline,
+                                         std::move(sink));
+  };
+  AgentRunner runner(platform_->run_store, platform_->runtime, with_model, core::SystemClock());
+  Ok("create_agent", {{"name", "ungranted"}, {"description", "x"}, {"instructions", "do it"}});
+  auto agent = platform_->run_store.LoadAgent(who_, "ungranted");
+  ASSERT_TRUE(agent.ok() && agent->has_value());
+  const RunOutcome out = runner.Execute(who_, **agent, "r1", "{}");
+  EXPECT_EQ(out.status, "failed");
+  EXPECT_THAT(out.error, HasSubstr("no tools granted"));
+  EXPECT_TRUE(fake.server->Requests().empty()) << "the model was never asked";
 }
 
 TEST(PlanSlots, OnTimeLateAndMissedSlots) {

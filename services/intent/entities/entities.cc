@@ -3,6 +3,7 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <set>
@@ -311,23 +312,40 @@ std::string AgentKindOf(std::string_view text) {
   return kind;
 }
 
-// A project the message names as such: "the Website relaunch project",
-// project "Harbor", "Harbor project's tasks"; as written. Not "this
-// project" or "the whole project".
+// A project the message names as such: project "Harbor" (quoted), or the
+// words right before "project" back to the nearest small word, when the
+// first of them is capitalised or a small word ("the", "of") stands before
+// them: "the Website relaunch project", "tasks in the Harbor project",
+// "Harbor project's tasks". Not "this project", "the whole project",
+// "Summarize my project", "status of the project".
 std::string ProjectOf(std::string_view text) {
   static const RE2 kQuoted(R"((?i)\bproject\s+(?:called\s+|named\s+)?["“']([^"”']{1,80})["”'])");
-  static const RE2 kThe(
-      R"((?i)\bthe\s+([A-Za-z0-9][\w&.\-]*(?:\s+[A-Za-z0-9][\w&.\-]*){0,4}?)\s+project\b)");
-  static const RE2 kNamed(R"(\b([A-Z][\w&.\-]*(?:\s+[A-Za-z0-9][\w&.\-]*){0,4}?)\s+project\b)");
-  static const std::set<std::string_view> kNotNames = {
-      "this", "that", "my",   "our",   "your", "a",   "new",   "same",   "whole", "current",
-      "next", "last", "each", "every", "any",  "one", "other", "entire", "big",   "side"};
-  const re2::StringPiece input(text.data(), text.size());
   std::string name;
-  for (const RE2* pattern : {&kQuoted, &kThe, &kNamed}) {
-    if (!RE2::PartialMatch(input, *pattern, &name)) continue;
-    const std::string first = Lowercase(name.substr(0, name.find(' ')));
-    if (!kNotNames.contains(first)) return std::string(TrimWhitespace(name));
+  if (RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), kQuoted, &name)) {
+    return std::string(TrimWhitespace(name));
+  }
+  static const std::set<std::string, std::less<>> kStops = {
+      "the",   "a",     "an",   "of",    "in",    "on",     "for",  "to",    "from",    "about",
+      "at",    "with",  "and",  "or",    "my",    "our",    "your", "their", "this",    "that",
+      "these", "those", "each", "every", "whole", "entire", "same", "new",   "current", "next",
+      "last",  "any",   "one",  "other", "big",   "side",   "is",   "by",    "me"};
+  std::vector<std::string> words;
+  for (absl::string_view w : absl::StrSplit(absl::string_view(text.data(), text.size()),
+                                            absl::ByAnyChar(" \t\n,;:!?()"), absl::SkipEmpty())) {
+    words.emplace_back(w);
+  }
+  for (size_t i = 1; i < words.size(); ++i) {
+    const std::string word = Lowercase(words[i]);
+    if (word != "project" && word != "project's" && word != "projects") continue;
+    size_t first = i;
+    while (first > 0 && first + 3 > i && !kStops.contains(Lowercase(words[first - 1]))) --first;
+    if (first == i) continue;
+    const bool after_small_word = first > 0 && kStops.contains(Lowercase(words[first - 1]));
+    const bool capitalised = std::isupper(static_cast<unsigned char>(words[first][0])) != 0;
+    if (!(capitalised ? first > 0 : after_small_word)) continue;
+    std::string found;
+    for (size_t j = first; j < i; ++j) absl::StrAppend(&found, found.empty() ? "" : " ", words[j]);
+    return found;
   }
   return "";
 }

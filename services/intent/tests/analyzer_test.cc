@@ -273,9 +273,14 @@ TEST(EntitiesTest, ReadsTheKindOfAgentAndTheProjectItNames) {
   EXPECT_EQ(ExtractEntities("triage the new tickets every morning")["agent_kind"], "triage");
   // The first word of a kind decides: a digest of overdue invoices is a digest.
   EXPECT_EQ(ExtractEntities("a daily summary of overdue invoices")["agent_kind"], "digest");
-  // "this project" names none.
-  EXPECT_FALSE(ExtractEntities("how is this project doing?").contains("project"));
-  EXPECT_FALSE(ExtractEntities("sum up the whole project").contains("project"));
+  EXPECT_EQ(ExtractEntities("a digest of the tasks in the Harbor project")["project"], "Harbor");
+  // Words that only stand before "project" name none.
+  for (const char* none :
+       {"how is this project doing?", "sum up the whole project",
+        "Summarize my project every Friday", "Track the project",
+        "what's the status of the project", "start a new project", "Projects are late"}) {
+    EXPECT_FALSE(ExtractEntities(none).contains("project")) << none;
+  }
   EXPECT_FALSE(ExtractEntities("run invoice-chaser").contains("agent_kind"));
 }
 

@@ -30,6 +30,10 @@ void FillPlanPreview(const Plan& plan,
 // read.
 std::string ScheduleInWords(const nlohmann::json& args);
 
+// The steps of create/update_agent arguments in words ("lists the tasks of
+// 'Harbor' still to do"); empty when they have none.
+std::string StepsInWords(const nlohmann::json& args);
+
 // The words of an agent draft (create_agent's arguments): its name, what it
 // does, when it runs, what it reads and whom it sends to.
 std::string DescribeAgentDraft(const nlohmann::json& args);

@@ -111,6 +111,8 @@ bool ApplyDraftEntities(const intentpb::IntentAnalysis& intent, json& args) {
   if (const std::string project = Entity(intent, "project"); !project.empty()) {
     const json config = args.value("config", json::object());
     SetDraftSteps(config.is_object() ? config.value("kind", "") : "", project, args);
+    // A change keeps the agent's grant: the executor adds the steps' tools.
+    if (args.contains("agent")) args.erase("tools");
     changed = true;
   }
   if (const std::string schedule = Entity(intent, "schedule");
@@ -355,6 +357,9 @@ Move DecideUpdate(const PolicyInput& in) {
   }
   std::string changes;
   if (args.contains("schedule")) changes += " It will run " + ScheduleInWords(args) + ".";
+  if (const std::string steps = StepsInWords(args); !steps.empty()) {
+    changes += " Each run it will " + steps + ".";
+  }
   if (args.contains("config")) changes += " Its settings become " + args["config"].dump() + ".";
   if (args.contains("description")) {
     changes += " It will do this: " + args["description"].get<std::string>();
