@@ -114,7 +114,7 @@ void Scheduler::Loop() {
   // or a statement fails): a replica never spins on errors. A pass that
   // started nothing while a slot looks due (another replica holds it) waits
   // a little before looking again.
-  constexpr std::chrono::milliseconds kShortest(50);
+  constexpr std::chrono::milliseconds kShortest(10);
   std::chrono::milliseconds backoff = kShortest;
   while (true) {
     std::chrono::milliseconds sleep = options_.poll;

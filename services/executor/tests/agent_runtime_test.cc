@@ -24,6 +24,7 @@
 #include "libs/schedule/schedule.h"
 #include "services/executor/src/llm_dialogue.h"
 #include "services/executor/src/pg_schedule_store.h"
+#include "services/executor/tests/fake_model.h"
 #include "services/executor/tests/platform_runtime.h"
 
 namespace omniforge::executor {
@@ -219,34 +220,8 @@ TEST_F(AgentRuntimeTest, ARunPastItsTimeoutFails) {
   EXPECT_THAT(run["error"].get<std::string>(), HasSubstr("timed out"));
 }
 
-// The model's side of a run: the fake provider behind the real LLM client.
-struct FakeModel {
-  std::unique_ptr<llm::testing::FakeLlmServer> server;
-  std::unique_ptr<llm::LlmClient> client;
-  std::unique_ptr<llm::ChatModel> model;
-};
-
-FakeModel OnFakeProvider(std::vector<llm::testing::FakeRule> rules) {
-  FakeModel out;
-  auto fake = llm::testing::FakeLlmServer::Start(std::move(rules));
-  EXPECT_TRUE(fake.ok()) << fake.status();
-  out.server = std::move(*fake);
-  auto reader = core::ConfigReader::FromString(
-      "llm:\n  retry:\n    max_attempts: 1\n  providers:\n    fake:\n      api: openai\n"
-      "      base_url: " +
-          out.server->openai_base_url() +
-          "\n      prices:\n        small: \"2.00 0.50 8.00\"\n  profiles:\n    balanced: "
-          "[fake/small]\n",
-      [](const std::string&) { return std::optional<std::string>(); });
-  EXPECT_TRUE(reader.ok()) << reader.status();
-  auto config = llm::ReadLlmConfig(*reader);
-  EXPECT_TRUE(config.ok()) << config.status();
-  auto client = llm::MakeLlmClient(*config, nullptr);
-  EXPECT_TRUE(client.ok()) << client.status();
-  out.client = std::move(*client);
-  out.model = out.client->ForProfile("balanced");
-  return out;
-}
+using testing::FakeModel;
+using testing::OnFakeProvider;
 
 TEST_F(AgentRuntimeTest, WithAModelTheRunGetsTheInstructionsAndOnlyTheGrantedTools) {
   using llm::testing::FakeRule;

@@ -26,6 +26,7 @@
 #include "services/executor/src/local_dialogue.h"
 #include "services/executor/src/pg_invocation_ledger.h"
 #include "services/executor/src/platform_tools.h"
+#include "services/executor/tests/fake_model.h"
 #include "services/executor/tests/platform_runtime.h"
 
 namespace omniforge::executor {
@@ -130,32 +131,9 @@ class LlmDialogueTest : public ::testing::Test {
     return names;
   }
 
-  // The fake provider with `rules`, and the model the service would make
-  // on it (the real LLM client, OpenAI wire format).
-  struct FakeModel {
-    std::unique_ptr<llm::testing::FakeLlmServer> server;
-    std::unique_ptr<llm::LlmClient> client;
-    std::unique_ptr<llm::ChatModel> model;
-  };
+  using FakeModel = testing::FakeModel;
   static FakeModel OnFakeProvider(std::vector<llm::testing::FakeRule> rules) {
-    FakeModel out;
-    auto fake = llm::testing::FakeLlmServer::Start(std::move(rules));
-    EXPECT_TRUE(fake.ok()) << fake.status();
-    if (!fake.ok()) return out;
-    out.server = std::move(*fake);
-    auto reader = core::ConfigReader::FromString(
-        "llm:\n  retry:\n    max_attempts: 1\n  providers:\n    fake:\n      api: openai\n"
-        "      base_url: " +
-            out.server->openai_base_url() + "\n  profiles:\n    balanced: [fake/small]\n",
-        [](const std::string&) { return std::optional<std::string>(); });
-    EXPECT_TRUE(reader.ok()) << reader.status();
-    auto config = llm::ReadLlmConfig(*reader);
-    EXPECT_TRUE(config.ok()) << config.status();
-    auto client = llm::MakeLlmClient(*config, nullptr);
-    EXPECT_TRUE(client.ok()) << client.status();
-    out.client = std::move(*client);
-    out.model = out.client->ForProfile("balanced");
-    return out;
+    return testing::OnFakeProvider(std::move(rules));
   }
 
   // A rule answering the executor's next turn with `calls` (used once).
