@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -239,7 +240,7 @@ RunOutcome AgentRunner::Execute(const core::Identity& who, const AgentDefinition
   if (!log.question.empty()) {
     out.error = absl::StrCat("the agent needed an answer a run cannot give: ", log.question);
   } else if (over_budget) {
-    out.error = absl::StrFormat("stopped at its cost limit of $%.2f per run (spent $%.4f)",
+    out.error = absl::StrFormat("stopped at its cost limit of $%.4g per run (spent $%.4g)",
                                 agent.max_cost_usd, log.cost_usd);
   } else if (timed_out) {
     out.error = absl::StrCat("timed out after ", static_cast<int64_t>(seconds), " s (its limit is ",
@@ -275,9 +276,14 @@ absl::StatusOr<std::string> AgentRunner::Run(const core::Identity& who,
                                              const std::string& run_id,
                                              const std::string& input_json,
                                              std::chrono::system_clock::time_point not_after) {
-  static core::Counter& started = core::MetricsRegistry::Global().GetCounter(
-      "omniforge_agent_runs_started_total", "Runs of users' agents started.");
-  started.Inc();
+  // The kind as a label only when it is one of the four (config is free-form).
+  static const std::set<std::string, std::less<>> kKinds = {"digest", "monitor", "report",
+                                                            "triage"};
+  const std::string kind = kKinds.contains(agent.kind) ? agent.kind : "other";
+  core::MetricsRegistry::Global()
+      .GetCounter("omniforge_agent_runs_started_total", "Runs of users' agents started, by kind.",
+                  {{"kind", kind}})
+      .Inc();
   const auto wait_until = std::min(not_after, std::chrono::system_clock::now() + agent.timeout);
   RunOutcome outcome;
   if (!Enter(who.tenant_id, wait_until)) {
@@ -297,8 +303,8 @@ absl::StatusOr<std::string> AgentRunner::Run(const core::Identity& who,
     Leave(who.tenant_id);
   }
   core::MetricsRegistry::Global()
-      .GetCounter("omniforge_agent_runs_total", "Runs of users' agents ended, by status.",
-                  {{"status", outcome.status}})
+      .GetCounter("omniforge_agent_runs_total", "Runs of users' agents ended, by kind and status.",
+                  {{"kind", kind}, {"status", outcome.status}})
       .Inc();
   core::MetricsRegistry::Global()
       .GetCounter("omniforge_agent_run_cost_usd_total", "Model cost of agents' runs, USD.")

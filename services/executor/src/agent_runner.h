@@ -33,6 +33,7 @@ struct AgentDefinition {
   std::string description;
   std::string instructions;
   std::string status;              // "active" or "paused"
+  std::string kind;                // config.kind: digest, monitor, report, triage or empty
   std::vector<std::string> tools;  // the grant: every tool a run may call
   std::vector<PlannedCall> steps;  // what a run without a model does
   int max_tool_calls = 10;

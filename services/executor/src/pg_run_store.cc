@@ -15,6 +15,11 @@ AgentDefinition DefinitionFromRow(const nlohmann::json& a) {
   d.description = a.value("description", "");
   d.instructions = a.value("instructions", "");
   d.status = a.value("status", "active");
+  if (const auto config = a.find("config"); config != a.end() && config->is_object()) {
+    if (const auto kind = config->find("kind"); kind != config->end() && kind->is_string()) {
+      d.kind = kind->get<std::string>();
+    }
+  }
   for (const auto& tool : a.value("tools", nlohmann::json::array())) {
     if (tool.is_string()) d.tools.push_back(tool.get<std::string>());
   }

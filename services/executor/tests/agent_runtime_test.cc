@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "libs/core/config.h"
 #include "libs/core/ids.h"
+#include "libs/core/metrics.h"
 #include "libs/llm/llm_config.h"
 #include "libs/llm/llm_factory.h"
 #include "libs/llm/testing/fake_provider.h"
@@ -559,6 +560,71 @@ TEST_F(AgentRuntimeTest, WithAModelARunWithoutAGrantFailsInsteadOfReadingEveryth
   EXPECT_EQ(out.status, "failed");
   EXPECT_THAT(out.error, HasSubstr("no tools granted"));
   EXPECT_TRUE(fake.server->Requests().empty()) << "the model was never asked";
+}
+
+TEST_F(AgentRuntimeTest, ARunStopsAtItsCostLimitAndRunsAreCountedByKind) {
+  using llm::testing::FakeRule;
+  FakeRule list;
+  list.match.operation = "executor_turn";
+  list.times = 1;
+  list.reply.tool_calls = {{"call_1", "list_agents", "{}"}};
+  list.reply.usage = llm::testing::FakeUsage{1000, 0, 0};  // $0.002
+  FakeRule more;
+  more.match.operation = "executor_turn";
+  more.reply.tool_calls = {{"call_2", "list_agents", "{}"}};
+  FakeModel fake = OnFakeProvider({list, more});
+  AgentFactory with_model = [&](core::Identity who, std::chrono::system_clock::time_point deadline,
+                                EventSink sink) -> std::unique_ptr<ExecutorAgent> {
+    return std::make_unique<LlmDialogue>(*fake.model, platform_->runtime, std::move(who), deadline,
+                                         std::move(sink));
+  };
+  AgentRunner runner(platform_->run_store, platform_->runtime, with_model, core::SystemClock());
+  Ok("create_agent", {{"name", "spender"},
+                      {"description", "x"},
+                      {"instructions", "list my agents, again and again"},
+                      {"tools", {"list_agents"}},
+                      {"config", {{"kind", "report"}}},
+                      {"limits", {{"max_cost_usd", 0.001}}}});
+  auto agent = platform_->run_store.LoadAgent(who_, "spender");
+  ASSERT_TRUE(agent.ok() && agent->has_value());
+  auto run_id = platform_->run_store.StartRun(who_, **agent, {});
+  ASSERT_TRUE(run_id.ok());
+  auto stored = runner.Run(who_, **agent, *run_id, "{}");
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  const Json run = Json::parse(*stored)["run"];
+  EXPECT_EQ(run["status"], "partial") << run.dump();
+  EXPECT_THAT(run["error"].get<std::string>(),
+              HasSubstr("stopped at its cost limit of $0.001 per run (spent $0.002)"));
+  EXPECT_LE(fake.server->Requests().size(), 2u) << "no model call after the limit";
+  const std::string metrics = core::MetricsRegistry::Global().Render();
+  EXPECT_THAT(metrics, HasSubstr("omniforge_agent_runs_total{kind=\"report\",status=\"partial\"}"));
+  EXPECT_THAT(metrics, HasSubstr("omniforge_agent_runs_started_total{kind=\"report\"}"));
+}
+
+TEST_F(AgentRuntimeTest, ATenantAtItsCapWaitsWithinItsTimeAndThenFailsSayingSo) {
+  AgentRunner runner(platform_->run_store, platform_->runtime, AgentFactory(), core::SystemClock(),
+                     /*max_runs_per_tenant=*/1);
+  Ok("create_agent", {{"name", "hog"},
+                      {"description", "x"},
+                      {"steps", {{{"tool", "slow_report"}}}},
+                      {"limits", {{"timeout_s", 3}}}});
+  Ok("create_agent",
+     {{"name", "quick"}, {"description", "x"}, {"steps", Steps()}, {"limits", {{"timeout_s", 1}}}});
+  auto hog = platform_->run_store.LoadAgent(who_, "hog");
+  auto quick = platform_->run_store.LoadAgent(who_, "quick");
+  ASSERT_TRUE(hog.ok() && hog->has_value() && quick.ok() && quick->has_value());
+  auto hog_run = platform_->run_store.StartRun(who_, **hog, {});
+  auto quick_run = platform_->run_store.StartRun(who_, **quick, {});
+  ASSERT_TRUE(hog_run.ok() && quick_run.ok());
+  std::thread first([&] { EXPECT_TRUE(runner.Run(who_, **hog, *hog_run, "{}").ok()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto second = runner.Run(who_, **quick, *quick_run, "{}");
+  first.join();
+  ASSERT_TRUE(second.ok()) << second.status();
+  const Json run = Json::parse(*second)["run"];
+  EXPECT_EQ(run["status"], "failed");
+  EXPECT_THAT(run["error"].get<std::string>(), HasSubstr("already runs 1 agents at once"));
+  EXPECT_EQ(Ok("get_run", {{"run_id", *hog_run}})["run"]["status"], "failed");  // timed out
 }
 
 TEST(PlanSlots, OnTimeLateAndMissedSlots) {
