@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
   std::vector<double> lag_ms;
   lag_ms.reserve(static_cast<size_t>(agents));
   std::atomic<int> handed{0};
-  const auto starter = [&](ClaimedRun run) {
+  const auto starter = [&](const ClaimedRun& run) {
     const double lag =
         static_cast<double>(core::MicrosOf(core::SystemClock().Now()) - core::MicrosOf(run.slot)) /
         1000.0;

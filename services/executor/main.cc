@@ -123,7 +123,7 @@ SchedulerOptions SchedulerSettings(const Settings& s) {
 
 // Starts a claimed run on `threads`; one that cannot be queued fails, saying so.
 Scheduler::RunStarter RunOn(core::ThreadPool& threads, AgentRunner& runner) {
-  return [&threads, &runner](ClaimedRun run) {
+  return [&threads, &runner](const ClaimedRun& run) {
     if (threads.Submit([&runner, run] { RunClaimed(runner, run); })) return;
     RunOutcome busy;
     busy.status = "failed";

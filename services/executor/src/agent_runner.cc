@@ -18,7 +18,7 @@ namespace {
 using Json = nlohmann::json;
 
 // A tool's result as stored with the run: at most this many bytes.
-constexpr size_t kStoredResultBytes = 16 * 1024;
+constexpr size_t kStoredResultBytes = size_t{16} * 1024;
 constexpr size_t kListedItems = 20;
 
 std::string Dump(const Json& json) {

@@ -308,7 +308,7 @@ class SchedulerTest : public AgentRuntimeTest {
     options.claimant = name;
     options.batch = 3;  // several claims per pass
     return std::make_unique<Scheduler>(
-        store, [](ClaimedRun run) { RunClaimed(*runner_, run); }, clock, options);
+        store, [](const ClaimedRun& run) { RunClaimed(*runner_, run); }, clock, options);
   }
 
   std::map<std::string, int64_t> RunsPerAgent(const std::string& outcome = "run") {
