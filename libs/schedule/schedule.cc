@@ -690,8 +690,13 @@ absl::StatusOr<std::pair<std::string, std::string>> ClockFields(std::string_view
   if ((s.every_minutes > 0 || s.every_hours > 0) && !s.times.empty()) {
     return CannotRead(text, "it gives both an interval and a time of day");
   }
+  // "every 15 minutes from 9am to 5pm" ends at 16:45: minutes run within the
+  // hours before the end; "every hour from 9am to 5pm" fires at 17:00 too.
+  const bool within = s.every_minutes > 0 && s.every_minutes < 60 && s.hour_range &&
+                      s.hour_range->second > s.hour_range->first;
   const std::string range =
-      s.hour_range ? absl::StrCat(s.hour_range->first, "-", s.hour_range->second) : "*";
+      s.hour_range ? absl::StrCat(s.hour_range->first, "-", s.hour_range->second - (within ? 1 : 0))
+                   : "*";
   if (s.hour_range && s.hour_range->first > s.hour_range->second) {
     return CannotRead(text, "its range of hours runs backwards");
   }

@@ -65,6 +65,7 @@ TEST(ParseSchedule, ReadsThePhrasesPeopleUse) {
       {"yearly", "0 9 1 1 *"},
       {"at 9am and 5pm", "0 9,17 * * *"},
       {"every hour from 9am to 5pm on weekdays", "0 9-17 * * 1-5"},
+      {"every 15 minutes from 9am to 5pm", "*/15 9-16 * * *"},
       {"every 2 hours between 8 and 18", "0 8,10,12,14,16,18 * * *"},
       {"every night at 11", "0 23 * * *"},
       {"every night at 2", "0 2 * * *"},
