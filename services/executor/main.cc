@@ -160,11 +160,7 @@ absl::Status MakeAgents(const Settings& s, ToolRuntime& runtime,
                                         "' is not a profile of the llm: section");
     }
     model = llm_client->ForProfile(s.llm_profile);
-    agents = [&model, &runtime](core::Identity who, std::chrono::system_clock::time_point deadline,
-                                EventSink sink) -> std::unique_ptr<ExecutorAgent> {
-      return std::make_unique<LlmDialogue>(*model, runtime, std::move(who), deadline,
-                                           std::move(sink));
-    };
+    agents = LlmAgents(*model, runtime);
     core::LogInfo("executor agents use the LLM", {{"profile", s.llm_profile}});
   } else {
     core::LogInfo("local mode: executor agents run planned tool calls (no LLM configured)");

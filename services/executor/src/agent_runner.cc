@@ -185,7 +185,8 @@ RunOutcome AgentRunner::Execute(const core::Identity& who, const AgentDefinition
   RunOutcome out;
   // An empty list of tools would let the model's agent read every tool: a
   // run gets only what was granted.
-  if (model_agents_ && AssignmentFor(agent, run_id, input_json).allowed_tools.empty()) {
+  Assignment assignment = AssignmentFor(agent, run_id, input_json);
+  if (model_agents_ && assignment.allowed_tools.empty()) {
     out.status = "failed";
     out.error = absl::StrCat("the agent '", agent.name,
                              "' has no tools granted: give it the tools a run may use");
@@ -216,7 +217,7 @@ RunOutcome AgentRunner::Execute(const core::Identity& who, const AgentDefinition
       model_agents_ ? model_agents_(who, deadline, sink)
                     : std::make_unique<LocalDialogue>(runtime_, who, deadline, sink);
   self = executor.get();
-  executor->Start(AssignmentFor(agent, run_id, input_json));
+  executor->Start(std::move(assignment));
   if (!executor->finished()) {  // waiting for an answer no one gives
     executor->RequestCancel();
     executor->ApplyCancel();

@@ -362,4 +362,11 @@ void LlmDialogue::Answer(const std::string& question_id, const std::string& answ
   Run();
 }
 
+AgentFactory LlmAgents(llm::ChatModel& model, const ToolRuntime& runtime) {
+  return [&model, &runtime](core::Identity who, std::chrono::system_clock::time_point deadline,
+                            EventSink sink) -> std::unique_ptr<ExecutorAgent> {
+    return std::make_unique<LlmDialogue>(model, runtime, std::move(who), deadline, std::move(sink));
+  };
+}
+
 }  // namespace omniforge::executor

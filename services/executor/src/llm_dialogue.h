@@ -77,4 +77,8 @@ class LlmDialogue final : public ExecutorAgent {
   std::vector<ToolCallRecord> records_;
 };
 
+// The executor agents of a service with a model: each an LlmDialogue on
+// `model` and `runtime` (both must outlive the factory's agents).
+AgentFactory LlmAgents(llm::ChatModel& model, const ToolRuntime& runtime);
+
 }  // namespace omniforge::executor

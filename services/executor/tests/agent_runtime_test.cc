@@ -241,11 +241,7 @@ TEST_F(AgentRuntimeTest, WithAModelTheRunGetsTheInstructionsAndOnlyTheGrantedToo
   finish.reply.usage = llm::testing::FakeUsage{1500, 100, 0};
   FakeModel fake = OnFakeProvider({attack, finish});
   ASSERT_NE(fake.model, nullptr);
-  AgentFactory with_model = [&](core::Identity who, std::chrono::system_clock::time_point deadline,
-                                EventSink sink) -> std::unique_ptr<ExecutorAgent> {
-    return std::make_unique<LlmDialogue>(*fake.model, platform_->runtime, std::move(who), deadline,
-                                         std::move(sink));
-  };
+  const AgentFactory with_model = LlmAgents(*fake.model, platform_->runtime);
   AgentRunner runner(platform_->run_store, platform_->runtime, with_model, core::SystemClock());
   Ok("create_agent", {{"name", "lister"},
                       {"description", "Lists the agents"},
@@ -547,11 +543,7 @@ TEST_F(AgentRuntimeTest, ARunFailedAsAbandonedStaysFailed) {
 
 TEST_F(AgentRuntimeTest, WithAModelARunWithoutAGrantFailsInsteadOfReadingEverything) {
   FakeModel fake = OnFakeProvider({});
-  AgentFactory with_model = [&](core::Identity who, std::chrono::system_clock::time_point deadline,
-                                EventSink sink) -> std::unique_ptr<ExecutorAgent> {
-    return std::make_unique<LlmDialogue>(*fake.model, platform_->runtime, std::move(who), deadline,
-                                         std::move(sink));
-  };
+  const AgentFactory with_model = LlmAgents(*fake.model, platform_->runtime);
   AgentRunner runner(platform_->run_store, platform_->runtime, with_model, core::SystemClock());
   Ok("create_agent", {{"name", "ungranted"}, {"description", "x"}, {"instructions", "do it"}});
   auto agent = platform_->run_store.LoadAgent(who_, "ungranted");
@@ -573,11 +565,7 @@ TEST_F(AgentRuntimeTest, ARunStopsAtItsCostLimitAndRunsAreCountedByKind) {
   more.match.operation = "executor_turn";
   more.reply.tool_calls = {{"call_2", "list_agents", "{}"}};
   FakeModel fake = OnFakeProvider({list, more});
-  AgentFactory with_model = [&](core::Identity who, std::chrono::system_clock::time_point deadline,
-                                EventSink sink) -> std::unique_ptr<ExecutorAgent> {
-    return std::make_unique<LlmDialogue>(*fake.model, platform_->runtime, std::move(who), deadline,
-                                         std::move(sink));
-  };
+  const AgentFactory with_model = LlmAgents(*fake.model, platform_->runtime);
   AgentRunner runner(platform_->run_store, platform_->runtime, with_model, core::SystemClock());
   Ok("create_agent", {{"name", "spender"},
                       {"description", "x"},

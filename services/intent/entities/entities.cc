@@ -246,11 +246,9 @@ constexpr std::pair<std::string_view, std::string_view> kSources[] = {
     {"typeform", "typeform"},
 };
 
-// The ids of the known tools and stores `text` names, in order of
+// The ids of the known tools and stores the normalized `words` name, in order of
 // appearance, comma-separated; empty when there are none.
-std::string DataSourcesOf(std::string_view text) {
-  const std::string normalized = NormalizeText(text);
-  const std::vector<std::string_view> words = Words(normalized);
+std::string DataSourcesOf(const std::vector<std::string_view>& words) {
   std::vector<std::pair<int, std::string_view>> sources;
   for (const auto& [phrase, id] : kSources) {
     const int at = FindPhrase(words, phrase);
@@ -293,13 +291,9 @@ std::vector<std::string> RecipientsOf(const std::string& lowered) {
   return recipients;
 }
 
-}  // namespace
-
 // The kind of agent a request describes: the kind of its first word that
 // names one (libs/words/data/agent_kinds.txt); empty when none does.
-std::string AgentKindOf(std::string_view text) {
-  const std::string normalized = NormalizeText(text);
-  const std::vector<std::string_view> words = Words(normalized);
+std::string AgentKindOf(const std::vector<std::string_view>& words) {
   int first = -1;
   std::string kind;
   for (const words::Entry& entry : words::Entries("agent_kinds")) {
@@ -350,13 +344,18 @@ std::string ProjectOf(std::string_view text) {
   return "";
 }
 
+}  // namespace
+
 std::map<std::string, std::string> ExtractEntities(std::string_view text) {
   std::map<std::string, std::string> out;
   const std::string lowered = Lowercase(text);
-  if (std::string kind = AgentKindOf(text); !kind.empty()) out["agent_kind"] = kind;
+  // The normalized words, read once by the word-list readers.
+  const std::string normalized = NormalizeText(text);
+  const std::vector<std::string_view> words = Words(normalized);
+  if (std::string kind = AgentKindOf(words); !kind.empty()) out["agent_kind"] = kind;
   if (std::string project = ProjectOf(text); !project.empty()) out["project"] = project;
   if (std::optional<std::string> schedule = ScheduleOf(lowered)) out["schedule"] = *schedule;
-  if (std::string sources = DataSourcesOf(text); !sources.empty()) out["data_source"] = sources;
+  if (std::string sources = DataSourcesOf(words); !sources.empty()) out["data_source"] = sources;
   const std::vector<std::string> recipients = RecipientsOf(lowered);
   if (!recipients.empty()) out["recipients"] = absl::StrJoin(recipients, ",");
   return out;
