@@ -153,9 +153,10 @@ std::string LocalRunSummary(const AgentDefinition& agent, const std::string& res
   return out;
 }
 
-bool IsAgentManagement(std::string_view tool) {
-  static constexpr std::string_view kTools[] = {"run_agent",   "create_agent", "update_agent",
-                                                "pause_agent", "resume_agent", "delete_agent"};
+bool IsNeverGranted(std::string_view tool) {
+  static constexpr std::string_view kTools[] = {
+      "run_agent",    "create_agent", "update_agent",    "pause_agent",
+      "resume_agent", "delete_agent", "update_settings", "mark_notices_seen"};
   return std::find(std::begin(kTools), std::end(kTools), tool) != std::end(kTools);
 }
 
@@ -169,7 +170,7 @@ Assignment AssignmentFor(const AgentDefinition& agent, const std::string& run_id
   a.goal = absl::StrCat("A run of the agent '", agent.name, "'",
                         agent.description.empty() ? "" : ": ", agent.description);
   for (const std::string& tool : agent.tools) {
-    if (!IsAgentManagement(tool)) a.allowed_tools.push_back(tool);
+    if (!IsNeverGranted(tool)) a.allowed_tools.push_back(tool);
   }
   a.writes_approved = true;  // the grant: the user approved these tools with the agent
   a.max_turns = std::clamp(agent.max_tool_calls, 1, kMaxAgentToolCalls);

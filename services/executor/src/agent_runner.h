@@ -137,9 +137,10 @@ class AgentRunner final {
 };
 
 // Whether `tool` manages agents (runs, creates, changes, pauses, resumes or
-// deletes them): never granted to an agent's run, so a run can neither
-// start runs nor widen any agent's grant.
-bool IsAgentManagement(std::string_view tool);
+// deletes them) or the user's settings and notices: never granted to an
+// agent's run, so a run can neither start runs nor widen any agent's grant,
+// nor move the user's schedules or hide a failure from them.
+bool IsNeverGranted(std::string_view tool);
 
 // The assignment a run of `agent` is: its instructions as the task, its
 // tools as the step's (writes approved: they are the user's grant), its

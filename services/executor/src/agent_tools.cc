@@ -63,9 +63,10 @@ std::optional<std::vector<std::string>> ToolList(Args& args, const nlohmann::jso
     const auto& name = list[i].get_ref<const std::string&>();
     if (!IsValidToolName(name)) {
       args.Fail(absl::StrCat("tools[", i, "]"), "is not a tool name ([A-Za-z0-9_-], 1 to 64)");
-    } else if (IsAgentManagement(name)) {
+    } else if (IsNeverGranted(name)) {
       args.Fail(absl::StrCat("tools[", i, "]"),
-                "an agent's run cannot run, create, change, pause, resume or delete agents");
+                "an agent's run cannot run, create, change, pause, resume or delete agents, "
+                "nor change the user's settings or notices");
     }
     if (std::find(tools.begin(), tools.end(), name) == tools.end()) tools.push_back(name);
   }
@@ -81,7 +82,7 @@ Definition ReadDefinition(Args& args, const nlohmann::json& json) {
       args.Fail("steps", absl::StrCat("at most ", kMaxSteps, " steps"));
     for (size_t i = 0; i < d.steps->size(); ++i) {
       const std::string& tool = (*d.steps)[i]["tool"].get_ref<const std::string&>();
-      if (!IsValidToolName(tool) || IsAgentManagement(tool)) {
+      if (!IsValidToolName(tool) || IsNeverGranted(tool)) {
         args.Fail(absl::StrCat("steps[", i, "].tool"), "is not a tool an agent's run may call");
       } else if (d.tools && std::find(d.tools->begin(), d.tools->end(), tool) == d.tools->end()) {
         args.Fail(absl::StrCat("steps[", i, "].tool"),
@@ -244,7 +245,8 @@ absl::StatusOr<ToolResult> CreateAgent(pqxx::work& tx, const ToolCall& call, cor
   Definition d = ReadDefinition(args, call.arguments);
   const nlohmann::json steps = d.steps.value_or(nlohmann::json::array());
   const std::vector<std::string> tools = d.tools.value_or(StepTools(steps));
-  const std::string zone = d.time_zone.value_or("UTC");
+  // Without a zone of its own an agent takes the user's (get_settings).
+  const std::string zone = d.time_zone ? *d.time_zone : UserTimeZone(tx, call);
   const auto when = ReadSchedule(args, d.schedule.value_or(""), zone);
   if (absl::Status bad = args.status(); !bad.ok()) return bad;
   pqxx::result r = tx.exec_params(

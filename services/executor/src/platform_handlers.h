@@ -80,6 +80,7 @@ absl::StatusOr<ReadPlan> SearchProjects(const Quote& q, const ToolCall& call);
 absl::StatusOr<ReadPlan> GetProjectDetails(const Quote& q, const ToolCall& call);
 absl::StatusOr<ReadPlan> ListTasks(const Quote& q, const ToolCall& call);
 absl::StatusOr<ReadPlan> ListProjectTemplates(const Quote& q, const ToolCall& call);
+absl::StatusOr<ReadPlan> GetSettings(const Quote& q, const ToolCall& call);
 
 // Agents, skills, runs (agent_tools.cc).
 absl::StatusOr<ToolResult> CreateAgent(pqxx::work& tx, const ToolCall& call, core::TimePoint now);
@@ -98,6 +99,14 @@ absl::StatusOr<ToolResult> CreateProjectTemplate(pqxx::work& tx, const ToolCall&
                                                  core::TimePoint now);
 absl::StatusOr<ToolResult> CreateContextDocument(pqxx::work& tx, const ToolCall& call,
                                                  core::TimePoint now);
+
+// The user's settings and notices (settings_tools.cc).
+absl::StatusOr<ToolResult> UpdateSettings(pqxx::work& tx, const ToolCall& call,
+                                          core::TimePoint now);
+absl::StatusOr<ToolResult> MarkNoticesSeen(pqxx::work& tx, const ToolCall& call,
+                                           core::TimePoint now);
+// The time zone the user's schedules are read in when they name none.
+std::string UserTimeZone(pqxx::work& tx, const ToolCall& call);
 
 // `{"key": <json text>, ...}` from already-serialised JSON values, so rows
 // built as JSON by PostgreSQL are not parsed again.

@@ -41,7 +41,10 @@ std::vector<ToolSpec> AgentToolSpecs() {
   return {
       Spec(
           "list_agents", ToolRisk::kRead,
-          "List the user's agents (name, description, status, schedule), by name.",
+          "List the user's agents (name, description, status, schedule), by name, with the "
+          "user's time zone and, when there are any, notices not yet told to the user (a "
+          "scheduled run that failed or did part of its work, slots missed while no scheduler "
+          "ran).",
           R"("status": {"type": "string", "enum": ["active", "paused"], "description": "Only agents in this state."}, )" +
               std::string(kLimit),
           ""),
@@ -104,6 +107,28 @@ std::vector<ToolSpec> SkillAndRunToolSpecs() {
       Spec("get_run", ToolRisk::kRead, "Get one run with its input, output and error.",
            R"("run_id": {"type": "string", "description": "The run's id (a UUID)."})",
            R"("run_id")"),
+  };
+}
+
+// The user's settings and notices.
+std::vector<ToolSpec> SettingsToolSpecs() {
+  return {
+      Spec("get_settings", ToolRisk::kRead,
+           "Get the user's settings: the time zone schedules are read in when they name none "
+           "(default UTC).",
+           "", ""),
+      Spec(
+          "update_settings", ToolRisk::kWrite,
+          "Change the user's settings. The time zone applies to agents created or rescheduled "
+          "from now on; agents that exist keep theirs.",
+          R"("time_zone": {"type": "string", "description": "An IANA time zone, e.g. 'Europe/Berlin', 'America/New_York' or 'UTC'."})",
+          R"("time_zone")"),
+      Spec(
+          "mark_notices_seen", ToolRisk::kWrite,
+          "Mark notices list_agents reported as told to the user, so they are not reported "
+          "again.",
+          R"("notices": {"type": "array", "minItems": 1, "maxItems": 100, "items": {"type": "string"}, "description": "The notices' ids."})",
+          R"("notices")"),
   };
 }
 
@@ -170,7 +195,8 @@ std::vector<ToolSpec> ProjectToolSpecs() {
 
 std::vector<ToolSpec> PlatformToolSpecs() {
   std::vector<ToolSpec> specs = AgentToolSpecs();
-  for (std::vector<ToolSpec> more : {SkillAndRunToolSpecs(), ProjectToolSpecs()}) {
+  for (std::vector<ToolSpec> more :
+       {SkillAndRunToolSpecs(), SettingsToolSpecs(), ProjectToolSpecs()}) {
     std::move(more.begin(), more.end(), std::back_inserter(specs));
   }
   return specs;

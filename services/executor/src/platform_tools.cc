@@ -131,6 +131,7 @@ const std::map<std::string, platform::ReadHandler, std::less<>>& Reads() {
       {"get_project_details", platform::GetProjectDetails},
       {"list_tasks", platform::ListTasks},
       {"list_project_templates", platform::ListProjectTemplates},
+      {"get_settings", platform::GetSettings},
   };
   return *reads;
 }
@@ -147,6 +148,8 @@ const std::map<std::string, platform::WriteHandler, std::less<>>& Writes() {
       {"update_task", platform::UpdateTask},
       {"create_project_template", platform::CreateProjectTemplate},
       {"create_context_document", platform::CreateContextDocument},
+      {"update_settings", platform::UpdateSettings},
+      {"mark_notices_seen", platform::MarkNoticesSeen},
   };
   return *writes;
 }

@@ -114,4 +114,8 @@ absl::StatusOr<ReadPlan> ListProjectTemplates(const Quote& q, const ToolCall& ca
                                q(ContainsPattern(query)), ", ", limit, ")")};
 }
 
+absl::StatusOr<ReadPlan> GetSettings(const Quote& q, const ToolCall& call) {
+  return ReadPlan{absl::StrCat("SELECT platform.read_get_settings(", Owner(q, call), ")")};
+}
+
 }  // namespace omniforge::executor::platform

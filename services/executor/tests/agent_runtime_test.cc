@@ -209,6 +209,46 @@ TEST_F(AgentRuntimeTest, AScheduleThatCannotBeReadIsRefusedWithHowToSayIt) {
             0);
 }
 
+TEST_F(AgentRuntimeTest, TheUsersTimeZoneIsWhereSchedulesAreReadUnlessTheyNameOne) {
+  EXPECT_EQ(Ok("get_settings", Json::object())["settings"]["time_zone"], "UTC");
+  EXPECT_EQ(Ok("list_agents", Json::object())["time_zone"], "UTC");
+  auto bad = Call("update_settings", {{"time_zone", "Mars/Olympus"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("$.time_zone"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("Europe/Berlin"));
+  bad = Call("update_settings", {{"time_zone", "../../etc/passwd"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(Ok("get_settings", Json::object())["settings"]["time_zone"], "UTC");
+
+  EXPECT_EQ(Ok("update_settings", {{"time_zone", "Europe/Berlin"}})["settings"]["time_zone"],
+            "Europe/Berlin");
+  EXPECT_EQ(Ok("list_agents", Json::object())["time_zone"], "Europe/Berlin");
+  const Json berlin = Ok("create_agent", {{"name", "monday-report"},
+                                          {"description", "x"},
+                                          {"schedule", "every monday at 9am"}})["agent"];
+  EXPECT_EQ(berlin["time_zone"], "Europe/Berlin");
+  EXPECT_EQ(berlin["schedule"], "every Monday at 09:00 (Europe/Berlin)");
+  // A zone of its own wins; agents keep theirs when the setting changes.
+  const Json tokyo = Ok("create_agent", {{"name", "tokyo-report"},
+                                         {"description", "x"},
+                                         {"schedule", "daily at 8am"},
+                                         {"time_zone", "Asia/Tokyo"}})["agent"];
+  EXPECT_EQ(tokyo["time_zone"], "Asia/Tokyo");
+  Ok("update_settings", {{"time_zone", "America/New_York"}});
+  EXPECT_EQ(Ok("get_agent", {{"agent", "monday-report"}})["agent"]["time_zone"], "Europe/Berlin");
+  // Another user of the tenant keeps the default.
+  const core::Identity me = who_;
+  who_ = {"acme", "user-" + core::NewUuid()};
+  EXPECT_EQ(Ok("get_settings", Json::object())["settings"]["time_zone"], "UTC");
+  who_ = me;
+  // A run changes no settings.
+  auto grant = Call("create_agent",
+                    {{"name", "mover"}, {"description", "x"}, {"tools", {"update_settings"}}});
+  ASSERT_FALSE(grant.ok());
+  EXPECT_THAT(grant.status().message(), HasSubstr("settings"));
+}
+
 TEST_F(AgentRuntimeTest, ARunPastItsTimeoutFails) {
   Ok("create_agent", {{"name", "slowpoke"},
                       {"description", "x"},
@@ -409,6 +449,56 @@ TEST_F(SchedulerTest, DowntimeAcrossTwoSlotsFollowsEachAgentsPolicy) {
   clock.Set(t0 + std::chrono::minutes(180));
   ASSERT_TRUE(s->Pass().ok());
   EXPECT_EQ(RunsPerAgent("run"), (std::map<std::string, int64_t>{{"catch-up", 2}, {"skipper", 1}}));
+}
+
+// What the owner hears about: a scheduled run that failed and slots missed
+// in downtime, as notices in list_agents until marked seen; not a run they
+// started themselves, not another user's.
+TEST_F(SchedulerTest, FailedScheduledRunsAndMissedSlotsAreNoticesUntilSeen) {
+  runner_ = &platform_->runner;
+  Ok("create_agent",
+     {{"name", "lost-hourly"},
+      {"description", "x"},
+      {"schedule", "hourly"},
+      {"missed_runs", "skip"},
+      {"steps", {{{"tool", "list_tasks"}, {"arguments", {{"project", "Nowhere"}}}}}}});
+  Ok("run_agent", {{"agent", "lost-hourly"}});  // fails, but the user saw it
+  const core::TimePoint t0 = Utc(2030, 5, 6, 10, 0);
+  StartAt(t0);
+  ManualClock clock(t0);
+  PgScheduleStore store(platform_->database.pool());
+  auto s = MakeScheduler(store, clock, "only");
+  clock.Set(t0 + std::chrono::minutes(61));  // 11:00 runs and fails
+  ASSERT_TRUE(s->Pass().ok());
+  clock.Set(t0 + std::chrono::minutes(210));  // down over 12:00 and 13:00: skipped
+  ASSERT_TRUE(s->Pass().ok());
+
+  const Json notices = Ok("list_agents", Json::object())["notices"];
+  ASSERT_EQ(notices.size(), 2u) << notices.dump();
+  EXPECT_EQ(notices[0]["kind"], "run_failed");
+  EXPECT_EQ(notices[0]["agent"], "lost-hourly");
+  EXPECT_EQ(notices[0]["slot"], "2030-05-06T11:00:00+00:00");
+  EXPECT_THAT(notices[0]["error"].get<std::string>(), HasSubstr("Nowhere"));
+  EXPECT_EQ(notices[1]["kind"], "missed");
+  EXPECT_EQ(notices[1]["missed"], 2);
+  EXPECT_EQ(notices[1]["slot"], "2030-05-06T12:00:00+00:00");
+  EXPECT_EQ(notices[1]["missed_until"], "2030-05-06T13:00:00+00:00");
+  EXPECT_EQ(notices[1]["policy"], "skip");
+  // Another user of the tenant hears nothing of them.
+  const core::Identity me = who_;
+  who_ = {"acme", "user-" + core::NewUuid()};
+  EXPECT_FALSE(Ok("list_agents", Json::object()).contains("notices"));
+  EXPECT_EQ(Ok("mark_notices_seen", {{"notices", {notices[0]["id"]}}})["marked"], 0);
+  who_ = me;
+
+  auto bad = Call("mark_notices_seen", {{"notices", {"missed:nope"}}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Ok("list_agents", Json::object())["notices"].size(), 2u);
+  EXPECT_EQ(Ok("mark_notices_seen", {{"notices", {notices[0]["id"], notices[1]["id"]}}})["marked"],
+            2);
+  EXPECT_FALSE(Ok("list_agents", Json::object()).contains("notices"));
+  EXPECT_EQ(Ok("mark_notices_seen", {{"notices", {notices[0]["id"]}}})["marked"], 0);
 }
 
 TEST_F(SchedulerTest, PauseStopsTheScheduleAndResumeRestartsIt) {
