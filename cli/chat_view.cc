@@ -301,6 +301,11 @@ void ChatView::Show(const pb::ChatEvent& event) {
     case pb::ChatEvent::kError:
       Line(kRed, ErrorLine(event.error()));
       break;
+    case pb::ChatEvent::kNotice:
+      // Its words open the reply's text; the line marks it.
+      Line(kYellow, "! " + event.notice().agent_name() + ": " +
+                        Words(pb::NoticeKind_Name(event.notice().kind()), "NOTICE_KIND_"));
+      break;
     case pb::ChatEvent::kDone:
       spinner_label_.clear();
       Line(kDim, DoneLine(event.done()));

@@ -171,8 +171,12 @@ class PlannerSession final {
       action.action_id = core::NewUuid();
       action.tool = call.name;
       action.arguments = arguments;
+      if (call.name == "create_agent" && arguments.contains("schedule") &&
+          arguments["schedule"].is_string() && !arguments.contains("time_zone")) {
+        action.arguments["time_zone"] = request_.time_zone;
+      }
       action.risk = risk->second;
-      action.summary = ActionSummary(call.name, arguments, DescriptionOf(call.name));
+      action.summary = ActionSummary(call.name, action.arguments, DescriptionOf(call.name));
       result_.propose.push_back(std::move(action));
       return json{{"status", "waiting for the user's approval; not run"}}.dump();
     }

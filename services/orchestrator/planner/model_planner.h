@@ -60,6 +60,9 @@ struct PlannerRequest {
   // Earlier turns, oldest first: (true for the user, content).
   std::vector<std::pair<bool, std::string>> history;
   std::vector<AgentInfo> agents;
+  // The user's time zone: a new agent's schedule that names none is read
+  // in it (so its preview says when it runs as the executor will read it).
+  std::string time_zone = "UTC";
   // Drafted actions still waiting for approval.
   std::vector<PendingAction> pending;
   // What runs unasked, waits for approval, or is refused. Must outlive the

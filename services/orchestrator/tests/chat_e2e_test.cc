@@ -458,6 +458,51 @@ TEST_F(ChatEndToEndTest, ADigestAgentDraftedByChattingRunsAndListsTheProjectsTas
   EXPECT_EQ(stored["tool_calls"][0]["result"]["tasks"].size(), 2u);
 }
 
+// A scheduled run that failed while the user was away is told at their
+// next turn, once, in their time zone, before the reply; the next turn no
+// longer has it. (The scheduler's own tests fire and fail runs; here the
+// run is in the table as the scheduler leaves it.)
+TEST_F(ChatEndToEndTest, AFailedScheduledRunIsToldOnceAtTheUsersNextTurn) {
+  Invoke("update_settings", {{"time_zone", "Europe/Berlin"}});
+  const json agent =
+      Invoke("create_agent",
+             {{"name", "harbor-digest"},
+              {"description", "The tasks of Harbor"},
+              {"schedule", "every monday at 9am"},
+              {"steps", {{{"tool", "list_tasks"}, {"arguments", {{"project", "Harbor"}}}}}}});
+  ASSERT_EQ(agent["agent"]["time_zone"], "Europe/Berlin") << agent.dump();
+  {
+    pqxx::connection conn(db_->dsn());
+    pqxx::work tx(conn);
+    tx.exec_params(
+        "INSERT INTO platform.runs (tenant_id, id, user_id, agent_id, agent_name, status, trigger, "
+        "slot, error, started_at, finished_at) VALUES ($1, $2::uuid, $3, $4::uuid, "
+        "'harbor-digest', 'failed', 'schedule', '2026-11-23 08:00+00', $5, "
+        "'2026-11-23 08:00+00', '2026-11-23 08:00:01+00')",
+        who().tenant_id, core::NewUuid(), who().user_id, agent["agent"]["id"].get<std::string>(),
+        "no project matches 'Harbor'");
+    tx.commit();
+  }
+  Turn first = Chat("list my agents");
+  ExpectWellFormed(first);
+  const auto notices = first.Of(pb::ChatEvent::kNotice);
+  ASSERT_EQ(notices.size(), 1u) << first.text();
+  EXPECT_EQ(notices[0].notice().kind(), pb::NOTICE_KIND_RUN_FAILED);
+  EXPECT_EQ(notices[0].notice().agent_name(), "harbor-digest");
+  EXPECT_EQ(notices[0].notice().agent_id(), agent["agent"]["id"]);
+  EXPECT_EQ(notices[0].notice().error(), "no project matches 'Harbor'");
+  EXPECT_THAT(first.text(),
+              ::testing::StartsWith("Your agent 'harbor-digest' failed on its scheduled run of "
+                                    "Monday 23 November at 09:00 (Europe/Berlin): no project "
+                                    "matches 'Harbor'."));
+  EXPECT_THAT(first.text(), HasSubstr("1. harbor-digest"));  // the reply itself follows
+  Turn second = Chat("list my agents", first.session().conversation_id());
+  EXPECT_TRUE(second.Of(pb::ChatEvent::kNotice).empty());
+  EXPECT_THAT(second.text(), ::testing::Not(HasSubstr("failed")));
+  Turn elsewhere = Chat("list my agents");  // a new conversation: told already
+  EXPECT_TRUE(elsewhere.Of(pb::ChatEvent::kNotice).empty());
+}
+
 TEST_F(ChatEndToEndTest, ListThenRunTheFirstOneRunsTheRightAgent) {
   CreateTwoAgents();
   Turn list = Chat("list my agents");

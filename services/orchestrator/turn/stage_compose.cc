@@ -37,10 +37,32 @@ void TurnPass::Compose() {
     ContextBox::Add(box_.blockers, "suspended by a newer message");
     emit_.State(pb::AGENT_STATE_SUSPENDED, "Set aside for your newer message; its state is saved");
   }
+  TellNotices();
   if (!text_sent_) {
     emit_.Next().mutable_text()->set_delta(text_);
     emit_.Send();
   }
+}
+
+// What happened to the user's agents since they were last told (a
+// scheduled run that failed, slots missed): an event each, and the words
+// before the reply's own (after it when the model's text went out already).
+void TurnPass::TellNotices() {
+  if (notices_.empty()) return;
+  std::string words;
+  for (const pb::NoticeEvent& notice : notices_) {
+    *emit_.Next().mutable_notice() = notice;
+    emit_.Send();
+    words += (words.empty() ? "" : "\n") + notice.message();
+  }
+  words += "\nAsk \"did " + notices_.front().agent_name() + " run ok?\" to see its runs.";
+  if (!text_sent_) {
+    text_ = words + (text_.empty() ? "" : "\n\n" + text_);
+    return;
+  }
+  text_ += "\n\n" + words;
+  emit_.Next().mutable_text()->set_delta("\n\n" + words);
+  emit_.Send();
 }
 
 void TurnPass::ShowPreviews() {

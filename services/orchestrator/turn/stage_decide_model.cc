@@ -46,6 +46,7 @@ PlannerRequest TurnPass::ModelRequest() const {
     }
   }
   plan.agents = agents_;
+  plan.time_zone = time_zone_;
   // A spoken edit goes to the model with what it changes.
   if (last_ && !resuming_) plan.pending = last_->pending;
   plan.approvals = &runner_.options_.approvals;

@@ -16,8 +16,30 @@ using nlohmann::json;
 void TurnPass::Save() {
   const FlowState state = MakeFlowState();
   SaveFlowAndReply(state);
+  MarkNoticesSeen();
   AuditDecisions();
   SendDone();
+}
+
+// The notices told this turn are not told again. When the executor cannot
+// take that now, the next turn tells them once more: better twice than never.
+void TurnPass::MarkNoticesSeen() {
+  if (notice_ids_.empty()) return;
+  execpb::InvokeToolRequest seen;
+  seen.set_tool_name("mark_notices_seen");
+  seen.set_arguments_json(json{{"notices", notice_ids_}}.dump());
+  seen.set_idempotency_key("turn:" + turn_id_ + ":notices");
+  const core::Call closing{ctx_.who(),
+                           ctx_.Now() + std::chrono::duration_cast<std::chrono::microseconds>(
+                                            runner_.options_.call_timeout)};
+  absl::StatusOr<execpb::InvokeToolResponse> marked = runner_.tools_.InvokeTool(closing, seen);
+  if (!marked.ok() || marked->is_error()) {
+    core::LogWarn(
+        "notices not marked seen",
+        {{"component", "orchestrator"},
+         {"stage", "mark_notices_seen"},
+         {"error", marked.ok() ? marked->result_json() : std::string(marked.status().message())}});
+  }
 }
 
 FlowState TurnPass::MakeFlowState() {

@@ -169,11 +169,11 @@ TurnPass::EarlyAnalysis TurnPass::AnalyzeEarly() {
   }
   EarlyAnalysis out{listed.get()};
   if (out.listed.ok() && !out.listed->is_error()) {
-    out.agents = AgentsFromListResult(ParseObject(out.listed->result_json()));
+    out.listing = ListingFromResult(ParseObject(out.listed->result_json()));
   }
   if (!fresh) return out;
   out.window = version;
-  if (seen && SameForAnalysis(*seen, out.agents)) {
+  if (seen && SameForAnalysis(*seen, out.listing.agents)) {
     out.response = std::move(guessed);
     return out;
   }
@@ -181,7 +181,7 @@ TurnPass::EarlyAnalysis TurnPass::AnalyzeEarly() {
     out.discarded_calls.assign(guessed->model_calls().begin(), guessed->model_calls().end());
   }
   analyze.clear_available_agents();
-  AddAgents(out.agents, analyze);
+  AddAgents(out.listing.agents, analyze);
   out.response = runner_.understanding_.AnalyzeIntent(DownstreamCall(), analyze);
   return out;
 }

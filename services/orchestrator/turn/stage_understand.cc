@@ -60,8 +60,12 @@ void TurnPass::ReadAgents() {
   absl::StatusOr<execpb::InvokeToolResponse> listed =
       early_analysis_ ? std::move(early_analysis_->listed) : agents_listed_.get();
   if (listed.ok() && !listed->is_error()) {
-    agents_ = early_analysis_ ? std::move(early_analysis_->agents)
-                              : AgentsFromListResult(ParseObject(listed->result_json()));
+    AgentListing listing = early_analysis_ ? std::move(early_analysis_->listing)
+                                           : ListingFromResult(ParseObject(listed->result_json()));
+    agents_ = std::move(listing.agents);
+    time_zone_ = std::move(listing.time_zone);
+    notices_ = std::move(listing.notices);
+    notice_ids_ = std::move(listing.notice_ids);
     runner_.SawAgents(ctx_.who(), agents_);
     agent_list_ = *std::move(listed);  // a planner step listing them again reuses it
   } else if (!listed.ok()) {

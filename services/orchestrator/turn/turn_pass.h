@@ -28,6 +28,7 @@
 
 #include "libs/core/call.h"
 #include "libs/core/side_threads.h"
+#include "services/orchestrator/flow/notices.h"
 #include "services/orchestrator/planner/model_planner.h"
 #include "services/orchestrator/turn/call_context.h"
 #include "services/orchestrator/turn/emitter.h"
@@ -71,8 +72,8 @@ class TurnPass final {
   // What the side thread of a fresh request on a kept window found.
   struct EarlyAnalysis {
     absl::StatusOr<execpb::InvokeToolResponse> listed;
-    std::vector<AgentInfo> agents;  // read from `listed`
-    uint64_t window = 0;            // the version of the window read; 0: not asked
+    AgentListing listing;  // read from `listed`
+    uint64_t window = 0;   // the version of the window read; 0: not asked
     absl::StatusOr<intentpb::AnalyzeIntentResponse> response = absl::UnknownError("not asked");
     // The model calls of an analysis asked again with the listed agents.
     std::vector<::omniforge::llm::v1::ModelCall> discarded_calls;
@@ -130,9 +131,11 @@ class TurnPass final {
   // stage_compose.cc
   void ChooseText();
   void ShowPreviews();
+  void TellNotices();
   void Ask(const std::string& words);
   // stage_save.cc
   FlowState MakeFlowState();
+  void MarkNoticesSeen();
   void SaveFlowAndReply(const FlowState& state);
   void ReportFlowNotSaved(const absl::Status& saved);
   void AuditDecisions();
@@ -215,6 +218,11 @@ class TurnPass final {
 
   // Understand
   std::vector<AgentInfo> agents_;
+  // What the agents' listing also said: the user's time zone and the
+  // notices to tell them this turn (flow/notices.h).
+  std::string time_zone_ = "UTC";
+  std::vector<pb::NoticeEvent> notices_;
+  std::vector<std::string> notice_ids_;
   std::optional<execpb::InvokeToolResponse> agent_list_;
   std::optional<EarlyAnalysis> early_analysis_;
   std::vector<::omniforge::llm::v1::ModelCall> intent_calls_;
