@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/time.h"
 #include "libs/words/lists.h"
 #include "services/intent/src/text.h"
 
@@ -344,6 +345,32 @@ std::string ProjectOf(std::string_view text) {
   return "";
 }
 
+// A time zone the message names: an IANA name written out ("Europe/Berlin",
+// "America/New_York") that this machine's zone data knows, or a place or
+// zone name of libs/words/data/time_zones.txt when the message speaks of a
+// time zone ("my time zone is Berlin", "9am Berlin time") or it is an
+// abbreviation ("UTC", "PST"). Not a place alone: "sales in Germany".
+std::string TimeZoneOf(std::string_view text, const std::vector<std::string_view>& words) {
+  static const RE2 kIana(R"(\b([A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z_+-]+){1,2})\b)");
+  re2::StringPiece input(text.data(), text.size());
+  std::string name;
+  while (RE2::FindAndConsume(&input, kIana, &name)) {
+    absl::TimeZone zone;
+    if (absl::LoadTimeZone(name, &zone)) return name;
+  }
+  const bool zone_talk = FindPhrase(words, "time zone") >= 0 || FindPhrase(words, "timezone") >= 0;
+  for (const words::Entry& entry : words::Entries("time_zones")) {
+    const int at = FindPhrase(words, entry.text);
+    if (at < 0) continue;
+    const size_t after = static_cast<size_t>(at) + Words(entry.text).size();
+    const bool abbreviation = entry.text.size() <= 3 && entry.text.find(' ') == std::string::npos;
+    if (zone_talk || abbreviation || (after < words.size() && words[after] == "time")) {
+      return entry.value;
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::map<std::string, std::string> ExtractEntities(std::string_view text) {
@@ -355,6 +382,7 @@ std::map<std::string, std::string> ExtractEntities(std::string_view text) {
   if (std::string kind = AgentKindOf(words); !kind.empty()) out["agent_kind"] = kind;
   if (std::string project = ProjectOf(text); !project.empty()) out["project"] = project;
   if (std::optional<std::string> schedule = ScheduleOf(lowered)) out["schedule"] = *schedule;
+  if (std::string zone = TimeZoneOf(text, words); !zone.empty()) out["time_zone"] = zone;
   if (std::string sources = DataSourcesOf(words); !sources.empty()) out["data_source"] = sources;
   const std::vector<std::string> recipients = RecipientsOf(lowered);
   if (!recipients.empty()) out["recipients"] = absl::StrJoin(recipients, ",");

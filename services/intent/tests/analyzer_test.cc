@@ -284,6 +284,23 @@ TEST(EntitiesTest, ReadsTheKindOfAgentAndTheProjectItNames) {
   EXPECT_FALSE(ExtractEntities("run invoice-chaser").contains("agent_kind"));
 }
 
+TEST(EntitiesTest, ReadsATimeZoneWhenTheMessageNamesOne) {
+  EXPECT_EQ(ExtractEntities("set my time zone to Europe/Berlin")["time_zone"], "Europe/Berlin");
+  EXPECT_EQ(ExtractEntities("my timezone is America/New_York")["time_zone"], "America/New_York");
+  EXPECT_EQ(ExtractEntities("I'm in Tokyo, please use that time zone")["time_zone"], "Asia/Tokyo");
+  EXPECT_EQ(ExtractEntities("change my time zone to new york")["time_zone"], "America/New_York");
+  EXPECT_EQ(ExtractEntities("a digest every monday at 9am Berlin time")["time_zone"],
+            "Europe/Berlin");
+  EXPECT_EQ(ExtractEntities("every day at 8am UTC")["time_zone"], "UTC");
+  EXPECT_EQ(ExtractEntities("a report at 5pm PST on fridays")["time_zone"], "America/Los_Angeles");
+  // A place alone is no time zone, nor a name that looks like one.
+  for (const char* none : {"a digest of sales in Germany", "summarize the London office tickets",
+                           "read Notion/Slack every morning", "post it to Sales/Weekly",
+                           "what time is it"}) {
+    EXPECT_FALSE(ExtractEntities(none).contains("time_zone")) << none;
+  }
+}
+
 TEST(EntitiesTest, FindsOrdinalsButNotTimes) {
   EXPECT_EQ(FindOrdinal("run the first one")->index, 0);
   EXPECT_EQ(FindOrdinal("#2 please")->index, 1);

@@ -126,6 +126,11 @@ std::string ActionSummary(const std::string& tool, const nlohmann::json& argumen
              "run.";
     }
   }
+  if (tool == "update_settings" && !StringAt(arguments, "time_zone").empty()) {
+    return "set your time zone to " + StringAt(arguments, "time_zone") +
+           ": the schedules of agents you create from now on are read in it; your agents keep "
+           "theirs.";
+  }
   if (tool == "create_agent" && arguments.is_object() && !StringAt(arguments, "name").empty()) {
     return "a new agent " + DescribeAgentDraft(arguments);
   }

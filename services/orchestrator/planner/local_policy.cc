@@ -5,6 +5,7 @@
 #include <set>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "libs/core/ids.h"
 #include "libs/core/text.h"
 #include "libs/schedule/schedule.h"
@@ -120,6 +121,10 @@ bool ApplyDraftEntities(const intentpb::IntentAnalysis& intent, json& args) {
     args["schedule"] = schedule;
     changed = true;
   }
+  if (const std::string zone = Entity(intent, "time_zone"); !zone.empty()) {
+    args["time_zone"] = zone;
+    changed = true;
+  }
   for (const char* key : {"data_source", "recipients"}) {
     if (const std::string value = Entity(intent, key); !value.empty()) {
       if (!args.contains("config") || !args["config"].is_object()) args["config"] = json::object();
@@ -212,6 +217,8 @@ Move ProposeCreateAgent(const PolicyInput& in) {
       !project.empty() && !args.contains("steps")) {
     SetDraftSteps(GoalEntity(in, "agent_kind"), project, args);
   }
+  // A schedule without a zone of its own is read in the user's.
+  if (args.contains("schedule") && !args.contains("time_zone")) args["time_zone"] = in.time_zone;
   args["instructions"] =
       core::Shortened(DraftInstructions(GoalEntity(in, "agent_kind"), purpose, args), 20000);
   PendingAction action = Pending("create_agent", args, execpb::TOOL_RISK_WRITE,
@@ -541,11 +548,46 @@ Move AskAsIntentSays(const PolicyInput& in) {
                  Names(options));
 }
 
+// The user's own time zone: set ("set my time zone to Berlin", "my
+// timezone is Europe/Paris": previewed, it is a setting) or asked ("what is
+// my time zone?"). Not in a request about an agent ("a digest at 9am, my
+// time zone is Berlin"): the zone is then the draft's.
+std::optional<Move> TimeZoneMove(const PolicyInput& in) {
+  const std::string lowered = absl::AsciiStrToLower(in.message);
+  const bool mine =
+      absl::StrContains(lowered, "my time zone") || absl::StrContains(lowered, "my timezone") ||
+      absl::StrContains(lowered, "our time zone") || absl::StrContains(lowered, "our timezone");
+  for (const char* about_an_agent : {"agent_name", "schedule", "agent_kind"}) {
+    if (!Entity(in.intent, about_an_agent).empty()) return std::nullopt;
+  }
+  if (!mine) return std::nullopt;
+  Move move;
+  move.action_type = intentpb::ACTION_TYPE_MANAGE_PLATFORM;
+  move.entities.insert(in.intent.entities().begin(), in.intent.entities().end());
+  const std::string zone = Entity(in.intent, "time_zone");
+  if (zone.empty()) {
+    move.run.push_back({"get_settings", json::object()});
+    return move;
+  }
+  if (zone == in.time_zone) {
+    move.reply = "Your time zone is " + zone + " already.";
+    return move;
+  }
+  json args = {{"time_zone", zone}};
+  PendingAction action = Pending("update_settings", args, execpb::TOOL_RISK_WRITE,
+                                 ActionSummary("update_settings", args, ""));
+  move.reply = "Ready to " + action.summary +
+               R"( Shall I go ahead? Say "yes", tell me what to change, or "cancel".)";
+  move.propose.push_back(std::move(action));
+  return move;
+}
+
 // The moves that come before the action's own: a recap, project work as a
 // plan, a request an agent covers in part, a clarifying question.
 std::optional<Move> DecideFirst(const PolicyInput& in) {
   const intentpb::IntentAnalysis& intent = in.intent;
   if (intent.summary_worthy()) return RecapMove(in);
+  if (std::optional<Move> zone = TimeZoneMove(in)) return zone;
   // Creating or auditing a project is work of several steps: a plan (the
   // engine's template for the context). Creating writes, so its plan is
   // shown for review first; an audit only reads and runs at once.
@@ -790,6 +832,16 @@ std::string DescribeResultOf(const ToolStep& step, const json& result, bool is_e
         made.value("schedule", step.arguments.value("schedule", std::string()));
     return "Done: the agent " + Quoted(step.arguments.value("name", std::string())) +
            " is created" + (schedule.empty() ? "." : " and runs " + schedule + ".");
+  }
+  if ((step.tool == "update_settings" || step.tool == "get_settings") &&
+      result.contains("settings") && result["settings"].is_object()) {
+    const std::string zone = result["settings"].value("time_zone", std::string("UTC"));
+    return step.tool == "update_settings"
+               ? "Done: your time zone is " + zone +
+                     ". New schedules are read in it; your agents keep the zone they have."
+               : "Your time zone is " + zone +
+                     ": schedules that name none are read in it. Say \"set my time zone to "
+                     "Europe/Berlin\" (or a city) to change it.";
   }
   if (step.tool == "update_agent") return "Done: " + Quoted(agent) + " is updated.";
   if (step.tool == "pause_agent") return "Done: " + Quoted(agent) + " is paused.";

@@ -65,6 +65,9 @@ struct PolicyInput {
   // The conversation before this message, oldest first (the context window
   // the turn read): what a recap is made of.
   std::vector<HistoryTurn> history;
+  // The user's time zone (list_agents): a draft's schedule that names none
+  // is read in it.
+  std::string time_zone = "UTC";
 };
 
 // The turn's moves. A draft of a new agent is named and described after the

@@ -503,6 +503,27 @@ TEST_F(ChatEndToEndTest, AFailedScheduledRunIsToldOnceAtTheUsersNextTurn) {
   EXPECT_TRUE(elsewhere.Of(pb::ChatEvent::kNotice).empty());
 }
 
+// The user's time zone, said in words: previewed, set on "yes", and then
+// the zone a new agent's schedule is read in.
+TEST_F(ChatEndToEndTest, TheUsersTimeZoneIsSetByChattingAndNewSchedulesAreReadInIt) {
+  Turn set = Chat("set my time zone to Europe/Berlin");
+  ExpectWellFormed(set);
+  ASSERT_TRUE(set.preview().has_value()) << set.text();
+  EXPECT_EQ(set.preview()->tool_name(), "update_settings");
+  EXPECT_EQ(Invoke("get_settings", json::object())["settings"]["time_zone"], "UTC");
+  Turn yes = Chat("yes", set.session().conversation_id());
+  EXPECT_EQ(yes.tools_called(), std::vector<std::string>{"update_settings"}) << yes.text();
+  EXPECT_THAT(yes.text(), HasSubstr("your time zone is Europe/Berlin"));
+  EXPECT_EQ(Invoke("get_settings", json::object())["settings"]["time_zone"], "Europe/Berlin");
+
+  Turn asked = Chat("what's my time zone?");
+  EXPECT_THAT(asked.text(), HasSubstr("Your time zone is Europe/Berlin"));
+  Turn draft = Chat("I need an agent that posts a weekly digest of the Harbor project");
+  ASSERT_TRUE(draft.preview().has_value()) << draft.text();
+  EXPECT_EQ(json::parse(draft.preview()->arguments_json())["time_zone"], "Europe/Berlin");
+  EXPECT_THAT(draft.text(), HasSubstr("It runs every Monday at 09:00 (Europe/Berlin)."));
+}
+
 TEST_F(ChatEndToEndTest, ListThenRunTheFirstOneRunsTheRightAgent) {
   CreateTwoAgents();
   Turn list = Chat("list my agents");

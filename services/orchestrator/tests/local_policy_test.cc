@@ -140,6 +140,56 @@ TEST(LocalPolicyTest, ADraftGetsInstructionsOfItsKindAndStepsForTheProjectItName
   EXPECT_THAT(move.reply, HasSubstr("Without a model it has no steps to run yet"));
 }
 
+// The user's time zone: set by saying so (a setting: previewed), asked, and
+// the zone a draft's schedule is read in unless the request names one.
+TEST(LocalPolicyTest, TheUsersTimeZoneIsSetAskedAndReadIntoDrafts) {
+  PolicyInput in{Intent(intentpb::ACTION_TYPE_MANAGE_PLATFORM, {{"time_zone", "Europe/Berlin"}}),
+                 "set my time zone to Europe/Berlin", std::nullopt, kAgents};
+  Move move = DecideLocally(in);
+  ASSERT_EQ(move.propose.size(), 1u) << move.reply;
+  EXPECT_EQ(move.propose[0].tool, "update_settings");
+  EXPECT_EQ(move.propose[0].risk, execpb::TOOL_RISK_WRITE);
+  EXPECT_EQ(move.propose[0].arguments, json({{"time_zone", "Europe/Berlin"}}));
+  EXPECT_TRUE(move.run.empty());
+  EXPECT_THAT(move.reply, HasSubstr("set your time zone to Europe/Berlin"));
+  EXPECT_THAT(move.reply, HasSubstr("your agents keep theirs"));
+  in.time_zone = "Europe/Berlin";
+  move = DecideLocally(in);
+  EXPECT_TRUE(move.propose.empty());
+  EXPECT_EQ(move.reply, "Your time zone is Europe/Berlin already.");
+  // Even when the reading was unsure, a question about it is answered.
+  intentpb::IntentAnalysis unsure = Intent(intentpb::ACTION_TYPE_UNKNOWN);
+  unsure.set_is_ambiguous(true);
+  move = DecideLocally({unsure, "what's my timezone?", std::nullopt, kAgents});
+  ASSERT_EQ(move.run.size(), 1u);
+  EXPECT_EQ(move.run[0].tool, "get_settings");
+  EXPECT_EQ(
+      DescribeResult(move.run[0], {{"settings", {{"time_zone", "Asia/Tokyo"}}}}, false, nullptr),
+      "Your time zone is Asia/Tokyo: schedules that name none are read in it. Say \"set my "
+      "time zone to Europe/Berlin\" (or a city) to change it.");
+
+  PolicyInput draft{
+      Intent(intentpb::ACTION_TYPE_CREATE_AGENT, {{"schedule", "every monday at 9am"},
+                                                  {"purpose", "sum up the week's sales"},
+                                                  {"suggested_name", "sales-digest"}}),
+      "sum up the week's sales every monday at 9am", std::nullopt, kAgents};
+  draft.time_zone = "Asia/Tokyo";
+  move = DecideLocally(draft);
+  ASSERT_EQ(move.propose.size(), 1u);
+  EXPECT_EQ(move.propose[0].arguments["time_zone"], "Asia/Tokyo");
+  EXPECT_THAT(move.reply, HasSubstr("It runs every Monday at 09:00 (Asia/Tokyo)."));
+  (*draft.intent.mutable_entities())["time_zone"] = "Europe/Paris";
+  move = DecideLocally(draft);
+  EXPECT_EQ(move.propose[0].arguments["time_zone"], "Europe/Paris");
+  EXPECT_THAT(move.reply, HasSubstr("(Europe/Paris)"));
+  // A zone inside a request for an agent is the draft's, not a setting.
+  draft.message = "sum up the week's sales every monday at 9am, my time zone is Paris";
+  move = DecideLocally(draft);
+  ASSERT_EQ(move.propose.size(), 1u);
+  EXPECT_EQ(move.propose[0].tool, "create_agent");
+  EXPECT_EQ(move.propose[0].arguments["time_zone"], "Europe/Paris");
+}
+
 // A later message of the flow ("set up an agent for it" after a question)
 // does not rename the draft: it is named and described after the goal.
 TEST(LocalPolicyTest, ADraftIsNamedAfterTheFlowsGoalNotTheAnswer) {

@@ -155,6 +155,7 @@ void TurnPass::PrepareInput() {
   }
   input_.plans = PlansOn();
   input_.history = PolicyHistory(runner_.routings_, history_);
+  input_.time_zone = time_zone_;
   // The local policy resolves what the message refers to with the flow's
   // entities too ("run it" once the flow has named an agent); the
   // message's own entities win.
