@@ -1,4 +1,5 @@
--- What a user is told once, and the user's own settings.
+-- What a user is told once, the user's own settings, and where an agent's
+-- output goes.
 --
 -- A scheduled run that failed or did only part of its work, and slots
 -- missed while no scheduler ran, are news for the agent's owner: list_agents
@@ -114,3 +115,8 @@ BEGIN
   RETURN v_result;
 END
 $$;
+
+-- Where each run's output goes besides the run record: {"tool": ...,
+-- "arguments": {...}, "field": "text"} calls the tool (in the agent's grant)
+-- with the output in `field`; {} when it goes nowhere else.
+ALTER TABLE platform.agents ADD COLUMN deliver jsonb NOT NULL DEFAULT '{}'::jsonb;

@@ -125,6 +125,70 @@ void AppendList(std::string& out, const std::string& key, const Json& list) {
   }
 }
 
+// The message of a tool's error result ({"error": {"message": ...}}), or
+// the result itself.
+std::string ErrorOf(const std::string& result_json) {
+  const Json result = Json::parse(result_json, nullptr, false);
+  if (result.is_object() && result.contains("error") && result["error"].is_object() &&
+      result["error"].contains("message") && result["error"]["message"].is_string()) {
+    return result["error"]["message"].get<std::string>();
+  }
+  return result_json.substr(0, 300);
+}
+
+// Sends a run's output where the agent says (`deliver`): one call of its
+// tool, with the run's calls; why it did not go, or nullopt.
+std::optional<std::string> Deliver(const ToolRuntime& runtime, const core::Identity& who,
+                                   const AgentDefinition& agent, const std::string& run_id,
+                                   const std::string& output,
+                                   std::chrono::system_clock::time_point deadline, Json& calls) {
+  const std::string& tool = agent.deliver_tool;
+  const std::string why = absl::StrCat("the output was not delivered with ", tool, ": ");
+  if (std::find(agent.tools.begin(), agent.tools.end(), tool) == agent.tools.end() ||
+      IsNeverGranted(tool)) {
+    return absl::StrCat(why, "it is not among the agent's tools");
+  }
+  Json arguments = Json::parse(agent.deliver_arguments_json, nullptr, false);
+  if (!arguments.is_object()) arguments = Json::object();
+  arguments[agent.deliver_field] = output;
+  const auto started = std::chrono::steady_clock::now();
+  absl::StatusOr<InvokeOutcome> sent = runtime.Invoke(
+      who, {tool, Dump(arguments), absl::StrCat("run:", run_id, ":deliver")}, deadline);
+  Json call = {{"tool", tool}, {"arguments", arguments}, {"delivery", true}};
+  call["duration_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - started)
+                            .count();
+  std::optional<std::string> error;
+  if (!sent.ok()) {
+    error = std::string(sent.status().message());
+    call["result"] = {{"error", {{"message", *error}}}};
+  } else {
+    call["result"] = StoredResult(sent->result_json);
+    if (sent->is_error) error = ErrorOf(sent->result_json);
+  }
+  call["is_error"] = error.has_value();
+  calls.push_back(std::move(call));
+  if (error) return why + *error;
+  return std::nullopt;
+}
+
+// Why a run of `agent` cannot start: with a model, no tools granted (an
+// empty list would let the model's agent read every tool); without one, no
+// steps.
+std::optional<std::string> CannotRun(const AgentDefinition& agent, const Assignment& assignment,
+                                     bool with_model) {
+  if (with_model && assignment.allowed_tools.empty()) {
+    return absl::StrCat("the agent '", agent.name,
+                        "' has no tools granted: give it the tools a run may use");
+  }
+  if (!with_model && agent.steps.empty()) {
+    return absl::StrCat("the agent '", agent.name,
+                        "' has no steps to run without a model: give it steps (tools and "
+                        "their arguments) or configure an LLM provider");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string LocalRunSummary(const AgentDefinition& agent, const std::string& results_json) {
@@ -184,21 +248,10 @@ RunOutcome AgentRunner::Execute(const core::Identity& who, const AgentDefinition
                                 const std::string& run_id, const std::string& input_json,
                                 std::chrono::system_clock::time_point not_after) {
   RunOutcome out;
-  // An empty list of tools would let the model's agent read every tool: a
-  // run gets only what was granted.
   Assignment assignment = AssignmentFor(agent, run_id, input_json);
-  if (model_agents_ && assignment.allowed_tools.empty()) {
+  if (std::optional<std::string> why = CannotRun(agent, assignment, model_agents_ != nullptr)) {
     out.status = "failed";
-    out.error = absl::StrCat("the agent '", agent.name,
-                             "' has no tools granted: give it the tools a run may use");
-    out.output_json = Dump({{"summary", out.error}});
-    return out;
-  }
-  if (!model_agents_ && agent.steps.empty()) {
-    out.status = "failed";
-    out.error = absl::StrCat("the agent '", agent.name,
-                             "' has no steps to run without a model: give it steps (tools and "
-                             "their arguments) or configure an LLM provider");
+    out.error = *std::move(why);
     out.output_json = Dump({{"summary", out.error}});
     return out;
   }
@@ -232,10 +285,20 @@ RunOutcome AgentRunner::Execute(const core::Identity& who, const AgentDefinition
     out.status = log.final->partial_success ? "partial" : "succeeded";
     const std::string summary =
         model_agents_ ? log.final->summary : LocalRunSummary(agent, log.final->result_json);
-    out.output_json = Dump({{"summary", summary},
-                            {"result", StoredResult(log.final->result_json)},
-                            {"limitations", log.final->limitations}});
+    Json output = {{"summary", summary},
+                   {"result", StoredResult(log.final->result_json)},
+                   {"limitations", log.final->limitations}};
     if (log.final->partial_success) out.error = absl::StrJoin(log.final->limitations, "; ");
+    if (!agent.deliver_tool.empty()) {
+      if (auto undelivered = Deliver(runtime_, who, agent, run_id, summary, deadline, log.calls)) {
+        out.status = "partial";  // the work was done; the output did not go
+        out.error = out.error.empty() ? *undelivered : absl::StrCat(out.error, "; ", *undelivered);
+      } else {
+        output["delivered_with"] = agent.deliver_tool;
+      }
+      out.tool_calls_json = Dump(log.calls);
+    }
+    out.output_json = Dump(output);
     return out;
   }
   out.status = log.AnyDone() ? "partial" : "failed";

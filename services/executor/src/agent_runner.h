@@ -39,6 +39,12 @@ struct AgentDefinition {
   int max_tool_calls = 10;
   std::chrono::seconds timeout{120};
   double max_cost_usd = 0.5;
+  // Where each run's output goes besides the run record (`deliver`): the
+  // tool (one of the grant; empty: nowhere), its arguments (a JSON object's
+  // text) and the argument the output fills.
+  std::string deliver_tool;
+  std::string deliver_arguments_json = "{}";
+  std::string deliver_field = "text";
 };
 
 inline constexpr int kMaxAgentToolCalls = 50;

@@ -18,6 +18,7 @@ constexpr size_t kScheduleChars = 200;
 constexpr size_t kMaxSkills = 50;
 constexpr size_t kMaxTools = 50;
 constexpr size_t kMaxSteps = 20;
+constexpr size_t kMaxDeliverArgumentBytes = 4000;
 
 constexpr char kAgentJson[] = "(to_jsonb(a) - 'tenant_id' - 'user_id')::text";
 
@@ -52,6 +53,8 @@ struct Definition {
   std::optional<std::string> missed_runs;
   std::optional<bool> allow_overlap;
   std::optional<std::string> schedule;  // the words given
+  // {"tool", "arguments", "field"} or {} (none); its tool joins the grant.
+  std::optional<nlohmann::json> deliver;
 };
 
 std::optional<std::vector<std::string>> ToolList(Args& args, const nlohmann::json& json) {
@@ -71,6 +74,31 @@ std::optional<std::vector<std::string>> ToolList(Args& args, const nlohmann::jso
     if (std::find(tools.begin(), tools.end(), name) == tools.end()) tools.push_back(name);
   }
   return tools;
+}
+
+// Where a run's output goes: a tool of the grant (`tools` when given) that
+// a run may call, arguments of a bounded size, and the field the output
+// fills. {} goes nowhere.
+nlohmann::json ReadDeliver(Args& args, const nlohmann::json& given,
+                           const std::optional<std::vector<std::string>>& tools) {
+  if (given.empty()) return nlohmann::json::object();
+  const std::string tool = given.value("tool", "");
+  if (!IsValidToolName(tool) || IsNeverGranted(tool)) {
+    args.Fail("deliver.tool", "is not a tool an agent's run may call");
+  } else if (tools && std::find(tools->begin(), tools->end(), tool) == tools->end()) {
+    args.Fail("deliver.tool", absl::StrCat("'", tool, "' is not among the agent's tools"));
+  }
+  const nlohmann::json arguments = given.value("arguments", nlohmann::json::object());
+  if (arguments.dump().size() > kMaxDeliverArgumentBytes) {
+    args.Fail("deliver.arguments", absl::StrCat("at most ", kMaxDeliverArgumentBytes, " bytes"));
+  }
+  const std::string field = given.value("field", "text");
+  if (!IsValidToolName(field) || arguments.contains(field)) {
+    args.Fail("deliver.field",
+              "names the argument the output fills: [A-Za-z0-9_-], not one of "
+              "the arguments given");
+  }
+  return {{"tool", tool}, {"arguments", arguments}, {"field", field}};
 }
 
 Definition ReadDefinition(Args& args, const nlohmann::json& json) {
@@ -106,10 +134,15 @@ Definition ReadDefinition(Args& args, const nlohmann::json& json) {
                                         "' is not a time zone (an IANA name "
                                         "such as 'Europe/Berlin', or 'UTC')"));
   }
+  if (json.contains("deliver")) d.deliver = ReadDeliver(args, json["deliver"], d.tools);
   d.missed_runs = args.OptionalText("missed_runs", 1, 20);
   if (json.contains("allow_overlap")) d.allow_overlap = json["allow_overlap"].get<bool>();
   d.schedule = args.OptionalText("schedule", 0, kScheduleChars);
   return d;
+}
+
+void AddTool(std::vector<std::string>& tools, const std::string& tool) {
+  if (std::find(tools.begin(), tools.end(), tool) == tools.end()) tools.push_back(tool);
 }
 
 // The tools a step list calls, in order, each once.
@@ -233,6 +266,36 @@ absl::StatusOr<ToolResult> SetAgentStatus(pqxx::work& tx, const ToolCall& call,
       JsonObject({{"agent", r[0][0].c_str()}, {"changed", changed ? "true" : "false"}}), false};
 }
 
+// The grant after a change: the one given (which must still cover the
+// steps and the delivery kept), else the stored one with the tools of new
+// steps or a new delivery added; nullopt when it stays as it is.
+std::optional<std::vector<std::string>> GrantAfterChange(Args& args, const Definition& d,
+                                                         const nlohmann::json& stored) {
+  auto tools = d.tools;
+  std::vector<std::string> added = d.steps ? StepTools(*d.steps) : std::vector<std::string>();
+  if (d.deliver && d.deliver->contains("tool")) {
+    AddTool(added, (*d.deliver)["tool"].get<std::string>());
+  }
+  if (!tools && !added.empty()) {  // new steps or delivery: their tools join the agent's
+    tools = stored["tools"].get<std::vector<std::string>>();
+    for (const std::string& tool : added) AddTool(*tools, tool);
+    return tools;
+  }
+  if (!tools) return tools;
+  std::vector<std::string> kept = d.steps ? std::vector<std::string>() : StepTools(stored["steps"]);
+  const nlohmann::json& deliver = stored.contains("deliver") ? stored["deliver"] : nlohmann::json();
+  if (!d.deliver && deliver.is_object() && deliver.contains("tool")) {
+    AddTool(kept, deliver["tool"].get<std::string>());
+  }
+  for (const std::string& tool : kept) {  // a smaller grant must still cover them
+    if (std::find(tools->begin(), tools->end(), tool) == tools->end()) {
+      args.Fail("tools", absl::StrCat("the agent's steps or delivery call '", tool,
+                                      "'; change them too or keep the tool"));
+    }
+  }
+  return tools;
+}
+
 }  // namespace
 
 absl::StatusOr<ToolResult> CreateAgent(pqxx::work& tx, const ToolCall& call, core::TimePoint now) {
@@ -244,7 +307,10 @@ absl::StatusOr<ToolResult> CreateAgent(pqxx::work& tx, const ToolCall& call, cor
   const std::string config = args.JsonText("config").value_or("{}");
   Definition d = ReadDefinition(args, call.arguments);
   const nlohmann::json steps = d.steps.value_or(nlohmann::json::array());
-  const std::vector<std::string> tools = d.tools.value_or(StepTools(steps));
+  std::vector<std::string> tools = d.tools.value_or(StepTools(steps));
+  if (!d.tools && d.deliver && d.deliver->contains("tool")) {
+    AddTool(tools, (*d.deliver)["tool"].get<std::string>());
+  }
   // Without a zone of its own an agent takes the user's (get_settings).
   const std::string zone = d.time_zone ? *d.time_zone : UserTimeZone(tx, call);
   const auto when = ReadSchedule(args, d.schedule.value_or(""), zone);
@@ -253,15 +319,15 @@ absl::StatusOr<ToolResult> CreateAgent(pqxx::work& tx, const ToolCall& call, cor
       std::string(
           "INSERT INTO platform.agents AS a (tenant_id, id, user_id, name, description, "
           "instructions, schedule, skills, config, tools, steps, limits, schedule_cron, "
-          "time_zone, missed_runs, allow_overlap) VALUES ($1, $2::uuid, $3, $4, $5, $6, $7, "
-          "ARRAY(SELECT jsonb_array_elements_text($8::jsonb)), $9::jsonb, "
+          "time_zone, missed_runs, allow_overlap, deliver) VALUES ($1, $2::uuid, $3, $4, $5, $6, "
+          "$7, ARRAY(SELECT jsonb_array_elements_text($8::jsonb)), $9::jsonb, "
           "ARRAY(SELECT jsonb_array_elements_text($10::jsonb)), $11::jsonb, $12::jsonb, $13, $14, "
-          "$15, $16) ON CONFLICT (tenant_id, user_id, lower(name)) DO NOTHING RETURNING "
-          "a.id::text"),
+          "$15, $16, $17::jsonb) ON CONFLICT (tenant_id, user_id, lower(name)) DO NOTHING "
+          "RETURNING a.id::text"),
       call.who.tenant_id, core::NewUuid(), call.who.user_id, name, description, instructions,
       when->description, skills, config, StringArray(tools), steps.dump(), d.limits.value_or("{}"),
       when->cron, when->cron.empty() ? zone : when->time_zone, d.missed_runs.value_or("run_once"),
-      d.allow_overlap.value_or(false));
+      d.allow_overlap.value_or(false), d.deliver.value_or(nlohmann::json::object()).dump());
   if (r.empty()) {
     return ToolResult::Error(
         "already_exists",
@@ -282,11 +348,11 @@ absl::StatusOr<ToolResult> UpdateAgent(pqxx::work& tx, const ToolCall& call, cor
   const auto config = args.JsonText("config");
   Definition d = ReadDefinition(args, call.arguments);
   if (!name && !description && !instructions && !d.schedule && !skills && !config && !d.tools &&
-      !d.steps && !d.limits && !d.time_zone && !d.missed_runs && !d.allow_overlap) {
+      !d.steps && !d.limits && !d.time_zone && !d.missed_runs && !d.allow_overlap && !d.deliver) {
     args.Fail("agent",
               "nothing to change: give at least one of name, description, instructions, "
-              "schedule, time_zone, missed_runs, allow_overlap, tools, steps, limits, skills, "
-              "config");
+              "schedule, time_zone, missed_runs, allow_overlap, tools, steps, limits, deliver, "
+              "skills, config");
   }
   if (absl::Status bad = args.status(); !bad.ok()) return bad;
   auto agent = FindAgent(tx, call, ref, true);
@@ -296,20 +362,7 @@ absl::StatusOr<ToolResult> UpdateAgent(pqxx::work& tx, const ToolCall& call, cor
                              absl::StrCat("another agent is already named '", *name, "'"));
   }
   const nlohmann::json stored = nlohmann::json::parse(agent->json);
-  auto tools = d.tools;
-  if (d.steps && !tools) {  // new steps: their tools join the agent's
-    tools = stored["tools"].get<std::vector<std::string>>();
-    for (const std::string& tool : StepTools(*d.steps)) {
-      if (std::find(tools->begin(), tools->end(), tool) == tools->end()) tools->push_back(tool);
-    }
-  } else if (tools && !d.steps) {  // a smaller grant must still cover the steps
-    for (const std::string& tool : StepTools(stored["steps"])) {
-      if (std::find(tools->begin(), tools->end(), tool) == tools->end()) {
-        args.Fail("tools", absl::StrCat("the agent's steps call '", tool,
-                                        "'; change the steps too or keep the tool"));
-      }
-    }
-  }
+  const auto tools = GrantAfterChange(args, d, stored);
   const std::string zone = d.time_zone.value_or(stored["time_zone"].get<std::string>());
   std::optional<schedule::Schedule> when;
   if (d.schedule) {
@@ -327,15 +380,17 @@ absl::StatusOr<ToolResult> UpdateAgent(pqxx::work& tx, const ToolCall& call, cor
       "ELSE ARRAY(SELECT jsonb_array_elements_text($9::jsonb)) END, steps = coalesce($10::jsonb, "
       "a.steps), limits = coalesce($11::jsonb, a.limits), schedule_cron = coalesce($12, "
       "a.schedule_cron), time_zone = coalesce($13, a.time_zone), missed_runs = coalesce($14, "
-      "a.missed_runs), allow_overlap = coalesce($15, a.allow_overlap), updated_at = now() WHERE "
-      "a.tenant_id = $1 AND a.id = $2::uuid",
+      "a.missed_runs), allow_overlap = coalesce($15, a.allow_overlap), deliver = "
+      "coalesce($16::jsonb, a.deliver), updated_at = now() WHERE a.tenant_id = $1 AND a.id = "
+      "$2::uuid",
       call.who.tenant_id, agent->id, name, description, instructions,
       when ? std::optional<std::string>(when->description) : std::nullopt, skills, config,
       tools ? std::optional<std::string>(StringArray(*tools)) : std::nullopt,
       d.steps ? std::optional<std::string>(d.steps->dump()) : std::nullopt, d.limits,
       when ? std::optional<std::string>(when->cron) : std::nullopt,
       when && !when->cron.empty() ? std::optional<std::string>(when->time_zone) : d.time_zone,
-      d.missed_runs, d.allow_overlap);
+      d.missed_runs, d.allow_overlap,
+      d.deliver ? std::optional<std::string>(d.deliver->dump()) : std::nullopt);
   SyncSchedule(tx, call, agent->id, now);
   return ToolResult{JsonObject({{"agent", AgentJson(tx, call, agent->id)}}), false};
 }

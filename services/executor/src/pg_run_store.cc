@@ -28,6 +28,11 @@ AgentDefinition DefinitionFromRow(const nlohmann::json& a) {
     d.steps.push_back(
         {step.value("tool", ""), step.value("arguments", nlohmann::json::object()).dump()});
   }
+  if (const auto deliver = a.find("deliver"); deliver != a.end() && deliver->is_object()) {
+    d.deliver_tool = deliver->value("tool", "");
+    d.deliver_arguments_json = deliver->value("arguments", nlohmann::json::object()).dump();
+    d.deliver_field = deliver->value("field", "text");
+  }
   const nlohmann::json limits = a.value("limits", nlohmann::json::object());
   const int calls = limits.value("max_tool_calls", d.max_tool_calls);
   if (calls >= 1 && calls <= kMaxAgentToolCalls) d.max_tool_calls = calls;

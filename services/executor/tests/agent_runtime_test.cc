@@ -249,6 +249,72 @@ TEST_F(AgentRuntimeTest, TheUsersTimeZoneIsWhereSchedulesAreReadUnlessTheyNameOn
   EXPECT_THAT(grant.status().message(), HasSubstr("settings"));
 }
 
+// An agent's output goes where it says besides the run record: its
+// delivery tool is called after the run with the output in the named field
+// (here a context document of the project; a Slack or email MCP tool works
+// the same way), recorded with the run's calls; a delivery that fails
+// leaves the run partial, saying so.
+TEST_F(AgentRuntimeTest, ARunsOutputIsDeliveredWithItsToolAndAFailedDeliveryIsPartial) {
+  HarborProject();
+  const Json deliver = {{"tool", "create_context_document"},
+                        {"arguments", {{"project", "Harbor"}, {"title", "Harbor digest"}}},
+                        {"field", "content"}};
+  const Json made =
+      Ok("create_agent",
+         {{"name", "harbor-notes"},
+          {"description", "The open tasks of Harbor"},
+          {"steps", {{{"tool", "list_tasks"}, {"arguments", {{"project", "Harbor"}}}}}},
+          {"deliver", deliver}})["agent"];
+  EXPECT_EQ(made["tools"], Json::array({"list_tasks", "create_context_document"}));
+  Json run = Ok("run_agent", {{"agent", "harbor-notes"}})["run"];
+  EXPECT_EQ(run["status"], "succeeded") << run.dump();
+  EXPECT_EQ(run["output"]["delivered_with"], "create_context_document");
+  ASSERT_EQ(run["tool_calls"].size(), 2u);
+  EXPECT_EQ(run["tool_calls"][1]["delivery"], true);
+  EXPECT_EQ(run["tool_calls"][1]["is_error"], false);
+  const Json docs = Ok("get_project_details", {{"project", "Harbor"}})["context_documents"];
+  ASSERT_EQ(docs.size(), 1u) << docs.dump();
+  EXPECT_EQ(docs[0]["title"], "Harbor digest");
+  EXPECT_THAT(docs[0]["content"].get<std::string>(), HasSubstr("- Write the announcement (todo)"));
+
+  Ok("update_agent", {{"agent", "harbor-notes"},
+                      {"deliver",
+                       {{"tool", "create_context_document"},
+                        {"arguments", {{"project", "Nowhere"}, {"title", "x"}}},
+                        {"field", "content"}}}});
+  run = Ok("run_agent", {{"agent", "harbor-notes"}})["run"];
+  EXPECT_EQ(run["status"], "partial");
+  EXPECT_THAT(run["error"].get<std::string>(),
+              HasSubstr("the output was not delivered with create_context_document"));
+  EXPECT_THAT(run["error"].get<std::string>(), HasSubstr("Nowhere"));
+  EXPECT_THAT(run["output"]["summary"].get<std::string>(), HasSubstr("3 tasks:"));
+
+  // Refused: a delivery outside the grant given, by a tool a run may not
+  // call, into a field the arguments already fill; a smaller grant that
+  // drops the delivery's tool.
+  for (const Json& bad :
+       {Json{{"tools", {"list_tasks"}}, {"deliver", {{"tool", "create_context_document"}}}},
+        Json{{"deliver", {{"tool", "delete_agent"}}}},
+        Json{{"deliver",
+              {{"tool", "create_context_document"},
+               {"arguments", {{"content", "x"}}},
+               {"field", "content"}}}}}) {
+    Json args = {{"name", "bad-delivery"}, {"description", "x"}};
+    args.update(bad);
+    auto out = Call("create_agent", args);
+    ASSERT_FALSE(out.ok()) << bad.dump();
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(out.status().message(), HasSubstr("deliver")) << bad.dump();
+  }
+  auto smaller = Call("update_agent", {{"agent", "harbor-notes"}, {"tools", {"list_tasks"}}});
+  ASSERT_FALSE(smaller.ok());
+  EXPECT_THAT(smaller.status().message(), HasSubstr("delivery call 'create_context_document'"));
+  // {} takes the delivery away.
+  Ok("update_agent", {{"agent", "harbor-notes"}, {"deliver", Json::object()}});
+  EXPECT_EQ(Ok("get_agent", {{"agent", "harbor-notes"}})["agent"]["deliver"], Json::object());
+  EXPECT_EQ(Ok("run_agent", {{"agent", "harbor-notes"}})["run"]["status"], "succeeded");
+}
+
 TEST_F(AgentRuntimeTest, ARunPastItsTimeoutFails) {
   Ok("create_agent", {{"name", "slowpoke"},
                       {"description", "x"},

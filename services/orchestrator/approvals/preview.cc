@@ -107,6 +107,14 @@ std::string DescribeAgentDraft(const nlohmann::json& args) {
   } else if (args.is_object() && args.contains("instructions")) {
     text += " Without a model it has no steps to run yet: name a project for it to read.";
   }
+  const nlohmann::json deliver =
+      args.is_object() ? args.value("deliver", nlohmann::json::object()) : nlohmann::json();
+  if (const std::string tool = StringAt(deliver, "tool"); !tool.empty()) {
+    text += " Each run's output goes to " + tool;
+    const nlohmann::json with = deliver.value("arguments", nlohmann::json::object());
+    if (with.is_object() && !with.empty()) text += " (" + Plain(with) + ")";
+    text += ".";
+  }
   return text;
 }
 
@@ -198,6 +206,13 @@ void FillPreview(const PendingAction& action,
   const std::string schedule = StringAt(action.arguments, "schedule");
   if (!schedule.empty()) preview.add_risk_factors("runs on its own: " + schedule);
   if (!recipients.empty()) preview.add_risk_factors("sends to " + recipients);
+  const std::string deliver_tool = StringAt(
+      action.arguments.is_object() ? action.arguments.value("deliver", nlohmann::json::object())
+                                   : nlohmann::json::object(),
+      "tool");
+  if (!deliver_tool.empty()) {
+    preview.add_risk_factors("sends each run's output with " + deliver_tool);
+  }
 }
 
 void FillPlanPreview(const Plan& plan, const std::vector<execpb::ToolDescriptor>& tools,

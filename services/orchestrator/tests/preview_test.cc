@@ -11,7 +11,10 @@ namespace {
 
 namespace execpb = ::omniforge::executor::v1;
 namespace pb = ::omniforge::orchestrator::v1;
+using ::testing::Contains;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
 using json = nlohmann::json;
 
 std::vector<std::string> RiskFactors(const PendingAction& action) {
@@ -69,6 +72,27 @@ TEST(PreviewTest, SchedulesAndRecipientsAreSaid) {
   EXPECT_THAT(preview.risk_factors(),
               ElementsAre("changes your workspace", "runs on its own: every monday at 9am",
                           "sends to the team channel"));
+}
+
+// Where each run's output goes is said, and named as a risk: it leaves the
+// workspace on its own.
+TEST(PreviewTest, WhereARunsOutputGoesIsSaid) {
+  PendingAction draft{
+      "a6",
+      "create_agent",
+      {{"name", "sales-digest"},
+       {"deliver", {{"tool", "slack__post_message"}, {"arguments", {{"channel", "#sales"}}}}}},
+      execpb::TOOL_RISK_WRITE,
+      ""};
+  EXPECT_THAT(
+      DescribeAgentDraft(draft.arguments),
+      HasSubstr("Each run's output goes to slack__post_message ({\"channel\":\"#sales\"})."));
+  pb::PreviewEvent preview;
+  FillPreview(draft, preview);
+  EXPECT_THAT(preview.risk_factors(), Contains("sends each run's output with slack__post_message"));
+  // A delivery a model wrote as something else is not said.
+  EXPECT_THAT(DescribeAgentDraft({{"name", "x"}, {"deliver", "slack"}}),
+              Not(HasSubstr("output goes")));
 }
 
 TEST(PreviewTest, ArgumentsThatAreNotAnObjectAreShownAsTheyAre) {
