@@ -83,19 +83,29 @@ project=$("${CLI[@]}" tools invoke search_projects '{"query": "Website relaunch"
   | sed -n 's/^ *"id": "\([0-9a-f-]*\)",*$/\1/p' | head -n 1)
 chat --context project_audit --entity "${project:-unknown}" "how is this project doing?"
 
-step "7. Agents run on their own: one that runs every minute fires once, then is paused"
+step "7. Agents run on their own: two that run every minute fire once, then are paused; the one that failed is told at the next turn"
 # In the demo only: a schedule of every minute, so a slot comes soon.
+# release-watch reads a project that does not exist: its scheduled run fails.
 seed create_agent '{"name": "launch-watch", "description": "The open tasks of the Website relaunch", "schedule": "every minute", "steps": [{"tool": "list_tasks", "arguments": {"project": "Website relaunch", "status": "todo"}}]}' 9
-"${CLI[@]}" tools invoke resume_agent '{"agent": "launch-watch"}' >/dev/null 2>&1 || true
-echo "waiting for launch-watch's next slot (at most a minute) ..."
-ran=""
+seed create_agent '{"name": "release-watch", "description": "The open tasks of the Spring release", "schedule": "every minute", "steps": [{"tool": "list_tasks", "arguments": {"project": "Spring release", "status": "todo"}}]}' 10
+for watch in launch-watch release-watch; do
+  "${CLI[@]}" tools invoke resume_agent "{\"agent\": \"$watch\"}" >/dev/null 2>&1 || true
+done
+echo "waiting for their next slot (at most a minute) ..."
 for _ in $(seq 1 75); do
-  ran=$("${CLI[@]}" tools invoke list_runs '{"agent": "launch-watch", "limit": 1}' 2>/dev/null \
-    | grep -c '"trigger": "schedule"' || true)
-  if [[ "$ran" != "0" && -n "$ran" ]]; then break; fi
+  ran=0
+  for watch in launch-watch release-watch; do
+    "${CLI[@]}" tools invoke list_runs "{\"agent\": \"$watch\", \"limit\": 1}" 2>/dev/null \
+      | grep -q '"trigger": "schedule"' && ran=$((ran + 1))
+  done
+  failed=$("${CLI[@]}" tools invoke list_runs '{"agent": "release-watch", "limit": 1}' 2>/dev/null \
+    | grep -c '"status": "failed"' || true)
+  if [[ "$ran" == "2" && "$failed" != "0" ]]; then break; fi
   sleep 1
 done
-"${CLI[@]}" tools invoke pause_agent '{"agent": "launch-watch"}' >/dev/null 2>&1 || true
+for watch in launch-watch release-watch; do
+  "${CLI[@]}" tools invoke pause_agent "{\"agent\": \"$watch\"}" >/dev/null 2>&1 || true
+done
 chat "did launch-watch run ok?"
 
 step "Memory: the conversation is stored, in order, with what was decided"

@@ -103,6 +103,9 @@ check_journeys() {  # check_journeys LOG
   check "$log" "- Acme Corp: invoice 1042, 30 days overdue (todo)" "4. the run did its step: its output lists the overdue invoices"
   check "$log" "launch-watch: succeeded at" "7. an agent on a schedule of every minute ran on its own"
   check "$log" "(scheduled) — 3 tasks:" "7. ... and \"did it run ok?\" is answered from its real run"
+  check "$log" "Your agent 'release-watch' failed on its scheduled run of" \
+    "7. a scheduled run that failed is told at the user's next turn"
+  check "$log" "no project matches 'Spring release'" "7. ... with why it failed"
   check "$log" "risk:     high — deletes data that cannot be recovered" "4. a delete waits for approval as a high risk"
   check "$log" "Nothing was changed." "4. \"cancel\" leaves everything as it was"
   check "$log" "'invoice-chaser' partly fits: it covers \"chase the overdue invoices\"" \
