@@ -88,19 +88,30 @@ step "7. Agents run on their own: two that run every minute fire once, then are 
 # release-watch reads a project that does not exist: its scheduled run fails.
 seed create_agent '{"name": "launch-watch", "description": "The open tasks of the Website relaunch", "schedule": "every minute", "steps": [{"tool": "list_tasks", "arguments": {"project": "Website relaunch", "status": "todo"}}]}' 9
 seed create_agent '{"name": "release-watch", "description": "The open tasks of the Spring release", "schedule": "every minute", "steps": [{"tool": "list_tasks", "arguments": {"project": "Spring release", "status": "todo"}}]}' 10
+# Scheduled runs of an agent so far, and whether its newest run has ended.
+scheduled_runs() {
+  "${CLI[@]}" tools invoke list_runs "{\"agent\": \"$1\", \"limit\": 200}" 2>/dev/null \
+    | grep -c '"trigger": "schedule"' || true
+}
+newest_ended() {
+  "${CLI[@]}" tools invoke list_runs "{\"agent\": \"$1\", \"limit\": 1}" 2>/dev/null \
+    | grep -Eq '"status": "(succeeded|partial|failed)"'
+}
+declare -A before
 for watch in launch-watch release-watch; do
+  before[$watch]=$(scheduled_runs "$watch")
   "${CLI[@]}" tools invoke resume_agent "{\"agent\": \"$watch\"}" >/dev/null 2>&1 || true
 done
 echo "waiting for their next slot (at most a minute) ..."
 for _ in $(seq 1 75); do
-  ran=0
+  done_watches=0
   for watch in launch-watch release-watch; do
-    "${CLI[@]}" tools invoke list_runs "{\"agent\": \"$watch\", \"limit\": 1}" 2>/dev/null \
-      | grep -q '"trigger": "schedule"' && ran=$((ran + 1))
+    now_runs=$(scheduled_runs "$watch")
+    if (( ${now_runs:-0} > ${before[$watch]:-0} )) && newest_ended "$watch"; then
+      done_watches=$((done_watches + 1))
+    fi
   done
-  failed=$("${CLI[@]}" tools invoke list_runs '{"agent": "release-watch", "limit": 1}' 2>/dev/null \
-    | grep -c '"status": "failed"' || true)
-  if [[ "$ran" == "2" && "$failed" != "0" ]]; then break; fi
+  if [[ "$done_watches" == "2" ]]; then break; fi
   sleep 1
 done
 for watch in launch-watch release-watch; do

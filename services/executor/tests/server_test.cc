@@ -130,7 +130,7 @@ TEST_F(ExecutorServerTest, ListToolsDescribesEveryToolAndFiltersByRisk) {
   pb::ListToolsRequest request;
   pb::ListToolsResponse all;
   ASSERT_TRUE(stub_->ListTools(Call(alice).get(), request, &all).ok());
-  ASSERT_EQ(all.tools_size(), 20);
+  ASSERT_EQ(all.tools_size(), 23);
   for (int i = 1; i < all.tools_size(); ++i) {
     EXPECT_LT(all.tools(i - 1).name(), all.tools(i).name());
   }
@@ -144,7 +144,7 @@ TEST_F(ExecutorServerTest, ListToolsDescribesEveryToolAndFiltersByRisk) {
   request.set_max_risk(pb::TOOL_RISK_READ);
   pb::ListToolsResponse reads;
   ASSERT_TRUE(stub_->ListTools(Call(alice).get(), request, &reads).ok());
-  EXPECT_EQ(reads.tools_size(), 9);
+  EXPECT_EQ(reads.tools_size(), 10);
   for (const auto& tool : reads.tools()) EXPECT_EQ(tool.risk(), pb::TOOL_RISK_READ);
 
   request.set_max_risk(pb::TOOL_RISK_UNSPECIFIED);

@@ -190,7 +190,7 @@ TEST(PlatformToolSpecsTest, EveryBuiltinToolIsValidWithTheRightRisk) {
   FakeProvider provider(PlatformToolSpecs());
   ToolCatalog catalog;
   ASSERT_TRUE(catalog.AddProvider(provider).ok());
-  EXPECT_EQ(catalog.size(), 20u);
+  EXPECT_EQ(catalog.size(), 23u);
   std::map<std::string, ToolRisk> risk;
   for (const auto& spec : catalog.List()) {
     risk[spec.name] = spec.risk;
@@ -199,12 +199,13 @@ TEST(PlatformToolSpecsTest, EveryBuiltinToolIsValidWithTheRightRisk) {
   EXPECT_EQ(risk["delete_agent"], ToolRisk::kHigh);
   for (const char* read :
        {"list_agents", "get_agent", "list_skills", "list_runs", "get_run", "search_projects",
-        "get_project_details", "list_tasks", "list_project_templates"}) {
+        "get_project_details", "list_tasks", "list_project_templates", "get_settings"}) {
     EXPECT_EQ(risk[read], ToolRisk::kRead) << read;
   }
   for (const char* write :
        {"create_agent", "update_agent", "pause_agent", "resume_agent", "run_agent", "create_skill",
-        "create_project", "update_task", "create_project_template", "create_context_document"}) {
+        "create_project", "update_task", "create_project_template", "create_context_document",
+        "update_settings", "mark_notices_seen"}) {
     EXPECT_EQ(risk[write], ToolRisk::kWrite) << write;
   }
 }

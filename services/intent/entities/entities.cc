@@ -352,19 +352,39 @@ std::string ProjectOf(std::string_view text) {
 // abbreviation ("UTC", "PST"). Not a place alone: "sales in Germany".
 std::string TimeZoneOf(std::string_view text, const std::vector<std::string_view>& words) {
   static const RE2 kIana(R"(\b([A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z_+-]+){1,2})\b)");
-  re2::StringPiece input(text.data(), text.size());
-  std::string name;
-  while (RE2::FindAndConsume(&input, kIana, &name)) {
-    absl::TimeZone zone;
-    if (absl::LoadTimeZone(name, &zone)) return name;
+  if (text.find('/') != std::string_view::npos) {
+    re2::StringPiece input(text.data(), text.size());
+    std::string name;
+    while (RE2::FindAndConsume(&input, kIana, &name)) {
+      absl::TimeZone zone;
+      if (absl::LoadTimeZone(name, &zone)) return name;
+    }
   }
+  // This runs on every message and history turn: most speak of no zone,
+  // and only an abbreviation ("UTC", "PST") is then looked for, word by word.
+  static const auto* kAbbreviations = [] {
+    auto* out = new std::map<std::string, std::string, std::less<>>;
+    for (const words::Entry& entry : words::Entries("time_zones")) {
+      if (entry.text.size() <= 3 && entry.text.find(' ') == std::string::npos) {
+        (*out)[entry.text] = entry.value;
+      }
+    }
+    return out;
+  }();
   const bool zone_talk = FindPhrase(words, "time zone") >= 0 || FindPhrase(words, "timezone") >= 0;
+  if (!zone_talk && FindPhrase(words, "time") < 0) {
+    for (std::string_view word : words) {
+      if (word.size() > 3) continue;
+      if (auto it = kAbbreviations->find(word); it != kAbbreviations->end()) return it->second;
+    }
+    return "";
+  }
   for (const words::Entry& entry : words::Entries("time_zones")) {
     const int at = FindPhrase(words, entry.text);
     if (at < 0) continue;
     const size_t after = static_cast<size_t>(at) + Words(entry.text).size();
-    const bool abbreviation = entry.text.size() <= 3 && entry.text.find(' ') == std::string::npos;
-    if (zone_talk || abbreviation || (after < words.size() && words[after] == "time")) {
+    if (zone_talk || kAbbreviations->contains(entry.text) ||
+        (after < words.size() && words[after] == "time")) {
       return entry.value;
     }
   }

@@ -294,9 +294,9 @@ TEST(EntitiesTest, ReadsATimeZoneWhenTheMessageNamesOne) {
   EXPECT_EQ(ExtractEntities("every day at 8am UTC")["time_zone"], "UTC");
   EXPECT_EQ(ExtractEntities("a report at 5pm PST on fridays")["time_zone"], "America/Los_Angeles");
   // A place alone is no time zone, nor a name that looks like one.
-  for (const char* none : {"a digest of sales in Germany", "summarize the London office tickets",
-                           "read Notion/Slack every morning", "post it to Sales/Weekly",
-                           "what time is it"}) {
+  for (const char* none :
+       {"a digest of sales in Germany", "summarize the London office tickets",
+        "read Notion/Slack every morning", "post it to Sales/Weekly", "what time is it"}) {
     EXPECT_FALSE(ExtractEntities(none).contains("time_zone")) << none;
   }
 }

@@ -773,6 +773,21 @@ std::string DescribeResult(const ToolStep& step, const json& result, bool is_err
 }
 
 namespace {
+// The user's settings as get_settings or update_settings returned them.
+std::optional<std::string> SettingsInWords(const ToolStep& step, const json& result) {
+  if ((step.tool != "update_settings" && step.tool != "get_settings") ||
+      !result.contains("settings") || !result["settings"].is_object()) {
+    return std::nullopt;
+  }
+  const std::string zone = result["settings"].value("time_zone", std::string("UTC"));
+  return step.tool == "update_settings"
+             ? "Done: your time zone is " + zone +
+                   ". New schedules are read in it; your agents keep the zone they have."
+             : "Your time zone is " + zone +
+                   ": schedules that name none are read in it. Say \"set my time zone to "
+                   "Europe/Berlin\" (or a city) to change it.";
+}
+
 std::string DescribeResultOf(const ToolStep& step, const json& result, bool is_error,
                              std::vector<std::string>* listed_agents) {
   if (is_error) {
@@ -833,16 +848,7 @@ std::string DescribeResultOf(const ToolStep& step, const json& result, bool is_e
     return "Done: the agent " + Quoted(step.arguments.value("name", std::string())) +
            " is created" + (schedule.empty() ? "." : " and runs " + schedule + ".");
   }
-  if ((step.tool == "update_settings" || step.tool == "get_settings") &&
-      result.contains("settings") && result["settings"].is_object()) {
-    const std::string zone = result["settings"].value("time_zone", std::string("UTC"));
-    return step.tool == "update_settings"
-               ? "Done: your time zone is " + zone +
-                     ". New schedules are read in it; your agents keep the zone they have."
-               : "Your time zone is " + zone +
-                     ": schedules that name none are read in it. Say \"set my time zone to "
-                     "Europe/Berlin\" (or a city) to change it.";
-  }
+  if (std::optional<std::string> settings = SettingsInWords(step, result)) return *settings;
   if (step.tool == "update_agent") return "Done: " + Quoted(agent) + " is updated.";
   if (step.tool == "pause_agent") return "Done: " + Quoted(agent) + " is paused.";
   if (step.tool == "resume_agent") return "Done: " + Quoted(agent) + " is running again.";
