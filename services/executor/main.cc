@@ -235,7 +235,19 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   PgScheduleStore schedule_store(**pool);
   Scheduler scheduler(schedule_store, RunOn(run_threads, runner), core::SystemClock(),
                       SchedulerSettings(s));
-  if (s.scheduler_enabled) scheduler.Start();
+  if (s.scheduler_enabled) {
+    // Schedules kept only as words by an older version are read first.
+    if (absl::StatusOr<OldSchedules> old = ReadOldSchedules(schedule_store, platform_tools);
+        !old.ok()) {
+      core::LogWarn("old schedules not read",
+                    {{"component", "scheduler"}, {"error", std::string(old.status().message())}});
+    } else if (old->read + old->unreadable > 0) {
+      core::LogInfo("old schedules read", {{"component", "scheduler"},
+                                           {"read", std::to_string(old->read)},
+                                           {"kept_as_words", std::to_string(old->unreadable)}});
+    }
+    scheduler.Start();
+  }
 
   core::ServiceServer server(s.server);
   server.AddService(&service);

@@ -40,8 +40,11 @@ $$;
 -- The user's notices, oldest first (at most 20): failed and partial
 -- scheduled runs, then missed slots; [] when there are none.
 CREATE FUNCTION platform.read_user_notices(p_tenant text, p_user text)
-RETURNS jsonb LANGUAGE sql STABLE AS $$
-  SELECT coalesce(jsonb_agg(n.j ORDER BY n.at, n.id), '[]'::jsonb)
+RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  -- plpgsql, so that its plan is kept for the session (a SQL function
+  -- would be planned at every call: this runs at every chat turn).
+  RETURN (SELECT coalesce(jsonb_agg(n.j ORDER BY n.at, n.id), '[]'::jsonb)
     FROM (SELECT * FROM (
             SELECT jsonb_strip_nulls(jsonb_build_object(
                      'id', r.id::text, 'kind', 'run_' || r.status, 'agent', r.agent_name,
@@ -65,7 +68,8 @@ RETURNS jsonb LANGUAGE sql STABLE AS $$
               JOIN platform.schedule_slots s ON s.tenant_id = a.tenant_id AND s.agent_id = a.id
              WHERE a.tenant_id = p_tenant AND a.user_id = p_user AND s.reported_at IS NULL
                AND s.outcome = 'missed') u
-           ORDER BY u.at, u.id LIMIT 20) n
+           ORDER BY u.at, u.id LIMIT 20) n);
+END
 $$;
 
 -- list_agents also says the user's time zone and, when there are any, the
@@ -75,7 +79,7 @@ CREATE OR REPLACE FUNCTION platform.read_list_agents(p_tenant text, p_user text,
 RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
   v_result jsonb;
-  v_notices jsonb;
+  v_zone text;
 BEGIN
   PERFORM set_config('app.tenant_id', p_tenant, true);
   SELECT jsonb_build_object('agents', coalesce(jsonb_agg(x.j ORDER BY x.n), '[]'::jsonb),
@@ -89,12 +93,20 @@ BEGIN
            WHERE a.tenant_id = p_tenant AND a.user_id = p_user
              AND (p_status = '' OR a.status = p_status)
            ORDER BY lower(a.name) LIMIT p_limit) x;
-  v_result := v_result || jsonb_build_object('time_zone', coalesce(
-    (SELECT u.time_zone FROM platform.user_settings u
-      WHERE u.tenant_id = p_tenant AND u.user_id = p_user), 'UTC'));
-  v_notices := platform.read_user_notices(p_tenant, p_user);
-  IF jsonb_array_length(v_notices) > 0 THEN
-    v_result := v_result || jsonb_build_object('notices', v_notices);
+  SELECT u.time_zone INTO v_zone FROM platform.user_settings u
+   WHERE u.tenant_id = p_tenant AND u.user_id = p_user;
+  v_result := v_result || jsonb_build_object('time_zone', coalesce(v_zone, 'UTC'));
+  -- Most turns have no notice: two index probes say so.
+  IF EXISTS (SELECT 1 FROM platform.runs r
+              WHERE r.tenant_id = p_tenant AND r.user_id = p_user AND r.reported_at IS NULL
+                AND r.trigger = 'schedule' AND r.status IN ('failed', 'partial'))
+     OR EXISTS (SELECT 1 FROM platform.agents a
+                  JOIN platform.schedule_slots s
+                    ON s.tenant_id = a.tenant_id AND s.agent_id = a.id
+                 WHERE a.tenant_id = p_tenant AND a.user_id = p_user
+                   AND s.reported_at IS NULL AND s.outcome = 'missed') THEN
+    v_result := v_result || jsonb_build_object('notices',
+                                               platform.read_user_notices(p_tenant, p_user));
   END IF;
   RETURN v_result::text;
 END
@@ -120,3 +132,20 @@ $$;
 -- "arguments": {...}, "field": "text"} calls the tool (in the agent's grant)
 -- with the output in `field`; {} when it goes nowhere else.
 ALTER TABLE platform.agents ADD COLUMN deliver jsonb NOT NULL DEFAULT '{}'::jsonb;
+
+-- Agents whose schedule is still only words (created before schedules were
+-- read into cron): the executor reads them at start, as their owner. Spans
+-- tenants, so it runs with the owner's rights and returns keys only.
+CREATE FUNCTION platform.unread_schedules(p_limit integer)
+RETURNS TABLE (tenant_id text, user_id text, agent_id uuid)
+LANGUAGE sql
+SECURITY DEFINER
+STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+  SELECT a.tenant_id, a.user_id, a.id FROM platform.agents a
+   WHERE a.schedule <> '' AND a.schedule_cron = ''
+   ORDER BY a.tenant_id, a.id LIMIT p_limit
+$$;
+REVOKE ALL ON FUNCTION platform.unread_schedules(integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION platform.unread_schedules(integer) TO omniforge_app;

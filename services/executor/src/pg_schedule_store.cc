@@ -117,4 +117,19 @@ absl::StatusOr<int64_t> PgScheduleStore::FailAbandonedRuns(core::TimePoint now) 
   return failed;
 }
 
+absl::StatusOr<std::vector<std::pair<core::Identity, std::string>>>
+PgScheduleStore::UnreadSchedules(int limit) {
+  std::vector<std::pair<core::Identity, std::string>> out;
+  absl::Status status = pg::WithTenantTransaction(pool_, "", [&](pqxx::work& tx) -> absl::Status {
+    for (const auto& row : tx.exec_params("SELECT tenant_id, user_id, agent_id::text FROM "
+                                          "platform.unread_schedules($1)",
+                                          limit)) {
+      out.push_back({core::Identity{row[0].c_str(), row[1].c_str()}, row[2].c_str()});
+    }
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return out;
+}
+
 }  // namespace omniforge::executor

@@ -20,6 +20,8 @@ class PgScheduleStore final : public ScheduleStore {
                                  const std::function<SlotPlan(const DueSchedule&)>& plan) override;
   absl::StatusOr<std::optional<core::TimePoint>> Earliest() override;
   absl::StatusOr<int64_t> FailAbandonedRuns(core::TimePoint now) override;
+  absl::StatusOr<std::vector<std::pair<core::Identity, std::string>>> UnreadSchedules(
+      int limit) override;
 
  private:
   pg::PgPool& pool_;

@@ -163,4 +163,52 @@ void RunClaimed(AgentRunner& runner, const ClaimedRun& claimed) {
   }
 }
 
+namespace {
+
+// Reads one agent's stored schedule words again through update_agent;
+// empty when read, else why not.
+std::string ReadOldSchedule(ToolProvider& platform, const core::Identity& who,
+                            const std::string& agent) {
+  const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(30);
+  absl::StatusOr<ToolResult> got =
+      platform.Invoke({who, "get_agent", nlohmann::json{{"agent", agent}}, deadline});
+  if (!got.ok()) return std::string(got.status().message());
+  if (got->is_error) return got->json;
+  const nlohmann::json stored = nlohmann::json::parse(got->json, nullptr, false);
+  const std::string words = stored.is_object() && stored.contains("agent")
+                                ? stored["agent"].value("schedule", std::string())
+                                : std::string();
+  absl::StatusOr<ToolResult> read = platform.Invoke(
+      {who, "update_agent", nlohmann::json{{"agent", agent}, {"schedule", words}}, deadline});
+  if (!read.ok()) return std::string(read.status().message());
+  return read->is_error ? read->json : "";
+}
+
+}  // namespace
+
+absl::StatusOr<OldSchedules> ReadOldSchedules(ScheduleStore& store, ToolProvider& platform) {
+  constexpr int kAtOnce = 1000;
+  OldSchedules out;
+  // Those read leave the list; those that cannot be read stay in it, so a
+  // batch that reads none ends it.
+  for (int batch = 0; batch < 1000; ++batch) {
+    auto agents = store.UnreadSchedules(kAtOnce);
+    if (!agents.ok()) return agents.status();
+    const int read_before = out.read;
+    out.unreadable = 0;
+    for (const auto& [who, agent] : *agents) {
+      const std::string why = ReadOldSchedule(platform, who, agent);
+      if (why.empty()) {
+        ++out.read;
+        continue;
+      }
+      ++out.unreadable;
+      core::LogWarn("an agent's schedule is kept as words: it could not be read",
+                    {{"component", "scheduler"}, {"agent_id", agent}, {"error", why}});
+    }
+    if (static_cast<int>(agents->size()) < kAtOnce || out.read == read_before) break;
+  }
+  return out;
+}
+
 }  // namespace omniforge::executor

@@ -90,7 +90,23 @@ class ScheduleStore {
   virtual absl::StatusOr<std::optional<core::TimePoint>> Earliest() = 0;
   // Fails runs left running past their lease; how many.
   virtual absl::StatusOr<int64_t> FailAbandonedRuns(core::TimePoint now) = 0;
+  // Up to `limit` agents whose schedule is still only words (from before
+  // schedules were read): their owner and id.
+  virtual absl::StatusOr<std::vector<std::pair<core::Identity, std::string>>> UnreadSchedules(
+      int limit) = 0;
 };
+
+// How reading the old schedules went.
+struct OldSchedules {
+  int read = 0;        // now on the scheduler
+  int unreadable = 0;  // kept as words (logged with why)
+};
+
+// Reads the schedules still kept only as words (ScheduleStore::
+// UnreadSchedules) through `platform`'s update_agent as each agent's
+// owner, so they run on the scheduler like any other; one that cannot be
+// read keeps its words. Run at start.
+absl::StatusOr<OldSchedules> ReadOldSchedules(ScheduleStore& store, ToolProvider& platform);
 
 struct SchedulerOptions {
   std::string claimant = "scheduler";    // recorded with each slot (replica name)

@@ -567,6 +567,40 @@ TEST_F(SchedulerTest, FailedScheduledRunsAndMissedSlotsAreNoticesUntilSeen) {
   EXPECT_EQ(Ok("mark_notices_seen", {{"notices", {notices[0]["id"]}}})["marked"], 0);
 }
 
+// Agents kept by an older version with their schedule only in words are
+// read at start as their owner and then fire like any other; one that
+// cannot be read keeps its words.
+TEST_F(SchedulerTest, SchedulesKeptOnlyAsWordsAreReadAtStart) {
+  runner_ = &platform_->runner;
+  Ok("create_agent", {{"name", "old-monday"}, {"description", "x"}, {"steps", Steps()}});
+  Ok("create_agent", {{"name", "old-odd"}, {"description", "x"}, {"steps", Steps()}});
+  // As the older version left them: words, no cron, no schedule row.
+  Exec(
+      "UPDATE platform.agents SET schedule = CASE name WHEN 'old-monday' THEN 'every monday at "
+      "9am' ELSE 'every other week' END WHERE user_id = '" +
+      who_.user_id + "'");
+  PgScheduleStore store(platform_->database.pool());
+  absl::StatusOr<OldSchedules> old = ReadOldSchedules(store, platform_->tools);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_GE(old->read, 1);
+  EXPECT_GE(old->unreadable, 1);
+  const Json monday = Ok("get_agent", {{"agent", "old-monday"}})["agent"];
+  EXPECT_EQ(monday["schedule_cron"], "0 9 * * 1");
+  EXPECT_EQ(monday["schedule"], "every Monday at 09:00 (UTC)");
+  const Json odd = Ok("get_agent", {{"agent", "old-odd"}})["agent"];
+  EXPECT_EQ(odd["schedule"], "every other week");
+  EXPECT_EQ(odd["schedule_cron"], "");
+  // The read one fires on the scheduler.
+  const core::TimePoint sunday = Utc(2030, 6, 2, 12, 0);
+  StartAt(sunday);
+  ManualClock clock(sunday);
+  auto s = MakeScheduler(store, clock, "only");
+  clock.Set(Utc(2030, 6, 3, 9, 0));
+  ASSERT_TRUE(s->Pass().ok());
+  EXPECT_EQ(RunsPerAgent()["old-monday"], 1);
+  EXPECT_EQ(RunsPerAgent().count("old-odd"), 0u);
+}
+
 TEST_F(SchedulerTest, PauseStopsTheScheduleAndResumeRestartsIt) {
   runner_ = &platform_->runner;
   const core::TimePoint t0 = Utc(2030, 3, 4, 8, 0);
