@@ -122,6 +122,21 @@ SchedulerOptions SchedulerSettings(const Settings& s) {
 }
 
 // Starts a claimed run on `threads`; one that cannot be queued fails, saying so.
+// Starts the scheduler, once the schedules an older version kept only as
+// words are read.
+void StartScheduler(Scheduler& scheduler, ScheduleStore& store, ToolProvider& platform) {
+  absl::StatusOr<OldSchedules> old = ReadOldSchedules(store, platform);
+  if (!old.ok()) {
+    core::LogWarn("old schedules not read",
+                  {{"component", "scheduler"}, {"error", std::string(old.status().message())}});
+  } else if (old->read + old->unreadable > 0) {
+    core::LogInfo("old schedules read", {{"component", "scheduler"},
+                                         {"read", std::to_string(old->read)},
+                                         {"kept_as_words", std::to_string(old->unreadable)}});
+  }
+  scheduler.Start();
+}
+
 Scheduler::RunStarter RunOn(core::ThreadPool& threads, AgentRunner& runner) {
   return [&threads, &runner](const ClaimedRun& run) {
     if (threads.Submit([&runner, run] { RunClaimed(runner, run); })) return;
@@ -235,19 +250,7 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   PgScheduleStore schedule_store(**pool);
   Scheduler scheduler(schedule_store, RunOn(run_threads, runner), core::SystemClock(),
                       SchedulerSettings(s));
-  if (s.scheduler_enabled) {
-    // Schedules kept only as words by an older version are read first.
-    if (absl::StatusOr<OldSchedules> old = ReadOldSchedules(schedule_store, platform_tools);
-        !old.ok()) {
-      core::LogWarn("old schedules not read",
-                    {{"component", "scheduler"}, {"error", std::string(old.status().message())}});
-    } else if (old->read + old->unreadable > 0) {
-      core::LogInfo("old schedules read", {{"component", "scheduler"},
-                                           {"read", std::to_string(old->read)},
-                                           {"kept_as_words", std::to_string(old->unreadable)}});
-    }
-    scheduler.Start();
-  }
+  if (s.scheduler_enabled) StartScheduler(scheduler, schedule_store, platform_tools);
 
   core::ServiceServer server(s.server);
   server.AddService(&service);
