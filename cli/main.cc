@@ -52,6 +52,7 @@
 #include "cli/rpc_error.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "libs/core/grpc_identity.h"
+#include "libs/core/version.h"
 #include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "omniforge/intent/v1/intent_service.grpc.pb.h"
@@ -529,6 +530,7 @@ int RunCommand(const Commands& commands, const Options& options, const Arguments
 
 int Main(int argc, char** argv) {
   CLI::App app{"omniforge command-line client"};
+  app.set_version_flag("--version", std::string("omniforge ") + omniforge::core::Version());
   Options options;
   AddGlobalOptions(app, options);
   Commands commands;

@@ -16,6 +16,7 @@
 #include "libs/core/server.h"
 #include "libs/core/text.h"
 #include "libs/core/thread_pool.h"
+#include "libs/core/version.h"
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
 #include "libs/pg/settings.h"
@@ -214,6 +215,7 @@ int main(int argc, char** argv) {
   using namespace omniforge;
   const sigset_t signals = core::BlockTerminationSignals();
   CLI::App app{"omniforge conversation service"};
+  app.set_version_flag("--version", std::string("omniforge-conversation ") + core::Version());
   std::string config_file;
   app.add_option("-c,--config", config_file, "YAML config file")->envname("OMNIFORGE_CONFIG");
   app.require_subcommand(0, 1);

@@ -14,6 +14,7 @@
 #include "libs/core/logging.h"
 #include "libs/core/server.h"
 #include "libs/core/thread_pool.h"
+#include "libs/core/version.h"
 #include "libs/llm/llm_config.h"
 #include "libs/llm/llm_factory.h"
 #include "libs/mcp/mcp_config.h"
@@ -272,6 +273,7 @@ int main(int argc, char** argv) {
   using namespace omniforge;
   const sigset_t signals = core::BlockTerminationSignals();
   CLI::App app{"omniforge executor service"};
+  app.set_version_flag("--version", std::string("omniforge-executor ") + core::Version());
   std::string config_file;
   app.add_option("-c,--config", config_file, "YAML config file")->envname("OMNIFORGE_CONFIG");
   app.require_subcommand(0, 1);

@@ -13,6 +13,7 @@
 #include "libs/core/logging.h"
 #include "libs/core/server.h"
 #include "libs/core/thread_pool.h"
+#include "libs/core/version.h"
 #include "libs/llm/llm_config.h"
 #include "libs/llm/llm_factory.h"
 #include "services/intent/src/grpc_service.h"
@@ -113,6 +114,7 @@ int main(int argc, char** argv) {
   using namespace omniforge;
   const sigset_t signals = core::BlockTerminationSignals();
   CLI::App app{"omniforge intent service"};
+  app.set_version_flag("--version", std::string("omniforge-intent ") + core::Version());
   std::string config_file;
   app.add_option("-c,--config", config_file, "YAML config file")->envname("OMNIFORGE_CONFIG");
   CLI11_PARSE(app, argc, argv);

@@ -24,6 +24,7 @@
 #include "libs/core/logging.h"
 #include "libs/core/server.h"
 #include "libs/core/thread_pool.h"
+#include "libs/core/version.h"
 #include "libs/llm/llm_config.h"
 #include "libs/llm/llm_factory.h"
 #include "libs/pg/migrate.h"
@@ -173,6 +174,19 @@ struct Storage {
   std::unique_ptr<ApprovalAudit> audit;
   std::shared_ptr<PgUsageRecorder> usage;
 };
+
+// `omniforge-orchestrator migrate`: the orchestration schema, then exit (a
+// deployment's migration step; the other services have theirs).
+absl::Status Migrate(const Settings& s) {
+  if (s.database.pool.dsn.empty()) {
+    return absl::FailedPreconditionError("database.dsn is empty: there is no database to migrate");
+  }
+  auto applied =
+      pg::ApplyMigrations(s.database.migrate_dsn, "orchestrator", pg::OrchestratorMigrations());
+  if (!applied.ok()) return applied.status();
+  core::LogInfo("schema up to date", {{"applied", std::to_string(*applied)}});
+  return absl::OkStatus();
+}
 
 absl::StatusOr<Storage> OpenStorage(const Settings& s) {
   Storage st;
@@ -342,8 +356,14 @@ int main(int argc, char** argv) {
   using namespace omniforge;
   const sigset_t signals = core::BlockTerminationSignals();
   CLI::App app{"omniforge orchestrator: the public chat API"};
+  app.set_version_flag("--version", std::string("omniforge-orchestrator ") + core::Version());
   std::string config_file;
   app.add_option("-c,--config", config_file, "YAML config file")->envname("OMNIFORGE_CONFIG");
+  app.require_subcommand(0, 1);
+  CLI::App* serve =
+      app.add_subcommand("serve", "apply migrations (when enabled) and serve (default)");
+  CLI::App* migrate = app.add_subcommand("migrate", "apply database migrations and exit");
+  (void)serve;
   CLI::App* keys = app.add_subcommand("keys", "API keys");
   CLI::App* create =
       keys->add_subcommand("create", "make a new API key and print its key-file line");
@@ -370,7 +390,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   core::InitLogging("orchestrator", settings->log_level);
-  if (absl::Status status = orchestrator::Serve(*settings, signals); !status.ok()) {
+  const absl::Status status = migrate->parsed() ? orchestrator::Migrate(*settings)
+                                                : orchestrator::Serve(*settings, signals);
+  if (!status.ok()) {
     core::LogError("exiting", {{"error", std::string(status.message())}});
     return 1;
   }

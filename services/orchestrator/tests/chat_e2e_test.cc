@@ -2588,5 +2588,34 @@ TEST_F(ModelPlannerEndToEndTest, ANewMessageSuspendsTheRunningFlowWhichResumesOn
       << "resumed: nothing set aside";
 }
 
+// `omniforge-orchestrator migrate`: the orchestration schema, once, then
+// exit (a deployment's migration step); without a database it says so.
+TEST(OrchestratorMigrateTest, MigrateAppliesEachMigrationOnceAndExits) {
+  const auto run = [](const std::string& env) {
+    const std::string command =
+        "env -i PATH=/usr/bin:/bin " + env + " " + OMNIFORGE_ORCHESTRATOR_BIN + " migrate 2>&1";
+    FILE* pipe = popen(command.c_str(), "r");
+    std::string output;
+    char buffer[4096];
+    while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+    const int status = pclose(pipe);
+    return std::pair<int, std::string>(WIFEXITED(status) ? WEXITSTATUS(status) : -1, output);
+  };
+  testing::TestDatabase database;
+  // The same configuration as the service's (its key file included).
+  const std::string keys = "OMNIFORGE_AUTH_API_KEYS_FILE=/dev/null ";
+  const std::string env = keys + "OMNIFORGE_DATABASE_DSN='" + database.dsn() + "'";
+  auto [status, output] = run(env);
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_THAT(output, HasSubstr("0001_init.sql"));
+  EXPECT_THAT(output, HasSubstr("0007_flow_state.sql"));
+  std::tie(status, output) = run(env);
+  EXPECT_EQ(status, 0) << output;
+  EXPECT_THAT(output, HasSubstr("\"applied\":\"0\""));
+  std::tie(status, output) = run(keys);
+  EXPECT_EQ(status, 1) << output;
+  EXPECT_THAT(output, HasSubstr("database.dsn is empty"));
+}
+
 }  // namespace
 }  // namespace omniforge::orchestrator
