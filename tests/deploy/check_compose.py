@@ -58,7 +58,7 @@ def check(config, with_ollama, problems):
 
     migrate = services["migrate"]
     command = " ".join(migrate.get("command") or [])
-    for step in ("omniforge-conversation", "omniforge-executor"):
+    for step in ("omniforge-conversation", "omniforge-executor", "omniforge-orchestrator"):
         if f"{step} --config" not in command or "migrate" not in command:
             problems.append(f"migrate: does not run {step} migrate")
     if migrate.get("depends_on", {}).get("postgres", {}).get("condition") != "service_healthy":
@@ -80,7 +80,7 @@ def check(config, with_ollama, problems):
                 f"127.0.0.1:{port}" not in test:
             problems.append(f"{name}: no gRPC health check on port {port}")
     deps = {name: services[name].get("depends_on", {}) for name in SERVICES}
-    for name in ("conversation", "executor"):
+    for name in ("conversation", "executor", "orchestrator"):
         if deps[name].get("migrate", {}).get("condition") != "service_completed_successfully":
             problems.append(f"{name}: does not wait for the migrations")
     if deps["executor"].get("conversation", {}).get("condition") != "service_healthy":
@@ -115,6 +115,31 @@ def check(config, with_ollama, problems):
                         ("EXECUTOR", "executor:50053")):
         if env("orchestrator").get(f"OMNIFORGE_DOWNSTREAM_{key}") != f"dns:///{target}":
             problems.append(f"orchestrator: OMNIFORGE_DOWNSTREAM_{key} is not dns:///{target}")
+
+    # Every service that keeps state in PostgreSQL is given the database
+    # (not the loopback address of the config baked into the image) and
+    # its password, and does not migrate on start (the migrate step does).
+    for name in ("conversation", "executor", "orchestrator"):
+        dsn = str(env(name).get("OMNIFORGE_DATABASE_DSN", ""))
+        if "host=postgres" not in dsn:
+            problems.append(f"{name}: OMNIFORGE_DATABASE_DSN does not name the postgres service")
+        if env(name).get("PGPASSWORD_FILE") != "/run/secrets/postgres_password" or \
+                "postgres_password" not in [s if isinstance(s, str) else s.get("source")
+                                            for s in services[name].get("secrets") or []]:
+            problems.append(f"{name}: the database password secret is not given")
+        if str(env(name).get("OMNIFORGE_DATABASE_MIGRATE_ON_START")).lower() != "false":
+            problems.append(f"{name}: migrates on start; the migrate step does")
+    # Messages acknowledged while conversation storage is down wait in the
+    # spool: on a named volume, not on the container's tmpfs.
+    spool_dir = env("orchestrator").get("OMNIFORGE_SPOOL_DIR", "")
+    mounts = services["orchestrator"].get("volumes") or []
+    on_volume = any(isinstance(m, dict) and m.get("type") == "volume" and m.get("target") == spool_dir
+                    or isinstance(m, str) and m.split(":")[1:2] == [spool_dir] and
+                    not m.startswith((".", "/"))
+                    for m in mounts)
+    if not spool_dir or not on_volume:
+        problems.append(f"orchestrator: the spool ({spool_dir or 'spool.dir of the image'}) "
+                        "is not on a named volume")
 
     if with_ollama:
         pull = services["ollama-pull"]
