@@ -134,12 +134,18 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.llm = *std::move(llm_config);
   if (absl::Status status = c.Finish(); !status.ok()) return status;
   if (s.spool.dir.empty()) return absl::InvalidArgumentError("config: spool.dir must not be empty");
+  return s;
+}
+
+// Serving needs the key file; `migrate` reads the same configuration
+// without it.
+absl::Status CheckServable(const Settings& s) {
   if (s.api_keys_file.empty()) {
     return absl::InvalidArgumentError(
         "config: auth.api_keys_file is required (create keys with `omniforge-orchestrator keys "
         "create`)");
   }
-  return s;
+  return absl::OkStatus();
 }
 
 // The services the turns call, and the spool that keeps messages while
@@ -383,7 +389,12 @@ int main(int argc, char** argv) {
     std::printf("key:  %s\nline: %s\n", key->key.c_str(), key->file_line.c_str());
     return 0;
   }
-  auto settings = orchestrator::LoadSettings(config_file);
+  absl::StatusOr<orchestrator::Settings> settings = orchestrator::LoadSettings(config_file);
+  if (settings.ok() && !migrate->parsed()) {
+    if (absl::Status servable = orchestrator::CheckServable(*settings); !servable.ok()) {
+      settings = servable;
+    }
+  }
   if (!settings.ok()) {
     core::InitLogging("orchestrator", "info");
     core::LogError("invalid configuration", {{"error", std::string(settings.status().message())}});

@@ -252,6 +252,50 @@ if (policy) {
   }
   for (const entry of byKind("Job")) podChecks(nameOf(entry), entry.object.spec?.template?.spec);
 
+  // The services that keep state in PostgreSQL are given it, the migration
+  // Job applies every schema, and the orchestrator's spool is on disk with
+  // room for a rewrite (twice its bound), not in memory.
+  const containerOf = (name) => deployments.find((e) => e.object.metadata?.name === name)
+      ?.object.spec?.template?.spec;
+  for (const name of ["omniforge-conversation", "omniforge-executor", "omniforge-orchestrator"]) {
+    const pod = containerOf(name);
+    const dsn = (pod?.containers?.[0]?.env ?? []).find((e) => e.name === "OMNIFORGE_DATABASE_DSN");
+    if (pod && !dsn?.valueFrom?.secretKeyRef?.name) {
+      problems.push(`Deployment ${name}: OMNIFORGE_DATABASE_DSN does not come from a Secret`);
+    }
+  }
+  const migrate = byKind("Job").find((e) => e.object.metadata?.name?.startsWith("omniforge-migrate"));
+  const steps = (migrate?.object.spec?.template?.spec?.containers?.[0]?.args ?? []).join(" ");
+  for (const service of ["conversation", "executor", "orchestrator"]) {
+    if (!new RegExp(`omniforge-${service} --config \\S+ migrate`).test(steps)) {
+      problems.push(`the migration Job does not run omniforge-${service} migrate`);
+    }
+  }
+  const orchestrator = containerOf("omniforge-orchestrator");
+  if (orchestrator) {
+    const configMap = byKind("ConfigMap").find(
+        (e) => e.object.metadata?.name?.startsWith("omniforge-orchestrator-config"));
+    const config = YAML.parse(configMap?.object.data?.["orchestrator.yaml"] ?? "") ?? {};
+    const dir = config.spool?.dir ?? "/tmp/omniforge-orchestrator-spool";
+    const bound = Number(config.spool?.max_bytes ?? 64 * 1024 * 1024);
+    const mount = (orchestrator.containers?.[0]?.volumeMounts ?? [])
+        .filter((m) => dir === m.mountPath || dir.startsWith(`${m.mountPath}/`))
+        .sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
+    const volume = (orchestrator.volumes ?? []).find((v) => v.name === mount?.name);
+    const bytes = (q) => {
+      const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(String(q ?? ""));
+      return m ? Number(m[1]) * ({Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3}[m[2]] ?? 1) : NaN;
+    };
+    if (!volume) {
+      problems.push(`Deployment omniforge-orchestrator: the spool (${dir}) is on no volume`);
+    } else if (volume.emptyDir?.medium === "Memory") {
+      problems.push(`Deployment omniforge-orchestrator: the spool (${dir}) is in memory`);
+    } else if (volume.emptyDir && !(bytes(volume.emptyDir.sizeLimit) >= 2 * bound)) {
+      problems.push(`Deployment omniforge-orchestrator: the spool's volume (${volume.emptyDir.sizeLimit}) ` +
+                    `is smaller than twice spool.max_bytes (${bound})`);
+    }
+  }
+
   for (const entry of byKind("Service")) {
     const internal = entry.object.metadata?.name !== "omniforge-orchestrator";
     if (internal && entry.object.spec?.clusterIP !== "None") {
