@@ -1,6 +1,7 @@
 # Writes OUT (a C++ source defining omniforge::core::Version()) from
-# SOURCE_DIR/VERSION and git, only when it changes (so nothing relinks
-# when the version is the same). Run at every build.
+# SOURCE_DIR/VERSION and git (or the OMNIFORGE_VERSION environment variable
+# when a build without .git gives it), only when it changes (so nothing
+# relinks when the version is the same). Run at every build.
 file(READ "${SOURCE_DIR}/VERSION" base)
 string(STRIP "${base}" base)
 set(version "${base}")
@@ -10,7 +11,10 @@ execute_process(COMMAND git -C "${SOURCE_DIR}" rev-list --count HEAD
 execute_process(COMMAND git -C "${SOURCE_DIR}" rev-parse --short=7 HEAD
                 OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE
                 RESULT_VARIABLE commit_rc ERROR_QUIET)
-if(count_rc EQUAL 0 AND commit_rc EQUAL 0 AND NOT commit STREQUAL "")
+if(NOT "$ENV{OMNIFORGE_VERSION}" STREQUAL "")
+  # Given by the build (an image built without .git): taken as it is.
+  set(version "$ENV{OMNIFORGE_VERSION}")
+elseif(count_rc EQUAL 0 AND commit_rc EQUAL 0 AND NOT commit STREQUAL "")
   set(version "${base}-${count}-g${commit}")
   execute_process(COMMAND git -C "${SOURCE_DIR}" status --porcelain --untracked-files=no
                   OUTPUT_VARIABLE changes RESULT_VARIABLE status_rc ERROR_QUIET)
