@@ -251,11 +251,12 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   PgScheduleStore schedule_store(**pool);
   Scheduler scheduler(schedule_store, RunOn(run_threads, runner), core::SystemClock(),
                       SchedulerSettings(s));
-  if (s.scheduler_enabled) StartScheduler(scheduler, schedule_store, platform_tools);
 
   core::ServiceServer server(s.server);
   server.AddService(&service);
   if (absl::Status status = server.Start(); !status.ok()) return status;
+  // Once serving, so that reading old schedules keeps no health check waiting.
+  if (s.scheduler_enabled) StartScheduler(scheduler, schedule_store, platform_tools);
   core::LogInfo("tools ready", {{"count", std::to_string(catalog.size())}});
   const int signal_number = core::WaitForTerminationSignal(signals);
   core::LogInfo("shutting down", {{"signal", std::to_string(signal_number)}});

@@ -134,9 +134,11 @@ $$;
 ALTER TABLE platform.agents ADD COLUMN deliver jsonb NOT NULL DEFAULT '{}'::jsonb;
 
 -- Agents whose schedule is still only words (created before schedules were
--- read into cron): the executor reads them at start, as their owner. Spans
--- tenants, so it runs with the owner's rights and returns keys only.
-CREATE FUNCTION platform.unread_schedules(p_limit integer)
+-- read into cron), after (p_after_tenant, p_after_agent) in key order: the
+-- executor reads them at start, as their owner. Spans tenants, so it runs
+-- with the owner's rights and returns keys only.
+CREATE FUNCTION platform.unread_schedules(p_after_tenant text, p_after_agent uuid,
+                                          p_limit integer)
 RETURNS TABLE (tenant_id text, user_id text, agent_id uuid)
 LANGUAGE sql
 SECURITY DEFINER
@@ -145,7 +147,8 @@ SET search_path = pg_catalog, pg_temp
 AS $$
   SELECT a.tenant_id, a.user_id, a.id FROM platform.agents a
    WHERE a.schedule <> '' AND a.schedule_cron = ''
+     AND (a.tenant_id, a.id) > (p_after_tenant, p_after_agent)
    ORDER BY a.tenant_id, a.id LIMIT p_limit
 $$;
-REVOKE ALL ON FUNCTION platform.unread_schedules(integer) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION platform.unread_schedules(integer) TO omniforge_app;
+REVOKE ALL ON FUNCTION platform.unread_schedules(text, uuid, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION platform.unread_schedules(text, uuid, integer) TO omniforge_app;

@@ -6,6 +6,7 @@
 #include "libs/core/ids.h"
 #include "libs/schedule/schedule.h"
 #include "services/executor/src/platform_handlers.h"
+#include "services/executor/src/platform_tools.h"
 #include "services/executor/src/tool_catalog.h"
 
 namespace omniforge::executor::platform {
@@ -76,6 +77,26 @@ std::optional<std::vector<std::string>> ToolList(Args& args, const nlohmann::jso
   return tools;
 }
 
+// A delivery with a built-in tool must fit its parameters: the output's
+// field is one of them, and the arguments give every other required one.
+// (An MCP tool's parameters are its server's: its call says what is wrong.)
+void CheckBuiltinDelivery(Args& args, const std::string& tool, const nlohmann::json& arguments,
+                          const std::string& field) {
+  for (const ToolSpec& spec : PlatformToolSpecs()) {
+    if (spec.name != tool) continue;
+    const nlohmann::json schema = nlohmann::json::parse(spec.parameters_schema);
+    if (!schema["properties"].contains(field)) {
+      args.Fail("deliver.field", absl::StrCat("'", tool, "' has no parameter '", field, "'"));
+    }
+    for (const auto& required : schema.value("required", nlohmann::json::array())) {
+      const std::string name = required.get<std::string>();
+      if (name != field && !arguments.contains(name)) {
+        args.Fail("deliver.arguments", absl::StrCat("'", tool, "' needs '", name, "'"));
+      }
+    }
+  }
+}
+
 // Where a run's output goes: a tool of the grant (`tools` when given) that
 // a run may call, arguments of a bounded size, and the field the output
 // fills. {} goes nowhere.
@@ -98,6 +119,7 @@ nlohmann::json ReadDeliver(Args& args, const nlohmann::json& given,
               "names the argument the output fills: [A-Za-z0-9_-], not one of "
               "the arguments given");
   }
+  CheckBuiltinDelivery(args, tool, arguments, field);
   return {{"tool", tool}, {"arguments", arguments}, {"field", field}};
 }
 

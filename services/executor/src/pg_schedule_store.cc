@@ -118,12 +118,15 @@ absl::StatusOr<int64_t> PgScheduleStore::FailAbandonedRuns(core::TimePoint now) 
 }
 
 absl::StatusOr<std::vector<std::pair<core::Identity, std::string>>>
-PgScheduleStore::UnreadSchedules(int limit) {
+PgScheduleStore::UnreadSchedules(const std::pair<std::string, std::string>& after, int limit) {
   std::vector<std::pair<core::Identity, std::string>> out;
   absl::Status status = pg::WithTenantTransaction(pool_, "", [&](pqxx::work& tx) -> absl::Status {
-    for (const auto& row : tx.exec_params("SELECT tenant_id, user_id, agent_id::text FROM "
-                                          "platform.unread_schedules($1)",
-                                          limit)) {
+    for (const auto& row : tx.exec_params(
+             "SELECT tenant_id, user_id, agent_id::text FROM platform.unread_schedules($1, "
+             "coalesce($2::uuid, '00000000-0000-0000-0000-000000000000'::uuid), $3)",
+             after.first,
+             after.second.empty() ? std::nullopt : std::optional<std::string>(after.second),
+             limit)) {
       out.push_back({core::Identity{row[0].c_str(), row[1].c_str()}, row[2].c_str()});
     }
     return absl::OkStatus();

@@ -21,7 +21,7 @@ class PgScheduleStore final : public ScheduleStore {
   absl::StatusOr<std::optional<core::TimePoint>> Earliest() override;
   absl::StatusOr<int64_t> FailAbandonedRuns(core::TimePoint now) override;
   absl::StatusOr<std::vector<std::pair<core::Identity, std::string>>> UnreadSchedules(
-      int limit) override;
+      const std::pair<std::string, std::string>& after, int limit) override;
 
  private:
   pg::PgPool& pool_;

@@ -187,15 +187,14 @@ std::string ReadOldSchedule(ToolProvider& platform, const core::Identity& who,
 }  // namespace
 
 absl::StatusOr<OldSchedules> ReadOldSchedules(ScheduleStore& store, ToolProvider& platform) {
-  constexpr int kAtOnce = 1000;
+  constexpr int kAtOnce = 500;
   OldSchedules out;
-  // Those read leave the list; those that cannot be read stay in it, so a
-  // batch that reads none ends it.
-  for (int batch = 0; batch < 1000; ++batch) {
-    auto agents = store.UnreadSchedules(kAtOnce);
+  // In key order, a page after the last: those that cannot be read are
+  // passed, not met again.
+  std::pair<std::string, std::string> after;
+  for (;;) {
+    auto agents = store.UnreadSchedules(after, kAtOnce);
     if (!agents.ok()) return agents.status();
-    const int read_before = out.read;
-    out.unreadable = 0;
     for (const auto& [who, agent] : *agents) {
       const std::string why = ReadOldSchedule(platform, who, agent);
       if (why.empty()) {
@@ -206,7 +205,8 @@ absl::StatusOr<OldSchedules> ReadOldSchedules(ScheduleStore& store, ToolProvider
       core::LogWarn("an agent's schedule is kept as words: it could not be read",
                     {{"component", "scheduler"}, {"agent_id", agent}, {"error", why}});
     }
-    if (static_cast<int>(agents->size()) < kAtOnce || out.read == read_before) break;
+    if (static_cast<int>(agents->size()) < kAtOnce) break;
+    after = {agents->back().first.tenant_id, agents->back().second};
   }
   return out;
 }

@@ -91,9 +91,10 @@ class ScheduleStore {
   // Fails runs left running past their lease; how many.
   virtual absl::StatusOr<int64_t> FailAbandonedRuns(core::TimePoint now) = 0;
   // Up to `limit` agents whose schedule is still only words (from before
-  // schedules were read): their owner and id.
+  // schedules were read), after `after` (tenant and agent id; empty: from
+  // the first) in key order: their owner and id.
   virtual absl::StatusOr<std::vector<std::pair<core::Identity, std::string>>> UnreadSchedules(
-      int limit) = 0;
+      const std::pair<std::string, std::string>& after, int limit) = 0;
 };
 
 // How reading the old schedules went.

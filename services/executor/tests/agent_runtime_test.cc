@@ -298,7 +298,10 @@ TEST_F(AgentRuntimeTest, ARunsOutputIsDeliveredWithItsToolAndAFailedDeliveryIsPa
         Json{{"deliver",
               {{"tool", "create_context_document"},
                {"arguments", {{"content", "x"}}},
-               {"field", "content"}}}}}) {
+               {"field", "content"}}}},
+        // The default field (text) is no parameter of this tool; its
+        // required project and title are missing.
+        Json{{"deliver", {{"tool", "create_context_document"}}}}}) {
     Json args = {{"name", "bad-delivery"}, {"description", "x"}};
     args.update(bad);
     auto out = Call("create_agent", args);
