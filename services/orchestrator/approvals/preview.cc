@@ -51,12 +51,23 @@ std::string FirstSentence(const std::string& description) {
 
 }  // namespace
 
-std::string ScheduleInWords(const nlohmann::json& args) {
+std::string ScheduleInWords(const nlohmann::json& args, const std::string& zone_when_none) {
   const std::string schedule = StringAt(args, "schedule");
-  std::string zone = StringAt(args, "time_zone");
-  if (zone.empty()) zone = "UTC";
-  auto read = schedule::ParseSchedule(schedule, zone);
-  return read.ok() ? read->description : schedule;
+  const std::string zone = StringAt(args, "time_zone");
+  auto read = schedule::ParseSchedule(schedule, zone.empty() ? "UTC" : zone);
+  if (!read.ok()) return schedule;
+  if (!zone.empty()) return read->description;
+  // No zone given: the words' own, else the one the executor will use,
+  // which is not known here (the same minutes in any zone).
+  auto elsewhere = schedule::ParseSchedule(schedule, "Asia/Tokyo");
+  const std::string suffix = " (UTC)";
+  const std::string& words = read->description;
+  if (elsewhere.ok() && elsewhere->time_zone == read->time_zone) return words;
+  if (words.size() < suffix.size() ||
+      words.compare(words.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    return words;
+  }
+  return words.substr(0, words.size() - suffix.size()) + " (" + zone_when_none + ")";
 }
 
 // The steps of agent arguments in words: "lists the tasks of 'Harbor' still
@@ -211,7 +222,8 @@ void FillPreview(const PendingAction& action,
                                    : nlohmann::json::object(),
       "tool");
   if (!deliver_tool.empty()) {
-    preview.add_risk_factors("sends each run's output with " + deliver_tool);
+    preview.add_risk_factors("sends each run's output with " + deliver_tool +
+                             ", which every run may then call");
   }
 }
 

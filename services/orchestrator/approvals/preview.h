@@ -28,7 +28,11 @@ void FillPlanPreview(const Plan& plan,
 // The schedule of create/update_agent arguments as it will be stored
 // ("every Monday at 09:00 (UTC)"); the words as given when they cannot be
 // read.
-std::string ScheduleInWords(const nlohmann::json& args);
+// Without a time_zone in `args` and none in the words, the zone is the one
+// the executor picks (`zone_when_none`: the user's for a new agent, the
+// agent's own for a change).
+std::string ScheduleInWords(const nlohmann::json& args,
+                            const std::string& zone_when_none = "your time zone");
 
 // The steps of create/update_agent arguments in words ("lists the tasks of
 // 'Harbor' still to do"); empty when they have none.

@@ -68,7 +68,8 @@ AgentListing ListingFromResult(const json& result) {
     notice.set_missed_until(Text(item, "missed_until"));
     notice.set_policy(Text(item, "policy"));
     notice.set_error(Text(item, "error"));
-    notice.set_message(NoticeInWords(notice, listing.time_zone));
+    notice.set_message(
+        NoticeInWords(notice, listing.time_zone.empty() ? "UTC" : listing.time_zone));
     listing.notices.push_back(std::move(notice));
     listing.notice_ids.push_back(id);
   }
@@ -94,7 +95,10 @@ std::string NoticeInWords(const pb::NoticeEvent& notice, const std::string& time
       const int n = notice.missed();
       std::string span = When(notice.slot(), zone);
       if (n > 1 && !notice.missed_until().empty()) {
-        span += " to " + Clock(notice.missed_until(), zone);
+        const bool same_day = When(notice.slot(), zone).substr(0, 12) ==
+                              When(notice.missed_until(), zone).substr(0, 12);
+        span += " to " +
+                (same_day ? Clock(notice.missed_until(), zone) : When(notice.missed_until(), zone));
       }
       return Tidy(absl::StrCat(agent, " missed ", n, n == 1 ? " scheduled run" : " scheduled runs",
                                ", ", span, " ", zone.name(), ", while no scheduler was running; ",

@@ -15,14 +15,15 @@ namespace omniforge::orchestrator {
 
 struct AgentListing {
   std::vector<AgentInfo> agents;
-  std::string time_zone = "UTC";
+  // The user's time zone; empty when the result did not say (unknown).
+  std::string time_zone;
   std::vector<::omniforge::orchestrator::v1::NoticeEvent> notices;
   // The notices' ids, for mark_notices_seen.
   std::vector<std::string> notice_ids;
 };
 
-// The listing in a list_agents result; empty (UTC, no notices) when the
-// result is not one.
+// The listing in a list_agents result; empty (no zone, no notices) when
+// the result is not one.
 AgentListing ListingFromResult(const nlohmann::json& result);
 
 // The notice in words, its times in `time_zone`: "Your agent

@@ -218,7 +218,9 @@ Move ProposeCreateAgent(const PolicyInput& in) {
     SetDraftSteps(GoalEntity(in, "agent_kind"), project, args);
   }
   // A schedule without a zone of its own is read in the user's.
-  if (args.contains("schedule") && !args.contains("time_zone")) args["time_zone"] = in.time_zone;
+  if (args.contains("schedule") && !args.contains("time_zone") && !in.time_zone.empty()) {
+    args["time_zone"] = in.time_zone;
+  }
   args["instructions"] =
       core::Shortened(DraftInstructions(GoalEntity(in, "agent_kind"), purpose, args), 20000);
   PendingAction action = Pending("create_agent", args, execpb::TOOL_RISK_WRITE,
@@ -363,7 +365,9 @@ Move DecideUpdate(const PolicyInput& in) {
     return move;
   }
   std::string changes;
-  if (args.contains("schedule")) changes += " It will run " + ScheduleInWords(args) + ".";
+  if (args.contains("schedule")) {
+    changes += " It will run " + ScheduleInWords(args, "the agent's time zone") + ".";
+  }
   if (const std::string steps = StepsInWords(args); !steps.empty()) {
     changes += " Each run it will " + steps + ".";
   }
@@ -435,6 +439,11 @@ std::optional<Move> ReviseLocally(const PolicyInput& in, const std::string& othe
   json args = pending.arguments;
   const bool draft = pending.tool == "create_agent" || pending.tool == "update_agent";
   const bool revised = draft && ApplyDraftEntities(in.intent, args);
+  // A new agent's schedule added now is read in the user's zone too.
+  if (pending.tool == "create_agent" && args.contains("schedule") && !args.contains("time_zone") &&
+      !in.time_zone.empty()) {
+    args["time_zone"] = in.time_zone;
+  }
   const std::string unreadable = draft ? UnreadableSchedule(in.intent) : "";
   if (!revised && unreadable.empty()) return std::nullopt;
   PendingAction action = pending;

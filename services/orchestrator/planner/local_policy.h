@@ -66,8 +66,8 @@ struct PolicyInput {
   // the turn read): what a recap is made of.
   std::vector<HistoryTurn> history;
   // The user's time zone (list_agents): a draft's schedule that names none
-  // is read in it.
-  std::string time_zone = "UTC";
+  // is read in it. Empty when unknown (the executor then uses the user's).
+  std::string time_zone;
 };
 
 // The turn's moves. A draft of a new agent is named and described after the

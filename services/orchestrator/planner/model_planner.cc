@@ -172,7 +172,8 @@ class PlannerSession final {
       action.tool = call.name;
       action.arguments = arguments;
       if (call.name == "create_agent" && arguments.contains("schedule") &&
-          arguments["schedule"].is_string() && !arguments.contains("time_zone")) {
+          arguments["schedule"].is_string() && !arguments.contains("time_zone") &&
+          !request_.time_zone.empty()) {
         action.arguments["time_zone"] = request_.time_zone;
       }
       action.risk = risk->second;

@@ -62,7 +62,7 @@ struct PlannerRequest {
   std::vector<AgentInfo> agents;
   // The user's time zone: a new agent's schedule that names none is read
   // in it (so its preview says when it runs as the executor will read it).
-  std::string time_zone = "UTC";
+  std::string time_zone;  // empty: unknown (the executor then uses the user's)
   // Drafted actions still waiting for approval.
   std::vector<PendingAction> pending;
   // What runs unasked, waits for approval, or is refused. Must outlive the

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "services/orchestrator/flow/context_box.h"
+#include "services/orchestrator/flow/notices.h"
+#include "services/orchestrator/flow/notices.h"
 #include "services/orchestrator/flow/routing.h"
 #include "services/orchestrator/planner/agent_draft.h"
 #include "services/orchestrator/planner/model_planner.h"
@@ -90,7 +92,17 @@ TEST(LocalPolicyTest, AScheduleThatCannotBeReadIsLeftOutAndAskedAbout) {
       "");
   ASSERT_TRUE(revised.has_value());
   EXPECT_EQ(revised->propose[0].arguments["schedule"], "every monday at 9am");
-  EXPECT_THAT(revised->reply, HasSubstr("It runs every Monday at 09:00 (UTC)."));
+  // Where the user's zone is not known, the preview says it is theirs (as
+  // the executor reads it); where it is, the draft is read in it.
+  EXPECT_THAT(revised->reply, HasSubstr("It runs every Monday at 09:00 (your time zone)."));
+  PolicyInput in_berlin{
+      Intent(intentpb::ACTION_TYPE_CREATE_AGENT, {{"schedule", "every monday at 9am"}}),
+      "every monday at 9am", last, kAgents};
+  in_berlin.time_zone = "Europe/Berlin";
+  revised = ReviseLocally(in_berlin, "");
+  ASSERT_TRUE(revised.has_value());
+  EXPECT_EQ(revised->propose[0].arguments["time_zone"], "Europe/Berlin");
+  EXPECT_THAT(revised->reply, HasSubstr("It runs every Monday at 09:00 (Europe/Berlin)."));
   // Another unreadable one changes nothing and says so.
   revised = ReviseLocally({Intent(intentpb::ACTION_TYPE_CREATE_AGENT, {{"schedule", "biweekly"}}),
                            "make it biweekly", last, kAgents},
@@ -422,6 +434,36 @@ TEST(LocalPolicyTest, PastTheCapTheLikeliestAgentIsProposedInsteadOfAskingAgain)
   Move none = DecideLocally(
       {Intent(intentpb::ACTION_TYPE_EXECUTE_TASK), "run one", std::nullopt, kAgents, 0});
   EXPECT_FALSE(none.clarifying);
+}
+
+// Notices in words, in the user's zone: a failure with its error, missed
+// slots within a day and across days, and what the policy did.
+TEST(NoticesTest, ListAgentsNoticesReadInTheUsersZone) {
+  const AgentListing listing = ListingFromResult(json::parse(R"({
+    "agents": [], "count": 0, "time_zone": "America/New_York",
+    "notices": [
+      {"id": "r1", "kind": "run_failed", "agent": "digest", "agent_id": "a1", "run_id": "r1",
+       "slot": "2030-05-06T13:00:00+00:00", "error": "no project matches 'X'"},
+      {"id": "missed:a1:1", "kind": "missed", "agent": "digest", "slot": "2030-05-06T13:00:00+00:00",
+       "missed": 2, "missed_until": "2030-05-06T14:00:00+00:00", "policy": "skip"},
+      {"id": "missed:a1:2", "kind": "missed", "agent": "digest", "slot": "2030-05-06T13:00:00+00:00",
+       "missed": 30, "missed_until": "2030-05-07T18:00:00+00:00", "policy": "run_once"},
+      {"id": "x", "kind": "something new", "agent": "digest"}]})"));
+  EXPECT_EQ(listing.time_zone, "America/New_York");
+  ASSERT_EQ(listing.notices.size(), 3u);  // an unknown kind is left out
+  EXPECT_EQ(listing.notice_ids, (std::vector<std::string>{"r1", "missed:a1:1", "missed:a1:2"}));
+  EXPECT_EQ(listing.notices[0].message(),
+            "Your agent 'digest' failed on its scheduled run of Monday 6 May at 09:00 "
+            "(America/New_York): no project matches 'X'.");
+  EXPECT_EQ(listing.notices[1].message(),
+            "Your agent 'digest' missed 2 scheduled runs, Monday 6 May at 09:00 to 10:00 "
+            "America/New_York, while no scheduler was running; they were skipped, as the agent "
+            "is set to.");
+  EXPECT_THAT(listing.notices[2].message(),
+              HasSubstr("Monday 6 May at 09:00 to Tuesday 7 May at 14:00 America/New_York"));
+  EXPECT_THAT(listing.notices[2].message(), HasSubstr("the run after them ran late"));
+  // A result that says nothing of the zone leaves it unknown.
+  EXPECT_TRUE(ListingFromResult(json::parse(R"({"agents": []})")).time_zone.empty());
 }
 
 TEST(ContextBoxTest, KeepsTheNewestEntriesAndRendersOneLinePerSection) {

@@ -89,7 +89,9 @@ TEST(PreviewTest, WhereARunsOutputGoesIsSaid) {
       HasSubstr("Each run's output goes to slack__post_message ({\"channel\":\"#sales\"})."));
   pb::PreviewEvent preview;
   FillPreview(draft, preview);
-  EXPECT_THAT(preview.risk_factors(), Contains("sends each run's output with slack__post_message"));
+  EXPECT_THAT(
+      preview.risk_factors(),
+      Contains("sends each run's output with slack__post_message, which every run may then call"));
   // A delivery a model wrote as something else is not said.
   EXPECT_THAT(DescribeAgentDraft({{"name", "x"}, {"deliver", "slack"}}),
               Not(HasSubstr("output goes")));
@@ -120,7 +122,12 @@ TEST(PreviewTest, TheSummaryOfAnActionSaysWhatItDoesInWords) {
                            {"config", {{"recipients", "sales@acme.test"}}}},
                           ""),
             "a new agent 'weekly-digest' (Sums up the week's sales). It runs every Monday at "
-            "09:00 (UTC). It sends the result to sales@acme.test.");
+            "09:00 (your time zone). It sends the result to sales@acme.test.");
+  // A zone in the words, or given, is said as it is.
+  EXPECT_THAT(DescribeAgentDraft({{"name", "d"}, {"schedule", "0 9 * * 1 Europe/Paris"}}),
+              HasSubstr("every Monday at 09:00 (Europe/Paris)"));
+  EXPECT_THAT(DescribeAgentDraft({{"name", "d"}, {"schedule", "daily"}, {"time_zone", "UTC"}}),
+              HasSubstr("(UTC)"));
   // A connected service's tool: the first sentence of its description and
   // its arguments, text quoted.
   EXPECT_EQ(ActionSummary("crm__delete_contact",

@@ -233,7 +233,8 @@ TEST(TurnApprovalTest, AWriteTheModelCallsIsPreviewedInWordsAndRunsOnYesWithoutT
   const pb::PreviewEvent preview = OnlyPreview(ask);
   EXPECT_EQ(preview.tool_name(), "create_agent");
   EXPECT_EQ(preview.summary(),
-            "a new agent 'standup-digest' (Sums up standups). It runs every day at 09:00 (UTC).");
+            "a new agent 'standup-digest' (Sums up standups). It runs every day at 09:00 (your "
+            "time zone).");
   EXPECT_THAT(ask.Text(), HasSubstr("Shall I go ahead?"));
   EXPECT_TRUE(h.tools.CallsOf("create_agent").empty());
   const size_t asked = model.requests().size();

@@ -37,7 +37,8 @@ void TurnPass::Compose() {
     ContextBox::Add(box_.blockers, "suspended by a newer message");
     emit_.State(pb::AGENT_STATE_SUSPENDED, "Set aside for your newer message; its state is saved");
   }
-  TellNotices();
+  // A cancelled turn is not read: its notices wait for the next.
+  if (!control_.cancelled()) TellNotices();
   if (!text_sent_) {
     emit_.Next().mutable_text()->set_delta(text_);
     emit_.Send();
@@ -49,6 +50,7 @@ void TurnPass::Compose() {
 // before the reply's own (after it when the model's text went out already).
 void TurnPass::TellNotices() {
   if (notices_.empty()) return;
+  notices_told_ = true;
   std::string words;
   for (const pb::NoticeEvent& notice : notices_) {
     *emit_.Next().mutable_notice() = notice;

@@ -24,7 +24,7 @@ void TurnPass::Save() {
 // The notices told this turn are not told again. When the executor cannot
 // take that now, the next turn tells them once more: better twice than never.
 void TurnPass::MarkNoticesSeen() {
-  if (notice_ids_.empty()) return;
+  if (!notices_told_ || notice_ids_.empty()) return;
   execpb::InvokeToolRequest seen;
   seen.set_tool_name("mark_notices_seen");
   seen.set_arguments_json(json{{"notices", notice_ids_}}.dump());

@@ -220,7 +220,8 @@ class TurnPass final {
   std::vector<AgentInfo> agents_;
   // What the agents' listing also said: the user's time zone and the
   // notices to tell them this turn (flow/notices.h).
-  std::string time_zone_ = "UTC";
+  std::string time_zone_;  // empty: the listing did not say
+  bool notices_told_ = false;
   std::vector<pb::NoticeEvent> notices_;
   std::vector<std::string> notice_ids_;
   std::optional<execpb::InvokeToolResponse> agent_list_;
