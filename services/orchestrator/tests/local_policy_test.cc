@@ -5,7 +5,6 @@
 
 #include "services/orchestrator/flow/context_box.h"
 #include "services/orchestrator/flow/notices.h"
-#include "services/orchestrator/flow/notices.h"
 #include "services/orchestrator/flow/routing.h"
 #include "services/orchestrator/planner/agent_draft.h"
 #include "services/orchestrator/planner/model_planner.h"
