@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -345,50 +346,90 @@ std::string ProjectOf(std::string_view text) {
   return "";
 }
 
-// A time zone the message names: an IANA name written out ("Europe/Berlin",
-// "America/New_York") that this machine's zone data knows, or a place or
-// zone name of libs/words/data/time_zones.txt when the message speaks of a
-// time zone ("my time zone is Berlin", "9am Berlin time") or it is an
-// abbreviation ("UTC", "PST"). Not a place alone: "sales in Germany".
-std::string TimeZoneOf(std::string_view text, const std::vector<std::string_view>& words) {
-  static const RE2 kIana(R"(\b([A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z_+-]+){1,2})\b)");
-  if (text.find('/') != std::string_view::npos) {
-    re2::StringPiece input(text.data(), text.size());
-    std::string name;
-    while (RE2::FindAndConsume(&input, kIana, &name)) {
-      absl::TimeZone zone;
-      if (absl::LoadTimeZone(name, &zone)) return name;
+// The IANA zone names of this machine's zone data (tzdata.zi: zones and
+// links), read once; empty when it cannot be read.
+const std::set<std::string, std::less<>>& KnownZoneNames() {
+  static const auto* names = [] {
+    auto* out = new std::set<std::string, std::less<>>{"UTC"};
+    std::ifstream in("/usr/share/zoneinfo/tzdata.zi");
+    std::string line;
+    while (std::getline(in, line)) {
+      std::vector<std::string> fields = absl::StrSplit(line, ' ', absl::SkipEmpty());
+      if (fields.size() >= 2 && fields[0] == "Z") out->insert(fields[1]);
+      if (fields.size() >= 3 && fields[0] == "L") out->insert(fields[2]);
     }
-  }
-  // This runs on every message and history turn: most speak of no zone,
-  // and only an abbreviation ("UTC", "PST") is then looked for, word by word.
-  static const auto* kAbbreviations = [] {
-    auto* out = new std::map<std::string, std::string, std::less<>>;
-    for (const words::Entry& entry : words::Entries("time_zones")) {
-      if (entry.text.size() <= 3 && entry.text.find(' ') == std::string::npos) {
-        (*out)[entry.text] = entry.value;
-      }
-    }
+    if (out->size() == 1) out->clear();
     return out;
   }();
-  const bool zone_talk = FindPhrase(words, "time zone") >= 0 || FindPhrase(words, "timezone") >= 0;
-  if (!zone_talk && FindPhrase(words, "time") < 0) {
-    for (std::string_view word : words) {
-      if (word.size() > 3) continue;
-      if (auto it = kAbbreviations->find(word); it != kAbbreviations->end()) return it->second;
-    }
-    return "";
+  return *names;
+}
+
+bool IsZoneName(const std::string& name) {
+  const auto& known = KnownZoneNames();
+  if (!known.empty()) return known.contains(name);
+  absl::TimeZone zone;  // no zone data list: ask the library
+  return absl::LoadTimeZone(name, &zone);
+}
+
+// An IANA name written out ("Europe/Berlin"); of several, the one after
+// "to" ("from Europe/London to Asia/Tokyo"), else the first.
+std::string IanaZoneOf(std::string_view text) {
+  static const RE2 kIana(R"(\b([A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z_+-]+){1,2})\b)");
+  if (text.find('/') == std::string_view::npos) return "";
+  re2::StringPiece input(text.data(), text.size());
+  std::string name;
+  std::string first;
+  while (RE2::FindAndConsume(&input, kIana, &name)) {
+    if (!IsZoneName(name)) continue;
+    const size_t at = static_cast<size_t>(input.data() - text.data()) - name.size();
+    if (at >= 3 && Lowercase(text.substr(at - 3, 3)) == "to ") return name;
+    if (first.empty()) first = name;
   }
+  return first;
+}
+
+// Whether `word` is a time of day: "9am", "17:30", "9", "noon".
+bool IsClockWord(std::string_view word) {
+  static const RE2 kClock(R"(\d{1,2}([:.]\d{2})?(am|pm|h)?)");
+  return RE2::FullMatch(re2::StringPiece(word.data(), word.size()), kClock) || word == "am" ||
+         word == "pm" || word == "noon" || word == "midnight";
+}
+
+// A time zone the message names: an IANA name written out that this
+// machine's zone data knows, or a place or zone name of
+// libs/words/data/time_zones.txt when the message speaks of a time zone,
+// says "<place> time", names a zone that ends in "time" ("Pacific time"), or
+// gives an abbreviation right after a time of day ("9am PST"). Not a place
+// alone ("sales in Germany", "UK invoices"). Of several, the one after "to"
+// ("from London to Tokyo"), else the first in the message.
+std::string TimeZoneOf(std::string_view text, const std::vector<std::string_view>& words) {
+  if (std::string iana = IanaZoneOf(text); !iana.empty()) return iana;
+  const bool zone_talk = FindPhrase(words, "time zone") >= 0 || FindPhrase(words, "timezone") >= 0;
+  // Most messages speak of no zone: without "time" only a short word after
+  // a time of day can be one.
+  bool short_after_clock = false;
+  for (size_t i = 1; i < words.size() && !short_after_clock; ++i) {
+    short_after_clock = words[i].size() <= 4 && IsClockWord(words[i - 1]);
+  }
+  if (!zone_talk && !short_after_clock && FindPhrase(words, "time") < 0) return "";
+  int best = -1;
+  std::string zone;
   for (const words::Entry& entry : words::Entries("time_zones")) {
     const int at = FindPhrase(words, entry.text);
     if (at < 0) continue;
     const size_t after = static_cast<size_t>(at) + Words(entry.text).size();
-    if (zone_talk || kAbbreviations->contains(entry.text) ||
-        (after < words.size() && words[after] == "time")) {
-      return entry.value;
+    const bool says_time =
+        absl::EndsWith(entry.text, " time") || (after < words.size() && words[after] == "time");
+    const bool after_clock = at > 0 && IsClockWord(words[static_cast<size_t>(at) - 1]);
+    if (!zone_talk && !says_time && !after_clock) continue;
+    const bool after_to = at > 0 && words[static_cast<size_t>(at) - 1] == "to";
+    if (after_to) return entry.value;
+    if (best < 0 || at < best) {
+      best = at;
+      zone = entry.value;
     }
   }
-  return "";
+  return zone;
 }
 
 }  // namespace

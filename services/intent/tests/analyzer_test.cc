@@ -296,7 +296,9 @@ TEST(EntitiesTest, ReadsATimeZoneWhenTheMessageNamesOne) {
   // A place alone is no time zone, nor a name that looks like one.
   for (const char* none :
        {"a digest of sales in Germany", "summarize the London office tickets",
-        "read Notion/Slack every morning", "post it to Sales/Weekly", "what time is it"}) {
+        "read Notion/Slack every morning", "post it to Sales/Weekly", "what time is it",
+        "a digest of UK sales every monday at 9am", "add the UK invoices to invoice-chaser",
+        "das ist gut", "post it to Europe/Nowhere at 9"}) {
     EXPECT_FALSE(ExtractEntities(none).contains("time_zone")) << none;
   }
 }

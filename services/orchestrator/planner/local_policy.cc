@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "libs/core/ids.h"
 #include "libs/core/text.h"
 #include "libs/schedule/schedule.h"
@@ -563,17 +564,30 @@ Move AskAsIntentSays(const PolicyInput& in) {
 // time zone is Berlin"): the zone is then the draft's.
 std::optional<Move> TimeZoneMove(const PolicyInput& in) {
   const std::string lowered = absl::AsciiStrToLower(in.message);
+  const bool zone_words =
+      absl::StrContains(lowered, "time zone") || absl::StrContains(lowered, "timezone");
+  bool sets = false;  // a verb that changes it: "set", "use", "switch to" ...
+  for (absl::string_view word : absl::StrSplit(lowered, absl::ByAnyChar(" ,.!?;:"))) {
+    sets |= word == "set" || word == "change" || word == "switch" || word == "use" ||
+            word == "update" || word == "move" || word == "make";
+  }
   const bool mine =
       absl::StrContains(lowered, "my time zone") || absl::StrContains(lowered, "my timezone") ||
       absl::StrContains(lowered, "our time zone") || absl::StrContains(lowered, "our timezone");
   for (const char* about_an_agent : {"agent_name", "schedule", "agent_kind"}) {
     if (!Entity(in.intent, about_an_agent).empty()) return std::nullopt;
   }
-  if (!mine) return std::nullopt;
+  if (!zone_words || !(mine || sets)) return std::nullopt;
   Move move;
   move.action_type = intentpb::ACTION_TYPE_MANAGE_PLATFORM;
   move.entities.insert(in.intent.entities().begin(), in.intent.entities().end());
   const std::string zone = Entity(in.intent, "time_zone");
+  if (zone.empty() && sets) {
+    move.reply =
+        "I did not recognise that time zone. Say it as a zone name such as 'Europe/Berlin', "
+        "'America/New_York' or 'UTC', or as a city (\"set my time zone to Tokyo\").";
+    return move;
+  }
   if (zone.empty()) {
     move.run.push_back({"get_settings", json::object()});
     return move;

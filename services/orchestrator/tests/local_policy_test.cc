@@ -179,6 +179,18 @@ TEST(LocalPolicyTest, TheUsersTimeZoneIsSetAskedAndReadIntoDrafts) {
       "Your time zone is Asia/Tokyo: schedules that name none are read in it. Say \"set my "
       "time zone to Europe/Berlin\" (or a city) to change it.");
 
+  // Without "my": a verb that sets it; a zone not recognised is said so.
+  move =
+      DecideLocally({Intent(intentpb::ACTION_TYPE_MANAGE_PLATFORM, {{"time_zone", "Asia/Tokyo"}}),
+                     "use the Tokyo time zone", std::nullopt, kAgents});
+  ASSERT_EQ(move.propose.size(), 1u);
+  EXPECT_EQ(move.propose[0].arguments["time_zone"], "Asia/Tokyo");
+  move = DecideLocally({Intent(intentpb::ACTION_TYPE_MANAGE_PLATFORM),
+                        "set my time zone to Atlantis", std::nullopt, kAgents});
+  EXPECT_TRUE(move.propose.empty());
+  EXPECT_TRUE(move.run.empty());
+  EXPECT_THAT(move.reply, HasSubstr("I did not recognise that time zone"));
+
   PolicyInput draft{
       Intent(intentpb::ACTION_TYPE_CREATE_AGENT, {{"schedule", "every monday at 9am"},
                                                   {"purpose", "sum up the week's sales"},
