@@ -88,26 +88,29 @@ step "7. Agents run on their own: two that run every minute fire once, then are 
 # release-watch reads a project that does not exist: its scheduled run fails.
 seed create_agent '{"name": "launch-watch", "description": "The open tasks of the Website relaunch", "schedule": "every minute", "steps": [{"tool": "list_tasks", "arguments": {"project": "Website relaunch", "status": "todo"}}]}' 9
 seed create_agent '{"name": "release-watch", "description": "The open tasks of the Spring release", "schedule": "every minute", "steps": [{"tool": "list_tasks", "arguments": {"project": "Spring release", "status": "todo"}}]}' 10
-# Scheduled runs of an agent so far, and whether its newest run has ended.
-scheduled_runs() {
-  "${CLI[@]}" tools invoke list_runs "{\"agent\": \"$1\", \"limit\": 200}" 2>/dev/null \
-    | grep -c '"trigger": "schedule"' || true
+# The id of an agent's newest scheduled run ("" when none) and whether that
+# run has ended.
+newest_scheduled() {
+  local out
+  out=$("${CLI[@]}" tools invoke list_runs "{\"agent\": \"$1\", \"limit\": 5}" 2>/dev/null || true)
+  awk '/"id":/ { gsub(/[",]/, "", $2); id = $2 } /"trigger": "schedule"/ { print id; exit }' <<<"$out"
 }
-newest_ended() {
-  "${CLI[@]}" tools invoke list_runs "{\"agent\": \"$1\", \"limit\": 1}" 2>/dev/null \
-    | grep -Eq '"status": "(succeeded|partial|failed)"'
+run_ended() {
+  local out
+  out=$("${CLI[@]}" tools invoke get_run "{\"run_id\": \"$1\"}" 2>/dev/null || true)
+  grep -Eq '"status": "(succeeded|partial|failed)"' <<<"$out"
 }
 declare -A before
 for watch in launch-watch release-watch; do
-  before[$watch]=$(scheduled_runs "$watch")
+  before[$watch]=$(newest_scheduled "$watch")
   "${CLI[@]}" tools invoke resume_agent "{\"agent\": \"$watch\"}" >/dev/null 2>&1 || true
 done
 echo "waiting for their next slot (at most a minute) ..."
 for _ in $(seq 1 75); do
   done_watches=0
   for watch in launch-watch release-watch; do
-    now_runs=$(scheduled_runs "$watch")
-    if (( ${now_runs:-0} > ${before[$watch]:-0} )) && newest_ended "$watch"; then
+    newest=$(newest_scheduled "$watch")
+    if [[ -n "$newest" && "$newest" != "${before[$watch]}" ]] && run_ended "$newest"; then
       done_watches=$((done_watches + 1))
     fi
   done

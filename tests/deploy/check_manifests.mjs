@@ -255,12 +255,15 @@ if (policy) {
   // The services that keep state in PostgreSQL are given it, the migration
   // Job applies every schema, and the orchestrator's spool is on disk with
   // room for a rewrite (twice its bound), not in memory.
-  const containerOf = (name) => deployments.find((e) => e.object.metadata?.name === name)
+  // By name, an overlay's prefix or suffix aside.
+  const containerOf = (name) => deployments.find((e) => e.object.metadata?.name?.includes(name))
       ?.object.spec?.template?.spec;
   for (const name of ["omniforge-conversation", "omniforge-executor", "omniforge-orchestrator"]) {
     const pod = containerOf(name);
     const dsn = (pod?.containers?.[0]?.env ?? []).find((e) => e.name === "OMNIFORGE_DATABASE_DSN");
-    if (pod && !dsn?.valueFrom?.secretKeyRef?.name) {
+    if (!pod) {
+      problems.push(`no Deployment ${name}`);
+    } else if (!dsn?.valueFrom?.secretKeyRef?.name) {
       problems.push(`Deployment ${name}: OMNIFORGE_DATABASE_DSN does not come from a Secret`);
     }
   }
