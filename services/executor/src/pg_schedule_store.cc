@@ -127,7 +127,7 @@ PgScheduleStore::UnreadSchedules(const std::pair<std::string, std::string>& afte
              after.first,
              after.second.empty() ? std::nullopt : std::optional<std::string>(after.second),
              limit)) {
-      out.push_back({core::Identity{row[0].c_str(), row[1].c_str()}, row[2].c_str()});
+      out.emplace_back(core::Identity{row[0].c_str(), row[1].c_str()}, row[2].c_str());
     }
     return absl::OkStatus();
   });

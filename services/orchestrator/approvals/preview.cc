@@ -52,7 +52,7 @@ std::string FirstSentence(const std::string& description) {
 }  // namespace
 
 std::string ScheduleInWords(const nlohmann::json& args, const std::string& zone_when_none) {
-  const std::string schedule = StringAt(args, "schedule");
+  std::string schedule = StringAt(args, "schedule");
   const std::string zone = StringAt(args, "time_zone");
   auto read = schedule::ParseSchedule(schedule, zone.empty() ? "UTC" : zone);
   if (!read.ok()) return schedule;
