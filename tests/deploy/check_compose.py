@@ -10,7 +10,9 @@ secrets; the services have gRPC health checks and start in dependency order
 (migrations before the database services, the orchestrator last); only the
 orchestrator publishes a port; PostgreSQL is 15 and reachable on the
 internal network only; the ollama profile adds Ollama and its model pull.
-With SECRETS_DIR (what deploy/docker/init-secrets.sh -d made): every secret
+Each service's effective configuration (its config file with the compose
+environment over it) names no loopback address for a remote dependency and
+no secret it is not given. With SECRETS_DIR (what deploy/docker/init-secrets.sh -d made): every secret
 the compose file mounts is a file there, the master key is 32 bytes in hex
 and the API key file holds key-file lines.
 Prints every problem and exits 1 when there is any.
@@ -149,6 +151,81 @@ def check(config, with_ollama, problems):
             problems.append("ollama: not on the services' network")
 
 
+# Where each service keeps its remote dependencies in its configuration:
+# with the compose file's environment on top of the config file baked into
+# the image (or mounted), none may be a loopback address.
+REMOTE_KEYS = {
+    "conversation": ["database.dsn"],
+    "executor": ["database.dsn", "conversation.address"],
+    "orchestrator": ["database.dsn", "downstream.conversation", "downstream.intent",
+                     "downstream.executor"],
+    "intent": [],
+}
+LOOPBACK = re.compile(r"(^|[\s/=@:])(127\.\d+\.\d+\.\d+|localhost|\[?::1\]?)([\s:/]|$)")
+
+
+def env_name(path):
+    return "OMNIFORGE_" + path.upper().replace(".", "_")
+
+
+def flatten(node, prefix=""):
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            out.update(flatten(value, f"{prefix}{key}."))
+        return out
+    return {prefix[:-1]: node}
+
+
+def config_file(svc, name, root):
+    """The repository file behind the service's OMNIFORGE_CONFIG: the image
+    copies deploy/local/ to /etc/omniforge/local/; bind mounts add others."""
+    path = (svc.get("environment") or {}).get("OMNIFORGE_CONFIG",
+                                              f"/etc/omniforge/local/{name}.yaml")
+    mounts = {"/etc/omniforge/local": os.path.join(root, "deploy/local")}
+    for volume in svc.get("volumes") or []:
+        if isinstance(volume, dict) and volume.get("type") == "bind":
+            mounts[volume["target"]] = volume["source"]
+        elif isinstance(volume, str) and volume.startswith((".", "/")):
+            source, target = volume.split(":")[:2]
+            mounts[target] = os.path.join(root, source)
+    for target, source in sorted(mounts.items(), key=lambda m: -len(m[0])):
+        if path.startswith(target + "/"):
+            return os.path.join(source, path[len(target) + 1:])
+    return None
+
+
+def check_effective(config, root, problems):
+    """Each service's configuration as it starts: its file, then the
+    compose environment over it (OMNIFORGE_<KEY_PATH>), then the secrets
+    its *_FILE variables name."""
+    services = config.get("services", {})
+    for name, keys in REMOTE_KEYS.items():
+        svc = services[name]
+        env = {k: str(v) for k, v in (svc.get("environment") or {}).items()}
+        path = config_file(svc, name, root)
+        if path is None or not os.path.isfile(path):
+            problems.append(f"{name}: its config file ({path}) is not in the image or mounted")
+            continue
+        with open(path, encoding="utf-8") as f:
+            effective = flatten(yaml.safe_load(f) or {})
+        for key in list(effective) + keys:
+            if env_name(key) in env:
+                effective[key] = env[env_name(key)]
+        for key in keys:
+            value = str(effective.get(key) or "")
+            if not value:
+                problems.append(f"{name}: {key} is empty as it starts")
+            elif LOOPBACK.search(value):
+                problems.append(f"{name}: {key} is {value!r} as it starts: a loopback address "
+                                "inside a container")
+        mounted = [s if isinstance(s, str) else s.get("source") for s in svc.get("secrets") or []]
+        for var, value in env.items():
+            if var.endswith("_FILE") and value.startswith("/run/secrets/") and \
+                    value[len("/run/secrets/"):] not in mounted:
+                problems.append(f"{name}: {var} names a secret it is not given")
+
+
 def check_secrets(config, secrets_dir, problems):
     for name, secret in (config.get("secrets") or {}).items():
         source = secret.get("file", "")
@@ -175,6 +252,8 @@ def main():
             config = yaml.safe_load(f)
         found = []
         check(config, with_ollama, found)
+        if not found:
+            check_effective(config, os.getcwd(), found)
         problems += [f"{'ollama profile' if with_ollama else 'default'}: {p}" for p in found]
         if len(sys.argv) == 4 and not with_ollama:
             check_secrets(config, sys.argv[3], problems)
