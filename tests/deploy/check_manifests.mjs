@@ -267,6 +267,55 @@ if (policy) {
       problems.push(`Deployment ${name}: OMNIFORGE_DATABASE_DSN does not come from a Secret`);
     }
   }
+  // Each service's configuration as it starts: the config file of its
+  // mounted ConfigMap with its environment over it (OMNIFORGE_<KEY_PATH>:
+  // values, ConfigMaps; a Secret's value counts as given). A remote
+  // dependency is never empty nor a loopback address.
+  const remoteKeys = {
+    "omniforge-conversation": ["database.dsn"],
+    "omniforge-executor": ["database.dsn", "conversation.address"],
+    "omniforge-orchestrator": ["database.dsn", "downstream.conversation", "downstream.intent",
+                               "downstream.executor"],
+  };
+  const configMap = (name) => byKind("ConfigMap").find((e) => e.object.metadata?.name === name)
+      ?.object.data ?? {};
+  const flatten = (node, prefix = "") => (node && typeof node === "object" && !Array.isArray(node))
+      ? Object.entries(node).reduce((out, [k, v]) => ({...out, ...flatten(v, `${prefix}${k}.`)}), {})
+      : {[prefix.slice(0, -1)]: node};
+  const envName = (key) => `OMNIFORGE_${key.toUpperCase().replaceAll(".", "_")}`;
+  const loopback = /(^|[\s/=@:])(127\.\d+\.\d+\.\d+|localhost|\[?::1\]?)([\s:/]|$)/;
+  for (const [name, keys] of Object.entries(remoteKeys)) {
+    const pod = containerOf(name);
+    const c = pod?.containers?.[0];
+    if (!c) continue;  // reported above
+    const env = {};
+    for (const from of c.envFrom ?? []) {
+      if (from.configMapRef) Object.assign(env, configMap(from.configMapRef.name));
+    }
+    for (const e of c.env ?? []) {
+      env[e.name] = e.value ?? (e.valueFrom?.secretKeyRef ? `<secret ${e.valueFrom.secretKeyRef.name}>`
+          : configMap(e.valueFrom?.configMapKeyRef?.name)[e.valueFrom?.configMapKeyRef?.key]);
+    }
+    const file = env.OMNIFORGE_CONFIG ?? "";
+    const mount = (c.volumeMounts ?? []).find((m) => file.startsWith(`${m.mountPath}/`));
+    const volume = (pod.volumes ?? []).find((v) => v.name === mount?.name);
+    const text = configMap(volume?.configMap?.name)[file.slice((mount?.mountPath.length ?? 0) + 1)];
+    if (text === undefined) {
+      problems.push(`Deployment ${name}: its config file ${file || "(OMNIFORGE_CONFIG unset)"} is in no mounted ConfigMap`);
+      continue;
+    }
+    const effective = flatten(YAML.parse(text) ?? {});
+    for (const key of [...Object.keys(effective), ...keys]) {
+      if (env[envName(key)] !== undefined) effective[key] = env[envName(key)];
+    }
+    for (const key of keys) {
+      const value = String(effective[key] ?? "");
+      if (!value) problems.push(`Deployment ${name}: ${key} is empty as it starts`);
+      else if (loopback.test(value)) {
+        problems.push(`Deployment ${name}: ${key} is "${value}" as it starts: a loopback address in a pod`);
+      }
+    }
+  }
   const migrate = byKind("Job").find((e) => e.object.metadata?.name?.startsWith("omniforge-migrate"));
   const steps = (migrate?.object.spec?.template?.spec?.containers?.[0]?.args ?? []).join(" ");
   for (const service of ["conversation", "executor", "orchestrator"]) {
