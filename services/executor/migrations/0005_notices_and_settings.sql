@@ -43,7 +43,7 @@ CREATE FUNCTION platform.read_user_notices(p_tenant text, p_user text)
 RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
 BEGIN
   -- plpgsql, so that its plan is kept for the session (a SQL function
-  -- would be planned at every call: this runs at every chat turn).
+  -- would be planned at every call).
   RETURN (SELECT coalesce(jsonb_agg(n.j ORDER BY n.at, n.id), '[]'::jsonb)
     FROM (SELECT * FROM (
             SELECT jsonb_strip_nulls(jsonb_build_object(

@@ -98,6 +98,20 @@ class AgentRuntimeTest : public ::testing::Test {
     tx.commit();
   }
 
+  // Runs the agent `name` with `runner` as run_agent does (the run recorded
+  // first): the run as stored, null when that failed (reported).
+  Json RunWith(AgentRunner& runner, const std::string& name) {
+    auto agent = platform_->run_store.LoadAgent(who_, name);
+    EXPECT_TRUE(agent.ok() && agent->has_value()) << name;
+    if (!agent.ok() || !agent->has_value()) return Json();
+    auto run_id = platform_->run_store.StartRun(who_, **agent, {});
+    EXPECT_TRUE(run_id.ok()) << run_id.status();
+    if (!run_id.ok()) return Json();
+    auto stored = runner.Run(who_, **agent, *run_id, "{}");
+    EXPECT_TRUE(stored.ok()) << stored.status();
+    return stored.ok() ? Json::parse(*stored)["run"] : Json();
+  }
+
   // A project with three tasks, from a template.
   void HarborProject() {
     Ok("create_project_template", {{"name", "launch-" + core::NewUuid()},
@@ -356,13 +370,7 @@ TEST_F(AgentRuntimeTest, WithAModelTheRunGetsTheInstructionsAndOnlyTheGrantedToo
                       {"description", "Lists the agents"},
                       {"instructions", "List my agents and say how many there are."},
                       {"tools", {"list_agents"}}});
-  auto agent = platform_->run_store.LoadAgent(who_, "lister");
-  ASSERT_TRUE(agent.ok() && agent->has_value());
-  auto run_id = platform_->run_store.StartRun(who_, **agent, {});
-  ASSERT_TRUE(run_id.ok());
-  auto stored = runner.Run(who_, **agent, *run_id, "{}");
-  ASSERT_TRUE(stored.ok()) << stored.status();
-  const Json run = Json::parse(*stored)["run"];
+  const Json run = RunWith(runner, "lister");
   EXPECT_EQ(run["status"], "succeeded") << run.dump();
   EXPECT_EQ(run["output"]["summary"], "2 agents listed");
   // The refused call is stored as refused, and nothing was deleted.
@@ -766,13 +774,7 @@ TEST_F(AgentRuntimeTest, ARunStopsAtItsCostLimitAndRunsAreCountedByKind) {
                       {"tools", {"list_agents"}},
                       {"config", {{"kind", "report"}}},
                       {"limits", {{"max_cost_usd", 0.001}}}});
-  auto agent = platform_->run_store.LoadAgent(who_, "spender");
-  ASSERT_TRUE(agent.ok() && agent->has_value());
-  auto run_id = platform_->run_store.StartRun(who_, **agent, {});
-  ASSERT_TRUE(run_id.ok());
-  auto stored = runner.Run(who_, **agent, *run_id, "{}");
-  ASSERT_TRUE(stored.ok()) << stored.status();
-  const Json run = Json::parse(*stored)["run"];
+  const Json run = RunWith(runner, "spender");
   EXPECT_EQ(run["status"], "partial") << run.dump();
   EXPECT_THAT(run["error"].get<std::string>(),
               HasSubstr("stopped at its cost limit of $0.001 per run (spent $0.002)"));

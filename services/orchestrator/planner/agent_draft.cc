@@ -67,4 +67,12 @@ std::string DraftInstructions(const std::string& kind, const std::string& purpos
   return text;
 }
 
+void ReadScheduleInUsersZone(const std::string& tool, const std::string& zone,
+                             nlohmann::json& args) {
+  if (tool == "create_agent" && !zone.empty() && args.is_object() && args.contains("schedule") &&
+      args["schedule"].is_string() && !args.contains("time_zone")) {
+    args["time_zone"] = zone;
+  }
+}
+
 }  // namespace omniforge::orchestrator

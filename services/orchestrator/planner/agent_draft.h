@@ -22,4 +22,11 @@ void SetDraftSteps(const std::string& kind, const std::string& project, nlohmann
 std::string DraftInstructions(const std::string& kind, const std::string& purpose,
                               const nlohmann::json& args);
 
+// A new agent's arguments (`tool` create_agent) whose schedule names no
+// zone of its own get the user's `zone`, so that the preview says when it
+// runs as the executor will store it; nothing when the zone is not known
+// (empty: the executor then takes the user's itself).
+void ReadScheduleInUsersZone(const std::string& tool, const std::string& zone,
+                             nlohmann::json& args);
+
 }  // namespace omniforge::orchestrator

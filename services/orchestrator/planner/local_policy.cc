@@ -218,10 +218,7 @@ Move ProposeCreateAgent(const PolicyInput& in) {
       !project.empty() && !args.contains("steps")) {
     SetDraftSteps(GoalEntity(in, "agent_kind"), project, args);
   }
-  // A schedule without a zone of its own is read in the user's.
-  if (args.contains("schedule") && !args.contains("time_zone") && !in.time_zone.empty()) {
-    args["time_zone"] = in.time_zone;
-  }
+  ReadScheduleInUsersZone("create_agent", in.time_zone, args);
   args["instructions"] =
       core::Shortened(DraftInstructions(GoalEntity(in, "agent_kind"), purpose, args), 20000);
   PendingAction action = Pending("create_agent", args, execpb::TOOL_RISK_WRITE,
@@ -440,11 +437,7 @@ std::optional<Move> ReviseLocally(const PolicyInput& in, const std::string& othe
   json args = pending.arguments;
   const bool draft = pending.tool == "create_agent" || pending.tool == "update_agent";
   const bool revised = draft && ApplyDraftEntities(in.intent, args);
-  // A new agent's schedule added now is read in the user's zone too.
-  if (pending.tool == "create_agent" && args.contains("schedule") && !args.contains("time_zone") &&
-      !in.time_zone.empty()) {
-    args["time_zone"] = in.time_zone;
-  }
+  ReadScheduleInUsersZone(pending.tool, in.time_zone, args);  // a schedule added now
   const std::string unreadable = draft ? UnreadableSchedule(in.intent) : "";
   if (!revised && unreadable.empty()) return std::nullopt;
   PendingAction action = pending;
@@ -566,7 +559,8 @@ std::optional<Move> TimeZoneMove(const PolicyInput& in) {
   const std::string lowered = absl::AsciiStrToLower(in.message);
   const bool zone_words =
       absl::StrContains(lowered, "time zone") || absl::StrContains(lowered, "timezone");
-  bool sets = false;  // a verb that changes it: "set", "use", "switch to" ...
+  if (!zone_words) return std::nullopt;  // most messages: nothing more to read
+  bool sets = false;                     // a verb that changes it: "set", "use", "switch to" ...
   for (absl::string_view word : absl::StrSplit(lowered, absl::ByAnyChar(" ,.!?;:"))) {
     sets |= word == "set" || word == "change" || word == "switch" || word == "use" ||
             word == "update" || word == "move" || word == "make";
@@ -577,7 +571,7 @@ std::optional<Move> TimeZoneMove(const PolicyInput& in) {
   for (const char* about_an_agent : {"agent_name", "schedule", "agent_kind"}) {
     if (!Entity(in.intent, about_an_agent).empty()) return std::nullopt;
   }
-  if (!zone_words || !(mine || sets)) return std::nullopt;
+  if (!mine && !sets) return std::nullopt;
   Move move;
   move.action_type = intentpb::ACTION_TYPE_MANAGE_PLATFORM;
   move.entities.insert(in.intent.entities().begin(), in.intent.entities().end());

@@ -7,6 +7,7 @@
 
 #include "libs/core/ids.h"
 #include "services/orchestrator/approvals/preview.h"
+#include "services/orchestrator/planner/agent_draft.h"
 #include "services/orchestrator/plans/plan_model.h"
 
 namespace omniforge::orchestrator {
@@ -171,11 +172,7 @@ class PlannerSession final {
       action.action_id = core::NewUuid();
       action.tool = call.name;
       action.arguments = arguments;
-      if (call.name == "create_agent" && arguments.contains("schedule") &&
-          arguments["schedule"].is_string() && !arguments.contains("time_zone") &&
-          !request_.time_zone.empty()) {
-        action.arguments["time_zone"] = request_.time_zone;
-      }
+      ReadScheduleInUsersZone(call.name, request_.time_zone, action.arguments);
       action.risk = risk->second;
       action.summary = ActionSummary(call.name, action.arguments, DescriptionOf(call.name));
       result_.propose.push_back(std::move(action));

@@ -70,6 +70,7 @@
 #include "services/orchestrator/approvals/approval_gate.h"
 #include "services/orchestrator/storage/pg_approval_audit.h"
 #include "services/orchestrator/storage/pg_plan_store.h"
+#include "tests/support/command.h"
 #include "tests/support/server_process.h"
 #include "tests/support/service_stack.h"
 #include "tests/support/test_database.h"
@@ -2591,19 +2592,14 @@ TEST_F(ModelPlannerEndToEndTest, ANewMessageSuspendsTheRunningFlowWhichResumesOn
 // `omniforge-orchestrator migrate`: the orchestration schema, once, then
 // exit (a deployment's migration step); without a database it says so.
 TEST(OrchestratorMigrateTest, MigrateAppliesEachMigrationOnceAndExits) {
-  const auto run = [](const std::string& env) {
-    const std::string command =
-        "env -i PATH=/usr/bin:/bin " + env + " " + OMNIFORGE_ORCHESTRATOR_BIN + " migrate 2>&1";
-    FILE* pipe = popen(command.c_str(), "r");
-    std::string output;
-    char buffer[4096];
-    while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-    const int status = pclose(pipe);
-    return std::pair<int, std::string>(WIFEXITED(status) ? WEXITSTATUS(status) : -1, output);
+  const auto run = [](const std::vector<std::string>& env) {
+    const testing::CommandResult ran =
+        testing::RunCommand({OMNIFORGE_ORCHESTRATOR_BIN, "migrate"}, "", env);
+    return std::pair<int, std::string>(ran.exit_code, ran.out + ran.err);
   };
   testing::TestDatabase database;
   // The service's configuration; the key file is not needed to migrate.
-  const std::string env = "OMNIFORGE_DATABASE_DSN='" + database.dsn() + "'";
+  const std::vector<std::string> env = {"OMNIFORGE_DATABASE_DSN=" + database.dsn()};
   auto [status, output] = run(env);
   EXPECT_EQ(status, 0) << output;
   EXPECT_THAT(output, HasSubstr("0001_init.sql"));
@@ -2611,7 +2607,7 @@ TEST(OrchestratorMigrateTest, MigrateAppliesEachMigrationOnceAndExits) {
   std::tie(status, output) = run(env);
   EXPECT_EQ(status, 0) << output;
   EXPECT_THAT(output, HasSubstr("\"applied\":\"0\""));
-  std::tie(status, output) = run("");
+  std::tie(status, output) = run({});
   EXPECT_EQ(status, 1) << output;
   EXPECT_THAT(output, HasSubstr("database.dsn is empty"));
 }
