@@ -29,7 +29,7 @@ FORMAT_DIRS := libs services cli tests bench
 CLANG_FORMAT ?= $(shell command -v clang-format-14 || command -v clang-format)
 export CLANG_FORMAT
 
-.PHONY: help deps configure build test lint run up down bench intent-eval live-llm asan format clean
+.PHONY: help deps configure build test lint run up down image bench intent-eval live-llm asan format clean
 
 help:
 	@echo "omniforge make targets (variables: BUILD_DIR=$(BUILD_DIR) BUILD_TYPE=$(BUILD_TYPE) JOBS=$(JOBS) SANITIZE=$(SANITIZE))"
@@ -41,6 +41,7 @@ help:
 	@echo "  run        build + start the local stack and walk the demo conversations (scripts/run.sh)"
 	@echo "  up         build + start the whole stack (scripts/stack.sh up)"
 	@echo "  down       stop the whole stack (scripts/stack.sh down)"
+	@echo "  image      build + the container image omniforge:<version> from the built binaries (scripts/image.sh)"
 	@echo "  bench      build + run the benchmarks (scripts/bench.sh)"
 	@echo "  intent-eval  build + measure the intent service over gRPC (dev split, follow-ups)"
 	@echo "  live-llm   the LLM conformance tests against a real endpoint (OMNIFORGE_LLM_* env)"
@@ -93,6 +94,11 @@ up: build
 
 down:
 	@bash scripts/stack.sh down $(ARGS)
+
+# ARGS=postgres also makes omniforge-postgres:15 (PostgreSQL from Debian's
+# packages) for hosts that cannot pull postgres:15.
+image: build
+	@BUILD_DIR="$(BUILD_DIR)" bash scripts/image.sh $(ARGS)
 
 bench: build
 	@bash scripts/bench.sh $(ARGS)

@@ -15,14 +15,16 @@ PACKAGES=(
   libfasttext-dev libjemalloc-dev
   curl ca-certificates
 )
-# The deployment checks (tests/deploy): YAML lint, docker-compose v1 (it
-# validates compose files offline; --no-install-recommends below keeps the
-# Docker engine out) and unzip for the kubectl below; the formatter and
+# The deployment checks and tests (tests/deploy): YAML lint, the Docker
+# engine and docker-compose v1 (the compose test and the pod smoke test run
+# containers; scripts/docker.sh starts dockerd), debootstrap (a Debian 12
+# base image without a registry: deploy/docker/base-image.sh) and unzip for
+# the kubectl below; the formatter and
 # linter of `make format` and `make lint`, pinned to the version the sources
 # are formatted and checked with. The container image's build stage sets
 # OMNIFORGE_DEPS_BUILD_ONLY=1 and skips them.
 if [[ "${OMNIFORGE_DEPS_BUILD_ONLY:-0}" != 1 ]]; then
-  PACKAGES+=(yamllint docker-compose unzip clang-format-14 clang-tidy-14)
+  PACKAGES+=(yamllint docker.io docker-compose debootstrap unzip clang-format-14 clang-tidy-14)
 fi
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

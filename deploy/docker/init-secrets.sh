@@ -2,7 +2,9 @@
 # Creates the secrets docker-compose.yml mounts, in deploy/docker/secrets/
 # (git-ignored), keeping any that exist:
 #   master.key         the conversation service's encryption master key (32 random bytes, hex)
-#   postgres_password  the password of PostgreSQL's omniforge user
+#   postgres_password  the password of PostgreSQL's omniforge user (the owner: migrations)
+#   db_<service>_password  the passwords of the services' login roles
+#                      (conversation, executor, orchestrator; deploy/docker/postgres-roles.sh)
 #   api_keys           the orchestrator's API key file (one key for TENANT/USER)
 #   demo.key           that key, for clients (OMNIFORGE_API_KEY)
 # The API key is made by omniforge-orchestrator keys create: from
@@ -36,6 +38,12 @@ if [[ ! -s "$dir/postgres_password" ]]; then
   od -An -tx1 -N24 /dev/urandom | tr -d ' \n' > "$dir/postgres_password"
   echo "init-secrets: made postgres_password"
 fi
+for service in conversation executor orchestrator; do
+  if [[ ! -s "$dir/db_${service}_password" ]]; then
+    od -An -tx1 -N24 /dev/urandom | tr -d ' \n' > "$dir/db_${service}_password"
+    echo "init-secrets: made db_${service}_password"
+  fi
+done
 if [[ ! -s "$dir/api_keys" ]]; then
   if [[ -x "$bin_dir/omniforge-orchestrator" ]]; then
     out="$("$bin_dir/omniforge-orchestrator" keys create --tenant "$tenant" --user "$user" --label compose)"
@@ -51,4 +59,4 @@ if [[ ! -s "$dir/api_keys" ]]; then
   }
   echo "init-secrets: made an API key for $tenant/$user in demo.key (its hash in api_keys)"
 fi
-chmod 644 "$dir/master.key" "$dir/postgres_password" "$dir/api_keys" "$dir/demo.key"
+chmod 644 "$dir/master.key" "$dir/postgres_password" "$dir"/db_*_password "$dir/api_keys" "$dir/demo.key"

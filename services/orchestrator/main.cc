@@ -350,6 +350,15 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   const int signal_number = core::WaitForTerminationSignal(signals);
   core::LogInfo("shutting down", {{"signal", std::to_string(signal_number)}});
   server.Shutdown();
+  // A last pass over the spool, so a pod that goes away (a rolling update,
+  // a scale-down) leaves nothing behind when storage is up; what storage
+  // does not take stays in the file for the next process on the volume.
+  if (const size_t waiting = downstream->spool->depth(); waiting > 0) {
+    const size_t stored = downstream->spool->DrainOnce();
+    core::LogInfo(
+        "drained the append spool before exiting",
+        {{"stored", std::to_string(stored)}, {"left", std::to_string(downstream->spool->depth())}});
+  }
   return absl::OkStatus();
 }
 

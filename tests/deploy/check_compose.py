@@ -50,13 +50,22 @@ def check(config, with_ollama, problems):
             problems.append(f"{name}: publishes a port; only the orchestrator may")
 
     postgres = services["postgres"]
-    if not str(postgres.get("image", "")).startswith("postgres:15"):
-        problems.append("postgres: not the official postgres:15 image")
+    if str(postgres.get("image", "")) not in ("postgres:15", "omniforge-postgres:15"):
+        problems.append("postgres: neither postgres:15 nor omniforge-postgres:15")
     networks = config.get("networks", {})
     if not networks.get("backend", {}).get("internal"):
         problems.append("the backend network is not internal")
     if set(postgres.get("networks", {})) != {"backend"}:
         problems.append("postgres: must be on the internal backend network only")
+
+    mounts = [m if isinstance(m, str) else f"{m.get('source')}:{m.get('target')}"
+              for m in postgres.get("volumes") or []]
+    if not any("postgres-roles.sh:/docker-entrypoint-initdb.d/" in m for m in mounts):
+        problems.append("postgres: deploy/docker/postgres-roles.sh is not run at initdb "
+                        "(the services' login roles)")
+    for secret in ("db_conversation_password", "db_executor_password", "db_orchestrator_password"):
+        if secret not in [x if isinstance(x, str) else x.get("source") for x in postgres.get("secrets") or []]:
+            problems.append(f"postgres: not given {secret} (the roles script sets it)")
 
     migrate = services["migrate"]
     command = " ".join(migrate.get("command") or [])
@@ -98,7 +107,8 @@ def check(config, with_ollama, problems):
         problems.append(f"orchestrator: publishes {ports}, expected its gRPC port only")
 
     secrets = config.get("secrets", {})
-    for secret in ("master_key", "postgres_password", "api_keys"):
+    for secret in ("master_key", "postgres_password", "api_keys", "db_conversation_password",
+                   "db_executor_password", "db_orchestrator_password"):
         if secret not in secrets:
             problems.append(f"secret {secret} is not defined")
 
@@ -121,14 +131,23 @@ def check(config, with_ollama, problems):
     # Every service that keeps state in PostgreSQL is given the database
     # (not the loopback address of the config baked into the image) and
     # its password, and does not migrate on start (the migrate step does).
+    # Each logs in as its own role with its own password; only the migrate
+    # step has the owner's.
+    def secret_names(name):
+        return [s if isinstance(s, str) else s.get("source") for s in services[name].get("secrets") or []]
+
     for name in ("conversation", "executor", "orchestrator"):
         dsn = str(env(name).get("OMNIFORGE_DATABASE_DSN", ""))
         if "host=postgres" not in dsn:
             problems.append(f"{name}: OMNIFORGE_DATABASE_DSN does not name the postgres service")
-        if env(name).get("PGPASSWORD_FILE") != "/run/secrets/postgres_password" or \
-                "postgres_password" not in [s if isinstance(s, str) else s.get("source")
-                                            for s in services[name].get("secrets") or []]:
-            problems.append(f"{name}: the database password secret is not given")
+        if not re.search(rf"(^|\s)user=omniforge_{name}(\s|$)", dsn):
+            problems.append(f"{name}: does not log in as its own role omniforge_{name}")
+        secret = f"db_{name}_password"
+        if env(name).get("PGPASSWORD_FILE") != f"/run/secrets/{secret}" or \
+                secret not in secret_names(name):
+            problems.append(f"{name}: its database password secret ({secret}) is not given")
+        if "postgres_password" in secret_names(name):
+            problems.append(f"{name}: is given the database owner's password")
         if str(env(name).get("OMNIFORGE_DATABASE_MIGRATE_ON_START")).lower() != "false":
             problems.append(f"{name}: migrates on start; the migrate step does")
     # Messages acknowledged while conversation storage is down wait in the

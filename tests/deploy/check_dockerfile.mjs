@@ -61,6 +61,15 @@ function contextFiles(relative) {
   return files;
 }
 
+// ARGs before the first FROM: their defaults stand for ${NAME} in FROM lines
+// (BASE_IMAGE, RUNTIME_IMAGE, BINARIES).
+const globalArgs = new Map();
+const expand = (text) => text.replace(/\$\{(\w+)\}|\$(\w+)/g,
+    (whole, a, b) => globalArgs.get(a ?? b) ?? whole);
+// Made by scripts/image.sh before a BINARIES=prebuilt build, so not in the
+// repository: only the ignore file's letting it through is checked.
+const staged = (relative) => relative === "build/image" || relative.startsWith("build/image/");
+
 const stages = [];
 let user = null;
 let entrypoint = false;
@@ -71,9 +80,12 @@ for (const instruction of instructions) {
   const args = instruction.getArguments().map((a) => a.getValue());
   const line = instruction.getRange().start.line + 1;
   const where = `Dockerfile:${line}`;
-  if (keyword === "FROM") {
+  if (keyword === "ARG" && stages.length === 0) {
+    const [name, value] = args[0].split("=");
+    globalArgs.set(name, value ?? "");
+  } else if (keyword === "FROM") {
     const name = args[2] ?? null;
-    stages.push({ image: args[0], name });
+    stages.push({ image: expand(args[0]), name });
     user = null;
     entrypoint = false;
     entrypointPath = null;
@@ -83,7 +95,7 @@ for (const instruction of instructions) {
     const sources = args.slice(0, -1);
     if (sources.length === 0) problems.push(`${where}: COPY without a source`);
     if (from) {
-      if (!stages.slice(0, -1).some((s) => s.name === from.getValue())) {
+      if (!stages.slice(0, -1).some((s) => s.name === expand(from.getValue()))) {
         problems.push(`${where}: COPY --from=${from.getValue()} names no earlier stage`);
       }
       continue;
@@ -91,6 +103,12 @@ for (const instruction of instructions) {
     if (sources.length === 1) copiedFrom.set(args[args.length - 1], sources[0]);
     for (const source of sources) {
       const relative = path.posix.normalize(source.replace(/^\.\//, "")).replace(/\/$/, "");
+      if (staged(relative)) {
+        if (ignore.ignores(`${relative}/bin/omniforge`)) {
+          problems.push(`${where}: COPY ${source}: Dockerfile.dockerignore leaves nothing of it in the context`);
+        }
+        continue;
+      }
       const files = contextFiles(relative);
       if (files === null) {
         problems.push(`${where}: COPY ${source}: no such file in the repository`);

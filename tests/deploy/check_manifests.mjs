@@ -70,7 +70,12 @@ const nameOf = ({ object }) =>
 // The kubernetes-models module of an apiVersion and kind: "apps/v1" +
 // Deployment -> kubernetes-models/apps/v1/Deployment; "v1" + Service ->
 // kubernetes-models/v1/Service.
+// The Prometheus Operator's kinds (the monitoring component) come from
+// @kubernetes-models/prometheus-operator, generated from its CRDs.
 function modelPath(apiVersion, kind) {
+  if (apiVersion.startsWith("monitoring.coreos.com/")) {
+    return `@kubernetes-models/prometheus-operator/${apiVersion}/${kind}`;
+  }
   return `kubernetes-models/${apiVersion}/${kind}`;
 }
 
@@ -195,7 +200,9 @@ function checkCnpgCluster(entry) {
 // --- 3. omniforge's rules ------------------------------------------------
 if (policy) {
   const byKind = (kind) => objects.filter((e) => e.object.kind === kind);
-  const deployments = byKind("Deployment");
+  // The services' workloads: Deployments, and the orchestrator's
+  // StatefulSet (its spool on a PersistentVolume per pod).
+  const deployments = [...byKind("Deployment"), ...byKind("StatefulSet")];
   const namespaces = new Set(objects.map((e) => e.object.metadata?.namespace).filter(Boolean));
   if (deployments.length === 0) problems.push("no Deployment found");
   if (namespaces.size > 1) problems.push(`objects in several namespaces: ${[...namespaces].join(", ")}`);
@@ -232,7 +239,7 @@ if (policy) {
     }
     const name = entry.object.metadata?.name;
     const hpa = byKind("HorizontalPodAutoscaler").find(
-        (h) => h.object.spec?.scaleTargetRef?.kind === "Deployment" &&
+        (h) => h.object.spec?.scaleTargetRef?.kind === entry.object.kind &&
             h.object.spec.scaleTargetRef.name === name);
     if (!hpa) problems.push(`${where}: no HorizontalPodAutoscaler scales it`);
     if (hpa && entry.object.spec?.replicas !== undefined) {
@@ -264,7 +271,15 @@ if (policy) {
     if (!pod) {
       problems.push(`no Deployment ${name}`);
     } else if (!dsn?.valueFrom?.secretKeyRef?.name) {
-      problems.push(`Deployment ${name}: OMNIFORGE_DATABASE_DSN does not come from a Secret`);
+      // A DSN written out holds no password: that comes from a Secret
+      // (PGPASSWORD), and the login is the service's own role.
+      const password = (pod.containers[0].env ?? []).find((e) => e.name === "PGPASSWORD");
+      if (dsn?.value === undefined || /password=/.test(dsn.value) ||
+          !password?.valueFrom?.secretKeyRef?.name) {
+        problems.push(`Deployment ${name}: OMNIFORGE_DATABASE_DSN does not come from a Secret`);
+      } else if (!new RegExp(`user=omniforge_${name.replace("omniforge-", "")}(\\s|$)`).test(dsn.value)) {
+        problems.push(`Deployment ${name}: does not log in as its own role (${dsn.value})`);
+      }
     }
   }
   // Each service's configuration as it starts: the config file of its
@@ -333,7 +348,11 @@ if (policy) {
     const mount = (orchestrator.containers?.[0]?.volumeMounts ?? [])
         .filter((m) => dir === m.mountPath || dir.startsWith(`${m.mountPath}/`))
         .sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
-    const volume = (orchestrator.volumes ?? []).find((v) => v.name === mount?.name);
+    const orchestratorObject = deployments.find((e) => e.object.metadata?.name?.includes("omniforge-orchestrator"));
+    const claim = (orchestratorObject?.object.spec?.volumeClaimTemplates ?? [])
+        .find((t) => t.metadata?.name === mount?.name);
+    const volume = (orchestrator.volumes ?? []).find((v) => v.name === mount?.name) ??
+        (claim ? { persistentVolumeClaim: claim } : undefined);
     const bytes = (q) => {
       const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(String(q ?? ""));
       return m ? Number(m[1]) * ({Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3}[m[2]] ?? 1) : NaN;
@@ -344,6 +363,9 @@ if (policy) {
       problems.push(`Deployment omniforge-orchestrator: the spool (${dir}) is in memory`);
     } else if (volume.emptyDir && !(bytes(volume.emptyDir.sizeLimit) >= 2 * bound)) {
       problems.push(`Deployment omniforge-orchestrator: the spool's volume (${volume.emptyDir.sizeLimit}) ` +
+                    `is smaller than twice spool.max_bytes (${bound})`);
+    } else if (claim && !(bytes(claim.spec?.resources?.requests?.storage) >= 2 * bound)) {
+      problems.push(`Deployment omniforge-orchestrator: the spool's claim (${claim.spec?.resources?.requests?.storage}) ` +
                     `is smaller than twice spool.max_bytes (${bound})`);
     }
   }
@@ -388,7 +410,7 @@ if (secretsFrom) {
       problems.push(`${where}: mounts Secret ${name}, which has no keys`);
     }
   };
-  for (const entry of objects.filter((e) => ["Deployment", "Job"].includes(e.object.kind))) {
+  for (const entry of objects.filter((e) => ["Deployment", "StatefulSet", "Job"].includes(e.object.kind))) {
     const pod = entry.object.spec?.template?.spec ?? {};
     const where = nameOf(entry);
     for (const c of pod.containers ?? []) {

