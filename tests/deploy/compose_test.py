@@ -30,42 +30,20 @@ import json
 import os
 import random
 import shutil
-import socket
-import subprocess
 import sys
 import threading
 import time
 
-ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+from harness import Report, acknowledged, chat, free_port, stored_reply
+
 # The most messages one ListMessages page returns; each phase's conversation
 # stays under it (its first turn and at most MAX_TURNS notes, two messages
 # each).
 MAX_MESSAGES = 100
 MAX_TURNS = 45
 
-
-def log(message):
-    print(f"compose-test: {message}", flush=True)
-
-
-def fail(message):
-    print(f"compose-test: FAILED: {message}", flush=True)
-    raise SystemExit(1)
-
-
-def run(args, check=True, capture=True, env=None, timeout=600):
-    result = subprocess.run(args, cwd=ROOT, env=env, timeout=timeout, text=True,
-                            stdout=subprocess.PIPE if capture else None,
-                            stderr=subprocess.STDOUT if capture else None)
-    if check and result.returncode != 0:
-        fail(f"{' '.join(args)} exited {result.returncode}:\n{result.stdout or ''}")
-    return result
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+report = Report("compose-test")
+log, fail, run = report.log, report.fail, report.run
 
 
 class Stack:
@@ -130,19 +108,8 @@ class Stack:
 
     def chat(self, message, conversation=""):
         """One turn with the client on the host. Returns (events, exit code)."""
-        args = [os.path.join(self.bin_dir, "omniforge"), "--timeout", "30", "--json", "chat",
-                "--chat-server", f"127.0.0.1:{self.port}", "--api-key", self.key, message]
-        if conversation:
-            args += ["--conversation", conversation]
-        result = subprocess.run(args, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                timeout=60)
-        events = []
-        for line in result.stdout.splitlines():
-            try:
-                events.append(json.loads(line))
-            except json.JSONDecodeError:
-                pass
-        return events, result.returncode
+        code, events, _ = chat(self.bin_dir, self.port, self.key, message, conversation)
+        return events, code
 
     def messages(self, conversation):
         """The conversation's stored messages, read from inside the
@@ -170,14 +137,6 @@ def parse_messages(text):
         if isinstance(value, dict):
             found.extend(value.get("messages", []))
     return found
-
-
-def acknowledged(events):
-    """A turn acknowledged its user message when it reached `done` without a
-    fatal error: the message was stored or fsynced to the spool first."""
-    done = any("done" in e for e in events)
-    fatal = any(e.get("error", {}).get("fatal") for e in events)
-    return done and not fatal
 
 
 def session_id(events):
@@ -264,17 +223,6 @@ def kill_phase(stack, victims):
     return turns.acked, turns.sent, missing, duplicated
 
 
-def images(docker):
-    """omniforge:latest (make image) and the PostgreSQL image to use."""
-    if run([docker, "image", "inspect", "omniforge:latest"], check=False).returncode != 0:
-        fail("omniforge:latest is not built (make image)")
-    if run([docker, "image", "inspect", "postgres:15"], check=False).returncode == 0:
-        return "postgres:15"
-    if run([docker, "image", "inspect", "omniforge-postgres:15"], check=False).returncode == 0:
-        return "omniforge-postgres:15"
-    fail("neither postgres:15 nor omniforge-postgres:15 is there (make image ARGS='omniforge postgres')")
-
-
 def check_nothing_left(docker, project):
     label = f"label=com.docker.compose.project={project}"
     left = {
@@ -294,11 +242,8 @@ def main():
     bin_dir = os.path.abspath(sys.argv[1])
     if shutil.which("docker-compose") is None:
         fail("docker-compose is not installed (make deps)")
-    run(["bash", "scripts/docker.sh", "ensure"], capture=False)
-    docker = run(["bash", "scripts/docker.sh", "client"]).stdout.strip()
-    os.environ["DOCKER"] = docker
-
-    postgres_image = images(docker)
+    docker = report.docker()
+    postgres_image = report.images(docker)
 
     secrets_dir = os.path.join(os.path.dirname(bin_dir), "compose-test-secrets")
     shutil.rmtree(secrets_dir, ignore_errors=True)
@@ -323,8 +268,7 @@ def main():
         if code != 0 or not acknowledged(events) or not conversation:
             fail(f"the first chat turn was not answered (exit {code}): {events}")
         reply = "".join(e["text"].get("delta", e["text"].get("text", "")) for e in events if "text" in e)
-        done = [e["done"] for e in events if "done" in e][0]
-        if not reply or not done.get("assistant_message_id"):
+        if not reply or not stored_reply(events):
             fail(f"the first turn has no reply or no stored reply: {events}")
         stored = stack.messages(conversation) or []
         roles = [m.get("role") for m in stored]

@@ -30,37 +30,20 @@ images), so this stands in for one:
 The last line is `RESULT ...` with the times.
 """
 import base64
-import json
 import os
 import re
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 
 import yaml
 
-ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+from harness import ROOT, Report, chat, free_port, stored_reply
+
 PG_PASSWORD = "smoke-superuser"
-
-
-def log(message):
-    print(f"pod-smoke: {message}", flush=True)
-
-
-def fail(message):
-    print(f"pod-smoke: FAILED: {message}", flush=True)
-    raise SystemExit(1)
-
-
-def run(args, check=True, input=None, timeout=600, env=None):
-    result = subprocess.run(args, cwd=ROOT, input=input, text=True, env=env, timeout=timeout,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    if check and result.returncode != 0:
-        fail(f"{' '.join(args)} exited {result.returncode}:\n{result.stdout}")
-    return result
+report = Report("pod-smoke")
+log, fail, run = report.log, report.fail, report.run
 
 
 def find_kubectl():
@@ -74,12 +57,6 @@ def find_kubectl():
 def render(kubectl, directory):
     out = run([kubectl, "kustomize", directory]).stdout
     return [d for d in yaml.safe_load_all(out) if d]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Cluster:
@@ -392,19 +369,6 @@ def start_postgres(cluster, image):
         time.sleep(0.5)
 
 
-def chat(bin_dir, port, key, message):
-    result = subprocess.run([os.path.join(bin_dir, "omniforge"), "--timeout", "30", "--json", "chat",
-                             "--chat-server", f"127.0.0.1:{port}", "--api-key", key, message],
-                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
-    events = []
-    for line in result.stdout.splitlines():
-        try:
-            events.append(json.loads(line))
-        except json.JSONDecodeError:
-            pass
-    return result.returncode, events, result.stderr
-
-
 def main():
     if len(sys.argv) != 3:
         print(__doc__, file=sys.stderr)
@@ -412,20 +376,15 @@ def main():
     directory, bin_dir = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     started = time.monotonic()
     kubectl = find_kubectl()
-    run(["bash", "scripts/docker.sh", "ensure"])
-    docker = run(["bash", "scripts/docker.sh", "client"]).stdout.strip()
+    docker = report.docker()
     objects = render(kubectl, directory)
-    for image in ("omniforge:latest",):
-        if run([docker, "image", "inspect", image], check=False).returncode != 0:
-            fail(f"{image} is not built (make image)")
-    postgres_image = "postgres:15" if run([docker, "image", "inspect", "postgres:15"],
-                                          check=False).returncode == 0 else "omniforge-postgres:15"
+    postgres_image = report.images(docker)
     work = tempfile.mkdtemp(prefix="omniforge-pod-smoke-")
     os.chmod(work, 0o755)
     secrets, passwords, key = make_secrets(kubectl, bin_dir, work, "omniforge-db")
     cluster = Cluster(objects + secrets, docker, work)
     # The image the overlay pins, as a registry would serve it: the one just built.
-    images = {c["image"] for o in cluster.objects if o["kind"] in ("Deployment", "Job")
+    images = {c["image"] for o in cluster.objects if o["kind"] in ("Deployment", "StatefulSet", "Job")
               for c in o["spec"]["template"]["spec"]["containers"]}
     for image in images:
         if image.endswith(":latest") or ":" not in image:
@@ -470,8 +429,7 @@ def main():
         log(f"{len(deployments)} pods ready ({ready_seconds:.0f} s from the start)")
 
         code, events, stderr = chat(bin_dir, port, key, "list my agents")
-        done = [e["done"] for e in events if "done" in e]
-        if code != 0 or not done or not done[0].get("assistant_message_id"):
+        if code != 0 or not stored_reply(events):
             fail(f"the chat turn was not answered and stored (exit {code}): {events} {stderr}\n" +
                  cluster.logs(next(d["metadata"]["name"] for d in deployments
                                    if "orchestrator" in d["metadata"]["name"])))

@@ -1,0 +1,89 @@
+"""What the tests that run the deployments in Docker share
+(compose_test.py, pod_smoke_test.py): reporting, commands, the Docker
+engine and its images, and chat turns with the command-line client on the
+host."""
+import json
+import os
+import socket
+import subprocess
+
+ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+class Report:
+    """Progress lines and the failure that ends the test, under a prefix."""
+
+    def __init__(self, prefix):
+        self.prefix = prefix
+
+    def log(self, message):
+        print(f"{self.prefix}: {message}", flush=True)
+
+    def fail(self, message):
+        print(f"{self.prefix}: FAILED: {message}", flush=True)
+        raise SystemExit(1)
+
+    def run(self, args, check=True, capture=True, input=None, env=None, timeout=600):
+        """Runs a command in the repository root; with check, its failure
+        (and its output) fails the test."""
+        result = subprocess.run(args, cwd=ROOT, input=input, env=env, timeout=timeout, text=True,
+                                stdout=subprocess.PIPE if capture else None,
+                                stderr=subprocess.STDOUT if capture else None)
+        if check and result.returncode != 0:
+            self.fail(f"{' '.join(args)} exited {result.returncode}:\n{result.stdout or ''}")
+        return result
+
+    def docker(self):
+        """The docker client, with an engine answering (scripts/docker.sh)."""
+        self.run(["bash", "scripts/docker.sh", "ensure"], capture=False)
+        return self.run(["bash", "scripts/docker.sh", "client"]).stdout.strip()
+
+    def images(self, docker):
+        """Checks that omniforge:latest is built; returns the PostgreSQL
+        image to use: postgres:15 when the engine has it, else
+        omniforge-postgres:15."""
+        have = lambda image: self.run([docker, "image", "inspect", image], check=False).returncode == 0
+        if not have("omniforge:latest"):
+            self.fail("omniforge:latest is not built (make image)")
+        for image in ("postgres:15", "omniforge-postgres:15"):
+            if have(image):
+                return image
+        self.fail("neither postgres:15 nor omniforge-postgres:15 is there "
+                  "(make image ARGS='omniforge postgres')")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def chat(bin_dir, port, key, message, conversation=""):
+    """One turn with the client on the host against the orchestrator on
+    127.0.0.1:port. Returns (exit code, events, stderr)."""
+    args = [os.path.join(bin_dir, "omniforge"), "--timeout", "30", "--json", "chat",
+            "--chat-server", f"127.0.0.1:{port}", "--api-key", key, message]
+    if conversation:
+        args += ["--conversation", conversation]
+    result = subprocess.run(args, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            timeout=60)
+    events = []
+    for line in result.stdout.splitlines():
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            pass
+    return result.returncode, events, result.stderr
+
+
+def acknowledged(events):
+    """A turn acknowledged its user message when it reached `done` without a
+    fatal error: the message was stored or fsynced to the spool first."""
+    done = any("done" in e for e in events)
+    fatal = any(e.get("error", {}).get("fatal") for e in events)
+    return done and not fatal
+
+
+def stored_reply(events):
+    """The id of the turn's stored reply ('' when there is none)."""
+    return next((e["done"].get("assistant_message_id", "") for e in events if "done" in e), "")
