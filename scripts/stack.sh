@@ -69,6 +69,27 @@ wait_serving() {
   return 1
 }
 
+# Sets SERVICE_ENV to the NAME=VALUE pairs of SERVICE's own configuration
+# keys (what it reads beyond its config file).
+service_env() {
+  SERVICE_ENV=()
+  case "$1" in
+    conversation)
+      SERVICE_ENV=("OMNIFORGE_DATABASE_DSN=$DATABASE_DSN"
+                   "OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE=$STATE_DIR/master.key") ;;
+    executor)
+      SERVICE_ENV=("OMNIFORGE_DATABASE_DSN=$DATABASE_DSN"
+                   "OMNIFORGE_CONVERSATION_ADDRESS=$(addr conversation)") ;;
+    orchestrator)
+      SERVICE_ENV=("OMNIFORGE_DATABASE_DSN=$DATABASE_DSN"
+                   "OMNIFORGE_AUTH_API_KEYS_FILE=$STATE_DIR/api_keys"
+                   "OMNIFORGE_SPOOL_DIR=$STATE_DIR/spool"
+                   "OMNIFORGE_DOWNSTREAM_CONVERSATION=$(addr conversation)"
+                   "OMNIFORGE_DOWNSTREAM_INTENT=$(addr intent)"
+                   "OMNIFORGE_DOWNSTREAM_EXECUTOR=$(addr executor)") ;;
+  esac
+}
+
 up() {
   mkdir -p "$STATE_DIR/run" "$STATE_DIR/logs"
   bash "$ROOT/scripts/pg.sh" start
@@ -80,15 +101,15 @@ up() {
       log "$svc already running (pid $pid, 127.0.0.1:${PORTS[$svc]})"
       continue
     fi
-    env OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE="$STATE_DIR/master.key" \
-      OMNIFORGE_AUTH_API_KEYS_FILE="$STATE_DIR/api_keys" \
-      OMNIFORGE_SPOOL_DIR="$STATE_DIR/spool" \
+    # The scripts' and the client's own settings are not configuration;
+    # each service gets the keys it reads (it warns about any other
+    # OMNIFORGE_* variable: one that names no key of it changes nothing).
+    service_env "$svc"
+    env -u OMNIFORGE_STATE_DIR -u OMNIFORGE_PORT_BASE -u OMNIFORGE_METRICS_PORT_BASE \
+      -u OMNIFORGE_PG_PORT -u OMNIFORGE_PG_DIR -u OMNIFORGE_API_KEY -u OMNIFORGE_ADDR \
+      -u OMNIFORGE_CONVERSATION_ADDR -u OMNIFORGE_INTENT_ADDR -u OMNIFORGE_EXECUTOR_ADDR \
       OMNIFORGE_SERVER_PORT="${PORTS[$svc]}" OMNIFORGE_SERVER_METRICS_PORT="${METRICS_PORTS[$svc]}" \
-      OMNIFORGE_DATABASE_DSN="$DATABASE_DSN" \
-      OMNIFORGE_CONVERSATION_ADDRESS="$(addr conversation)" \
-      OMNIFORGE_DOWNSTREAM_CONVERSATION="$(addr conversation)" \
-      OMNIFORGE_DOWNSTREAM_INTENT="$(addr intent)" \
-      OMNIFORGE_DOWNSTREAM_EXECUTOR="$(addr executor)" \
+      ${SERVICE_ENV[@]+"${SERVICE_ENV[@]}"} \
       setsid "$BUILD_DIR/bin/omniforge-$svc" --config "$ROOT/deploy/local/$svc.yaml" \
       >>"$STATE_DIR/logs/$svc.log" 2>&1 < /dev/null &
     echo $! > "$STATE_DIR/run/$svc.pid"

@@ -1,5 +1,6 @@
 #include "libs/core/config.h"
 
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "libs/core/files.h"
+#include "libs/core/logging.h"
 
 namespace omniforge::core {
 namespace {
@@ -391,6 +393,34 @@ absl::Status ConfigReader::Finish() const {
   if (problems.empty()) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat("config: ", absl::StrJoin(problems, "; config: ")));
+}
+
+std::vector<std::string> ConfigReader::UnknownEnvironment(
+    const std::vector<std::string>& names) const {
+  std::set<std::string> known;
+  for (const std::string& path : state_->known) known.insert(EnvName(path));
+  std::vector<std::string> unknown;
+  for (const std::string& name : names) {
+    if (name.starts_with("OMNIFORGE_") && name != "OMNIFORGE_CONFIG" && !known.contains(name)) {
+      unknown.push_back(name);
+    }
+  }
+  return unknown;
+}
+
+std::vector<std::string> ConfigReader::EnvironmentNames() {
+  std::vector<std::string> names;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    names.emplace_back(text.substr(0, text.find('=')));
+  }
+  return names;
+}
+
+void ConfigReader::WarnUnknownEnvironment(const std::vector<std::string>& unknown) {
+  if (unknown.empty()) return;
+  LogWarn("environment variables name no configuration key of this service; they change nothing",
+          {{"variables", absl::StrJoin(unknown, ",")}});
 }
 
 std::string ConfigReader::EnvName(const std::string& path) {

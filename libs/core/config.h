@@ -68,6 +68,17 @@ class ConfigReader final {
   // The environment variable name for a dotted path.
   static std::string EnvName(const std::string& path);
 
+  // Of `names` (environment variable names), those that look like a
+  // configuration key (OMNIFORGE_..., not OMNIFORGE_CONFIG) but name none the
+  // program has read: a misspelt or misplaced variable that would otherwise
+  // change nothing, silently. Call after the last read.
+  std::vector<std::string> UnknownEnvironment(const std::vector<std::string>& names) const;
+  // The names of this process's environment variables.
+  static std::vector<std::string> EnvironmentNames();
+  // Logs a warning naming `unknown` (UnknownEnvironment's result) when
+  // there are any; after logging is set up.
+  static void WarnUnknownEnvironment(const std::vector<std::string>& unknown);
+
  private:
   struct State;
   explicit ConfigReader(std::unique_ptr<State> state);

@@ -77,6 +77,24 @@ TEST(ConfigTest, EnvironmentBeatsFileBeatsFallback) {
   EXPECT_TRUE(c.Finish().ok());
 }
 
+TEST(ConfigTest, EnvironmentVariablesNamingNoKeyReadAreReported) {
+  ConfigReader c = Parse("database: {dsn: x}\n");
+  (void)c.String("database.dsn", "");
+  (void)c.Int("server.port", 1);
+  (void)c.StringMap("retention.per_tenant");
+  EXPECT_THAT(c.UnknownEnvironment({"OMNIFORGE_DATABASE_DSN", "OMNIFORGE_DATABASE_DNS",
+                                    "OMNIFORGE_SERVER_PORT", "OMNIFORGE_DOWNSTREAM_INTENT",
+                                    "OMNIFORGE_RETENTION_PER_TENANT", "OMNIFORGE_CONFIG", "PATH",
+                                    "PGPASSWORD"}),
+              ::testing::ElementsAre("OMNIFORGE_DATABASE_DNS", "OMNIFORGE_DOWNSTREAM_INTENT"));
+}
+
+TEST(ConfigTest, EnvironmentNamesAreThisProcesss) {
+  ASSERT_EQ(setenv("OMNIFORGE_CONFIG_TEST_PROBE", "a=b", 1), 0);
+  EXPECT_THAT(ConfigReader::EnvironmentNames(), ::testing::Contains("OMNIFORGE_CONFIG_TEST_PROBE"));
+  unsetenv("OMNIFORGE_CONFIG_TEST_PROBE");
+}
+
 TEST(ConfigTest, EnvironmentListAndMapForms) {
   ConfigReader c =
       Parse("hosts: [x]\n", {{"OMNIFORGE_HOSTS", "a, b,,c"}, {"OMNIFORGE_TENANTS", "k1=v1,k2=v2"}});

@@ -36,6 +36,8 @@ constexpr int kDefaultMetricsPort = 9091;
 
 struct Settings {
   core::ServerOptions server;
+  // OMNIFORGE_* variables that name no key this service reads.
+  std::vector<std::string> unknown_environment;
   std::string log_level;
   pg::DatabaseSettings database;
   std::string master_key;
@@ -79,6 +81,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.appends.append_max_batch = static_cast<size_t>(c.Int("append.max_batch", 256, 1, 10000));
   s.appends.append_max_queued = static_cast<size_t>(c.Int("append.max_queued", 10000, 1, 1000000));
   if (absl::Status status = c.Finish(); !status.ok()) return status;
+  s.unknown_environment = c.UnknownEnvironment(core::ConfigReader::EnvironmentNames());
   return s;
 }
 
@@ -237,6 +240,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   core::InitLogging("conversation", settings->log_level);
+  core::ConfigReader::WarnUnknownEnvironment(settings->unknown_environment);
   absl::Status status;
   if (migrate->parsed()) {
     status = conversation::Migrate(*settings);

@@ -48,6 +48,8 @@ constexpr int kDefaultMetricsPort = 9093;
 
 struct Settings {
   core::ServerOptions server;
+  // OMNIFORGE_* variables that name no key this service reads.
+  std::vector<std::string> unknown_environment;
   int worker_threads = 16;
   std::string log_level;
   pg::DatabaseSettings database;
@@ -106,6 +108,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   if (!domains.ok()) return domains.status();
   s.domains = *std::move(domains);
   if (absl::Status status = c.Finish(); !status.ok()) return status;
+  s.unknown_environment = c.UnknownEnvironment(core::ConfigReader::EnvironmentNames());
   return s;
 }
 
@@ -290,6 +293,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   core::InitLogging("executor", settings->log_level);
+  core::ConfigReader::WarnUnknownEnvironment(settings->unknown_environment);
   const absl::Status status =
       migrate->parsed() ? executor::Migrate(*settings) : executor::Serve(*settings, signals);
   if (!status.ok()) {

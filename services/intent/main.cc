@@ -27,6 +27,8 @@ constexpr int kDefaultMetricsPort = 9092;
 
 struct Settings {
   core::ServerOptions server;
+  // OMNIFORGE_* variables that name no key this service reads.
+  std::vector<std::string> unknown_environment;
   std::string log_level;
   int worker_threads = 16;
   AnalyzerOptions analyzer;
@@ -55,6 +57,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   if (!llm_config.ok()) return llm_config.status();
   s.llm = *std::move(llm_config);
   if (absl::Status status = c.Finish(); !status.ok()) return status;
+  s.unknown_environment = c.UnknownEnvironment(core::ConfigReader::EnvironmentNames());
   for (float value :
        {s.analyzer.low_confidence, s.analyzer.ambiguity_margin, s.analyzer.llm_threshold}) {
     if (!(value >= 0 && value <= 1)) {
@@ -125,6 +128,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   core::InitLogging("intent", settings->log_level);
+  core::ConfigReader::WarnUnknownEnvironment(settings->unknown_environment);
   if (absl::Status status = intent::Serve(*settings, signals); !status.ok()) {
     core::LogError("exiting", {{"error", std::string(status.message())}});
     return 1;

@@ -56,6 +56,8 @@ constexpr int kDefaultMetricsPort = 9090;
 
 struct Settings {
   core::ServerOptions server;
+  // OMNIFORGE_* variables that name no key this service reads.
+  std::vector<std::string> unknown_environment;
   std::string log_level;
   int worker_threads = 64;
   std::string api_keys_file;
@@ -133,6 +135,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   if (!llm_config.ok()) return llm_config.status();
   s.llm = *std::move(llm_config);
   if (absl::Status status = c.Finish(); !status.ok()) return status;
+  s.unknown_environment = c.UnknownEnvironment(core::ConfigReader::EnvironmentNames());
   if (s.spool.dir.empty()) return absl::InvalidArgumentError("config: spool.dir must not be empty");
   return s;
 }
@@ -410,6 +413,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   core::InitLogging("orchestrator", settings->log_level);
+  core::ConfigReader::WarnUnknownEnvironment(settings->unknown_environment);
   const absl::Status status = migrate->parsed() ? orchestrator::Migrate(*settings)
                                                 : orchestrator::Serve(*settings, signals);
   if (!status.ok()) {

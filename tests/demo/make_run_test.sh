@@ -162,6 +162,16 @@ done
 
 check_seeded_once
 
+# Each service's environment names only keys it reads (what the stack
+# exports for its scripts and the client is not passed on).
+stray=$(grep -h "name no configuration key" "$OMNIFORGE_STATE_DIR"/logs/*.log || true)
+if [[ -z "$stray" ]]; then
+  echo "ok   no service was given an OMNIFORGE_* variable that names no key of it"
+else
+  echo "FAIL a service was given variables that name no key of it: $stray"
+  failures=$((failures + 1))
+fi
+
 echo "== make down"
 pids=()
 for pidfile in "$OMNIFORGE_STATE_DIR"/run/*.pid; do pids+=("$(cat "$pidfile")"); done

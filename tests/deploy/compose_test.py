@@ -15,7 +15,8 @@ dockerd as root) and docker-compose (Debian's v1).
 
 What must hold, each step printed as it passes:
   - the stack comes up healthy (migrations of the three schemas, each
-    service logged in as its own non-superuser role);
+    service logged in as its own non-superuser role, no OMNIFORGE_*
+    variable a service does not know in its environment);
   - a chat turn with the demo key is answered, and the user's message and
     the reply are stored (read back from the conversation service);
   - while turns run, a kill of the conversation service, of PostgreSQL,
@@ -34,7 +35,7 @@ import sys
 import threading
 import time
 
-from harness import Report, acknowledged, chat, free_port, stored_reply
+from harness import Report, acknowledged, chat, free_port, stored_reply, unknown_environment
 
 # The most messages one ListMessages page returns; each phase's conversation
 # stays under it (its first turn and at most MAX_TURNS notes, two messages
@@ -262,6 +263,11 @@ def main():
         up_seconds = time.monotonic() - started
         log(f"stack up and healthy in {up_seconds:.0f} s on 127.0.0.1:{stack.port}")
         check_roles(stack)
+        for service in ("conversation", "intent", "executor", "orchestrator"):
+            logs = run([docker, "logs", stack.container(service)]).stdout
+            if unknown_environment(logs):
+                fail(f"{service}: its environment holds variables that name no key of it: "
+                     f"{unknown_environment(logs)}")
 
         events, code = stack.chat("list my agents")
         conversation = session_id(events)

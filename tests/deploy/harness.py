@@ -87,3 +87,20 @@ def acknowledged(events):
 def stored_reply(events):
     """The id of the turn's stored reply ('' when there is none)."""
     return next((e["done"].get("assistant_message_id", "") for e in events if "done" in e), "")
+
+
+# What a service logs at start when its environment holds OMNIFORGE_*
+# variables that name no key of its configuration (libs/core/config.h).
+UNKNOWN_ENVIRONMENT = "name no configuration key of this service"
+
+
+def unknown_environment(log_text):
+    """The variables a service's log says name no key of it."""
+    found = []
+    for line in log_text.splitlines():
+        if UNKNOWN_ENVIRONMENT in line:
+            try:
+                found += json.loads(line[line.index("{"):]).get("variables", "").split(",")
+            except (ValueError, json.JSONDecodeError):
+                found.append(line)
+    return found

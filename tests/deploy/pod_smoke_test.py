@@ -25,8 +25,9 @@ images), so this stands in for one:
   4. waits for every pod's gRPC readiness probe (grpc.health.v1 on the
      probe's port), then drives a chat turn with the demo key through the
      orchestrator and checks that it is answered and stored, that the
-     orchestrator is on the turn bus in PostgreSQL (LISTEN) and that each
-     service is logged in as its own role, not the owner.
+     orchestrator is on the turn bus in PostgreSQL (LISTEN), that each
+     service is logged in as its own role, not the owner, and that no pod's
+     environment holds an OMNIFORGE_* variable its service does not know.
 The last line is `RESULT ...` with the times.
 """
 import base64
@@ -39,7 +40,7 @@ import time
 
 import yaml
 
-from harness import ROOT, Report, chat, free_port, stored_reply
+from harness import ROOT, Report, chat, free_port, stored_reply, unknown_environment
 
 PG_PASSWORD = "smoke-superuser"
 report = Report("pod-smoke")
@@ -447,6 +448,12 @@ def main():
         if listening in ("", "0"):
             fail("the orchestrator does not listen on the turn bus: it runs without its database")
         log(f"a chat turn answered and stored; the orchestrator on the turn bus; logins: {sorted(logins)}")
+        # Each pod's environment names only keys its service reads.
+        for deployment in deployments:
+            name = deployment["metadata"]["name"]
+            stray = unknown_environment(cluster.logs(name, lines=1000))
+            if stray:
+                fail(f"{name}: its environment holds variables that name no key of it: {stray}")
     finally:
         cluster.teardown()
         shutil.rmtree(work, ignore_errors=True)
