@@ -24,6 +24,9 @@ What must hold, each step printed as it passes:
     holds messages), of the intent service and of the executor loses no
     acknowledged message and stores none twice (the spool on its named
     volume drains once the service is back);
+  - an orchestrator stopped with SIGTERM once the conversation service is
+    back (a rolling update) has stored everything it acknowledged and left
+    its spool empty by the time it has exited;
   - `docker-compose down -v` leaves no container, volume or network.
 The last line is `RESULT ...` with the counts and the times.
 """
@@ -192,11 +195,14 @@ def count_stored(stack, conversation, texts, seconds):
         time.sleep(0.5)
 
 
-def kill_phase(stack, victims):
+def kill_phase(stack, victims, then_stop_orchestrator=False):
     """A conversation of its own; turns run in it; each victim is killed in
     order while they do; then the killed containers are started again.
+    With then_stop_orchestrator, once they are back the orchestrator gets
+    SIGTERM (`docker stop`, as in a rolling update), and what it
+    acknowledged must be stored by the time it has exited, its spool empty.
     Returns (acked, sent, missing, duplicated)."""
-    phase = "+".join(victims)
+    phase = "+".join(victims) + ("+sigterm_orchestrator" if then_stop_orchestrator else "")
     events, code = stack.chat(f"list my agents ({phase})")
     conversation = session_id(events)
     if code != 0 or not conversation:
@@ -217,11 +223,29 @@ def kill_phase(stack, victims):
         fail(f"kill {phase}: no turn ran at or after the kill; the kill was not during turns")
     for victim in victims:
         stack.start(victim)
+    if then_stop_orchestrator:
+        stack.wait_healthy(["conversation"])
+        run([stack.docker, "stop", "-t", "20", stack.container("orchestrator")])
+        missing, duplicated = count_stored(stack, conversation, turns.acked, 0)
+        left = spool_bytes(stack)
+        if left:
+            fail(f"{phase}: the stopped orchestrator left {left} bytes in its spool")
+        stack.start("orchestrator")
     stack.wait_healthy(["conversation", "intent", "executor", "orchestrator"])
-    missing, duplicated = count_stored(stack, conversation, turns.acked, 90)
+    if not then_stop_orchestrator:
+        missing, duplicated = count_stored(stack, conversation, turns.acked, 90)
     log(f"kill {phase}: {len(turns.sent)} turns sent ({after} in flight at the kill or after it), {len(turns.acked)} acknowledged, "
         f"{len(missing)} of them lost, {len(duplicated)} stored twice")
     return turns.acked, turns.sent, missing, duplicated
+
+
+def spool_bytes(stack):
+    """The size of the orchestrator's spool file on its volume (0 when
+    there is none), read by a container of the image."""
+    out = run([stack.docker, "run", "--rm", "-v", f"{stack.project}_spool:/spool",
+               "--entrypoint", "sh", "omniforge:latest", "-c",
+               "stat -c %s /spool/appends.log 2>/dev/null || echo 0"]).stdout.strip()
+    return int(out.split()[-1])
 
 
 def check_nothing_left(docker, project):
@@ -283,12 +307,13 @@ def main():
             fail(f"the first turn is not stored: {stored}")
         log(f"a chat turn answered ({len(reply)} characters) and stored ({roles})")
 
-        phases = [["conversation"], ["postgres"], ["conversation", "orchestrator"], ["intent"],
-                  ["executor"]]
+        phases = [(["conversation"], False), (["postgres"], False),
+                  (["conversation", "orchestrator"], False), (["conversation"], True),
+                  (["intent"], False), (["executor"], False)]
         lost_total = 0
-        for victims in phases:
-            acked, sent, missing, duplicated = kill_phase(stack, victims)
-            name = "+".join(victims)
+        for victims, then_stop in phases:
+            acked, sent, missing, duplicated = kill_phase(stack, victims, then_stop)
+            name = "+".join(victims) + ("+sigterm_orchestrator" if then_stop else "")
             counts[name] = (len(acked), len(missing), len(duplicated))
             if not acked:
                 fail(f"kill {name}: no turn was acknowledged at all")
