@@ -24,7 +24,10 @@ PACKAGES=(
 # are formatted and checked with. The container image's build stage sets
 # OMNIFORGE_DEPS_BUILD_ONLY=1 and skips them.
 if [[ "${OMNIFORGE_DEPS_BUILD_ONLY:-0}" != 1 ]]; then
-  PACKAGES+=(yamllint docker.io docker-compose debootstrap unzip clang-format-14 clang-tidy-14)
+  PACKAGES+=(yamllint docker-compose debootstrap unzip clang-format-14 clang-tidy-14)
+  # Debian's engine only where there is none: Docker's own packages
+  # (docker-ce, containerd.io) conflict with it, and apt would remove them.
+  command -v dockerd >/dev/null 2>&1 || PACKAGES+=(docker.io)
 fi
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

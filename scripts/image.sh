@@ -36,7 +36,9 @@ base_args=()
 binaries=(omniforge-conversation omniforge-intent omniforge-executor omniforge-orchestrator omniforge)
 
 image_omniforge() {
-  local stage="$build_dir/image" b version tag
+  # The Dockerfile takes build/image/ of the repository (its build context)
+  # whichever build directory the binaries come from.
+  local stage="$root/build/image" b version tag
   for b in "${binaries[@]}"; do
     [[ -x "$build_dir/bin/$b" ]] || { echo "image: $build_dir/bin/$b is missing (make build)" >&2; return 1; }
   done
@@ -53,6 +55,13 @@ image_omniforge() {
     --build-arg BINARIES=prebuilt --build-arg "OMNIFORGE_VERSION=$version" \
     -f "$root/deploy/docker/Dockerfile" -t "omniforge:$tag" -t omniforge:latest "$root" \
     > "$stage.log" 2>&1 || { tail -n 30 "$stage.log" >&2; return 1; }
+  # The image holds the binaries just staged, not an older build's.
+  local inside
+  inside=$("$docker" run --rm "omniforge:$tag" omniforge --version | awk '{ print $2 }')
+  [[ "$inside" == "$version" ]] || {
+    echo "image: omniforge:$tag reports $inside, the binaries $version" >&2
+    return 1
+  }
   echo "image: omniforge:$tag (and omniforge:latest), $("$docker" image inspect -f '{{.Size}}' "omniforge:$tag" |
     awk '{ printf "%.0f MB", $1 / 1e6 }')"
 }

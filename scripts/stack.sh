@@ -101,13 +101,12 @@ up() {
       log "$svc already running (pid $pid, 127.0.0.1:${PORTS[$svc]})"
       continue
     fi
-    # The scripts' and the client's own settings are not configuration;
-    # each service gets the keys it reads (it warns about any other
-    # OMNIFORGE_* variable: one that names no key of it changes nothing).
+    # The shell's OMNIFORGE_* variables are the scripts', the client's and
+    # the build's settings, not the services' configuration (deploy/local
+    # is): each service gets only the keys it reads here (a service warns
+    # about a variable that names no key of it).
     service_env "$svc"
-    env -u OMNIFORGE_STATE_DIR -u OMNIFORGE_PORT_BASE -u OMNIFORGE_METRICS_PORT_BASE \
-      -u OMNIFORGE_PG_PORT -u OMNIFORGE_PG_DIR -u OMNIFORGE_API_KEY -u OMNIFORGE_ADDR \
-      -u OMNIFORGE_CONVERSATION_ADDR -u OMNIFORGE_INTENT_ADDR -u OMNIFORGE_EXECUTOR_ADDR \
+    env $(compgen -e | sed -n 's/^\(OMNIFORGE_[A-Za-z0-9_]*\)$/-u \1/p') \
       OMNIFORGE_SERVER_PORT="${PORTS[$svc]}" OMNIFORGE_SERVER_METRICS_PORT="${METRICS_PORTS[$svc]}" \
       ${SERVICE_ENV[@]+"${SERVICE_ENV[@]}"} \
       setsid "$BUILD_DIR/bin/omniforge-$svc" --config "$ROOT/deploy/local/$svc.yaml" \

@@ -7,7 +7,10 @@
 # debootstrap --variant=minbase bookworm into a temporary directory, then
 # `docker import`. The mirror is the one apt on this host uses (the first
 # http(s) URI of /etc/apt/sources.list.d/debian.sources or sources.list),
-# or OMNIFORGE_DEBIAN_MIRROR. Keeps an image of that name that exists unless
+# or OMNIFORGE_DEBIAN_MIRROR; security updates from
+# OMNIFORGE_DEBIAN_SECURITY_MIRROR (default http://deb.debian.org/debian-security;
+# an air-gapped site points it at its own copy, or images it builds miss
+# them). Needs root (debootstrap). Keeps an image of that name that exists unless
 # OMNIFORGE_BASE_REBUILD=1. The images then build with
 #
 #   docker build --network host --build-arg BASE_IMAGE=NAME ...
@@ -30,6 +33,8 @@ if [[ -z "$mirror" ]]; then
 fi
 mirror="${mirror:-http://deb.debian.org/debian}"
 
+[[ $(id -u) == 0 ]] || { echo "base-image: debootstrap needs root" >&2; exit 1; }
+security="${OMNIFORGE_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}"
 command -v debootstrap >/dev/null 2>&1 || {
   echo "base-image: debootstrap is not installed (apt-get install debootstrap)" >&2
   exit 1
@@ -49,7 +54,7 @@ rm -f "$root.log"
 cat >"$root/etc/apt/sources.list" <<EOF
 deb $mirror bookworm main
 deb $mirror bookworm-updates main
-deb http://deb.debian.org/debian-security bookworm-security main
+deb $security bookworm-security main
 EOF
 rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
 tar -C "$root" -c . | "$docker" import - "$name" >/dev/null

@@ -287,7 +287,7 @@ def main():
         up_seconds = time.monotonic() - started
         log(f"stack up and healthy in {up_seconds:.0f} s on 127.0.0.1:{stack.port}")
         check_roles(stack)
-        for service in ("conversation", "intent", "executor", "orchestrator"):
+        for service in ("migrate", "conversation", "intent", "executor", "orchestrator"):
             logs = run([docker, "logs", stack.container(service)]).stdout
             if unknown_environment(logs):
                 fail(f"{service}: its environment holds variables that name no key of it: "

@@ -69,6 +69,7 @@ class Cluster:
         self.work = work
         self.network = f"ofpods{os.getpid()}"
         self.containers = []
+        self.images = []
         self.namespace = next((o["metadata"].get("namespace") for o in objects
                                if o["metadata"].get("namespace")), "omniforge")
 
@@ -272,17 +273,19 @@ class Cluster:
         return run([self.docker, "logs", "--tail", str(lines), f"{self.network}-{name}"],
                    check=False).stdout
 
-    def psql(self, sql, database="omniforge", user="postgres", variables=None, file=None):
-        args = [self.docker, "exec", "-i", f"{self.network}-postgres", "psql", "-U", user, "-d", database,
-                "-v", "ON_ERROR_STOP=1", "-At"]
-        for key, value in (variables or {}).items():
-            args += ["-v", f"{key}={value}"]
-        return run(args, input=file if file is not None else sql).stdout
+    def psql(self, sql, database="omniforge", user="postgres", environment=None):
+        args = [self.docker, "exec", "-i"]
+        for key, value in (environment or {}).items():
+            args += ["-e", f"{key}={value}"]
+        args += [f"{self.network}-postgres", "psql", "-U", user, "-d", database, "-v", "ON_ERROR_STOP=1", "-At"]
+        return run(args, input=sql).stdout
 
     def teardown(self):
         for name in self.containers:
             run([self.docker, "rm", "-f", "-v", name], check=False)
         run([self.docker, "network", "rm", self.network], check=False)
+        for image in self.images:
+            run([self.docker, "rmi", image], check=False)
 
 
 def make_secrets(kubectl, bin_dir, work, dsn_host):
@@ -340,11 +343,11 @@ def prepare_database(cluster, passwords):
         return f"CloudNativePG Cluster {pg[0]['metadata']['name']} (operator emulated)"
     cluster.psql("CREATE DATABASE omniforge;", database="postgres")
     with open(os.path.join(ROOT, "deploy/k8s/external-postgres.sql")) as f:
-        cluster.psql(None, file=f.read(), variables={
-            "owner_password": passwords["owner"],
-            "conversation_password": passwords["conversation"],
-            "executor_password": passwords["executor"],
-            "orchestrator_password": passwords["orchestrator"]})
+        cluster.psql(f.read(), environment={
+            "OMNIFORGE_OWNER_PASSWORD": passwords["owner"],
+            "OMNIFORGE_CONVERSATION_PASSWORD": passwords["conversation"],
+            "OMNIFORGE_EXECUTOR_PASSWORD": passwords["executor"],
+            "OMNIFORGE_ORCHESTRATOR_PASSWORD": passwords["orchestrator"]})
     return "external PostgreSQL (deploy/k8s/external-postgres.sql)"
 
 
@@ -384,18 +387,26 @@ def main():
     os.chmod(work, 0o755)
     secrets, passwords, key = make_secrets(kubectl, bin_dir, work, "omniforge-db")
     cluster = Cluster(objects + secrets, docker, work)
-    # The image the overlay pins, as a registry would serve it: the one just built.
-    images = {c["image"] for o in cluster.objects if o["kind"] in ("Deployment", "StatefulSet", "Job")
-              for c in o["spec"]["template"]["spec"]["containers"]}
-    for image in images:
-        if image.endswith(":latest") or ":" not in image:
-            fail(f"{image}: not pinned to a tag")
+    # The image the overlay pins, as a registry would serve it: the one just
+    # built, under a repository of the test's own (omniforge-smoke:<tag>),
+    # so that no image of the machine's is retagged.
+    containers = [c for o in cluster.objects if o["kind"] in ("Deployment", "StatefulSet", "Job")
+                  for c in o["spec"]["template"]["spec"]["containers"]]
+    images = sorted({c["image"] for c in containers})
+    for container in containers:
+        name = container["image"].rsplit("/", 1)[-1]
+        if ":" not in name or name.endswith(":latest"):
+            fail(f"{container['image']}: not pinned to a tag")
+        container["image"] = f"omniforge-smoke:{name.split(':', 1)[1]}"
+    smoke_images = sorted({c["image"] for c in containers})
+    for image in smoke_images:
         run([docker, "tag", "omniforge:latest", image])
+    cluster.images = smoke_images
     run([docker, "network", "create", cluster.network])
     try:
         start_postgres(cluster, postgres_image)
         emulated = prepare_database(cluster, passwords)
-        log(f"{os.path.relpath(directory, ROOT)}: namespace {cluster.namespace}, {emulated}, image {sorted(images)}")
+        log(f"{os.path.relpath(directory, ROOT)}: namespace {cluster.namespace}, {emulated}, image {images}")
 
         for job in cluster.of_kind("Job"):
             name = job["metadata"]["name"]

@@ -14,6 +14,15 @@ fi
 : "${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD or POSTGRES_PASSWORD_FILE}"
 
 if [ "${1:-}" = postgres ] && [ ! -s "$PGDATA/PG_VERSION" ]; then
+  # A first start that fails half way (an init script, a missing secret)
+  # leaves the volume empty again, so the next start initialises it anew
+  # rather than serve a database without its roles.
+  initialised=false
+  trap 'if [ "$initialised" = false ]; then
+          pg_ctl -D "$PGDATA" -m immediate -w stop >/dev/null 2>&1 || true
+          find "$PGDATA" -mindepth 1 -delete
+          echo "postgres-entrypoint: initialisation failed; $PGDATA emptied" >&2
+        fi' EXIT
   pwfile="$(mktemp)"
   printf '%s\n' "$POSTGRES_PASSWORD" > "$pwfile"
   initdb -D "$PGDATA" --username="$user" --pwfile="$pwfile" --auth-local=trust \
@@ -34,6 +43,8 @@ if [ "${1:-}" = postgres ] && [ ! -s "$PGDATA/PG_VERSION" ]; then
     esac
   done
   pg_ctl -D "$PGDATA" -m fast -w stop >/dev/null
+  initialised=true
+  trap - EXIT
   echo "postgres-entrypoint: initialised $PGDATA"
 fi
 

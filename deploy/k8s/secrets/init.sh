@@ -59,7 +59,7 @@ if [[ ! -e "$dir/database.env" ]]; then
 # orchestrator-dsn=host=pg.example.internal dbname=omniforge user=omniforge_orchestrator password=... sslmode=verify-full
 # migrate-dsn=host=pg.example.internal dbname=omniforge user=omniforge password=... sslmode=verify-full
 ENV
-  echo "secrets: made database.env (fill in dsn and migrate-dsn for an external PostgreSQL)"
+  echo "secrets: made database.env (fill in the <service>-dsn keys and migrate-dsn for an external PostgreSQL)"
 fi
 for service in conversation executor orchestrator; do
   if [[ ! -s "$dir/db_${service}_password" ]]; then
