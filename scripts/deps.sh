@@ -124,8 +124,49 @@ ensure_kubectl() {
   echo "deps: kubectl ($("$tools/kubectl" version --client | grep Kustomize)) in tests/deploy/.tools"
 }
 
+# Compose v2 beside Debian 12's v1, so the compose test runs the stack with
+# both (`docker compose`): Debian 13's docker-compose package (v2, a static
+# Go binary needing only libc), fetched by apt from the trixie suite with a
+# private source list and the archive keys bookworm already trusts, and
+# unpacked to tests/deploy/.tools/cli-plugins (DOCKER_CONFIG's plugin
+# directory in the test; nothing is installed system-wide). Skipped when
+# `docker compose` already works.
+ensure_compose_v2() {
+  [[ "${OMNIFORGE_DEPS_BUILD_ONLY:-0}" != 1 ]] || return 0
+  local plugins="$repo_root/tests/deploy/.tools/cli-plugins"
+  [[ -x "$plugins/docker-compose" ]] && return 0
+  docker compose version >/dev/null 2>&1 && return 0
+  command -v apt-get >/dev/null 2>&1 || return 0
+  local tmp
+  tmp=$(mktemp -d)
+  mkdir -p "$tmp/sources" "$tmp/lists/partial" "$tmp/archives/partial"
+  cat >"$tmp/sources/trixie.sources" <<SOURCES
+Types: deb
+URIs: ${OMNIFORGE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+Suites: trixie
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SOURCES
+  local apt=(-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$tmp/sources"
+             -o Dir::State::Lists="$tmp/lists" -o Dir::Cache::Archives="$tmp/archives"
+             -o APT::Get::List-Cleanup=false -o Debug::NoLocking=true)
+  if ! apt-get "${apt[@]}" update -qq >"$tmp/log" 2>&1 ||
+      ! (cd "$tmp" && apt-get "${apt[@]}" download -qq docker-compose >>"$tmp/log" 2>&1); then
+    cat "$tmp/log" >&2
+    rm -rf "$tmp"
+    echo "deps: could not fetch docker-compose v2 from Debian's trixie suite" >&2
+    exit 1
+  fi
+  dpkg-deb -x "$tmp"/docker-compose_2*.deb "$tmp/root"
+  mkdir -p "$plugins"
+  install -m 0755 "$tmp/root/usr/libexec/docker/cli-plugins/docker-compose" "$plugins/"
+  rm -rf "$tmp"
+  echo "deps: $("$plugins/docker-compose" version) in tests/deploy/.tools/cli-plugins"
+}
+
 if ((${#missing[@]} == 0)); then
   ensure_kubectl
+  ensure_compose_v2
   exit 0
 fi
 
@@ -158,3 +199,4 @@ fi
 
 echo "deps: ${#missing[@]} packages installed"
 ensure_kubectl
+ensure_compose_v2

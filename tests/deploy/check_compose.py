@@ -63,6 +63,9 @@ def check(config, with_ollama, problems):
     if not any("postgres-roles.sh:/docker-entrypoint-initdb.d/" in m for m in mounts):
         problems.append("postgres: deploy/docker/postgres-roles.sh is not run at initdb "
                         "(the services' login roles)")
+    if not any("postgres-roles.sql:/omniforge/postgres-roles.sql" in m for m in mounts):
+        problems.append("postgres: deploy/postgres-roles.sql is not mounted at "
+                        "/omniforge/postgres-roles.sql (postgres-roles.sh runs it)")
     for secret in ("db_conversation_password", "db_executor_password", "db_orchestrator_password"):
         if secret not in [x if isinstance(x, str) else x.get("source") for x in postgres.get("secrets") or []]:
             problems.append(f"postgres: not given {secret} (the roles script sets it)")

@@ -3,15 +3,21 @@
 chats through the published port, kills containers during turns and counts
 what happened to the messages the stack acknowledged, then tears it down.
 
-    compose_test.py BIN_DIR
+    compose_test.py BIN_DIR [--v2]
 
 BIN_DIR holds the built binaries: the command-line client on the host
-talks to the published orchestrator port. The images come first
+talks to the published orchestrator port. Without --v2 the stack runs with
+`docker-compose` (Debian's v1) and every step below; with --v2 it runs with
+`docker compose` (v2, Docker's CLI plugin: installed, or the one
+scripts/deps.sh puts in tests/deploy/.tools/cli-plugins) and the steps
+that depend on the compose tool: up and healthy, each service's role, a
+turn answered and stored, a kill of the conversation service (the spool's
+named volume), and down -v. The images come first
 (`make image ARGS='omniforge postgres'`; ctest's deploy_images does it):
 omniforge:latest, and PostgreSQL as postgres:15 when the engine has it,
 else omniforge-postgres:15 (PostgreSQL from Debian's packages,
 deploy/docker/postgres). Needs a Docker engine (scripts/docker.sh starts
-dockerd as root) and docker-compose (Debian's v1).
+dockerd as root) and the compose tool.
 
 What must hold, each step printed as it passes:
   - the stack comes up healthy (migrations of the three schemas, each
@@ -30,15 +36,19 @@ What must hold, each step printed as it passes:
   - `docker-compose down -v` leaves no container, volume or network.
 The last line is `RESULT ...` with the counts and the times.
 """
+import atexit
 import json
 import os
 import random
+import re
 import shutil
 import sys
+import tempfile
 import threading
 import time
 
-from harness import Report, acknowledged, chat, free_port, stored_reply, unknown_environment
+from harness import (ROOT, SKIP, Report, acknowledged, chat, free_port, stored_reply,
+                     unknown_environment)
 
 # The most messages one ListMessages page returns; each phase's conversation
 # stays under it (its first turn and at most MAX_TURNS notes, two messages
@@ -53,9 +63,10 @@ log, fail, run = report.log, report.fail, report.run
 class Stack:
     """One compose project of its own: its name, secrets and port."""
 
-    def __init__(self, bin_dir, docker, secrets_dir):
+    def __init__(self, bin_dir, docker, secrets_dir, compose):
         self.bin_dir = bin_dir
         self.docker = docker
+        self.compose_command, compose_env = compose
         self.project = f"ofcompose{os.getpid()}"
         self.port = free_port()
         self.secrets_dir = secrets_dir
@@ -65,19 +76,22 @@ class Stack:
                         OMNIFORGE_SECRETS_DIR=secrets_dir,
                         OMNIFORGE_PUBLISH_PORT=str(self.port),
                         OMNIFORGE_IMAGE="omniforge:latest",
-                        DOCKER_HOST=os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock"))
+                        DOCKER_HOST=os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock"),
+                        **compose_env)
         with open(os.path.join(secrets_dir, "demo.key")) as f:
             self.key = f.read().strip()
 
     def compose(self, *args, check=True, timeout=600):
-        return run(["docker-compose", "-p", self.project, *args], check=check, env=self.env,
+        return run([*self.compose_command, "-p", self.project, *args], check=check, env=self.env,
                    timeout=timeout)
 
     def container(self, service):
         """The service's container id (kept: a kill and a start keep it, and
         docker-compose v1 takes a second or two to list it)."""
         if service not in self.ids:
-            out = self.compose("ps", "-q", service).stdout.split()
+            # v2 lists a container that has exited (migrate) only with -a.
+            listing = ["ps", "-q"] if self.compose_command == ["docker-compose"] else ["ps", "-aq"]
+            out = self.compose(*listing, service).stdout.split()
             if len(out) != 1:
                 fail(f"expected one {service} container, found {out}")
             self.ids[service] = out[0]
@@ -257,24 +271,50 @@ def check_nothing_left(docker, project):
     }
     leftovers = {k: v for k, v in left.items() if v}
     if leftovers:
-        fail(f"docker-compose down -v left {leftovers}")
+        fail(f"compose down -v left {leftovers}")
+
+
+def compose_tool(v2, docker):
+    """(command, environment) of the compose tool: Debian's docker-compose
+    (v1), or with v2 Docker's `docker compose` plugin, from the one
+    scripts/deps.sh unpacks (DOCKER_CONFIG pointing at a directory whose
+    cli-plugins is it) or else the installed one. Without v2 at hand the
+    v2 test is skipped, saying why."""
+    if not v2:
+        if shutil.which("docker-compose") is None:
+            fail("docker-compose is not installed (make deps)")
+        return ["docker-compose"], {}
+    env = {}
+    plugins = os.path.join(ROOT, "tests", "deploy", ".tools", "cli-plugins")
+    if os.access(os.path.join(plugins, "docker-compose"), os.X_OK):
+        config = tempfile.mkdtemp(prefix="compose-v2-")
+        atexit.register(shutil.rmtree, config, True)
+        os.symlink(plugins, os.path.join(config, "cli-plugins"))
+        env["DOCKER_CONFIG"] = config
+    version = run([docker, "compose", "version"], check=False, env=dict(os.environ, **env))
+    if version.returncode != 0 or not re.search(r"version v?2\.", version.stdout):
+        print(f"compose-test: SKIPPED: no docker compose v2 (make deps): {version.stdout.strip()}",
+              flush=True)
+        raise SystemExit(SKIP)
+    log(f"with {version.stdout.strip()}")
+    return [docker, "compose"], env
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] != "--v2"):
         print(__doc__, file=sys.stderr)
         return 2
     bin_dir = os.path.abspath(sys.argv[1])
-    if shutil.which("docker-compose") is None:
-        fail("docker-compose is not installed (make deps)")
+    v2 = len(sys.argv) == 3
     docker = report.docker()
+    compose = compose_tool(v2, docker)
     postgres_image = report.images(docker)
 
     secrets_dir = os.path.join(os.path.dirname(bin_dir), "compose-test-secrets")
     shutil.rmtree(secrets_dir, ignore_errors=True)
     run(["bash", "deploy/docker/init-secrets.sh", "-d", secrets_dir],
         env=dict(os.environ, OMNIFORGE_BIN_DIR=bin_dir))
-    stack = Stack(bin_dir, docker, secrets_dir)
+    stack = Stack(bin_dir, docker, secrets_dir, compose)
     stack.env["OMNIFORGE_POSTGRES_IMAGE"] = postgres_image
 
     counts = {}
@@ -282,7 +322,7 @@ def main():
     try:
         if stack.compose("up", "-d", "--no-build", check=False, timeout=300).returncode != 0:
             stack.dump_logs()
-            fail("docker-compose up -d failed (the services' logs above)")
+            fail("compose up -d failed (the services' logs above)")
         stack.wait_healthy(["postgres", "conversation", "intent", "executor", "orchestrator"])
         up_seconds = time.monotonic() - started
         log(f"stack up and healthy in {up_seconds:.0f} s on 127.0.0.1:{stack.port}")
@@ -310,6 +350,8 @@ def main():
         phases = [(["conversation"], False), (["postgres"], False),
                   (["conversation", "orchestrator"], False), (["conversation"], True),
                   (["intent"], False), (["executor"], False)]
+        if v2:  # the kills are the engine's; the spool's volume is compose's
+            phases = phases[:1]
         lost_total = 0
         for victims, then_stop in phases:
             acked, sent, missing, duplicated = kill_phase(stack, victims, then_stop)
@@ -326,12 +368,12 @@ def main():
         stack.compose("down", "-v", "--remove-orphans", check=False, timeout=300)
         down_seconds = time.monotonic() - down_started
     check_nothing_left(docker, stack.project)
-    log(f"docker-compose down -v left nothing ({down_seconds:.0f} s)")
+    log(f"compose down -v left nothing ({down_seconds:.0f} s)")
     shutil.rmtree(secrets_dir, ignore_errors=True)
     total = time.monotonic() - started
     summary = " ".join(f"{name.replace('+', '_')}_acked={a} {name.replace('+', '_')}_lost={m}"
                        for name, (a, m, _) in counts.items())
-    print(f"RESULT up_s={up_seconds:.0f} total_s={total:.0f} "
+    print(f"RESULT compose={'v2' if v2 else 'v1'} up_s={up_seconds:.0f} total_s={total:.0f} "
           f"lost={lost_total} {summary}", flush=True)
     return 0
 

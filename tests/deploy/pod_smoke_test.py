@@ -12,7 +12,7 @@ images), so this stands in for one:
      does from the rendered Cluster (the owner and database of
      bootstrap.initdb, its postInitApplicationSQL, its managed roles with
      the passwords of their Secrets); without it, an external PostgreSQL set
-     up with deploy/k8s/external-postgres.sql and the DSNs of
+     up with deploy/postgres-roles.sql and the DSNs of
      omniforge-database;
   3. runs the migration Job's container to completion, then every
      Deployment's container: the image (tagged as the overlay pins it),
@@ -342,13 +342,13 @@ def prepare_database(cluster, passwords):
                                                "password": passwords["owner"]}})
         return f"CloudNativePG Cluster {pg[0]['metadata']['name']} (operator emulated)"
     cluster.psql("CREATE DATABASE omniforge;", database="postgres")
-    with open(os.path.join(ROOT, "deploy/k8s/external-postgres.sql")) as f:
+    with open(os.path.join(ROOT, "deploy/postgres-roles.sql")) as f:
         cluster.psql(f.read(), environment={
             "OMNIFORGE_OWNER_PASSWORD": passwords["owner"],
             "OMNIFORGE_CONVERSATION_PASSWORD": passwords["conversation"],
             "OMNIFORGE_EXECUTOR_PASSWORD": passwords["executor"],
             "OMNIFORGE_ORCHESTRATOR_PASSWORD": passwords["orchestrator"]})
-    return "external PostgreSQL (deploy/k8s/external-postgres.sql)"
+    return "external PostgreSQL (deploy/postgres-roles.sql)"
 
 
 def start_postgres(cluster, image):

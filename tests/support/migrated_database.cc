@@ -7,7 +7,7 @@ namespace omniforge::testing {
 
 MigratedDatabase::MigratedDatabase(const std::string& component,
                                    const std::vector<pg::Migration>& migrations, int pool_size) {
-  absl::StatusOr<int> applied = pg::ApplyMigrations(db_.dsn(), component, migrations);
+  absl::StatusOr<int> applied = pg::ApplyMigrations(db_.owner_dsn(), component, migrations);
   if (!applied.ok()) {
     std::cerr << "test database: the " << component << " migrations failed: " << applied.status()
               << "\n";

@@ -18,7 +18,8 @@ namespace omniforge::testing {
 
 class MigratedDatabase final {
  public:
-  // Creates the database, applies `migrations` as `component`'s and opens a
+  // Creates the database, applies `migrations` as `component`'s (as the
+  // database's owner, TestDatabase::owner_dsn) and opens a
   // pool of `pool_size` connections. Aborts the test program when the
   // cluster is unreachable, a migration fails or no pool can be made.
   MigratedDatabase(const std::string& component, const std::vector<pg::Migration>& migrations,
@@ -26,6 +27,7 @@ class MigratedDatabase final {
 
   // As the cluster's superuser (the tests' own statements).
   const std::string& dsn() const { return db_.dsn(); }
+  const std::string& owner_dsn() const { return db_.owner_dsn(); }
   // Valid while this object lives; thread-safe like any PgPool.
   pg::PgPool& pool() { return *pool_; }
 

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <pqxx/pqxx>
 
+#include "absl/strings/str_replace.h"
 #include "libs/core/ids.h"
 #include "libs/pg/migrate.h"
 
@@ -17,11 +18,43 @@ namespace {
 constexpr char kDefaultAdminDsn[] =
     "host=127.0.0.1 port=" OMNIFORGE_TEST_PG_PORT " user=omniforge dbname=postgres";
 
+// The owner of every test database: a login that is not a superuser and
+// cannot bypass row-level security, granted omniforge_app with the admin
+// option, as deploy/postgres-roles.sql makes the owner.
+constexpr char kOwner[] = "omniforge_test_owner";
+
 [[noreturn]] void Fail(const std::string& what) {
   std::cerr << "test database: " << what
             << "\n(the ctest fixture starts PostgreSQL with scripts/pg.sh; run tests via "
                "`make test` or start it yourself)\n";
   std::abort();
+}
+
+// Makes the owner role once per cluster. Test programs run side by side,
+// so a concurrent maker's duplicate is success; a second try settles any
+// other race (a concurrent GRANT).
+void EnsureOwnerRole(pqxx::connection& admin) {
+  const std::string sql = absl::StrReplaceAll(R"sql(
+    DO $$ BEGIN
+      IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'omniforge_app') THEN
+        CREATE ROLE omniforge_app NOLOGIN NOSUPERUSER NOBYPASSRLS;
+      END IF;
+      IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '$owner') THEN
+        CREATE ROLE $owner LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS;
+      END IF;
+    EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+    END $$;
+    GRANT omniforge_app TO $owner WITH ADMIN OPTION;)sql",
+                                              {{"$owner", kOwner}});
+  for (int attempt = 1;; ++attempt) {
+    try {
+      pqxx::nontransaction tx(admin);
+      tx.exec(sql);
+      return;
+    } catch (const std::exception&) {
+      if (attempt == 3) throw;
+    }
+  }
 }
 
 }  // namespace
@@ -33,15 +66,18 @@ TestDatabase::TestDatabase() {
   name_ = "omniforge_test_" + suffix;
   try {
     pqxx::connection admin(admin_dsn_);
+    EnsureOwnerRole(admin);
     pqxx::nontransaction tx(admin);
-    tx.exec("CREATE DATABASE " + tx.quote_name(name_));
+    tx.exec("CREATE DATABASE " + tx.quote_name(name_) + " OWNER " + kOwner);
   } catch (const std::exception& e) {
     Fail(e.what());
   }
   dsn_ = admin_dsn_;
   const auto pos = dsn_.find("dbname=");
   dsn_ = (pos == std::string::npos ? dsn_ + " " : dsn_.substr(0, pos)) + "dbname=" + name_;
-  auto applied = pg::ApplyMigrations(dsn_, "conversation", pg::ConversationMigrations());
+  // In a key=value string the last value of a key counts.
+  owner_dsn_ = dsn_ + " user=" + kOwner;
+  auto applied = pg::ApplyMigrations(owner_dsn_, "conversation", pg::ConversationMigrations());
   if (!applied.ok()) Fail(std::string(applied.status().message()));
 }
 

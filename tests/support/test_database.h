@@ -11,8 +11,11 @@ namespace omniforge::testing {
 
 class TestDatabase final {
  public:
-  // Creates database `omniforge_test_<random>` and applies the conversation
-  // migrations to it. Aborts the test program when the cluster is unreachable.
+  // Creates database `omniforge_test_<random>`, owned by role
+  // omniforge_test_owner (not a superuser, as the owner is in a deployment:
+  // row-level security binds it), and applies the conversation migrations
+  // to it as that owner. Aborts the test program when the cluster is
+  // unreachable.
   TestDatabase();
   ~TestDatabase();
   TestDatabase(const TestDatabase&) = delete;
@@ -20,12 +23,15 @@ class TestDatabase final {
 
   // Connection string for the new database, as the cluster's superuser.
   const std::string& dsn() const { return dsn_; }
+  // The same, as the database's owner (what migrations run as).
+  const std::string& owner_dsn() const { return owner_dsn_; }
   const std::string& name() const { return name_; }
 
  private:
   std::string admin_dsn_;
   std::string name_;
   std::string dsn_;
+  std::string owner_dsn_;
 };
 
 }  // namespace omniforge::testing

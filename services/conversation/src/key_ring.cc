@@ -208,6 +208,17 @@ absl::StatusOr<int> KeyRing::RewrapTenantKeys(pg::PgPool& owner_pool, const KeyB
     if (!lease.ok()) return lease.status();
     try {
       pqxx::work tx(lease->conn());
+      // Every tenant's keys: the owner's cross-tenant policy (migration 0005),
+      // for this transaction only. Any other role would see none of them.
+      pqxx::result owner = tx.exec(
+          "SELECT pg_has_role(current_user, c.relowner, 'USAGE') OR r.rolsuper OR r.rolbypassrls"
+          " FROM pg_class c, pg_roles r WHERE c.oid = 'conversation.tenant_keys'::regclass"
+          " AND r.rolname = current_user");
+      if (!owner[0][0].as<bool>()) {
+        return absl::FailedPreconditionError(
+            "re-wrapping the tenant keys needs the schema's owner (database.migrate_dsn)");
+      }
+      tx.exec("SET LOCAL omniforge.cross_tenant = 'on'");
       pqxx::result rows = tx.exec_params(
           "SELECT tenant_id, key_id, master_key_id, wrapped_key FROM conversation.tenant_keys"
           " WHERE master_key_id <> $1 ORDER BY tenant_id, key_id LIMIT $2 FOR UPDATE",

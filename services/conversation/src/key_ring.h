@@ -59,8 +59,9 @@ class KeyRing final {
   absl::StatusOr<int> Rotate(const std::string& tenant);
 
   // Re-wraps every tenant key not wrapped by `master_key_id` (of every
-  // tenant: `owner_pool` must connect as the schema owner, which row-level
-  // security does not filter) with `master_key`, unwrapping each with the
+  // tenant: `owner_pool` must connect as the schema owner, which sees them
+  // all through its cross-tenant policy, or a superuser; any other role is
+  // FAILED_PRECONDITION) with `master_key`, unwrapping each with the
   // previous master key its row names, in transactions of up to `batch`
   // keys. Returns how many keys were re-wrapped. FAILED_PRECONDITION naming
   // the id when a row's master key is not among `previous`; DATA_LOSS when a

@@ -497,7 +497,7 @@ TEST(MasterKeyRotationTest, RewrapsEveryTenantsKeys) {
 
   // A run without the old key refuses and changes nothing.
   pg::PgOptions owner;
-  owner.dsn = db.dsn();
+  owner.dsn = db.owner_dsn();
   owner.role.clear();
   auto owner_pool = pg::PgPool::Create(owner);
   ASSERT_TRUE(owner_pool.ok()) << owner_pool.status();
@@ -506,6 +506,10 @@ TEST(MasterKeyRotationTest, RewrapsEveryTenantsKeys) {
   EXPECT_EQ(Raw("SELECT count(*) FROM conversation.tenant_keys WHERE master_key_id = 'm2'")[0][0]
                 .as<int>(),
             0);
+
+  // A service's role sees no tenant's keys: it is refused, not told 0.
+  EXPECT_EQ(KeyRing::RewrapTenantKeys(pool, new_master, "m2", {{"m1", old_master}}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
 
   // Step 2: re-wrap, in batches smaller than the number of keys.
   auto rewrapped =

@@ -364,7 +364,7 @@ TEST(UsageMigrationTest, RowsStoredBeforeTheMigrationStayInTheView) {
   for (const pg::Migration& m : all) {
     if (m.version < 4) before.push_back(m);
   }
-  ASSERT_TRUE(pg::ApplyMigrations(db.dsn(), "orchestrator", before).ok());
+  ASSERT_TRUE(pg::ApplyMigrations(db.owner_dsn(), "orchestrator", before).ok());
   const std::string call_id = core::NewUuid();
   {
     pqxx::connection conn(db.dsn());
@@ -377,7 +377,7 @@ TEST(UsageMigrationTest, RowsStoredBeforeTheMigrationStayInTheView) {
         std::string(kTenant), call_id);
     tx.commit();
   }
-  auto applied = pg::ApplyMigrations(db.dsn(), "orchestrator", all);
+  auto applied = pg::ApplyMigrations(db.owner_dsn(), "orchestrator", all);
   ASSERT_TRUE(applied.ok()) << applied.status();
   EXPECT_EQ(*applied, static_cast<int>(all.size() - before.size()));
 
