@@ -10,6 +10,9 @@
 //                         asks for list_agents, gets its result in the same
 //                         session and answers
 //   --mode local          the local policy plans (no model)
+//   --identity signed (default) | metadata: the services believe only caller
+//                         assertions, as every deployment runs them, or the
+//                         identity metadata
 // Each client owns one conversation and sends its turns one after another,
 // so the history grows as in real use.
 //
@@ -51,6 +54,7 @@
 #include "libs/core/ids.h"
 #include "libs/llm/testing/fake_provider.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
+#include "tests/support/identity_keys.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
 
@@ -246,12 +250,23 @@ std::vector<std::string> WriteApiKeys(const std::filesystem::path& dir) {
 
 // Starts the services the orchestrator calls; false (and why, on stderr) when
 // one does not start.
+// With `signed_calls`, as every deployment runs: the services believe only
+// caller assertions, which the orchestrator and the executor sign.
 bool StartDownstream(const std::string& dsn, testing::ServerProcess& conversation,
-                     testing::ServerProcess& intent, testing::ServerProcess& executor) {
-  for (auto [process, env] :
-       {std::pair{&conversation,
-                  Env{dsn, std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey}},
-        std::pair{&intent, Env{}}, std::pair{&executor, Env{dsn}}}) {
+                     testing::ServerProcess& intent, testing::ServerProcess& executor,
+                     bool signed_calls) {
+  Env trust, sign;
+  if (signed_calls) {
+    trust = {testing::TrustTestKeyEnv()};
+    sign = {testing::SignWithTestKeyEnv(), testing::SignWithTestKeyIdEnv()};
+  }
+  Env conversation_env = {dsn, std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey};
+  Env executor_env = {dsn};
+  conversation_env.insert(conversation_env.end(), trust.begin(), trust.end());
+  executor_env.insert(executor_env.end(), trust.begin(), trust.end());
+  executor_env.insert(executor_env.end(), sign.begin(), sign.end());
+  for (auto [process, env] : {std::pair{&conversation, conversation_env}, std::pair{&intent, trust},
+                              std::pair{&executor, executor_env}}) {
     if (auto error = process->Start(env)) {
       std::fprintf(stderr, "%s\n", error->c_str());
       return false;
@@ -430,7 +445,7 @@ double MeasureThroughput(pb::ChatService::Stub& stub, const std::vector<std::str
   return failed > 0 ? -1.0 : done / elapsed;
 }
 
-int Run(int turns, double seconds, bool model) {
+int Run(int turns, double seconds, bool model, bool signed_calls) {
   testing::TestDatabase db;
   const auto dir =
       std::filesystem::temp_directory_path() / ("omniforge-chat-bench-" + core::NewUuid());
@@ -441,13 +456,17 @@ int Run(int turns, double seconds, bool model) {
   testing::ServerProcess intent(OMNIFORGE_INTENT_BIN);
   testing::ServerProcess executor(OMNIFORGE_EXECUTOR_BIN);
   testing::ServerProcess orchestrator(OMNIFORGE_ORCHESTRATOR_BIN);
-  if (!StartDownstream(dsn, conversation, intent, executor)) return 1;
+  if (!StartDownstream(dsn, conversation, intent, executor, signed_calls)) return 1;
   std::unique_ptr<llm::testing::FakeLlmServer> provider;
   Env orchestrator_env = {"OMNIFORGE_AUTH_API_KEYS_FILE=" + (dir / "api_keys").string(),
                           "OMNIFORGE_SPOOL_DIR=" + (dir / "spool").string(),
                           "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation.address(),
                           "OMNIFORGE_DOWNSTREAM_INTENT=" + intent.address(),
                           "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor.address()};
+  if (signed_calls) {
+    orchestrator_env.push_back(testing::SignWithTestKeyEnv());
+    orchestrator_env.push_back(testing::SignWithTestKeyIdEnv());
+  }
   std::vector<std::string> orchestrator_args;
   if (model) {
     provider = StartModel(dir, dsn, orchestrator_env, orchestrator_args);
@@ -493,6 +512,11 @@ int main(int argc, char** argv) {
   app.add_option("--turns", turns, "turns measured at 1 client")->check(CLI::PositiveNumber);
   app.add_option("--seconds", seconds, "duration of the 16- and 64-client phases")
       ->check(CLI::PositiveNumber);
+  std::string identity = "signed";
+  app.add_option("--identity", identity,
+                 "signed: the services believe only caller assertions (as deployed); "
+                 "metadata: they believe the identity metadata")
+      ->check(CLI::IsMember({"signed", "metadata"}));
   CLI11_PARSE(app, argc, argv);
-  return omniforge::orchestrator::Run(turns, seconds, mode == "llm");
+  return omniforge::orchestrator::Run(turns, seconds, mode == "llm", identity == "signed");
 }

@@ -147,7 +147,7 @@ class Bench {
   pb::ConversationService::Stub& stub() { return *stub_; }
 
   static void Identify(grpc::ClientContext& context, const std::string& user = "bench-user") {
-    core::AttachIdentity(context, {"bench-tenant", user});
+    core::AttachIdentity(context, {"bench-tenant", user}, core::kConversationAudience);
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   }
 

@@ -94,7 +94,7 @@ class Bench {
       request.set_arguments_json(args);
       if (keyed) request.set_idempotency_key(core::NewUuid());
       grpc::ClientContext context;
-      core::AttachIdentity(context, who_);
+      core::AttachIdentity(context, who_, core::kExecutorAudience);
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
       pb::InvokeToolResponse response;
       const auto start = Clock::now();

@@ -35,7 +35,9 @@
 // the agents given and, with --conversation, the conversation's context
 // window as history, and prints the analysis.
 //
-// Identity: --tenant/--user or OMNIFORGE_TENANT/OMNIFORGE_USER. --json prints
+// Identity: --tenant/--user or OMNIFORGE_TENANT/OMNIFORGE_USER, asserted with
+// --identity-key (a signing key the services trust) where they verify
+// callers. `identity-key FILE` prints a signing key's public key. --json prints
 // the response messages as JSON, one per line, for scripts.
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/time_util.h>
@@ -70,6 +72,11 @@ struct Options {
   std::string executor_server = "127.0.0.1:50053";
   std::string tenant = "demo";
   std::string user = "demo-user";
+  // A signing key the services trust, for the caller assertions of direct
+  // calls to them (services with identity.trusted_keys refuse calls
+  // without one).
+  std::string identity_key_file;
+  std::string identity_key_id = "k1";
   bool json = false;
   int timeout_s = 10;
 };
@@ -92,9 +99,11 @@ class Client {
         stub_(pb::ConversationService::NewStub(
             grpc::CreateChannel(options.server, grpc::InsecureChannelCredentials()))) {}
 
-  std::unique_ptr<grpc::ClientContext> Context() const {
+  // A call to `audience`, the service --server names.
+  std::unique_ptr<grpc::ClientContext> Context(
+      std::string_view audience = omniforge::core::kConversationAudience) const {
     auto context = std::make_unique<grpc::ClientContext>();
-    omniforge::core::AttachIdentity(*context, {options_.tenant, options_.user});
+    omniforge::core::AttachIdentity(*context, {options_.tenant, options_.user}, audience);
     context->set_deadline(std::chrono::system_clock::now() +
                           std::chrono::seconds(options_.timeout_s));
     return context;
@@ -190,6 +199,8 @@ struct Commands {
   CLI::App* analyze = nullptr;
   CLI::App* tools_list = nullptr;
   CLI::App* tools_invoke = nullptr;
+  CLI::App* identity_key = nullptr;
+  CLI::App* assert_identity = nullptr;
 };
 
 void AddGlobalOptions(CLI::App& app, Options& options) {
@@ -201,6 +212,12 @@ void AddGlobalOptions(CLI::App& app, Options& options) {
       ->envname("OMNIFORGE_EXECUTOR_ADDR");
   app.add_option("--tenant", options.tenant, "tenant id")->envname("OMNIFORGE_TENANT");
   app.add_option("--user", options.user, "user id")->envname("OMNIFORGE_USER");
+  app.add_option("--identity-key", options.identity_key_file,
+                 "signing key file for caller assertions (64 hex digits; a key the services "
+                 "trust)")
+      ->envname("OMNIFORGE_IDENTITY_KEY_FILE");
+  app.add_option("--identity-key-id", options.identity_key_id, "that key's id (default k1)")
+      ->envname("OMNIFORGE_IDENTITY_KEY_ID");
   app.add_option("--timeout", options.timeout_s, "seconds per call");
   app.add_flag("--json", options.json, "print responses as JSON");
   app.require_subcommand(1);
@@ -453,7 +470,8 @@ int AnalyzeIntent(const Options& options, Client& client, const Arguments& args)
   auto stub = ipb::IntentService::NewStub(
       grpc::CreateChannel(options.intent_server, grpc::InsecureChannelCredentials()));
   ipb::AnalyzeIntentResponse response;
-  if (int rc = ReportRpcError(stub->AnalyzeIntent(client.Context().get(), request, &response)))
+  if (int rc = ReportRpcError(stub->AnalyzeIntent(
+          client.Context(omniforge::core::kIntentAudience).get(), request, &response)))
     return rc;
   if (options.json) {
     PrintJson(response);
@@ -475,7 +493,8 @@ int ListTools(const Options& options, const Client& client, epb::ExecutorService
     request.set_max_risk(found->second);
   }
   epb::ListToolsResponse response;
-  if (int rc = ReportRpcError(stub.ListTools(client.Context().get(), request, &response)))
+  if (int rc = ReportRpcError(stub.ListTools(
+          client.Context(omniforge::core::kExecutorAudience).get(), request, &response)))
     return rc;
   if (options.json) {
     PrintJson(response);
@@ -493,7 +512,8 @@ int InvokeTool(const Options& options, const Client& client, epb::ExecutorServic
   request.set_arguments_json(args.arguments);
   request.set_idempotency_key(args.idempotency_key);
   epb::InvokeToolResponse response;
-  if (int rc = ReportRpcError(stub.InvokeTool(client.Context().get(), request, &response)))
+  if (int rc = ReportRpcError(stub.InvokeTool(
+          client.Context(omniforge::core::kExecutorAudience).get(), request, &response)))
     return rc;
   if (options.json) {
     PrintJson(response);
@@ -509,6 +529,46 @@ int InvokeTool(const Options& options, const Client& client, epb::ExecutorServic
 }
 
 // Runs the subcommand the command line named, other than chat and actions.
+// With --identity-key, this process's calls carry caller assertions signed
+// with it. 0, or 2 after saying why the key cannot be used.
+int SignCallsWith(const Options& options) {
+  if (options.identity_key_file.empty()) return 0;
+  auto key = omniforge::core::ReadSigningKeyFile(options.identity_key_file);
+  if (!key.ok() || !omniforge::core::IsValidKeyId(options.identity_key_id)) {
+    std::cerr << "omniforge: --identity-key: "
+              << (key.ok() ? "the key id is not 1..32 characters of [A-Za-z0-9_-]"
+                           : std::string(key.status().message()))
+              << "\n";
+    return 2;
+  }
+  omniforge::core::SetCallerSigner(std::make_unique<omniforge::core::AssertionSigner>(
+      "cli", options.identity_key_id, *std::move(key), omniforge::core::SystemClock()));
+  return 0;
+}
+
+// `omniforge identity-key FILE`: the public key of a signing key, for the
+// services' identity.trusted_keys.
+int PrintIdentityPublicKey(const std::string& path) {
+  auto key = omniforge::core::ReadSigningKeyFile(path);
+  if (!key.ok()) {
+    std::cerr << "omniforge: " << key.status().message() << "\n";
+    return 2;
+  }
+  std::cout << omniforge::core::PublicKeyHex(**key) << "\n";
+  return 0;
+}
+
+// `omniforge --identity-key FILE assert AUDIENCE`: the x-omniforge-assertion
+// value other clients (buf curl, grpcurl) send.
+int PrintAssertion(const Options& options, const std::string& audience) {
+  if (options.identity_key_file.empty()) {
+    std::cerr << "omniforge: assert needs --identity-key\n";
+    return 2;
+  }
+  std::cout << omniforge::core::CallerAssertion({options.tenant, options.user}, audience) << "\n";
+  return 0;
+}
+
 int RunCommand(const Commands& commands, const Options& options, const Arguments& args) {
   Client client(options);
   if (commands.health->parsed()) return CheckHealth(options, client);
@@ -543,6 +603,21 @@ int Main(int argc, char** argv) {
   AddConversationCommands(app, args, commands);
   commands.analyze = AddIntentCommands(app, args);
   AddToolCommands(app, args, commands);
+  std::string identity_key_file;
+  commands.identity_key =
+      app.add_subcommand("identity-key",
+                         "print the public key of a caller-assertion signing key (for the "
+                         "services' identity.trusted_keys)");
+  commands.identity_key->add_option("file", identity_key_file, "the signing key file")->required();
+  std::string audience;
+  commands.assert_identity =
+      app.add_subcommand("assert",
+                         "print a caller assertion for --tenant/--user to AUDIENCE (conversation, "
+                         "intent or executor), signed with --identity-key, for other gRPC clients' "
+                         "x-omniforge-assertion");
+  commands.assert_identity->add_option("audience", audience, "the service it is for")
+      ->required()
+      ->check(CLI::IsMember({"conversation", "intent", "executor"}));
   CLI11_PARSE(app, argc, argv);
 
   if (commands.chat->parsed()) {
@@ -554,6 +629,9 @@ int Main(int argc, char** argv) {
     actions_options.timeout_s = options.timeout_s;
     return omniforge::cli::RunActions(actions_options);
   }
+  if (commands.identity_key->parsed()) return PrintIdentityPublicKey(identity_key_file);
+  if (int rc = SignCallsWith(options)) return rc;
+  if (commands.assert_identity->parsed()) return PrintAssertion(options, audience);
   return RunCommand(commands, options, args);
 }
 

@@ -10,7 +10,11 @@ export OMNIFORGE_ADDR OMNIFORGE_CONVERSATION_ADDR OMNIFORGE_EXECUTOR_ADDR
 OMNIFORGE_ADDR="$(addr orchestrator)"
 OMNIFORGE_CONVERSATION_ADDR="$(addr conversation)"
 OMNIFORGE_EXECUTOR_ADDR="$(addr executor)"
-BASE=("$BUILD_DIR/bin/omniforge")
+# Direct calls to the services name their user with an assertion signed by
+# a key they trust: the demo signs with the orchestrator's, as an operator
+# would (scripts/stack.sh makes it).
+BASE=("$BUILD_DIR/bin/omniforge" --identity-key "$STATE_DIR/orchestrator-identity.key"
+      --identity-key-id orchestrator)
 CLI=("${BASE[@]}" --tenant demo --user demo-user)
 
 bash "$ROOT/scripts/stack.sh" up
@@ -133,6 +137,9 @@ echo "(times the token appears in the service logs: $(cat "$STATE_DIR"/logs/*.lo
 
 step "Another tenant cannot see it (NOT_FOUND, exactly like a missing id)"
 "${BASE[@]}" --tenant someone-else --user demo-user conversations show "$id" || true
+
+step "A user merely named is not believed: the services want an assertion signed by a key they trust"
+"$BUILD_DIR/bin/omniforge" --tenant demo --user demo-user conversations show "$id" || true
 
 cat <<TXT
 

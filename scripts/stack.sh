@@ -31,6 +31,22 @@ ensure_master_key() {
   fi
 }
 
+# The caller-assertion keys (docs/security.md): the orchestrator and the
+# executor sign their calls to the other services, each with a key of its
+# own ($STATE_DIR/<service>-identity.key, 64 hex digits), and the services
+# that are called trust the public keys (<service>-identity.pub).
+ensure_identity_keys() {
+  local name key
+  for name in orchestrator executor; do
+    key="$STATE_DIR/$name-identity.key"
+    if [[ ! -s "$key" ]]; then
+      (umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$key")
+      log "generated the $name's identity key in $key"
+    fi
+    "$CLI" identity-key "$key" > "$STATE_DIR/$name-identity.pub"
+  done
+}
+
 # The API key of the local demo user (tenant demo, user demo-user): the key
 # in $STATE_DIR/demo.key, its hash in the orchestrator's key file.
 ensure_api_key() {
@@ -72,16 +88,25 @@ wait_serving() {
 # Sets SERVICE_ENV to the NAME=VALUE pairs of SERVICE's own configuration
 # keys (what it reads beyond its config file).
 service_env() {
+  local trust_orchestrator="orchestrator=$STATE_DIR/orchestrator-identity.pub"
   SERVICE_ENV=()
   case "$1" in
     conversation)
       SERVICE_ENV=("OMNIFORGE_DATABASE_DSN=$DATABASE_DSN"
-                   "OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE=$STATE_DIR/master.key") ;;
+                   "OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE=$STATE_DIR/master.key"
+                   "OMNIFORGE_IDENTITY_TRUSTED_KEYS=$trust_orchestrator,executor=$STATE_DIR/executor-identity.pub") ;;
+    intent)
+      SERVICE_ENV=("OMNIFORGE_IDENTITY_TRUSTED_KEYS=$trust_orchestrator") ;;
     executor)
       SERVICE_ENV=("OMNIFORGE_DATABASE_DSN=$DATABASE_DSN"
-                   "OMNIFORGE_CONVERSATION_ADDRESS=$(addr conversation)") ;;
+                   "OMNIFORGE_CONVERSATION_ADDRESS=$(addr conversation)"
+                   "OMNIFORGE_IDENTITY_TRUSTED_KEYS=$trust_orchestrator"
+                   "OMNIFORGE_IDENTITY_SIGNING_KEY_FILE=$STATE_DIR/executor-identity.key"
+                   "OMNIFORGE_IDENTITY_SIGNING_KEY_ID=executor") ;;
     orchestrator)
       SERVICE_ENV=("OMNIFORGE_DATABASE_DSN=$DATABASE_DSN"
+                   "OMNIFORGE_IDENTITY_SIGNING_KEY_FILE=$STATE_DIR/orchestrator-identity.key"
+                   "OMNIFORGE_IDENTITY_SIGNING_KEY_ID=orchestrator"
                    "OMNIFORGE_AUTH_API_KEYS_FILE=$STATE_DIR/api_keys"
                    "OMNIFORGE_SPOOL_DIR=$STATE_DIR/spool"
                    "OMNIFORGE_DOWNSTREAM_CONVERSATION=$(addr conversation)"
@@ -95,6 +120,7 @@ up() {
   bash "$ROOT/scripts/pg.sh" start
   ensure_database
   ensure_master_key
+  ensure_identity_keys
   ensure_api_key
   for svc in "${SERVICES[@]}"; do
     if pid=$(pid_of "$svc"); then

@@ -5,6 +5,8 @@
 #   postgres_password  the password of PostgreSQL's omniforge user (the owner: migrations)
 #   db_<service>_password  the passwords of the services' login roles
 #                      (conversation, executor, orchestrator; deploy/docker/postgres-roles.sh)
+#   orchestrator_identity.key, executor_identity.key  the services' caller-assertion
+#                      signing keys (32 random bytes, hex), and *_identity.pub their public keys
 #   api_keys           the orchestrator's API key file (one key for TENANT/USER)
 #   demo.key           that key, for clients (OMNIFORGE_API_KEY)
 # The API key is made by omniforge-orchestrator keys create: from
@@ -44,6 +46,21 @@ for service in conversation executor orchestrator; do
     echo "init-secrets: made db_${service}_password"
   fi
 done
+# The caller-assertion keys (docs/security.md): the orchestrator's and the
+# executor's signing keys (64 hex digits) and their public keys, which the
+# services they call trust.
+for service in orchestrator executor; do
+  if [[ ! -s "$dir/${service}_identity.key" ]]; then
+    od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$dir/${service}_identity.key"
+    echo "init-secrets: made ${service}_identity.key"
+  fi
+  if [[ -x "$bin_dir/omniforge" ]]; then
+    "$bin_dir/omniforge" identity-key "$dir/${service}_identity.key" > "$dir/${service}_identity.pub"
+  else
+    docker run --rm -i "$image" omniforge identity-key /dev/stdin \
+      < "$dir/${service}_identity.key" > "$dir/${service}_identity.pub"
+  fi
+done
 if [[ ! -s "$dir/api_keys" ]]; then
   if [[ -x "$bin_dir/omniforge-orchestrator" ]]; then
     out="$("$bin_dir/omniforge-orchestrator" keys create --tenant "$tenant" --user "$user" --label compose)"
@@ -59,4 +76,5 @@ if [[ ! -s "$dir/api_keys" ]]; then
   }
   echo "init-secrets: made an API key for $tenant/$user in demo.key (its hash in api_keys)"
 fi
-chmod 644 "$dir/master.key" "$dir/postgres_password" "$dir"/db_*_password "$dir/api_keys" "$dir/demo.key"
+chmod 644 "$dir/master.key" "$dir/postgres_password" "$dir"/db_*_password "$dir/api_keys" "$dir/demo.key" \
+  "$dir"/*_identity.key "$dir"/*_identity.pub

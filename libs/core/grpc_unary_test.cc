@@ -87,7 +87,7 @@ class GrpcUnaryTest : public ::testing::Test {
 
 TEST_F(GrpcUnaryTest, AClientsCancelCancelsTheWorkOfItsCall) {
   grpc::ClientContext context;
-  AttachIdentity(context, {"acme", "alice"});
+  AttachIdentity(context, {"acme", "alice"}, kConversationAudience);
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
   healthpb::HealthCheckRequest request;
   healthpb::HealthCheckResponse response;
@@ -113,7 +113,7 @@ TEST_F(GrpcUnaryTest, AClientsCancelCancelsTheWorkOfItsCall) {
 // running on for nobody.
 TEST_F(GrpcUnaryTest, APassedDeadlineStopsTheWorkOfItsCall) {
   grpc::ClientContext context;
-  AttachIdentity(context, {"acme", "alice"});
+  AttachIdentity(context, {"acme", "alice"}, kConversationAudience);
   // Long enough for a worker to take the call on a busy machine (a call
   // whose deadline passed before that is not started at all).
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(1000));

@@ -9,9 +9,11 @@
 #include <memory>
 
 #include "absl/strings/numbers.h"
+#include "libs/core/caller_identity.h"
 #include "libs/core/clock.h"
 #include "libs/core/config.h"
 #include "libs/core/files.h"
+#include "libs/core/grpc_identity.h"
 #include "libs/core/logging.h"
 #include "libs/core/server.h"
 #include "libs/core/text.h"
@@ -36,6 +38,7 @@ constexpr int kDefaultMetricsPort = 9091;
 
 struct Settings {
   core::ServerOptions server;
+  core::CallerIdentitySettings identity;
   // OMNIFORGE_* variables that name no key this service reads.
   std::vector<std::string> unknown_environment;
   std::string log_level;
@@ -58,6 +61,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   core::ConfigReader& c = *reader;
   Settings s;
   s.server = core::ReadServerOptions(c, kDefaultPort, kDefaultMetricsPort);
+  s.identity = core::ReadCallerIdentity(c, /*verifies=*/true, /*signs=*/false);
   s.worker_threads = static_cast<int>(c.Int("server.worker_threads", 16, 1, 1024));
   s.log_level = c.String("log.level", "info");
   s.database = pg::ReadDatabaseSettings(c, pg::kLocalDsn, 16);
@@ -253,7 +257,9 @@ int main(int argc, char** argv) {
       status = conversation::RotateKey(*settings, tenant);
     }
   } else {
-    status = conversation::Serve(*settings, signals);
+    // The caller-assertion keys, before any call is served.
+    status = core::InstallCallerIdentity(settings->identity, core::kConversationAudience);
+    if (status.ok()) status = conversation::Serve(*settings, signals);
   }
   if (!status.ok()) {
     core::LogError("exiting", {{"error", std::string(status.message())}});

@@ -10,7 +10,9 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "libs/core/caller_identity.h"
 #include "libs/core/config.h"
+#include "libs/core/grpc_identity.h"
 #include "libs/core/logging.h"
 #include "libs/core/server.h"
 #include "libs/core/thread_pool.h"
@@ -48,6 +50,7 @@ constexpr int kDefaultMetricsPort = 9093;
 
 struct Settings {
   core::ServerOptions server;
+  core::CallerIdentitySettings identity;
   // OMNIFORGE_* variables that name no key this service reads.
   std::vector<std::string> unknown_environment;
   int worker_threads = 16;
@@ -76,6 +79,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   core::ConfigReader& c = *reader;
   Settings s;
   s.server = core::ReadServerOptions(c, kDefaultPort, kDefaultMetricsPort);
+  s.identity = core::ReadCallerIdentity(c, /*verifies=*/true, /*signs=*/true);
   s.worker_threads = static_cast<int>(c.Int("server.worker_threads", 16, 1, 1024));
   s.log_level = c.String("log.level", "info");
   s.database = pg::ReadDatabaseSettings(c, pg::kLocalDsn, 16);
@@ -294,8 +298,14 @@ int main(int argc, char** argv) {
   }
   core::InitLogging("executor", settings->log_level);
   core::ConfigReader::WarnUnknownEnvironment(settings->unknown_environment);
-  const absl::Status status =
-      migrate->parsed() ? executor::Migrate(*settings) : executor::Serve(*settings, signals);
+  absl::Status status;
+  if (migrate->parsed()) {
+    status = executor::Migrate(*settings);
+  } else {
+    // The caller-assertion keys, before any call is served or made.
+    status = core::InstallCallerIdentity(settings->identity, core::kExecutorAudience);
+    if (status.ok()) status = executor::Serve(*settings, signals);
+  }
   if (!status.ok()) {
     core::LogError("exiting", {{"error", std::string(status.message())}});
     return 1;

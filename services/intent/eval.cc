@@ -62,7 +62,7 @@ class Client {
   absl::StatusOr<Outcome> Analyze(const pb::AnalyzeIntentRequest& request) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    core::AttachIdentity(context, {"eval-tenant", "eval-user"});
+    core::AttachIdentity(context, {"eval-tenant", "eval-user"}, core::kIntentAudience);
     pb::AnalyzeIntentResponse response;
     const auto start = std::chrono::steady_clock::now();
     grpc::Status status = stub_->AnalyzeIntent(&context, request, &response);

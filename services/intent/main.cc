@@ -8,8 +8,10 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 
+#include "libs/core/caller_identity.h"
 #include "libs/core/clock.h"
 #include "libs/core/config.h"
+#include "libs/core/grpc_identity.h"
 #include "libs/core/logging.h"
 #include "libs/core/server.h"
 #include "libs/core/thread_pool.h"
@@ -27,6 +29,7 @@ constexpr int kDefaultMetricsPort = 9092;
 
 struct Settings {
   core::ServerOptions server;
+  core::CallerIdentitySettings identity;
   // OMNIFORGE_* variables that name no key this service reads.
   std::vector<std::string> unknown_environment;
   std::string log_level;
@@ -44,6 +47,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   core::ConfigReader& c = *reader;
   Settings s;
   s.server = core::ReadServerOptions(c, kDefaultPort, kDefaultMetricsPort);
+  s.identity = core::ReadCallerIdentity(c, /*verifies=*/true, /*signs=*/false);
   s.worker_threads = static_cast<int>(c.Int("server.worker_threads", 16, 1, 1024));
   s.log_level = c.String("log.level", "info");
   s.analyzer.low_confidence = static_cast<float>(c.Double("intent.low_confidence", 0.45));
@@ -129,7 +133,10 @@ int main(int argc, char** argv) {
   }
   core::InitLogging("intent", settings->log_level);
   core::ConfigReader::WarnUnknownEnvironment(settings->unknown_environment);
-  if (absl::Status status = intent::Serve(*settings, signals); !status.ok()) {
+  // The caller-assertion keys, before any call is served or made.
+  absl::Status status = core::InstallCallerIdentity(settings->identity, core::kIntentAudience);
+  if (status.ok()) status = intent::Serve(*settings, signals);
+  if (!status.ok()) {
     core::LogError("exiting", {{"error", std::string(status.message())}});
     return 1;
   }

@@ -20,7 +20,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "libs/core/api_keys.h"
+#include "libs/core/caller_identity.h"
 #include "libs/core/config.h"
+#include "libs/core/grpc_identity.h"
 #include "libs/core/logging.h"
 #include "libs/core/server.h"
 #include "libs/core/thread_pool.h"
@@ -56,6 +58,7 @@ constexpr int kDefaultMetricsPort = 9090;
 
 struct Settings {
   core::ServerOptions server;
+  core::CallerIdentitySettings identity;
   // OMNIFORGE_* variables that name no key this service reads.
   std::vector<std::string> unknown_environment;
   std::string log_level;
@@ -87,6 +90,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   core::ConfigReader& c = *reader;
   Settings s;
   s.server = core::ReadServerOptions(c, kDefaultPort, kDefaultMetricsPort);
+  s.identity = core::ReadCallerIdentity(c, /*verifies=*/false, /*signs=*/true);
   s.worker_threads = static_cast<int>(c.Int("server.worker_threads", 64, 1, 4096));
   s.log_level = c.String("log.level", "info");
   s.api_keys_file = c.String("auth.api_keys_file", "");
@@ -414,8 +418,14 @@ int main(int argc, char** argv) {
   }
   core::InitLogging("orchestrator", settings->log_level);
   core::ConfigReader::WarnUnknownEnvironment(settings->unknown_environment);
-  const absl::Status status = migrate->parsed() ? orchestrator::Migrate(*settings)
-                                                : orchestrator::Serve(*settings, signals);
+  absl::Status status;
+  if (migrate->parsed()) {
+    status = orchestrator::Migrate(*settings);
+  } else {
+    // The caller-assertion keys, before any call is made.
+    status = core::InstallCallerIdentity(settings->identity, "orchestrator");
+    if (status.ok()) status = orchestrator::Serve(*settings, signals);
+  }
   if (!status.ok()) {
     core::LogError("exiting", {{"error", std::string(status.message())}});
     return 1;

@@ -14,6 +14,7 @@
 #include "libs/core/api_keys.h"
 #include "libs/core/ids.h"
 #include "tests/support/command.h"
+#include "tests/support/identity_keys.h"
 #include "tests/support/service_stack.h"
 #include "tests/support/test_database.h"
 
@@ -96,8 +97,10 @@ class CliEndToEndTest : public ::testing::Test {
   }
 
   // `omniforge ARGS...` against the conversation and executor services as
-  // this test's user.
-  std::vector<std::string> Cli(const std::vector<std::string>& args) const {
+  // this test's user, asserted with the key the stack trusts (or, with
+  // `signed_calls` false, with none).
+  std::vector<std::string> Cli(const std::vector<std::string>& args,
+                               bool signed_calls = true) const {
     std::vector<std::string> argv = {OMNIFORGE_CLI_BIN,
                                      "--server",
                                      stack_->conversation().address(),
@@ -107,6 +110,10 @@ class CliEndToEndTest : public ::testing::Test {
                                      kTenant,
                                      "--user",
                                      user()};
+    if (signed_calls) {
+      argv.insert(argv.end(), {"--identity-key", testing::TestIdentityKeys().signing_key,
+                               "--identity-key-id", testing::kTestIdentityKeyId});
+    }
     argv.insert(argv.end(), args.begin(), args.end());
     return argv;
   }
@@ -167,6 +174,14 @@ TEST_F(CliEndToEndTest, JsonTurnStartsAConversationThatResumesAndIsListed) {
   // proto3 JSON writes 64-bit integers as strings.
   EXPECT_EQ(list["conversations"][0]["message_count"], "4")
       << "two turns, each a question and a reply";
+
+  // The services believe no identity they are merely told: without a key
+  // they trust, the same listing is refused.
+  const testing::CommandResult told =
+      testing::RunCommand(Cli({"--json", "conversations", "list"}, /*signed_calls=*/false));
+  EXPECT_NE(told.exit_code, 0);
+  EXPECT_THAT(told.err, HasSubstr("caller assertion missing")) << told.err;
+  EXPECT_THAT(told.out, Not(HasSubstr(conversation)));
 }
 
 TEST_F(CliEndToEndTest, SessionRunsEachLineAsATurnOfOneConversationUntilQuit) {

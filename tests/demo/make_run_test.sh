@@ -125,6 +125,8 @@ check_journeys() {  # check_journeys LOG
   check "$log" "\"secrets_detected\":[\"openai_api_key\"]" "a pasted secret is flagged"
   check "$log" "times the token appears in the service logs: 0)" "a pasted secret never reaches the logs"
   check "$log" "error: NOT_FOUND: conversation" "another tenant cannot see the conversation"
+  check "$log" "error: UNAUTHENTICATED: caller assertion missing" \
+    "a user merely named, without a signed assertion, is not believed"
 }
 
 # The seeded workspace, read from the executor after both runs: each item
@@ -132,7 +134,8 @@ check_journeys() {  # check_journeys LOG
 check_seeded_once() {
   local out="$WORK/seeded.json"
   local cli=("$BUILD_DIR/bin/omniforge" --executor-server "127.0.0.1:$((OMNIFORGE_PORT_BASE + 3))"
-             --tenant demo --user demo-user tools invoke)
+             --identity-key "$OMNIFORGE_STATE_DIR/orchestrator-identity.key"
+             --identity-key-id orchestrator --tenant demo --user demo-user tools invoke)
   {
     "${cli[@]}" list_agents '{}'
     "${cli[@]}" list_project_templates '{}'
@@ -169,6 +172,17 @@ if [[ -z "$stray" ]]; then
   echo "ok   no service was given an OMNIFORGE_* variable that names no key of it"
 else
   echo "FAIL a service was given variables that name no key of it: $stray"
+  failures=$((failures + 1))
+fi
+
+# Each service has its caller-assertion keys: none believes identity
+# metadata alone or makes calls without an assertion.
+unkeyed=$(grep -hE "identity\.(trusted_keys|signing_key_file) is empty" \
+  "$OMNIFORGE_STATE_DIR"/logs/*.log || true)
+if [[ -z "$unkeyed" ]]; then
+  echo "ok   every service verifies or signs caller assertions as it should"
+else
+  echo "FAIL a service runs without its caller-assertion keys: $unkeyed"
   failures=$((failures + 1))
 fi
 

@@ -153,6 +153,33 @@ def check(config, with_ollama, problems):
             problems.append(f"{name}: is given the database owner's password")
         if str(env(name).get("OMNIFORGE_DATABASE_MIGRATE_ON_START")).lower() != "false":
             problems.append(f"{name}: migrates on start; the migrate step does")
+    # Caller assertions: the services that are called trust the public keys
+    # of those that call them (conversation: the orchestrator's and the
+    # executor's; intent and executor: the orchestrator's), which sign with
+    # their own key, and every key file a service names is a secret it is
+    # given. A service without trusted keys would believe identity metadata.
+    trusted = {"conversation": {"orchestrator", "executor"}, "intent": {"orchestrator"},
+               "executor": {"orchestrator"}}
+    for name, issuers in trusted.items():
+        entries = dict(e.split("=", 1) for e in
+                       str(env(name).get("OMNIFORGE_IDENTITY_TRUSTED_KEYS", "")).split(",") if "=" in e)
+        if set(entries) != issuers:
+            problems.append(f"{name}: trusts the identity keys {sorted(entries)}, "
+                            f"expected {sorted(issuers)}")
+        for path in entries.values():
+            if path.removeprefix("/run/secrets/") not in secret_names(name):
+                problems.append(f"{name}: its trusted key {path} is not a secret it is given")
+    for name in ("orchestrator", "executor"):
+        key = str(env(name).get("OMNIFORGE_IDENTITY_SIGNING_KEY_FILE", ""))
+        if key != f"/run/secrets/{name}_identity_key" or \
+                f"{name}_identity_key" not in secret_names(name):
+            problems.append(f"{name}: does not sign with its own identity key secret")
+        if env(name).get("OMNIFORGE_IDENTITY_SIGNING_KEY_ID") != name:
+            problems.append(f"{name}: its identity key id is not '{name}'")
+    for name in ("conversation", "intent", "executor", "orchestrator"):
+        for secret in secret_names(name):
+            if secret.endswith("_identity_key") and secret != f"{name}_identity_key":
+                problems.append(f"{name}: is given another service's signing key ({secret})")
     # Messages acknowledged while conversation storage is down wait in the
     # spool: on a named volume, not on the container's tmpfs.
     spool_dir = env("orchestrator").get("OMNIFORGE_SPOOL_DIR", "")

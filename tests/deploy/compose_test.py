@@ -24,7 +24,9 @@ What must hold, each step printed as it passes:
     service logged in as its own non-superuser role, no OMNIFORGE_*
     variable a service does not know in its environment);
   - a chat turn with the demo key is answered, and the user's message and
-    the reply are stored (read back from the conversation service);
+    the reply are stored (read back from the conversation service, with a
+    caller assertion signed by the orchestrator's key; without one the
+    conversation service refuses the call);
   - while turns run, a kill of the conversation service, of PostgreSQL,
     of the orchestrator (with the conversation service down, so its spool
     holds messages), of the intent service and of the executor loses no
@@ -47,8 +49,8 @@ import tempfile
 import threading
 import time
 
-from harness import (ROOT, SKIP, Report, acknowledged, chat, free_port, stored_reply,
-                     unknown_environment)
+from harness import (ROOT, SKIP, Report, acknowledged, chat, free_port, identity_unconfigured,
+                     stored_reply, unknown_environment)
 
 # The most messages one ListMessages page returns; each phase's conversation
 # stays under it (its first turn and at most MAX_TURNS notes, two messages
@@ -129,13 +131,24 @@ class Stack:
         code, events, _ = chat(self.bin_dir, self.port, self.key, message, conversation)
         return events, code
 
+    def show(self, conversation, signed=True):
+        """`omniforge conversations show` run inside the conversation
+        service's container (its port is not published); signed, with the
+        orchestrator's identity key given on standard input, as an operator
+        would."""
+        key = []
+        if signed:
+            key = ["--identity-key", "/dev/stdin", "--identity-key-id", "orchestrator"]
+        with open(os.path.join(self.secrets_dir, "orchestrator_identity.key")) as f:
+            secret = f.read() if signed else ""
+        return run([self.docker, "exec", "-i", self.container("conversation"), "omniforge",
+                    "--server", "127.0.0.1:50051", "--tenant", "demo", "--user", "demo-user",
+                    *key, "--timeout", "10", "--json", "conversations", "show", conversation,
+                    "--limit", str(MAX_MESSAGES)], check=False, input=secret)
+
     def messages(self, conversation):
-        """The conversation's stored messages, read from inside the
-        conversation service's container (its port is not published)."""
-        result = run([self.docker, "exec", self.container("conversation"), "omniforge",
-                      "--server", "127.0.0.1:50051", "--tenant", "demo", "--user", "demo-user",
-                      "--timeout", "10", "--json", "conversations", "show", conversation,
-                      "--limit", str(MAX_MESSAGES)], check=False)
+        """The conversation's stored messages (None when they cannot be read)."""
+        result = self.show(conversation)
         if result.returncode != 0:
             return None
         return parse_messages(result.stdout)
@@ -332,6 +345,9 @@ def main():
             if unknown_environment(logs):
                 fail(f"{service}: its environment holds variables that name no key of it: "
                      f"{unknown_environment(logs)}")
+            if service != "migrate" and identity_unconfigured(logs):
+                fail(f"{service}: runs without its caller-assertion keys: "
+                     f"{identity_unconfigured(logs)}")
 
         events, code = stack.chat("list my agents")
         conversation = session_id(events)
@@ -346,6 +362,10 @@ def main():
                 [m.get("content") for m in stored]:
             fail(f"the first turn is not stored: {stored}")
         log(f"a chat turn answered ({len(reply)} characters) and stored ({roles})")
+        told = stack.show(conversation, signed=False)
+        if told.returncode == 0 or "UNAUTHENTICATED" not in told.stdout:
+            fail(f"the conversation service believed a user it was merely told: {told.stdout}")
+        log("a call naming the user without a signed assertion is refused (UNAUTHENTICATED)")
 
         phases = [(["conversation"], False), (["postgres"], False),
                   (["conversation", "orchestrator"], False), (["conversation"], True),

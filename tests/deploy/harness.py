@@ -111,3 +111,14 @@ def unknown_environment(log_text):
             except (ValueError, json.JSONDecodeError):
                 found.append(line)
     return found
+
+
+# What a service logs at start when it would believe identity metadata
+# alone, or sign none of its calls (libs/core/caller_identity.cc).
+IDENTITY_UNCONFIGURED = ("identity.trusted_keys is empty", "identity.signing_key_file is empty")
+
+
+def identity_unconfigured(log_text):
+    """The warnings a service's log holds about caller-assertion keys it
+    was not given."""
+    return [w for w in IDENTITY_UNCONFIGURED if w in log_text]

@@ -40,7 +40,8 @@ import time
 
 import yaml
 
-from harness import ROOT, Report, chat, free_port, stored_reply, unknown_environment
+from harness import (ROOT, Report, chat, free_port, identity_unconfigured, stored_reply,
+                     unknown_environment)
 
 PG_PASSWORD = "smoke-superuser"
 report = Report("pod-smoke")
@@ -459,12 +460,17 @@ def main():
         if listening in ("", "0"):
             fail("the orchestrator does not listen on the turn bus: it runs without its database")
         log(f"a chat turn answered and stored; the orchestrator on the turn bus; logins: {sorted(logins)}")
-        # Each pod's environment names only keys its service reads.
+        # Each pod's environment names only keys its service reads, and each
+        # service has its caller-assertion keys (it believes no identity it
+        # is merely told; the turn above went through with signed calls).
         for deployment in deployments:
             name = deployment["metadata"]["name"]
-            stray = unknown_environment(cluster.logs(name, lines=1000))
+            pod_log = cluster.logs(name, lines=1000)
+            stray = unknown_environment(pod_log)
             if stray:
                 fail(f"{name}: its environment holds variables that name no key of it: {stray}")
+            if identity_unconfigured(pod_log):
+                fail(f"{name}: runs without its caller-assertion keys: {identity_unconfigured(pod_log)}")
     finally:
         cluster.teardown()
         shutil.rmtree(work, ignore_errors=True)

@@ -238,16 +238,20 @@ case "${1:-}" in
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT
     od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$tmp/master.key"
+    od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$tmp/identity.key"
+    "$bin_dir/omniforge" identity-key "$tmp/identity.key" > "$tmp/identity.pub"
     : > "$tmp/api_keys"
     printf 'server:\n  prot: 50052\n' > "$tmp/misspelt.yaml"
     # Starts one service with a config file: loopback, ports the kernel picks,
-    # no metrics, a database that refuses connections. Prints what happened
+    # no metrics, a database that refuses connections, key files of its own
+    # where the file names mounted ones. Prints what happened
     # once it is known: "started", "rejected: <error>" or "no database".
     try_config() {
       local svc="$1" config="$2" log="$tmp/log.$RANDOM" pid outcome=""
       OMNIFORGE_SERVER_HOST=127.0.0.1 OMNIFORGE_SERVER_PORT=0 OMNIFORGE_SERVER_METRICS_PORT=-1 \
         OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE="$tmp/master.key" OMNIFORGE_AUTH_API_KEYS_FILE="$tmp/api_keys" \
-        OMNIFORGE_SPOOL_DIR="$tmp/spool" \
+        OMNIFORGE_SPOOL_DIR="$tmp/spool" OMNIFORGE_IDENTITY_SIGNING_KEY_FILE="$tmp/identity.key" \
+        OMNIFORGE_IDENTITY_TRUSTED_KEYS="orchestrator=$tmp/identity.pub,executor=$tmp/identity.pub" \
         OMNIFORGE_DATABASE_DSN="host=127.0.0.1 port=1 user=omniforge dbname=omniforge connect_timeout=2" \
         OMNIFORGE_CONVERSATION_ADDRESS= \
         "$bin_dir/omniforge-$svc" --config "$config" > "$log" 2>&1 &

@@ -5,6 +5,7 @@
 
 #include "libs/core/api_keys.h"
 #include "libs/core/ids.h"
+#include "tests/support/identity_keys.h"
 
 namespace omniforge::testing {
 namespace {
@@ -18,19 +19,28 @@ constexpr char kTestMasterKey[] =
 std::optional<std::string> ServiceStack::Start(const std::string& dsn,
                                                const std::string& api_keys_file) {
   const std::string database = "OMNIFORGE_DATABASE_DSN=" + dsn;
+  // The services believe only signed caller assertions, the orchestrator's
+  // and the executor's, and so does this process's own calls' (the tests
+  // call the services directly too).
+  SignCallsWithTestKey();
   if (auto error = conversation_.Start(
-          {database, std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kTestMasterKey})) {
+          {database, std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kTestMasterKey,
+           TrustTestKeyEnv()})) {
     return error;
   }
-  if (auto error = intent_.Start({})) return error;
-  if (auto error = executor_.Start({database})) return error;
+  if (auto error = intent_.Start({TrustTestKeyEnv()})) return error;
+  if (auto error = executor_.Start(
+          {database, TrustTestKeyEnv(), SignWithTestKeyEnv(), SignWithTestKeyIdEnv()})) {
+    return error;
+  }
   spool_dir_ =
       (std::filesystem::temp_directory_path() / ("omniforge-spool-" + core::NewUuid())).string();
   return orchestrator_.Start({"OMNIFORGE_AUTH_API_KEYS_FILE=" + api_keys_file,
                               "OMNIFORGE_SPOOL_DIR=" + spool_dir_,
                               "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation_.address(),
                               "OMNIFORGE_DOWNSTREAM_INTENT=" + intent_.address(),
-                              "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor_.address()});
+                              "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor_.address(),
+                              SignWithTestKeyEnv(), SignWithTestKeyIdEnv()});
 }
 
 ServiceStack::~ServiceStack() {

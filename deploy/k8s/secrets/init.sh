@@ -3,6 +3,8 @@
 # in DIR (default: files/ beside this script, git-ignored), keeping any that
 # exist:
 #   master.key    32 random bytes, hex
+#   orchestrator_identity.key, executor_identity.key  caller-assertion signing keys
+#                 (32 random bytes, hex); *_identity.pub their public keys
 #   api_keys      one API key for TENANT/USER (its secret in demo.key, for the client)
 #   database.env  <service>-dsn= and migrate-dsn= to fill in for an external PostgreSQL
 #   db_<service>_password  the passwords of the services' login roles with the
@@ -33,6 +35,20 @@ if [[ ! -s "$dir/master.key" ]]; then
   od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$dir/master.key"
   echo "secrets: made master.key"
 fi
+# The caller-assertion keys: the orchestrator's and the executor's signing
+# keys and their public keys (printed by `omniforge identity-key`).
+for service in orchestrator executor; do
+  if [[ ! -s "$dir/${service}_identity.key" ]]; then
+    od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$dir/${service}_identity.key"
+    echo "secrets: made ${service}_identity.key"
+  fi
+  if [[ -x "$bin_dir/omniforge" ]]; then
+    "$bin_dir/omniforge" identity-key "$dir/${service}_identity.key" > "$dir/${service}_identity.pub"
+  else
+    docker run --rm -i "${OMNIFORGE_IMAGE:-omniforge:latest}" omniforge identity-key /dev/stdin \
+      < "$dir/${service}_identity.key" > "$dir/${service}_identity.pub"
+  fi
+done
 if [[ ! -s "$dir/api_keys" ]]; then
   if [[ -x "$bin_dir/omniforge-orchestrator" ]]; then
     out="$("$bin_dir/omniforge-orchestrator" keys create --tenant "$tenant" --user "$user" --label k8s)"

@@ -76,7 +76,7 @@ std::vector<std::string> ServerEnv(const std::string& dsn, std::vector<std::stri
 // A client context with the caller identity (when given) and a deadline.
 std::unique_ptr<grpc::ClientContext> Call(const std::optional<core::Identity>& who) {
   auto context = std::make_unique<grpc::ClientContext>();
-  if (who) core::AttachIdentity(*context, *who);
+  if (who) core::AttachIdentity(*context, *who, core::kConversationAudience);
   context->set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
   return context;
 }
@@ -746,7 +746,7 @@ TEST_F(ConversationServerTest, SigtermDrainsInFlightAppends) {
   std::vector<std::unique_ptr<DrainCall>> calls;
   for (int i = 0; i < kCalls; ++i) {
     auto call = std::make_unique<DrainCall>();
-    core::AttachIdentity(call->context, alice);
+    core::AttachIdentity(call->context, alice, core::kConversationAudience);
     call->context.set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
     call->request = Message(id, pb::ROLE_USER, "drain " + std::to_string(i));
     calls.push_back(std::move(call));
@@ -928,7 +928,7 @@ TEST(ConversationTlsTest, ServesTlsWhenConfiguredAndRefusesPlaintext) {
     request.set_title("over TLS");
     pb::CreateConversationResponse response;
     grpc::ClientContext context;
-    core::AttachIdentity(context, {"acme", "tls-user"});
+    core::AttachIdentity(context, {"acme", "tls-user"}, core::kConversationAudience);
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     const grpc::Status status = secure->CreateConversation(&context, request, &response);
     EXPECT_TRUE(status.ok()) << status.error_message();
@@ -937,7 +937,7 @@ TEST(ConversationTlsTest, ServesTlsWhenConfiguredAndRefusesPlaintext) {
     auto plain = pb::ConversationService::NewStub(
         grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
     grpc::ClientContext plain_context;
-    core::AttachIdentity(plain_context, {"acme", "tls-user"});
+    core::AttachIdentity(plain_context, {"acme", "tls-user"}, core::kConversationAudience);
     plain_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
     EXPECT_FALSE(plain->CreateConversation(&plain_context, request, &response).ok());
   }
@@ -964,7 +964,7 @@ TEST(ConversationOverloadTest, CallsAbandonedWhileQueuedGetNoDatabaseWork) {
     pb::CreateConversationRequest create;
     pb::CreateConversationResponse created;
     grpc::ClientContext create_context;
-    core::AttachIdentity(create_context, who);
+    core::AttachIdentity(create_context, who, core::kConversationAudience);
     ASSERT_TRUE(stub->CreateConversation(&create_context, create, &created).ok());
 
     // Far more calls than one worker serves within their 20 ms deadline.
@@ -978,7 +978,7 @@ TEST(ConversationOverloadTest, CallsAbandonedWhileQueuedGetNoDatabaseWork) {
     int pending = kCalls;
     for (int i = 0; i < kCalls; ++i) {
       contexts.push_back(std::make_unique<grpc::ClientContext>());
-      core::AttachIdentity(*contexts.back(), who);
+      core::AttachIdentity(*contexts.back(), who, core::kConversationAudience);
       contexts.back()->set_deadline(std::chrono::system_clock::now() +
                                     std::chrono::milliseconds(20));
       stub->async()->GetContextWindow(contexts.back().get(), &request, &responses[i],
@@ -995,7 +995,7 @@ TEST(ConversationOverloadTest, CallsAbandonedWhileQueuedGetNoDatabaseWork) {
     // The server answered the abandoned ones without doing their work, and
     // still serves a patient caller.
     grpc::ClientContext patient;
-    core::AttachIdentity(patient, who);
+    core::AttachIdentity(patient, who, core::kConversationAudience);
     patient.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     pb::GetContextWindowResponse window;
     EXPECT_TRUE(stub->GetContextWindow(&patient, request, &window).ok());

@@ -27,7 +27,7 @@ ConversationRecorder::ConversationRecorder(std::shared_ptr<grpc::Channel> channe
 std::unique_ptr<grpc::ClientContext> ConversationRecorder::Context(
     const core::Identity& who) const {
   auto context = std::make_unique<grpc::ClientContext>();
-  core::AttachIdentity(*context, who);
+  core::AttachIdentity(*context, who, core::kConversationAudience);
   auto deadline = std::chrono::system_clock::now() + timeout_;
   if (auto call = core::CallDeadline(); call.has_value()) deadline = std::min(deadline, *call);
   context->set_deadline(deadline);

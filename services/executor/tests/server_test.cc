@@ -56,7 +56,7 @@ std::vector<std::string> ServerEnv(const std::string& dsn, std::vector<std::stri
 
 std::unique_ptr<grpc::ClientContext> Call(const std::optional<core::Identity>& who) {
   auto context = std::make_unique<grpc::ClientContext>();
-  if (who) core::AttachIdentity(*context, *who);
+  if (who) core::AttachIdentity(*context, *who, core::kExecutorAudience);
   context->set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
   return context;
 }
@@ -240,7 +240,7 @@ TEST_F(ExecutorServerTest, RetriedCallWithTheSameKeyIsNotRunAgain) {
 class Dialogue {
  public:
   Dialogue(pb::ExecutorService::Stub& stub, const std::optional<core::Identity>& who) {
-    if (who) core::AttachIdentity(context_, *who);
+    if (who) core::AttachIdentity(context_, *who, core::kExecutorAudience);
     context_.set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
     stream_ = stub.Converse(&context_);
   }

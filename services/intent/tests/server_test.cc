@@ -51,7 +51,8 @@ class IntentServerTest : public ::testing::Test {
 
   static std::unique_ptr<grpc::ClientContext> Context(bool with_identity = true) {
     auto context = std::make_unique<grpc::ClientContext>();
-    if (with_identity) core::AttachIdentity(*context, {"tenant-a", "user-1"});
+    if (with_identity)
+      core::AttachIdentity(*context, {"tenant-a", "user-1"}, core::kIntentAudience);
     context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     return context;
   }

@@ -30,11 +30,22 @@ std::shared_ptr<grpc::Channel> Connect(const std::string& address) {
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 
-// Sets what every outgoing call carries: the caller's identity and deadline.
-void Prepare(grpc::ClientContext& context, const core::Call& call) {
-  core::AttachIdentity(context, call.who);
+// Sets what every outgoing call carries: the caller's identity (asserted
+// for `audience`, the service called) and deadline.
+void Prepare(grpc::ClientContext& context, const core::Call& call, std::string_view audience) {
+  core::AttachIdentity(context, call.who, audience);
   context.set_deadline(std::chrono::system_clock::time_point(call.deadline));
 }
+
+// The service a stub calls, for its caller assertions.
+template <typename Stub>
+constexpr const char* kAudienceOf = nullptr;
+template <>
+constexpr const char* kAudienceOf<convpb::ConversationService::Stub> = core::kConversationAudience;
+template <>
+constexpr const char* kAudienceOf<intentpb::IntentService::Stub> = core::kIntentAudience;
+template <>
+constexpr const char* kAudienceOf<execpb::ExecutorService::Stub> = core::kExecutorAudience;
 
 // Runs one unary call for `call.who` by `call.deadline`.
 template <typename Stub, typename Request, typename Response>
@@ -42,8 +53,9 @@ absl::StatusOr<Response> Unary(Stub& stub,
                                grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
                                                             Response*),
                                const core::Call& call, const Request& request) {
+  static_assert(kAudienceOf<Stub> != nullptr, "a stub of a service that verifies callers");
   grpc::ClientContext context;
-  Prepare(context, call);
+  Prepare(context, call, kAudienceOf<Stub>);
   // Work cancelled on the caller's side (a cancelled turn) cancels the call.
   if (call.cancel != nullptr && call.cancel->cancelled()) {
     return absl::CancelledError("cancelled");
@@ -140,7 +152,7 @@ class GrpcTools final : public Tools {
     auto pending = std::make_shared<Pending>();
     pending->request = request;
     pending->done = std::move(done);
-    Prepare(pending->context, call);
+    Prepare(pending->context, call, core::kExecutorAudience);
     pending->cancels.emplace(call.cancel, [pending] { pending->context.TryCancel(); });
     stub_->async()->InvokeTool(&pending->context, &pending->request, &pending->response,
                                [pending](const grpc::Status& status) {
@@ -162,7 +174,7 @@ class GrpcTools final : public Tools {
 class GrpcStepDialogue final : public StepDialogue {
  public:
   GrpcStepDialogue(execpb::ExecutorService::Stub& stub, const core::Call& call) {
-    Prepare(context_, call);
+    Prepare(context_, call, core::kExecutorAudience);
     stream_ = stub.Converse(&context_);
   }
 

@@ -250,7 +250,7 @@ class ChatEndToEndTest : public ::testing::Test {
   // Runs a tool as this test's user, straight on the executor.
   json Invoke(const std::string& tool, const json& args) const {
     grpc::ClientContext context;
-    core::AttachIdentity(context, who());
+    core::AttachIdentity(context, who(), core::kExecutorAudience);
     execpb::InvokeToolRequest request;
     request.set_tool_name(tool);
     request.set_arguments_json(args.dump());
@@ -291,7 +291,7 @@ class ChatEndToEndTest : public ::testing::Test {
     message.set_metadata_json(metadata_json);
     conversation::v1::AppendMessageResponse stored;
     grpc::ClientContext context;
-    core::AttachIdentity(context, who());
+    core::AttachIdentity(context, who(), core::kConversationAudience);
     return conversation_stub_->AppendMessage(&context, message, &stored);
   }
 
@@ -1343,7 +1343,7 @@ TEST_F(LocalPlanEndToEndTest, AResumedPlanDoesNotRepeatAWriteThatAlreadyHappened
   const std::string key = "plan:" + plan.id + ":s1:w0";
   {
     grpc::ClientContext context;
-    core::AttachIdentity(context, who());
+    core::AttachIdentity(context, who(), core::kExecutorAudience);
     execpb::InvokeToolRequest request;
     request.set_tool_name("run_agent");
     request.set_arguments_json(R"({"agent": "harbor-review"})");

@@ -172,7 +172,7 @@ class PlanEngineTest : public ::testing::Test {
             .release();
     // The executor's catalog, with each tool's risk, as a turn gives it.
     grpc::ClientContext context;
-    core::AttachIdentity(context, {"tenant-catalog", "user-catalog"});
+    core::AttachIdentity(context, {"tenant-catalog", "user-catalog"}, core::kExecutorAudience);
     executor::v1::ListToolsResponse listed;
     ASSERT_TRUE(
         executor_stub_->ListTools(&context, executor::v1::ListToolsRequest(), &listed).ok());
@@ -232,7 +232,7 @@ class PlanEngineTest : public ::testing::Test {
   // Runs a tool as this test's user on the executor.
   json Invoke(const std::string& tool, const json& args) const {
     grpc::ClientContext context;
-    core::AttachIdentity(context, who_);
+    core::AttachIdentity(context, who_, core::kExecutorAudience);
     executor::v1::InvokeToolRequest request;
     request.set_tool_name(tool);
     request.set_arguments_json(args.dump());

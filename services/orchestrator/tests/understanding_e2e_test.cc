@@ -179,7 +179,7 @@ class Evaluator final {
       start = std::chrono::steady_clock::now();
       grpc::ClientContext context;
       SetDeadline(context);
-      core::AttachIdentity(context, user.who);
+      core::AttachIdentity(context, user.who, core::kIntentAudience);
       intentpb::AnalyzeIntentResponse response;
       const grpc::Status status = intent_->AnalyzeIntent(&context, eval::RequestOf(c), &response);
       times.direct_us += MicrosSince(start);
@@ -197,7 +197,7 @@ class Evaluator final {
   bool CreateAgent(const User& user, const eval::LabelledCase::Agent& agent) const {
     grpc::ClientContext context;
     SetDeadline(context);
-    core::AttachIdentity(context, user.who);
+    core::AttachIdentity(context, user.who, core::kExecutorAudience);
     execpb::InvokeToolRequest request;
     request.set_tool_name("create_agent");
     request.set_arguments_json(
@@ -214,7 +214,7 @@ class Evaluator final {
     {
       grpc::ClientContext context;
       SetDeadline(context);
-      core::AttachIdentity(context, user.who);
+      core::AttachIdentity(context, user.who, core::kConversationAudience);
       convpb::CreateConversationRequest request;
       convpb::CreateConversationResponse response;
       const grpc::Status status = conversation_->CreateConversation(&context, request, &response);
@@ -225,7 +225,7 @@ class Evaluator final {
     for (const eval::LabelledCase::Turn& turn : history) {
       grpc::ClientContext context;
       SetDeadline(context);
-      core::AttachIdentity(context, user.who);
+      core::AttachIdentity(context, user.who, core::kConversationAudience);
       convpb::AppendMessageRequest request;
       request.set_conversation_id(id);
       request.set_role(turn.assistant ? convpb::ROLE_ASSISTANT : convpb::ROLE_USER);
