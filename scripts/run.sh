@@ -11,10 +11,10 @@ OMNIFORGE_ADDR="$(addr orchestrator)"
 OMNIFORGE_CONVERSATION_ADDR="$(addr conversation)"
 OMNIFORGE_EXECUTOR_ADDR="$(addr executor)"
 # Direct calls to the services name their user with an assertion signed by
-# a key they trust: the demo signs with the orchestrator's, as an operator
-# would (scripts/stack.sh makes it).
-BASE=("$BUILD_DIR/bin/omniforge" --identity-key "$STATE_DIR/orchestrator-identity.key"
-      --identity-key-id orchestrator)
+# a key they trust: the demo signs with the operator's (scripts/stack.sh
+# makes it; the services trust it beside the orchestrator's).
+BASE=("$BUILD_DIR/bin/omniforge" --identity-key "$STATE_DIR/operator-identity.key"
+      --identity-key-id operator)
 CLI=("${BASE[@]}" --tenant demo --user demo-user)
 
 bash "$ROOT/scripts/stack.sh" up

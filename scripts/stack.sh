@@ -33,11 +33,12 @@ ensure_master_key() {
 
 # The caller-assertion keys (docs/security.md): the orchestrator and the
 # executor sign their calls to the other services, each with a key of its
-# own ($STATE_DIR/<service>-identity.key, 64 hex digits), and the services
-# that are called trust the public keys (<service>-identity.pub).
+# own ($STATE_DIR/<name>-identity.key, 64 hex digits), and the services
+# that are called trust the public keys (<name>-identity.pub). A third key,
+# the operator's, signs direct calls with the CLI (make run's demo).
 ensure_identity_keys() {
   local name key
-  for name in orchestrator executor; do
+  for name in orchestrator executor operator; do
     key="$STATE_DIR/$name-identity.key"
     if [[ ! -s "$key" ]]; then
       (umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$key")
@@ -88,19 +89,20 @@ wait_serving() {
 # Sets SERVICE_ENV to the NAME=VALUE pairs of SERVICE's own configuration
 # keys (what it reads beyond its config file).
 service_env() {
-  local trust_orchestrator="orchestrator=$STATE_DIR/orchestrator-identity.pub"
+  local trusted="orchestrator=$STATE_DIR/orchestrator-identity.pub"
+  trusted+=",operator=$STATE_DIR/operator-identity.pub"
   SERVICE_ENV=()
   case "$1" in
     conversation)
       SERVICE_ENV=("OMNIFORGE_DATABASE_DSN=$DATABASE_DSN"
                    "OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE=$STATE_DIR/master.key"
-                   "OMNIFORGE_IDENTITY_TRUSTED_KEYS=$trust_orchestrator,executor=$STATE_DIR/executor-identity.pub") ;;
+                   "OMNIFORGE_IDENTITY_TRUSTED_KEYS=$trusted,executor=$STATE_DIR/executor-identity.pub") ;;
     intent)
-      SERVICE_ENV=("OMNIFORGE_IDENTITY_TRUSTED_KEYS=$trust_orchestrator") ;;
+      SERVICE_ENV=("OMNIFORGE_IDENTITY_TRUSTED_KEYS=$trusted") ;;
     executor)
       SERVICE_ENV=("OMNIFORGE_DATABASE_DSN=$DATABASE_DSN"
                    "OMNIFORGE_CONVERSATION_ADDRESS=$(addr conversation)"
-                   "OMNIFORGE_IDENTITY_TRUSTED_KEYS=$trust_orchestrator"
+                   "OMNIFORGE_IDENTITY_TRUSTED_KEYS=$trusted"
                    "OMNIFORGE_IDENTITY_SIGNING_KEY_FILE=$STATE_DIR/executor-identity.key"
                    "OMNIFORGE_IDENTITY_SIGNING_KEY_ID=executor") ;;
     orchestrator)

@@ -87,6 +87,7 @@ absl::StatusOr<std::unique_ptr<SigningKey>> ReadSigningKeyFile(const std::string
 }
 
 absl::StatusOr<Ed25519PublicKey> ParsePublicKey(std::string_view hex) {
+  if (!Init()) return absl::InternalError("libsodium failed to initialise");
   return ParseHex32(hex, "an identity public key");
 }
 
@@ -142,12 +143,14 @@ std::string AssertionSigner::Assert(const Identity& who, std::string_view audien
 
 std::string AssertionSigner::Sign(const Identity& who, std::string_view audience,
                                   int64_t expires_at_ms) const {
-  const std::string payload = nlohmann::json{
-      {"iss", issuer_},
-      {"aud", audience},
-      {"ten", who.tenant_id},
-      {"usr", who.user_id},
-      {"exp", expires_at_ms}}.dump();
+  const std::string payload =
+      nlohmann::json{{"iss", issuer_},
+                     {"aud", audience},
+                     {"ten", who.tenant_id},
+                     {"usr", who.user_id},
+                     {"exp", expires_at_ms}}
+          // Invalid UTF-8 (a name no one validated) is replaced, not thrown.
+          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string token = absl::StrCat(
       kVersion, ".", key_id_, ".",
       Base64Url(reinterpret_cast<const unsigned char*>(payload.data()), payload.size()));
@@ -161,7 +164,11 @@ std::string AssertionSigner::Sign(const Identity& who, std::string_view audience
 AssertionVerifier::AssertionVerifier(std::string audience,
                                      std::map<std::string, Ed25519PublicKey> keys,
                                      const Clock& clock)
-    : audience_(std::move(audience)), keys_(std::move(keys)), clock_(clock) {}
+    : audience_(std::move(audience)), keys_(std::move(keys)), clock_(clock) {
+  // Verifying needs an initialised libsodium (keys made elsewhere may not
+  // have initialised it); a failure here leaves every check failing.
+  (void)Init();
+}
 
 absl::StatusOr<CallerAssertion> AssertionVerifier::Verify(std::string_view token) const {
   if (token.empty()) return Unauthenticated("missing: a service's call carries one");

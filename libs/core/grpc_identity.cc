@@ -1,17 +1,22 @@
 #include "libs/core/grpc_identity.h"
 
 #include <atomic>
+#include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace omniforge::core {
 namespace {
 
-// Owned here; read without a lock by every call once set at start.
-std::unique_ptr<const AssertionVerifier> verifier_owner;
+// Read without a lock by every call. Replaced ones are kept, never freed:
+// a call may still be using one (a process replaces them at most a few
+// times, at start or in tests).
 std::atomic<const AssertionVerifier*> verifier{nullptr};
-std::unique_ptr<AssertionSigner> signer_owner;
 std::atomic<AssertionSigner*> signer{nullptr};
+std::mutex owners_mu;
+std::vector<std::unique_ptr<const AssertionVerifier>> verifiers;  // guarded by owners_mu
+std::vector<std::unique_ptr<AssertionSigner>> signers;            // guarded by owners_mu
 
 std::string Metadata(const grpc::ServerContextBase& context, const char* key) {
   const auto& metadata = context.client_metadata();
@@ -22,13 +27,15 @@ std::string Metadata(const grpc::ServerContextBase& context, const char* key) {
 }  // namespace
 
 void SetCallerVerifier(std::unique_ptr<const AssertionVerifier> v) {
+  std::lock_guard lock(owners_mu);
   verifier.store(v.get());
-  verifier_owner = std::move(v);
+  if (v != nullptr) verifiers.push_back(std::move(v));
 }
 
 void SetCallerSigner(std::unique_ptr<AssertionSigner> s) {
+  std::lock_guard lock(owners_mu);
   signer.store(s.get());
-  signer_owner = std::move(s);
+  if (s != nullptr) signers.push_back(std::move(s));
 }
 
 bool HasCallerVerifier() { return verifier.load() != nullptr; }

@@ -30,8 +30,9 @@ inline constexpr char kConversationAudience[] = "conversation";
 inline constexpr char kIntentAudience[] = "intent";
 inline constexpr char kExecutorAudience[] = "executor";
 
-// The process's verifier and signer, set once at start before any call is
-// served or made (not thread-safe against calls in flight). Null clears.
+// The process's verifier and signer, set at start before any call is
+// served or made. Null clears. A replaced one is kept alive for calls
+// still using it.
 void SetCallerVerifier(std::unique_ptr<const AssertionVerifier> verifier);
 void SetCallerSigner(std::unique_ptr<AssertionSigner> signer);
 bool HasCallerVerifier();

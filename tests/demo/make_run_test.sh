@@ -134,8 +134,8 @@ check_journeys() {  # check_journeys LOG
 check_seeded_once() {
   local out="$WORK/seeded.json"
   local cli=("$BUILD_DIR/bin/omniforge" --executor-server "127.0.0.1:$((OMNIFORGE_PORT_BASE + 3))"
-             --identity-key "$OMNIFORGE_STATE_DIR/orchestrator-identity.key"
-             --identity-key-id orchestrator --tenant demo --user demo-user tools invoke)
+             --identity-key "$OMNIFORGE_STATE_DIR/operator-identity.key"
+             --identity-key-id operator --tenant demo --user demo-user tools invoke)
   {
     "${cli[@]}" list_agents '{}'
     "${cli[@]}" list_project_templates '{}'

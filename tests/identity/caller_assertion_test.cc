@@ -2,11 +2,12 @@
 // assertion for itself: identity metadata alone, an assertion for another
 // service, one signed by a key it does not trust, an expired or altered
 // one, or metadata naming someone other than the assertion is
-// UNAUTHENTICATED, and the call does nothing. (The real binaries, each with
-// the test stacks' trusted key.)
+// UNAUTHENTICATED. (The real binaries, each with the test stacks' trusted
+// key, probed with a read each: the refusal comes before any handler.)
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <utility>
@@ -146,6 +147,25 @@ TEST_P(CallerAssertionTest, MetadataNamingSomeoneElseThanTheAssertionIsRefused) 
     EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED)
         << other.tenant_id << "/" << other.user_id << ": " << status.error_message();
   }
+}
+
+// A signer whose clock is ten minutes behind: its assertions have expired
+// by the service's clock.
+class TenMinutesAgo final : public core::Clock {
+ public:
+  core::TimePoint Now() const override {
+    return core::SystemClock().Now() - std::chrono::minutes(10);
+  }
+};
+
+TEST_P(CallerAssertionTest, AnExpiredAssertionIsRefused) {
+  const TenMinutesAgo past;
+  core::AssertionSigner signer("orchestrator", testing::kTestIdentityKeyId,
+                               *core::ReadSigningKeyFile(testing::TestIdentityKeys().signing_key),
+                               past);
+  const grpc::Status status = Probe(Asserted(alice_, signer.Assert(alice_, GetParam().audience)));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << status.error_message();
+  EXPECT_NE(status.error_message().find("expired"), std::string::npos) << status.error_message();
 }
 
 TEST_P(CallerAssertionTest, AnAlteredAssertionIsRefused) {

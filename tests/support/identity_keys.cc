@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 
 #include "libs/core/assertion.h"
 #include "libs/core/clock.h"
@@ -61,8 +62,11 @@ std::string SignWithTestKeyIdEnv() {
 }
 
 void SignCallsWithTestKey() {
-  core::SetCallerSigner(std::make_unique<core::AssertionSigner>(
-      "test", kTestIdentityKeyId, *core::ParseSigningKey(kTestSeed), core::SystemClock()));
+  static std::once_flag once;
+  std::call_once(once, [] {
+    core::SetCallerSigner(std::make_unique<core::AssertionSigner>(
+        "test", kTestIdentityKeyId, *core::ParseSigningKey(kTestSeed), core::SystemClock()));
+  });
 }
 
 }  // namespace omniforge::testing
