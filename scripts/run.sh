@@ -129,9 +129,11 @@ chat "did launch-watch run ok?"
 step "Memory: the conversation is stored, in order, with what was decided"
 "${CLI[@]}" conversations show "$id" --limit 6
 
-step "A secret pasted by mistake is flagged, never logged"
+step "A secret pasted by mistake is masked before it is stored or read, flagged, never logged"
 secret="sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX123456"
-"$BUILD_DIR/bin/omniforge" --json chat --conversation "$id" "sure, here is our token: $secret" >/dev/null
+"$BUILD_DIR/bin/omniforge" --json chat --conversation "$id" "sure, here is our token: $secret" |
+  grep -o '"code": *"CHAT_ERROR_CODE_SECRET_MASKED"' | head -n 1 || true
+"${CLI[@]}" conversations show "$id" --limit 2 | grep -o 'user: sure, here is our token: .*' | head -n 1 || true
 "${CLI[@]}" --json conversations show "$id" --limit 2 | grep -o '"secrets_detected":\[[^]]*\]' | head -n 1 || true
 echo "(times the token appears in the service logs: $(cat "$STATE_DIR"/logs/*.log | grep -c "$secret" || true))"
 

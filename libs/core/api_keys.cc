@@ -1,14 +1,18 @@
 #include "libs/core/api_keys.h"
 
 #include <sodium.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "libs/core/digest.h"
 #include "libs/core/files.h"
+#include "libs/core/logging.h"
+#include "libs/core/metrics.h"
 #include "libs/core/text.h"
 
 namespace omniforge::core {
@@ -17,6 +21,7 @@ namespace {
 constexpr size_t kKeyIdHexDigits = 12;
 constexpr size_t kSecretBytes = 32;
 constexpr char kHashPrefix[] = "sha256:";
+constexpr std::string_view kExpiresPrefix = "expires=";
 
 bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
@@ -82,7 +87,22 @@ std::string_view KeyIdOf(std::string_view key) {
   return id;
 }
 
+std::string FormatExpiry(int64_t micros) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixMicros(micros), absl::UTCTimeZone());
+}
+
 }  // namespace
+
+std::optional<int64_t> ParseApiKeyExpiry(std::string_view text) {
+  absl::Time t;
+  std::string error;
+  const std::string value(text);  // Debian's absl::string_view is not std::string_view
+  if (!absl::ParseTime(absl::RFC3339_full, value, &t, &error) &&
+      !absl::ParseTime("%Y-%m-%d", value, absl::UTCTimeZone(), &t, &error)) {
+    return std::nullopt;
+  }
+  return absl::ToUnixMicros(t);
+}
 
 absl::StatusOr<ApiKeyStore> ApiKeyStore::Parse(std::string_view text) {
   if (sodium_init() < 0) return absl::InternalError("libsodium failed to initialise");
@@ -118,6 +138,14 @@ absl::StatusOr<ApiKeyStore> ApiKeyStore::Parse(std::string_view text) {
     if (!IsSafeToken(entry.identity.tenant_id) || !IsSafeToken(entry.identity.user_id)) {
       return LineError(number, "tenant and user must be 1..128 characters of [A-Za-z0-9._:@-]");
     }
+    if (fields.size() > 4 && fields[4].starts_with(kExpiresPrefix)) {
+      const std::optional<int64_t> expires =
+          ParseApiKeyExpiry(fields[4].substr(kExpiresPrefix.size()));
+      if (!expires) {
+        return LineError(number, "expires= must be an RFC 3339 time or a date (2027-03-01)");
+      }
+      entry.expires_micros = *expires;
+    }
     if (!store.entries_.emplace(std::string(fields[0]), std::move(entry)).second) {
       return LineError(number, "key id " + std::string(fields[0]) + " is listed twice");
     }
@@ -135,7 +163,8 @@ absl::StatusOr<ApiKeyStore> ApiKeyStore::Load(const std::string& path) {
   return store;
 }
 
-absl::StatusOr<Identity> ApiKeyStore::Authenticate(std::string_view key) const {
+absl::StatusOr<Identity> ApiKeyStore::AuthenticateAt(std::string_view key,
+                                                     int64_t now_micros) const {
   const absl::Status denied = absl::UnauthenticatedError("invalid API key");
   std::string_view id = KeyIdOf(key);
   if (id.empty()) return denied;
@@ -145,10 +174,16 @@ absl::StatusOr<Identity> ApiKeyStore::Authenticate(std::string_view key) const {
   if (sodium_memcmp(presented.data(), it->second.key_hash.data(), presented.size()) != 0) {
     return denied;
   }
+  // Said only to whoever holds the key.
+  if (it->second.expires_micros != 0 && now_micros >= it->second.expires_micros) {
+    return absl::UnauthenticatedError("API key expired at " +
+                                      FormatExpiry(it->second.expires_micros));
+  }
   return it->second.identity;
 }
 
-absl::StatusOr<NewApiKey> GenerateApiKey(const Identity& who, std::string_view label) {
+absl::StatusOr<NewApiKey> GenerateApiKey(const Identity& who, std::string_view label,
+                                         std::optional<int64_t> expires_micros) {
   if (!IsSafeToken(who.tenant_id) || !IsSafeToken(who.user_id)) {
     return absl::InvalidArgumentError(
         "tenant and user must be 1..128 characters of [A-Za-z0-9._:@-]");
@@ -166,6 +201,8 @@ absl::StatusOr<NewApiKey> GenerateApiKey(const Identity& who, std::string_view l
   out.key = kApiKeyPrefix + key_id + "_" + ToHex(secret, sizeof(secret));
   out.file_line =
       key_id + " " + kHashPrefix + Sha256Hex(out.key) + " " + who.tenant_id + " " + who.user_id;
+  if (expires_micros)
+    out.file_line += " " + std::string(kExpiresPrefix) + FormatExpiry(*expires_micros);
   if (!label.empty()) out.file_line += " " + std::string(label);
   sodium_memzero(secret, sizeof(secret));
   return out;
@@ -182,6 +219,71 @@ std::string_view PresentedApiKey(std::string_view authorization, std::string_vie
     if (bearer) return Strip(authorization.substr(kScheme.size()));
   }
   return Strip(x_api_key);
+}
+
+ApiKeyFile::ApiKeyFile(std::string path, ApiKeyStore store, Stamp stamp)
+    : path_(std::move(path)),
+      store_(std::make_shared<const ApiKeyStore>(std::move(store))),
+      stamp_(stamp) {}
+
+std::optional<ApiKeyFile::Stamp> ApiKeyFile::StampOf(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return Stamp{static_cast<uint64_t>(st.st_ino), static_cast<int64_t>(st.st_size),
+               static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+}
+
+absl::StatusOr<std::unique_ptr<ApiKeyFile>> ApiKeyFile::Open(const std::string& path) {
+  const Stamp stamp = StampOf(path).value_or(Stamp{});
+  absl::StatusOr<ApiKeyStore> store = ApiKeyStore::Load(path);
+  if (!store.ok()) return store.status();
+  return std::unique_ptr<ApiKeyFile>(new ApiKeyFile(path, *std::move(store), stamp));
+}
+
+absl::StatusOr<Identity> ApiKeyFile::Authenticate(std::string_view key) const {
+  std::shared_ptr<const ApiKeyStore> store;
+  {
+    absl::MutexLock lock(&mu_);
+    store = store_;
+  }
+  return store->Authenticate(key);
+}
+
+absl::StatusOr<bool> ApiKeyFile::Reload(bool force) {
+  static Counter& reloaded = MetricsRegistry::Global().GetCounter(
+      "omniforge_api_key_reloads_total", "Readings of the API key file after start, by outcome.",
+      {{"outcome", "ok"}});
+  static Counter& refused = MetricsRegistry::Global().GetCounter(
+      "omniforge_api_key_reloads_total", "Readings of the API key file after start, by outcome.",
+      {{"outcome", "error"}});
+  // Stamped before reading: a change during the read is read next time.
+  // A missing file has the empty stamp: it is reported once, not at every look.
+  const Stamp stamp = StampOf(path_).value_or(Stamp{});
+  {
+    absl::MutexLock lock(&mu_);
+    if (!force && stamp == stamp_) return false;
+  }
+  absl::StatusOr<ApiKeyStore> store = ApiKeyStore::Load(path_);
+  absl::MutexLock lock(&mu_);
+  stamp_ = stamp;
+  if (!store.ok()) {
+    refused.Inc();
+    LogError("API key file not reloaded; the keys stay as they were",
+             {{"path", path_}, {"error", std::string(store.status().message())}});
+    return store.status();
+  }
+  reloaded.Inc();
+  const size_t before = store_->size();
+  store_ = std::make_shared<const ApiKeyStore>(*std::move(store));
+  LogInfo("API keys reloaded", {{"path", path_},
+                                {"keys", std::to_string(store_->size())},
+                                {"before", std::to_string(before)}});
+  return true;
+}
+
+size_t ApiKeyFile::size() const {
+  absl::MutexLock lock(&mu_);
+  return store_->size();
 }
 
 }  // namespace omniforge::core

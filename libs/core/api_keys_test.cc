@@ -2,8 +2,11 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cctype>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace omniforge::core {
@@ -97,6 +100,72 @@ TEST(ApiKeysTest, GenerationRefusesBadIdentitiesAndMultiLineLabels) {
   absl::StatusOr<NewApiKey> b = GenerateApiKey({"acme", "alice"}, "");
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_NE(a->key, b->key);
+}
+
+TEST(ApiKeysTest, AKeyWithAnExpiryWorksUntilThenAndSaysWhenItExpired) {
+  const int64_t expiry = *ParseApiKeyExpiry("2027-03-01T12:00:00Z");
+  EXPECT_EQ(ParseApiKeyExpiry("2027-03-01"), expiry - int64_t{12} * 3600 * 1'000'000);
+  EXPECT_EQ(ParseApiKeyExpiry("2027-03-01T13:00:00+01:00"), expiry);
+  EXPECT_FALSE(ParseApiKeyExpiry("next tuesday").has_value());
+  absl::StatusOr<NewApiKey> key = GenerateApiKey({"acme", "alice"}, "ci job", expiry);
+  ASSERT_TRUE(key.ok());
+  EXPECT_THAT(key->file_line, HasSubstr(" acme alice expires=2027-03-01T12:00:00Z ci job"));
+  absl::StatusOr<ApiKeyStore> store = ApiKeyStore::Parse(key->file_line);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_TRUE(store->AuthenticateAt(key->key, expiry - 1).ok());
+  absl::StatusOr<Identity> late = store->AuthenticateAt(key->key, expiry);
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(late.status().message(), "API key expired at 2027-03-01T12:00:00Z");
+  // Only the key's holder learns that: a wrong secret is just invalid.
+  std::string wrong = key->key;
+  wrong.back() = wrong.back() == '0' ? '1' : '0';
+  EXPECT_EQ(store->AuthenticateAt(wrong, expiry).status().message(), "invalid API key");
+  // A date alone is its midnight UTC; a label that is not `expires=` is a label.
+  const std::string line = key->file_line.substr(0, key->file_line.find(" expires="));
+  store = ApiKeyStore::Parse(line + " expires=2027-03-01");
+  ASSERT_TRUE(store.ok());
+  EXPECT_FALSE(store->AuthenticateAt(key->key, expiry - int64_t{12} * 3600 * 1'000'000).ok());
+  store = ApiKeyStore::Parse(line + " expiring soon");
+  ASSERT_TRUE(store.ok());
+  EXPECT_TRUE(store->AuthenticateAt(key->key, expiry * 2).ok());
+  EXPECT_THAT(ApiKeyStore::Parse(line + " expires=soon").status().message(),
+              HasSubstr("line 1: expires="));
+}
+
+TEST(ApiKeysTest, TheKeyFileIsReadAgainWhenItChangesAndABadFileChangesNothing) {
+  const std::string path =
+      ::testing::TempDir() + "/omniforge-api-keys-" + std::to_string(::getpid()) + ".txt";
+  absl::StatusOr<NewApiKey> alice = GenerateApiKey({"acme", "alice"}, "");
+  absl::StatusOr<NewApiKey> bob = GenerateApiKey({"acme", "bob"}, "");
+  ASSERT_TRUE(alice.ok() && bob.ok());
+  std::ofstream(path) << alice->file_line << "\n";
+  absl::StatusOr<std::unique_ptr<ApiKeyFile>> keys = ApiKeyFile::Open(path);
+  ASSERT_TRUE(keys.ok()) << keys.status();
+  ApiKeyFile& file = **keys;
+  EXPECT_TRUE(file.Authenticate(alice->key).ok());
+  EXPECT_FALSE(file.Authenticate(bob->key).ok());
+  EXPECT_EQ(file.Reload().value_or(true), false) << "unchanged: not read";
+
+  // Bob added, Alice revoked: a new file swapped in, as a Secret update does.
+  const std::string next = path + ".next";
+  std::ofstream(next) << bob->file_line << "\n";
+  std::filesystem::rename(next, path);
+  EXPECT_EQ(file.Reload().value_or(false), true);
+  EXPECT_TRUE(file.Authenticate(bob->key).ok());
+  EXPECT_FALSE(file.Authenticate(alice->key).ok());
+  EXPECT_EQ(file.size(), 1u);
+
+  // A broken file is refused and the keys stay; it is not read again until it changes.
+  std::ofstream(next) << "not a key line\n";
+  std::filesystem::rename(next, path);
+  EXPECT_EQ(file.Reload().status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(file.Authenticate(bob->key).ok());
+  EXPECT_EQ(file.Reload().value_or(true), false);
+  EXPECT_EQ(file.Reload(/*force=*/true).status().code(), absl::StatusCode::kInvalidArgument);
+  std::filesystem::remove(path);
+  EXPECT_EQ(file.Reload().status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(file.Authenticate(bob->key).ok());
+  EXPECT_EQ(ApiKeyFile::Open(path).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(ApiKeysTest, TheKeyComesFromABearerTokenOrTheApiKeyHeader) {

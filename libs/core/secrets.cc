@@ -23,6 +23,7 @@ enum Kind : size_t {
   kSlackToken,
   kGoogleKey,
   kStripeKey,
+  kOmniforgeKey,
   kJwt,
   kBearerToken,
   kPassword,
@@ -31,9 +32,9 @@ enum Kind : size_t {
 };
 
 constexpr std::array<std::string_view, kKindCount> kKindNames = {
-    "private_key",  "openai_api_key", "anthropic_api_key", "aws_access_key",
-    "github_token", "slack_token",    "google_api_key",    "stripe_key",
-    "jwt",          "bearer_token",   "password",          "credit_card",
+    "private_key",  "openai_api_key", "anthropic_api_key", "aws_access_key",    "github_token",
+    "slack_token",  "google_api_key", "stripe_key",        "omniforge_api_key", "jwt",
+    "bearer_token", "password",       "credit_card",
 };
 
 struct Finding {
@@ -72,6 +73,7 @@ bool IsNotRedacted(std::string_view value) { return value != kRedacted; }
 //   slack_token     xox[abprs]-<10+ of [A-Za-z0-9-]>
 //   google_api_key  AIza + 35 of [0-9A-Za-z_-]
 //   stripe_key      (sk|rk)_(live|test)_<16+ alnum> (secret/restricted keys)
+//   omniforge_api_key  ofk_<12 hex key id>_<64 hex secret> (api_keys.h)
 //   jwt             eyJ<b64url>.eyJ<b64url>.<b64url signature, maybe empty>
 //   bearer_token    "Bearer " + a 16+ char token68 (case-insensitive)
 //   password        password|passwd|pwd|secret|api[_-]?key|access[_-]?token
@@ -91,6 +93,7 @@ constexpr Rule kRules[] = {
     {kSlackToken, R"(\bxox[abprs]-[A-Za-z0-9-]{10,})", nullptr},
     {kGoogleKey, R"(\bAIza[0-9A-Za-z_-]{35})", nullptr},
     {kStripeKey, R"(\b[sr]k_(?:live|test)_[0-9A-Za-z]{16,})", nullptr},
+    {kOmniforgeKey, R"(\bofk_[0-9a-f]{12}_[0-9a-f]{64}\b)", nullptr},
     {kJwt, R"(\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)", nullptr},
     {kBearerToken, R"((?i)\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*)", nullptr},
     {kPassword,

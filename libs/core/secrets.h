@@ -13,7 +13,8 @@ namespace omniforge::core {
 
 // Kinds reported by DetectSecrets, in a stable order without duplicates:
 // "private_key", "openai_api_key", "anthropic_api_key", "aws_access_key",
-// "github_token", "slack_token", "google_api_key", "stripe_key", "jwt",
+// "github_token", "slack_token", "google_api_key", "stripe_key",
+// "omniforge_api_key", "jwt",
 // "bearer_token", "password", "credit_card".
 std::vector<std::string> DetectSecrets(std::string_view text);
 

@@ -5,6 +5,8 @@
 
 #include <chrono>
 
+#include "libs/core/api_keys.h"
+
 namespace omniforge::core {
 namespace {
 
@@ -41,6 +43,8 @@ std::vector<Case> TokenCases() {
       {"google_api_key", Fake(std::string("AI") + "za", 35, 'A')},
       {"stripe_key", Fake(std::string("sk_") + "live_", 24)},
       {"stripe_key", Fake(std::string("rk_") + "test_", 24)},
+      // omniforge's own API keys (api_keys.h): ofk_<key id>_<secret>, hex.
+      {"omniforge_api_key", std::string("ofk_") + "3f9a0c12d4e5_" + std::string(64, 'b')},
       {"jwt", std::string("eyJ") + "hbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0." +
                   "dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk"},
   };
@@ -52,6 +56,15 @@ TEST(SecretsTest, DetectsAndRedactsEachTokenKind) {
     EXPECT_THAT(DetectSecrets(text), ElementsAre(c.kind)) << c.secret;
     EXPECT_EQ(RedactSecrets(text), "value: [[REDACTED]] end") << c.secret;
   }
+}
+
+TEST(SecretsTest, AFreshOmniforgeKeyIsDetectedAndAnIdAloneIsNot) {
+  auto key = GenerateApiKey({"acme", "alice"}, "laptop");
+  ASSERT_TRUE(key.ok());
+  EXPECT_THAT(DetectSecrets("my key is " + key->key), ElementsAre("omniforge_api_key"));
+  EXPECT_EQ(RedactSecrets("my key is " + key->key + "."), "my key is [REDACTED].");
+  // The key id names a key without proving anything.
+  EXPECT_THAT(DetectSecrets("key id " + key->key.substr(4, 12)), IsEmpty());
 }
 
 TEST(SecretsTest, AnthropicKeyIsNotReportedAsOpenAi) {

@@ -1,24 +1,31 @@
 // omniforge-orchestrator: the public chat API and the planner.
 //
 //   omniforge-orchestrator [--config FILE]
-//   omniforge-orchestrator keys create --tenant T --user U [--label TEXT]
+//   omniforge-orchestrator keys create --tenant T --user U [--label TEXT] [--expires WHEN]
 //
 // Serves omniforge.orchestrator.v1.ChatService. Callers authenticate with an
-// API key from the key file (`auth.api_keys_file`); `keys create` makes a new
-// key and prints the line to add to that file. Without an LLM configured,
+// API key from the key file (`auth.api_keys_file`), read again when it
+// changes and on SIGHUP; `keys create` makes a new key and prints the line to
+// add to that file. Without an LLM configured,
 // turns are planned by the local policy (local mode). With database.dsn,
 // flow states, turn errors, model-call usage and plans are stored in schema
 // orchestration, and replicas reach each other's running turns; without it,
 // flow states are kept in memory (lost on restart), nothing else is stored
 // and no plans are made (agent_create_plan is not offered). Messages that conversation storage
 // cannot take wait in the append spool (`spool.dir`) until it is back.
+#include <pthread.h>
+
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "libs/core/api_keys.h"
 #include "libs/core/caller_identity.h"
 #include "libs/core/config.h"
@@ -36,10 +43,12 @@
 #include "services/orchestrator/approvals/memory_approval_audit.h"
 #include "services/orchestrator/downstream/grpc_downstream.h"
 #include "services/orchestrator/flow/memory_flow_store.h"
+#include "services/orchestrator/limits/spend_counter.h"
 #include "services/orchestrator/storage/pg_approval_audit.h"
 #include "services/orchestrator/storage/pg_error_log.h"
 #include "services/orchestrator/storage/pg_flow_store.h"
 #include "services/orchestrator/storage/pg_plan_store.h"
+#include "services/orchestrator/storage/pg_spend_ledger.h"
 #include "services/orchestrator/storage/pg_turn_bus.h"
 #include "services/orchestrator/storage/usage_recorder.h"
 #include "services/orchestrator/usage/usage_meter.h"
@@ -64,6 +73,8 @@ struct Settings {
   std::string log_level;
   int worker_threads = 64;
   std::string api_keys_file;
+  // How often the key file is looked at for changes; 0: only on SIGHUP.
+  std::chrono::milliseconds api_keys_reload{5000};
   DownstreamAddresses downstream;
   TurnOptions turn;
   std::string planner_profile;
@@ -81,6 +92,8 @@ struct Settings {
   // Where messages wait while conversation storage is unreachable: one
   // directory per process, on a disk that outlives the process.
   AppendSpoolOptions spool;
+  // Per-tenant rates, turns at once and LLM budgets.
+  LimitsConfig limits;
 };
 
 absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
@@ -94,6 +107,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.worker_threads = static_cast<int>(c.Int("server.worker_threads", 64, 1, 4096));
   s.log_level = c.String("log.level", "info");
   s.api_keys_file = c.String("auth.api_keys_file", "");
+  s.api_keys_reload = std::chrono::milliseconds(c.Int("auth.reload_interval_ms", 5000, 0, 3600000));
   s.downstream.conversation = c.String("downstream.conversation", s.downstream.conversation);
   s.downstream.intent = c.String("downstream.intent", s.downstream.intent);
   s.downstream.executor = c.String("downstream.executor", s.downstream.executor);
@@ -138,6 +152,9 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   auto llm_config = llm::ReadLlmConfig(c);
   if (!llm_config.ok()) return llm_config.status();
   s.llm = *std::move(llm_config);
+  absl::StatusOr<LimitsConfig> limits = ReadLimitsConfig(c);
+  if (!limits.ok()) return limits.status();
+  s.limits = *std::move(limits);
   if (absl::Status status = c.Finish(); !status.ok()) return status;
   s.unknown_environment = c.UnknownEnvironment(core::ConfigReader::EnvironmentNames());
   if (s.spool.dir.empty()) return absl::InvalidArgumentError("config: spool.dir must not be empty");
@@ -186,6 +203,7 @@ struct Storage {
   std::unique_ptr<PgErrorLog> errors;
   std::unique_ptr<ApprovalAudit> audit;
   std::shared_ptr<PgUsageRecorder> usage;
+  std::unique_ptr<PgSpendLedger> spend;  // what each tenant's model calls cost, for the budgets
 };
 
 // `omniforge-orchestrator migrate`: the orchestration schema, then exit (a
@@ -233,6 +251,7 @@ absl::StatusOr<Storage> OpenStorage(const Settings& s) {
   // (which it may make while the planner is local).
   st.usage = std::make_shared<PgUsageRecorder>(*st.pool);
   core::LogInfo("model calls are recorded in orchestration.llm_turn_usage, one row per turn");
+  st.spend = std::make_unique<PgSpendLedger>(*st.pool);
   return st;
 }
 
@@ -289,7 +308,8 @@ struct PlanParts {
   std::unique_ptr<PlanEngine> engine;
 };
 
-PlanParts MakePlans(const Settings& s, const Storage& storage, const PlannerModels& models) {
+PlanParts MakePlans(const Settings& s, const Storage& storage, const PlannerModels& models,
+                    ScopeUsageWriter* usage) {
   PlanParts p;
   // Plans need the database: their steps' progress is what a restarted
   // orchestrator resumes from.
@@ -307,7 +327,7 @@ PlanParts MakePlans(const Settings& s, const Storage& storage, const PlannerMode
   p.generator = std::make_unique<PlanGenerator>(p.metered_plan_model.get());
   p.advisor = std::make_unique<PlanAdvisor>(p.metered_reviewer.get(), p.metered_plan_model.get());
   PlanEngineOptions plan_options = s.plans;
-  plan_options.usage_writer = storage.usage.get();  // the model calls of each step, per step
+  plan_options.usage_writer = usage;  // the model calls of each step, per step
   p.engine = std::make_unique<PlanEngine>(*p.store, *p.step_executors, *p.generator, *p.advisor,
                                           plan_options);
   core::LogInfo("plans are kept in orchestration.plans",
@@ -328,33 +348,68 @@ std::unique_ptr<PgTurnBus> JoinTurnBus(const Settings& s, const Storage& storage
   return turn_bus;
 }
 
+// Reads the key file again when it changes (every `interval`, when set) and
+// on SIGHUP, so that a new or revoked key takes effect without a restart.
+class KeyFileWatcher final {
+ public:
+  KeyFileWatcher(core::ApiKeyFile& keys, std::chrono::milliseconds interval) : keys_(keys) {
+    if (interval.count() == 0) return;
+    thread_ = std::thread([this, interval] {
+      while (!stop_.WaitForNotificationWithTimeout(absl::FromChrono(interval))) {
+        (void)keys_.Reload();  // a file that cannot be used is logged and changes nothing
+      }
+    });
+  }
+  ~KeyFileWatcher() {
+    stop_.Notify();
+    if (thread_.joinable()) thread_.join();
+  }
+  KeyFileWatcher(const KeyFileWatcher&) = delete;
+  KeyFileWatcher& operator=(const KeyFileWatcher&) = delete;
+
+ private:
+  core::ApiKeyFile& keys_;
+  absl::Notification stop_;
+  std::thread thread_;
+};
+
 absl::Status Serve(const Settings& s, const sigset_t& signals) {
-  absl::StatusOr<core::ApiKeyStore> keys = core::ApiKeyStore::Load(s.api_keys_file);
+  absl::StatusOr<std::unique_ptr<core::ApiKeyFile>> keys = core::ApiKeyFile::Open(s.api_keys_file);
   if (!keys.ok()) return keys.status();
-  core::LogInfo("API keys loaded", {{"keys", std::to_string(keys->size())}});
+  core::LogInfo("API keys loaded", {{"keys", std::to_string((*keys)->size())}});
+  const KeyFileWatcher watcher(**keys, s.api_keys_reload);
   absl::StatusOr<Downstream> downstream = ConnectDownstream(s);
   if (!downstream.ok()) return downstream.status();
   // Before the models: the usage recorder outlives the client's calls.
   absl::StatusOr<Storage> storage = OpenStorage(s);
   if (!storage.ok()) return storage.status();
+  TenantLimits limits(s.limits, storage->spend.get());
+  // Each turn's and step's model calls count for the budgets on their way to storage.
+  SpendCounter spend(limits, storage->usage.get());
+  if (limits.budgets_enabled() && storage->spend == nullptr) {
+    core::LogWarn("without database.dsn the LLM budgets count only what this process spent");
+  }
   TurnOptions turn_options = s.turn;
-  turn_options.usage_writer = storage->usage.get();
+  turn_options.usage_writer = &spend;
   turn_options.audit = storage->audit.get();
   absl::StatusOr<PlannerModels> models = OpenPlannerModels(s, storage->usage, turn_options);
   if (!models.ok()) return models.status();
-  PlanParts plans = MakePlans(s, *storage, *models);
+  PlanParts plans = MakePlans(s, *storage, *models, &spend);
   TurnRunner runner(*downstream->memory, *downstream->understanding, *downstream->tools,
                     turn_options, models->planner.get(), storage->flows.get(),
                     storage->errors.get(), plans.engine.get(), downstream->spool.get());
   std::unique_ptr<PgTurnBus> turn_bus = JoinTurnBus(s, *storage);
   core::ThreadPool workers(s.worker_threads, 4096);
-  ChatGrpcService service(*keys, runner, *downstream->memory, workers, turn_bus.get(),
-                          storage->audit.get());
+  ChatGrpcService service(**keys, runner, *downstream->memory, workers, turn_bus.get(),
+                          storage->audit.get(), &limits);
 
   core::ServiceServer server(s.server);
   server.AddService(&service);
   if (absl::Status status = server.Start(); !status.ok()) return status;
-  const int signal_number = core::WaitForTerminationSignal(signals);
+  int signal_number = 0;
+  while ((signal_number = core::WaitForTerminationSignal(signals)) == SIGHUP) {
+    (void)(*keys)->Reload(/*force=*/true);
+  }
   core::LogInfo("shutting down", {{"signal", std::to_string(signal_number)}});
   server.Shutdown();
   // A last pass over the spool, so a pod that goes away (a rolling update,
@@ -376,7 +431,10 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
 // NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   using namespace omniforge;
-  const sigset_t signals = core::BlockTerminationSignals();
+  // SIGHUP reads the API key file again (Serve).
+  sigset_t signals = core::BlockTerminationSignals();
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   CLI::App app{"omniforge orchestrator: the public chat API"};
   app.set_version_flag("--version", std::string("omniforge-orchestrator ") + core::Version());
   std::string config_file;
@@ -395,9 +453,17 @@ int main(int argc, char** argv) {
   create->add_option("--tenant", who.tenant_id, "the tenant the key acts for")->required();
   create->add_option("--user", who.user_id, "the user the key acts for")->required();
   create->add_option("--label", label, "a note kept in the key file");
+  std::string expires;
+  create->add_option("--expires", expires,
+                     "when the key stops working, UTC: RFC 3339 or a date (2027-03-01)");
   CLI11_PARSE(app, argc, argv);
   if (create->parsed()) {
-    absl::StatusOr<core::NewApiKey> key = core::GenerateApiKey(who, label);
+    std::optional<int64_t> expiry;
+    if (!expires.empty() && !(expiry = core::ParseApiKeyExpiry(expires))) {
+      std::fprintf(stderr, "--expires: not an RFC 3339 time or a date: %s\n", expires.c_str());
+      return 2;
+    }
+    absl::StatusOr<core::NewApiKey> key = core::GenerateApiKey(who, label, expiry);
     if (!key.ok()) {
       std::fprintf(stderr, "%s\n", std::string(key.status().message()).c_str());
       return 2;

@@ -123,6 +123,8 @@ check_journeys() {  # check_journeys LOG
     "6. the plan's steps run and report"
   check "$log" "#9 user: where were we?" "memory keeps the conversation in order"
   check "$log" "\"secrets_detected\":[\"openai_api_key\"]" "a pasted secret is flagged"
+  check "$log" "user: sure, here is our token: [REDACTED]" "a pasted secret is stored masked"
+  check "$log" "CHAT_ERROR_CODE_SECRET_MASKED" "the user is told a pasted secret was masked"
   check "$log" "times the token appears in the service logs: 0)" "a pasted secret never reaches the logs"
   check "$log" "error: NOT_FOUND: conversation" "another tenant cannot see the conversation"
   check "$log" "error: UNAUTHENTICATED: caller assertion missing" \

@@ -151,6 +151,14 @@ COMPOSED_KEY_RULES = [
     ("approval_gate.cc", r"\blevel\(\"(?P<leaf>\w+)\",", "approvals.{leaf}"),
     # domain_tools.cc: each domain's server list.
     ("domain_tools.cc", r"reader\.(?P<getter>StringList)\(key,", "domains.*.servers"),
+    # tenant_limits.cc: each limit is read as "limits.x" and
+    # "limits.tenants.<tenant>.x" (amount("x") a Double, Int(prefix + "x")).
+    ("tenant_limits.cc", r"c\.(?P<getter>Double)\(prefix \+ key,", None),
+    ("tenant_limits.cc", r"\bamount\(\"(?P<leaf>\w+)\"", "limits.{leaf}"),
+    ("tenant_limits.cc", r"\bamount\(\"(?P<leaf>\w+)\"", "limits.tenants.*.{leaf}"),
+    ("tenant_limits.cc", r"c\.(?P<getter>Int)\(prefix \+ \"(?P<leaf>\w+)\"", "limits.{leaf}"),
+    ("tenant_limits.cc", r"c\.(?P<getter>Int)\(prefix \+ \"(?P<leaf>\w+)\"",
+     "limits.tenants.*.{leaf}"),
 ]
 
 

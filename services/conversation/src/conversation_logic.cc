@@ -157,15 +157,18 @@ absl::StatusOr<NewMessage> ConversationLogic::PrepareMessage(
   }
   auto metadata = ParseMetadata(input.metadata_json, limits_.max_metadata_bytes);
   if (!metadata.ok()) return metadata.status();
-  // The server owns this annotation; a client cannot set or clear it.
+  // The server owns this annotation; a client cannot set or clear it. A
+  // detected secret is never stored: the content keeps "[REDACTED]" in its
+  // place, and the annotation says what kind it was.
   metadata->erase("secrets_detected");
+  NewMessage message;
+  message.content = input.content;
   if (auto kinds = core::DetectSecrets(input.content); !kinds.empty()) {
     (*metadata)["secrets_detected"] = kinds;
+    message.content = core::RedactSecrets(input.content);
   }
-  NewMessage message;
   message.conversation_id = *conversation_id;
   message.role = static_cast<Role>(input.role);
-  message.content = input.content;
   message.metadata_json = metadata->dump();
   message.token_count = estimator_.CountMessage(input.content);
   message.idempotency_key = input.idempotency_key;

@@ -90,7 +90,7 @@ TEST_F(ConversationLogicTest, ErrorsNeverEchoContent) {
   EXPECT_EQ(result.status().message().find("hunter2"), std::string::npos);
 }
 
-TEST_F(ConversationLogicTest, SecretsAreFlaggedAndTheFlagCannotBeForged) {
+TEST_F(ConversationLogicTest, SecretsAreMaskedAndFlaggedAndTheFlagCannotBeForged) {
   Conversation c = NewChat(kAlice);
   auto flagged =
       Append(kAlice, {c.id, 1, "use key sk-abcdefghijklmnopqrstuvwxyz123456 please", "", ""});
@@ -98,6 +98,12 @@ TEST_F(ConversationLogicTest, SecretsAreFlaggedAndTheFlagCannotBeForged) {
   auto metadata = nlohmann::json::parse(flagged->message.metadata_json);
   ASSERT_TRUE(metadata.contains("secrets_detected"));
   EXPECT_EQ(metadata["secrets_detected"], nlohmann::json::array({"openai_api_key"}));
+  EXPECT_EQ(flagged->message.content, "use key [REDACTED] please");
+  // What is stored is what is read back.
+  auto listed = logic_.ListMessages(kAlice, c.id, 0, 10);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->messages.size(), 1u);
+  EXPECT_EQ(listed->messages[0].content, "use key [REDACTED] please");
 
   auto forged =
       Append(kAlice, {c.id, 1, "nothing secret here", R"({"secrets_detected":["x"]})", ""});

@@ -677,7 +677,7 @@ TEST_F(ConversationServerTest, MetadataCanTravelAsJsonTextBothWays) {
   EXPECT_EQ(MessageCount(alice, id), 1);
 }
 
-TEST_F(ConversationServerTest, SecretsAreFlaggedAndNeverLogged) {
+TEST_F(ConversationServerTest, SecretsAreMaskedFlaggedAndNeverLogged) {
   const std::string secret = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX123456";
   const core::Identity alice = FreshUser();
   const std::string id = Create(alice, "keys").id();
@@ -692,6 +692,7 @@ TEST_F(ConversationServerTest, SecretsAreFlaggedAndNeverLogged) {
     kinds.push_back(value.string_value());
   }
   EXPECT_THAT(kinds, ElementsAre("openai_api_key"));
+  EXPECT_EQ(response.message().content(), "my api key is [REDACTED]");
 
   // Stop first so the shutdown lines are in the log too.
   ASSERT_TRUE(StopServer().has_value());

@@ -27,6 +27,7 @@ absl::StatusOr<IntentRequest> FromProto(const pb::AnalyzeIntentRequest& request)
         absl::StrCat("context_type: unknown ContextType ", request.context_type()));
   }
   out.context_type = request.context_type();
+  out.local_only = request.local_only();
   out.history.reserve(request.history_size());
   for (int i = 0; i < request.history_size(); ++i) {
     const pb::Turn& turn = request.history(i);

@@ -129,7 +129,10 @@ IntentService::IntentService(const LocalAnalyzer& local, llm::ChatModel* llm,
 
 absl::StatusOr<LocalResult> IntentService::AnalyzeLocally(const IntentRequest& request) const {
   if (absl::Status status = ValidateIntentRequest(request, limits_); !status.ok()) return status;
-  return local_.Analyze(request);
+  LocalResult local = local_.Analyze(request);
+  // As in local mode: what the local layers found stands.
+  if (request.local_only) local.needs_llm = false;
+  return local;
 }
 
 IntentAnalysis IntentService::Finish(const IntentRequest& request, LocalResult local,

@@ -57,6 +57,8 @@ struct IntentRequest {
   std::vector<CatalogItem> skills;
   int context_type = 0;  // omniforge.intent.v1.ContextType
   PendingContext pending;
+  // No model calls for this request (AnalyzeIntentRequest.local_only).
+  bool local_only = false;
 };
 
 // Values match omniforge.intent.v1.IntentSource.

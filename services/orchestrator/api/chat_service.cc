@@ -46,16 +46,24 @@ std::string_view MetadataValue(const grpc::CallbackServerContext& context, const
   return std::string_view(it->second.data(), it->second.size());
 }
 
-absl::StatusOr<core::Identity> Authenticate(const core::ApiKeyStore& keys,
-                                            const grpc::CallbackServerContext& context) {
+}  // namespace
+
+absl::StatusOr<core::Identity> Doorway::Admit(const grpc::CallbackServerContext& context) const {
   const std::string_view key = core::PresentedApiKey(MetadataValue(context, "authorization"),
                                                      MetadataValue(context, "x-api-key"));
   if (key.empty()) {
     return absl::UnauthenticatedError(
         "missing API key: send `authorization: Bearer <key>` or `x-api-key: <key>`");
   }
-  return keys.Authenticate(key);
+  absl::StatusOr<core::Identity> who = keys.Authenticate(key);
+  if (!who.ok() || limits == nullptr) return who;
+  // An authenticated key is `ofk_<key id>_<secret>`.
+  const std::string_view key_id = key.substr(std::size(core::kApiKeyPrefix) - 1, 12);
+  if (absl::Status admitted = limits->AdmitCall(*who, key_id); !admitted.ok()) return admitted;
+  return who;
 }
+
+namespace {
 
 template <typename Message>
 bool Parse(const grpc::ByteBuffer& raw, Message& message) {
@@ -83,7 +91,7 @@ int64_t DeadlineMicros(const grpc::CallbackServerContext& context, int64_t cap_m
 template <typename Request, typename Response>
 grpc::ServerUnaryReactor* ServeUnary(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw,
-    grpc::ByteBuffer* raw_response, const char* method, const core::ApiKeyStore& keys,
+    grpc::ByteBuffer* raw_response, const char* method, const Doorway& door,
     core::ThreadPool& workers,
     std::function<absl::Status(const core::Call&, const Request&, Response*)> body) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
@@ -92,7 +100,7 @@ grpc::ServerUnaryReactor* ServeUnary(
     scope->Finish(status);
     reactor->Finish(core::ToGrpcStatus(status));
   };
-  auto who = Authenticate(keys, *context);
+  auto who = door.Admit(*context);
   if (!who.ok()) {
     finish(who.status());
     return reactor;
@@ -148,18 +156,28 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
   // turn `interrupted` controls (if any); the reactor deletes itself when
   // the call is done. `claimed_key`: the conversation's key when the turn
   // was claimed under its turn_id already (RunningTurns::Claim), else empty.
+  // `slot`: the turn's place under the tenant's caps, held until the turn
+  // returns; `limits` (may be null) says whether it may call a model.
   void Start(const core::Identity& who, pb::StreamChatRequest request, core::TimePoint deadline,
              const TurnRunner& runner, core::ThreadPool& workers, RunningTurns::Control interrupted,
-             std::string claimed_key) {
+             std::string claimed_key, TurnSlot slot, TenantLimits* limits) {
     who_ = who;
+    slot_ = std::move(slot);
     if (!claimed_key.empty()) {
       turn_key_ = std::move(claimed_key);
       turn_id_ = request.turn_id();
     }
     auto task = [this, request = std::move(request), deadline, &runner,
-                 interrupted = std::move(interrupted)] {
+                 interrupted = std::move(interrupted), limits] {
       absl::Status status;
       try {
+        // On the worker: the first look at a tenant's spend reads the database.
+        absl::StatusOr<bool> model = limits != nullptr ? limits->ModelAllowed(who_) : true;
+        if (!model.ok()) {
+          TurnEnded(model.status());
+          return;
+        }
+        if (!*model) control_->RunLocally();
         status = runner.Run(who_, request, *control_, *this, deadline, interrupted);
       } catch (const std::exception& e) {
         // A defect, not the client's fault: the turn ends, the service goes on.
@@ -232,6 +250,7 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
   // any more, even while its last events are still being written.
   void TurnEnded(const absl::Status& status) {
     if (!turn_key_.empty()) running_.Remove(turn_key_, turn_id_);
+    slot_.Release();
     std::optional<absl::Status> finish;
     {
       absl::MutexLock lock(&mu_);
@@ -295,6 +314,7 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
   core::RpcScope scope_;
   core::Identity who_;
   const RunningTurns::Control control_;
+  TurnSlot slot_;
   std::string turn_key_;  // set when claimed, else by the session event on the turn's thread
   std::string turn_id_;
 
@@ -482,11 +502,20 @@ std::string RunningTurns::Key(const core::Identity& who, const std::string& conv
 grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw) {
   pb::StreamChatRequest request;
-  absl::StatusOr<core::Identity> who = Authenticate(keys_, *context);
+  absl::StatusOr<core::Identity> who = door_.Admit(*context);
   if (who.ok() && !Parse(*raw, request)) {
     who = absl::InvalidArgumentError(ParseError<pb::StreamChatRequest>());
   }
+  if (who.ok()) {
+    if (absl::Status valid = ValidateStreamChatRequest(request); !valid.ok()) who = valid;
+  }
   if (!who.ok()) return new Refusal(who.status());
+  TurnSlot slot;
+  if (door_.limits != nullptr) {
+    absl::StatusOr<TurnSlot> admitted = door_.limits->AdmitTurn(*who);
+    if (!admitted.ok()) return new Refusal(admitted.status());
+    slot = *std::move(admitted);
+  }
   // The client's deadline bounds the turn (the turn's own timeout caps it).
   const int64_t deadline = DeadlineMicros(*context, kMaxTurnMicros);
   auto control = std::make_shared<TurnControl>();
@@ -495,7 +524,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
   // requests only: one that fails validation changes nothing.
   RunningTurns::Control interrupted;
   std::string claimed_key;
-  if (!request.conversation_id().empty() && ValidateStreamChatRequest(request).ok()) {
+  if (!request.conversation_id().empty()) {
     const std::string key = RunningTurns::Key(*who, request.conversation_id());
     if (!request.turn_id().empty()) {
       if (!running_.Claim(key, request.turn_id(), control)) {
@@ -509,14 +538,14 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
   }
   auto* stream = new TurnStream(running_, std::move(control));
   stream->Start(*who, std::move(request), core::TimePointFromMicros(deadline), runner_, workers_,
-                std::move(interrupted), std::move(claimed_key));
+                std::move(interrupted), std::move(claimed_key), std::move(slot), door_.limits);
   return stream;
 }
 
 grpc::ServerUnaryReactor* ChatGrpcService::CancelTurn(grpc::CallbackServerContext* context,
                                                       const Raw* raw, Raw* raw_response) {
   return ServeUnary<pb::CancelTurnRequest, pb::CancelTurnResponse>(
-      context, raw, raw_response, "CancelTurn", keys_, workers_,
+      context, raw, raw_response, "CancelTurn", door_, workers_,
       [this](const core::Call& call, const pb::CancelTurnRequest& request,
              pb::CancelTurnResponse* response) {
         if (request.conversation_id().empty()) {
@@ -531,7 +560,7 @@ grpc::ServerUnaryReactor* ChatGrpcService::CancelTurn(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* ChatGrpcService::ListConversations(grpc::CallbackServerContext* context,
                                                              const Raw* raw, Raw* raw_response) {
   return ServeUnary<pb::ListConversationsRequest, pb::ListConversationsResponse>(
-      context, raw, raw_response, "ListConversations", keys_, workers_,
+      context, raw, raw_response, "ListConversations", door_, workers_,
       [this](const core::Call& call, const pb::ListConversationsRequest& request,
              pb::ListConversationsResponse* response) {
         convpb::ListConversationsRequest down;
@@ -548,7 +577,7 @@ grpc::ServerUnaryReactor* ChatGrpcService::ListConversations(grpc::CallbackServe
 grpc::ServerUnaryReactor* ChatGrpcService::GetConversation(grpc::CallbackServerContext* context,
                                                            const Raw* raw, Raw* raw_response) {
   return ServeUnary<pb::GetConversationRequest, pb::GetConversationResponse>(
-      context, raw, raw_response, "GetConversation", keys_, workers_,
+      context, raw, raw_response, "GetConversation", door_, workers_,
       [this](const core::Call& call, const pb::GetConversationRequest& request,
              pb::GetConversationResponse* response) {
         convpb::GetConversationRequest down;
@@ -563,7 +592,7 @@ grpc::ServerUnaryReactor* ChatGrpcService::GetConversation(grpc::CallbackServerC
 grpc::ServerUnaryReactor* ChatGrpcService::ListMessages(grpc::CallbackServerContext* context,
                                                         const Raw* raw, Raw* raw_response) {
   return ServeUnary<pb::ListMessagesRequest, pb::ListMessagesResponse>(
-      context, raw, raw_response, "ListMessages", keys_, workers_,
+      context, raw, raw_response, "ListMessages", door_, workers_,
       [this](const core::Call& call, const pb::ListMessagesRequest& request,
              pb::ListMessagesResponse* response) {
         convpb::ListMessagesRequest down;
@@ -581,7 +610,7 @@ grpc::ServerUnaryReactor* ChatGrpcService::ListMessages(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* ChatGrpcService::ListActions(grpc::CallbackServerContext* context,
                                                        const Raw* raw, Raw* raw_response) {
   return ServeUnary<pb::ListActionsRequest, pb::ListActionsResponse>(
-      context, raw, raw_response, "ListActions", keys_, workers_,
+      context, raw, raw_response, "ListActions", door_, workers_,
       [this](const core::Call& call, const pb::ListActionsRequest& request,
              pb::ListActionsResponse* response) {
         if (!core::IsUuid(request.conversation_id())) {

@@ -1,5 +1,6 @@
 // The gRPC face of the orchestrator: the public ChatService. It
-// authenticates each call by its API key, parses requests itself (so invalid
+// authenticates each call by its API key, holds it to the tenant's limits
+// (rates, turns at once, LLM budget), parses requests itself (so invalid
 // UTF-8 is a clear INVALID_ARGUMENT), runs each turn on a worker thread and
 // streams its events with backpressure, reads conversations through to
 // the conversation service with the caller's identity, and reads the
@@ -17,6 +18,7 @@
 #include "libs/core/thread_pool.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
 #include "services/orchestrator/approvals/approval_audit.h"
+#include "services/orchestrator/limits/tenant_limits.h"
 #include "services/orchestrator/turn/turn_bus.h"
 #include "services/orchestrator/turn/turn_runner.h"
 
@@ -87,14 +89,27 @@ class RunningTurns final {
   int64_t pruned_micros_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// How a public call gets in: its API key says who calls, then the
+// per-tenant rates (limits may be null: none) let it through or not.
+struct Doorway {
+  const core::ApiKeys& keys;
+  TenantLimits* limits = nullptr;
+
+  // UNAUTHENTICATED without a valid key; RESOURCE_EXHAUSTED (with a retry
+  // hint) over the key's or the tenant's rate.
+  absl::StatusOr<core::Identity> Admit(const grpc::CallbackServerContext& context) const;
+};
+
 class ChatGrpcService final : public RawChatService {
  public:
   // Everything must outlive the service.
   // Without a bus, a turn is reached only on the replica running it.
   // Without an audit store, ListActions answers an empty trail.
-  ChatGrpcService(const core::ApiKeyStore& keys, const TurnRunner& runner, Memory& memory,
-                  core::ThreadPool& workers, TurnBus* bus = nullptr, ApprovalAudit* audit = nullptr)
-      : keys_(keys),
+  // Without limits, no rate, cap or budget applies.
+  ChatGrpcService(const core::ApiKeys& keys, const TurnRunner& runner, Memory& memory,
+                  core::ThreadPool& workers, TurnBus* bus = nullptr, ApprovalAudit* audit = nullptr,
+                  TenantLimits* limits = nullptr)
+      : door_{keys, limits},
         runner_(runner),
         memory_(memory),
         workers_(workers),
@@ -120,7 +135,7 @@ class ChatGrpcService final : public RawChatService {
                                         Raw* response) override;
 
  private:
-  const core::ApiKeyStore& keys_;
+  const Doorway door_;
   const TurnRunner& runner_;
   Memory& memory_;
   core::ThreadPool& workers_;

@@ -285,7 +285,7 @@ std::optional<std::string> PlanRuleViolation(const std::vector<PlanStep>& steps,
 absl::StatusOr<std::vector<PlanStep>> PlanGenerator::Generate(
     const PlanRequest& request, const PlanContext& context,
     const std::optional<PlanRevision>& revision) const {
-  if (model_ != nullptr) return FromModel(request, context, revision);
+  if (model_ != nullptr && !context.local_only) return FromModel(request, context, revision);
   return LocalPlanTemplate(request, context);
 }
 

@@ -43,6 +43,8 @@ struct PlanContext {
   // call and copied for the rows of the steps run; null: the model client's
   // own sink, not metered, and the steps' calls are not stored.
   ModelUsage* usage = nullptr;
+  // Local templates even with a model (the tenant's LLM budget is spent).
+  bool local_only = false;
 };
 
 // A revision: the plan so far and what to change.

@@ -46,6 +46,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -57,6 +58,8 @@
 #include <thread>
 #include <vector>
 
+#include "google/rpc/error_details.pb.h"
+#include "google/rpc/status.pb.h"
 #include "libs/core/api_keys.h"
 #include "libs/core/clock.h"
 #include "libs/core/grpc_identity.h"
@@ -958,6 +961,77 @@ TEST_F(ChatEndToEndTest, HistoryReadsThroughWithRoutingMetadata) {
   EXPECT_EQ(got.conversation().user_id(), who().user_id);
 }
 
+// The key file is read again on SIGHUP and when it changes: a new key works,
+// a revoked or expired one stops working, all without a restart.
+TEST_F(ChatEndToEndTest, NewRevokedAndExpiredKeysTakeEffectWithoutARestart) {
+  const std::filesystem::path file = *dir_ / "api_keys";
+  std::string original;
+  {
+    std::ifstream in(file);
+    std::stringstream text;
+    text << in.rdbuf();
+    original = text.str();
+  }
+  // Replaces the file as a Secret update does (a new file renamed over it).
+  auto write_keys = [&](const std::string& text) {
+    std::ofstream(*dir_ / "api_keys.next") << text;
+    std::filesystem::rename(*dir_ / "api_keys.next", file);
+  };
+  auto list = [this](const std::string& as_key) {
+    auto context = Context(as_key);
+    pb::ListConversationsResponse response;
+    return stub_->ListConversations(context.get(), pb::ListConversationsRequest(), &response);
+  };
+  struct Restore {
+    std::function<void()> run;
+    ~Restore() { run(); }
+  } restore{[&] {
+    write_keys(original);
+    orchestrator_->Stop();
+    StartOrchestrator();
+  }};
+  auto newcomer = core::GenerateApiKey({"acme", "newcomer"}, "");
+  auto expired = core::GenerateApiKey({"acme", "expired"}, "", core::NowMicros() - 1'000'000);
+  ASSERT_TRUE(newcomer.ok() && expired.ok());
+
+  // Without looking at the file, only SIGHUP reads it.
+  orchestrator_->Stop();
+  StartOrchestrator({}, {"OMNIFORGE_AUTH_RELOAD_INTERVAL_MS=0"});
+  write_keys(original + newcomer->file_line + "\n" + expired->file_line + "\n");
+  EXPECT_EQ(list(newcomer->key).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  ASSERT_EQ(::kill(orchestrator_->pid(), SIGHUP), 0);
+  grpc::Status status;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+    if ((status = list(newcomer->key)).ok()) break;
+  }
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  Turn turn = Chat("list my agents", "", "", newcomer->key);
+  ExpectWellFormed(turn);
+  const grpc::Status late = list(expired->key);
+  EXPECT_EQ(late.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(late.error_message(), HasSubstr("API key expired at"));
+  EXPECT_TRUE(list(key()).ok());
+
+  // Watching the file (the default, here every 100 ms): the newcomer's key
+  // revoked stops working; a broken file changes nothing.
+  orchestrator_->Stop();
+  StartOrchestrator({}, {"OMNIFORGE_AUTH_RELOAD_INTERVAL_MS=100"});
+  EXPECT_TRUE(list(newcomer->key).ok());
+  write_keys(original);
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+    if (!(status = list(newcomer->key)).ok()) break;
+  }
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  write_keys("this is not a key file\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_TRUE(list(key()).ok()) << "the keys read last stay";
+  EXPECT_THAT(orchestrator_->JoinedLog(), HasSubstr("API key file not reloaded"));
+}
+
 TEST_F(ChatEndToEndTest, CredentialsAndTenantsAreChecked) {
   Turn mine = Chat("list my agents");
   ExpectWellFormed(mine);
@@ -1623,6 +1697,131 @@ size_t RequestsOf(llm::testing::FakeLlmServer& fake, const std::string& operatio
   size_t n = 0;
   for (const auto& request : fake.Requests()) n += request.operation == operation;
   return n;
+}
+
+// The retry hint of a refusal as a gateway reads it: google.rpc.RetryInfo
+// in the status details (grpc-status-details-bin); nullopt without one.
+std::optional<std::chrono::milliseconds> RetryDelayOf(const grpc::Status& status) {
+  google::rpc::Status details;
+  if (status.error_details().empty() || !details.ParseFromString(status.error_details())) {
+    return std::nullopt;
+  }
+  EXPECT_EQ(details.code(), static_cast<int>(status.error_code()));
+  for (const google::protobuf::Any& any : details.details()) {
+    google::rpc::RetryInfo info;
+    if (any.UnpackTo(&info)) {
+      return std::chrono::milliseconds(info.retry_delay().seconds() * 1000 +
+                                       info.retry_delay().nanos() / 1000000);
+    }
+  }
+  return std::nullopt;
+}
+
+// Restores the suite's orchestrator (no limits) when the test ends.
+struct NoLimitsAfter {
+  std::function<void()> restore;
+  ~NoLimitsAfter() { restore(); }
+};
+
+TEST_F(ModelPlannerEndToEndTest, AKeyOverItsRateIsRefusedWithARetryHintAndOtherKeysAreNot) {
+  const NoLimitsAfter after{[] { RestartWithConfig(""); }};
+  RestartWithConfig("limits:\n  key_rate: 0.5\n  key_burst: 2\n");
+  auto list = [this](const std::string& as_key) {
+    auto context = Context(as_key);
+    pb::ListConversationsResponse response;
+    return stub_->ListConversations(context.get(), pb::ListConversationsRequest(), &response);
+  };
+  EXPECT_TRUE(list(key()).ok());
+  EXPECT_TRUE(list(key()).ok());
+  const grpc::Status refused = list(key());
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused.error_message(), HasSubstr("rate limit of this API key"));
+  const auto delay = RetryDelayOf(refused);
+  ASSERT_TRUE(delay.has_value()) << "RetryInfo in the status details";
+  EXPECT_GT(*delay, std::chrono::milliseconds(1000));
+  EXPECT_LE(*delay, std::chrono::milliseconds(2000));
+  // A turn counts against the same bucket and is refused before it starts.
+  Turn turn = Chat("hello");
+  EXPECT_EQ(turn.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_TRUE(turn.events.empty());
+  // Another user's key, and another tenant's, have buckets of their own.
+  EXPECT_TRUE(list((*keys_)[(user_ + 1) % (kUsers - 1)].second).ok());
+  EXPECT_TRUE(list(keys_->back().second).ok());
+  // Waiting out the hint is enough.
+  std::this_thread::sleep_for(*delay);
+  EXPECT_TRUE(list(key()).ok());
+}
+
+TEST_F(ModelPlannerEndToEndTest, AUserAtTheCapOfTurnsAtOnceIsRefusedUntilTheirTurnEnds) {
+  const NoLimitsAfter after{[] { RestartWithConfig(""); }};
+  RestartWithConfig("limits:\n  user_turns: 1\n");
+  llm::testing::FakeRule slow = Rule("slowly", false, {.text = "Done, slowly."});
+  slow.first_byte_delay_ms = 2000;
+  ASSERT_TRUE(fake_->SetRules({slow, Rule("quickly", false, {.text = "Done."})}).ok());
+  const size_t before = fake_->RequestCount();
+  Turn first;
+  std::thread running([&] { first = Chat("answer slowly please"); });
+  ASSERT_TRUE(fake_->WaitForRequests(before + 1, 10000));
+  const auto asked = std::chrono::steady_clock::now();
+  Turn second = Chat("answer quickly please");
+  EXPECT_EQ(second.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(second.status.error_message(), HasSubstr("turns running"));
+  EXPECT_EQ(RetryDelayOf(second.status), std::chrono::milliseconds(1000));
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::milliseconds(1500))
+      << "refused at once, not queued behind the running turn";
+  // Another user of the same tenant is not held back.
+  Turn theirs = Chat("answer quickly please", "", "", (*keys_)[(user_ + 1) % (kUsers - 1)].second);
+  ExpectWellFormed(theirs);
+  running.join();
+  ExpectWellFormed(first);
+  EXPECT_EQ(first.text(), "Done, slowly.");
+  // The turn over, its place is free again.
+  Turn again = Chat("answer quickly please");
+  ExpectWellFormed(again);
+  EXPECT_EQ(again.text(), "Done.");
+}
+
+TEST_F(ModelPlannerEndToEndTest, ATenantOverItsLlmBudgetIsRefusedOrAnsweredWithoutTheModel) {
+  const NoLimitsAfter after{[] { RestartWithConfig(""); }};
+  llm::testing::FakeReply answer{.text = "Here is an answer that costs something."};
+  answer.usage = llm::testing::FakeUsage{1000, 100, 0};  // $0.0012
+  ASSERT_TRUE(fake_->SetRules({Rule("", false, answer)}).ok());
+  // Some spend today, stored.
+  Turn paid = Chat("tell me something about my agents");
+  ExpectWellFormed(paid);
+  ASSERT_GT(paid.done().usage().cost_usd(), 0);
+  ASSERT_EQ(UsageOf(paid.session().turn_id(), 1).size(), 1u);
+
+  // A daily budget of acme's already spent: acme's turns are refused until
+  // the next UTC day; globex's run as before.
+  RestartWithConfig("limits:\n  tenants:\n    acme:\n      daily_usd: 0.001\n");
+  const size_t model_calls = RequestsOf(*fake_, "planner_stream");
+  Turn refused = Chat("tell me something else");
+  EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused.status.error_message(), HasSubstr("LLM budget of tenant acme"));
+  const auto delay = RetryDelayOf(refused.status);
+  ASSERT_TRUE(delay.has_value());
+  EXPECT_LE(*delay, std::chrono::hours(24));
+  EXPECT_TRUE(refused.events.empty());
+  EXPECT_EQ(RequestsOf(*fake_, "planner_stream"), model_calls);
+  Turn globex = Chat("tell me something", "", "", keys_->back().second);
+  ExpectWellFormed(globex);
+  EXPECT_EQ(globex.text(), answer.text);
+
+  // Configured to fall back: the turn is answered in local mode, says so,
+  // and calls no model.
+  RestartWithConfig(
+      "limits:\n  over_budget: local\n  tenants:\n    acme:\n      daily_usd: 0.001\n");
+  const size_t calls_before = fake_->RequestCount();
+  Turn local = Chat("list my agents");
+  ExpectWellFormed(local);
+  const auto errors = local.Of(pb::ChatEvent::kError);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].error().code(), pb::CHAT_ERROR_CODE_BUDGET_EXCEEDED);
+  EXPECT_FALSE(errors[0].error().fatal());
+  EXPECT_EQ(local.tools_called(), std::vector<std::string>{"list_agents"});
+  EXPECT_EQ(local.done().usage().llm_calls(), 0);
+  EXPECT_EQ(fake_->RequestCount(), calls_before);
 }
 
 TEST_F(ModelPlannerEndToEndTest, ThePlannerMakesAPlanWhoseStepsRunAndSumsItUp) {

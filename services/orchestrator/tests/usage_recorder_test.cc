@@ -17,6 +17,7 @@
 #include "libs/core/metrics.h"
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
+#include "services/orchestrator/storage/pg_spend_ledger.h"
 #include "services/orchestrator/storage/tenant_row_writer.h"
 #include "services/orchestrator/usage/usage_attribution.h"
 #include "tests/support/migrated_database.h"
@@ -390,6 +391,76 @@ TEST(UsageMigrationTest, RowsStoredBeforeTheMigrationStayInTheView) {
   EXPECT_EQ(rows[0][0].as<std::string>(), call_id);
   EXPECT_EQ(rows[0][1].as<int64_t>(), 11);
   EXPECT_DOUBLE_EQ(rows[0][2].as<double>(), 0.25);
+}
+
+// The budgets' ledger: what a tenant's turns cost since the start of the UTC
+// day and month of `now`, and the mean cost of a turn; another tenant's
+// rows, rows of an earlier month and the per-call rows of the previous
+// release are told apart as they should be.
+TEST_F(UsageRecorderTest, SpendLedgerSumsTheTenantsTurnsOfTheDayAndTheMonth) {
+  const std::string tenant = "spend-" + core::NewUuid();
+  auto turn = [&](const std::string& for_tenant, std::vector<double> costs) {
+    UsageAttribution who = Turn();
+    who.tenant_id = for_tenant;
+    {
+      PgUsageRecorder recorder(kDatabase->pool());
+      ModelUsage usage(who, &recorder);
+      for (double cost : costs) usage.Record(Answered("planning", "balanced", 10, 5, cost));
+    }
+    return who.turn_id;
+  };
+  turn(tenant, {0.01, 0.02});
+  turn(tenant, {0.05});
+  const std::string earlier_today = turn(tenant, {0.5});
+  const std::string last_month = turn(tenant, {7.0});
+  turn("spend-other-" + core::NewUuid(), {3.0});
+  // Rows moved back in time by the superuser (a turn's calls count when
+  // its row was written).
+  const core::TimePoint now = core::SystemClock().Now();
+  const int64_t day = core::MicrosOf(StartOfUtcDay(now));
+  const int64_t month = core::MicrosOf(StartOfUtcMonth(now));
+  auto move_to = [&](const std::string& turn_id, int64_t micros) {
+    pqxx::connection conn(kDatabase->dsn());
+    pqxx::work tx(conn);
+    tx.exec_params(
+        "UPDATE orchestration.llm_turn_usage SET created_at = 'epoch'::timestamptz + "
+        "$2::bigint * interval '1 microsecond' WHERE turn_id = $1",
+        turn_id, micros);
+    tx.commit();
+  };
+  move_to(earlier_today, day + 1);
+  move_to(last_month, month - 1);
+  // A call row of the previous release, this month.
+  {
+    pqxx::connection conn(kDatabase->dsn());
+    pqxx::work tx(conn);
+    tx.exec_params(
+        "INSERT INTO orchestration.llm_usage_calls (tenant_id, id, user_id, turn_id, "
+        "operation_type, profile, provider, model, prompt_tokens, completion_tokens, "
+        "cached_tokens, cost_usd, latency_ms, attempts, fallback_used, outcome) VALUES ($1, $2, "
+        "'user-1', 'turn-old', 'planning', 'balanced', 'fake', 'fake-model', 1, 1, 0, 0.25, 5, 1, "
+        "false, 'ok')",
+        tenant, core::NewUuid());
+    tx.commit();
+  }
+
+  PgSpendLedger ledger(kDatabase->pool());
+  absl::StatusOr<Spend> spend = ledger.Read(tenant, now);
+  ASSERT_TRUE(spend.ok()) << spend.status();
+  EXPECT_NEAR(spend->day_usd, 0.08 + 0.5 + 0.25, 1e-9);
+  EXPECT_NEAR(spend->month_usd, 0.08 + 0.5 + 0.25, 1e-9);
+  EXPECT_NEAR(spend->mean_turn_usd, (0.08 + 0.5 + 0.25) / 4, 1e-9);
+  // Read as of the last microsecond of the previous month: only that row
+  // (nothing written after the time read counts).
+  absl::StatusOr<Spend> before = ledger.Read(tenant, core::TimePointFromMicros(month - 1));
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_NEAR(before->month_usd, 7.0, 1e-9);
+  EXPECT_NEAR(before->day_usd, 7.0, 1e-9);
+  // A tenant without rows has spent nothing.
+  absl::StatusOr<Spend> none = ledger.Read("spend-none-" + core::NewUuid(), now);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->month_usd, 0);
+  EXPECT_EQ(none->mean_turn_usd, 0);
 }
 
 }  // namespace

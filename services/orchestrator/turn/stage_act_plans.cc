@@ -17,6 +17,7 @@ PlanContext TurnPass::MakePlanContext() {
   context.intent = input_.intent;
   context.tools = runner_.Catalog(DownstreamCall())->tools;
   context.usage = &model_calls_;
+  context.local_only = control_.local_only();
   return context;
 }
 

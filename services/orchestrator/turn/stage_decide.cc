@@ -17,14 +17,14 @@ void TurnPass::Decide() {
     ContextBox::Add(box_.next, "plan the answer to: " + goal_);
   } else if (plan_move_) {
     ReplyToPlan();
-  } else if (runner_.planner_ != nullptr && !approval_) {
+  } else if (ModelPlans() && !approval_) {
     AskModel();
   }
   if (suspended_) {
     move_.propose.clear();  // drafted again when the flow resumes
   } else if (approval_) {
     move_ = *std::move(approval_);
-  } else if (!plan_move_ && (runner_.planner_ == nullptr || !planned_.answered)) {
+  } else if (!plan_move_ && (!ModelPlans() || !planned_.answered)) {
     move_ = DecideLocally(input_);
   }
 }
@@ -52,7 +52,7 @@ void TurnPass::ResolveGate() {
       it = gate_->approved.erase(it);
     }
     decisions_ = gate_->decisions;
-    approval_ = GateMove(*gate_, *last_, runner_.planner_ == nullptr, input_);
+    approval_ = GateMove(*gate_, *last_, !ModelPlans(), input_);
     // What the gate decided is not the policy's to decide again.
     if (gate_->reply != PendingReply::kOther) input_.last->pending.clear();
   } else if (decides_ && !plan_move_) {

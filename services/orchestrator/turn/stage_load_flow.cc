@@ -229,6 +229,18 @@ void TurnPass::Announce() {
   if (suspended_now_) session->set_suspended_flow_id(suspended_now_->flow_id);
   emit_.Send();
   emit_.State(pb::AGENT_STATE_THINKING, "Reading what you asked");
+  if (Masked()) {
+    emit_.Error(pb::CHAT_ERROR_CODE_SECRET_MASKED,
+                "your message holds what looks like a credential: it was replaced by [REDACTED] "
+                "before it was stored or read, and the assistant never sees it",
+                /*fatal=*/false);
+  }
+  if (control_.local_only()) {
+    emit_.Error(pb::CHAT_ERROR_CODE_BUDGET_EXCEEDED,
+                "the LLM budget of your organisation is spent for now: this answer is made "
+                "without the language model",
+                /*fatal=*/false);
+  }
   stage_ = "store_user_message";
   if (unstored_) {
     emit_.Error(pb::CHAT_ERROR_CODE_STORAGE_UNAVAILABLE,

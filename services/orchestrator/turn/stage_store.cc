@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "libs/core/ids.h"
+#include "libs/core/secrets.h"
 #include "libs/core/text.h"
 #include "services/orchestrator/planner/local_policy.h"
 #include "services/orchestrator/turn/error_kinds.h"
@@ -18,12 +19,19 @@ namespace {
 
 using nlohmann::json;
 
-// A decision sent without words is stored as words that say it.
+// The request as the turn reads it, when it differs from the one asked: a
+// decision sent without words gets words that say it (and is stored so); a
+// message holding a credential has it masked, so that neither the model,
+// the intent service nor anything the orchestrator keeps sees it (the
+// conversation service masks and flags the stored message itself).
 pb::StreamChatRequest Worded(const pb::StreamChatRequest& asked) {
   pb::StreamChatRequest worded;
   if (asked.message().empty()) {
     worded = asked;
     worded.set_message(DecisionWords(asked.decision()));
+  } else if (!core::DetectSecrets(asked.message()).empty()) {
+    worded = asked;
+    worded.set_message(core::RedactSecrets(asked.message()));
   }
   return worded;
 }
@@ -36,7 +44,7 @@ TurnPass::TurnPass(const TurnRunner& runner, const core::Identity& who,
     : runner_(runner),
       asked_(request),
       worded_(Worded(request)),
-      request_(request.message().empty() ? worded_ : request),
+      request_(worded_.message().empty() ? request : worded_),
       decides_(request_.decision().kind() != pb::DECISION_KIND_UNSPECIFIED),
       control_(control),
       interrupted_(std::move(interrupted)),
@@ -83,7 +91,8 @@ absl::Status TurnPass::StoreMessage() {
   convpb::AppendMessageRequest user_message;
   user_message.set_conversation_id(conversation_id_);
   user_message.set_role(convpb::ROLE_USER);
-  user_message.set_content(request_.message());
+  // As asked: the conversation service flags what it masks.
+  user_message.set_content(asked_.message().empty() ? request_.message() : asked_.message());
   user_message.set_idempotency_key("turn:" + turn_id_ + ":user");
   user_message.set_metadata_json(json{
       {"turn_id", turn_id_},
@@ -160,6 +169,7 @@ TurnPass::EarlyAnalysis TurnPass::AnalyzeEarly() {
   kept.reset();
   analyze.set_message(request_.message());
   analyze.set_context_type(request_.context_type());
+  analyze.set_local_only(control_.local_only());
   const std::shared_ptr<const std::vector<AgentInfo>> seen =
       fresh ? runner_.AgentsSeen(who) : nullptr;
   absl::StatusOr<intentpb::AnalyzeIntentResponse> guessed = absl::UnknownError("not asked");

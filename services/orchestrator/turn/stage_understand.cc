@@ -39,7 +39,7 @@ void TurnPass::AnswerOrAsk(const intentpb::IntentAnalysis& heard) {
   bool settles = true;
   analysis_ = AnalysisOfAnswer(*last_, heard.reply(), &settles);
   const intentpb::ReplyKind kind = heard.reply().kind();
-  if (!settles && runner_.planner_ == nullptr &&
+  if (!settles && !ModelPlans() &&
       (kind == intentpb::REPLY_KIND_RECAP || kind == intentpb::REPLY_KIND_NEW_REQUEST)) {
     analysis_ = heard;
     return;
@@ -104,6 +104,7 @@ void TurnPass::Interpret() {
   intentpb::AnalyzeIntentRequest analyze;
   analyze.set_message(request_.message());
   analyze.set_context_type(request_.context_type());
+  analyze.set_local_only(control_.local_only());
   AddHistory(runner_.routings_, history_, analyze);
   AddAgents(agents_, analyze);
   if (waits) *analyze.mutable_pending() = pending;

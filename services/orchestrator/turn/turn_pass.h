@@ -150,10 +150,14 @@ class TurnPass final {
   // turn's deadline and cancelled with it.
   core::Call DownstreamCall() const { return ctx_.ForCall(runner_.options_.call_timeout); }
   bool PlansOn() const { return runner_.plans_ != nullptr; }
+  // The model planner decides this turn: there is one and the tenant's
+  // budget allows model calls.
+  bool ModelPlans() const { return runner_.planner_ != nullptr && !control_.local_only(); }
 
   const TurnRunner& runner_;
   const pb::StreamChatRequest& asked_;
-  pb::StreamChatRequest worded_;  // a decision sent without words, worded
+  pb::StreamChatRequest worded_;  // a decision worded, a credential masked (or empty)
+  bool Masked() const { return !asked_.message().empty() && !worded_.message().empty(); }
   const pb::StreamChatRequest& request_;
   const bool decides_;
   TurnControl& control_;

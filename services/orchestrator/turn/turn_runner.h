@@ -127,6 +127,12 @@ class TurnControl final {
   // Asks the turn to suspend its flow at its next safe point.
   void RequestSuspend() { suspend_.store(true); }
   bool suspend_requested() const { return suspend_.load(); }
+  // Set before the turn starts when the tenant's LLM budget is spent and
+  // the configuration says local mode (limits/tenant_limits.h): the turn
+  // makes no model calls of its own nor asks the intent service or the plan
+  // generator for any, and tells the user so.
+  void RunLocally() { local_only_.store(true); }
+  bool local_only() const { return local_only_.load(); }
 
   // The turn's flow, once it is known.
   void SetFlow(SuspendedFlow flow);
@@ -144,6 +150,7 @@ class TurnControl final {
   std::atomic<bool> cancelled_{false};
   core::CancelSignal signal_;
   std::atomic<bool> suspend_{false};
+  std::atomic<bool> local_only_{false};
   absl::Mutex mu_;
   absl::CondVar ended_cv_;
   std::optional<SuspendedFlow> flow_ ABSL_GUARDED_BY(mu_);
