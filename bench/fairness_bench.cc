@@ -9,11 +9,11 @@
 //   quiet_p50/p99_ms       the quiet user's turns alone
 //   loaded_p50/p99_ms      the same with the noisy tenant at 300 streams,
 //                          under the limits given (--limits; by default
-//                          4 turns at once and 50 calls/s per tenant, the
+//                          2 turns at once and 25 calls/s per tenant, the
 //                          same for both tenants)
 //   ratio                  loaded_p99 / quiet_p99 (the target: at most 2)
-//   unlimited_p99_ms       the same without limits, for comparison
-//   unlimited_ratio
+//   unlimited_p99_ms       the same without limits, for comparison (one
+//   unlimited_ratio        round of at most 25 turns: each takes seconds)
 //   noisy_turns_per_s      the noisy tenant's turns answered per second
 //                          under the limits, and its refusals per second
 //
@@ -55,7 +55,7 @@ namespace pb = ::omniforge::orchestrator::v1;
 using Clock = std::chrono::steady_clock;
 using Env = std::vector<std::string>;
 
-constexpr char kMasterKey[] = "4f6d6e69666f7267652d62656e63682d6d61737465722d6b65792d303030303030";
+constexpr char kMasterKey[] = "6f6d6e69666f7267652d62656e63682d6d61737465722d6b65792d3030303030";
 
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -305,8 +305,9 @@ int Run(int streams, int rounds, int turns, const std::string& limits) {
   const Phase limited = Measure(stack, rounds, turns);
   if (!limited.ok) return 1;
   Print("with limits", limited);
+  // Without limits a loaded turn takes seconds: one shorter round shows it.
   if (!stack.StartOrchestrator("")) return 1;
-  const Phase unlimited = Measure(stack, rounds, turns);
+  const Phase unlimited = Measure(stack, 1, std::min(turns, 25));
   if (!unlimited.ok) return 1;
   Print("without limits", unlimited);
   const double quiet_p99 = Percentile(limited.alone, 0.99);
@@ -332,8 +333,8 @@ int main(int argc, char** argv) {
   int rounds = 3;
   int turns = 100;
   std::string limits =
-      "  tenant_turns: 4\n"
-      "  tenant_rate: 50\n";
+      "  tenant_turns: 2\n"
+      "  tenant_rate: 25\n";
   app.add_option("--streams", streams, "the noisy tenant's concurrent streams")
       ->check(CLI::PositiveNumber);
   app.add_option("--rounds", rounds, "rounds of quiet-alone then loaded")

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <utility>
 
+#include "absl/random/distributions.h"
 #include "absl/strings/str_cat.h"
 #include "libs/core/config.h"
 #include "libs/core/logging.h"
@@ -14,8 +15,11 @@ namespace omniforge::orchestrator {
 namespace {
 
 constexpr int64_t kMicrosPerSecond = 1'000'000;
-// A turn refused at a cap is worth retrying after about this long.
-constexpr std::chrono::milliseconds kTurnCapRetry{1000};
+// A turn refused at a cap is worth retrying after about this long: 0.5 to
+// 1.5 s, at random, so that callers refused together do not all come back
+// together.
+constexpr int64_t kTurnCapRetryMinMicros = 500'000;
+constexpr int64_t kTurnCapRetrySpreadMicros = 1'000'000;
 
 LimitSettings ReadSettings(core::ConfigReader& c, const std::string& prefix,
                            const LimitSettings& fallback) {
@@ -36,7 +40,7 @@ LimitSettings ReadSettings(core::ConfigReader& c, const std::string& prefix,
 // INVALID_ARGUMENT naming the first rate or amount below 0 (or not a number).
 absl::Status CheckAmounts(const LimitSettings& s, const std::string& prefix) {
   const std::pair<const char*, double> amounts[] = {
-      {"key_rate", s.key_rate},       {"key_burst", s.key_burst}, {"tenant_rate", s.tenant_rate},
+      {"key_rate", s.key_rate},         {"key_burst", s.key_burst}, {"tenant_rate", s.tenant_rate},
       {"tenant_burst", s.tenant_burst}, {"daily_usd", s.daily_usd}, {"monthly_usd", s.monthly_usd}};
   for (const auto& [key, value] : amounts) {
     if (!std::isfinite(value) || value < 0) {
@@ -279,7 +283,8 @@ absl::StatusOr<TurnSlot> TenantLimits::AdmitTurn(const core::Identity& who) {
   if (refused != nullptr) {
     if (user == 0) tenant.user_turns.erase(who.user_id);
     Refusals(who.tenant_id, refused).Inc();
-    return Exhausted(message, std::chrono::microseconds(kTurnCapRetry).count());
+    return Exhausted(message, kTurnCapRetryMinMicros +
+                                  absl::Uniform<int64_t>(random_, 0, kTurnCapRetrySpreadMicros));
   }
   ++user;
   ++tenant.turns;

@@ -24,6 +24,7 @@
 #include <unordered_map>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/random/random.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -130,7 +131,7 @@ class TenantLimits final {
   absl::Status AdmitCall(const core::Identity& who, std::string_view key_id);
 
   // A place for a turn under the user's and the tenant's caps, or
-  // RESOURCE_EXHAUSTED (retry hint: one second).
+  // RESOURCE_EXHAUSTED (retry hint: 0.5 to 1.5 s, at random).
   absl::StatusOr<TurnSlot> AdmitTurn(const core::Identity& who);
 
   // Whether a turn of `who` may call a model: true within the budget;
@@ -171,6 +172,7 @@ class TenantLimits final {
   absl::Mutex mu_;
   std::unordered_map<std::string, std::unique_ptr<TenantState>> tenants_ ABSL_GUARDED_BY(mu_);
   std::unordered_map<std::string, Bucket> keys_ ABSL_GUARDED_BY(mu_);
+  absl::BitGen random_ ABSL_GUARDED_BY(mu_);  // spreads the retry hints of the caps
 };
 
 }  // namespace omniforge::orchestrator
