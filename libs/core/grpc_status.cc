@@ -13,7 +13,7 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   const auto code = static_cast<grpc::StatusCode>(status.code());
   std::string message(status.message());
   const auto retry = RetryAfter(status);
-  if (!retry) return grpc::Status(code, std::move(message));
+  if (!retry) return grpc::Status(code, message);
   // The standard place for details: google.rpc.Status in the
   // grpc-status-details-bin trailer, which gRPC fills from the third argument.
   google::rpc::RetryInfo info;
@@ -23,7 +23,7 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   details.set_code(static_cast<int32_t>(code));
   details.set_message(message);
   details.add_details()->PackFrom(info);
-  return grpc::Status(code, std::move(message), details.SerializeAsString());
+  return grpc::Status(code, message, details.SerializeAsString());
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {

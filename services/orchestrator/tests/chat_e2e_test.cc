@@ -978,7 +978,7 @@ TEST_F(ChatEndToEndTest, NewRevokedAndExpiredKeysTakeEffectWithoutARestart) {
     std::ofstream(*dir_ / "api_keys.next") << text;
     std::filesystem::rename(*dir_ / "api_keys.next", file);
   };
-  auto list = [this](const std::string& as_key) {
+  auto list = [](const std::string& as_key) {
     auto context = Context(as_key);
     pb::ListConversationsResponse response;
     return stub_->ListConversations(context.get(), pb::ListConversationsRequest(), &response);
@@ -1727,7 +1727,7 @@ struct NoLimitsAfter {
 TEST_F(ModelPlannerEndToEndTest, AKeyOverItsRateIsRefusedWithARetryHintAndOtherKeysAreNot) {
   const NoLimitsAfter after{[] { RestartWithConfig(""); }};
   RestartWithConfig("limits:\n  key_rate: 0.5\n  key_burst: 2\n");
-  auto list = [this](const std::string& as_key) {
+  auto list = [](const std::string& as_key) {
     auto context = Context(as_key);
     pb::ListConversationsResponse response;
     return stub_->ListConversations(context.get(), pb::ListConversationsRequest(), &response);

@@ -399,7 +399,7 @@ TEST(UsageMigrationTest, RowsStoredBeforeTheMigrationStayInTheView) {
 // release are told apart as they should be.
 TEST_F(UsageRecorderTest, SpendLedgerSumsTheTenantsTurnsOfTheDayAndTheMonth) {
   const std::string tenant = "spend-" + core::NewUuid();
-  auto turn = [&](const std::string& for_tenant, std::vector<double> costs) {
+  auto turn = [&](const std::string& for_tenant, const std::vector<double>& costs) {
     UsageAttribution who = Turn();
     who.tenant_id = for_tenant;
     {
