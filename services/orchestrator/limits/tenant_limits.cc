@@ -316,10 +316,11 @@ Spend TenantLimits::CurrentSpend(const std::string& tenant, TenantState& state) 
     absl::StatusOr<Spend> read = ledger_->Read(tenant, now);
     mu_.Lock();
     state.reading = false;
+    // A failed read is tried again after spend_refresh too, not on every turn.
+    state.read_micros = core::MicrosOf(now);
+    state.read_day = day;
     if (read.ok()) {
       state.ledger = *read;
-      state.read_micros = core::MicrosOf(now);
-      state.read_day = day;
     } else {
       state.seen.day_usd += before.day_usd;
       state.seen.month_usd += before.month_usd;

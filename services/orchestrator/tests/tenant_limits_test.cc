@@ -260,6 +260,8 @@ TEST_F(TenantLimitsTest, SpendIsReadAgainAfterTheRefreshAndALedgerFailureKeepsTh
   ledger.answer = absl::UnavailableError("database down");
   EXPECT_FALSE(limits.ModelAllowed(kAlice).ok());  // 0.95 still stands
   EXPECT_EQ(ledger.reads, 2);
+  EXPECT_FALSE(limits.ModelAllowed(kAlice).ok());
+  EXPECT_EQ(ledger.reads, 2) << "a failed read is not tried again on every turn";
   clock_.Advance(milliseconds(10001));
   ledger.answer = Spend{.day_usd = 0.1, .month_usd = 0.1, .mean_turn_usd = 0.1};
   EXPECT_TRUE(limits.ModelAllowed(kAlice).ok());
