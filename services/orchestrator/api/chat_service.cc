@@ -512,6 +512,11 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
   if (!who.ok()) return new Refusal(who.status());
   TurnSlot slot;
   if (door_.limits != nullptr) {
+    // Before anything changes: a refused message must not suspend the
+    // conversation's running turn.
+    if (absl::Status over = door_.limits->KnownBudgetRefusal(*who); !over.ok()) {
+      return new Refusal(over);
+    }
     absl::StatusOr<TurnSlot> admitted = door_.limits->AdmitTurn(*who);
     if (!admitted.ok()) return new Refusal(admitted.status());
     slot = *std::move(admitted);

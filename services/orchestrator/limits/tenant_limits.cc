@@ -341,22 +341,13 @@ Spend TenantLimits::CurrentSpend(const std::string& tenant, TenantState& state) 
   return spend;
 }
 
-absl::StatusOr<bool> TenantLimits::ModelAllowed(const core::Identity& who) {
-  const LimitSettings& limits = config_.For(who.tenant_id);
-  if (limits.daily_usd <= 0 && limits.monthly_usd <= 0) return true;
-  absl::MutexLock lock(&mu_);
-  TenantState& tenant = State(who.tenant_id);
-  const Spend spend = CurrentSpend(who.tenant_id, tenant);
+absl::Status TenantLimits::BudgetVerdict(const core::Identity& who, const LimitSettings& limits,
+                                         const Spend& spend) {
   const bool over_day =
       limits.daily_usd > 0 && spend.day_usd + spend.mean_turn_usd > limits.daily_usd;
   const bool over_month =
       limits.monthly_usd > 0 && spend.month_usd + spend.mean_turn_usd > limits.monthly_usd;
-  if (!over_day && !over_month) return true;
-  if (config_.over_budget == OverBudget::kLocal) {
-    tenant.local_turns.Inc();
-    return false;
-  }
-  Refusals(who.tenant_id, "budget").Inc();
+  if (!over_day && !over_month) return absl::OkStatus();
   const core::TimePoint now = clock_.Now();
   core::TimePoint next;
   if (over_month) {
@@ -370,6 +361,50 @@ absl::StatusOr<bool> TenantLimits::ModelAllowed(const core::Identity& who) {
                    over_month ? "month" : "day", " (",
                    over_month ? limits.monthly_usd : limits.daily_usd, " USD) is spent"),
       core::MicrosOf(next) - core::MicrosOf(now));
+}
+
+absl::StatusOr<bool> TenantLimits::ModelAllowed(const core::Identity& who) {
+  const LimitSettings& limits = config_.For(who.tenant_id);
+  if (limits.daily_usd <= 0 && limits.monthly_usd <= 0) return true;
+  absl::MutexLock lock(&mu_);
+  TenantState& tenant = State(who.tenant_id);
+  absl::Status verdict = BudgetVerdict(who, limits, CurrentSpend(who.tenant_id, tenant));
+  if (verdict.ok()) return true;
+  if (config_.over_budget == OverBudget::kLocal) {
+    tenant.local_turns.Inc();
+    return false;
+  }
+  Refusals(who.tenant_id, "budget").Inc();
+  return verdict;
+}
+
+absl::Status TenantLimits::KnownBudgetRefusal(const core::Identity& who) {
+  const LimitSettings& limits = config_.For(who.tenant_id);
+  if ((limits.daily_usd <= 0 && limits.monthly_usd <= 0) ||
+      config_.over_budget == OverBudget::kLocal) {
+    return absl::OkStatus();
+  }
+  absl::MutexLock lock(&mu_);
+  TenantState& tenant = State(who.tenant_id);
+  // Not read yet (or a new day): the turn's own check reads it.
+  if (ledger_ != nullptr &&
+      (tenant.read_micros == 0 || tenant.read_day != core::MicrosOf(StartOfUtcDay(clock_.Now())))) {
+    return absl::OkStatus();
+  }
+  Spend spend = tenant.ledger;
+  spend.day_usd += tenant.seen.day_usd;
+  spend.month_usd += tenant.seen.month_usd;
+  if (ledger_ == nullptr) {
+    tenant.RollOver(clock_.Now());
+    spend.day_usd = tenant.seen.day_usd;
+    spend.month_usd = tenant.seen.month_usd;
+    if (tenant.seen_scopes > 0) {
+      spend.mean_turn_usd = spend.month_usd / static_cast<double>(tenant.seen_scopes);
+    }
+  }
+  absl::Status verdict = BudgetVerdict(who, limits, spend);
+  if (!verdict.ok()) Refusals(who.tenant_id, "budget").Inc();
+  return verdict;
 }
 
 void TenantLimits::Spent(const std::string& tenant, double usd) {

@@ -141,6 +141,13 @@ class TenantLimits final {
   // last read stands (logged).
   absl::StatusOr<bool> ModelAllowed(const core::Identity& who);
 
+  // The refusal ModelAllowed would give, from the spend known now and
+  // without reading the ledger, so that a call can be refused before it
+  // changes anything (a newer message suspends the conversation's running
+  // turn); OK within the budget, in local mode, or when the spend is not
+  // known yet (the turn's ModelAllowed reads it).
+  absl::Status KnownBudgetRefusal(const core::Identity& who);
+
   // A model call's cost for `tenant`, as the turn or step that made it ends:
   // counted until the ledger is read again.
   void Spent(const std::string& tenant, double usd);
@@ -160,6 +167,9 @@ class TenantLimits final {
 
   TenantState& State(std::string_view tenant) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReleaseTurn(const core::Identity& who);
+  // OK, or the refusal of a turn with `spend` under `limits`.
+  absl::Status BudgetVerdict(const core::Identity& who, const LimitSettings& limits,
+                             const Spend& spend);
   // Spend as of now: the ledger's, read again when older than spend_refresh.
   Spend CurrentSpend(const std::string& tenant, TenantState& state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

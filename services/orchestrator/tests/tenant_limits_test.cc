@@ -221,6 +221,30 @@ TEST_F(TenantLimitsTest, DailyBudgetRefusesTheTurnThatWouldCrossItUntilTheNextUt
   EXPECT_EQ(ledger.last_now, clock_.Now());
 }
 
+TEST_F(TenantLimitsTest, TheSpendKnownRefusesWithoutReadingTheLedger) {
+  LimitsConfig config;
+  config.defaults.daily_usd = 1.0;
+  ScriptedLedger ledger;
+  ledger.answer = Spend{.day_usd = 2.0, .month_usd = 2.0, .mean_turn_usd = 0.1};
+  TenantLimits limits(config, &ledger, clock_);
+  // Not read yet: the turn's own check will read it.
+  EXPECT_TRUE(limits.KnownBudgetRefusal(kAlice).ok());
+  EXPECT_EQ(ledger.reads, 0);
+  EXPECT_FALSE(limits.ModelAllowed(kAlice).ok());
+  EXPECT_EQ(ledger.reads, 1);
+  const absl::Status known = limits.KnownBudgetRefusal(kBob);
+  EXPECT_EQ(known.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(known.message(), HasSubstr("LLM budget of tenant acme"));
+  EXPECT_TRUE(core::RetryAfter(known).has_value());
+  EXPECT_TRUE(limits.KnownBudgetRefusal(kOther).ok());
+  EXPECT_EQ(ledger.reads, 1);
+  // In local mode nothing is refused.
+  config.over_budget = OverBudget::kLocal;
+  TenantLimits local(config, &ledger, clock_);
+  EXPECT_EQ(local.ModelAllowed(kAlice).value_or(true), false);
+  EXPECT_TRUE(local.KnownBudgetRefusal(kAlice).ok());
+}
+
 TEST_F(TenantLimitsTest, OverBudgetInLocalModeLetsTheTurnRunWithoutModelCalls) {
   LimitsConfig config;
   config.defaults.monthly_usd = 10;
