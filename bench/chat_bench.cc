@@ -50,6 +50,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/list_agents_model.h"
 #include "libs/core/api_keys.h"
 #include "libs/core/ids.h"
 #include "libs/llm/testing/fake_provider.h"
@@ -275,26 +276,14 @@ bool StartDownstream(const std::string& dsn, testing::ServerProcess& conversatio
   return true;
 }
 
-// The model: asked "list my agents", it calls list_agents; given the
-// tool's result, it answers. At once, streamed in the real wire format:
-// an answer that is ready at once leaves in one write, as the events of
-// a finished answer would (the client still parses every event).
-// Starts it and points the orchestrator's config (written under `dir`) and
-// environment at it; nullptr (and why, on stderr) when it does not start.
+// The model (list_agents_model.h). Starts it and points the orchestrator's
+// config (written under `dir`) and environment at it; nullptr (and why, on
+// stderr) when it does not start.
 std::unique_ptr<llm::testing::FakeLlmServer> StartModel(
     const std::filesystem::path& dir, const std::string& dsn, Env& orchestrator_env,
     std::vector<std::string>& orchestrator_args) {
-  llm::testing::FakeRule call;
-  call.match.operation = "planner_stream";
-  call.match.last_is_tool_result = false;
-  call.reply.tool_calls = {{"", "list_agents", "{}"}};
-  llm::testing::FakeRule answer;
-  answer.match.operation = "planner_stream";
-  answer.match.last_is_tool_result = true;
-  answer.reply.text = "You have no agents yet: none is listed for your account.";
-  call.one_write = answer.one_write = true;
   auto started = llm::testing::FakeLlmServer::Start(
-      {call, answer}, {.api_key = "bench-key", .record_bodies = false});
+      bench::ListAgentsModelRules(), {.api_key = "bench-key", .record_bodies = false});
   if (!started.ok()) {
     std::fprintf(stderr, "fake provider: %s\n", started.status().ToString().c_str());
     return nullptr;

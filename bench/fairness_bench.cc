@@ -1,10 +1,9 @@
 // Fairness between tenants on the real stack (the four service binaries on
 // loopback, a real PostgreSQL, the planner on the fake provider as in
-// chat_bench): a quiet tenant's user sends turns one after another (20 ms
-// apart) while a
-// noisy tenant keeps 300 streams open, each sending its next turn as soon as
-// the last ended and, when refused, again after the retry hint the refusal
-// carries (google.rpc.RetryInfo).
+// chat_bench: list_agents_model.h): a quiet tenant's user sends turns one
+// after another (20 ms apart) while a noisy tenant keeps 300 streams open,
+// each sending its next turn as soon as the last ended and, when refused,
+// again after the retry hint the refusal carries (google.rpc.RetryInfo).
 //
 //   quiet_p50/p99_ms       the quiet user's turns alone
 //   loaded_p50/p99_ms      the same with the noisy tenant at 300 streams,
@@ -38,10 +37,11 @@
 #include <thread>
 #include <vector>
 
-#include "google/rpc/error_details.pb.h"
-#include "google/rpc/status.pb.h"
+#include "bench/list_agents_model.h"
 #include "libs/core/api_keys.h"
+#include "libs/core/grpc_status.h"
 #include "libs/core/ids.h"
+#include "libs/core/retry_hint.h"
 #include "libs/llm/testing/fake_provider.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
 #include "tests/support/identity_keys.h"
@@ -61,22 +61,6 @@ double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
-}
-
-// The retry hint of a refusal; nullopt without one.
-std::optional<std::chrono::milliseconds> RetryDelay(const grpc::Status& status) {
-  google::rpc::Status details;
-  if (status.error_details().empty() || !details.ParseFromString(status.error_details())) {
-    return std::nullopt;
-  }
-  for (const google::protobuf::Any& any : details.details()) {
-    google::rpc::RetryInfo info;
-    if (any.UnpackTo(&info)) {
-      return std::chrono::milliseconds(info.retry_delay().seconds() * 1000 +
-                                       info.retry_delay().nanos() / 1000000);
-    }
-  }
-  return std::nullopt;
 }
 
 // One "list my agents" turn in `conversation` (set from the first turn);
@@ -111,7 +95,8 @@ class NoisyTenant final {
             ++answered_;
           } else if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
             ++refused_;
-            const auto wait = RetryDelay(status).value_or(std::chrono::milliseconds(100));
+            const auto wait = core::RetryAfter(core::FromGrpcStatus(status))
+                                  .value_or(std::chrono::milliseconds(100));
             for (auto until = Clock::now() + wait; !stop_.load() && Clock::now() < until;) {
               std::this_thread::sleep_for(
                   std::min<Clock::duration>(until - Clock::now(), std::chrono::milliseconds(50)));
@@ -176,17 +161,9 @@ struct Stack {
         !Started(intent.Start({trust})) || !Started(executor.Start(executor_env))) {
       return false;
     }
-    llm::testing::FakeRule call;
-    call.match.operation = "planner_stream";
-    call.match.last_is_tool_result = false;
-    call.reply.tool_calls = {{"", "list_agents", "{}"}};
-    llm::testing::FakeRule answer;
-    answer.match.operation = "planner_stream";
-    answer.match.last_is_tool_result = true;
-    answer.reply.text = "You have no agents yet: none is listed for your account.";
-    call.one_write = answer.one_write = true;
     auto started = llm::testing::FakeLlmServer::Start(
-        {call, answer}, {.api_key = "bench-key", .max_threads = 512, .record_bodies = false});
+        bench::ListAgentsModelRules(),
+        {.api_key = "bench-key", .max_threads = 512, .record_bodies = false});
     if (!started.ok()) {
       std::fprintf(stderr, "fake provider: %s\n", started.status().ToString().c_str());
       return false;

@@ -301,6 +301,16 @@ void TenantLimits::ReleaseTurn(const core::Identity& who) {
   tenant.turns_gauge.Set(tenant.turns);
 }
 
+Spend TenantLimits::KnownSpend(const TenantState& state) const {
+  Spend spend = state.ledger;
+  spend.day_usd += state.seen.day_usd;
+  spend.month_usd += state.seen.month_usd;
+  if (ledger_ == nullptr && state.seen_scopes > 0) {
+    spend.mean_turn_usd = spend.month_usd / static_cast<double>(state.seen_scopes);
+  }
+  return spend;
+}
+
 Spend TenantLimits::CurrentSpend(const std::string& tenant, TenantState& state) {
   const core::TimePoint now = clock_.Now();
   const int64_t day = core::MicrosOf(StartOfUtcDay(now));
@@ -330,12 +340,7 @@ Spend TenantLimits::CurrentSpend(const std::string& tenant, TenantState& state) 
   } else if (ledger_ == nullptr) {
     state.RollOver(now);
   }
-  Spend spend = state.ledger;
-  spend.day_usd += state.seen.day_usd;
-  spend.month_usd += state.seen.month_usd;
-  if (ledger_ == nullptr && state.seen_scopes > 0) {
-    spend.mean_turn_usd = spend.month_usd / static_cast<double>(state.seen_scopes);
-  }
+  const Spend spend = KnownSpend(state);
   state.day_gauge.Set(spend.day_usd);
   state.month_gauge.Set(spend.month_usd);
   return spend;
@@ -391,18 +396,8 @@ absl::Status TenantLimits::KnownBudgetRefusal(const core::Identity& who) {
       (tenant.read_micros == 0 || tenant.read_day != core::MicrosOf(StartOfUtcDay(clock_.Now())))) {
     return absl::OkStatus();
   }
-  Spend spend = tenant.ledger;
-  spend.day_usd += tenant.seen.day_usd;
-  spend.month_usd += tenant.seen.month_usd;
-  if (ledger_ == nullptr) {
-    tenant.RollOver(clock_.Now());
-    spend.day_usd = tenant.seen.day_usd;
-    spend.month_usd = tenant.seen.month_usd;
-    if (tenant.seen_scopes > 0) {
-      spend.mean_turn_usd = spend.month_usd / static_cast<double>(tenant.seen_scopes);
-    }
-  }
-  absl::Status verdict = BudgetVerdict(who, limits, spend);
+  if (ledger_ == nullptr) tenant.RollOver(clock_.Now());
+  absl::Status verdict = BudgetVerdict(who, limits, KnownSpend(tenant));
   if (!verdict.ok()) Refusals(who.tenant_id, "budget").Inc();
   return verdict;
 }

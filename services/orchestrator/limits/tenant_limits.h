@@ -170,6 +170,8 @@ class TenantLimits final {
   // OK, or the refusal of a turn with `spend` under `limits`.
   absl::Status BudgetVerdict(const core::Identity& who, const LimitSettings& limits,
                              const Spend& spend);
+  // The ledger's last answer with what this replica saw since.
+  Spend KnownSpend(const TenantState& state) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Spend as of now: the ledger's, read again when older than spend_refresh.
   Spend CurrentSpend(const std::string& tenant, TenantState& state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

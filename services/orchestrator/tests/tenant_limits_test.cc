@@ -330,7 +330,7 @@ TEST_F(TenantLimitsTest, SpendCounterCountsEachScopesCostAndPassesItOn) {
   EXPECT_EQ(limits.ModelAllowed(kOther).value_or(false), true);
 }
 
-TEST(LimitsConfigTest, ReadsDefaultsTenantsAndWhatToDoOverBudget) {
+TEST(LimitsConfigTest, ReadsDefaultsPerTenantSettingsAndTheOverBudgetChoice) {
   auto reader = core::ConfigReader::FromString(
       "limits:\n"
       "  key_rate: 5\n"
