@@ -451,7 +451,8 @@ int Run(int turns, double seconds, bool model, bool signed_calls) {
                           "OMNIFORGE_SPOOL_DIR=" + (dir / "spool").string(),
                           "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation.address(),
                           "OMNIFORGE_DOWNSTREAM_INTENT=" + intent.address(),
-                          "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor.address()};
+                          "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor.address(),
+                          std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey};
   if (signed_calls) {
     orchestrator_env.push_back(testing::SignWithTestKeyEnv());
     orchestrator_env.push_back(testing::SignWithTestKeyIdEnv());

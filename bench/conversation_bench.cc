@@ -107,8 +107,8 @@ class Bench {
     options.dsn = dsn;
     options.pool_size = pool_size;
     pool_ = *pg::PgPool::Create(options);
-    keys_ =
-        std::make_unique<KeyRing>(*pool_, *KeyRing::ParseMasterKey(std::string(64, '7')), "bench");
+    keys_ = std::make_unique<seal::KeyRing>(
+        *pool_, kConversationKeys, *seal::KeyRing::ParseMasterKey(std::string(64, '7')), "bench");
     PgRepositoryOptions append_options;
     append_options.append_committers = committers;
     repository_ = std::make_unique<PgConversationRepository>(*pool_, *keys_, append_options);
@@ -285,7 +285,7 @@ class Bench {
 
  private:
   std::unique_ptr<pg::PgPool> pool_;
-  std::unique_ptr<KeyRing> keys_;
+  std::unique_ptr<seal::KeyRing> keys_;
   std::unique_ptr<PgConversationRepository> repository_;
   HeuristicTokenEstimator estimator_;
   std::unique_ptr<ConversationLogic> logic_;

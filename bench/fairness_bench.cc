@@ -188,6 +188,7 @@ struct Stack {
                      "OMNIFORGE_DOWNSTREAM_INTENT=" + intent.address(),
                      "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor.address(),
                      "OMNIFORGE_DATABASE_DSN=" + db.dsn(),
+                     std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey,
                      "BENCH_LLM_KEY=bench-key",
                      testing::SignWithTestKeyEnv(),
                      testing::SignWithTestKeyIdEnv()};

@@ -28,9 +28,11 @@
 #include "libs/llm/llm_factory.h"
 #include "libs/llm/testing/fake_provider.h"
 #include "libs/pg/migrate.h"
+#include "libs/seal/test_keys.h"
 #include "services/orchestrator/downstream/grpc_downstream.h"
 #include "services/orchestrator/plans/plan_engine.h"
 #include "services/orchestrator/storage/pg_plan_store.h"
+#include "services/orchestrator/storage/tenant_keys.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
 
@@ -127,7 +129,8 @@ int Main(int iterations, int step_ms) {
   options.dsn = db.dsn();
   auto pool = pg::PgPool::Create(options);
   if (!pool.ok()) Die(std::string(pool.status().message()));
-  PgPlanStore store(**pool);
+  seal::KeyRing keys(**pool, kOrchestratorKeys, seal::TestMasterKey(), "bench");
+  PgPlanStore store(**pool, keys);
   auto steps = MakeGrpcStepExecutors(executor.address());
   PlanGenerator generator(model.get());
   PlanAdvisor advisor(nullptr, model.get());

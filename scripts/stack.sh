@@ -23,12 +23,17 @@ pid_of() {
   echo "$pid"
 }
 
+# The encryption master keys, one per service that seals what users wrote:
+# the conversation service's (master.key) and the orchestrator's
+# (orchestrator-master.key). Neither can open the other's data.
 ensure_master_key() {
-  local key="$STATE_DIR/master.key"
-  if [[ ! -s "$key" ]]; then
-    (umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$key")
-    log "generated a local encryption master key in $key"
-  fi
+  local key
+  for key in "$STATE_DIR/master.key" "$STATE_DIR/orchestrator-master.key"; do
+    if [[ ! -s "$key" ]]; then
+      (umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$key")
+      log "generated a local encryption master key in $key"
+    fi
+  done
 }
 
 # The caller-assertion keys (docs/security.md): the orchestrator and the
@@ -107,6 +112,7 @@ service_env() {
                    "OMNIFORGE_IDENTITY_SIGNING_KEY_ID=executor") ;;
     orchestrator)
       SERVICE_ENV=("OMNIFORGE_DATABASE_DSN=$DATABASE_DSN"
+                   "OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE=$STATE_DIR/orchestrator-master.key"
                    "OMNIFORGE_IDENTITY_SIGNING_KEY_FILE=$STATE_DIR/orchestrator-identity.key"
                    "OMNIFORGE_IDENTITY_SIGNING_KEY_ID=orchestrator"
                    "OMNIFORGE_AUTH_API_KEYS_FILE=$STATE_DIR/api_keys"

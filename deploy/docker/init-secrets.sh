@@ -2,6 +2,7 @@
 # Creates the secrets docker-compose.yml mounts, in deploy/docker/secrets/
 # (git-ignored), keeping any that exist:
 #   master.key         the conversation service's encryption master key (32 random bytes, hex)
+#   orchestrator_master.key  the orchestrator's (the same kind of key, its own)
 #   postgres_password  the password of PostgreSQL's omniforge user (the owner: migrations)
 #   db_<service>_password  the passwords of the services' login roles
 #                      (conversation, executor, orchestrator; deploy/docker/postgres-roles.sh)
@@ -32,10 +33,12 @@ mkdir -p "$dir"
 # containers' non-root user, which compose bind-mounts them for.
 chmod 700 "$dir"
 
-if [[ ! -s "$dir/master.key" ]]; then
-  od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$dir/master.key"
-  echo "init-secrets: made master.key"
-fi
+for name in master.key orchestrator_master.key; do
+  if [[ ! -s "$dir/$name" ]]; then
+    od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$dir/$name"
+    echo "init-secrets: made $name"
+  fi
+done
 if [[ ! -s "$dir/postgres_password" ]]; then
   od -An -tx1 -N24 /dev/urandom | tr -d ' \n' > "$dir/postgres_password"
   echo "init-secrets: made postgres_password"

@@ -22,6 +22,7 @@
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
 #include "libs/pg/settings.h"
+#include "libs/seal/master_keys.h"
 #include "services/conversation/src/grpc_service.h"
 #include "services/conversation/src/pg_repository.h"
 #include "services/conversation/src/retention.h"
@@ -43,11 +44,7 @@ struct Settings {
   std::vector<std::string> unknown_environment;
   std::string log_level;
   pg::DatabaseSettings database;
-  std::string master_key;
-  std::string master_key_file;
-  std::string master_key_id;
-  std::map<std::string, std::string> previous_master_keys;       // id -> key text
-  std::map<std::string, std::string> previous_master_key_files;  // id -> path
+  seal::MasterKeySettings master_keys;
   RetentionPolicy retention;
   std::chrono::seconds retention_interval{3600};
   PgRepositoryOptions appends;
@@ -65,11 +62,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.worker_threads = static_cast<int>(c.Int("server.worker_threads", 16, 1, 1024));
   s.log_level = c.String("log.level", "info");
   s.database = pg::ReadDatabaseSettings(c, pg::kLocalDsn, 16);
-  s.master_key = c.String("encryption.master_key", "");
-  s.master_key_file = c.String("encryption.master_key_file", "");
-  s.master_key_id = c.String("encryption.master_key_id", "primary");
-  s.previous_master_keys = c.StringMap("encryption.previous_master_keys");
-  s.previous_master_key_files = c.StringMap("encryption.previous_master_key_files");
+  s.master_keys = seal::ReadMasterKeySettings(c);
   s.retention.default_days = static_cast<int>(c.Int("retention.default_days", 30, 1, 36500));
   for (const auto& [tenant, days] : c.StringMap("retention.tenant_days")) {
     int value = 0;
@@ -89,55 +82,6 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   return s;
 }
 
-absl::StatusOr<KeyBytes> ParseNamedMasterKey(const std::string& id, const std::string& text) {
-  auto key = KeyRing::ParseMasterKey(text);
-  if (!key.ok()) {
-    return absl::InvalidArgumentError("encryption master key '" + id +
-                                      "': " + std::string(key.status().message()));
-  }
-  return key;
-}
-
-// The earlier master keys still accepted for unwrapping, from values and files.
-absl::StatusOr<MasterKeys> LoadPreviousMasterKeys(const Settings& s) {
-  MasterKeys keys;
-  for (const auto& [id, text] : s.previous_master_keys) {
-    auto key = ParseNamedMasterKey(id, text);
-    if (!key.ok()) return key.status();
-    keys[id] = *key;
-  }
-  for (const auto& [id, path] : s.previous_master_key_files) {
-    auto text = core::ReadFile(path);
-    if (!text.ok()) {
-      return absl::FailedPreconditionError("encryption master key '" + id +
-                                           "': " + std::string(text.status().message()));
-    }
-    auto key = ParseNamedMasterKey(id, *text);
-    if (!key.ok()) return key.status();
-    keys[id] = *key;
-  }
-  if (keys.contains(s.master_key_id)) {
-    return absl::InvalidArgumentError("encryption.master_key_id '" + s.master_key_id +
-                                      "' is also listed as a previous master key");
-  }
-  return keys;
-}
-
-absl::StatusOr<KeyBytes> LoadMasterKey(const Settings& s) {
-  if (!s.master_key.empty()) return KeyRing::ParseMasterKey(s.master_key);
-  if (s.master_key_file.empty()) {
-    return absl::FailedPreconditionError(
-        "no encryption master key: set encryption.master_key_file or "
-        "OMNIFORGE_ENCRYPTION_MASTER_KEY (32 bytes as hex or base64)");
-  }
-  auto text = core::ReadFile(s.master_key_file);
-  if (!text.ok()) {
-    return absl::FailedPreconditionError("encryption master key: " +
-                                         std::string(text.status().message()));
-  }
-  return KeyRing::ParseMasterKey(*text);
-}
-
 absl::Status Migrate(const Settings& s) {
   auto applied =
       pg::ApplyMigrations(s.database.migrate_dsn, "conversation", pg::ConversationMigrations());
@@ -147,10 +91,8 @@ absl::Status Migrate(const Settings& s) {
 }
 
 absl::Status Serve(const Settings& s, const sigset_t& signals) {
-  auto master_key = LoadMasterKey(s);
-  if (!master_key.ok()) return master_key.status();
-  auto previous_master_keys = LoadPreviousMasterKeys(s);
-  if (!previous_master_keys.ok()) return previous_master_keys.status();
+  auto master_keys = seal::LoadMasterKeys(s.master_keys);
+  if (!master_keys.ok()) return master_keys.status();
   if (s.database.migrate_on_start) {
     if (absl::Status status = Migrate(s); !status.ok()) return status;
   }
@@ -160,8 +102,8 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
       !status.ok()) {
     return status;
   }
-  KeyRing keys(**pool, *master_key, s.master_key_id, std::chrono::seconds(60),
-               *std::move(previous_master_keys));
+  seal::KeyRing keys(**pool, kConversationKeys, master_keys->current, master_keys->current_id,
+                     std::chrono::seconds(60), std::move(master_keys->previous));
   PgConversationRepository repository(**pool, keys, s.appends);
   HeuristicTokenEstimator estimator;
   ConversationLogic logic(repository, estimator);
@@ -182,11 +124,11 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
 }
 
 absl::Status RotateKey(const Settings& s, const std::string& tenant) {
-  auto master_key = LoadMasterKey(s);
-  if (!master_key.ok()) return master_key.status();
+  auto master_keys = seal::LoadMasterKeys(s.master_keys);
+  if (!master_keys.ok()) return master_keys.status();
   auto pool = pg::PgPool::Create(s.database.pool);
   if (!pool.ok()) return pool.status();
-  KeyRing keys(**pool, *master_key, s.master_key_id);
+  seal::KeyRing keys(**pool, kConversationKeys, master_keys->current, master_keys->current_id);
   auto key_id = keys.Rotate(tenant);
   if (!key_id.ok()) return key_id.status();
   core::LogInfo("tenant key rotated", {{"tenant", tenant}, {"key_id", std::to_string(*key_id)}});
@@ -194,10 +136,8 @@ absl::Status RotateKey(const Settings& s, const std::string& tenant) {
 }
 
 absl::Status RewrapKeys(const Settings& s) {
-  auto master_key = LoadMasterKey(s);
-  if (!master_key.ok()) return master_key.status();
-  auto previous = LoadPreviousMasterKeys(s);
-  if (!previous.ok()) return previous.status();
+  auto master_keys = seal::LoadMasterKeys(s.master_keys);
+  if (!master_keys.ok()) return master_keys.status();
   // Every tenant's keys: connect as the schema owner, which row-level
   // security does not filter.
   pg::PgOptions owner = s.database.pool;
@@ -206,10 +146,11 @@ absl::Status RewrapKeys(const Settings& s) {
   owner.pool_size = 1;
   auto pool = pg::PgPool::Create(owner);
   if (!pool.ok()) return pool.status();
-  auto count = KeyRing::RewrapTenantKeys(**pool, *master_key, s.master_key_id, *previous);
+  auto count = seal::KeyRing::RewrapTenantKeys(**pool, kConversationKeys, master_keys->current,
+                                               master_keys->current_id, master_keys->previous);
   if (!count.ok()) return count.status();
   core::LogInfo("tenant keys re-wrapped",
-                {{"master_key_id", s.master_key_id}, {"count", std::to_string(*count)}});
+                {{"master_key_id", master_keys->current_id}, {"count", std::to_string(*count)}});
   return absl::OkStatus();
 }
 

@@ -2,6 +2,7 @@
 //
 //   omniforge-orchestrator [--config FILE]
 //   omniforge-orchestrator keys create --tenant T --user U [--label TEXT] [--expires WHEN]
+//   omniforge-orchestrator [--config FILE] migrate | rotate-key --tenant T | rewrap-keys
 //
 // Serves omniforge.orchestrator.v1.ChatService. Callers authenticate with an
 // API key from the key file (`auth.api_keys_file`), read again when it
@@ -9,7 +10,9 @@
 // add to that file. Without an LLM configured,
 // turns are planned by the local policy (local mode). With database.dsn,
 // flow states, turn errors, model-call usage and plans are stored in schema
-// orchestration, and replicas reach each other's running turns; without it,
+// orchestration (what users and models wrote sealed with the tenant's key,
+// under the master key `encryption.master_key_file`), and replicas reach
+// each other's running turns; without it,
 // flow states are kept in memory (lost on restart), nothing else is stored
 // and no plans are made (agent_create_plan is not offered). Messages that conversation storage
 // cannot take wait in the append spool (`spool.dir`) until it is back.
@@ -39,6 +42,7 @@
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
 #include "libs/pg/settings.h"
+#include "libs/seal/master_keys.h"
 #include "services/orchestrator/api/chat_service.h"
 #include "services/orchestrator/approvals/memory_approval_audit.h"
 #include "services/orchestrator/downstream/grpc_downstream.h"
@@ -50,6 +54,7 @@
 #include "services/orchestrator/storage/pg_plan_store.h"
 #include "services/orchestrator/storage/pg_spend_ledger.h"
 #include "services/orchestrator/storage/pg_turn_bus.h"
+#include "services/orchestrator/storage/tenant_keys.h"
 #include "services/orchestrator/storage/usage_recorder.h"
 #include "services/orchestrator/usage/usage_meter.h"
 
@@ -94,6 +99,9 @@ struct Settings {
   AppendSpoolOptions spool;
   // Per-tenant rates, turns at once and LLM budgets.
   LimitsConfig limits;
+  // The master keys that wrap the tenants' data keys (orchestration.tenant_keys)
+  // and seal the append spool; required with a database.
+  seal::MasterKeySettings master_keys;
 };
 
 absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
@@ -145,6 +153,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.spool.dir = c.String("spool.dir", "/tmp/omniforge-orchestrator-spool");
   s.spool.max_bytes = c.Int("spool.max_bytes", 64LL << 20, 1LL << 20, 1LL << 40);
   s.spool.call_timeout = s.turn.call_timeout;
+  s.master_keys = seal::ReadMasterKeySettings(c);
   absl::StatusOr<ApprovalPolicy> approvals = ReadApprovalPolicy(c);
   if (!approvals.ok()) return approvals.status();
   s.turn.approvals = *approvals;
@@ -172,6 +181,21 @@ absl::Status CheckServable(const Settings& s) {
   return absl::OkStatus();
 }
 
+// The master keys, when configured; they must be with a database (what
+// users wrote is sealed there). Without either, the spool writes messages
+// in the clear.
+absl::StatusOr<std::optional<seal::MasterKeySet>> LoadOrchestratorMasterKeys(const Settings& s) {
+  if (s.master_keys.key.empty() && s.master_keys.key_file.empty() && s.database.pool.dsn.empty()) {
+    core::LogWarn(
+        "no encryption master key: the append spool holds messages in the clear (set "
+        "encryption.master_key_file)");
+    return std::optional<seal::MasterKeySet>();
+  }
+  auto keys = seal::LoadMasterKeys(s.master_keys);
+  if (!keys.ok()) return keys.status();
+  return std::optional<seal::MasterKeySet>(*std::move(keys));
+}
+
 // The services the turns call, and the spool that keeps messages while
 // conversation storage is unreachable.
 struct Downstream {
@@ -181,12 +205,16 @@ struct Downstream {
   std::unique_ptr<AppendSpool> spool;
 };
 
-absl::StatusOr<Downstream> ConnectDownstream(const Settings& s) {
+absl::StatusOr<Downstream> ConnectDownstream(const Settings& s,
+                                             const std::optional<seal::MasterKeySet>& keys) {
   Downstream d;
   d.memory = MakeGrpcMemory(s.downstream.conversation);
   d.understanding = MakeGrpcUnderstanding(s.downstream.intent);
   d.tools = MakeGrpcTools(s.downstream.executor);
-  absl::StatusOr<std::unique_ptr<AppendSpool>> spool = AppendSpool::Open(*d.memory, s.spool);
+  AppendSpoolOptions spool_options = s.spool;
+  spool_options.master_keys = keys;
+  absl::StatusOr<std::unique_ptr<AppendSpool>> spool =
+      AppendSpool::Open(*d.memory, std::move(spool_options));
   if (!spool.ok()) return spool.status();
   d.spool = *std::move(spool);
   d.spool->StartDrainer();
@@ -199,6 +227,8 @@ absl::StatusOr<Downstream> ConnectDownstream(const Settings& s) {
 // `audit` are set (in memory).
 struct Storage {
   std::unique_ptr<pg::PgPool> pool;
+  // The tenants' data keys; the stores below seal with them.
+  std::unique_ptr<seal::KeyRing> keys;
   std::unique_ptr<FlowStore> flows;
   std::unique_ptr<PgErrorLog> errors;
   std::unique_ptr<ApprovalAudit> audit;
@@ -219,7 +249,8 @@ absl::Status Migrate(const Settings& s) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Storage> OpenStorage(const Settings& s) {
+absl::StatusOr<Storage> OpenStorage(const Settings& s,
+                                    const std::optional<seal::MasterKeySet>& master_keys) {
   Storage st;
   if (s.database.pool.dsn.empty()) {
     st.flows = std::make_unique<MemoryFlowStore>();
@@ -242,10 +273,13 @@ absl::StatusOr<Storage> OpenStorage(const Settings& s) {
       !status.ok()) {
     return status;
   }
-  st.flows = std::make_unique<PgFlowStore>(*st.pool);
-  st.errors = std::make_unique<PgErrorLog>(*st.pool);
+  st.keys = std::make_unique<seal::KeyRing>(*st.pool, kOrchestratorKeys, master_keys->current,
+                                            master_keys->current_id, std::chrono::seconds(60),
+                                            master_keys->previous);
+  st.flows = std::make_unique<PgFlowStore>(*st.pool, *st.keys);
+  st.errors = std::make_unique<PgErrorLog>(*st.pool, *st.keys);
   core::LogInfo("flows are kept in orchestration.flows, turn errors in orchestration.error_log");
-  st.audit = std::make_unique<PgApprovalAudit>(*st.pool);
+  st.audit = std::make_unique<PgApprovalAudit>(*st.pool, *st.keys);
   core::LogInfo("approval decisions are kept in orchestration.approval_decisions");
   // The planner's model calls, and the intent service's for the turns
   // (which it may make while the planner is local).
@@ -314,7 +348,7 @@ PlanParts MakePlans(const Settings& s, const Storage& storage, const PlannerMode
   // Plans need the database: their steps' progress is what a restarted
   // orchestrator resumes from.
   if (storage.pool == nullptr) return p;
-  p.store = std::make_unique<PgPlanStore>(*storage.pool);
+  p.store = std::make_unique<PgPlanStore>(*storage.pool, *storage.keys);
   p.step_executors = MakeGrpcStepExecutors(s.downstream.executor);
   if (models.client != nullptr && models.client->HasProfile(s.reviewer_profile)) {
     p.reviewer = models.client->ForProfile(s.reviewer_profile);
@@ -378,10 +412,12 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   if (!keys.ok()) return keys.status();
   core::LogInfo("API keys loaded", {{"keys", std::to_string((*keys)->size())}});
   const KeyFileWatcher watcher(**keys, s.api_keys_reload);
-  absl::StatusOr<Downstream> downstream = ConnectDownstream(s);
+  auto master_keys = LoadOrchestratorMasterKeys(s);
+  if (!master_keys.ok()) return master_keys.status();
+  absl::StatusOr<Downstream> downstream = ConnectDownstream(s, *master_keys);
   if (!downstream.ok()) return downstream.status();
   // Before the models: the usage recorder outlives the client's calls.
-  absl::StatusOr<Storage> storage = OpenStorage(s);
+  absl::StatusOr<Storage> storage = OpenStorage(s, *master_keys);
   if (!storage.ok()) return storage.status();
   TenantLimits limits(s.limits, storage->spend.get());
   // Each turn's and step's model calls count for the budgets on their way to storage.
@@ -424,6 +460,39 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   return absl::OkStatus();
 }
 
+// `omniforge-orchestrator rotate-key --tenant T`: the tenant's next data key;
+// new values are sealed with it, older ones stay readable.
+absl::Status RotateKey(const Settings& s, const std::string& tenant) {
+  auto master_keys = seal::LoadMasterKeys(s.master_keys);
+  if (!master_keys.ok()) return master_keys.status();
+  auto pool = pg::PgPool::Create(s.database.pool);
+  if (!pool.ok()) return pool.status();
+  seal::KeyRing keys(**pool, kOrchestratorKeys, master_keys->current, master_keys->current_id);
+  auto key_id = keys.Rotate(tenant);
+  if (!key_id.ok()) return key_id.status();
+  core::LogInfo("tenant key rotated", {{"tenant", tenant}, {"key_id", std::to_string(*key_id)}});
+  return absl::OkStatus();
+}
+
+// `omniforge-orchestrator rewrap-keys`: every tenant key moved to the
+// current master key, as the schema owner (database.migrate_dsn).
+absl::Status RewrapKeys(const Settings& s) {
+  auto master_keys = seal::LoadMasterKeys(s.master_keys);
+  if (!master_keys.ok()) return master_keys.status();
+  pg::PgOptions owner = s.database.pool;
+  owner.dsn = s.database.migrate_dsn;
+  owner.role.clear();
+  owner.pool_size = 1;
+  auto pool = pg::PgPool::Create(owner);
+  if (!pool.ok()) return pool.status();
+  auto count = seal::KeyRing::RewrapTenantKeys(**pool, kOrchestratorKeys, master_keys->current,
+                                               master_keys->current_id, master_keys->previous);
+  if (!count.ok()) return count.status();
+  core::LogInfo("tenant keys re-wrapped",
+                {{"master_key_id", master_keys->current_id}, {"count", std::to_string(*count)}});
+  return absl::OkStatus();
+}
+
 }  // namespace
 }  // namespace omniforge::orchestrator
 
@@ -444,6 +513,11 @@ int main(int argc, char** argv) {
       app.add_subcommand("serve", "apply migrations (when enabled) and serve (default)");
   CLI::App* migrate = app.add_subcommand("migrate", "apply database migrations and exit");
   (void)serve;
+  std::string rotate_tenant;
+  CLI::App* rotate = app.add_subcommand("rotate-key", "give a tenant a new data key");
+  rotate->add_option("--tenant", rotate_tenant, "the tenant")->required();
+  CLI::App* rewrap = app.add_subcommand(
+      "rewrap-keys", "move every tenant key to the current master key (as the schema owner)");
   CLI::App* keys = app.add_subcommand("keys", "API keys");
   CLI::App* create =
       keys->add_subcommand("create", "make a new API key and print its key-file line");
@@ -472,7 +546,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   absl::StatusOr<orchestrator::Settings> settings = orchestrator::LoadSettings(config_file);
-  if (settings.ok() && !migrate->parsed()) {
+  const bool admin = migrate->parsed() || rotate->parsed() || rewrap->parsed();
+  if (settings.ok() && !admin) {
     if (absl::Status servable = orchestrator::CheckServable(*settings); !servable.ok()) {
       settings = servable;
     }
@@ -487,6 +562,10 @@ int main(int argc, char** argv) {
   absl::Status status;
   if (migrate->parsed()) {
     status = orchestrator::Migrate(*settings);
+  } else if (rotate->parsed()) {
+    status = orchestrator::RotateKey(*settings, rotate_tenant);
+  } else if (rewrap->parsed()) {
+    status = orchestrator::RewrapKeys(*settings);
   } else {
     // The caller-assertion keys, before any call is made.
     status = core::InstallCallerIdentity(settings->identity, "orchestrator");

@@ -110,20 +110,29 @@ def check(config, with_ollama, problems):
         problems.append(f"orchestrator: publishes {ports}, expected its gRPC port only")
 
     secrets = config.get("secrets", {})
-    for secret in ("master_key", "postgres_password", "api_keys", "db_conversation_password",
-                   "db_executor_password", "db_orchestrator_password"):
+    for secret in ("master_key", "orchestrator_master_key", "postgres_password", "api_keys",
+                   "db_conversation_password", "db_executor_password", "db_orchestrator_password"):
         if secret not in secrets:
             problems.append(f"secret {secret} is not defined")
 
     def env(name):
         return services[name].get("environment") or {}
 
-    if "master_key" not in (services["conversation"].get("secrets") and
-                            [s if isinstance(s, str) else s.get("source")
-                             for s in services["conversation"]["secrets"]] or []):
-        problems.append("conversation: no master_key secret")
-    if env("conversation").get("OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE") != "/run/secrets/master_key":
-        problems.append("conversation: OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE is not the secret")
+    def secrets_of(name):
+        return [s if isinstance(s, str) else s.get("source")
+                for s in services[name].get("secrets") or []]
+
+    # Each service that seals what users wrote has its own master key, and
+    # no other service is given it.
+    for service, secret in (("conversation", "master_key"),
+                            ("orchestrator", "orchestrator_master_key")):
+        if secret not in secrets_of(service):
+            problems.append(f"{service}: no {secret} secret")
+        if env(service).get("OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE") != f"/run/secrets/{secret}":
+            problems.append(f"{service}: OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE is not the secret")
+        for other in services:
+            if other not in (service, "migrate") and secret in secrets_of(other):
+                problems.append(f"{other}: is given {secret}, {service}'s master key")
     if env("orchestrator").get("OMNIFORGE_AUTH_API_KEYS_FILE") != "/run/secrets/api_keys":
         problems.append("orchestrator: OMNIFORGE_AUTH_API_KEYS_FILE is not the secret")
     for key, target in (("CONVERSATION", "conversation:50051"), ("INTENT", "intent:50052"),

@@ -40,6 +40,7 @@ std::optional<std::string> ServiceStack::Start(const std::string& dsn,
                               "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation_.address(),
                               "OMNIFORGE_DOWNSTREAM_INTENT=" + intent_.address(),
                               "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor_.address(),
+                              std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kTestMasterKey,
                               SignWithTestKeyEnv(), SignWithTestKeyIdEnv()});
 }
 

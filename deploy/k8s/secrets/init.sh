@@ -2,7 +2,8 @@
 # Creates the files deploy/k8s/secrets/kustomization.yaml makes Secrets of,
 # in DIR (default: files/ beside this script, git-ignored), keeping any that
 # exist:
-#   master.key    32 random bytes, hex
+#   master.key    32 random bytes, hex (the conversation service's master key)
+#   orchestrator_master.key  the same kind, the orchestrator's own
 #   orchestrator_identity.key, executor_identity.key  caller-assertion signing keys
 #                 (32 random bytes, hex); *_identity.pub their public keys
 #   api_keys      one API key for TENANT/USER (its secret in demo.key, for the client)
@@ -31,10 +32,12 @@ mkdir -p "$dir"
 chmod 700 "$dir"
 umask 077
 
-if [[ ! -s "$dir/master.key" ]]; then
-  od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$dir/master.key"
-  echo "secrets: made master.key"
-fi
+for name in master.key orchestrator_master.key; do
+  if [[ ! -s "$dir/$name" ]]; then
+    od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$dir/$name"
+    echo "secrets: made $name"
+  fi
+done
 # The caller-assertion keys: the orchestrator's and the executor's signing
 # keys and their public keys (printed by `omniforge identity-key`).
 for service in orchestrator executor; do

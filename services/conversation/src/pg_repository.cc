@@ -10,6 +10,7 @@
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
 #include "libs/pg/array_literal.h"
+#include "libs/seal/sealed_text.h"
 
 namespace omniforge::conversation {
 namespace {
@@ -41,6 +42,19 @@ std::string ContentAd(const std::string& tenant, const std::string& conversation
   return "message|" + tenant + "|" + conversation_id + "|" + message_id;
 }
 
+std::string MetadataAd(const std::string& tenant, const std::string& conversation_id,
+                       const std::string& message_id) {
+  return "metadata|" + tenant + "|" + conversation_id + "|" + message_id;
+}
+
+// Metadata is sealed with its row's key (its routing notes hold the user's
+// words); the jsonb column holds the sealed form as a JSON string. An empty
+// object stays as it is.
+std::string SealMetadata(const seal::DataKey& key, const std::string& json, const std::string& ad) {
+  if (json.empty() || json == "{}") return "{}";
+  return seal::SealJson(key, json, ad);
+}
+
 // Errors that one message's data can cause; a batch failing with one of
 // these is split to find the culprit. Anything else (overload, timeouts, a
 // lost connection) fails the whole batch at once.
@@ -52,7 +66,7 @@ bool IsItemError(const absl::Status& status) {
 
 }  // namespace
 
-PgConversationRepository::PgConversationRepository(pg::PgPool& pool, KeyRing& keys,
+PgConversationRepository::PgConversationRepository(pg::PgPool& pool, seal::KeyRing& keys,
                                                    PgRepositoryOptions options)
     : pool_(pool), keys_(keys), completions_(std::make_unique<core::ThreadPool>(1, 1024)) {
   appends_ = std::make_unique<pg::GroupCommitQueue<PendingAppend>>(
@@ -76,10 +90,12 @@ absl::StatusOr<Conversation> PgConversationRepository::ReadConversation(pqxx::wo
   c.parent_id = row[3].as<std::string>();
   auto key = keys_.KeyById(tx, tenant, row[4].as<int>());
   if (!key.ok()) return key.status();
-  auto title = KeyRing::Open(*key, pqxx::binarystring(row[5]).str(), TitleAd(tenant, c.id));
+  auto title = seal::KeyRing::Open(*key, pqxx::binarystring(row[5]).str(), TitleAd(tenant, c.id));
   if (!title.ok()) return title.status();
   c.title = *std::move(title);
-  c.metadata_json = row[6].as<std::string>();
+  auto metadata = seal::OpenJsonWith(*key, row[6].as<std::string>(), MetadataAd(tenant, c.id, ""));
+  if (!metadata.ok()) return metadata.status();
+  c.metadata_json = *std::move(metadata);
   c.message_count = row[7].as<int64_t>();
   c.created_at = row[8].as<int64_t>();
   c.updated_at = row[9].as<int64_t>();
@@ -98,12 +114,15 @@ absl::StatusOr<Message> PgConversationRepository::ReadMessage(const std::string&
   m.role = static_cast<Role>(row[2].as<int>());
   auto key = keys_.Key(tenant, row[3].as<int>());
   if (!key.ok()) return key.status();
-  auto content = KeyRing::Open(*key, pqxx::binarystring(row[4]).str(),
-                               ContentAd(tenant, conversation_id, m.id));
+  auto content = seal::KeyRing::Open(*key, pqxx::binarystring(row[4]).str(),
+                                     ContentAd(tenant, conversation_id, m.id));
   if (!content.ok()) return content.status();
   m.content = *std::move(content);
   m.token_count = row[5].as<int32_t>();
-  m.metadata_json = row[6].as<std::string>();
+  auto metadata =
+      seal::OpenJsonWith(*key, row[6].as<std::string>(), MetadataAd(tenant, conversation_id, m.id));
+  if (!metadata.ok()) return metadata.status();
+  m.metadata_json = *std::move(metadata);
   m.created_at = row[7].as<int64_t>();
   return m;
 }
@@ -122,7 +141,7 @@ absl::StatusOr<Conversation> PgConversationRepository::CreateConversation(
   c.metadata_json = input.metadata_json;
   if (c.kind == ConversationKind::kAgentDialogue) c.status = DialogueStatus::kActive;
   c.created_at = c.updated_at = c.listed_at = core::NowMicros();
-  const std::string sealed_title = KeyRing::Seal(*key, c.title, TitleAd(c.tenant_id, c.id));
+  const std::string sealed_title = seal::KeyRing::Seal(*key, c.title, TitleAd(c.tenant_id, c.id));
   absl::Status status = pg::WithTenantTransaction(pool_, who.tenant_id, [&](pqxx::work& tx) {
     if (!c.parent_id.empty()) {
       pqxx::result parent = tx.exec_params(
@@ -137,7 +156,8 @@ absl::StatusOr<Conversation> PgConversationRepository::CreateConversation(
         " NULLIF($5, '')::uuid, $6, $7, $8::jsonb, " +
             MicrosToTimestamp("$9") + ", " + MicrosToTimestamp("$9") + ", NULLIF($10, 0))",
         who.tenant_id, c.id, who.user_id, static_cast<int>(c.kind), c.parent_id, key->id,
-        pqxx::binarystring(sealed_title), c.metadata_json, c.created_at,
+        pqxx::binarystring(sealed_title),
+        SealMetadata(*key, c.metadata_json, MetadataAd(c.tenant_id, c.id, "")), c.created_at,
         static_cast<int>(c.status));
     return absl::OkStatus();
   });
@@ -213,7 +233,8 @@ void PgConversationRepository::AppendMessage(const core::Identity& who, NewMessa
 // content, the retries that share an earlier item's result, and, for more
 // than one message, the statement's columns (one array each).
 struct PgConversationRepository::PreparedBatch {
-  explicit PreparedBatch(size_t size) : messages(size), key_ids(size), sealed(size) {}
+  explicit PreparedBatch(size_t size)
+      : messages(size), key_ids(size), sealed(size), sealed_metadata(size) {}
 
   // Adds batch item `i`, prepared already, as the next element of each column.
   void AddRow(size_t i, const core::Identity& who, const std::string& idempotency_key) {
@@ -227,7 +248,7 @@ struct PgConversationRepository::PreparedBatch {
     key_id_column.Add(int64_t{key_ids[i]});
     contents.AddBytes(sealed[i]);
     tokens.Add(int64_t{m.token_count});
-    metadata_column.Add(m.metadata_json);
+    metadata_column.Add(sealed_metadata[i]);
     if (idempotency_key.empty()) {
       idempotency_keys.AddNull();
     } else {
@@ -240,6 +261,7 @@ struct PgConversationRepository::PreparedBatch {
   std::vector<Message> messages;
   std::vector<int> key_ids;
   std::vector<std::string> sealed;
+  std::vector<std::string> sealed_metadata;
   // The statement's columns; element n is batch[sent[n]].
   std::vector<size_t> sent;
   pg::ArrayLiteral tenants, users, conversations, ids, roles, key_id_column, contents, tokens,
@@ -251,7 +273,7 @@ absl::Status PgConversationRepository::PrepareBatch(const std::vector<PendingApp
   // The first item of each (tenant, conversation, idempotency key) goes to
   // the database; later retries in the same batch share its result.
   std::map<std::tuple<std::string, std::string, std::string>, size_t> leaders;
-  std::unordered_map<std::string, DataKey> tenant_keys;
+  std::unordered_map<std::string, seal::DataKey> tenant_keys;
   const Micros now = core::NowMicros();
   for (size_t i = 0; i < batch.size(); ++i) {
     const core::Identity& who = batch[i].who;
@@ -279,8 +301,10 @@ absl::Status PgConversationRepository::PrepareBatch(const std::vector<PendingApp
     m.token_count = in.token_count;
     m.created_at = now;
     prepared.key_ids[i] = key->second.id;
-    prepared.sealed[i] =
-        KeyRing::Seal(key->second, m.content, ContentAd(who.tenant_id, m.conversation_id, m.id));
+    prepared.sealed[i] = seal::KeyRing::Seal(key->second, m.content,
+                                             ContentAd(who.tenant_id, m.conversation_id, m.id));
+    prepared.sealed_metadata[i] = SealMetadata(key->second, m.metadata_json,
+                                               MetadataAd(who.tenant_id, m.conversation_id, m.id));
     if (batch.size() == 1) break;  // written with plain parameters
     prepared.AddRow(i, who, in.idempotency_key);
   }
@@ -309,7 +333,7 @@ absl::StatusOr<pqxx::result> PgConversationRepository::WriteBatch(
           " $5::smallint, $6, $7, $8, $9::jsonb, NULLIF($10, ''), $11)",
           batch[0].who.tenant_id, batch[0].who.user_id, m.conversation_id, m.id,
           static_cast<int>(m.role), prepared.key_ids[0], pqxx::binarystring(prepared.sealed[0]),
-          m.token_count, m.metadata_json, key, m.created_at);
+          m.token_count, prepared.sealed_metadata[0], key, m.created_at);
     } else {
       pqxx::work tx(lease->conn());
       rows = tx.exec_params(

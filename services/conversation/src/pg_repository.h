@@ -15,10 +15,13 @@
 #include "libs/core/thread_pool.h"
 #include "libs/pg/group_commit.h"
 #include "libs/pg/pool.h"
-#include "services/conversation/src/key_ring.h"
+#include "libs/seal/key_ring.h"
 #include "services/conversation/src/repository.h"
 
 namespace omniforge::conversation {
+
+// The table of the tenants' data keys (seal::KeyRing).
+inline constexpr char kConversationKeys[] = "conversation.tenant_keys";
 
 struct PgRepositoryOptions {
   int append_committers = 2;         // batches in flight: one running, one flushing
@@ -33,7 +36,7 @@ struct RetentionPolicy {
 
 class PgConversationRepository final : public ConversationRepository {
  public:
-  PgConversationRepository(pg::PgPool& pool, KeyRing& keys, PgRepositoryOptions options = {});
+  PgConversationRepository(pg::PgPool& pool, seal::KeyRing& keys, PgRepositoryOptions options = {});
   ~PgConversationRepository() override;
 
   absl::StatusOr<Conversation> CreateConversation(const core::Identity& who,
@@ -89,7 +92,7 @@ class PgConversationRepository final : public ConversationRepository {
                                       const pqxx::row& row);
 
   pg::PgPool& pool_;
-  KeyRing& keys_;
+  seal::KeyRing& keys_;
   // Finishing the calls of a batch (writing their responses) takes about as
   // long as writing the batch; a committer hands multi-message batches to
   // this thread and starts the next write at once. Declared before appends_

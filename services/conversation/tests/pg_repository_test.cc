@@ -30,8 +30,8 @@ const core::Identity kAlice{"acme", "alice"};
 const core::Identity kBob{"acme", "bob"};
 const core::Identity kEve{"evil-corp", "eve"};
 
-KeyBytes TestMasterKey() {
-  return *KeyRing::ParseMasterKey(
+seal::KeyBytes TestMasterKey() {
+  return *seal::KeyRing::ParseMasterKey(
       "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f");
 }
 
@@ -56,7 +56,7 @@ class PgRepositoryTest : public ::testing::Test {
     auto pool = pg::PgPool::Create(options);
     ASSERT_TRUE(pool.ok()) << pool.status();
     pool_ = *std::move(pool);
-    keys_ = std::make_unique<KeyRing>(*pool_, TestMasterKey(), "test");
+    keys_ = std::make_unique<seal::KeyRing>(*pool_, kConversationKeys, TestMasterKey(), "test");
     repository_ = std::make_unique<PgConversationRepository>(*pool_, *keys_);
     logic_ = std::make_unique<ConversationLogic>(*repository_, estimator_);
   }
@@ -85,7 +85,7 @@ class PgRepositoryTest : public ::testing::Test {
 
   static testing::TestDatabase* db_;
   std::unique_ptr<pg::PgPool> pool_;
-  std::unique_ptr<KeyRing> keys_;
+  std::unique_ptr<seal::KeyRing> keys_;
   std::unique_ptr<PgConversationRepository> repository_;
   HeuristicTokenEstimator estimator_;
   std::unique_ptr<ConversationLogic> logic_;
@@ -388,11 +388,14 @@ TEST_F(PgRepositoryTest, RowLevelSecurityHidesOtherTenantsEvenWithoutAFilter) {
   (void)mine;
 }
 
-TEST_F(PgRepositoryTest, ContentAndTitlesAreEncryptedAtRest) {
+TEST_F(PgRepositoryTest, ContentTitlesAndMetadataAreEncryptedAtRest) {
   const std::string title = "Quarterly layoffs planning";
   const std::string content = "The layoff list is in the shared drive under HR-2026";
+  // A reply's routing notes quote the user's words.
+  const std::string metadata = R"({"goal":"plan the Quarterly layoffs","route":"model"})";
   Conversation c = NewChat(kAlice, title);
   ASSERT_TRUE(Append(kAlice, {c.id, 1, content, "", ""}).ok());
+  ASSERT_TRUE(Append(kAlice, {c.id, 2, "Noted.", metadata, ""}).ok());
   // Everything the database holds for this tenant, as text, like a dump.
   pqxx::result rows =
       Raw("SELECT encode(title, 'escape') || metadata::text FROM conversation.conversations"
@@ -403,8 +406,26 @@ TEST_F(PgRepositoryTest, ContentAndTitlesAreEncryptedAtRest) {
     const std::string raw = row[0].c_str();
     EXPECT_EQ(raw.find("layoff"), std::string::npos);
     EXPECT_EQ(raw.find("Quarterly"), std::string::npos);
+    EXPECT_EQ(raw.find("goal"), std::string::npos);
   }
   EXPECT_EQ(logic_->Get(kAlice, c.id)->title, title);
+  auto page = logic_->ListMessages(kAlice, c.id, 0, 10);
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->messages.size(), 2u);
+  EXPECT_EQ(page->messages[1].metadata_json, metadata);
+  EXPECT_EQ(page->messages[0].metadata_json, "{}");
+}
+
+TEST_F(PgRepositoryTest, MetadataMovedToAnotherMessageIsDetected) {
+  Conversation c = NewChat(kAlice);
+  ASSERT_TRUE(Append(kAlice, {c.id, 2, "one", R"({"goal":"first"})", ""}).ok());
+  ASSERT_TRUE(Append(kAlice, {c.id, 2, "two", R"({"goal":"second"})", ""}).ok());
+  Raw("UPDATE conversation.messages m SET metadata = o.metadata FROM conversation.messages o"
+      " WHERE m.conversation_id = '" +
+      c.id +
+      "' AND o.conversation_id = m.conversation_id"
+      " AND m.seq = 2 AND o.seq = 1");
+  EXPECT_EQ(logic_->ListMessages(kAlice, c.id, 0, 10).status().code(), absl::StatusCode::kDataLoss);
 }
 
 TEST_F(PgRepositoryTest, TamperedOrMovedCiphertextIsDetected) {
@@ -435,7 +456,7 @@ TEST_F(PgRepositoryTest, KeyRotationKeepsOldMessagesReadable) {
   EXPECT_EQ(key_ids[1][0].as<int>(), 2);
 
   // A fresh process (empty key cache) reads both.
-  KeyRing fresh_keys(*pool_, TestMasterKey(), "test");
+  seal::KeyRing fresh_keys(*pool_, kConversationKeys, TestMasterKey(), "test");
   PgConversationRepository fresh(*pool_, fresh_keys);
   auto page = fresh.ListMessages(rotating, c.id, 0, 10);
   ASSERT_TRUE(page.ok()) << page.status();
@@ -443,9 +464,9 @@ TEST_F(PgRepositoryTest, KeyRotationKeepsOldMessagesReadable) {
   EXPECT_EQ(page->messages[1].content, "sealed with key 2");
 
   // The wrong master key cannot read anything.
-  KeyBytes wrong = TestMasterKey();
+  seal::KeyBytes wrong = TestMasterKey();
   wrong[0] ^= 1;
-  KeyRing wrong_keys(*pool_, wrong, "test");
+  seal::KeyRing wrong_keys(*pool_, kConversationKeys, wrong, "test");
   PgConversationRepository wrong_repo(*pool_, wrong_keys);
   EXPECT_EQ(wrong_repo.ListMessages(rotating, c.id, 0, 10).status().code(),
             absl::StatusCode::kDataLoss);
@@ -465,15 +486,15 @@ TEST(MasterKeyRotationTest, RewrapsEveryTenantsKeys) {
     return tx.exec(sql);
   };
   // Two tenants whose data keys are wrapped by the old master key "m1".
-  KeyBytes old_master = TestMasterKey();
+  seal::KeyBytes old_master = TestMasterKey();
   old_master[31] ^= 0x5a;
-  KeyBytes new_master = TestMasterKey();
+  seal::KeyBytes new_master = TestMasterKey();
   new_master[30] ^= 0xa5;
   const core::Identity t1{"rewrap-one", "u"};
   const core::Identity t2{"rewrap-two", "u"};
   std::map<std::string, std::string> conversation_of;
   {
-    KeyRing old_keys(pool, old_master, "m1");
+    seal::KeyRing old_keys(pool, kConversationKeys, old_master, "m1");
     PgConversationRepository old_repo(pool, old_keys);
     for (const core::Identity& who : {t1, t2}) {
       auto c =
@@ -484,13 +505,14 @@ TEST(MasterKeyRotationTest, RewrapsEveryTenantsKeys) {
       conversation_of[who.tenant_id] = c->id;
     }
   }
-  auto read = [&](KeyRing& keys, const core::Identity& who) {
+  auto read = [&](seal::KeyRing& keys, const core::Identity& who) {
     PgConversationRepository repo(pool, keys);
     return repo.ListMessages(who, conversation_of[who.tenant_id], 0, 10);
   };
 
   // Step 1: the new master key is current and the old one still accepted.
-  KeyRing both(pool, new_master, "m2", std::chrono::seconds(60), {{"m1", old_master}});
+  seal::KeyRing both(pool, kConversationKeys, new_master, "m2", std::chrono::seconds(60),
+                     {{"m1", old_master}});
   auto before = read(both, t1);
   ASSERT_TRUE(before.ok()) << before.status();
   EXPECT_EQ(before->messages[0].content, "under m1");
@@ -501,37 +523,43 @@ TEST(MasterKeyRotationTest, RewrapsEveryTenantsKeys) {
   owner.role.clear();
   auto owner_pool = pg::PgPool::Create(owner);
   ASSERT_TRUE(owner_pool.ok()) << owner_pool.status();
-  EXPECT_EQ(KeyRing::RewrapTenantKeys(**owner_pool, new_master, "m2", {}).status().code(),
+  EXPECT_EQ(seal::KeyRing::RewrapTenantKeys(**owner_pool, kConversationKeys, new_master, "m2", {})
+                .status()
+                .code(),
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(Raw("SELECT count(*) FROM conversation.tenant_keys WHERE master_key_id = 'm2'")[0][0]
                 .as<int>(),
             0);
 
   // A service's role sees no tenant's keys: it is refused, not told 0.
-  EXPECT_EQ(KeyRing::RewrapTenantKeys(pool, new_master, "m2", {{"m1", old_master}}).status().code(),
+  EXPECT_EQ(seal::KeyRing::RewrapTenantKeys(pool, kConversationKeys, new_master, "m2",
+                                            {{"m1", old_master}})
+                .status()
+                .code(),
             absl::StatusCode::kFailedPrecondition);
 
   // Step 2: re-wrap, in batches smaller than the number of keys.
-  auto rewrapped =
-      KeyRing::RewrapTenantKeys(**owner_pool, new_master, "m2", {{"m1", old_master}}, 1);
+  auto rewrapped = seal::KeyRing::RewrapTenantKeys(**owner_pool, kConversationKeys, new_master,
+                                                   "m2", {{"m1", old_master}}, 1);
   ASSERT_TRUE(rewrapped.ok()) << rewrapped.status();
   EXPECT_EQ(*rewrapped, 2);
   EXPECT_EQ(Raw("SELECT count(*) FROM conversation.tenant_keys WHERE master_key_id = 'm1'")[0][0]
                 .as<int>(),
             0);
-  auto again = KeyRing::RewrapTenantKeys(**owner_pool, new_master, "m2", {{"m1", old_master}});
+  auto again = seal::KeyRing::RewrapTenantKeys(**owner_pool, kConversationKeys, new_master, "m2",
+                                               {{"m1", old_master}});
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, 0);
 
   // Step 3: the old master key is retired; everything reads with the new one
   // alone, and the old one alone can no longer read anything.
-  KeyRing only_new(pool, new_master, "m2");
+  seal::KeyRing only_new(pool, kConversationKeys, new_master, "m2");
   for (const core::Identity& who : {t1, t2}) {
     auto page = read(only_new, who);
     ASSERT_TRUE(page.ok()) << page.status();
     EXPECT_EQ(page->messages[0].content, "under m1");
   }
-  KeyRing only_old(pool, old_master, "m1");
+  seal::KeyRing only_old(pool, kConversationKeys, old_master, "m1");
   EXPECT_EQ(read(only_old, t2).status().code(), absl::StatusCode::kDataLoss);
 }
 
@@ -639,7 +667,7 @@ TEST_F(PgRepositoryTest, ContextWindowOnStoredConversation) {
   EXPECT_TRUE(window->truncated);
   EXPECT_LE(window->total_tokens, 2000);
   EXPECT_EQ(window->messages.back().seq, 60);
-  EXPECT_EQ(window->messages.back().metadata_json, R"({"route": "x"})");
+  EXPECT_EQ(window->messages.back().metadata_json, R"({"route":"x"})");
 }
 
 TEST_F(PgRepositoryTest, BatchWithAMissingConversationFailsOnlyThatItem) {
@@ -727,7 +755,7 @@ TEST_F(PgRepositoryTest, OneConnectionIsEnoughWithAColdKeyCache) {
   options.acquire_timeout = std::chrono::milliseconds(2000);
   auto pool = pg::PgPool::Create(options);
   ASSERT_TRUE(pool.ok());
-  KeyRing cold_keys(**pool, TestMasterKey(), "test");
+  seal::KeyRing cold_keys(**pool, kConversationKeys, TestMasterKey(), "test");
   PgConversationRepository repository(**pool, cold_keys);
   auto page = repository.ListMessages(kAlice, c.id, 0, 10);
   ASSERT_TRUE(page.ok()) << page.status();

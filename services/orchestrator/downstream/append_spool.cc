@@ -14,6 +14,7 @@
 #include "libs/core/ids.h"
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
+#include "libs/seal/key_ring.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -78,14 +79,13 @@ class PayloadReader final {
   size_t pos_ = 0;
 };
 
-std::string Payload(uint64_t number, const core::Identity& who,
-                    const convpb::AppendMessageRequest& request) {
-  std::string payload;
-  PutU64(payload, number);
-  PutBytes(payload, who.tenant_id);
-  PutBytes(payload, who.user_id);
-  PutBytes(payload, request.SerializeAsString());
-  return payload;
+// The associated data of a record's sealed message: it opens in its own
+// record only.
+std::string SealedAd(uint64_t number, const core::Identity& who) {
+  std::string ad = "omniforge-spool|" + std::to_string(number) + "|";
+  PutBytes(ad, who.tenant_id);
+  PutBytes(ad, who.user_id);
+  return ad;
 }
 
 std::string Record(const std::string& payload) {
@@ -160,7 +160,14 @@ bool IsStorageUnreachable(const absl::Status& status) {
 }
 
 AppendSpool::AppendSpool(Memory& memory, AppendSpoolOptions options)
-    : memory_(memory), options_(std::move(options)), path_(options_.dir / kFileName) {}
+    : memory_(memory), options_(std::move(options)), path_(options_.dir / kFileName) {
+  if (!options_.master_keys.has_value()) return;
+  const seal::MasterKeySet& keys = *options_.master_keys;
+  spool_keys_[keys.current_id] = seal::DataKey{1, seal::DerivedKey(keys.current, "ofspool1")};
+  for (const auto& [id, master] : keys.previous) {
+    spool_keys_[id] = seal::DataKey{1, seal::DerivedKey(master, "ofspool1")};
+  }
+}
 
 absl::StatusOr<std::unique_ptr<AppendSpool>> AppendSpool::Open(Memory& memory,
                                                                AppendSpoolOptions options) {
@@ -187,6 +194,43 @@ absl::StatusOr<std::unique_ptr<AppendSpool>> AppendSpool::Open(Memory& memory,
   }
   if (absl::Status recovered = spool->Recover(); !recovered.ok()) return recovered;
   return spool;
+}
+
+std::string AppendSpool::Payload(uint64_t number, const core::Identity& who,
+                                 const convpb::AppendMessageRequest& request) const {
+  std::string payload;
+  PutU64(payload, number);
+  PutBytes(payload, who.tenant_id);
+  PutBytes(payload, who.user_id);
+  if (!options_.master_keys.has_value()) {
+    PutBytes(payload, request.SerializeAsString());
+    return payload;
+  }
+  const std::string& key_id = options_.master_keys->current_id;
+  PutBytes(payload, key_id);
+  PutBytes(payload, seal::KeyRing::Seal(spool_keys_.at(key_id), request.SerializeAsString(),
+                                        SealedAd(number, who)));
+  return payload;
+}
+
+absl::StatusOr<std::string> AppendSpool::OpenMessage(uint64_t number, const core::Identity& who,
+                                                     const std::string& key_id,
+                                                     const std::string& sealed) const {
+  auto key = spool_keys_.find(key_id);
+  if (key == spool_keys_.end()) {
+    return absl::FailedPreconditionError(
+        "append spool " + path_.string() + ": message " + std::to_string(number) +
+        " is sealed under master key '" + key_id +
+        "', which is not configured (encryption.master_key_file, "
+        "encryption.previous_master_key_files); it is kept until that key is given");
+  }
+  auto opened = seal::KeyRing::Open(key->second, sealed, SealedAd(number, who));
+  if (!opened.ok()) {
+    return absl::DataLossError("append spool " + path_.string() + ": message " +
+                               std::to_string(number) + " does not open with master key '" +
+                               key_id + "'");
+  }
+  return opened;
 }
 
 absl::Status AppendSpool::Recover() {
@@ -216,10 +260,18 @@ absl::Status AppendSpool::Recover() {
     std::string request;
     PayloadReader reader(payload);
     if (!reader.U64(entry.number) || !reader.Bytes(entry.who.tenant_id) ||
-        !reader.Bytes(entry.who.user_id) || !reader.Bytes(request) || !reader.AtEnd() ||
-        !entry.request.ParseFromString(request)) {
+        !reader.Bytes(entry.who.user_id) || !reader.Bytes(request)) {
       break;
     }
+    if (!reader.AtEnd()) {  // sealed: the key id, then the sealed message
+      const std::string key_id = std::move(request);
+      std::string sealed;
+      if (!reader.Bytes(sealed)) break;
+      auto opened = OpenMessage(entry.number, entry.who, key_id, sealed);
+      if (!opened.ok()) return opened.status();
+      request = *std::move(opened);
+    }
+    if (!reader.AtEnd() || !entry.request.ParseFromString(request)) break;
     entry.record_bytes = static_cast<int64_t>(kHeaderBytes + length);
     next_number_ = std::max(next_number_, entry.number + 1);
     queues_[QueueKey(entry.who, entry.request.conversation_id())].push_back(entry.number);

@@ -9,8 +9,11 @@
 // directory.
 //
 // The file is a sequence of records [u32 payload length][u32 CRC-32 of the
-// payload][payload]; a payload is the record's number, the identity and the
-// serialized AppendMessageRequest. A record cut short by a crash was never
+// payload][payload]; a payload is the record's number, the identity, the id
+// of the master key the message is sealed under and the sealed, serialized
+// AppendMessageRequest (XChaCha20-Poly1305 with a key derived from that
+// master key; a spool without master keys writes the message in the clear,
+// without the key id). A record cut short by a crash was never
 // acknowledged (the fsync did not return), so reopening drops it. Stored
 // records leave the file when the drainer rewrites it (write, fsync, rename).
 #pragma once
@@ -31,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "libs/core/identity.h"
+#include "libs/seal/master_keys.h"
 #include "services/orchestrator/downstream/downstream.h"
 
 namespace omniforge::orchestrator {
@@ -47,6 +51,10 @@ struct AppendSpoolOptions {
   // message.
   std::chrono::milliseconds min_backoff{200};
   std::chrono::milliseconds max_backoff{30000};
+  // The service's master keys: messages are sealed under the current one
+  // (with a key derived for the spool) and records sealed under an earlier
+  // one still open. Without, messages are written in the clear.
+  std::optional<seal::MasterKeySet> master_keys;
 };
 
 // True for the statuses that mean "conversation storage cannot be reached
@@ -101,6 +109,17 @@ class AppendSpool final {
 
   AppendSpool(Memory& memory, AppendSpoolOptions options);
   absl::Status Recover();
+  // A record's payload, the message sealed when the spool has keys.
+  std::string Payload(uint64_t number, const core::Identity& who,
+                      const convpb::AppendMessageRequest& request) const;
+  // A recovered record's serialized message, sealed under master key
+  // `key_id`. FAILED_PRECONDITION when that key is not configured;
+  // DATA_LOSS when it does not open.
+  absl::StatusOr<std::string> OpenMessage(uint64_t number, const core::Identity& who,
+                                          const std::string& key_id,
+                                          const std::string& sealed) const;
+  // Keys derived for the spool from the master keys, by master key id.
+  std::map<std::string, seal::DataKey> spool_keys_;
   // Writes and fsyncs `entry`'s record; RESOURCE_EXHAUSTED when it does not
   // fit.
   absl::Status WriteLocked(Entry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

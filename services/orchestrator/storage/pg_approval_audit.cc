@@ -3,14 +3,24 @@
 #include <pqxx/pqxx>
 
 #include "libs/core/ids.h"
+#include "libs/seal/sealed_text.h"
 
 namespace omniforge::orchestrator {
+namespace {
+
+constexpr char kDecisions[] = "orchestration.approval_decisions";
+
+}  // namespace
 
 absl::Status PgApprovalAudit::Record(const ActionDecisionRecord& record) {
   if (absl::Status status = ValidateActionDecision(record); !status.ok()) return status;
   // One id for every attempt of the body: a repeated attempt stores the
   // decision once.
   const std::string id = core::NewUuid();
+  auto key = keys_.ActiveKey(record.tenant_id);
+  if (!key.ok()) return key.status();
+  const seal::RowSealer seal(*key, kDecisions, record.tenant_id, id);
+  const std::string summary = seal.Text("summary", StoredDecisionSummary(record.summary));
   return pg::WithTenantTransaction(pool_, record.tenant_id, [&](pqxx::work& tx) {
     tx.exec_params(
         "INSERT INTO orchestration.approval_decisions (tenant_id, id, user_id, conversation_id, "
@@ -20,9 +30,8 @@ absl::Status PgApprovalAudit::Record(const ActionDecisionRecord& record) {
         "ELSE 'epoch'::timestamptz + $14::bigint * interval '1 microsecond' END) "
         "ON CONFLICT (tenant_id, id) DO NOTHING",
         record.tenant_id, id, record.user_id, record.conversation_id, record.turn_id,
-        record.action_id, record.digest, record.tool, StoredDecisionSummary(record.summary),
-        ToolRiskText(record.risk), ActionOutcomeText(record.outcome), record.decided_by, record.via,
-        record.decided_at_micros);
+        record.action_id, record.digest, record.tool, summary, ToolRiskText(record.risk),
+        ActionOutcomeText(record.outcome), record.decided_by, record.via, record.decided_at_micros);
     return absl::OkStatus();
   });
 }
@@ -39,7 +48,7 @@ absl::StatusOr<std::vector<ActionDecisionRecord>> PgApprovalAudit::List(
     // later recorded sorts first.
     const pqxx::result rows = tx.exec_params(
         "SELECT turn_id, action_id, digest, tool, summary, risk, outcome, decided_by, via, "
-        "(extract(epoch FROM decided_at) * 1000000)::bigint "
+        "(extract(epoch FROM decided_at) * 1000000)::bigint, id::text "
         "FROM orchestration.approval_decisions "
         "WHERE tenant_id = $1 AND user_id = $2 AND conversation_id = $3::uuid "
         "ORDER BY decided_at DESC, id DESC LIMIT $4",
@@ -53,7 +62,9 @@ absl::StatusOr<std::vector<ActionDecisionRecord>> PgApprovalAudit::List(
       r.action_id = row[1].as<std::string>();
       r.digest = row[2].as<std::string>();
       r.tool = row[3].as<std::string>();
-      r.summary = row[4].as<std::string>();
+      seal::RowOpener open(keys_, tx, kDecisions, who.tenant_id, row[10].as<std::string>());
+      r.summary = open.Text("summary", row[4].as<std::string>());
+      if (!open.status().ok()) return open.status();
       // The table's CHECKs keep both to values this release knows; a newer
       // release's value reads as unspecified.
       if (!ParseToolRiskText(row[5].as<std::string>(), &r.risk)) {

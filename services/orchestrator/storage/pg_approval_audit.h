@@ -1,9 +1,12 @@
 // The approval audit trail (approval_audit.h) in
 // orchestration.approval_decisions (migration 0006), under row-level
-// security per tenant and scoped to the user.
+// security per tenant and scoped to the user. The summary, which names what
+// the action would do in the user's words, is sealed with the tenant's key
+// (`keys`, orchestration.tenant_keys, must outlive the store).
 #pragma once
 
 #include "libs/pg/pool.h"
+#include "libs/seal/key_ring.h"
 #include "services/orchestrator/approvals/approval_audit.h"
 
 namespace omniforge::orchestrator {
@@ -16,7 +19,7 @@ namespace omniforge::orchestrator {
 // database's clock. `pool` must outlive the store.
 class PgApprovalAudit final : public ApprovalAudit {
  public:
-  explicit PgApprovalAudit(pg::PgPool& pool) : pool_(pool) {}
+  PgApprovalAudit(pg::PgPool& pool, seal::KeyRing& keys) : pool_(pool), keys_(keys) {}
 
   absl::Status Record(const ActionDecisionRecord& record) override;
   absl::StatusOr<std::vector<ActionDecisionRecord>> List(const core::Identity& who,
@@ -25,6 +28,7 @@ class PgApprovalAudit final : public ApprovalAudit {
 
  private:
   pg::PgPool& pool_;
+  seal::KeyRing& keys_;
 };
 
 }  // namespace omniforge::orchestrator

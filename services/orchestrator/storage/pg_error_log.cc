@@ -4,10 +4,17 @@
 
 #include "libs/core/ids.h"
 #include "libs/core/text.h"
+#include "libs/seal/sealed_text.h"
 
 namespace omniforge::orchestrator {
 
-PgErrorLog::PgErrorLog(pg::PgPool& pool, size_t max_queued)
+namespace {
+
+constexpr char kErrorLog[] = "orchestration.error_log";
+
+}  // namespace
+
+PgErrorLog::PgErrorLog(pg::PgPool& pool, seal::KeyRing& keys, size_t max_queued)
     : rows_(pool,
             {.insert_sql = "INSERT INTO orchestration.error_log (tenant_id, id, user_id, "
                            "conversation_id, turn_id, kind, message, component, stage, tool) "
@@ -19,7 +26,17 @@ PgErrorLog::PgErrorLog(pg::PgPool& pool, size_t max_queued)
              .what = "turn errors",
              .dropped_metric = "omniforge_orchestrator_turn_errors_dropped_total",
              .dropped_help = "Turn errors not stored in orchestration.error_log",
-             .max_queued = max_queued}) {}
+             .max_queued = max_queued,
+             // A message may quote what the user or the model wrote.
+             .prepare = [&keys](const std::string& tenant, nlohmann::json& rows) -> absl::Status {
+               auto key = keys.ActiveKey(tenant);
+               if (!key.ok()) return key.status();
+               for (nlohmann::json& row : rows) {
+                 const seal::RowSealer seal(*key, kErrorLog, tenant, row["id"].get<std::string>());
+                 row["message"] = seal.Text("message", row["message"].get<std::string>());
+               }
+               return absl::OkStatus();
+             }}) {}
 
 void PgErrorLog::Record(TurnError error) {
   nlohmann::json row = {

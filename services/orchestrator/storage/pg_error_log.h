@@ -1,8 +1,11 @@
 // Turn errors (error_log.h) stored in orchestration.error_log, in background
 // batches per tenant like the model-call usage: a turn never waits for them.
+// The message, which may quote the user's or the model's words, is sealed
+// with the tenant's key; kind, component, stage and tool stay readable.
 #pragma once
 
 #include "libs/pg/pool.h"
+#include "libs/seal/key_ring.h"
 #include "services/orchestrator/storage/tenant_row_writer.h"
 #include "services/orchestrator/turn/error_log.h"
 
@@ -13,7 +16,8 @@ namespace omniforge::orchestrator {
 // Destruction writes what is queued.
 class PgErrorLog final : public TurnErrorLog {
  public:
-  explicit PgErrorLog(pg::PgPool& pool, size_t max_queued = 10000);
+  // `keys` (orchestration.tenant_keys) must outlive the log.
+  PgErrorLog(pg::PgPool& pool, seal::KeyRing& keys, size_t max_queued = 10000);
 
   void Record(TurnError error) override;
 

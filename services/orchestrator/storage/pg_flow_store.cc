@@ -4,6 +4,7 @@
 #include <pqxx/pqxx>
 
 #include "libs/core/call_deadline.h"
+#include "libs/seal/sealed_text.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -20,10 +21,21 @@ json ParsedOr(const pqxx::field& field, json otherwise) {
   return parsed.is_discarded() ? otherwise : parsed;
 }
 
+constexpr char kFlows[] = "orchestration.flows";
+
 // A row as a FlowState: its state, else (a row written before states were
 // stored whole) its box, status and turn; the columns name the flow.
-FlowState StateOfRow(const pqxx::row& row) {
-  FlowState state = FlowStateFromJson(ParsedOr(row[0], json::object()));
+absl::StatusOr<FlowState> StateOfRow(seal::KeyRing& keys, pqxx::work& tx, const std::string& tenant,
+                                     const std::string& flow_id, const pqxx::row& row) {
+  json stored = json::object();
+  if (!row[0].is_null()) {
+    auto opened = seal::OpenJson(keys, tx, tenant, row[0].as<std::string>(),
+                                 seal::SealedAd(kFlows, tenant, flow_id, "state"));
+    if (!opened.ok()) return opened.status();
+    stored = json::parse(*opened, nullptr, /*allow_exceptions=*/false);
+    if (stored.is_discarded()) stored = json::object();
+  }
+  FlowState state = FlowStateFromJson(stored);
   if (row[0].is_null()) {
     state.box = ContextBoxFromJson(ParsedOr(row[1], json::object()));
     state.status = ParseFlowStatus(row[2].as<std::string>());
@@ -46,7 +58,9 @@ absl::StatusOr<FlowState> PgFlowStore::Load(const core::Call& call, const std::s
         "FROM orchestration.flows WHERE tenant_id = $1 AND flow_id = $2 AND user_id = $3",
         call.who.tenant_id, flow_id, call.who.user_id);
     if (rows.empty()) return absl::NotFoundError("no flow " + flow_id);
-    state = StateOfRow(rows[0]);
+    auto read = StateOfRow(keys_, tx, call.who.tenant_id, flow_id, rows[0]);
+    if (!read.ok()) return read.status();
+    state = *std::move(read);
     return absl::OkStatus();
   });
   if (!status.ok()) return status;
@@ -59,8 +73,14 @@ absl::Status PgFlowStore::Save(const core::Call& call, const FlowState& state,
   const core::ScopedCallDeadline bounded = Until(call);
   FlowState stored = state;
   stored.revision = expected_revision + 1;
-  const std::string state_json = FlowStateToJson(stored).dump();
-  const std::string box_json = ContextBoxToJson(state.box).dump();
+  auto key = keys_.ActiveKey(call.who.tenant_id);
+  if (!key.ok()) return key.status();
+  // The state holds the box; the box column is read for older rows only.
+  const std::string state_json =
+      seal::RowSealer(*key, kFlows, call.who.tenant_id, state.flow_id)
+          .Json("state",
+                FlowStateToJson(stored).dump(-1, ' ', false, json::error_handler_t::replace));
+  const std::string box_json = "{}";
   const std::string status_name = FlowStatusName(state.status);
   return pg::WithTenantTransaction(pool_, call.who.tenant_id, [&](pqxx::work& tx) {
     pqxx::result written;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "libs/core/ids.h"
+#include "libs/seal/sealed_text.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -37,31 +38,107 @@ nlohmann::json QuestionToJson(const std::optional<PendingQuestion>& q) {
   return {{"step_id", q->step_id}, {"question", q->question}, {"options", q->options}};
 }
 
-void InsertSteps(pqxx::work& tx, const Plan& plan) {
+constexpr char kPlans[] = "orchestration.plans";
+constexpr char kSteps[] = "orchestration.plan_steps";
+
+// A step's row in the sealed columns' associated data.
+std::string StepRow(const std::string& plan_id, const std::string& step_id) {
+  return plan_id + "/" + step_id;
+}
+
+void InsertSteps(pqxx::work& tx, const seal::DataKey& key, const Plan& plan) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep& s = plan.steps[i];
     const nlohmann::json definition = StepsToJson({s})[0];
+    const seal::RowSealer seal(key, kSteps, plan.tenant_id, StepRow(plan.id, s.id));
     tx.exec_params(
         "INSERT INTO orchestration.plan_steps (tenant_id, plan_id, step_id, position, "
         "description, tools, needs_executor, depends_on, expected_output, tool_calls, status, "
         "result_summary, result, error, answers, dialogue_conversation_id, attempts) "
         "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8::jsonb, $9, $10::jsonb, $11, $12, "
         "$13::jsonb, $14, $15::jsonb, $16, $17)",
-        plan.tenant_id, plan.id, s.id, static_cast<int>(i), s.description,
+        plan.tenant_id, plan.id, s.id, static_cast<int>(i), seal.Text("description", s.description),
         Dump(definition["tools"]), s.needs_executor, Dump(definition["depends_on"]),
-        s.expected_output, Dump(definition["tool_calls"]), StepStatusName(s.status),
-        s.result_summary, Dump(s.result), s.error, Dump(AnswersToJson(s.answers)),
+        seal.Text("expected_output", s.expected_output),
+        seal.Json("tool_calls", Dump(definition["tool_calls"])), StepStatusName(s.status),
+        seal.Text("result_summary", s.result_summary), seal.Json("result", Dump(s.result)),
+        seal.Text("error", s.error), seal.Json("answers", Dump(AnswersToJson(s.answers))),
         s.dialogue_conversation_id, s.attempts);
   }
 }
 
-std::vector<std::string> Strings(const pqxx::field& field) {
-  return nlohmann::json::parse(field.as<std::string>()).get<std::vector<std::string>>();
+std::vector<std::string> Strings(const std::string& json_text) {
+  const auto parsed = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_array()) return {};
+  std::vector<std::string> out;
+  for (const auto& item : parsed) {
+    if (item.is_string()) out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+nlohmann::json Parsed(const std::string& json_text, nlohmann::json otherwise) {
+  auto parsed = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  return parsed.is_discarded() ? otherwise : parsed;
+}
+
+// The plan row's columns from `objective` on, sealed with `key`.
+struct SealedPlanColumns {
+  SealedPlanColumns(const seal::DataKey& key, const Plan& plan) {
+    const seal::RowSealer seal(key, kPlans, plan.tenant_id, plan.id);
+    objective = seal.Text("objective", plan.objective);
+    requested_outputs = seal.Json("requested_outputs", Dump(plan.requested_outputs));
+    priority_entities = seal.Json("priority_entities", Dump(plan.priority_entities));
+    review_notes = seal.Text("review_notes", plan.review_notes);
+    if (plan.pending_question.has_value()) {
+      pending_question = seal.Json("pending_question", Dump(QuestionToJson(plan.pending_question)));
+    }
+    summary = seal.Text("summary", plan.summary);
+  }
+  std::string objective, requested_outputs, priority_entities, review_notes, summary;
+  std::optional<std::string> pending_question;  // SQL NULL when there is none
+};
+
+// A step's row (the columns Get selects), its sealed columns opened.
+absl::StatusOr<PlanStep> StepOfRow(seal::KeyRing& keys, pqxx::work& tx, const std::string& tenant,
+                                   const std::string& plan_id, const pqxx::row& s) {
+  PlanStep step;
+  step.id = s[0].as<std::string>();
+  seal::RowOpener open_step(keys, tx, kSteps, tenant, StepRow(plan_id, step.id));
+  step.description = open_step.Text("description", s[1].as<std::string>());
+  step.tools = Strings(s[2].as<std::string>());
+  step.needs_executor = s[3].as<bool>();
+  step.depends_on = Strings(s[4].as<std::string>());
+  step.expected_output = open_step.Text("expected_output", s[5].as<std::string>());
+  for (const auto& call : Parsed(open_step.Json("tool_calls", s[6].as<std::string>(), "[]"),
+                                 nlohmann::json::array())) {
+    step.tool_calls.push_back(
+        {call.value("tool", ""), call.value("arguments", nlohmann::json::object())});
+  }
+  step.status = ParseStepStatus(s[7].as<std::string>()).value_or(StepStatus::kPending);
+  step.result_summary = open_step.Text("result_summary", s[8].as<std::string>());
+  step.result =
+      Parsed(open_step.Json("result", s[9].as<std::string>(), "{}"), nlohmann::json::object());
+  step.error = open_step.Text("error", s[10].as<std::string>());
+  for (const auto& a :
+       Parsed(open_step.Json("answers", s[11].as<std::string>(), "[]"), nlohmann::json::array())) {
+    step.answers.push_back(
+        {a.value("question", ""), a.value("answer", ""), a.value("answered_by", "")});
+  }
+  step.dialogue_conversation_id = s[12].as<std::string>();
+  step.attempts = s[13].as<int>();
+  step.started_micros = s[14].as<int64_t>();
+  step.finished_micros = s[15].as<int64_t>();
+  if (!open_step.status().ok()) return open_step.status();
+  return step;
 }
 
 }  // namespace
 
 absl::Status PgPlanStore::Create(const Plan& plan) {
+  auto key = keys_.ActiveKey(plan.tenant_id);
+  if (!key.ok()) return key.status();
+  const SealedPlanColumns sealed(*key, plan);
   return pg::WithTenantTransaction(pool_, plan.tenant_id, [&](pqxx::work& tx) {
     tx.exec_params(
         "INSERT INTO orchestration.plans (tenant_id, id, user_id, conversation_id, objective, "
@@ -69,15 +146,15 @@ absl::Status PgPlanStore::Create(const Plan& plan) {
         "writes_approved, review_verdict, review_notes, pending_question, summary) "
         "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11::jsonb, $12, $13, $14, "
         "$15::jsonb, $16)",
-        plan.tenant_id, plan.id, plan.user_id, NullIfEmpty(plan.conversation_id), plan.objective,
+        plan.tenant_id, plan.id, plan.user_id, NullIfEmpty(plan.conversation_id), sealed.objective,
         ContextTypeName(plan.context_type), plan.entity_id, ExecutionModeName(plan.mode),
-        PlanStatusName(plan.status), Dump(plan.requested_outputs), Dump(plan.priority_entities),
+        PlanStatusName(plan.status), sealed.requested_outputs, sealed.priority_entities,
         plan.writes_approved,
         plan.review_verdict.has_value()
             ? std::optional<std::string>(ReviewVerdictName(*plan.review_verdict))
             : std::nullopt,
-        plan.review_notes, Dump(QuestionToJson(plan.pending_question)), plan.summary);
-    InsertSteps(tx, plan);
+        sealed.review_notes, sealed.pending_question, sealed.summary);
+    InsertSteps(tx, *key, plan);
     return absl::OkStatus();
   });
 }
@@ -116,22 +193,25 @@ absl::StatusOr<Plan> PgPlanStore::Get(const core::Identity& who, const std::stri
     plan.tenant_id = who.tenant_id;
     plan.user_id = who.user_id;
     plan.conversation_id = r[0].as<std::string>();
-    plan.objective = r[1].as<std::string>();
+    seal::RowOpener open(keys_, tx, kPlans, who.tenant_id, plan_id);
+    plan.objective = open.Text("objective", r[1].as<std::string>());
     plan.context_type = ParseContextType(r[2].as<std::string>())
                             .value_or(::omniforge::intent::v1::CONTEXT_TYPE_GLOBAL);
     plan.entity_id = r[3].as<std::string>();
     plan.mode = ParseExecutionMode(r[4].as<std::string>()).value_or(ExecutionMode::kAutoExecute);
     plan.status = ParsePlanStatus(r[5].as<std::string>()).value_or(PlanStatus::kFailed);
-    plan.requested_outputs = Strings(r[6]);
-    plan.priority_entities = Strings(r[7]);
+    plan.requested_outputs = Strings(open.Json("requested_outputs", r[6].as<std::string>()));
+    plan.priority_entities = Strings(open.Json("priority_entities", r[7].as<std::string>()));
     plan.writes_approved = r[8].as<bool>();
     plan.review_verdict = ParseReviewVerdict(r[9].as<std::string>());
-    plan.review_notes = r[10].as<std::string>();
-    if (const auto q = nlohmann::json::parse(r[11].as<std::string>()); q.is_object()) {
+    plan.review_notes = open.Text("review_notes", r[10].as<std::string>());
+    if (const auto q = Parsed(open.Json("pending_question", r[11].as<std::string>()), nullptr);
+        q.is_object()) {
       plan.pending_question = PendingQuestion{q.value("step_id", ""), q.value("question", ""),
                                               q.value("options", std::vector<std::string>{})};
     }
-    plan.summary = r[12].as<std::string>();
+    plan.summary = open.Text("summary", r[12].as<std::string>());
+    if (!open.status().ok()) return open.status();
 
     pqxx::result steps = tx.exec_params(
         "SELECT step_id, description, tools::text, needs_executor, depends_on::text, "
@@ -142,30 +222,9 @@ absl::StatusOr<Plan> PgPlanStore::Get(const core::Identity& who, const std::stri
         "FROM orchestration.plan_steps WHERE tenant_id = $1 AND plan_id = $2 ORDER BY position",
         who.tenant_id, plan_id);
     for (const pqxx::row& s : steps) {
-      PlanStep step;
-      step.id = s[0].as<std::string>();
-      step.description = s[1].as<std::string>();
-      step.tools = Strings(s[2]);
-      step.needs_executor = s[3].as<bool>();
-      step.depends_on = Strings(s[4]);
-      step.expected_output = s[5].as<std::string>();
-      for (const auto& call : nlohmann::json::parse(s[6].as<std::string>())) {
-        step.tool_calls.push_back(
-            {call.value("tool", ""), call.value("arguments", nlohmann::json::object())});
-      }
-      step.status = ParseStepStatus(s[7].as<std::string>()).value_or(StepStatus::kPending);
-      step.result_summary = s[8].as<std::string>();
-      step.result = nlohmann::json::parse(s[9].as<std::string>());
-      step.error = s[10].as<std::string>();
-      for (const auto& a : nlohmann::json::parse(s[11].as<std::string>())) {
-        step.answers.push_back(
-            {a.value("question", ""), a.value("answer", ""), a.value("answered_by", "")});
-      }
-      step.dialogue_conversation_id = s[12].as<std::string>();
-      step.attempts = s[13].as<int>();
-      step.started_micros = s[14].as<int64_t>();
-      step.finished_micros = s[15].as<int64_t>();
-      plan.steps.push_back(std::move(step));
+      auto step = StepOfRow(keys_, tx, who.tenant_id, plan_id, s);
+      if (!step.ok()) return step.status();
+      plan.steps.push_back(*std::move(step));
     }
     return absl::OkStatus();
   });
@@ -177,6 +236,9 @@ absl::Status PgPlanStore::Update(const Plan& plan, std::initializer_list<PlanSta
                                  bool replace_steps) {
   std::vector<std::string> allowed;
   for (PlanStatus s : from) allowed.emplace_back(PlanStatusName(s));
+  auto key = keys_.ActiveKey(plan.tenant_id);
+  if (!key.ok()) return key.status();
+  const SealedPlanColumns sealed(*key, plan);
   return pg::WithTenantTransaction(pool_, plan.tenant_id, [&](pqxx::work& tx) {
     pqxx::result current = tx.exec_params(
         "SELECT status FROM orchestration.plans WHERE tenant_id = $1 AND id = $2 AND user_id = $3 "
@@ -197,17 +259,20 @@ absl::Status PgPlanStore::Update(const Plan& plan, std::initializer_list<PlanSta
         plan.review_verdict.has_value()
             ? std::optional<std::string>(ReviewVerdictName(*plan.review_verdict))
             : std::nullopt,
-        plan.review_notes, Dump(QuestionToJson(plan.pending_question)), plan.summary);
+        sealed.review_notes, sealed.pending_question, sealed.summary);
     if (replace_steps) {
       tx.exec_params("DELETE FROM orchestration.plan_steps WHERE tenant_id = $1 AND plan_id = $2",
                      plan.tenant_id, plan.id);
-      InsertSteps(tx, plan);
+      InsertSteps(tx, *key, plan);
     }
     return absl::OkStatus();
   });
 }
 
 absl::Status PgPlanStore::UpdateStep(const Plan& plan, const PlanStep& step) {
+  auto key = keys_.ActiveKey(plan.tenant_id);
+  if (!key.ok()) return key.status();
+  const seal::RowSealer seal(*key, kSteps, plan.tenant_id, StepRow(plan.id, step.id));
   return pg::WithTenantTransaction(pool_, plan.tenant_id, [&](pqxx::work& tx) {
     pqxx::result updated = tx.exec_params(
         "UPDATE orchestration.plan_steps SET status = $4, result_summary = $5, "
@@ -215,8 +280,9 @@ absl::Status PgPlanStore::UpdateStep(const Plan& plan, const PlanStep& step) {
         "attempts = $10, started_at = to_timestamp($11::double precision / 1000000), "
         "finished_at = to_timestamp($12::double precision / 1000000) "
         "WHERE tenant_id = $1 AND plan_id = $2 AND step_id = $3",
-        plan.tenant_id, plan.id, step.id, StepStatusName(step.status), step.result_summary,
-        Dump(step.result), step.error, Dump(AnswersToJson(step.answers)),
+        plan.tenant_id, plan.id, step.id, StepStatusName(step.status),
+        seal.Text("result_summary", step.result_summary), seal.Json("result", Dump(step.result)),
+        seal.Text("error", step.error), seal.Json("answers", Dump(AnswersToJson(step.answers))),
         step.dialogue_conversation_id, step.attempts, NullIfZero(step.started_micros),
         NullIfZero(step.finished_micros));
     if (updated.affected_rows() == 0) {

@@ -1,17 +1,22 @@
 // Plans and their steps in orchestration.plans / orchestration.plan_steps
 // (migrations/0003_plans.sql). Every statement runs in a transaction scoped
 // to the plan's tenant (row-level security) and names the plan's user.
+// What users and models wrote (the objective, notes, the question, the
+// summary; each step's description, expected output, tool calls, results,
+// error and answers) is sealed with the tenant's key; ids, statuses, tool
+// names and times stay readable.
 #pragma once
 
 #include "libs/pg/pool.h"
+#include "libs/seal/key_ring.h"
 #include "services/orchestrator/plans/plan_store.h"
 
 namespace omniforge::orchestrator {
 
 class PgPlanStore final : public PlanStore {
  public:
-  // `pool` must outlive the store.
-  explicit PgPlanStore(pg::PgPool& pool) : pool_(pool) {}
+  // `pool` and `keys` (orchestration.tenant_keys) must outlive the store.
+  PgPlanStore(pg::PgPool& pool, seal::KeyRing& keys) : pool_(pool), keys_(keys) {}
 
   absl::Status Create(const Plan& plan) override;
   absl::StatusOr<Plan> Get(const core::Identity& who, const std::string& plan_id) override;
@@ -23,6 +28,7 @@ class PgPlanStore final : public PlanStore {
 
  private:
   pg::PgPool& pool_;
+  seal::KeyRing& keys_;
 };
 
 }  // namespace omniforge::orchestrator

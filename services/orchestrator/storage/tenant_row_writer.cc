@@ -41,13 +41,17 @@ struct TenantRowWriter::Queue {
       rows.push_back(std::move(r.row));
       records_by_tenant[r.tenant_id] += r.records;
     }
-    for (const auto& by_tenant : rows_by_tenant) {
+    for (auto& by_tenant : rows_by_tenant) {
       const std::string& tenant = by_tenant.first;
-      const nlohmann::json& rows = by_tenant.second;
-      absl::Status status = pg::WithTenantTransaction(pool, tenant, [&](pqxx::work& tx) {
-        tx.exec_params(owner.options_.insert_sql, tenant, rows.dump());
-        return absl::OkStatus();
-      });
+      nlohmann::json& rows = by_tenant.second;
+      absl::Status status =
+          owner.options_.prepare ? owner.options_.prepare(tenant, rows) : absl::OkStatus();
+      if (status.ok()) {
+        status = pg::WithTenantTransaction(pool, tenant, [&](pqxx::work& tx) {
+          tx.exec_params(owner.options_.insert_sql, tenant, rows.dump());
+          return absl::OkStatus();
+        });
+      }
       if (!status.ok()) {
         owner.CountDropped("database", records_by_tenant[tenant]);
         core::LogWarn(owner.options_.what + " not stored",

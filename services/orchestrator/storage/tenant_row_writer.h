@@ -6,10 +6,12 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "absl/status/status.h"
 #include "libs/pg/pool.h"
 
 namespace omniforge::orchestrator {
@@ -32,6 +34,9 @@ struct TenantRowWriterOptions {
   // when the process dies are lost either way; this widens that window by
   // as much.
   std::chrono::milliseconds linger{10};
+  // Runs on the writer thread before a tenant's rows are inserted (to seal
+  // their text); an error drops them, counted as `database`.
+  std::function<absl::Status(const std::string& tenant, nlohmann::json& rows)> prepare;
 };
 
 // Thread-safe. Rows submitted while `max_queued` wait are dropped and

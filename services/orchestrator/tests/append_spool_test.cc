@@ -3,11 +3,14 @@
 // away and bring it back.
 #include "services/orchestrator/downstream/append_spool.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -16,6 +19,8 @@
 #include "libs/core/call.h"
 #include "libs/core/clock.h"
 #include "libs/core/ids.h"
+#include "libs/seal/key_ring.h"
+#include "libs/seal/master_keys.h"
 #include "services/orchestrator/downstream/grpc_downstream.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
@@ -77,9 +82,34 @@ class AppendSpoolTest : public ::testing::Test {
     FAIL() << "the conversation service is not reachable again";
   }
 
+  // Master keys as a service is given them: `current` seals, `previous`
+  // (id -> key) still opens.
+  static seal::MasterKeySet Keys(const std::string& current_id, char fill,
+                                 std::map<std::string, char> previous = {}) {
+    seal::MasterKeySet keys{*seal::KeyRing::ParseMasterKey(std::string(64, fill)), current_id, {}};
+    for (const auto& [id, key_fill] : previous) {
+      keys.previous[id] = *seal::KeyRing::ParseMasterKey(std::string(64, key_fill));
+    }
+    return keys;
+  }
+
+  absl::StatusOr<std::unique_ptr<AppendSpool>> TryOpenSpool(
+      std::optional<seal::MasterKeySet> keys) {
+    AppendSpoolOptions options;
+    options.dir = dir_;
+    options.master_keys = std::move(keys);
+    return AppendSpool::Open(*memory_, options);
+  }
+
+  std::string SpoolFile() const {
+    std::ifstream in(dir_ / "appends.log", std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
   std::unique_ptr<AppendSpool> OpenSpool(int64_t max_bytes = 64LL << 20) {
     AppendSpoolOptions options;
     options.dir = dir_;
+    options.master_keys = Keys("primary", '7');
     options.max_bytes = max_bytes;
     options.call_timeout = std::chrono::milliseconds(10000);
     options.min_backoff = std::chrono::milliseconds(20);
@@ -315,6 +345,72 @@ TEST_F(AppendSpoolTest, TheDrainerStoresSpooledMessagesOnceStorageIsBack) {
   }
   EXPECT_EQ(spool->depth(), 0u);
   EXPECT_EQ(Contents(conversation), (std::vector<std::string>{"one", "two"}));
+}
+
+TEST_F(AppendSpoolTest, SpooledMessagesAreSealedInTheFileAndOpenAfterARestart) {
+  const std::string conversation = NewConversation();
+  const std::string words = "the Zanzibar merger closes on Friday";
+  {
+    std::unique_ptr<AppendSpool> spool = OpenSpool();
+    StopStorage();
+    Spool(*spool, Message(conversation, words));
+  }
+  const std::string file = SpoolFile();
+  ASSERT_FALSE(file.empty());
+  EXPECT_EQ(file.find("Zanzibar"), std::string::npos) << "the message is sealed in the file";
+  EXPECT_EQ(file.find(conversation), std::string::npos) << "so is the conversation it is for";
+  std::unique_ptr<AppendSpool> reopened = OpenSpool();
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_EQ(reopened->depth(), 1u);
+  StartStorage();
+  EXPECT_EQ(DrainAll(*reopened), 1u);
+  EXPECT_EQ(Contents(conversation), std::vector<std::string>{words});
+}
+
+TEST_F(AppendSpoolTest,
+       AMessageSealedUnderAnUnknownMasterKeyStopsTheSpoolAndStaysUntilTheKeyIsGiven) {
+  const std::string conversation = NewConversation();
+  {
+    auto spool = TryOpenSpool(Keys("old", '1'));
+    ASSERT_TRUE(spool.ok()) << spool.status();
+    StopStorage();
+    Spool(**spool, Message(conversation, "sealed under the old key"));
+  }
+  const std::string before = SpoolFile();
+  // The master key changed and the old one was not given: nothing starts,
+  // nothing is dropped.
+  auto refused = TryOpenSpool(Keys("new", '2'));
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused.status())) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr("'old'"));
+  EXPECT_EQ(SpoolFile(), before);
+  // A wrong key under the old id does not open it either.
+  auto wrong = TryOpenSpool(Keys("old", '3'));
+  EXPECT_TRUE(absl::IsDataLoss(wrong.status())) << wrong.status();
+  EXPECT_EQ(SpoolFile(), before);
+  // With the old key among the previous ones it opens, and the message lands.
+  auto rotated = TryOpenSpool(Keys("new", '2', {{"old", '1'}}));
+  ASSERT_TRUE(rotated.ok()) << rotated.status();
+  EXPECT_EQ((*rotated)->depth(), 1u);
+  StartStorage();
+  EXPECT_EQ(DrainAll(**rotated), 1u);
+  EXPECT_EQ(Contents(conversation), std::vector<std::string>{"sealed under the old key"});
+}
+
+TEST_F(AppendSpoolTest, ASpoolWrittenInTheClearOpensOnceKeysAreGiven) {
+  const std::string conversation = NewConversation();
+  {
+    auto spool = TryOpenSpool(std::nullopt);
+    ASSERT_TRUE(spool.ok()) << spool.status();
+    StopStorage();
+    Spool(**spool, Message(conversation, "written before sealing"));
+  }
+  EXPECT_NE(SpoolFile().find("written before sealing"), std::string::npos);
+  std::unique_ptr<AppendSpool> sealed = OpenSpool();
+  ASSERT_NE(sealed, nullptr);
+  EXPECT_EQ(sealed->depth(), 1u);
+  StartStorage();
+  EXPECT_EQ(DrainAll(*sealed), 1u);
+  EXPECT_EQ(Contents(conversation), std::vector<std::string>{"written before sealing"});
 }
 
 TEST_F(AppendSpoolTest, ASecondProcessCannotOpenTheSameSpool) {

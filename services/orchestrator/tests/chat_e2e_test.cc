@@ -67,12 +67,14 @@
 #include "libs/llm/testing/fake_provider.h"
 #include "libs/mcp/testing/node_servers.h"
 #include "libs/pg/pool.h"
+#include "libs/seal/sealed_text.h"
 #include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
 #include "services/orchestrator/approvals/approval_gate.h"
 #include "services/orchestrator/storage/pg_approval_audit.h"
 #include "services/orchestrator/storage/pg_plan_store.h"
+#include "services/orchestrator/storage/tenant_keys.h"
 #include "tests/support/command.h"
 #include "tests/support/server_process.h"
 #include "tests/support/service_stack.h"
@@ -172,6 +174,44 @@ class ChatEndToEndTest : public ::testing::Test {
             .release();
   }
 
+  // The orchestrator's tenant keys, opened with its master key: what an
+  // operator holding that key reads (made once per suite's database).
+  static seal::KeyRing& OrchestratorKeys() {
+    if (sealing_ == nullptr) {
+      pg::PgOptions options;
+      options.dsn = db_->dsn();
+      sealing_ = new Sealing{*pg::PgPool::Create(options), nullptr};
+      sealing_->keys =
+          std::make_unique<seal::KeyRing>(*sealing_->pool, kOrchestratorKeys,
+                                          *seal::KeyRing::ParseMasterKey(kMasterKey), "primary");
+    }
+    return *sealing_->keys;
+  }
+
+  // A value the orchestrator sealed in `table` (a jsonb column's text when
+  // `json`), opened; the test fails when it was stored in the clear.
+  static std::string Unsealed(const std::string& tenant, std::string_view table,
+                              const std::string& row, std::string_view column,
+                              const std::string& stored, bool json = false) {
+    EXPECT_TRUE(seal::IsSealedText(json ? stored.substr(1) : stored))
+        << table << "." << column << " is stored in the clear: " << stored;
+    pg::PgOptions options;
+    options.dsn = db_->dsn();
+    auto pool = pg::PgPool::Create(options);
+    std::string opened;
+    const absl::Status status =
+        pg::WithTenantTransaction(**pool, tenant, [&](pqxx::work& tx) -> absl::Status {
+          const std::string ad = seal::SealedAd(table, tenant, row, column);
+          auto value = json ? seal::OpenJson(OrchestratorKeys(), tx, tenant, stored, ad)
+                            : seal::OpenText(OrchestratorKeys(), tx, tenant, stored, ad);
+          if (!value.ok()) return value.status();
+          opened = *std::move(value);
+          return absl::OkStatus();
+        });
+    EXPECT_TRUE(status.ok()) << status;
+    return opened;
+  }
+
   // What every orchestrator of the tests runs with (its spool in `spool`).
   static std::vector<std::string> OrchestratorEnv(std::vector<std::string> env,
                                                   const std::string& spool = "spool") {
@@ -180,7 +220,8 @@ class ChatEndToEndTest : public ::testing::Test {
                 "OMNIFORGE_SPOOL_DIR=" + (*dir_ / spool).string(),
                 "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation_->address(),
                 "OMNIFORGE_DOWNSTREAM_INTENT=" + intent_->address(),
-                "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor_->address(), "FAKE_LLM_KEY=fake-key"});
+                "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor_->address(), "FAKE_LLM_KEY=fake-key",
+                std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey});
     return env;
   }
 
@@ -199,6 +240,8 @@ class ChatEndToEndTest : public ::testing::Test {
     delete keys_;
     std::filesystem::remove_all(*dir_);
     delete dir_;
+    delete sealing_;
+    sealing_ = nullptr;
     delete db_;
   }
 
@@ -322,10 +365,11 @@ class ChatEndToEndTest : public ::testing::Test {
     const std::string flow_id = LastRouting(conversation).value("flow_id", "");
     pqxx::connection conn(db_->dsn());
     pqxx::nontransaction tx(conn);
-    const pqxx::result rows =
-        tx.exec_params("SELECT state::text FROM orchestration.flows WHERE flow_id = $1", flow_id);
+    const pqxx::result rows = tx.exec_params(
+        "SELECT state::text, tenant_id FROM orchestration.flows WHERE flow_id = $1", flow_id);
     if (rows.empty() || rows[0][0].is_null()) return json::object();
-    return json::parse(rows[0][0].as<std::string>());
+    return json::parse(Unsealed(rows[0][1].as<std::string>(), "orchestration.flows", flow_id,
+                                "state", rows[0][0].as<std::string>(), /*json=*/true));
   }
 
   // The states the turn went through.
@@ -353,6 +397,11 @@ class ChatEndToEndTest : public ::testing::Test {
   }
 
   int user_ = 0;
+  struct Sealing {
+    std::unique_ptr<pg::PgPool> pool;
+    std::unique_ptr<seal::KeyRing> keys;
+  };
+  static Sealing* sealing_;
   static testing::TestDatabase* db_;
   static std::filesystem::path* dir_;
   static std::vector<std::pair<core::Identity, std::string>>* keys_;
@@ -367,6 +416,7 @@ class ChatEndToEndTest : public ::testing::Test {
 };
 
 testing::TestDatabase* ChatEndToEndTest::db_ = nullptr;
+ChatEndToEndTest::Sealing* ChatEndToEndTest::sealing_ = nullptr;
 std::filesystem::path* ChatEndToEndTest::dir_ = nullptr;
 std::vector<std::pair<core::Identity, std::string>>* ChatEndToEndTest::keys_ = nullptr;
 testing::ServerProcess* ChatEndToEndTest::conversation_ = nullptr;
@@ -1157,7 +1207,7 @@ class LocalPlanEndToEndTest : public ChatEndToEndTest {
     options.dsn = db_->dsn();
     auto pool = pg::PgPool::Create(options);
     ASSERT_TRUE(pool.ok()) << pool.status();
-    PgPlanStore store(**pool);
+    PgPlanStore store(**pool, OrchestratorKeys());
     ASSERT_TRUE(store.Create(plan).ok());
   }
 
@@ -1461,7 +1511,7 @@ TEST_F(LocalPlanEndToEndTest, StoredDecisionsAreListedNewestFirstToTheirOwnerOnl
     options.dsn = db_->dsn();
     auto pool = pg::PgPool::Create(options);
     ASSERT_TRUE(pool.ok()) << pool.status();
-    PgApprovalAudit audit(**pool);
+    PgApprovalAudit audit(**pool, OrchestratorKeys());
     const std::vector<std::pair<pb::ActionOutcome, std::string>> decided = {
         {pb::ACTION_OUTCOME_EDITED, "words"},
         {pb::ACTION_OUTCOME_REJECTED, "api"},
@@ -1644,23 +1694,35 @@ class ModelPlannerEndToEndTest : public ChatEndToEndTest {
         turn_id, count);
   }
 
-  // The error log of a turn: tenant, user, conversation, kind, message,
-  // component, stage, tool.
+  // The error log of a turn: tenant, user, conversation, kind, message
+  // (sealed), component, stage, tool, id.
   static pqxx::result ErrorsOf(const std::string& turn_id, size_t count) {
     return RowsOf(
         "SELECT tenant_id, user_id, conversation_id::text, kind, message, component, stage, "
-        "tool "
+        "tool, id::text "
         "FROM orchestration.error_log WHERE turn_id = $1 ORDER BY created_at",
         turn_id, count);
   }
 
-  // A flow's row: status, box, turn_id, conversation_id, user_id (none
-  // when it is not stored).
+  // A logged error's message, opened.
+  static std::string ErrorMessage(const pqxx::row& logged) {
+    return Unsealed(logged[0].as<std::string>(), "orchestration.error_log",
+                    logged[8].as<std::string>(), "message", logged[4].as<std::string>());
+  }
+
+  // A flow's row: status, state (sealed), turn_id, conversation_id, user_id,
+  // tenant_id (none when it is not stored).
   static pqxx::result FlowOf(const std::string& flow_id) {
     return RowsOf(
-        "SELECT status, box::text, turn_id, conversation_id::text, user_id "
+        "SELECT status, state::text, turn_id, conversation_id::text, user_id, tenant_id "
         "FROM orchestration.flows WHERE flow_id = $1",
         flow_id, 1);
+  }
+
+  // The context box of a flow's row, opened.
+  static json BoxOf(const pqxx::row& row, const std::string& flow_id) {
+    return json::parse(Unsealed(row[5].as<std::string>(), "orchestration.flows", flow_id, "state",
+                                row[1].as<std::string>(), /*json=*/true))["context_box"];
   }
 
   // The system message of a recorded model request.
@@ -2327,7 +2389,7 @@ TEST_F(ModelPlannerEndToEndTest, AFailingModelFallsBackToTheLocalPlanner) {
   EXPECT_EQ(logged[0][1].as<std::string>(), who().user_id);
   EXPECT_EQ(logged[0][2].as<std::string>(), turn.session().conversation_id());
   EXPECT_EQ(logged[0][3].as<std::string>(), "model_failed");
-  EXPECT_THAT(logged[0][4].as<std::string>(), HasSubstr("could not answer"));
+  EXPECT_THAT(ErrorMessage(logged[0]), HasSubstr("could not answer"));
   EXPECT_EQ(logged[0][5].as<std::string>(), "llm");
   EXPECT_EQ(logged[0][6].as<std::string>(), "planner_stream");
 }
@@ -2586,7 +2648,8 @@ TEST_F(ModelPlannerEndToEndTest, TheContextBoxIsStoredPerFlowAndFedToEveryPlanne
   pqxx::result row = FlowOf(flow);
   ASSERT_EQ(row.size(), 1u);
   EXPECT_EQ(row[0][0].as<std::string>(), "waiting");
-  json box = json::parse(row[0][1].as<std::string>());
+  EXPECT_THAT(row[0][1].as<std::string>(), Not(HasSubstr("standup"))) << "sealed at rest";
+  json box = BoxOf(row[0], flow);
   EXPECT_THAT(box["goal"].get<std::string>(), HasSubstr("our standup notes pile up"));
   EXPECT_THAT(box["blockers"].dump(), HasSubstr("waiting for the user's approval"));
   EXPECT_THAT(box["next"].dump(), HasSubstr("run create_agent once approved"));
@@ -2612,7 +2675,7 @@ TEST_F(ModelPlannerEndToEndTest, TheContextBoxIsStoredPerFlowAndFedToEveryPlanne
   ASSERT_EQ(row.size(), 1u) << "one row per flow, updated by each turn";
   EXPECT_EQ(row[0][0].as<std::string>(), "done");
   EXPECT_EQ(row[0][2].as<std::string>(), yes.session().turn_id());
-  box = json::parse(row[0][1].as<std::string>());
+  box = BoxOf(row[0], flow);
   EXPECT_THAT(box["progress"].dump(), HasSubstr("approved create_agent"));
   EXPECT_THAT(box["progress"].dump(), HasSubstr("ran create_agent"));
   EXPECT_THAT(box["data"].dump(), HasSubstr("standup-digest"));
@@ -2790,7 +2853,7 @@ TEST_F(ModelPlannerEndToEndTest, ANewMessageSuspendsTheRunningFlowWhichResumesOn
   pqxx::result row = FlowOf(suspended_flow);
   ASSERT_EQ(row.size(), 1u);
   EXPECT_EQ(row[0][0].as<std::string>(), "suspended");
-  json box = json::parse(row[0][1].as<std::string>());
+  json box = BoxOf(row[0], suspended_flow);
   EXPECT_EQ(box["goal"], "tell me a long story");
   EXPECT_THAT(box["next"].dump(), HasSubstr("finish the answer to: tell me a long story"));
   EXPECT_THAT(box["blockers"].dump(), HasSubstr("suspended by a newer message"));

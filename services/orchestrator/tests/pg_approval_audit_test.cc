@@ -12,6 +12,8 @@
 
 #include "libs/core/call_deadline.h"
 #include "libs/pg/migrate.h"
+#include "libs/seal/test_keys.h"
+#include "services/orchestrator/storage/tenant_keys.h"
 #include "services/orchestrator/tests/approval_audit_contract.h"
 #include "tests/support/migrated_database.h"
 
@@ -30,11 +32,18 @@ namespace pb = ::omniforge::orchestrator::v1;
 testing::SharedDatabase* const kDatabase =
     testing::SharedDatabase::Register("orchestrator", &pg::OrchestratorMigrations);
 
+// The tenants' data keys under a test master key, for the database's life.
+seal::KeyRing& TestKeys() {
+  static seal::KeyRing* keys =
+      new seal::KeyRing(kDatabase->pool(), kOrchestratorKeys, seal::TestMasterKey(), "test");
+  return *keys;
+}
+
 struct PgBackend {
   static void SetUpTestSuite() { kDatabase->Get(); }
   static void TearDownTestSuite() {}
   static std::unique_ptr<ApprovalAudit> Make() {
-    return std::make_unique<PgApprovalAudit>(kDatabase->pool());
+    return std::make_unique<PgApprovalAudit>(kDatabase->pool(), TestKeys());
   }
 };
 
@@ -91,7 +100,7 @@ class PgApprovalAuditTest : public ::testing::Test {
     return count;
   }
 
-  PgApprovalAudit audit_{kDatabase->pool()};
+  PgApprovalAudit audit_{kDatabase->pool(), TestKeys()};
   std::string tenant_;
   std::string conversation_;
 };
@@ -149,7 +158,7 @@ TEST_F(PgApprovalAuditTest, ARowSaysWhoWhenWhichDigestAndHowItEndedInPlainColumn
   ASSERT_TRUE(audit_.Record(Decision(tenant_, "a-1")).ok());
   const pqxx::result rows = AsSuperuser(
       "SELECT tenant_id, user_id, turn_id, action_id, digest, tool, risk, outcome, decided_by, "
-      "via, decided_at = '2023-11-14 22:13:20.000001+00'::timestamptz "
+      "via, decided_at = '2023-11-14 22:13:20.000001+00'::timestamptz, summary "
       "FROM orchestration.approval_decisions WHERE conversation_id = $1::uuid",
       conversation_);
   ASSERT_EQ(rows.size(), 1u);
@@ -165,6 +174,13 @@ TEST_F(PgApprovalAuditTest, ARowSaysWhoWhenWhichDigestAndHowItEndedInPlainColumn
   EXPECT_EQ(row[8].as<std::string>(), "policy");
   EXPECT_EQ(row[9].as<std::string>(), "policy");
   EXPECT_TRUE(row[10].as<bool>()) << "decided_at to the microsecond";
+  // What the action would do, in the user's words, is sealed; it reads back.
+  EXPECT_EQ(row[11].as<std::string>().rfind("ofs1:", 0), 0u) << row[11].as<std::string>();
+  EXPECT_EQ(row[11].as<std::string>().find("customers"), std::string::npos);
+  auto listed = audit_.List({tenant_, "alice"}, conversation_, 10);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].summary, "Message 240 customers");
 }
 
 TEST_F(PgApprovalAuditTest, TheTrailHasAnIndexInItsOrder) {

@@ -28,9 +28,11 @@
 #include "libs/llm/llm_factory.h"
 #include "libs/llm/testing/fake_provider.h"
 #include "libs/pg/migrate.h"
+#include "libs/seal/test_keys.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "services/orchestrator/downstream/grpc_downstream.h"
 #include "services/orchestrator/storage/pg_plan_store.h"
+#include "services/orchestrator/storage/tenant_keys.h"
 #include "services/orchestrator/usage/usage_attribution.h"
 #include "tests/support/migrated_database.h"
 #include "tests/support/server_process.h"
@@ -48,6 +50,7 @@ using llm::testing::FakeReply;
 using llm::testing::FakeRule;
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Every event with the time it arrived.
 class RecordingSink final : public PlanEventSink {
@@ -163,7 +166,8 @@ class PlanEngineTest : public ::testing::Test {
     reviewer_model_ = client_->ForProfile("quality").release();
 
     pool_ = &db_->pool();
-    store_ = new PgPlanStore(*pool_);
+    keys_ = new seal::KeyRing(*pool_, kOrchestratorKeys, seal::TestMasterKey(), "test");
+    store_ = new PgPlanStore(*pool_, *keys_);
     local_steps_ = MakeGrpcStepExecutors(local_executor_->address()).release();
     model_steps_ = MakeGrpcStepExecutors(model_executor_->address()).release();
     executor_stub_ =
@@ -192,6 +196,7 @@ class PlanEngineTest : public ::testing::Test {
     delete model_steps_;
     delete local_steps_;
     delete store_;
+    delete keys_;
     delete reviewer_model_;
     delete planner_model_;
     delete client_;
@@ -271,6 +276,7 @@ class PlanEngineTest : public ::testing::Test {
   static llm::ChatModel* planner_model_;
   static llm::ChatModel* reviewer_model_;
   static pg::PgPool* pool_;
+  static seal::KeyRing* keys_;
   static PlanStore* store_;
   static StepExecutors* local_steps_;
   static StepExecutors* model_steps_;
@@ -287,6 +293,7 @@ llm::ChatModel* PlanEngineTest::planner_model_ = nullptr;
 llm::ChatModel* PlanEngineTest::reviewer_model_ = nullptr;
 pg::PgPool* PlanEngineTest::pool_ = nullptr;
 PlanStore* PlanEngineTest::store_ = nullptr;
+seal::KeyRing* PlanEngineTest::keys_ = nullptr;
 StepExecutors* PlanEngineTest::local_steps_ = nullptr;
 StepExecutors* PlanEngineTest::model_steps_ = nullptr;
 executor::v1::ExecutorService::Stub* PlanEngineTest::executor_stub_ = nullptr;
@@ -666,6 +673,25 @@ TEST_F(PlanQuestionTest, AQuestionOnlyTheUserCanAnswerPausesThePlanUntilTheAnswe
 
   auto again = engine->engine.AnswerQuestion(who_, outcome->plan.id, "Marketing ops", after);
   EXPECT_EQ(again.status().code(), absl::StatusCode::kFailedPrecondition);
+
+  // Everything the plan and its step hold of the user's and the model's
+  // words (the objective, the question and its options, the answer, the
+  // result) is sealed at rest: whole rows as text name none of it.
+  std::string rows;
+  ASSERT_TRUE(pg::WithTenantTransaction(*pool_, who_.tenant_id, [&](pqxx::work& tx) {
+                for (const char* sql :
+                     {"SELECT p::text FROM orchestration.plans p WHERE id = $1",
+                      "SELECT s::text FROM orchestration.plan_steps s WHERE plan_id = $1"}) {
+                  for (const pqxx::row& row : tx.exec_params(sql, outcome->plan.id)) {
+                    rows += row[0].as<std::string>();
+                  }
+                }
+                return absl::OkStatus();
+              }).ok());
+  ASSERT_THAT(rows, HasSubstr("ofs1:"));
+  for (const char* words : {"marketing", "Marketing", "Campaign", "which one"}) {
+    EXPECT_THAT(rows, Not(HasSubstr(words)));
+  }
 }
 
 // The model, scripted as an attacker (a prompt-injected document told it to
@@ -944,7 +970,7 @@ TEST_F(PlanEngineTest, APlanResumedAfterACrashKeepsFinishedStepsAndRepeatsNoTool
   options.acquire_timeout = std::chrono::milliseconds(2000);
   auto crash_pool = pg::PgPool::Create(options);
   ASSERT_TRUE(crash_pool.ok()) << crash_pool.status();
-  PgPlanStore crash_store(**crash_pool);
+  PgPlanStore crash_store(**crash_pool, *keys_);
 
   const std::string name = "Resume " + core::NewUuid().substr(24);
   FakeRule hang = ExecutorTurn("Create the project", true, "", {});

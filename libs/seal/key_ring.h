@@ -1,7 +1,8 @@
-// Envelope encryption for conversation content at rest.
+// Envelope encryption for what users and models wrote, at rest.
 //
 // Each tenant has numbered data keys (XChaCha20-Poly1305, 256-bit) stored in
-// conversation.tenant_keys wrapped by the master key; every encrypted value
+// a service's own `<schema>.tenant_keys` table wrapped by the service's
+// master key; every encrypted value
 // records the key id that sealed it, so a tenant's key can rotate while old
 // rows stay readable. Associated data binds a ciphertext to its tenant and
 // row: a value copied to another row or tenant fails to open.
@@ -21,17 +22,9 @@
 
 #include "absl/status/statusor.h"
 #include "libs/pg/pool.h"
+#include "libs/seal/keys.h"
 
-namespace omniforge::conversation {
-
-using KeyBytes = std::array<unsigned char, 32>;
-// Earlier master keys by id, still accepted for unwrapping.
-using MasterKeys = std::map<std::string, KeyBytes>;
-
-struct DataKey {
-  int id = 0;
-  KeyBytes bytes{};
-};
+namespace omniforge::seal {
 
 class KeyRing final {
  public:
@@ -39,9 +32,11 @@ class KeyRing final {
   // bytes (surrounding whitespace ignored). INVALID_ARGUMENT otherwise.
   static absl::StatusOr<KeyBytes> ParseMasterKey(std::string_view encoded);
 
+  // `keys_table` is the schema-qualified table of the tenant keys (such as
+  // "conversation.tenant_keys"); it must be a plain `schema.table` name.
   // `active_key_ttl` bounds how long a replica keeps writing with a key after
   // another replica rotated it.
-  KeyRing(pg::PgPool& pool, KeyBytes master_key, std::string master_key_id,
+  KeyRing(pg::PgPool& pool, std::string keys_table, KeyBytes master_key, std::string master_key_id,
           std::chrono::seconds active_key_ttl = std::chrono::seconds(60),
           MasterKeys previous_master_keys = {});
 
@@ -66,7 +61,8 @@ class KeyRing final {
   // keys. Returns how many keys were re-wrapped. FAILED_PRECONDITION naming
   // the id when a row's master key is not among `previous`; DATA_LOSS when a
   // key does not open with it. Safe to re-run; safe while services serve.
-  static absl::StatusOr<int> RewrapTenantKeys(pg::PgPool& owner_pool, const KeyBytes& master_key,
+  static absl::StatusOr<int> RewrapTenantKeys(pg::PgPool& owner_pool, const std::string& keys_table,
+                                              const KeyBytes& master_key,
                                               const std::string& master_key_id,
                                               const MasterKeys& previous, int batch = 500);
 
@@ -82,6 +78,7 @@ class KeyRing final {
   absl::StatusOr<int> LatestKeyId(const std::string& tenant, bool create_next);
 
   pg::PgPool& pool_;
+  std::string keys_table_;
   KeyBytes master_key_;
   std::string master_key_id_;
   MasterKeys previous_master_keys_;
@@ -96,4 +93,4 @@ class KeyRing final {
   std::map<std::string, ActiveEntry> active_;
 };
 
-}  // namespace omniforge::conversation
+}  // namespace omniforge::seal

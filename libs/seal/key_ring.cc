@@ -1,12 +1,14 @@
-#include "services/conversation/src/key_ring.h"
+#include "libs/seal/key_ring.h"
 
 #include <sodium.h>
 
 #include <cctype>
+#include <regex>
+#include <stdexcept>
 
 #include "absl/strings/str_cat.h"
 
-namespace omniforge::conversation {
+namespace omniforge::seal {
 namespace {
 
 constexpr size_t kNonceBytes = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES;
@@ -29,6 +31,16 @@ absl::StatusOr<DataKey> UnwrapWith(const KeyBytes& master, const std::string& ma
   std::copy(raw->begin(), raw->end(), key.bytes.begin());
   sodium_memzero(raw->data(), raw->size());
   return key;
+}
+
+// The table name is spliced into statements: only `schema.table` of
+// lower-case letters, digits and underscores is accepted.
+std::string CheckedTableName(std::string name) {
+  static const std::regex kPlain("[a-z_][a-z0-9_]*\\.[a-z_][a-z0-9_]*");
+  if (!std::regex_match(name, kPlain)) {
+    throw std::invalid_argument("KeyRing: not a plain schema.table name: " + name);
+  }
+  return name;
 }
 
 }  // namespace
@@ -59,9 +71,11 @@ absl::StatusOr<KeyBytes> KeyRing::ParseMasterKey(std::string_view encoded) {
       "the master key must be 32 bytes, written as 64 hex digits or base64");
 }
 
-KeyRing::KeyRing(pg::PgPool& pool, KeyBytes master_key, std::string master_key_id,
-                 std::chrono::seconds active_key_ttl, MasterKeys previous_master_keys)
+KeyRing::KeyRing(pg::PgPool& pool, std::string keys_table, KeyBytes master_key,
+                 std::string master_key_id, std::chrono::seconds active_key_ttl,
+                 MasterKeys previous_master_keys)
     : pool_(pool),
+      keys_table_(CheckedTableName(std::move(keys_table))),
       master_key_(master_key),
       master_key_id_(std::move(master_key_id)),
       previous_master_keys_(std::move(previous_master_keys)),
@@ -122,11 +136,11 @@ absl::StatusOr<DataKey> KeyRing::Unwrap(const std::string& tenant, int key_id,
 absl::StatusOr<int> KeyRing::LatestKeyId(const std::string& tenant, bool create_next) {
   int key_id = 0;
   absl::Status status = pg::WithTenantTransaction(pool_, tenant, [&](pqxx::work& tx) {
-    // Serialises key creation for this tenant across replicas.
+    // Serialises key creation for this tenant across replicas (and services:
+    // the key is the one the conversation service has always taken).
     tx.exec_params("SELECT pg_advisory_xact_lock(hashtext('omniforge-tenant-key:' || $1))", tenant);
     pqxx::row latest = tx.exec_params1(
-        "SELECT COALESCE(max(key_id), 0) FROM conversation.tenant_keys WHERE tenant_id = $1",
-        tenant);
+        "SELECT COALESCE(max(key_id), 0) FROM " + keys_table_ + " WHERE tenant_id = $1", tenant);
     key_id = latest[0].as<int>();
     if (key_id > 0 && !create_next) return absl::OkStatus();
     ++key_id;
@@ -134,10 +148,9 @@ absl::StatusOr<int> KeyRing::LatestKeyId(const std::string& tenant, bool create_
     randombytes_buf(fresh.bytes.data(), fresh.bytes.size());
     const std::string raw(reinterpret_cast<const char*>(fresh.bytes.data()), fresh.bytes.size());
     const std::string wrapped = Seal(DataKey{0, master_key_}, raw, WrapAd(tenant, key_id));
-    tx.exec_params(
-        "INSERT INTO conversation.tenant_keys (tenant_id, key_id, master_key_id, wrapped_key)"
-        " VALUES ($1, $2, $3, $4)",
-        tenant, key_id, master_key_id_, pqxx::binarystring(wrapped));
+    tx.exec_params("INSERT INTO " + keys_table_ +
+                       " (tenant_id, key_id, master_key_id, wrapped_key) VALUES ($1, $2, $3, $4)",
+                   tenant, key_id, master_key_id_, pqxx::binarystring(wrapped));
     return absl::OkStatus();
   });
   if (!status.ok()) return status;
@@ -187,19 +200,21 @@ absl::StatusOr<DataKey> KeyRing::KeyById(pqxx::work& tx, const std::string& tena
     if (auto it = keys_.find({tenant, key_id}); it != keys_.end())
       return DataKey{key_id, it->second};
   }
-  pqxx::result row = tx.exec_params(
-      "SELECT master_key_id, wrapped_key FROM conversation.tenant_keys"
-      " WHERE tenant_id = $1 AND key_id = $2",
-      tenant, key_id);
+  pqxx::result row = tx.exec_params("SELECT master_key_id, wrapped_key FROM " + keys_table_ +
+                                        " WHERE tenant_id = $1 AND key_id = $2",
+                                    tenant, key_id);
   if (row.empty()) {
     return absl::DataLossError("tenant key " + std::to_string(key_id) + " is missing");
   }
   return Unwrap(tenant, key_id, row[0][0].as<std::string>(), pqxx::binarystring(row[0][1]).str());
 }
 
-absl::StatusOr<int> KeyRing::RewrapTenantKeys(pg::PgPool& owner_pool, const KeyBytes& master_key,
+absl::StatusOr<int> KeyRing::RewrapTenantKeys(pg::PgPool& owner_pool,
+                                              const std::string& keys_table_name,
+                                              const KeyBytes& master_key,
                                               const std::string& master_key_id,
                                               const MasterKeys& previous, int batch) {
+  const std::string keys_table = CheckedTableName(keys_table_name);
   int rewrapped = 0;
   for (;;) {
     int in_batch = 0;
@@ -208,20 +223,21 @@ absl::StatusOr<int> KeyRing::RewrapTenantKeys(pg::PgPool& owner_pool, const KeyB
     if (!lease.ok()) return lease.status();
     try {
       pqxx::work tx(lease->conn());
-      // Every tenant's keys: the owner's cross-tenant policy (migration 0005),
-      // for this transaction only. Any other role would see none of them.
-      pqxx::result owner = tx.exec(
+      // Every tenant's keys: the owner's cross-tenant policy, for this
+      // transaction only. Any other role would see none of them.
+      pqxx::result owner = tx.exec_params(
           "SELECT pg_has_role(current_user, c.relowner, 'USAGE') OR r.rolsuper OR r.rolbypassrls"
-          " FROM pg_class c, pg_roles r WHERE c.oid = 'conversation.tenant_keys'::regclass"
-          " AND r.rolname = current_user");
+          " FROM pg_class c, pg_roles r WHERE c.oid = $1::regclass"
+          " AND r.rolname = current_user",
+          keys_table);
       if (!owner[0][0].as<bool>()) {
         return absl::FailedPreconditionError(
             "re-wrapping the tenant keys needs the schema's owner (database.migrate_dsn)");
       }
       tx.exec("SET LOCAL omniforge.cross_tenant = 'on'");
       pqxx::result rows = tx.exec_params(
-          "SELECT tenant_id, key_id, master_key_id, wrapped_key FROM conversation.tenant_keys"
-          " WHERE master_key_id <> $1 ORDER BY tenant_id, key_id LIMIT $2 FOR UPDATE",
+          "SELECT tenant_id, key_id, master_key_id, wrapped_key FROM " + keys_table +
+              " WHERE master_key_id <> $1 ORDER BY tenant_id, key_id LIMIT $2 FOR UPDATE",
           master_key_id, batch);
       for (const pqxx::row& row : rows) {
         const std::string tenant = row[0].as<std::string>();
@@ -245,8 +261,8 @@ absl::StatusOr<int> KeyRing::RewrapTenantKeys(pg::PgPool& owner_pool, const KeyB
         const std::string wrapped = Seal(DataKey{0, master_key}, raw_copy, WrapAd(tenant, key_id));
         sodium_memzero(raw_copy.data(), raw_copy.size());
         tx.exec_params(
-            "UPDATE conversation.tenant_keys SET master_key_id = $3, wrapped_key = $4"
-            " WHERE tenant_id = $1 AND key_id = $2",
+            "UPDATE " + keys_table +
+                " SET master_key_id = $3, wrapped_key = $4 WHERE tenant_id = $1 AND key_id = $2",
             tenant, key_id, master_key_id, pqxx::binarystring(wrapped));
         ++in_batch;
       }
@@ -267,4 +283,4 @@ absl::StatusOr<int> KeyRing::Rotate(const std::string& tenant) {
   return LatestKeyId(tenant, /*create_next=*/true);
 }
 
-}  // namespace omniforge::conversation
+}  // namespace omniforge::seal
