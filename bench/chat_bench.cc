@@ -56,6 +56,7 @@
 #include "libs/llm/testing/fake_provider.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
 #include "tests/support/identity_keys.h"
+#include "tests/support/master_keys.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
 
@@ -262,7 +263,7 @@ bool StartDownstream(const std::string& dsn, testing::ServerProcess& conversatio
     sign = {testing::SignWithTestKeyEnv(), testing::SignWithTestKeyIdEnv()};
   }
   Env conversation_env = {dsn, std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey};
-  Env executor_env = {dsn};
+  Env executor_env = {dsn, testing::ExecutorMasterKeyEnv()};
   conversation_env.insert(conversation_env.end(), trust.begin(), trust.end());
   executor_env.insert(executor_env.end(), trust.begin(), trust.end());
   executor_env.insert(executor_env.end(), sign.begin(), sign.end());

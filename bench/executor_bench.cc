@@ -32,6 +32,7 @@
 #include "libs/mcp/registry.h"
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
+#include "libs/seal/test_keys.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "services/executor/src/grpc_service.h"
 #include "services/executor/src/mcp_tools.h"
@@ -60,13 +61,14 @@ class Bench {
   explicit Bench(const std::string& dsn) {
     if (!pg::ApplyMigrations(dsn, "executor", pg::ExecutorMigrations()).ok()) std::abort();
     pool_ = *pg::PgPool::Create({.dsn = dsn, .pool_size = 16});
-    tools_ = std::make_unique<PlatformTools>(*pool_);
+    keys_ = std::make_unique<seal::KeyRing>(*pool_, kExecutorKeys, seal::TestMasterKey(), "bench");
+    tools_ = std::make_unique<PlatformTools>(*pool_, *keys_);
     if (!catalog_.AddProvider(*tools_).ok()) std::abort();
     AddEverythingServer();
-    ledger_ = std::make_unique<PgInvocationLedger>(*pool_);
+    ledger_ = std::make_unique<PgInvocationLedger>(*pool_, *keys_);
     runtime_ = std::make_unique<ToolRuntime>(catalog_, ledger_.get());
     // run_agent runs the agent (local mode: its steps).
-    run_store_ = std::make_unique<PgRunStore>(*pool_);
+    run_store_ = std::make_unique<PgRunStore>(*pool_, *keys_);
     runner_ =
         std::make_unique<AgentRunner>(*run_store_, *runtime_, AgentFactory(), core::SystemClock());
     tools_->SetRunner(runner_.get());
@@ -169,6 +171,7 @@ class Bench {
 
   core::Identity who_{"bench-tenant", "bench-user"};
   std::unique_ptr<pg::PgPool> pool_;
+  std::unique_ptr<seal::KeyRing> keys_;
   std::unique_ptr<PlatformTools> tools_;
   ToolCatalog catalog_;
   std::unique_ptr<mcp::McpRegistry> registry_;

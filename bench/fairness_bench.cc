@@ -45,6 +45,7 @@
 #include "libs/llm/testing/fake_provider.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
 #include "tests/support/identity_keys.h"
+#include "tests/support/master_keys.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
 
@@ -154,7 +155,7 @@ struct Stack {
     const std::string dsn = "OMNIFORGE_DATABASE_DSN=" + db.dsn();
     const std::string trust = testing::TrustTestKeyEnv();
     const Env sign = {testing::SignWithTestKeyEnv(), testing::SignWithTestKeyIdEnv()};
-    Env executor_env = {dsn, trust};
+    Env executor_env = {dsn, trust, testing::ExecutorMasterKeyEnv()};
     executor_env.insert(executor_env.end(), sign.begin(), sign.end());
     if (!Started(conversation.Start(
             {dsn, trust, std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey})) ||

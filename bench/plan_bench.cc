@@ -33,6 +33,7 @@
 #include "services/orchestrator/plans/plan_engine.h"
 #include "services/orchestrator/storage/pg_plan_store.h"
 #include "services/orchestrator/storage/tenant_keys.h"
+#include "tests/support/master_keys.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
 
@@ -112,8 +113,9 @@ int Main(int iterations, int step_ms) {
       "    balanced: [fake/model]\n  retry: {max_attempts: 1}\n";
   std::ofstream(dir / "executor.yaml") << llm_yaml;
   testing::ServerProcess executor(OMNIFORGE_EXECUTOR_BIN);
-  if (auto error = executor.Start({"OMNIFORGE_DATABASE_DSN=" + db.dsn()},
-                                  {"--config", (dir / "executor.yaml").string()});
+  if (auto error =
+          executor.Start({"OMNIFORGE_DATABASE_DSN=" + db.dsn(), testing::ExecutorMasterKeyEnv()},
+                         {"--config", (dir / "executor.yaml").string()});
       error.has_value()) {
     Die(*error);
   }

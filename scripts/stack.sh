@@ -20,15 +20,24 @@ pid_of() {
   local pid
   pid="$(cat "$pidfile")"
   kill -0 "$pid" 2>/dev/null || return 1
+  # A process killed a moment ago may linger as a zombie until it is
+  # reaped: it is not running.
+  if [[ -r "/proc/$pid/stat" ]]; then
+    local state
+    state="$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || true)"
+    [[ "$state" != Z && "$state" != X ]] || return 1
+  fi
   echo "$pid"
 }
 
 # The encryption master keys, one per service that seals what users wrote:
-# the conversation service's (master.key) and the orchestrator's
-# (orchestrator-master.key). Neither can open the other's data.
+# the conversation service's (master.key), the orchestrator's
+# (orchestrator-master.key) and the executor's (executor-master.key). None
+# can open another's data.
 ensure_master_key() {
   local key
-  for key in "$STATE_DIR/master.key" "$STATE_DIR/orchestrator-master.key"; do
+  for key in "$STATE_DIR/master.key" "$STATE_DIR/orchestrator-master.key" \
+             "$STATE_DIR/executor-master.key"; do
     if [[ ! -s "$key" ]]; then
       (umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$key")
       log "generated a local encryption master key in $key"
@@ -106,6 +115,7 @@ service_env() {
       SERVICE_ENV=("OMNIFORGE_IDENTITY_TRUSTED_KEYS=$trusted") ;;
     executor)
       SERVICE_ENV=("OMNIFORGE_DATABASE_DSN=$DATABASE_DSN"
+                   "OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE=$STATE_DIR/executor-master.key"
                    "OMNIFORGE_CONVERSATION_ADDRESS=$(addr conversation)"
                    "OMNIFORGE_IDENTITY_TRUSTED_KEYS=$trusted"
                    "OMNIFORGE_IDENTITY_SIGNING_KEY_FILE=$STATE_DIR/executor-identity.key"

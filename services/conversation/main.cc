@@ -22,6 +22,7 @@
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
 #include "libs/pg/settings.h"
+#include "libs/seal/key_admin.h"
 #include "libs/seal/master_keys.h"
 #include "services/conversation/src/grpc_service.h"
 #include "services/conversation/src/pg_repository.h"
@@ -123,37 +124,6 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   return absl::OkStatus();
 }
 
-absl::Status RotateKey(const Settings& s, const std::string& tenant) {
-  auto master_keys = seal::LoadMasterKeys(s.master_keys);
-  if (!master_keys.ok()) return master_keys.status();
-  auto pool = pg::PgPool::Create(s.database.pool);
-  if (!pool.ok()) return pool.status();
-  seal::KeyRing keys(**pool, kConversationKeys, master_keys->current, master_keys->current_id);
-  auto key_id = keys.Rotate(tenant);
-  if (!key_id.ok()) return key_id.status();
-  core::LogInfo("tenant key rotated", {{"tenant", tenant}, {"key_id", std::to_string(*key_id)}});
-  return absl::OkStatus();
-}
-
-absl::Status RewrapKeys(const Settings& s) {
-  auto master_keys = seal::LoadMasterKeys(s.master_keys);
-  if (!master_keys.ok()) return master_keys.status();
-  // Every tenant's keys: connect as the schema owner, which row-level
-  // security does not filter.
-  pg::PgOptions owner = s.database.pool;
-  owner.dsn = s.database.migrate_dsn;
-  owner.role.clear();
-  owner.pool_size = 1;
-  auto pool = pg::PgPool::Create(owner);
-  if (!pool.ok()) return pool.status();
-  auto count = seal::KeyRing::RewrapTenantKeys(**pool, kConversationKeys, master_keys->current,
-                                               master_keys->current_id, master_keys->previous);
-  if (!count.ok()) return count.status();
-  core::LogInfo("tenant keys re-wrapped",
-                {{"master_key_id", master_keys->current_id}, {"count", std::to_string(*count)}});
-  return absl::OkStatus();
-}
-
 }  // namespace
 }  // namespace omniforge::conversation
 
@@ -190,13 +160,11 @@ int main(int argc, char** argv) {
   if (migrate->parsed()) {
     status = conversation::Migrate(*settings);
   } else if (rewrap->parsed()) {
-    status = conversation::RewrapKeys(*settings);
+    status = seal::RewrapTenantKeys(settings->database, conversation::kConversationKeys,
+                                    settings->master_keys);
   } else if (rotate->parsed()) {
-    if (!core::IsSafeToken(tenant)) {
-      status = absl::InvalidArgumentError("--tenant must be 1..128 characters of [A-Za-z0-9._:@-]");
-    } else {
-      status = conversation::RotateKey(*settings, tenant);
-    }
+    status = seal::RotateTenantKey(settings->database, conversation::kConversationKeys,
+                                   settings->master_keys, tenant);
   } else {
     // The caller-assertion keys, before any call is served.
     status = core::InstallCallerIdentity(settings->identity, core::kConversationAudience);

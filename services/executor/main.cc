@@ -2,6 +2,11 @@
 //
 //   omniforge-executor [--config FILE] [serve]   migrate (when enabled) and serve
 //   omniforge-executor [--config FILE] migrate   apply migrations and exit
+//   omniforge-executor [--config FILE] rotate-key --tenant T | rewrap-keys
+//
+// What the tools store of users' and models' words is sealed with the
+// tenant's key, under the executor's own master key
+// (`encryption.master_key_file`).
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 #include <unistd.h>
@@ -24,6 +29,9 @@
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
 #include "libs/pg/settings.h"
+#include "libs/seal/key_admin.h"
+#include "libs/seal/key_ring.h"
+#include "libs/seal/master_keys.h"
 #include "services/executor/src/conversation_recorder.h"
 #include "services/executor/src/domain_tools.h"
 #include "services/executor/src/grpc_service.h"
@@ -70,6 +78,8 @@ struct Settings {
   SchedulerOptions scheduler;
   int run_threads = 8;
   int max_runs_per_tenant = 4;
+  // The master keys that wrap the tenants' data keys (platform.tenant_keys).
+  seal::MasterKeySettings master_keys;
 };
 
 absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
@@ -101,6 +111,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.scheduler.batch = static_cast<int>(c.Int("scheduler.batch", 500, 1, 10000));
   s.run_threads = static_cast<int>(c.Int("runs.threads", 8, 1, 256));
   s.max_runs_per_tenant = static_cast<int>(c.Int("runs.max_per_tenant", 4, 1, 1000));
+  s.master_keys = seal::ReadMasterKeySettings(c);
   auto llm_config = llm::ReadLlmConfig(c);
   if (!llm_config.ok()) return llm_config.status();
   s.llm = *std::move(llm_config);
@@ -191,7 +202,9 @@ absl::Status MakeAgents(const Settings& s, ToolRuntime& runtime,
   return absl::OkStatus();
 }
 
-absl::Status Serve(const Settings& s, const sigset_t& signals) {
+// The schema migrated (when enabled) and a pool whose role row-level
+// security binds.
+absl::StatusOr<std::unique_ptr<pg::PgPool>> OpenDatabase(const Settings& s) {
   if (s.database.migrate_on_start) {
     if (absl::Status status = Migrate(s); !status.ok()) return status;
   }
@@ -200,7 +213,17 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   if (absl::Status status = pg::CheckRowLevelSecurityApplies(**pool, "platform"); !status.ok()) {
     return status;
   }
-  PlatformTools platform_tools(**pool);
+  return pool;
+}
+
+absl::Status Serve(const Settings& s, const sigset_t& signals) {
+  auto master_keys = seal::LoadMasterKeys(s.master_keys);
+  if (!master_keys.ok()) return master_keys.status();
+  auto pool = OpenDatabase(s);
+  if (!pool.ok()) return pool.status();
+  seal::KeyRing keys(**pool, kExecutorKeys, master_keys->current, master_keys->current_id,
+                     std::chrono::seconds(60), master_keys->previous);
+  PlatformTools platform_tools(**pool, keys);
   ToolCatalog catalog;
   if (absl::Status status = catalog.AddProvider(platform_tools); !status.ok()) return status;
   // MCP servers: a server that cannot be reached at start is logged and
@@ -228,7 +251,7 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
     refresher = std::make_unique<ToolListRefresher>(
         registry, catalog, std::vector<ToolProvider*>{&mcp_tools, &domain_tools}, options);
   }
-  PgInvocationLedger ledger(**pool);
+  PgInvocationLedger ledger(**pool, keys);
   InvocationPurger purger(**pool, s.idempotency_retention, s.purge_interval);
   ToolRuntime runtime(catalog, &ledger, s.tools);
   // One long-lived channel to the conversation service, which stores the
@@ -248,7 +271,7 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
     return status;
   }
   // Runs of the user's agents: run_agent, and the scheduler's.
-  PgRunStore run_store(**pool);
+  PgRunStore run_store(**pool, keys);
   AgentRunner runner(run_store, runtime, agents, core::SystemClock(), s.max_runs_per_tenant);
   platform_tools.SetRunner(&runner);
   ExecutorGrpcService service(runtime, workers, recorder.get(), std::move(agents));
@@ -287,6 +310,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   auto* serve = app.add_subcommand("serve", "apply migrations (when enabled) and serve (default)");
   auto* migrate = app.add_subcommand("migrate", "apply database migrations and exit");
+  std::string rotate_tenant;
+  auto* rotate = app.add_subcommand("rotate-key", "give a tenant a new data key");
+  rotate->add_option("--tenant", rotate_tenant, "the tenant")->required();
+  auto* rewrap = app.add_subcommand(
+      "rewrap-keys", "move every tenant key to the current master key (as the schema owner)");
   CLI11_PARSE(app, argc, argv);
   (void)serve;
 
@@ -301,6 +329,12 @@ int main(int argc, char** argv) {
   absl::Status status;
   if (migrate->parsed()) {
     status = executor::Migrate(*settings);
+  } else if (rotate->parsed()) {
+    status = seal::RotateTenantKey(settings->database, executor::kExecutorKeys,
+                                   settings->master_keys, rotate_tenant);
+  } else if (rewrap->parsed()) {
+    status =
+        seal::RewrapTenantKeys(settings->database, executor::kExecutorKeys, settings->master_keys);
   } else {
     // The caller-assertion keys, before any call is served or made.
     status = core::InstallCallerIdentity(settings->identity, core::kExecutorAudience);

@@ -42,6 +42,7 @@
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
 #include "libs/pg/settings.h"
+#include "libs/seal/key_admin.h"
 #include "libs/seal/master_keys.h"
 #include "services/orchestrator/api/chat_service.h"
 #include "services/orchestrator/approvals/memory_approval_audit.h"
@@ -372,9 +373,11 @@ PlanParts MakePlans(const Settings& s, const Storage& storage, const PlannerMode
 // Replicas sharing the database reach each other's running turns (a newer
 // message suspends, CancelTurn cancels, wherever the turn runs); null
 // without a database.
-std::unique_ptr<PgTurnBus> JoinTurnBus(const Settings& s, const Storage& storage) {
+std::unique_ptr<PgTurnBus> JoinTurnBus(const Settings& s, const Storage& storage,
+                                       const std::optional<seal::MasterKeySet>& master_keys) {
   if (storage.pool == nullptr) return nullptr;
-  auto turn_bus = std::make_unique<PgTurnBus>(s.database.pool.dsn);
+  // Signals are sealed with a key every replica derives from the master key.
+  auto turn_bus = std::make_unique<PgTurnBus>(s.database.pool.dsn, master_keys);
   if (turn_bus->WaitListening(std::chrono::seconds(2))) {
     core::LogInfo("turns on other replicas are reached through the database",
                   {{"replica", turn_bus->origin()}});
@@ -434,7 +437,7 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   TurnRunner runner(*downstream->memory, *downstream->understanding, *downstream->tools,
                     turn_options, models->planner.get(), storage->flows.get(),
                     storage->errors.get(), plans.engine.get(), downstream->spool.get());
-  std::unique_ptr<PgTurnBus> turn_bus = JoinTurnBus(s, *storage);
+  std::unique_ptr<PgTurnBus> turn_bus = JoinTurnBus(s, *storage, *master_keys);
   core::ThreadPool workers(s.worker_threads, 4096);
   ChatGrpcService service(**keys, runner, *downstream->memory, workers, turn_bus.get(),
                           storage->audit.get(), &limits);
@@ -460,37 +463,20 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   return absl::OkStatus();
 }
 
-// `omniforge-orchestrator rotate-key --tenant T`: the tenant's next data key;
-// new values are sealed with it, older ones stay readable.
-absl::Status RotateKey(const Settings& s, const std::string& tenant) {
-  auto master_keys = seal::LoadMasterKeys(s.master_keys);
-  if (!master_keys.ok()) return master_keys.status();
-  auto pool = pg::PgPool::Create(s.database.pool);
-  if (!pool.ok()) return pool.status();
-  seal::KeyRing keys(**pool, kOrchestratorKeys, master_keys->current, master_keys->current_id);
-  auto key_id = keys.Rotate(tenant);
-  if (!key_id.ok()) return key_id.status();
-  core::LogInfo("tenant key rotated", {{"tenant", tenant}, {"key_id", std::to_string(*key_id)}});
-  return absl::OkStatus();
-}
-
-// `omniforge-orchestrator rewrap-keys`: every tenant key moved to the
-// current master key, as the schema owner (database.migrate_dsn).
-absl::Status RewrapKeys(const Settings& s) {
-  auto master_keys = seal::LoadMasterKeys(s.master_keys);
-  if (!master_keys.ok()) return master_keys.status();
-  pg::PgOptions owner = s.database.pool;
-  owner.dsn = s.database.migrate_dsn;
-  owner.role.clear();
-  owner.pool_size = 1;
-  auto pool = pg::PgPool::Create(owner);
-  if (!pool.ok()) return pool.status();
-  auto count = seal::KeyRing::RewrapTenantKeys(**pool, kOrchestratorKeys, master_keys->current,
-                                               master_keys->current_id, master_keys->previous);
-  if (!count.ok()) return count.status();
-  core::LogInfo("tenant keys re-wrapped",
-                {{"master_key_id", master_keys->current_id}, {"count", std::to_string(*count)}});
-  return absl::OkStatus();
+// `keys create`: prints a new key and its key-file line; 2 on bad input.
+int CreateApiKey(const core::Identity& who, const std::string& label, const std::string& expires) {
+  std::optional<int64_t> expiry;
+  if (!expires.empty() && !(expiry = core::ParseApiKeyExpiry(expires))) {
+    std::fprintf(stderr, "--expires: not an RFC 3339 time or a date: %s\n", expires.c_str());
+    return 2;
+  }
+  absl::StatusOr<core::NewApiKey> key = core::GenerateApiKey(who, label, expiry);
+  if (!key.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(key.status().message()).c_str());
+    return 2;
+  }
+  std::printf("key:  %s\nline: %s\n", key->key.c_str(), key->file_line.c_str());
+  return 0;
 }
 
 }  // namespace
@@ -531,20 +517,7 @@ int main(int argc, char** argv) {
   create->add_option("--expires", expires,
                      "when the key stops working, UTC: RFC 3339 or a date (2027-03-01)");
   CLI11_PARSE(app, argc, argv);
-  if (create->parsed()) {
-    std::optional<int64_t> expiry;
-    if (!expires.empty() && !(expiry = core::ParseApiKeyExpiry(expires))) {
-      std::fprintf(stderr, "--expires: not an RFC 3339 time or a date: %s\n", expires.c_str());
-      return 2;
-    }
-    absl::StatusOr<core::NewApiKey> key = core::GenerateApiKey(who, label, expiry);
-    if (!key.ok()) {
-      std::fprintf(stderr, "%s\n", std::string(key.status().message()).c_str());
-      return 2;
-    }
-    std::printf("key:  %s\nline: %s\n", key->key.c_str(), key->file_line.c_str());
-    return 0;
-  }
+  if (create->parsed()) return orchestrator::CreateApiKey(who, label, expires);
   absl::StatusOr<orchestrator::Settings> settings = orchestrator::LoadSettings(config_file);
   const bool admin = migrate->parsed() || rotate->parsed() || rewrap->parsed();
   if (settings.ok() && !admin) {
@@ -563,9 +536,11 @@ int main(int argc, char** argv) {
   if (migrate->parsed()) {
     status = orchestrator::Migrate(*settings);
   } else if (rotate->parsed()) {
-    status = orchestrator::RotateKey(*settings, rotate_tenant);
+    status = seal::RotateTenantKey(settings->database, orchestrator::kOrchestratorKeys,
+                                   settings->master_keys, rotate_tenant);
   } else if (rewrap->parsed()) {
-    status = orchestrator::RewrapKeys(*settings);
+    status = seal::RewrapTenantKeys(settings->database, orchestrator::kOrchestratorKeys,
+                                    settings->master_keys);
   } else {
     // The caller-assertion keys, before any call is made.
     status = core::InstallCallerIdentity(settings->identity, "orchestrator");

@@ -110,7 +110,8 @@ def check(config, with_ollama, problems):
         problems.append(f"orchestrator: publishes {ports}, expected its gRPC port only")
 
     secrets = config.get("secrets", {})
-    for secret in ("master_key", "orchestrator_master_key", "postgres_password", "api_keys",
+    for secret in ("master_key", "orchestrator_master_key", "executor_master_key",
+                   "postgres_password", "api_keys",
                    "db_conversation_password", "db_executor_password", "db_orchestrator_password"):
         if secret not in secrets:
             problems.append(f"secret {secret} is not defined")
@@ -125,7 +126,8 @@ def check(config, with_ollama, problems):
     # Each service that seals what users wrote has its own master key, and
     # no other service is given it.
     for service, secret in (("conversation", "master_key"),
-                            ("orchestrator", "orchestrator_master_key")):
+                            ("orchestrator", "orchestrator_master_key"),
+                            ("executor", "executor_master_key")):
         if secret not in secrets_of(service):
             problems.append(f"{service}: no {secret} secret")
         if env(service).get("OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE") != f"/run/secrets/{secret}":

@@ -20,6 +20,7 @@
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "omniforge/intent/v1/intent_service.grpc.pb.h"
 #include "tests/support/identity_keys.h"
+#include "tests/support/master_keys.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
 
@@ -52,6 +53,9 @@ class CallerAssertionTest : public ::testing::TestWithParam<Service> {
     }
     if (GetParam().audience == core::kConversationAudience) {
       env.push_back(std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey);
+    }
+    if (GetParam().audience == core::kExecutorAudience) {
+      env.push_back(testing::ExecutorMasterKeyEnv());
     }
     auto error = server_->Start(env);
     ASSERT_FALSE(error.has_value()) << *error;

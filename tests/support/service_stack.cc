@@ -6,6 +6,7 @@
 #include "libs/core/api_keys.h"
 #include "libs/core/ids.h"
 #include "tests/support/identity_keys.h"
+#include "tests/support/master_keys.h"
 
 namespace omniforge::testing {
 namespace {
@@ -29,8 +30,8 @@ std::optional<std::string> ServiceStack::Start(const std::string& dsn,
     return error;
   }
   if (auto error = intent_.Start({TrustTestKeyEnv()})) return error;
-  if (auto error = executor_.Start(
-          {database, TrustTestKeyEnv(), SignWithTestKeyEnv(), SignWithTestKeyIdEnv()})) {
+  if (auto error = executor_.Start({database, ExecutorMasterKeyEnv(), TrustTestKeyEnv(),
+                                    SignWithTestKeyEnv(), SignWithTestKeyIdEnv()})) {
     return error;
   }
   spool_dir_ =

@@ -3,7 +3,7 @@
 # in DIR (default: files/ beside this script, git-ignored), keeping any that
 # exist:
 #   master.key    32 random bytes, hex (the conversation service's master key)
-#   orchestrator_master.key  the same kind, the orchestrator's own
+#   orchestrator_master.key, executor_master.key  the same kind, each service's own
 #   orchestrator_identity.key, executor_identity.key  caller-assertion signing keys
 #                 (32 random bytes, hex); *_identity.pub their public keys
 #   api_keys      one API key for TENANT/USER (its secret in demo.key, for the client)
@@ -32,7 +32,7 @@ mkdir -p "$dir"
 chmod 700 "$dir"
 umask 077
 
-for name in master.key orchestrator_master.key; do
+for name in master.key orchestrator_master.key executor_master.key; do
   if [[ ! -s "$dir/$name" ]]; then
     od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$dir/$name"
     echo "secrets: made $name"

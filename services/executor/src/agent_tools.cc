@@ -346,9 +346,10 @@ absl::StatusOr<ToolResult> CreateAgent(pqxx::work& tx, const ToolCall& call, cor
           "ARRAY(SELECT jsonb_array_elements_text($10::jsonb)), $11::jsonb, $12::jsonb, $13, $14, "
           "$15, $16, $17::jsonb) ON CONFLICT (tenant_id, user_id, lower(name)) DO NOTHING "
           "RETURNING a.id::text"),
-      call.who.tenant_id, core::NewUuid(), call.who.user_id, name, description, instructions,
-      when->description, skills, config, StringArray(tools), steps.dump(), d.limits.value_or("{}"),
-      when->cron, when->cron.empty() ? zone : when->time_zone, d.missed_runs.value_or("run_once"),
+      call.who.tenant_id, core::NewUuid(), call.who.user_id, name, Sealed(description),
+      Sealed(instructions), when->description, skills, SealedStrings(config), StringArray(tools),
+      steps.dump(), d.limits.value_or("{}"), when->cron,
+      when->cron.empty() ? zone : when->time_zone, d.missed_runs.value_or("run_once"),
       d.allow_overlap.value_or(false), d.deliver.value_or(nlohmann::json::object()).dump());
   if (r.empty()) {
     return ToolResult::Error(
@@ -405,9 +406,9 @@ absl::StatusOr<ToolResult> UpdateAgent(pqxx::work& tx, const ToolCall& call, cor
       "a.missed_runs), allow_overlap = coalesce($15, a.allow_overlap), deliver = "
       "coalesce($16::jsonb, a.deliver), updated_at = now() WHERE a.tenant_id = $1 AND a.id = "
       "$2::uuid",
-      call.who.tenant_id, agent->id, name, description, instructions,
-      when ? std::optional<std::string>(when->description) : std::nullopt, skills, config,
-      tools ? std::optional<std::string>(StringArray(*tools)) : std::nullopt,
+      call.who.tenant_id, agent->id, name, Sealed(description), Sealed(instructions),
+      when ? std::optional<std::string>(when->description) : std::nullopt, skills,
+      SealedStrings(config), tools ? std::optional<std::string>(StringArray(*tools)) : std::nullopt,
       d.steps ? std::optional<std::string>(d.steps->dump()) : std::nullopt, d.limits,
       when ? std::optional<std::string>(when->cron) : std::nullopt,
       when && !when->cron.empty() ? std::optional<std::string>(when->time_zone) : d.time_zone,
@@ -481,7 +482,8 @@ absl::StatusOr<ToolResult> CreateSkill(pqxx::work& tx, const ToolCall& call,
       "INSERT INTO platform.skills AS s (tenant_id, id, user_id, name, description, "
       "instructions) VALUES ($1, $2::uuid, $3, $4, $5, $6) ON CONFLICT (tenant_id, user_id, "
       "lower(name)) DO NOTHING RETURNING (to_jsonb(s) - 'tenant_id' - 'user_id')::text",
-      call.who.tenant_id, core::NewUuid(), call.who.user_id, name, description, instructions);
+      call.who.tenant_id, core::NewUuid(), call.who.user_id, name, Sealed(description),
+      Sealed(instructions));
   if (r.empty()) {
     return ToolResult::Error("already_exists",
                              absl::StrCat("a skill named '", name, "' already exists"));

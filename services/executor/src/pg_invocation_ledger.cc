@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/core/logging.h"
+#include "libs/seal/sealed_text.h"
 
 namespace omniforge::executor {
 namespace {
@@ -17,6 +18,13 @@ std::string LeaseMicros(std::chrono::system_clock::time_point lease_until) {
   return std::to_string(
       std::chrono::duration_cast<std::chrono::microseconds>(lease_until.time_since_epoch())
           .count());
+}
+
+constexpr char kInvocations[] = "platform.tool_invocations";
+
+// A record's row in the sealed result's associated data.
+std::string RecordRow(const InvocationKey& key) {
+  return key.who.user_id + "/" + key.idempotency_key;
 }
 
 }  // namespace
@@ -51,9 +59,10 @@ absl::StatusOr<std::optional<RecordedResult>> PgInvocationLedger::Claim(
                            " with other arguments; use a new key for a new call"));
         }
         if (r[2].as<std::string>() == "done") {
-          recorded = RecordedResult{r[4].as<std::string>(), r[5].as<bool>(), r[6].as<bool>(),
-                                    r[7].as<int64_t>()};
-          return absl::OkStatus();
+          seal::RowOpener open(keys_, tx, kInvocations, key.who.tenant_id, RecordRow(key));
+          recorded = RecordedResult{open.Text("result", r[4].is_null() ? "" : r[4].c_str()),
+                                    r[5].as<bool>(), r[6].as<bool>(), r[7].as<int64_t>()};
+          return open.status();
         }
         if (!r[3].as<bool>()) {
           return absl::AbortedError(
@@ -72,12 +81,17 @@ absl::StatusOr<std::optional<RecordedResult>> PgInvocationLedger::Claim(
 }
 
 absl::Status PgInvocationLedger::Complete(const InvocationKey& key, const RecordedResult& result) {
+  auto data_key = keys_.ActiveKey(key.who.tenant_id);
+  if (!data_key.ok()) return data_key.status();
+  const std::string sealed =
+      seal::RowSealer(*data_key, kInvocations, key.who.tenant_id, RecordRow(key))
+          .Text("result", result.json);
   return pg::WithTenantTransaction(pool_, key.who.tenant_id, [&](pqxx::work& tx) {
     tx.exec_params(
         "UPDATE platform.tool_invocations SET status = 'done', result = $4, is_error = $5, "
         "truncated = $6, duration_us = $7, completed_at = now() "
         "WHERE tenant_id = $1 AND user_id = $2 AND idempotency_key = $3",
-        key.who.tenant_id, key.who.user_id, key.idempotency_key, result.json, result.is_error,
+        key.who.tenant_id, key.who.user_id, key.idempotency_key, sealed, result.is_error,
         result.truncated, result.duration_us);
     return absl::OkStatus();
   });

@@ -1,5 +1,8 @@
 // InvocationLedger on PostgreSQL (platform.tool_invocations), tenant-scoped
-// with row-level security. Thread-safe.
+// with row-level security. A result (whatever the tool returned: the
+// user's and the model's words among it) is sealed with the tenant's key
+// (`keys`, platform.tenant_keys); the tool's name, the arguments' hash,
+// the status and the times stay readable. Thread-safe.
 #pragma once
 
 #include <condition_variable>
@@ -7,13 +10,15 @@
 #include <thread>
 
 #include "libs/pg/pool.h"
+#include "libs/seal/key_ring.h"
 #include "services/executor/src/invocation_ledger.h"
 
 namespace omniforge::executor {
 
 class PgInvocationLedger final : public InvocationLedger {
  public:
-  explicit PgInvocationLedger(pg::PgPool& pool) : pool_(pool) {}
+  // `pool` and `keys` must outlive the ledger.
+  PgInvocationLedger(pg::PgPool& pool, seal::KeyRing& keys) : pool_(pool), keys_(keys) {}
 
   absl::StatusOr<std::optional<RecordedResult>> Claim(
       const InvocationKey& key, std::chrono::system_clock::time_point lease_until) override;
@@ -22,7 +27,11 @@ class PgInvocationLedger final : public InvocationLedger {
 
  private:
   pg::PgPool& pool_;
+  seal::KeyRing& keys_;
 };
+
+// The table of the tenants' data keys in schema platform (migration 0007).
+inline constexpr char kExecutorKeys[] = "platform.tenant_keys";
 
 // Deletes, across tenants, idempotency records finished before `before`
 // and claims whose lease ran out before it, at most `limit`; returns how

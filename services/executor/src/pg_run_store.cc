@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/core/ids.h"
+#include "libs/seal/sealed_json.h"
 #include "services/executor/src/platform_handlers.h"
 
 namespace omniforge::executor {
@@ -43,6 +44,16 @@ AgentDefinition DefinitionFromRow(const nlohmann::json& a) {
   return d;
 }
 
+absl::StatusOr<nlohmann::ordered_json> PgRunStore::Opened(pqxx::work& tx, const std::string& tenant,
+                                                          const char* json_text) {
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(json_text);
+  absl::Status opened = seal::OpenStrings(
+      doc, [&](int key_id) { return keys_.KeyById(tx, tenant, key_id); },
+      platform::PlatformAd(tenant));
+  if (!opened.ok()) return opened;
+  return doc;
+}
+
 absl::StatusOr<std::optional<AgentDefinition>> PgRunStore::LoadAgent(const core::Identity& who,
                                                                      const std::string& ref) {
   std::optional<AgentDefinition> agent;
@@ -53,7 +64,10 @@ absl::StatusOr<std::optional<AgentDefinition>> PgRunStore::LoadAgent(const core:
                          "AND a.user_id = $2 AND ",
                          platform::ByIdOrName(ref, 3, "a.")),
             who.tenant_id, who.user_id, ref);
-        if (!r.empty()) agent = DefinitionFromRow(nlohmann::json::parse(r[0][0].c_str()));
+        if (r.empty()) return absl::OkStatus();
+        auto row = Opened(tx, who.tenant_id, r[0][0].c_str());
+        if (!row.ok()) return row.status();
+        agent = DefinitionFromRow(nlohmann::json(*row));
         return absl::OkStatus();
       });
   if (!status.ok()) return status;
@@ -64,6 +78,10 @@ absl::StatusOr<std::string> PgRunStore::StartRun(const core::Identity& who,
                                                  const AgentDefinition& agent,
                                                  const RunStart& start) {
   const std::string id = core::NewUuid();
+  auto key = keys_.ActiveKey(who.tenant_id);
+  if (!key.ok()) return key.status();
+  const platform::SealingScope sealing(*key, platform::PlatformAd(who.tenant_id));
+  const std::string input = platform::SealedStrings(start.input_json);
   absl::Status status =
       pg::WithTenantTransaction(pool_, who.tenant_id, [&](pqxx::work& tx) -> absl::Status {
         tx.exec_params(
@@ -71,7 +89,7 @@ absl::StatusOr<std::string> PgRunStore::StartRun(const core::Identity& who,
             "input, trigger, slot, lease_until) VALUES ($1, $2::uuid, $3, $4::uuid, $5, "
             "'running', $6::jsonb, $7, to_timestamp($8::double precision / 1e6), now() + "
             "make_interval(secs => $9))",
-            who.tenant_id, id, who.user_id, agent.id, agent.name, start.input_json, start.trigger,
+            who.tenant_id, id, who.user_id, agent.id, agent.name, input, start.trigger,
             start.slot ? std::optional<int64_t>(core::MicrosOf(*start.slot)) : std::nullopt,
             static_cast<double>(RunLease(agent).count()));
         return absl::OkStatus();
@@ -102,6 +120,12 @@ absl::StatusOr<std::string> PgRunStore::FinishRun(const core::Identity& who,
                                                   const std::string& run_id,
                                                   const RunOutcome& outcome) {
   std::string run;
+  auto key = keys_.ActiveKey(who.tenant_id);
+  if (!key.ok()) return key.status();
+  const platform::SealingScope sealing(*key, platform::PlatformAd(who.tenant_id));
+  const std::string error = platform::Sealed(outcome.error);
+  const std::string output = platform::SealedStrings(outcome.output_json);
+  const std::string tool_calls = platform::SealedStrings(outcome.tool_calls_json);
   absl::Status status =
       pg::WithTenantTransaction(pool_, who.tenant_id, [&](pqxx::work& tx) -> absl::Status {
         pqxx::result r = tx.exec_params(
@@ -110,14 +134,15 @@ absl::StatusOr<std::string> PgRunStore::FinishRun(const core::Identity& who,
             "AND r.user_id = $2 AND r.id = $3::uuid AND r.status = 'running' RETURNING "
             "jsonb_build_object('run', "
             "to_jsonb(r) - 'tenant_id' - 'user_id')::text",
-            who.tenant_id, who.user_id, run_id, outcome.status, outcome.error, outcome.output_json,
-            outcome.tool_calls_json,
+            who.tenant_id, who.user_id, run_id, outcome.status, error, output, tool_calls,
             static_cast<int64_t>(std::min<int64_t>(outcome.tokens, INT32_MAX)), outcome.cost_usd);
         if (r.empty()) {
           return absl::FailedPreconditionError(absl::StrCat(
               "run ", run_id, " is not running (it ended, or was failed as abandoned)"));
         }
-        run = r[0][0].c_str();
+        auto opened = Opened(tx, who.tenant_id, r[0][0].c_str());
+        if (!opened.ok()) return opened.status();
+        run = opened->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
         return absl::OkStatus();
       });
   if (!status.ok()) return status;

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "libs/core/clock.h"
+#include "libs/seal/keys.h"
 #include "services/executor/src/agent_runner.h"
 #include "services/executor/src/tool.h"
 
@@ -60,7 +61,51 @@ class Quote final {
 struct ReadPlan {
   std::string sql;
   std::string not_found_message;
+  // A search over words that are sealed at rest (descriptions) cannot run
+  // in SQL: the statement asks for all the user's rows (up to
+  // kMaxFilteredRows), and the list `list` of the opened result keeps the
+  // items whose name or description contains `query` (case-insensitive),
+  // at most `limit`; its `count` follows.
+  struct Filter {
+    std::string list;
+    std::string query;
+    int limit = 0;
+  };
+  std::optional<Filter> filter;
 };
+
+// How many rows a filtered search reads at most.
+inline constexpr int kMaxFilteredRows = 2000;
+
+// A search's opened result with its list filtered (ReadPlan::Filter).
+std::string Filtered(const std::string& json_text, const ReadPlan::Filter& filter);
+
+// What a write handler stores of the user's and the model's words is sealed
+// with the caller's tenant key (seal::KeyRing, platform.tenant_keys), which
+// PlatformTools gives the call on its thread for as long as a SealingScope
+// lives. Reads are opened where results leave PlatformTools and the agent
+// runtime. Names (agents, skills, projects, templates) are identifiers and
+// stay readable; so do statuses, schedules, tool names and times.
+class SealingScope {
+ public:
+  SealingScope(const seal::DataKey& key, std::string ad);
+  ~SealingScope();
+  SealingScope(const SealingScope&) = delete;
+  SealingScope& operator=(const SealingScope&) = delete;
+
+ private:
+  // What an enclosing scope set, restored at the end of this one.
+  const seal::DataKey* previous_key_;
+  std::string previous_ad_;
+};
+// `text` sealed for the call on this thread ("" stays "").
+std::string Sealed(const std::string& text);
+std::optional<std::string> Sealed(const std::optional<std::string>& text);
+// A JSON document's text with every string in it sealed (seal::SealStrings).
+std::string SealedStrings(const std::string& json_text);
+std::optional<std::string> SealedStrings(const std::optional<std::string>& json_text);
+// What the executor's sealed values of `tenant` are bound to.
+std::string PlatformAd(const std::string& tenant);
 
 // A write tool runs statements in a transaction; a read tool plans one
 // statement. Both return INVALID_ARGUMENT (naming the field) for arguments
@@ -115,8 +160,5 @@ std::string JsonObject(std::initializer_list<std::pair<const char*, std::string>
 // The SQL condition matching a row by `ref` (an id when it is a UUID,
 // otherwise the exact name, case-insensitive) as parameter $n.
 std::string ByIdOrName(const std::string& ref, int n, const char* alias = "");
-
-// The LIKE pattern for "contains `text`", wildcards in `text` taken literally.
-std::string ContainsPattern(const std::string& text);
 
 }  // namespace omniforge::executor::platform

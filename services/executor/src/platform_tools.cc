@@ -1,13 +1,16 @@
 #include "services/executor/src/platform_tools.h"
 
 #include <map>
+#include <stdexcept>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_replace.h"
 #include "libs/core/call_deadline.h"
 #include "libs/core/ids.h"
+#include "libs/seal/sealed_json.h"
+#include "libs/seal/sealed_text.h"
 #include "services/executor/src/platform_handlers.h"
 
 namespace omniforge::executor {
@@ -27,7 +30,74 @@ bool HasControl(std::string_view s) {
   return false;
 }
 
+// The tenant key and binding of the write running on this thread.
+struct Sealing {
+  const seal::DataKey* key = nullptr;
+  std::string ad;
+};
+thread_local Sealing current_sealing;
+
+const Sealing& CurrentSealing() {
+  if (current_sealing.key == nullptr) {
+    // A handler is always run by PlatformTools, which sets it.
+    throw std::logic_error("a platform write ran without a SealingScope");
+  }
+  return current_sealing;
+}
+
 }  // namespace
+
+SealingScope::SealingScope(const seal::DataKey& key, std::string ad)
+    : previous_key_(current_sealing.key), previous_ad_(std::move(current_sealing.ad)) {
+  current_sealing = Sealing{&key, std::move(ad)};
+}
+
+SealingScope::~SealingScope() { current_sealing = Sealing{previous_key_, std::move(previous_ad_)}; }
+
+std::string Sealed(const std::string& text) {
+  if (text.empty()) return {};
+  const Sealing& s = CurrentSealing();
+  return seal::SealText(*s.key, text, s.ad);
+}
+
+std::optional<std::string> Sealed(const std::optional<std::string>& text) {
+  if (!text.has_value()) return std::nullopt;
+  return Sealed(*text);
+}
+
+std::string SealedStrings(const std::string& json_text) {
+  nlohmann::ordered_json doc =
+      nlohmann::ordered_json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return json_text;  // not JSON: the statement refuses it
+  const Sealing& s = CurrentSealing();
+  seal::SealStrings(doc, *s.key, s.ad);
+  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::optional<std::string> SealedStrings(const std::optional<std::string>& json_text) {
+  if (!json_text.has_value()) return std::nullopt;
+  return SealedStrings(*json_text);
+}
+
+std::string PlatformAd(const std::string& tenant) { return "platform|" + tenant; }
+
+std::string Filtered(const std::string& json_text, const ReadPlan::Filter& filter) {
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(json_text);
+  const std::string query = absl::AsciiStrToLower(filter.query);
+  auto matches = [&](const nlohmann::ordered_json& item, const char* field) {
+    auto it = item.find(field);
+    return it != item.end() && it->is_string() &&
+           absl::StrContains(absl::AsciiStrToLower(it->get<std::string>()), query);
+  };
+  nlohmann::ordered_json kept = nlohmann::ordered_json::array();
+  for (const nlohmann::ordered_json& item : doc[filter.list]) {
+    if (static_cast<int>(kept.size()) == filter.limit) break;
+    if (matches(item, "name") || matches(item, "description")) kept.push_back(item);
+  }
+  doc["count"] = kept.size();
+  doc[filter.list] = std::move(kept);
+  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 void Args::Fail(const std::string& field, const std::string& problem) {
   problems_.push_back(absl::StrCat("$.", field, ": ", problem));
@@ -111,11 +181,6 @@ std::string ByIdOrName(const std::string& ref, int n, const char* alias) {
                            : absl::StrCat("lower(", alias, "name) = lower($", n, ")");
 }
 
-std::string ContainsPattern(const std::string& text) {
-  return absl::StrCat("%", absl::StrReplaceAll(text, {{"\\", "\\\\"}, {"%", "\\%"}, {"_", "\\_"}}),
-                      "%");
-}
-
 }  // namespace platform
 
 namespace {
@@ -168,6 +233,26 @@ int64_t MillisLeft(std::chrono::system_clock::time_point deadline, int64_t cap) 
 absl::StatusOr<std::vector<ToolSpec>> PlatformTools::ListTools() { return PlatformToolSpecs(); }
 
 absl::StatusOr<ToolResult> PlatformTools::Invoke(const ToolCall& call) {
+  absl::StatusOr<ToolResult> result = InvokeSealed(call);
+  if (!result.ok()) return result;
+  if (absl::Status opened = OpenResult(call.who.tenant_id, *result); !opened.ok()) return opened;
+  return result;
+}
+
+absl::Status PlatformTools::OpenResult(const std::string& tenant, ToolResult& result) {
+  if (result.json.find("ofs1:") == std::string::npos) return absl::OkStatus();  // nothing sealed
+  // Ordered: the result reads as the tool wrote it, members in their order.
+  nlohmann::ordered_json doc =
+      nlohmann::ordered_json::parse(result.json, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return absl::InternalError("a tool's result is not JSON");
+  absl::Status opened = seal::OpenStrings(
+      doc, [&](int key_id) { return keys_.Key(tenant, key_id); }, platform::PlatformAd(tenant));
+  if (!opened.ok()) return opened;
+  result.json = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ToolResult> PlatformTools::InvokeSealed(const ToolCall& call) {
   if (call.deadline <= std::chrono::system_clock::now()) {
     return absl::DeadlineExceededError("the call's deadline passed before the tool ran");
   }
@@ -181,6 +266,9 @@ absl::StatusOr<ToolResult> PlatformTools::Invoke(const ToolCall& call) {
   }
   absl::StatusOr<ToolResult> result;
   core::ScopedCallDeadline scope(call.deadline);
+  auto key = keys_.ActiveKey(call.who.tenant_id);
+  if (!key.ok()) return key.status();
+  const platform::SealingScope sealing(*key, platform::PlatformAd(call.who.tenant_id));
   absl::Status status =
       pg::WithTenantTransaction(pool_, call.who.tenant_id, [&](pqxx::work& tx) -> absl::Status {
         result = write->second(tx, call, clock_.Now());
@@ -217,7 +305,14 @@ absl::StatusOr<ToolResult> PlatformTools::RunRead(platform::ReadHandler handler,
       if (r.empty() || r[0][0].is_null()) {
         return ToolResult::Error("not_found", plan->not_found_message);
       }
-      return ToolResult{r[0][0].c_str(), false};
+      ToolResult result{r[0][0].c_str(), false};
+      if (plan->filter.has_value()) {
+        if (absl::Status opened = OpenResult(call.who.tenant_id, result); !opened.ok()) {
+          return opened;
+        }
+        result.json = platform::Filtered(result.json, *plan->filter);
+      }
+      return result;
     } catch (const pqxx::broken_connection& e) {
       lease->Discard();
       if (attempt > 0) return pg::StatusFromException(e);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "libs/pg/pool.h"
+#include "libs/seal/key_ring.h"
 #include "services/executor/src/platform_handlers.h"
 #include "services/executor/src/tool.h"
 
@@ -22,8 +23,11 @@ class PlatformTools final : public ToolProvider {
  public:
   // `clock` gives the time schedules count from (the next slot of a new or
   // resumed agent).
-  explicit PlatformTools(pg::PgPool& pool, const core::Clock& clock = core::SystemClock())
-      : pool_(pool), clock_(clock) {}
+  // `keys` (platform.tenant_keys) seal what the tools store of the user's
+  // and the model's words, and open it in their results.
+  PlatformTools(pg::PgPool& pool, seal::KeyRing& keys,
+                const core::Clock& clock = core::SystemClock())
+      : pool_(pool), keys_(keys), clock_(clock) {}
 
   absl::StatusOr<std::vector<ToolSpec>> ListTools() override;
 
@@ -38,9 +42,13 @@ class PlatformTools final : public ToolProvider {
   void SetRunner(AgentRunner* runner) { runner_ = runner; }
 
  private:
+  // Invoke before the result's sealed words are opened.
+  absl::StatusOr<ToolResult> InvokeSealed(const ToolCall& call);
+  absl::Status OpenResult(const std::string& tenant, ToolResult& result);
   absl::StatusOr<ToolResult> RunRead(platform::ReadHandler handler, const ToolCall& call);
 
   pg::PgPool& pool_;
+  seal::KeyRing& keys_;
   const core::Clock& clock_;
   AgentRunner* runner_ = nullptr;
 };

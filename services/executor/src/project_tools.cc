@@ -90,7 +90,7 @@ absl::StatusOr<ToolResult> CreateProject(pqxx::work& tx, const ToolCall& call,
       "INSERT INTO platform.projects AS p (tenant_id, id, user_id, name, description, "
       "template_id) VALUES ($1, $2::uuid, $3, $4, $5, $6::uuid) ON CONFLICT (tenant_id, user_id, "
       "lower(name)) DO NOTHING RETURNING (to_jsonb(p) - 'tenant_id' - 'user_id')::text",
-      call.who.tenant_id, id, call.who.user_id, name, description, template_id);
+      call.who.tenant_id, id, call.who.user_id, name, Sealed(description), template_id);
   if (r.empty()) {
     return ToolResult::Error("already_exists",
                              absl::StrCat("a project named '", name, "' already exists"));
@@ -135,7 +135,8 @@ absl::StatusOr<ToolResult> UpdateTask(pqxx::work& tx, const ToolCall& call,
                    "FROM platform.projects p WHERE t.tenant_id = $1 AND t.id = $3::uuid AND "
                    "p.tenant_id = $1 AND p.id = t.project_id AND p.user_id = $2 RETURNING ",
                    kTaskJson, "::text"),
-      call.who.tenant_id, call.who.user_id, id, title, description, status, assignee, due_date);
+      call.who.tenant_id, call.who.user_id, id, Sealed(title), Sealed(description), status,
+      assignee, due_date);
   if (r.empty()) {
     return ToolResult::Error("not_found", absl::StrCat("no task '", id,
                                                        "' in the user's projects (list_tasks "
@@ -161,7 +162,7 @@ absl::StatusOr<ToolResult> CreateProjectTemplate(pqxx::work& tx, const ToolCall&
       if (!task.status().ok()) {
         args.Fail(absl::StrCat("tasks[", i, "]"), std::string(task.status().message()));
       }
-      tasks.push_back({{"title", title}, {"description", text}});
+      tasks.push_back({{"title", Sealed(title)}, {"description", Sealed(text)}});
     }
   }
   if (absl::Status bad = args.status(); !bad.ok()) return bad;
@@ -169,7 +170,7 @@ absl::StatusOr<ToolResult> CreateProjectTemplate(pqxx::work& tx, const ToolCall&
       "INSERT INTO platform.project_templates AS pt (tenant_id, id, user_id, name, description, "
       "tasks) VALUES ($1, $2::uuid, $3, $4, $5, $6::jsonb) ON CONFLICT (tenant_id, user_id, "
       "lower(name)) DO NOTHING RETURNING (to_jsonb(pt) - 'tenant_id' - 'user_id')::text",
-      call.who.tenant_id, core::NewUuid(), call.who.user_id, name, description,
+      call.who.tenant_id, core::NewUuid(), call.who.user_id, name, Sealed(description),
       tasks.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   if (r.empty()) {
     return ToolResult::Error("already_exists",
@@ -191,7 +192,8 @@ absl::StatusOr<ToolResult> CreateContextDocument(pqxx::work& tx, const ToolCall&
       "INSERT INTO platform.context_documents AS d (tenant_id, id, project_id, user_id, title, "
       "content) VALUES ($1, $2::uuid, $3::uuid, $4, $5, $6) RETURNING (to_jsonb(d) - 'tenant_id' "
       "- 'user_id')::text",
-      call.who.tenant_id, core::NewUuid(), project->id, call.who.user_id, title, content);
+      call.who.tenant_id, core::NewUuid(), project->id, call.who.user_id, Sealed(title),
+      Sealed(content));
   return ToolResult{JsonObject({{"document", r[0][0].c_str()}, {"created", "true"}}), false};
 }
 

@@ -25,6 +25,15 @@ std::string NotFound(const char* what, const std::string& ref, const char* hint)
   return absl::StrCat("no ", what, " '", ref, "' among the user's ", what, "s (", hint, ")");
 }
 
+// A search by words: its descriptions are sealed, so without a query the
+// function reads `limit` rows; with one it reads all of them (up to
+// kMaxFilteredRows) and PlatformTools keeps those that match.
+template <typename Sql>
+ReadPlan Searched(const char* list, const std::string& query, int limit, const Sql& sql) {
+  if (query.empty()) return ReadPlan{sql(limit), ""};
+  return ReadPlan{sql(kMaxFilteredRows), "", ReadPlan::Filter{list, query, limit}};
+}
+
 }  // namespace
 
 absl::StatusOr<ReadPlan> ListAgents(const Quote& q, const ToolCall& call) {
@@ -50,8 +59,10 @@ absl::StatusOr<ReadPlan> ListSkills(const Quote& q, const ToolCall& call) {
   const std::string query = args.Text("query", 0, 200);
   const int limit = args.Limit();
   if (absl::Status bad = args.status(); !bad.ok()) return bad;
-  return ReadPlan{absl::StrCat("SELECT platform.read_list_skills(", Owner(q, call), ", ",
-                               q(ContainsPattern(query)), ", ", limit, ")")};
+  return Searched("skills", query, limit, [&](int rows) {
+    return absl::StrCat("SELECT platform.read_list_skills(", Owner(q, call), ", ", q("%"), ", ",
+                        rows, ")");
+  });
 }
 
 absl::StatusOr<ReadPlan> ListRuns(const Quote& q, const ToolCall& call) {
@@ -82,8 +93,10 @@ absl::StatusOr<ReadPlan> SearchProjects(const Quote& q, const ToolCall& call) {
   const std::string status = args.Text("status", 0, 20);
   const int limit = args.Limit();
   if (absl::Status bad = args.status(); !bad.ok()) return bad;
-  return ReadPlan{absl::StrCat("SELECT platform.read_search_projects(", Owner(q, call), ", ",
-                               q(ContainsPattern(query)), ", ", q(status), ", ", limit, ")")};
+  return Searched("projects", query, limit, [&](int rows) {
+    return absl::StrCat("SELECT platform.read_search_projects(", Owner(q, call), ", ", q("%"), ", ",
+                        q(status), ", ", rows, ")");
+  });
 }
 
 absl::StatusOr<ReadPlan> GetProjectDetails(const Quote& q, const ToolCall& call) {
@@ -110,8 +123,10 @@ absl::StatusOr<ReadPlan> ListProjectTemplates(const Quote& q, const ToolCall& ca
   const std::string query = args.Text("query", 0, 200);
   const int limit = args.Limit();
   if (absl::Status bad = args.status(); !bad.ok()) return bad;
-  return ReadPlan{absl::StrCat("SELECT platform.read_list_project_templates(", Owner(q, call), ", ",
-                               q(ContainsPattern(query)), ", ", limit, ")")};
+  return Searched("templates", query, limit, [&](int rows) {
+    return absl::StrCat("SELECT platform.read_list_project_templates(", Owner(q, call), ", ",
+                        q("%"), ", ", rows, ")");
+  });
 }
 
 absl::StatusOr<ReadPlan> GetSettings(const Quote& q, const ToolCall& call) {

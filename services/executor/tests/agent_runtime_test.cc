@@ -616,7 +616,8 @@ TEST_F(SchedulerTest, PauseStopsTheScheduleAndResumeRestartsIt) {
   runner_ = &platform_->runner;
   const core::TimePoint t0 = Utc(2030, 3, 4, 8, 0);
   ManualClock clock(t0);
-  PlatformTools tools(platform_->database.pool(), clock);  // creation on the test's clock
+  PlatformTools tools(platform_->database.pool(), platform_->keys,
+                      clock);  // creation on the test's clock
   ToolCatalog catalog;
   ASSERT_TRUE(catalog.AddProvider(tools).ok());
   ToolRuntime runtime(catalog, nullptr);
@@ -662,10 +663,15 @@ TEST_F(SchedulerTest, ARunPastItsTimeoutFailsAndTheNextSlotStillFires) {
     clock.Set(t0 + std::chrono::hours(h));
     ASSERT_TRUE(s->Pass().ok());
   }
-  const std::string mine = "user_id = '" + who_.user_id + "'";
+  // The runs' errors are sealed at rest; list_runs reads them.
+  const Json runs = Ok("list_runs", {{"agent", "slow-hourly"}, {"status", "failed"}});
+  ASSERT_EQ(runs["runs"].size(), 2u) << runs.dump();
+  for (const Json& run : runs["runs"]) {
+    EXPECT_EQ(run["error"].get<std::string>().rfind("timed out", 0), 0u) << run.dump();
+  }
   EXPECT_EQ(Count("SELECT count(*) FROM platform.runs WHERE status = 'failed' AND error LIKE "
-                  "'timed out%' AND " +
-                  mine),
+                  "'ofs1:%' AND user_id = '" +
+                  who_.user_id + "'"),
             2);
   EXPECT_EQ(RunsPerAgent()["slow-hourly"], 2);
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "libs/pg/migrate.h"
+#include "libs/seal/test_keys.h"
 #include "services/executor/src/pg_invocation_ledger.h"
 #include "services/executor/src/pg_run_store.h"
 #include "services/executor/src/platform_tools.h"
@@ -29,12 +30,14 @@ struct PlatformRuntime {
   }
 
   omniforge::testing::MigratedDatabase database;
-  PlatformTools tools{database.pool()};
+  // The tenants' data keys, under a test master key.
+  seal::KeyRing keys{database.pool(), kExecutorKeys, seal::TestMasterKey(), "test"};
+  PlatformTools tools{database.pool(), keys};
   ToolCatalog catalog;
-  PgInvocationLedger ledger{database.pool()};
+  PgInvocationLedger ledger{database.pool(), keys};
   ToolRuntime runtime{catalog, &ledger};
   // run_agent's runtime, local mode (no model).
-  PgRunStore run_store{database.pool()};
+  PgRunStore run_store{database.pool(), keys};
   AgentRunner runner{run_store, runtime, AgentFactory(), core::SystemClock()};
 };
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <pqxx/pqxx>
 
+#include "absl/strings/str_cat.h"
 #include "libs/core/ids.h"
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
@@ -20,6 +21,7 @@ namespace omniforge::executor {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Json = nlohmann::json;
 
 class PlatformToolsTest : public ::testing::Test {
@@ -309,6 +311,64 @@ TEST_F(PlatformToolsTest, ProjectsTemplatesTasksAndDocuments) {
             "not_found");
   EXPECT_EQ(Ok(alice, "list_tasks", {{"project", project_id}})["tasks"][1]["status"],
             "in_progress");
+}
+
+TEST_F(PlatformToolsTest, WhatTheToolsStoreOfTheUsersWordsIsSealedAtRestAndReadsBack) {
+  const auto alice = Fresh();
+  const std::string words = "the Zanzibar merger";
+  Ok(alice, "create_agent",
+     {{"name", "merger-watch"},
+      {"description", "Watches " + words},
+      {"instructions", "Report on " + words},
+      {"config", {{"recipients", "the " + words + " channel"}}},
+      {"steps", {{{"tool", "list_agents"}, {"arguments", Json::object()}}}}});
+  Ok(alice, "create_skill", {{"name", "merger-notes"}, {"description", "Notes on " + words}});
+  Ok(alice, "create_project_template",
+     {{"name", "Merger"}, {"description", words}, {"tasks", {{{"title", "Review " + words}}}}});
+  Ok(alice, "create_project",
+     {{"name", "Deal room"}, {"description", "All about " + words}, {"template", "Merger"}});
+  Ok(alice, "create_context_document",
+     {{"project", "Deal room"}, {"title", "Memo on " + words}, {"content", "Close " + words}});
+  const Json run = Ok(alice, "run_agent", {{"agent", "merger-watch"}, {"input", {{"why", words}}}});
+  ASSERT_EQ(run["run"]["status"], "succeeded") << run.dump();
+
+  // Every row of the user's, whole, as text: no word of it in the clear.
+  pqxx::connection conn(platform_->database.dsn());
+  pqxx::work tx(conn);
+  std::string rows;
+  for (const char* table : {"agents", "skills", "project_templates", "projects",
+                            "context_documents", "runs", "tool_invocations"}) {
+    rows += tx.exec_params1(absl::StrCat("SELECT coalesce(string_agg(t::text, ''), '') FROM "
+                                         "platform.",
+                                         table, " t WHERE user_id = $1"),
+                            alice.user_id)[0]
+                .as<std::string>();
+  }
+  rows += tx.exec_params1(
+                "SELECT coalesce(string_agg(t::text, ''), '') FROM platform.tasks t JOIN "
+                "platform.projects p ON p.id = t.project_id WHERE p.user_id = $1",
+                alice.user_id)[0]
+              .as<std::string>();
+  EXPECT_THAT(rows, HasSubstr("ofs1:"));
+  EXPECT_THAT(rows, Not(HasSubstr("Zanzibar")));
+
+  // The tools read every word back, and a search finds a description.
+  const Json agent = Ok(alice, "get_agent", {{"agent", "merger-watch"}})["agent"];
+  EXPECT_EQ(agent["description"], "Watches " + words);
+  EXPECT_EQ(agent["instructions"], "Report on " + words);
+  EXPECT_EQ(agent["config"]["recipients"], "the " + words + " channel");
+  const Json found = Ok(alice, "search_projects", {{"query", "zanzibar"}});
+  ASSERT_EQ(found["count"], 1);
+  EXPECT_EQ(found["projects"][0]["description"], "All about " + words);
+  EXPECT_EQ(Ok(alice, "list_skills", {{"query", "ZANZIBAR"}})["count"], 1);
+  EXPECT_EQ(Ok(alice, "list_project_templates", {{"query", "zanzibar"}})["count"], 1);
+  const Json details = Ok(alice, "get_project_details", {{"project", "Deal room"}});
+  EXPECT_EQ(details["tasks"][0]["title"], "Review " + words);
+  EXPECT_EQ(details["context_documents"][0]["content"], "Close " + words);
+  const Json runs = Ok(alice, "list_runs", {{"agent", "merger-watch"}});
+  ASSERT_EQ(runs["count"], 1);
+  const Json got = Ok(alice, "get_run", {{"run_id", runs["runs"][0]["id"]}});
+  EXPECT_EQ(got["run"]["input"]["why"], words) << got.dump();
 }
 
 TEST_F(PlatformToolsTest, BadInputNamesTheFieldAndWritesNothing) {

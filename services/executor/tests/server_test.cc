@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -21,6 +22,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <pqxx/pqxx>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +32,7 @@
 #include "libs/core/ids.h"
 #include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
+#include "tests/support/master_keys.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
 
@@ -42,6 +45,7 @@ namespace health = ::grpc::health::v1;
 using Clock = std::chrono::steady_clock;
 using Json = nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr auto kRpcTimeout = std::chrono::seconds(10);
 
@@ -49,6 +53,11 @@ using testing::ServerProcess;
 
 // The environment of an omniforge-executor process on `dsn`, plus `extra`.
 std::vector<std::string> ServerEnv(const std::string& dsn, std::vector<std::string> extra = {}) {
+  // A master key of the test's own when it gives none (the executor's).
+  const bool keyed = std::any_of(extra.begin(), extra.end(), [](const std::string& e) {
+    return e.rfind("OMNIFORGE_ENCRYPTION_MASTER_KEY=", 0) == 0;
+  });
+  if (!keyed) extra.push_back(testing::ExecutorMasterKeyEnv());
   extra.insert(extra.begin(),
                {"OMNIFORGE_DATABASE_DSN=" + dsn, "OMNIFORGE_SERVER_DRAIN_TIMEOUT_S=10"});
   return extra;
@@ -234,6 +243,25 @@ TEST_F(ExecutorServerTest, RetriedCallWithTheSameKeyIsNotRunAgain) {
   const grpc::Status status =
       Invoke(alice, "run_agent", R"({"agent": "reporter", "input": {}})", &reused, "turn-1:0");
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+TEST_F(ExecutorServerTest, TheRecordOfAToolsResultIsSealedAtRestAndARetryReadsItBack) {
+  const auto alice = FreshUser();
+  const std::string args = R"({"name": "Atlas", "description": "the Zanzibar merger files"})";
+  pb::InvokeToolResponse first, retry;
+  ASSERT_TRUE(Invoke(alice, "create_project", args, &first, "turn-9:0").ok());
+  ASSERT_THAT(first.result_json(), HasSubstr("Zanzibar"));
+  pqxx::connection conn(database_->dsn());
+  pqxx::nontransaction tx(conn);
+  const pqxx::result rows = tx.exec_params(
+      "SELECT result FROM platform.tool_invocations WHERE user_id = $1", alice.user_id);
+  ASSERT_EQ(rows.size(), 1u);
+  const std::string stored = rows[0][0].as<std::string>();
+  EXPECT_EQ(stored.rfind("ofs1:", 0), 0u) << stored;
+  EXPECT_THAT(stored, Not(HasSubstr("Zanzibar")));
+  ASSERT_TRUE(Invoke(alice, "create_project", args, &retry, "turn-9:0").ok());
+  EXPECT_TRUE(retry.deduplicated());
+  EXPECT_EQ(retry.result_json(), first.result_json());
 }
 
 // A planner's side of one Converse dialogue.

@@ -1,19 +1,36 @@
 #include "services/orchestrator/storage/pg_turn_bus.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <pqxx/pqxx>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "libs/core/ids.h"
 #include "libs/core/logging.h"
+#include "libs/core/metrics.h"
 #include "libs/pg/array_literal.h"
+#include "libs/seal/sealed_text.h"
 
 namespace omniforge::orchestrator {
 namespace {
 
 constexpr char kChannel[] = "omniforge_turns";
-// NOTIFY takes payloads under 8,000 bytes.
+// NOTIFY takes payloads under 8,000 bytes; a sealed payload is the text's
+// base64 (4/3) plus its nonce, tag and key id.
 constexpr size_t kMaxPayloadBytes = 7000;
+constexpr size_t kMaxSealedTextBytes = (kMaxPayloadBytes - 200) / 4 * 3;
+// What a sealed payload is bound to.
+constexpr char kBusAd[] = "omniforge-turn-bus";
+// A sealed signal older than this (by its sender's clock) is dropped, so a
+// payload captured from the channel cannot be replayed later.
+constexpr int64_t kMaxSignalAgeMillis = 60000;
+
+int64_t NowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 // Signals waiting to be sent; beyond this they are dropped (the database is
 // out of reach, and a turn's signals are worth nothing minutes later).
 constexpr size_t kMaxOutbox = 10000;
@@ -37,7 +54,15 @@ class Receiver final : public pqxx::notification_receiver {
 
 }  // namespace
 
-PgTurnBus::PgTurnBus(std::string dsn) : dsn_(std::move(dsn)), origin_(core::NewUuid()) {
+PgTurnBus::PgTurnBus(std::string dsn, std::optional<seal::MasterKeySet> keys)
+    : dsn_(std::move(dsn)), origin_(core::NewUuid()) {
+  if (keys.has_value()) {
+    current_key_id_ = keys->current_id;
+    keys_[keys->current_id] = seal::DataKey{1, seal::DerivedKey(keys->current, "ofbus001")};
+    for (const auto& [id, master] : keys->previous) {
+      keys_[id] = seal::DataKey{1, seal::DerivedKey(master, "ofbus001")};
+    }
+  }
   listener_ = std::thread([this] { Listen(); });
   sender_ = std::thread([this] { Send(); });
 }
@@ -52,8 +77,36 @@ PgTurnBus::~PgTurnBus() {
   sender_.join();
 }
 
+std::string PgTurnBus::Sealed(const std::string& text) const {
+  if (keys_.empty()) return text;
+  // Sealed with the time it was sent.
+  return current_key_id_ + "|" +
+         seal::SealText(keys_.at(current_key_id_), std::to_string(NowMillis()) + "|" + text,
+                        kBusAd);
+}
+
+std::optional<std::string> PgTurnBus::Opened(const std::string& payload) const {
+  if (keys_.empty()) return payload;
+  const size_t bar = payload.find('|');
+  if (bar == std::string::npos) return std::nullopt;
+  auto key = keys_.find(payload.substr(0, bar));
+  if (key == keys_.end()) return std::nullopt;
+  const std::string_view sealed = std::string_view(payload).substr(bar + 1);
+  if (!seal::IsSealedText(sealed)) return std::nullopt;
+  auto opened = seal::OpenTextWith(key->second, sealed, kBusAd);
+  if (!opened.ok()) return std::nullopt;
+  const size_t sent_end = opened->find('|');
+  int64_t sent = 0;
+  if (sent_end == std::string::npos || !absl::SimpleAtoi(opened->substr(0, sent_end), &sent) ||
+      std::abs(NowMillis() - sent) > kMaxSignalAgeMillis) {
+    return std::nullopt;
+  }
+  return opened->substr(sent_end + 1);
+}
+
 void PgTurnBus::Publish(const TurnSignal& signal) {
-  std::string text = TurnSignalToText(signal, origin_, kMaxPayloadBytes);
+  std::string text = Sealed(
+      TurnSignalToText(signal, origin_, keys_.empty() ? kMaxPayloadBytes : kMaxSealedTextBytes));
   {
     absl::MutexLock lock(&mu_);
     if (stopping_ || outbox_.size() >= kMaxOutbox) return;
@@ -84,8 +137,16 @@ bool PgTurnBus::Pause(std::chrono::milliseconds duration) {
 }
 
 void PgTurnBus::Deliver(const std::string& payload) {
+  static core::Counter& rejected = core::MetricsRegistry::Global().GetCounter(
+      "omniforge_orchestrator_turn_bus_rejected_total",
+      "Turn bus payloads dropped because they do not open with this replica's keys");
+  const std::optional<std::string> text = Opened(payload);
+  if (!text) {
+    rejected.Inc();
+    return;
+  }
   std::string origin;
-  std::optional<TurnSignal> signal = TurnSignalFromText(payload, &origin);
+  std::optional<TurnSignal> signal = TurnSignalFromText(*text, &origin);
   if (!signal || origin == origin_) return;  // our own, or not a signal
   absl::MutexLock lock(&deliver_mu_);
   if (on_signal_) on_signal_(*signal);

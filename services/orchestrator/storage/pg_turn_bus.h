@@ -3,24 +3,37 @@
 // the background from another, several per statement. Nothing is stored:
 // a replica that is down misses the signals of that time, which only the
 // turns running across that gap notice (they run on as with one replica).
+//
+// Given the orchestrator's master keys, every payload is sealed
+// (XChaCha20-Poly1305, a key derived from the master key for the bus, the
+// master key's id in the clear): a suspended flow's goal and context box
+// never travel in the clear, and a signal that does not open with a key
+// the replica has (sent by anything but a replica: another role that may
+// NOTIFY, a forged cancel) or that was sealed more than a minute ago (a
+// captured payload replayed) is dropped and counted
+// (omniforge_orchestrator_turn_bus_rejected_total).
 #pragma once
 
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "libs/seal/master_keys.h"
 #include "services/orchestrator/turn/turn_bus.h"
 
 namespace omniforge::orchestrator {
 
 class PgTurnBus final : public TurnBus {
  public:
-  // Connects to `dsn` in the background, again after any failure.
-  explicit PgTurnBus(std::string dsn);
+  // Connects to `dsn` in the background, again after any failure. Without
+  // `keys`, payloads are plain JSON.
+  explicit PgTurnBus(std::string dsn, std::optional<seal::MasterKeySet> keys = std::nullopt);
   ~PgTurnBus() override;
   PgTurnBus(const PgTurnBus&) = delete;
   PgTurnBus& operator=(const PgTurnBus&) = delete;
@@ -42,8 +55,16 @@ class PgTurnBus final : public TurnBus {
   // Sleeps up to `duration` unless stopping; false once stopping.
   bool Pause(std::chrono::milliseconds duration);
 
+  // A payload as sent: the signal's text, sealed when there are keys.
+  std::string Sealed(const std::string& text) const;
+  // The signal's text of a received payload; nullopt when it does not open.
+  std::optional<std::string> Opened(const std::string& payload) const;
+
   const std::string dsn_;
   const std::string origin_;
+  // Keys derived for the bus, by master key id; empty: plain payloads.
+  std::map<std::string, seal::DataKey> keys_;
+  std::string current_key_id_;
 
   // Held while a signal is delivered, so that a subscriber that goes away
   // (Subscribe(nullptr)) never receives one afterwards.

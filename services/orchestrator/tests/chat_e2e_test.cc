@@ -76,6 +76,7 @@
 #include "services/orchestrator/storage/pg_plan_store.h"
 #include "services/orchestrator/storage/tenant_keys.h"
 #include "tests/support/command.h"
+#include "tests/support/master_keys.h"
 #include "tests/support/server_process.h"
 #include "tests/support/service_stack.h"
 #include "tests/support/test_database.h"
@@ -161,7 +162,7 @@ class ChatEndToEndTest : public ::testing::Test {
     intent_ = new testing::ServerProcess(OMNIFORGE_INTENT_BIN);
     ASSERT_EQ(intent_->Start({}), std::nullopt);
     executor_ = new testing::ServerProcess(OMNIFORGE_EXECUTOR_BIN);
-    ASSERT_EQ(executor_->Start({dsn}), std::nullopt);
+    ASSERT_EQ(executor_->Start({dsn, testing::ExecutorMasterKeyEnv()}), std::nullopt);
     orchestrator_ = new testing::ServerProcess(OMNIFORGE_ORCHESTRATOR_BIN);
     StartOrchestrator();
     executor_stub_ =
@@ -1626,8 +1627,9 @@ class ModelPlannerEndToEndTest : public ChatEndToEndTest {
     std::ofstream(config_path) << "mcp:\n  servers:\n" << mcp_servers;
     auto own = std::make_unique<OwnExecutor>();
     auto process = std::make_unique<testing::ServerProcess>(OMNIFORGE_EXECUTOR_BIN);
-    const std::optional<std::string> failed = process->Start(
-        {"OMNIFORGE_DATABASE_DSN=" + db_->dsn()}, {"--config", config_path.string()});
+    const std::optional<std::string> failed =
+        process->Start({"OMNIFORGE_DATABASE_DSN=" + db_->dsn(), testing::ExecutorMasterKeyEnv()},
+                       {"--config", config_path.string()});
     EXPECT_EQ(failed, std::nullopt);
     if (failed) return own;
     own->process = std::move(process);

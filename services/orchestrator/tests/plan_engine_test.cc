@@ -34,6 +34,7 @@
 #include "services/orchestrator/storage/pg_plan_store.h"
 #include "services/orchestrator/storage/tenant_keys.h"
 #include "services/orchestrator/usage/usage_attribution.h"
+#include "tests/support/master_keys.h"
 #include "tests/support/migrated_database.h"
 #include "tests/support/server_process.h"
 
@@ -150,9 +151,10 @@ class PlanEngineTest : public ::testing::Test {
 
     const std::string dsn = "OMNIFORGE_DATABASE_DSN=" + db_->dsn();
     local_executor_ = new testing::ServerProcess(OMNIFORGE_EXECUTOR_BIN);
-    ASSERT_EQ(local_executor_->Start({dsn}), std::nullopt);
+    ASSERT_EQ(local_executor_->Start({dsn, testing::ExecutorMasterKeyEnv()}), std::nullopt);
     model_executor_ = new testing::ServerProcess(OMNIFORGE_EXECUTOR_BIN);
-    ASSERT_EQ(model_executor_->Start({dsn}, {"--config", (*dir_ / "executor.yaml").string()}),
+    ASSERT_EQ(model_executor_->Start({dsn, testing::ExecutorMasterKeyEnv()},
+                                     {"--config", (*dir_ / "executor.yaml").string()}),
               std::nullopt);
 
     auto reader = core::ConfigReader::FromString(llm_yaml);

@@ -1,0 +1,185 @@
+// The turn bus on PostgreSQL between replicas: signals sealed with the
+// orchestrator's master key reach the other replicas whole, travel with no
+// words in the clear, and a signal that does not open with a replica's keys
+// (forged by anything that may NOTIFY, or sealed under another master key)
+// is dropped.
+#include "services/orchestrator/storage/pg_turn_bus.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <pqxx/pqxx>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "libs/seal/key_ring.h"
+#include "libs/seal/sealed_text.h"
+#include "tests/support/test_database.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+seal::MasterKeySet Keys(const std::string& id, char fill,
+                        std::map<std::string, char> previous = {}) {
+  seal::MasterKeySet keys{*seal::KeyRing::ParseMasterKey(std::string(64, fill)), id, {}};
+  for (const auto& [old_id, old_fill] : previous) {
+    keys.previous[old_id] = *seal::KeyRing::ParseMasterKey(std::string(64, old_fill));
+  }
+  return keys;
+}
+
+// What a subscriber received.
+class Received {
+ public:
+  std::function<void(const TurnSignal&)> Sink() {
+    return [this](const TurnSignal& s) {
+      absl::MutexLock lock(&mu_);
+      signals_.push_back(s);
+    };
+  }
+  // The signals once `count` arrived or 5 s passed.
+  std::vector<TurnSignal> Wait(size_t count) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [this, count] { return signals_.size() >= count; };
+    mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(5));
+    return signals_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<TurnSignal> signals_ ABSL_GUARDED_BY(mu_);
+};
+
+TurnSignal Ended(const std::string& goal) {
+  TurnSignal signal;
+  signal.kind = TurnSignal::Kind::kEnded;
+  signal.conversation = "digest-1";
+  signal.turn_id = "turn-1";
+  SuspendedFlow flow;
+  flow.flow_id = "flow-1";
+  flow.goal = goal;
+  signal.suspended = flow;
+  return signal;
+}
+
+class PgTurnBusTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { db_ = new testing::TestDatabase(); }
+  static void TearDownTestSuite() {
+    delete db_;
+    db_ = nullptr;
+  }
+  static testing::TestDatabase* db_;
+};
+testing::TestDatabase* PgTurnBusTest::db_ = nullptr;
+
+TEST_F(PgTurnBusTest, ASealedSignalReachesTheOtherReplicaWholeAndNoWordTravelsInTheClear) {
+  pqxx::connection watcher(db_->dsn());
+  std::vector<std::string> seen;
+  struct Watch final : pqxx::notification_receiver {
+    Watch(pqxx::connection_base& c, std::vector<std::string>& out)
+        : pqxx::notification_receiver(c, "omniforge_turns"), out(out) {}
+    void operator()(const std::string& payload, int) override { out.push_back(payload); }
+    std::vector<std::string>& out;
+  } watch(watcher, seen);
+
+  PgTurnBus sender(db_->dsn(), Keys("primary", '1'));
+  PgTurnBus receiver(db_->dsn(), Keys("primary", '1'));
+  ASSERT_TRUE(sender.WaitListening(std::chrono::seconds(5)));
+  ASSERT_TRUE(receiver.WaitListening(std::chrono::seconds(5)));
+  Received got;
+  receiver.Subscribe(got.Sink());
+  sender.Publish(Ended("close the Zanzibar merger"));
+  const std::vector<TurnSignal> signals = got.Wait(1);
+  ASSERT_EQ(signals.size(), 1u);
+  ASSERT_TRUE(signals[0].suspended.has_value());
+  EXPECT_EQ(signals[0].suspended->goal, "close the Zanzibar merger");
+  EXPECT_EQ(signals[0].turn_id, "turn-1");
+
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+       seen.empty() && std::chrono::steady_clock::now() < until;) {
+    watcher.await_notification(0, 100000);
+  }
+  ASSERT_FALSE(seen.empty());
+  for (const std::string& payload : seen) {
+    EXPECT_EQ(payload.find("Zanzibar"), std::string::npos) << payload;
+    EXPECT_EQ(payload.find("turn-1"), std::string::npos) << payload;
+  }
+  receiver.Subscribe(nullptr);
+}
+
+TEST_F(PgTurnBusTest, AForgedOrForeignSignalIsDroppedAndARotatedKeyStillOpens) {
+  PgTurnBus receiver(db_->dsn(), Keys("new", '2', {{"old", '1'}}));
+  PgTurnBus foreign(db_->dsn(), Keys("primary", '9'));
+  PgTurnBus rotated_from(db_->dsn(), Keys("old", '1'));
+  for (PgTurnBus* bus : {&receiver, &foreign, &rotated_from}) {
+    ASSERT_TRUE(bus->WaitListening(std::chrono::seconds(5)));
+  }
+  Received got;
+  receiver.Subscribe(got.Sink());
+  // A cancel of every turn of the conversation, as plain text from a role
+  // that may NOTIFY, and one sealed under another master key.
+  TurnSignal cancel;
+  cancel.kind = TurnSignal::Kind::kCancel;
+  cancel.conversation = "digest-1";
+  {
+    pqxx::connection conn(db_->dsn());
+    pqxx::nontransaction tx(conn);
+    tx.exec_params("SELECT pg_notify('omniforge_turns', $1)",
+                   TurnSignalToText(cancel, "forger", 7000));
+  }
+  foreign.Publish(cancel);
+  // Then a signal under the previous master key, which the receiver still has.
+  rotated_from.Publish(Ended("from before the rotation"));
+  got.Wait(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // any stray signal lands
+  const std::vector<TurnSignal> all = got.Wait(1);
+  ASSERT_EQ(all.size(), 1u) << "only the replica's signal is delivered";
+  EXPECT_EQ(all[0].kind, TurnSignal::Kind::kEnded);
+  ASSERT_TRUE(all[0].suspended.has_value());
+  EXPECT_EQ(all[0].suspended->goal, "from before the rotation");
+  receiver.Subscribe(nullptr);
+}
+
+// A payload sealed as a replica seals one (the bus's format: the master
+// key's id, then the signal's text after the time it was sent, sealed with
+// the key derived for the bus), sent `age` ago.
+std::string ReplicaPayload(const seal::MasterKeySet& keys, const TurnSignal& signal,
+                           std::chrono::milliseconds age) {
+  const auto sent = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::system_clock::now().time_since_epoch()) -
+                    age;
+  const seal::DataKey key{1, seal::DerivedKey(keys.current, "ofbus001")};
+  return keys.current_id + "|" +
+         seal::SealText(key,
+                        std::to_string(sent.count()) + "|" + TurnSignalToText(signal, "a", 7000),
+                        "omniforge-turn-bus");
+}
+
+TEST_F(PgTurnBusTest, ACapturedPayloadReplayedAfterAMinuteIsDropped) {
+  const seal::MasterKeySet keys = Keys("primary", '4');
+  PgTurnBus receiver(db_->dsn(), keys);
+  ASSERT_TRUE(receiver.WaitListening(std::chrono::seconds(5)));
+  Received got;
+  receiver.Subscribe(got.Sink());
+  {
+    pqxx::connection conn(db_->dsn());
+    pqxx::nontransaction tx(conn);
+    tx.exec_params("SELECT pg_notify('omniforge_turns', $1)",
+                   ReplicaPayload(keys, Ended("replayed"), std::chrono::minutes(5)));
+    tx.exec_params("SELECT pg_notify('omniforge_turns', $1)",
+                   ReplicaPayload(keys, Ended("fresh"), std::chrono::milliseconds(0)));
+  }
+  got.Wait(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::vector<TurnSignal> all = got.Wait(1);
+  ASSERT_EQ(all.size(), 1u);
+  ASSERT_TRUE(all[0].suspended.has_value());
+  EXPECT_EQ(all[0].suspended->goal, "fresh");
+  receiver.Subscribe(nullptr);
+}
+
+}  // namespace
+}  // namespace omniforge::orchestrator
