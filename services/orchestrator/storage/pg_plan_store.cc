@@ -77,7 +77,7 @@ std::vector<std::string> Strings(const std::string& json_text) {
   return out;
 }
 
-nlohmann::json Parsed(const std::string& json_text, nlohmann::json otherwise) {
+nlohmann::json Parsed(const std::string& json_text, const nlohmann::json& otherwise) {
   auto parsed = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   return parsed.is_discarded() ? otherwise : parsed;
 }

@@ -85,7 +85,7 @@ class AppendSpoolTest : public ::testing::Test {
   // Master keys as a service is given them: `current` seals, `previous`
   // (id -> key) still opens.
   static seal::MasterKeySet Keys(const std::string& current_id, char fill,
-                                 std::map<std::string, char> previous = {}) {
+                                 const std::map<std::string, char>& previous = {}) {
     seal::MasterKeySet keys{*seal::KeyRing::ParseMasterKey(std::string(64, fill)), current_id, {}};
     for (const auto& [id, key_fill] : previous) {
       keys.previous[id] = *seal::KeyRing::ParseMasterKey(std::string(64, key_fill));

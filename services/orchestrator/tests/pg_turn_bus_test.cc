@@ -22,7 +22,7 @@ namespace omniforge::orchestrator {
 namespace {
 
 seal::MasterKeySet Keys(const std::string& id, char fill,
-                        std::map<std::string, char> previous = {}) {
+                        const std::map<std::string, char>& previous = {}) {
   seal::MasterKeySet keys{*seal::KeyRing::ParseMasterKey(std::string(64, fill)), id, {}};
   for (const auto& [old_id, old_fill] : previous) {
     keys.previous[old_id] = *seal::KeyRing::ParseMasterKey(std::string(64, old_fill));
@@ -41,10 +41,16 @@ class Received {
   }
   // The signals once `count` arrived or 5 s passed.
   std::vector<TurnSignal> Wait(size_t count) {
-    absl::MutexLock lock(&mu_);
-    auto enough = [this, count] { return signals_.size() >= count; };
-    mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(5));
-    return signals_;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (;;) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (signals_.size() >= count || std::chrono::steady_clock::now() >= until) {
+          return signals_;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   }
 
  private:
