@@ -85,4 +85,12 @@ KeyBytes DerivedKey(const KeyBytes& master, const char (&purpose)[9]) {
   return key;
 }
 
+std::map<std::string, DataKey> DerivedKeys(const MasterKeySet& keys, const char (&purpose)[9]) {
+  std::map<std::string, DataKey> derived;
+  derived[keys.current_id] = DataKey{1, DerivedKey(keys.current, purpose)};
+  for (const auto& [id, master] : keys.previous)
+    derived[id] = DataKey{1, DerivedKey(master, purpose)};
+  return derived;
+}
+
 }  // namespace omniforge::seal

@@ -38,4 +38,8 @@ absl::StatusOr<MasterKeySet> LoadMasterKeys(const MasterKeySettings& settings);
 // purpose always give the same key, and it reveals nothing of the master.
 KeyBytes DerivedKey(const KeyBytes& master, const char (&purpose)[9]);
 
+// The keys derived for `purpose` from the current and every previous master
+// key, by master key id (what a sealed value names to be opened).
+std::map<std::string, DataKey> DerivedKeys(const MasterKeySet& keys, const char (&purpose)[9]);
+
 }  // namespace omniforge::seal

@@ -162,11 +162,7 @@ bool IsStorageUnreachable(const absl::Status& status) {
 AppendSpool::AppendSpool(Memory& memory, AppendSpoolOptions options)
     : memory_(memory), options_(std::move(options)), path_(options_.dir / kFileName) {
   if (!options_.master_keys.has_value()) return;
-  const seal::MasterKeySet& keys = *options_.master_keys;
-  spool_keys_[keys.current_id] = seal::DataKey{1, seal::DerivedKey(keys.current, "ofspool1")};
-  for (const auto& [id, master] : keys.previous) {
-    spool_keys_[id] = seal::DataKey{1, seal::DerivedKey(master, "ofspool1")};
-  }
+  spool_keys_ = seal::DerivedKeys(*options_.master_keys, "ofspool1");
 }
 
 absl::StatusOr<std::unique_ptr<AppendSpool>> AppendSpool::Open(Memory& memory,

@@ -58,10 +58,7 @@ PgTurnBus::PgTurnBus(std::string dsn, std::optional<seal::MasterKeySet> keys)
     : dsn_(std::move(dsn)), origin_(core::NewUuid()) {
   if (keys.has_value()) {
     current_key_id_ = keys->current_id;
-    keys_[keys->current_id] = seal::DataKey{1, seal::DerivedKey(keys->current, "ofbus001")};
-    for (const auto& [id, master] : keys->previous) {
-      keys_[id] = seal::DataKey{1, seal::DerivedKey(master, "ofbus001")};
-    }
+    keys_ = seal::DerivedKeys(*keys, "ofbus001");
   }
   listener_ = std::thread([this] { Listen(); });
   sender_ = std::thread([this] { Send(); });

@@ -21,6 +21,7 @@
 #include "libs/core/ids.h"
 #include "libs/seal/key_ring.h"
 #include "libs/seal/master_keys.h"
+#include "libs/seal/test_keys.h"
 #include "services/orchestrator/downstream/grpc_downstream.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
@@ -82,17 +83,6 @@ class AppendSpoolTest : public ::testing::Test {
     FAIL() << "the conversation service is not reachable again";
   }
 
-  // Master keys as a service is given them: `current` seals, `previous`
-  // (id -> key) still opens.
-  static seal::MasterKeySet Keys(const std::string& current_id, char fill,
-                                 const std::map<std::string, char>& previous = {}) {
-    seal::MasterKeySet keys{*seal::KeyRing::ParseMasterKey(std::string(64, fill)), current_id, {}};
-    for (const auto& [id, key_fill] : previous) {
-      keys.previous[id] = *seal::KeyRing::ParseMasterKey(std::string(64, key_fill));
-    }
-    return keys;
-  }
-
   absl::StatusOr<std::unique_ptr<AppendSpool>> TryOpenSpool(
       std::optional<seal::MasterKeySet> keys) {
     AppendSpoolOptions options;
@@ -109,7 +99,7 @@ class AppendSpoolTest : public ::testing::Test {
   std::unique_ptr<AppendSpool> OpenSpool(int64_t max_bytes = 64LL << 20) {
     AppendSpoolOptions options;
     options.dir = dir_;
-    options.master_keys = Keys("primary", '7');
+    options.master_keys = seal::TestMasterKeys("primary", '7');
     options.max_bytes = max_bytes;
     options.call_timeout = std::chrono::milliseconds(10000);
     options.min_backoff = std::chrono::milliseconds(20);
@@ -371,7 +361,7 @@ TEST_F(AppendSpoolTest,
        AMessageSealedUnderAnUnknownMasterKeyStopsTheSpoolAndStaysUntilTheKeyIsGiven) {
   const std::string conversation = NewConversation();
   {
-    auto spool = TryOpenSpool(Keys("old", '1'));
+    auto spool = TryOpenSpool(seal::TestMasterKeys("old", '1'));
     ASSERT_TRUE(spool.ok()) << spool.status();
     StopStorage();
     Spool(**spool, Message(conversation, "sealed under the old key"));
@@ -379,16 +369,16 @@ TEST_F(AppendSpoolTest,
   const std::string before = SpoolFile();
   // The master key changed and the old one was not given: nothing starts,
   // nothing is dropped.
-  auto refused = TryOpenSpool(Keys("new", '2'));
+  auto refused = TryOpenSpool(seal::TestMasterKeys("new", '2'));
   EXPECT_TRUE(absl::IsFailedPrecondition(refused.status())) << refused.status();
   EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr("'old'"));
   EXPECT_EQ(SpoolFile(), before);
   // A wrong key under the old id does not open it either.
-  auto wrong = TryOpenSpool(Keys("old", '3'));
+  auto wrong = TryOpenSpool(seal::TestMasterKeys("old", '3'));
   EXPECT_TRUE(absl::IsDataLoss(wrong.status())) << wrong.status();
   EXPECT_EQ(SpoolFile(), before);
   // With the old key among the previous ones it opens, and the message lands.
-  auto rotated = TryOpenSpool(Keys("new", '2', {{"old", '1'}}));
+  auto rotated = TryOpenSpool(seal::TestMasterKeys("new", '2', {{"old", '1'}}));
   ASSERT_TRUE(rotated.ok()) << rotated.status();
   EXPECT_EQ((*rotated)->depth(), 1u);
   StartStorage();

@@ -16,19 +16,11 @@
 #include "absl/synchronization/mutex.h"
 #include "libs/seal/key_ring.h"
 #include "libs/seal/sealed_text.h"
+#include "libs/seal/test_keys.h"
 #include "tests/support/test_database.h"
 
 namespace omniforge::orchestrator {
 namespace {
-
-seal::MasterKeySet Keys(const std::string& id, char fill,
-                        const std::map<std::string, char>& previous = {}) {
-  seal::MasterKeySet keys{*seal::KeyRing::ParseMasterKey(std::string(64, fill)), id, {}};
-  for (const auto& [old_id, old_fill] : previous) {
-    keys.previous[old_id] = *seal::KeyRing::ParseMasterKey(std::string(64, old_fill));
-  }
-  return keys;
-}
 
 // What a subscriber received.
 class Received {
@@ -91,8 +83,8 @@ TEST_F(PgTurnBusTest, ASealedSignalReachesTheOtherReplicaWholeAndNoWordTravelsIn
     std::vector<std::string>& out;
   } watch(watcher, seen);
 
-  PgTurnBus sender(db_->dsn(), Keys("primary", '1'));
-  PgTurnBus receiver(db_->dsn(), Keys("primary", '1'));
+  PgTurnBus sender(db_->dsn(), seal::TestMasterKeys("primary", '1'));
+  PgTurnBus receiver(db_->dsn(), seal::TestMasterKeys("primary", '1'));
   ASSERT_TRUE(sender.WaitListening(std::chrono::seconds(5)));
   ASSERT_TRUE(receiver.WaitListening(std::chrono::seconds(5)));
   Received got;
@@ -117,9 +109,9 @@ TEST_F(PgTurnBusTest, ASealedSignalReachesTheOtherReplicaWholeAndNoWordTravelsIn
 }
 
 TEST_F(PgTurnBusTest, AForgedOrForeignSignalIsDroppedAndARotatedKeyStillOpens) {
-  PgTurnBus receiver(db_->dsn(), Keys("new", '2', {{"old", '1'}}));
-  PgTurnBus foreign(db_->dsn(), Keys("primary", '9'));
-  PgTurnBus rotated_from(db_->dsn(), Keys("old", '1'));
+  PgTurnBus receiver(db_->dsn(), seal::TestMasterKeys("new", '2', {{"old", '1'}}));
+  PgTurnBus foreign(db_->dsn(), seal::TestMasterKeys("primary", '9'));
+  PgTurnBus rotated_from(db_->dsn(), seal::TestMasterKeys("old", '1'));
   for (PgTurnBus* bus : {&receiver, &foreign, &rotated_from}) {
     ASSERT_TRUE(bus->WaitListening(std::chrono::seconds(5)));
   }
@@ -165,7 +157,7 @@ std::string ReplicaPayload(const seal::MasterKeySet& keys, const TurnSignal& sig
 }
 
 TEST_F(PgTurnBusTest, ACapturedPayloadReplayedAfterAMinuteIsDropped) {
-  const seal::MasterKeySet keys = Keys("primary", '4');
+  const seal::MasterKeySet keys = seal::TestMasterKeys("primary", '4');
   PgTurnBus receiver(db_->dsn(), keys);
   ASSERT_TRUE(receiver.WaitListening(std::chrono::seconds(5)));
   Received got;
