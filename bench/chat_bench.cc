@@ -254,7 +254,7 @@ std::vector<std::string> WriteApiKeys(const std::filesystem::path& dir) {
 // one does not start.
 // With `signed_calls`, as every deployment runs: the services believe only
 // caller assertions, which the orchestrator and the executor sign.
-bool StartDownstream(const std::string& dsn, testing::ServerProcess& conversation,
+bool StartDownstream(const testing::TestDatabase& db, testing::ServerProcess& conversation,
                      testing::ServerProcess& intent, testing::ServerProcess& executor,
                      bool signed_calls) {
   Env trust, sign;
@@ -262,8 +262,9 @@ bool StartDownstream(const std::string& dsn, testing::ServerProcess& conversatio
     trust = {testing::TrustTestKeyEnv()};
     sign = {testing::SignWithTestKeyEnv(), testing::SignWithTestKeyIdEnv()};
   }
-  Env conversation_env = {dsn, std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey};
-  Env executor_env = {dsn, testing::ExecutorMasterKeyEnv()};
+  Env conversation_env = testing::DatabaseEnv(
+      db, "conversation", {std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey});
+  Env executor_env = testing::DatabaseEnv(db, "executor", {testing::ExecutorMasterKeyEnv()});
   conversation_env.insert(conversation_env.end(), trust.begin(), trust.end());
   executor_env.insert(executor_env.end(), trust.begin(), trust.end());
   executor_env.insert(executor_env.end(), sign.begin(), sign.end());
@@ -281,7 +282,7 @@ bool StartDownstream(const std::string& dsn, testing::ServerProcess& conversatio
 // config (written under `dir`) and environment at it; nullptr (and why, on
 // stderr) when it does not start.
 std::unique_ptr<llm::testing::FakeLlmServer> StartModel(
-    const std::filesystem::path& dir, const std::string& dsn, Env& orchestrator_env,
+    const std::filesystem::path& dir, const testing::TestDatabase& db, Env& orchestrator_env,
     std::vector<std::string>& orchestrator_args) {
   auto started = llm::testing::FakeLlmServer::Start(
       bench::ListAgentsModelRules(), {.api_key = "bench-key", .record_bodies = false});
@@ -296,7 +297,9 @@ std::unique_ptr<llm::testing::FakeLlmServer> StartModel(
          << "\n      api_key_env: BENCH_LLM_KEY\n  profiles:\n    balanced: [fake/planner]\n";
   orchestrator_args = {"--config", (dir / "orchestrator.yaml").string()};
   // With a model, every turn's calls are recorded in orchestration.llm_turn_usage.
-  orchestrator_env.push_back(dsn);
+  for (std::string& entry : testing::DatabaseEnv(db, "orchestrator")) {
+    orchestrator_env.push_back(std::move(entry));
+  }
   orchestrator_env.push_back("BENCH_LLM_KEY=bench-key");
   return provider;
 }
@@ -441,12 +444,11 @@ int Run(int turns, double seconds, bool model, bool signed_calls) {
       std::filesystem::temp_directory_path() / ("omniforge-chat-bench-" + core::NewUuid());
   std::filesystem::create_directories(dir);
   const std::vector<std::string> keys = WriteApiKeys(dir);
-  const std::string dsn = "OMNIFORGE_DATABASE_DSN=" + db.dsn();
   testing::ServerProcess conversation(OMNIFORGE_CONVERSATION_BIN);
   testing::ServerProcess intent(OMNIFORGE_INTENT_BIN);
   testing::ServerProcess executor(OMNIFORGE_EXECUTOR_BIN);
   testing::ServerProcess orchestrator(OMNIFORGE_ORCHESTRATOR_BIN);
-  if (!StartDownstream(dsn, conversation, intent, executor, signed_calls)) return 1;
+  if (!StartDownstream(db, conversation, intent, executor, signed_calls)) return 1;
   std::unique_ptr<llm::testing::FakeLlmServer> provider;
   Env orchestrator_env = {"OMNIFORGE_AUTH_API_KEYS_FILE=" + (dir / "api_keys").string(),
                           "OMNIFORGE_SPOOL_DIR=" + (dir / "spool").string(),
@@ -460,7 +462,7 @@ int Run(int turns, double seconds, bool model, bool signed_calls) {
   }
   std::vector<std::string> orchestrator_args;
   if (model) {
-    provider = StartModel(dir, dsn, orchestrator_env, orchestrator_args);
+    provider = StartModel(dir, db, orchestrator_env, orchestrator_args);
     if (!provider) return 1;
   }
   if (auto error = orchestrator.Start(orchestrator_env, orchestrator_args)) {

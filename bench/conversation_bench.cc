@@ -401,7 +401,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   RawInserter raw_inserter(db.dsn());
-  Bench bench(db.dsn(), 16, committers);
+  Bench bench(db.service_dsn("conversation"), 16, committers);
   std::fprintf(stderr, "appends via the repository, 1 client: %.0f/s\n",
                bench.RepositoryAppendRate(seconds / 2));
   std::fprintf(stderr, "appends, 1 blocking client: %.0f/s\n",

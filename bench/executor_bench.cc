@@ -58,9 +58,11 @@ double Percentile(std::vector<double> v, double p) {
 
 class Bench {
  public:
-  explicit Bench(const std::string& dsn) {
-    if (!pg::ApplyMigrations(dsn, "executor", pg::ExecutorMigrations()).ok()) std::abort();
-    pool_ = *pg::PgPool::Create({.dsn = dsn, .pool_size = 16});
+  explicit Bench(const omniforge::testing::TestDatabase& db) {
+    if (!pg::ApplyMigrations(db.owner_dsn(), "executor", pg::ExecutorMigrations()).ok()) {
+      std::abort();
+    }
+    pool_ = *pg::PgPool::Create({.dsn = db.service_dsn("executor"), .pool_size = 16});
     keys_ = std::make_unique<seal::KeyRing>(*pool_, kExecutorKeys, seal::TestMasterKey(), "bench");
     tools_ = std::make_unique<PlatformTools>(*pool_, *keys_);
     if (!catalog_.AddProvider(*tools_).ok()) std::abort();
@@ -201,7 +203,7 @@ int main(int argc, char** argv) {
   core::InitLogging("executor_bench", "warn");
 
   testing::TestDatabase database;
-  executor::Bench bench(database.dsn());
+  executor::Bench bench(database);
   bench.Seed(50);
   const auto read = bench.Measure("get_agent", R"({"agent": "agent-007"})", calls, warmup, false);
   const auto list = bench.Measure("list_agents", "{}", calls, warmup, false);

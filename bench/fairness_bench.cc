@@ -152,13 +152,14 @@ struct Stack {
       noisy_keys.push_back(key->key);
     }
     keys.close();
-    const std::string dsn = "OMNIFORGE_DATABASE_DSN=" + db.dsn();
     const std::string trust = testing::TrustTestKeyEnv();
-    const Env sign = {testing::SignWithTestKeyEnv(), testing::SignWithTestKeyIdEnv()};
-    Env executor_env = {dsn, trust, testing::ExecutorMasterKeyEnv()};
-    executor_env.insert(executor_env.end(), sign.begin(), sign.end());
-    if (!Started(conversation.Start(
-            {dsn, trust, std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey})) ||
+    const Env executor_env =
+        testing::DatabaseEnv(db, "executor",
+                             {trust, testing::ExecutorMasterKeyEnv(), testing::SignWithTestKeyEnv(),
+                              testing::SignWithTestKeyIdEnv()});
+    if (!Started(conversation.Start(testing::DatabaseEnv(
+            db, "conversation",
+            {trust, std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey}))) ||
         !Started(intent.Start({trust})) || !Started(executor.Start(executor_env))) {
       return false;
     }
@@ -183,16 +184,15 @@ struct Stack {
            << "\n      api_key_env: BENCH_LLM_KEY\n  profiles:\n    balanced: [fake/planner]\n";
     if (!limits.empty()) config << "limits:\n" << limits;
     config.close();
-    const Env env = {"OMNIFORGE_AUTH_API_KEYS_FILE=" + (dir / "api_keys").string(),
-                     "OMNIFORGE_SPOOL_DIR=" + (dir / "spool").string(),
-                     "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation.address(),
-                     "OMNIFORGE_DOWNSTREAM_INTENT=" + intent.address(),
-                     "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor.address(),
-                     "OMNIFORGE_DATABASE_DSN=" + db.dsn(),
-                     std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey,
-                     "BENCH_LLM_KEY=bench-key",
-                     testing::SignWithTestKeyEnv(),
-                     testing::SignWithTestKeyIdEnv()};
+    const Env env = testing::DatabaseEnv(
+        db, "orchestrator",
+        {"OMNIFORGE_AUTH_API_KEYS_FILE=" + (dir / "api_keys").string(),
+         "OMNIFORGE_SPOOL_DIR=" + (dir / "spool").string(),
+         "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation.address(),
+         "OMNIFORGE_DOWNSTREAM_INTENT=" + intent.address(),
+         "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor.address(),
+         std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey, "BENCH_LLM_KEY=bench-key",
+         testing::SignWithTestKeyEnv(), testing::SignWithTestKeyIdEnv()});
     if (!Started(orchestrator.Start(env, {"--config", (dir / "orchestrator.yaml").string()}))) {
       return false;
     }

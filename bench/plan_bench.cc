@@ -99,7 +99,8 @@ int Main(int iterations, int step_ms) {
   auto fake = llm::testing::FakeLlmServer::Start(Script(step_ms), {.api_key = "bench-key"});
   if (!fake.ok()) Die(std::string(fake.status().message()));
   testing::TestDatabase db;
-  if (auto applied = pg::ApplyMigrations(db.dsn(), "orchestrator", pg::OrchestratorMigrations());
+  if (auto applied =
+          pg::ApplyMigrations(db.owner_dsn(), "orchestrator", pg::OrchestratorMigrations());
       !applied.ok()) {
     Die(std::string(applied.status().message()));
   }
@@ -114,7 +115,7 @@ int Main(int iterations, int step_ms) {
   std::ofstream(dir / "executor.yaml") << llm_yaml;
   testing::ServerProcess executor(OMNIFORGE_EXECUTOR_BIN);
   if (auto error =
-          executor.Start({"OMNIFORGE_DATABASE_DSN=" + db.dsn(), testing::ExecutorMasterKeyEnv()},
+          executor.Start(testing::DatabaseEnv(db, "executor", {testing::ExecutorMasterKeyEnv()}),
                          {"--config", (dir / "executor.yaml").string()});
       error.has_value()) {
     Die(*error);
@@ -128,7 +129,7 @@ int Main(int iterations, int step_ms) {
   if (!client.ok()) Die(std::string(client.status().message()));
   auto model = (*client)->ForProfile("balanced");
   pg::PgOptions options;
-  options.dsn = db.dsn();
+  options.dsn = db.service_dsn("orchestrator");
   auto pool = pg::PgPool::Create(options);
   if (!pool.ok()) Die(std::string(pool.status().message()));
   seal::KeyRing keys(**pool, kOrchestratorKeys, seal::TestMasterKey(), "bench");

@@ -115,7 +115,8 @@ int main(int argc, char** argv) {
   core::InitLogging("schedule_bench", "warn");
 
   testing::TestDatabase database;
-  if (!pg::ApplyMigrations(database.dsn(), "executor", pg::ExecutorMigrations()).ok()) return 1;
+  if (!pg::ApplyMigrations(database.owner_dsn(), "executor", pg::ExecutorMigrations()).ok())
+    return 1;
   // The slot: the first whole minute at least 5 s away.
   const core::TimePoint now = core::SystemClock().Now();
   const int64_t minute = 60'000'000;
@@ -136,7 +137,7 @@ int main(int argc, char** argv) {
     if (run.slot == slot) lag_ms.push_back(lag);
     handed.fetch_add(1);
   };
-  pg::PgOptions options{.dsn = database.dsn(), .pool_size = 4};
+  pg::PgOptions options{.dsn = database.service_dsn("executor"), .pool_size = 4};
   auto pool_a = pg::PgPool::Create(options);
   auto pool_b = pg::PgPool::Create(options);
   if (!pool_a.ok() || !pool_b.ok()) return 1;

@@ -16,8 +16,9 @@
 --   OMNIFORGE_CONVERSATION_PASSWORD, OMNIFORGE_EXECUTOR_PASSWORD,
 --   OMNIFORGE_ORCHESTRATOR_PASSWORD (required): each service logs in as
 --     its own role, omniforge_<service>, which is neither the owner nor a
---     superuser nor able to bypass row-level security, and may only
---     SET ROLE omniforge_app, what every service statement runs as.
+--     superuser nor able to bypass row-level security, and a member of no
+--     role: the migrations grant it its own service's schema and nothing
+--     else (tests/database/service_roles_test.cc).
 --   OMNIFORGE_OWNER_PASSWORD (optional): makes `omniforge` a login that is
 --     not a superuser and the database's owner; the migrations log in as
 --     it and own the schemas. Without it the owner is whoever owns the
@@ -55,7 +56,9 @@ ALTER ROLE omniforge_app NOLOGIN NOSUPERUSER NOBYPASSRLS;
 ALTER ROLE omniforge_conversation LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS PASSWORD :'conversation_password';
 ALTER ROLE omniforge_executor LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS PASSWORD :'executor_password';
 ALTER ROLE omniforge_orchestrator LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS PASSWORD :'orchestrator_password';
-GRANT omniforge_app TO omniforge_conversation, omniforge_executor, omniforge_orchestrator;
+-- omniforge_app, which every service shared in earlier releases, holds
+-- nothing once the migrations have run; no service is a member of it.
+REVOKE omniforge_app FROM omniforge_conversation, omniforge_executor, omniforge_orchestrator;
 SELECT format('GRANT CONNECT ON DATABASE %I TO omniforge_conversation, omniforge_executor,'
               ' omniforge_orchestrator', current_database()) \gexec
 
@@ -63,7 +66,7 @@ SELECT format('GRANT CONNECT ON DATABASE %I TO omniforge_conversation, omniforge
 SELECT 'CREATE ROLE omniforge'
  WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'omniforge') \gexec
 ALTER ROLE omniforge LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS PASSWORD :'owner_password';
--- The owner grants omniforge_app's table rights in the migrations.
+-- The first migrations grant omniforge_app to the role running them.
 GRANT omniforge_app TO omniforge WITH ADMIN OPTION;
 SELECT format('ALTER DATABASE %I OWNER TO omniforge', current_database()) \gexec
 \endif

@@ -81,6 +81,14 @@ ensure_database() {
     bash "$ROOT/scripts/pg.sh" psql -qc "CREATE DATABASE omniforge" >/dev/null
     log "created database omniforge"
   fi
+  # Each service's own login role, as every deployment has them (the local
+  # cluster trusts loopback logins, so the passwords are never asked for).
+  local password
+  password="$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"
+  env -u OMNIFORGE_OWNER_PASSWORD OMNIFORGE_CONVERSATION_PASSWORD="$password" \
+    OMNIFORGE_EXECUTOR_PASSWORD="$password" OMNIFORGE_ORCHESTRATOR_PASSWORD="$password" \
+    bash "$ROOT/scripts/pg.sh" psql -v ON_ERROR_STOP=1 -q -c '\c omniforge' \
+      -f "$ROOT/deploy/postgres-roles.sql" >/dev/null
 }
 
 wait_serving() {
@@ -108,20 +116,23 @@ service_env() {
   SERVICE_ENV=()
   case "$1" in
     conversation)
-      SERVICE_ENV=("OMNIFORGE_DATABASE_DSN=$DATABASE_DSN"
+      SERVICE_ENV=("OMNIFORGE_DATABASE_DSN=$(service_dsn conversation)"
+                   "OMNIFORGE_DATABASE_MIGRATE_DSN=$DATABASE_DSN"
                    "OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE=$STATE_DIR/master.key"
                    "OMNIFORGE_IDENTITY_TRUSTED_KEYS=$trusted,executor=$STATE_DIR/executor-identity.pub") ;;
     intent)
       SERVICE_ENV=("OMNIFORGE_IDENTITY_TRUSTED_KEYS=$trusted") ;;
     executor)
-      SERVICE_ENV=("OMNIFORGE_DATABASE_DSN=$DATABASE_DSN"
+      SERVICE_ENV=("OMNIFORGE_DATABASE_DSN=$(service_dsn executor)"
+                   "OMNIFORGE_DATABASE_MIGRATE_DSN=$DATABASE_DSN"
                    "OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE=$STATE_DIR/executor-master.key"
                    "OMNIFORGE_CONVERSATION_ADDRESS=$(addr conversation)"
                    "OMNIFORGE_IDENTITY_TRUSTED_KEYS=$trusted"
                    "OMNIFORGE_IDENTITY_SIGNING_KEY_FILE=$STATE_DIR/executor-identity.key"
                    "OMNIFORGE_IDENTITY_SIGNING_KEY_ID=executor") ;;
     orchestrator)
-      SERVICE_ENV=("OMNIFORGE_DATABASE_DSN=$DATABASE_DSN"
+      SERVICE_ENV=("OMNIFORGE_DATABASE_DSN=$(service_dsn orchestrator)"
+                   "OMNIFORGE_DATABASE_MIGRATE_DSN=$DATABASE_DSN"
                    "OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE=$STATE_DIR/orchestrator-master.key"
                    "OMNIFORGE_IDENTITY_SIGNING_KEY_FILE=$STATE_DIR/orchestrator-identity.key"
                    "OMNIFORGE_IDENTITY_SIGNING_KEY_ID=orchestrator"

@@ -28,5 +28,8 @@ declare -A METRICS_PORTS=([orchestrator]=$METRICS_PORT_BASE
                           [conversation]=$((METRICS_PORT_BASE + 1))
                           [intent]=$((METRICS_PORT_BASE + 2))
                           [executor]=$((METRICS_PORT_BASE + 3)))
+# The owner (the local cluster's superuser): migrations and maintenance.
 DATABASE_DSN="host=127.0.0.1 port=$PG_PORT user=omniforge dbname=omniforge"
+# What service $1 logs in as: its own role (deploy/postgres-roles.sql).
+service_dsn() { echo "host=127.0.0.1 port=$PG_PORT user=omniforge_$1 dbname=omniforge"; }
 addr() { echo "127.0.0.1:${PORTS[$1]}"; }

@@ -1,8 +1,8 @@
 #!/bin/sh
 # The login roles of the omniforge services, one per service, none of them a
-# superuser, the schema owner or able to bypass row-level security: each may
-# only SET ROLE omniforge_app (what every service statement runs as). The
-# migrations run as the database owner (POSTGRES_USER). The SQL is
+# superuser, the schema owner or able to bypass row-level security; the
+# migrations, run as the database owner (POSTGRES_USER), grant each only its
+# own schema. The SQL is
 # deploy/postgres-roles.sql, shared with a PostgreSQL outside Kubernetes;
 # this gives it the passwords from the secrets.
 #

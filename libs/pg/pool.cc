@@ -116,17 +116,21 @@ absl::Status CheckRowLevelSecurityApplies(PgPool& pool, const std::string& schem
   if (!lease.ok()) return lease.status();
   try {
     pqxx::nontransaction tx(lease->conn());
-    pqxx::row row = tx.exec_params1(
-        "SELECT current_user, r.rolsuper OR r.rolbypassrls,"
+    // For the login (session_user) and the role statements run as.
+    pqxx::result rows = tx.exec_params(
+        "SELECT r.rolname, r.rolsuper OR r.rolbypassrls,"
         "       EXISTS (SELECT 1 FROM pg_tables t WHERE t.schemaname = $1"
-        "               AND t.tableowner = current_user)"
-        " FROM pg_roles r WHERE r.rolname = current_user",
+        "               AND t.tableowner = r.rolname)"
+        " FROM pg_roles r WHERE r.rolname IN (session_user, current_user)",
         schema);
-    if (row[1].as<bool>() || row[2].as<bool>()) {
+    for (const pqxx::row& row : rows) {
+      if (!row[1].as<bool>() && !row[2].as<bool>()) continue;
       return absl::FailedPreconditionError(
           "database role " + row[0].as<std::string>() +
           " is not subject to row-level security (superuser, BYPASSRLS or owner of schema " +
-          schema + "); set database.role to the application role");
+          schema +
+          "); log in as the service's own role (database.dsn; deploy/postgres-roles.sql "
+          "makes it)");
     }
     return absl::OkStatus();
   } catch (const std::exception& e) {

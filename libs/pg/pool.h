@@ -1,10 +1,10 @@
 // A bounded pool of PostgreSQL connections, and tenant-scoped transactions
 // on it.
 //
-// Every connection switches to the application role (PgOptions::role) when
-// it opens, so PostgreSQL row-level security applies to it; a tenant
-// transaction then sets `app.tenant_id` for its duration, which the policies
-// compare against. Thread-safe.
+// Every connection logs in as the service's own role (or switches to
+// PgOptions::role when one is set), so PostgreSQL row-level security applies
+// to it; a tenant transaction then sets `app.tenant_id` for its duration,
+// which the policies compare against. Thread-safe.
 #pragma once
 
 #include <chrono>
@@ -24,8 +24,9 @@ namespace omniforge::pg {
 struct PgOptions {
   std::string dsn;
   int pool_size = 8;
-  // Role assumed with SET ROLE on every connection; empty keeps the login role.
-  std::string role = "omniforge_app";
+  // Role assumed with SET ROLE on every connection; empty keeps the login
+  // role (what the services do: each logs in as its own role).
+  std::string role;
   std::chrono::milliseconds acquire_timeout{5000};
   int statement_timeout_ms = 10000;
 };
@@ -95,8 +96,10 @@ absl::Status WithTenantTransaction(PgPool& pool, const std::string& tenant,
                                    bool retry_on_broken = true);
 
 // FAILED_PRECONDITION when connections of `pool` would bypass row-level
-// security on `schema`'s tables: a superuser, a BYPASSRLS role or the
-// tables' owner. Services call it at start and refuse to serve otherwise.
+// security on `schema`'s tables (a superuser, a BYPASSRLS role or the
+// tables' owner), or log in as such a role and only SET ROLE away from it
+// (the login could SET ROLE back: a privileged login is never the
+// service's). Services call it at start and refuse to serve otherwise.
 absl::Status CheckRowLevelSecurityApplies(PgPool& pool, const std::string& schema);
 
 // Sets app.tenant_id for the rest of the transaction.

@@ -8,20 +8,26 @@
 
 namespace omniforge::pg {
 
-// The local stack's database (scripts/pg.sh).
-inline constexpr char kLocalDsn[] = "host=127.0.0.1 port=55432 user=omniforge dbname=omniforge";
+// The local stack's database (scripts/pg.sh), logged in as `user`: a
+// service's own role (omniforge_conversation, ...) or the owner, omniforge.
+inline std::string LocalDsn(const std::string& user) {
+  return "host=127.0.0.1 port=55432 user=" + user + " dbname=omniforge";
+}
 
 struct DatabaseSettings {
-  PgOptions pool;           // dsn, pool_size, role, statement_timeout_ms
-  std::string migrate_dsn;  // the role that applies migrations; the dsn when not set
+  PgOptions pool;  // dsn, pool_size, role, statement_timeout_ms
+  // The role that applies migrations (the schema's owner): the dsn when not
+  // set, the local stack's owner when the dsn is the local default too.
+  std::string migrate_dsn;
   bool migrate_on_start = true;
 };
 
-// Reads database.dsn (default `default_dsn`), database.pool_size (default
-// `default_pool_size`), database.role, database.statement_timeout_ms,
+// Reads database.dsn (default: the local stack's, as the service's own
+// role `login`, when `local_by_default`; else none), database.pool_size
+// (default `default_pool_size`), database.role, database.statement_timeout_ms,
 // database.migrate_dsn and database.migrate_on_start; bad values are
 // reported by the reader's Finish().
-DatabaseSettings ReadDatabaseSettings(core::ConfigReader& config, const std::string& default_dsn,
-                                      int default_pool_size);
+DatabaseSettings ReadDatabaseSettings(core::ConfigReader& config, const std::string& login,
+                                      bool local_by_default, int default_pool_size);
 
 }  // namespace omniforge::pg

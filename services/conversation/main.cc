@@ -62,7 +62,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.identity = core::ReadCallerIdentity(c, /*verifies=*/true, /*signs=*/false);
   s.worker_threads = static_cast<int>(c.Int("server.worker_threads", 16, 1, 1024));
   s.log_level = c.String("log.level", "info");
-  s.database = pg::ReadDatabaseSettings(c, pg::kLocalDsn, 16);
+  s.database = pg::ReadDatabaseSettings(c, "omniforge_conversation", true, 16);
   s.master_keys = seal::ReadMasterKeySettings(c);
   s.retention.default_days = static_cast<int>(c.Int("retention.default_days", 30, 1, 36500));
   for (const auto& [tenant, days] : c.StringMap("retention.tenant_days")) {

@@ -92,7 +92,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.identity = core::ReadCallerIdentity(c, /*verifies=*/true, /*signs=*/true);
   s.worker_threads = static_cast<int>(c.Int("server.worker_threads", 16, 1, 1024));
   s.log_level = c.String("log.level", "info");
-  s.database = pg::ReadDatabaseSettings(c, pg::kLocalDsn, 16);
+  s.database = pg::ReadDatabaseSettings(c, "omniforge_executor", true, 16);
   s.tools.max_result_bytes = static_cast<size_t>(
       c.Int("tools.max_result_bytes", int64_t{64} * 1024, 1024, int64_t{16} * 1024 * 1024));
   s.tools.max_argument_bytes = static_cast<size_t>(

@@ -66,7 +66,7 @@ class CliEndToEndTest : public ::testing::Test {
     ASSERT_EQ(keys_->size(), users.size());
     stack_ = new testing::ServiceStack({OMNIFORGE_CONVERSATION_BIN, OMNIFORGE_INTENT_BIN,
                                         OMNIFORGE_EXECUTOR_BIN, OMNIFORGE_ORCHESTRATOR_BIN});
-    ASSERT_EQ(stack_->Start(db_->dsn(), (*dir_ / "api_keys").string()), std::nullopt);
+    ASSERT_EQ(stack_->Start(*db_, (*dir_ / "api_keys").string()), std::nullopt);
   }
 
   static void TearDownTestSuite() {

@@ -1,8 +1,8 @@
 // Row-level security binds everyone who reads omniforge's tables but a
-// superuser: the services' role and the schemas' owner alike (FORCE), with
-// the owner logging in as a deployment has it, not a superuser. The
-// functions that span tenants (retention, the scheduler) still do, and the
-// switch they use is the owner's alone.
+// superuser: the services' roles and the schemas' owner alike (FORCE), with
+// the owner and each service logging in as a deployment has them, not as a
+// superuser. The functions that span tenants (retention, the scheduler)
+// still do, and the switch they use is the owner's alone.
 #include <gtest/gtest.h>
 
 #include <pqxx/pqxx>
@@ -53,6 +53,13 @@ const std::vector<std::string> kTables = {"conversation.conversations", "platfor
                                           "platform.agent_schedules",   "platform.runs",
                                           "platform.tool_invocations",  "orchestration.error_log"};
 
+// The service whose role reads each of kTables.
+std::string ServiceOf(const std::string& table) {
+  if (table.rfind("conversation.", 0) == 0) return "conversation";
+  if (table.rfind("platform.", 0) == 0) return "executor";
+  return "orchestrator";
+}
+
 class RowSecurityTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -84,6 +91,19 @@ class RowSecurityTest : public ::testing::Test {
     std::vector<int> counts;
     counts.reserve(kTables.size());
     for (const std::string& table : kTables) {
+      counts.push_back(tx.exec("SELECT count(*) FROM " + table)[0][0].as<int>());
+    }
+    return counts;
+  }
+
+  // The same, each table read by its service's own login.
+  static std::vector<int> ServiceCounts(const std::string& setup) {
+    std::vector<int> counts;
+    counts.reserve(kTables.size());
+    for (const std::string& table : kTables) {
+      pqxx::connection conn(db_->service_dsn(ServiceOf(table)));
+      pqxx::work tx(conn);
+      tx.exec(setup);
       counts.push_back(tx.exec("SELECT count(*) FROM " + table)[0][0].as<int>());
     }
     return counts;
@@ -133,18 +153,24 @@ TEST_F(RowSecurityTest, TheCrossTenantSwitchIsTheOwnersAlone) {
   const std::vector<int> owner =
       Counts(db_->owner_dsn(), "SELECT set_config('omniforge.cross_tenant', 'on', true)");
   EXPECT_EQ(owner, (std::vector<int>{2, 2, 2, 2, 2, 0}));
-  // ... and nothing more to the services' role.
-  const std::vector<int> service = Counts(db_->owner_dsn(),
-                                          "SET LOCAL ROLE omniforge_app;"
-                                          "SELECT set_config('omniforge.cross_tenant', 'on', true),"
-                                          "       set_config('app.tenant_id', 'rs-a', true)");
+  // ... and nothing more to the services' roles.
+  const std::vector<int> service = ServiceCounts(
+      "SELECT set_config('omniforge.cross_tenant', 'on', true),"
+      "       set_config('app.tenant_id', 'rs-a', true)");
   EXPECT_EQ(service, std::vector<int>(kTables.size(), 1));
 }
 
 TEST_F(RowSecurityTest, FunctionsThatSpanTenantsStillDoWhenAServiceCallsThem) {
-  pqxx::connection conn(db_->owner_dsn());
+  {
+    pqxx::connection conn(db_->service_dsn("conversation"));
+    pqxx::work tx(conn);
+    tx.exec("SELECT set_config('app.tenant_id', 'rs-a', true)");
+    EXPECT_EQ(tx.exec("SELECT conversation.purge_idle(30, '{}', now(), 10)")[0][0].as<int>(), 2);
+    tx.commit();
+  }
+  pqxx::connection conn(db_->service_dsn("executor"));
   pqxx::work tx(conn);
-  tx.exec("SET LOCAL ROLE omniforge_app; SELECT set_config('app.tenant_id', 'rs-a', true)");
+  tx.exec("SELECT set_config('app.tenant_id', 'rs-a', true)");
   // Tenant b's schedule is the earlier one.
   EXPECT_EQ(
       tx.exec("SELECT platform.earliest_schedule() = '2000-01-01'::timestamptz")[0][0].as<bool>(),
@@ -157,7 +183,6 @@ TEST_F(RowSecurityTest, FunctionsThatSpanTenantsStillDoWhenAServiceCallsThem) {
             2);
   EXPECT_EQ(tx.exec("SELECT platform.fail_abandoned_runs(now(), 10)")[0][0].as<int>(), 2);
   EXPECT_EQ(tx.exec("SELECT platform.purge_tool_invocations(now(), 10)")[0][0].as<int>(), 2);
-  EXPECT_EQ(tx.exec("SELECT conversation.purge_idle(30, '{}', now(), 10)")[0][0].as<int>(), 2);
   // Each turned the switch on for its own call only.
   EXPECT_EQ(tx.exec("SELECT coalesce(current_setting('omniforge.cross_tenant', true), '')")[0][0]
                 .as<std::string>(),

@@ -48,8 +48,8 @@ class CallerAssertionTest : public ::testing::TestWithParam<Service> {
   void SetUp() override {
     server_ = std::make_unique<testing::ServerProcess>(GetParam().binary);
     std::vector<std::string> env = {testing::TrustTestKeyEnv()};
-    if (GetParam().audience != core::kIntentAudience) {  // it has no database
-      env.push_back("OMNIFORGE_DATABASE_DSN=" + database_->dsn());
+    if (GetParam().audience != core::kIntentAudience) {                  // it has no database
+      env = testing::DatabaseEnv(*database_, GetParam().audience, env);  // named as the service
     }
     if (GetParam().audience == core::kConversationAudience) {
       env.push_back(std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey);

@@ -14,7 +14,7 @@ MigratedDatabase::MigratedDatabase(const std::string& component,
     std::abort();
   }
   pg::PgOptions options;
-  options.dsn = db_.dsn();
+  options.dsn = db_.service_dsn(component);
   options.pool_size = pool_size;
   absl::StatusOr<std::unique_ptr<pg::PgPool>> made = pg::PgPool::Create(options);
   if (!made.ok()) {

@@ -28,7 +28,9 @@ class MigratedDatabase final {
   // As the cluster's superuser (the tests' own statements).
   const std::string& dsn() const { return db_.dsn(); }
   const std::string& owner_dsn() const { return db_.owner_dsn(); }
-  // Valid while this object lives; thread-safe like any PgPool.
+  const TestDatabase& database() const { return db_; }
+  // Logged in as `component`'s own role (omniforge_<component>);
+  // valid while this object lives; thread-safe like any PgPool.
   pg::PgPool& pool() { return *pool_; }
 
  private:

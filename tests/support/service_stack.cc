@@ -17,21 +17,21 @@ constexpr char kTestMasterKey[] =
 
 }  // namespace
 
-std::optional<std::string> ServiceStack::Start(const std::string& dsn,
+std::optional<std::string> ServiceStack::Start(const TestDatabase& db,
                                                const std::string& api_keys_file) {
-  const std::string database = "OMNIFORGE_DATABASE_DSN=" + dsn;
   // The services believe only signed caller assertions, the orchestrator's
   // and the executor's, and so does this process's own calls' (the tests
   // call the services directly too).
   SignCallsWithTestKey();
-  if (auto error = conversation_.Start(
-          {database, std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kTestMasterKey,
-           TrustTestKeyEnv()})) {
+  if (auto error = conversation_.Start(DatabaseEnv(
+          db, "conversation",
+          {std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kTestMasterKey, TrustTestKeyEnv()}))) {
     return error;
   }
   if (auto error = intent_.Start({TrustTestKeyEnv()})) return error;
-  if (auto error = executor_.Start({database, ExecutorMasterKeyEnv(), TrustTestKeyEnv(),
-                                    SignWithTestKeyEnv(), SignWithTestKeyIdEnv()})) {
+  if (auto error = executor_.Start(DatabaseEnv(db, "executor",
+                                               {ExecutorMasterKeyEnv(), TrustTestKeyEnv(),
+                                                SignWithTestKeyEnv(), SignWithTestKeyIdEnv()}))) {
     return error;
   }
   spool_dir_ =

@@ -12,6 +12,7 @@
 
 #include "libs/core/identity.h"
 #include "tests/support/server_process.h"
+#include "tests/support/test_database.h"
 
 namespace omniforge::testing {
 
@@ -33,9 +34,10 @@ class ServiceStack final {
   ServiceStack(const ServiceStack&) = delete;
   ServiceStack& operator=(const ServiceStack&) = delete;
 
-  // Starts the services on database `dsn` with the orchestrator's keys from
-  // `api_keys_file`. Returns the first service's error (with its log).
-  std::optional<std::string> Start(const std::string& dsn, const std::string& api_keys_file);
+  // Starts the services on database `db` (each logged in as its own role)
+  // with the orchestrator's keys from `api_keys_file`. Returns the first
+  // service's error (with its log).
+  std::optional<std::string> Start(const TestDatabase& db, const std::string& api_keys_file);
 
   ServerProcess& conversation() { return conversation_; }
   ServerProcess& intent() { return intent_; }

@@ -23,6 +23,10 @@ constexpr char kDefaultAdminDsn[] =
 // option, as deploy/postgres-roles.sql makes the owner.
 constexpr char kOwner[] = "omniforge_test_owner";
 
+// The services' own logins, as deploy/postgres-roles.sql makes them (the
+// test cluster trusts loopback logins, so they have no password).
+constexpr const char* kServices[] = {"conversation", "executor", "orchestrator"};
+
 [[noreturn]] void Fail(const std::string& what) {
   std::cerr << "test database: " << what
             << "\n(the ctest fixture starts PostgreSQL with scripts/pg.sh; run tests via "
@@ -30,11 +34,11 @@ constexpr char kOwner[] = "omniforge_test_owner";
   std::abort();
 }
 
-// Makes the owner role once per cluster. Test programs run side by side,
-// so a concurrent maker's duplicate is success; a second try settles any
-// other race (a concurrent GRANT).
+// Makes the owner and the services' roles once per cluster. Test programs
+// run side by side, so a concurrent maker's duplicate is success; a second
+// try settles any other race (a concurrent GRANT).
 void EnsureOwnerRole(pqxx::connection& admin) {
-  const std::string sql = absl::StrReplaceAll(R"sql(
+  std::string sql = absl::StrReplaceAll(R"sql(
     DO $$ BEGIN
       IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'omniforge_app') THEN
         CREATE ROLE omniforge_app NOLOGIN NOSUPERUSER NOBYPASSRLS;
@@ -45,7 +49,17 @@ void EnsureOwnerRole(pqxx::connection& admin) {
     EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
     END $$;
     GRANT omniforge_app TO $owner WITH ADMIN OPTION;)sql",
-                                              {{"$owner", kOwner}});
+                                        {{"$owner", kOwner}});
+  for (const char* service : kServices) {
+    sql += absl::StrReplaceAll(R"sql(
+    DO $$ BEGIN
+      IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'omniforge_$service') THEN
+        CREATE ROLE omniforge_$service LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS;
+      END IF;
+    EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+    END $$;)sql",
+                               {{"$service", service}});
+  }
   for (int attempt = 1;; ++attempt) {
     try {
       pqxx::nontransaction tx(admin);
@@ -58,6 +72,18 @@ void EnsureOwnerRole(pqxx::connection& admin) {
 }
 
 }  // namespace
+
+std::string TestDatabase::service_dsn(const std::string& service) const {
+  return dsn_ + " user=omniforge_" + service;
+}
+
+std::vector<std::string> DatabaseEnv(const TestDatabase& db, const std::string& service,
+                                     const std::vector<std::string>& more) {
+  std::vector<std::string> env = {"OMNIFORGE_DATABASE_DSN=" + db.service_dsn(service),
+                                  "OMNIFORGE_DATABASE_MIGRATE_DSN=" + db.owner_dsn()};
+  env.insert(env.end(), more.begin(), more.end());
+  return env;
+}
 
 TestDatabase::TestDatabase() {
   const char* env = std::getenv("OMNIFORGE_TEST_PG_DSN");

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace omniforge::testing {
 
@@ -25,6 +26,9 @@ class TestDatabase final {
   const std::string& dsn() const { return dsn_; }
   // The same, as the database's owner (what migrations run as).
   const std::string& owner_dsn() const { return owner_dsn_; }
+  // The same, as `service`'s own role, omniforge_<service> (conversation,
+  // executor or orchestrator): what the service logs in as.
+  std::string service_dsn(const std::string& service) const;
   const std::string& name() const { return name_; }
 
  private:
@@ -33,5 +37,11 @@ class TestDatabase final {
   std::string dsn_;
   std::string owner_dsn_;
 };
+
+// The environment of service process `service` on `db`: its database.dsn
+// logs in as its own role, its database.migrate_dsn as the owner; then
+// `more`.
+std::vector<std::string> DatabaseEnv(const TestDatabase& db, const std::string& service,
+                                     const std::vector<std::string>& more = {});
 
 }  // namespace omniforge::testing

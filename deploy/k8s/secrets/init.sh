@@ -70,9 +70,9 @@ fi
 if [[ ! -e "$dir/database.env" ]]; then
   cat > "$dir/database.env" <<'ENV'
 # An external PostgreSQL (unused with the CloudNativePG component): one login
-# role per service, none of them the schema owner nor a superuser, each a
-# member of omniforge_app (docs/deploy/kubernetes.md has the SQL), and the
-# owner for the migrations.
+# role per service, none of them the schema owner nor a superuser
+# (deploy/postgres-roles.sql makes them; the migrations grant each its own
+# schema), and the owner for the migrations.
 # conversation-dsn=host=pg.example.internal dbname=omniforge user=omniforge_conversation password=... sslmode=verify-full
 # executor-dsn=host=pg.example.internal dbname=omniforge user=omniforge_executor password=... sslmode=verify-full
 # orchestrator-dsn=host=pg.example.internal dbname=omniforge user=omniforge_orchestrator password=... sslmode=verify-full

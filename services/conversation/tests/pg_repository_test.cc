@@ -51,7 +51,7 @@ class PgRepositoryTest : public ::testing::Test {
 
   void SetUp() override {
     pg::PgOptions options;
-    options.dsn = db_->dsn();
+    options.dsn = db_->service_dsn("conversation");
     options.pool_size = 24;
     auto pool = pg::PgPool::Create(options);
     ASSERT_TRUE(pool.ok()) << pool.status();
@@ -476,7 +476,7 @@ TEST(MasterKeyRotationTest, RewrapsEveryTenantsKeys) {
   // A database of its own: a re-wrap covers every tenant's keys.
   testing::TestDatabase db;
   pg::PgOptions options;
-  options.dsn = db.dsn();
+  options.dsn = db.service_dsn("conversation");
   auto app_pool = pg::PgPool::Create(options);
   ASSERT_TRUE(app_pool.ok()) << app_pool.status();
   pg::PgPool& pool = **app_pool;
@@ -750,7 +750,7 @@ TEST_F(PgRepositoryTest, OneConnectionIsEnoughWithAColdKeyCache) {
   Conversation c = NewChat(kAlice);
   ASSERT_TRUE(Append(kAlice, {c.id, 1, "hello", "", ""}).ok());
   pg::PgOptions options;
-  options.dsn = db_->dsn();
+  options.dsn = db_->service_dsn("conversation");
   options.pool_size = 1;
   options.acquire_timeout = std::chrono::milliseconds(2000);
   auto pool = pg::PgPool::Create(options);
@@ -775,6 +775,25 @@ TEST_F(PgRepositoryTest, ServingIsRefusedWhenRowLevelSecurityWouldNotApply) {
   absl::Status refused = pg::CheckRowLevelSecurityApplies(**pool, "conversation");
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(refused.message().find("row-level security"), std::string::npos);
+  // Nor a privileged login that only SETs ROLE to the service's role: it
+  // could SET ROLE back.
+  pg::PgOptions switching;
+  switching.dsn = db_->dsn();
+  switching.role = "omniforge_conversation";
+  auto switched = pg::PgPool::Create(switching);
+  ASSERT_TRUE(switched.ok()) << switched.status();
+  refused = pg::CheckRowLevelSecurityApplies(**switched, "conversation");
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  // It names the login, not the role switched to.
+  EXPECT_EQ(refused.message().find("omniforge_conversation"), std::string::npos) << refused;
+  // Nor the schema's owner (not a superuser: FORCE binds it, but it may
+  // change the policies).
+  pg::PgOptions schema_owner;
+  schema_owner.dsn = db_->owner_dsn();
+  auto owned = pg::PgPool::Create(schema_owner);
+  ASSERT_TRUE(owned.ok()) << owned.status();
+  EXPECT_EQ(pg::CheckRowLevelSecurityApplies(**owned, "conversation").code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(PgRepositoryTest, AgentDialogueWindowsAreBoundedByPlannerExchanges) {

@@ -65,12 +65,12 @@ constexpr auto kRpcTimeout = std::chrono::seconds(10);
 
 using testing::ServerProcess;
 
-// The environment of an omniforge-conversation process on `dsn`, plus `extra`.
-std::vector<std::string> ServerEnv(const std::string& dsn, std::vector<std::string> extra = {}) {
-  extra.insert(extra.begin(), {"OMNIFORGE_DATABASE_DSN=" + dsn,
-                               std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey,
+// The environment of an omniforge-conversation process on `db`, plus `extra`.
+std::vector<std::string> ServerEnv(const testing::TestDatabase& db,
+                                   std::vector<std::string> extra = {}) {
+  extra.insert(extra.begin(), {std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey,
                                "OMNIFORGE_SERVER_DRAIN_TIMEOUT_S=10"});
-  return extra;
+  return testing::DatabaseEnv(db, "conversation", extra);
 }
 
 // A client context with the caller identity (when given) and a deadline.
@@ -104,7 +104,7 @@ class ConversationServerTest : public ::testing::Test {
 
   void StartServer(std::vector<std::string> extra_env) {
     server_ = std::make_unique<ServerProcess>(OMNIFORGE_CONVERSATION_BIN);
-    const auto error = server_->Start(ServerEnv(database_->dsn(), std::move(extra_env)));
+    const auto error = server_->Start(ServerEnv(*database_, std::move(extra_env)));
     ASSERT_FALSE(error.has_value()) << *error;
     channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
     stub_ = pb::ConversationService::NewStub(channel_);
@@ -820,7 +820,7 @@ TEST_F(ConversationServerTest, SigtermDrainsInFlightAppends) {
   // A second instance on the same database sees every acknowledged message,
   // and nothing the client was told failed.
   ServerProcess second(OMNIFORGE_CONVERSATION_BIN);
-  const auto error = second.Start(ServerEnv(database_->dsn()));
+  const auto error = second.Start(ServerEnv(*database_));
   ASSERT_FALSE(error.has_value()) << *error;
   auto stub = pb::ConversationService::NewStub(
       grpc::CreateChannel(second.address(), grpc::InsecureChannelCredentials()));
@@ -913,9 +913,8 @@ TEST(ConversationTlsTest, ServesTlsWhenConfiguredAndRefusesPlaintext) {
 
   testing::TestDatabase database;
   ServerProcess server(OMNIFORGE_CONVERSATION_BIN);
-  const auto error =
-      server.Start(ServerEnv(database.dsn(), {"OMNIFORGE_SERVER_TLS_CERT_FILE=" + cert,
-                                              "OMNIFORGE_SERVER_TLS_KEY_FILE=" + key}));
+  const auto error = server.Start(ServerEnv(database, {"OMNIFORGE_SERVER_TLS_CERT_FILE=" + cert,
+                                                       "OMNIFORGE_SERVER_TLS_KEY_FILE=" + key}));
   ASSERT_FALSE(error.has_value()) << *error;
   EXPECT_THAT(server.JoinedLog(), HasSubstr(R"("tls":"on")"));
   {
@@ -956,7 +955,7 @@ namespace {
 TEST(ConversationOverloadTest, CallsAbandonedWhileQueuedGetNoDatabaseWork) {
   testing::TestDatabase database;
   ServerProcess server(OMNIFORGE_CONVERSATION_BIN);
-  const auto error = server.Start(ServerEnv(database.dsn(), {"OMNIFORGE_SERVER_WORKER_THREADS=1"}));
+  const auto error = server.Start(ServerEnv(database, {"OMNIFORGE_SERVER_WORKER_THREADS=1"}));
   ASSERT_FALSE(error.has_value()) << *error;
   {
     auto channel = grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials());

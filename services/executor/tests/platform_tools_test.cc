@@ -173,13 +173,13 @@ TEST_F(PlatformToolsTest, AnotherTenantsOrUsersAgentIsNotFound) {
   EXPECT_EQ(mine["status"], "active");
 }
 
-TEST_F(PlatformToolsTest, RowLevelSecurityHidesOtherTenantsFromTheAppRole) {
+TEST_F(PlatformToolsTest, RowLevelSecurityHidesOtherTenantsFromTheServiceRole) {
   const auto alice = Fresh("initech");
   Ok(alice, "create_agent", {{"name", "rls"}, {"description", "x"}});
   Ok(alice, "create_project", {{"name", "rls project"}});
   pqxx::connection conn(platform_->database.dsn());
   pqxx::work tx(conn);
-  tx.exec("SET ROLE omniforge_app");
+  tx.exec("SET ROLE omniforge_executor");
   tx.exec("SELECT set_config('app.tenant_id', 'someone-else', true)");
   EXPECT_EQ(tx.exec1("SELECT count(*) FROM platform.agents")[0].as<int>(), 0);
   EXPECT_EQ(tx.exec1("SELECT count(*) FROM platform.projects")[0].as<int>(), 0);
@@ -206,7 +206,7 @@ TEST_F(PlatformToolsTest, ReadFunctionsRunWithTheCallersRights) {
   const auto alice = Fresh("initech");
   Ok(alice, "create_agent", {{"name", "walled"}, {"description", "x"}});
   pqxx::nontransaction auto_commit(conn);
-  auto_commit.exec("SET ROLE omniforge_app");
+  auto_commit.exec("SET ROLE omniforge_executor");
   EXPECT_FALSE(auto_commit
                    .exec1("SELECT platform.read_get_agent(" + auto_commit.quote(alice.tenant_id) +
                           ", " + auto_commit.quote(alice.user_id) + ", NULL, 'walled')")[0]

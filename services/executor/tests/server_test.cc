@@ -52,15 +52,16 @@ constexpr auto kRpcTimeout = std::chrono::seconds(10);
 using testing::ServerProcess;
 
 // The environment of an omniforge-executor process on `dsn`, plus `extra`.
-std::vector<std::string> ServerEnv(const std::string& dsn, std::vector<std::string> extra = {}) {
+std::vector<std::string> ServerEnv(const testing::TestDatabase& db,
+                                   std::vector<std::string> extra = {},
+                                   const std::string& service = "executor") {
   // A master key of the test's own when it gives none (the executor's).
   const bool keyed = std::any_of(extra.begin(), extra.end(), [](const std::string& e) {
     return e.rfind("OMNIFORGE_ENCRYPTION_MASTER_KEY=", 0) == 0;
   });
   if (!keyed) extra.push_back(testing::ExecutorMasterKeyEnv());
-  extra.insert(extra.begin(),
-               {"OMNIFORGE_DATABASE_DSN=" + dsn, "OMNIFORGE_SERVER_DRAIN_TIMEOUT_S=10"});
-  return extra;
+  extra.push_back("OMNIFORGE_SERVER_DRAIN_TIMEOUT_S=10");
+  return testing::DatabaseEnv(db, service, extra);
 }
 
 std::unique_ptr<grpc::ClientContext> Call(const std::optional<core::Identity>& who) {
@@ -84,7 +85,7 @@ class ExecutorServerTest : public ::testing::Test {
 
   void SetUp() override {
     server_ = std::make_unique<ServerProcess>(OMNIFORGE_EXECUTOR_BIN);
-    const auto error = server_->Start(ServerEnv(database_->dsn()));
+    const auto error = server_->Start(ServerEnv(*database_));
     ASSERT_FALSE(error.has_value()) << *error;
     channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
     stub_ = pb::ExecutorService::NewStub(channel_);
@@ -417,12 +418,14 @@ TEST_F(ExecutorServerTest, MetricsCountToolCallsByToolAndOutcome) {
 class ExecutorDialogueStorageTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto error = conversation_.Start(ServerEnv(
-        database_.dsn(), {"OMNIFORGE_ENCRYPTION_MASTER_KEY="
-                          "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"}));
+    auto error = conversation_.Start(
+        ServerEnv(database_,
+                  {"OMNIFORGE_ENCRYPTION_MASTER_KEY="
+                   "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"},
+                  "conversation"));
     ASSERT_FALSE(error.has_value()) << *error;
     error = executor_.Start(
-        ServerEnv(database_.dsn(), {"OMNIFORGE_CONVERSATION_ADDRESS=" + conversation_.address()}));
+        ServerEnv(database_, {"OMNIFORGE_CONVERSATION_ADDRESS=" + conversation_.address()}));
     ASSERT_FALSE(error.has_value()) << *error;
     memory_ = cpb::ConversationService::NewStub(
         grpc::CreateChannel(conversation_.address(), grpc::InsecureChannelCredentials()));
@@ -651,7 +654,7 @@ TEST(ExecutorMcpTrustTest, ListToolsDoesNotTakeAServersWordThatAToolIsReadOnly) 
   ASSERT_EQ(write(fd, yaml.data(), yaml.size()), static_cast<ssize_t>(yaml.size()));
   close(fd);
   ServerProcess server(OMNIFORGE_EXECUTOR_BIN);
-  const auto error = server.Start(ServerEnv(database.dsn()), {"--config", path});
+  const auto error = server.Start(ServerEnv(database), {"--config", path});
   unlink(path);
   ASSERT_FALSE(error.has_value()) << *error;
   auto stub = pb::ExecutorService::NewStub(

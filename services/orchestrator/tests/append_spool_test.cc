@@ -47,8 +47,8 @@ class AppendSpoolTest : public ::testing::Test {
   }
 
   static std::vector<std::string> ConversationEnv() {
-    std::vector<std::string> env = {"OMNIFORGE_DATABASE_DSN=" + db_->dsn(),
-                                    std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey};
+    std::vector<std::string> env = testing::DatabaseEnv(
+        *db_, "conversation", {std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey});
     if (port_ != 0) env.push_back("OMNIFORGE_SERVER_PORT=" + std::to_string(port_));
     return env;
   }

@@ -154,15 +154,17 @@ class ChatEndToEndTest : public ::testing::Test {
     keys_ = new std::vector<std::pair<core::Identity, std::string>>();
     for (size_t i = 0; i < users.size(); ++i) keys_->emplace_back(users[i], keys[i]);
 
-    const std::string dsn = "OMNIFORGE_DATABASE_DSN=" + db_->dsn();
     conversation_ = new testing::ServerProcess(OMNIFORGE_CONVERSATION_BIN);
     ASSERT_EQ(
-        conversation_->Start({dsn, std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey}),
+        conversation_->Start(testing::DatabaseEnv(
+            *db_, "conversation", {std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey})),
         std::nullopt);
     intent_ = new testing::ServerProcess(OMNIFORGE_INTENT_BIN);
     ASSERT_EQ(intent_->Start({}), std::nullopt);
     executor_ = new testing::ServerProcess(OMNIFORGE_EXECUTOR_BIN);
-    ASSERT_EQ(executor_->Start({dsn, testing::ExecutorMasterKeyEnv()}), std::nullopt);
+    ASSERT_EQ(
+        executor_->Start(testing::DatabaseEnv(*db_, "executor", {testing::ExecutorMasterKeyEnv()})),
+        std::nullopt);
     orchestrator_ = new testing::ServerProcess(OMNIFORGE_ORCHESTRATOR_BIN);
     StartOrchestrator();
     executor_stub_ =
@@ -180,7 +182,7 @@ class ChatEndToEndTest : public ::testing::Test {
   static seal::KeyRing& OrchestratorKeys() {
     if (sealing_ == nullptr) {
       pg::PgOptions options;
-      options.dsn = db_->dsn();
+      options.dsn = db_->service_dsn("orchestrator");
       sealing_ = new Sealing{*pg::PgPool::Create(options), nullptr};
       sealing_->keys =
           std::make_unique<seal::KeyRing>(*sealing_->pool, kOrchestratorKeys,
@@ -197,7 +199,7 @@ class ChatEndToEndTest : public ::testing::Test {
     EXPECT_TRUE(seal::IsSealedText(json ? stored.substr(1) : stored))
         << table << "." << column << " is stored in the clear: " << stored;
     pg::PgOptions options;
-    options.dsn = db_->dsn();
+    options.dsn = db_->service_dsn("orchestrator");
     auto pool = pg::PgPool::Create(options);
     std::string opened;
     const absl::Status status =
@@ -931,9 +933,10 @@ TEST_F(ChatEndToEndTest, WithStorageDownTurnsStillAnswerAndTheirMessagesAreStore
     }
   }
   EXPECT_TRUE(found_spooled) << orchestrator_->JoinedLog();
-  ASSERT_EQ(conversation_->Start({"OMNIFORGE_DATABASE_DSN=" + db_->dsn(),
-                                  std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey,
-                                  "OMNIFORGE_SERVER_PORT=" + std::to_string(port)}),
+  ASSERT_EQ(conversation_->Start(
+                testing::DatabaseEnv(*db_, "conversation",
+                                     {std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey,
+                                      "OMNIFORGE_SERVER_PORT=" + std::to_string(port)})),
             std::nullopt);
 
   // Every message lands, in order, exactly once.
@@ -1205,7 +1208,7 @@ class LocalPlanEndToEndTest : public ChatEndToEndTest {
   // Stores `plan` as an orchestrator that died while running it left it.
   static void StorePlan(const Plan& plan) {
     pg::PgOptions options;
-    options.dsn = db_->dsn();
+    options.dsn = db_->service_dsn("orchestrator");
     auto pool = pg::PgPool::Create(options);
     ASSERT_TRUE(pool.ok()) << pool.status();
     PgPlanStore store(**pool, OrchestratorKeys());
@@ -1215,7 +1218,7 @@ class LocalPlanEndToEndTest : public ChatEndToEndTest {
   static void SetUpTestSuite() {
     ChatEndToEndTest::SetUpTestSuite();
     orchestrator_->Stop();
-    StartOrchestrator({}, {"OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
+    StartOrchestrator({}, testing::DatabaseEnv(*db_, "orchestrator"));
   }
 
   // The index of the first event of `kind` for `step_id`, or -1.
@@ -1240,7 +1243,7 @@ TEST_F(LocalPlanEndToEndTest, TheConversationResumesAfterTheOrchestratorRestarts
   ExpectWellFormed(first);
   ASSERT_TRUE(first.preview().has_value());
   orchestrator_->Stop();
-  StartOrchestrator({}, {"OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
+  StartOrchestrator({}, testing::DatabaseEnv(*db_, "orchestrator"));
   Turn second = Chat("yes", first.session().conversation_id());
   ExpectWellFormed(second);
   EXPECT_EQ(second.tools_called(), std::vector<std::string>{"create_agent"});
@@ -1419,7 +1422,7 @@ TEST_F(LocalPlanEndToEndTest, ContinueAfterACrashFinishesThePlanWithoutRepeating
   plan.steps = {first, second};
   ASSERT_NO_FATAL_FAILURE(StorePlan(plan));
   orchestrator_->Stop();
-  StartOrchestrator({}, {"OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
+  StartOrchestrator({}, testing::DatabaseEnv(*db_, "orchestrator"));
 
   Turn resumed = Chat("continue", conversation);
   ExpectWellFormed(resumed);
@@ -1479,7 +1482,7 @@ TEST_F(LocalPlanEndToEndTest, AResumedPlanDoesNotRepeatAWriteThatAlreadyHappened
     ASSERT_FALSE(response.is_error()) << response.result_json();
   }
   orchestrator_->Stop();
-  StartOrchestrator({}, {"OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
+  StartOrchestrator({}, testing::DatabaseEnv(*db_, "orchestrator"));
 
   Turn resumed = Chat("continue", conversation);
   ExpectWellFormed(resumed);
@@ -1509,7 +1512,7 @@ TEST_F(LocalPlanEndToEndTest, StoredDecisionsAreListedNewestFirstToTheirOwnerOnl
   const int64_t t0 = 1'700'000'000'000'000;
   {
     pg::PgOptions options;
-    options.dsn = db_->dsn();
+    options.dsn = db_->service_dsn("orchestrator");
     auto pool = pg::PgPool::Create(options);
     ASSERT_TRUE(pool.ok()) << pool.status();
     PgApprovalAudit audit(**pool, OrchestratorKeys());
@@ -1611,7 +1614,7 @@ class ModelPlannerEndToEndTest : public ChatEndToEndTest {
            << extra;
     config.close();
     orchestrator_->Stop();
-    StartOrchestrator({"--config", path.string()}, {"OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
+    StartOrchestrator({"--config", path.string()}, testing::DatabaseEnv(*db_, "orchestrator"));
   }
   // An executor of its own with `mcp_servers` (the YAML under mcp.servers),
   // and the orchestrator on it; the suite's executor is back when the
@@ -1628,15 +1631,16 @@ class ModelPlannerEndToEndTest : public ChatEndToEndTest {
     auto own = std::make_unique<OwnExecutor>();
     auto process = std::make_unique<testing::ServerProcess>(OMNIFORGE_EXECUTOR_BIN);
     const std::optional<std::string> failed =
-        process->Start({"OMNIFORGE_DATABASE_DSN=" + db_->dsn(), testing::ExecutorMasterKeyEnv()},
+        process->Start(testing::DatabaseEnv(*db_, "executor", {testing::ExecutorMasterKeyEnv()}),
                        {"--config", config_path.string()});
     EXPECT_EQ(failed, std::nullopt);
     if (failed) return own;
     own->process = std::move(process);
     orchestrator_->Stop();
-    StartOrchestrator({"--config", (*dir_ / "orchestrator.yaml").string()},
-                      {"OMNIFORGE_DOWNSTREAM_EXECUTOR=" + own->process->address(),
-                       "OMNIFORGE_DATABASE_DSN=" + db_->dsn()});
+    StartOrchestrator(
+        {"--config", (*dir_ / "orchestrator.yaml").string()},
+        testing::DatabaseEnv(*db_, "orchestrator",
+                             {"OMNIFORGE_DOWNSTREAM_EXECUTOR=" + own->process->address()}));
     return own;
   }
   static void TearDownTestSuite() {
@@ -2113,7 +2117,7 @@ TEST_F(ModelPlannerEndToEndTest, APlanSuspendedByANewMessageRunsWhenTheFlowIsRes
 TEST_F(ModelPlannerEndToEndTest, ATurnOnAnotherReplicaIsSuspendedOrCancelledThroughTheDatabase) {
   // A second replica: same database, same services, its own spool.
   testing::ServerProcess second(OMNIFORGE_ORCHESTRATOR_BIN);
-  ASSERT_EQ(second.Start(OrchestratorEnv({"OMNIFORGE_DATABASE_DSN=" + db_->dsn()}, "spool-2"),
+  ASSERT_EQ(second.Start(OrchestratorEnv(testing::DatabaseEnv(*db_, "orchestrator"), "spool-2"),
                          {"--config", (*dir_ / "orchestrator.yaml").string()}),
             std::nullopt);
   auto other = pb::ChatService::NewStub(

@@ -142,7 +142,7 @@ TEST_F(PgApprovalAuditTest, RowLevelSecurityHidesAndRefusesOtherTenantsRows) {
   }
   EXPECT_EQ(SeenBy(tenant_), 2);
   for (const char* privilege : {"UPDATE", "DELETE", "TRUNCATE"}) {
-    EXPECT_FALSE(AsSuperuser("SELECT has_table_privilege('omniforge_app', "
+    EXPECT_FALSE(AsSuperuser("SELECT has_table_privilege('omniforge_orchestrator', "
                              "'orchestration.approval_decisions', $1)",
                              privilege)[0][0]
                      .as<bool>())

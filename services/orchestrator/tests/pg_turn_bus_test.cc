@@ -83,8 +83,8 @@ TEST_F(PgTurnBusTest, ASealedSignalReachesTheOtherReplicaWholeAndNoWordTravelsIn
     std::vector<std::string>& out;
   } watch(watcher, seen);
 
-  PgTurnBus sender(db_->dsn(), seal::TestMasterKeys("primary", '1'));
-  PgTurnBus receiver(db_->dsn(), seal::TestMasterKeys("primary", '1'));
+  PgTurnBus sender(db_->service_dsn("orchestrator"), seal::TestMasterKeys("primary", '1'));
+  PgTurnBus receiver(db_->service_dsn("orchestrator"), seal::TestMasterKeys("primary", '1'));
   ASSERT_TRUE(sender.WaitListening(std::chrono::seconds(5)));
   ASSERT_TRUE(receiver.WaitListening(std::chrono::seconds(5)));
   Received got;
@@ -109,21 +109,23 @@ TEST_F(PgTurnBusTest, ASealedSignalReachesTheOtherReplicaWholeAndNoWordTravelsIn
 }
 
 TEST_F(PgTurnBusTest, AForgedOrForeignSignalIsDroppedAndARotatedKeyStillOpens) {
-  PgTurnBus receiver(db_->dsn(), seal::TestMasterKeys("new", '2', {{"old", '1'}}));
-  PgTurnBus foreign(db_->dsn(), seal::TestMasterKeys("primary", '9'));
-  PgTurnBus rotated_from(db_->dsn(), seal::TestMasterKeys("old", '1'));
+  PgTurnBus receiver(db_->service_dsn("orchestrator"),
+                     seal::TestMasterKeys("new", '2', {{"old", '1'}}));
+  PgTurnBus foreign(db_->service_dsn("orchestrator"), seal::TestMasterKeys("primary", '9'));
+  PgTurnBus rotated_from(db_->service_dsn("orchestrator"), seal::TestMasterKeys("old", '1'));
   for (PgTurnBus* bus : {&receiver, &foreign, &rotated_from}) {
     ASSERT_TRUE(bus->WaitListening(std::chrono::seconds(5)));
   }
   Received got;
   receiver.Subscribe(got.Sink());
-  // A cancel of every turn of the conversation, as plain text from a role
-  // that may NOTIFY, and one sealed under another master key.
+  // A cancel of every turn of the conversation, as plain text from another
+  // service's role (any role may NOTIFY), and one sealed under another
+  // master key.
   TurnSignal cancel;
   cancel.kind = TurnSignal::Kind::kCancel;
   cancel.conversation = "digest-1";
   {
-    pqxx::connection conn(db_->dsn());
+    pqxx::connection conn(db_->service_dsn("executor"));
     pqxx::nontransaction tx(conn);
     tx.exec_params("SELECT pg_notify('omniforge_turns', $1)",
                    TurnSignalToText(cancel, "forger", 7000));
@@ -158,7 +160,7 @@ std::string ReplicaPayload(const seal::MasterKeySet& keys, const TurnSignal& sig
 
 TEST_F(PgTurnBusTest, ACapturedPayloadReplayedAfterAMinuteIsDropped) {
   const seal::MasterKeySet keys = seal::TestMasterKeys("primary", '4');
-  PgTurnBus receiver(db_->dsn(), keys);
+  PgTurnBus receiver(db_->service_dsn("orchestrator"), keys);
   ASSERT_TRUE(receiver.WaitListening(std::chrono::seconds(5)));
   Received got;
   receiver.Subscribe(got.Sink());

@@ -149,12 +149,12 @@ class PlanEngineTest : public ::testing::Test {
         "    quality: [fake/reviewer]\n  retry: {max_attempts: 1}\n";
     std::ofstream(*dir_ / "executor.yaml") << llm_yaml;
 
-    const std::string dsn = "OMNIFORGE_DATABASE_DSN=" + db_->dsn();
+    const std::vector<std::string> env =
+        testing::DatabaseEnv(db_->database(), "executor", {testing::ExecutorMasterKeyEnv()});
     local_executor_ = new testing::ServerProcess(OMNIFORGE_EXECUTOR_BIN);
-    ASSERT_EQ(local_executor_->Start({dsn, testing::ExecutorMasterKeyEnv()}), std::nullopt);
+    ASSERT_EQ(local_executor_->Start(env), std::nullopt);
     model_executor_ = new testing::ServerProcess(OMNIFORGE_EXECUTOR_BIN);
-    ASSERT_EQ(model_executor_->Start({dsn, testing::ExecutorMasterKeyEnv()},
-                                     {"--config", (*dir_ / "executor.yaml").string()}),
+    ASSERT_EQ(model_executor_->Start(env, {"--config", (*dir_ / "executor.yaml").string()}),
               std::nullopt);
 
     auto reader = core::ConfigReader::FromString(llm_yaml);
@@ -955,7 +955,7 @@ TEST_F(PlanEngineTest, APlanResumedAfterACrashKeepsFinishedStepsAndRepeatsNoTool
   {
     pqxx::connection admin(db_->dsn());
     pqxx::nontransaction tx(admin);
-    tx.exec("CREATE ROLE " + login + " LOGIN IN ROLE omniforge_app");
+    tx.exec("CREATE ROLE " + login + " LOGIN IN ROLE omniforge_orchestrator");
   }
   // Roles belong to the cluster, not to the test's database.
   absl::Cleanup drop_role = [&] {

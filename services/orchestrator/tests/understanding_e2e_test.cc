@@ -370,7 +370,7 @@ class UnderstandingEndToEndTest : public ::testing::Test {
     for (size_t i = 0; i < who.size(); ++i) users_->push_back({who[i], keys[i]});
     stack_ = new testing::ServiceStack({OMNIFORGE_CONVERSATION_BIN, OMNIFORGE_INTENT_BIN,
                                         OMNIFORGE_EXECUTOR_BIN, OMNIFORGE_ORCHESTRATOR_BIN});
-    ASSERT_EQ(stack_->Start(db_->dsn(), (*dir_ / "api_keys").string()), std::nullopt);
+    ASSERT_EQ(stack_->Start(*db_, (*dir_ / "api_keys").string()), std::nullopt);
   }
 
   static void TearDownTestSuite() {

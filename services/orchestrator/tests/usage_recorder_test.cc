@@ -109,12 +109,12 @@ class UsageRecorderTest : public ::testing::Test {
     return tx.exec_params(sql, key);
   }
 
-  // `sql` ($1 = `key`) as the application role working for `tenant`.
+  // `sql` ($1 = `key`) as the orchestrator's role working for `tenant`.
   static pqxx::result QueryAsTenant(const std::string& tenant, const std::string& sql,
                                     const std::string& key) {
     pqxx::connection conn(kDatabase->dsn());
     pqxx::work tx(conn);
-    tx.exec("SET LOCAL ROLE omniforge_app");
+    tx.exec("SET LOCAL ROLE omniforge_orchestrator");
     tx.exec_params("SELECT set_config('app.tenant_id', $1, true)", tenant);
     pqxx::result rows = tx.exec_params(sql, key);
     tx.commit();
@@ -345,7 +345,7 @@ TEST_F(UsageRecorderTest, InsertIntoTheViewForAnotherTenantIsRefused) {
       {"error_kind", ""}};
   pqxx::connection conn(kDatabase->dsn());
   pqxx::work tx(conn);
-  tx.exec("SET LOCAL ROLE omniforge_app");
+  tx.exec("SET LOCAL ROLE omniforge_orchestrator");
   tx.exec_params("SELECT set_config('app.tenant_id', $1, true)", std::string(kOtherTenant));
   try {
     tx.exec_params(std::string(kPreviousReleaseInsert), std::string(kTenant),
