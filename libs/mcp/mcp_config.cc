@@ -31,6 +31,13 @@ StdioServerConfig ReadStdioServer(core::ConfigReader& reader, const std::string&
   stdio.shutdown_grace =
       std::chrono::milliseconds(reader.Int(key("shutdown_grace_ms"), 2'000, 0, 600'000));
   stdio.max_message_bytes = max_message_bytes;
+  const int64_t uid = reader.Int(key("run_as.uid"), -1, 0, 0xFFFFFFFE);
+  const int64_t gid = reader.Int(key("run_as.gid"), -1, 0, 0xFFFFFFFE);
+  if (uid >= 0 && gid >= 0) {
+    stdio.run_as = RunAs{static_cast<uid_t>(uid), static_cast<gid_t>(gid)};
+  } else if (uid >= 0 || gid >= 0) {
+    errors.push_back(key("run_as") + ": both uid and gid");
+  }
   if (stdio.command.empty()) errors.push_back(key("command") + ": required for stdio");
   if (absl::Status pinned = CheckNpmPackagesPinned(stdio.command, stdio.args); !pinned.ok()) {
     errors.push_back(absl::StrCat(key("args"), ": ", pinned.message()));

@@ -74,6 +74,7 @@ mcp:
       args: [server.js, "--dir={tenant}"]
       env: {MEMORY_FILE_PATH: "/var/lib/m/{tenant}.json"}
       per_tenant: true
+      run_as: {uid: 65534, gid: 65533}
       tenant_idle_timeout_s: 60
       max_tenant_sessions: 3
     search:
@@ -89,6 +90,9 @@ mcp:
   EXPECT_TRUE(memory.per_tenant);
   EXPECT_EQ(memory.tenant_sessions.idle_timeout, std::chrono::seconds(60));
   EXPECT_EQ(memory.tenant_sessions.max_sessions, 3u);
+  ASSERT_TRUE(memory.stdio.run_as.has_value());
+  EXPECT_EQ(memory.stdio.run_as->uid, 65534u);
+  EXPECT_EQ(memory.stdio.run_as->gid, 65533u);
   const McpServerConfig search = config->servers[1];
   EXPECT_FALSE(search.per_tenant);
   EXPECT_EQ(search.identity_headers.tenant, "X-Omniforge-Tenant");
@@ -122,12 +126,17 @@ mcp:
       transport: stdio
       command: npx
       args: [-y, "@modelcontextprotocol/server-memory"]
+    halfuser:
+      transport: stdio
+      command: node
+      run_as: {uid: 1000}
 )");
   ASSERT_FALSE(config.ok());
   EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
   for (const char* part :
        {"mcp.servers.shared.per_tenant: {tenant} is used", "identity_headers.tenant: 'X Tenant'",
         "identity_headers.org: only tenant and user",
+        "mcp.servers.halfuser.run_as: both uid and gid",
         "mcp.servers.unpinned.args: the npm package '@modelcontextprotocol/server-memory' has no "
         "exact version"}) {
     EXPECT_THAT(config.status().message(), HasSubstr(part));
