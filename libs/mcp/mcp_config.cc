@@ -57,12 +57,12 @@ bool IsHeaderName(const std::string& name) {
 IdentityHeaders ReadIdentityHeaders(core::ConfigReader& reader, const std::string& prefix,
                                     std::vector<std::string>& errors) {
   IdentityHeaders identity;
-  const std::string key = prefix + "identity_headers";
-  for (const auto& [part, header] : reader.StringMap(key)) {
+  const auto key = [&prefix](const char* leaf) { return absl::StrCat(prefix, leaf); };
+  for (const auto& [part, header] : reader.StringMap(key("identity_headers"))) {
     if (part != "tenant" && part != "user") {
-      errors.push_back(absl::StrCat(key, ".", part, ": only tenant and user"));
+      errors.push_back(absl::StrCat(key("identity_headers."), part, ": only tenant and user"));
     } else if (!IsHeaderName(header)) {
-      errors.push_back(absl::StrCat(key, ".", part, ": '", header,
+      errors.push_back(absl::StrCat(key("identity_headers."), part, ": '", header,
                                     "' is not a header name (letters, digits, '-', '_')"));
     } else {
       (part == "tenant" ? identity.tenant : identity.user) = header;
