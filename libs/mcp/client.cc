@@ -250,6 +250,7 @@ absl::StatusOr<CallToolResult> McpClient::CallTool(std::string_view name,
   RequestOptions request;
   request.deadline = SteadyDeadline(options);
   request.on_progress = options.on_progress;
+  request.headers = options.headers;
   absl::StatusOr<json> result = session_->Request(
       "tools/call", {{"name", name}, {"arguments", std::move(arguments)}}, request);
   if (!result.ok()) return result.status();

@@ -13,12 +13,13 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "libs/core/identity.h"
+#include "libs/mcp/transport.h"
 #include "libs/mcp/types.h"
 
 namespace omniforge::mcp {
 
 class McpSession;
-class McpTransport;
 struct SessionOptions;
 
 struct CallOptions {
@@ -29,6 +30,12 @@ struct CallOptions {
   // Receives the server's progress reports for this call (tools/call only).
   // Runs on a transport thread, never after the call returned.
   ProgressCallback on_progress;
+  // Whom the call is for. The registry (registry.h) picks the tenant's
+  // session of a per_tenant server and puts the identity into the headers
+  // the server's `identity_headers` name; McpClient itself ignores it.
+  core::Identity caller;
+  // Sent with the request (HTTP only), after the configured headers.
+  HttpHeaders headers;
 };
 
 // Thread-safe; calls may run concurrently.

@@ -346,6 +346,7 @@ absl::Status HttpTransport::Send(std::string_view message, const SendOptions& op
   headers.Add("Accept: application/json, text/event-stream");
   headers.Add("Expect:");
   AddSessionHeaders(headers, session_id, protocol_version, config_.headers);
+  for (const auto& [name, value] : options.headers) headers.Add(absl::StrCat(name, ": ", value));
 
   Exchange exchange;
   exchange.max_bytes = config_.max_message_bytes;

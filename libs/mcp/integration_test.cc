@@ -1,6 +1,6 @@
 // The MCP client against real servers from npm: server-everything over stdio
 // and Streamable HTTP, server-memory over stdio through the registry built
-// from YAML. Skips only where node is absent.
+// from YAML, shared and per tenant. Skips only where node is absent.
 #include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX kill, not <csignal>
 
 #include <algorithm>
@@ -33,6 +33,7 @@ namespace {
 using nlohmann::json;
 using ::testing::Contains;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::SizeIs;
 
 CallOptions Within(std::chrono::milliseconds timeout) {
@@ -370,6 +371,91 @@ TEST(MemoryServerTest, RegistryFromConfigNamespacesToolsMapsRiskAndCalls) {
   EXPECT_TRUE(servers[0].listed);
   EXPECT_GE(servers[0].tools, 9u);
   registry.Shutdown();
+  std::filesystem::remove_all(dir);
+}
+
+CallOptions As(const std::string& tenant, const std::string& user) {
+  CallOptions options = Within(std::chrono::seconds(10));
+  options.caller = core::Identity{tenant, user};
+  return options;
+}
+
+// server-memory with its file under `dir`, per tenant or shared; through
+// the registry, configured from YAML.
+std::unique_ptr<McpRegistry> MemoryRegistry(const std::filesystem::path& dir, bool per_tenant) {
+  const std::string file = per_tenant ? "memory-{tenant}.jsonl" : "memory.jsonl";
+  const std::string yaml =
+      "mcp:\n  servers:\n    memory:\n      transport: stdio\n      command: node\n"
+      "      args: ['" +
+      testing::ServerScript("server-memory").string() + "']\n      env: {MEMORY_FILE_PATH: '" +
+      (dir / file).string() +
+      "'}\n      timeout_ms: 20000\n      per_tenant: " + (per_tenant ? "true" : "false") + "\n";
+  absl::StatusOr<core::ConfigReader> reader =
+      core::ConfigReader::FromString(yaml, [](const std::string&) { return std::nullopt; });
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return nullptr;
+  absl::StatusOr<McpConfig> config = ReadMcpConfig(*reader);
+  EXPECT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(reader->Finish().ok()) << reader->Finish();
+  if (!config.ok()) return nullptr;
+  return std::make_unique<McpRegistry>(std::move(*config));
+}
+
+// What each of two tenants reads after acme stored an entity: {acme's graph, globex's}.
+std::pair<std::string, std::string> AcmeWritesBothRead(McpRegistry& registry) {
+  EXPECT_TRUE(registry.Refresh(Within(std::chrono::seconds(30))).ok());
+  absl::StatusOr<CallToolResult> created = registry.CallTool(
+      "memory__create_entities",
+      R"({"entities":[{"name":"Acme merger","entityType":"secret","observations":["closes Friday"]}]})",
+      As("acme", "alice"));
+  EXPECT_TRUE(created.ok()) << created.status();
+  absl::StatusOr<CallToolResult> acme =
+      registry.CallTool("memory__read_graph", "{}", As("acme", "arthur"));
+  absl::StatusOr<CallToolResult> globex =
+      registry.CallTool("memory__read_graph", "{}", As("globex", "bob"));
+  EXPECT_TRUE(acme.ok()) << acme.status();
+  EXPECT_TRUE(globex.ok()) << globex.status();
+  return {acme.ok() ? AllText(*acme) : "", globex.ok() ? AllText(*globex) : ""};
+}
+
+// The issue per_tenant fixes, shown on the real server: shared, one
+// tenant's memory is another's.
+TEST(MemoryServerTest, SharedServerShowsOneTenantsMemoryToAnother) {
+  if (!testing::NodeAvailable())
+    GTEST_SKIP() << "node is not on PATH: MCP integration tests need Node.js";
+  ASSERT_TRUE(std::filesystem::exists(testing::ServerScript("server-memory")))
+      << testing::MissingPackageMessage("server-memory");
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("omniforge-mcp-shared-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::unique_ptr<McpRegistry> registry = MemoryRegistry(dir, /*per_tenant=*/false);
+  ASSERT_NE(registry, nullptr);
+  const auto [acme, globex] = AcmeWritesBothRead(*registry);
+  EXPECT_THAT(acme, HasSubstr("Acme merger"));
+  EXPECT_THAT(globex, HasSubstr("Acme merger"));
+  registry->Shutdown();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(MemoryServerTest, PerTenantServerKeepsEachTenantsMemoryApart) {
+  if (!testing::NodeAvailable())
+    GTEST_SKIP() << "node is not on PATH: MCP integration tests need Node.js";
+  ASSERT_TRUE(std::filesystem::exists(testing::ServerScript("server-memory")))
+      << testing::MissingPackageMessage("server-memory");
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("omniforge-mcp-tenants-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::unique_ptr<McpRegistry> registry = MemoryRegistry(dir, /*per_tenant=*/true);
+  ASSERT_NE(registry, nullptr);
+  const auto [acme, globex] = AcmeWritesBothRead(*registry);
+  EXPECT_THAT(acme, HasSubstr("Acme merger"));
+  EXPECT_THAT(acme, HasSubstr("closes Friday"));
+  EXPECT_THAT(globex, Not(HasSubstr("Acme")));
+  EXPECT_THAT(registry->TenantsOf("memory"), ::testing::ElementsAre("_catalog", "acme", "globex"));
+  registry->Shutdown();
+  // Each tenant's process kept its own file.
+  EXPECT_TRUE(std::filesystem::exists(dir / "memory-acme.jsonl"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "memory.jsonl"));
   std::filesystem::remove_all(dir);
 }
 

@@ -2,13 +2,19 @@
 
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "libs/mcp/npm_pinning.h"
 
 namespace omniforge::mcp {
 
 namespace {
+
+constexpr char kTenantPlaceholder[] = "{tenant}";
 
 // The settings of a stdio server under `prefix` (mcp.servers.NAME.).
 StdioServerConfig ReadStdioServer(core::ConfigReader& reader, const std::string& name,
@@ -25,8 +31,44 @@ StdioServerConfig ReadStdioServer(core::ConfigReader& reader, const std::string&
   stdio.shutdown_grace =
       std::chrono::milliseconds(reader.Int(key("shutdown_grace_ms"), 2'000, 0, 600'000));
   stdio.max_message_bytes = max_message_bytes;
+  const int64_t uid = reader.Int(key("run_as.uid"), -1, 0, 0xFFFFFFFE);
+  const int64_t gid = reader.Int(key("run_as.gid"), -1, 0, 0xFFFFFFFE);
+  if (uid >= 0 && gid >= 0) {
+    stdio.run_as = RunAs{static_cast<uid_t>(uid), static_cast<gid_t>(gid)};
+  } else if (uid >= 0 || gid >= 0) {
+    errors.push_back(key("run_as") + ": both uid and gid");
+  }
   if (stdio.command.empty()) errors.push_back(key("command") + ": required for stdio");
+  if (absl::Status pinned = CheckNpmPackagesPinned(stdio.command, stdio.args); !pinned.ok()) {
+    errors.push_back(absl::StrCat(key("args"), ": ", pinned.message()));
+  }
   return stdio;
+}
+
+bool IsHeaderName(const std::string& name) {
+  if (name.empty()) return false;
+  for (const char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
+  }
+  return true;
+}
+
+// Key `identity_headers` of an HTTP server: {tenant: NAME, user: NAME}.
+IdentityHeaders ReadIdentityHeaders(core::ConfigReader& reader, const std::string& prefix,
+                                    std::vector<std::string>& errors) {
+  IdentityHeaders identity;
+  const auto key = [&prefix](const char* leaf) { return absl::StrCat(prefix, leaf); };
+  for (const auto& [part, header] : reader.StringMap(key("identity_headers"))) {
+    if (part != "tenant" && part != "user") {
+      errors.push_back(absl::StrCat(key("identity_headers."), part, ": only tenant and user"));
+    } else if (!IsHeaderName(header)) {
+      errors.push_back(absl::StrCat(key("identity_headers."), part, ": '", header,
+                                    "' is not a header name (letters, digits, '-', '_')"));
+    } else {
+      (part == "tenant" ? identity.tenant : identity.user) = header;
+    }
+  }
+  return identity;
 }
 
 // The settings of a Streamable HTTP server under `prefix` (mcp.servers.NAME.).
@@ -55,7 +97,102 @@ HttpServerConfig ReadHttpServer(core::ConfigReader& reader, const std::string& n
   return http;
 }
 
+// The keys every transport shares: timeouts and restarts.
+SessionOptions ReadSessionOptions(core::ConfigReader& reader, const std::string& name,
+                                  const std::string& prefix) {
+  const auto key = [&prefix](const char* leaf) { return absl::StrCat(prefix, leaf); };
+  SessionOptions session;
+  session.server_name = name;
+  session.request_timeout =
+      std::chrono::milliseconds(reader.Int(key("timeout_ms"), 60'000, 1, 86'400'000));
+  session.initialize_timeout =
+      std::chrono::milliseconds(reader.Int(key("initialize_timeout_ms"), 30'000, 1, 600'000));
+  session.max_restarts = static_cast<int>(reader.Int(key("max_restarts"), 5, 0, 1000));
+  session.restart_backoff =
+      std::chrono::milliseconds(reader.Int(key("restart_backoff_ms"), 250, 0, 600'000));
+  session.restart_backoff_max =
+      std::chrono::milliseconds(reader.Int(key("restart_backoff_max_ms"), 10'000, 0, 3'600'000));
+  return session;
+}
+
+// Keys `trust` and `tool_risk`.
+void ReadRisk(core::ConfigReader& reader, const std::string& prefix, McpServerConfig& server,
+              std::vector<std::string>& errors) {
+  const auto key = [&prefix](const char* leaf) { return absl::StrCat(prefix, leaf); };
+  const std::string trust = reader.String(key("trust"), "none");
+  if (auto parsed = ParseServerTrust(trust)) {
+    server.trust = *parsed;
+  } else {
+    errors.push_back(absl::StrCat(key("trust"), ": '", trust, "' is not none or read_hints"));
+  }
+  for (const auto& [tool, level] : reader.StringMap(key("tool_risk"))) {
+    if (auto risk = ParseToolRisk(level)) {
+      server.tool_risk[tool] = *risk;
+    } else {
+      errors.push_back(
+          absl::StrCat(key("tool_risk."), tool, ": '", level, "' is not read, write or high"));
+    }
+  }
+}
+
+bool MentionsTenant(const StdioServerConfig& stdio) {
+  const auto has = [](const std::string& text) {
+    return absl::StrContains(text, kTenantPlaceholder);
+  };
+  if (has(stdio.cwd)) return true;
+  for (const std::string& arg : stdio.args) {
+    if (has(arg)) return true;
+  }
+  for (const auto& [name, value] : stdio.env) {
+    if (has(value)) return true;
+  }
+  return false;
+}
+
+// Keys `per_tenant`, `tenant_idle_timeout_s` and `max_tenant_sessions`.
+void ReadTenancy(core::ConfigReader& reader, const std::string& prefix, McpServerConfig& server,
+                 std::vector<std::string>& errors) {
+  const auto key = [&prefix](const char* leaf) { return absl::StrCat(prefix, leaf); };
+  server.per_tenant = reader.Bool(key("per_tenant"), false);
+  if (server.per_tenant) {
+    server.tenant_sessions.idle_timeout =
+        std::chrono::seconds(reader.Int(key("tenant_idle_timeout_s"), 300, 1, 7 * 86'400));
+    server.tenant_sessions.max_sessions =
+        static_cast<size_t>(reader.Int(key("max_tenant_sessions"), 32, 1, 100'000));
+  } else if (server.transport == TransportKind::kStdio && MentionsTenant(server.stdio)) {
+    errors.push_back(absl::StrCat(prefix, "per_tenant: {tenant} is used, so set per_tenant: true"));
+  }
+}
+
 }  // namespace
+
+std::string TenantToken(std::string_view tenant) {
+  std::string token;
+  for (const char c : tenant) {
+    if (absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-') {
+      token.push_back(c);
+    } else {
+      absl::StrAppend(&token, absl::StrFormat("_%02x", static_cast<unsigned char>(c)));
+    }
+  }
+  return token;
+}
+
+McpServerConfig TenantServerConfig(const McpServerConfig& config, const std::string& tenant) {
+  McpServerConfig own = config;
+  const bool catalog = tenant == kCatalogTenant;
+  const std::string token = catalog ? std::string(kCatalogTenant) : TenantToken(tenant);
+  const auto fill = [&token](std::string& text) {
+    absl::StrReplaceAll({{kTenantPlaceholder, token}}, &text);
+  };
+  for (std::string& arg : own.stdio.args) fill(arg);
+  for (auto& [name, value] : own.stdio.env) fill(value);
+  fill(own.stdio.cwd);
+  if (!catalog && !own.identity_headers.tenant.empty()) {
+    own.http.headers.emplace_back(own.identity_headers.tenant, tenant);
+  }
+  return own;
+}
 
 absl::StatusOr<McpConfig> ReadMcpConfig(core::ConfigReader& reader) {
   McpConfig config;
@@ -71,45 +208,21 @@ absl::StatusOr<McpConfig> ReadMcpConfig(core::ConfigReader& reader) {
     }
     const bool enabled = reader.Bool(key("enabled"), true);
     const std::string transport = reader.String(key("transport"), "");
-
-    SessionOptions& session = server.session;
-    session.server_name = name;
-    session.request_timeout =
-        std::chrono::milliseconds(reader.Int(key("timeout_ms"), 60'000, 1, 86'400'000));
-    session.initialize_timeout =
-        std::chrono::milliseconds(reader.Int(key("initialize_timeout_ms"), 30'000, 1, 600'000));
-    session.max_restarts = static_cast<int>(reader.Int(key("max_restarts"), 5, 0, 1000));
-    session.restart_backoff =
-        std::chrono::milliseconds(reader.Int(key("restart_backoff_ms"), 250, 0, 600'000));
-    session.restart_backoff_max =
-        std::chrono::milliseconds(reader.Int(key("restart_backoff_max_ms"), 10'000, 0, 3'600'000));
+    server.session = ReadSessionOptions(reader, name, prefix);
     const auto max_message_bytes =
         static_cast<size_t>(reader.Int(key("max_message_bytes"), 16 << 20, 1024, int64_t{1} << 30));
-
-    const std::string trust = reader.String(key("trust"), "none");
-    if (auto parsed = ParseServerTrust(trust)) {
-      server.trust = *parsed;
-    } else {
-      errors.push_back(absl::StrCat(key("trust"), ": '", trust, "' is not none or read_hints"));
-    }
-    for (const auto& [tool, level] : reader.StringMap(key("tool_risk"))) {
-      if (auto risk = ParseToolRisk(level)) {
-        server.tool_risk[tool] = *risk;
-      } else {
-        errors.push_back(
-            absl::StrCat(key("tool_risk."), tool, ": '", level, "' is not read, write or high"));
-      }
-    }
-
+    ReadRisk(reader, prefix, server, errors);
     if (transport == "stdio") {
       server.transport = TransportKind::kStdio;
       server.stdio = ReadStdioServer(reader, name, prefix, max_message_bytes, errors);
     } else if (transport == "http") {
       server.transport = TransportKind::kHttp;
       server.http = ReadHttpServer(reader, name, prefix, max_message_bytes, errors);
+      server.identity_headers = ReadIdentityHeaders(reader, prefix, errors);
     } else {
       errors.push_back(absl::StrCat(key("transport"), ": '", transport, "' is not stdio or http"));
     }
+    ReadTenancy(reader, prefix, server, errors);
     if (enabled) config.servers.push_back(std::move(server));
   }
   if (!errors.empty()) return absl::InvalidArgumentError(absl::StrJoin(errors, "; "));

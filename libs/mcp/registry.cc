@@ -1,10 +1,14 @@
 #include "libs/mcp/registry.h"
 
+#include <algorithm>
+#include <optional>
 #include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "libs/core/identity.h"
 #include "libs/core/logging.h"
 #include "libs/mcp/http_transport.h"
 #include "libs/mcp/json_rpc.h"
@@ -19,22 +23,110 @@ std::unique_ptr<McpTransport> MakeTransport(const McpServerConfig& config) {
   return std::make_unique<StdioTransport>(config.stdio);
 }
 
-McpRegistry::McpRegistry(McpConfig config, const TransportFactory& factory) {
+namespace {
+
+// How often the idle reaper looks: a quarter of the shortest idle timeout,
+// between a second and a minute.
+std::chrono::milliseconds ReapPeriod(std::chrono::seconds idle_timeout) {
+  const std::chrono::milliseconds quarter = idle_timeout / 4;
+  return std::clamp<std::chrono::milliseconds>(quarter, std::chrono::seconds(1),
+                                               std::chrono::seconds(60));
+}
+
+// A per_tenant server's endpoint, `{tenant}` left in.
+std::string DescribeConfig(const McpServerConfig& config) {
+  if (config.transport == TransportKind::kHttp) return config.http.url;
+  std::vector<std::string> parts = {config.stdio.command};
+  parts.insert(parts.end(), config.stdio.args.begin(), config.stdio.args.end());
+  return absl::StrJoin(parts, " ");
+}
+
+// The identity headers of one call: the user's always, the tenant's only
+// for a shared server (a tenant's own session sends it on every request).
+HttpHeaders IdentityHeadersOf(const McpServerConfig& config, const core::Identity& caller) {
+  HttpHeaders headers;
+  const IdentityHeaders& names = config.identity_headers;
+  if (!names.tenant.empty() && !config.per_tenant) {
+    headers.emplace_back(names.tenant, caller.tenant_id);
+  }
+  if (!names.user.empty()) headers.emplace_back(names.user, caller.user_id);
+  return headers;
+}
+
+bool NeedsCaller(const McpServerConfig& config) {
+  return config.per_tenant || !config.identity_headers.tenant.empty() ||
+         !config.identity_headers.user.empty();
+}
+
+}  // namespace
+
+McpRegistry::McpRegistry(McpConfig config, const TransportFactory& factory,
+                         const core::Clock& clock)
+    : factory_(factory) {
+  std::optional<std::chrono::milliseconds> reap_period;
   for (McpServerConfig& server_config : config.servers) {
     auto server = std::make_unique<Server>();
-    std::unique_ptr<McpTransport> transport = factory(server_config);
-    server->endpoint = transport->Describe();
-    server->client = std::make_unique<McpClient>(std::move(transport), server_config.session);
-    server->client->SetToolsChangedListener([this, name = server_config.name] {
-      core::LogInfo("mcp server tool list changed", {{"server", name}});
-      stale_ = true;
-      absl::MutexLock lock(&listener_mu_);
-      if (change_listener_) change_listener_();
-    });
     server->config = std::move(server_config);
+    const McpServerConfig& shared = server->config;
+    if (shared.per_tenant) {
+      server->endpoint = DescribeConfig(shared);
+      server->tenants = std::make_unique<TenantSessions>(
+          shared.name, shared.tenant_sessions,
+          [this, &shared](const std::string& tenant) {
+            return MakeClient(TenantServerConfig(shared, tenant));
+          },
+          clock);
+      const auto period = ReapPeriod(shared.tenant_sessions.idle_timeout);
+      reap_period = std::min(reap_period.value_or(period), period);
+    } else {
+      server->client = MakeClient(shared, &server->endpoint);
+    }
     servers_.push_back(std::move(server));
   }
   listings_.resize(servers_.size());
+  if (reap_period) reaper_ = std::thread(&McpRegistry::RunIdleReaper, this, *reap_period);
+}
+
+std::unique_ptr<McpClient> McpRegistry::MakeClient(const McpServerConfig& config,
+                                                   std::string* endpoint) {
+  std::unique_ptr<McpTransport> transport = factory_(config);
+  if (endpoint != nullptr) *endpoint = transport->Describe();
+  auto client = std::make_unique<McpClient>(std::move(transport), config.session);
+  client->SetToolsChangedListener([this, name = config.name] {
+    core::LogInfo("mcp server tool list changed", {{"server", name}});
+    stale_ = true;
+    absl::MutexLock lock(&listener_mu_);
+    if (change_listener_) change_listener_();
+  });
+  return client;
+}
+
+void McpRegistry::RunIdleReaper(std::chrono::milliseconds period) {
+  for (;;) {
+    {
+      absl::MutexLock lock(&reaper_mu_);
+      reaper_cv_.WaitWithTimeout(&reaper_mu_, absl::FromChrono(period));
+      if (reaper_stop_) return;
+    }
+    CloseIdleSessions();
+  }
+}
+
+size_t McpRegistry::CloseIdleSessions() {
+  size_t closed = 0;
+  for (const auto& server : servers_) {
+    if (server->tenants) closed += server->tenants->CloseIdle();
+  }
+  return closed;
+}
+
+std::vector<std::string> McpRegistry::TenantsOf(std::string_view server) const {
+  for (const auto& candidate : servers_) {
+    if (candidate->config.name == server && candidate->tenants) {
+      return candidate->tenants->Tenants();
+    }
+  }
+  return {};
 }
 
 McpRegistry::~McpRegistry() { Shutdown(); }
@@ -42,6 +134,14 @@ McpRegistry::~McpRegistry() { Shutdown(); }
 void McpRegistry::SetChangeListener(std::function<void()> listener) {
   absl::MutexLock lock(&listener_mu_);
   change_listener_ = std::move(listener);
+}
+
+absl::StatusOr<std::vector<Tool>> McpRegistry::ListServer(Server& server,
+                                                          const CallOptions& options) {
+  if (!server.tenants) return server.client->ListTools(options);
+  absl::StatusOr<TenantSessions::Lease> lease = server.tenants->AcquireAny();
+  if (!lease.ok()) return lease.status();
+  return lease->client().ListTools(options);
 }
 
 absl::Status McpRegistry::Refresh(const CallOptions& options) {
@@ -52,9 +152,8 @@ absl::Status McpRegistry::Refresh(const CallOptions& options) {
   {
     std::vector<std::thread> threads;
     for (size_t i = 0; i < servers_.size(); ++i) {
-      threads.emplace_back([this, i, &listings, &options] {
-        listings[i] = servers_[i]->client->ListTools(options);
-      });
+      threads.emplace_back(
+          [this, i, &listings, &options] { listings[i] = ListServer(*servers_[i], options); });
     }
     for (std::thread& thread : threads) thread.join();
   }
@@ -127,7 +226,7 @@ std::optional<RegisteredTool> McpRegistry::FindTool(std::string_view name) const
 absl::StatusOr<CallToolResult> McpRegistry::CallTool(std::string_view name,
                                                      std::string_view arguments_json,
                                                      const CallOptions& options) {
-  McpClient* client = nullptr;
+  Server* server = nullptr;
   std::string tool_name;
   {
     absl::MutexLock lock(&mu_);
@@ -137,11 +236,24 @@ absl::StatusOr<CallToolResult> McpRegistry::CallTool(std::string_view name,
     }
     const RegisteredTool& entry = catalog_[it->second];
     tool_name = entry.tool.name;
-    for (const auto& server : servers_) {
-      if (server->config.name == entry.server) client = server->client.get();
+    for (const auto& candidate : servers_) {
+      if (candidate->config.name == entry.server) server = candidate.get();
     }
   }
-  return client->CallTool(tool_name, arguments_json, options);
+  if (!NeedsCaller(server->config))
+    return server->client->CallTool(tool_name, arguments_json, options);
+  if (absl::Status valid = core::ValidateIdentity(options.caller); !valid.ok()) {
+    return absl::Status(valid.code(),
+                        absl::StrCat("MCP server '", server->config.name,
+                                     "' needs the caller's identity: ", valid.message()));
+  }
+  CallOptions with_identity = options;
+  const HttpHeaders identity = IdentityHeadersOf(server->config, options.caller);
+  with_identity.headers.insert(with_identity.headers.end(), identity.begin(), identity.end());
+  if (!server->tenants) return server->client->CallTool(tool_name, arguments_json, with_identity);
+  absl::StatusOr<TenantSessions::Lease> lease = server->tenants->Acquire(options.caller.tenant_id);
+  if (!lease.ok()) return lease.status();
+  return lease->client().CallTool(tool_name, arguments_json, with_identity);
 }
 
 std::vector<ServerStatus> McpRegistry::Servers() const {
@@ -155,7 +267,9 @@ std::vector<ServerStatus> McpRegistry::Servers() const {
     status.endpoint = server->endpoint;
     status.listed = listing.tools.has_value();
     status.tools = listing.tools ? listing.tools->size() : 0;
-    status.restarts = server->client->restarts();
+    status.restarts = server->tenants ? server->tenants->restarts() : server->client->restarts();
+    status.per_tenant = server->tenants != nullptr;
+    if (server->tenants) status.tenant_sessions = server->tenants->Tenants().size();
     status.last_error = listing.last_error;
     statuses.push_back(std::move(status));
   }
@@ -163,7 +277,19 @@ std::vector<ServerStatus> McpRegistry::Servers() const {
 }
 
 void McpRegistry::Shutdown() {
-  for (const auto& server : servers_) server->client->Shutdown();
+  {
+    absl::MutexLock lock(&reaper_mu_);
+    reaper_stop_ = true;
+    reaper_cv_.SignalAll();
+  }
+  if (reaper_.joinable() && reaper_.get_id() != std::this_thread::get_id()) reaper_.join();
+  for (const auto& server : servers_) {
+    if (server->tenants) {
+      server->tenants->CloseAll();
+    } else {
+      server->client->Shutdown();
+    }
+  }
 }
 
 }  // namespace omniforge::mcp

@@ -99,8 +99,7 @@ absl::StatusOr<json> McpSession::Request(std::string_view method, const json& pa
     if (cancel != nullptr && cancel->cancelled()) return CancelledByCaller(method);
     absl::StatusOr<uint64_t> epoch = EnsureReady(deadline);
     if (!epoch.ok()) return epoch.status();
-    absl::StatusOr<json> result =
-        SendRequest(*epoch, method, params, deadline, options.on_progress, false);
+    absl::StatusOr<json> result = SendRequest(*epoch, method, params, deadline, options, false);
     if (result.ok()) {
       absl::MutexLock lock(&mu_);
       restarts_in_a_row_ = 0;
@@ -265,7 +264,7 @@ absl::Status McpSession::Handshake(uint64_t epoch, Clock::time_point deadline) {
       {"capabilities", json::object()},
       {"clientInfo", {{"name", options_.client_name}, {"version", options_.client_version}}}};
   absl::StatusOr<json> result =
-      SendRequest(epoch, "initialize", std::move(params), deadline, nullptr, true);
+      SendRequest(epoch, "initialize", std::move(params), deadline, RequestOptions{}, true);
   if (!result.ok()) {
     transport_->Close();
     const absl::Status& error = result.status();
@@ -321,8 +320,8 @@ absl::Status McpSession::Handshake(uint64_t epoch, Clock::time_point deadline) {
 
 absl::StatusOr<json> McpSession::SendRequest(uint64_t epoch, std::string_view method, json params,
                                              Clock::time_point deadline,
-                                             const ProgressCallback& on_progress,
-                                             bool is_initialize) {
+                                             const RequestOptions& options, bool is_initialize) {
+  const ProgressCallback& on_progress = options.on_progress;
   core::CancelSignal* const cancel = core::CallCancellation();
   auto pending = std::make_shared<Pending>();
   pending->method = std::string(method);
@@ -359,6 +358,7 @@ absl::StatusOr<json> McpSession::SendRequest(uint64_t epoch, std::string_view me
   send.deadline = deadline;
   send.is_initialize = is_initialize;
   send.epoch = epoch;
+  send.headers = options.headers;
   send.answered = [this, pending] {
     absl::MutexLock lock(&mu_);
     return pending->done || pending->cancelled;

@@ -53,6 +53,8 @@ struct RequestOptions {
   // Receives notifications/progress for this request. Runs on a transport
   // thread, never after Request returned; it must not block for long.
   ProgressCallback on_progress;
+  // Sent with this request only (HTTP; see SendOptions::headers).
+  HttpHeaders headers;
 };
 
 // Thread-safe: any number of requests may run at once over one connection.
@@ -119,8 +121,8 @@ class McpSession final {
   absl::Status Handshake(uint64_t epoch, Clock::time_point deadline);
   absl::StatusOr<nlohmann::json> SendRequest(uint64_t epoch, std::string_view method,
                                              nlohmann::json params, Clock::time_point deadline,
-                                             const ProgressCallback& on_progress,
-                                             bool is_initialize) ABSL_LOCKS_EXCLUDED(mu_);
+                                             const RequestOptions& options, bool is_initialize)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Waits for the answer to a request sent (`sent`: how the send went) until
   // `deadline`, unless it cannot come or the caller's work was cancelled.
   Ending AwaitAnswerLocked(Pending& pending, const absl::Status& sent, Clock::time_point deadline)

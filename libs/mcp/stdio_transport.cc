@@ -1,6 +1,8 @@
 #include "libs/mcp/stdio_transport.h"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX sigset_t, kill, not <csignal>
 #include <spawn.h>
@@ -190,12 +192,97 @@ std::string ExitReason(pid_t pid) {
   return "closed its stdout";
 }
 
+// The signals a service may ignore or handle, reset to their default
+// action in the server.
+constexpr int kDefaultSignals[] = {SIGPIPE, SIGTERM, SIGINT,  SIGHUP,
+                                   SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2};
+
+// argv and envp for exec, built before any fork.
+class ExecVectors final {
+ public:
+  ExecVectors(const StdioServerConfig& config, const std::map<std::string, std::string>& env) {
+    args_ = {config.command};
+    args_.insert(args_.end(), config.args.begin(), config.args.end());
+    for (const auto& [name, value] : env) env_.push_back(absl::StrCat(name, "=", value));
+    for (std::string& arg : args_) argv_.push_back(arg.data());
+    argv_.push_back(nullptr);
+    for (std::string& entry : env_) envp_.push_back(entry.data());
+    envp_.push_back(nullptr);
+  }
+  char* const* argv() const { return argv_.data(); }
+  char* const* envp() const { return envp_.data(); }
+
+ private:
+  std::vector<std::string> args_;
+  std::vector<std::string> env_;
+  std::vector<char*> argv_;
+  std::vector<char*> envp_;
+};
+
+// The child's side of ForkServer: only async-signal-safe calls. Reports
+// the errno of a failed step on `report` and exits.
+[[noreturn]] void BecomeServer(const StdioServerConfig& config, const char* path,
+                               const ExecVectors& exec, const int fds[3], int report) {
+  int error = 0;
+  const auto step = [&error](bool ok) {
+    if (!ok && error == 0) error = errno;
+    return ok;
+  };
+  ::setpgid(0, 0);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  for (const int sig : kDefaultSignals) ::sigaction(sig, &default_action, nullptr);
+  for (int target = 0; target < 3; ++target) step(::dup2(fds[target], target) == target);
+  step(::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0);
+  if (!config.cwd.empty()) step(::chdir(config.cwd.c_str()) == 0);
+  step(::setgroups(0, nullptr) == 0);
+  step(::setgid(config.run_as->gid) == 0);
+  step(::setuid(config.run_as->uid) == 0);
+  if (error == 0) {
+    ::execve(path, exec.argv(), exec.envp());
+    error = errno;
+  }
+  while (::write(report, &error, sizeof error) < 0 && errno == EINTR) {
+  }
+  ::_exit(127);
+}
+
+// fork and exec for a server with run_as (posix_spawn cannot change user).
+// Returns 0 or the errno of the step that failed.
+int ForkServer(const StdioServerConfig& config, const std::string& path, const ExecVectors& exec,
+               const int fds[3], pid_t& pid) {
+  int report[2];
+  if (::pipe2(report, O_CLOEXEC) != 0) return errno;
+  pid = ::fork();
+  if (pid == 0) BecomeServer(config, path.c_str(), exec, fds, report[1]);
+  const int forked = pid < 0 ? errno : 0;
+  ::close(report[1]);
+  int error = forked;
+  if (pid > 0) {
+    ssize_t n;
+    while ((n = ::read(report[0], &error, sizeof error)) < 0 && errno == EINTR) {
+    }
+    if (n != sizeof error) error = 0;  // exec closed the pipe: it ran
+    if (error != 0) ::waitpid(pid, nullptr, 0);
+  }
+  ::close(report[0]);
+  return error;
+}
+
 // Starts the server with `in_fd`, `out_fd` and `err_fd` as its stdin, stdout
 // and stderr, its environment `env`. Returns posix_spawn's result (0, or an
 // errno value); `pid` is the process started.
 int SpawnServer(const StdioServerConfig& config, const std::string& path,
                 const std::map<std::string, std::string>& env, int in_fd, int out_fd, int err_fd,
                 pid_t& pid) {
+  const ExecVectors exec(config, env);
+  if (config.run_as) {
+    const int fds[3] = {in_fd, out_fd, err_fd};
+    return ForkServer(config, path, exec, fds, pid);
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, in_fd, STDIN_FILENO);
@@ -217,26 +304,10 @@ int SpawnServer(const StdioServerConfig& config, const std::string& path,
   posix_spawnattr_setsigmask(&attr, &mask);
   sigset_t defaults;
   sigemptyset(&defaults);
-  for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2}) {
-    sigaddset(&defaults, sig);
-  }
+  for (const int sig : kDefaultSignals) sigaddset(&defaults, sig);
   posix_spawnattr_setsigdefault(&attr, &defaults);
 
-  std::vector<std::string> argv_storage = {config.command};
-  argv_storage.insert(argv_storage.end(), config.args.begin(), config.args.end());
-  std::vector<char*> argv;
-  argv.reserve(argv_storage.size() + 1);
-  for (std::string& arg : argv_storage) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_storage;
-  env_storage.reserve(env.size());
-  for (const auto& [name, value] : env) env_storage.push_back(absl::StrCat(name, "=", value));
-  std::vector<char*> envp;
-  envp.reserve(env_storage.size() + 1);
-  for (std::string& entry : env_storage) envp.push_back(entry.data());
-  envp.push_back(nullptr);
-
-  const int spawned = ::posix_spawn(&pid, path.c_str(), &actions, &attr, argv.data(), envp.data());
+  const int spawned = ::posix_spawn(&pid, path.c_str(), &actions, &attr, exec.argv(), exec.envp());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   return spawned;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +19,12 @@
 #include "libs/mcp/transport.h"
 
 namespace omniforge::mcp {
+
+// The user and group a server runs as (key `run_as`), other than ours.
+struct RunAs {
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
 
 struct StdioServerConfig {
   std::string server_name;  // for logs
@@ -31,6 +38,9 @@ struct StdioServerConfig {
   std::vector<std::string> inherit_env = {"PATH", "HOME", "USER",   "LOGNAME", "SHELL",
                                           "TERM", "LANG", "LC_ALL", "TZ",      "TMPDIR"};
   std::string cwd;  // empty: ours
+  // Started as this user and group, with no supplementary groups (needs
+  // root, or CAP_SETUID and CAP_SETGID); unset: as we run.
+  std::optional<RunAs> run_as;
   // How long Close waits after closing stdin, and again after SIGTERM.
   std::chrono::milliseconds shutdown_grace{2'000};
   // A longer line from the server is dropped (and logged).
@@ -38,8 +48,9 @@ struct StdioServerConfig {
 };
 
 // Spawns the server with posix_spawn in its own process group, with only
-// the three pipes open. One thread reads stdout, stderr and the process's
-// exit. Thread-safe.
+// the three pipes open (with run_as: fork, then only async-signal-safe
+// calls to change user and exec). One thread reads stdout, stderr and the
+// process's exit. Thread-safe.
 class StdioTransport final : public McpTransport {
  public:
   explicit StdioTransport(StdioServerConfig config);

@@ -3,6 +3,8 @@
 // reasons, writes to a process that is gone, and the SIGTERM/SIGKILL ladder.
 #include "libs/mcp/stdio_transport.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <future>
 #include <mutex>
@@ -164,6 +166,43 @@ TEST(StdioTransportTest, MissingCommandIsUnavailable) {
   const absl::Status opened = transport.Open(received.Handlers(), 1);
   EXPECT_EQ(opened.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(opened.message(), HasSubstr("not on PATH"));
+}
+
+// run_as: the server runs as the configured user and group, without our
+// supplementary groups, its environment and directory as without run_as.
+TEST(StdioTransportTest, RunAsStartsTheServerAsAnotherUser) {
+  StdioServerConfig config =
+      Shell("echo \"$(id -u) $(id -g) $(id -G) $(pwd) $GIVEN\"; exec cat >/dev/null");
+  config.cwd = "/";
+  config.env = {{"GIVEN", "yes"}};
+  config.run_as = RunAs{65534, 65534};
+  StdioTransport transport(config);
+  Received received;
+  const absl::Status opened = transport.Open(received.Handlers(), 1);
+  if (::geteuid() != 0) {
+    // Changing user needs root: refused at start, naming why.
+    EXPECT_EQ(opened.code(), absl::StatusCode::kUnavailable);
+    EXPECT_THAT(opened.message(), HasSubstr("not permitted"));
+    return;
+  }
+  ASSERT_TRUE(opened.ok()) << opened;
+  ASSERT_EQ(received.got_message.get_future().wait_for(std::chrono::seconds(5)),
+            std::future_status::ready);
+  transport.Close();
+  std::lock_guard lock(received.mu);
+  EXPECT_THAT(received.messages, ElementsAre("65534 65534 65534 / yes"));
+}
+
+TEST(StdioTransportTest, RunAsFailureToExecIsReportedAtOpen) {
+  StdioServerConfig config = Shell("true");
+  config.command = "/nonexistent/server";
+  config.run_as = RunAs{::geteuid(), ::getegid()};
+  StdioTransport transport(config);
+  Received received;
+  const absl::Status opened = transport.Open(received.Handlers(), 1);
+  EXPECT_EQ(opened.code(), absl::StatusCode::kUnavailable);
+  // Not root: changing groups already fails, before exec.
+  EXPECT_THAT(opened.message(), HasSubstr(::geteuid() == 0 ? "No such file" : "not permitted"));
 }
 
 }  // namespace

@@ -8,12 +8,17 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 
 namespace omniforge::mcp {
 
 using Clock = std::chrono::steady_clock;
+
+// HTTP header names and values, in the order sent.
+using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 
 // Receives what a transport hears. Both may run on a transport's own thread
 // (stdio) or inside Send on the caller's thread (HTTP); neither may call
@@ -37,6 +42,9 @@ struct SendOptions {
   // it when an answer stream ends, to resume a stream that dropped before
   // the answer; unset for a message that expects no answer.
   std::function<bool()> answered;
+  // Sent with this message only, after the configured headers (HTTP: the
+  // caller's identity headers); other transports ignore them.
+  HttpHeaders headers;
 };
 
 class McpTransport {

@@ -5,6 +5,7 @@
 //   omniforge-conversation [--config FILE] rotate-key --tenant T
 //   omniforge-conversation [--config FILE] rewrap-keys  move tenant keys to the current master key
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <map>
 #include <memory>
 
@@ -15,6 +16,7 @@
 #include "libs/core/files.h"
 #include "libs/core/grpc_identity.h"
 #include "libs/core/logging.h"
+#include "libs/core/process_shield.h"
 #include "libs/core/server.h"
 #include "libs/core/text.h"
 #include "libs/core/thread_pool.h"
@@ -131,6 +133,12 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
 // NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   using namespace omniforge;
+  // First, before any thread or child exists: the processes we start (MCP
+  // servers) cannot read our environment or memory through /proc.
+  if (const absl::Status shielded = core::ShieldProcessFromChildren(); !shielded.ok()) {
+    std::fputs((std::string(shielded.message()) + "\n").c_str(), stderr);
+    return 1;
+  }
   const sigset_t signals = core::BlockTerminationSignals();
   CLI::App app{"omniforge conversation service"};
   app.set_version_flag("--version", std::string("omniforge-conversation ") + core::Version());

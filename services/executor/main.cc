@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,7 @@
 #include "libs/core/config.h"
 #include "libs/core/grpc_identity.h"
 #include "libs/core/logging.h"
+#include "libs/core/process_shield.h"
 #include "libs/core/server.h"
 #include "libs/core/thread_pool.h"
 #include "libs/core/version.h"
@@ -302,6 +304,12 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
 // NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   using namespace omniforge;
+  // First, before any thread or child exists: the processes we start (MCP
+  // servers) cannot read our environment or memory through /proc.
+  if (const absl::Status shielded = core::ShieldProcessFromChildren(); !shielded.ok()) {
+    std::fputs((std::string(shielded.message()) + "\n").c_str(), stderr);
+    return 1;
+  }
   const sigset_t signals = core::BlockTerminationSignals();
   CLI::App app{"omniforge executor service"};
   app.set_version_flag("--version", std::string("omniforge-executor ") + core::Version());

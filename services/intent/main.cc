@@ -6,6 +6,7 @@
 // (deterministic, well under a second), then serves AnalyzeIntent. With an
 // `llm:` section naming providers, unsure answers go to the `speed` profile.
 #include <CLI/CLI.hpp>
+#include <cstdio>
 #include <memory>
 
 #include "libs/core/caller_identity.h"
@@ -13,6 +14,7 @@
 #include "libs/core/config.h"
 #include "libs/core/grpc_identity.h"
 #include "libs/core/logging.h"
+#include "libs/core/process_shield.h"
 #include "libs/core/server.h"
 #include "libs/core/thread_pool.h"
 #include "libs/core/version.h"
@@ -119,6 +121,12 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
 // NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   using namespace omniforge;
+  // First, before any thread or child exists: the processes we start (MCP
+  // servers) cannot read our environment or memory through /proc.
+  if (const absl::Status shielded = core::ShieldProcessFromChildren(); !shielded.ok()) {
+    std::fputs((std::string(shielded.message()) + "\n").c_str(), stderr);
+    return 1;
+  }
   const sigset_t signals = core::BlockTerminationSignals();
   CLI::App app{"omniforge intent service"};
   app.set_version_flag("--version", std::string("omniforge-intent ") + core::Version());

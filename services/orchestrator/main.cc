@@ -34,6 +34,7 @@
 #include "libs/core/config.h"
 #include "libs/core/grpc_identity.h"
 #include "libs/core/logging.h"
+#include "libs/core/process_shield.h"
 #include "libs/core/server.h"
 #include "libs/core/thread_pool.h"
 #include "libs/core/version.h"
@@ -487,6 +488,12 @@ int CreateApiKey(const core::Identity& who, const std::string& label, const std:
 int main(int argc, char** argv) {
   using namespace omniforge;
   // SIGHUP reads the API key file again (Serve).
+  // First, before any thread or child exists: the processes we start (MCP
+  // servers) cannot read our environment or memory through /proc.
+  if (const absl::Status shielded = core::ShieldProcessFromChildren(); !shielded.ok()) {
+    std::fputs((std::string(shielded.message()) + "\n").c_str(), stderr);
+    return 1;
+  }
   sigset_t signals = core::BlockTerminationSignals();
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);

@@ -182,6 +182,9 @@ absl::StatusOr<ToolResult> DomainTools::Invoke(const ToolCall& call) {
   }
   mcp::CallOptions options;
   options.deadline = call.deadline;
+  // A per_tenant server answers from this tenant's session; identity
+  // headers carry the tenant and user to an HTTP server.
+  options.caller = call.who;
   auto result = registry_.CallTool(
       route.registry_name,
       call.arguments.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), options);

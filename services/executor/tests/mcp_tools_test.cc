@@ -8,6 +8,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <map>
@@ -153,6 +154,52 @@ TEST(UntrustedMcpServerTest, AToolThatOnlyClaimsToBeReadOnlyIsNotRead) {
   auto tidied = runtime.Invoke({"acme", "alice"}, {"mail__tidy_mailbox", "{}", ""}, deadline);
   ASSERT_TRUE(tidied.ok()) << tidied.status();
   EXPECT_THAT(tidied->result_json, HasSubstr("deleted 3 messages"));
+}
+
+// The caller's tenant reaches the registry: a per_tenant server-memory
+// keeps what one tenant stored from another, through the runtime as the
+// executor's RPCs call it.
+TEST(PerTenantMcpToolsTest, EachTenantsCallsReachItsOwnServerProcess) {
+  if (!mcp::testing::NodeAvailable()) GTEST_SKIP() << "node is not on PATH";
+  ASSERT_TRUE(std::filesystem::exists(mcp::testing::ServerScript("server-memory")))
+      << mcp::testing::MissingPackageMessage("server-memory");
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("omniforge-executor-memory-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  mcp::McpServerConfig server;
+  server.name = "memory";
+  server.session.server_name = "memory";
+  server.transport = mcp::TransportKind::kStdio;
+  server.stdio.server_name = "memory";
+  server.stdio.command = "node";
+  server.stdio.args = {mcp::testing::ServerScript("server-memory").string()};
+  server.stdio.env = {{"MEMORY_FILE_PATH", (dir / "{tenant}.jsonl").string()}};
+  server.per_tenant = true;
+  mcp::McpRegistry registry(mcp::McpConfig{{server}});
+  mcp::CallOptions within;
+  within.deadline = std::chrono::system_clock::now() + std::chrono::seconds(30);
+  ASSERT_TRUE(registry.Refresh(within).ok());
+  McpTools tools(registry);
+  ToolCatalog catalog;
+  ASSERT_TRUE(catalog.AddProvider(tools).ok());
+  ToolRuntime runtime{catalog, nullptr};
+  const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(10);
+
+  auto stored = runtime.Invoke(
+      {"acme", "alice"},
+      {"memory__create_entities",
+       R"({"entities":[{"name":"Acme roadmap","entityType":"plan","observations":["Q3"]}]})", ""},
+      deadline);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  auto acme = runtime.Invoke({"acme", "arthur"}, {"memory__read_graph", "{}", ""}, deadline);
+  auto globex = runtime.Invoke({"globex", "bob"}, {"memory__read_graph", "{}", ""}, deadline);
+  ASSERT_TRUE(acme.ok()) << acme.status();
+  ASSERT_TRUE(globex.ok()) << globex.status();
+  EXPECT_THAT(acme->result_json, HasSubstr("Acme roadmap"));
+  EXPECT_THAT(globex->result_json, ::testing::Not(HasSubstr("Acme")));
+  registry.Shutdown();
+  EXPECT_TRUE(std::filesystem::exists(dir / "acme.jsonl"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
