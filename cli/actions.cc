@@ -18,8 +18,9 @@ int RunActions(const ActionsOptions& options) {
                  "one for the demo user to /tmp/omniforge/demo.key)\n";
     return 2;
   }
+  grpc::ChannelArguments channel_args;
   auto stub = pb::ChatService::NewStub(
-      grpc::CreateChannel(options.server, grpc::InsecureChannelCredentials()));
+      core::CreateServiceChannel(options.server, options.security, channel_args));
   grpc::ClientContext context;
   context.AddMetadata("authorization", "Bearer " + options.api_key);
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(options.timeout_s));

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "libs/core/client_tls.h"
+
 namespace omniforge::cli {
 
 struct ActionsOptions {
@@ -14,6 +16,8 @@ struct ActionsOptions {
   int limit = 0;  // 1 to 500; 0: the server's default (100)
   bool json = false;
   int timeout_s = 10;
+  // How the channel to the server is secured (the global --tls options).
+  core::ChannelSecurity security;
 };
 
 // Prints the conversation's decisions, newest first. Returns 0; 1 when the

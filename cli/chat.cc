@@ -119,8 +119,9 @@ int RunChat(const ChatOptions& options) {
     std::cerr << "error: --approve or --reject (one of them) needs --conversation\n";
     return 2;
   }
+  grpc::ChannelArguments channel_args;
   auto stub = pb::ChatService::NewStub(
-      grpc::CreateChannel(options.server, grpc::InsecureChannelCredentials()));
+      core::CreateServiceChannel(options.server, options.security, channel_args));
   if (!options.message.empty() || decides) {
     const std::string ran =
         Turn(*stub, options, options.conversation_id, options.message, context->second, view);

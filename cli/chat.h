@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "libs/core/client_tls.h"
+
 namespace omniforge::cli {
 
 struct ChatOptions {
@@ -21,6 +23,8 @@ struct ChatOptions {
   // dropped. Needs --conversation; `message` is optional then.
   std::string approve;
   std::string reject;
+  // How the channel to the server is secured (the global --tls options).
+  core::ChannelSecurity security;
 };
 
 // Runs one turn (with a message) or a session: one turn per line of standard

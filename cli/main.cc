@@ -53,6 +53,7 @@
 #include "cli/chat.h"
 #include "cli/rpc_error.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "libs/core/client_tls.h"
 #include "libs/core/grpc_identity.h"
 #include "libs/core/version.h"
 #include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
@@ -79,7 +80,17 @@ struct Options {
   std::string identity_key_id = "k1";
   bool json = false;
   int timeout_s = 10;
+  // --tls, --tls-ca, --tls-cert, --tls-key, --tls-server-name; `security`
+  // is made from them once the command line is read.
+  omniforge::core::ClientTlsOptions tls;
+  omniforge::core::ChannelSecurity security;
 };
+
+// A channel to `address` as the command line asks (plaintext by default).
+std::shared_ptr<grpc::Channel> Connect(const Options& options, const std::string& address) {
+  grpc::ChannelArguments args;
+  return omniforge::core::CreateServiceChannel(address, options.security, args);
+}
 
 const std::map<std::string, pb::Role> kRoles = {
     {"user", pb::ROLE_USER}, {"assistant", pb::ROLE_ASSISTANT}, {"system", pb::ROLE_SYSTEM},
@@ -96,8 +107,7 @@ class Client {
  public:
   explicit Client(const Options& options)
       : options_(options),
-        stub_(pb::ConversationService::NewStub(
-            grpc::CreateChannel(options.server, grpc::InsecureChannelCredentials()))) {}
+        stub_(pb::ConversationService::NewStub(Connect(options, options.server))) {}
 
   // A call to `audience`, the service --server names.
   std::unique_ptr<grpc::ClientContext> Context(
@@ -220,6 +230,18 @@ void AddGlobalOptions(CLI::App& app, Options& options) {
       ->envname("OMNIFORGE_IDENTITY_KEY_ID");
   app.add_option("--timeout", options.timeout_s, "seconds per call");
   app.add_flag("--json", options.json, "print responses as JSON");
+  app.add_flag("--tls", options.tls.system_roots,
+               "TLS, the server verified against the system's certificate authorities");
+  app.add_option("--tls-ca", options.tls.ca_file,
+                 "TLS, the server verified against this CA certificate (PEM)")
+      ->envname("OMNIFORGE_TLS_CA_FILE");
+  app.add_option("--tls-cert", options.tls.cert_file,
+                 "client certificate (PEM), for a server that requires one (mutual TLS)")
+      ->envname("OMNIFORGE_TLS_CERT_FILE");
+  app.add_option("--tls-key", options.tls.key_file, "the client certificate's key (PEM)")
+      ->envname("OMNIFORGE_TLS_KEY_FILE");
+  app.add_option("--tls-server-name", options.tls.server_name,
+                 "the name the server's certificate must have (default: the address's host)");
   app.require_subcommand(1);
 }
 
@@ -313,8 +335,7 @@ void AddToolCommands(CLI::App& app, Arguments& args, Commands& commands) {
 }
 
 int CheckHealth(const Options& options, const Client& client) {
-  auto stub = grpc::health::v1::Health::NewStub(
-      grpc::CreateChannel(options.server, grpc::InsecureChannelCredentials()));
+  auto stub = grpc::health::v1::Health::NewStub(Connect(options, options.server));
   grpc::health::v1::HealthCheckRequest request;
   grpc::health::v1::HealthCheckResponse response;
   auto context = client.Context();
@@ -467,8 +488,7 @@ int AnalyzeIntent(const Options& options, Client& client, const Arguments& args)
   if (!args.conversation_id.empty()) {
     if (int rc = AddHistory(client, args.conversation_id, request)) return rc;
   }
-  auto stub = ipb::IntentService::NewStub(
-      grpc::CreateChannel(options.intent_server, grpc::InsecureChannelCredentials()));
+  auto stub = ipb::IntentService::NewStub(Connect(options, options.intent_server));
   ipb::AnalyzeIntentResponse response;
   if (int rc = ReportRpcError(stub->AnalyzeIntent(
           client.Context(omniforge::core::kIntentAudience).get(), request, &response)))
@@ -579,8 +599,7 @@ int RunCommand(const Commands& commands, const Options& options, const Arguments
   if (commands.window->parsed()) return ShowContextWindow(options, client, args);
   if (commands.analyze->parsed()) return AnalyzeIntent(options, client, args);
   if (commands.tools_list->parsed() || commands.tools_invoke->parsed()) {
-    auto stub = epb::ExecutorService::NewStub(
-        grpc::CreateChannel(options.executor_server, grpc::InsecureChannelCredentials()));
+    auto stub = epb::ExecutorService::NewStub(Connect(options, options.executor_server));
     if (commands.tools_list->parsed()) return ListTools(options, client, *stub, args);
     return InvokeTool(options, client, *stub, args);
   }
@@ -619,6 +638,14 @@ int Main(int argc, char** argv) {
       ->required()
       ->check(CLI::IsMember({"conversation", "intent", "executor"}));
   CLI11_PARSE(app, argc, argv);
+  auto security = omniforge::core::MakeChannelSecurity(options.tls);
+  if (!security.ok()) {
+    std::cerr << "omniforge: " << security.status().message() << "\n";
+    return 2;
+  }
+  options.security = *security;
+  chat_options.security = *security;
+  actions_options.security = *security;
 
   if (commands.chat->parsed()) {
     chat_options.json = options.json;

@@ -44,6 +44,7 @@ ServerOptions ReadServerOptions(ConfigReader& config, int default_port, int defa
       std::chrono::seconds(config.Int("server.max_connection_age_s", 300, 0, 86400));
   options.tls_cert_file = config.String("server.tls_cert_file", "");
   options.tls_key_file = config.String("server.tls_key_file", "");
+  options.tls_client_ca_file = config.String("server.tls_client_ca_file", "");
   return options;
 }
 
@@ -76,21 +77,11 @@ absl::Status ServiceServer::Start() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 
-  std::shared_ptr<grpc::ServerCredentials> credentials;
-  if (!options_.tls_cert_file.empty() || !options_.tls_key_file.empty()) {
-    auto cert = ReadFile(options_.tls_cert_file);
-    auto key = ReadFile(options_.tls_key_file);
-    if (!cert.ok()) return cert.status();
-    if (!key.ok()) return key.status();
-    grpc::SslServerCredentialsOptions ssl;
-    ssl.pem_key_cert_pairs.push_back({*key, *cert});
-    credentials = grpc::SslServerCredentials(ssl);
-  } else {
-    credentials = grpc::InsecureServerCredentials();
-  }
+  auto credentials = Credentials();
+  if (!credentials.ok()) return credentials.status();
 
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options_.host + ":" + std::to_string(options_.port), credentials,
+  builder.AddListeningPort(options_.host + ":" + std::to_string(options_.port), *credentials,
                            &port_);
   builder.SetMaxReceiveMessageSize(options_.max_receive_bytes);
   // Keepalive: let long-lived internal channels ping through idle periods.
@@ -121,8 +112,33 @@ absl::Status ServiceServer::Start() {
   }
   LogInfo("server started", {{"port", std::to_string(port_)},
                              {"metrics_port", std::to_string(metrics_port_)},
-                             {"tls", options_.tls_cert_file.empty() ? "off" : "on"}});
+                             {"tls", options_.tls_cert_file.empty()        ? "off"
+                                     : options_.tls_client_ca_file.empty() ? "on"
+                                                                           : "mutual"}});
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServiceServer::Credentials() const {
+  if (options_.tls_cert_file.empty() && options_.tls_key_file.empty()) {
+    if (!options_.tls_client_ca_file.empty()) {
+      return absl::InvalidArgumentError(
+          "server.tls_client_ca_file needs server.tls_cert_file and server.tls_key_file");
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  auto cert = ReadFile(options_.tls_cert_file);
+  auto key = ReadFile(options_.tls_key_file);
+  if (!cert.ok()) return cert.status();
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({*key, *cert});
+  if (!options_.tls_client_ca_file.empty()) {
+    auto ca = ReadFile(options_.tls_client_ca_file);
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *std::move(ca);
+    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
 }
 
 void ServiceServer::Shutdown() {

@@ -19,11 +19,13 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "libs/core/config.h"
 #include "libs/core/metrics.h"
 
 namespace grpc {
 class Server;
+class ServerCredentials;
 class Service;
 }  // namespace grpc
 
@@ -42,11 +44,14 @@ struct ServerOptions {
   std::chrono::seconds max_connection_age{300};
   std::string tls_cert_file;  // both set: TLS; both empty: plaintext
   std::string tls_key_file;
+  // Set (with TLS): mutual TLS, every client presents a certificate this CA
+  // signed, or the connection is refused before any call.
+  std::string tls_client_ca_file;
 };
 
 // Reads `server.*` keys: host, port, metrics_host, metrics_port,
 // drain_timeout_s, max_receive_bytes, max_connection_age_s, tls_cert_file,
-// tls_key_file.
+// tls_key_file, tls_client_ca_file.
 ServerOptions ReadServerOptions(ConfigReader& config, int default_port, int default_metrics_port);
 
 // Records per-RPC metrics (omniforge_rpc_total{method,code},
@@ -82,6 +87,9 @@ class ServiceServer final {
   void Shutdown();
 
  private:
+  // The listening port's credentials from options_ (files read here).
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials() const;
+
   ServerOptions options_;
   std::vector<grpc::Service*> services_;
   std::unique_ptr<grpc::Server> server_;

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "libs/core/caller_identity.h"
+#include "libs/core/client_tls.h"
 #include "libs/core/config.h"
 #include "libs/core/grpc_identity.h"
 #include "libs/core/logging.h"
@@ -70,6 +71,7 @@ struct Settings {
   std::chrono::seconds idempotency_retention{7 * 24 * 3600};
   std::chrono::seconds purge_interval{3600};
   std::string conversation_address;
+  core::ChannelSecurity conversation_security;  // client_tls.*
   std::chrono::milliseconds conversation_timeout{5000};
   mcp::McpConfig mcp;
   std::vector<DomainConfig> domains;
@@ -104,6 +106,9 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.purge_interval =
       std::chrono::seconds(c.Int("tools.purge_interval_s", 3600, 1, int64_t{86400} * 7));
   s.conversation_address = c.String("conversation.address", "");
+  auto security = core::MakeChannelSecurity(core::ReadClientTlsOptions(c));
+  if (!security.ok()) return security.status();
+  s.conversation_security = *std::move(security);
   s.conversation_timeout =
       std::chrono::milliseconds(c.Int("conversation.timeout_ms", 5000, 100, 600000));
   s.llm_profile = c.String("executor.llm_profile", "balanced");
@@ -261,8 +266,9 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   // Made before the workers, whose last queued tasks may still store.
   std::unique_ptr<ConversationRecorder> recorder;
   if (!s.conversation_address.empty()) {
+    grpc::ChannelArguments channel_args;
     recorder = std::make_unique<ConversationRecorder>(
-        grpc::CreateChannel(s.conversation_address, grpc::InsecureChannelCredentials()),
+        core::CreateServiceChannel(s.conversation_address, s.conversation_security, channel_args),
         s.conversation_timeout);
   }
   core::ThreadPool workers(s.worker_threads, 4096);

@@ -31,6 +31,7 @@
 #include "absl/time/time.h"
 #include "libs/core/api_keys.h"
 #include "libs/core/caller_identity.h"
+#include "libs/core/client_tls.h"
 #include "libs/core/config.h"
 #include "libs/core/grpc_identity.h"
 #include "libs/core/logging.h"
@@ -83,6 +84,9 @@ struct Settings {
   // How often the key file is looked at for changes; 0: only on SIGHUP.
   std::chrono::milliseconds api_keys_reload{5000};
   DownstreamAddresses downstream;
+  // The channels to the three services: plaintext, TLS or mutual TLS
+  // (client_tls.*).
+  core::ChannelSecurity downstream_security;
   TurnOptions turn;
   std::string planner_profile;
   // Another profile for the planner of some context types (PROJECT_AUDIT:
@@ -121,6 +125,9 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.downstream.conversation = c.String("downstream.conversation", s.downstream.conversation);
   s.downstream.intent = c.String("downstream.intent", s.downstream.intent);
   s.downstream.executor = c.String("downstream.executor", s.downstream.executor);
+  auto security = core::MakeChannelSecurity(core::ReadClientTlsOptions(c));
+  if (!security.ok()) return security.status();
+  s.downstream_security = *std::move(security);
   s.turn.turn_timeout = std::chrono::milliseconds(c.Int("turn.timeout_ms", 90000, 1000, 3600000));
   s.turn.max_tool_calls = static_cast<int>(c.Int("turn.max_tool_calls", 8, 1, 100));
   s.turn.max_clarifications = static_cast<int>(c.Int("turn.max_clarifications", 2, 0, 10));
@@ -210,9 +217,9 @@ struct Downstream {
 absl::StatusOr<Downstream> ConnectDownstream(const Settings& s,
                                              const std::optional<seal::MasterKeySet>& keys) {
   Downstream d;
-  d.memory = MakeGrpcMemory(s.downstream.conversation);
-  d.understanding = MakeGrpcUnderstanding(s.downstream.intent);
-  d.tools = MakeGrpcTools(s.downstream.executor);
+  d.memory = MakeGrpcMemory(s.downstream.conversation, s.downstream_security);
+  d.understanding = MakeGrpcUnderstanding(s.downstream.intent, s.downstream_security);
+  d.tools = MakeGrpcTools(s.downstream.executor, s.downstream_security);
   AppendSpoolOptions spool_options = s.spool;
   spool_options.master_keys = keys;
   absl::StatusOr<std::unique_ptr<AppendSpool>> spool =
@@ -351,7 +358,7 @@ PlanParts MakePlans(const Settings& s, const Storage& storage, const PlannerMode
   // orchestrator resumes from.
   if (storage.pool == nullptr) return p;
   p.store = std::make_unique<PgPlanStore>(*storage.pool, *storage.keys);
-  p.step_executors = MakeGrpcStepExecutors(s.downstream.executor);
+  p.step_executors = MakeGrpcStepExecutors(s.downstream.executor, s.downstream_security);
   if (models.client != nullptr && models.client->HasProfile(s.reviewer_profile)) {
     p.reviewer = models.client->ForProfile(s.reviewer_profile);
   }

@@ -18,31 +18,35 @@ constexpr char kTestMasterKey[] =
 }  // namespace
 
 std::optional<std::string> ServiceStack::Start(const TestDatabase& db,
-                                               const std::string& api_keys_file) {
+                                               const std::string& api_keys_file,
+                                               const ExtraEnv& extra) {
+  auto with = [](std::vector<std::string> env, const std::vector<std::string>& more) {
+    env.insert(env.end(), more.begin(), more.end());
+    return env;
+  };
   // The services believe only signed caller assertions, the orchestrator's
   // and the executor's, and so does this process's own calls' (the tests
   // call the services directly too).
   SignCallsWithTestKey();
-  if (auto error = conversation_.Start(DatabaseEnv(
-          db, "conversation",
-          {std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kTestMasterKey, TrustTestKeyEnv()}))) {
-    return error;
-  }
-  if (auto error = intent_.Start({TrustTestKeyEnv()})) return error;
-  if (auto error = executor_.Start(DatabaseEnv(db, "executor",
-                                               {ExecutorMasterKeyEnv(), TrustTestKeyEnv(),
-                                                SignWithTestKeyEnv(), SignWithTestKeyIdEnv()}))) {
-    return error;
-  }
+  std::vector<std::string> conversation_env = DatabaseEnv(
+      db, "conversation",
+      {std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kTestMasterKey, TrustTestKeyEnv()});
+  if (auto error = conversation_.Start(with(conversation_env, extra.conversation))) return error;
+  if (auto error = intent_.Start(with({TrustTestKeyEnv()}, extra.intent))) return error;
+  std::vector<std::string> executor_env = DatabaseEnv(
+      db, "executor",
+      {ExecutorMasterKeyEnv(), TrustTestKeyEnv(), SignWithTestKeyEnv(), SignWithTestKeyIdEnv()});
+  if (auto error = executor_.Start(with(executor_env, extra.executor))) return error;
   spool_dir_ =
       (std::filesystem::temp_directory_path() / ("omniforge-spool-" + core::NewUuid())).string();
-  return orchestrator_.Start({"OMNIFORGE_AUTH_API_KEYS_FILE=" + api_keys_file,
-                              "OMNIFORGE_SPOOL_DIR=" + spool_dir_,
-                              "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation_.address(),
-                              "OMNIFORGE_DOWNSTREAM_INTENT=" + intent_.address(),
-                              "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor_.address(),
-                              std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kTestMasterKey,
-                              SignWithTestKeyEnv(), SignWithTestKeyIdEnv()});
+  return orchestrator_.Start(
+      with({"OMNIFORGE_AUTH_API_KEYS_FILE=" + api_keys_file, "OMNIFORGE_SPOOL_DIR=" + spool_dir_,
+            "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation_.address(),
+            "OMNIFORGE_DOWNSTREAM_INTENT=" + intent_.address(),
+            "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor_.address(),
+            std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kTestMasterKey, SignWithTestKeyEnv(),
+            SignWithTestKeyIdEnv()},
+           extra.orchestrator));
 }
 
 ServiceStack::~ServiceStack() {

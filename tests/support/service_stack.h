@@ -34,10 +34,16 @@ class ServiceStack final {
   ServiceStack(const ServiceStack&) = delete;
   ServiceStack& operator=(const ServiceStack&) = delete;
 
+  // More environment for each service (after the stack's own).
+  struct ExtraEnv {
+    std::vector<std::string> conversation, intent, executor, orchestrator;
+  };
+
   // Starts the services on database `db` (each logged in as its own role)
   // with the orchestrator's keys from `api_keys_file`. Returns the first
   // service's error (with its log).
-  std::optional<std::string> Start(const TestDatabase& db, const std::string& api_keys_file);
+  std::optional<std::string> Start(const TestDatabase& db, const std::string& api_keys_file,
+                                   const ExtraEnv& extra = {});
 
   ServerProcess& conversation() { return conversation_; }
   ServerProcess& intent() { return intent_; }

@@ -17,7 +17,8 @@
 namespace omniforge::orchestrator {
 namespace {
 
-std::shared_ptr<grpc::Channel> Connect(const std::string& address) {
+std::shared_ptr<grpc::Channel> Connect(const std::string& address,
+                                       const core::ChannelSecurity& security) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
@@ -27,7 +28,7 @@ std::shared_ptr<grpc::Channel> Connect(const std::string& address) {
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
   // Several replicas behind one DNS name share the calls.
   args.SetLoadBalancingPolicyName("round_robin");
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return core::CreateServiceChannel(address, security, args);
 }
 
 // Sets what every outgoing call carries: the caller's identity (asserted
@@ -70,8 +71,8 @@ absl::StatusOr<Response> Unary(Stub& stub,
 
 class GrpcMemory final : public Memory {
  public:
-  explicit GrpcMemory(const std::string& address)
-      : stub_(convpb::ConversationService::NewStub(Connect(address))) {}
+  GrpcMemory(const std::string& address, const core::ChannelSecurity& security)
+      : stub_(convpb::ConversationService::NewStub(Connect(address, security))) {}
 
   absl::StatusOr<convpb::CreateConversationResponse> CreateConversation(
       const core::Call& call, const convpb::CreateConversationRequest& request) override {
@@ -105,8 +106,8 @@ class GrpcMemory final : public Memory {
 
 class GrpcUnderstanding final : public Understanding {
  public:
-  explicit GrpcUnderstanding(const std::string& address)
-      : stub_(intentpb::IntentService::NewStub(Connect(address))) {}
+  GrpcUnderstanding(const std::string& address, const core::ChannelSecurity& security)
+      : stub_(intentpb::IntentService::NewStub(Connect(address, security))) {}
 
   absl::StatusOr<intentpb::AnalyzeIntentResponse> AnalyzeIntent(
       const core::Call& call, const intentpb::AnalyzeIntentRequest& request) override {
@@ -120,8 +121,8 @@ class GrpcUnderstanding final : public Understanding {
 
 class GrpcTools final : public Tools {
  public:
-  explicit GrpcTools(const std::string& address)
-      : stub_(execpb::ExecutorService::NewStub(Connect(address))) {}
+  GrpcTools(const std::string& address, const core::ChannelSecurity& security)
+      : stub_(execpb::ExecutorService::NewStub(Connect(address, security))) {}
 
   absl::StatusOr<execpb::ListToolsResponse> ListTools(
       const core::Call& call, const execpb::ListToolsRequest& request) override {
@@ -210,8 +211,8 @@ class GrpcStepDialogue final : public StepDialogue {
 
 class GrpcStepExecutors final : public StepExecutors {
  public:
-  explicit GrpcStepExecutors(const std::string& address)
-      : stub_(execpb::ExecutorService::NewStub(Connect(address))) {}
+  GrpcStepExecutors(const std::string& address, const core::ChannelSecurity& security)
+      : stub_(execpb::ExecutorService::NewStub(Connect(address, security))) {}
 
   std::unique_ptr<StepDialogue> Open(const core::Call& call) override {
     return std::make_unique<GrpcStepDialogue>(*stub_, call);
@@ -223,17 +224,21 @@ class GrpcStepExecutors final : public StepExecutors {
 
 }  // namespace
 
-std::unique_ptr<Memory> MakeGrpcMemory(const std::string& address) {
-  return std::make_unique<GrpcMemory>(address);
+std::unique_ptr<Memory> MakeGrpcMemory(const std::string& address,
+                                       const core::ChannelSecurity& security) {
+  return std::make_unique<GrpcMemory>(address, security);
 }
-std::unique_ptr<Understanding> MakeGrpcUnderstanding(const std::string& address) {
-  return std::make_unique<GrpcUnderstanding>(address);
+std::unique_ptr<Understanding> MakeGrpcUnderstanding(const std::string& address,
+                                                     const core::ChannelSecurity& security) {
+  return std::make_unique<GrpcUnderstanding>(address, security);
 }
-std::unique_ptr<Tools> MakeGrpcTools(const std::string& address) {
-  return std::make_unique<GrpcTools>(address);
+std::unique_ptr<Tools> MakeGrpcTools(const std::string& address,
+                                     const core::ChannelSecurity& security) {
+  return std::make_unique<GrpcTools>(address, security);
 }
-std::unique_ptr<StepExecutors> MakeGrpcStepExecutors(const std::string& address) {
-  return std::make_unique<GrpcStepExecutors>(address);
+std::unique_ptr<StepExecutors> MakeGrpcStepExecutors(const std::string& address,
+                                                     const core::ChannelSecurity& security) {
+  return std::make_unique<GrpcStepExecutors>(address, security);
 }
 
 }  // namespace omniforge::orchestrator

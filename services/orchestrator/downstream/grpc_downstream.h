@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "libs/core/client_tls.h"
 #include "services/orchestrator/downstream/downstream.h"
 #include "services/orchestrator/downstream/plan_executor.h"
 
@@ -17,10 +18,16 @@ struct DownstreamAddresses {
   std::string executor = "127.0.0.1:50053";
 };
 
-std::unique_ptr<Memory> MakeGrpcMemory(const std::string& address);
-std::unique_ptr<Understanding> MakeGrpcUnderstanding(const std::string& address);
-std::unique_ptr<Tools> MakeGrpcTools(const std::string& address);
+// Each on a channel to `address` secured as `security` says (client_tls.*;
+// the default is plaintext).
+std::unique_ptr<Memory> MakeGrpcMemory(const std::string& address,
+                                       const core::ChannelSecurity& security = {});
+std::unique_ptr<Understanding> MakeGrpcUnderstanding(const std::string& address,
+                                                     const core::ChannelSecurity& security = {});
+std::unique_ptr<Tools> MakeGrpcTools(const std::string& address,
+                                     const core::ChannelSecurity& security = {});
 // The executor's Converse, one dialogue per plan step.
-std::unique_ptr<StepExecutors> MakeGrpcStepExecutors(const std::string& address);
+std::unique_ptr<StepExecutors> MakeGrpcStepExecutors(const std::string& address,
+                                                     const core::ChannelSecurity& security = {});
 
 }  // namespace omniforge::orchestrator
