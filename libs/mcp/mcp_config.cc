@@ -156,7 +156,7 @@ void ReadTenancy(core::ConfigReader& reader, const std::string& prefix, McpServe
   server.per_tenant = reader.Bool(key("per_tenant"), false);
   if (server.per_tenant) {
     server.tenant_sessions.idle_timeout =
-        std::chrono::seconds(reader.Int(key("tenant_idle_timeout_s"), 300, 1, 7 * 86'400));
+        std::chrono::seconds(reader.Int(key("tenant_idle_timeout_s"), 300, 1, int64_t{7} * 86'400));
     server.tenant_sessions.max_sessions =
         static_cast<size_t>(reader.Int(key("max_tenant_sessions"), 32, 1, 100'000));
   } else if (server.transport == TransportKind::kStdio && MentionsTenant(server.stdio)) {

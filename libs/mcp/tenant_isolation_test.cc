@@ -133,12 +133,14 @@ mcp:
 )");
   ASSERT_FALSE(config.ok());
   EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
-  for (const char* part :
-       {"mcp.servers.shared.per_tenant: {tenant} is used", "identity_headers.tenant: 'X Tenant'",
-        "identity_headers.org: only tenant and user",
-        "mcp.servers.halfuser.run_as: both uid and gid",
-        "mcp.servers.unpinned.args: the npm package '@modelcontextprotocol/server-memory' has no "
-        "exact version"}) {
+  const std::string unpinned =
+      "mcp.servers.unpinned.args: the npm package '@modelcontextprotocol/server-memory' has no "
+      "exact version";
+  for (const std::string& part :
+       {std::string("mcp.servers.shared.per_tenant: {tenant} is used"),
+        std::string("identity_headers.tenant: 'X Tenant'"),
+        std::string("identity_headers.org: only tenant and user"),
+        std::string("mcp.servers.halfuser.run_as: both uid and gid"), unpinned}) {
     EXPECT_THAT(config.status().message(), HasSubstr(part));
   }
 }

@@ -133,7 +133,7 @@ void TenantSessions::CloseAll() {
   Close(std::move(closing), "shutting down");
 }
 
-void TenantSessions::Close(std::vector<std::shared_ptr<Entry>> closing, const char* why) {
+void TenantSessions::Close(const std::vector<std::shared_ptr<Entry>>& closing, const char* why) {
   for (const std::shared_ptr<Entry>& entry : closing) {
     core::LogInfo("mcp tenant session closed",
                   {{"server", server_name_}, {"tenant", entry->tenant}, {"why", why}});

@@ -95,7 +95,7 @@ class TenantSessions final {
  private:
   void Release(Entry& entry);
   // Closes `closing` (already out of the map) without mu_ held.
-  void Close(std::vector<std::shared_ptr<Entry>> closing, const char* why);
+  void Close(const std::vector<std::shared_ptr<Entry>>& closing, const char* why);
   // Takes the least recently used idle session out to make room; false
   // when every session is busy.
   bool EvictOneLocked(std::vector<std::shared_ptr<Entry>>& closing)

@@ -60,7 +60,7 @@ std::vector<std::string> ServerEnv(const testing::TestDatabase& db,
     return e.rfind("OMNIFORGE_ENCRYPTION_MASTER_KEY=", 0) == 0;
   });
   if (!keyed) extra.push_back(testing::ExecutorMasterKeyEnv());
-  extra.push_back("OMNIFORGE_SERVER_DRAIN_TIMEOUT_S=10");
+  extra.emplace_back("OMNIFORGE_SERVER_DRAIN_TIMEOUT_S=10");
   return testing::DatabaseEnv(db, service, extra);
 }
 
