@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "libs/pg/migrate.h"
 #include "tests/support/command.h"
 #include "tests/support/test_database.h"
@@ -71,7 +72,7 @@ class ServiceRolesTest : public ::testing::Test {
     // The roles as a deployment makes them (the owner is the database's).
     const testing::CommandResult made = testing::RunCommand(
         {OMNIFORGE_PSQL, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f",
-         OMNIFORGE_SOURCE_DIR "/deploy/postgres-roles.sql", db_->dsn()},
+         std::string(OMNIFORGE_SOURCE_DIR) + "/deploy/postgres-roles.sql", db_->dsn()},
         "",
         {"OMNIFORGE_CONVERSATION_PASSWORD=c-test", "OMNIFORGE_EXECUTOR_PASSWORD=e-test",
          "OMNIFORGE_ORCHESTRATOR_PASSWORD=o-test"});
@@ -118,9 +119,9 @@ TEST_F(ServiceRolesTest, EachRoleHasRightsOnItsOwnSchemaAlone) {
     const std::string login = "'omniforge_" + role.service + "'";
     for (const std::string& schema :
          std::vector<std::string>{"conversation", "platform", "orchestration", "public"}) {
-      const pqxx::row r = AsSuperuser("SELECT has_schema_privilege(" + login + ", '" + schema +
-                                      "', 'USAGE'), has_schema_privilege(" + login + ", '" +
-                                      schema + "', 'CREATE')")[0];
+      const pqxx::row r = AsSuperuser(absl::StrCat("SELECT has_schema_privilege(", login, ", '",
+                                                   schema, "', 'USAGE'), has_schema_privilege(",
+                                                   login, ", '", schema, "', 'CREATE')"))[0];
       EXPECT_EQ(r[0].as<bool>(), schema == role.schema || schema == "public")
           << role.service << " usage on " << schema;
       EXPECT_FALSE(r[1].as<bool>()) << role.service << " may create objects in " << schema;
@@ -132,8 +133,8 @@ TEST_F(ServiceRolesTest, EachRoleHasRightsOnItsOwnSchemaAlone) {
       // Whether the role holds any of `privileges` on the relation.
       auto holds = [&](const std::string& privileges) {
         const std::string check = sequence ? "has_sequence_privilege" : "has_table_privilege";
-        return AsSuperuser("SELECT " + check + "(" + login + ", '" + name + "', '" + privileges +
-                           "')")[0][0]
+        return AsSuperuser(absl::StrCat("SELECT ", check, "(", login, ", '", name, "', '",
+                                        privileges, "')"))[0][0]
             .as<bool>();
       };
       const bool granted =
@@ -205,8 +206,7 @@ TEST_F(ServiceRolesTest, TheOrchestratorsAuditTrailIsAppendOnly) {
   pqxx::connection conn(db_->service_dsn("orchestrator"));
   for (const char* sql : {"UPDATE orchestration.error_log SET message = 'rewritten'",
                           "DELETE FROM orchestration.error_log",
-                          "UPDATE orchestration.approval_decisions SET"
-                          " summary = 'rewritten'",
+                          "UPDATE orchestration.approval_decisions SET summary = 'rewritten'",
                           "DELETE FROM orchestration.approval_decisions",
                           "DELETE FROM orchestration.llm_turn_usage"}) {
     EXPECT_EQ(Outcome(conn, sql), kDenied) << sql;
