@@ -85,7 +85,7 @@ absl::StatusOr<TenantSessions::Lease> TenantSessions::Acquire(const std::string&
     ++entry->in_use;
     entry->last_used = clock_.Now();
   }
-  Close(std::move(closing), "to make room (max_tenant_sessions)");
+  Close(closing, "to make room (max_tenant_sessions)");
   return Lease(this, std::move(entry));
 }
 
@@ -118,7 +118,7 @@ size_t TenantSessions::CloseIdle() {
     }
   }
   const size_t closed = closing.size();
-  Close(std::move(closing), "idle (tenant_idle_timeout_s)");
+  Close(closing, "idle (tenant_idle_timeout_s)");
   return closed;
 }
 
@@ -130,7 +130,7 @@ void TenantSessions::CloseAll() {
     for (auto& [tenant, entry] : sessions_) closing.push_back(std::move(entry));
     sessions_.clear();
   }
-  Close(std::move(closing), "shutting down");
+  Close(closing, "shutting down");
 }
 
 void TenantSessions::Close(const std::vector<std::shared_ptr<Entry>>& closing, const char* why) {

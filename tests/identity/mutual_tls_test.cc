@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "libs/core/ids.h"
 #include "tests/support/command.h"
 #include "tests/support/identity_keys.h"
@@ -21,24 +22,25 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// What each certificate is for (openssl x509 -extfile).
+constexpr char kExtensions[] =
+    "subjectAltName=DNS:localhost,IP:127.0.0.1\\n"
+    "extendedKeyUsage=serverAuth,clientAuth\\n";
+
 // Makes a CA (`ca`) and, signed by it, a certificate for `name` valid for
 // localhost and 127.0.0.1 as server and client. Returns false on failure.
 bool MakeCertificates(const fs::path& dir, const std::string& ca,
                       const std::vector<std::string>& names) {
-  const std::string d = dir.string() + "/";
-  std::string script = "(set -e; cd " + d +
-                       "; openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
-                       " -days 1 -subj /CN=" +
-                       ca + " -keyout " + ca + ".key -out " + ca + ".crt";
+  std::string script = absl::StrCat(
+      "(set -e; cd ", dir.string(),
+      "; openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=",
+      ca, " -keyout ", ca, ".key -out ", ca, ".crt");
   for (const std::string& name : names) {
-    script +=
-        "; printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n"
-        "extendedKeyUsage=serverAuth,clientAuth\\n' > " +
-        name +
-        ".ext; openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=" + name +
-        " -keyout " + name + ".key -out " + name + ".csr; openssl x509 -req -in " + name +
-        ".csr -CA " + ca + ".crt -CAkey " + ca + ".key -CAcreateserial -days 1 -out " + name +
-        ".crt -extfile " + name + ".ext";
+    absl::StrAppend(&script, "; printf '", kExtensions, "' > ", name,
+                    ".ext; openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes",
+                    " -subj /CN=", name, " -keyout ", name, ".key -out ", name, ".csr");
+    absl::StrAppend(&script, "; openssl x509 -req -in ", name, ".csr -CA ", ca, ".crt -CAkey ", ca,
+                    ".key -CAcreateserial -days 1 -out ", name, ".crt -extfile ", name, ".ext");
   }
   script += ") >/dev/null 2>&1";
   return std::system(script.c_str()) == 0;
