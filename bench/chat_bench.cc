@@ -250,6 +250,10 @@ std::vector<std::string> WriteApiKeys(const std::filesystem::path& dir) {
   return keys;
 }
 
+// Without signed calls every service is told it runs a test set-up, or it
+// would not start without its keys.
+constexpr char kUnverified[] = "OMNIFORGE_IDENTITY_ALLOW_UNVERIFIED=true";
+
 // Starts the services the orchestrator calls; false (and why, on stderr) when
 // one does not start.
 // With `signed_calls`, as every deployment runs: the services believe only
@@ -257,7 +261,7 @@ std::vector<std::string> WriteApiKeys(const std::filesystem::path& dir) {
 bool StartDownstream(const testing::TestDatabase& db, testing::ServerProcess& conversation,
                      testing::ServerProcess& intent, testing::ServerProcess& executor,
                      bool signed_calls) {
-  Env trust, sign;
+  Env trust = {kUnverified}, sign;
   if (signed_calls) {
     trust = {testing::TrustTestKeyEnv()};
     sign = {testing::SignWithTestKeyEnv(), testing::SignWithTestKeyIdEnv()};
@@ -459,6 +463,8 @@ int Run(int turns, double seconds, bool model, bool signed_calls) {
   if (signed_calls) {
     orchestrator_env.push_back(testing::SignWithTestKeyEnv());
     orchestrator_env.push_back(testing::SignWithTestKeyIdEnv());
+  } else {
+    orchestrator_env.emplace_back(kUnverified);
   }
   std::vector<std::string> orchestrator_args;
   if (model) {

@@ -33,6 +33,7 @@
 #include "services/orchestrator/plans/plan_engine.h"
 #include "services/orchestrator/storage/pg_plan_store.h"
 #include "services/orchestrator/storage/tenant_keys.h"
+#include "tests/support/identity_keys.h"
 #include "tests/support/master_keys.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
@@ -96,6 +97,7 @@ std::vector<llm::testing::FakeRule> Script(int step_ms) {
 
 int Main(int iterations, int step_ms) {
   setenv("FAKE_LLM_KEY", "bench-key", 1);
+  testing::SignCallsWithTestKey();  // the executor believes only signed calls
   auto fake = llm::testing::FakeLlmServer::Start(Script(step_ms), {.api_key = "bench-key"});
   if (!fake.ok()) Die(std::string(fake.status().message()));
   testing::TestDatabase db;
@@ -114,9 +116,11 @@ int Main(int iterations, int step_ms) {
       "    balanced: [fake/model]\n  retry: {max_attempts: 1}\n";
   std::ofstream(dir / "executor.yaml") << llm_yaml;
   testing::ServerProcess executor(OMNIFORGE_EXECUTOR_BIN);
-  if (auto error =
-          executor.Start(testing::DatabaseEnv(db, "executor", {testing::ExecutorMasterKeyEnv()}),
-                         {"--config", (dir / "executor.yaml").string()});
+  if (auto error = executor.Start(
+          testing::DatabaseEnv(db, "executor",
+                               {testing::ExecutorMasterKeyEnv(), testing::TrustTestKeyEnv(),
+                                testing::SignWithTestKeyEnv(), testing::SignWithTestKeyIdEnv()}),
+          {"--config", (dir / "executor.yaml").string()});
       error.has_value()) {
     Die(*error);
   }

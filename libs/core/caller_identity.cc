@@ -13,6 +13,7 @@ CallerIdentitySettings ReadCallerIdentity(ConfigReader& c, bool verifies, bool s
   CallerIdentitySettings s;
   s.verifies = verifies;
   s.signs = signs;
+  if (verifies || signs) s.allow_unverified = c.Bool("identity.allow_unverified", false);
   if (verifies) s.trusted_keys = c.StringMap("identity.trusted_keys");
   if (signs) {
     s.signing_key_file = c.String("identity.signing_key_file", "");
@@ -27,9 +28,15 @@ namespace {
 absl::Status InstallVerifier(const CallerIdentitySettings& s, std::string_view service) {
   if (s.trusted_keys.empty()) {
     SetCallerVerifier(nullptr);
+    if (!s.allow_unverified) {
+      return absl::FailedPreconditionError(
+          "identity.trusted_keys is empty: this service would believe any identity a caller "
+          "names. Give it the public keys of the services that call it (docs/security.md, "
+          "caller assertions), or set identity.allow_unverified: true on a test set-up");
+    }
     LogWarn(
-        "identity.trusted_keys is empty: calls are believed on their identity metadata "
-        "alone (docs/security.md, caller assertions)");
+        "identity.trusted_keys is empty and identity.allow_unverified is set: calls are "
+        "believed on their identity metadata alone (a test set-up only)");
     return absl::OkStatus();
   }
   std::map<std::string, Ed25519PublicKey> keys;
@@ -53,9 +60,16 @@ absl::Status InstallVerifier(const CallerIdentitySettings& s, std::string_view s
 absl::Status InstallSigner(const CallerIdentitySettings& s, std::string_view service) {
   if (s.signing_key_file.empty()) {
     SetCallerSigner(nullptr);
+    if (!s.allow_unverified) {
+      return absl::FailedPreconditionError(
+          "identity.signing_key_file is empty: this service's calls would carry no caller "
+          "assertion, and the services it calls refuse them. Give it its signing key "
+          "(docs/security.md, caller assertions), or set identity.allow_unverified: true on a "
+          "test set-up");
+    }
     LogWarn(
-        "identity.signing_key_file is empty: calls to the other services carry no caller "
-        "assertion, and services that verify refuse them");
+        "identity.signing_key_file is empty and identity.allow_unverified is set: calls to the "
+        "other services carry no caller assertion (a test set-up only)");
     return absl::OkStatus();
   }
   if (!IsValidKeyId(s.signing_key_id)) {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,8 +46,9 @@ class CallerAssertionTest : public ::testing::TestWithParam<Service> {
     database_ = nullptr;
   }
 
-  void SetUp() override {
-    server_ = std::make_unique<testing::ServerProcess>(GetParam().binary);
+  // What the service under test is started with: its database, master key
+  // and the test's keys.
+  std::vector<std::string> Env() const {
     std::vector<std::string> env = {testing::TrustTestKeyEnv()};
     if (GetParam().audience != core::kIntentAudience) {                  // it has no database
       env = testing::DatabaseEnv(*database_, GetParam().audience, env);  // named as the service
@@ -54,10 +56,16 @@ class CallerAssertionTest : public ::testing::TestWithParam<Service> {
     if (GetParam().audience == core::kConversationAudience) {
       env.push_back(std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey);
     }
-    if (GetParam().audience == core::kExecutorAudience) {
-      env.push_back(testing::ExecutorMasterKeyEnv());
+    if (GetParam().audience == core::kExecutorAudience) {  // it also signs its own calls
+      env.insert(env.end(), {testing::ExecutorMasterKeyEnv(), testing::SignWithTestKeyEnv(),
+                             testing::SignWithTestKeyIdEnv()});
     }
-    auto error = server_->Start(env);
+    return env;
+  }
+
+  void SetUp() override {
+    server_ = std::make_unique<testing::ServerProcess>(GetParam().binary);
+    auto error = server_->Start(Env());
     ASSERT_FALSE(error.has_value()) << *error;
     channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
   }
@@ -178,6 +186,37 @@ TEST_P(CallerAssertionTest, AnAlteredAssertionIsRefused) {
   token[token.size() / 2] = token[token.size() / 2] == 'x' ? 'y' : 'x';
   const grpc::Status status = Probe(Asserted(alice_, token));
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << status.error_message();
+}
+
+// Without trusted keys a service would believe any identity it is told: it
+// does not start, unless a test set-up says so explicitly.
+TEST_P(CallerAssertionTest, WithoutTrustedKeysTheServiceRefusesToStart) {
+  std::vector<std::string> env = Env();
+  std::erase(env, testing::TrustTestKeyEnv());
+  testing::ServerProcess unkeyed(GetParam().binary);
+  const std::optional<std::string> error = unkeyed.Start(env);
+  ASSERT_TRUE(error.has_value()) << "started without trusted keys";
+  EXPECT_NE(error->find("identity.trusted_keys is empty"), std::string::npos) << *error;
+  ASSERT_TRUE(unkeyed.WaitForExit(std::chrono::seconds(10)).has_value());
+
+  // Explicitly unverified (a test set-up): it runs and believes the metadata.
+  env.emplace_back("OMNIFORGE_IDENTITY_ALLOW_UNVERIFIED=true");
+  testing::ServerProcess unverified(GetParam().binary);
+  const std::optional<std::string> started = unverified.Start(env);
+  ASSERT_FALSE(started.has_value()) << *started;
+  EXPECT_NE(unverified.JoinedLog().find("identity.allow_unverified is set"), std::string::npos);
+}
+
+// The executor also signs its calls to the conversation service: without a
+// signing key they would all be refused, so it does not start either.
+TEST(CallerAssertionSigning, AnExecutorWithoutItsSigningKeyRefusesToStart) {
+  testing::TestDatabase database;
+  testing::ServerProcess executor(OMNIFORGE_EXECUTOR_BIN);
+  const std::optional<std::string> error = executor.Start(
+      testing::DatabaseEnv(database, core::kExecutorAudience,
+                           {testing::TrustTestKeyEnv(), testing::ExecutorMasterKeyEnv()}));
+  ASSERT_TRUE(error.has_value()) << "started without a signing key";
+  EXPECT_NE(error->find("identity.signing_key_file is empty"), std::string::npos) << *error;
 }
 
 INSTANTIATE_TEST_SUITE_P(
