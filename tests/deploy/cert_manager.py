@@ -65,12 +65,15 @@ def _encode_key(spec, directory):
     key = spec.get("privateKey") or {}
     if key.get("encoding", "PKCS1") == "PKCS8":
         return
-    tool = "ec" if key.get("algorithm", "RSA") == "ECDSA" else "rsa"
-    _openssl([tool, "-in", "tls.key", "-out", "tls.key", "-traditional"] if tool == "rsa"
-             else [tool, "-in", "tls.key", "-out", "tls.key"], directory)
+    if key.get("algorithm", "RSA") == "ECDSA":
+        _openssl(["ec", "-in", "tls.key", "-out", "tls.key"], directory)
+    else:
+        _openssl(["rsa", "-in", "tls.key", "-out", "tls.key", "-traditional"], directory)
 
 
 def _extensions(spec):
+    """The X.509v3 extensions of the Certificate's spec, as openssl
+    config lines."""
     lines = []
     if spec.get("isCA"):
         lines += ["basicConstraints = critical, CA:TRUE", "keyUsage = critical, keyCertSign, cRLSign, digitalSignature"]
