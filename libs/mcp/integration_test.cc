@@ -334,7 +334,8 @@ TEST(MemoryServerTest, RegistryFromConfigNamespacesToolsMapsRiskAndCalls) {
       "mcp:\n  servers:\n    memory:\n      transport: stdio\n"
       "      command: node\n      args: ['" +
       testing::ServerScript("server-memory").string() + "']\n      env: {MEMORY_FILE_PATH: '" +
-      (dir / "memory.jsonl").string() + "'}\n      timeout_ms: 20000\n      trust: read_hints\n";
+      (dir / "memory.jsonl").string() + "'}\n      write_paths: ['" + dir.string() +
+      "']\n      timeout_ms: 20000\n      trust: read_hints\n";
   absl::StatusOr<core::ConfigReader> reader =
       core::ConfigReader::FromString(yaml, [](const std::string&) { return std::nullopt; });
   ASSERT_TRUE(reader.ok()) << reader.status();
@@ -383,13 +384,14 @@ CallOptions As(const std::string& tenant, const std::string& user) {
 // server-memory with its file under `dir`, per tenant or shared; through
 // the registry, configured from YAML.
 std::unique_ptr<McpRegistry> MemoryRegistry(const std::filesystem::path& dir, bool per_tenant) {
-  const std::string file = per_tenant ? "memory-{tenant}.jsonl" : "memory.jsonl";
+  // Per tenant: a directory each, the only place its process may write.
+  const std::string own = per_tenant ? (dir / "{tenant}").string() : dir.string();
   const std::string yaml =
       "mcp:\n  servers:\n    memory:\n      transport: stdio\n      command: node\n"
       "      args: ['" +
       testing::ServerScript("server-memory").string() + "']\n      env: {MEMORY_FILE_PATH: '" +
-      (dir / file).string() +
-      "'}\n      timeout_ms: 20000\n      per_tenant: " + (per_tenant ? "true" : "false") + "\n";
+      own + "/memory.jsonl'}\n      write_paths: ['" + own +
+      "']\n      timeout_ms: 20000\n      per_tenant: " + (per_tenant ? "true" : "false") + "\n";
   absl::StatusOr<core::ConfigReader> reader =
       core::ConfigReader::FromString(yaml, [](const std::string&) { return std::nullopt; });
   EXPECT_TRUE(reader.ok()) << reader.status();
@@ -454,7 +456,7 @@ TEST(MemoryServerTest, PerTenantServerKeepsEachTenantsMemoryApart) {
   EXPECT_THAT(registry->TenantsOf("memory"), ::testing::ElementsAre("_catalog", "acme", "globex"));
   registry->Shutdown();
   // Each tenant's process kept its own file.
-  EXPECT_TRUE(std::filesystem::exists(dir / "memory-acme.jsonl"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "acme" / "memory.jsonl"));
   EXPECT_FALSE(std::filesystem::exists(dir / "memory.jsonl"));
   std::filesystem::remove_all(dir);
 }

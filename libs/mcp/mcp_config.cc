@@ -16,10 +16,36 @@ namespace {
 
 constexpr char kTenantPlaceholder[] = "{tenant}";
 
+// Keys `sandbox`, `read_paths` and `write_paths` of a stdio server (absolute
+// paths only: the sandbox is built before the server's cwd applies).
+void ReadSandbox(core::ConfigReader& reader, const std::string& prefix, SandboxMode default_mode,
+                 StdioServerConfig& stdio, std::vector<std::string>& errors) {
+  const auto key = [&prefix](const char* leaf) { return absl::StrCat(prefix, leaf); };
+  stdio.sandbox = default_mode;
+  if (const std::string mode = reader.String(key("sandbox"), ""); !mode.empty()) {
+    absl::StatusOr<SandboxMode> parsed = ParseSandboxMode(mode);
+    if (parsed.ok()) {
+      stdio.sandbox = *parsed;
+    } else {
+      errors.push_back(absl::StrCat(key("sandbox"), ": ", parsed.status().message()));
+    }
+  }
+  stdio.read_paths = reader.StringList(key("read_paths"), {});
+  stdio.write_paths = reader.StringList(key("write_paths"), {});
+  for (const auto* list : {&stdio.read_paths, &stdio.write_paths}) {
+    for (const std::string& path : *list) {
+      if (path.empty() || path.front() != '/') {
+        errors.push_back(absl::StrCat(key(list == &stdio.read_paths ? "read_paths" : "write_paths"),
+                                      ": '", path, "' is not an absolute path"));
+      }
+    }
+  }
+}
+
 // The settings of a stdio server under `prefix` (mcp.servers.NAME.).
 StdioServerConfig ReadStdioServer(core::ConfigReader& reader, const std::string& name,
                                   const std::string& prefix, size_t max_message_bytes,
-                                  std::vector<std::string>& errors) {
+                                  SandboxMode default_sandbox, std::vector<std::string>& errors) {
   const auto key = [&prefix](const char* leaf) { return absl::StrCat(prefix, leaf); };
   StdioServerConfig stdio;
   stdio.server_name = name;
@@ -38,6 +64,7 @@ StdioServerConfig ReadStdioServer(core::ConfigReader& reader, const std::string&
   } else if (uid >= 0 || gid >= 0) {
     errors.push_back(key("run_as") + ": both uid and gid");
   }
+  ReadSandbox(reader, prefix, default_sandbox, stdio, errors);
   if (stdio.command.empty()) errors.push_back(key("command") + ": required for stdio");
   if (absl::Status pinned = CheckNpmPackagesPinned(stdio.command, stdio.args); !pinned.ok()) {
     errors.push_back(absl::StrCat(key("args"), ": ", pinned.message()));
@@ -146,6 +173,11 @@ bool MentionsTenant(const StdioServerConfig& stdio) {
   for (const auto& [name, value] : stdio.env) {
     if (has(value)) return true;
   }
+  for (const auto* list : {&stdio.read_paths, &stdio.write_paths}) {
+    for (const std::string& path : *list) {
+      if (has(path)) return true;
+    }
+  }
   return false;
 }
 
@@ -188,6 +220,8 @@ McpServerConfig TenantServerConfig(const McpServerConfig& config, const std::str
   for (std::string& arg : own.stdio.args) fill(arg);
   for (auto& [name, value] : own.stdio.env) fill(value);
   fill(own.stdio.cwd);
+  for (std::string& path : own.stdio.read_paths) fill(path);
+  for (std::string& path : own.stdio.write_paths) fill(path);
   if (!catalog && !own.identity_headers.tenant.empty()) {
     own.http.headers.emplace_back(own.identity_headers.tenant, tenant);
   }
@@ -197,6 +231,15 @@ McpServerConfig TenantServerConfig(const McpServerConfig& config, const std::str
 absl::StatusOr<McpConfig> ReadMcpConfig(core::ConfigReader& reader) {
   McpConfig config;
   std::vector<std::string> errors;
+  // Every stdio server's sandbox unless it says otherwise.
+  SandboxMode default_sandbox = SandboxMode::kBestEffort;
+  if (absl::StatusOr<SandboxMode> mode =
+          ParseSandboxMode(reader.String("mcp.sandbox", "best_effort"));
+      mode.ok()) {
+    default_sandbox = *mode;
+  } else {
+    errors.push_back(absl::StrCat("mcp.sandbox: ", mode.status().message()));
+  }
   for (const std::string& name : reader.Keys("mcp.servers")) {
     const std::string prefix = absl::StrCat("mcp.servers.", name, ".");
     const auto key = [&prefix](const char* leaf) { return absl::StrCat(prefix, leaf); };
@@ -214,7 +257,8 @@ absl::StatusOr<McpConfig> ReadMcpConfig(core::ConfigReader& reader) {
     ReadRisk(reader, prefix, server, errors);
     if (transport == "stdio") {
       server.transport = TransportKind::kStdio;
-      server.stdio = ReadStdioServer(reader, name, prefix, max_message_bytes, errors);
+      server.stdio =
+          ReadStdioServer(reader, name, prefix, max_message_bytes, default_sandbox, errors);
     } else if (transport == "http") {
       server.transport = TransportKind::kHttp;
       server.http = ReadHttpServer(reader, name, prefix, max_message_bytes, errors);

@@ -8,7 +8,8 @@
 //         command: npx               # npx packages need an exact version
 //         args: [-y, "@modelcontextprotocol/server-memory@2026.8.31"]
 //         per_tenant: true           # one process per tenant; {tenant} below
-//         env: {MEMORY_FILE_PATH: "/var/lib/omniforge/memory/{tenant}.json"}
+//         env: {MEMORY_FILE_PATH: "/var/lib/omniforge/memory/{tenant}/memory.json"}
+//         write_paths: ["/var/lib/omniforge/memory/{tenant}"]   # its file sandbox
 //         trust: read_hints          # its readOnlyHint tools are READ (default: none)
 //       search:
 //         transport: http

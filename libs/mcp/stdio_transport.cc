@@ -11,9 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -221,8 +223,9 @@ class ExecVectors final {
 
 // The child's side of ForkServer: only async-signal-safe calls. Reports
 // the errno of a failed step on `report` and exits.
-[[noreturn]] void BecomeServer(const StdioServerConfig& config, const char* path,
-                               const ExecVectors& exec, const int fds[3], int report) {
+[[noreturn]] void BecomeServer(const StdioServerConfig& config, const FileSandbox* sandbox,
+                               const char* path, const ExecVectors& exec, const int fds[3],
+                               int report) {
   int error = 0;
   const auto step = [&error](bool ok) {
     if (!ok && error == 0) error = errno;
@@ -238,9 +241,14 @@ class ExecVectors final {
   for (int target = 0; target < 3; ++target) step(::dup2(fds[target], target) == target);
   step(::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0);
   if (!config.cwd.empty()) step(::chdir(config.cwd.c_str()) == 0);
-  step(::setgroups(0, nullptr) == 0);
-  step(::setgid(config.run_as->gid) == 0);
-  step(::setuid(config.run_as->uid) == 0);
+  if (config.run_as) {
+    step(::setgroups(0, nullptr) == 0);
+    step(::setgid(config.run_as->gid) == 0);
+    step(::setuid(config.run_as->uid) == 0);
+  }
+  if (sandbox != nullptr && error == 0) {
+    error = sandbox->EnforceInChild();
+  }
   if (error == 0) {
     ::execve(path, exec.argv(), exec.envp());
     error = errno;
@@ -250,14 +258,14 @@ class ExecVectors final {
   ::_exit(127);
 }
 
-// fork and exec for a server with run_as (posix_spawn cannot change user).
-// Returns 0 or the errno of the step that failed.
-int ForkServer(const StdioServerConfig& config, const std::string& path, const ExecVectors& exec,
-               const int fds[3], pid_t& pid) {
+// fork and exec for a server with run_as or a sandbox (posix_spawn can do
+// neither). Returns 0 or the errno of the step that failed.
+int ForkServer(const StdioServerConfig& config, const FileSandbox* sandbox, const std::string& path,
+               const ExecVectors& exec, const int fds[3], pid_t& pid) {
   int report[2];
   if (::pipe2(report, O_CLOEXEC) != 0) return errno;
   pid = ::fork();
-  if (pid == 0) BecomeServer(config, path.c_str(), exec, fds, report[1]);
+  if (pid == 0) BecomeServer(config, sandbox, path.c_str(), exec, fds, report[1]);
   const int forked = pid < 0 ? errno : 0;
   ::close(report[1]);
   int error = forked;
@@ -275,13 +283,13 @@ int ForkServer(const StdioServerConfig& config, const std::string& path, const E
 // Starts the server with `in_fd`, `out_fd` and `err_fd` as its stdin, stdout
 // and stderr, its environment `env`. Returns posix_spawn's result (0, or an
 // errno value); `pid` is the process started.
-int SpawnServer(const StdioServerConfig& config, const std::string& path,
-                const std::map<std::string, std::string>& env, int in_fd, int out_fd, int err_fd,
-                pid_t& pid) {
+int SpawnServer(const StdioServerConfig& config, const FileSandbox* sandbox,
+                const std::string& path, const std::map<std::string, std::string>& env, int in_fd,
+                int out_fd, int err_fd, pid_t& pid) {
   const ExecVectors exec(config, env);
-  if (config.run_as) {
+  if (config.run_as || sandbox != nullptr) {
     const int fds[3] = {in_fd, out_fd, err_fd};
-    return ForkServer(config, path, exec, fds, pid);
+    return ForkServer(config, sandbox, path, exec, fds, pid);
   }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -311,6 +319,30 @@ int SpawnServer(const StdioServerConfig& config, const std::string& path,
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   return spawned;
+}
+
+// The sandbox a server starts in: none when it is off, or when the kernel
+// has no Landlock and it is not required (a warning, once per process).
+absl::StatusOr<std::unique_ptr<FileSandbox>> SandboxFor(
+    const StdioServerConfig& config, const std::string& path,
+    const std::map<std::string, std::string>& env) {
+  if (config.sandbox == SandboxMode::kOff) return nullptr;
+  const auto home = env.find("HOME");
+  absl::StatusOr<std::unique_ptr<FileSandbox>> sandbox = FileSandbox::Build(
+      SandboxPathsFor(path, config.args, config.cwd, home == env.end() ? "" : home->second,
+                      config.read_paths, config.write_paths));
+  if (sandbox.ok()) return sandbox;
+  if (sandbox.status().code() != absl::StatusCode::kFailedPrecondition) {
+    return absl::UnavailableError(sandbox.status().message());
+  }
+  if (config.sandbox == SandboxMode::kRequired) return sandbox.status();
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) {
+    core::LogWarn(
+        "mcp servers run without a file sandbox",
+        {{"server", config.server_name}, {"why", std::string(sandbox.status().message())}});
+  }
+  return nullptr;
 }
 
 // Blocks SIGPIPE on this thread for its lifetime; a write to a closed pipe
@@ -362,6 +394,8 @@ absl::Status StdioTransport::Open(TransportHandlers handlers, uint64_t epoch) {
   const std::map<std::string, std::string> env = ChildEnvironment(config_);
   absl::StatusOr<std::string> path = ResolveCommand(config_.command, env);
   if (!path.ok()) return absl::UnavailableError(path.status().message());
+  absl::StatusOr<std::unique_ptr<FileSandbox>> sandbox = SandboxFor(config_, *path, env);
+  if (!sandbox.ok()) return sandbox.status();
 
   int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
   if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
@@ -374,7 +408,7 @@ absl::Status StdioTransport::Open(TransportHandlers handlers, uint64_t epoch) {
   }
 
   pid_t pid = -1;
-  const int spawned = SpawnServer(config_, *path, env, in[0], out[1], err[1], pid);
+  const int spawned = SpawnServer(config_, sandbox->get(), *path, env, in[0], out[1], err[1], pid);
   CloseFd(in[0]);
   CloseFd(out[1]);
   CloseFd(err[1]);

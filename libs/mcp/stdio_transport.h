@@ -16,6 +16,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "libs/mcp/file_sandbox.h"
 #include "libs/mcp/transport.h"
 
 namespace omniforge::mcp {
@@ -41,6 +42,11 @@ struct StdioServerConfig {
   // Started as this user and group, with no supplementary groups (needs
   // root, or CAP_SETUID and CAP_SETGID); unset: as we run.
   std::optional<RunAs> run_as;
+  // The file sandbox (file_sandbox.h) and the paths it adds to the
+  // defaults: `read_paths` to read and execute, `write_paths` to write.
+  SandboxMode sandbox = SandboxMode::kBestEffort;
+  std::vector<std::string> read_paths;
+  std::vector<std::string> write_paths;
   // How long Close waits after closing stdin, and again after SIGTERM.
   std::chrono::milliseconds shutdown_grace{2'000};
   // A longer line from the server is dropped (and logged).
@@ -48,9 +54,9 @@ struct StdioServerConfig {
 };
 
 // Spawns the server with posix_spawn in its own process group, with only
-// the three pipes open (with run_as: fork, then only async-signal-safe
-// calls to change user and exec). One thread reads stdout, stderr and the
-// process's exit. Thread-safe.
+// the three pipes open (with run_as or a sandbox: fork, then only
+// async-signal-safe calls to change user, enter the sandbox and exec). One thread reads stdout,
+// stderr and the process's exit. Thread-safe.
 class StdioTransport final : public McpTransport {
  public:
   explicit StdioTransport(StdioServerConfig config);

@@ -6,11 +6,14 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "libs/core/logging.h"
@@ -203,6 +206,73 @@ TEST(StdioTransportTest, RunAsFailureToExecIsReportedAtOpen) {
   EXPECT_EQ(opened.code(), absl::StatusCode::kUnavailable);
   // Not root: changing groups already fails, before exec.
   EXPECT_THAT(opened.message(), HasSubstr(::geteuid() == 0 ? "No such file" : "not permitted"));
+}
+
+// The file sandbox: a server reads the system and the paths it was given,
+// writes only where it was told, and reaches nothing else of ours: not a
+// key file beside its directories, not /tmp, and (Landlock ABI 6) cannot
+// signal the service that started it.
+TEST(StdioTransportTest, ASandboxedServerReachesOnlyItsPaths) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / absl::StrCat("omniforge-sandbox-", ::getpid());
+  std::filesystem::create_directories(dir / "given");
+  std::ofstream(dir / "identity.key") << "secret\n";
+  std::ofstream(dir / "given" / "shared.txt") << "shared\n";
+  const std::string script = absl::StrCat(
+      "try() { if eval \"$2\" >/dev/null 2>&1; then echo \"$1=yes\"; else echo \"$1=no\"; fi; }; ",
+      "try system 'cat /etc/passwd'; ", "try key 'cat ", (dir / "identity.key").string(), "'; ",
+      "try list 'ls ", dir.string(), "'; ", "try given 'cat ",
+      (dir / "given" / "shared.txt").string(), "'; ", "try given_write 'echo x > ",
+      (dir / "given" / "new.txt").string(), "'; ", "try own_write 'echo x > ",
+      (dir / "own" / "state.json").string(), "'; ", "try tmp_write 'echo x > ",
+      (dir / "stray.txt").string(), "'; ", "try signal 'kill -0 $PPID'; exec cat >/dev/null");
+  StdioServerConfig config = Shell(script);
+  config.sandbox = SandboxMode::kRequired;
+  config.read_paths = {(dir / "given").string()};
+  config.write_paths = {(dir / "own").string()};  // made for it
+  StdioTransport transport(config);
+  Received received;
+  received.wanted = 8;
+  const absl::Status opened = transport.Open(received.Handlers(), 1);
+  if (LandlockAbi() == 0) {
+    // Required, and the kernel cannot: refused at start, naming why.
+    EXPECT_EQ(opened.code(), absl::StatusCode::kFailedPrecondition) << opened;
+    EXPECT_THAT(opened.message(), HasSubstr("Landlock"));
+    std::filesystem::remove_all(dir);
+    return;
+  }
+  ASSERT_TRUE(opened.ok()) << opened;
+  ASSERT_EQ(received.got_message.get_future().wait_for(std::chrono::seconds(10)),
+            std::future_status::ready);
+  transport.Close();
+  const bool scoped = LandlockAbi() >= 6;
+  {
+    std::lock_guard lock(received.mu);
+    EXPECT_THAT(received.messages,
+                ElementsAre("system=yes", "key=no", "list=no", "given=yes", "given_write=no",
+                            "own_write=yes", "tmp_write=no", scoped ? "signal=no" : "signal=yes"));
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir / "own" / "state.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "stray.txt"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "given" / "new.txt"));
+
+  // The same server unsandboxed reaches all of it: the sandbox made the
+  // difference.
+  config.sandbox = SandboxMode::kOff;
+  StdioTransport open_server(config);
+  Received unsandboxed;
+  unsandboxed.wanted = 8;
+  ASSERT_TRUE(open_server.Open(unsandboxed.Handlers(), 1).ok());
+  ASSERT_EQ(unsandboxed.got_message.get_future().wait_for(std::chrono::seconds(10)),
+            std::future_status::ready);
+  open_server.Close();
+  {
+    std::lock_guard lock(unsandboxed.mu);
+    EXPECT_THAT(unsandboxed.messages,
+                ElementsAre("system=yes", "key=yes", "list=yes", "given=yes", "given_write=yes",
+                            "own_write=yes", "tmp_write=yes", "signal=yes"));
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -75,6 +75,9 @@ mcp:
       env: {MEMORY_FILE_PATH: "/var/lib/m/{tenant}.json"}
       per_tenant: true
       run_as: {uid: 65534, gid: 65533}
+      sandbox: required
+      read_paths: [/srv/memory-server]
+      write_paths: ["/var/lib/m/{tenant}"]
       tenant_idle_timeout_s: 60
       max_tenant_sessions: 3
     search:
@@ -93,6 +96,8 @@ mcp:
   ASSERT_TRUE(memory.stdio.run_as.has_value());
   EXPECT_EQ(memory.stdio.run_as->uid, 65534u);
   EXPECT_EQ(memory.stdio.run_as->gid, 65533u);
+  EXPECT_EQ(memory.stdio.sandbox, SandboxMode::kRequired);
+  EXPECT_THAT(memory.stdio.read_paths, ElementsAre("/srv/memory-server"));
   const McpServerConfig search = config->servers[1];
   EXPECT_FALSE(search.per_tenant);
   EXPECT_EQ(search.identity_headers.tenant, "X-Omniforge-Tenant");
@@ -102,6 +107,7 @@ mcp:
   const McpServerConfig acme = TenantServerConfig(memory, "acme.eu");
   EXPECT_EQ(acme.stdio.env.at("MEMORY_FILE_PATH"), "/var/lib/m/acme_2eeu.json");
   EXPECT_THAT(acme.stdio.args, ElementsAre("server.js", "--dir=acme_2eeu"));
+  EXPECT_THAT(acme.stdio.write_paths, ElementsAre("/var/lib/m/acme_2eeu"));
   EXPECT_EQ(TenantServerConfig(memory, "..").stdio.env.at("MEMORY_FILE_PATH"),
             "/var/lib/m/_2e_2e.json");
   EXPECT_EQ(TenantServerConfig(memory, kCatalogTenant).stdio.env.at("MEMORY_FILE_PATH"),
@@ -130,6 +136,15 @@ mcp:
       transport: stdio
       command: node
       run_as: {uid: 1000}
+    loose:
+      transport: stdio
+      command: node
+      sandbox: sometimes
+      write_paths: [data]
+    tenantpath:
+      transport: stdio
+      command: node
+      write_paths: ["/var/lib/m/{tenant}"]
 )");
   ASSERT_FALSE(config.ok());
   EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
@@ -140,7 +155,10 @@ mcp:
        {std::string("mcp.servers.shared.per_tenant: {tenant} is used"),
         std::string("identity_headers.tenant: 'X Tenant'"),
         std::string("identity_headers.org: only tenant and user"),
-        std::string("mcp.servers.halfuser.run_as: both uid and gid"), unpinned}) {
+        std::string("mcp.servers.halfuser.run_as: both uid and gid"),
+        std::string("mcp.servers.loose.sandbox: 'sometimes' is not best_effort, required or off"),
+        std::string("mcp.servers.loose.write_paths: 'data' is not an absolute path"),
+        std::string("mcp.servers.tenantpath.per_tenant: {tenant} is used"), unpinned}) {
     EXPECT_THAT(config.status().message(), HasSubstr(part));
   }
 }

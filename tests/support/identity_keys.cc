@@ -69,4 +69,15 @@ void SignCallsWithTestKey() {
   });
 }
 
+std::vector<std::string> TestIdentityEnv(TestKeyUse use) {
+  SignCallsWithTestKey();
+  std::vector<std::string> env;
+  if (use != TestKeyUse::kSign) env.push_back(TrustTestKeyEnv());
+  if (use != TestKeyUse::kVerify) {
+    env.push_back(SignWithTestKeyEnv());
+    env.push_back(SignWithTestKeyIdEnv());
+  }
+  return env;
+}
+
 }  // namespace omniforge::testing

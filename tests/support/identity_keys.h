@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace omniforge::testing {
 
@@ -25,5 +26,13 @@ std::string SignWithTestKeyIdEnv();  // its key id
 // Makes this test process's own calls to the services carry assertions
 // signed with the test key (core::AttachIdentity), as the orchestrator's do.
 void SignCallsWithTestKey();
+
+// What a service under test runs with, as deployed: it trusts the test key
+// (kVerify: the conversation and intent services), signs its own calls with
+// it (kSign: the orchestrator), or both (the executor). Also makes this test
+// process's calls signed (SignCallsWithTestKey), so the service believes
+// them.
+enum class TestKeyUse { kVerify, kSign, kBoth };
+std::vector<std::string> TestIdentityEnv(TestKeyUse use);
 
 }  // namespace omniforge::testing

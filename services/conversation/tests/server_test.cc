@@ -43,6 +43,7 @@
 #include "libs/core/grpc_identity.h"
 #include "libs/core/ids.h"
 #include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
+#include "tests/support/identity_keys.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
 
@@ -70,6 +71,8 @@ std::vector<std::string> ServerEnv(const testing::TestDatabase& db,
                                    std::vector<std::string> extra = {}) {
   extra.insert(extra.begin(), {std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey,
                                "OMNIFORGE_SERVER_DRAIN_TIMEOUT_S=10"});
+  const auto identity = testing::TestIdentityEnv(testing::TestKeyUse::kVerify);
+  extra.insert(extra.end(), identity.begin(), identity.end());
   return testing::DatabaseEnv(db, "conversation", extra);
 }
 
@@ -460,12 +463,14 @@ TEST_F(ConversationServerTest, IdentityScopesEveryCall) {
   EXPECT_EQ(other_listing.conversations_size(), 0);
   EXPECT_EQ(MessageCount(alice, id), 0);
 
+  // Even signed by a trusted key, an assertion naming a malformed tenant is
+  // refused.
   const core::Identity bad_tenant{"a b", "alice"};
-  EXPECT_EQ(Get(bad_tenant, id).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Get(bad_tenant, id).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(
       stub_->CreateConversation(Call(bad_tenant).get(), pb::CreateConversationRequest(), &created)
           .error_code(),
-      grpc::StatusCode::INVALID_ARGUMENT);
+      grpc::StatusCode::UNAUTHENTICATED);
 }
 
 // Another tenant's or user's conversation cannot be told from one that does
@@ -882,7 +887,7 @@ TEST(ConversationConfigTest, MalformedEnvironmentValueStopsStartAndNamesIt) {
 }
 
 TEST(ConversationConfigTest, MissingMasterKeyStopsStartWithHowToFixIt) {
-  const auto [status, output] = RunBinary("", "");
+  const auto [status, output] = RunBinary(testing::TrustTestKeyEnv(), "");
   EXPECT_EQ(status, 1) << output;
   EXPECT_THAT(output, HasSubstr("OMNIFORGE_ENCRYPTION_MASTER_KEY"));
 }

@@ -173,7 +173,9 @@ TEST(PerTenantMcpToolsTest, EachTenantsCallsReachItsOwnServerProcess) {
   server.stdio.server_name = "memory";
   server.stdio.command = "node";
   server.stdio.args = {mcp::testing::ServerScript("server-memory").string()};
-  server.stdio.env = {{"MEMORY_FILE_PATH", (dir / "{tenant}.jsonl").string()}};
+  // Each tenant's process may write only its own directory (its sandbox).
+  server.stdio.env = {{"MEMORY_FILE_PATH", (dir / "{tenant}" / "memory.jsonl").string()}};
+  server.stdio.write_paths = {(dir / "{tenant}").string()};
   server.per_tenant = true;
   mcp::McpRegistry registry(mcp::McpConfig{{server}});
   mcp::CallOptions within;
@@ -198,7 +200,7 @@ TEST(PerTenantMcpToolsTest, EachTenantsCallsReachItsOwnServerProcess) {
   EXPECT_THAT(acme->result_json, HasSubstr("Acme roadmap"));
   EXPECT_THAT(globex->result_json, ::testing::Not(HasSubstr("Acme")));
   registry.Shutdown();
-  EXPECT_TRUE(std::filesystem::exists(dir / "acme.jsonl"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "acme" / "memory.jsonl"));
   std::filesystem::remove_all(dir);
 }
 

@@ -32,6 +32,7 @@
 #include "libs/core/ids.h"
 #include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
+#include "tests/support/identity_keys.h"
 #include "tests/support/master_keys.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
@@ -61,12 +62,16 @@ std::vector<std::string> ServerEnv(const testing::TestDatabase& db,
   });
   if (!keyed) extra.push_back(testing::ExecutorMasterKeyEnv());
   extra.emplace_back("OMNIFORGE_SERVER_DRAIN_TIMEOUT_S=10");
+  const auto identity = testing::TestIdentityEnv(
+      service == "executor" ? testing::TestKeyUse::kBoth : testing::TestKeyUse::kVerify);
+  extra.insert(extra.end(), identity.begin(), identity.end());
   return testing::DatabaseEnv(db, service, extra);
 }
 
-std::unique_ptr<grpc::ClientContext> Call(const std::optional<core::Identity>& who) {
+std::unique_ptr<grpc::ClientContext> Call(const std::optional<core::Identity>& who,
+                                          std::string_view audience = core::kExecutorAudience) {
   auto context = std::make_unique<grpc::ClientContext>();
-  if (who) core::AttachIdentity(*context, *who, core::kExecutorAudience);
+  if (who) core::AttachIdentity(*context, *who, audience);
   context->set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
   return context;
 }
@@ -223,8 +228,11 @@ TEST_F(ExecutorServerTest, BadCallsGetClearErrorsAndChangeNothing) {
   status = Invoke(std::nullopt, "list_agents", "{}", &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
 
+  // Even signed by a trusted key, an assertion naming a malformed user is
+  // refused.
   status = Invoke(core::Identity{"acme", "bad user!"}, "list_agents", "{}", &response);
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(status.error_message(), HasSubstr("names no valid identity"));
 
   EXPECT_EQ(InvokeOk(alice, "list_agents", Json::object())["count"], 0);
 }
@@ -434,7 +442,10 @@ class ExecutorDialogueStorageTest : public ::testing::Test {
     cpb::CreateConversationRequest create;
     create.set_title("quarterly review");
     cpb::CreateConversationResponse parent;
-    ASSERT_TRUE(memory_->CreateConversation(Call(alice_).get(), create, &parent).ok());
+    ASSERT_TRUE(
+        memory_
+            ->CreateConversation(Call(alice_, core::kConversationAudience).get(), create, &parent)
+            .ok());
     parent_id_ = parent.conversation().id();
   }
 
@@ -466,7 +477,8 @@ class ExecutorDialogueStorageTest : public ::testing::Test {
     cpb::GetConversationRequest request;
     request.set_conversation_id(dialogue_id);
     cpb::GetConversationResponse response;
-    const grpc::Status status = memory_->GetConversation(Call(alice_).get(), request, &response);
+    const grpc::Status status = memory_->GetConversation(
+        Call(alice_, core::kConversationAudience).get(), request, &response);
     EXPECT_TRUE(status.ok()) << status.error_message();
     return response.conversation().status();
   }
@@ -504,7 +516,9 @@ TEST_F(ExecutorDialogueStorageTest, TheStoredDialogueMatchesWhatWasStreamed) {
   cpb::ListConversationsRequest children;
   children.set_parent_conversation_id(parent_id_);
   cpb::ListConversationsResponse listed;
-  ASSERT_TRUE(memory_->ListConversations(Call(alice_).get(), children, &listed).ok());
+  ASSERT_TRUE(
+      memory_->ListConversations(Call(alice_, core::kConversationAudience).get(), children, &listed)
+          .ok());
   ASSERT_EQ(listed.conversations_size(), 1);
   EXPECT_EQ(listed.conversations(0).id(), dialogue_id);
   EXPECT_EQ(listed.conversations(0).kind(), cpb::CONVERSATION_KIND_AGENT_DIALOGUE);
@@ -514,7 +528,8 @@ TEST_F(ExecutorDialogueStorageTest, TheStoredDialogueMatchesWhatWasStreamed) {
   read.set_conversation_id(dialogue_id);
   read.set_limit(500);
   cpb::ListMessagesResponse stored;
-  ASSERT_TRUE(memory_->ListMessages(Call(alice_).get(), read, &stored).ok());
+  ASSERT_TRUE(
+      memory_->ListMessages(Call(alice_, core::kConversationAudience).get(), read, &stored).ok());
   // The assignment and the clarification from the planner, every event
   // from the executor, in the order they happened.
   std::vector<std::string> expected = {"planner:task_assignment"};

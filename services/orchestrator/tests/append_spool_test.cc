@@ -23,6 +23,7 @@
 #include "libs/seal/master_keys.h"
 #include "libs/seal/test_keys.h"
 #include "services/orchestrator/downstream/grpc_downstream.h"
+#include "tests/support/identity_keys.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
 
@@ -47,8 +48,10 @@ class AppendSpoolTest : public ::testing::Test {
   }
 
   static std::vector<std::string> ConversationEnv() {
-    std::vector<std::string> env = testing::DatabaseEnv(
-        *db_, "conversation", {std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey});
+    std::vector<std::string> env =
+        testing::DatabaseEnv(*db_, "conversation",
+                             {std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey,
+                              testing::TestIdentityEnv(testing::TestKeyUse::kVerify).front()});
     if (port_ != 0) env.push_back("OMNIFORGE_SERVER_PORT=" + std::to_string(port_));
     return env;
   }

@@ -76,6 +76,7 @@
 #include "services/orchestrator/storage/pg_plan_store.h"
 #include "services/orchestrator/storage/tenant_keys.h"
 #include "tests/support/command.h"
+#include "tests/support/identity_keys.h"
 #include "tests/support/master_keys.h"
 #include "tests/support/server_process.h"
 #include "tests/support/service_stack.h"
@@ -101,7 +102,8 @@ std::string PreviewTarget(const pb::PreviewEvent& preview) {
 }
 
 constexpr char kMasterKey[] = "4f6d6e69666f7267652d746573742d6d61737465722d6b65792d303030303030";
-constexpr int kUsers = 16;
+// More than the tests of a run of the whole program, so none shares a user.
+constexpr int kUsers = 64;
 
 struct Turn {
   grpc::Status status;
@@ -155,16 +157,17 @@ class ChatEndToEndTest : public ::testing::Test {
     for (size_t i = 0; i < users.size(); ++i) keys_->emplace_back(users[i], keys[i]);
 
     conversation_ = new testing::ServerProcess(OMNIFORGE_CONVERSATION_BIN);
-    ASSERT_EQ(
-        conversation_->Start(testing::DatabaseEnv(
-            *db_, "conversation", {std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey})),
-        std::nullopt);
+    ASSERT_EQ(conversation_->Start(testing::DatabaseEnv(
+                  *db_, "conversation",
+                  {std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey,
+                   testing::TrustTestKeyEnv()})),
+              std::nullopt);
     intent_ = new testing::ServerProcess(OMNIFORGE_INTENT_BIN);
-    ASSERT_EQ(intent_->Start({}), std::nullopt);
+    ASSERT_EQ(intent_->Start(testing::TestIdentityEnv(testing::TestKeyUse::kVerify)), std::nullopt);
     executor_ = new testing::ServerProcess(OMNIFORGE_EXECUTOR_BIN);
-    ASSERT_EQ(
-        executor_->Start(testing::DatabaseEnv(*db_, "executor", {testing::ExecutorMasterKeyEnv()})),
-        std::nullopt);
+    std::vector<std::string> executor_env = testing::TestIdentityEnv(testing::TestKeyUse::kBoth);
+    executor_env.push_back(testing::ExecutorMasterKeyEnv());
+    ASSERT_EQ(executor_->Start(testing::DatabaseEnv(*db_, "executor", executor_env)), std::nullopt);
     orchestrator_ = new testing::ServerProcess(OMNIFORGE_ORCHESTRATOR_BIN);
     StartOrchestrator();
     executor_stub_ =
@@ -225,6 +228,8 @@ class ChatEndToEndTest : public ::testing::Test {
                 "OMNIFORGE_DOWNSTREAM_INTENT=" + intent_->address(),
                 "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor_->address(), "FAKE_LLM_KEY=fake-key",
                 std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey});
+    const auto identity = testing::TestIdentityEnv(testing::TestKeyUse::kSign);
+    env.insert(env.end(), identity.begin(), identity.end());
     return env;
   }
 
@@ -933,10 +938,10 @@ TEST_F(ChatEndToEndTest, WithStorageDownTurnsStillAnswerAndTheirMessagesAreStore
     }
   }
   EXPECT_TRUE(found_spooled) << orchestrator_->JoinedLog();
-  ASSERT_EQ(conversation_->Start(
-                testing::DatabaseEnv(*db_, "conversation",
-                                     {std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey,
-                                      "OMNIFORGE_SERVER_PORT=" + std::to_string(port)})),
+  ASSERT_EQ(conversation_->Start(testing::DatabaseEnv(
+                *db_, "conversation",
+                {std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kMasterKey,
+                 "OMNIFORGE_SERVER_PORT=" + std::to_string(port), testing::TrustTestKeyEnv()})),
             std::nullopt);
 
   // Every message lands, in order, exactly once.
@@ -1630,9 +1635,10 @@ class ModelPlannerEndToEndTest : public ChatEndToEndTest {
     std::ofstream(config_path) << "mcp:\n  servers:\n" << mcp_servers;
     auto own = std::make_unique<OwnExecutor>();
     auto process = std::make_unique<testing::ServerProcess>(OMNIFORGE_EXECUTOR_BIN);
-    const std::optional<std::string> failed =
-        process->Start(testing::DatabaseEnv(*db_, "executor", {testing::ExecutorMasterKeyEnv()}),
-                       {"--config", config_path.string()});
+    std::vector<std::string> env = testing::TestIdentityEnv(testing::TestKeyUse::kBoth);
+    env.push_back(testing::ExecutorMasterKeyEnv());
+    const std::optional<std::string> failed = process->Start(
+        testing::DatabaseEnv(*db_, "executor", env), {"--config", config_path.string()});
     EXPECT_EQ(failed, std::nullopt);
     if (failed) return own;
     own->process = std::move(process);
@@ -1662,7 +1668,8 @@ class ModelPlannerEndToEndTest : public ChatEndToEndTest {
       args = {"--config", path.string()};
     }
     intent_->Stop();
-    ASSERT_EQ(intent_->Start({"FAKE_LLM_KEY=fake-key"}, args), std::nullopt);
+    ASSERT_EQ(intent_->Start({"FAKE_LLM_KEY=fake-key", testing::TrustTestKeyEnv()}, args),
+              std::nullopt);
     RestartWithConfig("");
   }
 

@@ -34,6 +34,7 @@
 #include "services/orchestrator/storage/pg_plan_store.h"
 #include "services/orchestrator/storage/tenant_keys.h"
 #include "services/orchestrator/usage/usage_attribution.h"
+#include "tests/support/identity_keys.h"
 #include "tests/support/master_keys.h"
 #include "tests/support/migrated_database.h"
 #include "tests/support/server_process.h"
@@ -149,8 +150,9 @@ class PlanEngineTest : public ::testing::Test {
         "    quality: [fake/reviewer]\n  retry: {max_attempts: 1}\n";
     std::ofstream(*dir_ / "executor.yaml") << llm_yaml;
 
-    const std::vector<std::string> env =
-        testing::DatabaseEnv(db_->database(), "executor", {testing::ExecutorMasterKeyEnv()});
+    std::vector<std::string> env = testing::TestIdentityEnv(testing::TestKeyUse::kBoth);
+    env.push_back(testing::ExecutorMasterKeyEnv());
+    env = testing::DatabaseEnv(db_->database(), "executor", env);
     local_executor_ = new testing::ServerProcess(OMNIFORGE_EXECUTOR_BIN);
     ASSERT_EQ(local_executor_->Start(env), std::nullopt);
     model_executor_ = new testing::ServerProcess(OMNIFORGE_EXECUTOR_BIN);
