@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <libpq-fe.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <memory>
