@@ -169,7 +169,8 @@ tls_state() {
 
 # Copies the TLS files where the server user can read them (the key private
 # to it, as PostgreSQL requires) and writes an hba file that admits TCP
-# clients over TLS only. Prints the server options that turn TLS on.
+# clients over TLS only. Sets TLS_OPTS to the server options that turn TLS on.
+TLS_OPTS=""
 install_tls() {
   rm -rf "$TLS_DIR"
   [[ -n "$TLS_CERT" ]] || return 0
@@ -177,17 +178,22 @@ install_tls() {
   cp "$TLS_CERT" "$TLS_DIR/server.crt"
   cp "$TLS_KEY" "$TLS_DIR/server.key"
   chmod 600 "$TLS_DIR/server.key"
-  [[ -n "$TLS_CA" ]] && cp "$TLS_CA" "$TLS_DIR/ca.crt"
+  if [[ -n "$TLS_CA" ]]; then
+    cp "$TLS_CA" "$TLS_DIR/ca.crt"
+  fi
   cat >"$TLS_DIR/pg_hba.conf" <<'HBA'
 local   all all              trust
 hostssl all all 127.0.0.1/32 trust
 hostssl all all ::1/128      trust
 HBA
-  ((EUID == 0)) && chown -R "$PG_USER" "$TLS_DIR"
-  local opts="-c ssl=on -c ssl_cert_file=$TLS_DIR/server.crt"
-  opts+=" -c ssl_key_file=$TLS_DIR/server.key -c hba_file=$TLS_DIR/pg_hba.conf"
-  [[ -n "$TLS_CA" ]] && opts+=" -c ssl_ca_file=$TLS_DIR/ca.crt"
-  echo "$opts"
+  if ((EUID == 0)); then
+    chown -R "$PG_USER" "$TLS_DIR"
+  fi
+  TLS_OPTS="-c ssl=on -c ssl_cert_file=$TLS_DIR/server.crt"
+  TLS_OPTS+=" -c ssl_key_file=$TLS_DIR/server.key -c hba_file=$TLS_DIR/pg_hba.conf"
+  if [[ -n "$TLS_CA" ]]; then
+    TLS_OPTS+=" -c ssl_ca_file=$TLS_DIR/ca.crt"
+  fi
 }
 
 cmd_start() {
@@ -216,10 +222,9 @@ cmd_start() {
   init_cluster
   clear_stale_socket
 
-  local tls_opts
-  tls_opts=$(install_tls)
+  install_tls
   echo "$state" >"$TLS_STATE"
-  local opts="-c listen_addresses=127.0.0.1 -p $PORT -k $RUN $tls_opts"
+  local opts="-c listen_addresses=127.0.0.1 -p $PORT -k $RUN $TLS_OPTS"
   opts+=" -c max_connections=200 -c shared_buffers=256MB"
   opts+=" -c fsync=on -c synchronous_commit=on"
 
