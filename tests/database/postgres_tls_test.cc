@@ -319,13 +319,14 @@ TEST_F(PostgresTlsTest, MigrationsRunOverVerifiedTlsOnly) {
   const testing::CommandResult done = migrate("");
   ASSERT_EQ(done.exit_code, 0) << done.err;
   EXPECT_NE(done.err.find("schema up to date"), std::string::npos) << done.err;
-  pqxx::connection conn(absl::StrCat(db_->dsn(), " dbname=", fresh));
-  EXPECT_EQ(pqxx::nontransaction(conn)
-                .exec1("SELECT count(*) FROM public.omniforge_schema_migrations"
-                       " WHERE component = 'conversation'")[0]
-                .as<size_t>(),
-            pg::ConversationMigrations().size());
-  conn.close();
+  {
+    pqxx::connection conn(absl::StrCat(db_->dsn(), " dbname=", fresh));
+    EXPECT_EQ(pqxx::nontransaction(conn)
+                  .exec1("SELECT count(*) FROM public.omniforge_schema_migrations"
+                         " WHERE component = 'conversation'")[0]
+                  .as<size_t>(),
+              pg::ConversationMigrations().size());
+  }
   pqxx::nontransaction(admin).exec(
       absl::StrCat("DROP DATABASE ", admin.quote_name(fresh), " WITH (FORCE)"));
 }
