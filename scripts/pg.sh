@@ -20,7 +20,8 @@
 #                      certificate. The server verifies client certificates
 #                      signed by it (sslcert/sslkey in a client's DSN; none is
 #                      required), and `dsn` and `psql` verify the server with
-#                      it (host=localhost sslmode=verify-full)
+#                      it (host=localhost sslmode=verify-full; without it they
+#                      use sslmode=require)
 #
 # Exit codes: 0 ok; 1 error; 2 usage; status exits 3 when not running.
 set -euo pipefail
