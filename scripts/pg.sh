@@ -10,6 +10,18 @@
 #   OMNIFORGE_PG_PORT  TCP port on 127.0.0.1 (default 55432)
 #   OMNIFORGE_PG_DIR   base directory (default /tmp/omniforge-pg);
 #                      data in $DIR/data, unix socket and log in $DIR/run
+#   OMNIFORGE_PG_TLS_CERT, OMNIFORGE_PG_TLS_KEY
+#                      the server's certificate and key (PEM files, both or
+#                      neither): `start` turns TLS on and then accepts TCP
+#                      connections over TLS only (the unix socket stays open);
+#                      the files are copied into $DIR/run/tls
+#   OMNIFORGE_PG_TLS_CA
+#                      with the two above: the CA that signed the server's
+#                      certificate. The server verifies client certificates
+#                      signed by it (sslcert/sslkey in a client's DSN; none is
+#                      required), and `dsn` and `psql` verify the server with
+#                      it (host=localhost sslmode=verify-full; without it they
+#                      use sslmode=require)
 #
 # Exit codes: 0 ok; 1 error; 2 usage; status exits 3 when not running.
 set -euo pipefail
@@ -32,7 +44,24 @@ usage() {
 DATA="$DIR/data"
 RUN="$DIR/run"
 LOG="$RUN/postgres.log"
-DSN="host=127.0.0.1 port=$PORT user=$DB_USER dbname=postgres"
+TLS_CERT="${OMNIFORGE_PG_TLS_CERT:-}"
+TLS_KEY="${OMNIFORGE_PG_TLS_KEY:-}"
+TLS_CA="${OMNIFORGE_PG_TLS_CA:-}"
+TLS_DIR="$RUN/tls"
+TLS_STATE="$RUN/tls-state"  # "off", or what `tls_state` printed at start
+if [[ -n "$TLS_CERT" || -n "$TLS_KEY" ]]; then
+  [[ -n "$TLS_CERT" && -n "$TLS_KEY" ]] \
+    || die "OMNIFORGE_PG_TLS_CERT and OMNIFORGE_PG_TLS_KEY go together (got only one)"
+fi
+[[ -z "$TLS_CA" || -n "$TLS_CERT" ]] \
+  || die "OMNIFORGE_PG_TLS_CA needs OMNIFORGE_PG_TLS_CERT and OMNIFORGE_PG_TLS_KEY"
+if [[ -n "$TLS_CERT" && -n "$TLS_CA" ]]; then
+  DSN="host=localhost port=$PORT user=$DB_USER dbname=postgres sslmode=verify-full sslrootcert=$TLS_CA"
+elif [[ -n "$TLS_CERT" ]]; then
+  DSN="host=127.0.0.1 port=$PORT user=$DB_USER dbname=postgres sslmode=require"
+else
+  DSN="host=127.0.0.1 port=$PORT user=$DB_USER dbname=postgres"
+fi
 
 # Run a PostgreSQL binary as the server user. Runs from / so that the
 # postgres user never trips over an unreadable working directory (/root).
@@ -117,12 +146,57 @@ init_cluster() {
   fi
   need_bin initdb
   local out
-  if ! out=$(as_pg "$PGBIN/initdb" -D "$DATA" -U "$DB_USER" -A trust -E UTF8 \
+  # --no-sync: a throw-away cluster need not wait for the disk at creation
+  # (seconds on a busy machine); the server itself runs with fsync on.
+  if ! out=$(as_pg "$PGBIN/initdb" --no-sync -D "$DATA" -U "$DB_USER" -A trust -E UTF8 \
       --locale=C.UTF-8 9>&- 2>&1); then
     echo "$out" >&2
     die "initdb failed for $DATA"
   fi
   echo "postgres: initialised cluster in $DATA"
+}
+
+# What the requested TLS settings are: "off", or the checksum of the
+# certificate, key and CA files (a running server is reused only as is).
+tls_state() {
+  if [[ -z "$TLS_CERT" ]]; then
+    echo off
+    return 0
+  fi
+  local file
+  for file in "$TLS_CERT" "$TLS_KEY" ${TLS_CA:+"$TLS_CA"}; do
+    [[ -f "$file" && -r "$file" ]] || die "TLS file $file is missing or unreadable"
+  done
+  cat "$TLS_CERT" "$TLS_KEY" ${TLS_CA:+"$TLS_CA"} | sha256sum | cut -d' ' -f1
+}
+
+# Copies the TLS files where the server user can read them (the key private
+# to it, as PostgreSQL requires) and writes an hba file that admits TCP
+# clients over TLS only. Sets TLS_OPTS to the server options that turn TLS on.
+TLS_OPTS=""
+install_tls() {
+  rm -rf "$TLS_DIR"
+  [[ -n "$TLS_CERT" ]] || return 0
+  mkdir -m 700 "$TLS_DIR"
+  cp "$TLS_CERT" "$TLS_DIR/server.crt"
+  cp "$TLS_KEY" "$TLS_DIR/server.key"
+  chmod 600 "$TLS_DIR/server.key"
+  if [[ -n "$TLS_CA" ]]; then
+    cp "$TLS_CA" "$TLS_DIR/ca.crt"
+  fi
+  cat >"$TLS_DIR/pg_hba.conf" <<'HBA'
+local   all all              trust
+hostssl all all 127.0.0.1/32 trust
+hostssl all all ::1/128      trust
+HBA
+  if ((EUID == 0)); then
+    chown -R "$PG_USER" "$TLS_DIR"
+  fi
+  TLS_OPTS="-c ssl=on -c ssl_cert_file=$TLS_DIR/server.crt"
+  TLS_OPTS+=" -c ssl_key_file=$TLS_DIR/server.key -c hba_file=$TLS_DIR/pg_hba.conf"
+  if [[ -n "$TLS_CA" ]]; then
+    TLS_OPTS+=" -c ssl_ca_file=$TLS_DIR/ca.crt"
+  fi
 }
 
 cmd_start() {
@@ -131,13 +205,17 @@ cmd_start() {
   mkdir -p "$DIR"
   take_lock
 
-  local pid
+  local pid state
+  state=$(tls_state)
   pid=$(live_pid)
   if [[ -n "$pid" ]]; then
     local port
     port=$(running_port)
     if [[ -n "$port" && "$port" != "$PORT" ]]; then
       die "already running on port $port (pid $pid), not $PORT; run '$0 stop' first"
+    fi
+    if [[ "$(cat "$TLS_STATE" 2>/dev/null || echo off)" != "$state" ]]; then
+      die "already running (pid $pid) with other TLS settings than requested; run '$0 stop' first"
     fi
     echo "postgres: already running on 127.0.0.1:$PORT (pid $pid, data $DATA)"
     return 0
@@ -147,7 +225,9 @@ cmd_start() {
   init_cluster
   clear_stale_socket
 
-  local opts="-c listen_addresses=127.0.0.1 -p $PORT -k $RUN"
+  install_tls
+  echo "$state" >"$TLS_STATE"
+  local opts="-c listen_addresses=127.0.0.1 -p $PORT -k $RUN $TLS_OPTS"
   opts+=" -c max_connections=200 -c shared_buffers=256MB"
   opts+=" -c fsync=on -c synchronous_commit=on"
 
@@ -163,7 +243,7 @@ cmd_start() {
   local i
   for ((i = 0; i < 150; i++)); do
     if "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$PORT" -U "$DB_USER" -d postgres -t 2; then
-      echo "postgres: started on 127.0.0.1:$PORT (data $DATA)"
+      echo "postgres: started on 127.0.0.1:$PORT (data $DATA, TLS $([[ -n "$TLS_CERT" ]] && echo "on, TCP over TLS only" || echo off))"
       return 0
     fi
     sleep 0.2
@@ -209,7 +289,9 @@ cmd_status() {
   if "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$port" -U "$DB_USER" -d postgres -t 2; then
     ready=yes
   fi
-  echo "postgres: running on 127.0.0.1:$port (pid $pid, data $DATA, accepting connections: $ready)"
+  local tls=on
+  [[ "$(cat "$TLS_STATE" 2>/dev/null || echo off)" == off ]] && tls=off
+  echo "postgres: running on 127.0.0.1:$port (pid $pid, data $DATA, TLS $tls, accepting connections: $ready)"
 }
 
 cmd_psql() {

@@ -72,7 +72,7 @@ absl::StatusOr<int> ApplyMigrations(const std::string& dsn, const std::string& c
     unlock.exec_params("SELECT pg_advisory_unlock(hashtext($1))", std::string(kLockKey));
     return applied;
   } catch (const pqxx::broken_connection& e) {
-    return absl::UnavailableError(std::string("database unavailable: ") + e.what());
+    return ConnectionUnavailable(e);
   } catch (const pqxx::sql_error& e) {
     return absl::InternalError("migration failed: " + std::string(e.what()));
   } catch (const std::exception& e) {

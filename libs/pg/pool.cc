@@ -3,6 +3,9 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "libs/core/call_deadline.h"
 #include "libs/core/logging.h"
 
@@ -41,8 +44,7 @@ absl::StatusOr<std::unique_ptr<pqxx::connection>> PgPool::Open() {
     if (!options_.role.empty()) setup.exec("SET ROLE " + setup.quote_name(options_.role));
     return conn;
   } catch (const std::exception& e) {
-    // libpq's message names host and port but never the password.
-    return absl::UnavailableError(std::string("database unavailable: ") + e.what());
+    return ConnectionUnavailable(e);
   }
 }
 
@@ -80,6 +82,17 @@ void PgPool::Return(std::unique_ptr<pqxx::connection> conn, bool discard) {
     idle_.push_back(std::move(conn));
   }
   available_.notify_one();
+}
+
+absl::Status ConnectionUnavailable(const std::exception& e) {
+  std::string message(absl::StripTrailingAsciiWhitespace(e.what()));
+  if (absl::StrContains(message, "does not match host name")) {
+    absl::StrAppend(&message,
+                    " (sslmode=verify-full: host must be a name the server's certificate holds)");
+  } else if (absl::StrContains(message, "certificate verify failed")) {
+    absl::StrAppend(&message, " (the server's certificate is not signed by the CA in sslrootcert)");
+  }
+  return absl::UnavailableError(absl::StrCat("database unavailable: ", message));
 }
 
 absl::Status StatusFromException(const std::exception& e) {

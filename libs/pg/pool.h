@@ -82,6 +82,11 @@ class PgPool final {
 // anything else INTERNAL. The SQL text is never included.
 absl::Status StatusFromException(const std::exception& e);
 
+// UNAVAILABLE for a connection libpq could not open, with libpq's message
+// (it names host and port, never the password) and, when TLS verification
+// refused the server, what to check: sslrootcert's CA or the host name.
+absl::Status ConnectionUnavailable(const std::exception& e);
+
 // Runs `body` in a read-write transaction with app.tenant_id set to `tenant`,
 // committing when it returns OK and rolling back otherwise. A connection
 // that breaks before commit is retried once on a fresh connection when

@@ -1,5 +1,8 @@
 #include "libs/pg/settings.h"
 
+#include "libs/core/logging.h"
+#include "libs/pg/transport.h"
+
 namespace omniforge::pg {
 
 DatabaseSettings ReadDatabaseSettings(core::ConfigReader& config, const std::string& login,
@@ -18,6 +21,18 @@ DatabaseSettings ReadDatabaseSettings(core::ConfigReader& config, const std::str
   }
   s.migrate_on_start = config.Bool("database.migrate_on_start", true);
   return s;
+}
+
+void WarnAboutUnverifiedTransport(const DatabaseSettings& settings) {
+  const std::pair<const char*, const std::string*> dsns[] = {
+      {"database.dsn", &settings.pool.dsn}, {"database.migrate_dsn", &settings.migrate_dsn}};
+  for (const auto& [key, dsn] : dsns) {
+    if (dsn->empty()) continue;
+    if (dsn == &settings.migrate_dsn && *dsn == settings.pool.dsn) continue;
+    if (auto risk = UnverifiedTransportRisk(*dsn); risk.has_value()) {
+      core::LogWarn("database connection not verified", {{"key", key}, {"risk", *risk}});
+    }
+  }
 }
 
 }  // namespace omniforge::pg

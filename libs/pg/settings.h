@@ -30,4 +30,11 @@ struct DatabaseSettings {
 DatabaseSettings ReadDatabaseSettings(core::ConfigReader& config, const std::string& login,
                                       bool local_by_default, int default_pool_size);
 
+// Logs a warning for database.dsn and for database.migrate_dsn (when it
+// differs) when it reaches a host off this machine without
+// sslmode=verify-full (pg::UnverifiedTransportRisk says why); after logging
+// is set up. Never refuses: a private network may be what the operator
+// chose.
+void WarnAboutUnverifiedTransport(const DatabaseSettings& settings);
+
 }  // namespace omniforge::pg

@@ -164,6 +164,7 @@ int main(int argc, char** argv) {
   }
   core::InitLogging("conversation", settings->log_level);
   core::ConfigReader::WarnUnknownEnvironment(settings->unknown_environment);
+  pg::WarnAboutUnverifiedTransport(settings->database);
   absl::Status status;
   if (migrate->parsed()) {
     status = conversation::Migrate(*settings);

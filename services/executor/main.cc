@@ -340,6 +340,7 @@ int main(int argc, char** argv) {
   }
   core::InitLogging("executor", settings->log_level);
   core::ConfigReader::WarnUnknownEnvironment(settings->unknown_environment);
+  pg::WarnAboutUnverifiedTransport(settings->database);
   absl::Status status;
   if (migrate->parsed()) {
     status = executor::Migrate(*settings);

@@ -546,6 +546,7 @@ int main(int argc, char** argv) {
   }
   core::InitLogging("orchestrator", settings->log_level);
   core::ConfigReader::WarnUnknownEnvironment(settings->unknown_environment);
+  pg::WarnAboutUnverifiedTransport(settings->database);
   absl::Status status;
   if (migrate->parsed()) {
     status = orchestrator::Migrate(*settings);

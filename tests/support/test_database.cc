@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <pqxx/pqxx>
+#include <utility>
 
 #include "absl/strings/str_replace.h"
 #include "libs/core/ids.h"
@@ -71,6 +72,11 @@ void EnsureOwnerRole(pqxx::connection& admin) {
   }
 }
 
+std::string DefaultAdminDsn() {
+  const char* env = std::getenv("OMNIFORGE_TEST_PG_DSN");
+  return env != nullptr ? env : kDefaultAdminDsn;
+}
+
 }  // namespace
 
 std::string TestDatabase::service_dsn(const std::string& service) const {
@@ -85,9 +91,9 @@ std::vector<std::string> DatabaseEnv(const TestDatabase& db, const std::string& 
   return env;
 }
 
-TestDatabase::TestDatabase() {
-  const char* env = std::getenv("OMNIFORGE_TEST_PG_DSN");
-  admin_dsn_ = env != nullptr ? env : kDefaultAdminDsn;
+TestDatabase::TestDatabase() : TestDatabase(DefaultAdminDsn()) {}
+
+TestDatabase::TestDatabase(std::string admin_dsn) : admin_dsn_(std::move(admin_dsn)) {
   std::string suffix = core::NewUuid().substr(24);
   name_ = "omniforge_test_" + suffix;
   try {

@@ -18,6 +18,10 @@ class TestDatabase final {
   // to it as that owner. Aborts the test program when the cluster is
   // unreachable.
   TestDatabase();
+  // The same on the cluster `admin_dsn` reaches as a superuser. Its dbname,
+  // when it has one, comes last: the test database's connection strings
+  // keep what precedes it (e.g. sslmode) and name the new database instead.
+  explicit TestDatabase(std::string admin_dsn);
   ~TestDatabase();
   TestDatabase(const TestDatabase&) = delete;
   TestDatabase& operator=(const TestDatabase&) = delete;

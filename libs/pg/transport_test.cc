@@ -1,0 +1,105 @@
+#include "libs/pg/transport.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace omniforge::pg {
+namespace {
+
+// libpq's environment as `variables` set it, and nothing else.
+LibpqEnvLookup Env(std::map<std::string, std::string> variables = {}) {
+  return [variables = std::move(variables)](const std::string& name) -> std::optional<std::string> {
+    auto it = variables.find(name);
+    if (it == variables.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(UnverifiedTransportRisk, ARemoteHostWithoutVerifyFullIsARisk) {
+  for (const char* dsn : {
+           "host=pg.example.internal dbname=omniforge",  // libpq's default: prefer
+           "host=pg.example.internal sslmode=disable",
+           "host=pg.example.internal sslmode=require",
+           "host=pg.example.internal sslmode=verify-ca sslrootcert=/ca.crt",
+           "host=10.0.0.7 sslmode=prefer",
+           "postgresql://omniforge:secret@pg.example.internal:5432/omniforge?sslmode=require",
+           // One remote host in a list is enough.
+           "host=localhost,pg.example.internal sslmode=require",
+           // hostaddr is where libpq connects, whatever the name.
+           "host=localhost hostaddr=10.0.0.7 sslmode=require",
+       }) {
+    const auto risk = UnverifiedTransportRisk(dsn, Env());
+    ASSERT_TRUE(risk.has_value()) << dsn;
+    EXPECT_NE(risk->find("verify-full"), std::string::npos) << *risk;
+    EXPECT_EQ(risk->find("secret"), std::string::npos) << *risk;
+  }
+}
+
+TEST(UnverifiedTransportRisk, TheRiskNamesTheHostAndWhatTheSslmodeLeavesOpen) {
+  EXPECT_EQ(
+      UnverifiedTransportRisk("host=pg.example.internal password=hunter2 sslmode=require", Env()),
+      "PostgreSQL at pg.example.internal with sslmode=require is encrypted, but the server "
+      "is not verified: a machine in between can pose as it; set sslmode=verify-full and "
+      "sslrootcert (the CA that signed the server's certificate)");
+  const auto prefer = UnverifiedTransportRisk("host=postgres dbname=omniforge", Env());
+  ASSERT_TRUE(prefer.has_value());
+  EXPECT_NE(prefer->find("PostgreSQL at postgres with sslmode=prefer is not verified and not "
+                         "surely encrypted"),
+            std::string::npos)
+      << *prefer;
+  const auto verify_ca =
+      UnverifiedTransportRisk("host=10.1.2.3 sslmode=verify-ca sslrootcert=/ca.crt", Env());
+  ASSERT_TRUE(verify_ca.has_value());
+  EXPECT_NE(verify_ca->find("at 10.1.2.3 with sslmode=verify-ca"), std::string::npos);
+  EXPECT_NE(verify_ca->find("not its name"), std::string::npos) << *verify_ca;
+  const auto hostaddr =
+      UnverifiedTransportRisk("host=localhost hostaddr=10.0.0.7 sslmode=disable", Env());
+  ASSERT_TRUE(hostaddr.has_value());
+  EXPECT_NE(hostaddr->find("PostgreSQL at localhost (10.0.0.7) with sslmode=disable"),
+            std::string::npos)
+      << *hostaddr;
+}
+
+TEST(UnverifiedTransportRisk, VerifyFullOrTheLocalMachineIsNoRisk) {
+  for (const char* dsn : {
+           "host=pg.example.internal sslmode=verify-full sslrootcert=/ca.crt",
+           "postgresql://pg.example.internal/omniforge?sslmode=verify-full",
+           "host=127.0.0.1 port=55432 user=omniforge dbname=omniforge",
+           "host=127.0.0.5 sslmode=disable",
+           "host=localhost sslmode=disable",
+           "host=LocalHost",
+           "host=::1",
+           "host=/var/run/postgresql dbname=omniforge",
+           "dbname=omniforge",  // libpq's default unix socket
+           "host=pg.example.internal hostaddr=127.0.0.1",
+           "host=localhost,127.0.0.1",
+       }) {
+    EXPECT_EQ(UnverifiedTransportRisk(dsn, Env()), std::nullopt) << dsn;
+  }
+}
+
+TEST(UnverifiedTransportRisk, LibpqsEnvironmentFillsWhatTheStringLeavesOut) {
+  EXPECT_EQ(UnverifiedTransportRisk("dbname=omniforge", Env({{"PGHOST", "pg.example.internal"},
+                                                             {"PGSSLMODE", "verify-full"}})),
+            std::nullopt);
+  EXPECT_TRUE(UnverifiedTransportRisk("dbname=omniforge", Env({{"PGHOST", "pg.example.internal"}}))
+                  .has_value());
+  EXPECT_TRUE(
+      UnverifiedTransportRisk("dbname=omniforge", Env({{"PGHOSTADDR", "192.0.2.10"}})).has_value());
+  // The string wins over the environment.
+  EXPECT_TRUE(UnverifiedTransportRisk("host=pg.example.internal sslmode=require",
+                                      Env({{"PGSSLMODE", "verify-full"}}))
+                  .has_value());
+  EXPECT_EQ(UnverifiedTransportRisk("host=127.0.0.1", Env({{"PGHOST", "pg.example.internal"}})),
+            std::nullopt);
+}
+
+TEST(UnverifiedTransportRisk, AStringLibpqCannotParseIsLeftToTheConnection) {
+  EXPECT_EQ(UnverifiedTransportRisk("host=pg.example.internal nonsense", Env()), std::nullopt);
+  EXPECT_EQ(UnverifiedTransportRisk("host=pg.example.internal bogus_option=1", Env()),
+            std::nullopt);
+}
+
+}  // namespace
+}  // namespace omniforge::pg
