@@ -345,7 +345,7 @@ void RunningTurns::Add(const std::string& key, const std::string& turn_id, Contr
     absl::MutexLock lock(&mu_);
     turns_.emplace(key, std::make_pair(turn_id, std::move(control)));
   }
-  if (bus_ != nullptr) bus_->Publish({TurnSignal::Kind::kStarted, key, turn_id, std::nullopt});
+  if (bus_ != nullptr) bus_->Publish({TurnSignal::Kind::kStarted, key, turn_id});
 }
 
 bool RunningTurns::Claim(const std::string& key, const std::string& turn_id, Control control) {
@@ -364,7 +364,7 @@ bool RunningTurns::Claim(const std::string& key, const std::string& turn_id, Con
     }
     turns_.emplace(key, std::make_pair(turn_id, std::move(control)));
   }
-  if (bus_ != nullptr) bus_->Publish({TurnSignal::Kind::kStarted, key, turn_id, std::nullopt});
+  if (bus_ != nullptr) bus_->Publish({TurnSignal::Kind::kStarted, key, turn_id});
   return true;
 }
 
@@ -382,7 +382,11 @@ void RunningTurns::Remove(const std::string& key, const std::string& turn_id) {
     }
   }
   if (bus_ != nullptr && ended != nullptr) {
-    bus_->Publish({TurnSignal::Kind::kEnded, key, turn_id, ended->SuspendedState()});
+    // The flow it set aside is named only: the turn saved it in the flow
+    // store before it returned, and the turn that goes on reads it there.
+    const std::optional<SuspendedFlow> set_aside = ended->SuspendedState();
+    bus_->Publish({TurnSignal::Kind::kEnded, key, turn_id,
+                   set_aside.has_value() ? set_aside->flow_id : std::string()});
   }
 }
 
@@ -403,7 +407,7 @@ bool RunningTurns::Cancel(const std::string& key, const std::string& turn_id) {
       elsewhere |= turn_id.empty() || it->second.turn_id == turn_id;
     }
   }
-  if (elsewhere) bus_->Publish({TurnSignal::Kind::kCancel, key, turn_id, std::nullopt});
+  if (elsewhere) bus_->Publish({TurnSignal::Kind::kCancel, key, turn_id});
   return any || elsewhere;
 }
 
@@ -440,7 +444,7 @@ RunningTurns::Control RunningTurns::Suspend(const std::string& key, const std::s
   }
   // Asked even when no turn is known elsewhere: one that began a moment ago
   // may not have been announced yet. Only a known one is waited for.
-  bus_->Publish({TurnSignal::Kind::kSuspend, key, turn_id, std::nullopt});
+  bus_->Publish({TurnSignal::Kind::kSuspend, key, turn_id});
   if (elsewhere.empty()) return nullptr;
   Control stand_in = std::make_shared<TurnControl>();
   waiting_.emplace(key, Waiting{stand_in, now, std::move(elsewhere)});
@@ -464,11 +468,11 @@ void RunningTurns::OnSignal(const TurnSignal& signal) {
         }
       }
       RemoteTurnsGauge().Set(static_cast<double>(remote_.size()));
-      // The turns here waiting for it learn what it set aside.
+      // The turns here waiting for it learn which flow it set aside.
       auto [wait_begin, wait_end] = waiting_.equal_range(key);
       for (auto it = wait_begin; it != wait_end;) {
         if (absl::c_linear_search(it->second.turn_ids, signal.turn_id)) {
-          it->second.control->Ended(signal.suspended);
+          it->second.control->EndedElsewhere(signal.set_aside_flow_id);
           it = waiting_.erase(it);
         } else {
           ++it;

@@ -35,7 +35,8 @@ using RawChatService = pb::ChatService::WithRawCallbackMethod_StreamChat<
 // The turns running now, so that CancelTurn and a newer message on the same
 // conversation can reach them: this process's own, and, with a bus, those
 // other replicas announced. A turn running elsewhere is reached through the
-// bus; its suspension comes back as the flow it set aside when it ends.
+// bus; its suspension comes back as the id of the flow it set aside when it
+// ends (the flow's state is in the flow store).
 // Thread-safe.
 class RunningTurns final {
  public:
@@ -58,8 +59,8 @@ class RunningTurns final {
   bool Cancel(const std::string& key, const std::string& turn_id);
   // Asks every turn of the conversation but `turn_id` (a retry of itself) to
   // suspend; returns the newest one's control, null when none runs. For a
-  // turn on another replica the control stands in for it: it ends with the
-  // flow that turn set aside.
+  // turn on another replica the control stands in for it: it ends
+  // (EndedElsewhere) with the id of the flow that turn set aside.
   Control Suspend(const std::string& key, const std::string& turn_id);
 
   static std::string Key(const core::Identity& who, const std::string& conversation_id);

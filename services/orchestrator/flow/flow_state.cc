@@ -161,6 +161,11 @@ FlowStatus ParseFlowStatus(const std::string& name) {
   return FlowStatus::kDone;
 }
 
+SuspendedFlow SuspendedFlowOf(const FlowState& state) {
+  return SuspendedFlow{state.flow_id,      state.goal,   state.action_type,
+                       state.box.entities, std::nullopt, state.plan};
+}
+
 nlohmann::json SuspendedFlowToJson(const SuspendedFlow& flow) {
   nlohmann::json json = {{"flow_id", flow.flow_id},
                          {"goal", flow.goal},

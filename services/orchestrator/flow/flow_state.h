@@ -121,7 +121,11 @@ nlohmann::json FlowStateToJson(const FlowState& state);
 // waiting for an approval, an answer or a plan, else done).
 FlowState FlowStateFromJson(const nlohmann::json& json);
 
-// A suspended flow alone, as the projection and the turn bus carry it.
+// What a flow set aside is to the turns after it, from its own state (its
+// context box stays in the store). The same whichever replica reads it.
+SuspendedFlow SuspendedFlowOf(const FlowState& state);
+
+// A suspended flow alone, as the projection carries it.
 nlohmann::json SuspendedFlowToJson(const SuspendedFlow& flow);
 // nullopt for anything without a flow id.
 std::optional<SuspendedFlow> SuspendedFlowFromJson(const nlohmann::json& json);

@@ -16,11 +16,9 @@ namespace omniforge::orchestrator {
 namespace {
 
 constexpr char kChannel[] = "omniforge_turns";
-// NOTIFY takes payloads under 8,000 bytes; a sealed payload is the text's
-// base64 (4/3) plus its nonce, tag and key id.
-constexpr size_t kMaxPayloadBytes = 7000;
-constexpr size_t kMaxSealedTextBytes = (kMaxPayloadBytes - 200) / 4 * 3;
-// What a sealed payload is bound to.
+// The purpose the bus's key is derived for, and what a sealed payload is
+// bound to.
+constexpr char kBusKeyPurpose[] = "ofbus001";
 constexpr char kBusAd[] = "omniforge-turn-bus";
 // A sealed signal older than this (by its sender's clock) is dropped, so a
 // payload captured from the channel cannot be replayed later.
@@ -30,6 +28,27 @@ int64_t NowMillis() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// The text of a sealed payload, opened with the bus's keys (by master key
+// id); nullopt when it does not open or is too old.
+std::optional<std::string> OpenWith(const std::map<std::string, seal::DataKey>& keys,
+                                    const std::string& payload) {
+  const size_t bar = payload.find('|');
+  if (bar == std::string::npos) return std::nullopt;
+  auto key = keys.find(payload.substr(0, bar));
+  if (key == keys.end()) return std::nullopt;
+  const std::string_view sealed = std::string_view(payload).substr(bar + 1);
+  if (!seal::IsSealedText(sealed)) return std::nullopt;
+  auto opened = seal::OpenTextWith(key->second, sealed, kBusAd);
+  if (!opened.ok()) return std::nullopt;
+  const size_t sent_end = opened->find('|');
+  int64_t sent = 0;
+  if (sent_end == std::string::npos || !absl::SimpleAtoi(opened->substr(0, sent_end), &sent) ||
+      std::abs(NowMillis() - sent) > kMaxSignalAgeMillis) {
+    return std::nullopt;
+  }
+  return opened->substr(sent_end + 1);
 }
 // Signals waiting to be sent; beyond this they are dropped (the database is
 // out of reach, and a turn's signals are worth nothing minutes later).
@@ -54,11 +73,16 @@ class Receiver final : public pqxx::notification_receiver {
 
 }  // namespace
 
+std::optional<std::string> OpenTurnBusPayload(const seal::MasterKeySet& keys,
+                                              const std::string& payload) {
+  return OpenWith(seal::DerivedKeys(keys, kBusKeyPurpose), payload);
+}
+
 PgTurnBus::PgTurnBus(std::string dsn, std::optional<seal::MasterKeySet> keys)
     : dsn_(std::move(dsn)), origin_(core::NewUuid()) {
   if (keys.has_value()) {
     current_key_id_ = keys->current_id;
-    keys_ = seal::DerivedKeys(*keys, "ofbus001");
+    keys_ = seal::DerivedKeys(*keys, kBusKeyPurpose);
   }
   listener_ = std::thread([this] { Listen(); });
   sender_ = std::thread([this] { Send(); });
@@ -84,26 +108,11 @@ std::string PgTurnBus::Sealed(const std::string& text) const {
 
 std::optional<std::string> PgTurnBus::Opened(const std::string& payload) const {
   if (keys_.empty()) return payload;
-  const size_t bar = payload.find('|');
-  if (bar == std::string::npos) return std::nullopt;
-  auto key = keys_.find(payload.substr(0, bar));
-  if (key == keys_.end()) return std::nullopt;
-  const std::string_view sealed = std::string_view(payload).substr(bar + 1);
-  if (!seal::IsSealedText(sealed)) return std::nullopt;
-  auto opened = seal::OpenTextWith(key->second, sealed, kBusAd);
-  if (!opened.ok()) return std::nullopt;
-  const size_t sent_end = opened->find('|');
-  int64_t sent = 0;
-  if (sent_end == std::string::npos || !absl::SimpleAtoi(opened->substr(0, sent_end), &sent) ||
-      std::abs(NowMillis() - sent) > kMaxSignalAgeMillis) {
-    return std::nullopt;
-  }
-  return opened->substr(sent_end + 1);
+  return OpenWith(keys_, payload);
 }
 
 void PgTurnBus::Publish(const TurnSignal& signal) {
-  std::string text = Sealed(
-      TurnSignalToText(signal, origin_, keys_.empty() ? kMaxPayloadBytes : kMaxSealedTextBytes));
+  std::string text = Sealed(TurnSignalToText(signal, origin_));
   {
     absl::MutexLock lock(&mu_);
     if (stopping_ || outbox_.size() >= kMaxOutbox) return;

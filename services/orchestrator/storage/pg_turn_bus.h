@@ -4,14 +4,15 @@
 // a replica that is down misses the signals of that time, which only the
 // turns running across that gap notice (they run on as with one replica).
 //
-// Given the orchestrator's master keys, every payload is sealed
+// A payload holds ids only (turn_bus.h): a conversation's digest, a turn id,
+// the id of a flow set aside, the sending replica's id; never a word of the
+// user's. Given the orchestrator's master keys, every payload is sealed
 // (XChaCha20-Poly1305, a key derived from the master key for the bus, the
-// master key's id in the clear): a suspended flow's goal and context box
-// never travel in the clear, and a signal that does not open with a key
-// the replica has (sent by anything but a replica: another role that may
-// NOTIFY, a forged cancel) or that was sealed more than a minute ago (a
-// captured payload replayed) is dropped and counted
-// (omniforge_orchestrator_turn_bus_rejected_total).
+// master key's id in the clear), so that a signal proves it comes from a
+// replica: one that does not open with a key the replica has (sent by
+// anything but a replica: another role that may NOTIFY, a forged cancel)
+// or that was sealed more than a minute ago (a captured payload replayed)
+// is dropped and counted (omniforge_orchestrator_turn_bus_rejected_total).
 #pragma once
 
 #include <chrono>
@@ -28,6 +29,13 @@
 #include "services/orchestrator/turn/turn_bus.h"
 
 namespace omniforge::orchestrator {
+
+// The signal's text of a payload as a replica with `keys` sends it, opened
+// with the bus's key derived from them (what an operator holding the master
+// key reads off the channel); nullopt when it does not open or was sealed
+// more than a minute ago.
+std::optional<std::string> OpenTurnBusPayload(const seal::MasterKeySet& keys,
+                                              const std::string& payload);
 
 class PgTurnBus final : public TurnBus {
  public:

@@ -45,6 +45,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -74,6 +75,7 @@
 #include "services/orchestrator/approvals/approval_gate.h"
 #include "services/orchestrator/storage/pg_approval_audit.h"
 #include "services/orchestrator/storage/pg_plan_store.h"
+#include "services/orchestrator/storage/pg_turn_bus.h"
 #include "services/orchestrator/storage/tenant_keys.h"
 #include "tests/support/command.h"
 #include "tests/support/identity_keys.h"
@@ -2121,6 +2123,32 @@ TEST_F(ModelPlannerEndToEndTest, APlanSuspendedByANewMessageRunsWhenTheFlowIsRes
   EXPECT_TRUE(resumed.done().is_final());
 }
 
+// The turn bus's channel as anyone who may LISTEN reads it, each payload
+// opened at once (within its minute) with the bus's key derived from the
+// orchestrator's master key, as an operator holding that key would.
+class TurnChannelWatch final : public pqxx::notification_receiver {
+ public:
+  TurnChannelWatch(pqxx::connection_base& conn, seal::MasterKeySet keys)
+      : pqxx::notification_receiver(conn, "omniforge_turns"), keys_(std::move(keys)) {}
+  void operator()(const std::string& payload, int) override {
+    payloads.push_back(payload);
+    opened.push_back(OpenTurnBusPayload(keys_, payload));
+  }
+  // Reads what arrived within `wait`.
+  void Drain(std::chrono::milliseconds wait) {
+    for (auto until = std::chrono::steady_clock::now() + wait;
+         std::chrono::steady_clock::now() < until;) {
+      conn().await_notification(0, 50000);
+    }
+  }
+
+  std::vector<std::string> payloads;
+  std::vector<std::optional<std::string>> opened;  // nullopt: it did not open
+
+ private:
+  const seal::MasterKeySet keys_;
+};
+
 TEST_F(ModelPlannerEndToEndTest, ATurnOnAnotherReplicaIsSuspendedOrCancelledThroughTheDatabase) {
   // A second replica: same database, same services, its own spool.
   testing::ServerProcess second(OMNIFORGE_ORCHESTRATOR_BIN);
@@ -2134,10 +2162,17 @@ TEST_F(ModelPlannerEndToEndTest, ATurnOnAnotherReplicaIsSuspendedOrCancelledThro
   slow.chunk_delay_ms = 300;
   llm::testing::FakeRule quick = Rule("quick question", false, {});
   quick.reply.text = "You have no agents yet.";
-  ASSERT_TRUE(fake_->SetRules({slow, quick}).ok());
+  llm::testing::FakeRule resume = Rule("go on with that", false, {});
+  resume.reply.text = "And so the reports were never late again.";
+  ASSERT_TRUE(fake_->SetRules({slow, quick, resume}).ok());
   Turn hello = Chat("hello");
   ASSERT_TRUE(hello.status.ok());
   const std::string conversation = hello.session().conversation_id();
+  // A word of the user's found nowhere else, in the goal (and so the context
+  // box) of the flow that is set aside.
+  const std::string canary = "Quillwort" + core::NewUuid().substr(24);
+  pqxx::connection listener(db_->dsn());
+  TurnChannelWatch channel(listener, {*seal::KeyRing::ParseMasterKey(kMasterKey), "primary", {}});
 
   // Whether the second replica counts `n` turns running on the first. The
   // start and the end of a turn are signals, so they arrive a moment after
@@ -2164,7 +2199,7 @@ TEST_F(ModelPlannerEndToEndTest, ATurnOnAnotherReplicaIsSuspendedOrCancelledThro
   };
   size_t before = fake_->RequestCount();
   std::optional<Turn> running;
-  std::thread turn([&] { running = Chat("tell me a long story", conversation); });
+  std::thread turn([&] { running = Chat("tell me a long story about " + canary, conversation); });
   ASSERT_TRUE(fake_->WaitForRequests(before + 1, 10000)) << "the turn never reached the model";
   ASSERT_TRUE(heard_of_it()) << "the turn's start never reached the second replica";
   Turn interrupting = on_other("quick question: which agents do I have?");
@@ -2177,6 +2212,26 @@ TEST_F(ModelPlannerEndToEndTest, ATurnOnAnotherReplicaIsSuspendedOrCancelledThro
   EXPECT_EQ(interrupting.session().suspended_flow_id(), running->session().flow_id())
       << "the second replica learns what it set aside";
   EXPECT_EQ(interrupting.text(), quick.reply.text);
+  channel.Drain(std::chrono::milliseconds(200));
+
+  // Resumed on the second replica: what the flow was about, which the bus
+  // does not carry, was read from the flow store.
+  const size_t asked_before = fake_->Requests().size();
+  Turn resumed = on_other("go on with that");
+  ExpectWellFormed(resumed);
+  EXPECT_EQ(resumed.session().flow_id(), running->session().flow_id());
+  EXPECT_EQ(resumed.text(), resume.reply.text);
+  EXPECT_TRUE(resumed.done().is_final());
+  const std::vector<llm::testing::RecordedRequest> asked = fake_->Requests();
+  auto planner_call = std::find_if(asked.rbegin(), asked.rend(), [](const auto& request) {
+    return request.operation == "planner_stream";
+  });
+  ASSERT_TRUE(planner_call != asked.rend() &&
+              planner_call.base() - asked.begin() > static_cast<std::ptrdiff_t>(asked_before))
+      << "the resumed turn asked the model";
+  EXPECT_THAT(planner_call->body, HasSubstr("RESUMING"));
+  EXPECT_THAT(planner_call->body, HasSubstr(canary)) << "the flow's goal, from the store";
+  channel.Drain(std::chrono::milliseconds(200));
 
   // CancelTurn on the second replica cancels a turn running on the first.
   ASSERT_TRUE(knows_of(0)) << "the end of the suspended turn never reached the second replica";
@@ -2209,6 +2264,27 @@ TEST_F(ModelPlannerEndToEndTest, ATurnOnAnotherReplicaIsSuspendedOrCancelledThro
     if (still_running) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_FALSE(still_running) << "the turn's end never reached the second replica";
+
+  // Every signal crossed the channel sealed, and opened it is ids only.
+  channel.Drain(std::chrono::milliseconds(300));
+  ASSERT_GE(channel.payloads.size(), 6u) << "starts, ends, a suspend and a cancel";
+  bool named_set_aside = false;
+  for (size_t i = 0; i < channel.payloads.size(); ++i) {
+    EXPECT_EQ(channel.payloads[i].find(canary), std::string::npos) << channel.payloads[i];
+    ASSERT_TRUE(channel.opened[i].has_value())
+        << "not sealed by a replica: " << channel.payloads[i];
+    const std::string& text = *channel.opened[i];
+    EXPECT_EQ(text.find(canary), std::string::npos) << text;
+    EXPECT_EQ(text.find("story"), std::string::npos) << text;
+    const json signal = json::parse(text);
+    for (const auto& field : signal.items()) {
+      EXPECT_THAT(field.key(),
+                  ::testing::AnyOf("kind", "conversation", "turn_id", "origin", "set_aside"))
+          << text;
+    }
+    named_set_aside |= signal.value("set_aside", "") == running->session().flow_id();
+  }
+  EXPECT_TRUE(named_set_aside) << "the end of the suspended turn names its flow, by its id";
 }
 
 TEST_F(ModelPlannerEndToEndTest, TheAnswerStreamsAndReadToolsRunInTheSameSession) {

@@ -754,20 +754,21 @@ TEST(LocalPolicyPlanTest, ProjectWorkBecomesAPlanDraftedWhenItWritesAndOnlyWithA
   EXPECT_FALSE(DecideLocally(in).plan.has_value()) << "the general workspace plans nothing";
 }
 
-TEST(TurnBusTest, SignalsRoundTripNameNoIdsAndFitThePayloadLimit) {
+TEST(TurnBusTest, SignalsRoundTripAndHoldIdsOnly) {
   const std::string digest = TurnConversationDigest("acme", "alice", "c-1");
   EXPECT_EQ(digest.size(), 32u);
   EXPECT_EQ(digest, TurnConversationDigest("acme", "alice", "c-1"));
   EXPECT_NE(digest, TurnConversationDigest("acme", "bob", "c-1"));
   EXPECT_EQ(digest.find("acme"), std::string::npos);
 
-  TurnSignal ended{TurnSignal::Kind::kEnded, digest, "turn-1", std::nullopt};
-  SuspendedFlow flow{"flow-1", std::string(5000, 'g'), intentpb::ACTION_TYPE_QUERY_INFO, {}, {}};
-  flow.box = ContextBox{"goal", {}, {}, {std::string(5000, 'd')}, {}, {}, {}, {}};
-  flow.plan = PlanRef{"plan-1", "running", "survey"};
-  ended.suspended = flow;
-  const std::string text = TurnSignalToText(ended, "replica-a", 7000);
-  EXPECT_LE(text.size(), 7000u);
+  const TurnSignal ended{TurnSignal::Kind::kEnded, digest, "turn-1", "flow-1"};
+  const std::string text = TurnSignalToText(ended, "replica-a");
+  EXPECT_EQ(json::parse(text), (json{{"kind", "ended"},
+                                     {"conversation", digest},
+                                     {"turn_id", "turn-1"},
+                                     {"origin", "replica-a"},
+                                     {"set_aside", "flow-1"}}))
+      << "the ids, and nothing else";
   std::string origin;
   const std::optional<TurnSignal> back = TurnSignalFromText(text, &origin);
   ASSERT_TRUE(back.has_value());
@@ -775,15 +776,33 @@ TEST(TurnBusTest, SignalsRoundTripNameNoIdsAndFitThePayloadLimit) {
   EXPECT_EQ(back->kind, TurnSignal::Kind::kEnded);
   EXPECT_EQ(back->conversation, digest);
   EXPECT_EQ(back->turn_id, "turn-1");
-  ASSERT_TRUE(back->suspended.has_value());
-  EXPECT_EQ(back->suspended->flow_id, "flow-1");
-  EXPECT_FALSE(back->suspended->box.has_value()) << "the box is dropped first: the store has it";
-  ASSERT_TRUE(back->suspended->plan.has_value());
-  EXPECT_EQ(back->suspended->plan->plan_id, "plan-1");
+  EXPECT_EQ(back->set_aside_flow_id, "flow-1");
+  EXPECT_EQ(json::parse(TurnSignalToText({TurnSignal::Kind::kCancel, digest, ""}, "r"))
+                .count("set_aside"),
+            0u)
+      << "no flow named when none was set aside";
+
+  // An older replica's end named the suspended flow whole: only its id is read.
+  const json older = {{"kind", "ended"},
+                      {"conversation", digest},
+                      {"turn_id", "turn-1"},
+                      {"suspended", {{"flow_id", "flow-1"}, {"goal", "close the merger"}}}};
+  const std::optional<TurnSignal> from_older = TurnSignalFromText(older.dump(), nullptr);
+  ASSERT_TRUE(from_older.has_value());
+  EXPECT_EQ(from_older->set_aside_flow_id, "flow-1");
 
   EXPECT_FALSE(TurnSignalFromText("not json", nullptr).has_value());
   EXPECT_FALSE(TurnSignalFromText(R"({"kind":"explode","conversation":"x"})", nullptr));
   EXPECT_FALSE(TurnSignalFromText(R"({"kind":"cancel"})", nullptr)) << "no conversation";
+  auto with = [&](const char* key, const std::string& value) {
+    json changed = json::parse(text);
+    changed[key] = value;
+    return TurnSignalFromText(changed.dump(), nullptr);
+  };
+  EXPECT_FALSE(with("conversation", "c-1")) << "a conversation's own id, not its digest";
+  EXPECT_FALSE(with("turn_id", "show me the runs")) << "words are no turn id";
+  EXPECT_FALSE(with("set_aside", "close the merger")) << "words are no flow id";
+  EXPECT_FALSE(with("origin", std::string(200, 'r')));
 }
 
 }  // namespace

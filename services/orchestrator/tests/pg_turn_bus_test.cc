@@ -1,13 +1,14 @@
 // The turn bus on PostgreSQL between replicas: signals sealed with the
 // orchestrator's master key reach the other replicas whole, travel with no
-// words in the clear, and a signal that does not open with a replica's keys
-// (forged by anything that may NOTIFY, or sealed under another master key)
-// is dropped.
+// id in the clear and hold ids only once opened, and a signal that does not
+// open with a replica's keys (forged by anything that may NOTIFY, or sealed
+// under another master key) is dropped.
 #include "services/orchestrator/storage/pg_turn_bus.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 #include <string>
 #include <thread>
@@ -50,16 +51,11 @@ class Received {
   std::vector<TurnSignal> signals_ ABSL_GUARDED_BY(mu_);
 };
 
-TurnSignal Ended(const std::string& goal) {
-  TurnSignal signal;
-  signal.kind = TurnSignal::Kind::kEnded;
-  signal.conversation = "digest-1";
-  signal.turn_id = "turn-1";
-  SuspendedFlow flow;
-  flow.flow_id = "flow-1";
-  flow.goal = goal;
-  signal.suspended = flow;
-  return signal;
+const std::string kConversation = TurnConversationDigest("acme", "alice", "c-1");
+
+// The end of a turn that set aside the flow `flow_id`.
+TurnSignal Ended(const std::string& flow_id) {
+  return {TurnSignal::Kind::kEnded, kConversation, "turn-1", flow_id};
 }
 
 class PgTurnBusTest : public ::testing::Test {
@@ -73,7 +69,7 @@ class PgTurnBusTest : public ::testing::Test {
 };
 testing::TestDatabase* PgTurnBusTest::db_ = nullptr;
 
-TEST_F(PgTurnBusTest, ASealedSignalReachesTheOtherReplicaWholeAndNoWordTravelsInTheClear) {
+TEST_F(PgTurnBusTest, ASealedSignalReachesTheOtherReplicaWholeAndHoldsIdsOnly) {
   pqxx::connection watcher(db_->dsn());
   std::vector<std::string> seen;
   struct Watch final : pqxx::notification_receiver {
@@ -83,28 +79,39 @@ TEST_F(PgTurnBusTest, ASealedSignalReachesTheOtherReplicaWholeAndNoWordTravelsIn
     std::vector<std::string>& out;
   } watch(watcher, seen);
 
-  PgTurnBus sender(db_->service_dsn("orchestrator"), seal::TestMasterKeys("primary", '1'));
-  PgTurnBus receiver(db_->service_dsn("orchestrator"), seal::TestMasterKeys("primary", '1'));
+  const seal::MasterKeySet keys = seal::TestMasterKeys("primary", '1');
+  PgTurnBus sender(db_->service_dsn("orchestrator"), keys);
+  PgTurnBus receiver(db_->service_dsn("orchestrator"), keys);
   ASSERT_TRUE(sender.WaitListening(std::chrono::seconds(5)));
   ASSERT_TRUE(receiver.WaitListening(std::chrono::seconds(5)));
   Received got;
   receiver.Subscribe(got.Sink());
-  sender.Publish(Ended("close the Zanzibar merger"));
+  sender.Publish(Ended("flow-1"));
   const std::vector<TurnSignal> signals = got.Wait(1);
   ASSERT_EQ(signals.size(), 1u);
-  ASSERT_TRUE(signals[0].suspended.has_value());
-  EXPECT_EQ(signals[0].suspended->goal, "close the Zanzibar merger");
+  EXPECT_EQ(signals[0].kind, TurnSignal::Kind::kEnded);
+  EXPECT_EQ(signals[0].conversation, kConversation);
   EXPECT_EQ(signals[0].turn_id, "turn-1");
+  EXPECT_EQ(signals[0].set_aside_flow_id, "flow-1");
 
   for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
        seen.empty() && std::chrono::steady_clock::now() < until;) {
     watcher.await_notification(0, 100000);
   }
-  ASSERT_FALSE(seen.empty());
-  for (const std::string& payload : seen) {
-    EXPECT_EQ(payload.find("Zanzibar"), std::string::npos) << payload;
-    EXPECT_EQ(payload.find("turn-1"), std::string::npos) << payload;
-  }
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].find("turn-1"), std::string::npos) << "sealed: " << seen[0];
+  EXPECT_EQ(seen[0].find(kConversation), std::string::npos) << seen[0];
+  // Opened with the bus's key (as an operator with the master key would),
+  // the signal is its ids and nothing more.
+  const std::optional<std::string> opened = OpenTurnBusPayload(keys, seen[0]);
+  ASSERT_TRUE(opened.has_value());
+  EXPECT_EQ(nlohmann::json::parse(*opened), (nlohmann::json{{"kind", "ended"},
+                                                            {"conversation", kConversation},
+                                                            {"turn_id", "turn-1"},
+                                                            {"origin", sender.origin()},
+                                                            {"set_aside", "flow-1"}}));
+  EXPECT_FALSE(OpenTurnBusPayload(seal::TestMasterKeys("primary", '2'), seen[0]))
+      << "another master key does not open it";
   receiver.Subscribe(nullptr);
 }
 
@@ -123,23 +130,21 @@ TEST_F(PgTurnBusTest, AForgedOrForeignSignalIsDroppedAndARotatedKeyStillOpens) {
   // master key.
   TurnSignal cancel;
   cancel.kind = TurnSignal::Kind::kCancel;
-  cancel.conversation = "digest-1";
+  cancel.conversation = kConversation;
   {
     pqxx::connection conn(db_->service_dsn("executor"));
     pqxx::nontransaction tx(conn);
-    tx.exec_params("SELECT pg_notify('omniforge_turns', $1)",
-                   TurnSignalToText(cancel, "forger", 7000));
+    tx.exec_params("SELECT pg_notify('omniforge_turns', $1)", TurnSignalToText(cancel, "forger"));
   }
   foreign.Publish(cancel);
   // Then a signal under the previous master key, which the receiver still has.
-  rotated_from.Publish(Ended("from before the rotation"));
+  rotated_from.Publish(Ended("flow-before-the-rotation"));
   got.Wait(1);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // any stray signal lands
   const std::vector<TurnSignal> all = got.Wait(1);
   ASSERT_EQ(all.size(), 1u) << "only the replica's signal is delivered";
   EXPECT_EQ(all[0].kind, TurnSignal::Kind::kEnded);
-  ASSERT_TRUE(all[0].suspended.has_value());
-  EXPECT_EQ(all[0].suspended->goal, "from before the rotation");
+  EXPECT_EQ(all[0].set_aside_flow_id, "flow-before-the-rotation");
   receiver.Subscribe(nullptr);
 }
 
@@ -153,8 +158,7 @@ std::string ReplicaPayload(const seal::MasterKeySet& keys, const TurnSignal& sig
                     age;
   const seal::DataKey key{1, seal::DerivedKey(keys.current, "ofbus001")};
   return keys.current_id + "|" +
-         seal::SealText(key,
-                        std::to_string(sent.count()) + "|" + TurnSignalToText(signal, "a", 7000),
+         seal::SealText(key, std::to_string(sent.count()) + "|" + TurnSignalToText(signal, "a"),
                         "omniforge-turn-bus");
 }
 
@@ -168,16 +172,15 @@ TEST_F(PgTurnBusTest, ACapturedPayloadReplayedAfterAMinuteIsDropped) {
     pqxx::connection conn(db_->dsn());
     pqxx::nontransaction tx(conn);
     tx.exec_params("SELECT pg_notify('omniforge_turns', $1)",
-                   ReplicaPayload(keys, Ended("replayed"), std::chrono::minutes(5)));
+                   ReplicaPayload(keys, Ended("flow-replayed"), std::chrono::minutes(5)));
     tx.exec_params("SELECT pg_notify('omniforge_turns', $1)",
-                   ReplicaPayload(keys, Ended("fresh"), std::chrono::milliseconds(0)));
+                   ReplicaPayload(keys, Ended("flow-fresh"), std::chrono::milliseconds(0)));
   }
   got.Wait(1);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const std::vector<TurnSignal> all = got.Wait(1);
   ASSERT_EQ(all.size(), 1u);
-  ASSERT_TRUE(all[0].suspended.has_value());
-  EXPECT_EQ(all[0].suspended->goal, "fresh");
+  EXPECT_EQ(all[0].set_aside_flow_id, "flow-fresh");
   receiver.Subscribe(nullptr);
 }
 

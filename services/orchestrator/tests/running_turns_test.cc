@@ -29,7 +29,7 @@ class TestBus final : public TurnBus {
 };
 
 TurnSignal Ended(const std::string& turn_id, const std::string& flow_id) {
-  return {TurnSignal::Kind::kEnded, "conversation", turn_id, SuspendedFlow{flow_id, "a goal"}};
+  return {TurnSignal::Kind::kEnded, "conversation", turn_id, flow_id};
 }
 
 // What the stand-in says was set aside, waiting at most a moment.
@@ -44,7 +44,7 @@ class RunningTurnsTest : public ::testing::Test {
  protected:
   // A newer message here, while another replica runs `remote_turn`.
   RunningTurns::Control AskWhileRunningElsewhere(const std::string& remote_turn) {
-    bus_.Hear({TurnSignal::Kind::kStarted, "conversation", remote_turn, std::nullopt});
+    bus_.Hear({TurnSignal::Kind::kStarted, "conversation", remote_turn});
     return running_.Suspend("conversation", "new-turn");
   }
 
@@ -61,6 +61,27 @@ TEST_F(RunningTurnsTest, ATurnOnAnotherReplicaIsAskedAndItsEndSaysWhatItSetAside
 
   bus_.Hear(Ended("remote-turn", "its-flow"));
   EXPECT_EQ(SetAside(stand_in), "its-flow");
+  EXPECT_TRUE(stand_in->ended_elsewhere()) << "the turn that goes on reads the flow from the store";
+}
+
+TEST_F(RunningTurnsTest, ATurnEndedHereNamesTheFlowItSetAsideByItsIdOnly) {
+  auto control = std::make_shared<TurnControl>();
+  running_.Add("conversation", "turn-1", control);
+  SuspendedFlow flow;
+  flow.flow_id = "flow-1";
+  flow.goal = "close the merger";
+  control->Ended(flow);
+  running_.Remove("conversation", "turn-1");
+  ASSERT_EQ(bus_.published.size(), 2u);
+  EXPECT_EQ(bus_.published[1].kind, TurnSignal::Kind::kEnded);
+  EXPECT_EQ(bus_.published[1].turn_id, "turn-1");
+  EXPECT_EQ(bus_.published[1].set_aside_flow_id, "flow-1");
+  EXPECT_FALSE(control->ended_elsewhere());
+
+  running_.Add("conversation", "turn-2", std::make_shared<TurnControl>());
+  running_.Remove("conversation", "turn-2");  // ended without suspending
+  ASSERT_EQ(bus_.published.size(), 4u);
+  EXPECT_EQ(bus_.published[3].set_aside_flow_id, "");
 }
 
 TEST_F(RunningTurnsTest, TheEndOfATurnThatWasNotAskedLeavesTheStandInWaiting) {
@@ -77,7 +98,7 @@ TEST_F(RunningTurnsTest, TheEndOfATurnThatWasNotAskedLeavesTheStandInWaiting) {
 }
 
 TEST_F(RunningTurnsTest, WithNoTurnKnownElsewhereTheTurnsAreAskedButNoneIsWaitedFor) {
-  bus_.Hear({TurnSignal::Kind::kStarted, "conversation", "remote-turn", std::nullopt});
+  bus_.Hear({TurnSignal::Kind::kStarted, "conversation", "remote-turn"});
   bus_.Hear(Ended("remote-turn", ""));
 
   EXPECT_EQ(running_.Suspend("conversation", "new-turn"), nullptr);
@@ -101,7 +122,7 @@ TEST_F(RunningTurnsTest, ATurnIdIsClaimedOnceWhileItsTurnRunsHereOrElsewhere) {
       << "once it ended, the turn id may run again (and is replayed)";
 
   // A turn another replica announced cannot be claimed here until it ends.
-  bus_.Hear({TurnSignal::Kind::kStarted, "conversation", "remote-turn", std::nullopt});
+  bus_.Hear({TurnSignal::Kind::kStarted, "conversation", "remote-turn"});
   EXPECT_FALSE(running_.Claim("conversation", "remote-turn", std::make_shared<TurnControl>()));
   bus_.Hear(Ended("remote-turn", ""));
   EXPECT_TRUE(running_.Claim("conversation", "remote-turn", std::make_shared<TurnControl>()));

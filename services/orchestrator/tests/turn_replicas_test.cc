@@ -2,7 +2,9 @@
 // turns (RunningTurns) joined by an in-process bus (testing/
 // in_process_turn_bus.h), one TurnRunner on fakes. A CancelTurn or a newer
 // message on one replica reaches the turn the other runs, at the moment a
-// fake's hook names; the bus is settled instead of slept on.
+// fake's hook names; the bus is settled instead of slept on. The bus names
+// the flow set aside by its id only: the newer turn reads the rest from the
+// flow store the replicas share.
 #include "services/orchestrator/api/chat_service.h"
 #include "services/orchestrator/testing/in_process_turn_bus.h"
 #include "services/orchestrator/testing/turn_test_names.h"
@@ -92,9 +94,12 @@ TEST_F(TurnReplicasTest, ANewerMessageOnAnotherReplicaSuspendsTheFlowItThenResum
   EXPECT_EQ(h_.tools.CallsOf("list_runs").size(), 1u);
   const std::string flow_id = suspended.events.front().session().flow_id();
 
-  // Replica B learns from the bus what replica A set aside.
+  // Replica B learns from the bus which flow replica A set aside, by its id
+  // alone; the newer turn reads what it was about from the flow store.
   ASSERT_TRUE(stand_in->SuspendedState().has_value());
   EXPECT_EQ(stand_in->SuspendedState()->flow_id, flow_id);
+  EXPECT_EQ(stand_in->SuspendedState()->goal, "") << "no word of it crosses the bus";
+  EXPECT_TRUE(stand_in->ended_elsewhere());
   model_.PushText("It is noon.");
   TurnControl newer;
   RecordingSink aside;
@@ -103,6 +108,9 @@ TEST_F(TurnReplicasTest, ANewerMessageOnAnotherReplicaSuspendsTheFlowItThenResum
                         newer, aside, core::TimePoint::max(), stand_in)
                   .ok());
   EXPECT_EQ(aside.events.front().session().suspended_flow_id(), flow_id);
+  EXPECT_EQ(h_.understanding.requests().back().pending().resumable_goal(), "show all the runs")
+      << "the intent service hears what was set aside, read from the store";
+  EXPECT_TRUE(h_.errors.errors().empty());
 
   model_.PushToolCall("list_runs", json{{"page", 2}});
   model_.PushText("Both pages are read.");
@@ -111,6 +119,30 @@ TEST_F(TurnReplicasTest, ANewerMessageOnAnotherReplicaSuspendsTheFlowItThenResum
   EXPECT_EQ(resumed.events.front().session().flow_id(), flow_id);
   EXPECT_EQ(h_.tools.CallsOf("list_runs").size(), 2u);
   EXPECT_TRUE(resumed.events.back().done().is_final());
+  const std::optional<FlowState> state = h_.Flow(flow_id);
+  ASSERT_TRUE(state.has_value());
+  EXPECT_EQ(state->goal, "show all the runs") << "resumed with its own goal";
+  EXPECT_THAT(state->box.progress, Contains("resumed after an interruption"));
+}
+
+TEST_F(TurnReplicasTest, AFlowSetAsideElsewhereThatTheStoreLacksLeavesNothingSetAside) {
+  const std::string conversation = Open();
+  // The other replica's turn ended suspended, but its flow never reached
+  // the store (its save failed).
+  auto stand_in = std::make_shared<TurnControl>();
+  stand_in->EndedElsewhere("0190a0a0-0000-7000-8000-000000000000");
+  model_.PushText("It is noon.");
+  TurnControl newer;
+  RecordingSink sink;
+  ASSERT_TRUE(h_.runner
+                  ->Run(kAlice, TurnHarness::Request("what time is it?", conversation, "turn-2"),
+                        newer, sink, core::TimePoint::max(), stand_in)
+                  .ok());
+  EXPECT_EQ(sink.events.front().session().suspended_flow_id(), "");
+  EXPECT_EQ(h_.understanding.requests().back().pending().resumable_goal(), "");
+  EXPECT_THAT(sink.Text(), HasSubstr("It is noon.")) << "the turn goes on";
+  ASSERT_EQ(h_.errors.errors().size(), 1u);
+  EXPECT_EQ(h_.errors.errors()[0].stage, "read_flow");
 }
 
 }  // namespace

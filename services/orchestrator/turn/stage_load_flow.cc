@@ -20,8 +20,12 @@ void TurnPass::LoadFlow() {
   // The flow this message suspends, once it has stopped at a safe point (or
   // as far as it is known when it takes longer than a call's time); else the
   // one an earlier message suspended, still waiting to be resumed.
-  if (interrupted_ != nullptr)
+  if (interrupted_ != nullptr) {
     suspended_now_ = interrupted_->AwaitSuspension(DownstreamCall().deadline);
+    if (suspended_now_ && interrupted_->ended_elsewhere()) {
+      suspended_now_ = ReadSetAside(suspended_now_->flow_id);
+    }
+  }
   set_aside_ = suspended_now_ ? suspended_now_ : (last_ ? last_->suspended_flow : std::nullopt);
   Interpret();
   // A structured decision is never read as words (a resume, a "continue").
@@ -50,6 +54,20 @@ void TurnPass::LoadFlow() {
   control_.SetFlow({flow_id_, goal_, intentpb::ACTION_TYPE_UNSPECIFIED, {}, std::nullopt});
   LoadBox();
   Announce();
+}
+
+// The flow a turn on another replica set aside, which the turn bus names
+// by its id only: the rest is what that turn saved in the flow store before
+// it ended. Nothing is set aside now when it cannot be read (that turn's
+// save failed, or the store is out of reach).
+std::optional<SuspendedFlow> TurnPass::ReadSetAside(const std::string& flow_id) {
+  stage_ = "read_flow";
+  absl::StatusOr<FlowState> loaded = runner_.flows_->Load(DownstreamCall(), flow_id);
+  if (loaded.ok()) return SuspendedFlowOf(*loaded);
+  RecordError("downstream_unavailable",
+              "the flow a newer message set aside on another replica could not be read: " +
+                  std::string(loaded.status().message()));
+  return std::nullopt;
 }
 
 // The window read beside the store, or the one kept after the

@@ -71,14 +71,15 @@ FlowState TurnPass::MakeFlowState() {
                           plan_carried_->objective, execpb::TOOL_RISK_UNSPECIFIED,
                           pb::ACTION_OUTCOME_STALE, "words"});
   }
+  state.box = box_;
   if (suspended_) {
-    SuspendedFlow self{flow_id_, goal_, state.action_type, box_.entities, std::nullopt, state.plan};
+    // A newer turn on another replica reads the same from the flow store.
+    SuspendedFlow self = SuspendedFlowOf(state);
     state.suspended_flow = self;
     control_.Ended(std::move(self));  // the newer turn goes on from here
   } else if (!resuming_) {
     state.suspended_flow = std::move(set_aside_);
   }
-  state.box = box_;
   return state;
 }
 

@@ -2,6 +2,7 @@
 
 #include <sodium.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "libs/core/text.h"
@@ -31,6 +32,15 @@ std::optional<TurnSignal::Kind> ParseKind(const std::string& name) {
   return std::nullopt;
 }
 
+// A conversation's digest as TurnConversationDigest makes it.
+bool IsDigest(const std::string& text) {
+  return text.size() == 32 && std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+bool IsIdOrEmpty(const std::string& text) { return text.empty() || core::IsSafeToken(text); }
+
 std::string Dump(const nlohmann::json& json) {
   return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -48,46 +58,39 @@ std::string TurnConversationDigest(const std::string& tenant_id, const std::stri
   return hex;
 }
 
-std::string TurnSignalToText(const TurnSignal& signal, const std::string& origin,
-                             size_t max_bytes) {
+std::string TurnSignalToText(const TurnSignal& signal, const std::string& origin) {
   nlohmann::json json = {{"kind", KindName(signal.kind)},
                          {"conversation", signal.conversation},
                          {"turn_id", signal.turn_id},
                          {"origin", origin}};
-  if (!signal.suspended) return Dump(json);
-  SuspendedFlow flow = *signal.suspended;
-  json["suspended"] = SuspendedFlowToJson(flow);
-  std::string text = Dump(json);
-  if (text.size() <= max_bytes) return text;
-  flow.box.reset();
-  json["suspended"] = SuspendedFlowToJson(flow);
-  text = Dump(json);
-  if (text.size() <= max_bytes) return text;
-  const size_t over = text.size() - max_bytes;
-  flow.goal =
-      core::Shortened(flow.goal, flow.goal.size() > over + 8 ? flow.goal.size() - over - 8 : 0);
-  json["suspended"] = SuspendedFlowToJson(flow);
+  if (!signal.set_aside_flow_id.empty()) json["set_aside"] = signal.set_aside_flow_id;
   return Dump(json);
 }
 
 std::optional<TurnSignal> TurnSignalFromText(const std::string& text, std::string* origin) {
   const nlohmann::json json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!json.is_object()) return std::nullopt;
-  auto string_at = [&json](const char* key) {
-    auto it = json.find(key);
-    return it != json.end() && it->is_string() ? it->get<std::string>() : std::string();
+  auto string_at = [](const nlohmann::json& object, const char* key) {
+    auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
   };
-  const std::optional<TurnSignal::Kind> kind = ParseKind(string_at("kind"));
+  const std::optional<TurnSignal::Kind> kind = ParseKind(string_at(json, "kind"));
   if (!kind) return std::nullopt;
   TurnSignal signal;
   signal.kind = *kind;
-  signal.conversation = string_at("conversation");
-  signal.turn_id = string_at("turn_id");
-  if (signal.conversation.empty()) return std::nullopt;
-  if (auto it = json.find("suspended"); it != json.end()) {
-    signal.suspended = SuspendedFlowFromJson(*it);
+  signal.conversation = string_at(json, "conversation");
+  signal.turn_id = string_at(json, "turn_id");
+  signal.set_aside_flow_id = string_at(json, "set_aside");
+  // An older replica sent the suspended flow whole: its id is all that is read.
+  if (auto it = json.find("suspended"); it != json.end() && it->is_object()) {
+    signal.set_aside_flow_id = string_at(*it, "flow_id");
   }
-  if (origin != nullptr) *origin = string_at("origin");
+  const std::string sender = string_at(json, "origin");
+  if (!IsDigest(signal.conversation) || !IsIdOrEmpty(signal.turn_id) ||
+      !IsIdOrEmpty(signal.set_aside_flow_id) || !IsIdOrEmpty(sender)) {
+    return std::nullopt;
+  }
+  if (origin != nullptr) *origin = sender;
   return signal;
 }
 

@@ -19,6 +19,26 @@ void TurnControl::Ended(std::optional<SuspendedFlow> suspended) {
   ended_cv_.SignalAll();
 }
 
+void TurnControl::EndedElsewhere(const std::string& set_aside_flow_id) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (ended_) return;
+    ended_ = true;
+    elsewhere_ = true;
+    if (!set_aside_flow_id.empty()) {
+      SuspendedFlow flow;
+      flow.flow_id = set_aside_flow_id;
+      suspended_ = std::move(flow);
+    }
+  }
+  ended_cv_.SignalAll();
+}
+
+bool TurnControl::ended_elsewhere() {
+  absl::MutexLock lock(&mu_);
+  return elsewhere_;
+}
+
 std::optional<SuspendedFlow> TurnControl::SuspendedState() {
   absl::MutexLock lock(&mu_);
   return ended_ ? suspended_ : std::nullopt;

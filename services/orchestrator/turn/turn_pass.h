@@ -89,6 +89,7 @@ class TurnPass final {
   // stage_load_flow.cc
   void TakeHistory();
   FlowState LastFlow(const Routing& routing);
+  std::optional<SuspendedFlow> ReadSetAside(const std::string& flow_id);
   intentpb::Pending PendingNow() const;
   const intentpb::ReplyDecision& Reply() const;
   void FindPlan();

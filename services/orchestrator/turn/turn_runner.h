@@ -137,8 +137,17 @@ class TurnControl final {
   // The turn's flow, once it is known.
   void SetFlow(SuspendedFlow flow);
   // The turn is over: `suspended` is its flow's saved state when it was
-  // suspended, nullopt when it ended otherwise. Only the first call counts.
+  // suspended, nullopt when it ended otherwise. Only the first call (of this
+  // or EndedElsewhere) counts.
   void Ended(std::optional<SuspendedFlow> suspended);
+  // The turn ran on another replica and is over, as the turn bus tells it:
+  // `set_aside_flow_id` names the flow it suspended (empty: none), whose
+  // state that replica saved in the flow store. What the suspension hands
+  // on is then that id alone (ended_elsewhere()).
+  void EndedElsewhere(const std::string& set_aside_flow_id);
+  // Whether the turn ended on another replica: the flow it set aside has its
+  // id only, and the turn that goes on reads the rest from the flow store.
+  bool ended_elsewhere();
   // Waits until the turn is over or `deadline` passes. Returns the flow it suspended; when it is
   // still running (it suspends at its next safe point), its flow as known so far; nullopt when it
   // finished without suspending.
@@ -155,6 +164,7 @@ class TurnControl final {
   absl::CondVar ended_cv_;
   std::optional<SuspendedFlow> flow_ ABSL_GUARDED_BY(mu_);
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  bool elsewhere_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<SuspendedFlow> suspended_ ABSL_GUARDED_BY(mu_);
 };
 
