@@ -10,6 +10,7 @@
 #   OMNIFORGE_PG_PORT  TCP port on 127.0.0.1 (default 55432)
 #   OMNIFORGE_PG_DIR   base directory (default /tmp/omniforge-pg);
 #                      data in $DIR/data, unix socket and log in $DIR/run
+#   OMNIFORGE_PG_THROWAWAY=1  a cluster for tests: initdb does not sync
 #   OMNIFORGE_PG_TLS_CERT, OMNIFORGE_PG_TLS_KEY
 #                      the server's certificate and key (PEM files, both or
 #                      neither): `start` turns TLS on and then accepts TCP
@@ -146,9 +147,12 @@ init_cluster() {
   fi
   need_bin initdb
   local out
-  # --no-sync: a throw-away cluster need not wait for the disk at creation
-  # (seconds on a busy machine); the server itself runs with fsync on.
-  if ! out=$(as_pg "$PGBIN/initdb" --no-sync -D "$DATA" -U "$DB_USER" -A trust -E UTF8 \
+  # A throw-away cluster (the tests') need not wait for the disk at
+  # creation: seconds on a busy machine. The local stack's, which keeps
+  # users' data, is synced. The server itself always runs with fsync on.
+  local sync=()
+  [[ "${OMNIFORGE_PG_THROWAWAY:-}" == 1 ]] && sync=(--no-sync)
+  if ! out=$(as_pg "$PGBIN/initdb" "${sync[@]}" -D "$DATA" -U "$DB_USER" -A trust -E UTF8 \
       --locale=C.UTF-8 9>&- 2>&1); then
     echo "$out" >&2
     die "initdb failed for $DATA"
