@@ -132,8 +132,7 @@ class PostgresTlsTest : public ::testing::Test {
     return testing::RunCommand(
         {"/bin/bash", OMNIFORGE_PG_SCRIPT, command}, "",
         {absl::StrCat("OMNIFORGE_PG_PORT=", port_), "OMNIFORGE_PG_DIR=" + File("pg"),
-         "OMNIFORGE_PG_THROWAWAY=1",
-         "OMNIFORGE_PG_TLS_CERT=" + File("server.crt"),
+         "OMNIFORGE_PG_THROWAWAY=1", "OMNIFORGE_PG_TLS_CERT=" + File("server.crt"),
          "OMNIFORGE_PG_TLS_KEY=" + File("server.key"), "OMNIFORGE_PG_TLS_CA=" + File("pg-ca.crt")});
   }
 
