@@ -459,7 +459,7 @@ def issue_cnpg_tls(cluster, image, work):
     cluster.objects.append({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-ca"},
                             "stringData": {"ca.crt": issued["ca"]["tls.crt"],
                                            "ca.key": issued["ca"]["tls.key"]}})
-    uid = int(run([cluster.docker, "run", "--rm", "--entrypoint", "id", image, "-u", "postgres"]).stdout)
+    uid = int(run([cluster.docker, "run", "--rm", "--entrypoint", "id", image, "-u", "postgres"]).stdout.split()[-1])
     directory = os.path.join(work, "postgres-tls")
     os.makedirs(directory)
     for file in ("tls.crt", "tls.key"):
