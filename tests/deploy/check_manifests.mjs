@@ -15,7 +15,9 @@
 //      headless internal Services, dns:/// addresses in the render's
 //      namespace; with TLS (the mutual-tls component), callers that verify
 //      and present what the services they call require, and cert-manager
-//      Certificates that name the hosts their services are dialled by.
+//      Certificates that name the hosts their services are dialled by; with
+//      a CloudNativePG Cluster, DSNs that verify its server (verify-full,
+//      its CA's ca.crt mounted alone, a host its certificate holds).
 //
 //   4. with --secrets-from SECRETS: every Secret the Deployments and Jobs
 //      read (not marked optional) is among the Secrets of SECRETS, with the
@@ -300,6 +302,55 @@ if (policy) {
         problems.push(`Deployment ${name}: OMNIFORGE_DATABASE_DSN does not come from a Secret`);
       } else if (!new RegExp(`user=omniforge_${name.replace("omniforge-", "")}(\\s|$)`).test(dsn.value)) {
         problems.push(`Deployment ${name}: does not log in as its own role (${dsn.value})`);
+      }
+    }
+  }
+  // With a CloudNativePG Cluster, every pod that reaches it verifies the
+  // server: sslmode=verify-full, sslrootcert the ca.crt of the operator's
+  // CA Secret (<cluster>-ca) as mounted, a host the operator's server
+  // certificate holds (its -rw, -r and -ro Services, short, namespaced and
+  // .svc, and serverAltDNSNames), and no pod mounts the CA's key.
+  for (const { object: cluster } of byKind("Cluster")) {
+    const name = cluster.metadata?.name;
+    const caSecret = `${name}-ca`;
+    const hosts = ["rw", "r", "ro"].flatMap((k) => [`${name}-${k}`, `${name}-${k}.${namespace ?? "default"}`,
+                                                     `${name}-${k}.${namespace ?? "default"}.svc`])
+        .concat(cluster.spec?.certificates?.serverAltDNSNames ?? []);
+    for (const entry of [...deployments, ...byKind("Job")]) {
+      const pod = entry.object.spec?.template?.spec ?? {};
+      const where = nameOf(entry);
+      for (const v of pod.volumes ?? []) {
+        if (v.secret?.secretName === caSecret && !(v.secret.items?.length > 0 &&
+            v.secret.items.every((i) => i.key === "ca.crt"))) {
+          problems.push(`${where}: mounts more of Secret ${caSecret} than ca.crt (its ca.key signs server certificates)`);
+        }
+      }
+      for (const c of pod.containers ?? []) {
+        const dsn = (c.env ?? []).find((e) => e.name === "OMNIFORGE_DATABASE_DSN");
+        if (!dsn) continue;
+        if (dsn.value === undefined) {
+          problems.push(`${where}: OMNIFORGE_DATABASE_DSN comes from a Secret: nothing shows that it verifies ` +
+                        `Cluster ${name}'s server (sslmode=verify-full)`);
+          continue;
+        }
+        const option = Object.fromEntries([...dsn.value.matchAll(/(\w+)=(\S*)/g)].map((m) => [m[1], m[2]]));
+        if (option.sslmode !== "verify-full") {
+          problems.push(`${where}: OMNIFORGE_DATABASE_DSN has sslmode=${option.sslmode ?? "(libpq's default, prefer)"}, ` +
+                        "not verify-full");
+        }
+        if (!hosts.includes(option.host)) {
+          problems.push(`${where}: OMNIFORGE_DATABASE_DSN's host ${option.host} is no name of Cluster ${name}'s ` +
+                        `server certificate (${hosts.join(", ")})`);
+        }
+        const root = option.sslrootcert ?? "";
+        const mount = (c.volumeMounts ?? []).find((m) => root.startsWith(`${m.mountPath.replace(/\/$/, "")}/`));
+        const volume = (pod.volumes ?? []).find((v) => v.name === mount?.name);
+        const file = mount ? root.slice(mount.mountPath.replace(/\/$/, "").length + 1) : undefined;
+        const key = volume?.secret?.items ? volume.secret.items.find((i) => i.path === file)?.key : file;
+        if (volume?.secret?.secretName !== caSecret || key !== "ca.crt") {
+          problems.push(`${where}: OMNIFORGE_DATABASE_DSN's sslrootcert ${root || "(none)"} is not ca.crt of ` +
+                        `Secret ${caSecret} as mounted in the pod`);
+        }
       }
     }
   }

@@ -14,13 +14,16 @@ images), so this stands in for one:
      database would be: with the CloudNativePG component, what the operator
      does from the rendered Cluster (the owner and database of
      bootstrap.initdb, its postInitApplicationSQL, its managed roles with
-     the passwords of their Secrets); without it, an external PostgreSQL set
-     up with deploy/postgres-roles.sql and the DSNs of
-     omniforge-database;
+     the passwords of their Secrets, and its TLS: a CA in the Secret
+     <cluster>-ca, ca.crt and ca.key, and a server certificate it signs
+     for the names the operator's holds, which PostgreSQL serves with
+     ssl on); without it, an external PostgreSQL set up with
+     deploy/postgres-roles.sql and the DSNs of omniforge-database;
   3. runs the migration Job's container to completion, then every
      Deployment's container: the image (tagged as the overlay pins it),
      command and args, env and envFrom from the rendered ConfigMaps and
-     Secrets, ConfigMap and Secret volumes as read-only files, emptyDir
+     Secrets, ConfigMap and Secret volumes as read-only files (only the
+     keys of their items where they list some), emptyDir
      volumes (memory ones as tmpfs), the read-only root filesystem, the
      non-root user and group, dropped capabilities, no privilege
      escalation and the memory limit; each pod is reachable by its
@@ -34,7 +37,11 @@ images), so this stands in for one:
      TLS) and checks that it is answered and stored, that the orchestrator
      is on the turn bus in PostgreSQL (LISTEN), that each service is logged
      in as its own role, not the owner, and that no pod's environment holds
-     an OMNIFORGE_* variable its service does not know;
+     an OMNIFORGE_* variable its service does not know; with the
+     CloudNativePG component, that every connection of each service's role
+     is on TLS (pg_stat_ssl) and that no pod and no Job logged "database
+     connection not verified" (without it, each database service must log
+     it: the test's external DSNs do not verify);
   6. where a service requires client certificates (mutual TLS), checks
      from the orchestrator's container that a call with the orchestrator's
      certificate is served while a plaintext call and a TLS call without a
@@ -214,6 +221,13 @@ class Cluster:
                     files = {k: base64.b64decode(v).decode() for k, v in (secret.get("data") or {}).items()}
                     files.update(secret.get("stringData") or {})
                     mode = volume["secret"].get("defaultMode", 0o644)
+                source = volume.get("configMap") or volume["secret"]
+                if source.get("items"):
+                    # Only the keys listed, at their paths.
+                    missing = [i["key"] for i in source["items"] if i["key"] not in files]
+                    if missing:
+                        fail(f"{pod_name}: volume {mount['name']} lists keys its source lacks: {missing}")
+                    files = {i["path"]: files[i["key"]] for i in source["items"]}
                 for key, text in files.items():
                     path = os.path.join(host, key)
                     with open(path, "w") as f:
@@ -405,7 +419,63 @@ def prepare_database(cluster, passwords):
     return "external PostgreSQL (deploy/postgres-roles.sql)"
 
 
-def start_postgres(cluster, image):
+def cnpg_server_names(pg, namespace):
+    """The names CloudNativePG's server certificate holds: the Cluster's
+    -rw, -r and -ro Services, short, namespaced and with .svc (what every
+    release of the operator puts in; newer ones add .svc.cluster.local),
+    and spec.certificates.serverAltDNSNames."""
+    name = pg["metadata"]["name"]
+    names = [f"{name}-{kind}{suffix}" for kind in ("rw", "r", "ro")
+             for suffix in ("", f".{namespace}", f".{namespace}.svc")]
+    return names + ((pg["spec"].get("certificates") or {}).get("serverAltDNSNames") or [])
+
+
+def issue_cnpg_tls(cluster, image, work):
+    """What the CloudNativePG operator makes for the Cluster's TLS: a CA
+    (ECDSA P-256) in the Secret <cluster>-ca (ca.crt and ca.key, as the
+    operator keeps them; the pods mount ca.crt alone) and a server
+    certificate it signs with cnpg_server_names. Returns the directory of
+    the server's tls.crt and tls.key, owned by the image's postgres user
+    (PostgreSQL refuses a key others can read); None without a Cluster."""
+    pg = cluster.of_kind("Cluster")
+    if not pg:
+        return None
+    name = pg[0]["metadata"]["name"]
+    key = {"algorithm": "ECDSA", "size": 256}
+    requests = [
+        {"kind": "Issuer", "metadata": {"name": "pg-selfsigned"}, "spec": {"selfSigned": {}}},
+        {"kind": "Certificate", "metadata": {"name": f"{name}-ca"},
+         "spec": {"isCA": True, "commonName": name, "secretName": "ca", "privateKey": key,
+                  "duration": "87600h", "issuerRef": {"name": "pg-selfsigned"}}},
+        {"kind": "Issuer", "metadata": {"name": "pg-ca"}, "spec": {"ca": {"secretName": "ca"}}},
+        {"kind": "Certificate", "metadata": {"name": f"{name}-server"},
+         "spec": {"commonName": f"{name}-rw", "dnsNames": cnpg_server_names(pg[0], cluster.namespace),
+                  "usages": ["server auth", "digital signature", "key encipherment"],
+                  "secretName": "server", "privateKey": key, "issuerRef": {"name": "pg-ca"}}}]
+    try:
+        issued = {s["metadata"]["name"]: s["stringData"] for s in issue_certificates(requests, work)}
+    except CertManagerError as e:
+        fail(f"the Cluster's certificates: {e}")
+    cluster.objects.append({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{name}-ca"},
+                            "stringData": {"ca.crt": issued["ca"]["tls.crt"],
+                                           "ca.key": issued["ca"]["tls.key"]}})
+    uid = int(run([cluster.docker, "run", "--rm", "--entrypoint", "id", image, "-u", "postgres"]).stdout.split()[-1])
+    directory = os.path.join(work, "postgres-tls")
+    os.makedirs(directory)
+    for file in ("tls.crt", "tls.key"):
+        path = os.path.join(directory, file)
+        with open(path, "w") as f:
+            f.write(issued["server"][file])
+        os.chown(path, uid, -1)
+        os.chmod(path, 0o600)
+    os.chmod(directory, 0o755)
+    return directory
+
+
+def start_postgres(cluster, image, tls_dir=None):
+    """PostgreSQL 15 in a container, reachable by the names the overlay
+    dials; with tls_dir (issue_cnpg_tls), serving TLS with its
+    certificate as the Cluster's instances do."""
     names = ["omniforge-db"]
     for pg in cluster.of_kind("Cluster"):
         name = f"{pg['metadata']['name']}-rw"
@@ -415,8 +485,13 @@ def start_postgres(cluster, image):
             cluster.network, "-e", "POSTGRES_USER=postgres", "-e", f"POSTGRES_PASSWORD={PG_PASSWORD}"]
     for name in names:
         args += ["--network-alias", name]
+    command = []
+    if tls_dir:
+        args += ["--mount", f"type=bind,source={tls_dir},target=/etc/postgres-tls,readonly"]
+        command = ["postgres", "-c", "ssl=on", "-c", "ssl_cert_file=/etc/postgres-tls/tls.crt",
+                   "-c", "ssl_key_file=/etc/postgres-tls/tls.key"]
     cluster.containers.append(f"{cluster.network}-postgres")
-    run(args + [image])
+    run(args + [image] + command)
     deadline = time.monotonic() + 60
     while run([cluster.docker, "exec", f"{cluster.network}-postgres", "pg_isready", "-U", "postgres"],
               check=False).returncode != 0 or \
@@ -425,6 +500,42 @@ def start_postgres(cluster, image):
         if time.monotonic() > deadline:
             fail("PostgreSQL did not start:\n" + cluster.logs("postgres"))
         time.sleep(0.5)
+
+
+NOT_VERIFIED = "database connection not verified"
+
+
+def check_database_tls(cluster, deployments, job_logs):
+    """With the CloudNativePG component: every connection of each database
+    service's role is on TLS (pg_stat_ssl), and neither a service nor a Job
+    logged that its database connection is not verified (its DSN says
+    verify-full). Without it (this test's external DSNs leave sslmode at
+    libpq's default), each database service must log that warning."""
+    logs = dict(job_logs)
+    for deployment in deployments:
+        name = deployment["metadata"]["name"]
+        logs[name] = cluster.logs(name, lines="all")
+    database_services = [n for n in logs if any(s in n for s in ("conversation", "executor", "orchestrator"))]
+    if not cluster.of_kind("Cluster"):
+        silent = [n for n in database_services if NOT_VERIFIED not in logs[n]]
+        if silent:
+            fail(f"{', '.join(silent)}: no '{NOT_VERIFIED}' warning for a DSN without verify-full")
+        log(f"without verify-full, {', '.join(sorted(database_services))} warn '{NOT_VERIFIED}'")
+        return
+    rows = cluster.psql("SELECT a.usename, s.ssl FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid)"
+                        " WHERE a.datname = 'omniforge' AND a.usename IS NOT NULL").split()
+    on_ssl = {}
+    for row in rows:
+        role, ssl = row.split("|")
+        on_ssl.setdefault(role, set()).add(ssl)
+    for service in ("conversation", "executor", "orchestrator"):
+        role = f"omniforge_{service}"
+        if on_ssl.get(role) != {"t"}:
+            fail(f"{role}'s connections are not all on TLS (pg_stat_ssl.ssl: {sorted(on_ssl.get(role, []))})")
+    warned = [n for n, text in logs.items() if NOT_VERIFIED in text]
+    if warned:
+        fail(f"{', '.join(warned)}: '{NOT_VERIFIED}':\n" + "\n".join(logs[n] for n in warned))
+    log(f"every service's connection on TLS (pg_stat_ssl), none warns '{NOT_VERIFIED}'")
 
 
 def wait_ready(cluster, deployments):
@@ -546,15 +657,17 @@ def main():
     cluster.images = smoke_images
     run([docker, "network", "create", cluster.network])
     try:
-        start_postgres(cluster, postgres_image)
+        start_postgres(cluster, postgres_image, issue_cnpg_tls(cluster, postgres_image, work))
         emulated = prepare_database(cluster, passwords)
         log(f"{os.path.relpath(directory, ROOT)}: namespace {cluster.namespace}, {emulated}, image {images}")
 
+        job_logs = {}
         for job in cluster.of_kind("Job"):
             name = job["metadata"]["name"]
             result = cluster.run_pod(name, job["spec"]["template"], detach=False)
             if result.returncode != 0:
                 fail(f"Job {name} failed:\n{result.stdout}")
+            job_logs[name] = result.stdout
             log(f"Job {name} completed")
 
         port = free_port()
@@ -610,6 +723,7 @@ def main():
                 fail(f"{name}: its environment holds variables that name no key of it: {stray}")
             if identity_unconfigured(pod_log):
                 fail(f"{name}: runs without its caller-assertion keys: {identity_unconfigured(pod_log)}")
+        check_database_tls(cluster, deployments, job_logs)
         check_mutual_tls(cluster, deployments, orchestrator, mutual_tls)
     finally:
         cluster.teardown()

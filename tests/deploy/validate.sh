@@ -13,7 +13,7 @@
 #                                           kustomize and check the output (check_manifests.mjs)
 #   validate.sh secrets BIN_DIR             deploy/k8s/secrets made by its init.sh and rendered: valid
 #                                           Secrets with every name and key the base's and the prod
-#                                           overlay's pods read (prod: plus the operator's omniforge-pg-app)
+#                                           overlay's pods read (prod: plus the operator's omniforge-pg-app, -ca)
 #   validate.sh manifest-check-rejects      check_manifests.mjs must report every mistake of
 #                                           fixtures/bad-manifests.yaml
 #   validate.sh mutual-tls-check-rejects    check_manifests.mjs must report every TLS mistake of
@@ -180,11 +180,14 @@ case "${1:-}" in
       'migrate-dsn=postgresql://omniforge:x@pg.internal/omniforge?sslmode=require' \
       >> "$tmp/files/database.env"
     "$kubectl" kustomize "$tmp" > "$tmp/secrets.yaml"
-    # The prod overlay also reads the Secret the CloudNativePG operator makes
-    # for the database owner.
+    # The prod overlay also reads the Secrets the CloudNativePG operator
+    # makes: the database owner's and the Cluster's CA.
     cp "$tmp/secrets.yaml" "$tmp/secrets-cnpg.yaml"
     printf '%s\n' '---' 'apiVersion: v1' 'kind: Secret' 'metadata:' '  name: omniforge-pg-app' \
-      'stringData:' '  uri: postgresql://omniforge:x@omniforge-pg-rw:5432/omniforge' >> "$tmp/secrets-cnpg.yaml"
+      'stringData:' '  uri: postgresql://omniforge:x@omniforge-pg-rw.omniforge:5432/omniforge' \
+      '  username: omniforge' '  password: x' \
+      '---' 'apiVersion: v1' 'kind: Secret' 'metadata:' '  name: omniforge-pg-ca' \
+      'stringData:' '  ca.crt: x' '  ca.key: x' >> "$tmp/secrets-cnpg.yaml"
     "$kubectl" kustomize "$ROOT/deploy/k8s/overlays/prod" > "$tmp/prod.yaml"
     "$kubectl" kustomize "$ROOT/deploy/k8s/base" > "$tmp/base.yaml"
     grep -q "acme alice" "$tmp/files/api_keys" || fail "init.sh wrote no key line for acme/alice"
