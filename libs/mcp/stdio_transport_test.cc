@@ -219,7 +219,7 @@ TEST(StdioTransportTest, ASandboxedServerReachesOnlyItsPaths) {
   std::ofstream(dir / "identity.key") << "secret\n";
   std::ofstream(dir / "given" / "shared.txt") << "shared\n";
   const std::string script = absl::StrCat(
-      "try() { if eval \"$2\" >/dev/null 2>&1; then echo \"$1=yes\"; else echo \"$1=no\"; fi; }; ",
+      R"(try() { if eval "$2" >/dev/null 2>&1; then echo "$1=yes"; else echo "$1=no"; fi; }; )",
       "try system 'cat /etc/passwd'; ", "try key 'cat ", (dir / "identity.key").string(), "'; ",
       "try list 'ls ", dir.string(), "'; ", "try given 'cat ",
       (dir / "given" / "shared.txt").string(), "'; ", "try given_write 'echo x > ",
