@@ -44,6 +44,20 @@ class TurnReplicasTest : public ::testing::Test {
     return sink;
   }
 
+  // Asks the time as turn-2 on replica B, after the turn `stand_in` stands
+  // for (one that ran on replica A); the model answers "It is noon."
+  RecordingSink AskTheTimeAfter(const std::string& conversation,
+                                const std::shared_ptr<TurnControl>& stand_in) {
+    model_.PushText("It is noon.");
+    TurnControl newer;
+    RecordingSink sink;
+    EXPECT_TRUE(h_.runner
+                    ->Run(kAlice, TurnHarness::Request("what time is it?", conversation, "turn-2"),
+                          newer, sink, core::TimePoint::max(), stand_in)
+                    .ok());
+    return sink;
+  }
+
   ScriptedModel model_;
   TurnHarness h_;
   InProcessTurnBus bus_;
@@ -100,13 +114,8 @@ TEST_F(TurnReplicasTest, ANewerMessageOnAnotherReplicaSuspendsTheFlowItThenResum
   EXPECT_EQ(stand_in->SuspendedState()->flow_id, flow_id);
   EXPECT_EQ(stand_in->SuspendedState()->goal, "") << "no word of it crosses the bus";
   EXPECT_TRUE(stand_in->ended_elsewhere());
-  model_.PushText("It is noon.");
-  TurnControl newer;
-  RecordingSink aside;
-  ASSERT_TRUE(h_.runner
-                  ->Run(kAlice, TurnHarness::Request("what time is it?", conversation, "turn-2"),
-                        newer, aside, core::TimePoint::max(), stand_in)
-                  .ok());
+  const RecordingSink aside = AskTheTimeAfter(conversation, stand_in);
+  ASSERT_FALSE(aside.events.empty());
   EXPECT_EQ(aside.events.front().session().suspended_flow_id(), flow_id);
   EXPECT_EQ(h_.understanding.requests().back().pending().resumable_goal(), "show all the runs")
       << "the intent service hears what was set aside, read from the store";
@@ -131,13 +140,8 @@ TEST_F(TurnReplicasTest, AFlowSetAsideElsewhereThatTheStoreLacksLeavesNothingSet
   // the store (its save failed).
   auto stand_in = std::make_shared<TurnControl>();
   stand_in->EndedElsewhere("0190a0a0-0000-7000-8000-000000000000");
-  model_.PushText("It is noon.");
-  TurnControl newer;
-  RecordingSink sink;
-  ASSERT_TRUE(h_.runner
-                  ->Run(kAlice, TurnHarness::Request("what time is it?", conversation, "turn-2"),
-                        newer, sink, core::TimePoint::max(), stand_in)
-                  .ok());
+  const RecordingSink sink = AskTheTimeAfter(conversation, stand_in);
+  ASSERT_FALSE(sink.events.empty());
   EXPECT_EQ(sink.events.front().session().suspended_flow_id(), "");
   EXPECT_EQ(h_.understanding.requests().back().pending().resumable_goal(), "");
   EXPECT_THAT(sink.Text(), HasSubstr("It is noon.")) << "the turn goes on";
