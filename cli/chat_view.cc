@@ -14,8 +14,8 @@ namespace omniforge::cli {
 namespace {
 
 namespace pb = ::omniforge::orchestrator::v1;
-namespace ipb = ::omniforge::intent::v1;
-namespace epb = ::omniforge::executor::v1;
+namespace ipb = ::omniforge::orchestrator::v1;
+namespace epb = ::omniforge::orchestrator::v1;
 
 constexpr char kDim[] = "\033[2m";
 constexpr char kBold[] = "\033[1m";

@@ -411,6 +411,14 @@ bool RunningTurns::Cancel(const std::string& key, const std::string& turn_id) {
   return any || elsewhere;
 }
 
+bool RunningTurns::AwaitNone(const std::string& key, absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto none = [this, &key]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return turns_.count(key) == 0 && remote_.count(key) == 0;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&none), timeout);
+}
+
 RunningTurns::Control RunningTurns::Suspend(const std::string& key, const std::string& turn_id) {
   absl::MutexLock lock(&mu_);
   Control newest;
@@ -566,6 +574,25 @@ grpc::ServerUnaryReactor* ChatGrpcService::CancelTurn(grpc::CallbackServerContex
       });
 }
 
+grpc::ServerUnaryReactor* ChatGrpcService::DeleteConversation(grpc::CallbackServerContext* context,
+                                                              const Raw* raw, Raw* raw_response) {
+  return ServeUnary<pb::DeleteConversationRequest, pb::DeleteConversationResponse>(
+      context, raw, raw_response, "DeleteConversation", door_, workers_,
+      [this](const core::Call& call, const pb::DeleteConversationRequest& request,
+             pb::DeleteConversationResponse* response) {
+        if (!core::IsUuid(request.conversation_id())) {
+          return absl::InvalidArgumentError("conversation_id: must be a UUID");
+        }
+        const std::string key = RunningTurns::Key(call.who, request.conversation_id());
+        response->set_turn_cancelled(running_.Cancel(key, ""));
+        if (!running_.AwaitNone(key, absl::Seconds(5))) {
+          return absl::AbortedError(
+              "a turn of the conversation is still ending; nothing was deleted, retry");
+        }
+        return runner_.DeleteConversation(call, request.conversation_id());
+      });
+}
+
 grpc::ServerUnaryReactor* ChatGrpcService::ListConversations(grpc::CallbackServerContext* context,
                                                              const Raw* raw, Raw* raw_response) {
   return ServeUnary<pb::ListConversationsRequest, pb::ListConversationsResponse>(
@@ -577,7 +604,9 @@ grpc::ServerUnaryReactor* ChatGrpcService::ListConversations(grpc::CallbackServe
         down.set_page_token(request.page_token());
         auto answer = memory_.ListConversations(call, down);
         if (!answer.ok()) return answer.status();
-        *response->mutable_conversations() = answer->conversations();
+        for (const auto& conversation : answer->conversations()) {
+          *response->add_conversations() = PublicConversation(conversation);
+        }
         response->set_next_page_token(answer->next_page_token());
         return absl::OkStatus();
       });
@@ -593,7 +622,7 @@ grpc::ServerUnaryReactor* ChatGrpcService::GetConversation(grpc::CallbackServerC
         down.set_conversation_id(request.conversation_id());
         auto answer = memory_.GetConversation(call, down);
         if (!answer.ok()) return answer.status();
-        *response->mutable_conversation() = answer->conversation();
+        *response->mutable_conversation() = PublicConversation(answer->conversation());
         return absl::OkStatus();
       });
 }
@@ -610,7 +639,9 @@ grpc::ServerUnaryReactor* ChatGrpcService::ListMessages(grpc::CallbackServerCont
         down.set_limit(request.limit());
         auto answer = memory_.ListMessages(call, down);
         if (!answer.ok()) return answer.status();
-        *response->mutable_messages() = answer->messages();
+        for (const auto& message : answer->messages()) {
+          *response->add_messages() = PublicMessage(message);
+        }
         response->set_has_more(answer->has_more());
         return absl::OkStatus();
       });

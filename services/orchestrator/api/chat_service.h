@@ -30,7 +30,8 @@ using RawChatService = pb::ChatService::WithRawCallbackMethod_StreamChat<
             pb::ChatService::WithRawCallbackMethod_GetConversation<
                 pb::ChatService::WithRawCallbackMethod_ListMessages<
                     pb::ChatService::WithRawCallbackMethod_ListActions<
-                        pb::ChatService::Service>>>>>>;
+                        pb::ChatService::WithRawCallbackMethod_DeleteConversation<
+                            pb::ChatService::Service>>>>>>>;
 
 // The turns running now, so that CancelTurn and a newer message on the same
 // conversation can reach them: this process's own, and, with a bus, those
@@ -62,6 +63,9 @@ class RunningTurns final {
   // turn on another replica the control stands in for it: it ends
   // (EndedElsewhere) with the id of the flow that turn set aside.
   Control Suspend(const std::string& key, const std::string& turn_id);
+  // Waits up to `timeout` until no turn of the conversation runs, here or
+  // (as far as its signals tell) elsewhere; false when one still does.
+  bool AwaitNone(const std::string& key, absl::Duration timeout);
 
   static std::string Key(const core::Identity& who, const std::string& conversation_id);
 
@@ -134,6 +138,12 @@ class ChatGrpcService final : public RawChatService {
   // conversation that is missing or not the caller's.
   grpc::ServerUnaryReactor* ListActions(grpc::CallbackServerContext* context, const Raw* request,
                                         Raw* response) override;
+  // Deletes one of the caller's conversations (TurnRunner::DeleteConversation)
+  // after cancelling a turn running on it and waiting, up to 5 seconds, for
+  // it to end (ABORTED when it has not: nothing was deleted).
+  // INVALID_ARGUMENT for a conversation_id that is not a UUID.
+  grpc::ServerUnaryReactor* DeleteConversation(grpc::CallbackServerContext* context,
+                                               const Raw* request, Raw* response) override;
 
  private:
   const Doorway door_;

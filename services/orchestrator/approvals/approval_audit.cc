@@ -2,6 +2,7 @@
 
 #include "absl/strings/ascii.h"
 #include "libs/core/ids.h"
+#include "services/orchestrator/api/public_types.h"
 #include "libs/core/text.h"
 
 namespace omniforge::orchestrator {
@@ -77,7 +78,7 @@ pb::ActionDecision ActionDecisionProto(const ActionDecisionRecord& record) {
   decision.set_digest(record.digest);
   decision.set_tool_name(record.tool);
   decision.set_summary(record.summary);
-  decision.set_risk(record.risk);
+  decision.set_risk(PublicRisk(record.risk));
   decision.set_outcome(record.outcome);
   decision.set_decided_by(record.decided_by);
   decision.set_via(record.via);

@@ -98,6 +98,10 @@ class GrpcMemory final : public Memory {
       const core::Call& call, const convpb::GetContextWindowRequest& request) override {
     return Unary(*stub_, &Stub::GetContextWindow, call, request);
   }
+  absl::StatusOr<convpb::DeleteConversationResponse> DeleteConversation(
+      const core::Call& call, const convpb::DeleteConversationRequest& request) override {
+    return Unary(*stub_, &Stub::DeleteConversation, call, request);
+  }
 
  private:
   using Stub = convpb::ConversationService::Stub;

@@ -15,6 +15,7 @@
 #include "libs/core/metrics.h"
 #include "libs/core/text.h"
 #include "libs/llm/model_call_proto.h"
+#include "services/orchestrator/api/public_types.h"
 #include "services/orchestrator/approvals/preview.h"
 #include "services/orchestrator/usage/usage_attribution.h"
 
@@ -324,7 +325,7 @@ struct PlanEngine::StepRun {
     step.result_summary = done.summary();
     step.result = nlohmann::json::parse(done.result_json(), nullptr, false);
     if (step.result.is_discarded()) step.result = {{"text", done.result_json()}};
-    result()->set_status(done.status());
+    result()->set_status(PublicTaskStatus(done.status()));
     result()->set_summary(done.summary());
     result()->set_result_json(done.result_json());
   }
@@ -334,7 +335,7 @@ struct PlanEngine::StepRun {
     ended = true;
     step.status = escalated.has_value() ? StepStatus::kPending : StepStatus::kFailed;
     step.error = escalated.has_value() ? "" : error.message();
-    result()->set_error_code(error.code());
+    result()->set_error_code(PublicExecutorError(error.code()));
     result()->set_summary(error.message());
   }
 
@@ -915,7 +916,7 @@ void PlanEngine::EndStep(Run& run, StepRun& s) {
     s.step.status = StepStatus::kFailed;
     s.step.error = absl::StrCat("the executor's dialogue ended without a result: ",
                                 finished.ok() ? "the stream closed" : finished.message());
-    s.result()->set_error_code(execpb::ERROR_CODE_INTERNAL);
+    s.result()->set_error_code(pb::EXECUTOR_ERROR_CODE_INTERNAL);
     s.result()->set_summary(s.step.error);
   }
   if (s.escalated.has_value()) {

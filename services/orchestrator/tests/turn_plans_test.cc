@@ -29,7 +29,7 @@ std::vector<std::string> StepsStarted(const RecordingSink& sink) {
 TEST(TurnPlanTest, AProjectPlanIsOfferedForReviewAndRunsInOrderOnceApproved) {
   TurnHarness h(Projects(), WithPlans());
   RecordingSink draft;
-  ASSERT_TRUE(h.TurnIn(intentpb::CONTEXT_TYPE_PROJECT_CREATE,
+  ASSERT_TRUE(h.TurnIn(pb::CONTEXT_TYPE_PROJECT_CREATE,
                        "Set up a project for the spring campaign launch", draft)
                   .ok());
   const std::string conversation = ConversationOf(draft);
@@ -71,7 +71,7 @@ TEST(TurnPlanTest, ADraftPlanTheUserDropsNeverRuns) {
   TurnHarness h(Projects(), WithPlans());
   RecordingSink draft;
   ASSERT_TRUE(
-      h.TurnIn(intentpb::CONTEXT_TYPE_PROJECT_CREATE, "Create a project for the Q4 audit", draft)
+      h.TurnIn(pb::CONTEXT_TYPE_PROJECT_CREATE, "Create a project for the Q4 audit", draft)
           .ok());
   const std::string conversation = ConversationOf(draft);
   const std::string plan_id =
@@ -93,7 +93,7 @@ TEST(TurnPlanTest, ADraftPlanTheUserDropsNeverRuns) {
 TEST(TurnPlanTest, AnAuditPlanOnlyReadsAndRunsAtOnce) {
   TurnHarness h(Projects(), WithPlans());
   RecordingSink audit;
-  ASSERT_TRUE(h.TurnIn(intentpb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", audit,
+  ASSERT_TRUE(h.TurnIn(pb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", audit,
                        "", "Harbor")
                   .ok());
   ASSERT_EQ(audit.Of(pb::ChatEvent::kPlanCreated).size(), 1u);
@@ -110,7 +110,7 @@ TEST(TurnPlanTest, AnAuditPlanOnlyReadsAndRunsAtOnce) {
 TEST(TurnPlanTest, AStepsDialogueEndsAStepsTimeAfterTheTurnsClock) {
   TurnHarness h(Projects(), WithPlans());
   RecordingSink audit;
-  ASSERT_TRUE(h.TurnIn(intentpb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", audit,
+  ASSERT_TRUE(h.TurnIn(pb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", audit,
                        "", "Harbor")
                   .ok());
   const std::vector<core::TimePoint> deadlines = h.executors.deadlines();
@@ -125,7 +125,7 @@ TEST(TurnPlanTest, AStepsQuestionGoesToTheUserWhoseAnswerLetsThePlanGoOn) {
   h.executors.AskWhen("get_project_details", "Which project do you mean?",
                       {"Harbor north", "Harbor south"});
   RecordingSink audit;
-  ASSERT_TRUE(h.TurnIn(intentpb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", audit,
+  ASSERT_TRUE(h.TurnIn(pb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", audit,
                        "", "Harbor")
                   .ok());
   const std::string conversation = ConversationOf(audit);
@@ -154,7 +154,7 @@ TEST(TurnPlanTest, AStepsQuestionGoesToTheUserWhoseAnswerLetsThePlanGoOn) {
 // `control`; returns the conversation.
 std::string ApproveProjectPlan(TurnHarness& h, TurnControl& control, RecordingSink& run) {
   RecordingSink draft;
-  EXPECT_TRUE(h.TurnIn(intentpb::CONTEXT_TYPE_PROJECT_CREATE,
+  EXPECT_TRUE(h.TurnIn(pb::CONTEXT_TYPE_PROJECT_CREATE,
                        "Set up a project for the spring campaign launch", draft)
                   .ok());
   std::string conversation = ConversationOf(draft);

@@ -20,11 +20,11 @@ constexpr size_t kMaxMessageBytes = size_t{64} * 1024;
 }  // namespace
 
 std::string ContextConstraint(const pb::StreamChatRequest& request) {
-  if (request.context_type() == intentpb::CONTEXT_TYPE_UNSPECIFIED ||
-      request.context_type() == intentpb::CONTEXT_TYPE_GLOBAL) {
+  if (request.context_type() == pb::CONTEXT_TYPE_UNSPECIFIED ||
+      request.context_type() == pb::CONTEXT_TYPE_GLOBAL) {
     return "";
   }
-  std::string text = "context " + intentpb::ContextType_Name(request.context_type());
+  std::string text = "context " + pb::ContextType_Name(request.context_type());
   if (!request.entity_id().empty()) text += ", on screen: " + request.entity_id();
   return text;
 }
@@ -81,7 +81,7 @@ absl::Status ValidateStreamChatRequest(const pb::StreamChatRequest& request) {
   if (!core::IsValidUtf8(request.message())) {
     return absl::InvalidArgumentError("message: must be valid UTF-8");
   }
-  if (!intentpb::ContextType_IsValid(request.context_type())) {
+  if (!pb::ContextType_IsValid(request.context_type())) {
     return absl::InvalidArgumentError("context_type: unknown value " +
                                       std::to_string(request.context_type()));
   }

@@ -81,6 +81,23 @@ void TurnRunner::SawAgents(const core::Identity& who, const std::vector<AgentInf
   agents_seen_[key] = std::move(seen);
 }
 
+absl::Status TurnRunner::DeleteConversation(const core::Call& call,
+                                            const std::string& conversation_id) const {
+  convpb::GetConversationRequest owned;
+  owned.set_conversation_id(conversation_id);
+  if (auto found = memory_.GetConversation(call, owned); !found.ok()) return found.status();
+  windows_.Forget(call.who, conversation_id);
+  if (auto flows = flows_->Forget(call, conversation_id); !flows.ok()) return flows.status();
+  if (plans_ != nullptr) {
+    if (auto plans = plans_->Forget(call.who, conversation_id); !plans.ok()) {
+      return plans.status();
+    }
+  }
+  convpb::DeleteConversationRequest gone;
+  gone.set_conversation_id(conversation_id);
+  return memory_.DeleteConversation(call, gone).status();
+}
+
 // The turn, stage by stage (turn_pass.h says what each stage does).
 absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequest& request,
                              TurnControl& control, EventSink& sink, core::TimePoint client_deadline,
