@@ -188,8 +188,7 @@ absl::StatusOr<ApiKeyStore> ApiKeyStore::Parse(std::string_view text, bool all_t
   return store;
 }
 
-absl::StatusOr<ApiKeyStore> ApiKeyStore::Load(const std::string& path,
-                                              bool all_tenants_allowed) {
+absl::StatusOr<ApiKeyStore> ApiKeyStore::Load(const std::string& path, bool all_tenants_allowed) {
   absl::StatusOr<std::string> text = ReadFile(path);
   if (!text.ok()) return text.status();
   absl::StatusOr<ApiKeyStore> store = Parse(*text, all_tenants_allowed);

@@ -144,7 +144,7 @@ class ApiKeyFile final : public ApiKeys {
   // cannot be used at start.
   // `all_tenants_allowed`: an admin key file (ApiKeyStore::Parse).
   static absl::StatusOr<std::unique_ptr<ApiKeyFile>> Open(const std::string& path,
-                                                         bool all_tenants_allowed = false);
+                                                          bool all_tenants_allowed = false);
 
   absl::StatusOr<Identity> Authenticate(std::string_view key) const override;
 

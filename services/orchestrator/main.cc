@@ -1,8 +1,8 @@
 // omniforge-orchestrator: the public chat API and the planner.
 //
 //   omniforge-orchestrator [--config FILE]
-//   omniforge-orchestrator keys create --tenant T --user U [--label TEXT] [--expires WHEN] [--admin]
-//   omniforge-orchestrator [--config FILE] migrate | rotate-key --tenant T | rewrap-keys
+//   omniforge-orchestrator keys create --tenant T --user U [--label TEXT] [--expires WHEN]
+//   [--admin] omniforge-orchestrator [--config FILE] migrate | rotate-key --tenant T | rewrap-keys
 //
 // Serves omniforge.orchestrator.v1.ChatService. Callers authenticate with an
 // API key from the key file (`auth.api_keys_file`), read again when it
@@ -470,9 +470,8 @@ absl::Status OpenKeyAdmin(const Settings& s, KeySources& k) {
   k.admin_file = *std::move(admin_file);
   k.admin_watcher = std::make_unique<KeyFileWatcher>(*k.admin_file, s.api_keys_reload);
   const core::ApiKeyFile* file = k.file.get();
-  k.admin = std::make_unique<KeyAdmin>(*k.store, [file](std::string_view id) {
-    return file != nullptr && file->Has(id);
-  });
+  k.admin = std::make_unique<KeyAdmin>(
+      *k.store, [file](std::string_view id) { return file != nullptr && file->Has(id); });
   k.admin_service = std::make_unique<KeyAdminGrpcService>(*k.admin_file, *k.admin);
   core::ServerOptions options = s.server;
   options.host = s.admin_host;
@@ -543,7 +542,8 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   if (absl::Status status = server.Start(); !status.ok()) return status;
   if (keys->admin_server != nullptr) {
     if (absl::Status status = keys->admin_server->Start(); !status.ok()) return status;
-    core::LogInfo("key admin API started", {{"admin_port", std::to_string(keys->admin_server->port())}});
+    core::LogInfo("key admin API started",
+                  {{"admin_port", std::to_string(keys->admin_server->port())}});
   }
   int signal_number = 0;
   while ((signal_number = core::WaitForTerminationSignal(signals)) == SIGHUP) keys->Reload();
@@ -617,11 +617,13 @@ int main(int argc, char** argv) {
   keys->require_subcommand(1);
   core::Identity who;
   std::string label;
-  create->add_option("--tenant", who.tenant_id,
-                     "the tenant the key acts for (with --admin: manages; * for every tenant)")
+  create
+      ->add_option("--tenant", who.tenant_id,
+                   "the tenant the key acts for (with --admin: manages; * for every tenant)")
       ->required();
-  create->add_option("--user", who.user_id,
-                     "the user the key acts for (with --admin: the admin's name)")
+  create
+      ->add_option("--user", who.user_id,
+                   "the user the key acts for (with --admin: the admin's name)")
       ->required();
   bool admin_key = false;
   create->add_flag("--admin", admin_key,

@@ -60,9 +60,9 @@ absl::StatusOr<core::Identity> OnBehalfOf(core::KeyGrant grant, std::string_view
     return std::move(grant.identity);
   }
   if (on_behalf_of.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a gateway key names the end user of each call in the ", core::kOnBehalfOfHeader,
-        " header"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a gateway key names the end user of each call in the ",
+                     core::kOnBehalfOfHeader, " header"));
   }
   if (!core::IsSafeToken(on_behalf_of)) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -59,10 +59,10 @@ absl::StatusOr<KeyAdminCaller> KeyAdminGrpcService::Caller(
   }
   absl::StatusOr<core::Identity> admin = admin_keys_.Authenticate(key);
   if (!admin.ok()) {
-    return absl::UnauthenticatedError(
-        absl::IsUnauthenticated(admin.status())
-            ? std::string("invalid admin key: ") + std::string(admin.status().message())
-            : std::string(admin.status().message()));
+    return absl::UnauthenticatedError(absl::IsUnauthenticated(admin.status())
+                                          ? std::string("invalid admin key: ") +
+                                                std::string(admin.status().message())
+                                          : std::string(admin.status().message()));
   }
   return KeyAdminCaller{admin->user_id, admin->tenant_id};
 }

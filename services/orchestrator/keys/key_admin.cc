@@ -54,9 +54,8 @@ absl::Status KeyAdmin::CheckTenant(const KeyAdminCaller& caller, const std::stri
     return absl::InvalidArgumentError("tenant_id: 1..128 characters of [A-Za-z0-9._:@-]");
   }
   if (caller.tenant != core::kAllTenants && caller.tenant != tenant) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("admin key ", caller.name, " manages the keys of tenant ", caller.tenant,
-                     " only"));
+    return absl::PermissionDeniedError(absl::StrCat(
+        "admin key ", caller.name, " manages the keys of tenant ", caller.tenant, " only"));
   }
   return absl::OkStatus();
 }
@@ -74,8 +73,7 @@ absl::Status KeyAdmin::CheckKeyId(const std::string& key_id) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<IssuedKey> KeyAdmin::Create(const KeyAdminCaller& caller,
-                                           const StoredKey& request) {
+absl::StatusOr<IssuedKey> KeyAdmin::Create(const KeyAdminCaller& caller, const StoredKey& request) {
   if (absl::Status s = CheckTenant(caller, request.tenant_id); !s.ok()) return s;
   if (absl::Status s = CheckOwner(request); !s.ok()) return s;
   if (absl::Status s = CheckLabel(request.label); !s.ok()) return s;

@@ -46,7 +46,8 @@ absl::StatusOr<core::KeyGrant> ManagedApiKeys::Grant(std::string_view key) const
                         now < c.previous_valid_until_micros;
   if (!current && !previous) return core::InvalidApiKey();
   // Said only to whoever holds the key.
-  if (c.expires_micros != 0 && now >= c.expires_micros) return core::ApiKeyExpired(c.expires_micros);
+  if (c.expires_micros != 0 && now >= c.expires_micros)
+    return core::ApiKeyExpired(c.expires_micros);
   return c.grant;
 }
 

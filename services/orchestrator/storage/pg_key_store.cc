@@ -97,8 +97,8 @@ absl::Status PgKeyStore::Insert(const StoredKey& key, const KeyHash& hash) {
                      At(7), ", ", At(7), ", CASE WHEN $8::bigint = 0 THEN NULL ELSE ", At(8),
                      " END) ON CONFLICT (key_id) DO NOTHING"),
         key.key_id, key.tenant_id, key.user_id,
-        std::string(key.kind == core::KeyKind::kGateway ? "gateway" : "user"), Hex(hash),
-        key.label, key.created_micros, key.expires_micros);
+        std::string(key.kind == core::KeyKind::kGateway ? "gateway" : "user"), Hex(hash), key.label,
+        key.created_micros, key.expires_micros);
     if (r.affected_rows() == 0) {
       return absl::AlreadyExistsError(absl::StrCat("key id ", key.key_id, " is taken"));
     }
@@ -149,9 +149,10 @@ absl::StatusOr<StoredKey> PgKeyStore::Revoke(const std::string& tenant, const st
   StoredKey key;
   absl::Status status = pg::WithTenantTransaction(pool_, tenant, [&](pqxx::work& tx) {
     const pqxx::result r = tx.exec_params(
-        absl::StrCat("UPDATE orchestration.api_keys SET revoked_at = coalesce(revoked_at, ",
-                     At(2), "), previous_hash = NULL, previous_valid_until = NULL "
-                     "WHERE key_id = $1 RETURNING ", kKeyColumns),
+        absl::StrCat("UPDATE orchestration.api_keys SET revoked_at = coalesce(revoked_at, ", At(2),
+                     "), previous_hash = NULL, previous_valid_until = NULL "
+                     "WHERE key_id = $1 RETURNING ",
+                     kKeyColumns),
         key_id, now_micros);
     if (r.empty()) return Missing(tx, key_id);
     key = RowToKey(r[0]);
