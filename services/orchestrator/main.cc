@@ -563,9 +563,39 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
 }
 
 // `keys create`: prints a new key and its key-file line; 2 on bad input.
-// `admin`: a line of the admin key file (tenant `*`: every tenant).
-int CreateApiKey(const core::Identity& who, const std::string& label, const std::string& expires,
-                 bool admin) {
+// `keys create`'s arguments; `admin`: a line of the admin key file
+// (tenant `*`: every tenant).
+struct CreateKeyArgs {
+  core::Identity who;
+  std::string label;
+  std::string expires;
+  bool admin = false;
+};
+
+CLI::App* AddCreateKeyCommand(CLI::App& keys, CreateKeyArgs& a) {
+  CLI::App* create =
+      keys.add_subcommand("create", "make a new API key and print its key-file line");
+  create
+      ->add_option("--tenant", a.who.tenant_id,
+                   "the tenant the key acts for (with --admin: manages; * for every tenant)")
+      ->required();
+  create
+      ->add_option("--user", a.who.user_id,
+                   "the user the key acts for (with --admin: the admin's name)")
+      ->required();
+  create->add_option("--label", a.label, "a note kept in the key file");
+  create->add_option("--expires", a.expires,
+                     "when the key stops working, UTC: RFC 3339 or a date (2027-03-01)");
+  create->add_flag("--admin", a.admin,
+                   "a key for the admin key file (auth.admin_keys_file) instead");
+  return create;
+}
+
+int CreateApiKey(const CreateKeyArgs& a) {
+  const core::Identity& who = a.who;
+  const std::string& label = a.label;
+  const std::string& expires = a.expires;
+  const bool admin = a.admin;
   std::optional<int64_t> expiry;
   if (!expires.empty() && !(expiry = core::ParseApiKeyExpiry(expires))) {
     std::fprintf(stderr, "--expires: not an RFC 3339 time or a date: %s\n", expires.c_str());
@@ -612,28 +642,11 @@ int main(int argc, char** argv) {
   CLI::App* rewrap = app.add_subcommand(
       "rewrap-keys", "move every tenant key to the current master key (as the schema owner)");
   CLI::App* keys = app.add_subcommand("keys", "API keys");
-  CLI::App* create =
-      keys->add_subcommand("create", "make a new API key and print its key-file line");
+  orchestrator::CreateKeyArgs create_args;
+  CLI::App* create = orchestrator::AddCreateKeyCommand(*keys, create_args);
   keys->require_subcommand(1);
-  core::Identity who;
-  std::string label;
-  create
-      ->add_option("--tenant", who.tenant_id,
-                   "the tenant the key acts for (with --admin: manages; * for every tenant)")
-      ->required();
-  create
-      ->add_option("--user", who.user_id,
-                   "the user the key acts for (with --admin: the admin's name)")
-      ->required();
-  bool admin_key = false;
-  create->add_flag("--admin", admin_key,
-                   "a key for the admin key file (auth.admin_keys_file) instead");
-  create->add_option("--label", label, "a note kept in the key file");
-  std::string expires;
-  create->add_option("--expires", expires,
-                     "when the key stops working, UTC: RFC 3339 or a date (2027-03-01)");
   CLI11_PARSE(app, argc, argv);
-  if (create->parsed()) return orchestrator::CreateApiKey(who, label, expires, admin_key);
+  if (create->parsed()) return orchestrator::CreateApiKey(create_args);
   absl::StatusOr<orchestrator::Settings> settings = orchestrator::LoadSettings(config_file);
   const bool admin = migrate->parsed() || rotate->parsed() || rewrap->parsed();
   if (settings.ok() && !admin) {
