@@ -49,20 +49,25 @@ BEGIN
 END
 $$;
 
--- The keys with ids `ids` (every key when null) that are not revoked.
+-- The keys with ids `ids` (every key when null) that are not revoked. The
+-- owner's cross-tenant switch is on only while the query runs.
 CREATE FUNCTION orchestration.api_keys_to_authenticate(ids text[])
 RETURNS TABLE (key_id text, tenant_id text, user_id text, kind text, key_hash bytea,
                expires_micros bigint, previous_hash bytea, previous_valid_until_micros bigint)
-LANGUAGE sql STABLE SECURITY DEFINER
+LANGUAGE plpgsql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
-SET omniforge.cross_tenant = 'on'
 AS $$
-  SELECT k.key_id, k.tenant_id, k.user_id, k.kind, k.key_hash,
-         (extract(epoch FROM k.expires_at) * 1000000)::bigint,
-         k.previous_hash,
-         (extract(epoch FROM k.previous_valid_until) * 1000000)::bigint
-    FROM orchestration.api_keys k
-   WHERE k.revoked_at IS NULL AND (ids IS NULL OR k.key_id = ANY (ids))
+BEGIN
+  PERFORM set_config('omniforge.cross_tenant', 'on', true);
+  RETURN QUERY
+    SELECT k.key_id, k.tenant_id, k.user_id, k.kind, k.key_hash,
+           (extract(epoch FROM k.expires_at) * 1000000)::bigint,
+           k.previous_hash,
+           (extract(epoch FROM k.previous_valid_until) * 1000000)::bigint
+      FROM orchestration.api_keys k
+     WHERE k.revoked_at IS NULL AND (ids IS NULL OR k.key_id = ANY (ids));
+  PERFORM set_config('omniforge.cross_tenant', 'off', true);
+END
 $$;
 REVOKE ALL ON FUNCTION orchestration.api_keys_to_authenticate(text[]) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION orchestration.api_keys_to_authenticate(text[]) TO omniforge_orchestrator;
