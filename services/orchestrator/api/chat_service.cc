@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/algorithm/container.h"
+#include "absl/strings/str_cat.h"
 #include "libs/core/call.h"
 #include "libs/core/call_deadline.h"
 #include "libs/core/clock.h"
@@ -15,6 +16,7 @@
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
 #include "libs/core/server.h"
+#include "libs/core/text.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -46,6 +48,30 @@ std::string_view MetadataValue(const grpc::CallbackServerContext& context, const
   return std::string_view(it->second.data(), it->second.size());
 }
 
+// The identity a call acts for: a user key's own; a gateway key's tenant
+// with the user the gateway names in `on_behalf_of`.
+absl::StatusOr<core::Identity> OnBehalfOf(core::KeyGrant grant, std::string_view on_behalf_of) {
+  if (grant.kind == core::KeyKind::kUser) {
+    if (!on_behalf_of.empty()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("this API key acts for one user and may not send ", core::kOnBehalfOfHeader,
+                       " (only a gateway key names the user)"));
+    }
+    return std::move(grant.identity);
+  }
+  if (on_behalf_of.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a gateway key names the end user of each call in the ",
+                     core::kOnBehalfOfHeader, " header"));
+  }
+  if (!core::IsSafeToken(on_behalf_of)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        core::kOnBehalfOfHeader, ": the user id must be 1..128 characters of [A-Za-z0-9._:@-]"));
+  }
+  grant.identity.user_id = std::string(on_behalf_of);
+  return std::move(grant.identity);
+}
+
 }  // namespace
 
 absl::StatusOr<core::Identity> Doorway::Admit(const grpc::CallbackServerContext& context) const {
@@ -55,7 +81,10 @@ absl::StatusOr<core::Identity> Doorway::Admit(const grpc::CallbackServerContext&
     return absl::UnauthenticatedError(
         "missing API key: send `authorization: Bearer <key>` or `x-api-key: <key>`");
   }
-  absl::StatusOr<core::Identity> who = keys.Authenticate(key);
+  absl::StatusOr<core::KeyGrant> grant = keys.Grant(key);
+  if (!grant.ok()) return grant.status();
+  absl::StatusOr<core::Identity> who =
+      OnBehalfOf(*std::move(grant), MetadataValue(context, core::kOnBehalfOfHeader));
   if (!who.ok() || limits == nullptr) return who;
   // An authenticated key is `ofk_<key id>_<secret>`.
   const std::string_view key_id = key.substr(std::size(core::kApiKeyPrefix) - 1, 12);
