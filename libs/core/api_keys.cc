@@ -10,6 +10,8 @@
 
 #include "absl/time/time.h"
 #include "libs/core/digest.h"
+#include "libs/core/error_catalog.h"
+#include "libs/core/error_reason.h"
 #include "libs/core/files.h"
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
@@ -176,8 +178,9 @@ absl::StatusOr<Identity> ApiKeyStore::AuthenticateAt(std::string_view key,
   }
   // Said only to whoever holds the key.
   if (it->second.expires_micros != 0 && now_micros >= it->second.expires_micros) {
-    return absl::UnauthenticatedError("API key expired at " +
-                                      FormatExpiry(it->second.expires_micros));
+    return WithReason(
+        absl::UnauthenticatedError("API key expired at " + FormatExpiry(it->second.expires_micros)),
+        kReasonApiKeyExpired);
   }
   return it->second.identity;
 }
