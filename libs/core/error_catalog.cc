@@ -79,11 +79,11 @@ std::string_view GeneralReason(absl::StatusCode code) {
 
 absl::Status Classified(absl::Status status) {
   if (status.ok()) return status;
-  const ErrorReasonEntry* own = FindErrorReason(ReasonOf(status));
-  if (own == nullptr || own->code != status.code()) {
-    status = WithReason(std::move(status), GeneralReason(status.code()));
-  }
   const Code code = status.code();
+  const ErrorReasonEntry* own = FindErrorReason(ReasonOf(status));
+  if (own == nullptr || own->code != code) {
+    status = WithReason(std::move(status), GeneralReason(code));
+  }
   const bool hinted =
       code == Code::kResourceExhausted || code == Code::kUnavailable || code == Code::kAborted;
   if (hinted && !RetryAfter(status)) status = WithRetryAfter(std::move(status), kDefaultRetryAfter);
