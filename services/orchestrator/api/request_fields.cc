@@ -21,7 +21,7 @@ std::string Walk(const google::protobuf::Descriptor& type, std::string_view byte
     if (field.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) continue;
     const google::protobuf::FieldDescriptor* described = type.FindFieldByNumber(field.number());
     if (described == nullptr) continue;
-    const std::string path = prefix + described->name();
+    std::string path = prefix + described->name();
     if (described->type() == google::protobuf::FieldDescriptor::TYPE_STRING &&
         !core::IsValidUtf8(field.length_delimited())) {
       return path;
