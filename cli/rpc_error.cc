@@ -10,9 +10,8 @@ namespace omniforge::cli {
 
 std::string DescribeRpcError(const grpc::Status& status) {
   // gRPC and absl share the numeric codes; absl has their names.
-  std::string text =
-      absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())) + ": " +
-      status.error_message();
+  std::string text = absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())) +
+                     ": " + status.error_message();
   // The ErrorInfo reason of the status details, for scripts to match on.
   const std::string reason = core::ReasonOf(core::FromGrpcStatus(status));
   if (!reason.empty()) text += " [" + reason + "]";
