@@ -11,6 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "libs/core/digest.h"
+#include "libs/core/error_catalog.h"
+#include "libs/core/error_reason.h"
 #include "libs/core/files.h"
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
@@ -121,7 +123,9 @@ absl::StatusOr<std::string> NewApiKeySecret(std::string_view key_id) {
 }
 
 absl::Status ApiKeyExpired(int64_t expires_micros) {
-  return absl::UnauthenticatedError("API key expired at " + FormatExpiry(expires_micros));
+  return WithReason(
+      absl::UnauthenticatedError("API key expired at " + FormatExpiry(expires_micros)),
+      kReasonApiKeyExpired);
 }
 
 absl::Status InvalidApiKey() { return absl::UnauthenticatedError("invalid API key"); }

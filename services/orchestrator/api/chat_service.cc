@@ -11,12 +11,15 @@
 #include "libs/core/call.h"
 #include "libs/core/call_deadline.h"
 #include "libs/core/clock.h"
+#include "libs/core/error_catalog.h"
+#include "libs/core/error_reason.h"
 #include "libs/core/grpc_status.h"
 #include "libs/core/ids.h"
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
 #include "libs/core/server.h"
 #include "libs/core/text.h"
+#include "services/orchestrator/api/request_fields.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -78,11 +81,16 @@ absl::StatusOr<core::Identity> Doorway::Admit(const grpc::CallbackServerContext&
   const std::string_view key = core::PresentedApiKey(MetadataValue(context, "authorization"),
                                                      MetadataValue(context, "x-api-key"));
   if (key.empty()) {
-    return absl::UnauthenticatedError(
-        "missing API key: send `authorization: Bearer <key>` or `x-api-key: <key>`");
+    return core::WithReason(
+        absl::UnauthenticatedError(
+            "missing API key: send `authorization: Bearer <key>` or `x-api-key: <key>`"),
+        core::kReasonApiKeyMissing);
   }
   absl::StatusOr<core::KeyGrant> grant = keys.Grant(key);
-  if (!grant.ok()) return grant.status();
+  if (!grant.ok()) {
+    if (!core::ReasonOf(grant.status()).empty()) return grant.status();
+    return core::WithReason(grant.status(), core::kReasonApiKeyInvalid);
+  }
   absl::StatusOr<core::Identity> who =
       OnBehalfOf(*std::move(grant), MetadataValue(context, core::kOnBehalfOfHeader));
   if (!who.ok() || limits == nullptr) return who;
@@ -94,17 +102,51 @@ absl::StatusOr<core::Identity> Doorway::Admit(const grpc::CallbackServerContext&
 
 namespace {
 
-template <typename Message>
-bool Parse(const grpc::ByteBuffer& raw, Message& message) {
+// The request in `raw`; INVALID_ARGUMENT when it does not parse: INVALID_UTF8
+// naming the string field that is not valid UTF-8, else REQUEST_MALFORMED.
+absl::Status Parse(const grpc::ByteBuffer& raw, google::protobuf::Message& message) {
   grpc::ByteBuffer copy(raw);
   grpc::ProtoBufferReader reader(&copy);
-  return message.ParseFromZeroCopyStream(&reader);
+  if (message.ParseFromZeroCopyStream(&reader)) return absl::OkStatus();
+  std::vector<grpc::Slice> slices;
+  std::string bytes;
+  if (raw.Dump(&slices).ok()) {
+    for (const grpc::Slice& slice : slices) {
+      bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+    }
+  }
+  const std::string field = InvalidUtf8Field(*message.GetDescriptor(), bytes);
+  if (!field.empty()) {
+    return core::InvalidField(field, core::kReasonInvalidUtf8, "must be valid UTF-8");
+  }
+  return core::WithFieldViolation(
+      core::WithReason(absl::InvalidArgumentError(absl::StrCat(
+                           "request is not a valid ", message.GetDescriptor()->full_name())),
+                       core::kReasonRequestMalformed),
+      "", "the request bytes are not a " + message.GetDescriptor()->full_name());
 }
 
-template <typename Message>
-std::string ParseError() {
-  return "request is not a valid " + Message::descriptor()->full_name() +
-         ": every string field must be valid UTF-8";
+// A failure of the conversation service (or the approval audit store) as
+// the public API names it: a missing conversation, or storage out of reach.
+absl::Status StorageFailure(absl::Status status) {
+  switch (status.code()) {
+    case absl::StatusCode::kNotFound:
+      return core::WithReason(std::move(status), core::kReasonConversationNotFound);
+    case absl::StatusCode::kUnavailable:
+      return core::WithReason(std::move(status), core::kReasonStorageUnavailable);
+    default:
+      return status;
+  }
+}
+
+// The wire status of a public call: a documented reason and its details.
+grpc::Status PublicStatus(const absl::Status& status) {
+  return core::ToGrpcStatus(core::Classified(status));
+}
+
+absl::Status Busy(std::string_view what) {
+  return core::WithReason(absl::ResourceExhaustedError(std::string(what) + "; retry shortly"),
+                          core::kReasonServerBusy);
 }
 
 int64_t DeadlineMicros(const grpc::CallbackServerContext& context, int64_t cap_micros) {
@@ -127,7 +169,7 @@ grpc::ServerUnaryReactor* ServeUnary(
   auto scope = std::make_shared<core::RpcScope>(method);
   auto finish = [reactor, scope](const absl::Status& status) {
     scope->Finish(status);
-    reactor->Finish(core::ToGrpcStatus(status));
+    reactor->Finish(PublicStatus(status));
   };
   auto who = door.Admit(*context);
   if (!who.ok()) {
@@ -135,8 +177,8 @@ grpc::ServerUnaryReactor* ServeUnary(
     return reactor;
   }
   auto request = std::make_shared<Request>();
-  if (!Parse(*raw, *request)) {
-    finish(absl::InvalidArgumentError(ParseError<Request>()));
+  if (absl::Status parsed = Parse(*raw, *request); !parsed.ok()) {
+    finish(parsed);
     return reactor;
   }
   const int64_t deadline = DeadlineMicros(*context, kMaxReadMicros);
@@ -153,7 +195,7 @@ grpc::ServerUnaryReactor* ServeUnary(
     }
     finish(status);
   };
-  if (!workers.Submit(task)) finish(absl::ResourceExhaustedError("too many calls in progress"));
+  if (!workers.Submit(task)) finish(Busy("too many calls in progress"));
   return reactor;
 }
 
@@ -163,7 +205,7 @@ class Refusal final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   explicit Refusal(const absl::Status& status) {
     core::RpcScope scope("StreamChat");
     scope.Finish(status);
-    Finish(core::ToGrpcStatus(status));
+    Finish(PublicStatus(status));
   }
   void OnDone() override { delete this; }
 };
@@ -217,7 +259,7 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
       TurnEnded(status);
     };
     if (!workers.Submit(task)) {
-      TurnEnded(absl::ResourceExhaustedError("too many turns in progress; retry shortly"));
+      TurnEnded(Busy("too many turns in progress"));
     }
   }
 
@@ -336,7 +378,9 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
 
   void FinishCall(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_) {
     scope_.Finish(status);
-    Finish(core::ToGrpcStatus(status));
+    // What the turn returns is a refusal of its message by the conversation
+    // service, or a failure before the turn began.
+    Finish(PublicStatus(StorageFailure(status)));
   }
 
   RunningTurns& running_;
@@ -544,8 +588,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw) {
   pb::StreamChatRequest request;
   absl::StatusOr<core::Identity> who = door_.Admit(*context);
-  if (who.ok() && !Parse(*raw, request)) {
-    who = absl::InvalidArgumentError(ParseError<pb::StreamChatRequest>());
+  if (who.ok()) {
+    if (absl::Status parsed = Parse(*raw, request); !parsed.ok()) who = parsed;
   }
   if (who.ok()) {
     if (absl::Status valid = ValidateStreamChatRequest(request); !valid.ok()) who = valid;
@@ -574,9 +618,10 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
     const std::string key = RunningTurns::Key(*who, request.conversation_id());
     if (!request.turn_id().empty()) {
       if (!running_.Claim(key, request.turn_id(), control)) {
-        return new Refusal(
+        return new Refusal(core::WithReason(
             absl::AbortedError("turn " + request.turn_id() +
-                               " is still running; retry once it has ended, and it is replayed"));
+                               " is still running; retry once it has ended, and it is replayed"),
+            core::kReasonTurnInProgress));
       }
       claimed_key = key;
     }
@@ -595,7 +640,7 @@ grpc::ServerUnaryReactor* ChatGrpcService::CancelTurn(grpc::CallbackServerContex
       [this](const core::Call& call, const pb::CancelTurnRequest& request,
              pb::CancelTurnResponse* response) {
         if (request.conversation_id().empty()) {
-          return absl::InvalidArgumentError("conversation_id: required");
+          return core::InvalidField("conversation_id", core::kReasonFieldRequired, "required");
         }
         response->set_cancelled(running_.Cancel(
             RunningTurns::Key(call.who, request.conversation_id()), request.turn_id()));
@@ -610,15 +655,17 @@ grpc::ServerUnaryReactor* ChatGrpcService::DeleteConversation(grpc::CallbackServ
       [this](const core::Call& call, const pb::DeleteConversationRequest& request,
              pb::DeleteConversationResponse* response) {
         if (!core::IsUuid(request.conversation_id())) {
-          return absl::InvalidArgumentError("conversation_id: must be a UUID");
+          return core::InvalidField("conversation_id", core::kReasonFieldInvalid, "must be a UUID");
         }
         const std::string key = RunningTurns::Key(call.who, request.conversation_id());
         response->set_turn_cancelled(running_.Cancel(key, ""));
         if (!running_.AwaitNone(key, absl::Seconds(5))) {
-          return absl::AbortedError(
-              "a turn of the conversation is still ending; nothing was deleted, retry");
+          return core::WithReason(
+              absl::AbortedError(
+                  "a turn of the conversation is still ending; nothing was deleted, retry"),
+              core::kReasonTurnInProgress);
         }
-        return runner_.DeleteConversation(call, request.conversation_id());
+        return StorageFailure(runner_.DeleteConversation(call, request.conversation_id()));
       });
 }
 
@@ -632,7 +679,7 @@ grpc::ServerUnaryReactor* ChatGrpcService::ListConversations(grpc::CallbackServe
         down.set_page_size(request.page_size());
         down.set_page_token(request.page_token());
         auto answer = memory_.ListConversations(call, down);
-        if (!answer.ok()) return answer.status();
+        if (!answer.ok()) return StorageFailure(answer.status());
         for (const auto& conversation : answer->conversations()) {
           *response->add_conversations() = PublicConversation(conversation);
         }
@@ -650,7 +697,7 @@ grpc::ServerUnaryReactor* ChatGrpcService::GetConversation(grpc::CallbackServerC
         convpb::GetConversationRequest down;
         down.set_conversation_id(request.conversation_id());
         auto answer = memory_.GetConversation(call, down);
-        if (!answer.ok()) return answer.status();
+        if (!answer.ok()) return StorageFailure(answer.status());
         *response->mutable_conversation() = PublicConversation(answer->conversation());
         return absl::OkStatus();
       });
@@ -667,7 +714,7 @@ grpc::ServerUnaryReactor* ChatGrpcService::ListMessages(grpc::CallbackServerCont
         down.set_before_seq(request.before_seq());
         down.set_limit(request.limit());
         auto answer = memory_.ListMessages(call, down);
-        if (!answer.ok()) return answer.status();
+        if (!answer.ok()) return StorageFailure(answer.status());
         for (const auto& message : answer->messages()) {
           *response->add_messages() = PublicMessage(message);
         }
@@ -683,10 +730,11 @@ grpc::ServerUnaryReactor* ChatGrpcService::ListActions(grpc::CallbackServerConte
       [this](const core::Call& call, const pb::ListActionsRequest& request,
              pb::ListActionsResponse* response) {
         if (!core::IsUuid(request.conversation_id())) {
-          return absl::InvalidArgumentError("conversation_id: must be a UUID");
+          return core::InvalidField("conversation_id", core::kReasonFieldInvalid, "must be a UUID");
         }
         if (request.limit() < 0 || request.limit() > kMaxListedActions) {
-          return absl::InvalidArgumentError("limit: must be 0 to 500 (0: 100)");
+          return core::InvalidField("limit", core::kReasonFieldInvalid,
+                                    "must be 0 to 500 (0: 100)");
         }
         const int limit = request.limit() == 0 ? kDefaultListedActions : request.limit();
         // The trail of a conversation that is missing or another's is
@@ -694,11 +742,11 @@ grpc::ServerUnaryReactor* ChatGrpcService::ListActions(grpc::CallbackServerConte
         convpb::GetConversationRequest get;
         get.set_conversation_id(request.conversation_id());
         auto conversation = memory_.GetConversation(call, get);
-        if (!conversation.ok()) return conversation.status();
+        if (!conversation.ok()) return StorageFailure(conversation.status());
         if (audit_ == nullptr) return absl::OkStatus();
         const core::ScopedCallDeadline bounded(call.deadline);
         auto decisions = audit_->List(call.who, request.conversation_id(), limit);
-        if (!decisions.ok()) return decisions.status();
+        if (!decisions.ok()) return StorageFailure(decisions.status());
         for (const ActionDecisionRecord& decision : *decisions) {
           *response->add_decisions() = ActionDecisionProto(decision);
         }

@@ -4,7 +4,9 @@
 // UTF-8 is a clear INVALID_ARGUMENT), runs each turn on a worker thread and
 // streams its events with backpressure, reads conversations through to
 // the conversation service with the caller's identity, and reads the
-// approval audit trail of the caller's conversations.
+// approval audit trail of the caller's conversations. Every error status
+// it returns carries a documented reason (core::Classified) and its
+// google.rpc details (core::ToGrpcStatus).
 #pragma once
 
 #include <map>
@@ -100,8 +102,9 @@ struct Doorway {
   const core::ApiKeys& keys;
   TenantLimits* limits = nullptr;
 
-  // UNAUTHENTICATED without a valid key; RESOURCE_EXHAUSTED (with a retry
-  // hint) over the key's or the tenant's rate.
+  // UNAUTHENTICATED without a valid key (reason API_KEY_MISSING,
+  // API_KEY_INVALID or API_KEY_EXPIRED); RESOURCE_EXHAUSTED (RATE_LIMITED,
+  // with a retry hint) over the key's or the tenant's rate.
   absl::StatusOr<core::Identity> Admit(const grpc::CallbackServerContext& context) const;
 };
 

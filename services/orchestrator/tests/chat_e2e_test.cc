@@ -63,7 +63,9 @@
 #include "google/rpc/status.pb.h"
 #include "libs/core/api_keys.h"
 #include "libs/core/clock.h"
+#include "libs/core/error_reason.h"
 #include "libs/core/grpc_identity.h"
+#include "libs/core/grpc_status.h"
 #include "libs/core/ids.h"
 #include "libs/llm/testing/fake_provider.h"
 #include "libs/mcp/testing/node_servers.h"
@@ -1218,6 +1220,52 @@ TEST_F(ChatEndToEndTest, BadInputIsRefusedAndStoresNothing) {
   pb::ListConversationsResponse list;
   ASSERT_TRUE(stub_->ListConversations(context.get(), pb::ListConversationsRequest(), &list).ok());
   EXPECT_EQ(list.conversations_size(), 0);
+}
+
+// The conversation service's own field checks reach the client through
+// the orchestrator with their reason and field (google.rpc.ErrorInfo and
+// BadRequest in the status details), as the orchestrator's own do.
+TEST_F(ChatEndToEndTest, ReadsRefusedByTheConversationServiceNameTheField) {
+  auto context = Context(key());
+  pb::GetConversationRequest get;
+  get.set_conversation_id("not-a-uuid");
+  pb::GetConversationResponse got;
+  const absl::Status malformed =
+      core::FromGrpcStatus(stub_->GetConversation(context.get(), get, &got));
+  EXPECT_EQ(malformed.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(core::ReasonOf(malformed), "FIELD_INVALID");
+  ASSERT_EQ(core::FieldViolationsOf(malformed).size(), 1u);
+  EXPECT_EQ(core::FieldViolationsOf(malformed)[0].field, "conversation_id");
+
+  const std::string conversation = Chat("hello").session().conversation_id();
+  context = Context(key());
+  pb::ListMessagesRequest messages;
+  messages.set_conversation_id(conversation);
+  messages.set_limit(100000);
+  pb::ListMessagesResponse page;
+  const absl::Status too_many =
+      core::FromGrpcStatus(stub_->ListMessages(context.get(), messages, &page));
+  EXPECT_EQ(too_many.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(core::ReasonOf(too_many), "FIELD_INVALID");
+  ASSERT_EQ(core::FieldViolationsOf(too_many).size(), 1u);
+  EXPECT_EQ(core::FieldViolationsOf(too_many)[0].field, "limit");
+
+  context = Context(key());
+  pb::ListConversationsRequest list;
+  list.set_page_token("forged");
+  pb::ListConversationsResponse listed;
+  const absl::Status forged =
+      core::FromGrpcStatus(stub_->ListConversations(context.get(), list, &listed));
+  EXPECT_EQ(core::ReasonOf(forged), "FIELD_INVALID");
+  ASSERT_EQ(core::FieldViolationsOf(forged).size(), 1u);
+  EXPECT_EQ(core::FieldViolationsOf(forged)[0].field, "page_token");
+
+  context = Context(key());
+  get.set_conversation_id(core::NewUuid());
+  const absl::Status missing =
+      core::FromGrpcStatus(stub_->GetConversation(context.get(), get, &got));
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(core::ReasonOf(missing), "CONVERSATION_NOT_FOUND");
 }
 
 // The same stack with the planner on a model: the fake provider (real

@@ -14,7 +14,9 @@ namespace omniforge::orchestrator {
 // a malformed conversation id, turn id or entity id, a decision with an
 // unknown kind, without an action id, or with arguments that are not a JSON
 // object (or given with another kind than EDIT), a decision without a
-// conversation.
+// conversation. Each carries its reason (FIELD_REQUIRED, FIELD_INVALID,
+// FIELD_TOO_LARGE, INVALID_UTF8) and the field's path as a field violation
+// (core::InvalidField).
 absl::Status ValidateStreamChatRequest(
     const ::omniforge::orchestrator::v1::StreamChatRequest& request);
 
