@@ -48,6 +48,16 @@ need() {
 
 # Node.js and the npm packages of tests/node; Node.js is optional on a
 # developer machine (scripts/deps.sh installs the packages when it is there).
+# buf breaking (FILE rules) of the public API (omniforge/orchestrator) in
+# the protos under $1 against the release image $2, through an image of
+# the same files at $3.
+public_api_breaking() {
+  local buf="$NODE_DIR/node_modules/.bin/buf"
+  (cd "$1" && "$buf" build --path protos/omniforge/orchestrator -o "$3") || return 1
+  "$buf" breaking "$3" --against "$2" --exclude-imports \
+    --config '{"version":"v2","breaking":{"use":["FILE"]}}'
+}
+
 need_node_packages() {
   command -v node >/dev/null 2>&1 ||
     skip "node is not on PATH: this check needs Node.js and the npm packages of tests/node; check: ${CHECK}"
@@ -259,8 +269,9 @@ case "${1:-}" in
     cd "$ROOT"
     baseline=$(ls api/releases/*.binpb 2>/dev/null | sort -V | tail -n 1)
     [[ -n "$baseline" ]] || fail "no release image in api/releases (make api-release)"
-    "$NODE_DIR/node_modules/.bin/buf" breaking --against "$baseline" \
-      --path protos/omniforge/orchestrator
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    public_api_breaking "$ROOT" "$baseline" "$tmp/now.binpb" || fail "the public API breaks $baseline"
     echo "buf breaking: the public API keeps $(basename "$baseline" .binpb)'s contract"
     ;;
 
@@ -272,12 +283,12 @@ case "${1:-}" in
     [[ -n "$baseline" ]] || fail "no release image in api/releases (make api-release)"
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT
-    cp -r "$ROOT/protos" "$ROOT/buf.yaml" "$tmp/"
-    proto="$tmp/protos/omniforge/orchestrator/v1/chat_service.proto"
+    mkdir "$tmp/copy"
+    cp -r "$ROOT/protos" "$ROOT/buf.yaml" "$tmp/copy/"
+    proto="$tmp/copy/protos/omniforge/orchestrator/v1/chat_service.proto"
     sed -i 's/^  string delta = 1;/  string delta = 7;/; s/^  bool is_final = 2;//' "$proto"
     grep -q 'string delta = 7;' "$proto" || fail "the fixture's change did not apply"
-    if out=$(cd "$tmp" && "$NODE_DIR/node_modules/.bin/buf" breaking --against "$baseline" \
-      --path protos/omniforge/orchestrator 2>&1); then
+    if out=$(public_api_breaking "$tmp/copy" "$baseline" "$tmp/now.binpb" 2>&1); then
       fail "buf breaking accepted a renumbered and a removed field"
     fi
     for expected in '"1" with name "delta"' '"2" with name "is_final"'; do
