@@ -301,7 +301,7 @@ TEST_F(ChatErrorsTest, BadRequestsNameTheFieldAtFault) {
   edit.mutable_decision()->set_arguments_json("[1]");
   ExpectInvalid(ChatRefusal(edit, alice), "FIELD_INVALID", "decision.arguments_json");
   pb::StreamChatRequest unknown_enum = TurnHarness::Request("hi");
-  unknown_enum.set_context_type(static_cast<intentpb::ContextType>(99));
+  unknown_enum.set_context_type(static_cast<pb::ContextType>(99));
   ExpectInvalid(Decode(Raw("StreamChat", unknown_enum.SerializeAsString())), "FIELD_INVALID",
                 "context_type");
 
