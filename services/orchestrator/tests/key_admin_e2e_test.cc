@@ -161,11 +161,11 @@ class KeyAdminEndToEndTest : public ::testing::Test {
   // Whether both replicas refuse `key` with UNAUTHENTICATED within `within`.
   static bool RefusedEverywhereWithin(const std::string& key, Clock::duration within) {
     const Clock::time_point deadline = Clock::now() + within;
-    for (size_t replica = 0; replica < replicas_->size(); ++replica) {
+    for (auto& replica : *replicas_) {
       for (;;) {
         auto context = WithKey(key);
         pb::ListConversationsResponse response;
-        grpc::Status status = (*replicas_)[replica].chat->ListConversations(
+        grpc::Status status = replica.chat->ListConversations(
             context.get(), pb::ListConversationsRequest(), &response);
         if (status.error_code() == grpc::StatusCode::UNAUTHENTICATED) break;
         if (Clock::now() >= deadline) return false;
