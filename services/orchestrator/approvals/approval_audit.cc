@@ -2,8 +2,8 @@
 
 #include "absl/strings/ascii.h"
 #include "libs/core/ids.h"
-#include "services/orchestrator/api/public_types.h"
 #include "libs/core/text.h"
+#include "services/orchestrator/api/public_types.h"
 
 namespace omniforge::orchestrator {
 namespace {

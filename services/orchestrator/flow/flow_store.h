@@ -33,7 +33,8 @@ class FlowStore {
                             int64_t expected_revision) = 0;
   // Removes the caller's flows of a conversation (it was deleted); the
   // number removed. UNAVAILABLE / DEADLINE_EXCEEDED when it cannot.
-  virtual absl::StatusOr<int> Forget(const core::Call& call, const std::string& conversation_id) = 0;
+  virtual absl::StatusOr<int> Forget(const core::Call& call,
+                                     const std::string& conversation_id) = 0;
 };
 
 }  // namespace omniforge::orchestrator
