@@ -62,6 +62,19 @@ void Print(const google::protobuf::Message& message) {
 
 }  // namespace
 
+// A key just made (created or rotated): its secret, shown this once, and
+// what is kept of it.
+template <typename Issued>
+int ShowIssued(const KeysOptions& options, const Issued& response) {
+  if (options.json) {
+    Print(response);
+    return 0;
+  }
+  std::cout << "key: " << response.key() << "  (shown once: only its hash is kept)\n";
+  PrintKey(response.api_key());
+  return 0;
+}
+
 int RunKeysCreate(const KeysOptions& options) {
   if (!HasAdminKey(options)) return 2;
   pb::CreateKeyRequest request;
@@ -80,13 +93,7 @@ int RunKeysCreate(const KeysOptions& options) {
   pb::CreateKeyResponse response;
   if (int rc = ReportRpcError(Stub(options)->CreateKey(Context(options).get(), request, &response)))
     return rc;
-  if (options.json) {
-    Print(response);
-    return 0;
-  }
-  std::cout << "key: " << response.key() << "  (shown once: only its hash is kept)\n";
-  PrintKey(response.api_key());
-  return 0;
+  return ShowIssued(options, response);
 }
 
 int RunKeysList(const KeysOptions& options) {
@@ -114,13 +121,7 @@ int RunKeysRotate(const KeysOptions& options) {
   pb::RotateKeyResponse response;
   if (int rc = ReportRpcError(Stub(options)->RotateKey(Context(options).get(), request, &response)))
     return rc;
-  if (options.json) {
-    Print(response);
-    return 0;
-  }
-  std::cout << "key: " << response.key() << "  (shown once: only its hash is kept)\n";
-  PrintKey(response.api_key());
-  return 0;
+  return ShowIssued(options, response);
 }
 
 int RunKeysRevoke(const KeysOptions& options) {

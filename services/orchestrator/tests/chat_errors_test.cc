@@ -306,16 +306,16 @@ TEST_F(ChatErrorsTest, BadRequestsNameTheFieldAtFault) {
                 "context_type");
 
   // Invalid UTF-8 fails the parse; the refusal still names the field.
-  pb::StreamChatRequest utf8 = TurnHarness::Request("placeholder");
+  pb::StreamChatRequest utf8 = TurnHarness::Request("utf8-hole");
   std::string bytes = utf8.SerializeAsString();
-  bytes.replace(bytes.find("placeholder"), 2, "\xC3\x28");
+  bytes.replace(bytes.find("utf8-hole"), 2, "\xC3\x28");
   ExpectInvalid(Decode(Raw("StreamChat", bytes)), "INVALID_UTF8", "message");
   pb::StreamChatRequest nested = TurnHarness::Request("hi", core::NewUuid());
   nested.mutable_decision()->set_kind(pb::DECISION_KIND_EDIT);
   nested.mutable_decision()->set_action_id("act-1");
-  nested.mutable_decision()->set_arguments_json("{\"placeholder\":1}");
+  nested.mutable_decision()->set_arguments_json("{\"utf8-hole\":1}");
   bytes = nested.SerializeAsString();
-  bytes.replace(bytes.find("placeholder"), 2, "\xC3\x28");
+  bytes.replace(bytes.find("utf8-hole"), 2, "\xC3\x28");
   ExpectInvalid(Decode(Raw("StreamChat", bytes)), "INVALID_UTF8", "decision.arguments_json");
   const Refusal garbage = Decode(Raw("ListActions", "\xFF\xFF\xFF"));
   EXPECT_EQ(garbage.code, grpc::StatusCode::INVALID_ARGUMENT);
