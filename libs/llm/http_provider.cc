@@ -13,9 +13,19 @@
 #include "libs/llm/openai_wire.h"
 #include "libs/llm/provider_errors.h"
 #include "libs/llm/sse.h"
+#include "libs/trace/span.h"
 
 namespace omniforge::llm {
 namespace {
+
+// The model call's span attributes (no prompt text: it may hold personal data).
+void AnnotateModelCall(trace::Span& span, const std::string& provider, const ChatRequest& request,
+                       bool stream) {
+  if (!span.active()) return;
+  span.SetAttribute("llm.provider", provider);
+  span.SetAttribute("llm.model", request.model);
+  span.SetAttribute("llm.stream", stream ? "true" : "false");
+}
 
 bool IsSuccess(int status) { return status >= 200 && status <= 299; }
 
@@ -156,6 +166,8 @@ absl::StatusOr<ChatResponse> HttpProvider::Complete(const ChatRequest& request,
   absl::StatusOr<HttpRequest> http = BuildRequest(request, context, /*stream=*/false);
   if (!http.ok()) return http.status();
   if (IsCancelled(context)) return Failure(LlmErrorKind::kCancelled, "cancelled before sending");
+  trace::ScopedSpan span("model.call", trace::SpanKind::kClient);
+  AnnotateModelCall(span.span(), options_.name, request, /*stream=*/false);
 
   HttpResponseHead head;
   std::string body;
@@ -192,6 +204,8 @@ absl::StatusOr<ChatResponse> HttpProvider::Stream(const ChatRequest& request,
   absl::StatusOr<HttpRequest> http = BuildRequest(request, context, /*stream=*/true);
   if (!http.ok()) return http.status();
   if (IsCancelled(context)) return Failure(LlmErrorKind::kCancelled, "cancelled before sending");
+  trace::ScopedSpan span("model.call", trace::SpanKind::kClient);
+  AnnotateModelCall(span.span(), options_.name, request, /*stream=*/true);
 
   WireStreamDecoder decoder(options_.api, AnthropicStructuredToolName(request));
   std::vector<StreamDelta> deltas;

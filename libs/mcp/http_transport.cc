@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "libs/core/ambient.h"
 #include "libs/core/logging.h"
 #include "libs/llm/sse.h"
 #include "libs/mcp/json_rpc.h"
@@ -347,6 +348,11 @@ absl::Status HttpTransport::Send(std::string_view message, const SendOptions& op
   headers.Add("Expect:");
   AddSessionHeaders(headers, session_id, protocol_version, config_.headers);
   for (const auto& [name, value] : options.headers) headers.Add(absl::StrCat(name, ": ", value));
+  // The tool call's trace context (the thread's current span).
+  if (const core::Ambient& ambient = core::CurrentAmbient(); ambient.span.valid()) {
+    headers.Add(absl::StrCat("traceparent: ", core::FormatTraceparent(ambient.span)));
+    if (!ambient.tracestate.empty()) headers.Add(absl::StrCat("tracestate: ", ambient.tracestate));
+  }
 
   Exchange exchange;
   exchange.max_bytes = config_.max_message_bytes;

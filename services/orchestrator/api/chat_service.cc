@@ -11,10 +11,12 @@
 #include "libs/core/call_deadline.h"
 #include "libs/core/clock.h"
 #include "libs/core/grpc_status.h"
+#include "libs/core/grpc_trace.h"
 #include "libs/core/ids.h"
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
 #include "libs/core/server.h"
+#include "libs/trace/span.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -87,6 +89,19 @@ int64_t DeadlineMicros(const grpc::CallbackServerContext& context, int64_t cap_m
   return std::min(micros, cap);
 }
 
+// What a call's work runs under: the caller's trace context (a missing or
+// malformed traceparent starts a new trace) and the call's log fields.
+core::Ambient CallerAmbient(const grpc::ServerContextBase& context, const core::Identity& who,
+                            const pb::StreamChatRequest& request) {
+  core::IncomingTrace incoming = core::TraceFromContext(context);
+  core::Ambient ambient;
+  ambient.span = incoming.parent;
+  ambient.tracestate = std::move(incoming.tracestate);
+  ambient.log = std::make_shared<const core::LogContext>(
+      core::LogContext{request.turn_id(), request.conversation_id(), who.tenant_id});
+  return ambient;
+}
+
 // A unary call: authenticated, parsed, then `body` on a worker thread.
 template <typename Request, typename Response>
 grpc::ServerUnaryReactor* ServeUnary(
@@ -111,7 +126,8 @@ grpc::ServerUnaryReactor* ServeUnary(
     return reactor;
   }
   const int64_t deadline = DeadlineMicros(*context, kMaxReadMicros);
-  auto task = [finish, body, request, raw_response, who = *who, deadline] {
+  auto task = [finish, body, request, raw_response, who = *who, deadline, method] {
+    const trace::ScopedSpan span(method, trace::SpanKind::kServer);
     Response response;
     // Not cancelled: a read ends by its deadline.
     const core::Call call{who, core::TimePointFromMicros(deadline)};
@@ -124,6 +140,7 @@ grpc::ServerUnaryReactor* ServeUnary(
     }
     finish(status);
   };
+  const core::ScopedAmbient caller(CallerAmbient(*context, *who, pb::StreamChatRequest()));
   if (!workers.Submit(task)) finish(absl::ResourceExhaustedError("too many calls in progress"));
   return reactor;
 }
@@ -546,6 +563,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
     interrupted = running_.Suspend(key, request.turn_id());
   }
   auto* stream = new TurnStream(running_, std::move(control));
+  // The turn's thread starts under the caller's trace context and log fields.
+  const core::ScopedAmbient caller(CallerAmbient(*context, *who, request));
   stream->Start(*who, std::move(request), core::TimePointFromMicros(deadline), runner_, workers_,
                 std::move(interrupted), std::move(claimed_key), std::move(slot), door_.limits);
   return stream;
