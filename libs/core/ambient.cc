@@ -80,7 +80,8 @@ std::string SpanIdHex(const SpanContext& context) { return Hex(context.span_id);
 
 const Ambient& CurrentAmbient() { return current; }
 
-ScopedAmbient::ScopedAmbient(Ambient ambient) : previous_(std::exchange(current, std::move(ambient))) {}
+ScopedAmbient::ScopedAmbient(Ambient ambient)
+    : previous_(std::exchange(current, std::move(ambient))) {}
 
 ScopedAmbient::~ScopedAmbient() { current = std::move(previous_); }
 

@@ -54,8 +54,8 @@ struct LogContext {
 };
 
 struct Ambient {
-  SpanContext span;        // invalid: no trace
-  std::string tracestate;  // the caller's `tracestate`, passed on unchanged
+  SpanContext span;                       // invalid: no trace
+  std::string tracestate;                 // the caller's `tracestate`, passed on unchanged
   std::shared_ptr<const LogContext> log;  // null: none
 };
 

@@ -40,8 +40,8 @@ TEST(TraceparentTest, RejectsMalformedHeaders) {
 }
 
 TEST(TraceparentTest, ReadsALaterVersionByItsFirstFields) {
-  auto parsed = ParseTraceparent(
-      "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-future-stuff");
+  auto parsed =
+      ParseTraceparent("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-future-stuff");
   ASSERT_TRUE(parsed.has_value());
   EXPECT_EQ(SpanIdHex(*parsed), "00f067aa0ba902b7");
   EXPECT_FALSE(

@@ -49,8 +49,7 @@ struct UnaryCall {
 // The ambient a unary call's handler starts under: its server span (or,
 // with tracing off, the caller's trace context, passed on as it came) and
 // the caller's tenant in every log line.
-inline Ambient UnaryAmbient(const trace::Span& span, IncomingTrace incoming,
-                            const Identity& who) {
+inline Ambient UnaryAmbient(const trace::Span& span, IncomingTrace incoming, const Identity& who) {
   Ambient ambient;
   ambient.span = span.active() ? span.context() : incoming.parent;
   if (ambient.span.valid()) ambient.tracestate = std::move(incoming.tracestate);

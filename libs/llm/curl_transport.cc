@@ -248,7 +248,8 @@ absl::Status CurlTransport::Post(const HttpRequest& request,
     headers = curl_slist_append(
         headers, absl::StrCat("traceparent: ", core::FormatTraceparent(ambient.span)).c_str());
     if (!ambient.tracestate.empty()) {
-      headers = curl_slist_append(headers, absl::StrCat("tracestate: ", ambient.tracestate).c_str());
+      headers =
+          curl_slist_append(headers, absl::StrCat("tracestate: ", ambient.tracestate).c_str());
     }
   }
   // No "Expect: 100-continue" round trip before large bodies.

@@ -43,11 +43,12 @@ json SpanJson(const SpanRecord& span) {
                                 [](uint8_t b) { return b == 0; });
   if (!root) out["parentSpanId"] = Hex(span.parent_span_id);
   json attributes = json::array();
-  for (const auto& [key, value] : span.attributes) attributes.push_back(StringAttribute(key, value));
+  for (const auto& [key, value] : span.attributes)
+    attributes.push_back(StringAttribute(key, value));
   out["attributes"] = std::move(attributes);
   // STATUS_CODE_ERROR = 2; unset (0) otherwise.
-  out["status"] = span.error ? json{{"code", 2}, {"message", span.status_message}}
-                             : json{{"code", 0}};
+  out["status"] =
+      span.error ? json{{"code", 2}, {"message", span.status_message}} : json{{"code", 0}};
   return out;
 }
 
@@ -75,11 +76,11 @@ std::string OtlpJson(const std::vector<SpanRecord>& spans, const std::string& se
   for (const SpanRecord& span : spans) list.push_back(SpanJson(span));
   json body = {
       {"resourceSpans",
-       json::array({{{"resource",
-                      {{"attributes", json::array({StringAttribute("service.name", service_name)})}}},
-                     {"scopeSpans",
-                      json::array({{{"scope", {{"name", "omniforge"}}},
-                                    {"spans", std::move(list)}}})}}})}};
+       json::array(
+           {{{"resource",
+              {{"attributes", json::array({StringAttribute("service.name", service_name)})}}},
+             {"scopeSpans",
+              json::array({{{"scope", {{"name", "omniforge"}}}, {"spans", std::move(list)}}})}}})}};
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -158,8 +159,7 @@ void OtlpHttpExporter::Run() {
       done_total_ += batch.size();
       if (sent) {
         core::MetricsRegistry::Global()
-            .GetCounter("omniforge_trace_spans_exported_total",
-                        "Spans the collector accepted.")
+            .GetCounter("omniforge_trace_spans_exported_total", "Spans the collector accepted.")
             .Inc(static_cast<double>(batch.size()));
       }
     }
@@ -188,12 +188,12 @@ bool OtlpHttpExporter::Send(const std::vector<SpanRecord>& batch) const {
   curl_slist_free_all(headers);
   curl_easy_cleanup(curl);
   if (code != CURLE_OK || status < 200 || status >= 300) {
-    core::LogWarn("spans not exported",
-                  {{"component", "tracing"},
-                   {"endpoint", url_},
-                   {"error", code != CURLE_OK ? curl_easy_strerror(code)
-                                              : absl::StrCat("HTTP ", status)},
-                   {"spans", std::to_string(batch.size())}});
+    core::LogWarn(
+        "spans not exported",
+        {{"component", "tracing"},
+         {"endpoint", url_},
+         {"error", code != CURLE_OK ? curl_easy_strerror(code) : absl::StrCat("HTTP ", status)},
+         {"spans", std::to_string(batch.size())}});
     return false;
   }
   return true;

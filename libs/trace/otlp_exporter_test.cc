@@ -20,7 +20,8 @@ using std::chrono::milliseconds;
 
 SpanRecord Sample(const std::string& name) {
   SpanRecord record;
-  record.context = *core::ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+  record.context =
+      *core::ParseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
   record.parent_span_id = {1, 2, 3, 4, 5, 6, 7, 8};
   record.name = name;
   record.kind = SpanKind::kClient;
@@ -66,8 +67,8 @@ TEST(OtlpJsonTest, FollowsTheOtlpHttpJsonEncoding) {
 
 TEST(OtlpHttpExporterTest, SendsBatchesToTheCollector) {
   testing::FakeCollector collector;
-  OtlpHttpExporter exporter({collector.endpoint(), "intent", 100, 2, milliseconds(50),
-                             milliseconds(2000)});
+  OtlpHttpExporter exporter(
+      {collector.endpoint(), "intent", 100, 2, milliseconds(50), milliseconds(2000)});
   for (int i = 0; i < 5; ++i) exporter.Export(Sample("span-" + std::to_string(i)));
   ASSERT_TRUE(exporter.Flush(milliseconds(5000)));
   auto spans = collector.spans();

@@ -56,8 +56,9 @@ class FakeCollector final {
   }
 
   // Waits up to `timeout` until `done(spans)` holds; the spans then.
-  std::vector<ReceivedSpan> WaitFor(const std::function<bool(const std::vector<ReceivedSpan>&)>& done,
-                                    std::chrono::milliseconds timeout) const {
+  std::vector<ReceivedSpan> WaitFor(
+      const std::function<bool(const std::vector<ReceivedSpan>&)>& done,
+      std::chrono::milliseconds timeout) const {
     const auto until = std::chrono::steady_clock::now() + timeout;
     for (;;) {
       std::vector<ReceivedSpan> now = spans();
@@ -76,8 +77,13 @@ class FakeCollector final {
       }
       for (const auto& scope : resource.value("scopeSpans", nlohmann::json::array())) {
         for (const auto& s : scope.value("spans", nlohmann::json::array())) {
-          ReceivedSpan span{service, s["traceId"], s["spanId"], s.value("parentSpanId", ""),
-                            s["name"], s["kind"], nlohmann::json::object(),
+          ReceivedSpan span{service,
+                            s["traceId"],
+                            s["spanId"],
+                            s.value("parentSpanId", ""),
+                            s["name"],
+                            s["kind"],
+                            nlohmann::json::object(),
                             s["status"].value("code", 0)};
           for (const auto& a : s.value("attributes", nlohmann::json::array())) {
             span.attributes[a["key"].get<std::string>()] = a["value"]["stringValue"];

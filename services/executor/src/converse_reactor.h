@@ -56,7 +56,7 @@ class ConverseReactor final
   core::ThreadPool& workers_;
   DialogueRecorder* recorder_;
   core::Identity who_;
-  trace::Span span_;      // the dialogue's server span, ended in OnDone
+  trace::Span span_;       // the dialogue's server span, ended in OnDone
   core::Ambient ambient_;  // what the workers run under (set before any read)
   std::unique_ptr<ExecutorAgent> dialogue_;
   // Written by the worker before any event.

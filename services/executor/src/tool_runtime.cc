@@ -4,10 +4,10 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "libs/trace/span.h"
 #include "libs/core/call_deadline.h"
 #include "libs/core/text.h"
 #include "libs/llm/structured_output.h"
+#include "libs/trace/span.h"
 
 namespace omniforge::executor {
 

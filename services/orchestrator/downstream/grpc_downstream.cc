@@ -90,15 +90,18 @@ class GrpcMemory final : public Memory {
 
   absl::StatusOr<convpb::CreateConversationResponse> CreateConversation(
       const core::Call& call, const convpb::CreateConversationRequest& request) override {
-    return Unary(*stub_, &Stub::CreateConversation, "ConversationService/CreateConversation", call, request);
+    return Unary(*stub_, &Stub::CreateConversation, "ConversationService/CreateConversation", call,
+                 request);
   }
   absl::StatusOr<convpb::GetConversationResponse> GetConversation(
       const core::Call& call, const convpb::GetConversationRequest& request) override {
-    return Unary(*stub_, &Stub::GetConversation, "ConversationService/GetConversation", call, request);
+    return Unary(*stub_, &Stub::GetConversation, "ConversationService/GetConversation", call,
+                 request);
   }
   absl::StatusOr<convpb::ListConversationsResponse> ListConversations(
       const core::Call& call, const convpb::ListConversationsRequest& request) override {
-    return Unary(*stub_, &Stub::ListConversations, "ConversationService/ListConversations", call, request);
+    return Unary(*stub_, &Stub::ListConversations, "ConversationService/ListConversations", call,
+                 request);
   }
   absl::StatusOr<convpb::AppendMessageResponse> AppendMessage(
       const core::Call& call, const convpb::AppendMessageRequest& request) override {
@@ -110,7 +113,8 @@ class GrpcMemory final : public Memory {
   }
   absl::StatusOr<convpb::GetContextWindowResponse> GetContextWindow(
       const core::Call& call, const convpb::GetContextWindowRequest& request) override {
-    return Unary(*stub_, &Stub::GetContextWindow, "ConversationService/GetContextWindow", call, request);
+    return Unary(*stub_, &Stub::GetContextWindow, "ConversationService/GetContextWindow", call,
+                 request);
   }
 
  private:

@@ -136,7 +136,8 @@ TEST_F(TracingEndToEndTest, ATurnThatRunsAPlanIsOneTraceFromTheTurnToTheExecutor
   // Every service exports within its flush interval; wait for the tools.
   const auto spans = collector_.WaitFor(
       [](const std::vector<ReceivedSpan>& now) {
-        return Count(now, "executor", "tool.call") >= 3 && Count(now, "orchestrator", "StreamChat") >= 2;
+        return Count(now, "executor", "tool.call") >= 3 &&
+               Count(now, "orchestrator", "StreamChat") >= 2;
       },
       std::chrono::seconds(20));
   const auto trace = ById(spans, kCallerTrace);
