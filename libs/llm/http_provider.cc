@@ -20,10 +20,12 @@ namespace {
 
 // The model call's span attributes (no prompt text: it may hold personal data).
 void AnnotateModelCall(trace::Span& span, const std::string& provider, const ChatRequest& request,
-                       bool stream) {
+                       const CallContext& context, bool stream) {
   if (!span.active()) return;
   span.SetAttribute("llm.provider", provider);
-  span.SetAttribute("llm.model", request.model);
+  // The target's model, as BuildRequest sends it.
+  span.SetAttribute("llm.model", context.model.empty() ? request.model : context.model);
+  if (!context.operation_type.empty()) span.SetAttribute("llm.operation", context.operation_type);
   span.SetAttribute("llm.stream", stream ? "true" : "false");
 }
 
@@ -95,6 +97,12 @@ class HttpProvider final : public ChatModel {
                                              const absl::Status& failure, int64_t sent_at,
                                              int64_t first_delta_at) const;
   std::string Redacted(std::string text) const;
+  // Complete and Stream once the request is built, inside the model call's span.
+  absl::StatusOr<ChatResponse> Send(const HttpRequest& http, const ChatRequest& request,
+                                    const CallContext& context);
+  absl::StatusOr<ChatResponse> SendStreaming(const HttpRequest& http, const ChatRequest& request,
+                                             const CallContext& context,
+                                             const StreamCallback& on_delta);
 
   ProviderOptions options_;
   std::shared_ptr<HttpTransport> transport_;
@@ -167,13 +175,20 @@ absl::StatusOr<ChatResponse> HttpProvider::Complete(const ChatRequest& request,
   if (!http.ok()) return http.status();
   if (IsCancelled(context)) return Failure(LlmErrorKind::kCancelled, "cancelled before sending");
   trace::ScopedSpan span("model.call", trace::SpanKind::kClient);
-  AnnotateModelCall(span.span(), options_.name, request, /*stream=*/false);
+  AnnotateModelCall(span.span(), options_.name, request, context, /*stream=*/false);
+  absl::StatusOr<ChatResponse> response = Send(*http, request, context);
+  if (!response.ok()) span.span().SetError(response.status().ToString());
+  return response;
+}
 
+absl::StatusOr<ChatResponse> HttpProvider::Send(const HttpRequest& http,
+                                                const ChatRequest& request,
+                                                const CallContext& context) {
   HttpResponseHead head;
   std::string body;
   absl::Status stopped;  // why reading stopped early
   absl::Status sent = transport_->Post(
-      *http, [&](const HttpResponseHead& received) { head = received; },
+      http, [&](const HttpResponseHead& received) { head = received; },
       [&](std::string_view piece) {
         if (IsCancelled(context)) {
           stopped = LlmError(LlmErrorKind::kCancelled, "cancelled while receiving");
@@ -205,8 +220,16 @@ absl::StatusOr<ChatResponse> HttpProvider::Stream(const ChatRequest& request,
   if (!http.ok()) return http.status();
   if (IsCancelled(context)) return Failure(LlmErrorKind::kCancelled, "cancelled before sending");
   trace::ScopedSpan span("model.call", trace::SpanKind::kClient);
-  AnnotateModelCall(span.span(), options_.name, request, /*stream=*/true);
+  AnnotateModelCall(span.span(), options_.name, request, context, /*stream=*/true);
+  absl::StatusOr<ChatResponse> response = SendStreaming(*http, request, context, on_delta);
+  if (!response.ok()) span.span().SetError(response.status().ToString());
+  return response;
+}
 
+absl::StatusOr<ChatResponse> HttpProvider::SendStreaming(const HttpRequest& http,
+                                                         const ChatRequest& request,
+                                                         const CallContext& context,
+                                                         const StreamCallback& on_delta) {
   WireStreamDecoder decoder(options_.api, AnthropicStructuredToolName(request));
   std::vector<StreamDelta> deltas;
   const int64_t sent_at = core::NowMicros();
@@ -238,7 +261,7 @@ absl::StatusOr<ChatResponse> HttpProvider::Stream(const ChatRequest& request,
   HttpResponseHead head;
   std::string error_body;
   absl::Status sent = transport_->Post(
-      *http, [&](const HttpResponseHead& answer) { head = answer; },
+      http, [&](const HttpResponseHead& answer) { head = answer; },
       [&](std::string_view piece) {
         if (IsCancelled(context)) {
           stopped = LlmError(LlmErrorKind::kCancelled, "cancelled while streaming");

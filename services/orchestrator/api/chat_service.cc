@@ -91,14 +91,12 @@ int64_t DeadlineMicros(const grpc::CallbackServerContext& context, int64_t cap_m
 
 // What a call's work runs under: the caller's trace context (a missing or
 // malformed traceparent starts a new trace) and the call's log fields.
-core::Ambient CallerAmbient(const grpc::ServerContextBase& context, const core::Identity& who,
-                            const pb::StreamChatRequest& request) {
+core::Ambient CallerAmbient(const grpc::ServerContextBase& context, core::LogContext log) {
   core::IncomingTrace incoming = core::TraceFromContext(context);
   core::Ambient ambient;
   ambient.span = incoming.parent;
   ambient.tracestate = std::move(incoming.tracestate);
-  ambient.log = std::make_shared<const core::LogContext>(
-      core::LogContext{request.turn_id(), request.conversation_id(), who.tenant_id});
+  ambient.log = std::make_shared<const core::LogContext>(std::move(log));
   return ambient;
 }
 
@@ -127,7 +125,7 @@ grpc::ServerUnaryReactor* ServeUnary(
   }
   const int64_t deadline = DeadlineMicros(*context, kMaxReadMicros);
   auto task = [finish, body, request, raw_response, who = *who, deadline, method] {
-    const trace::ScopedSpan span(method, trace::SpanKind::kServer);
+    trace::ScopedSpan span(method, trace::SpanKind::kServer);
     Response response;
     // Not cancelled: a read ends by its deadline.
     const core::Call call{who, core::TimePointFromMicros(deadline)};
@@ -138,9 +136,10 @@ grpc::ServerUnaryReactor* ServeUnary(
         status = absl::InternalError("cannot serialize the response");
       }
     }
+    if (!status.ok()) span.span().SetError(status.ToString());
     finish(status);
   };
-  const core::ScopedAmbient caller(CallerAmbient(*context, *who, pb::StreamChatRequest()));
+  const core::ScopedAmbient caller(CallerAmbient(*context, {"", "", who->tenant_id}));
   if (!workers.Submit(task)) finish(absl::ResourceExhaustedError("too many calls in progress"));
   return reactor;
 }
@@ -564,7 +563,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
   }
   auto* stream = new TurnStream(running_, std::move(control));
   // The turn's thread starts under the caller's trace context and log fields.
-  const core::ScopedAmbient caller(CallerAmbient(*context, *who, request));
+  const core::ScopedAmbient caller(CallerAmbient(
+      *context, {request.turn_id(), request.conversation_id(), who->tenant_id}));
   stream->Start(*who, std::move(request), core::TimePointFromMicros(deadline), runner_, workers_,
                 std::move(interrupted), std::move(claimed_key), std::move(slot), door_.limits);
   return stream;

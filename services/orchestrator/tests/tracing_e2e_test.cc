@@ -3,19 +3,26 @@
 // A turn that runs a plan (whose steps call tools in the executor) is one
 // trace, under the caller's traceparent, with the spans linked parent to
 // child from the orchestrator's turn into the intent, conversation and
-// executor services.
+// executor services; and a model call (the intent service's, on a fake
+// OpenAI-compatible provider) is a span of the turn's trace whose context
+// the provider receives as `traceparent`.
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "libs/core/ids.h"
+#include "libs/llm/testing/fake_provider.h"
 #include "libs/trace/testing/fake_collector.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
 #include "tests/support/service_stack.h"
@@ -27,6 +34,7 @@ namespace {
 namespace pb = ::omniforge::orchestrator::v1;
 namespace intentpb = ::omniforge::intent::v1;
 using trace::testing::ReceivedSpan;
+using Json = nlohmann::json;
 
 constexpr char kCallerTrace[] = "0af7651916cd43dd8448eb211c80319c";
 constexpr char kCallerSpan[] = "b7ad6b7169203331";
@@ -48,6 +56,7 @@ class TracingEndToEndTest : public ::testing::Test {
         "OMNIFORGE_TRACING_OTLP_ENDPOINT=" + collector_.endpoint(),
         "OMNIFORGE_TRACING_FLUSH_INTERVAL_MS=50"};
     testing::ServiceStack::ExtraEnv extra{tracing, tracing, tracing, tracing};
+    for (std::string& env : IntentEnv()) extra.intent.push_back(std::move(env));
     // Plans are kept in the orchestrator's database.
     for (const std::string& env : testing::DatabaseEnv(db_, "orchestrator")) {
       extra.orchestrator.push_back(env);
@@ -57,6 +66,8 @@ class TracingEndToEndTest : public ::testing::Test {
         grpc::CreateChannel(stack_.orchestrator().address(), grpc::InsecureChannelCredentials()));
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
+  // More environment for the intent service.
+  virtual std::vector<std::string> IntentEnv() { return {}; }
 
   Turn Send(const pb::StreamChatRequest& request, const std::string& traceparent) {
     grpc::ClientContext context;
@@ -133,11 +144,14 @@ TEST_F(TracingEndToEndTest, ATurnThatRunsAPlanIsOneTraceFromTheTurnToTheExecutor
   for (const pb::ChatEvent& e : run.events) steps_completed += e.has_step_complete() ? 1 : 0;
   ASSERT_EQ(steps_completed, 3u) << "the plan ran its three steps";
 
-  // Every service exports within its flush interval; wait for the tools.
+  // Every service exports within its flush interval; wait for the tools,
+  // both turns and the conversation service's side of every append.
   const auto spans = collector_.WaitFor(
       [](const std::vector<ReceivedSpan>& now) {
         return Count(now, "executor", "tool.call") >= 3 &&
-               Count(now, "orchestrator", "StreamChat") >= 2;
+               Count(now, "orchestrator", "StreamChat") >= 2 &&
+               Count(now, "conversation", "AppendMessage") >=
+                   Count(now, "orchestrator", "ConversationService/AppendMessage");
       },
       std::chrono::seconds(20));
   const auto trace = ById(spans, kCallerTrace);
@@ -209,6 +223,122 @@ TEST_F(TracingEndToEndTest, AMalformedTraceparentStartsANewTraceInsteadOfFailing
       EXPECT_TRUE(s.parent_span_id.empty()) << "a root span";
       EXPECT_EQ(s.trace_id.size(), 32u);
     }
+  }
+}
+
+// The intent service on a fake model: every message it reads goes to the model.
+class ModelTracingEndToEndTest : public TracingEndToEndTest {
+ protected:
+  void SetUp() override {
+    auto fake = llm::testing::FakeLlmServer::Start({}, {.api_key = "fake-key"});
+    ASSERT_TRUE(fake.ok()) << fake.status();
+    fake_ = *std::move(fake);
+    TracingEndToEndTest::SetUp();
+  }
+  std::vector<std::string> IntentEnv() override {
+    const std::filesystem::path path = dir_ / "intent.yaml";
+    std::ofstream(path) << "llm:\n  providers:\n    fake:\n      api: openai\n      base_url: "
+                        << fake_->openai_base_url()
+                        << "\n      api_key_env: FAKE_LLM_KEY\n  profiles:\n"
+                           "    speed: [fake/intent-model]\n  retry: {max_attempts: 1}\n"
+                           "intent:\n  llm_threshold: 1.0\n";
+    return {"OMNIFORGE_CONFIG=" + path.string(), "FAKE_LLM_KEY=fake-key"};
+  }
+
+  // The model's reading of every message: a question.
+  static llm::testing::FakeRule Understood() {
+    llm::testing::FakeRule rule;
+    rule.match.operation = "intent_analysis";
+    rule.reply.json = Json{{"action_type", "QUERY_INFO"},
+                           {"confidence", 0.9},
+                           {"entities", Json::array()},
+                           {"reasoning", "a question"},
+                           {"is_ambiguous", false},
+                           {"alternative_action", "NONE"},
+                           {"clarifying_question", ""},
+                           {"clarification", {{"needed", false}, {"missing", Json::array()}}}}
+                          .dump();
+    return rule;
+  }
+
+  // The intent service's model.call spans of trace `trace_id`, once `count`
+  // of them and the turn's own span arrived.
+  std::vector<ReceivedSpan> ModelCalls(const std::string& trace_id, size_t count) {
+    auto calls = [&trace_id](const std::vector<ReceivedSpan>& now) {
+      std::vector<ReceivedSpan> out;
+      for (const ReceivedSpan& s : now) {
+        if (s.trace_id == trace_id && s.service == "intent" && s.name == "model.call") {
+          out.push_back(s);
+        }
+      }
+      return out;
+    };
+    return calls(collector_.WaitFor(
+        [&](const std::vector<ReceivedSpan>& now) {
+          return calls(now).size() >= count &&
+                 std::any_of(now.begin(), now.end(), [&trace_id](const ReceivedSpan& s) {
+                   return s.trace_id == trace_id && s.name == "StreamChat";
+                 });
+        },
+        std::chrono::seconds(20)));
+  }
+
+  std::unique_ptr<llm::testing::FakeLlmServer> fake_;
+};
+
+TEST_F(ModelTracingEndToEndTest, AModelCallIsASpanOfTheTurnAndTheProviderGetsItsTraceparent) {
+  ASSERT_TRUE(fake_->SetRules({Understood()}).ok());
+  pb::StreamChatRequest request;
+  request.set_message("how did the digest go this week?");
+  const Turn turn = Send(request, absl::StrCat("00-", kCallerTrace, "-", kCallerSpan, "-01"));
+  ASSERT_TRUE(turn.status.ok()) << turn.status.error_message();
+
+  const std::vector<ReceivedSpan> calls = ModelCalls(kCallerTrace, 1);
+  ASSERT_EQ(calls.size(), 1u) << "the intent service asked its model once";
+  const ReceivedSpan& call = calls[0];
+  EXPECT_EQ(call.kind, 3);
+  EXPECT_EQ(call.status_code, 0) << "unset: the call succeeded";
+  EXPECT_EQ(call.attributes.value("llm.model", ""), "intent-model");
+  // model.call → the intent service's AnalyzeIntent → the orchestrator's
+  // client call → the stage that asked (the turn analyses a message early,
+  // while its history loads) → the turn.
+  const auto trace = ById(collector_.spans(), kCallerTrace);
+  std::vector<std::string> chain;
+  for (auto up = trace.find(call.parent_span_id); up != trace.end();
+       up = trace.find(up->second.parent_span_id)) {
+    chain.push_back(absl::StrCat(up->second.service, ":", up->second.name));
+  }
+  ASSERT_EQ(chain.size(), 4u) << absl::StrJoin(chain, " <- ");
+  EXPECT_EQ(chain[0], "intent:AnalyzeIntent");
+  EXPECT_EQ(chain[1], "orchestrator:IntentService/AnalyzeIntent");
+  EXPECT_TRUE(absl::StartsWith(chain[2], "orchestrator:turn.")) << chain[2];
+  EXPECT_EQ(chain[3], "orchestrator:StreamChat");
+  EXPECT_EQ(call.attributes.value("llm.operation", ""), "intent_analysis");
+
+  // The provider was sent the model call's own context.
+  const std::vector<llm::testing::RecordedRequest> sent = fake_->Requests();
+  ASSERT_FALSE(sent.empty());
+  const auto header = sent.back().headers.find("traceparent");
+  ASSERT_NE(header, sent.back().headers.end());
+  EXPECT_EQ(header->second, absl::StrCat("00-", kCallerTrace, "-", call.span_id, "-01"));
+}
+
+TEST_F(ModelTracingEndToEndTest, AFailedModelCallIsAnErrorSpan) {
+  llm::testing::FakeRule failing;
+  failing.match.operation = "intent_analysis";
+  failing.fault.kind = llm::testing::FakeFault::Kind::kStatus;
+  failing.fault.status = 500;
+  ASSERT_TRUE(fake_->SetRules({failing}).ok());
+  pb::StreamChatRequest request;
+  request.set_message("how did the digest go this week?");
+  // The intent service falls back to its rules: the turn goes on.
+  const Turn turn = Send(request, absl::StrCat("00-", kCallerTrace, "-", kCallerSpan, "-01"));
+  ASSERT_TRUE(turn.status.ok()) << turn.status.error_message();
+
+  const std::vector<ReceivedSpan> calls = ModelCalls(kCallerTrace, 1);
+  ASSERT_FALSE(calls.empty());
+  for (const ReceivedSpan& call : calls) {
+    EXPECT_EQ(call.status_code, 2) << "ERROR";
   }
 }
 

@@ -102,7 +102,10 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   const EndsControl ends_control(control);
   trace::ScopedSpan turn_span("StreamChat", trace::SpanKind::kServer);
   turn_span.span().SetAttribute("tenant", who.tenant_id);
-  if (absl::Status valid = ValidateStreamChatRequest(request); !valid.ok()) return valid;
+  if (absl::Status valid = ValidateStreamChatRequest(request); !valid.ok()) {
+    turn_span.span().SetError(valid.ToString());
+    return valid;
+  }
   TurnPass turn(*this, who, request, control, sink, client_deadline, interrupted);
   if (absl::Status stored = InSpan("turn.store_message", [&] { return turn.StoreMessage(); });
       !stored.ok()) {
