@@ -18,15 +18,19 @@
 namespace omniforge::llm {
 namespace {
 
-// The model call's span attributes (no prompt text: it may hold personal data).
+// The model call's span attributes, after OpenTelemetry's gen_ai
+// conventions (no prompt text: it may hold personal data).
 void AnnotateModelCall(trace::Span& span, const std::string& provider, const ChatRequest& request,
                        const CallContext& context, bool stream) {
   if (!span.active()) return;
-  span.SetAttribute("llm.provider", provider);
+  span.SetAttribute("gen_ai.operation.name", "chat");
+  span.SetAttribute("gen_ai.system", provider);
   // The target's model, as BuildRequest sends it.
-  span.SetAttribute("llm.model", context.model.empty() ? request.model : context.model);
-  if (!context.operation_type.empty()) span.SetAttribute("llm.operation", context.operation_type);
-  span.SetAttribute("llm.stream", stream ? "true" : "false");
+  span.SetAttribute("gen_ai.request.model", context.model.empty() ? request.model : context.model);
+  if (!context.operation_type.empty()) {
+    span.SetAttribute("omniforge.operation", context.operation_type);
+  }
+  span.SetAttribute("omniforge.stream", stream ? "true" : "false");
 }
 
 bool IsSuccess(int status) { return status >= 200 && status <= 299; }
@@ -181,8 +185,7 @@ absl::StatusOr<ChatResponse> HttpProvider::Complete(const ChatRequest& request,
   return response;
 }
 
-absl::StatusOr<ChatResponse> HttpProvider::Send(const HttpRequest& http,
-                                                const ChatRequest& request,
+absl::StatusOr<ChatResponse> HttpProvider::Send(const HttpRequest& http, const ChatRequest& request,
                                                 const CallContext& context) {
   HttpResponseHead head;
   std::string body;

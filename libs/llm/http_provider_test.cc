@@ -519,7 +519,7 @@ TEST_F(HttpProviderTest, EachModelCallIsAClientSpanMarkedFailedWhenTheCallFails)
     EXPECT_EQ(span.name, "model.call");
     EXPECT_EQ(span.kind, trace::SpanKind::kClient);
     EXPECT_THAT(span.attributes, ::testing::Contains(std::pair<std::string, std::string>(
-                                     "llm.model", "model-1")));
+                                     "gen_ai.request.model", "model-1")));
   }
   EXPECT_FALSE(exporter->spans[0].error);
   EXPECT_TRUE(exporter->spans[1].error);

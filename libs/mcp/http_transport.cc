@@ -198,6 +198,14 @@ void AddSessionHeaders(HeaderList& headers, const std::string& session_id,
   for (const auto& [name, value] : configured) headers.Add(absl::StrCat(name, ": ", value));
 }
 
+// Adds the tool call's trace context (the thread's current span), if any.
+void AddTraceHeaders(HeaderList& headers) {
+  const core::Ambient& ambient = core::CurrentAmbient();
+  if (!ambient.span.valid()) return;
+  headers.Add(absl::StrCat("traceparent: ", core::FormatTraceparent(ambient.span)));
+  if (!ambient.tracestate.empty()) headers.Add(absl::StrCat("tracestate: ", ambient.tracestate));
+}
+
 // POSTs `message` on `curl` (aimed already), connecting within
 // `connect_timeout` and, when `bounded`, done within `left`; curl's error
 // text goes to `error_text`.
@@ -348,11 +356,7 @@ absl::Status HttpTransport::Send(std::string_view message, const SendOptions& op
   headers.Add("Expect:");
   AddSessionHeaders(headers, session_id, protocol_version, config_.headers);
   for (const auto& [name, value] : options.headers) headers.Add(absl::StrCat(name, ": ", value));
-  // The tool call's trace context (the thread's current span).
-  if (const core::Ambient& ambient = core::CurrentAmbient(); ambient.span.valid()) {
-    headers.Add(absl::StrCat("traceparent: ", core::FormatTraceparent(ambient.span)));
-    if (!ambient.tracestate.empty()) headers.Add(absl::StrCat("tracestate: ", ambient.tracestate));
-  }
+  AddTraceHeaders(headers);
 
   Exchange exchange;
   exchange.max_bytes = config_.max_message_bytes;

@@ -42,7 +42,7 @@ TEST_F(SpanTest, ATurnUnderACallersTraceparentKeepsItsTraceAndParent) {
   {
     ScopedSpan turn("StreamChat", SpanKind::kServer, *caller, "vendor=1");
     EXPECT_EQ(core::CurrentAmbient().tracestate, "vendor=1");
-    const ScopedSpan stage("turn.plan");
+    const ScopedSpan stage("stage.plan");
   }
   ASSERT_EQ(exporter_->spans.size(), 2u);
   const SpanRecord& stage = exporter_->spans[0];

@@ -563,8 +563,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
   }
   auto* stream = new TurnStream(running_, std::move(control));
   // The turn's thread starts under the caller's trace context and log fields.
-  const core::ScopedAmbient caller(CallerAmbient(
-      *context, {request.turn_id(), request.conversation_id(), who->tenant_id}));
+  const core::ScopedAmbient caller(
+      CallerAmbient(*context, {request.turn_id(), request.conversation_id(), who->tenant_id}));
   stream->Start(*who, std::move(request), core::TimePointFromMicros(deadline), runner_, workers_,
                 std::move(interrupted), std::move(claimed_key), std::move(slot), door_.limits);
   return stream;

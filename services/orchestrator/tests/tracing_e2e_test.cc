@@ -169,8 +169,8 @@ TEST_F(TracingEndToEndTest, ATurnThatRunsAPlanIsOneTraceFromTheTurnToTheExecutor
   EXPECT_EQ(turn->attributes.value("tenant", ""), "acme");
 
   // Each stage is a child of the turn.
-  for (const char* stage : {"turn.store_message", "turn.load_history", "turn.analyze_intent",
-                            "turn.plan", "turn.act", "turn.store"}) {
+  for (const char* stage : {"stage.store_message", "stage.load_history", "stage.analyze_intent",
+                            "stage.plan", "stage.act", "stage.store"}) {
     const ReceivedSpan* span = Under(trace, turn->span_id, "orchestrator", stage);
     ASSERT_NE(span, nullptr) << stage;
     EXPECT_EQ(span->parent_span_id, turn->span_id) << stage;
@@ -298,7 +298,7 @@ TEST_F(ModelTracingEndToEndTest, AModelCallIsASpanOfTheTurnAndTheProviderGetsIts
   const ReceivedSpan& call = calls[0];
   EXPECT_EQ(call.kind, 3);
   EXPECT_EQ(call.status_code, 0) << "unset: the call succeeded";
-  EXPECT_EQ(call.attributes.value("llm.model", ""), "intent-model");
+  EXPECT_EQ(call.attributes.value("gen_ai.request.model", ""), "intent-model");
   // model.call → the intent service's AnalyzeIntent → the orchestrator's
   // client call → the stage that asked (the turn analyses a message early,
   // while its history loads) → the turn.
@@ -311,9 +311,9 @@ TEST_F(ModelTracingEndToEndTest, AModelCallIsASpanOfTheTurnAndTheProviderGetsIts
   ASSERT_EQ(chain.size(), 4u) << absl::StrJoin(chain, " <- ");
   EXPECT_EQ(chain[0], "intent:AnalyzeIntent");
   EXPECT_EQ(chain[1], "orchestrator:IntentService/AnalyzeIntent");
-  EXPECT_TRUE(absl::StartsWith(chain[2], "orchestrator:turn.")) << chain[2];
+  EXPECT_TRUE(absl::StartsWith(chain[2], "orchestrator:stage.")) << chain[2];
   EXPECT_EQ(chain[3], "orchestrator:StreamChat");
-  EXPECT_EQ(call.attributes.value("llm.operation", ""), "intent_analysis");
+  EXPECT_EQ(call.attributes.value("omniforge.operation", ""), "intent_analysis");
 
   // The provider was sent the model call's own context.
   const std::vector<llm::testing::RecordedRequest> sent = fake_->Requests();

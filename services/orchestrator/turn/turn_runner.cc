@@ -107,7 +107,7 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     return valid;
   }
   TurnPass turn(*this, who, request, control, sink, client_deadline, interrupted);
-  if (absl::Status stored = InSpan("turn.store_message", [&] { return turn.StoreMessage(); });
+  if (absl::Status stored = InSpan("stage.store_message", [&] { return turn.StoreMessage(); });
       !stored.ok()) {
     turn_span.span().SetError(stored.ToString());
     return stored;
@@ -116,15 +116,15 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   const core::ScopedLogContext log({turn.turn_id(), turn.conversation_id(), who.tenant_id});
   turn_span.span().SetAttribute("conversation_id", turn.conversation_id());
   turn_span.span().SetAttribute("turn_id", turn.turn_id());
-  if (turn.kind() == TurnKind::kRetry && InSpan("turn.replay", [&] { return turn.Replay(); })) {
+  if (turn.kind() == TurnKind::kRetry && InSpan("stage.replay", [&] { return turn.Replay(); })) {
     return absl::OkStatus();
   }
-  InSpan("turn.load_history", [&] { turn.LoadFlow(); });
-  InSpan("turn.analyze_intent", [&] { turn.Understand(); });
-  InSpan("turn.plan", [&] { turn.Decide(); });
-  InSpan("turn.act", [&] { turn.Act(); });
-  InSpan("turn.compose", [&] { turn.Compose(); });
-  InSpan("turn.store", [&] { turn.Save(); });
+  InSpan("stage.load_history", [&] { turn.LoadFlow(); });
+  InSpan("stage.analyze_intent", [&] { turn.Understand(); });
+  InSpan("stage.plan", [&] { turn.Decide(); });
+  InSpan("stage.act", [&] { turn.Act(); });
+  InSpan("stage.compose", [&] { turn.Compose(); });
+  InSpan("stage.store", [&] { turn.Save(); });
   return absl::OkStatus();
 }
 
