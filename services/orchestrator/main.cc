@@ -48,6 +48,7 @@
 #include "libs/pg/settings.h"
 #include "libs/seal/key_admin.h"
 #include "libs/seal/master_keys.h"
+#include "libs/trace/tracing.h"
 #include "services/orchestrator/api/chat_service.h"
 #include "services/orchestrator/api/key_admin_service.h"
 #include "services/orchestrator/approvals/memory_approval_audit.h"
@@ -79,6 +80,7 @@ constexpr int kDefaultMetricsPort = 9090;
 
 struct Settings {
   core::ServerOptions server;
+  trace::OtlpOptions tracing;
   core::CallerIdentitySettings identity;
   // OMNIFORGE_* variables that name no key this service reads.
   std::vector<std::string> unknown_environment;
@@ -127,6 +129,9 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   core::ConfigReader& c = *reader;
   Settings s;
   s.server = core::ReadServerOptions(c, kDefaultPort, kDefaultMetricsPort);
+  auto tracing = trace::ReadTracingOptions(c, "orchestrator");
+  if (!tracing.ok()) return tracing.status();
+  s.tracing = *std::move(tracing);
   s.identity = core::ReadCallerIdentity(c, /*verifies=*/false, /*signs=*/true);
   s.worker_threads = static_cast<int>(c.Int("server.worker_threads", 64, 1, 4096));
   s.log_level = c.String("log.level", "info");
@@ -660,6 +665,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   core::InitLogging("orchestrator", settings->log_level);
+  // Spans are sent until main returns (then what is queued is flushed).
+  const trace::ProcessTracing tracing(settings->tracing);
   core::ConfigReader::WarnUnknownEnvironment(settings->unknown_environment);
   pg::WarnAboutUnverifiedTransport(settings->database);
   absl::Status status;

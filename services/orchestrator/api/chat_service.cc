@@ -14,11 +14,13 @@
 #include "libs/core/error_catalog.h"
 #include "libs/core/error_reason.h"
 #include "libs/core/grpc_status.h"
+#include "libs/core/grpc_trace.h"
 #include "libs/core/ids.h"
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
 #include "libs/core/server.h"
 #include "libs/core/text.h"
+#include "libs/trace/span.h"
 #include "services/orchestrator/api/request_fields.h"
 
 namespace omniforge::orchestrator {
@@ -158,6 +160,17 @@ int64_t DeadlineMicros(const grpc::CallbackServerContext& context, int64_t cap_m
   return std::min(micros, cap);
 }
 
+// What a call's work runs under: the caller's trace context (a missing or
+// malformed traceparent starts a new trace) and the call's log fields.
+core::Ambient CallerAmbient(const grpc::ServerContextBase& context, core::LogContext log) {
+  core::IncomingTrace incoming = core::TraceFromContext(context);
+  core::Ambient ambient;
+  ambient.span = incoming.parent;
+  ambient.tracestate = std::move(incoming.tracestate);
+  ambient.log = std::make_shared<const core::LogContext>(std::move(log));
+  return ambient;
+}
+
 // A unary call: authenticated, parsed, then `body` on a worker thread.
 template <typename Request, typename Response>
 grpc::ServerUnaryReactor* ServeUnary(
@@ -182,7 +195,8 @@ grpc::ServerUnaryReactor* ServeUnary(
     return reactor;
   }
   const int64_t deadline = DeadlineMicros(*context, kMaxReadMicros);
-  auto task = [finish, body, request, raw_response, who = *who, deadline] {
+  auto task = [finish, body, request, raw_response, who = *who, deadline, method] {
+    trace::ScopedSpan span(method, trace::SpanKind::kServer);
     Response response;
     // Not cancelled: a read ends by its deadline.
     const core::Call call{who, core::TimePointFromMicros(deadline)};
@@ -193,8 +207,10 @@ grpc::ServerUnaryReactor* ServeUnary(
         status = absl::InternalError("cannot serialize the response");
       }
     }
+    if (!status.ok()) span.span().SetError(status.ToString());
     finish(status);
   };
+  const core::ScopedAmbient caller(CallerAmbient(*context, {"", "", who->tenant_id}));
   if (!workers.Submit(task)) finish(Busy("too many calls in progress"));
   return reactor;
 }
@@ -628,6 +644,9 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
     interrupted = running_.Suspend(key, request.turn_id());
   }
   auto* stream = new TurnStream(running_, std::move(control));
+  // The turn's thread starts under the caller's trace context and log fields.
+  const core::ScopedAmbient caller(
+      CallerAmbient(*context, {request.turn_id(), request.conversation_id(), who->tenant_id}));
   stream->Start(*who, std::move(request), core::TimePointFromMicros(deadline), runner_, workers_,
                 std::move(interrupted), std::move(claimed_key), std::move(slot), door_.limits);
   return stream;

@@ -15,6 +15,7 @@
 #include "libs/core/metrics.h"
 #include "libs/core/text.h"
 #include "libs/llm/model_call_proto.h"
+#include "libs/trace/span.h"
 #include "services/orchestrator/api/public_types.h"
 #include "services/orchestrator/approvals/preview.h"
 #include "services/orchestrator/usage/usage_attribution.h"
@@ -744,7 +745,13 @@ void PlanEngine::StartReadySteps(Run& run, std::vector<std::thread>& threads)
     if (step.status != StepStatus::kPending || !DependenciesCompleted(run.plan, step)) continue;
     step.status = StepStatus::kRunning;
     ++run.running;
-    threads.emplace_back([this, &run, id = step.id] { RunStep(run, id); });
+    // The step runs under the turn's trace and log fields, in a span of its own.
+    threads.emplace_back([this, &run, id = step.id, ambient = core::CurrentAmbient()]() mutable {
+      const core::ScopedAmbient scope(std::move(ambient));
+      trace::ScopedSpan span("plan.step");
+      span.span().SetAttribute("plan.step_id", id);
+      RunStep(run, id);
+    });
   }
 }
 
