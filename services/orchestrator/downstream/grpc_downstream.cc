@@ -118,7 +118,8 @@ class GrpcMemory final : public Memory {
   }
   absl::StatusOr<convpb::DeleteConversationResponse> DeleteConversation(
       const core::Call& call, const convpb::DeleteConversationRequest& request) override {
-    return Unary(*stub_, &Stub::DeleteConversation, call, request);
+    return Unary(*stub_, &Stub::DeleteConversation, "ConversationService/DeleteConversation", call,
+                 request);
   }
 
  private:
