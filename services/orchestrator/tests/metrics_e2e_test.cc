@@ -183,7 +183,8 @@ TEST_F(MetricsEndToEndTest, EveryServiceSaysItsBuildAndProcess) {
       {"intent", &stack_.intent()},
       {"executor", &stack_.executor()},
       {"orchestrator", &stack_.orchestrator()}};
-  const std::regex build_info(R"re(omniforge_build_info\{service="([a-z]+)",version="[^"]+"\} 1)re");
+  const std::regex build_info(
+      R"re(omniforge_build_info\{service="([a-z]+)",version="[^"]+"\} 1)re");
   for (const auto& [name, process] : services) {
     SCOPED_TRACE(name);
     const std::string text = Scrape(*process);
