@@ -179,11 +179,7 @@ grpc::ServerUnaryReactor* ServeUnary(
     core::ThreadPool& workers,
     std::function<absl::Status(const core::Call&, const Request&, Response*)> body) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  auto scope = std::make_shared<core::RpcScope>(method);
-  auto finish = [reactor, scope](const absl::Status& status) {
-    scope->Finish(status);
-    reactor->Finish(PublicStatus(status));
-  };
+  auto finish = [reactor](const absl::Status& status) { reactor->Finish(PublicStatus(status)); };
   auto who = door.Admit(*context);
   if (!who.ok()) {
     finish(who.status());
@@ -218,11 +214,7 @@ grpc::ServerUnaryReactor* ServeUnary(
 // Fails a StreamChat call without running a turn.
 class Refusal final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  explicit Refusal(const absl::Status& status) {
-    core::RpcScope scope("StreamChat");
-    scope.Finish(status);
-    Finish(PublicStatus(status));
-  }
+  explicit Refusal(const absl::Status& status) { Finish(PublicStatus(status)); }
   void OnDone() override { delete this; }
 };
 
@@ -237,7 +229,7 @@ class Refusal final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, public EventSink {
  public:
   TurnStream(RunningTurns& running, RunningTurns::Control control)
-      : running_(running), scope_("StreamChat"), control_(std::move(control)) {}
+      : running_(running), control_(std::move(control)) {}
 
   // Starts the turn, bounded by `deadline` (the client's), suspending the
   // turn `interrupted` controls (if any); the reactor deletes itself when
@@ -393,14 +385,12 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
   }
 
   void FinishCall(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_) {
-    scope_.Finish(status);
     // What the turn returns is a refusal of its message by the conversation
     // service, or a failure before the turn began.
     Finish(PublicStatus(StorageFailure(status)));
   }
 
   RunningTurns& running_;
-  core::RpcScope scope_;
   core::Identity who_;
   const RunningTurns::Control control_;
   TurnSlot slot_;
