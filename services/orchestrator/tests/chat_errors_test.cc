@@ -7,6 +7,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <future>
 #include <mutex>
@@ -292,9 +293,18 @@ TEST_F(ChatErrorsTest, LimitsAreResourceExhaustedWithTheLimitAndARetryHint) {
 TEST_F(ChatErrorsTest, AFullWorkerPoolIsServerBusyWithARetryHint) {
   std::promise<void> release;
   const std::shared_future<void> released = release.get_future().share();
-  int blocked = 0;
-  while (workers_.Submit([released] { released.wait(); })) ++blocked;
-  ASSERT_GE(blocked, 16) << "the workers and the queue are taken";
+  // The four workers first (each waits once it runs), then the queue.
+  std::atomic<int> running{0};
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(workers_.Submit([released, &running] {
+      ++running;
+      released.wait();
+    }));
+  }
+  while (running.load() < 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  int queued = 0;
+  while (workers_.Submit([released] { released.wait(); })) ++queued;
+  ASSERT_EQ(queued, 16) << "the queue is full";
 
   auto context = Context(key_["tenant-a"]);
   pb::ListConversationsResponse listed;
