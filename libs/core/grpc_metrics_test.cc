@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "libs/core/client_tls.h"
 #include "libs/core/logging.h"
@@ -98,21 +99,29 @@ TEST_F(GrpcMetricsTest, CountsEveryCallOnBothSidesByMethodAndCode) {
   ASSERT_EQ(Check("no.such.Service").error_code(), grpc::StatusCode::NOT_FOUND);
 
   const std::string handled_ok =
-      std::string("grpc_server_handled_total{grpc_code=\"OK\",") + (kCheck + 0) + "}";
+      absl::StrCat("grpc_server_handled_total{grpc_code=\"OK\",", kCheck, "}");
   const std::string text = ScrapeUntil(handled_ok, 2);
-  const std::string labels = std::string("{") + kCheck + "}";
+  const std::string labels = absl::StrCat("{", kCheck, "}");
   for (const std::string side : {"server", "client"}) {
     SCOPED_TRACE(side);
-    const std::string prefix = "grpc_" + side + "_";
-    EXPECT_EQ(Sample(text, prefix + "started_total" + labels), 3);
-    EXPECT_EQ(Sample(text, prefix + "handled_total{grpc_code=\"OK\"," + kCheck + "}"), 2);
-    EXPECT_EQ(Sample(text, prefix + "handled_total{grpc_code=\"NotFound\"," + kCheck + "}"), 1);
-    EXPECT_EQ(Sample(text, prefix + "msg_received_total" + labels), 3);
-    EXPECT_EQ(Sample(text, prefix + "msg_sent_total" + labels).value_or(-1),
+    // grpc_<side>_<what><labels>
+    auto series = [&side](absl::string_view what, absl::string_view labels) {
+      return absl::StrCat("grpc_", side, "_", what, labels);
+    };
+    EXPECT_EQ(Sample(text, series("started_total", labels)), 3);
+    EXPECT_EQ(
+        Sample(text, series("handled_total", absl::StrCat("{grpc_code=\"OK\",", kCheck, "}"))), 2);
+    EXPECT_EQ(Sample(text, series("handled_total",
+                                  absl::StrCat("{grpc_code=\"NotFound\",", kCheck, "}"))),
+              1);
+    EXPECT_EQ(Sample(text, series("msg_received_total", labels)), 3);
+    EXPECT_EQ(Sample(text, series("msg_sent_total", labels)).value_or(-1),
               side == "server" ? 2 : 3);  // a failed Check sends no response
-    EXPECT_EQ(Sample(text, prefix + "handling_seconds_count" + labels), 3);
+    EXPECT_EQ(Sample(text, series("handling_seconds_count", labels)), 3);
     // The buckets reach past the longest chat turn (90 s).
-    EXPECT_EQ(Sample(text, prefix + "handling_seconds_bucket{" + kCheck + ",le=\"120\"}"), 3);
+    EXPECT_EQ(
+        Sample(text, series("handling_seconds_bucket", absl::StrCat("{", kCheck, ",le=\"120\"}"))),
+        3);
   }
 }
 
@@ -132,17 +141,17 @@ TEST_F(GrpcMetricsTest, AStreamCutByItsClientIsCountedAsCanceled) {
   const std::string watch =
       R"(grpc_method="Watch",grpc_service="grpc.health.v1.Health",grpc_type="server_stream")";
   const std::string client_canceled =
-      std::string("grpc_client_handled_total{grpc_code=\"Canceled\",") + watch + "}";
+      absl::StrCat("grpc_client_handled_total{grpc_code=\"Canceled\",", watch, "}");
   const std::string text = ScrapeUntil(client_canceled, 1);
   EXPECT_EQ(Sample(text, client_canceled), 1);
-  EXPECT_EQ(Sample(text, "grpc_server_started_total{" + watch + "}"), 1);
-  EXPECT_GE(Sample(text, "grpc_server_msg_sent_total{" + watch + "}").value_or(0), 1);
+  EXPECT_EQ(Sample(text, absl::StrCat("grpc_server_started_total{", watch, "}")), 1);
+  EXPECT_GE(Sample(text, absl::StrCat("grpc_server_msg_sent_total{", watch, "}")).value_or(0), 1);
 }
 
 TEST_F(GrpcMetricsTest, ExposesTheProcessAndTheBuild) {
   const std::string text = Scrape();
-  EXPECT_EQ(Sample(text, std::string(R"(omniforge_build_info{service="metrics-test",version=")") +
-                             Version() + "\"}"),
+  EXPECT_EQ(Sample(text, absl::StrCat(R"(omniforge_build_info{service="metrics-test",version=")",
+                                      Version(), "\"}")),
             1);
   EXPECT_GT(Sample(text, "process_resident_memory_bytes").value_or(0), 1 << 20);
   EXPECT_GE(Sample(text, "process_virtual_memory_bytes").value_or(0),

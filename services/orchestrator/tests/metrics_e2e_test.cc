@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "libs/core/ids.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
 #include "tests/support/service_stack.h"
@@ -45,11 +46,12 @@ std::optional<double> Sample(const std::string& exposition, const std::string& s
 }
 
 std::string Unary(const std::string& service, const std::string& method) {
-  return "grpc_method=\"" + method + "\",grpc_service=\"" + service + "\",grpc_type=\"unary\"";
+  return absl::StrCat("grpc_method=\"", method, "\",grpc_service=\"") + service +
+         "\",grpc_type=\"unary\"";
 }
 
 std::string ReadSource(const std::string& relative) {
-  std::ifstream in(std::string(OMNIFORGE_SOURCE_DIR) + "/" + relative);
+  std::ifstream in(absl::StrCat(OMNIFORGE_SOURCE_DIR, "/", relative));
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -127,30 +129,33 @@ TEST_F(MetricsEndToEndTest, EachHopOfATurnIsCountedOnBothSides) {
   const std::string chat =
       R"(grpc_method="StreamChat",grpc_service="omniforge.orchestrator.v1.ChatService",)"
       R"(grpc_type="server_stream")";
-  EXPECT_EQ(Sample(orchestrator, "grpc_server_started_total{" + chat + "}"), 2);
-  EXPECT_EQ(Sample(orchestrator, "grpc_server_handled_total{grpc_code=\"OK\"," + chat + "}"), 2);
-  EXPECT_EQ(Sample(orchestrator, "grpc_server_msg_sent_total{" + chat + "}"),
+  EXPECT_EQ(Sample(orchestrator, absl::StrCat("grpc_server_started_total{", chat, "}")), 2);
+  EXPECT_EQ(
+      Sample(orchestrator, absl::StrCat("grpc_server_handled_total{grpc_code=\"OK\",", chat, "}")),
+      2);
+  EXPECT_EQ(Sample(orchestrator, absl::StrCat("grpc_server_msg_sent_total{", chat, "}")),
             static_cast<double>(events.size()));
-  EXPECT_EQ(Sample(orchestrator, "grpc_server_handling_seconds_count{" + chat + "}"), 2);
+  EXPECT_EQ(Sample(orchestrator, absl::StrCat("grpc_server_handling_seconds_count{", chat, "}")),
+            2);
 
   // The orchestrator's calls to the other services, and each service's own
   // count of the same calls.
   const std::string analyze = Unary("omniforge.intent.v1.IntentService", "AnalyzeIntent");
-  const auto asked =
-      Sample(orchestrator, "grpc_client_handled_total{grpc_code=\"OK\"," + analyze + "}");
+  const auto asked = Sample(
+      orchestrator, absl::StrCat("grpc_client_handled_total{grpc_code=\"OK\",", analyze, "}"));
   ASSERT_TRUE(asked.has_value()) << orchestrator;
   EXPECT_GE(*asked, 1);
   EXPECT_EQ(Sample(Scrape(stack_.intent()),
-                   "grpc_server_handled_total{grpc_code=\"OK\"," + analyze + "}"),
+                   absl::StrCat("grpc_server_handled_total{grpc_code=\"OK\",", analyze, "}")),
             asked);
   const std::string append =
       Unary("omniforge.conversation.v1.ConversationService", "AppendMessage");
-  const auto appended =
-      Sample(orchestrator, "grpc_client_handled_total{grpc_code=\"OK\"," + append + "}");
+  const auto appended = Sample(
+      orchestrator, absl::StrCat("grpc_client_handled_total{grpc_code=\"OK\",", append, "}"));
   ASSERT_TRUE(appended.has_value()) << orchestrator;
   EXPECT_GE(*appended, 4) << "both turns' messages and answers";
   EXPECT_EQ(Sample(Scrape(stack_.conversation()),
-                   "grpc_server_handled_total{grpc_code=\"OK\"," + append + "}"),
+                   absl::StrCat("grpc_server_handled_total{grpc_code=\"OK\",", append, "}")),
             appended);
   EXPECT_GE(
       Sample(orchestrator,
@@ -172,7 +177,8 @@ TEST_F(MetricsEndToEndTest, EachHopOfATurnIsCountedOnBothSides) {
   const double event_sum =
       Sample(orchestrator, "omniforge_orchestrator_time_to_first_event_seconds_sum").value_or(-1);
   const double turn_sum =
-      Sample(orchestrator, "grpc_server_handling_seconds_sum{" + chat + "}").value_or(-1);
+      Sample(orchestrator, absl::StrCat("grpc_server_handling_seconds_sum{", chat, "}"))
+          .value_or(-1);
   EXPECT_GT(event_sum, 0);
   EXPECT_LT(event_sum, turn_sum);
 }
