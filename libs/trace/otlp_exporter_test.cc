@@ -37,11 +37,12 @@ int ClosedPort() {
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
   socklen_t length = sizeof(address);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+                     getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
   close(fd);
-  return ntohs(address.sin_port);
+  EXPECT_TRUE(bound);
+  return bound ? ntohs(address.sin_port) : 1;
 }
 
 double Dropped(const char* reason) {
