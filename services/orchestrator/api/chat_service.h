@@ -4,9 +4,12 @@
 // UTF-8 is a clear INVALID_ARGUMENT), runs each turn on a worker thread and
 // streams its events with backpressure, reads conversations through to
 // the conversation service with the caller's identity, and reads the
-// approval audit trail of the caller's conversations.
+// approval audit trail of the caller's conversations. A stream reads its
+// turn's events from the turn's log (turn_log.h), so a client whose stream
+// broke can reattach and read on; a silent turn's stream gets heartbeats.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,9 +20,11 @@
 #include "libs/core/api_keys.h"
 #include "libs/core/thread_pool.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
+#include "services/orchestrator/api/heartbeat_ticker.h"
 #include "services/orchestrator/approvals/approval_audit.h"
 #include "services/orchestrator/limits/tenant_limits.h"
 #include "services/orchestrator/turn/turn_bus.h"
+#include "services/orchestrator/turn/turn_log.h"
 #include "services/orchestrator/turn/turn_runner.h"
 
 namespace omniforge::orchestrator {
@@ -65,6 +70,11 @@ class RunningTurns final {
 
   static std::string Key(const core::Identity& who, const std::string& conversation_id);
 
+  // Where the turn runs: here (`control` then set to its control), on
+  // another replica as far as its signals tell, or nowhere.
+  enum class Where { kNowhere, kHere, kElsewhere };
+  Where Locate(const std::string& key, const std::string& turn_id, Control* control);
+
  private:
   void OnSignal(const TurnSignal& signal);
 
@@ -101,6 +111,13 @@ struct Doorway {
   absl::StatusOr<core::Identity> Admit(const grpc::CallbackServerContext& context) const;
 };
 
+// How StreamChat keeps turns' events for a reattach, and how often a
+// silent turn's stream gets a heartbeat (0: never).
+struct StreamOptions {
+  TurnLogOptions resume;
+  std::chrono::milliseconds heartbeat{15000};
+};
+
 class ChatGrpcService final : public RawChatService {
  public:
   // Everything must outlive the service.
@@ -109,13 +126,15 @@ class ChatGrpcService final : public RawChatService {
   // Without limits, no rate, cap or budget applies.
   ChatGrpcService(const core::ApiKeys& keys, const TurnRunner& runner, Memory& memory,
                   core::ThreadPool& workers, TurnBus* bus = nullptr, ApprovalAudit* audit = nullptr,
-                  TenantLimits* limits = nullptr)
+                  TenantLimits* limits = nullptr, const StreamOptions& stream = {})
       : door_{keys, limits},
         runner_(runner),
         memory_(memory),
         workers_(workers),
         audit_(audit),
-        running_(bus) {}
+        running_(bus),
+        logs_(stream.resume, core::SystemClock()),
+        heartbeats_(stream.heartbeat) {}
 
   using Raw = grpc::ByteBuffer;
   grpc::ServerWriteReactor<Raw>* StreamChat(grpc::CallbackServerContext* context,
@@ -140,8 +159,14 @@ class ChatGrpcService final : public RawChatService {
   const TurnRunner& runner_;
   Memory& memory_;
   core::ThreadPool& workers_;
+  // A StreamChat that names resume_after_seq: the turn's events after it.
+  grpc::ServerWriteReactor<Raw>* Reattach(const core::Identity& who,
+                                          const pb::StreamChatRequest& request);
+
   ApprovalAudit* const audit_;
   RunningTurns running_;
+  TurnLogs logs_;
+  HeartbeatTicker heartbeats_;
 };
 
 }  // namespace omniforge::orchestrator

@@ -97,4 +97,18 @@ absl::Status ValidateStreamChatRequest(const pb::StreamChatRequest& request) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateReattachRequest(const pb::StreamChatRequest& request) {
+  if (!core::IsUuid(request.conversation_id())) {
+    return absl::InvalidArgumentError("conversation_id: a reattach names the turn's conversation");
+  }
+  if (!core::IsSafeToken(request.turn_id())) {
+    return absl::InvalidArgumentError(
+        "turn_id: a reattach names the turn (1..128 characters of [A-Za-z0-9._:@-])");
+  }
+  if (request.resume_after_seq() < 0) {
+    return absl::InvalidArgumentError("resume_after_seq: must be 0 or more");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace omniforge::orchestrator

@@ -18,6 +18,11 @@ namespace omniforge::orchestrator {
 absl::Status ValidateStreamChatRequest(
     const ::omniforge::orchestrator::v1::StreamChatRequest& request);
 
+// A reattach (resume_after_seq set): INVALID_ARGUMENT without a
+// conversation_id that is a UUID, without a turn_id, or with a negative seq.
+absl::Status ValidateReattachRequest(
+    const ::omniforge::orchestrator::v1::StreamChatRequest& request);
+
 // The words stored for a structured decision sent without a message.
 std::string DecisionWords(const ::omniforge::orchestrator::v1::ApprovalDecision& decision);
 

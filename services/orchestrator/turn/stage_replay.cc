@@ -6,13 +6,27 @@
 namespace omniforge::orchestrator {
 
 bool TurnPass::Replay() {
+  absl::StatusOr<bool> replayed = ReplayFromStorage();
+  return replayed.ok() && *replayed;
+}
+
+absl::Status TurnPass::ReplayStored() {
+  conversation_id_ = request_.conversation_id();
+  turn_id_ = request_.turn_id();
+  absl::StatusOr<bool> replayed = ReplayFromStorage();
+  if (!replayed.ok()) return replayed.status();
+  if (*replayed) return absl::OkStatus();
+  return absl::NotFoundError("turn " + turn_id_ + ": no finished turn of this conversation");
+}
+
+absl::StatusOr<bool> TurnPass::ReplayFromStorage() {
   convpb::ListMessagesRequest after;
   after.set_conversation_id(conversation_id_);
   after.set_limit(500);
   after.set_metadata_as_json(true);
   absl::StatusOr<convpb::ListMessagesResponse> recent =
       runner_.memory_.ListMessages(DownstreamCall(), after);
-  if (!recent.ok()) return false;
+  if (!recent.ok()) return recent.status();
   for (const convpb::Message& m : recent->messages()) {
     if (m.role() != convpb::ROLE_ASSISTANT || m.seq() <= stored_user_message_.message().seq()) {
       continue;
