@@ -2,7 +2,6 @@
 
 #include <grpcpp/support/proto_buffer_reader.h>
 
-#include <deque>
 #include <optional>
 #include <utility>
 
@@ -28,8 +27,6 @@ constexpr int kDefaultListedActions = 100;
 constexpr int64_t kMaxTurnMicros = 3'600'000'000;
 // How often the turns other replicas never said had ended are forgotten.
 constexpr int64_t kPruneEveryMicros = 60'000'000;
-// Events waiting to be written before the turn's thread waits for the client.
-constexpr size_t kMaxQueuedEvents = 256;
 
 // Turns other replicas announced and have not ended, as far as this one knows.
 core::Gauge& RemoteTurnsGauge() {
@@ -641,9 +638,10 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
     const std::string key = RunningTurns::Key(*who, request.conversation_id());
     if (!request.turn_id().empty()) {
       if (!running_.Claim(key, request.turn_id(), control)) {
-        return new Refusal(
-            absl::AbortedError("turn " + request.turn_id() +
-                               " is still running; retry once it has ended, and it is replayed"));
+        return new Refusal(absl::AbortedError(
+            "turn " + request.turn_id() +
+            " is still running; reattach with resume_after_seq, or retry once it has "
+            "ended, and it is replayed"));
       }
       claimed_key = key;
       logs_.Register(key, request.turn_id(), log);
