@@ -29,7 +29,7 @@ FORMAT_DIRS := libs services cli tests bench
 CLANG_FORMAT ?= $(shell command -v clang-format-14 || command -v clang-format)
 export CLANG_FORMAT
 
-.PHONY: help deps configure build test lint run up down image bench intent-eval live-llm asan format clean
+.PHONY: help deps configure build test lint run up down image bench intent-eval live-llm asan format api-release clean
 
 help:
 	@echo "omniforge make targets (variables: BUILD_DIR=$(BUILD_DIR) BUILD_TYPE=$(BUILD_TYPE) JOBS=$(JOBS) SANITIZE=$(SANITIZE))"
@@ -48,6 +48,7 @@ help:
 	@echo "  asan       ASan/UBSan build and test in build-asan"
 	@echo "  lint       format check + clang-tidy (.clang-tidy, thread-safety analysis) over the sources"
 	@echo "  format     clang-format -i all *.cc/*.h in $(FORMAT_DIRS)"
+	@echo "  api-release  VERSION=x.y.z: record the public API as released (api/releases/), the baseline of buf breaking"
 	@echo "  clean      remove \$$BUILD_DIR"
 
 deps:
@@ -99,6 +100,14 @@ down:
 # packages) for hosts that cannot pull postgres:15.
 image: build
 	@BUILD_DIR="$(BUILD_DIR)" bash scripts/image.sh $(ARGS)
+
+# The public API as released: buf breaking (tests/deploy) checks every later
+# change against the newest image in api/releases.
+api-release:
+	@test -n "$(VERSION)" || { echo "usage: make api-release VERSION=x.y.z" >&2; exit 2; }
+	@mkdir -p api/releases
+	@tests/node/node_modules/.bin/buf build --path protos/omniforge/orchestrator -o api/releases/$(VERSION).binpb
+	@echo "api/releases/$(VERSION).binpb: the public API of $(VERSION)"
 
 bench: build
 	@bash scripts/bench.sh $(ARGS)

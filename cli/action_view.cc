@@ -12,7 +12,7 @@ namespace omniforge::cli {
 namespace {
 
 namespace pb = ::omniforge::orchestrator::v1;
-namespace epb = ::omniforge::executor::v1;
+namespace epb = ::omniforge::orchestrator::v1;
 using google::protobuf::util::TimeUtil;
 
 // "ACTION_OUTCOME_AUTO_APPROVED" -> "auto approved".

@@ -11,7 +11,7 @@ namespace omniforge::cli {
 namespace {
 
 namespace pb = ::omniforge::orchestrator::v1;
-namespace epb = ::omniforge::executor::v1;
+namespace epb = ::omniforge::orchestrator::v1;
 
 std::string Shown(const pb::ListActionsResponse& response, bool json) {
   std::ostringstream out;

@@ -20,7 +20,7 @@ namespace omniforge::cli {
 namespace {
 
 namespace pb = ::omniforge::orchestrator::v1;
-namespace ipb = ::omniforge::intent::v1;
+namespace ipb = ::omniforge::orchestrator::v1;
 
 const std::map<std::string, ipb::ContextType> kContexts = {
     {"global", ipb::CONTEXT_TYPE_GLOBAL},

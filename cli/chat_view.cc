@@ -14,8 +14,8 @@ namespace omniforge::cli {
 namespace {
 
 namespace pb = ::omniforge::orchestrator::v1;
-namespace ipb = ::omniforge::intent::v1;
-namespace epb = ::omniforge::executor::v1;
+namespace ipb = ::omniforge::orchestrator::v1;
+namespace epb = ::omniforge::orchestrator::v1;
 
 constexpr char kDim[] = "\033[2m";
 constexpr char kBold[] = "\033[1m";
@@ -305,6 +305,9 @@ void ChatView::Show(const pb::ChatEvent& event) {
       // Its words open the reply's text; the line marks it.
       Line(kYellow, "! " + event.notice().agent_name() + ": " +
                         Words(pb::NoticeKind_Name(event.notice().kind()), "NOTICE_KIND_"));
+      break;
+    case pb::ChatEvent::kHeartbeat:
+      // The turn still runs: the spinner shows that already.
       break;
     case pb::ChatEvent::kDone:
       spinner_label_.clear();

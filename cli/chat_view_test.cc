@@ -40,7 +40,7 @@ pb::ChatEvent Preview() {
   pb::PreviewEvent* p = event.mutable_preview();
   p->set_tool_name("delete_agent");
   p->set_arguments_json(R"({"name": "invoice-chaser"})");
-  p->set_risk(::omniforge::executor::v1::TOOL_RISK_HIGH);
+  p->set_risk(::omniforge::orchestrator::v1::TOOL_RISK_HIGH);
   p->set_summary("Delete the agent invoice-chaser");
   p->add_affected("invoice-chaser");
   p->add_risk_factors("deletes data that cannot be recovered");
@@ -74,7 +74,7 @@ TEST_F(ChatViewTest, PlainOutputIsReadableLinesWithoutEscapes) {
   pb::ChatEvent call;
   call.mutable_tool_call()->set_tool_name("list_agents");
   call.mutable_tool_call()->set_arguments_json("{}");
-  call.mutable_tool_call()->set_risk(::omniforge::executor::v1::TOOL_RISK_READ);
+  call.mutable_tool_call()->set_risk(::omniforge::orchestrator::v1::TOOL_RISK_READ);
   pb::ChatEvent result;
   result.mutable_tool_result()->set_tool_name("list_agents");
   result.mutable_tool_result()->set_result_json("{\"agents\":\n[]}");

@@ -51,6 +51,7 @@
 
 #include "cli/actions.h"
 #include "cli/chat.h"
+#include "cli/keys.h"
 #include "cli/rpc_error.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "libs/core/client_tls.h"
@@ -277,6 +278,49 @@ CLI::App* AddActionsCommand(CLI::App& app, omniforge::cli::ActionsOptions& actio
   actions->add_option("--chat-server", actions_options.server, "orchestrator address")
       ->envname("OMNIFORGE_ADDR");
   return actions;
+}
+
+// `keys create|list|rotate|revoke`; sets `which` to the subcommands.
+struct KeysCommands {
+  CLI::App* create = nullptr;
+  CLI::App* list = nullptr;
+  CLI::App* rotate = nullptr;
+  CLI::App* revoke = nullptr;
+};
+
+KeysCommands AddKeysCommands(CLI::App& app, omniforge::cli::KeysOptions& o) {
+  auto* keys = app.add_subcommand(
+      "keys", "API keys managed at runtime (the orchestrator's admin API, with an admin key)");
+  keys->require_subcommand(1);
+  keys->add_option("--admin-key", o.admin_key, "admin key")->envname("OMNIFORGE_ADMIN_KEY");
+  keys->add_option("--admin-server", o.server, "the orchestrator's admin address (admin.port)")
+      ->envname("OMNIFORGE_ADMIN_ADDR");
+  KeysCommands c;
+  c.create = keys->add_subcommand("create", "make a key and print it (shown once)");
+  c.create->add_option("--tenant", o.tenant, "the tenant it acts for")->required();
+  c.create->add_option("--user", o.user, "the user a user key acts for");
+  c.create->add_flag("--gateway", o.gateway,
+                     "a gateway key: names the user of each call in x-omniforge-on-behalf-of");
+  c.create->add_option("--label", o.label, "a note, at most 200 characters");
+  c.create->add_option("--expires", o.expires, "when it stops working: RFC 3339 or a date");
+  c.list = keys->add_subcommand("list", "a tenant's keys (never their secrets)");
+  c.list->add_option("--tenant", o.tenant, "the tenant")->required();
+  c.list->add_flag("--all", o.include_revoked, "revoked keys too");
+  c.rotate = keys->add_subcommand("rotate", "give a key a new secret and print it");
+  c.rotate->add_option("key_id", o.key_id, "the key's id")->required();
+  c.rotate->add_option("--tenant", o.tenant, "the key's tenant")->required();
+  c.rotate->add_option("--grace", o.grace_s, "seconds the old secret keeps working (default 0)");
+  c.revoke = keys->add_subcommand("revoke", "revoke a key (refused everywhere within a second)");
+  c.revoke->add_option("key_id", o.key_id, "the key's id")->required();
+  c.revoke->add_option("--tenant", o.tenant, "the key's tenant")->required();
+  return c;
+}
+
+int RunKeysCommand(const KeysCommands& c, const omniforge::cli::KeysOptions& o) {
+  if (c.create->parsed()) return omniforge::cli::RunKeysCreate(o);
+  if (c.list->parsed()) return omniforge::cli::RunKeysList(o);
+  if (c.rotate->parsed()) return omniforge::cli::RunKeysRotate(o);
+  return omniforge::cli::RunKeysRevoke(o);
 }
 
 void AddConversationCommands(CLI::App& app, Arguments& args, Commands& commands) {
@@ -618,6 +662,8 @@ int Main(int argc, char** argv) {
   commands.chat = AddChatCommand(app, chat_options);
   omniforge::cli::ActionsOptions actions_options;
   commands.actions = AddActionsCommand(app, actions_options);
+  omniforge::cli::KeysOptions keys_options;
+  const KeysCommands keys = AddKeysCommands(app, keys_options);
   Arguments args;
   AddConversationCommands(app, args, commands);
   commands.analyze = AddIntentCommands(app, args);
@@ -646,6 +692,7 @@ int Main(int argc, char** argv) {
   options.security = *security;
   chat_options.security = *security;
   actions_options.security = *security;
+  keys_options.security = *security;
 
   if (commands.chat->parsed()) {
     chat_options.json = options.json;
@@ -655,6 +702,12 @@ int Main(int argc, char** argv) {
     actions_options.json = options.json;
     actions_options.timeout_s = options.timeout_s;
     return omniforge::cli::RunActions(actions_options);
+  }
+  if (keys.create->parsed() || keys.list->parsed() || keys.rotate->parsed() ||
+      keys.revoke->parsed()) {
+    keys_options.json = options.json;
+    keys_options.timeout_s = options.timeout_s;
+    return RunKeysCommand(keys, keys_options);
   }
   if (commands.identity_key->parsed()) return PrintIdentityPublicKey(identity_key_file);
   if (int rc = SignCallsWith(options)) return rc;

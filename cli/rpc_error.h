@@ -1,5 +1,6 @@
-// How the CLI reports a failed call: the gRPC code by name, then the
-// server's message, so a script and a person both see what went wrong.
+// How the CLI reports a failed call: the gRPC code by name, the server's
+// message and the reason of its status details, so a script and a person
+// both see what went wrong.
 #pragma once
 
 #include <grpcpp/support/status.h>
@@ -8,7 +9,8 @@
 
 namespace omniforge::cli {
 
-// "UNAUTHENTICATED: missing or invalid API key".
+// "UNAUTHENTICATED: invalid API key [API_KEY_INVALID]" (no brackets when
+// the status carries no reason).
 std::string DescribeRpcError(const grpc::Status& status);
 
 // Prints "error: <DescribeRpcError>" to stderr when `status` is not OK.

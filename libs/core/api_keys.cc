@@ -8,8 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "libs/core/digest.h"
+#include "libs/core/error_catalog.h"
+#include "libs/core/error_reason.h"
 #include "libs/core/files.h"
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
@@ -71,8 +74,10 @@ absl::Status LineError(size_t line, std::string_view what) {
                                     std::string(what));
 }
 
+}  // namespace
+
 // The key id of a well-formed key, or empty.
-std::string_view KeyIdOf(std::string_view key) {
+std::string_view ApiKeyIdOf(std::string_view key) {
   constexpr std::string_view kPrefix = kApiKeyPrefix;
   if (key.substr(0, kPrefix.size()) != kPrefix) return {};
   key.remove_prefix(kPrefix.size());
@@ -87,11 +92,43 @@ std::string_view KeyIdOf(std::string_view key) {
   return id;
 }
 
+namespace {
+
 std::string FormatExpiry(int64_t micros) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixMicros(micros), absl::UTCTimeZone());
 }
 
 }  // namespace
+
+std::array<uint8_t, 32> ApiKeyHash(std::string_view key) { return Sha256(key); }
+
+bool ApiKeyHashMatches(const std::array<uint8_t, 32>& presented,
+                       const std::array<uint8_t, 32>& stored) {
+  return sodium_memcmp(presented.data(), stored.data(), presented.size()) == 0;
+}
+
+absl::StatusOr<std::string> NewApiKeySecret(std::string_view key_id) {
+  if (sodium_init() < 0) return absl::InternalError("libsodium failed to initialise");
+  std::string id(key_id);
+  if (id.empty()) {
+    uint8_t id_bytes[kKeyIdHexDigits / 2];
+    randombytes_buf(id_bytes, sizeof(id_bytes));
+    id = ToHex(id_bytes, sizeof(id_bytes));
+  }
+  uint8_t secret[kSecretBytes];
+  randombytes_buf(secret, sizeof(secret));
+  std::string key = absl::StrCat(kApiKeyPrefix, id, "_", ToHex(secret, sizeof(secret)));
+  sodium_memzero(secret, sizeof(secret));
+  return key;
+}
+
+absl::Status ApiKeyExpired(int64_t expires_micros) {
+  return WithReason(
+      absl::UnauthenticatedError("API key expired at " + FormatExpiry(expires_micros)),
+      kReasonApiKeyExpired);
+}
+
+absl::Status InvalidApiKey() { return absl::UnauthenticatedError("invalid API key"); }
 
 std::optional<int64_t> ParseApiKeyExpiry(std::string_view text) {
   absl::Time t;
@@ -104,7 +141,7 @@ std::optional<int64_t> ParseApiKeyExpiry(std::string_view text) {
   return absl::ToUnixMicros(t);
 }
 
-absl::StatusOr<ApiKeyStore> ApiKeyStore::Parse(std::string_view text) {
+absl::StatusOr<ApiKeyStore> ApiKeyStore::Parse(std::string_view text, bool all_tenants_allowed) {
   if (sodium_init() < 0) return absl::InternalError("libsodium failed to initialise");
   ApiKeyStore store;
   size_t number = 0;
@@ -135,7 +172,9 @@ absl::StatusOr<ApiKeyStore> ApiKeyStore::Parse(std::string_view text) {
       return LineError(number, "the hash is not hex");
     }
     entry.identity = {std::string(fields[2]), std::string(fields[3])};
-    if (!IsSafeToken(entry.identity.tenant_id) || !IsSafeToken(entry.identity.user_id)) {
+    const bool all_tenants = all_tenants_allowed && entry.identity.tenant_id == kAllTenants;
+    if ((!all_tenants && !IsSafeToken(entry.identity.tenant_id)) ||
+        !IsSafeToken(entry.identity.user_id)) {
       return LineError(number, "tenant and user must be 1..128 characters of [A-Za-z0-9._:@-]");
     }
     if (fields.size() > 4 && fields[4].starts_with(kExpiresPrefix)) {
@@ -153,10 +192,10 @@ absl::StatusOr<ApiKeyStore> ApiKeyStore::Parse(std::string_view text) {
   return store;
 }
 
-absl::StatusOr<ApiKeyStore> ApiKeyStore::Load(const std::string& path) {
+absl::StatusOr<ApiKeyStore> ApiKeyStore::Load(const std::string& path, bool all_tenants_allowed) {
   absl::StatusOr<std::string> text = ReadFile(path);
   if (!text.ok()) return text.status();
-  absl::StatusOr<ApiKeyStore> store = Parse(*text);
+  absl::StatusOr<ApiKeyStore> store = Parse(*text, all_tenants_allowed);
   if (!store.ok()) {
     return absl::Status(store.status().code(), path + ": " + std::string(store.status().message()));
   }
@@ -165,8 +204,8 @@ absl::StatusOr<ApiKeyStore> ApiKeyStore::Load(const std::string& path) {
 
 absl::StatusOr<Identity> ApiKeyStore::AuthenticateAt(std::string_view key,
                                                      int64_t now_micros) const {
-  const absl::Status denied = absl::UnauthenticatedError("invalid API key");
-  std::string_view id = KeyIdOf(key);
+  const absl::Status denied = InvalidApiKey();
+  std::string_view id = ApiKeyIdOf(key);
   if (id.empty()) return denied;
   auto it = entries_.find(std::string(id));
   if (it == entries_.end()) return denied;
@@ -176,15 +215,16 @@ absl::StatusOr<Identity> ApiKeyStore::AuthenticateAt(std::string_view key,
   }
   // Said only to whoever holds the key.
   if (it->second.expires_micros != 0 && now_micros >= it->second.expires_micros) {
-    return absl::UnauthenticatedError("API key expired at " +
-                                      FormatExpiry(it->second.expires_micros));
+    return ApiKeyExpired(it->second.expires_micros);
   }
   return it->second.identity;
 }
 
 absl::StatusOr<NewApiKey> GenerateApiKey(const Identity& who, std::string_view label,
-                                         std::optional<int64_t> expires_micros) {
-  if (!IsSafeToken(who.tenant_id) || !IsSafeToken(who.user_id)) {
+                                         std::optional<int64_t> expires_micros,
+                                         bool all_tenants_allowed) {
+  const bool all_tenants = all_tenants_allowed && who.tenant_id == kAllTenants;
+  if ((!all_tenants && !IsSafeToken(who.tenant_id)) || !IsSafeToken(who.user_id)) {
     return absl::InvalidArgumentError(
         "tenant and user must be 1..128 characters of [A-Za-z0-9._:@-]");
   }
@@ -221,8 +261,9 @@ std::string_view PresentedApiKey(std::string_view authorization, std::string_vie
   return Strip(x_api_key);
 }
 
-ApiKeyFile::ApiKeyFile(std::string path, ApiKeyStore store, Stamp stamp)
+ApiKeyFile::ApiKeyFile(std::string path, ApiKeyStore store, Stamp stamp, bool all_tenants_allowed)
     : path_(std::move(path)),
+      all_tenants_allowed_(all_tenants_allowed),
       store_(std::make_shared<const ApiKeyStore>(std::move(store))),
       stamp_(stamp) {}
 
@@ -233,11 +274,13 @@ std::optional<ApiKeyFile::Stamp> ApiKeyFile::StampOf(const std::string& path) {
                static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
 }
 
-absl::StatusOr<std::unique_ptr<ApiKeyFile>> ApiKeyFile::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<ApiKeyFile>> ApiKeyFile::Open(const std::string& path,
+                                                             bool all_tenants_allowed) {
   const Stamp stamp = StampOf(path).value_or(Stamp{});
-  absl::StatusOr<ApiKeyStore> store = ApiKeyStore::Load(path);
+  absl::StatusOr<ApiKeyStore> store = ApiKeyStore::Load(path, all_tenants_allowed);
   if (!store.ok()) return store.status();
-  return std::unique_ptr<ApiKeyFile>(new ApiKeyFile(path, *std::move(store), stamp));
+  return std::unique_ptr<ApiKeyFile>(
+      new ApiKeyFile(path, *std::move(store), stamp, all_tenants_allowed));
 }
 
 absl::StatusOr<Identity> ApiKeyFile::Authenticate(std::string_view key) const {
@@ -263,7 +306,7 @@ absl::StatusOr<bool> ApiKeyFile::Reload(bool force) {
     absl::MutexLock lock(&mu_);
     if (!force && stamp == stamp_) return false;
   }
-  absl::StatusOr<ApiKeyStore> store = ApiKeyStore::Load(path_);
+  absl::StatusOr<ApiKeyStore> store = ApiKeyStore::Load(path_, all_tenants_allowed_);
   absl::MutexLock lock(&mu_);
   stamp_ = stamp;
   if (!store.ok()) {
@@ -279,6 +322,11 @@ absl::StatusOr<bool> ApiKeyFile::Reload(bool force) {
                                 {"keys", std::to_string(store_->size())},
                                 {"before", std::to_string(before)}});
   return true;
+}
+
+bool ApiKeyFile::Has(std::string_view key_id) const {
+  absl::MutexLock lock(&mu_);
+  return store_->Has(key_id);
 }
 
 size_t ApiKeyFile::size() const {

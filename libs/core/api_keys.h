@@ -33,6 +33,18 @@
 namespace omniforge::core {
 
 inline constexpr char kApiKeyPrefix[] = "ofk_";
+// The header a gateway key names the end user of a call in.
+inline constexpr char kOnBehalfOfHeader[] = "x-omniforge-on-behalf-of";
+
+// What a key may do: act for one user, or (a gateway key) for one tenant,
+// naming the user of each call itself.
+enum class KeyKind { kUser, kGateway };
+
+// Who a presented key acts for. A gateway key's identity has no user.
+struct KeyGrant {
+  Identity identity;
+  KeyKind kind = KeyKind::kUser;
+};
 
 // Who a presented API key acts for. Thread-safe in every implementation.
 class ApiKeys {
@@ -43,7 +55,32 @@ class ApiKeys {
   // same time wherever it differs); for the right secret of an expired key,
   // a message saying when it expired.
   virtual absl::StatusOr<Identity> Authenticate(std::string_view key) const = 0;
+  // The same with the key's kind; a source without gateway keys grants user
+  // keys only.
+  virtual absl::StatusOr<KeyGrant> Grant(std::string_view key) const {
+    absl::StatusOr<Identity> who = Authenticate(key);
+    if (!who.ok()) return who.status();
+    return KeyGrant{*std::move(who), KeyKind::kUser};
+  }
 };
+
+// The key id of a well-formed key `ofk_<key id>_<secret>`; empty for
+// anything else.
+std::string_view ApiKeyIdOf(std::string_view key);
+// The SHA-256 of a whole key, as the key file and the database store it.
+std::array<uint8_t, 32> ApiKeyHash(std::string_view key);
+// Whether a presented key's hash is `stored`, in constant time.
+bool ApiKeyHashMatches(const std::array<uint8_t, 32>& presented,
+                       const std::array<uint8_t, 32>& stored);
+// A new random secret for key id `key_id` (a new random id when empty):
+// the whole key `ofk_<key id>_<secret>`. INTERNAL when libsodium cannot start.
+absl::StatusOr<std::string> NewApiKeySecret(std::string_view key_id = {});
+// The refusal of an expired key, naming when it expired.
+absl::Status ApiKeyExpired(int64_t expires_micros);
+// The same refusal for every unknown, malformed or wrong key.
+absl::Status InvalidApiKey();
+// An admin key file's tenant column naming every tenant.
+inline constexpr char kAllTenants[] = "*";
 
 class ApiKeyStore final : public ApiKeys {
  public:
@@ -51,10 +88,12 @@ class ApiKeyStore final : public ApiKeys {
   // line, a key id that is not 12 hex digits, a hash that is not
   // `sha256:` and 64 hex digits, a tenant or user outside
   // [A-Za-z0-9._:@-]{1,128}, an expiry that is not a time, or a key id
-  // listed twice.
-  static absl::StatusOr<ApiKeyStore> Parse(std::string_view text);
+  // listed twice. With `all_tenants_allowed` (an admin key file) the
+  // tenant may also be `*` (kAllTenants).
+  static absl::StatusOr<ApiKeyStore> Parse(std::string_view text, bool all_tenants_allowed = false);
   // Reads and parses the file at `path` (NOT_FOUND when missing).
-  static absl::StatusOr<ApiKeyStore> Load(const std::string& path);
+  static absl::StatusOr<ApiKeyStore> Load(const std::string& path,
+                                          bool all_tenants_allowed = false);
 
   // The identity a presented key acts for (ApiKeys), now.
   absl::StatusOr<Identity> Authenticate(std::string_view key) const override {
@@ -65,6 +104,8 @@ class ApiKeyStore final : public ApiKeys {
 
   // Number of keys.
   size_t size() const { return entries_.size(); }
+  // Whether the file lists key id `key_id`.
+  bool Has(std::string_view key_id) const { return entries_.contains(std::string(key_id)); }
 
  private:
   struct Entry {
@@ -86,8 +127,11 @@ struct NewApiKey {
 std::optional<int64_t> ParseApiKeyExpiry(std::string_view text);
 
 // `expires_micros` (Unix epoch, UTC): the key is refused from then on.
+// `all_tenants_allowed`: a line of the admin key file, whose tenant may be
+// `*` (kAllTenants).
 absl::StatusOr<NewApiKey> GenerateApiKey(const Identity& who, std::string_view label,
-                                         std::optional<int64_t> expires_micros = std::nullopt);
+                                         std::optional<int64_t> expires_micros = std::nullopt,
+                                         bool all_tenants_allowed = false);
 
 // The key file at a path, read again when it changes: a new key works and a
 // removed (revoked) or expired one stops working without a restart. Reload
@@ -98,7 +142,9 @@ class ApiKeyFile final : public ApiKeys {
  public:
   // NOT_FOUND or INVALID_ARGUMENT (as ApiKeyStore::Load) when the file
   // cannot be used at start.
-  static absl::StatusOr<std::unique_ptr<ApiKeyFile>> Open(const std::string& path);
+  // `all_tenants_allowed`: an admin key file (ApiKeyStore::Parse).
+  static absl::StatusOr<std::unique_ptr<ApiKeyFile>> Open(const std::string& path,
+                                                          bool all_tenants_allowed = false);
 
   absl::StatusOr<Identity> Authenticate(std::string_view key) const override;
 
@@ -108,6 +154,8 @@ class ApiKeyFile final : public ApiKeys {
   absl::StatusOr<bool> Reload(bool force = false);
 
   size_t size() const;
+  // Whether the file, as last read, lists key id `key_id`.
+  bool Has(std::string_view key_id) const;
   const std::string& path() const { return path_; }
 
  private:
@@ -117,10 +165,11 @@ class ApiKeyFile final : public ApiKeys {
     int64_t modified_ns = 0;
     bool operator==(const Stamp&) const = default;
   };
-  ApiKeyFile(std::string path, ApiKeyStore store, Stamp stamp);
+  ApiKeyFile(std::string path, ApiKeyStore store, Stamp stamp, bool all_tenants_allowed);
   static std::optional<Stamp> StampOf(const std::string& path);
 
   const std::string path_;
+  const bool all_tenants_allowed_;
   mutable absl::Mutex mu_;
   std::shared_ptr<const ApiKeyStore> store_ ABSL_GUARDED_BY(mu_);
   Stamp stamp_ ABSL_GUARDED_BY(mu_);

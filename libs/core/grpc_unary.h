@@ -3,7 +3,9 @@
 // string field with invalid UTF-8 gets a clear INVALID_ARGUMENT instead of
 // gRPC's silent drop), the caller's identity is read from the metadata, and
 // the handler finishes the call exactly once, on any thread, with an
-// absl::Status. Per-RPC metrics come from core::RpcScope.
+// absl::Status. Per-RPC metrics come from core::RpcScope. The handler runs
+// under the call's server span (a child of the caller's `traceparent`,
+// ended by `done`) and log fields naming the caller's tenant.
 //
 // Include only from a service's gRPC layer (.cc files): it pulls in grpcpp.
 #pragma once
@@ -21,9 +23,11 @@
 #include "libs/core/call_deadline.h"
 #include "libs/core/grpc_identity.h"
 #include "libs/core/grpc_status.h"
+#include "libs/core/grpc_trace.h"
 #include "libs/core/identity.h"
 #include "libs/core/server.h"
 #include "libs/core/thread_pool.h"
+#include "libs/trace/span.h"
 
 namespace omniforge::core {
 
@@ -38,7 +42,20 @@ struct UnaryCall {
   // until the call finishes. The handlers below run their body in its scope
   // (call_cancellation.h), so the calls the body makes further down stop too.
   CancelSignal* cancel = nullptr;
+  // The call's server span (inactive with tracing off), ended by `done`.
+  trace::Span span;
 };
+
+// The ambient a unary call's handler starts under: its server span (or,
+// with tracing off, the caller's trace context, passed on as it came) and
+// the caller's tenant in every log line.
+inline Ambient UnaryAmbient(const trace::Span& span, IncomingTrace incoming, const Identity& who) {
+  Ambient ambient;
+  ambient.span = span.active() ? span.context() : incoming.parent;
+  if (ambient.span.valid()) ambient.tracestate = std::move(incoming.tracestate);
+  ambient.log = std::make_shared<const LogContext>(LogContext{"", "", who.tenant_id});
+  return ambient;
+}
 
 // The reactor of every unary call: the default one, plus the call's cancel
 // signal. Deletes itself when gRPC is done with the call. A passed deadline
@@ -75,6 +92,8 @@ grpc::ServerUnaryReactor* ServeUnary(grpc::CallbackServerContext* context,
       if (!serialized.ok()) status = absl::InternalError("cannot serialize the response");
     }
     scope->Finish(status);
+    if (!status.ok()) call->span.SetError(status.ToString());
+    call->span.End();
     reactor->Finish(ToGrpcStatus(status));
   };
   grpc::ByteBuffer copy(*raw);  // shares the slices; the reader consumes its own view
@@ -92,6 +111,11 @@ grpc::ServerUnaryReactor* ServeUnary(grpc::CallbackServerContext* context,
   call->who = *std::move(who);
   call->context = context;
   call->cancel = &reactor->cancel();
+  IncomingTrace incoming = TraceFromContext(*context);
+  call->span = trace::Span::StartUnder(method, trace::SpanKind::kServer, incoming.parent);
+  call->span.SetAttribute("rpc.method", method);
+  // Handlers that move to a pool carry it there (core::ThreadPool).
+  const ScopedAmbient ambient(UnaryAmbient(call->span, std::move(incoming), call->who));
   handler(std::move(call), std::move(done));
   return reactor;
 }

@@ -12,6 +12,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "libs/core/ambient.h"
 #include "libs/core/secrets.h"
 
 namespace omniforge::core {
@@ -72,6 +73,31 @@ bool IsReservedKey(const std::string& key) {
   return key == "ts" || key == "level" || key == "service" || key == "msg";
 }
 
+// `fields` and, after them, the thread's trace and turn fields (ambient.h)
+// that `fields` does not set itself.
+LogFields WithAmbient(const LogFields& fields) {
+  const Ambient& ambient = CurrentAmbient();
+  if (!ambient.span.valid() && ambient.log == nullptr) return fields;
+  LogFields all = fields;
+  auto add = [&all](const char* key, const std::string& value) {
+    if (value.empty()) return;
+    for (const auto& field : all) {
+      if (field.first == key) return;
+    }
+    all.emplace_back(key, value);
+  };
+  if (ambient.span.valid()) {
+    add("trace_id", TraceIdHex(ambient.span));
+    add("span_id", SpanIdHex(ambient.span));
+  }
+  if (ambient.log != nullptr) {
+    add("turn_id", ambient.log->turn_id);
+    add("conversation_id", ambient.log->conversation_id);
+    add("tenant", ambient.log->tenant);
+  }
+  return all;
+}
+
 }  // namespace
 
 void InitLogging(const std::string& service, const std::string& level) {
@@ -119,7 +145,7 @@ void Log(LogLevel level, std::string_view msg, const LogFields& fields) {
     absl::MutexLock lock(&state.mu);
     service = state.service;
   }
-  const std::string line = FormatLogLine(level, service, msg, fields);
+  const std::string line = FormatLogLine(level, service, msg, WithAmbient(fields));
   absl::MutexLock lock(&state.mu);
   if (state.sink != nullptr) {
     state.sink(line);

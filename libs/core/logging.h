@@ -3,7 +3,9 @@
 // Every log line is {"ts":"<RFC3339 UTC ms>","level":"info","service":"...",
 // "msg":"...", <fields>}. String values and the message pass through
 // RedactSecrets() before they are written, so a credential that slips into a
-// log call is masked. Thread-safe.
+// log call is masked. Lines written under a trace or turn context
+// (ambient.h) also carry trace_id, span_id, turn_id, conversation_id and
+// tenant, where known. Thread-safe.
 #pragma once
 
 #include <string>

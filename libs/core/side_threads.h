@@ -20,6 +20,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "libs/core/ambient.h"
 
 namespace omniforge::core {
 
@@ -60,9 +61,12 @@ class SideThreads final {
     using R = std::invoke_result_t<F>;
     auto promise = std::make_shared<std::promise<R>>();
     SideCall<R> result(promise->get_future());
-    // Nothing of the caller's thread travels with the call: what the call
-    // needs (its deadline, its cancel signal) it captures, e.g. a core::Call.
-    Post([promise, call = std::move(call)]() mutable -> std::function<void()> {
+    // Of the caller's thread only its ambient (trace context, log fields)
+    // travels with the call: what the call needs (its deadline, its cancel
+    // signal) it captures, e.g. a core::Call.
+    Post([promise, call = std::move(call),
+          ambient = CurrentAmbient()]() mutable -> std::function<void()> {
+      const ScopedAmbient scope(std::move(ambient));
       try {
         if constexpr (std::is_void_v<R>) {
           call();

@@ -19,7 +19,7 @@ bool ThreadPool::Submit(std::function<void()> task) {
   {
     std::lock_guard lock(mu_);
     if (stopping_ || queue_.size() >= max_queued_) return false;
-    queue_.push_back(std::move(task));
+    queue_.push_back(Task{std::move(task), CurrentAmbient()});
   }
   ready_.notify_one();
   return true;
@@ -27,7 +27,7 @@ bool ThreadPool::Submit(std::function<void()> task) {
 
 void ThreadPool::Run() {
   for (;;) {
-    std::function<void()> task;
+    Task task;
     {
       std::unique_lock lock(mu_);
       ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
@@ -35,7 +35,8 @@ void ThreadPool::Run() {
       task = std::move(queue_.front());
       queue_.pop_front();
     }
-    task();
+    const ScopedAmbient ambient(std::move(task.ambient));
+    task.run();
   }
 }
 

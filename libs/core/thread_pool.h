@@ -1,6 +1,8 @@
 // A fixed set of threads running submitted tasks from a bounded queue, for
 // blocking work (database, model calls) that gRPC reactors must not do on
-// their own threads. Thread-safe; destruction finishes queued tasks.
+// their own threads. A task runs under its submitter's ambient (trace
+// context and log fields, ambient.h). Thread-safe; destruction finishes
+// queued tasks.
 #pragma once
 
 #include <condition_variable>
@@ -9,6 +11,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "libs/core/ambient.h"
 
 namespace omniforge::core {
 
@@ -29,7 +33,11 @@ class ThreadPool final {
   const size_t max_queued_;
   std::mutex mu_;
   std::condition_variable ready_;
-  std::deque<std::function<void()>> queue_;
+  struct Task {
+    std::function<void()> run;
+    Ambient ambient;  // the submitter's
+  };
+  std::deque<Task> queue_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };

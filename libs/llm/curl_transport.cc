@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "libs/core/ambient.h"
 #include "libs/core/clock.h"
 #include "libs/llm/errors.h"
 
@@ -240,6 +241,16 @@ absl::Status CurlTransport::Post(const HttpRequest& request,
   curl_slist* headers = nullptr;
   for (const auto& [name, value] : request.headers) {
     headers = curl_slist_append(headers, absl::StrCat(name, ": ", value).c_str());
+  }
+  // The model call's trace context (the thread's current span).
+  const core::Ambient& ambient = core::CurrentAmbient();
+  if (ambient.span.valid()) {
+    headers = curl_slist_append(
+        headers, absl::StrCat("traceparent: ", core::FormatTraceparent(ambient.span)).c_str());
+    if (!ambient.tracestate.empty()) {
+      headers =
+          curl_slist_append(headers, absl::StrCat("tracestate: ", ambient.tracestate).c_str());
+    }
   }
   // No "Expect: 100-continue" round trip before large bodies.
   headers = curl_slist_append(headers, "Expect:");

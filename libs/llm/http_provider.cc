@@ -13,9 +13,25 @@
 #include "libs/llm/openai_wire.h"
 #include "libs/llm/provider_errors.h"
 #include "libs/llm/sse.h"
+#include "libs/trace/span.h"
 
 namespace omniforge::llm {
 namespace {
+
+// The model call's span attributes, after OpenTelemetry's gen_ai
+// conventions (no prompt text: it may hold personal data).
+void AnnotateModelCall(trace::Span& span, const std::string& provider, const ChatRequest& request,
+                       const CallContext& context, bool stream) {
+  if (!span.active()) return;
+  span.SetAttribute("gen_ai.operation.name", "chat");
+  span.SetAttribute("gen_ai.system", provider);
+  // The target's model, as BuildRequest sends it.
+  span.SetAttribute("gen_ai.request.model", context.model.empty() ? request.model : context.model);
+  if (!context.operation_type.empty()) {
+    span.SetAttribute("omniforge.operation", context.operation_type);
+  }
+  span.SetAttribute("omniforge.stream", stream ? "true" : "false");
+}
 
 bool IsSuccess(int status) { return status >= 200 && status <= 299; }
 
@@ -85,6 +101,12 @@ class HttpProvider final : public ChatModel {
                                              const absl::Status& failure, int64_t sent_at,
                                              int64_t first_delta_at) const;
   std::string Redacted(std::string text) const;
+  // Complete and Stream once the request is built, inside the model call's span.
+  absl::StatusOr<ChatResponse> Send(const HttpRequest& http, const ChatRequest& request,
+                                    const CallContext& context);
+  absl::StatusOr<ChatResponse> SendStreaming(const HttpRequest& http, const ChatRequest& request,
+                                             const CallContext& context,
+                                             const StreamCallback& on_delta);
 
   ProviderOptions options_;
   std::shared_ptr<HttpTransport> transport_;
@@ -156,12 +178,20 @@ absl::StatusOr<ChatResponse> HttpProvider::Complete(const ChatRequest& request,
   absl::StatusOr<HttpRequest> http = BuildRequest(request, context, /*stream=*/false);
   if (!http.ok()) return http.status();
   if (IsCancelled(context)) return Failure(LlmErrorKind::kCancelled, "cancelled before sending");
+  trace::ScopedSpan span("model.call", trace::SpanKind::kClient);
+  AnnotateModelCall(span.span(), options_.name, request, context, /*stream=*/false);
+  absl::StatusOr<ChatResponse> response = Send(*http, request, context);
+  if (!response.ok()) span.span().SetError(response.status().ToString());
+  return response;
+}
 
+absl::StatusOr<ChatResponse> HttpProvider::Send(const HttpRequest& http, const ChatRequest& request,
+                                                const CallContext& context) {
   HttpResponseHead head;
   std::string body;
   absl::Status stopped;  // why reading stopped early
   absl::Status sent = transport_->Post(
-      *http, [&](const HttpResponseHead& received) { head = received; },
+      http, [&](const HttpResponseHead& received) { head = received; },
       [&](std::string_view piece) {
         if (IsCancelled(context)) {
           stopped = LlmError(LlmErrorKind::kCancelled, "cancelled while receiving");
@@ -192,7 +222,17 @@ absl::StatusOr<ChatResponse> HttpProvider::Stream(const ChatRequest& request,
   absl::StatusOr<HttpRequest> http = BuildRequest(request, context, /*stream=*/true);
   if (!http.ok()) return http.status();
   if (IsCancelled(context)) return Failure(LlmErrorKind::kCancelled, "cancelled before sending");
+  trace::ScopedSpan span("model.call", trace::SpanKind::kClient);
+  AnnotateModelCall(span.span(), options_.name, request, context, /*stream=*/true);
+  absl::StatusOr<ChatResponse> response = SendStreaming(*http, request, context, on_delta);
+  if (!response.ok()) span.span().SetError(response.status().ToString());
+  return response;
+}
 
+absl::StatusOr<ChatResponse> HttpProvider::SendStreaming(const HttpRequest& http,
+                                                         const ChatRequest& request,
+                                                         const CallContext& context,
+                                                         const StreamCallback& on_delta) {
   WireStreamDecoder decoder(options_.api, AnthropicStructuredToolName(request));
   std::vector<StreamDelta> deltas;
   const int64_t sent_at = core::NowMicros();
@@ -224,7 +264,7 @@ absl::StatusOr<ChatResponse> HttpProvider::Stream(const ChatRequest& request,
   HttpResponseHead head;
   std::string error_body;
   absl::Status sent = transport_->Post(
-      *http, [&](const HttpResponseHead& answer) { head = answer; },
+      http, [&](const HttpResponseHead& answer) { head = answer; },
       [&](std::string_view piece) {
         if (IsCancelled(context)) {
           stopped = LlmError(LlmErrorKind::kCancelled, "cancelled while streaming");

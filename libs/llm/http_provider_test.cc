@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -11,6 +13,7 @@
 
 #include "libs/core/clock.h"
 #include "libs/llm/errors.h"
+#include "libs/trace/span.h"
 
 namespace omniforge::llm {
 namespace {
@@ -483,6 +486,46 @@ TEST_F(HttpProviderTest, InvalidRequestIsRejectedBeforeSending) {
   EXPECT_EQ(ErrorKindOf(openai_->Complete(request, Context()).status()),
             LlmErrorKind::kInvalidRequest);
   EXPECT_EQ(transport_->calls, 0);
+}
+
+// Keeps the spans the provider ends.
+class RecordingExporter final : public trace::SpanExporter {
+ public:
+  void Export(trace::SpanRecord record) override {
+    std::lock_guard lock(mu);
+    spans.push_back(std::move(record));
+  }
+  std::mutex mu;
+  std::vector<trace::SpanRecord> spans;
+};
+
+TEST_F(HttpProviderTest, EachModelCallIsAClientSpanMarkedFailedWhenTheCallFails) {
+  auto exporter = std::make_shared<RecordingExporter>();
+  trace::InstallExporter(exporter);
+  transport_->pieces = {kOpenAiAnswer};
+  ASSERT_TRUE(openai_->Complete(Hello(), Context()).ok());
+  transport_->status = 500;
+  transport_->pieces = {R"({"error":{"message":"boom"}})"};
+  ASSERT_FALSE(openai_->Complete(Hello(), Context()).ok());
+  transport_->status = 200;
+  transport_->pieces = {kRoleChunk};  // cut before any output
+  std::vector<std::string> seen;
+  ASSERT_FALSE(StreamFrom(*openai_, &seen).ok());
+  trace::InstallExporter(nullptr);
+
+  std::lock_guard lock(exporter->mu);
+  ASSERT_EQ(exporter->spans.size(), 3u);
+  for (const trace::SpanRecord& span : exporter->spans) {
+    EXPECT_EQ(span.name, "model.call");
+    EXPECT_EQ(span.kind, trace::SpanKind::kClient);
+    EXPECT_THAT(span.attributes, ::testing::Contains(std::pair<std::string, std::string>(
+                                     "gen_ai.request.model", "model-1")));
+  }
+  EXPECT_FALSE(exporter->spans[0].error);
+  EXPECT_TRUE(exporter->spans[1].error);
+  EXPECT_THAT(exporter->spans[1].status_message, HasSubstr("500"));
+  EXPECT_TRUE(exporter->spans[2].error);
+  EXPECT_THAT(exporter->spans[2].status_message, Not(::testing::IsEmpty()));
 }
 
 }  // namespace

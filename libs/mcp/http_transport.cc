@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "libs/core/ambient.h"
 #include "libs/core/logging.h"
 #include "libs/llm/sse.h"
 #include "libs/mcp/json_rpc.h"
@@ -197,6 +198,14 @@ void AddSessionHeaders(HeaderList& headers, const std::string& session_id,
   for (const auto& [name, value] : configured) headers.Add(absl::StrCat(name, ": ", value));
 }
 
+// Adds the tool call's trace context (the thread's current span), if any.
+void AddTraceHeaders(HeaderList& headers) {
+  const core::Ambient& ambient = core::CurrentAmbient();
+  if (!ambient.span.valid()) return;
+  headers.Add(absl::StrCat("traceparent: ", core::FormatTraceparent(ambient.span)));
+  if (!ambient.tracestate.empty()) headers.Add(absl::StrCat("tracestate: ", ambient.tracestate));
+}
+
 // POSTs `message` on `curl` (aimed already), connecting within
 // `connect_timeout` and, when `bounded`, done within `left`; curl's error
 // text goes to `error_text`.
@@ -347,6 +356,7 @@ absl::Status HttpTransport::Send(std::string_view message, const SendOptions& op
   headers.Add("Expect:");
   AddSessionHeaders(headers, session_id, protocol_version, config_.headers);
   for (const auto& [name, value] : options.headers) headers.Add(absl::StrCat(name, ": ", value));
+  AddTraceHeaders(headers);
 
   Exchange exchange;
   exchange.max_bytes = config_.max_message_bytes;

@@ -26,6 +26,7 @@
 #include "libs/pg/settings.h"
 #include "libs/seal/key_admin.h"
 #include "libs/seal/master_keys.h"
+#include "libs/trace/tracing.h"
 #include "services/conversation/src/grpc_service.h"
 #include "services/conversation/src/pg_repository.h"
 #include "services/conversation/src/retention.h"
@@ -42,6 +43,7 @@ constexpr int kDefaultMetricsPort = 9091;
 
 struct Settings {
   core::ServerOptions server;
+  trace::OtlpOptions tracing;
   core::CallerIdentitySettings identity;
   // OMNIFORGE_* variables that name no key this service reads.
   std::vector<std::string> unknown_environment;
@@ -61,6 +63,9 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   core::ConfigReader& c = *reader;
   Settings s;
   s.server = core::ReadServerOptions(c, kDefaultPort, kDefaultMetricsPort);
+  auto tracing = trace::ReadTracingOptions(c, "conversation");
+  if (!tracing.ok()) return tracing.status();
+  s.tracing = *std::move(tracing);
   s.identity = core::ReadCallerIdentity(c, /*verifies=*/true, /*signs=*/false);
   s.worker_threads = static_cast<int>(c.Int("server.worker_threads", 16, 1, 1024));
   s.log_level = c.String("log.level", "info");
@@ -163,6 +168,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   core::InitLogging("conversation", settings->log_level);
+  // Spans are sent until main returns (then what is queued is flushed).
+  const trace::ProcessTracing tracing(settings->tracing);
   core::ConfigReader::WarnUnknownEnvironment(settings->unknown_environment);
   pg::WarnAboutUnverifiedTransport(settings->database);
   absl::Status status;

@@ -20,6 +20,7 @@
 #include "libs/core/version.h"
 #include "libs/llm/llm_config.h"
 #include "libs/llm/llm_factory.h"
+#include "libs/trace/tracing.h"
 #include "services/intent/src/grpc_service.h"
 #include "services/intent/src/labeled_data.h"
 
@@ -31,6 +32,7 @@ constexpr int kDefaultMetricsPort = 9092;
 
 struct Settings {
   core::ServerOptions server;
+  trace::OtlpOptions tracing;
   core::CallerIdentitySettings identity;
   // OMNIFORGE_* variables that name no key this service reads.
   std::vector<std::string> unknown_environment;
@@ -49,6 +51,9 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   core::ConfigReader& c = *reader;
   Settings s;
   s.server = core::ReadServerOptions(c, kDefaultPort, kDefaultMetricsPort);
+  auto tracing = trace::ReadTracingOptions(c, "intent");
+  if (!tracing.ok()) return tracing.status();
+  s.tracing = *std::move(tracing);
   s.identity = core::ReadCallerIdentity(c, /*verifies=*/true, /*signs=*/false);
   s.worker_threads = static_cast<int>(c.Int("server.worker_threads", 16, 1, 1024));
   s.log_level = c.String("log.level", "info");
@@ -140,6 +145,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   core::InitLogging("intent", settings->log_level);
+  // Spans are sent until main returns (then what is queued is flushed).
+  const trace::ProcessTracing tracing(settings->tracing);
   core::ConfigReader::WarnUnknownEnvironment(settings->unknown_environment);
   // The caller-assertion keys, before any call is served or made.
   absl::Status status = core::InstallCallerIdentity(settings->identity, core::kIntentAudience);

@@ -2,12 +2,14 @@
 //
 //   omniforge-orchestrator [--config FILE]
 //   omniforge-orchestrator keys create --tenant T --user U [--label TEXT] [--expires WHEN]
-//   omniforge-orchestrator [--config FILE] migrate | rotate-key --tenant T | rewrap-keys
+//   [--admin] omniforge-orchestrator [--config FILE] migrate | rotate-key --tenant T | rewrap-keys
 //
 // Serves omniforge.orchestrator.v1.ChatService. Callers authenticate with an
 // API key from the key file (`auth.api_keys_file`), read again when it
-// changes and on SIGHUP; `keys create` makes a new key and prints the line to
-// add to that file. Without an LLM configured,
+// changes and on SIGHUP (`keys create` makes a new key and prints the line to
+// add to that file), or with one managed at runtime through KeyAdminService
+// (admin.port, admin keys from `auth.admin_keys_file`), kept hashed in the
+// database. Without an LLM configured,
 // turns are planned by the local policy (local mode). With database.dsn,
 // flow states, turn errors, model-call usage and plans are stored in schema
 // orchestration (what users and models wrote sealed with the tenant's key,
@@ -46,7 +48,9 @@
 #include "libs/pg/settings.h"
 #include "libs/seal/key_admin.h"
 #include "libs/seal/master_keys.h"
+#include "libs/trace/tracing.h"
 #include "services/orchestrator/api/chat_service.h"
+#include "services/orchestrator/api/key_admin_service.h"
 #include "services/orchestrator/approvals/memory_approval_audit.h"
 #include "services/orchestrator/downstream/grpc_downstream.h"
 #include "services/orchestrator/flow/memory_flow_store.h"
@@ -54,6 +58,7 @@
 #include "services/orchestrator/storage/pg_approval_audit.h"
 #include "services/orchestrator/storage/pg_error_log.h"
 #include "services/orchestrator/storage/pg_flow_store.h"
+#include "services/orchestrator/storage/pg_key_store.h"
 #include "services/orchestrator/storage/pg_plan_store.h"
 #include "services/orchestrator/storage/pg_spend_ledger.h"
 #include "services/orchestrator/storage/pg_turn_bus.h"
@@ -75,14 +80,21 @@ constexpr int kDefaultMetricsPort = 9090;
 
 struct Settings {
   core::ServerOptions server;
+  trace::OtlpOptions tracing;
   core::CallerIdentitySettings identity;
   // OMNIFORGE_* variables that name no key this service reads.
   std::vector<std::string> unknown_environment;
   std::string log_level;
   int worker_threads = 64;
   std::string api_keys_file;
-  // How often the key file is looked at for changes; 0: only on SIGHUP.
+  // How often the key files are looked at for changes and the managed keys
+  // read again in full; 0: only on SIGHUP (managed keys: and on changes).
   std::chrono::milliseconds api_keys_reload{5000};
+  // The admin keys KeyAdminService takes (tenant `*`: every tenant).
+  std::string admin_keys_file;
+  // KeyAdminService's own listening address; port -1: not served.
+  std::string admin_host = "127.0.0.1";
+  int admin_port = -1;
   DownstreamAddresses downstream;
   // The channels to the three services: plaintext, TLS or mutual TLS
   // (client_tls.*).
@@ -119,11 +131,17 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   core::ConfigReader& c = *reader;
   Settings s;
   s.server = core::ReadServerOptions(c, kDefaultPort, kDefaultMetricsPort);
+  auto tracing = trace::ReadTracingOptions(c, "orchestrator");
+  if (!tracing.ok()) return tracing.status();
+  s.tracing = *std::move(tracing);
   s.identity = core::ReadCallerIdentity(c, /*verifies=*/false, /*signs=*/true);
   s.worker_threads = static_cast<int>(c.Int("server.worker_threads", 64, 1, 4096));
   s.log_level = c.String("log.level", "info");
   s.api_keys_file = c.String("auth.api_keys_file", "");
   s.api_keys_reload = std::chrono::milliseconds(c.Int("auth.reload_interval_ms", 5000, 0, 3600000));
+  s.admin_keys_file = c.String("auth.admin_keys_file", "");
+  s.admin_host = c.String("admin.host", s.admin_host);
+  s.admin_port = static_cast<int>(c.Int("admin.port", -1, -1, 65535));
   s.downstream.conversation = c.String("downstream.conversation", s.downstream.conversation);
   s.downstream.intent = c.String("downstream.intent", s.downstream.intent);
   s.downstream.executor = c.String("downstream.executor", s.downstream.executor);
@@ -188,13 +206,22 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   return s;
 }
 
-// Serving needs the key file; `migrate` reads the same configuration
-// without it.
+// Serving needs a source of keys: the key file, or the database the admin
+// API keeps keys in; `migrate` reads the same configuration without them.
 absl::Status CheckServable(const Settings& s) {
-  if (s.api_keys_file.empty()) {
+  if (s.api_keys_file.empty() && s.database.pool.dsn.empty()) {
     return absl::InvalidArgumentError(
-        "config: auth.api_keys_file is required (create keys with `omniforge-orchestrator keys "
-        "create`)");
+        "config: auth.api_keys_file is required without database.dsn (create keys with "
+        "`omniforge-orchestrator keys create`)");
+  }
+  if (s.admin_port >= 0 && s.database.pool.dsn.empty()) {
+    return absl::InvalidArgumentError(
+        "config: admin.port needs database.dsn (managed API keys are kept there)");
+  }
+  if (s.admin_port >= 0 && s.admin_keys_file.empty()) {
+    return absl::InvalidArgumentError(
+        "config: admin.port needs auth.admin_keys_file (every admin call presents one of its "
+        "keys; create one with `omniforge-orchestrator keys create --admin`)");
   }
   return absl::OkStatus();
 }
@@ -427,11 +454,74 @@ class KeyFileWatcher final {
   std::thread thread_;
 };
 
+// The keys callers present: the key file's and, with a database, the
+// managed ones; and KeyAdminService on its own port when admin.port is set.
+struct KeySources {
+  std::unique_ptr<core::ApiKeyFile> file;
+  std::unique_ptr<KeyFileWatcher> file_watcher;
+  std::unique_ptr<PgKeyStore> store;
+  std::unique_ptr<ManagedApiKeys> managed;
+  std::unique_ptr<PgKeyWatcher> managed_watcher;
+  std::unique_ptr<LayeredApiKeys> layered;
+  std::unique_ptr<core::ApiKeyFile> admin_file;
+  std::unique_ptr<KeyFileWatcher> admin_watcher;
+  std::unique_ptr<KeyAdmin> admin;
+  std::unique_ptr<KeyAdminGrpcService> admin_service;
+  std::unique_ptr<core::ServiceServer> admin_server;
+
+  // SIGHUP: every source read again.
+  void Reload() {
+    if (file != nullptr) (void)file->Reload(/*force=*/true);
+    if (admin_file != nullptr) (void)admin_file->Reload(/*force=*/true);
+    if (managed_watcher != nullptr) (void)managed_watcher->RefreshNow();
+  }
+};
+
+absl::Status OpenKeyAdmin(const Settings& s, KeySources& k) {
+  if (s.admin_port < 0) return absl::OkStatus();
+  auto admin_file = core::ApiKeyFile::Open(s.admin_keys_file, /*all_tenants_allowed=*/true);
+  if (!admin_file.ok()) return admin_file.status();
+  k.admin_file = *std::move(admin_file);
+  k.admin_watcher = std::make_unique<KeyFileWatcher>(*k.admin_file, s.api_keys_reload);
+  const core::ApiKeyFile* file = k.file.get();
+  k.admin = std::make_unique<KeyAdmin>(
+      *k.store, [file](std::string_view id) { return file != nullptr && file->Has(id); });
+  k.admin_service = std::make_unique<KeyAdminGrpcService>(*k.admin_file, *k.admin);
+  core::ServerOptions options = s.server;
+  options.host = s.admin_host;
+  options.port = s.admin_port;
+  options.metrics_port = -1;
+  k.admin_server = std::make_unique<core::ServiceServer>(options);
+  k.admin_server->AddService(k.admin_service.get());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<KeySources> OpenKeySources(const Settings& s, const Storage& storage) {
+  KeySources k;
+  if (!s.api_keys_file.empty()) {
+    absl::StatusOr<std::unique_ptr<core::ApiKeyFile>> file =
+        core::ApiKeyFile::Open(s.api_keys_file);
+    if (!file.ok()) return file.status();
+    k.file = *std::move(file);
+    core::LogInfo("API keys loaded", {{"keys", std::to_string(k.file->size())}});
+    k.file_watcher = std::make_unique<KeyFileWatcher>(*k.file, s.api_keys_reload);
+  }
+  if (storage.pool != nullptr) {
+    k.store = std::make_unique<PgKeyStore>(*storage.pool);
+    k.managed = std::make_unique<ManagedApiKeys>();
+    k.managed_watcher = std::make_unique<PgKeyWatcher>(s.database.pool.dsn, *k.store, *k.managed,
+                                                       s.api_keys_reload);
+    if (k.managed_watcher->WaitListening(std::chrono::seconds(2))) {
+      core::LogInfo("managed API keys are read from orchestration.api_keys",
+                    {{"keys", std::to_string(k.managed->size())}});
+    }
+  }
+  k.layered = std::make_unique<LayeredApiKeys>(k.file.get(), k.managed.get());
+  if (absl::Status status = OpenKeyAdmin(s, k); !status.ok()) return status;
+  return k;
+}
+
 absl::Status Serve(const Settings& s, const sigset_t& signals) {
-  absl::StatusOr<std::unique_ptr<core::ApiKeyFile>> keys = core::ApiKeyFile::Open(s.api_keys_file);
-  if (!keys.ok()) return keys.status();
-  core::LogInfo("API keys loaded", {{"keys", std::to_string((*keys)->size())}});
-  const KeyFileWatcher watcher(**keys, s.api_keys_reload);
   auto master_keys = LoadOrchestratorMasterKeys(s);
   if (!master_keys.ok()) return master_keys.status();
   absl::StatusOr<Downstream> downstream = ConnectDownstream(s, *master_keys);
@@ -439,6 +529,8 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   // Before the models: the usage recorder outlives the client's calls.
   absl::StatusOr<Storage> storage = OpenStorage(s, *master_keys);
   if (!storage.ok()) return storage.status();
+  absl::StatusOr<KeySources> keys = OpenKeySources(s, *storage);
+  if (!keys.ok()) return keys.status();
   TenantLimits limits(s.limits, storage->spend.get());
   // Each turn's and step's model calls count for the budgets on their way to storage.
   SpendCounter spend(limits, storage->usage.get());
@@ -456,17 +548,21 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
                     storage->errors.get(), plans.engine.get(), downstream->spool.get());
   std::unique_ptr<PgTurnBus> turn_bus = JoinTurnBus(s, *storage, *master_keys);
   core::ThreadPool workers(s.worker_threads, 4096);
-  ChatGrpcService service(**keys, runner, *downstream->memory, workers, turn_bus.get(),
+  ChatGrpcService service(*keys->layered, runner, *downstream->memory, workers, turn_bus.get(),
                           storage->audit.get(), &limits, s.stream);
 
   core::ServiceServer server(s.server);
   server.AddService(&service);
   if (absl::Status status = server.Start(); !status.ok()) return status;
-  int signal_number = 0;
-  while ((signal_number = core::WaitForTerminationSignal(signals)) == SIGHUP) {
-    (void)(*keys)->Reload(/*force=*/true);
+  if (keys->admin_server != nullptr) {
+    if (absl::Status status = keys->admin_server->Start(); !status.ok()) return status;
+    core::LogInfo("key admin API started",
+                  {{"admin_port", std::to_string(keys->admin_server->port())}});
   }
+  int signal_number = 0;
+  while ((signal_number = core::WaitForTerminationSignal(signals)) == SIGHUP) keys->Reload();
   core::LogInfo("shutting down", {{"signal", std::to_string(signal_number)}});
+  if (keys->admin_server != nullptr) keys->admin_server->Shutdown();
   server.Shutdown();
   // A last pass over the spool, so a pod that goes away (a rolling update,
   // a scale-down) leaves nothing behind when storage is up; what storage
@@ -481,13 +577,45 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
 }
 
 // `keys create`: prints a new key and its key-file line; 2 on bad input.
-int CreateApiKey(const core::Identity& who, const std::string& label, const std::string& expires) {
+// `keys create`'s arguments; `admin`: a line of the admin key file
+// (tenant `*`: every tenant).
+struct CreateKeyArgs {
+  core::Identity who;
+  std::string label;
+  std::string expires;
+  bool admin = false;
+};
+
+CLI::App* AddCreateKeyCommand(CLI::App& keys, CreateKeyArgs& a) {
+  CLI::App* create =
+      keys.add_subcommand("create", "make a new API key and print its key-file line");
+  create
+      ->add_option("--tenant", a.who.tenant_id,
+                   "the tenant the key acts for (with --admin: manages; * for every tenant)")
+      ->required();
+  create
+      ->add_option("--user", a.who.user_id,
+                   "the user the key acts for (with --admin: the admin's name)")
+      ->required();
+  create->add_option("--label", a.label, "a note kept in the key file");
+  create->add_option("--expires", a.expires,
+                     "when the key stops working, UTC: RFC 3339 or a date (2027-03-01)");
+  create->add_flag("--admin", a.admin,
+                   "a key for the admin key file (auth.admin_keys_file) instead");
+  return create;
+}
+
+int CreateApiKey(const CreateKeyArgs& a) {
+  const core::Identity& who = a.who;
+  const std::string& label = a.label;
+  const std::string& expires = a.expires;
+  const bool admin = a.admin;
   std::optional<int64_t> expiry;
   if (!expires.empty() && !(expiry = core::ParseApiKeyExpiry(expires))) {
     std::fprintf(stderr, "--expires: not an RFC 3339 time or a date: %s\n", expires.c_str());
     return 2;
   }
-  absl::StatusOr<core::NewApiKey> key = core::GenerateApiKey(who, label, expiry);
+  absl::StatusOr<core::NewApiKey> key = core::GenerateApiKey(who, label, expiry, admin);
   if (!key.ok()) {
     std::fprintf(stderr, "%s\n", std::string(key.status().message()).c_str());
     return 2;
@@ -528,19 +656,11 @@ int main(int argc, char** argv) {
   CLI::App* rewrap = app.add_subcommand(
       "rewrap-keys", "move every tenant key to the current master key (as the schema owner)");
   CLI::App* keys = app.add_subcommand("keys", "API keys");
-  CLI::App* create =
-      keys->add_subcommand("create", "make a new API key and print its key-file line");
+  orchestrator::CreateKeyArgs create_args;
+  CLI::App* create = orchestrator::AddCreateKeyCommand(*keys, create_args);
   keys->require_subcommand(1);
-  core::Identity who;
-  std::string label;
-  create->add_option("--tenant", who.tenant_id, "the tenant the key acts for")->required();
-  create->add_option("--user", who.user_id, "the user the key acts for")->required();
-  create->add_option("--label", label, "a note kept in the key file");
-  std::string expires;
-  create->add_option("--expires", expires,
-                     "when the key stops working, UTC: RFC 3339 or a date (2027-03-01)");
   CLI11_PARSE(app, argc, argv);
-  if (create->parsed()) return orchestrator::CreateApiKey(who, label, expires);
+  if (create->parsed()) return orchestrator::CreateApiKey(create_args);
   absl::StatusOr<orchestrator::Settings> settings = orchestrator::LoadSettings(config_file);
   const bool admin = migrate->parsed() || rotate->parsed() || rewrap->parsed();
   if (settings.ok() && !admin) {
@@ -554,6 +674,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   core::InitLogging("orchestrator", settings->log_level);
+  // Spans are sent until main returns (then what is queued is flushed).
+  const trace::ProcessTracing tracing(settings->tracing);
   core::ConfigReader::WarnUnknownEnvironment(settings->unknown_environment);
   pg::WarnAboutUnverifiedTransport(settings->database);
   absl::Status status;

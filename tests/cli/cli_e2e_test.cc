@@ -237,10 +237,12 @@ TEST_F(CliEndToEndTest, ActionsShowsTheTrailOfTheCallersOwnConversationOnly) {
   EXPECT_EQ(other_user.exit_code, 1);
   EXPECT_EQ(other_user.out, "");
   EXPECT_THAT(other_user.err, HasSubstr("error: NOT_FOUND: "));
+  EXPECT_THAT(other_user.err, HasSubstr("[CONVERSATION_NOT_FOUND]"));
   const testing::CommandResult too_many =
       actions({"actions", conversation, "--limit", "501"}, mine);
   EXPECT_EQ(too_many.exit_code, 1);
   EXPECT_THAT(too_many.err, HasSubstr("error: INVALID_ARGUMENT: limit"));
+  EXPECT_THAT(too_many.err, HasSubstr("[FIELD_INVALID]"));
   const testing::CommandResult keyless = actions({"actions", conversation}, "");
   EXPECT_EQ(keyless.exit_code, 2);
   EXPECT_THAT(keyless.err, HasSubstr("an API key is needed"));
@@ -252,6 +254,7 @@ TEST_F(CliEndToEndTest, BadApiKeyFailsWithUnauthenticatedAndNoEvents) {
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_EQ(run.out, "");
   EXPECT_THAT(run.err, HasSubstr("error: UNAUTHENTICATED: "));
+  EXPECT_THAT(run.err, HasSubstr("[API_KEY_INVALID]"));
 
   std::vector<std::string> without_key = Chat(false, {"hello"});
   without_key.erase(without_key.begin() + 4, without_key.begin() + 6);  // --api-key KEY

@@ -24,6 +24,8 @@
 #                                           fixtures/bad.Dockerfile
 #   validate.sh image-runtime-packages BIN_DIR  the runtime-stage package list for the built binaries
 #   validate.sh buf-lint                    buf lint on protos/ (buf.yaml)
+#   validate.sh buf-breaking                the public API against the last release (api/releases/)
+#   validate.sh buf-breaking-rejects        buf breaking fails on a change that breaks clients
 #   validate.sh configs BIN_DIR             every service config the deployments ship (deploy/local,
 #                                           deploy/k8s/base/config, deploy/docker/ollama) is accepted
 #                                           by its service's binary, and a misspelt key is not
@@ -46,6 +48,16 @@ need() {
 
 # Node.js and the npm packages of tests/node; Node.js is optional on a
 # developer machine (scripts/deps.sh installs the packages when it is there).
+# buf breaking (FILE rules) of the public API (omniforge/orchestrator) in
+# the protos under $1 against the release image $2, through an image of
+# the same files at $3.
+public_api_breaking() {
+  local buf="$NODE_DIR/node_modules/.bin/buf"
+  (cd "$1" && "$buf" build --path protos/omniforge/orchestrator -o "$3") || return 1
+  "$buf" breaking "$3" --against "$2" --exclude-imports \
+    --config '{"version":"v2","breaking":{"use":["FILE"]}}'
+}
+
 need_node_packages() {
   command -v node >/dev/null 2>&1 ||
     skip "node is not on PATH: this check needs Node.js and the npm packages of tests/node; check: ${CHECK}"
@@ -250,6 +262,41 @@ case "${1:-}" in
     echo "buf lint: protos are clean"
     ;;
 
+  buf-breaking)
+    # The public API against the last release's image (api/releases/):
+    # what a client built against that release keeps working.
+    need_node_packages @bufbuild/buf
+    cd "$ROOT"
+    baseline=$(ls api/releases/*.binpb 2>/dev/null | sort -V | tail -n 1)
+    [[ -n "$baseline" ]] || fail "no release image in api/releases (make api-release)"
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    public_api_breaking "$ROOT" "$baseline" "$tmp/now.binpb" || fail "the public API breaks $baseline"
+    echo "buf breaking: the public API keeps $(basename "$baseline" .binpb)'s contract"
+    ;;
+
+  buf-breaking-rejects)
+    # The same check on a copy of the protos with a change that breaks
+    # clients (a public field renumbered and one removed): it must fail.
+    need_node_packages @bufbuild/buf
+    baseline=$(ls "$ROOT"/api/releases/*.binpb 2>/dev/null | sort -V | tail -n 1)
+    [[ -n "$baseline" ]] || fail "no release image in api/releases (make api-release)"
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    mkdir "$tmp/copy"
+    cp -r "$ROOT/protos" "$ROOT/buf.yaml" "$tmp/copy/"
+    proto="$tmp/copy/protos/omniforge/orchestrator/v1/chat_service.proto"
+    sed -i 's/^  string delta = 1;/  string delta = 7;/; s/^  bool is_final = 2;//' "$proto"
+    grep -q 'string delta = 7;' "$proto" || fail "the fixture's change did not apply"
+    if out=$(public_api_breaking "$tmp/copy" "$baseline" "$tmp/now.binpb" 2>&1); then
+      fail "buf breaking accepted a renumbered and a removed field"
+    fi
+    for expected in '"1" with name "delta"' '"2" with name "is_final"'; do
+      grep -qF "$expected" <<<"$out" || fail "buf breaking did not report $expected: $out"
+    done
+    echo "buf breaking reports both changes"
+    ;;
+
   configs)
     bin_dir="${2:?usage: validate.sh configs BIN_DIR}"
     tmp=$(mktemp -d)
@@ -309,7 +356,7 @@ case "${1:-}" in
     ;;
 
   *)
-    echo "usage: $0 yamllint|compose [BIN_DIR]|compose-rejects|kustomize OVERLAY|manifest-check-rejects|mutual-tls-check-rejects|dockerfile|dockerfile-check-rejects|image-runtime-packages BIN_DIR|buf-lint|configs BIN_DIR|secrets BIN_DIR" >&2
+    echo "usage: $0 yamllint|compose [BIN_DIR]|compose-rejects|kustomize OVERLAY|manifest-check-rejects|mutual-tls-check-rejects|dockerfile|dockerfile-check-rejects|image-runtime-packages BIN_DIR|buf-lint|buf-breaking|buf-breaking-rejects|configs BIN_DIR|secrets BIN_DIR" >&2
     exit 2
     ;;
 esac

@@ -39,15 +39,17 @@ std::optional<std::string> ServiceStack::Start(const TestDatabase& db,
   if (auto error = executor_.Start(with(executor_env, extra.executor))) return error;
   spool_dir_ =
       (std::filesystem::temp_directory_path() / ("omniforge-spool-" + core::NewUuid())).string();
-  return orchestrator_.Start(
-      with({"OMNIFORGE_AUTH_API_KEYS_FILE=" + api_keys_file, "OMNIFORGE_SPOOL_DIR=" + spool_dir_,
-            "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation_.address(),
-            "OMNIFORGE_DOWNSTREAM_INTENT=" + intent_.address(),
-            "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor_.address(),
-            std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kTestMasterKey, SignWithTestKeyEnv(),
-            SignWithTestKeyIdEnv()},
-           extra.orchestrator));
+  orchestrator_env_ = with({"OMNIFORGE_AUTH_API_KEYS_FILE=" + api_keys_file,
+                            "OMNIFORGE_DOWNSTREAM_CONVERSATION=" + conversation_.address(),
+                            "OMNIFORGE_DOWNSTREAM_INTENT=" + intent_.address(),
+                            "OMNIFORGE_DOWNSTREAM_EXECUTOR=" + executor_.address(),
+                            std::string("OMNIFORGE_ENCRYPTION_MASTER_KEY=") + kTestMasterKey,
+                            SignWithTestKeyEnv(), SignWithTestKeyIdEnv()},
+                           extra.orchestrator);
+  return orchestrator_.Start(with({"OMNIFORGE_SPOOL_DIR=" + spool_dir_}, orchestrator_env_));
 }
+
+std::vector<std::string> ServiceStack::OrchestratorReplicaEnv() const { return orchestrator_env_; }
 
 ServiceStack::~ServiceStack() {
   // Callers first, so no call in flight meets a stopped downstream.

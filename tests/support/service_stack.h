@@ -49,6 +49,9 @@ class ServiceStack final {
   ServerProcess& intent() { return intent_; }
   ServerProcess& executor() { return executor_; }
   ServerProcess& orchestrator() { return orchestrator_; }
+  // The orchestrator's environment as started, but for its spool directory
+  // (a replica needs its own): what another replica of it starts with.
+  std::vector<std::string> OrchestratorReplicaEnv() const;
 
  private:
   ServerProcess conversation_;
@@ -57,6 +60,7 @@ class ServiceStack final {
   ServerProcess orchestrator_;
   // The orchestrator's append spool, a directory of this stack's own.
   std::string spool_dir_;
+  std::vector<std::string> orchestrator_env_;
 };
 
 // Writes the orchestrator's API key file at `path`, one new key per user

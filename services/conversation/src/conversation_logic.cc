@@ -6,6 +6,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "libs/core/error_catalog.h"
+#include "libs/core/error_reason.h"
 #include "libs/core/ids.h"
 #include "libs/core/secrets.h"
 #include "libs/core/text.h"
@@ -24,8 +26,9 @@ constexpr int kWindowPageSize = 64;
 // encryption's associated data and in idempotency, so one conversation must
 // have exactly one spelling.
 absl::StatusOr<std::string> CanonicalId(const std::string& id, const char* field) {
-  if (id.empty()) return absl::InvalidArgumentError(std::string(field) + " is required");
-  if (!core::IsUuid(id)) return absl::InvalidArgumentError(std::string(field) + " must be a UUID");
+  if (id.empty()) return core::InvalidField(field, core::kReasonFieldRequired, "is required");
+  if (!core::IsUuid(id))
+    return core::InvalidField(field, core::kReasonFieldInvalid, "must be a UUID");
   return absl::AsciiStrToLower(id);
 }
 
@@ -110,8 +113,8 @@ absl::StatusOr<ConversationListing> ConversationLogic::List(const core::Identity
                                                             int page_size,
                                                             const std::string& page_token) {
   if (page_size < 0 || page_size > limits_.max_page_size) {
-    return absl::InvalidArgumentError("page_size must be between 1 and " +
-                                      std::to_string(limits_.max_page_size));
+    return core::InvalidField("page_size", core::kReasonFieldInvalid,
+                              "must be between 1 and " + std::to_string(limits_.max_page_size));
   }
   if (page_size == 0) page_size = limits_.default_page_size;
   std::string parent;
@@ -190,10 +193,12 @@ absl::StatusOr<MessagePage> ConversationLogic::ListMessages(const core::Identity
                                                             int64_t before_seq, int limit) {
   auto canonical = CanonicalId(id, "conversation_id");
   if (!canonical.ok()) return canonical.status();
-  if (before_seq < 0) return absl::InvalidArgumentError("before_seq must not be negative");
+  if (before_seq < 0) {
+    return core::InvalidField("before_seq", core::kReasonFieldInvalid, "must not be negative");
+  }
   if (limit < 0 || limit > limits_.max_message_limit) {
-    return absl::InvalidArgumentError("limit must be between 1 and " +
-                                      std::to_string(limits_.max_message_limit));
+    return core::InvalidField("limit", core::kReasonFieldInvalid,
+                              "must be between 1 and " + std::to_string(limits_.max_message_limit));
   }
   if (limit == 0) limit = limits_.default_message_limit;
   return repository_.ListMessages(who, *canonical, before_seq, limit);
@@ -262,7 +267,8 @@ std::string ConversationLogic::EncodePageToken(const ConversationCursor& cursor)
 }
 
 absl::StatusOr<ConversationCursor> ConversationLogic::DecodePageToken(const std::string& token) {
-  const auto invalid = absl::InvalidArgumentError("page_token is not a token this service issued");
+  const absl::Status invalid = core::InvalidField("page_token", core::kReasonFieldInvalid,
+                                                  "is not a token this service issued");
   std::string raw;
   if (token.size() > 256 || !absl::WebSafeBase64Unescape(token, &raw)) return invalid;
   std::vector<std::string> parts = absl::StrSplit(raw, ':');

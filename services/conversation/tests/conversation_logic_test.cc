@@ -68,8 +68,8 @@ TEST_F(ConversationLogicTest, BadInputIsRejectedAndWritesNothing) {
       {"missing role", {c.id, 0, "hi", "", ""}, "role is required"},
       {"metadata not an object", {c.id, 1, "hi", "[1,2]", ""}, "metadata must be a JSON object"},
       {"oversized metadata", {c.id, 1, "hi", big_metadata, ""}, "metadata exceeds 16 KiB"},
-      {"malformed id", {"not-a-uuid", 1, "hi", "", ""}, "conversation_id must be a UUID"},
-      {"missing id", {"", 1, "hi", "", ""}, "conversation_id is required"},
+      {"malformed id", {"not-a-uuid", 1, "hi", "", ""}, "conversation_id: must be a UUID"},
+      {"missing id", {"", 1, "hi", "", ""}, "conversation_id: is required"},
       {"bad idempotency key", {c.id, 1, "hi", "", "has space"}, "idempotency_key"},
       {"NUL in metadata", {c.id, 1, "hi", R"({"a":"x\u0000y"})", ""}, "NUL"},
   };

@@ -2,6 +2,8 @@
 
 #include "libs/core/grpc_identity.h"
 #include "libs/core/grpc_status.h"
+#include "libs/core/grpc_trace.h"
+#include "libs/core/grpc_unary.h"
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
 #include "libs/core/text.h"
@@ -165,6 +167,10 @@ ConverseReactor::ConverseReactor(grpc::CallbackServerContext* context, const Age
     return;
   }
   who_ = *who;
+  core::IncomingTrace incoming = core::TraceFromContext(*context);
+  span_ = trace::Span::StartUnder("Converse", trace::SpanKind::kServer, incoming.parent);
+  span_.SetAttribute("rpc.method", "Converse");
+  ambient_ = core::UnaryAmbient(span_, std::move(incoming), who_);
   dialogue_ =
       agents(*std::move(who), context->deadline(), [this](const DialogueEvent& e) { Enqueue(e); });
   StartRead(&incoming_);
@@ -200,6 +206,7 @@ void ConverseReactor::Schedule() {
 }
 
 void ConverseReactor::Process() {
+  const core::ScopedAmbient ambient(ambient_);
   for (;;) {
     std::optional<Request> message;
     {

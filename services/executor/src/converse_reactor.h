@@ -10,7 +10,9 @@
 #include <mutex>
 #include <optional>
 
+#include "libs/core/ambient.h"
 #include "libs/core/thread_pool.h"
+#include "libs/trace/span.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "services/executor/src/dialogue.h"
 #include "services/executor/src/dialogue_recorder.h"
@@ -54,6 +56,8 @@ class ConverseReactor final
   core::ThreadPool& workers_;
   DialogueRecorder* recorder_;
   core::Identity who_;
+  trace::Span span_;       // the dialogue's server span, ended in OnDone
+  core::Ambient ambient_;  // what the workers run under (set before any read)
   std::unique_ptr<ExecutorAgent> dialogue_;
   // Written by the worker before any event.
   std::string step_id_;

@@ -7,6 +7,7 @@
 #include "libs/core/call_deadline.h"
 #include "libs/core/text.h"
 #include "libs/llm/structured_output.h"
+#include "libs/trace/span.h"
 
 namespace omniforge::executor {
 
@@ -50,6 +51,20 @@ InvokeOutcome ToolRuntime::Capped(std::string json, bool is_error) const {
 }
 
 absl::StatusOr<InvokeOutcome> ToolRuntime::Invoke(
+    const core::Identity& who, const InvokeRequest& request,
+    std::chrono::system_clock::time_point deadline) const {
+  trace::ScopedSpan span("tool.call");
+  span.span().SetAttribute("tool.name", request.tool_name);
+  absl::StatusOr<InvokeOutcome> outcome = InvokeInSpan(who, request, deadline);
+  if (!outcome.ok()) {
+    span.span().SetError(outcome.status().ToString());
+  } else if (outcome->is_error) {
+    span.span().SetError("the tool reported an error");
+  }
+  return outcome;
+}
+
+absl::StatusOr<InvokeOutcome> ToolRuntime::InvokeInSpan(
     const core::Identity& who, const InvokeRequest& request,
     std::chrono::system_clock::time_point deadline) const {
   auto entry = catalog_.Find(request.tool_name);

@@ -50,13 +50,16 @@ class ToolRuntime final {
   // not a JSON object, not matching the schema, too large; key too long),
   // naming each bad field by JSON path; FAILED_PRECONDITION (key reused for
   // another call); ABORTED (same key still running); DEADLINE_EXCEEDED.
-  // Thread-safe.
+  // Thread-safe. Runs in a "tool.call" span.
   absl::StatusOr<InvokeOutcome> Invoke(const core::Identity& who, const InvokeRequest& request,
                                        std::chrono::system_clock::time_point deadline) const;
 
   const ToolCatalog& catalog() const { return catalog_; }
 
  private:
+  absl::StatusOr<InvokeOutcome> InvokeInSpan(const core::Identity& who,
+                                             const InvokeRequest& request,
+                                             std::chrono::system_clock::time_point deadline) const;
   InvokeOutcome Capped(std::string json, bool is_error) const;
   // Runs the tool and, with an idempotency key, records its result (or
   // releases the key when the tool failed, so that a retry runs it).

@@ -6,14 +6,21 @@
 #include <utility>
 
 #include "absl/algorithm/container.h"
+#include "absl/strings/str_cat.h"
 #include "libs/core/call.h"
 #include "libs/core/call_deadline.h"
 #include "libs/core/clock.h"
+#include "libs/core/error_catalog.h"
+#include "libs/core/error_reason.h"
 #include "libs/core/grpc_status.h"
+#include "libs/core/grpc_trace.h"
 #include "libs/core/ids.h"
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
 #include "libs/core/server.h"
+#include "libs/core/text.h"
+#include "libs/trace/span.h"
+#include "services/orchestrator/api/request_fields.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -43,16 +50,48 @@ std::string_view MetadataValue(const grpc::CallbackServerContext& context, const
   return std::string_view(it->second.data(), it->second.size());
 }
 
+// The identity a call acts for: a user key's own; a gateway key's tenant
+// with the user the gateway names in `on_behalf_of`.
+absl::StatusOr<core::Identity> OnBehalfOf(core::KeyGrant grant, std::string_view on_behalf_of) {
+  if (grant.kind == core::KeyKind::kUser) {
+    if (!on_behalf_of.empty()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("this API key acts for one user and may not send ", core::kOnBehalfOfHeader,
+                       " (only a gateway key names the user)"));
+    }
+    return std::move(grant.identity);
+  }
+  if (on_behalf_of.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a gateway key names the end user of each call in the ",
+                     core::kOnBehalfOfHeader, " header"));
+  }
+  if (!core::IsSafeToken(on_behalf_of)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        core::kOnBehalfOfHeader, ": the user id must be 1..128 characters of [A-Za-z0-9._:@-]"));
+  }
+  grant.identity.user_id = std::string(on_behalf_of);
+  return std::move(grant.identity);
+}
+
 }  // namespace
 
 absl::StatusOr<core::Identity> Doorway::Admit(const grpc::CallbackServerContext& context) const {
   const std::string_view key = core::PresentedApiKey(MetadataValue(context, "authorization"),
                                                      MetadataValue(context, "x-api-key"));
   if (key.empty()) {
-    return absl::UnauthenticatedError(
-        "missing API key: send `authorization: Bearer <key>` or `x-api-key: <key>`");
+    return core::WithReason(
+        absl::UnauthenticatedError(
+            "missing API key: send `authorization: Bearer <key>` or `x-api-key: <key>`"),
+        core::kReasonApiKeyMissing);
   }
-  absl::StatusOr<core::Identity> who = keys.Authenticate(key);
+  absl::StatusOr<core::KeyGrant> grant = keys.Grant(key);
+  if (!grant.ok()) {
+    if (!core::ReasonOf(grant.status()).empty()) return grant.status();
+    return core::WithReason(grant.status(), core::kReasonApiKeyInvalid);
+  }
+  absl::StatusOr<core::Identity> who =
+      OnBehalfOf(*std::move(grant), MetadataValue(context, core::kOnBehalfOfHeader));
   if (!who.ok() || limits == nullptr) return who;
   // An authenticated key is `ofk_<key id>_<secret>`.
   const std::string_view key_id = key.substr(std::size(core::kApiKeyPrefix) - 1, 12);
@@ -62,17 +101,52 @@ absl::StatusOr<core::Identity> Doorway::Admit(const grpc::CallbackServerContext&
 
 namespace {
 
-template <typename Message>
-bool Parse(const grpc::ByteBuffer& raw, Message& message) {
+// The request in `raw`; INVALID_ARGUMENT when it does not parse: INVALID_UTF8
+// naming the string field that is not valid UTF-8, else REQUEST_MALFORMED.
+absl::Status Parse(const grpc::ByteBuffer& raw, google::protobuf::Message& message) {
   grpc::ByteBuffer copy(raw);
   grpc::ProtoBufferReader reader(&copy);
-  return message.ParseFromZeroCopyStream(&reader);
+  if (message.ParseFromZeroCopyStream(&reader)) return absl::OkStatus();
+  std::vector<grpc::Slice> slices;
+  std::string bytes;
+  if (raw.Dump(&slices).ok()) {
+    for (const grpc::Slice& slice : slices) {
+      bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+    }
+  }
+  const std::string field = InvalidUtf8Field(*message.GetDescriptor(), bytes);
+  if (!field.empty()) {
+    return core::InvalidField(field, core::kReasonInvalidUtf8, "must be valid UTF-8");
+  }
+  return core::WithFieldViolation(
+      core::WithReason(absl::InvalidArgumentError(absl::StrCat(
+                           "request is not a valid ", message.GetDescriptor()->full_name())),
+                       core::kReasonRequestMalformed),
+      "", "the request bytes are not a " + message.GetDescriptor()->full_name());
 }
 
-template <typename Message>
-std::string ParseError() {
-  return "request is not a valid " + Message::descriptor()->full_name() +
-         ": every string field must be valid UTF-8";
+// A failure of the conversation service (or the approval audit store) as
+// the public API names it: a missing conversation, or storage out of reach.
+absl::Status StorageFailure(absl::Status status) {
+  if (!core::ReasonOf(status).empty()) return status;
+  switch (status.code()) {
+    case absl::StatusCode::kNotFound:
+      return core::WithReason(std::move(status), core::kReasonConversationNotFound);
+    case absl::StatusCode::kUnavailable:
+      return core::WithReason(std::move(status), core::kReasonStorageUnavailable);
+    default:
+      return status;
+  }
+}
+
+// The wire status of a public call: a documented reason and its details.
+grpc::Status PublicStatus(const absl::Status& status) {
+  return core::ToGrpcStatus(core::Classified(status));
+}
+
+absl::Status Busy(std::string_view what) {
+  return core::WithReason(absl::ResourceExhaustedError(std::string(what) + "; retry shortly"),
+                          core::kReasonServerBusy);
 }
 
 int64_t DeadlineMicros(const grpc::CallbackServerContext& context, int64_t cap_micros) {
@@ -82,6 +156,17 @@ int64_t DeadlineMicros(const grpc::CallbackServerContext& context, int64_t cap_m
   const int64_t micros =
       std::chrono::duration_cast<std::chrono::microseconds>(deadline.time_since_epoch()).count();
   return std::min(micros, cap);
+}
+
+// What a call's work runs under: the caller's trace context (a missing or
+// malformed traceparent starts a new trace) and the call's log fields.
+core::Ambient CallerAmbient(const grpc::ServerContextBase& context, core::LogContext log) {
+  core::IncomingTrace incoming = core::TraceFromContext(context);
+  core::Ambient ambient;
+  ambient.span = incoming.parent;
+  ambient.tracestate = std::move(incoming.tracestate);
+  ambient.log = std::make_shared<const core::LogContext>(std::move(log));
+  return ambient;
 }
 
 // A unary call: authenticated, parsed, then `body` on a worker thread.
@@ -95,7 +180,7 @@ grpc::ServerUnaryReactor* ServeUnary(
   auto scope = std::make_shared<core::RpcScope>(method);
   auto finish = [reactor, scope](const absl::Status& status) {
     scope->Finish(status);
-    reactor->Finish(core::ToGrpcStatus(status));
+    reactor->Finish(PublicStatus(status));
   };
   auto who = door.Admit(*context);
   if (!who.ok()) {
@@ -103,12 +188,13 @@ grpc::ServerUnaryReactor* ServeUnary(
     return reactor;
   }
   auto request = std::make_shared<Request>();
-  if (!Parse(*raw, *request)) {
-    finish(absl::InvalidArgumentError(ParseError<Request>()));
+  if (absl::Status parsed = Parse(*raw, *request); !parsed.ok()) {
+    finish(parsed);
     return reactor;
   }
   const int64_t deadline = DeadlineMicros(*context, kMaxReadMicros);
-  auto task = [finish, body, request, raw_response, who = *who, deadline] {
+  auto task = [finish, body, request, raw_response, who = *who, deadline, method] {
+    trace::ScopedSpan span(method, trace::SpanKind::kServer);
     Response response;
     // Not cancelled: a read ends by its deadline.
     const core::Call call{who, core::TimePointFromMicros(deadline)};
@@ -119,9 +205,11 @@ grpc::ServerUnaryReactor* ServeUnary(
         status = absl::InternalError("cannot serialize the response");
       }
     }
+    if (!status.ok()) span.span().SetError(status.ToString());
     finish(status);
   };
-  if (!workers.Submit(task)) finish(absl::ResourceExhaustedError("too many calls in progress"));
+  const core::ScopedAmbient caller(CallerAmbient(*context, {"", "", who->tenant_id}));
+  if (!workers.Submit(task)) finish(Busy("too many calls in progress"));
   return reactor;
 }
 
@@ -131,7 +219,7 @@ class Refusal final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   explicit Refusal(const absl::Status& status) {
     core::RpcScope scope("StreamChat");
     scope.Finish(status);
-    Finish(core::ToGrpcStatus(status));
+    Finish(PublicStatus(status));
   }
   void OnDone() override { delete this; }
 };
@@ -145,17 +233,22 @@ class TurnFeed final : public EventSink {
   // its turn_id already (RunningTurns::Claim, its log registered), else
   // empty. `slot`: the turn's place under the tenant's caps, held until the
   // turn returns.
-  TurnFeed(RunningTurns& running, TurnLogs& logs, std::shared_ptr<TurnLog> log,
+  // `feeds`: counted while the turn has not returned (the service waits
+  // for that before it goes).
+  TurnFeed(RunningTurns& running, TurnLogs& logs, FeedCount& feeds, std::shared_ptr<TurnLog> log,
            RunningTurns::Control control, const core::Identity& who, std::string claimed_key,
            std::string turn_id, TurnSlot slot)
       : running_(running),
+        feeds_(feeds),
         logs_(logs),
         log_(std::move(log)),
         control_(std::move(control)),
         who_(who),
         turn_key_(std::move(claimed_key)),
         turn_id_(turn_key_.empty() ? std::string() : std::move(turn_id)),
-        slot_(std::move(slot)) {}
+        slot_(std::move(slot)) {
+    feeds_.Add();
+  }
 
   // Runs the turn, bounded by `deadline` (the client's), suspending the turn
   // `interrupted` controls (if any); `limits` (may be null) says whether it
@@ -184,7 +277,7 @@ class TurnFeed final : public EventSink {
       feed->TurnEnded(status);
     };
     if (!workers.Submit(task)) {
-      feed->TurnEnded(absl::ResourceExhaustedError("too many turns in progress; retry shortly"));
+      feed->TurnEnded(Busy("too many turns in progress"));
     }
   }
 
@@ -192,8 +285,9 @@ class TurnFeed final : public EventSink {
     if (event.has_session() && turn_key_.empty() && !event.session().conversation_id().empty()) {
       turn_key_ = RunningTurns::Key(who_, event.session().conversation_id());
       turn_id_ = event.session().turn_id();
-      running_.Add(turn_key_, turn_id_, control_);
+      // Findable by a reattach as soon as the turn can be located.
       logs_.Register(turn_key_, turn_id_, log_);
+      running_.Add(turn_key_, turn_id_, control_);
     }
     log_->Append(std::move(event));
   }
@@ -209,9 +303,11 @@ class TurnFeed final : public EventSink {
     } else {
       logs_.End(turn_key_, turn_id_, log_, status);
     }
+    feeds_.Done();  // last: the service may go once none is left
   }
 
   RunningTurns& running_;
+  FeedCount& feeds_;
   TurnLogs& logs_;
   const std::shared_ptr<TurnLog> log_;
   const RunningTurns::Control control_;
@@ -338,7 +434,9 @@ class LogReader final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       return;
     }
     scope_.Finish(finish);
-    Finish(core::ToGrpcStatus(finish));
+    // What the turn returns is a refusal of its message by the conversation
+    // service, or a failure before the turn began.
+    Finish(PublicStatus(StorageFailure(finish)));
   }
 
   // From the ticker: a heartbeat when nothing was written for an interval
@@ -486,6 +584,14 @@ bool RunningTurns::Cancel(const std::string& key, const std::string& turn_id) {
   return any || elsewhere;
 }
 
+bool RunningTurns::AwaitNone(const std::string& key, absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto none = [this, &key]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return turns_.count(key) == 0 && remote_.count(key) == 0;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&none), timeout);
+}
+
 RunningTurns::Control RunningTurns::Suspend(const std::string& key, const std::string& turn_id) {
   absl::MutexLock lock(&mu_);
   Control newest;
@@ -598,30 +704,42 @@ RunningTurns::Where RunningTurns::Locate(const std::string& key, const std::stri
   return Where::kNowhere;
 }
 
+void RunningTurns::CancelAll() {
+  absl::MutexLock lock(&mu_);
+  for (auto& [key, turn] : turns_) turn.second->Cancel();
+}
+
 grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw) {
   pb::StreamChatRequest request;
   absl::StatusOr<core::Identity> who = door_.Admit(*context);
-  if (who.ok() && !Parse(*raw, request)) {
-    who = absl::InvalidArgumentError(ParseError<pb::StreamChatRequest>());
+  if (who.ok()) {
+    if (absl::Status parsed = Parse(*raw, request); !parsed.ok()) who = parsed;
   }
   if (who.ok() && request.has_resume_after_seq()) {
-    if (absl::Status valid = ValidateReattachRequest(request); !valid.ok())
+    if (absl::Status valid = ValidateReattachRequest(request); !valid.ok()) {
       return new Refusal(valid);
-    return Reattach(*who, request);
+    }
+    return Reattach(context, *who, request);
   }
   if (who.ok()) {
     if (absl::Status valid = ValidateStreamChatRequest(request); !valid.ok()) who = valid;
   }
   if (!who.ok()) return new Refusal(who.status());
+  return StartTurn(context, *who, std::move(request));
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StartTurn(
+    grpc::CallbackServerContext* context, const core::Identity& who,
+    pb::StreamChatRequest request) {
   TurnSlot slot;
   if (door_.limits != nullptr) {
     // Before anything changes: a refused message must not suspend the
     // conversation's running turn.
-    if (absl::Status over = door_.limits->KnownBudgetRefusal(*who); !over.ok()) {
+    if (absl::Status over = door_.limits->KnownBudgetRefusal(who); !over.ok()) {
       return new Refusal(over);
     }
-    absl::StatusOr<TurnSlot> admitted = door_.limits->AdmitTurn(*who);
+    absl::StatusOr<TurnSlot> admitted = door_.limits->AdmitTurn(who);
     if (!admitted.ok()) return new Refusal(admitted.status());
     slot = *std::move(admitted);
   }
@@ -635,13 +753,15 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
   std::string claimed_key;
   std::shared_ptr<TurnLog> log = logs_.NewLog();
   if (!request.conversation_id().empty()) {
-    const std::string key = RunningTurns::Key(*who, request.conversation_id());
+    const std::string key = RunningTurns::Key(who, request.conversation_id());
     if (!request.turn_id().empty()) {
       if (!running_.Claim(key, request.turn_id(), control)) {
-        return new Refusal(absl::AbortedError(
-            "turn " + request.turn_id() +
-            " is still running; reattach with resume_after_seq, or retry once it has "
-            "ended, and it is replayed"));
+        return new Refusal(core::WithReason(
+            absl::AbortedError(absl::StrCat(
+                "turn ", request.turn_id(),
+                " is still running; reattach with resume_after_seq, or retry once it has ended "
+                "and it is replayed")),
+            core::kReasonTurnInProgress));
       }
       claimed_key = key;
       logs_.Register(key, request.turn_id(), log);
@@ -653,8 +773,11 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
   LogReader* reader =
       *LogReader::Open(log, 0, control, request.detach_on_disconnect(), heartbeats_);
   auto feed =
-      std::make_shared<TurnFeed>(running_, logs_, std::move(log), std::move(control), *who,
+      std::make_shared<TurnFeed>(running_, logs_, feeds_, std::move(log), std::move(control), who,
                                  std::move(claimed_key), request.turn_id(), std::move(slot));
+  // The turn's thread starts under the caller's trace context and log fields.
+  const core::ScopedAmbient caller(
+      CallerAmbient(*context, {request.turn_id(), request.conversation_id(), who.tenant_id}));
   TurnFeed::Start(std::move(feed), std::move(request), core::TimePointFromMicros(deadline), runner_,
                   workers_, std::move(interrupted), door_.limits);
   return reader;
@@ -663,33 +786,65 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
 // The turn's kept events while it runs or within its window; after that
 // (or from another replica) its stored outcome, whole.
 grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::Reattach(
-    const core::Identity& who, const pb::StreamChatRequest& request) {
+    grpc::CallbackServerContext* context, const core::Identity& who,
+    const pb::StreamChatRequest& request) {
   const std::string key = RunningTurns::Key(who, request.conversation_id());
   RunningTurns::Control control;
   const RunningTurns::Where where = running_.Locate(key, request.turn_id(), &control);
   std::shared_ptr<TurnLog> log = logs_.Find(key, request.turn_id());
-  if (log != nullptr && (log->complete() || !log->ended())) {
+  if (log != nullptr) {
     absl::StatusOr<LogReader*> reader = LogReader::Open(
         log, request.resume_after_seq(), control, request.detach_on_disconnect(), heartbeats_);
-    if (!reader.ok()) return new Refusal(reader.status());
-    return *reader;
+    if (reader.ok()) return *reader;
+    // An ended turn whose events after the seq are gone: its stored outcome.
+    if (reader.status().code() != absl::StatusCode::kFailedPrecondition || !log->ended()) {
+      return new Refusal(reader.status());
+    }
   }
   if (where == RunningTurns::Where::kElsewhere) {
-    return new Refusal(
-        absl::AbortedError("turn " + request.turn_id() +
-                           " is running on another replica; reattach there or once it has ended"));
+    return new Refusal(core::WithReason(
+        absl::AbortedError(absl::StrCat(
+            "turn ", request.turn_id(),
+            " is running on another replica; reattach there, or here once it has ended")),
+        core::kReasonTurnInProgress));
   }
   // A log of its own for the stored outcome, read from its first event.
   log = logs_.NewLog();
-  absl::StatusOr<LogReader*> reader = LogReader::Open(log, 0, nullptr, true, heartbeats_);
-  if (!reader.ok()) return new Refusal(reader.status());
-  const core::TimePoint deadline = core::TimePointFromMicros(core::NowMicros() + kMaxReadMicros);
-  auto task = [this, log, who, request, deadline] {
+  LogReader* reader = *LogReader::Open(log, 0, nullptr, true, heartbeats_);
+  const core::TimePoint deadline =
+      core::TimePointFromMicros(DeadlineMicros(*context, kMaxReadMicros));
+  auto task = [&runner = runner_, log, who, request, deadline] {
     LogSink sink(*log);
-    log->End(runner_.ReplayStored(who, request, sink, deadline));
+    log->End(runner.ReplayStored(who, request, sink, deadline));
   };
-  if (!workers_.Submit(task)) log->End(absl::ResourceExhaustedError("too many calls in progress"));
-  return *reader;
+  const core::ScopedAmbient caller(
+      CallerAmbient(*context, {request.turn_id(), request.conversation_id(), who.tenant_id}));
+  if (!workers_.Submit(task)) log->End(Busy("too many calls in progress"));
+  return reader;
+}
+
+ChatGrpcService::~ChatGrpcService() {
+  // Cancelled again each round: a turn that had not yet named its
+  // conversation could not be reached the round before.
+  do {
+    running_.CancelAll();
+  } while (!feeds_.AwaitNone(absl::Milliseconds(100)));
+}
+
+void FeedCount::Add() {
+  absl::MutexLock lock(&mu_);
+  ++count_;
+}
+
+void FeedCount::Done() {
+  absl::MutexLock lock(&mu_);
+  --count_;
+}
+
+bool FeedCount::AwaitNone(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto none = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return count_ == 0; };
+  return mu_.AwaitWithTimeout(absl::Condition(&none), timeout);
 }
 
 grpc::ServerUnaryReactor* ChatGrpcService::CancelTurn(grpc::CallbackServerContext* context,
@@ -699,11 +854,34 @@ grpc::ServerUnaryReactor* ChatGrpcService::CancelTurn(grpc::CallbackServerContex
       [this](const core::Call& call, const pb::CancelTurnRequest& request,
              pb::CancelTurnResponse* response) {
         if (request.conversation_id().empty()) {
-          return absl::InvalidArgumentError("conversation_id: required");
+          return core::InvalidField("conversation_id", core::kReasonFieldRequired, "required");
         }
         response->set_cancelled(running_.Cancel(
             RunningTurns::Key(call.who, request.conversation_id()), request.turn_id()));
         return absl::OkStatus();
+      });
+}
+
+grpc::ServerUnaryReactor* ChatGrpcService::DeleteConversation(grpc::CallbackServerContext* context,
+                                                              const Raw* raw, Raw* raw_response) {
+  return ServeUnary<pb::DeleteConversationRequest, pb::DeleteConversationResponse>(
+      context, raw, raw_response, "DeleteConversation", door_, workers_,
+      [this](const core::Call& call, const pb::DeleteConversationRequest& request,
+             pb::DeleteConversationResponse* response) {
+        if (!core::IsUuid(request.conversation_id())) {
+          return core::InvalidField("conversation_id", core::kReasonFieldInvalid, "must be a UUID");
+        }
+        const std::string key = RunningTurns::Key(call.who, request.conversation_id());
+        response->set_turn_cancelled(running_.Cancel(key, ""));
+        if (!running_.AwaitNone(key, absl::Seconds(5))) {
+          return core::WithReason(
+              absl::AbortedError(
+                  "a turn of the conversation is still ending; nothing was deleted, retry"),
+              core::kReasonTurnInProgress);
+        }
+        // What a reattach could still read of it goes too.
+        logs_.Forget(key);
+        return StorageFailure(runner_.DeleteConversation(call, request.conversation_id()));
       });
 }
 
@@ -717,8 +895,10 @@ grpc::ServerUnaryReactor* ChatGrpcService::ListConversations(grpc::CallbackServe
         down.set_page_size(request.page_size());
         down.set_page_token(request.page_token());
         auto answer = memory_.ListConversations(call, down);
-        if (!answer.ok()) return answer.status();
-        *response->mutable_conversations() = answer->conversations();
+        if (!answer.ok()) return StorageFailure(answer.status());
+        for (const auto& conversation : answer->conversations()) {
+          *response->add_conversations() = PublicConversation(conversation);
+        }
         response->set_next_page_token(answer->next_page_token());
         return absl::OkStatus();
       });
@@ -733,8 +913,8 @@ grpc::ServerUnaryReactor* ChatGrpcService::GetConversation(grpc::CallbackServerC
         convpb::GetConversationRequest down;
         down.set_conversation_id(request.conversation_id());
         auto answer = memory_.GetConversation(call, down);
-        if (!answer.ok()) return answer.status();
-        *response->mutable_conversation() = answer->conversation();
+        if (!answer.ok()) return StorageFailure(answer.status());
+        *response->mutable_conversation() = PublicConversation(answer->conversation());
         return absl::OkStatus();
       });
 }
@@ -750,8 +930,10 @@ grpc::ServerUnaryReactor* ChatGrpcService::ListMessages(grpc::CallbackServerCont
         down.set_before_seq(request.before_seq());
         down.set_limit(request.limit());
         auto answer = memory_.ListMessages(call, down);
-        if (!answer.ok()) return answer.status();
-        *response->mutable_messages() = answer->messages();
+        if (!answer.ok()) return StorageFailure(answer.status());
+        for (const auto& message : answer->messages()) {
+          *response->add_messages() = PublicMessage(message);
+        }
         response->set_has_more(answer->has_more());
         return absl::OkStatus();
       });
@@ -764,10 +946,11 @@ grpc::ServerUnaryReactor* ChatGrpcService::ListActions(grpc::CallbackServerConte
       [this](const core::Call& call, const pb::ListActionsRequest& request,
              pb::ListActionsResponse* response) {
         if (!core::IsUuid(request.conversation_id())) {
-          return absl::InvalidArgumentError("conversation_id: must be a UUID");
+          return core::InvalidField("conversation_id", core::kReasonFieldInvalid, "must be a UUID");
         }
         if (request.limit() < 0 || request.limit() > kMaxListedActions) {
-          return absl::InvalidArgumentError("limit: must be 0 to 500 (0: 100)");
+          return core::InvalidField("limit", core::kReasonFieldInvalid,
+                                    "must be 0 to 500 (0: 100)");
         }
         const int limit = request.limit() == 0 ? kDefaultListedActions : request.limit();
         // The trail of a conversation that is missing or another's is
@@ -775,11 +958,11 @@ grpc::ServerUnaryReactor* ChatGrpcService::ListActions(grpc::CallbackServerConte
         convpb::GetConversationRequest get;
         get.set_conversation_id(request.conversation_id());
         auto conversation = memory_.GetConversation(call, get);
-        if (!conversation.ok()) return conversation.status();
+        if (!conversation.ok()) return StorageFailure(conversation.status());
         if (audit_ == nullptr) return absl::OkStatus();
         const core::ScopedCallDeadline bounded(call.deadline);
         auto decisions = audit_->List(call.who, request.conversation_id(), limit);
-        if (!decisions.ok()) return decisions.status();
+        if (!decisions.ok()) return StorageFailure(decisions.status());
         for (const ActionDecisionRecord& decision : *decisions) {
           *response->add_decisions() = ActionDecisionProto(decision);
         }

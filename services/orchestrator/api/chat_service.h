@@ -4,9 +4,11 @@
 // UTF-8 is a clear INVALID_ARGUMENT), runs each turn on a worker thread and
 // streams its events with backpressure, reads conversations through to
 // the conversation service with the caller's identity, and reads the
-// approval audit trail of the caller's conversations. A stream reads its
-// turn's events from the turn's log (turn_log.h), so a client whose stream
-// broke can reattach and read on; a silent turn's stream gets heartbeats.
+// approval audit trail of the caller's conversations. Every error status
+// it returns carries a documented reason (core::Classified) and its
+// google.rpc details (core::ToGrpcStatus). A stream reads its turn's events
+// from the turn's log (turn_log.h), so a client whose stream broke can
+// reattach and read on; a silent turn's stream gets heartbeats.
 #pragma once
 
 #include <chrono>
@@ -35,7 +37,8 @@ using RawChatService = pb::ChatService::WithRawCallbackMethod_StreamChat<
             pb::ChatService::WithRawCallbackMethod_GetConversation<
                 pb::ChatService::WithRawCallbackMethod_ListMessages<
                     pb::ChatService::WithRawCallbackMethod_ListActions<
-                        pb::ChatService::Service>>>>>>;
+                        pb::ChatService::WithRawCallbackMethod_DeleteConversation<
+                            pb::ChatService::Service>>>>>>>;
 
 // The turns running now, so that CancelTurn and a newer message on the same
 // conversation can reach them: this process's own, and, with a bus, those
@@ -67,6 +70,9 @@ class RunningTurns final {
   // turn on another replica the control stands in for it: it ends
   // (EndedElsewhere) with the id of the flow that turn set aside.
   Control Suspend(const std::string& key, const std::string& turn_id);
+  // Waits up to `timeout` until no turn of the conversation runs, here or
+  // (as far as its signals tell) elsewhere; false when one still does.
+  bool AwaitNone(const std::string& key, absl::Duration timeout);
 
   static std::string Key(const core::Identity& who, const std::string& conversation_id);
 
@@ -74,6 +80,8 @@ class RunningTurns final {
   // another replica as far as its signals tell, or nowhere.
   enum class Where { kNowhere, kHere, kElsewhere };
   Where Locate(const std::string& key, const std::string& turn_id, Control* control);
+  // Cancels every turn running here (the service is going away).
+  void CancelAll();
 
  private:
   void OnSignal(const TurnSignal& signal);
@@ -106,9 +114,23 @@ struct Doorway {
   const core::ApiKeys& keys;
   TenantLimits* limits = nullptr;
 
-  // UNAUTHENTICATED without a valid key; RESOURCE_EXHAUSTED (with a retry
-  // hint) over the key's or the tenant's rate.
+  // UNAUTHENTICATED without a valid key (reason API_KEY_MISSING,
+  // API_KEY_INVALID or API_KEY_EXPIRED); RESOURCE_EXHAUSTED (RATE_LIMITED,
+  // with a retry hint) over the key's or the tenant's rate.
   absl::StatusOr<core::Identity> Admit(const grpc::CallbackServerContext& context) const;
+};
+
+// The turns started here that have not returned. Thread-safe.
+class FeedCount final {
+ public:
+  void Add();
+  void Done();
+  // Waits up to `timeout` until none is left; false when some are.
+  bool AwaitNone(absl::Duration timeout);
+
+ private:
+  absl::Mutex mu_;
+  int count_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // How StreamChat keeps turns' events for a reattach, and how often a
@@ -135,6 +157,11 @@ class ChatGrpcService final : public RawChatService {
         running_(bus),
         logs_(stream.resume, core::SystemClock()),
         heartbeats_(stream.heartbeat) {}
+  // Cancels the turns still running (a client that detached leaves its
+  // turn running without a call) and waits until they have returned.
+  ~ChatGrpcService() override;
+  ChatGrpcService(const ChatGrpcService&) = delete;
+  ChatGrpcService& operator=(const ChatGrpcService&) = delete;
 
   using Raw = grpc::ByteBuffer;
   grpc::ServerWriteReactor<Raw>* StreamChat(grpc::CallbackServerContext* context,
@@ -153,6 +180,12 @@ class ChatGrpcService final : public RawChatService {
   // conversation that is missing or not the caller's.
   grpc::ServerUnaryReactor* ListActions(grpc::CallbackServerContext* context, const Raw* request,
                                         Raw* response) override;
+  // Deletes one of the caller's conversations (TurnRunner::DeleteConversation)
+  // after cancelling a turn running on it and waiting, up to 5 seconds, for
+  // it to end (ABORTED when it has not: nothing was deleted).
+  // INVALID_ARGUMENT for a conversation_id that is not a UUID.
+  grpc::ServerUnaryReactor* DeleteConversation(grpc::CallbackServerContext* context,
+                                               const Raw* request, Raw* response) override;
 
  private:
   const Doorway door_;
@@ -160,13 +193,19 @@ class ChatGrpcService final : public RawChatService {
   Memory& memory_;
   core::ThreadPool& workers_;
   // A StreamChat that names resume_after_seq: the turn's events after it.
-  grpc::ServerWriteReactor<Raw>* Reattach(const core::Identity& who,
+  // A StreamChat with a message or decision (validated): runs the turn.
+  grpc::ServerWriteReactor<Raw>* StartTurn(grpc::CallbackServerContext* context,
+                                           const core::Identity& who,
+                                           pb::StreamChatRequest request);
+  grpc::ServerWriteReactor<Raw>* Reattach(grpc::CallbackServerContext* context,
+                                          const core::Identity& who,
                                           const pb::StreamChatRequest& request);
 
   ApprovalAudit* const audit_;
   RunningTurns running_;
   TurnLogs logs_;
   HeartbeatTicker heartbeats_;
+  FeedCount feeds_;
 };
 
 }  // namespace omniforge::orchestrator

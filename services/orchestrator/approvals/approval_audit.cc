@@ -3,6 +3,7 @@
 #include "absl/strings/ascii.h"
 #include "libs/core/ids.h"
 #include "libs/core/text.h"
+#include "services/orchestrator/api/public_types.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -77,7 +78,7 @@ pb::ActionDecision ActionDecisionProto(const ActionDecisionRecord& record) {
   decision.set_digest(record.digest);
   decision.set_tool_name(record.tool);
   decision.set_summary(record.summary);
-  decision.set_risk(record.risk);
+  decision.set_risk(PublicRisk(record.risk));
   decision.set_outcome(record.outcome);
   decision.set_decided_by(record.decided_by);
   decision.set_via(record.via);

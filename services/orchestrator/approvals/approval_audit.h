@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "libs/core/identity.h"
+#include "omniforge/executor/v1/executor_service.pb.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
 
 namespace omniforge::orchestrator {

@@ -4,6 +4,7 @@
 
 #include "libs/core/text.h"
 #include "libs/schedule/schedule.h"
+#include "services/orchestrator/api/public_types.h"
 #include "services/orchestrator/approvals/approval_gate.h"
 
 namespace omniforge::orchestrator {
@@ -177,7 +178,7 @@ void FillPreview(const PendingAction& action,
   preview.set_action_id(action.action_id);
   preview.set_tool_name(action.tool);
   preview.set_arguments_json(action.arguments.dump());
-  preview.set_risk(action.risk);
+  preview.set_risk(PublicRisk(action.risk));
   preview.set_summary(action.summary);
   preview.set_digest(action.digest);
   preview.set_expires_at_unix_ms(action.expires_at_micros / 1000);
@@ -256,7 +257,7 @@ void FillPlanPreview(const Plan& plan, const std::vector<execpb::ToolDescriptor>
         shown_step->set_description(step.description);
         shown_step->set_tool_name(tool);
         shown_step->set_arguments_json(call.arguments.dump());
-        shown_step->set_risk(shown);
+        shown_step->set_risk(PublicRisk(shown));
         for (const char* key : {"agent", "name", "project"}) {
           if (std::string value = StringAt(call.arguments, key); !value.empty()) {
             preview.add_affected(value);
@@ -268,7 +269,7 @@ void FillPlanPreview(const Plan& plan, const std::vector<execpb::ToolDescriptor>
         shown_step->set_step_id(step.id);
         shown_step->set_description(step.description);
         shown_step->set_tool_name(tool);
-        shown_step->set_risk(shown);
+        shown_step->set_risk(PublicRisk(shown));
         shown_step->set_constraint(
             "the executor agent chooses the arguments, within this step's task and only with "
             "this step's tools");
@@ -280,7 +281,7 @@ void FillPlanPreview(const Plan& plan, const std::vector<execpb::ToolDescriptor>
     }
     changing += changes ? 1 : 0;
   }
-  preview.set_risk(highest);
+  preview.set_risk(PublicRisk(highest));
   preview.set_arguments_json(StepsToJson(plan.steps).dump());
   preview.set_summary("a plan of " + std::to_string(plan.steps.size()) + " steps to " +
                       core::Shortened(plan.objective, 300) + "; " + std::to_string(changing) +

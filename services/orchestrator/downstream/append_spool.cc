@@ -11,6 +11,8 @@
 
 #include "absl/time/time.h"
 #include "libs/core/clock.h"
+#include "libs/core/error_catalog.h"
+#include "libs/core/error_reason.h"
 #include "libs/core/ids.h"
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
@@ -310,10 +312,12 @@ absl::Status AppendSpool::WriteLocked(Entry& entry) {
   const std::string record = Record(Payload(entry.number, entry.who, entry.request));
   const auto size = static_cast<int64_t>(record.size());
   if (file_bytes_ + size > options_.max_bytes) {
-    return absl::ResourceExhaustedError(
-        "conversation storage is unreachable and the orchestrator's append spool is full (" +
-        std::to_string(file_bytes_) + " of " + std::to_string(options_.max_bytes) + " bytes in " +
-        path_.string() + "); messages are not accepted until storage is back");
+    return core::WithReason(
+        absl::ResourceExhaustedError(
+            "conversation storage is unreachable and the orchestrator's append spool is full (" +
+            std::to_string(file_bytes_) + " of " + std::to_string(options_.max_bytes) +
+            " bytes in " + path_.string() + "); messages are not accepted until storage is back"),
+        core::kReasonStorageBacklogFull);
   }
   absl::Status written = WriteAll(fd_, record, path_);
   if (written.ok() && ::fdatasync(fd_) != 0) written = Errno("cannot fsync", path_);

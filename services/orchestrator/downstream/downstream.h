@@ -42,6 +42,8 @@ class Memory {
       const core::Call& call, const convpb::ListMessagesRequest& request) = 0;
   virtual absl::StatusOr<convpb::GetContextWindowResponse> GetContextWindow(
       const core::Call& call, const convpb::GetContextWindowRequest& request) = 0;
+  virtual absl::StatusOr<convpb::DeleteConversationResponse> DeleteConversation(
+      const core::Call& call, const convpb::DeleteConversationRequest& request) = 0;
 };
 
 class Understanding {

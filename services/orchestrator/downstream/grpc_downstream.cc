@@ -10,6 +10,8 @@
 #include "libs/core/call_cancellation.h"
 #include "libs/core/grpc_identity.h"
 #include "libs/core/grpc_status.h"
+#include "libs/core/grpc_trace.h"
+#include "libs/trace/span.h"
 #include "omniforge/conversation/v1/conversation_service.grpc.pb.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "omniforge/intent/v1/intent_service.grpc.pb.h"
@@ -32,9 +34,11 @@ std::shared_ptr<grpc::Channel> Connect(const std::string& address,
 }
 
 // Sets what every outgoing call carries: the caller's identity (asserted
-// for `audience`, the service called) and deadline.
+// for `audience`, the service called), deadline and trace context (the
+// thread's current span: the call's client span).
 void Prepare(grpc::ClientContext& context, const core::Call& call, std::string_view audience) {
   core::AttachIdentity(context, call.who, audience);
+  core::AttachTrace(context);
   context.set_deadline(std::chrono::system_clock::time_point(call.deadline));
 }
 
@@ -48,13 +52,22 @@ constexpr const char* kAudienceOf<intentpb::IntentService::Stub> = core::kIntent
 template <>
 constexpr const char* kAudienceOf<execpb::ExecutorService::Stub> = core::kExecutorAudience;
 
-// Runs one unary call for `call.who` by `call.deadline`.
+// Marks a client span failed when its call did.
+void EndClientSpan(trace::Span& span, const grpc::Status& status) {
+  if (!status.ok()) span.SetError(status.error_message());
+  span.SetAttribute("rpc.grpc.status_code", std::to_string(status.error_code()));
+  span.End();
+}
+
+// Runs one unary call for `call.who` by `call.deadline`, in a client span
+// named `name` ("<service>/<method>").
 template <typename Stub, typename Request, typename Response>
 absl::StatusOr<Response> Unary(Stub& stub,
                                grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
                                                             Response*),
-                               const core::Call& call, const Request& request) {
+                               const char* name, const core::Call& call, const Request& request) {
   static_assert(kAudienceOf<Stub> != nullptr, "a stub of a service that verifies callers");
+  trace::ScopedSpan span(name, trace::SpanKind::kClient);
   grpc::ClientContext context;
   Prepare(context, call, kAudienceOf<Stub>);
   // Work cancelled on the caller's side (a cancelled turn) cancels the call.
@@ -65,6 +78,7 @@ absl::StatusOr<Response> Unary(Stub& stub,
   Response response;
   grpc::Status status = (stub.*method)(&context, request, &response);
   cancels.Reset();
+  EndClientSpan(span.span(), status);
   if (!status.ok()) return core::FromGrpcStatus(status);
   return response;
 }
@@ -76,27 +90,36 @@ class GrpcMemory final : public Memory {
 
   absl::StatusOr<convpb::CreateConversationResponse> CreateConversation(
       const core::Call& call, const convpb::CreateConversationRequest& request) override {
-    return Unary(*stub_, &Stub::CreateConversation, call, request);
+    return Unary(*stub_, &Stub::CreateConversation, "ConversationService/CreateConversation", call,
+                 request);
   }
   absl::StatusOr<convpb::GetConversationResponse> GetConversation(
       const core::Call& call, const convpb::GetConversationRequest& request) override {
-    return Unary(*stub_, &Stub::GetConversation, call, request);
+    return Unary(*stub_, &Stub::GetConversation, "ConversationService/GetConversation", call,
+                 request);
   }
   absl::StatusOr<convpb::ListConversationsResponse> ListConversations(
       const core::Call& call, const convpb::ListConversationsRequest& request) override {
-    return Unary(*stub_, &Stub::ListConversations, call, request);
+    return Unary(*stub_, &Stub::ListConversations, "ConversationService/ListConversations", call,
+                 request);
   }
   absl::StatusOr<convpb::AppendMessageResponse> AppendMessage(
       const core::Call& call, const convpb::AppendMessageRequest& request) override {
-    return Unary(*stub_, &Stub::AppendMessage, call, request);
+    return Unary(*stub_, &Stub::AppendMessage, "ConversationService/AppendMessage", call, request);
   }
   absl::StatusOr<convpb::ListMessagesResponse> ListMessages(
       const core::Call& call, const convpb::ListMessagesRequest& request) override {
-    return Unary(*stub_, &Stub::ListMessages, call, request);
+    return Unary(*stub_, &Stub::ListMessages, "ConversationService/ListMessages", call, request);
   }
   absl::StatusOr<convpb::GetContextWindowResponse> GetContextWindow(
       const core::Call& call, const convpb::GetContextWindowRequest& request) override {
-    return Unary(*stub_, &Stub::GetContextWindow, call, request);
+    return Unary(*stub_, &Stub::GetContextWindow, "ConversationService/GetContextWindow", call,
+                 request);
+  }
+  absl::StatusOr<convpb::DeleteConversationResponse> DeleteConversation(
+      const core::Call& call, const convpb::DeleteConversationRequest& request) override {
+    return Unary(*stub_, &Stub::DeleteConversation, "ConversationService/DeleteConversation", call,
+                 request);
   }
 
  private:
@@ -111,7 +134,7 @@ class GrpcUnderstanding final : public Understanding {
 
   absl::StatusOr<intentpb::AnalyzeIntentResponse> AnalyzeIntent(
       const core::Call& call, const intentpb::AnalyzeIntentRequest& request) override {
-    return Unary(*stub_, &Stub::AnalyzeIntent, call, request);
+    return Unary(*stub_, &Stub::AnalyzeIntent, "IntentService/AnalyzeIntent", call, request);
   }
 
  private:
@@ -126,11 +149,11 @@ class GrpcTools final : public Tools {
 
   absl::StatusOr<execpb::ListToolsResponse> ListTools(
       const core::Call& call, const execpb::ListToolsRequest& request) override {
-    return Unary(*stub_, &Stub::ListTools, call, request);
+    return Unary(*stub_, &Stub::ListTools, "ExecutorService/ListTools", call, request);
   }
   absl::StatusOr<execpb::InvokeToolResponse> InvokeTool(
       const core::Call& call, const execpb::InvokeToolRequest& request) override {
-    return Unary(*stub_, &Stub::InvokeTool, call, request);
+    return Unary(*stub_, &Stub::InvokeTool, "ExecutorService/InvokeTool", call, request);
   }
   void InvokeToolThen(const core::Call& call, const execpb::InvokeToolRequest& request,
                       ToolDone done) override {
@@ -149,15 +172,21 @@ class GrpcTools final : public Tools {
       execpb::InvokeToolResponse response;
       ToolDone done;
       std::optional<core::CancelSubscription> cancels;
+      trace::Span span;
     };
     auto pending = std::make_shared<Pending>();
     pending->request = request;
     pending->done = std::move(done);
-    Prepare(pending->context, call, core::kExecutorAudience);
+    {
+      trace::ScopedSpan span("ExecutorService/InvokeTool", trace::SpanKind::kClient);
+      Prepare(pending->context, call, core::kExecutorAudience);
+      pending->span = std::move(span.span());
+    }
     pending->cancels.emplace(call.cancel, [pending] { pending->context.TryCancel(); });
     stub_->async()->InvokeTool(&pending->context, &pending->request, &pending->response,
                                [pending](const grpc::Status& status) {
                                  pending->cancels.reset();
+                                 EndClientSpan(pending->span, status);
                                  if (!status.ok()) {
                                    pending->done(core::FromGrpcStatus(status));
                                  } else {
@@ -175,7 +204,9 @@ class GrpcTools final : public Tools {
 class GrpcStepDialogue final : public StepDialogue {
  public:
   GrpcStepDialogue(execpb::ExecutorService::Stub& stub, const core::Call& call) {
+    trace::ScopedSpan span("ExecutorService/Converse", trace::SpanKind::kClient);
     Prepare(context_, call, core::kExecutorAudience);
+    span_ = std::move(span.span());
     stream_ = stub.Converse(&context_);
   }
 
@@ -184,7 +215,7 @@ class GrpcStepDialogue final : public StepDialogue {
     // so the executor stops and Finish does not wait for it.
     if (!finished_) {
       context_.TryCancel();
-      stream_->Finish().ok();
+      EndClientSpan(span_, stream_->Finish());
     }
   }
 
@@ -199,10 +230,13 @@ class GrpcStepDialogue final : public StepDialogue {
   absl::Status Finish() override {
     finished_ = true;
     stream_->WritesDone();
-    return core::FromGrpcStatus(stream_->Finish());
+    const grpc::Status status = stream_->Finish();
+    EndClientSpan(span_, status);
+    return core::FromGrpcStatus(status);
   }
 
  private:
+  trace::Span span_;  // the dialogue's client span
   grpc::ClientContext context_;
   std::unique_ptr<grpc::ClientReaderWriter<execpb::ConverseRequest, execpb::ConverseResponse>>
       stream_;

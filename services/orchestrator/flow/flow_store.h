@@ -31,6 +31,10 @@ class FlowStore {
   // UNAVAILABLE / DEADLINE_EXCEEDED when it cannot be written.
   virtual absl::Status Save(const core::Call& call, const FlowState& state,
                             int64_t expected_revision) = 0;
+  // Removes the caller's flows of a conversation (it was deleted); the
+  // number removed. UNAVAILABLE / DEADLINE_EXCEEDED when it cannot.
+  virtual absl::StatusOr<int> Forget(const core::Call& call,
+                                     const std::string& conversation_id) = 0;
 };
 
 }  // namespace omniforge::orchestrator

@@ -17,6 +17,24 @@ absl::StatusOr<FlowState> MemoryFlowStore::Load(const core::Call& call,
   return it->second.state;
 }
 
+absl::StatusOr<int> MemoryFlowStore::Forget(const core::Call& call,
+                                            const std::string& conversation_id) {
+  absl::MutexLock lock(&mu_);
+  int forgotten = 0;
+  for (auto it = flows_.begin(); it != flows_.end();) {
+    const Kept& kept = it->second;
+    if (kept.tenant_id == call.who.tenant_id && kept.user_id == call.who.user_id &&
+        kept.state.conversation_id == conversation_id) {
+      by_save_.erase(kept.saved);
+      it = flows_.erase(it);
+      ++forgotten;
+    } else {
+      ++it;
+    }
+  }
+  return forgotten;
+}
+
 absl::Status MemoryFlowStore::Save(const core::Call& call, const FlowState& state,
                                    int64_t expected_revision) {
   absl::MutexLock lock(&mu_);

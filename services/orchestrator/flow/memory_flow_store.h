@@ -23,6 +23,7 @@ class MemoryFlowStore final : public FlowStore {
   absl::StatusOr<FlowState> Load(const core::Call& call, const std::string& flow_id) override;
   absl::Status Save(const core::Call& call, const FlowState& state,
                     int64_t expected_revision) override;
+  absl::StatusOr<int> Forget(const core::Call& call, const std::string& conversation_id) override;
 
  private:
   struct Kept {

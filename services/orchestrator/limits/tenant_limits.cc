@@ -8,6 +8,8 @@
 #include "absl/random/distributions.h"
 #include "absl/strings/str_cat.h"
 #include "libs/core/config.h"
+#include "libs/core/error_catalog.h"
+#include "libs/core/error_reason.h"
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
 
@@ -88,12 +90,16 @@ core::Counter& Refusals(const std::string& tenant, const char* limit) {
       {{"tenant", tenant}, {"limit", limit}});
 }
 
-absl::Status Exhausted(const std::string& message, int64_t retry_micros) {
+// RESOURCE_EXHAUSTED with `reason`, the `limit` reached (as the refusals
+// metric names it) and when to try again.
+absl::Status Exhausted(const std::string& message, int64_t retry_micros, const char* reason,
+                       const char* limit) {
   const auto after = std::chrono::milliseconds(std::max<int64_t>(1, (retry_micros + 999) / 1000));
-  return core::WithRetryAfter(
-      absl::ResourceExhaustedError(
-          absl::StrCat(message, "; retry in ", absl::SixDigits(after.count() / 1000.0), " s")),
-      after);
+  return core::WithReason(core::WithRetryAfter(absl::ResourceExhaustedError(absl::StrCat(
+                                                   message, "; retry in ",
+                                                   absl::SixDigits(after.count() / 1000.0), " s")),
+                                               after),
+                          reason, {{"limit", limit}});
 }
 
 }  // namespace
@@ -257,7 +263,8 @@ absl::Status TenantLimits::AdmitCall(const core::Identity& who, std::string_view
                                            " calls per second) reached")
                             : absl::StrCat("rate limit of tenant ", who.tenant_id, " (",
                                            limits.tenant_rate, " calls per second) reached"),
-                     std::max(key_wait, tenant_wait));
+                     std::max(key_wait, tenant_wait), core::kReasonRateLimited,
+                     by_key ? "key_rate" : "tenant_rate");
   }
   if (key != nullptr) key->tokens -= 1;
   if (limits.tenant_rate > 0) tenant.bucket.tokens -= 1;
@@ -283,8 +290,10 @@ absl::StatusOr<TurnSlot> TenantLimits::AdmitTurn(const core::Identity& who) {
   if (refused != nullptr) {
     if (user == 0) tenant.user_turns.erase(who.user_id);
     Refusals(who.tenant_id, refused).Inc();
-    return Exhausted(message, kTurnCapRetryMinMicros +
-                                  absl::Uniform<int64_t>(random_, 0, kTurnCapRetrySpreadMicros));
+    return Exhausted(
+        message,
+        kTurnCapRetryMinMicros + absl::Uniform<int64_t>(random_, 0, kTurnCapRetrySpreadMicros),
+        core::kReasonTooManyTurns, refused);
   }
   ++user;
   ++tenant.turns;
@@ -365,7 +374,8 @@ absl::Status TenantLimits::BudgetVerdict(const core::Identity& who, const LimitS
       absl::StrCat("the LLM budget of tenant ", who.tenant_id, " for this ",
                    over_month ? "month" : "day", " (",
                    over_month ? limits.monthly_usd : limits.daily_usd, " USD) is spent"),
-      core::MicrosOf(next) - core::MicrosOf(now));
+      core::MicrosOf(next) - core::MicrosOf(now), core::kReasonBudgetExhausted,
+      over_month ? "monthly_usd" : "daily_usd");
 }
 
 absl::StatusOr<bool> TenantLimits::ModelAllowed(const core::Identity& who) {

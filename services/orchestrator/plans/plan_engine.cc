@@ -15,6 +15,8 @@
 #include "libs/core/metrics.h"
 #include "libs/core/text.h"
 #include "libs/llm/model_call_proto.h"
+#include "libs/trace/span.h"
+#include "services/orchestrator/api/public_types.h"
 #include "services/orchestrator/approvals/preview.h"
 #include "services/orchestrator/usage/usage_attribution.h"
 
@@ -324,7 +326,7 @@ struct PlanEngine::StepRun {
     step.result_summary = done.summary();
     step.result = nlohmann::json::parse(done.result_json(), nullptr, false);
     if (step.result.is_discarded()) step.result = {{"text", done.result_json()}};
-    result()->set_status(done.status());
+    result()->set_status(PublicTaskStatus(done.status()));
     result()->set_summary(done.summary());
     result()->set_result_json(done.result_json());
   }
@@ -334,7 +336,7 @@ struct PlanEngine::StepRun {
     ended = true;
     step.status = escalated.has_value() ? StepStatus::kPending : StepStatus::kFailed;
     step.error = escalated.has_value() ? "" : error.message();
-    result()->set_error_code(error.code());
+    result()->set_error_code(PublicExecutorError(error.code()));
     result()->set_summary(error.message());
   }
 
@@ -743,7 +745,13 @@ void PlanEngine::StartReadySteps(Run& run, std::vector<std::thread>& threads)
     if (step.status != StepStatus::kPending || !DependenciesCompleted(run.plan, step)) continue;
     step.status = StepStatus::kRunning;
     ++run.running;
-    threads.emplace_back([this, &run, id = step.id] { RunStep(run, id); });
+    // The step runs under the turn's trace and log fields, in a span of its own.
+    threads.emplace_back([this, &run, id = step.id, ambient = core::CurrentAmbient()]() mutable {
+      const core::ScopedAmbient scope(std::move(ambient));
+      trace::ScopedSpan span("plan.step");
+      span.span().SetAttribute("plan.step_id", id);
+      RunStep(run, id);
+    });
   }
 }
 
@@ -915,7 +923,7 @@ void PlanEngine::EndStep(Run& run, StepRun& s) {
     s.step.status = StepStatus::kFailed;
     s.step.error = absl::StrCat("the executor's dialogue ended without a result: ",
                                 finished.ok() ? "the stream closed" : finished.message());
-    s.result()->set_error_code(execpb::ERROR_CODE_INTERNAL);
+    s.result()->set_error_code(pb::EXECUTOR_ERROR_CODE_INTERNAL);
     s.result()->set_summary(s.step.error);
   }
   if (s.escalated.has_value()) {

@@ -192,6 +192,11 @@ class PlanEngine final {
     return store_.Get(who, plan_id);
   }
 
+  // Removes the plans of a deleted conversation (PlanStore::Forget).
+  absl::StatusOr<int> Forget(const core::Identity& who, const std::string& conversation_id) {
+    return store_.Forget(who, conversation_id);
+  }
+
  private:
   struct Run;
   struct StepRun;

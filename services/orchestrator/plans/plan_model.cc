@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "libs/core/text.h"
+#include "services/orchestrator/api/public_types.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -382,7 +383,7 @@ planpb::Plan ToProto(const Plan& plan) {
   out.set_objective(plan.objective);
   out.set_execution_mode(kMode.at(plan.mode));
   out.set_status(kStatus.at(plan.status));
-  out.set_context_type(plan.context_type);
+  out.set_context_type(PublicContextType(plan.context_type));
   for (const PlanStep& step : plan.steps) {
     planpb::PlanStep* s = out.add_steps();
     s->set_step_id(step.id);

@@ -45,6 +45,11 @@ class PlanStore {
   // Writes one step's progress (status, result, error, answers, dialogue,
   // attempts, times).
   virtual absl::Status UpdateStep(const Plan& plan, const PlanStep& step) = 0;
+
+  // Removes the plans of `who` in `conversation_id`, with their steps (the
+  // conversation was deleted); the number of plans removed.
+  virtual absl::StatusOr<int> Forget(const core::Identity& who,
+                                     const std::string& conversation_id) = 0;
 };
 
 }  // namespace omniforge::orchestrator

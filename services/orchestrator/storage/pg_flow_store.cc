@@ -4,6 +4,7 @@
 #include <pqxx/pqxx>
 
 #include "libs/core/call_deadline.h"
+#include "libs/core/ids.h"
 #include "libs/seal/sealed_text.h"
 
 namespace omniforge::orchestrator {
@@ -66,6 +67,23 @@ absl::StatusOr<FlowState> PgFlowStore::Load(const core::Call& call, const std::s
   if (!status.ok()) return status;
   state.flow_id = flow_id;
   return state;
+}
+
+absl::StatusOr<int> PgFlowStore::Forget(const core::Call& call,
+                                        const std::string& conversation_id) {
+  if (!core::IsUuid(conversation_id)) return 0;
+  const core::ScopedCallDeadline bounded = Until(call);
+  int forgotten = 0;
+  absl::Status status = pg::WithTenantTransaction(pool_, call.who.tenant_id, [&](pqxx::work& tx) {
+    forgotten = static_cast<int>(
+        tx.exec_params("DELETE FROM orchestration.flows "
+                       "WHERE tenant_id = $1 AND conversation_id = $2 AND user_id = $3",
+                       call.who.tenant_id, conversation_id, call.who.user_id)
+            .affected_rows());
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return forgotten;
 }
 
 absl::Status PgFlowStore::Save(const core::Call& call, const FlowState& state,

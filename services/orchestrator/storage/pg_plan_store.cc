@@ -176,6 +176,27 @@ absl::StatusOr<std::optional<std::string>> PgPlanStore::LatestUnfinished(
   return id;
 }
 
+absl::StatusOr<int> PgPlanStore::Forget(const core::Identity& who,
+                                        const std::string& conversation_id) {
+  if (!core::IsUuid(conversation_id)) return 0;
+  int forgotten = 0;
+  absl::Status status = pg::WithTenantTransaction(pool_, who.tenant_id, [&](pqxx::work& tx) {
+    tx.exec_params(
+        "DELETE FROM orchestration.plan_steps s USING orchestration.plans p "
+        "WHERE s.tenant_id = $1 AND p.tenant_id = $1 AND s.plan_id = p.id "
+        "AND p.conversation_id = $2 AND p.user_id = $3",
+        who.tenant_id, conversation_id, who.user_id);
+    forgotten = static_cast<int>(
+        tx.exec_params("DELETE FROM orchestration.plans "
+                       "WHERE tenant_id = $1 AND conversation_id = $2 AND user_id = $3",
+                       who.tenant_id, conversation_id, who.user_id)
+            .affected_rows());
+    return absl::OkStatus();
+  });
+  if (!status.ok()) return status;
+  return forgotten;
+}
+
 absl::StatusOr<Plan> PgPlanStore::Get(const core::Identity& who, const std::string& plan_id) {
   if (!core::IsUuid(plan_id)) return absl::NotFoundError("no plan " + plan_id);
   Plan plan;

@@ -25,6 +25,8 @@ class PgPlanStore final : public PlanStore {
   absl::Status Update(const Plan& plan, std::initializer_list<PlanStatus> from,
                       bool replace_steps = false) override;
   absl::Status UpdateStep(const Plan& plan, const PlanStep& step) override;
+  absl::StatusOr<int> Forget(const core::Identity& who,
+                             const std::string& conversation_id) override;
 
  private:
   pg::PgPool& pool_;

@@ -20,6 +20,9 @@ class FakeFlowStore final : public FlowStore {
   absl::StatusOr<FlowState> Load(const core::Call& call, const std::string& flow_id) override;
   absl::Status Save(const core::Call& call, const FlowState& state,
                     int64_t expected_revision) override;
+  absl::StatusOr<int> Forget(const core::Call& call, const std::string& conversation_id) override {
+    return kept_.Forget(call, conversation_id);
+  }
 
   // Every later Load (Save) fails with `status`; OkStatus: they work again.
   void FailLoads(absl::Status status);

@@ -65,6 +65,24 @@ absl::Status FakePlanStore::Update(const Plan& plan, std::initializer_list<PlanS
   return absl::OkStatus();
 }
 
+absl::StatusOr<int> FakePlanStore::Forget(const core::Identity& who,
+                                          const std::string& conversation_id) {
+  absl::MutexLock lock(&mu_);
+  int forgotten = 0;
+  for (auto it = plans_.begin(); it != plans_.end();) {
+    const Plan& plan = it->second;
+    if (plan.tenant_id == who.tenant_id && plan.user_id == who.user_id &&
+        plan.conversation_id == conversation_id) {
+      created_.erase(it->first);
+      it = plans_.erase(it);
+      ++forgotten;
+    } else {
+      ++it;
+    }
+  }
+  return forgotten;
+}
+
 absl::Status FakePlanStore::UpdateStep(const Plan& plan, const PlanStep& step) {
   absl::MutexLock lock(&mu_);
   auto it = plans_.find(plan.id);

@@ -26,6 +26,8 @@ class FakePlanStore final : public PlanStore {
   absl::Status Update(const Plan& plan, std::initializer_list<PlanStatus> from,
                       bool replace_steps = false) override;
   absl::Status UpdateStep(const Plan& plan, const PlanStep& step) override;
+  absl::StatusOr<int> Forget(const core::Identity& who,
+                             const std::string& conversation_id) override;
 
   // A plan as stored, whoever owns it; nullopt when there is none.
   std::optional<Plan> Stored(const std::string& plan_id) const;

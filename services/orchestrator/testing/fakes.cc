@@ -107,6 +107,15 @@ absl::StatusOr<convpb::ListMessagesResponse> FakeMemory::ListMessages(
   return response;
 }
 
+absl::StatusOr<convpb::DeleteConversationResponse> FakeMemory::DeleteConversation(
+    const core::Call& call, const convpb::DeleteConversationRequest& request) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<Conversation*> owned = Owned(call.who, request.conversation_id());
+  if (!owned.ok()) return owned.status();
+  conversations_.erase(request.conversation_id());
+  return convpb::DeleteConversationResponse();
+}
+
 absl::StatusOr<convpb::GetContextWindowResponse> FakeMemory::GetContextWindow(
     const core::Call& call, const convpb::GetContextWindowRequest& request) {
   const core::Identity& who = call.who;

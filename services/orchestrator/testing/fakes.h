@@ -57,6 +57,8 @@ class FakeMemory final : public Memory {
       const core::Call& call, const convpb::ListMessagesRequest& request) override;
   absl::StatusOr<convpb::GetContextWindowResponse> GetContextWindow(
       const core::Call& call, const convpb::GetContextWindowRequest& request) override;
+  absl::StatusOr<convpb::DeleteConversationResponse> DeleteConversation(
+      const core::Call& call, const convpb::DeleteConversationRequest& request) override;
 
   // Every call fails UNAVAILABLE while set.
   void SetUnreachable(bool unreachable);

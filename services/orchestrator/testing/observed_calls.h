@@ -101,6 +101,11 @@ class ObservedMemory final : public Memory {
     return log_.Observe("GetContextWindow", call,
                         [&] { return inner_.GetContextWindow(call, request); });
   }
+  absl::StatusOr<convpb::DeleteConversationResponse> DeleteConversation(
+      const core::Call& call, const convpb::DeleteConversationRequest& request) override {
+    return log_.Observe("DeleteConversation", call,
+                        [&] { return inner_.DeleteConversation(call, request); });
+  }
 
  private:
   Memory& inner_;
@@ -149,6 +154,9 @@ class ObservedFlowStore final : public FlowStore {
                     int64_t expected_revision) override {
     return log_.Observe("SaveFlow", call,
                         [&] { return inner_.Save(call, state, expected_revision); });
+  }
+  absl::StatusOr<int> Forget(const core::Call& call, const std::string& conversation_id) override {
+    return log_.Observe("ForgetFlows", call, [&] { return inner_.Forget(call, conversation_id); });
   }
 
  private:

@@ -94,9 +94,8 @@ struct TurnHarness {
     return Send(Request(message, conversation_id, turn_id), sink, who);
   }
   // The same in a context (a screen of the client) about `entity_id`.
-  absl::Status TurnIn(intentpb::ContextType context_type, const std::string& message,
-                      RecordingSink& sink, const std::string& conversation_id = "",
-                      const std::string& entity_id = "") {
+  absl::Status TurnIn(pb::ContextType context_type, const std::string& message, RecordingSink& sink,
+                      const std::string& conversation_id = "", const std::string& entity_id = "") {
     pb::StreamChatRequest request = Request(message, conversation_id);
     request.set_context_type(context_type);
     request.set_entity_id(entity_id);

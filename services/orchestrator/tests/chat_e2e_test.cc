@@ -63,7 +63,9 @@
 #include "google/rpc/status.pb.h"
 #include "libs/core/api_keys.h"
 #include "libs/core/clock.h"
+#include "libs/core/error_reason.h"
 #include "libs/core/grpc_identity.h"
+#include "libs/core/grpc_status.h"
 #include "libs/core/ids.h"
 #include "libs/llm/testing/fake_provider.h"
 #include "libs/mcp/testing/node_servers.h"
@@ -283,7 +285,7 @@ class ChatEndToEndTest : public ::testing::Test {
   }
 
   // A turn from a screen of the client (a project being created, audited).
-  Turn ChatIn(intentpb::ContextType context_type, const std::string& message,
+  Turn ChatIn(pb::ContextType context_type, const std::string& message,
               const std::string& conversation_id = "", const std::string& entity_id = "") const {
     pb::StreamChatRequest request;
     request.set_message(message);
@@ -352,13 +354,15 @@ class ChatEndToEndTest : public ::testing::Test {
     return conversation_stub_->AppendMessage(&context, message, &stored);
   }
 
-  // The routing metadata stored with the newest assistant message.
+  // The routing metadata stored with the newest assistant message, read
+  // from the conversation service (the public API does not show it).
   json LastRouting(const std::string& conversation) const {
-    auto context = Context(key());
-    pb::ListMessagesRequest request;
+    grpc::ClientContext context;
+    core::AttachIdentity(context, who(), core::kConversationAudience);
+    ::omniforge::conversation::v1::ListMessagesRequest request;
     request.set_conversation_id(conversation);
-    pb::ListMessagesResponse messages;
-    EXPECT_TRUE(stub_->ListMessages(context.get(), request, &messages).ok());
+    ::omniforge::conversation::v1::ListMessagesResponse messages;
+    EXPECT_TRUE(conversation_stub_->ListMessages(&context, request, &messages).ok());
     for (int i = messages.messages_size() - 1; i >= 0; --i) {
       if (messages.messages(i).role() != ::omniforge::conversation::v1::ROLE_ASSISTANT) continue;
       std::string text;
@@ -443,7 +447,7 @@ TEST_F(ChatEndToEndTest, AProblemInPlainWordsLeadsToAnAgentProposal) {
   EXPECT_TRUE(turn.session().conversation_created());
   EXPECT_FALSE(turn.session().conversation_id().empty());
   EXPECT_EQ(turn.Of(pb::ChatEvent::kIntent)[0].intent().analysis().action_type(),
-            intentpb::ACTION_TYPE_CREATE_AGENT);
+            pb::ACTION_TYPE_CREATE_AGENT);
   ASSERT_TRUE(turn.preview().has_value());
   EXPECT_EQ(turn.preview()->tool_name(), "create_agent");
   EXPECT_EQ(turn.preview()->risk(), execpb::TOOL_RISK_WRITE);
@@ -661,7 +665,7 @@ TEST_F(ChatEndToEndTest, AListStoredBetweenTurnsByAnotherClientIsTheOneTheNextTu
 
   Turn run = Chat("run the first one", conversation_id);
   ExpectWellFormed(run);
-  const intentpb::IntentAnalysis analysis = run.Of(pb::ChatEvent::kIntent)[0].intent().analysis();
+  const pb::IntentAnalysis analysis = run.Of(pb::ChatEvent::kIntent)[0].intent().analysis();
   EXPECT_EQ(analysis.entities().at("agent_name"), "weekly-sales-digest");
   ASSERT_TRUE(run.preview().has_value());
   EXPECT_EQ(PreviewTarget(*run.preview()), "weekly-sales-digest");
@@ -691,9 +695,9 @@ TEST_F(ChatEndToEndTest, AnUnclearRequestGetsOptionsTiedToTheUsersAgents) {
   // The answer continues the flow: the intent service read it as the
   // answer to the question (the agent it picks), the flow keeps its action.
   EXPECT_EQ(answer.session().flow_id(), ask.session().flow_id());
-  const intentpb::IntentAnalysis merged = answer.Of(pb::ChatEvent::kIntent)[0].intent().analysis();
-  EXPECT_EQ(merged.source(), intentpb::INTENT_SOURCE_FAST_PATH);
-  EXPECT_EQ(merged.action_type(), intentpb::ACTION_TYPE_EXECUTE_TASK);
+  const pb::IntentAnalysis merged = answer.Of(pb::ChatEvent::kIntent)[0].intent().analysis();
+  EXPECT_EQ(merged.source(), pb::INTENT_SOURCE_FAST_PATH);
+  EXPECT_EQ(merged.action_type(), pb::ACTION_TYPE_EXECUTE_TASK);
   EXPECT_THAT(merged.reasoning(), HasSubstr("clarifying question"));
 }
 
@@ -972,12 +976,10 @@ TEST_F(ChatEndToEndTest, WithStorageDownTurnsStillAnswerAndTheirMessagesAreStore
       {"user", "list my agents"},          {"assistant", offline_again.text()}};
   for (int i = 0; i < 6; ++i) {
     const auto& m = messages.messages(i);
-    EXPECT_EQ(m.role() == ::omniforge::conversation::v1::ROLE_USER ? "user" : "assistant",
-              expected[i].first)
-        << i;
+    EXPECT_EQ(m.role() == pb::ROLE_USER ? "user" : "assistant", expected[i].first) << i;
     EXPECT_EQ(m.content(), expected[i].second) << i;
   }
-  EXPECT_EQ(messages.messages(3).metadata().fields().at("turn_id").string_value(), "offline-1");
+  EXPECT_EQ(messages.messages(3).turn_id(), "offline-1");
 
   // The stored turn is now what a retry of it replays; nothing is added.
   Turn retried = Chat("what can you do for me?", conversation, "offline-1");
@@ -991,7 +993,9 @@ TEST_F(ChatEndToEndTest, WithStorageDownTurnsStillAnswerAndTheirMessagesAreStore
   EXPECT_EQ(messages.messages_size(), 6);
 }
 
-TEST_F(ChatEndToEndTest, HistoryReadsThroughWithRoutingMetadata) {
+// The history a client reads: the public fields, never the routing metadata
+// the orchestrator stores with a reply, nor the tenant or user.
+TEST_F(ChatEndToEndTest, HistoryReadsThroughWithPublicFieldsOnly) {
   Turn turn = Chat("list my agents");
   ExpectWellFormed(turn);
   const std::string conversation = turn.session().conversation_id();
@@ -1003,9 +1007,20 @@ TEST_F(ChatEndToEndTest, HistoryReadsThroughWithRoutingMetadata) {
   ASSERT_EQ(messages.messages_size(), 2);
   EXPECT_EQ(messages.messages(0).content(), "list my agents");
   EXPECT_EQ(messages.messages(1).content(), turn.text());
-  EXPECT_EQ(messages.messages(1).metadata().fields().at("turn_id").string_value(),
-            turn.session().turn_id());
+  EXPECT_EQ(messages.messages(0).role(), pb::ROLE_USER);
+  EXPECT_EQ(messages.messages(1).role(), pb::ROLE_ASSISTANT);
+  EXPECT_EQ(messages.messages(0).turn_id(), turn.session().turn_id());
+  EXPECT_EQ(messages.messages(1).turn_id(), turn.session().turn_id());
   EXPECT_EQ(messages.messages(1).id(), turn.done().assistant_message_id());
+  EXPECT_EQ(messages.messages(1).seq(), 2);
+  EXPECT_FALSE(messages.messages(0).secrets_masked());
+  // What the orchestrator stored with the reply is there, and not shown.
+  ASSERT_TRUE(LastRouting(conversation).contains("flow_id"));
+  const std::string flow_id = LastRouting(conversation)["flow_id"];
+  std::string shown;
+  ASSERT_TRUE(google::protobuf::util::MessageToJsonString(messages, &shown).ok());
+  EXPECT_THAT(shown, Not(HasSubstr(flow_id)));
+  EXPECT_THAT(shown, Not(HasSubstr("listed_agents")));
 
   context = Context(key());
   pb::ListConversationsResponse list;
@@ -1020,7 +1035,8 @@ TEST_F(ChatEndToEndTest, HistoryReadsThroughWithRoutingMetadata) {
   ASSERT_TRUE(stub_->GetConversation(context.get(), get, &got).ok());
   EXPECT_EQ(got.conversation().id(), conversation);
   EXPECT_EQ(got.conversation().message_count(), 2);
-  EXPECT_EQ(got.conversation().user_id(), who().user_id);
+  ASSERT_TRUE(google::protobuf::util::MessageToJsonString(got, &shown).ok());
+  EXPECT_THAT(shown, Not(HasSubstr(who().tenant_id)));
 }
 
 // The key file is read again on SIGHUP and when it changes: a new key works,
@@ -1192,7 +1208,7 @@ TEST_F(ChatEndToEndTest, BadInputIsRefusedAndStoresNothing) {
   };
   pb::StreamChatRequest bad_enum;
   bad_enum.set_message("hi");
-  bad_enum.set_context_type(static_cast<intentpb::ContextType>(99));
+  bad_enum.set_context_type(static_cast<pb::ContextType>(99));
   EXPECT_EQ(raw_call(bad_enum.SerializeAsString()), grpc::StatusCode::INVALID_ARGUMENT);
   pb::StreamChatRequest utf8;
   utf8.set_message("placeholder");
@@ -1204,6 +1220,52 @@ TEST_F(ChatEndToEndTest, BadInputIsRefusedAndStoresNothing) {
   pb::ListConversationsResponse list;
   ASSERT_TRUE(stub_->ListConversations(context.get(), pb::ListConversationsRequest(), &list).ok());
   EXPECT_EQ(list.conversations_size(), 0);
+}
+
+// The conversation service's own field checks reach the client through
+// the orchestrator with their reason and field (google.rpc.ErrorInfo and
+// BadRequest in the status details), as the orchestrator's own do.
+TEST_F(ChatEndToEndTest, ReadsRefusedByTheConversationServiceNameTheField) {
+  auto context = Context(key());
+  pb::GetConversationRequest get;
+  get.set_conversation_id("not-a-uuid");
+  pb::GetConversationResponse got;
+  const absl::Status malformed =
+      core::FromGrpcStatus(stub_->GetConversation(context.get(), get, &got));
+  EXPECT_EQ(malformed.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(core::ReasonOf(malformed), "FIELD_INVALID");
+  ASSERT_EQ(core::FieldViolationsOf(malformed).size(), 1u);
+  EXPECT_EQ(core::FieldViolationsOf(malformed)[0].field, "conversation_id");
+
+  const std::string conversation = Chat("hello").session().conversation_id();
+  context = Context(key());
+  pb::ListMessagesRequest messages;
+  messages.set_conversation_id(conversation);
+  messages.set_limit(100000);
+  pb::ListMessagesResponse page;
+  const absl::Status too_many =
+      core::FromGrpcStatus(stub_->ListMessages(context.get(), messages, &page));
+  EXPECT_EQ(too_many.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(core::ReasonOf(too_many), "FIELD_INVALID");
+  ASSERT_EQ(core::FieldViolationsOf(too_many).size(), 1u);
+  EXPECT_EQ(core::FieldViolationsOf(too_many)[0].field, "limit");
+
+  context = Context(key());
+  pb::ListConversationsRequest list;
+  list.set_page_token("forged");
+  pb::ListConversationsResponse listed;
+  const absl::Status forged =
+      core::FromGrpcStatus(stub_->ListConversations(context.get(), list, &listed));
+  EXPECT_EQ(core::ReasonOf(forged), "FIELD_INVALID");
+  ASSERT_EQ(core::FieldViolationsOf(forged).size(), 1u);
+  EXPECT_EQ(core::FieldViolationsOf(forged)[0].field, "page_token");
+
+  context = Context(key());
+  get.set_conversation_id(core::NewUuid());
+  const absl::Status missing =
+      core::FromGrpcStatus(stub_->GetConversation(context.get(), get, &got));
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(core::ReasonOf(missing), "CONVERSATION_NOT_FOUND");
 }
 
 // The same stack with the planner on a model: the fake provider (real
@@ -1278,7 +1340,7 @@ TEST_F(LocalPlanEndToEndTest, UnhelpfulAnswersGetTwoQuestionsThenTheLikeliestRea
   EXPECT_EQ(LastFlow(conversation)["clarifications"], 0);
   for (const Turn* answer : {&second, &third}) {
     EXPECT_EQ(answer->Of(pb::ChatEvent::kIntent)[0].intent().analysis().source(),
-              intentpb::INTENT_SOURCE_FAST_PATH);
+              pb::INTENT_SOURCE_FAST_PATH);
     EXPECT_EQ(answer->session().flow_id(), first.session().flow_id());
   }
   EXPECT_TRUE(third.tools_called().empty()) << "the guess is previewed, not run";
@@ -1310,8 +1372,8 @@ TEST_F(LocalPlanEndToEndTest, TheContextBoxIsKeptWithTheFlowFromTurnToTurn) {
 }
 
 TEST_F(LocalPlanEndToEndTest, AProjectIsCreatedByAPlanTheUserReviewsThenApproves) {
-  Turn draft = ChatIn(intentpb::CONTEXT_TYPE_PROJECT_CREATE,
-                      "Set up a project for the spring campaign launch");
+  Turn draft =
+      ChatIn(pb::CONTEXT_TYPE_PROJECT_CREATE, "Set up a project for the spring campaign launch");
   ExpectWellFormed(draft);
   const std::string conversation = draft.session().conversation_id();
   ASSERT_EQ(draft.Of(pb::ChatEvent::kPlanCreated).size(), 1u);
@@ -1371,8 +1433,7 @@ TEST_F(LocalPlanEndToEndTest, AStepsQuestionGoesToTheUserWhoseAnswerLetsThePlanG
   }
   // "Harbor" names two projects: the executor asks which, the planner
   // cannot know (local mode), so the user is asked and the plan waits.
-  Turn audit =
-      ChatIn(intentpb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", "", "Harbor");
+  Turn audit = ChatIn(pb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", "", "Harbor");
   ExpectWellFormed(audit);
   const std::string conversation = audit.session().conversation_id();
   EXPECT_THAT(audit.text(), HasSubstr("needs your answer"));
@@ -1508,6 +1569,56 @@ TEST_F(LocalPlanEndToEndTest, AResumedPlanDoesNotRepeatAWriteThatAlreadyHappened
       who().tenant_id, who().user_id, "plan:" + plan.id + ":%");
   ASSERT_EQ(ledger.size(), 1u);
   EXPECT_EQ(ledger[0][0].as<std::string>(), key);
+}
+
+// DeleteConversation removes the messages and what the orchestrator keeps of
+// the conversation (its flows, its plan and the plan's steps), for its owner
+// only; bad ids are refused and a second delete finds nothing.
+TEST_F(LocalPlanEndToEndTest, DeletingAConversationRemovesItsMessagesFlowsAndPlans) {
+  Turn draft =
+      ChatIn(pb::CONTEXT_TYPE_PROJECT_CREATE, "Set up a project for the autumn product launch");
+  ExpectWellFormed(draft);
+  const std::string conversation = draft.session().conversation_id();
+  ASSERT_EQ(draft.Of(pb::ChatEvent::kPlanReadyForReview).size(), 1u);
+  auto count = [&](const std::string& table) {
+    pqxx::connection conn(db_->dsn());
+    pqxx::nontransaction tx(conn);
+    const std::string where = table == "orchestration.plan_steps"
+                                  ? "plan_id IN (SELECT id FROM orchestration.plans "
+                                    "WHERE conversation_id = $1)"
+                                  : "conversation_id = $1";
+    return tx.exec_params1("SELECT count(*) FROM " + table + " WHERE " + where, conversation)[0]
+        .as<int>();
+  };
+  ASSERT_GE(count("orchestration.flows"), 1);
+  ASSERT_EQ(count("orchestration.plans"), 1);
+  ASSERT_EQ(count("orchestration.plan_steps"), 3);
+
+  auto remove = [&](const std::string& key, const std::string& id) {
+    auto context = Context(key);
+    pb::DeleteConversationRequest request;
+    request.set_conversation_id(id);
+    pb::DeleteConversationResponse response;
+    return stub_->DeleteConversation(context.get(), request, &response).error_code();
+  };
+  EXPECT_EQ(remove(key(), "not-a-uuid"), grpc::StatusCode::INVALID_ARGUMENT);
+  // Another tenant's key finds nothing, and changes nothing.
+  EXPECT_EQ(remove(keys_->back().second, conversation), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(count("orchestration.plans"), 1);
+
+  EXPECT_EQ(remove(key(), conversation), grpc::StatusCode::OK);
+  EXPECT_EQ(count("orchestration.flows"), 0);
+  EXPECT_EQ(count("orchestration.plans"), 0);
+  EXPECT_EQ(count("orchestration.plan_steps"), 0);
+  auto context = Context(key());
+  pb::ListMessagesRequest list;
+  list.set_conversation_id(conversation);
+  pb::ListMessagesResponse messages;
+  EXPECT_EQ(stub_->ListMessages(context.get(), list, &messages).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  Turn after = Chat("looks good, run it", conversation);
+  EXPECT_EQ(after.status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(remove(key(), conversation), grpc::StatusCode::NOT_FOUND);
 }
 
 TEST_F(LocalPlanEndToEndTest, StoredDecisionsAreListedNewestFirstToTheirOwnerOnly) {
@@ -1931,7 +2042,7 @@ TEST_F(ModelPlannerEndToEndTest, APastedCredentialIsMaskedBeforeTheModelOrStorag
   ASSERT_TRUE(stub_->ListMessages(context.get(), list, &messages).ok());
   ASSERT_GE(messages.messages_size(), 1);
   EXPECT_EQ(messages.messages(0).content(), "please use our token [REDACTED] for the digest agent");
-  EXPECT_TRUE(messages.messages(0).metadata().fields().contains("secrets_detected"));
+  EXPECT_TRUE(messages.messages(0).secrets_masked());
   EXPECT_THAT(LastRouting(turn.session().conversation_id()).dump(), Not(HasSubstr(secret)));
   EXPECT_THAT(LastFlow(turn.session().conversation_id()).dump(), Not(HasSubstr(secret)));
   for (auto* process : {orchestrator_, conversation_, intent_}) {
@@ -2364,8 +2475,7 @@ TEST_F(ModelPlannerEndToEndTest, TheIntentServicesModelCallsAreCountedAndRecorde
   ExpectWellFormed(turn);
   EXPECT_EQ(fake_->RequestCount(), before + 2) << "the intent service's call and the planner's";
   ASSERT_EQ(turn.Of(pb::ChatEvent::kIntent).size(), 1u);
-  EXPECT_EQ(turn.Of(pb::ChatEvent::kIntent)[0].intent().analysis().source(),
-            intentpb::INTENT_SOURCE_LLM);
+  EXPECT_EQ(turn.Of(pb::ChatEvent::kIntent)[0].intent().analysis().source(), pb::INTENT_SOURCE_LLM);
   EXPECT_EQ(turn.text(), answer.text);
   EXPECT_EQ(turn.done().usage().llm_calls(), 2);
   EXPECT_EQ(turn.done().usage().prompt_tokens(), 400);
@@ -2564,9 +2674,9 @@ TEST_F(ModelPlannerEndToEndTest, ThePlannerProfileFollowsTheContextType) {
   llm::testing::FakeReply answer;
   answer.text = "Start with the checklist.";
   ASSERT_TRUE(fake_->SetRules({Rule("", false, answer)}).ok());
-  auto model_of_next_planner_call = [&](intentpb::ContextType type) {
+  auto model_of_next_planner_call = [&](pb::ContextType type) {
     const size_t before = fake_->RequestCount();
-    const std::string entity = type == intentpb::CONTEXT_TYPE_GLOBAL ? "" : "entity-1";
+    const std::string entity = type == pb::CONTEXT_TYPE_GLOBAL ? "" : "entity-1";
     Turn turn = ChatIn(type, "what should I do next here?", "", entity);
     ExpectWellFormed(turn);
     EXPECT_EQ(turn.text(), answer.text);
@@ -2577,9 +2687,9 @@ TEST_F(ModelPlannerEndToEndTest, ThePlannerProfileFollowsTheContextType) {
     }
     return model;
   };
-  EXPECT_EQ(model_of_next_planner_call(intentpb::CONTEXT_TYPE_TASK), "reviewer-model");
-  EXPECT_EQ(model_of_next_planner_call(intentpb::CONTEXT_TYPE_GLOBAL), "planner-model");
-  EXPECT_EQ(model_of_next_planner_call(intentpb::CONTEXT_TYPE_PROJECT), "planner-model");
+  EXPECT_EQ(model_of_next_planner_call(pb::CONTEXT_TYPE_TASK), "reviewer-model");
+  EXPECT_EQ(model_of_next_planner_call(pb::CONTEXT_TYPE_GLOBAL), "planner-model");
+  EXPECT_EQ(model_of_next_planner_call(pb::CONTEXT_TYPE_PROJECT), "planner-model");
 }
 
 // The journeys with the planner on the model (the fake provider plays the
@@ -2964,7 +3074,7 @@ TEST_F(ModelPlannerEndToEndTest, ANewMessageSuspendsTheRunningFlowWhichResumesOn
   ExpectWellFormed(resume);
   EXPECT_EQ(resume.session().flow_id(), suspended_flow);
   EXPECT_EQ(resume.Of(pb::ChatEvent::kIntent)[0].intent().analysis().source(),
-            intentpb::INTENT_SOURCE_FAST_PATH);
+            pb::INTENT_SOURCE_FAST_PATH);
   EXPECT_EQ(resume.text(), resumed.reply.text);
   ASSERT_EQ(fake_->RequestCount(), resume_from + 1);
   const std::string prompt = SystemPrompt(fake_->Requests()[resume_from]);
@@ -3081,14 +3191,22 @@ TEST_F(ModelPlannerEndToEndTest, AClientThatDropsItsStreamReattachesAndGetsEvery
   const std::string other = keys_->back().second;
   Turn theirs = Send(ReattachRequest(conversation, turn_id, last_seen), other);
   EXPECT_EQ(theirs.status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(core::ReasonOf(core::FromGrpcStatus(theirs.status)), "TURN_NOT_FOUND");
   EXPECT_TRUE(theirs.events.empty());
   Turn beyond = Send(ReattachRequest(conversation, turn_id, rest.back().seq() + 1));
   EXPECT_EQ(beyond.status.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  const absl::Status beyond_status = core::FromGrpcStatus(beyond.status);
+  EXPECT_EQ(core::ReasonOf(beyond_status), "RESUME_SEQ_OUT_OF_RANGE");
+  EXPECT_EQ(core::ReasonMetadataOf(beyond_status)["last_seq"], std::to_string(rest.back().seq()));
   EXPECT_TRUE(beyond.events.empty());
   Turn negative = Send(ReattachRequest(conversation, turn_id, -1));
   EXPECT_EQ(negative.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  const absl::Status negative_status = core::FromGrpcStatus(negative.status);
+  ASSERT_EQ(core::FieldViolationsOf(negative_status).size(), 1u);
+  EXPECT_EQ(core::FieldViolationsOf(negative_status)[0].field, "resume_after_seq");
   Turn unknown = Send(ReattachRequest(conversation, "never-" + core::NewUuid(), 0));
   EXPECT_EQ(unknown.status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(core::ReasonOf(core::FromGrpcStatus(unknown.status)), "TURN_NOT_FOUND");
   EXPECT_TRUE(unknown.events.empty());
 }
 

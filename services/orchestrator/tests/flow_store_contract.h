@@ -172,9 +172,37 @@ TYPED_TEST_P(FlowStoreContractTest, AnotherUsersFlowIsNeitherReadNorTakenOver) {
   EXPECT_EQ(loaded->revision, 1);
 }
 
+// A deleted conversation's flows go, the caller's only: another user's flow
+// of the same conversation id and the caller's other conversations stay.
+TYPED_TEST_P(FlowStoreContractTest, ForgettingAConversationRemovesOnlyTheCallersFlowsOfIt) {
+  const core::Call alice = this->CallOf(this->alice_);
+  const FlowState first = this->Waiting();
+  FlowState second = this->Waiting();
+  second.conversation_id = first.conversation_id;
+  const FlowState other_conversation = this->Waiting();
+  FlowState bobs = this->Waiting();
+  bobs.conversation_id = first.conversation_id;
+  ASSERT_TRUE(this->store_->Save(alice, first, 0).ok());
+  ASSERT_TRUE(this->store_->Save(alice, second, 0).ok());
+  ASSERT_TRUE(this->store_->Save(alice, other_conversation, 0).ok());
+  ASSERT_TRUE(this->store_->Save(this->CallOf(this->bob_), bobs, 0).ok());
+
+  const absl::StatusOr<int> forgotten = this->store_->Forget(alice, first.conversation_id);
+  ASSERT_TRUE(forgotten.ok()) << forgotten.status();
+  EXPECT_EQ(*forgotten, 2);
+  EXPECT_TRUE(absl::IsNotFound(this->store_->Load(alice, first.flow_id).status()));
+  EXPECT_TRUE(absl::IsNotFound(this->store_->Load(alice, second.flow_id).status()));
+  EXPECT_TRUE(this->store_->Load(alice, other_conversation.flow_id).ok());
+  EXPECT_TRUE(this->store_->Load(this->CallOf(this->bob_), bobs.flow_id).ok());
+  // Nothing left to forget; a malformed id names nothing.
+  EXPECT_EQ(this->store_->Forget(alice, first.conversation_id).value_or(-1), 0);
+  EXPECT_EQ(this->store_->Forget(alice, "not-a-uuid").value_or(-1), 0);
+}
+
 REGISTER_TYPED_TEST_SUITE_P(FlowStoreContractTest, AFlowWithoutAStateIsNotFound,
                             ASavedStateLoadsWholeWithItsFirstRevision,
                             EachSaveReplacesTheRevisionItReadAndNoOther,
-                            AnotherUsersFlowIsNeitherReadNorTakenOver);
+                            AnotherUsersFlowIsNeitherReadNorTakenOver,
+                            ForgettingAConversationRemovesOnlyTheCallersFlowsOfIt);
 
 }  // namespace omniforge::orchestrator

@@ -68,8 +68,8 @@ TEST(TurnLogTest, AReattachStartsOnlyWhereEventsAreKept) {
     log.Take(reader);
   }
   EXPECT_EQ(log.last_seq(), 6);
-  EXPECT_FALSE(log.complete()) << "over 64 bytes, the oldest taken events went";
   EXPECT_EQ(log.Attach(7, nullptr).status().code(), absl::StatusCode::kOutOfRange);
+  // Over 64 bytes, the oldest taken events went.
   EXPECT_EQ(log.Attach(0, nullptr).status().code(), absl::StatusCode::kFailedPrecondition);
   // An attached reader's unread events stay, over the bound too.
   const TurnLog::ReaderId late = *log.Attach(6, std::make_shared<CountingWaker>());
@@ -93,6 +93,19 @@ TEST(TurnLogsTest, AnEndedTurnIsFoundWithinItsWindowAndUnderItsOwnKeyOnly) {
   EXPECT_EQ(logs.Find("tenant-a/conv", "t1"), log);
   clock.Advance(std::chrono::seconds(1));
   EXPECT_EQ(logs.Find("tenant-a/conv", "t1"), nullptr);
+}
+
+TEST(TurnLogsTest, ADeletedConversationsTurnsAreForgottenAndNoOtherOnes) {
+  testing::FakeClock clock;
+  TurnLogs logs({}, clock);
+  std::shared_ptr<TurnLog> deleted = logs.NewLog();
+  std::shared_ptr<TurnLog> kept = logs.NewLog();
+  logs.Register("conv-a", "t1", deleted);
+  logs.Register("conv-ab", "t1", kept);
+  logs.End("conv-a", "t1", deleted, absl::OkStatus());
+  logs.Forget("conv-a");
+  EXPECT_EQ(logs.Find("conv-a", "t1"), nullptr);
+  EXPECT_EQ(logs.Find("conv-ab", "t1"), kept);
 }
 
 TEST(TurnLogsTest, OverTheTotalTheOldestEndedTurnsGoFirstAndRunningOnesStay) {

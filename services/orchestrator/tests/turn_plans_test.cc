@@ -29,7 +29,7 @@ std::vector<std::string> StepsStarted(const RecordingSink& sink) {
 TEST(TurnPlanTest, AProjectPlanIsOfferedForReviewAndRunsInOrderOnceApproved) {
   TurnHarness h(Projects(), WithPlans());
   RecordingSink draft;
-  ASSERT_TRUE(h.TurnIn(intentpb::CONTEXT_TYPE_PROJECT_CREATE,
+  ASSERT_TRUE(h.TurnIn(pb::CONTEXT_TYPE_PROJECT_CREATE,
                        "Set up a project for the spring campaign launch", draft)
                   .ok());
   const std::string conversation = ConversationOf(draft);
@@ -71,8 +71,7 @@ TEST(TurnPlanTest, ADraftPlanTheUserDropsNeverRuns) {
   TurnHarness h(Projects(), WithPlans());
   RecordingSink draft;
   ASSERT_TRUE(
-      h.TurnIn(intentpb::CONTEXT_TYPE_PROJECT_CREATE, "Create a project for the Q4 audit", draft)
-          .ok());
+      h.TurnIn(pb::CONTEXT_TYPE_PROJECT_CREATE, "Create a project for the Q4 audit", draft).ok());
   const std::string conversation = ConversationOf(draft);
   const std::string plan_id =
       draft.Of(pb::ChatEvent::kPlanReadyForReview)[0].plan_ready_for_review().plan().plan_id();
@@ -93,9 +92,9 @@ TEST(TurnPlanTest, ADraftPlanTheUserDropsNeverRuns) {
 TEST(TurnPlanTest, AnAuditPlanOnlyReadsAndRunsAtOnce) {
   TurnHarness h(Projects(), WithPlans());
   RecordingSink audit;
-  ASSERT_TRUE(h.TurnIn(intentpb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", audit,
-                       "", "Harbor")
-                  .ok());
+  ASSERT_TRUE(
+      h.TurnIn(pb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", audit, "", "Harbor")
+          .ok());
   ASSERT_EQ(audit.Of(pb::ChatEvent::kPlanCreated).size(), 1u);
   EXPECT_TRUE(audit.Of(pb::ChatEvent::kPlanReadyForReview).empty()) << "reads need no review";
   EXPECT_EQ(audit.Of(pb::ChatEvent::kStepComplete).size(), 3u);
@@ -110,9 +109,9 @@ TEST(TurnPlanTest, AnAuditPlanOnlyReadsAndRunsAtOnce) {
 TEST(TurnPlanTest, AStepsDialogueEndsAStepsTimeAfterTheTurnsClock) {
   TurnHarness h(Projects(), WithPlans());
   RecordingSink audit;
-  ASSERT_TRUE(h.TurnIn(intentpb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", audit,
-                       "", "Harbor")
-                  .ok());
+  ASSERT_TRUE(
+      h.TurnIn(pb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", audit, "", "Harbor")
+          .ok());
   const std::vector<core::TimePoint> deadlines = h.executors.deadlines();
   ASSERT_EQ(deadlines.size(), 3u);
   for (const core::TimePoint deadline : deadlines) {
@@ -125,9 +124,9 @@ TEST(TurnPlanTest, AStepsQuestionGoesToTheUserWhoseAnswerLetsThePlanGoOn) {
   h.executors.AskWhen("get_project_details", "Which project do you mean?",
                       {"Harbor north", "Harbor south"});
   RecordingSink audit;
-  ASSERT_TRUE(h.TurnIn(intentpb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", audit,
-                       "", "Harbor")
-                  .ok());
+  ASSERT_TRUE(
+      h.TurnIn(pb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", audit, "", "Harbor")
+          .ok());
   const std::string conversation = ConversationOf(audit);
   EXPECT_THAT(audit.Text(), HasSubstr("needs your answer"));
   EXPECT_THAT(audit.Text(), HasSubstr("Harbor north"));
@@ -154,7 +153,7 @@ TEST(TurnPlanTest, AStepsQuestionGoesToTheUserWhoseAnswerLetsThePlanGoOn) {
 // `control`; returns the conversation.
 std::string ApproveProjectPlan(TurnHarness& h, TurnControl& control, RecordingSink& run) {
   RecordingSink draft;
-  EXPECT_TRUE(h.TurnIn(intentpb::CONTEXT_TYPE_PROJECT_CREATE,
+  EXPECT_TRUE(h.TurnIn(pb::CONTEXT_TYPE_PROJECT_CREATE,
                        "Set up a project for the spring campaign launch", draft)
                   .ok());
   std::string conversation = ConversationOf(draft);

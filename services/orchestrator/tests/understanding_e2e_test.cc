@@ -251,7 +251,11 @@ class Evaluator final {
     std::optional<intentpb::IntentAnalysis> first;
     pb::ChatEvent event;
     while (reader->Read(&event)) {
-      if (event.has_intent() && !first.has_value()) first = event.intent().analysis();
+      // The public analysis has the intent service's fields one for one
+      // (orchestrator_public_types_test), so its bytes are the service's.
+      if (event.has_intent() && !first.has_value()) {
+        first.emplace().ParseFromString(event.intent().analysis().SerializeAsString());
+      }
     }
     const grpc::Status status = reader->Finish();
     if (!status.ok()) return absl::UnavailableError("StreamChat: " + status.error_message());

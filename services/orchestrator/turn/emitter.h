@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "services/orchestrator/plans/plan_engine.h"
+#include "services/orchestrator/turn/error_kinds.h"
 #include "services/orchestrator/turn/turn_runner.h"
 
 namespace omniforge::orchestrator {
@@ -39,6 +40,9 @@ class Emitter final {
     e->set_code(code);
     e->set_message(message);
     e->set_fatal(fatal);
+    const ErrorEventReason& reason = ErrorEventReasonOf(code);
+    e->set_reason(std::string(reason.reason));
+    e->set_retryable(reason.retryable);
     Send();
     on_error_(code, cause.empty() ? message : message + ": " + cause);
   }

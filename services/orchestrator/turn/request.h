@@ -14,12 +14,16 @@ namespace omniforge::orchestrator {
 // a malformed conversation id, turn id or entity id, a decision with an
 // unknown kind, without an action id, or with arguments that are not a JSON
 // object (or given with another kind than EDIT), a decision without a
-// conversation.
+// conversation. Each carries its reason (FIELD_REQUIRED, FIELD_INVALID,
+// FIELD_TOO_LARGE, INVALID_UTF8) and the field's path as a field violation
+// (core::InvalidField).
 absl::Status ValidateStreamChatRequest(
     const ::omniforge::orchestrator::v1::StreamChatRequest& request);
 
-// A reattach (resume_after_seq set): INVALID_ARGUMENT without a
-// conversation_id that is a UUID, without a turn_id, or with a negative seq.
+// A reattach (resume_after_seq set): INVALID_ARGUMENT naming the field
+// without a conversation_id (FIELD_REQUIRED) or with one that is not a UUID
+// (FIELD_INVALID), without a turn_id or with a malformed one, or with a
+// negative seq (FIELD_INVALID).
 absl::Status ValidateReattachRequest(
     const ::omniforge::orchestrator::v1::StreamChatRequest& request);
 

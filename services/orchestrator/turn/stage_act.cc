@@ -117,7 +117,7 @@ void TurnPass::SendToolCall(const ToolStep& step, const std::string& call_id,
   call->set_call_id(call_id);
   call->set_tool_name(step.tool);
   call->set_arguments_json(step.arguments.dump());
-  call->set_risk(risk);
+  call->set_risk(PublicRisk(risk));
   emit_.Send();
 }
 

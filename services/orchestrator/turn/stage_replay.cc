@@ -1,5 +1,8 @@
 // Stage 2, Replay: a retried turn (its turn_id's user message was stored
 // already) that finished is answered with its stored reply, not run again.
+#include "absl/strings/str_cat.h"
+#include "libs/core/error_catalog.h"
+#include "libs/core/error_reason.h"
 #include "services/orchestrator/turn/history.h"
 #include "services/orchestrator/turn/turn_pass.h"
 
@@ -14,9 +17,16 @@ absl::Status TurnPass::ReplayStored() {
   conversation_id_ = request_.conversation_id();
   turn_id_ = request_.turn_id();
   absl::StatusOr<bool> replayed = ReplayFromStorage();
-  if (!replayed.ok()) return replayed.status();
-  if (*replayed) return absl::OkStatus();
-  return absl::NotFoundError("turn " + turn_id_ + ": no finished turn of this conversation");
+  // A conversation that is not the caller's is, to the caller, no such turn.
+  if (!replayed.ok() && replayed.status().code() != absl::StatusCode::kNotFound) {
+    return replayed.status();
+  }
+  if (replayed.ok() && *replayed) return absl::OkStatus();
+  return core::WithReason(
+      absl::NotFoundError(absl::StrCat("turn ", turn_id_,
+                                       ": no finished turn of this conversation with a stored "
+                                       "reply (nor one running here)")),
+      core::kReasonTurnNotFound);
 }
 
 absl::StatusOr<bool> TurnPass::ReplayFromStorage() {

@@ -96,7 +96,7 @@ absl::Status TurnPass::StoreMessage() {
   user_message.set_idempotency_key("turn:" + turn_id_ + ":user");
   user_message.set_metadata_json(json{
       {"turn_id", turn_id_},
-      {"context_type", intentpb::ContextType_Name(request_.context_type())},
+      {"context_type", pb::ContextType_Name(request_.context_type())},
       {"entity_id",
        request_.entity_id()}}.dump());
   absl::StatusOr<std::optional<convpb::AppendMessageResponse>> stored =
@@ -168,7 +168,7 @@ TurnPass::EarlyAnalysis TurnPass::AnalyzeEarly() {
   const uint64_t version = fresh ? kept->version : 0;
   kept.reset();
   analyze.set_message(request_.message());
-  analyze.set_context_type(request_.context_type());
+  analyze.set_context_type(InternalContextType(request_.context_type()));
   analyze.set_local_only(control_.local_only());
   const std::shared_ptr<const std::vector<AgentInfo>> seen =
       fresh ? runner_.AgentsSeen(who) : nullptr;

@@ -22,7 +22,7 @@ void TurnPass::Understand() {
   } else {
     analysis_ = std::move(heard);
   }
-  *emit_.Next().mutable_intent()->mutable_analysis() = analysis_;
+  *emit_.Next().mutable_intent()->mutable_analysis() = PublicAnalysis(analysis_);
   emit_.Send();
   for (const auto& [key, value] : analysis_.entities()) box_.entities[key] = value;
   ContextBox::Add(box_.notes, "understood as " +
@@ -103,7 +103,7 @@ void TurnPass::Interpret() {
   }
   intentpb::AnalyzeIntentRequest analyze;
   analyze.set_message(request_.message());
-  analyze.set_context_type(request_.context_type());
+  analyze.set_context_type(InternalContextType(request_.context_type()));
   analyze.set_local_only(control_.local_only());
   AddHistory(runner_.routings_, history_, analyze);
   AddAgents(agents_, analyze);
@@ -142,9 +142,9 @@ void TurnPass::PrepareInput() {
   input_ = PolicyInput{
       analysis_, resuming_ ? goal_ : request_.message(), resuming_ ? std::nullopt : last_,
       agents_,   runner_.options_.max_clarifications,    goal_};
-  context_type_ = request_.context_type() == intentpb::CONTEXT_TYPE_UNSPECIFIED
+  context_type_ = request_.context_type() == pb::CONTEXT_TYPE_UNSPECIFIED
                       ? intentpb::CONTEXT_TYPE_GLOBAL
-                      : request_.context_type();
+                      : InternalContextType(request_.context_type());
   input_.context_type = context_type_;
   model_calls_.Attribute(UsageAttribution{ctx_.who().tenant_id, ctx_.who().user_id,
                                           conversation_id_, turn_id_,

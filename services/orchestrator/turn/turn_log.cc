@@ -4,6 +4,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "libs/core/error_catalog.h"
+#include "libs/core/error_reason.h"
+
 namespace omniforge::orchestrator {
 
 void TurnLog::Append(pb::ChatEvent event) {
@@ -42,16 +46,23 @@ absl::StatusOr<TurnLog::ReaderId> TurnLog::Attach(int after_seq, std::shared_ptr
   {
     absl::MutexLock lock(&mu_);
     if (after_seq > last_seq_) {
-      return absl::OutOfRangeError("resume_after_seq: " + std::to_string(after_seq) +
-                                   " is beyond the last event sent (" + std::to_string(last_seq_) +
-                                   ")");
+      return core::WithReason(absl::OutOfRangeError(absl::StrCat(
+                                  "resume_after_seq: ", after_seq,
+                                  " is beyond the last event of the turn (", last_seq_, ")")),
+                              core::kReasonResumeSeqOutOfRange,
+                              {{"last_seq", std::to_string(last_seq_)}});
     }
     if (after_seq < first_seq_ - 1) {
-      return absl::FailedPreconditionError("resume_after_seq: the events after " +
-                                           std::to_string(after_seq) + " are no longer kept");
+      return core::WithReason(
+          absl::FailedPreconditionError(absl::StrCat(
+              "resume_after_seq: the events after ", after_seq,
+              " are no longer kept; reattach once the turn has ended for its stored outcome")),
+          core::kReasonResumeEventsDropped);
     }
     id = next_reader_++;
     readers_[id] = Reader{after_seq, std::move(waker)};
+    // What the reader has seen no longer changes (text is not joined to it).
+    sealed_seq_ = std::max(sealed_seq_, after_seq);
   }
   WakeAll();
   return id;
@@ -83,11 +94,6 @@ TurnLog::Next TurnLog::Take(ReaderId reader) {
 int TurnLog::last_seq() const {
   absl::MutexLock lock(&mu_);
   return last_seq_;
-}
-
-bool TurnLog::complete() const {
-  absl::MutexLock lock(&mu_);
-  return first_seq_ == 1;
 }
 
 bool TurnLog::ended() const {
@@ -148,6 +154,12 @@ std::shared_ptr<TurnLog> TurnLogs::Find(const std::string& key, const std::strin
   Evict();
   auto it = logs_.find(key + "/" + turn_id);
   return it == logs_.end() ? nullptr : it->second.log;
+}
+
+void TurnLogs::Forget(const std::string& key) {
+  const std::string prefix = key + "/";
+  absl::MutexLock lock(&mu_);
+  std::erase_if(logs_, [&prefix](const auto& entry) { return entry.first.starts_with(prefix); });
 }
 
 // Ended turns past their window go; then, over the total, the oldest ended.

@@ -65,9 +65,10 @@ class TurnLog final {
   // Only the first call counts.
   void End(const absl::Status& status);
 
-  // A reader that has seen the events up to `after_seq`: OUT_OF_RANGE when
-  // that is beyond the last event appended, FAILED_PRECONDITION when
-  // events after it are no longer kept.
+  // A reader that has seen the events up to `after_seq`: OUT_OF_RANGE
+  // (RESUME_SEQ_OUT_OF_RANGE) when that is beyond the last event appended,
+  // FAILED_PRECONDITION (RESUME_EVENTS_DROPPED) when events after it are no
+  // longer kept.
   absl::StatusOr<ReaderId> Attach(int after_seq, std::shared_ptr<Waker> waker);
   // The reader reads no more; the turn no longer waits for it.
   void Detach(ReaderId reader);
@@ -82,8 +83,6 @@ class TurnLog final {
 
   // The seq of the last event appended (0: none).
   int last_seq() const;
-  // Whether every event since the first is still kept.
-  bool complete() const;
   bool ended() const;
   // The bytes of the events kept.
   size_t bytes() const;
@@ -127,6 +126,9 @@ class TurnLogs final {
            const absl::Status& status);
   // The turn's log while it runs or within its window; null otherwise.
   std::shared_ptr<TurnLog> Find(const std::string& key, const std::string& turn_id);
+  // Forgets the logs of every turn of the conversation (it was deleted):
+  // no reattach finds them; streams reading one read on.
+  void Forget(const std::string& key);
 
  private:
   struct Entry {

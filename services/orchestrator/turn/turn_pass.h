@@ -63,6 +63,9 @@ class TurnPass final {
   void Save();
 
   TurnKind kind() const { return kind_; }
+  // Known once StoreMessage succeeded.
+  const std::string& conversation_id() const { return conversation_id_; }
+  const std::string& turn_id() const { return turn_id_; }
 
   // For the model planner's session (PlannerIo): one tool, one plan.
   std::optional<ToolRun> RunTool(const ToolStep& step, std::string* described);

@@ -1,5 +1,7 @@
 #include "services/orchestrator/turn/turn_runner.h"
 
+#include "libs/core/ambient.h"
+#include "libs/trace/span.h"
 #include "services/orchestrator/turn/emitter.h"
 #include "services/orchestrator/turn/history.h"
 #include "services/orchestrator/turn/turn_pass.h"
@@ -81,21 +83,65 @@ void TurnRunner::SawAgents(const core::Identity& who, const std::vector<AgentInf
   agents_seen_[key] = std::move(seen);
 }
 
-// The turn, stage by stage (turn_pass.h says what each stage does).
+absl::Status TurnRunner::DeleteConversation(const core::Call& call,
+                                            const std::string& conversation_id) const {
+  convpb::GetConversationRequest owned;
+  owned.set_conversation_id(conversation_id);
+  if (auto found = memory_.GetConversation(call, owned); !found.ok()) return found.status();
+  windows_.Forget(call.who, conversation_id);
+  if (auto flows = flows_->Forget(call, conversation_id); !flows.ok()) return flows.status();
+  if (plans_ != nullptr) {
+    if (auto plans = plans_->Forget(call.who, conversation_id); !plans.ok()) {
+      return plans.status();
+    }
+  }
+  convpb::DeleteConversationRequest gone;
+  gone.set_conversation_id(conversation_id);
+  return memory_.DeleteConversation(call, gone).status();
+}
+
+namespace {
+
+// Runs one stage of the turn in a span of its own.
+template <typename Stage>
+auto InSpan(const char* name, Stage&& stage) {
+  const trace::ScopedSpan span(name);
+  return stage();
+}
+
+}  // namespace
+
+// The turn, stage by stage (turn_pass.h says what each stage does), in the
+// turn's span (a child of the caller's traceparent) with a span per stage.
 absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequest& request,
                              TurnControl& control, EventSink& sink, core::TimePoint client_deadline,
                              const std::shared_ptr<TurnControl>& interrupted) const {
   const EndsControl ends_control(control);
-  if (absl::Status valid = ValidateStreamChatRequest(request); !valid.ok()) return valid;
+  trace::ScopedSpan turn_span("StreamChat", trace::SpanKind::kServer);
+  turn_span.span().SetAttribute("tenant", who.tenant_id);
+  if (absl::Status valid = ValidateStreamChatRequest(request); !valid.ok()) {
+    turn_span.span().SetError(valid.ToString());
+    return valid;
+  }
   TurnPass turn(*this, who, request, control, sink, client_deadline, interrupted);
-  if (absl::Status stored = turn.StoreMessage(); !stored.ok()) return stored;
-  if (turn.kind() == TurnKind::kRetry && turn.Replay()) return absl::OkStatus();
-  turn.LoadFlow();
-  turn.Understand();
-  turn.Decide();
-  turn.Act();
-  turn.Compose();
-  turn.Save();
+  if (absl::Status stored = InSpan("stage.store_message", [&] { return turn.StoreMessage(); });
+      !stored.ok()) {
+    turn_span.span().SetError(stored.ToString());
+    return stored;
+  }
+  // From here on every log line names the turn and its conversation.
+  const core::ScopedLogContext log({turn.turn_id(), turn.conversation_id(), who.tenant_id});
+  turn_span.span().SetAttribute("conversation_id", turn.conversation_id());
+  turn_span.span().SetAttribute("turn_id", turn.turn_id());
+  if (turn.kind() == TurnKind::kRetry && InSpan("stage.replay", [&] { return turn.Replay(); })) {
+    return absl::OkStatus();
+  }
+  InSpan("stage.load_history", [&] { turn.LoadFlow(); });
+  InSpan("stage.analyze_intent", [&] { turn.Understand(); });
+  InSpan("stage.plan", [&] { turn.Decide(); });
+  InSpan("stage.act", [&] { turn.Act(); });
+  InSpan("stage.compose", [&] { turn.Compose(); });
+  InSpan("stage.store", [&] { turn.Save(); });
   return absl::OkStatus();
 }
 

@@ -48,6 +48,7 @@
 #include "libs/llm/chat_model.h"
 #include "libs/llm/usage.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
+#include "services/orchestrator/api/public_types.h"
 #include "services/orchestrator/approvals/approval_audit.h"
 #include "services/orchestrator/approvals/approval_gate.h"
 #include "services/orchestrator/downstream/append_spool.h"
@@ -205,9 +206,17 @@ class TurnRunner final {
                    core::TimePoint client_deadline = core::TimePoint::max(),
                    const std::shared_ptr<TurnControl>& interrupted = nullptr) const;
 
+  // Deletes one of the caller's conversations: first what the orchestrator
+  // keeps of it (its flows, its plans and their steps, the window kept for
+  // its next turn), then the conversation in storage (its messages and its
+  // agent dialogues). NOT_FOUND, with nothing deleted, for a conversation
+  // that is not the caller's; UNAVAILABLE when a store cannot be reached (a
+  // retry finishes the work). The caller stops a running turn first.
+  absl::Status DeleteConversation(const core::Call& call, const std::string& conversation_id) const;
+
   // A reattach to a finished turn whose events are no longer kept: its
   // stored outcome (session with replayed set, the assistant's text, done)
-  // to `sink`, without storing anything. NOT_FOUND when the caller has no
+  // to `sink`, without storing anything. NOT_FOUND (TURN_NOT_FOUND) when the caller has no
   // finished turn `request.turn_id()` in `request.conversation_id()` (a
   // conversation that is not the caller's included); the conversation
   // service's error when it cannot be read.
