@@ -124,6 +124,19 @@ struct Settings {
   seal::MasterKeySettings master_keys;
 };
 
+// Heartbeats and what is kept of turns for a reattach (stream.*).
+StreamOptions ReadStreamOptions(core::ConfigReader& c) {
+  StreamOptions stream;
+  stream.heartbeat = std::chrono::milliseconds(c.Int("stream.heartbeat_ms", 15000, 0, 600000));
+  stream.resume.keep_after_end =
+      std::chrono::milliseconds(c.Int("stream.resume_window_ms", 60000, 0, 3600000));
+  stream.resume.max_turn_bytes =
+      static_cast<size_t>(c.Int("stream.resume_turn_bytes", 1 << 20, 0, int64_t{1} << 30));
+  stream.resume.max_total_bytes =
+      static_cast<size_t>(c.Int("stream.resume_total_bytes", 64 << 20, 0, int64_t{1} << 34));
+  return stream;
+}
+
 absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   auto reader = config_file.empty() ? core::ConfigReader::FromString("")
                                     : core::ConfigReader::FromFile(config_file);
@@ -158,13 +171,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.turn.call_timeout =
       std::chrono::milliseconds(c.Int("turn.call_timeout_ms", 10000, 100, 600000));
   s.turn.max_iterations = static_cast<int>(c.Int("planner.max_iterations", 10, 1, 100));
-  s.stream.heartbeat = std::chrono::milliseconds(c.Int("stream.heartbeat_ms", 15000, 0, 600000));
-  s.stream.resume.keep_after_end =
-      std::chrono::milliseconds(c.Int("stream.resume_window_ms", 60000, 0, 3600000));
-  s.stream.resume.max_turn_bytes =
-      static_cast<size_t>(c.Int("stream.resume_turn_bytes", 1 << 20, 0, int64_t{1} << 30));
-  s.stream.resume.max_total_bytes =
-      static_cast<size_t>(c.Int("stream.resume_total_bytes", 64 << 20, 0, int64_t{1} << 34));
+  s.stream = ReadStreamOptions(c);
   s.planner_profile = c.String("planner.profile", "balanced");
   for (const auto& [name, profile] : c.StringMap("planner.profiles")) {
     // GLOBAL, project_audit and CONTEXT_TYPE_TASK all name a context type.
