@@ -29,7 +29,7 @@ FORMAT_DIRS := libs services cli tests bench
 CLANG_FORMAT ?= $(shell command -v clang-format-14 || command -v clang-format)
 export CLANG_FORMAT
 
-.PHONY: help deps configure build test lint run up down image bench intent-eval live-llm asan format api-release clean
+.PHONY: help deps configure build test lint run up down image bench intent-eval live-llm asan format api-release envoy-descriptor clean
 
 help:
 	@echo "omniforge make targets (variables: BUILD_DIR=$(BUILD_DIR) BUILD_TYPE=$(BUILD_TYPE) JOBS=$(JOBS) SANITIZE=$(SANITIZE))"
@@ -49,6 +49,7 @@ help:
 	@echo "  lint       format check + clang-tidy (.clang-tidy, thread-safety analysis) over the sources"
 	@echo "  format     clang-format -i all *.cc/*.h in $(FORMAT_DIRS)"
 	@echo "  api-release  VERSION=x.y.z: record the public API as released (api/releases/), the baseline of buf breaking"
+	@echo "  envoy-descriptor  the public API's descriptor set for Envoy's transcoder: deploy/envoy/omniforge-chat.pb"
 	@echo "  clean      remove \$$BUILD_DIR"
 
 deps:
@@ -108,6 +109,13 @@ api-release:
 	@mkdir -p api/releases
 	@tests/node/node_modules/.bin/buf build --path protos/omniforge/orchestrator -o api/releases/$(VERSION).binpb
 	@echo "api/releases/$(VERSION).binpb: the public API of $(VERSION)"
+
+# The descriptor set Envoy's grpc_json_transcoder loads (docs/gateway.md):
+# built by CMake (protos/CMakeLists.txt), copied where the recipe mounts it.
+envoy-descriptor: configure
+	@cmake --build "$(BUILD_DIR)" --target omniforge_chat_descriptor
+	@cp "$(BUILD_DIR)/protos/omniforge-chat.pb" deploy/envoy/omniforge-chat.pb
+	@echo "deploy/envoy/omniforge-chat.pb: ChatService and its HTTP rules, for Envoy's transcoder"
 
 bench: build
 	@bash scripts/bench.sh $(ARGS)

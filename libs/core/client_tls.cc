@@ -5,6 +5,7 @@
 #include <grpcpp/support/channel_arguments.h>
 
 #include "libs/core/files.h"
+#include "libs/core/grpc_metrics.h"
 
 namespace omniforge::core {
 
@@ -51,10 +52,12 @@ std::shared_ptr<grpc::Channel> CreateServiceChannel(const std::string& address,
                                                     const ChannelSecurity& security,
                                                     grpc::ChannelArguments& args) {
   if (security.credentials == nullptr) {
-    return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+    return grpc::experimental::CreateCustomChannelWithInterceptors(
+        address, grpc::InsecureChannelCredentials(), args, ClientMetricsInterceptors());
   }
   if (!security.server_name.empty()) args.SetSslTargetNameOverride(security.server_name);
-  return grpc::CreateCustomChannel(address, security.credentials, args);
+  return grpc::experimental::CreateCustomChannelWithInterceptors(address, security.credentials,
+                                                                 args, ClientMetricsInterceptors());
 }
 
 }  // namespace omniforge::core

@@ -3,7 +3,8 @@
 // string field with invalid UTF-8 gets a clear INVALID_ARGUMENT instead of
 // gRPC's silent drop), the caller's identity is read from the metadata, and
 // the handler finishes the call exactly once, on any thread, with an
-// absl::Status. Per-RPC metrics come from core::RpcScope. The handler runs
+// absl::Status. Per-RPC metrics come from the server's interceptor
+// (grpc_metrics.h). The handler runs
 // under the call's server span (a child of the caller's `traceparent`,
 // ended by `done`) and log fields naming the caller's tenant.
 //
@@ -82,16 +83,14 @@ grpc::ServerUnaryReactor* ServeUnary(grpc::CallbackServerContext* context,
                                      const grpc::ByteBuffer* raw, grpc::ByteBuffer* raw_response,
                                      const char* method, UnaryHandler<Request, Response> handler) {
   auto* reactor = new CancellableUnaryReactor();
-  auto scope = std::make_shared<RpcScope>(method);
   auto call = std::make_shared<UnaryCall<Request, Response>>();
-  auto done = [reactor, scope, call, raw_response](absl::Status status) {
+  auto done = [reactor, call, raw_response](absl::Status status) {
     if (status.ok()) {
       bool own_buffer = false;
       grpc::Status serialized =
           grpc::SerializationTraits<Response>::Serialize(call->response, raw_response, &own_buffer);
       if (!serialized.ok()) status = absl::InternalError("cannot serialize the response");
     }
-    scope->Finish(status);
     if (!status.ok()) call->span.SetError(status.ToString());
     call->span.End();
     reactor->Finish(ToGrpcStatus(status));

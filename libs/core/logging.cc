@@ -115,6 +115,12 @@ void InitLogging(const std::string& service, const std::string& level) {
   state.min_level = static_cast<int>(min);
 }
 
+std::string LoggingService() {
+  LoggerState& state = State();
+  absl::MutexLock lock(&state.mu);
+  return state.service;
+}
+
 void SetLogSinkForTesting(void (*sink)(const std::string& line)) {
   LoggerState& state = State();
   absl::MutexLock lock(&state.mu);

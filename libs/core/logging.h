@@ -26,6 +26,9 @@ enum class LogLevel { kDebug, kInfo, kWarn, kError };
 // anything else means info).
 void InitLogging(const std::string& service, const std::string& level);
 
+// The service name InitLogging was given ("" before it).
+std::string LoggingService();
+
 // Sends output to a callback instead of stderr (tests). Pass nullptr to
 // restore stderr.
 void SetLogSinkForTesting(void (*sink)(const std::string& line));

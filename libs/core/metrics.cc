@@ -17,8 +17,9 @@ namespace omniforge::core {
 namespace {
 
 const std::vector<double>& DefaultLatencyBounds() {
-  static const auto* const bounds = new std::vector<double>{
-      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+  static const auto* const bounds =
+      new std::vector<double>{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                              1,      2.5,   5,      10,    20,   30,    60,   90,  120};
   return *bounds;
 }
 
@@ -123,6 +124,12 @@ void Counter::Inc(double v) {
   // than corrupting every rate() computed from it.
   if (!(v >= 0)) return;
   value_.fetch_add(v, std::memory_order_relaxed);
+}
+
+void Counter::RaiseTo(double total) {
+  double now = value_.load(std::memory_order_relaxed);
+  while (total > now && !value_.compare_exchange_weak(now, total, std::memory_order_relaxed)) {
+  }
 }
 
 double Counter::Value() const { return value_.load(std::memory_order_relaxed); }
@@ -241,7 +248,18 @@ Histogram& MetricsRegistry::GetHistogram(const std::string& name, const std::str
                               [&family] { return std::make_unique<Histogram>(family.bounds); });
 }
 
+void MetricsRegistry::AddCollector(std::function<void()> collect) {
+  std::lock_guard<std::mutex> lock(mu_);
+  collectors_.push_back(std::move(collect));
+}
+
 std::string MetricsRegistry::Render() const {
+  std::vector<std::function<void()>> collectors;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    collectors = collectors_;
+  }
+  for (const auto& collect : collectors) collect();
   std::lock_guard<std::mutex> lock(mu_);
   std::string out;
   for (const auto& [name, family] : families_) {

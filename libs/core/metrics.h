@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,6 +21,9 @@ using Labels = std::vector<std::pair<std::string, std::string>>;
 class Counter final {
  public:
   void Inc(double v = 1.0);
+  // For a counter that mirrors a total kept elsewhere (the kernel's count of
+  // CPU time): moves it up to `total`, never down.
+  void RaiseTo(double total);
   double Value() const;
 
  private:
@@ -63,9 +67,13 @@ class MetricsRegistry final {
 
   Counter& GetCounter(const std::string& name, const std::string& help, const Labels& labels = {});
   Gauge& GetGauge(const std::string& name, const std::string& help, const Labels& labels = {});
-  // Default buckets are latency seconds from 0.5 ms to 10 s.
+  // Default buckets are latency seconds from 0.5 ms to 120 s (a chat turn
+  // may run 90 s).
   Histogram& GetHistogram(const std::string& name, const std::string& help,
                           const Labels& labels = {}, std::vector<double> upper_bounds = {});
+  // Runs `collect` before every Render (outside the registry's lock), to
+  // set metrics read from elsewhere (the process's CPU time, memory, ...).
+  void AddCollector(std::function<void()> collect);
   std::string Render() const;
 
   // The process-wide registry.
@@ -75,6 +83,7 @@ class MetricsRegistry final {
   struct Family;
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Family>> families_;
+  std::vector<std::function<void()>> collectors_;
 };
 
 // Serves GET /metrics (and GET /healthz) over HTTP on host:port in a

@@ -9,7 +9,9 @@
 
 #include "absl/synchronization/mutex.h"
 #include "libs/core/files.h"
+#include "libs/core/grpc_metrics.h"
 #include "libs/core/logging.h"
+#include "libs/core/process_metrics.h"
 
 namespace omniforge::core {
 namespace {
@@ -48,20 +50,6 @@ ServerOptions ReadServerOptions(ConfigReader& config, int default_port, int defa
   return options;
 }
 
-RpcScope::RpcScope(const char* method)
-    : method_(method), start_(std::chrono::steady_clock::now()) {}
-
-void RpcScope::Finish(const absl::Status& status) {
-  auto& registry = MetricsRegistry::Global();
-  registry
-      .GetCounter("omniforge_rpc_total", "RPCs handled, by method and status code.",
-                  {{"method", method_}, {"code", absl::StatusCodeToString(status.code())}})
-      .Inc();
-  registry
-      .GetHistogram("omniforge_rpc_duration_seconds", "RPC handling time.", {{"method", method_}})
-      .Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
-}
-
 ServiceServer::ServiceServer(ServerOptions options) : options_(std::move(options)) {}
 
 ServiceServer::~ServiceServer() { Shutdown(); }
@@ -95,6 +83,9 @@ absl::Status ServiceServer::Start() {
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, 120000);
   }
   for (grpc::Service* service : services_) builder.RegisterService(service);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> metrics;
+  metrics.push_back(MakeServerMetricsFactory());
+  builder.experimental().SetInterceptorCreators(std::move(metrics));
   server_ = builder.BuildAndStart();
   if (!server_ || port_ == 0) {
     return absl::UnavailableError("cannot listen on " + options_.host + ":" +
@@ -103,6 +94,7 @@ absl::Status ServiceServer::Start() {
   server_->GetHealthCheckService()->SetServingStatus(true);
 
   if (options_.metrics_port >= 0) {
+    RegisterProcessMetrics(MetricsRegistry::Global(), LoggingService());
     metrics_server_ = std::make_unique<MetricsHttpServer>(MetricsRegistry::Global());
     metrics_port_ = metrics_server_->Start(options_.metrics_host, options_.metrics_port);
     if (metrics_port_ < 0) {

@@ -54,18 +54,6 @@ struct ServerOptions {
 // tls_key_file, tls_client_ca_file.
 ServerOptions ReadServerOptions(ConfigReader& config, int default_port, int default_metrics_port);
 
-// Records per-RPC metrics (omniforge_rpc_total{method,code},
-// omniforge_rpc_duration_seconds{method}) when Finish is called.
-class RpcScope final {
- public:
-  explicit RpcScope(const char* method);
-  void Finish(const absl::Status& status);
-
- private:
-  const char* method_;
-  std::chrono::steady_clock::time_point start_;
-};
-
 class ServiceServer final {
  public:
   explicit ServiceServer(ServerOptions options);

@@ -26,6 +26,11 @@
 #   validate.sh buf-lint                    buf lint on protos/ (buf.yaml)
 #   validate.sh buf-breaking                the public API against the last release (api/releases/)
 #   validate.sh buf-breaking-rejects        buf breaking fails on a change that breaks clients
+#   validate.sh envoy DESCRIPTOR            deploy/envoy/envoy.yaml and the built descriptor set of the
+#                                           public API (build/protos/omniforge-chat.pb): HTTP rules,
+#                                           transcoder, timeouts, retries, HTTP/2 (check_envoy.mjs)
+#   validate.sh envoy-check-rejects         check_envoy.mjs must report every mistake of a broken copy
+#                                           of the protos and of envoy.yaml
 #   validate.sh configs BIN_DIR             every service config the deployments ship (deploy/local,
 #                                           deploy/k8s/base/config, deploy/docker/ollama) is accepted
 #                                           by its service's binary, and a misspelt key is not
@@ -56,6 +61,11 @@ public_api_breaking() {
   (cd "$1" && "$buf" build --path protos/omniforge/orchestrator -o "$3") || return 1
   "$buf" breaking "$3" --against "$2" --exclude-imports \
     --config '{"version":"v2","breaking":{"use":["FILE"]}}'
+}
+
+# A descriptor set ($1, binary) as JSON ($2), options and extensions decoded.
+descriptor_json() {
+  "$NODE_DIR/node_modules/.bin/buf" build "$1#format=binpb" -o "$2#format=json"
 }
 
 need_node_packages() {
@@ -297,6 +307,66 @@ case "${1:-}" in
     echo "buf breaking reports both changes"
     ;;
 
+  envoy)
+    descriptor="${2:?usage: validate.sh envoy DESCRIPTOR}"
+    [[ -f "$descriptor" ]] || fail "$descriptor is not built (cmake --build BUILD_DIR --target omniforge_chat_descriptor)"
+    need_node_packages @bufbuild/buf yaml
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    descriptor_json "$descriptor" "$tmp/descriptor.json"
+    OMNIFORGE_NODE_DIR="$NODE_DIR" node "$HERE/check_envoy.mjs" "$ROOT/deploy/envoy/envoy.yaml" \
+      "$tmp/descriptor.json" "$ROOT/docs/gateway.md"
+    ;;
+
+  envoy-check-rejects)
+    # A copy of the protos whose HTTP rules are wrong (one missing, a path
+    # variable naming no field, bodies that cannot be), built with the admin
+    # service and without google.rpc; and copies of envoy.yaml with the
+    # mistakes that break streaming turns and retries.
+    need_node_packages @bufbuild/buf yaml
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    mkdir "$tmp/copy"
+    cp -r "$ROOT/protos" "$ROOT/buf.yaml" "$tmp/copy/"
+    proto="$tmp/copy/protos/omniforge/orchestrator/v1/chat_service.proto"
+    sed -i -e 's|option (google.api.http) = {get: "/v1/conversations/{conversation_id}/actions"};||' \
+      -e 's|{get: "/v1/conversations/{conversation_id}"}|{get: "/v1/conversations/{conversation}"}|' \
+      -e '/:cancelTurn"$/{n;s/body: "\*"/body: "turn"/}' \
+      -e 's|{delete: "/v1/conversations/{conversation_id}"}|{delete: "/v1/conversations/{conversation_id}" body: "*"}|' \
+      "$proto"
+    for change in '{conversation}' 'body: "turn"' '{conversation_id}" body'; do
+      grep -qF "$change" "$proto" || fail "the fixture's change $change did not apply"
+    done
+    (cd "$tmp/copy" && "$NODE_DIR/node_modules/.bin/buf" build -o "$tmp/bad.binpb" \
+      --path protos/omniforge/orchestrator/v1/chat_service.proto \
+      --path protos/omniforge/orchestrator/v1/key_admin_service.proto)
+    descriptor_json "$tmp/bad.binpb" "$tmp/bad.json"
+    envoy="$tmp/envoy.yaml"
+    sed -e 's/retry_on: unavailable$/retry_on: 5xx,unavailable/' \
+      -e 's/^\( *\)timeout: 120s$/\1timeout: 30s/' \
+      -e 's/stream_sse_style_delimited: true/stream_newline_delimited: true/' \
+      -e 's/services: \[omniforge.orchestrator.v1.ChatService\]/services: [omniforge.orchestrator.v1.ChatService, omniforge.admin.v1.Keys]/' \
+      -e 's|connection_keepalive: {interval: 30s, timeout: 10s}|connection_keepalive: {interval: 5s, timeout: 10s}|' \
+      -e 's/address: 127.0.0.1, port_value: 9901/address: 0.0.0.0, port_value: 9901/' \
+      "$ROOT/deploy/envoy/envoy.yaml" > "$envoy"
+    [[ $(diff "$ROOT/deploy/envoy/envoy.yaml" "$envoy" | grep -c '^>') == 6 ]] ||
+      fail "the fixture's changes to envoy.yaml did not all apply"
+    expect_problems "$HERE/fixtures/expected-envoy-problems.txt" \
+      node "$HERE/check_envoy.mjs" "$envoy" "$tmp/bad.json" "$ROOT/docs/gateway.md"
+    # The cluster without HTTP/2 (gRPC needs it), and a descriptor file the
+    # documented mount does not provide.
+    sed -e '/explicit_http_config:/{n;s/http2_protocol_options:/http_protocol_options:/}' \
+      -e 's|proto_descriptor: /etc/envoy/omniforge-chat.pb|proto_descriptor: /srv/chat.pb|' \
+      "$ROOT/deploy/envoy/envoy.yaml" > "$envoy"
+    [[ $(diff "$ROOT/deploy/envoy/envoy.yaml" "$envoy" | grep -c '^>') == 2 ]] ||
+      fail "the fixture's changes to envoy.yaml did not all apply"
+    (cd "$ROOT" && "$NODE_DIR/node_modules/.bin/buf" build -o "$tmp/good.binpb" \
+      --path protos/omniforge/orchestrator/v1/chat_service.proto --path protos/google/rpc/status.proto)
+    descriptor_json "$tmp/good.binpb" "$tmp/good.json"
+    expect_problems "$HERE/fixtures/expected-envoy-http1-problems.txt" \
+      node "$HERE/check_envoy.mjs" "$envoy" "$tmp/good.json" "$ROOT/docs/gateway.md"
+    ;;
+
   configs)
     bin_dir="${2:?usage: validate.sh configs BIN_DIR}"
     tmp=$(mktemp -d)
@@ -356,7 +426,7 @@ case "${1:-}" in
     ;;
 
   *)
-    echo "usage: $0 yamllint|compose [BIN_DIR]|compose-rejects|kustomize OVERLAY|manifest-check-rejects|mutual-tls-check-rejects|dockerfile|dockerfile-check-rejects|image-runtime-packages BIN_DIR|buf-lint|buf-breaking|buf-breaking-rejects|configs BIN_DIR|secrets BIN_DIR" >&2
+    echo "usage: $0 yamllint|compose [BIN_DIR]|compose-rejects|kustomize OVERLAY|manifest-check-rejects|mutual-tls-check-rejects|dockerfile|dockerfile-check-rejects|image-runtime-packages BIN_DIR|buf-lint|buf-breaking|buf-breaking-rejects|envoy DESCRIPTOR|envoy-check-rejects|configs BIN_DIR|secrets BIN_DIR" >&2
     exit 2
     ;;
 esac

@@ -707,7 +707,9 @@ TEST_F(ConversationServerTest, SecretsAreMaskedFlaggedAndNeverLogged) {
 }
 
 TEST_F(ConversationServerTest, MetricsCountRpcsByMethodAndCode) {
-  const std::string series = R"(omniforge_rpc_total{code="OK",method="CreateConversation"})";
+  const std::string series =
+      R"(grpc_server_handled_total{grpc_code="OK",grpc_method="CreateConversation",)"
+      R"(grpc_service="omniforge.conversation.v1.ConversationService",grpc_type="unary"})";
   httplib::Client metrics("127.0.0.1", server_->metrics_port());
   metrics.set_connection_timeout(5);
   metrics.set_read_timeout(5);
@@ -1008,15 +1010,17 @@ TEST(ConversationOverloadTest, CallsAbandonedWhileQueuedGetNoDatabaseWork) {
   httplib::Client metrics("127.0.0.1", server.metrics_port());
   auto page = metrics.Get("/metrics");
   ASSERT_TRUE(page);
-  // A call skipped for its deadline is counted as DEADLINE_EXCEEDED, or as
-  // CANCELLED when gRPC had already cancelled it; one the worker served is OK.
+  // A call skipped for its deadline is counted as DeadlineExceeded, or as
+  // Canceled when gRPC had already cancelled it; one the worker served is OK.
   const auto count = [&](const std::string& code) {
     const std::string series =
-        R"(omniforge_rpc_total{code=")" + code + R"(",method="GetContextWindow"} )";
+        R"(grpc_server_handled_total{grpc_code=")" + code +
+        R"(",grpc_method="GetContextWindow",)"
+        R"(grpc_service="omniforge.conversation.v1.ConversationService",grpc_type="unary"} )";
     const size_t at = page->body.find(series);
     return at == std::string::npos ? 0.0 : std::stod(page->body.substr(at + series.size()));
   };
-  EXPECT_GE(count("DEADLINE_EXCEEDED") + count("CANCELLED"), 1) << page->body;
+  EXPECT_GE(count("DeadlineExceeded") + count("Canceled"), 1) << page->body;
   EXPECT_GE(count("OK"), 1) << page->body;  // the patient call at least
   EXPECT_LT(count("OK"), 300) << page->body;
   const auto stopped = server.Stop();

@@ -418,7 +418,10 @@ TEST_F(ExecutorServerTest, MetricsCountToolCallsByToolAndOutcome) {
               HasSubstr("omniforge_executor_tool_calls_total{outcome=\"ok\",risk=\"read\",tool="
                         "\"list_agents\"} 1"));
   EXPECT_THAT(response->body, HasSubstr("outcome=\"INVALID_ARGUMENT\""));
-  EXPECT_THAT(response->body, HasSubstr("omniforge_rpc_total{code=\"OK\",method=\"InvokeTool\"}"));
+  EXPECT_THAT(
+      response->body,
+      HasSubstr(R"(grpc_server_handled_total{grpc_code="OK",grpc_method="InvokeTool",)"
+                R"(grpc_service="omniforge.executor.v1.ExecutorService",grpc_type="unary"})"));
 }
 
 // An executor that stores its dialogues in a conversation service, both on

@@ -177,11 +177,7 @@ grpc::ServerUnaryReactor* ServeUnary(
     core::ThreadPool& workers,
     std::function<absl::Status(const core::Call&, const Request&, Response*)> body) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  auto scope = std::make_shared<core::RpcScope>(method);
-  auto finish = [reactor, scope](const absl::Status& status) {
-    scope->Finish(status);
-    reactor->Finish(PublicStatus(status));
-  };
+  auto finish = [reactor](const absl::Status& status) { reactor->Finish(PublicStatus(status)); };
   auto who = door.Admit(*context);
   if (!who.ok()) {
     finish(who.status());
@@ -216,11 +212,7 @@ grpc::ServerUnaryReactor* ServeUnary(
 // Fails a StreamChat call without running a turn.
 class Refusal final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  explicit Refusal(const absl::Status& status) {
-    core::RpcScope scope("StreamChat");
-    scope.Finish(status);
-    Finish(PublicStatus(status));
-  }
+  explicit Refusal(const absl::Status& status) { Finish(PublicStatus(status)); }
   void OnDone() override { delete this; }
 };
 
@@ -405,7 +397,6 @@ class LogReader final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
         detach_(detach),
         heartbeat_micros_(
             std::chrono::duration_cast<std::chrono::microseconds>(heartbeats.interval()).count()),
-        scope_("StreamChat"),
         tap_(std::make_shared<Tap>()),
         last_sent_seq_(after_seq),
         last_write_micros_(core::NowMicros()) {}
@@ -433,7 +424,6 @@ class LogReader final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       StartWrite(&in_flight_);
       return;
     }
-    scope_.Finish(finish);
     // What the turn returns is a refusal of its message by the conversation
     // service, or a failure before the turn began.
     Finish(PublicStatus(StorageFailure(finish)));
@@ -489,7 +479,6 @@ class LogReader final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   const RunningTurns::Control control_;
   const bool detach_;
   const int64_t heartbeat_micros_;
-  core::RpcScope scope_;
   const std::shared_ptr<Tap> tap_;
   std::unique_ptr<HeartbeatTicker::Subscription> ticks_;
   TurnLog::ReaderId reader_ = 0;

@@ -37,13 +37,11 @@ void ToProto(const StoredKey& key, pb::ApiKey* out) {
   }
 }
 
-// Runs `body` for an authenticated caller and records the call's metrics.
+// Runs `body` for an authenticated caller (the server's interceptor records
+// the call's metrics).
 template <typename Body>
-grpc::Status Serve(const char* method, const absl::StatusOr<KeyAdminCaller>& caller, Body body) {
-  core::RpcScope scope(method);
-  absl::Status status = caller.ok() ? body(*caller) : caller.status();
-  scope.Finish(status);
-  return core::ToGrpcStatus(status);
+grpc::Status Serve(const absl::StatusOr<KeyAdminCaller>& caller, Body body) {
+  return core::ToGrpcStatus(caller.ok() ? body(*caller) : caller.status());
 }
 
 }  // namespace
@@ -70,77 +68,69 @@ absl::StatusOr<KeyAdminCaller> KeyAdminGrpcService::Caller(
 grpc::Status KeyAdminGrpcService::CreateKey(grpc::ServerContext* context,
                                             const pb::CreateKeyRequest* request,
                                             pb::CreateKeyResponse* response) {
-  return Serve("KeyAdminService/CreateKey", Caller(*context),
-               [&](const KeyAdminCaller& caller) -> absl::Status {
-                 StoredKey wanted;
-                 wanted.tenant_id = request->tenant_id();
-                 wanted.user_id = request->user_id();
-                 switch (request->kind()) {
-                   case pb::KEY_KIND_UNSPECIFIED:
-                   case pb::KEY_KIND_USER:
-                     wanted.kind = core::KeyKind::kUser;
-                     break;
-                   case pb::KEY_KIND_GATEWAY:
-                     wanted.kind = core::KeyKind::kGateway;
-                     break;
-                   default:
-                     return absl::InvalidArgumentError("kind: KEY_KIND_USER or KEY_KIND_GATEWAY");
-                 }
-                 wanted.label = request->label();
-                 if (request->has_expire_time()) {
-                   wanted.expires_micros =
-                       TimeUtil::TimestampToMicroseconds(request->expire_time());
-                 }
-                 absl::StatusOr<IssuedKey> issued = admin_.Create(caller, wanted);
-                 if (!issued.ok()) return issued.status();
-                 response->set_key(issued->key);
-                 ToProto(issued->stored, response->mutable_api_key());
-                 return absl::OkStatus();
-               });
+  return Serve(Caller(*context), [&](const KeyAdminCaller& caller) -> absl::Status {
+    StoredKey wanted;
+    wanted.tenant_id = request->tenant_id();
+    wanted.user_id = request->user_id();
+    switch (request->kind()) {
+      case pb::KEY_KIND_UNSPECIFIED:
+      case pb::KEY_KIND_USER:
+        wanted.kind = core::KeyKind::kUser;
+        break;
+      case pb::KEY_KIND_GATEWAY:
+        wanted.kind = core::KeyKind::kGateway;
+        break;
+      default:
+        return absl::InvalidArgumentError("kind: KEY_KIND_USER or KEY_KIND_GATEWAY");
+    }
+    wanted.label = request->label();
+    if (request->has_expire_time()) {
+      wanted.expires_micros = TimeUtil::TimestampToMicroseconds(request->expire_time());
+    }
+    absl::StatusOr<IssuedKey> issued = admin_.Create(caller, wanted);
+    if (!issued.ok()) return issued.status();
+    response->set_key(issued->key);
+    ToProto(issued->stored, response->mutable_api_key());
+    return absl::OkStatus();
+  });
 }
 
 grpc::Status KeyAdminGrpcService::ListKeys(grpc::ServerContext* context,
                                            const pb::ListKeysRequest* request,
                                            pb::ListKeysResponse* response) {
-  return Serve("KeyAdminService/ListKeys", Caller(*context),
-               [&](const KeyAdminCaller& caller) -> absl::Status {
-                 absl::StatusOr<std::vector<StoredKey>> keys =
-                     admin_.List(caller, request->tenant_id(), request->include_revoked());
-                 if (!keys.ok()) return keys.status();
-                 for (const StoredKey& key : *keys) ToProto(key, response->add_api_keys());
-                 return absl::OkStatus();
-               });
+  return Serve(Caller(*context), [&](const KeyAdminCaller& caller) -> absl::Status {
+    absl::StatusOr<std::vector<StoredKey>> keys =
+        admin_.List(caller, request->tenant_id(), request->include_revoked());
+    if (!keys.ok()) return keys.status();
+    for (const StoredKey& key : *keys) ToProto(key, response->add_api_keys());
+    return absl::OkStatus();
+  });
 }
 
 grpc::Status KeyAdminGrpcService::RotateKey(grpc::ServerContext* context,
                                             const pb::RotateKeyRequest* request,
                                             pb::RotateKeyResponse* response) {
-  return Serve("KeyAdminService/RotateKey", Caller(*context),
-               [&](const KeyAdminCaller& caller) -> absl::Status {
-                 const int64_t grace =
-                     request->has_grace_period()
-                         ? TimeUtil::DurationToMicroseconds(request->grace_period())
-                         : 0;
-                 absl::StatusOr<IssuedKey> issued =
-                     admin_.Rotate(caller, request->tenant_id(), request->key_id(), grace);
-                 if (!issued.ok()) return issued.status();
-                 response->set_key(issued->key);
-                 ToProto(issued->stored, response->mutable_api_key());
-                 return absl::OkStatus();
-               });
+  return Serve(Caller(*context), [&](const KeyAdminCaller& caller) -> absl::Status {
+    const int64_t grace =
+        request->has_grace_period() ? TimeUtil::DurationToMicroseconds(request->grace_period()) : 0;
+    absl::StatusOr<IssuedKey> issued =
+        admin_.Rotate(caller, request->tenant_id(), request->key_id(), grace);
+    if (!issued.ok()) return issued.status();
+    response->set_key(issued->key);
+    ToProto(issued->stored, response->mutable_api_key());
+    return absl::OkStatus();
+  });
 }
 
 grpc::Status KeyAdminGrpcService::RevokeKey(grpc::ServerContext* context,
                                             const pb::RevokeKeyRequest* request,
                                             pb::RevokeKeyResponse* response) {
-  return Serve("KeyAdminService/RevokeKey", Caller(*context),
-               [&](const KeyAdminCaller& caller) -> absl::Status {
-                 absl::StatusOr<StoredKey> key =
-                     admin_.Revoke(caller, request->tenant_id(), request->key_id());
-                 if (!key.ok()) return key.status();
-                 ToProto(*key, response->mutable_api_key());
-                 return absl::OkStatus();
-               });
+  return Serve(Caller(*context), [&](const KeyAdminCaller& caller) -> absl::Status {
+    absl::StatusOr<StoredKey> key = admin_.Revoke(caller, request->tenant_id(), request->key_id());
+    if (!key.ok()) return key.status();
+    ToProto(*key, response->mutable_api_key());
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace omniforge::orchestrator

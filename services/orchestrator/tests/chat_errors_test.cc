@@ -8,6 +8,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -284,6 +285,37 @@ TEST_F(ChatErrorsTest, LimitsAreResourceExhaustedWithTheLimitAndARetryHint) {
   EXPECT_EQ(cap.reason, "TOO_MANY_TURNS");
   EXPECT_EQ(cap.metadata["limit"], "user_turns");
   EXPECT_TRUE(cap.retry.has_value());
+}
+
+// Every worker busy and the queue full: calls are refused at once with
+// SERVER_BUSY and a retry hint, and served again once the work is done.
+TEST_F(ChatErrorsTest, AFullWorkerPoolIsServerBusyWithARetryHint) {
+  std::promise<void> release;
+  const std::shared_future<void> released = release.get_future().share();
+  int blocked = 0;
+  while (workers_.Submit([released] { released.wait(); })) ++blocked;
+  ASSERT_GE(blocked, 16) << "the workers and the queue are taken";
+
+  auto context = Context(key_["tenant-a"]);
+  pb::ListConversationsResponse listed;
+  Refusal list = Decode(stub_->ListConversations(context.get(), {}, &listed));
+  Refusal turn = ChatRefusal(TurnHarness::Request("hi"), key_["tenant-a"]);
+  release.set_value();
+  for (const Refusal& busy : {list, turn}) {
+    EXPECT_EQ(busy.code, grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_EQ(busy.reason, "SERVER_BUSY");
+    ASSERT_TRUE(busy.retry.has_value());
+    EXPECT_GT(*busy.retry, std::chrono::milliseconds(0));
+  }
+  // The pool drains; the same call is served.
+  grpc::Status again;
+  for (int i = 0; i < 200; ++i) {
+    auto retry = Context(key_["tenant-a"]);
+    again = stub_->ListConversations(retry.get(), {}, &listed);
+    if (again.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(again.ok()) << again.error_message();
 }
 
 TEST_F(ChatErrorsTest, BadRequestsNameTheFieldAtFault) {

@@ -11,12 +11,14 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "libs/core/api_keys.h"
 #include "libs/core/ids.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
 #include "omniforge/orchestrator/v1/key_admin_service.grpc.pb.h"
+#include "tests/support/command.h"
 #include "tests/support/server_process.h"
 #include "tests/support/service_stack.h"
 #include "tests/support/test_database.h"
@@ -367,6 +369,55 @@ TEST_F(KeyAdminEndToEndTest, BadRequestsAreRefusedAndChangeNothing) {
   EXPECT_EQ(file_key.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_NE(file_key.error_message().find("auth.api_keys_file"), std::string::npos);
   EXPECT_TRUE(Chat(1, *file_key_).ok());
+}
+
+// `omniforge keys ...` as an operator runs it against replica A's admin
+// port: a key it creates chats on both replicas, is listed without its
+// secret, rotates to a new secret and is revoked everywhere; without an
+// admin key or with a wrong one it changes nothing.
+TEST_F(KeyAdminEndToEndTest, TheCliCreatesListsRotatesAndRevokesKeys) {
+  const std::string admin = "127.0.0.1:" + std::to_string(AdminPort(stack_->orchestrator()));
+  auto keys = [&](std::vector<std::string> args, const std::string& admin_key) {
+    std::vector<std::string> argv = {OMNIFORGE_CLI_BIN, "--json", "keys", "--admin-server", admin};
+    if (!admin_key.empty()) argv.insert(argv.end(), {"--admin-key", admin_key});
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::RunCommand(argv);
+  };
+  const testing::CommandResult created = keys(
+      {"create", "--tenant", "acme", "--user", "carol", "--label", "from the cli"}, *root_key_);
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  const nlohmann::json made = nlohmann::json::parse(created.out);
+  const std::string secret = made.at("key");
+  const std::string key_id = made.at("apiKey").at("keyId");
+  EXPECT_EQ(made["apiKey"].value("userId", ""), "carol");
+  EXPECT_TRUE(Chat(0, secret).ok());
+  EXPECT_TRUE(Chat(1, secret).ok());
+
+  const testing::CommandResult listed = keys({"list", "--tenant", "acme"}, *acme_admin_key_);
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find(key_id), std::string::npos);
+  EXPECT_EQ(listed.out.find(secret), std::string::npos) << "a list never shows a secret";
+
+  const testing::CommandResult rotated = keys({"rotate", key_id, "--tenant", "acme"}, *root_key_);
+  ASSERT_EQ(rotated.exit_code, 0) << rotated.err;
+  const std::string new_secret = nlohmann::json::parse(rotated.out).at("key");
+  EXPECT_NE(new_secret, secret);
+  EXPECT_TRUE(RefusedEverywhereWithin(secret, kPropagation)) << "no grace period was given";
+  EXPECT_TRUE(Chat(1, new_secret).ok());
+
+  // Without an admin key: refused before any call; with a wrong one: the
+  // server's refusal, and the key still works.
+  const testing::CommandResult no_admin = keys({"revoke", key_id, "--tenant", "acme"}, "");
+  EXPECT_EQ(no_admin.exit_code, 2) << no_admin.err;
+  const testing::CommandResult wrong_admin =
+      keys({"revoke", key_id, "--tenant", "acme"}, "ofk_000000000000_notanadminkey");
+  EXPECT_EQ(wrong_admin.exit_code, 1);
+  EXPECT_NE(wrong_admin.err.find("UNAUTHENTICATED"), std::string::npos) << wrong_admin.err;
+  EXPECT_TRUE(Chat(0, new_secret).ok());
+
+  const testing::CommandResult revoked = keys({"revoke", key_id, "--tenant", "acme"}, *root_key_);
+  ASSERT_EQ(revoked.exit_code, 0) << revoked.err;
+  EXPECT_TRUE(RefusedEverywhereWithin(new_secret, kPropagation));
 }
 
 }  // namespace

@@ -32,7 +32,6 @@ namespace omniforge::orchestrator {
 namespace {
 
 namespace pb = ::omniforge::orchestrator::v1;
-namespace intentpb = ::omniforge::intent::v1;
 using trace::testing::ReceivedSpan;
 using Json = nlohmann::json;
 
@@ -128,7 +127,7 @@ size_t Count(const std::vector<ReceivedSpan>& spans, const std::string& service,
 TEST_F(TracingEndToEndTest, ATurnThatRunsAPlanIsOneTraceFromTheTurnToTheExecutorsTools) {
   pb::StreamChatRequest draft_request;
   draft_request.set_message("Set up a project for the spring campaign launch");
-  draft_request.set_context_type(intentpb::CONTEXT_TYPE_PROJECT_CREATE);
+  draft_request.set_context_type(pb::CONTEXT_TYPE_PROJECT_CREATE);
   const Turn draft = Send(draft_request, "");
   ASSERT_TRUE(draft.status.ok()) << draft.status.error_message();
   ASSERT_FALSE(draft.events.empty());

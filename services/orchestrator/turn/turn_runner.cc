@@ -1,6 +1,7 @@
 #include "services/orchestrator/turn/turn_runner.h"
 
 #include "libs/core/ambient.h"
+#include "libs/core/metrics.h"
 #include "libs/trace/span.h"
 #include "services/orchestrator/turn/emitter.h"
 #include "services/orchestrator/turn/history.h"
@@ -102,6 +103,43 @@ absl::Status TurnRunner::DeleteConversation(const core::Call& call,
 
 namespace {
 
+// Times what the client waits for: the turn's first event and its first
+// text (the first token of the answer), from the request's arrival.
+class TimedSink final : public EventSink {
+ public:
+  TimedSink(EventSink& sink, std::chrono::steady_clock::time_point asked_at)
+      : sink_(sink), asked_at_(asked_at) {}
+
+  void Emit(pb::ChatEvent event) override {
+    if (!first_event_) {
+      first_event_ = true;
+      Histogram("omniforge_orchestrator_time_to_first_event_seconds",
+                "Time from a StreamChat request to its first event.")
+          .Observe(Elapsed());
+    }
+    if (!first_token_ && event.has_text() && !event.text().delta().empty()) {
+      first_token_ = true;
+      Histogram("omniforge_orchestrator_time_to_first_token_seconds",
+                "Time from a StreamChat request to the first text of its answer.")
+          .Observe(Elapsed());
+    }
+    sink_.Emit(std::move(event));
+  }
+
+ private:
+  static core::Histogram& Histogram(const char* name, const char* help) {
+    return core::MetricsRegistry::Global().GetHistogram(name, help);
+  }
+  double Elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - asked_at_).count();
+  }
+
+  EventSink& sink_;
+  std::chrono::steady_clock::time_point asked_at_;
+  bool first_event_ = false;
+  bool first_token_ = false;
+};
+
 // Runs one stage of the turn in a span of its own.
 template <typename Stage>
 auto InSpan(const char* name, Stage&& stage) {
@@ -123,7 +161,8 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
     turn_span.span().SetError(valid.ToString());
     return valid;
   }
-  TurnPass turn(*this, who, request, control, sink, client_deadline, interrupted);
+  TimedSink timed(sink, control.asked_at());
+  TurnPass turn(*this, who, request, control, timed, client_deadline, interrupted);
   if (absl::Status stored = InSpan("stage.store_message", [&] { return turn.StoreMessage(); });
       !stored.ok()) {
     turn_span.span().SetError(stored.ToString());

@@ -155,8 +155,12 @@ class TurnControl final {
   std::optional<SuspendedFlow> AwaitSuspension(core::TimePoint deadline);
   // The flow the turn set aside, once it ended suspended; else nullopt.
   std::optional<SuspendedFlow> SuspendedState();
+  // When the turn was asked for (the control is made as the request
+  // arrives): the start of its time to first event and first token.
+  std::chrono::steady_clock::time_point asked_at() const { return asked_at_; }
 
  private:
+  const std::chrono::steady_clock::time_point asked_at_ = std::chrono::steady_clock::now();
   std::atomic<bool> cancelled_{false};
   core::CancelSignal signal_;
   std::atomic<bool> suspend_{false};
