@@ -245,7 +245,7 @@ class TurnFeed final : public EventSink {
   // Runs the turn, bounded by `deadline` (the client's), suspending the turn
   // `interrupted` controls (if any); `limits` (may be null) says whether it
   // may call a model.
-  static void Start(std::shared_ptr<TurnFeed> feed, pb::StreamChatRequest request,
+  static void Start(const std::shared_ptr<TurnFeed>& feed, pb::StreamChatRequest request,
                     core::TimePoint deadline, const TurnRunner& runner, core::ThreadPool& workers,
                     RunningTurns::Control interrupted, TenantLimits* limits) {
     auto task = [feed, request = std::move(request), deadline, &runner,
