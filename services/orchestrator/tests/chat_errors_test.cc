@@ -7,6 +7,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <future>
 #include <mutex>
@@ -292,9 +293,18 @@ TEST_F(ChatErrorsTest, LimitsAreResourceExhaustedWithTheLimitAndARetryHint) {
 TEST_F(ChatErrorsTest, AFullWorkerPoolIsServerBusyWithARetryHint) {
   std::promise<void> release;
   const std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> started{0};
+  auto block = [released, &started] {
+    ++started;
+    released.wait();
+  };
   int blocked = 0;
-  while (workers_.Submit([released] { released.wait(); })) ++blocked;
-  ASSERT_GE(blocked, 16) << "the workers and the queue are taken";
+  while (workers_.Submit(block)) ++blocked;
+  // The 4 workers take their tasks off the queue a moment later, which
+  // frees places in it: once they hold one each, the queue is filled again.
+  while (started.load() < 4) std::this_thread::yield();
+  while (workers_.Submit(block)) ++blocked;
+  ASSERT_EQ(blocked, 20) << "the 4 workers and the 16 places of the queue are taken";
 
   auto context = Context(key_["tenant-a"]);
   pb::ListConversationsResponse listed;
