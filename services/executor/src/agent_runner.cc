@@ -1,6 +1,7 @@
 #include "services/executor/src/agent_runner.h"
 
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -336,19 +337,56 @@ void AgentRunner::Leave(const std::string& tenant) {
   freed_.notify_all();
 }
 
+namespace {
+
+// The kinds runs are counted by (config is free-form: the rest is "other")
+// and the statuses a run ends with.
+const std::set<std::string, std::less<>>& RunKinds() {
+  static const auto* const kinds =
+      new std::set<std::string, std::less<>>{"digest", "monitor", "report", "triage"};
+  return *kinds;
+}
+constexpr std::array<const char*, 3> kRunStatuses = {"succeeded", "partial", "failed"};
+
+core::Counter& RunsStarted(const std::string& kind) {
+  return core::MetricsRegistry::Global().GetCounter("omniforge_agent_runs_started_total",
+                                                    "Runs of users' agents started, by kind.",
+                                                    {{"kind", kind}});
+}
+
+core::Counter& RunsEnded(const std::string& kind, const std::string& status) {
+  return core::MetricsRegistry::Global().GetCounter(
+      "omniforge_agent_runs_total", "Runs of users' agents ended, by kind and status.",
+      {{"kind", kind}, {"status", status}});
+}
+
+core::Counter& RunCost() {
+  return core::MetricsRegistry::Global().GetCounter("omniforge_agent_run_cost_usd_total",
+                                                    "Model cost of agents' runs, USD.");
+}
+
+}  // namespace
+
+void AgentRunner::StartMetrics() {
+  // Every series at 0 from the start, so dashboards and rate() see them
+  // before the first run ends.
+  std::vector<std::string> kinds(RunKinds().begin(), RunKinds().end());
+  kinds.emplace_back("other");
+  for (const std::string& kind : kinds) {
+    RunsStarted(kind);
+    for (const char* status : kRunStatuses) RunsEnded(kind, status);
+  }
+  RunCost();
+}
+
 absl::StatusOr<std::string> AgentRunner::Run(const core::Identity& who,
                                              const AgentDefinition& agent,
                                              const std::string& run_id,
                                              const std::string& input_json,
                                              std::chrono::system_clock::time_point not_after) {
   // The kind as a label only when it is one of the four (config is free-form).
-  static const std::set<std::string, std::less<>> kKinds = {"digest", "monitor", "report",
-                                                            "triage"};
-  const std::string kind = kKinds.contains(agent.kind) ? agent.kind : "other";
-  core::MetricsRegistry::Global()
-      .GetCounter("omniforge_agent_runs_started_total", "Runs of users' agents started, by kind.",
-                  {{"kind", kind}})
-      .Inc();
+  const std::string kind = RunKinds().contains(agent.kind) ? agent.kind : "other";
+  RunsStarted(kind).Inc();
   const auto wait_until = std::min(not_after, std::chrono::system_clock::now() + agent.timeout);
   RunOutcome outcome;
   if (!Enter(who.tenant_id, wait_until)) {
@@ -367,13 +405,8 @@ absl::StatusOr<std::string> AgentRunner::Run(const core::Identity& who,
     outcome = Execute(who, agent, run_id, input_json, not_after);
     Leave(who.tenant_id);
   }
-  core::MetricsRegistry::Global()
-      .GetCounter("omniforge_agent_runs_total", "Runs of users' agents ended, by kind and status.",
-                  {{"kind", kind}, {"status", outcome.status}})
-      .Inc();
-  core::MetricsRegistry::Global()
-      .GetCounter("omniforge_agent_run_cost_usd_total", "Model cost of agents' runs, USD.")
-      .Inc(outcome.cost_usd);
+  RunsEnded(kind, outcome.status).Inc();
+  RunCost().Inc(outcome.cost_usd);
   return store_.FinishRun(who, run_id, outcome);
 }
 

@@ -108,7 +108,9 @@ class AgentRunner final {
         runtime_(runtime),
         model_agents_(std::move(model_agents)),
         clock_(clock),
-        max_runs_per_tenant_(max_runs_per_tenant) {}
+        max_runs_per_tenant_(max_runs_per_tenant) {
+    StartMetrics();
+  }
 
   // Runs `agent` of `who` now and waits for the end, as run `run_id`
   // (StartRun's), within the agent's timeout and `not_after` (a caller's
@@ -127,6 +129,8 @@ class AgentRunner final {
   RunStore& store() { return store_; }
 
  private:
+  // Makes the run counters, at 0.
+  static void StartMetrics();
   // Takes one of the tenant's run slots, waiting until `until`; false when
   // none freed.
   bool Enter(const std::string& tenant, std::chrono::system_clock::time_point until);

@@ -53,6 +53,19 @@ bool ArgumentsHold(const std::vector<PendingAction>& pending, const std::string&
   return false;
 }
 
+// Deny is stricter than ask, ask than run.
+int Strictness(GateVerdict verdict) {
+  switch (verdict) {
+    case GateVerdict::kRun:
+      return 0;
+    case GateVerdict::kAsk:
+      return 1;
+    case GateVerdict::kDeny:
+      return 2;
+  }
+  return 1;
+}
+
 const AgentInfo* FindAgent(const std::vector<AgentInfo>& agents, const std::string& ref) {
   const std::string lower = absl::AsciiStrToLower(ref);
   for (const AgentInfo& agent : agents) {
@@ -96,6 +109,35 @@ GateVerdict ApprovalPolicy::Decide(const std::string& tool, execpb::ToolRisk ris
   }
 }
 
+GateVerdict ApprovalPolicy::DecideCall(const std::string& tool, execpb::ToolRisk risk,
+                                       bool raised_by_content) const {
+  if (!raised_by_content) return Decide(tool, risk);
+  // The level never runs unasked (ReadApprovalPolicy refuses `high: run`).
+  const GateVerdict level = high == GateVerdict::kRun ? GateVerdict::kAsk : high;
+  auto it = tools.find(tool);
+  if (it != tools.end() && Strictness(it->second) > Strictness(level)) return it->second;
+  return level;
+}
+
+void RaiseByContent(PendingAction& action, const ApprovalPolicy& policy,
+                    const ContentRiskUser& user) {
+  const ContentRisk assessed =
+      AssessContentRisk(policy.content_risk, action.tool, action.arguments, action.risk, user);
+  action.risk_reasons.clear();
+  for (const FiredRule& fired : assessed.fired) action.risk_reasons.push_back(RiskFactorOf(fired));
+  if (assessed.risk > action.risk) action.risk = assessed.risk;
+}
+
+std::string AuditedSummary(const PendingAction& action) {
+  if (action.risk_reasons.empty()) return action.summary;
+  std::string text = action.summary;
+  absl::StrAppend(&text, text.empty() ? "" : " ", "High risk: ");
+  for (size_t i = 0; i < action.risk_reasons.size(); ++i) {
+    absl::StrAppend(&text, i == 0 ? "" : "; ", action.risk_reasons[i]);
+  }
+  return absl::StrCat(text, ".");
+}
+
 absl::StatusOr<ApprovalPolicy> ReadApprovalPolicy(core::ConfigReader& reader) {
   ApprovalPolicy policy;
   std::vector<std::string> errors;
@@ -129,6 +171,9 @@ absl::StatusOr<ApprovalPolicy> ReadApprovalPolicy(core::ConfigReader& reader) {
   policy.pending_ttl =
       std::chrono::seconds(reader.Int("approvals.pending_ttl_s", 900, 10, int64_t{7} * 24 * 3600));
   if (!errors.empty()) return absl::InvalidArgumentError("config: " + errors.front());
+  absl::StatusOr<ContentRiskRules> content_risk = ReadContentRiskRules(reader);
+  if (!content_risk.ok()) return content_risk.status();
+  policy.content_risk = *std::move(content_risk);
   return policy;
 }
 
@@ -258,7 +303,8 @@ namespace {
 
 GateDecision DecisionOf(const PendingAction& action, pb::ActionOutcome outcome,
                         const std::string& via) {
-  return {action.action_id, action.digest, action.tool, action.summary, action.risk, outcome, via};
+  return {action.action_id, action.digest, action.tool, AuditedSummary(action),
+          action.risk,      outcome,       via};
 }
 
 std::string WhatWaits(const std::vector<PendingAction>& pending) {

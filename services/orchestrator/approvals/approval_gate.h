@@ -17,6 +17,8 @@
 //       create_skill: run  #  HIGH tool run without asking
 //       delete_agent: deny
 //     pending_ttl_s: 900 # how long a preview can be approved
+//     content_risk: ...  # rules over a call's arguments that make it HIGH
+//                        # (content_risk.h)
 //
 // Pure functions and value types: no I/O, thread-safe.
 #pragma once
@@ -35,6 +37,7 @@
 #include "omniforge/executor/v1/executor_service.pb.h"
 #include "omniforge/intent/v1/intent_service.pb.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
+#include "services/orchestrator/approvals/content_risk.h"
 #include "services/orchestrator/flow/flow_state.h"
 #include "services/orchestrator/flow/move.h"
 #include "services/orchestrator/plans/plan_model.h"
@@ -53,16 +56,35 @@ struct ApprovalPolicy {
   // Per tool, over the levels.
   std::map<std::string, GateVerdict> tools;
   std::chrono::seconds pending_ttl{900};
+  // The rules by which a call's arguments make it HIGH.
+  ContentRiskRules content_risk;
 
   // What happens to a call of `tool` with `risk`. A tool the catalog does not
   // know (UNSPECIFIED) counts as HIGH.
   GateVerdict Decide(const std::string& tool, ::omniforge::executor::v1::ToolRisk risk) const;
+  // The same for one call: when its arguments raised it (`raised_by_content`),
+  // the `high` level's verdict, or the tool's own entry when that is
+  // stricter. A per-tool `run` never lets such a call run unasked.
+  GateVerdict DecideCall(const std::string& tool, ::omniforge::executor::v1::ToolRisk risk,
+                         bool raised_by_content) const;
 };
 
-// Reads `approvals.*`. INVALID_ARGUMENT naming the key for a verdict that is
-// not run, ask or deny, and for `high: run` (a HIGH tool runs unasked only
-// when the operator names it under `tools`).
+// Reads `approvals.*` (with `approvals.content_risk.*`, ReadContentRiskRules).
+// INVALID_ARGUMENT naming the key for a verdict that is not run, ask or deny,
+// for `high: run` (a HIGH tool runs unasked only when the operator names it
+// under `tools`), and for a malformed content rule.
 absl::StatusOr<ApprovalPolicy> ReadApprovalPolicy(core::ConfigReader& reader);
+
+// Raises `action` by its arguments (AssessContentRisk with the policy's
+// rules for `user`): its risk becomes HIGH when a rule fires, never lower,
+// and `risk_reasons` says which fired (RiskFactorOf); empty when none did.
+void RaiseByContent(PendingAction& action, const ApprovalPolicy& policy,
+                    const ContentRiskUser& user);
+
+// `action`'s summary as the audit trail keeps it: with the rules that made
+// it HIGH, when any did ("... High risk: sends to 14 recipients (more than
+// 10) (rule: recipients).").
+std::string AuditedSummary(const PendingAction& action);
 
 // The hex SHA-256 of the exact call: tool and arguments (targets resolved),
 // with the arguments' keys in a fixed order.

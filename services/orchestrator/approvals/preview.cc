@@ -198,6 +198,8 @@ void FillPreview(const PendingAction& action,
   const std::string& tool = action.tool;
   const size_t split = tool.find("__");
   const std::string service = split == std::string::npos ? "" : tool.substr(0, split);
+  // What in its arguments made it HIGH comes first: it is why it asks now.
+  for (const std::string& reason : action.risk_reasons) preview.add_risk_factors(reason);
   if (action.risk == execpb::TOOL_RISK_HIGH) {
     if (!service.empty()) {
       preview.add_risk_factors("a tool of the connected service \"" + service +

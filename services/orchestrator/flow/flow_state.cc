@@ -90,7 +90,8 @@ nlohmann::json PendingToJson(const PendingAction& action) {
           {"summary", action.summary},
           {"digest", action.digest},
           {"expires_at_micros", action.expires_at_micros},
-          {"targets", action.targets}};
+          {"targets", action.targets},
+          {"risk_reasons", action.risk_reasons}};
 }
 
 std::optional<PendingAction> PendingFromJson(const nlohmann::json& json) {
@@ -106,6 +107,11 @@ std::optional<PendingAction> PendingFromJson(const nlohmann::json& json) {
   }
   if (auto targets = json.find("targets"); targets != json.end() && targets->is_object()) {
     pending.targets = *targets;
+  }
+  if (auto reasons = json.find("risk_reasons"); reasons != json.end() && reasons->is_array()) {
+    for (const nlohmann::json& reason : *reasons) {
+      if (reason.is_string()) pending.risk_reasons.push_back(reason.get<std::string>());
+    }
   }
   // An unknown risk reads as HIGH: the preview says more, never less.
   execpb::ToolRisk risk = execpb::TOOL_RISK_HIGH;

@@ -51,6 +51,9 @@ struct PendingAction {
   // The targets as resolved at preview time, by argument: {"agent": {"id":
   // ..., "name": ...}}. An approval checks they still are what they were.
   nlohmann::json targets = nlohmann::json::object();
+  // Why its arguments made it HIGH, one risk factor per rule that fired
+  // (approvals/content_risk.h); empty when none did.
+  std::vector<std::string> risk_reasons;
 };
 
 // A plan of the flow that waits for the user: for their review

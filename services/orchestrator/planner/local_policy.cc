@@ -455,10 +455,16 @@ std::optional<Move> ReviseLocally(const PolicyInput& in, const std::string& othe
 }
 
 std::string ApprovalQuestion(const PendingAction& action) {
-  return action.risk == execpb::TOOL_RISK_HIGH
-             ? "This needs your approval and cannot be undone. Reply \"yes\" to go ahead or "
-               "\"cancel\" to keep things as they are."
-             : R"(Shall I go ahead? Say "yes", tell me what to change, or "cancel".)";
+  if (action.risk != execpb::TOOL_RISK_HIGH) {
+    return R"(Shall I go ahead? Say "yes", tell me what to change, or "cancel".)";
+  }
+  // What in its arguments made it HIGH, when anything did.
+  std::string why;
+  for (const std::string& reason : action.risk_reasons) {
+    why += (why.empty() ? ": " : "; ") + reason;
+  }
+  return "This needs your approval and cannot be undone" + why +
+         ". Reply \"yes\" to go ahead or \"cancel\" to keep things as they are.";
 }
 
 std::string ApprovalQuestion(const std::vector<PendingAction>& actions) {

@@ -116,7 +116,8 @@ bool AnswerSkipsAnalysis(const FlowState& last);
 // policy's.
 std::optional<Move> ReviseLocally(const PolicyInput& input, const std::string& other_agent);
 
-// The words that end a preview: what the user can answer.
+// The words that end a preview: what the user can answer, and for a HIGH
+// action what in its arguments made it so (its risk_reasons).
 std::string ApprovalQuestion(const PendingAction& action);
 // The same for the previews of one turn (one, or several approved together
 // or one by one).

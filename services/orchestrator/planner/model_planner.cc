@@ -160,7 +160,13 @@ class PlannerSession final {
     if (risk == risk_by_tool_.end()) {
       return json{{"error", "no tool named " + call.name}}.dump();
     }
-    const GateVerdict verdict = PolicyOf(request_).Decide(call.name, risk->second);
+    // Its arguments may make it HIGH (content_risk.h): then it is asked,
+    // whatever the tool's own level.
+    const ApprovalPolicy& policy = PolicyOf(request_);
+    const ContentRisk assessed =
+        AssessContentRisk(policy.content_risk, call.name, arguments, risk->second, request_.user);
+    const GateVerdict verdict =
+        policy.DecideCall(call.name, assessed.risk, !assessed.fired.empty());
     if (verdict == GateVerdict::kDeny) {
       result_.denied.push_back(call.name);
       return json{{"error", "the approval policy does not allow " + call.name +
@@ -173,7 +179,10 @@ class PlannerSession final {
       action.tool = call.name;
       action.arguments = arguments;
       ReadScheduleInUsersZone(call.name, request_.time_zone, action.arguments);
-      action.risk = risk->second;
+      action.risk = assessed.risk;
+      for (const FiredRule& fired : assessed.fired) {
+        action.risk_reasons.push_back(RiskFactorOf(fired));
+      }
       action.summary = ActionSummary(call.name, action.arguments, DescriptionOf(call.name));
       result_.propose.push_back(std::move(action));
       return json{{"status", "waiting for the user's approval; not run"}}.dump();

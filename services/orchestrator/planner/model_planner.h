@@ -68,6 +68,8 @@ struct PlannerRequest {
   // What runs unasked, waits for approval, or is refused. Must outlive the
   // call; null: the default policy.
   const ApprovalPolicy* approvals = nullptr;
+  // Who asks: their calls' arguments are weighed for them (content_risk.h).
+  ContentRiskUser user;
   // The flow's context box.
   ContextBox box;
   // Clarifying questions asked in a row before this turn, and the cap: at

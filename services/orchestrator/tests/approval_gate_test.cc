@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "libs/core/config.h"
+#include "services/orchestrator/approvals/preview.h"
+#include "services/orchestrator/turn/gate_moves.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -12,7 +14,9 @@ namespace execpb = ::omniforge::executor::v1;
 namespace intentpb = ::omniforge::intent::v1;
 namespace pb = ::omniforge::orchestrator::v1;
 using nlohmann::json;
+using ::testing::Contains;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr int64_t kNow = 1'700'000'000'000'000;
 constexpr std::chrono::seconds kTtl{900};
@@ -314,6 +318,116 @@ TEST(ApprovalGateTest, APlanNeedsApprovalWhenAStepMayWriteAndIsRefusedWhenAToolI
   EXPECT_EQ(denied.verdict, GateVerdict::kDeny);
   EXPECT_EQ(denied.denied_tool, "delete_agent");
   EXPECT_NE(PlanDigest({read}), PlanDigest({read, remove}));
+}
+
+// A catalog of one WRITE tool that sends email, and its calls to `to`.
+std::vector<execpb::ToolDescriptor> EmailCatalog() {
+  std::vector<execpb::ToolDescriptor> tools(1);
+  tools[0].set_name("send_email");
+  tools[0].set_risk(execpb::TOOL_RISK_WRITE);
+  tools[0].set_description("Sends an email.");
+  return tools;
+}
+
+PendingAction EmailTo(const std::string& id, const std::vector<std::string>& to) {
+  return {id,
+          "send_email",
+          {{"to", to}, {"subject", "Quarterly numbers"}},
+          execpb::TOOL_RISK_WRITE,
+          ""};
+}
+
+std::vector<std::string> Colleagues(int count) {
+  std::vector<std::string> to;
+  for (int i = 0; i < count; ++i) to.push_back("colleague" + std::to_string(i) + "@acme.com");
+  return to;
+}
+
+TEST(ContentRiskGateTest, ElevenRecipientsArePreviewedHighWithTheRuleAndTwoInternalStayAWrite) {
+  ApprovalPolicy policy;
+  policy.content_risk.internal_domains = {"acme.com"};
+  const ContentRiskUser alice = ContentRiskUserOf("alice@acme.com");
+  Move move;
+  move.propose = {EmailTo("many", Colleagues(11)), EmailTo("two", Colleagues(2))};
+  std::vector<GateDecision> decisions;
+  std::vector<std::string> denied;
+  const std::vector<PendingAction> asking =
+      PassProposals(move, EmailCatalog(), {}, policy, alice, kNow, decisions, denied);
+  ASSERT_EQ(asking.size(), 2u);
+  EXPECT_TRUE(decisions.empty() && denied.empty()) << "both wait for the user";
+
+  pb::PreviewEvent many;
+  FillPreview(asking[0], many);
+  EXPECT_EQ(many.risk(), pb::TOOL_RISK_HIGH);
+  ASSERT_GT(many.risk_factors_size(), 0);
+  EXPECT_EQ(many.risk_factors(0), "sends to 11 recipients (more than 10) (rule: recipients)");
+  EXPECT_EQ(asking[0].digest, ActionDigest("send_email", asking[0].arguments));
+
+  pb::PreviewEvent two;
+  FillPreview(asking[1], two);
+  EXPECT_EQ(two.risk(), pb::TOOL_RISK_WRITE);
+  EXPECT_THAT(two.risk_factors(), Not(Contains(HasSubstr("rule:"))));
+  EXPECT_THAT(two.risk_factors(), Contains("changes your workspace"));
+}
+
+TEST(ContentRiskGateTest, ARaisedCallIsAskedEvenWhereItsToolRunsUnaskedAndAuditedWithItsReason) {
+  ApprovalPolicy policy;
+  policy.write = GateVerdict::kRun;
+  policy.tools["send_email"] = GateVerdict::kRun;
+  const ContentRiskUser alice = ContentRiskUserOf("alice@acme.com");
+  Move move;
+  move.propose = {EmailTo("outside", {"eve@example.org"}), EmailTo("inside", {"bob@acme.com"})};
+  std::vector<GateDecision> decisions;
+  std::vector<std::string> denied;
+  const std::vector<PendingAction> asking =
+      PassProposals(move, EmailCatalog(), {}, policy, alice, kNow, decisions, denied);
+  ASSERT_EQ(asking.size(), 1u);
+  EXPECT_EQ(asking[0].action_id, "outside");
+  EXPECT_EQ(asking[0].risk, execpb::TOOL_RISK_HIGH);
+  EXPECT_THAT(
+      asking[0].risk_reasons,
+      ::testing::ElementsAre("sends outside your domain: example.org (rule: external_domains)"));
+  ASSERT_EQ(move.run.size(), 1u) << "the internal one runs as the policy says";
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_EQ(decisions[0].outcome, pb::ACTION_OUTCOME_AUTO_APPROVED);
+  EXPECT_EQ(decisions[0].risk, execpb::TOOL_RISK_WRITE);
+
+  // Where HIGH is denied, the raised call is refused and audited as HIGH
+  // with the rule that raised it.
+  policy.high = GateVerdict::kDeny;
+  Move again;
+  again.propose = {EmailTo("outside", {"eve@example.org"})};
+  decisions.clear();
+  EXPECT_TRUE(
+      PassProposals(again, EmailCatalog(), {}, policy, alice, kNow, decisions, denied).empty());
+  EXPECT_TRUE(again.run.empty());
+  ASSERT_EQ(decisions.size(), 1u);
+  EXPECT_EQ(decisions[0].outcome, pb::ACTION_OUTCOME_DENIED);
+  EXPECT_EQ(decisions[0].risk, execpb::TOOL_RISK_HIGH);
+  EXPECT_THAT(decisions[0].summary,
+              HasSubstr("High risk: sends outside your domain: example.org (rule: "
+                        "external_domains)."));
+}
+
+TEST(ContentRiskGateTest, ConfigRulesAreReadWithThePolicyAndAMalformedOneStopsIt) {
+  auto reader = core::ConfigReader::FromString(
+      "approvals:\n  content_risk:\n    recipient_limit: 2\n    internal_domains: [acme.com]\n");
+  ASSERT_TRUE(reader.ok());
+  absl::StatusOr<ApprovalPolicy> policy = ReadApprovalPolicy(*reader);
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  EXPECT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(policy->content_risk.recipient_limit, 2);
+  EXPECT_EQ(policy->DecideCall("send_email", execpb::TOOL_RISK_HIGH, true), GateVerdict::kAsk);
+  policy->tools["send_email"] = GateVerdict::kDeny;
+  EXPECT_EQ(policy->DecideCall("send_email", execpb::TOOL_RISK_HIGH, true), GateVerdict::kDeny);
+
+  auto bad = core::ConfigReader::FromString(
+      "approvals:\n  content_risk:\n    internal_domains: [not a domain]\n");
+  ASSERT_TRUE(bad.ok());
+  const absl::Status refused = ReadApprovalPolicy(*bad).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("approvals.content_risk.internal_domains: 'not a domain'"));
 }
 
 }  // namespace

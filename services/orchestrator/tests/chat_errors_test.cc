@@ -293,18 +293,18 @@ TEST_F(ChatErrorsTest, LimitsAreResourceExhaustedWithTheLimitAndARetryHint) {
 TEST_F(ChatErrorsTest, AFullWorkerPoolIsServerBusyWithARetryHint) {
   std::promise<void> release;
   const std::shared_future<void> released = release.get_future().share();
-  std::atomic<int> started{0};
-  auto block = [released, &started] {
-    ++started;
-    released.wait();
-  };
-  int blocked = 0;
-  while (workers_.Submit(block)) ++blocked;
-  // The 4 workers take their tasks off the queue a moment later, which
-  // frees places in it: once they hold one each, the queue is filled again.
-  while (started.load() < 4) std::this_thread::yield();
-  while (workers_.Submit(block)) ++blocked;
-  ASSERT_EQ(blocked, 20) << "the 4 workers and the 16 places of the queue are taken";
+  // The four workers first (each waits once it runs), then the queue.
+  std::atomic<int> running{0};
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(workers_.Submit([released, &running] {
+      ++running;
+      released.wait();
+    }));
+  }
+  while (running.load() < 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  int queued = 0;
+  while (workers_.Submit([released] { released.wait(); })) ++queued;
+  ASSERT_EQ(queued, 16) << "the queue is full";
 
   auto context = Context(key_["tenant-a"]);
   pb::ListConversationsResponse listed;

@@ -59,6 +59,8 @@ class FlowStoreContractTest : public ::testing::Test {
     action.arguments = {{"name", "invoice-chaser"}};
     action.digest = "sha256:abc";
     action.expires_at_micros = 1'700'000'000'000'000;
+    action.risk = ::omniforge::executor::v1::TOOL_RISK_HIGH;
+    action.risk_reasons = {"invites 2 people besides you (rule: attendees)"};
     state.pending = {action};
     state.clarifications = 1;
     state.asked = "agent";
@@ -103,6 +105,9 @@ TYPED_TEST_P(FlowStoreContractTest, ASavedStateLoadsWholeWithItsFirstRevision) {
   EXPECT_EQ(loaded->pending[0].arguments, state.pending[0].arguments);
   EXPECT_EQ(loaded->pending[0].digest, "sha256:abc");
   EXPECT_EQ(loaded->pending[0].expires_at_micros, 1'700'000'000'000'000);
+  // Raised by its arguments: still HIGH, and why, when the user answers.
+  EXPECT_EQ(loaded->pending[0].risk, ::omniforge::executor::v1::TOOL_RISK_HIGH);
+  EXPECT_EQ(loaded->pending[0].risk_reasons, state.pending[0].risk_reasons);
   EXPECT_EQ(loaded->clarifications, 1);
   EXPECT_EQ(loaded->asked, "agent");
   ASSERT_TRUE(loaded->plan.has_value());

@@ -264,6 +264,51 @@ TEST(TurnApprovalTest, TwoWritesInOneAnswerAreBothPreviewedAndBothRunAfterYes) {
   EXPECT_EQ(h.tools.CallsOf("run_agent").size(), 2u) << "nothing is left to run";
 }
 
+TEST(TurnApprovalTest, AnEmailToElevenPeopleIsPreviewedHighWithTheRuleAndSentOnlyAfterYes) {
+  std::vector<std::string> eleven;
+  for (int i = 0; i < 11; ++i) eleven.push_back("member" + std::to_string(i) + "@acme.com");
+  ScriptedModel model;
+  // Two recipients: a WRITE that this policy runs at once.
+  model.PushToolCall("send_email", {{"to", {"bob@acme.com", "carol@acme.com"}}, {"body", "hi"}});
+  model.PushText("Sent.");
+  model.PushToolCall("send_email", {{"to", eleven}, {"body", "all hands at 3"}});
+  model.PushText("It waits for your approval.");
+  TurnHarness::Setup setup{{}, &model};
+  setup.options.approvals.write = GateVerdict::kRun;
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_EXECUTE_TASK), setup);
+  h.tools.AddTool("send_email", execpb::TOOL_RISK_WRITE);
+
+  RecordingSink few;
+  ASSERT_TRUE(h.Turn("mail bob and carol", few).ok());
+  EXPECT_TRUE(few.Of(pb::ChatEvent::kPreview).empty());
+  EXPECT_EQ(h.tools.CallsOf("send_email").size(), 1u);
+
+  RecordingSink ask;
+  ASSERT_TRUE(h.Turn("tell the whole team about the all hands", ask).ok());
+  const std::string conversation = ConversationOf(ask);
+  const pb::PreviewEvent preview = OnlyPreview(ask);
+  EXPECT_EQ(preview.tool_name(), "send_email");
+  EXPECT_EQ(preview.risk(), pb::TOOL_RISK_HIGH);
+  EXPECT_THAT(preview.risk_factors(),
+              Contains("sends to 11 recipients (more than 10) (rule: recipients)"));
+  EXPECT_THAT(ask.Text(), HasSubstr("cannot be undone: sends to 11 recipients (more than 10)"));
+  EXPECT_EQ(h.tools.CallsOf("send_email").size(), 1u) << "nothing more sent before approval";
+  EXPECT_FALSE(ask.events.back().done().is_final());
+
+  RecordingSink yes;
+  ASSERT_TRUE(h.Turn("yes", yes, conversation).ok());
+  ASSERT_EQ(h.tools.CallsOf("send_email").size(), 2u);
+  EXPECT_EQ(h.tools.CallsOf("send_email")[1].idempotency_key(), "action:" + preview.action_id());
+  const absl::StatusOr<std::vector<ActionDecisionRecord>> audited =
+      h.audit.List(kAlice, conversation, 100);
+  ASSERT_TRUE(audited.ok()) << audited.status();
+  ASSERT_FALSE(audited->empty());
+  const ActionDecisionRecord& approved = audited->front();
+  EXPECT_EQ(approved.outcome, pb::ACTION_OUTCOME_APPROVED);
+  EXPECT_EQ(approved.risk, execpb::TOOL_RISK_HIGH);
+  EXPECT_THAT(approved.summary, HasSubstr("High risk: sends to 11 recipients (more than 10)"));
+}
+
 TEST(TurnErrorTest, AFailingToolIsFiledWithItsStageAndTool) {
   ScriptedModel model;
   model.PushToolCall("list_runs", json::object());

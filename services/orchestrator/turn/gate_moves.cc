@@ -54,15 +54,16 @@ std::optional<Move> GateMove(const PendingResolution& gate, const FlowState& las
 std::vector<PendingAction> PassProposals(Move& move,
                                          const std::vector<execpb::ToolDescriptor>& tools,
                                          const std::vector<AgentInfo>& agents,
-                                         const ApprovalPolicy& policy, int64_t now_micros,
-                                         std::vector<GateDecision>& decisions,
+                                         const ApprovalPolicy& policy, const ContentRiskUser& user,
+                                         int64_t now_micros, std::vector<GateDecision>& decisions,
                                          std::vector<std::string>& denied) {
   std::vector<PendingAction> asking;
   for (PendingAction& action : move.propose) {
-    // Never less than the catalog says.
+    // Never less than the catalog says, nor than its arguments make it.
     if (const execpb::ToolRisk known = RiskIn(tools, action.tool); known > action.risk) {
       action.risk = known;
     }
+    RaiseByContent(action, policy, user);
     if (action.digest.empty()) SealPendingAction(action, agents, now_micros, policy.pending_ttl);
     if (action.summary.empty()) {
       std::string description;
@@ -71,15 +72,15 @@ std::vector<PendingAction> PassProposals(Move& move,
       }
       action.summary = ActionSummary(action.tool, NamedArguments(action), description);
     }
-    switch (policy.Decide(action.tool, action.risk)) {
+    switch (policy.DecideCall(action.tool, action.risk, !action.risk_reasons.empty())) {
       case GateVerdict::kRun:
-        decisions.push_back({action.action_id, action.digest, action.tool, action.summary,
+        decisions.push_back({action.action_id, action.digest, action.tool, AuditedSummary(action),
                              action.risk, pb::ACTION_OUTCOME_AUTO_APPROVED, "policy"});
         move.run.push_back(
             {action.tool, action.arguments, ApprovedStepKey(action), NamedArguments(action)});
         break;
       case GateVerdict::kDeny:
-        decisions.push_back({action.action_id, action.digest, action.tool, action.summary,
+        decisions.push_back({action.action_id, action.digest, action.tool, AuditedSummary(action),
                              action.risk, pb::ACTION_OUTCOME_DENIED, "policy"});
         denied.push_back(action.summary);
         break;

@@ -26,13 +26,15 @@ nlohmann::json NamedArguments(const PendingAction& action);
 std::optional<Move> GateMove(const PendingResolution& gate, const FlowState& last, bool local,
                              const PolicyInput& input);
 
-// The proposals of a turn through the gate's policy: those it runs go to
-// `move.run` (each with its own key), those it refuses are recorded in
-// `decisions` and returned as words in `denied`; the rest are sealed
-// (targets, digest, expiry) and returned to preview.
+// The proposals of a turn through the gate's policy, each at the risk its
+// tool has in the catalog or its arguments give it for `user`
+// (RaiseByContent), whichever is higher: those it runs go to `move.run`
+// (each with its own key), those it refuses are recorded in `decisions`
+// and returned as words in `denied`; the rest are sealed (targets, digest,
+// expiry) and returned to preview.
 std::vector<PendingAction> PassProposals(
     Move& move, const std::vector<::omniforge::executor::v1::ToolDescriptor>& tools,
-    const std::vector<AgentInfo>& agents, const ApprovalPolicy& policy, int64_t now_micros,
-    std::vector<GateDecision>& decisions, std::vector<std::string>& denied);
+    const std::vector<AgentInfo>& agents, const ApprovalPolicy& policy, const ContentRiskUser& user,
+    int64_t now_micros, std::vector<GateDecision>& decisions, std::vector<std::string>& denied);
 
 }  // namespace omniforge::orchestrator

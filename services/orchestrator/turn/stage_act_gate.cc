@@ -14,8 +14,9 @@ void TurnPass::PassGate() {
   const std::shared_ptr<const TurnRunner::ToolCatalog> catalog = runner_.Catalog(DownstreamCall());
   GateRuns(catalog->tools);
   std::vector<std::string> denied;
-  pending_after_ = PassProposals(move_, catalog->tools, agents_, runner_.options_.approvals,
-                                 ctx_.NowMicros(), decisions_, denied);
+  pending_after_ =
+      PassProposals(move_, catalog->tools, agents_, runner_.options_.approvals,
+                    ContentRiskUserOf(ctx_.who().user_id), ctx_.NowMicros(), decisions_, denied);
   for (const std::string& what : denied) {
     const std::string said = "The approval policy does not allow this, so it was not run: " + what;
     emit_.Error(pb::CHAT_ERROR_CODE_ACTION_DENIED, said, /*fatal=*/false);
@@ -38,13 +39,18 @@ void TurnPass::PassGate() {
 // policy does not run unasked is proposed instead.
 void TurnPass::GateRuns(const std::vector<execpb::ToolDescriptor>& tools) {
   std::vector<ToolStep> runs;
+  const ApprovalPolicy& policy = runner_.options_.approvals;
+  const ContentRiskUser user = ContentRiskUserOf(ctx_.who().user_id);
   for (ToolStep& step : move_.run) {
     const execpb::ToolRisk risk = RiskIn(tools, step.tool);
+    const ContentRisk assessed =
+        AssessContentRisk(policy.content_risk, step.tool, step.arguments, risk, user);
     if (!step.idempotency_key.empty() ||
-        runner_.options_.approvals.Decide(step.tool, risk) == GateVerdict::kRun) {
+        policy.DecideCall(step.tool, assessed.risk, !assessed.fired.empty()) == GateVerdict::kRun) {
       runs.push_back(std::move(step));
       continue;
     }
+    // Sealed, raised by its arguments and worded by PassProposals.
     move_.propose.push_back({core::NewUuid(), step.tool, step.arguments,
                              risk == execpb::TOOL_RISK_UNSPECIFIED ? execpb::TOOL_RISK_HIGH : risk,
                              ""});
@@ -65,7 +71,7 @@ void TurnPass::KeepCarried() {
         std::any_of(pending_after_.begin(), pending_after_.end(),
                     [&old](const PendingAction& a) { return a.action_id == old.action_id; });
     if (!kept) {
-      decisions_.push_back({old.action_id, old.digest, old.tool, old.summary, old.risk,
+      decisions_.push_back({old.action_id, old.digest, old.tool, AuditedSummary(old), old.risk,
                             pb::ACTION_OUTCOME_STALE, "words"});
     }
   }

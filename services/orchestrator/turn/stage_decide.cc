@@ -39,7 +39,7 @@ void TurnPass::ResolveGate() {
     gate_ = ResolvePending(request_.message(), request_.decision(), SaidNow(), last_->pending,
                            agents_, ctx_.NowMicros(), policy.pending_ttl);
     for (auto it = gate_->approved.begin(); it != gate_->approved.end();) {
-      if (policy.Decide(it->tool, it->risk) != GateVerdict::kDeny) {
+      if (policy.DecideCall(it->tool, it->risk, !it->risk_reasons.empty()) != GateVerdict::kDeny) {
         ++it;
         continue;
       }

@@ -50,6 +50,7 @@ PlannerRequest TurnPass::ModelRequest() const {
   // A spoken edit goes to the model with what it changes.
   if (last_ && !resuming_) plan.pending = last_->pending;
   plan.approvals = &runner_.options_.approvals;
+  plan.user = ContentRiskUserOf(ctx_.who().user_id);
   plan.box = carried_;
   plan.clarifications = last_ && continuing_ ? last_->clarifications : 0;
   plan.max_clarifications = runner_.options_.max_clarifications;
