@@ -306,6 +306,9 @@ void ChatView::Show(const pb::ChatEvent& event) {
       Line(kYellow, "! " + event.notice().agent_name() + ": " +
                         Words(pb::NoticeKind_Name(event.notice().kind()), "NOTICE_KIND_"));
       break;
+    case pb::ChatEvent::kHeartbeat:
+      // The turn still runs: the spinner shows that already.
+      break;
     case pb::ChatEvent::kDone:
       spinner_label_.clear();
       Line(kDim, DoneLine(event.done()));

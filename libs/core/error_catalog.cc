@@ -28,6 +28,9 @@ constexpr ErrorReasonEntry kReasons[] = {
     {kReasonFieldTooLarge, Code::kInvalidArgument, false},
     {kReasonConversationNotFound, Code::kNotFound, false},
     {kReasonTurnInProgress, Code::kAborted, true},
+    {kReasonTurnNotFound, Code::kNotFound, false},
+    {kReasonResumeSeqOutOfRange, Code::kOutOfRange, false},
+    {kReasonResumeEventsDropped, Code::kFailedPrecondition, true},
     {kReasonStorageUnavailable, Code::kUnavailable, true},
     {kReasonStorageBacklogFull, Code::kResourceExhausted, true},
     // The general reasons, one per code: failures passed on from a service

@@ -26,6 +26,9 @@ inline constexpr char kReasonFieldInvalid[] = "FIELD_INVALID";
 inline constexpr char kReasonFieldTooLarge[] = "FIELD_TOO_LARGE";
 inline constexpr char kReasonConversationNotFound[] = "CONVERSATION_NOT_FOUND";
 inline constexpr char kReasonTurnInProgress[] = "TURN_IN_PROGRESS";
+inline constexpr char kReasonTurnNotFound[] = "TURN_NOT_FOUND";
+inline constexpr char kReasonResumeSeqOutOfRange[] = "RESUME_SEQ_OUT_OF_RANGE";
+inline constexpr char kReasonResumeEventsDropped[] = "RESUME_EVENTS_DROPPED";
 inline constexpr char kReasonStorageUnavailable[] = "STORAGE_UNAVAILABLE";
 inline constexpr char kReasonStorageBacklogFull[] = "STORAGE_BACKLOG_FULL";
 

@@ -100,6 +100,8 @@ struct Settings {
   // (client_tls.*).
   core::ChannelSecurity downstream_security;
   TurnOptions turn;
+  // Heartbeats and the events kept for a reattach (stream.*).
+  StreamOptions stream;
   std::string planner_profile;
   // Another profile for the planner of some context types (PROJECT_AUDIT:
   // quality, say), by context type.
@@ -121,6 +123,19 @@ struct Settings {
   // and seal the append spool; required with a database.
   seal::MasterKeySettings master_keys;
 };
+
+// Heartbeats and what is kept of turns for a reattach (stream.*).
+StreamOptions ReadStreamOptions(core::ConfigReader& c) {
+  StreamOptions stream;
+  stream.heartbeat = std::chrono::milliseconds(c.Int("stream.heartbeat_ms", 15000, 0, 600000));
+  stream.resume.keep_after_end =
+      std::chrono::milliseconds(c.Int("stream.resume_window_ms", 60000, 0, 3600000));
+  stream.resume.max_turn_bytes =
+      static_cast<size_t>(c.Int("stream.resume_turn_bytes", 1 << 20, 0, int64_t{1} << 30));
+  stream.resume.max_total_bytes =
+      static_cast<size_t>(c.Int("stream.resume_total_bytes", 64 << 20, 0, int64_t{1} << 34));
+  return stream;
+}
 
 absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   auto reader = config_file.empty() ? core::ConfigReader::FromString("")
@@ -156,6 +171,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.turn.call_timeout =
       std::chrono::milliseconds(c.Int("turn.call_timeout_ms", 10000, 100, 600000));
   s.turn.max_iterations = static_cast<int>(c.Int("planner.max_iterations", 10, 1, 100));
+  s.stream = ReadStreamOptions(c);
   s.planner_profile = c.String("planner.profile", "balanced");
   for (const auto& [name, profile] : c.StringMap("planner.profiles")) {
     // GLOBAL, project_audit and CONTEXT_TYPE_TASK all name a context type.
@@ -540,7 +556,7 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
   std::unique_ptr<PgTurnBus> turn_bus = JoinTurnBus(s, *storage, *master_keys);
   core::ThreadPool workers(s.worker_threads, 4096);
   ChatGrpcService service(*keys->layered, runner, *downstream->memory, workers, turn_bus.get(),
-                          storage->audit.get(), &limits);
+                          storage->audit.get(), &limits, s.stream);
 
   core::ServiceServer server(s.server);
   server.AddService(&service);

@@ -2,7 +2,6 @@
 
 #include <grpcpp/support/proto_buffer_reader.h>
 
-#include <deque>
 #include <optional>
 #include <utility>
 
@@ -35,8 +34,6 @@ constexpr int kDefaultListedActions = 100;
 constexpr int64_t kMaxTurnMicros = 3'600'000'000;
 // How often the turns other replicas never said had ended are forgotten.
 constexpr int64_t kPruneEveryMicros = 60'000'000;
-// Events waiting to be written before the turn's thread waits for the client.
-constexpr size_t kMaxQueuedEvents = 256;
 
 // Turns other replicas announced and have not ended, as far as this one knows.
 core::Gauge& RemoteTurnsGauge() {
@@ -131,6 +128,7 @@ absl::Status Parse(const grpc::ByteBuffer& raw, google::protobuf::Message& messa
 // A failure of the conversation service (or the approval audit store) as
 // the public API names it: a missing conversation, or storage out of reach.
 absl::Status StorageFailure(absl::Status status) {
+  if (!core::ReasonOf(status).empty()) return status;
   switch (status.code()) {
     case absl::StatusCode::kNotFound:
       return core::WithReason(std::move(status), core::kReasonConversationNotFound);
@@ -218,111 +216,73 @@ class Refusal final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   void OnDone() override { delete this; }
 };
 
-// One StreamChat call: the turn runs on a worker thread and hands its events
-// here; they are written one at a time, in order. Text that arrives while a
-// write is in flight joins the text event waiting behind it, so a model
-// streaming faster than the client reads costs one write per wait rather
-// than one per piece (events are numbered as they are written, so seq stays
-// 1, 2, 3...). When the client reads slowly, the turn's thread waits
-// (bounded queue). The call finishes once the turn has returned and every
-// event is written, or at once when the client has gone.
-class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, public EventSink {
+// One turn on a worker thread: its events go to the turn's log, which the
+// streams read (LogReader). It outlives any stream: a client that detached
+// on disconnect leaves it running.
+class TurnFeed final : public EventSink {
  public:
-  TurnStream(RunningTurns& running, RunningTurns::Control control)
-      : running_(running), control_(std::move(control)) {}
+  // `claimed_key`: the conversation's key when the turn was claimed under
+  // its turn_id already (RunningTurns::Claim, its log registered), else
+  // empty. `slot`: the turn's place under the tenant's caps, held until the
+  // turn returns.
+  // `feeds`: counted while the turn has not returned (the service waits
+  // for that before it goes).
+  TurnFeed(RunningTurns& running, TurnLogs& logs, FeedCount& feeds, std::shared_ptr<TurnLog> log,
+           RunningTurns::Control control, const core::Identity& who, std::string claimed_key,
+           std::string turn_id, TurnSlot slot)
+      : running_(running),
+        feeds_(feeds),
+        logs_(logs),
+        log_(std::move(log)),
+        control_(std::move(control)),
+        who_(who),
+        turn_key_(std::move(claimed_key)),
+        turn_id_(turn_key_.empty() ? std::string() : std::move(turn_id)),
+        slot_(std::move(slot)) {
+    feeds_.Add();
+  }
 
-  // Starts the turn, bounded by `deadline` (the client's), suspending the
-  // turn `interrupted` controls (if any); the reactor deletes itself when
-  // the call is done. `claimed_key`: the conversation's key when the turn
-  // was claimed under its turn_id already (RunningTurns::Claim), else empty.
-  // `slot`: the turn's place under the tenant's caps, held until the turn
-  // returns; `limits` (may be null) says whether it may call a model.
-  void Start(const core::Identity& who, pb::StreamChatRequest request, core::TimePoint deadline,
-             const TurnRunner& runner, core::ThreadPool& workers, RunningTurns::Control interrupted,
-             std::string claimed_key, TurnSlot slot, TenantLimits* limits) {
-    who_ = who;
-    slot_ = std::move(slot);
-    if (!claimed_key.empty()) {
-      turn_key_ = std::move(claimed_key);
-      turn_id_ = request.turn_id();
-    }
-    auto task = [this, request = std::move(request), deadline, &runner,
+  // Runs the turn, bounded by `deadline` (the client's), suspending the turn
+  // `interrupted` controls (if any); `limits` (may be null) says whether it
+  // may call a model.
+  static void Start(const std::shared_ptr<TurnFeed>& feed, pb::StreamChatRequest request,
+                    core::TimePoint deadline, const TurnRunner& runner, core::ThreadPool& workers,
+                    RunningTurns::Control interrupted, TenantLimits* limits) {
+    auto task = [feed, request = std::move(request), deadline, &runner,
                  interrupted = std::move(interrupted), limits] {
       absl::Status status;
       try {
         // On the worker: the first look at a tenant's spend reads the database.
-        absl::StatusOr<bool> model = limits != nullptr ? limits->ModelAllowed(who_) : true;
+        absl::StatusOr<bool> model = limits != nullptr ? limits->ModelAllowed(feed->who_) : true;
         if (!model.ok()) {
-          TurnEnded(model.status());
+          feed->TurnEnded(model.status());
           return;
         }
-        if (!*model) control_->RunLocally();
-        status = runner.Run(who_, request, *control_, *this, deadline, interrupted);
+        if (!*model) feed->control_->RunLocally();
+        status = runner.Run(feed->who_, request, *feed->control_, *feed, deadline, interrupted);
       } catch (const std::exception& e) {
         // A defect, not the client's fault: the turn ends, the service goes on.
         core::LogError("turn failed with an exception",
                        {{"component", "orchestrator"}, {"error", e.what()}});
         status = absl::InternalError("the turn failed unexpectedly; nothing more was done");
       }
-      TurnEnded(status);
+      feed->TurnEnded(status);
     };
     if (!workers.Submit(task)) {
-      TurnEnded(Busy("too many turns in progress"));
+      feed->TurnEnded(Busy("too many turns in progress"));
     }
   }
 
   void Emit(pb::ChatEvent event) override {
-    if (event.has_session() && turn_key_.empty()) {
+    if (event.has_session() && turn_key_.empty() && !event.session().conversation_id().empty()) {
       turn_key_ = RunningTurns::Key(who_, event.session().conversation_id());
       turn_id_ = event.session().turn_id();
+      // Findable by a reattach as soon as the turn can be located.
+      logs_.Register(turn_key_, turn_id_, log_);
       running_.Add(turn_key_, turn_id_, control_);
     }
-    std::optional<pb::ChatEvent> next;
-    {
-      absl::MutexLock lock(&mu_);
-      while (!broken_ && queue_.size() >= kMaxQueuedEvents) drained_.Wait(&mu_);
-      if (broken_) return;
-      if (event.has_text() && !queue_.empty() && queue_.back().has_text()) {
-        queue_.back().mutable_text()->mutable_delta()->append(event.text().delta());
-        return;
-      }
-      queue_.push_back(std::move(event));
-      if (writing_) return;
-      writing_ = true;
-      next = TakeNext();
-    }
-    Write(*std::move(next));
+    log_->Append(std::move(event));
   }
-
-  void OnWriteDone(bool ok) override {
-    std::optional<pb::ChatEvent> next;
-    std::optional<absl::Status> finish;
-    {
-      absl::MutexLock lock(&mu_);
-      if (!ok) {
-        // The client is gone: stop the turn and drop what is left.
-        broken_ = true;
-        control_->Cancel();
-        queue_.clear();
-        drained_.SignalAll();
-      }
-      if (!queue_.empty()) {
-        next = TakeNext();
-      } else {
-        writing_ = false;
-        finish = TakeFinish();
-      }
-    }
-    if (next) {
-      Write(*std::move(next));
-    } else if (finish) {
-      FinishCall(*finish);
-    }
-  }
-
-  void OnCancel() override { control_->Cancel(); }
-
-  void OnDone() override { delete this; }
 
  private:
   // On the turn's thread, once it returned: nothing can cancel or suspend it
@@ -330,83 +290,206 @@ class TurnStream final : public grpc::ServerWriteReactor<grpc::ByteBuffer>, publ
   void TurnEnded(const absl::Status& status) {
     if (!turn_key_.empty()) running_.Remove(turn_key_, turn_id_);
     slot_.Release();
-    std::optional<absl::Status> finish;
-    {
-      absl::MutexLock lock(&mu_);
-      turn_done_ = true;
-      status_ = status;
-      if (!writing_) finish = TakeFinish();
+    if (turn_key_.empty()) {
+      log_->End(status);
+    } else {
+      logs_.End(turn_key_, turn_id_, log_, status);
     }
-    if (finish) FinishCall(*finish);
-  }
-
-  // Takes the next event off the queue, numbered; the caller has set
-  // writing_ and writes it once it has let go of the lock.
-  pb::ChatEvent TakeNext() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    pb::ChatEvent event = std::move(queue_.front());
-    queue_.pop_front();
-    event.set_seq(++written_);
-    drained_.SignalAll();
-    return event;
-  }
-
-  // Starts writing an event taken off the queue.
-  void Write(const pb::ChatEvent& event) ABSL_LOCKS_EXCLUDED(mu_) {
-    bool own = false;
-    in_flight_.Clear();  // the serializer writes into an empty buffer only
-    if (grpc::SerializationTraits<pb::ChatEvent>::Serialize(event, &in_flight_, &own).ok()) {
-      StartWrite(&in_flight_);
-      return;
-    }
-    // Only a message beyond protobuf's 2 GiB limit fails to serialize, far
-    // past anything a turn sends: stop as if the client had gone rather
-    // than skip an event.
-    core::LogError("chat event not serialized", {{"turn_id", turn_id_}});
-    std::optional<absl::Status> finish;
-    {
-      absl::MutexLock lock(&mu_);
-      broken_ = true;
-      control_->Cancel();
-      queue_.clear();
-      drained_.SignalAll();
-      writing_ = false;
-      finish = TakeFinish();
-    }
-    if (finish) FinishCall(*finish);
-  }
-
-  // The call's status once the turn returned and nothing is left to write
-  // (the caller finishes the call with it after letting go of the lock);
-  // nullopt before that, and after it was taken once.
-  std::optional<absl::Status> TakeFinish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (!turn_done_ || finished_ || (!queue_.empty() && !broken_)) return std::nullopt;
-    finished_ = true;
-    return status_;
-  }
-
-  void FinishCall(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_) {
-    // What the turn returns is a refusal of its message by the conversation
-    // service, or a failure before the turn began.
-    Finish(PublicStatus(StorageFailure(status)));
+    feeds_.Done();  // last: the service may go once none is left
   }
 
   RunningTurns& running_;
-  core::Identity who_;
+  FeedCount& feeds_;
+  TurnLogs& logs_;
+  const std::shared_ptr<TurnLog> log_;
   const RunningTurns::Control control_;
-  TurnSlot slot_;
-  std::string turn_key_;  // set when claimed, else by the session event on the turn's thread
+  const core::Identity who_;
+  std::string turn_key_;  // set when claimed, else by the session event
   std::string turn_id_;
+  TurnSlot slot_;
+};
+
+// A stored outcome replayed for a reattach, into a log of its own.
+class LogSink final : public EventSink {
+ public:
+  explicit LogSink(TurnLog& log) : log_(log) {}
+  void Emit(pb::ChatEvent event) override { log_.Append(std::move(event)); }
+
+ private:
+  TurnLog& log_;
+};
+
+// One StreamChat call: writes a turn's events from its log, one at a time,
+// in order, from the seq the reader attached after; a heartbeat when the
+// turn has been silent for the ticker's interval. The call finishes once
+// the turn has ended and every event is written, or at once when the client
+// has gone (which cancels the turn unless the client asked to detach).
+class LogReader final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  // Attached after `after_seq`, or the status that refuses the call. The
+  // reactor deletes itself when the call is done. `control` (may be null)
+  // is the turn's.
+  static absl::StatusOr<LogReader*> Open(std::shared_ptr<TurnLog> log, int after_seq,
+                                         RunningTurns::Control control, bool detach,
+                                         HeartbeatTicker& heartbeats) {
+    auto* reader = new LogReader(std::move(log), std::move(control), detach, after_seq, heartbeats);
+    absl::StatusOr<TurnLog::ReaderId> id = reader->log_->Attach(after_seq, reader->tap_);
+    if (!id.ok()) {
+      delete reader;
+      return id.status();
+    }
+    // Woken only from here on: the reader knows its id.
+    reader->reader_ = *id;
+    reader->tap_->Enable(reader);
+    reader->ticks_ = heartbeats.Subscribe([reader] { reader->Beat(); });
+    reader->tap_->Wake();
+    return reader;
+  }
+
+  void OnWriteDone(bool ok) override {
+    {
+      absl::MutexLock lock(&mu_);
+      writing_ = false;
+    }
+    if (!ok) ClientGone();
+    Pump();
+  }
+
+  void OnCancel() override {
+    ClientGone();
+    Pump();
+  }
+
+  void OnDone() override {
+    // Once these return, neither the log nor the ticker reaches this reader.
+    tap_->Clear();
+    ticks_.reset();
+    log_->Detach(reader_);
+    delete this;
+  }
+
+ private:
+  // Wakes the reader for the log, until the reader is done.
+  class Tap final : public TurnLog::Waker {
+   public:
+    void Enable(LogReader* reader) {
+      absl::MutexLock lock(&mu_);
+      reader_ = reader;
+    }
+    void Wake() override {
+      absl::MutexLock lock(&mu_);
+      if (reader_ != nullptr) reader_->Pump();
+    }
+    void Clear() {
+      absl::MutexLock lock(&mu_);
+      reader_ = nullptr;
+    }
+
+   private:
+    absl::Mutex mu_;
+    LogReader* reader_ ABSL_GUARDED_BY(mu_) = nullptr;
+  };
+
+  LogReader(std::shared_ptr<TurnLog> log, RunningTurns::Control control, bool detach, int after_seq,
+            HeartbeatTicker& heartbeats)
+      : log_(std::move(log)),
+        control_(std::move(control)),
+        detach_(detach),
+        heartbeat_micros_(
+            std::chrono::duration_cast<std::chrono::microseconds>(heartbeats.interval()).count()),
+        tap_(std::make_shared<Tap>()),
+        last_sent_seq_(after_seq),
+        last_write_micros_(core::NowMicros()) {}
+
+  // Writes the next event, or finishes the call once the turn has ended
+  // and all is written (or the client is gone).
+  void Pump() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::Status finish;
+    bool write = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (writing_ || finished_) return;
+      TurnLog::Next next = gone_ ? TurnLog::Next{} : log_->Take(reader_);
+      if (next.event.has_value()) {
+        last_sent_seq_ = next.event->seq();
+        write = Prepare(*next.event);
+      }
+      if (!write) {
+        if (!gone_ && !next.ended.has_value()) return;
+        finish = gone_ ? absl::CancelledError("the client went away") : *next.ended;
+        finished_ = true;
+      }
+    }
+    if (write) {
+      StartWrite(&in_flight_);
+      return;
+    }
+    // What the turn returns is a refusal of its message by the conversation
+    // service, or a failure before the turn began.
+    Finish(PublicStatus(StorageFailure(finish)));
+  }
+
+  // From the ticker: a heartbeat when nothing was written for an interval
+  // and the turn still runs. It carries the last seq sent and is not kept.
+  void Beat() ABSL_LOCKS_EXCLUDED(mu_) {
+    {
+      absl::MutexLock lock(&mu_);
+      const int64_t silent = core::NowMicros() - last_write_micros_;
+      if (writing_ || finished_ || gone_ || silent < heartbeat_micros_ || log_->ended()) return;
+      pb::ChatEvent heartbeat;
+      heartbeat.set_seq(last_sent_seq_);
+      heartbeat.mutable_heartbeat()->set_silent_ms(silent / 1000);
+      if (!Prepare(heartbeat)) return;
+    }
+    StartWrite(&in_flight_);
+  }
+
+  // Serializes the event to be written (the caller starts the write once
+  // it let go of the lock) and sets writing_; false when it cannot be.
+  bool Prepare(const pb::ChatEvent& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    bool own = false;
+    in_flight_.Clear();  // the serializer writes into an empty buffer only
+    // Only a message beyond protobuf's 2 GiB limit fails to serialize, far
+    // past anything a turn sends: stop as if the client had gone rather
+    // than skip an event.
+    if (!grpc::SerializationTraits<pb::ChatEvent>::Serialize(event, &in_flight_, &own).ok()) {
+      core::LogError("chat event not serialized", {{"seq", std::to_string(event.seq())}});
+      gone_ = true;
+      if (control_ != nullptr) control_->Cancel();
+      return false;
+    }
+    writing_ = true;
+    last_write_micros_ = core::NowMicros();
+    return true;
+  }
+
+  // The client is gone: its turn stops unless it asked to detach, and the
+  // turn no longer waits for this reader.
+  void ClientGone() ABSL_LOCKS_EXCLUDED(mu_) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (gone_) return;
+      gone_ = true;
+    }
+    if (!detach_ && control_ != nullptr) control_->Cancel();
+    log_->Detach(reader_);
+  }
+
+  const std::shared_ptr<TurnLog> log_;
+  const RunningTurns::Control control_;
+  const bool detach_;
+  const int64_t heartbeat_micros_;
+  const std::shared_ptr<Tap> tap_;
+  std::unique_ptr<HeartbeatTicker::Subscription> ticks_;
+  TurnLog::ReaderId reader_ = 0;
 
   absl::Mutex mu_;
-  absl::CondVar drained_;
-  std::deque<pb::ChatEvent> queue_ ABSL_GUARDED_BY(mu_);  // waiting to be written
-  grpc::ByteBuffer in_flight_;                            // the event being written
-  int written_ ABSL_GUARDED_BY(mu_) = 0;                  // events taken to be written
+  grpc::ByteBuffer in_flight_;  // the event being written (while writing_)
+  int last_sent_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t last_write_micros_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool broken_ ABSL_GUARDED_BY(mu_) = false;
-  bool turn_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool gone_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace
@@ -590,6 +673,31 @@ std::string RunningTurns::Key(const core::Identity& who, const std::string& conv
   return TurnConversationDigest(who.tenant_id, who.user_id, conversation_id);
 }
 
+RunningTurns::Where RunningTurns::Locate(const std::string& key, const std::string& turn_id,
+                                         Control* control) {
+  absl::MutexLock lock(&mu_);
+  auto [begin, end] = turns_.equal_range(key);
+  for (auto it = begin; it != end; ++it) {
+    if (it->second.first == turn_id) {
+      *control = it->second.second;
+      return Where::kHere;
+    }
+  }
+  const int64_t now = core::NowMicros();
+  auto [remote_begin, remote_end] = remote_.equal_range(key);
+  for (auto it = remote_begin; it != remote_end; ++it) {
+    if (it->second.turn_id == turn_id && now - it->second.started_micros <= kMaxTurnMicros) {
+      return Where::kElsewhere;
+    }
+  }
+  return Where::kNowhere;
+}
+
+void RunningTurns::CancelAll() {
+  absl::MutexLock lock(&mu_);
+  for (auto& [key, turn] : turns_) turn.second->Cancel();
+}
+
 grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw) {
   pb::StreamChatRequest request;
@@ -597,18 +705,30 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
   if (who.ok()) {
     if (absl::Status parsed = Parse(*raw, request); !parsed.ok()) who = parsed;
   }
+  if (who.ok() && request.has_resume_after_seq()) {
+    if (absl::Status valid = ValidateReattachRequest(request); !valid.ok()) {
+      return new Refusal(valid);
+    }
+    return Reattach(context, *who, request);
+  }
   if (who.ok()) {
     if (absl::Status valid = ValidateStreamChatRequest(request); !valid.ok()) who = valid;
   }
   if (!who.ok()) return new Refusal(who.status());
+  return StartTurn(context, *who, std::move(request));
+}
+
+grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StartTurn(
+    grpc::CallbackServerContext* context, const core::Identity& who,
+    pb::StreamChatRequest request) {
   TurnSlot slot;
   if (door_.limits != nullptr) {
     // Before anything changes: a refused message must not suspend the
     // conversation's running turn.
-    if (absl::Status over = door_.limits->KnownBudgetRefusal(*who); !over.ok()) {
+    if (absl::Status over = door_.limits->KnownBudgetRefusal(who); !over.ok()) {
       return new Refusal(over);
     }
-    absl::StatusOr<TurnSlot> admitted = door_.limits->AdmitTurn(*who);
+    absl::StatusOr<TurnSlot> admitted = door_.limits->AdmitTurn(who);
     if (!admitted.ok()) return new Refusal(admitted.status());
     slot = *std::move(admitted);
   }
@@ -620,26 +740,100 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
   // requests only: one that fails validation changes nothing.
   RunningTurns::Control interrupted;
   std::string claimed_key;
+  std::shared_ptr<TurnLog> log = logs_.NewLog();
   if (!request.conversation_id().empty()) {
-    const std::string key = RunningTurns::Key(*who, request.conversation_id());
+    const std::string key = RunningTurns::Key(who, request.conversation_id());
     if (!request.turn_id().empty()) {
       if (!running_.Claim(key, request.turn_id(), control)) {
         return new Refusal(core::WithReason(
-            absl::AbortedError("turn " + request.turn_id() +
-                               " is still running; retry once it has ended, and it is replayed"),
+            absl::AbortedError(absl::StrCat(
+                "turn ", request.turn_id(),
+                " is still running; reattach with resume_after_seq, or retry once it has ended "
+                "and it is replayed")),
             core::kReasonTurnInProgress));
       }
       claimed_key = key;
+      logs_.Register(key, request.turn_id(), log);
     }
     interrupted = running_.Suspend(key, request.turn_id());
   }
-  auto* stream = new TurnStream(running_, std::move(control));
+  // Attached before the turn starts, so it reads every event from the
+  // first (attaching after seq 0 of an empty log cannot fail).
+  LogReader* reader =
+      *LogReader::Open(log, 0, control, request.detach_on_disconnect(), heartbeats_);
+  auto feed =
+      std::make_shared<TurnFeed>(running_, logs_, feeds_, std::move(log), std::move(control), who,
+                                 std::move(claimed_key), request.turn_id(), std::move(slot));
   // The turn's thread starts under the caller's trace context and log fields.
   const core::ScopedAmbient caller(
-      CallerAmbient(*context, {request.turn_id(), request.conversation_id(), who->tenant_id}));
-  stream->Start(*who, std::move(request), core::TimePointFromMicros(deadline), runner_, workers_,
-                std::move(interrupted), std::move(claimed_key), std::move(slot), door_.limits);
-  return stream;
+      CallerAmbient(*context, {request.turn_id(), request.conversation_id(), who.tenant_id}));
+  TurnFeed::Start(std::move(feed), std::move(request), core::TimePointFromMicros(deadline), runner_,
+                  workers_, std::move(interrupted), door_.limits);
+  return reader;
+}
+
+// The turn's kept events while it runs or within its window; after that
+// (or from another replica) its stored outcome, whole.
+grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::Reattach(
+    grpc::CallbackServerContext* context, const core::Identity& who,
+    const pb::StreamChatRequest& request) {
+  const std::string key = RunningTurns::Key(who, request.conversation_id());
+  RunningTurns::Control control;
+  const RunningTurns::Where where = running_.Locate(key, request.turn_id(), &control);
+  std::shared_ptr<TurnLog> log = logs_.Find(key, request.turn_id());
+  if (log != nullptr) {
+    absl::StatusOr<LogReader*> reader = LogReader::Open(
+        log, request.resume_after_seq(), control, request.detach_on_disconnect(), heartbeats_);
+    if (reader.ok()) return *reader;
+    // An ended turn whose events after the seq are gone: its stored outcome.
+    if (reader.status().code() != absl::StatusCode::kFailedPrecondition || !log->ended()) {
+      return new Refusal(reader.status());
+    }
+  }
+  if (where == RunningTurns::Where::kElsewhere) {
+    return new Refusal(core::WithReason(
+        absl::AbortedError(absl::StrCat(
+            "turn ", request.turn_id(),
+            " is running on another replica; reattach there, or here once it has ended")),
+        core::kReasonTurnInProgress));
+  }
+  // A log of its own for the stored outcome, read from its first event.
+  log = logs_.NewLog();
+  LogReader* reader = *LogReader::Open(log, 0, nullptr, true, heartbeats_);
+  const core::TimePoint deadline =
+      core::TimePointFromMicros(DeadlineMicros(*context, kMaxReadMicros));
+  auto task = [&runner = runner_, log, who, request, deadline] {
+    LogSink sink(*log);
+    log->End(runner.ReplayStored(who, request, sink, deadline));
+  };
+  const core::ScopedAmbient caller(
+      CallerAmbient(*context, {request.turn_id(), request.conversation_id(), who.tenant_id}));
+  if (!workers_.Submit(task)) log->End(Busy("too many calls in progress"));
+  return reader;
+}
+
+ChatGrpcService::~ChatGrpcService() {
+  // Cancelled again each round: a turn that had not yet named its
+  // conversation could not be reached the round before.
+  do {
+    running_.CancelAll();
+  } while (!feeds_.AwaitNone(absl::Milliseconds(100)));
+}
+
+void FeedCount::Add() {
+  absl::MutexLock lock(&mu_);
+  ++count_;
+}
+
+void FeedCount::Done() {
+  absl::MutexLock lock(&mu_);
+  --count_;
+}
+
+bool FeedCount::AwaitNone(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto none = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return count_ == 0; };
+  return mu_.AwaitWithTimeout(absl::Condition(&none), timeout);
 }
 
 grpc::ServerUnaryReactor* ChatGrpcService::CancelTurn(grpc::CallbackServerContext* context,
@@ -674,6 +868,8 @@ grpc::ServerUnaryReactor* ChatGrpcService::DeleteConversation(grpc::CallbackServ
                   "a turn of the conversation is still ending; nothing was deleted, retry"),
               core::kReasonTurnInProgress);
         }
+        // What a reattach could still read of it goes too.
+        logs_.Forget(key);
         return StorageFailure(runner_.DeleteConversation(call, request.conversation_id()));
       });
 }

@@ -6,9 +6,12 @@
 // the conversation service with the caller's identity, and reads the
 // approval audit trail of the caller's conversations. Every error status
 // it returns carries a documented reason (core::Classified) and its
-// google.rpc details (core::ToGrpcStatus).
+// google.rpc details (core::ToGrpcStatus). A stream reads its turn's events
+// from the turn's log (turn_log.h), so a client whose stream broke can
+// reattach and read on; a silent turn's stream gets heartbeats.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -19,9 +22,11 @@
 #include "libs/core/api_keys.h"
 #include "libs/core/thread_pool.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
+#include "services/orchestrator/api/heartbeat_ticker.h"
 #include "services/orchestrator/approvals/approval_audit.h"
 #include "services/orchestrator/limits/tenant_limits.h"
 #include "services/orchestrator/turn/turn_bus.h"
+#include "services/orchestrator/turn/turn_log.h"
 #include "services/orchestrator/turn/turn_runner.h"
 
 namespace omniforge::orchestrator {
@@ -71,6 +76,13 @@ class RunningTurns final {
 
   static std::string Key(const core::Identity& who, const std::string& conversation_id);
 
+  // Where the turn runs: here (`control` then set to its control), on
+  // another replica as far as its signals tell, or nowhere.
+  enum class Where { kNowhere, kHere, kElsewhere };
+  Where Locate(const std::string& key, const std::string& turn_id, Control* control);
+  // Cancels every turn running here (the service is going away).
+  void CancelAll();
+
  private:
   void OnSignal(const TurnSignal& signal);
 
@@ -108,6 +120,26 @@ struct Doorway {
   absl::StatusOr<core::Identity> Admit(const grpc::CallbackServerContext& context) const;
 };
 
+// The turns started here that have not returned. Thread-safe.
+class FeedCount final {
+ public:
+  void Add();
+  void Done();
+  // Waits up to `timeout` until none is left; false when some are.
+  bool AwaitNone(absl::Duration timeout);
+
+ private:
+  absl::Mutex mu_;
+  int count_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// How StreamChat keeps turns' events for a reattach, and how often a
+// silent turn's stream gets a heartbeat (0: never).
+struct StreamOptions {
+  TurnLogOptions resume;
+  std::chrono::milliseconds heartbeat{15000};
+};
+
 class ChatGrpcService final : public RawChatService {
  public:
   // Everything must outlive the service.
@@ -116,13 +148,20 @@ class ChatGrpcService final : public RawChatService {
   // Without limits, no rate, cap or budget applies.
   ChatGrpcService(const core::ApiKeys& keys, const TurnRunner& runner, Memory& memory,
                   core::ThreadPool& workers, TurnBus* bus = nullptr, ApprovalAudit* audit = nullptr,
-                  TenantLimits* limits = nullptr)
+                  TenantLimits* limits = nullptr, const StreamOptions& stream = {})
       : door_{keys, limits},
         runner_(runner),
         memory_(memory),
         workers_(workers),
         audit_(audit),
-        running_(bus) {}
+        running_(bus),
+        logs_(stream.resume, core::SystemClock()),
+        heartbeats_(stream.heartbeat) {}
+  // Cancels the turns still running (a client that detached leaves its
+  // turn running without a call) and waits until they have returned.
+  ~ChatGrpcService() override;
+  ChatGrpcService(const ChatGrpcService&) = delete;
+  ChatGrpcService& operator=(const ChatGrpcService&) = delete;
 
   using Raw = grpc::ByteBuffer;
   grpc::ServerWriteReactor<Raw>* StreamChat(grpc::CallbackServerContext* context,
@@ -153,8 +192,20 @@ class ChatGrpcService final : public RawChatService {
   const TurnRunner& runner_;
   Memory& memory_;
   core::ThreadPool& workers_;
+  // A StreamChat that names resume_after_seq: the turn's events after it.
+  // A StreamChat with a message or decision (validated): runs the turn.
+  grpc::ServerWriteReactor<Raw>* StartTurn(grpc::CallbackServerContext* context,
+                                           const core::Identity& who,
+                                           pb::StreamChatRequest request);
+  grpc::ServerWriteReactor<Raw>* Reattach(grpc::CallbackServerContext* context,
+                                          const core::Identity& who,
+                                          const pb::StreamChatRequest& request);
+
   ApprovalAudit* const audit_;
   RunningTurns running_;
+  TurnLogs logs_;
+  HeartbeatTicker heartbeats_;
+  FeedCount feeds_;
 };
 
 }  // namespace omniforge::orchestrator

@@ -3088,6 +3088,205 @@ TEST_F(ModelPlannerEndToEndTest, ANewMessageSuspendsTheRunningFlowWhichResumesOn
       << "resumed: nothing set aside";
 }
 
+// A stream of StreamChat read event by event, so that a test can stop
+// reading (drop the stream) where it likes.
+struct OpenStream {
+  std::unique_ptr<grpc::ClientContext> context;
+  std::unique_ptr<grpc::ClientReader<pb::ChatEvent>> reader;
+};
+
+OpenStream Open(pb::ChatService::Stub& stub, const std::string& key,
+                const pb::StreamChatRequest& request) {
+  OpenStream stream;
+  stream.context = std::make_unique<grpc::ClientContext>();
+  stream.context->AddMetadata("authorization", "Bearer " + key);
+  stream.context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  stream.reader = stub.StreamChat(stream.context.get(), request);
+  return stream;
+}
+
+pb::StreamChatRequest ReattachRequest(const std::string& conversation_id,
+                                      const std::string& turn_id, int after_seq) {
+  pb::StreamChatRequest request;
+  request.set_conversation_id(conversation_id);
+  request.set_turn_id(turn_id);
+  request.set_resume_after_seq(after_seq);
+  return request;
+}
+
+// The events other than heartbeats.
+std::vector<pb::ChatEvent> WithoutHeartbeats(const std::vector<pb::ChatEvent>& events) {
+  std::vector<pb::ChatEvent> out;
+  for (const pb::ChatEvent& e : events) {
+    if (!e.has_heartbeat()) out.push_back(e);
+  }
+  return out;
+}
+
+// The events are numbered first_seq, first_seq + 1, ... and the last is done.
+void ExpectContinuesAfter(const std::vector<pb::ChatEvent>& events, int after_seq) {
+  ASSERT_FALSE(events.empty());
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_EQ(events[i].seq(), after_seq + static_cast<int>(i) + 1) << events[i].ShortDebugString();
+    EXPECT_EQ(events[i].has_done(), i + 1 == events.size());
+  }
+}
+
+std::string TextOf(const std::vector<pb::ChatEvent>& events) {
+  std::string text;
+  for (const pb::ChatEvent& e : events) text += e.text().delta();
+  return text;
+}
+
+TEST_F(ModelPlannerEndToEndTest, AClientThatDropsItsStreamReattachesAndGetsEveryEventOnce) {
+  const std::string reply = "The long answer comes in many small pieces, slowly, to the end.";
+  llm::testing::FakeRule slow = Rule("tell me slowly", false, {.text = reply});
+  slow.chunk_delay_ms = 100;
+  ASSERT_TRUE(fake_->SetRules({slow}).ok());
+  const std::string turn_id = "resume-" + core::NewUuid();
+
+  pb::StreamChatRequest request;
+  request.set_message("tell me slowly");
+  request.set_turn_id(turn_id);
+  request.set_detach_on_disconnect(true);
+  OpenStream first = Open(*stub_, key(), request);
+  std::vector<pb::ChatEvent> seen;
+  pb::ChatEvent event;
+  // Dropped after the second piece of text, mid-answer.
+  while (first.reader->Read(&event)) {
+    seen.push_back(event);
+    if (TextOf(seen).size() >= 8) break;
+  }
+  ASSERT_GE(seen.size(), 2u);
+  ASSERT_TRUE(seen.front().has_session());
+  ASSERT_FALSE(seen.back().has_done()) << "dropped before the turn ended";
+  first.context->TryCancel();
+  first.reader->Finish();
+  const std::string conversation = seen.front().session().conversation_id();
+  const int last_seen = seen.back().seq();
+
+  OpenStream second = Open(*stub_, key(), ReattachRequest(conversation, turn_id, last_seen));
+  std::vector<pb::ChatEvent> rest;
+  while (second.reader->Read(&event)) rest.push_back(event);
+  ASSERT_TRUE(second.reader->Finish().ok());
+  rest = WithoutHeartbeats(rest);
+  ExpectContinuesAfter(rest, last_seen);
+  EXPECT_EQ(TextOf(seen) + TextOf(rest), reply) << "every piece once, in order";
+  EXPECT_TRUE(rest.back().done().is_final());
+
+  // Finished, within the window: the same events again.
+  Turn again = Send(ReattachRequest(conversation, turn_id, last_seen));
+  ASSERT_TRUE(again.status.ok()) << again.status.error_message();
+  ASSERT_EQ(again.events.size(), rest.size());
+  for (size_t i = 0; i < rest.size(); ++i) {
+    EXPECT_EQ(again.events[i].SerializeAsString(), rest[i].SerializeAsString());
+  }
+  // Nothing after the last event but the end of the stream.
+  Turn none = Send(ReattachRequest(conversation, turn_id, rest.back().seq()));
+  EXPECT_TRUE(none.status.ok());
+  EXPECT_TRUE(none.events.empty());
+
+  // Another tenant's key does not find the turn; a seq never sent, a
+  // negative one or an unknown turn are refused.
+  const std::string other = keys_->back().second;
+  Turn theirs = Send(ReattachRequest(conversation, turn_id, last_seen), other);
+  EXPECT_EQ(theirs.status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(core::ReasonOf(core::FromGrpcStatus(theirs.status)), "TURN_NOT_FOUND");
+  EXPECT_TRUE(theirs.events.empty());
+  Turn beyond = Send(ReattachRequest(conversation, turn_id, rest.back().seq() + 1));
+  EXPECT_EQ(beyond.status.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+  const absl::Status beyond_status = core::FromGrpcStatus(beyond.status);
+  EXPECT_EQ(core::ReasonOf(beyond_status), "RESUME_SEQ_OUT_OF_RANGE");
+  EXPECT_EQ(core::ReasonMetadataOf(beyond_status)["last_seq"], std::to_string(rest.back().seq()));
+  EXPECT_TRUE(beyond.events.empty());
+  Turn negative = Send(ReattachRequest(conversation, turn_id, -1));
+  EXPECT_EQ(negative.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  const absl::Status negative_status = core::FromGrpcStatus(negative.status);
+  ASSERT_EQ(core::FieldViolationsOf(negative_status).size(), 1u);
+  EXPECT_EQ(core::FieldViolationsOf(negative_status)[0].field, "resume_after_seq");
+  Turn unknown = Send(ReattachRequest(conversation, "never-" + core::NewUuid(), 0));
+  EXPECT_EQ(unknown.status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(core::ReasonOf(core::FromGrpcStatus(unknown.status)), "TURN_NOT_FOUND");
+  EXPECT_TRUE(unknown.events.empty());
+}
+
+TEST_F(ModelPlannerEndToEndTest, AStreamDroppedWithoutDetachingCancelsItsTurn) {
+  llm::testing::FakeRule slow =
+      Rule("cancel me slowly", false, {.text = "This answer is long and slow to come."});
+  slow.chunk_delay_ms = 150;
+  ASSERT_TRUE(fake_->SetRules({slow}).ok());
+  const std::string turn_id = "drop-" + core::NewUuid();
+  pb::StreamChatRequest request;
+  request.set_message("cancel me slowly");
+  request.set_turn_id(turn_id);
+  OpenStream first = Open(*stub_, key(), request);
+  pb::ChatEvent event;
+  std::string conversation;
+  while (first.reader->Read(&event) && !event.has_text()) {
+    if (event.has_session()) conversation = event.session().conversation_id();
+  }
+  ASSERT_FALSE(conversation.empty());
+  first.context->TryCancel();
+  first.reader->Finish();
+  // The turn stopped: a reattach reads on to its end, which says so.
+  Turn rest = Send(ReattachRequest(conversation, turn_id, event.seq()));
+  ASSERT_TRUE(rest.status.ok()) << rest.status.error_message();
+  const std::vector<pb::ChatEvent> events = WithoutHeartbeats(rest.events);
+  ExpectContinuesAfter(events, event.seq());
+  const bool cancelled = std::any_of(events.begin(), events.end(), [](const pb::ChatEvent& e) {
+    return e.has_error() && e.error().code() == pb::CHAT_ERROR_CODE_CANCELLED;
+  });
+  EXPECT_TRUE(cancelled) << "the client that went away cancelled its turn";
+}
+
+TEST_F(ModelPlannerEndToEndTest, HeartbeatsKeepASilentTurnsStreamAliveAndDoNotBreakResume) {
+  const NoLimitsAfter after{[] { RestartWithConfig(""); }};
+  RestartWithConfig("stream:\n  heartbeat_ms: 200\n  resume_window_ms: 0\n");
+  llm::testing::FakeRule silent = Rule("think silently", false, {.text = "Thought it over."});
+  silent.first_byte_delay_ms = 1500;
+  ASSERT_TRUE(fake_->SetRules({silent}).ok());
+  const std::string turn_id = "beat-" + core::NewUuid();
+
+  pb::StreamChatRequest request;
+  request.set_message("think silently");
+  request.set_turn_id(turn_id);
+  request.set_detach_on_disconnect(true);
+  OpenStream first = Open(*stub_, key(), request);
+  std::vector<pb::ChatEvent> seen;
+  pb::ChatEvent event;
+  int heartbeats = 0;
+  // Read until the second heartbeat of the silence, then dropped.
+  while (heartbeats < 2 && first.reader->Read(&event)) {
+    if (event.has_heartbeat()) {
+      ++heartbeats;
+      ASSERT_FALSE(seen.empty());
+      EXPECT_EQ(event.seq(), seen.back().seq()) << "a heartbeat carries the last event's seq";
+      EXPECT_GE(event.heartbeat().silent_ms(), 200);
+    } else {
+      seen.push_back(event);
+    }
+  }
+  ASSERT_EQ(heartbeats, 2) << "heartbeats while the model is silent";
+  first.context->TryCancel();
+  first.reader->Finish();
+  const std::string conversation = seen.front().session().conversation_id();
+
+  // Reattached with the seq the heartbeats carried: the rest, once.
+  Turn rest = Send(ReattachRequest(conversation, turn_id, event.seq()));
+  ASSERT_TRUE(rest.status.ok()) << rest.status.error_message();
+  const std::vector<pb::ChatEvent> events = WithoutHeartbeats(rest.events);
+  ExpectContinuesAfter(events, event.seq());
+  EXPECT_EQ(TextOf(events), "Thought it over.");
+
+  // The window is 0: the finished turn's outcome comes from storage, whole.
+  Turn stored = Send(ReattachRequest(conversation, turn_id, events.back().seq()));
+  ASSERT_TRUE(stored.status.ok()) << stored.status.error_message();
+  ASSERT_EQ(stored.events.size(), 3u);
+  EXPECT_TRUE(stored.events[0].session().replayed());
+  EXPECT_EQ(stored.events[1].text().delta(), "Thought it over.");
+  EXPECT_TRUE(stored.events[2].has_done());
+}
+
 // `omniforge-orchestrator migrate`: the orchestration schema, once, then
 // exit (a deployment's migration step); without a database it says so.
 TEST(OrchestratorMigrateTest, MigrateAppliesEachMigrationOnceAndExits) {

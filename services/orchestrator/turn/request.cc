@@ -116,4 +116,22 @@ absl::Status ValidateStreamChatRequest(const pb::StreamChatRequest& request) {
   return TokenField("entity_id", request.entity_id());
 }
 
+absl::Status ValidateReattachRequest(const pb::StreamChatRequest& request) {
+  if (request.conversation_id().empty()) {
+    return core::InvalidField("conversation_id", core::kReasonFieldRequired,
+                              "a reattach names the turn's conversation");
+  }
+  if (!core::IsUuid(request.conversation_id())) {
+    return core::InvalidField("conversation_id", core::kReasonFieldInvalid, "must be a UUID");
+  }
+  if (request.turn_id().empty()) {
+    return core::InvalidField("turn_id", core::kReasonFieldRequired, "a reattach names the turn");
+  }
+  if (absl::Status valid = TokenField("turn_id", request.turn_id()); !valid.ok()) return valid;
+  if (request.resume_after_seq() < 0) {
+    return core::InvalidField("resume_after_seq", core::kReasonFieldInvalid, "must be 0 or more");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace omniforge::orchestrator

@@ -20,6 +20,13 @@ namespace omniforge::orchestrator {
 absl::Status ValidateStreamChatRequest(
     const ::omniforge::orchestrator::v1::StreamChatRequest& request);
 
+// A reattach (resume_after_seq set): INVALID_ARGUMENT naming the field
+// without a conversation_id (FIELD_REQUIRED) or with one that is not a UUID
+// (FIELD_INVALID), without a turn_id or with a malformed one, or with a
+// negative seq (FIELD_INVALID).
+absl::Status ValidateReattachRequest(
+    const ::omniforge::orchestrator::v1::StreamChatRequest& request);
+
 // The words stored for a structured decision sent without a message.
 std::string DecisionWords(const ::omniforge::orchestrator::v1::ApprovalDecision& decision);
 

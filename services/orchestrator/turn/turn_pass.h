@@ -52,6 +52,9 @@ class TurnPass final {
   // emitted or stored; Replay returns true when it replayed the turn (done).
   absl::Status StoreMessage();
   bool Replay();
+  // Replay for a reattach: names the conversation and turn from the request
+  // (nothing stored); NOT_FOUND when there is no stored outcome.
+  absl::Status ReplayStored();
   void LoadFlow();
   void Understand();
   void Decide();
@@ -71,6 +74,9 @@ class TurnPass final {
   Emitter& emit() { return emit_; }
 
  private:
+  // The stored reply of turn_id_ in conversation_id_ replayed (true), none
+  // stored (false), or the error of reading the conversation.
+  absl::StatusOr<bool> ReplayFromStorage();
   using PlanCall = std::function<absl::StatusOr<PlanOutcome>()>;
   // What the side thread of a fresh request on a kept window found.
   struct EarlyAnalysis {

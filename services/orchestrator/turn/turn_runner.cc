@@ -184,4 +184,12 @@ absl::Status TurnRunner::Run(const core::Identity& who, const pb::StreamChatRequ
   return absl::OkStatus();
 }
 
+absl::Status TurnRunner::ReplayStored(const core::Identity& who,
+                                      const pb::StreamChatRequest& request, EventSink& sink,
+                                      core::TimePoint deadline) const {
+  TurnControl control;
+  TurnPass turn(*this, who, request, control, sink, deadline, nullptr);
+  return turn.ReplayStored();
+}
+
 }  // namespace omniforge::orchestrator

@@ -218,6 +218,15 @@ class TurnRunner final {
   // retry finishes the work). The caller stops a running turn first.
   absl::Status DeleteConversation(const core::Call& call, const std::string& conversation_id) const;
 
+  // A reattach to a finished turn whose events are no longer kept: its
+  // stored outcome (session with replayed set, the assistant's text, done)
+  // to `sink`, without storing anything. NOT_FOUND (TURN_NOT_FOUND) when the caller has no
+  // finished turn `request.turn_id()` in `request.conversation_id()` (a
+  // conversation that is not the caller's included); the conversation
+  // service's error when it cannot be read.
+  absl::Status ReplayStored(const core::Identity& who, const pb::StreamChatRequest& request,
+                            EventSink& sink, core::TimePoint deadline) const;
+
  private:
   friend class TurnPass;  // the turn's stages use the runner's collaborators
 

@@ -1,0 +1,191 @@
+#include "services/orchestrator/turn/turn_log.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "libs/core/error_catalog.h"
+#include "libs/core/error_reason.h"
+
+namespace omniforge::orchestrator {
+
+void TurnLog::Append(pb::ChatEvent event) {
+  {
+    absl::MutexLock lock(&mu_);
+    while (!status_.has_value() && MustWait()) taken_.Wait(&mu_);
+    if (status_.has_value()) return;
+    if (event.has_text() && !events_.empty() && events_.back().has_text() &&
+        last_seq_ > sealed_seq_) {
+      pb::ChatEvent& last = events_.back();
+      bytes_ -= last.ByteSizeLong();
+      last.mutable_text()->mutable_delta()->append(event.text().delta());
+      bytes_ += last.ByteSizeLong();
+    } else {
+      event.set_seq(++last_seq_);
+      bytes_ += event.ByteSizeLong();
+      events_.push_back(std::move(event));
+    }
+    Trim();
+  }
+  WakeAll();
+}
+
+void TurnLog::End(const absl::Status& status) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (status_.has_value()) return;
+    status_ = status;
+    taken_.SignalAll();
+  }
+  WakeAll();
+}
+
+absl::StatusOr<TurnLog::ReaderId> TurnLog::Attach(int after_seq, std::shared_ptr<Waker> waker) {
+  ReaderId id = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (after_seq > last_seq_) {
+      return core::WithReason(absl::OutOfRangeError(absl::StrCat(
+                                  "resume_after_seq: ", after_seq,
+                                  " is beyond the last event of the turn (", last_seq_, ")")),
+                              core::kReasonResumeSeqOutOfRange,
+                              {{"last_seq", std::to_string(last_seq_)}});
+    }
+    if (after_seq < first_seq_ - 1) {
+      return core::WithReason(
+          absl::FailedPreconditionError(absl::StrCat(
+              "resume_after_seq: the events after ", after_seq,
+              " are no longer kept; reattach once the turn has ended for its stored outcome")),
+          core::kReasonResumeEventsDropped);
+    }
+    id = next_reader_++;
+    readers_[id] = Reader{after_seq, std::move(waker)};
+    // What the reader has seen no longer changes (text is not joined to it).
+    sealed_seq_ = std::max(sealed_seq_, after_seq);
+  }
+  WakeAll();
+  return id;
+}
+
+void TurnLog::Detach(ReaderId reader) {
+  absl::MutexLock lock(&mu_);
+  readers_.erase(reader);
+  Trim();
+  taken_.SignalAll();
+}
+
+TurnLog::Next TurnLog::Take(ReaderId reader) {
+  absl::MutexLock lock(&mu_);
+  auto it = readers_.find(reader);
+  if (it == readers_.end()) return {};
+  int& position = it->second.position;
+  if (position < last_seq_) {
+    const size_t index = static_cast<size_t>(position + 1 - first_seq_);
+    pb::ChatEvent event = events_[index];
+    position = event.seq();
+    sealed_seq_ = std::max(sealed_seq_, position);
+    taken_.SignalAll();
+    return {std::move(event), std::nullopt};
+  }
+  return {std::nullopt, status_};
+}
+
+int TurnLog::last_seq() const {
+  absl::MutexLock lock(&mu_);
+  return last_seq_;
+}
+
+bool TurnLog::ended() const {
+  absl::MutexLock lock(&mu_);
+  return status_.has_value();
+}
+
+size_t TurnLog::bytes() const {
+  absl::MutexLock lock(&mu_);
+  return bytes_;
+}
+
+void TurnLog::WakeAll() {
+  std::vector<std::shared_ptr<Waker>> wakers;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, reader] : readers_) wakers.push_back(reader.waker);
+  }
+  for (const auto& waker : wakers) waker->Wake();
+}
+
+// Over the turn's bound, the oldest events go, but never one an attached
+// reader has yet to take.
+void TurnLog::Trim() {
+  int slowest = last_seq_;
+  for (const auto& [id, reader] : readers_) slowest = std::min(slowest, reader.position);
+  while (bytes_ > options_.max_turn_bytes && !events_.empty() && first_seq_ <= slowest) {
+    bytes_ -= events_.front().ByteSizeLong();
+    events_.pop_front();
+    ++first_seq_;
+  }
+}
+
+bool TurnLog::MustWait() const {
+  for (const auto& [id, reader] : readers_) {
+    if (static_cast<size_t>(last_seq_ - reader.position) >= options_.max_unread) return true;
+  }
+  return false;
+}
+
+void TurnLogs::Register(const std::string& key, const std::string& turn_id,
+                        std::shared_ptr<TurnLog> log) {
+  absl::MutexLock lock(&mu_);
+  logs_[key + "/" + turn_id] = Entry{std::move(log), std::nullopt};
+}
+
+void TurnLogs::End(const std::string& key, const std::string& turn_id,
+                   const std::shared_ptr<TurnLog>& log, const absl::Status& status) {
+  log->End(status);
+  absl::MutexLock lock(&mu_);
+  auto it = logs_.find(key + "/" + turn_id);
+  if (it != logs_.end() && it->second.log == log) it->second.ended_micros = clock_.NowMicros();
+  Evict();
+}
+
+std::shared_ptr<TurnLog> TurnLogs::Find(const std::string& key, const std::string& turn_id) {
+  absl::MutexLock lock(&mu_);
+  Evict();
+  auto it = logs_.find(key + "/" + turn_id);
+  return it == logs_.end() ? nullptr : it->second.log;
+}
+
+void TurnLogs::Forget(const std::string& key) {
+  const std::string prefix = key + "/";
+  absl::MutexLock lock(&mu_);
+  std::erase_if(logs_, [&prefix](const auto& entry) { return entry.first.starts_with(prefix); });
+}
+
+// Ended turns past their window go; then, over the total, the oldest ended.
+void TurnLogs::Evict() {
+  const int64_t now = clock_.NowMicros();
+  const int64_t window =
+      std::chrono::duration_cast<std::chrono::microseconds>(options_.keep_after_end).count();
+  size_t total = 0;
+  std::multimap<int64_t, std::string> ended;  // by when
+  for (auto it = logs_.begin(); it != logs_.end();) {
+    const std::optional<int64_t>& when = it->second.ended_micros;
+    if (when.has_value() && now - *when >= window) {
+      it = logs_.erase(it);
+      continue;
+    }
+    if (when.has_value()) {
+      total += it->second.log->bytes();
+      ended.emplace(*when, it->first);
+    }
+    ++it;
+  }
+  for (auto it = ended.begin(); total > options_.max_total_bytes && it != ended.end(); ++it) {
+    auto entry = logs_.find(it->second);
+    total -= entry->second.log->bytes();
+    logs_.erase(entry);
+  }
+}
+
+}  // namespace omniforge::orchestrator
