@@ -767,8 +767,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StartTurn(
   // The turn's thread starts under the caller's trace context and log fields.
   const core::ScopedAmbient caller(
       CallerAmbient(*context, {request.turn_id(), request.conversation_id(), who.tenant_id}));
-  TurnFeed::Start(std::move(feed), std::move(request), core::TimePointFromMicros(deadline), runner_,
-                  workers_, std::move(interrupted), door_.limits);
+  TurnFeed::Start(feed, std::move(request), core::TimePointFromMicros(deadline), runner_, workers_,
+                  std::move(interrupted), door_.limits);
   return reader;
 }
 
