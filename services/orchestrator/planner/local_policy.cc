@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "libs/core/ids.h"
 #include "libs/core/text.h"
@@ -461,10 +462,10 @@ std::string ApprovalQuestion(const PendingAction& action) {
   // What in its arguments made it HIGH, when anything did.
   std::string why;
   for (const std::string& reason : action.risk_reasons) {
-    why += (why.empty() ? ": " : "; ") + reason;
+    absl::StrAppend(&why, why.empty() ? ": " : "; ", reason);
   }
-  return "This needs your approval and cannot be undone" + why +
-         ". Reply \"yes\" to go ahead or \"cancel\" to keep things as they are.";
+  return absl::StrCat("This needs your approval and cannot be undone", why,
+                      R"(. Reply "yes" to go ahead or "cancel" to keep things as they are.)");
 }
 
 std::string ApprovalQuestion(const std::vector<PendingAction>& actions) {

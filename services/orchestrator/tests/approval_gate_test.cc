@@ -339,6 +339,7 @@ PendingAction EmailTo(const std::string& id, const std::vector<std::string>& to)
 
 std::vector<std::string> Colleagues(int count) {
   std::vector<std::string> to;
+  to.reserve(count);
   for (int i = 0; i < count; ++i) to.push_back("colleague" + std::to_string(i) + "@acme.com");
   return to;
 }

@@ -40,6 +40,7 @@ std::vector<std::string> Rules(const ContentRisk& risk) {
 
 std::vector<std::string> Addresses(int count, const std::string& domain = "acme.com") {
   std::vector<std::string> out;
+  out.reserve(count);
   for (int i = 0; i < count; ++i) out.push_back("p" + std::to_string(i) + "@" + domain);
   return out;
 }
@@ -55,7 +56,7 @@ TEST(ContentRiskTest, MoreRecipientsThanTheLimitAcrossToCcAndBccIsHigh) {
 
   // Ten, or the same address twice, is not more than ten.
   std::vector<std::string> ten = Addresses(10);
-  ten.push_back("P0@ACME.com");
+  ten.emplace_back("P0@ACME.com");
   const ContentRisk at_limit = Assess({{"to", ten}});
   EXPECT_EQ(at_limit.risk, execpb::TOOL_RISK_WRITE);
   EXPECT_THAT(at_limit.fired, IsEmpty());

@@ -46,8 +46,8 @@ std::optional<double> Sample(const std::string& exposition, const std::string& s
 }
 
 std::string Unary(const std::string& service, const std::string& method) {
-  return absl::StrCat("grpc_method=\"", method, "\",grpc_service=\"") + service +
-         "\",grpc_type=\"unary\"";
+  return absl::StrCat(R"(grpc_method=")", method, R"(",grpc_service=")", service,
+                      R"(",grpc_type="unary")");
 }
 
 std::string ReadSource(const std::string& relative) {

@@ -266,6 +266,7 @@ TEST(TurnApprovalTest, TwoWritesInOneAnswerAreBothPreviewedAndBothRunAfterYes) {
 
 TEST(TurnApprovalTest, AnEmailToElevenPeopleIsPreviewedHighWithTheRuleAndSentOnlyAfterYes) {
   std::vector<std::string> eleven;
+  eleven.reserve(11);
   for (int i = 0; i < 11; ++i) eleven.push_back("member" + std::to_string(i) + "@acme.com");
   ScriptedModel model;
   // Two recipients: a WRITE that this policy runs at once.
