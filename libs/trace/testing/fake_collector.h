@@ -14,8 +14,9 @@
 
 namespace omniforge::trace::testing {
 
-// NOLINTNEXTLINE(bugprone-exception-escape): nlohmann::json's move is noexcept
-// but checks its invariant, which clang-tidy reads as a possible throw.
+// nlohmann::json's move is noexcept but checks its invariant, which
+// clang-tidy reads as a possible throw.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct ReceivedSpan {
   std::string service;  // the resource's service.name
   std::string trace_id;
