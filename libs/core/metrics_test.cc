@@ -77,14 +77,17 @@ TEST(MetricsTest, HistogramDefaultBuckets) {
   MetricsRegistry registry;
   Histogram& h = registry.GetHistogram("d_seconds", "d");
   EXPECT_THAT(h.UpperBounds(), ElementsAre(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                           0.25, 0.5, 1, 2.5, 5, 10));
+                                           0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 90, 120));
   h.Observe(0.003);
+  h.Observe(95);  // a turn near its 90 s limit has a bucket of its own
   const std::string text = registry.Render();
   EXPECT_THAT(text, HasSubstr("d_seconds_bucket{le=\"0.0025\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("d_seconds_bucket{le=\"0.005\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("d_seconds_bucket{le=\"+Inf\"} 1\n"));
-  EXPECT_THAT(text, HasSubstr("d_seconds_sum 0.003\n"));
-  EXPECT_THAT(text, HasSubstr("d_seconds_count 1\n"));
+  EXPECT_THAT(text, HasSubstr("d_seconds_bucket{le=\"90\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("d_seconds_bucket{le=\"120\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("d_seconds_bucket{le=\"+Inf\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("d_seconds_sum 95.003\n"));
+  EXPECT_THAT(text, HasSubstr("d_seconds_count 2\n"));
 }
 
 TEST(MetricsTest, EscapesLabelValuesAndHelp) {
