@@ -17,17 +17,6 @@ namespace {
 
 using json = nlohmann::json;
 
-template <size_t N>
-std::string Hex(const std::array<uint8_t, N>& bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(2 * N, '0');
-  for (size_t i = 0; i < N; ++i) {
-    out[2 * i] = kDigits[bytes[i] >> 4];
-    out[2 * i + 1] = kDigits[bytes[i] & 0x0f];
-  }
-  return out;
-}
-
 json StringAttribute(const std::string& key, const std::string& value) {
   return {{"key", key}, {"value", {{"stringValue", value}}}};
 }
@@ -41,7 +30,11 @@ json SpanJson(const SpanRecord& span) {
               {"endTimeUnixNano", std::to_string(span.end_unix_nanos)}};
   const bool root = std::all_of(span.parent_span_id.begin(), span.parent_span_id.end(),
                                 [](uint8_t b) { return b == 0; });
-  if (!root) out["parentSpanId"] = Hex(span.parent_span_id);
+  if (!root) {
+    core::SpanContext parent;
+    parent.span_id = span.parent_span_id;
+    out["parentSpanId"] = core::SpanIdHex(parent);
+  }
   json attributes = json::array();
   for (const auto& [key, value] : span.attributes)
     attributes.push_back(StringAttribute(key, value));
