@@ -110,11 +110,12 @@ TEST(TurnLogsTest, ADeletedConversationsTurnsAreForgottenAndNoOtherOnes) {
 
 TEST(TurnLogsTest, OverTheTotalTheOldestEndedTurnsGoFirstAndRunningOnesStay) {
   testing::FakeClock clock;
-  TurnLogs logs({.max_total_bytes = 250}, clock);
+  // Room for two turns of 100 KB and their logs' bookkeeping, not three.
+  TurnLogs logs({.max_total_bytes = 250000}, clock);
   auto fill = [&](const std::string& turn_id) {
     std::shared_ptr<TurnLog> log = logs.NewLog();
     logs.Register("k", turn_id, log);
-    log.get()->Append(Text(std::string(100, 'x')));
+    log.get()->Append(Text(std::string(100000, 'x')));
     return log;
   };
   std::shared_ptr<TurnLog> running = fill("running");
@@ -130,6 +131,70 @@ TEST(TurnLogsTest, OverTheTotalTheOldestEndedTurnsGoFirstAndRunningOnesStay) {
   EXPECT_EQ(logs.Find("k", "second"), second);
   EXPECT_EQ(logs.Find("k", "third"), third);
   EXPECT_EQ(logs.Find("k", "running"), running);
+}
+
+TEST(TurnLogsTest, AForgottenTurnNoLongerCountsTowardsTheTotal) {
+  testing::FakeClock clock;
+  TurnLogs logs({.max_total_bytes = 250000}, clock);
+  auto ended = [&](const std::string& key, const std::string& turn_id) {
+    std::shared_ptr<TurnLog> log = logs.NewLog();
+    logs.Register(key, turn_id, log);
+    log->Append(Text(std::string(100000, 'x')));
+    logs.End(key, turn_id, log, absl::OkStatus());
+    return log;
+  };
+  ended("deleted", "t1");
+  ended("deleted", "t2");
+  logs.Forget("deleted");
+  std::shared_ptr<TurnLog> first = ended("kept", "t1");
+  std::shared_ptr<TurnLog> second = ended("kept", "t2");
+  EXPECT_EQ(logs.Find("kept", "t1"), first);
+  EXPECT_EQ(logs.Find("kept", "t2"), second);
+}
+
+TEST(TurnLogsTest, ALaterTurnUnderTheSameNameOutlivesTheWindowOfTheEarlierOne) {
+  testing::FakeClock clock;
+  TurnLogs logs({.keep_after_end = std::chrono::seconds(60)}, clock);
+  std::shared_ptr<TurnLog> earlier = logs.NewLog();
+  logs.Register("k", "t", earlier);
+  logs.End("k", "t", earlier, absl::OkStatus());
+  clock.Advance(std::chrono::seconds(30));
+  std::shared_ptr<TurnLog> later = logs.NewLog();
+  logs.Register("k", "t", later);
+  logs.End("k", "t", later, absl::OkStatus());
+  clock.Advance(std::chrono::seconds(40));
+  EXPECT_EQ(logs.Find("k", "t"), later);
+  clock.Advance(std::chrono::seconds(20));
+  EXPECT_EQ(logs.Find("k", "t"), nullptr);
+}
+
+TEST(TurnLogsTest, ManyEndedTurnsAllAgeOutOfTheirWindow) {
+  testing::FakeClock clock;
+  TurnLogs logs({.keep_after_end = std::chrono::seconds(60)}, clock);
+  for (int i = 0; i < 5000; ++i) {
+    std::shared_ptr<TurnLog> log = logs.NewLog();
+    logs.Register("k", std::to_string(i), log);
+    logs.End("k", std::to_string(i), log, absl::OkStatus());
+    if (i % 1000 == 999) clock.Advance(std::chrono::seconds(20));
+  }
+  // Ended 100, 80, 60, 40 and 20 s ago, in blocks of a thousand.
+  EXPECT_EQ(logs.Find("k", "0"), nullptr);
+  EXPECT_EQ(logs.Find("k", "2999"), nullptr);
+  EXPECT_NE(logs.Find("k", "3000"), nullptr);
+  EXPECT_NE(logs.Find("k", "4999"), nullptr);
+}
+
+TEST(TurnLogsTest, TheTotalCountsTheLogsOfTurnsThatKeptNoEvents) {
+  testing::FakeClock clock;
+  TurnLogs logs({.max_total_bytes = 100000}, clock);
+  for (int i = 0; i < 1000; ++i) {
+    std::shared_ptr<TurnLog> log = logs.NewLog();
+    logs.Register("k", std::to_string(i), log);
+    logs.End("k", std::to_string(i), log, absl::OkStatus());
+  }
+  // Each costs more than a hundred bytes to keep: the oldest went.
+  EXPECT_EQ(logs.Find("k", "0"), nullptr);
+  EXPECT_NE(logs.Find("k", "999"), nullptr);
 }
 
 }  // namespace

@@ -9,6 +9,11 @@
 #include "libs/core/error_reason.h"
 
 namespace omniforge::orchestrator {
+namespace {
+
+constexpr size_t kDequeBlockBytes = 512;
+
+}  // namespace
 
 void TurnLog::Append(pb::ChatEvent event) {
   {
@@ -137,54 +142,55 @@ bool TurnLog::MustWait() const {
 void TurnLogs::Register(const std::string& key, const std::string& turn_id,
                         std::shared_ptr<TurnLog> log) {
   absl::MutexLock lock(&mu_);
-  logs_[key + "/" + turn_id] = Entry{std::move(log), std::nullopt};
+  logs_[absl::StrCat(key, "/", turn_id)] = std::move(log);
 }
 
 void TurnLogs::End(const std::string& key, const std::string& turn_id,
                    const std::shared_ptr<TurnLog>& log, const absl::Status& status) {
   log->End(status);
+  std::string name = absl::StrCat(key, "/", turn_id);
+  // What keeping the turn costs besides its events: the log itself, its
+  // first block of events and its entries here.
+  const size_t bytes =
+      log->bytes() + sizeof(TurnLog) + kDequeBlockBytes + sizeof(Ended) + 2 * name.size();
   absl::MutexLock lock(&mu_);
-  auto it = logs_.find(key + "/" + turn_id);
-  if (it != logs_.end() && it->second.log == log) it->second.ended_micros = clock_.NowMicros();
+  auto it = logs_.find(name);
+  if (it != logs_.end() && it->second == log) {
+    ended_.push_back(Ended{clock_.NowMicros(), std::move(name), log, bytes});
+    ended_bytes_ += bytes;
+  }
   Evict();
 }
 
 std::shared_ptr<TurnLog> TurnLogs::Find(const std::string& key, const std::string& turn_id) {
   absl::MutexLock lock(&mu_);
   Evict();
-  auto it = logs_.find(key + "/" + turn_id);
-  return it == logs_.end() ? nullptr : it->second.log;
+  auto it = logs_.find(absl::StrCat(key, "/", turn_id));
+  return it == logs_.end() ? nullptr : it->second;
 }
 
 void TurnLogs::Forget(const std::string& key) {
-  const std::string prefix = key + "/";
+  const std::string prefix = absl::StrCat(key, "/");
   absl::MutexLock lock(&mu_);
-  std::erase_if(logs_, [&prefix](const auto& entry) { return entry.first.starts_with(prefix); });
+  absl::erase_if(logs_, [&prefix](const auto& entry) { return entry.first.starts_with(prefix); });
+  std::erase_if(ended_, [&](const Ended& ended) {
+    if (!ended.name.starts_with(prefix)) return false;
+    ended_bytes_ -= ended.bytes;
+    return true;
+  });
 }
 
-// Ended turns past their window go; then, over the total, the oldest ended.
 void TurnLogs::Evict() {
-  const int64_t now = clock_.NowMicros();
-  const int64_t window =
+  const int64_t oldest_kept =
+      clock_.NowMicros() -
       std::chrono::duration_cast<std::chrono::microseconds>(options_.keep_after_end).count();
-  size_t total = 0;
-  std::multimap<int64_t, std::string> ended;  // by when
-  for (auto it = logs_.begin(); it != logs_.end();) {
-    const std::optional<int64_t>& when = it->second.ended_micros;
-    if (when.has_value() && now - *when >= window) {
-      it = logs_.erase(it);
-      continue;
-    }
-    if (when.has_value()) {
-      total += it->second.log->bytes();
-      ended.emplace(*when, it->first);
-    }
-    ++it;
-  }
-  for (auto it = ended.begin(); total > options_.max_total_bytes && it != ended.end(); ++it) {
-    auto entry = logs_.find(it->second);
-    total -= entry->second.log->bytes();
-    logs_.erase(entry);
+  while (!ended_.empty() &&
+         (ended_.front().micros <= oldest_kept || ended_bytes_ > options_.max_total_bytes)) {
+    const Ended& gone = ended_.front();
+    auto it = logs_.find(gone.name);
+    if (it != logs_.end() && it->second == gone.log.lock()) logs_.erase(it);
+    ended_bytes_ -= gone.bytes;
+    ended_.pop_front();
   }
 }
 

@@ -5,7 +5,8 @@
 // sees the same numbering. Bounded: a turn keeps at most
 // `max_turn_bytes` of events (its oldest go first, never ones an attached
 // reader has yet to read), the turns that ended keep at most
-// `max_total_bytes` together (the oldest ended go first), and an ended
+// `max_total_bytes` together, their logs counted with their events (the
+// oldest ended go first), and an ended
 // turn's events go after `keep_after_end`.
 //
 // No gRPC here: readers are woken through TurnLog::Waker.
@@ -21,6 +22,7 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -36,7 +38,7 @@ struct TurnLogOptions {
   std::chrono::milliseconds keep_after_end{60000};
   // The events one turn keeps (serialized bytes).
   size_t max_turn_bytes = size_t{1} << 20;
-  // The events all ended turns keep together.
+  // What all ended turns keep together: their events and their logs.
   size_t max_total_bytes = size_t{64} << 20;
   // The turn's thread waits (backpressure) while a reader is this many
   // events behind.
@@ -131,16 +133,23 @@ class TurnLogs final {
   void Forget(const std::string& key);
 
  private:
-  struct Entry {
-    std::shared_ptr<TurnLog> log;
-    std::optional<int64_t> ended_micros;
+  // An ended turn, in the order turns ended (the oldest first).
+  struct Ended {
+    int64_t micros;
+    std::string name;  // its key in logs_
+    std::weak_ptr<TurnLog> log;  // to tell it from a later log under the same name
+    size_t bytes;                // what keeping it costs, from when it ended
   };
+  // Ended turns past their window go, then the oldest ended while over the
+  // total: the oldest are at the front, so each turn is looked at once.
   void Evict() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const TurnLogOptions options_;
   const core::Clock& clock_;
   absl::Mutex mu_;
-  std::map<std::string, Entry> logs_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<TurnLog>> logs_ ABSL_GUARDED_BY(mu_);
+  std::deque<Ended> ended_ ABSL_GUARDED_BY(mu_);
+  size_t ended_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace omniforge::orchestrator
