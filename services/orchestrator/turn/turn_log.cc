@@ -173,11 +173,10 @@ void TurnLogs::Forget(const std::string& key) {
   const std::string prefix = absl::StrCat(key, "/");
   absl::MutexLock lock(&mu_);
   absl::erase_if(logs_, [&prefix](const auto& entry) { return entry.first.starts_with(prefix); });
-  std::erase_if(ended_, [&](const Ended& ended) {
-    if (!ended.name.starts_with(prefix)) return false;
-    ended_bytes_ -= ended.bytes;
-    return true;
-  });
+  for (const Ended& ended : ended_) {
+    if (ended.name.starts_with(prefix)) ended_bytes_ -= ended.bytes;
+  }
+  std::erase_if(ended_, [&prefix](const Ended& ended) { return ended.name.starts_with(prefix); });
 }
 
 void TurnLogs::Evict() {

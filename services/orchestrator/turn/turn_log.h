@@ -136,7 +136,7 @@ class TurnLogs final {
   // An ended turn, in the order turns ended (the oldest first).
   struct Ended {
     int64_t micros;
-    std::string name;  // its key in logs_
+    std::string name;            // its key in logs_
     std::weak_ptr<TurnLog> log;  // to tell it from a later log under the same name
     size_t bytes;                // what keeping it costs, from when it ended
   };
