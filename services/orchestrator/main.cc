@@ -170,6 +170,9 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
       static_cast<size_t>(c.Int("turn.window_cache_bytes", 32 << 20, 0, int64_t{1} << 34));
   s.turn.call_timeout =
       std::chrono::milliseconds(c.Int("turn.call_timeout_ms", 10000, 100, 600000));
+  s.turn.tool_retry.max_attempts = static_cast<int>(c.Int("turn.tool_max_attempts", 3, 1, 10));
+  s.turn.tool_retry.initial_backoff_micros =
+      1000 * c.Int("turn.tool_retry_backoff_ms", 100, 1, 60000);
   s.turn.max_iterations = static_cast<int>(c.Int("planner.max_iterations", 10, 1, 100));
   s.stream = ReadStreamOptions(c);
   s.planner_profile = c.String("planner.profile", "balanced");

@@ -328,5 +328,137 @@ TEST(TurnFlowStoreTest, ASaveAbortedByAConcurrentWriterKeepsTheReplyAndTheOtherS
   EXPECT_TRUE(d.h.tools.CallsOf("delete_agent").empty());
 }
 
+// A turn whose model calls `tool` once and then answers; the tool answers
+// with `outcomes` in turn (the last one again when they run out).
+struct FailingTool {
+  FailingTool(const std::string& tool, execpb::ToolRisk risk,
+              std::vector<absl::StatusOr<execpb::InvokeToolResponse>> outcomes,
+              TurnOptions options = Quick())
+      : h(Reads(), {std::move(options), &model}) {
+    h.tools.AddTool(tool, risk,
+                    [this, outcomes = std::move(outcomes)](const execpb::InvokeToolRequest&) {
+                      const size_t n = std::min(calls++, outcomes.size() - 1);
+                      return outcomes[n];
+                    });
+    model.PushToolCall(tool, json{{"name", "x"}});
+    model.PushText("Done.");
+  }
+  static TurnOptions Quick() {
+    TurnOptions options;
+    options.tool_retry.initial_backoff_micros = 1000;  // real waits stay short
+    options.approvals.write = GateVerdict::kRun;       // writes run unasked
+    return options;
+  }
+  static execpb::InvokeToolResponse Ok() {
+    execpb::InvokeToolResponse ok;
+    ok.set_result_json(R"({"ok": true})");
+    return ok;
+  }
+  static execpb::InvokeToolResponse ToolError(const std::string& code) {
+    execpb::InvokeToolResponse error;
+    error.set_is_error(true);
+    error.set_result_json(json{{"error", {{"code", code}, {"message", "no"}}}}.dump());
+    return error;
+  }
+  std::vector<const pb::ChatEvent*> Errors() const {
+    std::vector<const pb::ChatEvent*> errors;
+    for (const pb::ChatEvent& e : sink.events) {
+      if (e.has_error()) errors.push_back(&e);
+    }
+    return errors;
+  }
+  std::vector<std::string> States() const {
+    std::vector<std::string> states;
+    for (const pb::ChatEvent& e : sink.events) {
+      if (e.has_agent_state()) states.push_back(e.agent_state().details());
+    }
+    return states;
+  }
+
+  ScriptedModel model;
+  TurnHarness h;
+  size_t calls = 0;
+  RecordingSink sink;
+};
+
+TEST(TurnRecoveryTest, AToolCallThatFailsForATemporaryReasonIsTriedAgainAndTheTurnGoesOn) {
+  FailingTool t("create_agent", execpb::TOOL_RISK_WRITE,
+                {absl::UnavailableError("executor restarting"), FailingTool::Ok()});
+  ASSERT_TRUE(t.h.Turn("make an agent called x", t.sink).ok());
+  const std::vector<execpb::InvokeToolRequest> calls = t.h.tools.CallsOf("create_agent");
+  ASSERT_EQ(calls.size(), 2u);
+  // The same write: the executor runs it at most once under its key.
+  EXPECT_FALSE(calls[0].idempotency_key().empty());
+  EXPECT_EQ(calls[1].idempotency_key(), calls[0].idempotency_key());
+  EXPECT_EQ(calls[1].arguments_json(), calls[0].arguments_json());
+  EXPECT_THAT(t.States(), Contains(HasSubstr("Trying create_agent again (attempt 2 of 3)")));
+  EXPECT_TRUE(t.Errors().empty());
+  EXPECT_TRUE(t.h.errors.errors().empty());
+  const pb::ChatEvent* result = nullptr;
+  for (const pb::ChatEvent& e : t.sink.events) {
+    if (e.has_tool_result()) result = &e;
+  }
+  ASSERT_NE(result, nullptr);
+  EXPECT_FALSE(result->tool_result().is_error());
+  EXPECT_TRUE(t.sink.events.back().has_done());
+}
+
+TEST(TurnRecoveryTest, ARateLimitTheToolReportsItselfIsTriedAgain) {
+  FailingTool t("list_runs", execpb::TOOL_RISK_READ,
+                {FailingTool::ToolError("rate_limited"), FailingTool::Ok()});
+  ASSERT_TRUE(t.h.Turn("what ran today?", t.sink).ok());
+  EXPECT_EQ(t.h.tools.CallsOf("list_runs").size(), 2u);
+  EXPECT_TRUE(t.Errors().empty());
+}
+
+TEST(TurnRecoveryTest, APermanentFailureIsNotTriedAgain) {
+  FailingTool not_found("list_runs", execpb::TOOL_RISK_READ,
+                        {absl::NotFoundError("no such project")});
+  ASSERT_TRUE(not_found.h.Turn("what ran today?", not_found.sink).ok());
+  EXPECT_EQ(not_found.h.tools.CallsOf("list_runs").size(), 1u);
+  ASSERT_EQ(not_found.Errors().size(), 1u);
+  EXPECT_EQ(not_found.Errors()[0]->error().code(), pb::CHAT_ERROR_CODE_TOOL_FAILED);
+
+  FailingTool invalid("list_runs", execpb::TOOL_RISK_READ,
+                      {FailingTool::ToolError("invalid_argument")});
+  ASSERT_TRUE(invalid.h.Turn("what ran today?", invalid.sink).ok());
+  EXPECT_EQ(invalid.h.tools.CallsOf("list_runs").size(), 1u);
+}
+
+TEST(TurnRecoveryTest, ATemporaryFailureThatLastsEndsAfterTheAttemptsWithTheToolsFailure) {
+  FailingTool t("list_runs", execpb::TOOL_RISK_READ, {absl::UnavailableError("executor down")});
+  ASSERT_TRUE(t.h.Turn("what ran today?", t.sink).ok());
+  EXPECT_EQ(t.h.tools.CallsOf("list_runs").size(), 3u);
+  ASSERT_EQ(t.Errors().size(), 1u);
+  EXPECT_EQ(t.Errors()[0]->error().code(), pb::CHAT_ERROR_CODE_TOOL_FAILED);
+  EXPECT_THAT(t.Errors()[0]->error().message(), HasSubstr("list_runs failed"));
+  ASSERT_EQ(t.h.errors.errors().size(), 1u);
+  EXPECT_TRUE(t.sink.events.back().has_done());
+}
+
+TEST(TurnRecoveryTest, NoAttemptIsMadeThatTheTurnHasNoTimeFor) {
+  TurnOptions options = FailingTool::Quick();
+  options.turn_timeout = milliseconds(2000);
+  FailingTool t("list_runs", execpb::TOOL_RISK_READ, {absl::UnavailableError("executor down")},
+                options);
+  // The failed call took most of the turn's time: too little is left for
+  // another whole call.
+  t.h.tools.OnCall([&t](const execpb::InvokeToolRequest& call) {
+    if (call.tool_name() == "list_runs") t.h.clock.Advance(milliseconds(1500));
+  });
+  ASSERT_TRUE(t.h.Turn("what ran today?", t.sink).ok());
+  EXPECT_EQ(t.h.tools.CallsOf("list_runs").size(), 1u);
+}
+
+TEST(TurnRecoveryTest, OneAttemptWhenRetriesAreOff) {
+  TurnOptions options = FailingTool::Quick();
+  options.tool_retry.max_attempts = 1;
+  FailingTool t("list_runs", execpb::TOOL_RISK_READ,
+                {absl::UnavailableError("executor down"), FailingTool::Ok()}, options);
+  ASSERT_TRUE(t.h.Turn("what ran today?", t.sink).ok());
+  EXPECT_EQ(t.h.tools.CallsOf("list_runs").size(), 1u);
+  EXPECT_EQ(t.Errors().size(), 1u);
+}
+
 }  // namespace
 }  // namespace omniforge::orchestrator

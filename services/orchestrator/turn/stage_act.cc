@@ -6,8 +6,12 @@
 #include <algorithm>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
 #include "libs/core/ids.h"
+#include "libs/core/logging.h"
+#include "libs/core/metrics.h"
 #include "libs/core/text.h"
+#include "services/orchestrator/downstream/recovery.h"
 #include "services/orchestrator/turn/gate_moves.h"
 #include "services/orchestrator/turn/history.h"
 #include "services/orchestrator/turn/turn_pass.h"
@@ -15,6 +19,17 @@
 namespace omniforge::orchestrator {
 
 using nlohmann::json;
+
+namespace {
+
+core::Counter& ToolRetries() {
+  static core::Counter& counter = core::MetricsRegistry::Global().GetCounter(
+      "omniforge_orchestrator_tool_retries_total",
+      "Tool calls of turns tried again after a temporary failure.", {});
+  return counter;
+}
+
+}  // namespace
 
 void TurnPass::Act() {
   if (move_.plan && PlansOn() && !suspended_) {
@@ -96,7 +111,7 @@ std::optional<ToolRun> TurnPass::RunTool(const ToolStep& step, std::string* desc
   if (step.tool == "list_agents" && step.arguments.empty() && agent_list_) {
     result = *agent_list_;  // read a moment ago in this turn
   } else {
-    result = runner_.tools_.InvokeTool(DownstreamCall(), invoke);
+    result = InvokeWithRetry(invoke);
   }
   pb::ToolResultEvent* out = emit_.Next().mutable_tool_result();
   out->set_call_id(call_id);
@@ -109,6 +124,52 @@ std::optional<ToolRun> TurnPass::RunTool(const ToolStep& step, std::string* desc
   ContextBox::Add(box_.data, step.tool + ": " + core::Shortened(ran.result_json, 240));
   if (ran.is_error) ContextBox::Add(box_.blockers, step.tool + " failed");
   return ran;
+}
+
+// A call that failed for a temporary reason (downstream/recovery.h) is
+// tried again after a jittered wait, while the turn has time for the wait
+// and a whole call. Safe: reads change nothing, and every write carries its
+// idempotency key, so a write that ran before its answer was lost is not
+// run twice. Waiting ends at once when the turn is cancelled.
+absl::StatusOr<execpb::InvokeToolResponse> TurnPass::InvokeWithRetry(
+    const execpb::InvokeToolRequest& invoke) {
+  const llm::RetryPolicy& policy = runner_.options_.tool_retry;
+  for (int attempt = 1;; ++attempt) {
+    absl::StatusOr<execpb::InvokeToolResponse> result =
+        runner_.tools_.InvokeTool(DownstreamCall(), invoke);
+    Failure failure = Failure::kPermanent;
+    if (!result.ok()) {
+      failure = ClassifyStatus(result.status().code());
+    } else if (result->is_error()) {
+      failure = ClassifyToolError(ParseObject(result->result_json()));
+    } else {
+      return result;
+    }
+    const std::chrono::microseconds wait(
+        llm::RetryWaitMicros(policy, attempt, llm::DefaultRandom().Uniform(), std::nullopt));
+    const auto time_left =
+        std::chrono::duration_cast<std::chrono::microseconds>(ctx_.deadline() - ctx_.Now());
+    const auto room = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::min(runner_.options_.call_timeout, std::chrono::milliseconds(1000)));
+    if (control_.cancelled() || !ShouldRetry(policy, failure, attempt, wait, time_left, room)) {
+      return result;
+    }
+    const std::string why = result.ok() ? core::Shortened(result->result_json(), 160)
+                                        : std::string(result.status().message());
+    core::LogWarn("tool call failed for a temporary reason; trying again",
+                  {{"component", "orchestrator"},
+                   {"tool", invoke.tool_name()},
+                   {"attempt", absl::StrCat(attempt)},
+                   {"wait_ms", absl::StrCat(wait.count() / 1000)},
+                   {"error", why}});
+    ToolRetries().Inc();
+    emit_.State(pb::AGENT_STATE_EXECUTING_TOOL,
+                absl::StrCat("Trying ", invoke.tool_name(), " again (attempt ", attempt + 1, " of ",
+                             policy.max_attempts, "): ", core::Shortened(why, 120)));
+    if (!llm::DefaultClock().SleepFor(wait.count(), [this] { return control_.cancelled(); })) {
+      return result;
+    }
+  }
 }
 
 void TurnPass::SendToolCall(const ToolStep& step, const std::string& call_id,

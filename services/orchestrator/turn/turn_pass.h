@@ -69,6 +69,8 @@ class TurnPass final {
 
   // For the model planner's session (PlannerIo): one tool, one plan.
   std::optional<ToolRun> RunTool(const ToolStep& step, std::string* described);
+  absl::StatusOr<execpb::InvokeToolResponse> InvokeWithRetry(
+      const execpb::InvokeToolRequest& invoke);
   std::optional<ToolRun> CreatePlan(const std::string& arguments_json);
   bool Stopped() const;
   Emitter& emit() { return emit_; }

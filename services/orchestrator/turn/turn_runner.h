@@ -46,6 +46,7 @@
 #include "libs/core/identity.h"
 #include "libs/core/side_threads.h"
 #include "libs/llm/chat_model.h"
+#include "libs/llm/retry.h"
 #include "libs/llm/usage.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
 #include "services/orchestrator/api/public_types.h"
@@ -82,6 +83,10 @@ struct TurnOptions {
   size_t window_cache_bytes = 32 << 20;
   // Upper bound of each downstream call (within the turn's own deadline).
   std::chrono::milliseconds call_timeout{10000};
+  // A tool call that failed for a temporary reason (downstream/recovery.h)
+  // is tried again, waiting between attempts, within the turn's time.
+  llm::RetryPolicy tool_retry{
+      .max_attempts = 3, .initial_backoff_micros = 100'000, .max_backoff_micros = 2'000'000};
   // The planner model of a context type whose profile is not the planner's
   // own (planner.profiles); the models must outlive the runner. Used only
   // when the runner has a planner model.
