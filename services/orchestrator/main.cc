@@ -190,6 +190,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   }
   s.reviewer_profile = c.String("plans.reviewer_profile", "quality");
   s.plans.max_parallel_steps = static_cast<int>(c.Int("plans.max_parallel_steps", 3, 1, 32));
+  s.plans.step_retry.max_attempts = static_cast<int>(c.Int("plans.step_max_attempts", 3, 1, 10));
   s.plans.max_turns = static_cast<int>(c.Int("plans.executor_max_turns", 10, 1, 100));
   s.plans.step_timeout =
       std::chrono::milliseconds(c.Int("plans.step_timeout_ms", 120000, 1000, 3600000));

@@ -18,6 +18,7 @@
 #include "libs/trace/span.h"
 #include "services/orchestrator/api/public_types.h"
 #include "services/orchestrator/approvals/preview.h"
+#include "services/orchestrator/downstream/recovery.h"
 #include "services/orchestrator/usage/usage_attribution.h"
 
 namespace omniforge::orchestrator {
@@ -38,6 +39,13 @@ void CountPlan(PlanStatus status) {
                   "Plan calls of the engine, by the status they left the plan in",
                   {{"status", PlanStatusName(status)}})
       .Inc();
+}
+
+core::Counter& StepRetries() {
+  static core::Counter& counter = core::MetricsRegistry::Global().GetCounter(
+      "omniforge_orchestrator_step_retries_total",
+      "Plan steps run again after failing for a temporary reason.", {});
+  return counter;
 }
 
 // Events for the sink.
@@ -334,6 +342,7 @@ struct PlanEngine::StepRun {
   // The final event: the step failed, or stopped for the user's answer.
   void Failed(const execpb::ExecutorError& error) {
     ended = true;
+    retryable = error.retryable();
     step.status = escalated.has_value() ? StepStatus::kPending : StepStatus::kFailed;
     step.error = escalated.has_value() ? "" : error.message();
     result()->set_error_code(PublicExecutorError(error.code()));
@@ -350,10 +359,13 @@ struct PlanEngine::StepRun {
   ModelUsage* usage = nullptr;
   bool sent = false;  // the last message reached the executor
   bool spawned = false;
-  bool ended = false;  // a final event arrived
+  bool ended = false;      // a final event arrived
+  bool retryable = false;  // it failed, and may not fail when run again
   // The question that goes to the user: the step stops and the plan waits.
   std::optional<PendingQuestion> escalated;
   pb::ChatEvent result_event;
+  // How the dialogue ended, once it was closed (Finish called).
+  absl::Status finished;
 };
 
 // A call's hold on one plan (see PlanEngine): released when it returns.
@@ -801,13 +813,65 @@ void PlanEngine::RunStep(Run& run, const std::string& step_id) {
   std::optional<ModelUsage> step_usage;
   if (run.attribution.has_value()) step_usage.emplace(*run.attribution, options_.usage_writer);
 
-  StepRun s;
-  s.usage = step_usage.has_value() ? &*step_usage : nullptr;
-  if (!StartStep(run, step_id, s)) return;
-  run.Emit(StepStart(s.header, s.step));
-  OpenDialogue(run, s);
-  Converse(run, s);
-  EndStep(run, s);
+  for (int attempt = 1;; ++attempt) {
+    StepRun s;
+    s.usage = step_usage.has_value() ? &*step_usage : nullptr;
+    if (!StartStep(run, step_id, s)) return;
+    if (attempt == 1) run.Emit(StepStart(s.header, s.step));
+    OpenDialogue(run, s);
+    Converse(run, s);
+    if (RetryStep(run, s, attempt)) continue;
+    EndStep(run, s);
+    return;
+  }
+}
+
+// Its tool calls keep their idempotency keys (the plan's and the step's),
+// so a write that ran in a failed attempt does not run again.
+bool PlanEngine::RetryStep(Run& run, StepRun& s, int attempt) {
+  if (s.escalated.has_value()) return false;
+  if (!s.ended) {
+    // The dialogue broke off: temporary when the executor could not be
+    // reached or was overloaded; a step that used up its time does not get
+    // it again.
+    s.finished = s.dialogue->Finish();
+    s.dialogue.reset();
+    if (s.finished.ok() || s.finished.code() == absl::StatusCode::kDeadlineExceeded ||
+        ClassifyStatus(s.finished.code()) != Failure::kTemporary) {
+      return false;
+    }
+    s.retryable = true;
+    s.step.error = absl::StrCat("the executor's dialogue broke off: ", s.finished.message());
+  } else if (s.step.status != StepStatus::kFailed || !s.retryable) {
+    return false;
+  }
+  const int64_t wait = llm::RetryWaitMicros(options_.step_retry, attempt,
+                                            llm::DefaultRandom().Uniform(), std::nullopt);
+  if (attempt >= options_.step_retry.max_attempts) return false;
+  if (s.dialogue != nullptr) {
+    s.finished = s.dialogue->Finish();
+    s.dialogue.reset();
+  }
+  core::LogWarn("plan step failed for a temporary reason; running it again",
+                {{"component", "orchestrator"},
+                 {"plan_id", s.header.id},
+                 {"step_id", s.step.id},
+                 {"attempt", absl::StrCat(attempt)},
+                 {"error", s.step.error}});
+  StepRetries().Inc();
+  run.Emit(
+      ExecutorMessage(s.header, s.step, pb::DIALOGUE_PARTY_PLANNER, "retry",
+                      absl::StrCat("Running step ", s.step.id, " again (attempt ", attempt + 1,
+                                   " of ", options_.step_retry.max_attempts, "): ", s.step.error)));
+  {
+    // The next attempt starts from the plan's copy: it counts this one.
+    absl::MutexLock lock(&run.mu);
+    PlanStep* shared = run.plan.FindStep(s.step.id);
+    shared->attempts = s.step.attempts;
+    shared->answers = s.step.answers;
+  }
+  llm::DefaultClock().SleepFor(wait, nullptr);
+  return true;
 }
 
 bool PlanEngine::StartStep(Run& run, const std::string& step_id, StepRun& s) {
@@ -917,8 +981,11 @@ void PlanEngine::OnQuestion(Run& run, StepRun& s, const execpb::Question& q) {
 }
 
 void PlanEngine::EndStep(Run& run, StepRun& s) {
-  absl::Status finished = s.dialogue->Finish();
-  s.dialogue.reset();
+  absl::Status finished = s.finished;
+  if (s.dialogue != nullptr) {
+    finished = s.dialogue->Finish();
+    s.dialogue.reset();
+  }
   if (!s.ended) {
     s.step.status = StepStatus::kFailed;
     s.step.error = absl::StrCat("the executor's dialogue ended without a result: ",

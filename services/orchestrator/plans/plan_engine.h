@@ -52,6 +52,7 @@
 #include "absl/synchronization/mutex.h"
 #include "libs/core/clock.h"
 #include "libs/core/identity.h"
+#include "libs/llm/retry.h"
 #include "libs/llm/usage.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
 #include "services/orchestrator/approvals/approval_gate.h"
@@ -71,6 +72,11 @@ struct PlanEngineOptions {
   int max_turns = 10;
   // How long one step's dialogue may take.
   std::chrono::milliseconds step_timeout{120000};
+  // A step that failed for a temporary reason (the executor said it may
+  // succeed when tried again, or the dialogue broke off UNAVAILABLE) runs
+  // again from its start, waiting between attempts.
+  llm::RetryPolicy step_retry{
+      .max_attempts = 3, .initial_backoff_micros = 200'000, .max_backoff_micros = 5'000'000};
   // How long one model call (generation, review, an answer) may take.
   std::chrono::milliseconds model_timeout{60000};
   // Where the model calls made for a step run in a turn are stored, in the
@@ -246,6 +252,10 @@ class PlanEngine final {
   // Closes the dialogue, emits the result and stores the step; a step whose
   // question went to the user is pending again.
   void EndStep(Run& run, StepRun& s);
+  // A step that failed for a temporary reason with attempts left: its
+  // dialogue closed, the retry told, the wait waited; true when it is to
+  // run again.
+  bool RetryStep(Run& run, StepRun& s, int attempt);
   core::TimePoint ModelDeadline() const;
 
   PlanStore& store_;

@@ -41,6 +41,7 @@ class FakeStepExecutors::Dialogue final : public StepDialogue {
     task_ = task;
     std::function<void(const execpb::TaskAssignment&)> hook;
     std::optional<Asking> asks;
+    std::optional<execpb::ExecutorError> fails;
     {
       absl::MutexLock lock(&executors_.mu_);
       executors_.assignments_.push_back(task);
@@ -48,9 +49,21 @@ class FakeStepExecutors::Dialogue final : public StepDialogue {
       for (const execpb::PlannedToolCall& call : task.tool_calls()) {
         auto it = executors_.asking_.find(call.tool_name());
         if (it != executors_.asking_.end()) asks = it->second;
+        auto failing = executors_.failing_.find(call.tool_name());
+        if (failing != executors_.failing_.end() && failing->second.times > 0) {
+          --failing->second.times;
+          fails = failing->second.error;
+        }
       }
     }
     if (hook) hook(task);
+    if (fails.has_value()) {
+      execpb::ConverseResponse error = Header();
+      *error.mutable_error() = *fails;
+      outbox_.push_back(std::move(error));
+      closed_ = true;
+      return;
+    }
     if (!asks.has_value()) {
       Complete("done");
       return;
@@ -111,6 +124,11 @@ void FakeStepExecutors::AskWhen(const std::string& tool, const std::string& ques
                                 std::vector<std::string> options) {
   absl::MutexLock lock(&mu_);
   asking_[tool] = {question, std::move(options)};
+}
+
+void FakeStepExecutors::FailWhen(const std::string& tool, execpb::ExecutorError error, int times) {
+  absl::MutexLock lock(&mu_);
+  failing_[tool] = {std::move(error), times};
 }
 
 void FakeStepExecutors::OnAssign(std::function<void(const execpb::TaskAssignment&)> hook) {

@@ -27,6 +27,9 @@ class FakeStepExecutors final : public StepExecutors {
   // Steps that plan a call of `tool` ask `question` with `options`.
   void AskWhen(const std::string& tool, const std::string& question,
                std::vector<std::string> options);
+  // Steps that plan a call of `tool` end with `error` the first `times`
+  // times they run.
+  void FailWhen(const std::string& tool, execpb::ExecutorError error, int times);
   // Runs when a step's task is assigned (e.g. a test cancelling the turn).
   void OnAssign(std::function<void(const execpb::TaskAssignment&)> hook);
   // The tasks assigned, in order.
@@ -45,6 +48,11 @@ class FakeStepExecutors final : public StepExecutors {
 
   mutable absl::Mutex mu_;
   std::map<std::string, Asking> asking_ ABSL_GUARDED_BY(mu_);
+  struct Failing {
+    execpb::ExecutorError error;
+    int times = 0;
+  };
+  std::map<std::string, Failing> failing_ ABSL_GUARDED_BY(mu_);
   std::function<void(const execpb::TaskAssignment&)> on_assign_ ABSL_GUARDED_BY(mu_);
   std::vector<execpb::TaskAssignment> assignments_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> answers_ ABSL_GUARDED_BY(mu_);

@@ -149,6 +149,79 @@ TEST(TurnPlanTest, AStepsQuestionGoesToTheUserWhoseAnswerLetsThePlanGoOn) {
   EXPECT_FALSE(h.LastFlow(conversation).plan.has_value());
 }
 
+execpb::ExecutorError StepError(bool retryable) {
+  execpb::ExecutorError error;
+  error.set_code(execpb::ERROR_CODE_TOOL_FAILED);
+  error.set_message(retryable ? "the project service answered 503" : "no such project");
+  error.set_retryable(retryable);
+  return error;
+}
+
+std::vector<std::string> Retries(const RecordingSink& sink) {
+  std::vector<std::string> retries;
+  for (const pb::ChatEvent& e : sink.Of(pb::ChatEvent::kExecutorMessage)) {
+    if (e.executor_message().kind() == "retry") retries.push_back(e.executor_message().text());
+  }
+  return retries;
+}
+
+// The project audit's steps in `h`, run at once; the sink has its events.
+std::string RunAudit(TurnHarness& h, RecordingSink& audit) {
+  EXPECT_TRUE(
+      h.TurnIn(pb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", audit, "", "Harbor")
+          .ok());
+  EXPECT_EQ(audit.Of(pb::ChatEvent::kPlanCreated).size(), 1u);
+  return audit.Of(pb::ChatEvent::kPlanCreated)[0].plan_created().plan().plan_id();
+}
+
+TEST(TurnPlanRecoveryTest, AStepThatFailedForATemporaryReasonRunsAgainAndThePlanCompletes) {
+  TurnHarness h(Projects(), WithPlans());
+  h.executors.FailWhen("get_project_details", StepError(/*retryable=*/true), 1);
+  RecordingSink audit;
+  const std::string plan_id = RunAudit(h, audit);
+  EXPECT_EQ(h.executors.assignments().size(), 4u) << "3 steps, one of them twice";
+  const std::vector<std::string> retries = Retries(audit);
+  ASSERT_EQ(retries.size(), 1u);
+  EXPECT_THAT(retries[0], HasSubstr("(attempt 2 of 3): the project service answered 503"));
+  for (const pb::ChatEvent& e : audit.Of(pb::ChatEvent::kStepComplete)) {
+    EXPECT_EQ(e.step_complete().status(), pb::STEP_STATUS_COMPLETED) << e.step_complete().step_id();
+  }
+  EXPECT_EQ(audit.Of(pb::ChatEvent::kStepComplete).size(), 3u) << "one end per step";
+  const std::optional<Plan> stored = h.plan_store.Stored(plan_id);
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->status, PlanStatus::kCompleted);
+  int attempts = 0;
+  for (const PlanStep& step : stored->steps) attempts += step.attempts;
+  EXPECT_EQ(attempts, 4);
+  EXPECT_THAT(audit.Text(), HasSubstr("Done:"));
+}
+
+TEST(TurnPlanRecoveryTest, AStepThatFailedForAPermanentReasonIsNotRunAgain) {
+  TurnHarness h(Projects(), WithPlans());
+  h.executors.FailWhen("get_project_details", StepError(/*retryable=*/false), 1);
+  RecordingSink audit;
+  const std::string plan_id = RunAudit(h, audit);
+  EXPECT_TRUE(Retries(audit).empty());
+  const std::optional<Plan> stored = h.plan_store.Stored(plan_id);
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->status, PlanStatus::kFailed);
+  for (const PlanStep& step : stored->steps) EXPECT_LE(step.attempts, 1) << step.id;
+}
+
+TEST(TurnPlanRecoveryTest, AStepThatKeepsFailingForATemporaryReasonFailsAfterItsAttempts) {
+  TurnHarness h(Projects(), WithPlans());
+  h.executors.FailWhen("get_project_details", StepError(/*retryable=*/true), 100);
+  RecordingSink audit;
+  const std::string plan_id = RunAudit(h, audit);
+  EXPECT_EQ(Retries(audit).size(), 2u);
+  const std::optional<Plan> stored = h.plan_store.Stored(plan_id);
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->status, PlanStatus::kFailed);
+  int most = 0;
+  for (const PlanStep& step : stored->steps) most = std::max(most, step.attempts);
+  EXPECT_EQ(most, 3);
+}
+
 // Offers the project plan in `h` and says "looks good, run it" under
 // `control`; returns the conversation.
 std::string ApproveProjectPlan(TurnHarness& h, TurnControl& control, RecordingSink& run) {
