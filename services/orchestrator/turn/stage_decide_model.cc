@@ -55,7 +55,7 @@ PlannerRequest TurnPass::ModelRequest() const {
   plan.clarifications = last_ && continuing_ ? last_->clarifications : 0;
   plan.max_clarifications = runner_.options_.max_clarifications;
   plan.resuming = resuming_;
-  plan.tools = runner_.Catalog(DownstreamCall())->tools;
+  plan.tools = (catalog_ != nullptr ? catalog_ : runner_.Catalog(DownstreamCall()))->tools;
   plan.offer_plans = PlansOn();
   plan.max_iterations = runner_.options_.max_iterations;
   plan.deadline = ctx_.deadline();

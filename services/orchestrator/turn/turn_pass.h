@@ -105,12 +105,14 @@ class TurnPass final {
   void ChooseKind();
   void LoadBox();
   void Announce();
+  void TellLastTurn();
   // stage_understand.cc
   void ReadAgents();
   void Interpret();
   void AnswerOrAsk(const intentpb::IntentAnalysis& heard);
   intentpb::IntentAnalysis Heard();
   void AddIntentCalls(const absl::StatusOr<intentpb::AnalyzeIntentResponse>& answer);
+  void TellOntology();
   void PrepareInput();
   // stage_decide.cc
   void ResolveGate();
@@ -244,6 +246,9 @@ class TurnPass final {
   intentpb::IntentAnalysis analysis_;
   PolicyInput input_;
   intentpb::ContextType context_type_ = intentpb::CONTEXT_TYPE_GLOBAL;
+  // The executor's tools as this turn sees them (TellOntology), which the
+  // model planner is offered.
+  std::shared_ptr<const TurnRunner::ToolCatalog> catalog_;
 
   // Decide and Act
   int tool_calls_ = 0;
