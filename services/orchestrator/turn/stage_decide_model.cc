@@ -56,7 +56,8 @@ PlannerRequest TurnPass::ModelRequest() const {
   plan.max_clarifications = runner_.options_.max_clarifications;
   plan.resuming = resuming_;
   plan.tools = (catalog_ != nullptr ? catalog_ : runner_.Catalog(DownstreamCall()))->tools;
-  plan.offer_plans = PlansOn();
+  // A plan's steps need tools: with none on offer, no plan either.
+  plan.offer_plans = PlansOn() && !plan.tools.empty();
   plan.max_iterations = runner_.options_.max_iterations;
   plan.deadline = ctx_.deadline();
   // Polled while the model streams, possibly off this thread: atomics only.
