@@ -695,8 +695,12 @@ absl::StatusOr<PlanOutcome> PlanEngine::RunPlan(Plan plan, PlanEventSink& sink,
     if (step.status == StepStatus::kRunning) step.status = StepStatus::kPending;
   }
 
+  const ExecutionMode mode = plan.mode;
   Run run(std::move(plan), sink);
-  if (usage != nullptr) run.attribution = usage->attribution();
+  if (usage != nullptr) {
+    run.attribution = usage->attribution();
+    run.attribution->execution_mode = ExecutionModeName(mode);
+  }
   RunSteps(run, cancelled);
   return EndRun(run);
 }

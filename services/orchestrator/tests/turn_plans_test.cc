@@ -346,6 +346,7 @@ TEST(TurnPlanTest, AReviewedPlanIsRevisedWithTheReviewersNotesThenRuns) {
   std::map<std::string, int> stored;  // by operation
   for (const testing::UsageRow& row : h.usage.rows()) {
     EXPECT_EQ(row.who.conversation_id, ConversationOf(turn));
+    EXPECT_EQ(row.who.execution_mode, "agent_review");
     for (const AttributedCall& call : row.calls) ++stored[call.record.operation_type];
   }
   EXPECT_EQ(stored, (std::map<std::string, int>{

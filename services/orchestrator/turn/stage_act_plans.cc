@@ -55,8 +55,17 @@ std::optional<absl::StatusOr<PlanOutcome>> TurnPass::RunPlan(const std::string& 
                       outcome->plan.status == PlanStatus::kRunning)) {
     ReportOutOfTime();
   }
+  RecordExecutionMode(outcome->plan.mode);
   HoldPlan(*outcome);
   return outcome;
+}
+
+// The turn's usage row says how the plan it made or acted on is carried
+// out (its steps' rows say it too: the plan engine sets theirs).
+void TurnPass::RecordExecutionMode(ExecutionMode mode) {
+  UsageAttribution who = model_calls_.attribution();
+  who.execution_mode = ExecutionModeName(mode);
+  model_calls_.Attribute(std::move(who));
 }
 
 // Where the call left the plan: held for the routing when it waits for the
@@ -98,6 +107,8 @@ std::string TurnPass::PlanText(const std::optional<absl::StatusOr<PlanOutcome>>&
 
 // agent_create_plan, as the model called it or the local policy asked.
 std::optional<absl::StatusOr<PlanOutcome>> TurnPass::MakePlan(const PlanRequest& asked) {
+  // Also when the plan is never made: its generation's calls were for it.
+  RecordExecutionMode(asked.mode);
   return RunPlan(
       asked.mode == ExecutionMode::kAutoExecute ? "Making and running a plan" : "Making a plan",
       [this, &asked] {

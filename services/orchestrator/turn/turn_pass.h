@@ -134,6 +134,7 @@ class TurnPass final {
   std::optional<absl::StatusOr<PlanOutcome>> RunPlan(const std::string& doing,
                                                      const PlanCall& call);
   void HoldPlan(const PlanOutcome& outcome);
+  void RecordExecutionMode(ExecutionMode mode);
   std::optional<absl::StatusOr<PlanOutcome>> MakePlan(const PlanRequest& asked);
   PlanContext MakePlanContext();
   void GateRuns(const std::vector<execpb::ToolDescriptor>& tools);
