@@ -18,6 +18,8 @@ PlanContext TurnPass::MakePlanContext() {
   context.tools = runner_.Catalog(DownstreamCall())->tools;
   context.usage = &model_calls_;
   context.local_only = control_.local_only();
+  // Plans are made and revised by the model that plans the turn.
+  if (ModelPlans()) context.model = &PlannerModel();
   return context;
 }
 

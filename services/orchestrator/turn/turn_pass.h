@@ -120,6 +120,9 @@ class TurnPass final {
   void ReplyToPlan();
   PlanCall PlanCallFor(PlanMove move, std::string& doing);
   void AuditPlanReply(const std::optional<absl::StatusOr<PlanOutcome>>& outcome);
+  // The planner model of the turn's context type (planner.profiles), else
+  // the planner's; only when ModelPlans().
+  llm::ChatModel& PlannerModel() const;
   void AskModel();
   void TakeModelAnswer(const PlannerRequest& plan);
   PlannerRequest ModelRequest() const;
