@@ -5,6 +5,7 @@
 #include <map>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "libs/core/text.h"
@@ -104,6 +105,33 @@ std::string ErrorLine(const pb::ErrorEvent& error) {
   return "! " + error.message() + " (" +
          Words(pb::ChatErrorCode_Name(error.code()), "CHAT_ERROR_CODE_") +
          (error.fatal() ? ", the turn stopped)" : ")");
+}
+
+// What the turn knows of the workspace: the screen, the agents, the tools.
+std::string OntologyLine(const pb::OntologyLoadedEvent& o) {
+  std::string line = "· context: " + Words(pb::ContextType_Name(o.context_type()), "CONTEXT_TYPE_");
+  if (!o.entity_id().empty()) absl::StrAppend(&line, " ", o.entity_id());
+  absl::StrAppend(&line, ", ",
+                  o.agents_listed() ? Plural(o.agent_names_size(), "agent", "agents")
+                                    : std::string("agents not listed"),
+                  ", ", Plural(o.tool_names_size(), "tool", "tools"));
+  return line;
+}
+
+// Where the conversation's previous turn left off.
+std::string LastTurnLine(const pb::LastTurnContextEvent& last) {
+  std::string line =
+      "· last turn: " + Words(pb::ActionType_Name(last.action_type()), "ACTION_TYPE_") + ", " +
+      Words(pb::FlowStatus_Name(last.flow_status()), "FLOW_STATUS_");
+  if (last.pending_actions() > 0) {
+    absl::StrAppend(&line, ", ", Plural(last.pending_actions(), "action", "actions"),
+                    " waiting for approval");
+  }
+  if (!last.plan_id().empty()) {
+    absl::StrAppend(&line, ", plan ",
+                    Words(pb::PlanStatus_Name(last.plan_status()), "PLAN_STATUS_"));
+  }
+  return line;
 }
 
 // How long the turn took and what it called.
@@ -305,6 +333,12 @@ void ChatView::Show(const pb::ChatEvent& event) {
       // Its words open the reply's text; the line marks it.
       Line(kYellow, "! " + event.notice().agent_name() + ": " +
                         Words(pb::NoticeKind_Name(event.notice().kind()), "NOTICE_KIND_"));
+      break;
+    case pb::ChatEvent::kOntologyLoaded:
+      Line(kDim, OntologyLine(event.ontology_loaded()));
+      break;
+    case pb::ChatEvent::kLastTurnContext:
+      Line(kDim, LastTurnLine(event.last_turn_context()));
       break;
     case pb::ChatEvent::kHeartbeat:
       // The turn still runs: the spinner shows that already.

@@ -196,6 +196,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
       std::chrono::milliseconds(c.Int("plans.step_timeout_ms", 120000, 1000, 3600000));
   s.plans.model_timeout =
       std::chrono::milliseconds(c.Int("plans.model_timeout_ms", 60000, 1000, 600000));
+  s.plans.max_review_rounds = static_cast<int>(c.Int("plans.max_review_rounds", 2, 0, 5));
   s.database = pg::ReadDatabaseSettings(c, "omniforge_orchestrator", false, 4);
   s.spool.dir = c.String("spool.dir", "/tmp/omniforge-orchestrator-spool");
   s.spool.max_bytes = c.Int("spool.max_bytes", 64LL << 20, 1LL << 20, 1LL << 40);

@@ -52,6 +52,11 @@ pb::ExecutorErrorCode PublicExecutorError(execpb::ErrorCode code) {
                                              : pb::EXECUTOR_ERROR_CODE_INTERNAL;
 }
 
+pb::ActionType PublicActionType(intentpb::ActionType action) {
+  return pb::ActionType_IsValid(action) ? static_cast<pb::ActionType>(action)
+                                        : pb::ACTION_TYPE_UNSPECIFIED;
+}
+
 pb::ContextType PublicContextType(intentpb::ContextType context) {
   return pb::ContextType_IsValid(context) ? static_cast<pb::ContextType>(context)
                                           : pb::CONTEXT_TYPE_UNSPECIFIED;

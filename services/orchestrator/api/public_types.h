@@ -24,6 +24,11 @@ namespace omniforge::orchestrator {
 ::omniforge::orchestrator::v1::ExecutorErrorCode PublicExecutorError(
     ::omniforge::executor::v1::ErrorCode code);
 
+// What a message was understood to want, as the public type shows it (the
+// same values); UNSPECIFIED for a value the public type lacks.
+::omniforge::orchestrator::v1::ActionType PublicActionType(
+    ::omniforge::intent::v1::ActionType action);
+
 // A plan's context as the public type shows it.
 ::omniforge::orchestrator::v1::ContextType PublicContextType(
     ::omniforge::intent::v1::ContextType context);

@@ -270,6 +270,12 @@ std::string PlannerSystemPrompt(const PlannerRequest& request) {
               pending.arguments.dump() +
               ". If the user changes it, call the tool again with the revised arguments.\n";
   }
+  if (request.tools.empty()) {
+    // Without it a model offered no tools still writes calls to the tools
+    // it expects (list_agents, run_agent) or claims to have run them.
+    prompt += kNoToolsReminder;
+    return prompt;
+  }
   prompt += "Tool risk:";
   for (const execpb::ToolDescriptor& tool : request.tools) {
     prompt += "\n- " + tool.name() + ": " +

@@ -113,7 +113,19 @@ struct PlannerResult {
 
 PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& request, PlannerIo& io);
 
-// The system prompt of a planner session (exposed for tests).
+// The system prompt of a planner session (exposed for tests). With no
+// tools in the request it ends with kNoToolsReminder instead of the tools'
+// risks.
 std::string PlannerSystemPrompt(const PlannerRequest& request);
+
+// What the model is told when the executor offers no tools this turn (none
+// configured, or the executor cannot be reached): that there are none, so
+// it neither writes tool calls nor claims to have looked anything up.
+inline constexpr char kNoToolsReminder[] =
+    "<system-reminder>No tools are available in this conversation right now: the "
+    "platform's tool service offers none or cannot be reached. Do not call or write out any "
+    "tool call and do not claim to have looked anything up, run or changed anything. Answer "
+    "from the conversation alone, and tell the user plainly what you cannot do until the tools "
+    "are back.</system-reminder>";
 
 }  // namespace omniforge::orchestrator

@@ -476,7 +476,11 @@ absl::StatusOr<PlanOutcome> PlanEngine::ReviewAndRun(Plan plan, const PlanReques
                                                      const PlanContext& context,
                                                      PlanEventSink& sink,
                                                      const std::function<bool()>& cancelled) {
-  // One revision with the reviewer's notes, then the user decides.
+  // Each needs_changes goes back to the planner's model with the reviewer's
+  // notes for a revised plan, which is reviewed again: at most
+  // max_review_rounds revisions (none once the turn must stop), then the
+  // user decides.
+  std::vector<std::string> critiques;
   for (int round = 0;; ++round) {
     auto review = advisor_.ReviewPlan(plan, ModelDeadline(), context.usage);
     if (!review.ok()) {
@@ -510,38 +514,54 @@ absl::StatusOr<PlanOutcome> PlanEngine::ReviewAndRun(Plan plan, const PlanReques
       CountPlan(plan.status);
       return PlanOutcome{plan, PlanToolResult(plan)};
     }
-    if (review->verdict == ReviewVerdict::kApproved || round >= 1) {
+    if (review->verdict == ReviewVerdict::kApproved || round >= options_.max_review_rounds ||
+        (cancelled && cancelled())) {
       plan.status = PlanStatus::kPendingReview;
       if (absl::Status s = store_.Update(plan, {PlanStatus::kDraft}); !s.ok()) return s;
       CountPlan(plan.status);
       return ShowForReview(plan, context, sink);
     }
-    PlanContext revision_context = context;
-    revision_context.deadline = ModelDeadline();
-    auto revised =
-        generator_.Generate(request, revision_context, PlanRevision{plan.steps, review->notes});
-    if (!revised.ok()) {
-      plan.status = PlanStatus::kFailed;
-      plan.summary = absl::StrCat("The plan could not be revised: ", revised.status().message());
-      if (absl::Status s = store_.Update(plan, {PlanStatus::kDraft}); !s.ok()) return s;
-      CountPlan(plan.status);
-      return PlanOutcome{plan, PlanToolResult(plan)};
-    }
-    if (const PlanVerdict verdict = DecidePlan(options_.approvals, *revised, context.tools);
-        verdict.verdict == GateVerdict::kDeny || !verdict.unplanned_high.empty()) {
-      plan.status = PlanStatus::kFailed;
-      plan.summary = std::string(Denied(verdict).message());
-      if (absl::Status s = store_.Update(plan, {PlanStatus::kDraft}); !s.ok()) return s;
-      CountPlan(plan.status);
-      return PlanOutcome{plan, PlanToolResult(plan)};
-    }
-    plan.steps = *std::move(revised);
-    if (absl::Status s = store_.Update(plan, {PlanStatus::kDraft}, /*replace_steps=*/true);
-        !s.ok()) {
-      return s;
-    }
+    critiques.push_back(review->notes);
+    absl::StatusOr<std::optional<PlanOutcome>> failed =
+        ReviseForReviewer(plan, request, context, critiques);
+    if (!failed.ok()) return failed.status();
+    if (failed->has_value()) return **std::move(failed);
     sink.Emit(PlanCreated(plan));
   }
+}
+
+absl::StatusOr<std::optional<PlanOutcome>> PlanEngine::ReviseForReviewer(
+    Plan& plan, const PlanRequest& request, const PlanContext& context,
+    const std::vector<std::string>& critiques) {
+  // The latest notes lead; the earlier rounds' follow, so that a revision
+  // does not undo what an earlier one fixed.
+  std::string feedback = critiques.back();
+  for (size_t i = 0; i + 1 < critiques.size(); ++i) {
+    absl::StrAppend(&feedback, i == 0 ? "\nThe reviewer's earlier notes, still to keep: " : " / ",
+                    critiques[i]);
+  }
+  PlanContext revision_context = context;
+  revision_context.deadline = ModelDeadline();
+  auto revised = generator_.Generate(request, revision_context, PlanRevision{plan.steps, feedback});
+  std::string failure;
+  if (!revised.ok()) {
+    failure = absl::StrCat("The plan could not be revised: ", revised.status().message());
+  } else if (const PlanVerdict verdict = DecidePlan(options_.approvals, *revised, context.tools);
+             verdict.verdict == GateVerdict::kDeny || !verdict.unplanned_high.empty()) {
+    failure = std::string(Denied(verdict).message());
+  }
+  if (!failure.empty()) {
+    plan.status = PlanStatus::kFailed;
+    plan.summary = std::move(failure);
+    if (absl::Status s = store_.Update(plan, {PlanStatus::kDraft}); !s.ok()) return s;
+    CountPlan(plan.status);
+    return PlanOutcome{plan, PlanToolResult(plan)};
+  }
+  plan.steps = *std::move(revised);
+  if (absl::Status s = store_.Update(plan, {PlanStatus::kDraft}, /*replace_steps=*/true); !s.ok()) {
+    return s;
+  }
+  return std::nullopt;
 }
 
 absl::StatusOr<PlanOutcome> PlanEngine::Approve(const core::Identity& who,
@@ -707,8 +727,12 @@ absl::StatusOr<PlanOutcome> PlanEngine::RunPlan(Plan plan, PlanEventSink& sink,
     if (step.status == StepStatus::kRunning) step.status = StepStatus::kPending;
   }
 
+  const ExecutionMode mode = plan.mode;
   Run run(std::move(plan), sink);
-  if (usage != nullptr) run.attribution = usage->attribution();
+  if (usage != nullptr) {
+    run.attribution = usage->attribution();
+    run.attribution->execution_mode = ExecutionModeName(mode);
+  }
   RunSteps(run, cancelled);
   return EndRun(run);
 }

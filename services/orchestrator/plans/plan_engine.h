@@ -79,6 +79,10 @@ struct PlanEngineOptions {
       .max_attempts = 3, .initial_backoff_micros = 200'000, .max_backoff_micros = 5'000'000};
   // How long one model call (generation, review, an answer) may take.
   std::chrono::milliseconds model_timeout{60000};
+  // agent_review: how many times a reviewer's needs_changes goes back to
+  // the planner's model for a revised plan, each reviewed again; after
+  // that (or 0) the plan waits for the user's review with the notes.
+  int max_review_rounds = 2;
   // Where the model calls made for a step run in a turn are stored, in the
   // step's row (orchestration.llm_turn_usage): an executor's agent's and
   // the answers to its questions; null: not stored. Must outlive the engine.
@@ -215,6 +219,14 @@ class PlanEngine final {
   absl::StatusOr<PlanOutcome> ReviewAndRun(Plan plan, const PlanRequest& request,
                                            const PlanContext& context, PlanEventSink& sink,
                                            const std::function<bool()>& cancelled);
+  // A revision of `plan` by the planner's model with the reviewer's
+  // `critiques` (oldest first), stored in place of its steps: nullopt. When
+  // it cannot be made (the model failed, the policy refuses a tool of it)
+  // the plan is stored as failed and that is the outcome. The store's error
+  // when the plan cannot be stored.
+  absl::StatusOr<std::optional<PlanOutcome>> ReviseForReviewer(
+      Plan& plan, const PlanRequest& request, const PlanContext& context,
+      const std::vector<std::string>& critiques);
   absl::StatusOr<PlanOutcome> RunPlan(Plan plan, PlanEventSink& sink,
                                       const std::function<bool()>& cancelled,
                                       const ModelUsage* usage);

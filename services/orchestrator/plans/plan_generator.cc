@@ -285,12 +285,15 @@ std::optional<std::string> PlanRuleViolation(const std::vector<PlanStep>& steps,
 absl::StatusOr<std::vector<PlanStep>> PlanGenerator::Generate(
     const PlanRequest& request, const PlanContext& context,
     const std::optional<PlanRevision>& revision) const {
-  if (model_ != nullptr && !context.local_only) return FromModel(request, context, revision);
+  llm::ChatModel* model = context.model != nullptr ? context.model : model_;
+  if (model != nullptr && !context.local_only) {
+    return FromModel(*model, request, context, revision);
+  }
   return LocalPlanTemplate(request, context);
 }
 
 absl::StatusOr<std::vector<PlanStep>> PlanGenerator::FromModel(
-    const PlanRequest& request, const PlanContext& context,
+    llm::ChatModel& model, const PlanRequest& request, const PlanContext& context,
     const std::optional<PlanRevision>& revision) const {
   llm::ChatRequest chat;
   chat.messages.push_back({llm::Role::kSystem,
@@ -317,7 +320,7 @@ absl::StatusOr<std::vector<PlanStep>> PlanGenerator::FromModel(
 
   std::string violation;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    auto answer = llm::CompleteStructured(*model_, chat, call);
+    auto answer = llm::CompleteStructured(model, chat, call);
     if (!answer.ok()) return answer.status();
     auto steps = StepsFromJson(nlohmann::json::parse(answer->json)["steps"]);
     if (steps.ok()) {

@@ -45,6 +45,11 @@ struct PlanContext {
   ModelUsage* usage = nullptr;
   // Local templates even with a model (the tenant's LLM budget is spent).
   bool local_only = false;
+  // The planner's model of the turn (its context type's profile,
+  // planner.profiles): the plan is made, and revised with a reviewer's
+  // notes, by the model that planned the turn. Null: the generator's own
+  // model (planner.profile). Must outlive the call.
+  llm::ChatModel* model = nullptr;
 };
 
 // A revision: the plan so far and what to change.
@@ -55,7 +60,7 @@ struct PlanRevision {
 
 class PlanGenerator final {
  public:
-  // Null `model`: local templates.
+  // Null `model`: local templates (unless a PlanContext names a model).
   explicit PlanGenerator(llm::ChatModel* model) : model_(model) {}
 
   // The steps for `request`, valid (ValidateStepGraph) and, in a
@@ -71,7 +76,7 @@ class PlanGenerator final {
 
  private:
   absl::StatusOr<std::vector<PlanStep>> FromModel(
-      const PlanRequest& request, const PlanContext& context,
+      llm::ChatModel& model, const PlanRequest& request, const PlanContext& context,
       const std::optional<PlanRevision>& revision) const;
 
   llm::ChatModel* const model_;

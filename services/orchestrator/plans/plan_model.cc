@@ -362,7 +362,7 @@ planpb::ReviewVerdict ToProto(ReviewVerdict verdict) {
   return planpb::REVIEW_VERDICT_UNSPECIFIED;
 }
 
-planpb::Plan ToProto(const Plan& plan) {
+planpb::PlanStatus ToProto(PlanStatus status) {
   static const std::map<PlanStatus, planpb::PlanStatus> kStatus = {
       {PlanStatus::kDraft, planpb::PLAN_STATUS_DRAFT},
       {PlanStatus::kPendingReview, planpb::PLAN_STATUS_PENDING_REVIEW},
@@ -373,6 +373,10 @@ planpb::Plan ToProto(const Plan& plan) {
       {PlanStatus::kFailed, planpb::PLAN_STATUS_FAILED},
       {PlanStatus::kRejected, planpb::PLAN_STATUS_REJECTED},
   };
+  return kStatus.at(status);
+}
+
+planpb::Plan ToProto(const Plan& plan) {
   static const std::map<ExecutionMode, planpb::ExecutionMode> kMode = {
       {ExecutionMode::kAutoExecute, planpb::EXECUTION_MODE_AUTO_EXECUTE},
       {ExecutionMode::kDraftOnly, planpb::EXECUTION_MODE_DRAFT_ONLY},
@@ -382,7 +386,7 @@ planpb::Plan ToProto(const Plan& plan) {
   out.set_plan_id(plan.id);
   out.set_objective(plan.objective);
   out.set_execution_mode(kMode.at(plan.mode));
-  out.set_status(kStatus.at(plan.status));
+  out.set_status(ToProto(plan.status));
   out.set_context_type(PublicContextType(plan.context_type));
   for (const PlanStep& step : plan.steps) {
     planpb::PlanStep* s = out.add_steps();

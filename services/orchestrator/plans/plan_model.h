@@ -171,6 +171,7 @@ inline constexpr char kPlanReviewQuestion[] =
 
 // The plan as ChatEvents carry it.
 planpb::Plan ToProto(const Plan& plan);
+planpb::PlanStatus ToProto(PlanStatus status);
 planpb::StepStatus ToProto(StepStatus status);
 planpb::ReviewVerdict ToProto(ReviewVerdict verdict);
 

@@ -46,6 +46,7 @@ nlohmann::json Row(const UsageAttribution& who, const std::vector<AttributedCall
            who.conversation_id.empty() ? nlohmann::json() : nlohmann::json(who.conversation_id)},
           {"turn_id", who.turn_id},
           {"context_type", who.context_type},
+          {"execution_mode", who.execution_mode},
           {"calls", std::move(stored_calls)}};
 }
 
@@ -54,11 +55,12 @@ nlohmann::json Row(const UsageAttribution& who, const std::vector<AttributedCall
 PgUsageRecorder::PgUsageRecorder(pg::PgPool& pool, size_t max_queued)
     : rows_(pool, {.insert_sql =
                        "INSERT INTO orchestration.llm_turn_usage (tenant_id, id, user_id, "
-                       "conversation_id, turn_id, context_type, calls) "
+                       "conversation_id, turn_id, context_type, execution_mode, calls) "
                        "SELECT $1, x.id, x.user_id, x.conversation_id, x.turn_id, x.context_type, "
-                       "x.calls "
+                       "x.execution_mode, x.calls "
                        "FROM jsonb_to_recordset($2::jsonb) AS x(id uuid, user_id text, "
-                       "conversation_id uuid, turn_id text, context_type text, calls jsonb)",
+                       "conversation_id uuid, turn_id text, context_type text, "
+                       "execution_mode text, calls jsonb)",
                    .what = "LLM usage",
                    .dropped_metric = "omniforge_orchestrator_llm_usage_dropped_total",
                    .dropped_help = "Model-call usage records not stored",

@@ -1,5 +1,6 @@
 // Every model call the orchestrator makes for a turn is recorded: who it was
-// for (tenant, user, conversation, turn, context type) and what it used
+// for (tenant, user, conversation, turn, context type, the execution mode of
+// the plan it served) and what it used
 // (operation, profile, provider, model, tokens, cost, latency, outcome).
 // The turn passes its ModelUsage (usage_attribution.h) with each model
 // call, the LLM client reports the call's usage record to it, and when the

@@ -575,6 +575,22 @@ TEST(ModelPlannerTest, ThePromptCarriesTheBoxAndStopsQuestionsAtTheCap) {
   EXPECT_THAT(prompt, HasSubstr("RESUMING"));
 }
 
+// With no tools on offer (none configured, the executor out of reach) the
+// model is reminded that there are none, instead of a list of tool risks.
+TEST(LocalPolicyTest, ThePlannerIsRemindedWhenNoToolsAreOnOffer) {
+  PlannerRequest request;
+  std::string prompt = PlannerSystemPrompt(request);
+  EXPECT_THAT(prompt, HasSubstr(kNoToolsReminder));
+  EXPECT_EQ(prompt.find("Tool risk:"), std::string::npos);
+  execpb::ToolDescriptor tool;
+  tool.set_name("list_agents");
+  tool.set_risk(execpb::TOOL_RISK_READ);
+  request.tools.push_back(tool);
+  prompt = PlannerSystemPrompt(request);
+  EXPECT_EQ(prompt.find("<system-reminder>"), std::string::npos);
+  EXPECT_THAT(prompt, HasSubstr("- list_agents: read-only, runs at once"));
+}
+
 TEST(LocalPolicyTest, SuggestedNamesAreMadeUnique) {
   EXPECT_EQ(UniqueAgentName("weekly-sales-reports", {}), "weekly-sales-reports");
   EXPECT_EQ(UniqueAgentName("weekly-sales-reports", {{"Weekly-Sales-Reports", "", "", ""}}),

@@ -419,10 +419,48 @@ TEST(TurnPlanTest, AReviewedPlanIsRevisedWithTheReviewersNotesThenRuns) {
   std::map<std::string, int> stored;  // by operation
   for (const testing::UsageRow& row : h.usage.rows()) {
     EXPECT_EQ(row.who.conversation_id, ConversationOf(turn));
+    EXPECT_EQ(row.who.execution_mode, "agent_review");
     for (const AttributedCall& call : row.calls) ++stored[call.record.operation_type];
   }
   EXPECT_EQ(stored, (std::map<std::string, int>{
                         {"planner_stream", 2}, {"plan_generation", 2}, {"plan_review", 2}}));
+}
+
+// A reviewer that keeps asking for changes has its notes go back to the
+// planner model twice (plans.max_review_rounds); the third critique leaves
+// the plan to the user, who sees it for review. The turn's usage row says
+// the plan's execution mode.
+TEST(TurnPlanTest, AReviewersCritiqueGoesBackToThePlannerAtMostTwiceThenTheUserDecides) {
+  ScriptedModel model;  // the planner, the plan's generator and its reviewer, in turn
+  model.PushToolCall("agent_create_plan",
+                     {{"objective", "Tidy up my agents"}, {"execution_mode", "agent_review"}});
+  const std::string steps =
+      json{{"steps", {PlannedStep("s1", "List the agents", "list_agents")}}}.dump();
+  const std::string critique =
+      json{{"verdict", "needs_changes"}, {"notes", "look at the paused agents too"}}.dump();
+  for (int round = 0; round < 3; ++round) {
+    model.PushText(steps);
+    model.PushText(critique);
+  }
+  model.PushText("The reviewer still wants changes: have a look.");
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_MANAGE_PLATFORM),
+                {{}, &model, true, &model});
+  model.ReportUsageTo(&h.usage);
+  RecordingSink turn;
+  ASSERT_TRUE(h.Turn("please tidy up my agents", turn).ok());
+  EXPECT_EQ(turn.Of(pb::ChatEvent::kPlanReview).size(), 3u);
+  EXPECT_EQ(turn.Of(pb::ChatEvent::kPlanReadyForReview).size(), 1u);
+  EXPECT_TRUE(turn.Of(pb::ChatEvent::kStepStart).empty());
+  EXPECT_FALSE(turn.events.back().done().is_final());
+  const std::vector<llm::ChatRequest> asked = model.requests();
+  ASSERT_EQ(asked.size(), 8u);
+  // The second and third generations are revisions with the critique.
+  for (size_t revision : {3u, 5u}) {
+    EXPECT_THAT(asked[revision].messages.back().content,
+                HasSubstr("Revise the plan: look at the paused agents too"));
+  }
+  ASSERT_EQ(h.usage.rows().size(), 1u);
+  EXPECT_EQ(h.usage.rows()[0].who.execution_mode, "agent_review");
 }
 
 // What the turn relies on from every plan store, held by the fake as by

@@ -46,6 +46,51 @@ TEST(TurnRunnerTest, AFreshRequestRunsItsReadToolAndStoresBothMessages) {
   EXPECT_EQ(RoutingOfReply(stored[1]).flow_id, sink.events.front().session().flow_id());
 }
 
+// Before it plans, a turn tells the client what it knows of the user's
+// workspace (ontology_loaded, after the intent); continuing a conversation,
+// it first tells what the last turn left (last_turn_context, right after
+// the session). Every agent_state names the client's context.
+TEST(TurnRunnerTest, ATurnTellsItsWorkspaceAndWhatTheLastTurnLeft) {
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO, {{"topic", "agents"}}));
+  h.tools.SetAgents(json::array({{{"name", "weekly-digest"}, {"description", "digest"}}}));
+  RecordingSink first;
+  ASSERT_TRUE(h.TurnIn(pb::CONTEXT_TYPE_PROJECT, "list my agents", first, "", "proj-1").ok());
+  EXPECT_TRUE(first.Of(pb::ChatEvent::kLastTurnContext).empty());
+  const std::vector<pb::ChatEvent> loaded = first.Of(pb::ChatEvent::kOntologyLoaded);
+  ASSERT_EQ(loaded.size(), 1u);
+  const pb::OntologyLoadedEvent& workspace = loaded[0].ontology_loaded();
+  EXPECT_EQ(workspace.context_type(), pb::CONTEXT_TYPE_PROJECT);
+  EXPECT_EQ(workspace.entity_id(), "proj-1");
+  EXPECT_EQ(workspace.entities().at("topic"), "agents");
+  ASSERT_EQ(workspace.agent_names_size(), 1);
+  EXPECT_EQ(workspace.agent_names(0), "weekly-digest");
+  EXPECT_TRUE(workspace.agents_listed());
+  EXPECT_THAT(
+      std::vector<std::string>(workspace.tool_names().begin(), workspace.tool_names().end()),
+      ::testing::Contains("delete_agent"));
+  for (const pb::ChatEvent& e : first.Of(pb::ChatEvent::kAgentState)) {
+    EXPECT_EQ(e.agent_state().context_type(), pb::CONTEXT_TYPE_PROJECT);
+  }
+
+  RecordingSink second;
+  ASSERT_TRUE(h.Turn("and the runs?", second, ConversationOf(first)).ok());
+  ASSERT_GE(second.events.size(), 2u);
+  ASSERT_TRUE(second.events[1].has_last_turn_context());
+  const pb::LastTurnContextEvent& left = second.events[1].last_turn_context();
+  EXPECT_EQ(left.turn_id(), first.events.front().session().turn_id());
+  EXPECT_EQ(left.flow_id(), first.events.front().session().flow_id());
+  EXPECT_EQ(left.flow_status(), pb::FLOW_STATUS_DONE);
+  EXPECT_EQ(left.action_type(), pb::ACTION_TYPE_QUERY_INFO);
+  EXPECT_EQ(left.entities().at("topic"), "agents");
+  ASSERT_EQ(left.tools_used_size(), 1);
+  EXPECT_EQ(left.tools_used(0), "list_agents");
+  EXPECT_FALSE(left.question_pending());
+  EXPECT_EQ(left.plan_id(), "");
+  for (const pb::ChatEvent& e : second.Of(pb::ChatEvent::kAgentState)) {
+    EXPECT_EQ(e.agent_state().context_type(), pb::CONTEXT_TYPE_GLOBAL);
+  }
+}
+
 TEST(TurnRunnerTest, AnInvalidRequestIsRefusedWithNothingEmittedOrStored) {
   TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO));
   RecordingSink sink;

@@ -126,6 +126,38 @@ class UsageRecorderTest : public ::testing::Test {
   }
 };
 
+// A turn that made or acted on a plan says how the plan is carried out; a
+// turn without one stores an empty mode. The per-call view answers it too,
+// to the tenant's own role, and a mode no plan has is refused.
+TEST_F(UsageRecorderTest, TheExecutionModeOfThePlanIsStoredWithTheRowAndInTheView) {
+  UsageAttribution reviewed = Turn();
+  reviewed.execution_mode = "agent_review";
+  const UsageAttribution plain = Turn();
+  {
+    PgUsageRecorder recorder(kDatabase->pool());
+    ModelUsage turn(reviewed, &recorder);
+    turn.Record(Answered("plan_generation", "balanced", 100, 20, 0.01));
+    turn.Record(Answered("plan_review", "quality", 80, 10, 0.02));
+    ModelUsage other(plain, &recorder);
+    other.Record(Answered("planner_stream", "balanced", 50, 5, 0.001));
+  }
+  const std::string mode =
+      "SELECT execution_mode FROM orchestration.llm_turn_usage WHERE turn_id = $1";
+  ASSERT_EQ(Query(mode, reviewed.turn_id).size(), 1u);
+  EXPECT_EQ(Query(mode, reviewed.turn_id)[0][0].as<std::string>(), "agent_review");
+  EXPECT_EQ(Query(mode, plain.turn_id)[0][0].as<std::string>(), "");
+  const pqxx::result calls = QueryAsTenant(
+      kTenant, "SELECT execution_mode FROM orchestration.llm_usage WHERE turn_id = $1",
+      reviewed.turn_id);
+  ASSERT_EQ(calls.size(), 2u);
+  for (const pqxx::row& call : calls) EXPECT_EQ(call[0].as<std::string>(), "agent_review");
+  EXPECT_THROW(Query("INSERT INTO orchestration.llm_turn_usage (tenant_id, id, user_id, "
+                     "execution_mode, calls) VALUES ($1, gen_random_uuid(), 'u', 'whenever', "
+                     "'[{}]'::jsonb)",
+                     kTenant),
+               pqxx::check_violation);
+}
+
 TEST_F(UsageRecorderTest, TurnWithTwoCallsIsOneStoredRowAndTwoRowsOfTheView) {
   const UsageAttribution who = Turn();
   {

@@ -28,10 +28,14 @@ class Emitter final {
   }
   void Send() { sink_.Emit(std::move(event_)); }
 
+  // Every agent_state event names the client's context the turn works in.
+  void SetContextType(pb::ContextType context_type) { context_type_ = context_type; }
+  pb::ContextType context_type() const { return context_type_; }
   void State(pb::AgentState state, const std::string& details) {
     pb::AgentStateEvent* e = Next().mutable_agent_state();
     e->set_state(state);
     e->set_details(details);
+    e->set_context_type(context_type_);
     Send();
   }
   void Error(pb::ChatErrorCode code, const std::string& message, bool fatal,
@@ -50,6 +54,7 @@ class Emitter final {
  private:
   EventSink& sink_;
   ErrorHook on_error_;
+  pb::ContextType context_type_ = pb::CONTEXT_TYPE_GLOBAL;
   pb::ChatEvent event_;
 };
 

@@ -18,6 +18,8 @@ PlanContext TurnPass::MakePlanContext() {
   context.tools = runner_.Catalog(DownstreamCall())->tools;
   context.usage = &model_calls_;
   context.local_only = control_.local_only();
+  // Plans are made and revised by the model that plans the turn.
+  if (ModelPlans()) context.model = &PlannerModel();
   return context;
 }
 
@@ -55,8 +57,17 @@ std::optional<absl::StatusOr<PlanOutcome>> TurnPass::RunPlan(const std::string& 
                       outcome->plan.status == PlanStatus::kRunning)) {
     ReportOutOfTime();
   }
+  RecordExecutionMode(outcome->plan.mode);
   HoldPlan(*outcome);
   return outcome;
+}
+
+// The turn's usage row says how the plan it made or acted on is carried
+// out (its steps' rows say it too: the plan engine sets theirs).
+void TurnPass::RecordExecutionMode(ExecutionMode mode) {
+  UsageAttribution who = model_calls_.attribution();
+  who.execution_mode = ExecutionModeName(mode);
+  model_calls_.Attribute(std::move(who));
 }
 
 // Where the call left the plan: held for the routing when it waits for the
@@ -98,6 +109,8 @@ std::string TurnPass::PlanText(const std::optional<absl::StatusOr<PlanOutcome>>&
 
 // agent_create_plan, as the model called it or the local policy asked.
 std::optional<absl::StatusOr<PlanOutcome>> TurnPass::MakePlan(const PlanRequest& asked) {
+  // Also when the plan is never made: its generation's calls were for it.
+  RecordExecutionMode(asked.mode);
   return RunPlan(
       asked.mode == ExecutionMode::kAutoExecute ? "Making and running a plan" : "Making a plan",
       [this, &asked] {

@@ -31,6 +31,12 @@ class TurnPlannerIo final : public PlannerIo {
 
 }  // namespace
 
+llm::ChatModel& TurnPass::PlannerModel() const {
+  const auto profiled = runner_.metered_by_context_.find(context_type_);
+  return profiled != runner_.metered_by_context_.end() ? *profiled->second
+                                                       : *runner_.metered_planner_;
+}
+
 bool TurnPass::Stopped() const {
   return control_.cancelled() || control_.suspend_requested() || ctx_.Expired();
 }
@@ -55,8 +61,9 @@ PlannerRequest TurnPass::ModelRequest() const {
   plan.clarifications = last_ && continuing_ ? last_->clarifications : 0;
   plan.max_clarifications = runner_.options_.max_clarifications;
   plan.resuming = resuming_;
-  plan.tools = runner_.Catalog(DownstreamCall())->tools;
-  plan.offer_plans = PlansOn();
+  plan.tools = (catalog_ != nullptr ? catalog_ : runner_.Catalog(DownstreamCall()))->tools;
+  // A plan's steps need tools: with none on offer, no plan either.
+  plan.offer_plans = PlansOn() && !plan.tools.empty();
   plan.max_iterations = runner_.options_.max_iterations;
   plan.deadline = ctx_.deadline();
   // Polled while the model streams, possibly off this thread: atomics only.
@@ -70,11 +77,8 @@ void TurnPass::AskModel() {
   plan.usage = &model_calls_;
   emit_.State(pb::AGENT_STATE_THINKING, "Planning");
   TurnPlannerIo io(*this);
-  const auto profiled = runner_.metered_by_context_.find(plan.context_type);
-  llm::ChatModel& model =
-      profiled != runner_.metered_by_context_.end() ? *profiled->second : *runner_.metered_planner_;
   stage_ = "planner_stream";
-  planned_ = RunModelPlanner(model, plan, io);
+  planned_ = RunModelPlanner(PlannerModel(), plan, io);
   if (planned_.stopped) {
     // Cancelled, suspended or out of time: no fallback, keep what was said.
     planned_.answered = true;

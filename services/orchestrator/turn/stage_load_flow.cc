@@ -116,6 +116,7 @@ FlowState TurnPass::LastFlow(const Routing& routing) {
     last.action_type = routing.action_type;
     last.entities = routing.entities;
     last.listed_agents = routing.listed_agents;
+    last.tools_used = routing.tools_used;
   }
   if (!routing.written_whole && routing.status == FlowStatus::kWaiting &&
       !routing.flow_id.empty()) {
@@ -246,6 +247,7 @@ void TurnPass::Announce() {
   session->set_flow_id(flow_id_);
   if (suspended_now_) session->set_suspended_flow_id(suspended_now_->flow_id);
   emit_.Send();
+  TellLastTurn();
   emit_.State(pb::AGENT_STATE_THINKING, "Reading what you asked");
   if (Masked()) {
     emit_.Error(pb::CHAT_ERROR_CODE_SECRET_MASKED,
@@ -276,6 +278,41 @@ void TurnPass::Announce() {
                 "the conversation history could not be read; answering from this message alone",
                 /*fatal=*/false, std::string(window_.status().message()));
   }
+}
+
+// What the conversation's previous turn left, as the flow its reply
+// belongs to tells it: sent when there is such a reply (one the
+// orchestrator wrote, with its routing).
+void TurnPass::TellLastTurn() {
+  if (!last_) return;
+  const FlowState& last = *last_;
+  pb::LastTurnContextEvent* told = emit_.Next().mutable_last_turn_context();
+  told->set_turn_id(last.turn_id);
+  told->set_flow_id(last.flow_id);
+  switch (last.status) {
+    case FlowStatus::kDone:
+      told->set_flow_status(pb::FLOW_STATUS_DONE);
+      break;
+    case FlowStatus::kWaiting:
+      told->set_flow_status(pb::FLOW_STATUS_WAITING);
+      break;
+    case FlowStatus::kSuspended:
+      told->set_flow_status(pb::FLOW_STATUS_SUSPENDED);
+      break;
+  }
+  told->set_action_type(PublicActionType(last.action_type));
+  told->set_goal(last.goal);
+  told->mutable_entities()->insert(last.entities.begin(), last.entities.end());
+  for (const std::string& tool : last.tools_used) told->add_tools_used(tool);
+  told->set_pending_actions(static_cast<int32_t>(last.pending.size()));
+  told->set_question_pending(last.clarifications > 0);
+  if (last.plan) {
+    told->set_plan_id(last.plan->plan_id);
+    const std::optional<PlanStatus> status = ParsePlanStatus(last.plan->status);
+    if (status) told->set_plan_status(ToProto(*status));
+  }
+  if (last.suspended_flow) told->set_suspended_flow_id(last.suspended_flow->flow_id);
+  emit_.Send();
 }
 
 }  // namespace omniforge::orchestrator

@@ -56,6 +56,9 @@ TurnPass::TurnPass(const TurnRunner& runner, const core::Identity& who,
                          const std::string& message) { RecordError(ErrorKind(code), message); }),
       plan_events_(emit_) {
   list_agents_.set_tool_name("list_agents");
+  emit_.SetContextType(request_.context_type() == pb::CONTEXT_TYPE_UNSPECIFIED
+                           ? pb::CONTEXT_TYPE_GLOBAL
+                           : request_.context_type());
   // Polled by the plan engine, possibly off this thread: atomics and the
   // clock only.
   plan_stopped_ = [this] {

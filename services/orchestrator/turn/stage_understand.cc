@@ -28,6 +28,24 @@ void TurnPass::Understand() {
   ContextBox::Add(box_.notes, "understood as " +
                                   intentpb::ActionType_Name(analysis_.action_type()) + " (" +
                                   intentpb::IntentSource_Name(analysis_.source()) + ")");
+  TellOntology();
+}
+
+// What the turn knows of the user's workspace before it plans: the
+// client's context, what the message and the flow name, the user's agents
+// and the executor's tools (listed now, or kept from a listing less than a
+// minute old).
+void TurnPass::TellOntology() {
+  catalog_ = runner_.Catalog(DownstreamCall());
+  pb::OntologyLoadedEvent* told = emit_.Next().mutable_ontology_loaded();
+  told->set_context_type(emit_.context_type());
+  told->set_entity_id(request_.entity_id());
+  told->mutable_entities()->insert(box_.entities.begin(), box_.entities.end());
+  for (const AgentInfo& agent : agents_) told->add_agent_names(agent.name);
+  told->set_agents_listed(agent_list_.has_value());
+  for (const execpb::ToolDescriptor& tool : catalog_->tools) told->add_tool_names(tool.name());
+  told->set_time_zone(time_zone_);
+  emit_.Send();
 }
 
 // The answer to the flow's own question, merged into the flow. In local

@@ -107,12 +107,14 @@ class TurnPass final {
   void ChooseKind();
   void LoadBox();
   void Announce();
+  void TellLastTurn();
   // stage_understand.cc
   void ReadAgents();
   void Interpret();
   void AnswerOrAsk(const intentpb::IntentAnalysis& heard);
   intentpb::IntentAnalysis Heard();
   void AddIntentCalls(const absl::StatusOr<intentpb::AnalyzeIntentResponse>& answer);
+  void TellOntology();
   void PrepareInput();
   // stage_decide.cc
   void ResolveGate();
@@ -120,6 +122,9 @@ class TurnPass final {
   void ReplyToPlan();
   PlanCall PlanCallFor(PlanMove move, std::string& doing);
   void AuditPlanReply(const std::optional<absl::StatusOr<PlanOutcome>>& outcome);
+  // The planner model of the turn's context type (planner.profiles), else
+  // the planner's; only when ModelPlans().
+  llm::ChatModel& PlannerModel() const;
   void AskModel();
   void TakeModelAnswer(const PlannerRequest& plan);
   PlannerRequest ModelRequest() const;
@@ -134,6 +139,7 @@ class TurnPass final {
   std::optional<absl::StatusOr<PlanOutcome>> RunPlan(const std::string& doing,
                                                      const PlanCall& call);
   void HoldPlan(const PlanOutcome& outcome);
+  void RecordExecutionMode(ExecutionMode mode);
   std::optional<absl::StatusOr<PlanOutcome>> MakePlan(const PlanRequest& asked);
   PlanContext MakePlanContext();
   void GateRuns(const std::vector<execpb::ToolDescriptor>& tools);
@@ -246,6 +252,9 @@ class TurnPass final {
   intentpb::IntentAnalysis analysis_;
   PolicyInput input_;
   intentpb::ContextType context_type_ = intentpb::CONTEXT_TYPE_GLOBAL;
+  // The executor's tools as this turn sees them (TellOntology), which the
+  // model planner is offered.
+  std::shared_ptr<const TurnRunner::ToolCatalog> catalog_;
 
   // Decide and Act
   int tool_calls_ = 0;

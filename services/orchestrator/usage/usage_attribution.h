@@ -24,6 +24,10 @@ struct UsageAttribution {
   std::string conversation_id;
   std::string turn_id;
   std::string context_type;
+  // How the plan the calls served is carried out (auto_execute,
+  // draft_only, agent_review: plan_model.h's names): set once the turn
+  // makes or acts on a plan, and for each step's calls; empty otherwise.
+  std::string execution_mode;
 };
 
 // A model call reported for a turn or a step.
