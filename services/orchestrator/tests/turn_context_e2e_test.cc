@@ -169,7 +169,7 @@ class TurnContextEndToEndTest : public ::testing::Test {
     const std::vector<std::string> stack_env = stack_.OrchestratorReplicaEnv();
     env.insert(env.end(), stack_env.begin(), stack_env.end());
     env.push_back("OMNIFORGE_SPOOL_DIR=" + (dir_ / ("spool-" + core::NewUuid())).string());
-    env.push_back("FAKE_LLM_KEY=fake-key");
+    env.emplace_back("FAKE_LLM_KEY=fake-key");
     std::vector<std::string> args;
     if (!config.empty()) {
       const std::filesystem::path path = dir_ / "orchestrator.yaml";
