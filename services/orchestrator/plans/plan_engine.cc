@@ -19,6 +19,7 @@
 #include "services/orchestrator/api/public_types.h"
 #include "services/orchestrator/approvals/preview.h"
 #include "services/orchestrator/downstream/recovery.h"
+#include "services/orchestrator/plans/plan_assessment.h"
 #include "services/orchestrator/usage/usage_attribution.h"
 
 namespace omniforge::orchestrator {
@@ -66,6 +67,7 @@ pb::ChatEvent StepComplete(const Plan& plan, const PlanStep& step) {
   s->set_status(ToProto(step.status));
   s->set_summary(step.status == StepStatus::kCompleted ? step.result_summary : step.error);
   s->set_result_json(Dump(step.result));
+  if (step.assessment.has_value()) *s->mutable_assessment() = ToProto(*step.assessment);
   return e;
 }
 
@@ -214,6 +216,11 @@ std::string Summarise(const Plan& plan) {
   return out;
 }
 
+// How the request a plan is made for was read, when the context says.
+RequestClarity ClarityOfRequest(const PlanContext& context) {
+  return context.intent.has_value() ? ClarityOf(*context.intent) : RequestClarity{};
+}
+
 // A plan naming a tool the approval policy refuses is not made; nor one
 // whose step may call a HIGH tool without planning the exact call.
 absl::Status Denied(const PlanVerdict& verdict) {
@@ -238,6 +245,7 @@ std::string PlanToolResult(const Plan& plan) {
     if (!s.depends_on.empty()) step["depends_on"] = s.depends_on;
     if (!s.result_summary.empty()) step["summary"] = s.result_summary;
     if (!s.error.empty()) step["error"] = s.error;
+    if (s.assessment.has_value()) step["assessment"] = AssessmentSummaryJson(*s.assessment);
     if (s.status == StepStatus::kCompleted) {
       const std::string result = Dump(s.result);
       step["result"] =
@@ -254,6 +262,7 @@ std::string PlanToolResult(const Plan& plan) {
                         {"objective", plan.objective},
                         {"steps", steps}};
   if (!plan.summary.empty()) out["summary"] = plan.summary;
+  if (PlanRan(plan)) out["assessment"] = AssessmentSummaryJson(AssessPlan(plan));
   if (plan.review_verdict.has_value()) {
     out["review"] = {{"verdict", ReviewVerdictName(*plan.review_verdict)},
                      {"notes", plan.review_notes}};
@@ -268,7 +277,12 @@ std::string PlanToolResult(const Plan& plan) {
 
 // The state of one plan run, shared by the scheduler and the step threads.
 struct PlanEngine::Run {
-  Run(Plan p, PlanEventSink& s) : plan(std::move(p)), sink(s) {}
+  Run(Plan p, PlanEventSink& s, RequestClarity c) : plan(std::move(p)), clarity(c), sink(s) {}
+
+  // A step that finished (or will not run) judged from its evidence.
+  void AssessStep(const Plan& header, PlanStep& step, const ExecutorReport& report) const {
+    step.assessment = Assess(StepEvidence(header, step, report, clarity));
+  }
 
   // Emits one event; step threads call it concurrently.
   void Emit(pb::ChatEvent event) {
@@ -318,6 +332,9 @@ struct PlanEngine::Run {
   // happens that a resumed run would not know about.
   absl::Status storage_error ABSL_GUARDED_BY(mu);
   std::optional<UsageAttribution> attribution;
+  // How the request that started the run was read (set before the steps
+  // start, then only read).
+  const RequestClarity clarity;
 
   absl::Mutex emit_mu;
   PlanEventSink& sink;
@@ -330,6 +347,14 @@ struct PlanEngine::StepRun {
   // The final event: the step is done.
   void Completed(const execpb::TaskComplete& done) {
     ended = true;
+    report.partial = done.status() == execpb::TASK_STATUS_PARTIAL;
+    for (const execpb::ToolCallRecord& call : done.tool_calls()) {
+      ++report.tool_calls;
+      if (call.is_error()) ++report.failed_calls;
+    }
+    // Proto3 cannot tell 0 from unset: an executor always says more.
+    if (done.confidence() > 0) report.confidence = done.confidence();
+    report.limitations.assign(done.limitations().begin(), done.limitations().end());
     step.status = StepStatus::kCompleted;
     step.result_summary = done.summary();
     step.result = nlohmann::json::parse(done.result_json(), nullptr, false);
@@ -343,6 +368,11 @@ struct PlanEngine::StepRun {
   void Failed(const execpb::ExecutorError& error) {
     ended = true;
     retryable = error.retryable();
+    for (const execpb::PartialResult& partial : error.partial_results()) {
+      if (partial.tool_name().empty()) continue;
+      ++report.tool_calls;
+      if (partial.is_error()) ++report.failed_calls;
+    }
     step.status = escalated.has_value() ? StepStatus::kPending : StepStatus::kFailed;
     step.error = escalated.has_value() ? "" : error.message();
     result()->set_error_code(PublicExecutorError(error.code()));
@@ -366,6 +396,8 @@ struct PlanEngine::StepRun {
   pb::ChatEvent result_event;
   // How the dialogue ended, once it was closed (Finish called).
   absl::Status finished;
+  // What the executor said at the end, for the step's assessment.
+  ExecutorReport report;
 };
 
 // A call's hold on one plan (see PlanEngine): released when it returns.
@@ -463,7 +495,7 @@ absl::StatusOr<PlanOutcome> PlanEngine::CreatePlan(const core::Identity& who,
                                  {"mode", ExecutionModeName(plan.mode)},
                                  {"steps", std::to_string(plan.steps.size())}});
   if (plan.status == PlanStatus::kApproved) {
-    return RunPlan(std::move(plan), sink, cancelled, context.usage);
+    return RunPlan(std::move(plan), sink, cancelled, context.usage, &bounded);
   }
   if (plan.status == PlanStatus::kPendingReview) {
     CountPlan(plan.status);
@@ -505,7 +537,7 @@ absl::StatusOr<PlanOutcome> PlanEngine::ReviewAndRun(Plan plan, const PlanReques
       plan.status = PlanStatus::kApproved;
       plan.writes_approved = true;
       if (absl::Status s = store_.Update(plan, {PlanStatus::kDraft}); !s.ok()) return s;
-      return RunPlan(std::move(plan), sink, cancelled, context.usage);
+      return RunPlan(std::move(plan), sink, cancelled, context.usage, &context);
     }
     if (review->verdict == ReviewVerdict::kRejected) {
       plan.status = PlanStatus::kRejected;
@@ -715,7 +747,8 @@ absl::StatusOr<PlanOutcome> PlanEngine::AnswerQuestion(
 
 absl::StatusOr<PlanOutcome> PlanEngine::RunPlan(Plan plan, PlanEventSink& sink,
                                                 const std::function<bool()>& cancelled,
-                                                const ModelUsage* usage) {
+                                                const ModelUsage* usage,
+                                                const PlanContext* made_in) {
   const PlanStatus from = plan.status;
   plan.status = PlanStatus::kRunning;
   plan.pending_question.reset();
@@ -728,7 +761,8 @@ absl::StatusOr<PlanOutcome> PlanEngine::RunPlan(Plan plan, PlanEventSink& sink,
   }
 
   const ExecutionMode mode = plan.mode;
-  Run run(std::move(plan), sink);
+  Run run(std::move(plan), sink,
+          made_in != nullptr ? ClarityOfRequest(*made_in) : RequestClarity{});
   if (usage != nullptr) {
     run.attribution = usage->attribution();
     run.attribution->execution_mode = ExecutionModeName(mode);
@@ -765,6 +799,7 @@ void PlanEngine::FailDependents(Run& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu) 
       step.error = absl::StrCat("not run: it depends on step ", d->id, ", which ",
                                 d->status == StepStatus::kFailed ? "failed" : "did not run");
       step.finished_micros = clock_.NowMicros();
+      run.AssessStep(run.plan, step, {});
       run.mu.Unlock();
       const absl::Status stored = run.StoreDependent(store_, step);
       run.mu.Lock();
@@ -808,6 +843,7 @@ absl::StatusOr<PlanOutcome> PlanEngine::EndRun(Run& run) ABSL_NO_THREAD_SAFETY_A
       if (step.status != StepStatus::kPending) continue;
       step.status = StepStatus::kSkipped;
       step.error = "not started: the plan failed first";
+      run.AssessStep(plan_now, step, {});
       if (absl::Status s = store_.UpdateStep(plan_now, step); !s.ok()) return s;
       run.Emit(StepComplete(plan_now, step));
     }
@@ -914,6 +950,7 @@ bool PlanEngine::StartStep(Run& run, const std::string& step_id, StepRun& s) {
   s.step.started_micros = clock_.NowMicros();
   s.step.finished_micros = 0;
   s.step.error.clear();
+  s.step.assessment.reset();
   if (absl::Status stored = store_.UpdateStep(s.header, s.step); !stored.ok()) {
     run.StepNotStarted(step_id, stored);
     return false;
@@ -1023,6 +1060,7 @@ void PlanEngine::EndStep(Run& run, StepRun& s) {
     s.step.started_micros = 0;
   } else {
     s.step.finished_micros = clock_.NowMicros();
+    run.AssessStep(s.header, s.step, s.report);
     run.Emit(std::move(s.result_event));
   }
   const absl::Status stored = store_.UpdateStep(s.header, s.step);

@@ -58,6 +58,7 @@
 #include "services/orchestrator/approvals/approval_gate.h"
 #include "services/orchestrator/downstream/plan_executor.h"
 #include "services/orchestrator/plans/plan_advisor.h"
+#include "services/orchestrator/plans/plan_assessment.h"
 #include "services/orchestrator/plans/plan_generator.h"
 #include "services/orchestrator/plans/plan_model.h"
 #include "services/orchestrator/plans/plan_store.h"
@@ -227,9 +228,13 @@ class PlanEngine final {
   absl::StatusOr<std::optional<PlanOutcome>> ReviseForReviewer(
       Plan& plan, const PlanRequest& request, const PlanContext& context,
       const std::vector<std::string>& critiques);
+  // `made_in`: the context the plan was made in, when it runs in the same
+  // call (its request's clarity goes into the assessments); null for a plan
+  // the user reviewed.
   absl::StatusOr<PlanOutcome> RunPlan(Plan plan, PlanEventSink& sink,
                                       const std::function<bool()>& cancelled,
-                                      const ModelUsage* usage);
+                                      const ModelUsage* usage,
+                                      const PlanContext* made_in = nullptr);
   // Starts the steps as their dependencies complete, each on its own
   // thread, until none runs; returns when every thread has ended.
   void RunSteps(Run& run, const std::function<bool()>& cancelled);

@@ -696,6 +696,22 @@ TEST_F(PlanQuestionTest, AQuestionOnlyTheUserCanAnswerPausesThePlanUntilTheAnswe
   for (const char* words : {"marketing", "Marketing", "Campaign", "which one"}) {
     EXPECT_THAT(rows, Not(HasSubstr(words)));
   }
+
+  // The step's assessment is stored with it: its score and verdict readable
+  // to SQL, the rest sealed, and all of it back when the plan is read.
+  ASSERT_TRUE(step.assessment.has_value());
+  const pqxx::result verdicts = Query(
+      "SELECT assessment->>'verdict', (assessment->>'score')::int, "
+      "jsonb_typeof(assessment->'detail') FROM orchestration.plan_steps WHERE plan_id = $1",
+      outcome->plan.id);
+  ASSERT_EQ(verdicts.size(), 1u);
+  EXPECT_EQ(verdicts[0][0].as<std::string>(), VerdictName(step.assessment->verdict));
+  EXPECT_EQ(verdicts[0][1].as<int>(), step.assessment->score);
+  EXPECT_EQ(verdicts[0][2].as<std::string>(), "string") << "the detail is sealed";
+  auto read = engine->engine.Get(who_, outcome->plan.id);
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_TRUE(read->steps[0].assessment.has_value());
+  EXPECT_EQ(AssessmentToJson(*read->steps[0].assessment), AssessmentToJson(*step.assessment));
 }
 
 // The model, scripted as an attacker (a prompt-injected document told it to

@@ -3,8 +3,10 @@
 // FakeStepExecutors. A plan is offered for review, approved or dropped, an
 // audit runs at once, a step's question goes to the user and their answer
 // lets the plan go on, and "continue" finishes a plan left unfinished.
+// Steps, plans and turns are assessed.
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "libs/core/ids.h"
 #include "services/orchestrator/flow/routing.h"
 #include "services/orchestrator/testing/turn_test_names.h"
@@ -101,6 +103,67 @@ TEST(TurnPlanTest, AnAuditPlanOnlyReadsAndRunsAtOnce) {
   EXPECT_THAT(audit.Text(), HasSubstr("Done:"));
   EXPECT_THAT(audit.Text(), HasSubstr("get_project_details: done"));
   EXPECT_TRUE(audit.events.back().done().is_final());
+  // Every step, and the turn, judged from what they produced.
+  for (const pb::ChatEvent& e : audit.Of(pb::ChatEvent::kStepComplete)) {
+    EXPECT_EQ(e.step_complete().assessment().verdict(), pb::ASSESSMENT_VERDICT_COMPLETE);
+  }
+  const pb::Assessment& turn = audit.events.back().done().assessment();
+  EXPECT_EQ(turn.verdict(), pb::ASSESSMENT_VERDICT_COMPLETE);
+  EXPECT_EQ(turn.score(), 99) << "the request was understood with 95% confidence";
+}
+
+// A step the executor did only in part: the step and the turn are PARTIAL
+// with the executor's own words among the reasons, the step keeps its
+// assessment in the store, and the reply says the plan is done with its
+// limitations.
+TEST(TurnPlanTest, AnAuditThatGotOnlyPartOfItsDataIsDoneWithItsLimitations) {
+  TurnHarness h(Projects(), WithPlans());
+  h.executors.PartialWhen("list_tasks", "only the first 50 tasks were read", 0.5);
+  RecordingSink audit;
+  ASSERT_TRUE(
+      h.TurnIn(pb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", audit, "", "Harbor")
+          .ok());
+  const std::vector<pb::ChatEvent> steps = audit.Of(pb::ChatEvent::kStepComplete);
+  ASSERT_EQ(steps.size(), 3u);
+  int partial = 0;
+  for (const pb::ChatEvent& e : steps) {
+    const pb::Assessment& step = e.step_complete().assessment();
+    EXPECT_EQ(e.step_complete().status(), pb::STEP_STATUS_COMPLETED);
+    if (step.verdict() != pb::ASSESSMENT_VERDICT_PARTIAL) continue;
+    ++partial;
+    EXPECT_THAT(step.reasons(), Contains("only the first 50 tasks were read"));
+    EXPECT_THAT(step.reasons(), Contains("the executor was 50% sure of its result"));
+  }
+  EXPECT_EQ(partial, 2) << "the two steps that list tasks";
+
+  const pb::Assessment& turn = audit.events.back().done().assessment();
+  EXPECT_EQ(turn.verdict(), pb::ASSESSMENT_VERDICT_PARTIAL);
+  EXPECT_EQ(turn.score(), 27 + 20 + 13 + 19);
+  EXPECT_THAT(turn.reasons(), Contains(HasSubstr("only the first 50 tasks were read")));
+  EXPECT_THAT(audit.Text(), HasSubstr(absl::StrCat("Done, with ", turn.reasons_size(),
+                                                   " limitations: only part of: ")));
+  EXPECT_THAT(audit.Text(), HasSubstr("scored 79/100"));
+  EXPECT_TRUE(audit.events.back().done().is_final());
+
+  const std::string plan_id =
+      audit.Of(pb::ChatEvent::kPlanCreated)[0].plan_created().plan().plan_id();
+  const std::optional<Plan> stored = h.plan_store.Stored(plan_id);
+  ASSERT_TRUE(stored.has_value());
+  for (const PlanStep& step : stored->steps) {
+    ASSERT_TRUE(step.assessment.has_value()) << step.id;
+    EXPECT_EQ(step.assessment->evidence.work.size(), 1u);
+  }
+}
+
+// A turn without a plan is judged by its tool calls and what waits.
+TEST(TurnPlanTest, ATurnWithoutAPlanIsJudgedByItsToolCalls) {
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), WithPlans());
+  RecordingSink ask;
+  ASSERT_TRUE(h.Turn("what agents do I have?", ask).ok());
+  ASSERT_FALSE(ask.Of(pb::ChatEvent::kToolResult).empty());
+  const pb::Assessment& turn = ask.events.back().done().assessment();
+  EXPECT_EQ(turn.verdict(), pb::ASSESSMENT_VERDICT_COMPLETE);
+  EXPECT_EQ(turn.score(), 99);
 }
 
 // The engine keeps the turn's time: each step's dialogue ends a step's time
