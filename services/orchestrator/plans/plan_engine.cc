@@ -216,6 +216,59 @@ std::string Summarise(const Plan& plan) {
   return out;
 }
 
+// The first step that failed while it ran (not one failed for its
+// dependency); null when none did.
+const PlanStep* FirstFailed(const Plan& plan) {
+  for (const PlanStep& step : plan.steps) {
+    if (step.status == StepStatus::kFailed && step.attempts > 0) return &step;
+  }
+  return nullptr;
+}
+
+// What the generator's model is told when it re-plans after `failed`.
+std::string RevisionFeedback(const Plan& plan, const PlanStep& failed, const Assessment& assessed,
+                             const Decision& decision) {
+  std::vector<std::string> completed;
+  for (const PlanStep& step : plan.steps) {
+    if (step.status == StepStatus::kCompleted) completed.push_back(step.id);
+  }
+  return absl::StrCat(
+      "Step ", failed.id, " (", failed.description, ") was assessed ",
+      VerdictName(assessed.verdict), " (score ", assessed.score,
+      "/100): ", absl::StrJoin(assessed.reasons, "; "), ". Decision: ", decision.reason, ". ",
+      completed.empty() ? std::string("No step completed")
+                        : absl::StrCat("Steps ", absl::StrJoin(completed, ", "),
+                                       " completed: keep them as they are (their results stay)"),
+      ". Re-plan only what is left to reach the objective, another way than the step that "
+      "failed, with new ids for new steps; depend on completed steps by their ids.");
+}
+
+// The plan's steps after a re-plan: those that completed, as they are,
+// then the revision's steps that are not one of them, not started yet.
+std::vector<PlanStep> MergeRevision(const std::vector<PlanStep>& steps,
+                                    const std::vector<PlanStep>& revised) {
+  std::vector<PlanStep> merged;
+  std::set<std::string> kept;
+  for (const PlanStep& step : steps) {
+    if (step.status != StepStatus::kCompleted) continue;
+    merged.push_back(step);
+    kept.insert(step.id);
+  }
+  for (const PlanStep& step : revised) {
+    if (kept.contains(step.id)) continue;
+    PlanStep fresh;
+    fresh.id = step.id;
+    fresh.description = step.description;
+    fresh.tools = step.tools;
+    fresh.needs_executor = step.needs_executor;
+    fresh.depends_on = step.depends_on;
+    fresh.expected_output = step.expected_output;
+    fresh.tool_calls = step.tool_calls;
+    merged.push_back(std::move(fresh));
+  }
+  return merged;
+}
+
 // How the request a plan is made for was read, when the context says.
 RequestClarity ClarityOfRequest(const PlanContext& context) {
   return context.intent.has_value() ? ClarityOf(*context.intent) : RequestClarity{};
@@ -335,6 +388,10 @@ struct PlanEngine::Run {
   // How the request that started the run was read (set before the steps
   // start, then only read).
   const RequestClarity clarity;
+  // Re-plans made in this run, and the last decision on a blocked step
+  // (read and written between rounds, when no step runs).
+  int revisions = 0;
+  std::optional<Decision> decision;
 
   absl::Mutex emit_mu;
   PlanEventSink& sink;
@@ -767,7 +824,13 @@ absl::StatusOr<PlanOutcome> PlanEngine::RunPlan(Plan plan, PlanEventSink& sink,
     run.attribution = usage->attribution();
     run.attribution->execution_mode = ExecutionModeName(mode);
   }
-  RunSteps(run, cancelled);
+  // Each round runs the steps until none can start; a step that failed
+  // blocks the plan, and the assessment decides whether what is left is
+  // re-planned (a plan made in this call only: its context is at hand).
+  for (int iteration = 1;; ++iteration) {
+    RunSteps(run, cancelled);
+    if (made_in == nullptr || !RevisePlan(run, *made_in, iteration, cancelled)) break;
+  }
   return EndRun(run);
 }
 
@@ -828,6 +891,67 @@ void PlanEngine::StartReadySteps(Run& run, std::vector<std::thread>& threads)
 
 // Every step thread has been joined: the run is this thread's alone, which
 // the analysis cannot tell.
+bool PlanEngine::RevisePlan(Run& run, const PlanContext& context, int iteration,
+                            const std::function<bool()>& cancelled) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  Plan& plan = run.plan;
+  const PlanStep* failed = FirstFailed(plan);
+  if (failed == nullptr || !failed->assessment.has_value() || !run.storage_error.ok() ||
+      run.question.has_value() || (cancelled && cancelled())) {
+    return false;
+  }
+  const Assessment assessed = *failed->assessment;
+  const std::string failed_id = failed->id;
+  run.decision = Decide(assessed, {iteration, run.revisions, /*work_left=*/true});
+  if (run.decision->move == NextMove::kRevisePlan &&
+      (!generator_.uses_model() || context.local_only)) {
+    // The local planner's templates have no other way: the plan stops.
+    run.decision =
+        Decision{NextMove::kExit, absl::StrCat("blocked (score ", assessed.score,
+                                               "); without a model the plan is not re-planned")};
+  }
+  run.Emit(ExecutorMessage(plan, *failed, pb::DIALOGUE_PARTY_PLANNER,
+                           NextMoveName(run.decision->move), run.decision->reason,
+                           Dump(AssessmentSummaryJson(assessed))));
+  if (run.decision->move != NextMove::kRevisePlan) return false;
+
+  PlanContext revision_context = context;
+  revision_context.deadline = ModelDeadline();
+  const PlanRequest request{plan.objective, plan.mode, plan.requested_outputs,
+                            plan.priority_entities};
+  auto revised = generator_.Generate(
+      request, revision_context,
+      PlanRevision{plan.steps, RevisionFeedback(plan, *failed, assessed, *run.decision)});
+  std::vector<PlanStep> steps;
+  if (revised.ok()) steps = MergeRevision(plan.steps, *revised);
+  absl::Status usable = revised.ok() ? ValidateStepGraph(steps) : revised.status();
+  if (usable.ok() &&
+      DecidePlan(options_.approvals, steps, context.tools).verdict != GateVerdict::kRun) {
+    usable = absl::FailedPreconditionError("the new steps need the user's approval");
+  }
+  if (!usable.ok()) {
+    run.decision = Decision{NextMove::kExit,
+                            absl::StrCat("the plan could not be re-planned: ", usable.message())};
+    return false;
+  }
+  Plan replanned = plan;
+  replanned.steps = std::move(steps);
+  if (absl::Status s = store_.Update(replanned, {PlanStatus::kRunning}, /*replace_steps=*/true);
+      !s.ok()) {
+    run.storage_error = s;
+    return false;
+  }
+  plan = std::move(replanned);
+  ++run.revisions;
+  run.Emit(PlanCreated(plan));
+  core::LogInfo("plan re-planned", {{"component", "orchestrator"},
+                                    {"plan_id", plan.id},
+                                    {"blocked_step", failed_id},
+                                    {"steps", std::to_string(plan.steps.size())}});
+  return true;
+}
+
+// Every step thread has been joined: the run is this thread's alone, which
+// the analysis cannot tell.
 absl::StatusOr<PlanOutcome> PlanEngine::EndRun(Run& run) ABSL_NO_THREAD_SAFETY_ANALYSIS {
   if (!run.storage_error.ok()) {
     core::LogError("plan run stopped: its progress cannot be stored",
@@ -849,6 +973,9 @@ absl::StatusOr<PlanOutcome> PlanEngine::EndRun(Run& run) ABSL_NO_THREAD_SAFETY_A
     }
     plan_now.status = PlanStatus::kFailed;
     plan_now.summary = Summarise(plan_now);
+    if (run.revisions > 0 && run.decision.has_value() && run.decision->move == NextMove::kExit) {
+      absl::StrAppend(&plan_now.summary, " Stopped: ", run.decision->reason, ".");
+    }
   } else if (run.question.has_value()) {
     plan_now.status = PlanStatus::kWaitingOnUser;
     plan_now.pending_question = run.question;
@@ -859,6 +986,11 @@ absl::StatusOr<PlanOutcome> PlanEngine::EndRun(Run& run) ABSL_NO_THREAD_SAFETY_A
     plan_now.summary = Summarise(plan_now);
   } else {
     plan_now.summary = "Stopped before every step ran; running the plan again resumes it.";
+  }
+  if (run.revisions > 0) {
+    plan_now.summary =
+        absl::StrCat("Re-planned ", run.revisions, run.revisions == 1 ? " time" : " times",
+                     " after a step was blocked. ", plan_now.summary);
   }
   if (absl::Status s = store_.Update(plan_now, {PlanStatus::kRunning}); !s.ok()) return s;
   CountPlan(plan_now.status);
