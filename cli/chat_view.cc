@@ -134,6 +134,14 @@ std::string LastTurnLine(const pb::LastTurnContextEvent& last) {
   return line;
 }
 
+// An assessment in words: "partial, 72/100", then its reasons.
+std::string AssessmentWords(const pb::Assessment& a) {
+  std::string words = Words(pb::AssessmentVerdict_Name(a.verdict()), "ASSESSMENT_VERDICT_") + ", " +
+                      std::to_string(a.score()) + "/100";
+  for (int i = 0; i < a.reasons_size(); ++i) words += (i == 0 ? ": " : "; ") + a.reasons(i);
+  return words;
+}
+
 // How long the turn took and what it called.
 std::string DoneLine(const pb::DoneEvent& done) {
   const pb::TurnUsage& usage = done.usage();
@@ -144,6 +152,7 @@ std::string DoneLine(const pb::DoneEvent& done) {
             std::to_string(usage.prompt_tokens() + usage.completion_tokens()) + " tokens)";
   }
   if (!done.is_final()) line += "; waiting for your answer";
+  if (done.has_assessment()) line += "; assessed " + AssessmentWords(done.assessment());
   return line;
 }
 
@@ -268,9 +277,11 @@ void ChatView::ShowPlanReview(const pb::PlanReviewEvent& review) {
 
 void ChatView::ShowStepComplete(const pb::StepCompleteEvent& step) {
   const bool ok = step.status() == pb::STEP_STATUS_COMPLETED;
-  Line(ok ? kGreen : kRed, std::string(ok ? "✓" : "✗") + " step " + step.step_id() + " " +
-                               Words(pb::StepStatus_Name(step.status()), "STEP_STATUS_") +
-                               (step.summary().empty() ? "" : ": " + step.summary()));
+  Line(ok ? kGreen : kRed,
+       std::string(ok ? "✓" : "✗") + " step " + step.step_id() + " " +
+           Words(pb::StepStatus_Name(step.status()), "STEP_STATUS_") +
+           (step.summary().empty() ? "" : ": " + step.summary()) +
+           (step.has_assessment() ? " (" + AssessmentWords(step.assessment()) + ")" : ""));
 }
 
 void ChatView::Show(const pb::ChatEvent& event) {

@@ -136,6 +136,25 @@ TEST_F(ChatViewTest, PlanEventsShowTheStepsAndHowTheyEnd) {
   EXPECT_THAT(out, HasSubstr("✗ step s2 failed\n"));
 }
 
+TEST_F(ChatViewTest, PlainShowsTheAssessmentsOfStepsAndOfTheTurn) {
+  pb::ChatEvent complete;
+  complete.mutable_step_complete()->set_step_id("s1");
+  complete.mutable_step_complete()->set_status(pb::STEP_STATUS_COMPLETED);
+  complete.mutable_step_complete()->set_summary("read 50 tasks");
+  pb::Assessment* step = complete.mutable_step_complete()->mutable_assessment();
+  step->set_score(72);
+  step->set_verdict(pb::ASSESSMENT_VERDICT_PARTIAL);
+  step->add_reasons("only the first 50 tasks were read");
+  pb::ChatEvent done = Done(true);
+  pb::Assessment* turn = done.mutable_done()->mutable_assessment();
+  turn->set_score(95);
+  turn->set_verdict(pb::ASSESSMENT_VERDICT_COMPLETE);
+  const std::string out = Render(ChatOutput::kPlain, {complete, done});
+  EXPECT_THAT(out, HasSubstr("✓ step s1 completed: read 50 tasks "
+                             "(partial, 72/100: only the first 50 tasks were read)\n"));
+  EXPECT_THAT(out, HasSubstr("· done in 12 ms, 1 tool call; assessed complete, 95/100\n"));
+}
+
 TEST_F(ChatViewTest, TerminalShowsTheStateOnASpinnerLineClearedWhenTextArrives) {
   ChatView view(out_, ChatOutput::kTerminal);
   view.Show(State(pb::AGENT_STATE_THINKING, "Planning"));

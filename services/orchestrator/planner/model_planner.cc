@@ -238,7 +238,10 @@ std::string PlannerSystemPrompt(const PlannerRequest& request) {
         "- For work of several dependent steps (setting up a project, an audit, anything that "
         "needs more than two or three tool calls), call agent_create_plan once with the "
         "objective instead of calling the tools one by one; then sum up its result for the "
-        "user. Use execution_mode draft_only when the user wants to see the plan first.\n";
+        "user. Use execution_mode draft_only when the user wants to see the plan first. Its "
+        "result carries an assessment (score, verdict, reasons): when the verdict is not "
+        "complete, say it is done with its limitations, naming each reason in plain words; "
+        "never call a partial or blocked result complete.\n";
   }
   prompt += "Context: " + Guidance(request.context_type) + "\n";
   if (!request.entity_id.empty())

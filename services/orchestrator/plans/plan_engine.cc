@@ -19,6 +19,7 @@
 #include "services/orchestrator/api/public_types.h"
 #include "services/orchestrator/approvals/preview.h"
 #include "services/orchestrator/downstream/recovery.h"
+#include "services/orchestrator/plans/plan_assessment.h"
 #include "services/orchestrator/usage/usage_attribution.h"
 
 namespace omniforge::orchestrator {
@@ -66,6 +67,7 @@ pb::ChatEvent StepComplete(const Plan& plan, const PlanStep& step) {
   s->set_status(ToProto(step.status));
   s->set_summary(step.status == StepStatus::kCompleted ? step.result_summary : step.error);
   s->set_result_json(Dump(step.result));
+  if (step.assessment.has_value()) *s->mutable_assessment() = ToProto(*step.assessment);
   return e;
 }
 
@@ -214,6 +216,64 @@ std::string Summarise(const Plan& plan) {
   return out;
 }
 
+// The first step that failed while it ran (not one failed for its
+// dependency); null when none did.
+const PlanStep* FirstFailed(const Plan& plan) {
+  for (const PlanStep& step : plan.steps) {
+    if (step.status == StepStatus::kFailed && step.attempts > 0) return &step;
+  }
+  return nullptr;
+}
+
+// What the generator's model is told when it re-plans after `failed`.
+std::string RevisionFeedback(const Plan& plan, const PlanStep& failed, const Assessment& assessed,
+                             const Decision& decision) {
+  std::vector<std::string> completed;
+  for (const PlanStep& step : plan.steps) {
+    if (step.status == StepStatus::kCompleted) completed.push_back(step.id);
+  }
+  return absl::StrCat(
+      "Step ", failed.id, " (", failed.description, ") was assessed ",
+      VerdictName(assessed.verdict), " (score ", assessed.score,
+      "/100): ", absl::StrJoin(assessed.reasons, "; "), ". Decision: ", decision.reason, ". ",
+      completed.empty() ? std::string("No step completed")
+                        : absl::StrCat("Steps ", absl::StrJoin(completed, ", "),
+                                       " completed: keep them as they are (their results stay)"),
+      ". Re-plan only what is left to reach the objective, another way than the step that "
+      "failed, with new ids for new steps; depend on completed steps by their ids.");
+}
+
+// The plan's steps after a re-plan: those that completed, as they are,
+// then the revision's steps that are not one of them, not started yet.
+std::vector<PlanStep> MergeRevision(const std::vector<PlanStep>& steps,
+                                    const std::vector<PlanStep>& revised) {
+  std::vector<PlanStep> merged;
+  std::set<std::string> kept;
+  for (const PlanStep& step : steps) {
+    if (step.status != StepStatus::kCompleted) continue;
+    merged.push_back(step);
+    kept.insert(step.id);
+  }
+  for (const PlanStep& step : revised) {
+    if (kept.contains(step.id)) continue;
+    PlanStep fresh;
+    fresh.id = step.id;
+    fresh.description = step.description;
+    fresh.tools = step.tools;
+    fresh.needs_executor = step.needs_executor;
+    fresh.depends_on = step.depends_on;
+    fresh.expected_output = step.expected_output;
+    fresh.tool_calls = step.tool_calls;
+    merged.push_back(std::move(fresh));
+  }
+  return merged;
+}
+
+// How the request a plan is made for was read, when the context says.
+RequestClarity ClarityOfRequest(const PlanContext& context) {
+  return context.intent.has_value() ? ClarityOf(*context.intent) : RequestClarity{};
+}
+
 // A plan naming a tool the approval policy refuses is not made; nor one
 // whose step may call a HIGH tool without planning the exact call.
 absl::Status Denied(const PlanVerdict& verdict) {
@@ -238,6 +298,7 @@ std::string PlanToolResult(const Plan& plan) {
     if (!s.depends_on.empty()) step["depends_on"] = s.depends_on;
     if (!s.result_summary.empty()) step["summary"] = s.result_summary;
     if (!s.error.empty()) step["error"] = s.error;
+    if (s.assessment.has_value()) step["assessment"] = AssessmentSummaryJson(*s.assessment);
     if (s.status == StepStatus::kCompleted) {
       const std::string result = Dump(s.result);
       step["result"] =
@@ -254,6 +315,7 @@ std::string PlanToolResult(const Plan& plan) {
                         {"objective", plan.objective},
                         {"steps", steps}};
   if (!plan.summary.empty()) out["summary"] = plan.summary;
+  if (PlanRan(plan)) out["assessment"] = AssessmentSummaryJson(AssessPlan(plan));
   if (plan.review_verdict.has_value()) {
     out["review"] = {{"verdict", ReviewVerdictName(*plan.review_verdict)},
                      {"notes", plan.review_notes}};
@@ -268,7 +330,12 @@ std::string PlanToolResult(const Plan& plan) {
 
 // The state of one plan run, shared by the scheduler and the step threads.
 struct PlanEngine::Run {
-  Run(Plan p, PlanEventSink& s) : plan(std::move(p)), sink(s) {}
+  Run(Plan p, PlanEventSink& s, RequestClarity c) : plan(std::move(p)), clarity(c), sink(s) {}
+
+  // A step that finished (or will not run) judged from its evidence.
+  void AssessStep(const Plan& header, PlanStep& step, const ExecutorReport& report) const {
+    step.assessment = Assess(StepEvidence(header, step, report, clarity));
+  }
 
   // Emits one event; step threads call it concurrently.
   void Emit(pb::ChatEvent event) {
@@ -318,6 +385,13 @@ struct PlanEngine::Run {
   // happens that a resumed run would not know about.
   absl::Status storage_error ABSL_GUARDED_BY(mu);
   std::optional<UsageAttribution> attribution;
+  // How the request that started the run was read (set before the steps
+  // start, then only read).
+  const RequestClarity clarity;
+  // Re-plans made in this run, and the last decision on a blocked step
+  // (read and written between rounds, when no step runs).
+  int revisions = 0;
+  std::optional<Decision> decision;
 
   absl::Mutex emit_mu;
   PlanEventSink& sink;
@@ -330,6 +404,14 @@ struct PlanEngine::StepRun {
   // The final event: the step is done.
   void Completed(const execpb::TaskComplete& done) {
     ended = true;
+    report.partial = done.status() == execpb::TASK_STATUS_PARTIAL;
+    for (const execpb::ToolCallRecord& call : done.tool_calls()) {
+      ++report.tool_calls;
+      if (call.is_error()) ++report.failed_calls;
+    }
+    // Proto3 cannot tell 0 from unset: an executor always says more.
+    if (done.confidence() > 0) report.confidence = done.confidence();
+    report.limitations.assign(done.limitations().begin(), done.limitations().end());
     step.status = StepStatus::kCompleted;
     step.result_summary = done.summary();
     step.result = nlohmann::json::parse(done.result_json(), nullptr, false);
@@ -343,6 +425,11 @@ struct PlanEngine::StepRun {
   void Failed(const execpb::ExecutorError& error) {
     ended = true;
     retryable = error.retryable();
+    for (const execpb::PartialResult& partial : error.partial_results()) {
+      if (partial.tool_name().empty()) continue;
+      ++report.tool_calls;
+      if (partial.is_error()) ++report.failed_calls;
+    }
     step.status = escalated.has_value() ? StepStatus::kPending : StepStatus::kFailed;
     step.error = escalated.has_value() ? "" : error.message();
     result()->set_error_code(PublicExecutorError(error.code()));
@@ -366,6 +453,8 @@ struct PlanEngine::StepRun {
   pb::ChatEvent result_event;
   // How the dialogue ended, once it was closed (Finish called).
   absl::Status finished;
+  // What the executor said at the end, for the step's assessment.
+  ExecutorReport report;
 };
 
 // A call's hold on one plan (see PlanEngine): released when it returns.
@@ -463,7 +552,7 @@ absl::StatusOr<PlanOutcome> PlanEngine::CreatePlan(const core::Identity& who,
                                  {"mode", ExecutionModeName(plan.mode)},
                                  {"steps", std::to_string(plan.steps.size())}});
   if (plan.status == PlanStatus::kApproved) {
-    return RunPlan(std::move(plan), sink, cancelled, context.usage);
+    return RunPlan(std::move(plan), sink, cancelled, context.usage, &bounded);
   }
   if (plan.status == PlanStatus::kPendingReview) {
     CountPlan(plan.status);
@@ -505,7 +594,7 @@ absl::StatusOr<PlanOutcome> PlanEngine::ReviewAndRun(Plan plan, const PlanReques
       plan.status = PlanStatus::kApproved;
       plan.writes_approved = true;
       if (absl::Status s = store_.Update(plan, {PlanStatus::kDraft}); !s.ok()) return s;
-      return RunPlan(std::move(plan), sink, cancelled, context.usage);
+      return RunPlan(std::move(plan), sink, cancelled, context.usage, &context);
     }
     if (review->verdict == ReviewVerdict::kRejected) {
       plan.status = PlanStatus::kRejected;
@@ -715,7 +804,8 @@ absl::StatusOr<PlanOutcome> PlanEngine::AnswerQuestion(
 
 absl::StatusOr<PlanOutcome> PlanEngine::RunPlan(Plan plan, PlanEventSink& sink,
                                                 const std::function<bool()>& cancelled,
-                                                const ModelUsage* usage) {
+                                                const ModelUsage* usage,
+                                                const PlanContext* made_in) {
   const PlanStatus from = plan.status;
   plan.status = PlanStatus::kRunning;
   plan.pending_question.reset();
@@ -728,12 +818,19 @@ absl::StatusOr<PlanOutcome> PlanEngine::RunPlan(Plan plan, PlanEventSink& sink,
   }
 
   const ExecutionMode mode = plan.mode;
-  Run run(std::move(plan), sink);
+  Run run(std::move(plan), sink,
+          made_in != nullptr ? ClarityOfRequest(*made_in) : RequestClarity{});
   if (usage != nullptr) {
     run.attribution = usage->attribution();
     run.attribution->execution_mode = ExecutionModeName(mode);
   }
-  RunSteps(run, cancelled);
+  // Each round runs the steps until none can start; a step that failed
+  // blocks the plan, and the assessment decides whether what is left is
+  // re-planned (a plan made in this call only: its context is at hand).
+  for (int iteration = 1;; ++iteration) {
+    RunSteps(run, cancelled);
+    if (made_in == nullptr || !RevisePlan(run, *made_in, iteration, cancelled)) break;
+  }
   return EndRun(run);
 }
 
@@ -765,6 +862,7 @@ void PlanEngine::FailDependents(Run& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu) 
       step.error = absl::StrCat("not run: it depends on step ", d->id, ", which ",
                                 d->status == StepStatus::kFailed ? "failed" : "did not run");
       step.finished_micros = clock_.NowMicros();
+      run.AssessStep(run.plan, step, {});
       run.mu.Unlock();
       const absl::Status stored = run.StoreDependent(store_, step);
       run.mu.Lock();
@@ -793,6 +891,67 @@ void PlanEngine::StartReadySteps(Run& run, std::vector<std::thread>& threads)
 
 // Every step thread has been joined: the run is this thread's alone, which
 // the analysis cannot tell.
+bool PlanEngine::RevisePlan(Run& run, const PlanContext& context, int iteration,
+                            const std::function<bool()>& cancelled) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  Plan& plan = run.plan;
+  const PlanStep* failed = FirstFailed(plan);
+  if (failed == nullptr || !failed->assessment.has_value() || !run.storage_error.ok() ||
+      run.question.has_value() || (cancelled && cancelled())) {
+    return false;
+  }
+  const Assessment assessed = *failed->assessment;
+  const std::string failed_id = failed->id;
+  run.decision = Decide(assessed, {iteration, run.revisions, /*work_left=*/true});
+  if (run.decision->move == NextMove::kRevisePlan &&
+      (!generator_.uses_model() || context.local_only)) {
+    // The local planner's templates have no other way: the plan stops.
+    run.decision =
+        Decision{NextMove::kExit, absl::StrCat("blocked (score ", assessed.score,
+                                               "); without a model the plan is not re-planned")};
+  }
+  run.Emit(ExecutorMessage(plan, *failed, pb::DIALOGUE_PARTY_PLANNER,
+                           NextMoveName(run.decision->move), run.decision->reason,
+                           Dump(AssessmentSummaryJson(assessed))));
+  if (run.decision->move != NextMove::kRevisePlan) return false;
+
+  PlanContext revision_context = context;
+  revision_context.deadline = ModelDeadline();
+  const PlanRequest request{plan.objective, plan.mode, plan.requested_outputs,
+                            plan.priority_entities};
+  auto revised = generator_.Generate(
+      request, revision_context,
+      PlanRevision{plan.steps, RevisionFeedback(plan, *failed, assessed, *run.decision)});
+  std::vector<PlanStep> steps;
+  if (revised.ok()) steps = MergeRevision(plan.steps, *revised);
+  absl::Status usable = revised.ok() ? ValidateStepGraph(steps) : revised.status();
+  if (usable.ok() &&
+      DecidePlan(options_.approvals, steps, context.tools).verdict != GateVerdict::kRun) {
+    usable = absl::FailedPreconditionError("the new steps need the user's approval");
+  }
+  if (!usable.ok()) {
+    run.decision = Decision{NextMove::kExit,
+                            absl::StrCat("the plan could not be re-planned: ", usable.message())};
+    return false;
+  }
+  Plan replanned = plan;
+  replanned.steps = std::move(steps);
+  if (absl::Status s = store_.Update(replanned, {PlanStatus::kRunning}, /*replace_steps=*/true);
+      !s.ok()) {
+    run.storage_error = s;
+    return false;
+  }
+  plan = std::move(replanned);
+  ++run.revisions;
+  run.Emit(PlanCreated(plan));
+  core::LogInfo("plan re-planned", {{"component", "orchestrator"},
+                                    {"plan_id", plan.id},
+                                    {"blocked_step", failed_id},
+                                    {"steps", std::to_string(plan.steps.size())}});
+  return true;
+}
+
+// Every step thread has been joined: the run is this thread's alone, which
+// the analysis cannot tell.
 absl::StatusOr<PlanOutcome> PlanEngine::EndRun(Run& run) ABSL_NO_THREAD_SAFETY_ANALYSIS {
   if (!run.storage_error.ok()) {
     core::LogError("plan run stopped: its progress cannot be stored",
@@ -808,11 +967,15 @@ absl::StatusOr<PlanOutcome> PlanEngine::EndRun(Run& run) ABSL_NO_THREAD_SAFETY_A
       if (step.status != StepStatus::kPending) continue;
       step.status = StepStatus::kSkipped;
       step.error = "not started: the plan failed first";
+      run.AssessStep(plan_now, step, {});
       if (absl::Status s = store_.UpdateStep(plan_now, step); !s.ok()) return s;
       run.Emit(StepComplete(plan_now, step));
     }
     plan_now.status = PlanStatus::kFailed;
     plan_now.summary = Summarise(plan_now);
+    if (run.revisions > 0 && run.decision.has_value() && run.decision->move == NextMove::kExit) {
+      absl::StrAppend(&plan_now.summary, " Stopped: ", run.decision->reason, ".");
+    }
   } else if (run.question.has_value()) {
     plan_now.status = PlanStatus::kWaitingOnUser;
     plan_now.pending_question = run.question;
@@ -823,6 +986,11 @@ absl::StatusOr<PlanOutcome> PlanEngine::EndRun(Run& run) ABSL_NO_THREAD_SAFETY_A
     plan_now.summary = Summarise(plan_now);
   } else {
     plan_now.summary = "Stopped before every step ran; running the plan again resumes it.";
+  }
+  if (run.revisions > 0) {
+    plan_now.summary =
+        absl::StrCat("Re-planned ", run.revisions, run.revisions == 1 ? " time" : " times",
+                     " after a step was blocked. ", plan_now.summary);
   }
   if (absl::Status s = store_.Update(plan_now, {PlanStatus::kRunning}); !s.ok()) return s;
   CountPlan(plan_now.status);
@@ -914,6 +1082,7 @@ bool PlanEngine::StartStep(Run& run, const std::string& step_id, StepRun& s) {
   s.step.started_micros = clock_.NowMicros();
   s.step.finished_micros = 0;
   s.step.error.clear();
+  s.step.assessment.reset();
   if (absl::Status stored = store_.UpdateStep(s.header, s.step); !stored.ok()) {
     run.StepNotStarted(step_id, stored);
     return false;
@@ -1023,6 +1192,7 @@ void PlanEngine::EndStep(Run& run, StepRun& s) {
     s.step.started_micros = 0;
   } else {
     s.step.finished_micros = clock_.NowMicros();
+    run.AssessStep(s.header, s.step, s.report);
     run.Emit(std::move(s.result_event));
   }
   const absl::Status stored = store_.UpdateStep(s.header, s.step);

@@ -58,6 +58,7 @@
 #include "services/orchestrator/approvals/approval_gate.h"
 #include "services/orchestrator/downstream/plan_executor.h"
 #include "services/orchestrator/plans/plan_advisor.h"
+#include "services/orchestrator/plans/plan_assessment.h"
 #include "services/orchestrator/plans/plan_generator.h"
 #include "services/orchestrator/plans/plan_model.h"
 #include "services/orchestrator/plans/plan_store.h"
@@ -227,9 +228,22 @@ class PlanEngine final {
   absl::StatusOr<std::optional<PlanOutcome>> ReviseForReviewer(
       Plan& plan, const PlanRequest& request, const PlanContext& context,
       const std::vector<std::string>& critiques);
+  // `made_in`: the context the plan was made in, when it runs in the same
+  // call (its request's clarity goes into the assessments, and a blocked
+  // plan can be re-planned); null for a plan the user reviewed.
   absl::StatusOr<PlanOutcome> RunPlan(Plan plan, PlanEventSink& sink,
                                       const std::function<bool()>& cancelled,
-                                      const ModelUsage* usage);
+                                      const ModelUsage* usage,
+                                      const PlanContext* made_in = nullptr);
+  // Once no step runs after round `iteration`: when a step failed and the
+  // decision on its assessment is REVISE_PLAN, the generator's model
+  // re-plans what did not complete with the assessment in its context, and
+  // the new steps replace those (stored; true: run them). False when the
+  // plan goes no further: nothing failed, no model, the decision is EXIT,
+  // or the new steps cannot run unasked or be stored (run.decision says
+  // why, for the summary).
+  bool RevisePlan(Run& run, const PlanContext& context, int iteration,
+                  const std::function<bool()>& cancelled);
   // Starts the steps as their dependencies complete, each on its own
   // thread, until none runs; returns when every thread has ended.
   void RunSteps(Run& run, const std::function<bool()>& cancelled);

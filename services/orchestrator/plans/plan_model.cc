@@ -9,8 +9,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "libs/core/text.h"
 #include "services/orchestrator/api/public_types.h"
+#include "services/orchestrator/plans/plan_assessment.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -457,6 +459,27 @@ nlohmann::json StepsToJson(const std::vector<PlanStep>& steps) {
   return out;
 }
 
+namespace {
+
+// A plan that ran to its end: done, or done with the limitations its
+// assessment found.
+std::string CompletedText(const Plan& plan) {
+  const Assessment assessed = AssessPlan(plan);
+  if (!PlanRan(plan) || assessed.verdict == Verdict::kComplete) {
+    return absl::StrCat("Done: the plan for \"", plan.objective, "\".");
+  }
+  std::vector<std::string> reasons;
+  for (const std::string& reason : assessed.reasons) {
+    reasons.emplace_back(absl::StripSuffix(reason, "."));
+  }
+  return absl::StrCat(
+      "Done, with ", reasons.size(),
+      reasons.size() == 1 ? " limitation: " : " limitations: ", absl::StrJoin(reasons, "; "),
+      ". The plan for \"", plan.objective, "\" scored ", assessed.score, "/100.");
+}
+
+}  // namespace
+
 std::string PlanReplyText(const Plan& plan) {
   auto step_line = [&plan](size_t i) {
     const PlanStep& step = plan.steps[i];
@@ -526,7 +549,7 @@ std::string PlanReplyText(const Plan& plan) {
                       "\nSay \"continue\" to finish it; steps that are done will not run again.");
       return text;
     case PlanStatus::kCompleted:
-      text = absl::StrCat("Done: the plan for \"", plan.objective, "\".");
+      text = CompletedText(plan);
       break;
     case PlanStatus::kFailed:
       text = absl::StrCat("The plan for \"", plan.objective, "\" failed",

@@ -17,6 +17,7 @@
 #include "libs/llm/chat.h"
 #include "omniforge/intent/v1/intent_service.pb.h"
 #include "omniforge/orchestrator/v1/chat_service.pb.h"
+#include "services/orchestrator/plans/assessment.h"
 
 namespace omniforge::orchestrator {
 
@@ -110,6 +111,9 @@ struct PlanStep {
   int attempts = 0;
   int64_t started_micros = 0;
   int64_t finished_micros = 0;
+  // How well it did, judged when it finished (plan_assessment.h); unset
+  // before that.
+  std::optional<Assessment> assessment;
 };
 
 // A question of a step waiting for the user's answer.

@@ -43,7 +43,7 @@ class PlanStore {
                               bool replace_steps = false) = 0;
 
   // Writes one step's progress (status, result, error, answers, dialogue,
-  // attempts, times).
+  // attempts, times, assessment).
   virtual absl::Status UpdateStep(const Plan& plan, const PlanStep& step) = 0;
 
   // Removes the plans of `who` in `conversation_id`, with their steps (the

@@ -46,6 +46,18 @@ std::string StepRow(const std::string& plan_id, const std::string& step_id) {
   return plan_id + "/" + step_id;
 }
 
+// A step's assessment for its jsonb column: score and verdict in the clear
+// (SQL can read them), the rest (reasons and evidence: words of the user,
+// the model and the tools) sealed as `detail`; SQL NULL when there is none.
+std::optional<std::string> SealedAssessment(const seal::RowSealer& seal,
+                                            const std::optional<Assessment>& assessment) {
+  if (!assessment.has_value()) return std::nullopt;
+  return Dump({{"score", assessment->score},
+               {"verdict", VerdictName(assessment->verdict)},
+               {"detail", nlohmann::json::parse(
+                              seal.Json("assessment", Dump(AssessmentToJson(*assessment))))}});
+}
+
 void InsertSteps(pqxx::work& tx, const seal::DataKey& key, const Plan& plan) {
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep& s = plan.steps[i];
@@ -54,16 +66,19 @@ void InsertSteps(pqxx::work& tx, const seal::DataKey& key, const Plan& plan) {
     tx.exec_params(
         "INSERT INTO orchestration.plan_steps (tenant_id, plan_id, step_id, position, "
         "description, tools, needs_executor, depends_on, expected_output, tool_calls, status, "
-        "result_summary, result, error, answers, dialogue_conversation_id, attempts) "
+        "result_summary, result, error, answers, dialogue_conversation_id, attempts, "
+        "started_at, finished_at, assessment) "
         "VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $8::jsonb, $9, $10::jsonb, $11, $12, "
-        "$13::jsonb, $14, $15::jsonb, $16, $17)",
+        "$13::jsonb, $14, $15::jsonb, $16, $17, to_timestamp($18::double precision / 1000000), "
+        "to_timestamp($19::double precision / 1000000), $20::jsonb)",
         plan.tenant_id, plan.id, s.id, static_cast<int>(i), seal.Text("description", s.description),
         Dump(definition["tools"]), s.needs_executor, Dump(definition["depends_on"]),
         seal.Text("expected_output", s.expected_output),
         seal.Json("tool_calls", Dump(definition["tool_calls"])), StepStatusName(s.status),
         seal.Text("result_summary", s.result_summary), seal.Json("result", Dump(s.result)),
         seal.Text("error", s.error), seal.Json("answers", Dump(AnswersToJson(s.answers))),
-        s.dialogue_conversation_id, s.attempts);
+        s.dialogue_conversation_id, s.attempts, NullIfZero(s.started_micros),
+        NullIfZero(s.finished_micros), SealedAssessment(seal, s.assessment));
   }
 }
 
@@ -99,6 +114,14 @@ struct SealedPlanColumns {
   std::optional<std::string> pending_question;  // SQL NULL when there is none
 };
 
+std::optional<Assessment> OpenedAssessment(seal::RowOpener& open, const std::string& stored) {
+  const nlohmann::json column = Parsed(stored, nullptr);
+  if (!column.is_object()) return std::nullopt;
+  auto detail = column.find("detail");
+  if (detail == column.end()) return AssessmentFromJson(column);
+  return AssessmentFromJson(Parsed(open.Json("assessment", Dump(*detail)), nullptr));
+}
+
 // A step's row (the columns Get selects), its sealed columns opened.
 absl::StatusOr<PlanStep> StepOfRow(seal::KeyRing& keys, pqxx::work& tx, const std::string& tenant,
                                    const std::string& plan_id, const pqxx::row& s) {
@@ -129,6 +152,7 @@ absl::StatusOr<PlanStep> StepOfRow(seal::KeyRing& keys, pqxx::work& tx, const st
   step.attempts = s[13].as<int>();
   step.started_micros = s[14].as<int64_t>();
   step.finished_micros = s[15].as<int64_t>();
+  step.assessment = OpenedAssessment(open_step, s[16].as<std::string>());
   if (!open_step.status().ok()) return open_step.status();
   return step;
 }
@@ -239,7 +263,8 @@ absl::StatusOr<Plan> PgPlanStore::Get(const core::Identity& who, const std::stri
         "expected_output, tool_calls::text, status, result_summary, result::text, error, "
         "answers::text, dialogue_conversation_id, attempts, "
         "coalesce((extract(epoch FROM started_at) * 1000000)::bigint, 0), "
-        "coalesce((extract(epoch FROM finished_at) * 1000000)::bigint, 0) "
+        "coalesce((extract(epoch FROM finished_at) * 1000000)::bigint, 0), "
+        "coalesce(assessment::text, 'null') "
         "FROM orchestration.plan_steps WHERE tenant_id = $1 AND plan_id = $2 ORDER BY position",
         who.tenant_id, plan_id);
     for (const pqxx::row& s : steps) {
@@ -299,13 +324,14 @@ absl::Status PgPlanStore::UpdateStep(const Plan& plan, const PlanStep& step) {
         "UPDATE orchestration.plan_steps SET status = $4, result_summary = $5, "
         "result = $6::jsonb, error = $7, answers = $8::jsonb, dialogue_conversation_id = $9, "
         "attempts = $10, started_at = to_timestamp($11::double precision / 1000000), "
-        "finished_at = to_timestamp($12::double precision / 1000000) "
+        "finished_at = to_timestamp($12::double precision / 1000000), "
+        "assessment = $13::jsonb "
         "WHERE tenant_id = $1 AND plan_id = $2 AND step_id = $3",
         plan.tenant_id, plan.id, step.id, StepStatusName(step.status),
         seal.Text("result_summary", step.result_summary), seal.Json("result", Dump(step.result)),
         seal.Text("error", step.error), seal.Json("answers", Dump(AnswersToJson(step.answers))),
         step.dialogue_conversation_id, step.attempts, NullIfZero(step.started_micros),
-        NullIfZero(step.finished_micros));
+        NullIfZero(step.finished_micros), SealedAssessment(seal, step.assessment));
     if (updated.affected_rows() == 0) {
       return absl::NotFoundError(absl::StrCat("no step ", step.id, " in plan ", plan.id));
     }

@@ -3,8 +3,9 @@
 // to the plan's tenant (row-level security) and names the plan's user.
 // What users and models wrote (the objective, notes, the question, the
 // summary; each step's description, expected output, tool calls, results,
-// error and answers) is sealed with the tenant's key; ids, statuses, tool
-// names and times stay readable.
+// error and answers, and its assessment's reasons and evidence) is sealed
+// with the tenant's key; ids, statuses, tool names, times and each step's
+// score and verdict (0014_step_assessment.sql) stay readable.
 #pragma once
 
 #include "libs/pg/pool.h"

@@ -100,6 +100,7 @@ absl::Status FakePlanStore::UpdateStep(const Plan& plan, const PlanStep& step) {
   stored->attempts = step.attempts;
   stored->started_micros = step.started_micros;
   stored->finished_micros = step.finished_micros;
+  stored->assessment = step.assessment;
   return absl::OkStatus();
 }
 

@@ -30,7 +30,7 @@ class FakeStepExecutors::Dialogue final : public StepDialogue {
     if (outbox_.empty()) return std::nullopt;
     execpb::ConverseResponse next = std::move(outbox_.front());
     outbox_.pop_front();
-    if (next.has_task_complete()) closed_ = true;
+    if (next.has_task_complete() || next.has_error()) closed_ = true;
     return next;
   }
 
@@ -54,6 +54,8 @@ class FakeStepExecutors::Dialogue final : public StepDialogue {
           --failing->second.times;
           fails = failing->second.error;
         }
+        auto partial = executors_.partial_.find(call.tool_name());
+        if (partial != executors_.partial_.end()) partial_ = partial->second;
       }
     }
     if (hook) hook(task);
@@ -90,6 +92,16 @@ class FakeStepExecutors::Dialogue final : public StepDialogue {
     complete->set_summary((tools.empty() ? task_.task() : tools) + ": " + how);
     complete->set_result_json(nlohmann::json({{"results", results}}).dump());
     complete->set_confidence(1.0);
+    for (const execpb::PlannedToolCall& call : task_.tool_calls()) {
+      execpb::ToolCallRecord* record = complete->add_tool_calls();
+      record->set_tool_name(call.tool_name());
+      record->set_arguments_json(call.arguments_json());
+    }
+    if (partial_.has_value()) {
+      complete->set_status(execpb::TASK_STATUS_PARTIAL);
+      complete->set_confidence(partial_->confidence);
+      complete->add_limitations(partial_->limitation);
+    }
     outbox_.push_back(std::move(done));
   }
 
@@ -103,6 +115,7 @@ class FakeStepExecutors::Dialogue final : public StepDialogue {
 
   FakeStepExecutors& executors_;
   execpb::TaskAssignment task_;
+  std::optional<Partial> partial_;
   std::deque<execpb::ConverseResponse> outbox_;
   bool closed_ = false;
 };
@@ -129,6 +142,12 @@ void FakeStepExecutors::AskWhen(const std::string& tool, const std::string& ques
 void FakeStepExecutors::FailWhen(const std::string& tool, execpb::ExecutorError error, int times) {
   absl::MutexLock lock(&mu_);
   failing_[tool] = {std::move(error), times};
+}
+
+void FakeStepExecutors::PartialWhen(const std::string& tool, const std::string& limitation,
+                                    double confidence) {
+  absl::MutexLock lock(&mu_);
+  partial_[tool] = {limitation, confidence};
 }
 
 void FakeStepExecutors::OnAssign(std::function<void(const execpb::TaskAssignment&)> hook) {

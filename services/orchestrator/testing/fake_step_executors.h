@@ -18,8 +18,10 @@ namespace omniforge::orchestrator::testing {
 
 // Like the executor: a step that plans a call of an asking tool asks its
 // question each time it runs, and completes once the question is answered
-// (its summary names the answer); a step told to cancel ends without a
-// result.
+// (its summary names the answer); a step that plans a call of a failing
+// tool ends with its error, and one of a partial tool completes in part; a
+// step told to cancel ends without a result. A completed step reports its
+// planned calls as made.
 class FakeStepExecutors final : public StepExecutors {
  public:
   std::unique_ptr<StepDialogue> Open(const core::Call& call) override;
@@ -30,6 +32,9 @@ class FakeStepExecutors final : public StepExecutors {
   // Steps that plan a call of `tool` end with `error` the first `times`
   // times they run.
   void FailWhen(const std::string& tool, execpb::ExecutorError error, int times);
+  // Steps that plan a call of `tool` complete with TASK_STATUS_PARTIAL,
+  // `limitation` and `confidence`.
+  void PartialWhen(const std::string& tool, const std::string& limitation, double confidence);
   // Runs when a step's task is assigned (e.g. a test cancelling the turn).
   void OnAssign(std::function<void(const execpb::TaskAssignment&)> hook);
   // The tasks assigned, in order.
@@ -53,6 +58,11 @@ class FakeStepExecutors final : public StepExecutors {
     int times = 0;
   };
   std::map<std::string, Failing> failing_ ABSL_GUARDED_BY(mu_);
+  struct Partial {
+    std::string limitation;
+    double confidence = 1;
+  };
+  std::map<std::string, Partial> partial_ ABSL_GUARDED_BY(mu_);
   std::function<void(const execpb::TaskAssignment&)> on_assign_ ABSL_GUARDED_BY(mu_);
   std::vector<execpb::TaskAssignment> assignments_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> answers_ ABSL_GUARDED_BY(mu_);

@@ -591,6 +591,15 @@ TEST(LocalPolicyTest, ThePlannerIsRemindedWhenNoToolsAreOnOffer) {
   EXPECT_THAT(prompt, HasSubstr("- list_agents: read-only, runs at once"));
 }
 
+TEST(ModelPlannerTest, ThePromptTellsThePlannerToSayAPlansLimitations) {
+  PlannerRequest request;
+  EXPECT_EQ(PlannerSystemPrompt(request).find("assessment"), std::string::npos);
+  request.offer_plans = true;
+  const std::string prompt = PlannerSystemPrompt(request);
+  EXPECT_THAT(prompt, HasSubstr("Its result carries an assessment (score, verdict, reasons)"));
+  EXPECT_THAT(prompt, HasSubstr("never call a partial or blocked result complete"));
+}
+
 TEST(LocalPolicyTest, SuggestedNamesAreMadeUnique) {
   EXPECT_EQ(UniqueAgentName("weekly-sales-reports", {}), "weekly-sales-reports");
   EXPECT_EQ(UniqueAgentName("weekly-sales-reports", {{"Weekly-Sales-Reports", "", "", ""}}),

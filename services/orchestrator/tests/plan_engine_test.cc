@@ -696,12 +696,76 @@ TEST_F(PlanQuestionTest, AQuestionOnlyTheUserCanAnswerPausesThePlanUntilTheAnswe
   for (const char* words : {"marketing", "Marketing", "Campaign", "which one"}) {
     EXPECT_THAT(rows, Not(HasSubstr(words)));
   }
+
+  // The step's assessment is stored with it: its score and verdict readable
+  // to SQL, the rest sealed, and all of it back when the plan is read.
+  ASSERT_TRUE(step.assessment.has_value());
+  const pqxx::result verdicts = Query(
+      "SELECT assessment->>'verdict', (assessment->>'score')::int, "
+      "jsonb_typeof(assessment->'detail') FROM orchestration.plan_steps WHERE plan_id = $1",
+      outcome->plan.id);
+  ASSERT_EQ(verdicts.size(), 1u);
+  EXPECT_EQ(verdicts[0][0].as<std::string>(), VerdictName(step.assessment->verdict));
+  EXPECT_EQ(verdicts[0][1].as<int>(), step.assessment->score);
+  EXPECT_EQ(verdicts[0][2].as<std::string>(), "string") << "the detail is sealed";
+  auto read = engine->engine.Get(who_, outcome->plan.id);
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_TRUE(read->steps[0].assessment.has_value());
+  EXPECT_EQ(AssessmentToJson(*read->steps[0].assessment), AssessmentToJson(*step.assessment));
 }
 
 // The model, scripted as an attacker (a prompt-injected document told it to
 // "plan the deletion of every agent"), asks for an auto_execute plan whose
 // step deletes an agent: nothing is deleted until the user approves the
 // previewed plan; a rejection changes nothing; an approval runs exactly it.
+// A step of a model's plan is blocked (the agent it reads does not exist):
+// the model re-plans what is left with the step's assessment, the step
+// rows are replaced in PostgreSQL with the completed step kept as it was
+// (its result, times and assessment), and the new step runs.
+TEST_F(PlanEngineTest, ABlockedStepIsRePlannedAndTheStoredPlanKeepsTheCompletedStep) {
+  const json initial = {
+      {"steps",
+       {StepJson("s1", "List the agents", {"list_agents"}, {},
+                 json::array({{{"tool", "list_agents"}, {"arguments", json::object()}}})),
+        StepJson(
+            "s2", "Read the agent ghost-agent", {"get_agent"}, {"s1"},
+            json::array({{{"tool", "get_agent"}, {"arguments", {{"agent", "ghost-agent"}}}}}))}}};
+  const json revised = {
+      {"steps",
+       {StepJson("s1", "List the agents", {"list_agents"}, {}),
+        StepJson("s3", "List the skills instead", {"list_skills"}, {"s1"},
+                 json::array({{{"tool", "list_skills"}, {"arguments", json::object()}}}))}}};
+  ASSERT_TRUE(fake_
+                  ->SetRules({Rule("plan_generation", "was assessed blocked", Json(revised)),
+                              Rule("plan_generation", "", Json(initial))})
+                  .ok());
+  auto engine = MakeEngine(true, false);
+  RecordingSink sink;
+  auto outcome = engine->engine.CreatePlan(
+      who_, "", Objective("Look at my agents", ExecutionMode::kAutoExecute),
+      InContext(intentpb::CONTEXT_TYPE_GLOBAL), sink);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->plan.status, PlanStatus::kCompleted) << outcome->plan.summary;
+  EXPECT_THAT(outcome->plan.summary, HasSubstr("Re-planned 1 time"));
+  EXPECT_THAT(RequestsOf("plan_generation").back().body, HasSubstr("ghost-agent"));
+
+  auto stored = engine->engine.Get(who_, outcome->plan.id);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  ASSERT_EQ(stored->steps.size(), 2u);
+  const PlanStep& kept = stored->steps[0];
+  EXPECT_EQ(kept.id, "s1");
+  EXPECT_EQ(kept.status, StepStatus::kCompleted);
+  EXPECT_EQ(kept.attempts, 1) << "it did not run again";
+  EXPECT_GT(kept.finished_micros, 0);
+  ASSERT_TRUE(kept.assessment.has_value());
+  EXPECT_EQ(kept.assessment->verdict, Verdict::kComplete);
+  EXPECT_EQ(stored->steps[1].id, "s3");
+  EXPECT_EQ(stored->steps[1].status, StepStatus::kCompleted);
+  ASSERT_TRUE(stored->steps[1].assessment.has_value());
+  const json result = json::parse(outcome->tool_result_json);
+  EXPECT_EQ(result["assessment"]["verdict"], "complete");
+}
+
 TEST_F(PlanEngineTest, AnAutoExecutePlanThatDeletesWaitsForTheUsersApprovalOfItsPreview) {
   ASSERT_FALSE(Invoke("create_agent", {{"name", "victim-agent"}, {"description", "d"}})
                    .contains("is_error"));

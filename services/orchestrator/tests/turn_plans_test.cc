@@ -3,8 +3,11 @@
 // FakeStepExecutors. A plan is offered for review, approved or dropped, an
 // audit runs at once, a step's question goes to the user and their answer
 // lets the plan go on, and "continue" finishes a plan left unfinished.
+// Steps, plans and turns are assessed, and a blocked step of a model's plan
+// is re-planned with its assessment.
 #include <map>
 
+#include "absl/strings/str_cat.h"
 #include "libs/core/ids.h"
 #include "services/orchestrator/flow/routing.h"
 #include "services/orchestrator/testing/turn_test_names.h"
@@ -101,6 +104,67 @@ TEST(TurnPlanTest, AnAuditPlanOnlyReadsAndRunsAtOnce) {
   EXPECT_THAT(audit.Text(), HasSubstr("Done:"));
   EXPECT_THAT(audit.Text(), HasSubstr("get_project_details: done"));
   EXPECT_TRUE(audit.events.back().done().is_final());
+  // Every step, and the turn, judged from what they produced.
+  for (const pb::ChatEvent& e : audit.Of(pb::ChatEvent::kStepComplete)) {
+    EXPECT_EQ(e.step_complete().assessment().verdict(), pb::ASSESSMENT_VERDICT_COMPLETE);
+  }
+  const pb::Assessment& turn = audit.events.back().done().assessment();
+  EXPECT_EQ(turn.verdict(), pb::ASSESSMENT_VERDICT_COMPLETE);
+  EXPECT_EQ(turn.score(), 99) << "the request was understood with 95% confidence";
+}
+
+// A step the executor did only in part: the step and the turn are PARTIAL
+// with the executor's own words among the reasons, the step keeps its
+// assessment in the store, and the reply says the plan is done with its
+// limitations.
+TEST(TurnPlanTest, AnAuditThatGotOnlyPartOfItsDataIsDoneWithItsLimitations) {
+  TurnHarness h(Projects(), WithPlans());
+  h.executors.PartialWhen("list_tasks", "only the first 50 tasks were read", 0.5);
+  RecordingSink audit;
+  ASSERT_TRUE(
+      h.TurnIn(pb::CONTEXT_TYPE_PROJECT_AUDIT, "how is this project doing?", audit, "", "Harbor")
+          .ok());
+  const std::vector<pb::ChatEvent> steps = audit.Of(pb::ChatEvent::kStepComplete);
+  ASSERT_EQ(steps.size(), 3u);
+  int partial = 0;
+  for (const pb::ChatEvent& e : steps) {
+    const pb::Assessment& step = e.step_complete().assessment();
+    EXPECT_EQ(e.step_complete().status(), pb::STEP_STATUS_COMPLETED);
+    if (step.verdict() != pb::ASSESSMENT_VERDICT_PARTIAL) continue;
+    ++partial;
+    EXPECT_THAT(step.reasons(), Contains("only the first 50 tasks were read"));
+    EXPECT_THAT(step.reasons(), Contains("the executor was 50% sure of its result"));
+  }
+  EXPECT_EQ(partial, 2) << "the two steps that list tasks";
+
+  const pb::Assessment& turn = audit.events.back().done().assessment();
+  EXPECT_EQ(turn.verdict(), pb::ASSESSMENT_VERDICT_PARTIAL);
+  EXPECT_EQ(turn.score(), 27 + 20 + 13 + 19);
+  EXPECT_THAT(turn.reasons(), Contains(HasSubstr("only the first 50 tasks were read")));
+  EXPECT_THAT(audit.Text(), HasSubstr(absl::StrCat("Done, with ", turn.reasons_size(),
+                                                   " limitations: only part of: ")));
+  EXPECT_THAT(audit.Text(), HasSubstr("scored 79/100"));
+  EXPECT_TRUE(audit.events.back().done().is_final());
+
+  const std::string plan_id =
+      audit.Of(pb::ChatEvent::kPlanCreated)[0].plan_created().plan().plan_id();
+  const std::optional<Plan> stored = h.plan_store.Stored(plan_id);
+  ASSERT_TRUE(stored.has_value());
+  for (const PlanStep& step : stored->steps) {
+    ASSERT_TRUE(step.assessment.has_value()) << step.id;
+    EXPECT_EQ(step.assessment->evidence.work.size(), 1u);
+  }
+}
+
+// A turn without a plan is judged by its tool calls and what waits.
+TEST(TurnPlanTest, ATurnWithoutAPlanIsJudgedByItsToolCalls) {
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), WithPlans());
+  RecordingSink ask;
+  ASSERT_TRUE(h.Turn("what agents do I have?", ask).ok());
+  ASSERT_FALSE(ask.Of(pb::ChatEvent::kToolResult).empty());
+  const pb::Assessment& turn = ask.events.back().done().assessment();
+  EXPECT_EQ(turn.verdict(), pb::ASSESSMENT_VERDICT_COMPLETE);
+  EXPECT_EQ(turn.score(), 99);
 }
 
 // The engine keeps the turn's time: each step's dialogue ends a step's time
@@ -461,6 +525,123 @@ TEST(TurnPlanTest, AReviewersCritiqueGoesBackToThePlannerAtMostTwiceThenTheUserD
   }
   ASSERT_EQ(h.usage.rows().size(), 1u);
   EXPECT_EQ(h.usage.rows()[0].who.execution_mode, "agent_review");
+}
+
+// The executor's error of a step whose tool failed for good.
+execpb::ExecutorError ToolFailedForGood(const std::string& message) {
+  execpb::ExecutorError error = StepError(/*retryable=*/false);
+  error.set_message(message);
+  return error;
+}
+
+// A model-made plan whose step is blocked: the assessment's decision
+// (REVISE_PLAN) has the generator's model re-plan what did not complete with
+// the assessment in its context; the new steps run, the completed one does
+// not run again, and the model sums up a plan that is complete after all.
+TEST(TurnPlanTest, ABlockedStepIsRePlannedWithItsAssessmentAndThePlanGoesOn) {
+  ScriptedModel model;  // the planner and the plan's generator, in turn
+  model.PushToolCall("agent_create_plan",
+                     {{"objective", "Find my projects"}, {"execution_mode", "auto_execute"}});
+  // One after another, so that the steps start in a known order.
+  json searched = PlannedStep("s2", "Search the projects", "search_projects");
+  searched["depends_on"] = json::array({"s1"});
+  json summed = PlannedStep("s3", "Sum up the projects found", "list_agents");
+  summed["depends_on"] = json::array({"s2"});
+  model.PushText(
+      json{{"steps", {PlannedStep("s1", "List the agents", "list_agents"), searched, summed}}}
+          .dump());
+  json listed = PlannedStep("s5", "Sum up the projects listed", "list_agents");
+  listed["depends_on"] = json::array({"s4"});
+  model.PushText(json{
+      {"steps",
+       {PlannedStep("s1", "List the agents", "list_agents"),
+        PlannedStep("s4", "List the projects", "list_projects"),
+        listed}}}.dump());
+  model.PushText("Here are your projects.");
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_MANAGE_PLATFORM),
+                {{}, &model, true});
+  h.tools.AddTool("search_projects", execpb::TOOL_RISK_READ);
+  h.tools.AddTool("list_projects", execpb::TOOL_RISK_READ);
+  h.executors.FailWhen("search_projects",
+                       ToolFailedForGood("search_projects failed: the search index is down"), 100);
+  RecordingSink turn;
+  ASSERT_TRUE(h.Turn("find my projects", turn).ok());
+
+  EXPECT_THAT(StepsStarted(turn), ElementsAre("s1", "s2", "s4", "s5"));
+  std::map<std::string, pb::Assessment> assessed;
+  for (const pb::ChatEvent& e : turn.Of(pb::ChatEvent::kStepComplete)) {
+    assessed[e.step_complete().step_id()] = e.step_complete().assessment();
+  }
+  EXPECT_EQ(assessed["s2"].verdict(), pb::ASSESSMENT_VERDICT_BLOCKED);
+  EXPECT_THAT(assessed["s2"].reasons(),
+              Contains("search_projects failed: the search index is down"));
+  EXPECT_EQ(assessed["s3"].verdict(), pb::ASSESSMENT_VERDICT_BLOCKED) << "not run: s2 failed";
+  EXPECT_EQ(assessed["s5"].verdict(), pb::ASSESSMENT_VERDICT_COMPLETE);
+  std::vector<std::string> decisions;
+  for (const pb::ChatEvent& e : turn.Of(pb::ChatEvent::kExecutorMessage)) {
+    if (e.executor_message().sender() == pb::DIALOGUE_PARTY_PLANNER &&
+        e.executor_message().kind() != "task_assignment") {
+      decisions.push_back(e.executor_message().kind());
+    }
+  }
+  EXPECT_THAT(decisions, ElementsAre("revise_plan"));
+  EXPECT_EQ(turn.Of(pb::ChatEvent::kPlanCreated).size(), 2u) << "the re-planned steps shown";
+
+  // The generator's model re-planned with the assessment in its context.
+  const std::vector<llm::ChatRequest> asked = model.requests();
+  ASSERT_EQ(asked.size(), 4u);
+  const std::string revision = asked[2].messages.back().content;
+  EXPECT_THAT(revision, HasSubstr("was assessed blocked"));
+  EXPECT_THAT(revision, HasSubstr("the search index is down"));
+  EXPECT_THAT(revision, HasSubstr("Steps s1 completed"));
+  // The planner read the plan's assessment in its tool result.
+  EXPECT_THAT(asked[3].messages.back().content, HasSubstr("\"assessment\""));
+
+  const std::string plan_id =
+      turn.Of(pb::ChatEvent::kPlanCreated)[0].plan_created().plan().plan_id();
+  const Plan stored = *h.plan_store.Stored(plan_id);
+  EXPECT_EQ(stored.status, PlanStatus::kCompleted) << stored.summary;
+  EXPECT_THAT(stored.summary, HasSubstr("Re-planned 1 time"));
+  EXPECT_EQ(stored.FindStep("s1")->attempts, 1) << "the completed step did not run again";
+  EXPECT_EQ(stored.FindStep("s2"), nullptr);
+  EXPECT_EQ(turn.events.back().done().assessment().verdict(), pb::ASSESSMENT_VERDICT_COMPLETE);
+  EXPECT_THAT(turn.Text(), HasSubstr("Here are your projects."));
+}
+
+// A step that stays blocked is re-planned twice, then the plan stops with
+// the reasons.
+TEST(TurnPlanTest, AStepStillBlockedAfterTwoRePlansStopsThePlan) {
+  ScriptedModel model;
+  model.PushToolCall("agent_create_plan",
+                     {{"objective", "Find my projects"}, {"execution_mode", "auto_execute"}});
+  for (int i = 0; i < 3; ++i) {
+    model.PushText(
+        json{{"steps",
+              {PlannedStep("s" + std::to_string(i + 1), "Search the projects", "search_projects")}}}
+            .dump());
+  }
+  model.PushText("The search is down; I could not find your projects.");
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_MANAGE_PLATFORM),
+                {{}, &model, true});
+  h.tools.AddTool("search_projects", execpb::TOOL_RISK_READ);
+  h.executors.FailWhen("search_projects",
+                       ToolFailedForGood("search_projects failed: the search index is down"), 100);
+  RecordingSink turn;
+  ASSERT_TRUE(h.Turn("find my projects", turn).ok());
+  EXPECT_THAT(StepsStarted(turn), ElementsAre("s1", "s2", "s3"));
+  std::vector<std::string> decisions;
+  for (const pb::ChatEvent& e : turn.Of(pb::ChatEvent::kExecutorMessage)) {
+    const std::string& kind = e.executor_message().kind();
+    if (kind == "revise_plan" || kind == "exit" || kind == "continue") decisions.push_back(kind);
+  }
+  EXPECT_THAT(decisions, ElementsAre("revise_plan", "revise_plan", "exit"));
+  const std::string plan_id =
+      turn.Of(pb::ChatEvent::kPlanCreated)[0].plan_created().plan().plan_id();
+  const Plan stored = *h.plan_store.Stored(plan_id);
+  EXPECT_EQ(stored.status, PlanStatus::kFailed);
+  EXPECT_THAT(stored.summary, HasSubstr("Re-planned 2 times"));
+  EXPECT_THAT(stored.summary, HasSubstr("Stopped: still blocked after 2 re-plans"));
+  EXPECT_EQ(turn.events.back().done().assessment().verdict(), pb::ASSESSMENT_VERDICT_BLOCKED);
 }
 
 // What the turn relies on from every plan store, held by the fake as by

@@ -5,6 +5,7 @@
 // the routing.
 #include "absl/cleanup/cleanup.h"
 #include "libs/core/text.h"
+#include "services/orchestrator/plans/plan_assessment.h"
 #include "services/orchestrator/turn/history.h"
 #include "services/orchestrator/turn/turn_pass.h"
 
@@ -51,6 +52,7 @@ std::optional<absl::StatusOr<PlanOutcome>> TurnPass::RunPlan(const std::string& 
                   std::string(outcome.status().message()));
     }
     ContextBox::Add(box_.blockers, "the plan: " + std::string(outcome.status().message()));
+    if (!control_.cancelled()) plan_failure_ = std::string(outcome.status().message());
     return outcome;
   }
   if (out_of_time && (outcome->plan.status == PlanStatus::kApproved ||
@@ -98,6 +100,8 @@ void TurnPass::HoldPlan(const PlanOutcome& outcome) {
   ContextBox::Add(box_.progress, "plan " + PlanStatusName(plan.status) + ": " +
                                      core::Shortened(plan.objective, 200));
   plan_words_ = PlanReplyText(plan);
+  plan_assessed_.reset();
+  if (PlanRan(plan)) plan_assessed_ = AssessPlan(plan);
 }
 
 std::string TurnPass::PlanText(const std::optional<absl::StatusOr<PlanOutcome>>& outcome,

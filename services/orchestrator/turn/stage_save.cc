@@ -2,11 +2,14 @@
 // history needs: the flow, where it stands, a flow set aside), the flow's
 // state (what waits, the plan, the context box) beside it in the flow
 // store, the caches follow, every decision of the gate goes to the audit
-// trail, and `done` closes the stream with the turn's usage.
+// trail, and `done` closes the stream with the turn's usage and how well
+// the turn did (its assessment).
 #include <algorithm>
 
 #include "libs/core/ids.h"
 #include "libs/core/logging.h"
+#include "libs/core/text.h"
+#include "services/orchestrator/plans/plan_assessment.h"
 #include "services/orchestrator/turn/turn_pass.h"
 
 namespace omniforge::orchestrator {
@@ -193,8 +196,39 @@ void TurnPass::AuditDecisions() {
   }
 }
 
+std::optional<Assessment> TurnPass::AssessTurn() const {
+  if (suspended_ || control_.cancelled()) return std::nullopt;
+  if (plan_assessed_.has_value()) return plan_assessed_;
+  Evidence e;
+  ToolWork calls;
+  for (const auto& [tool, failed] : tool_runs_) {
+    e.outputs.push_back({"the result of " + tool, failed ? Presence::kMissing : Presence::kFound});
+    ++calls.calls;
+    if (failed) ++calls.failed_calls;
+  }
+  if (calls.calls > 0) e.work.push_back(calls);
+  if (!plan_failure_.empty()) {
+    e.outputs.push_back({"the plan", Presence::kMissing});
+    e.work.push_back({"the plan", 0, 0, plan_failure_, std::nullopt});
+  }
+  const RequestClarity clarity = ClarityOf(analysis_);
+  e.intent_confidence = clarity.confidence;
+  e.ambiguous = clarity.ambiguous;
+  if (move_.clarifying) e.open_questions.push_back(core::Shortened(text_, 300));
+  for (const PendingAction& action : pending_after_) {
+    e.open_questions.push_back("may I go ahead with: " + action.summary);
+  }
+  if (plan_held_.has_value() && plan_held_->status == PlanStatus::kPendingReview) {
+    e.open_questions.push_back("may I run the plan for \"" + plan_held_->objective + "\"?");
+  }
+  return Assess(e);
+}
+
 void TurnPass::SendDone() {
   pb::DoneEvent* done = emit_.Next().mutable_done();
+  if (const std::optional<Assessment> assessed = AssessTurn(); assessed.has_value()) {
+    *done->mutable_assessment() = ToProto(*assessed);
+  }
   done->set_is_final(!waiting_ && !suspended_);
   const auto& stored = *stored_reply_;
   if (stored.ok() && stored->has_value()) {

@@ -30,6 +30,7 @@
 #include "libs/core/side_threads.h"
 #include "services/orchestrator/flow/notices.h"
 #include "services/orchestrator/planner/model_planner.h"
+#include "services/orchestrator/plans/assessment.h"
 #include "services/orchestrator/turn/call_context.h"
 #include "services/orchestrator/turn/emitter.h"
 #include "services/orchestrator/turn/plan_reply.h"
@@ -157,6 +158,10 @@ class TurnPass final {
   void SaveFlowAndReply(const FlowState& state);
   void ReportFlowNotSaved(const absl::Status& saved);
   void AuditDecisions();
+  // How well the turn did: the plan it ran, else its tool calls, the
+  // request's clarity and what waits for the user; nullopt for a turn
+  // cancelled or set aside.
+  std::optional<Assessment> AssessTurn() const;
   void SendDone();
   bool TrySuspend();
   // A plan call's outcome in words (`doing` names the call); empty when a
@@ -267,6 +272,11 @@ class TurnPass final {
   std::string plan_digest_;
   int64_t plan_expires_ = 0;
   std::string plan_words_;
+  // For the turn's assessment: the plan this turn ran, assessed (HoldPlan);
+  // why a plan call failed; each tool call's tool and whether it failed.
+  std::optional<Assessment> plan_assessed_;
+  std::string plan_failure_;
+  std::vector<std::pair<std::string, bool>> tool_runs_;
   PlanEvents plan_events_;
   std::function<bool()> plan_stopped_;
   ContextBox carried_;
