@@ -151,8 +151,12 @@ std::string DoneLine(const pb::DoneEvent& done) {
     line += ", " + Plural(usage.llm_calls(), "model call", "model calls") + " (" +
             std::to_string(usage.prompt_tokens() + usage.completion_tokens()) + " tokens)";
   }
-  if (!done.is_final()) line += "; waiting for your answer";
-  if (done.has_assessment()) line += "; assessed " + AssessmentWords(done.assessment());
+  // A turn that waits for the user is judged once it is done.
+  if (!done.is_final()) {
+    line += "; waiting for your answer";
+  } else if (done.has_assessment()) {
+    line += "; assessed " + AssessmentWords(done.assessment());
+  }
   return line;
 }
 

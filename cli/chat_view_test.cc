@@ -153,6 +153,15 @@ TEST_F(ChatViewTest, PlainShowsTheAssessmentsOfStepsAndOfTheTurn) {
   EXPECT_THAT(out, HasSubstr("✓ step s1 completed: read 50 tasks "
                              "(partial, 72/100: only the first 50 tasks were read)\n"));
   EXPECT_THAT(out, HasSubstr("· done in 12 ms, 1 tool call; assessed complete, 95/100\n"));
+
+  // A turn waiting for the user's answer is not judged yet.
+  pb::ChatEvent waiting = Done(false);
+  waiting.mutable_done()->mutable_assessment()->set_score(80);
+  waiting.mutable_done()->mutable_assessment()->set_verdict(pb::ASSESSMENT_VERDICT_PARTIAL);
+  // (Render returns everything shown so far.)
+  const std::string asked = Render(ChatOutput::kPlain, {waiting}).substr(out.size());
+  EXPECT_THAT(asked, HasSubstr("; waiting for your answer\n"));
+  EXPECT_THAT(asked, Not(HasSubstr("assessed")));
 }
 
 TEST_F(ChatViewTest, TerminalShowsTheStateOnASpinnerLineClearedWhenTextArrives) {
