@@ -17,6 +17,12 @@ class TurnPlannerIo final : public PlannerIo {
     turn_.emit().Next().mutable_text()->set_delta(delta);
     turn_.emit().Send();
   }
+  void RestartText(const std::string& kept) override {
+    pb::TextEvent& text = *turn_.emit().Next().mutable_text();
+    text.set_delta(kept);
+    text.set_restart(true);
+    turn_.emit().Send();
+  }
   std::optional<ToolRun> RunTool(const ToolStep& step) override {
     return turn_.RunTool(step, nullptr);
   }
