@@ -94,6 +94,13 @@ void TurnPass::AskModel() {
     if (!control_.cancelled() && !suspended_ && ctx_.Expired()) ReportOutOfTime();
   }
   if (planned_.answered) {
+    // The model failed after part of its answer went out (its stream kept
+    // breaking off): the part stays, and the user is told it is cut short.
+    if (!planned_.error.empty() && !planned_.stopped) {
+      emit_.Error(pb::CHAT_ERROR_CODE_MODEL_FAILED,
+                  "the language model's answer broke off; what it said so far is kept",
+                  /*fatal=*/false, planned_.error);
+    }
     TakeModelAnswer(plan);
     return;
   }
