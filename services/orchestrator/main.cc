@@ -498,6 +498,9 @@ absl::Status OpenKeyAdmin(const Settings& s, KeySources& k) {
   const core::ApiKeyFile* file = k.file.get();
   k.admin = std::make_unique<KeyAdmin>(
       *k.store, [file](std::string_view id) { return file != nullptr && file->Has(id); });
+  if (PgKeyWatcher* watcher = k.managed_watcher.get(); watcher != nullptr) {
+    k.admin->OnChanged([watcher](const std::string& id) { watcher->ReadChanged({id}); });
+  }
   k.admin_service = std::make_unique<KeyAdminGrpcService>(*k.admin_file, *k.admin);
   core::ServerOptions options = s.server;
   options.host = s.admin_host;
