@@ -129,7 +129,14 @@ service_env() {
                    "OMNIFORGE_CONVERSATION_ADDRESS=$(addr conversation)"
                    "OMNIFORGE_IDENTITY_TRUSTED_KEYS=$trusted"
                    "OMNIFORGE_IDENTITY_SIGNING_KEY_FILE=$STATE_DIR/executor-identity.key"
-                   "OMNIFORGE_IDENTITY_SIGNING_KEY_ID=executor") ;;
+                   "OMNIFORGE_IDENTITY_SIGNING_KEY_ID=executor")
+      # The sandbox email, calendar and contacts servers it starts
+      # (deploy/local/executor.yaml): this build's binary, this cluster.
+      local domain
+      for domain in EMAIL CALENDAR CONTACTS; do
+        SERVICE_ENV+=("OMNIFORGE_MCP_SERVERS_SANDBOX_${domain}_COMMAND=$BUILD_DIR/bin/omniforge-sandbox-mcp"
+                      "OMNIFORGE_MCP_SERVERS_SANDBOX_${domain}_ENV=OMNIFORGE_DATABASE_DSN=$(service_dsn sandbox),OMNIFORGE_DATABASE_MIGRATE_DSN=$DATABASE_DSN")
+      done ;;
     orchestrator)
       SERVICE_ENV=("OMNIFORGE_DATABASE_DSN=$(service_dsn orchestrator)"
                    "OMNIFORGE_DATABASE_MIGRATE_DSN=$DATABASE_DSN"
