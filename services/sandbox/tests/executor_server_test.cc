@@ -58,6 +58,7 @@ class SandboxExecutorServerTest : public ::testing::Test {
   }
 
   void TearDown() override {
+    stub_.reset();  // the channel closes first, so nothing holds the drain up
     const auto status = executor_.Stop();
     EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
         << executor_.JoinedLog();
