@@ -28,8 +28,7 @@ using Json = nlohmann::json;
 // What scripts/stack.sh sets for the executor's sandbox servers, on `db`.
 std::vector<std::string> ExecutorEnv(const omniforge::testing::TestDatabase& db) {
   std::vector<std::string> env = {omniforge::testing::ExecutorMasterKeyEnv()};
-  const auto identity =
-      omniforge::testing::TestIdentityEnv(omniforge::testing::TestKeyUse::kBoth);
+  const auto identity = omniforge::testing::TestIdentityEnv(omniforge::testing::TestKeyUse::kBoth);
   env.insert(env.end(), identity.begin(), identity.end());
   for (const char* domain : {"EMAIL", "CALENDAR", "CONTACTS"}) {
     const std::string prefix = std::string("OMNIFORGE_MCP_SERVERS_SANDBOX_") + domain;
@@ -50,8 +49,8 @@ class SandboxExecutorServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto error = executor_.Start(
-        ExecutorEnv(db_), {"--config", std::string(OMNIFORGE_SOURCE_DIR) +
-                                           "/deploy/local/executor.yaml"});
+        ExecutorEnv(db_),
+        {"--config", std::string(OMNIFORGE_SOURCE_DIR) + "/deploy/local/executor.yaml"});
     ASSERT_FALSE(error.has_value()) << *error;
     stub_ = pb::ExecutorService::NewStub(
         grpc::CreateChannel(executor_.address(), grpc::InsecureChannelCredentials()));
@@ -60,8 +59,7 @@ class SandboxExecutorServerTest : public ::testing::Test {
   void TearDown() override {
     stub_.reset();  // the channel closes first, so nothing holds the drain up
     const auto status = executor_.Stop();
-    EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
-        << executor_.JoinedLog();
+    EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << executor_.JoinedLog();
   }
 
   std::unique_ptr<grpc::ClientContext> Context() const {

@@ -45,8 +45,8 @@ TEST_F(McpLineServerTest, InitializeAgreesOnAVersionBothSpeak) {
       R"({"jsonrpc":"2.0","id":"x","method":"initialize","params":{"protocolVersion":"2099-01-01"}})");
   EXPECT_EQ(future["id"], "x");
   EXPECT_EQ(future["result"]["protocolVersion"], "2025-06-18");
-  EXPECT_TRUE(server_.HandleLine(R"({"jsonrpc":"2.0","method":"notifications/initialized"})")
-                  .empty());
+  EXPECT_TRUE(
+      server_.HandleLine(R"({"jsonrpc":"2.0","method":"notifications/initialized"})").empty());
   EXPECT_EQ(Answer(R"({"jsonrpc":"2.0","id":2,"method":"ping"})")["result"], Json::object());
 }
 
@@ -56,17 +56,17 @@ TEST_F(McpLineServerTest, ToolsAreListedAndCalled) {
   EXPECT_EQ(list["result"]["tools"][0]["name"], "find_contacts");
   EXPECT_TRUE(list["result"]["tools"][0]["annotations"]["readOnlyHint"]);
 
-  const Json call = Answer(
-      R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"find_contacts",)"
-      R"("arguments":{"query":"John"}}})");
+  const Json call =
+      Answer(R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"find_contacts",)"
+             R"("arguments":{"query":"John"}}})");
   EXPECT_FALSE(call["result"]["isError"]);
   EXPECT_EQ(call["result"]["structuredContent"]["matches"].size(), 2u);
   EXPECT_EQ(Json::parse(call["result"]["content"][0]["text"].get<std::string>()),
             call["result"]["structuredContent"]);
 
-  const Json failed = Answer(
-      R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"add_contact",)"
-      R"("arguments":{"name":"X"}}})");
+  const Json failed =
+      Answer(R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"add_contact",)"
+             R"("arguments":{"name":"X"}}})");
   EXPECT_TRUE(failed["result"]["isError"]);
   EXPECT_EQ(failed["result"]["content"][0]["text"], "email: required");
   EXPECT_EQ(failed["result"]["structuredContent"]["error"]["code"], "invalid_argument");
@@ -76,16 +76,17 @@ TEST_F(McpLineServerTest, BadRequestsGetJsonRpcErrors) {
   EXPECT_EQ(Answer("{not json")["error"]["code"], -32700);
   EXPECT_EQ(Answer(R"({"jsonrpc":"2.0","id":6,"method":"resources/list"})")["error"]["code"],
             -32601);
-  const Json unknown = Answer(
-      R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"create_event"}})");
+  const Json unknown =
+      Answer(R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"create_event"}})");
   EXPECT_EQ(unknown["error"]["code"], -32602);
   EXPECT_THAT(unknown["error"]["message"].get<std::string>(), HasSubstr("Unknown tool"));
-  EXPECT_EQ(Answer(R"({"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":5}})")
-                ["error"]["code"],
-            -32602);
-  const Json odd = Answer(
-      R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"find_contacts",)"
-      R"("arguments":["not","an","object"]}})");
+  EXPECT_EQ(
+      Answer(
+          R"({"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":5}})")["error"]["code"],
+      -32602);
+  const Json odd =
+      Answer(R"({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"find_contacts",)"
+             R"("arguments":["not","an","object"]}})");
   EXPECT_TRUE(odd["result"]["isError"]);
   EXPECT_EQ(Answer(std::string(kMaxLineBytes + 1, ' '))["error"]["code"], -32600);
 }
