@@ -26,6 +26,7 @@ bool Matches(const Contact& contact, const std::string& query) {
 
 std::string WhichQuestion(const std::string& query, const std::vector<Contact>& matches) {
   std::vector<std::string> options;
+  options.reserve(matches.size());
   for (const Contact& contact : matches) {
     options.push_back(absl::StrCat(contact.name, " (", contact.email, ")"));
   }

@@ -31,7 +31,7 @@ bool Mentions(const Message& message, const std::string& query) {
 }  // namespace
 
 absl::StatusOr<bool> MemorySandboxStore::SeedOnce(const std::string& tenant, const SeedData& seed) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!seeded_.insert(tenant).second) return false;
   TenantState& state = tenants_[tenant];
   state.contacts = seed.contacts;
@@ -42,7 +42,7 @@ absl::StatusOr<bool> MemorySandboxStore::SeedOnce(const std::string& tenant, con
 }
 
 absl::StatusOr<std::vector<Contact>> MemorySandboxStore::ListContacts(const std::string& tenant) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<Contact> contacts = tenants_[tenant].contacts;
   std::stable_sort(contacts.begin(), contacts.end(),
                    [](const Contact& a, const Contact& b) { return a.name < b.name; });
@@ -50,7 +50,7 @@ absl::StatusOr<std::vector<Contact>> MemorySandboxStore::ListContacts(const std:
 }
 
 absl::Status MemorySandboxStore::AddContact(const std::string& tenant, const Contact& contact) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<Contact>& contacts = tenants_[tenant].contacts;
   for (const Contact& existing : contacts) {
     if (existing.email == contact.email) {
@@ -63,7 +63,7 @@ absl::Status MemorySandboxStore::AddContact(const std::string& tenant, const Con
 
 absl::StatusOr<std::vector<BusyBlock>> MemorySandboxStore::ListBusy(
     const std::string& tenant, const std::vector<std::string>& emails, const Interval& window) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<BusyBlock> found;
   for (const BusyBlock& block : tenants_[tenant].busy) {
     if (Overlaps(block.when, window) &&
@@ -79,7 +79,7 @@ absl::StatusOr<std::vector<BusyBlock>> MemorySandboxStore::ListBusy(
 
 absl::StatusOr<std::vector<Event>> MemorySandboxStore::ListEvents(const std::string& tenant,
                                                                   const Interval& window) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<Event> found;
   for (const Event& event : tenants_[tenant].events) {
     if (Overlaps(event.when, window)) found.push_back(event);
@@ -91,7 +91,7 @@ absl::StatusOr<std::vector<Event>> MemorySandboxStore::ListEvents(const std::str
 
 absl::StatusOr<BookingOutcome> MemorySandboxStore::BookEvent(const std::string& tenant,
                                                              const Event& event) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   TenantState& state = tenants_[tenant];
   BookingOutcome outcome;
   for (const Event& existing : state.events) {
@@ -111,7 +111,7 @@ absl::StatusOr<BookingOutcome> MemorySandboxStore::BookEvent(const std::string& 
 
 absl::StatusOr<Event> MemorySandboxStore::DeleteEvent(const std::string& tenant,
                                                       const std::string& id) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<Event>& events = tenants_[tenant].events;
   auto it = std::find_if(events.begin(), events.end(), [&](const Event& e) { return e.id == id; });
   if (it == events.end()) return absl::NotFoundError("no event " + id);
@@ -121,14 +121,14 @@ absl::StatusOr<Event> MemorySandboxStore::DeleteEvent(const std::string& tenant,
 }
 
 absl::Status MemorySandboxStore::AddMessage(const std::string& tenant, const Message& message) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   tenants_[tenant].messages.push_back(message);
   return absl::OkStatus();
 }
 
 absl::StatusOr<Message> MemorySandboxStore::GetMessage(const std::string& tenant,
                                                        const std::string& id) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const Message& message : tenants_[tenant].messages) {
     if (message.id == id) return message;
   }
@@ -138,7 +138,7 @@ absl::StatusOr<Message> MemorySandboxStore::GetMessage(const std::string& tenant
 absl::StatusOr<Message> MemorySandboxStore::SendDraft(const std::string& tenant,
                                                       const std::string& id,
                                                       core::TimePoint sent_at) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (Message& message : tenants_[tenant].messages) {
     if (message.id != id) continue;
     if (message.folder != Folder::kDraft) {
@@ -153,7 +153,7 @@ absl::StatusOr<Message> MemorySandboxStore::SendDraft(const std::string& tenant,
 
 absl::StatusOr<std::vector<Message>> MemorySandboxStore::ListFolder(const std::string& tenant,
                                                                     Folder folder, int limit) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<Message> found;
   for (const Message& message : tenants_[tenant].messages) {
     if (message.folder == folder) found.push_back(message);
@@ -164,7 +164,7 @@ absl::StatusOr<std::vector<Message>> MemorySandboxStore::ListFolder(const std::s
 absl::StatusOr<std::vector<Message>> MemorySandboxStore::SearchMessages(const std::string& tenant,
                                                                         const std::string& query,
                                                                         int limit) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<Message> found;
   for (const Message& message : tenants_[tenant].messages) {
     if (message.folder != Folder::kDraft && Mentions(message, query)) found.push_back(message);

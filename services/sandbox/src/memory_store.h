@@ -3,12 +3,12 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "services/sandbox/src/store.h"
 
 namespace omniforge::sandbox {
@@ -42,7 +42,7 @@ class MemorySandboxStore final : public SandboxStore {
     std::vector<Message> messages;
   };
 
-  std::mutex mu_;
+  absl::Mutex mu_;
   std::set<std::string> seeded_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, TenantState> tenants_ ABSL_GUARDED_BY(mu_);
 };

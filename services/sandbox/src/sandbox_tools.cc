@@ -139,7 +139,7 @@ absl::StatusOr<ToolResult> SandboxTools::Call(const std::string& name,
 }
 
 std::optional<ToolResult> SandboxTools::EnsureSeeded() {
-  std::lock_guard lock(seed_mu_);
+  absl::MutexLock lock(&seed_mu_);
   if (seeded_) return std::nullopt;
   auto seeded =
       context_.store.SeedOnce(context_.tenant, MakeSeed(context_.clock.Now(), context_.zone));

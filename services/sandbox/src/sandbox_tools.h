@@ -10,13 +10,14 @@
 #pragma once
 
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "libs/core/clock.h"
 #include "nlohmann/json.hpp"
@@ -93,8 +94,8 @@ class SandboxTools final {
 
   ToolContext context_;
   std::vector<ToolDefinition> tools_;
-  std::mutex seed_mu_;
-  bool seeded_ = false;
+  absl::Mutex seed_mu_;
+  bool seeded_ ABSL_GUARDED_BY(seed_mu_) = false;
 };
 
 }  // namespace omniforge::sandbox
