@@ -9,10 +9,14 @@
 //
 // The database.* keys (pg/settings.h) come from the config file or the
 // environment (OMNIFORGE_DATABASE_DSN, OMNIFORGE_DATABASE_MIGRATE_DSN, ...);
-// by default the local stack's database as role omniforge_sandbox.
+// by default the local stack's database as role omniforge_sandbox. With
+// PGPASSWORD_FILE set (and PGPASSWORD not), libpq's password is read from
+// that file, as the image's entry point does for the services.
 // --memory keeps the state in memory instead, for the process's life.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -52,6 +56,21 @@ absl::StatusOr<pg::DatabaseSettings> LoadDatabase(const std::string& config_file
   return settings;
 }
 
+// PGPASSWORD from the file PGPASSWORD_FILE names (its first line).
+absl::Status ReadPasswordFile() {
+  const char* file = std::getenv("PGPASSWORD_FILE");
+  if (file == nullptr || *file == '\0' || std::getenv("PGPASSWORD") != nullptr) {
+    return absl::OkStatus();
+  }
+  std::ifstream in(file);
+  std::string password;
+  if (!in || !std::getline(in, password)) {
+    return absl::FailedPreconditionError(std::string("PGPASSWORD_FILE: cannot read ") + file);
+  }
+  setenv("PGPASSWORD", password.c_str(), 1);
+  return absl::OkStatus();
+}
+
 absl::Status Migrate(const pg::DatabaseSettings& database) {
   auto applied = pg::ApplyMigrations(database.migrate_dsn, "sandbox", pg::SandboxMigrations());
   if (!applied.ok()) return applied.status();
@@ -87,6 +106,7 @@ absl::Status Run(const Options& options, bool migrate_only) {
     MemorySandboxStore store;
     return Serve(options, store);
   }
+  if (absl::Status read = ReadPasswordFile(); !read.ok()) return read;
   auto database = LoadDatabase(options.config_file);
   if (!database.ok()) return database.status();
   pg::WarnAboutUnverifiedTransport(*database);

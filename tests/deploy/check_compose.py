@@ -66,7 +66,8 @@ def check(config, with_ollama, problems):
     if not any("postgres-roles.sql:/omniforge/postgres-roles.sql" in m for m in mounts):
         problems.append("postgres: deploy/postgres-roles.sql is not mounted at "
                         "/omniforge/postgres-roles.sql (postgres-roles.sh runs it)")
-    for secret in ("db_conversation_password", "db_executor_password", "db_orchestrator_password"):
+    for secret in ("db_conversation_password", "db_executor_password", "db_orchestrator_password",
+                   "db_sandbox_password"):
         if secret not in [x if isinstance(x, str) else x.get("source") for x in postgres.get("secrets") or []]:
             problems.append(f"postgres: not given {secret} (the roles script sets it)")
 
@@ -75,6 +76,8 @@ def check(config, with_ollama, problems):
     for step in ("omniforge-conversation", "omniforge-executor", "omniforge-orchestrator"):
         if f"{step} --config" not in command or "migrate" not in command:
             problems.append(f"migrate: does not run {step} migrate")
+    if "omniforge-sandbox-mcp migrate" not in command:
+        problems.append("migrate: does not run omniforge-sandbox-mcp migrate (the sandbox schema)")
     if migrate.get("depends_on", {}).get("postgres", {}).get("condition") != "service_healthy":
         problems.append("migrate: does not wait for a healthy postgres")
 
