@@ -141,6 +141,7 @@ TEST_F(PgStoreTest, TwoBookingsOfTheSameTimeCannotBothSucceed) {
   ASSERT_TRUE(store_.SeedOnce(tenant_a_, Seed()).ok());
   std::atomic<int> booked{0};
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int i = 0; i < 4; ++i) {
     threads.emplace_back([&, i] {
       const Event event{"race-" + std::to_string(i),
