@@ -50,8 +50,10 @@ absl::StatusOr<pg::DatabaseSettings> LoadDatabase(const std::string& config_file
   auto reader = config_file.empty() ? core::ConfigReader::FromString("")
                                     : core::ConfigReader::FromFile(config_file);
   if (!reader.ok()) return reader.status();
+  // One connection: a process answers one request at a time, and the
+  // executor runs one process per tenant and domain.
   pg::DatabaseSettings settings =
-      pg::ReadDatabaseSettings(*reader, "omniforge_sandbox", /*local_by_default=*/true, 2);
+      pg::ReadDatabaseSettings(*reader, "omniforge_sandbox", /*local_by_default=*/true, 1);
   if (absl::Status status = reader->Finish(); !status.ok()) return status;
   return settings;
 }
