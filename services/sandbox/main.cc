@@ -13,6 +13,11 @@
 // PGPASSWORD_FILE set (and PGPASSWORD not), libpq's password is read from
 // that file, as the image's entry point does for the services.
 // --memory keeps the state in memory instead, for the process's life.
+//
+// For tests only: OMNIFORGE_SANDBOX_NOW (an RFC 3339 time) is where the
+// sandbox's clock starts; it then runs at the real clock's pace. Tests that
+// compare the seed's "tomorrow" with times of their own set it, so that
+// midnight passing between their reads changes nothing.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +35,7 @@
 #include "services/sandbox/src/mcp_server.h"
 #include "services/sandbox/src/memory_store.h"
 #include "services/sandbox/src/pg_store.h"
+#include "services/sandbox/src/sandbox_time.h"
 
 namespace omniforge::pg {
 const std::vector<Migration>& SandboxMigrations();
@@ -45,6 +51,25 @@ struct Options {
   std::string time_zone = "UTC";
   bool memory = false;
 };
+
+// The sandbox's clock started at a given time (OMNIFORGE_SANDBOX_NOW).
+class ShiftedClock final : public core::Clock {
+ public:
+  explicit ShiftedClock(core::TimePoint start) : shift_(start - core::SystemClock().Now()) {}
+  core::TimePoint Now() const override { return core::SystemClock().Now() + shift_; }
+
+ private:
+  const core::TimePoint::duration shift_;
+};
+
+// The system clock, or one started at OMNIFORGE_SANDBOX_NOW when it is set.
+absl::StatusOr<std::unique_ptr<core::Clock>> SandboxClock() {
+  const char* now = std::getenv("OMNIFORGE_SANDBOX_NOW");
+  if (now == nullptr || *now == '\0') return std::unique_ptr<core::Clock>();
+  auto start = ParseRfc3339("OMNIFORGE_SANDBOX_NOW", now);
+  if (!start.ok()) return start.status();
+  return std::make_unique<ShiftedClock>(*start);
+}
 
 absl::StatusOr<pg::DatabaseSettings> LoadDatabase(const std::string& config_file) {
   auto reader = config_file.empty() ? core::ConfigReader::FromString("")
@@ -96,7 +121,9 @@ absl::Status Serve(const Options& options, SandboxStore& store) {
   if (!domains.has_value()) {
     return absl::InvalidArgumentError("--domain: expected email, calendar, contacts or all");
   }
-  SandboxTools tools(store, core::SystemClock(), zone, options.tenant, *domains);
+  auto clock = SandboxClock();
+  if (!clock.ok()) return clock.status();
+  SandboxTools tools(store, *clock ? **clock : core::SystemClock(), zone, options.tenant, *domains);
   McpLineServer server(tools, "omniforge-sandbox-" + options.domain, core::Version(),
                        Instructions(options.domain));
   server.Serve(std::cin, std::cout);

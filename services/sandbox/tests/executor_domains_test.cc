@@ -24,6 +24,10 @@ using ::testing::HasSubstr;
 using Json = nlohmann::json;
 using executor::ToolRisk;
 
+// The sandbox's "now" in these tests (a Tuesday morning): the seed's
+// "tomorrow" and the tests' are then the same day whenever they run.
+constexpr char kNow[] = "2026-11-24T08:00:00Z";
+
 // A per-tenant stdio server running the sandbox for `domain`, configured
 // as deploy/local/executor.yaml does.
 mcp::McpServerConfig SandboxServer(const std::string& domain,
@@ -35,17 +39,18 @@ mcp::McpServerConfig SandboxServer(const std::string& domain,
   server.stdio.command = OMNIFORGE_SANDBOX_BIN;
   server.stdio.args = {"--domain", domain, "--tenant", "{tenant}", "--time-zone", "UTC"};
   server.stdio.env = {{"OMNIFORGE_DATABASE_DSN", db.service_dsn("sandbox")},
-                      {"OMNIFORGE_DATABASE_MIGRATE_DSN", db.owner_dsn()}};
+                      {"OMNIFORGE_DATABASE_MIGRATE_DSN", db.owner_dsn()},
+                      {"OMNIFORGE_SANDBOX_NOW", kNow}};
   server.session.server_name = server.name;
   server.trust = mcp::ServerTrust::kReadHints;
   server.per_tenant = true;
   return server;
 }
 
-// Tomorrow at hh:mm UTC (the binary's clock is the real one).
+// The day after kNow at hh:mm UTC.
 std::string Tomorrow(int hour, int minute) {
   const absl::TimeZone utc = absl::UTCTimeZone();
-  const core::TimePoint now = core::SystemClock().Now();
+  const core::TimePoint now = *ParseRfc3339("now", kNow);
   return FormatRfc3339(AtTime(StartOfDay(now, utc, 1), utc, hour, minute), utc);
 }
 

@@ -25,7 +25,12 @@ namespace pb = ::omniforge::executor::v1;
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
 
-// What scripts/stack.sh sets for the executor's sandbox servers, on `db`.
+// The sandbox's "now" in these tests (a Tuesday morning): the seed's
+// "tomorrow" and the tests' are then the same day whenever they run.
+constexpr char kNow[] = "2026-11-24T08:00:00Z";
+
+// What scripts/stack.sh sets for the executor's sandbox servers, on `db`,
+// with the sandbox's clock started at kNow.
 std::vector<std::string> ExecutorEnv(const omniforge::testing::TestDatabase& db) {
   std::vector<std::string> env = {omniforge::testing::ExecutorMasterKeyEnv()};
   const auto identity = omniforge::testing::TestIdentityEnv(omniforge::testing::TestKeyUse::kBoth);
@@ -34,14 +39,16 @@ std::vector<std::string> ExecutorEnv(const omniforge::testing::TestDatabase& db)
     const std::string prefix = std::string("OMNIFORGE_MCP_SERVERS_SANDBOX_") + domain;
     env.push_back(prefix + "_COMMAND=" + OMNIFORGE_SANDBOX_BIN);
     env.push_back(prefix + "_ENV=OMNIFORGE_DATABASE_DSN=" + db.service_dsn("sandbox") +
-                  ",OMNIFORGE_DATABASE_MIGRATE_DSN=" + db.owner_dsn());
+                  ",OMNIFORGE_DATABASE_MIGRATE_DSN=" + db.owner_dsn() +
+                  ",OMNIFORGE_SANDBOX_NOW=" + kNow);
   }
   return omniforge::testing::DatabaseEnv(db, "executor", env);
 }
 
+// The day after kNow at hh:mm UTC.
 std::string Tomorrow(int hour, int minute) {
   const absl::TimeZone utc = absl::UTCTimeZone();
-  return FormatRfc3339(AtTime(StartOfDay(core::SystemClock().Now(), utc, 1), utc, hour, minute),
+  return FormatRfc3339(AtTime(StartOfDay(*ParseRfc3339("now", kNow), utc, 1), utc, hour, minute),
                        utc);
 }
 
