@@ -152,12 +152,13 @@ TEST_F(ExecutorDomainsTest, AConflictingBookingProposesAlternativesAndOneIsBooke
 }
 
 TEST_F(ExecutorDomainsTest, ADraftIsPreviewedThenSent) {
-  const Json draft = Call("acme", "email__draft_message",
-                          {{"to", {"sarah.chen@example.com"}},
-                           {"subject", "Moving our call"},
-                           {"body", "Could we talk at 12:00 instead?"}});
+  Json message = {{"to", {"sarah.chen@example.com"}},
+                  {"subject", "Moving our call"},
+                  {"body", "Could we talk at 12:00 instead?"}};
+  const Json draft = Call("acme", "email__draft_message", message);
   EXPECT_THAT(draft["data"]["preview"].get<std::string>(), HasSubstr("Subject: Moving our call"));
-  const Json sent = Call("acme", "email__send_message", {{"draft_id", draft["data"]["draft_id"]}});
+  message["draft_id"] = draft["data"]["draft_id"];
+  const Json sent = Call("acme", "email__send_message", message);
   EXPECT_EQ(sent["data"]["message"]["folder"], "sent");
   EXPECT_THAT(sent["limitations"].dump(), HasSubstr("nothing leaves the sandbox"));
   const Json found = Call("acme", "email__search_messages", {{"query", "moving our call"}});

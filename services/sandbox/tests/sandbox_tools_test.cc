@@ -186,38 +186,72 @@ TEST_F(SandboxToolsTest, EventsAreDeletedById) {
   EXPECT_EQ(Error("delete_event", {{"event_id", "event-design-review"}})["code"], "not_found");
 }
 
-TEST_F(SandboxToolsTest, ADraftIsPreviewedThenSentOnce) {
-  const Json draft = Ok("draft_message", {{"to", {"sarah.chen@example.com", "x@y.example"}},
-                                          {"subject", "Tomorrow"},
-                                          {"body", "Shall we move the review?"}});
+TEST_F(SandboxToolsTest, ADraftIsSentWithItsOwnContentOnce) {
+  const Json content = {{"to", {"sarah.chen@example.com"}},
+                        {"subject", "Tomorrow"},
+                        {"body", "Shall we move the review?"}};
+  const Json draft = Ok("draft_message", content);
   const std::string id = draft["draft_id"];
   EXPECT_THAT(draft["preview"].get<std::string>(),
-              HasSubstr("To: sarah.chen@example.com, x@y.example\nSubject: Tomorrow\n\nShall"));
-  EXPECT_EQ(draft["limitations"], Json::array({"not in your contacts: x@y.example"}));
+              HasSubstr("To: sarah.chen@example.com\nSubject: Tomorrow\n\nShall"));
   EXPECT_EQ(Ok("list_drafts", Json::object())["drafts"].size(), 1u);
 
-  const Json sent = Ok("send_message", {{"draft_id", id}});
+  // The draft must say what the call says (the call is what the user approves).
+  Json changed = content;
+  changed["draft_id"] = id;
+  changed["body"] = "Something else";
+  EXPECT_EQ(Error("send_message", changed)["code"], "failed_precondition");
+  changed["body"] = content["body"];
+  changed["to"] = {"sarah.chen@example.com", "john.smith@example.com"};
+  EXPECT_EQ(Error("send_message", changed)["code"], "failed_precondition");
+  EXPECT_EQ(Error("send_message", {{"draft_id", id}})["code"], "invalid_argument");
+
+  Json by_draft = content;
+  by_draft["draft_id"] = id;
+  const Json sent = Ok("send_message", by_draft);
+  EXPECT_EQ(sent["message"]["id"], id);
   EXPECT_EQ(sent["message"]["folder"], "sent");
   EXPECT_EQ(sent["message"]["sent_at"], "2026-11-28T10:00:00+01:00");
   EXPECT_EQ(Ok("list_drafts", Json::object())["drafts"].size(), 0u);
-  EXPECT_EQ(Error("send_message", {{"draft_id", id}})["code"], "failed_precondition");
-  EXPECT_EQ(Error("send_message", {{"draft_id", "nope"}})["code"], "not_found");
+  EXPECT_EQ(Error("send_message", by_draft)["code"], "failed_precondition");
+  by_draft["draft_id"] = "nope";
+  EXPECT_EQ(Error("send_message", by_draft)["code"], "not_found");
 
   const Json found = Ok("search_messages", {{"query", "MOVE THE REVIEW"}});
   ASSERT_EQ(found["messages"].size(), 1u);
   EXPECT_EQ(found["messages"][0]["id"], id);
 }
 
-TEST_F(SandboxToolsTest, AMessageCanBeSentWithoutADraft) {
+TEST_F(SandboxToolsTest, AMessageIsSentFromItsContentWithoutADraft) {
   const Json sent =
       Ok("send_message",
          {{"to", {"john.doe@example.net"}}, {"subject", "Hello"}, {"body", "Hi John"}});
   EXPECT_EQ(sent["message"]["to"], Json::array({"john.doe@example.net"}));
-  EXPECT_EQ(Error("send_message", {{"draft_id", "x"}, {"subject", "also"}})["code"],
-            "invalid_argument");
+  EXPECT_EQ(sent["message"]["folder"], "sent");
+  EXPECT_EQ(Ok("list_drafts", Json::object())["drafts"].size(), 0u);
+  EXPECT_EQ(
+      Error("send_message", {{"to", {"john.doe@example.net"}}, {"subject", "No body"}})["code"],
+      "invalid_argument");
   // The seeded mailbox is searchable.
   EXPECT_EQ(Ok("search_messages", {{"query", "contract"}})["messages"][0]["from"],
             "john.smith@example.com");
+}
+
+TEST_F(SandboxToolsTest, MailGoesOnlyToContacts) {
+  const Json draft =
+      Ok("draft_message",
+         {{"to", {"sarah.chen@example.com", "x@y.example"}}, {"subject", "Hi"}, {"body", "Hello"}});
+  EXPECT_EQ(draft["limitations"], Json::array({"not in your contacts: x@y.example"}));
+  const Json refused = Error(
+      "send_message",
+      {{"to", {"sarah.chen@example.com", "x@y.example"}}, {"subject", "Hi"}, {"body", "Hello"}});
+  EXPECT_EQ(refused["code"], "failed_precondition");
+  EXPECT_EQ(refused["outside_contacts"], Json::array({"x@y.example"}));
+  EXPECT_EQ(Ok("search_messages", {{"query", "Hello"}})["messages"].size(), 0u);
+
+  Ok("add_contact", {{"name", "X"}, {"email", "x@y.example"}});
+  Ok("send_message",
+     {{"to", {"sarah.chen@example.com", "x@y.example"}}, {"subject", "Hi"}, {"body", "Hello"}});
 }
 
 TEST_F(SandboxToolsTest, BadInputNamesEveryProblemAndChangesNothing) {
