@@ -3,7 +3,7 @@
 // (schema `sandbox`). The executor starts one per tenant (per_tenant stdio
 // servers substitute {tenant}).
 //
-//   omniforge-sandbox-mcp --domain email|calendar|contacts|all [--tenant T]
+//   omniforge-sandbox-mcp --domain email|calendar|contacts|all --tenant T
 //                         [--time-zone Europe/Paris] [--memory] [--config FILE]
 //   omniforge-sandbox-mcp migrate [--config FILE]
 //
@@ -13,6 +13,9 @@
 // PGPASSWORD_FILE set (and PGPASSWORD not), libpq's password is read from
 // that file, as the image's entry point does for the services.
 // --memory keeps the state in memory instead, for the process's life.
+// --tenant is required with PostgreSQL (a server configured without
+// per_tenant would otherwise give every tenant one shared mailbox); with
+// --memory it defaults to "local".
 //
 // For tests only: OMNIFORGE_SANDBOX_NOW (an RFC 3339 time) is where the
 // sandbox's clock starts; it then runs at the real clock's pace. Tests that
@@ -47,7 +50,7 @@ namespace {
 struct Options {
   std::string config_file;
   std::string domain;
-  std::string tenant = "local";
+  std::string tenant;
   std::string time_zone = "UTC";
   bool memory = false;
 };
@@ -164,7 +167,8 @@ int main(int argc, char** argv) {
   sandbox::Options options;
   app.add_option("-c,--config", options.config_file, "YAML file with database.* keys");
   app.add_option("--domain", options.domain, "email, calendar, contacts or all");
-  app.add_option("--tenant", options.tenant, "whose state this process serves");
+  app.add_option("--tenant", options.tenant,
+                 "whose state this process serves (required unless --memory)");
   app.add_option("--time-zone", options.time_zone, "IANA time zone the times are shown in");
   app.add_flag("--memory", options.memory, "keep the state in memory, not PostgreSQL");
   auto* migrate = app.add_subcommand("migrate", "apply database migrations and exit");
@@ -174,6 +178,13 @@ int main(int argc, char** argv) {
   if (!migrate->parsed() && options.domain.empty()) {
     core::LogError("exiting", {{"error", "--domain is required"}});
     return 2;
+  }
+  if (!migrate->parsed() && options.tenant.empty()) {
+    if (!options.memory) {
+      core::LogError("exiting", {{"error", "--tenant is required (unless --memory)"}});
+      return 2;
+    }
+    options.tenant = "local";
   }
   const absl::Status status = sandbox::Run(options, migrate->parsed());
   if (!status.ok()) {

@@ -8,6 +8,9 @@
 // processes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
 
 #include "libs/mcp/registry.h"
 #include "libs/pg/migrate.h"
@@ -181,6 +184,17 @@ TEST_F(ExecutorDomainsTest, BadInputIsAToolErrorNamingTheProblem) {
   const Json unknown = Call("acme", "calendar__delete_event", {{"event_id", "no-such-event"}},
                             /*expect_error=*/true);
   EXPECT_EQ(unknown["data"]["error"]["code"], "not_found");
+}
+
+TEST(SandboxBinaryTest, ATenantIsRequiredUnlessTheStateIsInMemory) {
+  const std::string bin = OMNIFORGE_SANDBOX_BIN;
+  const int without = std::system((bin + " --domain email </dev/null 2>/dev/null").c_str());
+  ASSERT_TRUE(WIFEXITED(without));
+  EXPECT_EQ(WEXITSTATUS(without), 2);
+  const int in_memory =
+      std::system((bin + " --domain email --memory </dev/null 2>/dev/null").c_str());
+  ASSERT_TRUE(WIFEXITED(in_memory));
+  EXPECT_EQ(WEXITSTATUS(in_memory), 0);
 }
 
 }  // namespace
