@@ -32,7 +32,8 @@ using executor::ToolRisk;
 constexpr char kNow[] = "2026-11-24T08:00:00Z";
 
 // A per-tenant stdio server running the sandbox for `domain`, configured
-// as deploy/local/executor.yaml does.
+// as deploy/local/executor.yaml and scripts/stack.sh do (the schema is
+// applied once beforehand, not by each process).
 mcp::McpServerConfig SandboxServer(const std::string& domain,
                                    const omniforge::testing::TestDatabase& db) {
   mcp::McpServerConfig server;
@@ -42,7 +43,7 @@ mcp::McpServerConfig SandboxServer(const std::string& domain,
   server.stdio.command = OMNIFORGE_SANDBOX_BIN;
   server.stdio.args = {"--domain", domain, "--tenant", "{tenant}", "--time-zone", "UTC"};
   server.stdio.env = {{"OMNIFORGE_DATABASE_DSN", db.service_dsn("sandbox")},
-                      {"OMNIFORGE_DATABASE_MIGRATE_DSN", db.owner_dsn()},
+                      {"OMNIFORGE_DATABASE_MIGRATE_ON_START", "false"},
                       {"OMNIFORGE_SANDBOX_NOW", kNow}};
   server.session.server_name = server.name;
   server.trust = mcp::ServerTrust::kReadHints;
@@ -59,7 +60,12 @@ std::string Tomorrow(int hour, int minute) {
 
 class ExecutorDomainsTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { db_ = new omniforge::testing::TestDatabase(); }
+  static void SetUpTestSuite() {
+    db_ = new omniforge::testing::TestDatabase();
+    const std::string migrate = "OMNIFORGE_DATABASE_MIGRATE_DSN='" + db_->owner_dsn() + "' " +
+                                OMNIFORGE_SANDBOX_BIN + " migrate 2>&1";
+    ASSERT_EQ(std::system(migrate.c_str()), 0);
+  }
   static void TearDownTestSuite() { delete db_; }
 
   void SetUp() override {
