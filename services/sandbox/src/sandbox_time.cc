@@ -39,6 +39,11 @@ core::TimePoint AtTime(core::TimePoint day, const absl::TimeZone& zone, int hour
       absl::CivilMinute(civil.year(), civil.month(), civil.day(), hour, minute), zone));
 }
 
+bool IsWeekend(core::TimePoint t, const absl::TimeZone& zone) {
+  const absl::Weekday weekday = absl::GetWeekday(absl::ToCivilDay(ToAbsl(t), zone));
+  return weekday == absl::Weekday::saturday || weekday == absl::Weekday::sunday;
+}
+
 int MinuteOfDay(core::TimePoint t, const absl::TimeZone& zone) {
   const absl::CivilMinute minute = absl::ToCivilMinute(ToAbsl(t), zone);
   return minute.hour() * 60 + minute.minute();

@@ -1,5 +1,6 @@
 // The sandbox tools' logic on the in-memory store, at a fixed "now"
-// (2026-11-28 10:00 in Europe/Paris, so "tomorrow" is 2026-11-29): the seed,
+// (Tuesday 2026-11-24 10:00 in Europe/Paris, so "tomorrow" is 2026-11-25):
+// the seed,
 // contacts with two Johns, free slots, a booking that conflicts and the
 // alternatives it proposes, drafts previewed then sent, and bad input
 // refused with every problem named and nothing changed.
@@ -49,7 +50,7 @@ class SandboxToolsTest : public ::testing::Test {
   }
 
   absl::TimeZone zone_;
-  testing::FixedClock clock_{Parse("2026-11-28T10:00:00+01:00")};
+  testing::FixedClock clock_{Parse("2026-11-24T10:00:00+01:00")};
   MemorySandboxStore store_;
   int next_id_ = 0;
   std::unique_ptr<SandboxTools> tools_;
@@ -111,32 +112,66 @@ TEST_F(SandboxToolsTest, FreeSlotsAvoidYourEventsAndTheAttendeesBusyTime) {
   const Json free =
       Ok("find_free_slots", {{"attendees", {"sarah.chen@example.com", "john.smith@example.com"}},
                              {"duration_minutes", 30},
-                             {"window_start", "2026-11-29T12:00:00+01:00"},
-                             {"window_end", "2026-11-29T18:00:00+01:00"}});
+                             {"window_start", "2026-11-25T12:00:00+01:00"},
+                             {"window_end", "2026-11-25T18:00:00+01:00"}});
   // John Smith 13:00-14:00, the design review 14:00-15:00, Sarah 15:00-15:30.
   std::vector<std::string> starts;
   for (const Json& slot : free["slots"]) starts.push_back(slot["start"]);
   EXPECT_EQ(starts,
-            (std::vector<std::string>{"2026-11-29T12:00:00+01:00", "2026-11-29T12:30:00+01:00",
-                                      "2026-11-29T15:30:00+01:00", "2026-11-29T16:00:00+01:00",
-                                      "2026-11-29T16:30:00+01:00"}));
+            (std::vector<std::string>{"2026-11-25T12:00:00+01:00", "2026-11-25T12:30:00+01:00",
+                                      "2026-11-25T15:30:00+01:00", "2026-11-25T16:00:00+01:00",
+                                      "2026-11-25T16:30:00+01:00"}));
   EXPECT_EQ(free["busy"].size(), 3u);
   EXPECT_EQ(free["time_zone"], "Europe/Paris");
   EXPECT_EQ(free["attendees_without_calendar"], Json::array());
 
   const Json stranger = Ok("find_free_slots", {{"attendees", {"who@else.example"}},
                                                {"duration_minutes", 60},
-                                               {"window_start", "2026-11-29T14:00:00+01:00"},
-                                               {"window_end", "2026-11-29T17:00:00+01:00"}});
+                                               {"window_start", "2026-11-25T14:00:00+01:00"},
+                                               {"window_end", "2026-11-25T17:00:00+01:00"}});
   EXPECT_EQ(stranger["attendees_without_calendar"], Json::array({"who@else.example"}));
   EXPECT_THAT(stranger["limitations"][0].get<std::string>(), HasSubstr("who@else.example"));
-  EXPECT_EQ(stranger["slots"][0]["start"], "2026-11-29T15:00:00+01:00");
+  EXPECT_EQ(stranger["slots"][0]["start"], "2026-11-25T15:00:00+01:00");
+}
+
+TEST_F(SandboxToolsTest, FreeSlotsAreWithinWorkingHoursOnWeekdays) {
+  // Friday to Monday noon: nothing before 09:00, after 18:00 or at the weekend.
+  const Json free = Ok("find_free_slots", {{"duration_minutes", 60},
+                                           {"window_start", "2026-11-27T00:00:00+01:00"},
+                                           {"window_end", "2026-11-30T12:00:00+01:00"},
+                                           {"max_results", 20}});
+  std::vector<std::string> starts;
+  for (const Json& slot : free["slots"]) starts.push_back(slot["start"]);
+  ASSERT_EQ(starts.size(), 12u) << free.dump();
+  EXPECT_EQ(starts.front(), "2026-11-27T09:00:00+01:00");
+  EXPECT_EQ(starts[8], "2026-11-27T17:00:00+01:00");
+  EXPECT_EQ(starts[9], "2026-11-30T09:00:00+01:00");
+  EXPECT_EQ(starts.back(), "2026-11-30T11:00:00+01:00");
+  // A weekend alone has none.
+  EXPECT_EQ(Ok("find_free_slots", {{"duration_minutes", 30},
+                                   {"window_start", "2026-11-28T00:00:00+01:00"},
+                                   {"window_end", "2026-11-30T00:00:00+01:00"}})["slots"]
+                .size(),
+            0u);
+}
+
+TEST_F(SandboxToolsTest, AlternativesSkipTheWeekend) {
+  const Json day = {{"title", "Offsite"},
+                    {"start", "2026-11-27T09:00:00+01:00"},
+                    {"end", "2026-11-27T18:00:00+01:00"}};
+  Ok("create_event", day);
+  const Json error = Error("create_event", day);
+  std::vector<std::string> starts;
+  for (const Json& slot : error["alternatives"]) starts.push_back(slot["start"]);
+  EXPECT_EQ(starts,
+            (std::vector<std::string>{"2026-11-30T09:00:00+01:00", "2026-12-01T09:00:00+01:00",
+                                      "2026-12-02T09:00:00+01:00"}));
 }
 
 TEST_F(SandboxToolsTest, ABookingThatConflictsIsRefusedWithAlternatives) {
   const Json args = {{"title", "Call with Sarah and John"},
-                     {"start", "2026-11-29T14:00:00+01:00"},
-                     {"end", "2026-11-29T14:30:00+01:00"},
+                     {"start", "2026-11-25T14:00:00+01:00"},
+                     {"end", "2026-11-25T14:30:00+01:00"},
                      {"attendees", {"sarah.chen@example.com", "john.smith@example.com"}}};
   const Json error = Error("create_event", args);
   EXPECT_EQ(error["code"], "conflict");
@@ -146,20 +181,20 @@ TEST_F(SandboxToolsTest, ABookingThatConflictsIsRefusedWithAlternatives) {
   std::vector<std::string> starts;
   for (const Json& slot : error["alternatives"]) starts.push_back(slot["start"]);
   EXPECT_EQ(starts,
-            (std::vector<std::string>{"2026-11-29T12:30:00+01:00", "2026-11-29T15:30:00+01:00",
-                                      "2026-11-29T16:00:00+01:00"}));
+            (std::vector<std::string>{"2026-11-25T12:30:00+01:00", "2026-11-25T15:30:00+01:00",
+                                      "2026-11-25T16:00:00+01:00"}));
   EXPECT_THAT(error["message"].get<std::string>(), HasSubstr("Design review"));
-  EXPECT_THAT(error["message"].get<std::string>(), HasSubstr("2026-11-29T15:30:00+01:00"));
+  EXPECT_THAT(error["message"].get<std::string>(), HasSubstr("2026-11-25T15:30:00+01:00"));
   // Nothing was booked.
-  const Json day = Ok("list_events", {{"start", "2026-11-29T00:00:00+01:00"},
-                                      {"end", "2026-11-30T00:00:00+01:00"}});
+  const Json day = Ok("list_events", {{"start", "2026-11-25T00:00:00+01:00"},
+                                      {"end", "2026-11-26T00:00:00+01:00"}});
   EXPECT_EQ(day["events"].size(), 2u);
 
   Json moved = args;
   moved["start"] = error["alternatives"][1]["start"];
   moved["end"] = error["alternatives"][1]["end"];
   const Json booked = Ok("create_event", moved);
-  EXPECT_EQ(booked["event"]["start"], "2026-11-29T15:30:00+01:00");
+  EXPECT_EQ(booked["event"]["start"], "2026-11-25T15:30:00+01:00");
   EXPECT_EQ(booked["event"]["attendees"].size(), 2u);
   // Now that time is taken too.
   EXPECT_EQ(Error("create_event", moved)["code"], "conflict");
@@ -167,8 +202,8 @@ TEST_F(SandboxToolsTest, ABookingThatConflictsIsRefusedWithAlternatives) {
 
 TEST_F(SandboxToolsTest, AnAttendeesBusyTimeIsAConflictToo) {
   const Json error = Error("create_event", {{"title", "Sync"},
-                                            {"start", "2026-11-29T13:00:00+01:00"},
-                                            {"end", "2026-11-29T13:30:00+01:00"},
+                                            {"start", "2026-11-25T13:00:00+01:00"},
+                                            {"end", "2026-11-25T13:30:00+01:00"},
                                             {"attendees", {"john.smith@example.com"}}});
   ASSERT_EQ(error["conflicts"]["busy"].size(), 1u);
   EXPECT_EQ(error["conflicts"]["busy"][0]["who"], "john.smith@example.com");
@@ -176,8 +211,8 @@ TEST_F(SandboxToolsTest, AnAttendeesBusyTimeIsAConflictToo) {
   std::vector<std::string> starts;
   for (const Json& slot : error["alternatives"]) starts.push_back(slot["start"]);
   EXPECT_EQ(starts,
-            (std::vector<std::string>{"2026-11-29T11:30:00+01:00", "2026-11-29T12:00:00+01:00",
-                                      "2026-11-29T12:30:00+01:00"}));
+            (std::vector<std::string>{"2026-11-25T11:30:00+01:00", "2026-11-25T12:00:00+01:00",
+                                      "2026-11-25T12:30:00+01:00"}));
 }
 
 TEST_F(SandboxToolsTest, EventsAreDeletedById) {
@@ -211,7 +246,7 @@ TEST_F(SandboxToolsTest, ADraftIsSentWithItsOwnContentOnce) {
   const Json sent = Ok("send_message", by_draft);
   EXPECT_EQ(sent["message"]["id"], id);
   EXPECT_EQ(sent["message"]["folder"], "sent");
-  EXPECT_EQ(sent["message"]["sent_at"], "2026-11-28T10:00:00+01:00");
+  EXPECT_EQ(sent["message"]["sent_at"], "2026-11-24T10:00:00+01:00");
   EXPECT_EQ(Ok("list_drafts", Json::object())["drafts"].size(), 0u);
   EXPECT_EQ(Error("send_message", by_draft)["code"], "failed_precondition");
   by_draft["draft_id"] = "nope";
@@ -257,7 +292,7 @@ TEST_F(SandboxToolsTest, MailGoesOnlyToContacts) {
 TEST_F(SandboxToolsTest, BadInputNamesEveryProblemAndChangesNothing) {
   const Json error = Error("create_event", {{"title", ""},
                                             {"start", "tomorrow at two"},
-                                            {"end", "2026-11-29T14:30:00"},
+                                            {"end", "2026-11-25T14:30:00"},
                                             {"attendees", {"Sarah"}}});
   EXPECT_EQ(error["code"], "invalid_argument");
   const std::string message = error["message"];
@@ -267,20 +302,20 @@ TEST_F(SandboxToolsTest, BadInputNamesEveryProblemAndChangesNothing) {
   EXPECT_THAT(message, HasSubstr("\"Sarah\" is not an email address"));
 
   EXPECT_THAT(Error("create_event", {{"title", "x"},
-                                     {"start", "2026-11-29T15:00:00+01:00"},
-                                     {"end", "2026-11-29T14:00:00+01:00"}})["message"]
+                                     {"start", "2026-11-25T15:00:00+01:00"},
+                                     {"end", "2026-11-25T14:00:00+01:00"}})["message"]
                   .get<std::string>(),
               HasSubstr("end: must be after start"));
   EXPECT_THAT(Error("create_event", {{"title", "x"},
-                                     {"start", "2026-11-27T15:00:00+01:00"},
-                                     {"end", "2026-11-27T16:00:00+01:00"}})["message"]
+                                     {"start", "2026-11-23T15:00:00+01:00"},
+                                     {"end", "2026-11-23T16:00:00+01:00"}})["message"]
                   .get<std::string>(),
               HasSubstr("start: in the past"));
   EXPECT_THAT(Error("draft_message",
                     {{"to", {"a@b.example"}}, {"subject", std::string(301, 's')}})["message"]
                   .get<std::string>(),
               HasSubstr("subject: at most 300 bytes"));
-  EXPECT_THAT(Error("list_events", {{"start", "2026-11-29T00:00:00Z"}, {"color", "red"}})["message"]
+  EXPECT_THAT(Error("list_events", {{"start", "2026-11-25T00:00:00Z"}, {"color", "red"}})["message"]
                   .get<std::string>(),
               HasSubstr("unknown argument(s) color"));
   EXPECT_EQ(Error("find_free_slots", {{"window_start", 5}})["code"], "invalid_argument");
@@ -289,20 +324,20 @@ TEST_F(SandboxToolsTest, BadInputNamesEveryProblemAndChangesNothing) {
 }
 
 TEST_F(SandboxToolsTest, TheSeedIsPlacedRelativeToTodayAndStoredOnce) {
-  const Json day = Ok("list_events", {{"start", "2026-11-29T00:00:00+01:00"},
-                                      {"end", "2026-11-30T00:00:00+01:00"}});
+  const Json day = Ok("list_events", {{"start", "2026-11-25T00:00:00+01:00"},
+                                      {"end", "2026-11-26T00:00:00+01:00"}});
   ASSERT_EQ(day["events"].size(), 2u);
-  EXPECT_EQ(day["events"][1]["start"], "2026-11-29T14:00:00+01:00");
+  EXPECT_EQ(day["events"][1]["start"], "2026-11-25T14:00:00+01:00");
   // A day later, a new tenant's seed moves with the clock; acme's stays.
-  clock_.Set(Parse("2026-11-29T10:00:00+01:00"));
+  clock_.Set(Parse("2026-11-25T10:00:00+01:00"));
   SandboxTools other(store_, clock_, zone_, "globex", *ParseDomains("calendar"));
   const Json later = other
-                         .Call("list_events", {{"start", "2026-11-30T00:00:00+01:00"},
-                                               {"end", "2026-12-01T00:00:00+01:00"}})
+                         .Call("list_events", {{"start", "2026-11-26T00:00:00+01:00"},
+                                               {"end", "2026-11-27T00:00:00+01:00"}})
                          ->structured;
-  EXPECT_EQ(later["events"][1]["start"], "2026-11-30T14:00:00+01:00");
-  EXPECT_EQ(Ok("list_events", {{"start", "2026-11-30T00:00:00+01:00"},
-                               {"end", "2026-12-01T00:00:00+01:00"}})["events"]
+  EXPECT_EQ(later["events"][1]["start"], "2026-11-26T14:00:00+01:00");
+  EXPECT_EQ(Ok("list_events", {{"start", "2026-11-26T00:00:00+01:00"},
+                               {"end", "2026-11-27T00:00:00+01:00"}})["events"]
                 .size(),
             1u);  // acme's 1:1 with Priya, seeded the day before
 }
