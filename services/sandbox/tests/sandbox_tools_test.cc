@@ -289,6 +289,17 @@ TEST_F(SandboxToolsTest, MailGoesOnlyToContacts) {
      {{"to", {"sarah.chen@example.com", "x@y.example"}}, {"subject", "Hi"}, {"body", "Hello"}});
 }
 
+TEST(StoreFailureTest, OnlyAnUnreachableOrSlowDatabaseIsUnavailable) {
+  auto code = [](const absl::Status& status) {
+    return StoreFailure(status).structured["error"]["code"].get<std::string>();
+  };
+  EXPECT_EQ(code(absl::UnavailableError("connection refused")), "unavailable");
+  EXPECT_EQ(code(absl::DeadlineExceededError("statement timeout")), "unavailable");
+  EXPECT_EQ(code(absl::InternalError("column does not exist")), "internal");
+  EXPECT_EQ(code(absl::PermissionDeniedError("permission denied for schema")), "internal");
+  EXPECT_EQ(code(absl::NotFoundError("no event")), "not_found");
+}
+
 TEST_F(SandboxToolsTest, BadInputNamesEveryProblemAndChangesNothing) {
   const Json error = Error("create_event", {{"title", ""},
                                             {"start", "tomorrow at two"},
