@@ -19,6 +19,11 @@
 --     superuser nor able to bypass row-level security, and a member of no
 --     role: the migrations grant it its own service's schema and nothing
 --     else (tests/database/service_roles_test.cc).
+--   OMNIFORGE_SANDBOX_PASSWORD (optional): the password of
+--     omniforge_sandbox, the login of the sandbox email, calendar and
+--     contacts MCP servers (docs/sandbox.md), bound like the services' roles
+--     to its own schema, `sandbox`. Without it the role can log in only
+--     where the server trusts the connection (the local stack).
 --   OMNIFORGE_OWNER_PASSWORD (optional): makes `omniforge` a login that is
 --     not a superuser and the database's owner; the migrations log in as
 --     it and own the schemas. Without it the owner is whoever owns the
@@ -28,6 +33,7 @@
 \getenv conversation_password OMNIFORGE_CONVERSATION_PASSWORD
 \getenv executor_password OMNIFORGE_EXECUTOR_PASSWORD
 \getenv orchestrator_password OMNIFORGE_ORCHESTRATOR_PASSWORD
+\getenv sandbox_password OMNIFORGE_SANDBOX_PASSWORD
 \if :{?conversation_password}
 \else
 DO $$ BEGIN RAISE EXCEPTION 'OMNIFORGE_CONVERSATION_PASSWORD is not set'; END $$;
@@ -50,17 +56,23 @@ END $$;
 \endif
 
 SELECT format('CREATE ROLE %I', r) FROM unnest(ARRAY['omniforge_app',
-    'omniforge_conversation', 'omniforge_executor', 'omniforge_orchestrator']) AS r
+    'omniforge_conversation', 'omniforge_executor', 'omniforge_orchestrator',
+    'omniforge_sandbox']) AS r
  WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) \gexec
 ALTER ROLE omniforge_app NOLOGIN NOSUPERUSER NOBYPASSRLS;
 ALTER ROLE omniforge_conversation LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS PASSWORD :'conversation_password';
 ALTER ROLE omniforge_executor LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS PASSWORD :'executor_password';
 ALTER ROLE omniforge_orchestrator LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS PASSWORD :'orchestrator_password';
+\if :{?sandbox_password}
+ALTER ROLE omniforge_sandbox LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS PASSWORD :'sandbox_password';
+\else
+ALTER ROLE omniforge_sandbox LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS PASSWORD NULL;
+\endif
 -- omniforge_app, which every service shared in earlier releases, holds
 -- nothing once the migrations have run; no service is a member of it.
 REVOKE omniforge_app FROM omniforge_conversation, omniforge_executor, omniforge_orchestrator;
 SELECT format('GRANT CONNECT ON DATABASE %I TO omniforge_conversation, omniforge_executor,'
-              ' omniforge_orchestrator', current_database()) \gexec
+              ' omniforge_orchestrator, omniforge_sandbox', current_database()) \gexec
 
 \if :{?owner_password}
 SELECT 'CREATE ROLE omniforge'

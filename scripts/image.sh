@@ -33,7 +33,8 @@ fi
 base_args=()
 [[ -z "$base" ]] || base_args=(--build-arg "BASE_IMAGE=$base" --build-arg "RUNTIME_IMAGE=$base")
 
-binaries=(omniforge-conversation omniforge-intent omniforge-executor omniforge-orchestrator omniforge)
+binaries=(omniforge-conversation omniforge-intent omniforge-executor omniforge-orchestrator omniforge
+          omniforge-sandbox-mcp)
 
 image_omniforge() {
   # The Dockerfile takes build/image/ of the repository (its build context)

@@ -129,7 +129,15 @@ service_env() {
                    "OMNIFORGE_CONVERSATION_ADDRESS=$(addr conversation)"
                    "OMNIFORGE_IDENTITY_TRUSTED_KEYS=$trusted"
                    "OMNIFORGE_IDENTITY_SIGNING_KEY_FILE=$STATE_DIR/executor-identity.key"
-                   "OMNIFORGE_IDENTITY_SIGNING_KEY_ID=executor") ;;
+                   "OMNIFORGE_IDENTITY_SIGNING_KEY_ID=executor")
+      # The sandbox email, calendar and contacts servers it starts
+      # (deploy/local/executor.yaml): this build's binary, this cluster, as
+      # omniforge_sandbox only (`up` has applied their schema).
+      local domain
+      for domain in EMAIL CALENDAR CONTACTS; do
+        SERVICE_ENV+=("OMNIFORGE_MCP_SERVERS_SANDBOX_${domain}_COMMAND=$BUILD_DIR/bin/omniforge-sandbox-mcp"
+                      "OMNIFORGE_MCP_SERVERS_SANDBOX_${domain}_ENV=OMNIFORGE_DATABASE_DSN=$(service_dsn sandbox),OMNIFORGE_DATABASE_MIGRATE_ON_START=false")
+      done ;;
     orchestrator)
       SERVICE_ENV=("OMNIFORGE_DATABASE_DSN=$(service_dsn orchestrator)"
                    "OMNIFORGE_DATABASE_MIGRATE_DSN=$DATABASE_DSN"
@@ -151,6 +159,12 @@ up() {
   ensure_master_key
   ensure_identity_keys
   ensure_api_key
+  # The sandbox servers' schema, once (the executor starts them per tenant,
+  # without the owner's login).
+  env $(compgen -e | sed -n 's/^\(OMNIFORGE_[A-Za-z0-9_]*\)$/-u \1/p') \
+    OMNIFORGE_DATABASE_DSN="$DATABASE_DSN" OMNIFORGE_DATABASE_MIGRATE_DSN="$DATABASE_DSN" \
+    "$BUILD_DIR/bin/omniforge-sandbox-mcp" migrate >>"$STATE_DIR/logs/sandbox-migrate.log" 2>&1 \
+    || { log "omniforge-sandbox-mcp migrate failed; see $STATE_DIR/logs/sandbox-migrate.log"; return 1; }
   for svc in "${SERVICES[@]}"; do
     if pid=$(pid_of "$svc"); then
       log "$svc already running (pid $pid, 127.0.0.1:${PORTS[$svc]})"

@@ -6,7 +6,8 @@
 #                      executor's (the same kind of key, each its own)
 #   postgres_password  the password of PostgreSQL's omniforge user (the owner: migrations)
 #   db_<service>_password  the passwords of the services' login roles
-#                      (conversation, executor, orchestrator; deploy/docker/postgres-roles.sh)
+#                      (conversation, executor, orchestrator, and sandbox for the
+#                      sandbox MCP servers; deploy/docker/postgres-roles.sh)
 #   orchestrator_identity.key, executor_identity.key  the services' caller-assertion
 #                      signing keys (32 random bytes, hex), and *_identity.pub their public keys
 #   api_keys           the orchestrator's API key file (one key for TENANT/USER)
@@ -44,7 +45,7 @@ if [[ ! -s "$dir/postgres_password" ]]; then
   od -An -tx1 -N24 /dev/urandom | tr -d ' \n' > "$dir/postgres_password"
   echo "init-secrets: made postgres_password"
 fi
-for service in conversation executor orchestrator; do
+for service in conversation executor orchestrator sandbox; do
   if [[ ! -s "$dir/db_${service}_password" ]]; then
     od -An -tx1 -N24 /dev/urandom | tr -d ' \n' > "$dir/db_${service}_password"
     echo "init-secrets: made db_${service}_password"

@@ -23,7 +23,13 @@ OMNIFORGE_CONVERSATION_PASSWORD="$(cat "$secrets/db_conversation_password")"
 OMNIFORGE_EXECUTOR_PASSWORD="$(cat "$secrets/db_executor_password")"
 OMNIFORGE_ORCHESTRATOR_PASSWORD="$(cat "$secrets/db_orchestrator_password")"
 export OMNIFORGE_CONVERSATION_PASSWORD OMNIFORGE_EXECUTOR_PASSWORD OMNIFORGE_ORCHESTRATOR_PASSWORD
+# The sandbox MCP servers' login (optional: secrets made before it existed
+# lack it; the role then logs in only where the server trusts the connection).
+if [ -s "$secrets/db_sandbox_password" ]; then
+  OMNIFORGE_SANDBOX_PASSWORD="$(cat "$secrets/db_sandbox_password")"
+  export OMNIFORGE_SANDBOX_PASSWORD
+fi
 unset OMNIFORGE_OWNER_PASSWORD
 psql -v ON_ERROR_STOP=1 --username "${POSTGRES_USER:-postgres}" \
   --dbname "${POSTGRES_DB:-omniforge}" -q -f "${OMNIFORGE_ROLES_SQL:-/omniforge/postgres-roles.sql}"
-echo "postgres-roles: omniforge_conversation, omniforge_executor, omniforge_orchestrator"
+echo "postgres-roles: omniforge_conversation, omniforge_executor, omniforge_orchestrator, omniforge_sandbox"

@@ -15,6 +15,7 @@
 namespace omniforge::pg {
 const std::vector<Migration>& ExecutorMigrations();
 const std::vector<Migration>& OrchestratorMigrations();
+const std::vector<Migration>& SandboxMigrations();
 }  // namespace omniforge::pg
 
 namespace omniforge {
@@ -67,6 +68,7 @@ class RowSecurityTest : public ::testing::Test {
     ASSERT_TRUE(pg::ApplyMigrations(db_->owner_dsn(), "executor", pg::ExecutorMigrations()).ok());
     ASSERT_TRUE(
         pg::ApplyMigrations(db_->owner_dsn(), "orchestrator", pg::OrchestratorMigrations()).ok());
+    ASSERT_TRUE(pg::ApplyMigrations(db_->owner_dsn(), "sandbox", pg::SandboxMigrations()).ok());
   }
   static void TearDownTestSuite() {
     delete db_;
@@ -122,7 +124,8 @@ TEST_F(RowSecurityTest, EveryTableOfTheSchemasHasATenantAndForcedRowSecurity) {
       "       EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid"
       "                  AND a.attname = 'tenant_id' AND NOT a.attisdropped)"
       "  FROM pg_class c"
-      " WHERE c.relnamespace::regnamespace::text IN ('conversation', 'platform', 'orchestration')"
+      " WHERE c.relnamespace::regnamespace::text IN ('conversation', 'platform', 'orchestration',"
+      "                                              'sandbox')"
       "   AND c.relkind IN ('r', 'p') ORDER BY 1");
   ASSERT_GE(tables.size(), 20U);
   for (const pqxx::row& t : tables) {

@@ -18,6 +18,7 @@
 namespace omniforge::pg {
 const std::vector<Migration>& ExecutorMigrations();
 const std::vector<Migration>& OrchestratorMigrations();
+const std::vector<Migration>& SandboxMigrations();
 }  // namespace omniforge::pg
 
 namespace omniforge {
@@ -28,6 +29,8 @@ struct ServiceRole {
   std::string schema;   // the one schema it may use
   // A row of its own it writes for tenant sr-a (its everyday work).
   std::string own_write;
+  // A table of its schema under row-level security.
+  std::string secured_table = "tenant_keys";
 };
 
 const std::vector<ServiceRole> kRoles = {
@@ -41,6 +44,11 @@ const std::vector<ServiceRole> kRoles = {
     {"orchestrator", "orchestration",
      "INSERT INTO orchestration.error_log (tenant_id, id, user_id, kind, message)"
      " VALUES ('sr-a', gen_random_uuid(), 'u', 'k', 'm')"},
+    // The sandbox MCP servers the executor starts (services/sandbox).
+    {"sandbox", "sandbox",
+     "INSERT INTO sandbox.contacts (tenant_id, id, name, email)"
+     " VALUES ('sr-a', 'c-1', 'Ana', 'ana@example.com')",
+     "tenants"},
 };
 
 constexpr char kDenied[] = "denied";
@@ -69,13 +77,14 @@ class ServiceRolesTest : public ::testing::Test {
     ASSERT_TRUE(pg::ApplyMigrations(db_->owner_dsn(), "executor", pg::ExecutorMigrations()).ok());
     ASSERT_TRUE(
         pg::ApplyMigrations(db_->owner_dsn(), "orchestrator", pg::OrchestratorMigrations()).ok());
+    ASSERT_TRUE(pg::ApplyMigrations(db_->owner_dsn(), "sandbox", pg::SandboxMigrations()).ok());
     // The roles as a deployment makes them (the owner is the database's).
     const testing::CommandResult made = testing::RunCommand(
         {OMNIFORGE_PSQL, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f",
          std::string(OMNIFORGE_SOURCE_DIR) + "/deploy/postgres-roles.sql", db_->dsn()},
         "",
         {"OMNIFORGE_CONVERSATION_PASSWORD=c-test", "OMNIFORGE_EXECUTOR_PASSWORD=e-test",
-         "OMNIFORGE_ORCHESTRATOR_PASSWORD=o-test"});
+         "OMNIFORGE_ORCHESTRATOR_PASSWORD=o-test", "OMNIFORGE_SANDBOX_PASSWORD=s-test"});
     ASSERT_EQ(made.exit_code, 0) << made.out << made.err;
   }
   static void TearDownTestSuite() {
@@ -112,13 +121,13 @@ TEST_F(ServiceRolesTest, EachRoleHasRightsOnItsOwnSchemaAlone) {
   const pqxx::result relations = AsSuperuser(
       "SELECT c.oid::regclass::text, n.nspname, c.relkind = 'S' FROM pg_class c"
       "  JOIN pg_namespace n ON n.oid = c.relnamespace"
-      " WHERE n.nspname IN ('conversation', 'platform', 'orchestration')"
+      " WHERE n.nspname IN ('conversation', 'platform', 'orchestration', 'sandbox')"
       "   AND c.relkind IN ('r', 'p', 'S')");
   ASSERT_GE(relations.size(), 20U);
   for (const ServiceRole& role : kRoles) {
     const std::string login = "'omniforge_" + role.service + "'";
-    for (const std::string& schema :
-         std::vector<std::string>{"conversation", "platform", "orchestration", "public"}) {
+    for (const std::string& schema : std::vector<std::string>{
+             "conversation", "platform", "orchestration", "sandbox", "public"}) {
       const pqxx::row r = AsSuperuser(absl::StrCat("SELECT has_schema_privilege(", login, ", '",
                                                    schema, "', 'USAGE'), has_schema_privilege(",
                                                    login, ", '", schema, "', 'CREATE')"))[0];
@@ -171,6 +180,7 @@ TEST_F(ServiceRolesTest, EachRoleDoesItsWorkAndIsRefusedEverythingElse) {
       {"orchestration",
        {"SELECT count(*) FROM orchestration.flows", "SELECT * FROM orchestration.tenant_keys",
         "INSERT INTO orchestration.approval_decisions (tenant_id) VALUES ('sr-a')"}},
+      {"sandbox", {"SELECT count(*) FROM sandbox.events", "DELETE FROM sandbox.messages"}},
   };
   for (const ServiceRole& role : kRoles) {
     pqxx::connection conn(db_->service_dsn(role.service));
@@ -187,8 +197,8 @@ TEST_F(ServiceRolesTest, EachRoleDoesItsWorkAndIsRefusedEverythingElse) {
     for (const std::string& sql :
          {"CREATE TABLE " + own + ".planted (id int)",
           std::string("CREATE TABLE public.planted (id int)"),
-          "ALTER TABLE " + own + ".tenant_keys DISABLE ROW LEVEL SECURITY",
-          "DROP POLICY tenant_isolation ON " + own + ".tenant_keys",
+          "ALTER TABLE " + own + "." + role.secured_table + " DISABLE ROW LEVEL SECURITY",
+          "DROP POLICY tenant_isolation ON " + own + "." + role.secured_table,
           std::string("SET ROLE omniforge_app"), std::string("SET ROLE omniforge_test_owner"),
           std::string("CREATE ROLE planted")}) {
       EXPECT_EQ(Outcome(conn, sql), kDenied) << role.service << ": " << sql;

@@ -12,7 +12,8 @@ orchestrator publishes a port; PostgreSQL is 15 and reachable on the
 internal network only; the ollama profile adds Ollama and its model pull.
 Each service's effective configuration (its config file with the compose
 environment over it) names no loopback address for a remote dependency and
-no secret it is not given. With SECRETS_DIR (what deploy/docker/init-secrets.sh -d made): every secret
+no secret it is not given, and its OMNIFORGE_MCP_SERVERS_* variables name
+servers its file has. With SECRETS_DIR (what deploy/docker/init-secrets.sh -d made): every secret
 the compose file mounts is a file there, the master key is 32 bytes in hex
 and the API key file holds key-file lines.
 Prints every problem and exits 1 when there is any.
@@ -66,7 +67,8 @@ def check(config, with_ollama, problems):
     if not any("postgres-roles.sql:/omniforge/postgres-roles.sql" in m for m in mounts):
         problems.append("postgres: deploy/postgres-roles.sql is not mounted at "
                         "/omniforge/postgres-roles.sql (postgres-roles.sh runs it)")
-    for secret in ("db_conversation_password", "db_executor_password", "db_orchestrator_password"):
+    for secret in ("db_conversation_password", "db_executor_password", "db_orchestrator_password",
+                   "db_sandbox_password"):
         if secret not in [x if isinstance(x, str) else x.get("source") for x in postgres.get("secrets") or []]:
             problems.append(f"postgres: not given {secret} (the roles script sets it)")
 
@@ -75,6 +77,8 @@ def check(config, with_ollama, problems):
     for step in ("omniforge-conversation", "omniforge-executor", "omniforge-orchestrator"):
         if f"{step} --config" not in command or "migrate" not in command:
             problems.append(f"migrate: does not run {step} migrate")
+    if "omniforge-sandbox-mcp migrate" not in command:
+        problems.append("migrate: does not run omniforge-sandbox-mcp migrate (the sandbox schema)")
     if migrate.get("depends_on", {}).get("postgres", {}).get("condition") != "service_healthy":
         problems.append("migrate: does not wait for a healthy postgres")
 
@@ -268,7 +272,14 @@ def check_effective(config, root, problems):
             problems.append(f"{name}: its config file ({path}) is not in the image or mounted")
             continue
         with open(path, encoding="utf-8") as f:
-            effective = flatten(yaml.safe_load(f) or {})
+            loaded = yaml.safe_load(f) or {}
+        effective = flatten(loaded)
+        servers = ((loaded.get("mcp") or {}).get("servers") or {})
+        prefixes = [env_name(f"mcp.servers.{server}") + "_" for server in servers]
+        for var in env:
+            if var.startswith("OMNIFORGE_MCP_SERVERS_") and \
+                    not any(var.startswith(prefix) for prefix in prefixes):
+                problems.append(f"{name}: {var} names an MCP server {path} does not have")
         for key in list(effective) + keys:
             if env_name(key) in env:
                 effective[key] = env[env_name(key)]

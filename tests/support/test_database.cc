@@ -25,8 +25,9 @@ constexpr char kDefaultAdminDsn[] =
 constexpr char kOwner[] = "omniforge_test_owner";
 
 // The services' own logins, as deploy/postgres-roles.sql makes them (the
-// test cluster trusts loopback logins, so they have no password).
-constexpr const char* kServices[] = {"conversation", "executor", "orchestrator"};
+// test cluster trusts loopback logins, so they have no password); sandbox
+// is the sandbox MCP servers' (services/sandbox).
+constexpr const char* kServices[] = {"conversation", "executor", "orchestrator", "sandbox"};
 
 [[noreturn]] void Fail(const std::string& what) {
   std::cerr << "test database: " << what

@@ -31,7 +31,7 @@ class TestDatabase final {
   // The same, as the database's owner (what migrations run as).
   const std::string& owner_dsn() const { return owner_dsn_; }
   // The same, as `service`'s own role, omniforge_<service> (conversation,
-  // executor or orchestrator): what the service logs in as.
+  // executor, orchestrator or sandbox): what the service logs in as.
   std::string service_dsn(const std::string& service) const;
   const std::string& name() const { return name_; }
 
