@@ -62,6 +62,7 @@ FlowState TurnPass::MakeFlowState() {
   state.pending = pending_after_;
   state.clarifications = move_.clarifying ? (last_ ? last_->clarifications : 0) + 1 : 0;
   state.asked = move_.asked;
+  if (move_.asked == kAskedRecovery) state.recovery = failed_;
   state.tools_used = tools_used_;
   if (plan_held_) {
     state.plan = PlanRef{plan_held_->id, PlanStatusName(plan_held_->status), plan_held_->objective,
