@@ -48,6 +48,7 @@ std::vector<std::string> RecoveryOptions(bool more_after, bool agent_missing) {
 
 std::string RecoveryQuestion(const Recovery& recovery) {
   std::string text = "This did not work: " + recovery.what;
+  if (!recovery.detail.empty()) text += " (" + core::Shortened(recovery.detail, 120) + ")";
   text += recovery.reason.empty() ? "." : " failed: " + recovery.reason;
   if (!text.empty() && text.back() != '.') text += '.';
   text += "\nWhat would you like me to do?";
@@ -96,16 +97,13 @@ bool AgentNotFound(const absl::Status& status, const json& result, const json& a
   return false;
 }
 
-std::string ToolInWords(const std::string& tool, const std::string& description) {
-  std::string words = "the tool " + tool;
-  if (!description.empty()) words += " (" + core::Shortened(description, 120) + ")";
-  return words;
-}
+std::string ToolInWords(const std::string& tool) { return "the tool " + tool; }
 
 json RecoveryToJson(const Recovery& recovery) {
   json rest = json::array();
   for (const KeptCall& call : recovery.rest) rest.push_back(CallToJson(call));
   return json{{"what", recovery.what},
+              {"detail", recovery.detail},
               {"reason", recovery.reason},
               {"failed", CallToJson(recovery.failed)},
               {"rest", std::move(rest)},
@@ -118,6 +116,7 @@ std::optional<Recovery> RecoveryFromJson(const json& object) {
   if (!object.is_object()) return std::nullopt;
   Recovery recovery;
   recovery.what = StringAt(object, "what");
+  recovery.detail = StringAt(object, "detail");
   recovery.reason = core::Shortened(StringAt(object, "reason"), kMaxReasonBytes);
   if (auto it = object.find("failed"); it != object.end()) recovery.failed = CallFromJson(*it);
   if (auto it = object.find("rest"); it != object.end() && it->is_array()) {

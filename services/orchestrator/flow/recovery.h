@@ -32,6 +32,9 @@ struct Recovery {
   // What failed, in plain words ("the tool list_runs", "step s2 of the
   // plan (List the blocked tasks)").
   std::string what;
+  // What it does, for the question only (the tool's catalog description,
+  // shortened); may be empty.
+  std::string detail;
   // Why, as the failure said it, at most kMaxReasonBytes.
   std::string reason;
   // The tool call that failed (empty `tool` for a plan's step) and the
@@ -79,9 +82,8 @@ std::string FailureReason(const absl::Status& status, const nlohmann::json& resu
 bool AgentNotFound(const absl::Status& status, const nlohmann::json& result,
                    const nlohmann::json& arguments);
 
-// The tool in plain words: its name, and what its catalog says it does
-// (`description`, shortened) when it says.
-std::string ToolInWords(const std::string& tool, const std::string& description);
+// The tool in plain words ("the tool list_runs").
+std::string ToolInWords(const std::string& tool);
 
 // As the flow's state stores it; reading is lenient (missing fields are
 // empty), nullopt for anything that is not an object.

@@ -42,7 +42,8 @@ void TurnPass::NoteFailedCall(const ToolStep& step,
     }
   }
   Recovery failed;
-  failed.what = ToolInWords(step.tool, description);
+  failed.what = ToolInWords(step.tool);
+  failed.detail = description;
   failed.reason = FailureReason(status, tool_result);
   failed.failed = {step.tool, step.arguments, step.idempotency_key};
   // Skipping a call the model planner made goes on with the model.
