@@ -71,6 +71,12 @@ std::optional<RecoveryChoice> RecoveryChoiceOf(const Recovery& recovery, int opt
   return std::nullopt;
 }
 
+std::string BoundedReason(std::string_view reason) {
+  constexpr size_t kEllipsisBytes = 3;  // "…"
+  if (reason.size() <= kMaxReasonBytes) return std::string(reason);
+  return core::Shortened(reason, kMaxReasonBytes - kEllipsisBytes);
+}
+
 std::string FailureReason(const absl::Status& status, const json& result) {
   std::string reason;
   if (!status.ok()) {
@@ -81,7 +87,7 @@ std::string FailureReason(const absl::Status& status, const json& result) {
     if (reason.empty()) reason = StringAt(*error, "code");
   }
   if (reason.empty()) reason = "it failed";
-  return core::Shortened(reason, kMaxReasonBytes);
+  return BoundedReason(reason);
 }
 
 bool AgentNotFound(const absl::Status& status, const json& result, const json& arguments) {
@@ -102,14 +108,10 @@ std::string ToolInWords(const std::string& tool) { return "the tool " + tool; }
 json RecoveryToJson(const Recovery& recovery) {
   json rest = json::array();
   for (const KeptCall& call : recovery.rest) rest.push_back(CallToJson(call));
-  return json{{"what", recovery.what},
-              {"detail", recovery.detail},
-              {"reason", recovery.reason},
-              {"failed", CallToJson(recovery.failed)},
-              {"rest", std::move(rest)},
-              {"plan_id", recovery.plan_id},
-              {"step_id", recovery.step_id},
-              {"options", recovery.options}};
+  return json{{"what", recovery.what},       {"detail", recovery.detail},
+              {"reason", recovery.reason},   {"failed", CallToJson(recovery.failed)},
+              {"rest", std::move(rest)},     {"plan_id", recovery.plan_id},
+              {"step_id", recovery.step_id}, {"options", recovery.options}};
 }
 
 std::optional<Recovery> RecoveryFromJson(const json& object) {
@@ -117,7 +119,7 @@ std::optional<Recovery> RecoveryFromJson(const json& object) {
   Recovery recovery;
   recovery.what = StringAt(object, "what");
   recovery.detail = StringAt(object, "detail");
-  recovery.reason = core::Shortened(StringAt(object, "reason"), kMaxReasonBytes);
+  recovery.reason = BoundedReason(StringAt(object, "reason"));
   if (auto it = object.find("failed"); it != object.end()) recovery.failed = CallFromJson(*it);
   if (auto it = object.find("rest"); it != object.end() && it->is_array()) {
     for (const json& call : *it) recovery.rest.push_back(CallFromJson(call));

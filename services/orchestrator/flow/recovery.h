@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -70,6 +71,10 @@ std::string RecoveryQuestion(const Recovery& recovery);
 // options offered (the intent service's ReplyDecision.option); nullopt
 // for 0 or a position past them.
 std::optional<RecoveryChoice> RecoveryChoiceOf(const Recovery& recovery, int option);
+
+// `reason` when it fits in kMaxReasonBytes, else its start and "…" in
+// that many bytes.
+std::string BoundedReason(std::string_view reason);
 
 // Why a call failed, from its status (when not OK) or the tool's own error
 // result (`{"error": {"code", "message"}}`), cut to kMaxReasonBytes: the

@@ -87,8 +87,8 @@ inline constexpr char kAskedRecovery[] = "recovery";
 // True when the last turn asked a question whose answer continues its flow
 // as it is (which agent, what to change, which option, the model's
 // question, what to do about a failure): the intent service reads the
-// message as the answer to it (PendingQuestionOf). An answer to "what would you like me to do?" is a
-// request of its own.
+// message as the answer to it (PendingQuestionOf). An answer to "what would you like me to do?" is
+// a request of its own.
 bool AnswerSkipsAnalysis(const FlowState& last);
 
 // What the intent service is told the last turn asked (its question, for

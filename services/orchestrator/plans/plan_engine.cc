@@ -242,8 +242,8 @@ std::string RevisionFeedback(const Plan& plan, const PlanStep& failed, const Ass
                         200)));
   }
   return absl::StrCat(
-      "Step ", failed.id, " (", failed.description, ") failed: ",
-      core::Shortened(failed.error.empty() ? "no reason given" : failed.error, 300),
+      "Step ", failed.id, " (", failed.description,
+      ") failed: ", core::Shortened(failed.error.empty() ? "no reason given" : failed.error, 300),
       ". It was assessed ", VerdictName(assessed.verdict), " (score ", assessed.score,
       "/100): ", absl::StrJoin(assessed.reasons, "; "), ". Decision: ", decision.reason, ". ",
       "Context box: BLOCKERS: step ", failed.id, " failed; PROGRESS: ",
@@ -815,12 +815,9 @@ absl::StatusOr<PlanOutcome> PlanEngine::AnswerQuestion(
   return RunPlan(*std::move(plan), sink, cancelled, usage);
 }
 
-absl::StatusOr<PlanOutcome> PlanEngine::RecoverStep(const core::Identity& who,
-                                                    const std::string& plan_id,
-                                                    const std::string& step_id, bool skip,
-                                                    PlanEventSink& sink,
-                                                    const std::function<bool()>& cancelled,
-                                                    ModelUsage* usage) {
+absl::StatusOr<PlanOutcome> PlanEngine::RecoverStep(
+    const core::Identity& who, const std::string& plan_id, const std::string& step_id, bool skip,
+    PlanEventSink& sink, const std::function<bool()>& cancelled, ModelUsage* usage) {
   std::unique_ptr<Claim> claim;
   auto plan = ClaimAndGet(who, plan_id, claim);
   if (!plan.ok()) return plan.status();

@@ -19,8 +19,8 @@
 // AnswerQuestion, which re-runs the step with that answer. A failing step
 // fails the steps that depend on it and the plan (unless the plan is
 // re-planned: RevisePlan); steps not started yet are skipped; the user may
-// then have the step run again or left out (RecoverStep). Every step's progress is stored as it happens, so Execute on a
-// plan left running by a crashed orchestrator resumes it: finished steps
+// then have the step run again or left out (RecoverStep). Every step's progress is stored as it
+// happens, so Execute on a plan left running by a crashed orchestrator resumes it: finished steps
 // keep their results and are not run again, and an interrupted step runs
 // again with the same idempotency key, so its tool calls that already ran
 // are not repeated.

@@ -156,8 +156,8 @@ FakeUnderstanding::Answer FakeUnderstanding::Always(intentpb::ActionType action,
 }
 
 FakeUnderstanding::Answer FakeUnderstanding::PicksOptions(Answer otherwise) {
-  return [otherwise = std::move(otherwise)](
-             const intentpb::AnalyzeIntentRequest& request) -> absl::StatusOr<intentpb::IntentAnalysis> {
+  return [otherwise = std::move(otherwise)](const intentpb::AnalyzeIntentRequest& request)
+             -> absl::StatusOr<intentpb::IntentAnalysis> {
     const intentpb::PendingQuestion& question = request.pending().question();
     if (question.kind() != intentpb::QUESTION_KIND_OPTION) return otherwise(request);
     intentpb::IntentAnalysis analysis;

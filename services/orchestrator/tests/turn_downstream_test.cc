@@ -463,7 +463,8 @@ TEST(TurnRecoveryTest, OneAttemptWhenRetriesAreOff) {
 }
 
 TEST(TurnRecoveryTest, AToolCallThatFailedForGoodEndsInAQuestionWithTheOptions) {
-  FailingTool t("list_runs", execpb::TOOL_RISK_READ, {absl::NotFoundError("no such project: apollo")});
+  FailingTool t("list_runs", execpb::TOOL_RISK_READ,
+                {absl::NotFoundError("no such project: apollo")});
   ASSERT_TRUE(t.h.Turn("what ran today?", t.sink).ok());
   // The error event is still sent, beside the question.
   ASSERT_EQ(t.Errors().size(), 1u);
@@ -471,9 +472,11 @@ TEST(TurnRecoveryTest, AToolCallThatFailedForGoodEndsInAQuestionWithTheOptions) 
   EXPECT_FALSE(t.Errors()[0]->error().fatal());
   const std::string text = t.sink.Text();
   EXPECT_THAT(text, HasSubstr("Done."));
-  EXPECT_THAT(text, HasSubstr("This did not work: the tool list_runs (list_runs (fake)) failed: no such project: "
-                              "apollo.\nWhat would you like me to do?\n1. Try again\n2. Skip it "
-                              "and continue\n3. Cancel"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("This did not work: the tool list_runs (list_runs (fake)) failed: no such project: "
+                "apollo.\nWhat would you like me to do?\n1. Try again\n2. Skip it "
+                "and continue\n3. Cancel"));
   EXPECT_FALSE(t.sink.events.back().done().is_final());
   EXPECT_EQ(t.sink.States().back(), pb::AGENT_STATE_WAITING_ON_USER);
   const FlowState flow = t.h.LastFlow(ConversationOf(t.sink));
@@ -492,12 +495,12 @@ TEST(TurnRecoveryTest, ACallTheModelMadeWorkAfterAFailureIsNotAskedAbout) {
   model.PushText("Found them.");
   TurnHarness h(Reads(), {FailingTool::Quick(), &model});
   int calls = 0;
-  h.tools.AddTool("list_runs", execpb::TOOL_RISK_READ,
-                  [&calls](const execpb::InvokeToolRequest&)
-                      -> absl::StatusOr<execpb::InvokeToolResponse> {
-                    if (calls++ == 0) return absl::InvalidArgumentError("bad name");
-                    return FailingTool::Ok();
-                  });
+  h.tools.AddTool(
+      "list_runs", execpb::TOOL_RISK_READ,
+      [&calls](const execpb::InvokeToolRequest&) -> absl::StatusOr<execpb::InvokeToolResponse> {
+        if (calls++ == 0) return absl::InvalidArgumentError("bad name");
+        return FailingTool::Ok();
+      });
   RecordingSink sink;
   ASSERT_TRUE(h.Turn("what ran today?", sink).ok());
   EXPECT_EQ(h.tools.CallsOf("list_runs").size(), 2u);
@@ -590,8 +593,8 @@ TEST(TurnRecoveryTest, AnAgentNotFoundOffersAnotherAgentInLocalMode) {
   });
   RecordingSink first;
   ASSERT_TRUE(h.Turn("what did ghost run today?", first).ok());
-  EXPECT_THAT(first.Text(),
-              HasSubstr("1. Try again\n2. Use another agent\n3. Cancel")) << first.Text();
+  EXPECT_THAT(first.Text(), HasSubstr("1. Try again\n2. Use another agent\n3. Cancel"))
+      << first.Text();
   const std::string conversation = ConversationOf(first);
   RecordingSink other;
   ASSERT_TRUE(h.Turn("use another agent", other, conversation).ok());

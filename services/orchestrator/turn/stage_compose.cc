@@ -25,9 +25,9 @@ void TurnPass::Compose() {
     emit_.Error(pb::CHAT_ERROR_CODE_CANCELLED, "the turn was cancelled", /*fatal=*/true);
   }
   const bool asks_about_failure = AsksAboutFailure();
-  waiting_ = !suspended_ && (!pending_after_.empty() || move_.clarifying ||
-                             plan_held_.has_value() || plan_carried_.has_value() ||
-                             asks_about_failure);
+  waiting_ =
+      !suspended_ && (!pending_after_.empty() || move_.clarifying || plan_held_.has_value() ||
+                      plan_carried_.has_value() || asks_about_failure);
   ShowPreviews();
   if (asks_about_failure) AskAboutFailure();
   if (waiting_) emit_.State(pb::AGENT_STATE_WAITING_ON_USER, "Waiting for your answer");

@@ -22,7 +22,8 @@ ToolStep Again(const KeptCall& call, const std::string& turn_id) {
   ToolStep step;
   step.tool = call.tool;
   step.arguments = call.arguments;
-  if (!call.idempotency_key.empty()) step.idempotency_key = call.idempotency_key + ":again:" + turn_id;
+  if (!call.idempotency_key.empty())
+    step.idempotency_key = call.idempotency_key + ":again:" + turn_id;
   return step;
 }
 
@@ -47,8 +48,8 @@ void TurnPass::NoteFailedCall(const ToolStep& step,
   failed.reason = FailureReason(status, tool_result);
   failed.failed = {step.tool, step.arguments, step.idempotency_key};
   // Skipping a call the model planner made goes on with the model.
-  failed.options = RecoveryOptions(/*more_after=*/true, AgentNotFound(status, tool_result,
-                                                                      step.arguments));
+  failed.options =
+      RecoveryOptions(/*more_after=*/true, AgentNotFound(status, tool_result, step.arguments));
   failed_ = std::move(failed);
 }
 
@@ -68,7 +69,7 @@ void TurnPass::NoteFailedPlan(const Plan& plan) {
   Recovery failed;
   failed.what = "step " + failed_step->id + " of the plan (" +
                 core::Shortened(failed_step->description, 120) + ")";
-  failed.reason = core::Shortened(failed_step->error, kMaxReasonBytes);
+  failed.reason = BoundedReason(failed_step->error);
   failed.plan_id = plan.id;
   failed.step_id = failed_step->id;
   failed.options = RecoveryOptions(more_after, /*agent_missing=*/false);
@@ -158,9 +159,8 @@ bool TurnPass::AnswerRecovery() {
 // The failed plan's step runs again, or the plan goes on without it.
 void TurnPass::RecoverPlanStep(const Recovery& failed, Move& move) {
   const bool skip = *recovery_choice_ == RecoveryChoice::kSkip;
-  const std::string doing =
-      skip ? "Going on with the plan without step " + failed.step_id
-           : "Running step " + failed.step_id + " of the plan again";
+  const std::string doing = skip ? "Going on with the plan without step " + failed.step_id
+                                 : "Running step " + failed.step_id + " of the plan again";
   const std::optional<absl::StatusOr<PlanOutcome>> outcome = RunPlan(doing, [&] {
     return runner_.plans_->RecoverStep(ctx_.who(), failed.plan_id, failed.step_id, skip,
                                        plan_events_, plan_stopped_, &model_calls_);
