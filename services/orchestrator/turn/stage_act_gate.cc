@@ -92,6 +92,7 @@ void TurnPass::RunMoves() {
     }
     text_ += (text_.empty() ? "" : "\n") + described;
     if (!ran->is_error || !failed_ || failed_->failed.tool != step.tool) continue;
+    if (!AsksAboutFailure()) continue;  // another question waits: the calls go on
     for (size_t j = i + 1; j < move_.run.size(); ++j) {
       const ToolStep& left = move_.run[j];
       failed_->rest.push_back({left.tool, left.arguments, left.idempotency_key});

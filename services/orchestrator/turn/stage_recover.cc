@@ -16,8 +16,8 @@ using nlohmann::json;
 namespace {
 
 // The call again: an approved write gets a key of its own for this try
-// (the executor keeps the failed try's result under the first), so it
-// runs instead of answering with the failure it recorded.
+// (the executor keeps what a tool reported under the first, its failure
+// too), so it runs instead of answering with the failure it recorded.
 ToolStep Again(const KeptCall& call, const std::string& turn_id) {
   ToolStep step;
   step.tool = call.tool;

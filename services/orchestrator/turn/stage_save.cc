@@ -216,6 +216,9 @@ std::optional<Assessment> TurnPass::AssessTurn() const {
   e.intent_confidence = clarity.confidence;
   e.ambiguous = clarity.ambiguous;
   if (move_.clarifying) e.open_questions.push_back(core::Shortened(text_, 300));
+  if (move_.asked == kAskedRecovery && failed_) {
+    e.open_questions.push_back("what to do now that " + failed_->what + " failed");
+  }
   for (const PendingAction& action : pending_after_) {
     e.open_questions.push_back("may I go ahead with: " + action.summary);
   }
