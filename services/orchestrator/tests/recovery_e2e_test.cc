@@ -7,7 +7,9 @@
 //     agent was made meanwhile); "skip it and continue" goes on with the
 //     model, which is told what failed;
 //   - a plan step that fails for good is re-planned with the failure in
-//     what the plan's model receives.
+//     what the plan's model receives;
+//   - in local mode, a plan's step that failed for good is asked about and
+//     "try again" finishes the plan once the fault is gone.
 #include <gmock/gmock.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
@@ -114,7 +116,18 @@ class RecoveryEndToEndTest : public ::testing::Test {
     testing::ServiceStack::ExtraEnv extra;
     extra.orchestrator = testing::DatabaseEnv(db_, "orchestrator");
     ASSERT_EQ(stack_.Start(db_, (dir_ / "api_keys").string(), extra), std::nullopt);
-    // The shipped configuration with the model planner on the fake provider.
+    Connect();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  void Connect() {
+    stub_ = pb::ChatService::NewStub(
+        grpc::CreateChannel(stack_.orchestrator().address(), grpc::InsecureChannelCredentials()));
+  }
+
+  // Restarts the orchestrator on the shipped configuration with the model
+  // planner on the fake provider (it starts in local mode).
+  void UseModelPlanner() {
     std::ifstream shipped(std::string(OMNIFORGE_SOURCE_DIR) + "/deploy/local/orchestrator.yaml");
     std::stringstream config;
     config << shipped.rdbuf();
@@ -133,15 +146,17 @@ class RecoveryEndToEndTest : public ::testing::Test {
     env.push_back("OMNIFORGE_SPOOL_DIR=" + (dir_ / "spool").string());
     env.emplace_back("FAKE_LLM_KEY=fake-key");
     ASSERT_EQ(stack_.orchestrator().Start(env, {"--config", path.string()}), std::nullopt);
-    stub_ = pb::ChatService::NewStub(
-        grpc::CreateChannel(stack_.orchestrator().address(), grpc::InsecureChannelCredentials()));
+    Connect();
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  Turn Chat(const std::string& message, const std::string& conversation_id = "") {
+  Turn Chat(const std::string& message, const std::string& conversation_id = "",
+            pb::ContextType context_type = pb::CONTEXT_TYPE_UNSPECIFIED,
+            const std::string& entity_id = "") {
     pb::StreamChatRequest request;
     request.set_message(message);
     request.set_conversation_id(conversation_id);
+    request.set_context_type(context_type);
+    request.set_entity_id(entity_id);
     grpc::ClientContext context;
     context.AddMetadata("authorization", "Bearer " + keys_[0]);
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
@@ -189,6 +204,7 @@ class RecoveryEndToEndTest : public ::testing::Test {
 };
 
 TEST_F(RecoveryEndToEndTest, AToolCallThatFailedForGoodIsAskedAboutAndTryAgainRunsItOnceFixed) {
+  UseModelPlanner();
   ASSERT_TRUE(fake_
                   ->SetRules({Planner("what did weekly-digest run", false,
                                       Calls("list_runs", {{"agent", "weekly-digest"}})),
@@ -223,6 +239,7 @@ TEST_F(RecoveryEndToEndTest, AToolCallThatFailedForGoodIsAskedAboutAndTryAgainRu
 }
 
 TEST_F(RecoveryEndToEndTest, SkipGoesOnWithTheModelWhichIsToldWhatFailed) {
+  UseModelPlanner();
   ASSERT_TRUE(fake_
                   ->SetRules({Planner("skip it", false, {.text = "Going on without those runs."}),
                               Planner("what did weekly-digest run", false,
@@ -247,6 +264,7 @@ TEST_F(RecoveryEndToEndTest, SkipGoesOnWithTheModelWhichIsToldWhatFailed) {
 }
 
 TEST_F(RecoveryEndToEndTest, APlanStepThatFailedForGoodIsRePlannedWithTheFailure) {
+  UseModelPlanner();
   ASSERT_TRUE(
       fake_
           ->SetRules(
@@ -278,6 +296,29 @@ TEST_F(RecoveryEndToEndTest, APlanStepThatFailedForGoodIsRePlannedWithTheFailure
   }
   EXPECT_TRUE(completed) << turn.Text();
   EXPECT_THAT(turn.Text(), HasSubstr("Here is what I found."));
+}
+
+// In local mode: the audit's steps fail (no such project), the user is
+// asked about the first, and "try again" runs the plan's steps again once
+// the project is there.
+TEST_F(RecoveryEndToEndTest, LocalModeAsksAboutAFailedPlanStepAndTryAgainFinishesThePlan) {
+  const Turn audit =
+      Chat("how is this project doing?", "", pb::CONTEXT_TYPE_PROJECT_AUDIT, "Lighthouse");
+  ASSERT_TRUE(audit.status.ok()) << audit.status.error_message();
+  EXPECT_THAT(audit.Text(), HasSubstr("This did not work: step s1 of the plan"));
+  EXPECT_THAT(audit.Text(), HasSubstr("Lighthouse"));
+  EXPECT_THAT(audit.Text(), HasSubstr("1. Try again\n2. Skip it and continue\n3. Cancel"));
+  EXPECT_FALSE(audit.final());
+
+  Invoke("create_project", {{"name", "Lighthouse"}, {"description", "The lighthouse rebuild"}});
+  const Turn again = Chat("try again", audit.session().conversation_id());
+  ASSERT_TRUE(again.status.ok()) << again.status.error_message();
+  EXPECT_FALSE(again.Of(pb::ChatEvent::kStepStart).empty());
+  for (const pb::ChatEvent& e : again.Of(pb::ChatEvent::kStepComplete)) {
+    EXPECT_EQ(e.step_complete().status(), pb::STEP_STATUS_COMPLETED) << again.Text();
+  }
+  EXPECT_THAT(again.Text(), HasSubstr("Done"));
+  EXPECT_TRUE(again.final()) << again.Text();
 }
 
 }  // namespace
