@@ -54,6 +54,10 @@ void TurnPass::TellOntology() {
 // is taken when its reading says so. (The model planner reads such answers
 // itself.)
 void TurnPass::AnswerOrAsk(const intentpb::IntentAnalysis& heard) {
+  if (last_->asked == kAskedRecovery) {
+    HearRecovery(heard);
+    return;
+  }
   bool settles = true;
   analysis_ = AnalysisOfAnswer(*last_, heard.reply(), &settles);
   const intentpb::ReplyKind kind = heard.reply().kind();
