@@ -202,6 +202,27 @@ std::vector<Outcome> RunTurns(pb::ChatService::Stub& stub, const std::vector<std
   return outcomes;
 }
 
+// The final line: the shares of all turns and of the faulted ones that
+// succeeded, and the turns' wall times.
+void PrintResult(const std::vector<OrderFault>& faults, const std::vector<Outcome>& outcomes) {
+  int ok = 0, faulted = 0, faulted_ok = 0;
+  std::vector<double> ms;
+  ms.reserve(outcomes.size());
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    ok += outcomes[i].ok ? 1 : 0;
+    faulted += faults[i] != OrderFault::kNone ? 1 : 0;
+    faulted_ok += outcomes[i].ok && faults[i] != OrderFault::kNone ? 1 : 0;
+    ms.push_back(outcomes[i].ms);
+  }
+  const int turns = static_cast<int>(outcomes.size());
+  std::printf(
+      "RESULT recovered_turn_ratio=%.3f faulted_turn_ratio=%.3f turns=%d faulted=%d "
+      "turn_p50_ms=%.1f turn_p99_ms=%.1f\n",
+      static_cast<double>(ok) / turns,
+      faulted > 0 ? static_cast<double>(faulted_ok) / faulted : 1.0, turns, faulted,
+      Percentile(ms, 0.5), Percentile(ms, 0.99));
+}
+
 int Run(int turns, double ratio, int clients, unsigned seed) {
   if (!mcp::testing::NodeAvailable() ||
       !std::filesystem::exists(mcp::testing::NodeModules() / "@modelcontextprotocol" / "sdk")) {
@@ -264,25 +285,13 @@ int Run(int turns, double ratio, int clients, unsigned seed) {
   }
 
   const std::vector<Outcome> outcomes = RunTurns(*stub, keys, turns);
-  int ok = 0, faulted_ok = 0;
-  std::vector<double> ms;
-  for (size_t i = 0; i < outcomes.size(); ++i) {
-    ok += outcomes[i].ok ? 1 : 0;
-    faulted_ok += outcomes[i].ok && faults[i] != OrderFault::kNone ? 1 : 0;
-    ms.push_back(outcomes[i].ms);
-  }
   std::printf("%d turns over %d clients, %d with a fault:\n", turns, clients, faulted);
   PrintByFault(faults, outcomes);
   httplib::Client stats("127.0.0.1", orders.port());
   if (auto page = stats.Get("/stats")) std::printf("  MCP server: %s\n", page->body.c_str());
   std::printf("  model calls: %zu\n", model->RequestCount());
   std::filesystem::remove_all(dir);
-  const double recovered = static_cast<double>(ok) / turns;
-  std::printf(
-      "RESULT recovered_turn_ratio=%.3f faulted_turn_ratio=%.3f turns=%d faulted=%d "
-      "turn_p50_ms=%.1f turn_p99_ms=%.1f\n",
-      recovered, faulted > 0 ? static_cast<double>(faulted_ok) / faulted : 1.0, turns, faulted,
-      Percentile(ms, 0.5), Percentile(ms, 0.99));
+  PrintResult(faults, outcomes);
   return 0;
 }
 

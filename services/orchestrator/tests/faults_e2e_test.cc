@@ -255,7 +255,7 @@ TEST_F(FaultsEndToEndTest, AnAnswerThatKeepsBreakingOffStaysAsShownWithAnError) 
   ASSERT_EQ(turn.Errors().size(), 1u);
   EXPECT_EQ(turn.Errors()[0].code(), pb::CHAT_ERROR_CODE_MODEL_FAILED);
   EXPECT_FALSE(turn.Errors()[0].fatal());
-  EXPECT_THAT(turn.Errors()[0].message(), HasSubstr("broke off"));
+  EXPECT_THAT(turn.Errors()[0].message(), HasSubstr("before finishing its answer"));
 }
 
 }  // namespace

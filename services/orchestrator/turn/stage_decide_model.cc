@@ -94,11 +94,13 @@ void TurnPass::AskModel() {
     if (!control_.cancelled() && !suspended_ && ctx_.Expired()) ReportOutOfTime();
   }
   if (planned_.answered) {
-    // The model failed after part of its answer went out (its stream kept
-    // breaking off): the part stays, and the user is told it is cut short.
+    // The model failed after part of its answer went out or its tools ran
+    // (a stream that kept breaking off, a provider that stopped answering):
+    // what was said and done stays, and the user is told it is cut short.
     if (!planned_.error.empty() && !planned_.stopped) {
       emit_.Error(pb::CHAT_ERROR_CODE_MODEL_FAILED,
-                  "the language model's answer broke off; what it said so far is kept",
+                  "the language model failed before finishing its answer; what it said and "
+                  "did so far is kept",
                   /*fatal=*/false, planned_.error);
     }
     TakeModelAnswer(plan);
