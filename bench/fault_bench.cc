@@ -82,22 +82,14 @@ Outcome Ask(pb::ChatService::Stub& stub, const std::string& key, std::string& co
   request.set_message(question);
   const auto start = Clock::now();
   auto reader = stub.StreamChat(&context, request);
-  pb::ChatEvent event;
-  bool looked_up = false;
-  std::string text, error;
-  while (reader->Read(&event)) {
+  std::vector<pb::ChatEvent> events;
+  std::string error;
+  for (pb::ChatEvent event; reader->Read(&event);) {
     if (event.has_session()) conversation = event.session().conversation_id();
-    if (event.has_tool_result() && event.tool_result().tool_name() == "orders__lookup_order") {
-      looked_up = !event.tool_result().is_error();
-    }
-    if (event.has_text()) {
-      // A restart replaces what was shown (the model's stream broke off).
-      if (event.text().restart()) text.clear();
-      text += event.text().delta();
-    }
     if (event.has_error() && error.empty()) {
       error = pb::ChatErrorCode_Name(event.error().code()) + ": " + event.error().message();
     }
+    events.push_back(std::move(event));
   }
   const grpc::Status status = reader->Finish();
   Outcome outcome;
@@ -106,10 +98,11 @@ Outcome Ask(pb::ChatService::Stub& stub, const std::string& key, std::string& co
     outcome.why = "status " + std::to_string(status.error_code()) + ": " + status.error_message();
   } else if (!error.empty()) {
     outcome.why = "error event " + error;
-  } else if (!looked_up) {
+  } else if (!testing::LookedUpOrder(events)) {
     outcome.why = "no successful lookup";
-  } else if (text != testing::kOrderAnswer) {
-    outcome.why = "reply: " + text.substr(0, 160);
+  } else if (const std::string shown = testing::ShownAnswer(events);
+             shown != testing::kOrderAnswer) {
+    outcome.why = "reply: " + shown.substr(0, 160);
   }
   outcome.ok = outcome.why.empty();
   return outcome;

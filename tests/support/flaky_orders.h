@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "libs/llm/testing/fake_provider.h"
+#include "omniforge/orchestrator/v1/chat_service.pb.h"
 
 namespace omniforge::testing {
 
@@ -140,6 +141,30 @@ inline llm::testing::FakeRule OrderAnswerRule() {
   answer.match.last_is_tool_result = true;
   answer.reply.text = kOrderAnswer;
   return answer;
+}
+
+// The answer as the user is shown it: a turn's text events joined, a
+// restart (the model's stream broke off) replacing what came before it.
+inline std::string ShownAnswer(const std::vector<orchestrator::v1::ChatEvent>& events) {
+  std::string shown;
+  for (const orchestrator::v1::ChatEvent& e : events) {
+    if (!e.has_text()) continue;
+    if (e.text().restart()) shown.clear();
+    shown += e.text().delta();
+  }
+  return shown;
+}
+
+// Whether the turn's last orders__lookup_order result reached the model
+// without an error.
+inline bool LookedUpOrder(const std::vector<orchestrator::v1::ChatEvent>& events) {
+  bool ok = false;
+  for (const orchestrator::v1::ChatEvent& e : events) {
+    if (e.has_tool_result() && e.tool_result().tool_name() == "orders__lookup_order") {
+      ok = !e.tool_result().is_error();
+    }
+  }
+  return ok;
 }
 
 }  // namespace omniforge::testing

@@ -44,17 +44,7 @@ struct Turn {
   grpc::Status status;
   std::vector<pb::ChatEvent> events;
 
-  // The answer as shown: the text events joined, a restart replacing what
-  // came before it.
-  std::string Shown() const {
-    std::string shown;
-    for (const pb::ChatEvent& e : events) {
-      if (!e.has_text()) continue;
-      if (e.text().restart()) shown.clear();
-      shown += e.text().delta();
-    }
-    return shown;
-  }
+  std::string Shown() const { return testing::ShownAnswer(events); }
   int Restarts() const {
     int n = 0;
     for (const pb::ChatEvent& e : events) n += e.has_text() && e.text().restart() ? 1 : 0;
@@ -67,16 +57,7 @@ struct Turn {
     }
     return out;
   }
-  // Whether the lookup's result reached the model without an error.
-  bool LookedUp() const {
-    bool ok = false;
-    for (const pb::ChatEvent& e : events) {
-      if (e.has_tool_result() && e.tool_result().tool_name() == "orders__lookup_order") {
-        ok = !e.tool_result().is_error();
-      }
-    }
-    return ok;
-  }
+  bool LookedUp() const { return testing::LookedUpOrder(events); }
   bool Said(const std::string& state_words) const {
     for (const pb::ChatEvent& e : events) {
       if (e.has_agent_state() && e.agent_state().details().find(state_words) != std::string::npos) {
