@@ -83,6 +83,7 @@
 #include "tests/support/identity_keys.h"
 #include "tests/support/master_keys.h"
 #include "tests/support/server_process.h"
+#include "tests/support/chat_turn.h"
 #include "tests/support/service_stack.h"
 #include "tests/support/test_database.h"
 
@@ -109,38 +110,7 @@ constexpr char kMasterKey[] = "4f6d6e69666f7267652d746573742d6d61737465722d6b657
 // More than the tests of a run of the whole program, so none shares a user.
 constexpr int kUsers = 64;
 
-struct Turn {
-  grpc::Status status;
-  std::vector<pb::ChatEvent> events;
-
-  // The events of one kind, in order.
-  std::vector<pb::ChatEvent> Of(pb::ChatEvent::EventCase kind) const {
-    std::vector<pb::ChatEvent> out;
-    for (const pb::ChatEvent& e : events) {
-      if (e.event_case() == kind) out.push_back(e);
-    }
-    return out;
-  }
-  const pb::SessionEvent& session() const { return events.front().session(); }
-  const pb::DoneEvent& done() const { return events.back().done(); }
-  std::string text() const {
-    std::string joined;
-    for (const pb::ChatEvent& e : Of(pb::ChatEvent::kText)) joined += e.text().delta();
-    return joined;
-  }
-  std::optional<pb::PreviewEvent> preview() const {
-    auto previews = Of(pb::ChatEvent::kPreview);
-    if (previews.empty()) return std::nullopt;
-    return previews.back().preview();
-  }
-  std::vector<std::string> tools_called() const {
-    std::vector<std::string> names;
-    for (const pb::ChatEvent& e : Of(pb::ChatEvent::kToolCall)) {
-      names.push_back(e.tool_call().tool_name());
-    }
-    return names;
-  }
-};
+using Turn = testing::ChatTurn;
 
 class ChatEndToEndTest : public ::testing::Test {
  protected:
@@ -300,9 +270,7 @@ class ChatEndToEndTest : public ::testing::Test {
     auto context = Context(as_key.empty() ? key() : as_key);
     auto reader = (through != nullptr ? through : stub_.get())->StreamChat(context.get(), request);
     Turn turn;
-    pb::ChatEvent event;
-    while (reader->Read(&event)) turn.events.push_back(event);
-    turn.status = reader->Finish();
+    testing::ReadToEnd(*reader, turn);
     return turn;
   }
 
@@ -2989,8 +2957,7 @@ TEST_F(ModelPlannerEndToEndTest, CancelTurnDuringASlowToolCallEndsTheTurnAtOnce)
   pb::CancelTurnResponse cancelled;
   ASSERT_TRUE(stub_->CancelTurn(cancel_context.get(), cancel, &cancelled).ok());
   EXPECT_TRUE(cancelled.cancelled());
-  while (reader->Read(&event)) turn.events.push_back(event);
-  turn.status = reader->Finish();
+  testing::ReadToEnd(*reader, turn);
   const auto took = std::chrono::steady_clock::now() - cancelled_at;
   // The executor's call to the MCP server is cut as well, not left to run
   // its 30 seconds: the executor counts the tool's call as CANCELLED.

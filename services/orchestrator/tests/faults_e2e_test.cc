@@ -26,6 +26,7 @@
 #include "libs/mcp/testing/node_servers.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
 #include "tests/support/flaky_orders.h"
+#include "tests/support/chat_turn.h"
 #include "tests/support/service_stack.h"
 #include "tests/support/test_database.h"
 
@@ -40,33 +41,23 @@ using testing::OrderFault;
 const core::Identity kUser{"acme", "ada"};
 
 // A turn as the client saw it.
-struct Turn {
-  grpc::Status status;
-  std::vector<pb::ChatEvent> events;
+using Turn = testing::ChatTurn;
 
-  std::string Shown() const { return testing::ShownAnswer(events); }
-  int Restarts() const {
-    int n = 0;
-    for (const pb::ChatEvent& e : events) n += e.has_text() && e.text().restart() ? 1 : 0;
-    return n;
+// The answer as a client shows it (restarts applied).
+std::string Shown(const Turn& turn) { return testing::ShownAnswer(turn.events); }
+// The text events that restart the answer.
+int Restarts(const Turn& turn) {
+  int n = 0;
+  for (const pb::ChatEvent& e : turn.Of(pb::ChatEvent::kText)) n += e.text().restart() ? 1 : 0;
+  return n;
+}
+// An agent_state event of `turn` says `state_words`.
+bool Said(const Turn& turn, const std::string& state_words) {
+  for (const pb::ChatEvent& e : turn.Of(pb::ChatEvent::kAgentState)) {
+    if (e.agent_state().details().find(state_words) != std::string::npos) return true;
   }
-  std::vector<pb::ErrorEvent> Errors() const {
-    std::vector<pb::ErrorEvent> out;
-    for (const pb::ChatEvent& e : events) {
-      if (e.has_error()) out.push_back(e.error());
-    }
-    return out;
-  }
-  bool LookedUp() const { return testing::LookedUpOrder(events); }
-  bool Said(const std::string& state_words) const {
-    for (const pb::ChatEvent& e : events) {
-      if (e.has_agent_state() && e.agent_state().details().find(state_words) != std::string::npos) {
-        return true;
-      }
-    }
-    return false;
-  }
-};
+  return false;
+}
 
 class FaultsEndToEndTest : public ::testing::Test {
  protected:
@@ -141,17 +132,9 @@ class FaultsEndToEndTest : public ::testing::Test {
   }
 
   static Turn Ask(const std::string& id) {
-    grpc::ClientContext context;
-    context.AddMetadata("authorization", "Bearer " + keys_->front());
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
     pb::StreamChatRequest request;
     request.set_message(testing::OrderQuestion(id));
-    auto reader = stub_->StreamChat(&context, request);
-    Turn turn;
-    pb::ChatEvent event;
-    while (reader->Read(&event)) turn.events.push_back(event);
-    turn.status = reader->Finish();
-    return turn;
+    return testing::StreamTurn(*stub_, request, keys_->front());
   }
 
   // Asks about `id` until the executor has the server's tools (it lists
@@ -159,7 +142,7 @@ class FaultsEndToEndTest : public ::testing::Test {
   static void WaitForTheTools() {
     Script("o9999", OrderFault::kNone);
     for (auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-         !Ask("o9999").LookedUp() && std::chrono::steady_clock::now() < give_up;) {
+         !testing::LookedUpOrder(Ask("o9999").events) && std::chrono::steady_clock::now() < give_up;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   }
@@ -188,9 +171,9 @@ TEST_F(FaultsEndToEndTest, EveryTemporaryFaultIsRecoveredWithinTheTurn) {
     const json before = ServerStats();
     const Turn turn = Ask(id);
     ASSERT_TRUE(turn.status.ok()) << name << ": " << turn.status.error_message();
-    EXPECT_TRUE(turn.Errors().empty()) << name << ": " << turn.Errors().front().message();
-    EXPECT_TRUE(turn.LookedUp()) << name;
-    EXPECT_EQ(turn.Shown(), testing::kOrderAnswer) << name;
+    EXPECT_TRUE(turn.errors().empty()) << name << ": " << turn.errors().front().message();
+    EXPECT_TRUE(testing::LookedUpOrder(turn.events)) << name;
+    EXPECT_EQ(Shown(turn), testing::kOrderAnswer) << name;
     const std::string kind(testing::McpFaultKind(fault));
     if (kind.empty()) {
       EXPECT_EQ(fake_->RequestCount() - model_calls, 3u) << name << ": two calls and one again";
@@ -198,9 +181,9 @@ TEST_F(FaultsEndToEndTest, EveryTemporaryFaultIsRecoveredWithinTheTurn) {
       EXPECT_EQ(ServerStats()["injected"].value(kind, 0), before["injected"].value(kind, 0) + 1)
           << name;
       EXPECT_EQ(ServerStats()["calls"].get<int>(), before["calls"].get<int>() + 2) << name;
-      EXPECT_TRUE(turn.Said("Trying orders__lookup_order again")) << name;
+      EXPECT_TRUE(Said(turn, "Trying orders__lookup_order again")) << name;
     }
-    EXPECT_EQ(turn.Restarts(), fault == OrderFault::kModelCutMid ? 1 : 0) << name;
+    EXPECT_EQ(Restarts(turn), fault == OrderFault::kModelCutMid ? 1 : 0) << name;
   }
 }
 
@@ -213,9 +196,9 @@ TEST_F(FaultsEndToEndTest, APermanentToolFailureIsNotTriedAgain) {
   const json before = ServerStats();
   const Turn turn = Ask("o0201");
   ASSERT_TRUE(turn.status.ok()) << turn.status.error_message();
-  EXPECT_FALSE(turn.LookedUp());
+  EXPECT_FALSE(testing::LookedUpOrder(turn.events));
   EXPECT_EQ(ServerStats()["calls"].get<int>(), before["calls"].get<int>() + 1);
-  EXPECT_FALSE(turn.Said("again"));
+  EXPECT_FALSE(Said(turn, "again"));
 }
 
 // An answer whose stream breaks off every time is asked for three times in
@@ -231,12 +214,12 @@ TEST_F(FaultsEndToEndTest, AnAnswerThatKeepsBreakingOffStaysAsShownWithAnError) 
   const Turn turn = Ask("o0202");
   ASSERT_TRUE(turn.status.ok()) << turn.status.error_message();
   EXPECT_EQ(fake_->RequestCount() - model_calls, 4u) << "the lookup, then the answer three times";
-  EXPECT_EQ(turn.Restarts(), 2);
-  EXPECT_EQ(turn.Shown(), "Your order h") << "three pieces of four characters";
-  ASSERT_EQ(turn.Errors().size(), 1u);
-  EXPECT_EQ(turn.Errors()[0].code(), pb::CHAT_ERROR_CODE_MODEL_FAILED);
-  EXPECT_FALSE(turn.Errors()[0].fatal());
-  EXPECT_THAT(turn.Errors()[0].message(), HasSubstr("before finishing its answer"));
+  EXPECT_EQ(Restarts(turn), 2);
+  EXPECT_EQ(Shown(turn), "Your order h") << "three pieces of four characters";
+  ASSERT_EQ(turn.errors().size(), 1u);
+  EXPECT_EQ(turn.errors()[0].code(), pb::CHAT_ERROR_CODE_MODEL_FAILED);
+  EXPECT_FALSE(turn.errors()[0].fatal());
+  EXPECT_THAT(turn.errors()[0].message(), HasSubstr("before finishing its answer"));
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "libs/core/ids.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
+#include "tests/support/chat_turn.h"
 #include "tests/support/service_stack.h"
 #include "tests/support/test_database.h"
 
@@ -30,10 +31,7 @@ namespace {
 
 namespace pb = ::omniforge::orchestrator::v1;
 
-struct Turn {
-  grpc::Status status;
-  std::vector<pb::ChatEvent> events;
-};
+using Turn = testing::ChatTurn;
 
 // The value of the sample named exactly `series` (name and labels), if any.
 std::optional<double> Sample(const std::string& exposition, const std::string& series) {
@@ -74,15 +72,7 @@ class MetricsEndToEndTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   Turn Send(const pb::StreamChatRequest& request) {
-    grpc::ClientContext context;
-    context.AddMetadata("authorization", "Bearer " + keys_[0]);
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-    auto reader = stub_->StreamChat(&context, request);
-    Turn turn;
-    pb::ChatEvent event;
-    while (reader->Read(&event)) turn.events.push_back(event);
-    turn.status = reader->Finish();
-    return turn;
+    return testing::StreamTurn(*stub_, request, keys_[0]);
   }
 
   // A plan drafted, then approved and run: the orchestrator calls the

@@ -29,6 +29,7 @@
 #include "libs/llm/testing/fake_provider.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
+#include "tests/support/chat_turn.h"
 #include "tests/support/service_stack.h"
 #include "tests/support/test_database.h"
 
@@ -43,25 +44,7 @@ using ::testing::Not;
 
 const core::Identity kUser{"acme", "ada"};
 
-struct Turn {
-  grpc::Status status;
-  std::vector<pb::ChatEvent> events;
-
-  std::vector<pb::ChatEvent> Of(pb::ChatEvent::EventCase kind) const {
-    std::vector<pb::ChatEvent> out;
-    for (const pb::ChatEvent& e : events) {
-      if (e.event_case() == kind) out.push_back(e);
-    }
-    return out;
-  }
-  std::string Text() const {
-    std::string text;
-    for (const pb::ChatEvent& e : Of(pb::ChatEvent::kText)) text += e.text().delta();
-    return text;
-  }
-  const pb::SessionEvent& session() const { return events.front().session(); }
-  bool final() const { return !events.empty() && events.back().done().is_final(); }
-};
+using Turn = testing::ChatTurn;
 
 // The fake provider's answer to the planner: `reply` to a message holding
 // `user_contains`, before (false) or after (true) a tool result.
@@ -157,15 +140,7 @@ class RecoveryEndToEndTest : public ::testing::Test {
     request.set_conversation_id(conversation_id);
     request.set_context_type(context_type);
     request.set_entity_id(entity_id);
-    grpc::ClientContext context;
-    context.AddMetadata("authorization", "Bearer " + keys_[0]);
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-    auto reader = stub_->StreamChat(&context, request);
-    Turn turn;
-    pb::ChatEvent event;
-    while (reader->Read(&event)) turn.events.push_back(event);
-    turn.status = reader->Finish();
-    return turn;
+    return testing::StreamTurn(*stub_, request, keys_[0]);
   }
 
   // Runs a tool as the test's user, straight on the executor.
@@ -212,7 +187,7 @@ TEST_F(RecoveryEndToEndTest, AToolCallThatFailedForGoodIsAskedAboutAndTryAgainRu
                   .ok());
   const Turn asked = Chat("what did weekly-digest run this week?");
   ASSERT_TRUE(asked.status.ok()) << asked.status.error_message();
-  const std::string text = asked.Text();
+  const std::string text = asked.text();
   EXPECT_THAT(text, HasSubstr("This did not work: the tool list_runs"));
   EXPECT_THAT(text, HasSubstr("weekly-digest"));
   EXPECT_THAT(text, HasSubstr("1. Try again\n2. Skip it and continue\n3. Use another agent\n4. "
@@ -229,11 +204,11 @@ TEST_F(RecoveryEndToEndTest, AToolCallThatFailedForGoodIsAskedAboutAndTryAgainRu
   const Turn again = Chat("try again", conversation);
   ASSERT_TRUE(again.status.ok()) << again.status.error_message();
   const std::vector<pb::ChatEvent> results = again.Of(pb::ChatEvent::kToolResult);
-  ASSERT_EQ(results.size(), 1u) << again.Text();
+  ASSERT_EQ(results.size(), 1u) << again.text();
   EXPECT_EQ(results[0].tool_result().tool_name(), "list_runs");
   EXPECT_FALSE(results[0].tool_result().is_error()) << results[0].tool_result().result_json();
-  EXPECT_THAT(again.Text(), HasSubstr("Trying the tool list_runs again."));
-  EXPECT_THAT(again.Text(), Not(HasSubstr("This did not work")));
+  EXPECT_THAT(again.text(), HasSubstr("Trying the tool list_runs again."));
+  EXPECT_THAT(again.text(), Not(HasSubstr("This did not work")));
   EXPECT_TRUE(again.final());
   EXPECT_TRUE(RequestsOf("planner_stream", before).empty()) << "the answer needs no model call";
 }
@@ -248,12 +223,12 @@ TEST_F(RecoveryEndToEndTest, SkipGoesOnWithTheModelWhichIsToldWhatFailed) {
                   .ok());
   const Turn asked = Chat("what did weekly-digest run this week?");
   ASSERT_TRUE(asked.status.ok()) << asked.status.error_message();
-  ASSERT_THAT(asked.Text(), HasSubstr("2. Skip it and continue"));
+  ASSERT_THAT(asked.text(), HasSubstr("2. Skip it and continue"));
   const size_t before = fake_->RequestCount();
   const Turn skip = Chat("skip it and continue", asked.session().conversation_id());
   ASSERT_TRUE(skip.status.ok()) << skip.status.error_message();
   EXPECT_TRUE(skip.Of(pb::ChatEvent::kToolCall).empty());
-  EXPECT_THAT(skip.Text(), HasSubstr("Going on without those runs."));
+  EXPECT_THAT(skip.text(), HasSubstr("Going on without those runs."));
   EXPECT_TRUE(skip.final());
   const auto planned = RequestsOf("planner_stream", before);
   ASSERT_EQ(planned.size(), 1u);
@@ -280,7 +255,7 @@ TEST_F(RecoveryEndToEndTest, APlanStepThatFailedForGoodIsRePlannedWithTheFailure
   const size_t before = fake_->RequestCount();
   const Turn turn = Chat("report on nobody-here and its runs");
   ASSERT_TRUE(turn.status.ok()) << turn.status.error_message();
-  EXPECT_EQ(turn.Of(pb::ChatEvent::kPlanCreated).size(), 2u) << turn.Text();
+  EXPECT_EQ(turn.Of(pb::ChatEvent::kPlanCreated).size(), 2u) << turn.text();
   const auto generations = RequestsOf("plan_generation", before);
   ASSERT_EQ(generations.size(), 2u);
   // The plan's model is told the step, why it failed and what succeeded.
@@ -294,8 +269,8 @@ TEST_F(RecoveryEndToEndTest, APlanStepThatFailedForGoodIsRePlannedWithTheFailure
       completed = e.step_complete().status() == pb::STEP_STATUS_COMPLETED;
     }
   }
-  EXPECT_TRUE(completed) << turn.Text();
-  EXPECT_THAT(turn.Text(), HasSubstr("Here is what I found."));
+  EXPECT_TRUE(completed) << turn.text();
+  EXPECT_THAT(turn.text(), HasSubstr("Here is what I found."));
 }
 
 // In local mode: the audit's steps fail (no such project), the user is
@@ -305,9 +280,9 @@ TEST_F(RecoveryEndToEndTest, LocalModeAsksAboutAFailedPlanStepAndTryAgainFinishe
   const Turn audit =
       Chat("how is this project doing?", "", pb::CONTEXT_TYPE_PROJECT_AUDIT, "Lighthouse");
   ASSERT_TRUE(audit.status.ok()) << audit.status.error_message();
-  EXPECT_THAT(audit.Text(), HasSubstr("This did not work: step s1 of the plan"));
-  EXPECT_THAT(audit.Text(), HasSubstr("Lighthouse"));
-  EXPECT_THAT(audit.Text(), HasSubstr("1. Try again\n2. Skip it and continue\n3. Cancel"));
+  EXPECT_THAT(audit.text(), HasSubstr("This did not work: step s1 of the plan"));
+  EXPECT_THAT(audit.text(), HasSubstr("Lighthouse"));
+  EXPECT_THAT(audit.text(), HasSubstr("1. Try again\n2. Skip it and continue\n3. Cancel"));
   EXPECT_FALSE(audit.final());
 
   Invoke("create_project", {{"name", "Lighthouse"}, {"description", "The lighthouse rebuild"}});
@@ -315,10 +290,10 @@ TEST_F(RecoveryEndToEndTest, LocalModeAsksAboutAFailedPlanStepAndTryAgainFinishe
   ASSERT_TRUE(again.status.ok()) << again.status.error_message();
   EXPECT_FALSE(again.Of(pb::ChatEvent::kStepStart).empty());
   for (const pb::ChatEvent& e : again.Of(pb::ChatEvent::kStepComplete)) {
-    EXPECT_EQ(e.step_complete().status(), pb::STEP_STATUS_COMPLETED) << again.Text();
+    EXPECT_EQ(e.step_complete().status(), pb::STEP_STATUS_COMPLETED) << again.text();
   }
-  EXPECT_THAT(again.Text(), HasSubstr("Done"));
-  EXPECT_TRUE(again.final()) << again.Text();
+  EXPECT_THAT(again.text(), HasSubstr("Done"));
+  EXPECT_TRUE(again.final()) << again.text();
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "libs/llm/testing/fake_provider.h"
 #include "libs/trace/testing/fake_collector.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
+#include "tests/support/chat_turn.h"
 #include "tests/support/service_stack.h"
 #include "tests/support/test_database.h"
 
@@ -38,10 +39,7 @@ using Json = nlohmann::json;
 constexpr char kCallerTrace[] = "0af7651916cd43dd8448eb211c80319c";
 constexpr char kCallerSpan[] = "b7ad6b7169203331";
 
-struct Turn {
-  grpc::Status status;
-  std::vector<pb::ChatEvent> events;
-};
+using Turn = testing::ChatTurn;
 
 class TracingEndToEndTest : public ::testing::Test {
  protected:
@@ -69,16 +67,9 @@ class TracingEndToEndTest : public ::testing::Test {
   virtual std::vector<std::string> IntentEnv() { return {}; }
 
   Turn Send(const pb::StreamChatRequest& request, const std::string& traceparent) {
-    grpc::ClientContext context;
-    context.AddMetadata("authorization", "Bearer " + keys_[0]);
-    if (!traceparent.empty()) context.AddMetadata("traceparent", traceparent);
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-    auto reader = stub_->StreamChat(&context, request);
-    Turn turn;
-    pb::ChatEvent event;
-    while (reader->Read(&event)) turn.events.push_back(event);
-    turn.status = reader->Finish();
-    return turn;
+    std::vector<std::pair<std::string, std::string>> metadata;
+    if (!traceparent.empty()) metadata.emplace_back("traceparent", traceparent);
+    return testing::StreamTurn(*stub_, request, keys_[0], metadata);
   }
 
   testing::TestDatabase db_;

@@ -37,6 +37,7 @@
 #include "libs/llm/testing/fake_provider.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
+#include "tests/support/chat_turn.h"
 #include "tests/support/service_stack.h"
 #include "tests/support/test_database.h"
 
@@ -53,33 +54,16 @@ using ::testing::Not;
 
 const core::Identity kUser{"acme", "ada"};
 
-struct Turn {
-  grpc::Status status;
-  std::vector<pb::ChatEvent> events;
+using Turn = testing::ChatTurn;
 
-  std::vector<pb::ChatEvent> Of(pb::ChatEvent::EventCase kind) const {
-    std::vector<pb::ChatEvent> out;
-    for (const pb::ChatEvent& e : events) {
-      if (e.event_case() == kind) out.push_back(e);
-    }
-    return out;
+// The context type of each agent_state event of `turn`, in order.
+std::vector<pb::ContextType> StateContexts(const Turn& turn) {
+  std::vector<pb::ContextType> out;
+  for (const pb::ChatEvent& e : turn.Of(pb::ChatEvent::kAgentState)) {
+    out.push_back(e.agent_state().context_type());
   }
-  // The position of the first event of `kind`; -1 when there is none.
-  int IndexOf(pb::ChatEvent::EventCase kind) const {
-    for (size_t i = 0; i < events.size(); ++i) {
-      if (events[i].event_case() == kind) return static_cast<int>(i);
-    }
-    return -1;
-  }
-  const pb::SessionEvent& session() const { return events.front().session(); }
-  std::vector<pb::ContextType> StateContexts() const {
-    std::vector<pb::ContextType> out;
-    for (const pb::ChatEvent& e : Of(pb::ChatEvent::kAgentState)) {
-      out.push_back(e.agent_state().context_type());
-    }
-    return out;
-  }
-};
+  return out;
+}
 
 // A plan step the executor's deterministic agent carries out: one call.
 json PlannedStep(const std::string& id, const std::string& description, const std::string& tool) {
@@ -187,15 +171,7 @@ class TurnContextEndToEndTest : public ::testing::Test {
     request.set_conversation_id(conversation_id);
     request.set_context_type(context_type);
     request.set_entity_id(entity_id);
-    grpc::ClientContext context;
-    context.AddMetadata("authorization", "Bearer " + keys_[0]);
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-    auto reader = stub_->StreamChat(&context, request);
-    Turn turn;
-    pb::ChatEvent event;
-    while (reader->Read(&event)) turn.events.push_back(event);
-    turn.status = reader->Finish();
-    return turn;
+    return testing::StreamTurn(*stub_, request, keys_[0]);
   }
   Turn Chat(const std::string& message, const std::string& conversation_id = "") {
     return ChatIn(pb::CONTEXT_TYPE_UNSPECIFIED, message, conversation_id);
@@ -293,8 +269,8 @@ TEST_F(TurnContextEndToEndTest, LocalModeTellsTheWorkspaceAndWhatTheLastTurnLeft
   EXPECT_THAT(workspace.agent_names(), Contains("invoice-chaser"));
   EXPECT_THAT(workspace.tool_names(), Contains("create_project"));
   EXPECT_THAT(workspace.tool_names(), Contains("list_agents"));
-  ASSERT_FALSE(draft.StateContexts().empty());
-  EXPECT_THAT(draft.StateContexts(), Each(pb::CONTEXT_TYPE_PROJECT_CREATE));
+  ASSERT_FALSE(StateContexts(draft).empty());
+  EXPECT_THAT(StateContexts(draft), Each(pb::CONTEXT_TYPE_PROJECT_CREATE));
   const std::vector<pb::ChatEvent> created = draft.Of(pb::ChatEvent::kPlanCreated);
   ASSERT_EQ(created.size(), 1u);
   ASSERT_EQ(draft.Of(pb::ChatEvent::kPlanReadyForReview).size(), 1u);
@@ -316,7 +292,7 @@ TEST_F(TurnContextEndToEndTest, LocalModeTellsTheWorkspaceAndWhatTheLastTurnLeft
   EXPECT_EQ(left.pending_actions(), 0);
   EXPECT_EQ(drop.Of(pb::ChatEvent::kLastTurnContext).size(), 1u);
   EXPECT_EQ(drop.Of(pb::ChatEvent::kOntologyLoaded).size(), 1u);
-  EXPECT_THAT(drop.StateContexts(), Each(pb::CONTEXT_TYPE_GLOBAL)) << "the request named none";
+  EXPECT_THAT(StateContexts(drop), Each(pb::CONTEXT_TYPE_GLOBAL)) << "the request named none";
 
   // Once the plan is dropped, nothing of it waits; the screen is a project.
   const Turn next = ChatIn(pb::CONTEXT_TYPE_PROJECT, "list my agents", conversation, "proj-42");
@@ -332,7 +308,7 @@ TEST_F(TurnContextEndToEndTest, LocalModeTellsTheWorkspaceAndWhatTheLastTurnLeft
       next.Of(pb::ChatEvent::kOntologyLoaded).at(0).ontology_loaded();
   EXPECT_EQ(screen.context_type(), pb::CONTEXT_TYPE_PROJECT);
   EXPECT_EQ(screen.entity_id(), "proj-42");
-  EXPECT_THAT(next.StateContexts(), Each(pb::CONTEXT_TYPE_PROJECT));
+  EXPECT_THAT(StateContexts(next), Each(pb::CONTEXT_TYPE_PROJECT));
 }
 
 TEST_F(TurnContextEndToEndTest, TheShippedConfigPlansAuditsOnQualityTasksOnSpeedTheRestBalanced) {
@@ -364,7 +340,7 @@ TEST_F(TurnContextEndToEndTest, TheShippedConfigPlansAuditsOnQualityTasksOnSpeed
     const auto planned = RequestsOf("planner_stream", before);
     ASSERT_EQ(planned.size(), 1u) << pb::ContextType_Name(context_type);
     EXPECT_EQ(ModelOf(planned[0]), model) << pb::ContextType_Name(context_type);
-    EXPECT_THAT(turn.StateContexts(), Each(context_type));
+    EXPECT_THAT(StateContexts(turn), Each(context_type));
   }
 }
 
