@@ -82,9 +82,10 @@ inline void ReadToEnd(grpc::ClientReaderInterface<ChatTurn::Event>& reader, Chat
 
 // A context as a gateway sends it: `api_key` as the bearer token, a
 // deadline `timeout` from now, and `metadata` (name, value) pairs.
-inline void PrepareChatContext(grpc::ClientContext& context, const std::string& api_key,
-                               std::chrono::seconds timeout = std::chrono::seconds(60),
-                               const std::vector<std::pair<std::string, std::string>>& metadata = {}) {
+inline void PrepareChatContext(
+    grpc::ClientContext& context, const std::string& api_key,
+    std::chrono::seconds timeout = std::chrono::seconds(60),
+    const std::vector<std::pair<std::string, std::string>>& metadata = {}) {
   context.AddMetadata("authorization", "Bearer " + api_key);
   for (const auto& [name, value] : metadata) context.AddMetadata(name, value);
   context.set_deadline(std::chrono::system_clock::now() + timeout);

@@ -79,11 +79,11 @@
 #include "services/orchestrator/storage/pg_plan_store.h"
 #include "services/orchestrator/storage/pg_turn_bus.h"
 #include "services/orchestrator/storage/tenant_keys.h"
+#include "tests/support/chat_turn.h"
 #include "tests/support/command.h"
 #include "tests/support/identity_keys.h"
 #include "tests/support/master_keys.h"
 #include "tests/support/server_process.h"
-#include "tests/support/chat_turn.h"
 #include "tests/support/service_stack.h"
 #include "tests/support/test_database.h"
 

@@ -25,8 +25,8 @@
 #include "libs/llm/testing/fake_provider.h"
 #include "libs/mcp/testing/node_servers.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
-#include "tests/support/flaky_orders.h"
 #include "tests/support/chat_turn.h"
+#include "tests/support/flaky_orders.h"
 #include "tests/support/service_stack.h"
 #include "tests/support/test_database.h"
 
@@ -142,7 +142,8 @@ class FaultsEndToEndTest : public ::testing::Test {
   static void WaitForTheTools() {
     Script("o9999", OrderFault::kNone);
     for (auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-         !testing::LookedUpOrder(Ask("o9999").events) && std::chrono::steady_clock::now() < give_up;) {
+         !testing::LookedUpOrder(Ask("o9999").events) &&
+         std::chrono::steady_clock::now() < give_up;) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   }
