@@ -6,9 +6,14 @@
 #include "google/rpc/status.pb.h"
 #include "libs/core/error_reason.h"
 #include "libs/core/retry_hint.h"
+#include "libs/core/text.h"
 
 namespace omniforge::core {
 namespace {
+
+// A status message on the wire is at most this long (gRPC's metadata limit
+// is 8 KiB by default, and grpc-message is percent-encoded).
+constexpr size_t kMaxStatusMessageBytes = 1024;
 
 void AddRetryInfo(std::chrono::milliseconds after, google::rpc::Status& details) {
   google::rpc::RetryInfo info;
@@ -63,7 +68,9 @@ absl::Status WithDetails(absl::Status status, const google::rpc::Status& details
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   const auto code = static_cast<grpc::StatusCode>(status.code());
-  std::string message(status.message());
+  // A message may quote what the caller sent: capped, so that no input
+  // can make the status overflow the response's metadata (grpc-message).
+  const std::string message = Shortened(std::string(status.message()), kMaxStatusMessageBytes);
   const auto retry = RetryAfter(status);
   const bool reasoned = !ReasonOf(status).empty();
   const std::vector<FieldViolation> violations = FieldViolationsOf(status);

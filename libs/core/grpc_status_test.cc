@@ -64,6 +64,19 @@ Decoded Decode(const grpc::Status& status) {
   return out;
 }
 
+// A message quoting what a caller sent is capped, so no input can overflow
+// the response's metadata and turn the error into RESOURCE_EXHAUSTED.
+TEST(GrpcStatusTest, ALongMessageIsShortenedOnTheWire) {
+  const std::string quoted = "no tool named '" + std::string(9000, 'q') + "'";
+  const grpc::Status out = ToGrpcStatus(absl::NotFoundError(quoted));
+  EXPECT_EQ(out.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_LE(out.error_message().size(), 1024u + 3) << "1 KiB and an ellipsis";
+  EXPECT_TRUE(out.error_message().starts_with("no tool named 'qqq"));
+  EXPECT_TRUE(out.error_message().ends_with("\xE2\x80\xA6"));
+  const std::string fits(1024, 'x');
+  EXPECT_EQ(ToGrpcStatus(absl::InternalError(fits)).error_message(), fits);
+}
+
 TEST(GrpcStatusTest, ReasonMetadataRetryAndFieldViolationsGoOutAsGoogleRpcDetails) {
   const absl::Status refused =
       WithRetryAfter(WithReason(absl::ResourceExhaustedError("rate limit reached"),

@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "libs/core/json_depth.h"
 #include "libs/core/text.h"
 #include "libs/llm/errors.h"
 
@@ -198,6 +199,8 @@ absl::Status ValidateJsonAgainstSchema(std::string_view json_text, std::string_v
   if (!IsSchema(schema)) {
     return absl::InvalidArgumentError("the schema is not a JSON schema (object or boolean)");
   }
+  // The validator walks the value recursively.
+  if (absl::Status deep = core::CheckJsonDepth("$", json_text); !deep.ok()) return deep;
   Json value;
   try {
     value = Json::parse(json_text);

@@ -49,6 +49,14 @@ TEST(ValidateJsonTest, AcceptsAMatchingDocument) {
   EXPECT_TRUE(ValidateJsonAgainstSchema(R"({"entities":[],"note":"x"})", kEntitiesSchema).ok());
 }
 
+// A model's output nested past the limit is refused before the validator
+// (recursive) walks it.
+TEST(ValidateJsonTest, OutputNestedTooDeepIsRefusedBeforeItIsWalked) {
+  const std::string deep =
+      R"({"entities":[],"note":)" + std::string(50000, '[') + std::string(50000, ']') + "}";
+  EXPECT_EQ(ErrorOf(deep), "$: JSON nested more than 64 levels deep (the limit)");
+}
+
 TEST(ValidateJsonTest, EnumMismatchNamesThePathAndTheOptions) {
   EXPECT_EQ(ErrorOf(R"({"entities":[{"name":"Ada","type":"person"},{"name":"B","type":"foo"}]})"),
             R"($.entities[1].type: "foo" is not one of ["person","place"])");

@@ -538,6 +538,13 @@ TEST(JsonRpcTest, ParsesBatchesAndRejectsNonMessages) {
   EXPECT_EQ((*batch)[0].kind, IncomingMessage::Kind::kResult);
   EXPECT_EQ((*batch)[1].kind, IncomingMessage::Kind::kNotification);
   EXPECT_FALSE(ParseIncoming("{not json").ok());
+  // A result nested past the limit is refused before it is parsed: the
+  // executor serializes and stores results, walking them recursively.
+  const std::string deep = R"({"jsonrpc":"2.0","id":1,"result":{"structuredContent":)" +
+                           std::string(20000, '[') + std::string(20000, ']') + "}}";
+  const absl::StatusOr<std::vector<IncomingMessage>> too_deep = ParseIncoming(deep);
+  ASSERT_FALSE(too_deep.ok());
+  EXPECT_THAT(std::string(too_deep.status().message()), HasSubstr("nested more than 64 levels"));
   EXPECT_FALSE(ParseIncoming(R"({"jsonrpc":"2.0"})").ok());
   absl::StatusOr<std::vector<IncomingMessage>> error = ParseIncoming(
       R"({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}})");

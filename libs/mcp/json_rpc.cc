@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "libs/core/json_depth.h"
 #include "libs/core/text.h"
 
 namespace omniforge::mcp {
@@ -82,6 +83,10 @@ std::string EncodeError(const json& id, int code, std::string_view message) {
 }
 
 absl::StatusOr<std::vector<IncomingMessage>> ParseIncoming(std::string_view text) {
+  if (!core::JsonDepthWithin(text)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a message nested more than ", core::kMaxJsonDepth, " levels deep: ", Excerpt(text)));
+  }
   json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) {
     return absl::InvalidArgumentError(absl::StrCat("not JSON: ", Excerpt(text)));

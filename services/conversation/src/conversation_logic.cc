@@ -9,6 +9,7 @@
 #include "libs/core/error_catalog.h"
 #include "libs/core/error_reason.h"
 #include "libs/core/ids.h"
+#include "libs/core/json_depth.h"
 #include "libs/core/secrets.h"
 #include "libs/core/text.h"
 
@@ -48,12 +49,22 @@ bool HasNul(const nlohmann::json& value) {
   return false;
 }
 
+// Metadata nests at most this deep. Read back as a google.protobuf.Struct,
+// each level of JSON is three levels of protobuf (Value, Struct, a map
+// entry), and protobuf parsers refuse messages nested more than 100 deep:
+// deeper metadata would make its conversation unreadable to every client.
+constexpr size_t kMaxMetadataDepth = 24;
+
 // Parses optional metadata into a JSON object within the size limit.
 absl::StatusOr<nlohmann::json> ParseMetadata(const std::string& json, size_t max_bytes) {
   if (json.empty()) return nlohmann::json::object();
   if (json.size() > max_bytes) {
     return absl::InvalidArgumentError("metadata exceeds " + std::to_string(max_bytes / 1024) +
                                       " KiB");
+  }
+  if (absl::Status deep = core::CheckJsonDepth("metadata_json", json, kMaxMetadataDepth);
+      !deep.ok()) {
+    return deep;
   }
   nlohmann::json parsed = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded() || !parsed.is_object()) {

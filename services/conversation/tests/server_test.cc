@@ -682,6 +682,47 @@ TEST_F(ConversationServerTest, MetadataCanTravelAsJsonTextBothWays) {
   EXPECT_EQ(MessageCount(alice, id), 1);
 }
 
+// A live probe stored metadata 5,000 levels deep, after which ListMessages
+// of that conversation failed for every reader (protobuf's own nesting
+// limit). Metadata at the limit is stored and read back; one level more is
+// refused, naming the limit, and changes nothing.
+TEST_F(ConversationServerTest, MetadataNestedPastTheLimitIsRefusedAndTheConversationStaysReadable) {
+  const core::Identity alice = FreshUser();
+  const std::string id = Create(alice, "nested metadata").id();
+  const auto nested = [](int levels) {
+    std::string text;
+    for (int i = 0; i < levels; ++i) text += R"({"a":)";
+    text += "1";
+    for (int i = 0; i < levels; ++i) text += "}";
+    return text;
+  };
+  // One level too many, and the probe's 5,000 levels of arrays (10 KB).
+  const std::string probe = R"({"a":)" + std::string(5000, '[') + std::string(5000, ']') + "}";
+  for (const std::string& text : {nested(25), probe}) {
+    pb::AppendMessageRequest deep = Message(id, pb::ROLE_USER, "deep");
+    deep.set_metadata_json(text);
+    pb::AppendMessageResponse ignored;
+    const grpc::Status status = Append(alice, deep, &ignored);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << text.size();
+    EXPECT_EQ(status.error_message(),
+              "metadata_json: JSON nested more than 24 levels deep (the limit)");
+  }
+  EXPECT_EQ(MessageCount(alice, id), 0);
+
+  pb::AppendMessageRequest at_limit = Message(id, pb::ROLE_USER, "at the limit");
+  at_limit.set_metadata_json(nested(24));
+  pb::AppendMessageResponse appended;
+  ASSERT_TRUE(Append(alice, at_limit, &appended).ok());
+  // Read back as a Struct by a client with protobuf's default limits.
+  pb::ListMessagesRequest list_request;
+  list_request.set_conversation_id(id);
+  pb::ListMessagesResponse listed;
+  const grpc::Status read = stub_->ListMessages(Call(alice).get(), list_request, &listed);
+  ASSERT_TRUE(read.ok()) << read.error_message();
+  ASSERT_EQ(listed.messages_size(), 1);
+  EXPECT_TRUE(listed.messages(0).metadata().fields().contains("a"));
+}
+
 TEST_F(ConversationServerTest, SecretsAreMaskedFlaggedAndNeverLogged) {
   const std::string secret = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX123456";
   const core::Identity alice = FreshUser();

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "libs/core/clock.h"
+#include "libs/core/json_depth.h"
 #include "libs/llm/errors.h"
 #include "libs/llm/recorded_calls.h"
 #include "services/executor/src/local_dialogue.h"
@@ -301,7 +302,10 @@ void LlmDialogue::AskAboutRefusedWrites() {
 }
 
 void LlmDialogue::Complete(const std::string& arguments) {
-  const auto args = nlohmann::json::parse(arguments, nullptr, false);
+  // A result nested past the limit is read as no result (it is stored and
+  // serialized, which walks it recursively).
+  const auto args = core::JsonDepthWithin(arguments) ? nlohmann::json::parse(arguments, nullptr, false)
+                                                     : nlohmann::json();
   DialogueEvent done;
   done.kind = DialogueEvent::Kind::kComplete;
   if (args.is_object()) {

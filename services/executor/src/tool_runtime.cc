@@ -5,6 +5,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "libs/core/call_deadline.h"
+#include "libs/core/json_depth.h"
 #include "libs/core/text.h"
 #include "libs/llm/structured_output.h"
 #include "libs/trace/span.h"
@@ -21,6 +22,9 @@ std::string HashArguments(const std::string& canonical_json) {
 }
 
 namespace {
+
+// A name the caller sent is quoted back in an error at most this long.
+constexpr size_t kMaxQuotedNameBytes = 200;
 
 int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
@@ -69,12 +73,14 @@ absl::StatusOr<InvokeOutcome> ToolRuntime::InvokeInSpan(
     std::chrono::system_clock::time_point deadline) const {
   auto entry = catalog_.Find(request.tool_name);
   if (!entry.has_value()) {
+    // The name is quoted back shortened: it is the caller's, of any length.
+    const std::string named = core::Shortened(request.tool_name, kMaxQuotedNameBytes);
     if (auto why = catalog_.WhyAbsent(request.tool_name)) {
       return absl::FailedPreconditionError(
-          absl::StrCat("tool_name: '", request.tool_name, "' is not available: ", *why));
+          absl::StrCat("tool_name: '", named, "' is not available: ", *why));
     }
-    return absl::NotFoundError(absl::StrCat("tool_name: no tool named '", request.tool_name,
-                                            "' (ListTools lists the tools)"));
+    return absl::NotFoundError(
+        absl::StrCat("tool_name: no tool named '", named, "' (ListTools lists the tools)"));
   }
   if (request.arguments_json.size() > options_.max_argument_bytes) {
     return absl::InvalidArgumentError(
@@ -84,6 +90,10 @@ absl::StatusOr<InvokeOutcome> ToolRuntime::InvokeInSpan(
   if (request.idempotency_key.size() > options_.max_idempotency_key_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "idempotency_key: more than ", options_.max_idempotency_key_bytes, " characters"));
+  }
+  if (absl::Status deep = core::CheckJsonDepth("arguments_json", request.arguments_json);
+      !deep.ok()) {
+    return deep;
   }
   ToolCall call{who, request.tool_name, nlohmann::json::object(), deadline};
   const std::string& text = request.arguments_json.empty() ? kNoArguments : request.arguments_json;

@@ -237,6 +237,34 @@ TEST_F(ExecutorServerTest, BadCallsGetClearErrorsAndChangeNothing) {
   EXPECT_EQ(InvokeOk(alice, "list_agents", Json::object())["count"], 0);
 }
 
+// Inputs a live probe used to crash the executor or garble its errors.
+TEST_F(ExecutorServerTest, DeeplyNestedArgumentsAndHugeNamesGetClearErrorsAndTheServerLives) {
+  const auto alice = FreshUser();
+  pb::InvokeToolResponse response;
+  // 58,000 levels in 116 KB, under the size cap: the serializer's recursion
+  // overflowed the stack. Now refused before it is parsed.
+  const std::string deep = R"({"name":"x","description":"d","config":{"a":)" +
+                           std::string(58000, '[') + std::string(58000, ']') + "}}";
+  grpc::Status status = Invoke(alice, "create_agent", deep, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(),
+            "arguments_json: JSON nested more than 64 levels deep (the limit)");
+  // 2,000 levels used to reach PostgreSQL and come back INTERNAL (its own
+  // stack depth, sqlstate 54001).
+  const std::string middling = R"({"name":"x","description":"d","config":{"a":)" +
+                               std::string(2000, '[') + std::string(2000, ']') + "}}";
+  status = Invoke(alice, "create_agent", middling, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  // A tool name of 9,000 characters was echoed whole into the status, which
+  // overflowed gRPC's metadata: RESOURCE_EXHAUSTED instead of NOT_FOUND.
+  status = Invoke(alice, std::string(9000, 'q'), "{}", &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(), HasSubstr("no tool named 'qqqq"));
+  EXPECT_LT(status.error_message().size(), 400u);
+  // The server is alive and nothing was created.
+  EXPECT_EQ(InvokeOk(alice, "list_agents", Json::object())["count"], 0);
+}
+
 TEST_F(ExecutorServerTest, RetriedCallWithTheSameKeyIsNotRunAgain) {
   const auto alice = FreshUser();
   InvokeOk(alice, "create_agent", {{"name", "reporter"}, {"description", "reports"}});

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "libs/core/ids.h"
+#include "libs/core/json_depth.h"
 #include "libs/core/logging.h"
 #include "libs/llm/errors.h"
 #include "services/orchestrator/approvals/preview.h"
@@ -181,6 +182,13 @@ class PlannerSession final {
   // note that it waits for approval. nullopt when a guardrail stopped the
   // turn.
   std::optional<std::string> AnswerToolCall(const llm::ToolCall& call) {
+    // A value this deep is not a real call, and everything after would
+    // walk it recursively: refused to the model before it is read.
+    if (!core::JsonDepthWithin(call.arguments)) {
+      return json{{"error", "the arguments of " + call.name + " are nested more than " +
+                                std::to_string(core::kMaxJsonDepth) + " levels deep"}}
+          .dump();
+    }
     json arguments = json::parse(call.arguments, nullptr, /*allow_exceptions=*/false);
     if (arguments.is_discarded() || !arguments.is_object()) arguments = json::object();
     auto risk = risk_by_tool_.find(call.name);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "libs/core/json_depth.h"
 #include "libs/core/text.h"
 #include "services/orchestrator/api/public_types.h"
 #include "services/orchestrator/plans/plan_assessment.h"
@@ -196,6 +197,9 @@ llm::ToolSpec CreatePlanToolSpec() {
 }
 
 absl::StatusOr<PlanRequest> ParsePlanRequest(std::string_view arguments_json) {
+  if (absl::Status deep = core::CheckJsonDepth("agent_create_plan", arguments_json); !deep.ok()) {
+    return deep;
+  }
   const auto args = nlohmann::json::parse(arguments_json, nullptr, false);
   if (!args.is_object()) {
     return absl::InvalidArgumentError("agent_create_plan: the arguments must be a JSON object");

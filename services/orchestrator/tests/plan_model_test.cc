@@ -39,6 +39,15 @@ TEST(CreatePlanTool, ItsSchemaAcceptsTheDocumentedArguments) {
           .ok());
 }
 
+TEST(ParsePlanRequest, ArgumentsNestedTooDeepAreRefusedNamingTheLimit) {
+  const std::string deep =
+      R"({"objective":"x","steps":)" + std::string(30000, '[') + std::string(30000, ']') + "}";
+  const auto parsed = ParsePlanRequest(deep);
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(parsed.status().message(),
+            "agent_create_plan: JSON nested more than 64 levels deep (the limit)");
+}
+
 TEST(ParsePlanRequest, ReadsTheModesAndTheLegacyFlag) {
   auto plain = ParsePlanRequest(R"({"objective": "Set up the launch"})");
   ASSERT_TRUE(plain.ok());
