@@ -105,6 +105,15 @@ std::string NewUuid() {
   return out;
 }
 
+std::string CanonicalId(std::string_view id) {
+  std::string canonical(id);
+  if (!IsUuid(canonical)) return canonical;
+  for (char& c : canonical) {
+    if (c >= 'A' && c <= 'F') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return canonical;
+}
+
 bool IsUuid(std::string_view s) {
   if (s.size() != 36) return false;
   for (size_t i = 0; i < s.size(); ++i) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <set>
 #include <thread>
@@ -71,6 +72,17 @@ TEST(UuidTest, UniqueAcrossThreads) {
     all.insert(ids.begin(), ids.end());
   }
   EXPECT_EQ(all.size(), static_cast<size_t>(kThreads * kPerThread));
+}
+
+TEST(UuidTest, CanonicalIdIsTheLowerCaseFormOfAUuidAndLeavesOtherTextAlone) {
+  const std::string id = NewUuid();
+  std::string upper = id;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  ASSERT_NE(upper, id);
+  EXPECT_EQ(CanonicalId(upper), id);
+  EXPECT_EQ(CanonicalId(id), id);
+  EXPECT_EQ(CanonicalId("Not-A-UUID"), "Not-A-UUID");
+  EXPECT_EQ(CanonicalId(""), "");
 }
 
 TEST(UuidTest, IsUuidChecksCanonicalForm) {

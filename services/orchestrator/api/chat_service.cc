@@ -670,7 +670,7 @@ void RunningTurns::OnSignal(const TurnSignal& signal) {
 }
 
 std::string RunningTurns::Key(const core::Identity& who, const std::string& conversation_id) {
-  return TurnConversationDigest(who.tenant_id, who.user_id, conversation_id);
+  return TurnConversationDigest(who.tenant_id, who.user_id, core::CanonicalId(conversation_id));
 }
 
 RunningTurns::Where RunningTurns::Locate(const std::string& key, const std::string& turn_id,
@@ -705,6 +705,9 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
   if (who.ok()) {
     if (absl::Status parsed = Parse(*raw, request); !parsed.ok()) who = parsed;
   }
+  // One form of the id from here on (the spool, running turns, the stored
+  // flow and what the client is told), whatever case the client used.
+  request.set_conversation_id(core::CanonicalId(request.conversation_id()));
   if (who.ok() && request.has_resume_after_seq()) {
     if (absl::Status valid = ValidateReattachRequest(request); !valid.ok()) {
       return new Refusal(valid);
@@ -950,7 +953,8 @@ grpc::ServerUnaryReactor* ChatGrpcService::ListActions(grpc::CallbackServerConte
         if (!conversation.ok()) return StorageFailure(conversation.status());
         if (audit_ == nullptr) return absl::OkStatus();
         const core::ScopedCallDeadline bounded(call.deadline);
-        auto decisions = audit_->List(call.who, request.conversation_id(), limit);
+        auto decisions =
+            audit_->List(call.who, core::CanonicalId(request.conversation_id()), limit);
         if (!decisions.ok()) return StorageFailure(decisions.status());
         for (const ActionDecisionRecord& decision : *decisions) {
           *response->add_decisions() = ActionDecisionProto(decision);

@@ -138,8 +138,9 @@ bool RefusedForGood(const absl::Status& status) {
   }
 }
 
+// One queue per conversation, however its id is spelled.
 std::string QueueKey(const core::Identity& who, const std::string& conversation_id) {
-  return who.tenant_id + "\n" + who.user_id + "\n" + conversation_id;
+  return who.tenant_id + "\n" + who.user_id + "\n" + core::CanonicalId(conversation_id);
 }
 
 core::Counter& SpooledCounter() {

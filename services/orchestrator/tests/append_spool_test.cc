@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "libs/core/call.h"
 #include "libs/core/clock.h"
 #include "libs/core/ids.h"
@@ -227,6 +228,30 @@ TEST_F(AppendSpoolTest, SpooledMessagesSurviveACrashAndAreStoredInOrderPerConver
   // Nothing is left for the next process.
   reopened.reset();
   EXPECT_EQ(OpenSpool()->depth(), 0u);
+}
+
+// A live probe sent 12 turns to one conversation alternating its id in
+// lower and upper case while storage was down: they were stored as
+// 1, 3, 5, ..., 0, 2, 4, ... because each spelling had its own queue.
+TEST_F(AppendSpoolTest, OneConversationSpelledInTwoCasesIsOneQueueAndKeepsItsOrder) {
+  const std::string conversation = NewConversation();
+  const std::string upper = absl::AsciiStrToUpper(conversation);
+  std::unique_ptr<AppendSpool> spool = OpenSpool();
+  StopStorage();
+  std::vector<std::string> sent;
+  for (int i = 0; i < 12; ++i) {
+    sent.push_back("message " + std::to_string(i));
+    Spool(*spool, Message(i % 2 == 0 ? conversation : upper, sent.back()));
+  }
+  StartStorage();
+  // Storage is back before the drainer ran: a new message in the other
+  // spelling still waits behind the spooled ones.
+  auto late = spool->Append(Bounded(), Message(upper, "message 12"));
+  ASSERT_TRUE(late.ok()) << late.status();
+  sent.push_back("message 12");
+  DrainAll(*spool);
+  EXPECT_EQ(spool->depth(), 0u);
+  EXPECT_EQ(Contents(conversation), sent);
 }
 
 TEST_F(AppendSpoolTest, AMessageThatLandedBeforeItsDeadlinePassedIsNotStoredTwice) {

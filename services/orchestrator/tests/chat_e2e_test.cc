@@ -59,6 +59,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "google/rpc/error_details.pb.h"
 #include "google/rpc/status.pb.h"
 #include "libs/core/api_keys.h"
@@ -884,9 +885,12 @@ TEST_F(ChatEndToEndTest, WithStorageDownTurnsStillAnswerAndTheirMessagesAreStore
   EXPECT_THAT(notice->message(), HasSubstr("not remembered yet"));
   EXPECT_EQ(offline.session().conversation_id(), conversation);
   EXPECT_TRUE(offline.done().assistant_message_id().empty());
-  Turn offline_again = Chat("list my agents", conversation, "offline-2");
+  // The same conversation named in upper case is the same conversation: one
+  // queue in the spool, and the id comes back in its one (lower-case) form.
+  Turn offline_again = Chat("list my agents", absl::AsciiStrToUpper(conversation), "offline-2");
   ExpectWellFormed(offline_again);
   ASSERT_TRUE(StorageNotice(offline_again).has_value());
+  EXPECT_EQ(offline_again.session().conversation_id(), conversation);
 
   // A new conversation cannot be started: answered, nothing stored.
   Turn fresh = Chat("hello, what is this?");
