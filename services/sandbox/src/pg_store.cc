@@ -495,6 +495,16 @@ absl::StatusOr<std::vector<Message>> PgSandboxStore::SearchMessages(const std::s
 }
 
 absl::StatusOr<int> PgSandboxStore::SealPlainRows(const std::string& tenant) {
+  // A tenant never seeded has no rows: no key is made for it (the
+  // executor's tool-listing session, `_catalog`, is one).
+  bool seeded = false;
+  absl::Status looked = pg::WithTenantTransaction(pool_, tenant, [&](pqxx::work& tx) {
+    seeded =
+        !tx.exec_params("SELECT 1 FROM sandbox.tenants WHERE tenant_id = $1", tenant).empty();
+    return absl::OkStatus();
+  });
+  if (!looked.ok()) return looked;
+  if (!seeded) return 0;
   auto key = keys_.ActiveKey(tenant);
   if (!key.ok()) return key.status();
   int changed = 0;

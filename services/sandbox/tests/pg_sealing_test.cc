@@ -326,6 +326,12 @@ TEST_F(PgSealingTest, RowsOfAnEarlierVersionStillReadAndAreSealed) {
   EXPECT_GT(ExpectAllSealed(tenant_), 10);
   EXPECT_EQ(AllRows().find(canary_), std::string::npos);
   EXPECT_EQ(AllRows().find(absl::AsciiStrToLower(canary_)), std::string::npos);
+
+  // A tenant never seeded (the executor's tool-listing session) gets no key.
+  EXPECT_EQ(*store_.SealPlainRows(other_), 0);
+  EXPECT_EQ(Raw("SELECT count(*) FROM sandbox.tenant_keys WHERE tenant_id = $1", other_)[0][0]
+                .as<int>(),
+            0);
 }
 
 }  // namespace
