@@ -170,7 +170,8 @@ absl::Status ServeFromDatabase(const Options& options, const Settings& settings)
   PgSandboxStore store(**pool, keys);
   auto sealed = store.SealPlainRows(options.tenant);
   if (!sealed.ok()) return sealed.status();
-  if (*sealed > 0) core::LogInfo("sealed rows stored in plain text", {{"rows", std::to_string(*sealed)}});
+  if (*sealed > 0)
+    core::LogInfo("sealed rows stored in plain text", {{"rows", std::to_string(*sealed)}});
   return Serve(options, store);
 }
 

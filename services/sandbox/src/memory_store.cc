@@ -156,7 +156,8 @@ absl::StatusOr<std::vector<Message>> MemorySandboxStore::SearchMessages(const st
   absl::MutexLock lock(&mu_);
   std::vector<Message> found;
   for (const Message& message : tenants_[tenant].messages) {
-    if (message.folder != Folder::kDraft && MessageMentions(message, query)) found.push_back(message);
+    if (message.folder != Folder::kDraft && MessageMentions(message, query))
+      found.push_back(message);
   }
   return NewestFirst(std::move(found), limit);
 }

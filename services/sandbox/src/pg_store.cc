@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "libs/seal/sealed_text.h"
 #include "nlohmann/json.hpp"
 #include "services/sandbox/src/search.h"
@@ -207,12 +208,12 @@ std::vector<BusyBlock> BusyOverlapping(pqxx::work& tx, RowReader& read, const st
                                        const std::vector<std::string>& emails,
                                        const Interval& window) {
   std::vector<BusyBlock> blocks;
-  for (const auto& row : tx.exec_params(
-           "SELECT email, " SANDBOX_US("starts_at") ", " SANDBOX_US(
-               "ends_at") " FROM sandbox.busy_blocks WHERE tenant_id = $1"
-                          " AND starts_at < " SANDBOX_TS(3) " AND ends_at > " SANDBOX_TS(
-                              2) " ORDER BY starts_at",
-           tenant, core::MicrosOf(window.start), core::MicrosOf(window.end))) {
+  for (const auto& row :
+       tx.exec_params("SELECT email, " SANDBOX_US("starts_at") ", " SANDBOX_US(
+                          "ends_at") " FROM sandbox.busy_blocks WHERE tenant_id = $1"
+                                     " AND starts_at < " SANDBOX_TS(3) " AND ends_at > " SANDBOX_TS(
+                                         2) " ORDER BY starts_at",
+                      tenant, core::MicrosOf(window.start), core::MicrosOf(window.end))) {
     BusyBlock block = read.BusyFrom(row);
     if (std::find(emails.begin(), emails.end(), block.email) != emails.end()) {
       blocks.push_back(std::move(block));
@@ -228,8 +229,10 @@ std::vector<BusyBlock> BusyOverlapping(pqxx::work& tx, RowReader& read, const st
 // named within the tenant, and its sealed text and jsonb columns.
 struct SealedTable {
   const char* table;
-  const char* row_id;  // a column, or an expression (busy blocks have no id)
-  bool ad_names_row;   // whether the associated data names the row
+  // A column, or an expression: busy blocks have no id, and their one
+  // sealed column is updated once, by the ctid read before the update.
+  const char* row_id;
+  bool ad_names_row;  // whether the associated data names the row
   std::vector<std::string> text_columns;
   std::vector<std::string> json_columns;
 };
@@ -258,9 +261,9 @@ int SealPlainRowsOf(pqxx::work& tx, const seal::DataKey& key, const std::string&
   for (const std::string& column : table.json_columns) columns += ", " + column + "::text";
   const std::string where = std::string(" WHERE tenant_id = $1 AND ") + table.row_id + " = $2";
   int changed = 0;
-  for (const auto& row : tx.exec_params("SELECT " + columns + " FROM " + table.table +
-                                            " WHERE tenant_id = $1 FOR UPDATE",
-                                        tenant)) {
+  for (const auto& row : tx.exec_params(
+           "SELECT " + columns + " FROM " + table.table + " WHERE tenant_id = $1 FOR UPDATE",
+           tenant)) {
     const std::string id = row[0].as<std::string>();
     const seal::RowSealer seal(key, table.table, tenant, table.ad_names_row ? id : "");
     bool plain = false;
@@ -268,16 +271,15 @@ int SealPlainRowsOf(pqxx::work& tx, const seal::DataKey& key, const std::string&
     for (const std::string& column : table.text_columns) {
       const std::string stored = row[i++].as<std::string>();
       if (stored.empty() || seal::IsSealedText(stored)) continue;
-      tx.exec_params("UPDATE " + std::string(table.table) + " SET " + column + " = $3" + where,
-                     tenant, id, seal.Text(column, stored));
+      tx.exec_params(absl::StrCat("UPDATE ", table.table, " SET ", column, " = $3", where), tenant,
+                     id, seal.Text(column, stored));
       plain = true;
     }
     for (const std::string& column : table.json_columns) {
       const std::string stored = row[i++].as<std::string>();
       if (IsSealedJson(stored)) continue;
-      tx.exec_params(
-          "UPDATE " + std::string(table.table) + " SET " + column + " = $3::jsonb" + where, tenant,
-          id, seal.Json(column, stored));
+      tx.exec_params(absl::StrCat("UPDATE ", table.table, " SET ", column, " = $3::jsonb", where),
+                     tenant, id, seal.Json(column, stored));
       plain = true;
     }
     if (plain) ++changed;
@@ -457,12 +459,12 @@ absl::StatusOr<std::vector<Message>> PgSandboxStore::ListFolder(const std::strin
   std::vector<Message> messages;
   absl::Status status = pg::WithTenantTransaction(pool_, tenant, [&](pqxx::work& tx) {
     RowReader read(keys_, tx, tenant);
-    messages =
-        read.Messages(tx.exec_params(std::string("SELECT ") + kMessageColumns +
-                                         " FROM sandbox.messages WHERE tenant_id = $1"
-                                         " AND folder = $2"
-                                         " ORDER BY coalesce(sent_at, created_at) DESC, id LIMIT $3",
-                                     tenant, static_cast<int>(folder), limit));
+    messages = read.Messages(
+        tx.exec_params(std::string("SELECT ") + kMessageColumns +
+                           " FROM sandbox.messages WHERE tenant_id = $1"
+                           " AND folder = $2"
+                           " ORDER BY coalesce(sent_at, created_at) DESC, id LIMIT $3",
+                       tenant, static_cast<int>(folder), limit));
     return read.status();
   });
   if (!status.ok()) return status;
@@ -499,8 +501,7 @@ absl::StatusOr<int> PgSandboxStore::SealPlainRows(const std::string& tenant) {
   // executor's tool-listing session, `_catalog`, is one).
   bool seeded = false;
   absl::Status looked = pg::WithTenantTransaction(pool_, tenant, [&](pqxx::work& tx) {
-    seeded =
-        !tx.exec_params("SELECT 1 FROM sandbox.tenants WHERE tenant_id = $1", tenant).empty();
+    seeded = !tx.exec_params("SELECT 1 FROM sandbox.tenants WHERE tenant_id = $1", tenant).empty();
     return absl::OkStatus();
   });
   if (!looked.ok()) return looked;

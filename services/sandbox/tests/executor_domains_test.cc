@@ -16,12 +16,12 @@
 #include <fstream>
 #include <pqxx/pqxx>
 
+#include "libs/core/ids.h"
 #include "libs/mcp/registry.h"
 #include "libs/pg/migrate.h"
 #include "services/executor/src/domain_tools.h"
 #include "services/executor/src/mcp_tools.h"
 #include "services/executor/src/tool_runtime.h"
-#include "libs/core/ids.h"
 #include "services/sandbox/src/sandbox_time.h"
 #include "tests/support/test_database.h"
 
@@ -237,12 +237,11 @@ TEST(SandboxBinaryTest, PostgresStateNeedsAMasterKey) {
   const std::string log = (std::filesystem::temp_directory_path() /
                            ("omniforge-sandbox-nokey-" + core::NewUuid() + ".log"))
                               .string();
-  const int status =
-      std::system(("env -u OMNIFORGE_ENCRYPTION_MASTER_KEY -u OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE"
-                   " OMNIFORGE_DATABASE_MIGRATE_ON_START=false " +
-                   std::string(OMNIFORGE_SANDBOX_BIN) + " --domain email --tenant acme </dev/null 2>" +
-                   log)
-                      .c_str());
+  const int status = std::system(
+      ("env -u OMNIFORGE_ENCRYPTION_MASTER_KEY -u OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE"
+       " OMNIFORGE_DATABASE_MIGRATE_ON_START=false " +
+       std::string(OMNIFORGE_SANDBOX_BIN) + " --domain email --tenant acme </dev/null 2>" + log)
+          .c_str());
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 1);
   std::ifstream in(log);

@@ -49,9 +49,10 @@ std::vector<std::string> ExecutorEnv(const omniforge::testing::TestDatabase& db,
     const std::string prefix = std::string("OMNIFORGE_MCP_SERVERS_SANDBOX_") + domain;
     env.push_back(prefix + "_COMMAND=" + OMNIFORGE_SANDBOX_BIN);
     env.push_back(prefix + "_ENV=OMNIFORGE_DATABASE_DSN=" + db.service_dsn("sandbox") +
-                  ",OMNIFORGE_DATABASE_MIGRATE_ON_START=false,OMNIFORGE_SANDBOX_NOW=" + kNow +
-                  ",OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE=" + key_file);
-    env.push_back(prefix + "_READ_PATHS=" + key_file);
+                  ",OMNIFORGE_DATABASE_MIGRATE_ON_START=false,OMNIFORGE_SANDBOX_NOW=" + kNow);
+    env.back().append(",OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE=").append(key_file);
+    env.push_back(prefix + "_READ_PATHS=");
+    env.back().append(key_file);
   }
   return omniforge::testing::DatabaseEnv(db, "executor", env);
 }

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "libs/core/ids.h"
 #include "libs/pg/migrate.h"
 #include "libs/seal/sealed_text.h"
@@ -92,8 +93,8 @@ class PgSealingTest : public ::testing::Test {
     std::string all;
     for (const auto& table :
          Raw("SELECT table_name FROM information_schema.tables WHERE table_schema = 'sandbox'")) {
-      for (const auto& row : Raw("SELECT t::text FROM sandbox." + table[0].as<std::string>() +
-                                 " AS t")) {
+      for (const auto& row :
+           Raw("SELECT t::text FROM sandbox." + table[0].as<std::string>() + " AS t")) {
         all += row[0].as<std::string>() + "\n";
       }
     }
@@ -104,9 +105,9 @@ class PgSealingTest : public ::testing::Test {
   // checkpoint has written every page out.
   std::string DatabaseFiles() {
     Raw("CHECKPOINT");
-    const auto where = Raw(
-        "SELECT current_setting('data_directory'), oid::text FROM pg_database"
-        " WHERE datname = current_database()");
+    const auto where =
+        Raw("SELECT current_setting('data_directory'), oid::text FROM pg_database"
+            " WHERE datname = current_database()");
     const std::filesystem::path data = where[0][0].as<std::string>();
     std::string bytes;
     for (const auto& dir : {data / "base" / where[0][1].as<std::string>(), data / "pg_wal"}) {
@@ -126,9 +127,9 @@ class PgSealingTest : public ::testing::Test {
     int checked = 0;
     for (const auto& [table, columns] : SealedColumns()) {
       for (const std::string& column : columns) {
-        for (const auto& row : Raw("SELECT " + column + " FROM sandbox." + table +
-                                       " WHERE tenant_id = $1",
-                                   tenant)) {
+        for (const auto& row :
+             Raw(absl::StrCat("SELECT ", column, " FROM sandbox.", table, " WHERE tenant_id = $1"),
+                 tenant)) {
           const std::string value = row[0].is_null() ? "" : row[0].as<std::string>();
           EXPECT_TRUE(value.empty() || seal::IsSealedText(value))
               << table << "." << column << ": " << value;
@@ -215,12 +216,24 @@ TEST_F(PgSealingTest, TheCanaryReadsBackButNeverReachesTheDatabaseInPlainText) {
 }
 
 TEST_F(PgSealingTest, AnotherTenantsKeyOrAnotherMasterKeyOpensNothing) {
-  const Message sent{"m-1",          Folder::kSent, kSandboxUserEmail,
-                     {CanaryEmail()}, "To " + canary_, "Body " + canary_,
-                     Parse("2026-11-24T10:00:00+01:00"), Parse("2026-11-24T10:00:00+01:00")};
+  const Message sent{"m-1",
+                     Folder::kSent,
+                     kSandboxUserEmail,
+                     {CanaryEmail()},
+                     "To " + canary_,
+                     "Body " + canary_,
+                     Parse("2026-11-24T10:00:00+01:00"),
+                     Parse("2026-11-24T10:00:00+01:00")};
   ASSERT_TRUE(store_.AddMessage(tenant_, sent).ok());
-  ASSERT_TRUE(store_.AddMessage(other_, {"m-own", Folder::kSent, kSandboxUserEmail, {"a@b.example"},
-                                         "own", "own", sent.created_at, sent.sent_at})
+  ASSERT_TRUE(store_
+                  .AddMessage(other_, {"m-own",
+                                       Folder::kSent,
+                                       kSandboxUserEmail,
+                                       {"a@b.example"},
+                                       "own",
+                                       "own",
+                                       sent.created_at,
+                                       sent.sent_at})
                   .ok());
   EXPECT_EQ(store_.GetMessage(tenant_, "m-1")->body, "Body " + canary_);
 
@@ -279,6 +292,7 @@ TEST_F(PgSealingTest, SearchesAndChecksMatchSealedFields) {
   std::atomic<int> added{0};
   std::atomic<int> refused{0};
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int i = 0; i < 4; ++i) {
     threads.emplace_back([&, i] {
       const absl::Status status = store_.AddContact(
@@ -329,9 +343,9 @@ TEST_F(PgSealingTest, RowsOfAnEarlierVersionStillReadAndAreSealed) {
 
   // A tenant never seeded (the executor's tool-listing session) gets no key.
   EXPECT_EQ(*store_.SealPlainRows(other_), 0);
-  EXPECT_EQ(Raw("SELECT count(*) FROM sandbox.tenant_keys WHERE tenant_id = $1", other_)[0][0]
-                .as<int>(),
-            0);
+  EXPECT_EQ(
+      Raw("SELECT count(*) FROM sandbox.tenant_keys WHERE tenant_id = $1", other_)[0][0].as<int>(),
+      0);
 }
 
 }  // namespace

@@ -137,9 +137,7 @@ TEST_F(PgStoreTest, ATenantNeverSeesAnotherTenantsState) {
       tx.exec_params("SELECT count(*) FROM sandbox.events WHERE tenant_id = $1", tenant_a_)[0][0]
           .as<int>(),
       0);
-  EXPECT_EQ(tx.exec("SELECT count(*) FROM sandbox.messages WHERE id = 'm-1'")[0][0]
-                .as<int>(),
-            0);
+  EXPECT_EQ(tx.exec("SELECT count(*) FROM sandbox.messages WHERE id = 'm-1'")[0][0].as<int>(), 0);
 }
 
 TEST_F(PgStoreTest, TwoBookingsOfTheSameTimeCannotBothSucceed) {
