@@ -32,12 +32,12 @@ pid_of() {
 
 # The encryption master keys, one per service that seals what users wrote:
 # the conversation service's (master.key), the orchestrator's
-# (orchestrator-master.key) and the executor's (executor-master.key). None
-# can open another's data.
+# (orchestrator-master.key), the executor's (executor-master.key) and the
+# sandbox MCP servers' (sandbox-master.key). None can open another's data.
 ensure_master_key() {
   local key
   for key in "$STATE_DIR/master.key" "$STATE_DIR/orchestrator-master.key" \
-             "$STATE_DIR/executor-master.key"; do
+             "$STATE_DIR/executor-master.key" "$STATE_DIR/sandbox-master.key"; do
     if [[ ! -s "$key" ]]; then
       (umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$key")
       log "generated a local encryption master key in $key"
@@ -132,11 +132,13 @@ service_env() {
                    "OMNIFORGE_IDENTITY_SIGNING_KEY_ID=executor")
       # The sandbox email, calendar and contacts servers it starts
       # (deploy/local/executor.yaml): this build's binary, this cluster, as
-      # omniforge_sandbox only (`up` has applied their schema).
+      # omniforge_sandbox only (`up` has applied their schema), sealing
+      # with their master key, a file their file sandbox lets them read.
       local domain
       for domain in EMAIL CALENDAR CONTACTS; do
         SERVICE_ENV+=("OMNIFORGE_MCP_SERVERS_SANDBOX_${domain}_COMMAND=$BUILD_DIR/bin/omniforge-sandbox-mcp"
-                      "OMNIFORGE_MCP_SERVERS_SANDBOX_${domain}_ENV=OMNIFORGE_DATABASE_DSN=$(service_dsn sandbox),OMNIFORGE_DATABASE_MIGRATE_ON_START=false")
+                      "OMNIFORGE_MCP_SERVERS_SANDBOX_${domain}_ENV=OMNIFORGE_DATABASE_DSN=$(service_dsn sandbox),OMNIFORGE_DATABASE_MIGRATE_ON_START=false,OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE=$STATE_DIR/sandbox-master.key"
+                      "OMNIFORGE_MCP_SERVERS_SANDBOX_${domain}_READ_PATHS=$STATE_DIR/sandbox-master.key")
       done ;;
     orchestrator)
       SERVICE_ENV=("OMNIFORGE_DATABASE_DSN=$(service_dsn orchestrator)"

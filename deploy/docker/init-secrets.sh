@@ -2,8 +2,9 @@
 # Creates the secrets docker-compose.yml mounts, in deploy/docker/secrets/
 # (git-ignored), keeping any that exist:
 #   master.key         the conversation service's encryption master key (32 random bytes, hex)
-#   orchestrator_master.key, executor_master.key  the orchestrator's and the
-#                      executor's (the same kind of key, each its own)
+#   orchestrator_master.key, executor_master.key, sandbox_master.key  the
+#                      orchestrator's, the executor's and the sandbox MCP
+#                      servers' (the same kind of key, each its own)
 #   postgres_password  the password of PostgreSQL's omniforge user (the owner: migrations)
 #   db_<service>_password  the passwords of the services' login roles
 #                      (conversation, executor, orchestrator, and sandbox for the
@@ -35,7 +36,7 @@ mkdir -p "$dir"
 # containers' non-root user, which compose bind-mounts them for.
 chmod 700 "$dir"
 
-for name in master.key orchestrator_master.key executor_master.key; do
+for name in master.key orchestrator_master.key executor_master.key sandbox_master.key; do
   if [[ ! -s "$dir/$name" ]]; then
     od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$dir/$name"
     echo "init-secrets: made $name"

@@ -115,7 +115,7 @@ def check(config, with_ollama, problems):
 
     secrets = config.get("secrets", {})
     for secret in ("master_key", "orchestrator_master_key", "executor_master_key",
-                   "postgres_password", "api_keys",
+                   "sandbox_master_key", "postgres_password", "api_keys",
                    "db_conversation_password", "db_executor_password", "db_orchestrator_password"):
         if secret not in secrets:
             problems.append(f"secret {secret} is not defined")
@@ -139,6 +139,22 @@ def check(config, with_ollama, problems):
         for other in services:
             if other not in (service, "migrate") and secret in secrets_of(other):
                 problems.append(f"{other}: is given {secret}, {service}'s master key")
+    # The sandbox servers the executor starts seal with their own master
+    # key: a file named in each server's env, readable in its file sandbox,
+    # given to the executor (their parent) and to no other service.
+    if "sandbox_master_key" not in secrets_of("executor"):
+        problems.append("executor: no sandbox_master_key secret (for the sandbox servers)")
+    for domain in ("EMAIL", "CALENDAR", "CONTACTS"):
+        prefix = f"OMNIFORGE_MCP_SERVERS_SANDBOX_{domain}"
+        server_env = [e.strip() for e in str(env("executor").get(f"{prefix}_ENV", "")).split(",")]
+        if "OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE=/run/secrets/sandbox_master_key" not in server_env:
+            problems.append(f"executor: {prefix}_ENV does not name the sandbox master key file")
+        paths = [p.strip() for p in str(env("executor").get(f"{prefix}_READ_PATHS", "")).split(",")]
+        if "/run/secrets/sandbox_master_key" not in paths:
+            problems.append(f"executor: {prefix}_READ_PATHS does not let it read its master key")
+    for other in services:
+        if other not in ("executor", "migrate") and "sandbox_master_key" in secrets_of(other):
+            problems.append(f"{other}: is given sandbox_master_key, the sandbox servers' master key")
     if env("orchestrator").get("OMNIFORGE_AUTH_API_KEYS_FILE") != "/run/secrets/api_keys":
         problems.append("orchestrator: OMNIFORGE_AUTH_API_KEYS_FILE is not the secret")
     for key, target in (("CONVERSATION", "conversation:50051"), ("INTENT", "intent:50052"),

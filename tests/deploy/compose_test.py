@@ -399,22 +399,24 @@ def main():
 
 
 def check_roles(stack):
-    """Each service is logged in as its own role: not a superuser, not the
-    owner of the tables."""
+    """Each service (and the sandbox servers) is logged in as its own role:
+    not a superuser, not the owner of the tables."""
     result = run([stack.docker, "exec", stack.container("postgres"), "psql", "-U", "omniforge",
                   "-d", "omniforge", "-At", "-c",
                   "SELECT usename || ' ' || r.rolsuper || ' ' || r.rolbypassrls FROM pg_stat_activity a"
                   " JOIN pg_roles r ON r.rolname = a.usename WHERE a.datname = 'omniforge'"
                   " AND a.usename <> 'omniforge' GROUP BY usename, r.rolsuper, r.rolbypassrls"])
     logins = {line.split()[0]: line.split()[1:] for line in result.stdout.split("\n") if line}
-    for service in ("conversation", "executor", "orchestrator"):
+    # The sandbox servers the executor starts to list their tools (with
+    # their database password and master key) count as one.
+    for service in ("conversation", "executor", "orchestrator", "sandbox"):
         role = f"omniforge_{service}"
         if logins.get(role) != ["false", "false"]:
             fail(f"{service}: not logged in as {role} without superuser or BYPASSRLS: {logins}")
     owners = run([stack.docker, "exec", stack.container("postgres"), "psql", "-U", "omniforge",
                   "-d", "omniforge", "-At", "-c",
                   "SELECT DISTINCT tableowner FROM pg_tables WHERE schemaname IN"
-                  " ('conversation', 'platform', 'orchestration')"]).stdout.split()
+                  " ('conversation', 'platform', 'orchestration', 'sandbox')"]).stdout.split()
     if any(o.startswith("omniforge_") for o in owners):
         fail(f"a service role owns tables: {owners}")
     log(f"services logged in as {sorted(logins)}; tables owned by {owners}")

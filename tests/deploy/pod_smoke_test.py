@@ -366,10 +366,10 @@ def make_secrets(kubectl, bin_dir, work, dsn_host):
     run(["bash", "deploy/k8s/secrets/init.sh", "-d", files],
         env=dict(os.environ, OMNIFORGE_BIN_DIR=bin_dir))
     passwords = {s: open(os.path.join(files, f"db_{s}_password")).read().strip()
-                 for s in ("conversation", "executor", "orchestrator")}
+                 for s in ("conversation", "executor", "orchestrator", "sandbox")}
     passwords["owner"] = "smoke-owner-" + passwords["conversation"][:8]
     with open(os.path.join(files, "database.env"), "a") as f:
-        for service in ("conversation", "executor", "orchestrator"):
+        for service in ("conversation", "executor", "orchestrator", "sandbox"):
             f.write(f"{service}-dsn=host={dsn_host} port=5432 dbname=omniforge "
                     f"user=omniforge_{service} password={passwords[service]}\n")
         f.write(f"migrate-dsn=host={dsn_host} port=5432 dbname=omniforge user=omniforge "
@@ -415,7 +415,8 @@ def prepare_database(cluster, passwords):
             "OMNIFORGE_OWNER_PASSWORD": passwords["owner"],
             "OMNIFORGE_CONVERSATION_PASSWORD": passwords["conversation"],
             "OMNIFORGE_EXECUTOR_PASSWORD": passwords["executor"],
-            "OMNIFORGE_ORCHESTRATOR_PASSWORD": passwords["orchestrator"]})
+            "OMNIFORGE_ORCHESTRATOR_PASSWORD": passwords["orchestrator"],
+            "OMNIFORGE_SANDBOX_PASSWORD": passwords["sandbox"]})
     return "external PostgreSQL (deploy/postgres-roles.sql)"
 
 
@@ -703,6 +704,12 @@ def main():
         for service in ("conversation", "executor", "orchestrator"):
             if f"omniforge_{service}" not in logins:
                 fail(f"{service} is not logged in as omniforge_{service}: {logins}")
+        # The sandbox servers the executor starts to list their tools (the
+        # `_catalog` session), with their database and master key.
+        if "omniforge_sandbox" not in logins:
+            fail(f"no sandbox server is logged in as omniforge_sandbox: {logins}\n" +
+                 cluster.logs(next(d["metadata"]["name"] for d in deployments
+                                   if "executor" in d["metadata"]["name"]), lines=200))
         if "omniforge" in logins:
             fail(f"a service is logged in as the owner: {logins}")
         # The orchestrator's own connections: its flows, plans, usage and the

@@ -199,6 +199,7 @@ case "${1:-}" in
       'conversation-dsn=host=pg.internal dbname=omniforge user=omniforge_conversation password=x' \
       'executor-dsn=host=pg.internal dbname=omniforge user=omniforge_executor password=x' \
       'orchestrator-dsn=host=pg.internal dbname=omniforge user=omniforge_orchestrator password=x' \
+      'sandbox-dsn=host=pg.internal dbname=omniforge user=omniforge_sandbox password=x' \
       'migrate-dsn=postgresql://omniforge:x@pg.internal/omniforge?sslmode=require' \
       >> "$tmp/files/database.env"
     "$kubectl" kustomize "$tmp" > "$tmp/secrets.yaml"

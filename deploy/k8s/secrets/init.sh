@@ -3,13 +3,15 @@
 # in DIR (default: files/ beside this script, git-ignored), keeping any that
 # exist:
 #   master.key    32 random bytes, hex (the conversation service's master key)
-#   orchestrator_master.key, executor_master.key  the same kind, each service's own
+#   orchestrator_master.key, executor_master.key, sandbox_master.key  the same
+#                 kind, each service's own (the sandbox MCP servers' last)
 #   orchestrator_identity.key, executor_identity.key  caller-assertion signing keys
 #                 (32 random bytes, hex); *_identity.pub their public keys
 #   api_keys      one API key for TENANT/USER (its secret in demo.key, for the client)
 #   database.env  <service>-dsn= and migrate-dsn= to fill in for an external PostgreSQL
 #   db_<service>_password  the passwords of the services' login roles with the
-#                 CloudNativePG component (omniforge_conversation, _executor, _orchestrator)
+#                 CloudNativePG component (omniforge_conversation, _executor, _orchestrator,
+#                 _sandbox)
 #   llm.env       provider keys to fill in (empty: local mode)
 # The API key is made by omniforge-orchestrator: from OMNIFORGE_BIN_DIR
 # (default build/bin), else from the image (OMNIFORGE_IMAGE, with docker).
@@ -32,7 +34,7 @@ mkdir -p "$dir"
 chmod 700 "$dir"
 umask 077
 
-for name in master.key orchestrator_master.key executor_master.key; do
+for name in master.key orchestrator_master.key executor_master.key sandbox_master.key; do
   if [[ ! -s "$dir/$name" ]]; then
     od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$dir/$name"
     echo "secrets: made $name"
@@ -76,11 +78,12 @@ if [[ ! -e "$dir/database.env" ]]; then
 # conversation-dsn=host=pg.example.internal dbname=omniforge user=omniforge_conversation password=... sslmode=verify-full
 # executor-dsn=host=pg.example.internal dbname=omniforge user=omniforge_executor password=... sslmode=verify-full
 # orchestrator-dsn=host=pg.example.internal dbname=omniforge user=omniforge_orchestrator password=... sslmode=verify-full
+# sandbox-dsn=host=pg.example.internal dbname=omniforge user=omniforge_sandbox password=... sslmode=verify-full
 # migrate-dsn=host=pg.example.internal dbname=omniforge user=omniforge password=... sslmode=verify-full
 ENV
   echo "secrets: made database.env (fill in the <service>-dsn keys and migrate-dsn for an external PostgreSQL)"
 fi
-for service in conversation executor orchestrator; do
+for service in conversation executor orchestrator sandbox; do
   if [[ ! -s "$dir/db_${service}_password" ]]; then
     od -An -tx1 -N24 /dev/urandom | tr -d ' \n' > "$dir/db_${service}_password"
     echo "secrets: made db_${service}_password"

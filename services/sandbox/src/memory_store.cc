@@ -2,9 +2,7 @@
 
 #include <algorithm>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
-#include "services/sandbox/src/tool_args.h"
+#include "services/sandbox/src/search.h"
 
 namespace omniforge::sandbox {
 namespace {
@@ -17,15 +15,6 @@ std::vector<Message> NewestFirst(std::vector<Message> messages, int limit) {
   });
   if (messages.size() > static_cast<size_t>(limit)) messages.resize(limit);
   return messages;
-}
-
-bool Mentions(const Message& message, const std::string& query) {
-  if (ContainsIgnoringCase(message.from, query) || ContainsIgnoringCase(message.subject, query) ||
-      ContainsIgnoringCase(message.body, query)) {
-    return true;
-  }
-  return std::any_of(message.to.begin(), message.to.end(),
-                     [&](const std::string& to) { return ContainsIgnoringCase(to, query); });
 }
 
 }  // namespace
@@ -167,7 +156,8 @@ absl::StatusOr<std::vector<Message>> MemorySandboxStore::SearchMessages(const st
   absl::MutexLock lock(&mu_);
   std::vector<Message> found;
   for (const Message& message : tenants_[tenant].messages) {
-    if (message.folder != Folder::kDraft && Mentions(message, query)) found.push_back(message);
+    if (message.folder != Folder::kDraft && MessageMentions(message, query))
+      found.push_back(message);
   }
   return NewestFirst(std::move(found), limit);
 }

@@ -4,14 +4,19 @@
 // (services/executor/src/domain_tools.h) and called through the executor's
 // tool runtime, with the state in the test database. Covers the risks the
 // annotations give, two Johns, a conflicting booking with its
-// alternatives, a draft previewed then sent, and tenants kept apart across
-// processes.
+// alternatives, a draft previewed then sent (and sealed at rest with the
+// master key the server reads from the file its `env` names), and tenants
+// kept apart across processes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <pqxx/pqxx>
 
+#include "libs/core/ids.h"
 #include "libs/mcp/registry.h"
 #include "libs/pg/migrate.h"
 #include "services/executor/src/domain_tools.h"
@@ -33,9 +38,11 @@ constexpr char kNow[] = "2026-11-24T08:00:00Z";
 
 // A per-tenant stdio server running the sandbox for `domain`, configured
 // as deploy/local/executor.yaml and scripts/stack.sh do (the schema is
-// applied once beforehand, not by each process).
+// applied once beforehand, not by each process; the master key in a file
+// the server may read, named in its environment).
 mcp::McpServerConfig SandboxServer(const std::string& domain,
-                                   const omniforge::testing::TestDatabase& db) {
+                                   const omniforge::testing::TestDatabase& db,
+                                   const std::string& master_key_file) {
   mcp::McpServerConfig server;
   server.name = "sandbox_" + domain;
   server.transport = mcp::TransportKind::kStdio;
@@ -44,7 +51,9 @@ mcp::McpServerConfig SandboxServer(const std::string& domain,
   server.stdio.args = {"--domain", domain, "--tenant", "{tenant}", "--time-zone", "UTC"};
   server.stdio.env = {{"OMNIFORGE_DATABASE_DSN", db.service_dsn("sandbox")},
                       {"OMNIFORGE_DATABASE_MIGRATE_ON_START", "false"},
-                      {"OMNIFORGE_SANDBOX_NOW", kNow}};
+                      {"OMNIFORGE_SANDBOX_NOW", kNow},
+                      {"OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE", master_key_file}};
+  server.stdio.read_paths = {master_key_file};
   server.session.server_name = server.name;
   server.trust = mcp::ServerTrust::kReadHints;
   server.per_tenant = true;
@@ -65,13 +74,22 @@ class ExecutorDomainsTest : public ::testing::Test {
     const std::string migrate = "OMNIFORGE_DATABASE_MIGRATE_DSN='" + db_->owner_dsn() + "' " +
                                 OMNIFORGE_SANDBOX_BIN + " migrate 2>&1";
     ASSERT_EQ(std::system(migrate.c_str()), 0);
+    key_dir_ = new std::filesystem::path(std::filesystem::temp_directory_path() /
+                                         ("omniforge-sandbox-key-" + core::NewUuid()));
+    std::filesystem::create_directories(*key_dir_);
+    std::ofstream(*key_dir_ / "sandbox-master.key") << std::string(64, 'a') << "\n";
   }
-  static void TearDownTestSuite() { delete db_; }
+  static void TearDownTestSuite() {
+    std::filesystem::remove_all(*key_dir_);
+    delete key_dir_;
+    delete db_;
+  }
 
   void SetUp() override {
+    const std::string key = (*key_dir_ / "sandbox-master.key").string();
     registry_ = std::make_unique<mcp::McpRegistry>(
-        mcp::McpConfig{{SandboxServer("email", *db_), SandboxServer("calendar", *db_),
-                        SandboxServer("contacts", *db_)}});
+        mcp::McpConfig{{SandboxServer("email", *db_, key), SandboxServer("calendar", *db_, key),
+                        SandboxServer("contacts", *db_, key)}});
     mcp::CallOptions within;
     within.deadline = std::chrono::system_clock::now() + std::chrono::seconds(30);
     const absl::Status refreshed = registry_->Refresh(within);
@@ -95,6 +113,7 @@ class ExecutorDomainsTest : public ::testing::Test {
   }
 
   static omniforge::testing::TestDatabase* db_;
+  static std::filesystem::path* key_dir_;
   std::unique_ptr<mcp::McpRegistry> registry_;
   std::unique_ptr<executor::DomainTools> domains_;
   executor::ToolCatalog catalog_;
@@ -102,6 +121,7 @@ class ExecutorDomainsTest : public ::testing::Test {
 };
 
 omniforge::testing::TestDatabase* ExecutorDomainsTest::db_ = nullptr;
+std::filesystem::path* ExecutorDomainsTest::key_dir_ = nullptr;
 
 TEST_F(ExecutorDomainsTest, EachDomainsToolsAreListedWithTheRiskTheirHintsGive) {
   std::map<std::string, ToolRisk> listed;
@@ -176,6 +196,16 @@ TEST_F(ExecutorDomainsTest, ADraftIsPreviewedThenSent) {
       Call("globex", "email__search_messages", {{"query", "moving our call"}})["data"]["messages"]
           .size(),
       0u);
+
+  // At rest, as the cluster's superuser sees it: sealed.
+  pqxx::connection conn(db_->dsn());
+  pqxx::work tx(conn);
+  const pqxx::row row = tx.exec1(
+      "SELECT count(*) FILTER (WHERE subject LIKE 'ofs1:%' AND body LIKE 'ofs1:%'),"
+      " count(*) FILTER (WHERE body LIKE '%12:00 instead%') FROM sandbox.messages"
+      " WHERE tenant_id = 'acme' AND folder = 1");
+  EXPECT_GE(row[0].as<int>(), 2);  // the seed's sent mail and this one
+  EXPECT_EQ(row[1].as<int>(), 0);
 }
 
 TEST_F(ExecutorDomainsTest, BadInputIsAToolErrorNamingTheProblem) {
@@ -201,6 +231,23 @@ TEST(SandboxBinaryTest, ATenantIsRequiredUnlessTheStateIsInMemory) {
       std::system((bin + " --domain email --memory </dev/null 2>/dev/null").c_str());
   ASSERT_TRUE(WIFEXITED(in_memory));
   EXPECT_EQ(WEXITSTATUS(in_memory), 0);
+}
+
+TEST(SandboxBinaryTest, PostgresStateNeedsAMasterKey) {
+  const std::string log = (std::filesystem::temp_directory_path() /
+                           ("omniforge-sandbox-nokey-" + core::NewUuid() + ".log"))
+                              .string();
+  const int status = std::system(
+      ("env -u OMNIFORGE_ENCRYPTION_MASTER_KEY -u OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE"
+       " OMNIFORGE_DATABASE_MIGRATE_ON_START=false " +
+       std::string(OMNIFORGE_SANDBOX_BIN) + " --domain email --tenant acme </dev/null 2>" + log)
+          .c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr("no encryption master key"));
+  std::filesystem::remove(log);
 }
 
 }  // namespace

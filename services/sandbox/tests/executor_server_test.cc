@@ -1,7 +1,9 @@
 // The omniforge-executor binary with the shipped local configuration
 // (deploy/local/executor.yaml) and the environment scripts/stack.sh gives
 // it: the sandbox servers serve the email, calendar and contacts domains,
-// driven over gRPC as the orchestrator drives them (ListTools, InvokeTool).
+// driven over gRPC as the orchestrator drives them (ListTools, InvokeTool),
+// their state sealed with the sandbox's master key from the file their
+// environment names.
 #include <gmock/gmock.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
@@ -9,9 +11,13 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
 
 #include "libs/core/grpc_identity.h"
+#include "libs/core/ids.h"
 #include "omniforge/executor/v1/executor_service.grpc.pb.h"
 #include "services/sandbox/src/sandbox_time.h"
 #include "tests/support/identity_keys.h"
@@ -32,8 +38,10 @@ constexpr char kNow[] = "2026-11-24T08:00:00Z";
 
 // What scripts/stack.sh sets for the executor's sandbox servers, on `db`
 // (no owner login: the schema is applied once, by MigrateSandbox), with
-// the sandbox's clock started at kNow.
-std::vector<std::string> ExecutorEnv(const omniforge::testing::TestDatabase& db) {
+// the sandbox's clock started at kNow and its master key in `key_file`,
+// which the servers' file sandbox lets them read.
+std::vector<std::string> ExecutorEnv(const omniforge::testing::TestDatabase& db,
+                                     const std::string& key_file) {
   std::vector<std::string> env = {omniforge::testing::ExecutorMasterKeyEnv()};
   const auto identity = omniforge::testing::TestIdentityEnv(omniforge::testing::TestKeyUse::kBoth);
   env.insert(env.end(), identity.begin(), identity.end());
@@ -42,6 +50,9 @@ std::vector<std::string> ExecutorEnv(const omniforge::testing::TestDatabase& db)
     env.push_back(prefix + "_COMMAND=" + OMNIFORGE_SANDBOX_BIN);
     env.push_back(prefix + "_ENV=OMNIFORGE_DATABASE_DSN=" + db.service_dsn("sandbox") +
                   ",OMNIFORGE_DATABASE_MIGRATE_ON_START=false,OMNIFORGE_SANDBOX_NOW=" + kNow);
+    env.back().append(",OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE=").append(key_file);
+    env.push_back(prefix + "_READ_PATHS=");
+    env.back().append(key_file);
   }
   return omniforge::testing::DatabaseEnv(db, "executor", env);
 }
@@ -65,8 +76,10 @@ class SandboxExecutorServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(MigrateSandbox(db_), 0);
+    std::filesystem::create_directories(key_dir_);
+    std::ofstream(key_dir_ / "sandbox-master.key") << std::string(64, 'b') << "\n";
     const auto error = executor_.Start(
-        ExecutorEnv(db_),
+        ExecutorEnv(db_, (key_dir_ / "sandbox-master.key").string()),
         {"--config", std::string(OMNIFORGE_SOURCE_DIR) + "/deploy/local/executor.yaml"});
     ASSERT_FALSE(error.has_value()) << *error;
     stub_ = pb::ExecutorService::NewStub(
@@ -77,6 +90,7 @@ class SandboxExecutorServerTest : public ::testing::Test {
     stub_.reset();  // the channel closes first, so nothing holds the drain up
     const auto status = executor_.Stop();
     EXPECT_TRUE(status && WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << executor_.JoinedLog();
+    std::filesystem::remove_all(key_dir_);
   }
 
   std::unique_ptr<grpc::ClientContext> Context() const {
@@ -98,6 +112,8 @@ class SandboxExecutorServerTest : public ::testing::Test {
   }
 
   omniforge::testing::TestDatabase db_;
+  const std::filesystem::path key_dir_ =
+      std::filesystem::temp_directory_path() / ("omniforge-sandbox-key-" + core::NewUuid());
   omniforge::testing::ServerProcess executor_{OMNIFORGE_EXECUTOR_BIN};
   std::unique_ptr<pb::ExecutorService::Stub> stub_;
   const core::Identity alice_{"acme", "alice"};
@@ -145,6 +161,16 @@ TEST_F(SandboxExecutorServerTest, InvokeToolBooksAroundAConflict) {
 
   const pb::InvokeToolResponse johns = Invoke("contacts__find_contacts", {{"query", "John"}});
   EXPECT_THAT(johns.result_json(), HasSubstr("Which John do you mean"));
+
+  // At rest, as the cluster's superuser sees it: the title sealed.
+  pqxx::connection conn(db_.dsn());
+  pqxx::work tx(conn);
+  EXPECT_EQ(tx.exec1("SELECT count(*) FROM sandbox.events WHERE tenant_id = 'acme'"
+                     " AND title LIKE 'ofs1:%' AND attendees::text LIKE '\"ofs1:%'")[0]
+                .as<int>(),
+            4);  // the seed's three and the booked call
+  EXPECT_EQ(tx.exec1("SELECT count(*) FROM sandbox.events WHERE title LIKE '%Sarah%'")[0].as<int>(),
+            0);
 }
 
 }  // namespace
