@@ -4,9 +4,10 @@
 // exchange starts at a message of the opening role: the user's in a chat,
 // the planner's in an agent dialogue), then older messages while the running
 // total stays within the token budget, stopping at the first that does not
-// fit so the window has no holes. A hard cap on the number of messages
-// bounds the window even when the recent exchanges are huge. The result is
-// oldest-first.
+// fit so the window has no holes. Hard caps on the number of messages and
+// on their bytes (content and metadata) bound the window even when the
+// recent exchanges are huge, so that it always fits in one response; the
+// newest message is kept whatever its size. The result is oldest-first.
 #pragma once
 
 #include <vector>
@@ -20,6 +21,8 @@ struct ContextWindowOptions {
   int min_recent_exchanges = 3;
   Role exchange_opener = Role::kUser;
   int max_messages = 500;
+  // 2 MiB: with the response's framing, well within gRPC's default 4 MiB.
+  size_t max_bytes = size_t{2} * 1024 * 1024;
 };
 
 struct ContextWindow {
@@ -44,6 +47,7 @@ class ContextWindowAssembler final {
   ContextWindowOptions options_;
   std::vector<Message> newest_first_;
   int total_tokens_ = 0;
+  size_t total_bytes_ = 0;
   int exchanges_seen_ = 0;
   bool complete_ = false;
 };

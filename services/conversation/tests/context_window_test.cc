@@ -53,6 +53,34 @@ TEST(ContextWindowTest, RecentExchangesAreKeptEvenOverBudget) {
   EXPECT_TRUE(w.truncated);
 }
 
+// A live probe stored one user message and 80 replies of 64 KiB: the last
+// exchange alone was 5 MiB, over gRPC's 4 MiB, and every later turn of that
+// conversation reported storage unavailable.
+TEST(ContextWindowTest, RecentExchangesAreBoundedInBytesToo) {
+  std::vector<Message> all = {Msg(1, Role::kUser, 10)};
+  for (int i = 0; i < 80; ++i) {
+    all.push_back(Msg(i + 2, Role::kAssistant, 16000));
+    all.back().content = std::string(size_t{64} * 1024, 'r');
+  }
+  ContextWindow w = Assemble(all, {2000, 3});
+  EXPECT_TRUE(w.truncated);
+  size_t bytes = 0;
+  for (const Message& m : w.messages) bytes += m.content.size() + m.metadata_json.size();
+  EXPECT_LE(bytes, size_t{2} * 1024 * 1024);
+  EXPECT_EQ(w.messages.size(), 31u) << "as many of the newest as fit in 2 MiB";
+  EXPECT_EQ(w.messages.back().seq, 81) << "the newest are the ones kept";
+}
+
+TEST(ContextWindowTest, TheNewestMessageIsKeptWhateverItsSize) {
+  std::vector<Message> all = {Msg(1, Role::kUser, 10), Msg(2, Role::kAssistant, 10)};
+  all.back().content = std::string(size_t{64} * 1024, 'r');
+  ContextWindowOptions options;
+  options.max_bytes = 1024;
+  ContextWindow w = Assemble(all, options);
+  EXPECT_EQ(Seqs(w), (std::vector<int64_t>{2}));
+  EXPECT_TRUE(w.truncated);
+}
+
 TEST(ContextWindowTest, ToolAndPlannerMessagesBelongToTheirExchange) {
   std::vector<Message> all = {Msg(1, Role::kUser, 10),    Msg(2, Role::kAssistant, 10),
                               Msg(3, Role::kUser, 10),    Msg(4, Role::kTool, 10),

@@ -723,6 +723,31 @@ TEST_F(ConversationServerTest, MetadataNestedPastTheLimitIsRefusedAndTheConversa
   EXPECT_TRUE(listed.messages(0).metadata().fields().contains("a"));
 }
 
+// One user message and 80 replies of 64 KiB: the last exchange alone is
+// 5 MiB. Its window used to exceed gRPC's 4 MiB, so every later turn of the
+// conversation failed to read it; now the window is bounded in bytes.
+TEST_F(ConversationServerTest, AHugeLastExchangeStillGivesAWindowThatFitsInAResponse) {
+  const core::Identity alice = FreshUser();
+  const std::string id = Create(alice, "long replies").id();
+  pb::AppendMessageResponse appended;
+  ASSERT_TRUE(Append(alice, Message(id, pb::ROLE_USER, "tell me everything"), &appended).ok());
+  // Text of many words, so that the stored form is not trivially small.
+  std::string reply;
+  while (reply.size() < size_t{64} * 1024 - 16) reply += "lorem ipsum ";
+  for (int i = 0; i < 80; ++i) {
+    ASSERT_TRUE(Append(alice, Message(id, pb::ROLE_ASSISTANT, reply), &appended).ok()) << i;
+  }
+  pb::GetContextWindowRequest request;
+  request.set_conversation_id(id);
+  pb::GetContextWindowResponse window;
+  const grpc::Status status = stub_->GetContextWindow(Call(alice).get(), request, &window);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(window.truncated());
+  EXPECT_GT(window.messages_size(), 20);
+  EXPECT_LE(window.ByteSizeLong(), size_t{2} * 1024 * 1024 + 64 * 1024);
+  EXPECT_EQ(window.messages(window.messages_size() - 1).content(), reply) << "the newest kept";
+}
+
 TEST_F(ConversationServerTest, SecretsAreMaskedFlaggedAndNeverLogged) {
   const std::string secret = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX123456";
   const core::Identity alice = FreshUser();
