@@ -33,7 +33,7 @@ absl::StatusOr<int> ApplyMigrations(const std::string& dsn, const std::string& c
   std::sort(ordered.begin(), ordered.end(),
             [](const Migration* a, const Migration* b) { return a->version < b->version; });
   try {
-    pqxx::connection conn(dsn);
+    pqxx::connection conn(WithClientTimeouts(dsn, ClientTimeouts{}));
     {
       pqxx::nontransaction setup(conn);
       setup.exec_params("SELECT pg_advisory_lock(hashtext($1))", std::string(kLockKey));

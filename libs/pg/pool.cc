@@ -38,7 +38,8 @@ absl::StatusOr<std::unique_ptr<PgPool>> PgPool::Create(PgOptions options) {
 
 absl::StatusOr<std::unique_ptr<pqxx::connection>> PgPool::Open() {
   try {
-    auto conn = std::make_unique<pqxx::connection>(options_.dsn);
+    auto conn =
+        std::make_unique<pqxx::connection>(WithClientTimeouts(options_.dsn, options_.timeouts));
     pqxx::nontransaction setup(*conn);
     setup.exec("SET statement_timeout = " + std::to_string(options_.statement_timeout_ms));
     if (!options_.role.empty()) setup.exec("SET ROLE " + setup.quote_name(options_.role));

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "libs/pg/transport.h"
 
 namespace omniforge::pg {
 
@@ -29,6 +30,8 @@ struct PgOptions {
   std::string role;
   std::chrono::milliseconds acquire_timeout{5000};
   int statement_timeout_ms = 10000;
+  // Added to the dsn of every connection (transport.h).
+  ClientTimeouts timeouts;
 };
 
 class PgPool;

@@ -15,6 +15,12 @@ DatabaseSettings ReadDatabaseSettings(core::ConfigReader& config, const std::str
   s.pool.role = config.String("database.role", "");
   s.pool.statement_timeout_ms =
       static_cast<int>(config.Int("database.statement_timeout_ms", 10000, 100, 600000));
+  s.pool.timeouts.connect_timeout_s =
+      static_cast<int>(config.Int("database.connect_timeout_s", 5, 2, 300));
+  s.pool.timeouts.keepalives_idle_s =
+      static_cast<int>(config.Int("database.keepalives_idle_s", 10, 1, 3600));
+  s.pool.timeouts.tcp_user_timeout_ms =
+      static_cast<int>(config.Int("database.tcp_user_timeout_ms", 20000, 1000, 600000));
   s.migrate_dsn = config.String("database.migrate_dsn", "");
   if (s.migrate_dsn.empty()) {
     s.migrate_dsn = s.pool.dsn == local_dsn ? LocalDsn("omniforge") : s.pool.dsn;

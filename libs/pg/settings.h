@@ -25,8 +25,9 @@ struct DatabaseSettings {
 // Reads database.dsn (default: the local stack's, as the service's own
 // role `login`, when `local_by_default`; else none), database.pool_size
 // (default `default_pool_size`), database.role, database.statement_timeout_ms,
-// database.migrate_dsn and database.migrate_on_start; bad values are
-// reported by the reader's Finish().
+// database.connect_timeout_s (5), database.keepalives_idle_s (10),
+// database.tcp_user_timeout_ms (20000), database.migrate_dsn and database.migrate_on_start; bad
+// values are reported by the reader's Finish().
 DatabaseSettings ReadDatabaseSettings(core::ConfigReader& config, const std::string& login,
                                       bool local_by_default, int default_pool_size);
 

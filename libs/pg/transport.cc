@@ -31,6 +31,37 @@ std::optional<std::map<std::string, std::string>> ParseConnectionString(const st
   return set;
 }
 
+bool IsUri(const std::string& dsn) {
+  return dsn.starts_with("postgresql://") || dsn.starts_with("postgres://");
+}
+
+}  // namespace
+
+std::string WithClientTimeouts(const std::string& dsn, const ClientTimeouts& timeouts) {
+  const std::optional<std::map<std::string, std::string>> set = ParseConnectionString(dsn);
+  const std::pair<const char*, int> wanted[] = {
+      {"connect_timeout", timeouts.connect_timeout_s},
+      {"keepalives", 1},
+      {"keepalives_idle", timeouts.keepalives_idle_s},
+      {"keepalives_interval", timeouts.keepalives_interval_s},
+      {"keepalives_count", timeouts.keepalives_count},
+      {"tcp_user_timeout", timeouts.tcp_user_timeout_ms}};
+  std::string out = dsn;
+  bool query = IsUri(dsn) && dsn.find('?') != std::string::npos;
+  for (const auto& [key, value] : wanted) {
+    if (set.has_value() && set->contains(key)) continue;
+    if (IsUri(dsn)) {
+      absl::StrAppend(&out, query ? "&" : "?", key, "=", value);
+      query = true;
+    } else {
+      absl::StrAppend(&out, out.empty() ? "" : " ", key, "=", value);
+    }
+  }
+  return out;
+}
+
+namespace {
+
 bool IsLoopbackAddress(const std::string& address) {
   in_addr v4{};
   if (inet_pton(AF_INET, address.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;

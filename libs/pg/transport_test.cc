@@ -1,8 +1,17 @@
 #include "libs/pg/transport.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <map>
+#include <memory>
+#include <string>
+
+#include "libs/pg/pool.h"
 
 namespace omniforge::pg {
 namespace {
@@ -99,6 +108,55 @@ TEST(UnverifiedTransportRisk, AStringLibpqCannotParseIsLeftToTheConnection) {
   EXPECT_EQ(UnverifiedTransportRisk("host=pg.example.internal nonsense", Env()), std::nullopt);
   EXPECT_EQ(UnverifiedTransportRisk("host=pg.example.internal bogus_option=1", Env()),
             std::nullopt);
+}
+
+TEST(WithClientTimeouts, AddsEachTimeoutToAKeyValueString) {
+  EXPECT_EQ(WithClientTimeouts("host=db user=u", {}),
+            "host=db user=u connect_timeout=5 keepalives=1 keepalives_idle=10 "
+            "keepalives_interval=5 keepalives_count=3 tcp_user_timeout=20000");
+}
+
+TEST(WithClientTimeouts, TheStringsOwnValuesWin) {
+  ClientTimeouts timeouts;
+  timeouts.connect_timeout_s = 7;
+  EXPECT_EQ(WithClientTimeouts("host=db connect_timeout=30 keepalives=0", timeouts),
+            "host=db connect_timeout=30 keepalives=0 keepalives_idle=10 "
+            "keepalives_interval=5 keepalives_count=3 tcp_user_timeout=20000");
+}
+
+TEST(WithClientTimeouts, AUriGetsThemAsQueryParameters) {
+  EXPECT_EQ(WithClientTimeouts("postgresql://u@db/app", {}),
+            "postgresql://u@db/app?connect_timeout=5&keepalives=1&keepalives_idle=10&"
+            "keepalives_interval=5&keepalives_count=3&tcp_user_timeout=20000");
+  EXPECT_EQ(WithClientTimeouts("postgres://u@db/app?sslmode=verify-full&connect_timeout=9", {}),
+            "postgres://u@db/app?sslmode=verify-full&connect_timeout=9&keepalives=1&"
+            "keepalives_idle=10&keepalives_interval=5&keepalives_count=3&tcp_user_timeout=20000");
+}
+
+// A server that takes the connection and never answers (a host gone quiet,
+// a network dropping packets): the pool gives up after connect_timeout
+// instead of holding the thread forever.
+TEST(WithClientTimeouts, APoolGivesUpOnAServerThatNeverAnswers) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(listen(listener, 16), 0);  // the kernel completes connections; none is read
+  socklen_t length = sizeof address;
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  PgOptions options;
+  options.dsn = "host=127.0.0.1 port=" + std::to_string(ntohs(address.sin_port)) +
+                " user=nobody dbname=none sslmode=disable";
+  options.timeouts.connect_timeout_s = 2;
+  const auto started = std::chrono::steady_clock::now();
+  const absl::StatusOr<std::unique_ptr<PgPool>> pool = PgPool::Create(options);
+  const auto took = std::chrono::steady_clock::now() - started;
+  close(listener);
+  EXPECT_EQ(pool.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_GE(took, std::chrono::milliseconds(1500));
+  EXPECT_LT(took, std::chrono::seconds(10));
 }
 
 }  // namespace

@@ -433,7 +433,8 @@ std::unique_ptr<PgTurnBus> JoinTurnBus(const Settings& s, const Storage& storage
                                        const std::optional<seal::MasterKeySet>& master_keys) {
   if (storage.pool == nullptr) return nullptr;
   // Signals are sealed with a key every replica derives from the master key.
-  auto turn_bus = std::make_unique<PgTurnBus>(s.database.pool.dsn, master_keys);
+  auto turn_bus = std::make_unique<PgTurnBus>(
+      pg::WithClientTimeouts(s.database.pool.dsn, s.database.pool.timeouts), master_keys);
   if (turn_bus->WaitListening(std::chrono::seconds(2))) {
     core::LogInfo("turns on other replicas are reached through the database",
                   {{"replica", turn_bus->origin()}});
@@ -524,8 +525,9 @@ absl::StatusOr<KeySources> OpenKeySources(const Settings& s, const Storage& stor
   if (storage.pool != nullptr) {
     k.store = std::make_unique<PgKeyStore>(*storage.pool);
     k.managed = std::make_unique<ManagedApiKeys>();
-    k.managed_watcher = std::make_unique<PgKeyWatcher>(s.database.pool.dsn, *k.store, *k.managed,
-                                                       s.api_keys_reload);
+    k.managed_watcher = std::make_unique<PgKeyWatcher>(
+        pg::WithClientTimeouts(s.database.pool.dsn, s.database.pool.timeouts), *k.store, *k.managed,
+        s.api_keys_reload);
     if (k.managed_watcher->WaitListening(std::chrono::seconds(2))) {
       core::LogInfo("managed API keys are read from orchestration.api_keys",
                     {{"keys", std::to_string(k.managed->size())}});
