@@ -8,8 +8,17 @@
 // the policy denies is refused to the model. Tool results are data in tool
 // messages only (the context box's DATA too), never in the system prompt. Work of several steps
 // goes to agent_create_plan (when offered): the plan's result comes back into the session, once per
-// turn, and the model sums it up. At most `max_iterations` model calls per turn. The flow's context
-// box is part of the system message, so every call sees the task's goal and state in a few lines.
+// turn, and the model sums it up. The flow's context box is part of the system message, so every
+// call sees the task's goal and state in a few lines.
+//
+// The loop is driven by the assessment (plans/assessment.h): after each iteration (one model call
+// and its tool calls) in which tools ran, their results are assessed (CallsEvidence, with the
+// request's clarity) and Decide takes the next move, which goes to the model as data in the next
+// call: a `loop_assessment` tool result (verdict, score, reasons, the move and what it asks),
+// never in the system prompt. CONTINUE and REVISE_PLAN go on; REVISE_PLAN counts as a re-plan.
+// EXIT (the `max_iterations` cap, or work still blocked after kMaxRevisions re-plans) ends the
+// tool work: the model is asked once more, with tool_choice none, for its answer. Iterations
+// without tool runs cost nothing extra; at the cap they end the loop the same way.
 //
 // No gRPC and no I/O of its own: the turn supplies a PlannerIo.
 #pragma once
@@ -26,6 +35,8 @@
 #include "services/orchestrator/approvals/approval_gate.h"
 #include "services/orchestrator/flow/flow_state.h"
 #include "services/orchestrator/planner/local_policy.h"
+#include "services/orchestrator/plans/assessment.h"
+#include "services/orchestrator/plans/plan_assessment.h"
 
 namespace omniforge::orchestrator {
 
@@ -54,6 +65,11 @@ class PlannerIo {
   // True once the turn must stop (cancelled, out of time, suspended by a
   // newer message).
   virtual bool Stopped() = 0;
+  // Iteration `iteration` (from 1), whose tools ran, was assessed and the
+  // next move decided (told to the model in its next call). For the turn
+  // to show and log; by default nothing.
+  virtual void Assessed(int /*iteration*/, const Assessment& /*assessment*/,
+                        const Decision& /*decision*/) {}
 };
 
 struct PlannerRequest {
@@ -84,7 +100,12 @@ struct PlannerRequest {
   std::vector<::omniforge::executor::v1::ToolDescriptor> tools;
   // The model is offered agent_create_plan (plans can be kept).
   bool offer_plans = false;
-  int max_iterations = 10;
+  // Iterations (model calls with their tool calls) at most; then the model
+  // is asked once more, without tools, for its answer.
+  int max_iterations = kMaxIterations;
+  // How the user's request was read (the intent service's confidence and
+  // ambiguity), for the assessments; unknown: sure.
+  RequestClarity clarity;
   // The turn's deadline: the model's calls end by then.
   core::TimePoint deadline = core::TimePoint::max();
   std::function<bool()> cancelled;
@@ -98,8 +119,18 @@ struct PlannerResult {
   // back to the local policy. `error` says why.
   bool answered = false;
   std::string error;
-  // The iteration cap was reached.
+  // The iteration cap was reached (the answer was asked for without tools).
   bool iteration_limit = false;
+  // The last assessment of an iteration whose tools ran, the decision
+  // taken on it and that iteration (0: no tools ran, nothing assessed).
+  std::optional<Assessment> assessment;
+  std::optional<Decision> decision;
+  int assessed_iteration = 0;
+  // REVISE_PLAN decisions taken (at most kMaxRevisions for blocked work).
+  int revisions = 0;
+  // The loop ended on EXIT (the cap, or work still blocked): the model gave
+  // its answer with no tool calls allowed.
+  bool exited = false;
   // The turn was cancelled, ran out of time or was suspended while the
   // model wrote.
   bool stopped = false;

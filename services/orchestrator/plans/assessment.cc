@@ -259,12 +259,36 @@ Decision Decide(const Assessment& last, const LoopState& loop, int max_iteration
     return {NextMove::kExit,
             absl::StrCat("still blocked after ", loop.revisions, " re-plans", first_reason)};
   }
+  if (last.verdict == Verdict::kPartial && loop.revisions == 0 && MissesAnOutput(last)) {
+    return {NextMove::kRevisePlan, absl::StrCat("partial (score ", last.score, ")", first_reason,
+                                                "; try once more another way")};
+  }
   if (loop.work_left) {
     return {NextMove::kContinue, absl::StrCat(VerdictName(last.verdict), " (score ", last.score,
                                               "); go on with the work left")};
   }
   return {NextMove::kExit, absl::StrCat("the work is done: ", VerdictName(last.verdict), " (score ",
                                         last.score, ")")};
+}
+
+bool MissesAnOutput(const Assessment& assessment) {
+  return std::any_of(assessment.evidence.outputs.begin(), assessment.evidence.outputs.end(),
+                     [](const Finding& f) { return f.presence == Presence::kMissing; });
+}
+
+std::string WordsForThePlanner(NextMove move) {
+  switch (move) {
+    case NextMove::kContinue:
+      return "go on: call the tools the request still needs, or answer the user when the "
+             "results are enough";
+    case NextMove::kRevisePlan:
+      return "the last results fall short: try another approach (another tool or other "
+             "arguments, not the same call again), or ask the user";
+    case NextMove::kExit:
+      break;
+  }
+  return "stop: no more tool calls. Answer the user now with what was done, and say plainly "
+         "what was not done and why";
 }
 
 std::string VerdictName(Verdict verdict) {

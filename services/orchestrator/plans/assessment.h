@@ -9,7 +9,8 @@
 // are the limitations in plain words: what cost points, and what the
 // executor said it could not do or check. Decide turns the assessment into
 // the planner's next move between iterations: CONTINUE, REVISE_PLAN or
-// EXIT, with a cap of 10 iterations.
+// EXIT, with a cap of 10 iterations; WordsForThePlanner says what each move
+// asks of a model planner.
 //
 // Pure functions and value types: no I/O, thread-safe.
 #pragma once
@@ -127,9 +128,20 @@ struct Decision {
 
 // The next move after `last`, in this order: a question waiting for the
 // user, or `max_iterations` reached, is EXIT; BLOCKED is REVISE_PLAN until
-// kMaxRevisions re-plans were made, then EXIT; otherwise CONTINUE while
-// work is left, EXIT (done) when none is.
+// kMaxRevisions re-plans were made, then EXIT; PARTIAL with an output asked
+// for that is missing altogether (MissesAnOutput) is REVISE_PLAN once, when
+// no re-plan was made yet: work that could still be done, tried another
+// way; otherwise CONTINUE while work is left, EXIT (done) when none is.
 Decision Decide(const Assessment& last, const LoopState& loop, int max_iterations = kMaxIterations);
+
+// True when an output the work was asked for is missing altogether (not
+// merely partial).
+bool MissesAnOutput(const Assessment& assessment);
+
+// What a move asks of a model planner, in words of the platform's own (no
+// tool output): CONTINUE goes on or answers, REVISE_PLAN tries another way
+// or asks the user, EXIT answers now without tools.
+std::string WordsForThePlanner(NextMove move);
 
 // "complete", "partial", "blocked"; "continue", "revise_plan", "exit".
 std::string VerdictName(Verdict verdict);

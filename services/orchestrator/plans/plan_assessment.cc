@@ -141,7 +141,94 @@ void AddStepWork(const Plan& plan, const PlanStep& step, Evidence& out) {
   out.work.push_back(std::move(work));
 }
 
+// An executor's or a plan's result reads as its data; other results are
+// data themselves.
+const nlohmann::json& DataOf(const nlohmann::json& result) {
+  if (result.is_object()) {
+    if (auto it = result.find("data"); it != result.end() && result.contains("status")) return *it;
+  }
+  return result;
+}
+
+// Why a failed call failed: its "error" (or "message"), else its text.
+std::string FailureOf(const nlohmann::json& result, const std::string& text) {
+  if (result.is_object()) {
+    for (const char* key : {"error", "message"}) {
+      auto it = result.find(key);
+      if (it != result.end() && it->is_string() && !it->get<std::string>().empty()) {
+        return core::Shortened(it->get<std::string>(), kMaxNameBytes);
+      }
+    }
+  }
+  return core::Shortened(text.empty() ? "it failed" : text, kMaxNameBytes);
+}
+
+// A plan's result: found, partial or missing by its assessment's verdict;
+// its reasons as the call's limitations.
+void ReadPlanResult(const nlohmann::json& result, CallOutcome& out) {
+  auto it = result.find("assessment");
+  if (it == result.end()) return;
+  const std::optional<Assessment> assessed = AssessmentFromJson(*it);
+  if (!assessed.has_value()) return;
+  out.output = assessed->verdict == Verdict::kComplete  ? Presence::kFound
+               : assessed->verdict == Verdict::kPartial ? Presence::kPartial
+                                                        : Presence::kMissing;
+  if (assessed->verdict == Verdict::kBlocked) {
+    out.failure = absl::StrCat("the plan was blocked (score ", assessed->score, ")");
+  }
+  out.limitations = assessed->reasons;
+}
+
 }  // namespace
+
+CallOutcome ReadCallOutcome(const std::string& tool, const std::string& result_json,
+                            bool is_error) {
+  CallOutcome out;
+  out.tool = tool;
+  nlohmann::json result = nlohmann::json::parse(result_json, nullptr, /*allow_exceptions=*/false);
+  if (result.is_discarded()) result = result_json;
+  if (is_error) {
+    out.failed = true;
+    out.output = Presence::kMissing;
+    out.failure = FailureOf(result, result_json);
+    return out;
+  }
+  if (!HasData(DataOf(result))) out.output = Presence::kMissing;
+  if (!result.is_object()) return out;
+  if (result.value("status", "") == "partial" && out.output == Presence::kFound) {
+    out.output = Presence::kPartial;
+  }
+  if (auto it = result.find("confidence"); it != result.end() && it->is_number()) {
+    out.confidence = std::clamp(it->get<double>(), 0.0, 1.0);
+  }
+  if (auto it = result.find("limitations"); it != result.end() && it->is_array()) {
+    for (const nlohmann::json& l : *it) {
+      if (l.is_string()) out.limitations.push_back(core::Shortened(l.get<std::string>(), 300));
+    }
+  }
+  ReadPlanResult(result, out);
+  return out;
+}
+
+Evidence CallsEvidence(const std::vector<CallOutcome>& calls, const RequestClarity& clarity) {
+  Evidence e;
+  for (const CallOutcome& call : calls) {
+    e.outputs.push_back({"the result of " + call.tool, call.output});
+    ToolWork work;
+    work.label = call.tool;
+    work.calls = 1;
+    work.failure = call.failure;
+    if (call.failed && work.failure.empty()) work.failure = "it failed";
+    work.confidence = call.confidence;
+    e.work.push_back(std::move(work));
+    for (const std::string& limitation : call.limitations) {
+      e.limitations.push_back(absl::StrCat(call.tool, ": ", limitation));
+    }
+  }
+  e.intent_confidence = clarity.confidence;
+  e.ambiguous = clarity.ambiguous;
+  return e;
+}
 
 RequestClarity ClarityOf(const ::omniforge::intent::v1::IntentAnalysis& analysis) {
   RequestClarity clarity;

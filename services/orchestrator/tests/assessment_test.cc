@@ -212,7 +212,8 @@ TEST(Decide, BlockedWorkIsRePlannedTwiceThenGivenUp) {
 
 TEST(Decide, CompleteOrPartialWorkGoesOnWhileWorkIsLeft) {
   Evidence partial;
-  partial.outputs = {{"a", Presence::kFound}, {"b", Presence::kMissing}};
+  partial.outputs = {{"a", Presence::kFound}, {"b", Presence::kPartial}};
+  partial.intent_confidence = 0.5;
   const Assessment a = Assess(partial);
   ASSERT_EQ(a.verdict, Verdict::kPartial);
   EXPECT_EQ(Decide(a, {1, 0, true}).move, NextMove::kContinue);
@@ -220,6 +221,40 @@ TEST(Decide, CompleteOrPartialWorkGoesOnWhileWorkIsLeft) {
   EXPECT_EQ(done.move, NextMove::kExit);
   EXPECT_THAT(done.reason, HasSubstr("done"));
   EXPECT_EQ(Decide(Assess(Perfect()), {4, 0, true}).move, NextMove::kContinue);
+}
+
+// PARTIAL work with an output missing altogether could still be done: it
+// is re-planned once, whether or not work is left, and only while no
+// re-plan was made; then it goes on or is done as any partial work. A
+// merely partial output, or low confidence, is not re-planned.
+TEST(Decide, PartialWorkMissingAnOutputIsRePlannedOnce) {
+  Evidence missing;
+  missing.outputs = {{"a", Presence::kFound}, {"the blocked tasks", Presence::kMissing}};
+  const Assessment a = Assess(missing);
+  ASSERT_EQ(a.verdict, Verdict::kPartial);
+  EXPECT_TRUE(MissesAnOutput(a));
+  const Decision revise = Decide(a, {1, 0, false});
+  EXPECT_EQ(revise.move, NextMove::kRevisePlan);
+  EXPECT_THAT(revise.reason, HasSubstr("partial (score 80): no result for: the blocked tasks"));
+  EXPECT_EQ(Decide(a, {1, 0, true}).move, NextMove::kRevisePlan);
+  EXPECT_EQ(Decide(a, {2, 1, false}).move, NextMove::kExit) << "once only";
+  EXPECT_EQ(Decide(a, {2, 1, true}).move, NextMove::kContinue);
+  EXPECT_EQ(Decide(a, {kMaxIterations, 0, false}).move, NextMove::kExit) << "not past the cap";
+
+  Evidence unsure;
+  unsure.work = {{"", 1, 0, "", 0.2}};
+  unsure.intent_confidence = 0.5;
+  const Assessment b = Assess(unsure);
+  ASSERT_EQ(b.verdict, Verdict::kPartial);
+  EXPECT_FALSE(MissesAnOutput(b));
+  EXPECT_EQ(Decide(b, {1, 0, false}).move, NextMove::kExit);
+}
+
+// What each move asks of a model planner is the platform's own words.
+TEST(Decide, EachMoveIsWordedForThePlanner) {
+  EXPECT_THAT(WordsForThePlanner(NextMove::kContinue), HasSubstr("go on"));
+  EXPECT_THAT(WordsForThePlanner(NextMove::kRevisePlan), HasSubstr("another approach"));
+  EXPECT_THAT(WordsForThePlanner(NextMove::kExit), HasSubstr("no more tool calls"));
 }
 
 TEST(AssessmentJson, RoundTripsWithItsEvidence) {
@@ -419,6 +454,81 @@ TEST(PlanReply, TheAssessmentGoesOutAsThePublicType) {
   EXPECT_EQ(proto.score(), 60);
   EXPECT_EQ(proto.verdict(), ::omniforge::orchestrator::v1::ASSESSMENT_VERDICT_PARTIAL);
   EXPECT_THAT(proto.reasons(), ElementsAre("no result for: x"));
+}
+
+}  // namespace
+}  // namespace omniforge::orchestrator
+
+namespace omniforge::orchestrator {
+namespace {
+
+// A tool call's result read for the assessment: an error is missing and
+// failed with its words; empty data is missing; an executor's result says
+// partial, its confidence and its limitations; a plan's result is judged
+// by its own assessment.
+TEST(CallEvidence, ACallsResultSaysWhatItHolds) {
+  const CallOutcome failed =
+      ReadCallOutcome("list_runs", R"({"error":"the runs service is down"})", true);
+  EXPECT_TRUE(failed.failed);
+  EXPECT_EQ(failed.output, Presence::kMissing);
+  EXPECT_EQ(failed.failure, "the runs service is down");
+
+  EXPECT_EQ(ReadCallOutcome("list_runs", R"({"runs":[{"id":"r1"}]})", false).output,
+            Presence::kFound);
+  EXPECT_EQ(ReadCallOutcome("list_runs", "[]", false).output, Presence::kMissing);
+  EXPECT_EQ(ReadCallOutcome("list_runs", "not json", false).output, Presence::kFound);
+
+  const CallOutcome partial = ReadCallOutcome(
+      "notion_search",
+      R"j({"domain":"notion","status":"partial","data":{"pages":[1]},"confidence":0.6,)j"
+      R"j("limitations":["more results exist than were returned (nextCursor)"]})j",
+      false);
+  EXPECT_EQ(partial.output, Presence::kPartial);
+  EXPECT_EQ(partial.confidence, 0.6);
+  EXPECT_THAT(partial.limitations,
+              ElementsAre("more results exist than were returned (nextCursor)"));
+  EXPECT_EQ(ReadCallOutcome("notion_search",
+                            R"({"domain":"notion","status":"success","data":[],"confidence":1})",
+                            false)
+                .output,
+            Presence::kMissing);
+
+  const CallOutcome plan = ReadCallOutcome(
+      "agent_create_plan",
+      R"({"plan_id":"p1","status":"failed","assessment":{"score":30,"verdict":"blocked",)"
+      R"("reasons":["step 2: search_projects failed"]}})",
+      false);
+  EXPECT_EQ(plan.output, Presence::kMissing);
+  EXPECT_EQ(plan.failure, "the plan was blocked (score 30)");
+  EXPECT_THAT(plan.limitations, ElementsAre("step 2: search_projects failed"));
+}
+
+// The calls' evidence: each call an output and a piece of work labelled
+// with its tool, the executor's words labelled too, the request's clarity.
+TEST(CallEvidence, CallsAreAssessedEachByItsTool) {
+  std::vector<CallOutcome> calls = {
+      ReadCallOutcome("list_agents", R"({"agents":[{"name":"a"}]})", false),
+      ReadCallOutcome("list_runs", R"({"error":"the runs service is down"})", true)};
+  RequestClarity clarity;
+  clarity.confidence = 0.9;
+  const Assessment a = Assess(CallsEvidence(calls, clarity));
+  EXPECT_EQ(a.parts.data, 20);
+  EXPECT_EQ(a.parts.tools, 10);
+  EXPECT_EQ(a.parts.clarity, 18);
+  EXPECT_EQ(a.verdict, Verdict::kPartial);
+  EXPECT_THAT(a.reasons,
+              ElementsAre("no result for: the result of list_runs",
+                          "list_runs: the runs service is down",
+                          "the request was understood with 90% confidence"));
+  EXPECT_EQ(Decide(a, {1, 0, true}).move, NextMove::kRevisePlan);
+
+  calls = {ReadCallOutcome("notion_search",
+                           R"({"status":"success","data":{"x":1},"confidence":0.5,)"
+                           R"("limitations":["2 pages were private"]})",
+                           false)};
+  const Assessment unsure = Assess(CallsEvidence(calls, {}));
+  EXPECT_THAT(unsure.reasons, ElementsAre("notion_search: the executor was 50% sure of its result",
+                                          "notion_search: 2 pages were private"));
 }
 
 }  // namespace

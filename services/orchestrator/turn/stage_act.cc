@@ -120,7 +120,7 @@ std::optional<ToolRun> TurnPass::RunTool(const ToolStep& step, std::string* desc
       std::chrono::duration<double, std::milli>(ctx_.Now() - call_started).count());
   ToolRun ran;
   DescribeToolResult(step, result, *out, ran, described);
-  tool_runs_.emplace_back(step.tool, ran.is_error);
+  tool_runs_.push_back(ReadCallOutcome(step.tool, ran.result_json, ran.is_error));
   ContextBox::Add(box_.progress, (ran.is_error ? step.tool + " failed" : "ran " + step.tool));
   ContextBox::Add(box_.data, step.tool + ": " + core::Shortened(ran.result_json, 240));
   if (ran.is_error) {

@@ -1,12 +1,23 @@
 // Stage 5, Decide, with a planner model: the model plans, streams its
 // answer and runs what the gate lets run unasked itself (through the
 // turn's guardrails, stage_act.cc); what it proposes goes to the gate.
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "libs/core/ids.h"
 #include "libs/core/logging.h"
 #include "services/orchestrator/turn/turn_pass.h"
 
 namespace omniforge::orchestrator {
 namespace {
+
+// An iteration's assessment for the user: "Checked the results of round 2:
+// partial (score 70); next: revise plan".
+std::string AssessedInWords(int iteration, const Assessment& assessment,
+                            const Decision& decision) {
+  return absl::StrCat("Checked the results of round ", iteration, ": ",
+                      VerdictName(assessment.verdict), " (score ", assessment.score,
+                      "); next: ", absl::StrReplaceAll(NextMoveName(decision.move), {{"_", " "}}));
+}
 
 // The model's session reaches the turn through this: its text streams out,
 // its tools and plans run under the turn's guardrails.
@@ -30,6 +41,18 @@ class TurnPlannerIo final : public PlannerIo {
     return turn_.CreatePlan(arguments_json);
   }
   bool Stopped() override { return turn_.Stopped(); }
+  // Shown as the planner's state (the verdict, score and move: no tool
+  // output) and logged.
+  void Assessed(int iteration, const Assessment& assessment, const Decision& decision) override {
+    turn_.emit().State(pb::AGENT_STATE_THINKING, AssessedInWords(iteration, assessment, decision));
+    core::LogInfo("planner iteration assessed",
+                  {{"component", "orchestrator"},
+                   {"stage", "planner_assessment"},
+                   {"iteration", std::to_string(iteration)},
+                   {"verdict", VerdictName(assessment.verdict)},
+                   {"score", std::to_string(assessment.score)},
+                   {"next", NextMoveName(decision.move)}});
+  }
 
  private:
   TurnPass& turn_;
@@ -71,6 +94,7 @@ PlannerRequest TurnPass::ModelRequest() const {
   // A plan's steps need tools: with none on offer, no plan either.
   plan.offer_plans = PlansOn() && !plan.tools.empty();
   plan.max_iterations = runner_.options_.max_iterations;
+  plan.clarity = ClarityOf(analysis_);
   plan.deadline = ctx_.deadline();
   // Polled while the model streams, possibly off this thread: atomics only.
   TurnControl* control = &control_;
@@ -134,9 +158,14 @@ void TurnPass::TakeModelAnswer(const PlannerRequest& plan) {
     emit_.Error(pb::CHAT_ERROR_CODE_ITERATION_LIMIT,
                 "the planner reached its limit of " +
                     std::to_string(runner_.options_.max_iterations) +
-                    " steps; what was done so far is kept",
+                    " steps; it answered with what was done so far",
                 /*fatal=*/true);
     ContextBox::Add(box_.blockers, "the planner reached its iteration limit");
+  } else if (planned_.exited && planned_.assessment.has_value()) {
+    // Platform words only: the box is part of later system prompts.
+    ContextBox::Add(box_.blockers, absl::StrCat("the planner stopped: still ",
+                                                VerdictName(planned_.assessment->verdict),
+                                                " after ", planned_.revisions, " re-plans"));
   }
   if (suspended_) ContextBox::Add(box_.next, "finish the answer to: " + goal_);
 }

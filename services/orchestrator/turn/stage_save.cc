@@ -200,21 +200,11 @@ void TurnPass::AuditDecisions() {
 std::optional<Assessment> TurnPass::AssessTurn() const {
   if (suspended_ || control_.cancelled()) return std::nullopt;
   if (plan_assessed_.has_value()) return plan_assessed_;
-  Evidence e;
-  ToolWork calls;
-  for (const auto& [tool, failed] : tool_runs_) {
-    e.outputs.push_back({"the result of " + tool, failed ? Presence::kMissing : Presence::kFound});
-    ++calls.calls;
-    if (failed) ++calls.failed_calls;
-  }
-  if (calls.calls > 0) e.work.push_back(calls);
+  Evidence e = CallsEvidence(tool_runs_, ClarityOf(analysis_));
   if (!plan_failure_.empty()) {
     e.outputs.push_back({"the plan", Presence::kMissing});
     e.work.push_back({"the plan", 0, 0, plan_failure_, std::nullopt});
   }
-  const RequestClarity clarity = ClarityOf(analysis_);
-  e.intent_confidence = clarity.confidence;
-  e.ambiguous = clarity.ambiguous;
   if (move_.clarifying) e.open_questions.push_back(core::Shortened(text_, 300));
   if (move_.asked == kAskedRecovery && failed_) {
     e.open_questions.push_back("what to do now that " + failed_->what + " failed");

@@ -31,6 +31,7 @@
 #include "services/orchestrator/flow/notices.h"
 #include "services/orchestrator/planner/model_planner.h"
 #include "services/orchestrator/plans/assessment.h"
+#include "services/orchestrator/plans/plan_assessment.h"
 #include "services/orchestrator/turn/call_context.h"
 #include "services/orchestrator/turn/emitter.h"
 #include "services/orchestrator/turn/plan_reply.h"
@@ -283,10 +284,11 @@ class TurnPass final {
   int64_t plan_expires_ = 0;
   std::string plan_words_;
   // For the turn's assessment: the plan this turn ran, assessed (HoldPlan);
-  // why a plan call failed; each tool call's tool and whether it failed.
+  // why a plan call failed; each tool call as its result reads (the same
+  // evidence the model planner assesses its iterations by).
   std::optional<Assessment> plan_assessed_;
   std::string plan_failure_;
-  std::vector<std::pair<std::string, bool>> tool_runs_;
+  std::vector<CallOutcome> tool_runs_;
   // The work of this turn that failed for good (the first), which the
   // user is asked about unless something else waits (stage_recover.cc);
   // what the answer to the last turn's such question picked, or that it
