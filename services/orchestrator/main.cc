@@ -351,6 +351,8 @@ struct PlannerModels {
   std::unique_ptr<llm::LlmClient> client;
   std::unique_ptr<llm::ChatModel> planner;
   std::map<std::string, std::unique_ptr<llm::ChatModel>> planners_by_profile;
+  // The planner of each context type whose profile is not planner.profile.
+  std::map<intentpb::ContextType, llm::ChatModel*> by_context;
 };
 
 // Also sets the planner of the context types that have a profile of their
@@ -381,6 +383,7 @@ absl::StatusOr<PlannerModels> OpenPlannerModels(const Settings& s,
     std::unique_ptr<llm::ChatModel>& model = m.planners_by_profile[profile];
     if (model == nullptr) model = m.client->ForProfile(profile);
     turn_options.planner_by_context[type] = model.get();
+    m.by_context[type] = model.get();
     core::LogInfo("planner profile for a context type",
                   {{"context_type", intentpb::ContextType_Name(type)}, {"profile", profile}});
   }
@@ -394,6 +397,7 @@ struct PlanParts {
   std::unique_ptr<llm::ChatModel> reviewer;
   std::unique_ptr<MeteredChatModel> metered_plan_model;
   std::unique_ptr<MeteredChatModel> metered_reviewer;
+  std::map<intentpb::ContextType, std::unique_ptr<MeteredChatModel>> metered_by_context;
   std::unique_ptr<PlanGenerator> generator;
   std::unique_ptr<PlanAdvisor> advisor;
   std::unique_ptr<PlanEngine> engine;
@@ -416,7 +420,15 @@ PlanParts MakePlans(const Settings& s, const Storage& storage, const PlannerMode
   }
   if (p.reviewer != nullptr) p.metered_reviewer = std::make_unique<MeteredChatModel>(*p.reviewer);
   p.generator = std::make_unique<PlanGenerator>(p.metered_plan_model.get());
-  p.advisor = std::make_unique<PlanAdvisor>(p.metered_reviewer.get(), p.metered_plan_model.get());
+  // Executor questions are answered by the planner of the plan's context
+  // type, as the rest of its turn.
+  std::map<intentpb::ContextType, llm::ChatModel*> answerers;
+  for (const auto& [type, model] : models.by_context) {
+    p.metered_by_context[type] = std::make_unique<MeteredChatModel>(*model);
+    answerers[type] = p.metered_by_context[type].get();
+  }
+  p.advisor = std::make_unique<PlanAdvisor>(p.metered_reviewer.get(), p.metered_plan_model.get(),
+                                            std::move(answerers));
   PlanEngineOptions plan_options = s.plans;
   plan_options.usage_writer = usage;  // the model calls of each step, per step
   p.engine = std::make_unique<PlanEngine>(*p.store, *p.step_executors, *p.generator, *p.advisor,

@@ -280,10 +280,8 @@ class PlannerSession final {
     if (assessed != nullptr) note["assessment"] = AssessmentSummaryJson(*assessed);
     const std::string id = absl::StrCat("loop-assessment-", iteration);
     chat_.messages.push_back({llm::Role::kAssistant, "", {{id, kLoopAssessment, "{}"}}, {}});
-    chat_.messages.push_back({llm::Role::kTool,
-                              note.dump(-1, ' ', false, json::error_handler_t::replace),
-                              {},
-                              id});
+    chat_.messages.push_back(
+        {llm::Role::kTool, note.dump(-1, ' ', false, json::error_handler_t::replace), {}, id});
   }
 
   // agent_create_plan: one plan per turn.

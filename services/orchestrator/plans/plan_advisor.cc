@@ -83,11 +83,17 @@ absl::StatusOr<Review> PlanAdvisor::ReviewPlan(const Plan& plan, core::TimePoint
   return review;
 }
 
+llm::ChatModel* PlanAdvisor::PlannerFor(::omniforge::intent::v1::ContextType context) const {
+  auto it = planner_by_context_.find(context);
+  return it != planner_by_context_.end() && it->second != nullptr ? it->second : planner_;
+}
+
 QuestionAnswer PlanAdvisor::AnswerQuestion(const Plan& plan, const PlanStep& step,
                                            const std::string& question,
                                            const std::vector<std::string>& options,
                                            core::TimePoint deadline, llm::CallUsage* usage) const {
-  if (planner_ == nullptr) {
+  llm::ChatModel* const planner = PlannerFor(plan.context_type);
+  if (planner == nullptr) {
     return {false, "", "no model is configured to answer for the planner"};
   }
   nlohmann::json earlier = nlohmann::json::object();
@@ -111,7 +117,7 @@ QuestionAnswer PlanAdvisor::AnswerQuestion(const Plan& plan, const PlanStep& ste
   call.deadline_micros = core::MicrosOf(deadline);
   call.usage = usage;
   call.operation_type = "executor_clarification";
-  auto answer = llm::CompleteStructured(*planner_, chat, call);
+  auto answer = llm::CompleteStructured(*planner, chat, call);
   if (!answer.ok()) {
     core::LogWarn("executor question goes to the user: the planner's model failed",
                   {{"component", "orchestrator"},

@@ -92,8 +92,7 @@ struct CallOutcome {
 // (complete found, partial partial, blocked missing and failed; its
 // reasons are the limitations). Never fails: a result that is not JSON is
 // data.
-CallOutcome ReadCallOutcome(const std::string& tool, const std::string& result_json,
-                            bool is_error);
+CallOutcome ReadCallOutcome(const std::string& tool, const std::string& result_json, bool is_error);
 
 // The evidence of tool calls: each call's result an output ("the result of
 // list_runs"), its work labelled with its tool (failed with its failure,

@@ -256,6 +256,40 @@ std::string RevisionFeedback(const Plan& plan, const PlanStep& failed, const Ass
       "failed, with new ids for new steps; depend on completed steps by their ids.");
 }
 
+// What the generator's model is told when it re-plans a plan whose steps
+// all completed but whose result is partial with an output missing: the
+// assessment and what the steps produced, to add only what can still
+// produce what is missing.
+std::string PartialFeedback(const Plan& plan, const Assessment& assessed,
+                            const Decision& decision) {
+  std::vector<std::string> completed;
+  std::vector<std::string> produced;
+  for (const PlanStep& step : plan.steps) {
+    completed.push_back(step.id);
+    produced.push_back(absl::StrCat(
+        step.id, ": ",
+        core::Shortened(step.result_summary.empty() ? step.description : step.result_summary,
+                        200)));
+  }
+  return absl::StrCat(
+      "Every step completed, but the plan's result was assessed ", VerdictName(assessed.verdict),
+      " (score ", assessed.score, "/100): ", absl::StrJoin(assessed.reasons, "; "),
+      ". Decision: ", decision.reason, ". Context box: PROGRESS: ", absl::StrJoin(produced, "; "),
+      ". Steps ", absl::StrJoin(completed, ", "),
+      " completed: keep them as they are (their results stay). Add only the steps that can "
+      "still produce what is missing, another way than the steps that ran, with new ids; "
+      "depend on completed steps by their ids.");
+}
+
+// The step a partial plan's decision is told on: the first whose own
+// output is missing, else the last.
+const PlanStep& StepMissingItsOutput(const Plan& plan) {
+  for (const PlanStep& step : plan.steps) {
+    if (step.assessment.has_value() && MissesAnOutput(*step.assessment)) return step;
+  }
+  return plan.steps.back();
+}
+
 // The plan's steps after a re-plan: those that completed, as they are,
 // then the revision's steps that are not one of them, not started yet.
 std::vector<PlanStep> MergeRevision(const std::vector<PlanStep>& steps,
@@ -401,9 +435,11 @@ struct PlanEngine::Run {
   // How the request that started the run was read (set before the steps
   // start, then only read).
   const RequestClarity clarity;
-  // Re-plans made in this run, and the last decision on a blocked step
-  // (read and written between rounds, when no step runs).
+  // Re-plans made in this run, whether one was for a partial result, and
+  // the last decision on a blocked step or a partial result (read and
+  // written between rounds, when no step runs).
   int revisions = 0;
+  bool revised_partial = false;
   std::optional<Decision> decision;
 
   absl::Mutex emit_mu;
@@ -950,13 +986,13 @@ void PlanEngine::StartReadySteps(Run& run, std::vector<std::thread>& threads)
 bool PlanEngine::RevisePlan(Run& run, const PlanContext& context, int iteration,
                             const std::function<bool()>& cancelled) ABSL_NO_THREAD_SAFETY_ANALYSIS {
   Plan& plan = run.plan;
-  const PlanStep* failed = FirstFailed(plan);
-  if (failed == nullptr || !failed->assessment.has_value() || !run.storage_error.ok() ||
-      run.question.has_value() || (cancelled && cancelled())) {
+  if (!run.storage_error.ok() || run.question.has_value() || (cancelled && cancelled())) {
     return false;
   }
+  const PlanStep* failed = FirstFailed(plan);
+  if (failed == nullptr) return RevisePartialPlan(run, context, iteration);
+  if (!failed->assessment.has_value()) return false;
   const Assessment assessed = *failed->assessment;
-  const std::string failed_id = failed->id;
   run.decision = Decide(assessed, {iteration, run.revisions, /*work_left=*/true});
   if (run.decision->move == NextMove::kRevisePlan &&
       (!generator_.uses_model() || context.local_only)) {
@@ -969,14 +1005,43 @@ bool PlanEngine::RevisePlan(Run& run, const PlanContext& context, int iteration,
                            NextMoveName(run.decision->move), run.decision->reason,
                            Dump(AssessmentSummaryJson(assessed))));
   if (run.decision->move != NextMove::kRevisePlan) return false;
+  // A copy: the re-plan replaces the steps `failed` points into.
+  const std::string failed_id = failed->id;
+  return Replan(run, context, RevisionFeedback(plan, *failed, assessed, *run.decision), failed_id);
+}
 
+// Every step thread has been joined, as for RevisePlan.
+bool PlanEngine::RevisePartialPlan(Run& run, const PlanContext& context,
+                                   int iteration) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  Plan& plan = run.plan;
+  if (plan.steps.empty() || !AllStepsCompleted(plan) || !generator_.uses_model() ||
+      context.local_only) {
+    return false;
+  }
+  const Assessment assessed = AssessPlan(plan);
+  if (assessed.verdict != Verdict::kPartial) return false;
+  const Decision decision = Decide(assessed, {iteration, run.revisions, /*work_left=*/false});
+  if (decision.move != NextMove::kRevisePlan) return false;
+  run.decision = decision;
+  run.Emit(ExecutorMessage(plan, StepMissingItsOutput(plan), pb::DIALOGUE_PARTY_PLANNER,
+                           NextMoveName(decision.move), decision.reason,
+                           Dump(AssessmentSummaryJson(assessed))));
+  const size_t before = plan.steps.size();
+  if (!Replan(run, context, PartialFeedback(plan, assessed, decision), "")) return false;
+  run.revised_partial = true;
+  // Nothing new to run: the plan ends as it was.
+  return run.plan.steps.size() > before;
+}
+
+// Every step thread has been joined, as for RevisePlan.
+bool PlanEngine::Replan(Run& run, const PlanContext& context, const std::string& feedback,
+                        const std::string& blocked_step) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  Plan& plan = run.plan;
   PlanContext revision_context = context;
   revision_context.deadline = ModelDeadline();
   const PlanRequest request{plan.objective, plan.mode, plan.requested_outputs,
                             plan.priority_entities};
-  auto revised = generator_.Generate(
-      request, revision_context,
-      PlanRevision{plan.steps, RevisionFeedback(plan, *failed, assessed, *run.decision)});
+  auto revised = generator_.Generate(request, revision_context, PlanRevision{plan.steps, feedback});
   std::vector<PlanStep> steps;
   if (revised.ok()) steps = MergeRevision(plan.steps, *revised);
   absl::Status usable = revised.ok() ? ValidateStepGraph(steps) : revised.status();
@@ -1001,7 +1066,7 @@ bool PlanEngine::RevisePlan(Run& run, const PlanContext& context, int iteration,
   run.Emit(PlanCreated(plan));
   core::LogInfo("plan re-planned", {{"component", "orchestrator"},
                                     {"plan_id", plan.id},
-                                    {"blocked_step", failed_id},
+                                    {"blocked_step", blocked_step},
                                     {"steps", std::to_string(plan.steps.size())}});
   return true;
 }
@@ -1044,9 +1109,12 @@ absl::StatusOr<PlanOutcome> PlanEngine::EndRun(Run& run) ABSL_NO_THREAD_SAFETY_A
     plan_now.summary = "Stopped before every step ran; running the plan again resumes it.";
   }
   if (run.revisions > 0) {
+    const bool blocked = run.revisions > (run.revised_partial ? 1 : 0);
     plan_now.summary =
         absl::StrCat("Re-planned ", run.revisions, run.revisions == 1 ? " time" : " times",
-                     " after a step was blocked. ", plan_now.summary);
+                     " after ", run.revised_partial ? "a partial result" : "",
+                     run.revised_partial && blocked ? " and " : "",
+                     blocked ? "a step was blocked" : "", ". ", plan_now.summary);
   }
   if (absl::Status s = store_.Update(plan_now, {PlanStatus::kRunning}); !s.ok()) return s;
   CountPlan(plan_now.status);

@@ -252,12 +252,26 @@ class PlanEngine final {
   // Once no step runs after round `iteration`: when a step failed and the
   // decision on its assessment is REVISE_PLAN, the generator's model
   // re-plans what did not complete with the assessment in its context, and
-  // the new steps replace those (stored; true: run them). False when the
-  // plan goes no further: nothing failed, no model, the decision is EXIT,
-  // or the new steps cannot run unasked or be stored (run.decision says
-  // why, for the summary).
+  // the new steps replace those (stored; true: run them). Nothing failed:
+  // RevisePartialPlan. False when the plan goes no further: no model, the
+  // decision is EXIT, or the new steps cannot run unasked or be stored
+  // (run.decision says why, for the summary).
   bool RevisePlan(Run& run, const PlanContext& context, int iteration,
                   const std::function<bool()>& cancelled);
+  // Once every step completed: when the plan's assessment is PARTIAL with
+  // an output missing and the decision is REVISE_PLAN (once, before any
+  // other re-plan: Decide), the generator's model adds steps for what is
+  // missing, with the assessment in its context; the completed steps stay.
+  // True when new steps are stored to run; false otherwise (no model, not
+  // partial, nothing new).
+  bool RevisePartialPlan(Run& run, const PlanContext& context, int iteration);
+  // The generator's model re-plans with `feedback`; the completed steps
+  // stay and the revision's new steps replace the rest (MergeRevision),
+  // stored. False when the new steps cannot be made, would need the
+  // user's approval or cannot be stored (run.decision or storage_error
+  // says why). `blocked_step`: the failed step, for the log (empty: none).
+  bool Replan(Run& run, const PlanContext& context, const std::string& feedback,
+              const std::string& blocked_step);
   // Starts the steps as their dependencies complete, each on its own
   // thread, until none runs; returns when every thread has ended.
   void RunSteps(Run& run, const std::function<bool()>& cancelled);

@@ -56,6 +56,7 @@ class FakeStepExecutors::Dialogue final : public StepDialogue {
         }
         auto partial = executors_.partial_.find(call.tool_name());
         if (partial != executors_.partial_.end()) partial_ = partial->second;
+        if (executors_.empty_.contains(call.tool_name())) empty_ = true;
       }
     }
     if (hook) hook(task);
@@ -90,7 +91,7 @@ class FakeStepExecutors::Dialogue final : public StepDialogue {
     execpb::TaskComplete* complete = done.mutable_task_complete();
     complete->set_status(execpb::TASK_STATUS_SUCCESS);
     complete->set_summary((tools.empty() ? task_.task() : tools) + ": " + how);
-    complete->set_result_json(nlohmann::json({{"results", results}}).dump());
+    complete->set_result_json(empty_ ? "{}" : nlohmann::json({{"results", results}}).dump());
     complete->set_confidence(1.0);
     for (const execpb::PlannedToolCall& call : task_.tool_calls()) {
       execpb::ToolCallRecord* record = complete->add_tool_calls();
@@ -116,6 +117,7 @@ class FakeStepExecutors::Dialogue final : public StepDialogue {
   FakeStepExecutors& executors_;
   execpb::TaskAssignment task_;
   std::optional<Partial> partial_;
+  bool empty_ = false;
   std::deque<execpb::ConverseResponse> outbox_;
   bool closed_ = false;
 };
@@ -148,6 +150,11 @@ void FakeStepExecutors::PartialWhen(const std::string& tool, const std::string& 
                                     double confidence) {
   absl::MutexLock lock(&mu_);
   partial_[tool] = {limitation, confidence};
+}
+
+void FakeStepExecutors::EmptyWhen(const std::string& tool) {
+  absl::MutexLock lock(&mu_);
+  empty_.insert(tool);
 }
 
 void FakeStepExecutors::OnAssign(std::function<void(const execpb::TaskAssignment&)> hook) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ class FakeStepExecutors final : public StepExecutors {
   // Steps that plan a call of `tool` complete with TASK_STATUS_PARTIAL,
   // `limitation` and `confidence`.
   void PartialWhen(const std::string& tool, const std::string& limitation, double confidence);
+  // Steps that plan a call of `tool` complete with an empty result (the
+  // call found nothing).
+  void EmptyWhen(const std::string& tool);
   // Runs when a step's task is assigned (e.g. a test cancelling the turn).
   void OnAssign(std::function<void(const execpb::TaskAssignment&)> hook);
   // The tasks assigned, in order.
@@ -63,6 +67,7 @@ class FakeStepExecutors final : public StepExecutors {
     double confidence = 1;
   };
   std::map<std::string, Partial> partial_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> empty_ ABSL_GUARDED_BY(mu_);
   std::function<void(const execpb::TaskAssignment&)> on_assign_ ABSL_GUARDED_BY(mu_);
   std::vector<execpb::TaskAssignment> assignments_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> answers_ ABSL_GUARDED_BY(mu_);

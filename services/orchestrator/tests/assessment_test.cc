@@ -487,11 +487,11 @@ TEST(CallEvidence, ACallsResultSaysWhatItHolds) {
   EXPECT_EQ(partial.confidence, 0.6);
   EXPECT_THAT(partial.limitations,
               ElementsAre("more results exist than were returned (nextCursor)"));
-  EXPECT_EQ(ReadCallOutcome("notion_search",
-                            R"({"domain":"notion","status":"success","data":[],"confidence":1})",
-                            false)
-                .output,
-            Presence::kMissing);
+  EXPECT_EQ(
+      ReadCallOutcome("notion_search",
+                      R"({"domain":"notion","status":"success","data":[],"confidence":1})", false)
+          .output,
+      Presence::kMissing);
 
   const CallOutcome plan = ReadCallOutcome(
       "agent_create_plan",
@@ -516,10 +516,9 @@ TEST(CallEvidence, CallsAreAssessedEachByItsTool) {
   EXPECT_EQ(a.parts.tools, 10);
   EXPECT_EQ(a.parts.clarity, 18);
   EXPECT_EQ(a.verdict, Verdict::kPartial);
-  EXPECT_THAT(a.reasons,
-              ElementsAre("no result for: the result of list_runs",
-                          "list_runs: the runs service is down",
-                          "the request was understood with 90% confidence"));
+  EXPECT_THAT(a.reasons, ElementsAre("no result for: the result of list_runs",
+                                     "list_runs: the runs service is down",
+                                     "the request was understood with 90% confidence"));
   EXPECT_EQ(Decide(a, {1, 0, true}).move, NextMove::kRevisePlan);
 
   calls = {ReadCallOutcome("notion_search",

@@ -273,6 +273,79 @@ TEST_F(RecoveryEndToEndTest, APlanStepThatFailedForGoodIsRePlannedWithTheFailure
   EXPECT_THAT(turn.text(), HasSubstr("Here is what I found."));
 }
 
+// The platform's note to the model at the end of a planner request (the
+// loop_assessment tool result), parsed; null when the request ends
+// otherwise.
+json LoopNote(const llm::testing::RecordedRequest& request) {
+  const json messages = json::parse(request.body)["messages"];
+  if (messages.size() < 2 || messages.back()["role"] != "tool") return nullptr;
+  const json& call = messages[messages.size() - 2];
+  if (!call.contains("tool_calls") ||
+      call["tool_calls"][0]["function"]["name"] != "loop_assessment") {
+    return nullptr;
+  }
+  return json::parse(messages.back()["content"].get<std::string>());
+}
+
+// The model planner's loop is driven by the assessment: a lookup that
+// keeps failing is assessed blocked after each iteration; the next request
+// carries the assessment and the move (REVISE_PLAN twice, then EXIT), as
+// data; after the exit the model is asked for its answer with tool_choice
+// none; the client sees each round's check and the turn's assessment in
+// `done`.
+TEST_F(RecoveryEndToEndTest, TheModelPlannersLoopIsDrivenByTheAssessmentOfEachIteration) {
+  UseModelPlanner();
+  llm::testing::FakeRule again = Planner("", true, Calls("list_runs", {{"agent", "ghost"}}));
+  again.times = 2;
+  ASSERT_TRUE(fake_
+                  ->SetRules({Planner("what did ghost run", false,
+                                      Calls("list_runs", {{"agent", "ghost"}})),
+                              again, Planner("", true, {.text = "I could not read ghost's runs."})})
+                  .ok());
+  const size_t before = fake_->RequestCount();
+  const Turn turn = Chat("what did ghost run this week?");
+  ASSERT_TRUE(turn.status.ok()) << turn.status.error_message();
+
+  const auto planned = RequestsOf("planner_stream", before);
+  ASSERT_EQ(planned.size(), 4u) << turn.Text();
+  EXPECT_TRUE(LoopNote(planned[0]).is_null());
+  const json first = LoopNote(planned[1]);
+  ASSERT_TRUE(first.is_object()) << planned[1].body;
+  EXPECT_EQ(first["after_iteration"], 1);
+  EXPECT_EQ(first["assessment"]["verdict"], "blocked");
+  EXPECT_THAT(first["assessment"]["reasons"].dump(), HasSubstr("list_runs: "));
+  EXPECT_EQ(first["next"], "REVISE_PLAN");
+  EXPECT_EQ(LoopNote(planned[2])["next"], "REVISE_PLAN");
+  const json exit = LoopNote(planned[3]);
+  EXPECT_EQ(exit["next"], "EXIT");
+  EXPECT_THAT(exit["why"].get<std::string>(), HasSubstr("still blocked after 2 re-plans"));
+  EXPECT_EQ(json::parse(planned[3].body)["tool_choice"], "none");
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NE(json::parse(planned[i].body).value("tool_choice", ""), "none") << i;
+  }
+  // The reasons quote tool output: never in the system prompt.
+  const std::string system =
+      json::parse(planned[3].body)["messages"][0]["content"].get<std::string>();
+  EXPECT_THAT(system, HasSubstr("loop_assessment"));
+  const std::string reason = first["assessment"]["reasons"][0].get<std::string>();
+  EXPECT_THAT(system, Not(HasSubstr(reason.substr(reason.find(": ") + 2))));
+
+  std::vector<std::string> checked;
+  for (const pb::ChatEvent& e : turn.Of(pb::ChatEvent::kAgentState)) {
+    if (e.agent_state().details().starts_with("Checked"))
+      checked.push_back(e.agent_state().details());
+  }
+  ASSERT_EQ(checked.size(), 3u);
+  EXPECT_THAT(checked[0], HasSubstr("Checked the results of round 1: blocked"));
+  EXPECT_THAT(checked[0], HasSubstr("next: revise plan"));
+  EXPECT_THAT(checked[2], HasSubstr("next: exit"));
+  EXPECT_EQ(turn.Of(pb::ChatEvent::kToolCall).size(), 3u);
+  EXPECT_THAT(turn.Text(), HasSubstr("I could not read ghost's runs."));
+  const pb::Assessment& assessed = turn.events.back().done().assessment();
+  EXPECT_EQ(assessed.verdict(), pb::ASSESSMENT_VERDICT_BLOCKED);
+  EXPECT_THAT(assessed.reasons(), ::testing::Contains(HasSubstr("list_runs: ")));
+}
+
 // In local mode: the audit's steps fail (no such project), the user is
 // asked about the first, and "try again" runs the plan's steps again once
 // the project is there.

@@ -53,6 +53,8 @@ TEST(TurnGuardrailTest, NineReadsAskedAtOnceStopAtTheEighthAndTheModelIsNotAsked
   EXPECT_TRUE(next.ErrorCodes().empty());
 }
 
+// At the cap the model is asked once more, with no tool call allowed, for
+// its answer; a call it writes anyway does not run.
 TEST(TurnGuardrailTest, TheIterationLimitEndsTheTurnKeepsItsToolsAndIsFiled) {
   ScriptedModel model;
   for (int i = 0; i < 4; ++i) model.PushToolCall("list_runs", json{{"page", i}});
@@ -62,8 +64,10 @@ TEST(TurnGuardrailTest, TheIterationLimitEndsTheTurnKeepsItsToolsAndIsFiled) {
   RecordingSink sink;
   ASSERT_TRUE(h.Turn("what ran today?", sink).ok());
   EXPECT_THAT(sink.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_ITERATION_LIMIT));
-  EXPECT_EQ(model.requests().size(), 3u);
+  ASSERT_EQ(model.requests().size(), 4u);
+  EXPECT_EQ(model.requests()[3].tool_choice.mode, llm::ToolChoiceMode::kNone);
   EXPECT_EQ(h.tools.CallsOf("list_runs").size(), 3u);
+  EXPECT_THAT(sink.Text(), HasSubstr("I stopped here: reached the limit of 3 iterations"));
   EXPECT_THAT(KindsFiled(h), ElementsAre("iteration_limit"));
   EXPECT_EQ(h.memory.Messages(ConversationOf(sink)).size(), 2u);
 }

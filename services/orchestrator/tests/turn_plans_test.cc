@@ -663,8 +663,17 @@ TEST(TurnPlanTest, ABlockedStepIsRePlannedWithItsAssessmentAndThePlanGoesOn) {
                                   "the search index is down"));
   EXPECT_THAT(revision, HasSubstr("Context box: BLOCKERS: step s2 failed; PROGRESS: s1: "));
   EXPECT_THAT(revision, HasSubstr("Steps s1 completed"));
-  // The planner read the plan's assessment in its tool result.
-  EXPECT_THAT(asked[3].messages.back().content, HasSubstr("\"assessment\""));
+  // The planner read the plan's assessment in its tool result, and the
+  // loop's own assessment of that iteration after it.
+  const std::vector<llm::ChatMessage>& read = asked[3].messages;
+  ASSERT_GE(read.size(), 4u);
+  const llm::ChatMessage& plan_result = read[read.size() - 3];
+  EXPECT_EQ(plan_result.role, llm::Role::kTool);
+  EXPECT_THAT(plan_result.content, HasSubstr("\"assessment\""));
+  EXPECT_THAT(plan_result.content, HasSubstr("\"plan_id\""));
+  EXPECT_EQ(read[read.size() - 2].tool_calls.at(0).name, "loop_assessment");
+  EXPECT_THAT(read.back().content, HasSubstr("\"verdict\":\"complete\""));
+  EXPECT_THAT(read.back().content, HasSubstr("\"next\":\"CONTINUE\""));
 
   const std::string plan_id =
       turn.Of(pb::ChatEvent::kPlanCreated)[0].plan_created().plan().plan_id();
@@ -675,6 +684,96 @@ TEST(TurnPlanTest, ABlockedStepIsRePlannedWithItsAssessmentAndThePlanGoesOn) {
   EXPECT_EQ(stored.FindStep("s2"), nullptr);
   EXPECT_EQ(turn.events.back().done().assessment().verdict(), pb::ASSESSMENT_VERDICT_COMPLETE);
   EXPECT_THAT(turn.Text(), HasSubstr("Here are your projects."));
+}
+
+// A model's plan whose steps all completed but whose requested output is
+// missing (the search found nothing) is PARTIAL: the decision (REVISE_PLAN,
+// once, before any other re-plan) has the generator's model add a step for
+// what is missing, with the assessment in its context; the completed steps
+// do not run again, and the plan completes with the output found.
+TEST(TurnPlanTest, APartialPlanMissingARequestedOutputIsRePlannedOnce) {
+  ScriptedModel model;  // the planner and the plan's generator, in turn
+  model.PushToolCall("agent_create_plan", {{"objective", "Find my projects"},
+                                           {"execution_mode", "auto_execute"},
+                                           {"requested_outputs", {"the projects"}}});
+  json searched = PlannedStep("s2", "Search the projects", "search_projects");
+  searched["depends_on"] = json::array({"s1"});
+  model.PushText(
+      json{{"steps", {PlannedStep("s1", "List the agents", "list_agents"), searched}}}.dump());
+  json listed = PlannedStep("s3", "List the projects", "list_projects");
+  listed["depends_on"] = json::array({"s2"});
+  model.PushText(
+      json{{"steps", {PlannedStep("s1", "List the agents", "list_agents"), searched, listed}}}
+          .dump());
+  model.PushText("Here are your projects.");
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_MANAGE_PLATFORM),
+                {{}, &model, true});
+  h.tools.AddTool("search_projects", execpb::TOOL_RISK_READ);
+  h.tools.AddTool("list_projects", execpb::TOOL_RISK_READ);
+  h.executors.EmptyWhen("search_projects");
+  RecordingSink turn;
+  ASSERT_TRUE(h.Turn("find my projects", turn).ok());
+
+  EXPECT_THAT(StepsStarted(turn), ElementsAre("s1", "s2", "s3"));
+  std::vector<std::string> decisions;
+  for (const pb::ChatEvent& e : turn.Of(pb::ChatEvent::kExecutorMessage)) {
+    const std::string& kind = e.executor_message().kind();
+    if (kind == "revise_plan" || kind == "exit" || kind == "continue") {
+      decisions.push_back(kind);
+      EXPECT_EQ(e.executor_message().step_id(), "s2") << "the step whose output is missing";
+      EXPECT_THAT(e.executor_message().text(), HasSubstr("partial (score 59)"));
+    }
+  }
+  EXPECT_THAT(decisions, ElementsAre("revise_plan"));
+  EXPECT_EQ(turn.Of(pb::ChatEvent::kPlanCreated).size(), 2u);
+
+  const std::vector<llm::ChatRequest> asked = model.requests();
+  ASSERT_EQ(asked.size(), 4u);
+  const std::string revision = asked[2].messages.back().content;
+  EXPECT_THAT(revision, HasSubstr("Every step completed, but the plan's result was assessed "
+                                  "partial (score 59/100): no result for: the projects"));
+  EXPECT_THAT(revision, HasSubstr("Steps s1, s2 completed: keep them as they are"));
+
+  const std::string plan_id =
+      turn.Of(pb::ChatEvent::kPlanCreated)[0].plan_created().plan().plan_id();
+  const Plan stored = *h.plan_store.Stored(plan_id);
+  EXPECT_EQ(stored.status, PlanStatus::kCompleted) << stored.summary;
+  EXPECT_THAT(stored.summary, HasSubstr("Re-planned 1 time after a partial result."));
+  EXPECT_EQ(stored.FindStep("s1")->attempts, 1) << "the completed steps did not run again";
+  EXPECT_EQ(stored.FindStep("s2")->attempts, 1);
+  EXPECT_EQ(AssessPlan(stored).verdict, Verdict::kComplete);
+  EXPECT_EQ(turn.events.back().done().assessment().verdict(), pb::ASSESSMENT_VERDICT_COMPLETE);
+  EXPECT_THAT(turn.Text(), HasSubstr("Here are your projects."));
+}
+
+// A partial plan is re-planned once only: still partial after it, it ends
+// as done with its limitations, and the plan's model is not asked again.
+TEST(TurnPlanTest, APartialPlanStillPartialAfterItsRePlanEndsWithItsLimitations) {
+  ScriptedModel model;
+  model.PushToolCall("agent_create_plan", {{"objective", "Find my projects"},
+                                           {"execution_mode", "auto_execute"},
+                                           {"requested_outputs", {"the projects"}}});
+  model.PushText(
+      json{{"steps", {PlannedStep("s1", "Search the projects", "search_projects")}}}.dump());
+  model.PushText(json{{"steps",
+                       {PlannedStep("s1", "Search the projects", "search_projects"),
+                        PlannedStep("s2", "Search the projects again", "search_projects")}}}
+                     .dump());
+  model.PushText("I found no projects.");
+  TurnHarness h(FakeUnderstanding::Always(intentpb::ACTION_TYPE_MANAGE_PLATFORM),
+                {{}, &model, true});
+  h.tools.AddTool("search_projects", execpb::TOOL_RISK_READ);
+  h.executors.EmptyWhen("search_projects");
+  RecordingSink turn;
+  ASSERT_TRUE(h.Turn("find my projects", turn).ok());
+  EXPECT_THAT(StepsStarted(turn), ElementsAre("s1", "s2"));
+  EXPECT_EQ(model.requests().size(), 4u) << "one re-plan, then the planner's answer";
+  const std::string plan_id =
+      turn.Of(pb::ChatEvent::kPlanCreated)[0].plan_created().plan().plan_id();
+  const Plan stored = *h.plan_store.Stored(plan_id);
+  EXPECT_EQ(stored.status, PlanStatus::kCompleted);
+  EXPECT_THAT(stored.summary, HasSubstr("Re-planned 1 time after a partial result."));
+  EXPECT_EQ(turn.events.back().done().assessment().verdict(), pb::ASSESSMENT_VERDICT_PARTIAL);
 }
 
 // A step that stays blocked is re-planned twice, then the plan stops with

@@ -359,11 +359,12 @@ TEST(TurnRunnerModelTest, TheIterationGuardrailEndsAModelThatKeepsCallingTools) 
   RecordingSink sink;
   ASSERT_TRUE(h.Turn("what ran today?", sink).ok());
   EXPECT_THAT(sink.ErrorCodes(), ElementsAre(pb::CHAT_ERROR_CODE_ITERATION_LIMIT));
-  EXPECT_EQ(model.requests().size(), 2u);
+  // Two iterations, then the answer asked for without tools.
+  EXPECT_EQ(model.requests().size(), 3u);
   EXPECT_EQ(h.tools.CallsOf("list_runs").size(), 2u);
-  // The usage of both model calls is in done.
-  EXPECT_EQ(sink.events.back().done().usage().llm_calls(), 2);
-  EXPECT_EQ(sink.events.back().done().usage().prompt_tokens(), 200);
+  // The usage of every model call is in done.
+  EXPECT_EQ(sink.events.back().done().usage().llm_calls(), 3);
+  EXPECT_EQ(sink.events.back().done().usage().prompt_tokens(), 300);
 }
 
 TEST(TurnRunnerModelTest, AWriteTheModelAsksForIsPreviewedNotRunAndRunsOnceApproved) {

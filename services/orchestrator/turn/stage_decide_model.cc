@@ -12,8 +12,7 @@ namespace {
 
 // An iteration's assessment for the user: "Checked the results of round 2:
 // partial (score 70); next: revise plan".
-std::string AssessedInWords(int iteration, const Assessment& assessment,
-                            const Decision& decision) {
+std::string AssessedInWords(int iteration, const Assessment& assessment, const Decision& decision) {
   return absl::StrCat("Checked the results of round ", iteration, ": ",
                       VerdictName(assessment.verdict), " (score ", assessment.score,
                       "); next: ", absl::StrReplaceAll(NextMoveName(decision.move), {{"_", " "}}));
@@ -45,13 +44,12 @@ class TurnPlannerIo final : public PlannerIo {
   // output) and logged.
   void Assessed(int iteration, const Assessment& assessment, const Decision& decision) override {
     turn_.emit().State(pb::AGENT_STATE_THINKING, AssessedInWords(iteration, assessment, decision));
-    core::LogInfo("planner iteration assessed",
-                  {{"component", "orchestrator"},
-                   {"stage", "planner_assessment"},
-                   {"iteration", std::to_string(iteration)},
-                   {"verdict", VerdictName(assessment.verdict)},
-                   {"score", std::to_string(assessment.score)},
-                   {"next", NextMoveName(decision.move)}});
+    core::LogInfo("planner iteration assessed", {{"component", "orchestrator"},
+                                                 {"stage", "planner_assessment"},
+                                                 {"iteration", std::to_string(iteration)},
+                                                 {"verdict", VerdictName(assessment.verdict)},
+                                                 {"score", std::to_string(assessment.score)},
+                                                 {"next", NextMoveName(decision.move)}});
   }
 
  private:
