@@ -307,7 +307,7 @@ TEST_F(RecoveryEndToEndTest, TheModelPlannersLoopIsDrivenByTheAssessmentOfEachIt
   ASSERT_TRUE(turn.status.ok()) << turn.status.error_message();
 
   const auto planned = RequestsOf("planner_stream", before);
-  ASSERT_EQ(planned.size(), 4u) << turn.Text();
+  ASSERT_EQ(planned.size(), 4u) << turn.text();
   EXPECT_TRUE(LoopNote(planned[0]).is_null());
   const json first = LoopNote(planned[1]);
   ASSERT_TRUE(first.is_object()) << planned[1].body;
@@ -340,7 +340,7 @@ TEST_F(RecoveryEndToEndTest, TheModelPlannersLoopIsDrivenByTheAssessmentOfEachIt
   EXPECT_THAT(checked[0], HasSubstr("next: revise plan"));
   EXPECT_THAT(checked[2], HasSubstr("next: exit"));
   EXPECT_EQ(turn.Of(pb::ChatEvent::kToolCall).size(), 3u);
-  EXPECT_THAT(turn.Text(), HasSubstr("I could not read ghost's runs."));
+  EXPECT_THAT(turn.text(), HasSubstr("I could not read ghost's runs."));
   const pb::Assessment& assessed = turn.events.back().done().assessment();
   EXPECT_EQ(assessed.verdict(), pb::ASSESSMENT_VERDICT_BLOCKED);
   EXPECT_THAT(assessed.reasons(), ::testing::Contains(HasSubstr("list_runs: ")));
