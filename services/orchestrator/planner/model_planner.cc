@@ -179,8 +179,8 @@ class PlannerSession final {
     }
     const Assessment assessed = Assess(CallsEvidence(ran_now_, request_.clarity));
     ran_now_.clear();
-    const Decision decision = Decide(assessed, {iteration, result_.revisions, /*work_left=*/true},
-                                     request_.max_iterations);
+    Decision decision = Decide(assessed, {iteration, result_.revisions, /*work_left=*/true},
+                               request_.max_iterations);
     if (decision.move == NextMove::kRevisePlan) ++result_.revisions;
     result_.assessment = assessed;
     result_.decision = decision;

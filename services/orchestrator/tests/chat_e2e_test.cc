@@ -2062,9 +2062,13 @@ TEST_F(ModelPlannerEndToEndTest, ThePlannerMakesAPlanWhoseStepsRunAndSumsItUp) {
   EXPECT_FALSE(shown.done().is_final());
   EXPECT_TRUE(Invoke("get_agent", {{"agent", "onboarding-buddy"}}).contains("error"));
   ASSERT_EQ(fake_->RequestCount(), before + 3) << "planner, generation, planner";
-  const json result_then = json::parse(json::parse(fake_->Requests()[before + 2].body)["messages"]
-                                           .back()["content"]
-                                           .get<std::string>());
+  // The plan's tool result, before the platform's loop_assessment note.
+  const json asked_then = json::parse(fake_->Requests()[before + 2].body)["messages"];
+  ASSERT_GE(asked_then.size(), 3u);
+  EXPECT_EQ(asked_then[asked_then.size() - 2]["tool_calls"][0]["function"]["name"],
+            "loop_assessment");
+  const json result_then =
+      json::parse(asked_then[asked_then.size() - 3]["content"].get<std::string>());
   EXPECT_EQ(result_then["status"], "pending_review");
 
   // A client's button approves it: exactly the plan previewed runs.
@@ -2413,9 +2417,13 @@ TEST_F(ModelPlannerEndToEndTest, TheAnswerStreamsAndReadToolsRunInTheSameSession
   }
   EXPECT_EQ(prompt, 250);
   // The session carried the tool's result back to the model, and the tools.
+  // The tool's result, then the platform's assessment of it (loop_assessment).
   const json second = json::parse(fake_->Requests()[before + 1].body);
-  EXPECT_EQ(second["messages"].back()["role"], "tool");
-  EXPECT_THAT(second["messages"].back()["content"].get<std::string>(), HasSubstr("invoice-chaser"));
+  const json& read = second["messages"];
+  ASSERT_GE(read.size(), 3u);
+  EXPECT_EQ(read[read.size() - 3]["role"], "tool");
+  EXPECT_THAT(read[read.size() - 3]["content"].get<std::string>(), HasSubstr("invoice-chaser"));
+  EXPECT_THAT(read.back()["content"].get<std::string>(), HasSubstr("\"next\":\"CONTINUE\""));
   EXPECT_FALSE(second["tools"].empty());
 }
 
