@@ -5,6 +5,7 @@
 // local policy decides. A flow asked to suspend stops here at a safe point.
 #include "libs/core/ids.h"
 #include "libs/core/logging.h"
+#include "services/orchestrator/planner/meeting_flow.h"
 #include "services/orchestrator/turn/gate_moves.h"
 #include "services/orchestrator/turn/turn_pass.h"
 
@@ -25,7 +26,7 @@ void TurnPass::Decide() {
   } else if (approval_) {
     move_ = *std::move(approval_);
   } else if (!plan_move_ && (!ModelPlans() || !planned_.answered)) {
-    move_ = DecideLocally(input_);
+    move_ = IsMeetingTurn(input_) ? DecideMeeting() : DecideLocally(input_);
   }
 }
 

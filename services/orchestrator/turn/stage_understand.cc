@@ -5,7 +5,9 @@
 // is the service's analysis. Emits the IntentEvent.
 #include "libs/core/logging.h"
 #include "libs/llm/model_call_proto.h"
+#include "services/intent/entities/entities.h"
 #include "services/orchestrator/planner/local_policy.h"
+#include "services/orchestrator/planner/meeting_flow.h"
 #include "services/orchestrator/turn/history.h"
 #include "services/orchestrator/turn/turn_pass.h"
 
@@ -54,6 +56,14 @@ void TurnPass::TellOntology() {
 // is taken when its reading says so. (The model planner reads such answers
 // itself.)
 void TurnPass::AnswerOrAsk(const intentpb::IntentAnalysis& heard) {
+  // The meeting flow's question: its answer goes on with the meeting, or,
+  // when it asks for another meeting, starts that one.
+  if (last_->asked == kAskedMeeting && !ModelPlans()) {
+    const bool another = heard.entities().contains(intent::kAttendeesEntity);
+    analysis_ = another ? heard : MeetingAnswer(*last_, heard, request_.message());
+    ContextBox::Add(box_.progress, "the user answered: " + request_.message());
+    return;
+  }
   bool settles = true;
   analysis_ = AnalysisOfAnswer(*last_, heard.reply(), &settles);
   const intentpb::ReplyKind kind = heard.reply().kind();

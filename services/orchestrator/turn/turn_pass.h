@@ -123,6 +123,8 @@ class TurnPass final {
   void ReplyToPlan();
   PlanCall PlanCallFor(PlanMove move, std::string& doing);
   void AuditPlanReply(const std::optional<absl::StatusOr<PlanOutcome>>& outcome);
+  // stage_decide_meeting.cc
+  Move DecideMeeting();
   // The planner model of the turn's context type (planner.profiles), else
   // the planner's; only when ModelPlans().
   llm::ChatModel& PlannerModel() const;
