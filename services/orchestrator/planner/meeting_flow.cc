@@ -346,13 +346,14 @@ void ApplyAnswer(MeetingState& m) {
       m[kQuery] = At(m, kAnswer);
     }
   } else if (stage == kStageWhen) {
+    // A time named wins over an option number read from it ("yes, 15:30").
     json chosen;
-    if (in_range) chosen = options[picked - 1];
     for (const json& option : options) {
       if (chosen.is_null() && !time.empty() && option.value("start", "").substr(11, 5) == time) {
         chosen = option;
       }
     }
+    if (in_range && time.empty()) chosen = options[picked - 1];
     if (chosen.is_null() && time.empty() && At(m, kAnswerDay).empty() &&
         At(m, kAnswerPart).empty() && verdict == "approve" && !options.empty()) {
       chosen = options[0];

@@ -142,7 +142,7 @@ TEST(MeetingFlowTest, TwoJohnsAskedThenConflictThenAlternativesThenPreview) {
   // "yes, 15:30": the booking is proposed, nothing booked.
   calls.clear();
   const Move preview = Turn(
-      Answer(when, "yes, 15:30", 0, intentpb::REPLY_KIND_APPROVE, {{"time", "15:30"}}), {}, &calls);
+      Answer(when, "yes, 15:30", 2, intentpb::REPLY_KIND_APPROVE, {{"time", "15:30"}}), {}, &calls);
   EXPECT_TRUE(calls.empty());
   ASSERT_EQ(preview.propose.size(), 1u);
   const PendingAction& booking = preview.propose[0];

@@ -1,0 +1,256 @@
+// The meeting journey over the real binaries: the four services with the
+// executor on the shipped deploy/local/executor.yaml, whose email, calendar
+// and contacts domains are the sandbox servers (omniforge-sandbox-mcp, one
+// per tenant and domain, their state in PostgreSQL). In local mode (the
+// intent service's reading and the local policy's meeting flow) and with
+// the planner model on the fake provider: the two Johns asked about, a
+// conflict with the alternatives offered, the preview, and the booking
+// only after the user's "yes", read back from the sandbox's tables.
+#include <gmock/gmock.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "libs/core/ids.h"
+#include "libs/llm/testing/fake_provider.h"
+#include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
+#include "tests/support/identity_keys.h"
+#include "tests/support/master_keys.h"
+#include "tests/support/service_stack.h"
+#include "tests/support/test_database.h"
+
+namespace omniforge::orchestrator {
+namespace {
+
+namespace pb = ::omniforge::orchestrator::v1;
+using nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+struct Turn {
+  grpc::Status status;
+  std::vector<pb::ChatEvent> events;
+
+  std::vector<pb::ChatEvent> Of(pb::ChatEvent::EventCase kind) const {
+    std::vector<pb::ChatEvent> out;
+    for (const pb::ChatEvent& e : events) {
+      if (e.event_case() == kind) out.push_back(e);
+    }
+    return out;
+  }
+  std::string conversation_id() const { return events.front().session().conversation_id(); }
+  std::string text() const {
+    std::string joined;
+    for (const pb::ChatEvent& e : Of(pb::ChatEvent::kText)) joined += e.text().delta();
+    return joined;
+  }
+  std::vector<std::string> tools_called() const {
+    std::vector<std::string> names;
+    for (const pb::ChatEvent& e : Of(pb::ChatEvent::kToolCall)) {
+      names.push_back(e.tool_call().tool_name());
+    }
+    return names;
+  }
+  std::optional<pb::PreviewEvent> preview() const {
+    auto previews = Of(pb::ChatEvent::kPreview);
+    if (previews.empty()) return std::nullopt;
+    return previews.back().preview();
+  }
+};
+
+// Tomorrow at hh:mm in UTC, as the sandbox (and the local stack's users)
+// read times: the seed's design review is tomorrow 14:00-15:00.
+std::string Tomorrow(int hour, int minute) {
+  const absl::TimeZone utc = absl::UTCTimeZone();
+  const absl::CivilDay today(absl::ToCivilSecond(absl::Now(), utc));
+  const absl::CivilDay day = today + 1;
+  return absl::FormatTime(
+      "%Y-%m-%dT%H:%M:%S%Ez",
+      absl::FromCivil(absl::CivilMinute(day.year(), day.month(), day.day(), hour, minute), utc),
+      utc);
+}
+
+// The suite's tenants: each test books in a sandbox of its own.
+const std::vector<core::Identity> kUsers = {{"meet-a", "ann"}, {"meet-b", "bob"},
+                                            {"meet-c", "cat"}, {"meet-d", "dan"},
+                                            {"meet-e", "eve"}, {"meet-f", "fay"}};
+
+class MeetingEndToEndTest : public ::testing::Test {
+ protected:
+  // Starts the stack; `orchestrator_config` (YAML) when the planner is a
+  // model.
+  static void StartStack(const std::string& orchestrator_config) {
+    db_ = new testing::TestDatabase();
+    dir_ = new std::filesystem::path(std::filesystem::temp_directory_path() /
+                                     ("omniforge-meeting-" + core::NewUuid()));
+    std::filesystem::create_directories(*dir_);
+    keys_ = new std::vector<std::string>(
+        testing::WriteApiKeyFile(*dir_ / "api_keys", kUsers, "meeting-e2e"));
+    ASSERT_EQ(keys_->size(), kUsers.size());
+    testing::ServiceStack::ExtraEnv extra;
+    extra.executor = {std::string("OMNIFORGE_CONFIG=") + OMNIFORGE_SOURCE_DIR +
+                      "/deploy/local/executor.yaml"};
+    // What scripts/stack.sh gives the sandbox servers.
+    for (const char* domain : {"EMAIL", "CALENDAR", "CONTACTS"}) {
+      const std::string prefix = std::string("OMNIFORGE_MCP_SERVERS_SANDBOX_") + domain;
+      extra.executor.push_back(prefix + "_COMMAND=" + OMNIFORGE_SANDBOX_BIN);
+      extra.executor.push_back(prefix +
+                               "_ENV=OMNIFORGE_DATABASE_DSN=" + db_->service_dsn("sandbox") +
+                               ",OMNIFORGE_DATABASE_MIGRATE_DSN=" + db_->owner_dsn());
+    }
+    if (!orchestrator_config.empty()) {
+      const std::filesystem::path path = *dir_ / "orchestrator.yaml";
+      std::ofstream(path) << orchestrator_config;
+      extra.orchestrator = {"OMNIFORGE_CONFIG=" + path.string(), "FAKE_LLM_KEY=fake-key"};
+    }
+    stack_ = new testing::ServiceStack({OMNIFORGE_CONVERSATION_BIN, OMNIFORGE_INTENT_BIN,
+                                        OMNIFORGE_EXECUTOR_BIN, OMNIFORGE_ORCHESTRATOR_BIN});
+    const auto failed = stack_->Start(*db_, (*dir_ / "api_keys").string(), extra);
+    ASSERT_EQ(failed, std::nullopt) << *failed;
+    stub_ = pb::ChatService::NewStub(grpc::CreateChannel(stack_->orchestrator().address(),
+                                                         grpc::InsecureChannelCredentials()))
+                .release();
+  }
+
+  static void StopStack() {
+    delete stub_;
+    delete stack_;
+    delete keys_;
+    std::filesystem::remove_all(*dir_);
+    delete dir_;
+    delete db_;
+  }
+
+  Turn Chat(int user, const std::string& message, const std::string& conversation_id = "") const {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", "Bearer " + (*keys_)[user]);
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    pb::StreamChatRequest request;
+    request.set_message(message);
+    request.set_conversation_id(conversation_id);
+    auto reader = stub_->StreamChat(&context, request);
+    Turn turn;
+    pb::ChatEvent event;
+    while (reader->Read(&event)) turn.events.push_back(event);
+    turn.status = reader->Finish();
+    EXPECT_TRUE(turn.status.ok()) << turn.status.error_message();
+    EXPECT_FALSE(turn.events.empty());
+    return turn;
+  }
+
+  // The events the user booked in their sandbox calendar (beside the
+  // seed's), as {title, start}.
+  static std::vector<std::pair<std::string, std::string>> Booked(int user) {
+    pqxx::connection conn(db_->owner_dsn());
+    pqxx::work tx(conn);
+    tx.exec_params("SELECT set_config('app.tenant_id', $1, true)", kUsers[user].tenant_id);
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& row : tx.exec(
+             "SELECT title, to_char(starts_at AT TIME ZONE 'UTC', 'HH24:MI') FROM sandbox.events "
+             "WHERE id NOT LIKE 'event-%' ORDER BY starts_at")) {
+      out.emplace_back(row[0].as<std::string>(), row[1].as<std::string>());
+    }
+    return out;
+  }
+
+  static testing::TestDatabase* db_;
+  static std::filesystem::path* dir_;
+  static std::vector<std::string>* keys_;
+  static testing::ServiceStack* stack_;
+  static pb::ChatService::Stub* stub_;
+};
+
+testing::TestDatabase* MeetingEndToEndTest::db_ = nullptr;
+std::filesystem::path* MeetingEndToEndTest::dir_ = nullptr;
+std::vector<std::string>* MeetingEndToEndTest::keys_ = nullptr;
+testing::ServiceStack* MeetingEndToEndTest::stack_ = nullptr;
+pb::ChatService::Stub* MeetingEndToEndTest::stub_ = nullptr;
+
+class LocalMeetingTest : public MeetingEndToEndTest {
+ protected:
+  static void SetUpTestSuite() { StartStack(""); }
+  static void TearDownTestSuite() { StopStack(); }
+};
+
+TEST_F(LocalMeetingTest, TwoJohnsThenAConflictThenAnAlternativeThenThePreviewThenBooked) {
+  const int user = 0;
+  const Turn asked = Chat(user, "schedule a 30-minute call with Sarah and John tomorrow at 2pm");
+  EXPECT_THAT(asked.tools_called(),
+              ElementsAre("contacts__find_contacts", "contacts__find_contacts"));
+  EXPECT_THAT(asked.text(), HasSubstr("Which John do you mean?"));
+  EXPECT_THAT(asked.text(), HasSubstr("John Doe (john.doe@example.net)"));
+  EXPECT_THAT(asked.text(), HasSubstr("John Smith (john.smith@example.com)"));
+  EXPECT_FALSE(asked.preview().has_value());
+  const std::string conversation = asked.conversation_id();
+
+  const Turn when = Chat(user, "the second one", conversation);
+  EXPECT_THAT(when.tools_called(),
+              ElementsAre("calendar__find_free_slots", "calendar__find_free_slots"));
+  EXPECT_THAT(when.text(), HasSubstr("is taken: it overlaps your event \"Design review\""));
+  EXPECT_THAT(when.text(), HasSubstr("1. tomorrow"));
+  EXPECT_THAT(when.text(), HasSubstr("15:30–16:00"));
+  EXPECT_FALSE(when.preview().has_value()) << when.text();
+
+  const Turn preview = Chat(user, "yes, 15:30", conversation);
+  ASSERT_TRUE(preview.preview().has_value()) << preview.text();
+  EXPECT_EQ(preview.preview()->tool_name(), "calendar__create_event");
+  const json args = json::parse(preview.preview()->arguments_json());
+  EXPECT_EQ(args["title"], "Call with Sarah Chen and John Smith");
+  EXPECT_EQ(args["start"], Tomorrow(15, 30));
+  EXPECT_EQ(args["end"], Tomorrow(16, 0));
+  EXPECT_EQ(args["attendees"], json::array({"sarah.chen@example.com", "john.smith@example.com"}));
+  EXPECT_THAT(preview.text(), HasSubstr("Ready to book \"Call with Sarah Chen and John Smith\""));
+  EXPECT_TRUE(Booked(user).empty()) << "nothing is booked before the yes";
+
+  const Turn yes = Chat(user, "yes", conversation);
+  EXPECT_THAT(yes.tools_called(), ElementsAre("calendar__create_event"));
+  EXPECT_THAT(yes.text(), HasSubstr("Booked \"Call with Sarah Chen and John Smith\""));
+  EXPECT_THAT(yes.text(), HasSubstr("15:30–16:00"));
+  EXPECT_THAT(Booked(user), ElementsAre(std::pair<std::string, std::string>(
+                                "Call with Sarah Chen and John Smith", "15:30")));
+}
+
+TEST_F(LocalMeetingTest, AnAfternoonTakesItsFirstFreeSlotAndNoBooksNothing) {
+  const int user = 1;
+  const Turn preview = Chat(user, "set up a meeting with John Smith and Sarah tomorrow afternoon");
+  EXPECT_THAT(preview.tools_called(),
+              ElementsAre("contacts__find_contacts", "contacts__find_contacts",
+                          "calendar__find_free_slots"));
+  ASSERT_TRUE(preview.preview().has_value()) << preview.text();
+  const json args = json::parse(preview.preview()->arguments_json());
+  EXPECT_EQ(args["start"], Tomorrow(12, 0));
+  EXPECT_THAT(preview.text(), HasSubstr("The first time everyone is free tomorrow afternoon"));
+  const Turn no = Chat(user, "no", preview.conversation_id());
+  EXPECT_TRUE(no.tools_called().empty());
+  EXPECT_TRUE(Booked(user).empty());
+}
+
+TEST_F(LocalMeetingTest, AWeekdayMorningWithOneContactIsProposed) {
+  const int user = 2;
+  const Turn preview = Chat(user, "book 45 minutes with Priya on Friday morning");
+  ASSERT_TRUE(preview.preview().has_value()) << preview.text();
+  const json args = json::parse(preview.preview()->arguments_json());
+  EXPECT_EQ(args["attendees"], json::array({"priya.patel@example.org"}));
+  EXPECT_THAT(preview.text(), HasSubstr("with Priya Patel"));
+  EXPECT_TRUE(Booked(user).empty());
+}
+
+TEST_F(LocalMeetingTest, AnUnknownNameIsSaidAndAsked) {
+  const Turn asked = Chat(3, "schedule a call with Zoltan tomorrow at 10am");
+  EXPECT_THAT(asked.text(), HasSubstr("I couldn't find \"Zoltan\" among your contacts"));
+  const Turn answered = Chat(3, "Miguel Alvarez", asked.conversation_id());
+  ASSERT_TRUE(answered.preview().has_value()) << answered.text();
+  EXPECT_THAT(answered.text(), HasSubstr("with Miguel Alvarez"));
+}
+
+}  // namespace
+}  // namespace omniforge::orchestrator
