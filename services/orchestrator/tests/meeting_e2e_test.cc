@@ -252,5 +252,109 @@ TEST_F(LocalMeetingTest, AnUnknownNameIsSaidAndAsked) {
   EXPECT_THAT(answered.text(), HasSubstr("with Miguel Alvarez"));
 }
 
+// The planner is a model (the fake provider, rules per turn): it is offered
+// the domain tools and drives the same journey itself; the approval gate
+// holds its booking for the user's "yes" as it does the local policy's.
+class ModelMeetingTest : public MeetingEndToEndTest {
+ protected:
+  static void SetUpTestSuite() {
+    auto fake = llm::testing::FakeLlmServer::Start({}, {.api_key = "fake-key"});
+    ASSERT_TRUE(fake.ok()) << fake.status();
+    fake_ = fake->release();
+    StartStack("llm:\n  providers:\n    fake:\n      api: openai\n      base_url: " +
+               fake_->openai_base_url() +
+               "\n      api_key_env: FAKE_LLM_KEY\n  profiles:\n"
+               "    balanced: [fake/planner-model]\n    quality: [fake/planner-model]\n"
+               "  retry: {max_attempts: 1}\n");
+  }
+  static void TearDownTestSuite() {
+    StopStack();
+    delete fake_;
+  }
+
+  static llm::testing::FakeRule Rule(const std::string& user_contains, bool after_tool,
+                                     llm::testing::FakeReply reply) {
+    llm::testing::FakeRule rule;
+    rule.match.operation = "planner_stream";
+    rule.match.last_user_contains = user_contains;
+    rule.match.last_is_tool_result = after_tool;
+    rule.times = 1;
+    rule.reply = std::move(reply);
+    return rule;
+  }
+
+  static llm::testing::FakeReply Calls(std::vector<std::pair<std::string, json>> calls) {
+    llm::testing::FakeReply reply;
+    for (auto& [name, args] : calls) reply.tool_calls.push_back({"", name, args.dump()});
+    return reply;
+  }
+
+  static llm::testing::FakeReply Says(const std::string& text) {
+    llm::testing::FakeReply reply;
+    reply.text = text;
+    return reply;
+  }
+
+  static llm::testing::FakeLlmServer* fake_;
+};
+
+llm::testing::FakeLlmServer* ModelMeetingTest::fake_ = nullptr;
+
+TEST_F(ModelMeetingTest, TheModelBooksAnAlternativeAfterAConflictOnlyOnceTheUserSaysYes) {
+  const int user = 4;
+  const json attendees = {"sarah.chen@example.com", "john.smith@example.com"};
+  const json at_two = {{"title", "Call with Sarah Chen and John Smith"},
+                       {"start", Tomorrow(14, 0)},
+                       {"end", Tomorrow(14, 30)},
+                       {"attendees", attendees}};
+  json at_half_three = at_two;
+  at_half_three["start"] = Tomorrow(15, 30);
+  at_half_three["end"] = Tomorrow(16, 0);
+  // For "15:30" the model proposes the alternative in words and calls for it.
+  llm::testing::FakeReply both = Calls({{"calendar__create_event", at_half_three}});
+  both.text = "15:30-16:00 is free for all three of you. Shall I book that instead?";
+  ASSERT_TRUE(fake_
+                  ->SetRules({
+                      Rule("30-minute call", false,
+                           Calls({{"contacts__find_contacts", {{"query", "Sarah"}}},
+                                  {"contacts__find_contacts", {{"query", "John Smith"}}}})),
+                      Rule("30-minute call", true, Calls({{"calendar__create_event", at_two}})),
+                      Rule("30-minute call", true, Says("Shall I book it?")),
+                      Rule("15:30", false, both),
+                      Rule("15:30", true, Says("Shall I book it?")),
+                  })
+                  .ok());
+
+  const Turn first =
+      Chat(user, "schedule a 30-minute call with Sarah and John Smith tomorrow at 2pm");
+  EXPECT_THAT(first.tools_called(),
+              ElementsAre("contacts__find_contacts", "contacts__find_contacts"));
+  ASSERT_TRUE(first.preview().has_value()) << first.text();
+  EXPECT_EQ(first.preview()->tool_name(), "calendar__create_event");
+  EXPECT_TRUE(Booked(user).empty());
+  const std::string conversation = first.conversation_id();
+
+  // Approved, the 14:00 booking meets the design review: nothing is booked,
+  // and the sandbox's alternatives are said.
+  const Turn conflict = Chat(user, "yes", conversation);
+
+  EXPECT_THAT(conflict.tools_called(), ElementsAre("calendar__create_event"));
+  EXPECT_THAT(conflict.text(), HasSubstr("It was not booked"));
+  EXPECT_THAT(conflict.text(), HasSubstr("Design review"));
+  EXPECT_TRUE(Booked(user).empty());
+
+  const Turn alternative = Chat(user, "yes, 15:30", conversation);
+  ASSERT_TRUE(alternative.preview().has_value()) << alternative.text();
+  EXPECT_EQ(json::parse(alternative.preview()->arguments_json())["start"], Tomorrow(15, 30));
+  EXPECT_THAT(alternative.text(), HasSubstr("15:30-16:00 is free"));
+  EXPECT_TRUE(Booked(user).empty()) << "nothing is booked before the yes";
+
+  const Turn yes = Chat(user, "yes", conversation);
+  EXPECT_THAT(yes.tools_called(), ElementsAre("calendar__create_event"));
+  EXPECT_THAT(yes.text(), HasSubstr("Booked \"Call with Sarah Chen and John Smith\""));
+  EXPECT_THAT(Booked(user), ElementsAre(std::pair<std::string, std::string>(
+                                "Call with Sarah Chen and John Smith", "15:30")));
+}
+
 }  // namespace
 }  // namespace omniforge::orchestrator
