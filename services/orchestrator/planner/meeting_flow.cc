@@ -508,16 +508,68 @@ std::string Conflicts(const MeetingState& m, const json& busy, absl::Time start,
   return what.empty() ? "someone's busy time" : AndList(what);
 }
 
+using Span = std::pair<absl::Time, absl::Time>;
+
+// The free times of the meeting's day in working hours on the half hour
+// (none in the past), from the busy time the free-slot answer listed for
+// everyone; empty when it listed none.
+std::vector<Span> HalfHours(const MeetingState& m, const json& busy, const MeetingClock& clock) {
+  std::vector<Span> out;
+  if (!busy.is_array()) return out;
+  std::vector<Span> taken;
+  for (const json& b : busy) {
+    const auto from = ParseRfc3339(b.value("start", ""));
+    const auto to = ParseRfc3339(b.value("end", ""));
+    if (from && to) taken.emplace_back(*from, *to);
+  }
+  const absl::CivilDay day = MeetingDay(m, clock);
+  const absl::TimeZone zone = ZoneOf(clock);
+  const absl::Duration length = absl::Minutes(Minutes(m));
+  const absl::Time now = absl::FromUnixMicros(clock.now_micros);
+  const absl::Time last = AtHour(day, kWorkEndHour, 0, zone);
+  for (absl::Time t = AtHour(day, kWorkStartHour, 0, zone); t + length <= last;
+       t += absl::Minutes(30)) {
+    const bool free = std::none_of(taken.begin(), taken.end(), [&](const Span& b) {
+      return b.first < t + length && b.second > t;
+    });
+    if (free && t >= now) out.emplace_back(t, t + length);
+  }
+  return out;
+}
+
+// Up to kAlternatives of `candidates` not overlapping each other, the
+// nearest to `wanted` first; of two as near, the later.
+template <typename AsJson>
+json Nearest(std::vector<Span> candidates, absl::Time wanted, const AsJson& as_json) {
+  std::stable_sort(candidates.begin(), candidates.end(), [&wanted](const Span& a, const Span& b) {
+    const absl::Duration da = absl::AbsDuration(a.first - wanted);
+    const absl::Duration db = absl::AbsDuration(b.first - wanted);
+    return da != db ? da < db : a.first > b.first;
+  });
+  std::vector<Span> picked;
+  json options = json::array();
+  for (const Span& c : candidates) {
+    if (picked.size() == kAlternatives) break;
+    const bool overlaps = std::any_of(picked.begin(), picked.end(), [&c](const Span& p) {
+      return p.first < c.second && p.second > c.first;
+    });
+    if (overlaps) continue;
+    picked.push_back(c);
+    options.push_back(as_json(c));
+  }
+  return options;
+}
+
 void TakeFreeSlots(MeetingState& m, const json& data, const MeetingClock& clock) {
   const std::string phase = At(m, kPhase);
   const absl::TimeZone zone = ZoneOf(clock);
-  std::vector<std::pair<absl::Time, absl::Time>> slots;
+  std::vector<Span> slots;
   for (const json& slot : data.value("slots", json::array())) {
     const auto from = ParseRfc3339(slot.value("start", ""));
     const auto to = ParseRfc3339(slot.value("end", ""));
     if (from && to) slots.emplace_back(*from, *to);
   }
-  auto as_json = [&zone](const std::pair<absl::Time, absl::Time>& s) {
+  auto as_json = [&zone](const Span& s) {
     return json{{"start", Rfc3339(s.first, zone)}, {"end", Rfc3339(s.second, zone)}};
   };
   const std::optional<absl::Time> start = RequestedStart(m, clock);
@@ -536,17 +588,10 @@ void TakeFreeSlots(MeetingState& m, const json& data, const MeetingClock& clock)
     return;
   }
   if (phase == kPhaseOthers && start) {
-    // The nearest to the requested time first; of two as near, the later.
-    std::stable_sort(slots.begin(), slots.end(), [&start](const auto& a, const auto& b) {
-      const absl::Duration da = absl::AbsDuration(a.first - *start);
-      const absl::Duration db = absl::AbsDuration(b.first - *start);
-      return da != db ? da < db : a.first > b.first;
-    });
-    json options = json::array();
-    for (size_t i = 0; i < slots.size() && i < kAlternatives; ++i)
-      options.push_back(as_json(slots[i]));
+    std::vector<Span> candidates = HalfHours(m, data.value("busy", json()), clock);
+    if (candidates.empty()) candidates = slots;
     m[kStage] = kStageWhen;
-    m[kOptions] = options.dump();
+    m[kOptions] = Nearest(candidates, *start, as_json).dump();
     return;
   }
   if (!slots.empty()) {
@@ -598,6 +643,8 @@ intentpb::IntentAnalysis MeetingAnswer(const FlowState& last, const intentpb::In
   }
   return analysis;
 }
+
+bool IsMeetingProgress(const std::string& key) { return key.rfind("meeting_", 0) == 0; }
 
 std::string DescribeMeetingResult(const ToolStep& step, const json& result, bool is_error) {
   if (step.tool != "calendar__create_event") return "";

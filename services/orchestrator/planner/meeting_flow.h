@@ -88,6 +88,11 @@ void TakeMeetingResult(MeetingState& meeting, const ToolStep& call, const nlohma
     const FlowState& last, const ::omniforge::intent::v1::IntentAnalysis& heard,
     const std::string& message);
 
+// True for the keys of the flow's own progress in its entities (which
+// contacts were found, the options offered, the time chosen): state to
+// carry, not what the user said.
+bool IsMeetingProgress(const std::string& key);
+
 // The words for a booked event (or a booking refused), for the reply after
 // an approved calendar__create_event; empty for any other tool.
 std::string DescribeMeetingResult(const ToolStep& step, const nlohmann::json& result,

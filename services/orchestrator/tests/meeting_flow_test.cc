@@ -118,13 +118,21 @@ TEST(MeetingFlowTest, TwoJohnsAskedThenConflictThenAlternativesThenPreview) {
                                  {{"who", "john.smith@example.com"},
                                   {"start", "2026-11-29T13:00:00+00:00"},
                                   {"end", "2026-11-29T14:00:00+00:00"}}});
-  const Move when = Turn(Answer(asked, "the second one", 2, intentpb::REPLY_KIND_ANSWER),
-                         {Slots({{"15:30", "16:00"}}, busy), Slots({{"09:00", "09:30"},
-                                                                    {"12:00", "12:30"},
-                                                                    {"12:30", "13:00"},
-                                                                    {"15:30", "16:00"},
-                                                                    {"16:00", "16:30"}})},
-                         &calls);
+  // The day's busy time: the alternatives are the free half hours nearest
+  // to 14:00 (the slots themselves are packed on the quarter hour).
+  json day_busy = busy;
+  day_busy.push_back({{"who", "you"},
+                      {"title", "Team standup"},
+                      {"start", "2026-11-29T09:30:00+00:00"},
+                      {"end", "2026-11-29T09:45:00+00:00"}});
+  day_busy.push_back({{"who", "sarah.chen@example.com"},
+                      {"start", "2026-11-29T15:00:00+00:00"},
+                      {"end", "2026-11-29T15:30:00+00:00"}});
+  const Move when =
+      Turn(Answer(asked, "the second one", 2, intentpb::REPLY_KIND_ANSWER),
+           {Slots({{"15:30", "16:00"}}, busy),
+            Slots({{"09:00", "09:30"}, {"12:15", "12:45"}, {"15:30", "16:00"}}, day_busy)},
+           &calls);
   ASSERT_EQ(calls.size(), 2u);
   EXPECT_EQ(calls[0].tool, "calendar__find_free_slots");
   EXPECT_EQ(calls[0].arguments["attendees"],

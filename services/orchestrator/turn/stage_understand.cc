@@ -24,9 +24,14 @@ void TurnPass::Understand() {
   } else {
     analysis_ = std::move(heard);
   }
-  *emit_.Next().mutable_intent()->mutable_analysis() = PublicAnalysis(analysis_);
+  // The meeting flow's progress is its own state, not what the user said.
+  intentpb::IntentAnalysis shown = analysis_;
+  for (auto it = shown.mutable_entities()->begin(); it != shown.mutable_entities()->end();) {
+    it = IsMeetingProgress(it->first) ? shown.mutable_entities()->erase(it) : std::next(it);
+  }
+  *emit_.Next().mutable_intent()->mutable_analysis() = PublicAnalysis(shown);
   emit_.Send();
-  for (const auto& [key, value] : analysis_.entities()) box_.entities[key] = value;
+  for (const auto& [key, value] : shown.entities()) box_.entities[key] = value;
   ContextBox::Add(box_.notes, "understood as " +
                                   intentpb::ActionType_Name(analysis_.action_type()) + " (" +
                                   intentpb::IntentSource_Name(analysis_.source()) + ")");
