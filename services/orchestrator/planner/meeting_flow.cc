@@ -51,7 +51,7 @@ std::string At(const MeetingState& m, const char* key) {
   return it == m.end() ? std::string() : it->second;
 }
 
-json JsonAt(const MeetingState& m, const char* key, json fallback) {
+json JsonAt(const MeetingState& m, const char* key, const json& fallback) {
   const json parsed = json::parse(At(m, key), nullptr, /*allow_exceptions=*/false);
   return parsed.is_discarded() ? fallback : parsed;
 }
@@ -125,7 +125,7 @@ std::string DayWords(absl::Time t, const MeetingClock& clock) {
   const absl::CivilDay day(absl::ToCivilSecond(t, zone));
   const absl::CivilDay today(absl::ToCivilSecond(absl::FromUnixMicros(clock.now_micros), zone));
   const std::string date = absl::FormatTime("%a %e %b", t, zone);
-  const std::string trimmed = absl::StrReplaceAll(date, {{"  ", " "}});
+  std::string trimmed = absl::StrReplaceAll(date, {{"  ", " "}});
   if (day == today) return "today (" + trimmed + ")";
   if (day == today + 1) return "tomorrow (" + trimmed + ")";
   return trimmed;
@@ -503,7 +503,7 @@ std::string Conflicts(const MeetingState& m, const json& busy, absl::Time start,
     for (const json& p : people) {
       if (p.value("email", "") == who) name = p.value("name", who);
     }
-    what.push_back(name + "'s busy time" + span);
+    what.push_back(name.append("'s busy time").append(span));
   }
   return what.empty() ? "someone's busy time" : AndList(what);
 }

@@ -283,9 +283,9 @@ class ModelMeetingTest : public MeetingEndToEndTest {
     return rule;
   }
 
-  static llm::testing::FakeReply Calls(std::vector<std::pair<std::string, json>> calls) {
+  static llm::testing::FakeReply Calls(const std::vector<std::pair<std::string, json>>& calls) {
     llm::testing::FakeReply reply;
-    for (auto& [name, args] : calls) reply.tool_calls.push_back({"", name, args.dump()});
+    for (const auto& [name, args] : calls) reply.tool_calls.push_back({"", name, args.dump()});
     return reply;
   }
 

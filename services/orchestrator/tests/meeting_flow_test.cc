@@ -21,26 +21,27 @@ json Domain(json data) {
   return {{"domain", "x"}, {"tool", "t"}, {"status", "ok"}, {"data", std::move(data)}};
 }
 
-json Contacts(std::vector<std::pair<std::string, std::string>> matches) {
+json Contacts(const std::vector<std::pair<std::string, std::string>>& matches) {
   json out = json::array();
-  for (auto& [name, email] : matches) out.push_back({{"name", name}, {"email", email}});
+  for (const auto& [name, email] : matches) out.push_back({{"name", name}, {"email", email}});
   return Domain({{"matches", out}, {"ambiguous", out.size() > 1}});
 }
 
-json Slots(std::vector<std::pair<std::string, std::string>> slots, json busy = json::array()) {
+json Slots(const std::vector<std::pair<std::string, std::string>>& slots,
+           json busy = json::array()) {
   json out = json::array();
-  for (auto& [start, end] : slots) {
+  for (const auto& [start, end] : slots) {
     out.push_back({{"start", "2026-11-29T" + start + ":00+00:00"},
                    {"end", "2026-11-29T" + end + ":00+00:00"}});
   }
   return Domain({{"slots", out}, {"busy", busy}, {"time_zone", "UTC"}});
 }
 
-PolicyInput Request(std::map<std::string, std::string> entities, std::string message) {
+PolicyInput Request(const std::map<std::string, std::string>& entities, std::string message) {
   PolicyInput in;
   in.intent.set_action_type(intentpb::ACTION_TYPE_EXECUTE_TASK);
   in.intent.mutable_entities()->insert(entities.begin(), entities.end());
-  in.message = message;
+  in.message = std::move(message);
   return in;
 }
 
