@@ -580,10 +580,12 @@ void TakeFreeSlots(MeetingState& m, const json& data, const MeetingClock& clock)
       m[kFound] = SlotWords(as_json(slots.front()), clock) + " is free for everyone.";
       return;
     }
-    m[kFound] =
-        SlotWords(json{{"start", Rfc3339(*start, zone)}, {"end", Rfc3339(end, zone)}}, clock) +
-        " is taken: it overlaps " +
-        Conflicts(m, data.value("busy", json::array()), *start, end, clock) + ".";
+    const std::string wanted =
+        SlotWords(json{{"start", Rfc3339(*start, zone)}, {"end", Rfc3339(end, zone)}}, clock);
+    m[kFound] = *start < absl::FromUnixMicros(clock.now_micros)
+                    ? wanted + " has already begun."
+                    : wanted + " is taken: it overlaps " +
+                          Conflicts(m, data.value("busy", json::array()), *start, end, clock) + ".";
     m[kPhase] = kPhaseOthers;
     return;
   }

@@ -202,6 +202,22 @@ TEST(MeetingFlowTest, WeekdayIsTheNextOneAndTheZoneIsTheUsers) {
   EXPECT_EQ(step.call->arguments["duration_minutes"], 30);
 }
 
+TEST(MeetingFlowTest, ATimeAlreadyPastIsSaidAndLaterTimesOffered) {
+  std::vector<ToolStep> calls;
+  const Move move =
+      Turn(Request({{"attendees", "Priya"}, {"day", "today"}, {"time", "09:00"}, {"title", "Call"}},
+                   "book"),
+           {Contacts({{"Priya Patel", "priya.patel@example.org"}}), Slots({}),
+            Domain({{"slots", json::array()}, {"busy", json::array()}})},
+           &calls);
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_THAT(move.reply, HasSubstr("today (Sat 28 Nov) 09:00–09:30 has already begun."));
+  // Now is 10:00: the nearest free half hours from then on.
+  EXPECT_THAT(move.listed_agents,
+              ElementsAre("today (Sat 28 Nov) 10:00–10:30", "today (Sat 28 Nov) 10:30–11:00",
+                          "today (Sat 28 Nov) 11:00–11:30"));
+}
+
 TEST(MeetingFlowTest, UnknownNameIsAskedAndTheAnswerLookedUp) {
   std::vector<ToolStep> calls;
   const Move asked =
