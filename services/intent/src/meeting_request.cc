@@ -209,7 +209,7 @@ std::map<std::string, std::string> MeetingEntities(const MeetingRequest& request
 }
 
 void ApplyMeetingRequest(const IntentRequest& request, IntentAnalysis& analysis) {
-  if (request.pending.question != QuestionKind::kNone) {
+  if (request.pending.question != QuestionKind::kNone || !request.pending.actions.empty()) {
     for (auto& [key, value] : ReadMeetingTime(request.message)) analysis.entities[key] = value;
     return;
   }

@@ -46,9 +46,9 @@ std::map<std::string, std::string> MeetingEntities(const MeetingRequest& request
 // meeting request asks: EXECUTE_TASK, sure and unambiguous, with the
 // meeting's entities and no agent, question or draft details. A message
 // about an agent or a recurring schedule ("an agent that books a call with
-// Sarah every week") is not a meeting to book. An answer to a question
-// (the request's pending question) gets the day, time and part of the day
-// it names.
+// Sarah every week") is not a meeting to book. A reply to what is pending
+// (a question, or actions previewed: "make it 4pm instead") gets the day,
+// time and part of the day it names.
 void ApplyMeetingRequest(const IntentRequest& request, IntentAnalysis& analysis);
 
 }  // namespace omniforge::intent

@@ -417,6 +417,32 @@ MeetingState MeetingAtStart(const PolicyInput& in) {
   return m;
 }
 
+std::optional<MeetingState> MeetingChanged(const FlowState& last,
+                                           const intentpb::IntentAnalysis& said) {
+  const bool booking = std::any_of(last.pending.begin(), last.pending.end(), [](const auto& a) {
+    return a.tool == "calendar__create_event";
+  });
+  if (!booking || !last.entities.contains(kSlot)) return std::nullopt;
+  MeetingState m = last.entities;
+  bool changed = false;
+  for (const char* key : {intent::kDayEntity, intent::kTimeEntity, intent::kPartOfDayEntity}) {
+    auto it = said.entities().find(key);
+    if (it == said.entities().end()) continue;
+    m[key] = it->second;
+    changed = true;
+  }
+  if (!changed) return std::nullopt;
+  // A new time replaces a part of the day and the other way round.
+  if (said.entities().contains(intent::kTimeEntity) &&
+      !said.entities().contains(intent::kPartOfDayEntity)) {
+    m.erase(intent::kPartOfDayEntity);
+  } else if (!said.entities().contains(intent::kTimeEntity)) {
+    m.erase(intent::kTimeEntity);
+  }
+  for (const char* key : {kSlot, kStage, kOptions, kPhase, kFound, kFailed}) m.erase(key);
+  return m;
+}
+
 MeetingStep NextMeetingStep(MeetingState& m, const PolicyInput& /*input*/,
                             const MeetingClock& clock) {
   MeetingStep step;

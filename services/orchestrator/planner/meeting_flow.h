@@ -70,6 +70,15 @@ bool IsMeetingTurn(const PolicyInput& input);
 // picked, a time, a name to look up).
 MeetingState MeetingAtStart(const PolicyInput& input);
 
+// The meeting's state for a change the user asked to its booking while
+// the booking waits for approval ("make it 4pm instead", "friday morning
+// instead"): the flow's state with the day, time or part of the day
+// `said` (the intent service's reading of this reply) gives, and the time
+// to be found anew. nullopt when `last` is no meeting waiting for its
+// booking's approval or `said` gives none of the three.
+std::optional<MeetingState> MeetingChanged(const FlowState& last,
+                                           const ::omniforge::intent::v1::IntentAnalysis& said);
+
 // The next step of the turn. Updates `meeting` with what the step asks.
 MeetingStep NextMeetingStep(MeetingState& meeting, const PolicyInput& input,
                             const MeetingClock& clock);

@@ -219,7 +219,7 @@ TEST_F(LocalMeetingTest, TwoJohnsThenAConflictThenAnAlternativeThenThePreviewThe
                                 "Call with Sarah Chen and John Smith", "15:30")));
 }
 
-TEST_F(LocalMeetingTest, AnAfternoonTakesItsFirstFreeSlotAndNoBooksNothing) {
+TEST_F(LocalMeetingTest, AnAfternoonTakesItsFirstFreeSlotAChangeIsCheckedAndNoBooksNothing) {
   const int user = 1;
   const Turn preview = Chat(user, "set up a meeting with John Smith and Sarah tomorrow afternoon");
   EXPECT_THAT(preview.tools_called(),
@@ -229,6 +229,12 @@ TEST_F(LocalMeetingTest, AnAfternoonTakesItsFirstFreeSlotAndNoBooksNothing) {
   const json args = json::parse(preview.preview()->arguments_json());
   EXPECT_EQ(args["start"], Tomorrow(12, 0));
   EXPECT_THAT(preview.text(), HasSubstr("The first time everyone is free tomorrow afternoon"));
+  // A change to the preview: the new time is checked and previewed again.
+  const Turn changed = Chat(user, "make it 4pm instead", preview.conversation_id());
+  EXPECT_THAT(changed.tools_called(), ElementsAre("calendar__find_free_slots"));
+  ASSERT_TRUE(changed.preview().has_value()) << changed.text();
+  EXPECT_EQ(json::parse(changed.preview()->arguments_json())["start"], Tomorrow(16, 0));
+  EXPECT_THAT(changed.text(), HasSubstr("16:00–16:30 is free for everyone."));
   const Turn no = Chat(user, "no", preview.conversation_id());
   EXPECT_TRUE(no.tools_called().empty());
   EXPECT_TRUE(Booked(user).empty());

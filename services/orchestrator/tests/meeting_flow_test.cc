@@ -255,6 +255,34 @@ TEST(MeetingFlowTest, NoDropsTheMeetingAndAFailureIsSaid) {
               HasSubstr("contacts__find_contacts failed: the database is unavailable"));
 }
 
+TEST(MeetingFlowTest, AChangeToTheBookingFindsTheTimeAnew) {
+  std::vector<ToolStep> calls;
+  const Move preview =
+      Turn(Request({{"attendees", "Priya"},
+                    {"day", "tomorrow"},
+                    {"part_of_day", "afternoon"},
+                    {"title", "Call"}},
+                   "book"),
+           {Contacts({{"Priya Patel", "priya.patel@example.org"}}), Slots({{"13:00", "13:30"}})},
+           &calls);
+  FlowState last = Saved(preview);
+  last.pending = preview.propose;
+  intentpb::IntentAnalysis said;
+  (*said.mutable_entities())["time"] = "16:00";
+  std::optional<MeetingState> changed = MeetingChanged(last, said);
+  ASSERT_TRUE(changed.has_value());
+  EXPECT_EQ(changed->at("time"), "16:00");
+  EXPECT_FALSE(changed->contains("part_of_day"));
+  const MeetingStep step = NextMeetingStep(*changed, PolicyInput{}, kClock);
+  ASSERT_TRUE(step.call.has_value());
+  EXPECT_EQ(step.call->arguments["window_start"], "2026-11-29T16:00:00+00:00");
+  EXPECT_EQ(step.call->arguments["attendees"], json::array({"priya.patel@example.org"}));
+
+  EXPECT_FALSE(MeetingChanged(last, intentpb::IntentAnalysis{}).has_value());  // nothing said
+  last.pending.clear();
+  EXPECT_FALSE(MeetingChanged(last, said).has_value());  // no booking waits
+}
+
 TEST(MeetingFlowTest, NotAMeetingTurnWithoutAttendeesOrInAnotherFlow) {
   PolicyInput in = Request({{"agent_name", "digest"}}, "run digest");
   EXPECT_FALSE(IsMeetingTurn(in));

@@ -26,7 +26,7 @@ void TurnPass::Decide() {
   } else if (approval_) {
     move_ = *std::move(approval_);
   } else if (!plan_move_ && (!ModelPlans() || !planned_.answered)) {
-    move_ = IsMeetingTurn(input_) ? DecideMeeting() : DecideLocally(input_);
+    move_ = IsMeetingTurn(input_) ? DecideMeeting(MeetingAtStart(input_)) : DecideLocally(input_);
   }
 }
 
@@ -54,6 +54,13 @@ void TurnPass::ResolveGate() {
     }
     decisions_ = gate_->decisions;
     approval_ = GateMove(*gate_, *last_, !ModelPlans(), input_);
+    // A change to a meeting's booking ("make it 4pm instead") finds the
+    // time anew and previews the booking again.
+    if (gate_->reply == PendingReply::kEdit && !ModelPlans()) {
+      if (std::optional<MeetingState> changed = MeetingChanged(*last_, analysis_)) {
+        approval_ = DecideMeeting(*std::move(changed));
+      }
+    }
     // What the gate decided is not the policy's to decide again.
     if (gate_->reply != PendingReply::kOther) input_.last->pending.clear();
   } else if (decides_ && !plan_move_) {

@@ -8,8 +8,7 @@
 
 namespace omniforge::orchestrator {
 
-Move TurnPass::DecideMeeting() {
-  MeetingState meeting = MeetingAtStart(input_);
+Move TurnPass::DecideMeeting(MeetingState meeting) {
   const MeetingClock clock{ctx_.NowMicros(), time_zone_};
   while (true) {
     MeetingStep step = NextMeetingStep(meeting, input_, clock);
