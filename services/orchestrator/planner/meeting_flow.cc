@@ -443,8 +443,7 @@ std::optional<MeetingState> MeetingChanged(const FlowState& last,
   return m;
 }
 
-MeetingStep NextMeetingStep(MeetingState& m, const PolicyInput& /*input*/,
-                            const MeetingClock& clock) {
+MeetingStep NextMeetingStep(MeetingState& m, const MeetingClock& clock) {
   MeetingStep step;
   if (At(m, kStage) == kDropped) {
     step.move = BaseMove(m);

@@ -80,8 +80,7 @@ std::optional<MeetingState> MeetingChanged(const FlowState& last,
                                            const ::omniforge::intent::v1::IntentAnalysis& said);
 
 // The next step of the turn. Updates `meeting` with what the step asks.
-MeetingStep NextMeetingStep(MeetingState& meeting, const PolicyInput& input,
-                            const MeetingClock& clock);
+MeetingStep NextMeetingStep(MeetingState& meeting, const MeetingClock& clock);
 
 // Takes in the result of `call` (as the executor returns a domain tool's
 // result: {"status", "data", ...}, or an error result).

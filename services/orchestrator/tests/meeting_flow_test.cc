@@ -76,7 +76,7 @@ Move Turn(const PolicyInput& in, std::vector<json> answers, std::vector<ToolStep
   EXPECT_TRUE(IsMeetingTurn(in));
   MeetingState m = MeetingAtStart(in);
   for (size_t i = 0;; ++i) {
-    MeetingStep step = NextMeetingStep(m, in, kClock);
+    MeetingStep step = NextMeetingStep(m, kClock);
     if (!step.call) return step.move;
     calls->push_back(*step.call);
     if (i >= answers.size()) {
@@ -195,7 +195,7 @@ TEST(MeetingFlowTest, WeekdayIsTheNextOneAndTheZoneIsTheUsers) {
   TakeMeetingResult(m, {"contacts__find_contacts"}, Contacts({{"Priya Patel", "p@example.org"}}),
                     false, kClock);
   const MeetingClock paris{kNow, "Europe/Paris"};
-  const MeetingStep step = NextMeetingStep(m, in, paris);
+  const MeetingStep step = NextMeetingStep(m, paris);
   ASSERT_TRUE(step.call.has_value());
   EXPECT_EQ(step.call->arguments["window_start"], "2026-12-04T09:00:00+01:00");
   EXPECT_EQ(step.call->arguments["window_end"], "2026-12-04T12:00:00+01:00");
@@ -251,7 +251,7 @@ TEST(MeetingFlowTest, NoDropsTheMeetingAndAFailureIsSaid) {
   TakeMeetingResult(m, {"contacts__find_contacts"},
                     {{"status", "error"}, {"limitations", {"the database is unavailable"}}}, true,
                     kClock);
-  EXPECT_THAT(NextMeetingStep(m, in, kClock).move.reply,
+  EXPECT_THAT(NextMeetingStep(m, kClock).move.reply,
               HasSubstr("contacts__find_contacts failed: the database is unavailable"));
 }
 
@@ -273,7 +273,7 @@ TEST(MeetingFlowTest, AChangeToTheBookingFindsTheTimeAnew) {
   ASSERT_TRUE(changed.has_value());
   EXPECT_EQ(changed->at("time"), "16:00");
   EXPECT_FALSE(changed->contains("part_of_day"));
-  const MeetingStep step = NextMeetingStep(*changed, PolicyInput{}, kClock);
+  const MeetingStep step = NextMeetingStep(*changed, kClock);
   ASSERT_TRUE(step.call.has_value());
   EXPECT_EQ(step.call->arguments["window_start"], "2026-11-29T16:00:00+00:00");
   EXPECT_EQ(step.call->arguments["attendees"], json::array({"priya.patel@example.org"}));

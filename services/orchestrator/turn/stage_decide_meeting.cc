@@ -11,7 +11,7 @@ namespace omniforge::orchestrator {
 Move TurnPass::DecideMeeting(MeetingState meeting) {
   const MeetingClock clock{ctx_.NowMicros(), time_zone_};
   while (true) {
-    MeetingStep step = NextMeetingStep(meeting, input_, clock);
+    MeetingStep step = NextMeetingStep(meeting, clock);
     if (!step.call) return std::move(step.move);
     const std::optional<ToolRun> ran = RunTool(*step.call, nullptr);
     if (!ran) {
