@@ -260,9 +260,12 @@ void ChatView::ShowAgentState(const pb::AgentStateEvent& state) {
   }
 }
 
-void ChatView::ShowText(const std::string& delta) {
+void ChatView::ShowText(const std::string& delta, bool restart) {
   ClearSpinner();
   spinner_label_.clear();
+  // The model's answer broke off and is being given again: what was shown
+  // stays on the screen, marked as withdrawn.
+  if (restart && text_open_) Line(kDim, "  (the answer broke off; here it is again)");
   if (!text_open_) {
     out_ << Styled(kBold, "omniforge:") << " ";
     text_open_ = true;
@@ -311,7 +314,7 @@ void ChatView::Show(const pb::ChatEvent& event) {
       Line(event.tool_result().is_error() ? kRed : kCyan, ToolResultLine(event.tool_result()));
       break;
     case pb::ChatEvent::kText:
-      ShowText(event.text().delta());
+      ShowText(event.text().delta(), event.text().restart());
       break;
     case pb::ChatEvent::kPreview:
       ShowPreview(event.preview());

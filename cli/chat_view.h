@@ -53,7 +53,7 @@ class ChatView final {
   void ShowAgentState(const orchestrator::v1::AgentStateEvent& state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes an answer delta, opening the "omniforge: " line when it is the first.
-  void ShowText(const std::string& delta) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ShowText(const std::string& delta, bool restart) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ShowPreview(const orchestrator::v1::PreviewEvent& preview)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ShowPlan(const std::string& heading, const orchestrator::v1::Plan& plan)

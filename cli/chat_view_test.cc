@@ -67,6 +67,17 @@ TEST(ChooseChatOutputTest, ColourOnlyOnATerminalWithoutNoColor) {
   EXPECT_EQ(ChooseChatOutput(true, false, "1"), ChatOutput::kJson);
 }
 
+// An answer whose stream broke off and is given again: the fragment stays
+// on its own line, marked, and the answer starts again on a fresh one.
+TEST_F(ChatViewTest, ARestartedAnswerStartsAgainOnAFreshLine) {
+  pb::ChatEvent again = Text("Your order has shipped.");
+  again.mutable_text()->set_restart(true);
+  const std::string shown = Render(ChatOutput::kPlain, {Text("Your order h"), again});
+  EXPECT_THAT(shown, HasSubstr("omniforge: Your order h\n"));
+  EXPECT_THAT(shown, HasSubstr("(the answer broke off; here it is again)\n"
+                               "omniforge: Your order has shipped."));
+}
+
 TEST_F(ChatViewTest, PlainOutputIsReadableLinesWithoutEscapes) {
   pb::ChatEvent session;
   session.mutable_session()->set_conversation_id("c-1");

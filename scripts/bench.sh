@@ -22,6 +22,9 @@ export OMNIFORGE_TEST_PG_DSN="host=127.0.0.1 port=55434 user=omniforge dbname=po
 # Fairness: one tenant's 300 streams against another tenant's p99 turn time,
 # under per-tenant limits and without them.
 "$BUILD_DIR/bin/fairness_bench"
+# Turns under injected temporary faults (model, stream, MCP server): the
+# share that completes.
+"$BUILD_DIR/bin/fault_bench"
 # The plan engine: a 6-step plan of 3 branches over the executor binary
 # (its agents on the fake provider), wall time against the steps' sum.
 "$BUILD_DIR/bin/plan_bench"

@@ -131,11 +131,14 @@ service_env() {
                    "OMNIFORGE_IDENTITY_SIGNING_KEY_FILE=$STATE_DIR/executor-identity.key"
                    "OMNIFORGE_IDENTITY_SIGNING_KEY_ID=executor")
       # The sandbox email, calendar and contacts servers it starts
-      # (deploy/local/executor.yaml): this build's binary, this cluster.
-      local domain
+      # (deploy/local/executor.yaml): this build's binary, this cluster, as
+      # omniforge_sandbox only (`up` has applied their schema).
+      local domain sandbox_env
+      sandbox_env="OMNIFORGE_DATABASE_DSN=$(service_dsn sandbox),OMNIFORGE_DATABASE_MIGRATE_ON_START=false"
+      [[ -z "$STACK_NOW" ]] || sandbox_env+=",OMNIFORGE_SANDBOX_NOW=$STACK_NOW"
       for domain in EMAIL CALENDAR CONTACTS; do
         SERVICE_ENV+=("OMNIFORGE_MCP_SERVERS_SANDBOX_${domain}_COMMAND=$BUILD_DIR/bin/omniforge-sandbox-mcp"
-                      "OMNIFORGE_MCP_SERVERS_SANDBOX_${domain}_ENV=OMNIFORGE_DATABASE_DSN=$(service_dsn sandbox),OMNIFORGE_DATABASE_MIGRATE_DSN=$DATABASE_DSN")
+                      "OMNIFORGE_MCP_SERVERS_SANDBOX_${domain}_ENV=$sandbox_env")
       done ;;
     orchestrator)
       SERVICE_ENV=("OMNIFORGE_DATABASE_DSN=$(service_dsn orchestrator)"
@@ -147,7 +150,8 @@ service_env() {
                    "OMNIFORGE_SPOOL_DIR=$STATE_DIR/spool"
                    "OMNIFORGE_DOWNSTREAM_CONVERSATION=$(addr conversation)"
                    "OMNIFORGE_DOWNSTREAM_INTENT=$(addr intent)"
-                   "OMNIFORGE_DOWNSTREAM_EXECUTOR=$(addr executor)") ;;
+                   "OMNIFORGE_DOWNSTREAM_EXECUTOR=$(addr executor)")
+      [[ -z "$STACK_NOW" ]] || SERVICE_ENV+=("OMNIFORGE_TURN_CALENDAR_NOW=$STACK_NOW") ;;
   esac
 }
 
@@ -158,6 +162,12 @@ up() {
   ensure_master_key
   ensure_identity_keys
   ensure_api_key
+  # The sandbox servers' schema, once (the executor starts them per tenant,
+  # without the owner's login).
+  env $(compgen -e | sed -n 's/^\(OMNIFORGE_[A-Za-z0-9_]*\)$/-u \1/p') \
+    OMNIFORGE_DATABASE_DSN="$DATABASE_DSN" OMNIFORGE_DATABASE_MIGRATE_DSN="$DATABASE_DSN" \
+    "$BUILD_DIR/bin/omniforge-sandbox-mcp" migrate >>"$STATE_DIR/logs/sandbox-migrate.log" 2>&1 \
+    || { log "omniforge-sandbox-mcp migrate failed; see $STATE_DIR/logs/sandbox-migrate.log"; return 1; }
   for svc in "${SERVICES[@]}"; do
     if pid=$(pid_of "$svc"); then
       log "$svc already running (pid $pid, 127.0.0.1:${PORTS[$svc]})"

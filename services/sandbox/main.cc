@@ -3,7 +3,7 @@
 // (schema `sandbox`). The executor starts one per tenant (per_tenant stdio
 // servers substitute {tenant}).
 //
-//   omniforge-sandbox-mcp --domain email|calendar|contacts|all [--tenant T]
+//   omniforge-sandbox-mcp --domain email|calendar|contacts|all --tenant T
 //                         [--time-zone Europe/Paris] [--memory] [--config FILE]
 //   omniforge-sandbox-mcp migrate [--config FILE]
 //
@@ -13,6 +13,14 @@
 // PGPASSWORD_FILE set (and PGPASSWORD not), libpq's password is read from
 // that file, as the image's entry point does for the services.
 // --memory keeps the state in memory instead, for the process's life.
+// --tenant is required with PostgreSQL (a server configured without
+// per_tenant would otherwise give every tenant one shared mailbox); with
+// --memory it defaults to "local".
+//
+// For tests only: OMNIFORGE_SANDBOX_NOW (an RFC 3339 time) is where the
+// sandbox's clock starts; it then runs at the real clock's pace. Tests that
+// compare the seed's "tomorrow" with times of their own set it, so that
+// midnight passing between their reads changes nothing.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -20,9 +28,9 @@
 #include <iostream>
 #include <memory>
 
-#include "libs/core/clock.h"
 #include "libs/core/config.h"
 #include "libs/core/logging.h"
+#include "libs/core/shifted_clock.h"
 #include "libs/core/version.h"
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
@@ -30,6 +38,7 @@
 #include "services/sandbox/src/mcp_server.h"
 #include "services/sandbox/src/memory_store.h"
 #include "services/sandbox/src/pg_store.h"
+#include "services/sandbox/src/sandbox_time.h"
 
 namespace omniforge::pg {
 const std::vector<Migration>& SandboxMigrations();
@@ -41,10 +50,19 @@ namespace {
 struct Options {
   std::string config_file;
   std::string domain;
-  std::string tenant = "local";
+  std::string tenant;
   std::string time_zone = "UTC";
   bool memory = false;
 };
+
+// The system clock, or one started at OMNIFORGE_SANDBOX_NOW when it is set.
+absl::StatusOr<std::unique_ptr<core::Clock>> SandboxClock() {
+  const char* now = std::getenv("OMNIFORGE_SANDBOX_NOW");
+  if (now == nullptr || *now == '\0') return std::unique_ptr<core::Clock>();
+  auto start = ParseRfc3339("OMNIFORGE_SANDBOX_NOW", now);
+  if (!start.ok()) return start.status();
+  return std::make_unique<core::ShiftedClock>(*start);
+}
 
 absl::StatusOr<pg::DatabaseSettings> LoadDatabase(const std::string& config_file) {
   auto reader = config_file.empty() ? core::ConfigReader::FromString("")
@@ -96,7 +114,9 @@ absl::Status Serve(const Options& options, SandboxStore& store) {
   if (!domains.has_value()) {
     return absl::InvalidArgumentError("--domain: expected email, calendar, contacts or all");
   }
-  SandboxTools tools(store, core::SystemClock(), zone, options.tenant, *domains);
+  auto clock = SandboxClock();
+  if (!clock.ok()) return clock.status();
+  SandboxTools tools(store, *clock ? **clock : core::SystemClock(), zone, options.tenant, *domains);
   McpLineServer server(tools, "omniforge-sandbox-" + options.domain, core::Version(),
                        Instructions(options.domain));
   server.Serve(std::cin, std::cout);
@@ -137,7 +157,8 @@ int main(int argc, char** argv) {
   sandbox::Options options;
   app.add_option("-c,--config", options.config_file, "YAML file with database.* keys");
   app.add_option("--domain", options.domain, "email, calendar, contacts or all");
-  app.add_option("--tenant", options.tenant, "whose state this process serves");
+  app.add_option("--tenant", options.tenant,
+                 "whose state this process serves (required unless --memory)");
   app.add_option("--time-zone", options.time_zone, "IANA time zone the times are shown in");
   app.add_flag("--memory", options.memory, "keep the state in memory, not PostgreSQL");
   auto* migrate = app.add_subcommand("migrate", "apply database migrations and exit");
@@ -147,6 +168,13 @@ int main(int argc, char** argv) {
   if (!migrate->parsed() && options.domain.empty()) {
     core::LogError("exiting", {{"error", "--domain is required"}});
     return 2;
+  }
+  if (!migrate->parsed() && options.tenant.empty()) {
+    if (!options.memory) {
+      core::LogError("exiting", {{"error", "--tenant is required (unless --memory)"}});
+      return 2;
+    }
+    options.tenant = "local";
   }
   const absl::Status status = sandbox::Run(options, migrate->parsed());
   if (!status.ok()) {

@@ -15,6 +15,9 @@ WORK="$(mktemp -d /tmp/omniforge-demo-test-XXXXXX)"
 # PostgreSQL runs as its own user, which must reach its data directory.
 chmod 755 "$WORK"
 export OMNIFORGE_STATE_DIR="$WORK/state" OMNIFORGE_PG_DIR="$WORK/pg"
+# The meeting journey's "tomorrow" is a working day whatever day the test
+# runs: the meeting flow's and the sandbox's clocks start on a Tuesday.
+export OMNIFORGE_STACK_NOW="2026-11-24T08:00:00Z"
 # One run of the demo may take this long (the first takes about 15 s on a
 # busy 2-core machine, the second about 3 s).
 RUN_TIMEOUT_S=75

@@ -12,7 +12,8 @@ orchestrator publishes a port; PostgreSQL is 15 and reachable on the
 internal network only; the ollama profile adds Ollama and its model pull.
 Each service's effective configuration (its config file with the compose
 environment over it) names no loopback address for a remote dependency and
-no secret it is not given. With SECRETS_DIR (what deploy/docker/init-secrets.sh -d made): every secret
+no secret it is not given, and its OMNIFORGE_MCP_SERVERS_* variables name
+servers its file has. With SECRETS_DIR (what deploy/docker/init-secrets.sh -d made): every secret
 the compose file mounts is a file there, the master key is 32 bytes in hex
 and the API key file holds key-file lines.
 Prints every problem and exits 1 when there is any.
@@ -271,7 +272,14 @@ def check_effective(config, root, problems):
             problems.append(f"{name}: its config file ({path}) is not in the image or mounted")
             continue
         with open(path, encoding="utf-8") as f:
-            effective = flatten(yaml.safe_load(f) or {})
+            loaded = yaml.safe_load(f) or {}
+        effective = flatten(loaded)
+        servers = ((loaded.get("mcp") or {}).get("servers") or {})
+        prefixes = [env_name(f"mcp.servers.{server}") + "_" for server in servers]
+        for var in env:
+            if var.startswith("OMNIFORGE_MCP_SERVERS_") and \
+                    not any(var.startswith(prefix) for prefix in prefixes):
+                problems.append(f"{name}: {var} names an MCP server {path} does not have")
         for key in list(effective) + keys:
             if env_name(key) in env:
                 effective[key] = env[env_name(key)]

@@ -1,5 +1,6 @@
 #include "services/intent/src/reply.h"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 
@@ -230,6 +231,25 @@ std::optional<std::string> AgentAnswer(const Reply& r, const IntentRequest& requ
   return MatchCatalogItem(r.message, request.agents);
 }
 
+// The option a reply names by its words when it gives no position: the
+// one option all of whose words it has ("try again"), or, in a reply of at
+// most four words, whose first word it has ("skip", "cancel please"). 0
+// when it names none, or more than one.
+int OptionNamed(const Reply& r, const std::vector<std::string>& options) {
+  const std::set<std::string> said(r.words.begin(), r.words.end());
+  int named = 0;
+  for (size_t i = 0; i < options.size(); ++i) {
+    const Words own = ReplyWords(options[i]);
+    if (own.empty()) continue;
+    const bool all = std::all_of(own.begin(), own.end(),
+                                 [&said](const std::string& w) { return said.contains(w); });
+    if (!all && !(r.words.size() <= 4 && said.contains(own.front()))) continue;
+    if (named != 0) return 0;
+    named = static_cast<int>(i) + 1;
+  }
+  return named;
+}
+
 // The answer to the question asked: what it gives (entities, the agent
 // picked, the option's position). One that settles nothing is a recap or,
 // for the options, a request of its own when the analysis finds one; else
@@ -241,6 +261,8 @@ ReplyDecision ReadAnswer(const Reply& r, const IntentRequest& request) {
     if (std::optional<OrdinalRef> ordinal = FindOrdinal(r.message)) {
       const int size = static_cast<int>(request.pending.options.size());
       out.option = ordinal->Resolve(size == 0 ? 3 : size, -1) + 1;
+    } else {
+      out.option = OptionNamed(r, request.pending.options);
     }
   } else {
     out.fields = ExtractEntities(r.message);

@@ -240,6 +240,25 @@ TEST(ReplyTest, AnOptionIsPickedByItsNumberAndWordsAreARequestOfTheirOwn) {
   EXPECT_EQ(words.option, 0);
 }
 
+TEST(ReplyTest, AnOptionIsPickedByItsWords) {
+  const std::vector<std::string> options = {"try again", "skip it and continue",
+                                            "use another agent", "cancel"};
+  EXPECT_EQ(Answer("try again", QuestionKind::kOption, options).option, 1);
+  EXPECT_EQ(Answer("please try it again", QuestionKind::kOption, options).option, 1);
+  EXPECT_EQ(Answer("skip it", QuestionKind::kOption, options).option, 2);
+  EXPECT_EQ(Answer("use another agent", QuestionKind::kOption, options).option, 3);
+  EXPECT_EQ(Answer("cancel", QuestionKind::kOption, options).option, 4);
+  EXPECT_EQ(Answer("the second one", QuestionKind::kOption, options).option, 2);
+  // Two options named, or none: no pick.
+  EXPECT_EQ(Answer("try again or cancel", QuestionKind::kOption, options).option, 0);
+  EXPECT_EQ(Answer("hmm", QuestionKind::kOption, options).option, 0);
+  // A first word alone counts in a short reply only.
+  EXPECT_EQ(
+      Answer("i would rather you skip over the weekly digest part", QuestionKind::kOption, options)
+          .option,
+      0);
+}
+
 TEST(ReplyTest, NothingPendingIsANewRequestOrARecap) {
   EXPECT_EQ(ReadReply(Request("list my agents"), Analysis()).kind, ReplyKind::kNewRequest);
   EXPECT_EQ(ReadReply(Request("yes"), Analysis()).kind, ReplyKind::kNewRequest);

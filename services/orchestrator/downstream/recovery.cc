@@ -30,10 +30,29 @@ Failure ClassifyHttpStatus(int status) {
   return Failure::kPermanent;
 }
 
-Failure ClassifyToolError(const nlohmann::json& result) {
-  if (!result.is_object()) return Failure::kPermanent;
+namespace {
+
+// The `error` object of a tool's result: its own, or the one an MCP tool
+// put in its structuredContent (the executor's `structured_content`; a
+// domain tool's `data`). Null when there is none.
+const nlohmann::json* ErrorObjectOf(const nlohmann::json& result) {
+  if (!result.is_object()) return nullptr;
   const auto error = result.find("error");
-  if (error == result.end() || !error->is_object()) return Failure::kPermanent;
+  if (error != result.end()) return error->is_object() ? &*error : nullptr;
+  for (const char* wrapper : {"structured_content", "data"}) {
+    const auto inner = result.find(wrapper);
+    if (inner == result.end() || !inner->is_object()) continue;
+    const auto nested = inner->find("error");
+    if (nested != inner->end() && nested->is_object()) return &*nested;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Failure ClassifyToolError(const nlohmann::json& result) {
+  const nlohmann::json* error = ErrorObjectOf(result);
+  if (error == nullptr) return Failure::kPermanent;
   const auto code = error->find("code");
   if (code == error->end()) return Failure::kPermanent;
   if (code->is_number_integer()) return ClassifyHttpStatus(code->get<int>());

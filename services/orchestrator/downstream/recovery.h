@@ -32,7 +32,10 @@ Failure ClassifyStatus(absl::StatusCode code);
 // 408, 425, 429 and 5xx are temporary; everything else is permanent.
 Failure ClassifyHttpStatus(int status);
 
-// A tool's error result `{"error": {"code": ..., "message": ...}}`:
+// A tool's error result `{"error": {"code": ..., "message": ...}}`, or an
+// MCP tool's, whose structuredContent carries that error (under
+// `structured_content` as the executor passes it on, or `data` for a domain
+// tool):
 // temporary when its code names a temporary status ("unavailable",
 // "resource_exhausted", "aborted", "deadline_exceeded", "timeout",
 // "rate_limited", in any case) or is a temporary HTTP status (a number or

@@ -216,6 +216,7 @@ nlohmann::json FlowStateToJson(const FlowState& state) {
   if (!state.asked.empty()) json["asked"] = state.asked;
   if (state.plan) json["plan"] = PlanRefToJson(*state.plan);
   if (state.suspended_flow) json["suspended_flow"] = SuspendedFlowToJson(*state.suspended_flow);
+  if (state.recovery) json["recovery"] = RecoveryToJson(*state.recovery);
   json["tools_used"] = state.tools_used;
   json["context_box"] = ContextBoxToJson(state.box);
   return json;
@@ -241,6 +242,7 @@ FlowState FlowStateFromJson(const nlohmann::json& json) {
   if (auto it = json.find("suspended_flow"); it != json.end()) {
     state.suspended_flow = SuspendedFlowFromJson(*it);
   }
+  if (auto it = json.find("recovery"); it != json.end()) state.recovery = RecoveryFromJson(*it);
   state.tools_used = StringsAt(json, "tools_used");
   if (std::optional<ContextBox> box = BoxAt(json)) state.box = *std::move(box);
   state.status = json.contains("status") ? ParseFlowStatus(StringAt(json, "status"))

@@ -16,6 +16,7 @@
 #include "omniforge/executor/v1/executor_service.pb.h"
 #include "omniforge/intent/v1/intent_service.pb.h"
 #include "services/orchestrator/flow/context_box.h"
+#include "services/orchestrator/flow/recovery.h"
 
 namespace omniforge::orchestrator {
 
@@ -110,6 +111,9 @@ struct FlowState {
   // The flow suspended by the last turn's message or an earlier one, not
   // yet resumed.
   std::optional<SuspendedFlow> suspended_flow;
+  // The failure the last turn asked the user about (asked: "recovery"),
+  // until the answer acts on it (recovery.h).
+  std::optional<Recovery> recovery;
   std::vector<std::string> tools_used;
   ContextBox box;
 };

@@ -97,6 +97,7 @@ absl::StatusOr<IssuedKey> KeyAdmin::Create(const KeyAdminCaller& caller, const S
     core::LogInfo("API key created", {{"admin", caller.name},
                                       {"tenant", issued.stored.tenant_id},
                                       {"key_id", issued.stored.key_id}});
+    Changed(issued.stored.key_id);
     return issued;
   }
   return absl::InternalError("no free key id after several attempts");
@@ -126,6 +127,7 @@ absl::StatusOr<IssuedKey> KeyAdmin::Rotate(const KeyAdminCaller& caller, const s
                                     {"tenant", tenant},
                                     {"key_id", key_id},
                                     {"grace_s", std::to_string(grace_micros / 1'000'000)}});
+  Changed(key_id);
   return IssuedKey{*std::move(key), *std::move(stored)};
 }
 
@@ -137,6 +139,7 @@ absl::StatusOr<StoredKey> KeyAdmin::Revoke(const KeyAdminCaller& caller, const s
   if (!stored.ok()) return stored.status();
   core::LogInfo("API key revoked",
                 {{"admin", caller.name}, {"tenant", tenant}, {"key_id", key_id}});
+  Changed(key_id);
   return stored;
 }
 

@@ -41,6 +41,14 @@ class KeyAdmin final {
            const core::Clock& clock = core::SystemClock())
       : store_(store), is_file_key_(std::move(is_file_key)), clock_(clock) {}
 
+  // Called with a key's id once its creation, rotation or revocation is
+  // stored, before the caller hears of it: the replica that made the change
+  // reads the key at once (the others on PostgreSQL's notification), so a
+  // key works, or stops, here as soon as the call returns.
+  void OnChanged(std::function<void(const std::string& key_id)> changed) {
+    changed_ = std::move(changed);
+  }
+
   // Every operation: PERMISSION_DENIED when `caller` does not manage
   // `tenant`; INVALID_ARGUMENT for a tenant, user, key id or label that is
   // not well formed; the store's errors otherwise.
@@ -62,8 +70,13 @@ class KeyAdmin final {
   absl::Status CheckTenant(const KeyAdminCaller& caller, const std::string& tenant) const;
   absl::Status CheckKeyId(const std::string& key_id) const;
 
+  void Changed(const std::string& key_id) const {
+    if (changed_) changed_(key_id);
+  }
+
   KeyStore& store_;
   const std::function<bool(std::string_view)> is_file_key_;
+  std::function<void(const std::string&)> changed_;
   const core::Clock& clock_;
 };
 

@@ -701,6 +701,7 @@ Move DecideLocally(const PolicyInput& in) {
 }
 
 bool AnswerSkipsAnalysis(const FlowState& last) {
+  if (last.asked == kAskedRecovery) return last.recovery.has_value();
   return last.clarifications > 0 &&
          (last.asked == kAskedAgent || last.asked == kAskedChange || last.asked == kAskedModel ||
           last.asked == kAskedOption || last.asked == kAskedMeeting);
@@ -750,6 +751,9 @@ intentpb::PendingQuestion PendingQuestionOf(const FlowState& last) {
     // Which contact or which time: the options as the question numbered them.
     question.set_kind(intentpb::QUESTION_KIND_OPTION);
     for (const std::string& option : last.listed_agents) question.add_options(option);
+  } else if (last.asked == kAskedRecovery && last.recovery) {
+    question.set_kind(intentpb::QUESTION_KIND_OPTION);
+    for (const std::string& option : last.recovery->options) question.add_options(option);
   } else if (last.asked == kAskedOption) {
     question.set_kind(intentpb::QUESTION_KIND_OPTION);
     for (const char* option : {"run it anyway", "create a new agent", "change the agent"}) {

@@ -81,17 +81,20 @@ inline constexpr char kAskedChange[] = "change";  // what to change about an age
 inline constexpr char kAskedIntent[] = "intent";  // what the user wants at all
 inline constexpr char kAskedModel[] = "model";    // the planner model's own question
 inline constexpr char kAskedOption[] = "option";  // which of the options offered (partial_fit.h)
+// what to do about work that failed for good (flow/recovery.h)
+inline constexpr char kAskedRecovery[] = "recovery";
 
 // True when the last turn asked a question whose answer continues its flow
 // as it is (which agent, what to change, which option, the model's
-// question): the intent service reads the message as the answer to it
-// (PendingQuestionOf). An answer to "what would you like me to do?" is a
-// request of its own.
+// question, what to do about a failure): the intent service reads the
+// message as the answer to it (PendingQuestionOf). An answer to "what would you like me to do?" is
+// a request of its own.
 bool AnswerSkipsAnalysis(const FlowState& last);
 
 // What the intent service is told the last turn asked (its question, for
 // a flow where AnswerSkipsAnalysis): which agent (with the agents the
-// question listed), which option, or an open question.
+// question listed), which option (a failure's options too), or an open
+// question.
 ::omniforge::intent::v1::PendingQuestion PendingQuestionOf(const FlowState& last);
 
 // The analysis of the user's answer to the flow's own clarifying question:

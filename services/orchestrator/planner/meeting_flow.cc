@@ -45,6 +45,9 @@ constexpr int kDefaultMinutes = 30;
 constexpr int kWorkStartHour = 9;
 constexpr int kWorkEndHour = 18;
 constexpr int kAlternatives = 3;
+// Calendar days after the wanted day searched for free times when that day
+// has none (or is no working day): a working week.
+constexpr int kLaterDays = 7;
 
 std::string At(const MeetingState& m, const char* key) {
   auto it = m.find(key);
@@ -98,9 +101,25 @@ std::optional<absl::Time> ParseRfc3339(const std::string& text) {
   return t;
 }
 
-// The day the meeting is on: today, tomorrow or the next such weekday
-// (never today); with none said, today while working hours last, else
-// tomorrow.
+// Monday to Friday: the days of working hours (as the sandbox's calendar
+// keeps them).
+bool IsWorkingDay(absl::CivilDay day) {
+  const absl::Weekday weekday = absl::GetWeekday(day);
+  return weekday != absl::Weekday::saturday && weekday != absl::Weekday::sunday;
+}
+
+absl::CivilDay NextWorkingDay(absl::CivilDay day) {
+  do {
+    ++day;
+  } while (!IsWorkingDay(day));
+  return day;
+}
+
+// The day the meeting is on: today, tomorrow, the next such weekday (never
+// today) or a date (2026-11-30, as the flow keeps a day it offered); with
+// none said, today while working hours last on a working day, else the
+// next working day. A day said is kept even when it is no working day:
+// the flow says so and offers the following working days.
 absl::CivilDay MeetingDay(const MeetingState& m, const MeetingClock& clock) {
   const absl::TimeZone zone = ZoneOf(clock);
   const absl::CivilSecond now = absl::ToCivilSecond(absl::FromUnixMicros(clock.now_micros), zone);
@@ -108,6 +127,7 @@ absl::CivilDay MeetingDay(const MeetingState& m, const MeetingClock& clock) {
   const std::string day = At(m, intent::kDayEntity);
   if (day == "today") return today;
   if (day == "tomorrow") return today + 1;
+  if (absl::CivilDay date; absl::ParseCivilTime(day, &date)) return date;
   static constexpr const char* kWeekdays[] = {"monday", "tuesday",  "wednesday", "thursday",
                                               "friday", "saturday", "sunday"};
   for (int i = 0; i < 7; ++i) {
@@ -116,7 +136,13 @@ absl::CivilDay MeetingDay(const MeetingState& m, const MeetingClock& clock) {
       if (static_cast<int>(absl::GetWeekday(today + ahead)) == i) return today + ahead;
     }
   }
-  return now.hour() < kWorkEndHour - 1 ? today : today + 1;
+  return IsWorkingDay(today) && now.hour() < kWorkEndHour - 1 ? today : NextWorkingDay(today);
+}
+
+// "Sunday (29 Nov)": a day named in full, for what is said about it.
+std::string DayName(absl::CivilDay day) {
+  const absl::Time t = absl::FromCivil(day, absl::UTCTimeZone());
+  return absl::StrReplaceAll(absl::FormatTime("%A (%e %b)", t, absl::UTCTimeZone()), {{"( ", "("}});
 }
 
 // "tomorrow (Sun 29 Nov)", "Fri 4 Dec" for the words.
@@ -205,6 +231,7 @@ constexpr char kDropped[] = "dropped";
 constexpr char kPhaseCheck[] = "check";          // is the requested time free?
 constexpr char kPhaseOthers[] = "alternatives";  // the day's free times near it
 constexpr char kPhaseFirst[] = "first";          // the first free time in the window
+constexpr char kPhaseLater[] = "later";          // free times on the following working days
 
 json Emails(const json& people) {
   json emails = json::array();
@@ -227,18 +254,29 @@ std::optional<absl::Time> RequestedStart(const MeetingState& m, const MeetingClo
   return AtHour(MeetingDay(m, clock), hour, minute, ZoneOf(clock));
 }
 
-// The window of a part of the day (morning 09-12, afternoon 12-17,
+// The hours of a part of the day (morning 09-12, afternoon 12-17,
 // evening 17-20), else working hours.
-std::pair<absl::Time, absl::Time> Window(const MeetingState& m, const MeetingClock& clock) {
+std::pair<int, int> PartHours(const MeetingState& m) {
   const std::string part = At(m, intent::kPartOfDayEntity);
-  int from = kWorkStartHour;
-  int to = kWorkEndHour;
-  if (part == "morning") to = 12;
-  if (part == "afternoon") std::tie(from, to) = std::pair(12, 17);
-  if (part == "evening") std::tie(from, to) = std::pair(17, 20);
+  if (part == "morning") return {kWorkStartHour, 12};
+  if (part == "afternoon") return {12, 17};
+  if (part == "evening") return {17, 20};
+  return {kWorkStartHour, kWorkEndHour};
+}
+
+// The window of the part of the day on the meeting's day.
+std::pair<absl::Time, absl::Time> Window(const MeetingState& m, const MeetingClock& clock) {
+  const auto [from, to] = PartHours(m);
   const absl::CivilDay day = MeetingDay(m, clock);
   const absl::TimeZone zone = ZoneOf(clock);
   return {AtHour(day, from, 0, zone), AtHour(day, to, 0, zone)};
+}
+
+// Whether a meeting from `start` lies within working hours of its day.
+bool InWorkingHours(absl::Time start, int minutes, absl::TimeZone zone) {
+  const absl::CivilDay day(absl::ToCivilSecond(start, zone));
+  return start >= AtHour(day, kWorkStartHour, 0, zone) &&
+         start + absl::Minutes(minutes) <= AtHour(day, kWorkEndHour, 0, zone);
 }
 
 ToolStep FreeSlots(MeetingState& m, const char* phase, absl::Time from, absl::Time to,
@@ -255,6 +293,7 @@ ToolStep FreeSlots(MeetingState& m, const char* phase, absl::Time from, absl::Ti
 
 std::string WhenWords(const MeetingState& m) {
   std::string words = At(m, intent::kDayEntity);
+  if (absl::CivilDay date; absl::ParseCivilTime(words, &date)) words = "on " + DayName(date);
   if (const std::string part = At(m, intent::kPartOfDayEntity); !part.empty()) {
     words += (words.empty() ? "" : " ") + part;
   }
@@ -287,10 +326,12 @@ Move AskWhen(MeetingState& m, const MeetingClock& clock) {
   const json options = JsonAt(m, kOptions, json::array());
   std::string question = At(m, kFound);
   if (options.empty()) {
-    question += (question.empty() ? "" : " ") + std::string("There is no free time for ") +
-                AndList(PeopleNames(JsonAt(m, kPeople, json::array()))) + " and you " +
-                WhenWords(m) + ". Which other day or time should I try?";
-    return Ask(m, kStageWhen, options, question, {});
+    if (question.empty()) {
+      question = "There is no free time for " +
+                 AndList(PeopleNames(JsonAt(m, kPeople, json::array()))) + " and you " +
+                 WhenWords(m) + ".";
+    }
+    return Ask(m, kStageWhen, options, question + " Which other day or time should I try?", {});
   }
   question += "\nFree for everyone (" + ZoneWords(clock) + "):";
   std::vector<std::string> labels;
@@ -359,8 +400,14 @@ void ApplyAnswer(MeetingState& m) {
       chosen = options[0];
     }
     if (!chosen.is_null()) {
+      // The meeting's day is now the slot's (a change to the booking, "make
+      // it 4pm instead", is on that day).
       m[kSlot] = chosen.dump();
+      m[intent::kDayEntity] = chosen.value("start", "").substr(0, 10);
     } else {
+      // A time alone is on the day the options were offered for (the
+      // working day after a weekend's, say).
+      if (!options.empty()) m[intent::kDayEntity] = options[0].value("start", "").substr(0, 10);
       if (!At(m, kAnswerDay).empty()) m[intent::kDayEntity] = At(m, kAnswerDay);
       if (!time.empty()) {
         m[intent::kTimeEntity] = time;
@@ -443,6 +490,42 @@ std::optional<MeetingState> MeetingChanged(const FlowState& last,
   return m;
 }
 
+namespace {
+
+// The free-slot call that finds the meeting's time, by phase: the time
+// asked for checked; the day's other free times; the first free time of
+// the part of the day; the following working days' free times, when the
+// day has none or is no working day (Saturday, Sunday).
+ToolStep FindTime(MeetingState& m, const MeetingClock& clock) {
+  const std::optional<absl::Time> start = RequestedStart(m, clock);
+  const absl::CivilDay day = MeetingDay(m, clock);
+  const absl::TimeZone zone = ZoneOf(clock);
+  std::string phase = At(m, kPhase);
+  if (phase.empty() && !IsWorkingDay(day)) {
+    m[kFound] = DayName(day) + " is not a working day.";
+    phase = kPhaseLater;
+  } else if (phase.empty() && start && !InWorkingHours(*start, Minutes(m), zone)) {
+    m[kFound] = Clock(*start, clock) + " on " + DayName(day) +
+                " is outside working hours (09:00–18:00, Monday to Friday).";
+    phase = kPhaseOthers;
+  }
+  if (phase == kPhaseLater) {
+    return FreeSlots(m, kPhaseLater, AtHour(NextWorkingDay(day), kWorkStartHour, 0, zone),
+                     AtHour(day + kLaterDays, kWorkEndHour, 0, zone), 1, clock);
+  }
+  if (start && phase.empty()) {
+    return FreeSlots(m, kPhaseCheck, *start, *start + absl::Minutes(Minutes(m)), 1, clock);
+  }
+  if (start && phase == kPhaseOthers) {
+    return FreeSlots(m, kPhaseOthers, AtHour(day, kWorkStartHour, 0, zone),
+                     AtHour(day, kWorkEndHour, 0, zone), 20, clock);
+  }
+  const auto [from, to] = Window(m, clock);
+  return FreeSlots(m, kPhaseFirst, from, to, 1, clock);
+}
+
+}  // namespace
+
 MeetingStep NextMeetingStep(MeetingState& m, const MeetingClock& clock) {
   MeetingStep step;
   if (At(m, kStage) == kDropped) {
@@ -469,19 +552,7 @@ MeetingStep NextMeetingStep(MeetingState& m, const MeetingClock& clock) {
     return step;
   }
   if (!m.contains(kSlot)) {
-    const std::optional<absl::Time> start = RequestedStart(m, clock);
-    const std::string phase = At(m, kPhase);
-    if (start && phase.empty()) {
-      step.call = FreeSlots(m, kPhaseCheck, *start, *start + absl::Minutes(Minutes(m)), 1, clock);
-    } else if (start && phase == kPhaseOthers) {
-      const absl::CivilDay day = MeetingDay(m, clock);
-      const absl::TimeZone zone = ZoneOf(clock);
-      step.call = FreeSlots(m, kPhaseOthers, AtHour(day, kWorkStartHour, 0, zone),
-                            AtHour(day, kWorkEndHour, 0, zone), 20, clock);
-    } else {
-      const auto [from, to] = Window(m, clock);
-      step.call = FreeSlots(m, kPhaseFirst, from, to, 1, clock);
-    }
+    step.call = FindTime(m, clock);
     return step;
   }
   step.move = ProposeBooking(m, clock);
@@ -535,31 +606,43 @@ std::string Conflicts(const MeetingState& m, const json& busy, absl::Time start,
 
 using Span = std::pair<absl::Time, absl::Time>;
 
-// The free times of the meeting's day in working hours on the half hour
-// (none in the past), from the busy time the free-slot answer listed for
-// everyone; empty when it listed none.
-std::vector<Span> HalfHours(const MeetingState& m, const json& busy, const MeetingClock& clock) {
-  std::vector<Span> out;
-  if (!busy.is_array()) return out;
+std::vector<Span> BusySpans(const json& busy) {
   std::vector<Span> taken;
   for (const json& b : busy) {
     const auto from = ParseRfc3339(b.value("start", ""));
     const auto to = ParseRfc3339(b.value("end", ""));
     if (from && to) taken.emplace_back(*from, *to);
   }
-  const absl::CivilDay day = MeetingDay(m, clock);
+  return taken;
+}
+
+// The free times of `day` between the hours `from` and `to` (within
+// working hours) on the half hour, none in the past, given what is taken.
+std::vector<Span> HalfHoursOn(absl::CivilDay day, std::pair<int, int> hours,
+                              const std::vector<Span>& taken, const MeetingState& m,
+                              const MeetingClock& clock) {
+  std::vector<Span> out;
   const absl::TimeZone zone = ZoneOf(clock);
   const absl::Duration length = absl::Minutes(Minutes(m));
   const absl::Time now = absl::FromUnixMicros(clock.now_micros);
-  const absl::Time last = AtHour(day, kWorkEndHour, 0, zone);
-  for (absl::Time t = AtHour(day, kWorkStartHour, 0, zone); t + length <= last;
-       t += absl::Minutes(30)) {
+  const absl::Time last = AtHour(day, std::min(hours.second, kWorkEndHour), 0, zone);
+  for (absl::Time t = AtHour(day, std::max(hours.first, kWorkStartHour), 0, zone);
+       t + length <= last; t += absl::Minutes(30)) {
     const bool free = std::none_of(taken.begin(), taken.end(), [&](const Span& b) {
       return b.first < t + length && b.second > t;
     });
     if (free && t >= now) out.emplace_back(t, t + length);
   }
   return out;
+}
+
+// The free times of the meeting's day in working hours on the half hour
+// (none in the past), from the busy time the free-slot answer listed for
+// everyone; empty when it listed none.
+std::vector<Span> HalfHours(const MeetingState& m, const json& busy, const MeetingClock& clock) {
+  if (!busy.is_array()) return {};
+  return HalfHoursOn(MeetingDay(m, clock), {kWorkStartHour, kWorkEndHour}, BusySpans(busy), m,
+                     clock);
 }
 
 // Up to kAlternatives of `candidates` not overlapping each other, the
@@ -583,6 +666,44 @@ json Nearest(std::vector<Span> candidates, absl::Time wanted, const AsJson& as_j
     options.push_back(as_json(c));
   }
   return options;
+}
+
+// The options on the working days after the meeting's day, from the busy
+// time of the free-slot answer over them: day by day, in the part of the
+// day asked for (else working hours), the nearest to the time asked for
+// (else the earliest) first, up to kAlternatives. Said before them: the
+// first day that has any; or that none has.
+void TakeLaterTimes(MeetingState& m, const json& busy, const MeetingClock& clock) {
+  const absl::TimeZone zone = ZoneOf(clock);
+  const absl::CivilDay day = MeetingDay(m, clock);
+  const std::vector<Span> taken = BusySpans(busy.is_array() ? busy : json::array());
+  const std::string time = At(m, intent::kTimeEntity);
+  int hour = kWorkStartHour;
+  int minute = 0;
+  const bool timed = std::sscanf(time.c_str(), "%d:%d", &hour, &minute) == 2;
+  json options = json::array();
+  std::optional<absl::CivilDay> first;
+  for (absl::CivilDay d = NextWorkingDay(day);
+       d <= day + kLaterDays && options.size() < kAlternatives; d = NextWorkingDay(d)) {
+    const std::pair<int, int> hours =
+        timed ? std::pair(kWorkStartHour, kWorkEndHour) : PartHours(m);
+    const absl::Time wanted =
+        timed ? AtHour(d, hour, minute, zone) : AtHour(d, hours.first, 0, zone);
+    const json of_day =
+        Nearest(HalfHoursOn(d, hours, taken, m, clock), wanted, [&zone](const Span& s) {
+          return json{{"start", Rfc3339(s.first, zone)}, {"end", Rfc3339(s.second, zone)}};
+        });
+    if (!of_day.empty() && !first) first = d;
+    for (const json& option : of_day) {
+      if (options.size() < kAlternatives) options.push_back(option);
+    }
+  }
+  std::string& found = m[kFound];
+  found += found.empty() ? "" : " ";
+  found += first ? "The nearest free times are on " + DayName(*first) + "."
+                 : "Nothing is free for everyone on the working days of the week after either.";
+  m[kStage] = kStageWhen;
+  m[kOptions] = options.dump();
 }
 
 void TakeFreeSlots(MeetingState& m, const json& data, const MeetingClock& clock) {
@@ -617,8 +738,17 @@ void TakeFreeSlots(MeetingState& m, const json& data, const MeetingClock& clock)
   if (phase == kPhaseOthers && start) {
     std::vector<Span> candidates = HalfHours(m, data.value("busy", json()), clock);
     if (candidates.empty()) candidates = slots;
+    if (candidates.empty()) {
+      m[kFound] += " Nothing else is free for everyone that day.";
+      m[kPhase] = kPhaseLater;
+      return;
+    }
     m[kStage] = kStageWhen;
     m[kOptions] = Nearest(candidates, *start, as_json).dump();
+    return;
+  }
+  if (phase == kPhaseLater) {
+    TakeLaterTimes(m, data.value("busy", json::array()), clock);
     return;
   }
   if (!slots.empty()) {
@@ -627,8 +757,10 @@ void TakeFreeSlots(MeetingState& m, const json& data, const MeetingClock& clock)
                 SlotWords(as_json(slots.front()), clock) + ".";
     return;
   }
-  m[kStage] = kStageWhen;
-  m[kOptions] = "[]";
+  m[kFound] = "There is no free time for " +
+              AndList(PeopleNames(JsonAt(m, kPeople, json::array()))) + " and you " + WhenWords(m) +
+              ".";
+  m[kPhase] = kPhaseLater;
 }
 
 }  // namespace

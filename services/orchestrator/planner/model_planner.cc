@@ -6,6 +6,8 @@
 #include <string_view>
 
 #include "libs/core/ids.h"
+#include "libs/core/logging.h"
+#include "libs/llm/errors.h"
 #include "services/orchestrator/approvals/preview.h"
 #include "services/orchestrator/planner/agent_draft.h"
 #include "services/orchestrator/plans/plan_model.h"
@@ -19,6 +21,8 @@ using nlohmann::json;
 
 // Tool results go back to the model as data, capped.
 constexpr size_t kMaxToolResultChars = size_t{16} * 1024;
+// Times one model call is made again after its stream broke off mid-answer.
+constexpr int kStreamRestarts = 2;
 
 std::string Guidance(intentpb::ContextType context) {
   switch (context) {
@@ -130,6 +134,30 @@ class PlannerSession final {
       }
       return !io_.Stopped();  // a cancelled turn stops the stream at once
     });
+  }
+
+  // One model call, made again (up to kStreamRestarts times) when its
+  // stream breaks off after output began: the provider's own retries stop
+  // there, since part of the answer has reached the user. What this call
+  // had sent of the answer is withdrawn first (RestartText).
+  absl::StatusOr<llm::ChatResponse> StreamAnswer(llm::ChatModel& model,
+                                                 const llm::CallContext& context) {
+    const size_t kept = result_.text.size();
+    for (int restarts = 0;; ++restarts) {
+      absl::StatusOr<llm::ChatResponse> answer = Stream(model, context);
+      if (answer.ok() || restarts == kStreamRestarts || io_.Stopped() ||
+          llm::ErrorKindOf(answer.status()) != llm::LlmErrorKind::kStreamBroken) {
+        return answer;
+      }
+      core::LogWarn("planner model stream broke off; asking again",
+                    {{"component", "orchestrator"},
+                     {"attempt", std::to_string(restarts + 2)},
+                     {"error", std::string(answer.status().message())}});
+      if (result_.text.size() > kept) {
+        result_.text.resize(kept);
+        io_.RestartText(result_.text);
+      }
+    }
   }
 
   // The response and an answer to each of its tool calls join the session;
@@ -305,7 +333,7 @@ PlannerResult RunModelPlanner(llm::ChatModel& model, const PlannerRequest& reque
       result.stopped = true;
       return result;
     }
-    absl::StatusOr<llm::ChatResponse> answer = session.Stream(model, context);
+    absl::StatusOr<llm::ChatResponse> answer = session.StreamAnswer(model, context);
     if (!answer.ok()) {
       result.error = std::string(answer.status().message());
       result.stopped = io.Stopped();

@@ -41,6 +41,9 @@ class PlannerIo {
   virtual ~PlannerIo() = default;
   // The next piece of the answer, as the model writes it.
   virtual void Text(const std::string& delta) = 0;
+  // The answer so far is replaced by `kept`: the model's stream broke off
+  // after part of its answer was sent, and the answer is asked for again.
+  virtual void RestartText(const std::string& kept) = 0;
   // Runs a tool now (its events included); nullopt when a guardrail stopped
   // the turn instead (the error event is already out).
   virtual std::optional<ToolRun> RunTool(const ToolStep& step) = 0;

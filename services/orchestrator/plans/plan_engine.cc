@@ -165,9 +165,10 @@ bool AnyStepFailed(const Plan& plan) {
   return false;
 }
 
+// Every step completed, or was left out at the user's word.
 bool AllStepsCompleted(const Plan& plan) {
   for (const PlanStep& step : plan.steps) {
-    if (step.status != StepStatus::kCompleted) return false;
+    if (step.status != StepStatus::kCompleted && !LeftOutByUser(step)) return false;
   }
   return true;
 }
@@ -226,16 +227,28 @@ const PlanStep* FirstFailed(const Plan& plan) {
 }
 
 // What the generator's model is told when it re-plans after `failed`.
+// The failure and what already succeeded, as the plan's context box holds
+// them (BLOCKERS, PROGRESS), bounded.
 std::string RevisionFeedback(const Plan& plan, const PlanStep& failed, const Assessment& assessed,
                              const Decision& decision) {
   std::vector<std::string> completed;
+  std::vector<std::string> succeeded;
   for (const PlanStep& step : plan.steps) {
-    if (step.status == StepStatus::kCompleted) completed.push_back(step.id);
+    if (step.status != StepStatus::kCompleted) continue;
+    completed.push_back(step.id);
+    succeeded.push_back(absl::StrCat(
+        step.id, ": ",
+        core::Shortened(step.result_summary.empty() ? step.description : step.result_summary,
+                        200)));
   }
   return absl::StrCat(
-      "Step ", failed.id, " (", failed.description, ") was assessed ",
-      VerdictName(assessed.verdict), " (score ", assessed.score,
+      "Step ", failed.id, " (", failed.description,
+      ") failed: ", core::Shortened(failed.error.empty() ? "no reason given" : failed.error, 300),
+      ". It was assessed ", VerdictName(assessed.verdict), " (score ", assessed.score,
       "/100): ", absl::StrJoin(assessed.reasons, "; "), ". Decision: ", decision.reason, ". ",
+      "Context box: BLOCKERS: step ", failed.id, " failed; PROGRESS: ",
+      succeeded.empty() ? std::string("nothing succeeded yet") : absl::StrJoin(succeeded, "; "),
+      ". ",
       completed.empty() ? std::string("No step completed")
                         : absl::StrCat("Steps ", absl::StrJoin(completed, ", "),
                                        " completed: keep them as they are (their results stay)"),
@@ -799,6 +812,49 @@ absl::StatusOr<PlanOutcome> PlanEngine::AnswerQuestion(
   if (step == nullptr) return absl::InternalError("the question names a step the plan lacks");
   step->answers.push_back({plan->pending_question->question, answer, "user"});
   if (absl::Status s = store_.UpdateStep(*plan, *step); !s.ok()) return s;
+  return RunPlan(*std::move(plan), sink, cancelled, usage);
+}
+
+absl::StatusOr<PlanOutcome> PlanEngine::RecoverStep(
+    const core::Identity& who, const std::string& plan_id, const std::string& step_id, bool skip,
+    PlanEventSink& sink, const std::function<bool()>& cancelled, ModelUsage* usage) {
+  std::unique_ptr<Claim> claim;
+  auto plan = ClaimAndGet(who, plan_id, claim);
+  if (!plan.ok()) return plan.status();
+  const PlanStep* failed = plan->FindStep(step_id);
+  if (plan->status != PlanStatus::kFailed || failed == nullptr ||
+      failed->status != StepStatus::kFailed) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("plan ", plan_id, " is ", PlanStatusName(plan->status),
+                     "; only the failed step of a failed plan can be run again or left out"));
+  }
+  const std::string error = failed->error;
+  for (PlanStep& step : plan->steps) {
+    if (step.status == StepStatus::kCompleted) continue;
+    if (skip && step.id == step_id) {
+      step.status = StepStatus::kSkipped;
+      step.error = absl::StrCat(kLeftOutByUser, " after it failed: ", error);
+      continue;
+    }
+    if (skip) std::erase(step.depends_on, step_id);
+    step.status = StepStatus::kPending;
+    step.error.clear();
+    step.result_summary.clear();
+    step.result = nlohmann::json::object();
+    step.assessment.reset();
+    step.started_micros = 0;
+    step.finished_micros = 0;
+  }
+  plan->summary.clear();
+  if (absl::Status s = store_.Update(*plan, {PlanStatus::kFailed}, /*replace_steps=*/true);
+      !s.ok()) {
+    return s;
+  }
+  core::LogInfo("failed plan step recovered at the user's word",
+                {{"component", "orchestrator"},
+                 {"plan_id", plan_id},
+                 {"step_id", step_id},
+                 {"choice", skip ? "left out" : "run again"}});
   return RunPlan(*std::move(plan), sink, cancelled, usage);
 }
 

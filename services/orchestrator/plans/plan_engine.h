@@ -17,9 +17,10 @@
 // (PlanAdvisor, operation executor_clarification) is answered; any other
 // goes to the user and the plan waits (waiting_on_user) until
 // AnswerQuestion, which re-runs the step with that answer. A failing step
-// fails the steps that depend on it and the plan; steps not started yet are
-// skipped. Every step's progress is stored as it happens, so Execute on a
-// plan left running by a crashed orchestrator resumes it: finished steps
+// fails the steps that depend on it and the plan (unless the plan is
+// re-planned: RevisePlan); steps not started yet are skipped; the user may
+// then have the step run again or left out (RecoverStep). Every step's progress is stored as it
+// happens, so Execute on a plan left running by a crashed orchestrator resumes it: finished steps
 // keep their results and are not run again, and an interrupted step runs
 // again with the same idempotency key, so its tool calls that already ran
 // are not repeated.
@@ -190,6 +191,19 @@ class PlanEngine final {
                                              const std::string& answer, PlanEventSink& sink,
                                              const std::function<bool()>& cancelled = nullptr,
                                              ModelUsage* usage = nullptr);
+
+  // The user's answer to a plan that failed at `step_id` (the step failed,
+  // and the plan could not get past it): with `skip` false the step runs
+  // again, with the steps that did not run; with `skip` true it is left out
+  // (skipped at the user's word, LeftOutByUser: the steps that depended on
+  // it no longer do) and the rest runs. Steps that completed keep their
+  // results. FAILED_PRECONDITION for a plan that is not failed or a step
+  // that did not fail; errors otherwise as Execute.
+  absl::StatusOr<PlanOutcome> RecoverStep(const core::Identity& who, const std::string& plan_id,
+                                          const std::string& step_id, bool skip,
+                                          PlanEventSink& sink,
+                                          const std::function<bool()>& cancelled = nullptr,
+                                          ModelUsage* usage = nullptr);
 
   // The newest plan of `who` in `conversation_id` left approved or running
   // by a turn that ended first (a crashed orchestrator), if any.

@@ -560,4 +560,8 @@ std::string PlanReplyText(const Plan& plan) {
   return text;
 }
 
+bool LeftOutByUser(const PlanStep& step) {
+  return step.status == StepStatus::kSkipped && step.error.starts_with(kLeftOutByUser);
+}
+
 }  // namespace omniforge::orchestrator

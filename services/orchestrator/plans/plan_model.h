@@ -116,6 +116,12 @@ struct PlanStep {
   std::optional<Assessment> assessment;
 };
 
+// How the error of a step the user chose to leave out after it failed
+// begins (PlanEngine::RecoverStep): the plan goes on without it, and
+// completes without it.
+inline constexpr char kLeftOutByUser[] = "left out at the user's word";
+bool LeftOutByUser(const PlanStep& step);
+
 // A question of a step waiting for the user's answer.
 struct PendingQuestion {
   std::string step_id;

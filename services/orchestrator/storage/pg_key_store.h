@@ -62,12 +62,13 @@ class PgKeyWatcher final {
   absl::Status RefreshNow();
   // Waits until the watcher listens (or `timeout` passes); false when not.
   bool WaitListening(std::chrono::milliseconds timeout);
+  // Reads the keys `ids` now (notified, or changed by this replica); an
+  // error is logged and left to the next full reading.
+  void ReadChanged(const std::vector<std::string>& ids);
 
  private:
   void Listen();
   void Refresh();
-  // Reads the keys of the notified ids.
-  void ReadChanged(const std::vector<std::string>& ids);
   bool Stopping();
 
   const std::string dsn_;

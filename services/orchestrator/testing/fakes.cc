@@ -155,6 +155,24 @@ FakeUnderstanding::Answer FakeUnderstanding::Always(intentpb::ActionType action,
   });
 }
 
+FakeUnderstanding::Answer FakeUnderstanding::PicksOptions(Answer otherwise) {
+  return [otherwise = std::move(otherwise)](const intentpb::AnalyzeIntentRequest& request)
+             -> absl::StatusOr<intentpb::IntentAnalysis> {
+    const intentpb::PendingQuestion& question = request.pending().question();
+    if (question.kind() != intentpb::QUESTION_KIND_OPTION) return otherwise(request);
+    intentpb::IntentAnalysis analysis;
+    analysis.set_action_type(intentpb::ACTION_TYPE_UNKNOWN);
+    analysis.set_source(intentpb::INTENT_SOURCE_FAST_PATH);
+    analysis.mutable_reply()->set_kind(intentpb::REPLY_KIND_ANSWER);
+    for (int i = 0; i < question.options_size(); ++i) {
+      if (request.message() == question.options(i) || request.message() == std::to_string(i + 1)) {
+        analysis.mutable_reply()->set_option(i + 1);
+      }
+    }
+    return analysis;
+  };
+}
+
 FakeUnderstanding::Answer FakeUnderstanding::DeleteOfAlphaOrBeta() {
   return [](const intentpb::AnalyzeIntentRequest& request) {
     intentpb::IntentAnalysis analysis;

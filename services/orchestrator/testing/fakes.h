@@ -98,6 +98,10 @@ class FakeUnderstanding final : public Understanding {
   // Reads every message as a delete (MANAGE_PLATFORM, operation delete) of the agent it
   // names: beta-digest when it says "beta", else alpha-reports.
   static Answer DeleteOfAlphaOrBeta();
+  // Reads the answer to a question with options as the intent service
+  // does when the message is an option's words or its number (ANSWER with
+  // its position; 0 for neither); any other message as `otherwise`.
+  static Answer PicksOptions(Answer otherwise);
 
   absl::StatusOr<intentpb::AnalyzeIntentResponse> AnalyzeIntent(
       const core::Call& call, const intentpb::AnalyzeIntentRequest& request) override;

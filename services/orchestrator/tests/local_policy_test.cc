@@ -525,6 +525,7 @@ class ToolCallingModel final : public llm::ChatModel {
 class GuardedIo final : public PlannerIo {
  public:
   void Text(const std::string&) override {}
+  void RestartText(const std::string&) override {}
   std::optional<ToolRun> RunTool(const ToolStep& step) override {
     tried.push_back(step.tool);
     return std::nullopt;
@@ -828,6 +829,89 @@ TEST(TurnBusTest, SignalsRoundTripAndHoldIdsOnly) {
   EXPECT_FALSE(with("turn_id", "show me the runs")) << "words are no turn id";
   EXPECT_FALSE(with("set_aside", "close the merger")) << "words are no flow id";
   EXPECT_FALSE(with("origin", std::string(200, 'r')));
+}
+
+}  // namespace
+}  // namespace omniforge::orchestrator
+
+namespace omniforge::orchestrator {
+namespace {
+
+// A model whose answer streams in two pieces; its first `breaks` streams
+// break off after the first piece, as a dropped connection does.
+class BreakingModel final : public llm::ChatModel {
+ public:
+  explicit BreakingModel(int breaks) : breaks_(breaks) {}
+  absl::StatusOr<llm::ChatResponse> Complete(const llm::ChatRequest& request,
+                                             const llm::CallContext& context) override {
+    return Stream(request, context, [](const llm::StreamDelta&) { return true; });
+  }
+  absl::StatusOr<llm::ChatResponse> Stream(const llm::ChatRequest&, const llm::CallContext&,
+                                           const llm::StreamCallback& on_delta) override {
+    ++asked;
+    llm::StreamDelta first;
+    first.text = "Your order h";
+    on_delta(first);
+    if (asked <= breaks_) {
+      return llm::LlmError(llm::LlmErrorKind::kStreamBroken, "the stream ended early");
+    }
+    llm::StreamDelta rest;
+    rest.text = "as shipped.";
+    on_delta(rest);
+    llm::ChatResponse answer;
+    answer.content = "Your order has shipped.";
+    return answer;
+  }
+  int asked = 0;
+
+ private:
+  int breaks_;
+};
+
+// What the turn would stream: the answer as a client shows it.
+class ShownIo final : public PlannerIo {
+ public:
+  void Text(const std::string& delta) override { shown += delta; }
+  void RestartText(const std::string& kept) override {
+    shown = kept;
+    ++restarts;
+  }
+  std::optional<ToolRun> RunTool(const ToolStep&) override { return std::nullopt; }
+  std::optional<ToolRun> CreatePlan(const std::string&) override { return std::nullopt; }
+  bool Stopped() override { return false; }
+  std::string shown;
+  int restarts = 0;
+};
+
+// A stream that breaks off mid-answer is asked for again: the client is
+// told to withdraw the piece it showed, and the answer kept is the whole
+// second one, not the fragment glued to it.
+TEST(ModelPlannerTest, AnAnswerWhoseStreamBreaksOffIsAskedForAgainAndReplacesTheFragment) {
+  BreakingModel model(/*breaks=*/1);
+  PlannerRequest request;
+  request.message = "where is my order?";
+  ShownIo io;
+  const PlannerResult result = RunModelPlanner(model, request, io);
+  EXPECT_TRUE(result.error.empty()) << result.error;
+  EXPECT_EQ(model.asked, 2);
+  EXPECT_EQ(io.restarts, 1);
+  EXPECT_EQ(result.text, "Your order has shipped.");
+  EXPECT_EQ(io.shown, result.text);
+}
+
+// A stream that keeps breaking is asked for three times in all; then the
+// failure is the planner's error, with what was shown kept as the answer.
+TEST(ModelPlannerTest, AStreamThatKeepsBreakingIsGivenUpAfterTwoRestarts) {
+  BreakingModel model(/*breaks=*/10);
+  PlannerRequest request;
+  request.message = "where is my order?";
+  ShownIo io;
+  const PlannerResult result = RunModelPlanner(model, request, io);
+  EXPECT_EQ(model.asked, 3);
+  EXPECT_EQ(io.restarts, 2);
+  EXPECT_NE(result.error.find("ended early"), std::string::npos) << result.error;
+  EXPECT_EQ(result.text, "Your order h");
+  EXPECT_EQ(io.shown, result.text);
 }
 
 }  // namespace

@@ -5,12 +5,17 @@
 // intent service's reading and the local policy's meeting flow) and with
 // the planner model on the fake provider: the two Johns asked about, a
 // conflict with the alternatives offered, the preview, and the booking
-// only after the user's "yes", read back from the sandbox's tables.
+// only after the user's "yes", read back from the sandbox's tables. The
+// orchestrator's calendar clock (turn.calendar_now) and the sandbox's
+// (OMNIFORGE_SANDBOX_NOW) are fixed, so "tomorrow" is the same day for the
+// flow, the seed and the test, whatever day the test runs: a Tuesday for
+// the journey, a Saturday for the weekend's.
 #include <gmock/gmock.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -67,17 +72,27 @@ struct Turn {
   }
 };
 
-// Tomorrow at hh:mm in UTC, as the sandbox (and the local stack's users)
-// read times: the seed's design review is tomorrow 14:00-15:00.
-std::string Tomorrow(int hour, int minute) {
+// "Now" for the orchestrator's meeting flow and the sandbox: a Tuesday
+// morning, and a Saturday's.
+constexpr char kTuesday[] = "2026-11-24T08:00:00Z";
+constexpr char kSaturday[] = "2026-11-28T10:00:00Z";
+
+// `days` after kTuesday at hh:mm in UTC, as the sandbox (and the local
+// stack's users) read times: the seed's design review is tomorrow
+// 14:00-15:00.
+std::string DayAt(int days, int hour, int minute) {
   const absl::TimeZone utc = absl::UTCTimeZone();
-  const absl::CivilDay today(absl::ToCivilSecond(absl::Now(), utc));
-  const absl::CivilDay day = today + 1;
+  absl::Time now;
+  std::string error;
+  EXPECT_TRUE(absl::ParseTime(absl::RFC3339_full, kTuesday, &now, &error)) << error;
+  const absl::CivilDay day = absl::CivilDay(absl::ToCivilSecond(now, utc)) + days;
   return absl::FormatTime(
       "%Y-%m-%dT%H:%M:%S%Ez",
       absl::FromCivil(absl::CivilMinute(day.year(), day.month(), day.day(), hour, minute), utc),
       utc);
 }
+
+std::string Tomorrow(int hour, int minute) { return DayAt(1, hour, minute); }
 
 // The suite's tenants: each test books in a sandbox of its own.
 const std::vector<core::Identity> kUsers = {{"meet-a", "ann"}, {"meet-b", "bob"},
@@ -86,9 +101,10 @@ const std::vector<core::Identity> kUsers = {{"meet-a", "ann"}, {"meet-b", "bob"}
 
 class MeetingEndToEndTest : public ::testing::Test {
  protected:
-  // Starts the stack; `orchestrator_config` (YAML) when the planner is a
-  // model.
-  static void StartStack(const std::string& orchestrator_config) {
+  // Starts the stack with the clocks at `now`; `orchestrator_config` (YAML)
+  // when the planner is a model.
+  static void StartStack(const std::string& orchestrator_config,
+                         const std::string& now = kTuesday) {
     db_ = new testing::TestDatabase();
     dir_ = new std::filesystem::path(std::filesystem::temp_directory_path() /
                                      ("omniforge-meeting-" + core::NewUuid()));
@@ -99,18 +115,26 @@ class MeetingEndToEndTest : public ::testing::Test {
     testing::ServiceStack::ExtraEnv extra;
     extra.executor = {std::string("OMNIFORGE_CONFIG=") + OMNIFORGE_SOURCE_DIR +
                       "/deploy/local/executor.yaml"};
-    // What scripts/stack.sh gives the sandbox servers.
+    // What scripts/stack.sh gives the sandbox servers: their schema applied
+    // once, by the owner, as `stack.sh up` does; the servers log in as
+    // omniforge_sandbox and do not migrate.
+    ASSERT_EQ(std::system(("OMNIFORGE_DATABASE_MIGRATE_DSN='" + db_->owner_dsn() + "' " +
+                           OMNIFORGE_SANDBOX_BIN + " migrate >/dev/null 2>&1")
+                              .c_str()),
+              0);
     for (const char* domain : {"EMAIL", "CALENDAR", "CONTACTS"}) {
       const std::string prefix = std::string("OMNIFORGE_MCP_SERVERS_SANDBOX_") + domain;
       extra.executor.push_back(prefix + "_COMMAND=" + OMNIFORGE_SANDBOX_BIN);
-      extra.executor.push_back(prefix +
-                               "_ENV=OMNIFORGE_DATABASE_DSN=" + db_->service_dsn("sandbox") +
-                               ",OMNIFORGE_DATABASE_MIGRATE_DSN=" + db_->owner_dsn());
+      std::string env = prefix + "_ENV=OMNIFORGE_DATABASE_DSN=" + db_->service_dsn("sandbox");
+      env += ",OMNIFORGE_DATABASE_MIGRATE_ON_START=false,OMNIFORGE_SANDBOX_NOW=" + now;
+      extra.executor.push_back(std::move(env));
     }
+    extra.orchestrator = {"OMNIFORGE_TURN_CALENDAR_NOW=" + now};
     if (!orchestrator_config.empty()) {
       const std::filesystem::path path = *dir_ / "orchestrator.yaml";
       std::ofstream(path) << orchestrator_config;
-      extra.orchestrator = {"OMNIFORGE_CONFIG=" + path.string(), "FAKE_LLM_KEY=fake-key"};
+      extra.orchestrator.push_back("OMNIFORGE_CONFIG=" + path.string());
+      extra.orchestrator.emplace_back("FAKE_LLM_KEY=fake-key");
     }
     stack_ = new testing::ServiceStack({OMNIFORGE_CONVERSATION_BIN, OMNIFORGE_INTENT_BIN,
                                         OMNIFORGE_EXECUTOR_BIN, OMNIFORGE_ORCHESTRATOR_BIN});
@@ -149,14 +173,16 @@ class MeetingEndToEndTest : public ::testing::Test {
 
   // The events the user booked in their sandbox calendar (beside the
   // seed's), as {title, start}.
-  static std::vector<std::pair<std::string, std::string>> Booked(int user) {
+  static std::vector<std::pair<std::string, std::string>> Booked(int user, bool with_day = false) {
     pqxx::connection conn(db_->owner_dsn());
     pqxx::work tx(conn);
     tx.exec_params("SELECT set_config('app.tenant_id', $1, true)", kUsers[user].tenant_id);
     std::vector<std::pair<std::string, std::string>> out;
-    for (const auto& row : tx.exec(
-             "SELECT title, to_char(starts_at AT TIME ZONE 'UTC', 'HH24:MI') FROM sandbox.events "
-             "WHERE id NOT LIKE 'event-%' ORDER BY starts_at")) {
+    for (const auto& row :
+         tx.exec(std::string("SELECT title, to_char(starts_at AT TIME ZONE 'UTC', '") +
+                 (with_day ? "Dy HH24:MI" : "HH24:MI") +
+                 "') FROM sandbox.events "
+                 "WHERE id NOT LIKE 'event-%' ORDER BY starts_at")) {
       out.emplace_back(row[0].as<std::string>(), row[1].as<std::string>());
     }
     return out;
@@ -256,6 +282,38 @@ TEST_F(LocalMeetingTest, AnUnknownNameIsSaidAndAsked) {
   const Turn answered = Chat(3, "Miguel Alvarez", asked.conversation_id());
   ASSERT_TRUE(answered.preview().has_value()) << answered.text();
   EXPECT_THAT(answered.text(), HasSubstr("with Miguel Alvarez"));
+}
+
+// The clocks on a Saturday: "tomorrow" is a Sunday, no working day; the
+// nearest free times are offered on Monday, and the booking is made there.
+class WeekendMeetingTest : public MeetingEndToEndTest {
+ protected:
+  static void SetUpTestSuite() { StartStack("", kSaturday); }
+  static void TearDownTestSuite() { StopStack(); }
+};
+
+TEST_F(WeekendMeetingTest, TomorrowIsSundaySoMondaysNearestTimesAreOfferedAndBookedAfterYes) {
+  const int user = 5;
+  const Turn asked =
+      Chat(user, "schedule a 30-minute call with Sarah and John Smith tomorrow at 2pm");
+  EXPECT_THAT(asked.tools_called(),
+              ElementsAre("contacts__find_contacts", "contacts__find_contacts",
+                          "calendar__find_free_slots"));
+  EXPECT_THAT(asked.text(), HasSubstr("Sunday (29 Nov) is not a working day. The nearest free "
+                                      "times are on Monday (30 Nov)."));
+  EXPECT_THAT(asked.text(), HasSubstr("1. Mon 30 Nov 14:00–14:30"));
+  EXPECT_FALSE(asked.preview().has_value()) << asked.text();
+
+  const Turn preview = Chat(user, "yes, 14:30", asked.conversation_id());
+  ASSERT_TRUE(preview.preview().has_value()) << preview.text();
+  const json args = json::parse(preview.preview()->arguments_json());
+  EXPECT_EQ(args["start"], "2026-11-30T14:30:00+00:00");
+  EXPECT_TRUE(Booked(user).empty()) << "nothing is booked before the yes";
+
+  const Turn yes = Chat(user, "yes", asked.conversation_id());
+  EXPECT_THAT(yes.tools_called(), ElementsAre("calendar__create_event"));
+  EXPECT_THAT(Booked(user, true), ElementsAre(std::pair<std::string, std::string>(
+                                      "Call with Sarah Chen and John Smith", "Mon 14:30")));
 }
 
 // The planner is a model (the fake provider, rules per turn): it is offered

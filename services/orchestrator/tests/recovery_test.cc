@@ -51,6 +51,24 @@ TEST(RecoveryTest, AToolsOwnErrorIsTemporaryOnlyWhenItsCodeSaysSo) {
   EXPECT_EQ(ClassifyToolError({{"ok", true}}), Failure::kPermanent);
 }
 
+// An MCP tool's error travels in its structuredContent: as the executor
+// passes an MCP result on, and inside a domain tool's result.
+TEST(RecoveryTest, AnMcpToolsErrorInItsStructuredContentIsClassifiedToo) {
+  const json mcp = {{"text", "Too many lookups"},
+                    {"structured_content", {{"error", {{"code", "rate_limited"}}}}}};
+  EXPECT_EQ(ClassifyToolError(mcp), Failure::kTemporary);
+  const json domain = {
+      {"domain", "calendar"}, {"status", "error"}, {"data", {{"error", {{"code", 503}}}}}};
+  EXPECT_EQ(ClassifyToolError(domain), Failure::kTemporary);
+  const json missing = {{"structured_content", {{"error", {{"code", "not_found"}}}}}};
+  EXPECT_EQ(ClassifyToolError(missing), Failure::kPermanent);
+  // A result's own error decides, whatever its structured content says.
+  const json own = {{"error", {{"code", "not_found"}}},
+                    {"structured_content", {{"error", {{"code", "unavailable"}}}}}};
+  EXPECT_EQ(ClassifyToolError(own), Failure::kPermanent);
+  EXPECT_EQ(ClassifyToolError({{"structured_content", {{"status", "ok"}}}}), Failure::kPermanent);
+}
+
 TEST(RecoveryTest, ATemporaryFailureIsRetriedWhileAttemptsAndTimeRemain) {
   const llm::RetryPolicy policy{.max_attempts = 3};
   const microseconds wait = milliseconds(200);

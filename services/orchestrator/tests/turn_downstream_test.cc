@@ -4,6 +4,8 @@
 // the intent service's model calls count in the turn's usage beside the
 // planner's, and a flow store that fails (unreachable, or written by a
 // concurrent turn) costs the turn neither its answer nor its stored reply.
+// A tool call that fails for a temporary reason is tried again; one that
+// fails for good ends in a question, and its answer acts on it.
 #include <algorithm>
 
 #include "services/orchestrator/testing/turn_test_names.h"
@@ -334,7 +336,7 @@ struct FailingTool {
   FailingTool(const std::string& tool, execpb::ToolRisk risk,
               std::vector<absl::StatusOr<execpb::InvokeToolResponse>> outcomes,
               TurnOptions options = Quick())
-      : h(Reads(), {std::move(options), &model}) {
+      : h(FakeUnderstanding::PicksOptions(Reads()), {std::move(options), &model}) {
     h.tools.AddTool(tool, risk,
                     [this, outcomes = std::move(outcomes)](const execpb::InvokeToolRequest&) {
                       const size_t n = std::min(calls++, outcomes.size() - 1);
@@ -458,6 +460,151 @@ TEST(TurnRecoveryTest, OneAttemptWhenRetriesAreOff) {
   ASSERT_TRUE(t.h.Turn("what ran today?", t.sink).ok());
   EXPECT_EQ(t.h.tools.CallsOf("list_runs").size(), 1u);
   EXPECT_EQ(t.Errors().size(), 1u);
+}
+
+TEST(TurnRecoveryTest, AToolCallThatFailedForGoodEndsInAQuestionWithTheOptions) {
+  FailingTool t("list_runs", execpb::TOOL_RISK_READ,
+                {absl::NotFoundError("no such project: apollo")});
+  ASSERT_TRUE(t.h.Turn("what ran today?", t.sink).ok());
+  // The error event is still sent, beside the question.
+  ASSERT_EQ(t.Errors().size(), 1u);
+  EXPECT_EQ(t.Errors()[0]->error().code(), pb::CHAT_ERROR_CODE_TOOL_FAILED);
+  EXPECT_FALSE(t.Errors()[0]->error().fatal());
+  const std::string text = t.sink.Text();
+  EXPECT_THAT(text, HasSubstr("Done."));
+  EXPECT_THAT(
+      text,
+      HasSubstr("This did not work: the tool list_runs (list_runs (fake)) failed: no such project: "
+                "apollo.\nWhat would you like me to do?\n1. Try again\n2. Skip it "
+                "and continue\n3. Cancel"));
+  EXPECT_FALSE(t.sink.events.back().done().is_final());
+  EXPECT_EQ(t.sink.States().back(), pb::AGENT_STATE_WAITING_ON_USER);
+  const FlowState flow = t.h.LastFlow(ConversationOf(t.sink));
+  EXPECT_EQ(flow.status, FlowStatus::kWaiting);
+  EXPECT_EQ(flow.asked, kAskedRecovery);
+  ASSERT_TRUE(flow.recovery.has_value());
+  EXPECT_EQ(flow.recovery->failed.tool, "list_runs");
+  EXPECT_EQ(flow.recovery->failed.arguments, json({{"name", "x"}}));
+  EXPECT_THAT(flow.box.blockers, Contains(HasSubstr("no such project: apollo")));
+}
+
+TEST(TurnRecoveryTest, ACallTheModelMadeWorkAfterAFailureIsNotAskedAbout) {
+  ScriptedModel model;  // corrects its call after the failure
+  model.PushToolCall("list_runs", json{{"name", "x"}});
+  model.PushToolCall("list_runs", json{{"name", "y"}});
+  model.PushText("Found them.");
+  TurnHarness h(Reads(), {FailingTool::Quick(), &model});
+  int calls = 0;
+  h.tools.AddTool(
+      "list_runs", execpb::TOOL_RISK_READ,
+      [&calls](const execpb::InvokeToolRequest&) -> absl::StatusOr<execpb::InvokeToolResponse> {
+        if (calls++ == 0) return absl::InvalidArgumentError("bad name");
+        return FailingTool::Ok();
+      });
+  RecordingSink sink;
+  ASSERT_TRUE(h.Turn("what ran today?", sink).ok());
+  EXPECT_EQ(h.tools.CallsOf("list_runs").size(), 2u);
+  EXPECT_THAT(sink.Text(), Not(HasSubstr("This did not work")));
+  EXPECT_TRUE(sink.events.back().done().is_final());
+}
+
+TEST(TurnRecoveryTest, TryAgainRunsTheCallAgainAndItWorksOnceTheFaultIsGone) {
+  FailingTool t("list_runs", execpb::TOOL_RISK_READ,
+                {absl::NotFoundError("no such project"), FailingTool::Ok()});
+  ASSERT_TRUE(t.h.Turn("what ran today?", t.sink).ok());
+  const std::string conversation = ConversationOf(t.sink);
+  RecordingSink again;
+  ASSERT_TRUE(t.h.Turn("try again", again, conversation).ok());
+  const std::vector<execpb::InvokeToolRequest> calls = t.h.tools.CallsOf("list_runs");
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[1].arguments_json(), calls[0].arguments_json());
+  EXPECT_THAT(again.Text(), HasSubstr("Trying the tool list_runs again."));
+  EXPECT_THAT(again.Text(), Not(HasSubstr("This did not work")));
+  EXPECT_TRUE(again.events.back().done().is_final());
+  EXPECT_EQ(t.model.requests().size(), 2u) << "the answer needs no model call";
+  EXPECT_FALSE(t.h.LastFlow(conversation).recovery.has_value());
+}
+
+TEST(TurnRecoveryTest, TryAgainThatFailsAgainAsksAgainAndAWriteGetsAKeyOfItsOwn) {
+  FailingTool t("create_agent", execpb::TOOL_RISK_WRITE,
+                {absl::FailedPreconditionError("the workspace is read-only")});
+  ASSERT_TRUE(t.h.Turn("make an agent called x", t.sink).ok());
+  const std::string conversation = ConversationOf(t.sink);
+  RecordingSink again;
+  ASSERT_TRUE(t.h.Turn("1", again, conversation).ok());
+  const std::vector<execpb::InvokeToolRequest> calls = t.h.tools.CallsOf("create_agent");
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_FALSE(calls[1].idempotency_key().empty());
+  EXPECT_NE(calls[1].idempotency_key(), calls[0].idempotency_key())
+      << "the executor keeps the failed try's result under the first key";
+  EXPECT_THAT(again.Text(), HasSubstr("This did not work: the tool create_agent"));
+  EXPECT_FALSE(again.events.back().done().is_final());
+  EXPECT_TRUE(t.h.LastFlow(conversation).recovery.has_value());
+}
+
+TEST(TurnRecoveryTest, SkipGoesOnWithTheModelWhichKnowsWhatFailed) {
+  FailingTool t("list_runs", execpb::TOOL_RISK_READ, {absl::NotFoundError("no such project")});
+  t.model.PushText("I went on without the runs.");
+  ASSERT_TRUE(t.h.Turn("what ran today?", t.sink).ok());
+  const std::string conversation = ConversationOf(t.sink);
+  RecordingSink skip;
+  ASSERT_TRUE(t.h.Turn("skip it and continue", skip, conversation).ok());
+  EXPECT_EQ(t.h.tools.CallsOf("list_runs").size(), 1u);
+  EXPECT_THAT(skip.Text(), HasSubstr("I went on without the runs."));
+  const std::vector<llm::ChatRequest> asked = t.model.requests();
+  ASSERT_EQ(asked.size(), 3u);
+  EXPECT_THAT(asked[2].messages[0].content,
+              HasSubstr("the user chose to go on without the tool list_runs"));
+  EXPECT_TRUE(skip.events.back().done().is_final());
+}
+
+TEST(TurnRecoveryTest, CancelRunsNothingAndEndsTheFlow) {
+  FailingTool t("list_runs", execpb::TOOL_RISK_READ, {absl::NotFoundError("no such project")});
+  ASSERT_TRUE(t.h.Turn("what ran today?", t.sink).ok());
+  const std::string conversation = ConversationOf(t.sink);
+  RecordingSink cancel;
+  ASSERT_TRUE(t.h.Turn("cancel", cancel, conversation).ok());
+  EXPECT_EQ(t.h.tools.CallsOf("list_runs").size(), 1u);
+  EXPECT_THAT(cancel.Text(), HasSubstr("OK, I won't try the tool list_runs again."));
+  EXPECT_TRUE(cancel.events.back().done().is_final());
+  EXPECT_EQ(t.model.requests().size(), 2u);
+}
+
+TEST(TurnRecoveryTest, AnAnswerThatPicksNoOptionIsAskedAgain) {
+  FailingTool t("list_runs", execpb::TOOL_RISK_READ, {absl::NotFoundError("no such project")});
+  ASSERT_TRUE(t.h.Turn("what ran today?", t.sink).ok());
+  const std::string conversation = ConversationOf(t.sink);
+  RecordingSink unsure;
+  ASSERT_TRUE(t.h.Turn("hmm", unsure, conversation).ok());
+  EXPECT_EQ(t.h.tools.CallsOf("list_runs").size(), 1u);
+  EXPECT_THAT(unsure.Text(), HasSubstr("I did not catch which option you meant."));
+  EXPECT_THAT(unsure.Text(), HasSubstr("1. Try again"));
+  EXPECT_FALSE(unsure.events.back().done().is_final());
+}
+
+// The local policy's call on an agent that is not there: another agent is
+// offered, and picking that option asks which one.
+TEST(TurnRecoveryTest, AnAgentNotFoundOffersAnotherAgentInLocalMode) {
+  TurnHarness h(FakeUnderstanding::PicksOptions(FakeUnderstanding::Always(
+      intentpb::ACTION_TYPE_QUERY_INFO, {{"topic", "runs"}, {"agent_name", "ghost"}})));
+  h.tools.SetAgents(json::array({{{"name", "alpha-reports"}}, {{"name", "beta-digest"}}}));
+  h.tools.AddTool("list_runs", execpb::TOOL_RISK_READ, [](const execpb::InvokeToolRequest&) {
+    return FailingTool::ToolError("not_found");
+  });
+  RecordingSink first;
+  ASSERT_TRUE(h.Turn("what did ghost run today?", first).ok());
+  EXPECT_THAT(first.Text(), HasSubstr("1. Try again\n2. Use another agent\n3. Cancel"))
+      << first.Text();
+  const std::string conversation = ConversationOf(first);
+  RecordingSink other;
+  ASSERT_TRUE(h.Turn("use another agent", other, conversation).ok());
+  EXPECT_THAT(other.Text(), HasSubstr("Which agent should I use instead?\n1. alpha-reports\n2. "
+                                      "beta-digest"));
+  const FlowState flow = h.LastFlow(conversation);
+  EXPECT_EQ(flow.asked, kAskedAgent);
+  EXPECT_THAT(flow.listed_agents, ElementsAre("alpha-reports", "beta-digest"));
+  EXPECT_EQ(flow.entities.count("agent_name"), 0u);
+  EXPECT_EQ(h.tools.CallsOf("list_runs").size(), 1u);
 }
 
 }  // namespace

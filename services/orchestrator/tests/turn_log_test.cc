@@ -58,6 +58,29 @@ TEST(TurnLogTest, TextJoinsTheLastEventOnlyUntilAReaderHasTakenIt) {
   EXPECT_TRUE(last.ended->ok());
 }
 
+// A restart (the answer asked for again) replaces the text no reader has
+// taken yet and still says it is a restart, since earlier text was taken;
+// text after it joins it.
+TEST(TurnLogTest, ARestartReplacesUntakenTextAndKeepsItsFlag) {
+  TurnLog log({});
+  const TurnLog::ReaderId reader = *log.Attach(0, std::make_shared<CountingWaker>());
+  log.Append(Text("Your"));
+  EXPECT_EQ(log.Take(reader).event->text().delta(), "Your");
+  log.Append(Text(" order h"));
+  pb::ChatEvent restart = Text("");
+  restart.mutable_text()->set_restart(true);
+  log.Append(restart);
+  log.Append(Text("Your order has shipped."));
+  EXPECT_EQ(log.last_seq(), 2);
+  const pb::ChatEvent again = *log.Take(reader).event;
+  EXPECT_TRUE(again.text().restart());
+  EXPECT_EQ(again.text().delta(), "Your order has shipped.");
+  // Once taken, a restart is an event of its own.
+  log.Append(restart);
+  EXPECT_EQ(log.last_seq(), 3);
+  EXPECT_TRUE(log.Take(reader).event->text().restart());
+}
+
 TEST(TurnLogTest, AReattachStartsOnlyWhereEventsAreKept) {
   TurnLog log({.max_turn_bytes = 64});
   const TurnLog::ReaderId reader = *log.Attach(0, std::make_shared<CountingWaker>());

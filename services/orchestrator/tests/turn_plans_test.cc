@@ -300,6 +300,73 @@ std::string ApproveProjectPlan(TurnHarness& h, TurnControl& control, RecordingSi
   return conversation;
 }
 
+// A plan that failed at a step for good asks the user about the step: try
+// it again (it runs again, the plan goes on), leave it out (the steps that
+// depended on it run without it) or stop.
+TEST(TurnPlanRecoveryTest, AStepThatFailedForGoodIsAskedAboutAndRunsAgainWhenTheUserSaysSo) {
+  TurnHarness h(FakeUnderstanding::PicksOptions(Projects()), WithPlans());
+  h.executors.FailWhen("get_project_details", StepError(/*retryable=*/false), 1);
+  RecordingSink audit;
+  const std::string plan_id = RunAudit(h, audit);
+  const std::string conversation = ConversationOf(audit);
+  EXPECT_THAT(audit.Text(), HasSubstr("This did not work: step s1 of the plan"));
+  EXPECT_THAT(audit.Text(), HasSubstr("failed: no such project."));
+  EXPECT_THAT(audit.Text(), HasSubstr("1. Try again\n2. Cancel")) << "nothing left to skip to";
+  EXPECT_FALSE(audit.events.back().done().is_final());
+  const FlowState asked = h.LastFlow(conversation);
+  ASSERT_TRUE(asked.recovery.has_value());
+  EXPECT_EQ(asked.recovery->plan_id, plan_id);
+  EXPECT_EQ(asked.recovery->step_id, "s1");
+
+  RecordingSink again;
+  ASSERT_TRUE(h.Turn("try again", again, conversation).ok());
+  EXPECT_THAT(StepsStarted(again), ElementsAre("s1")) << "the completed steps do not run again";
+  EXPECT_EQ(h.executors.assignments().size(), 4u);
+  const std::optional<Plan> stored = h.plan_store.Stored(plan_id);
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->status, PlanStatus::kCompleted) << stored->summary;
+  EXPECT_THAT(again.Text(), HasSubstr("Done:"));
+  EXPECT_TRUE(again.events.back().done().is_final());
+  EXPECT_FALSE(h.LastFlow(conversation).recovery.has_value());
+}
+
+TEST(TurnPlanRecoveryTest, AStepLeftOutLetsTheStepsThatDependedOnItRun) {
+  TurnHarness h(FakeUnderstanding::PicksOptions(Projects()), WithPlans());
+  h.executors.FailWhen("create_project", StepError(/*retryable=*/false), 100);
+  TurnControl control;
+  RecordingSink run;
+  const std::string conversation = ApproveProjectPlan(h, control, run);
+  EXPECT_THAT(StepsStarted(run), ElementsAre("s1", "s2"));
+  EXPECT_THAT(run.Text(), HasSubstr("This did not work: step s2 of the plan"));
+  EXPECT_THAT(run.Text(), HasSubstr("1. Try again\n2. Skip it and continue\n3. Cancel"));
+  const std::string plan_id = h.LastFlow(conversation).recovery->plan_id;
+
+  RecordingSink skip;
+  ASSERT_TRUE(h.Turn("skip it and continue", skip, conversation).ok());
+  EXPECT_THAT(StepsStarted(skip), ElementsAre("s3"));
+  const Plan stored = *h.plan_store.Stored(plan_id);
+  EXPECT_EQ(stored.status, PlanStatus::kCompleted) << stored.summary;
+  EXPECT_EQ(stored.FindStep("s2")->status, StepStatus::kSkipped);
+  EXPECT_TRUE(LeftOutByUser(*stored.FindStep("s2")));
+  EXPECT_THAT(stored.FindStep("s2")->error, HasSubstr("no such project"));
+  EXPECT_TRUE(stored.FindStep("s3")->depends_on.empty());
+  EXPECT_TRUE(skip.events.back().done().is_final());
+}
+
+TEST(TurnPlanRecoveryTest, CancelLeavesTheFailedPlanAsItIs) {
+  TurnHarness h(FakeUnderstanding::PicksOptions(Projects()), WithPlans());
+  h.executors.FailWhen("get_project_details", StepError(/*retryable=*/false), 1);
+  RecordingSink audit;
+  const std::string plan_id = RunAudit(h, audit);
+  RecordingSink cancel;
+  ASSERT_TRUE(h.Turn("cancel", cancel, ConversationOf(audit)).ok());
+  EXPECT_TRUE(StepsStarted(cancel).empty());
+  EXPECT_EQ(h.executors.assignments().size(), 3u);
+  EXPECT_EQ(h.plan_store.Stored(plan_id)->status, PlanStatus::kFailed);
+  EXPECT_THAT(cancel.Text(), HasSubstr("OK, I won't try step s1 of the plan"));
+  EXPECT_TRUE(cancel.events.back().done().is_final());
+}
+
 TEST(TurnPlanTest, ACancelDuringAStepStopsThePlanWhichContinueFinishes) {
   TurnHarness h(Projects(), WithPlans());
   TurnControl control;
@@ -592,7 +659,9 @@ TEST(TurnPlanTest, ABlockedStepIsRePlannedWithItsAssessmentAndThePlanGoesOn) {
   ASSERT_EQ(asked.size(), 4u);
   const std::string revision = asked[2].messages.back().content;
   EXPECT_THAT(revision, HasSubstr("was assessed blocked"));
-  EXPECT_THAT(revision, HasSubstr("the search index is down"));
+  EXPECT_THAT(revision, HasSubstr("Step s2 (Search the projects) failed: search_projects failed: "
+                                  "the search index is down"));
+  EXPECT_THAT(revision, HasSubstr("Context box: BLOCKERS: step s2 failed; PROGRESS: s1: "));
   EXPECT_THAT(revision, HasSubstr("Steps s1 completed"));
   // The planner read the plan's assessment in its tool result.
   EXPECT_THAT(asked[3].messages.back().content, HasSubstr("\"assessment\""));
@@ -642,6 +711,10 @@ TEST(TurnPlanTest, AStepStillBlockedAfterTwoRePlansStopsThePlan) {
   EXPECT_THAT(stored.summary, HasSubstr("Re-planned 2 times"));
   EXPECT_THAT(stored.summary, HasSubstr("Stopped: still blocked after 2 re-plans"));
   EXPECT_EQ(turn.events.back().done().assessment().verdict(), pb::ASSESSMENT_VERDICT_BLOCKED);
+  // The re-plans could not go on: the user is asked about the step.
+  EXPECT_THAT(turn.Text(), HasSubstr("This did not work: step s3 of the plan (Search the projects) "
+                                     "failed: search_projects failed: the search index is down."));
+  EXPECT_FALSE(turn.events.back().done().is_final());
 }
 
 // What the turn relies on from every plan store, held by the fake as by

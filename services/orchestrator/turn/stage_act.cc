@@ -123,7 +123,12 @@ std::optional<ToolRun> TurnPass::RunTool(const ToolStep& step, std::string* desc
   tool_runs_.emplace_back(step.tool, ran.is_error);
   ContextBox::Add(box_.progress, (ran.is_error ? step.tool + " failed" : "ran " + step.tool));
   ContextBox::Add(box_.data, step.tool + ": " + core::Shortened(ran.result_json, 240));
-  if (ran.is_error) ContextBox::Add(box_.blockers, step.tool + " failed");
+  if (ran.is_error) {
+    ContextBox::Add(box_.blockers, step.tool + " failed");
+    NoteFailedCall(step, result);
+  } else if (failed_ && failed_->plan_id.empty() && failed_->failed.tool == step.tool) {
+    failed_.reset();  // the model planner made it work after all
+  }
   return ran;
 }
 

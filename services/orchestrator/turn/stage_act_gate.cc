@@ -78,15 +78,27 @@ void TurnPass::KeepCarried() {
 }
 
 // What the policy runs now (an approved action, or the local planner's
-// reads), each result in words after the reply so far.
+// reads), each result in words after the reply so far. A call that fails
+// for good stops the rest: the user is asked about it (stage_recover.cc),
+// and the calls not made wait for the answer.
 void TurnPass::RunMoves() {
-  for (const ToolStep& step : move_.run) {
+  for (size_t i = 0; i < move_.run.size(); ++i) {
+    const ToolStep& step = move_.run[i];
     std::string described;
-    if (!RunTool(step, &described)) {
+    const std::optional<ToolRun> ran = RunTool(step, &described);
+    if (!ran) {
       if (!suspended_) break;
       continue;  // each step left is noted as NEXT of the suspended flow
     }
     text_ += (text_.empty() ? "" : "\n") + described;
+    if (!ran->is_error || !failed_ || failed_->failed.tool != step.tool) continue;
+    if (!AsksAboutFailure()) continue;  // another question waits: the calls go on
+    for (size_t j = i + 1; j < move_.run.size(); ++j) {
+      const ToolStep& left = move_.run[j];
+      failed_->rest.push_back({left.tool, left.arguments, left.idempotency_key});
+    }
+    if (failed_->rest.empty()) std::erase(failed_->options, std::string(kOptionSkip));
+    break;
   }
 }
 

@@ -94,6 +94,9 @@ void TurnPass::HoldPlan(const PlanOutcome& outcome) {
       ContextBox::Add(box_.next, "finish the plan when the user says continue");
       plan_held_ = plan;
       break;
+    case PlanStatus::kFailed:
+      NoteFailedPlan(plan);
+      break;
     default:
       break;
   }

@@ -24,9 +24,12 @@ void TurnPass::Compose() {
   if (control_.cancelled() && !cancel_reported_ && !suspended_) {
     emit_.Error(pb::CHAT_ERROR_CODE_CANCELLED, "the turn was cancelled", /*fatal=*/true);
   }
-  waiting_ = !suspended_ && (!pending_after_.empty() || move_.clarifying ||
-                             plan_held_.has_value() || plan_carried_.has_value());
+  const bool asks_about_failure = AsksAboutFailure();
+  waiting_ =
+      !suspended_ && (!pending_after_.empty() || move_.clarifying || plan_held_.has_value() ||
+                      plan_carried_.has_value() || asks_about_failure);
   ShowPreviews();
+  if (asks_about_failure) AskAboutFailure();
   if (waiting_) emit_.State(pb::AGENT_STATE_WAITING_ON_USER, "Waiting for your answer");
   if (planned_.answered && plan_held_ && plan_held_->status == PlanStatus::kPendingReview) {
     Ask(kPlanReviewQuestion);  // the model presented its draft: how to answer

@@ -18,6 +18,8 @@ void TurnPass::Decide() {
     ContextBox::Add(box_.next, "plan the answer to: " + goal_);
   } else if (plan_move_) {
     ReplyToPlan();
+  } else if (AnswerRecovery()) {
+    // recovered_: what the answer about the failure does
   } else if (ModelPlans() && !approval_) {
     AskModel();
   }
@@ -25,6 +27,8 @@ void TurnPass::Decide() {
     move_.propose.clear();  // drafted again when the flow resumes
   } else if (approval_) {
     move_ = *std::move(approval_);
+  } else if (recovered_) {
+    move_ = *std::move(recovered_);
   } else if (!plan_move_ && (!ModelPlans() || !planned_.answered)) {
     move_ = IsMeetingTurn(input_) ? DecideMeeting(MeetingAtStart(input_)) : DecideLocally(input_);
   }

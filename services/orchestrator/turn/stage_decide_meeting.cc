@@ -9,7 +9,7 @@
 namespace omniforge::orchestrator {
 
 Move TurnPass::DecideMeeting(MeetingState meeting) {
-  const MeetingClock clock{ctx_.NowMicros(), time_zone_};
+  const MeetingClock clock{runner_.calendar_clock().NowMicros(), time_zone_};
   while (true) {
     MeetingStep step = NextMeetingStep(meeting, clock);
     if (!step.call) return std::move(step.move);

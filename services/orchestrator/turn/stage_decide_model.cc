@@ -17,6 +17,12 @@ class TurnPlannerIo final : public PlannerIo {
     turn_.emit().Next().mutable_text()->set_delta(delta);
     turn_.emit().Send();
   }
+  void RestartText(const std::string& kept) override {
+    pb::TextEvent& text = *turn_.emit().Next().mutable_text();
+    text.set_delta(kept);
+    text.set_restart(true);
+    turn_.emit().Send();
+  }
   std::optional<ToolRun> RunTool(const ToolStep& step) override {
     return turn_.RunTool(step, nullptr);
   }
@@ -88,6 +94,15 @@ void TurnPass::AskModel() {
     if (!control_.cancelled() && !suspended_ && ctx_.Expired()) ReportOutOfTime();
   }
   if (planned_.answered) {
+    // The model failed after part of its answer went out or its tools ran
+    // (a stream that kept breaking off, a provider that stopped answering):
+    // what was said and done stays, and the user is told it is cut short.
+    if (!planned_.error.empty() && !planned_.stopped) {
+      emit_.Error(pb::CHAT_ERROR_CODE_MODEL_FAILED,
+                  "the language model failed before finishing its answer; what it said and "
+                  "did so far is kept",
+                  /*fatal=*/false, planned_.error);
+    }
     TakeModelAnswer(plan);
     return;
   }

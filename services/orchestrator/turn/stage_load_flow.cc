@@ -32,7 +32,8 @@ void TurnPass::LoadFlow() {
   resuming_ = !decides_ && set_aside_.has_value() && Reply().kind() == intentpb::REPLY_KIND_RESUME;
   FindPlan();
   continuing_ = !resuming_ && last_ &&
-                (!last_->pending.empty() || last_->clarifications > 0 || plan_from_last_);
+                (!last_->pending.empty() || last_->clarifications > 0 || plan_from_last_ ||
+                 last_->recovery.has_value());
   // A plan waiting for review that this message does not answer (a
   // question, another request) keeps waiting.
   if (!resuming_ && !plan_from_last_ && last_ && last_->plan &&
@@ -305,7 +306,7 @@ void TurnPass::TellLastTurn() {
   told->mutable_entities()->insert(last.entities.begin(), last.entities.end());
   for (const std::string& tool : last.tools_used) told->add_tools_used(tool);
   told->set_pending_actions(static_cast<int32_t>(last.pending.size()));
-  told->set_question_pending(last.clarifications > 0);
+  told->set_question_pending(last.clarifications > 0 || last.recovery.has_value());
   if (last.plan) {
     told->set_plan_id(last.plan->plan_id);
     const std::optional<PlanStatus> status = ParsePlanStatus(last.plan->status);

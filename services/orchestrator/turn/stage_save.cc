@@ -62,6 +62,7 @@ FlowState TurnPass::MakeFlowState() {
   state.pending = pending_after_;
   state.clarifications = move_.clarifying ? (last_ ? last_->clarifications : 0) + 1 : 0;
   state.asked = move_.asked;
+  if (move_.asked == kAskedRecovery) state.recovery = failed_;
   state.tools_used = tools_used_;
   if (plan_held_) {
     state.plan = PlanRef{plan_held_->id, PlanStatusName(plan_held_->status), plan_held_->objective,
@@ -215,6 +216,9 @@ std::optional<Assessment> TurnPass::AssessTurn() const {
   e.intent_confidence = clarity.confidence;
   e.ambiguous = clarity.ambiguous;
   if (move_.clarifying) e.open_questions.push_back(core::Shortened(text_, 300));
+  if (move_.asked == kAskedRecovery && failed_) {
+    e.open_questions.push_back("what to do now that " + failed_->what + " failed");
+  }
   for (const PendingAction& action : pending_after_) {
     e.open_questions.push_back("may I go ahead with: " + action.summary);
   }

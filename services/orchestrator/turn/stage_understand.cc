@@ -61,6 +61,10 @@ void TurnPass::TellOntology() {
 // is taken when its reading says so. (The model planner reads such answers
 // itself.)
 void TurnPass::AnswerOrAsk(const intentpb::IntentAnalysis& heard) {
+  if (last_->asked == kAskedRecovery) {
+    HearRecovery(heard);
+    return;
+  }
   // The meeting flow's question: its answer goes on with the meeting, or,
   // when it asks for another meeting, starts that one.
   if (last_->asked == kAskedMeeting && !ModelPlans()) {

@@ -22,9 +22,15 @@ void TurnLog::Append(pb::ChatEvent event) {
     if (status_.has_value()) return;
     if (event.has_text() && !events_.empty() && events_.back().has_text() &&
         last_seq_ > sealed_seq_) {
+      // Text no reader has taken yet joins the last piece; a restart
+      // replaces it (and keeps saying so: earlier pieces were taken).
       pb::ChatEvent& last = events_.back();
       bytes_ -= last.ByteSizeLong();
-      last.mutable_text()->mutable_delta()->append(event.text().delta());
+      if (event.text().restart()) {
+        *last.mutable_text() = std::move(*event.mutable_text());
+      } else {
+        last.mutable_text()->mutable_delta()->append(event.text().delta());
+      }
       bytes_ += last.ByteSizeLong();
     } else {
       event.set_seq(++last_seq_);

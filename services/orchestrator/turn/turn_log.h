@@ -59,7 +59,8 @@ class TurnLog final {
   explicit TurnLog(TurnLogOptions options) : options_(options) {}
 
   // Numbers the event and keeps it. A text event joins the last event when
-  // that is text no reader has taken yet (the seq stays the same). Blocks
+  // that is text no reader has taken yet (the seq stays the same); a
+  // restart replaces that text, restart flag and all. Blocks
   // while an attached reader is max_unread events behind; an ended log
   // drops the event.
   void Append(pb::ChatEvent event);

@@ -151,6 +151,16 @@ class TurnPass final {
   void PassGate();
   void KeepCarried();
   void RunMoves();
+  // stage_recover.cc
+  void NoteFailedCall(const ToolStep& step,
+                      const absl::StatusOr<execpb::InvokeToolResponse>& result);
+  void NoteFailedPlan(const Plan& plan);
+  bool AsksAboutFailure() const;
+  void AskAboutFailure();
+  void HearRecovery(const intentpb::IntentAnalysis& heard);
+  bool AnswerRecovery();
+  void RecoverPlanStep(const Recovery& failed, Move& move);
+  void AskForOtherAgent(Move& move);
   // stage_compose.cc
   void ChooseText();
   void ShowPreviews();
@@ -281,6 +291,14 @@ class TurnPass final {
   std::optional<Assessment> plan_assessed_;
   std::string plan_failure_;
   std::vector<std::pair<std::string, bool>> tool_runs_;
+  // The work of this turn that failed for good (the first), which the
+  // user is asked about unless something else waits (stage_recover.cc);
+  // what the answer to the last turn's such question picked, or that it
+  // picked nothing; the move that answer makes.
+  std::optional<Recovery> failed_;
+  std::optional<RecoveryChoice> recovery_choice_;
+  bool recovery_unsettled_ = false;
+  std::optional<Move> recovered_;
   PlanEvents plan_events_;
   std::function<bool()> plan_stopped_;
   ContextBox carried_;

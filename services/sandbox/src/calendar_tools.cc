@@ -99,8 +99,8 @@ ToolResult FindFreeSlots(ToolContext& ctx, const Json& arguments) {
   if (!busy.ok()) return StoreFailure(busy.status());
   auto unknown = WithoutCalendar(ctx, attendees);
   if (!unknown.ok()) return StoreFailure(unknown.status());
-  const std::vector<Interval> slots =
-      FreeSlots(*window, minutes(duration), *busy, ctx.clock.Now(), minutes(15), max_results);
+  const std::vector<Interval> slots = FreeSlots(*window, minutes(duration), *busy, ctx.clock.Now(),
+                                                ctx.zone, minutes(15), max_results);
   Json result = {{"slots", Json::array()},
                  {"busy", std::move(shown)},
                  {"attendees_without_calendar", *unknown},
@@ -198,8 +198,9 @@ std::vector<ToolDefinition> CalendarTools() {
        ListEvents},
       {"find_free_slots", "Find free slots",
        "Finds times of duration_minutes between window_start and window_end when you and every "
-       "attendee are free (your events and the attendees' busy time), on the quarter hour. "
-       "Also returns what is busy.",
+       "attendee are free (your events and the attendees' busy time), on the quarter hour, "
+       "within working hours (09:00-18:00 Monday to Friday in the calendar's time zone). Also "
+       "returns what is busy.",
        ObjectSchema({{"attendees", emails},
                      {"duration_minutes", {{"type", "integer"}, {"minimum", 5}, {"maximum", 480}}},
                      {"window_start", time},

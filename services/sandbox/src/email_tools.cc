@@ -1,4 +1,6 @@
 // email: draft_message, send_message, search_messages, list_drafts.
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "services/sandbox/src/sandbox_tools.h"
@@ -67,29 +69,59 @@ ToolResult DraftMessage(ToolContext& ctx, const Json& arguments) {
                   {"limitations", UnknownRecipients(ctx, *draft)}});
 }
 
+// The addresses of `message.to` that are not among the tenant's contacts.
+absl::StatusOr<std::vector<std::string>> OutsideContacts(ToolContext& ctx, const Message& message) {
+  auto contacts = ctx.store.ListContacts(ctx.tenant);
+  if (!contacts.ok()) return contacts.status();
+  std::vector<std::string> outside;
+  for (const std::string& to : message.to) {
+    const bool known = std::any_of(contacts->begin(), contacts->end(),
+                                   [&](const Contact& contact) { return contact.email == to; });
+    if (!known) outside.push_back(to);
+  }
+  return outside;
+}
+
+// What is sent is what the call says (to, subject, body), so that the
+// approval of the call shows it. A draft_id names the draft this is, which
+// must say the same; it then leaves the drafts.
 ToolResult SendMessage(ToolContext& ctx, const Json& arguments) {
   ToolArgs args(arguments);
-  const bool by_draft = args.Has("draft_id");
-  if (by_draft && (args.Has("to") || args.Has("subject") || args.Has("body"))) {
-    return Failure("invalid_argument", "give either draft_id or to, subject and body, not both");
+  const std::string draft_id = args.Has("draft_id") ? args.String("draft_id", 100) : "";
+  if (!args.Has("body")) args.Fail("body: required (what is sent; may be empty)");
+  std::optional<Message> message = ReadDraft(ctx, args);
+  if (!message.has_value()) return args.Invalid();
+  auto outside = OutsideContacts(ctx, *message);
+  if (!outside.ok()) return StoreFailure(outside.status());
+  if (!outside->empty()) {
+    return Failure("failed_precondition",
+                   absl::StrCat("not in your contacts: ", absl::StrJoin(*outside, ", "),
+                                "; the sandbox sends only to contacts (add them with "
+                                "contacts add_contact first)"),
+                   {{"outside_contacts", *outside}});
   }
-  std::string id;
-  if (by_draft) {
-    id = args.String("draft_id", 100);
-    if (!args.ok()) return args.Invalid();
+  absl::StatusOr<Message> sent;
+  if (draft_id.empty()) {
+    message->folder = Folder::kSent;
+    message->sent_at = message->created_at;
+    absl::Status added = ctx.store.AddMessage(ctx.tenant, *message);
+    if (!added.ok()) return StoreFailure(added);
+    sent = *message;
   } else {
-    const std::optional<Message> draft = ReadDraft(ctx, args);
-    if (!draft.has_value()) return args.Invalid();
-    if (absl::Status added = ctx.store.AddMessage(ctx.tenant, *draft); !added.ok()) {
-      return StoreFailure(added);
+    auto draft = ctx.store.GetMessage(ctx.tenant, draft_id);
+    if (!draft.ok()) return StoreFailure(draft.status());
+    if (draft->to != message->to || draft->subject != message->subject ||
+        draft->body != message->body) {
+      return Failure("failed_precondition",
+                     absl::StrCat("draft ", draft_id,
+                                  " says something else: send it with its own to, subject and "
+                                  "body, or draft the new text"));
     }
-    id = draft->id;
+    sent = ctx.store.SendDraft(ctx.tenant, draft_id, ctx.clock.Now());
+    if (!sent.ok()) return StoreFailure(sent.status());
   }
-  auto sent = ctx.store.SendDraft(ctx.tenant, id, ctx.clock.Now());
-  if (!sent.ok()) return StoreFailure(sent.status());
-  Json limitations = UnknownRecipients(ctx, *sent);
-  limitations.push_back(kNothingLeaves);
-  return Success({{"message", MessageJson(*sent, ctx.zone)}, {"limitations", limitations}});
+  return Success(
+      {{"message", MessageJson(*sent, ctx.zone)}, {"limitations", Json::array({kNothingLeaves})}});
 }
 
 Json Messages(const std::vector<Message>& messages, const absl::TimeZone& zone) {
@@ -136,9 +168,11 @@ std::vector<ToolDefinition> EmailTools() {
        ObjectSchema({{"to", recipients}, {"subject", subject}, {"body", body}}, {"to", "subject"}),
        false, false, false, DraftMessage},
       {"send_message", "Send a message",
-       "Sends a draft (draft_id), or a new message (to, subject, body).",
-       ObjectSchema({{"draft_id", id}, {"to", recipients}, {"subject", subject}, {"body", body}},
-                    {}),
+       "Sends the message to, subject and body say, to your contacts only. To send a draft, "
+       "give its draft_id with the draft's own to, subject and body (from draft_message or "
+       "list_drafts).",
+       ObjectSchema({{"to", recipients}, {"subject", subject}, {"body", body}, {"draft_id", id}},
+                    {"to", "subject", "body"}),
        false, false, false, SendMessage},
       {"search_messages", "Search messages",
        "Sent and received messages whose sender, recipients, subject or body contain the "

@@ -1,6 +1,7 @@
 #include "services/sandbox/src/sandbox_time.h"
 
 #include "absl/strings/str_cat.h"
+#include "libs/core/text.h"
 
 namespace omniforge::sandbox {
 namespace {
@@ -15,11 +16,14 @@ absl::StatusOr<core::TimePoint> ParseRfc3339(const std::string& field, const std
   std::string error;
   // A time with an offset, and nothing absl would also take (a bare date,
   // "infinite-future").
-  const bool shaped = text.size() >= 20 && text.size() <= 40 && text[10] == 'T';
+  // RFC 3339 allows the "T" and "Z" in lower case too.
+  const bool shaped =
+      text.size() >= 20 && text.size() <= 40 && (text[10] == 'T' || text[10] == 't');
   if (!shaped || !absl::ParseTime(absl::RFC3339_full, text, &parsed, &error)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": expected an RFC 3339 time with an offset, such as ",
-        "2026-11-29T14:00:00+01:00 or 2026-11-29T13:00:00Z; got \"", text.substr(0, 60), "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": expected an RFC 3339 time with an offset, such as ",
+                     "2026-11-29T14:00:00+01:00 or 2026-11-29T13:00:00Z; got \"",
+                     std::string(core::Utf8Prefix(text, 60)), "\""));
   }
   return FromAbsl(parsed);
 }
@@ -37,6 +41,11 @@ core::TimePoint AtTime(core::TimePoint day, const absl::TimeZone& zone, int hour
   const absl::CivilDay civil = absl::ToCivilDay(ToAbsl(day), zone);
   return FromAbsl(absl::FromCivil(
       absl::CivilMinute(civil.year(), civil.month(), civil.day(), hour, minute), zone));
+}
+
+bool IsWeekend(core::TimePoint t, const absl::TimeZone& zone) {
+  const absl::Weekday weekday = absl::GetWeekday(absl::ToCivilDay(ToAbsl(t), zone));
+  return weekday == absl::Weekday::saturday || weekday == absl::Weekday::sunday;
 }
 
 int MinuteOfDay(core::TimePoint t, const absl::TimeZone& zone) {

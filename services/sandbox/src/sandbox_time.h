@@ -25,6 +25,9 @@ core::TimePoint StartOfDay(core::TimePoint t, const absl::TimeZone& zone, int da
 // `day` (a midnight from StartOfDay) at hh:mm in `zone`.
 core::TimePoint AtTime(core::TimePoint day, const absl::TimeZone& zone, int hour, int minute);
 
+// Whether `t` falls on a Saturday or a Sunday in `zone`.
+bool IsWeekend(core::TimePoint t, const absl::TimeZone& zone);
+
 // Minutes since midnight of `t` in `zone`.
 int MinuteOfDay(core::TimePoint t, const absl::TimeZone& zone);
 

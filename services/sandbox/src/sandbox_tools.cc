@@ -22,8 +22,12 @@ const char* CodeOf(absl::StatusCode code) {
       return "already_exists";
     case absl::StatusCode::kFailedPrecondition:
       return "failed_precondition";
-    default:
+    // Only these say the database may answer if asked again.
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
       return "unavailable";
+    default:
+      return "internal";
   }
 }
 

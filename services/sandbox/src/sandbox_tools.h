@@ -6,7 +6,9 @@
 // A call answers a ToolResult: structured content, and on failure
 // `isError` with {"error": {"code", "message", ...}} where code is
 // invalid_argument, not_found, already_exists, failed_precondition,
-// conflict or unavailable. Bad input never changes anything.
+// conflict, unavailable (the database cannot be reached or did not answer
+// in time: asking again may work) or internal (anything else the database
+// refused). Bad input never changes anything.
 #pragma once
 
 #include <functional>
@@ -41,7 +43,8 @@ ToolResult Success(nlohmann::json structured);
 // {"error": {"code": code, "message": message, <details>...}}.
 ToolResult Failure(const std::string& code, const std::string& message,
                    const nlohmann::json& details = nlohmann::json::object());
-// A store error as a tool error (not_found, already_exists, ... unavailable).
+// A store error as a tool error (not_found, already_exists, ..., unavailable
+// for UNAVAILABLE and DEADLINE_EXCEEDED, internal for any other code).
 ToolResult StoreFailure(const absl::Status& status);
 
 // What a handler works with: one tenant's state, the sandbox's clock and

@@ -26,14 +26,30 @@ core::TimePoint RoundUp(core::TimePoint t, std::chrono::minutes step) {
   return core::TimePointFromMicros(rem == 0 ? us : us + (step_us - rem));
 }
 
+// Working hours of the day `midnight` (from StartOfDay) begins.
+Interval WorkingHours(core::TimePoint midnight, const absl::TimeZone& zone) {
+  return {AtTime(midnight, zone, kWorkdayStartMinute / 60, kWorkdayStartMinute % 60),
+          AtTime(midnight, zone, kWorkdayEndMinute / 60, kWorkdayEndMinute % 60)};
+}
+
 }  // namespace
 
 std::vector<Interval> FreeSlots(const Interval& window, std::chrono::minutes length,
                                 const std::vector<Interval>& busy, core::TimePoint not_before,
-                                std::chrono::minutes step, int limit) {
+                                const absl::TimeZone& zone, std::chrono::minutes step, int limit) {
   std::vector<Interval> slots;
   core::TimePoint start = RoundUp(std::max(window.start, not_before), step);
   while (static_cast<int>(slots.size()) < limit && start + length <= window.end) {
+    const core::TimePoint midnight = StartOfDay(start, zone);
+    const Interval hours = WorkingHours(midnight, zone);
+    if (IsWeekend(midnight, zone) || start + length > hours.end) {
+      start = RoundUp(WorkingHours(StartOfDay(start, zone, 1), zone).start, step);
+      continue;
+    }
+    if (start < hours.start) {
+      start = RoundUp(hours.start, step);
+      continue;
+    }
     const Interval slot{start, start + length};
     if (IsFree(slot, busy)) {
       slots.push_back(slot);
@@ -54,9 +70,10 @@ std::vector<Interval> ProposeAlternatives(const Interval& wanted, const std::vec
   std::vector<std::pair<std::tuple<int, int64_t, bool>, Interval>> candidates;
   for (int day = 0; day <= kAlternativeDays; ++day) {
     const core::TimePoint midnight = StartOfDay(wanted.start, zone, day);
-    const core::TimePoint open = AtTime(midnight, zone, kWorkdayStartMinute / 60, 0);
-    const core::TimePoint close = AtTime(midnight, zone, kWorkdayEndMinute / 60, 0);
-    for (core::TimePoint start = open; start + length <= close; start += std::chrono::minutes(30)) {
+    if (IsWeekend(midnight, zone)) continue;
+    const Interval hours = WorkingHours(midnight, zone);
+    for (core::TimePoint start = hours.start; start + length <= hours.end;
+         start += std::chrono::minutes(30)) {
       const Interval slot{start, start + length};
       if (start < not_before || !IsFree(slot, busy)) continue;
       const int64_t distance = day == 0

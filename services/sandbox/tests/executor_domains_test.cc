@@ -8,6 +8,9 @@
 // processes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
 
 #include "libs/mcp/registry.h"
 #include "libs/pg/migrate.h"
@@ -24,8 +27,13 @@ using ::testing::HasSubstr;
 using Json = nlohmann::json;
 using executor::ToolRisk;
 
+// The sandbox's "now" in these tests (a Tuesday morning): the seed's
+// "tomorrow" and the tests' are then the same day whenever they run.
+constexpr char kNow[] = "2026-11-24T08:00:00Z";
+
 // A per-tenant stdio server running the sandbox for `domain`, configured
-// as deploy/local/executor.yaml does.
+// as deploy/local/executor.yaml and scripts/stack.sh do (the schema is
+// applied once beforehand, not by each process).
 mcp::McpServerConfig SandboxServer(const std::string& domain,
                                    const omniforge::testing::TestDatabase& db) {
   mcp::McpServerConfig server;
@@ -35,23 +43,29 @@ mcp::McpServerConfig SandboxServer(const std::string& domain,
   server.stdio.command = OMNIFORGE_SANDBOX_BIN;
   server.stdio.args = {"--domain", domain, "--tenant", "{tenant}", "--time-zone", "UTC"};
   server.stdio.env = {{"OMNIFORGE_DATABASE_DSN", db.service_dsn("sandbox")},
-                      {"OMNIFORGE_DATABASE_MIGRATE_DSN", db.owner_dsn()}};
+                      {"OMNIFORGE_DATABASE_MIGRATE_ON_START", "false"},
+                      {"OMNIFORGE_SANDBOX_NOW", kNow}};
   server.session.server_name = server.name;
   server.trust = mcp::ServerTrust::kReadHints;
   server.per_tenant = true;
   return server;
 }
 
-// Tomorrow at hh:mm UTC (the binary's clock is the real one).
+// The day after kNow at hh:mm UTC.
 std::string Tomorrow(int hour, int minute) {
   const absl::TimeZone utc = absl::UTCTimeZone();
-  const core::TimePoint now = core::SystemClock().Now();
+  const core::TimePoint now = *ParseRfc3339("now", kNow);
   return FormatRfc3339(AtTime(StartOfDay(now, utc, 1), utc, hour, minute), utc);
 }
 
 class ExecutorDomainsTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { db_ = new omniforge::testing::TestDatabase(); }
+  static void SetUpTestSuite() {
+    db_ = new omniforge::testing::TestDatabase();
+    const std::string migrate = "OMNIFORGE_DATABASE_MIGRATE_DSN='" + db_->owner_dsn() + "' " +
+                                OMNIFORGE_SANDBOX_BIN + " migrate 2>&1";
+    ASSERT_EQ(std::system(migrate.c_str()), 0);
+  }
   static void TearDownTestSuite() { delete db_; }
 
   void SetUp() override {
@@ -147,12 +161,13 @@ TEST_F(ExecutorDomainsTest, AConflictingBookingProposesAlternativesAndOneIsBooke
 }
 
 TEST_F(ExecutorDomainsTest, ADraftIsPreviewedThenSent) {
-  const Json draft = Call("acme", "email__draft_message",
-                          {{"to", {"sarah.chen@example.com"}},
-                           {"subject", "Moving our call"},
-                           {"body", "Could we talk at 12:00 instead?"}});
+  Json message = {{"to", {"sarah.chen@example.com"}},
+                  {"subject", "Moving our call"},
+                  {"body", "Could we talk at 12:00 instead?"}};
+  const Json draft = Call("acme", "email__draft_message", message);
   EXPECT_THAT(draft["data"]["preview"].get<std::string>(), HasSubstr("Subject: Moving our call"));
-  const Json sent = Call("acme", "email__send_message", {{"draft_id", draft["data"]["draft_id"]}});
+  message["draft_id"] = draft["data"]["draft_id"];
+  const Json sent = Call("acme", "email__send_message", message);
   EXPECT_EQ(sent["data"]["message"]["folder"], "sent");
   EXPECT_THAT(sent["limitations"].dump(), HasSubstr("nothing leaves the sandbox"));
   const Json found = Call("acme", "email__search_messages", {{"query", "moving our call"}});
@@ -175,6 +190,17 @@ TEST_F(ExecutorDomainsTest, BadInputIsAToolErrorNamingTheProblem) {
   const Json unknown = Call("acme", "calendar__delete_event", {{"event_id", "no-such-event"}},
                             /*expect_error=*/true);
   EXPECT_EQ(unknown["data"]["error"]["code"], "not_found");
+}
+
+TEST(SandboxBinaryTest, ATenantIsRequiredUnlessTheStateIsInMemory) {
+  const std::string bin = OMNIFORGE_SANDBOX_BIN;
+  const int without = std::system((bin + " --domain email </dev/null 2>/dev/null").c_str());
+  ASSERT_TRUE(WIFEXITED(without));
+  EXPECT_EQ(WEXITSTATUS(without), 2);
+  const int in_memory =
+      std::system((bin + " --domain email --memory </dev/null 2>/dev/null").c_str());
+  ASSERT_TRUE(WIFEXITED(in_memory));
+  EXPECT_EQ(WEXITSTATUS(in_memory), 0);
 }
 
 }  // namespace

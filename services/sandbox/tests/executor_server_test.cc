@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "libs/core/grpc_identity.h"
@@ -25,7 +26,13 @@ namespace pb = ::omniforge::executor::v1;
 using ::testing::HasSubstr;
 using Json = nlohmann::json;
 
-// What scripts/stack.sh sets for the executor's sandbox servers, on `db`.
+// The sandbox's "now" in these tests (a Tuesday morning): the seed's
+// "tomorrow" and the tests' are then the same day whenever they run.
+constexpr char kNow[] = "2026-11-24T08:00:00Z";
+
+// What scripts/stack.sh sets for the executor's sandbox servers, on `db`
+// (no owner login: the schema is applied once, by MigrateSandbox), with
+// the sandbox's clock started at kNow.
 std::vector<std::string> ExecutorEnv(const omniforge::testing::TestDatabase& db) {
   std::vector<std::string> env = {omniforge::testing::ExecutorMasterKeyEnv()};
   const auto identity = omniforge::testing::TestIdentityEnv(omniforge::testing::TestKeyUse::kBoth);
@@ -34,20 +41,30 @@ std::vector<std::string> ExecutorEnv(const omniforge::testing::TestDatabase& db)
     const std::string prefix = std::string("OMNIFORGE_MCP_SERVERS_SANDBOX_") + domain;
     env.push_back(prefix + "_COMMAND=" + OMNIFORGE_SANDBOX_BIN);
     env.push_back(prefix + "_ENV=OMNIFORGE_DATABASE_DSN=" + db.service_dsn("sandbox") +
-                  ",OMNIFORGE_DATABASE_MIGRATE_DSN=" + db.owner_dsn());
+                  ",OMNIFORGE_DATABASE_MIGRATE_ON_START=false,OMNIFORGE_SANDBOX_NOW=" + kNow);
   }
   return omniforge::testing::DatabaseEnv(db, "executor", env);
 }
 
+// `omniforge-sandbox-mcp migrate` as the owner, as scripts/stack.sh's `up`
+// runs it; its exit status.
+int MigrateSandbox(const omniforge::testing::TestDatabase& db) {
+  return std::system(("OMNIFORGE_DATABASE_MIGRATE_DSN='" + db.owner_dsn() + "' " +
+                      OMNIFORGE_SANDBOX_BIN + " migrate 2>&1")
+                         .c_str());
+}
+
+// The day after kNow at hh:mm UTC.
 std::string Tomorrow(int hour, int minute) {
   const absl::TimeZone utc = absl::UTCTimeZone();
-  return FormatRfc3339(AtTime(StartOfDay(core::SystemClock().Now(), utc, 1), utc, hour, minute),
+  return FormatRfc3339(AtTime(StartOfDay(*ParseRfc3339("now", kNow), utc, 1), utc, hour, minute),
                        utc);
 }
 
 class SandboxExecutorServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    ASSERT_EQ(MigrateSandbox(db_), 0);
     const auto error = executor_.Start(
         ExecutorEnv(db_),
         {"--config", std::string(OMNIFORGE_SOURCE_DIR) + "/deploy/local/executor.yaml"});

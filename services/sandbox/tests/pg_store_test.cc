@@ -197,11 +197,11 @@ TEST_F(PgStoreTest, TheMailboxKeepsDraftsSentMailAndSearchesIt) {
 }
 
 TEST_F(PgStoreTest, TheToolsWorkEndToEndOnPostgres) {
-  omniforge::sandbox::testing::FixedClock clock(Parse("2026-11-28T10:00:00+01:00"));
+  omniforge::sandbox::testing::FixedClock clock(Parse("2026-11-24T10:00:00+01:00"));
   SandboxTools tools(store_, clock, zone_, tenant_a_, *ParseDomains("all"));
   const auto conflict = tools.Call("create_event", {{"title", "Call"},
-                                                    {"start", "2026-11-29T14:00:00+01:00"},
-                                                    {"end", "2026-11-29T14:30:00+01:00"},
+                                                    {"start", "2026-11-25T14:00:00+01:00"},
+                                                    {"end", "2026-11-25T14:30:00+01:00"},
                                                     {"attendees", {"sarah.chen@example.com"}}});
   ASSERT_TRUE(conflict.ok());
   ASSERT_TRUE(conflict->is_error);
