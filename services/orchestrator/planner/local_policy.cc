@@ -14,6 +14,7 @@
 #include "services/intent/entities/entities.h"
 #include "services/orchestrator/approvals/preview.h"
 #include "services/orchestrator/planner/agent_draft.h"
+#include "services/orchestrator/planner/email_flow.h"
 #include "services/orchestrator/planner/meeting_flow.h"
 #include "services/orchestrator/planner/partial_fit.h"
 #include "services/orchestrator/planner/recap.h"
@@ -704,7 +705,7 @@ bool AnswerSkipsAnalysis(const FlowState& last) {
   if (last.asked == kAskedRecovery) return last.recovery.has_value();
   return last.clarifications > 0 &&
          (last.asked == kAskedAgent || last.asked == kAskedChange || last.asked == kAskedModel ||
-          last.asked == kAskedOption || last.asked == kAskedMeeting);
+          last.asked == kAskedOption || last.asked == kAskedMeeting || last.asked == kAskedEmail);
 }
 
 namespace {
@@ -747,7 +748,8 @@ intentpb::PendingQuestion PendingQuestionOf(const FlowState& last) {
   if (last.asked == kAskedAgent) {
     question.set_kind(intentpb::QUESTION_KIND_AGENT);
     for (const std::string& name : last.listed_agents) question.add_options(name);
-  } else if (last.asked == kAskedMeeting && !last.listed_agents.empty()) {
+  } else if ((last.asked == kAskedMeeting || last.asked == kAskedEmail) &&
+             !last.listed_agents.empty()) {
     // Which contact or which time: the options as the question numbered them.
     question.set_kind(intentpb::QUESTION_KIND_OPTION);
     for (const std::string& option : last.listed_agents) question.add_options(option);
@@ -802,6 +804,9 @@ std::string DescribeResult(const ToolStep& step, const json& result, bool is_err
   try {
     if (std::string booked = DescribeMeetingResult(step, result, is_error); !booked.empty()) {
       return booked;
+    }
+    if (std::string sent = DescribeEmailResult(step, result, is_error); !sent.empty()) {
+      return sent;
     }
     return DescribeResultOf(step, result, is_error, listed_agents);
   } catch (const json::exception&) {

@@ -5,7 +5,8 @@
 // intent service's reading and the local policy's meeting flow) and with
 // the planner model on the fake provider: the two Johns asked about, a
 // conflict with the alternatives offered, the preview, and the booking
-// only after the user's "yes", read back from the sandbox's tables. The
+// only after the user's "yes", read back from the sandbox's tables; and the
+// email journey in local mode over the same servers. The
 // orchestrator's calendar clock (turn.calendar_now) and the sandbox's
 // (OMNIFORGE_SANDBOX_NOW) are fixed, so "tomorrow" is the same day for the
 // flow, the seed and the test, whatever day the test runs: a Tuesday for
@@ -314,6 +315,83 @@ TEST_F(WeekendMeetingTest, TomorrowIsSundaySoMondaysNearestTimesAreOfferedAndBoo
   EXPECT_THAT(yes.tools_called(), ElementsAre("calendar__create_event"));
   EXPECT_THAT(Booked(user, true), ElementsAre(std::pair<std::string, std::string>(
                                       "Call with Sarah Chen and John Smith", "Mon 14:30")));
+}
+
+// The email journey in local mode, over the same stack: the recipients
+// looked up, the draft, its preview, and the message sent only after the
+// user's "yes", read back from the sandbox's mailbox.
+class LocalEmailTest : public MeetingEndToEndTest {
+ protected:
+  static void SetUpTestSuite() { StartStack(""); }
+  static void TearDownTestSuite() { StopStack(); }
+
+  // The messages of `folder` (0 drafts, 1 sent) beside the seed's, as
+  // {recipients as JSON, subject}.
+  static std::vector<std::pair<std::string, std::string>> Messages(int user, int folder) {
+    pqxx::connection conn(db_->owner_dsn());
+    pqxx::work tx(conn);
+    tx.exec_params("SELECT set_config('app.tenant_id', $1, true)", kUsers[user].tenant_id);
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& row :
+         tx.exec_params("SELECT recipients::text, subject FROM sandbox.messages WHERE folder = $1 "
+                        "AND id NOT LIKE 'message-%' ORDER BY created_at",
+                        folder)) {
+      out.emplace_back(row[0].as<std::string>(), row[1].as<std::string>());
+    }
+    return out;
+  }
+};
+
+TEST_F(LocalEmailTest, WhichJohnThenTheDraftPreviewedThenSentOnlyAfterYes) {
+  const int user = 0;
+  const Turn asked = Chat(user, "email John the agenda for tomorrow's design review");
+  EXPECT_THAT(asked.tools_called(), ElementsAre("contacts__find_contacts"));
+  EXPECT_THAT(asked.text(), HasSubstr("Which John do you mean?"));
+  EXPECT_THAT(asked.text(), HasSubstr("2. John Smith (john.smith@example.com)"));
+  EXPECT_FALSE(asked.preview().has_value());
+
+  const Turn preview = Chat(user, "the second one", asked.conversation_id());
+  EXPECT_THAT(preview.tools_called(), ElementsAre("email__draft_message"));
+  ASSERT_TRUE(preview.preview().has_value()) << preview.text();
+  EXPECT_EQ(preview.preview()->tool_name(), "email__send_message");
+  const json args = json::parse(preview.preview()->arguments_json());
+  EXPECT_EQ(args["to"], json::array({"john.smith@example.com"}));
+  EXPECT_EQ(args["subject"], "The agenda for tomorrow's design review");
+  EXPECT_EQ(args["body"],
+            "Hi John,\n\nHere is the agenda for tomorrow's design review.\n\nBest regards");
+  EXPECT_THAT(preview.text(), HasSubstr("To: John Smith (john.smith@example.com)"));
+  EXPECT_THAT(preview.text(), HasSubstr("Subject: The agenda for tomorrow's design review"));
+  EXPECT_THAT(Messages(user, 0),
+              ElementsAre(std::pair<std::string, std::string>(
+                  R"(["john.smith@example.com"])", "The agenda for tomorrow's design review")));
+  EXPECT_TRUE(Messages(user, 1).empty()) << "nothing is sent before the yes";
+
+  const Turn yes = Chat(user, "yes", asked.conversation_id());
+  EXPECT_THAT(yes.tools_called(), ElementsAre("email__send_message"));
+  EXPECT_THAT(yes.text(), HasSubstr("Sent \"The agenda for tomorrow's design review\" to "
+                                    "john.smith@example.com"));
+  EXPECT_THAT(Messages(user, 1),
+              ElementsAre(std::pair<std::string, std::string>(
+                  R"(["john.smith@example.com"])", "The agenda for tomorrow's design review")));
+  EXPECT_TRUE(Messages(user, 0).empty()) << "the draft was the message sent";
+}
+
+TEST_F(LocalEmailTest, NoSendsNothing) {
+  const int user = 1;
+  const Turn preview =
+      Chat(user, "send an email to Sarah and Priya about the launch saying it moves to Friday");
+  EXPECT_THAT(
+      preview.tools_called(),
+      ElementsAre("contacts__find_contacts", "contacts__find_contacts", "email__draft_message"));
+  ASSERT_TRUE(preview.preview().has_value()) << preview.text();
+  const json args = json::parse(preview.preview()->arguments_json());
+  EXPECT_EQ(args["to"], json::array({"sarah.chen@example.com", "priya.patel@example.org"}));
+  EXPECT_EQ(args["subject"], "The launch");
+  EXPECT_EQ(args["body"], "Hi Sarah and Priya,\n\nIt moves to Friday.\n\nBest regards");
+
+  const Turn no = Chat(user, "no", preview.conversation_id());
+  EXPECT_TRUE(no.tools_called().empty());
+  EXPECT_TRUE(Messages(user, 1).empty());
 }
 
 // The planner is a model (the fake provider, rules per turn): it is offered

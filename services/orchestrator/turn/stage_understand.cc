@@ -5,7 +5,9 @@
 // is the service's analysis. Emits the IntentEvent.
 #include "libs/core/logging.h"
 #include "libs/llm/model_call_proto.h"
+#include "services/intent/entities/email_entities.h"
 #include "services/intent/entities/entities.h"
+#include "services/orchestrator/planner/email_flow.h"
 #include "services/orchestrator/planner/local_policy.h"
 #include "services/orchestrator/planner/meeting_flow.h"
 #include "services/orchestrator/turn/history.h"
@@ -24,10 +26,13 @@ void TurnPass::Understand() {
   } else {
     analysis_ = std::move(heard);
   }
-  // The meeting flow's progress is its own state, not what the user said.
+  // The meeting and email flows' progress is their own state, not what the
+  // user said.
   intentpb::IntentAnalysis shown = analysis_;
   for (auto it = shown.mutable_entities()->begin(); it != shown.mutable_entities()->end();) {
-    it = IsMeetingProgress(it->first) ? shown.mutable_entities()->erase(it) : std::next(it);
+    it = IsMeetingProgress(it->first) || IsEmailProgress(it->first)
+             ? shown.mutable_entities()->erase(it)
+             : std::next(it);
   }
   *emit_.Next().mutable_intent()->mutable_analysis() = PublicAnalysis(shown);
   emit_.Send();
@@ -66,10 +71,17 @@ void TurnPass::AnswerOrAsk(const intentpb::IntentAnalysis& heard) {
     return;
   }
   // The meeting flow's question: its answer goes on with the meeting, or,
-  // when it asks for another meeting, starts that one.
+  // when it asks for another meeting, starts that one. The same for the
+  // email flow's.
   if (last_->asked == kAskedMeeting && !ModelPlans()) {
     const bool another = heard.entities().contains(intent::kAttendeesEntity);
     analysis_ = another ? heard : MeetingAnswer(*last_, heard, request_.message());
+    ContextBox::Add(box_.progress, "the user answered: " + request_.message());
+    return;
+  }
+  if (last_->asked == kAskedEmail && !ModelPlans()) {
+    const bool another = heard.entities().contains(intent::kEmailToEntity);
+    analysis_ = another ? heard : EmailAnswer(*last_, heard, request_.message());
     ContextBox::Add(box_.progress, "the user answered: " + request_.message());
     return;
   }
