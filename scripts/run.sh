@@ -82,12 +82,20 @@ echo "$out"
 id3=$(conversation_of "$out")
 chat --conversation "$id3" "2"
 
-step "6. Work of several steps becomes a plan, carried out by executor agents side by side"
+step "6. A meeting in plain words, over the sandbox calendar and contacts: which John, a conflict, the free times, a preview, booked after yes"
+out=$(chat "schedule a 30-minute call with Sarah and John tomorrow at 2pm")
+echo "$out"
+id4=$(conversation_of "$out")
+chat --conversation "$id4" "John Smith"
+chat --conversation "$id4" "the first one"
+chat --conversation "$id4" "yes"
+
+step "7. Work of several steps becomes a plan, carried out by executor agents side by side"
 project=$("${CLI[@]}" tools invoke search_projects '{"query": "Website relaunch"}' 2>/dev/null \
   | sed -n 's/^ *"id": "\([0-9a-f-]*\)",*$/\1/p' | head -n 1)
 chat --context project_audit --entity "${project:-unknown}" "how is this project doing?"
 
-step "7. Agents run on their own: two that run every minute fire once, then are paused; the one that failed is told at the next turn"
+step "8. Agents run on their own: two that run every minute fire once, then are paused; the one that failed is told at the next turn"
 # In the demo only: a schedule of every minute, so a slot comes soon.
 # release-watch reads a project that does not exist: its scheduled run fails.
 seed create_agent '{"name": "launch-watch", "description": "The open tasks of the Website relaunch", "schedule": "every minute", "steps": [{"tool": "list_tasks", "arguments": {"project": "Website relaunch", "status": "todo"}}]}' 9

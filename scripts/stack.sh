@@ -134,10 +134,12 @@ service_env() {
       # (deploy/local/executor.yaml): this build's binary, this cluster, as
       # omniforge_sandbox only (`up` has applied their schema), sealing
       # with their master key, a file their file sandbox lets them read.
-      local domain
+      local domain sandbox_env
+      sandbox_env="OMNIFORGE_DATABASE_DSN=$(service_dsn sandbox),OMNIFORGE_DATABASE_MIGRATE_ON_START=false,OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE=$STATE_DIR/sandbox-master.key"
+      [[ -z "$STACK_NOW" ]] || sandbox_env+=",OMNIFORGE_SANDBOX_NOW=$STACK_NOW"
       for domain in EMAIL CALENDAR CONTACTS; do
         SERVICE_ENV+=("OMNIFORGE_MCP_SERVERS_SANDBOX_${domain}_COMMAND=$BUILD_DIR/bin/omniforge-sandbox-mcp"
-                      "OMNIFORGE_MCP_SERVERS_SANDBOX_${domain}_ENV=OMNIFORGE_DATABASE_DSN=$(service_dsn sandbox),OMNIFORGE_DATABASE_MIGRATE_ON_START=false,OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE=$STATE_DIR/sandbox-master.key"
+                      "OMNIFORGE_MCP_SERVERS_SANDBOX_${domain}_ENV=$sandbox_env"
                       "OMNIFORGE_MCP_SERVERS_SANDBOX_${domain}_READ_PATHS=$STATE_DIR/sandbox-master.key")
       done ;;
     orchestrator)
@@ -150,7 +152,8 @@ service_env() {
                    "OMNIFORGE_SPOOL_DIR=$STATE_DIR/spool"
                    "OMNIFORGE_DOWNSTREAM_CONVERSATION=$(addr conversation)"
                    "OMNIFORGE_DOWNSTREAM_INTENT=$(addr intent)"
-                   "OMNIFORGE_DOWNSTREAM_EXECUTOR=$(addr executor)") ;;
+                   "OMNIFORGE_DOWNSTREAM_EXECUTOR=$(addr executor)")
+      [[ -z "$STACK_NOW" ]] || SERVICE_ENV+=("OMNIFORGE_TURN_CALENDAR_NOW=$STACK_NOW") ;;
   esac
 }
 

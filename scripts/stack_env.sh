@@ -11,6 +11,11 @@
 #   OMNIFORGE_PG_PORT, OMNIFORGE_PG_DIR
 #                                the PostgreSQL cluster (scripts/pg.sh;
 #                                default 127.0.0.1:55432, /tmp/omniforge-pg)
+#   OMNIFORGE_STACK_NOW          for tests only: an RFC 3339 time where the
+#                                clocks of the meeting flow (the
+#                                orchestrator's turn.calendar_now) and of the
+#                                sandbox servers (OMNIFORGE_SANDBOX_NOW)
+#                                start (default: unset, the real clock)
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
@@ -18,6 +23,7 @@ STATE_DIR="${OMNIFORGE_STATE_DIR:-/tmp/omniforge}"
 PORT_BASE="${OMNIFORGE_PORT_BASE:-50050}"
 METRICS_PORT_BASE="${OMNIFORGE_METRICS_PORT_BASE:-9090}"
 PG_PORT="${OMNIFORGE_PG_PORT:-55432}"
+STACK_NOW="${OMNIFORGE_STACK_NOW:-}"
 for value in "$PORT_BASE" "$METRICS_PORT_BASE" "$PG_PORT"; do
   [[ "$value" =~ ^[0-9]+$ ]] || { echo "stack: ports must be numbers (got '$value')" >&2; exit 2; }
 done

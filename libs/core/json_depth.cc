@@ -36,8 +36,8 @@ size_t JsonDepth(std::string_view text, size_t stop_above) {
 
 absl::Status CheckJsonDepth(std::string_view field, std::string_view text, size_t limit) {
   if (JsonDepthWithin(text, limit)) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(std::string(field), ": JSON nested more than ", limit, " levels deep (the limit)"));
+  return absl::InvalidArgumentError(absl::StrCat(std::string(field), ": JSON nested more than ",
+                                                 limit, " levels deep (the limit)"));
 }
 
 }  // namespace omniforge::core

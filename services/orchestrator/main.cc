@@ -39,6 +39,7 @@
 #include "libs/core/logging.h"
 #include "libs/core/process_shield.h"
 #include "libs/core/server.h"
+#include "libs/core/shifted_clock.h"
 #include "libs/core/thread_pool.h"
 #include "libs/core/version.h"
 #include "libs/llm/llm_config.h"
@@ -100,6 +101,10 @@ struct Settings {
   // (client_tls.*).
   core::ChannelSecurity downstream_security;
   TurnOptions turn;
+  // For tests only (turn.calendar_now, an RFC 3339 time): the clock the
+  // meeting flow reads "today" by starts there and runs at the real pace.
+  // Null: the system clock.
+  std::shared_ptr<const core::Clock> calendar_clock;
   // Heartbeats and the events kept for a reattach (stream.*).
   StreamOptions stream;
   std::string planner_profile;
@@ -137,6 +142,41 @@ StreamOptions ReadStreamOptions(core::ConfigReader& c) {
   return stream;
 }
 
+// For tests only: the clock the meeting flow reads "today" by, started at
+// turn.calendar_now; null (the system clock) when that is empty.
+absl::StatusOr<std::shared_ptr<const core::Clock>> ReadCalendarClock(core::ConfigReader& c) {
+  const std::string now = c.String("turn.calendar_now", "");
+  if (now.empty()) return nullptr;
+  absl::Time start;
+  std::string error;
+  if (!absl::ParseTime(absl::RFC3339_full, now, &start, &error)) {
+    return absl::InvalidArgumentError("turn.calendar_now: expected an RFC 3339 time, got \"" + now +
+                                      "\"");
+  }
+  return std::make_shared<core::ShiftedClock>(core::TimePointFromMicros(absl::ToUnixMicros(start)));
+}
+
+// The turn's limits and clocks (turn.*, planner.max_iterations).
+absl::Status ReadTurn(core::ConfigReader& c, Settings& s) {
+  s.turn.turn_timeout = std::chrono::milliseconds(c.Int("turn.timeout_ms", 90000, 1000, 3600000));
+  s.turn.max_tool_calls = static_cast<int>(c.Int("turn.max_tool_calls", 8, 1, 100));
+  s.turn.max_clarifications = static_cast<int>(c.Int("turn.max_clarifications", 2, 0, 10));
+  s.turn.context_token_budget =
+      static_cast<int>(c.Int("turn.context_token_budget", 2000, 100, 100000));
+  s.turn.window_cache_bytes =
+      static_cast<size_t>(c.Int("turn.window_cache_bytes", 32 << 20, 0, int64_t{1} << 34));
+  s.turn.call_timeout =
+      std::chrono::milliseconds(c.Int("turn.call_timeout_ms", 10000, 100, 600000));
+  s.turn.tool_retry.max_attempts = static_cast<int>(c.Int("turn.tool_max_attempts", 3, 1, 10));
+  s.turn.tool_retry.initial_backoff_micros =
+      1000 * c.Int("turn.tool_retry_backoff_ms", 100, 1, 60000);
+  s.turn.max_iterations = static_cast<int>(c.Int("planner.max_iterations", 10, 1, 100));
+  absl::StatusOr<std::shared_ptr<const core::Clock>> calendar_clock = ReadCalendarClock(c);
+  if (!calendar_clock.ok()) return calendar_clock.status();
+  s.calendar_clock = *std::move(calendar_clock);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   auto reader = config_file.empty() ? core::ConfigReader::FromString("")
                                     : core::ConfigReader::FromFile(config_file);
@@ -161,19 +201,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   auto security = core::MakeChannelSecurity(core::ReadClientTlsOptions(c));
   if (!security.ok()) return security.status();
   s.downstream_security = *std::move(security);
-  s.turn.turn_timeout = std::chrono::milliseconds(c.Int("turn.timeout_ms", 90000, 1000, 3600000));
-  s.turn.max_tool_calls = static_cast<int>(c.Int("turn.max_tool_calls", 8, 1, 100));
-  s.turn.max_clarifications = static_cast<int>(c.Int("turn.max_clarifications", 2, 0, 10));
-  s.turn.context_token_budget =
-      static_cast<int>(c.Int("turn.context_token_budget", 2000, 100, 100000));
-  s.turn.window_cache_bytes =
-      static_cast<size_t>(c.Int("turn.window_cache_bytes", 32 << 20, 0, int64_t{1} << 34));
-  s.turn.call_timeout =
-      std::chrono::milliseconds(c.Int("turn.call_timeout_ms", 10000, 100, 600000));
-  s.turn.tool_retry.max_attempts = static_cast<int>(c.Int("turn.tool_max_attempts", 3, 1, 10));
-  s.turn.tool_retry.initial_backoff_micros =
-      1000 * c.Int("turn.tool_retry_backoff_ms", 100, 1, 60000);
-  s.turn.max_iterations = static_cast<int>(c.Int("planner.max_iterations", 10, 1, 100));
+  if (absl::Status status = ReadTurn(c, s); !status.ok()) return status;
   s.stream = ReadStreamOptions(c);
   s.planner_profile = c.String("planner.profile", "balanced");
   for (const auto& [name, profile] : c.StringMap("planner.profiles")) {
@@ -567,6 +595,7 @@ absl::Status Serve(const Settings& s, const sigset_t& signals) {
     core::LogWarn("without database.dsn the LLM budgets count only what this process spent");
   }
   TurnOptions turn_options = s.turn;
+  turn_options.calendar_clock = s.calendar_clock.get();
   turn_options.usage_writer = &spend;
   turn_options.audit = storage->audit.get();
   absl::StatusOr<PlannerModels> models = OpenPlannerModels(s, storage->usage, turn_options);

@@ -36,9 +36,9 @@
 #include <iostream>
 #include <memory>
 
-#include "libs/core/clock.h"
 #include "libs/core/config.h"
 #include "libs/core/logging.h"
+#include "libs/core/shifted_clock.h"
 #include "libs/core/version.h"
 #include "libs/pg/migrate.h"
 #include "libs/pg/pool.h"
@@ -68,23 +68,13 @@ struct Options {
   bool memory = false;
 };
 
-// The sandbox's clock started at a given time (OMNIFORGE_SANDBOX_NOW).
-class ShiftedClock final : public core::Clock {
- public:
-  explicit ShiftedClock(core::TimePoint start) : shift_(start - core::SystemClock().Now()) {}
-  core::TimePoint Now() const override { return core::SystemClock().Now() + shift_; }
-
- private:
-  const core::TimePoint::duration shift_;
-};
-
 // The system clock, or one started at OMNIFORGE_SANDBOX_NOW when it is set.
 absl::StatusOr<std::unique_ptr<core::Clock>> SandboxClock() {
   const char* now = std::getenv("OMNIFORGE_SANDBOX_NOW");
   if (now == nullptr || *now == '\0') return std::unique_ptr<core::Clock>();
   auto start = ParseRfc3339("OMNIFORGE_SANDBOX_NOW", now);
   if (!start.ok()) return start.status();
-  return std::make_unique<ShiftedClock>(*start);
+  return std::make_unique<core::ShiftedClock>(*start);
 }
 
 // The database.* and encryption.* keys, from the file or the environment.

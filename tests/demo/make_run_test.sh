@@ -3,7 +3,7 @@
 # of its own (free ports, its own PostgreSQL cluster and state directory, so
 # it never meets other tests or a developer's running stack), then
 # `stack.sh down` (what `make down` runs). Checks the outcome of each of the
-# demo's six journeys, that the second run seeds nothing twice, and that
+# demo's journeys, that the second run seeds nothing twice, and that
 # down leaves no process behind.
 #
 #   make_run_test.sh BUILD_DIR
@@ -15,6 +15,9 @@ WORK="$(mktemp -d /tmp/omniforge-demo-test-XXXXXX)"
 # PostgreSQL runs as its own user, which must reach its data directory.
 chmod 755 "$WORK"
 export OMNIFORGE_STATE_DIR="$WORK/state" OMNIFORGE_PG_DIR="$WORK/pg"
+# The meeting journey's "tomorrow" is a working day whatever day the test
+# runs: the meeting flow's and the sandbox's clocks start on a Tuesday.
+export OMNIFORGE_STACK_NOW="2026-11-24T08:00:00Z"
 # One run of the demo may take this long (the first takes about 15 s on a
 # busy 2-core machine, the second about 3 s).
 RUN_TIMEOUT_S=75
@@ -101,11 +104,11 @@ check_journeys() {  # check_journeys LOG
   check "$log" "→ list_agents {}  (read)" "4. \"list my agents\" lists them"
   check "$log" "Done: 'invoice-chaser' ran (succeeded)." "4. \"run the first one\" runs the first agent after a yes"
   check "$log" "- Acme Corp: invoice 1042, 30 days overdue (todo)" "4. the run did its step: its output lists the overdue invoices"
-  check "$log" "launch-watch: succeeded at" "7. an agent on a schedule of every minute ran on its own"
-  check "$log" "(scheduled) — 3 tasks:" "7. ... and \"did it run ok?\" is answered from its real run"
+  check "$log" "launch-watch: succeeded at" "8. an agent on a schedule of every minute ran on its own"
+  check "$log" "(scheduled) — 3 tasks:" "8. ... and \"did it run ok?\" is answered from its real run"
   check "$log" "Your agent 'release-watch' failed on its scheduled run of" \
-    "7. a scheduled run that failed is told at the user's next turn"
-  check "$log" "no project matches 'Spring release'" "7. ... with why it failed"
+    "8. a scheduled run that failed is told at the user's next turn"
+  check "$log" "no project matches 'Spring release'" "8. ... with why it failed"
   check "$log" "risk:     high — deletes data that cannot be recovered" "4. a delete waits for approval as a high risk"
   check "$log" "Nothing was changed." "4. \"cancel\" leaves everything as it was"
   check "$log" "'invoice-chaser' partly fits: it covers \"chase the overdue invoices\"" \
@@ -117,10 +120,17 @@ check_journeys() {  # check_journeys LOG
     "5. option: change the agent"
   check "$log" "⚠ waiting for your approval: a new agent 'chase-overdue-invoices" \
     "5. \"2\" drafts the new agent for the whole request"
+  check "$log" "Which John do you mean?" "6. a meeting with \"John\" asks which of the two Johns"
+  check "$log" "is taken: it overlaps your event \"Design review\"" \
+    "6. the requested time conflicts, and what it overlaps is said"
+  check "$log" "Which one should I book?" "6. ... with the free times offered"
+  check "$log" "⚠ waiting for your approval: book \"Call with Sarah Chen and John Smith\"" \
+    "6. the booking waits for approval"
+  check "$log" "Booked \"Call with Sarah Chen and John Smith\"" "6. \"yes\" books it"
   check "$log" "get_project_details: 0 context documents, project 'Website relaunch', 3 tasks" \
-    "6. an audit becomes a plan whose steps say what they found"
+    "7. an audit becomes a plan whose steps say what they found"
   check "$log" "list_tasks: project 'Website relaunch', 3 tasks (Write the announcement" \
-    "6. the plan's steps run and report"
+    "7. the plan's steps run and report"
   check "$log" "#9 user: where were we?" "memory keeps the conversation in order"
   check "$log" "\"secrets_detected\":[\"openai_api_key\"]" "a pasted secret is flagged"
   check "$log" "user: sure, here is our token: [REDACTED]" "a pasted secret is stored masked"

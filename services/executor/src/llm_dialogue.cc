@@ -304,8 +304,9 @@ void LlmDialogue::AskAboutRefusedWrites() {
 void LlmDialogue::Complete(const std::string& arguments) {
   // A result nested past the limit is read as no result (it is stored and
   // serialized, which walks it recursively).
-  const auto args = core::JsonDepthWithin(arguments) ? nlohmann::json::parse(arguments, nullptr, false)
-                                                     : nlohmann::json();
+  const auto args = core::JsonDepthWithin(arguments)
+                        ? nlohmann::json::parse(arguments, nullptr, false)
+                        : nlohmann::json();
   DialogueEvent done;
   done.kind = DialogueEvent::Kind::kComplete;
   if (args.is_object()) {

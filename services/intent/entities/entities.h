@@ -23,6 +23,14 @@ inline constexpr char kOperationEntity[] = "operation";
 inline constexpr char kSmallTalkEntity[] = "small_talk";
 inline constexpr char kPurposeEntity[] = "purpose";
 inline constexpr char kSuggestedNameEntity[] = "suggested_name";
+// A meeting to book (meeting_request.h in the service): who, how long,
+// which day, at what time or in which part of the day, what kind.
+inline constexpr char kAttendeesEntity[] = "attendees";               // "Sarah, John Smith"
+inline constexpr char kDurationMinutesEntity[] = "duration_minutes";  // "30"
+inline constexpr char kDayEntity[] = "day";                           // "tomorrow", "friday"
+inline constexpr char kTimeEntity[] = "time";                         // "14:00"
+inline constexpr char kPartOfDayEntity[] = "part_of_day";             // "afternoon"
+inline constexpr char kTitleEntity[] = "title";                       // "Call"
 
 // An agent or skill of the user's, as a message may name it.
 struct CatalogItem {

@@ -15,8 +15,11 @@ namespace {
 // A purpose is at most this long (a draft's description is no longer).
 constexpr size_t kMaxPurposeBytes = 2000;
 
-constexpr std::string_view kDetailKeys[] = {kTopicEntity, kOperationEntity, kSmallTalkEntity,
-                                            kPurposeEntity, kSuggestedNameEntity};
+constexpr std::string_view kDetailKeys[] = {
+    kTopicEntity,           kOperationEntity,     kSmallTalkEntity,
+    kPurposeEntity,         kSuggestedNameEntity, kAttendeesEntity,
+    kDurationMinutesEntity, kDayEntity,           kTimeEntity,
+    kPartOfDayEntity,       kTitleEntity};
 
 bool BeginsAWord(const std::vector<std::string>& words, std::string_view beginning) {
   return std::any_of(words.begin(), words.end(), [beginning](const std::string& word) {

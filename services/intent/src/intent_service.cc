@@ -7,7 +7,9 @@
 #include "libs/llm/recorded_calls.h"
 #include "services/intent/src/action_details.h"
 #include "services/intent/src/clarify.h"
+#include "services/intent/src/email_request.h"
 #include "services/intent/src/keywords.h"
+#include "services/intent/src/meeting_request.h"
 #include "services/intent/src/reply.h"
 
 namespace omniforge::intent {
@@ -159,6 +161,8 @@ IntentAnalysis IntentService::Finish(const IntentRequest& request, LocalResult l
   }
   ApplyClarification(request, analysis);
   ApplyActionDetails(request, analysis);
+  ApplyMeetingRequest(request, analysis);
+  ApplyEmailRequest(request, analysis);
   analysis.reply = ReadReply(request, analysis);
   analysis.latency_ms = static_cast<double>(core::NowMicros() - start_micros) / 1000.0;
   core::LogDebug("intent analysed", {{"source", std::string(SourceName(analysis.source))},

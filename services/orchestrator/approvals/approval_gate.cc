@@ -5,6 +5,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "libs/core/digest.h"
 #include "libs/core/ids.h"
 #include "libs/core/text.h"
@@ -46,9 +47,16 @@ std::set<std::string> TargetNames(const std::vector<PendingAction>& pending) {
 bool ArgumentsHold(const std::vector<PendingAction>& pending, const std::string& value) {
   const std::string lower = absl::AsciiStrToLower(value);
   for (const PendingAction& action : pending) {
-    if (absl::AsciiStrToLower(action.arguments.dump()).find(lower) != std::string::npos) {
-      return true;
+    const std::string held = absl::AsciiStrToLower(action.arguments.dump());
+    if (held.find(lower) != std::string::npos) return true;
+    // A list ("a@x.com,b@y.com", as recipients are read) is held when each
+    // of its items is, as the items of an array argument (attendees).
+    bool every = lower.find(',') != std::string::npos;
+    for (absl::string_view item : absl::StrSplit(lower, ',', absl::SkipWhitespace())) {
+      item = absl::StripAsciiWhitespace(item);
+      if (!item.empty() && held.find(std::string(item)) == std::string::npos) every = false;
     }
+    if (every) return true;
   }
   return false;
 }

@@ -14,6 +14,8 @@
 #include "services/intent/entities/entities.h"
 #include "services/orchestrator/approvals/preview.h"
 #include "services/orchestrator/planner/agent_draft.h"
+#include "services/orchestrator/planner/email_flow.h"
+#include "services/orchestrator/planner/meeting_flow.h"
 #include "services/orchestrator/planner/partial_fit.h"
 #include "services/orchestrator/planner/recap.h"
 
@@ -701,8 +703,9 @@ Move DecideLocally(const PolicyInput& in) {
 
 bool AnswerSkipsAnalysis(const FlowState& last) {
   if (last.asked == kAskedRecovery) return last.recovery.has_value();
-  return last.clarifications > 0 && (last.asked == kAskedAgent || last.asked == kAskedChange ||
-                                     last.asked == kAskedModel || last.asked == kAskedOption);
+  return last.clarifications > 0 &&
+         (last.asked == kAskedAgent || last.asked == kAskedChange || last.asked == kAskedModel ||
+          last.asked == kAskedOption || last.asked == kAskedMeeting || last.asked == kAskedEmail);
 }
 
 namespace {
@@ -745,6 +748,11 @@ intentpb::PendingQuestion PendingQuestionOf(const FlowState& last) {
   if (last.asked == kAskedAgent) {
     question.set_kind(intentpb::QUESTION_KIND_AGENT);
     for (const std::string& name : last.listed_agents) question.add_options(name);
+  } else if ((last.asked == kAskedMeeting || last.asked == kAskedEmail) &&
+             !last.listed_agents.empty()) {
+    // Which contact or which time: the options as the question numbered them.
+    question.set_kind(intentpb::QUESTION_KIND_OPTION);
+    for (const std::string& option : last.listed_agents) question.add_options(option);
   } else if (last.asked == kAskedRecovery && last.recovery) {
     question.set_kind(intentpb::QUESTION_KIND_OPTION);
     for (const std::string& option : last.recovery->options) question.add_options(option);
@@ -794,6 +802,12 @@ std::string DescribeResult(const ToolStep& step, const json& result, bool is_err
   // A tool's result (or a model's arguments) may hold any JSON type where a
   // string is expected: the words then stay general.
   try {
+    if (std::string booked = DescribeMeetingResult(step, result, is_error); !booked.empty()) {
+      return booked;
+    }
+    if (std::string sent = DescribeEmailResult(step, result, is_error); !sent.empty()) {
+      return sent;
+    }
     return DescribeResultOf(step, result, is_error, listed_agents);
   } catch (const json::exception&) {
     return (is_error ? "It did not work: " : "Done: ") + step.tool + ".";

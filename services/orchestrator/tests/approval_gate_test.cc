@@ -130,6 +130,19 @@ TEST(ApprovalGateTest, AnApprovalNamingAnotherTargetOrSettingIsAnEditWhateverRea
       PendingReply::kApprove);
   EXPECT_EQ(ReadPendingReply("yes, delete alpha-reports", Analysis(), pending, kAgents),
             PendingReply::kApprove);
+  // Recipients read as a list are held by an array argument holding each.
+  const std::vector<PendingAction> booking = {
+      Sealed("calendar__create_event", {{"attendees", {"sarah@example.com", "john@example.com"}}})};
+  EXPECT_EQ(ReadPendingReply("yes",
+                             Analysis(intentpb::REPLY_KIND_APPROVE,
+                                      {{"recipients", "sarah@example.com, john@example.com"}}),
+                             booking, kAgents),
+            PendingReply::kApprove);
+  EXPECT_EQ(ReadPendingReply("yes",
+                             Analysis(intentpb::REPLY_KIND_APPROVE,
+                                      {{"recipients", "sarah@example.com,eve@example.com"}}),
+                             booking, kAgents),
+            PendingReply::kEdit);
 }
 
 TEST(ApprovalGateTest, TheIntentServicesReadingDecidesAndAnythingElseLeavesItPending) {

@@ -5,7 +5,10 @@
 // local policy decides. A flow asked to suspend stops here at a safe point.
 #include "libs/core/ids.h"
 #include "libs/core/logging.h"
+#include "services/orchestrator/planner/email_flow.h"
+#include "services/orchestrator/planner/meeting_flow.h"
 #include "services/orchestrator/turn/gate_moves.h"
+#include "services/orchestrator/turn/history.h"
 #include "services/orchestrator/turn/turn_pass.h"
 
 namespace omniforge::orchestrator {
@@ -29,7 +32,16 @@ void TurnPass::Decide() {
   } else if (recovered_) {
     move_ = *std::move(recovered_);
   } else if (!plan_move_ && (!ModelPlans() || !planned_.answered)) {
-    move_ = DecideLocally(input_);
+    // The email flow's calls run as the turn runs any tool.
+    const EmailToolRun email_calls =
+        [this](const ToolStep& call) -> std::optional<std::pair<nlohmann::json, bool>> {
+      const std::optional<ToolRun> ran = RunTool(call, nullptr);
+      if (!ran) return std::nullopt;
+      return std::pair(ParseObject(ran->result_json), ran->is_error);
+    };
+    move_ = IsMeetingTurn(input_) ? DecideMeeting(MeetingAtStart(input_))
+            : IsEmailTurn(input_) ? RunEmailFlow(EmailAtStart(input_), email_calls)
+                                  : DecideLocally(input_);
   }
 }
 
@@ -57,6 +69,13 @@ void TurnPass::ResolveGate() {
     }
     decisions_ = gate_->decisions;
     approval_ = GateMove(*gate_, *last_, !ModelPlans(), input_);
+    // A change to a meeting's booking ("make it 4pm instead") finds the
+    // time anew and previews the booking again.
+    if (gate_->reply == PendingReply::kEdit && !ModelPlans()) {
+      if (std::optional<MeetingState> changed = MeetingChanged(*last_, analysis_)) {
+        approval_ = DecideMeeting(*std::move(changed));
+      }
+    }
     // What the gate decided is not the policy's to decide again.
     if (gate_->reply != PendingReply::kOther) input_.last->pending.clear();
   } else if (decides_ && !plan_move_) {

@@ -5,7 +5,11 @@
 // is the service's analysis. Emits the IntentEvent.
 #include "libs/core/logging.h"
 #include "libs/llm/model_call_proto.h"
+#include "services/intent/entities/email_entities.h"
+#include "services/intent/entities/entities.h"
+#include "services/orchestrator/planner/email_flow.h"
 #include "services/orchestrator/planner/local_policy.h"
+#include "services/orchestrator/planner/meeting_flow.h"
 #include "services/orchestrator/turn/history.h"
 #include "services/orchestrator/turn/turn_pass.h"
 
@@ -22,9 +26,17 @@ void TurnPass::Understand() {
   } else {
     analysis_ = std::move(heard);
   }
-  *emit_.Next().mutable_intent()->mutable_analysis() = PublicAnalysis(analysis_);
+  // The meeting and email flows' progress is their own state, not what the
+  // user said.
+  intentpb::IntentAnalysis shown = analysis_;
+  for (auto it = shown.mutable_entities()->begin(); it != shown.mutable_entities()->end();) {
+    it = IsMeetingProgress(it->first) || IsEmailProgress(it->first)
+             ? shown.mutable_entities()->erase(it)
+             : std::next(it);
+  }
+  *emit_.Next().mutable_intent()->mutable_analysis() = PublicAnalysis(shown);
   emit_.Send();
-  for (const auto& [key, value] : analysis_.entities()) box_.entities[key] = value;
+  for (const auto& [key, value] : shown.entities()) box_.entities[key] = value;
   ContextBox::Add(box_.notes, "understood as " +
                                   intentpb::ActionType_Name(analysis_.action_type()) + " (" +
                                   intentpb::IntentSource_Name(analysis_.source()) + ")");
@@ -56,6 +68,21 @@ void TurnPass::TellOntology() {
 void TurnPass::AnswerOrAsk(const intentpb::IntentAnalysis& heard) {
   if (last_->asked == kAskedRecovery) {
     HearRecovery(heard);
+    return;
+  }
+  // The meeting flow's question: its answer goes on with the meeting, or,
+  // when it asks for another meeting, starts that one. The same for the
+  // email flow's.
+  if (last_->asked == kAskedMeeting && !ModelPlans()) {
+    const bool another = heard.entities().contains(intent::kAttendeesEntity);
+    analysis_ = another ? heard : MeetingAnswer(*last_, heard, request_.message());
+    ContextBox::Add(box_.progress, "the user answered: " + request_.message());
+    return;
+  }
+  if (last_->asked == kAskedEmail && !ModelPlans()) {
+    const bool another = heard.entities().contains(intent::kEmailToEntity);
+    analysis_ = another ? heard : EmailAnswer(*last_, heard, request_.message());
+    ContextBox::Add(box_.progress, "the user answered: " + request_.message());
     return;
   }
   bool settles = true;

@@ -29,6 +29,7 @@
 #include "libs/core/call.h"
 #include "libs/core/side_threads.h"
 #include "services/orchestrator/flow/notices.h"
+#include "services/orchestrator/planner/meeting_flow.h"
 #include "services/orchestrator/planner/model_planner.h"
 #include "services/orchestrator/plans/assessment.h"
 #include "services/orchestrator/plans/plan_assessment.h"
@@ -124,6 +125,9 @@ class TurnPass final {
   void ReplyToPlan();
   PlanCall PlanCallFor(PlanMove move, std::string& doing);
   void AuditPlanReply(const std::optional<absl::StatusOr<PlanOutcome>>& outcome);
+  // stage_decide_meeting.cc
+  // The meeting flow from `meeting` (meeting_flow.h) to the turn's move.
+  Move DecideMeeting(MeetingState meeting);
   // The planner model of the turn's context type (planner.profiles), else
   // the planner's; only when ModelPlans().
   llm::ChatModel& PlannerModel() const;

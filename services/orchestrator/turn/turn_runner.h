@@ -105,6 +105,11 @@ struct TurnOptions {
   // The turn's clock (deadlines, guardrails, expiry of previews); null: the
   // system clock. Must outlive the runner.
   const core::Clock* clock = nullptr;
+  // The clock a request's "today" and "tomorrow" are read by (the meeting
+  // flow's days and free times); null: the turn's clock. Tests fix it
+  // (turn.calendar_now) beside the sandbox's, apart from the deadlines.
+  // Must outlive the runner.
+  const core::Clock* calendar_clock = nullptr;
 };
 
 // Receives a turn's events in order and numbers them (seq) as it sends
@@ -236,6 +241,9 @@ class TurnRunner final {
   friend class TurnPass;  // the turn's stages use the runner's collaborators
 
   const core::Clock& clock() const { return clock_; }
+  const core::Clock& calendar_clock() const {
+    return options_.calendar_clock != nullptr ? *options_.calendar_clock : clock_;
+  }
 
   // The executor's tools, refreshed from ListTools at most once a minute
   // (kept from the last listing while the executor cannot be reached).
