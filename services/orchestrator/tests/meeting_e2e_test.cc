@@ -214,6 +214,23 @@ class MeetingEndToEndTest : public ::testing::Test {
     return out;
   }
 
+  // The messages of `folder` (0 drafts, 1 sent) beside the seed's, as
+  // {recipients as JSON, subject}.
+  static std::vector<std::pair<std::string, std::string>> Messages(int user, int folder) {
+    const auto listed =
+        sandbox_->ListFolder(kUsers[user].tenant_id,
+                             folder == 0 ? sandbox::Folder::kDraft : sandbox::Folder::kSent, 500);
+    EXPECT_TRUE(listed.ok()) << listed.status();
+    std::vector<std::pair<std::string, std::string>> out;
+    if (!listed.ok()) return out;
+    // Newest first: the oldest first here.
+    for (auto it = listed->rbegin(); it != listed->rend(); ++it) {
+      if (it->id.starts_with("message-")) continue;  // the seed's
+      out.emplace_back(json(it->to).dump(), it->subject);
+    }
+    return out;
+  }
+
   static testing::TestDatabase* db_;
   static std::filesystem::path* dir_;
   static std::vector<std::string>* keys_;
@@ -356,23 +373,6 @@ class LocalEmailTest : public MeetingEndToEndTest {
  protected:
   static void SetUpTestSuite() { StartStack(""); }
   static void TearDownTestSuite() { StopStack(); }
-
-  // The messages of `folder` (0 drafts, 1 sent) beside the seed's, as
-  // {recipients as JSON, subject}.
-  static std::vector<std::pair<std::string, std::string>> Messages(int user, int folder) {
-    const auto listed =
-        sandbox_->ListFolder(kUsers[user].tenant_id,
-                             folder == 0 ? sandbox::Folder::kDraft : sandbox::Folder::kSent, 500);
-    EXPECT_TRUE(listed.ok()) << listed.status();
-    std::vector<std::pair<std::string, std::string>> out;
-    if (!listed.ok()) return out;
-    // Newest first: the oldest first here.
-    for (auto it = listed->rbegin(); it != listed->rend(); ++it) {
-      if (it->id.starts_with("message-")) continue;  // the seed's
-      out.emplace_back(json(it->to).dump(), it->subject);
-    }
-    return out;
-  }
 };
 
 TEST_F(LocalEmailTest, WhichJohnThenTheDraftPreviewedThenSentOnlyAfterYes) {
@@ -529,6 +529,39 @@ TEST_F(ModelMeetingTest, TheModelBooksAnAlternativeAfterAConflictOnlyOnceTheUser
   EXPECT_THAT(yes.text(), HasSubstr("Booked \"Call with Sarah Chen and John Smith\""));
   EXPECT_THAT(Booked(user), ElementsAre(std::pair<std::string, std::string>(
                                 "Call with Sarah Chen and John Smith", "15:30")));
+}
+
+// The planner model on the fake provider writes the email: the contact and
+// the draft run at once (READ), the send waits for the user's "yes".
+TEST_F(ModelMeetingTest, TheModelDraftsAnEmailAndSendsItOnlyOnceTheUserSaysYes) {
+  const int user = 5;
+  const json message = {
+      {"to", {"sarah.chen@example.com"}},
+      {"subject", "Agenda for the design review"},
+      {"body", "Hi Sarah,\n\nThe agenda: the new dashboard, then dates.\n\nBest"}};
+  ASSERT_TRUE(fake_
+                  ->SetRules({
+                      Rule("email Sarah", false,
+                           Calls({{"contacts__find_contacts", {{"query", "Sarah"}}}})),
+                      Rule("email Sarah", true, Calls({{"email__draft_message", message}})),
+                      Rule("email Sarah", true, Calls({{"email__send_message", message}})),
+                      Rule("email Sarah", true, Says("Shall I send it?")),
+                  })
+                  .ok());
+
+  const Turn asked = Chat(user, "email Sarah the agenda for the design review");
+  EXPECT_THAT(asked.tools_called(), ElementsAre("contacts__find_contacts", "email__draft_message"));
+  ASSERT_TRUE(asked.preview().has_value()) << asked.text();
+  EXPECT_EQ(asked.preview()->tool_name(), "email__send_message");
+  EXPECT_EQ(json::parse(asked.preview()->arguments_json())["to"], message["to"]);
+  EXPECT_TRUE(Messages(user, 1).empty()) << "nothing is sent before the yes";
+  EXPECT_EQ(Messages(user, 0).size(), 1u) << "the model's draft";
+
+  const Turn yes = Chat(user, "yes", asked.conversation_id());
+  EXPECT_THAT(yes.tools_called(), ElementsAre("email__send_message"));
+  EXPECT_THAT(Messages(user, 1),
+              ElementsAre(std::pair<std::string, std::string>(R"(["sarah.chen@example.com"])",
+                                                              "Agenda for the design review")));
 }
 
 }  // namespace
