@@ -42,6 +42,7 @@ namespace {
 
 namespace pb = ::omniforge::orchestrator::v1;
 using nlohmann::json;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -506,6 +507,10 @@ TEST_F(ModelMeetingTest, TheModelBooksAnAlternativeAfterAConflictOnlyOnceTheUser
               ElementsAre("contacts__find_contacts", "contacts__find_contacts"));
   ASSERT_TRUE(first.preview().has_value()) << first.text();
   EXPECT_EQ(first.preview()->tool_name(), "calendar__create_event");
+  // Risk by content, over the real binaries: a booking that invites other
+  // people is HIGH whatever the tool's own level, and the preview says why.
+  EXPECT_EQ(first.preview()->risk(), pb::TOOL_RISK_HIGH);
+  EXPECT_THAT(first.preview()->risk_factors(), Contains(HasSubstr("invites 2 people besides you")));
   EXPECT_TRUE(Booked(user).empty());
   const std::string conversation = first.conversation_id();
 
