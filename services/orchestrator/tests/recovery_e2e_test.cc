@@ -367,6 +367,12 @@ TEST_F(RecoveryEndToEndTest, LocalModeAsksAboutAFailedPlanStepAndTryAgainFinishe
   }
   EXPECT_THAT(again.text(), HasSubstr("Done"));
   EXPECT_TRUE(again.final()) << again.text();
+  // The turn's assessment reaches the client in local mode too.
+  const pb::Assessment& assessed = again.done().assessment();
+  // Every step completed with the data asked for: COMPLETE, nothing short.
+  EXPECT_EQ(assessed.verdict(), pb::ASSESSMENT_VERDICT_COMPLETE);
+  EXPECT_EQ(assessed.score(), 100);
+  EXPECT_TRUE(assessed.reasons().empty());
 }
 
 }  // namespace
