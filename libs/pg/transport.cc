@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -50,6 +51,10 @@ std::string WithClientTimeouts(const std::string& dsn, const ClientTimeouts& tim
   bool query = IsUri(dsn) && dsn.find('?') != std::string::npos;
   for (const auto& [key, value] : wanted) {
     if (set.has_value() && set->contains(key)) continue;
+    // libpq's own environment variable for it is the operator's word too.
+    if (std::string_view(key) == "connect_timeout" && std::getenv("PGCONNECT_TIMEOUT") != nullptr) {
+      continue;
+    }
     if (IsUri(dsn)) {
       absl::StrAppend(&out, query ? "&" : "?", key, "=", value);
       query = true;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -131,6 +132,14 @@ TEST(WithClientTimeouts, AUriGetsThemAsQueryParameters) {
   EXPECT_EQ(WithClientTimeouts("postgres://u@db/app?sslmode=verify-full&connect_timeout=9", {}),
             "postgres://u@db/app?sslmode=verify-full&connect_timeout=9&keepalives=1&"
             "keepalives_idle=10&keepalives_interval=5&keepalives_count=3&tcp_user_timeout=20000");
+}
+
+TEST(WithClientTimeouts, PgConnectTimeoutInTheEnvironmentWinsToo) {
+  ASSERT_EQ(setenv("PGCONNECT_TIMEOUT", "40", 1), 0);
+  const std::string dsn = WithClientTimeouts("host=db", {});
+  unsetenv("PGCONNECT_TIMEOUT");
+  EXPECT_EQ(dsn.find("connect_timeout"), std::string::npos) << dsn;
+  EXPECT_NE(dsn.find("keepalives=1"), std::string::npos) << dsn;
 }
 
 // A server that takes the connection and never answers (a host gone quiet,

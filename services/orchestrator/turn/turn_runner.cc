@@ -1,6 +1,7 @@
 #include "services/orchestrator/turn/turn_runner.h"
 
 #include "libs/core/ambient.h"
+#include "libs/core/ids.h"
 #include "libs/core/metrics.h"
 #include "libs/trace/span.h"
 #include "services/orchestrator/turn/emitter.h"
@@ -85,7 +86,10 @@ void TurnRunner::SawAgents(const core::Identity& who, const std::vector<AgentInf
 }
 
 absl::Status TurnRunner::DeleteConversation(const core::Call& call,
-                                            const std::string& conversation_id) const {
+                                            const std::string& requested_id) const {
+  // In its one form: what the orchestrator keeps of it (the cached window,
+  // the flows, the plans) is keyed by it.
+  const std::string conversation_id = core::CanonicalId(requested_id);
   convpb::GetConversationRequest owned;
   owned.set_conversation_id(conversation_id);
   if (auto found = memory_.GetConversation(call, owned); !found.ok()) return found.status();

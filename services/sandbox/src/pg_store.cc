@@ -477,6 +477,7 @@ absl::StatusOr<std::vector<Message>> PgSandboxStore::SearchMessages(const std::s
                                                                     const std::string& query,
                                                                     int limit) {
   std::vector<Message> messages;
+  if (limit <= 0) return messages;
   absl::Status status = pg::WithTenantTransaction(pool_, tenant, [&](pqxx::work& tx) {
     RowReader read(keys_, tx, tenant);
     for (const auto& row : tx.exec_params(std::string("SELECT ") + kMessageColumns +
