@@ -149,6 +149,14 @@ core::Counter& SpooledCounter() {
       "Messages written to the append spool because conversation storage was unreachable");
   return c;
 }
+// Damaged records skipped when the spool was read at start.
+core::Counter& CorruptRecordsCounter() {
+  static core::Counter& c = core::MetricsRegistry::Global().GetCounter(
+      "omniforge_orchestrator_spool_corrupt_records_total",
+      "Damaged records skipped in the append spool at start; the records after them were kept");
+  return c;
+}
+
 core::Counter& DrainedCounter(const std::string& outcome) {
   return core::MetricsRegistry::Global().GetCounter(
       "omniforge_orchestrator_spool_drained_appends_total",
@@ -232,6 +240,36 @@ absl::StatusOr<std::string> AppendSpool::OpenMessage(uint64_t number, const core
   return opened;
 }
 
+absl::StatusOr<std::optional<AppendSpool::Entry>> AppendSpool::RecordAt(const std::string& data,
+                                                                        size_t pos) const {
+  if (data.size() - pos < kHeaderBytes) return std::nullopt;
+  uint32_t length = 0;
+  uint32_t crc = 0;
+  std::memcpy(&length, data.data() + pos, 4);
+  std::memcpy(&crc, data.data() + pos + 4, 4);
+  if (length > kMaxPayloadBytes || data.size() - pos - kHeaderBytes < length) return std::nullopt;
+  const std::string payload = data.substr(pos + kHeaderBytes, length);
+  if (Crc32(payload) != crc) return std::nullopt;
+  Entry entry;
+  std::string request;
+  PayloadReader reader(payload);
+  if (!reader.U64(entry.number) || !reader.Bytes(entry.who.tenant_id) ||
+      !reader.Bytes(entry.who.user_id) || !reader.Bytes(request)) {
+    return std::nullopt;
+  }
+  if (!reader.AtEnd()) {  // sealed: the key id, then the sealed message
+    const std::string key_id = std::move(request);
+    std::string sealed;
+    if (!reader.Bytes(sealed)) return std::nullopt;
+    auto opened = OpenMessage(entry.number, entry.who, key_id, sealed);
+    if (!opened.ok()) return opened.status();
+    request = *std::move(opened);
+  }
+  if (!reader.AtEnd() || !entry.request.ParseFromString(request)) return std::nullopt;
+  entry.record_bytes = static_cast<int64_t>(kHeaderBytes + length);
+  return entry;
+}
+
 absl::Status AppendSpool::Recover() {
   absl::MutexLock lock(&mu_);
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -247,48 +285,46 @@ absl::Status AppendSpool::Recover() {
     data.append(buffer.data(), static_cast<size_t>(n));
   }
   size_t pos = 0;
-  while (data.size() - pos >= kHeaderBytes) {
-    uint32_t length = 0;
-    uint32_t crc = 0;
-    std::memcpy(&length, data.data() + pos, 4);
-    std::memcpy(&crc, data.data() + pos + 4, 4);
-    if (length > kMaxPayloadBytes || data.size() - pos - kHeaderBytes < length) break;
-    const std::string payload = data.substr(pos + kHeaderBytes, length);
-    if (Crc32(payload) != crc) break;
-    Entry entry;
-    std::string request;
-    PayloadReader reader(payload);
-    if (!reader.U64(entry.number) || !reader.Bytes(entry.who.tenant_id) ||
-        !reader.Bytes(entry.who.user_id) || !reader.Bytes(request)) {
-      break;
+  size_t end = 0;  // where the last sound record read ends
+  int damaged = 0;
+  while (pos < data.size()) {
+    absl::StatusOr<std::optional<Entry>> record = RecordAt(data, pos);
+    if (!record.ok()) return record.status();
+    if (!record->has_value()) {
+      ++pos;  // damaged or cut short here: look for the next sound record
+      continue;
     }
-    if (!reader.AtEnd()) {  // sealed: the key id, then the sealed message
-      const std::string key_id = std::move(request);
-      std::string sealed;
-      if (!reader.Bytes(sealed)) break;
-      auto opened = OpenMessage(entry.number, entry.who, key_id, sealed);
-      if (!opened.ok()) return opened.status();
-      request = *std::move(opened);
+    if (pos > end) {
+      ++damaged;
+      core::LogWarn("append spool: skipping a damaged record; the records after it are kept",
+                    {{"file", path_.string()},
+                     {"offset", std::to_string(end)},
+                     {"bytes", std::to_string(pos - end)}});
     }
-    if (!reader.AtEnd() || !entry.request.ParseFromString(request)) break;
-    entry.record_bytes = static_cast<int64_t>(kHeaderBytes + length);
+    Entry& entry = **record;
     next_number_ = std::max(next_number_, entry.number + 1);
     queues_[QueueKey(entry.who, entry.request.conversation_id())].push_back(entry.number);
+    pos += static_cast<size_t>(entry.record_bytes);
+    end = pos;
     entries_.emplace(entry.number, std::move(entry));
-    pos += kHeaderBytes + length;
   }
-  if (pos < data.size()) {
-    // Only the last write can be cut short: its fsync never returned, so
-    // its turn never went on and nobody was told it was kept.
+  if (end < data.size()) {
+    // Only the last write can be cut short by a crash: its fsync never
+    // returned, so its turn never went on and nobody was told it was kept.
     core::LogWarn("append spool: dropping an unfinished record at the end of the file",
                   {{"file", path_.string()},
-                   {"offset", std::to_string(pos)},
-                   {"bytes", std::to_string(data.size() - pos)}});
-    if (::ftruncate(fd_, static_cast<off_t>(pos)) != 0 || ::fsync(fd_) != 0) {
-      return Errno("cannot truncate", path_);
-    }
+                   {"offset", std::to_string(end)},
+                   {"bytes", std::to_string(data.size() - end)}});
   }
-  file_bytes_ = static_cast<int64_t>(pos);
+  file_bytes_ = static_cast<int64_t>(end);
+  if (damaged > 0) {
+    CorruptRecordsCounter().Inc(damaged);
+    // The damaged bytes go: the file is written again with what was kept.
+    if (absl::Status compacted = CompactLocked(); !compacted.ok()) return compacted;
+  } else if (end < data.size() &&
+             (::ftruncate(fd_, static_cast<off_t>(end)) != 0 || ::fsync(fd_) != 0)) {
+    return Errno("cannot truncate", path_);
+  }
   UpdateGaugesLocked();
   if (!entries_.empty()) {
     core::LogInfo("append spool: messages left by an earlier process will be stored",

@@ -65,8 +65,8 @@ class AppendSpool final {
  public:
   // Opens the spool in `options.dir` for appends to `memory` (which must
   // outlive it) and reads what an earlier process left there, dropping a
-  // record cut short by a crash. FAILED_PRECONDITION when another process
-  // holds the directory; INTERNAL when it cannot be read or written.
+  // record cut short by a crash and skipping a damaged one. FAILED_PRECONDITION when another
+  // process holds the directory; INTERNAL when it cannot be read or written.
   static absl::StatusOr<std::unique_ptr<AppendSpool>> Open(Memory& memory,
                                                            AppendSpoolOptions options);
   // Stops the drainer; what is still spooled stays in the file.
@@ -108,7 +108,13 @@ class AppendSpool final {
   };
 
   AppendSpool(Memory& memory, AppendSpoolOptions options);
+  // Reads the file: every sound record is kept. A damaged record in the
+  // middle is skipped (logged and counted) and the records after it kept;
+  // a record cut short at the end (a crash mid-write) is dropped.
   absl::Status Recover();
+  // The record starting at `pos` of `data`, when a whole and sound one does
+  // (nullopt otherwise); errors as OpenMessage's.
+  absl::StatusOr<std::optional<Entry>> RecordAt(const std::string& data, size_t pos) const;
   // A record's payload, the message sealed when the spool has keys.
   std::string Payload(uint64_t number, const core::Identity& who,
                       const convpb::AppendMessageRequest& request) const;

@@ -254,6 +254,45 @@ TEST_F(AppendSpoolTest, OneConversationSpelledInTwoCasesIsOneQueueAndKeepsItsOrd
   EXPECT_EQ(Contents(conversation), sent);
 }
 
+// A record damaged in the middle of the file (a flipped byte) used to end
+// recovery there: every record after it was dropped with it. Now only the
+// damaged one goes, and the file is written again without it.
+TEST_F(AppendSpoolTest, ADamagedRecordInTheMiddleIsSkippedAndTheRecordsAfterItAreKept) {
+  const std::string conversation = NewConversation();
+  int64_t first_record_bytes = 0;
+  {
+    std::unique_ptr<AppendSpool> spool = OpenSpool();
+    StopStorage();
+    Spool(*spool, Message(conversation, "one"));
+    first_record_bytes = spool->file_bytes();
+    Spool(*spool, Message(conversation, "two"));
+    Spool(*spool, Message(conversation, "three"));
+    Spool(*spool, Message(conversation, "four"));
+  }
+  {
+    // A byte in the second record's payload (past its 8-byte header).
+    std::fstream file(dir_ / "appends.log", std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(first_record_bytes + 20);
+    char byte = 0;
+    file.read(&byte, 1);
+    file.seekp(first_record_bytes + 20);
+    byte = static_cast<char>(byte ^ 0x5a);
+    file.write(&byte, 1);
+  }
+  const std::uintmax_t damaged_size = std::filesystem::file_size(dir_ / "appends.log");
+  std::unique_ptr<AppendSpool> reopened = OpenSpool();
+  EXPECT_EQ(reopened->depth(), 3u) << "one, three and four are kept";
+  EXPECT_LT(static_cast<std::uintmax_t>(reopened->file_bytes()), damaged_size);
+  EXPECT_EQ(static_cast<std::uintmax_t>(reopened->file_bytes()),
+            std::filesystem::file_size(dir_ / "appends.log"))
+      << "the file was written again without the damaged record";
+  StartStorage();
+  EXPECT_EQ(DrainAll(*reopened), 3u);
+  EXPECT_EQ(Contents(conversation), (std::vector<std::string>{"one", "three", "four"}));
+  reopened.reset();
+  EXPECT_EQ(OpenSpool()->depth(), 0u);
+}
+
 TEST_F(AppendSpoolTest, AMessageThatLandedBeforeItsDeadlinePassedIsNotStoredTwice) {
   std::unique_ptr<AppendSpool> spool = OpenSpool();
   const std::string conversation = NewConversation();
