@@ -744,7 +744,7 @@ TEST_F(ConversationServerTest, AHugeLastExchangeStillGivesAWindowThatFitsInAResp
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_TRUE(window.truncated());
   EXPECT_GT(window.messages_size(), 20);
-  EXPECT_LE(window.ByteSizeLong(), size_t{2} * 1024 * 1024 + 64 * 1024);
+  EXPECT_LE(window.ByteSizeLong(), size_t{2} * 1024 * 1024 + size_t{64} * 1024);
   EXPECT_EQ(window.messages(window.messages_size() - 1).content(), reply) << "the newest kept";
 }
 

@@ -248,7 +248,7 @@ TEST_F(AppendSpoolTest, OneConversationSpelledInTwoCasesIsOneQueueAndKeepsItsOrd
   // spelling still waits behind the spooled ones.
   auto late = spool->Append(Bounded(), Message(upper, "message 12"));
   ASSERT_TRUE(late.ok()) << late.status();
-  sent.push_back("message 12");
+  sent.emplace_back("message 12");
   DrainAll(*spool);
   EXPECT_EQ(spool->depth(), 0u);
   EXPECT_EQ(Contents(conversation), sent);

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "libs/core/ids.h"
@@ -140,7 +141,7 @@ class MeetingEndToEndTest : public ::testing::Test {
       env += ",OMNIFORGE_DATABASE_MIGRATE_ON_START=false,OMNIFORGE_SANDBOX_NOW=" + now;
       env += ",OMNIFORGE_ENCRYPTION_MASTER_KEY_FILE=" + key_file;
       extra.executor.push_back(std::move(env));
-      extra.executor.push_back(prefix + "_READ_PATHS=" + key_file);
+      extra.executor.push_back(absl::StrCat(prefix, "_READ_PATHS=", key_file));
     }
     // The test reads the sandbox's sealed rows as its servers do.
     auto pool = pg::PgPool::Create({.dsn = db_->service_dsn("sandbox"), .pool_size = 1});
@@ -225,6 +226,7 @@ class MeetingEndToEndTest : public ::testing::Test {
     std::vector<std::pair<std::string, std::string>> out;
     if (!listed.ok()) return out;
     // Newest first: the oldest first here.
+    // NOLINTNEXTLINE(modernize-loop-convert): clang 14 cannot compile libstdc++ 12's views::reverse
     for (auto it = listed->rbegin(); it != listed->rend(); ++it) {
       if (it->id.starts_with("message-")) continue;  // the seed's
       out.emplace_back(json(it->to).dump(), it->subject);
