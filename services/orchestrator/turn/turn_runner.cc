@@ -10,11 +10,6 @@
 #include "services/orchestrator/usage/usage_meter.h"
 
 namespace omniforge::orchestrator {
-namespace {
-
-constexpr int64_t kCatalogRefreshMicros = 60'000'000;
-
-}  // namespace
 
 TurnRunner::TurnRunner(Memory& memory, Understanding& understanding, Tools& tools,
                        const TurnOptions& options, llm::ChatModel* planner, FlowStore* flows,
@@ -32,29 +27,13 @@ TurnRunner::TurnRunner(Memory& memory, Understanding& understanding, Tools& tool
       spool_(spool),
       clock_(options_.clock != nullptr ? *options_.clock : core::SystemClock()),
       windows_(
-          {.max_bytes = options.window_cache_bytes, .token_budget = options.context_token_budget}) {
+          {.max_bytes = options.window_cache_bytes, .token_budget = options.context_token_budget}),
+      catalog_(tools, clock_) {
   if (planner_ == nullptr) return;
   metered_planner_ = std::make_unique<MeteredChatModel>(*planner_);
   for (const auto& [type, model] : options_.planner_by_context) {
     metered_by_context_[type] = std::make_unique<MeteredChatModel>(*model);
   }
-}
-
-std::shared_ptr<const TurnRunner::ToolCatalog> TurnRunner::Catalog(const core::Call& call) const {
-  absl::MutexLock lock(&catalog_mu_);
-  const int64_t now = clock_.NowMicros();
-  if (catalog_ == nullptr || now - catalog_fetched_at_ > kCatalogRefreshMicros) {
-    absl::StatusOr<execpb::ListToolsResponse> listed =
-        tools_.ListTools(call, execpb::ListToolsRequest());
-    if (listed.ok()) {
-      auto fresh = std::make_shared<ToolCatalog>();
-      fresh->tools.assign(listed->tools().begin(), listed->tools().end());
-      for (const execpb::ToolDescriptor& d : fresh->tools) fresh->risk_by_name[d.name()] = d.risk();
-      catalog_ = std::move(fresh);
-      catalog_fetched_at_ = now;
-    }
-  }
-  return catalog_ != nullptr ? catalog_ : std::make_shared<const ToolCatalog>();
 }
 
 execpb::ToolRisk TurnRunner::RiskOf(const core::Call& call, const std::string& tool) const {

@@ -62,6 +62,7 @@
 #include "services/orchestrator/plans/plan_engine.h"
 #include "services/orchestrator/turn/error_log.h"
 #include "services/orchestrator/turn/request.h"
+#include "services/orchestrator/turn/tool_catalog.h"
 #include "services/orchestrator/usage/usage_attribution.h"
 
 namespace omniforge::orchestrator {
@@ -245,14 +246,12 @@ class TurnRunner final {
     return options_.calendar_clock != nullptr ? *options_.calendar_clock : clock_;
   }
 
-  // The executor's tools, refreshed from ListTools at most once a minute
-  // (kept from the last listing while the executor cannot be reached).
-  struct ToolCatalog {
-    std::vector<execpb::ToolDescriptor> tools;
-    std::map<std::string, execpb::ToolRisk> risk_by_name;
-  };
-  // Shared, not copied: a turn reads it on every tool call.
-  std::shared_ptr<const ToolCatalog> Catalog(const core::Call& call) const;
+  // The executor's tools (tool_catalog.h). Shared, not copied: a turn reads
+  // it on every tool call.
+  using ToolCatalog = orchestrator::ToolCatalog;
+  std::shared_ptr<const ToolCatalog> Catalog(const core::Call& call) const {
+    return catalog_.Get(call);
+  }
   execpb::ToolRisk RiskOf(const core::Call& call, const std::string& tool) const;
 
   Memory& memory_;
@@ -296,9 +295,7 @@ class TurnRunner final {
   mutable std::unordered_map<std::string, std::shared_ptr<const std::vector<AgentInfo>>>
       agents_seen_ ABSL_GUARDED_BY(agents_mu_);
 
-  mutable absl::Mutex catalog_mu_;
-  mutable std::shared_ptr<const ToolCatalog> catalog_ ABSL_GUARDED_BY(catalog_mu_);
-  mutable int64_t catalog_fetched_at_ ABSL_GUARDED_BY(catalog_mu_) = 0;
+  ToolCatalogCache catalog_;
 };
 
 }  // namespace omniforge::orchestrator
