@@ -164,8 +164,8 @@ void ServerProcess::Kill() {
 
 std::optional<std::string> ServerProcess::Restart(std::chrono::seconds timeout) {
   Kill();
-  // The port it listened on replaces any the last Start named (ServerEnvironment
-  // keeps the first of repeated names, so the old one must go).
+  // The port it listened on replaces any the last Start named (getenv takes
+  // the first of repeated names, so the old one must go).
   std::vector<std::string> env;
   for (const std::string& entry : env_) {
     if (entry.rfind("OMNIFORGE_SERVER_PORT=", 0) != 0) env.push_back(entry);

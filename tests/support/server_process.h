@@ -44,8 +44,8 @@ class ServerProcess final {
   void Kill();
   // Starts the binary again with the environment and arguments of the last
   // Start, on the port it had then (not a free one), so the clients holding
-  // its address reconnect to it. Errors as Start's; the port may still be
-  // held by the process killed (the error then says it did not start).
+  // its address reconnect to it; a process still running is killed first.
+  // Errors as Start's.
   std::optional<std::string> Restart(std::chrono::seconds timeout = std::chrono::seconds(30));
 
   pid_t pid() const { return pid_; }
