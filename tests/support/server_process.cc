@@ -58,6 +58,8 @@ std::vector<std::string> ServerEnvironment(const std::vector<std::string>& extra
 std::optional<std::string> ServerProcess::Start(const std::vector<std::string>& extra_env,
                                                 const std::vector<std::string>& args,
                                                 std::chrono::seconds timeout) {
+  env_ = extra_env;
+  args_ = args;
   std::vector<std::string> env = ServerEnvironment(extra_env);
   std::vector<char*> envp;
   envp.reserve(env.size() + 1);
@@ -153,6 +155,24 @@ std::optional<int> ServerProcess::WaitForExit(std::chrono::steady_clock::duratio
 std::optional<int> ServerProcess::Stop(std::chrono::seconds timeout) {
   Terminate();
   return WaitForExit(timeout);
+}
+
+void ServerProcess::Kill() {
+  if (pid_ > 0) kill(pid_, SIGKILL);
+  WaitForExit(std::chrono::seconds(10));
+}
+
+std::optional<std::string> ServerProcess::Restart(std::chrono::seconds timeout) {
+  Kill();
+  // The port it listened on replaces any the last Start named (getenv takes
+  // the first of repeated names, so the old one must go).
+  std::vector<std::string> env;
+  for (const std::string& entry : env_) {
+    if (entry.rfind("OMNIFORGE_SERVER_PORT=", 0) != 0) env.push_back(entry);
+  }
+  env.push_back("OMNIFORGE_SERVER_PORT=" + std::to_string(port_));
+  const std::vector<std::string> args = args_;
+  return Start(env, args, timeout);
 }
 
 std::vector<std::string> ServerProcess::LogLines() const {

@@ -39,6 +39,14 @@ class ServerProcess final {
   std::optional<int> WaitForExit(std::chrono::steady_clock::duration timeout);
   // Terminate and WaitForExit. Idempotent.
   std::optional<int> Stop(std::chrono::seconds timeout = std::chrono::seconds(10));
+  // SIGKILL, as a crash or the kernel's OOM killer ends a process: no drain,
+  // nothing flushed. Returns once the process is gone. Idempotent.
+  void Kill();
+  // Starts the binary again with the environment and arguments of the last
+  // Start, on the port it had then (not a free one), so the clients holding
+  // its address reconnect to it; a process still running is killed first.
+  // Errors as Start's.
+  std::optional<std::string> Restart(std::chrono::seconds timeout = std::chrono::seconds(30));
 
   pid_t pid() const { return pid_; }
   int port() const { return port_; }
@@ -51,6 +59,9 @@ class ServerProcess final {
   void ReadLog(int fd);
 
   const std::string binary_;
+  // What the last Start was given, for Restart.
+  std::vector<std::string> env_;
+  std::vector<std::string> args_;
   pid_t pid_ = -1;
   std::optional<int> exit_status_;
   std::thread reader_;
