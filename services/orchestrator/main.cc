@@ -203,6 +203,11 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.downstream_security = *std::move(security);
   if (absl::Status status = ReadTurn(c, s); !status.ok()) return status;
   s.stream = ReadStreamOptions(c);
+  // The fairness bounds at StreamChat's door (limits/turn_admission.h).
+  s.stream.admission.max_queued_per_conversation =
+      static_cast<int>(c.Int("turn.max_queued_per_conversation", 8, 0, 1000));
+  s.stream.admission.max_in_flight_per_user =
+      static_cast<int>(c.Int("turn.max_in_flight_per_user", 32, 1, 4096));
   s.planner_profile = c.String("planner.profile", "balanced");
   for (const auto& [name, profile] : c.StringMap("planner.profiles")) {
     // GLOBAL, project_audit and CONTEXT_TYPE_TASK all name a context type.
