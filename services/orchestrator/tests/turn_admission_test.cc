@@ -109,8 +109,10 @@ TEST(TurnAdmissionTest, ConcurrentCallersNeverGetMoreThanTheBound) {
   std::atomic<int> in_flight{0};
   std::atomic<int> most{0};
   std::atomic<int> admitted{0};
+  constexpr int kCallers = 8;
   std::vector<std::thread> callers;
-  for (int t = 0; t < 8; ++t) {
+  callers.reserve(kCallers);
+  for (int t = 0; t < kCallers; ++t) {
     callers.emplace_back([&] {
       for (int i = 0; i < 500; ++i) {
         absl::StatusOr<AdmissionTicket> ticket = admission.Admit(kAlice, "busy");
