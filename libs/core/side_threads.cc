@@ -18,24 +18,36 @@ size_t SideThreads::threads() const {
   return threads_.size();
 }
 
-void SideThreads::Post(Call call) {
+size_t SideThreads::ran_inline() const {
+  absl::MutexLock lock(&mu_);
+  return ran_inline_;
+}
+
+bool SideThreads::TryPost(Call& call) {
   {
     absl::MutexLock lock(&mu_);
+    // An idle thread for each waiting call, or a new one while the bound
+    // allows: no call waits for another to finish.
+    if (calls_.size() >= idle_ && threads_.size() >= max_threads_) {
+      ++ran_inline_;
+      return false;
+    }
     calls_.push_back(std::move(call));
-    // An idle thread for each waiting call, or a new one: no call waits for
-    // another to finish.
     if (calls_.size() > idle_) {
       try {
         threads_.emplace_back([this] { Work(); });
       } catch (...) {
-        calls_.pop_back();  // not run: the caller gets the error instead
-        throw;
+        call = std::move(calls_.back());  // not run here: the caller runs it
+        calls_.pop_back();
+        ++ran_inline_;
+        return false;
       }
       ++idle_;  // the new thread, until it takes a call
-      return;
+      return true;
     }
   }
   ready_.Signal();
+  return true;
 }
 
 void SideThreads::Work() {

@@ -6,6 +6,9 @@
 //
 // The handle a call returns waits for the call in its destructor, as a
 // std::future from std::async does, so a call may use its caller's locals.
+// The threads are bounded: once `max_threads` are busy, a call runs on its
+// caller's thread before Async returns (never queued behind another call,
+// which could wait on it), so a burst of work costs time, not threads.
 // Thread-safe. Destruction waits for running calls and ends the threads.
 #pragma once
 
@@ -51,7 +54,9 @@ class SideCall final {
 
 class SideThreads final {
  public:
-  SideThreads() = default;
+  // At most `max_threads` threads (at least 1).
+  explicit SideThreads(size_t max_threads = kDefaultMaxThreads)
+      : max_threads_(max_threads == 0 ? 1 : max_threads) {}
   ~SideThreads();
   SideThreads(const SideThreads&) = delete;
   SideThreads& operator=(const SideThreads&) = delete;
@@ -64,8 +69,8 @@ class SideThreads final {
     // Of the caller's thread only its ambient (trace context, log fields)
     // travels with the call: what the call needs (its deadline, its cancel
     // signal) it captures, e.g. a core::Call.
-    Post([promise, call = std::move(call),
-          ambient = CurrentAmbient()]() mutable -> std::function<void()> {
+    Call task = [promise, call = std::move(call),
+                 ambient = CurrentAmbient()]() mutable -> std::function<void()> {
       const ScopedAmbient scope(std::move(ambient));
       try {
         if constexpr (std::is_void_v<R>) {
@@ -78,12 +83,18 @@ class SideThreads final {
       } catch (...) {
         return [promise, error = std::current_exception()] { promise->set_exception(error); };
       }
-    });
+    };
+    // Every thread busy and no more allowed: the call runs here.
+    if (!TryPost(task)) task()();
     return result;
   }
 
   // Threads started so far (idle or busy).
   size_t threads() const;
+  // Calls run on their caller's thread because every thread was busy.
+  size_t ran_inline() const;
+
+  static constexpr size_t kDefaultMaxThreads = 256;
 
  private:
   // A call runs its work and returns what hands the result to its caller;
@@ -91,15 +102,19 @@ class SideThreads final {
   // finds it.
   using Call = std::function<std::function<void()>()>;
 
-  void Post(Call call);
+  // Hands `call` to an idle thread or a new one (moved from then); false
+  // when every thread is busy and no more may start (`call` untouched).
+  bool TryPost(Call& call);
   void Work();
 
+  const size_t max_threads_;
   mutable absl::Mutex mu_;
   absl::CondVar ready_;
   std::deque<Call> calls_ ABSL_GUARDED_BY(mu_);
   size_t idle_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
+  size_t ran_inline_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace omniforge::core

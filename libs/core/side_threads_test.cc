@@ -40,6 +40,43 @@ TEST(SideThreadsTest, ConcurrentCallsNeverQueueBehindEachOther) {
   EXPECT_EQ(threads.threads(), static_cast<size_t>(kCalls));
 }
 
+// Past its bound no thread starts: the call runs on its caller's thread
+// before Async returns, and the calls on threads are not held up.
+TEST(SideThreadsTest, BeyondItsBoundACallRunsOnItsCallersThread) {
+  SideThreads threads(2);
+  std::mutex mu;
+  std::condition_variable changed;
+  int started = 0;
+  bool release = false;
+  auto held = [&] {
+    std::unique_lock lock(mu);
+    ++started;
+    changed.notify_all();
+    changed.wait(lock, [&] { return release; });
+    return std::this_thread::get_id();
+  };
+  SideCall<std::thread::id> first = threads.Async(held);
+  SideCall<std::thread::id> second = threads.Async(held);
+  {
+    std::unique_lock lock(mu);
+    changed.wait(lock, [&] { return started == 2; });
+  }
+  SideCall<std::thread::id> third = threads.Async([] { return std::this_thread::get_id(); });
+  EXPECT_EQ(third.get(), std::this_thread::get_id());
+  EXPECT_EQ(threads.ran_inline(), 1u);
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  changed.notify_all();
+  EXPECT_NE(first.get(), std::this_thread::get_id());
+  EXPECT_NE(second.get(), std::this_thread::get_id());
+  EXPECT_EQ(threads.threads(), 2u);
+  // Once they are idle again, calls go to the threads.
+  EXPECT_NE(threads.Async([] { return std::this_thread::get_id(); }).get(),
+            std::this_thread::get_id());
+}
+
 // One call after another reuses one thread instead of starting one per
 // call: a thread counts as idle before its caller has the result.
 TEST(SideThreadsTest, SequentialCallsReuseOneThread) {

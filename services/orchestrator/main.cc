@@ -40,6 +40,7 @@
 #include "libs/core/process_shield.h"
 #include "libs/core/server.h"
 #include "libs/core/shifted_clock.h"
+#include "libs/core/side_threads.h"
 #include "libs/core/thread_pool.h"
 #include "libs/core/version.h"
 #include "libs/llm/llm_config.h"
@@ -167,6 +168,9 @@ absl::Status ReadTurn(core::ConfigReader& c, Settings& s) {
       static_cast<size_t>(c.Int("turn.window_cache_bytes", 32 << 20, 0, int64_t{1} << 34));
   s.turn.call_timeout =
       std::chrono::milliseconds(c.Int("turn.call_timeout_ms", 10000, 100, 600000));
+  s.turn.max_side_threads = static_cast<size_t>(
+      c.Int("turn.max_side_threads", static_cast<int64_t>(core::SideThreads::kDefaultMaxThreads), 1,
+            4096));
   s.turn.tool_retry.max_attempts = static_cast<int>(c.Int("turn.tool_max_attempts", 3, 1, 10));
   s.turn.tool_retry.initial_backoff_micros =
       1000 * c.Int("turn.tool_retry_backoff_ms", 100, 1, 60000);
@@ -203,6 +207,11 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.downstream_security = *std::move(security);
   if (absl::Status status = ReadTurn(c, s); !status.ok()) return status;
   s.stream = ReadStreamOptions(c);
+  // The fairness bounds at StreamChat's door (limits/turn_admission.h).
+  s.stream.admission.max_queued_per_conversation =
+      static_cast<int>(c.Int("turn.max_queued_per_conversation", 8, 0, 1000));
+  s.stream.admission.max_in_flight_per_user =
+      static_cast<int>(c.Int("turn.max_in_flight_per_user", 32, 1, 4096));
   s.planner_profile = c.String("planner.profile", "balanced");
   for (const auto& [name, profile] : c.StringMap("planner.profiles")) {
     // GLOBAL, project_audit and CONTEXT_TYPE_TASK all name a context type.

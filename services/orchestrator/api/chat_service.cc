@@ -209,6 +209,16 @@ grpc::ServerUnaryReactor* ServeUnary(
   return reactor;
 }
 
+// ABORTED: a turn with this turn_id is still running (here or elsewhere).
+absl::Status StillRunning(const std::string& turn_id) {
+  return core::WithReason(
+      absl::AbortedError(absl::StrCat(
+          "turn ", turn_id,
+          " is still running; reattach with resume_after_seq, or retry once it has ended "
+          "and it is replayed")),
+      core::kReasonTurnInProgress);
+}
+
 // Fails a StreamChat call without running a turn.
 class Refusal final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
@@ -223,13 +233,13 @@ class TurnFeed final : public EventSink {
  public:
   // `claimed_key`: the conversation's key when the turn was claimed under
   // its turn_id already (RunningTurns::Claim, its log registered), else
-  // empty. `slot`: the turn's place under the tenant's caps, held until the
-  // turn returns.
+  // empty. `ticket` and `slot`: the turn's places under the fairness bounds
+  // and the tenant's caps, held until the turn returns.
   // `feeds`: counted while the turn has not returned (the service waits
   // for that before it goes).
   TurnFeed(RunningTurns& running, TurnLogs& logs, FeedCount& feeds, std::shared_ptr<TurnLog> log,
            RunningTurns::Control control, const core::Identity& who, std::string claimed_key,
-           std::string turn_id, TurnSlot slot)
+           std::string turn_id, AdmissionTicket ticket, TurnSlot slot)
       : running_(running),
         feeds_(feeds),
         logs_(logs),
@@ -238,6 +248,7 @@ class TurnFeed final : public EventSink {
         who_(who),
         turn_key_(std::move(claimed_key)),
         turn_id_(turn_key_.empty() ? std::string() : std::move(turn_id)),
+        ticket_(std::move(ticket)),
         slot_(std::move(slot)) {
     feeds_.Add();
   }
@@ -289,6 +300,7 @@ class TurnFeed final : public EventSink {
   // any more, even while its last events are still being written.
   void TurnEnded(const absl::Status& status) {
     if (!turn_key_.empty()) running_.Remove(turn_key_, turn_id_);
+    ticket_.Release();
     slot_.Release();
     if (turn_key_.empty()) {
       log_->End(status);
@@ -306,6 +318,7 @@ class TurnFeed final : public EventSink {
   const core::Identity who_;
   std::string turn_key_;  // set when claimed, else by the session event
   std::string turn_id_;
+  AdmissionTicket ticket_;
   TurnSlot slot_;
 };
 
@@ -721,20 +734,39 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
   return StartTurn(context, *who, std::move(request));
 }
 
+absl::StatusOr<ChatGrpcService::Places> ChatGrpcService::Admit(
+    const core::Identity& who, const pb::StreamChatRequest& request) {
+  // Before anything changes: a refused message must not suspend the
+  // conversation's running turn.
+  if (door_.limits != nullptr) {
+    if (absl::Status over = door_.limits->KnownBudgetRefusal(who); !over.ok()) return over;
+  }
+  std::string key;
+  if (!request.conversation_id().empty()) {
+    key = RunningTurns::Key(who, request.conversation_id());
+    // A retry of a turn in flight is told so, and holds no second place.
+    RunningTurns::Control ignored;
+    if (!request.turn_id().empty() &&
+        running_.Locate(key, request.turn_id(), &ignored) != RunningTurns::Where::kNowhere) {
+      return StillRunning(request.turn_id());
+    }
+  }
+  absl::StatusOr<AdmissionTicket> ticket = admission_.Admit(who, key);
+  if (!ticket.ok()) return ticket.status();
+  Places places{*std::move(ticket), TurnSlot()};
+  if (door_.limits != nullptr) {
+    absl::StatusOr<TurnSlot> slot = door_.limits->AdmitTurn(who);
+    if (!slot.ok()) return slot.status();
+    places.slot = *std::move(slot);
+  }
+  return places;
+}
+
 grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StartTurn(
     grpc::CallbackServerContext* context, const core::Identity& who,
     pb::StreamChatRequest request) {
-  TurnSlot slot;
-  if (door_.limits != nullptr) {
-    // Before anything changes: a refused message must not suspend the
-    // conversation's running turn.
-    if (absl::Status over = door_.limits->KnownBudgetRefusal(who); !over.ok()) {
-      return new Refusal(over);
-    }
-    absl::StatusOr<TurnSlot> admitted = door_.limits->AdmitTurn(who);
-    if (!admitted.ok()) return new Refusal(admitted.status());
-    slot = *std::move(admitted);
-  }
+  absl::StatusOr<Places> places = Admit(who, request);
+  if (!places.ok()) return new Refusal(places.status());
   // The client's deadline bounds the turn (the turn's own timeout caps it).
   const int64_t deadline = DeadlineMicros(*context, kMaxTurnMicros);
   auto control = std::make_shared<TurnControl>();
@@ -748,12 +780,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StartTurn(
     const std::string key = RunningTurns::Key(who, request.conversation_id());
     if (!request.turn_id().empty()) {
       if (!running_.Claim(key, request.turn_id(), control)) {
-        return new Refusal(core::WithReason(
-            absl::AbortedError(absl::StrCat(
-                "turn ", request.turn_id(),
-                " is still running; reattach with resume_after_seq, or retry once it has ended "
-                "and it is replayed")),
-            core::kReasonTurnInProgress));
+        return new Refusal(StillRunning(request.turn_id()));
       }
       claimed_key = key;
       logs_.Register(key, request.turn_id(), log);
@@ -764,9 +791,9 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StartTurn(
   // first (attaching after seq 0 of an empty log cannot fail).
   LogReader* reader =
       *LogReader::Open(log, 0, control, request.detach_on_disconnect(), heartbeats_);
-  auto feed =
-      std::make_shared<TurnFeed>(running_, logs_, feeds_, std::move(log), std::move(control), who,
-                                 std::move(claimed_key), request.turn_id(), std::move(slot));
+  auto feed = std::make_shared<TurnFeed>(
+      running_, logs_, feeds_, std::move(log), std::move(control), who, std::move(claimed_key),
+      request.turn_id(), std::move(places->ticket), std::move(places->slot));
   // The turn's thread starts under the caller's trace context and log fields.
   const core::ScopedAmbient caller(
       CallerAmbient(*context, {request.turn_id(), request.conversation_id(), who.tenant_id}));

@@ -25,6 +25,7 @@
 #include "services/orchestrator/api/heartbeat_ticker.h"
 #include "services/orchestrator/approvals/approval_audit.h"
 #include "services/orchestrator/limits/tenant_limits.h"
+#include "services/orchestrator/limits/turn_admission.h"
 #include "services/orchestrator/turn/turn_bus.h"
 #include "services/orchestrator/turn/turn_log.h"
 #include "services/orchestrator/turn/turn_runner.h"
@@ -133,11 +134,13 @@ class FeedCount final {
   int count_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// How StreamChat keeps turns' events for a reattach, and how often a
-// silent turn's stream gets a heartbeat (0: never).
+// How StreamChat keeps turns' events for a reattach, how often a silent
+// turn's stream gets a heartbeat (0: never), and how many turns it lets in
+// per conversation and per user (turn_admission.h).
 struct StreamOptions {
   TurnLogOptions resume;
   std::chrono::milliseconds heartbeat{15000};
+  TurnAdmissionBounds admission;
 };
 
 class ChatGrpcService final : public RawChatService {
@@ -156,7 +159,8 @@ class ChatGrpcService final : public RawChatService {
         audit_(audit),
         running_(bus),
         logs_(stream.resume, core::SystemClock()),
-        heartbeats_(stream.heartbeat) {}
+        heartbeats_(stream.heartbeat),
+        admission_(stream.admission) {}
   // Cancels the turns still running (a client that detached leaves its
   // turn running without a call) and waits until they have returned.
   ~ChatGrpcService() override;
@@ -200,11 +204,20 @@ class ChatGrpcService final : public RawChatService {
   grpc::ServerWriteReactor<Raw>* Reattach(grpc::CallbackServerContext* context,
                                           const core::Identity& who,
                                           const pb::StreamChatRequest& request);
+  // The places a new turn takes before it runs (the fairness bounds, the
+  // tenant's caps), or the refusal; a retry of a turn still in flight is
+  // refused as TURN_IN_PROGRESS first and takes no place.
+  struct Places {
+    AdmissionTicket ticket;
+    TurnSlot slot;
+  };
+  absl::StatusOr<Places> Admit(const core::Identity& who, const pb::StreamChatRequest& request);
 
   ApprovalAudit* const audit_;
   RunningTurns running_;
   TurnLogs logs_;
   HeartbeatTicker heartbeats_;
+  TurnAdmission admission_;
   FeedCount feeds_;
 };
 

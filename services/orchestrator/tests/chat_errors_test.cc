@@ -97,7 +97,7 @@ class ChatErrorsTest : public ::testing::Test {
       : h_(FakeUnderstanding::Always(intentpb::ACTION_TYPE_QUERY_INFO), {{}, &model_}),
         keys_(Keys()),
         limits_(Limits(), nullptr, h_.clock),
-        service_(keys_, *h_.runner, h_.memory, workers_, nullptr, &h_.audit, &limits_) {
+        service_(keys_, *h_.runner, h_.memory, workers_, nullptr, &h_.audit, &limits_, Streams()) {
     h_.tools.OnCall([this](const execpb::InvokeToolRequest& call) {
       if (call.tool_name() == "list_runs") gate_.Enter();
     });
@@ -146,6 +146,14 @@ class ChatErrorsTest : public ::testing::Test {
     config.tenants["tenant-r"].key_burst = 1;
     config.tenants["tenant-b"].daily_usd = 1;
     return config;
+  }
+
+  // One turn of a conversation at once (none waits behind it), so that the
+  // conversation's bound is reached with the one turn the gate holds.
+  static StreamOptions Streams() {
+    StreamOptions options;
+    options.admission.max_queued_per_conversation = 0;
+    return options;
   }
 
   std::unique_ptr<grpc::ClientContext> Context(const std::string& key) {
@@ -458,6 +466,55 @@ TEST_F(ChatErrorsTest, ARetryOfARunningTurnIsAbortedAndACancelEndsItWithAReasone
   EXPECT_EQ(errors[0].code(), pb::CHAT_ERROR_CODE_CANCELLED);
   EXPECT_EQ(errors[0].reason(), "CANCELLED");
   EXPECT_FALSE(errors[0].retryable());
+}
+
+TEST_F(ChatErrorsTest, ATurnBeyondItsConversationsBoundIsRefusedButARetryOrReattachIsNot) {
+  const std::string conversation = Open(kAlice);
+  const std::string alice = key_["tenant-a"];
+  model_.PushToolCalls({{"list_runs", json::object()}});
+  model_.PushText("Here they are.");
+  Streamed first;
+  std::thread running(
+      [&] { first = Chat(TurnHarness::Request("show the runs", conversation, "turn-1"), alice); });
+  gate_.AwaitEntered(1);
+
+  Refusal other =
+      ChatRefusal(TurnHarness::Request("and my agents?", conversation, "turn-2"), alice);
+  EXPECT_EQ(other.code, grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(other.reason, "TOO_MANY_TURNS");
+  EXPECT_EQ(other.metadata["limit"], "conversation_queue");
+  EXPECT_TRUE(other.retry.has_value());
+  // The running turn's own retry is told it runs, not that the bound is
+  // reached; a reattach reads it whole.
+  const Refusal retry =
+      ChatRefusal(TurnHarness::Request("show the runs", conversation, "turn-1"), alice);
+  EXPECT_EQ(retry.code, grpc::StatusCode::ABORTED);
+  EXPECT_EQ(retry.reason, "TURN_IN_PROGRESS");
+  pb::StreamChatRequest reattach;
+  reattach.set_conversation_id(conversation);
+  reattach.set_turn_id("turn-1");
+  reattach.set_resume_after_seq(0);
+  Streamed reattached;
+  std::thread reading([&] { reattached = Chat(reattach, alice); });
+  gate_.Release();
+  running.join();
+  reading.join();
+  ASSERT_TRUE(first.status.ok()) << first.status.error_message();
+  ASSERT_TRUE(reattached.status.ok()) << reattached.status.error_message();
+  ASSERT_FALSE(first.events.empty());
+  EXPECT_TRUE(first.events.back().has_done());
+  for (const pb::ChatEvent& event : first.events) {
+    EXPECT_NE(event.agent_state().state(), pb::AGENT_STATE_SUSPENDED)
+        << "a refused message suspends nothing";
+  }
+  ASSERT_EQ(reattached.events.size(), first.events.size());
+  EXPECT_EQ(reattached.events.back().seq(), first.events.back().seq());
+
+  // Once it has ended, the refused turn is let in.
+  model_.PushText("Your agents are listed above.");
+  const Streamed later =
+      Chat(TurnHarness::Request("and my agents?", conversation, "turn-2"), alice);
+  EXPECT_TRUE(later.status.ok()) << later.status.error_message();
 }
 
 TEST_F(ChatErrorsTest, AFailedToolIsARetryableErrorEvent) {

@@ -26,6 +26,7 @@ TurnRunner::TurnRunner(Memory& memory, Understanding& understanding, Tools& tool
       plans_(plans),
       spool_(spool),
       clock_(options_.clock != nullptr ? *options_.clock : core::SystemClock()),
+      side_calls_(options.max_side_threads),
       windows_(
           {.max_bytes = options.window_cache_bytes, .token_budget = options.context_token_budget}),
       catalog_(tools, clock_) {

@@ -82,6 +82,10 @@ struct TurnOptions {
   // Context windows kept after a turn for the conversation's next one
   // (window_cache.h); 0: every turn reads its window.
   size_t window_cache_bytes = 32 << 20;
+  // Threads for the calls turns make beside their own work (listing the
+  // agents, reading the window, an early analysis, saving the flow), over
+  // all turns; when all are busy a turn makes such a call itself.
+  size_t max_side_threads = core::SideThreads::kDefaultMaxThreads;
   // Upper bound of each downstream call (within the turn's own deadline).
   std::chrono::milliseconds call_timeout{10000};
   // A tool call that failed for a temporary reason (downstream/recovery.h)
@@ -276,7 +280,8 @@ class TurnRunner final {
   const core::Clock& clock_;
 
   // Calls a turn makes beside its own work (listing the agents, reading the
-  // window, saving the flow), on threads kept from turn to turn.
+  // window, saving the flow), on threads kept from turn to turn, at most
+  // options_.max_side_threads of them.
   mutable core::SideThreads side_calls_;
   mutable WindowCache windows_;
   mutable RoutingMemo routings_{4096};  // the routings of the windows read
