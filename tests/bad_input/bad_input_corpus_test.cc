@@ -126,7 +126,7 @@ Outcome Send(grpc::GenericStub& stub, grpc::ClientContext& context, const std::s
   return outcome;
 }
 
-// The response's JSON mapping, for a case that expects OK.
+// A response's JSON mapping, for a case that expects OK.
 std::string ResponseJson(const Case& c, const std::string& bytes) {
   const auto* method = google::protobuf::DescriptorPool::generated_pool()
                            ->FindServiceByName(c.service)
@@ -158,7 +158,8 @@ std::string Verdict(const Case& c, const Outcome& outcome) {
     return "message without \"" + c.message + "\": " + got;
   }
   if (!c.response_contains.empty()) {
-    const std::string json = outcome.responses.empty() ? "" : ResponseJson(c, outcome.responses[0]);
+    std::string json;
+    for (const std::string& response : outcome.responses) json += ResponseJson(c, response);
     if (json.find(c.response_contains) == std::string::npos) {
       return "response without \"" + c.response_contains + "\": " + json.substr(0, 300);
     }
@@ -207,6 +208,8 @@ class BadInputCorpusTest : public ::testing::Test {
   static void WriteKeyFiles();
   static void StartStack();
   static void SeedState();
+  static std::string CreateAgent(const core::Identity& who, const std::string& name);
+  static void SeedKeys();
   static std::string Turn(const std::string& key, const std::string& conversation,
                           const std::string& message);
   static std::map<std::string, std::string> Snapshot();
@@ -328,21 +331,33 @@ void BadInputCorpusTest::SeedState() {
   ASSERT_TRUE(conversations->CreateConversation(context.get(), dialogue, &made).ok());
   v["DIALOGUE_A"] = made.conversation().id();
 
+  v["AGENT_A"] = CreateAgent(kUserA, "weekly-digest");
+  CreateAgent(kTenantB, "morning-brief");
+  SeedKeys();
+}
+
+// An agent of `who` named `name`: its id.
+std::string BadInputCorpusTest::CreateAgent(const core::Identity& who, const std::string& name) {
   auto executor = exec::ExecutorService::NewStub(Channel(stack_->executor().address()));
-  context = WithDeadline();
-  core::AttachIdentity(*context, kUserA, core::kExecutorAudience);
+  auto context = WithDeadline();
+  core::AttachIdentity(*context, who, core::kExecutorAudience);
   exec::InvokeToolRequest create;
   create.set_tool_name("create_agent");
-  create.set_arguments_json(R"({"name": "weekly-digest", "description": "a weekly digest"})");
+  create.set_arguments_json(
+      nlohmann::json({{"name", name}, {"description", "made before the corpus"}}).dump());
   exec::InvokeToolResponse created;
-  ASSERT_TRUE(executor->InvokeTool(context.get(), create, &created).ok());
-  ASSERT_FALSE(created.is_error()) << created.result_json();
-  v["AGENT_A"] = nlohmann::json::parse(created.result_json())["agent"]["id"];
+  const grpc::Status status = executor->InvokeTool(context.get(), create, &created);
+  EXPECT_TRUE(status.ok() && !created.is_error())
+      << status.error_message() << created.result_json();
+  return nlohmann::json::parse(created.result_json(), nullptr, false)["agent"].value("id", "");
+}
 
+// A managed user key of A's tenant (its id for the corpus) and a gateway key.
+void BadInputCorpusTest::SeedKeys() {
   auto admin = chat::KeyAdminService::NewStub(
       Channel("127.0.0.1:" + std::to_string(AdminPort(stack_->orchestrator()))));
   for (const chat::KeyKind kind : {chat::KEY_KIND_USER, chat::KEY_KIND_GATEWAY}) {
-    context = WithDeadline();
+    auto context = WithDeadline();
     context->AddMetadata("authorization", "Bearer " + keys_->admin_root);
     chat::CreateKeyRequest request;
     request.set_tenant_id(kUserA.tenant_id);
@@ -350,7 +365,7 @@ void BadInputCorpusTest::SeedState() {
     request.set_kind(kind);
     chat::CreateKeyResponse key;
     ASSERT_TRUE(admin->CreateKey(context.get(), request, &key).ok());
-    if (kind == chat::KEY_KIND_USER) v["MANAGED_KEY_ID"] = key.api_key().key_id();
+    if (kind == chat::KEY_KIND_USER) (*values_)["MANAGED_KEY_ID"] = key.api_key().key_id();
     if (kind == chat::KEY_KIND_GATEWAY) keys_->gateway = key.key();
   }
 }

@@ -1,6 +1,7 @@
 #include "tests/bad_input/corpus.h"
 
 #include <google/protobuf/message.h>
+#include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
@@ -185,9 +186,14 @@ absl::Status Generate(const Json& spec, Message& request) {
     return SetString(*ref, text + suffix);
   }
   if (spec.contains("nest")) return SetString(*ref, prefix + NestedJson(spec["nest"]) + suffix);
+  if (spec.contains("nest_arrays")) {
+    const int levels = spec["nest_arrays"].get<int>();
+    return SetString(*ref, prefix + std::string(levels, '[') + std::string(levels, ']') + suffix);
+  }
   if (spec.contains("enum")) return SetEnumNumber(*ref, spec["enum"].get<int>());
   if (spec.contains("append")) return Append(*ref, spec["append"], count);
-  return absl::InvalidArgumentError("a generator needs hex, repeat, nest, enum or append");
+  return absl::InvalidArgumentError(
+      "a generator needs hex, repeat, nest, nest_arrays, enum or append");
 }
 
 // The request bytes of a case: `raw_hex`, or `request` and `set` applied
@@ -205,7 +211,8 @@ absl::StatusOr<std::string> BuildRequest(const Descriptor& type, const Json& jso
       return absl::InvalidArgumentError("set " + spec.dump() + ": " +
                                         std::string(status.message()));
   }
-  // Invalid UTF-8 in a string field is serialized as it is (and logged).
+  // Invalid UTF-8 in a string field is serialized as it is, on purpose.
+  const google::protobuf::LogSilencer quiet;
   return request->SerializeAsString();
 }
 
