@@ -123,6 +123,10 @@ Outcome Send(grpc::GenericStub& stub, grpc::ClientContext& context, const std::s
   call->Finish(&outcome.status, nullptr);
   wait();
   cq.Shutdown();
+  void* tag = nullptr;
+  bool ok = false;
+  while (cq.Next(&tag, &ok)) {
+  }
   return outcome;
 }
 
