@@ -1,5 +1,8 @@
 #include "services/executor/src/converse_reactor.h"
 
+#include <grpcpp/support/proto_buffer_reader.h>
+#include <grpcpp/support/proto_buffer_writer.h>
+
 #include "libs/core/grpc_identity.h"
 #include "libs/core/grpc_status.h"
 #include "libs/core/grpc_trace.h"
@@ -150,6 +153,12 @@ DialogueRecorder::Outcome OutcomeOf(const DialogueEvent& final_event) {
                                                         : DialogueRecorder::Outcome::kFailed;
 }
 
+// Parses a read message; the reader is gone before the buffer is reused.
+bool ParseRequest(grpc::ByteBuffer& raw, pb::ConverseRequest& message) {
+  grpc::ProtoBufferReader reader(&raw);
+  return message.ParseFromZeroCopyStream(&reader);
+}
+
 void LogUnrecordedEnd(const std::string& dialogue_id, const absl::Status& status) {
   core::LogWarn("agent dialogue status not stored",
                 {{"dialogue_id", dialogue_id}, {"error", std::string(status.message())}});
@@ -183,10 +192,23 @@ void ConverseReactor::OnReadDone(bool ok) {
     Schedule();
     return;
   }
-  // A cancel takes effect at the next safe point even while a tool runs.
-  if (incoming_.has_cancel() && dialogue_ != nullptr) dialogue_->RequestCancel();
-  inbox_.emplace_back(std::move(incoming_));
+  Request message;
+  if (!ParseRequest(incoming_, message)) {
+    // Bytes that are no ConverseRequest (a string field that is not UTF-8):
+    // the step stops, as for a cancel, and the call says why.
+    if (dialogue_ != nullptr) dialogue_->RequestCancel();
+    if (!finished_) {
+      finished_ = true;
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "request is not a valid " + Request::descriptor()->full_name() +
+                              ": every string field must be valid UTF-8"));
+    }
+    return;
+  }
   incoming_.Clear();
+  // A cancel takes effect at the next safe point even while a tool runs.
+  if (message.has_cancel() && dialogue_ != nullptr) dialogue_->RequestCancel();
+  inbox_.emplace_back(std::move(message));
   Schedule();
   if (!finished_) StartRead(&incoming_);
 }
@@ -348,7 +370,10 @@ void ConverseReactor::MaybeWrite() {
   if (writing_ || finished_) return;
   if (!outbox_.empty()) {
     writing_ = true;
-    writing_message_ = std::move(outbox_.front());
+    bool own_buffer = false;
+    writing_message_.Clear();  // the serializer writes a large message into an empty buffer only
+    (void)grpc::SerializationTraits<Response>::Serialize(outbox_.front(), &writing_message_,
+                                                         &own_buffer);
     outbox_.pop_front();
     StartWrite(&writing_message_);
   } else if (final_queued_) {

@@ -1,6 +1,9 @@
 // One Converse stream: reads the planner's messages, runs the executor
 // agent (an ExecutorAgent) on worker threads, one message at a time, and
 // writes its events in order, finishing the stream after the final one.
+// It reads raw bytes and parses them itself, so that bytes that are no
+// ConverseRequest (a string field that is not UTF-8) end the call with
+// INVALID_ARGUMENT instead of looking like the planner closing its side.
 //
 // Include only from the gRPC layer: it pulls in grpcpp.
 #pragma once
@@ -19,9 +22,7 @@
 
 namespace omniforge::executor {
 
-class ConverseReactor final
-    : public grpc::ServerBidiReactor<::omniforge::executor::v1::ConverseRequest,
-                                     ::omniforge::executor::v1::ConverseResponse> {
+class ConverseReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   using Request = ::omniforge::executor::v1::ConverseRequest;
   using Response = ::omniforge::executor::v1::ConverseResponse;
@@ -61,16 +62,16 @@ class ConverseReactor final
   std::unique_ptr<ExecutorAgent> dialogue_;
   // Written by the worker before any event.
   std::string step_id_;
-  std::string dialogue_id_;  // the stored dialogue, when there is one
-  int recorded_ = 0;         // messages stored so far
-  bool ended_ = false;       // its final event was seen
-  Request incoming_;
+  std::string dialogue_id_;    // the stored dialogue, when there is one
+  int recorded_ = 0;           // messages stored so far
+  bool ended_ = false;         // its final event was seen
+  grpc::ByteBuffer incoming_;  // a ConverseRequest, read
 
   std::mutex mu_;
   std::deque<std::optional<Request>> inbox_;  // nullopt: the planner closed its side
   bool processing_ = false;
   std::deque<Response> outbox_;
-  Response writing_message_;
+  grpc::ByteBuffer writing_message_;  // a ConverseResponse, being written
   bool writing_ = false;
   bool final_queued_ = false;
   bool finished_ = false;  // Finish was called

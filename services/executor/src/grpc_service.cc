@@ -111,7 +111,7 @@ grpc::ServerUnaryReactor* ExecutorGrpcService::InvokeTool(grpc::CallbackServerCo
           }));
 }
 
-grpc::ServerBidiReactor<pb::ConverseRequest, pb::ConverseResponse>* ExecutorGrpcService::Converse(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ExecutorGrpcService::Converse(
     grpc::CallbackServerContext* context) {
   return new ConverseReactor(context, agents_, workers_, recorder_);
 }

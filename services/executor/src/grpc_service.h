@@ -16,7 +16,7 @@ namespace pb = ::omniforge::executor::v1;
 
 using RawExecutorService = pb::ExecutorService::WithRawCallbackMethod_ListTools<
     pb::ExecutorService::WithRawCallbackMethod_InvokeTool<
-        pb::ExecutorService::WithCallbackMethod_Converse<pb::ExecutorService::Service>>>;
+        pb::ExecutorService::WithRawCallbackMethod_Converse<pb::ExecutorService::Service>>>;
 
 class ExecutorGrpcService final : public RawExecutorService {
  public:
@@ -30,8 +30,7 @@ class ExecutorGrpcService final : public RawExecutorService {
   using Raw = grpc::ByteBuffer;
   Reactor* ListTools(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
   Reactor* InvokeTool(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
-  grpc::ServerBidiReactor<pb::ConverseRequest, pb::ConverseResponse>* Converse(
-      grpc::CallbackServerContext* context) override;
+  grpc::ServerBidiReactor<Raw, Raw>* Converse(grpc::CallbackServerContext* context) override;
 
  private:
   const ToolRuntime& runtime_;

@@ -71,6 +71,9 @@ absl::StatusOr<InvokeOutcome> ToolRuntime::Invoke(
 absl::StatusOr<InvokeOutcome> ToolRuntime::InvokeInSpan(
     const core::Identity& who, const InvokeRequest& request,
     std::chrono::system_clock::time_point deadline) const {
+  if (request.tool_name.empty()) {
+    return absl::InvalidArgumentError("tool_name: required (ListTools lists the tools)");
+  }
   auto entry = catalog_.Find(request.tool_name);
   if (!entry.has_value()) {
     // The name is quoted back shortened: it is the caller's, of any length.

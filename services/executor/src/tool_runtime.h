@@ -44,7 +44,8 @@ class ToolRuntime final {
       : catalog_(catalog), ledger_(ledger), options_(options) {}
 
   // Runs one tool for `who`, bounded by `deadline`. Errors, having run and
-  // written nothing: NOT_FOUND (unknown tool); FAILED_PRECONDITION with the
+  // written nothing: INVALID_ARGUMENT (no tool_name); NOT_FOUND (unknown
+  // tool); FAILED_PRECONDITION with the
   // reason for a tool whose service is not configured or down (e.g. a domain
   // tool, ToolCatalog::WhyAbsent); INVALID_ARGUMENT (arguments
   // not a JSON object, not matching the schema, too large; key too long),

@@ -1,7 +1,5 @@
 #include "services/orchestrator/api/chat_service.h"
 
-#include <grpcpp/support/proto_buffer_reader.h>
-
 #include <optional>
 #include <utility>
 
@@ -20,7 +18,7 @@
 #include "libs/core/server.h"
 #include "libs/core/text.h"
 #include "libs/trace/span.h"
-#include "services/orchestrator/api/request_fields.h"
+#include "services/orchestrator/api/raw_request.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -101,30 +99,6 @@ absl::StatusOr<core::Identity> Doorway::Admit(const grpc::CallbackServerContext&
 
 namespace {
 
-// The request in `raw`; INVALID_ARGUMENT when it does not parse: INVALID_UTF8
-// naming the string field that is not valid UTF-8, else REQUEST_MALFORMED.
-absl::Status Parse(const grpc::ByteBuffer& raw, google::protobuf::Message& message) {
-  grpc::ByteBuffer copy(raw);
-  grpc::ProtoBufferReader reader(&copy);
-  if (message.ParseFromZeroCopyStream(&reader)) return absl::OkStatus();
-  std::vector<grpc::Slice> slices;
-  std::string bytes;
-  if (raw.Dump(&slices).ok()) {
-    for (const grpc::Slice& slice : slices) {
-      bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-    }
-  }
-  const std::string field = InvalidUtf8Field(*message.GetDescriptor(), bytes);
-  if (!field.empty()) {
-    return core::InvalidField(field, core::kReasonInvalidUtf8, "must be valid UTF-8");
-  }
-  return core::WithFieldViolation(
-      core::WithReason(absl::InvalidArgumentError(absl::StrCat(
-                           "request is not a valid ", message.GetDescriptor()->full_name())),
-                       core::kReasonRequestMalformed),
-      "", "the request bytes are not a " + message.GetDescriptor()->full_name());
-}
-
 // A failure of the conversation service (or the approval audit store) as
 // the public API names it: a missing conversation, or storage out of reach.
 absl::Status StorageFailure(absl::Status status) {
@@ -184,7 +158,7 @@ grpc::ServerUnaryReactor* ServeUnary(
     return reactor;
   }
   auto request = std::make_shared<Request>();
-  if (absl::Status parsed = Parse(*raw, *request); !parsed.ok()) {
+  if (absl::Status parsed = ParseRawRequest(*raw, *request); !parsed.ok()) {
     finish(parsed);
     return reactor;
   }
@@ -716,7 +690,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ChatGrpcService::StreamChat(
   pb::StreamChatRequest request;
   absl::StatusOr<core::Identity> who = door_.Admit(*context);
   if (who.ok()) {
-    if (absl::Status parsed = Parse(*raw, request); !parsed.ok()) who = parsed;
+    if (absl::Status parsed = ParseRawRequest(*raw, request); !parsed.ok()) who = parsed;
   }
   // One form of the id from here on (the spool, running turns, the stored
   // flow and what the client is told), whatever case the client used.
@@ -872,9 +846,7 @@ grpc::ServerUnaryReactor* ChatGrpcService::CancelTurn(grpc::CallbackServerContex
       context, raw, raw_response, "CancelTurn", door_, workers_,
       [this](const core::Call& call, const pb::CancelTurnRequest& request,
              pb::CancelTurnResponse* response) {
-        if (request.conversation_id().empty()) {
-          return core::InvalidField("conversation_id", core::kReasonFieldRequired, "required");
-        }
+        if (absl::Status valid = ValidateCancelTurnRequest(request); !valid.ok()) return valid;
         response->set_cancelled(running_.Cancel(
             RunningTurns::Key(call.who, request.conversation_id()), request.turn_id()));
         return absl::OkStatus();

@@ -1,9 +1,15 @@
 #include "services/orchestrator/api/key_admin_service.h"
 
 #include <google/protobuf/util/time_util.h>
+#include <grpcpp/support/proto_buffer_writer.h>
 
+#include <vector>
+
+#include "libs/core/error_catalog.h"
+#include "libs/core/error_reason.h"
 #include "libs/core/grpc_status.h"
 #include "libs/core/server.h"
+#include "services/orchestrator/api/raw_request.h"
 
 namespace omniforge::orchestrator {
 namespace {
@@ -11,7 +17,7 @@ namespace {
 namespace pb = ::omniforge::orchestrator::v1;
 using google::protobuf::util::TimeUtil;
 
-std::string_view MetadataValue(const grpc::ServerContext& context, const char* key) {
+std::string_view MetadataValue(const grpc::ServerContextBase& context, const char* key) {
   const auto& metadata = context.client_metadata();
   auto it = metadata.find(key);
   if (it == metadata.end()) return {};
@@ -37,17 +43,55 @@ void ToProto(const StoredKey& key, pb::ApiKey* out) {
   }
 }
 
-// Runs `body` for an authenticated caller (the server's interceptor records
-// the call's metrics).
-template <typename Body>
-grpc::Status Serve(const absl::StatusOr<KeyAdminCaller>& caller, Body body) {
-  return core::ToGrpcStatus(caller.ok() ? body(*caller) : caller.status());
+// Authenticates the caller, parses the request and runs `body` on the
+// calling thread, then finishes the call. Key administration is an
+// operator's occasional act of a statement or two, so it takes no worker
+// pool of its own (the admin port has its server's threads to itself).
+template <typename Request, typename Response, typename Body>
+grpc::ServerUnaryReactor* Serve(grpc::CallbackServerContext* context, const grpc::ByteBuffer& raw,
+                                grpc::ByteBuffer* raw_response,
+                                const absl::StatusOr<KeyAdminCaller>& caller, Body body) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  Request request;
+  Response response;
+  absl::Status status = caller.status();
+  if (status.ok()) status = ParseRawRequest(raw, request);
+  if (status.ok()) status = body(*caller, request, &response);
+  if (status.ok()) {
+    bool own_buffer = false;
+    if (!grpc::SerializationTraits<Response>::Serialize(response, raw_response, &own_buffer).ok()) {
+      status = absl::InternalError("cannot serialize the response");
+    }
+  }
+  reactor->Finish(core::ToGrpcStatus(status));
+  return reactor;
+}
+
+// OK, or INVALID_ARGUMENT naming `field` when `time` is outside what a
+// Timestamp may hold (years 1 to 9999, nanos within a second): such a
+// value would overflow on its way to microseconds.
+absl::Status ValidTimestamp(const char* field, const google::protobuf::Timestamp& time) {
+  if (time.seconds() < TimeUtil::kTimestampMinSeconds ||
+      time.seconds() > TimeUtil::kTimestampMaxSeconds || time.nanos() < 0 ||
+      time.nanos() > 999'999'999) {
+    return core::InvalidField(field, core::kReasonFieldInvalid, "not a valid time");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidDuration(const char* field, const google::protobuf::Duration& duration) {
+  if (duration.seconds() < TimeUtil::kDurationMinSeconds ||
+      duration.seconds() > TimeUtil::kDurationMaxSeconds || duration.nanos() < -999'999'999 ||
+      duration.nanos() > 999'999'999) {
+    return core::InvalidField(field, core::kReasonFieldInvalid, "not a valid duration");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::StatusOr<KeyAdminCaller> KeyAdminGrpcService::Caller(
-    const grpc::ServerContext& context) const {
+    const grpc::ServerContextBase& context) const {
   const std::string_view key = core::PresentedApiKey(MetadataValue(context, "authorization"),
                                                      MetadataValue(context, "x-api-key"));
   if (key.empty()) {
@@ -65,72 +109,108 @@ absl::StatusOr<KeyAdminCaller> KeyAdminGrpcService::Caller(
   return KeyAdminCaller{admin->user_id, admin->tenant_id};
 }
 
-grpc::Status KeyAdminGrpcService::CreateKey(grpc::ServerContext* context,
-                                            const pb::CreateKeyRequest* request,
-                                            pb::CreateKeyResponse* response) {
-  return Serve(Caller(*context), [&](const KeyAdminCaller& caller) -> absl::Status {
-    StoredKey wanted;
-    wanted.tenant_id = request->tenant_id();
-    wanted.user_id = request->user_id();
-    switch (request->kind()) {
-      case pb::KEY_KIND_UNSPECIFIED:
-      case pb::KEY_KIND_USER:
-        wanted.kind = core::KeyKind::kUser;
-        break;
-      case pb::KEY_KIND_GATEWAY:
-        wanted.kind = core::KeyKind::kGateway;
-        break;
-      default:
-        return absl::InvalidArgumentError("kind: KEY_KIND_USER or KEY_KIND_GATEWAY");
+grpc::ServerUnaryReactor* KeyAdminGrpcService::CreateKey(grpc::CallbackServerContext* context,
+                                                         const Raw* raw, Raw* raw_response) {
+  return Serve<pb::CreateKeyRequest, pb::CreateKeyResponse>(
+      context, *raw, raw_response, Caller(*context),
+      [this](const KeyAdminCaller& caller, const auto& request, auto* response) {
+        return Create(caller, request, response);
+      });
+}
+
+grpc::ServerUnaryReactor* KeyAdminGrpcService::ListKeys(grpc::CallbackServerContext* context,
+                                                        const Raw* raw, Raw* raw_response) {
+  return Serve<pb::ListKeysRequest, pb::ListKeysResponse>(
+      context, *raw, raw_response, Caller(*context),
+      [this](const KeyAdminCaller& caller, const auto& request, auto* response) {
+        return List(caller, request, response);
+      });
+}
+
+grpc::ServerUnaryReactor* KeyAdminGrpcService::RotateKey(grpc::CallbackServerContext* context,
+                                                         const Raw* raw, Raw* raw_response) {
+  return Serve<pb::RotateKeyRequest, pb::RotateKeyResponse>(
+      context, *raw, raw_response, Caller(*context),
+      [this](const KeyAdminCaller& caller, const auto& request, auto* response) {
+        return Rotate(caller, request, response);
+      });
+}
+
+grpc::ServerUnaryReactor* KeyAdminGrpcService::RevokeKey(grpc::CallbackServerContext* context,
+                                                         const Raw* raw, Raw* raw_response) {
+  return Serve<pb::RevokeKeyRequest, pb::RevokeKeyResponse>(
+      context, *raw, raw_response, Caller(*context),
+      [this](const KeyAdminCaller& caller, const auto& request, auto* response) {
+        return Revoke(caller, request, response);
+      });
+}
+
+absl::Status KeyAdminGrpcService::Create(const KeyAdminCaller& caller,
+                                         const pb::CreateKeyRequest& request,
+                                         pb::CreateKeyResponse* response) {
+  StoredKey wanted;
+  wanted.tenant_id = request.tenant_id();
+  wanted.user_id = request.user_id();
+  switch (request.kind()) {
+    case pb::KEY_KIND_UNSPECIFIED:
+    case pb::KEY_KIND_USER:
+      wanted.kind = core::KeyKind::kUser;
+      break;
+    case pb::KEY_KIND_GATEWAY:
+      wanted.kind = core::KeyKind::kGateway;
+      break;
+    default:
+      return absl::InvalidArgumentError("kind: KEY_KIND_USER or KEY_KIND_GATEWAY");
+  }
+  wanted.label = request.label();
+  if (request.has_expire_time()) {
+    if (absl::Status valid = ValidTimestamp("expire_time", request.expire_time()); !valid.ok()) {
+      return valid;
     }
-    wanted.label = request->label();
-    if (request->has_expire_time()) {
-      wanted.expires_micros = TimeUtil::TimestampToMicroseconds(request->expire_time());
+    wanted.expires_micros = TimeUtil::TimestampToMicroseconds(request.expire_time());
+  }
+  absl::StatusOr<IssuedKey> issued = admin_.Create(caller, wanted);
+  if (!issued.ok()) return issued.status();
+  response->set_key(issued->key);
+  ToProto(issued->stored, response->mutable_api_key());
+  return absl::OkStatus();
+}
+
+absl::Status KeyAdminGrpcService::List(const KeyAdminCaller& caller,
+                                       const pb::ListKeysRequest& request,
+                                       pb::ListKeysResponse* response) {
+  absl::StatusOr<std::vector<StoredKey>> keys =
+      admin_.List(caller, request.tenant_id(), request.include_revoked());
+  if (!keys.ok()) return keys.status();
+  for (const StoredKey& key : *keys) ToProto(key, response->add_api_keys());
+  return absl::OkStatus();
+}
+
+absl::Status KeyAdminGrpcService::Rotate(const KeyAdminCaller& caller,
+                                         const pb::RotateKeyRequest& request,
+                                         pb::RotateKeyResponse* response) {
+  int64_t grace = 0;
+  if (request.has_grace_period()) {
+    if (absl::Status valid = ValidDuration("grace_period", request.grace_period()); !valid.ok()) {
+      return valid;
     }
-    absl::StatusOr<IssuedKey> issued = admin_.Create(caller, wanted);
-    if (!issued.ok()) return issued.status();
-    response->set_key(issued->key);
-    ToProto(issued->stored, response->mutable_api_key());
-    return absl::OkStatus();
-  });
+    grace = TimeUtil::DurationToMicroseconds(request.grace_period());
+  }
+  absl::StatusOr<IssuedKey> issued =
+      admin_.Rotate(caller, request.tenant_id(), request.key_id(), grace);
+  if (!issued.ok()) return issued.status();
+  response->set_key(issued->key);
+  ToProto(issued->stored, response->mutable_api_key());
+  return absl::OkStatus();
 }
 
-grpc::Status KeyAdminGrpcService::ListKeys(grpc::ServerContext* context,
-                                           const pb::ListKeysRequest* request,
-                                           pb::ListKeysResponse* response) {
-  return Serve(Caller(*context), [&](const KeyAdminCaller& caller) -> absl::Status {
-    absl::StatusOr<std::vector<StoredKey>> keys =
-        admin_.List(caller, request->tenant_id(), request->include_revoked());
-    if (!keys.ok()) return keys.status();
-    for (const StoredKey& key : *keys) ToProto(key, response->add_api_keys());
-    return absl::OkStatus();
-  });
-}
-
-grpc::Status KeyAdminGrpcService::RotateKey(grpc::ServerContext* context,
-                                            const pb::RotateKeyRequest* request,
-                                            pb::RotateKeyResponse* response) {
-  return Serve(Caller(*context), [&](const KeyAdminCaller& caller) -> absl::Status {
-    const int64_t grace =
-        request->has_grace_period() ? TimeUtil::DurationToMicroseconds(request->grace_period()) : 0;
-    absl::StatusOr<IssuedKey> issued =
-        admin_.Rotate(caller, request->tenant_id(), request->key_id(), grace);
-    if (!issued.ok()) return issued.status();
-    response->set_key(issued->key);
-    ToProto(issued->stored, response->mutable_api_key());
-    return absl::OkStatus();
-  });
-}
-
-grpc::Status KeyAdminGrpcService::RevokeKey(grpc::ServerContext* context,
-                                            const pb::RevokeKeyRequest* request,
-                                            pb::RevokeKeyResponse* response) {
-  return Serve(Caller(*context), [&](const KeyAdminCaller& caller) -> absl::Status {
-    absl::StatusOr<StoredKey> key = admin_.Revoke(caller, request->tenant_id(), request->key_id());
-    if (!key.ok()) return key.status();
-    ToProto(*key, response->mutable_api_key());
-    return absl::OkStatus();
-  });
+absl::Status KeyAdminGrpcService::Revoke(const KeyAdminCaller& caller,
+                                         const pb::RevokeKeyRequest& request,
+                                         pb::RevokeKeyResponse* response) {
+  absl::StatusOr<StoredKey> key = admin_.Revoke(caller, request.tenant_id(), request.key_id());
+  if (!key.ok()) return key.status();
+  ToProto(*key, response->mutable_api_key());
+  return absl::OkStatus();
 }
 
 }  // namespace omniforge::orchestrator

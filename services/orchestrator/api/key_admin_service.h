@@ -11,25 +11,42 @@
 
 namespace omniforge::orchestrator {
 
-class KeyAdminGrpcService final : public omniforge::orchestrator::v1::KeyAdminService::Service {
+// Every method takes its request as raw bytes, so that bytes protobuf
+// refuses are INVALID_ARGUMENT naming the field (raw_request.h).
+using RawKeyAdminService = v1::KeyAdminService::WithRawCallbackMethod_CreateKey<
+    v1::KeyAdminService::WithRawCallbackMethod_ListKeys<
+        v1::KeyAdminService::WithRawCallbackMethod_RotateKey<
+            v1::KeyAdminService::WithRawCallbackMethod_RevokeKey<v1::KeyAdminService::Service>>>>;
+
+class KeyAdminGrpcService final : public RawKeyAdminService {
  public:
   // `admin_keys` (the admin key file: tenant `*` manages every tenant) and
   // `admin` must outlive this.
   KeyAdminGrpcService(const core::ApiKeys& admin_keys, KeyAdmin& admin)
       : admin_keys_(admin_keys), admin_(admin) {}
 
-  grpc::Status CreateKey(grpc::ServerContext* context, const v1::CreateKeyRequest* request,
-                         v1::CreateKeyResponse* response) override;
-  grpc::Status ListKeys(grpc::ServerContext* context, const v1::ListKeysRequest* request,
-                        v1::ListKeysResponse* response) override;
-  grpc::Status RotateKey(grpc::ServerContext* context, const v1::RotateKeyRequest* request,
-                         v1::RotateKeyResponse* response) override;
-  grpc::Status RevokeKey(grpc::ServerContext* context, const v1::RevokeKeyRequest* request,
-                         v1::RevokeKeyResponse* response) override;
+  using Raw = grpc::ByteBuffer;
+  grpc::ServerUnaryReactor* CreateKey(grpc::CallbackServerContext* context, const Raw* raw,
+                                      Raw* raw_response) override;
+  grpc::ServerUnaryReactor* ListKeys(grpc::CallbackServerContext* context, const Raw* raw,
+                                     Raw* raw_response) override;
+  grpc::ServerUnaryReactor* RotateKey(grpc::CallbackServerContext* context, const Raw* raw,
+                                      Raw* raw_response) override;
+  grpc::ServerUnaryReactor* RevokeKey(grpc::CallbackServerContext* context, const Raw* raw,
+                                      Raw* raw_response) override;
 
  private:
   // The caller by its admin key; UNAUTHENTICATED without a known one.
-  absl::StatusOr<KeyAdminCaller> Caller(const grpc::ServerContext& context) const;
+  absl::StatusOr<KeyAdminCaller> Caller(const grpc::ServerContextBase& context) const;
+
+  absl::Status Create(const KeyAdminCaller& caller, const v1::CreateKeyRequest& request,
+                      v1::CreateKeyResponse* response);
+  absl::Status List(const KeyAdminCaller& caller, const v1::ListKeysRequest& request,
+                    v1::ListKeysResponse* response);
+  absl::Status Rotate(const KeyAdminCaller& caller, const v1::RotateKeyRequest& request,
+                      v1::RotateKeyResponse* response);
+  absl::Status Revoke(const KeyAdminCaller& caller, const v1::RevokeKeyRequest& request,
+                      v1::RevokeKeyResponse* response);
 
   const core::ApiKeys& admin_keys_;
   KeyAdmin& admin_;

@@ -5,6 +5,7 @@
 #include "libs/core/error_catalog.h"
 #include "libs/core/error_reason.h"
 #include "libs/core/ids.h"
+#include "libs/core/json_depth.h"
 #include "libs/core/text.h"
 #include "omniforge/intent/v1/intent_service.pb.h"
 
@@ -68,6 +69,10 @@ absl::Status ValidateDecision(const pb::StreamChatRequest& request) {
     return core::InvalidField("decision.arguments_json", core::kReasonFieldTooLarge,
                               "at most 64 KiB");
   }
+  if (!core::JsonDepthWithin(decision.arguments_json())) {
+    return core::InvalidField("decision.arguments_json", core::kReasonFieldInvalid,
+                              "JSON nested more than 64 levels deep (the limit)");
+  }
   const json args = json::parse(decision.arguments_json(), nullptr, false);
   if (!args.is_object()) {
     return core::InvalidField("decision.arguments_json", core::kReasonFieldInvalid,
@@ -114,6 +119,16 @@ absl::Status ValidateStreamChatRequest(const pb::StreamChatRequest& request) {
   }
   if (absl::Status valid = TokenField("turn_id", request.turn_id()); !valid.ok()) return valid;
   return TokenField("entity_id", request.entity_id());
+}
+
+absl::Status ValidateCancelTurnRequest(const pb::CancelTurnRequest& request) {
+  if (request.conversation_id().empty()) {
+    return core::InvalidField("conversation_id", core::kReasonFieldRequired, "required");
+  }
+  if (!core::IsUuid(request.conversation_id())) {
+    return core::InvalidField("conversation_id", core::kReasonFieldInvalid, "must be a UUID");
+  }
+  return TokenField("turn_id", request.turn_id());
 }
 
 absl::Status ValidateReattachRequest(const pb::StreamChatRequest& request) {
