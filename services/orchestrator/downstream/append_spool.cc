@@ -4,7 +4,6 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -17,69 +16,20 @@
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
 #include "libs/seal/key_ring.h"
+#include "services/orchestrator/downstream/spool_record.h"
 
 namespace omniforge::orchestrator {
 namespace {
 
 constexpr char kFileName[] = "appends.log";
 constexpr char kLockName[] = "lock";
-// Length and checksum before each payload.
-constexpr size_t kHeaderBytes = 8;
 // A record's payload is at most a 64 KiB message with 16 KiB of metadata
 // and the identity; anything far larger is a damaged length.
 constexpr uint32_t kMaxPayloadBytes = 1 << 20;
 
-const std::array<uint32_t, 256>& CrcTable() {
-  static const std::array<uint32_t, 256> table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) != 0 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  return table;
-}
-
-uint32_t Crc32(const std::string& data) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (unsigned char byte : data) c = CrcTable()[(c ^ byte) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
-}
-
-void PutU32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); }
-void PutU64(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
-void PutBytes(std::string& out, const std::string& bytes) {
-  PutU32(out, static_cast<uint32_t>(bytes.size()));
-  out += bytes;
-}
-
-// Reads a payload written by the Put functions; false once it runs short.
-class PayloadReader final {
- public:
-  explicit PayloadReader(const std::string& data) : data_(data) {}
-  bool U32(uint32_t& v) { return Fixed(&v, 4); }
-  bool U64(uint64_t& v) { return Fixed(&v, 8); }
-  bool Bytes(std::string& out) {
-    uint32_t n = 0;
-    if (!U32(n) || data_.size() - pos_ < n) return false;
-    out.assign(data_, pos_, n);
-    pos_ += n;
-    return true;
-  }
-  bool AtEnd() const { return pos_ == data_.size(); }
-
- private:
-  bool Fixed(void* v, size_t n) {
-    if (data_.size() - pos_ < n) return false;
-    std::memcpy(v, data_.data() + pos_, n);
-    pos_ += n;
-    return true;
-  }
-  const std::string& data_;
-  size_t pos_ = 0;
-};
+using spool::PutBytes;
+using spool::PutU64;
+using spool::Record;
 
 // The associated data of a record's sealed message: it opens in its own
 // record only.
@@ -90,35 +40,8 @@ std::string SealedAd(uint64_t number, const core::Identity& who) {
   return ad;
 }
 
-std::string Record(const std::string& payload) {
-  std::string record;
-  PutU32(record, static_cast<uint32_t>(payload.size()));
-  PutU32(record, Crc32(payload));
-  return record + payload;
-}
-
 absl::Status Errno(const std::string& what, const std::filesystem::path& path) {
-  return absl::InternalError("append spool: " + what + " " + path.string() + ": " +
-                             std::strerror(errno));
-}
-
-absl::Status WriteAll(int fd, const std::string& data, const std::filesystem::path& path) {
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno("cannot write", path);
-    done += static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status SyncDirectory(const std::filesystem::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Errno("cannot open", dir);
-  const int synced = ::fsync(fd);
-  ::close(fd);
-  return synced == 0 ? absl::OkStatus() : Errno("cannot fsync", dir);
+  return spool::Errno("append spool", what, path);
 }
 
 // Messages that storage will never take however often they are retried;
@@ -242,17 +165,11 @@ absl::StatusOr<std::string> AppendSpool::OpenMessage(uint64_t number, const core
 
 absl::StatusOr<std::optional<AppendSpool::Entry>> AppendSpool::RecordAt(const std::string& data,
                                                                         size_t pos) const {
-  if (data.size() - pos < kHeaderBytes) return std::nullopt;
-  uint32_t length = 0;
-  uint32_t crc = 0;
-  std::memcpy(&length, data.data() + pos, 4);
-  std::memcpy(&crc, data.data() + pos + 4, 4);
-  if (length > kMaxPayloadBytes || data.size() - pos - kHeaderBytes < length) return std::nullopt;
-  const std::string payload = data.substr(pos + kHeaderBytes, length);
-  if (Crc32(payload) != crc) return std::nullopt;
+  std::optional<std::string> payload = spool::PayloadAt(data, pos, kMaxPayloadBytes);
+  if (!payload.has_value()) return std::nullopt;
   Entry entry;
   std::string request;
-  PayloadReader reader(payload);
+  spool::PayloadReader reader(*payload);
   if (!reader.U64(entry.number) || !reader.Bytes(entry.who.tenant_id) ||
       !reader.Bytes(entry.who.user_id) || !reader.Bytes(request)) {
     return std::nullopt;
@@ -266,7 +183,7 @@ absl::StatusOr<std::optional<AppendSpool::Entry>> AppendSpool::RecordAt(const st
     request = *std::move(opened);
   }
   if (!reader.AtEnd() || !entry.request.ParseFromString(request)) return std::nullopt;
-  entry.record_bytes = static_cast<int64_t>(kHeaderBytes + length);
+  entry.record_bytes = static_cast<int64_t>(spool::kHeaderBytes + payload->size());
   return entry;
 }
 
@@ -274,16 +191,9 @@ absl::Status AppendSpool::Recover() {
   absl::MutexLock lock(&mu_);
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd_ < 0) return Errno("cannot open", path_);
-  if (absl::Status synced = SyncDirectory(options_.dir); !synced.ok()) return synced;
+  if (absl::Status synced = spool::SyncDirectory(options_.dir); !synced.ok()) return synced;
   std::string data;
-  std::array<char, 1 << 16> buffer;
-  while (true) {
-    const ssize_t n = ::pread(fd_, buffer.data(), buffer.size(), static_cast<off_t>(data.size()));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno("cannot read", path_);
-    if (n == 0) break;
-    data.append(buffer.data(), static_cast<size_t>(n));
-  }
+  if (absl::Status read = spool::ReadAll(fd_, path_, data); !read.ok()) return read;
   size_t pos = 0;
   size_t end = 0;  // where the last sound record read ends
   int damaged = 0;
@@ -356,7 +266,7 @@ absl::Status AppendSpool::WriteLocked(Entry& entry) {
             " bytes in " + path_.string() + "); messages are not accepted until storage is back"),
         core::kReasonStorageBacklogFull);
   }
-  absl::Status written = WriteAll(fd_, record, path_);
+  absl::Status written = spool::WriteAll(fd_, record, path_);
   if (written.ok() && ::fdatasync(fd_) != 0) written = Errno("cannot fsync", path_);
   if (!written.ok()) {
     // A partial record would hide every record written after it.
@@ -512,20 +422,7 @@ absl::Status AppendSpool::CompactLocked() {
   for (const auto& [number, entry] : entries_) {
     data += Record(Payload(number, entry.who, entry.request));
   }
-  std::filesystem::path temporary = path_;
-  temporary += ".tmp";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Errno("cannot open", temporary);
-  absl::Status written = WriteAll(fd, data, temporary);
-  if (written.ok() && ::fsync(fd) != 0) written = Errno("cannot fsync", temporary);
-  ::close(fd);
-  if (!written.ok()) return written;
-  if (::rename(temporary.c_str(), path_.c_str()) != 0) return Errno("cannot rename", temporary);
-  if (absl::Status synced = SyncDirectory(options_.dir); !synced.ok()) return synced;
-  const int reopened = ::open(path_.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
-  if (reopened < 0) return Errno("cannot open", path_);
-  ::close(fd_);
-  fd_ = reopened;
+  if (absl::Status rewritten = spool::Rewrite(path_, data, fd_); !rewritten.ok()) return rewritten;
   file_bytes_ = static_cast<int64_t>(data.size());
   UpdateGaugesLocked();
   return absl::OkStatus();
