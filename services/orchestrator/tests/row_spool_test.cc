@@ -163,7 +163,7 @@ TEST_F(RowSpoolOutageTest, ErrorsAndUsageMadeDuringAnOutageAreStoredOnceWhenItEn
     SetReachable(false);
     for (int i = 0; i < kErrors; ++i) RecordError(errors, i);
     for (int i = 0; i < kTurns; ++i) RecordUsage(usage, i);
-    ASSERT_TRUE(WaitFor([&] {
+    EXPECT_TRUE(WaitFor([&] {
       return error_spool->depth() == static_cast<size_t>(kErrors) &&
              usage_spool->depth() == static_cast<size_t>(kTurns);
     })) << "spooled: " << error_spool->depth() << " errors, " << usage_spool->depth()
