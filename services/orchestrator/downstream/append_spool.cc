@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -64,6 +65,25 @@ bool RefusedForGood(const absl::Status& status) {
 // One queue per conversation, however its id is spelled.
 std::string QueueKey(const core::Identity& who, const std::string& conversation_id) {
   return who.tenant_id + "\n" + who.user_id + "\n" + core::CanonicalId(conversation_id);
+}
+
+// The caller part (tenant and user) of a queue key.
+std::string IdentityOf(const std::string& queue_key) {
+  return queue_key.substr(0, queue_key.rfind('\n'));
+}
+
+// Messages per drain call: 256 (the conversation service's group commit
+// writes as many in one transaction), and at most 2 MiB of records, well
+// inside gRPC's 4 MiB message limit.
+constexpr size_t kDrainBatchMessages = 256;
+constexpr int64_t kDrainBatchBytes = 2LL << 20;
+
+core::Counter& DrainCallsCounter() {
+  static core::Counter& c = core::MetricsRegistry::Global().GetCounter(
+      "omniforge_orchestrator_spool_drain_calls_total",
+      "Calls the append spool's drain made to conversation storage (each carries up to 256 "
+      "messages)");
+  return c;
 }
 
 core::Counter& SpooledCounter() {
@@ -323,7 +343,10 @@ absl::StatusOr<std::optional<convpb::AppendMessageResponse>> AppendSpool::Append
     std::unique_lock<std::timed_mutex> drain(drain_mu_, std::defer_lock);
     const auto wait = std::max(std::chrono::microseconds(0),
                                call.deadline - core::TimePointFromMicros(core::NowMicros()));
-    if (drain.try_lock_for(wait)) {
+    ++turns_waiting_;
+    const bool locked = drain.try_lock_for(wait);
+    --turns_waiting_;
+    if (locked) {
       size_t removed = 0;
       bool unreachable = false;
       std::optional<convpb::AppendMessageResponse> stored =
@@ -340,64 +363,127 @@ absl::StatusOr<std::optional<convpb::AppendMessageResponse>> AppendSpool::Append
   return std::optional<convpb::AppendMessageResponse>();
 }
 
-std::optional<convpb::AppendMessageResponse> AppendSpool::DrainConversationLocked(
-    const std::string& key, core::TimePoint deadline, uint64_t wanted, size_t& removed,
-    bool& unreachable) {
-  std::optional<convpb::AppendMessageResponse> wanted_response;
-  while (true) {
-    Entry entry;
-    {
-      absl::MutexLock lock(&mu_);
+std::optional<convpb::AppendMessageResponse> AppendSpool::DrainBatchLocked(
+    const std::vector<std::string>& keys, core::TimePoint deadline, uint64_t wanted,
+    size_t& removed, bool& unreachable) {
+  // The batch: each conversation's messages oldest first, as many as fit.
+  std::vector<std::pair<std::string, uint64_t>> sent;  // (queue key, entry number)
+  convpb::AppendMessagesRequest request;
+  core::Identity who;
+  {
+    absl::MutexLock lock(&mu_);
+    int64_t bytes = 0;
+    for (const std::string& key : keys) {
       auto queue = queues_.find(key);
-      if (queue == queues_.end()) break;
-      entry = entries_.at(queue->second.front());
+      if (queue == queues_.end()) continue;
+      for (uint64_t number : queue->second) {
+        const Entry& entry = entries_.at(number);
+        if (sent.size() == kDrainBatchMessages ||
+            (!sent.empty() && bytes + entry.record_bytes > kDrainBatchBytes)) {
+          break;
+        }
+        who = entry.who;
+        *request.add_messages() = entry.request;
+        sent.emplace_back(key, number);
+        bytes += entry.record_bytes;
+      }
     }
-    const core::TimePoint now = core::TimePointFromMicros(core::NowMicros());
-    if (now >= deadline) break;
-    // Not cancelled: a spooled message was acknowledged and must be stored.
-    const core::Call call = core::Call{entry.who, deadline}.Within(now, options_.call_timeout);
-    absl::StatusOr<convpb::AppendMessageResponse> stored =
-        memory_.AppendMessage(call, entry.request);
-    if (!stored.ok() && !RefusedForGood(stored.status())) {
-      unreachable = true;
-      break;
+  }
+  if (sent.empty()) return std::nullopt;
+  const core::TimePoint now = core::TimePointFromMicros(core::NowMicros());
+  if (now >= deadline) {
+    unreachable = true;
+    return std::nullopt;
+  }
+  // Not cancelled: a spooled message was acknowledged and must be stored.
+  const core::Call call = core::Call{who, deadline}.Within(now, options_.call_timeout);
+  DrainCallsCounter().Inc();
+  absl::StatusOr<convpb::AppendMessagesResponse> response = memory_.AppendMessages(call, request);
+  if (!response.ok() && !RefusedForGood(response.status())) {
+    unreachable = true;
+    return std::nullopt;
+  }
+  std::optional<convpb::AppendMessageResponse> wanted_response;
+  std::vector<uint64_t> done;
+  for (size_t i = 0; i < sent.size(); ++i) {
+    absl::Status status = response.status();
+    if (response.ok()) {
+      const convpb::AppendMessagesResult& result = response->results(static_cast<int>(i));
+      status = result.error_code() == 0
+                   ? absl::OkStatus()
+                   : absl::Status(static_cast<absl::StatusCode>(result.error_code()),
+                                  result.error_message());
+      if (status.ok() && sent[i].second == wanted) wanted_response = result.appended();
     }
-    if (stored.ok()) {
+    if (!status.ok() && !RefusedForGood(status)) {
+      unreachable = true;  // kept, and the conversation's later ones after it
+      continue;
+    }
+    if (status.ok()) {
       DrainedCounter("stored").Inc();
-      if (entry.number == wanted) wanted_response = *std::move(stored);
     } else {
       // Retrying cannot help (the conversation was deleted, or is not the
       // caller's): keeping it would hold back the conversation for good.
       DrainedCounter("refused").Inc();
       core::LogError("spooled message dropped: conversation storage refuses it",
                      {{"component", "orchestrator"},
-                      {"conversation_id", entry.request.conversation_id()},
-                      {"error", std::string(stored.status().message())}});
+                      {"conversation_id", request.messages(static_cast<int>(i)).conversation_id()},
+                      {"error", std::string(status.message())}});
     }
-    absl::MutexLock lock(&mu_);
-    auto queue = queues_.find(key);
-    queue->second.pop_front();
-    if (queue->second.empty()) queues_.erase(queue);
-    entries_.erase(entry.number);
-    UpdateGaugesLocked();
+    done.push_back(i);
+  }
+  absl::MutexLock lock(&mu_);
+  for (size_t i : done) {
+    auto queue = queues_.find(sent[i].first);
+    std::deque<uint64_t>& numbers = queue->second;
+    numbers.erase(std::find(numbers.begin(), numbers.end(), sent[i].second));
+    if (numbers.empty()) queues_.erase(queue);
+    entries_.erase(sent[i].second);
     ++removed;
+  }
+  UpdateGaugesLocked();
+  return wanted_response;
+}
+
+std::optional<convpb::AppendMessageResponse> AppendSpool::DrainConversationLocked(
+    const std::string& key, core::TimePoint deadline, uint64_t wanted, size_t& removed,
+    bool& unreachable) {
+  std::optional<convpb::AppendMessageResponse> wanted_response;
+  while (!unreachable) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (queues_.count(key) == 0) break;
+    }
+    std::optional<convpb::AppendMessageResponse> stored =
+        DrainBatchLocked({key}, deadline, wanted, removed, unreachable);
+    if (stored) wanted_response = std::move(stored);
   }
   return wanted_response;
 }
 
 size_t AppendSpool::DrainOnce() {
-  std::lock_guard<std::timed_mutex> drain(drain_mu_);
-  std::vector<std::string> keys;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [key, queue] : queues_) keys.push_back(key);
-  }
   size_t removed = 0;
-  for (const std::string& key : keys) {
+  while (true) {
+    // A turn waiting to store its own conversation's messages goes first:
+    // it waits for one batch at most, not for the whole backlog.
+    while (turns_waiting_.load() > 0) std::this_thread::yield();
+    std::lock_guard<std::timed_mutex> drain(drain_mu_);
+    // One identity's conversations per call (a call acts for one caller).
+    std::vector<std::string> keys;
+    {
+      absl::MutexLock lock(&mu_);
+      if (queues_.empty()) break;
+      const std::string identity = IdentityOf(queues_.begin()->first);
+      for (auto it = queues_.begin(); it != queues_.end() && IdentityOf(it->first) == identity;
+           ++it) {
+        keys.push_back(it->first);
+      }
+    }
     bool unreachable = false;
-    DrainConversationLocked(key, core::TimePoint::max(), /*wanted=*/0, removed, unreachable);
+    const size_t before = removed;
+    DrainBatchLocked(keys, core::TimePoint::max(), /*wanted=*/0, removed, unreachable);
     // One service stores every conversation: the others would fail alike.
-    if (unreachable) break;
+    if (unreachable || removed == before) break;
   }
   if (removed > 0) {
     absl::MutexLock lock(&mu_);
