@@ -2,7 +2,6 @@
 
 #include <memory>
 #include <mutex>
-
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/ascii.h"

@@ -33,7 +33,7 @@ struct Limits {
   int max_token_budget = 1'000'000;
   int default_recent_exchanges = 3;
   int max_recent_exchanges = 100;
-  int max_window_messages = 500;  // hard cap, whatever the exchanges hold
+  int max_window_messages = 500;    // hard cap, whatever the exchanges hold
   size_t max_batch_messages = 500;  // messages per AppendMany
 };
 

@@ -142,15 +142,16 @@ grpc::ServerUnaryReactor* ConversationGrpcService::AppendMessage(
           return;
         }
         const bool as_json = !request.metadata_json().empty();
-        logic_.Append(call->who, *input, [call, done, as_json](absl::StatusOr<AppendResult> result) {
-          if (!result.ok()) {
-            done(result.status());
-            return;
-          }
-          ToProto(result->message, call->response.mutable_message(), as_json);
-          call->response.set_deduplicated(result->deduplicated);
-          done(absl::OkStatus());
-        });
+        logic_.Append(call->who, *input,
+                      [call, done, as_json](absl::StatusOr<AppendResult> result) {
+                        if (!result.ok()) {
+                          done(result.status());
+                          return;
+                        }
+                        ToProto(result->message, call->response.mutable_message(), as_json);
+                        call->response.set_deduplicated(result->deduplicated);
+                        done(absl::OkStatus());
+                      });
       });
 }
 

@@ -91,9 +91,9 @@ class AppendSpool final {
   // Starts the background drainer (at once when something is spooled).
   void StartDrainer();
   // One pass over the spool: each conversation's messages, oldest first, in
-  // batches of up to 256 messages per call, until storage cannot be reached. A message storage refuses for good
-  // (its conversation is gone, ...) is dropped and logged. Returns how many
-  // left the spool.
+  // batches of up to 256 messages per call, until storage cannot be reached. A message storage
+  // refuses for good (its conversation is gone, ...) is dropped and logged. Returns how many left
+  // the spool.
   size_t DrainOnce();
 
   // Messages waiting in the spool.

@@ -109,8 +109,8 @@ class GrpcMemory final : public Memory {
   }
   absl::StatusOr<convpb::AppendMessagesResponse> AppendMessages(
       const core::Call& call, const convpb::AppendMessagesRequest& request) override {
-    absl::StatusOr<convpb::AppendMessagesResponse> response = Unary(
-        *stub_, &Stub::AppendMessages, "ConversationService/AppendMessages", call, request);
+    absl::StatusOr<convpb::AppendMessagesResponse> response =
+        Unary(*stub_, &Stub::AppendMessages, "ConversationService/AppendMessages", call, request);
     // A conversation service of an earlier release takes them one by one.
     if (absl::IsUnimplemented(response.status())) return Memory::AppendMessages(call, request);
     return response;

@@ -83,9 +83,8 @@ std::string RowSpool::Payload(const SpooledRow& row) const {
   }
   const std::string& key_id = options_.master_keys->current_id;
   spool::PutBytes(payload, key_id);
-  spool::PutBytes(payload,
-                  seal::KeyRing::Seal(keys_.at(key_id), row.row.dump(),
-                                      SealedAd(options_.name, row.number, row.tenant_id)));
+  spool::PutBytes(payload, seal::KeyRing::Seal(keys_.at(key_id), row.row.dump(),
+                                               SealedAd(options_.name, row.number, row.tenant_id)));
   return payload;
 }
 

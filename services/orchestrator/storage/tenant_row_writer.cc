@@ -71,8 +71,8 @@ struct TenantRowWriter::Queue {
   // spooled after a failure is the row as it was given.
   absl::Status Insert(const std::string& tenant, const nlohmann::json& rows) {
     nlohmann::json prepared = rows;
-    absl::Status status = owner.options_.prepare ? owner.options_.prepare(tenant, prepared)
-                                                 : absl::OkStatus();
+    absl::Status status =
+        owner.options_.prepare ? owner.options_.prepare(tenant, prepared) : absl::OkStatus();
     if (!status.ok()) return status;
     return pg::WithTenantTransaction(pool, tenant, [&](pqxx::work& tx) {
       tx.exec_params(owner.options_.insert_sql, tenant, prepared.dump());
@@ -115,8 +115,8 @@ struct TenantRowWriter::Queue {
     size_t next = 0;
     for (const TenantRow& r : batch) {
       if (r.tenant_id != tenant) continue;
-      spooled.push_back(SpooledRow{0, tenant, std::move(rows[next++]),
-                                   static_cast<uint64_t>(r.records), 0});
+      spooled.push_back(
+          SpooledRow{0, tenant, std::move(rows[next++]), static_cast<uint64_t>(r.records), 0});
     }
     double refused = 0;
     for (size_t i = 0; i < spooled.size(); ++i) refused += static_cast<double>(spooled[i].records);
@@ -131,8 +131,9 @@ struct TenantRowWriter::Queue {
     }
     if (refused > 0) {
       owner.CountDropped(kept.ok() ? "spool_full" : "spool_error", refused);
-      core::LogWarn(owner.options_.what + " not stored: the database is unreachable and the "
-                                          "spool cannot take them",
+      core::LogWarn(owner.options_.what +
+                        " not stored: the database is unreachable and the "
+                        "spool cannot take them",
                     {{"component", "orchestrator"},
                      {"error", kept.ok() ? "spool full" : std::string(kept.status().message())}});
     }
@@ -207,7 +208,8 @@ struct TenantRowWriter::Queue {
       lock.lock();
       backoff = drained > 0 ? owner.options_.min_backoff
                             : std::min(backoff * 2, owner.options_.max_backoff);
-      if (owner.options_.spool->depth() > 0) wake.wait_for(lock, backoff, [this] { return stopping; });
+      if (owner.options_.spool->depth() > 0)
+        wake.wait_for(lock, backoff, [this] { return stopping; });
     }
   }
 

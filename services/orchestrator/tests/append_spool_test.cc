@@ -177,9 +177,10 @@ class AppendSpoolTest : public ::testing::Test {
     if (!got) return -1;
     double calls = 0;
     for (const char* method : {"AppendMessage", "AppendMessages"}) {
-      const std::string series = std::string("grpc_server_started_total{grpc_method=\"") + method +
-                                 "\",grpc_service=\"omniforge.conversation.v1.ConversationService\","
-                                 "grpc_type=\"unary\"} ";
+      const std::string series =
+          std::string("grpc_server_started_total{grpc_method=\"") + method +
+          "\",grpc_service=\"omniforge.conversation.v1.ConversationService\","
+          "grpc_type=\"unary\"} ";
       const size_t at = got->body.find(series);
       if (at != std::string::npos) calls += std::stod(got->body.substr(at + series.size()));
     }

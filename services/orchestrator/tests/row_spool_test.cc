@@ -129,9 +129,9 @@ class RowSpoolOutageTest : public ::testing::Test {
                 "executor unavailable", "executor", "tool_call", "agents.list"});
   }
   void RecordUsage(PgUsageRecorder& usage, int i) {
-    ModelUsage turn({kTenant, "user-1", core::NewUuid(), run_ + std::to_string(i),
-                     "CONTEXT_TYPE_GLOBAL"},
-                    &usage);
+    ModelUsage turn(
+        {kTenant, "user-1", core::NewUuid(), run_ + std::to_string(i), "CONTEXT_TYPE_GLOBAL"},
+        &usage);
     turn.Record(Answered());
     turn.Record(Answered());
   }
@@ -166,8 +166,8 @@ TEST_F(RowSpoolOutageTest, ErrorsAndUsageMadeDuringAnOutageAreStoredOnceWhenItEn
     EXPECT_TRUE(WaitFor([&] {
       return error_spool->depth() == static_cast<size_t>(kErrors) &&
              usage_spool->depth() == static_cast<size_t>(kTurns);
-    })) << "spooled: " << error_spool->depth() << " errors, " << usage_spool->depth()
-        << " usage rows";
+    })) << "spooled: "
+        << error_spool->depth() << " errors, " << usage_spool->depth() << " usage rows";
     // What a crash just after the inserts would leave behind.
     std::filesystem::copy_file(dir_ / "error_log.log", kept_error_file);
 
@@ -201,7 +201,8 @@ TEST_F(RowSpoolOutageTest, AFullSpoolKeepsTheOldestRowsAndCountsTheRest) {
   auto spool = RowSpool::Open({dir_, "error_log", 4096, std::nullopt});
   ASSERT_TRUE(spool.ok()) << spool.status();
   std::vector<SpooledRow> rows;
-  for (int i = 0; i < 100; ++i) rows.push_back({0, kTenant, {{"i", i}, {"pad", std::string(100, 'x')}}, 1, 0});
+  for (int i = 0; i < 100; ++i)
+    rows.push_back({0, kTenant, {{"i", i}, {"pad", std::string(100, 'x')}}, 1, 0});
   absl::StatusOr<size_t> kept = (*spool)->Add(rows);
   ASSERT_TRUE(kept.ok()) << kept.status();
   EXPECT_GT(*kept, 0u);
