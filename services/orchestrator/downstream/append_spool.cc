@@ -466,7 +466,9 @@ size_t AppendSpool::DrainOnce() {
   while (true) {
     // A turn waiting to store its own conversation's messages goes first:
     // it waits for one batch at most, not for the whole backlog.
-    while (turns_waiting_.load() > 0) std::this_thread::yield();
+    while (turns_waiting_.load() > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     std::lock_guard<std::timed_mutex> drain(drain_mu_);
     // One identity's conversations per call (a call acts for one caller).
     std::vector<std::string> keys;

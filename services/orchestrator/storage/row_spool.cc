@@ -78,12 +78,12 @@ std::string RowSpool::Payload(const SpooledRow& row) const {
   spool::PutBytes(payload, row.tenant_id);
   spool::PutU64(payload, row.records);
   if (!options_.master_keys.has_value()) {
-    spool::PutBytes(payload, row.row.dump());
+    spool::PutBytes(payload, row.row);
     return payload;
   }
   const std::string& key_id = options_.master_keys->current_id;
   spool::PutBytes(payload, key_id);
-  spool::PutBytes(payload, seal::KeyRing::Seal(keys_.at(key_id), row.row.dump(),
+  spool::PutBytes(payload, seal::KeyRing::Seal(keys_.at(key_id), row.row,
                                                SealedAd(options_.name, row.number, row.tenant_id)));
   return payload;
 }
@@ -113,8 +113,7 @@ absl::StatusOr<std::optional<SpooledRow>> RowSpool::RowOf(const std::string& pay
     text = *std::move(opened);
   }
   if (!reader.AtEnd()) return std::nullopt;
-  row.row = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (row.row.is_discarded()) return std::nullopt;
+  row.row = std::move(text);
   row.record_bytes = static_cast<int64_t>(spool::kHeaderBytes + payload.size());
   return row;
 }

@@ -19,7 +19,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,8 +46,9 @@ struct SpooledRow {
   // Given by the spool.
   uint64_t number = 0;
   std::string tenant_id;
-  // The row before it is prepared for the database (unsealed).
-  nlohmann::json row;
+  // The row as JSON text, before it is prepared for the database
+  // (unsealed).
+  std::string row;
   // What the row counts for in the writer's dropped metric.
   uint64_t records = 1;
   int64_t record_bytes = 0;

@@ -29,6 +29,11 @@ bool WorthRetrying(const absl::Status& status) {
          absl::IsResourceExhausted(status) || absl::IsAborted(status);
 }
 
+// A spooled row as the insert takes it (the spool keeps what was given).
+nlohmann::json Parsed(const SpooledRow& row) {
+  return nlohmann::json::parse(row.row, nullptr, /*allow_exceptions=*/false);
+}
+
 core::Counter& SpooledCounter(const std::string& what) {
   return core::MetricsRegistry::Global().GetCounter(
       "omniforge_orchestrator_spooled_rows_total",
@@ -119,7 +124,7 @@ struct TenantRowWriter::Queue {
           SpooledRow{0, tenant, std::move(rows[next++]), static_cast<uint64_t>(r.records), 0});
     }
     double refused = 0;
-    for (size_t i = 0; i < spooled.size(); ++i) refused += static_cast<double>(spooled[i].records);
+    for (const SpooledRow& row : spooled) refused += static_cast<double>(row.records);
     absl::StatusOr<size_t> kept = owner.options_.spool->Add(spooled);
     for (size_t i = 0; kept.ok() && i < *kept; ++i) {
       refused -= static_cast<double>(spooled[i].records);
@@ -144,7 +149,7 @@ struct TenantRowWriter::Queue {
   bool DrainTenant(const std::string& tenant, const std::vector<const SpooledRow*>& rows,
                    std::vector<uint64_t>& removed) {
     nlohmann::json batch = nlohmann::json::array();
-    for (const SpooledRow* r : rows) batch.push_back(r->row);
+    for (const SpooledRow* r : rows) batch.push_back(Parsed(*r));
     absl::Status status = Insert(tenant, batch);
     if (WorthRetrying(status)) return false;
     if (status.ok()) {
@@ -153,7 +158,7 @@ struct TenantRowWriter::Queue {
       return true;
     }
     for (const SpooledRow* r : rows) {
-      status = Insert(tenant, nlohmann::json::array({r->row}));
+      status = Insert(tenant, nlohmann::json::array({Parsed(*r)}));
       if (WorthRetrying(status)) return false;
       if (!status.ok()) {
         owner.CountDropped("database", static_cast<double>(r->records));

@@ -417,6 +417,7 @@ TEST_F(AppendSpoolTest, ALargeBacklogIsStoredInFewCallsAndKeepsEachConversations
   constexpr int kPerConversation = 500;
   std::unique_ptr<AppendSpool> spool = OpenSpool();
   std::vector<std::string> conversations;
+  conversations.reserve(kConversations);
   for (int c = 0; c < kConversations; ++c) conversations.push_back(NewConversation());
   StopStorage();
   for (int i = 0; i < kPerConversation; ++i) {
@@ -437,6 +438,7 @@ TEST_F(AppendSpoolTest, ALargeBacklogIsStoredInFewCallsAndKeepsEachConversations
   std::cout << "drained " << kConversations * kPerConversation << " messages in " << calls
             << " calls, " << seconds << " s\n";
   std::vector<std::string> expected;
+  expected.reserve(kPerConversation);
   for (int i = 0; i < kPerConversation; ++i) expected.push_back(std::to_string(i));
   for (const std::string& conversation : conversations) {
     EXPECT_EQ(Contents(conversation), expected) << conversation;
