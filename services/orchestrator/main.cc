@@ -123,6 +123,8 @@ struct Settings {
   // Where messages wait while conversation storage is unreachable: one
   // directory per process, on a disk that outlives the process.
   AppendSpoolOptions spool;
+  // The bound of each background row spool (turn errors, model-call usage).
+  int64_t row_spool_max_bytes = 16LL << 20;
   // Per-tenant rates, turns at once and LLM budgets.
   LimitsConfig limits;
   // The master keys that wrap the tenants' data keys (orchestration.tenant_keys)
@@ -238,6 +240,7 @@ absl::StatusOr<Settings> LoadSettings(const std::string& config_file) {
   s.spool.dir = c.String("spool.dir", "/tmp/omniforge-orchestrator-spool");
   s.spool.max_bytes = c.Int("spool.max_bytes", 64LL << 20, 1LL << 20, 1LL << 40);
   s.spool.call_timeout = s.turn.call_timeout;
+  s.row_spool_max_bytes = c.Int("spool.background_max_bytes", 16LL << 20, 1LL << 20, 1LL << 40);
   s.master_keys = seal::ReadMasterKeySettings(c);
   absl::StatusOr<ApprovalPolicy> approvals = ReadApprovalPolicy(c);
   if (!approvals.ok()) return approvals.status();
@@ -371,13 +374,22 @@ absl::StatusOr<Storage> OpenStorage(const Settings& s,
                                             master_keys->current_id, std::chrono::seconds(60),
                                             master_keys->previous);
   st.flows = std::make_unique<PgFlowStore>(*st.pool, *st.keys);
-  st.errors = std::make_unique<PgErrorLog>(*st.pool, *st.keys);
+  // Turn errors and model-call usage wait beside the append spool while the
+  // database is unreachable.
+  auto row_spool = [&](const std::string& name) {
+    return RowSpool::Open({s.spool.dir, name, s.row_spool_max_bytes, master_keys});
+  };
+  absl::StatusOr<std::unique_ptr<RowSpool>> error_spool = row_spool("error_log");
+  if (!error_spool.ok()) return error_spool.status();
+  absl::StatusOr<std::unique_ptr<RowSpool>> usage_spool = row_spool("llm_usage");
+  if (!usage_spool.ok()) return usage_spool.status();
+  st.errors = std::make_unique<PgErrorLog>(*st.pool, *st.keys, *std::move(error_spool));
   core::LogInfo("flows are kept in orchestration.flows, turn errors in orchestration.error_log");
   st.audit = std::make_unique<PgApprovalAudit>(*st.pool, *st.keys);
   core::LogInfo("approval decisions are kept in orchestration.approval_decisions");
   // The planner's model calls, and the intent service's for the turns
   // (which it may make while the planner is local).
-  st.usage = std::make_shared<PgUsageRecorder>(*st.pool);
+  st.usage = std::make_shared<PgUsageRecorder>(*st.pool, *std::move(usage_spool));
   core::LogInfo("model calls are recorded in orchestration.llm_turn_usage, one row per turn");
   st.spend = std::make_unique<PgSpendLedger>(*st.pool);
   return st;

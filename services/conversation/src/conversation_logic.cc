@@ -1,5 +1,7 @@
 #include "services/conversation/src/conversation_logic.h"
 
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/ascii.h"
@@ -197,6 +199,43 @@ void ConversationLogic::Append(const core::Identity& who, const AppendMessageInp
     return;
   }
   repository_.AppendMessage(who, *std::move(message), std::move(done));
+}
+
+absl::Status ConversationLogic::AppendMany(const core::Identity& who,
+                                           const std::vector<AppendMessageInput>& inputs,
+                                           AppendManyCallback done) {
+  if (inputs.size() > limits_.max_batch_messages) {
+    return absl::InvalidArgumentError("messages: at most " +
+                                      std::to_string(limits_.max_batch_messages) + " per call");
+  }
+  struct Gathered {
+    std::mutex mu;
+    std::vector<absl::StatusOr<AppendResult>> results;
+    size_t left = 0;
+    AppendManyCallback done;
+  };
+  auto gathered = std::make_shared<Gathered>();
+  gathered->results.assign(inputs.size(), absl::InternalError("append not attempted"));
+  gathered->left = inputs.size();
+  gathered->done = std::move(done);
+  if (inputs.empty()) {
+    gathered->done({});
+    return absl::OkStatus();
+  }
+  // The repository's queue takes the messages in this order, so one
+  // conversation's keep it.
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Append(who, inputs[i], [gathered, i](absl::StatusOr<AppendResult> result) {
+      bool last = false;
+      {
+        std::lock_guard lock(gathered->mu);
+        gathered->results[i] = std::move(result);
+        last = --gathered->left == 0;
+      }
+      if (last) gathered->done(std::move(gathered->results));
+    });
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<MessagePage> ConversationLogic::ListMessages(const core::Identity& who,

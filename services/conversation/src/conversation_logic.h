@@ -6,9 +6,11 @@
 // content) for bad input and then touches nothing. Thread-safe.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "libs/core/identity.h"
@@ -31,7 +33,8 @@ struct Limits {
   int max_token_budget = 1'000'000;
   int default_recent_exchanges = 3;
   int max_recent_exchanges = 100;
-  int max_window_messages = 500;  // hard cap, whatever the exchanges hold
+  int max_window_messages = 500;    // hard cap, whatever the exchanges hold
+  size_t max_batch_messages = 500;  // messages per AppendMany
 };
 
 struct CreateConversationInput {
@@ -66,6 +69,13 @@ class ConversationLogic final {
                                            int page_size, const std::string& page_token);
   // `done` runs once the message is durable (or with the error).
   void Append(const core::Identity& who, const AppendMessageInput& input, AppendCallback done);
+  using AppendManyCallback = std::function<void(std::vector<absl::StatusOr<AppendResult>>)>;
+  // Appends `inputs` in their order, each as Append does, and runs `done`
+  // once with every message's outcome (in the same order) when all are
+  // durable or failed. INVALID_ARGUMENT, with nothing stored and `done` not
+  // run, for more than max_batch_messages.
+  absl::Status AppendMany(const core::Identity& who, const std::vector<AppendMessageInput>& inputs,
+                          AppendManyCallback done);
   absl::StatusOr<MessagePage> ListMessages(const core::Identity& who, const std::string& id,
                                            int64_t before_seq, int limit);
   absl::StatusOr<ContextWindow> GetContextWindow(const core::Identity& who, const std::string& id,

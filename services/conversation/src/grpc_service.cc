@@ -58,6 +58,19 @@ void ToProto(const Message& m, pb::Message* out, bool metadata_as_json = false) 
   out->set_token_count(m.token_count);
 }
 
+// What AppendMessage takes, from its request; INVALID_ARGUMENT when both
+// forms of metadata are set.
+absl::StatusOr<AppendMessageInput> AppendInput(const pb::AppendMessageRequest& request) {
+  if (request.has_metadata() && !request.metadata_json().empty()) {
+    return absl::InvalidArgumentError("metadata, metadata_json: set at most one of them");
+  }
+  const bool as_json = !request.metadata_json().empty();
+  return AppendMessageInput{
+      request.conversation_id(), static_cast<int>(request.role()), request.content(),
+      as_json ? request.metadata_json() : StructToJson(request.metadata(), request.has_metadata()),
+      request.idempotency_key()};
+}
+
 }  // namespace
 
 grpc::ServerUnaryReactor* ConversationGrpcService::CreateConversation(
@@ -123,25 +136,63 @@ grpc::ServerUnaryReactor* ConversationGrpcService::AppendMessage(
       [this](const std::shared_ptr<core::UnaryCall<Req, Resp>>& call,
              const std::function<void(absl::Status)>& done) {
         const Req& request = call->request;
-        if (request.has_metadata() && !request.metadata_json().empty()) {
-          done(absl::InvalidArgumentError("metadata, metadata_json: set at most one of them"));
+        absl::StatusOr<AppendMessageInput> input = AppendInput(request);
+        if (!input.ok()) {
+          done(input.status());
           return;
         }
         const bool as_json = !request.metadata_json().empty();
-        AppendMessageInput input{request.conversation_id(), static_cast<int>(request.role()),
-                                 request.content(),
-                                 as_json ? request.metadata_json()
-                                         : StructToJson(request.metadata(), request.has_metadata()),
-                                 request.idempotency_key()};
-        logic_.Append(call->who, input, [call, done, as_json](absl::StatusOr<AppendResult> result) {
-          if (!result.ok()) {
-            done(result.status());
-            return;
-          }
-          ToProto(result->message, call->response.mutable_message(), as_json);
-          call->response.set_deduplicated(result->deduplicated);
-          done(absl::OkStatus());
-        });
+        logic_.Append(call->who, *input,
+                      [call, done, as_json](absl::StatusOr<AppendResult> result) {
+                        if (!result.ok()) {
+                          done(result.status());
+                          return;
+                        }
+                        ToProto(result->message, call->response.mutable_message(), as_json);
+                        call->response.set_deduplicated(result->deduplicated);
+                        done(absl::OkStatus());
+                      });
+      });
+}
+
+grpc::ServerUnaryReactor* ConversationGrpcService::AppendMessages(
+    grpc::CallbackServerContext* context, const Raw* raw, Raw* raw_response) {
+  using Req = pb::AppendMessagesRequest;
+  using Resp = pb::AppendMessagesResponse;
+  // Like AppendMessage, no worker waits: the last message's commit answers.
+  return core::ServeUnary<Req, Resp>(
+      context, raw, raw_response, "AppendMessages",
+      [this](const std::shared_ptr<core::UnaryCall<Req, Resp>>& call,
+             const std::function<void(absl::Status)>& done) {
+        std::vector<AppendMessageInput> inputs;
+        std::vector<absl::Status> refused(call->request.messages_size());
+        for (int i = 0; i < call->request.messages_size(); ++i) {
+          absl::StatusOr<AppendMessageInput> input = AppendInput(call->request.messages(i));
+          // An empty message goes through to keep the positions; its
+          // result is replaced by the refusal.
+          refused[i] = input.status();
+          inputs.push_back(input.ok() ? *std::move(input) : AppendMessageInput{});
+        }
+        absl::Status started = logic_.AppendMany(
+            call->who, inputs,
+            [call, done, refused](std::vector<absl::StatusOr<AppendResult>> results) {
+              for (size_t i = 0; i < results.size(); ++i) {
+                pb::AppendMessagesResult* out = call->response.add_results();
+                const absl::Status status = refused[i].ok() ? results[i].status() : refused[i];
+                if (!status.ok()) {
+                  out->set_error_code(static_cast<int32_t>(status.code()));
+                  out->set_error_message(std::string(status.message()));
+                  continue;
+                }
+                const pb::AppendMessageRequest& request =
+                    call->request.messages(static_cast<int>(i));
+                ToProto(results[i]->message, out->mutable_appended()->mutable_message(),
+                        !request.metadata_json().empty());
+                out->mutable_appended()->set_deduplicated(results[i]->deduplicated);
+              }
+              done(absl::OkStatus());
+            });
+        if (!started.ok()) done(started);
       });
 }
 

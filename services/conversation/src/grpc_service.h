@@ -25,7 +25,8 @@ using RawConversationService = pb::ConversationService::WithRawCallbackMethod_Cr
                     pb::ConversationService::WithRawCallbackMethod_GetContextWindow<
                         pb::ConversationService::WithRawCallbackMethod_DeleteConversation<
                             pb::ConversationService::WithRawCallbackMethod_SetDialogueStatus<
-                                pb::ConversationService::Service>>>>>>>>;
+                                pb::ConversationService::WithRawCallbackMethod_AppendMessages<
+                                    pb::ConversationService::Service>>>>>>>>>;
 
 class ConversationGrpcService final : public RawConversationService {
  public:
@@ -39,6 +40,7 @@ class ConversationGrpcService final : public RawConversationService {
   Reactor* GetConversation(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
   Reactor* ListConversations(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
   Reactor* AppendMessage(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
+  Reactor* AppendMessages(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
   Reactor* ListMessages(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
   Reactor* GetContextWindow(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;
   Reactor* DeleteConversation(grpc::CallbackServerContext* c, const Raw* q, Raw* r) override;

@@ -235,7 +235,7 @@ TEST_F(ConversationServerTest, ReflectionDescribesTheService) {
   EXPECT_EQ(file.package(), "omniforge.conversation.v1");
   ASSERT_EQ(file.service_size(), 1);
   EXPECT_EQ(file.service(0).name(), "ConversationService");
-  EXPECT_EQ(file.service(0).method_size(), 8);
+  EXPECT_EQ(file.service(0).method_size(), 9);
 
   stream->WritesDone();
   const grpc::Status status = stream->Finish();

@@ -4,7 +4,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include <array>
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -17,69 +17,20 @@
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
 #include "libs/seal/key_ring.h"
+#include "services/orchestrator/downstream/spool_record.h"
 
 namespace omniforge::orchestrator {
 namespace {
 
 constexpr char kFileName[] = "appends.log";
 constexpr char kLockName[] = "lock";
-// Length and checksum before each payload.
-constexpr size_t kHeaderBytes = 8;
 // A record's payload is at most a 64 KiB message with 16 KiB of metadata
 // and the identity; anything far larger is a damaged length.
 constexpr uint32_t kMaxPayloadBytes = 1 << 20;
 
-const std::array<uint32_t, 256>& CrcTable() {
-  static const std::array<uint32_t, 256> table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) != 0 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  return table;
-}
-
-uint32_t Crc32(const std::string& data) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (unsigned char byte : data) c = CrcTable()[(c ^ byte) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
-}
-
-void PutU32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); }
-void PutU64(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
-void PutBytes(std::string& out, const std::string& bytes) {
-  PutU32(out, static_cast<uint32_t>(bytes.size()));
-  out += bytes;
-}
-
-// Reads a payload written by the Put functions; false once it runs short.
-class PayloadReader final {
- public:
-  explicit PayloadReader(const std::string& data) : data_(data) {}
-  bool U32(uint32_t& v) { return Fixed(&v, 4); }
-  bool U64(uint64_t& v) { return Fixed(&v, 8); }
-  bool Bytes(std::string& out) {
-    uint32_t n = 0;
-    if (!U32(n) || data_.size() - pos_ < n) return false;
-    out.assign(data_, pos_, n);
-    pos_ += n;
-    return true;
-  }
-  bool AtEnd() const { return pos_ == data_.size(); }
-
- private:
-  bool Fixed(void* v, size_t n) {
-    if (data_.size() - pos_ < n) return false;
-    std::memcpy(v, data_.data() + pos_, n);
-    pos_ += n;
-    return true;
-  }
-  const std::string& data_;
-  size_t pos_ = 0;
-};
+using spool::PutBytes;
+using spool::PutU64;
+using spool::Record;
 
 // The associated data of a record's sealed message: it opens in its own
 // record only.
@@ -90,35 +41,8 @@ std::string SealedAd(uint64_t number, const core::Identity& who) {
   return ad;
 }
 
-std::string Record(const std::string& payload) {
-  std::string record;
-  PutU32(record, static_cast<uint32_t>(payload.size()));
-  PutU32(record, Crc32(payload));
-  return record + payload;
-}
-
 absl::Status Errno(const std::string& what, const std::filesystem::path& path) {
-  return absl::InternalError("append spool: " + what + " " + path.string() + ": " +
-                             std::strerror(errno));
-}
-
-absl::Status WriteAll(int fd, const std::string& data, const std::filesystem::path& path) {
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno("cannot write", path);
-    done += static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status SyncDirectory(const std::filesystem::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Errno("cannot open", dir);
-  const int synced = ::fsync(fd);
-  ::close(fd);
-  return synced == 0 ? absl::OkStatus() : Errno("cannot fsync", dir);
+  return spool::Errno("append spool", what, path);
 }
 
 // Messages that storage will never take however often they are retried;
@@ -141,6 +65,25 @@ bool RefusedForGood(const absl::Status& status) {
 // One queue per conversation, however its id is spelled.
 std::string QueueKey(const core::Identity& who, const std::string& conversation_id) {
   return who.tenant_id + "\n" + who.user_id + "\n" + core::CanonicalId(conversation_id);
+}
+
+// The caller part (tenant and user) of a queue key.
+std::string IdentityOf(const std::string& queue_key) {
+  return queue_key.substr(0, queue_key.rfind('\n'));
+}
+
+// Messages per drain call: 256 (the conversation service's group commit
+// writes as many in one transaction), and at most 2 MiB of records, well
+// inside gRPC's 4 MiB message limit.
+constexpr size_t kDrainBatchMessages = 256;
+constexpr int64_t kDrainBatchBytes = 2LL << 20;
+
+core::Counter& DrainCallsCounter() {
+  static core::Counter& c = core::MetricsRegistry::Global().GetCounter(
+      "omniforge_orchestrator_spool_drain_calls_total",
+      "Calls the append spool's drain made to conversation storage (each carries up to 256 "
+      "messages)");
+  return c;
 }
 
 core::Counter& SpooledCounter() {
@@ -242,17 +185,11 @@ absl::StatusOr<std::string> AppendSpool::OpenMessage(uint64_t number, const core
 
 absl::StatusOr<std::optional<AppendSpool::Entry>> AppendSpool::RecordAt(const std::string& data,
                                                                         size_t pos) const {
-  if (data.size() - pos < kHeaderBytes) return std::nullopt;
-  uint32_t length = 0;
-  uint32_t crc = 0;
-  std::memcpy(&length, data.data() + pos, 4);
-  std::memcpy(&crc, data.data() + pos + 4, 4);
-  if (length > kMaxPayloadBytes || data.size() - pos - kHeaderBytes < length) return std::nullopt;
-  const std::string payload = data.substr(pos + kHeaderBytes, length);
-  if (Crc32(payload) != crc) return std::nullopt;
+  std::optional<std::string> payload = spool::PayloadAt(data, pos, kMaxPayloadBytes);
+  if (!payload.has_value()) return std::nullopt;
   Entry entry;
   std::string request;
-  PayloadReader reader(payload);
+  spool::PayloadReader reader(*payload);
   if (!reader.U64(entry.number) || !reader.Bytes(entry.who.tenant_id) ||
       !reader.Bytes(entry.who.user_id) || !reader.Bytes(request)) {
     return std::nullopt;
@@ -266,7 +203,7 @@ absl::StatusOr<std::optional<AppendSpool::Entry>> AppendSpool::RecordAt(const st
     request = *std::move(opened);
   }
   if (!reader.AtEnd() || !entry.request.ParseFromString(request)) return std::nullopt;
-  entry.record_bytes = static_cast<int64_t>(kHeaderBytes + length);
+  entry.record_bytes = static_cast<int64_t>(spool::kHeaderBytes + payload->size());
   return entry;
 }
 
@@ -274,16 +211,9 @@ absl::Status AppendSpool::Recover() {
   absl::MutexLock lock(&mu_);
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd_ < 0) return Errno("cannot open", path_);
-  if (absl::Status synced = SyncDirectory(options_.dir); !synced.ok()) return synced;
+  if (absl::Status synced = spool::SyncDirectory(options_.dir); !synced.ok()) return synced;
   std::string data;
-  std::array<char, 1 << 16> buffer;
-  while (true) {
-    const ssize_t n = ::pread(fd_, buffer.data(), buffer.size(), static_cast<off_t>(data.size()));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno("cannot read", path_);
-    if (n == 0) break;
-    data.append(buffer.data(), static_cast<size_t>(n));
-  }
+  if (absl::Status read = spool::ReadAll(fd_, path_, data); !read.ok()) return read;
   size_t pos = 0;
   size_t end = 0;  // where the last sound record read ends
   int damaged = 0;
@@ -356,7 +286,7 @@ absl::Status AppendSpool::WriteLocked(Entry& entry) {
             " bytes in " + path_.string() + "); messages are not accepted until storage is back"),
         core::kReasonStorageBacklogFull);
   }
-  absl::Status written = WriteAll(fd_, record, path_);
+  absl::Status written = spool::WriteAll(fd_, record, path_);
   if (written.ok() && ::fdatasync(fd_) != 0) written = Errno("cannot fsync", path_);
   if (!written.ok()) {
     // A partial record would hide every record written after it.
@@ -413,7 +343,10 @@ absl::StatusOr<std::optional<convpb::AppendMessageResponse>> AppendSpool::Append
     std::unique_lock<std::timed_mutex> drain(drain_mu_, std::defer_lock);
     const auto wait = std::max(std::chrono::microseconds(0),
                                call.deadline - core::TimePointFromMicros(core::NowMicros()));
-    if (drain.try_lock_for(wait)) {
+    ++turns_waiting_;
+    const bool locked = drain.try_lock_for(wait);
+    --turns_waiting_;
+    if (locked) {
       size_t removed = 0;
       bool unreachable = false;
       std::optional<convpb::AppendMessageResponse> stored =
@@ -430,64 +363,129 @@ absl::StatusOr<std::optional<convpb::AppendMessageResponse>> AppendSpool::Append
   return std::optional<convpb::AppendMessageResponse>();
 }
 
-std::optional<convpb::AppendMessageResponse> AppendSpool::DrainConversationLocked(
-    const std::string& key, core::TimePoint deadline, uint64_t wanted, size_t& removed,
-    bool& unreachable) {
-  std::optional<convpb::AppendMessageResponse> wanted_response;
-  while (true) {
-    Entry entry;
-    {
-      absl::MutexLock lock(&mu_);
+std::optional<convpb::AppendMessageResponse> AppendSpool::DrainBatchLocked(
+    const std::vector<std::string>& keys, core::TimePoint deadline, uint64_t wanted,
+    size_t& removed, bool& unreachable) {
+  // The batch: each conversation's messages oldest first, as many as fit.
+  std::vector<std::pair<std::string, uint64_t>> sent;  // (queue key, entry number)
+  convpb::AppendMessagesRequest request;
+  core::Identity who;
+  {
+    absl::MutexLock lock(&mu_);
+    int64_t bytes = 0;
+    for (const std::string& key : keys) {
       auto queue = queues_.find(key);
-      if (queue == queues_.end()) break;
-      entry = entries_.at(queue->second.front());
+      if (queue == queues_.end()) continue;
+      for (uint64_t number : queue->second) {
+        const Entry& entry = entries_.at(number);
+        if (sent.size() == kDrainBatchMessages ||
+            (!sent.empty() && bytes + entry.record_bytes > kDrainBatchBytes)) {
+          break;
+        }
+        who = entry.who;
+        *request.add_messages() = entry.request;
+        sent.emplace_back(key, number);
+        bytes += entry.record_bytes;
+      }
     }
-    const core::TimePoint now = core::TimePointFromMicros(core::NowMicros());
-    if (now >= deadline) break;
-    // Not cancelled: a spooled message was acknowledged and must be stored.
-    const core::Call call = core::Call{entry.who, deadline}.Within(now, options_.call_timeout);
-    absl::StatusOr<convpb::AppendMessageResponse> stored =
-        memory_.AppendMessage(call, entry.request);
-    if (!stored.ok() && !RefusedForGood(stored.status())) {
-      unreachable = true;
-      break;
+  }
+  if (sent.empty()) return std::nullopt;
+  const core::TimePoint now = core::TimePointFromMicros(core::NowMicros());
+  if (now >= deadline) {
+    unreachable = true;
+    return std::nullopt;
+  }
+  // Not cancelled: a spooled message was acknowledged and must be stored.
+  const core::Call call = core::Call{who, deadline}.Within(now, options_.call_timeout);
+  DrainCallsCounter().Inc();
+  absl::StatusOr<convpb::AppendMessagesResponse> response = memory_.AppendMessages(call, request);
+  if (!response.ok() && !RefusedForGood(response.status())) {
+    unreachable = true;
+    return std::nullopt;
+  }
+  std::optional<convpb::AppendMessageResponse> wanted_response;
+  std::vector<uint64_t> done;
+  for (size_t i = 0; i < sent.size(); ++i) {
+    absl::Status status = response.status();
+    if (response.ok()) {
+      const convpb::AppendMessagesResult& result = response->results(static_cast<int>(i));
+      status = result.error_code() == 0
+                   ? absl::OkStatus()
+                   : absl::Status(static_cast<absl::StatusCode>(result.error_code()),
+                                  result.error_message());
+      if (status.ok() && sent[i].second == wanted) wanted_response = result.appended();
     }
-    if (stored.ok()) {
+    if (!status.ok() && !RefusedForGood(status)) {
+      unreachable = true;  // kept, and the conversation's later ones after it
+      continue;
+    }
+    if (status.ok()) {
       DrainedCounter("stored").Inc();
-      if (entry.number == wanted) wanted_response = *std::move(stored);
     } else {
       // Retrying cannot help (the conversation was deleted, or is not the
       // caller's): keeping it would hold back the conversation for good.
       DrainedCounter("refused").Inc();
       core::LogError("spooled message dropped: conversation storage refuses it",
                      {{"component", "orchestrator"},
-                      {"conversation_id", entry.request.conversation_id()},
-                      {"error", std::string(stored.status().message())}});
+                      {"conversation_id", request.messages(static_cast<int>(i)).conversation_id()},
+                      {"error", std::string(status.message())}});
     }
-    absl::MutexLock lock(&mu_);
-    auto queue = queues_.find(key);
-    queue->second.pop_front();
-    if (queue->second.empty()) queues_.erase(queue);
-    entries_.erase(entry.number);
-    UpdateGaugesLocked();
+    done.push_back(i);
+  }
+  absl::MutexLock lock(&mu_);
+  for (size_t i : done) {
+    auto queue = queues_.find(sent[i].first);
+    std::deque<uint64_t>& numbers = queue->second;
+    numbers.erase(std::find(numbers.begin(), numbers.end(), sent[i].second));
+    if (numbers.empty()) queues_.erase(queue);
+    entries_.erase(sent[i].second);
     ++removed;
+  }
+  UpdateGaugesLocked();
+  return wanted_response;
+}
+
+std::optional<convpb::AppendMessageResponse> AppendSpool::DrainConversationLocked(
+    const std::string& key, core::TimePoint deadline, uint64_t wanted, size_t& removed,
+    bool& unreachable) {
+  std::optional<convpb::AppendMessageResponse> wanted_response;
+  while (!unreachable) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (queues_.count(key) == 0) break;
+    }
+    std::optional<convpb::AppendMessageResponse> stored =
+        DrainBatchLocked({key}, deadline, wanted, removed, unreachable);
+    if (stored) wanted_response = std::move(stored);
   }
   return wanted_response;
 }
 
 size_t AppendSpool::DrainOnce() {
-  std::lock_guard<std::timed_mutex> drain(drain_mu_);
-  std::vector<std::string> keys;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [key, queue] : queues_) keys.push_back(key);
-  }
   size_t removed = 0;
-  for (const std::string& key : keys) {
+  while (true) {
+    // A turn waiting to store its own conversation's messages goes first:
+    // it waits for one batch at most, not for the whole backlog.
+    while (turns_waiting_.load() > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::lock_guard<std::timed_mutex> drain(drain_mu_);
+    // One identity's conversations per call (a call acts for one caller).
+    std::vector<std::string> keys;
+    {
+      absl::MutexLock lock(&mu_);
+      if (queues_.empty()) break;
+      const std::string identity = IdentityOf(queues_.begin()->first);
+      for (auto it = queues_.begin(); it != queues_.end() && IdentityOf(it->first) == identity;
+           ++it) {
+        keys.push_back(it->first);
+      }
+    }
     bool unreachable = false;
-    DrainConversationLocked(key, core::TimePoint::max(), /*wanted=*/0, removed, unreachable);
+    const size_t before = removed;
+    DrainBatchLocked(keys, core::TimePoint::max(), /*wanted=*/0, removed, unreachable);
     // One service stores every conversation: the others would fail alike.
-    if (unreachable) break;
+    if (unreachable || removed == before) break;
   }
   if (removed > 0) {
     absl::MutexLock lock(&mu_);
@@ -512,20 +510,7 @@ absl::Status AppendSpool::CompactLocked() {
   for (const auto& [number, entry] : entries_) {
     data += Record(Payload(number, entry.who, entry.request));
   }
-  std::filesystem::path temporary = path_;
-  temporary += ".tmp";
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Errno("cannot open", temporary);
-  absl::Status written = WriteAll(fd, data, temporary);
-  if (written.ok() && ::fsync(fd) != 0) written = Errno("cannot fsync", temporary);
-  ::close(fd);
-  if (!written.ok()) return written;
-  if (::rename(temporary.c_str(), path_.c_str()) != 0) return Errno("cannot rename", temporary);
-  if (absl::Status synced = SyncDirectory(options_.dir); !synced.ok()) return synced;
-  const int reopened = ::open(path_.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
-  if (reopened < 0) return Errno("cannot open", path_);
-  ::close(fd_);
-  fd_ = reopened;
+  if (absl::Status rewritten = spool::Rewrite(path_, data, fd_); !rewritten.ok()) return rewritten;
   file_bytes_ = static_cast<int64_t>(data.size());
   UpdateGaugesLocked();
   return absl::OkStatus();

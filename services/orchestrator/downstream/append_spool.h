@@ -18,6 +18,7 @@
 // records leave the file when the drainer rewrites it (write, fsync, rename).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -28,6 +29,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -88,10 +90,10 @@ class AppendSpool final {
 
   // Starts the background drainer (at once when something is spooled).
   void StartDrainer();
-  // One pass over the spool: each conversation's messages, oldest first,
-  // until storage cannot be reached. A message storage refuses for good
-  // (its conversation is gone, ...) is dropped and logged. Returns how many
-  // left the spool.
+  // One pass over the spool: each conversation's messages, oldest first, in
+  // batches of up to 256 messages per call, until storage cannot be reached. A message storage
+  // refuses for good (its conversation is gone, ...) is dropped and logged. Returns how many left
+  // the spool.
   size_t DrainOnce();
 
   // Messages waiting in the spool.
@@ -129,9 +131,19 @@ class AppendSpool final {
   // Writes and fsyncs `entry`'s record; RESOURCE_EXHAUSTED when it does not
   // fit.
   absl::Status WriteLocked(Entry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Tries `key`'s spooled messages in order until one cannot reach storage
-  // (or `deadline` passes; TimePoint::max(): none). Returns the response to
-  // message `wanted`, if it was stored. Requires drain_mu_.
+  // Sends the oldest spooled messages of `keys` (conversations of one
+  // caller), oldest first per conversation, in one AppendMessages call of up
+  // to 256 messages and removes those stored or refused for good.
+  // `unreachable` is set when storage could not be reached (or `deadline`
+  // has passed). Returns the response to message `wanted`, if it was
+  // stored. Requires drain_mu_.
+  std::optional<convpb::AppendMessageResponse> DrainBatchLocked(
+      const std::vector<std::string>& keys, core::TimePoint deadline, uint64_t wanted,
+      size_t& removed, bool& unreachable);
+  // Sends `key`'s spooled messages in batches until none is left or storage
+  // cannot be reached (or `deadline` passes; TimePoint::max(): none).
+  // Returns the response to message `wanted`, if it was stored. Requires
+  // drain_mu_.
   std::optional<convpb::AppendMessageResponse> DrainConversationLocked(const std::string& key,
                                                                        core::TimePoint deadline,
                                                                        uint64_t wanted,
@@ -148,7 +160,10 @@ class AppendSpool final {
   int lock_fd_ = -1;
 
   // One drain at a time, so a conversation's messages are sent in order.
+  // The background pass takes it per batch and lets turns waiting for it
+  // (turns_waiting_) go first.
   std::timed_mutex drain_mu_;
+  std::atomic<int> turns_waiting_{0};
 
   mutable absl::Mutex mu_;
   int fd_ ABSL_GUARDED_BY(mu_) = -1;

@@ -38,6 +38,12 @@ class Memory {
       const core::Call& call, const convpb::ListConversationsRequest& request) = 0;
   virtual absl::StatusOr<convpb::AppendMessageResponse> AppendMessage(
       const core::Call& call, const convpb::AppendMessageRequest& request) = 0;
+  // Appends the request's messages in their order, each as AppendMessage
+  // does, with one result per message. This default sends them one at a
+  // time and, once storage cannot be reached, answers the rest with that
+  // status unsent; the conversation service's client sends them in one call.
+  virtual absl::StatusOr<convpb::AppendMessagesResponse> AppendMessages(
+      const core::Call& call, const convpb::AppendMessagesRequest& request);
   virtual absl::StatusOr<convpb::ListMessagesResponse> ListMessages(
       const core::Call& call, const convpb::ListMessagesRequest& request) = 0;
   virtual absl::StatusOr<convpb::GetContextWindowResponse> GetContextWindow(

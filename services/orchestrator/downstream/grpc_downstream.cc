@@ -107,6 +107,14 @@ class GrpcMemory final : public Memory {
       const core::Call& call, const convpb::AppendMessageRequest& request) override {
     return Unary(*stub_, &Stub::AppendMessage, "ConversationService/AppendMessage", call, request);
   }
+  absl::StatusOr<convpb::AppendMessagesResponse> AppendMessages(
+      const core::Call& call, const convpb::AppendMessagesRequest& request) override {
+    absl::StatusOr<convpb::AppendMessagesResponse> response =
+        Unary(*stub_, &Stub::AppendMessages, "ConversationService/AppendMessages", call, request);
+    // A conversation service of an earlier release takes them one by one.
+    if (absl::IsUnimplemented(response.status())) return Memory::AppendMessages(call, request);
+    return response;
+  }
   absl::StatusOr<convpb::ListMessagesResponse> ListMessages(
       const core::Call& call, const convpb::ListMessagesRequest& request) override {
     return Unary(*stub_, &Stub::ListMessages, "ConversationService/ListMessages", call, request);

@@ -4,6 +4,9 @@
 // with the tenant's key; kind, component, stage and tool stay readable.
 #pragma once
 
+#include <chrono>
+#include <memory>
+
 #include "libs/pg/pool.h"
 #include "libs/seal/key_ring.h"
 #include "services/orchestrator/storage/tenant_row_writer.h"
@@ -12,12 +15,16 @@
 namespace omniforge::orchestrator {
 
 // Thread-safe. Errors recorded while more than `max_queued` wait are counted
-// (omniforge_orchestrator_turn_errors_dropped_total) and not stored.
-// Destruction writes what is queued.
+// (omniforge_orchestrator_turn_errors_dropped_total) and not stored. With a
+// spool, errors the database cannot take now wait there (row_spool.h) and
+// are stored once it is back, each once. Destruction writes what is queued.
 class PgErrorLog final : public TurnErrorLog {
  public:
-  // `keys` (orchestration.tenant_keys) must outlive the log.
-  PgErrorLog(pg::PgPool& pool, seal::KeyRing& keys, size_t max_queued = 10000);
+  // `keys` (orchestration.tenant_keys) must outlive the log; `spool` may be
+  // null (errors the database cannot take are then dropped).
+  PgErrorLog(pg::PgPool& pool, seal::KeyRing& keys, std::shared_ptr<RowSpool> spool = nullptr,
+             size_t max_queued = 10000,
+             std::chrono::milliseconds max_backoff = std::chrono::seconds(30));
 
   void Record(TurnError error) override;
 

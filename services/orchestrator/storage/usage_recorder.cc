@@ -41,6 +41,8 @@ nlohmann::json Row(const UsageAttribution& who, const std::vector<AttributedCall
   nlohmann::json stored_calls = nlohmann::json::array();
   for (const AttributedCall& call : calls) stored_calls.push_back(Call(call));
   return {{"id", core::NewUuid()},
+          // When the turn ended, also for a row stored after an outage.
+          {"created_at", Timestamp(core::NowMicros())},
           {"user_id", who.user_id},
           {"conversation_id",
            who.conversation_id.empty() ? nlohmann::json() : nlohmann::json(who.conversation_id)},
@@ -52,19 +54,24 @@ nlohmann::json Row(const UsageAttribution& who, const std::vector<AttributedCall
 
 }  // namespace
 
-PgUsageRecorder::PgUsageRecorder(pg::PgPool& pool, size_t max_queued)
+PgUsageRecorder::PgUsageRecorder(pg::PgPool& pool, std::shared_ptr<RowSpool> spool,
+                                 size_t max_queued, std::chrono::milliseconds max_backoff)
     : rows_(pool, {.insert_sql =
                        "INSERT INTO orchestration.llm_turn_usage (tenant_id, id, user_id, "
-                       "conversation_id, turn_id, context_type, execution_mode, calls) "
+                       "conversation_id, turn_id, context_type, execution_mode, calls, created_at) "
                        "SELECT $1, x.id, x.user_id, x.conversation_id, x.turn_id, x.context_type, "
-                       "x.execution_mode, x.calls "
+                       "x.execution_mode, x.calls, coalesce(x.created_at, now()) "
                        "FROM jsonb_to_recordset($2::jsonb) AS x(id uuid, user_id text, "
                        "conversation_id uuid, turn_id text, context_type text, "
-                       "execution_mode text, calls jsonb)",
+                       "execution_mode text, calls jsonb, created_at timestamptz) "
+                       // A spooled row written again after a crash.
+                       "ON CONFLICT (tenant_id, id) DO NOTHING",
                    .what = "LLM usage",
                    .dropped_metric = "omniforge_orchestrator_llm_usage_dropped_total",
                    .dropped_help = "Model-call usage records not stored",
-                   .max_queued = max_queued}) {}
+                   .max_queued = max_queued,
+                   .spool = std::move(spool),
+                   .max_backoff = max_backoff}) {}
 
 void PgUsageRecorder::Record(const llm::UsageRecord&) { rows_.CountDropped("unattributed"); }
 

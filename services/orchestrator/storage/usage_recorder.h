@@ -13,6 +13,7 @@
 // orchestration.llm_usage is a view that answers one row per call.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,11 +29,15 @@ namespace omniforge::orchestrator {
 // (omniforge_orchestrator_llm_usage_dropped_total, reason "unattributed")
 // and not stored; so are the calls of a turn that ends while more than
 // `max_queued` rows wait, or whose row the database refuses, each call
-// counted once. Must outlive the ModelUsages it writes for. Destruction
-// writes what is queued.
+// counted once. With a spool, rows the database cannot take now wait there
+// (row_spool.h) and are stored once it is back, each once. Must outlive the
+// ModelUsages it writes for. Destruction writes what is queued.
 class PgUsageRecorder final : public ScopeUsageWriter {
  public:
-  explicit PgUsageRecorder(pg::PgPool& pool, size_t max_queued = 10000);
+  // `spool` may be null (rows the database cannot take are then dropped).
+  explicit PgUsageRecorder(pg::PgPool& pool, std::shared_ptr<RowSpool> spool = nullptr,
+                           size_t max_queued = 10000,
+                           std::chrono::milliseconds max_backoff = std::chrono::seconds(30));
 
   void Record(const llm::UsageRecord& record) override;
   void WriteScope(const UsageAttribution& who, std::vector<AttributedCall> calls) override;

@@ -92,6 +92,11 @@ class ObservedMemory final : public Memory {
     return log_.Observe("AppendMessage " + convpb::Role_Name(request.role()), call,
                         [&] { return inner_.AppendMessage(call, request); });
   }
+  absl::StatusOr<convpb::AppendMessagesResponse> AppendMessages(
+      const core::Call& call, const convpb::AppendMessagesRequest& request) override {
+    return log_.Observe("AppendMessages", call,
+                        [&] { return inner_.AppendMessages(call, request); });
+  }
   absl::StatusOr<convpb::ListMessagesResponse> ListMessages(
       const core::Call& call, const convpb::ListMessagesRequest& request) override {
     return log_.Observe("ListMessages", call, [&] { return inner_.ListMessages(call, request); });

@@ -5,10 +5,12 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -163,6 +165,26 @@ class AppendSpoolTest : public ::testing::Test {
       for (const convpb::Message& m : listed->messages()) contents.push_back(m.content());
     }
     return contents;
+  }
+
+  // The append calls (AppendMessage and AppendMessages) the conversation
+  // service has answered since it started, from its /metrics.
+  static double AppendCalls() {
+    httplib::Client metrics("127.0.0.1", conversation_->metrics_port());
+    metrics.set_read_timeout(5);
+    auto got = metrics.Get("/metrics");
+    EXPECT_TRUE(got) << httplib::to_string(got.error());
+    if (!got) return -1;
+    double calls = 0;
+    for (const char* method : {"AppendMessage", "AppendMessages"}) {
+      const std::string series =
+          std::string("grpc_server_started_total{grpc_method=\"") + method +
+          "\",grpc_service=\"omniforge.conversation.v1.ConversationService\","
+          "grpc_type=\"unary\"} ";
+      const size_t at = got->body.find(series);
+      if (at != std::string::npos) calls += std::stod(got->body.substr(at + series.size()));
+    }
+    return calls;
   }
 
   // Spools `request` while storage is down: the append is kept, not stored.
@@ -386,6 +408,41 @@ TEST_F(AppendSpoolTest, AMessageStorageRefusesForGoodIsDroppedAndHoldsNothingBac
   EXPECT_EQ(DrainAll(*spool), 2u);
   EXPECT_EQ(spool->depth(), 0u);
   EXPECT_EQ(Contents(conversation), std::vector<std::string>{"kept"});
+}
+
+// A long outage leaves thousands of messages behind: they are stored a
+// batch per call (not one call each), every conversation in its order.
+TEST_F(AppendSpoolTest, ALargeBacklogIsStoredInFewCallsAndKeepsEachConversationsOrder) {
+  constexpr int kConversations = 10;
+  constexpr int kPerConversation = 500;
+  std::unique_ptr<AppendSpool> spool = OpenSpool();
+  std::vector<std::string> conversations;
+  conversations.reserve(kConversations);
+  for (int c = 0; c < kConversations; ++c) conversations.push_back(NewConversation());
+  StopStorage();
+  for (int i = 0; i < kPerConversation; ++i) {
+    for (const std::string& conversation : conversations) {
+      Spool(*spool, Message(conversation, std::to_string(i)));
+    }
+  }
+  ASSERT_EQ(spool->depth(), static_cast<size_t>(kConversations * kPerConversation));
+  StartStorage();
+  const double calls_before = AppendCalls();
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(DrainAll(*spool), static_cast<size_t>(kConversations * kPerConversation));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double calls = AppendCalls() - calls_before;
+  // 5,000 messages at 256 a call.
+  EXPECT_LE(calls, 25) << "append calls to drain the spool";
+  std::cout << "drained " << kConversations * kPerConversation << " messages in " << calls
+            << " calls, " << seconds << " s\n";
+  std::vector<std::string> expected;
+  expected.reserve(kPerConversation);
+  for (int i = 0; i < kPerConversation; ++i) expected.push_back(std::to_string(i));
+  for (const std::string& conversation : conversations) {
+    EXPECT_EQ(Contents(conversation), expected) << conversation;
+  }
 }
 
 TEST_F(AppendSpoolTest, TheDrainerStoresSpooledMessagesOnceStorageIsBack) {
