@@ -17,84 +17,20 @@
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
 #include "libs/seal/key_ring.h"
+#include "services/orchestrator/downstream/spool_record.h"
 
 namespace omniforge::orchestrator {
 namespace {
 
 constexpr char kFileName[] = "appends.log";
 constexpr char kLockName[] = "lock";
-// Length and checksum before each payload.
-constexpr size_t kHeaderBytes = 8;
-// A record's payload is at most a 64 KiB message with 16 KiB of metadata
-// and the identity; anything far larger is a damaged length.
-constexpr uint32_t kMaxPayloadBytes = 1 << 20;
-
-const std::array<uint32_t, 256>& CrcTable() {
-  static const std::array<uint32_t, 256> table = [] {
-    std::array<uint32_t, 256> t{};
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t c = i;
-      for (int k = 0; k < 8; ++k) c = (c & 1) != 0 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[i] = c;
-    }
-    return t;
-  }();
-  return table;
-}
-
-uint32_t Crc32(const std::string& data) {
-  uint32_t c = 0xFFFFFFFFu;
-  for (unsigned char byte : data) c = CrcTable()[(c ^ byte) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
-}
-
-void PutU32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); }
-void PutU64(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), 8); }
-void PutBytes(std::string& out, const std::string& bytes) {
-  PutU32(out, static_cast<uint32_t>(bytes.size()));
-  out += bytes;
-}
-
-// Reads a payload written by the Put functions; false once it runs short.
-class PayloadReader final {
- public:
-  explicit PayloadReader(const std::string& data) : data_(data) {}
-  bool U32(uint32_t& v) { return Fixed(&v, 4); }
-  bool U64(uint64_t& v) { return Fixed(&v, 8); }
-  bool Bytes(std::string& out) {
-    uint32_t n = 0;
-    if (!U32(n) || data_.size() - pos_ < n) return false;
-    out.assign(data_, pos_, n);
-    pos_ += n;
-    return true;
-  }
-  bool AtEnd() const { return pos_ == data_.size(); }
-
- private:
-  bool Fixed(void* v, size_t n) {
-    if (data_.size() - pos_ < n) return false;
-    std::memcpy(v, data_.data() + pos_, n);
-    pos_ += n;
-    return true;
-  }
-  const std::string& data_;
-  size_t pos_ = 0;
-};
-
 // The associated data of a record's sealed message: it opens in its own
 // record only.
 std::string SealedAd(uint64_t number, const core::Identity& who) {
   std::string ad = "omniforge-spool|" + std::to_string(number) + "|";
-  PutBytes(ad, who.tenant_id);
-  PutBytes(ad, who.user_id);
+  AppendLengthPrefixed(ad, who.tenant_id);
+  AppendLengthPrefixed(ad, who.user_id);
   return ad;
-}
-
-std::string Record(const std::string& payload) {
-  std::string record;
-  PutU32(record, static_cast<uint32_t>(payload.size()));
-  PutU32(record, Crc32(payload));
-  return record + payload;
 }
 
 absl::Status Errno(const std::string& what, const std::filesystem::path& path) {
@@ -203,21 +139,16 @@ absl::StatusOr<std::unique_ptr<AppendSpool>> AppendSpool::Open(Memory& memory,
   return spool;
 }
 
-std::string AppendSpool::Payload(uint64_t number, const core::Identity& who,
-                                 const convpb::AppendMessageRequest& request) const {
-  std::string payload;
-  PutU64(payload, number);
-  PutBytes(payload, who.tenant_id);
-  PutBytes(payload, who.user_id);
-  if (!options_.master_keys.has_value()) {
-    PutBytes(payload, request.SerializeAsString());
-    return payload;
+std::string AppendSpool::Record(uint64_t number, const core::Identity& who,
+                                const convpb::AppendMessageRequest& request) const {
+  SpoolPayload payload{number, who, std::nullopt, request.SerializeAsString()};
+  if (options_.master_keys.has_value()) {
+    const std::string& key_id = options_.master_keys->current_id;
+    payload.key_id = key_id;
+    payload.message =
+        seal::KeyRing::Seal(spool_keys_.at(key_id), payload.message, SealedAd(number, who));
   }
-  const std::string& key_id = options_.master_keys->current_id;
-  PutBytes(payload, key_id);
-  PutBytes(payload, seal::KeyRing::Seal(spool_keys_.at(key_id), request.SerializeAsString(),
-                                        SealedAd(number, who)));
-  return payload;
+  return EncodeSpoolRecord(payload);
 }
 
 absl::StatusOr<std::string> AppendSpool::OpenMessage(uint64_t number, const core::Identity& who,
@@ -242,31 +173,20 @@ absl::StatusOr<std::string> AppendSpool::OpenMessage(uint64_t number, const core
 
 absl::StatusOr<std::optional<AppendSpool::Entry>> AppendSpool::RecordAt(const std::string& data,
                                                                         size_t pos) const {
-  if (data.size() - pos < kHeaderBytes) return std::nullopt;
-  uint32_t length = 0;
-  uint32_t crc = 0;
-  std::memcpy(&length, data.data() + pos, 4);
-  std::memcpy(&crc, data.data() + pos + 4, 4);
-  if (length > kMaxPayloadBytes || data.size() - pos - kHeaderBytes < length) return std::nullopt;
-  const std::string payload = data.substr(pos + kHeaderBytes, length);
-  if (Crc32(payload) != crc) return std::nullopt;
+  std::optional<SpoolRecord> record = DecodeSpoolRecordAt(data, pos);
+  if (!record.has_value()) return std::nullopt;
+  SpoolPayload& payload = record->payload;
   Entry entry;
-  std::string request;
-  PayloadReader reader(payload);
-  if (!reader.U64(entry.number) || !reader.Bytes(entry.who.tenant_id) ||
-      !reader.Bytes(entry.who.user_id) || !reader.Bytes(request)) {
-    return std::nullopt;
-  }
-  if (!reader.AtEnd()) {  // sealed: the key id, then the sealed message
-    const std::string key_id = std::move(request);
-    std::string sealed;
-    if (!reader.Bytes(sealed)) return std::nullopt;
-    auto opened = OpenMessage(entry.number, entry.who, key_id, sealed);
+  entry.number = payload.number;
+  entry.who = std::move(payload.who);
+  std::string request = std::move(payload.message);
+  if (payload.key_id.has_value()) {
+    auto opened = OpenMessage(entry.number, entry.who, *payload.key_id, request);
     if (!opened.ok()) return opened.status();
     request = *std::move(opened);
   }
-  if (!reader.AtEnd() || !entry.request.ParseFromString(request)) return std::nullopt;
-  entry.record_bytes = static_cast<int64_t>(kHeaderBytes + length);
+  if (!entry.request.ParseFromString(request)) return std::nullopt;
+  entry.record_bytes = static_cast<int64_t>(record->record_bytes);
   return entry;
 }
 
@@ -346,7 +266,7 @@ AppendSpool::~AppendSpool() {
 
 absl::Status AppendSpool::WriteLocked(Entry& entry) {
   entry.number = next_number_;
-  const std::string record = Record(Payload(entry.number, entry.who, entry.request));
+  const std::string record = Record(entry.number, entry.who, entry.request);
   const auto size = static_cast<int64_t>(record.size());
   if (file_bytes_ + size > options_.max_bytes) {
     return core::WithReason(
@@ -510,7 +430,7 @@ absl::Status AppendSpool::CompactLocked() {
   }
   std::string data;
   for (const auto& [number, entry] : entries_) {
-    data += Record(Payload(number, entry.who, entry.request));
+    data += Record(number, entry.who, entry.request);
   }
   std::filesystem::path temporary = path_;
   temporary += ".tmp";
