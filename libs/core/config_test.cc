@@ -291,6 +291,19 @@ TEST(ConfigTest, AliasesStandingForTooManyValuesAreRefused) {
   EXPECT_THAT(c.status().message(), HasSubstr("alias"));
 }
 
+// Found by fuzz/config_fuzz.cc: an alias inside its own anchor makes a
+// loop, and checking it for duplicate keys overflowed the stack.
+TEST(ConfigTest, AnAliasInsideItsOwnAnchorIsRefused) {
+  for (const char* yaml : {"a: &a [x, *a]\n", "a: &a {b: *a}\n", "a: {b: &b [c: *b]}\n"}) {
+    absl::StatusOr<ConfigReader> c = ConfigReader::FromString(yaml, FakeEnv({}));
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << yaml;
+  }
+  std::string deep = "a: ";
+  for (int i = 0; i < 63; ++i) deep += "[";
+  deep += std::string(63, ']') + "\n";
+  EXPECT_TRUE(ConfigReader::FromString(deep, FakeEnv({})).ok());
+}
+
 TEST(ConfigTest, FromFileMissingIsNotFound) {
   absl::StatusOr<ConfigReader> c =
       ConfigReader::FromFile("/nonexistent/omniforge/config.yaml", FakeEnv({}));
