@@ -14,6 +14,9 @@ CMAKE_ARGS ?=
 ARGS       ?=
 # Tests of llm_integration_test that also hold against a real provider.
 LIVE_LLM_FILTER ?= *Conformance*
+# `make fuzz`: seconds per target, and which targets (default all; docs/fuzzing.md).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
 
 # ccache: relative paths under the repo so a fresh clone (CI) hits the cache.
 export CCACHE_BASEDIR := $(CURDIR)
@@ -24,12 +27,12 @@ $(shell mkdir -p "$(CCACHE_DIR)")
 
 CONFIGURE_ARGS := $(strip -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DOMNIFORGE_SANITIZE=$(SANITIZE) $(CMAKE_ARGS))
 CONFIGURE_STAMP := $(BUILD_DIR)/.omniforge-configure-args
-FORMAT_DIRS := libs services cli tests bench
+FORMAT_DIRS := libs services cli tests bench fuzz
 # The version the sources are formatted with (tests/lint/format_test.sh picks the same).
 CLANG_FORMAT ?= $(shell command -v clang-format-14 || command -v clang-format)
 export CLANG_FORMAT
 
-.PHONY: help deps configure build test lint run up down image bench intent-eval live-llm asan format api-release envoy-descriptor clean
+.PHONY: help deps configure build test lint run up down image bench intent-eval live-llm asan fuzz format api-release envoy-descriptor clean
 
 help:
 	@echo "omniforge make targets (variables: BUILD_DIR=$(BUILD_DIR) BUILD_TYPE=$(BUILD_TYPE) JOBS=$(JOBS) SANITIZE=$(SANITIZE))"
@@ -46,6 +49,7 @@ help:
 	@echo "  intent-eval  build + measure the intent service over gRPC (dev split, follow-ups)"
 	@echo "  live-llm   the LLM conformance tests against a real endpoint (OMNIFORGE_LLM_* env)"
 	@echo "  asan       ASan/UBSan build and test in build-asan"
+	@echo "  fuzz       libFuzzer targets (clang, build-fuzz), each for FUZZ_SECONDS=$(FUZZ_SECONDS) (FUZZ_TARGETS=...)"
 	@echo "  lint       format check + clang-tidy (.clang-tidy, thread-safety analysis) over the sources"
 	@echo "  format     clang-format -i all *.cc/*.h in $(FORMAT_DIRS)"
 	@echo "  api-release  VERSION=x.y.z: record the public API as released (api/releases/), the baseline of buf breaking"
@@ -140,6 +144,11 @@ live-llm: build
 asan:
 	@UBSAN_OPTIONS="$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
 	  $(MAKE) --no-print-directory -f "$(SELF)" test BUILD_DIR=build-asan SANITIZE=ON
+
+# The libFuzzer targets of fuzz/ in build-fuzz (clang-14), one after the
+# other; fails on a crash, a leak, a timeout or a broken property.
+fuzz: deps
+	@FUZZ_SECONDS="$(FUZZ_SECONDS)" FUZZ_TARGETS="$(FUZZ_TARGETS)" JOBS="$(JOBS)" bash scripts/fuzz.sh
 
 format:
 	@[ -n "$(CLANG_FORMAT)" ] || { echo "format: clang-format not installed (make deps)" >&2; exit 1; }

@@ -13,6 +13,7 @@ PACKAGES=(
   libspdlog-dev libfmt-dev nlohmann-json3-dev libyaml-cpp-dev libcli11-dev
   libcurl4-openssl-dev libcpp-httplib-dev libsodium-dev libre2-dev
   libfasttext-dev libjemalloc-dev
+  clang-14 libclang-rt-14-dev
   curl ca-certificates
 )
 # The deployment checks and tests (tests/deploy): YAML lint, the Docker

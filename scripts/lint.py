@@ -40,7 +40,7 @@ EXCLUDED = ()
 
 # Top-level directories holding the project's own sources; services/ is split
 # per service so that an excluded service's headers stay out of the filter.
-SOURCE_DIRS = ("libs", "services", "cli", "tests", "bench")
+SOURCE_DIRS = ("libs", "services", "cli", "tests", "bench", "fuzz")
 
 EXTRA_ARGS = ("-Wthread-safety",)
 

@@ -214,8 +214,8 @@ absl::StatusOr<Identity> ApiKeyStore::AuthenticateAt(std::string_view key,
     return denied;
   }
   // Said only to whoever holds the key.
-  if (it->second.expires_micros != 0 && now_micros >= it->second.expires_micros) {
-    return ApiKeyExpired(it->second.expires_micros);
+  if (it->second.expires_micros.has_value() && now_micros >= *it->second.expires_micros) {
+    return ApiKeyExpired(*it->second.expires_micros);
   }
   return it->second.identity;
 }
@@ -230,6 +230,11 @@ absl::StatusOr<NewApiKey> GenerateApiKey(const Identity& who, std::string_view l
   }
   for (char c : label) {
     if (c == '\n' || c == '\r') return absl::InvalidArgumentError("the label must be one line");
+  }
+  // Parse reads a fifth field starting with expires= as the expiry.
+  if (const std::vector<std::string_view> words = Words(label);
+      !words.empty() && words.front().starts_with(kExpiresPrefix)) {
+    return absl::InvalidArgumentError("the label must not start with expires=");
   }
   if (sodium_init() < 0) return absl::InternalError("libsodium failed to initialise");
   uint8_t id[kKeyIdHexDigits / 2];

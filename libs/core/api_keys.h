@@ -111,7 +111,7 @@ class ApiKeyStore final : public ApiKeys {
   struct Entry {
     std::array<uint8_t, 32> key_hash;
     Identity identity;
-    int64_t expires_micros = 0;  // 0: never
+    std::optional<int64_t> expires_micros;  // nullopt: never
   };
   std::unordered_map<std::string, Entry> entries_;  // by key id
 };
@@ -127,6 +127,9 @@ struct NewApiKey {
 std::optional<int64_t> ParseApiKeyExpiry(std::string_view text);
 
 // `expires_micros` (Unix epoch, UTC): the key is refused from then on.
+// INVALID_ARGUMENT for a tenant or user outside [A-Za-z0-9._:@-]{1,128}, a
+// label of more than one line or one starting with `expires=` (the file
+// would read it as the expiry).
 // `all_tenants_allowed`: a line of the admin key file, whose tenant may be
 // `*` (kAllTenants).
 absl::StatusOr<NewApiKey> GenerateApiKey(const Identity& who, std::string_view label,

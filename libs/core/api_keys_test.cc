@@ -102,6 +102,32 @@ TEST(ApiKeysTest, GenerationRefusesBadIdentitiesAndMultiLineLabels) {
   EXPECT_NE(a->key, b->key);
 }
 
+// Found by fuzz/api_keys_fuzz.cc: a label whose first word is `expires=...`
+// was written where Parse reads the expiry, so the line gave the key an
+// expiry nobody asked for, or did not parse at all.
+TEST(ApiKeysTest, GenerationRefusesALabelTheFileWouldReadAsAnExpiry) {
+  absl::StatusOr<NewApiKey> key = GenerateApiKey({"acme", "alice"}, "expires=2027-01-01 laptop");
+  EXPECT_EQ(key.status().code(), absl::StatusCode::kInvalidArgument);
+  key = GenerateApiKey({"acme", "alice"}, "expires=tomorrow");
+  EXPECT_EQ(key.status().code(), absl::StatusCode::kInvalidArgument);
+  key = GenerateApiKey({"acme", "alice"}, "laptop expires=2027-01-01");
+  ASSERT_TRUE(key.ok()) << key.status();
+  absl::StatusOr<ApiKeyStore> store = ApiKeyStore::Parse(key->file_line);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_TRUE(store->AuthenticateAt(key->key, INT64_MAX).ok());
+}
+
+// Found by fuzz/api_keys_fuzz.cc: an expiry at the epoch itself was read
+// as "never expires".
+TEST(ApiKeysTest, AKeyExpiringAtTheEpochIsExpired) {
+  absl::StatusOr<NewApiKey> key = GenerateApiKey({"acme", "alice"}, "", 0);
+  ASSERT_TRUE(key.ok()) << key.status();
+  absl::StatusOr<ApiKeyStore> store = ApiKeyStore::Parse(key->file_line);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_TRUE(store->AuthenticateAt(key->key, -1).ok());
+  EXPECT_EQ(store->AuthenticateAt(key->key, 0).status().code(), absl::StatusCode::kUnauthenticated);
+}
+
 TEST(ApiKeysTest, AKeyWithAnExpiryWorksUntilThenAndSaysWhenItExpired) {
   const int64_t expiry = *ParseApiKeyExpiry("2027-03-01T12:00:00Z");
   EXPECT_EQ(ParseApiKeyExpiry("2027-03-01"), expiry - int64_t{12} * 3600 * 1'000'000);

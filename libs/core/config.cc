@@ -51,12 +51,31 @@ const char* NodeKind(const YAML::Node& node) {
   }
 }
 
+// A configuration has some hundreds of values, a few levels deep. An alias
+// counts as the values it stands for: a few lines of aliases of aliases
+// stand for billions, and an alias inside its own anchor (`a: &a [*a]`)
+// makes a loop; walking either would never end.
+constexpr size_t kMaxConfigValues = 100'000;
+constexpr int kMaxConfigDepth = 64;
+
 // yaml-cpp keeps every occurrence of a repeated key and lookups see only the
 // first, so a later override in the same file would be silently ignored.
-absl::Status CheckDuplicateKeys(const YAML::Node& node, const std::string& prefix) {
+// `visited` counts the values walked, aliases expanded; `depth` is `node`'s.
+absl::Status CheckDuplicateKeys(const YAML::Node& node, const std::string& prefix, size_t& visited,
+                                int depth) {
+  if (++visited > kMaxConfigValues) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config: more than ", kMaxConfigValues,
+        " values, counting each alias as the values it stands for (aliases of aliases?)"));
+  }
+  if (depth > kMaxConfigDepth) {
+    return absl::InvalidArgumentError(absl::StrCat("config: ", prefix, ": nested more than ",
+                                                   kMaxConfigDepth,
+                                                   " levels deep (an alias inside itself?)"));
+  }
   if (node.IsSequence()) {
     for (const YAML::Node& item : node) {
-      if (absl::Status s = CheckDuplicateKeys(item, prefix); !s.ok()) return s;
+      if (absl::Status s = CheckDuplicateKeys(item, prefix, visited, depth + 1); !s.ok()) return s;
     }
     return absl::OkStatus();
   }
@@ -68,7 +87,9 @@ absl::Status CheckDuplicateKeys(const YAML::Node& node, const std::string& prefi
     if (!seen.insert(key).second) {
       return absl::InvalidArgumentError(absl::StrCat("config: ", path, ": duplicate key"));
     }
-    if (absl::Status s = CheckDuplicateKeys(kv.second, path); !s.ok()) return s;
+    if (absl::Status s = CheckDuplicateKeys(kv.second, path, visited, depth + 1); !s.ok()) {
+      return s;
+    }
   }
   return absl::OkStatus();
 }
@@ -239,7 +260,8 @@ absl::StatusOr<ConfigReader> ConfigReader::FromString(const std::string& yaml_te
     return absl::InvalidArgumentError(
         absl::StrCat("config: the top level must be a map, got ", NodeKind(state->root)));
   }
-  if (absl::Status s = CheckDuplicateKeys(state->root, ""); !s.ok()) return s;
+  size_t visited = 0;
+  if (absl::Status s = CheckDuplicateKeys(state->root, "", visited, 0); !s.ok()) return s;
   state->env = env ? std::move(env) : EnvLookup(GetEnv);
   return ConfigReader(std::move(state));
 }

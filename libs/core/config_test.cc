@@ -272,6 +272,38 @@ TEST(ConfigTest, DuplicateKeyIsInvalidArgument) {
   EXPECT_THAT(c.status().message(), HasSubstr("db.port: duplicate key"));
 }
 
+TEST(ConfigTest, AnAliasStandsForItsValues) {
+  ConfigReader c = Parse("base: &base {x: 1}\nother: *base\n");
+  EXPECT_EQ(c.Int("other.x", 0), 1);
+}
+
+// Found by fuzz/config_fuzz.cc: nine lines of aliases of aliases stand for
+// a billion values, and checking them for duplicate keys never ended.
+TEST(ConfigTest, AliasesStandingForTooManyValuesAreRefused) {
+  std::string yaml = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i) {
+    yaml += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j) yaml += (j == 0 ? "*a" : ", *a") + std::to_string(i - 1);
+    yaml += "]\n";
+  }
+  absl::StatusOr<ConfigReader> c = ConfigReader::FromString(yaml, FakeEnv({}));
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("alias"));
+}
+
+// Found by fuzz/config_fuzz.cc: an alias inside its own anchor makes a
+// loop, and checking it for duplicate keys overflowed the stack.
+TEST(ConfigTest, AnAliasInsideItsOwnAnchorIsRefused) {
+  for (const char* yaml : {"a: &a [x, *a]\n", "a: &a {b: *a}\n", "a: {b: &b [c: *b]}\n"}) {
+    absl::StatusOr<ConfigReader> c = ConfigReader::FromString(yaml, FakeEnv({}));
+    EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << yaml;
+  }
+  std::string deep = "a: ";
+  for (int i = 0; i < 63; ++i) deep += "[";
+  deep += std::string(63, ']') + "\n";
+  EXPECT_TRUE(ConfigReader::FromString(deep, FakeEnv({})).ok());
+}
+
 TEST(ConfigTest, FromFileMissingIsNotFound) {
   absl::StatusOr<ConfigReader> c =
       ConfigReader::FromFile("/nonexistent/omniforge/config.yaml", FakeEnv({}));

@@ -24,6 +24,7 @@
 #include "absl/strings/str_split.h"
 #include "libs/core/logging.h"
 #include "libs/mcp/json_rpc.h"
+#include "libs/mcp/stdio_lines.h"
 
 extern char** environ;
 
@@ -92,45 +93,6 @@ std::string DescribeExit(const siginfo_t& info) {
   }
   return "stopped";
 }
-
-// Splits the server's stdout into messages, one per line (blank lines
-// skipped); a line longer than `max_bytes` is dropped and logged.
-class StdoutLines final {
- public:
-  StdoutLines(const std::string& server, size_t max_bytes,
-              const std::function<void(std::string_view)>& on_message)
-      : server_(server), max_bytes_(max_bytes), on_message_(on_message) {}
-
-  void Take(std::string_view chunk) {
-    while (!chunk.empty()) {
-      const size_t newline = chunk.find('\n');
-      const std::string_view piece = chunk.substr(0, newline);
-      if (!dropping_) buffer_.append(piece);
-      if (buffer_.size() > max_bytes_) {
-        core::LogError("mcp server message too large; dropped",
-                       {{"server", server_}, {"limit_bytes", std::to_string(max_bytes_)}});
-        buffer_.clear();
-        dropping_ = true;
-      }
-      if (newline == std::string_view::npos) return;
-      chunk.remove_prefix(newline + 1);
-      if (!dropping_) {
-        std::string_view line = buffer_;
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        if (line.find_first_not_of(" \t") != std::string_view::npos) on_message_(line);
-      }
-      buffer_.clear();
-      dropping_ = false;
-    }
-  }
-
- private:
-  const std::string& server_;
-  const size_t max_bytes_;
-  const std::function<void(std::string_view)>& on_message_;
-  std::string buffer_;
-  bool dropping_ = false;  // inside a line longer than max_bytes_
-};
 
 // Logs the server's stderr line by line, each cut to kMaxStderrLine.
 class StderrLines final {

@@ -17,6 +17,7 @@
 #include "libs/core/logging.h"
 #include "libs/core/metrics.h"
 #include "libs/seal/key_ring.h"
+#include "services/orchestrator/downstream/append_spool_record.h"
 #include "services/orchestrator/downstream/spool_record.h"
 
 namespace omniforge::orchestrator {
@@ -24,13 +25,7 @@ namespace {
 
 constexpr char kFileName[] = "appends.log";
 constexpr char kLockName[] = "lock";
-// A record's payload is at most a 64 KiB message with 16 KiB of metadata
-// and the identity; anything far larger is a damaged length.
-constexpr uint32_t kMaxPayloadBytes = 1 << 20;
-
 using spool::PutBytes;
-using spool::PutU64;
-using spool::Record;
 
 // The associated data of a record's sealed message: it opens in its own
 // record only.
@@ -146,21 +141,18 @@ absl::StatusOr<std::unique_ptr<AppendSpool>> AppendSpool::Open(Memory& memory,
   return spool;
 }
 
-std::string AppendSpool::Payload(uint64_t number, const core::Identity& who,
-                                 const convpb::AppendMessageRequest& request) const {
-  std::string payload;
-  PutU64(payload, number);
-  PutBytes(payload, who.tenant_id);
-  PutBytes(payload, who.user_id);
+std::string AppendSpool::EncodedRecord(uint64_t number, const core::Identity& who,
+                                       const convpb::AppendMessageRequest& request) const {
+  SpoolPayload payload{.number = number, .who = who, .key_id = std::nullopt, .message = {}};
   if (!options_.master_keys.has_value()) {
-    PutBytes(payload, request.SerializeAsString());
-    return payload;
+    payload.message = request.SerializeAsString();
+    return EncodeSpoolRecord(payload);
   }
   const std::string& key_id = options_.master_keys->current_id;
-  PutBytes(payload, key_id);
-  PutBytes(payload, seal::KeyRing::Seal(spool_keys_.at(key_id), request.SerializeAsString(),
-                                        SealedAd(number, who)));
-  return payload;
+  payload.key_id = key_id;
+  payload.message = seal::KeyRing::Seal(spool_keys_.at(key_id), request.SerializeAsString(),
+                                        SealedAd(number, who));
+  return EncodeSpoolRecord(payload);
 }
 
 absl::StatusOr<std::string> AppendSpool::OpenMessage(uint64_t number, const core::Identity& who,
@@ -185,25 +177,19 @@ absl::StatusOr<std::string> AppendSpool::OpenMessage(uint64_t number, const core
 
 absl::StatusOr<std::optional<AppendSpool::Entry>> AppendSpool::RecordAt(const std::string& data,
                                                                         size_t pos) const {
-  std::optional<std::string> payload = spool::PayloadAt(data, pos, kMaxPayloadBytes);
-  if (!payload.has_value()) return std::nullopt;
+  std::optional<SpoolRecord> record = DecodeSpoolRecordAt(data, pos);
+  if (!record.has_value()) return std::nullopt;
   Entry entry;
-  std::string request;
-  spool::PayloadReader reader(*payload);
-  if (!reader.U64(entry.number) || !reader.Bytes(entry.who.tenant_id) ||
-      !reader.Bytes(entry.who.user_id) || !reader.Bytes(request)) {
-    return std::nullopt;
-  }
-  if (!reader.AtEnd()) {  // sealed: the key id, then the sealed message
-    const std::string key_id = std::move(request);
-    std::string sealed;
-    if (!reader.Bytes(sealed)) return std::nullopt;
-    auto opened = OpenMessage(entry.number, entry.who, key_id, sealed);
+  entry.number = record->payload.number;
+  entry.who = record->payload.who;
+  std::string request = std::move(record->payload.message);
+  if (record->payload.key_id.has_value()) {
+    auto opened = OpenMessage(entry.number, entry.who, *record->payload.key_id, request);
     if (!opened.ok()) return opened.status();
     request = *std::move(opened);
   }
-  if (!reader.AtEnd() || !entry.request.ParseFromString(request)) return std::nullopt;
-  entry.record_bytes = static_cast<int64_t>(spool::kHeaderBytes + payload->size());
+  if (!entry.request.ParseFromString(request)) return std::nullopt;
+  entry.record_bytes = static_cast<int64_t>(record->record_bytes);
   return entry;
 }
 
@@ -276,7 +262,7 @@ AppendSpool::~AppendSpool() {
 
 absl::Status AppendSpool::WriteLocked(Entry& entry) {
   entry.number = next_number_;
-  const std::string record = Record(Payload(entry.number, entry.who, entry.request));
+  const std::string record = EncodedRecord(entry.number, entry.who, entry.request);
   const auto size = static_cast<int64_t>(record.size());
   if (file_bytes_ + size > options_.max_bytes) {
     return core::WithReason(
@@ -508,7 +494,7 @@ absl::Status AppendSpool::CompactLocked() {
   }
   std::string data;
   for (const auto& [number, entry] : entries_) {
-    data += Record(Payload(number, entry.who, entry.request));
+    data += EncodedRecord(number, entry.who, entry.request);
   }
   if (absl::Status rewritten = spool::Rewrite(path_, data, fd_); !rewritten.ok()) return rewritten;
   file_bytes_ = static_cast<int64_t>(data.size());

@@ -117,9 +117,10 @@ class AppendSpool final {
   // The record starting at `pos` of `data`, when a whole and sound one does
   // (nullopt otherwise); errors as OpenMessage's.
   absl::StatusOr<std::optional<Entry>> RecordAt(const std::string& data, size_t pos) const;
-  // A record's payload, the message sealed when the spool has keys.
-  std::string Payload(uint64_t number, const core::Identity& who,
-                      const convpb::AppendMessageRequest& request) const;
+  // The record of a message (append_spool_record.h), sealed when the spool
+  // has keys.
+  std::string EncodedRecord(uint64_t number, const core::Identity& who,
+                            const convpb::AppendMessageRequest& request) const;
   // A recovered record's serialized message, sealed under master key
   // `key_id`. FAILED_PRECONDITION when that key is not configured;
   // DATA_LOSS when it does not open.

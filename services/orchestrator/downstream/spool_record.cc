@@ -61,7 +61,7 @@ std::string Record(const std::string& payload) {
 }
 
 std::optional<std::string> PayloadAt(const std::string& data, size_t pos, uint32_t max_payload) {
-  if (data.size() - pos < kHeaderBytes) return std::nullopt;
+  if (pos > data.size() || data.size() - pos < kHeaderBytes) return std::nullopt;
   uint32_t length = 0;
   uint32_t crc = 0;
   std::memcpy(&length, data.data() + pos, 4);
