@@ -9,6 +9,7 @@ BUILD_DIR  ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= 2
 SANITIZE   ?= OFF
+TSAN       ?= OFF
 # Extra arguments: `make configure CMAKE_ARGS=-DFOO=1`, `make run ARGS=...`.
 CMAKE_ARGS ?=
 ARGS       ?=
@@ -25,14 +26,15 @@ CCACHE_DIR ?= $(if $(HOME),$(HOME),/tmp)/.cache/ccache
 export CCACHE_DIR
 $(shell mkdir -p "$(CCACHE_DIR)")
 
-CONFIGURE_ARGS := $(strip -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DOMNIFORGE_SANITIZE=$(SANITIZE) $(CMAKE_ARGS))
+CONFIGURE_ARGS := $(strip -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DOMNIFORGE_SANITIZE=$(SANITIZE) \
+  $(if $(filter ON,$(TSAN)),-DOMNIFORGE_TSAN=ON) $(CMAKE_ARGS))
 CONFIGURE_STAMP := $(BUILD_DIR)/.omniforge-configure-args
 FORMAT_DIRS := libs services cli tests bench fuzz
 # The version the sources are formatted with (tests/lint/format_test.sh picks the same).
 CLANG_FORMAT ?= $(shell command -v clang-format-14 || command -v clang-format)
 export CLANG_FORMAT
 
-.PHONY: help deps configure build test lint run up down image bench intent-eval live-llm asan fuzz format api-release envoy-descriptor clean
+.PHONY: help deps configure build test lint run up down image bench intent-eval live-llm asan tsan fuzz format api-release envoy-descriptor clean
 
 help:
 	@echo "omniforge make targets (variables: BUILD_DIR=$(BUILD_DIR) BUILD_TYPE=$(BUILD_TYPE) JOBS=$(JOBS) SANITIZE=$(SANITIZE))"
@@ -50,6 +52,8 @@ help:
 	@echo "  live-llm   the LLM conformance tests against a real endpoint (OMNIFORGE_LLM_* env)"
 	@echo "  asan       ASan/UBSan build and test in build-asan"
 	@echo "  fuzz       libFuzzer targets (clang, build-fuzz), each for FUZZ_SECONDS=$(FUZZ_SECONDS) (FUZZ_TARGETS=...)"
+
+	@echo "  tsan       ThreadSanitizer build and run of the concurrency tests in build-tsan"
 	@echo "  lint       format check + clang-tidy (.clang-tidy, thread-safety analysis) over the sources"
 	@echo "  format     clang-format -i all *.cc/*.h in $(FORMAT_DIRS)"
 	@echo "  api-release  VERSION=x.y.z: record the public API as released (api/releases/), the baseline of buf breaking"
@@ -149,6 +153,16 @@ asan:
 # other; fails on a crash, a leak, a timeout or a broken property.
 fuzz: deps
 	@FUZZ_SECONDS="$(FUZZ_SECONDS)" FUZZ_TARGETS="$(FUZZ_TARGETS)" JOBS="$(JOBS)" bash scripts/fuzz.sh
+
+# The concurrency-heavy tests (OMNIFORGE_TSAN's list in CMakeLists.txt)
+# under ThreadSanitizer; any report fails the run. Run before merging a change to threads or locks, and
+# nightly (docs/tests.md, "ThreadSanitizer").
+TSAN_OPTIONS_DEFAULT := halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp
+tsan:
+	@$(MAKE) --no-print-directory -f "$(SELF)" configure BUILD_DIR=build-tsan TSAN=ON
+	@cmake --build build-tsan -j$(JOBS) --target omniforge_tsan_tests
+	@cd build-tsan && TSAN_OPTIONS="$${TSAN_OPTIONS:-$(TSAN_OPTIONS_DEFAULT)}" \
+	  ctest -R "$$(cat tsan-tests.regex)" --output-on-failure -j$(JOBS) --timeout 900
 
 format:
 	@[ -n "$(CLANG_FORMAT)" ] || { echo "format: clang-format not installed (make deps)" >&2; exit 1; }

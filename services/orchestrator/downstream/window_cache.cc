@@ -22,6 +22,26 @@ size_t BytesOf(const convpb::GetContextWindowResponse& window) {
   return bytes;
 }
 
+// The kept window, moved out when the cache holds the last reference to it
+// (only Read hands it out, under the cache's lock: nobody else can then
+// reach it), else copied. Called with the cache's lock held.
+convpb::GetContextWindowResponse TakeWindow(
+    const std::shared_ptr<convpb::GetContextWindowResponse>& kept) {
+#if defined(__SANITIZE_THREAD__)
+  // ThreadSanitizer does not model fences (GCC refuses atomic_thread_fence
+  // under -fsanitize=thread) and would not see the last reader's release
+  // reach the move: a TSan build (`make tsan`) copies, which only reads.
+  return *kept;
+#else
+  if (kept.use_count() == 1) {
+    // The last reader's release of its reference happens before the move.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return std::move(*kept);
+  }
+  return *kept;
+#endif
+}
+
 }  // namespace
 
 bool WindowCache::Has(const core::Identity& who, const std::string& conversation_id) const {
@@ -46,16 +66,7 @@ std::optional<convpb::GetContextWindowResponse> WindowCache::Take(
   if (it == entries_.end()) return std::nullopt;
   std::optional<convpb::GetContextWindowResponse> window;
   if (it->second.user_id == who.user_id && user_message.seq() == it->second.last_seq + 1) {
-    // Only Read hands out the window, under this lock: when the cache's is
-    // the one reference left, nobody else can reach it.
-    std::shared_ptr<convpb::GetContextWindowResponse>& kept = it->second.window;
-    if (kept.use_count() == 1) {
-      // The last reader's release of its reference happens before the move.
-      std::atomic_thread_fence(std::memory_order_acquire);
-      window = std::move(*kept);
-    } else {
-      window = *kept;
-    }
+    window = TakeWindow(it->second.window);
     if (version != nullptr) *version = it->second.version;
   }
   EraseLocked(it);
