@@ -304,6 +304,9 @@ class FaultInjectionTest : public ::testing::Test {
   // immediate` sends: no checkpoint, recovery at the next start).
   static void CrashPostgres();
 
+  // After a fault that lost turns or never recovered: what each service
+  // said last (a process that died says why).
+  static void PrintLogTails();
   static std::vector<TurnRecord> AllTurns(const std::vector<std::unique_ptr<LoadClient>>& clients);
   static void WaitForStorage(const std::vector<std::unique_ptr<LoadClient>>& clients,
                              const std::vector<TurnRecord>& turns);
@@ -461,9 +464,26 @@ FaultRow FaultInjectionTest::Run(const std::string& fault, const std::function<v
   WaitForStorage(clients, turns);
   CountStorage(clients, turns, row);
   std::printf("%s\n%s\n", Header().c_str(), Format(row).c_str());
+  if (row.lost > 0 || row.recovery_ms < 0) PrintLogTails();
   std::fflush(stdout);
   table_->push_back(row);
   return row;
+}
+
+void FaultInjectionTest::PrintLogTails() {
+  constexpr size_t kLines = 25;
+  const std::pair<const char*, testing::ServerProcess*> services[] = {
+      {"conversation", &stack_->conversation()},
+      {"intent", &stack_->intent()},
+      {"executor", &stack_->executor()},
+      {"orchestrator", &stack_->orchestrator()}};
+  for (const auto& [name, process] : services) {
+    const std::vector<std::string> lines = process->LogLines();
+    std::printf("--- the last lines of the %s's log:\n", name);
+    for (size_t i = lines.size() > kLines ? lines.size() - kLines : 0; i < lines.size(); ++i) {
+      std::printf("%s\n", lines[i].c_str());
+    }
+  }
 }
 
 void FaultInjectionTest::WaitForStorage(const std::vector<std::unique_ptr<LoadClient>>& clients,

@@ -102,6 +102,18 @@ core::Counter& DrainedCounter(const std::string& outcome) {
       {{"outcome", outcome}});
 }
 
+// What became of message `i` of a batch that storage answered `response`
+// (a result missing from the answer counts as not stored, to be retried).
+absl::Status OutcomeOf(const absl::StatusOr<convpb::AppendMessagesResponse>& response, size_t i) {
+  if (!response.ok()) return response.status();
+  if (i >= static_cast<size_t>(response->results_size())) {
+    return absl::UnavailableError("conversation storage answered no result for the message");
+  }
+  const convpb::AppendMessagesResult& result = response->results(static_cast<int>(i));
+  if (result.error_code() == 0) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(result.error_code()), result.error_message());
+}
+
 }  // namespace
 
 bool IsStorageUnreachable(const absl::Status& status) {
@@ -392,14 +404,9 @@ std::optional<convpb::AppendMessageResponse> AppendSpool::DrainBatchLocked(
   std::optional<convpb::AppendMessageResponse> wanted_response;
   std::vector<uint64_t> done;
   for (size_t i = 0; i < sent.size(); ++i) {
-    absl::Status status = response.status();
-    if (response.ok()) {
-      const convpb::AppendMessagesResult& result = response->results(static_cast<int>(i));
-      status = result.error_code() == 0
-                   ? absl::OkStatus()
-                   : absl::Status(static_cast<absl::StatusCode>(result.error_code()),
-                                  result.error_message());
-      if (status.ok() && sent[i].second == wanted) wanted_response = result.appended();
+    const absl::Status status = OutcomeOf(response, i);
+    if (status.ok() && sent[i].second == wanted) {
+      wanted_response = response->results(static_cast<int>(i)).appended();
     }
     if (!status.ok() && !RefusedForGood(status)) {
       unreachable = true;  // kept, and the conversation's later ones after it

@@ -121,7 +121,7 @@ struct TenantRowWriter::Queue {
     for (const TenantRow& r : batch) {
       if (r.tenant_id != tenant) continue;
       spooled.push_back(
-          SpooledRow{0, tenant, std::move(rows[next++]), static_cast<uint64_t>(r.records), 0});
+          SpooledRow{0, tenant, rows[next++].dump(), static_cast<uint64_t>(r.records), 0});
     }
     double refused = 0;
     for (const SpooledRow& row : spooled) refused += static_cast<double>(row.records);

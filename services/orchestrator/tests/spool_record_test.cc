@@ -1,8 +1,8 @@
-#include "services/orchestrator/downstream/append_spool_record.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "services/orchestrator/downstream/append_spool_record.h"
 
 namespace omniforge::orchestrator {
 namespace {
