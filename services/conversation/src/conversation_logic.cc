@@ -1,5 +1,6 @@
 #include "services/conversation/src/conversation_logic.h"
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -201,6 +202,57 @@ void ConversationLogic::Append(const core::Identity& who, const AppendMessageInp
   repository_.AppendMessage(who, *std::move(message), std::move(done));
 }
 
+namespace {
+
+// The messages of one AppendMany call and their outcomes so far.
+struct AppendBatch {
+  std::mutex mu;
+  std::vector<AppendMessageInput> inputs;
+  // The positions of each conversation's messages, in the call's order.
+  std::vector<std::vector<size_t>> chains;
+  std::vector<absl::StatusOr<AppendResult>> results;
+  size_t left = 0;
+  ConversationLogic::AppendManyCallback done;
+};
+
+// Keeps message `i`'s outcome; the last one runs the batch's callback.
+void Settle(const std::shared_ptr<AppendBatch>& batch, size_t i,
+            absl::StatusOr<AppendResult> result) {
+  bool last = false;
+  {
+    std::lock_guard lock(batch->mu);
+    batch->results[i] = std::move(result);
+    last = --batch->left == 0;
+  }
+  if (last) batch->done(std::move(batch->results));
+}
+
+// Appends message `pos` of conversation chain `chain`, and the next once
+// it is stored: a conversation's messages are stored one after the other,
+// so that none is ever stored ahead of an earlier one that failed (those
+// after a failure are not tried, and fail UNAVAILABLE, to be sent again).
+void AppendChain(ConversationLogic& logic, const core::Identity& who,
+                 const std::shared_ptr<AppendBatch>& batch, size_t chain, size_t pos) {
+  const size_t i = batch->chains[chain][pos];
+  logic.Append(who, batch->inputs[i],
+               [&logic, who, batch, chain, pos, i](absl::StatusOr<AppendResult> result) {
+                 const std::vector<size_t>& order = batch->chains[chain];
+                 const bool stored = result.ok();
+                 if (!stored) {
+                   for (size_t later = pos + 1; later < order.size(); ++later) {
+                     Settle(batch, order[later],
+                            absl::UnavailableError("not stored: an earlier message of its "
+                                                   "conversation in this call was not"));
+                   }
+                 }
+                 const bool more = stored && pos + 1 < order.size();
+                 Settle(batch, i, std::move(result));
+                 if (more) AppendChain(logic, who, batch, chain, pos + 1);
+               });
+}
+
+}  // namespace
+
 absl::Status ConversationLogic::AppendMany(const core::Identity& who,
                                            const std::vector<AppendMessageInput>& inputs,
                                            AppendManyCallback done) {
@@ -208,32 +260,26 @@ absl::Status ConversationLogic::AppendMany(const core::Identity& who,
     return absl::InvalidArgumentError("messages: at most " +
                                       std::to_string(limits_.max_batch_messages) + " per call");
   }
-  struct Gathered {
-    std::mutex mu;
-    std::vector<absl::StatusOr<AppendResult>> results;
-    size_t left = 0;
-    AppendManyCallback done;
-  };
-  auto gathered = std::make_shared<Gathered>();
-  gathered->results.assign(inputs.size(), absl::InternalError("append not attempted"));
-  gathered->left = inputs.size();
-  gathered->done = std::move(done);
   if (inputs.empty()) {
-    gathered->done({});
+    done({});
     return absl::OkStatus();
   }
-  // The repository's queue takes the messages in this order, so one
-  // conversation's keep it.
+  auto batch = std::make_shared<AppendBatch>();
+  batch->inputs = inputs;
+  batch->results.assign(inputs.size(), absl::InternalError("append not attempted"));
+  batch->left = inputs.size();
+  batch->done = std::move(done);
+  // One chain per conversation, however its id is spelled; conversations
+  // go side by side.
+  std::map<std::string, size_t> chain_of;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    Append(who, inputs[i], [gathered, i](absl::StatusOr<AppendResult> result) {
-      bool last = false;
-      {
-        std::lock_guard lock(gathered->mu);
-        gathered->results[i] = std::move(result);
-        last = --gathered->left == 0;
-      }
-      if (last) gathered->done(std::move(gathered->results));
-    });
+    auto [it, added] =
+        chain_of.emplace(absl::AsciiStrToLower(inputs[i].conversation_id), batch->chains.size());
+    if (added) batch->chains.emplace_back();
+    batch->chains[it->second].push_back(i);
+  }
+  for (size_t chain = 0; chain < batch->chains.size(); ++chain) {
+    AppendChain(*this, who, batch, chain, 0);
   }
   return absl::OkStatus();
 }

@@ -72,7 +72,9 @@ class ConversationLogic final {
   using AppendManyCallback = std::function<void(std::vector<absl::StatusOr<AppendResult>>)>;
   // Appends `inputs` in their order, each as Append does, and runs `done`
   // once with every message's outcome (in the same order) when all are
-  // durable or failed. INVALID_ARGUMENT, with nothing stored and `done` not
+  // durable or failed. A conversation's messages are stored one after the
+  // other; after one fails, its later ones are not tried (UNAVAILABLE), so
+  // none is stored ahead of an earlier one. INVALID_ARGUMENT, with nothing stored and `done` not
   // run, for more than max_batch_messages.
   absl::Status AppendMany(const core::Identity& who, const std::vector<AppendMessageInput>& inputs,
                           AppendManyCallback done);
