@@ -370,6 +370,7 @@ int Run(const SoakOptions& options) {
   const fs::path dir = fs::temp_directory_path() / ("omniforge-soak-" + core::NewUuid());
   fs::create_directories(dir);
   std::vector<core::Identity> users;
+  users.reserve(static_cast<size_t>(options.clients));
   for (int c = 0; c < options.clients; ++c) users.push_back({"soak", "user-" + std::to_string(c)});
   const std::vector<std::string> keys = testing::WriteApiKeyFile(dir / "api_keys", users, "soak");
   testing::ServiceStack stack({OMNIFORGE_CONVERSATION_BIN, OMNIFORGE_INTENT_BIN,
@@ -388,6 +389,7 @@ int Run(const SoakOptions& options) {
                                    {"orchestrator", &stack.orchestrator()}};
   const std::string address = stack.orchestrator().address();
   std::vector<std::unique_ptr<testing::LoadClient>> clients;
+  clients.reserve(static_cast<size_t>(options.clients));
   for (int c = 0; c < options.clients; ++c) {
     clients.push_back(std::make_unique<testing::LoadClient>(address, keys[static_cast<size_t>(c)],
                                                             absl::StrCat("soak-c", c), SoakLoad()));
@@ -397,6 +399,7 @@ int Run(const SoakOptions& options) {
   std::atomic<long> failed_reads{0};
   std::latch ready(options.clients);
   std::vector<std::thread> threads;
+  threads.reserve(clients.size() + 1);
   for (auto& client : clients) {
     threads.emplace_back([&stop, &ready, c = client.get()] { c->Run(stop, ready); });
   }
