@@ -75,12 +75,15 @@ constexpr milliseconds kDowntime{1500};
 // development machine, see docs/tests.md; the margin is for a loaded CI
 // machine).
 constexpr milliseconds kRecoveryBound{10000};
-// How the clients send their turns: each attempt has a 20 s deadline, a
-// turn is sent again (same turn_id) for 30 s, 20 ms between two turns (a
-// person reads the answer; the turns of 4 clients then still come every few
-// milliseconds).
-const testing::LoadOptions kLoad{.conversations = 2};
-
+// How the clients send their turns: 20 ms between two turns (a person
+// reads the answer; the turns of 4 clients then still come every few
+// milliseconds); a turn is sent again (same turn_id) for 30 s, each
+// attempt with a 20 s deadline, 100 ms apart.
+const testing::LoadOptions kLoad{.conversations = 2,
+                                 .think_time = milliseconds(20),
+                                 .retry_for = seconds(30),
+                                 .turn_deadline = seconds(20),
+                                 .retry_pause = milliseconds(100)};
 // Spooled messages reach storage within this.
 constexpr seconds kDrainWait{60};
 
