@@ -8,13 +8,8 @@
 // postmaster, as `pg_ctl stop -m immediate`) and its start again. Then the
 // storage is read back through ListMessages and each fault's row of the
 // table printed (lines starting with "FAULT ") and asserted:
-//   - acknowledged: the stream ended with status OK and its last event was
-//     `done` (docs/api.md: an RPC error means nothing was stored; a turn
-//     answered while storage was out of reach is stored from the spool);
-//   - lost: an acknowledged turn whose user message or reply is not stored;
-//   - duplicated: copies beyond the first of a turn's user message or reply;
-//   - reordered: a conversation's acknowledged turns stored in another
-//     order than sent, or a reply not right after its user message;
+//   - acknowledged, lost, duplicated, reordered: as tests/support/turn_load.h
+//     defines them;
 //   - recovery: from the moment the process (or the cluster) is back to the
 //     end of the first turn started after it that was served normally (OK,
 //     no error event, its reply stored at once).
@@ -57,18 +52,20 @@
 #include "tests/support/command.h"
 #include "tests/support/service_stack.h"
 #include "tests/support/test_database.h"
+#include "tests/support/turn_load.h"
 
 namespace omniforge::faults {
 namespace {
 
 namespace pb = ::omniforge::orchestrator::v1;
 namespace fs = std::filesystem;
+using testing::LoadClient;
+using testing::TurnRecord;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 constexpr int kClients = 4;
-constexpr int kConversationsPerClient = 2;
 // The load runs this long before the fault and after the recovery.
 constexpr milliseconds kLoadBeforeFault{2000};
 constexpr milliseconds kLoadAfterRecovery{1500};
@@ -78,118 +75,17 @@ constexpr milliseconds kDowntime{1500};
 // development machine, see docs/tests.md; the margin is for a loaded CI
 // machine).
 constexpr milliseconds kRecoveryBound{10000};
-// A client sends a turn again (same turn_id) for this long before it gives
-// up; each attempt has this deadline.
-constexpr seconds kRetryFor{30};
-constexpr seconds kTurnDeadline{20};
-constexpr milliseconds kRetryPause{100};
-// A client's pause between two turns (a person reads the answer; the turns
-// of 4 clients then still come every few milliseconds).
-constexpr milliseconds kThinkTime{20};
+// How the clients send their turns: 20 ms between two turns (a person
+// reads the answer; the turns of 4 clients then still come every few
+// milliseconds); a turn is sent again (same turn_id) for 30 s, each
+// attempt with a 20 s deadline, 100 ms apart.
+const testing::LoadOptions kLoad{.conversations = 2,
+                                 .think_time = milliseconds(20),
+                                 .retry_for = seconds(30),
+                                 .turn_deadline = seconds(20),
+                                 .retry_pause = milliseconds(100)};
 // Spooled messages reach storage within this.
 constexpr seconds kDrainWait{60};
-
-// Two messages the local policy answers without a question back: one reads
-// through the executor (the user's agents), one does not.
-constexpr const char* kMessages[] = {"list my agents", "what can you do for me?"};
-
-// One turn as its client sent it.
-struct TurnRecord {
-  std::string conversation;
-  std::string turn_id;
-  std::string message;
-  int attempts = 0;
-  bool acknowledged = false;
-  // Acknowledged with no error event and its reply stored at once.
-  bool normal = false;
-  // The last attempt's start and end.
-  Clock::time_point started;
-  Clock::time_point ended;
-};
-
-// Whether the client may take `turn` as acknowledged: the stream ended OK
-// and its last event is `done`.
-bool Acknowledged(const testing::ChatTurn& turn) {
-  return turn.status.ok() && !turn.events.empty() && turn.events.back().has_done();
-}
-
-// One client: a user of its own and its conversations, sending one turn
-// after another (alternating its conversations) until told to stop.
-class LoadClient final {
- public:
-  LoadClient(std::string address, std::string key, std::string prefix)
-      : address_(std::move(address)), key_(std::move(key)), prefix_(std::move(prefix)) {
-    Connect();
-  }
-
-  // Opens the conversations (counting down `ready` once they are), then
-  // sends turns until `stop`.
-  void Run(const std::atomic<bool>& stop, std::latch& ready) {
-    for (int i = 0; i < kConversationsPerClient; ++i) Send("", "open-" + std::to_string(i));
-    ready.count_down();
-    for (int n = 0; !stop.load(); ++n) {
-      if (conversations_.size() < kConversationsPerClient) break;  // could not open one
-      Send(conversations_[n % kConversationsPerClient], std::to_string(n));
-      std::this_thread::sleep_for(kThinkTime);
-    }
-  }
-
-  const std::string& key() const { return key_; }
-  const std::vector<std::string>& conversations() const { return conversations_; }
-  std::vector<TurnRecord> turns() const {
-    absl::MutexLock lock(&mu_);
-    return turns_;
-  }
-
- private:
-  // Sends one turn until it is acknowledged or kRetryFor has passed.
-  void Send(const std::string& conversation, const std::string& n) {
-    TurnRecord record{.conversation = conversation,
-                      .turn_id = absl::StrCat(prefix_, "-", n),
-                      .message = kMessages[turns_count_++ % 2]};
-    pb::StreamChatRequest request;
-    request.set_conversation_id(conversation);
-    request.set_turn_id(record.turn_id);
-    request.set_message(record.message);
-    for (const auto give_up = Clock::now() + kRetryFor; !record.acknowledged;) {
-      if (record.attempts > 0) {
-        if (Clock::now() >= give_up) break;
-        std::this_thread::sleep_for(kRetryPause);
-      }
-      ++record.attempts;
-      record.started = Clock::now();
-      const testing::ChatTurn turn = testing::StreamTurn(*stub_, request, key_, {}, kTurnDeadline);
-      record.ended = Clock::now();
-      record.acknowledged = Acknowledged(turn);
-      // A new channel connects at once; the old one would wait out gRPC's
-      // reconnect backoff (seconds), which is the client's, not the server's.
-      if (turn.status.error_code() == grpc::StatusCode::UNAVAILABLE) Connect();
-      if (!record.acknowledged) continue;
-      record.normal = turn.errors().empty() && !turn.done().assistant_message_id().empty() &&
-                      !turn.session().replayed();
-      if (conversation.empty() && !turn.session().conversation_id().empty()) {
-        record.conversation = turn.session().conversation_id();
-        conversations_.push_back(record.conversation);
-      }
-    }
-    absl::MutexLock lock(&mu_);
-    turns_.push_back(std::move(record));
-  }
-
-  void Connect() {
-    stub_ =
-        pb::ChatService::NewStub(grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
-  }
-
-  const std::string address_;
-  std::unique_ptr<pb::ChatService::Stub> stub_;
-  const std::string key_;
-  const std::string prefix_;
-  int turns_count_ = 0;
-  std::vector<std::string> conversations_;
-  mutable absl::Mutex mu_;
-  std::vector<TurnRecord> turns_ ABSL_GUARDED_BY(mu_);
-};
 
 // One row of the fault table.
 struct FaultRow {
@@ -198,9 +94,7 @@ struct FaultRow {
   int acknowledged = 0;
   int retried = 0;   // acknowledged after a cut (more than one attempt)
   int degraded = 0;  // acknowledged, not served normally (the fault showed)
-  int lost = 0;
-  int duplicated = 0;
-  int reordered = 0;
+  testing::TurnCounts counts;
   long restart_ms = -1;   // the process (cluster) took this long to be back
   long recovery_ms = -1;  // -1: no turn was served normally after it
 };
@@ -213,68 +107,9 @@ std::string Header() {
 
 std::string Format(const FaultRow& row) {
   return absl::StrFormat("FAULT %-24s %6d %6d %7d %8d %5d %10d %9d %10d %11d", row.fault, row.turns,
-                         row.acknowledged, row.retried, row.degraded, row.lost, row.duplicated,
-                         row.reordered, row.restart_ms, row.recovery_ms);
-}
-
-// The stored messages of one conversation, oldest first, as its user reads
-// them through the public API (page by page, newest first).
-std::vector<pb::Message> Stored(pb::ChatService::Stub& stub, const std::string& key,
-                                const std::string& conversation) {
-  std::vector<pb::Message> messages;
-  pb::ListMessagesResponse page;
-  do {
-    grpc::ClientContext context;
-    testing::PrepareChatContext(context, key, seconds(10));
-    pb::ListMessagesRequest request;
-    request.set_conversation_id(conversation);
-    request.set_limit(500);
-    if (!messages.empty()) request.set_before_seq(messages.front().seq());
-    page.Clear();
-    const grpc::Status status = stub.ListMessages(&context, request, &page);
-    if (!status.ok()) {
-      ADD_FAILURE() << "ListMessages: " << status.error_message();
-      break;
-    }
-    messages.insert(messages.begin(), page.messages().begin(), page.messages().end());
-  } while (page.has_more() && page.messages_size() > 0);
-  return messages;
-}
-
-// Counts lost, duplicated and reordered turns of one conversation: `sent` its
-// turns in the order sent, `stored` its messages oldest first. A message
-// stored twice counts once for each copy too many of a turn's message.
-void Tally(const std::vector<const TurnRecord*>& sent, const std::vector<pb::Message>& stored,
-           FaultRow& row) {
-  std::map<std::pair<std::string, int>, int> copies;  // (turn_id, role) -> messages
-  for (const pb::Message& m : stored) ++copies[{m.turn_id(), m.role()}];
-  int duplicated = 0;
-  int lost = 0;
-  for (const auto& [what, n] : copies) duplicated += n - 1;
-  // The acknowledged turns' messages as they should be stored, and as they are.
-  std::set<std::string> acknowledged;
-  std::vector<std::pair<std::string, int>> expected;
-  for (const TurnRecord* turn : sent) {
-    if (!turn->acknowledged) continue;
-    acknowledged.insert(turn->turn_id);
-    expected.emplace_back(turn->turn_id, pb::ROLE_USER);
-    expected.emplace_back(turn->turn_id, pb::ROLE_ASSISTANT);
-    const bool whole = copies[{turn->turn_id, pb::ROLE_USER}] > 0 &&
-                       copies[{turn->turn_id, pb::ROLE_ASSISTANT}] > 0;
-    lost += whole ? 0 : 1;
-  }
-  std::vector<std::pair<std::string, int>> order;
-  for (const pb::Message& m : stored) {
-    if (acknowledged.contains(m.turn_id())) order.emplace_back(m.turn_id(), m.role());
-  }
-  row.duplicated += duplicated;
-  row.lost += lost;
-  if (lost > 0 || duplicated > 0) return;  // counted already; the order is moot
-  std::set<std::string> misplaced;         // turns with a message out of its place
-  for (size_t i = 0; i < expected.size() && i < order.size(); ++i) {
-    if (order[i] != expected[i]) misplaced.insert(expected[i].first);
-  }
-  row.reordered += static_cast<int>(misplaced.size());
+                         row.acknowledged, row.retried, row.degraded, row.counts.lost,
+                         row.counts.duplicated, row.counts.reordered, row.restart_ms,
+                         row.recovery_ms);
 }
 
 class FaultInjectionTest : public ::testing::Test {
@@ -308,8 +143,6 @@ class FaultInjectionTest : public ::testing::Test {
   // said last (a process that died says why).
   static void PrintLogTails();
   static std::vector<TurnRecord> AllTurns(const std::vector<std::unique_ptr<LoadClient>>& clients);
-  static void WaitForStorage(const std::vector<std::unique_ptr<LoadClient>>& clients,
-                             const std::vector<TurnRecord>& turns);
   static void CountStorage(const std::vector<std::unique_ptr<LoadClient>>& clients,
                            const std::vector<TurnRecord>& turns, FaultRow& row);
 
@@ -418,7 +251,7 @@ FaultRow FaultInjectionTest::Run(const std::string& fault, const std::function<v
   const std::string run = core::NewUuid().substr(0, 8);
   for (int i = 0; i < kClients; ++i) {
     clients.push_back(std::make_unique<LoadClient>(stack_->orchestrator().address(), (*keys_)[i],
-                                                   absl::StrCat("faults-", run, "-c", i)));
+                                                   absl::StrCat("faults-", run, "-c", i), kLoad));
   }
   std::atomic<bool> stop{false};
   std::latch ready(kClients);
@@ -449,7 +282,7 @@ FaultRow FaultInjectionTest::Run(const std::string& fault, const std::function<v
     return first;
   };
   std::optional<Clock::time_point> first_normal;
-  for (const auto give_up = back + kRetryFor; !first_normal && Clock::now() < give_up;) {
+  for (const auto give_up = back + kLoad.retry_for; !first_normal && Clock::now() < give_up;) {
     std::this_thread::sleep_for(milliseconds(20));
     first_normal = recovered();
   }
@@ -461,7 +294,7 @@ FaultRow FaultInjectionTest::Run(const std::string& fault, const std::function<v
     row.recovery_ms = std::chrono::duration_cast<milliseconds>(*first_normal - back).count();
   }
   const std::vector<TurnRecord> turns = AllTurns(clients);
-  WaitForStorage(clients, turns);
+  testing::WaitForStored(*stub_, clients, turns, kDrainWait);
   CountStorage(clients, turns, row);
   std::printf("%s\n%s\n", Header().c_str(), Format(row).c_str());
   if (row.lost > 0 || row.recovery_ms < 0) PrintLogTails();
@@ -486,22 +319,6 @@ void FaultInjectionTest::PrintLogTails() {
   }
 }
 
-void FaultInjectionTest::WaitForStorage(const std::vector<std::unique_ptr<LoadClient>>& clients,
-                                        const std::vector<TurnRecord>& turns) {
-  size_t expected = 0;
-  for (const TurnRecord& turn : turns) expected += turn.acknowledged ? 2 : 0;
-  for (const auto give_up = Clock::now() + kDrainWait; Clock::now() < give_up;) {
-    size_t stored = 0;
-    for (const auto& client : clients) {
-      for (const std::string& conversation : client->conversations()) {
-        stored += Stored(*stub_, client->key(), conversation).size();
-      }
-    }
-    if (stored >= expected) return;
-    std::this_thread::sleep_for(milliseconds(200));
-  }
-}
-
 void FaultInjectionTest::CountStorage(const std::vector<std::unique_ptr<LoadClient>>& clients,
                                       const std::vector<TurnRecord>& turns, FaultRow& row) {
   for (const TurnRecord& turn : turns) {
@@ -516,8 +333,10 @@ void FaultInjectionTest::CountStorage(const std::vector<std::unique_ptr<LoadClie
       for (const TurnRecord& turn : turns) {
         if (turn.conversation == conversation) sent.push_back(&turn);
       }
-      const std::vector<pb::Message> stored = Stored(*stub_, client->key(), conversation);
-      for (const pb::Message& m : stored) {
+      const absl::StatusOr<std::vector<pb::Message>> stored =
+          testing::Stored(*stub_, client->key(), conversation);
+      ASSERT_TRUE(stored.ok()) << stored.status();
+      for (const pb::Message& m : *stored) {
         const auto it = std::find_if(sent.begin(), sent.end(), [&](const TurnRecord* turn) {
           return turn->turn_id == m.turn_id();
         });
@@ -526,7 +345,7 @@ void FaultInjectionTest::CountStorage(const std::vector<std::unique_ptr<LoadClie
           EXPECT_EQ(m.content(), (*it)->message) << m.turn_id();
         }
       }
-      Tally(sent, stored, row);
+      testing::Tally(sent, *stored, row.counts);
     }
   }
 }
@@ -546,36 +365,36 @@ TEST(FaultTallyTest, CountsLostDuplicatedAndReorderedTurns) {
   const std::vector<const TurnRecord*> sent = {&turns[0], &turns[1], &turns[2]};
   const pb::Role kUser = pb::ROLE_USER;
   const pb::Role kReply = pb::ROLE_ASSISTANT;
-  FaultRow kept;
-  Tally(sent,
-        {message("a", kUser), message("a", kReply), message("b", kUser), message("b", kReply)},
-        kept);
+  testing::TurnCounts kept;
+  testing::Tally(
+      sent, {message("a", kUser), message("a", kReply), message("b", kUser), message("b", kReply)},
+      kept);
   EXPECT_EQ(kept.lost + kept.duplicated + kept.reordered, 0);
-  FaultRow lost;
-  Tally(sent, {message("a", kUser), message("b", kUser), message("b", kReply)}, lost);
+  testing::TurnCounts lost;
+  testing::Tally(sent, {message("a", kUser), message("b", kUser), message("b", kReply)}, lost);
   EXPECT_EQ(lost.lost, 1);
-  FaultRow twice;
-  Tally(sent,
-        {message("a", kUser), message("a", kReply), message("a", kReply), message("b", kUser),
-         message("b", kReply)},
-        twice);
+  testing::TurnCounts twice;
+  testing::Tally(sent,
+                 {message("a", kUser), message("a", kReply), message("a", kReply),
+                  message("b", kUser), message("b", kReply)},
+                 twice);
   EXPECT_EQ(twice.duplicated, 1);
-  FaultRow swapped;
-  Tally(sent,
-        {message("b", kUser), message("b", kReply), message("a", kUser), message("a", kReply),
-         message("c", kUser)},
-        swapped);
+  testing::TurnCounts swapped;
+  testing::Tally(sent,
+                 {message("b", kUser), message("b", kReply), message("a", kUser),
+                  message("a", kReply), message("c", kUser)},
+                 swapped);
   EXPECT_EQ(swapped.reordered, 2);
   EXPECT_EQ(swapped.lost + swapped.duplicated, 0);
 }
 
 // What every fault must keep, with the row's numbers.
 void ExpectKept(const FaultRow& row) {
-  EXPECT_GT(row.acknowledged, kClients * kConversationsPerClient) << row.fault;
+  EXPECT_GT(row.acknowledged, kClients * kLoad.conversations) << row.fault;
   EXPECT_EQ(row.acknowledged, row.turns) << row.fault << ": a turn never acknowledged";
-  EXPECT_EQ(row.lost, 0) << row.fault;
-  EXPECT_EQ(row.duplicated, 0) << row.fault;
-  EXPECT_EQ(row.reordered, 0) << row.fault;
+  EXPECT_EQ(row.counts.lost, 0) << row.fault;
+  EXPECT_EQ(row.counts.duplicated, 0) << row.fault;
+  EXPECT_EQ(row.counts.reordered, 0) << row.fault;
   EXPECT_GE(row.recovery_ms, 0) << row.fault << ": no turn served normally after the restart";
   EXPECT_LE(row.recovery_ms, kRecoveryBound.count()) << row.fault;
 }
