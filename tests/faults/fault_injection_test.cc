@@ -297,7 +297,7 @@ FaultRow FaultInjectionTest::Run(const std::string& fault, const std::function<v
   testing::WaitForStored(*stub_, clients, turns, kDrainWait);
   CountStorage(clients, turns, row);
   std::printf("%s\n%s\n", Header().c_str(), Format(row).c_str());
-  if (row.lost > 0 || row.recovery_ms < 0) PrintLogTails();
+  if (row.counts.lost > 0 || row.recovery_ms < 0) PrintLogTails();
   std::fflush(stdout);
   table_->push_back(row);
   return row;
