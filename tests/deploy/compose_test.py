@@ -27,11 +27,12 @@ What must hold, each step printed as it passes:
     the reply are stored (read back from the conversation service, with a
     caller assertion signed by the orchestrator's key; without one the
     conversation service refuses the call);
-  - while turns run, a kill of the conversation service, of PostgreSQL,
-    of the orchestrator (with the conversation service down, so its spool
-    holds messages), of the intent service and of the executor loses no
-    acknowledged message and stores none twice (the spool on its named
-    volume drains once the service is back);
+  - while turns run, a kill of the orchestrator with the conversation
+    service down (so its spool holds messages) loses no acknowledged
+    message and stores none twice (the spool on its named volume drains
+    once the service is back); a kill of each container alone, with the
+    order and recovery time checked too, is the fault suite's
+    (tests/faults/compose_faults.py, ctest faults_compose);
   - an orchestrator stopped with SIGTERM once the conversation service is
     back (a rolling update) has stored everything it acknowledged and left
     its spool empty by the time it has exited;
@@ -39,7 +40,6 @@ What must hold, each step printed as it passes:
 The last line is `RESULT ...` with the counts and the times.
 """
 import atexit
-import json
 import os
 import random
 import re
@@ -49,125 +49,17 @@ import tempfile
 import threading
 import time
 
-from harness import (ROOT, SKIP, Report, acknowledged, chat, free_port, identity_unconfigured,
-                     stored_reply, unknown_environment)
+from compose_stack import Stack, check_nothing_left
+from harness import (ROOT, SKIP, Report, acknowledged, identity_unconfigured, stored_reply,
+                     unknown_environment)
 
-# The most messages one ListMessages page returns; each phase's conversation
-# stays under it (its first turn and at most MAX_TURNS notes, two messages
-# each).
-MAX_MESSAGES = 100
+# Each phase's conversation stays under one ListMessages page
+# (compose_stack.MAX_MESSAGES): its first turn and at most MAX_TURNS notes,
+# two messages each.
 MAX_TURNS = 45
 
 report = Report("compose-test")
 log, fail, run = report.log, report.fail, report.run
-
-
-class Stack:
-    """One compose project of its own: its name, secrets and port."""
-
-    def __init__(self, bin_dir, docker, secrets_dir, compose):
-        self.bin_dir = bin_dir
-        self.docker = docker
-        self.compose_command, compose_env = compose
-        self.project = f"ofcompose{os.getpid()}"
-        self.port = free_port()
-        self.secrets_dir = secrets_dir
-        self.ids = {}
-        self.env = dict(os.environ,
-                        COMPOSE_PROJECT_NAME=self.project,
-                        OMNIFORGE_SECRETS_DIR=secrets_dir,
-                        OMNIFORGE_PUBLISH_PORT=str(self.port),
-                        OMNIFORGE_IMAGE="omniforge:latest",
-                        DOCKER_HOST=os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock"),
-                        **compose_env)
-        with open(os.path.join(secrets_dir, "demo.key")) as f:
-            self.key = f.read().strip()
-
-    def compose(self, *args, check=True, timeout=600):
-        return run([*self.compose_command, "-p", self.project, *args], check=check, env=self.env,
-                   timeout=timeout)
-
-    def container(self, service):
-        """The service's container id (kept: a kill and a start keep it, and
-        docker-compose v1 takes a second or two to list it)."""
-        if service not in self.ids:
-            # v2 lists a container that has exited (migrate) only with -a.
-            listing = ["ps", "-q"] if self.compose_command == ["docker-compose"] else ["ps", "-aq"]
-            out = self.compose(*listing, service).stdout.split()
-            if len(out) != 1:
-                fail(f"expected one {service} container, found {out}")
-            self.ids[service] = out[0]
-        return self.ids[service]
-
-    def health(self, service):
-        cid = self.container(service)
-        return run([self.docker, "inspect", "-f",
-                    "{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{end}}", cid],
-                   check=False).stdout.strip()
-
-    def wait_healthy(self, services, seconds=120):
-        deadline = time.monotonic() + seconds
-        while True:
-            states = {s: self.health(s) for s in services}
-            if all(state == "running healthy" for state in states.values()):
-                return
-            if time.monotonic() > deadline:
-                self.dump_logs()
-                fail(f"not healthy after {seconds} s: {states}")
-            time.sleep(0.5)
-
-    def dump_logs(self):
-        out = self.compose("logs", "--no-color", "--tail", "40", check=False).stdout
-        print(out, flush=True)
-
-    def kill(self, service):
-        run([self.docker, "kill", self.container(service)])
-
-    def start(self, service):
-        run([self.docker, "start", self.container(service)])
-
-    def chat(self, message, conversation=""):
-        """One turn with the client on the host. Returns (events, exit code)."""
-        code, events, _ = chat(self.bin_dir, self.port, self.key, message, conversation)
-        return events, code
-
-    def show(self, conversation, signed=True):
-        """`omniforge conversations show` run inside the conversation
-        service's container (its port is not published); signed, with the
-        orchestrator's identity key given on standard input, as an operator
-        would."""
-        key = []
-        if signed:
-            key = ["--identity-key", "/dev/stdin", "--identity-key-id", "orchestrator"]
-        with open(os.path.join(self.secrets_dir, "orchestrator_identity.key")) as f:
-            secret = f.read() if signed else ""
-        return run([self.docker, "exec", "-i", self.container("conversation"), "omniforge",
-                    "--server", "127.0.0.1:50051", "--tenant", "demo", "--user", "demo-user",
-                    *key, "--timeout", "10", "--json", "conversations", "show", conversation,
-                    "--limit", str(MAX_MESSAGES)], check=False, input=secret)
-
-    def messages(self, conversation):
-        """The conversation's stored messages (None when they cannot be read)."""
-        result = self.show(conversation)
-        if result.returncode != 0:
-            return None
-        return parse_messages(result.stdout)
-
-
-def parse_messages(text):
-    """The messages of `omniforge --json conversations show`: JSON objects,
-    one or more, holding a messages list."""
-    decoder = json.JSONDecoder()
-    found, at = [], 0
-    text = text.strip()
-    while at < len(text):
-        value, end = decoder.raw_decode(text, at)
-        at = end
-        while at < len(text) and text[at].isspace():
-            at += 1
-        if isinstance(value, dict):
-            found.extend(value.get("messages", []))
-    return found
 
 
 def session_id(events):
@@ -275,18 +167,6 @@ def spool_bytes(stack):
     return int(out.split()[-1])
 
 
-def check_nothing_left(docker, project):
-    label = f"label=com.docker.compose.project={project}"
-    left = {
-        "containers": run([docker, "ps", "-aq", "--filter", label]).stdout.split(),
-        "volumes": run([docker, "volume", "ls", "-q", "--filter", label]).stdout.split(),
-        "networks": run([docker, "network", "ls", "-q", "--filter", label]).stdout.split(),
-    }
-    leftovers = {k: v for k, v in left.items() if v}
-    if leftovers:
-        fail(f"compose down -v left {leftovers}")
-
-
 def compose_tool(v2, docker):
     """(command, environment) of the compose tool: Debian's docker-compose
     (v1), or with v2 Docker's `docker compose` plugin, from the one
@@ -327,7 +207,7 @@ def main():
     shutil.rmtree(secrets_dir, ignore_errors=True)
     run(["bash", "deploy/docker/init-secrets.sh", "-d", secrets_dir],
         env=dict(os.environ, OMNIFORGE_BIN_DIR=bin_dir))
-    stack = Stack(bin_dir, docker, secrets_dir, compose)
+    stack = Stack(report, bin_dir, docker, secrets_dir, compose)
     stack.env["OMNIFORGE_POSTGRES_IMAGE"] = postgres_image
 
     counts = {}
@@ -367,11 +247,13 @@ def main():
             fail(f"the conversation service believed a user it was merely told: {told.stdout}")
         log("a call naming the user without a signed assertion is refused (UNAUTHENTICATED)")
 
-        phases = [(["conversation"], False), (["postgres"], False),
-                  (["conversation", "orchestrator"], False), (["conversation"], True),
-                  (["intent"], False), (["executor"], False)]
+        # A kill of each container under load is the fault suite's
+        # (faults_compose); here what depends on the compose file: the
+        # spool's named volume across an orchestrator kill, and a rolling
+        # update's SIGTERM.
+        phases = [(["conversation", "orchestrator"], False), (["conversation"], True)]
         if v2:  # the kills are the engine's; the spool's volume is compose's
-            phases = phases[:1]
+            phases = [(["conversation"], False)]
         lost_total = 0
         for victims, then_stop in phases:
             acked, sent, missing, duplicated = kill_phase(stack, victims, then_stop)
@@ -387,7 +269,7 @@ def main():
         down_started = time.monotonic()
         stack.compose("down", "-v", "--remove-orphans", check=False, timeout=300)
         down_seconds = time.monotonic() - down_started
-    check_nothing_left(docker, stack.project)
+    check_nothing_left(report, docker, stack.project)
     log(f"compose down -v left nothing ({down_seconds:.0f} s)")
     shutil.rmtree(secrets_dir, ignore_errors=True)
     total = time.monotonic() - started

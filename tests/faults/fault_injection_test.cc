@@ -1,11 +1,14 @@
-// Process and database faults under load (issue 30): the four services in
-// local mode and a PostgreSQL cluster of the suite's own, driven through the
+// Process and database faults under load: the four services in local mode
+// and a PostgreSQL cluster of the suite's own (or, run by
+// tests/faults/compose_faults.py, the docker-compose stack: see
+// ComposeTarget), driven through the
 // public ChatService by a few client threads, each sending turns to
 // conversations of its own and retrying a turn with the same turn_id until
 // it is acknowledged. In the middle of the load one fault is injected: a
 // kill -9 of one service, restarted on the same port (the orchestrator on
 // the same spool directory), or a crash of PostgreSQL (SIGQUIT to the
-// postmaster, as `pg_ctl stop -m immediate`) and its start again. Then the
+// postmaster, as `pg_ctl stop -m immediate`) and its start again (in
+// compose: `docker kill` of the container and `docker start`). Then the
 // storage is read back through ListMessages and each fault's row of the
 // table printed (lines starting with "FAULT ") and asserted:
 //   - acknowledged, lost, duplicated, reordered: as tests/support/turn_load.h
@@ -29,6 +32,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -43,8 +47,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "libs/core/ids.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
@@ -112,48 +118,31 @@ std::string Format(const FaultRow& row) {
                          row.recovery_ms);
 }
 
-class FaultInjectionTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite();
-  static void TearDownTestSuite();
+// One fault: its name in the table, what injects it (takes the process or
+// the database down) and what restores it (nullopt once it is back, else
+// why not).
+struct Fault {
+  std::string name;
+  std::function<void()> inject;
+  std::function<std::optional<std::string>()> restore;
+};
 
-  void SetUp() override {
-    // A stack that did not start fails every test, never skips it.
-    if (stack_ == nullptr) FAIL() << "the stack did not start (see the suite's set-up)";
-  }
-
-  // Runs the load with `fault` injected (`inject` takes the process or the
-  // cluster down, `restore` brings it back), then reads the storage and
-  // returns the fault's row, printed and kept for the table.
-  static FaultRow Run(const std::string& fault, const std::function<void()>& inject,
-                      const std::function<std::optional<std::string>()>& restore);
-
-  // scripts/pg.sh `command` for the suite's cluster.
-  static testing::CommandResult Pg(const std::string& command) {
-    return testing::RunCommand(
-        {"/bin/bash", OMNIFORGE_PG_SCRIPT, command}, "",
-        {absl::StrCat("OMNIFORGE_PG_PORT=", pg_port_),
-         "OMNIFORGE_PG_DIR=" + (*dir_ / "pg").string(), "OMNIFORGE_PG_THROWAWAY=1"});
-  }
-  // A crash of the cluster: SIGQUIT to the postmaster (what `pg_ctl stop -m
-  // immediate` sends: no checkpoint, recovery at the next start).
-  static void CrashPostgres();
-
-  // After a fault that lost turns or never recovered: what each service
-  // said last (a process that died says why).
-  static void PrintLogTails();
-  static std::vector<TurnRecord> AllTurns(const std::vector<std::unique_ptr<LoadClient>>& clients);
-  static void CountStorage(const std::vector<std::unique_ptr<LoadClient>>& clients,
-                           const std::vector<TurnRecord>& turns, FaultRow& row);
-
-  static inline fs::path* dir_ = nullptr;
-  static inline int pg_port_ = 0;
-  static inline bool pg_started_ = false;
-  static inline testing::TestDatabase* db_ = nullptr;
-  static inline std::vector<std::string>* keys_ = nullptr;
-  static inline testing::ServiceStack* stack_ = nullptr;
-  static inline pb::ChatService::Stub* stub_ = nullptr;
-  static inline std::vector<FaultRow>* table_ = nullptr;
+// Where the faults are injected: the stack the suite starts itself, or a
+// docker-compose stack started for it (tests/faults/compose_faults.py).
+class Target {
+ public:
+  virtual ~Target() = default;
+  // The orchestrator's public address.
+  virtual std::string address() const = 0;
+  // An API key for each client.
+  virtual const std::vector<std::string>& keys() const = 0;
+  // A kill of `service` (conversation, intent, executor, orchestrator) and
+  // its start again.
+  virtual Fault KillService(const std::string& service) = 0;
+  // A crash of PostgreSQL and its start again.
+  virtual Fault CrashPostgres() = 0;
+  // What each service said last (a process that died says why).
+  virtual void PrintLogTails() const = 0;
 };
 
 // A TCP port on 127.0.0.1 that nothing listened on a moment ago.
@@ -172,34 +161,261 @@ int FreePort() {
   return port;
 }
 
+// The four services in local mode as processes of this test, the
+// orchestrator keeping its flows in PostgreSQL as deployed, on a cluster of
+// the suite's own. A kill is SIGKILL and a restart on the same port (the
+// orchestrator on the same spool directory); the crash of PostgreSQL is
+// SIGQUIT to the postmaster (what `pg_ctl stop -m immediate` sends: no
+// checkpoint, recovery at the next start).
+class LocalTarget final : public Target {
+ public:
+  LocalTarget() : dir_(fs::temp_directory_path() / ("omniforge-faults-" + core::NewUuid())) {}
+  ~LocalTarget() override {
+    stack_.reset();
+    db_.reset();
+    if (pg_started_) {
+      const testing::CommandResult stopped = Pg("stop");
+      EXPECT_EQ(stopped.exit_code, 0) << stopped.out << stopped.err;
+    }
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+  }
+  LocalTarget(const LocalTarget&) = delete;
+  LocalTarget& operator=(const LocalTarget&) = delete;
+
+  // Starts the cluster and the stack; the error when they did not start.
+  std::optional<std::string> Start() {
+    fs::create_directories(dir_);
+    pg_port_ = FreePort();
+    if (pg_port_ == 0) return "no free port for PostgreSQL";
+    const testing::CommandResult started = Pg("start");
+    if (started.exit_code != 0) return "scripts/pg.sh start: " + started.out + started.err;
+    pg_started_ = true;
+    db_ = std::make_unique<testing::TestDatabase>(
+        absl::StrCat("host=127.0.0.1 port=", pg_port_, " user=omniforge dbname=postgres"));
+    std::vector<core::Identity> users;
+    users.reserve(kClients);
+    for (int i = 0; i < kClients; ++i) users.push_back({"acme", "client-" + std::to_string(i)});
+    keys_ = testing::WriteApiKeyFile(dir_ / "api_keys", users, "faults");
+    if (keys_.size() != users.size()) return "the API key file was not written";
+    stack_ = std::make_unique<testing::ServiceStack>(
+        testing::ServiceBinaries{OMNIFORGE_CONVERSATION_BIN, OMNIFORGE_INTENT_BIN,
+                                 OMNIFORGE_EXECUTOR_BIN, OMNIFORGE_ORCHESTRATOR_BIN});
+    testing::ServiceStack::ExtraEnv extra;
+    extra.orchestrator = testing::DatabaseEnv(*db_, "orchestrator");
+    return stack_->Start(*db_, (dir_ / "api_keys").string(), extra);
+  }
+
+  std::string address() const override { return stack_->orchestrator().address(); }
+  const std::vector<std::string>& keys() const override { return keys_; }
+
+  Fault KillService(const std::string& service) override {
+    testing::ServerProcess& process = Process(service);
+    return {"kill -9 " + service, [&process] { process.Kill(); },
+            [&process] { return process.Restart(); }};
+  }
+
+  Fault CrashPostgres() override {
+    return {"postgres crash+restart", [this] { SignalPostmaster(); },
+            [this]() -> std::optional<std::string> {
+              const testing::CommandResult started = Pg("start");
+              if (started.exit_code == 0) return std::nullopt;
+              return started.out + started.err;
+            }};
+  }
+
+  void PrintLogTails() const override {
+    for (const char* service : {"conversation", "intent", "executor", "orchestrator"}) {
+      const std::vector<std::string> lines = Process(service).LogLines();
+      PrintTail(service, {lines.end() - std::min(lines.size(), kTailLines), lines.end()});
+    }
+  }
+
+  static constexpr size_t kTailLines = 25;
+  static void PrintTail(const std::string& service, const std::vector<std::string>& lines) {
+    std::printf("--- the last lines of the %s's log:\n", service.c_str());
+    for (const std::string& line : lines) std::printf("%s\n", line.c_str());
+  }
+
+ private:
+  testing::ServerProcess& Process(const std::string& service) const {
+    if (service == "conversation") return stack_->conversation();
+    if (service == "intent") return stack_->intent();
+    if (service == "executor") return stack_->executor();
+    return stack_->orchestrator();
+  }
+
+  // scripts/pg.sh `command` for the suite's cluster.
+  testing::CommandResult Pg(const std::string& command) const {
+    return testing::RunCommand(
+        {"/bin/bash", OMNIFORGE_PG_SCRIPT, command}, "",
+        {absl::StrCat("OMNIFORGE_PG_PORT=", pg_port_), "OMNIFORGE_PG_DIR=" + (dir_ / "pg").string(),
+         "OMNIFORGE_PG_THROWAWAY=1"});
+  }
+
+  void SignalPostmaster() const {
+    std::ifstream pid_file(dir_ / "pg" / "data" / "postmaster.pid");
+    pid_t pid = 0;
+    ASSERT_TRUE(pid_file >> pid) << "no postmaster.pid";
+    ASSERT_EQ(kill(pid, SIGQUIT), 0) << std::strerror(errno);
+    for (const auto give_up = Clock::now() + seconds(30); kill(pid, 0) == 0;) {
+      ASSERT_LT(Clock::now(), give_up) << "the postmaster did not exit";
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+  }
+
+  const fs::path dir_;
+  int pg_port_ = 0;
+  bool pg_started_ = false;
+  std::unique_ptr<testing::TestDatabase> db_;
+  std::vector<std::string> keys_;
+  std::unique_ptr<testing::ServiceStack> stack_;
+};
+
+// A docker-compose stack (docker-compose.yml) that tests/faults/
+// compose_faults.py brought up and names in the environment:
+//   OMNIFORGE_FAULTS_COMPOSE_ADDRESS     the orchestrator's published address
+//   OMNIFORGE_FAULTS_COMPOSE_KEY_FILE    the demo user's API key (every
+//                                        client is that user, each with
+//                                        conversations of its own)
+//   OMNIFORGE_FAULTS_COMPOSE_DOCKER      the docker client
+//   OMNIFORGE_FAULTS_COMPOSE_CONTAINERS  service=container id, comma-separated
+//                                        (the four services and postgres)
+// A fault is `docker kill` of the service's container (SIGKILL; for
+// PostgreSQL a crash, recovered at the next start) and `docker start`,
+// back once Docker reports the container healthy (its healthcheck).
+class ComposeTarget final : public Target {
+ public:
+  // The target named by the environment, or why there is none.
+  static std::optional<std::string> FromEnvironment(std::unique_ptr<Target>& target) {
+    auto compose = std::make_unique<ComposeTarget>();
+    const char* address = std::getenv("OMNIFORGE_FAULTS_COMPOSE_ADDRESS");
+    const char* key_file = std::getenv("OMNIFORGE_FAULTS_COMPOSE_KEY_FILE");
+    const char* docker = std::getenv("OMNIFORGE_FAULTS_COMPOSE_DOCKER");
+    const char* containers = std::getenv("OMNIFORGE_FAULTS_COMPOSE_CONTAINERS");
+    if (address == nullptr || key_file == nullptr || docker == nullptr || containers == nullptr) {
+      return "OMNIFORGE_FAULTS_COMPOSE_{ADDRESS,KEY_FILE,DOCKER,CONTAINERS} must all be set";
+    }
+    compose->address_ = address;
+    compose->docker_ = docker;
+    std::ifstream in(key_file);
+    std::string key;
+    if (!(in >> key)) return absl::StrCat("no API key in ", key_file);
+    compose->keys_.assign(kClients, key);
+    for (absl::string_view pair : absl::StrSplit(containers, ',', absl::SkipEmpty())) {
+      const std::vector<std::string> parts = absl::StrSplit(pair, absl::MaxSplits('=', 1));
+      if (parts.size() != 2) return absl::StrCat("not service=id: ", pair);
+      compose->containers_[parts[0]] = parts[1];
+    }
+    for (const char* service : {"conversation", "intent", "executor", "orchestrator", "postgres"}) {
+      if (compose->containers_.count(service) == 0)
+        return absl::StrCat("no container for ", service);
+    }
+    target = std::move(compose);
+    return std::nullopt;
+  }
+
+  std::string address() const override { return address_; }
+  const std::vector<std::string>& keys() const override { return keys_; }
+
+  Fault KillService(const std::string& service) override {
+    const std::string id = containers_.at(service);
+    return {"docker kill " + service, [this, id] { Kill(id); },
+            [this, id] { return StartHealthy(id); }};
+  }
+
+  Fault CrashPostgres() override {
+    Fault fault = KillService("postgres");
+    fault.name = "docker kill postgres";
+    return fault;
+  }
+
+  void PrintLogTails() const override {
+    for (const auto& [service, id] : containers_) {
+      const testing::CommandResult logs = Docker({"logs", "--tail", "25", id});
+      LocalTarget::PrintTail(service, absl::StrSplit(logs.out + logs.err, '\n', absl::SkipEmpty()));
+    }
+  }
+
+ private:
+  testing::CommandResult Docker(std::vector<std::string> args) const {
+    args.insert(args.begin(), docker_);
+    return testing::RunCommand(args);
+  }
+
+  std::string State(const std::string& id) const {
+    const testing::CommandResult state =
+        Docker({"inspect", "-f",
+                "{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{end}}", id});
+    return std::string(absl::StripAsciiWhitespace(state.out));
+  }
+
+  // Returns once the container has stopped.
+  void Kill(const std::string& id) const {
+    const testing::CommandResult killed = Docker({"kill", id});
+    ASSERT_EQ(killed.exit_code, 0) << killed.out << killed.err;
+    for (const auto give_up = Clock::now() + seconds(30); State(id).rfind("running", 0) == 0;) {
+      ASSERT_LT(Clock::now(), give_up) << "the container did not stop: " << id;
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+  }
+
+  std::optional<std::string> StartHealthy(const std::string& id) const {
+    const testing::CommandResult started = Docker({"start", id});
+    if (started.exit_code != 0) return "docker start: " + started.out + started.err;
+    std::string state;
+    for (const auto give_up = Clock::now() + seconds(90); Clock::now() < give_up;) {
+      state = State(id);
+      if (state == "running healthy") return std::nullopt;
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+    return "not healthy 90 s after docker start: " + state;
+  }
+
+  std::string address_;
+  std::string docker_;
+  std::vector<std::string> keys_;
+  std::map<std::string, std::string> containers_;
+};
+
+class FaultInjectionTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite();
+  static void TearDownTestSuite();
+
+  void SetUp() override {
+    // A stack that did not start fails every test, never skips it.
+    if (target_ == nullptr) FAIL() << "the stack did not start (see the suite's set-up)";
+  }
+
+  // Runs the load with `fault` injected, then reads the storage and
+  // returns the fault's row, printed and kept for the table.
+  static FaultRow Run(const Fault& fault);
+
+  static std::vector<TurnRecord> AllTurns(const std::vector<std::unique_ptr<LoadClient>>& clients);
+  static void CountStorage(const std::vector<std::unique_ptr<LoadClient>>& clients,
+                           const std::vector<TurnRecord>& turns, FaultRow& row);
+
+  static inline Target* target_ = nullptr;
+  static inline pb::ChatService::Stub* stub_ = nullptr;
+  static inline std::vector<FaultRow>* table_ = nullptr;
+};
+
 void FaultInjectionTest::SetUpTestSuite() {
   table_ = new std::vector<FaultRow>();
-  dir_ = new fs::path(fs::temp_directory_path() / ("omniforge-faults-" + core::NewUuid()));
-  fs::create_directories(*dir_);
-  pg_port_ = FreePort();
-  ASSERT_NE(pg_port_, 0);
-  const testing::CommandResult started = Pg("start");
-  ASSERT_EQ(started.exit_code, 0) << started.out << started.err;
-  pg_started_ = true;
-  db_ = new testing::TestDatabase(
-      absl::StrCat("host=127.0.0.1 port=", pg_port_, " user=omniforge dbname=postgres"));
-  std::vector<core::Identity> users;
-  users.reserve(kClients);
-  for (int i = 0; i < kClients; ++i) users.push_back({"acme", "client-" + std::to_string(i)});
-  keys_ =
-      new std::vector<std::string>(testing::WriteApiKeyFile(*dir_ / "api_keys", users, "faults"));
-  ASSERT_EQ(keys_->size(), users.size());
-  auto* stack = new testing::ServiceStack({OMNIFORGE_CONVERSATION_BIN, OMNIFORGE_INTENT_BIN,
-                                           OMNIFORGE_EXECUTOR_BIN, OMNIFORGE_ORCHESTRATOR_BIN});
-  testing::ServiceStack::ExtraEnv extra;
-  // The orchestrator keeps its flows in PostgreSQL, as deployed.
-  extra.orchestrator = testing::DatabaseEnv(*db_, "orchestrator");
-  const std::optional<std::string> error = stack->Start(*db_, (*dir_ / "api_keys").string(), extra);
-  if (error.has_value()) delete stack;
-  ASSERT_EQ(error, std::nullopt);
-  stack_ = stack;
-  stub_ = pb::ChatService::NewStub(grpc::CreateChannel(stack_->orchestrator().address(),
-                                                       grpc::InsecureChannelCredentials()))
+  std::unique_ptr<Target> target;
+  if (std::getenv("OMNIFORGE_FAULTS_COMPOSE_ADDRESS") != nullptr) {
+    const std::optional<std::string> error = ComposeTarget::FromEnvironment(target);
+    ASSERT_EQ(error, std::nullopt);
+  } else {
+    auto local = std::make_unique<LocalTarget>();
+    const std::optional<std::string> error = local->Start();
+    target = std::move(local);
+    ASSERT_EQ(error, std::nullopt);
+  }
+  target_ = target.release();
+  stub_ = pb::ChatService::NewStub(
+              grpc::CreateChannel(target_->address(), grpc::InsecureChannelCredentials()))
               .release();
 }
 
@@ -210,28 +426,8 @@ void FaultInjectionTest::TearDownTestSuite() {
     std::fflush(stdout);
   }
   delete stub_;
-  delete stack_;
-  delete db_;
-  if (pg_started_) {
-    const testing::CommandResult stopped = Pg("stop");
-    EXPECT_EQ(stopped.exit_code, 0) << stopped.out << stopped.err;
-  }
-  std::error_code ignored;
-  if (dir_ != nullptr) fs::remove_all(*dir_, ignored);
-  delete dir_;
-  delete keys_;
+  delete target_;
   delete table_;
-}
-
-void FaultInjectionTest::CrashPostgres() {
-  std::ifstream pid_file(*dir_ / "pg" / "data" / "postmaster.pid");
-  pid_t pid = 0;
-  ASSERT_TRUE(pid_file >> pid) << "no postmaster.pid";
-  ASSERT_EQ(kill(pid, SIGQUIT), 0) << std::strerror(errno);
-  for (const auto give_up = Clock::now() + seconds(30); kill(pid, 0) == 0;) {
-    ASSERT_LT(Clock::now(), give_up) << "the postmaster did not exit";
-    std::this_thread::sleep_for(milliseconds(10));
-  }
 }
 
 std::vector<TurnRecord> FaultInjectionTest::AllTurns(
@@ -243,14 +439,13 @@ std::vector<TurnRecord> FaultInjectionTest::AllTurns(
   return turns;
 }
 
-FaultRow FaultInjectionTest::Run(const std::string& fault, const std::function<void()>& inject,
-                                 const std::function<std::optional<std::string>()>& restore) {
-  FaultRow row{.fault = fault};
+FaultRow FaultInjectionTest::Run(const Fault& fault) {
+  FaultRow row{.fault = fault.name};
   std::vector<std::unique_ptr<LoadClient>> clients;
   clients.reserve(kClients);
   const std::string run = core::NewUuid().substr(0, 8);
   for (int i = 0; i < kClients; ++i) {
-    clients.push_back(std::make_unique<LoadClient>(stack_->orchestrator().address(), (*keys_)[i],
+    clients.push_back(std::make_unique<LoadClient>(target_->address(), target_->keys()[i],
                                                    absl::StrCat("faults-", run, "-c", i), kLoad));
   }
   std::atomic<bool> stop{false};
@@ -263,12 +458,12 @@ FaultRow FaultInjectionTest::Run(const std::string& fault, const std::function<v
   ready.wait();
   std::this_thread::sleep_for(kLoadBeforeFault);
   const Clock::time_point fault_at = Clock::now();
-  inject();
+  fault.inject();
   std::this_thread::sleep_for(kDowntime - (Clock::now() - fault_at));
   const Clock::time_point restoring = Clock::now();
-  const std::optional<std::string> restored = restore();
+  const std::optional<std::string> restored = fault.restore();
   const Clock::time_point back = Clock::now();
-  EXPECT_EQ(restored, std::nullopt) << fault;
+  EXPECT_EQ(restored, std::nullopt) << fault.name;
   row.restart_ms = std::chrono::duration_cast<milliseconds>(back - restoring).count();
   // The load goes on until a turn begun after the restart is served
   // normally, and a while longer.
@@ -297,26 +492,10 @@ FaultRow FaultInjectionTest::Run(const std::string& fault, const std::function<v
   testing::WaitForStored(*stub_, clients, turns, kDrainWait);
   CountStorage(clients, turns, row);
   std::printf("%s\n%s\n", Header().c_str(), Format(row).c_str());
-  if (row.counts.lost > 0 || row.recovery_ms < 0) PrintLogTails();
+  if (row.counts.lost > 0 || row.recovery_ms < 0) target_->PrintLogTails();
   std::fflush(stdout);
   table_->push_back(row);
   return row;
-}
-
-void FaultInjectionTest::PrintLogTails() {
-  constexpr size_t kLines = 25;
-  const std::pair<const char*, testing::ServerProcess*> services[] = {
-      {"conversation", &stack_->conversation()},
-      {"intent", &stack_->intent()},
-      {"executor", &stack_->executor()},
-      {"orchestrator", &stack_->orchestrator()}};
-  for (const auto& [name, process] : services) {
-    const std::vector<std::string> lines = process->LogLines();
-    std::printf("--- the last lines of the %s's log:\n", name);
-    for (size_t i = lines.size() > kLines ? lines.size() - kLines : 0; i < lines.size(); ++i) {
-      std::printf("%s\n", lines[i].c_str());
-    }
-  }
 }
 
 void FaultInjectionTest::CountStorage(const std::vector<std::unique_ptr<LoadClient>>& clients,
@@ -400,43 +579,22 @@ void ExpectKept(const FaultRow& row) {
 }
 
 TEST_F(FaultInjectionTest, KillConversationService) {
-  testing::ServerProcess& process = stack_->conversation();
-  ExpectKept(Run(
-      "kill -9 conversation", [&] { process.Kill(); }, [&] { return process.Restart(); }));
+  ExpectKept(Run(target_->KillService("conversation")));
 }
 
-TEST_F(FaultInjectionTest, KillIntentService) {
-  testing::ServerProcess& process = stack_->intent();
-  ExpectKept(Run(
-      "kill -9 intent", [&] { process.Kill(); }, [&] { return process.Restart(); }));
-}
+TEST_F(FaultInjectionTest, KillIntentService) { ExpectKept(Run(target_->KillService("intent"))); }
 
-TEST_F(FaultInjectionTest, KillExecutor) {
-  testing::ServerProcess& process = stack_->executor();
-  ExpectKept(Run(
-      "kill -9 executor", [&] { process.Kill(); }, [&] { return process.Restart(); }));
-}
+TEST_F(FaultInjectionTest, KillExecutor) { ExpectKept(Run(target_->KillService("executor"))); }
 
 // The turns in flight are cut: each is sent again with its turn_id and
 // completes once (the user's message stored once, one reply).
 TEST_F(FaultInjectionTest, KillOrchestrator) {
-  testing::ServerProcess& process = stack_->orchestrator();
-  const FaultRow row = Run(
-      "kill -9 orchestrator", [&] { process.Kill(); }, [&] { return process.Restart(); });
+  const FaultRow row = Run(target_->KillService("orchestrator"));
   ExpectKept(row);
   EXPECT_GE(row.retried, 1) << "no turn was cut: the kill came between turns";
 }
 
-TEST_F(FaultInjectionTest, CrashAndRestartPostgres) {
-  const FaultRow row = Run(
-      "postgres crash+restart", [] { CrashPostgres(); },
-      []() -> std::optional<std::string> {
-        const testing::CommandResult started = Pg("start");
-        if (started.exit_code == 0) return std::nullopt;
-        return started.out + started.err;
-      });
-  ExpectKept(row);
-}
+TEST_F(FaultInjectionTest, CrashAndRestartPostgres) { ExpectKept(Run(target_->CrashPostgres())); }
 
 }  // namespace
 }  // namespace omniforge::faults

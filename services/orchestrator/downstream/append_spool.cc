@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -338,7 +339,7 @@ absl::StatusOr<std::optional<convpb::AppendMessageResponse>> AppendSpool::Append
   if (queued) {
     // Storage may be back: the caller waits for the messages ahead of its
     // own (up to its deadline) and then has its message stored.
-    std::unique_lock<std::timed_mutex> drain(drain_mu_, std::defer_lock);
+    std::unique_lock<core::TimedMutex> drain(drain_mu_, std::defer_lock);
     const auto wait = std::max(std::chrono::microseconds(0),
                                call.deadline - core::TimePointFromMicros(core::NowMicros()));
     ++turns_waiting_;
@@ -462,7 +463,7 @@ size_t AppendSpool::DrainOnce() {
     while (turns_waiting_.load() > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    std::lock_guard<std::timed_mutex> drain(drain_mu_);
+    std::lock_guard<core::TimedMutex> drain(drain_mu_);
     // One identity's conversations per call (a call acts for one caller).
     std::vector<std::string> keys;
     {

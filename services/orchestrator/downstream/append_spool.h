@@ -25,7 +25,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -36,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "libs/core/identity.h"
+#include "libs/core/timed_mutex.h"
 #include "libs/seal/master_keys.h"
 #include "services/orchestrator/downstream/downstream.h"
 
@@ -163,7 +163,7 @@ class AppendSpool final {
   // One drain at a time, so a conversation's messages are sent in order.
   // The background pass takes it per batch and lets turns waiting for it
   // (turns_waiting_) go first.
-  std::timed_mutex drain_mu_;
+  core::TimedMutex drain_mu_;
   std::atomic<int> turns_waiting_{0};
 
   mutable absl::Mutex mu_;
