@@ -1,7 +1,5 @@
 #include "services/orchestrator/downstream/append_spool.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -130,26 +128,10 @@ AppendSpool::AppendSpool(Memory& memory, AppendSpoolOptions options)
 absl::StatusOr<std::unique_ptr<AppendSpool>> AppendSpool::Open(Memory& memory,
                                                                AppendSpoolOptions options) {
   std::unique_ptr<AppendSpool> spool(new AppendSpool(memory, std::move(options)));
-  const std::filesystem::path& dir = spool->options_.dir;
-  std::error_code error;
-  std::filesystem::create_directories(dir, error);
-  if (error) {
-    return absl::InternalError("append spool: cannot create " + dir.string() + ": " +
-                               error.message());
-  }
-  const std::filesystem::path lock = dir / kLockName;
-  spool->lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (spool->lock_fd_ < 0) return Errno("cannot open", lock);
-  // Two processes draining one spool would each send its messages; the
-  // second one to start refuses instead.
-  if (::flock(spool->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EWOULDBLOCK) {
-      return absl::FailedPreconditionError("append spool: " + dir.string() +
-                                           " is in use by another orchestrator process; give "
-                                           "each process its own spool.dir");
-    }
-    return Errno("cannot lock", lock);
-  }
+  absl::StatusOr<int> locked =
+      spool::LockDirectory("append spool", spool->options_.dir, spool->options_.dir / kLockName);
+  if (!locked.ok()) return locked.status();
+  spool->lock_fd_ = *locked;
   if (absl::Status recovered = spool->Recover(); !recovered.ok()) return recovered;
   return spool;
 }
@@ -208,11 +190,10 @@ absl::StatusOr<std::optional<AppendSpool::Entry>> AppendSpool::RecordAt(const st
 
 absl::Status AppendSpool::Recover() {
   absl::MutexLock lock(&mu_);
-  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (fd_ < 0) return Errno("cannot open", path_);
-  if (absl::Status synced = spool::SyncDirectory(options_.dir); !synced.ok()) return synced;
   std::string data;
-  if (absl::Status read = spool::ReadAll(fd_, path_, data); !read.ok()) return read;
+  if (absl::Status read = spool::OpenAndRead("append spool", path_, fd_, data); !read.ok()) {
+    return read;
+  }
   size_t pos = 0;
   size_t end = 0;  // where the last sound record read ends
   int damaged = 0;

@@ -1,11 +1,13 @@
 #include "services/orchestrator/downstream/spool_record.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 
 namespace omniforge::orchestrator::spool {
 namespace {
@@ -106,6 +108,34 @@ absl::Status ReadAll(int fd, const std::filesystem::path& path, std::string& dat
     if (n == 0) return absl::OkStatus();
     data.append(buffer.data(), static_cast<size_t>(n));
   }
+}
+
+absl::StatusOr<int> LockDirectory(const std::string& spool, const std::filesystem::path& dir,
+                                  const std::filesystem::path& lock) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error)
+    return absl::InternalError(spool + ": cannot create " + dir.string() + ": " + error.message());
+  const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return Errno(spool, "cannot open", lock);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int locked_errno = errno;
+    absl::Status status = Errno(spool, "cannot lock", lock);
+    ::close(fd);
+    if (locked_errno != EWOULDBLOCK) return status;
+    return absl::FailedPreconditionError(spool + ": " + lock.string() +
+                                         " is held by another orchestrator process; give each "
+                                         "process its own spool.dir");
+  }
+  return fd;
+}
+
+absl::Status OpenAndRead(const std::string& spool, const std::filesystem::path& path, int& fd,
+                         std::string& data) {
+  fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) return Errno(spool, "cannot open", path);
+  if (absl::Status synced = SyncDirectory(path.parent_path()); !synced.ok()) return synced;
+  return ReadAll(fd, path, data);
 }
 
 absl::Status Rewrite(const std::filesystem::path& path, const std::string& data, int& fd) {

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace omniforge::orchestrator::spool {
 
@@ -60,6 +61,16 @@ absl::Status WriteAll(int fd, const std::string& data, const std::filesystem::pa
 absl::Status SyncDirectory(const std::filesystem::path& dir);
 // Reads the whole file open at `fd`.
 absl::Status ReadAll(int fd, const std::filesystem::path& path, std::string& data);
+// Creates `dir` and locks `lock` (a file in it) for this process: the open
+// descriptor, kept until the spool closes. FAILED_PRECONDITION when another
+// process holds it (two processes draining one spool would each send its
+// records). `spool` names the spool in errors.
+absl::StatusOr<int> LockDirectory(const std::string& spool, const std::filesystem::path& dir,
+                                  const std::filesystem::path& lock);
+// Opens `path` (created if missing) for appending into `fd`, makes its
+// directory entry durable and reads the whole file into `data`.
+absl::Status OpenAndRead(const std::string& spool, const std::filesystem::path& path, int& fd,
+                         std::string& data);
 // Replaces `path` (open at `fd`, opened for append) by `data`: a temporary
 // file written and fsynced, renamed over it and the directory fsynced; `fd`
 // then refers to the new file.

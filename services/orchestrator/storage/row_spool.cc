@@ -1,7 +1,5 @@
 #include "services/orchestrator/storage/row_spool.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -45,23 +43,10 @@ RowSpool::RowSpool(RowSpoolOptions options)
 
 absl::StatusOr<std::unique_ptr<RowSpool>> RowSpool::Open(RowSpoolOptions options) {
   std::unique_ptr<RowSpool> spool(new RowSpool(std::move(options)));
-  std::error_code error;
-  std::filesystem::create_directories(spool->options_.dir, error);
-  if (error) {
-    return absl::InternalError("row spool: cannot create " + spool->options_.dir.string() + ": " +
-                               error.message());
-  }
-  const std::filesystem::path lock = spool->options_.dir / (spool->options_.name + ".lock");
-  spool->lock_fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (spool->lock_fd_ < 0) return Errno("cannot open", lock);
-  if (::flock(spool->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EWOULDBLOCK) {
-      return absl::FailedPreconditionError("row spool: " + lock.string() +
-                                           " is held by another orchestrator process; give "
-                                           "each process its own spool.dir");
-    }
-    return Errno("cannot lock", lock);
-  }
+  absl::StatusOr<int> locked = spool::LockDirectory(
+      "row spool", spool->options_.dir, spool->options_.dir / (spool->options_.name + ".lock"));
+  if (!locked.ok()) return locked.status();
+  spool->lock_fd_ = *locked;
   if (absl::Status recovered = spool->Recover(); !recovered.ok()) return recovered;
   return spool;
 }
@@ -120,11 +105,10 @@ absl::StatusOr<std::optional<SpooledRow>> RowSpool::RowOf(const std::string& pay
 
 absl::Status RowSpool::Recover() {
   absl::MutexLock lock(&mu_);
-  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (fd_ < 0) return Errno("cannot open", path_);
-  if (absl::Status synced = spool::SyncDirectory(options_.dir); !synced.ok()) return synced;
   std::string data;
-  if (absl::Status read = spool::ReadAll(fd_, path_, data); !read.ok()) return read;
+  if (absl::Status read = spool::OpenAndRead("row spool", path_, fd_, data); !read.ok()) {
+    return read;
+  }
   size_t pos = 0;
   size_t end = 0;  // where the last sound record read ends
   int damaged = 0;

@@ -1,7 +1,13 @@
-#include <gtest/gtest.h>
+#include "services/orchestrator/downstream/spool_record.h"
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <string>
 
+#include "absl/status/status.h"
+#include "libs/core/ids.h"
 #include "services/orchestrator/downstream/append_spool_record.h"
 
 namespace omniforge::orchestrator {
@@ -41,6 +47,33 @@ TEST(SpoolRecordTest, DamagedOrCutShortRecordsAreNotRead) {
 }
 
 TEST(SpoolRecordTest, ChecksumIsZlibsCrc32) { EXPECT_EQ(spool::Crc32("123456789"), 0xCBF43926u); }
+
+// A spool's directory is one process's: a second lock on it is refused
+// until the first is let go; the file opened for appending is read whole.
+TEST(SpoolRecordTest, ASpoolDirectoryIsLockedForOneHolderAndItsFileReadWhole) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("omniforge-spool-lock-" + core::NewUuid()) / "d";
+  absl::StatusOr<int> first = spool::LockDirectory("test spool", dir, dir / "x.lock");
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<int> second = spool::LockDirectory("test spool", dir, dir / "x.lock");
+  EXPECT_TRUE(absl::IsFailedPrecondition(second.status())) << second.status();
+  EXPECT_NE(second.status().message().find("test spool"), std::string::npos);
+  ::close(*first);
+  absl::StatusOr<int> after = spool::LockDirectory("test spool", dir, dir / "x.lock");
+  ASSERT_TRUE(after.ok()) << after.status();
+
+  int fd = -1;
+  std::string data;
+  ASSERT_TRUE(spool::OpenAndRead("test spool", dir / "x.log", fd, data).ok());
+  EXPECT_TRUE(data.empty());
+  ASSERT_TRUE(spool::WriteAll(fd, spool::Record("payload"), dir / "x.log").ok());
+  ::close(fd);
+  ASSERT_TRUE(spool::OpenAndRead("test spool", dir / "x.log", fd, data).ok());
+  EXPECT_EQ(spool::PayloadAt(data, 0, 1024), "payload");
+  ::close(fd);
+  ::close(*after);
+  std::filesystem::remove_all(dir.parent_path());
+}
 
 }  // namespace
 }  // namespace omniforge::orchestrator
