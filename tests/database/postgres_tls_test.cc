@@ -5,12 +5,8 @@
 // database settings, the conversation service and its migrations connect
 // through it, and refuse a server another CA signed or reached by a name
 // its certificate does not hold.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -29,6 +25,7 @@
 #include "libs/pg/settings.h"
 #include "tests/support/command.h"
 #include "tests/support/identity_keys.h"
+#include "tests/support/private_cluster.h"
 #include "tests/support/server_process.h"
 #include "tests/support/test_database.h"
 
@@ -71,22 +68,6 @@ bool MakeCertificates(const fs::path& dir, const std::string& ca,
   return std::system(script.c_str()) == 0;
 }
 
-// A TCP port on 127.0.0.1 that nothing listened on a moment ago.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 // The exit code of a process that exited, -1 when it did not (killed).
 int ExitCode(std::optional<int> wait_status) {
   if (!wait_status.has_value() || !WIFEXITED(*wait_status)) return -1;
@@ -102,12 +83,13 @@ class PostgresTlsTest : public ::testing::Test {
         *dir_, "pg-ca",
         {{"server", kServerExtensions}, {"omniforge_conversation", kClientExtensions}}));
     ASSERT_TRUE(MakeCertificates(*dir_, "rogue-ca", {}));
-    port_ = FreePort();
-    ASSERT_NE(port_, 0);
-    const testing::CommandResult started = Pg("start");
-    ASSERT_EQ(started.exit_code, 0) << started.out << started.err;
-    started_ = true;
-    ASSERT_NE(started.out.find("TLS on"), std::string::npos) << started.out;
+    cluster_ = new testing::PrivateCluster(*dir_, {"OMNIFORGE_PG_TLS_CERT=" + File("server.crt"),
+                                                   "OMNIFORGE_PG_TLS_KEY=" + File("server.key"),
+                                                   "OMNIFORGE_PG_TLS_CA=" + File("pg-ca.crt")});
+    const std::optional<std::string> error = cluster_->Start();
+    ASSERT_EQ(error, std::nullopt);
+    ASSERT_NE(cluster_->start_output().find("TLS on"), std::string::npos)
+        << cluster_->start_output();
     // The roles, the database and the conversation schema, all over TLS.
     db_ = new testing::TestDatabase(
         absl::StrCat(Tls("localhost", "pg-ca"), " user=omniforge dbname=postgres"));
@@ -116,10 +98,11 @@ class PostgresTlsTest : public ::testing::Test {
   static void TearDownTestSuite() {
     delete db_;
     db_ = nullptr;
-    if (started_) {
-      const testing::CommandResult stopped = Pg("stop");
-      EXPECT_EQ(stopped.exit_code, 0) << stopped.out << stopped.err;
+    if (cluster_ != nullptr) {
+      EXPECT_EQ(cluster_->Stop(), std::nullopt);
     }
+    delete cluster_;
+    cluster_ = nullptr;
     std::error_code ignored;
     fs::remove_all(*dir_, ignored);
     delete dir_;
@@ -127,18 +110,9 @@ class PostgresTlsTest : public ::testing::Test {
 
   static std::string File(const std::string& name) { return (*dir_ / name).string(); }
 
-  // scripts/pg.sh `command` for this test's cluster, TLS on.
-  static testing::CommandResult Pg(const std::string& command) {
-    return testing::RunCommand(
-        {"/bin/bash", OMNIFORGE_PG_SCRIPT, command}, "",
-        {absl::StrCat("OMNIFORGE_PG_PORT=", port_), "OMNIFORGE_PG_DIR=" + File("pg"),
-         "OMNIFORGE_PG_THROWAWAY=1", "OMNIFORGE_PG_TLS_CERT=" + File("server.crt"),
-         "OMNIFORGE_PG_TLS_KEY=" + File("server.key"), "OMNIFORGE_PG_TLS_CA=" + File("pg-ca.crt")});
-  }
-
   // Reaching the cluster as `host`, verifying it with CA `ca`'s certificate.
   static std::string Tls(const std::string& host, const std::string& ca) {
-    return absl::StrCat("host=", host, " port=", port_,
+    return absl::StrCat("host=", host, " port=", cluster_->port(),
                         " sslmode=verify-full sslrootcert=", File(ca + ".crt"));
   }
 
@@ -157,14 +131,12 @@ class PostgresTlsTest : public ::testing::Test {
   }
 
   static fs::path* dir_;
-  static int port_;
-  static bool started_;
+  static testing::PrivateCluster* cluster_;
   static testing::TestDatabase* db_;
 };
 
 fs::path* PostgresTlsTest::dir_ = nullptr;
-int PostgresTlsTest::port_ = 0;
-bool PostgresTlsTest::started_ = false;
+testing::PrivateCluster* PostgresTlsTest::cluster_ = nullptr;
 testing::TestDatabase* PostgresTlsTest::db_ = nullptr;
 
 // What a service's pool opens for `dsn`: its settings read as a service

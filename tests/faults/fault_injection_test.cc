@@ -18,22 +18,15 @@
 //     no error event, its reply stored at once).
 // A turn cut by the fault (no acknowledgement) is sent again with the same
 // turn_id and must then be acknowledged and stored exactly once.
-#include <arpa/inet.h>
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX kill, not <csignal>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -56,6 +49,7 @@
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
 #include "tests/support/chat_turn.h"
 #include "tests/support/command.h"
+#include "tests/support/private_cluster.h"
 #include "tests/support/service_stack.h"
 #include "tests/support/test_database.h"
 #include "tests/support/turn_load.h"
@@ -145,22 +139,6 @@ class Target {
   virtual void PrintLogTails() const = 0;
 };
 
-// A TCP port on 127.0.0.1 that nothing listened on a moment ago.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 // The four services in local mode as processes of this test, the
 // orchestrator keeping its flows in PostgreSQL as deployed, on a cluster of
 // the suite's own. A kill is SIGKILL and a restart on the same port (the
@@ -169,14 +147,12 @@ int FreePort() {
 // checkpoint, recovery at the next start).
 class LocalTarget final : public Target {
  public:
-  LocalTarget() : dir_(fs::temp_directory_path() / ("omniforge-faults-" + core::NewUuid())) {}
+  LocalTarget()
+      : dir_(fs::temp_directory_path() / ("omniforge-faults-" + core::NewUuid())), cluster_(dir_) {}
   ~LocalTarget() override {
     stack_.reset();
     db_.reset();
-    if (pg_started_) {
-      const testing::CommandResult stopped = Pg("stop");
-      EXPECT_EQ(stopped.exit_code, 0) << stopped.out << stopped.err;
-    }
+    EXPECT_EQ(cluster_.Stop(), std::nullopt);
     std::error_code ignored;
     fs::remove_all(dir_, ignored);
   }
@@ -186,13 +162,8 @@ class LocalTarget final : public Target {
   // Starts the cluster and the stack; the error when they did not start.
   std::optional<std::string> Start() {
     fs::create_directories(dir_);
-    pg_port_ = FreePort();
-    if (pg_port_ == 0) return "no free port for PostgreSQL";
-    const testing::CommandResult started = Pg("start");
-    if (started.exit_code != 0) return "scripts/pg.sh start: " + started.out + started.err;
-    pg_started_ = true;
-    db_ = std::make_unique<testing::TestDatabase>(
-        absl::StrCat("host=127.0.0.1 port=", pg_port_, " user=omniforge dbname=postgres"));
+    if (std::optional<std::string> error = cluster_.Start()) return error;
+    db_ = std::make_unique<testing::TestDatabase>(cluster_.dsn());
     std::vector<core::Identity> users;
     users.reserve(kClients);
     for (int i = 0; i < kClients; ++i) users.push_back({"acme", "client-" + std::to_string(i)});
@@ -216,9 +187,9 @@ class LocalTarget final : public Target {
   }
 
   Fault CrashPostgres() override {
-    return {"postgres crash+restart", [this] { SignalPostmaster(); },
+    return {"postgres crash+restart", [this] { ASSERT_EQ(cluster_.Crash(), std::nullopt); },
             [this]() -> std::optional<std::string> {
-              const testing::CommandResult started = Pg("start");
+              const testing::CommandResult started = cluster_.Pg("start");
               if (started.exit_code == 0) return std::nullopt;
               return started.out + started.err;
             }};
@@ -245,28 +216,8 @@ class LocalTarget final : public Target {
     return stack_->orchestrator();
   }
 
-  // scripts/pg.sh `command` for the suite's cluster.
-  testing::CommandResult Pg(const std::string& command) const {
-    return testing::RunCommand(
-        {"/bin/bash", OMNIFORGE_PG_SCRIPT, command}, "",
-        {absl::StrCat("OMNIFORGE_PG_PORT=", pg_port_), "OMNIFORGE_PG_DIR=" + (dir_ / "pg").string(),
-         "OMNIFORGE_PG_THROWAWAY=1"});
-  }
-
-  void SignalPostmaster() const {
-    std::ifstream pid_file(dir_ / "pg" / "data" / "postmaster.pid");
-    pid_t pid = 0;
-    ASSERT_TRUE(pid_file >> pid) << "no postmaster.pid";
-    ASSERT_EQ(kill(pid, SIGQUIT), 0) << std::strerror(errno);
-    for (const auto give_up = Clock::now() + seconds(30); kill(pid, 0) == 0;) {
-      ASSERT_LT(Clock::now(), give_up) << "the postmaster did not exit";
-      std::this_thread::sleep_for(milliseconds(10));
-    }
-  }
-
   const fs::path dir_;
-  int pg_port_ = 0;
-  bool pg_started_ = false;
+  testing::PrivateCluster cluster_;
   std::unique_ptr<testing::TestDatabase> db_;
   std::vector<std::string> keys_;
   std::unique_ptr<testing::ServiceStack> stack_;
