@@ -22,21 +22,13 @@
 #include "libs/core/process_metrics.h"
 #include "libs/core/server.h"
 #include "libs/core/version.h"
+#include "tests/support/metrics_text.h"
 
 namespace omniforge::core {
 namespace {
 
 namespace healthpb = ::grpc::health::v1;
-
-// The value of the sample named exactly `series` (name and labels), if any.
-std::optional<double> Sample(const std::string& exposition, const std::string& series) {
-  std::istringstream lines(exposition);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.starts_with(series + " ")) return std::stod(line.substr(series.size() + 1));
-  }
-  return std::nullopt;
-}
+using ::omniforge::testing::Sample;
 
 constexpr const char* kCheck =
     R"(grpc_method="Check",grpc_service="grpc.health.v1.Health",grpc_type="unary")";

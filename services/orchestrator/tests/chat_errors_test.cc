@@ -13,8 +13,6 @@
 #include <mutex>
 #include <thread>
 
-#include "google/rpc/error_details.pb.h"
-#include "google/rpc/status.pb.h"
 #include "libs/core/api_keys.h"
 #include "libs/core/clock.h"
 #include "libs/core/error_catalog.h"
@@ -22,44 +20,13 @@
 #include "libs/core/thread_pool.h"
 #include "services/orchestrator/api/chat_service.h"
 #include "services/orchestrator/testing/turn_test_names.h"
+#include "tests/support/refusal.h"
 
 namespace omniforge::orchestrator {
 namespace {
 
-// What a gateway reads of a failed call.
-struct Refusal {
-  grpc::StatusCode code = grpc::StatusCode::OK;
-  std::string reason;
-  std::string domain;
-  std::map<std::string, std::string> metadata;
-  std::optional<std::chrono::milliseconds> retry;
-  std::vector<std::string> fields;  // BadRequest field violations
-};
-
-Refusal Decode(const grpc::Status& status) {
-  Refusal out;
-  out.code = status.error_code();
-  google::rpc::Status details;
-  if (status.ok() || !details.ParseFromString(status.error_details())) return out;
-  for (const google::protobuf::Any& any : details.details()) {
-    google::rpc::ErrorInfo info;
-    google::rpc::RetryInfo retry;
-    google::rpc::BadRequest bad_request;
-    if (any.UnpackTo(&info)) {
-      out.reason = info.reason();
-      out.domain = info.domain();
-      out.metadata.insert(info.metadata().begin(), info.metadata().end());
-    } else if (any.UnpackTo(&retry)) {
-      out.retry = std::chrono::milliseconds(retry.retry_delay().seconds() * 1000 +
-                                            retry.retry_delay().nanos() / 1000000);
-    } else if (any.UnpackTo(&bad_request)) {
-      for (const auto& violation : bad_request.field_violations()) {
-        out.fields.push_back(violation.field());
-      }
-    }
-  }
-  return out;
-}
+using ::omniforge::testing::Decode;
+using ::omniforge::testing::Refusal;
 
 // Holds the turns that call `list_runs` until released.
 class ToolGate {

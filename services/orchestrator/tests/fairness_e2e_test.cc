@@ -22,11 +22,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "google/rpc/error_details.pb.h"
-#include "google/rpc/status.pb.h"
 #include "libs/core/ids.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
 #include "tests/support/chat_turn.h"
+#include "tests/support/metrics_text.h"
+#include "tests/support/refusal.h"
 #include "tests/support/service_stack.h"
 #include "tests/support/test_database.h"
 
@@ -42,38 +42,6 @@ constexpr int kBurst = 200;
 // What a turn alone takes is milliseconds; the stall this guards against
 // was 9 to 30 seconds.
 constexpr auto kUnrelatedTurnBound = std::chrono::seconds(2);
-
-// The ErrorInfo of a failed call: its reason and metadata.
-struct ErrorInfo {
-  std::string reason;
-  std::map<std::string, std::string> metadata;
-  bool retry_hint = false;
-};
-
-ErrorInfo InfoOf(const grpc::Status& status) {
-  ErrorInfo out;
-  google::rpc::Status details;
-  if (status.ok() || !details.ParseFromString(status.error_details())) return out;
-  for (const google::protobuf::Any& any : details.details()) {
-    google::rpc::ErrorInfo info;
-    if (any.UnpackTo(&info)) {
-      out.reason = info.reason();
-      out.metadata.insert(info.metadata().begin(), info.metadata().end());
-    }
-    out.retry_hint |= any.Is<google::rpc::RetryInfo>();
-  }
-  return out;
-}
-
-// The value of the sample named exactly `series` (name and labels), if any.
-std::optional<double> Sample(const std::string& exposition, const std::string& series) {
-  std::istringstream lines(exposition);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.starts_with(series + " ")) return std::stod(line.substr(series.size() + 1));
-  }
-  return std::nullopt;
-}
 
 class FairnessEndToEndTest : public ::testing::Test {
  protected:
@@ -187,10 +155,10 @@ TEST_F(FairnessEndToEndTest, AConversationsBurstIsBoundedAndDoesNotHoldUpAnother
     EXPECT_EQ(turn.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
         << turn_id << ": " << turn.status.error_message();
     EXPECT_TRUE(turn.events.empty()) << turn_id << ": a refused call streams nothing";
-    ErrorInfo info = InfoOf(turn.status);
+    testing::Refusal info = testing::Decode(turn.status);
     EXPECT_EQ(info.reason, "TOO_MANY_TURNS") << turn_id;
     EXPECT_EQ(info.metadata["limit"], "conversation_queue") << turn_id;
-    EXPECT_TRUE(info.retry_hint) << turn_id;
+    EXPECT_TRUE(info.retry.has_value()) << turn_id;
     EXPECT_NE(turn.status.error_message().find("turn.max_queued_per_conversation"),
               std::string::npos)
         << turn.status.error_message();
@@ -223,7 +191,7 @@ TEST_F(FairnessEndToEndTest, AConversationsBurstIsBoundedAndDoesNotHoldUpAnother
 
   // Refusals are counted.
   EXPECT_EQ(
-      Sample(
+      testing::Sample(
           Scrape(),
           R"(omniforge_orchestrator_limit_refusals_total{limit="conversation_queue",tenant="acme"})"),
       static_cast<double>(refused.size()));

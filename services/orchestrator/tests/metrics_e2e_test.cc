@@ -23,6 +23,7 @@
 #include "libs/core/ids.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
 #include "tests/support/chat_turn.h"
+#include "tests/support/metrics_text.h"
 #include "tests/support/service_stack.h"
 #include "tests/support/test_database.h"
 
@@ -32,16 +33,7 @@ namespace {
 namespace pb = ::omniforge::orchestrator::v1;
 
 using Turn = testing::ChatTurn;
-
-// The value of the sample named exactly `series` (name and labels), if any.
-std::optional<double> Sample(const std::string& exposition, const std::string& series) {
-  std::istringstream lines(exposition);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (line.starts_with(series + " ")) return std::stod(line.substr(series.size() + 1));
-  }
-  return std::nullopt;
-}
+using testing::Sample;
 
 std::string Unary(const std::string& service, const std::string& method) {
   return absl::StrCat(R"(grpc_method=")", method, R"(",grpc_service=")", service,
