@@ -33,6 +33,7 @@
 #include "libs/seal/key_ring.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
 #include "services/sandbox/src/pg_store.h"
+#include "tests/support/chat_turn.h"
 #include "tests/support/identity_keys.h"
 #include "tests/support/master_keys.h"
 #include "tests/support/service_stack.h"
@@ -47,36 +48,7 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-struct Turn {
-  grpc::Status status;
-  std::vector<pb::ChatEvent> events;
-
-  std::vector<pb::ChatEvent> Of(pb::ChatEvent::EventCase kind) const {
-    std::vector<pb::ChatEvent> out;
-    for (const pb::ChatEvent& e : events) {
-      if (e.event_case() == kind) out.push_back(e);
-    }
-    return out;
-  }
-  std::string conversation_id() const { return events.front().session().conversation_id(); }
-  std::string text() const {
-    std::string joined;
-    for (const pb::ChatEvent& e : Of(pb::ChatEvent::kText)) joined += e.text().delta();
-    return joined;
-  }
-  std::vector<std::string> tools_called() const {
-    std::vector<std::string> names;
-    for (const pb::ChatEvent& e : Of(pb::ChatEvent::kToolCall)) {
-      names.push_back(e.tool_call().tool_name());
-    }
-    return names;
-  }
-  std::optional<pb::PreviewEvent> preview() const {
-    auto previews = Of(pb::ChatEvent::kPreview);
-    if (previews.empty()) return std::nullopt;
-    return previews.back().preview();
-  }
-};
+using Turn = ::omniforge::testing::ChatTurn;
 
 // "Now" for the orchestrator's meeting flow and the sandbox: a Tuesday
 // morning, and a Saturday's.
@@ -179,17 +151,10 @@ class MeetingEndToEndTest : public ::testing::Test {
   }
 
   Turn Chat(int user, const std::string& message, const std::string& conversation_id = "") const {
-    grpc::ClientContext context;
-    context.AddMetadata("authorization", "Bearer " + (*keys_)[user]);
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
     pb::StreamChatRequest request;
     request.set_message(message);
     request.set_conversation_id(conversation_id);
-    auto reader = stub_->StreamChat(&context, request);
-    Turn turn;
-    pb::ChatEvent event;
-    while (reader->Read(&event)) turn.events.push_back(event);
-    turn.status = reader->Finish();
+    const Turn turn = ::omniforge::testing::StreamTurn(*stub_, request, (*keys_)[user]);
     EXPECT_TRUE(turn.status.ok()) << turn.status.error_message();
     EXPECT_FALSE(turn.events.empty());
     return turn;
