@@ -3,12 +3,10 @@
 #include <cstdlib>
 #include <vector>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "libs/core/ids.h"
 #include "services/intent/entities/email_entities.h"
 #include "services/intent/entities/entities.h"
+#include "services/orchestrator/planner/domain_flow.h"
 
 namespace omniforge::orchestrator {
 
@@ -32,62 +30,17 @@ constexpr char kDropped[] = "dropped";
 constexpr char kPicked[] = "email_flow_option";  // the option's position from 1
 constexpr char kVerdict[] = "email_flow_reply";  // approve, reject or answer
 constexpr char kAnswer[] = "email_flow_answer";  // the answer as written
+constexpr flows::ContactKeys kContacts{kPeople, kNext, kQuery, kStage, kOptions, kStageWho};
 
-std::string At(const EmailState& m, const char* key) {
-  auto it = m.find(key);
-  return it == m.end() ? std::string() : it->second;
-}
+using flows::AndList;
+using flows::At;
+using flows::DataOf;
+using flows::FailureWords;
+using flows::JsonAt;
 
-json JsonAt(const EmailState& m, const char* key, const json& fallback) {
-  const json parsed = json::parse(At(m, key), nullptr, /*allow_exceptions=*/false);
-  return parsed.is_discarded() ? fallback : parsed;
-}
-
-std::vector<std::string> Recipients(const EmailState& m) {
-  std::vector<std::string> names;
-  for (absl::string_view name : absl::StrSplit(At(m, intent::kEmailToEntity), ',')) {
-    name = absl::StripAsciiWhitespace(name);
-    if (!name.empty()) names.emplace_back(name);
-  }
-  return names;
-}
-
+// The recipient looked up now, as the user named them.
 std::string CurrentName(const EmailState& m) {
-  const std::vector<std::string> names = Recipients(m);
-  const size_t next = static_cast<size_t>(std::atoi(At(m, kNext).c_str()));
-  return next < names.size() ? names[next] : std::string();
-}
-
-json DataOf(const json& result) {
-  if (result.is_object() && result.contains("data") && result["data"].is_object()) {
-    return result["data"];
-  }
-  return result.is_object() ? result : json::object();
-}
-
-std::string FailureWords(const json& result) {
-  const json data = DataOf(result);
-  if (data.contains("error") && data["error"].is_object()) {
-    return data["error"].value("message", data["error"].dump());
-  }
-  if (result.is_object() && result.contains("error") && result["error"].is_string()) {
-    return result["error"].get<std::string>();
-  }
-  return result.dump().substr(0, 300);
-}
-
-std::string AndList(const std::vector<std::string>& items) {
-  if (items.size() <= 1) return items.empty() ? "" : items.front();
-  return absl::StrJoin(items.begin(), items.end() - 1, ", ") + " and " + items.back();
-}
-
-// "Sarah Chen (sarah.chen@example.com)" for each person.
-std::vector<std::string> Labels(const json& people) {
-  std::vector<std::string> labels;
-  for (const json& p : people) {
-    labels.push_back(p.value("name", "") + " (" + p.value("email", "") + ")");
-  }
-  return labels;
+  return flows::CurrentName(m, flows::NamesAt(m, intent::kEmailToEntity), kContacts);
 }
 
 Move BaseMove(const EmailState& m) {
@@ -101,22 +54,10 @@ Move BaseMove(const EmailState& m) {
 Move AskWho(EmailState& m) {
   const json options = JsonAt(m, kOptions, json::array());
   const std::string name = CurrentName(m);
-  Move move;
-  if (options.empty()) {
-    const std::string looked_up = At(m, kQuery).empty() ? name : At(m, kQuery);
-    move = BaseMove(m);
-    move.reply = "I couldn't find \"" + looked_up +
-                 "\" among your contacts. Who do you mean? Tell me their full name or email "
-                 "address.";
-  } else {
-    move = BaseMove(m);
-    move.reply = "Which " + name + " do you mean?";
-    const std::vector<std::string> labels = Labels(options);
-    for (size_t i = 0; i < labels.size(); ++i) {
-      move.reply += "\n" + std::to_string(i + 1) + ". " + labels[i];
-      move.listed_agents.push_back(options[i].value("name", ""));
-    }
-  }
+  Move move = BaseMove(m);
+  move.reply = options.empty() ? flows::NotFoundQuestion(m, name, kContacts)
+                               : flows::WhichQuestion(name, options);
+  move.listed_agents = flows::ContactNames(options);
   move.clarifying = true;
   move.asked = kAskedEmail;
   return move;
@@ -155,7 +96,7 @@ Move ProposeSending(const EmailState& m) {
                {"subject", draft.value("subject", "")},
                {"body", draft.value("body", "")},
                {"draft_id", draft.value("draft_id", "")}};
-  const std::string to = AndList(Labels(people));
+  const std::string to = AndList(flows::ContactLabels(people));
   const std::string summary = "send \"" + draft.value("subject", "") + "\" to " + to + ".";
   Move move = BaseMove(m);
   move.reply = "Here is the draft (saved among your drafts):\n\nTo: " + to +
@@ -185,23 +126,6 @@ void ApplyAnswer(EmailState& m) {
     m[kQuery] = At(m, kAnswer);
   }
   for (const char* key : {kPicked, kVerdict, kAnswer}) m.erase(key);
-}
-
-void TakeContacts(EmailState& m, const json& data) {
-  json found = json::array();
-  for (const json& match : data.value("matches", json::array())) {
-    found.push_back({{"name", match.value("name", "")}, {"email", match.value("email", "")}});
-  }
-  if (found.size() == 1) {
-    json people = JsonAt(m, kPeople, json::array());
-    people.push_back(found[0]);
-    m[kPeople] = people.dump();
-    m[kNext] = std::to_string(std::atoi(At(m, kNext).c_str()) + 1);
-    m.erase(kQuery);
-    return;
-  }
-  m[kStage] = kStageWho;
-  m[kOptions] = found.dump();
 }
 
 }  // namespace
@@ -238,8 +162,7 @@ EmailStep NextEmailStep(EmailState& m) {
   } else if (At(m, kStage) == kStageWho) {
     step.move = AskWho(m);
   } else if (const std::string name = CurrentName(m); !name.empty()) {
-    const std::string query = At(m, kQuery).empty() ? name : At(m, kQuery);
-    step.call = ToolStep{"contacts__find_contacts", {{"query", query}}};
+    step.call = flows::FindContactsCall(m, name, kContacts);
   } else if (!m.contains(kDraft)) {
     step.call = DraftCall(m);
   } else {
@@ -255,7 +178,7 @@ void TakeEmailResult(EmailState& m, const ToolStep& call, const json& result, bo
   }
   const json data = DataOf(result);
   if (call.tool == "contacts__find_contacts") {
-    TakeContacts(m, data);
+    flows::TakeContacts(m, data, kContacts);
   } else if (call.tool == "email__draft_message") {
     json draft = call.arguments;
     draft["draft_id"] = data.value("draft_id", "");
@@ -265,20 +188,8 @@ void TakeEmailResult(EmailState& m, const ToolStep& call, const json& result, bo
 
 intentpb::IntentAnalysis EmailAnswer(const FlowState& last, const intentpb::IntentAnalysis& heard,
                                      const std::string& message) {
-  intentpb::IntentAnalysis analysis;
-  analysis.set_action_type(intentpb::ACTION_TYPE_EXECUTE_TASK);
-  analysis.set_confidence(1.0f);
-  analysis.set_source(intentpb::INTENT_SOURCE_FAST_PATH);
-  analysis.set_reasoning("the answer to the email flow's question: " + heard.reply().reasoning());
-  auto& entities = *analysis.mutable_entities();
-  entities.insert(last.entities.begin(), last.entities.end());
-  if (heard.reply().option() > 0) entities[kPicked] = std::to_string(heard.reply().option());
-  const intentpb::ReplyKind kind = heard.reply().kind();
-  entities[kVerdict] = kind == intentpb::REPLY_KIND_APPROVE  ? "approve"
-                       : kind == intentpb::REPLY_KIND_REJECT ? "reject"
-                                                             : "answer";
-  entities[kAnswer] = message;
-  return analysis;
+  return flows::AnswerAnalysis(last.entities, heard, message, "email",
+                               {kPicked, kVerdict, kAnswer});
 }
 
 Move RunEmailFlow(EmailState email, const EmailToolRun& run) {

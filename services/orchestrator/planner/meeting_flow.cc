@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "libs/core/ids.h"
 #include "services/intent/entities/entities.h"
+#include "services/orchestrator/planner/domain_flow.h"
 
 namespace omniforge::orchestrator {
 
@@ -40,6 +41,13 @@ constexpr char kStageWhen[] = "when";
 constexpr char kPicked[] = "meeting_option";  // the option's position from 1
 constexpr char kVerdict[] = "meeting_reply";  // approve, reject, or empty
 constexpr char kAnswer[] = "meeting_answer";  // the answer as written
+constexpr flows::ContactKeys kContacts{kPeople, kNext, kQuery, kStage, kOptions, kStageWho};
+
+using flows::AndList;
+using flows::At;
+using flows::DataOf;
+using flows::FailureWords;
+using flows::JsonAt;
 
 constexpr int kDefaultMinutes = 30;
 constexpr int kWorkStartHour = 9;
@@ -48,25 +56,6 @@ constexpr int kAlternatives = 3;
 // Calendar days after the wanted day searched for free times when that day
 // has none (or is no working day): a working week.
 constexpr int kLaterDays = 7;
-
-std::string At(const MeetingState& m, const char* key) {
-  auto it = m.find(key);
-  return it == m.end() ? std::string() : it->second;
-}
-
-json JsonAt(const MeetingState& m, const char* key, const json& fallback) {
-  const json parsed = json::parse(At(m, key), nullptr, /*allow_exceptions=*/false);
-  return parsed.is_discarded() ? fallback : parsed;
-}
-
-std::vector<std::string> Attendees(const MeetingState& m) {
-  std::vector<std::string> names;
-  for (absl::string_view name : absl::StrSplit(At(m, intent::kAttendeesEntity), ',')) {
-    name = absl::StripAsciiWhitespace(name);
-    if (!name.empty()) names.emplace_back(name);
-  }
-  return names;
-}
 
 int Minutes(const MeetingState& m) {
   const int minutes = std::atoi(At(m, intent::kDurationMinutesEntity).c_str());
@@ -79,15 +68,6 @@ absl::TimeZone ZoneOf(const MeetingClock& clock) {
     zone = absl::UTCTimeZone();
   }
   return zone;
-}
-
-// The domain tool's data: {"data": ...} through the executor, else the
-// object itself.
-json DataOf(const json& result) {
-  if (result.is_object() && result.contains("data") && result["data"].is_object()) {
-    return result["data"];
-  }
-  return result.is_object() ? result : json::object();
 }
 
 std::string Rfc3339(absl::Time t, absl::TimeZone zone) {
@@ -179,11 +159,6 @@ std::vector<std::string> PeopleNames(const json& people) {
   return names;
 }
 
-std::string AndList(const std::vector<std::string>& items) {
-  if (items.size() <= 1) return items.empty() ? "" : items.front();
-  return absl::StrJoin(items.begin(), items.end() - 1, ", ") + " and " + items.back();
-}
-
 std::string Title(const MeetingState& m, const json& people) {
   std::string kind = At(m, intent::kTitleEntity);
   if (kind.empty()) kind = "Meeting";
@@ -212,9 +187,7 @@ Move Ask(MeetingState& m, const char* stage, const json& options, std::string qu
 
 // Who is asked about: the attendee looked up now, as the user named them.
 std::string CurrentName(const MeetingState& m) {
-  const std::vector<std::string> names = Attendees(m);
-  const size_t next = static_cast<size_t>(std::atoi(At(m, kNext).c_str()));
-  return next < names.size() ? names[next] : std::string();
+  return flows::CurrentName(m, flows::NamesAt(m, intent::kAttendeesEntity), kContacts);
 }
 
 }  // namespace
@@ -304,22 +277,10 @@ Move AskWho(MeetingState& m) {
   const json options = JsonAt(m, kOptions, json::array());
   const std::string name = CurrentName(m);
   if (options.empty()) {
-    const std::string looked_up = At(m, kQuery).empty() ? name : At(m, kQuery);
-    return Ask(m, kStageWho, options,
-               "I couldn't find \"" + looked_up +
-                   "\" among your contacts. Who do you mean? Tell me their full name or email "
-                   "address.",
-               {});
+    return Ask(m, kStageWho, options, flows::NotFoundQuestion(m, name, kContacts), {});
   }
-  std::string question = "Which " + name + " do you mean?";
-  std::vector<std::string> labels;
-  for (size_t i = 0; i < options.size(); ++i) {
-    const std::string label =
-        options[i].value("name", "") + " (" + options[i].value("email", "") + ")";
-    question += "\n" + std::to_string(i + 1) + ". " + label;
-    labels.push_back(options[i].value("name", ""));
-  }
-  return Ask(m, kStageWho, options, question, labels);
+  return Ask(m, kStageWho, options, flows::WhichQuestion(name, options),
+             flows::ContactNames(options));
 }
 
 Move AskWhen(MeetingState& m, const MeetingClock& clock) {
@@ -421,21 +382,6 @@ void ApplyAnswer(MeetingState& m) {
   for (const char* key : {kPicked, kVerdict, kAnswer, kAnswerTime, kAnswerDay, kAnswerPart}) {
     m.erase(key);
   }
-}
-
-std::string FailureWords(const json& result) {
-  const json data = DataOf(result);
-  if (data.contains("error") && data["error"].is_object()) {
-    return data["error"].value("message", data["error"].dump());
-  }
-  if (result.is_object() && result.contains("limitations") && result["limitations"].is_array() &&
-      !result["limitations"].empty() && result["limitations"][0].is_string()) {
-    return result["limitations"][0].get<std::string>();
-  }
-  if (result.is_object() && result.contains("error") && result["error"].is_string()) {
-    return result["error"].get<std::string>();
-  }
-  return result.dump().substr(0, 300);
 }
 
 }  // namespace
@@ -547,8 +493,7 @@ MeetingStep NextMeetingStep(MeetingState& m, const MeetingClock& clock) {
     return step;
   }
   if (const std::string name = CurrentName(m); !name.empty()) {
-    const std::string query = At(m, kQuery).empty() ? name : At(m, kQuery);
-    step.call = ToolStep{"contacts__find_contacts", {{"query", query}}};
+    step.call = flows::FindContactsCall(m, name, kContacts);
     return step;
   }
   if (!m.contains(kSlot)) {
@@ -560,24 +505,6 @@ MeetingStep NextMeetingStep(MeetingState& m, const MeetingClock& clock) {
 }
 
 namespace {
-
-void TakeContacts(MeetingState& m, const json& data) {
-  const json matches = data.value("matches", json::array());
-  json found = json::array();
-  for (const json& match : matches) {
-    found.push_back({{"name", match.value("name", "")}, {"email", match.value("email", "")}});
-  }
-  if (found.size() == 1) {
-    json people = JsonAt(m, kPeople, json::array());
-    people.push_back(found[0]);
-    m[kPeople] = people.dump();
-    m[kNext] = std::to_string(std::atoi(At(m, kNext).c_str()) + 1);
-    m.erase(kQuery);
-    return;
-  }
-  m[kStage] = kStageWho;
-  m[kOptions] = found.dump();
-}
 
 // "your event "Design review" (14:00–15:00), Sarah Chen's busy time
 // (15:00–15:30)": what overlaps the requested time.
@@ -773,7 +700,7 @@ void TakeMeetingResult(MeetingState& m, const ToolStep& call, const json& result
   }
   const json data = DataOf(result);
   if (call.tool == "contacts__find_contacts") {
-    TakeContacts(m, data);
+    flows::TakeContacts(m, data, kContacts);
   } else if (call.tool == "calendar__find_free_slots") {
     TakeFreeSlots(m, data, clock);
   }
@@ -781,19 +708,9 @@ void TakeMeetingResult(MeetingState& m, const ToolStep& call, const json& result
 
 intentpb::IntentAnalysis MeetingAnswer(const FlowState& last, const intentpb::IntentAnalysis& heard,
                                        const std::string& message) {
-  intentpb::IntentAnalysis analysis;
-  analysis.set_action_type(intentpb::ACTION_TYPE_EXECUTE_TASK);
-  analysis.set_confidence(1.0f);
-  analysis.set_source(intentpb::INTENT_SOURCE_FAST_PATH);
-  analysis.set_reasoning("the answer to the meeting flow's question: " + heard.reply().reasoning());
+  intentpb::IntentAnalysis analysis =
+      flows::AnswerAnalysis(last.entities, heard, message, "meeting", {kPicked, kVerdict, kAnswer});
   auto& entities = *analysis.mutable_entities();
-  entities.insert(last.entities.begin(), last.entities.end());
-  if (heard.reply().option() > 0) entities[kPicked] = std::to_string(heard.reply().option());
-  const intentpb::ReplyKind kind = heard.reply().kind();
-  entities[kVerdict] = kind == intentpb::REPLY_KIND_APPROVE  ? "approve"
-                       : kind == intentpb::REPLY_KIND_REJECT ? "reject"
-                                                             : "answer";
-  entities[kAnswer] = message;
   const auto& said = heard.entities();
   for (const auto& [key, into] :
        {std::pair{intent::kTimeEntity, kAnswerTime}, std::pair{intent::kDayEntity, kAnswerDay},
