@@ -58,6 +58,7 @@ TEST(TimedMutexTest, OneHolderAtATimeAmongManyThreads) {
   int most = 0;
   long total = 0;
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
       for (int i = 0; i < 2000; ++i) {

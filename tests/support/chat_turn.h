@@ -45,7 +45,7 @@ struct ChatTurn {
     return events.front().session();
   }
   const ::omniforge::orchestrator::v1::DoneEvent& done() const { return events.back().done(); }
-  const std::string& conversation_id() const { return session().conversation_id(); }
+  std::string conversation_id() const { return session().conversation_id(); }
   // The turn ended with its work done (not waiting on the user).
   bool final() const { return !events.empty() && events.back().done().is_final(); }
   // Every text delta joined, restarts included (see ShownAnswer for the

@@ -154,7 +154,7 @@ class MeetingEndToEndTest : public ::testing::Test {
     pb::StreamChatRequest request;
     request.set_message(message);
     request.set_conversation_id(conversation_id);
-    const Turn turn = ::omniforge::testing::StreamTurn(*stub_, request, (*keys_)[user]);
+    Turn turn = ::omniforge::testing::StreamTurn(*stub_, request, (*keys_)[user]);
     EXPECT_TRUE(turn.status.ok()) << turn.status.error_message();
     EXPECT_FALSE(turn.events.empty());
     return turn;
