@@ -143,11 +143,20 @@ live-llm: build
 	fi
 	@OMNIFORGE_LLM_LIVE=1 "$(BUILD_DIR)/tests/llm_integration_test" --gtest_filter='$(LIVE_LLM_FILTER)'
 
-# UBSan only reports by default; halt_on_error makes undefined behaviour fail
-# the test (override by setting UBSAN_OPTIONS yourself).
+# Every test but the Docker ones (their images hold the product's binaries,
+# not sanitized ones) under ASan and UBSan in build-asan (docs/tests.md,
+# "AddressSanitizer"). UBSan only reports by default; halt_on_error makes
+# undefined behaviour fail the test. Set ASAN_OPTIONS, UBSAN_OPTIONS or
+# LSAN_OPTIONS yourself to override.
+ASAN_TEST_OPTIONS := ASAN_OPTIONS="$${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}" \
+  UBSAN_OPTIONS="$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
+  LSAN_OPTIONS="$${LSAN_OPTIONS:-suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0}"
 asan:
-	@UBSAN_OPTIONS="$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
-	  $(MAKE) --no-print-directory -f "$(SELF)" test BUILD_DIR=build-asan SANITIZE=ON
+	@$(MAKE) --no-print-directory -f "$(SELF)" build BUILD_DIR=build-asan SANITIZE=ON
+	@cd build-asan && $(ASAN_TEST_OPTIONS) ctest -LE docker --output-on-failure -j$(JOBS) --timeout 1200 2>&1 \
+	  | awk '/tests passed, [0-9]+ tests? failed out of [0-9]+/ { summary = $$0; next } \
+	         { print; fflush() } \
+	         END { if (summary != "") print summary }'
 
 # The libFuzzer targets of fuzz/ in build-fuzz (clang-14), one after the
 # other; fails on a crash, a leak, a timeout or a broken property.
