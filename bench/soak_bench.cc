@@ -10,15 +10,22 @@
 // conversations, reads one and its last messages (ListConversations,
 // GetConversation, ListMessages).
 //
-// Faults: every `--fault-every-s` one service is killed (SIGKILL) and
-// started again on its port after 1.5 s, taking turns: conversation,
-// intent, executor, orchestrator (the orchestrator on its spool directory).
-// PostgreSQL is the shared bench cluster and is not restarted.
+// PostgreSQL: a cluster of the soak's own (scripts/pg.sh on a free
+// loopback port, thrown away at the end), so that it can be crashed.
+//
+// Faults: every `--fault-every-s` one part is killed and started again
+// after 1.5 s, taking turns: conversation, intent, executor, orchestrator
+// (each SIGKILL, restarted on its port; the orchestrator on its spool
+// directory), then PostgreSQL (a crash: SIGQUIT to the postmaster, crash
+// recovery at the next start).
 //
 // Samples: every `--sample-every-s`, each service's RSS (VmRSS), open fds
 // (/proc/<pid>/fd) and threads (Threads). Growth per hour of a service and
-// metric: the least-squares slope over the samples of its longest stretch
-// without a restart (a restart starts a new process), scaled to an hour.
+// metric: the least-squares slope over the settled samples of its longest
+// stretch without a restart (a restart starts a new process), scaled to
+// an hour. A stretch settles `--warmup-s` after it starts: a new process
+// fills its caches, pools and arenas in its first minute, which is not a
+// leak.
 //
 // At the end the load stops, the spool drains, and the storage is read back:
 // acknowledged turns lost, duplicated and reordered as turn_load.h defines.
@@ -28,6 +35,8 @@
 //   duplicated=... reordered=... faults=... rss_mb_per_hour_max=...
 //   fds_per_hour_max=... threads_per_hour_max=... turn_p50_ms=...
 //   turn_p99_ms=...
+// Exits 1 when an acknowledged turn was lost, duplicated or reordered, or
+// when a part did not come back after a fault.
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
@@ -39,6 +48,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <latch>
 #include <memory>
 #include <optional>
@@ -48,11 +59,13 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "libs/core/ids.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
 #include "tests/support/chat_turn.h"
+#include "tests/support/private_cluster.h"
 #include "tests/support/service_stack.h"
 #include "tests/support/test_database.h"
 #include "tests/support/turn_load.h"
@@ -71,6 +84,7 @@ struct SoakOptions {
   int clients = 8;
   int fault_every_s = 180;
   int sample_every_s = 10;
+  int warmup_s = 120;
   unsigned seed = 1;
 };
 
@@ -153,10 +167,29 @@ struct Watched {
   std::vector<std::vector<Sample>> stretches{1};
   int restarts = 0;
 
-  const std::vector<Sample>& Longest() const {
-    return *std::max_element(stretches.begin(), stretches.end(),
-                             [](const auto& a, const auto& b) { return a.size() < b.size(); });
+  // The samples taken `warmup_hours` or more after their stretch began,
+  // of the stretch with the most of them.
+  std::vector<Sample> Settled(double warmup_hours) const {
+    std::vector<Sample> best;
+    for (const std::vector<Sample>& stretch : stretches) {
+      if (stretch.empty()) continue;
+      std::vector<Sample> settled;
+      std::copy_if(
+          stretch.begin(), stretch.end(), std::back_inserter(settled),
+          [&](const Sample& s) { return s.hours >= stretch.front().hours + warmup_hours; });
+      if (settled.size() > best.size()) best = std::move(settled);
+    }
+    return best;
   }
+};
+
+// A part of the stack the soak kills and starts again; `watched` is the
+// service's samples (none for PostgreSQL).
+struct Fault {
+  std::string name;
+  std::function<void()> kill;
+  std::function<std::optional<std::string>()> restart;
+  Watched* watched = nullptr;
 };
 
 // Lists the users' conversations and reads one of them, over and over,
@@ -238,18 +271,22 @@ void SampleAll(std::vector<Watched>& services, double hours, int faults,
   std::fflush(stdout);
 }
 
-// Kills `service` and starts it again on its port after kDowntime; a new
-// stretch of samples begins. Returns false when it did not come back.
-bool InjectFault(Watched& service, double hours) {
-  std::printf("[%6.0f s] fault: kill -9 %s\n", hours * 3600, service.name.c_str());
+// Kills a part and starts it again after kDowntime (twice if the first
+// start fails); a service begins a new stretch of samples. Returns false
+// when it did not come back.
+bool InjectFault(const Fault& fault, double hours) {
+  std::printf("[%6.0f s] fault: %s\n", hours * 3600, fault.name.c_str());
   std::fflush(stdout);
-  service.process->Kill();
+  fault.kill();
   std::this_thread::sleep_for(kDowntime);
-  std::optional<std::string> error = service.process->Restart();
-  if (error) error = service.process->Restart();
-  service.stretches.emplace_back();
-  ++service.restarts;
-  if (error) std::fprintf(stderr, "%s did not restart: %s\n", service.name.c_str(), error->c_str());
+  std::optional<std::string> error = fault.restart();
+  if (error) error = fault.restart();
+  if (fault.watched != nullptr) {
+    fault.watched->stretches.emplace_back();
+    ++fault.watched->restarts;
+  }
+  if (error)
+    std::fprintf(stderr, "%s: did not come back: %s\n", fault.name.c_str(), error->c_str());
   return !error;
 }
 
@@ -306,24 +343,25 @@ void Report(const SoakOptions& options, double minutes, int faults,
   std::array<double, 3> worst = {0, 0, 0};
   const std::array<double Sample::*, 3> metrics = {&Sample::rss_mb, &Sample::fds, &Sample::threads};
   for (const Watched& service : services) {
-    const std::vector<Sample>& longest = service.Longest();
+    const std::vector<Sample> settled = service.Settled(options.warmup_s / 3600.0);
     std::array<double, 3> slope{};
     for (size_t m = 0; m < metrics.size(); ++m) {
-      slope[m] = Slope(longest, metrics[m]);
+      slope[m] = Slope(settled, metrics[m]);
       worst[m] = std::max(worst[m], slope[m]);
     }
     const double span_min =
-        longest.empty() ? 0 : (longest.back().hours - longest.front().hours) * 60;
+        settled.empty() ? 0 : (settled.back().hours - settled.front().hours) * 60;
     std::printf(
-        "GROWTH %-12s restarts=%d stretch_min=%.1f samples=%zu rss_mb_per_hour=%.2f "
+        "GROWTH %-12s restarts=%d settled_min=%.1f samples=%zu rss_mb_per_hour=%.2f "
         "fds_per_hour=%.2f threads_per_hour=%.2f last_rss_mb=%.1f last_fds=%.0f "
         "last_threads=%.0f\n",
-        service.name.c_str(), service.restarts, span_min, longest.size(), slope[0], slope[1],
-        slope[2], longest.empty() ? 0 : longest.back().rss_mb,
-        longest.empty() ? 0 : longest.back().fds, longest.empty() ? 0 : longest.back().threads);
+        service.name.c_str(), service.restarts, span_min, settled.size(), slope[0], slope[1],
+        slope[2], settled.empty() ? 0 : settled.back().rss_mb,
+        settled.empty() ? 0 : settled.back().fds, settled.empty() ? 0 : settled.back().threads);
   }
-  std::printf("clients=%d fault_every_s=%d sample_every_s=%d seed=%u\n", options.clients,
-              options.fault_every_s, options.sample_every_s, options.seed);
+  std::printf("clients=%d fault_every_s=%d sample_every_s=%d warmup_s=%d seed=%u\n",
+              options.clients, options.fault_every_s, options.sample_every_s, options.warmup_s,
+              options.seed);
   std::printf(
       "RESULT minutes=%.1f turns=%d acked=%d lost=%d duplicated=%d reordered=%d faults=%d "
       "rss_mb_per_hour_max=%.2f fds_per_hour_max=%.2f threads_per_hour_max=%.2f "
@@ -337,6 +375,7 @@ void Report(const SoakOptions& options, double minutes, int faults,
 // The load, the reader, the samples and the faults for options.minutes.
 // Returns the faults injected, or -1 when a service did not come back.
 int Soak(const SoakOptions& options, std::vector<Watched>& services,
+         const std::vector<Fault>& faults_in_turn,
          const std::vector<std::unique_ptr<testing::LoadClient>>& clients,
          const std::atomic<long>& reads) {
   const Clock::time_point start = Clock::now();
@@ -347,15 +386,15 @@ int Soak(const SoakOptions& options, std::vector<Watched>& services,
   Clock::time_point next_sample = start;
   Clock::time_point next_fault = start + seconds(options.fault_every_s);
   int faults = 0;
-  for (size_t victim = options.seed % services.size(); Clock::now() < end;) {
+  for (size_t victim = options.seed % faults_in_turn.size(); Clock::now() < end;) {
     if (Clock::now() >= next_sample) {
       SampleAll(services, hours(), faults, clients, reads.load());
       next_sample += seconds(options.sample_every_s);
     }
     if (options.fault_every_s > 0 && Clock::now() >= next_fault) {
       ++faults;
-      if (!InjectFault(services[victim], hours())) return -1;
-      victim = (victim + 1) % services.size();
+      if (!InjectFault(faults_in_turn[victim], hours())) return -1;
+      victim = (victim + 1) % faults_in_turn.size();
       next_fault += seconds(options.fault_every_s);
     }
     std::this_thread::sleep_for(milliseconds(100));
@@ -366,9 +405,19 @@ int Soak(const SoakOptions& options, std::vector<Watched>& services,
 
 // Starts the stack and the clients, soaks, stops and reports.
 int Run(const SoakOptions& options) {
-  testing::TestDatabase db;
   const fs::path dir = fs::temp_directory_path() / ("omniforge-soak-" + core::NewUuid());
   fs::create_directories(dir);
+  // Runs last, once the stack and the cluster have stopped.
+  const absl::Cleanup remove_dir = [&dir] {
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+  };
+  testing::PrivateCluster cluster(dir);
+  if (std::optional<std::string> error = cluster.Start()) {
+    std::fprintf(stderr, "PostgreSQL did not start: %s\n", error->c_str());
+    return 1;
+  }
+  testing::TestDatabase db(cluster.dsn());
   std::vector<core::Identity> users;
   users.reserve(static_cast<size_t>(options.clients));
   for (int c = 0; c < options.clients; ++c) users.push_back({"soak", "user-" + std::to_string(c)});
@@ -387,6 +436,23 @@ int Run(const SoakOptions& options) {
                                    {"intent", &stack.intent()},
                                    {"executor", &stack.executor()},
                                    {"orchestrator", &stack.orchestrator()}};
+  std::vector<Fault> faults_in_turn;
+  for (Watched& service : services) {
+    testing::ServerProcess* process = service.process;
+    faults_in_turn.push_back({"kill -9 " + service.name, [process] { process->Kill(); },
+                              [process] { return process->Restart(); }, &service});
+  }
+  faults_in_turn.push_back({"postgres crash",
+                            [&cluster] {
+                              if (auto error = cluster.Crash()) {
+                                std::fprintf(stderr, "crash: %s\n", error->c_str());
+                              }
+                            },
+                            [&cluster]() -> std::optional<std::string> {
+                              const testing::CommandResult started = cluster.Pg("start");
+                              if (started.exit_code == 0) return std::nullopt;
+                              return started.out + started.err;
+                            }});
   const std::string address = stack.orchestrator().address();
   std::vector<std::unique_ptr<testing::LoadClient>> clients;
   clients.reserve(static_cast<size_t>(options.clients));
@@ -406,7 +472,7 @@ int Run(const SoakOptions& options) {
   ready.wait();
   threads.emplace_back([&] { ReadLoop(address, keys, options.seed, stop, reads, failed_reads); });
   const Clock::time_point start = Clock::now();
-  const int faults = Soak(options, services, clients, reads);
+  const int faults = Soak(options, services, faults_in_turn, clients, reads);
   stop = true;
   for (std::thread& thread : threads) thread.join();
   const double minutes = std::chrono::duration<double>(Clock::now() - start).count() / 60;
@@ -416,8 +482,6 @@ int Run(const SoakOptions& options) {
   const std::optional<Outcome> outcome = CountStorage(*stub, clients);
   if (!outcome) return 1;
   Report(options, minutes, std::max(faults, 0), services, *outcome);
-  std::error_code ignored;
-  fs::remove_all(dir, ignored);
   const bool kept =
       outcome->counts.lost + outcome->counts.duplicated + outcome->counts.reordered == 0;
   return faults >= 0 && kept ? 0 : 1;
@@ -438,7 +502,10 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--sample-every-s", options.sample_every_s, "seconds between two samples")
       ->check(CLI::PositiveNumber);
-  app.add_option("--seed", options.seed, "the first service killed and the reader's choices");
+  app.add_option("--warmup-s", options.warmup_s,
+                 "seconds after a (re)start before a service's samples count for growth")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--seed", options.seed, "the first part killed and the reader's choices");
   CLI11_PARSE(app, argc, argv);
   return omniforge::soak::Run(options);
 }
