@@ -18,6 +18,8 @@ LIVE_LLM_FILTER ?= *Conformance*
 # `make fuzz`: seconds per target, and which targets (default all; docs/fuzzing.md).
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?=
+# `make asan`: extra ctest arguments, e.g. ASAN_CTEST_ARGS="-L 'e2e|faults'".
+ASAN_CTEST_ARGS ?=
 
 # ccache: relative paths under the repo so a fresh clone (CI) hits the cache.
 export CCACHE_BASEDIR := $(CURDIR)
@@ -146,17 +148,24 @@ live-llm: build
 # Every test but the Docker ones (their images hold the product's binaries,
 # not sanitized ones) under ASan and UBSan in build-asan (docs/tests.md,
 # "AddressSanitizer"). UBSan only reports by default; halt_on_error makes
-# undefined behaviour fail the test. Set ASAN_OPTIONS, UBSAN_OPTIONS or
+# undefined behaviour fail the test. Every process writes its reports to
+# build-asan/sanitizer-logs (log_path), the service binaries the tests
+# start included, and a report there fails the run
+# (scripts/sanitizer_logs.sh). Set ASAN_OPTIONS, UBSAN_OPTIONS or
 # LSAN_OPTIONS yourself to override.
-ASAN_TEST_OPTIONS := ASAN_OPTIONS="$${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}" \
-  UBSAN_OPTIONS="$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
+ASAN_LOGS := $(CURDIR)/build-asan/sanitizer-logs
+ASAN_TEST_OPTIONS := ASAN_OPTIONS="$${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:log_path=$(ASAN_LOGS)/asan:log_exe_name=1}" \
+  UBSAN_OPTIONS="$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:log_path=$(ASAN_LOGS)/ubsan:log_exe_name=1}" \
   LSAN_OPTIONS="$${LSAN_OPTIONS:-suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0}"
 asan:
 	@$(MAKE) --no-print-directory -f "$(SELF)" build BUILD_DIR=build-asan SANITIZE=ON
-	@cd build-asan && $(ASAN_TEST_OPTIONS) ctest -LE docker --output-on-failure -j$(JOBS) --timeout 1200 2>&1 \
+	@rm -rf "$(ASAN_LOGS)" && mkdir -p "$(ASAN_LOGS)"
+	@status=0; cd build-asan && $(ASAN_TEST_OPTIONS) ctest -LE docker $(ASAN_CTEST_ARGS) --output-on-failure \
+	  -j$(JOBS) --timeout 1200 2>&1 \
 	  | awk '/tests passed, [0-9]+ tests? failed out of [0-9]+/ { summary = $$0; next } \
 	         { print; fflush() } \
-	         END { if (summary != "") print summary }'
+	         END { if (summary != "") print summary }' || status=$$?; \
+	bash "$(CURDIR)/scripts/sanitizer_logs.sh" "$(ASAN_LOGS)" || status=1; exit $$status
 
 # The libFuzzer targets of fuzz/ in build-fuzz (clang-14), one after the
 # other; fails on a crash, a leak, a timeout or a broken property.
@@ -164,14 +173,19 @@ fuzz: deps
 	@FUZZ_SECONDS="$(FUZZ_SECONDS)" FUZZ_TARGETS="$(FUZZ_TARGETS)" JOBS="$(JOBS)" bash scripts/fuzz.sh
 
 # The concurrency-heavy tests (OMNIFORGE_TSAN's list in CMakeLists.txt)
-# under ThreadSanitizer; any report fails the run. Run before merging a change to threads or locks, and
-# nightly (docs/tests.md, "ThreadSanitizer").
-TSAN_OPTIONS_DEFAULT := halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp
+# under ThreadSanitizer; any report fails the run, a service binary's
+# included (build-tsan/sanitizer-logs). Run before merging a change to
+# threads or locks, and nightly (docs/tests.md, "ThreadSanitizer").
+TSAN_LOGS := $(CURDIR)/build-tsan/sanitizer-logs
+TSAN_OPTIONS_DEFAULT := halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp \
+  log_path=$(TSAN_LOGS)/tsan log_exe_name=1
 tsan:
 	@$(MAKE) --no-print-directory -f "$(SELF)" configure BUILD_DIR=build-tsan TSAN=ON
 	@cmake --build build-tsan -j$(JOBS) --target omniforge_tsan_tests
-	@cd build-tsan && TSAN_OPTIONS="$${TSAN_OPTIONS:-$(TSAN_OPTIONS_DEFAULT)}" \
-	  ctest -R "$$(cat tsan-tests.regex)" --output-on-failure -j$(JOBS) --timeout 900
+	@rm -rf "$(TSAN_LOGS)" && mkdir -p "$(TSAN_LOGS)"
+	@status=0; cd build-tsan && TSAN_OPTIONS="$${TSAN_OPTIONS:-$(TSAN_OPTIONS_DEFAULT)}" \
+	  ctest -R "$$(cat tsan-tests.regex)" --output-on-failure -j$(JOBS) --timeout 900 || status=$$?; \
+	bash "$(CURDIR)/scripts/sanitizer_logs.sh" "$(TSAN_LOGS)" || status=1; exit $$status
 
 format:
 	@[ -n "$(CLANG_FORMAT)" ] || { echo "format: clang-format not installed (make deps)" >&2; exit 1; }

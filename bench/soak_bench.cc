@@ -448,11 +448,7 @@ int Run(const SoakOptions& options) {
                                 std::fprintf(stderr, "crash: %s\n", error->c_str());
                               }
                             },
-                            [&cluster]() -> std::optional<std::string> {
-                              const testing::CommandResult started = cluster.Pg("start");
-                              if (started.exit_code == 0) return std::nullopt;
-                              return started.out + started.err;
-                            }});
+                            [&cluster] { return cluster.Restart(); }});
   const std::string address = stack.orchestrator().address();
   std::vector<std::unique_ptr<testing::LoadClient>> clients;
   clients.reserve(static_cast<size_t>(options.clients));

@@ -188,11 +188,7 @@ class LocalTarget final : public Target {
 
   Fault CrashPostgres() override {
     return {"postgres crash+restart", [this] { ASSERT_EQ(cluster_.Crash(), std::nullopt); },
-            [this]() -> std::optional<std::string> {
-              const testing::CommandResult started = cluster_.Pg("start");
-              if (started.exit_code == 0) return std::nullopt;
-              return started.out + started.err;
-            }};
+            [this] { return cluster_.Restart(); }};
   }
 
   void PrintLogTails() const override {

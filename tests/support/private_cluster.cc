@@ -49,6 +49,10 @@ std::optional<std::string> PrivateCluster::Stop() {
 std::optional<std::string> PrivateCluster::Start() {
   port_ = FreePort();
   if (port_ == 0) return "no free port for PostgreSQL";
+  return Restart();
+}
+
+std::optional<std::string> PrivateCluster::Restart() {
   const CommandResult started = Pg("start");
   if (started.exit_code != 0) return "scripts/pg.sh start: " + started.out + started.err;
   started_ = true;

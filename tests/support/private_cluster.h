@@ -32,6 +32,9 @@ class PrivateCluster final {
   // Picks a free port and starts the cluster; what pg.sh said when it did
   // not start.
   std::optional<std::string> Start();
+  // Starts the cluster again on its port, after Crash() (crash recovery)
+  // or Stop(); what pg.sh said when it did not start.
+  std::optional<std::string> Restart();
   // Stops the cluster; what pg.sh said when it did not stop.
   std::optional<std::string> Stop();
   // scripts/pg.sh `command` (start, stop, ...) for this cluster.
