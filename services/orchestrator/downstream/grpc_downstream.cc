@@ -42,15 +42,23 @@ void Prepare(grpc::ClientContext& context, const core::Call& call, std::string_v
   context.set_deadline(std::chrono::system_clock::time_point(call.deadline));
 }
 
-// The service a stub calls, for its caller assertions ("" for none).
+// The service a stub calls, for its caller assertions. Only the services
+// that verify callers have one: a stub of any other does not compile here
+// (the primary template is incomplete).
 template <typename Stub>
-constexpr const char* kAudienceOf = "";
+struct AudienceOf;
 template <>
-constexpr const char* kAudienceOf<convpb::ConversationService::Stub> = core::kConversationAudience;
+struct AudienceOf<convpb::ConversationService::Stub> {
+  static constexpr const char* kName = core::kConversationAudience;
+};
 template <>
-constexpr const char* kAudienceOf<intentpb::IntentService::Stub> = core::kIntentAudience;
+struct AudienceOf<intentpb::IntentService::Stub> {
+  static constexpr const char* kName = core::kIntentAudience;
+};
 template <>
-constexpr const char* kAudienceOf<execpb::ExecutorService::Stub> = core::kExecutorAudience;
+struct AudienceOf<execpb::ExecutorService::Stub> {
+  static constexpr const char* kName = core::kExecutorAudience;
+};
 
 // Marks a client span failed when its call did.
 void EndClientSpan(trace::Span& span, const grpc::Status& status) {
@@ -66,12 +74,9 @@ absl::StatusOr<Response> Unary(Stub& stub,
                                grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
                                                             Response*),
                                const char* name, const core::Call& call, const Request& request) {
-  // (Not a comparison with nullptr: under UBSan GCC does not take a
-  // pointer's comparison as a constant expression.)
-  static_assert(kAudienceOf<Stub>[0] != '\0', "a stub of a service that verifies callers");
   trace::ScopedSpan span(name, trace::SpanKind::kClient);
   grpc::ClientContext context;
-  Prepare(context, call, kAudienceOf<Stub>);
+  Prepare(context, call, AudienceOf<Stub>::kName);
   // Work cancelled on the caller's side (a cancelled turn) cancels the call.
   if (call.cancel != nullptr && call.cancel->cancelled()) {
     return absl::CancelledError("cancelled");
