@@ -80,11 +80,10 @@ build: configure
 
 # ctest's summary line ("100% tests passed, ...") is moved to the very end of
 # the output; pipefail makes the recipe fail exactly when ctest fails.
+SUMMARY_LAST := awk '/tests passed, [0-9]+ tests? failed out of [0-9]+/ { summary = $$0; next } \
+  { print; fflush() } END { if (summary != "") print summary }'
 test: build
-	@cd "$(BUILD_DIR)" && ctest --output-on-failure -j$(JOBS) --timeout 600 2>&1 \
-	  | awk '/tests passed, [0-9]+ tests? failed out of [0-9]+/ { summary = $$0; next } \
-	         { print; fflush() } \
-	         END { if (summary != "") print summary }'
+	@cd "$(BUILD_DIR)" && ctest --output-on-failure -j$(JOBS) --timeout 600 2>&1 | $(SUMMARY_LAST)
 
 # clang-tidy reads the compile commands and needs the generated protobuf
 # headers, nothing else of the build; files unchanged since a clean run are
@@ -153,19 +152,20 @@ live-llm: build
 # start included, and a report there fails the run
 # (scripts/sanitizer_logs.sh). Set ASAN_OPTIONS, UBSAN_OPTIONS or
 # LSAN_OPTIONS yourself to override.
+#
+# $(call sanitized,DIR,COMMAND): COMMAND with the sanitizers' report
+# directory DIR emptied first; fails when COMMAND does, and when any process
+# left a report in DIR.
+sanitized = rm -rf "$(1)" && mkdir -p "$(1)" && status=0; $(2) || status=$$?; \
+  bash "$(CURDIR)/scripts/sanitizer_logs.sh" "$(1)" || status=1; exit $$status
 ASAN_LOGS := $(CURDIR)/build-asan/sanitizer-logs
 ASAN_TEST_OPTIONS := ASAN_OPTIONS="$${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:log_path=$(ASAN_LOGS)/asan:log_exe_name=1}" \
   UBSAN_OPTIONS="$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:log_path=$(ASAN_LOGS)/ubsan:log_exe_name=1}" \
   LSAN_OPTIONS="$${LSAN_OPTIONS:-suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0}"
 asan:
 	@$(MAKE) --no-print-directory -f "$(SELF)" build BUILD_DIR=build-asan SANITIZE=ON
-	@rm -rf "$(ASAN_LOGS)" && mkdir -p "$(ASAN_LOGS)"
-	@status=0; cd build-asan && $(ASAN_TEST_OPTIONS) ctest -LE docker $(ASAN_CTEST_ARGS) --output-on-failure \
-	  -j$(JOBS) --timeout 1200 2>&1 \
-	  | awk '/tests passed, [0-9]+ tests? failed out of [0-9]+/ { summary = $$0; next } \
-	         { print; fflush() } \
-	         END { if (summary != "") print summary }' || status=$$?; \
-	bash "$(CURDIR)/scripts/sanitizer_logs.sh" "$(ASAN_LOGS)" || status=1; exit $$status
+	@cd build-asan && $(call sanitized,$(ASAN_LOGS),$(ASAN_TEST_OPTIONS) ctest -LE docker \
+	  $(ASAN_CTEST_ARGS) --output-on-failure -j$(JOBS) --timeout 1200 2>&1 | $(SUMMARY_LAST))
 
 # The libFuzzer targets of fuzz/ in build-fuzz (clang-14), one after the
 # other; fails on a crash, a leak, a timeout or a broken property.
@@ -182,10 +182,8 @@ TSAN_OPTIONS_DEFAULT := halt_on_error=1 second_deadlock_stack=1 suppressions=$(C
 tsan:
 	@$(MAKE) --no-print-directory -f "$(SELF)" configure BUILD_DIR=build-tsan TSAN=ON
 	@cmake --build build-tsan -j$(JOBS) --target omniforge_tsan_tests
-	@rm -rf "$(TSAN_LOGS)" && mkdir -p "$(TSAN_LOGS)"
-	@status=0; cd build-tsan && TSAN_OPTIONS="$${TSAN_OPTIONS:-$(TSAN_OPTIONS_DEFAULT)}" \
-	  ctest -R "$$(cat tsan-tests.regex)" --output-on-failure -j$(JOBS) --timeout 900 || status=$$?; \
-	bash "$(CURDIR)/scripts/sanitizer_logs.sh" "$(TSAN_LOGS)" || status=1; exit $$status
+	@cd build-tsan && $(call sanitized,$(TSAN_LOGS),TSAN_OPTIONS="$${TSAN_OPTIONS:-$(TSAN_OPTIONS_DEFAULT)}" \
+	  ctest -R "$$(cat tsan-tests.regex)" --output-on-failure -j$(JOBS) --timeout 900)
 
 format:
 	@[ -n "$(CLANG_FORMAT)" ] || { echo "format: clang-format not installed (make deps)" >&2; exit 1; }

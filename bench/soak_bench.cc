@@ -48,7 +48,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iterator>
 #include <latch>
 #include <memory>
@@ -65,6 +64,7 @@
 #include "libs/core/ids.h"
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
 #include "tests/support/chat_turn.h"
+#include "tests/support/fault.h"
 #include "tests/support/private_cluster.h"
 #include "tests/support/service_stack.h"
 #include "tests/support/test_database.h"
@@ -185,10 +185,8 @@ struct Watched {
 
 // A part of the stack the soak kills and starts again; `watched` is the
 // service's samples (none for PostgreSQL).
-struct Fault {
-  std::string name;
-  std::function<void()> kill;
-  std::function<std::optional<std::string>()> restart;
+struct SoakFault {
+  testing::Fault fault;
   Watched* watched = nullptr;
 };
 
@@ -274,16 +272,17 @@ void SampleAll(std::vector<Watched>& services, double hours, int faults,
 // Kills a part and starts it again after kDowntime (twice if the first
 // start fails); a service begins a new stretch of samples. Returns false
 // when it did not come back.
-bool InjectFault(const Fault& fault, double hours) {
+bool InjectFault(const SoakFault& part, double hours) {
+  const testing::Fault& fault = part.fault;
   std::printf("[%6.0f s] fault: %s\n", hours * 3600, fault.name.c_str());
   std::fflush(stdout);
-  fault.kill();
+  fault.inject();
   std::this_thread::sleep_for(kDowntime);
-  std::optional<std::string> error = fault.restart();
-  if (error) error = fault.restart();
-  if (fault.watched != nullptr) {
-    fault.watched->stretches.emplace_back();
-    ++fault.watched->restarts;
+  std::optional<std::string> error = fault.restore();
+  if (error) error = fault.restore();
+  if (part.watched != nullptr) {
+    part.watched->stretches.emplace_back();
+    ++part.watched->restarts;
   }
   if (error)
     std::fprintf(stderr, "%s: did not come back: %s\n", fault.name.c_str(), error->c_str());
@@ -375,7 +374,7 @@ void Report(const SoakOptions& options, double minutes, int faults,
 // The load, the reader, the samples and the faults for options.minutes.
 // Returns the faults injected, or -1 when a service did not come back.
 int Soak(const SoakOptions& options, std::vector<Watched>& services,
-         const std::vector<Fault>& faults_in_turn,
+         const std::vector<SoakFault>& faults_in_turn,
          const std::vector<std::unique_ptr<testing::LoadClient>>& clients,
          const std::atomic<long>& reads) {
   const Clock::time_point start = Clock::now();
@@ -436,19 +435,15 @@ int Run(const SoakOptions& options) {
                                    {"intent", &stack.intent()},
                                    {"executor", &stack.executor()},
                                    {"orchestrator", &stack.orchestrator()}};
-  std::vector<Fault> faults_in_turn;
+  std::vector<SoakFault> faults_in_turn;
+  faults_in_turn.reserve(services.size() + 1);
   for (Watched& service : services) {
-    testing::ServerProcess* process = service.process;
-    faults_in_turn.push_back({"kill -9 " + service.name, [process] { process->Kill(); },
-                              [process] { return process->Restart(); }, &service});
+    faults_in_turn.push_back({testing::KillAndRestart(service.name, *service.process), &service});
   }
-  faults_in_turn.push_back({"postgres crash",
-                            [&cluster] {
-                              if (auto error = cluster.Crash()) {
-                                std::fprintf(stderr, "crash: %s\n", error->c_str());
-                              }
-                            },
-                            [&cluster] { return cluster.Restart(); }});
+  const auto crash = [&cluster] {
+    if (auto error = cluster.Crash()) std::fprintf(stderr, "crash: %s\n", error->c_str());
+  };
+  faults_in_turn.push_back({{"postgres crash", crash, [&cluster] { return cluster.Restart(); }}});
   const std::string address = stack.orchestrator().address();
   std::vector<std::unique_ptr<testing::LoadClient>> clients;
   clients.reserve(static_cast<size_t>(options.clients));

@@ -29,7 +29,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <latch>
 #include <map>
 #include <memory>
@@ -49,6 +48,7 @@
 #include "omniforge/orchestrator/v1/chat_service.grpc.pb.h"
 #include "tests/support/chat_turn.h"
 #include "tests/support/command.h"
+#include "tests/support/fault.h"
 #include "tests/support/private_cluster.h"
 #include "tests/support/service_stack.h"
 #include "tests/support/test_database.h"
@@ -112,14 +112,8 @@ std::string Format(const FaultRow& row) {
                          row.recovery_ms);
 }
 
-// One fault: its name in the table, what injects it (takes the process or
-// the database down) and what restores it (nullopt once it is back, else
-// why not).
-struct Fault {
-  std::string name;
-  std::function<void()> inject;
-  std::function<std::optional<std::string>()> restore;
-};
+// One fault; its name is its row in the table.
+using testing::Fault;
 
 // Where the faults are injected: the stack the suite starts itself, or a
 // docker-compose stack started for it (tests/faults/compose_faults.py).
@@ -181,9 +175,7 @@ class LocalTarget final : public Target {
   const std::vector<std::string>& keys() const override { return keys_; }
 
   Fault KillService(const std::string& service) override {
-    testing::ServerProcess& process = Process(service);
-    return {"kill -9 " + service, [&process] { process.Kill(); },
-            [&process] { return process.Restart(); }};
+    return testing::KillAndRestart(service, Process(service));
   }
 
   Fault CrashPostgres() override {
